@@ -1,0 +1,1 @@
+"""Settings models and global configuration. The only package that reads ``os.environ``."""

@@ -1,0 +1,92 @@
+"""Where Wharf keeps its state on this machine, and which store and stack it uses.
+
+Resolution order for every value: explicit argument > environment variable > user config
+file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
+
+Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
+``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from wharf.core.errors import InputError
+
+
+class WharfConfig(BaseModel):
+    """The resolved configuration of one process. Build with :func:`load_config`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    home: Path
+    store_url: str
+    artifact_root: Path
+    active_stack: str | None = None
+    server_url: str | None = None
+    api_key: str | None = None
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "config.json"
+
+
+def default_home() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("wharf", appauthor=False))
+
+
+def read_user_config(home: Path) -> dict[str, Any]:
+    path = home / "config.json"
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"Cannot read Wharf config file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"Wharf config file {path} must hold a JSON object.")
+    return data
+
+
+def write_user_config(home: Path, updates: Mapping[str, Any]) -> None:
+    """Merge ``updates`` into the user config file (a None value removes the key)."""
+    data = read_user_config(home)
+    for key, value in updates.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = home / "config.json.tmp"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    tmp.replace(home / "config.json")
+
+
+def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> WharfConfig:
+    env = os.environ if environ is None else environ
+    home = Path(overrides.get("home") or env.get("WHARF_HOME") or default_home()).expanduser()
+    user = read_user_config(home)
+
+    def pick(key: str, env_name: str, default: Any = None) -> Any:
+        if overrides.get(key) is not None:
+            return overrides[key]
+        if env.get(env_name):
+            return env[env_name]
+        return user.get(key, default)
+
+    return WharfConfig(
+        home=home,
+        store_url=pick("store_url", "WHARF_STORE_URL", f"sqlite:///{home / 'wharf.db'}"),
+        artifact_root=Path(pick("artifact_root", "WHARF_ARTIFACT_ROOT", home / "artifacts")),
+        active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
+        server_url=pick("server_url", "WHARF_SERVER_URL"),
+        api_key=pick("api_key", "WHARF_API_KEY"),
+    )

@@ -1,0 +1,244 @@
+"""User-facing settings models: resources, caching, retries and schedules.
+
+Invariants:
+- ``ResourceSettings.reclaim_tolerance`` is ``None`` unless the user set it (directly or via the
+  legacy ``preemptible`` flag); serialising and reading a stored configuration keeps it so.
+- All models are frozen; serialise with ``model_dump(mode="json", exclude_unset=True)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+from wharf.core.enums import ReclaimTolerance, StepRuntime
+from wharf.core.resources import (
+    BASIC_RESOURCE_KINDS,
+    MEMORY_PATTERN,
+    ByteUnit,
+    ResourceDemand,
+    parse_memory,
+)
+
+
+class PoolResourceDemand(BaseModel):
+    """A demand for a resource of a pool, as a user writes it in ``ResourceSettings``."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    quantity: PositiveInt = 1
+    name: str | None = Field(default=None, min_length=1)
+    kind: str | None = Field(default=None, min_length=1)
+    unit: str | None = Field(default=None, min_length=1)
+    class_name: str | None = Field(default=None, alias="class")
+    resource_selector: dict[str, Any] | None = None
+    class_selector: dict[str, Any] | None = None
+
+
+ResourceInput = str | dict[str, PositiveInt] | PoolResourceDemand | list[PoolResourceDemand]
+
+
+class ResourceSettings(BaseModel):
+    """What a step needs to run. Validated and stored with the step; used by the scheduler."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_count: PositiveFloat | None = None
+    """CPUs; fractions are allowed (0.5 = 500 mCPU)."""
+    gpu_count: NonNegativeInt | None = None
+    gpu_class: str | None = None
+    """Capacity class of the GPUs, e.g. ``h100``."""
+    memory: str | None = Field(default=None, pattern=MEMORY_PATTERN)
+    """Memory with a unit suffix, e.g. ``512MiB`` or ``2GB``."""
+    resources: ResourceInput = Field(default_factory=list)
+    reclaim_tolerance: ReclaimTolerance | None = None
+    """None means "the default for the step's runtime" (none inline, any isolated)."""
+    allocation_wait_timeout_seconds: PositiveInt = 3600
+    initialization_lease_seconds: PositiveInt = 3600
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_input(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        preemptible = data.pop("preemptible", None)
+        if data.get("reclaim_tolerance") is None and preemptible is not None:
+            data["reclaim_tolerance"] = (
+                ReclaimTolerance.COORDINATED if preemptible else ReclaimTolerance.NONE
+            )
+        pool_resources = data.pop("pool_resources", None)
+        if data.get("resources") is None and pool_resources is not None:
+            data["resources"] = pool_resources
+        if data.get("reclaim_tolerance", "") is None:
+            data.pop("reclaim_tolerance")
+        return data
+
+    @property
+    def reclaim_tolerance_explicitly_set(self) -> bool:
+        return self.reclaim_tolerance is not None
+
+    def effective_reclaim_tolerance(self, runtime: StepRuntime) -> ReclaimTolerance:
+        if self.reclaim_tolerance is not None:
+            return self.reclaim_tolerance
+        return ReclaimTolerance.NONE if runtime is StepRuntime.INLINE else ReclaimTolerance.ANY
+
+    @property
+    def normalized_resources(self) -> list[PoolResourceDemand]:
+        r = self.resources
+        if isinstance(r, str):
+            return [PoolResourceDemand(name=r, quantity=1)]
+        if isinstance(r, PoolResourceDemand):
+            return [r]
+        if isinstance(r, dict):
+            return [PoolResourceDemand(name=k, quantity=v) for k, v in r.items()]
+        return list(r)
+
+    def memory_quantity_and_unit(self) -> tuple[int, ByteUnit] | None:
+        return None if self.memory is None else parse_memory(self.memory)
+
+    def canonical_demands(self) -> list[ResourceDemand]:
+        """Each resource, then GPUs, CPUs and memory, as separate canonical demands."""
+        demands = [
+            ResourceDemand(
+                resource=d.name,
+                kind=d.kind,
+                quantity=d.quantity,
+                unit=d.unit,
+                class_name=d.class_name,
+                resource_selector=d.resource_selector,
+                class_selector=d.class_selector,
+            )
+            for d in self.normalized_resources
+        ]
+        if self.gpu_count:
+            demands.append(
+                ResourceDemand(kind="gpu", quantity=self.gpu_count, class_name=self.gpu_class)
+            )
+        if self.cpu_count is not None:
+            if float(self.cpu_count).is_integer():
+                demands.append(ResourceDemand(kind="cpu", quantity=int(self.cpu_count), unit="CPU"))
+            else:
+                milli = math.ceil(self.cpu_count * 1000 - 1e-9)
+                demands.append(ResourceDemand(kind="cpu", quantity=milli, unit="mCPU"))
+        mem = self.memory_quantity_and_unit()
+        if mem is not None:
+            demands.append(ResourceDemand(kind="memory", quantity=mem[0], unit=mem[1].value))
+        return demands
+
+    @property
+    def has_basic_resource_demands(self) -> bool:
+        return any(d.kind in BASIC_RESOURCE_KINDS for d in self.canonical_demands())
+
+    @property
+    def empty(self) -> bool:
+        return not self.canonical_demands()
+
+
+class RetryConfig(BaseModel):
+    """How often and how patiently a failed step is retried."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_retries: NonNegativeInt = 0
+    delay: NonNegativeFloat = 0.0
+    """Seconds before the first retry."""
+    backoff: float = Field(default=1.0, ge=1.0)
+    """Multiplier applied to the delay after each retry."""
+
+    def delay_before(self, attempt: int) -> float:
+        """Seconds to wait before attempt number ``attempt`` (2 is the first retry)."""
+        return self.delay * self.backoff ** max(0, attempt - 2)
+
+
+class CachePolicy(BaseModel):
+    """What goes into a step's cache key, and how long a cached result stays valid."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    include_step_code: bool = True
+    include_step_parameters: bool = True
+    include_artifact_values: bool = True
+    include_artifact_ids: bool = True
+    ignored_inputs: tuple[str, ...] = ()
+    file_dependencies: tuple[str, ...] = ()
+    """Paths relative to the source root whose bytes are part of the key."""
+    source_dependencies: tuple[str, ...] = ()
+    """Import paths (``module:attr`` or ``module.attr``) whose source code is part of the key."""
+    cache_func: str | None = None
+    """Import path of a zero-argument function returning a string that is part of the key."""
+    expires_after: PositiveInt | None = None
+    """Seconds after which a cached result is no longer reused; None = never."""
+
+    @field_validator("source_dependencies", "cache_func", mode="before")
+    @classmethod
+    def _objects_to_paths(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(_import_path_of(v) for v in value)
+        return _import_path_of(value) if value is not None else None
+
+    @classmethod
+    def default(cls) -> CachePolicy:
+        return cls()
+
+    @classmethod
+    def from_string(cls, value: str) -> CachePolicy:
+        if value != "default":
+            raise ValueError(f"Unknown cache policy '{value}'; the only named policy is 'default'.")
+        return cls()
+
+
+def _import_path_of(obj: Any) -> Any:
+    if isinstance(obj, str) or not callable(obj):
+        return obj
+    fn: Callable[..., Any] = obj
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+class Schedule(BaseModel):
+    """When a pipeline should run by itself: a cron expression, an interval, or once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = None
+    cron_expression: str | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    interval_seconds: PositiveInt | None = None
+    run_once_start_time: datetime | None = None
+    catchup: bool = False
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> Schedule:
+        triggers = [
+            self.cron_expression is not None,
+            self.interval_seconds is not None,
+            self.run_once_start_time is not None,
+        ]
+        if sum(triggers) != 1:
+            raise ValueError(
+                "A schedule needs exactly one of cron_expression, interval_seconds "
+                "or run_once_start_time."
+            )
+        if self.cron_expression is not None:
+            from croniter import croniter
+
+            if not croniter.is_valid(self.cron_expression):
+                raise ValueError(f"Invalid cron expression '{self.cron_expression}'.")
+        if self.start_time and self.end_time and self.end_time <= self.start_time:
+            raise ValueError("A schedule's end_time must be after its start_time.")
+        return self

@@ -1,0 +1,89 @@
+"""The compiled form of a pipeline, as stored in a snapshot and read by orchestrators.
+
+A :class:`PipelineSpec` is plain data (JSON-serialisable); it is everything an orchestrator
+needs to run the pipeline in another process: each step's import path, parameters, input
+wiring, output materializers and configuration. Invariant: ``steps`` is keyed by step name and
+every ``InputSpec`` names an upstream step listed in that step's ``upstream``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig, Schedule
+from wharf.core.enums import ExecutionMode, StepRuntime
+
+
+class InputSpec(BaseModel):
+    """A step input fed by another step's output."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: str
+    output: str
+
+
+class OutputSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    materializer: str | None = None
+    """Import path of an explicit materializer; None = chosen by the value's type at run time."""
+    data_type: str | None = None
+    """Import path of the annotated type, if any."""
+
+
+class StepConfig(BaseModel):
+    """Per-step settings after merging the step's own values over its pipeline's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enable_cache: bool | None = None
+    cache_policy: CachePolicy = Field(default_factory=CachePolicy)
+    retry: RetryConfig | None = None
+    resources: ResourceSettings | None = None
+    runtime: StepRuntime | None = None
+    step_operator: str | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    caching_parameters: dict[str, Any] = Field(default_factory=dict)
+    enable_heartbeat: bool = True
+
+
+class StepSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    source: str
+    """``module:qualname`` of the step function."""
+    source_code: str | None = None
+    code_hash: str
+    docstring: str | None = None
+    upstream: tuple[str, ...] = ()
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """JSON-able literal arguments, defaults included."""
+    outputs: dict[str, OutputSpec] = Field(default_factory=dict)
+    config: StepConfig = Field(default_factory=StepConfig)
+
+
+class PipelineConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enable_cache: bool | None = None
+    execution_mode: ExecutionMode = ExecutionMode.STOP_ON_FAILURE
+    max_parallelism: int | None = Field(default=None, ge=1)
+    retry: RetryConfig | None = None
+    schedule: Schedule | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+
+
+class PipelineSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    source: str | None = None
+    dynamic: bool = False
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    config: PipelineConfig = Field(default_factory=PipelineConfig)
+    steps: dict[str, StepSpec] = Field(default_factory=dict)

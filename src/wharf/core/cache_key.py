@@ -1,0 +1,108 @@
+"""The step cache key: a pure function of everything that can change a step's outputs.
+
+The execution layer gathers the facts (it reads files, imports modules and calls the user's
+``cache_func``); this module only hashes them. Two steps share a key iff all facts that the
+step's ``CachePolicy`` includes are equal. The hash is SHA-256 over a length-prefixed,
+canonical encoding, so no two different fact sets can collide by concatenation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InputFact:
+    """One input artifact as the cache key sees it."""
+
+    artifact_version_id: str
+    content_hash: str | None
+
+
+@dataclass(frozen=True)
+class CacheKeyFacts:
+    project_id: str
+    artifact_store_id: str
+    artifact_store_path: str
+    step_source: str
+    """Import path of the step function; part of the key even when code is excluded."""
+    code_hash: str
+    parameters: Mapping[str, Any]
+    inputs: Mapping[str, InputFact]
+    outputs: Mapping[str, str]
+    """Output name -> materializer import path."""
+    caching_parameters: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    file_digests: Sequence[tuple[str, str]] = ()
+    """(path relative to the source root, SHA-256 of the bytes), any order."""
+    source_dependencies: Sequence[tuple[str, str]] = ()
+    """(import path, source code), any order."""
+    cache_func_result: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """The switches of ``CachePolicy`` that affect hashing."""
+
+    include_step_code: bool = True
+    include_step_parameters: bool = True
+    include_artifact_values: bool = True
+    include_artifact_ids: bool = True
+    ignored_inputs: frozenset[str] = frozenset()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+
+    def add(self, tag: str, value: str) -> None:
+        for part in (tag, value):
+            data = part.encode()
+            self._h.update(len(data).to_bytes(8, "big"))
+            self._h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
+    h = _Hasher()
+    h.add("project", facts.project_id)
+    h.add("artifact_store", facts.artifact_store_id)
+    h.add("artifact_store_path", facts.artifact_store_path)
+    h.add("source", facts.step_source)
+    if policy.include_step_code:
+        h.add("code", facts.code_hash)
+    if policy.include_step_parameters:
+        for name in sorted(facts.parameters):
+            h.add("param:" + name, _canonical(facts.parameters[name]))
+    for name in sorted(facts.inputs):
+        if name in policy.ignored_inputs:
+            continue
+        fact = facts.inputs[name]
+        h.add("input", name)
+        if policy.include_artifact_values and fact.content_hash is not None:
+            h.add("input_value", fact.content_hash)
+        elif policy.include_artifact_ids:
+            h.add("input_id", fact.artifact_version_id)
+    for name in sorted(facts.outputs):
+        h.add("output:" + name, facts.outputs[name])
+    for name in sorted(facts.caching_parameters):
+        h.add("caching:" + name, _canonical(facts.caching_parameters[name]))
+    for name in sorted(facts.environment):
+        h.add("env:" + name, facts.environment[name])
+    for path, digest in sorted(facts.file_digests):
+        h.add("file:" + path, digest)
+    for path, code in sorted(facts.source_dependencies):
+        h.add("source_dep:" + path, code)
+    if facts.cache_func_result is not None:
+        h.add("cache_func", facts.cache_func_result)
+    return h.hexdigest()

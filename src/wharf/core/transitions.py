@@ -1,0 +1,95 @@
+"""Allowed status transitions of pipeline runs and step runs, as pure tables.
+
+Every store update goes through :func:`check_run_transition` / :func:`check_step_transition`.
+A status may always be "set" to itself (idempotent updates); finished statuses are final.
+A step may be created directly in any of :data:`STEP_INITIAL_STATUSES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from wharf.core.enums import ExecutionStatus as S
+from wharf.core.errors import IllegalTransitionError
+
+_FINAL: frozenset[S] = frozenset()
+
+RUN_TRANSITIONS: Mapping[S, frozenset[S]] = {
+    S.INITIALIZING: frozenset(
+        {S.PROVISIONING, S.QUEUED, S.RUNNING, S.COMPLETED, S.FAILED, S.STOPPING, S.STOPPED}
+    ),
+    S.PROVISIONING: frozenset({S.QUEUED, S.RUNNING, S.COMPLETED, S.FAILED, S.STOPPING, S.STOPPED}),
+    S.QUEUED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.STOPPING, S.STOPPED}),
+    S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.STOPPING, S.STOPPED}),
+    S.STOPPING: frozenset({S.STOPPED, S.FAILED}),
+    S.COMPLETED: _FINAL,
+    S.FAILED: _FINAL,
+    S.STOPPED: _FINAL,
+    # Runs never take these step-only statuses; listed so the table is total.
+    S.CACHED: _FINAL,
+    S.SKIPPED: _FINAL,
+    S.CANCELLED: _FINAL,
+    S.RETRYING: _FINAL,
+    S.CANCELLING: _FINAL,
+}
+
+RUN_INITIAL_STATUSES: frozenset[S] = frozenset(
+    {S.INITIALIZING, S.PROVISIONING, S.QUEUED, S.RUNNING}
+)
+
+STEP_TRANSITIONS: Mapping[S, frozenset[S]] = {
+    S.INITIALIZING: frozenset(
+        {S.QUEUED, S.RUNNING, S.FAILED, S.STOPPING, S.STOPPED, S.CANCELLING, S.CANCELLED}
+    ),
+    S.PROVISIONING: frozenset(
+        {S.QUEUED, S.RUNNING, S.FAILED, S.STOPPING, S.STOPPED, S.CANCELLING, S.CANCELLED}
+    ),
+    S.QUEUED: frozenset({S.RUNNING, S.FAILED, S.STOPPING, S.STOPPED, S.CANCELLING, S.CANCELLED}),
+    S.RUNNING: frozenset(
+        {S.COMPLETED, S.FAILED, S.RETRYING, S.STOPPING, S.STOPPED, S.CANCELLING, S.CANCELLED}
+    ),
+    # A step that was asked to stop or cancel may still finish its work before it notices.
+    S.STOPPING: frozenset({S.STOPPED, S.COMPLETED, S.FAILED}),
+    S.CANCELLING: frozenset({S.CANCELLED, S.RETRYING, S.COMPLETED, S.FAILED, S.STOPPED}),
+    # A retrying step run is final: the next attempt is a new step run.
+    S.RETRYING: _FINAL,
+    S.COMPLETED: _FINAL,
+    S.FAILED: _FINAL,
+    S.CACHED: _FINAL,
+    S.SKIPPED: _FINAL,
+    S.STOPPED: _FINAL,
+    S.CANCELLED: _FINAL,
+}
+
+STEP_INITIAL_STATUSES: frozenset[S] = frozenset(
+    {S.INITIALIZING, S.QUEUED, S.RUNNING, S.CACHED, S.SKIPPED, S.FAILED, S.STOPPED}
+)
+
+
+def _check(kind: str, table: Mapping[S, frozenset[S]], current: S, new: S) -> None:
+    if current == new:
+        return
+    if new not in table[current]:
+        raise IllegalTransitionError(
+            f"Illegal {kind} status transition: {current.value} -> {new.value}."
+        )
+
+
+def check_run_transition(current: S, new: S) -> None:
+    """Raise :class:`IllegalTransitionError` unless a run may go from ``current`` to ``new``."""
+    _check("run", RUN_TRANSITIONS, current, new)
+
+
+def check_step_transition(current: S, new: S) -> None:
+    """Raise :class:`IllegalTransitionError` unless a step may go from ``current`` to ``new``."""
+    _check("step", STEP_TRANSITIONS, current, new)
+
+
+def check_run_initial(status: S) -> None:
+    if status not in RUN_INITIAL_STATUSES:
+        raise IllegalTransitionError(f"A run cannot be created with status {status.value}.")
+
+
+def check_step_initial(status: S) -> None:
+    if status not in STEP_INITIAL_STATUSES:
+        raise IllegalTransitionError(f"A step run cannot be created with status {status.value}.")

@@ -1,0 +1,326 @@
+"""Records returned by the store, and the create/update/filter models passed to it.
+
+Records are immutable snapshots of rows. Times are timezone-aware UTC datetimes set by the
+store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wharf.config.spec import PipelineSpec
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+
+T = TypeVar("T")
+
+MAX_PAGE_SIZE = 1000
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ----------------------------------------------------------------------------- paging
+
+
+class PageRequest(_Frozen):
+    index: int = Field(default=1, ge=1)
+    """1-based page number."""
+    size: int = Field(default=50, ge=1, le=MAX_PAGE_SIZE)
+    sort: Literal["asc", "desc"] = "desc"
+    """Order by creation time (ties by id)."""
+
+
+class Page(BaseModel, Generic[T]):
+    model_config = ConfigDict(frozen=True)
+
+    items: list[T]
+    index: int
+    size: int
+    total: int
+
+    @property
+    def total_pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+
+# ----------------------------------------------------------------------------- records
+
+
+class UserRecord(_Frozen):
+    id: UUID
+    name: str
+    is_admin: bool
+    created: datetime
+
+
+class ProjectRecord(_Frozen):
+    id: UUID
+    name: str
+    created: datetime
+
+
+class ComponentRecord(_Frozen):
+    id: UUID
+    name: str
+    type: ComponentType
+    flavor: str
+    configuration: dict[str, Any]
+    created: datetime
+
+
+class StackRecord(_Frozen):
+    id: UUID
+    name: str
+    components: dict[ComponentType, UUID]
+    created: datetime
+
+
+class PipelineRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    name: str
+    created: datetime
+
+
+class SnapshotRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    pipeline_id: UUID
+    stack_id: UUID | None
+    spec: PipelineSpec
+    created: datetime
+
+
+class PipelineRunRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    pipeline_id: UUID
+    snapshot_id: UUID
+    user_id: UUID | None
+    name: str
+    status: ExecutionStatus
+    status_reason: str | None
+    orchestrator_run_id: str | None
+    start_time: datetime | None
+    end_time: datetime | None
+    created: datetime
+    updated: datetime
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.status.is_placeholder
+
+
+class StepRunRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    run_id: UUID
+    name: str
+    status: ExecutionStatus
+    status_reason: str | None
+    attempt: int
+    """1 for the first try; each retry is a new step run with attempt + 1."""
+    cache_key: str | None
+    cache_expires_at: datetime | None
+    original_step_run_id: UUID | None
+    """For a cached step: the step run whose outputs it reuses."""
+    code_hash: str | None
+    source_code: str | None
+    docstring: str | None
+    parameters: dict[str, Any]
+    inputs: dict[str, UUID]
+    """Input name -> artifact version id."""
+    outputs: dict[str, UUID]
+    """Output name -> artifact version id."""
+    start_time: datetime | None
+    end_time: datetime | None
+    last_heartbeat: datetime | None
+    created: datetime
+    updated: datetime
+
+
+class ArtifactRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    name: str
+    created: datetime
+
+
+class ArtifactVersionRecord(_Frozen):
+    id: UUID
+    artifact_id: UUID
+    project_id: UUID
+    name: str
+    """The artifact's name (denormalised for display)."""
+    version: int
+    """1, 2, ... per artifact, in creation order."""
+    uri: str
+    data_type: str
+    materializer: str
+    content_hash: str | None
+    producer_step_run_id: UUID | None
+    artifact_store_id: UUID | None
+    created: datetime
+
+
+class RunMetadataRecord(_Frozen):
+    id: UUID
+    resource_type: MetadataResourceType
+    resource_id: UUID
+    key: str
+    value: Any
+    created: datetime
+
+
+class ScheduleRecord(_Frozen):
+    id: UUID
+    project_id: UUID
+    pipeline_id: UUID
+    snapshot_id: UUID
+    name: str
+    cron_expression: str | None
+    interval_seconds: int | None
+    run_once_start_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    catchup: bool
+    active: bool
+    created: datetime
+
+
+# ----------------------------------------------------------------------------- creates
+
+
+class ComponentCreate(_Frozen):
+    name: str = Field(min_length=1, max_length=255)
+    type: ComponentType
+    flavor: str = Field(min_length=1, max_length=255)
+    configuration: dict[str, Any] = Field(default_factory=dict)
+
+
+class SnapshotCreate(_Frozen):
+    project_id: UUID
+    pipeline_id: UUID
+    stack_id: UUID | None = None
+    spec: PipelineSpec
+
+
+class RunCreate(_Frozen):
+    project_id: UUID
+    pipeline_id: UUID
+    snapshot_id: UUID
+    name: str = Field(min_length=1, max_length=255)
+    status: ExecutionStatus = ExecutionStatus.INITIALIZING
+    status_reason: str | None = None
+    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    user_id: UUID | None = None
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.status.is_placeholder
+
+
+class StepRunCreate(_Frozen):
+    run_id: UUID
+    name: str = Field(min_length=1, max_length=255)
+    status: ExecutionStatus
+    status_reason: str | None = None
+    attempt: int = Field(default=1, ge=1)
+    cache_key: str | None = None
+    cache_expires_at: datetime | None = None
+    original_step_run_id: UUID | None = None
+    code_hash: str | None = None
+    source_code: str | None = None
+    docstring: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    inputs: dict[str, UUID] = Field(default_factory=dict)
+    outputs: dict[str, UUID] = Field(default_factory=dict)
+
+
+class ArtifactVersionCreate(_Frozen):
+    project_id: UUID
+    name: str = Field(min_length=1, max_length=255)
+    """Artifact name; the artifact is created on first use."""
+    uri: str
+    data_type: str
+    materializer: str
+    content_hash: str | None = None
+    producer_step_run_id: UUID | None = None
+    artifact_store_id: UUID | None = None
+
+
+class ScheduleCreate(_Frozen):
+    project_id: UUID
+    pipeline_id: UUID
+    snapshot_id: UUID
+    name: str = Field(min_length=1, max_length=255)
+    cron_expression: str | None = None
+    interval_seconds: int | None = None
+    run_once_start_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    catchup: bool = False
+
+
+# ----------------------------------------------------------------------------- updates
+
+
+class RunUpdate(_Frozen):
+    """Fields left None are unchanged."""
+
+    status: ExecutionStatus | None = None
+    status_reason: str | None = None
+    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+
+
+class StepRunUpdate(_Frozen):
+    """Fields left None are unchanged; ``outputs`` are added to the existing links."""
+
+    status: ExecutionStatus | None = None
+    status_reason: str | None = None
+    outputs: dict[str, UUID] | None = None
+    cache_key: str | None = None
+    cache_expires_at: datetime | None = None
+
+
+# ----------------------------------------------------------------------------- filters
+
+
+class RunFilter(_Frozen):
+    project_id: UUID | None = None
+    pipeline_id: UUID | None = None
+    snapshot_id: UUID | None = None
+    name: str | None = None
+    status: ExecutionStatus | None = None
+    orchestrator_run_id: str | None = None
+
+
+class StepRunFilter(_Frozen):
+    project_id: UUID | None = None
+    run_id: UUID | None = None
+    names: tuple[str, ...] | None = None
+    """Any of these step names (the REST layer's ``name=oneof:[...]``)."""
+    status: ExecutionStatus | None = None
+    cache_key: str | None = None
+
+
+class PipelineFilter(_Frozen):
+    project_id: UUID | None = None
+    name: str | None = None
+
+
+class ArtifactFilter(_Frozen):
+    project_id: UUID | None = None
+    name: str | None = None
+
+
+class ArtifactVersionFilter(_Frozen):
+    project_id: UUID | None = None
+    artifact_id: UUID | None = None
+    name: str | None = None
+    producer_step_run_id: UUID | None = None

@@ -1,0 +1,200 @@
+"""The store's behavioural contract: one Protocol per aggregate, plus the :class:`Store` bundle.
+
+Every backend (SQL now, REST later) implements these exactly; the contract test suite in
+``tests/store/contract`` checks each rule on every backend. Shared rules:
+
+- ``get`` of an unknown id raises :class:`~wharf.core.errors.EntityNotFoundError` whose message
+  names the kind and the id; creating a duplicate unique name raises ``EntityExistsError``.
+- Every write is atomic: on any error nothing of it is stored.
+- Status updates are checked against ``wharf.core.transitions``; an illegal one raises
+  ``IllegalTransitionError`` and changes nothing. The store sets ``start_time`` when a run or
+  step first becomes running and ``end_time`` when it reaches a finished status.
+- Lists are ordered by creation time (then id) and paged with :class:`PageRequest`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from wharf.core.enums import ComponentType, MetadataResourceType
+from wharf.store.models import (
+    ArtifactFilter,
+    ArtifactRecord,
+    ArtifactVersionCreate,
+    ArtifactVersionFilter,
+    ArtifactVersionRecord,
+    ComponentCreate,
+    ComponentRecord,
+    Page,
+    PageRequest,
+    PipelineFilter,
+    PipelineRecord,
+    PipelineRunRecord,
+    ProjectRecord,
+    RunCreate,
+    RunFilter,
+    RunMetadataRecord,
+    RunUpdate,
+    ScheduleCreate,
+    ScheduleRecord,
+    SnapshotCreate,
+    SnapshotRecord,
+    StackRecord,
+    StepRunCreate,
+    StepRunFilter,
+    StepRunRecord,
+    StepRunUpdate,
+    UserRecord,
+)
+
+
+class UserRepository(Protocol):
+    def create(self, name: str, *, is_admin: bool = False) -> UserRecord: ...
+    def get(self, user_id: UUID) -> UserRecord: ...
+    def get_by_name(self, name: str) -> UserRecord: ...
+    def list(self, page: PageRequest = ...) -> Page[UserRecord]: ...
+
+
+class ProjectRepository(Protocol):
+    def create(self, name: str) -> ProjectRecord: ...
+    def get(self, project_id: UUID) -> ProjectRecord: ...
+    def get_by_name(self, name: str) -> ProjectRecord: ...
+    def list(self, page: PageRequest = ...) -> Page[ProjectRecord]: ...
+
+
+class StackRepository(Protocol):
+    """Stack components and the stacks that group them (one component per type)."""
+
+    def create_component(self, component: ComponentCreate) -> ComponentRecord: ...
+    def get_component(self, component_id: UUID) -> ComponentRecord: ...
+    def get_component_by_name(self, type: ComponentType, name: str) -> ComponentRecord: ...
+    def list_components(
+        self, type: ComponentType | None = None, page: PageRequest = ...
+    ) -> Page[ComponentRecord]: ...
+    def create_stack(self, name: str, components: dict[ComponentType, UUID]) -> StackRecord:
+        """Every component id must exist and be of the type it is listed under."""
+        ...
+
+    def get_stack(self, stack_id: UUID) -> StackRecord: ...
+    def get_stack_by_name(self, name: str) -> StackRecord: ...
+    def list_stacks(self, page: PageRequest = ...) -> Page[StackRecord]: ...
+
+
+class PipelineRepository(Protocol):
+    def get_or_create(self, project_id: UUID, name: str) -> PipelineRecord:
+        """The pipeline of that name in the project, created if missing (race-safe)."""
+        ...
+
+    def get(self, pipeline_id: UUID) -> PipelineRecord: ...
+    def list(
+        self, filter: PipelineFilter = ..., page: PageRequest = ...
+    ) -> Page[PipelineRecord]: ...
+
+
+class SnapshotRepository(Protocol):
+    def create(self, snapshot: SnapshotCreate) -> SnapshotRecord: ...
+    def get(self, snapshot_id: UUID) -> SnapshotRecord: ...
+
+
+class RunRepository(Protocol):
+    def create(self, run: RunCreate) -> PipelineRunRecord:
+        """Raises EntityExistsError if (snapshot, orchestrator_run_id) is taken."""
+        ...
+
+    def get(self, run_id: UUID) -> PipelineRunRecord: ...
+    def list(self, filter: RunFilter = ..., page: PageRequest = ...) -> Page[PipelineRunRecord]: ...
+    def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord:
+        """Checks the status transition. The orchestrator run id can be set once: setting a
+        different value on a run that has one raises IllegalOperationError."""
+        ...
+
+    def get_or_create(self, run: RunCreate) -> tuple[PipelineRunRecord, bool]:
+        """The run for ``run`` and whether it was created.
+
+        1. If ``run.orchestrator_run_id`` is set and a non-placeholder run of that snapshot has
+           it, return that run.
+        2. If ``run`` is not a placeholder, replace a placeholder run (status initializing or
+           provisioning) of the same snapshot, pipeline and project whose orchestrator run id
+           equals ``run.orchestrator_run_id`` or is NULL, preferring the equal one, then the
+           oldest: its status, name and orchestrator run id become those of ``run``.
+        3. Otherwise create it (falling back to 1 if a concurrent writer created it first).
+        """
+        ...
+
+    def delete(self, run_id: UUID) -> None:
+        """Delete a run and its step runs (used when a run fails to initialise)."""
+        ...
+
+
+class StepRunRepository(Protocol):
+    def create(self, step: StepRunCreate) -> StepRunRecord:
+        """The run must exist; inputs/outputs must name existing artifact versions."""
+        ...
+
+    def get(self, step_run_id: UUID) -> StepRunRecord: ...
+    def list(self, filter: StepRunFilter = ..., page: PageRequest = ...) -> Page[StepRunRecord]: ...
+    def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord: ...
+    def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
+        """The newest completed step run of the project with this cache key whose
+        ``cache_expires_at`` is unset or later than ``now``."""
+        ...
+
+
+class ArtifactRepository(Protocol):
+    def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord:
+        """Creates the artifact on first use; versions count 1, 2, ... per artifact, even
+        under concurrent writers."""
+        ...
+
+    def get_version(self, version_id: UUID) -> ArtifactVersionRecord: ...
+    def list_versions(
+        self, filter: ArtifactVersionFilter = ..., page: PageRequest = ...
+    ) -> Page[ArtifactVersionRecord]: ...
+    def get(self, artifact_id: UUID) -> ArtifactRecord: ...
+    def list(
+        self, filter: ArtifactFilter = ..., page: PageRequest = ...
+    ) -> Page[ArtifactRecord]: ...
+
+
+class RunMetadataRepository(Protocol):
+    def add(
+        self, resource_type: MetadataResourceType, resource_id: UUID, values: dict[str, Any]
+    ) -> list[RunMetadataRecord]:
+        """Values must be JSON-serialisable; a later value for a key wins on read."""
+        ...
+
+    def list(
+        self, resource_type: MetadataResourceType, resource_id: UUID
+    ) -> list[RunMetadataRecord]: ...
+
+
+class ScheduleRepository(Protocol):
+    def create(self, schedule: ScheduleCreate) -> ScheduleRecord: ...
+    def get(self, schedule_id: UUID) -> ScheduleRecord: ...
+    def list(self, page: PageRequest = ...) -> Page[ScheduleRecord]: ...
+    def set_active(self, schedule_id: UUID, active: bool) -> ScheduleRecord: ...
+    def delete(self, schedule_id: UUID) -> None: ...
+
+
+class Store(Protocol):
+    """All repositories of one metadata store; the unit the engine and Client depend on."""
+
+    users: UserRepository
+    projects: ProjectRepository
+    stacks: StackRepository
+    pipelines: PipelineRepository
+    snapshots: SnapshotRepository
+    runs: RunRepository
+    steps: StepRunRepository
+    artifacts: ArtifactRepository
+    run_metadata: RunMetadataRepository
+    schedules: ScheduleRepository
+
+    @property
+    def url(self) -> str:
+        """The store's location, with any password masked."""
+        ...
+
+    def close(self) -> None: ...

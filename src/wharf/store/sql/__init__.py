@@ -1,0 +1,1 @@
+"""Wharf package."""
