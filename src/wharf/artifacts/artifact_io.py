@@ -1,0 +1,111 @@
+"""Save and load one artifact: the two calls the execution engine makes per step output/input.
+
+Invariants:
+
+- :func:`save_artifact` writes into a URI that must not exist yet and, on any failure, removes
+  everything it wrote there before raising, so a URI either holds a complete artifact (and the
+  :class:`SavedArtifact` describing it was returned) or nothing.
+- Every failure to save or load surfaces as one
+  :class:`~wharf.core.errors.MaterializationError` whose message is a single line naming the
+  type, the materializer and the cause; the original exception is chained.
+- The recorded ``data_type`` and ``materializer`` are ``module:qualname`` import paths (see
+  :mod:`wharf.artifacts.materializers.registry`); ``content_hash`` is
+  :func:`wharf.artifacts.hashing.content_hash`.
+
+Both functions sit on the engine's hot path: no imports, no registry scans beyond one dict
+lookup for an already-seen type, no extra file-system round trips.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from wharf.artifacts.hashing import content_hash
+from wharf.artifacts.materializers.base import Materializer
+from wharf.artifacts.materializers.registry import (
+    MaterializerRegistry,
+    load_materializer,
+    load_type,
+    materializer_path,
+    type_path,
+)
+from wharf.artifacts.store import ArtifactStore
+from wharf.core.errors import MaterializationError
+
+
+@dataclass(frozen=True, slots=True)
+class SavedArtifact:
+    """What the metadata store records about a saved artifact."""
+
+    uri: str
+    data_type: str
+    """Import path of the value's type, ``module:qualname``."""
+    materializer: str
+    """Import path of the materializer class that wrote it."""
+    content_hash: str
+
+
+def save_artifact(
+    value: Any,
+    store: ArtifactStore,
+    uri: str,
+    registry: MaterializerRegistry,
+    materializer: type[Materializer] | str | None = None,
+) -> SavedArtifact:
+    """Save ``value`` as a new artifact at ``uri`` (e.g. from ``store.new_uri(...)``).
+
+    ``materializer`` (a class or its ``module:qualname`` path) overrides the registry's choice.
+    """
+    data_type = type(value)
+    if materializer is None:
+        cls = registry.for_value(value)
+    elif isinstance(materializer, str):
+        cls = load_materializer(materializer)
+    else:
+        cls = materializer
+    try:
+        store.makedirs(uri, exist_ok=False)
+    except FileExistsError:
+        raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
+    try:
+        cls(uri, store).save(value)
+        digest = content_hash(store, uri)
+    except BaseException as exc:
+        with suppress(OSError):  # keep the original error; a leftover is only garbage
+            store.rmtree(uri)
+        if not isinstance(exc, Exception) or isinstance(exc, MaterializationError):
+            raise
+        raise MaterializationError(
+            f"Cannot save a value of type {type_path(data_type)!r} with "
+            f"{cls.__name__}: {_one_line(exc)}"
+        ) from exc
+    return SavedArtifact(uri, type_path(data_type), materializer_path(cls), digest)
+
+
+def load_artifact(
+    store: ArtifactStore, uri: str, data_type_path: str, materializer_path: str
+) -> Any:
+    """Load the artifact at ``uri`` with the materializer and type recorded at save time."""
+    cls = load_materializer(materializer_path)
+    try:
+        data_type = load_type(data_type_path)
+    except MaterializationError:
+        if cls.NEEDS_DATA_TYPE:
+            raise
+        data_type = object
+    try:
+        return cls(uri, store).load(data_type)
+    except MaterializationError:
+        raise
+    except Exception as exc:
+        raise MaterializationError(
+            f"Cannot load artifact {uri!r} of type {data_type_path!r} with "
+            f"{cls.__name__}: {_one_line(exc)}"
+        ) from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -1,0 +1,60 @@
+"""The fallback materializer: any picklable value, via cloudpickle.
+
+Files: ``data.pkl`` (the cloudpickle bytes) and ``versions.json`` (the Python and cloudpickle
+versions that wrote it, quoted when loading fails). A pickle can only be loaded with compatible
+Python and library versions, and loading it runs code, so the registry warns when it falls back
+to this materializer. ``cloudpickle`` is imported on first use, not at import time.
+
+The pickle embeds the value's classes (by reference, or by value for classes defined in
+``__main__``), so loading needs no recorded type (``NEEDS_DATA_TYPE = False``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from wharf.artifacts.materializers.base import Materializer
+
+_PICKLE_FILE = "data.pkl"
+_VERSIONS_FILE = "versions.json"
+
+
+def _python_version() -> str:
+    return ".".join(str(part) for part in sys.version_info[:3])
+
+
+class CloudpickleMaterializer(Materializer):
+    """Pickles any value with cloudpickle; the registry's fallback."""
+
+    ASSOCIATED_TYPES = (object,)
+    NEEDS_DATA_TYPE = False
+
+    def save(self, data: Any) -> None:
+        import cloudpickle
+
+        payload = cloudpickle.dumps(data, protocol=cloudpickle.DEFAULT_PROTOCOL)
+        self.write_bytes(_PICKLE_FILE, payload)
+        versions = {"python": _python_version(), "cloudpickle": cloudpickle.__version__}
+        self.write_bytes(_VERSIONS_FILE, json.dumps(versions, sort_keys=True).encode())
+
+    def load(self, data_type: type[Any]) -> Any:
+        import cloudpickle
+
+        payload = self.read_bytes(_PICKLE_FILE)
+        try:
+            return cloudpickle.loads(payload)
+        except Exception as exc:
+            raise RuntimeError(
+                f"unpickling failed ({type(exc).__name__}: {exc}); the value was pickled with "
+                f"{self._written_with()}, this is Python {_python_version()} with "
+                f"cloudpickle {cloudpickle.__version__}"
+            ) from exc
+
+    def _written_with(self) -> str:
+        try:
+            versions = json.loads(self.read_bytes(_VERSIONS_FILE))
+            return f"Python {versions['python']} with cloudpickle {versions['cloudpickle']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "unknown versions"

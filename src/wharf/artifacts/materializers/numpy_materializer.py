@@ -1,0 +1,45 @@
+"""Materializer for numpy arrays and numpy scalars. Importing this module imports numpy.
+
+The registry imports it lazily, the first time it meets a type from the ``numpy`` package, so
+``import wharf.artifacts`` never loads numpy.
+
+File: ``data.npy`` in numpy's own ``.npy`` format, written and read with
+``allow_pickle=False``: portable across numpy versions and never executes code on load. A numpy
+scalar is stored as a 0-d array and returned as a scalar of the same dtype when the recorded
+type is a numpy scalar type. Arrays whose dtype holds Python objects would need pickle, and
+subclasses of ``ndarray`` (masked arrays, matrices) would lose their extra state, so both are
+declined and fall through to the pickle fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from wharf.artifacts.materializers.base import Materializer
+
+_FILE = "data.npy"
+
+
+class NumpyMaterializer(Materializer):
+    """``numpy.ndarray`` (exact type, no object dtypes) and numpy scalars."""
+
+    ASSOCIATED_TYPES = (np.ndarray, np.generic)
+
+    @classmethod
+    def can_save(cls, value: object) -> bool:
+        if type(value) is np.ndarray or isinstance(value, np.generic):
+            return not value.dtype.hasobject
+        return False
+
+    def save(self, data: Any) -> None:
+        with self.artifact_store.open(self.file_uri(_FILE), "wb") as f:
+            np.save(f, np.asarray(data), allow_pickle=False)
+
+    def load(self, data_type: type[Any]) -> Any:
+        with self.artifact_store.open(self.file_uri(_FILE), "rb") as f:
+            array = np.load(f, allow_pickle=False)
+        if isinstance(data_type, type) and issubclass(data_type, np.generic):
+            return array[()]
+        return array

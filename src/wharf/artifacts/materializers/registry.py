@@ -1,0 +1,212 @@
+"""Which materializer saves a value, and the import paths recorded with each artifact.
+
+This module owns :class:`MaterializerRegistry`, :func:`default_registry` and the
+``module:qualname`` import-path helpers. There is no module-level registry: build one with
+:func:`default_registry` at an entry point and pass it on (one per process is typical).
+
+Selection rules (:meth:`MaterializerRegistry.for_value`):
+
+1. Walk ``type(value).__mro__`` from the most specific class. For each class, try the
+   materializers registered for exactly that class, most recently registered first.
+2. The first candidate whose ``can_save(value)`` is true wins.
+3. Otherwise the fallback (cloudpickle by default) is used, with a ``UserWarning`` emitted once
+   per type per registry. Without a fallback, ``MaterializationError`` is raised.
+
+Lazy registration: :meth:`MaterializerRegistry.register_lazy` ties a materializer's import
+path to a top-level package name (``"numpy"``). The materializer module is imported, and its
+``ASSOCIATED_TYPES`` registered (keeping its original priority), only when a type defined in
+that package is looked up, so a registry never imports numpy or pandas by itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import types
+import typing
+import warnings
+from typing import Any
+
+from wharf.artifacts.materializers.base import Materializer
+from wharf.artifacts.materializers.builtin import BuiltInContainerMaterializer, BuiltInMaterializer
+from wharf.artifacts.materializers.cloudpickle_materializer import CloudpickleMaterializer
+from wharf.core.errors import MaterializationError
+
+_MATERIALIZERS = "wharf.artifacts.materializers"
+_LAZY_DEFAULTS = (
+    ("numpy", f"{_MATERIALIZERS}.numpy_materializer:NumpyMaterializer"),
+    ("pandas", f"{_MATERIALIZERS}.pandas_materializer:PandasMaterializer"),
+)
+
+
+def type_path(t: type) -> str:
+    """The ``module:qualname`` import path of a class (recorded as an artifact's data type)."""
+    return f"{t.__module__}:{t.__qualname__}"
+
+
+def load_type(path: str) -> type:
+    """The class at ``module:qualname``; ``MaterializationError`` if it cannot be imported."""
+    if path == "builtins:NoneType":
+        return type(None)
+    obj = _import_path(path, "type")
+    if not isinstance(obj, type):
+        raise MaterializationError(f"{path!r} is not a class.")
+    return obj
+
+
+def _describe(t: Any) -> str:
+    return type_path(t) if isinstance(t, type) else repr(t)
+
+
+def materializer_path(cls: type[Materializer]) -> str:
+    """The import path recorded for artifacts written by ``cls``."""
+    return type_path(cls)
+
+
+def load_materializer(path: str) -> type[Materializer]:
+    """The materializer class at ``module:qualname``; ``MaterializationError`` otherwise."""
+    obj = _import_path(path, "materializer")
+    if not (isinstance(obj, type) and issubclass(obj, Materializer)):
+        raise MaterializationError(f"{path!r} is not a Materializer subclass.")
+    return obj
+
+
+def _import_path(path: str, what: str) -> object:
+    module_name, sep, qualname = path.partition(":")
+    if not (module_name and sep and qualname):
+        raise MaterializationError(f"Invalid {what} import path {path!r}: expected 'module:name'.")
+    try:
+        obj: object = importlib.import_module(module_name)
+        for attribute in qualname.split("."):
+            obj = getattr(obj, attribute)
+    except (ImportError, AttributeError) as exc:
+        raise MaterializationError(f"Cannot import {what} {path!r}: {exc}") from exc
+    return obj
+
+
+class MaterializerRegistry:
+    """Chooses a materializer class for a value or a type; see the module docstring."""
+
+    def __init__(self, fallback: type[Materializer] | None = CloudpickleMaterializer) -> None:
+        self._fallback = fallback
+        self._by_type: dict[type, list[tuple[int, type[Materializer]]]] = {}
+        self._lazy: dict[str, list[tuple[int, str]]] = {}
+        self._candidates: dict[type, tuple[type[Materializer], ...]] = {}
+        self._warned: set[object] = set()
+        self._sequence = 0
+        self._lock = threading.RLock()
+
+    @property
+    def fallback(self) -> type[Materializer] | None:
+        return self._fallback
+
+    def register(self, materializer: type[Materializer], *types: type) -> None:
+        """Register ``materializer`` for ``types`` (default: its ``ASSOCIATED_TYPES``).
+
+        A later registration takes precedence over earlier ones for the same type.
+        """
+        _check_materializer(materializer)
+        with self._lock:
+            self._sequence += 1
+            self._add(self._sequence, materializer, types or materializer.ASSOCIATED_TYPES)
+
+    def register_lazy(self, package: str, materializer: str) -> None:
+        """Register the materializer at import path ``materializer`` for its
+        ``ASSOCIATED_TYPES``, importing it only once a type from ``package`` is looked up."""
+        with self._lock:
+            self._sequence += 1
+            self._lazy.setdefault(package, []).append((self._sequence, materializer))
+            self._candidates.clear()
+
+    def for_value(self, value: object) -> type[Materializer]:
+        """The materializer for ``value`` (see the selection rules in the module docstring)."""
+        t = type(value)
+        candidates = self._candidates.get(t)
+        if candidates is None:
+            candidates = self._resolve(t)
+        for candidate in candidates:
+            if candidate.can_save(value):
+                return candidate
+        return self._use_fallback(t, declined=bool(candidates))
+
+    def for_type(self, data_type: Any) -> type[Materializer]:
+        """The materializer normally used for values of ``data_type``.
+
+        ``list[int]`` is treated as ``list``. Value-dependent refusals (``can_save``) are not
+        known here: ``for_value`` may still pick another materializer for a given value.
+        """
+        origin = typing.get_origin(data_type) or data_type
+        if not isinstance(origin, type) or origin is types.UnionType:
+            return self._use_fallback(data_type)
+        candidates = self._candidates.get(origin)
+        if candidates is None:
+            candidates = self._resolve(origin)
+        return candidates[0] if candidates else self._use_fallback(origin)
+
+    def _add(
+        self, sequence: int, materializer: type[Materializer], types: tuple[type, ...]
+    ) -> None:
+        for t in types:
+            entries = self._by_type.setdefault(t, [])
+            entries.append((sequence, materializer))
+            entries.sort(key=lambda entry: -entry[0])
+        self._candidates.clear()
+
+    def _resolve(self, t: type) -> tuple[type[Materializer], ...]:
+        with self._lock:
+            if self._lazy:
+                for cls in t.__mro__:
+                    package = (getattr(cls, "__module__", None) or "").partition(".")[0]
+                    if package in self._lazy:
+                        self._import_lazy(package)
+            candidates = tuple(
+                materializer for cls in t.__mro__ for _, materializer in self._by_type.get(cls, ())
+            )
+            self._candidates[t] = candidates
+            return candidates
+
+    def _import_lazy(self, package: str) -> None:
+        loaded = [(seq, load_materializer(path)) for seq, path in self._lazy[package]]
+        del self._lazy[package]  # only once every import succeeded; a failure repeats
+        for sequence, materializer in loaded:
+            self._add(sequence, materializer, materializer.ASSOCIATED_TYPES)
+
+    def _use_fallback(self, t: Any, declined: bool = False) -> type[Materializer]:
+        if self._fallback is None:
+            what = "can save this value" if declined else "is registered"
+            raise MaterializationError(f"No materializer {what} for type {_describe(t)!r}.")
+        if t not in self._warned:
+            with self._lock:
+                first = t not in self._warned
+                self._warned.add(t)
+            if first:
+                reason = (
+                    "has no materializer that can save this value (for example it holds "
+                    "non-JSON items)"
+                    if declined
+                    else "has no dedicated materializer"
+                )
+                warnings.warn(
+                    f"Type {_describe(t)!r} {reason} and is pickled with "
+                    f"{self._fallback.__name__}; the artifact can only be loaded with compatible "
+                    "Python and library versions. Register a materializer for it to avoid this.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        return self._fallback
+
+
+def _check_materializer(materializer: object) -> None:
+    if not (isinstance(materializer, type) and issubclass(materializer, Materializer)):
+        raise TypeError(f"{materializer!r} is not a Materializer subclass.")
+
+
+def default_registry() -> MaterializerRegistry:
+    """A new registry with Wharf's materializers: built-in scalars and containers, numpy and
+    pandas (lazily, so neither is imported until a value of theirs is seen), cloudpickle last."""
+    registry = MaterializerRegistry(fallback=CloudpickleMaterializer)
+    registry.register(BuiltInMaterializer)
+    registry.register(BuiltInContainerMaterializer)
+    for package, path in _LAZY_DEFAULTS:
+        registry.register_lazy(package, path)
+    return registry
