@@ -1,1 +1,1 @@
-"""Wharf package."""
+"""Running steps and pipelines: cache resolution, step launch and retries, the DAG runner."""

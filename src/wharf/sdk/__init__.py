@@ -1,1 +1,1 @@
-"""Wharf package."""
+"""The user-facing SDK: ``@step``, ``@pipeline``, ``Client`` and the step context."""

@@ -1,0 +1,63 @@
+"""Wharf quick-start: a small pipeline, run twice on the embedded default.
+
+The first run executes every step and records it in the SQLite store in your user data
+directory; the second run reuses every result from the cache. Nothing to configure.
+
+    python examples/quickstart.py
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from wharf import Client, get_step_context, pipeline, step
+
+
+@step
+def load_numbers(count: int = 10) -> list[int]:
+    """Produce the training data."""
+    return list(range(1, count + 1))
+
+
+@step
+def split(numbers: list[int]) -> tuple[Annotated[list[int], "train"], Annotated[list[int], "test"]]:
+    """Every fifth number goes to the test set."""
+    return [n for n in numbers if n % 5], [n for n in numbers if not n % 5]
+
+
+@step
+def fit(train: list[int]) -> float:
+    """A one-parameter 'model': the mean."""
+    context = get_step_context()
+    print(f"fitting in step run {context.step_run.id} of run {context.pipeline_run.name}")
+    return sum(train) / len(train)
+
+
+@step
+def evaluate(model: float, test: list[int]) -> dict[str, float]:
+    """Mean absolute error of the model on the test set."""
+    return {"mae": sum(abs(t - model) for t in test) / len(test)}
+
+
+@pipeline
+def quickstart(count: int = 10) -> None:
+    numbers = load_numbers(count=count)
+    train, test = split(numbers)
+    model = fit(train)
+    evaluate(model, test)
+
+
+def main() -> None:
+    first = quickstart(count=20)
+    print(f"run {first.name}: {first.status.value}")
+    second = quickstart(count=20)
+    with Client() as client:
+        statuses = {s.name: s.status.value for s in client.list_run_steps(second.id).items}
+        metrics = client.load_step_output(second.id, "evaluate")
+    print(f"run {second.name}: {second.status.value}; steps {statuses}")
+    print(f"evaluation: {metrics}")
+    print("Next: `wharf runs list`, `wharf runs show <RUN>`, `wharf steps list --run <RUN>`.")
+
+
+if __name__ == "__main__":
+    main()

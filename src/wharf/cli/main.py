@@ -1,0 +1,87 @@
+"""Entry point of the ``wharf`` command.
+
+Sub-command groups are listed by import string and imported only when invoked, so ``wharf
+--help`` loads neither the engine nor SQLAlchemy. Every ``WharfError`` (and invalid input) is
+printed as one line on stderr with exit code 1 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from wharf import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "runs": ("wharf.cli.runs:runs", "Inspect and stop pipeline runs."),
+    "steps": ("wharf.cli.steps:steps", "Inspect the step runs of a run."),
+    "pipelines": ("wharf.cli.pipelines:pipelines", "List pipelines."),
+    "artifacts": ("wharf.cli.artifacts:artifacts", "List artifacts and their versions."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, _, attr = entry[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="wharf")
+def cli() -> None:
+    """Wharf: ML pipelines on shared, scarce compute."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from wharf.core.errors import WharfError
+
+    try:
+        return cli.main(args=argv, prog_name="wharf", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except WharfError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except ValueError as exc:  # pydantic validation of user input
+        click.echo(f"Error: {_one_line(exc)}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+
+
+def _one_line(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            return f"{loc}: {first.get('msg')}" if loc else str(first.get("msg"))
+        except (IndexError, TypeError, KeyError):
+            pass
+    return " ".join(str(exc).split())
+
+
+if __name__ == "__main__":
+    main()

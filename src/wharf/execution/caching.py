@@ -1,0 +1,119 @@
+"""Cache resolution: gather a step's cache-key facts (the I/O half) and look the key up.
+
+``wharf.core.cache_key`` hashes; this module reads the files, imports the modules and calls the
+user's ``cache_func`` that a ``CachePolicy`` names, and asks the store for a reusable run.
+Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from wharf.config.settings import CachePolicy
+from wharf.config.spec import StepSpec
+from wharf.core.cache_key import CacheKeyFacts, InputFact, KeyPolicy, compute_cache_key
+from wharf.core.errors import InputError
+from wharf.execution.services import RunServices
+from wharf.store.models import ArtifactVersionRecord, StepRunRecord
+
+
+def cache_enabled(spec: StepSpec) -> bool:
+    return spec.config.enable_cache is not False
+
+
+def _import_object(path: str) -> Any:
+    module_name, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InputError(f"Cannot import '{path}' named in a cache policy: {exc}") from exc
+    return obj
+
+
+def file_digests(root: Path, paths: tuple[str, ...]) -> list[tuple[str, str]]:
+    digests = []
+    resolved_root = root.resolve()
+    for rel in paths:
+        path = (resolved_root / rel).resolve()
+        if not path.is_relative_to(resolved_root) or not path.is_file():
+            raise InputError(f"Missing file for cache computation: {rel} (under {root}).")
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        digests.append((str(path.relative_to(resolved_root)), h.hexdigest()))
+    return digests
+
+
+def _cache_func_result(path: str) -> str:
+    func = _import_object(path)
+    if not callable(func):
+        raise InputError(f"The cache function '{path}' is not callable.")
+    try:
+        result = func()
+    except Exception as exc:
+        raise InputError(f"Failed to run cache function '{path}': {exc}") from exc
+    if not isinstance(result, str):
+        raise InputError(
+            f"The cache function '{path}' must return a str, not {type(result).__name__}."
+        )
+    return result
+
+
+def compute_step_cache_key(
+    services: RunServices,
+    spec: StepSpec,
+    inputs: Mapping[str, ArtifactVersionRecord],
+    output_materializers: Mapping[str, str],
+) -> str:
+    policy: CachePolicy = spec.config.cache_policy
+    facts = CacheKeyFacts(
+        project_id=str(services.project_id),
+        artifact_store_id=str(services.artifact_store.id),
+        artifact_store_path=services.artifact_store.path,
+        step_source=spec.source,
+        code_hash=spec.code_hash,
+        parameters=spec.parameters,
+        inputs={
+            name: InputFact(str(version.id), version.content_hash)
+            for name, version in inputs.items()
+        },
+        outputs=output_materializers,
+        caching_parameters=spec.config.caching_parameters,
+        environment=spec.config.environment,
+        file_digests=file_digests(services.source_root, policy.file_dependencies)
+        if policy.file_dependencies
+        else (),
+        source_dependencies=[
+            (path, inspect.getsource(_import_object(path))) for path in policy.source_dependencies
+        ],
+        cache_func_result=_cache_func_result(policy.cache_func) if policy.cache_func else None,
+    )
+    return compute_cache_key(
+        facts,
+        KeyPolicy(
+            include_step_code=policy.include_step_code,
+            include_step_parameters=policy.include_step_parameters,
+            include_artifact_values=policy.include_artifact_values,
+            include_artifact_ids=policy.include_artifact_ids,
+            ignored_inputs=frozenset(policy.ignored_inputs),
+        ),
+    )
+
+
+def find_cached_step(services: RunServices, cache_key: str) -> StepRunRecord | None:
+    """The reusable step run for this key in the latest store state, if any."""
+    return services.store.steps.find_cached(services.project_id, cache_key, services.clock())
+
+
+def expiry_for(services: RunServices, spec: StepSpec) -> Any:
+    after = spec.config.cache_policy.expires_after
+    return None if after is None else services.clock() + timedelta(seconds=after)

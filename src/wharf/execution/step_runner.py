@@ -1,0 +1,132 @@
+"""One attempt of one step, in this thread: load inputs, call the user function, publish outputs.
+
+This is the user-code error boundary. Invariants: the user function runs inside the step context
+and an :class:`InterruptibleRegion`; outputs are all saved to the artifact store before any is
+recorded in the metadata store, and if one fails to save the others are removed, so a failed
+step never leaves half its outputs behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
+from wharf.config.spec import StepSpec
+from wharf.core.errors import InputError, MaterializationError, StepInterfaceError
+from wharf.execution.context import StepContext, step_context
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.services import RunServices
+from wharf.execution.step_like import StepLike, split_step_outputs
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    PipelineRunRecord,
+    StepRunRecord,
+)
+
+StepResolver = Callable[[StepSpec], StepLike]
+
+
+def import_step(spec: StepSpec) -> StepLike:
+    """The step object named by ``spec.source`` (``module:qualname``)."""
+    module_name, _, qualname = spec.source.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"Cannot import step '{spec.name}' from '{spec.source}': {exc}") from exc
+    if not isinstance(obj, StepLike):
+        raise InputError(f"'{spec.source}' is not a Wharf step.")
+    return obj
+
+
+def artifact_name(pipeline_name: str, step_name: str, output: str) -> str:
+    return f"{pipeline_name}::{step_name}::{output}"
+
+
+class StepRunner:
+    def __init__(
+        self,
+        services: RunServices,
+        pipeline_name: str,
+        run: PipelineRunRecord,
+        resolve_step: StepResolver = import_step,
+    ) -> None:
+        self._services = services
+        self._pipeline_name = pipeline_name
+        self._run = run
+        self._resolve_step = resolve_step
+
+    def load_inputs(
+        self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
+    ) -> dict[str, Any]:
+        store = self._services.artifact_store
+        return {
+            name: load_artifact(store, v.uri, v.data_type, v.materializer)
+            for name, v in inputs.items()
+        }
+
+    def run(
+        self,
+        spec: StepSpec,
+        step_run: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+    ) -> dict[str, ArtifactVersionRecord]:
+        step = self._resolve_step(spec)
+        kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
+        artifact_store = self._services.artifact_store
+        uris = {
+            name: artifact_store.new_uri(self._pipeline_name, spec.name, name, str(step_run.id))
+            for name in spec.outputs
+        }
+        context = StepContext(self._pipeline_name, self._run, step_run, uris)
+        with step_context(context), region:
+            value = step.func(**kwargs)
+        values = split_step_outputs(step, spec.name, value)
+        saved = self._save_all(spec, values, uris)
+        return {
+            name: self._services.store.artifacts.create_version(
+                ArtifactVersionCreate(
+                    project_id=self._services.project_id,
+                    name=artifact_name(self._pipeline_name, spec.name, name),
+                    uri=s.uri,
+                    data_type=s.data_type,
+                    materializer=s.materializer,
+                    content_hash=s.content_hash,
+                    producer_step_run_id=step_run.id,
+                    artifact_store_id=artifact_store.id,
+                )
+            )
+            for name, s in saved.items()
+        }
+
+    def _save_all(
+        self, spec: StepSpec, values: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> dict[str, SavedArtifact]:
+        services = self._services
+        saved: dict[str, SavedArtifact] = {}
+        try:
+            for name, value in values.items():
+                materializer = spec.outputs[name].materializer
+                saved[name] = save_artifact(
+                    value,
+                    services.artifact_store,
+                    uris[name],
+                    services.materializers,
+                    materializer=materializer,
+                )
+        except BaseException as exc:
+            for s in saved.values():
+                services.artifact_store.rmtree(s.uri)
+            if isinstance(exc, MaterializationError | StepInterfaceError):
+                raise
+            if isinstance(exc, Exception):
+                raise MaterializationError(
+                    f"Output '{name}' of step '{spec.name}' could not be saved: {exc}"
+                ) from exc
+            raise
+        return saved

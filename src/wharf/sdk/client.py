@@ -1,0 +1,218 @@
+"""``Client``: read and steer what the metadata store records (runs, steps, artifacts).
+
+Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns a
+:class:`~wharf.store.models.Page`. Runs, pipelines and artifacts are looked up by id or name,
+within the client's project.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from wharf.config.global_config import WharfConfig
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import EntityNotFoundError, IllegalOperationError
+from wharf.core.ids import parse_uuid
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import (
+    ArtifactFilter,
+    ArtifactRecord,
+    ArtifactVersionFilter,
+    ArtifactVersionRecord,
+    Page,
+    PageRequest,
+    PipelineFilter,
+    PipelineRecord,
+    PipelineRunRecord,
+    RunFilter,
+    RunUpdate,
+    StepRunFilter,
+    StepRunRecord,
+)
+from wharf.store.ports import Store
+
+Sort = Literal["asc", "desc"]
+
+
+class Client:
+    def __init__(self, config: WharfConfig | None = None, store: Store | None = None) -> None:
+        self._workspace = Workspace.open(config, store)
+
+    @property
+    def store(self) -> Store:
+        return self._workspace.store
+
+    @property
+    def project_id(self) -> UUID:
+        return self._workspace.project.id
+
+    @property
+    def workspace(self) -> Workspace:
+        return self._workspace
+
+    def close(self) -> None:
+        self._workspace.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ pipelines
+
+    def list_pipelines(
+        self, *, name: str | None = None, page: int = 1, size: int = 50, sort: Sort = "desc"
+    ) -> Page[PipelineRecord]:
+        return self.store.pipelines.list(
+            PipelineFilter(project_id=self.project_id, name=name),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def get_pipeline(self, name_or_id: str | UUID) -> PipelineRecord:
+        uid = name_or_id if isinstance(name_or_id, UUID) else parse_uuid(name_or_id)
+        if uid is not None:
+            return self.store.pipelines.get(uid)
+        found = self.list_pipelines(name=str(name_or_id), size=1).items
+        if not found:
+            raise EntityNotFoundError(f"No pipeline named '{name_or_id}'.")
+        return found[0]
+
+    # ------------------------------------------------------------------ runs
+
+    def list_pipeline_runs(
+        self,
+        *,
+        pipeline: str | UUID | None = None,
+        status: ExecutionStatus | str | None = None,
+        name: str | None = None,
+        page: int = 1,
+        size: int = 50,
+        sort: Sort = "desc",
+    ) -> Page[PipelineRunRecord]:
+        pipeline_id = self.get_pipeline(pipeline).id if pipeline is not None else None
+        return self.store.runs.list(
+            RunFilter(
+                project_id=self.project_id,
+                pipeline_id=pipeline_id,
+                status=ExecutionStatus(status) if status else None,
+                name=name,
+            ),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def get_pipeline_run(self, name_or_id: str | UUID) -> PipelineRunRecord:
+        uid = name_or_id if isinstance(name_or_id, UUID) else parse_uuid(name_or_id)
+        if uid is not None:
+            return self.store.runs.get(uid)
+        found = self.list_pipeline_runs(name=str(name_or_id), size=1).items
+        if not found:
+            raise EntityNotFoundError(f"No pipeline run with id or name '{name_or_id}'.")
+        return found[0]
+
+    def stop_run(self, name_or_id: str | UUID) -> PipelineRunRecord:
+        """Ask a run to stop: no new steps start; running steps finish; it ends stopped."""
+        run = self.get_pipeline_run(name_or_id)
+        if run.status.is_finished:
+            raise IllegalOperationError(
+                f"Run '{run.name}' has already finished ({run.status.value})."
+            )
+        if run.status is ExecutionStatus.STOPPING:
+            return run
+        return self.store.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+
+    # ------------------------------------------------------------------ steps
+
+    def list_run_steps(
+        self,
+        run: str | UUID | None = None,
+        *,
+        names: list[str] | None = None,
+        status: ExecutionStatus | str | None = None,
+        page: int = 1,
+        size: int = 50,
+        sort: Sort = "asc",
+    ) -> Page[StepRunRecord]:
+        run_id = self.get_pipeline_run(run).id if run is not None else None
+        return self.store.steps.list(
+            StepRunFilter(
+                project_id=self.project_id,
+                run_id=run_id,
+                names=tuple(names) if names else None,
+                status=ExecutionStatus(status) if status else None,
+            ),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def get_step_run(self, step_run_id: str | UUID) -> StepRunRecord:
+        uid = step_run_id if isinstance(step_run_id, UUID) else parse_uuid(step_run_id)
+        if uid is None:
+            raise EntityNotFoundError(f"'{step_run_id}' is not a step run id.")
+        return self.store.steps.get(uid)
+
+    def get_run_step(self, run: str | UUID, step_name: str) -> StepRunRecord:
+        """The latest step run of that name in the run (the last retry attempt)."""
+        steps = self.list_run_steps(run, names=[step_name], sort="desc", size=1).items
+        if not steps:
+            raise EntityNotFoundError(f"Run '{run}' has no step named '{step_name}'.")
+        return steps[0]
+
+    # ------------------------------------------------------------------ artifacts
+
+    def list_artifacts(
+        self, *, name: str | None = None, page: int = 1, size: int = 50, sort: Sort = "desc"
+    ) -> Page[ArtifactRecord]:
+        return self.store.artifacts.list(
+            ArtifactFilter(project_id=self.project_id, name=name),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def list_artifact_versions(
+        self,
+        *,
+        name: str | None = None,
+        producer_step_run_id: UUID | None = None,
+        page: int = 1,
+        size: int = 50,
+        sort: Sort = "desc",
+    ) -> Page[ArtifactVersionRecord]:
+        return self.store.artifacts.list_versions(
+            ArtifactVersionFilter(
+                project_id=self.project_id, name=name, producer_step_run_id=producer_step_run_id
+            ),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def get_artifact_version(self, version_id: str | UUID) -> ArtifactVersionRecord:
+        uid = version_id if isinstance(version_id, UUID) else parse_uuid(version_id)
+        if uid is None:
+            raise EntityNotFoundError(f"'{version_id}' is not an artifact version id.")
+        return self.store.artifacts.get_version(uid)
+
+    def load_artifact(self, version: ArtifactVersionRecord | str | UUID) -> Any:
+        """The Python value of an artifact version."""
+        from wharf.artifacts import load_artifact
+
+        if not isinstance(version, ArtifactVersionRecord):
+            version = self.get_artifact_version(version)
+        stack = self._workspace.active_stack()
+        from wharf.core.enums import ComponentType
+
+        artifact_store = self._workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+        return load_artifact(artifact_store, version.uri, version.data_type, version.materializer)
+
+    def load_step_output(self, run: str | UUID, step_name: str, output: str | None = None) -> Any:
+        """The value a step of a run produced (its only output unless ``output`` is named)."""
+        step = self.get_run_step(run, step_name)
+        if output is None:
+            if len(step.outputs) != 1:
+                raise EntityNotFoundError(
+                    f"Step '{step_name}' has outputs {sorted(step.outputs)}; name one."
+                )
+            (version_id,) = step.outputs.values()
+        elif output in step.outputs:
+            version_id = step.outputs[output]
+        else:
+            raise EntityNotFoundError(f"Step '{step_name}' has no output '{output}'.")
+        return self.load_artifact(version_id)

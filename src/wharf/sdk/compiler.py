@@ -1,0 +1,190 @@
+"""Compiling a static pipeline definition into a :class:`PipelineSpec`.
+
+The pipeline function is called once with a :class:`Compilation` active; every step call
+records an invocation and returns :class:`StepOutput` handles that later invocations take as
+inputs. Invariants of the result: invocation ids are unique (``name``, ``name_2``, ...), every
+input names an earlier invocation's declared output, parameters are JSON-serialisable, and
+the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
+from wharf.core.dag import Dag
+from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+
+if TYPE_CHECKING:
+    from wharf.sdk.step import Step
+
+_ACTIVE: ContextVar[Compilation | None] = ContextVar("wharf_compilation", default=None)
+
+
+def active_compilation() -> Compilation | None:
+    return _ACTIVE.get()
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """Handle to one output of a step invocation inside a pipeline definition."""
+
+    invocation_id: str
+    output_name: str
+
+    def __iter__(self) -> Iterator[Any]:
+        raise PipelineDefinitionError(
+            f"Output '{self.output_name}' of step '{self.invocation_id}' is a single artifact "
+            "handle; it cannot be unpacked while the pipeline is being defined."
+        )
+
+
+@dataclass
+class Invocation:
+    id: str
+    step: Step[Any, Any]
+    inputs: dict[str, StepOutput]
+    parameters: dict[str, Any]
+    after: list[str]
+
+
+def _type_path(annotation: Any) -> str | None:
+    if isinstance(annotation, type):
+        return f"{annotation.__module__}:{annotation.__qualname__}"
+    return None
+
+
+@dataclass
+class Compilation:
+    """Records step invocations while a pipeline function runs."""
+
+    pipeline_name: str
+    invocations: dict[str, Invocation] = field(default_factory=dict)
+
+    def invoke(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        invocation_id = kwargs.pop("id", None) or self._fresh_id(step.name)
+        if invocation_id in self.invocations:
+            raise PipelineDefinitionError(f"Duplicate step id '{invocation_id}'.")
+        after = kwargs.pop("after", None) or []
+        if isinstance(after, StepOutput | str):
+            after = [after]
+        after_ids = [a.invocation_id if isinstance(a, StepOutput) else str(a) for a in after]
+        bound = step.interface.bind(step.name, args, kwargs)
+        inputs: dict[str, StepOutput] = {}
+        parameters: dict[str, Any] = {}
+        for name, value in bound.items():
+            if isinstance(value, StepOutput):
+                inputs[name] = value
+            elif isinstance(value, tuple | list) and any(isinstance(v, StepOutput) for v in value):
+                raise StepInterfaceError(
+                    f"Input '{name}' of step '{invocation_id}' mixes step outputs in a "
+                    f"{type(value).__name__}; pass each output to its own input."
+                )
+            else:
+                try:
+                    json.dumps(value)
+                except (TypeError, ValueError) as exc:
+                    raise StepInterfaceError(
+                        f"Parameter '{name}' of step '{invocation_id}' is a "
+                        f"{type(value).__name__}, which is not JSON-serialisable; pass JSON "
+                        "values as parameters and other objects as outputs of a step."
+                    ) from exc
+                parameters[name] = value
+        self.invocations[invocation_id] = Invocation(
+            invocation_id, step, inputs, parameters, after_ids
+        )
+        outputs = tuple(StepOutput(invocation_id, n) for n in step.interface.output_names)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _fresh_id(self, name: str) -> str:
+        if name not in self.invocations:
+            return name
+        n = 2
+        while f"{name}_{n}" in self.invocations:
+            n += 1
+        return f"{name}_{n}"
+
+    def step_specs(self, pipeline_defaults: StepDefaults) -> dict[str, StepSpec]:
+        specs: dict[str, StepSpec] = {}
+        for inv in self.invocations.values():
+            inputs: dict[str, InputSpec] = {}
+            for name, out in inv.inputs.items():
+                upstream = self.invocations.get(out.invocation_id)
+                if upstream is None:
+                    raise PipelineDefinitionError(
+                        f"Input '{name}' of step '{inv.id}' comes from step "
+                        f"'{out.invocation_id}', which is not part of pipeline "
+                        f"'{self.pipeline_name}'."
+                    )
+                inputs[name] = InputSpec(step=out.invocation_id, output=out.output_name)
+            for a in inv.after:
+                if a not in self.invocations:
+                    raise PipelineDefinitionError(f"Step '{inv.id}' runs after unknown step '{a}'.")
+            upstream_ids = list(dict.fromkeys([i.step for i in inputs.values()] + inv.after))
+            step = inv.step
+            specs[inv.id] = StepSpec(
+                name=inv.id,
+                source=step.source,
+                source_code=step.source_code,
+                code_hash=step.code_hash,
+                docstring=step.docstring,
+                upstream=tuple(upstream_ids),
+                inputs=inputs,
+                parameters=inv.parameters,
+                outputs={
+                    o.name: OutputSpec(
+                        materializer=step.output_materializers.get(o.name),
+                        data_type=_type_path(o.annotation),
+                    )
+                    for o in step.interface.outputs
+                },
+                config=pipeline_defaults.merge(step),
+            )
+        Dag({name: spec.upstream for name, spec in specs.items()})  # raises on cycles
+        return specs
+
+
+@dataclass(frozen=True)
+class StepDefaults:
+    """Pipeline-level values that a step's own settings override."""
+
+    enable_cache: bool | None = None
+    cache_policy: Any = None
+    retry: Any = None
+    environment: dict[str, str] = field(default_factory=dict)
+    resources: Any = None
+
+    def merge(self, step: Step[Any, Any]) -> StepConfig:
+        values: dict[str, Any] = {
+            "enable_cache": step.enable_cache
+            if step.enable_cache is not None
+            else self.enable_cache,
+            "retry": step.retry or self.retry,
+            "resources": step.resources or self.resources,
+            "runtime": step.runtime,
+            "step_operator": step.step_operator,
+            "environment": {**self.environment, **step.environment},
+            "caching_parameters": step.caching_parameters,
+            "enable_heartbeat": step.enable_heartbeat,
+        }
+        policy = step.cache_policy or self.cache_policy
+        if policy is not None:
+            values["cache_policy"] = policy
+        return StepConfig(**values)
+
+
+@contextmanager
+def compiling(pipeline_name: str) -> Iterator[Compilation]:
+    compilation = Compilation(pipeline_name)
+    token = _ACTIVE.set(compilation)
+    try:
+        yield compilation
+    finally:
+        _ACTIVE.reset(token)

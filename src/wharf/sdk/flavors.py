@@ -1,0 +1,33 @@
+"""Which class implements each component flavor, as import strings (no global registry).
+
+Integrations (Kubernetes) are listed by import string so that the SDK never imports them
+unless a stack uses them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from wharf.core.enums import ComponentType
+from wharf.core.errors import InputError
+
+FLAVORS: dict[ComponentType, dict[str, str]] = {
+    ComponentType.ORCHESTRATOR: {
+        "local": "wharf.orchestrators.local:LocalOrchestrator",
+    },
+    ComponentType.ARTIFACT_STORE: {
+        "local": "wharf.artifacts.store:LocalArtifactStore",
+    },
+    ComponentType.STEP_OPERATOR: {},
+}
+
+
+def flavor_class(type: ComponentType, flavor: str) -> Any:
+    try:
+        path = FLAVORS[type][flavor]
+    except KeyError:
+        known = ", ".join(sorted(FLAVORS[type])) or "none"
+        raise InputError(f"Unknown {type.value} flavor '{flavor}'; known: {known}.") from None
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)

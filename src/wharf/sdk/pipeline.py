@@ -1,0 +1,248 @@
+"""The ``@pipeline`` decorator: compile the definition, record it, and run it on the stack.
+
+Calling a pipeline: compile to a :class:`PipelineSpec` -> pipeline + snapshot records ->
+placeholder run (initializing) -> the active stack's orchestrator runs it -> the finished run
+record is returned. If anything fails before the orchestrator takes over, the placeholder is
+deleted so no half-made run is left behind.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from wharf.config.settings import CachePolicy, RetryConfig, Schedule
+from wharf.config.spec import PipelineConfig, PipelineSpec, StepSpec
+from wharf.core.enums import ComponentType, ExecutionMode
+from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.execution.services import RunServices
+from wharf.orchestrators.base import BaseOrchestrator, RunJob
+from wharf.sdk.compiler import StepDefaults, compiling
+from wharf.sdk.step import Step, parse_settings
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PipelineRunRecord, RunCreate, ScheduleCreate, SnapshotCreate
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Pipeline(Generic[P]):
+    """A pipeline definition. Build it with :func:`pipeline`."""
+
+    def __init__(
+        self,
+        func: Callable[P, Any],
+        *,
+        name: str | None = None,
+        dynamic: bool = False,
+        enable_cache: bool | None = None,
+        cache_policy: CachePolicy | str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        execution_mode: ExecutionMode | str | None = None,
+        max_parallelism: int | None = None,
+        retry: RetryConfig | Mapping[str, Any] | None = None,
+        schedule: Schedule | None = None,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        self.func = func
+        self.name = name or func.__name__
+        self.dynamic = dynamic
+        self.source = f"{func.__module__}:{func.__qualname__}"
+        try:
+            mode = ExecutionMode(execution_mode) if execution_mode else None
+        except ValueError as exc:
+            known = ", ".join(m.value for m in ExecutionMode)
+            raise PipelineDefinitionError(
+                f"Unknown execution mode '{execution_mode}'; use one of {known}."
+            ) from exc
+        if isinstance(cache_policy, str):
+            cache_policy = CachePolicy.from_string(cache_policy)
+        if max_parallelism is not None and max_parallelism < 1:
+            raise PipelineDefinitionError("max_parallelism must be at least 1.")
+        self.defaults = StepDefaults(
+            enable_cache=enable_cache,
+            cache_policy=cache_policy,
+            retry=RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry,
+            environment=dict(environment or {}),
+            resources=parse_settings(f"pipeline '{self.name}'", settings),
+        )
+        self.config = PipelineConfig(
+            enable_cache=enable_cache,
+            execution_mode=mode or ExecutionMode.STOP_ON_FAILURE,
+            max_parallelism=max_parallelism,
+            retry=self.defaults.retry,
+            schedule=schedule,
+            environment=dict(environment or {}),
+        )
+        self._steps: dict[str, Step[Any, Any]] = {}
+        self.__doc__ = func.__doc__
+
+    # ------------------------------------------------------------------ compile
+
+    def compile(self, *args: P.args, **kwargs: P.kwargs) -> PipelineSpec:
+        """The compiled form of this pipeline for these parameters."""
+        if self.dynamic:
+            raise PipelineDefinitionError(
+                f"Pipeline '{self.name}' is dynamic; dynamic pipelines are not compiled ahead."
+            )
+        bound = self._bind(args, kwargs)
+        with compiling(self.name) as compilation:
+            definition: Callable[..., Any] = self.func
+            result = definition(**bound)
+        if result is not None and not _is_outputs(result):
+            logger.warning("The return value of pipeline '%s' is ignored.", self.name)
+        if not compilation.invocations:
+            raise PipelineDefinitionError(f"Pipeline '{self.name}' has no steps.")
+        steps = compilation.step_specs(self.defaults)
+        self._steps = {i.id: i.step for i in compilation.invocations.values()}
+        return PipelineSpec(
+            name=self.name,
+            source=self.source,
+            dynamic=self.dynamic,
+            parameters=bound,
+            config=self.config,
+            steps=steps,
+        )
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            bound = inspect.signature(self.func).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise StepInterfaceError(f"Pipeline '{self.name}': {exc}") from exc
+        bound.apply_defaults()
+        for key, value in bound.arguments.items():
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise StepInterfaceError(
+                    f"Pipeline parameter '{key}' of '{self.name}' must be JSON-serialisable."
+                ) from exc
+        return dict(bound.arguments)
+
+    def _resolve_step(self, spec: StepSpec) -> Step[Any, Any]:
+        return self._steps[spec.name]
+
+    # ------------------------------------------------------------------ run
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> PipelineRunRecord:
+        workspace = Workspace.open()
+        try:
+            return self.run_in(workspace, *args, **kwargs)
+        finally:
+            workspace.close()
+
+    def run_in(self, workspace: Workspace, *args: Any, **kwargs: Any) -> PipelineRunRecord:
+        """Run this pipeline with an already open workspace (tests and embedding use this)."""
+        spec = self.compile(*args, **kwargs)
+        store = workspace.store
+        stack = workspace.active_stack()
+        orchestrator: BaseOrchestrator = workspace.component_instance(
+            stack, ComponentType.ORCHESTRATOR
+        )
+        artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+        pipeline = store.pipelines.get_or_create(workspace.project.id, self.name)
+        snapshot = store.snapshots.create(
+            SnapshotCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                stack_id=stack.id,
+                spec=spec,
+            )
+        )
+        if spec.config.schedule is not None:
+            self._record_schedule(workspace, pipeline.id, snapshot.id, spec.config.schedule)
+        services = _services(workspace, artifact_store)
+        placeholder = store.runs.create(
+            RunCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                snapshot_id=snapshot.id,
+                name=f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}",
+                user_id=workspace.user.id,
+            )
+        )
+        job = RunJob(snapshot, placeholder, services, resolve_step=self._resolve_step)
+        try:
+            return orchestrator.run(job)
+        except BaseException:
+            current = store.runs.get(placeholder.id)
+            if current.is_placeholder:
+                store.runs.delete(placeholder.id)
+            raise
+
+    def _record_schedule(
+        self, workspace: Workspace, pipeline_id: Any, snapshot_id: Any, schedule: Schedule
+    ) -> None:
+        workspace.store.schedules.create(
+            ScheduleCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline_id,
+                snapshot_id=snapshot_id,
+                name=schedule.name or f"{self.name}-schedule",
+                cron_expression=schedule.cron_expression,
+                interval_seconds=schedule.interval_seconds,
+                run_once_start_time=schedule.run_once_start_time,
+                start_time=schedule.start_time,
+                end_time=schedule.end_time,
+                catchup=schedule.catchup,
+            )
+        )
+        logger.warning(
+            "Schedule recorded for pipeline '%s'; the local orchestrator does not execute "
+            "schedules, so the pipeline runs once now.",
+            self.name,
+        )
+
+
+def _services(workspace: Workspace, artifact_store: Any) -> RunServices:
+    from wharf.artifacts.materializers.registry import default_registry
+
+    return RunServices(
+        store=workspace.store,
+        artifact_store=artifact_store,
+        materializers=default_registry(),
+        project_id=workspace.project.id,
+        user_id=workspace.user.id,
+        clock=workspace.clock,
+        sleep=workspace.sleep,
+    )
+
+
+def _is_outputs(value: Any) -> bool:
+    from wharf.sdk.compiler import StepOutput
+
+    if isinstance(value, StepOutput):
+        return True
+    return isinstance(value, tuple) and all(isinstance(v, StepOutput) for v in value)
+
+
+@overload
+def pipeline(func: Callable[P, Any], /) -> Pipeline[P]: ...
+@overload
+def pipeline(
+    *,
+    name: str | None = None,
+    dynamic: bool = False,
+    enable_cache: bool | None = None,
+    cache_policy: CachePolicy | str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    execution_mode: ExecutionMode | str | None = None,
+    max_parallelism: int | None = None,
+    retry: RetryConfig | Mapping[str, Any] | None = None,
+    schedule: Schedule | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> Callable[[Callable[P, Any]], Pipeline[P]]: ...
+def pipeline(func: Any = None, /, **options: Any) -> Any:
+    """Make a function a pipeline: ``@pipeline`` or ``@pipeline(enable_cache=False, ...)``."""
+    if func is not None:
+        return Pipeline(func, **options)
+
+    def decorate(f: Callable[P, Any]) -> Pipeline[P]:
+        return Pipeline(f, **options)
+
+    return decorate

@@ -1,0 +1,187 @@
+"""The ``@step`` decorator and the :class:`Step` object it makes.
+
+A step is a plain function plus configuration. Called inside a static pipeline's definition it
+records an invocation and returns output handles; called inside a running dynamic pipeline it
+runs (later issue); called anywhere else it is just the function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
+from wharf.core.enums import StepRuntime
+from wharf.core.errors import StepInterfaceError
+from wharf.core.step_interface import StepInterface, parse_interface
+from wharf.sdk import compiler
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+KNOWN_SETTINGS = ("resources",)
+
+
+def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
+    """(source code or None, code hash). The hash falls back to the bytecode."""
+    try:
+        code = inspect.getsource(func)
+    except (OSError, TypeError):
+        code = None
+    if code is not None:
+        digest = hashlib.sha256(code.encode()).hexdigest()
+    else:
+        raw = func.__code__.co_code + repr(func.__code__.co_consts).encode()
+        digest = hashlib.sha256(raw).hexdigest()
+    return code, digest
+
+
+def _materializer_path(cls: Any) -> str:
+    if isinstance(cls, str):
+        return cls
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def parse_settings(owner: str, settings: Mapping[str, Any] | None) -> ResourceSettings | None:
+    """Validate a ``settings`` mapping; return its resource settings, if any."""
+    if not settings:
+        return None
+    for key in settings:
+        if key not in KNOWN_SETTINGS:
+            raise StepInterfaceError(
+                f"Unknown setting '{key}' on {owner}; known settings: {', '.join(KNOWN_SETTINGS)}."
+            )
+    resources = settings.get("resources")
+    if resources is None or isinstance(resources, ResourceSettings):
+        return resources
+    if isinstance(resources, Mapping):
+        try:
+            return ResourceSettings.model_validate(dict(resources))
+        except ValueError as exc:
+            raise StepInterfaceError(f"Invalid resource settings on {owner}: {exc}") from exc
+    raise StepInterfaceError(
+        f"settings['resources'] of {owner} must be a ResourceSettings or a mapping."
+    )
+
+
+class Step(Generic[P, R]):
+    """A pipeline step. Build it with :func:`step`."""
+
+    def __init__(
+        self,
+        func: Callable[P, R],
+        *,
+        name: str | None = None,
+        enable_cache: bool | None = None,
+        cache_policy: CachePolicy | str | None = None,
+        retry: RetryConfig | Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        runtime: StepRuntime | str | None = None,
+        step_operator: str | None = None,
+        output_materializers: Any = None,
+        environment: Mapping[str, str] | None = None,
+        caching_parameters: Mapping[str, Any] | None = None,
+        enable_heartbeat: bool = True,
+    ) -> None:
+        if not callable(func) or inspect.isclass(func):
+            raise StepInterfaceError("@step decorates a function.")
+        if inspect.iscoroutinefunction(func) or inspect.isgeneratorfunction(func):
+            raise StepInterfaceError(
+                f"Step '{func.__name__}' must be a plain function, not a coroutine or generator."
+            )
+        self.func = func
+        self.name = name or func.__name__
+        self.interface: StepInterface = parse_interface(func, self.name)
+        self.source = f"{func.__module__}:{func.__qualname__}"
+        self.source_code, self.code_hash = _source_of(func)
+        self.docstring = inspect.getdoc(func)
+        self.enable_cache = enable_cache
+        if isinstance(cache_policy, str):
+            cache_policy = CachePolicy.from_string(cache_policy)
+        self.cache_policy = cache_policy
+        self.retry = RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry
+        self.resources = parse_settings(f"step '{self.name}'", settings)
+        try:
+            self.runtime = StepRuntime(runtime) if runtime is not None else None
+        except ValueError as exc:
+            raise StepInterfaceError(
+                f"Unknown runtime '{runtime}' for step '{self.name}'; use inline or isolated."
+            ) from exc
+        self.step_operator = step_operator
+        self.output_materializers = self._parse_materializers(output_materializers)
+        self.environment = dict(environment or {})
+        self.caching_parameters = dict(caching_parameters or {})
+        self.enable_heartbeat = enable_heartbeat
+        self._options: dict[str, Any] = {
+            "name": name,
+            "enable_cache": enable_cache,
+            "cache_policy": cache_policy,
+            "retry": retry,
+            "settings": settings,
+            "runtime": runtime,
+            "step_operator": step_operator,
+            "output_materializers": output_materializers,
+            "environment": environment,
+            "caching_parameters": caching_parameters,
+            "enable_heartbeat": enable_heartbeat,
+        }
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def _parse_materializers(self, value: Any) -> dict[str, str]:
+        if value is None:
+            return {}
+        names = self.interface.output_names
+        if isinstance(value, Mapping):
+            unknown = set(value) - set(names)
+            if unknown:
+                raise StepInterfaceError(
+                    f"output_materializers of step '{self.name}' name unknown outputs: "
+                    f"{sorted(unknown)}; outputs are {list(names)}."
+                )
+            return {k: _materializer_path(v) for k, v in value.items()}
+        return {n: _materializer_path(value) for n in names}
+
+    def with_options(self, **changes: Any) -> Step[P, R]:
+        """A copy of this step with some options changed (same function, same source)."""
+        return Step(self.func, **{**self._options, **changes})
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        context = compiler.active_compilation()
+        if context is not None:
+            result: Any = context.invoke(self, args, dict(kwargs))
+            return result  # type: ignore[no-any-return]
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Step {self.name} ({self.source})>"
+
+
+@overload
+def step(func: Callable[P, R], /) -> Step[P, R]: ...
+@overload
+def step(
+    *,
+    name: str | None = None,
+    enable_cache: bool | None = None,
+    cache_policy: CachePolicy | str | None = None,
+    retry: RetryConfig | Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    runtime: StepRuntime | str | None = None,
+    step_operator: str | None = None,
+    output_materializers: Any = None,
+    environment: Mapping[str, str] | None = None,
+    caching_parameters: Mapping[str, Any] | None = None,
+    enable_heartbeat: bool = True,
+) -> Callable[[Callable[P, R]], Step[P, R]]: ...
+def step(func: Any = None, /, **options: Any) -> Any:
+    """Make a function a pipeline step: ``@step`` or ``@step(enable_cache=False, ...)``."""
+    if func is not None:
+        return Step(func, **options)
+
+    def decorate(f: Callable[P, R]) -> Step[P, R]:
+        return Step(f, **options)
+
+    return decorate

@@ -1,0 +1,109 @@
+"""The session of one process with its metadata store: config, store, user, project, stack.
+
+Built at entry points (a pipeline call, ``Client()``, the CLI) and passed down; nothing here is
+a module-level singleton. On first use the embedded default creates the default user, project
+and ``default`` stack (local orchestrator + local artifact store under the user data dir).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from wharf.config.global_config import WharfConfig, load_config
+from wharf.core.enums import ComponentType
+from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.execution.services import utc_now
+from wharf.store.models import (
+    ComponentCreate,
+    ComponentRecord,
+    ProjectRecord,
+    StackRecord,
+    UserRecord,
+)
+from wharf.store.ports import Store
+
+DEFAULT_STACK = "default"
+
+
+def open_store(config: WharfConfig) -> Store:
+    from wharf.store.sql.store import SqlStore
+
+    return SqlStore.open(config.store_url)
+
+
+@dataclass
+class Workspace:
+    config: WharfConfig
+    store: Store
+    user: UserRecord
+    project: ProjectRecord
+    clock: Callable[[], datetime] = field(default=utc_now)
+    """The engine's clock (cache expiry); tests inject a fake one."""
+    sleep: Callable[[float], None] = field(default=time.sleep)
+    """How the engine waits (retry delays); tests inject a fake one."""
+
+    @classmethod
+    def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
+        from wharf.store.defaults import ensure_defaults
+
+        config = config or load_config()
+        store = store or open_store(config)
+        user, project = ensure_defaults(store)
+        return cls(config, store, user, project)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ stacks
+
+    def active_stack(self) -> StackRecord:
+        name = self.config.active_stack or DEFAULT_STACK
+        try:
+            return self.store.stacks.get_stack_by_name(name)
+        except EntityNotFoundError:
+            if name != DEFAULT_STACK:
+                raise
+        return self._create_default_stack()
+
+    def _component(self, create: ComponentCreate) -> ComponentRecord:
+        try:
+            return self.store.stacks.create_component(create)
+        except EntityExistsError:
+            return self.store.stacks.get_component_by_name(create.type, create.name)
+
+    def _create_default_stack(self) -> StackRecord:
+        orchestrator = self._component(
+            ComponentCreate(name="default", type=ComponentType.ORCHESTRATOR, flavor="local")
+        )
+        artifacts = self._component(
+            ComponentCreate(
+                name="default",
+                type=ComponentType.ARTIFACT_STORE,
+                flavor="local",
+                configuration={"path": str(self.config.artifact_root)},
+            )
+        )
+        try:
+            return self.store.stacks.create_stack(
+                DEFAULT_STACK,
+                {
+                    ComponentType.ORCHESTRATOR: orchestrator.id,
+                    ComponentType.ARTIFACT_STORE: artifacts.id,
+                },
+            )
+        except EntityExistsError:
+            return self.store.stacks.get_stack_by_name(DEFAULT_STACK)
+
+    def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
+        from wharf.sdk.flavors import flavor_class
+
+        record = self.store.stacks.get_component(stack.components[type])
+        cls = flavor_class(type, record.flavor)
+        if type is ComponentType.ARTIFACT_STORE:
+            return cls(Path(record.configuration["path"]), id=record.id)
+        return cls(record)

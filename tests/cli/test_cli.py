@@ -1,0 +1,125 @@
+"""The ``wharf`` command, run as a real subprocess against a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import steps_lib
+from wharf import pipeline
+from wharf.config.global_config import load_config
+from wharf.sdk.workspace import Workspace
+
+
+def wharf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=60,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert fragment in lines[0]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("WHARF_HOME", str(home))
+    monkeypatch.delenv("WHARF_STORE_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def finished_run(home: Path):
+    @pipeline(name="cli_pipeline")
+    def p() -> None:
+        steps_lib.double(steps_lib.produce())
+
+    workspace = Workspace.open(load_config())
+    try:
+        yield p.run_in(workspace)
+    finally:
+        workspace.close()
+
+
+def test_version_and_help() -> None:
+    result = wharf("--version")
+    assert result.returncode == 0 and "0.1.0" in result.stdout
+    result = wharf("--help")
+    assert result.returncode == 0
+    for group in ("runs", "steps", "pipelines", "artifacts"):
+        assert group in result.stdout
+
+
+def test_help_does_not_import_the_engine() -> None:
+    code = (
+        "import sys; from wharf.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('sqlalchemy', 'wharf.execution', 'wharf.sdk', 'pydantic') "
+        "if m in sys.modules]\nprint(bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lists_as_json(finished_run) -> None:
+    runs = json.loads(wharf("runs", "list", "--output", "json").stdout)
+    assert [r["id"] for r in runs] == [str(finished_run.id)]
+    assert runs[0]["status"] == "completed"
+    steps = json.loads(wharf("steps", "list", "--run", finished_run.name, "-o", "json").stdout)
+    assert [s["name"] for s in steps] == ["produce", "double"]
+    pipelines = json.loads(wharf("pipelines", "list", "-o", "json").stdout)
+    assert [p["name"] for p in pipelines] == ["cli_pipeline"]
+    artifacts = json.loads(wharf("artifacts", "list", "-o", "json").stdout)
+    assert {a["name"] for a in artifacts} == {
+        "cli_pipeline::produce::output",
+        "cli_pipeline::double::output",
+    }
+    versions = json.loads(wharf("artifacts", "list", "--versions", "-o", "json").stdout)
+    assert len(versions) == 2
+
+
+def test_tables(finished_run) -> None:
+    result = wharf("runs", "list")
+    assert result.returncode == 0 and finished_run.name[:20] in result.stdout
+    shown = wharf("runs", "show", str(finished_run.id))
+    assert shown.returncode == 0 and "double" in shown.stdout and "completed" in shown.stdout
+    shown_json = json.loads(wharf("runs", "show", finished_run.name, "-o", "json").stdout)
+    assert [s["name"] for s in shown_json["steps"]] == ["produce", "double"]
+
+
+def test_unknown_run(home: Path) -> None:
+    assert_one_line_error(wharf("runs", "show", "no-such-run"), "no-such-run")
+    assert_one_line_error(
+        wharf("runs", "stop", "00000000-0000-0000-0000-000000000000"), "No pipeline run"
+    )
+
+
+def test_stop_finished_run(finished_run) -> None:
+    assert_one_line_error(wharf("runs", "stop", str(finished_run.id)), "already finished")
+
+
+def test_unreachable_database(home: Path) -> None:
+    result = wharf("runs", "list", env={"WHARF_STORE_URL": "postgresql://postgres@127.0.0.1:1/x"})
+    assert_one_line_error(result, "127.0.0.1:1")
+
+
+def test_bad_page_size(home: Path) -> None:
+    result = wharf("runs", "list", "--size", "5000")
+    assert result.returncode != 0 and "Traceback" not in result.stderr

@@ -1,0 +1,111 @@
+import pytest
+from pydantic import ValidationError
+
+from wharf.config.settings import (
+    CachePolicy,
+    PoolResourceDemand,
+    ResourceSettings,
+    RetryConfig,
+    Schedule,
+)
+from wharf.config.spec import StepConfig
+from wharf.core.enums import ReclaimTolerance, StepRuntime
+from wharf.core.resources import ByteUnit, parse_memory
+
+
+def test_memory_units():
+    assert parse_memory("2GiB") == (2, ByteUnit.GIB)
+    assert parse_memory("10KB") == (10, ByteUnit.KB)
+    assert parse_memory("7B") == (7, ByteUnit.B)
+    assert ByteUnit.KIB.byte_value == 1024 and ByteUnit.GB.byte_value == 10**9
+    for bad in ("1 KB", "-1KB", "KB", "1AB"):
+        with pytest.raises(ValidationError):
+            ResourceSettings(memory=bad)
+
+
+def test_resource_inputs_normalise():
+    assert ResourceSettings(resources="license").normalized_resources == [
+        PoolResourceDemand(name="license", quantity=1)
+    ]
+    assert ResourceSettings(resources={"tpu": 4}).normalized_resources == [
+        PoolResourceDemand(name="tpu", quantity=4)
+    ]
+    one = PoolResourceDemand(name="x", quantity=2, class_name="big")
+    assert ResourceSettings(resources=one).normalized_resources == [one]
+    assert ResourceSettings(resources=[one, one]).normalized_resources == [one, one]
+
+
+def test_canonical_demands_order_and_units():
+    settings = ResourceSettings(
+        resources={"license": 1}, gpu_count=2, gpu_class="h100", cpu_count=1.5, memory="2GiB"
+    )
+    demands = settings.canonical_demands()
+    assert [(d.resource, d.kind, d.quantity, d.unit, d.class_name) for d in demands] == [
+        ("license", None, 1, None, None),
+        (None, "gpu", 2, None, "h100"),
+        (None, "cpu", 1500, "mCPU", None),
+        (None, "memory", 2, "GiB", None),
+    ]
+    assert ResourceSettings(cpu_count=4).canonical_demands()[0].unit == "CPU"
+    assert ResourceSettings(gpu_count=0).canonical_demands() == []
+    assert settings.has_basic_resource_demands
+    assert not ResourceSettings(resources="license").has_basic_resource_demands
+
+
+def test_legacy_input():
+    assert ResourceSettings(preemptible=True).reclaim_tolerance is ReclaimTolerance.COORDINATED
+    assert ResourceSettings(preemptible=False).reclaim_tolerance is ReclaimTolerance.NONE
+    explicit = ResourceSettings(preemptible=True, reclaim_tolerance="any")
+    assert explicit.reclaim_tolerance is ReclaimTolerance.ANY
+    assert ResourceSettings(pool_resources={"gpu": 1}).normalized_resources[0].name == "gpu"
+
+
+def test_unset_tolerance_stays_unset_through_storage():
+    settings = ResourceSettings(resources={"license": 1})
+    config = StepConfig(resources=settings)
+    stored = config.model_dump(mode="json", exclude_unset=True)
+    again = StepConfig.model_validate(stored)
+    assert again.resources is not None
+    assert not again.resources.reclaim_tolerance_explicitly_set
+    assert again.resources.effective_reclaim_tolerance(StepRuntime.INLINE) is ReclaimTolerance.NONE
+    assert again.resources.effective_reclaim_tolerance(StepRuntime.ISOLATED) is ReclaimTolerance.ANY
+    full = StepConfig.model_validate(config.model_dump(mode="json"))
+    assert full.resources is not None and not full.resources.reclaim_tolerance_explicitly_set
+    explicit = ResourceSettings(reclaim_tolerance="any")
+    assert explicit.effective_reclaim_tolerance(StepRuntime.INLINE) is ReclaimTolerance.ANY
+
+
+def test_timeouts_positive():
+    with pytest.raises(ValidationError):
+        ResourceSettings(allocation_wait_timeout_seconds=0)
+    assert ResourceSettings().allocation_wait_timeout_seconds == 3600
+    assert ResourceSettings().initialization_lease_seconds == 3600
+
+
+def test_retry_backoff():
+    retry = RetryConfig(max_retries=3, delay=2, backoff=3)
+    assert [retry.delay_before(a) for a in (2, 3, 4)] == [2, 6, 18]
+    with pytest.raises(ValidationError):
+        RetryConfig(backoff=0.5)
+
+
+def test_cache_policy():
+    assert CachePolicy.from_string("default") == CachePolicy()
+    with pytest.raises(ValueError, match="Unknown cache policy"):
+        CachePolicy.from_string("fast")
+
+    def my_func() -> str:
+        return "x"
+
+    policy = CachePolicy(cache_func=my_func)
+    assert policy.cache_func is not None and policy.cache_func.endswith(
+        ":test_cache_policy.<locals>.my_func"
+    )
+
+
+def test_schedule_validation():
+    assert Schedule(cron_expression="*/5 * * * *").cron_expression
+    with pytest.raises(ValidationError, match="exactly one"):
+        Schedule()
+    with pytest.raises(ValidationError, match="Invalid cron"):
+        Schedule(cron_expression="not a cron")

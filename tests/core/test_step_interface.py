@@ -1,0 +1,85 @@
+from typing import Annotated, Any
+
+import pytest
+
+from wharf.core.errors import StepInterfaceError
+from wharf.core.step_interface import parse_interface, split_outputs
+
+
+def test_single_unannotated_output():
+    def f(a, b=2):
+        return a
+
+    iface = parse_interface(f, "f")
+    assert list(iface.inputs) == ["a", "b"]
+    assert iface.output_names == ("output",)
+    assert iface.inputs["b"].has_default and iface.inputs["b"].default == 2
+
+
+def test_none_means_no_outputs():
+    def f() -> None:
+        return None
+
+    assert parse_interface(f, "f").output_names == ()
+
+
+def test_named_single_and_tuple_outputs():
+    def one() -> Annotated[int, "count"]:
+        return 1
+
+    def two() -> tuple[Annotated[int, "a"], Annotated[str, "b"]]:
+        return 1, "x"
+
+    def anon() -> tuple[int, str]:
+        return 1, "x"
+
+    def homogeneous() -> tuple[int, ...]:
+        return (1,)
+
+    assert parse_interface(one, "one").output_names == ("count",)
+    assert parse_interface(two, "two").output_names == ("a", "b")
+    assert parse_interface(anon, "anon").output_names == ("output_0", "output_1")
+    assert parse_interface(homogeneous, "h").output_names == ("output",)
+
+
+def test_rejects_varargs_and_duplicates():
+    def f(*args: Any) -> int:
+        return 1
+
+    def g(**kw: Any) -> int:
+        return 1
+
+    def h() -> tuple[Annotated[int, "a"], Annotated[int, "a"]]:
+        return 1, 2
+
+    for func in (f, g):
+        with pytest.raises(StepInterfaceError, match="args or"):
+            parse_interface(func, "x")
+    with pytest.raises(StepInterfaceError, match="duplicate output"):
+        parse_interface(h, "h")
+
+
+def test_bind_errors():
+    def f(a: int, b: int = 1) -> int:
+        return a
+
+    iface = parse_interface(f, "f")
+    assert iface.bind("f", (1,), {}) == {"a": 1, "b": 1}
+    with pytest.raises(StepInterfaceError, match="missing a value for argument 'a'"):
+        iface.bind("f", (), {})
+    with pytest.raises(StepInterfaceError, match="unexpected argument 'c'"):
+        iface.bind("f", (1,), {"c": 2})
+    with pytest.raises(StepInterfaceError, match="multiple values"):
+        iface.bind("f", (1,), {"a": 2})
+    with pytest.raises(StepInterfaceError, match="takes 2 arguments"):
+        iface.bind("f", (1, 2, 3), {})
+
+
+def test_split_outputs_checks_arity():
+    def two() -> tuple[Annotated[int, "a"], Annotated[str, "b"]]:
+        return 1, "x"
+
+    iface = parse_interface(two, "two")
+    assert split_outputs("two", iface, (1, "x")) == {"a": 1, "b": "x"}
+    with pytest.raises(StepInterfaceError, match="declares 2 outputs"):
+        split_outputs("two", iface, 5)

@@ -1,0 +1,78 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wharf.core.enums import FINISHED_STATUSES
+from wharf.core.enums import ExecutionStatus as S
+from wharf.core.errors import IllegalTransitionError
+from wharf.core.transitions import (
+    RUN_TRANSITIONS,
+    STEP_TRANSITIONS,
+    check_run_initial,
+    check_run_transition,
+    check_step_initial,
+    check_step_transition,
+)
+
+
+def test_tables_are_total():
+    assert set(RUN_TRANSITIONS) == set(S)
+    assert set(STEP_TRANSITIONS) == set(S)
+
+
+@given(st.sampled_from(sorted(FINISHED_STATUSES)), st.sampled_from(list(S)))
+def test_finished_statuses_are_final(finished, new):
+    for check in (check_run_transition, check_step_transition):
+        if new == finished:
+            check(finished, new)
+        else:
+            with pytest.raises(IllegalTransitionError):
+                check(finished, new)
+
+
+@pytest.mark.parametrize(
+    ("current", "new"),
+    [
+        (S.INITIALIZING, S.RUNNING),
+        (S.RUNNING, S.STOPPING),
+        (S.STOPPING, S.STOPPED),
+        (S.RUNNING, S.COMPLETED),
+        (S.PROVISIONING, S.RUNNING),
+    ],
+)
+def test_legal_run_transitions(current, new):
+    check_run_transition(current, new)
+
+
+@pytest.mark.parametrize(
+    ("current", "new"),
+    [
+        (S.RUNNING, S.INITIALIZING),
+        (S.STOPPING, S.COMPLETED),
+        (S.STOPPING, S.RUNNING),
+        (S.RUNNING, S.CACHED),
+        (S.RUNNING, S.RETRYING),
+    ],
+)
+def test_illegal_run_transitions(current, new):
+    with pytest.raises(IllegalTransitionError, match=f"{current.value} -> {new.value}"):
+        check_run_transition(current, new)
+
+
+def test_step_retrying_is_final_and_reached_from_running():
+    check_step_transition(S.RUNNING, S.RETRYING)
+    with pytest.raises(IllegalTransitionError):
+        check_step_transition(S.RETRYING, S.RUNNING)
+
+
+def test_initial_statuses():
+    check_run_initial(S.INITIALIZING)
+    check_step_initial(S.CACHED)
+    with pytest.raises(IllegalTransitionError):
+        check_run_initial(S.COMPLETED)
+    with pytest.raises(IllegalTransitionError):
+        check_step_initial(S.COMPLETED)
+
+
+def test_placeholder_statuses():
+    assert {s for s in S if s.is_placeholder} == {S.INITIALIZING, S.PROVISIONING}
