@@ -25,7 +25,20 @@ _EXPORTS = {
     "StepRuntime": "wharf.core.enums",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CachePolicy",
+    "Client",
+    "ExecutionMode",
+    "ExecutionStatus",
+    "PoolResourceDemand",
+    "ResourceSettings",
+    "RetryConfig",
+    "Schedule",
+    "StepRuntime",
+    "get_step_context",
+    "pipeline",
+    "step",
+]
 
 if TYPE_CHECKING:
     from wharf.config.settings import (

@@ -1,1 +1,1 @@
-"""Wharf package."""
+"""One repository module per aggregate; each implements one Protocol of ``wharf.store.ports``."""

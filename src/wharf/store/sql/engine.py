@@ -1,0 +1,198 @@
+"""Store URLs, engines, and the transaction helper every repository goes through.
+
+Invariants:
+- One engine (one connection pool) per opened store; nothing here runs at import time.
+- SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout.
+  pysqlite's own transaction handling is switched off and every write transaction starts with
+  ``BEGIN IMMEDIATE``: the writer takes the database's write lock *before* it reads, so two
+  processes can neither deadlock on a lock upgrade nor lose an update (read-modify-write is
+  serialised). Read-only transactions use a deferred ``BEGIN`` so readers never wait for writers.
+- MySQL/MariaDB connections use ``READ COMMITTED`` (as PostgreSQL does by default), so a locking
+  read followed by a plain read in the same transaction sees the same, latest committed data on
+  both servers.
+- :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
+  are caught and converted (see :mod:`wharf.store.sql.errors`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL, make_url
+
+from wharf.core.errors import InputError
+from wharf.store.sql import errors
+from wharf.store.sql.types import is_mysql
+
+T = TypeVar("T")
+
+Clock = Callable[[], datetime]
+
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+CONNECT_TIMEOUT_SECONDS = 10
+MAX_CONFLICT_RETRIES = 10
+_READ_ONLY = "wharf_read_only"
+
+_DRIVER_FOR_SCHEME = {
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+    "mysql": "mysql+pymysql",
+    "mariadb": "mysql+pymysql",
+    "sqlite": "sqlite",
+}
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Parse ``url`` and pick Wharf's driver when the URL names none.
+
+    ``postgresql://`` -> psycopg 3, ``mysql://`` / ``mariadb://`` -> PyMySQL (utf8mb4);
+    explicit ``dialect+driver://`` URLs are kept as given.
+    """
+    try:
+        parsed = make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise InputError(f"Invalid store URL '{url}': {exc}") from None
+    if "+" not in parsed.drivername:
+        driver = _DRIVER_FOR_SCHEME.get(parsed.drivername)
+        if driver is None:
+            raise InputError(
+                f"Unsupported store URL scheme '{parsed.drivername}'; use sqlite://, "
+                "postgresql:// or mysql:// (mariadb://)."
+            )
+        parsed = parsed.set(drivername=driver)
+    if parsed.get_backend_name() in ("mysql", "mariadb") and "charset" not in parsed.query:
+        parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+    return parsed
+
+
+def mask_url(url: str | URL) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except sa_exc.ArgumentError:
+        return "<invalid URL>"
+
+
+def create_sql_engine(url: str | URL) -> Engine:
+    """An engine for ``url`` configured as described in the module docstring.
+
+    Public so that other components sharing the embedded SQLite file (the in-process Resource
+    Manager) get the same locking discipline.
+    """
+    parsed = normalize_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(parsed)
+    connect_args: dict[str, Any] = {}
+    if "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if backend in ("mysql", "mariadb"):
+        options["isolation_level"] = "READ COMMITTED"
+        options["pool_recycle"] = 3600  # below MySQL's default 8 h wait_timeout
+    try:
+        return create_engine(parsed, connect_args=connect_args, **options)
+    except ImportError as exc:
+        extra = "postgres" if backend == "postgresql" else "mysql"
+        raise InputError(
+            f"The database driver for {mask_url(parsed)} is not installed ({exc}); "
+            f"install it with: pip install 'wharf[{extra}]'."
+        ) from None
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database
+    if not database or database == ":memory:" or url.query.get("mode") == "memory":
+        raise InputError(
+            "An in-memory SQLite store cannot be shared between connections; use a file, "
+            "e.g. sqlite:////tmp/wharf.db."
+        )
+    Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "cached_statements": 256},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # isolation_level=None stops pysqlite from issuing its own (deferred) BEGINs.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            # busy_timeout first: switching to WAL may have to wait for another process.
+            cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        statement = "BEGIN" if conn.get_execution_options().get(_READ_ONLY) else "BEGIN IMMEDIATE"
+        # Straight to the driver: this runs once per transaction on the per-step hot path.
+        # SQLAlchemy does not wrap exceptions raised by "begin" listeners, so wrap them here.
+        try:
+            conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
+        except sqlite3.Error as exc:
+            raise sa_exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+
+    return engine
+
+
+class Database:
+    """An engine plus the store's clock; runs functions in converted, retried transactions."""
+
+    def __init__(self, engine: Engine, masked_url: str, clock: Clock | None = None) -> None:
+        self.engine = engine
+        self.masked_url = masked_url
+        self._clock = clock or utc_now
+        self._read_engine = engine.execution_options(**{_READ_ONLY: True})
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self.is_mysql = is_mysql(engine.dialect)
+
+    def now(self) -> datetime:
+        """The store's current time (aware UTC); the only time source of the store."""
+        value = self._clock()
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def read(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` in a read-only transaction."""
+        return self._run(self._read_engine, fn)
+
+    def write(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+        A deadlock or serialization failure rolls everything back and runs ``fn`` again, so
+        ``fn`` must derive all it writes from what it reads inside the transaction.
+        """
+        for _ in range(MAX_CONFLICT_RETRIES - 1):
+            try:
+                return self._run(self.engine, fn)
+            except errors.RetryableConflictError:
+                continue
+        return self._run(self.engine, fn)
+
+    def _run(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
+        try:
+            conn = engine.connect()
+        except sa_exc.SQLAlchemyError as exc:
+            raise errors.unavailable(exc, self.masked_url) from exc
+        try:
+            with conn, conn.begin():
+                return fn(conn)
+        except sa_exc.SQLAlchemyError as exc:
+            raise errors.convert(exc, self.masked_url) from exc
+
+    def dispose(self) -> None:
+        self.engine.dispose()

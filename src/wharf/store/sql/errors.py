@@ -1,0 +1,152 @@
+"""Conversion of SQLAlchemy/driver exceptions into Wharf's error hierarchy.
+
+This is the only module that looks inside driver exceptions (SQLite error names, PostgreSQL
+SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.store.sql`:
+:func:`convert` maps every ``sqlalchemy.exc.SQLAlchemyError`` to a ``WharfError`` whose message is
+one line.
+
+The two internal subclasses below let repositories tell *which* integrity rule failed and re-raise
+with a message naming the entity; when a repository does not, callers still get the public base
+class (``EntityExistsError`` / ``EntityNotFoundError``) with a generic message.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from sqlalchemy import exc as sa_exc
+
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    InputError,
+    StoreError,
+    StoreUnavailableError,
+    WharfError,
+)
+
+
+class UniqueViolationError(EntityExistsError):
+    """A unique constraint or primary key rejected a write."""
+
+
+class ForeignKeyViolationError(EntityNotFoundError):
+    """A write referenced a row that does not exist."""
+
+
+class RetryableConflictError(StoreError):
+    """The database aborted the transaction (deadlock, serialization failure); retry it."""
+
+
+class IntegrityKind(enum.Enum):
+    UNIQUE = "unique"
+    FOREIGN_KEY = "foreign_key"
+    OTHER = "other"
+
+
+# PostgreSQL SQLSTATEs and MySQL/MariaDB error numbers we act on.
+_PG_UNIQUE = "23505"
+_PG_FOREIGN_KEY = "23503"
+_PG_RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+_PG_UNDEFINED_TABLE = "42P01"
+_MY_UNIQUE = frozenset({1062, 1586})
+_MY_FOREIGN_KEY = frozenset({1216, 1217, 1451, 1452})
+_MY_RETRYABLE = frozenset({1213})  # deadlock found when trying to get lock
+_MY_UNDEFINED_TABLE = 1146
+_MY_CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
+
+
+def _sqlstate(orig: Any) -> str | None:
+    value = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return value if isinstance(value, str) else None
+
+
+def _mysql_errno(orig: Any) -> int | None:
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    if args and isinstance(args[0], int) and type(orig).__module__.startswith("pymysql"):
+        return args[0]
+    return None
+
+
+def _sqlite_name(orig: Any) -> str:
+    value = getattr(orig, "sqlite_errorname", "")
+    return value if isinstance(value, str) else ""
+
+
+def cause(error: BaseException) -> str:
+    """The driver's own message for ``error``, on one line."""
+    orig = getattr(error, "orig", None) or error
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        text = f"{args[1]} (error {args[0]})"  # pymysql: (errno, message)
+    else:
+        text = str(orig)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:500] or type(orig).__name__
+
+
+def integrity_kind(error: sa_exc.IntegrityError) -> IntegrityKind:
+    orig = error.orig
+    state = _sqlstate(orig)
+    errno = _mysql_errno(orig)
+    name = _sqlite_name(orig)
+    if state == _PG_UNIQUE or errno in _MY_UNIQUE or name.endswith(("_UNIQUE", "_PRIMARYKEY")):
+        return IntegrityKind.UNIQUE
+    if state == _PG_FOREIGN_KEY or errno in _MY_FOREIGN_KEY or name.endswith("_FOREIGNKEY"):
+        return IntegrityKind.FOREIGN_KEY
+    return IntegrityKind.OTHER
+
+
+def is_retryable(error: sa_exc.DBAPIError) -> bool:
+    return _sqlstate(error.orig) in _PG_RETRYABLE or _mysql_errno(error.orig) in _MY_RETRYABLE
+
+
+def is_undefined_table(error: sa_exc.DBAPIError) -> bool:
+    orig = error.orig
+    return (
+        _sqlstate(orig) == _PG_UNDEFINED_TABLE
+        or _mysql_errno(orig) == _MY_UNDEFINED_TABLE
+        or "no such table" in str(orig)
+    )
+
+
+def is_connection_error(error: sa_exc.DBAPIError) -> bool:
+    return error.connection_invalidated or _mysql_errno(error.orig) in _MY_CONNECTION_LOST
+
+
+def unavailable(error: BaseException, masked_url: str) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"Cannot connect to the metadata store at {masked_url}: {cause(error)}"
+    )
+
+
+def convert(error: sa_exc.SQLAlchemyError, masked_url: str) -> WharfError:
+    """The Wharf error for ``error``, raised by a statement against the store at ``masked_url``."""
+    if isinstance(error, sa_exc.IntegrityError):
+        kind = integrity_kind(error)
+        if kind is IntegrityKind.UNIQUE:
+            return UniqueViolationError(f"The entity already exists ({cause(error)}).")
+        if kind is IntegrityKind.FOREIGN_KEY:
+            return ForeignKeyViolationError(f"A referenced entity does not exist ({cause(error)}).")
+        return InputError(f"The metadata store rejected the values: {cause(error)}")
+    if isinstance(error, sa_exc.DataError):
+        return InputError(f"The metadata store rejected a value: {cause(error)}")
+    if not isinstance(error, sa_exc.DBAPIError) and isinstance(
+        getattr(error, "orig", None), TypeError | ValueError
+    ):
+        # Raised while binding parameters, e.g. a value that is not JSON-serialisable.
+        return InputError(f"A value cannot be stored: {cause(error)}")
+    if isinstance(error, sa_exc.DBAPIError):
+        if is_retryable(error):
+            return RetryableConflictError(f"Transaction conflict, retry: {cause(error)}")
+        if is_connection_error(error):
+            return StoreUnavailableError(
+                f"Lost the connection to the metadata store at {masked_url}: {cause(error)}"
+            )
+        if "database is locked" in str(error.orig):
+            return StoreError(
+                f"The SQLite database {masked_url} stayed locked by another writer: {cause(error)}"
+            )
+    return StoreError(f"Metadata store error at {masked_url}: {cause(error)}")

@@ -1,0 +1,181 @@
+"""Artifacts (named per project) and their numbered versions.
+
+Invariants:
+- An artifact is unique per (project, name) and is created by the first version written for it.
+- Versions of an artifact are numbered 1, 2, ... without gaps or duplicates, also with concurrent
+  writers in several processes. The writer locks the artifact row (``SELECT ... FOR UPDATE``)
+  and only then reads the highest version in a *separate* statement: under READ COMMITTED
+  (PostgreSQL, and MySQL as we configure it) that statement sees the previous lock holder's
+  committed version. The unique (artifact, version) constraint backs this up, and the rare
+  conflict (two writers creating the same new artifact) is retried from scratch. On SQLite the
+  transaction already holds the database write lock (``BEGIN IMMEDIATE``), so lookup and
+  maximum are one statement there -- this is on the engine's per-step hot path.
+- ``ArtifactVersionRecord.name`` is the artifact's name, joined in on read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, Row, bindparam, func, select
+
+from wharf.core.errors import StoreError
+from wharf.core.ids import new_id
+from wharf.store.models import (
+    ArtifactFilter,
+    ArtifactRecord,
+    ArtifactVersionCreate,
+    ArtifactVersionFilter,
+    ArtifactVersionRecord,
+    Page,
+    PageRequest,
+)
+from wharf.store.sql import tables as t
+from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
+from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.store.sql.repositories._base import (
+    DEFAULT_PAGE,
+    SqlRepository,
+    check_name,
+    fetch_page,
+    first_missing,
+    list_page,
+    not_found,
+    to_page,
+)
+
+_A = t.artifact
+_V = t.artifact_version
+DEFAULT_FILTER = ArtifactFilter()
+DEFAULT_VERSION_FILTER = ArtifactVersionFilter()
+
+_ARTIFACT_KEY = (_A.c.project_id == bindparam("project_id"), _A.c.name == bindparam("name"))
+_LOCK_ARTIFACT = select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update()
+_MAX_VERSION = select(func.max(_V.c.version)).where(_V.c.artifact_id == bindparam("artifact_id"))
+_ARTIFACT_AND_MAX = select(
+    _A.c.id,
+    select(func.max(_V.c.version)).where(_V.c.artifact_id == _A.c.id).scalar_subquery(),
+).where(*_ARTIFACT_KEY)
+_INSERT_ARTIFACT = _A.insert()
+_INSERT_VERSION = _V.insert()
+_VERSION_FROM = _V.join(_A, _V.c.artifact_id == _A.c.id)
+_SELECT_VERSION = select(_V, _A.c.name).select_from(_VERSION_FROM)
+
+
+def _version(row: Row[Any]) -> ArtifactVersionRecord:
+    return ArtifactVersionRecord.model_validate(row._asdict())
+
+
+def _artifact(row: Row[Any]) -> ArtifactRecord:
+    return ArtifactRecord.model_validate(row._asdict())
+
+
+class SqlArtifactRepository(SqlRepository):
+    def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord:
+        check_name(version.name, "artifact")
+        key = {"project_id": version.project_id, "name": version.name}
+
+        def insert(conn: Connection) -> dict[str, Any]:
+            now = self._db.now()
+            artifact_id, latest = self._lookup(conn, key)
+            if artifact_id is None:
+                artifact_id = new_id()
+                conn.execute(_INSERT_ARTIFACT, {"id": artifact_id, **key, "created": now})
+            values = {
+                "id": new_id(),
+                "artifact_id": artifact_id,
+                "project_id": version.project_id,
+                "version": (latest or 0) + 1,
+                "uri": version.uri,
+                "data_type": version.data_type,
+                "materializer": version.materializer,
+                "content_hash": version.content_hash,
+                "producer_step_run_id": version.producer_step_run_id,
+                "artifact_store_id": version.artifact_store_id,
+                "created": now,
+            }
+            conn.execute(_INSERT_VERSION, values)
+            return values
+
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                values = self._db.write(insert)
+            except UniqueViolationError:
+                continue  # another writer created the artifact first; now it is there to lock
+            except ForeignKeyViolationError as exc:
+                raise (
+                    first_missing(
+                        self._db,
+                        [
+                            ("project", t.project, [version.project_id]),
+                            ("step run", t.step_run, [version.producer_step_run_id]),
+                        ],
+                    )
+                    or exc
+                ) from None
+            return ArtifactVersionRecord.model_validate({**values, "name": version.name})
+        raise StoreError(
+            f"Could not create a version of artifact '{version.name}' after "
+            f"{MAX_CONFLICT_RETRIES} conflicting attempts."
+        )
+
+    def get_version(self, version_id: UUID) -> ArtifactVersionRecord:
+        stmt = _SELECT_VERSION.where(_V.c.id == version_id)
+        row = self._db.read(lambda c: c.execute(stmt).first())
+        if row is None:
+            raise not_found("artifact version", version_id)
+        return _version(row)
+
+    def list_versions(
+        self,
+        filter: ArtifactVersionFilter = DEFAULT_VERSION_FILTER,
+        page: PageRequest = DEFAULT_PAGE,
+    ) -> Page[ArtifactVersionRecord]:
+        conditions = []
+        if filter.project_id is not None:
+            conditions.append(_V.c.project_id == filter.project_id)
+        if filter.artifact_id is not None:
+            conditions.append(_V.c.artifact_id == filter.artifact_id)
+        if filter.name is not None:
+            conditions.append(_A.c.name == filter.name)
+        if filter.producer_step_run_id is not None:
+            conditions.append(_V.c.producer_step_run_id == filter.producer_step_run_id)
+
+        def query(conn: Connection) -> Page[ArtifactVersionRecord]:
+            rows, total = fetch_page(
+                conn, _SELECT_VERSION, _V, conditions, page, from_=_VERSION_FROM
+            )
+            return to_page([_version(r) for r in rows], total, page)
+
+        return self._db.read(query)
+
+    def get(self, artifact_id: UUID) -> ArtifactRecord:
+        stmt = select(_A).where(_A.c.id == artifact_id)
+        row = self._db.read(lambda c: c.execute(stmt).first())
+        if row is None:
+            raise not_found("artifact", artifact_id)
+        return _artifact(row)
+
+    def list(
+        self, filter: ArtifactFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[ArtifactRecord]:
+        conditions = []
+        if filter.project_id is not None:
+            conditions.append(_A.c.project_id == filter.project_id)
+        if filter.name is not None:
+            conditions.append(_A.c.name == filter.name)
+        return list_page(self._db, _A, conditions, page, _artifact)
+
+    # ----------------------------------------------------------------- internals
+
+    def _lookup(self, conn: Connection, key: dict[str, Any]) -> tuple[UUID | None, int | None]:
+        """The artifact's id (locked) and its highest version; Nones if it does not exist."""
+        if self._db.is_sqlite:
+            row = conn.execute(_ARTIFACT_AND_MAX, key).first()
+            return (None, None) if row is None else (row[0], row[1])
+        artifact_id = conn.execute(_LOCK_ARTIFACT, key).scalar()
+        if artifact_id is None:
+            return None, None
+        latest = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
+        return artifact_id, latest

@@ -1,0 +1,284 @@
+"""Pipeline runs: creation, status updates, placeholder replacement (``get_or_create``), deletion.
+
+Invariants:
+- A run is unique per (snapshot, orchestrator run id); the orchestrator run id is set at most
+  once and never changed.
+- Every status change is checked by ``wharf.core.transitions`` while the run's row is locked
+  (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so concurrent updates are applied
+  one after the other and an illegal one changes nothing.
+- ``start_time`` is set when the run first becomes running (also when created running);
+  ``end_time`` when it first reaches a finished status.
+- ``get_or_create`` implements the rules documented on ``RunRepository.get_or_create``. The
+  placeholder preference (matching orchestrator run id first, then NULL, then oldest) is an
+  explicit ``CASE`` in ``ORDER BY`` -- never the backends' different NULL orderings. Replacing a
+  placeholder counts as creating the run (``created`` is True): the caller is the one who turned
+  the placeholder into the real run. Concurrent callers are reconciled by the unique constraint:
+  a loser's transaction rolls back and it starts over, finding the winner's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, Row, case, delete, select, update
+
+from wharf.core.enums import ExecutionStatus, MetadataResourceType
+from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
+from wharf.core.ids import new_id
+from wharf.core.transitions import check_run_initial, check_run_transition
+from wharf.store.models import (
+    Page,
+    PageRequest,
+    PipelineRunRecord,
+    RunCreate,
+    RunFilter,
+    RunUpdate,
+)
+from wharf.store.sql import tables as t
+from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
+from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.store.sql.repositories._base import (
+    DEFAULT_PAGE,
+    SqlRepository,
+    chunks,
+    first_missing,
+    list_page,
+    not_found,
+    status_times,
+)
+
+_R = t.pipeline_run
+_PLACEHOLDERS = (ExecutionStatus.INITIALIZING.value, ExecutionStatus.PROVISIONING.value)
+DEFAULT_FILTER = RunFilter()
+
+
+def _record(row: Row[Any] | Mapping[str, Any]) -> PipelineRunRecord:
+    data = row._asdict() if isinstance(row, Row) else row
+    return PipelineRunRecord.model_validate(data)
+
+
+class SqlRunRepository(SqlRepository):
+    def create(self, run: RunCreate) -> PipelineRunRecord:
+        check_run_initial(run.status)
+        try:
+            return self._db.write(lambda c: self._insert(c, run))
+        except UniqueViolationError:
+            raise EntityExistsError(
+                f"A run of snapshot {run.snapshot_id} with orchestrator run id "
+                f"'{run.orchestrator_run_id}' already exists."
+            ) from None
+        except ForeignKeyViolationError as exc:
+            raise self._missing_reference(run) or exc from None
+
+    def get(self, run_id: UUID) -> PipelineRunRecord:
+        stmt = select(_R).where(_R.c.id == run_id)
+        row = self._db.read(lambda c: c.execute(stmt).first())
+        if row is None:
+            raise not_found("pipeline run", run_id)
+        return _record(row)
+
+    def list(
+        self, filter: RunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[PipelineRunRecord]:
+        conditions = []
+        for field in ("project_id", "pipeline_id", "snapshot_id", "name", "orchestrator_run_id"):
+            value = getattr(filter, field)
+            if value is not None:
+                conditions.append(_R.c[field] == value)
+        if filter.status is not None:
+            conditions.append(_R.c.status == filter.status.value)
+        return list_page(self._db, _R, conditions, page, _record)
+
+    def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord:
+        def apply(conn: Connection) -> PipelineRunRecord:
+            row = conn.execute(select(_R).where(_R.c.id == run_id).with_for_update()).first()
+            if row is None:
+                raise not_found("pipeline run", run_id)
+            current = row._asdict()
+            now = self._db.now()  # one instant per change: start/end time equal ``updated``
+            values: dict[str, Any] = {}
+            if update.status is not None and update.status.value != current["status"]:
+                check_run_transition(ExecutionStatus(current["status"]), update.status)
+                values["status"] = update.status.value
+                values.update(
+                    status_times(update.status, current["start_time"], current["end_time"], now)
+                )
+            if update.status_reason is not None:
+                values["status_reason"] = update.status_reason
+            new_orid = update.orchestrator_run_id
+            if new_orid is not None and new_orid != current["orchestrator_run_id"]:
+                if current["orchestrator_run_id"] is not None:
+                    raise IllegalOperationError(
+                        f"Pipeline run {run_id}: the orchestrator run id is already set to "
+                        f"'{current['orchestrator_run_id']}'; it cannot become '{new_orid}'."
+                    )
+                values["orchestrator_run_id"] = new_orid
+            if not values:
+                return _record(current)
+            values["updated"] = now
+            conn.execute(_R.update().where(_R.c.id == run_id).values(values))
+            return _record({**current, **values})
+
+        try:
+            return self._db.write(apply)
+        except UniqueViolationError:
+            raise EntityExistsError(
+                f"Another run of the same snapshot already has orchestrator run id "
+                f"'{update.orchestrator_run_id}'."
+            ) from None
+
+    def get_or_create(self, run: RunCreate) -> tuple[PipelineRunRecord, bool]:
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                return self._db.write(lambda c: self._get_or_create_once(c, run))
+            except UniqueViolationError:
+                # A concurrent caller inserted or claimed (snapshot, orchestrator run id)
+                # first; our transaction rolled back, and the next pass finds their run.
+                continue
+            except ForeignKeyViolationError as exc:
+                raise self._missing_reference(run) or exc from None
+        raise StoreError(
+            f"Could not get or create a run of snapshot {run.snapshot_id} after "
+            f"{MAX_CONFLICT_RETRIES} conflicting attempts."
+        )
+
+    def delete(self, run_id: UUID) -> None:
+        s = t.step_run
+
+        def remove(conn: Connection) -> None:
+            found = conn.execute(select(_R.c.id).where(_R.c.id == run_id).with_for_update())
+            if found.first() is None:
+                raise not_found("pipeline run", run_id)
+            step_ids = list(conn.execute(select(s.c.id).where(s.c.run_id == run_id)).scalars())
+            # Detach everything that points at the run's steps (cached steps of other runs,
+            # artifact versions they produced), then delete children before parents. Explicit
+            # statements rather than ON DELETE rules: MySQL cannot cascade through the
+            # self-reference of step_run.
+            for chunk in chunks(step_ids):
+                conn.execute(
+                    update(s).where(s.c.original_step_run_id.in_(chunk)),
+                    {"original_step_run_id": None},
+                )
+                av = t.artifact_version
+                conn.execute(
+                    update(av).where(av.c.producer_step_run_id.in_(chunk)),
+                    {"producer_step_run_id": None},
+                )
+                for link in (t.step_run_input, t.step_run_output):
+                    conn.execute(delete(link).where(link.c.step_run_id.in_(chunk)))
+                md = t.run_metadata
+                conn.execute(
+                    delete(md).where(
+                        md.c.resource_type == MetadataResourceType.STEP_RUN.value,
+                        md.c.resource_id.in_(chunk),
+                    )
+                )
+            conn.execute(delete(s).where(s.c.run_id == run_id))
+            conn.execute(
+                delete(t.run_metadata).where(
+                    t.run_metadata.c.resource_type == MetadataResourceType.PIPELINE_RUN.value,
+                    t.run_metadata.c.resource_id == run_id,
+                )
+            )
+            conn.execute(delete(_R).where(_R.c.id == run_id))
+
+        self._db.write(remove)
+
+    # ----------------------------------------------------------------- internals
+
+    def _insert(self, conn: Connection, run: RunCreate) -> PipelineRunRecord:
+        now = self._db.now()
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "project_id": run.project_id,
+            "pipeline_id": run.pipeline_id,
+            "snapshot_id": run.snapshot_id,
+            "user_id": run.user_id,
+            "name": run.name,
+            "status": run.status.value,
+            "status_reason": run.status_reason,
+            "orchestrator_run_id": run.orchestrator_run_id,
+            "start_time": None,
+            "end_time": None,
+            "created": now,
+            "updated": now,
+        }
+        values.update(status_times(run.status, None, None, now))
+        conn.execute(_R.insert(), values)
+        return _record(values)
+
+    def _get_or_create_once(
+        self, conn: Connection, run: RunCreate
+    ) -> tuple[PipelineRunRecord, bool]:
+        orid = run.orchestrator_run_id
+        if orid is not None:
+            existing = conn.execute(
+                select(_R).where(
+                    _R.c.snapshot_id == run.snapshot_id, _R.c.orchestrator_run_id == orid
+                )
+            ).first()
+            # A placeholder holding this id is left to step 2 when ``run`` may replace it.
+            if existing is not None and (
+                existing.status not in _PLACEHOLDERS or run.is_placeholder
+            ):
+                return _record(existing), False
+        if not run.is_placeholder:
+            placeholder = self._lock_placeholder(conn, run)
+            if placeholder is not None:
+                return self._replace(conn, placeholder, run), True
+        check_run_initial(run.status)
+        return self._insert(conn, run), True
+
+    def _lock_placeholder(self, conn: Connection, run: RunCreate) -> Row[Any] | None:
+        orid = run.orchestrator_run_id
+        id_matches = (
+            _R.c.orchestrator_run_id.is_(None)
+            if orid is None
+            else (_R.c.orchestrator_run_id == orid) | _R.c.orchestrator_run_id.is_(None)
+        )
+        preference = case((_R.c.orchestrator_run_id.is_(None), 1), else_=0)
+        stmt = (
+            select(_R)
+            .where(
+                _R.c.snapshot_id == run.snapshot_id,
+                _R.c.pipeline_id == run.pipeline_id,
+                _R.c.project_id == run.project_id,
+                _R.c.status.in_(_PLACEHOLDERS),
+                id_matches,
+            )
+            .order_by(preference, _R.c.created, _R.c.id)
+            .limit(1)
+            .with_for_update()
+        )
+        return conn.execute(stmt).first()
+
+    def _replace(
+        self, conn: Connection, placeholder: Row[Any], run: RunCreate
+    ) -> PipelineRunRecord:
+        current = placeholder._asdict()
+        check_run_transition(ExecutionStatus(current["status"]), run.status)
+        now = self._db.now()
+        values: dict[str, Any] = {
+            "status": run.status.value,
+            "name": run.name,
+            "orchestrator_run_id": run.orchestrator_run_id,
+            "updated": now,
+        }
+        if run.status_reason is not None:
+            values["status_reason"] = run.status_reason
+        values.update(status_times(run.status, current["start_time"], current["end_time"], now))
+        conn.execute(_R.update().where(_R.c.id == current["id"]).values(values))
+        return _record({**current, **values})
+
+    def _missing_reference(self, run: RunCreate) -> Exception | None:
+        return first_missing(
+            self._db,
+            [
+                ("project", t.project, [run.project_id]),
+                ("pipeline", t.pipeline, [run.pipeline_id]),
+                ("pipeline snapshot", t.pipeline_snapshot, [run.snapshot_id]),
+                ("user", t.user_account, [run.user_id]),
+            ],
+        )

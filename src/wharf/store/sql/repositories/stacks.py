@@ -1,0 +1,165 @@
+"""Stack components and stacks.
+
+Invariants: a component is unique per (type, name); a stack is unique by name and holds at most
+one component per type (primary key of ``stack_component``), each of the type it is listed
+under -- checked inside the creating transaction, so a stack never points at a missing or
+mistyped component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, Row, select
+
+from wharf.core.enums import ComponentType
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
+from wharf.core.ids import new_id
+from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
+from wharf.store.sql import tables as t
+from wharf.store.sql.errors import UniqueViolationError
+from wharf.store.sql.repositories._base import (
+    DEFAULT_PAGE,
+    SqlRepository,
+    check_name,
+    chunks,
+    fetch_page,
+    list_page,
+    not_found,
+    to_page,
+)
+
+_C = t.component
+_S = t.stack
+_L = t.stack_component
+
+
+def _component(row: Row[Any]) -> ComponentRecord:
+    return ComponentRecord.model_validate(row._asdict())
+
+
+def _components_of(conn: Connection, stack_ids: Sequence[UUID]) -> dict[UUID, dict[str, UUID]]:
+    links: dict[UUID, dict[str, UUID]] = {i: {} for i in stack_ids}
+    for chunk in chunks(stack_ids):
+        stmt = select(_L.c.stack_id, _L.c.component_type, _L.c.component_id).where(
+            _L.c.stack_id.in_(chunk)
+        )
+        for stack_id, component_type, component_id in conn.execute(stmt):
+            links[stack_id][component_type] = component_id
+    return links
+
+
+def _stack(row: Row[Any], components: dict[str, UUID]) -> StackRecord:
+    return StackRecord.model_validate({**row._asdict(), "components": components})
+
+
+class SqlStackRepository(SqlRepository):
+    # ----------------------------------------------------------------- components
+
+    def create_component(self, component: ComponentCreate) -> ComponentRecord:
+        check_name(component.name, "component")
+        values = {
+            "id": new_id(),
+            "name": component.name,
+            "type": component.type.value,  # enums are bound by value, never by member name
+            "flavor": component.flavor,
+            "configuration": component.configuration,
+            "created": self._db.now(),
+        }
+        try:
+            self._db.write(lambda c: c.execute(_C.insert(), values))
+        except UniqueViolationError:
+            raise EntityExistsError(
+                f"A {component.type.value} component named '{component.name}' already exists."
+            ) from None
+        return ComponentRecord.model_validate(values)
+
+    def get_component(self, component_id: UUID) -> ComponentRecord:
+        stmt = select(_C).where(_C.c.id == component_id)
+        row = self._db.read(lambda c: c.execute(stmt).first())
+        if row is None:
+            raise not_found("stack component", component_id)
+        return _component(row)
+
+    def get_component_by_name(self, type: ComponentType, name: str) -> ComponentRecord:
+        stmt = select(_C).where(_C.c.type == type.value, _C.c.name == name)
+        row = self._db.read(lambda c: c.execute(stmt).first())
+        if row is None:
+            raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
+        return _component(row)
+
+    def list_components(
+        self, type: ComponentType | None = None, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[ComponentRecord]:
+        conditions = [] if type is None else [_C.c.type == type.value]
+        return list_page(self._db, _C, conditions, page, _component)
+
+    # ----------------------------------------------------------------- stacks
+
+    def create_stack(self, name: str, components: dict[ComponentType, UUID]) -> StackRecord:
+        check_name(name, "stack")
+        stack_id = new_id()
+        values = {"id": stack_id, "name": name, "created": self._db.now()}
+        wanted = {ComponentType(k): v for k, v in components.items()}
+
+        def create(conn: Connection) -> None:
+            ids = list(set(wanted.values()))
+            stmt = select(_C.c.id, _C.c.type).where(_C.c.id.in_(ids))
+            found: dict[UUID, str] = {row.id: row.type for row in conn.execute(stmt)}
+            for component_type, component_id in wanted.items():
+                actual = found.get(component_id)
+                if actual is None:
+                    raise InputError(f"Stack component {component_id} does not exist.")
+                if actual != component_type.value:
+                    raise InputError(
+                        f"Component {component_id} is of type {actual}, not {component_type.value}."
+                    )
+            conn.execute(_S.insert(), values)
+            if wanted:
+                conn.execute(
+                    _L.insert(),
+                    [
+                        {"stack_id": stack_id, "component_type": k.value, "component_id": v}
+                        for k, v in wanted.items()
+                    ],
+                )
+
+        try:
+            self._db.write(create)
+        except UniqueViolationError:
+            raise EntityExistsError(f"A stack named '{name}' already exists.") from None
+        return StackRecord.model_validate({**values, "components": wanted})
+
+    def get_stack(self, stack_id: UUID) -> StackRecord:
+        def get(conn: Connection) -> StackRecord | None:
+            row = conn.execute(select(_S).where(_S.c.id == stack_id)).first()
+            if row is None:
+                return None
+            return _stack(row, _components_of(conn, [row.id])[row.id])
+
+        record = self._db.read(get)
+        if record is None:
+            raise not_found("stack", stack_id)
+        return record
+
+    def get_stack_by_name(self, name: str) -> StackRecord:
+        def get(conn: Connection) -> StackRecord | None:
+            row = conn.execute(select(_S).where(_S.c.name == name)).first()
+            if row is None:
+                return None
+            return _stack(row, _components_of(conn, [row.id])[row.id])
+
+        record = self._db.read(get)
+        if record is None:
+            raise EntityNotFoundError(f"No stack named '{name}'.")
+        return record
+
+    def list_stacks(self, page: PageRequest = DEFAULT_PAGE) -> Page[StackRecord]:
+        def query(conn: Connection) -> Page[StackRecord]:
+            rows, total = fetch_page(conn, select(_S), _S, [], page)
+            links = _components_of(conn, [r.id for r in rows])
+            return to_page([_stack(r, links[r.id]) for r in rows], total, page)
+
+        return self._db.read(query)

@@ -1,0 +1,314 @@
+"""Step runs with their input and output artifact links, and the cache lookup.
+
+Invariants:
+- A step run belongs to an existing run and takes its project from it; it is unique per
+  (run, name, attempt).
+- Inputs and outputs are rows of ``step_run_input`` / ``step_run_output`` keyed by
+  (step run, name); each names an existing artifact version (foreign key). ``update`` only adds
+  outputs: re-adding the same link is a no-op, pointing an existing name elsewhere is refused.
+- Status changes are checked by ``wharf.core.transitions`` with the row locked; ``start_time``
+  is set when the step first becomes running, ``end_time`` when it first finishes.
+- ``find_cached`` returns the newest completed step run of the project with the cache key that
+  has not expired; the ``(project_id, cache_key)`` index serves it.
+
+This is the engine's per-step hot path, so statements are built once per repository and each
+call costs the fewest round trips: create = run lookup + inserts; update = locked read + update
++ link read (+ output insert); records are assembled from values already in hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, bindparam, literal, select, union_all
+
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import EntityExistsError, IllegalOperationError
+from wharf.core.ids import new_id
+from wharf.core.transitions import check_step_initial, check_step_transition
+from wharf.store.models import (
+    Page,
+    PageRequest,
+    StepRunCreate,
+    StepRunFilter,
+    StepRunRecord,
+    StepRunUpdate,
+)
+from wharf.store.sql import tables as t
+from wharf.store.sql.engine import Database
+from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.store.sql.repositories._base import (
+    DEFAULT_PAGE,
+    SqlRepository,
+    chunks,
+    fetch_page,
+    first_missing,
+    not_found,
+    status_times,
+    to_page,
+)
+from wharf.store.sql.types import as_utc
+
+_S = t.step_run
+_IN = t.step_run_input
+_OUT = t.step_run_output
+DEFAULT_FILTER = StepRunFilter()
+
+Links = dict[UUID, tuple[dict[str, UUID], dict[str, UUID]]]
+"""Step run id -> (inputs, outputs)."""
+
+_RUN_PROJECT = select(t.pipeline_run.c.project_id).where(t.pipeline_run.c.id == bindparam("run_id"))
+_LOCK_STEP = select(_S).where(_S.c.id == bindparam("step_id")).with_for_update()
+_GET_STEP = select(_S).where(_S.c.id == bindparam("step_id"))
+_UPDATE_STEP = _S.update().where(_S.c.id == bindparam("step_id"))
+_INSERT_STEP = _S.insert()
+_INSERT_INPUTS = _IN.insert()
+_INSERT_OUTPUTS = _OUT.insert()
+
+
+def _links_query(expanding: bool) -> Any:
+    """Inputs and outputs of one step run (``step_id``) or of several (``step_ids``)."""
+    parts = []
+    for kind, table in (("i", _IN), ("o", _OUT)):
+        cond = (
+            table.c.step_run_id.in_(bindparam("step_ids", expanding=True))
+            if expanding
+            else table.c.step_run_id == bindparam("step_id")
+        )
+        parts.append(
+            select(
+                literal(kind).label("kind"),
+                table.c.step_run_id,
+                table.c.name,
+                table.c.artifact_version_id,
+            ).where(cond)
+        )
+    return union_all(*parts)
+
+
+_LINKS_OF_ONE = _links_query(expanding=False)
+_LINKS_OF_MANY = _links_query(expanding=True)
+
+
+def load_links(conn: Connection, step_ids: Sequence[UUID]) -> Links:
+    links: Links = {i: ({}, {}) for i in step_ids}
+    if len(step_ids) == 1:
+        results = [conn.execute(_LINKS_OF_ONE, {"step_id": step_ids[0]})]
+    else:
+        results = [conn.execute(_LINKS_OF_MANY, {"step_ids": c}) for c in chunks(step_ids)]
+    for result in results:
+        for kind, step_id, name, version_id in result:
+            links[step_id][0 if kind == "i" else 1][name] = version_id
+    return links
+
+
+def _record(
+    values: dict[str, Any], inputs: dict[str, UUID], outputs: dict[str, UUID]
+) -> StepRunRecord:
+    return StepRunRecord.model_validate({**values, "inputs": inputs, "outputs": outputs})
+
+
+def _link_rows(step_id: UUID, links: dict[str, UUID]) -> list[dict[str, Any]]:
+    return [
+        {"step_run_id": step_id, "name": name, "artifact_version_id": version_id}
+        for name, version_id in links.items()
+    ]
+
+
+class SqlStepRunRepository(SqlRepository):
+    _RUN_PROJECT_CACHE_SIZE = 4096
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        # run id -> project id. A run never changes project and ids are never reused, so this
+        # saves the run lookup on every step creation; the foreign key on run_id still rejects
+        # a run deleted since it was cached.
+        self._run_projects: dict[UUID, UUID] = {}
+
+    def create(self, step: StepRunCreate) -> StepRunRecord:
+        check_step_initial(step.status)
+        now = self._db.now()
+        step_id = new_id()
+        values: dict[str, Any] = {
+            "id": step_id,
+            "project_id": None,
+            "run_id": step.run_id,
+            "name": step.name,
+            "status": step.status.value,
+            "status_reason": step.status_reason,
+            "attempt": step.attempt,
+            "cache_key": step.cache_key,
+            "cache_expires_at": as_utc(step.cache_expires_at),
+            "original_step_run_id": step.original_step_run_id,
+            "code_hash": step.code_hash,
+            "source_code": step.source_code,
+            "docstring": step.docstring,
+            "parameters": step.parameters,
+            "start_time": None,
+            "end_time": None,
+            "last_heartbeat": None,
+            "created": now,
+            "updated": now,
+        }
+        values.update(status_times(step.status, None, None, now))
+
+        def insert(conn: Connection) -> None:
+            project_id = self._run_projects.get(step.run_id)
+            if project_id is None:
+                project_id = conn.execute(_RUN_PROJECT, {"run_id": step.run_id}).scalar()
+                if project_id is None:
+                    raise not_found("pipeline run", step.run_id)
+                if len(self._run_projects) >= self._RUN_PROJECT_CACHE_SIZE:
+                    self._run_projects.clear()
+                self._run_projects[step.run_id] = project_id
+            values["project_id"] = project_id
+            conn.execute(_INSERT_STEP, values)
+            if step.inputs:
+                conn.execute(_INSERT_INPUTS, _link_rows(step_id, step.inputs))
+            if step.outputs:
+                conn.execute(_INSERT_OUTPUTS, _link_rows(step_id, step.outputs))
+
+        try:
+            self._db.write(insert)
+        except UniqueViolationError:
+            raise EntityExistsError(
+                f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
+            ) from None
+        except ForeignKeyViolationError as exc:
+            self._run_projects.pop(step.run_id, None)
+            missing = self._missing_reference(
+                [*step.inputs.values(), *step.outputs.values()],
+                step.original_step_run_id,
+                step.run_id,
+            )
+            raise missing or exc from None
+        return _record(values, dict(step.inputs), dict(step.outputs))
+
+    def get(self, step_run_id: UUID) -> StepRunRecord:
+        def get(conn: Connection) -> StepRunRecord | None:
+            row = conn.execute(_GET_STEP, {"step_id": step_run_id}).first()
+            if row is None:
+                return None
+            inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
+            return _record(row._asdict(), inputs, outputs)
+
+        record = self._db.read(get)
+        if record is None:
+            raise not_found("step run", step_run_id)
+        return record
+
+    def list(
+        self, filter: StepRunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[StepRunRecord]:
+        conditions = []
+        if filter.project_id is not None:
+            conditions.append(_S.c.project_id == filter.project_id)
+        if filter.run_id is not None:
+            conditions.append(_S.c.run_id == filter.run_id)
+        if filter.names is not None:
+            conditions.append(_S.c.name.in_(filter.names))
+        if filter.status is not None:
+            conditions.append(_S.c.status == filter.status.value)
+        if filter.cache_key is not None:
+            conditions.append(_S.c.cache_key == filter.cache_key)
+
+        def query(conn: Connection) -> Page[StepRunRecord]:
+            rows, total = fetch_page(conn, select(_S), _S, conditions, page)
+            links = load_links(conn, [r.id for r in rows]) if rows else {}
+            return to_page([_record(r._asdict(), *links[r.id]) for r in rows], total, page)
+
+        return self._db.read(query)
+
+    def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
+        def apply(conn: Connection) -> StepRunRecord:
+            row = conn.execute(_LOCK_STEP, {"step_id": step_run_id}).first()
+            if row is None:
+                raise not_found("step run", step_run_id)
+            current = row._asdict()
+            now = self._db.now()  # one instant per change: start/end time equal ``updated``
+            values: dict[str, Any] = {}
+            if update.status is not None and update.status.value != current["status"]:
+                check_step_transition(ExecutionStatus(current["status"]), update.status)
+                values["status"] = update.status.value
+                values.update(
+                    status_times(update.status, current["start_time"], current["end_time"], now)
+                )
+            if update.status_reason is not None:
+                values["status_reason"] = update.status_reason
+            if update.cache_key is not None:
+                values["cache_key"] = update.cache_key
+            if update.cache_expires_at is not None:
+                values["cache_expires_at"] = as_utc(update.cache_expires_at)
+            inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
+            new_outputs = self._new_outputs(step_run_id, outputs, update.outputs or {})
+            if values or new_outputs:
+                values["updated"] = now
+                conn.execute(_UPDATE_STEP, {"step_id": step_run_id, **values})
+            if new_outputs:
+                conn.execute(_INSERT_OUTPUTS, _link_rows(step_run_id, new_outputs))
+                outputs.update(new_outputs)
+            current.update(values)
+            return _record(current, inputs, outputs)
+
+        try:
+            return self._db.write(apply)
+        except ForeignKeyViolationError as exc:
+            raise self._missing_reference((update.outputs or {}).values()) or exc from None
+
+    def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
+        stmt = (
+            select(_S)
+            .where(
+                _S.c.project_id == project_id,
+                _S.c.cache_key == cache_key,
+                _S.c.status == ExecutionStatus.COMPLETED.value,
+                _S.c.cache_expires_at.is_(None) | (_S.c.cache_expires_at > now),
+            )
+            .order_by(_S.c.created.desc(), _S.c.id.desc())
+            .limit(1)
+        )
+
+        def find(conn: Connection) -> StepRunRecord | None:
+            row = conn.execute(stmt).first()
+            if row is None:
+                return None
+            inputs, outputs = load_links(conn, [row.id])[row.id]
+            return _record(row._asdict(), inputs, outputs)
+
+        return self._db.read(find)
+
+    # ----------------------------------------------------------------- internals
+
+    @staticmethod
+    def _new_outputs(
+        step_run_id: UUID, existing: dict[str, UUID], added: dict[str, UUID]
+    ) -> dict[str, UUID]:
+        new = {}
+        for name, version_id in added.items():
+            linked = existing.get(name)
+            if linked is None:
+                new[name] = version_id
+            elif linked != version_id:
+                raise IllegalOperationError(
+                    f"Step run {step_run_id} already has output '{name}' "
+                    f"(artifact version {linked}); it cannot be relinked to {version_id}."
+                )
+        return new
+
+    def _missing_reference(
+        self,
+        artifact_version_ids: Iterable[UUID],
+        original_step_run_id: UUID | None = None,
+        run_id: UUID | None = None,
+    ) -> Exception | None:
+        return first_missing(
+            self._db,
+            [
+                ("pipeline run", t.pipeline_run, [run_id]),
+                ("artifact version", t.artifact_version, list(artifact_version_ids)),
+                ("step run", t.step_run, [original_step_run_id]),
+            ],
+        )

@@ -1,0 +1,288 @@
+"""The metadata store's schema as SQLAlchemy Core tables: the single source of truth.
+
+``migrations/versions`` must create exactly this schema (a test runs Alembic's autogenerate
+comparison against every backend). Invariants kept by the database itself:
+
+- names are unique where users address things by name: users, projects, stacks, components per
+  type, pipelines / artifacts / schedules per project;
+- a run is unique per (snapshot, orchestrator run id) -- NULL ids never collide -- which is what
+  makes ``RunRepository.get_or_create`` race-safe;
+- artifact versions are unique per (artifact, version), so concurrent writers cannot hand out the
+  same number twice;
+- a step run is unique per (run, name, attempt), so one step attempt cannot be launched twice;
+- every reference is a foreign key (except ``artifact_version.artifact_store_id``: artifact
+  stores may be configured outside the store), and every foreign key column is indexed (MySQL
+  would otherwise create its own indexes, which would differ from the migrations).
+
+Enumerations are stored as short strings, never as database enums, so adding a status needs no
+migration. Every table uses utf8mb4 with a binary collation on MySQL/MariaDB so that names
+compare case-sensitively there too, as they do on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from wharf.store.sql.types import LONG_TEXT, UUID, JsonText, UtcDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
+
+NAME_LENGTH = 255
+STATUS_LENGTH = 32
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _id() -> Column[Any]:
+    return Column("id", UUID, primary_key=True)
+
+
+def _created() -> Column[Any]:
+    return Column("created", UtcDateTime(), nullable=False)
+
+
+def _fk(
+    name: str, target: str, *, nullable: bool = False, primary_key: bool = False
+) -> Column[Any]:
+    return Column(name, UUID, ForeignKey(target), nullable=nullable, primary_key=primary_key)
+
+
+user_account = Table(
+    "user_account",
+    metadata,
+    _id(),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("is_admin", Boolean(), nullable=False),
+    _created(),
+    UniqueConstraint("name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+project = Table(
+    "project",
+    metadata,
+    _id(),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    _created(),
+    UniqueConstraint("name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+component = Table(
+    "component",
+    metadata,
+    _id(),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("type", String(STATUS_LENGTH), nullable=False),
+    Column("flavor", String(NAME_LENGTH), nullable=False),
+    Column("configuration", JsonText(), nullable=False),
+    _created(),
+    UniqueConstraint("type", "name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+stack = Table(
+    "stack",
+    metadata,
+    _id(),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    _created(),
+    UniqueConstraint("name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+stack_component = Table(
+    "stack_component",
+    metadata,
+    _fk("stack_id", "stack.id", primary_key=True),
+    Column("component_type", String(STATUS_LENGTH), primary_key=True),
+    _fk("component_id", "component.id"),
+    Index(None, "component_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+pipeline = Table(
+    "pipeline",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    _created(),
+    UniqueConstraint("project_id", "name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+pipeline_snapshot = Table(
+    "pipeline_snapshot",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    _fk("pipeline_id", "pipeline.id"),
+    _fk("stack_id", "stack.id", nullable=True),
+    Column("spec", JsonText(), nullable=False),
+    _created(),
+    Index(None, "project_id"),
+    Index(None, "pipeline_id"),
+    Index(None, "stack_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+pipeline_run = Table(
+    "pipeline_run",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    _fk("pipeline_id", "pipeline.id"),
+    _fk("snapshot_id", "pipeline_snapshot.id"),
+    _fk("user_id", "user_account.id", nullable=True),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("status", String(STATUS_LENGTH), nullable=False),
+    Column("status_reason", Text(), nullable=True),
+    Column("orchestrator_run_id", String(NAME_LENGTH), nullable=True),
+    Column("start_time", UtcDateTime(), nullable=True),
+    Column("end_time", UtcDateTime(), nullable=True),
+    _created(),
+    Column("updated", UtcDateTime(), nullable=False),
+    UniqueConstraint("snapshot_id", "orchestrator_run_id"),
+    Index(None, "project_id", "created"),
+    Index(None, "pipeline_id"),
+    Index(None, "user_id"),
+    Index(None, "created"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+step_run = Table(
+    "step_run",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    _fk("run_id", "pipeline_run.id"),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("status", String(STATUS_LENGTH), nullable=False),
+    Column("status_reason", Text(), nullable=True),
+    Column("attempt", Integer(), nullable=False),
+    Column("cache_key", String(NAME_LENGTH), nullable=True),
+    Column("cache_expires_at", UtcDateTime(), nullable=True),
+    _fk("original_step_run_id", "step_run.id", nullable=True),
+    Column("code_hash", String(NAME_LENGTH), nullable=True),
+    Column("source_code", LONG_TEXT, nullable=True),
+    Column("docstring", LONG_TEXT, nullable=True),
+    Column("parameters", JsonText(), nullable=False),
+    Column("start_time", UtcDateTime(), nullable=True),
+    Column("end_time", UtcDateTime(), nullable=True),
+    Column("last_heartbeat", UtcDateTime(), nullable=True),
+    _created(),
+    Column("updated", UtcDateTime(), nullable=False),
+    UniqueConstraint("run_id", "name", "attempt"),
+    Index(None, "project_id", "cache_key"),
+    Index(None, "original_step_run_id"),
+    Index(None, "created"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+
+def _step_link_table(name: str) -> Table:
+    return Table(
+        name,
+        metadata,
+        _fk("step_run_id", "step_run.id", primary_key=True),
+        Column("name", String(NAME_LENGTH), primary_key=True),
+        _fk("artifact_version_id", "artifact_version.id"),
+        Index(None, "artifact_version_id"),
+        **MYSQL_TABLE_OPTIONS,
+    )
+
+
+step_run_input = _step_link_table("step_run_input")
+step_run_output = _step_link_table("step_run_output")
+
+artifact = Table(
+    "artifact",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    _created(),
+    UniqueConstraint("project_id", "name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+artifact_version = Table(
+    "artifact_version",
+    metadata,
+    _id(),
+    _fk("artifact_id", "artifact.id"),
+    _fk("project_id", "project.id"),
+    Column("version", Integer(), nullable=False),
+    Column("uri", Text(), nullable=False),
+    Column("data_type", Text(), nullable=False),
+    Column("materializer", Text(), nullable=False),
+    Column("content_hash", String(NAME_LENGTH), nullable=True),
+    _fk("producer_step_run_id", "step_run.id", nullable=True),
+    Column("artifact_store_id", UUID, nullable=True),
+    _created(),
+    UniqueConstraint("artifact_id", "version"),
+    Index(None, "project_id", "created"),
+    Index(None, "producer_step_run_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+run_metadata = Table(
+    "run_metadata",
+    metadata,
+    _id(),
+    Column("resource_type", String(STATUS_LENGTH), nullable=False),
+    Column("resource_id", UUID, nullable=False),
+    Column("key", String(NAME_LENGTH), nullable=False),
+    Column("value", JsonText(), nullable=False),
+    _created(),
+    UniqueConstraint("resource_type", "resource_id", "key"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+schedule = Table(
+    "schedule",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    _fk("pipeline_id", "pipeline.id"),
+    _fk("snapshot_id", "pipeline_snapshot.id"),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("cron_expression", String(NAME_LENGTH), nullable=True),
+    Column("interval_seconds", Integer(), nullable=True),
+    Column("run_once_start_time", UtcDateTime(), nullable=True),
+    Column("start_time", UtcDateTime(), nullable=True),
+    Column("end_time", UtcDateTime(), nullable=True),
+    Column("catchup", Boolean(), nullable=False),
+    Column("active", Boolean(), nullable=False),
+    _created(),
+    UniqueConstraint("project_id", "name"),
+    Index(None, "pipeline_id"),
+    Index(None, "snapshot_id"),
+    **MYSQL_TABLE_OPTIONS,
+)

@@ -1,0 +1,81 @@
+"""Column types that behave the same on SQLite, PostgreSQL and MySQL/MariaDB.
+
+Invariants:
+- :class:`UtcDateTime` always returns timezone-aware UTC datetimes and keeps microseconds on every
+  backend (``DATETIME(6)`` on MySQL/MariaDB, whose plain ``DATETIME`` drops them). Naive values
+  handed in are taken to be UTC already.
+- :class:`JsonText` stores JSON as text (``LONGTEXT`` on MySQL/MariaDB). Text rather than the
+  native JSON types because MariaDB's JSON is an alias of ``LONGTEXT`` that reflects back as such,
+  and because we never query inside the documents: one representation keeps the three backends
+  and the Alembic comparison identical.
+- :data:`UUID` is native on PostgreSQL and ``CHAR(32)`` hex elsewhere -- also on MariaDB, whose
+  native ``UUID`` type (10.7+) sorts differently from PostgreSQL and would make the column type,
+  and how SQLAlchemy binds values, depend on the server version. Hex strings sort like bytes, so
+  "ties broken by id" orders rows identically on all backends.
+- :data:`LONG_TEXT` holds source code and other unbounded text; MySQL's ``TEXT`` stops at 64 KiB.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import DateTime, Text, Uuid
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+_MYSQL = ("mysql", "mariadb")
+
+
+def is_mysql(dialect: Dialect) -> bool:
+    return dialect.name in _MYSQL
+
+
+# Variants rather than ``load_dialect_impl`` overrides: ``dialect.type_descriptor(Text())`` adapts
+# to VARCHAR on psycopg, which would make the DDL differ from the migrations.
+UUID: TypeEngine[uuid.UUID] = Uuid().with_variant(Uuid(native_uuid=False), *_MYSQL)
+LONG_TEXT: TypeEngine[str] = Text().with_variant(mysql.LONGTEXT(), *_MYSQL)
+_DATETIME: TypeEngine[datetime] = DateTime(timezone=True).with_variant(
+    mysql.DATETIME(fsp=6), *_MYSQL
+)
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """``value`` as an aware UTC datetime; naive values are taken to be UTC already."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """An instant, stored as UTC; ``TIMESTAMP WITH TIME ZONE`` on PostgreSQL."""
+
+    impl = _DATETIME
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        utc = as_utc(value)
+        if utc is None:
+            return None
+        # PostgreSQL keeps the offset; SQLite and MySQL columns hold naive UTC wall time.
+        return utc if dialect.name == "postgresql" else utc.replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return as_utc(value)
+
+
+class JsonText(TypeDecorator[Any]):
+    """Any JSON-serialisable value, stored as compact JSON text."""
+
+    impl = LONG_TEXT
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        # None is stored as JSON "null" so that a nullable column and a null value stay distinct.
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)

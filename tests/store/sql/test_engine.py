@@ -1,0 +1,118 @@
+"""Engines and URLs: driver mapping, masking, SQLite locking discipline, unreachable servers."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from wharf.core.errors import InputError, StoreError, StoreUnavailableError
+from wharf.store.sql import SqlStore
+from wharf.store.sql import engine as engine_module
+from wharf.store.sql.engine import mask_url, normalize_url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:////tmp/w.db", "sqlite:////tmp/w.db"),
+        ("postgresql://u:p@h/db", "postgresql+psycopg://u:p@h/db"),
+        ("postgres://u@h:5433/db", "postgresql+psycopg://u@h:5433/db"),
+        ("postgresql+psycopg2://u@h/db", "postgresql+psycopg2://u@h/db"),
+        ("mysql://u@h/db", "mysql+pymysql://u@h/db?charset=utf8mb4"),
+        ("mariadb://u@h/db", "mysql+pymysql://u@h/db?charset=utf8mb4"),
+        ("mysql+pymysql://u@h/db?charset=latin1", "mysql+pymysql://u@h/db?charset=latin1"),
+    ],
+)
+def test_normalize_url(url: str, expected: str) -> None:
+    assert normalize_url(url).render_as_string(hide_password=False) == expected
+
+
+def test_bad_urls() -> None:
+    with pytest.raises(InputError, match="Unsupported store URL scheme 'oracle'"):
+        normalize_url("oracle://u@h/db")
+    with pytest.raises(InputError, match="Invalid store URL"):
+        normalize_url("not a url")
+    with pytest.raises(InputError, match="in-memory SQLite"):
+        SqlStore.open("sqlite://")
+    with pytest.raises(InputError, match="in-memory SQLite"):
+        SqlStore.open("sqlite:///:memory:")
+
+
+def test_password_is_masked() -> None:
+    assert mask_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
+
+
+def test_sqlite_creates_parent_directory_and_configures_connections(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "wharf.db"
+    with SqlStore.open(f"sqlite:///{path}") as store:
+        assert path.exists() and store.url == f"sqlite:///{path}" and store.dialect == "sqlite"
+        with store._db.engine.connect() as conn:
+            pragma = {
+                name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+                for name in ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
+            }
+    assert pragma == {
+        "journal_mode": "wal",
+        "foreign_keys": 1,
+        "synchronous": 1,  # NORMAL
+        "busy_timeout": 30_000,
+    }
+
+
+def test_sqlite_write_transactions_take_the_write_lock_first(sqlite_store: SqlStore) -> None:
+    path = sqlite_store.url.removeprefix("sqlite:///")
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+
+    def try_to_write() -> str:
+        try:
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            return str(exc)
+        other.execute("ROLLBACK")
+        return "acquired"
+
+    # A write transaction holds the lock from its first statement (even a read) ...
+    assert sqlite_store._db.write(lambda conn: try_to_write()) == "database is locked"
+    # ... a read transaction does not block writers.
+    assert sqlite_store._db.read(lambda conn: try_to_write()) == "acquired"
+    other.close()
+
+
+def test_sqlite_lock_timeout_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "SQLITE_BUSY_TIMEOUT_SECONDS", 0.05)
+    path = tmp_path / "locked.db"
+    store = SqlStore.open(f"sqlite:///{path}")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="stayed locked by another writer"):
+            store.users.create("blocked")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.users.create("free").name == "free"
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres:secret@127.0.0.1:1/wharf",
+        "mysql://root:secret@127.0.0.1:1/wharf",
+    ],
+)
+def test_unreachable_server_fails_fast_with_one_line(url: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailableError) as info:
+        SqlStore.open(url)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert message.startswith(f"Cannot connect to the metadata store at {mask_url(url)}: ")
+    assert "secret" not in message and "\n" not in message
+    assert not isinstance(info.value, sa.exc.SQLAlchemyError)

@@ -1,0 +1,88 @@
+"""Schema revisions: head constant, upgrades from empty, autogenerate parity, newer schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from wharf.core.errors import SchemaVersionError
+from wharf.store.sql import SqlStore
+from wharf.store.sql.schema import HEAD_REVISION, alembic_config
+from wharf.store.sql.tables import metadata
+
+
+def test_head_revision_constant_matches_alembic() -> None:
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
+
+
+def test_migrating_from_empty_matches_tables(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    store = SqlStore.open(url)
+    try:
+        store.projects.create("works")
+        with store._db.engine.connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == HEAD_REVISION
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        store.close()
+
+
+def test_concurrent_first_opens_migrate_once(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    with ThreadPoolExecutor(3) as pool:
+        stores = list(pool.map(lambda _: SqlStore.open(url), range(3)))
+    try:
+        stores[0].users.create("u")
+        assert all(s.users.get_by_name("u").name == "u" for s in stores)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_newer_schema_is_refused(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    store = SqlStore.open(url)
+    with store._db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = 'ffff_future'"))
+    store.close()
+    with pytest.raises(SchemaVersionError) as info:
+        SqlStore.open(url)
+    assert str(info.value) == (
+        f"The database schema (revision ffff_future) is newer than this Wharf "
+        f"(head {HEAD_REVISION}); upgrade Wharf."
+    )
+
+
+def test_migrate_false_refuses_an_empty_database(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    with pytest.raises(SchemaVersionError, match=r"no Wharf schema.*migrate=True"):
+        SqlStore.open(url, migrate=False)
+    SqlStore.open(url).close()
+    SqlStore.open(url, migrate=False).close()  # at head: fine
+
+
+def test_downgrade_and_upgrade_again(empty_database_url: Callable[[str], str]) -> None:
+    url = empty_database_url("sqlite")
+    store = SqlStore.open(url)
+    with store._db.engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "base")
+    with store._db.engine.connect() as conn:
+        assert sa.inspect(conn).get_table_names() == ["alembic_version"]
+    store.close()
+    SqlStore.open(url).close()  # an older (empty) schema is upgraded to head

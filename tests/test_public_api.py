@@ -1,0 +1,22 @@
+"""The public names of ``wharf`` (ARCHITECTURE.md §3) never change by accident."""
+
+import wharf
+
+
+def test_public_names():
+    assert set(wharf.__all__) == {
+        "CachePolicy",
+        "Client",
+        "ExecutionMode",
+        "ExecutionStatus",
+        "PoolResourceDemand",
+        "ResourceSettings",
+        "RetryConfig",
+        "Schedule",
+        "StepRuntime",
+        "get_step_context",
+        "pipeline",
+        "step",
+    }
+    for name in wharf.__all__:
+        assert getattr(wharf, name) is not None
