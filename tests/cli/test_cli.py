@@ -123,3 +123,18 @@ def test_unreachable_database(home: Path) -> None:
 def test_bad_page_size(home: Path) -> None:
     result = wharf("runs", "list", "--size", "5000")
     assert result.returncode != 0 and "Traceback" not in result.stderr
+
+
+def test_schema_newer_than_code(home: Path) -> None:
+    import sqlite3
+
+    assert wharf("runs", "list").returncode == 0  # creates and migrates the store
+    with sqlite3.connect(home / "wharf.db") as db:
+        db.execute("UPDATE alembic_version SET version_num = 'f00dfeedbeef'")
+    assert_one_line_error(wharf("runs", "list"), "newer")
+
+
+def test_unreadable_store_url(home: Path) -> None:
+    result = wharf("runs", "list", env={"WHARF_STORE_URL": "nosuchdb://x"})
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

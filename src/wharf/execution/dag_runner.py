@@ -75,7 +75,7 @@ class DagRunner:
         self._parallelism = spec.config.max_parallelism or DEFAULT_MAX_PARALLELISM
 
     def _stop_requested(self) -> bool:
-        status = self._store.runs.get(self._run_id).status
+        status = self._store.runs.get_status(self._run_id)
         return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
 
     def _inputs_of(

@@ -65,6 +65,7 @@ class Compilation:
 
     pipeline_name: str
     invocations: dict[str, Invocation] = field(default_factory=dict)
+    _suffixes: dict[str, int] = field(default_factory=dict)
 
     def invoke(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         invocation_id = kwargs.pop("id", None) or self._fresh_id(step.name)
@@ -106,9 +107,10 @@ class Compilation:
     def _fresh_id(self, name: str) -> str:
         if name not in self.invocations:
             return name
-        n = 2
+        n = self._suffixes.get(name, 1) + 1
         while f"{name}_{n}" in self.invocations:
             n += 1
+        self._suffixes[name] = n
         return f"{name}_{n}"
 
     def step_specs(self, pipeline_defaults: StepDefaults) -> dict[str, StepSpec]:

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from wharf.core.enums import ComponentType, MetadataResourceType
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.store.models import (
     ArtifactFilter,
     ArtifactRecord,
@@ -104,6 +104,10 @@ class RunRepository(Protocol):
         ...
 
     def get(self, run_id: UUID) -> PipelineRunRecord: ...
+    def get_status(self, run_id: UUID) -> ExecutionStatus:
+        """Just the status: the engine reads it before starting each step."""
+        ...
+
     def list(self, filter: RunFilter = ..., page: PageRequest = ...) -> Page[PipelineRunRecord]: ...
     def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord:
         """Checks the status transition. The orchestrator run id can be set once: setting a

@@ -29,6 +29,15 @@ def test_create_and_get(world: World, clock: FakeClock) -> None:
     assert world.store.runs.get(run.id) == run
 
 
+def test_get_status(world: World) -> None:
+    run = world.run(status=S.RUNNING)
+    assert world.store.runs.get_status(run.id) is S.RUNNING
+    world.store.runs.update(run.id, RunUpdate(status=S.STOPPING))
+    assert world.store.runs.get_status(run.id) is S.STOPPING
+    with pytest.raises(EntityNotFoundError):
+        world.store.runs.get_status(uuid.uuid4())
+
+
 def test_created_running_gets_start_time(world: World) -> None:
     run = world.run(status=S.RUNNING)
     assert run.start_time == run.created and run.end_time is None

@@ -61,6 +61,7 @@ _INSERT_ARTIFACT = _A.insert()
 _INSERT_VERSION = _V.insert()
 _VERSION_FROM = _V.join(_A, _V.c.artifact_id == _A.c.id)
 _SELECT_VERSION = select(_V, _A.c.name).select_from(_VERSION_FROM)
+_GET_VERSION = _SELECT_VERSION.where(_V.c.id == bindparam("version_id"))
 
 
 def _version(row: Row[Any]) -> ArtifactVersionRecord:
@@ -121,8 +122,7 @@ class SqlArtifactRepository(SqlRepository):
         )
 
     def get_version(self, version_id: UUID) -> ArtifactVersionRecord:
-        stmt = _SELECT_VERSION.where(_V.c.id == version_id)
-        row = self._db.read(lambda c: c.execute(stmt).first())
+        row = self._db.read(lambda c: c.execute(_GET_VERSION, {"version_id": version_id}).first())
         if row is None:
             raise not_found("artifact version", version_id)
         return _version(row)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, Row, case, delete, select, update
+from sqlalchemy import Connection, Row, bindparam, case, delete, select, update
 
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
@@ -59,6 +59,9 @@ def _record(row: Row[Any] | Mapping[str, Any]) -> PipelineRunRecord:
     return PipelineRunRecord.model_validate(data)
 
 
+_STATUS = select(_R.c.status).where(_R.c.id == bindparam("run_id"))
+
+
 class SqlRunRepository(SqlRepository):
     def create(self, run: RunCreate) -> PipelineRunRecord:
         check_run_initial(run.status)
@@ -78,6 +81,12 @@ class SqlRunRepository(SqlRepository):
         if row is None:
             raise not_found("pipeline run", run_id)
         return _record(row)
+
+    def get_status(self, run_id: UUID) -> ExecutionStatus:
+        row = self._db.read(lambda c: c.execute(_STATUS, {"run_id": run_id}).first())
+        if row is None:
+            raise not_found("pipeline run", run_id)
+        return ExecutionStatus(row[0])
 
     def list(
         self, filter: RunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE

@@ -65,6 +65,17 @@ _LOCK_STEP = select(_S).where(_S.c.id == bindparam("step_id")).with_for_update()
 _GET_STEP = select(_S).where(_S.c.id == bindparam("step_id"))
 _UPDATE_STEP = _S.update().where(_S.c.id == bindparam("step_id"))
 _INSERT_STEP = _S.insert()
+_FIND_CACHED = (
+    select(_S)
+    .where(
+        _S.c.project_id == bindparam("project_id"),
+        _S.c.cache_key == bindparam("cache_key"),
+        _S.c.status == ExecutionStatus.COMPLETED.value,
+        _S.c.cache_expires_at.is_(None) | (_S.c.cache_expires_at > bindparam("now")),
+    )
+    .order_by(_S.c.created.desc(), _S.c.id.desc())
+    .limit(1)
+)
 _INSERT_INPUTS = _IN.insert()
 _INSERT_OUTPUTS = _OUT.insert()
 
@@ -259,20 +270,10 @@ class SqlStepRunRepository(SqlRepository):
             raise self._missing_reference((update.outputs or {}).values()) or exc from None
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
-        stmt = (
-            select(_S)
-            .where(
-                _S.c.project_id == project_id,
-                _S.c.cache_key == cache_key,
-                _S.c.status == ExecutionStatus.COMPLETED.value,
-                _S.c.cache_expires_at.is_(None) | (_S.c.cache_expires_at > now),
-            )
-            .order_by(_S.c.created.desc(), _S.c.id.desc())
-            .limit(1)
-        )
+        params = {"project_id": project_id, "cache_key": cache_key, "now": as_utc(now)}
 
         def find(conn: Connection) -> StepRunRecord | None:
-            row = conn.execute(stmt).first()
+            row = conn.execute(_FIND_CACHED, params).first()
             if row is None:
                 return None
             inputs, outputs = load_links(conn, [row.id])[row.id]
