@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wharf.config.spec import PipelineSpec
+from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 
 T = TypeVar("T")
@@ -140,8 +140,42 @@ class StepRunRecord(_Frozen):
     start_time: datetime | None
     end_time: datetime | None
     last_heartbeat: datetime | None
+    heartbeat_deadline: datetime | None = None
+    """When the step counts as lost if no heartbeat came (last beat + its liveness timeout)."""
+    spec: StepSpec | None = None
+    """The step's compiled spec (dynamic steps; isolated steps read it in their process)."""
+    logs_uri: str | None = None
+    """Artifact-store URI of the step's captured stdout/stderr."""
+    pid: int | None = None
+    """Process id of an isolated step's process (for ``wharf runs stop --force``)."""
     created: datetime
     updated: datetime
+
+
+class HeartbeatResponse(_Frozen):
+    """What a step's heartbeat learns: its own status and its run's."""
+
+    step_run_id: UUID
+    status: ExecutionStatus
+    run_status: ExecutionStatus
+
+    @property
+    def should_stop(self) -> bool:
+        """True when the step must stop: it or its run was asked to stop or cancel."""
+        return self.status in STOP_SIGNALS or self.run_status in (
+            ExecutionStatus.STOPPING,
+            ExecutionStatus.STOPPED,
+        )
+
+
+STOP_SIGNALS = frozenset(
+    {
+        ExecutionStatus.STOPPING,
+        ExecutionStatus.STOPPED,
+        ExecutionStatus.CANCELLING,
+        ExecutionStatus.CANCELLED,
+    }
+)
 
 
 class ArtifactRecord(_Frozen):
@@ -240,6 +274,8 @@ class StepRunCreate(_Frozen):
     parameters: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, UUID] = Field(default_factory=dict)
     outputs: dict[str, UUID] = Field(default_factory=dict)
+    spec: StepSpec | None = None
+    logs_uri: str | None = None
 
 
 class ArtifactVersionCreate(_Frozen):
@@ -286,6 +322,8 @@ class StepRunUpdate(_Frozen):
     outputs: dict[str, UUID] | None = None
     cache_key: str | None = None
     cache_expires_at: datetime | None = None
+    logs_uri: str | None = None
+    pid: int | None = None
 
 
 # ----------------------------------------------------------------------------- filters
@@ -306,6 +344,8 @@ class StepRunFilter(_Frozen):
     names: tuple[str, ...] | None = None
     """Any of these step names (the REST layer's ``name=oneof:[...]``)."""
     status: ExecutionStatus | None = None
+    statuses: tuple[ExecutionStatus, ...] | None = None
+    """Any of these statuses."""
     cache_key: str | None = None
 
 

@@ -27,6 +27,7 @@ from wharf.store.models import (
     ArtifactVersionRecord,
     ComponentCreate,
     ComponentRecord,
+    HeartbeatResponse,
     Page,
     PageRequest,
     PipelineFilter,
@@ -143,6 +144,22 @@ class StepRunRepository(Protocol):
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
         """The newest completed step run of the project with this cache key whose
         ``cache_expires_at`` is unset or later than ``now``."""
+        ...
+
+    def update_heartbeat(
+        self, step_run_id: UUID, liveness_timeout_seconds: float
+    ) -> HeartbeatResponse:
+        """Record a heartbeat: ``last_heartbeat = now``, ``heartbeat_deadline = now + timeout``
+        (store clock), and return the step's and its run's current status. A finished step is
+        left unchanged (its status is returned, so the worker stops beating)."""
+        ...
+
+    def fail_lost_heartbeats(
+        self, now: datetime, run_id: UUID | None = None
+    ) -> list[StepRunRecord]:
+        """Mark failed, with reason "Heartbeat lost: ...", every unfinished step run (of ``run_id``
+        if given) whose ``heartbeat_deadline`` is before ``now``; return them. Safe to run
+        concurrently from several processes (each step is failed once)."""
         ...
 
 
