@@ -58,3 +58,86 @@ def double(x: int) -> int:
 @step
 def two_outputs(x: int) -> tuple[Annotated[int, "low"], Annotated[int, "high"]]:
     return x - 1, x + 1
+
+
+# --- steps for isolated (subprocess) tests: state lives in files, not in memory -------------
+
+
+@step(enable_cache=False)
+def whoami(label: str = "") -> int:
+    """Report the process id the step ran in; print something for the log."""
+    import os
+
+    print(f"hello from {label} in {os.getpid()}")
+    return os.getpid()
+
+
+@step(enable_cache=False)
+def self_kill() -> int:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+    return 0
+
+
+@step(enable_cache=False)
+def exit_without_reporting(code: int = 7) -> int:
+    import os
+
+    os._exit(code)
+
+
+@step(enable_cache=False)
+def unserialisable() -> object:
+    return threading.Lock()
+
+
+@step(enable_cache=False)
+def stop_own_run_then_wait(marker: str, force: bool = False, stubborn: bool = False) -> int:
+    """Ask for this run to stop (as another process would), then wait to be interrupted."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from wharf import get_step_context
+
+    run_id = str(get_step_context().pipeline_run.id)
+    command = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", run_id]
+    if force:
+        command.append("--force")
+    try:
+        subprocess.Popen(command)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                if not stubborn:
+                    raise
+        return 0
+    finally:
+        Path(marker).write_text("cleaned up")
+
+
+@step(enable_cache=False)
+def file_flaky(counter: str, failures: int) -> int:
+    from pathlib import Path
+
+    path = Path(counter)
+    count = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(count))
+    if count <= failures:
+        raise ValueError(f"attempt {count} failed")
+    return count
+
+
+@step(enable_cache=False, runtime="isolated")
+def isolated_double(x: int) -> int:
+    return 2 * x
+
+
+@step
+def noop() -> None:
+    return None

@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "steps": ("wharf.cli.steps:steps", "Inspect the step runs of a run."),
     "pipelines": ("wharf.cli.pipelines:pipelines", "List pipelines."),
     "artifacts": ("wharf.cli.artifacts:artifacts", "List artifacts and their versions."),
+    "stack": ("wharf.cli.stacks:stack", "Register, list, show and choose stacks."),
+    "component": ("wharf.cli.components:component", "Register and list stack components."),
 }
 
 

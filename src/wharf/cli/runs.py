@@ -58,10 +58,11 @@ def show_run(run: str, output: str) -> None:
 
 @runs.command("stop")
 @click.argument("run")
-def stop_run(run: str) -> None:
-    """Stop a run gracefully: no new steps start; running steps finish."""
+@click.option("--force", is_flag=True, help="Also kill the run's isolated step processes now.")
+def stop_run(run: str, force: bool) -> None:
+    """Stop a run: no new steps start; running steps are interrupted and end stopped."""
     from wharf.sdk.client import Client
 
     with Client() as client:
-        record = client.stop_run(run)
+        record = client.stop_run(run, force=force)
     click.echo(f"Run '{record.name}' is {record.status.value}.")

@@ -25,3 +25,14 @@ def list_steps(run: str, page: int, size: int, output: str) -> None:
     with Client() as client:
         result = client.list_run_steps(run, page=page, size=size)
     emit(result.items, STEP_COLUMNS, output, title="Step runs", total=result.total)
+
+
+@steps.command("logs")
+@click.argument("step_run_id")
+def step_logs(step_run_id: str) -> None:
+    """Print the captured stdout/stderr of a step run."""
+    from wharf.sdk.client import Client
+
+    with Client() as client:
+        text = client.step_logs(step_run_id)
+    click.echo(text, nl=not text.endswith("\n"))

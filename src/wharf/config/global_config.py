@@ -4,7 +4,7 @@ Resolution order for every value: explicit argument > environment variable > use
 file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
-``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``.
+``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_HEARTBEAT_INTERVAL``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ class WharfConfig(BaseModel):
     active_stack: str | None = None
     server_url: str | None = None
     api_key: str | None = None
+    heartbeat_interval: float = 15.0
+    """Seconds between a running step's heartbeats (``WHARF_HEARTBEAT_INTERVAL``)."""
 
     @property
     def config_file(self) -> Path:
@@ -89,4 +91,17 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
         server_url=pick("server_url", "WHARF_SERVER_URL"),
         api_key=pick("api_key", "WHARF_API_KEY"),
+        heartbeat_interval=_positive_float(
+            pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
+        ),
     )
+
+
+def _positive_float(value: Any, name: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number of seconds, not '{value}'.") from None
+    if number <= 0:
+        raise InputError(f"{name} must be positive, not {value}.")
+    return number

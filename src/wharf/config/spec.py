@@ -56,6 +56,9 @@ class StepSpec(BaseModel):
     name: str
     source: str
     """``module:qualname`` of the step function."""
+    source_file: str | None = None
+    """File of the step's module when it is ``__main__`` (a script), so that another
+    process can load it."""
     source_code: str | None = None
     code_hash: str
     docstring: str | None = None

@@ -50,7 +50,12 @@ class DagOutcome:
         failed = self.failed
         if failed:
             return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
-        if self.stop_requested:
+        stopped = [
+            n
+            for n, o in self.steps.items()
+            if o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
+        ]
+        if self.stop_requested or stopped:
             return ExecutionStatus.STOPPED, "Stopped on request."
         if all(o.succeeded for o in self.steps.values()) and not self.not_started:
             return ExecutionStatus.COMPLETED, None
@@ -126,8 +131,7 @@ class DagRunner:
                     if result.status is ExecutionStatus.FAILED:
                         halted = halted or self._on_failure(name, running)
         outcome.not_started = [n for n in dag.order if n not in outcome.steps]
-        if not outcome.stop_requested and outcome.not_started:
-            outcome.stop_requested = self._stop_requested()
+        outcome.stop_requested = outcome.stop_requested or self._stop_requested()
         return outcome
 
     def _result(self, name: str, future: Future[StepOutcome]) -> StepOutcome:

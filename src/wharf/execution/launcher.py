@@ -1,12 +1,11 @@
-"""Launching one step of a run: decide caching right before it runs, then run it with retries.
+"""Launching one step of a run: decide caching right before it runs, then run its attempts.
 
 Order of events for a step (each arrow is a store write):
-    compute cache key -> cached run found?  -> step run CACHED (outputs reused)       [done]
-                      -> step run RUNNING -> COMPLETED (outputs linked)            [done]
-                                          -> RETRYING, wait, new step run attempt+1 [again]
-                                          -> FAILED / STOPPED                       [done]
-A retry is a new step run (attempt + 1); the previous one ends RETRYING. A step that was
-interrupted is never retried.
+    compute cache key -> cached run found?  -> step run CACHED (outputs reused)        [done]
+                      -> step run RUNNING   -> attempt (inline or isolated) ends:
+                           completed / failed / stopped / cancelled                   [done]
+                           retrying -> wait (delay x backoff) -> new step run attempt+1 [again]
+A retry is a new step run; an interrupted step is never retried.
 """
 
 from __future__ import annotations
@@ -14,25 +13,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
 
 from wharf.config.spec import StepSpec
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import WharfError
+from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import (
     cache_enabled,
     compute_step_cache_key,
     expiry_for,
     find_cached_step,
 )
-from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.runtime import select_runtime
 from wharf.execution.services import RunServices
-from wharf.execution.step_runner import StepRunner
-from wharf.store.models import (
-    ArtifactVersionRecord,
-    StepRunCreate,
-    StepRunRecord,
-    StepRunUpdate,
-)
+from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -50,18 +47,41 @@ class StepOutcome:
         return self.status.is_successful
 
 
-def describe_exception(exc: BaseException) -> str:
-    if isinstance(exc, WharfError):
-        return str(exc)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 class StepLauncher:
-    def __init__(self, services: RunServices, runner: StepRunner, run_id: object) -> None:
+    def __init__(
+        self,
+        services: RunServices,
+        run_id: UUID,
+        pipeline_name: str,
+        inline: AttemptExecutor,
+        isolated: AttemptExecutor | None = None,
+        record_specs: bool = False,
+        isolate_all: bool = False,
+        can_isolate: bool = False,
+    ) -> None:
         self._services = services
-        self._runner = runner
         self._run_id = run_id
+        self._pipeline_name = pipeline_name
+        self._inline = inline
+        self._isolated = isolated
+        self._record_specs = record_specs
+        self._isolate_all = isolate_all
+        self._can_isolate = can_isolate
+        self._warned: set[str] = set()
+
+    def runtime_for(self, spec: StepSpec) -> StepRuntime:
+        if self._isolate_all and self._isolated is not None:
+            return StepRuntime.ISOLATED
+        choice = select_runtime(spec.name, spec.config, self._can_isolate)
+        if choice.warning and spec.name not in self._warned:
+            self._warned.add(spec.name)
+            logger.warning(choice.warning)
+        return choice.runtime
+
+    def executor_for(self, spec: StepSpec) -> AttemptExecutor:
+        if self.runtime_for(spec) is StepRuntime.ISOLATED and self._isolated is not None:
+            return self._isolated
+        return self._inline
 
     def launch(
         self,
@@ -69,10 +89,9 @@ class StepLauncher:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
     ) -> StepOutcome:
-        services = self._services
         try:
             cache_key = compute_step_cache_key(
-                services,
+                self._services,
                 spec,
                 inputs,
                 {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
@@ -80,14 +99,14 @@ class StepLauncher:
         except WharfError as exc:
             return self._fail_before_start(spec, inputs, str(exc))
         if cache_enabled(spec):
-            cached = find_cached_step(services, cache_key)
+            cached = find_cached_step(self._services, cache_key)
             if cached is not None:
                 return self._publish_cached(spec, inputs, cache_key, cached)
-        return self._run_with_retries(spec, inputs, cache_key, region)
+        return self._run_attempts(spec, inputs, cache_key, region)
 
     def _base_create(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
-    ) -> dict[str, object]:
+    ) -> dict[str, Any]:
         return {
             "run_id": self._run_id,
             "name": spec.name,
@@ -96,6 +115,7 @@ class StepLauncher:
             "docstring": spec.docstring,
             "parameters": spec.parameters,
             "inputs": {name: v.id for name, v in inputs.items()},
+            "spec": spec if self._record_specs else None,
         }
 
     def _fail_before_start(
@@ -131,13 +151,14 @@ class StepLauncher:
                     "outputs": cached.outputs,
                     "source_code": spec.source_code or cached.source_code,
                     "docstring": spec.docstring or cached.docstring,
+                    "logs_uri": cached.logs_uri,
                 }
             )
         )
         outputs = {name: store.artifacts.get_version(v) for name, v in cached.outputs.items()}
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
-    def _run_with_retries(
+    def _run_attempts(
         self,
         spec: StepSpec,
         inputs: Mapping[str, ArtifactVersionRecord],
@@ -145,12 +166,11 @@ class StepLauncher:
         region: InterruptibleRegion,
     ) -> StepOutcome:
         services = self._services
-        store = services.store
-        retry = spec.config.retry
-        max_attempts = 1 + (retry.max_retries if retry else 0)
+        executor = self.executor_for(spec)
         attempt = 1
         while True:
-            record = store.steps.create(
+            logs_uri = services.artifact_store.new_uri(self._pipeline_name, spec.name, "logs")
+            record = services.store.steps.create(
                 StepRunCreate.model_validate(
                     {
                         **self._base_create(spec, inputs),
@@ -158,47 +178,18 @@ class StepLauncher:
                         "attempt": attempt,
                         "cache_key": cache_key,
                         "cache_expires_at": expiry_for(services, spec),
+                        "logs_uri": logs_uri + ".log",
                     }
                 )
             )
-            try:
-                outputs = self._runner.run(spec, record, inputs, region)
-            except StepInterrupted:
-                reason = region.reason or "Step was interrupted."
-                final = store.steps.update(
-                    record.id,
-                    StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=reason),
-                )
-                return StepOutcome(
-                    spec.name, ExecutionStatus.STOPPED, step_run=final, reason=reason
-                )
-            except Exception as exc:
-                reason = describe_exception(exc)
-                logger.error(
-                    "Step '%s' attempt %d failed: %s",
-                    spec.name,
-                    attempt,
-                    reason,
-                    exc_info=not isinstance(exc, WharfError),
-                )
-                if attempt < max_attempts and not region.interrupted:
-                    store.steps.update(
-                        record.id,
-                        StepRunUpdate(status=ExecutionStatus.RETRYING, status_reason=reason),
-                    )
-                    assert retry is not None
-                    attempt += 1
+            result = executor(spec, record, inputs, region)
+            final = result.record
+            if final.status is ExecutionStatus.RETRYING and not region.interrupted:
+                attempt += 1
+                retry = spec.config.retry
+                if retry is not None:
                     services.sleep(retry.delay_before(attempt))
-                    continue
-                final = store.steps.update(
-                    record.id, StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
-                )
-                return StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=final, reason=reason)
-            final = store.steps.update(
-                record.id,
-                StepRunUpdate(
-                    status=ExecutionStatus.COMPLETED,
-                    outputs={name: v.id for name, v in outputs.items()},
-                ),
+                continue
+            return StepOutcome(
+                spec.name, final.status, result.outputs, final, reason=final.status_reason
             )
-            return StepOutcome(spec.name, ExecutionStatus.COMPLETED, outputs, final)

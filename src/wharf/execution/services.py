@@ -35,3 +35,6 @@ class RunServices:
     sleep: Callable[[float], None] = time.sleep
     source_root: Path = field(default_factory=Path.cwd)
     """Where ``CachePolicy.file_dependencies`` are resolved."""
+    heartbeat_interval: float = 15.0
+    child_env: dict[str, str] = field(default_factory=dict)
+    """Environment that a step's own process needs to reach the same store."""

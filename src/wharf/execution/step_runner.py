@@ -9,7 +9,10 @@ step never leaves half its outputs behind.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
@@ -29,14 +32,41 @@ from wharf.store.models import (
 StepResolver = Callable[[StepSpec], StepLike]
 
 
+SCRIPT_MODULE = "__wharf_script__"
+
+
+def _load_script(path: str) -> ModuleType:
+    """A user's script (the ``__main__`` of the parent) as a module, loaded once."""
+    module = sys.modules.get(SCRIPT_MODULE)
+    if module is not None and getattr(module, "__file__", None) == path:
+        return module
+    spec = importlib.util.spec_from_file_location(SCRIPT_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[SCRIPT_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def import_step(spec: StepSpec) -> StepLike:
     """The step object named by ``spec.source`` (``module:qualname``)."""
     module_name, _, qualname = spec.source.partition(":")
+    if "<locals>" in qualname:
+        raise InputError(
+            f"Step '{spec.name}' is defined inside a function ({qualname}); define it at "
+            "module level so that another process can import it."
+        )
     try:
-        obj: Any = importlib.import_module(module_name)
+        if module_name == "__main__" and spec.source_file:
+            main = sys.modules.get("__main__")
+            has_step = main is not None and hasattr(main, qualname.split(".")[0])
+            obj: Any = main if has_step else _load_script(spec.source_file)
+        else:
+            obj = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, OSError) as exc:
         raise InputError(f"Cannot import step '{spec.name}' from '{spec.source}': {exc}") from exc
     if not isinstance(obj, StepLike):
         raise InputError(f"'{spec.source}' is not a Wharf step.")

@@ -1,21 +1,40 @@
-"""The orchestrator interface.
+"""The orchestrator interface and the run loop shared by the local orchestrators.
 
 An orchestrator receives a :class:`RunJob` (the snapshot to run, the placeholder run the client
-created, and the services) and returns the run record once the run has finished (for local
-orchestrators) or has been submitted (remote ones).
+created, the services, and the stack's step operator) and returns the run record once the run
+has finished (local orchestrators) or has been submitted (remote ones).
+
+Orchestrators that can isolate steps implement ``submit_isolated_step``,
+``wait_for_isolated_step`` and ``cleanup_isolated_step``; steps that name a step operator are
+isolated through the stack's step operator instead (``submit``, ``wait``, ``cancel``).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import uuid
+from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import InputError
+from wharf.execution.attempts import (
+    InlineExecutor,
+    IsolatedBackend,
+    IsolatedExecutor,
+    ProcessResult,
+)
+from wharf.execution.dag_runner import DagOutcome, DagRunner
+from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
+from wharf.execution.launcher import StepLauncher
+from wharf.execution.run_lifecycle import finish_run, start_run
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
-from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord
+from wharf.execution.step_runner import StepRunner, import_step
+from wharf.step_operators.base import BaseStepOperator
+from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
 
 
 @dataclass(frozen=True)
@@ -25,19 +44,127 @@ class RunJob:
     services: RunServices
     resolve_step: Callable[[StepSpec], StepLike] | None = None
     """In-process step lookup (steps defined in ``__main__``); None = import by source."""
+    pipeline_function: Callable[..., Any] | None = None
+    """The body of a dynamic pipeline, run in the orchestration process."""
+    step_operator: BaseStepOperator | None = None
+    spec_factory: SpecFactory | None = None
+    """Builds the spec of a step launched at run time (dynamic pipelines)."""
 
 
 class BaseOrchestrator(ABC):
     flavor: ClassVar[str]
     supports_isolated_steps: ClassVar[bool] = False
+    isolates_static_steps: ClassVar[bool] = False
+    """Run every step of a static pipeline in its own process."""
 
     def __init__(self, component: ComponentRecord) -> None:
         self.component = component
 
     @property
-    def id(self) -> object:
+    def id(self) -> uuid.UUID:
         return self.component.id
 
-    @abstractmethod
+    # ------------------------------------------------------------ isolated step hooks
+
+    def submit_isolated_step(self, record: StepRunRecord, services: RunServices) -> object:
+        raise NotImplementedError(f"The {self.flavor} orchestrator cannot isolate steps.")
+
+    def wait_for_isolated_step(
+        self, handle: object, timeout: float | None = None
+    ) -> ProcessResult | None:
+        """The result once the step's process ended; None if still running after timeout."""
+        raise NotImplementedError
+
+    def cancel_isolated_step(self, handle: object) -> None:
+        raise NotImplementedError
+
+    def cleanup_isolated_step(
+        self, handle: object, record: StepRunRecord, services: RunServices
+    ) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ running
+
     def run(self, job: RunJob) -> PipelineRunRecord:
-        """Run (or submit) the snapshot; return the run record."""
+        services = job.services
+        spec = job.snapshot.spec
+        run = start_run(services.store, job.placeholder, f"{self.flavor}-{uuid.uuid4().hex}")
+        runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
+        inline = InlineExecutor(services, runner, services.heartbeat_interval)
+        isolated = None
+        if self.supports_isolated_steps or job.step_operator is not None:
+            isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job))
+        launcher = StepLauncher(
+            services,
+            run.id,
+            spec.name,
+            inline=inline,
+            isolated=isolated,
+            record_specs=spec.dynamic or isolated is not None,
+            isolate_all=self.isolates_static_steps and not spec.dynamic,
+            can_isolate=self.supports_isolated_steps,
+        )
+        try:
+            if spec.dynamic:
+                if job.pipeline_function is None or job.spec_factory is None:
+                    raise InputError(f"Dynamic pipeline '{spec.name}' has no function to run.")
+                outcome: DagOutcome | DynamicOutcome = DynamicRunner(
+                    spec, launcher, services, run, job.pipeline_function, job.spec_factory
+                ).run()
+            else:
+                outcome = DagRunner(spec, launcher.launch, services.store, run.id).run()
+        except BaseException as exc:
+            finish_run(
+                services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
+            )
+            raise
+        status, reason = outcome.final_status()
+        return finish_run(services.store, run.id, status, reason)
+
+    def _backend_for(self, spec: StepSpec, job: RunJob) -> IsolatedBackend:
+        services = job.services
+        if spec.config.step_operator is not None:
+            operator = job.step_operator
+            if operator is None or operator.component.name != spec.config.step_operator:
+                raise InputError(
+                    f"Step '{spec.name}' asks for step operator '{spec.config.step_operator}', "
+                    "which is not in the active stack."
+                )
+            return _StepOperatorBackend(operator, services)
+        return _OrchestratorBackend(self, services)
+
+
+@dataclass
+class _OrchestratorBackend:
+    orchestrator: BaseOrchestrator
+    services: RunServices
+
+    def submit_attempt(self, record: StepRunRecord) -> object:
+        return self.orchestrator.submit_isolated_step(record, self.services)
+
+    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
+        return self.orchestrator.wait_for_isolated_step(handle, timeout)
+
+    def cancel_attempt(self, handle: object) -> None:
+        self.orchestrator.cancel_isolated_step(handle)
+
+    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
+        self.orchestrator.cleanup_isolated_step(handle, record, self.services)
+
+
+@dataclass
+class _StepOperatorBackend:
+    operator: BaseStepOperator
+    services: RunServices
+
+    def submit_attempt(self, record: StepRunRecord) -> object:
+        return self.operator.submit(record, self.services)
+
+    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
+        return self.operator.wait(handle, timeout)
+
+    def cancel_attempt(self, handle: object) -> None:
+        self.operator.cancel(handle)
+
+    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
+        self.operator.cleanup(handle, record, self.services)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
 from wharf.core.ids import parse_uuid
 from wharf.sdk.workspace import Workspace
@@ -33,6 +33,12 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 Sort = Literal["asc", "desc"]
+
+UNFINISHED_STEP_STATUSES = (
+    ExecutionStatus.RUNNING,
+    ExecutionStatus.STOPPING,
+    ExecutionStatus.CANCELLING,
+)
 
 
 class Client:
@@ -111,16 +117,53 @@ class Client:
             raise EntityNotFoundError(f"No pipeline run with id or name '{name_or_id}'.")
         return found[0]
 
-    def stop_run(self, name_or_id: str | UUID) -> PipelineRunRecord:
-        """Ask a run to stop: no new steps start; running steps finish; it ends stopped."""
+    def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
+        """Ask a run to stop: no new steps start, running steps are interrupted through their
+        heartbeat and end stopped, then the run ends stopped. ``force`` also kills the
+        processes of its isolated steps on this machine at once."""
         run = self.get_pipeline_run(name_or_id)
         if run.status.is_finished:
             raise IllegalOperationError(
                 f"Run '{run.name}' has already finished ({run.status.value})."
             )
-        if run.status is ExecutionStatus.STOPPING:
-            return run
-        return self.store.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+        if run.status is not ExecutionStatus.STOPPING:
+            run = self.store.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+        if force:
+            self._kill_step_processes(run.id)
+        return run
+
+    def _kill_step_processes(self, run_id: UUID) -> list[int]:
+        import os
+        import signal
+
+        steps = self.store.steps.list(
+            StepRunFilter(run_id=run_id, statuses=UNFINISHED_STEP_STATUSES),
+            PageRequest(size=1000),
+        ).items
+        killed = []
+        for step in steps:
+            if step.pid is None:
+                continue
+            try:
+                os.kill(step.pid, signal.SIGKILL)
+                killed.append(step.pid)
+            except ProcessLookupError:
+                pass  # it already ended
+        return killed
+
+    def step_logs(self, step_run_id: str | UUID) -> str:
+        """The captured stdout/stderr of a step run ("" if it has none yet)."""
+        from wharf.execution.log_capture import read_log
+
+        step = self.get_step_run(step_run_id)
+        if step.logs_uri is None:
+            return ""
+        artifact_store = self._workspace.component_instance(
+            self._workspace.active_stack(), ComponentType.ARTIFACT_STORE
+        )
+        if not artifact_store.exists(step.logs_uri):
+            return ""
+        return read_log(artifact_store, step.logs_uri)
 
     # ------------------------------------------------------------------ steps
 
@@ -197,8 +240,6 @@ class Client:
         if not isinstance(version, ArtifactVersionRecord):
             version = self.get_artifact_version(version)
         stack = self._workspace.active_stack()
-        from wharf.core.enums import ComponentType
-
         artifact_store = self._workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
         return load_artifact(artifact_store, version.uri, version.data_type, version.materializer)
 

@@ -130,27 +130,40 @@ class Compilation:
                 if a not in self.invocations:
                     raise PipelineDefinitionError(f"Step '{inv.id}' runs after unknown step '{a}'.")
             upstream_ids = list(dict.fromkeys([i.step for i in inputs.values()] + inv.after))
-            step = inv.step
-            specs[inv.id] = StepSpec(
-                name=inv.id,
-                source=step.source,
-                source_code=step.source_code,
-                code_hash=step.code_hash,
-                docstring=step.docstring,
-                upstream=tuple(upstream_ids),
-                inputs=inputs,
-                parameters=inv.parameters,
-                outputs={
-                    o.name: OutputSpec(
-                        materializer=step.output_materializers.get(o.name),
-                        data_type=_type_path(o.annotation),
-                    )
-                    for o in step.interface.outputs
-                },
-                config=pipeline_defaults.merge(step),
+            specs[inv.id] = build_step_spec(
+                inv.step, inv.id, inputs, inv.parameters, upstream_ids, pipeline_defaults
             )
         Dag({name: spec.upstream for name, spec in specs.items()})  # raises on cycles
         return specs
+
+
+def build_step_spec(
+    step: Step[Any, Any],
+    invocation_id: str,
+    inputs: dict[str, InputSpec],
+    parameters: dict[str, Any],
+    upstream: list[str],
+    defaults: StepDefaults,
+) -> StepSpec:
+    return StepSpec(
+        name=invocation_id,
+        source=step.source,
+        source_file=step.source_file,
+        source_code=step.source_code,
+        code_hash=step.code_hash,
+        docstring=step.docstring,
+        upstream=tuple(upstream),
+        inputs=inputs,
+        parameters=parameters,
+        outputs={
+            o.name: OutputSpec(
+                materializer=step.output_materializers.get(o.name),
+                data_type=_type_path(o.annotation),
+            )
+            for o in step.interface.outputs
+        },
+        config=defaults.merge(step),
+    )
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,14 @@ from wharf.core.errors import InputError
 FLAVORS: dict[ComponentType, dict[str, str]] = {
     ComponentType.ORCHESTRATOR: {
         "local": "wharf.orchestrators.local:LocalOrchestrator",
+        "local_process": "wharf.orchestrators.local_process:LocalProcessOrchestrator",
     },
     ComponentType.ARTIFACT_STORE: {
         "local": "wharf.artifacts.store:LocalArtifactStore",
     },
-    ComponentType.STEP_OPERATOR: {},
+    ComponentType.STEP_OPERATOR: {
+        "local_process": "wharf.step_operators.local_process:LocalProcessStepOperator",
+    },
 }
 
 

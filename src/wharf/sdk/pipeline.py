@@ -15,12 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
-from wharf.config.spec import PipelineConfig, PipelineSpec, StepSpec
+from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode
 from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
-from wharf.execution.services import RunServices
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
-from wharf.sdk.compiler import StepDefaults, compiling
+from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
 from wharf.sdk.step import Step, parse_settings
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, RunCreate, ScheduleCreate, SnapshotCreate
@@ -85,12 +84,17 @@ class Pipeline(Generic[P]):
     # ------------------------------------------------------------------ compile
 
     def compile(self, *args: P.args, **kwargs: P.kwargs) -> PipelineSpec:
-        """The compiled form of this pipeline for these parameters."""
-        if self.dynamic:
-            raise PipelineDefinitionError(
-                f"Pipeline '{self.name}' is dynamic; dynamic pipelines are not compiled ahead."
-            )
+        """The compiled form of this pipeline for these parameters (for a dynamic pipeline:
+        no steps; they are decided while it runs)."""
         bound = self._bind(args, kwargs)
+        if self.dynamic:
+            return PipelineSpec(
+                name=self.name,
+                source=self.source,
+                dynamic=True,
+                parameters=bound,
+                config=self.config,
+            )
         with compiling(self.name) as compilation:
             definition: Callable[..., Any] = self.func
             result = definition(**bound)
@@ -125,7 +129,23 @@ class Pipeline(Generic[P]):
         return dict(bound.arguments)
 
     def _resolve_step(self, spec: StepSpec) -> Step[Any, Any]:
-        return self._steps[spec.name]
+        step = self._steps.get(spec.name)
+        if step is None:
+            from wharf.execution.step_runner import import_step
+
+            return import_step(spec)  # type: ignore[return-value]
+        return step
+
+    def _dynamic_spec(
+        self,
+        step: Any,
+        invocation_id: str,
+        inputs: dict[str, InputSpec],
+        parameters: dict[str, Any],
+        upstream: list[str],
+    ) -> StepSpec:
+        self._steps[invocation_id] = step
+        return build_step_spec(step, invocation_id, inputs, parameters, upstream, self.defaults)
 
     # ------------------------------------------------------------------ run
 
@@ -156,7 +176,7 @@ class Pipeline(Generic[P]):
         )
         if spec.config.schedule is not None:
             self._record_schedule(workspace, pipeline.id, snapshot.id, spec.config.schedule)
-        services = _services(workspace, artifact_store)
+        services = workspace.run_services(artifact_store)
         placeholder = store.runs.create(
             RunCreate(
                 project_id=workspace.project.id,
@@ -166,7 +186,18 @@ class Pipeline(Generic[P]):
                 user_id=workspace.user.id,
             )
         )
-        job = RunJob(snapshot, placeholder, services, resolve_step=self._resolve_step)
+        step_operator = None
+        if ComponentType.STEP_OPERATOR in stack.components:
+            step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
+        job = RunJob(
+            snapshot,
+            placeholder,
+            services,
+            resolve_step=self._resolve_step,
+            pipeline_function=self.func if self.dynamic else None,
+            step_operator=step_operator,
+            spec_factory=self._dynamic_spec,
+        )
         try:
             return orchestrator.run(job)
         except BaseException:
@@ -197,20 +228,6 @@ class Pipeline(Generic[P]):
             "schedules, so the pipeline runs once now.",
             self.name,
         )
-
-
-def _services(workspace: Workspace, artifact_store: Any) -> RunServices:
-    from wharf.artifacts.materializers.registry import default_registry
-
-    return RunServices(
-        store=workspace.store,
-        artifact_store=artifact_store,
-        materializers=default_registry(),
-        project_id=workspace.project.id,
-        user_id=workspace.user.id,
-        clock=workspace.clock,
-        sleep=workspace.sleep,
-    )
 
 
 def _is_outputs(value: Any) -> bool:

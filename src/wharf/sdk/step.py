@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
@@ -16,6 +18,7 @@ from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.enums import StepRuntime
 from wharf.core.errors import StepInterfaceError
 from wharf.core.step_interface import StepInterface, parse_interface
+from wharf.execution.dynamic import MapResultsFuture, StepFuture, active_dynamic_run
 from wharf.sdk import compiler
 
 P = ParamSpec("P")
@@ -36,6 +39,14 @@ def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
         raw = func.__code__.co_code + repr(func.__code__.co_consts).encode()
         digest = hashlib.sha256(raw).hexdigest()
     return code, digest
+
+
+def _script_file(func: Callable[..., Any]) -> str | None:
+    if func.__module__ != "__main__":
+        return None
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return os.path.abspath(path) if path else None
 
 
 def _materializer_path(cls: Any) -> str:
@@ -95,6 +106,7 @@ class Step(Generic[P, R]):
         self.name = name or func.__name__
         self.interface: StepInterface = parse_interface(func, self.name)
         self.source = f"{func.__module__}:{func.__qualname__}"
+        self.source_file = _script_file(func)
         self.source_code, self.code_hash = _source_of(func)
         self.docstring = inspect.getdoc(func)
         self.enable_cache = enable_cache
@@ -153,7 +165,29 @@ class Step(Generic[P, R]):
         if context is not None:
             result: Any = context.invoke(self, args, dict(kwargs))
             return result  # type: ignore[no-any-return]
+        dynamic_run = active_dynamic_run()
+        if dynamic_run is not None:
+            outputs: Any = dynamic_run.call(self, args, dict(kwargs))
+            return outputs  # type: ignore[no-any-return]
         return self.func(*args, **kwargs)
+
+    def submit(self, *args: Any, **kwargs: Any) -> StepFuture:
+        """Launch this step concurrently inside a dynamic pipeline; returns a future."""
+        dynamic_run = active_dynamic_run()
+        if dynamic_run is None:
+            raise StepInterfaceError(
+                "Submitting a step is only possible within a dynamic pipeline."
+            )
+        return dynamic_run.submit(self, args, kwargs)
+
+    def map(self, *args: Any, **kwargs: Any) -> MapResultsFuture:
+        """Launch one step per element of the list inputs (``unmapped(x)`` passes x whole)."""
+        dynamic_run = active_dynamic_run()
+        if dynamic_run is None:
+            raise StepInterfaceError(
+                "Mapping over step inputs is only possible within a dynamic pipeline."
+            )
+        return dynamic_run.map(self, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<Step {self.name} ({self.source})>"

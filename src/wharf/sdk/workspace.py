@@ -7,6 +7,8 @@ and ``default`` stack (local orchestrator + local artifact store under the user 
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from typing import Any
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
-from wharf.execution.services import utc_now
+from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
@@ -98,6 +100,30 @@ class Workspace:
             )
         except EntityExistsError:
             return self.store.stacks.get_stack_by_name(DEFAULT_STACK)
+
+    def run_services(self, artifact_store: Any) -> RunServices:
+        """What the engine needs to run steps against this workspace's store."""
+        from wharf.artifacts.materializers.registry import default_registry
+
+        config = self.config
+        return RunServices(
+            store=self.store,
+            artifact_store=artifact_store,
+            materializers=default_registry(),
+            project_id=self.project.id,
+            user_id=self.user.id,
+            clock=self.clock,
+            sleep=self.sleep,
+            heartbeat_interval=config.heartbeat_interval,
+            child_env={
+                "WHARF_HOME": str(config.home),
+                "WHARF_STORE_URL": config.store_url,
+                "WHARF_ARTIFACT_ROOT": str(config.artifact_root),
+                "WHARF_HEARTBEAT_INTERVAL": str(config.heartbeat_interval),
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()),
+                **({"WHARF_ACTIVE_STACK": config.active_stack} if config.active_stack else {}),
+            },
+        )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
         from wharf.sdk.flavors import flavor_class

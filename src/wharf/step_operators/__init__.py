@@ -1,1 +1,1 @@
-"""Wharf package."""
+"""Step operators: run single steps somewhere else (another process, a cluster)."""

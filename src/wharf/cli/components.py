@@ -1,0 +1,110 @@
+"""``wharf component register NAME --type T --flavor F [-c key=value ...] | list``.
+
+A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
+when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+import click
+from pydantic import BaseModel
+
+from wharf.cli.output import OUTPUT_OPTION, emit, paged
+
+if TYPE_CHECKING:
+    from wharf.store.models import ComponentRecord
+
+COMPONENT_TYPES = "orchestrator, artifact_store, step_operator"
+COMPONENT_COLUMNS = ("name", "type", "flavor", "configuration", "created", "id")
+
+
+class ComponentRow(BaseModel):
+    """A component as a table row: its configuration as compact JSON."""
+
+    name: str
+    type: str
+    flavor: str
+    configuration: str
+    created: datetime
+    id: UUID
+
+
+def component_rows(records: Iterable[ComponentRecord]) -> list[ComponentRow]:
+    return [
+        ComponentRow(
+            name=r.name,
+            type=r.type.value,
+            flavor=r.flavor,
+            configuration=json.dumps(r.configuration, sort_keys=True) if r.configuration else "",
+            created=r.created,
+            id=r.id,
+        )
+        for r in records
+    ]
+
+
+@click.group()
+def component() -> None:
+    """Register and list stack components."""
+
+
+@component.command("register")
+@click.argument("name")
+@click.option(
+    "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
+)
+@click.option("--flavor", "-f", required=True, help="A flavor known for that type.")
+@click.option(
+    "--config",
+    "-c",
+    "config",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A configuration value (repeatable); parsed as JSON when it parses, else kept as text. "
+    "A local artifact store's `path` defaults to the configured artifact root.",
+)
+def register_component(name: str, type_: str, flavor: str, config: tuple[str, ...]) -> None:
+    """Register a stack component NAME."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    component_type = stacks.parse_component_type(type_)
+    configuration = stacks.parse_configuration(config)
+    with closing(Workspace.open()) as workspace:
+        record = stacks.register_component(workspace, name, component_type, flavor, configuration)
+    click.echo(f"Registered {record.type.value} '{record.name}' (flavor {record.flavor}).")
+
+
+@component.command("list")
+@click.option("--type", "-t", "type_", metavar="TYPE", help=f"Only this type: {COMPONENT_TYPES}.")
+@paged
+@OUTPUT_OPTION
+def list_components(type_: str | None, page: int, size: int, output: str) -> None:
+    """List stack components, newest first."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    component_type = None if type_ is None else stacks.parse_component_type(type_)
+    with closing(Workspace.open()) as workspace:
+        stacks.ensure_default_stack(workspace)
+        result = stacks.list_components(workspace, component_type, page=page, size=size)
+    if output == "json":
+        emit(result.items, COMPONENT_COLUMNS, output)
+        return
+    emit(
+        component_rows(result.items),
+        COMPONENT_COLUMNS,
+        output,
+        title="Stack components",
+        total=result.total,
+    )

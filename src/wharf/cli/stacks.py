@@ -1,0 +1,168 @@
+"""``wharf stack register NAME -o ORCH -a STORE [-s OP] | list | set NAME | show [NAME]``.
+
+A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
+when a command runs. ``wharf stack set`` writes ``active_stack`` into the user config file;
+``WHARF_ACTIVE_STACK`` still overrides it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+import click
+from pydantic import BaseModel
+
+from wharf.cli.components import COMPONENT_COLUMNS, component_rows
+from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
+
+if TYPE_CHECKING:
+    from wharf.sdk.stacks import StackDescription
+
+ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
+STACK_COLUMNS = (
+    "active",
+    "name",
+    "orchestrator",
+    "artifact_store",
+    "step_operator",
+    "created",
+    "id",
+)
+
+
+class StackRow(BaseModel):
+    """A stack as a table row: ``*`` marks the active stack; components by name."""
+
+    active: str
+    name: str
+    orchestrator: str | None
+    artifact_store: str | None
+    step_operator: str | None
+    created: datetime
+    id: UUID
+
+
+def stack_rows(stacks: Iterable[StackDescription]) -> list[StackRow]:
+    return [
+        StackRow(
+            active="*" if s.active else "",
+            name=s.name,
+            orchestrator=s.orchestrator,
+            artifact_store=s.artifact_store,
+            step_operator=s.step_operator,
+            created=s.created,
+            id=s.id,
+        )
+        for s in stacks
+    ]
+
+
+@click.group()
+def stack() -> None:
+    """Register, list, show and choose stacks."""
+
+
+@stack.command("register")
+@click.argument("name")
+@click.option("--orchestrator", "-o", required=True, help="Name of an orchestrator component.")
+@click.option("--artifact-store", "-a", required=True, help="Name of an artifact store component.")
+@click.option("--step-operator", "-s", help="Name of a step operator component (optional).")
+def register_stack(
+    name: str, orchestrator: str, artifact_store: str, step_operator: str | None
+) -> None:
+    """Register a stack NAME from registered components."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    with closing(Workspace.open()) as workspace:
+        record = stacks.register_stack(
+            workspace,
+            name,
+            orchestrator=orchestrator,
+            artifact_store=artifact_store,
+            step_operator=step_operator,
+        )
+    click.echo(f"Registered stack '{record.name}'; use it with: wharf stack set {record.name}")
+
+
+@stack.command("list")
+@paged
+@OUTPUT_OPTION
+def list_stacks(page: int, size: int, output: str) -> None:
+    """List stacks, newest first; `*` marks the active one."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    with closing(Workspace.open()) as workspace:
+        result = stacks.list_stacks(workspace, page=page, size=size)
+    if output == "json":
+        emit(result.items, (), output)
+        return
+    emit(stack_rows(result.items), STACK_COLUMNS, output, title="Stacks", total=result.total)
+
+
+@stack.command("set")
+@click.argument("name")
+def set_stack(name: str) -> None:
+    """Make NAME the active stack (saved in the user config file)."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    with closing(Workspace.open()) as workspace:
+        record = stacks.set_active_stack(workspace, name)
+    click.echo(f"Active stack: '{record.name}'.")
+    override = os.environ.get(ACTIVE_STACK_ENV)
+    if override and override != record.name:
+        click.echo(
+            f"Note: {ACTIVE_STACK_ENV}={override} overrides the config file in this environment.",
+            err=True,
+        )
+
+
+class _StackHeader(BaseModel):
+    name: str
+    id: UUID
+    active: str
+    created: datetime
+
+
+@stack.command("show")
+@click.argument("name", required=False)
+@OUTPUT_OPTION
+def show_stack(name: str | None, output: str) -> None:
+    """Show a stack (the active one by default), its components and their configuration."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    with closing(Workspace.open()) as workspace:
+        description = stacks.describe_stack(workspace, name)
+    if output == "json":
+        click.echo(json.dumps(description.model_dump(mode="json"), indent=2))
+        return
+    header = _StackHeader(
+        name=description.name,
+        id=description.id,
+        active="yes" if description.active else "no",
+        created=description.created,
+    )
+    emit_one(header, output)
+    click.echo("")
+    emit(
+        component_rows(description.components.values()),
+        ("type", *(c for c in COMPONENT_COLUMNS if c not in ("type", "created"))),
+        output,
+        title="Components",
+    )

@@ -1,0 +1,274 @@
+"""Running one attempt of a step, inline or isolated, and recording how it ended.
+
+An attempt starts from a step run record in status running and ends in exactly one of:
+completed (outputs linked), retrying (it failed and the step has attempts left), failed,
+stopped (interrupted because it or its run was asked to stop) or cancelled (interrupted after a
+cancel, e.g. a resource reclaim). :func:`finish_attempt` is the single place that decides and
+records this, used both in the orchestration process (inline) and in a step's own process
+(isolated, see ``wharf.execution.entrypoint``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.execution.heartbeat import HeartbeatWorker
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.log_capture import capture_output, write_log
+from wharf.execution.services import RunServices
+from wharf.execution.step_runner import StepRunner
+from wharf.store.models import (
+    ArtifactVersionRecord,
+    HeartbeatResponse,
+    StepRunRecord,
+    StepRunUpdate,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, WharfError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def attempts_left(spec: StepSpec, attempt: int) -> bool:
+    retry = spec.config.retry
+    return retry is not None and attempt < 1 + retry.max_retries
+
+
+def finish_attempt(
+    services: RunServices,
+    spec: StepSpec,
+    record: StepRunRecord,
+    outputs: Mapping[str, ArtifactVersionRecord] | None,
+    error: BaseException | None,
+    stop_reason: str | None = None,
+) -> StepRunRecord:
+    """Record the end of an attempt: ``outputs`` on success, else ``error``."""
+    store = services.store
+    if error is None:
+        update = StepRunUpdate(
+            status=ExecutionStatus.COMPLETED,
+            outputs={name: v.id for name, v in (outputs or {}).items()},
+        )
+    elif isinstance(error, StepInterrupted):
+        current = store.steps.get(record.id).status
+        cancelled = current in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
+        update = StepRunUpdate(
+            status=ExecutionStatus.CANCELLED if cancelled else ExecutionStatus.STOPPED,
+            status_reason=stop_reason or "Stopped on request.",
+        )
+    else:
+        reason = describe_exception(error)
+        retry = attempts_left(spec, record.attempt) and store.runs.get_status(
+            record.run_id
+        ) not in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
+        update = StepRunUpdate(
+            status=ExecutionStatus.RETRYING if retry else ExecutionStatus.FAILED,
+            status_reason=reason,
+        )
+    try:
+        return store.steps.update(record.id, update)
+    except IllegalTransitionError:
+        # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
+        return store.steps.get(record.id)
+
+
+def heartbeat_for(
+    services: RunServices,
+    record: StepRunRecord,
+    region: InterruptibleRegion,
+    interval: float,
+) -> HeartbeatWorker:
+    def beat(liveness_timeout: float) -> HeartbeatResponse:
+        return services.store.steps.update_heartbeat(record.id, liveness_timeout)
+
+    def on_stop(response: HeartbeatResponse) -> None:
+        what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
+        region.interrupt(f"Step was {what} on request (run {response.run_status.value}).")
+
+    return HeartbeatWorker(f"step '{record.name}'", beat, on_stop, interval)
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    record: StepRunRecord
+    """The step run as the attempt ended."""
+    outputs: dict[str, ArtifactVersionRecord]
+    """Its outputs (empty unless completed)."""
+
+
+class AttemptExecutor(Protocol):
+    def __call__(
+        self,
+        spec: StepSpec,
+        record: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+    ) -> AttemptResult:
+        """Run one attempt whose record is running; return how it ended."""
+        ...
+
+
+@dataclass
+class InlineExecutor:
+    """Runs the attempt in this thread, with a heartbeat and captured output."""
+
+    services: RunServices
+    runner: StepRunner
+    heartbeat_interval: float
+
+    def __call__(
+        self,
+        spec: StepSpec,
+        record: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+    ) -> AttemptResult:
+        worker = None
+        if spec.config.enable_heartbeat:
+            worker = heartbeat_for(self.services, record, region, self.heartbeat_interval).start()
+        try:
+            with capture_output() as log:
+                outputs, error = run_user_code(self.runner, spec, record, inputs, region)
+            final = finish_attempt(self.services, spec, record, outputs, error, region.reason)
+            if record.logs_uri:
+                write_log(self.services.artifact_store, record.logs_uri, log.getvalue())
+            done = final.status is ExecutionStatus.COMPLETED
+            return AttemptResult(final, dict(outputs or {}) if done else {})
+        finally:
+            if worker is not None:
+                worker.stop()
+
+
+def run_user_code(
+    runner: StepRunner,
+    spec: StepSpec,
+    record: StepRunRecord,
+    inputs: Mapping[str, ArtifactVersionRecord],
+    region: InterruptibleRegion,
+) -> tuple[dict[str, ArtifactVersionRecord] | None, BaseException | None]:
+    """The step's outputs, or the error that ended it (user errors never propagate)."""
+    try:
+        return runner.run(spec, record, inputs, region), None
+    except StepInterrupted as exc:
+        return None, exc
+    except Exception as exc:
+        logger.error(
+            "Step '%s' attempt %d failed: %s",
+            spec.name,
+            record.attempt,
+            describe_exception(exc),
+            exc_info=not isinstance(exc, WharfError),
+        )
+        return None, exc
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    returncode: int
+
+    def describe(self) -> str:
+        if self.returncode < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            return f"was killed by {name}"
+        return f"exited with code {self.returncode}"
+
+
+class IsolatedBackend(Protocol):
+    """What an orchestrator or step operator offers to run one attempt in its own process."""
+
+    def submit_attempt(self, record: StepRunRecord) -> object:
+        """Start the step's process for this step run; return a handle."""
+        ...
+
+    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
+        """The process's result once it ended, or None if still running after ``timeout``."""
+        ...
+
+    def cancel_attempt(self, handle: object) -> None:
+        """End the process now (it is recorded by the waiter)."""
+        ...
+
+    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
+        """Collect logs and release what the attempt used; called exactly once."""
+        ...
+
+
+@dataclass
+class IsolatedExecutor:
+    """Runs the attempt in a separate process and records it if the process could not."""
+
+    services: RunServices
+    backend_for: Callable[[StepSpec], IsolatedBackend]
+
+    def __call__(
+        self,
+        spec: StepSpec,
+        record: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+    ) -> AttemptResult:
+        store = self.services.store
+        backend = self.backend_for(spec)
+        try:
+            handle = backend.submit_attempt(record)
+        except Exception as exc:
+            reason = f"The step process could not start: {describe_exception(exc)}"
+            return AttemptResult(self._record_lost(record, reason, reason), {})
+        try:
+            result = self._wait(backend, handle, record)
+        finally:
+            backend.cleanup_attempt(handle, record)
+        final = store.steps.get(record.id)
+        if not (final.status.is_finished or final.status is ExecutionStatus.RETRYING):
+            what = f"the step process {result.describe()} before reporting its result."
+            final = self._record_lost(record, f"Heartbeat lost: {what}", f"Stopped: {what}")
+        outputs = {}
+        if final.status is ExecutionStatus.COMPLETED:
+            outputs = {n: store.artifacts.get_version(v) for n, v in final.outputs.items()}
+        return AttemptResult(final, outputs)
+
+    def _wait(
+        self, backend: IsolatedBackend, handle: object, record: StepRunRecord
+    ) -> ProcessResult:
+        """Wait for the process; meanwhile fail steps of this run whose heartbeat was lost,
+        and end this step's process if that happened to it (e.g. it hangs)."""
+        store = self.services.store
+        while True:
+            result = backend.wait_attempt(handle, self.services.heartbeat_interval)
+            if result is not None:
+                return result
+            store.steps.fail_lost_heartbeats(self.services.clock(), record.run_id)
+            if store.steps.get(record.id).status.is_finished:
+                backend.cancel_attempt(handle)
+                final = backend.wait_attempt(handle, None)
+                assert final is not None
+                return final
+
+    def _record_lost(self, record: StepRunRecord, failed: str, stopped: str) -> StepRunRecord:
+        """The process is gone without a result: stopped if its run is stopping, else failed."""
+        store = self.services.store
+        run_status = store.runs.get_status(record.run_id)
+        if run_status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED):
+            update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=stopped)
+        else:
+            update = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=failed)
+        try:
+            return store.steps.update(record.id, update)
+        except IllegalTransitionError:
+            return store.steps.get(record.id)

@@ -1,0 +1,396 @@
+"""Dynamic pipelines: the pipeline function runs here and launches steps as it goes.
+
+While a :class:`DynamicRunner` runs the function, calling a step runs it and returns its
+outputs as :class:`OutputArtifact` handles (loaded lazily); ``step.submit(...)`` returns a
+:class:`StepFuture`; ``step.map(...)`` submits one step per element and returns a
+:class:`MapResultsFuture`. Steps go through the same launcher as static ones (cache lookup right
+before each starts, retries, inline or isolated runtime), and each step's upstream edges are the
+steps whose outputs it actually received. Invariants: invocation ids are unique within the run;
+no step starts once the run is stopping; the run ends only after every submitted step ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import RunStoppedError, StepExecutionError, StepInterfaceError
+from wharf.execution.attempts import describe_exception
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.launcher import StepLauncher, StepOutcome
+from wharf.execution.services import RunServices
+from wharf.execution.step_like import StepLike
+from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
+
+DEFAULT_WORKERS = 10
+
+SpecFactory = Callable[[StepLike, str, dict[str, InputSpec], dict[str, Any], list[str]], StepSpec]
+"""(step, invocation id, inputs, parameters, upstream ids) -> the step's spec."""
+
+_ACTIVE: ContextVar[DynamicRunner | None] = ContextVar("wharf_dynamic_run", default=None)
+
+
+def active_dynamic_run() -> DynamicRunner | None:
+    return _ACTIVE.get()
+
+
+class OutputArtifact:
+    """One output of a step that ran in this dynamic pipeline; ``load()`` reads its value."""
+
+    def __init__(
+        self,
+        step_name: str,
+        output_name: str,
+        version: ArtifactVersionRecord,
+        runner: DynamicRunner,
+    ) -> None:
+        self.step_name = step_name
+        self.output_name = output_name
+        self.version = version
+        self._runner = runner
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._value: Any = None
+
+    @property
+    def id(self) -> Any:
+        return self.version.id
+
+    def load(self) -> Any:
+        with self._lock:
+            if not self._loaded:
+                self._value = self._runner.load(self.version)
+                self._loaded = True
+            return self._value
+
+    def __repr__(self) -> str:
+        return f"<OutputArtifact {self.step_name}.{self.output_name} {self.version.id}>"
+
+
+StepOutputs = None | OutputArtifact | tuple[OutputArtifact, ...]
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    value: Any
+
+
+def unmapped(value: Any) -> Unmapped:
+    """Pass ``value`` whole to every step of a ``step.map(...)``."""
+    return Unmapped(value)
+
+
+class StepFuture:
+    """A step submitted with ``step.submit(...)``."""
+
+    def __init__(self, invocation_id: str, future: Future[StepOutputs]) -> None:
+        self.invocation_id = invocation_id
+        self._future = future
+
+    def running(self) -> bool:
+        return not self._future.done()
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the step ended (successfully or not)."""
+        try:
+            self._future.exception(timeout)
+        except Exception:  # a cancelled future: nothing to wait for
+            return
+
+    def result(self, timeout: float | None = None) -> StepOutputs:
+        """The step's outputs; raises :class:`StepExecutionError` if it did not succeed."""
+        return self._future.result(timeout)
+
+    def load(self) -> Any:
+        outputs = self.result()
+        if outputs is None:
+            return None
+        if isinstance(outputs, OutputArtifact):
+            return outputs.load()
+        return tuple(o.load() for o in outputs)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "running"
+        return f"<StepFuture {self.invocation_id} {state}>"
+
+
+class MapResultsFuture(Sequence[StepFuture]):
+    """The steps submitted by one ``step.map(...)``, in input order."""
+
+    def __init__(self, futures: list[StepFuture]) -> None:
+        self.futures = futures
+
+    def __getitem__(self, index: int) -> StepFuture:  # type: ignore[override]
+        return self.futures[index]
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def __iter__(self) -> Iterator[StepFuture]:
+        return iter(self.futures)
+
+    def running(self) -> bool:
+        return any(f.running() for f in self.futures)
+
+    def wait(self) -> None:
+        for f in self.futures:
+            f.wait()
+
+    def result(self) -> list[StepOutputs]:
+        return [f.result() for f in self.futures]
+
+    def load(self) -> list[Any]:
+        return [f.load() for f in self.futures]
+
+
+@dataclass
+class DynamicOutcome:
+    steps: dict[str, StepOutcome] = field(default_factory=dict)
+    stop_requested: bool = False
+    error: str | None = None
+
+    def final_status(self) -> tuple[ExecutionStatus, str | None]:
+        if self.stop_requested:
+            return ExecutionStatus.STOPPED, "Stopped on request."
+        failed = [n for n, o in self.steps.items() if o.status is ExecutionStatus.FAILED]
+        if self.error is not None:
+            return ExecutionStatus.FAILED, self.error
+        if failed:
+            return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
+        if any(
+            o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
+            for o in self.steps.values()
+        ):
+            return ExecutionStatus.STOPPED, "Some steps were stopped."
+        return ExecutionStatus.COMPLETED, None
+
+
+class DynamicRunner:
+    def __init__(
+        self,
+        spec: PipelineSpec,
+        launcher: StepLauncher,
+        services: RunServices,
+        run: PipelineRunRecord,
+        function: Callable[..., Any],
+        spec_factory: SpecFactory,
+        workers: int | None = None,
+    ) -> None:
+        self._spec = spec
+        self._launcher = launcher
+        self._services = services
+        self._run = run
+        self._function = function
+        self._spec_factory = spec_factory
+        self._pool = ThreadPoolExecutor(
+            max_workers=workers or spec.config.max_parallelism or DEFAULT_WORKERS,
+            thread_name_prefix="wharf-dynamic",
+        )
+        self._lock = threading.Lock()
+        self._ids: dict[str, int] = {}
+        self._futures: list[Future[StepOutputs]] = []
+        self.outcome = DynamicOutcome()
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> DynamicOutcome:
+        token = _ACTIVE.set(self)
+        try:
+            self._function(**self._spec.parameters)
+        except RunStoppedError:
+            self.outcome.stop_requested = True
+        except StepExecutionError as exc:
+            self.outcome.error = str(exc)
+        except Exception as exc:
+            self.outcome.error = f"The pipeline function raised {describe_exception(exc)}"
+        finally:
+            _ACTIVE.reset(token)
+            for future in list(self._futures):
+                with contextlib.suppress(Exception):  # failures are in the outcome already
+                    future.exception()
+            self._pool.shutdown(wait=True)
+        if not self.outcome.stop_requested:
+            self.outcome.stop_requested = self._stop_requested()
+        return self.outcome
+
+    def _stop_requested(self) -> bool:
+        status = self._services.store.runs.get_status(self._run.id)
+        return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
+
+    def load(self, version: ArtifactVersionRecord) -> Any:
+        from wharf.artifacts import load_artifact
+
+        return load_artifact(
+            self._services.artifact_store, version.uri, version.data_type, version.materializer
+        )
+
+    # ------------------------------------------------------------------ step calls
+
+    def call(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepOutputs:
+        """Run a step now, in this thread, and return its outputs."""
+        spec, inputs = self._prepare(step, args, kwargs)
+        return self._execute(spec, inputs)
+
+    def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
+        spec, inputs = self._prepare(step, args, kwargs)
+        future = self._pool.submit(self._execute, spec, inputs)
+        with self._lock:
+            self._futures.append(future)
+        return StepFuture(spec.name, future)
+
+    def map(
+        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> MapResultsFuture:
+        step_name = _name_of(step)
+        bound = step.interface.bind(
+            step_name, args, {k: v for k, v in kwargs.items() if k not in ("after",)}
+        )
+        mapped = {k: _as_list(v) for k, v in bound.items() if _is_mappable(v)}
+        if not mapped:
+            raise StepInterfaceError(
+                f"step.map of '{step_name}' needs at least one list (or map result) to map "
+                "over; wrap values passed whole in unmapped(...)."
+            )
+        lengths = {k: len(v) for k, v in mapped.items()}
+        if len(set(lengths.values())) != 1:
+            raise StepInterfaceError(
+                f"step.map of '{step_name}' got inputs of different lengths: {lengths}."
+            )
+        count = next(iter(lengths.values()))
+        fixed = {
+            k: (v.value if isinstance(v, Unmapped) else v)
+            for k, v in bound.items()
+            if k not in mapped
+        }
+        after = kwargs.get("after")
+        futures = []
+        for i in range(count):
+            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}}
+            if after is not None:
+                call_kwargs["after"] = after
+            futures.append(self.submit(step, (), call_kwargs))
+        return MapResultsFuture(futures)
+
+    # ------------------------------------------------------------------ internals
+
+    def _fresh_id(self, name: str) -> str:
+        with self._lock:
+            n = self._ids.get(name, 0) + 1
+            self._ids[name] = n
+        return name if n == 1 else f"{name}_{n}"
+
+    def _prepare(
+        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
+        kwargs = dict(kwargs)
+        invocation_id = kwargs.pop("id", None) or self._fresh_id(_name_of(step))
+        after = kwargs.pop("after", None)
+        bound = step.interface.bind(invocation_id, args, kwargs)
+        inputs: dict[str, InputSpec] = {}
+        versions: dict[str, ArtifactVersionRecord] = {}
+        parameters: dict[str, Any] = {}
+        upstream: list[str] = []
+        for name, value in bound.items():
+            artifact = _artifact_of(value, invocation_id, name)
+            if artifact is not None:
+                inputs[name] = InputSpec(step=artifact.step_name, output=artifact.output_name)
+                versions[name] = artifact.version
+                upstream.append(artifact.step_name)
+                continue
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise StepInterfaceError(
+                    f"Parameter '{name}' of step '{invocation_id}' is a {type(value).__name__}, "
+                    "which is not JSON-serialisable; pass JSON values as parameters and other "
+                    "objects as outputs of a step."
+                ) from exc
+            parameters[name] = value
+        for item in _as_sequence(after):
+            if isinstance(item, StepFuture | MapResultsFuture):
+                item.wait()
+                upstream.extend(
+                    [item.invocation_id]
+                    if isinstance(item, StepFuture)
+                    else [f.invocation_id for f in item]
+                )
+            elif isinstance(item, OutputArtifact):
+                upstream.append(item.step_name)
+        spec = self._spec_factory(
+            step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
+        )
+        return spec, versions
+
+    def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
+        if self._stop_requested():
+            raise RunStoppedError(
+                f"Run '{self._run.name}' is stopping; step '{spec.name}' was not started."
+            )
+        outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
+        with self._lock:
+            self.outcome.steps[spec.name] = outcome
+        if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):
+            raise RunStoppedError(f"Step '{spec.name}' was {outcome.status.value}.")
+        if not outcome.succeeded:
+            raise StepExecutionError(f"Step '{spec.name}' failed: {outcome.reason}")
+        handles = tuple(
+            OutputArtifact(spec.name, name, outcome.outputs[name], self) for name in spec.outputs
+        )
+        if not handles:
+            return None
+        return handles[0] if len(handles) == 1 else handles
+
+
+def _name_of(step: StepLike) -> str:
+    return str(getattr(step, "name", getattr(step.func, "__name__", "step")))
+
+
+def _artifact_of(value: Any, step_id: str, input_name: str) -> OutputArtifact | None:
+    if isinstance(value, StepFuture):
+        value = value.result()
+    if isinstance(value, OutputArtifact):
+        return value
+    if isinstance(value, tuple) and value and all(isinstance(v, OutputArtifact) for v in value):
+        raise StepInterfaceError(
+            f"Input '{input_name}' of step '{step_id}' got several outputs at once; "
+            "pass one of them."
+        )
+    return None
+
+
+def _is_mappable(value: Any) -> bool:
+    return isinstance(value, list | MapResultsFuture) and not isinstance(value, Unmapped)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value.futures) if isinstance(value, MapResultsFuture) else list(value)
+
+
+def _as_sequence(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+__all__ = [
+    "DynamicRunner",
+    "MapResultsFuture",
+    "OutputArtifact",
+    "StepFuture",
+    "Unmapped",
+    "active_dynamic_run",
+    "unmapped",
+]

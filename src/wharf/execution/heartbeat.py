@@ -1,0 +1,118 @@
+"""The heartbeat worker: a thread per running step that tells the store the step is alive.
+
+Every ``interval`` seconds it calls ``update_step_heartbeat(step_run_id, liveness_timeout)``.
+The response carries the step's and its run's status; when either says stop or cancel, the
+worker calls ``on_stop`` (which interrupts the step's user code) — once per distinct signal,
+and it keeps beating, because the step's shutdown (publishing outputs, the final status) must
+finish while the step is still known to be alive. A failed beat is logged and retried sooner
+than the regular interval, with exponential backoff up to that interval (interval/4, /2, then
+every interval), so a store that is briefly unreachable never costs the step its liveness
+window, while an outage is not hammered. ``stop()`` ends the thread; the owner calls it only after
+the step's final status is recorded.
+
+Time is injected: ``wait(seconds) -> bool`` returns True when the worker was stopped, so unit
+tests drive the loop with a fake clock and no real sleeps.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wharf.store.models import HeartbeatResponse
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_SECONDS = 15.0
+FIRST_RETRY_FRACTION = 0.25
+
+
+def liveness_timeout_for(interval: float) -> float:
+    """How long the store waits for the next beat before declaring the step lost: three
+    missed regular beats plus slack, so transient store errors never fail a healthy step."""
+    return 4 * interval + 15.0
+
+
+@dataclass
+class HeartbeatStats:
+    beats: int = 0
+    failures: int = 0
+    consecutive_failures: int = 0
+    stop_signalled: bool = False
+
+
+class HeartbeatWorker:
+    def __init__(
+        self,
+        name: str,
+        beat: Callable[[float], HeartbeatResponse],
+        on_stop: Callable[[HeartbeatResponse], None],
+        interval: float = DEFAULT_INTERVAL_SECONDS,
+        liveness_timeout: float | None = None,
+    ) -> None:
+        self.name = name
+        self._beat = beat
+        self._on_stop = on_stop
+        self.interval = interval
+        self.liveness_timeout = liveness_timeout or liveness_timeout_for(interval)
+        self.stats = HeartbeatStats()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last_response: HeartbeatResponse | None = None
+
+    def wait(self, seconds: float) -> bool:
+        return self._stopped.wait(seconds)
+
+    def next_delay(self) -> float:
+        failures = self.stats.consecutive_failures
+        if not failures:
+            return self.interval
+        retry_after: float = self.interval * FIRST_RETRY_FRACTION * 2 ** (failures - 1)
+        return min(self.interval, retry_after)
+
+    def beat_once(self) -> HeartbeatResponse | None:
+        """One heartbeat; returns the response, or None if it failed (logged)."""
+        try:
+            response = self._beat(self.liveness_timeout)
+        except Exception as exc:
+            self.stats.failures += 1
+            self.stats.consecutive_failures += 1
+            logger.warning(
+                "Heartbeat of %s failed (%d in a row): %s",
+                self.name,
+                self.stats.consecutive_failures,
+                exc,
+            )
+            return None
+        self.stats.beats += 1
+        self.stats.consecutive_failures = 0
+        self.last_response = response
+        if response.should_stop and not self.stats.stop_signalled:
+            self.stats.stop_signalled = True
+            logger.info(
+                "%s was asked to stop (step %s, run %s); interrupting it.",
+                self.name,
+                response.status.value,
+                response.run_status.value,
+            )
+            self._on_stop(response)
+        return response
+
+    def run(self) -> None:
+        """The loop: beat at once, then every interval (longer after failures) until stopped."""
+        while True:
+            self.beat_once()
+            if self.wait(self.next_delay()):
+                return
+
+    def start(self) -> HeartbeatWorker:
+        self._thread = threading.Thread(target=self.run, name=f"heartbeat-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()

@@ -1,0 +1,287 @@
+"""Registering stack components and stacks, choosing the active stack, describing stacks.
+
+The logic behind ``wharf component ...`` and ``wharf stack ...``, kept here so that it is testable
+without a subprocess and reusable by the REST server. Every function takes an open
+:class:`~wharf.sdk.workspace.Workspace` and validates all of its input before it writes
+anything, so bad input (an unknown type or flavor, a duplicate name, a component of the wrong
+type for a slot, an unknown stack) raises a one-line :class:`~wharf.core.errors.WharfError` and
+leaves nothing half-written.
+
+Decisions:
+
+- A flavor is valid iff :data:`wharf.sdk.flavors.FLAVORS` lists it for the component type, read
+  at call time; the flavor's class is not imported at registration (it may belong to an
+  integration that is installed only where the stack runs).
+- The ``local`` artifact store needs a ``path``. Without one it defaults to the configured
+  artifact root (``WHARF_ARTIFACT_ROOT`` / ``artifact_root`` / ``<home>/artifacts``), the
+  directory the ``default`` stack uses; sharing it is safe because every artifact URI ends in a
+  random component. The path is stored absolute (``~`` expanded, relative paths resolved against
+  the current directory at registration), so later runs do not depend on their working
+  directory or environment.
+- The active stack is ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file,
+  else ``default``. :func:`set_active_stack` writes the config file only; the environment variable
+  keeps overriding it, and workspaces already open keep the stack they resolved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from wharf.config.global_config import write_user_config
+from wharf.core.enums import ComponentType
+from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.sdk import flavors
+from wharf.sdk.workspace import DEFAULT_STACK, Workspace
+from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
+
+LOCAL_FLAVOR = "local"
+
+
+class StackDescription(BaseModel):
+    """A stack with its components resolved, and whether it is the active stack."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: UUID
+    name: str
+    active: bool
+    created: datetime
+    components: dict[ComponentType, ComponentRecord]
+
+    def component_name(self, type: ComponentType) -> str | None:
+        component = self.components.get(type)
+        return None if component is None else component.name
+
+    @property
+    def orchestrator(self) -> str | None:
+        return self.component_name(ComponentType.ORCHESTRATOR)
+
+    @property
+    def artifact_store(self) -> str | None:
+        return self.component_name(ComponentType.ARTIFACT_STORE)
+
+    @property
+    def step_operator(self) -> str | None:
+        return self.component_name(ComponentType.STEP_OPERATOR)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def parse_component_type(value: str | ComponentType) -> ComponentType:
+    """``orchestrator``, ``artifact_store`` or ``step_operator`` (``-`` may replace ``_``)."""
+    if isinstance(value, ComponentType):
+        return value
+    normalized = value.strip().lower().replace("-", "_")
+    try:
+        return ComponentType(normalized)
+    except ValueError:
+        known = ", ".join(t.value for t in ComponentType)
+        raise InputError(f"Unknown component type '{value}'; known: {known}.") from None
+
+
+def _json_or_string(text: str) -> Any:
+    def reject(constant: str) -> Any:  # NaN / Infinity are not JSON: keep them as text
+        raise ValueError(constant)
+
+    try:
+        return json.loads(text, parse_constant=reject)
+    except ValueError:
+        return text
+
+
+def parse_configuration(pairs: Iterable[str]) -> dict[str, Any]:
+    """``key=value`` pairs as a dict; a value is parsed as JSON when it parses, else kept as text.
+
+    ``n=3`` gives ``3``, ``debug=true`` gives ``True``, ``path=/data`` gives ``"/data"`` and
+    ``tag="3"`` gives ``"3"``. A pair without ``=``, an empty key or a repeated key is an error.
+    """
+    configuration: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"Configuration must be given as key=value, got '{pair}'.")
+        if key in configuration:
+            raise InputError(f"Configuration key '{key}' is given more than once.")
+        configuration[key] = _json_or_string(value)
+    return configuration
+
+
+def known_flavors(type: ComponentType) -> list[str]:
+    """The flavors :data:`wharf.sdk.flavors.FLAVORS` lists for ``type``, sorted."""
+    return sorted(flavors.FLAVORS.get(type, {}))
+
+
+def check_flavor(type: ComponentType, flavor: str) -> None:
+    if flavor not in flavors.FLAVORS.get(type, {}):
+        known = ", ".join(known_flavors(type)) or "none"
+        raise InputError(f"Unknown {type.value} flavor '{flavor}'; known: {known}.")
+
+
+def _local_artifact_path(workspace: Workspace, configuration: Mapping[str, Any]) -> str:
+    raw = configuration.get("path")
+    if raw is None:
+        raw = str(workspace.config.artifact_root)
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(
+            f"The 'path' of a local artifact store must be a directory path, got {raw!r}; "
+            """quote numbers as JSON strings (-c 'path="2024"')."""
+        )
+    path = os.path.abspath(Path(raw).expanduser())
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f"The artifact store path {path} exists and is not a directory.")
+    return path
+
+
+# ----------------------------------------------------------------------------- components
+
+
+def register_component(
+    workspace: Workspace,
+    name: str,
+    type: ComponentType | str,
+    flavor: str,
+    configuration: Mapping[str, Any] | None = None,
+) -> ComponentRecord:
+    """Register a stack component; its name must be new among components of its type."""
+    component_type = parse_component_type(type)
+    check_flavor(component_type, flavor)
+    config = dict(configuration or {})
+    if component_type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
+        config["path"] = _local_artifact_path(workspace, config)
+    create = ComponentCreate(name=name, type=component_type, flavor=flavor, configuration=config)
+    return workspace.store.stacks.create_component(create)
+
+
+def list_components(
+    workspace: Workspace,
+    type: ComponentType | str | None = None,
+    *,
+    page: int = 1,
+    size: int = 50,
+) -> Page[ComponentRecord]:
+    """Components (of one type, if given), newest first."""
+    component_type = None if type is None else parse_component_type(type)
+    return workspace.store.stacks.list_components(
+        component_type, PageRequest(index=page, size=size)
+    )
+
+
+def find_component(workspace: Workspace, type: ComponentType, name: str) -> ComponentRecord:
+    """The component of that type and name; a clear error if it has another type or none."""
+    stacks = workspace.store.stacks
+    try:
+        return stacks.get_component_by_name(type, name)
+    except EntityNotFoundError:
+        pass
+    others = []
+    for other in ComponentType:
+        if other is type:
+            continue
+        try:
+            stacks.get_component_by_name(other, name)
+        except EntityNotFoundError:
+            continue
+        others.append(other.value)
+    if others:
+        raise InputError(f"Component '{name}' is of type {' and '.join(others)}, not {type.value}.")
+    raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
+
+
+# ----------------------------------------------------------------------------- stacks
+
+
+def active_stack_name(workspace: Workspace) -> str:
+    """The name of the stack the workspace runs pipelines on (it may not exist)."""
+    return workspace.config.active_stack or DEFAULT_STACK
+
+
+def ensure_default_stack(workspace: Workspace) -> StackRecord:
+    """The ``default`` stack, created (idempotently, race-safely) if missing."""
+    try:
+        return workspace.store.stacks.get_stack_by_name(DEFAULT_STACK)
+    except EntityNotFoundError:
+        return workspace._create_default_stack()
+
+
+def get_stack(workspace: Workspace, name: str) -> StackRecord:
+    """The stack of that name; ``default`` is created on first use like everywhere else."""
+    if name == DEFAULT_STACK:
+        return ensure_default_stack(workspace)
+    return workspace.store.stacks.get_stack_by_name(name)
+
+
+def register_stack(
+    workspace: Workspace,
+    name: str,
+    *,
+    orchestrator: str,
+    artifact_store: str,
+    step_operator: str | None = None,
+) -> StackRecord:
+    """Register a stack from components given by name, each of the type of its slot."""
+    wanted = {
+        ComponentType.ORCHESTRATOR: orchestrator,
+        ComponentType.ARTIFACT_STORE: artifact_store,
+        ComponentType.STEP_OPERATOR: step_operator,
+    }
+    ids: dict[ComponentType, UUID] = {}
+    for type, component_name in wanted.items():
+        if component_name is None:
+            continue
+        ids[type] = find_component(workspace, type, component_name).id
+    return workspace.store.stacks.create_stack(name, ids)
+
+
+def _describe(
+    workspace: Workspace, stack: StackRecord, cache: dict[UUID, ComponentRecord]
+) -> StackDescription:
+    components: dict[ComponentType, ComponentRecord] = {}
+    for type in ComponentType:  # display order: orchestrator, artifact store, step operator
+        component_id = stack.components.get(type)
+        if component_id is None:
+            continue
+        if component_id not in cache:
+            cache[component_id] = workspace.store.stacks.get_component(component_id)
+        components[type] = cache[component_id]
+    return StackDescription(
+        id=stack.id,
+        name=stack.name,
+        active=stack.name == active_stack_name(workspace),
+        created=stack.created,
+        components=components,
+    )
+
+
+def describe_stack(workspace: Workspace, name: str | None = None) -> StackDescription:
+    """One stack (the active one by default) with its components and their configuration."""
+    return _describe(workspace, get_stack(workspace, name or active_stack_name(workspace)), {})
+
+
+def list_stacks(workspace: Workspace, *, page: int = 1, size: int = 50) -> Page[StackDescription]:
+    """Stacks, newest first, with their components; the ``default`` stack always exists."""
+    ensure_default_stack(workspace)
+    result = workspace.store.stacks.list_stacks(PageRequest(index=page, size=size))
+    cache: dict[UUID, ComponentRecord] = {}
+    return Page[StackDescription](
+        items=[_describe(workspace, stack, cache) for stack in result.items],
+        index=result.index,
+        size=result.size,
+        total=result.total,
+    )
+
+
+def set_active_stack(workspace: Workspace, name: str) -> StackRecord:
+    """Make ``name`` the active stack in the user config file; unknown stacks are refused."""
+    stack = get_stack(workspace, name)
+    write_user_config(workspace.config.home, {"active_stack": stack.name})
+    return stack

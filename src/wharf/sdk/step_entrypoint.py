@@ -1,0 +1,75 @@
+"""Entry point of an isolated step's own process: ``python -m wharf.sdk.step_entrypoint ID``.
+
+Given a step run id (whose record is running), it opens the same store (from the environment
+the parent set), loads the step's spec, inputs and code, runs the user function in the main
+thread with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
+beating until that final status is recorded. Exit code: 0 when the attempt completed, 1
+otherwise; a process that dies without recording anything is recorded by its parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from uuid import UUID
+
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.step_runner import StepRunner, import_step
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunUpdate
+
+logger = logging.getLogger("wharf.step")
+
+
+def run_step_process(step_run_id: UUID) -> int:
+    workspace = Workspace.open(load_config())
+    try:
+        store = workspace.store
+        record = store.steps.get(step_run_id)
+        run = store.runs.get(record.run_id)
+        snapshot = store.snapshots.get(run.snapshot_id)
+        spec = record.spec or snapshot.spec.steps[record.name]
+        stack = (
+            store.stacks.get_stack(snapshot.stack_id)
+            if snapshot.stack_id
+            else workspace.active_stack()
+        )
+        artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+        services = workspace.run_services(artifact_store)
+        store.steps.update(record.id, StepRunUpdate(pid=os.getpid()))
+        region = InterruptibleRegion()
+        worker = None
+        if spec.config.enable_heartbeat:
+            worker = heartbeat_for(services, record, region, services.heartbeat_interval).start()
+        try:
+            runner = StepRunner(services, snapshot.spec.name, run, import_step)
+            inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
+            outputs, error = run_user_code(runner, spec, record, inputs, region)
+            final = finish_attempt(services, spec, record, outputs, error, region.reason)
+        finally:
+            if worker is not None:
+                worker.stop()
+        return 0 if final.status is ExecutionStatus.COMPLETED else 1
+    finally:
+        workspace.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m wharf.sdk.step_entrypoint STEP_RUN_ID", file=sys.stderr)
+        return 2
+    try:
+        return run_step_process(UUID(args[0]))
+    except Exception as exc:  # recorded by the parent as "exited before reporting"
+        logger.error("The step process failed before running the step: %s", exc)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

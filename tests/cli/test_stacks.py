@@ -1,0 +1,288 @@
+"""``wharf component ...`` and ``wharf stack ...``, run as real subprocesses against a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType
+from wharf.sdk.flavors import FLAVORS
+from wharf.sdk.workspace import Workspace
+
+
+def wharf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=60,
+    )
+
+
+def ok(*args: str, env: dict[str, str] | None = None) -> str:
+    result = wharf(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def as_json(*args: str, env: dict[str, str] | None = None) -> Any:
+    return json.loads(ok(*args, "-o", "json", env=env))
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WHARF_HOME", str(home))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def prod(home: Path, tmp_path: Path) -> Path:
+    """Components ``orch`` and ``store`` (at the returned path) and the stack ``prod``.
+
+    Registered in-process (fast); ``test_register_stack`` covers the same through the CLI.
+    """
+    from wharf.sdk import stacks
+
+    path = tmp_path / "prod-artifacts"
+    workspace = Workspace.open(load_config())
+    try:
+        stacks.register_component(workspace, "orch", ComponentType.ORCHESTRATOR, "local")
+        stacks.register_component(
+            workspace, "store", ComponentType.ARTIFACT_STORE, "local", {"path": str(path)}
+        )
+        stacks.register_stack(workspace, "prod", orchestrator="orch", artifact_store="store")
+    finally:
+        workspace.close()
+    return path
+
+
+def run_all(*calls: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
+    """Independent ``wharf`` calls, run concurrently to keep the suite fast."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda args: wharf(*args), calls))
+
+
+def test_help_lists_the_groups() -> None:
+    out = ok("--help")
+    assert "stack" in out and "component" in out
+    assert "register" in ok("stack", "--help") and "register" in ok("component", "--help")
+
+
+def test_register_and_list_components(home: Path, tmp_path: Path) -> None:
+    out = ok(
+        "component",
+        "register",
+        "store",
+        "--type",
+        "artifact-store",
+        "--flavor",
+        "local",
+        "-c",
+        "path=rel/dir",
+        "-c",
+        "fsync=true",
+        "-c",
+        'label="7"',
+        "-c",
+        "retries=3",
+    )
+    assert "Registered artifact_store 'store'" in out
+    components = as_json("component", "list")
+    assert {(c["name"], c["type"]) for c in components} == {
+        ("store", "artifact_store"),
+        ("default", "artifact_store"),  # the default stack's components exist from first use
+        ("default", "orchestrator"),
+    }
+    (store,) = [
+        c for c in as_json("component", "list", "-t", "artifact_store") if c["name"] == "store"
+    ]
+    assert store["configuration"] == {
+        "path": str(home.parent / "rel" / "dir"),  # resolved against the caller's directory
+        "fsync": True,
+        "label": "7",
+        "retries": 3,
+    }
+    assert [c["name"] for c in as_json("component", "list", "-t", "orchestrator")] == ["default"]
+    table = ok("component", "list")
+    assert "store" in table and '"retries": 3' in table and "artifact_store" in table
+
+
+def test_local_artifact_store_path_defaults_to_artifact_root(home: Path) -> None:
+    ok("component", "register", "plain", "-t", "artifact_store", "-f", "local")
+    (store,) = [c for c in as_json("component", "list") if c["name"] == "plain"]
+    assert store["configuration"] == {"path": str(home / "artifacts")}
+
+
+def test_register_stack(home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "arts"
+    ok("component", "register", "orch", "--type", "orchestrator", "--flavor", "local")
+    ok(
+        "component",
+        "register",
+        "store",
+        "-t",
+        "artifact_store",
+        "-f",
+        "local",
+        "-c",
+        f"path={path}",
+    )
+    out = ok("stack", "register", "prod", "--orchestrator", "orch", "--artifact-store", "store")
+    assert "Registered stack 'prod'" in out
+    shown = as_json("stack", "show", "prod")
+    assert shown["components"]["artifact_store"]["configuration"] == {"path": str(path)}
+
+
+def test_list_and_show_stacks(prod: Path) -> None:
+    stacks = {s["name"]: s for s in as_json("stack", "list")}
+    assert set(stacks) == {"default", "prod"}
+    assert stacks["default"]["active"] and not stacks["prod"]["active"]
+    assert stacks["prod"]["components"]["artifact_store"]["configuration"] == {"path": str(prod)}
+    assert "step_operator" not in stacks["prod"]["components"]
+
+    table = ok("stack", "list").splitlines()
+    (default_row,) = [line for line in table if " default " in line]
+    (prod_row,) = [line for line in table if " prod " in line]
+    assert "*" in default_row and "*" not in prod_row
+    assert "orch" in prod_row and "store" in prod_row
+
+    shown = as_json("stack", "show", "prod")
+    assert shown["name"] == "prod" and shown["active"] is False
+    assert shown["components"]["orchestrator"]["name"] == "orch"
+    assert shown["components"]["artifact_store"]["configuration"]["path"] == str(prod)
+    text = ok("stack", "show", "prod")
+    assert "prod" in text and "orch" in text and str(prod) in text
+    assert as_json("stack", "show")["name"] == "default"  # the active stack by default
+
+
+def test_stack_with_step_operator(prod: Path) -> None:
+    known = sorted(FLAVORS[ComponentType.STEP_OPERATOR])
+    if not known:
+        pytest.skip("no step-operator flavor is listed in FLAVORS yet")
+    ok("component", "register", "op", "-t", "step-operator", "-f", known[0])
+    ok("stack", "register", "gpu", "-o", "orch", "-a", "store", "-s", "op")
+    shown = as_json("stack", "show", "gpu")
+    assert shown["components"]["step_operator"]["flavor"] == known[0]
+
+
+def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
+    assert "prod" in ok("stack", "set", "prod")
+    assert json.loads((home / "config.json").read_text())["active_stack"] == "prod"
+    assert [s["name"] for s in as_json("stack", "list") if s["active"]] == ["prod"]
+    assert as_json("stack", "show")["name"] == "prod"
+
+    from tests.e2e import steps_lib
+    from wharf import pipeline
+
+    @pipeline(name="stack_pipeline")
+    def p() -> None:
+        steps_lib.double(steps_lib.produce())
+
+    workspace = Workspace.open(load_config())
+    try:
+        stack = workspace.active_stack()
+        assert stack.name == "prod"
+        store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+        assert store.path == str(prod)
+        run = p.run_in(workspace)
+        assert run.status.value == "completed"
+        assert workspace.store.snapshots.get(run.snapshot_id).stack_id == stack.id
+    finally:
+        workspace.close()
+    versions = as_json("artifacts", "list", "--versions")
+    assert len(versions) == 2
+    assert all(v["uri"].startswith(str(prod) + os.sep) for v in versions)
+
+
+def test_env_overrides_the_configured_stack(prod: Path) -> None:
+    override = {"WHARF_ACTIVE_STACK": "default"}
+    result = wharf("stack", "set", "prod", env=override)
+    assert result.returncode == 0 and "WHARF_ACTIVE_STACK=default overrides" in result.stderr
+    assert [s["name"] for s in as_json("stack", "list", env=override) if s["active"]] == ["default"]
+    assert as_json("stack", "show", env=override)["name"] == "default"
+    assert as_json("stack", "show")["name"] == "prod"
+
+
+def test_set_default_on_a_fresh_home(home: Path) -> None:
+    ok("stack", "set", "default")
+    assert json.loads((home / "config.json").read_text()) == {"active_stack": "default"}
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def snapshot() -> tuple[Any, Any]:
+    return as_json("component", "list"), as_json("stack", "list")
+
+
+def test_bad_components(prod: Path, tmp_path: Path) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    before = snapshot()
+    known_orchestrators = ", ".join(sorted(FLAVORS[ComponentType.ORCHESTRATOR]))
+    cases = [
+        (("x", "--type", "gpu", "--flavor", "local"), "Unknown component type 'gpu'"),
+        (
+            ("x", "--type", "orchestrator", "--flavor", "nope"),
+            f"Unknown orchestrator flavor 'nope'; known: {known_orchestrators}.",
+        ),
+        (("orch", "--type", "orchestrator", "--flavor", "local"), "'orch' already exists"),
+        (("x", "-t", "orchestrator", "-f", "local", "-c", "novalue"), "key=value"),
+        (("x", "-t", "orchestrator", "-f", "local", "-c", "a=1", "-c", "a=2"), "more than once"),
+        (("x", "-t", "artifact_store", "-f", "local", "-c", "path=42"), "directory path"),
+        (("x", "-t", "artifact_store", "-f", "local", "-c", f"path={file}"), "not a directory"),
+    ]
+    calls = [("component", "register", *args) for args, _ in cases]
+    results = run_all(*calls, ("component", "list", "--type", "gpu"))
+    fragments = [fragment for _, fragment in cases] + ["Unknown component type 'gpu'"]
+    for result, fragment in zip(results, fragments, strict=True):
+        assert_one_line_error(result, fragment)
+    assert snapshot() == before
+
+
+def test_bad_stacks(prod: Path, home: Path) -> None:
+    config_before = (home / "config.json").read_bytes() if (home / "config.json").exists() else None
+    before = snapshot()
+    cases = [
+        (("register", "x", "-o", "store", "-a", "store"), "is of type artifact_store, not orch"),
+        (("register", "x", "-o", "orch", "-a", "orch"), "is of type orchestrator, not artifact"),
+        (("register", "x", "-o", "orch", "-a", "store", "-s", "orch"), "not step_operator"),
+        (("register", "x", "-o", "nope", "-a", "store"), "No orchestrator component named 'nope'"),
+        (("register", "prod", "-o", "orch", "-a", "store"), "stack named 'prod' already exists"),
+        (("set", "nope"), "No stack named 'nope'"),
+        (("show", "nope"), "No stack named 'nope'"),
+    ]
+    results = run_all(*(("stack", *args) for args, _ in cases))
+    for result, (_, fragment) in zip(results, cases, strict=True):
+        assert_one_line_error(result, fragment)
+    assert snapshot() == before
+    after = (home / "config.json").read_bytes() if (home / "config.json").exists() else None
+    assert after == config_before
+
+
+def test_unknown_active_stack_from_env(prod: Path) -> None:
+    env = {"WHARF_ACTIVE_STACK": "ghost"}
+    assert_one_line_error(wharf("stack", "show", env=env), "No stack named 'ghost'")
+    assert not any(s["active"] for s in as_json("stack", "list", env=env))

@@ -1,0 +1,100 @@
+"""The heartbeat worker, driven without real sleeps."""
+
+from __future__ import annotations
+
+import uuid
+
+from wharf.core.enums import ExecutionStatus as S
+from wharf.execution.heartbeat import HeartbeatWorker, liveness_timeout_for
+from wharf.store.models import HeartbeatResponse
+
+STEP = uuid.uuid4()
+
+
+def response(status: S = S.RUNNING, run_status: S = S.RUNNING) -> HeartbeatResponse:
+    return HeartbeatResponse(step_run_id=STEP, status=status, run_status=run_status)
+
+
+class Script:
+    """Answers heartbeats from a list: a response, or an exception to raise."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.timeouts: list[float] = []
+
+    def __call__(self, liveness_timeout: float) -> HeartbeatResponse:
+        self.timeouts.append(liveness_timeout)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def run_beats(worker: HeartbeatWorker, count: int) -> list[float]:
+    """Run the worker's loop for ``count`` beats with a fake wait; return the waits."""
+    waits: list[float] = []
+
+    def fake_wait(seconds: float) -> bool:
+        waits.append(seconds)
+        return len(waits) >= count
+
+    worker.wait = fake_wait  # type: ignore[method-assign]
+    worker.run()
+    return waits
+
+
+def test_beats_every_interval_with_liveness_timeout():
+    script = Script([response()])
+    stops = []
+    worker = HeartbeatWorker("s", script, stops.append, interval=2.0)
+    waits = run_beats(worker, 3)
+    assert waits == [2.0, 2.0, 2.0]
+    assert script.timeouts == [liveness_timeout_for(2.0)] * 3
+    assert worker.stats.beats == 3 and stops == []
+
+
+def test_stop_signal_interrupts_once_and_keeps_beating():
+    script = Script([response(), response(run_status=S.STOPPING), response(run_status=S.STOPPING)])
+    stops = []
+    worker = HeartbeatWorker("s", script, stops.append, interval=1.0)
+    run_beats(worker, 4)
+    assert len(stops) == 1 and stops[0].run_status is S.STOPPING
+    assert worker.stats.beats == 4  # still beating while the step shuts down
+
+
+def test_cancelling_step_is_a_stop_signal():
+    for status in (S.CANCELLING, S.CANCELLED, S.STOPPING, S.STOPPED):
+        stops = []
+        worker = HeartbeatWorker("s", Script([response(status=status)]), stops.append, 1.0)
+        run_beats(worker, 1)
+        assert len(stops) == 1
+
+
+def test_transient_errors_are_retried_sooner_and_recover():
+    script = Script([ConnectionError("down"), ConnectionError("down"), response(), response()])
+    worker = HeartbeatWorker("s", script, lambda r: None, interval=8.0)
+    waits = run_beats(worker, 4)
+    assert waits == [2.0, 4.0, 8.0, 8.0]
+    assert worker.stats.failures == 2 and worker.stats.beats == 2
+
+
+def test_backoff_is_capped_at_the_interval():
+    worker = HeartbeatWorker("s", Script([OSError("x")]), lambda r: None, interval=8.0)
+    waits = run_beats(worker, 6)
+    assert waits == [2.0, 4.0, 8.0, 8.0, 8.0, 8.0]
+
+
+def test_an_outage_shorter_than_the_liveness_timeout_is_survived():
+    """Beats keep coming at least once per interval, so a store that is back within
+    the liveness timeout gets a beat before the step's deadline."""
+    interval = 15.0
+    worker = HeartbeatWorker("s", Script([OSError("x")]), lambda r: None, interval=interval)
+    waits = run_beats(worker, 5)
+    assert max(waits) <= interval < liveness_timeout_for(interval) - 2 * interval
+
+
+def test_start_and_stop_thread():
+    worker = HeartbeatWorker("s", Script([response()]), lambda r: None, interval=3600)
+    worker.start()
+    worker.stop()
+    assert worker.stats.beats == 1
