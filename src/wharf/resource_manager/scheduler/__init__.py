@@ -1,1 +1,59 @@
-"""Wharf package."""
+"""The Resource Manager's scheduler: a pure, deterministic cycle ``(snapshot, now) -> decisions``.
+
+Imports only :mod:`wharf.resource_manager.domain` and :mod:`wharf.core` (import-linter checks).
+
+Public API:
+
+- :func:`schedule` — one cycle; :class:`CycleDecisions` lists expiries, lease extensions,
+  admissions (with per-demand allocations), preemptions, rejections and waits, each with a
+  reason;
+- :func:`explain` — why one request is pending: queue positions, the blocking rule, and which
+  allocations would have to end;
+- :func:`apply_decisions` — the in-memory application of a cycle (simulations, tests);
+- :class:`Snapshot`, :class:`SchedulerOptions`.
+
+The phases live in numbered modules (``phase1_expire`` … ``phase6_admit``), see :mod:`.cycle`.
+"""
+
+from wharf.resource_manager.scheduler.apply import apply_decisions
+from wharf.resource_manager.scheduler.cycle import CycleRun, run_cycle, schedule
+from wharf.resource_manager.scheduler.decisions import (
+    Admission,
+    CycleDecisions,
+    Expiry,
+    LeaseExtension,
+    Preemption,
+    Rejection,
+    Wait,
+)
+from wharf.resource_manager.scheduler.explain import Explanation, QueuePosition, explain
+from wharf.resource_manager.scheduler.reasons import (
+    NO_POLICY_ADMITTED,
+    NO_POLICY_MATCHES,
+    NO_POOL_MATCHES_SELECTOR,
+    NO_RESERVED_SHARE_FOR_NONE,
+)
+from wharf.resource_manager.scheduler.snapshot import SchedulerOptions, Snapshot
+
+__all__ = [
+    "NO_POLICY_ADMITTED",
+    "NO_POLICY_MATCHES",
+    "NO_POOL_MATCHES_SELECTOR",
+    "NO_RESERVED_SHARE_FOR_NONE",
+    "Admission",
+    "CycleDecisions",
+    "CycleRun",
+    "Expiry",
+    "Explanation",
+    "LeaseExtension",
+    "Preemption",
+    "QueuePosition",
+    "Rejection",
+    "SchedulerOptions",
+    "Snapshot",
+    "Wait",
+    "apply_decisions",
+    "explain",
+    "run_cycle",
+    "schedule",
+]

@@ -1,0 +1,150 @@
+"""The request status machine and the client-driven operations on it, as pure functions.
+
+Owns: :data:`REQUEST_TRANSITIONS`, :func:`check_request_transition`, :func:`transition`,
+:func:`new_request`, :func:`release`, :func:`cancel`.
+
+Status machine::
+
+    pending ──► allocated ──► preempting ──► preempted | released | expired
+       │            └──► released | expired
+       └──► rejected | cancelled | expired
+
+Invariants:
+- terminal statuses (preempted, rejected, cancelled, released, expired) are final;
+- "setting" a request to its current status is allowed (idempotent retries), and the client
+  operations on a terminal request return it unchanged instead of failing;
+- every function takes ``now`` from the caller (the server's clock) and returns a new model;
+  nothing here reads a clock or mutates its input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from wharf.core.enums import ReclaimTolerance
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.core.errors import IllegalOperationError, IllegalTransitionError, InputError
+from wharf.resource_manager.domain.requests import Demand, ResourceRequest
+from wharf.resource_manager.domain.selectors import AttributeSelector, SubjectSelector
+from wharf.resource_manager.domain.subjects import SubjectChain
+
+_FINAL: frozenset[S] = frozenset()
+
+REQUEST_TRANSITIONS: Mapping[S, frozenset[S]] = {
+    S.PENDING: frozenset({S.ALLOCATED, S.REJECTED, S.CANCELLED, S.EXPIRED}),
+    S.ALLOCATED: frozenset({S.PREEMPTING, S.RELEASED, S.EXPIRED}),
+    S.PREEMPTING: frozenset({S.PREEMPTED, S.RELEASED, S.EXPIRED}),
+    S.PREEMPTED: _FINAL,
+    S.REJECTED: _FINAL,
+    S.CANCELLED: _FINAL,
+    S.RELEASED: _FINAL,
+    S.EXPIRED: _FINAL,
+}
+
+TERMINAL_STATUSES: frozenset[S] = frozenset(
+    status for status, targets in REQUEST_TRANSITIONS.items() if not targets
+)
+
+
+def is_terminal(status: S) -> bool:
+    return status in TERMINAL_STATUSES
+
+
+def check_request_transition(current: S, new: S) -> None:
+    """IllegalTransitionError unless a request may go from ``current`` to ``new``."""
+    if current != new and new not in REQUEST_TRANSITIONS[current]:
+        raise IllegalTransitionError(
+            f"Illegal resource request status transition: {current.value} -> {new.value}."
+        )
+
+
+def require_aware(now: datetime) -> datetime:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise InputError("The server clock must give timezone-aware datetimes.")
+    return now
+
+
+def transition(
+    request: ResourceRequest, new: S, now: datetime, reason: str | None, **changes: Any
+) -> ResourceRequest:
+    """``request`` moved to ``new`` (checked against the table); releases stamp released_at."""
+    require_aware(now)
+    check_request_transition(request.status, new)
+    if request.status == new:
+        return request
+    update: dict[str, Any] = {"status": new, "status_reason": reason, **changes}
+    if new is S.ALLOCATED:
+        update.setdefault("allocated_at", now)
+    if is_terminal(new) and request.holds_capacity:
+        update.setdefault("released_at", now)
+    return request.model_copy(update=update)
+
+
+def _positive_seconds(label: str, seconds: int | None) -> timedelta | None:
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
+        raise InputError(f"{label} must be a positive whole number of seconds, got {seconds!r}.")
+    return timedelta(seconds=seconds)
+
+
+def new_request(
+    *,
+    request_id: UUID,
+    subjects: Sequence[SubjectChain],
+    demands: Sequence[Demand],
+    now: datetime,
+    lease_seconds: int | None = None,
+    allocation_wait_timeout_seconds: int | None = None,
+    reclaim_tolerance: ReclaimTolerance = ReclaimTolerance.NONE,
+    pool: str | None = None,
+    pool_selector: AttributeSelector | None = None,
+    preemption_group: SubjectSelector | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> ResourceRequest:
+    """A pending request; deadlines are computed from durations on the server's clock."""
+    require_aware(now)
+    lease = _positive_seconds("The lease duration", lease_seconds)
+    wait = _positive_seconds("The allocation wait timeout", allocation_wait_timeout_seconds)
+    return ResourceRequest(
+        id=request_id,
+        subjects=tuple(subjects),
+        demands=tuple(demands),
+        pool=pool,
+        pool_selector=pool_selector,
+        reclaim_tolerance=reclaim_tolerance,
+        preemption_group=preemption_group,
+        metadata=dict(metadata or {}),
+        created_at=now,
+        lease_expires_at=now + lease if lease else None,
+        allocation_deadline=now + wait if wait else None,
+    )
+
+
+def release(request: ResourceRequest, now: datetime) -> ResourceRequest:
+    """The holder is done: allocated → released, preempting → preempted, pending → cancelled.
+
+    Releasing a terminal request returns it unchanged (retries are safe).
+    """
+    if is_terminal(request.status):
+        return request
+    if request.status is S.PENDING:
+        return transition(request, S.CANCELLED, now, "Released while pending.")
+    if request.status is S.PREEMPTING:
+        return transition(request, S.PREEMPTED, now, request.status_reason)
+    return transition(request, S.RELEASED, now, "Released by the holder.")
+
+
+def cancel(request: ResourceRequest, now: datetime) -> ResourceRequest:
+    """Withdraw a pending request. Terminal: unchanged. Holding capacity: use release()."""
+    if is_terminal(request.status):
+        return request
+    if request.status is not S.PENDING:
+        raise IllegalOperationError(
+            f"Only a pending request can be cancelled; this one is {request.status.value}. "
+            "Release it instead."
+        )
+    return transition(request, S.CANCELLED, now, "Cancelled by the client.")

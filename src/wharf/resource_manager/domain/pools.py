@@ -1,0 +1,110 @@
+"""Pools and their capacity classes.
+
+Owns: :class:`Reclaimable`, :class:`CapacityClass`, :class:`Pool`, :func:`validate_pool` and the
+tolerance/class compatibility rule :func:`class_accepts`.
+
+A capacity class is a bundle of descriptor quantities (a node shape, or a GPU model such as
+``h100``). Every quantity is in base units; ``None`` means unlimited, but usage is still
+accounted so it shows in the ledger and metrics.
+
+Invariants:
+- class names are unique within a pool and each class offers at least one resource;
+- quantities are non-negative integers or None; concurrency limits are non-negative;
+- a class's ``reclaimable`` says how its allocations may be taken back: ``never`` (not at all),
+  ``coordinated`` (the holder is asked to stop and releases) or ``unsafe`` (may be killed).
+  A request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`),
+  so a request with tolerance ``none`` only ever sits in ``never`` classes and can never be
+  preempted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
+
+from wharf.core.enums import ReclaimTolerance
+from wharf.core.errors import InputError
+from wharf.resource_manager.domain.units import (
+    NAME_PATTERN,
+    AttributeValue,
+    ResourceDescriptor,
+)
+
+
+class Reclaimable(StrEnum):
+    NEVER = "never"
+    COORDINATED = "coordinated"
+    UNSAFE = "unsafe"
+
+
+_ACCEPTED: Mapping[ReclaimTolerance, frozenset[Reclaimable]] = {
+    ReclaimTolerance.NONE: frozenset({Reclaimable.NEVER}),
+    ReclaimTolerance.COORDINATED: frozenset({Reclaimable.NEVER, Reclaimable.COORDINATED}),
+    ReclaimTolerance.ANY: frozenset(Reclaimable),
+}
+
+
+def class_accepts(reclaimable: Reclaimable, tolerance: ReclaimTolerance) -> bool:
+    """Whether a request with ``tolerance`` may be placed in a class that is ``reclaimable``."""
+    return reclaimable in _ACCEPTED[tolerance]
+
+
+TargetSettings = dict[str, Any]
+"""Settings handed to the component that runs the work (pod labels, node selectors ...)."""
+
+
+class CapacityClass(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    capacity: dict[str, NonNegativeInt | None] = Field(min_length=1)
+    """Resource descriptor name -> quantity in base units (None: unlimited, still accounted)."""
+    rank: int = 0
+    """Higher is tried first when a demand names no class."""
+    reclaimable: Reclaimable = Reclaimable.NEVER
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    concurrency_limit: NonNegativeInt | None = None
+    """Most requests that may hold an allocation in this class at once."""
+    target_settings: TargetSettings = Field(default_factory=dict)
+
+
+class Pool(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: UUID
+    name: str = Field(pattern=NAME_PATTERN)
+    rank: int = 0
+    """Higher is tried first when several pools could admit a request."""
+    classes: tuple[CapacityClass, ...] = Field(min_length=1)
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    concurrency_limit: NonNegativeInt | None = None
+    """Most requests that may hold an allocation in this pool at once."""
+    target_settings: TargetSettings = Field(default_factory=dict)
+    fair_sharing: bool = False
+    """Order equal-priority requests by their policy's dominant resource share (Kueue-style)."""
+
+    @model_validator(mode="after")
+    def _unique_classes(self) -> Pool:
+        names = [item.name for item in self.classes]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"Duplicate capacity class names: {', '.join(duplicates)}.")
+        return self
+
+    def capacity_class(self, name: str) -> CapacityClass | None:
+        return next((item for item in self.classes if item.name == name), None)
+
+
+def validate_pool(pool: Pool, descriptors: Mapping[str, ResourceDescriptor]) -> None:
+    """InputError unless every resource a class offers is a known descriptor."""
+    for capacity_class in pool.classes:
+        for resource in capacity_class.capacity:
+            if resource not in descriptors:
+                raise InputError(
+                    f"Pool '{pool.name}' class '{capacity_class.name}' offers unknown resource "
+                    f"'{resource}'; known resources: {', '.join(sorted(descriptors))}."
+                )

@@ -1,0 +1,227 @@
+"""Resource descriptors, their units, and exact integer quantities.
+
+Owns: :class:`Unit`, :class:`ResourceDescriptor`, the stock descriptors (``CPU``, ``memory``,
+``GPU``) and the conversion API (:class:`Quantity`, :func:`to_base`, :func:`parse_quantity`,
+:func:`format_base`).
+
+Invariants:
+- Every quantity the Resource Manager stores or compares is a non-negative ``int`` in the
+  descriptor's base unit (multiplier 1). Conversions are exact: a value that is not a whole
+  number of base units is rejected, never rounded.
+- A descriptor has exactly one base unit, unit names are unique and case-sensitive (``mCPU`` is
+  not ``MCPU``), and every multiplier is a positive integer.
+- Errors are :class:`~wharf.core.errors.InputError` with a message that names the resource and
+  lists the known units.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from wharf.core.errors import InputError
+from wharf.core.resources import ByteUnit
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+KIND_PATTERN = r"^[a-z][a-z0-9_\-]{0,63}$"
+
+AttributeValue = str | int | bool
+"""Attribute values are JSON scalars so selectors can compare them exactly."""
+
+
+class Unit(BaseModel):
+    """A named unit: ``quantity_in_base = quantity * multiplier``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64)
+    multiplier: PositiveInt
+
+
+class ResourceDescriptor(BaseModel):
+    """A resource that pools offer and requests demand (``GPU``, ``memory``, ``license``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    kind: str = Field(pattern=KIND_PATTERN)
+    """``cpu``, ``memory``, ``gpu`` or a custom kind such as ``license``."""
+    units: tuple[Unit, ...] = Field(min_length=1)
+    default_unit: str | None = None
+    """Unit assumed when a demand names none; the base unit when unset."""
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check_units(self) -> ResourceDescriptor:
+        names = [unit.name for unit in self.units]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"Duplicate unit names: {', '.join(duplicates)}.")
+        if sum(1 for unit in self.units if unit.multiplier == 1) != 1:
+            raise ValueError("A resource descriptor needs exactly one base unit (multiplier 1).")
+        if self.default_unit is not None and self.default_unit not in names:
+            raise ValueError(
+                f"Default unit '{self.default_unit}' is not one of the units: {', '.join(names)}."
+            )
+        return self
+
+    @property
+    def base_unit(self) -> Unit:
+        return next(unit for unit in self.units if unit.multiplier == 1)
+
+    @property
+    def unit_names(self) -> tuple[str, ...]:
+        return tuple(unit.name for unit in self.units)
+
+    def multiplier(self, unit: str | None) -> int:
+        """The multiplier of ``unit`` (the default unit when None); InputError if unknown."""
+        name = unit if unit is not None else (self.default_unit or self.base_unit.name)
+        for candidate in self.units:
+            if candidate.name == name:
+                return candidate.multiplier
+        raise InputError(
+            f"Unknown unit '{name}' for resource '{self.name}'; "
+            f"known units: {', '.join(self.unit_names)}."
+        )
+
+    def has_unit(self, unit: str | None) -> bool:
+        return unit is None or unit in self.unit_names
+
+
+def to_base(descriptor: ResourceDescriptor, quantity: Any, unit: str | None = None) -> int:
+    """``quantity`` ``unit`` of ``descriptor`` as an exact integer of base units.
+
+    Rejects booleans, floats (even ``2.0``: callers must not rely on float exactness),
+    negative values and unknown units.
+    """
+    if isinstance(quantity, bool) or not isinstance(quantity, int):
+        raise InputError(
+            f"Quantity of resource '{descriptor.name}' must be a whole number, got {quantity!r}."
+        )
+    if quantity < 0:
+        raise InputError(
+            f"Quantity of resource '{descriptor.name}' must not be negative, got {quantity}."
+        )
+    base: int = quantity * descriptor.multiplier(unit)
+    return base
+
+
+_QUANTITY = re.compile(r"^\s*(?P<number>[+-]?[0-9]+(?:\.[0-9]*)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_quantity(descriptor: ResourceDescriptor, text: str) -> int:
+    """Parse ``"512GiB"``, ``"8"`` or ``"500 mCPU"`` into base units of ``descriptor``.
+
+    A decimal point is accepted only when the value is still a whole number of base units
+    (``"1.5CPU"`` is 1500 mCPU); anything finer is an InputError, never rounded.
+    """
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise InputError(
+            f"Cannot parse quantity '{text}' for resource '{descriptor.name}'; "
+            f"expected a number followed by one of: {', '.join(descriptor.unit_names)}."
+        )
+    number, unit = match.group("number"), match.group("unit") or None
+    multiplier = descriptor.multiplier(unit)
+    if number.startswith("-"):
+        raise InputError(
+            f"Quantity of resource '{descriptor.name}' must not be negative, got '{text}'."
+        )
+    whole, _, fraction = number.lstrip("+").partition(".")
+    fraction = fraction.rstrip("0")
+    scale: int = 10 ** len(fraction)
+    numerator = (int(whole) * scale + (int(fraction) if fraction else 0)) * multiplier
+    if numerator % scale:
+        raise InputError(
+            f"Quantity '{text}' of resource '{descriptor.name}' is not a whole number of "
+            f"{descriptor.base_unit.name}."
+        )
+    return numerator // scale
+
+
+def format_base(descriptor: ResourceDescriptor, base_quantity: int | None) -> str:
+    """Render base units with the largest unit that divides them exactly (``8 GiB``)."""
+    if base_quantity is None:
+        return f"unlimited {descriptor.name}"
+    for unit in sorted(descriptor.units, key=lambda u: (-u.multiplier, u.name)):
+        if base_quantity and base_quantity % unit.multiplier == 0:
+            return f"{base_quantity // unit.multiplier} {unit.name}"
+    return f"{base_quantity} {descriptor.base_unit.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """An exact amount of one resource, held in base units.
+
+    ``Quantity.of(MEMORY, 2, "GiB")``, ``Quantity.parse(CPU, "1.5CPU")``; ``q.in_unit("MiB")``
+    converts back only when the result is whole, ``str(q)`` renders the largest exact unit.
+    """
+
+    descriptor: ResourceDescriptor
+    base: int
+
+    @classmethod
+    def of(cls, descriptor: ResourceDescriptor, value: Any, unit: str | None = None) -> Quantity:
+        return cls(descriptor, to_base(descriptor, value, unit))
+
+    @classmethod
+    def parse(cls, descriptor: ResourceDescriptor, text: str) -> Quantity:
+        return cls(descriptor, parse_quantity(descriptor, text))
+
+    def in_unit(self, unit: str) -> int:
+        multiplier = self.descriptor.multiplier(unit)
+        if self.base % multiplier:
+            raise InputError(
+                f"{format_base(self.descriptor, self.base)} is not a whole number of {unit}."
+            )
+        return self.base // multiplier
+
+    def __str__(self) -> str:
+        return format_base(self.descriptor, self.base)
+
+
+def _memory_units() -> tuple[Unit, ...]:
+    return tuple(Unit(name=unit.value, multiplier=unit.byte_value) for unit in ByteUnit)
+
+
+CPU = ResourceDescriptor(
+    name="CPU",
+    kind="cpu",
+    units=(Unit(name="mCPU", multiplier=1), Unit(name="CPU", multiplier=1000)),
+    default_unit="CPU",
+    description="Processor time; the base unit is one thousandth of a CPU.",
+)
+MEMORY = ResourceDescriptor(
+    name="memory",
+    kind="memory",
+    units=_memory_units(),
+    default_unit="B",
+    description="Memory in bytes; decimal (KB, MB, ...) and binary (KiB, MiB, ...) units.",
+)
+GPU = ResourceDescriptor(
+    name="GPU",
+    kind="gpu",
+    units=(Unit(name="GPU", multiplier=1),),
+    default_unit="GPU",
+    description="Whole GPUs; the capacity class says which model.",
+)
+
+STOCK_DESCRIPTORS: tuple[ResourceDescriptor, ...] = (CPU, MEMORY, GPU)
+"""Descriptors that exist from the start in every Resource Manager."""
+
+
+def descriptors_by_name(
+    descriptors: tuple[ResourceDescriptor, ...] | list[ResourceDescriptor],
+) -> Mapping[str, ResourceDescriptor]:
+    """Index by name; InputError on duplicates so a catalogue can never be ambiguous."""
+    index: dict[str, ResourceDescriptor] = {}
+    for descriptor in descriptors:
+        if descriptor.name in index:
+            raise InputError(f"Resource descriptor '{descriptor.name}' is defined twice.")
+        index[descriptor.name] = descriptor
+    return index

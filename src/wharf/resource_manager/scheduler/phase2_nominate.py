@@ -1,0 +1,364 @@
+"""Phase 2: nominate — for each pending request, the pools and policies that could ever admit it.
+
+Owns: :class:`Candidate`, :class:`RoutePlan`, :class:`Nominator` and the rejection reasons.
+
+For each pending request: resolve every demand to descriptors and exact base quantities; find
+the eligible pools (its ``pool`` or ``pool_selector``, else all); find the matching policies
+(indexed by selector anchors); and for each (pool, policy) build the candidate slots per demand
+and check that some route fits an *empty* pool. A request with no such route is rejected now,
+with the reason of the most promising policy; the others become candidates for this cycle.
+
+Invariants:
+- work is shared between identical requests: demand resolution is cached per demand
+  signature and route plans per (policy, request shape), so cost grows with distinct shapes,
+  not with queue length;
+- rejections are permanent judgements about the configuration (unknown resource or unit, no
+  matching pool or policy, a demand larger than any allowed share), never about current usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from wharf.core.enums import ReclaimTolerance
+from wharf.core.errors import InputError
+from wharf.resource_manager.domain.pools import class_accepts
+from wharf.resource_manager.domain.requests import Demand, ResourceRequest
+from wharf.resource_manager.domain.selectors import SubjectSet
+from wharf.resource_manager.domain.units import ResourceDescriptor
+from wharf.resource_manager.scheduler import reasons
+from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, PoolView
+from wharf.resource_manager.scheduler.routes import (
+    Route,
+    SearchBudgetError,
+    SlotChoice,
+    search_route,
+)
+
+Options = tuple[tuple[ResourceDescriptor, int], ...]
+
+# How far a rejected slot got; the furthest stage gives the most useful rejection reason.
+_OFFERED, _CLASS, _GRANT, _TOLERANCE, _CAPACITY, _LIMIT, _SHARE = range(7)
+_RESERVED_STAGES = frozenset({_TOLERANCE, _SHARE})
+
+
+@dataclass(slots=True)
+class RoutePlan:
+    policy: PolicyView
+    choices: tuple[tuple[SlotChoice, ...], ...]
+    primary: Route
+    """The best route in an empty pool; what a blocked request claims and is diagnosed on."""
+
+
+@dataclass(slots=True)
+class Candidate:
+    request: ResourceRequest
+    shape: Hashable
+    plans: dict[int, list[RoutePlan]]
+    """Pool index -> feasible plans in policy order; pools iterate in rank order. Shared
+    between candidates of the same shape and policies: never mutate it."""
+    fifo: tuple[datetime, int]
+    """(enqueue time, request id as int): the FIFO tie-break, compared in C."""
+    decided: bool = False
+    claimed: bool = False
+    deferred: bool = False
+    """Already checked this cycle whether a lower-ranked pool admits it now."""
+    note: tuple[int, int, str] | None = None
+    """(pool index, 1-based queue position, reason) of the wait reported for it: its first
+    pool in rank order, or the pool where it claimed capacity."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    stage: int
+    message: str
+
+
+class Nominator:
+    def __init__(self, catalog: Catalog, budget: int) -> None:
+        self.catalog = catalog
+        self.budget = budget
+        self._options: dict[Hashable, Options | str] = {}
+        self._plans: dict[tuple[int, Hashable], RoutePlan | _Failure] = {}
+        self._shapes: dict[Hashable, int] = {}
+        self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
+
+    def nominate(self, request: ResourceRequest) -> Candidate | str:
+        """A candidate, or the rejection reason."""
+        resolved: list[Options] = []
+        for index, demand in enumerate(request.demands):
+            options = self._resolve(demand, index)
+            if isinstance(options, str):
+                return options
+            resolved.append(options)
+        pools = self._eligible_pools(request)
+        if isinstance(pools, str):
+            return pools
+        subjects = SubjectSet.of(request.subjects)
+        allowed = {view.index for view in pools}
+        policies = [p for p in self.catalog.matcher.match(subjects) if p.pool_index in allowed]
+        if not policies:
+            return reasons.NO_POLICY_MATCHES
+        # Interned to a small int: it keys several per-cycle caches and big tuples hash slowly.
+        shape = self._shapes.setdefault(
+            (
+                request.reclaim_tolerance,
+                tuple((d.class_name, _selector_key(d)) for d in request.demands),
+                tuple(tuple((d.name, base) for d, base in options) for options in resolved),
+            ),
+            len(self._shapes),
+        )
+        # Requests of one shape matching the same policies share one (read-only) plan table.
+        routes_key = (shape, tuple(policy.index for policy in policies))
+        routes = self._routes.get(routes_key)
+        if routes is None:
+            routes = self._route_table(request, resolved, shape, policies)
+            self._routes[routes_key] = routes
+        if isinstance(routes, str):
+            return routes
+        return Candidate(
+            request=request,
+            shape=shape,
+            plans=routes,
+            fifo=(request.created_at, request.id.int),
+        )
+
+    def _route_table(
+        self,
+        request: ResourceRequest,
+        resolved: Sequence[Options],
+        shape: Hashable,
+        policies: Sequence[PolicyView],
+    ) -> dict[int, list[RoutePlan]] | str:
+        plans: dict[int, list[RoutePlan]] = {}
+        failures: list[tuple[PolicyView, _Failure]] = []
+        for policy in policies:
+            plan = self._plan(policy, request, resolved, shape)
+            if isinstance(plan, _Failure):
+                failures.append((policy, plan))
+            else:
+                plans.setdefault(policy.pool_index, []).append(plan)
+        if not plans:
+            return self._rejection(request.reclaim_tolerance, failures)
+        return plans
+
+    def _resolve(self, demand: Demand, index: int) -> Options | str:
+        key = demand.signature()
+        cached = self._options.get(key)
+        if cached is None:
+            cached = self._resolve_uncached(demand)
+            self._options[key] = cached
+        if isinstance(cached, str):
+            return cached.replace("{index}", str(index))
+        return cached
+
+    def _resolve_uncached(self, demand: Demand) -> Options | str:
+        catalog = self.catalog
+        if demand.resource is not None:
+            found = catalog.descriptors.get(demand.resource)
+            if found is None:
+                return (
+                    f"Unknown resource '{demand.resource}' in demand #{{index}}; known "
+                    f"resources: {', '.join(sorted(catalog.descriptors))}."
+                )
+            candidates: Sequence[ResourceDescriptor] = [found]
+        elif demand.kind is not None:
+            candidates = catalog.kinds.get(demand.kind, ())
+        else:
+            candidates = sorted(catalog.descriptors.values(), key=lambda d: d.name)
+        if demand.kind is not None:
+            candidates = [d for d in candidates if d.kind == demand.kind]
+        if demand.resource_selector is not None:
+            selector = demand.resource_selector
+            candidates = [d for d in candidates if selector.matches(d.name, d.attributes, d.kind)]
+        if not candidates:
+            return "No resource descriptor matches demand #{index}."
+        options = tuple(
+            (d, demand.quantity * d.multiplier(demand.unit))
+            for d in candidates
+            if d.has_unit(demand.unit)
+        )
+        if not options:
+            try:
+                candidates[0].multiplier(demand.unit)
+            except InputError as error:
+                return f"{str(error).rstrip('.')} (demand #{{index}})."
+        return options
+
+    def _eligible_pools(self, request: ResourceRequest) -> Sequence[PoolView] | str:
+        if request.pool is not None:
+            view = self.catalog.pool_by_key.get(request.pool)
+            return [view] if view is not None else reasons.unknown_pool(request.pool)
+        if request.pool_selector is not None:
+            selector = request.pool_selector
+            views = [
+                v for v in self.catalog.pools if selector.matches(v.pool.name, v.pool.attributes)
+            ]
+            return views or reasons.NO_POOL_MATCHES_SELECTOR
+        return self.catalog.pools
+
+    def _plan(
+        self,
+        policy: PolicyView,
+        request: ResourceRequest,
+        resolved: Sequence[Options],
+        shape: Hashable,
+    ) -> RoutePlan | _Failure:
+        key = (policy.index, shape)
+        cached = self._plans.get(key)
+        if cached is None:
+            cached = self._plan_uncached(policy, request, resolved)
+            self._plans[key] = cached
+        return cached
+
+    def _plan_uncached(
+        self, policy: PolicyView, request: ResourceRequest, resolved: Sequence[Options]
+    ) -> RoutePlan | _Failure:
+        all_choices: list[tuple[SlotChoice, ...]] = []
+        for index, (demand, options) in enumerate(zip(request.demands, resolved, strict=True)):
+            choices, failure = self._choices(policy, demand, index, options, request)
+            if not choices:
+                return failure
+            all_choices.append(choices)
+        try:
+            primary = search_route(self.catalog, policy, all_choices, None, self.budget)
+        except SearchBudgetError:
+            primary = None
+        if primary is None:
+            return _Failure(
+                _CAPACITY,
+                "the demands together exceed what its classes, limits or concurrency limits allow",
+            )
+        return RoutePlan(policy=policy, choices=tuple(all_choices), primary=primary)
+
+    def _choices(
+        self,
+        policy: PolicyView,
+        demand: Demand,
+        index: int,
+        options: Options,
+        request: ResourceRequest,
+    ) -> tuple[tuple[SlotChoice, ...], _Failure]:
+        """Candidate slots for one demand, best first; else why none qualifies."""
+        catalog = self.catalog
+        tolerance = request.reclaim_tolerance
+        best: tuple[int, int, int] | None = None  # (stage, slot, base) of the furthest miss
+        choices: list[SlotChoice] = []
+        for class_view in catalog.pools[policy.pool_index].classes:
+            for descriptor, base in options:
+                slot = class_view.slots.get(descriptor.name)
+                if slot is None:
+                    continue
+                stage = _stage(catalog, policy, demand, tolerance, slot=slot, base=base)
+                if stage is None:
+                    choice = SlotChoice(slot, class_view.index, descriptor, base, index)
+                    choices.append(choice)
+                elif best is None or stage > best[0]:
+                    best = (stage, slot, base)
+        if choices or best is None:
+            return tuple(choices), _Failure(
+                _OFFERED, f"no class offers the resource of demand #{index}"
+            )
+        stage, slot, base = best
+        message = _failure_message(
+            catalog,
+            policy,
+            demand,
+            tolerance=tolerance,
+            index=index,
+            stage=stage,
+            slot=slot,
+            base=base,
+        )
+        return (), _Failure(stage, message)
+
+    def _rejection(
+        self, tolerance: ReclaimTolerance, failures: Sequence[tuple[PolicyView, _Failure]]
+    ) -> str:
+        policy, failure = max(failures, key=lambda item: (item[1].stage, -item[0].index))
+        head = reasons.NO_POLICY_ADMITTED
+        if tolerance is ReclaimTolerance.NONE and any(
+            f.stage in _RESERVED_STAGES for _, f in failures
+        ):
+            head = reasons.NO_RESERVED_SHARE_FOR_NONE
+        pool = self.catalog.pools[policy.pool_index].pool.name
+        return f"{head} Policy '{policy.policy.name}' in pool '{pool}': {failure.message}."
+
+
+def _selector_key(demand: Demand) -> str | None:
+    if demand.class_selector is None:
+        return None
+    return demand.class_selector.model_dump_json()
+
+
+def _stage(
+    catalog: Catalog,
+    policy: PolicyView,
+    demand: Demand,
+    tolerance: ReclaimTolerance,
+    *,
+    slot: int,
+    base: int,
+) -> int | None:
+    """The first static rule a slot breaks for a demand (None: it qualifies)."""
+    info = catalog.slots[slot]
+    spec = catalog.classes[info.class_index].spec
+    if demand.class_name is not None and spec.name != demand.class_name:
+        return _CLASS
+    if demand.class_selector is not None and not demand.class_selector.matches(
+        spec.name, spec.attributes
+    ):
+        return _CLASS
+    if policy.grants and info.class_index not in policy.grants:
+        return _GRANT
+    if not class_accepts(spec.reclaimable, tolerance):
+        return _TOLERANCE
+    if info.capacity is not None and base > info.capacity:
+        return _CAPACITY
+    if slot in policy.limit and base > policy.limit[slot]:
+        return _LIMIT
+    if (
+        info.protected
+        and info.capacity is not None
+        and max(0, base - policy.reserved.get(slot, 0)) > info.unreserved_or_zero
+    ):
+        return _SHARE
+    return None
+
+
+def _failure_message(
+    catalog: Catalog,
+    policy: PolicyView,
+    demand: Demand,
+    *,
+    tolerance: ReclaimTolerance,
+    index: int,
+    stage: int,
+    slot: int,
+    base: int,
+) -> str:
+    """Built only for the failure that is reported: formatting amounts is not free."""
+    info = catalog.slots[slot]
+    name = info.class_name
+    shown = reasons.amount(info, base)
+    if stage == _CLASS:
+        asked = f"named '{demand.class_name}'" if demand.class_name else "matching its selector"
+        return f"no class {asked} offers the resource of demand #{index}"
+    if stage == _GRANT:
+        return f"it grants no class offering demand #{index}"
+    if stage == _TOLERANCE:
+        return f"no class offering demand #{index} accepts reclaim_tolerance '{tolerance.value}'"
+    if stage == _CAPACITY:
+        capacity = reasons.amount(info, info.capacity)
+        return f"demand #{index} ({shown}) exceeds the capacity of class '{name}' ({capacity})"
+    if stage == _LIMIT:
+        limit = reasons.amount(info, policy.limit[slot])
+        return f"demand #{index} ({shown}) exceeds its limit in class '{name}' ({limit})"
+    reserved = reasons.amount(info, policy.reserved.get(slot, 0))
+    unreserved = reasons.amount(info, info.unreserved_or_zero)
+    return (
+        f"demand #{index} ({shown}) fits neither its reserved share ({reserved}) nor the "
+        f"unreserved capacity ({unreserved}) of never-reclaimable class '{name}'"
+    )

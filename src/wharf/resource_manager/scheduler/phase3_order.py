@@ -1,0 +1,113 @@
+"""Phase 3: the queue order of one pool.
+
+Owns: :class:`PoolQueue`, :func:`order_key`.
+
+Order (first wins): priority lane; then requests whose whole primary route fits in their
+policy's *unused reserved share* (they take nothing from anyone); then higher policy priority;
+then, in fair-sharing pools, the lower dominant resource share of the policy; then FIFO on
+enqueue time; then request id, so the order is total.
+
+A request is queued under its best matching policy in the pool (the first in policy order that
+could ever admit it); that policy gives its priority, lane and share.
+
+Invariants: the order is computed from the ledger at the start of the pool's turn and is
+deterministic. In a fair-sharing pool the queue is a k-way merge of per-policy queues, and a
+policy's share is recomputed after each admission it makes (its usage is the only one that
+changed), so the merge always picks by current shares.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView
+from wharf.resource_manager.scheduler.fair_sharing import dominant_share
+from wharf.resource_manager.scheduler.ledger import Ledger
+from wharf.resource_manager.scheduler.phase2_nominate import Candidate
+
+BaseKey = tuple[int, int, int, tuple[datetime, int]]
+
+
+def order_key(candidate: Candidate, pool_index: int, ledger: Ledger) -> BaseKey:
+    plan = candidate.plans[pool_index][0]
+    policy = plan.policy
+    fits_reserved = bool(policy.reserved) and all(
+        amount <= ledger.unused_reserved(policy, slot) for slot, amount in plan.primary.amounts
+    )
+    return (0 if policy.lane else 1, 0 if fits_reserved else 1, -policy.priority, candidate.fifo)
+
+
+class PoolQueue:
+    """Iterate a pool's candidates in queue order; tell it about admissions (fair sharing)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        ledger: Ledger,
+        pool_index: int,
+        candidates: Sequence[Candidate],
+    ) -> None:
+        self._catalog = catalog
+        self._ledger = ledger
+        self._fair = catalog.pools[pool_index].pool.fair_sharing
+        keyed = sorted(
+            ((order_key(c, pool_index, ledger), c) for c in candidates), key=lambda kc: kc[0]
+        )
+        self._sorted = keyed
+        self._groups: dict[int, list[tuple[BaseKey, Candidate]]] = {}
+        self._versions: dict[int, int] = {}
+        self._shares: dict[int, tuple[int, int]] = {}
+        """Policy index -> (version, dominant share at that version)."""
+        if self._fair:
+            for key, candidate in keyed:
+                policy = candidate.plans[pool_index][0].policy
+                self._groups.setdefault(policy.index, []).append((key, candidate))
+            for group in self._groups.values():
+                group.reverse()  # pop() from the end yields the group in order
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __iter__(self) -> Iterator[Candidate]:
+        if not self._fair:
+            for _, candidate in self._sorted:
+                yield candidate
+            return
+        heap: list[tuple[tuple[int, int, int, int, tuple[datetime, int]], int, int]] = []
+        for policy_index in sorted(self._groups):
+            self._push(heap, policy_index)
+        while heap:
+            _, policy_index, version = heapq.heappop(heap)
+            if version != self._versions.get(policy_index, 0):
+                self._push(heap, policy_index)  # its share changed since it was pushed
+                continue
+            group = self._groups[policy_index]
+            _, candidate = group.pop()
+            yield candidate
+            if group:
+                self._push(heap, policy_index)
+
+    def _push(
+        self,
+        heap: list[tuple[tuple[int, int, int, int, tuple[datetime, int]], int, int]],
+        policy_index: int,
+    ) -> None:
+        group = self._groups[policy_index]
+        if not group:
+            return
+        lane, fits, priority, fifo = group[-1][0]
+        version = self._versions.get(policy_index, 0)
+        cached = self._shares.get(policy_index)
+        if cached is None or cached[0] != version:  # only admissions change a share
+            policy = self._catalog.policies[policy_index]
+            cached = (version, dominant_share(self._catalog, self._ledger, policy))
+            self._shares[policy_index] = cached
+        key = (lane, fits, priority, cached[1], fifo)
+        heapq.heappush(heap, (key, policy_index, version))
+
+    def admitted(self, policy: PolicyView) -> None:
+        """A request was admitted through ``policy``: its share may have changed."""
+        if self._fair:
+            self._versions[policy.index] = self._versions.get(policy.index, 0) + 1

@@ -1,0 +1,226 @@
+"""Phase 6: walk each pool's queue and admit, claim, preempt or wait.
+
+Owns: :class:`Admitter`.
+
+Pools are visited in rank order and each pool's queue in queue order (phase 3). For every
+candidate not yet admitted elsewhere this cycle:
+
+- if a route fits (phase 4), admit it: one allocation per demand (plus grant defaults), with
+  target settings merged pool < class < policy < grant, and charge the ledger;
+- if it is blocked by capacity and none of the slots it lacks is claimed yet, it is the *head*
+  of those slots: unless it fits right now in a lower-ranked pool, it may preempt
+  (phase 5) and it *claims* the free part of every slot of its route, so requests behind it
+  can only backfill capacity it cannot use and it is never starved;
+- otherwise it waits, with the reason of the most useful blocker.
+
+Invariants: a request is admitted at most once and claims in at most one pool per cycle; a
+request that claimed or was admitted is never a victim in the same cycle (victims come only
+from allocations that existed at the start of the cycle); each victim is taken at most once.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from wharf.resource_manager.domain.requests import Allocation
+from wharf.resource_manager.scheduler import reasons
+from wharf.resource_manager.scheduler.catalog import Catalog
+from wharf.resource_manager.scheduler.decisions import Admission, Preemption, Wait
+from wharf.resource_manager.scheduler.holders import HolderIndex
+from wharf.resource_manager.scheduler.ledger import Holding
+from wharf.resource_manager.scheduler.phase2_nominate import Candidate
+from wharf.resource_manager.scheduler.phase3_order import PoolQueue
+from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitter
+from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
+from wharf.resource_manager.scheduler.routes import Route
+
+ALLOCATION_NAMESPACE = uuid.UUID("6f1f7d0e-5f55-4a43-9d4c-2b6d0c1f3a77")
+"""Allocation ids are uuid5(namespace, request id + pick): pure and stable across retries."""
+
+
+@dataclass(slots=True)
+class Admitter:
+    catalog: Catalog
+    fitter: Fitter
+    holders: HolderIndex
+    admissions: list[Admission] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
+    taken: set[UUID] = field(default_factory=set)
+    claims: dict[int, UUID] = field(default_factory=dict)
+    """Slot -> the head that claimed it this cycle."""
+    trace: UUID | None = None
+    """A request whose notes in every pool are kept in :attr:`traced` (for explain)."""
+    traced: dict[int, tuple[int, str]] = field(default_factory=dict)
+    queue_lengths: dict[int, int] = field(default_factory=dict)
+    _behind: dict[tuple[int, UUID], str] = field(default_factory=dict)
+
+    def run(self, candidates: Sequence[Candidate]) -> None:
+        by_pool: dict[int, list[Candidate]] = {}
+        for candidate in candidates:
+            for pool_index in candidate.plans:
+                by_pool.setdefault(pool_index, []).append(candidate)
+        ledger = self.fitter.ledger
+        for pool_view in self.catalog.pools:
+            waiting = [c for c in by_pool.get(pool_view.index, ()) if not c.decided]
+            if not waiting:
+                continue
+            queue = PoolQueue(self.catalog, ledger, pool_view.index, waiting)
+            self.queue_lengths[pool_view.index] = len(queue)
+            for position, candidate in enumerate(queue, start=1):
+                result = self.fitter.try_pool(candidate, pool_view.index)
+                if isinstance(result, Route):
+                    self._admit(candidate, result)
+                    queue.admitted(result.policy)
+                else:
+                    self._blocked(candidate, pool_view.index, position, result)
+
+    def _admit(self, candidate: Candidate, route: Route) -> None:
+        request = candidate.request
+        policy = route.policy
+        pool = self.catalog.pools[policy.pool_index].pool
+        allocations: list[Allocation] = []
+        for pick in route.picks:
+            descriptor = pick.descriptor
+            if pick.demand_index is not None:
+                demand = request.demands[pick.demand_index]
+                quantity = demand.quantity
+                unit = demand.unit or descriptor.default_unit or descriptor.base_unit.name
+                key = str(pick.demand_index)
+            else:
+                quantity, unit = pick.base, descriptor.base_unit.name
+                key = (
+                    f"default:{self.catalog.classes[pick.class_index].spec.name}:{descriptor.name}"
+                )
+            settings = self.catalog.target_settings(policy, pick.class_index)
+            allocations.append(
+                Allocation.model_construct(
+                    id=uuid.uuid5(ALLOCATION_NAMESPACE, f"{request.id}:{key}"),
+                    request_id=request.id,
+                    demand_index=pick.demand_index,
+                    pool_id=pool.id,
+                    class_name=self.catalog.classes[pick.class_index].spec.name,
+                    resource=descriptor.name,
+                    resource_kind=descriptor.kind,
+                    quantity=quantity,
+                    unit=unit,
+                    base_quantity=pick.base,
+                    policy_id=policy.policy.id,
+                    priority=policy.priority,
+                    priority_lane=policy.lane,
+                    target_settings=copy.deepcopy(settings) if settings else {},
+                )
+            )
+        self.fitter.ledger.add(
+            Holding(
+                policy=policy,
+                pool_index=policy.pool_index,
+                amounts=route.amounts,
+                class_indices=route.class_indices,
+            )
+        )
+        candidate.decided = True
+        self.admissions.append(
+            Admission(
+                request_id=request.id,
+                pool_id=pool.id,
+                policy_id=policy.policy.id,
+                allocations=tuple(allocations),
+                reason=reasons.admitted(self.catalog, policy),
+            )
+        )
+
+    def _blocked(
+        self, candidate: Candidate, pool_index: int, position: int, blockers: list[Blocker]
+    ) -> None:
+        capacity = None
+        for blocker in blockers:
+            if blocker.kind is BlockKind.CAPACITY:
+                capacity = blocker
+                break
+        if capacity is None or candidate.claimed:
+            self._note(candidate, pool_index, position, blockers[0].reason)
+            return
+        claims = self.claims
+        claimed = [slot for slot in capacity.lacking if slot in claims]
+        if claimed:
+            # An earlier head owns this gap; preempting for it again would only waste work.
+            slot = claimed[0]
+            key = (slot, claims[slot])
+            reason = self._behind.get(key)
+            if reason is None:  # deep queues repeat this for every entry: format it once
+                info = self.catalog.slots[slot]
+                reason = reasons.waiting_behind(self.catalog, info, str(claims[slot]))
+                self._behind[key] = reason
+            self._note(candidate, pool_index, position, reason)
+            return
+        if not candidate.deferred:
+            # Prefer admission in a lower-ranked pool over claiming or preempting here. Checked
+            # once per candidate and cycle: the check is a full fit, and a deep queue of
+            # identical requests would otherwise repeat it for every entry.
+            candidate.deferred = True
+            for later in sorted(candidate.plans):
+                if later > pool_index and self.fitter.fits_somewhere(candidate, later):
+                    note = reasons.deferred_to(self.catalog, later)
+                    self._note(candidate, pool_index, position, note)
+                    return
+        plan = next(p for p in candidate.plans[pool_index] if p.policy is capacity.policy)
+        outcome = plan_preemption(
+            self.fitter, self.holders, candidate, plan, capacity, taken=self.taken
+        )
+        if isinstance(outcome, PreemptionPlan):
+            self._preempt(candidate, outcome)
+            reason = reasons.preempting(self.catalog, pool_index, len(outcome.victims))
+        else:
+            reason = outcome
+        self.fitter.ledger.claim(capacity.route.amounts)
+        for slot, _ in capacity.route.amounts:
+            self.claims.setdefault(slot, candidate.request.id)
+        candidate.claimed = True
+        candidate.note = None  # the claim's pool is the one to report
+        self._note(candidate, pool_index, position, reason)
+
+    def _preempt(self, candidate: Candidate, plan: PreemptionPlan) -> None:
+        for index, victim in enumerate(plan.victims):
+            self.taken.add(victim.request.id)
+            self.fitter.ledger.mark_returning(victim.holding)
+            why = plan.why.get(index, "")
+            self.preemptions.append(
+                Preemption(
+                    victim_id=victim.request.id,
+                    preemptor_id=candidate.request.id,
+                    reason=reasons.PREEMPTED_FOR.format(preemptor=candidate.request.id, why=why),
+                )
+            )
+
+    def _note(self, candidate: Candidate, pool_index: int, position: int, reason: str) -> None:
+        # Only one note is kept per candidate (allocations are what makes big cycles slow);
+        # explain() traces one request to see all of them.
+        if candidate.note is None:
+            candidate.note = (pool_index, position, reason)
+        if self.trace is not None and candidate.request.id == self.trace:
+            self.traced[pool_index] = (position, reason)
+
+    def waits(self, candidates: Sequence[Candidate]) -> list[Wait]:
+        """One wait per candidate not admitted, about the pool of its note."""
+        waits: list[Wait] = []
+        for candidate in candidates:
+            if candidate.decided:
+                continue
+            note = candidate.note
+            if note is None:  # queued nowhere this cycle (cannot happen; kept total)
+                pool_index, position, reason = min(candidate.plans), None, "Waiting."
+            else:
+                pool_index, position, reason = note
+            waits.append(
+                Wait(
+                    request_id=candidate.request.id,
+                    reason=reason,
+                    pool_id=self.catalog.pools[pool_index].pool.id,
+                    position=position,
+                )
+            )
+        return waits

@@ -1,0 +1,100 @@
+"""Every reason text the scheduler writes, in one place.
+
+Owns: the canonical sentences (``NO_POLICY_MATCHES`` ...) and the builders that add details.
+
+Invariant: each rejection or wait starts with a stable, canonical sentence that clients and
+tests may match on; details (names, amounts) follow in further sentences. Amounts are rendered
+with the resource's largest exact unit (``8 GPU``, ``512 GiB``).
+"""
+
+from __future__ import annotations
+
+from wharf.resource_manager.domain.units import format_base
+from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, SlotInfo
+
+NO_POLICY_MATCHES = "No resource policy matches any of the request subjects."
+NO_POLICY_ADMITTED = "No resource policy admitted this request."
+NO_RESERVED_SHARE_FOR_NONE = (
+    "No grant reserved share satisfies this request with reclaim_tolerance 'none'."
+)
+NO_POOL_MATCHES_SELECTOR = "No resource pool matches the request's pool selector."
+ADMITTED = "Admitted."
+PREEMPTED_FOR = "Preempted to free resources for request {preemptor}: {why}."
+
+
+def amount(slot: SlotInfo, base: int | None) -> str:
+    return format_base(slot.descriptor, base)
+
+
+def amount_of(slot: SlotInfo, base: int | None) -> str:
+    """``8 GiB of memory``, but ``2 GPU`` where the unit already names the resource."""
+    text = amount(slot, base)
+    return text if text.endswith(f" {slot.resource}") else f"{text} of {slot.resource}"
+
+
+def where(catalog: Catalog, slot: SlotInfo) -> str:
+    pool = catalog.pools[slot.pool_index].pool.name
+    return f"class '{slot.class_name}' of pool '{pool}'"
+
+
+def unknown_pool(pool: str) -> str:
+    return f"Resource pool '{pool}' does not exist."
+
+
+def admitted(catalog: Catalog, policy: PolicyView) -> str:
+    pool = catalog.pools[policy.pool_index].pool.name
+    return f"Admitted to pool '{pool}' by policy '{policy.policy.name}'."
+
+
+def waiting_capacity(catalog: Catalog, slot: SlotInfo, needed: int, free: int) -> str:
+    return (
+        f"Waiting for capacity: needs {amount_of(slot, needed)} in {where(catalog, slot)}, "
+        f"{amount(slot, free)} free."
+    )
+
+
+def waiting_limit(catalog: Catalog, policy: PolicyView, slot: SlotInfo, used: int) -> str:
+    limit = policy.limit[slot.index]
+    return (
+        f"Waiting for policy '{policy.policy.name}' limit: {amount(slot, used)} of "
+        f"{amount_of(slot, limit)} in {where(catalog, slot)} in use."
+    )
+
+
+def waiting_share(catalog: Catalog, policy: PolicyView, slot: SlotInfo) -> str:
+    return (
+        f"Waiting for policy '{policy.policy.name}' reserved share or unreserved capacity of "
+        f"{slot.resource} in {where(catalog, slot)}, which is never reclaimable."
+    )
+
+
+def waiting_concurrency(scope: str, limit: int) -> str:
+    return f"Waiting for a free slot: the concurrency limit {limit} of {scope} is reached."
+
+
+def waiting_behind(catalog: Catalog, slot: SlotInfo, head: str) -> str:
+    return (
+        f"Waiting behind request {head}, which holds the claim on {slot.resource} in "
+        f"{where(catalog, slot)}."
+    )
+
+
+def waiting_returning(count_hint: str) -> str:
+    return f"Waiting for preempted allocations to release capacity ({count_hint})."
+
+
+def preempting(catalog: Catalog, pool_index: int, count: int) -> str:
+    pool = catalog.pools[pool_index].pool.name
+    noun = "allocation" if count == 1 else "allocations"
+    return f"Preempting {count} {noun} to make room in pool '{pool}'."
+
+
+def deferred_to(catalog: Catalog, pool_index: int) -> str:
+    return f"Blocked here; trying pool '{catalog.pools[pool_index].pool.name}' where it fits."
+
+
+def search_exhausted(policy: PolicyView) -> str:
+    return (
+        f"Waiting: no class assignment of policy '{policy.policy.name}' fits within the "
+        "search budget."
+    )

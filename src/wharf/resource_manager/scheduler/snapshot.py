@@ -1,0 +1,70 @@
+"""The scheduler's input: an immutable snapshot of the Resource Manager's state, and options.
+
+Owns: :class:`Snapshot`, :class:`SchedulerOptions`.
+
+Invariants: a snapshot is never mutated by the scheduler; ids are unique within each
+collection (checked by :meth:`Snapshot.of`); requests in terminal statuses may be present and
+are ignored. The service builds a snapshot inside the transaction that will apply the cycle's
+decisions, so the decisions are consistent with exactly this state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from wharf.core.errors import InputError
+from wharf.resource_manager.domain.policies import Policy
+from wharf.resource_manager.domain.pools import Pool
+from wharf.resource_manager.domain.requests import ResourceRequest
+from wharf.resource_manager.domain.units import STOCK_DESCRIPTORS, ResourceDescriptor
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOptions:
+    restart_sweep_interval: timedelta | None = None
+    """Set for the first cycle after a restart or leader change: every live lease is extended
+    by this interval and nothing is expired in that cycle."""
+    route_search_budget: int = 256
+    """Most partial class assignments tried per (request, policy) before giving up; bounds the
+    cost of requests with many demands and many candidate classes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    descriptors: tuple[ResourceDescriptor, ...]
+    pools: tuple[Pool, ...]
+    policies: tuple[Policy, ...]
+    requests: tuple[ResourceRequest, ...]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        pools: Iterable[Pool],
+        policies: Iterable[Policy],
+        requests: Iterable[ResourceRequest],
+        descriptors: Iterable[ResourceDescriptor] = STOCK_DESCRIPTORS,
+    ) -> Snapshot:
+        """Build a snapshot, rejecting duplicate ids or names (InputError)."""
+        snapshot = cls(
+            descriptors=tuple(descriptors),
+            pools=tuple(pools),
+            policies=tuple(policies),
+            requests=tuple(requests),
+        )
+        _unique("resource descriptor", [d.name for d in snapshot.descriptors])
+        _unique("pool id", [str(p.id) for p in snapshot.pools])
+        _unique("pool name", [p.name for p in snapshot.pools])
+        _unique("policy id", [str(p.id) for p in snapshot.policies])
+        _unique("request id", [str(r.id) for r in snapshot.requests])
+        return snapshot
+
+
+def _unique(label: str, values: list[str]) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise InputError(f"Duplicate {label} in snapshot: {value}.")
+        seen.add(value)

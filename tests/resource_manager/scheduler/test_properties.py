@@ -1,0 +1,124 @@
+"""Property tests: random worlds driven through many cycles must keep every invariant.
+
+Invariants (see ``worlds.check_invariants``): never over-allocate (per slot, per grant limit,
+per concurrency limit, never-reclaimable shares); all-or-nothing admission from one pool and
+one policy; no victim preempts in the same cycle and each victim is taken once; priority-lane
+allocations and tolerance ``none`` are never victims; nothing expires before its deadline;
+and the same snapshot and ``now`` give the same decisions whatever the input order.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.resource_manager.builders import at
+from tests.resource_manager.scheduler.worlds import (
+    check_invariants,
+    new_requests,
+    snapshot_of,
+    worlds,
+)
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.domain import ResourceRequest, release
+from wharf.resource_manager.scheduler import Snapshot, apply_decisions, schedule
+
+# WHARF_RM_EXAMPLES=2000 pytest ... runs a long bug hunt; the default keeps the suite fast.
+PROFILE = settings(
+    max_examples=int(os.environ.get("WHARF_RM_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _with(snapshot: Snapshot, requests: list[ResourceRequest]) -> Snapshot:
+    return Snapshot(snapshot.descriptors, snapshot.pools, snapshot.policies, tuple(requests))
+
+
+@PROFILE
+@given(world=st.one_of(worlds(), worlds(contended=True)), data=st.data())
+def test_random_histories_keep_every_invariant(world, data):
+    state = snapshot_of(world, [])
+    contended = len(world.pools) == 1 and all(p.concurrency_limit is None for p in world.pools)
+    now = 0
+    for cycle in range(data.draw(st.integers(3, 8), label="cycles")):
+        now += data.draw(st.sampled_from([1, 4, 15]), label="elapsed")
+        arrivals = data.draw(new_requests(f"c{cycle}", now, contended), label="arrivals")
+        requests = list(state.requests) + arrivals
+        # holders finish at random, preempted ones included (that is how capacity returns)
+        finished = data.draw(
+            st.sets(st.integers(0, max(0, len(requests) - 1)), max_size=3), label="finished"
+        )
+        requests = [
+            release(r, at(now)) if i in finished and r.holds_capacity else r
+            for i, r in enumerate(requests)
+        ]
+        before = _with(state, requests)
+        decisions = schedule(before, at(now))
+        state = apply_decisions(before, decisions)
+        check_invariants(before, decisions, state)
+
+
+@PROFILE
+@given(world=worlds(), data=st.data())
+def test_same_snapshot_and_now_give_the_same_decisions_in_any_input_order(world, data):
+    state = snapshot_of(world, [])
+    for cycle in range(3):
+        requests = list(state.requests) + data.draw(new_requests(f"c{cycle}", cycle))
+        state = apply_decisions(_with(state, requests), schedule(_with(state, requests), at(cycle)))
+    requests = list(state.requests) + data.draw(new_requests("last", 10))
+    snapshot = _with(state, requests)
+    shuffler = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    shuffled = Snapshot(
+        snapshot.descriptors,
+        tuple(shuffler.sample(snapshot.pools, len(snapshot.pools))),
+        tuple(shuffler.sample(snapshot.policies, len(snapshot.policies))),
+        tuple(shuffler.sample(snapshot.requests, len(snapshot.requests))),
+    )
+    assert schedule(snapshot, at(11)) == schedule(snapshot, at(11))
+    assert schedule(shuffled, at(11)) == schedule(snapshot, at(11))
+
+
+@PROFILE
+@given(world=worlds(contended=True), data=st.data())
+def test_a_victims_resubmission_never_preempts_its_preemptor(world, data):
+    """Right after a preemption, the victim comes back with the same demands: it must not take
+    the capacity back from the request that preempted it (no ping-pong)."""
+    state = snapshot_of(world, [])
+    for cycle in range(4):
+        requests = list(state.requests) + data.draw(new_requests(f"c{cycle}", cycle, True))
+        before = _with(state, requests)
+        decisions = schedule(before, at(cycle))
+        state = apply_decisions(before, decisions)
+        for preemption in decisions.preemptions:
+            _check_no_ping_pong(state, preemption.victim_id, preemption.preemptor_id, cycle)
+
+
+def _check_no_ping_pong(state: Snapshot, victim_id, preemptor_id, cycle: int) -> None:
+    victim = next(r for r in state.requests if r.id == victim_id)
+    clone = victim.model_copy(
+        update={
+            "id": uuid.uuid5(victim_id, "resubmitted"),
+            "status": S.PENDING,
+            "status_reason": None,
+            "allocations": (),
+            "allocated_at": None,
+            "preemption_initiated_by_id": None,
+            "created_at": at(cycle + 0.5),
+            "lease_expires_at": None,
+            "allocation_deadline": None,
+        }
+    )
+    requests = [release(r, at(cycle + 0.5)) if r.id == victim_id else r for r in state.requests]
+    follow = _with(state, [*requests, clone])
+    for extra in range(1, 3):
+        decisions = schedule(follow, at(cycle + extra))
+        for preemption in decisions.preemptions:
+            assert not (
+                preemption.preemptor_id == clone.id and preemption.victim_id == preemptor_id
+            ), "a victim's resubmission preempted its preemptor"
+        follow = apply_decisions(follow, decisions)
