@@ -141,3 +141,13 @@ def isolated_double(x: int) -> int:
 @step
 def noop() -> None:
     return None
+
+
+@step(enable_cache=False)
+def freeze() -> int:
+    """Stop this process (as a hung machine would): no more heartbeats, no exit."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return 0

@@ -269,3 +269,21 @@ def test_runs_show_stopped_run_json(process_workspace: Workspace, tmp_path: Path
     )
     data = json.loads(shown.stdout)
     assert data["status"] == "stopped" and data["steps"][0]["status"] == "stopped"
+
+
+def test_hung_step_is_failed_when_its_heartbeat_is_lost(process_workspace: Workspace):
+    """The process is alive but silent: the lost-heartbeat sweep fails the step and the
+    orchestrator ends the process; the run follows its execution mode."""
+
+    @pipeline
+    def p() -> None:
+        frozen = steps_lib.freeze()
+        steps_lib.double(frozen)
+
+    run = p.run_in(process_workspace)
+    found = steps(process_workspace, run.id)
+    step = found["freeze"]
+    assert step.status is ExecutionStatus.FAILED
+    assert step.status_reason.startswith("Heartbeat lost")
+    assert "double" not in found
+    assert run.status is ExecutionStatus.FAILED

@@ -1,7 +1,8 @@
 """Which class implements each component flavor, as import strings (no global registry).
 
-Integrations (Kubernetes) are listed by import string so that the SDK never imports them
-unless a stack uses them.
+It lives in ``config`` so that every layer (the SDK, and a step's own process) can resolve a
+stack's components; integrations (Kubernetes) are listed by import string so that nothing
+imports them unless a stack uses them.
 """
 
 from __future__ import annotations

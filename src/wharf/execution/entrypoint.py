@@ -1,4 +1,4 @@
-"""Entry point of an isolated step's own process: ``python -m wharf.sdk.step_entrypoint ID``.
+"""Entry point of an isolated step's own process: ``python -m wharf.execution.entrypoint ID``.
 
 Given a step run id (whose record is running), it opens the same store (from the environment
 the parent set), loads the step's spec, inputs and code, runs the user function in the main
@@ -14,32 +14,44 @@ import os
 import sys
 from uuid import UUID
 
+from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
+from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner, import_step
-from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunUpdate
 
 logger = logging.getLogger("wharf.step")
 
 
 def run_step_process(step_run_id: UUID) -> int:
-    workspace = Workspace.open(load_config())
+    from wharf.store.sql.store import SqlStore
+
+    config = load_config()
+    store = SqlStore.open(config.store_url)
     try:
-        store = workspace.store
         record = store.steps.get(step_run_id)
         run = store.runs.get(record.run_id)
         snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
-        stack = (
-            store.stacks.get_stack(snapshot.stack_id)
-            if snapshot.stack_id
-            else workspace.active_stack()
+        if snapshot.stack_id is None:
+            raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
+        stack = store.stacks.get_stack(snapshot.stack_id)
+        artifact_store = instantiate_component(
+            store.stacks.get_component(stack.components[ComponentType.ARTIFACT_STORE])
         )
-        artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
-        services = workspace.run_services(artifact_store)
+        services = RunServices(
+            store=store,
+            artifact_store=artifact_store,
+            materializers=default_registry(),
+            project_id=run.project_id,
+            user_id=run.user_id,
+            heartbeat_interval=config.heartbeat_interval,
+        )
         store.steps.update(record.id, StepRunUpdate(pid=os.getpid()))
         region = InterruptibleRegion()
         worker = None
@@ -55,14 +67,14 @@ def run_step_process(step_run_id: UUID) -> int:
                 worker.stop()
         return 0 if final.status is ExecutionStatus.COMPLETED else 1
     finally:
-        workspace.close()
+        store.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m wharf.sdk.step_entrypoint STEP_RUN_ID", file=sys.stderr)
+        print("usage: python -m wharf.execution.entrypoint STEP_RUN_ID", file=sys.stderr)
         return 2
     try:
         return run_step_process(UUID(args[0]))

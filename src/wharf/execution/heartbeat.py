@@ -30,9 +30,10 @@ FIRST_RETRY_FRACTION = 0.25
 
 
 def liveness_timeout_for(interval: float) -> float:
-    """How long the store waits for the next beat before declaring the step lost: three
-    missed regular beats plus slack, so transient store errors never fail a healthy step."""
-    return 4 * interval + 15.0
+    """How long the store waits for the next beat before declaring the step lost: four
+    missed regular beats plus a second of slack, so transient store errors (retried sooner
+    than the interval) never fail a healthy step."""
+    return 5 * interval + 1.0
 
 
 @dataclass

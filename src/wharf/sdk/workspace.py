@@ -126,10 +126,6 @@ class Workspace:
         )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
-        from wharf.sdk.flavors import flavor_class
+        from wharf.execution.components import instantiate_component
 
-        record = self.store.stacks.get_component(stack.components[type])
-        cls = flavor_class(type, record.flavor)
-        if type is ComponentType.ARTIFACT_STORE:
-            return cls(Path(record.configuration["path"]), id=record.id)
-        return cls(record)
+        return instantiate_component(self.store.stacks.get_component(stack.components[type]))

@@ -1,0 +1,21 @@
+"""Building stack component objects from their records (flavor -> class, configuration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from wharf.config.flavors import flavor_class
+from wharf.core.enums import ComponentType
+from wharf.core.errors import InputError
+from wharf.store.models import ComponentRecord
+
+
+def instantiate_component(record: ComponentRecord) -> Any:
+    cls = flavor_class(record.type, record.flavor)
+    if record.type is ComponentType.ARTIFACT_STORE:
+        path = record.configuration.get("path")
+        if not isinstance(path, str) or not path:
+            raise InputError(f"Artifact store '{record.name}' has no 'path' configured.")
+        return cls(Path(path), id=record.id)
+    return cls(record)
