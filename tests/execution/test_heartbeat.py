@@ -31,12 +31,13 @@ class Script:
 
 
 def run_beats(worker: HeartbeatWorker, count: int) -> list[float]:
-    """Run the worker's loop for ``count`` beats with a fake wait; return the waits."""
+    """Run the worker's loop for ``count`` beats with a fake wait; return the waits that
+    preceded them (the worker waits one interval before each beat)."""
     waits: list[float] = []
 
     def fake_wait(seconds: float) -> bool:
         waits.append(seconds)
-        return len(waits) >= count
+        return len(waits) > count
 
     worker.wait = fake_wait  # type: ignore[method-assign]
     worker.run()
@@ -48,7 +49,7 @@ def test_beats_every_interval_with_liveness_timeout():
     stops = []
     worker = HeartbeatWorker("s", script, stops.append, interval=2.0)
     waits = run_beats(worker, 3)
-    assert waits == [2.0, 2.0, 2.0]
+    assert waits[:3] == [2.0, 2.0, 2.0]
     assert script.timeouts == [liveness_timeout_for(2.0)] * 3
     assert worker.stats.beats == 3 and stops == []
 
@@ -74,14 +75,14 @@ def test_transient_errors_are_retried_sooner_and_recover():
     script = Script([ConnectionError("down"), ConnectionError("down"), response(), response()])
     worker = HeartbeatWorker("s", script, lambda r: None, interval=8.0)
     waits = run_beats(worker, 4)
-    assert waits == [2.0, 4.0, 8.0, 8.0]
+    assert waits == [8.0, 2.0, 4.0, 8.0, 8.0]
     assert worker.stats.failures == 2 and worker.stats.beats == 2
 
 
 def test_backoff_is_capped_at_the_interval():
     worker = HeartbeatWorker("s", Script([OSError("x")]), lambda r: None, interval=8.0)
     waits = run_beats(worker, 6)
-    assert waits == [2.0, 4.0, 8.0, 8.0, 8.0, 8.0]
+    assert waits == [8.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]
 
 
 def test_an_outage_shorter_than_the_liveness_timeout_is_survived():
@@ -97,4 +98,4 @@ def test_start_and_stop_thread():
     worker = HeartbeatWorker("s", Script([response()]), lambda r: None, interval=3600)
     worker.start()
     worker.stop()
-    assert worker.stats.beats == 1
+    assert worker.stats.beats == 0  # stopped before its first interval passed

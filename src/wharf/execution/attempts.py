@@ -18,7 +18,7 @@ from typing import Protocol
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
-from wharf.execution.heartbeat import HeartbeatWorker
+from wharf.execution.heartbeat import HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
@@ -230,6 +230,11 @@ class IsolatedExecutor:
         except Exception as exc:
             reason = f"The step process could not start: {describe_exception(exc)}"
             return AttemptResult(self._record_lost(record, reason, reason), {})
+        if spec.config.enable_heartbeat:
+            # Start the liveness clock now: a process that hangs before its first beat is
+            # then lost like any other.
+            interval = self.services.heartbeat_interval
+            store.steps.update_heartbeat(record.id, liveness_timeout_for(interval))
         try:
             result = self._wait(backend, handle, record)
         finally:

@@ -1,6 +1,7 @@
 """The heartbeat worker: a thread per running step that tells the store the step is alive.
 
-Every ``interval`` seconds it calls ``update_step_heartbeat(step_run_id, liveness_timeout)``.
+Every ``interval`` seconds (the first time one interval after the start) it calls
+``update_step_heartbeat(step_run_id, liveness_timeout)``.
 The response carries the step's and its run's status; when either says stop or cancel, the
 worker calls ``on_stop`` (which interrupts the step's user code) — once per distinct signal,
 and it keeps beating, because the step's shutdown (publishing outputs, the final status) must
@@ -102,11 +103,11 @@ class HeartbeatWorker:
         return response
 
     def run(self) -> None:
-        """The loop: beat at once, then every interval (longer after failures) until stopped."""
-        while True:
+        """The loop: beat every interval (sooner after a failure) until stopped. The first
+        beat comes after one interval: a step's record was just written, and short steps
+        should not pay for a beat they do not need."""
+        while not self.wait(self.next_delay()):
             self.beat_once()
-            if self.wait(self.next_delay()):
-                return
 
     def start(self) -> HeartbeatWorker:
         self._thread = threading.Thread(target=self.run, name=f"heartbeat-{self.name}", daemon=True)

@@ -27,7 +27,7 @@ from wharf.execution.caching import (
     find_cached_step,
 )
 from wharf.execution.interrupt import InterruptibleRegion
-from wharf.execution.runtime import select_runtime
+from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord
 
@@ -56,8 +56,7 @@ class StepLauncher:
         inline: AttemptExecutor,
         isolated: AttemptExecutor | None = None,
         record_specs: bool = False,
-        isolate_all: bool = False,
-        can_isolate: bool = False,
+        runtimes: RuntimePolicy | None = None,
     ) -> None:
         self._services = services
         self._run_id = run_id
@@ -65,14 +64,11 @@ class StepLauncher:
         self._inline = inline
         self._isolated = isolated
         self._record_specs = record_specs
-        self._isolate_all = isolate_all
-        self._can_isolate = can_isolate
+        self._runtimes = runtimes or RuntimePolicy(has_isolation=isolated is not None)
         self._warned: set[str] = set()
 
     def runtime_for(self, spec: StepSpec) -> StepRuntime:
-        if self._isolate_all and self._isolated is not None:
-            return StepRuntime.ISOLATED
-        choice = select_runtime(spec.name, spec.config, self._can_isolate)
+        choice = self._runtimes.choose(spec.name, spec.config)
         if choice.warning and spec.name not in self._warned:
             self._warned.add(spec.name)
             logger.warning(choice.warning)
@@ -83,6 +79,11 @@ class StepLauncher:
             return self._isolated
         return self._inline
 
+    def check_step(self, spec: StepSpec) -> None:
+        """Raise if the step's settings cannot be honoured where it would run."""
+        runtime = self._runtimes.choose(spec.name, spec.config).runtime
+        check_reclaim_tolerance(spec.name, spec.config, runtime)
+
     def launch(
         self,
         spec: StepSpec,
@@ -90,6 +91,7 @@ class StepLauncher:
         region: InterruptibleRegion,
     ) -> StepOutcome:
         try:
+            self.check_step(spec)
             cache_key = compute_step_cache_key(
                 self._services,
                 spec,

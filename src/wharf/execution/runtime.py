@@ -14,7 +14,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wharf.config.spec import StepConfig
-from wharf.core.enums import StepRuntime
+from wharf.core.enums import ReclaimTolerance, StepRuntime
+from wharf.core.errors import IllegalOperationError
+
+
+@dataclass(frozen=True)
+class RuntimePolicy:
+    """Where an orchestrator runs steps: can it isolate, and does it isolate every static step."""
+
+    can_isolate: bool = False
+    """The orchestrator itself can run steps in their own processes."""
+    has_isolation: bool = False
+    """Some isolation is available (the orchestrator's, or a step operator's)."""
+    isolate_all: bool = False
+    """Run every step isolated (static pipelines on process orchestrators)."""
+
+    def choose(self, step_name: str, config: StepConfig) -> RuntimeChoice:
+        if self.isolate_all and self.has_isolation:
+            return RuntimeChoice(StepRuntime.ISOLATED)
+        choice = select_runtime(step_name, config, self.can_isolate)
+        if choice.runtime is StepRuntime.ISOLATED and not self.has_isolation:
+            return RuntimeChoice(StepRuntime.INLINE, choice.warning)
+        return choice
 
 
 @dataclass(frozen=True)
@@ -38,3 +59,30 @@ def select_runtime(step_name: str, config: StepConfig, supports_isolated: bool) 
     if supports_isolated and resources is not None and resources.has_basic_resource_demands:
         return RuntimeChoice(StepRuntime.ISOLATED)
     return RuntimeChoice(StepRuntime.INLINE)
+
+
+def check_reclaim_tolerance(step_name: str, config: StepConfig, runtime: StepRuntime) -> None:
+    """Refuse resource settings that cannot be honoured (checked when a run is created).
+
+    An inline step shares the orchestration process, so it cannot give its resources back
+    early: an explicitly reclaimable tolerance is an error. An isolated step that may be
+    reclaimed must renew its lease through heartbeats: with heartbeats off it is an error.
+    An unset tolerance is never an error (it defaults per runtime).
+    """
+    resources = config.resources
+    if resources is None or resources.reclaim_tolerance is None:
+        return
+    tolerance = resources.reclaim_tolerance
+    if tolerance is ReclaimTolerance.NONE:
+        return
+    if runtime is StepRuntime.INLINE:
+        raise IllegalOperationError(
+            f"Step `{step_name}` is configured with reclaim tolerance `{tolerance.value}` but "
+            "will run inline. Inline steps are not reclaimable. Configure the step to run "
+            "isolated or set reclaim tolerance to `none`."
+        )
+    if not config.enable_heartbeat:
+        raise IllegalOperationError(
+            f"Step `{step_name}` is configured with reclaim tolerance `{tolerance.value}` but "
+            "heartbeat is disabled. Enable heartbeat or set reclaim tolerance to `none`."
+        )

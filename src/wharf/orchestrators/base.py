@@ -30,6 +30,7 @@ from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_lifecycle import finish_run, start_run
+from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
@@ -88,11 +89,20 @@ class BaseOrchestrator(ABC):
     def run(self, job: RunJob) -> PipelineRunRecord:
         services = job.services
         spec = job.snapshot.spec
+        has_isolation = self.supports_isolated_steps or job.step_operator is not None
+        runtimes = RuntimePolicy(
+            can_isolate=self.supports_isolated_steps,
+            has_isolation=has_isolation,
+            isolate_all=self.isolates_static_steps and not spec.dynamic,
+        )
+        for step_spec in spec.steps.values():  # refuse the run before it starts
+            runtime = runtimes.choose(step_spec.name, step_spec.config).runtime
+            check_reclaim_tolerance(step_spec.name, step_spec.config, runtime)
         run = start_run(services.store, job.placeholder, f"{self.flavor}-{uuid.uuid4().hex}")
         runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
         inline = InlineExecutor(services, runner, services.heartbeat_interval)
         isolated = None
-        if self.supports_isolated_steps or job.step_operator is not None:
+        if has_isolation:
             isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job))
         launcher = StepLauncher(
             services,
@@ -101,8 +111,7 @@ class BaseOrchestrator(ABC):
             inline=inline,
             isolated=isolated,
             record_specs=spec.dynamic or isolated is not None,
-            isolate_all=self.isolates_static_steps and not spec.dynamic,
-            can_isolate=self.supports_isolated_steps,
+            runtimes=runtimes,
         )
         try:
             if spec.dynamic:
