@@ -1,0 +1,131 @@
+"""The embedded default pool: ``local``, describing this machine, and a policy admitting the
+local user.
+
+Owns: :func:`ensure_local_pool`, :func:`local_pool_spec`, :func:`gpu_class_name`.
+
+Shape of the pool:
+- class ``default``: every CPU (in mCPU) and all memory, never reclaimable;
+- one class per GPU model (``gpu-<model>``): that many GPUs, attributes ``model`` and
+  ``memory_bytes``, never reclaimable;
+- pool concurrency limit ``isolated_step_slots``: at most that many requests hold capacity at
+  once (each isolated step holds one request);
+- policy ``local-default``: selects the ``account`` subject ``account_subject``, no grants (so
+  the whole machine is unreserved and any of the user's requests may use it).
+
+Invariant: idempotent and race-safe: calling it again (from any process) converges to the
+same pool and policy, updating them when the machine's figures changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.resource_manager.client.models import (
+    CapacityClassSpec,
+    PolicyCreate,
+    PolicyUpdate,
+    PoolCreate,
+    PoolUpdate,
+)
+from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.domain import Pool, Reclaimable, SubjectSelector, SubjectType
+
+LOCAL_POOL = "local"
+LOCAL_POLICY = "local-default"
+DEFAULT_CLASS = "default"
+
+
+def gpu_class_name(model: str) -> str:
+    """``NVIDIA A100-SXM4-40GB`` -> ``gpu-nvidia-a100-sxm4-40gb``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
+    return f"gpu-{slug}"[:128]
+
+
+def local_pool_spec(
+    *, cpus: int, memory_bytes: int, gpus: Sequence[Mapping[str, Any]], isolated_step_slots: int
+) -> PoolCreate:
+    by_model: dict[str, list[Mapping[str, Any]]] = {}
+    for gpu in gpus:
+        by_model.setdefault(str(gpu.get("model") or gpu.get("name") or "unknown"), []).append(gpu)
+    classes = [
+        CapacityClassSpec(
+            name=DEFAULT_CLASS,
+            capacity={"CPU": cpus * 1000, "memory": memory_bytes},
+            rank=0,
+            reclaimable=Reclaimable.NEVER,
+        )
+    ]
+    for model, items in sorted(by_model.items()):
+        memory = items[0].get("memory_bytes")
+        attributes: dict[str, str | int | bool] = {"model": model}
+        if isinstance(memory, int):
+            attributes["memory_bytes"] = memory
+        classes.append(
+            CapacityClassSpec(
+                name=gpu_class_name(model),
+                capacity={"GPU": len(items)},
+                rank=1,
+                reclaimable=Reclaimable.NEVER,
+                attributes=attributes,
+            )
+        )
+    return PoolCreate(
+        name=LOCAL_POOL,
+        classes=tuple(classes),
+        attributes={"local": True},
+        concurrency_limit=isolated_step_slots,
+    )
+
+
+def ensure_local_pool(
+    client: ResourceManagerClient,
+    *,
+    cpus: int,
+    memory_bytes: int,
+    gpus: Sequence[Mapping[str, Any]],
+    isolated_step_slots: int,
+    account_subject: str,
+) -> Pool:
+    """Create or update the ``local`` pool and its ``local-default`` policy; the pool."""
+    spec = local_pool_spec(
+        cpus=cpus, memory_bytes=memory_bytes, gpus=gpus, isolated_step_slots=isolated_step_slots
+    )
+    pool = _ensure_pool(client, spec)
+    selector = SubjectSelector(subject_type=SubjectType.ACCOUNT, subject_id=account_subject)
+    try:
+        policy = client.policies.get(LOCAL_POLICY)
+    except EntityNotFoundError:
+        with contextlib.suppress(EntityExistsError):  # another process created it first
+            client.policies.create(
+                PolicyCreate(name=LOCAL_POLICY, pool=LOCAL_POOL, subject_selector=selector)
+            )
+        return pool
+    if policy.subject_selector != selector or policy.grants:
+        client.policies.update(LOCAL_POLICY, PolicyUpdate(subject_selector=selector, grants=()))
+    return pool
+
+
+def _ensure_pool(client: ResourceManagerClient, spec: PoolCreate) -> Pool:
+    try:
+        current = client.pools.get(LOCAL_POOL)
+    except EntityNotFoundError:
+        try:
+            return client.pools.create(spec)
+        except EntityExistsError:
+            current = client.pools.get(LOCAL_POOL)
+    wanted = PoolUpdate(
+        classes=spec.classes,
+        attributes=spec.attributes,
+        concurrency_limit=spec.concurrency_limit,
+    )
+    same = (
+        current.concurrency_limit == spec.concurrency_limit
+        and current.attributes == spec.attributes
+        and [(c.name, c.capacity, c.attributes) for c in current.classes]
+        == [(c.name, c.capacity, c.attributes) for c in spec.classes]
+    )
+    return current if same else client.pools.update(LOCAL_POOL, wanted)

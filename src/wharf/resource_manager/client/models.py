@@ -1,0 +1,297 @@
+"""Wire models of the Resource Manager: what clients send and what they get back.
+
+Shared by the service, the in-process client, the HTTP API and the httpx client, so every mode
+speaks the same shapes. Requests and responses reuse the domain's frozen models where those are
+already wire-shaped (descriptors, pools, policies, subjects, selectors, allocations); the models
+here add what only the wire needs: create/update inputs without ids, durations instead of
+timestamps, paging, filters and the requester.
+
+Invariants:
+- clients send durations in whole seconds (``lease_seconds``), never timestamps; every instant
+  in a response comes from the server's clock;
+- numbers are strict: a quantity or duration is an ``int`` (never a float or a bool), so
+  ``1.5`` GPUs or ``true`` seconds are input errors, not silently rounded;
+- a :data:`QuantityValue` is either a whole number of the resource's *base* unit (``8000`` mCPU)
+  or a string with a unit (``"8CPU"``, ``"512GiB"``; a bare ``"8"`` means the descriptor's
+  default unit). The server converts it exactly or rejects it;
+- update models are partial: only the fields a client set are applied (an explicit ``null``
+  sets a limit to unlimited).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.resource_manager.domain import (
+    Allocation,
+    AttributeSelector,
+    MissingAction,
+    Reclaimable,
+    ResourceDescriptor,
+    ResourceRequest,
+    SubjectChain,
+    SubjectSelector,
+    SubjectType,
+    Unit,
+)
+from wharf.resource_manager.domain.units import NAME_PATTERN, AttributeValue
+
+T = TypeVar("T")
+
+MAX_PAGE_SIZE = 1000
+MAX_DURATION_SECONDS = 10 * 365 * 24 * 3600
+"""Longest lease or wait a client may ask for (ten years)."""
+KEY_LENGTH = 255
+
+StrictInt = Annotated[int, Field(strict=True)]
+NonNegativeStrictInt = Annotated[int, Field(strict=True, ge=0)]
+PositiveStrictInt = Annotated[int, Field(strict=True, gt=0)]
+DurationSeconds = Annotated[int, Field(strict=True, gt=0, le=MAX_DURATION_SECONDS)]
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+Key = Annotated[str, Field(min_length=1, max_length=KEY_LENGTH)]
+QuantityValue = NonNegativeStrictInt | Annotated[str, Field(min_length=1, max_length=64)]
+"""Base units as an int, or a number with a unit as a string (see the module docstring)."""
+TargetSettings = dict[str, Any]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+# ----------------------------------------------------------------------------- paging
+
+
+class PageRequest(_Wire):
+    index: int = Field(default=1, ge=1)
+    """1-based page number."""
+    size: int = Field(default=50, ge=1, le=MAX_PAGE_SIZE)
+    sort: Literal["asc", "desc"] = "desc"
+    """Order by creation time (ties by id)."""
+
+
+class Page(BaseModel, Generic[T]):
+    model_config = ConfigDict(frozen=True)
+
+    items: list[T]
+    index: int
+    size: int
+    total: int
+
+
+# ----------------------------------------------------------------------------- descriptors
+
+
+class DescriptorUpdate(_Wire):
+    """Changes to a custom descriptor (stock descriptors are read-only)."""
+
+    units: tuple[Unit, ...] | None = Field(default=None, min_length=1)
+    default_unit: str | None = None
+    attributes: dict[str, AttributeValue] | None = None
+    description: str | None = None
+
+
+# ----------------------------------------------------------------------------- pools
+
+
+class CapacityClassSpec(_Wire):
+    name: Name
+    capacity: dict[str, QuantityValue | None] = Field(min_length=1)
+    """Resource name -> quantity; null means unlimited (still accounted)."""
+    rank: StrictInt = 0
+    reclaimable: Reclaimable = Reclaimable.NEVER
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    concurrency_limit: NonNegativeStrictInt | None = None
+    target_settings: TargetSettings = Field(default_factory=dict)
+
+
+class PoolCreate(_Wire):
+    name: Name
+    rank: StrictInt = 0
+    classes: tuple[CapacityClassSpec, ...] = Field(min_length=1)
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    concurrency_limit: NonNegativeStrictInt | None = None
+    target_settings: TargetSettings = Field(default_factory=dict)
+    fair_sharing: bool = False
+
+
+class PoolUpdate(_Wire):
+    """Partial: only fields that were set are applied; ``classes`` replaces all classes."""
+
+    name: Name | None = None
+    rank: StrictInt | None = None
+    classes: tuple[CapacityClassSpec, ...] | None = Field(default=None, min_length=1)
+    attributes: dict[str, AttributeValue] | None = None
+    concurrency_limit: NonNegativeStrictInt | None = None
+    target_settings: TargetSettings | None = None
+    fair_sharing: bool | None = None
+
+
+# ----------------------------------------------------------------------------- policies
+
+
+class GrantResourceSpec(_Wire):
+    reserved: QuantityValue = 0
+    limit: QuantityValue | None = None
+    missing_action: MissingAction = MissingAction.OMIT
+    default_value: QuantityValue | None = None
+
+
+class GrantSpec(_Wire):
+    class_name: Name = Field(alias="class")
+    resources: dict[str, GrantResourceSpec] = Field(default_factory=dict)
+    target_settings: TargetSettings = Field(default_factory=dict)
+
+
+class PolicyCreate(_Wire):
+    name: Name
+    pool: Key
+    """Pool id or name."""
+    subject_selector: SubjectSelector
+    priority: StrictInt = 0
+    priority_lane: bool = False
+    preemption_group: Key | None = None
+    concurrency_limit: NonNegativeStrictInt | None = None
+    grants: tuple[GrantSpec, ...] = ()
+    target_settings: TargetSettings = Field(default_factory=dict)
+    fair_share_weight: PositiveStrictInt = 1
+
+
+class PolicyUpdate(_Wire):
+    """Partial: only fields that were set are applied; ``grants`` replaces all grants."""
+
+    name: Name | None = None
+    subject_selector: SubjectSelector | None = None
+    priority: StrictInt | None = None
+    priority_lane: bool | None = None
+    preemption_group: Key | None = None
+    concurrency_limit: NonNegativeStrictInt | None = None
+    grants: tuple[GrantSpec, ...] | None = None
+    target_settings: TargetSettings | None = None
+    fair_share_weight: PositiveStrictInt | None = None
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+class DemandSpec(_Wire):
+    """One thing a request needs; see :class:`wharf.resource_manager.domain.Demand`."""
+
+    resource: Name | None = None
+    kind: str | None = Field(default=None, min_length=1, max_length=64)
+    resource_selector: AttributeSelector | None = None
+    quantity: PositiveStrictInt
+    """In ``unit`` (the resource's default unit when omitted)."""
+    unit: str | None = Field(default=None, min_length=1, max_length=64)
+    class_name: Name | None = Field(default=None, alias="class")
+    class_selector: AttributeSelector | None = None
+
+
+class ResourceRequestCreate(_Wire):
+    subjects: tuple[SubjectChain, ...] = Field(min_length=1, max_length=64)
+    demands: tuple[DemandSpec, ...] = Field(min_length=1, max_length=64)
+    pool: Key | None = None
+    """Pool id or name; restricts the request to that pool."""
+    pool_selector: AttributeSelector | None = None
+    reclaim_tolerance: ReclaimTolerance = ReclaimTolerance.NONE
+    lease_seconds: DurationSeconds | None = None
+    """The request lapses unless renewed within this many seconds; None: it never lapses."""
+    allocation_wait_timeout_seconds: DurationSeconds | None = None
+    metadata: dict[Key, Key] = Field(default_factory=dict, max_length=64)
+    preemption_group: SubjectSelector | None = None
+
+
+class ResourceRequestRenew(_Wire):
+    """Body of a renewal: the new lease duration (from now) and the holder's runtime state."""
+
+    lease_seconds: DurationSeconds
+    runtime_state: ResourceRequestRuntimeState | None = None
+
+
+class ResourceRequestInfo(ResourceRequest):
+    """A request as the Resource Manager reports it."""
+
+    requester: str
+    """Who created it; only they (or an admin) may renew, release or cancel it."""
+
+
+class RequestFilter(_Wire):
+    status: tuple[ResourceRequestStatus, ...] | None = None
+    """Any of these statuses."""
+    subject_id: Key | None = None
+    subject_type: SubjectType | None = None
+    pool: Key | None = None
+    """Pool id or name: requests admitted to it or asking for it by name."""
+    metadata: dict[Key, Key] = Field(default_factory=dict)
+    """Every entry must match (``metadata[key]=value``)."""
+    requester: Key | None = None
+
+
+class QueueEntry(_Wire):
+    position: int
+    """1-based position in the pool's queue order in the latest cycle."""
+    reason: str
+    request: ResourceRequestInfo
+
+
+class PoolAllocation(Allocation):
+    """An allocation held in a pool, with the state of the request that holds it."""
+
+    request_status: ResourceRequestStatus
+    requester: str
+    allocated_at: AwareDatetime | None = None
+
+
+class QueuePositionInfo(_Wire):
+    pool_id: UUID
+    pool_name: str
+    position: int
+    queue_length: int
+    reason: str
+
+
+class ExplanationInfo(_Wire):
+    """Why a request is where it is (see :func:`wharf.resource_manager.scheduler.explain`)."""
+
+    request_id: UUID
+    status: ResourceRequestStatus
+    outcome: Literal["admitted", "waiting", "rejected", "expired", "not_pending"]
+    reason: str
+    positions: tuple[QueuePositionInfo, ...] = ()
+    blocker: str | None = None
+    blocking_policy_id: UUID | None = None
+    blocking_pool_id: UUID | None = None
+    blocking_class: str | None = None
+    blocking_resource: str | None = None
+    would_have_to_end: tuple[UUID, ...] = ()
+    preemptible: tuple[UUID, ...] = ()
+
+
+__all__ = [
+    "MAX_DURATION_SECONDS",
+    "MAX_PAGE_SIZE",
+    "CapacityClassSpec",
+    "DemandSpec",
+    "DescriptorUpdate",
+    "ExplanationInfo",
+    "GrantResourceSpec",
+    "GrantSpec",
+    "Page",
+    "PageRequest",
+    "PolicyCreate",
+    "PolicyUpdate",
+    "PoolAllocation",
+    "PoolCreate",
+    "PoolUpdate",
+    "QuantityValue",
+    "QueueEntry",
+    "QueuePositionInfo",
+    "RequestFilter",
+    "ResourceDescriptor",
+    "ResourceRequestCreate",
+    "ResourceRequestInfo",
+    "ResourceRequestRenew",
+]

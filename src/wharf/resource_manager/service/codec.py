@@ -1,0 +1,385 @@
+"""Rows <-> domain models, for every Resource Manager table.
+
+Owns the mapping only: no SQL statements, no rules. Each ``*_row(s)`` function returns the
+parameters of an INSERT; each ``*_from_row(s)`` rebuilds a validated domain model.
+
+Invariants:
+- round trips are exact: ``pool_from_rows(pool_row(p), class_rows(p)) == p`` (and likewise for
+  policies, descriptors and requests); class and grant order is kept through ``position``;
+- selectors are stored as JSON with their wire aliases (``all``/``any``/``not``) and without
+  defaults, so re-validating them yields the same model;
+- :func:`neutral` strips the lease fields from a request: the scheduling cache keeps requests
+  in that form (see :mod:`.state`), because renewals change leases without the scheduling lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast
+from uuid import UUID
+
+from pydantic import BaseModel
+from sqlalchemy import Row
+
+from wharf.core.enums import ResourceRequestStatus
+from wharf.resource_manager.domain import (
+    Allocation,
+    CapacityClass,
+    Demand,
+    Grant,
+    Policy,
+    Pool,
+    ResourceDescriptor,
+    ResourceRequest,
+    SubjectChain,
+    is_terminal,
+)
+
+RowMap = Mapping[str, Any]
+
+
+def _json(model: BaseModel | None) -> Any:
+    if model is None:
+        return None
+    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def descriptor_row(descriptor: ResourceDescriptor, *, stock: bool, now: datetime) -> dict[str, Any]:
+    return {
+        "name": descriptor.name,
+        "kind": descriptor.kind,
+        "units": [unit.model_dump(mode="json") for unit in descriptor.units],
+        "default_unit": descriptor.default_unit,
+        "attributes": descriptor.attributes,
+        "description": descriptor.description,
+        "stock": stock,
+        "created": now,
+        "updated": now,
+    }
+
+
+def descriptor_from_row(row: RowMap) -> ResourceDescriptor:
+    return ResourceDescriptor(
+        name=row["name"],
+        kind=row["kind"],
+        units=row["units"],
+        default_unit=row["default_unit"],
+        attributes=row["attributes"],
+        description=row["description"],
+    )
+
+
+def pool_row(pool: Pool, now: datetime) -> dict[str, Any]:
+    return {
+        "id": pool.id,
+        "name": pool.name,
+        "rank": pool.rank,
+        "attributes": pool.attributes,
+        "concurrency_limit": pool.concurrency_limit,
+        "target_settings": pool.target_settings,
+        "fair_sharing": pool.fair_sharing,
+        "created": now,
+        "updated": now,
+    }
+
+
+def class_rows(pool: Pool) -> list[dict[str, Any]]:
+    return [
+        {
+            "pool_id": pool.id,
+            "name": item.name,
+            "position": position,
+            "capacity": item.capacity,
+            "rank": item.rank,
+            "reclaimable": item.reclaimable.value,
+            "attributes": item.attributes,
+            "concurrency_limit": item.concurrency_limit,
+            "target_settings": item.target_settings,
+        }
+        for position, item in enumerate(pool.classes)
+    ]
+
+
+def pool_from_rows(row: RowMap, classes: Sequence[RowMap]) -> Pool:
+    return Pool(
+        id=row["id"],
+        name=row["name"],
+        rank=row["rank"],
+        attributes=row["attributes"],
+        concurrency_limit=row["concurrency_limit"],
+        target_settings=row["target_settings"],
+        fair_sharing=row["fair_sharing"],
+        classes=tuple(
+            CapacityClass(
+                name=item["name"],
+                capacity=item["capacity"],
+                rank=item["rank"],
+                reclaimable=item["reclaimable"],
+                attributes=item["attributes"],
+                concurrency_limit=item["concurrency_limit"],
+                target_settings=item["target_settings"],
+            )
+            for item in sorted(classes, key=lambda c: int(c["position"]))
+        ),
+    )
+
+
+def policy_row(policy: Policy, now: datetime) -> dict[str, Any]:
+    return {
+        "id": policy.id,
+        "name": policy.name,
+        "pool_id": policy.pool_id,
+        "subject_selector": _json(policy.subject_selector),
+        "priority": policy.priority,
+        "priority_lane": policy.priority_lane,
+        "preemption_group": policy.preemption_group,
+        "concurrency_limit": policy.concurrency_limit,
+        "target_settings": policy.target_settings,
+        "fair_share_weight": policy.fair_share_weight,
+        "created": now,
+        "updated": now,
+    }
+
+
+def grant_rows(policy: Policy) -> list[dict[str, Any]]:
+    return [
+        {
+            "policy_id": policy.id,
+            "class_name": grant.class_name,
+            "position": position,
+            "resources": {
+                name: entry.model_dump(mode="json") for name, entry in grant.resources.items()
+            },
+            "target_settings": grant.target_settings,
+        }
+        for position, grant in enumerate(policy.grants)
+    ]
+
+
+def policy_from_rows(row: RowMap, grants: Sequence[RowMap]) -> Policy:
+    return Policy(
+        id=row["id"],
+        name=row["name"],
+        pool_id=row["pool_id"],
+        subject_selector=row["subject_selector"],
+        priority=row["priority"],
+        priority_lane=row["priority_lane"],
+        preemption_group=row["preemption_group"],
+        concurrency_limit=row["concurrency_limit"],
+        target_settings=row["target_settings"],
+        fair_share_weight=row["fair_share_weight"],
+        grants=tuple(
+            Grant(
+                class_name=item["class_name"],
+                resources=item["resources"],
+                target_settings=item["target_settings"],
+            )
+            for item in sorted(grants, key=lambda g: int(g["position"]))
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+def request_row(
+    request: ResourceRequest, *, requester: str, pool_id: UUID | None, seq: int
+) -> dict[str, Any]:
+    return {
+        "id": request.id,
+        "requester": requester,
+        "status": request.status.value,
+        "status_reason": request.status_reason,
+        "runtime_state": request.runtime_state.value,
+        "reclaim_tolerance": request.reclaim_tolerance.value,
+        "pool": request.pool,
+        "pool_selector": _json(request.pool_selector),
+        "preemption_group": _json(request.preemption_group),
+        "pool_id": pool_id,
+        "created_at": request.created_at,
+        "lease_expires_at": request.lease_expires_at,
+        "allocation_deadline": request.allocation_deadline,
+        "renewed_at": request.renewed_at,
+        "allocated_at": request.allocated_at,
+        "released_at": request.released_at,
+        "preemption_initiated_by_id": request.preemption_initiated_by_id,
+        "lapse_at": request_lapse_at(request),
+        "seq": seq,
+    }
+
+
+def request_lapse_at(request: ResourceRequest) -> datetime | None:
+    """``rm_requests.lapse_at``: None once terminal; the lease while holding capacity; for a
+    pending request the earlier of its lease and its allocation deadline."""
+    if is_terminal(request.status):
+        return None
+    if request.status is not ResourceRequestStatus.PENDING:
+        return request.lease_expires_at
+    return lapse_at(request.lease_expires_at, request.allocation_deadline)
+
+
+def lapse_at(lease: datetime | None, deadline: datetime | None) -> datetime | None:
+    """When a pending request lapses: the earlier of its lease and its allocation deadline."""
+    if lease is None or deadline is None:
+        return lease or deadline
+    return min(lease, deadline)
+
+
+def demand_rows(request: ResourceRequest) -> list[dict[str, Any]]:
+    return [
+        {
+            "request_id": request.id,
+            "position": position,
+            "resource": demand.resource,
+            "kind": demand.kind,
+            "resource_selector": _json(demand.resource_selector),
+            "quantity": demand.quantity,
+            "unit": demand.unit,
+            "class_name": demand.class_name,
+            "class_selector": _json(demand.class_selector),
+        }
+        for position, demand in enumerate(request.demands)
+    ]
+
+
+def subject_rows(request: ResourceRequest) -> list[dict[str, Any]]:
+    return [
+        {
+            "request_id": request.id,
+            "chain": chain_index,
+            "position": position,
+            "subject_type": node.subject_type.value,
+            "subject_id": node.subject_id,
+            "attributes": node.attributes,
+            "metadata": node.metadata,
+        }
+        for chain_index, chain in enumerate(request.subjects)
+        for position, node in enumerate(chain.nodes)
+    ]
+
+
+def metadata_rows(request: ResourceRequest) -> list[dict[str, Any]]:
+    return [
+        {"request_id": request.id, "key": key, "value": value}
+        for key, value in request.metadata.items()
+    ]
+
+
+def allocation_rows(allocations: Iterable[Allocation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": item.id,
+            "request_id": item.request_id,
+            "demand_index": item.demand_index,
+            "pool_id": item.pool_id,
+            "class_name": item.class_name,
+            "resource": item.resource,
+            "resource_kind": item.resource_kind,
+            "quantity": item.quantity,
+            "unit": item.unit,
+            "base_quantity": item.base_quantity,
+            "policy_id": item.policy_id,
+            "priority": item.priority,
+            "priority_lane": item.priority_lane,
+            "target_settings": item.target_settings,
+        }
+        for item in allocations
+    ]
+
+
+def allocation_from_row(row: RowMap) -> Allocation:
+    return Allocation(
+        id=row["id"],
+        request_id=row["request_id"],
+        demand_index=row["demand_index"],
+        pool_id=row["pool_id"],
+        class_name=row["class_name"],
+        resource=row["resource"],
+        resource_kind=row["resource_kind"],
+        quantity=row["quantity"],
+        unit=row["unit"],
+        base_quantity=row["base_quantity"],
+        policy_id=row["policy_id"],
+        priority=row["priority"],
+        priority_lane=row["priority_lane"],
+        target_settings=row["target_settings"],
+    )
+
+
+def _demand(row: RowMap) -> Demand:
+    return Demand(
+        resource=row["resource"],
+        kind=row["kind"],
+        resource_selector=row["resource_selector"],
+        quantity=row["quantity"],
+        unit=row["unit"],
+        class_name=row["class_name"],
+        class_selector=row["class_selector"],
+    )
+
+
+def _chains(rows: Sequence[RowMap]) -> tuple[SubjectChain, ...]:
+    chains: dict[int, list[RowMap]] = {}
+    for row in rows:
+        chains.setdefault(int(row["chain"]), []).append(row)
+    return tuple(
+        SubjectChain.model_validate(
+            {
+                "nodes": [
+                    {
+                        "subject_type": node["subject_type"],
+                        "subject_id": node["subject_id"],
+                        "attributes": node["attributes"],
+                        "metadata": node["metadata"],
+                    }
+                    for node in sorted(nodes, key=lambda n: int(n["position"]))
+                ]
+            }
+        )
+        for _, nodes in sorted(chains.items())
+    )
+
+
+def request_from_rows(
+    row: RowMap,
+    demands: Sequence[RowMap],
+    subjects: Sequence[RowMap],
+    metadata: Sequence[RowMap],
+    allocations: Sequence[Allocation],
+) -> ResourceRequest:
+    return ResourceRequest(
+        id=row["id"],
+        subjects=_chains(subjects),
+        demands=tuple(_demand(d) for d in sorted(demands, key=lambda d: int(d["position"]))),
+        pool=row["pool"],
+        pool_selector=row["pool_selector"],
+        reclaim_tolerance=row["reclaim_tolerance"],
+        metadata={item["key"]: item["value"] for item in metadata},
+        preemption_group=row["preemption_group"],
+        status=row["status"],
+        status_reason=row["status_reason"],
+        runtime_state=row["runtime_state"],
+        created_at=row["created_at"],
+        lease_expires_at=row["lease_expires_at"],
+        allocation_deadline=row["allocation_deadline"],
+        renewed_at=row["renewed_at"],
+        allocated_at=row["allocated_at"],
+        released_at=row["released_at"],
+        preemption_initiated_by_id=row["preemption_initiated_by_id"],
+        allocations=tuple(allocations),
+    )
+
+
+def neutral(request: ResourceRequest) -> ResourceRequest:
+    """``request`` without lease fields: how the scheduling cache holds it."""
+    if request.lease_expires_at is None and request.allocation_deadline is None:
+        return request
+    return request.model_copy(update={"lease_expires_at": None, "allocation_deadline": None})
+
+
+def mapping(row: Row[Any]) -> RowMap:
+    return cast(RowMap, row._mapping)

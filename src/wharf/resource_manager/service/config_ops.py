@@ -1,0 +1,266 @@
+"""Batched configuration operations: descriptors, pools and policies (create, update, delete).
+
+Configuration changes run in scheduling transactions because they change what the scheduler
+may decide: each one bumps ``config_version`` and triggers a cycle in the same transaction (a
+new pool can admit waiting requests at once; a removed policy can reject them).
+
+Invariants:
+- only admins change the configuration (:func:`~.principal.require_admin`);
+- names are unique (descriptors, pools, policies): :class:`EntityExistsError`;
+- stock descriptors are read-only, and a descriptor a pool still offers cannot be deleted;
+- Σ reserved ≤ capacity per (pool, class, resource) holds after every pool or policy save
+  (:func:`~wharf.resource_manager.domain.validate_reserved_totals`);
+- a pool with live (pending, allocated or preempting) requests cannot be deleted; deleting a
+  pool deletes its policies.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+from uuid import UUID
+
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, IllegalOperationError
+from wharf.resource_manager.client.models import (
+    DescriptorUpdate,
+    PolicyCreate,
+    PolicyUpdate,
+    PoolCreate,
+    PoolUpdate,
+)
+from wharf.resource_manager.domain import (
+    Policy,
+    Pool,
+    ResourceDescriptor,
+    descriptors_by_name,
+    validate_reserved_totals,
+)
+from wharf.resource_manager.service import config_specs, request_store
+from wharf.resource_manager.service import config_store as store
+from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.idempotency import IdempotencyKey
+from wharf.resource_manager.service.principal import Principal, require_admin
+from wharf.resource_manager.service.transaction import Finisher, Tx
+
+
+def _descriptors(tx: Tx) -> config_specs.Descriptors:
+    return descriptors_by_name(list(tx.configuration().descriptors))
+
+
+def _pool(tx: Tx, ref: str | UUID) -> Pool:
+    pool = store.find_pool(tx.conn, ref)
+    if pool is None:
+        raise EntityNotFoundError(f"Resource pool '{ref}' not found.")
+    return pool
+
+
+def _policy(tx: Tx, ref: str | UUID) -> Policy:
+    policy = store.find_policy(tx.conn, ref)
+    if policy is None:
+        raise EntityNotFoundError(f"Resource policy '{ref}' not found.")
+    return policy
+
+
+def _descriptor(tx: Tx, name: str, action: str) -> ResourceDescriptor:
+    found = store.find_descriptor(tx.conn, name)
+    if found is None:
+        raise EntityNotFoundError(f"Resource descriptor '{name}' not found.")
+    descriptor, stock = found
+    if stock:
+        raise IllegalOperationError(f"The stock resource descriptor '{name}' cannot be {action}.")
+    return descriptor
+
+
+def _done(value: Any) -> Finisher:
+    return lambda: value
+
+
+# ----------------------------------------------------------------------------- descriptors
+
+
+@dataclass(slots=True)
+class CreateDescriptor:
+    name: ClassVar[str] = "descriptors.create"
+    result_type: ClassVar[Any] = ResourceDescriptor
+    principal: Principal
+    descriptor: ResourceDescriptor
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "create resource descriptors")
+        if store.find_descriptor(tx.conn, self.descriptor.name) is not None:
+            raise EntityExistsError(f"Resource descriptor '{self.descriptor.name}' already exists.")
+        store.insert_descriptor(tx.conn, self.descriptor, tx.now)
+        tx.config_written()
+        return _done(self.descriptor)
+
+
+@dataclass(slots=True)
+class UpdateDescriptor:
+    name: ClassVar[str] = "descriptors.update"
+    result_type: ClassVar[Any] = ResourceDescriptor
+    principal: Principal
+    descriptor_name: str
+    update: DescriptorUpdate
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "update resource descriptors")
+        current = _descriptor(tx, self.descriptor_name, "changed")
+        updated = config_specs.updated_descriptor(current, self.update)
+        store.replace_descriptor(tx.conn, updated, tx.now)
+        tx.config_written()
+        return _done(updated)
+
+
+@dataclass(slots=True)
+class DeleteDescriptor:
+    name: ClassVar[str] = "descriptors.delete"
+    result_type: ClassVar[Any] = type(None)
+    principal: Principal
+    descriptor_name: str
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "delete resource descriptors")
+        _descriptor(tx, self.descriptor_name, "deleted")
+        offering = store.pools_offering(tx.conn, self.descriptor_name)
+        if offering:
+            raise IllegalOperationError(
+                f"Resource descriptor '{self.descriptor_name}' is still offered by pools: "
+                f"{', '.join(offering)}."
+            )
+        store.delete_descriptor(tx.conn, self.descriptor_name)
+        tx.config_written()
+        return _done(None)
+
+
+# ----------------------------------------------------------------------------- pools
+
+
+@dataclass(slots=True)
+class CreatePool:
+    name: ClassVar[str] = "pools.create"
+    result_type: ClassVar[Any] = Pool
+    principal: Principal
+    spec: PoolCreate
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "create resource pools")
+        if store.name_taken(tx.conn, t.pools, self.spec.name):
+            raise EntityExistsError(f"Resource pool '{self.spec.name}' already exists.")
+        pool = config_specs.pool_from_spec(self.spec, uuid.uuid4(), _descriptors(tx))
+        store.insert_pool(tx.conn, pool, tx.now)
+        tx.config_written()
+        return _done(pool)
+
+
+@dataclass(slots=True)
+class UpdatePool:
+    name: ClassVar[str] = "pools.update"
+    result_type: ClassVar[Any] = Pool
+    principal: Principal
+    pool: str | UUID
+    update: PoolUpdate
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "update resource pools")
+        current = _pool(tx, self.pool)
+        descriptors = _descriptors(tx)
+        updated = config_specs.updated_pool(current, self.update, descriptors)
+        if store.name_taken(tx.conn, t.pools, updated.name, except_id=updated.id):
+            raise EntityExistsError(f"Resource pool '{updated.name}' already exists.")
+        validate_reserved_totals(updated, store.list_policies(tx.conn, updated.id), descriptors)
+        store.replace_pool(tx.conn, updated, tx.now)
+        tx.config_written()
+        return _done(updated)
+
+
+@dataclass(slots=True)
+class DeletePool:
+    name: ClassVar[str] = "pools.delete"
+    result_type: ClassVar[Any] = type(None)
+    principal: Principal
+    pool: str | UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "delete resource pools")
+        current = _pool(tx, self.pool)
+        live = request_store.count_live_in_pool(tx.conn, current.id)
+        if live:
+            raise IllegalOperationError(
+                f"Resource pool '{current.name}' still has {live} live resource request(s); "
+                "release or cancel them before deleting it."
+            )
+        store.delete_pool(tx.conn, current.id)
+        tx.config_written()
+        return _done(None)
+
+
+# ----------------------------------------------------------------------------- policies
+
+
+@dataclass(slots=True)
+class CreatePolicy:
+    name: ClassVar[str] = "policies.create"
+    result_type: ClassVar[Any] = Policy
+    principal: Principal
+    spec: PolicyCreate
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "create resource policies")
+        if store.name_taken(tx.conn, t.policies, self.spec.name):
+            raise EntityExistsError(f"Resource policy '{self.spec.name}' already exists.")
+        pool = _pool(tx, self.spec.pool)
+        descriptors = _descriptors(tx)
+        policy = config_specs.policy_from_spec(self.spec, uuid.uuid4(), pool, descriptors)
+        others = store.list_policies(tx.conn, pool.id)
+        validate_reserved_totals(pool, [*others, policy], descriptors)
+        store.insert_policy(tx.conn, policy, tx.now)
+        tx.config_written()
+        return _done(policy)
+
+
+@dataclass(slots=True)
+class UpdatePolicy:
+    name: ClassVar[str] = "policies.update"
+    result_type: ClassVar[Any] = Policy
+    principal: Principal
+    policy: str | UUID
+    update: PolicyUpdate
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "update resource policies")
+        current = _policy(tx, self.policy)
+        pool = _pool(tx, current.pool_id)
+        descriptors = _descriptors(tx)
+        updated = config_specs.updated_policy(current, self.update, pool, descriptors)
+        if store.name_taken(tx.conn, t.policies, updated.name, except_id=updated.id):
+            raise EntityExistsError(f"Resource policy '{updated.name}' already exists.")
+        others = [p for p in store.list_policies(tx.conn, pool.id) if p.id != updated.id]
+        validate_reserved_totals(pool, [*others, updated], descriptors)
+        store.replace_policy(tx.conn, updated, tx.now)
+        tx.config_written()
+        return _done(updated)
+
+
+@dataclass(slots=True)
+class DeletePolicy:
+    name: ClassVar[str] = "policies.delete"
+    result_type: ClassVar[Any] = type(None)
+    principal: Principal
+    policy: str | UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        require_admin(self.principal, "delete resource policies")
+        current = _policy(tx, self.policy)
+        store.delete_policy(tx.conn, current.id)
+        tx.config_written()
+        return _done(None)

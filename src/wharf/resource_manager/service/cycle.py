@@ -1,0 +1,150 @@
+"""The scheduling cycle inside a transaction: expire lapsed leases, schedule, stage the decisions.
+
+Owns: :func:`expire_lapsed`, :func:`run_cycle`, :func:`paused_gc`.
+
+Each transaction of the batch runner (:mod:`.batch`) holds the scheduling lock and calls, in
+this order: :func:`expire_lapsed` (unless it is a takeover), the batched operations, then
+:func:`run_cycle`. Everything is written by the transaction's flush, so the whole cycle —
+expiries, admissions with their allocations, preemptions, rejections, wait reasons — commits
+or rolls back as one.
+
+Invariants:
+- lapses follow the domain's rule (:func:`wharf.resource_manager.domain.lapse`): found through
+  the ``lapse_at`` index and applied to the rows read *under row locks*, so a renewal racing
+  with the sweep either commits first (and the request is not lapsed) or waits for the sweep;
+  nothing lapses before its deadline;
+- the scheduler sees the neutral working copy (no leases), so it never expires anything itself,
+  except in a takeover cycle, where it gets the real leases and extends them instead
+  (``SchedulerOptions.restart_sweep_interval``) and nothing is expired;
+- decisions are applied with the scheduler's own :func:`apply_decisions` (the in-memory twin),
+  so the service cannot interpret a decision differently from the scheduler's tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+from collections.abc import Iterator
+
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.domain import ResourceRequest, apply_lapse
+from wharf.resource_manager.scheduler import (
+    CycleDecisions,
+    SchedulerOptions,
+    Snapshot,
+    apply_decisions,
+    schedule,
+)
+from wharf.resource_manager.service import request_store
+from wharf.resource_manager.service.codec import neutral
+from wharf.resource_manager.service.transaction import Tx
+
+
+@contextlib.contextmanager
+def paused_gc(enabled: bool) -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (if it was running and ``enabled``)."""
+    if not enabled or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def expire_lapsed(tx: Tx) -> None:
+    """Expire or cancel every live request whose lease or allocation deadline was reached."""
+    rows = request_store.lapsed(tx.conn, tx.now)
+    if not rows:
+        return
+    work = tx.work.requests
+    unknown = [row.id for row in rows if row.id not in work]
+    loaded = request_store.load(tx.conn, unknown) if unknown else {}
+    for row in rows:
+        current = work.get(row.id)
+        if current is None:
+            if row.id not in loaded:
+                continue
+            current = neutral(loaded[row.id].request)
+        timed = current.model_copy(
+            update={
+                "lease_expires_at": row.lease_expires_at,
+                "allocation_deadline": row.allocation_deadline,
+            }
+        )
+        lapsed = apply_lapse(timed, tx.now)
+        if lapsed is not timed:
+            tx.transition(current, neutral(lapsed))
+    if any(r.status is S.PENDING for r in work.values()):
+        tx.needs_cycle = True  # capacity came back, or the queue changed
+
+
+def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
+    """Schedule the working copy and stage every decision; None when there was nothing to do."""
+    work = tx.work.requests
+    if not restart and not any(r.status is S.PENDING for r in work.values()):
+        return None
+    config = tx.configuration()
+    requests: tuple[ResourceRequest, ...]
+    leases: dict[object, request_store.LeaseRow] = {}
+    if restart:
+        leases = {row.id: row for row in request_store.live_leases(tx.conn)}
+        requests = tuple(_with_lease(r, leases.get(r.id)) for r in work.values())
+    else:
+        requests = tuple(work.values())
+    snapshot = Snapshot(
+        descriptors=config.descriptors,
+        pools=config.pools,
+        policies=config.policies,
+        requests=requests,
+    )
+    options = SchedulerOptions(
+        restart_sweep_interval=tx.options.sweep_interval if restart else None,
+        route_search_budget=tx.options.route_search_budget,
+    )
+    with paused_gc(tx.options.pause_gc):
+        decisions = schedule(snapshot, tx.now, options)
+        _stage(tx, decisions, leases)
+    tx.decisions = decisions
+    return decisions
+
+
+def _with_lease(request: ResourceRequest, row: request_store.LeaseRow | None) -> ResourceRequest:
+    if row is None:
+        return request
+    return request.model_copy(
+        update={
+            "lease_expires_at": row.lease_expires_at,
+            "allocation_deadline": row.allocation_deadline,
+        }
+    )
+
+
+def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store.LeaseRow]) -> None:
+    if decisions.lease_extensions:
+        request_store.extend_leases(
+            tx.conn,
+            [(leases[e.request_id], e.lease_expires_at) for e in decisions.lease_extensions],
+        )
+    work = tx.work.requests
+    ids = dict.fromkeys(
+        [
+            *(e.request_id for e in decisions.expiries),
+            *(a.request_id for a in decisions.admissions),
+            *(p.victim_id for p in decisions.preemptions),
+            *(r.request_id for r in decisions.rejections),
+            *(w.request_id for w in decisions.waits),
+        ]
+    )
+    if not ids:
+        return
+    before = tuple(work[key] for key in ids)
+    touched = Snapshot(descriptors=(), pools=(), policies=(), requests=before)
+    # Leases were handled above; the working copy stays neutral.
+    after = apply_decisions(touched, dataclasses.replace(decisions, lease_extensions=()))
+    for old, new in zip(before, after.requests, strict=True):
+        tx.transition(old, neutral(new))
+    for admission in decisions.admissions:
+        tx.allocations.extend(admission.allocations)

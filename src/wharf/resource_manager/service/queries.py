@@ -1,0 +1,117 @@
+"""Read-only queries on requests: get, filtered and paged lists, the allocations held in a pool.
+
+Owns these SELECTs. They run in read transactions (deferred ``BEGIN`` on SQLite), never take the
+scheduling lock and never touch the scheduling cache: readers always see committed rows.
+
+Paging invariant: rows are ordered by ``created_at`` then ``id`` in the requested direction, so
+pages never overlap or skip rows; ``total`` is one ``COUNT`` over the same filter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import ColumnElement, Connection, exists, func, select
+
+from wharf.core.errors import EntityNotFoundError
+from wharf.resource_manager.client.models import (
+    Page,
+    PageRequest,
+    PoolAllocation,
+    RequestFilter,
+    ResourceRequestInfo,
+)
+from wharf.resource_manager.service import codec, config_store, request_store
+from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.convert import request_info
+
+
+def get_request(conn: Connection, request_id: UUID) -> ResourceRequestInfo:
+    loaded = request_store.load(conn, [request_id]).get(request_id)
+    if loaded is None:
+        raise EntityNotFoundError(f"Resource request {request_id} not found.")
+    return request_info(loaded)
+
+
+def _conditions(conn: Connection, query: RequestFilter) -> list[ColumnElement[bool]] | None:
+    """The WHERE clauses of ``query``; None when it can match nothing (unknown pool)."""
+    c = t.requests.c
+    conditions: list[ColumnElement[bool]] = []
+    if query.status is not None:
+        conditions.append(c.status.in_([status.value for status in query.status]))
+    if query.requester is not None:
+        conditions.append(c.requester == query.requester)
+    if query.pool is not None:
+        pool = config_store.find_pool(conn, query.pool)
+        if pool is None:
+            return None
+        conditions.append(c.pool_id == pool.id)
+    if query.subject_id is not None or query.subject_type is not None:
+        s = t.subjects.c
+        subject = [s.request_id == c.id]
+        if query.subject_id is not None:
+            subject.append(s.subject_id == query.subject_id)
+        if query.subject_type is not None:
+            subject.append(s.subject_type == query.subject_type.value)
+        conditions.append(exists(select(s.request_id).where(*subject)))
+    m = t.request_metadata.c
+    for key, value in sorted(query.metadata.items()):
+        conditions.append(
+            exists(select(m.request_id).where(m.request_id == c.id, m.key == key, m.value == value))
+        )
+    return conditions
+
+
+def list_requests(
+    conn: Connection, query: RequestFilter, page: PageRequest
+) -> Page[ResourceRequestInfo]:
+    conditions = _conditions(conn, query)
+    if conditions is None:
+        return Page(items=[], index=page.index, size=page.size, total=0)
+    c = t.requests.c
+    total = int(
+        conn.execute(select(func.count()).select_from(t.requests).where(*conditions)).scalar_one()
+    )
+    order: list[Any] = (
+        [c.created_at.asc(), c.id.asc()]
+        if page.sort == "asc"
+        else [c.created_at.desc(), c.id.desc()]
+    )
+    statement = (
+        select(c.id)
+        .where(*conditions)
+        .order_by(*order)
+        .limit(page.size)
+        .offset((page.index - 1) * page.size)
+    )
+    ids = list(conn.execute(statement).scalars())
+    loaded = request_store.load(conn, ids)
+    items = [request_info(loaded[key]) for key in ids if key in loaded]
+    return Page(items=items, index=page.index, size=page.size, total=total)
+
+
+def pool_allocations(conn: Connection, pool: str | UUID) -> list[PoolAllocation]:
+    found = config_store.find_pool(conn, pool)
+    if found is None:
+        raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
+    a, r = t.allocations.c, t.requests.c
+    statement = (
+        select(t.allocations, r.status.label("request_status"), r.requester, r.allocated_at)
+        .join(t.requests, r.id == a.request_id)
+        .where(a.pool_id == found.id, r.status.in_(request_store.HOLDING))
+        .order_by(r.allocated_at, a.request_id, a.demand_index)
+    )
+    result: list[PoolAllocation] = []
+    for row in conn.execute(statement):
+        mapped = codec.mapping(row)
+        allocation = codec.allocation_from_row(mapped)
+        result.append(
+            PoolAllocation(
+                **dict(allocation),
+                request_status=mapped["request_status"],
+                requester=mapped["requester"],
+                allocated_at=mapped["allocated_at"],
+            )
+        )
+    return result

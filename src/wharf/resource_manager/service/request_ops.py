@@ -1,0 +1,280 @@
+"""Batched operations on requests: create, release, cancel, explain, queue and sweep.
+
+Owns the operation classes the service submits to the :class:`~.batch.BatchRunner`, and
+:func:`check_demands` (the input checks that need the descriptors).
+
+Invariants:
+- every check (ownership, existence, units, the status machine) runs before anything is staged,
+  so a failing operation changes nothing;
+- a request is created with the server's clock (``created_at`` is the batch's ``now``) and its
+  deadlines are computed from the durations the client sent;
+- release, cancel and renewal of a terminal request return it unchanged; only the requester or
+  an admin may change a request (:func:`~.principal.require_owner`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, ClassVar
+from uuid import UUID
+
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.resource_manager.client.models import (
+    ExplanationInfo,
+    QueueEntry,
+    ResourceRequestCreate,
+    ResourceRequestInfo,
+    ResourceRequestRenew,
+)
+from wharf.resource_manager.domain import (
+    Demand,
+    Pool,
+    ResourceDescriptor,
+    ResourceRequest,
+    cancel,
+    new_request,
+    release,
+)
+from wharf.resource_manager.scheduler import SchedulerOptions, Snapshot, explain
+from wharf.resource_manager.service import request_store
+from wharf.resource_manager.service.codec import neutral
+from wharf.resource_manager.service.config_store import as_uuid, find_pool
+from wharf.resource_manager.service.convert import explanation_info
+from wharf.resource_manager.service.idempotency import IdempotencyKey
+from wharf.resource_manager.service.principal import Principal, require_owner
+from wharf.resource_manager.service.transaction import Finisher, Tx
+
+
+def check_demands(demands: Sequence[Demand], descriptors: Sequence[ResourceDescriptor]) -> None:
+    """InputError for a demand naming an unknown resource, a kind nobody has, or an unknown unit."""
+    by_name = {d.name: d for d in descriptors}
+    for index, demand in enumerate(demands):
+        if demand.resource is not None:
+            descriptor = by_name.get(demand.resource)
+            if descriptor is None:
+                raise InputError(
+                    f"Demand #{index} names unknown resource '{demand.resource}'; known "
+                    f"resources: {', '.join(sorted(by_name))}."
+                )
+            descriptor.multiplier(demand.unit)
+        elif demand.kind is not None:
+            of_kind = [d for d in descriptors if d.kind == demand.kind]
+            if not of_kind:
+                raise InputError(
+                    f"Demand #{index}: no resource descriptor has kind '{demand.kind}'."
+                )
+            if not any(d.has_unit(demand.unit) for d in of_kind):
+                of_kind[0].multiplier(demand.unit)  # raises with the known units
+
+
+def _pool_id(pools: Sequence[Pool], ref: str | None) -> UUID | None:
+    if ref is None:
+        return None
+    wanted = as_uuid(ref)
+    for pool in pools:
+        if pool.id == wanted or pool.name == ref:
+            return pool.id
+    return None
+
+
+@dataclass(slots=True)
+class CreateRequest:
+    name: ClassVar[str] = "requests.create"
+    result_type: ClassVar[Any] = ResourceRequestInfo
+    principal: Principal
+    spec: ResourceRequestCreate
+    demands: tuple[Demand, ...]
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        spec = self.spec
+        config = tx.configuration()
+        check_demands(self.demands, config.descriptors)
+        request = new_request(
+            request_id=uuid.uuid4(),
+            subjects=spec.subjects,
+            demands=self.demands,
+            now=tx.now,
+            lease_seconds=spec.lease_seconds,
+            allocation_wait_timeout_seconds=spec.allocation_wait_timeout_seconds,
+            reclaim_tolerance=spec.reclaim_tolerance,
+            pool=spec.pool,
+            pool_selector=spec.pool_selector,
+            preemption_group=spec.preemption_group,
+            metadata=spec.metadata,
+        )
+        tx.add_request(request, self.principal.name, _pool_id(config.pools, spec.pool))
+        tx.want([request.id])
+        return lambda: tx.info(request.id)
+
+
+def _owned(tx: Tx, principal: Principal, request_id: UUID) -> ResourceRequest | None:
+    """The live request (neutral) after the ownership check; None when it is terminal."""
+    current = tx.work.requests.get(request_id)
+    if current is not None:
+        require_owner(principal, tx.work.requesters[request_id], request_id)
+        return current
+    owner = request_store.owner(tx.conn, request_id)
+    if owner is None:
+        raise EntityNotFoundError(f"Resource request {request_id} not found.")
+    require_owner(principal, owner[0], request_id)
+    if owner[1] not in request_store.LIVE:
+        return None
+    # Live but not in the working copy (it is synced under the lock, so this is a bug):
+    # use the row rather than report the request as finished.
+    loaded = request_store.load(tx.conn, [request_id])[request_id]
+    tx.work.requesters[request_id] = loaded.requester
+    return neutral(loaded.request)
+
+
+@dataclass(slots=True)
+class ReleaseRequest:
+    name: ClassVar[str] = "requests.release"
+    result_type: ClassVar[Any] = ResourceRequestInfo
+    principal: Principal
+    request_id: UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        current = _owned(tx, self.principal, self.request_id)
+        if current is not None:
+            tx.transition(current, release(current, tx.now))
+            tx.needs_cycle = True
+        tx.want([self.request_id])
+        return lambda: tx.info(self.request_id)
+
+
+@dataclass(slots=True)
+class CancelRequest:
+    name: ClassVar[str] = "requests.cancel"
+    result_type: ClassVar[Any] = ResourceRequestInfo
+    principal: Principal
+    request_id: UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        current = _owned(tx, self.principal, self.request_id)
+        if current is not None:
+            tx.transition(current, cancel(current, tx.now))
+            tx.needs_cycle = True
+        tx.want([self.request_id])
+        return lambda: tx.info(self.request_id)
+
+
+@dataclass(slots=True)
+class RenewRequest:
+    """A renewal run inside a scheduling transaction (SQLite: see ``RequestService.renew``).
+
+    A lapsed request was already expired at the start of this transaction, so it comes back
+    terminal and unchanged; a still-pending one gets a cycle in the same transaction when
+    ``cycle_if_pending`` (the lazy sweep).
+    """
+
+    name: ClassVar[str] = "requests.renew"
+    result_type: ClassVar[Any] = ResourceRequestInfo
+    principal: Principal
+    request_id: UUID
+    body: ResourceRequestRenew
+    cycle_if_pending: bool
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        renewed = request_store.renew(
+            tx.conn,
+            self.request_id,
+            now=tx.now,
+            lease=tx.now + timedelta(seconds=self.body.lease_seconds),
+            runtime_state=self.body.runtime_state,
+            requester=None if self.principal.admin else self.principal.name,
+        )
+        if not renewed:
+            _owned(tx, self.principal, self.request_id)  # not found / not theirs
+        current = tx.work.requests.get(self.request_id)
+        if self.cycle_if_pending and current is not None and current.status is S.PENDING:
+            tx.needs_cycle = True
+        tx.want([self.request_id])
+        return lambda: tx.info(self.request_id)
+
+
+@dataclass(slots=True)
+class Sweep:
+    """Run a cycle (expiring lapsed leases) and forget old idempotency keys."""
+
+    name: ClassVar[str] = "sweep"
+    result_type: ClassVar[Any] = type(None)
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        tx.needs_cycle = True
+        tx.swept = True
+        return lambda: None
+
+
+@dataclass(slots=True)
+class ExplainRequest:
+    name: ClassVar[str] = "requests.explain"
+    result_type: ClassVar[Any] = ExplanationInfo
+    request_id: UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        tx.needs_cycle = True
+        return self._finish(tx)
+
+    def _finish(self, tx: Tx) -> Finisher:
+        def finish() -> ExplanationInfo:
+            if self.request_id not in tx.work.requests:
+                info = tx.info(self.request_id)
+                return ExplanationInfo(
+                    request_id=info.id,
+                    status=info.status,
+                    outcome="not_pending",
+                    reason=info.status_reason or f"The request is {info.status.value}.",
+                )
+            config = tx.configuration()
+            snapshot = Snapshot(
+                descriptors=config.descriptors,
+                pools=config.pools,
+                policies=config.policies,
+                requests=tuple(tx.work.requests.values()),
+            )
+            options = SchedulerOptions(route_search_budget=tx.options.route_search_budget)
+            return explanation_info(explain(snapshot, self.request_id, tx.now, options))
+
+        return finish
+
+
+@dataclass(slots=True)
+class PoolQueue:
+    """The pending requests queued in a pool, in the order of the cycle this transaction ran."""
+
+    name: ClassVar[str] = "pools.queue"
+    result_type: ClassVar[Any] = list[QueueEntry]
+    pool: str | UUID
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        pool = find_pool(tx.conn, self.pool)
+        if pool is None:
+            raise EntityNotFoundError(f"Resource pool '{self.pool}' not found.")
+        tx.needs_cycle = True
+
+        def finish() -> list[QueueEntry]:
+            decisions = tx.decisions
+            if decisions is None:
+                return []
+            waits = sorted(
+                (w for w in decisions.waits if w.pool_id == pool.id),
+                key=lambda w: (w.position or 0, w.request_id.int),
+            )
+            tx.want(w.request_id for w in waits)
+            return [
+                QueueEntry(position=w.position or 0, reason=w.reason, request=tx.info(w.request_id))
+                for w in waits
+            ]
+
+        return finish

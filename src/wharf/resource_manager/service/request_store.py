@@ -1,0 +1,382 @@
+"""SQL for resource requests: bulk inserts, bulk loads, status writes, renewals and lists.
+
+Owns every statement on ``rm_requests`` and its child tables; the rules live in the domain and
+in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their transactions.
+
+Invariants:
+- loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
+- every status write is a compare-and-set on the previous status (``WHERE status = :prev``) and
+  :func:`write_transitions` raises :class:`StaleStateError` when a row did not match, so a
+  stale cache can never write over a change it did not see;
+- :func:`renew` changes only the lease columns, and only of a live request whose lease has not
+  lapsed (``lapse_at > now``): a lapsed lease is never revived, it is expired by the next cycle;
+- ``lapse_at`` is kept equal to the request's earliest lapse while live and NULL once terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
+
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
+from wharf.resource_manager.service import codec
+from wharf.resource_manager.service import tables as t
+from wharf.store.sql.types import UtcDateTime
+
+LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
+HOLDING = (S.ALLOCATED.value, S.PREEMPTING.value)
+IN_CHUNK = 500
+
+
+class StaleStateError(Exception):
+    """A compare-and-set write found a row in another state than the cache said (internal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    request: ResourceRequest
+    requester: str
+
+
+def _chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+# ----------------------------------------------------------------------------- inserts
+
+
+def insert_requests(
+    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
+) -> None:
+    """Insert requests (rows from :func:`codec.request_row`) and their child rows."""
+    if not rows:
+        return
+    conn.execute(t.requests.insert(), list(rows))
+    if children.demands:
+        conn.execute(t.demands.insert(), children.demands)
+    if children.subjects:
+        conn.execute(t.subjects.insert(), children.subjects)
+    if children.metadata:
+        conn.execute(t.request_metadata.insert(), children.metadata)
+
+
+@dataclass(slots=True)
+class Children:
+    demands: list[dict[str, Any]]
+    subjects: list[dict[str, Any]]
+    metadata: list[dict[str, Any]]
+
+    @classmethod
+    def empty(cls) -> Children:
+        return cls([], [], [])
+
+    def add(self, request: ResourceRequest) -> None:
+        self.demands.extend(codec.demand_rows(request))
+        self.subjects.extend(codec.subject_rows(request))
+        self.metadata.extend(codec.metadata_rows(request))
+
+
+def insert_allocations(conn: Connection, allocations: Sequence[Allocation]) -> None:
+    if allocations:
+        conn.execute(t.allocations.insert(), codec.allocation_rows(allocations))
+
+
+# ----------------------------------------------------------------------------- loads
+
+# Built once: SQLAlchemy then reuses their cache keys and compiled forms on every call.
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_R = t.requests.c
+_LOAD_ROWS = select(t.requests).where(_R.id.in_(_IDS))
+_LOAD_LIVE = select(t.requests).where(_R.status.in_(LIVE))
+_LOAD_CHILDREN = {
+    table.name: select(table).where(table.c.request_id.in_(_IDS))
+    for table in (t.demands, t.subjects, t.request_metadata)
+}
+_LOAD_ALLOCATIONS = (
+    select(t.allocations)
+    .where(t.allocations.c.request_id.in_(_IDS))
+    .order_by(t.allocations.c.request_id, t.allocations.c.demand_index)
+)
+_VOLATILE = select(
+    _R.id,
+    _R.requester,
+    _R.runtime_state,
+    _R.lease_expires_at,
+    _R.allocation_deadline,
+    _R.renewed_at,
+).where(_R.id.in_(_IDS))
+_CHANGED = select(_R.id, _R.status).where(_R.seq > bindparam("version"))
+_OWNER = select(_R.requester, _R.status).where(_R.id == bindparam("id"))
+
+
+def load(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, Loaded]:
+    """Full requests (with leases, allocations and requester) by id; missing ids are absent."""
+    wanted = list(dict.fromkeys(ids))
+    found: dict[UUID, Loaded] = {}
+    for chunk in _chunks(wanted):
+        rows = conn.execute(_LOAD_ROWS, {"ids": list(chunk)}).all()
+        found.update(_assemble(conn, [codec.mapping(r) for r in rows]))
+    return found
+
+
+def load_live(conn: Connection) -> dict[UUID, Loaded]:
+    """Every pending, allocated or preempting request."""
+    maps = [codec.mapping(r) for r in conn.execute(_LOAD_LIVE).all()]
+    found: dict[UUID, Loaded] = {}
+    for chunk in _chunks(maps):
+        found.update(_assemble(conn, chunk))
+    return found
+
+
+def _assemble(conn: Connection, rows: Sequence[codec.RowMap]) -> dict[UUID, Loaded]:
+    if not rows:
+        return {}
+    ids = {"ids": [row["id"] for row in rows]}
+    demands = _children(conn, t.demands.name, ids)
+    subjects = _children(conn, t.subjects.name, ids)
+    metadata = _children(conn, t.request_metadata.name, ids)
+    allocations: dict[UUID, list[Allocation]] = {}
+    for row in conn.execute(_LOAD_ALLOCATIONS, ids):
+        item = codec.allocation_from_row(codec.mapping(row))
+        allocations.setdefault(item.request_id, []).append(item)
+    return {
+        row["id"]: Loaded(
+            codec.request_from_rows(
+                row,
+                demands.get(row["id"], []),
+                subjects.get(row["id"], []),
+                metadata.get(row["id"], []),
+                _allocation_order(allocations.get(row["id"], [])),
+            ),
+            row["requester"],
+        )
+        for row in rows
+    }
+
+
+def _allocation_order(items: list[Allocation]) -> list[Allocation]:
+    # Demand allocations in demand order, grant defaults (no index) after them.
+    return sorted(items, key=lambda a: (a.demand_index is None, a.demand_index or 0, a.resource))
+
+
+def _children(
+    conn: Connection, table: str, ids: Mapping[str, Any]
+) -> dict[UUID, list[codec.RowMap]]:
+    grouped: dict[UUID, list[codec.RowMap]] = {}
+    for row in conn.execute(_LOAD_CHILDREN[table], ids):
+        mapped = codec.mapping(row)
+        grouped.setdefault(mapped["request_id"], []).append(mapped)
+    return grouped
+
+
+def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> dict[UUID, Loaded]:
+    """Complete requests known in memory (immutable parts, status, allocations) with the
+    columns renewals change (lease, deadline, renewal time, runtime state) and the requester."""
+    found: dict[UUID, Loaded] = {}
+    for chunk in _chunks(list(models)):
+        for row in conn.execute(_VOLATILE, {"ids": list(chunk)}):
+            model = models[row.id].model_copy(
+                update={
+                    "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
+                    "lease_expires_at": row.lease_expires_at,
+                    "allocation_deadline": row.allocation_deadline,
+                    "renewed_at": row.renewed_at,
+                }
+            )
+            found[row.id] = Loaded(model, row.requester)
+    return found
+
+
+def changed_since(conn: Connection, version: int) -> list[tuple[UUID, str]]:
+    """(id, status) of every request whose scheduler-relevant state changed after ``version``."""
+    return [(row.id, row.status) for row in conn.execute(_CHANGED, {"version": version})]
+
+
+def owner(conn: Connection, request_id: UUID) -> tuple[str, str] | None:
+    """(requester, status) of a request, or None if it does not exist."""
+    row = conn.execute(_OWNER, {"id": request_id}).first()
+    return None if row is None else (row.requester, row.status)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRow:
+    id: UUID
+    status: str
+    lease_expires_at: datetime | None
+    allocation_deadline: datetime | None
+
+
+_LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
+_LAPSED = select(*_LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now")).with_for_update()
+_LIVE_LEASES = select(*_LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
+
+
+def lapsed(conn: Connection, now: datetime) -> list[LeaseRow]:
+    """Live requests whose lease or allocation deadline has been reached, locked for update."""
+    return [LeaseRow(*row) for row in conn.execute(_LAPSED, {"now": now})]
+
+
+def live_leases(conn: Connection) -> list[LeaseRow]:
+    """Lease columns of every live request that can lapse."""
+    return [LeaseRow(*row) for row in conn.execute(_LIVE_LEASES)]
+
+
+# ----------------------------------------------------------------------------- status writes
+
+
+_C = t.requests.c
+_BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
+_TERMINAL = (
+    update(t.requests)
+    .where(_BY_ID)
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        released_at=bindparam("b_released_at"),
+        seq=bindparam("b_seq"),
+        lapse_at=None,
+    )
+)
+_ADMIT = (
+    update(t.requests)
+    .where(_BY_ID)
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        allocated_at=bindparam("b_allocated_at"),
+        pool_id=bindparam("b_pool_id"),
+        seq=bindparam("b_seq"),
+        lapse_at=_C.lease_expires_at,
+    )
+)
+_OTHER = (
+    update(t.requests)
+    .where(_BY_ID)
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        preemption_initiated_by_id=bindparam("b_preemptor"),
+        seq=bindparam("b_seq"),
+    )
+)
+
+
+def write_transitions(
+    conn: Connection, changes: Iterable[tuple[ResourceRequest, ResourceRequest]], seq: int
+) -> None:
+    """Write ``(before, after)`` request changes with compare-and-set on the previous status."""
+    terminal: list[dict[str, Any]] = []
+    admitted: list[dict[str, Any]] = []
+    other: list[dict[str, Any]] = []
+    for before, after in changes:
+        params: dict[str, Any] = {
+            "b_id": after.id,
+            "b_prev": before.status.value,
+            "b_status": after.status.value,
+            "b_reason": after.status_reason,
+            "b_seq": seq,
+        }
+        if is_terminal(after.status) and not is_terminal(before.status):
+            params["b_released_at"] = after.released_at
+            terminal.append(params)
+        elif after.status is S.ALLOCATED and before.status is S.PENDING:
+            params["b_allocated_at"] = after.allocated_at
+            params["b_pool_id"] = after.allocations[0].pool_id if after.allocations else None
+            admitted.append(params)
+        else:
+            params["b_preemptor"] = after.preemption_initiated_by_id
+            other.append(params)
+    for statement, batch in ((_TERMINAL, terminal), (_ADMIT, admitted), (_OTHER, other)):
+        if batch:
+            _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
+
+
+def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:
+    """After a takeover: move each live lease to its extended deadline (never shorten it)."""
+    params = [
+        {
+            "b_id": row.id,
+            "b_lease": lease,
+            "b_lapse": codec.lapse_at(lease, row.allocation_deadline)
+            if row.status == S.PENDING.value
+            else lease,
+        }
+        for row, lease in extensions
+    ]
+    if not params:
+        return
+    statement = (
+        update(t.requests)
+        .where(
+            _C.id == bindparam("b_id"),
+            _C.lapse_at.is_not(None),  # still live (an IN list cannot be used in executemany)
+            _C.lease_expires_at < bindparam("b_lease"),
+        )
+        .values(lease_expires_at=bindparam("b_lease"), lapse_at=bindparam("b_lapse"))
+    )
+    conn.execute(statement, params)
+
+
+def _checked(conn: Connection, rowcount: int, expected: int) -> None:
+    if conn.dialect.supports_sane_multi_rowcount and rowcount not in (-1, expected):
+        raise StaleStateError(
+            f"{expected - rowcount} of {expected} requests changed under the scheduling lock."
+        )
+
+
+def renew(
+    conn: Connection,
+    request_id: UUID,
+    *,
+    now: datetime,
+    lease: datetime,
+    runtime_state: ResourceRequestRuntimeState | None,
+    requester: str | None,
+) -> bool:
+    """Extend a live, unlapsed lease (of ``requester``'s request, unless None); True if done."""
+    pending_deadline = and_(
+        _C.status == S.PENDING.value,
+        _C.allocation_deadline.is_not(None),
+        _C.allocation_deadline < lease,
+    )
+    values: dict[str, Any] = {
+        "lease_expires_at": lease,
+        "renewed_at": now,
+        "lapse_at": case(
+            (pending_deadline, _C.allocation_deadline), else_=literal(lease, UtcDateTime())
+        ),
+    }
+    if runtime_state is not None:
+        values["runtime_state"] = runtime_state.value
+    conditions = [
+        _C.id == request_id,
+        _C.status.in_(LIVE),
+        or_(_C.lapse_at.is_(None), _C.lapse_at > now),
+    ]
+    if requester is not None:
+        conditions.append(_C.requester == requester)
+    return bool(conn.execute(update(t.requests).where(*conditions).values(**values)).rowcount)
+
+
+def count_live_in_pool(conn: Connection, pool_id: UUID) -> int:
+    statement = select(func.count()).where(_C.pool_id == pool_id, _C.status.in_(LIVE))
+    return int(conn.execute(statement).scalar_one())

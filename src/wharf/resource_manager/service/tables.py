@@ -1,0 +1,272 @@
+"""The Resource Manager's schema as SQLAlchemy Core tables: the single source of truth.
+
+Every table is prefixed ``rm_`` and lives in its own :class:`MetaData`, with its own Alembic
+history (version table ``rm_alembic_version``), so the RM can share the embedded SQLite file with
+the workspace store without the two schemas or migration histories touching.
+``migrations/versions`` must create exactly this schema (a test compares them on every backend).
+
+Invariants kept by the database itself:
+
+- descriptor names, pool names and policy names are unique; capacity classes are unique per
+  pool and grants per (policy, class); deleting a pool deletes its classes and policies, deleting
+  a policy deletes its grants;
+- a request's demands, subjects and metadata are rows of their own (so lists can filter on
+  subjects and metadata) and are written once, with the request; allocations are written once,
+  when the request is admitted, and reference no pool or policy row (history outlives them);
+- ``rm_requests.lapse_at`` is the earliest instant a *live* request lapses (its lease, or for a
+  pending request also its allocation deadline) and NULL once the request is terminal, so the
+  sweep reads only lapsed live requests through its index;
+- ``rm_requests.seq`` is the ``rm_state.state_version`` of the last scheduler-relevant change
+  (creation, status, allocations); every such change happens under the scheduling lock and bumps
+  the version, which lets each process refresh its scheduling cache incrementally;
+- ``rm_state`` holds exactly one row (id 1): versions, the scheduling leader and its last cycle;
+- idempotency keys are unique per (principal, operation, key).
+
+Enumerations are short strings, quantities exact integers in base units (BIGINT), JSON documents
+are text (see :mod:`wharf.store.sql.types`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+from wharf.store.sql.types import UUID, JsonText, NullableJsonText, UtcDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
+NAME_LENGTH = 128
+"""Descriptor, pool, class and policy names (the domain's NAME_PATTERN allows 128)."""
+KEY_LENGTH = 255
+"""Subject ids, requesters, metadata keys and values, idempotency keys."""
+SHORT = 32
+"""Statuses and other enumerations."""
+STATE_ROW_ID = 1
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _fk(name: str, target: str, *, primary_key: bool = False) -> Column[Any]:
+    return Column(
+        name,
+        UUID,
+        ForeignKey(target, ondelete="CASCADE"),
+        nullable=False,
+        primary_key=primary_key,
+    )
+
+
+descriptors = Table(
+    "rm_descriptors",
+    metadata,
+    Column("name", String(NAME_LENGTH), primary_key=True),
+    Column("kind", String(64), nullable=False),
+    Column("units", JsonText(), nullable=False),
+    Column("default_unit", String(64), nullable=True),
+    Column("attributes", JsonText(), nullable=False),
+    Column("description", Text(), nullable=False),
+    Column("stock", Boolean(), nullable=False),
+    Column("created", UtcDateTime(), nullable=False),
+    Column("updated", UtcDateTime(), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+pools = Table(
+    "rm_pools",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(NAME_LENGTH), nullable=False, unique=True),
+    Column("rank", Integer(), nullable=False),
+    Column("attributes", JsonText(), nullable=False),
+    Column("concurrency_limit", Integer(), nullable=True),
+    Column("target_settings", JsonText(), nullable=False),
+    Column("fair_sharing", Boolean(), nullable=False),
+    Column("created", UtcDateTime(), nullable=False),
+    Column("updated", UtcDateTime(), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+capacity_classes = Table(
+    "rm_capacity_classes",
+    metadata,
+    _fk("pool_id", "rm_pools.id", primary_key=True),
+    Column("name", String(NAME_LENGTH), primary_key=True),
+    Column("position", Integer(), nullable=False),
+    Column("capacity", JsonText(), nullable=False),
+    Column("rank", Integer(), nullable=False),
+    Column("reclaimable", String(SHORT), nullable=False),
+    Column("attributes", JsonText(), nullable=False),
+    Column("concurrency_limit", Integer(), nullable=True),
+    Column("target_settings", JsonText(), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+policies = Table(
+    "rm_policies",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(NAME_LENGTH), nullable=False, unique=True),
+    _fk("pool_id", "rm_pools.id"),
+    Column("subject_selector", JsonText(), nullable=False),
+    Column("priority", Integer(), nullable=False),
+    Column("priority_lane", Boolean(), nullable=False),
+    Column("preemption_group", String(KEY_LENGTH), nullable=True),
+    Column("concurrency_limit", Integer(), nullable=True),
+    Column("target_settings", JsonText(), nullable=False),
+    Column("fair_share_weight", Integer(), nullable=False),
+    Column("created", UtcDateTime(), nullable=False),
+    Column("updated", UtcDateTime(), nullable=False),
+    Index(None, "pool_id"),
+    **TABLE_OPTIONS,
+)
+
+grants = Table(
+    "rm_grants",
+    metadata,
+    _fk("policy_id", "rm_policies.id", primary_key=True),
+    Column("class_name", String(NAME_LENGTH), primary_key=True),
+    Column("position", Integer(), nullable=False),
+    Column("resources", JsonText(), nullable=False),
+    Column("target_settings", JsonText(), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+requests = Table(
+    "rm_requests",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("requester", String(KEY_LENGTH), nullable=False),
+    Column("status", String(SHORT), nullable=False),
+    Column("status_reason", Text(), nullable=True),
+    Column("runtime_state", String(SHORT), nullable=False),
+    Column("reclaim_tolerance", String(SHORT), nullable=False),
+    Column("pool", String(KEY_LENGTH), nullable=True),
+    Column("pool_selector", NullableJsonText(), nullable=True),
+    Column("preemption_group", NullableJsonText(), nullable=True),
+    Column("pool_id", UUID, nullable=True),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("lease_expires_at", UtcDateTime(), nullable=True),
+    Column("allocation_deadline", UtcDateTime(), nullable=True),
+    Column("renewed_at", UtcDateTime(), nullable=True),
+    Column("allocated_at", UtcDateTime(), nullable=True),
+    Column("released_at", UtcDateTime(), nullable=True),
+    Column("preemption_initiated_by_id", UUID, nullable=True),
+    Column("lapse_at", UtcDateTime(), nullable=True),
+    Column("seq", BigInteger(), nullable=False),
+    Index(None, "status"),
+    Index(None, "seq"),
+    Index(None, "lapse_at"),
+    Index(None, "pool_id", "status"),
+    Index(None, "requester"),
+    Index(None, "created_at"),
+    **TABLE_OPTIONS,
+)
+
+demands = Table(
+    "rm_request_demands",
+    metadata,
+    _fk("request_id", "rm_requests.id", primary_key=True),
+    Column("position", Integer(), primary_key=True, autoincrement=False),
+    Column("resource", String(NAME_LENGTH), nullable=True),
+    Column("kind", String(64), nullable=True),
+    Column("resource_selector", NullableJsonText(), nullable=True),
+    Column("quantity", BigInteger(), nullable=False),
+    Column("unit", String(64), nullable=True),
+    Column("class_name", String(NAME_LENGTH), nullable=True),
+    Column("class_selector", NullableJsonText(), nullable=True),
+    **TABLE_OPTIONS,
+)
+
+subjects = Table(
+    "rm_request_subjects",
+    metadata,
+    _fk("request_id", "rm_requests.id", primary_key=True),
+    Column("chain", Integer(), primary_key=True, autoincrement=False),
+    Column("position", Integer(), primary_key=True, autoincrement=False),
+    Column("subject_type", String(SHORT), nullable=False),
+    Column("subject_id", String(KEY_LENGTH), nullable=False),
+    Column("attributes", JsonText(), nullable=False),
+    Column("metadata", JsonText(), nullable=False),
+    Index(None, "subject_id", "subject_type"),
+    **TABLE_OPTIONS,
+)
+
+request_metadata = Table(
+    "rm_request_metadata",
+    metadata,
+    _fk("request_id", "rm_requests.id", primary_key=True),
+    Column("key", String(KEY_LENGTH), primary_key=True),
+    Column("value", String(KEY_LENGTH), nullable=False),
+    Index(None, "key", "value"),
+    **TABLE_OPTIONS,
+)
+
+allocations = Table(
+    "rm_allocations",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    _fk("request_id", "rm_requests.id"),
+    Column("demand_index", Integer(), nullable=True),
+    Column("pool_id", UUID, nullable=False),
+    Column("class_name", String(NAME_LENGTH), nullable=False),
+    Column("resource", String(NAME_LENGTH), nullable=False),
+    Column("resource_kind", String(64), nullable=False),
+    Column("quantity", BigInteger(), nullable=False),
+    Column("unit", String(64), nullable=False),
+    Column("base_quantity", BigInteger(), nullable=False),
+    Column("policy_id", UUID, nullable=False),
+    Column("priority", BigInteger(), nullable=False),
+    Column("priority_lane", Boolean(), nullable=False),
+    Column("target_settings", JsonText(), nullable=False),
+    Index(None, "request_id"),
+    Index(None, "pool_id"),
+    **TABLE_OPTIONS,
+)
+
+idempotency_keys = Table(
+    "rm_idempotency_keys",
+    metadata,
+    Column("principal", String(KEY_LENGTH), primary_key=True),
+    Column("operation", String(64), primary_key=True),
+    Column("key", String(KEY_LENGTH), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("response", JsonText(), nullable=False),
+    Column("created", UtcDateTime(), nullable=False),
+    Index(None, "created"),
+    **TABLE_OPTIONS,
+)
+
+state = Table(
+    "rm_state",
+    metadata,
+    Column("id", Integer(), primary_key=True, autoincrement=False),
+    Column("state_version", BigInteger(), nullable=False),
+    Column("config_version", BigInteger(), nullable=False),
+    Column("leader_id", String(64), nullable=True),
+    Column("leader_epoch", BigInteger(), nullable=False),
+    Column("last_cycle_at", UtcDateTime(), nullable=True),
+    Column("last_sweep_at", UtcDateTime(), nullable=True),
+    **TABLE_OPTIONS,
+)

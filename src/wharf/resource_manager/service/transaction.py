@@ -1,0 +1,168 @@
+"""One scheduling transaction: what the batched operations and the cycle share while it runs.
+
+Owns: :class:`Tx`, :class:`Operation` (the interface every batched operation implements) and
+:data:`Finisher`.
+
+An operation runs in two steps inside the transaction: :meth:`Operation.run` checks and stages
+its change (raising a :class:`~wharf.core.errors.WharfError` *before* writing anything when it
+must fail), then, after the cycle, the :data:`Finisher` it returned builds its result — so a
+created request comes back already allocated when the cycle admitted it.
+
+Invariants:
+- writes are staged and flushed in bulk: new requests before the cycle (one ``executemany`` per
+  table), status transitions and allocations after it (compare-and-set, see
+  :func:`request_store.write_transitions`);
+- every request change also updates the working copy, so later operations and the cycle see it;
+- every change is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Protocol
+from uuid import UUID
+
+from sqlalchemy import Connection
+
+from wharf.core.errors import EntityNotFoundError
+from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
+from wharf.resource_manager.scheduler import CycleDecisions
+from wharf.resource_manager.service import codec, request_store
+from wharf.resource_manager.service.config_store import Configuration
+from wharf.resource_manager.service.convert import request_info
+from wharf.resource_manager.service.idempotency import IdempotencyKey
+from wharf.resource_manager.service.leader import StateRow
+from wharf.resource_manager.service.options import ServiceOptions
+from wharf.resource_manager.service.state import Working
+
+Finisher = Callable[[], Any]
+"""Builds an operation's result after the cycle, inside the transaction."""
+
+
+class Operation(Protocol):
+    name: ClassVar[str]
+    """``<aggregate>.<verb>``; scopes idempotency keys."""
+    result_type: ClassVar[Any]
+    """Type of the result, to decode a replayed idempotent response."""
+    idempotency: IdempotencyKey | None
+
+    def run(self, tx: Tx) -> Finisher: ...
+
+
+@dataclass(slots=True)
+class Tx:
+    conn: Connection
+    now: datetime
+    row: StateRow
+    work: Working
+    options: ServiceOptions
+    needs_cycle: bool = False
+    config_changed: bool = False
+    swept: bool = False
+    changed: bool = False
+    decisions: CycleDecisions | None = None
+    transitions: dict[UUID, tuple[ResourceRequest, ResourceRequest]] = field(default_factory=dict)
+    allocations: list[Allocation] = field(default_factory=list)
+    created: dict[UUID, tuple[ResourceRequest, str, UUID | None]] = field(default_factory=dict)
+    """Requests created in this transaction: (full model, requester, named pool id). They are
+    inserted by :meth:`flush` in their final state (admitted or not), never updated."""
+    replays: dict[tuple[str, str, str], tuple[str, Callable[[], Any]]] = field(default_factory=dict)
+    """Idempotency scope -> (fingerprint, finisher) of the first operation with that key in
+    this batch: a second call with the same key shares its result."""
+    final: dict[UUID, ResourceRequest] = field(default_factory=dict)
+    """The latest (neutral) model of every request created or changed in this transaction."""
+    _wanted: set[UUID] = field(default_factory=set)
+    _loaded: dict[UUID, request_store.Loaded] = field(default_factory=dict)
+
+    @property
+    def seq(self) -> int:
+        """The state version this transaction publishes if it changes anything."""
+        return self.row.state_version + 1
+
+    def configuration(self) -> Configuration:
+        return self.work.configuration(self.conn)
+
+    def config_written(self) -> None:
+        self.work.config_dirty = True
+        self.config_changed = True
+        self.needs_cycle = True
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def add_request(self, request: ResourceRequest, requester: str, pool_id: UUID | None) -> None:
+        self.created[request.id] = (request, requester, pool_id)
+        self.work.requests[request.id] = self.final[request.id] = codec.neutral(request)
+        self.work.requesters[request.id] = requester
+        self.changed = True
+        self.needs_cycle = True
+
+    def transition(self, before: ResourceRequest, after: ResourceRequest) -> None:
+        if after is before:
+            return
+        if after.id not in self.created:
+            first = self.transitions.get(after.id)
+            self.transitions[after.id] = (first[0] if first else before, after)
+        self.final[after.id] = after
+        if is_terminal(after.status):
+            self.work.requests.pop(after.id, None)
+            self.work.requesters.pop(after.id, None)
+        else:
+            self.work.requests[after.id] = after
+        self.changed = True
+
+    def flush(self) -> None:
+        """Write everything staged: new requests in their final state, then status changes
+        (compare-and-set), then allocations."""
+        rows: list[dict[str, Any]] = []
+        children = request_store.Children.empty()
+        for request_id, (request, requester, named_pool) in self.created.items():
+            final = self.final[request_id]
+            full = request.model_copy(
+                update={
+                    "status": final.status,
+                    "status_reason": final.status_reason,
+                    "allocated_at": final.allocated_at,
+                    "released_at": final.released_at,
+                    "preemption_initiated_by_id": final.preemption_initiated_by_id,
+                    "allocations": final.allocations,
+                }
+            )
+            pool_id = final.allocations[0].pool_id if final.allocations else named_pool
+            rows.append(codec.request_row(full, requester=requester, pool_id=pool_id, seq=self.seq))
+            children.add(full)
+            self._loaded[request_id] = request_store.Loaded(full, requester)
+        request_store.insert_requests(self.conn, rows, children)
+        self.created = {}
+        request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        self.transitions = {}
+        request_store.insert_allocations(self.conn, self.allocations)
+        self.allocations = []
+
+    # -- results ----------------------------------------------------------------------------
+
+    def want(self, ids: Iterable[UUID]) -> None:
+        """Announce requests a finisher will return, so they are loaded in one go."""
+        self._wanted.update(ids)
+
+    def info(self, request_id: UUID) -> ResourceRequestInfo:
+        """The request as committed by this transaction (call from finishers only)."""
+        missing = (self._wanted | {request_id}) - self._loaded.keys()
+        if missing:
+            # Known models only need the columns renewals change; others are loaded whole.
+            known: dict[UUID, ResourceRequest] = {}
+            for key in missing:
+                model = self.final.get(key) or self.work.requests.get(key)
+                if model is not None:
+                    known[key] = model
+            self._loaded.update(request_store.with_volatile(self.conn, known))
+            rest = missing - known.keys()
+            if rest:
+                self._loaded.update(request_store.load(self.conn, rest))
+            self._wanted.clear()
+        loaded = self._loaded.get(request_id)
+        if loaded is None:
+            raise EntityNotFoundError(f"Resource request {request_id} not found.")
+        return request_info(loaded)

@@ -1,0 +1,112 @@
+"""Batched scheduling transactions and per-process caches kept in sync through the database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.resource_manager.service.helpers import (
+    ADMIN,
+    ALICE,
+    BOB,
+    gpus,
+    klass,
+    request_count,
+    request_spec,
+    row_count,
+    setup_pool,
+)
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.core.errors import InputError
+from wharf.resource_manager.client.errors import PermissionDeniedError
+from wharf.resource_manager.client.models import PoolUpdate
+from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service import tables as t
+
+
+def test_concurrent_callers_never_over_allocate(rm: ResourceManagerService) -> None:
+    setup_pool(rm, gpus_total=5)
+    with ThreadPoolExecutor(8) as pool:
+        created = list(
+            pool.map(
+                lambda i: rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")), range(24)
+            )
+        )
+    assert sum(r.status is S.ALLOCATED for r in created) == 5
+    assert sum(r.status is S.PENDING for r in created) == 19
+    assert request_count(rm) == 24
+
+
+def test_a_failing_operation_does_not_fail_its_batch(rm: ResourceManagerService) -> None:
+    setup_pool(rm, gpus_total=50)
+    good = request_spec(gpus(1))
+    bad = request_spec({"resource": "GPU", "quantity": 1, "unit": "bogus"})
+
+    def call(i: int) -> object:
+        try:
+            if i % 3 == 0:
+                return rm.requests.create(ALICE, bad)
+            if i % 3 == 1:
+                return rm.pools.create(
+                    ALICE, {"name": f"p{i}", "classes": [{"name": "c", "capacity": {"GPU": 1}}]}
+                )
+            return rm.requests.create(ALICE, good)
+        except (InputError, PermissionDeniedError) as error:
+            return error
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(call, range(30)))
+    assert all(isinstance(r, InputError) for r in results[0::3])
+    assert all(isinstance(r, PermissionDeniedError) for r in results[1::3])
+    assert all(getattr(r, "status", None) is S.ALLOCATED for r in results[2::3])
+    assert request_count(rm) == 10
+
+
+def test_processes_see_each_others_changes(
+    open_rm: Callable[..., ResourceManagerService],
+) -> None:
+    one, two = open_rm(), open_rm()
+    setup_pool(one, gpus_total=2)
+    a = one.requests.create(ALICE, request_spec(gpus(2)))
+    waiting = two.requests.create(BOB, request_spec(gpus(1)))  # two's cache learns of a
+    assert waiting.status is S.PENDING
+    one.requests.release(ALICE, a.id)  # one schedules: admits two's request
+    assert two.requests.get(waiting.id).status is S.ALLOCATED
+    b = two.requests.create(BOB, request_spec(gpus(1)))
+    assert b.status is S.ALLOCATED
+    c = one.requests.create(ALICE, request_spec(gpus(1)))
+    assert c.status is S.PENDING  # one saw two's admissions, no over-allocation
+
+    two.pools.update(ADMIN, "gpus", PoolUpdate(classes=(klass("h100", GPU=3),)))
+    assert one.requests.get(c.id).status is S.ALLOCATED
+    d = one.requests.create(ALICE, request_spec(gpus(1)))
+    assert d.status is S.PENDING  # one reloaded the configuration: 3 GPUs, all held
+
+
+def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> None:
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1)))
+    # Corrupt this process's cache behind its back: it believes the request is pending.
+    runner = rm._runner
+    runner.cache.requests[held.id] = runner.cache.requests[held.id].model_copy(
+        update={"status": S.PENDING, "allocations": ()}
+    )
+    other = rm.requests.create(BOB, request_spec(gpus(1)))
+    assert other.status is S.PENDING  # the compare-and-set failed, the batch reran on fresh state
+    assert rm.requests.get(held.id).status is S.ALLOCATED
+    assert row_count(rm, t.allocations) == 1  # held was not admitted a second time
+
+
+@pytest.mark.parametrize("max_batch", [1, 3])
+def test_small_batches_still_serve_every_caller(
+    open_rm: Callable[..., ResourceManagerService], max_batch: int
+) -> None:
+    rm = open_rm(max_batch=max_batch)
+    setup_pool(rm, gpus_total=100)
+    with ThreadPoolExecutor(6) as pool:
+        created = list(
+            pool.map(lambda _: rm.requests.create(ALICE, request_spec(gpus(1))), range(20))
+        )
+    assert all(r.status is S.ALLOCATED for r in created)

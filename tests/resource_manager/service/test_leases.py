@@ -1,0 +1,194 @@
+"""Leases on the server's (fake) clock: lapses, renewals, never early, restart grace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from tests.conftest import FakeClock
+from tests.resource_manager.service.helpers import (
+    ADMIN,
+    ALICE,
+    BOB,
+    gpus,
+    klass,
+    policy_spec,
+    pool_spec,
+    request_spec,
+    setup_pool,
+)
+from wharf.core.enums import ResourceRequestRuntimeState as RS
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.domain import (
+    ALLOCATION_WAIT_TIMED_OUT,
+    LEASE_EXPIRED,
+    LEASE_EXPIRED_WHILE_PENDING,
+)
+from wharf.resource_manager.service import ResourceManagerService
+
+
+def test_a_pending_lease_lapses_into_cancelled(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm, gpus_total=1)
+    rm.requests.create(ALICE, request_spec(gpus(1), lease=600))
+    waiting = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    clock.advance(11)
+    rm.sweep()
+    lapsed = rm.requests.get(waiting.id)
+    assert (lapsed.status, lapsed.status_reason) == (S.CANCELLED, LEASE_EXPIRED_WHILE_PENDING)
+
+
+def test_an_allocated_lease_lapses_into_expired_and_frees_capacity(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    waiting = rm.requests.create(BOB, request_spec(gpus(1), lease=600))
+    clock.advance(11)
+    rm.sweep()
+    expired = rm.requests.get(held.id)
+    assert (expired.status, expired.status_reason) == (S.EXPIRED, LEASE_EXPIRED)
+    assert expired.released_at is not None
+    assert rm.requests.get(waiting.id).status is S.ALLOCATED  # in the same cycle
+
+
+def test_a_preempting_lease_lapses_into_expired(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    rm.pools.create(ADMIN, pool_spec("gpus", klass("h100", GPU=1, reclaimable="coordinated")))
+    rm.policies.create(ADMIN, policy_spec("low"))
+    rm.policies.create(ADMIN, policy_spec("high", priority=5))
+    low = rm.requests.create(
+        ALICE, request_spec(gpus(1), project="low", lease=10, reclaim_tolerance="any")
+    )
+    high = rm.requests.create(
+        BOB, request_spec(gpus(1), project="high", lease=600, reclaim_tolerance="any")
+    )
+    assert rm.requests.get(low.id).status is S.PREEMPTING
+    clock.advance(11)
+    rm.sweep()
+    assert rm.requests.get(low.id).status is S.EXPIRED
+    assert rm.requests.get(high.id).status is S.ALLOCATED
+
+
+def test_a_lease_never_lapses_before_its_deadline(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    deadline = held.lease_expires_at
+    assert deadline is not None
+    clock.now = deadline - 2 * clock.tick  # the sweep reads deadline - 1 ms
+    rm.sweep()
+    assert rm.requests.get(held.id).status is S.ALLOCATED
+    clock.now = deadline - clock.tick  # the sweep reads exactly the deadline
+    rm.sweep()
+    assert rm.requests.get(held.id).status is S.EXPIRED
+
+
+def test_renewal_extends_the_lease_and_records_the_runtime_state(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    clock.advance(5)
+    renewed = rm.requests.renew(ALICE, held.id, 30, RS.RUNNING)
+    assert renewed.runtime_state is RS.RUNNING
+    assert renewed.renewed_at is not None
+    assert renewed.lease_expires_at == renewed.renewed_at + timedelta(seconds=30)
+    clock.advance(20)  # past the first lease, within the renewed one
+    rm.sweep()
+    assert rm.requests.get(held.id).status is S.ALLOCATED
+    shorter = rm.requests.renew(ALICE, held.id, 1)  # the holder chooses its lease
+    assert shorter.runtime_state is RS.RUNNING  # kept when not given
+    clock.advance(2)
+    rm.sweep()
+    assert rm.requests.get(held.id).status is S.EXPIRED
+
+
+def test_renewing_a_terminal_request_returns_it_unchanged(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm)
+    held = rm.requests.create(ALICE, request_spec(gpus(1)))
+    released = rm.requests.release(ALICE, held.id)
+    clock.advance(1)
+    assert rm.requests.renew(ALICE, held.id, 30, RS.RUNNING) == released
+
+
+def test_a_lapsed_lease_is_not_revived_by_a_late_renewal(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    clock.advance(11)  # lapsed, but no cycle ran yet
+    late = rm.requests.renew(ALICE, held.id, 30)
+    assert (late.status, late.status_reason) == (S.EXPIRED, LEASE_EXPIRED)
+    assert late.lease_expires_at == held.lease_expires_at
+
+
+def test_allocation_wait_timeout(rm: ResourceManagerService, clock: FakeClock) -> None:
+    setup_pool(rm, gpus_total=1)
+    rm.requests.create(ALICE, request_spec(gpus(1), lease=600))
+    waiting = rm.requests.create(
+        ALICE, request_spec(gpus(1), lease=600, allocation_wait_timeout_seconds=5)
+    )
+    clock.advance(4)
+    rm.sweep()
+    assert rm.requests.get(waiting.id).status is S.PENDING
+    clock.advance(2)
+    rm.sweep()
+    timed_out = rm.requests.get(waiting.id)
+    assert (timed_out.status, timed_out.status_reason) == (S.EXPIRED, ALLOCATION_WAIT_TIMED_OUT)
+
+
+def test_renewing_a_pending_request_runs_a_lazy_cycle(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    waiting = rm.requests.create(BOB, request_spec(gpus(1), lease=600))
+    clock.advance(11)  # the holder died; no timer runs sweeps
+    polled = rm.requests.renew(BOB, waiting.id, 600)
+    assert polled.status is S.ALLOCATED
+    assert rm.requests.get(held.id).status is S.EXPIRED
+
+
+def test_after_a_restart_leases_get_one_sweep_interval_first(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    before = open_rm()
+    setup_pool(before)
+    short = before.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    long = before.requests.create(ALICE, request_spec(gpus(1), lease=3600))
+    before.close()
+    clock.advance(100)  # the RM was down; nobody could renew
+
+    after = open_rm(sweep_interval=timedelta(seconds=30))
+    after.sweep()  # a takeover: extend, expire nothing
+    kept = after.requests.get(short.id)
+    assert kept.status is S.ALLOCATED
+    assert kept.lease_expires_at is not None
+    assert kept.lease_expires_at - after.now() > timedelta(seconds=29)
+    assert long.lease_expires_at is not None  # every live lease gets the interval on top
+    assert after.requests.get(long.id).lease_expires_at == long.lease_expires_at + timedelta(
+        seconds=30
+    )
+
+    clock.advance(31)
+    after.sweep()
+    assert after.requests.get(short.id).status is S.EXPIRED
+    assert after.requests.get(long.id).status is S.ALLOCATED
+
+
+def test_a_handover_between_live_processes_is_not_a_restart(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    first = open_rm()
+    setup_pool(first)
+    held = first.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    second = open_rm()
+    clock.advance(11)  # first ran a cycle 11 s ago: the RM was alive all along
+    second.sweep()
+    assert second.requests.get(held.id).status is S.EXPIRED
