@@ -151,3 +151,47 @@ def freeze() -> int:
 
     os.kill(os.getpid(), signal.SIGSTOP)
     return 0
+
+
+# --- steps for resource tests ----------------------------------------------------------------
+
+
+@step(enable_cache=False)
+def hold_license(label: str, seconds: float = 0.3) -> str:
+    """Record when it held the licence; sleep a little (the resource is scarce)."""
+    import time
+
+    from wharf import get_step_context
+
+    context = get_step_context()
+    start = time.time()
+    time.sleep(seconds)
+    allocation = context.allocation
+    held = allocation.allocations[0].resource if allocation and allocation.allocations else "-"
+    return f"{label}:{start:.6f}:{time.time():.6f}:{held}"
+
+
+@step(enable_cache=False)
+def wait_for_file(path: str, marker: str = "", started: str = "") -> int:
+    """Hold resources until ``path`` exists (a test's signal); record start and cleanup."""
+    import time
+    from pathlib import Path
+
+    if started:
+        Path(started).write_text("started")
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(path).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return 1
+    finally:
+        if marker:
+            with open(marker, "a") as f:
+                f.write("cleanup\n")
+
+
+@step(enable_cache=False)
+def affinity() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))

@@ -1,7 +1,9 @@
 """Timing script (not a test): the store cost of the engine's per-step path on SQLite.
 
 Per step: create a running step run, create one artifact version it produced, update the step
-to completed with that output. Run: ``python tests/store/bench_step_path.py [steps]``.
+to completed with that output. Then the cost of one heartbeat (``update_heartbeat``) of a running
+step, which every running step pays every few seconds. Run:
+``python tests/store/bench_step_path.py [steps]``.
 """
 
 from __future__ import annotations
@@ -76,10 +78,23 @@ def main(steps: int = 2000, rounds: int = 5) -> None:
                     StepRunUpdate(status=ExecutionStatus.COMPLETED, outputs={"output": version.id}),
                 )
             per_step.append((time.perf_counter() - start) / steps * 1e6)
+        beating = store.steps.create(
+            StepRunCreate(run_id=run.id, name="beating", status=ExecutionStatus.RUNNING)
+        )
+        per_beat: list[float] = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(steps):
+                store.steps.update_heartbeat(beating.id, 60.0)
+            per_beat.append((time.perf_counter() - start) / steps * 1e6)
         store.close()
     print(
         f"per-step store cost on SQLite ({steps} steps x {rounds} rounds): "
         f"median {statistics.median(per_step):.0f} us, best {min(per_step):.0f} us"
+    )
+    print(
+        f"heartbeat cost on SQLite ({steps} beats x {rounds} rounds): "
+        f"median {statistics.median(per_beat):.0f} us, best {min(per_beat):.0f} us"
     )
 
 

@@ -35,3 +35,20 @@ def flavor_class(type: ComponentType, flavor: str) -> Any:
         raise InputError(f"Unknown {type.value} flavor '{flavor}'; known: {known}.") from None
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+RESOURCE_MANAGERS: dict[str, str] = {
+    "embedded": "wharf.resource_manager.client.embedded:connect_embedded",
+}
+"""How to reach a Resource Manager, by mode; ``none`` disables resource requests."""
+
+
+def resource_manager_connector(mode: str) -> Any:
+    """The function that connects to the Resource Manager in ``mode``."""
+    try:
+        path = RESOURCE_MANAGERS[mode]
+    except KeyError:
+        known = ", ".join([*sorted(RESOURCE_MANAGERS), "none"])
+        raise InputError(f"Unknown Resource Manager mode '{mode}'; known: {known}.") from None
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)

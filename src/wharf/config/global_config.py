@@ -4,7 +4,8 @@ Resolution order for every value: explicit argument > environment variable > use
 file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
-``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_HEARTBEAT_INTERVAL``.
+``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_HEARTBEAT_INTERVAL``,
+``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class WharfConfig(BaseModel):
     api_key: str | None = None
     heartbeat_interval: float = 15.0
     """Seconds between a running step's heartbeats (``WHARF_HEARTBEAT_INTERVAL``)."""
+    resource_manager: str = "embedded"
+    """``embedded`` (in-process, in the store's database) or ``none``
+    (``WHARF_RESOURCE_MANAGER``)."""
+    local_step_slots: int | None = None
+    """Concurrent isolated steps the ``local`` pool admits; default: one per CPU
+    (``WHARF_LOCAL_STEP_SLOTS``)."""
 
     @property
     def config_file(self) -> Path:
@@ -91,10 +98,26 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
         server_url=pick("server_url", "WHARF_SERVER_URL"),
         api_key=pick("api_key", "WHARF_API_KEY"),
+        resource_manager=pick("resource_manager", "WHARF_RESOURCE_MANAGER", "embedded"),
+        local_step_slots=_optional_int(
+            pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"), "WHARF_LOCAL_STEP_SLOTS"
+        ),
         heartbeat_interval=_positive_float(
             pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
         ),
     )
+
+
+def _optional_int(value: Any, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a whole number, not '{value}'.") from None
+    if number < 1:
+        raise InputError(f"{name} must be at least 1, not {value}.")
+    return number
 
 
 def _positive_float(value: Any, name: str) -> float:

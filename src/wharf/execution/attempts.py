@@ -23,6 +23,7 @@ from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import (
     ArtifactVersionRecord,
     HeartbeatResponse,
@@ -61,17 +62,22 @@ def finish_attempt(
             outputs={name: v.id for name, v in (outputs or {}).items()},
         )
     elif isinstance(error, StepInterrupted):
-        current = store.steps.get(record.id).status
-        cancelled = current in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
-        update = StepRunUpdate(
-            status=ExecutionStatus.CANCELLED if cancelled else ExecutionStatus.STOPPED,
-            status_reason=stop_reason or "Stopped on request.",
-        )
+        current = store.steps.get(record.id)
+        cancelled = current.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
+        reason = (current.status_reason if cancelled else None) or stop_reason
+        if (
+            cancelled
+            and attempts_left(spec, record.attempt)
+            and not _run_stopping(services, record)
+        ):
+            # a reclaim, not a stop: the next attempt asks for resources afresh
+            status = ExecutionStatus.RETRYING
+        else:
+            status = ExecutionStatus.CANCELLED if cancelled else ExecutionStatus.STOPPED
+        update = StepRunUpdate(status=status, status_reason=reason or "Stopped on request.")
     else:
         reason = describe_exception(error)
-        retry = attempts_left(spec, record.attempt) and store.runs.get_status(
-            record.run_id
-        ) not in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
+        retry = attempts_left(spec, record.attempt) and not _run_stopping(services, record)
         update = StepRunUpdate(
             status=ExecutionStatus.RETRYING if retry else ExecutionStatus.FAILED,
             status_reason=reason,
@@ -81,6 +87,11 @@ def finish_attempt(
     except IllegalTransitionError:
         # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
         return store.steps.get(record.id)
+
+
+def _run_stopping(services: RunServices, record: StepRunRecord) -> bool:
+    status = services.store.runs.get_status(record.run_id)
+    return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
 
 
 def heartbeat_for(
@@ -114,6 +125,7 @@ class AttemptExecutor(Protocol):
         record: StepRunRecord,
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None = None,
     ) -> AttemptResult:
         """Run one attempt whose record is running; return how it ended."""
         ...
@@ -133,13 +145,16 @@ class InlineExecutor:
         record: StepRunRecord,
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None = None,
     ) -> AttemptResult:
         worker = None
         if spec.config.enable_heartbeat:
             worker = heartbeat_for(self.services, record, region, self.heartbeat_interval).start()
         try:
             with capture_output() as log:
-                outputs, error = run_user_code(self.runner, spec, record, inputs, region)
+                outputs, error = run_user_code(
+                    self.runner, spec, record, inputs, region, allocation
+                )
             final = finish_attempt(self.services, spec, record, outputs, error, region.reason)
             if record.logs_uri:
                 write_log(self.services.artifact_store, record.logs_uri, log.getvalue())
@@ -156,10 +171,11 @@ def run_user_code(
     record: StepRunRecord,
     inputs: Mapping[str, ArtifactVersionRecord],
     region: InterruptibleRegion,
+    allocation: ResourceRequestInfo | None = None,
 ) -> tuple[dict[str, ArtifactVersionRecord] | None, BaseException | None]:
     """The step's outputs, or the error that ended it (user errors never propagate)."""
     try:
-        return runner.run(spec, record, inputs, region), None
+        return runner.run(spec, record, inputs, region, allocation), None
     except StepInterrupted as exc:
         return None, exc
     except Exception as exc:
@@ -192,8 +208,10 @@ class ProcessResult:
 class IsolatedBackend(Protocol):
     """What an orchestrator or step operator offers to run one attempt in its own process."""
 
-    def submit_attempt(self, record: StepRunRecord) -> object:
-        """Start the step's process for this step run; return a handle."""
+    def submit_attempt(
+        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
+    ) -> object:
+        """Start the step's process for this step run (with its allocation); return a handle."""
         ...
 
     def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
@@ -222,11 +240,12 @@ class IsolatedExecutor:
         record: StepRunRecord,
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None = None,
     ) -> AttemptResult:
         store = self.services.store
         backend = self.backend_for(spec)
         try:
-            handle = backend.submit_attempt(record)
+            handle = backend.submit_attempt(record, allocation)
         except Exception as exc:
             reason = f"The step process could not start: {describe_exception(exc)}"
             return AttemptResult(self._record_lost(record, reason, reason), {})

@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from wharf.core.errors import WharfError
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 _CURRENT: ContextVar[StepContext | None] = ContextVar("wharf_step_context", default=None)
@@ -24,6 +25,9 @@ class StepContext:
     step_run: StepRunRecord
     output_uris: dict[str, str]
     """Output name -> the URI its artifact will be written to."""
+    allocation: ResourceRequestInfo | None = None
+    """The step's allocated resources (per demand: pool, class, resource, quantity, target
+    settings), when it asked for any."""
 
     @property
     def step_name(self) -> str:

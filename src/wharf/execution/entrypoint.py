@@ -21,9 +21,11 @@ from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
 from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.store.models import StepRunUpdate
+from wharf.store.resource_aware import pair_with_configured_resource_manager
 
 logger = logging.getLogger("wharf.step")
 
@@ -36,6 +38,8 @@ def run_step_process(step_run_id: UUID) -> int:
     try:
         record = store.steps.get(step_run_id)
         run = store.runs.get(record.run_id)
+        user = store.users.get(run.user_id) if run.user_id else None
+        pair_with_configured_resource_manager(store, config, user, user.name if user else "default")
         snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
         if snapshot.stack_id is None:
@@ -53,6 +57,9 @@ def run_step_process(step_run_id: UUID) -> int:
             heartbeat_interval=config.heartbeat_interval,
         )
         store.steps.update(record.id, StepRunUpdate(pid=os.getpid()))
+        allocation = allocation_from_env(dict(os.environ))
+        if allocation is not None:
+            pin_to_allocation(allocation, _gpu_indices())
         region = InterruptibleRegion()
         worker = None
         if spec.config.enable_heartbeat:
@@ -60,7 +67,7 @@ def run_step_process(step_run_id: UUID) -> int:
         try:
             runner = StepRunner(services, snapshot.spec.name, run, import_step)
             inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
-            outputs, error = run_user_code(runner, spec, record, inputs, region)
+            outputs, error = run_user_code(runner, spec, record, inputs, region, allocation)
             final = finish_attempt(services, spec, record, outputs, error, region.reason)
         finally:
             if worker is not None:
@@ -68,6 +75,12 @@ def run_step_process(step_run_id: UUID) -> int:
         return 0 if final.status is ExecutionStatus.COMPLETED else 1
     finally:
         store.close()
+
+
+def _gpu_indices() -> list[int]:
+    from wharf.resource_manager.client.machine import nvidia_gpus
+
+    return [gpu.index for gpu in nvidia_gpus()]
 
 
 def main(argv: list[str] | None = None) -> int:

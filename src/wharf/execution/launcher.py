@@ -17,8 +17,9 @@ from typing import Any
 from uuid import UUID
 
 from wharf.config.spec import StepSpec
-from wharf.core.enums import ExecutionStatus, StepRuntime
+from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepRuntime
 from wharf.core.errors import WharfError
+from wharf.execution.allocation import AllocationFailedError, AllocationWaiter, wants_resources
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import (
     cache_enabled,
@@ -29,7 +30,8 @@ from wharf.execution.caching import (
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
-from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord
+from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord, StepRunUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +162,28 @@ class StepLauncher:
         outputs = {name: store.artifacts.get_version(v) for name, v in cached.outputs.items()}
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
+    def _wait_for_resources(
+        self, spec: StepSpec, record: StepRunRecord
+    ) -> tuple[StepRunRecord, ResourceRequestInfo]:
+        """Block until the step's request is allocated; then mark the step running."""
+        services = self._services
+        requests = services.store.resource_requests
+        settings = spec.config.resources
+        assert requests is not None and settings is not None
+        if record.resource_request_id is None:
+            raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
+        waiter = AllocationWaiter(requests, services.clock, services.sleep)
+        waiter.wait(record.resource_request_id, settings)
+        allocated = requests.renew(
+            record.resource_request_id,
+            settings.initialization_lease_seconds,
+            ResourceRequestRuntimeState.SUBMITTED,
+        )
+        running = services.store.steps.update(
+            record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
+        )
+        return running, allocated
+
     def _run_attempts(
         self,
         spec: StepSpec,
@@ -169,6 +193,8 @@ class StepLauncher:
     ) -> StepOutcome:
         services = self._services
         executor = self.executor_for(spec)
+        runtime = self.runtime_for(spec)
+        queued = wants_resources(spec) and services.store.resource_requests is not None
         attempt = 1
         while True:
             logs_uri = services.artifact_store.new_uri(self._pipeline_name, spec.name, "logs")
@@ -176,15 +202,27 @@ class StepLauncher:
                 StepRunCreate.model_validate(
                     {
                         **self._base_create(spec, inputs),
-                        "status": ExecutionStatus.RUNNING,
+                        "spec": spec if (self._record_specs or queued) else None,
+                        "status": ExecutionStatus.QUEUED if queued else ExecutionStatus.RUNNING,
                         "attempt": attempt,
                         "cache_key": cache_key,
                         "cache_expires_at": expiry_for(services, spec),
                         "logs_uri": logs_uri + ".log",
+                        "runtime": runtime,
                     }
                 )
             )
-            result = executor(spec, record, inputs, region)
+            allocation = None
+            if queued:
+                try:
+                    record, allocation = self._wait_for_resources(spec, record)
+                except AllocationFailedError as exc:
+                    final = services.store.steps.update(
+                        record.id,
+                        StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
+                    )
+                    return StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
+            result = executor(spec, record, inputs, region, allocation)
             final = result.record
             if final.status is ExecutionStatus.RETRYING and not region.interrupted:
                 attempt += 1

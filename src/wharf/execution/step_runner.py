@@ -22,6 +22,7 @@ from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -105,6 +106,7 @@ class StepRunner:
         step_run: StepRunRecord,
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None = None,
     ) -> dict[str, ArtifactVersionRecord]:
         step = self._resolve_step(spec)
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
@@ -113,7 +115,7 @@ class StepRunner:
             name: artifact_store.new_uri(self._pipeline_name, spec.name, name, str(step_run.id))
             for name in spec.outputs
         }
-        context = StepContext(self._pipeline_name, self._run, step_run, uris)
+        context = StepContext(self._pipeline_name, self._run, step_run, uris, allocation)
         with step_context(context), region:
             value = step.func(**kwargs)
         values = split_step_outputs(step, spec.name, value)

@@ -16,6 +16,7 @@ store at the step's ``logs_uri`` once the process has ended, then deleted.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.spawn as mp_spawn
 import os
 import subprocess
 import sys
@@ -65,6 +66,30 @@ def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) ->
     os._exit(code)  # skip atexit handlers inherited from the zygote
 
 
+_start_lock = threading.Lock()
+
+
+def _start_without_main(process: BaseProcess) -> None:
+    """Start ``process`` without multiprocessing re-importing the user's ``__main__`` in the
+    child: a script that calls its pipeline at top level (no ``if __name__ ...`` guard) must
+    not run its pipeline again inside every step. Steps defined in the script are loaded by
+    the entry point itself (``import_step``), without running the script's main block."""
+
+    def without_main(name: str) -> dict[str, object]:
+        data: dict[str, object] = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _start_lock:  # the patch is process-wide; starts are serialised while it is in place
+        original = mp_spawn.get_preparation_data
+        mp_spawn.get_preparation_data = without_main
+        try:
+            process.start()
+        finally:
+            mp_spawn.get_preparation_data = original
+
+
 @dataclass
 class StepProcess:
     step_run_id: str
@@ -110,7 +135,7 @@ def start_step_process(
                 name=f"wharf-step-{record.name}",
                 daemon=False,
             )
-            process.start()
+            _start_without_main(process)
             step.forked = process
         else:
             with os.fdopen(fd, "wb") as log:

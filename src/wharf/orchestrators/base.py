@@ -34,6 +34,7 @@ from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
 
@@ -55,6 +56,8 @@ class RunJob:
 class BaseOrchestrator(ABC):
     flavor: ClassVar[str]
     supports_isolated_steps: ClassVar[bool] = False
+    supports_resource_pool_allocation: ClassVar[bool] = False
+    """Takes a step's Resource Manager allocation into account when it launches the step."""
     isolates_static_steps: ClassVar[bool] = False
     """Run every step of a static pipeline in its own process."""
 
@@ -69,6 +72,19 @@ class BaseOrchestrator(ABC):
 
     def submit_isolated_step(self, record: StepRunRecord, services: RunServices) -> object:
         raise NotImplementedError(f"The {self.flavor} orchestrator cannot isolate steps.")
+
+    def submit_isolated_step_with_allocation(
+        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
+    ) -> object:
+        """Like :meth:`submit_isolated_step`, honouring the allocation. Orchestrators that do
+        not opt in (``supports_resource_pool_allocation``) get the plain call."""
+        return self.submit_isolated_step(record, services)
+
+    def launch_with_allocation(
+        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
+    ) -> object:
+        """Launch one allocated step (the hook remote orchestrators override)."""
+        return self.submit_isolated_step_with_allocation(record, services, allocation)
 
     def wait_for_isolated_step(
         self, handle: object, timeout: float | None = None
@@ -148,8 +164,13 @@ class _OrchestratorBackend:
     orchestrator: BaseOrchestrator
     services: RunServices
 
-    def submit_attempt(self, record: StepRunRecord) -> object:
-        return self.orchestrator.submit_isolated_step(record, self.services)
+    def submit_attempt(
+        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
+    ) -> object:
+        orchestrator = self.orchestrator
+        if allocation is not None and orchestrator.supports_resource_pool_allocation:
+            return orchestrator.launch_with_allocation(record, self.services, allocation)
+        return orchestrator.submit_isolated_step(record, self.services)
 
     def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
         return self.orchestrator.wait_for_isolated_step(handle, timeout)
@@ -166,8 +187,13 @@ class _StepOperatorBackend:
     operator: BaseStepOperator
     services: RunServices
 
-    def submit_attempt(self, record: StepRunRecord) -> object:
-        return self.operator.submit(record, self.services)
+    def submit_attempt(
+        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
+    ) -> object:
+        operator = self.operator
+        if allocation is not None and operator.supports_resource_pool_allocation:
+            return operator.submit_with_allocation(record, self.services, allocation)
+        return operator.submit(record, self.services)
 
     def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
         return self.operator.wait(handle, timeout)

@@ -8,6 +8,7 @@ Configuration: ``python`` — the interpreter that runs steps (default: this one
 from __future__ import annotations
 
 from wharf.execution.attempts import ProcessResult
+from wharf.execution.pinning import allocation_env
 from wharf.execution.services import RunServices
 from wharf.execution.subprocesses import (
     StepProcess,
@@ -17,6 +18,7 @@ from wharf.execution.subprocesses import (
     wait_step_process,
 )
 from wharf.orchestrators.base import BaseOrchestrator
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import StepRunRecord
 
 
@@ -24,10 +26,17 @@ class LocalProcessOrchestrator(BaseOrchestrator):
     flavor = "local_process"
     supports_isolated_steps = True
     isolates_static_steps = True
+    supports_resource_pool_allocation = True
 
     def submit_isolated_step(self, record: StepRunRecord, services: RunServices) -> object:
         python = self.component.configuration.get("python")
         return start_step_process(record, services.child_env, python=python)
+
+    def submit_isolated_step_with_allocation(
+        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
+    ) -> object:
+        python = self.component.configuration.get("python")
+        return start_step_process(record, allocation_env(services.child_env, allocation), python)
 
     def wait_for_isolated_step(
         self, handle: object, timeout: float | None = None

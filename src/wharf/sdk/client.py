@@ -7,7 +7,7 @@ within the client's project.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
@@ -31,6 +31,12 @@ from wharf.store.models import (
     StepRunRecord,
 )
 from wharf.store.ports import Store
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.client.models import Page as RMPage
+    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.client.protocol import ResourceManagerClient
+    from wharf.resource_manager.domain import Pool
 
 Sort = Literal["asc", "desc"]
 
@@ -164,6 +170,47 @@ class Client:
         if not artifact_store.exists(step.logs_uri):
             return ""
         return read_log(artifact_store, step.logs_uri)
+
+    # ------------------------------------------------------------------ resources
+
+    @property
+    def resource_manager(self) -> ResourceManagerClient:
+        """The Resource Manager client (pools, policies, requests) of this workspace."""
+        return self._workspace.resource_manager()
+
+    def ensure_resource_pool(
+        self,
+        name: str,
+        capacity: dict[str, int | str],
+        *,
+        reclaimable: str = "never",
+        priority: int = 0,
+    ) -> Pool:
+        """Create or update a one-class pool (``{"license": 2}``) that admits this user."""
+        from wharf.sdk.pools import ensure_pool
+
+        return ensure_pool(
+            self.resource_manager,
+            name,
+            capacity,
+            account=self._workspace.user.name,
+            reclaimable=reclaimable,
+            priority=priority,
+        )
+
+    def list_resource_requests(
+        self, *, status: str | None = None, page: int = 1, size: int = 50
+    ) -> RMPage[ResourceRequestInfo]:
+        """This workspace's resource requests, newest first."""
+        from wharf.core.enums import ResourceRequestStatus
+        from wharf.resource_manager.client.models import PageRequest as RMPageRequest
+        from wharf.resource_manager.client.models import RequestFilter
+
+        requests = self.store.resource_requests
+        if requests is None:
+            raise IllegalOperationError("This workspace has no Resource Manager.")
+        query = RequestFilter(status=(ResourceRequestStatus(status),) if status else None)
+        return requests.list(query, RMPageRequest(index=page, size=size))
 
     # ------------------------------------------------------------------ steps
 

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import (
     ComponentCreate,
@@ -29,10 +29,20 @@ from wharf.store.models import (
 )
 from wharf.store.ports import Store
 
+if TYPE_CHECKING:
+    from wharf.resource_manager.client.protocol import ResourceManagerClient
+    from wharf.store.resource_aware import ResourceManagerHandle
+
 DEFAULT_STACK = "default"
 
 
 def open_store(config: WharfConfig) -> Store:
+    """The workspace server's store over REST when a server URL is configured (``wharf login``
+    or ``WHARF_SERVER_URL``), else the embedded SQL store at ``config.store_url``."""
+    if config.server_url:
+        from wharf.store.rest import RestStore
+
+        return RestStore(config.server_url, config.api_key)
     from wharf.store.sql.store import SqlStore
 
     return SqlStore.open(config.store_url)
@@ -48,17 +58,33 @@ class Workspace:
     """The engine's clock (cache expiry); tests inject a fake one."""
     sleep: Callable[[float], None] = field(default=time.sleep)
     """How the engine waits (retry delays); tests inject a fake one."""
+    _rm: ResourceManagerHandle | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
         from wharf.store.defaults import ensure_defaults
+        from wharf.store.resource_aware import pair_with_configured_resource_manager
 
         config = config or load_config()
         store = store or open_store(config)
         user, project = ensure_defaults(store)
-        return cls(config, store, user, project)
+        handle = pair_with_configured_resource_manager(store, config, user, user.name)
+        workspace = cls(config, store, user, project)
+        workspace._rm = handle
+        return workspace
+
+    def resource_manager(self) -> ResourceManagerClient:
+        """The Resource Manager this workspace's steps ask for resources (connected lazily)."""
+        if self._rm is None:
+            raise InputError(
+                "No Resource Manager is configured for this workspace "
+                "(WHARF_RESOURCE_MANAGER=none, or a server handles it)."
+            )
+        return self._rm.client
 
     def close(self) -> None:
+        if self._rm is not None:
+            self._rm.close()
         self.store.close()
 
     # ------------------------------------------------------------------ stacks

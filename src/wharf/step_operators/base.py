@@ -7,11 +7,14 @@ from typing import ClassVar
 
 from wharf.execution.attempts import ProcessResult
 from wharf.execution.services import RunServices
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import ComponentRecord, StepRunRecord
 
 
 class BaseStepOperator(ABC):
     flavor: ClassVar[str]
+    supports_resource_pool_allocation: ClassVar[bool] = False
+    """Takes a step's Resource Manager allocation into account when it runs the step."""
 
     def __init__(self, component: ComponentRecord) -> None:
         self.component = component
@@ -19,6 +22,13 @@ class BaseStepOperator(ABC):
     @abstractmethod
     def submit(self, record: StepRunRecord, services: RunServices) -> object:
         """Start the step run somewhere; return a handle."""
+
+    def submit_with_allocation(
+        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
+    ) -> object:
+        """Like :meth:`submit`, honouring the allocation; operators that do not opt in get the
+        plain call."""
+        return self.submit(record, services)
 
     @abstractmethod
     def wait(self, handle: object, timeout: float | None = None) -> ProcessResult | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wharf.execution.attempts import ProcessResult
+from wharf.execution.pinning import allocation_env
 from wharf.execution.services import RunServices
 from wharf.execution.subprocesses import (
     StepProcess,
@@ -11,15 +12,22 @@ from wharf.execution.subprocesses import (
     start_step_process,
     wait_step_process,
 )
+from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import StepRunRecord
 
 
 class LocalProcessStepOperator(BaseStepOperator):
     flavor = "local_process"
+    supports_resource_pool_allocation = True
 
     def submit(self, record: StepRunRecord, services: RunServices) -> object:
         return start_step_process(record, services.child_env)
+
+    def submit_with_allocation(
+        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
+    ) -> object:
+        return start_step_process(record, allocation_env(services.child_env, allocation))
 
     def wait(self, handle: object, timeout: float | None = None) -> ProcessResult | None:
         assert isinstance(handle, StepProcess)

@@ -7,17 +7,20 @@ store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wharf.config.spec import PipelineSpec, StepSpec
-from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType, StepRuntime
 
 T = TypeVar("T")
 
 MAX_PAGE_SIZE = 1000
+MAX_PID = 2**31 - 1
+"""Largest process id the store holds (a 32-bit signed integer column on every backend)."""
 
 
 class _Frozen(BaseModel):
@@ -141,13 +144,18 @@ class StepRunRecord(_Frozen):
     end_time: datetime | None
     last_heartbeat: datetime | None
     heartbeat_deadline: datetime | None = None
-    """When the step counts as lost if no heartbeat came (last beat + its liveness timeout)."""
+    """When the step counts as lost if no heartbeat came (last beat + its liveness timeout);
+    None before the first beat and once the step's status is final (it can no longer be lost)."""
     spec: StepSpec | None = None
     """The step's compiled spec (dynamic steps; isolated steps read it in their process)."""
     logs_uri: str | None = None
     """Artifact-store URI of the step's captured stdout/stderr."""
     pid: int | None = None
     """Process id of an isolated step's process (for ``wharf runs stop --force``)."""
+    resource_request_id: UUID | None = None
+    """The step's Resource Manager request (steps that ask for resources)."""
+    runtime: StepRuntime | None = None
+    """Where the step runs (inline or isolated), when known."""
     created: datetime
     updated: datetime
 
@@ -276,6 +284,7 @@ class StepRunCreate(_Frozen):
     outputs: dict[str, UUID] = Field(default_factory=dict)
     spec: StepSpec | None = None
     logs_uri: str | None = None
+    runtime: StepRuntime | None = None
 
 
 class ArtifactVersionCreate(_Frozen):
@@ -323,7 +332,8 @@ class StepRunUpdate(_Frozen):
     cache_key: str | None = None
     cache_expires_at: datetime | None = None
     logs_uri: str | None = None
-    pid: int | None = None
+    pid: int | None = Field(default=None, ge=1, le=MAX_PID)
+    resource_request_id: UUID | None = None
 
 
 # ----------------------------------------------------------------------------- filters
@@ -364,3 +374,84 @@ class ArtifactVersionFilter(_Frozen):
     artifact_id: UUID | None = None
     name: str | None = None
     producer_step_run_id: UUID | None = None
+
+
+# ----------------------------------------------------------------------------- accounts (server)
+# Credentials, service accounts, API keys and project memberships: used by the workspace server
+# only (the embedded store has no login). Secrets never appear here in clear: passwords as
+# argon2 hashes, API keys as SHA-256 digests of their random secret part.
+
+
+class ProjectRole(StrEnum):
+    """A principal's role in one project: viewers read, members also write, admins also manage
+    the project's memberships."""
+
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+    @property
+    def can_write(self) -> bool:
+        return self is not ProjectRole.VIEWER
+
+
+class UserCredentialRecord(_Frozen):
+    """How a user logs in. A user without a credential row cannot log in at all."""
+
+    user_id: UUID
+    password_hash: str | None
+    """argon2 hash; None for users who only log in through the external identity provider."""
+    external_id: str | None
+    """The user's id at the external identity provider (unique), if linked."""
+    active: bool
+    """An inactive user cannot log in and every token issued to them is refused."""
+    token_generation: int
+    """Tokens carry the generation they were issued in; ``revoke_tokens`` increments it, so
+    every earlier token is refused (logout). A counter, not a time: replicas' clocks may differ."""
+    updated: datetime
+
+
+class ServiceAccountRecord(_Frozen):
+    """A non-human principal (CI, orchestrators) that authenticates with API keys."""
+
+    id: UUID
+    name: str
+    description: str | None
+    is_admin: bool
+    active: bool
+    created: datetime
+
+
+class ApiKeyRecord(_Frozen):
+    """An API key of a service account, without its secret (shown once, at creation)."""
+
+    id: UUID
+    service_account_id: UUID
+    name: str
+    created: datetime
+    last_used: datetime | None
+    """Updated at most once per ``touch`` interval (about a minute), not on every request."""
+    revoked_at: datetime | None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class ApiKeyAuthRecord(_Frozen):
+    """What authenticating one API key needs, read in one query."""
+
+    key: ApiKeyRecord
+    key_hash: str
+    account: ServiceAccountRecord
+
+
+class MembershipRecord(_Frozen):
+    """A user's or a service account's role in a project (exactly one of the two ids is set)."""
+
+    id: UUID
+    project_id: UUID
+    user_id: UUID | None
+    service_account_id: UUID | None
+    role: ProjectRole
+    created: datetime

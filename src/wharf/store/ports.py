@@ -14,12 +14,24 @@ Every backend (SQL now, REST later) implements these exactly; the contract test 
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.enums import (
+    ComponentType,
+    ExecutionStatus,
+    MetadataResourceType,
+    ResourceRequestRuntimeState,
+)
+from wharf.resource_manager.client.models import Page as RMPage
+from wharf.resource_manager.client.models import PageRequest as RMPageRequest
+from wharf.resource_manager.client.models import RequestFilter, ResourceRequestInfo
 from wharf.store.models import (
+    ApiKeyAuthRecord,
+    ApiKeyRecord,
     ArtifactFilter,
     ArtifactRecord,
     ArtifactVersionCreate,
@@ -28,18 +40,21 @@ from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
     HeartbeatResponse,
+    MembershipRecord,
     Page,
     PageRequest,
     PipelineFilter,
     PipelineRecord,
     PipelineRunRecord,
     ProjectRecord,
+    ProjectRole,
     RunCreate,
     RunFilter,
     RunMetadataRecord,
     RunUpdate,
     ScheduleCreate,
     ScheduleRecord,
+    ServiceAccountRecord,
     SnapshotCreate,
     SnapshotRecord,
     StackRecord,
@@ -47,6 +62,7 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunRecord,
     StepRunUpdate,
+    UserCredentialRecord,
     UserRecord,
 )
 
@@ -156,7 +172,7 @@ class StepRunRepository(Protocol):
 
     def fail_lost_heartbeats(
         self, now: datetime, run_id: UUID | None = None
-    ) -> list[StepRunRecord]:
+    ) -> builtins.list[StepRunRecord]:
         """Mark failed, with reason "Heartbeat lost: ...", every unfinished step run (of ``run_id``
         if given) whose ``heartbeat_deadline`` is before ``now``; return them. Safe to run
         concurrently from several processes (each step is failed once)."""
@@ -199,6 +215,27 @@ class ScheduleRepository(Protocol):
     def delete(self, schedule_id: UUID) -> None: ...
 
 
+class ResourceRequestRepository(Protocol):
+    """The workspace's surface of its steps' Resource Manager requests (list, get, renew,
+    release); the RM's own client satisfies it in embedded mode."""
+
+    def get(self, request_id: UUID) -> ResourceRequestInfo: ...
+    def list(
+        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
+    ) -> RMPage[ResourceRequestInfo]: ...
+    def renew(
+        self,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo: ...
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo: ...
+
+
 class Store(Protocol):
     """All repositories of one metadata store; the unit the engine and Client depend on."""
 
@@ -212,6 +249,8 @@ class Store(Protocol):
     artifacts: ArtifactRepository
     run_metadata: RunMetadataRepository
     schedules: ScheduleRepository
+    resource_requests: ResourceRequestRepository | None
+    """None where no Resource Manager is reachable (steps then run without requests)."""
 
     @property
     def url(self) -> str:
@@ -219,3 +258,149 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# ------------------------------------------------------------------------ optional capabilities
+# A store may offer these on its ``steps`` / ``artifacts`` repositories to save round trips (the
+# REST store does; each call is one HTTP request). Callers check with ``isinstance`` and fall
+# back to the plain methods above, which every store has.
+
+
+@runtime_checkable
+class StepRunBatchOperations(Protocol):
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        """Create several step runs at once: all or nothing, records in the order given."""
+        ...
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime
+    ) -> tuple[StepRunRecord, bool]:
+        """``(cached, False)`` if ``find_cached(project_id, step.cache_key, now)`` finds a step
+        run (nothing is created: the caller records the cached step), else ``(create(step),
+        True)``. ``step.cache_key`` must be set."""
+        ...
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        """Create the ``outputs`` artifact versions, then apply ``update`` with them added to
+        its outputs. The versions are created first (as the engine does with separate calls):
+        if the update is refused they remain, unreferenced."""
+        ...
+
+
+@runtime_checkable
+class ArtifactBatchOperations(Protocol):
+    def create_versions(
+        self, versions: Sequence[ArtifactVersionCreate]
+    ) -> builtins.list[ArtifactVersionRecord]:
+        """Create several versions at once: all or nothing, numbered as if created one after
+        the other in the order given."""
+        ...
+
+
+# ----------------------------------------------------------------------------- accounts (server)
+# The workspace server's principals and permissions; not part of :class:`Store` (the embedded
+# store needs no login). Same rules as above: unknown ids raise EntityNotFoundError, duplicate
+# names EntityExistsError, every write is atomic.
+
+
+class CredentialRepository(Protocol):
+    """Users' login data (one row per user who can log in) and their admin flag."""
+
+    def get(self, user_id: UUID) -> UserCredentialRecord: ...
+    def get_by_external_id(self, external_id: str) -> UserCredentialRecord: ...
+    def set_password(self, user_id: UUID, password_hash: str | None) -> UserCredentialRecord:
+        """Create the user's credential row if missing (active); the user must exist."""
+        ...
+
+    def link_external(self, user_id: UUID, external_id: str) -> UserCredentialRecord:
+        """Raises EntityExistsError if another user is linked to ``external_id``."""
+        ...
+
+    def set_active(self, user_id: UUID, active: bool) -> UserCredentialRecord: ...
+    def revoke_tokens(self, user_id: UUID) -> UserCredentialRecord:
+        """Refuse every token issued to the user so far (increments ``token_generation``)."""
+        ...
+
+    def set_admin(self, user_id: UUID, is_admin: bool) -> UserRecord: ...
+
+
+class ServiceAccountRepository(Protocol):
+    def create(
+        self, name: str, *, description: str | None = None, is_admin: bool = False
+    ) -> ServiceAccountRecord: ...
+    def get(self, account_id: UUID) -> ServiceAccountRecord: ...
+    def get_by_name(self, name: str) -> ServiceAccountRecord: ...
+    def list(self, page: PageRequest = ...) -> Page[ServiceAccountRecord]: ...
+    def set_active(self, account_id: UUID, active: bool) -> ServiceAccountRecord: ...
+
+
+class ApiKeyRepository(Protocol):
+    def create(self, service_account_id: UUID, name: str, key_hash: str) -> ApiKeyRecord:
+        """Key names are unique per service account."""
+        ...
+
+    def get(self, key_id: UUID) -> ApiKeyRecord: ...
+    def get_for_auth(self, key_id: UUID) -> ApiKeyAuthRecord:
+        """The key, its hash and its account in one read."""
+        ...
+
+    def list(self, service_account_id: UUID, page: PageRequest = ...) -> Page[ApiKeyRecord]: ...
+    def revoke(self, key_id: UUID) -> ApiKeyRecord:
+        """Idempotent: a revoked key keeps its first revocation time."""
+        ...
+
+    def touch(self, key_id: UUID, min_interval_seconds: float) -> None:
+        """Set ``last_used = now`` unless it is already within ``min_interval_seconds``."""
+        ...
+
+
+class MembershipRepository(Protocol):
+    """Project roles of users and service accounts: pass exactly one of ``user_id`` and
+    ``service_account_id`` (otherwise InputError)."""
+
+    def set_role(
+        self,
+        project_id: UUID,
+        role: ProjectRole,
+        *,
+        user_id: UUID | None = None,
+        service_account_id: UUID | None = None,
+    ) -> MembershipRecord:
+        """Add the member, or change the role of an existing one."""
+        ...
+
+    def remove(
+        self,
+        project_id: UUID,
+        *,
+        user_id: UUID | None = None,
+        service_account_id: UUID | None = None,
+    ) -> None: ...
+    def role_of(
+        self,
+        project_id: UUID,
+        *,
+        user_id: UUID | None = None,
+        service_account_id: UUID | None = None,
+    ) -> ProjectRole | None: ...
+    def roles_of(
+        self, *, user_id: UUID | None = None, service_account_id: UUID | None = None
+    ) -> dict[UUID, ProjectRole]:
+        """Project id -> role, for every project the principal belongs to."""
+        ...
+
+    def list(self, project_id: UUID, page: PageRequest = ...) -> Page[MembershipRecord]: ...
+
+
+class AccountStore(Protocol):
+    """The server's account repositories, on the same database as its :class:`Store`."""
+
+    credentials: CredentialRepository
+    service_accounts: ServiceAccountRepository
+    api_keys: ApiKeyRepository
+    memberships: MembershipRepository

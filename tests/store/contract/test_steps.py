@@ -7,10 +7,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
+from pydantic import ValidationError
 
 from tests.conftest import FakeClock
 from tests.store.conftest import World
+from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
+from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
 from wharf.core.enums import ExecutionStatus as S
+from wharf.core.enums import StepRuntime
 from wharf.core.errors import (
     EntityExistsError,
     EntityNotFoundError,
@@ -19,12 +24,42 @@ from wharf.core.errors import (
     InputError,
 )
 from wharf.store.models import (
+    MAX_PID,
     PageRequest,
     StepRunCreate,
     StepRunFilter,
     StepRunRecord,
     StepRunUpdate,
 )
+from wharf.store.sql import tables as t
+
+
+def step_spec() -> StepSpec:
+    """A spec with every nested part filled in (config, retry, resources, cache policy...)."""
+    return StepSpec(
+        name="train",
+        source="pkg.steps:train",
+        source_code='def train(data, lr=0.1):\n    """Träin."""\n',
+        code_hash="h2",
+        docstring="Träin.",
+        upstream=("load",),
+        inputs={"data": InputSpec(step="load", output="output")},
+        parameters={"lr": 0.1, "layers": [64, {"act": "relu"}], "tag": None},
+        outputs={
+            "model": OutputSpec(materializer="pkg.mat:Model", data_type="pkg.model:Model"),
+            "metrics": OutputSpec(),
+        },
+        config=StepConfig(
+            enable_cache=False,
+            cache_policy=CachePolicy(ignored_inputs=("data",), expires_after=3600),
+            retry=RetryConfig(max_retries=2, delay=1.5, backoff=2.0),
+            resources=ResourceSettings(cpu_count=2, gpu_count=1, memory="4GB"),
+            runtime=StepRuntime.ISOLATED,
+            environment={"SEED": "1"},
+            caching_parameters={"dataset": {"version": 3}},
+            enable_heartbeat=False,
+        ),
+    )
 
 
 def test_create_with_links_and_get(world: World, clock: FakeClock) -> None:
@@ -52,6 +87,45 @@ def test_create_with_links_and_get(world: World, clock: FakeClock) -> None:
     assert step.last_heartbeat is None
     loaded = world.store.steps.get(step.id)
     assert loaded == step and loaded.source_code == source
+
+
+def test_spec_logs_uri_and_pid_round_trip(world: World, clock: FakeClock) -> None:
+    steps = world.store.steps
+    spec = step_spec()
+    step = world.step(name="train", spec=spec, logs_uri="s3://bucket/logs/train.log")
+    assert step.spec == spec and step.logs_uri == "s3://bucket/logs/train.log"
+    assert step.pid is None and step.heartbeat_deadline is None
+    loaded = steps.get(step.id)
+    assert loaded == step and loaded.spec is not None
+    assert loaded.spec.config.resources == spec.config.resources
+    assert loaded.spec.config.cache_policy.ignored_inputs == ("data",)
+    assert steps.list(StepRunFilter(names=("train",))).items == [step]
+
+    with_pid = steps.update(step.id, StepRunUpdate(pid=4242))
+    assert (with_pid.pid, with_pid.spec, with_pid.updated) == (4242, spec, clock.now)
+    moved = steps.update(step.id, StepRunUpdate(logs_uri="/logs/elsewhere.log"))
+    assert (moved.pid, moved.logs_uri) == (4242, "/logs/elsewhere.log")  # None = unchanged
+    done = steps.update(step.id, StepRunUpdate(status=S.COMPLETED, cache_key="k"))
+    assert (done.pid, done.logs_uri, done.spec) == (4242, "/logs/elsewhere.log", spec)
+    assert steps.get(step.id) == done
+    assert steps.find_cached(world.project.id, "k", clock.now) == done
+    assert steps.update(step.id, StepRunUpdate(pid=MAX_PID)).pid == MAX_PID
+
+
+def test_absent_spec_is_sql_null(world: World) -> None:
+    without = world.step()
+    with_spec = world.step(spec=step_spec())
+    assert without.spec is None and world.store.steps.get(without.id).spec is None
+    query = sa.select(t.step_run.c.id).where(t.step_run.c.spec.is_(None))
+    with world.store._db.engine.connect() as conn:
+        assert list(conn.execute(query).scalars()) == [without.id]
+    assert world.store.steps.get(with_spec.id).spec == step_spec()
+
+
+@pytest.mark.parametrize("pid", [0, -1, MAX_PID + 1])
+def test_pid_out_of_range_is_refused(pid: int) -> None:
+    with pytest.raises(ValidationError):
+        StepRunUpdate(pid=pid)
 
 
 def test_create_errors(world: World) -> None:
@@ -160,6 +234,14 @@ def test_list_filters_and_links(world: World) -> None:
     assert steps.list(StepRunFilter(status=S.QUEUED)).items == [c]
     assert steps.list(StepRunFilter(cache_key="k")).items == [b]
     assert steps.list(StepRunFilter(project_id=world.project.id)).total == 4
+    steps.update(b.id, StepRunUpdate(status=S.FAILED))
+    either = steps.list(StepRunFilter(statuses=(S.QUEUED, S.FAILED)), PageRequest(sort="asc"))
+    assert [s.id for s in either.items] == [b.id, c.id] and either.total == 2
+    assert steps.list(StepRunFilter(statuses=(S.RUNNING,))).total == 2
+    assert steps.list(StepRunFilter(statuses=())).total == 0
+    both = StepRunFilter(run_id=run.id, status=S.FAILED, statuses=(S.FAILED, S.RUNNING))
+    assert [s.id for s in steps.list(both).items] == [b.id]
+    assert steps.list(StepRunFilter(status=S.QUEUED, statuses=(S.FAILED,))).total == 0
 
 
 def test_find_cached(world: World, clock: FakeClock) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from tests.store.conftest import make_world
+from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import SchemaVersionError
 from wharf.store.sql import SqlStore
 from wharf.store.sql.schema import HEAD_REVISION, alembic_config
@@ -86,3 +89,63 @@ def test_downgrade_and_upgrade_again(empty_database_url: Callable[[str], str]) -
         assert sa.inspect(conn).get_table_names() == ["alembic_version"]
     store.close()
     SqlStore.open(url).close()  # an older (empty) schema is upgraded to head
+
+
+def test_0002_downgrades_and_upgrades_with_step_runs_in_place(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    store = SqlStore.open(url)
+    try:
+        world = make_world(store)
+        step = world.step(logs_uri="/logs/a.log")
+        store.steps.update_heartbeat(step.id, 30)
+        with store._db.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0001")
+        with store._db.engine.connect() as conn:
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("step_run")}
+            indexes = {i["name"] for i in sa.inspect(conn).get_indexes("step_run")}
+            assert not columns & {"heartbeat_deadline", "spec", "logs_uri", "pid"}
+            assert "ix_step_run_heartbeat_deadline" not in indexes
+            kept = conn.execute(sa.text("SELECT name, last_heartbeat FROM step_run")).one()
+            assert kept[0] == step.name and kept[1] is not None
+    finally:
+        store.close()
+    store = SqlStore.open(url)  # 0001 -> head again, rows kept, new columns empty
+    try:
+        again = store.steps.get(step.id)
+        assert (again.name, again.status) == (step.name, S.RUNNING)
+        assert again.last_heartbeat is not None and again.heartbeat_deadline is None
+        assert (again.spec, again.logs_uri, again.pid) == (None, None, None)
+        assert store.steps.fail_lost_heartbeats(datetime(9999, 1, 1, tzinfo=UTC)) == []
+        with store._db.engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        store.close()
+
+
+def test_0003_adds_and_drops_the_account_tables(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    url = empty_database_url(backend_name)
+    store = SqlStore.open(url)
+    accounts = ("user_credential", "service_account", "api_key", "project_member")
+    try:
+        user = store.users.create("kept")
+        with store._db.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0002")
+        with store._db.engine.connect() as conn:
+            tables = set(sa.inspect(conn).get_table_names())
+            assert not tables & set(accounts) and "user_account" in tables
+    finally:
+        store.close()
+    store = SqlStore.open(url)  # 0002 -> head again
+    try:
+        assert store.users.get(user.id).name == "kept"
+        with store._db.engine.connect() as conn:
+            assert set(accounts) <= set(sa.inspect(conn).get_table_names())
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        store.close()

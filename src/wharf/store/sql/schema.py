@@ -11,13 +11,15 @@ Outcomes of :func:`ensure_schema`:
   never an attempt to migrate.
 
 Concurrent upgrades are serialised: by ``BEGIN IMMEDIATE`` on SQLite, a transaction-scoped
-advisory lock on PostgreSQL and a named lock (``GET_LOCK``) on MySQL/MariaDB. Alembic re-reads
-the revision once it holds the lock, so the second opener finds head and does nothing.
+advisory lock on PostgreSQL and a named lock (``GET_LOCK``) on MySQL/MariaDB, held on its own
+connection until the upgrade has committed. Alembic re-reads the revision once it holds the
+lock, so the second opener finds head and does nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +33,7 @@ from wharf.store.sql.engine import Database
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0004"
 """The newest migration in ``migrations/versions``; bump it with every new migration."""
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -98,31 +100,55 @@ def ensure_schema(db: Database, *, migrate: bool) -> None:
 
 
 def upgrade(db: Database) -> None:
-    """Upgrade the database to head, holding the migration lock."""
+    """Upgrade the database to head, holding the migration lock until the upgrade committed."""
     from alembic import command
 
     def run(conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
-        elif db.is_mysql:
+        command.upgrade(alembic_config(conn), "head")
+
+    if not db.is_mysql:
+        db.write(run)  # the lock is the transaction's: released by its commit
+        return
+    with _mysql_migration_lock(db):
+        db.write(run)
+
+
+@contextlib.contextmanager
+def _mysql_migration_lock(db: Database) -> Iterator[None]:
+    """Hold MySQL's named migration lock on a connection of its own.
+
+    ``GET_LOCK`` belongs to the session, not the transaction: taken on the migrating connection
+    it would be released before that transaction commits, and a waiting process could then read
+    the previous revision (the last DDL's implicit commit made it visible) and run the newest
+    migration a second time.
+    """
+    try:
+        conn = db.engine.connect()
+    except sa_exc.SQLAlchemyError as exc:
+        raise errors.unavailable(exc, db.masked_url) from exc
+    with conn:
+        try:
             got = conn.execute(
                 text("SELECT GET_LOCK(:name, :timeout)"),
                 {"name": _MYSQL_LOCK_NAME, "timeout": _MYSQL_LOCK_TIMEOUT_SECONDS},
             ).scalar()
-            if got != 1:
-                raise SchemaVersionError(
-                    f"Timed out waiting for another process to migrate {db.masked_url}."
-                )
+            conn.commit()  # end the (empty) transaction; the lock stays with the session
+        except sa_exc.SQLAlchemyError as exc:
+            raise errors.convert(exc, db.masked_url) from exc
+        if got != 1:
+            raise SchemaVersionError(
+                f"Timed out waiting for another process to migrate {db.masked_url}."
+            )
         try:
-            command.upgrade(alembic_config(conn), "head")
+            yield
         finally:
-            if db.is_mysql:
-                _release_mysql_lock(conn)
-
-    db.write(run)
+            _release_mysql_lock(conn)
 
 
 def _release_mysql_lock(conn: Connection) -> None:
     # Best effort: if the connection broke, the server has released the lock with the session.
     with contextlib.suppress(sa_exc.DBAPIError):
         conn.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MYSQL_LOCK_NAME})
+        conn.commit()

@@ -15,6 +15,7 @@ from wharf.store.ports import (
     ArtifactRepository,
     PipelineRepository,
     ProjectRepository,
+    ResourceRequestRepository,
     RunMetadataRepository,
     RunRepository,
     ScheduleRepository,
@@ -51,6 +52,8 @@ class SqlStore:
     artifacts: ArtifactRepository
     run_metadata: RunMetadataRepository
     schedules: ScheduleRepository
+    resource_requests: ResourceRequestRepository | None
+    """Set by whoever pairs this store with a Resource Manager (the embedded workspace)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -64,6 +67,7 @@ class SqlStore:
         self.artifacts = SqlArtifactRepository(db)
         self.run_metadata = SqlRunMetadataRepository(db)
         self.schedules = SqlScheduleRepository(db)
+        self.resource_requests = None
 
     @classmethod
     def open(

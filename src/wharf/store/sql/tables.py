@@ -10,6 +10,11 @@ comparison against every backend). Invariants kept by the database itself:
 - artifact versions are unique per (artifact, version), so concurrent writers cannot hand out the
   same number twice;
 - a step run is unique per (run, name, attempt), so one step attempt cannot be launched twice;
+  its ``heartbeat_deadline`` index lets the lost-heartbeat sweep read only the steps whose
+  deadline has passed: the store clears the deadline when a step's status becomes final, so the
+  index range holds live steps only. No other query has a deadline condition, so the planners
+  (SQLite's has no statistics) never pick this index for the hot-path lookups; an index leading
+  with ``status`` would tempt SQLite away from the cache-key and run-id indexes;
 - every reference is a foreign key (except ``artifact_version.artifact_store_id``: artifact
   stores may be configured outside the store), and every foreign key column is indexed (MySQL
   would otherwise create its own indexes, which would differ from the migrations).
@@ -36,7 +41,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from wharf.store.sql.types import LONG_TEXT, UUID, JsonText, UtcDateTime
+from wharf.store.sql.types import LONG_TEXT, UUID, JsonText, NullableJsonText, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -196,12 +201,19 @@ step_run = Table(
     Column("start_time", UtcDateTime(), nullable=True),
     Column("end_time", UtcDateTime(), nullable=True),
     Column("last_heartbeat", UtcDateTime(), nullable=True),
+    Column("heartbeat_deadline", UtcDateTime(), nullable=True),
+    Column("spec", NullableJsonText(), nullable=True),
+    Column("logs_uri", Text(), nullable=True),
+    Column("pid", Integer(), nullable=True),
+    Column("resource_request_id", UUID, nullable=True),
+    Column("runtime", String(STATUS_LENGTH), nullable=True),
     _created(),
     Column("updated", UtcDateTime(), nullable=False),
     UniqueConstraint("run_id", "name", "attempt"),
     Index(None, "project_id", "cache_key"),
     Index(None, "original_step_run_id"),
     Index(None, "created"),
+    Index(None, "heartbeat_deadline"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -284,5 +296,67 @@ schedule = Table(
     UniqueConstraint("project_id", "name"),
     Index(None, "pipeline_id"),
     Index(None, "snapshot_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+# ----------------------------------------------------------------------------- accounts (0003)
+# Login data of users, service accounts, their API keys and project memberships (the workspace
+# server's; the embedded store leaves them empty). A membership names either a user or a
+# service account: NULLs never collide in the unique constraints, so each principal has at
+# most one role per project.
+
+user_credential = Table(
+    "user_credential",
+    metadata,
+    _fk("user_id", "user_account.id", primary_key=True),
+    Column("password_hash", Text(), nullable=True),
+    Column("external_id", String(NAME_LENGTH), nullable=True),
+    Column("active", Boolean(), nullable=False),
+    Column("token_generation", Integer(), nullable=False),
+    Column("updated", UtcDateTime(), nullable=False),
+    UniqueConstraint("external_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+service_account = Table(
+    "service_account",
+    metadata,
+    _id(),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("description", Text(), nullable=True),
+    Column("is_admin", Boolean(), nullable=False),
+    Column("active", Boolean(), nullable=False),
+    _created(),
+    UniqueConstraint("name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+api_key = Table(
+    "api_key",
+    metadata,
+    _id(),
+    _fk("service_account_id", "service_account.id"),
+    Column("name", String(NAME_LENGTH), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    _created(),
+    Column("last_used", UtcDateTime(), nullable=True),
+    Column("revoked_at", UtcDateTime(), nullable=True),
+    UniqueConstraint("service_account_id", "name"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+project_member = Table(
+    "project_member",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id"),
+    _fk("user_id", "user_account.id", nullable=True),
+    _fk("service_account_id", "service_account.id", nullable=True),
+    Column("role", String(STATUS_LENGTH), nullable=False),
+    _created(),
+    UniqueConstraint("project_id", "user_id"),
+    UniqueConstraint("project_id", "service_account_id"),
+    Index(None, "user_id"),
+    Index(None, "service_account_id"),
     **MYSQL_TABLE_OPTIONS,
 )

@@ -7,7 +7,8 @@ Invariants:
 - :class:`JsonText` stores JSON as text (``LONGTEXT`` on MySQL/MariaDB). Text rather than the
   native JSON types because MariaDB's JSON is an alias of ``LONGTEXT`` that reflects back as such,
   and because we never query inside the documents: one representation keeps the three backends
-  and the Alembic comparison identical.
+  and the Alembic comparison identical. :class:`NullableJsonText` is the same column type for
+  optional documents: there None is SQL ``NULL`` rather than JSON ``null``.
 - :data:`UUID` is native on PostgreSQL and ``CHAR(32)`` hex elsewhere -- also on MariaDB, whose
   native ``UUID`` type (10.7+) sorts differently from PostgreSQL and would make the column type,
   and how SQLAlchemy binds values, depend on the server version. Hex strings sort like bytes, so
@@ -79,3 +80,12 @@ class JsonText(TypeDecorator[Any]):
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
         return None if value is None else json.loads(value)
+
+
+class NullableJsonText(JsonText):
+    """An optional JSON document: None is stored as SQL ``NULL`` (``IS NULL`` finds it)."""
+
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else super().process_bind_param(value, dialect)

@@ -10,6 +10,23 @@ Invariants:
   is set when the step first becomes running, ``end_time`` when it first finishes.
 - ``find_cached`` returns the newest completed step run of the project with the cache key that
   has not expired; the ``(project_id, cache_key)`` index serves it.
+- ``spec`` is stored as ``StepSpec.model_dump(mode="json")`` (SQL NULL when absent) and read back
+  with ``model_validate``, so a step read in another process carries an equal spec.
+- Heartbeats: ``update_heartbeat`` sets ``last_heartbeat = now`` and ``heartbeat_deadline = now +
+  timeout`` (store clock) on a step whose status can still change, in one ``UPDATE`` guarded by
+  that status, then reads the step's and its run's status: two statements, one transaction. A
+  beat is not a change of the step: ``updated`` stays. A step whose status is final (finished, or
+  retrying) is never modified by a beat.
+- ``heartbeat_deadline`` is cleared (NULL) when a step's status becomes final, by ``update`` and
+  by the sweep, so the deadline index only holds steps that can still be lost and the sweep's
+  range scan does not grow with history. ``last_heartbeat`` is kept.
+- The lost-heartbeat sweep fails steps that can have a heartbeat (running, stopping,
+  cancelling) whose deadline passed. It locks the candidates (``FOR UPDATE``; ``BEGIN IMMEDIATE``
+  on SQLite) with the deadline and status checked by that locking read, which PostgreSQL and
+  InnoDB evaluate on the latest committed row after any wait; each ``UPDATE`` repeats both checks
+  (compare-and-set). So two sweepers fail a step once, and a step that beat, or finished, before
+  the sweeper held its row is left alone. Steps without a deadline (never beat) are never swept.
+  The reason names the last beat and the deadline that passed.
 
 This is the engine's per-step hot path, so statements are built once per repository and each
 call costs the fewest round trips: create = run lookup + inserts; update = locked read + update
@@ -18,18 +35,21 @@ call costs the fewest round trips: create = run lookup + inserts; update = locke
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, literal, select, union_all
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import EntityExistsError, IllegalOperationError
+from wharf.core.errors import EntityExistsError, IllegalOperationError, InputError
 from wharf.core.ids import new_id
-from wharf.core.transitions import check_step_initial, check_step_transition
+from wharf.core.transitions import STEP_TRANSITIONS, check_step_initial, check_step_transition
 from wharf.store.models import (
+    HeartbeatResponse,
     Page,
     PageRequest,
     StepRunCreate,
@@ -79,6 +99,36 @@ _FIND_CACHED = (
 _INSERT_INPUTS = _IN.insert()
 _INSERT_OUTPUTS = _OUT.insert()
 
+FINAL_STATUSES = frozenset(status for status, after in STEP_TRANSITIONS.items() if not after)
+"""Statuses a step never leaves (finished, retrying): a heartbeat does not modify such a step,
+and reaching one clears the step's heartbeat deadline."""
+_FINAL = tuple(sorted(status.value for status in FINAL_STATUSES))
+BEATING_STATUSES = (
+    ExecutionStatus.RUNNING,
+    ExecutionStatus.STOPPING,
+    ExecutionStatus.CANCELLING,
+)
+"""The statuses of a step that can have a heartbeat, hence be lost."""
+_BEATING = tuple(status.value for status in BEATING_STATUSES)
+
+_BEAT = (
+    _S.update()
+    .where(_S.c.id == bindparam("step_id"), _S.c.status.not_in(_FINAL))
+    .values(last_heartbeat=bindparam("now"), heartbeat_deadline=bindparam("deadline"))
+)
+_BEAT_STATUSES = (
+    select(_S.c.status, t.pipeline_run.c.status.label("run_status"))
+    .join_from(_S, t.pipeline_run, _S.c.run_id == t.pipeline_run.c.id)
+    .where(_S.c.id == bindparam("step_id"))
+)
+_IS_LOST = (_S.c.status.in_(_BEATING), _S.c.heartbeat_deadline < bindparam("cutoff"))
+# No ORDER BY: SQLite would rather walk the whole ``created`` index than sort; the few rows
+# found are sorted in Python.
+_LOCK_LOST = select(_S).where(*_IS_LOST).with_for_update()
+_OF_RUN = _S.c.run_id == bindparam("run_id")
+_LOCK_LOST_OF_RUN = select(_S).where(_OF_RUN, *_IS_LOST).with_for_update()
+_FAIL_LOST = _S.update().where(_S.c.id == bindparam("step_id"), *_IS_LOST)
+
 
 def _links_query(expanding: bool) -> Any:
     """Inputs and outputs of one step run (``step_id``) or of several (``step_ids``)."""
@@ -122,6 +172,16 @@ def _record(
     return StepRunRecord.model_validate({**values, "inputs": inputs, "outputs": outputs})
 
 
+def lost_reason(last_heartbeat: datetime | None, deadline: datetime) -> str:
+    """The ``status_reason`` of a step failed by the lost-heartbeat sweep."""
+    since = (
+        f"no heartbeat since {last_heartbeat.isoformat()}"
+        if last_heartbeat is not None
+        else "no heartbeat received"
+    )
+    return f"Heartbeat lost: {since} (liveness timeout passed at {deadline.isoformat()})."
+
+
 def _link_rows(step_id: UUID, links: dict[str, UUID]) -> list[dict[str, Any]]:
     return [
         {"step_run_id": step_id, "name": name, "artifact_version_id": version_id}
@@ -161,6 +221,12 @@ class SqlStepRunRepository(SqlRepository):
             "start_time": None,
             "end_time": None,
             "last_heartbeat": None,
+            "heartbeat_deadline": None,
+            "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
+            "logs_uri": step.logs_uri,
+            "pid": None,
+            "resource_request_id": None,
+            "runtime": None if step.runtime is None else step.runtime.value,
             "created": now,
             "updated": now,
         }
@@ -196,6 +262,8 @@ class SqlStepRunRepository(SqlRepository):
                 step.run_id,
             )
             raise missing or exc from None
+        if step.spec is not None:
+            values["spec"] = step.spec  # the caller's instance: no round trip through JSON
         return _record(values, dict(step.inputs), dict(step.outputs))
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
@@ -223,6 +291,8 @@ class SqlStepRunRepository(SqlRepository):
             conditions.append(_S.c.name.in_(filter.names))
         if filter.status is not None:
             conditions.append(_S.c.status == filter.status.value)
+        if filter.statuses is not None:
+            conditions.append(_S.c.status.in_([status.value for status in filter.statuses]))
         if filter.cache_key is not None:
             conditions.append(_S.c.cache_key == filter.cache_key)
 
@@ -247,12 +317,20 @@ class SqlStepRunRepository(SqlRepository):
                 values.update(
                     status_times(update.status, current["start_time"], current["end_time"], now)
                 )
+                if update.status in FINAL_STATUSES and current["heartbeat_deadline"] is not None:
+                    values["heartbeat_deadline"] = None
             if update.status_reason is not None:
                 values["status_reason"] = update.status_reason
             if update.cache_key is not None:
                 values["cache_key"] = update.cache_key
             if update.cache_expires_at is not None:
                 values["cache_expires_at"] = as_utc(update.cache_expires_at)
+            if update.logs_uri is not None:
+                values["logs_uri"] = update.logs_uri
+            if update.pid is not None:
+                values["pid"] = update.pid
+            if update.resource_request_id is not None:
+                values["resource_request_id"] = update.resource_request_id
             inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
             new_outputs = self._new_outputs(step_run_id, outputs, update.outputs or {})
             if values or new_outputs:
@@ -280,6 +358,68 @@ class SqlStepRunRepository(SqlRepository):
             return _record(row._asdict(), inputs, outputs)
 
         return self._db.read(find)
+
+    def update_heartbeat(
+        self, step_run_id: UUID, liveness_timeout_seconds: float
+    ) -> HeartbeatResponse:
+        timeout = _liveness_timeout(liveness_timeout_seconds)
+
+        def beat(conn: Connection) -> HeartbeatResponse:
+            now = self._db.now()
+            try:
+                deadline = now + timeout
+            except OverflowError:
+                raise InputError(
+                    f"A liveness timeout of {liveness_timeout_seconds} s ends after year 9999."
+                ) from None
+            conn.execute(_BEAT, {"step_id": step_run_id, "now": now, "deadline": deadline})
+            row = conn.execute(_BEAT_STATUSES, {"step_id": step_run_id}).first()
+            if row is None:
+                raise not_found("step run", step_run_id)
+            return HeartbeatResponse(
+                step_run_id=step_run_id,
+                status=ExecutionStatus(row.status),
+                run_status=ExecutionStatus(row.run_status),
+            )
+
+        return self._db.write(beat)
+
+    def fail_lost_heartbeats(
+        self, now: datetime, run_id: UUID | None = None
+    ) -> builtins.list[StepRunRecord]:
+        cutoff = as_utc(now)
+
+        def sweep(conn: Connection) -> list[StepRunRecord]:
+            if run_id is None:
+                rows = conn.execute(_LOCK_LOST, {"cutoff": cutoff}).all()
+            else:
+                rows = conn.execute(_LOCK_LOST_OF_RUN, {"cutoff": cutoff, "run_id": run_id}).all()
+            if not rows:
+                return []
+            at = self._db.now()
+            failed: list[dict[str, Any]] = []
+            for row in sorted(rows, key=lambda r: (r.created, r.id)):  # the order of ``list``
+                current = row._asdict()
+                check_step_transition(ExecutionStatus(current["status"]), ExecutionStatus.FAILED)
+                values: dict[str, Any] = {
+                    "status": ExecutionStatus.FAILED.value,
+                    "status_reason": lost_reason(
+                        current["last_heartbeat"], current["heartbeat_deadline"]
+                    ),
+                    "heartbeat_deadline": None,
+                    "updated": at,
+                    **status_times(
+                        ExecutionStatus.FAILED, current["start_time"], current["end_time"], at
+                    ),
+                }
+                params = {"step_id": current["id"], "cutoff": cutoff, **values}
+                if conn.execute(_FAIL_LOST, params).rowcount == 1:
+                    current.update(values)
+                    failed.append(current)
+            links = load_links(conn, [c["id"] for c in failed]) if failed else {}
+            return [_record(c, *links[c["id"]]) for c in failed]
+
+        return self._db.write(sweep)
 
     # ----------------------------------------------------------------- internals
 
@@ -313,3 +453,12 @@ class SqlStepRunRepository(SqlRepository):
                 ("step run", t.step_run, [original_step_run_id]),
             ],
         )
+
+
+def _liveness_timeout(seconds: float) -> timedelta:
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"A liveness timeout must be a positive number of seconds, got {seconds}.")
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise InputError(f"A liveness timeout of {seconds} s is too long.") from None

@@ -1,0 +1,81 @@
+"""HTTP error responses mapped back to Wharf's error types; httpx errors never escape.
+
+The server's error body is ``{"detail": ..., "type": <class name>}``. A known class name is
+raised as that very class (so ``IllegalTransitionError`` stays one, as on SQL); otherwise the
+status decides. REST-only conditions get their own classes:
+
+    NotAuthenticatedError (401)    PermissionDeniedError (403)    RequestTooLargeError (413/414)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    IllegalTransitionError,
+    InputError,
+    SchemaVersionError,
+    StoreError,
+    StoreUnavailableError,
+    WharfError,
+)
+
+
+class NotAuthenticatedError(WharfError):
+    """The server refused the credentials (missing, invalid, expired or revoked): log in."""
+
+
+class PermissionDeniedError(WharfError):
+    """The server knows the caller, whose role does not allow the request."""
+
+
+class RequestTooLargeError(InputError):
+    """The request's URI (414) or body (413) is larger than the server accepts."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_BY_TYPE: dict[str, type[WharfError]] = {
+    cls.__name__: cls
+    for cls in (
+        EntityNotFoundError,
+        EntityExistsError,
+        IllegalOperationError,
+        IllegalTransitionError,
+        InputError,
+        StoreError,
+        StoreUnavailableError,
+        SchemaVersionError,
+    )
+}
+_BY_TYPE["AuthenticationError"] = NotAuthenticatedError
+_BY_TYPE["PermissionDeniedError"] = PermissionDeniedError
+_BY_STATUS: dict[int, type[WharfError]] = {
+    400: InputError,
+    401: NotAuthenticatedError,
+    403: PermissionDeniedError,
+    404: EntityNotFoundError,
+    409: IllegalOperationError,
+    422: InputError,
+    503: StoreUnavailableError,
+}
+
+
+def from_response(status: int, body: Any, url: str) -> WharfError:
+    """The Wharf error for an error response (``body``: its decoded JSON, or None)."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    kind = body.get("type") if isinstance(body, dict) else None
+    message = detail if isinstance(detail, str) and detail else f"HTTP {status} from {url}."
+    if status in (413, 414):
+        return RequestTooLargeError(message, status)
+    if status == 401:
+        message = f"{message} (server {url}; run 'wharf login {url}')"
+    cls = _BY_TYPE.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        cls = _BY_STATUS.get(status, StoreError)
+    return cls(message)

@@ -1,0 +1,134 @@
+"""The REST store's HTTP session: one ``httpx.Client`` (pooled keep-alive connections, safe to
+share between threads), bearer authentication, JSON in and out, errors converted.
+
+Invariants:
+- Every response is checked here: an error status becomes a Wharf error (``errors``); a
+  transport failure becomes ``StoreUnavailableError``; no httpx exception escapes.
+- Records come back exactly as the SQL store returns them: times are aware datetimes whose
+  ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
+- ``request_count`` counts the HTTP requests sent (benchmarks read it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, TypeVar, get_args
+
+import httpx
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+
+from wharf.core.errors import InputError, StoreUnavailableError
+from wharf.store.rest import errors
+
+M = TypeVar("M", bound=BaseModel)
+DEFAULT_TIMEOUT_SECONDS = 30.0
+_JSON = {"content-type": "application/json"}
+
+
+@cache
+def _datetime_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    names = []
+    for name, field in cls.model_fields.items():
+        annotation = field.annotation
+        if annotation is datetime or datetime in get_args(annotation):
+            names.append(name)
+    return tuple(names)
+
+
+def utc(value: Any) -> Any:
+    """``value`` with every datetime of it (and of the records inside it) in ``datetime.UTC``."""
+    if isinstance(value, list):
+        return [utc(v) for v in value]
+    if isinstance(value, dict):
+        return {k: utc(v) for k, v in value.items()}
+    if not isinstance(value, BaseModel) or not type(value).__module__.startswith(
+        ("wharf.store", "wharf.server")
+    ):
+        return value
+    updates: dict[str, Any] = {}
+    for name in _datetime_fields(type(value)):
+        moment = getattr(value, name)
+        if moment is not None and moment.tzinfo is not UTC:
+            updates[name] = moment.astimezone(UTC)
+    for name, field_value in value:
+        if isinstance(field_value, BaseModel | list | dict) and name not in ("spec", "parameters"):
+            fixed = utc(field_value)
+            if fixed is not field_value:
+                updates[name] = fixed
+    return value.model_copy(update=updates) if updates else value
+
+
+class HttpSession:
+    def __init__(
+        self,
+        url: str,
+        credential: str | None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        headers = {"user-agent": "wharf-rest-store"}
+        if credential:
+            headers["authorization"] = f"Bearer {credential}"
+        self._client = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        )
+        self._counter = itertools.count(1)
+        self.request_count = 0
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: BaseModel | dict[str, Any] | None = None,
+    ) -> Any:
+        """The decoded JSON of a successful response (None for 204)."""
+        content = None
+        try:
+            if isinstance(body, BaseModel):
+                content = body.model_dump_json()
+            elif body is not None:
+                content = json.dumps(body)
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise InputError(f"A value cannot be stored: {exc}") from None
+        query = None if params is None else {k: v for k, v in params.items() if v is not None}
+        self.request_count = next(self._counter)
+        try:
+            response = self._client.request(
+                method, path, params=query, content=content, headers=_JSON if content else None
+            )
+        except httpx.HTTPError as exc:
+            raise StoreUnavailableError(
+                f"Cannot reach the Wharf server at {self.url}: {exc or type(exc).__name__}"
+            ) from None
+        if response.status_code == 204:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code >= 400:
+            raise errors.from_response(response.status_code, data, self.url)
+        return data
+
+    def model(self, cls: type[M], method: str, path: str, **kwargs: Any) -> M:
+        result: M = utc(cls.model_validate(self.send(method, path, **kwargs)))
+        return result
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def page_params(page: Any) -> dict[str, Any]:
+    return {"index": page.index, "size": page.size, "sort": page.sort}

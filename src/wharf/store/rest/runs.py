@@ -1,0 +1,60 @@
+"""Pipeline runs over REST (``/api/v1/runs``)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from wharf.core.enums import ExecutionStatus
+from wharf.store.models import (
+    Page,
+    PageRequest,
+    PipelineRunRecord,
+    RunCreate,
+    RunFilter,
+    RunUpdate,
+)
+from wharf.store.rest.http import HttpSession, page_params
+
+DEFAULT_PAGE = PageRequest()
+DEFAULT_FILTER = RunFilter()
+
+
+class _Status(BaseModel):
+    status: ExecutionStatus
+
+
+class _GetOrCreate(BaseModel):
+    run: PipelineRunRecord
+    created: bool
+
+
+class RestRunRepository:
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def create(self, run: RunCreate) -> PipelineRunRecord:
+        return self._http.model(PipelineRunRecord, "POST", "/api/v1/runs", body=run)
+
+    def get(self, run_id: UUID) -> PipelineRunRecord:
+        return self._http.model(PipelineRunRecord, "GET", f"/api/v1/runs/{run_id}")
+
+    def get_status(self, run_id: UUID) -> ExecutionStatus:
+        return self._http.model(_Status, "GET", f"/api/v1/runs/{run_id}/status").status
+
+    def list(
+        self, filter: RunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[PipelineRunRecord]:
+        params = {**page_params(page), **filter.model_dump(mode="json", exclude_none=True)}
+        return self._http.model(Page[PipelineRunRecord], "GET", "/api/v1/runs", params=params)
+
+    def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord:
+        return self._http.model(PipelineRunRecord, "PATCH", f"/api/v1/runs/{run_id}", body=update)
+
+    def get_or_create(self, run: RunCreate) -> tuple[PipelineRunRecord, bool]:
+        result = self._http.model(_GetOrCreate, "POST", "/api/v1/runs/get_or_create", body=run)
+        return result.run, result.created
+
+    def delete(self, run_id: UUID) -> None:
+        self._http.send("DELETE", f"/api/v1/runs/{run_id}")

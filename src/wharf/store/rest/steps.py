@@ -1,0 +1,199 @@
+"""Step runs over REST (``/api/v1/steps``), with the batch and combined calls.
+
+``list`` sends ``names`` as ``name=oneof:[...]``; a filter too long for the server fails with
+``RequestTooLargeError`` (414) or ``InputError`` (422): use :func:`list_step_runs_by_names`
+to fetch any number of names in chunks.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from wharf.core.errors import InputError
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    HeartbeatResponse,
+    Page,
+    PageRequest,
+    StepRunCreate,
+    StepRunFilter,
+    StepRunRecord,
+    StepRunUpdate,
+)
+from wharf.store.rest.http import HttpSession, page_params
+
+DEFAULT_PAGE = PageRequest()
+DEFAULT_FILTER = StepRunFilter()
+ONEOF = "oneof:"
+
+
+class _Items(BaseModel):
+    items: list[StepRunRecord]
+
+
+class _Cached(BaseModel):
+    step: StepRunRecord | None
+
+
+class _Created(BaseModel):
+    step: StepRunRecord
+    created: bool
+
+
+class _Finished(BaseModel):
+    step: StepRunRecord
+    outputs: dict[str, ArtifactVersionRecord]
+
+
+def oneof(values: Sequence[str]) -> str:
+    return ONEOF + json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+
+
+def _statuses(filter: StepRunFilter) -> builtins.list[str] | None:
+    """The statuses both status filters allow (None: no status filter)."""
+    allowed: builtins.list[str] | None = None
+    if filter.statuses is not None:
+        allowed = [s.value for s in filter.statuses]
+    if filter.status is not None:
+        allowed = (
+            [filter.status.value]
+            if allowed is None
+            else [s for s in allowed if s == filter.status.value]
+        )
+    return allowed
+
+
+class RestStepRunRepository:
+    """``StepRunRepository`` plus ``StepRunBatchOperations`` over HTTP."""
+
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def create(self, step: StepRunCreate) -> StepRunRecord:
+        return self._http.model(StepRunRecord, "POST", "/api/v1/steps", body=step)
+
+    def get(self, step_run_id: UUID) -> StepRunRecord:
+        return self._http.model(StepRunRecord, "GET", f"/api/v1/steps/{step_run_id}")
+
+    def list(
+        self, filter: StepRunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[StepRunRecord]:
+        statuses = _statuses(filter)
+        if statuses == [] or filter.names == ():
+            return Page(items=[], index=page.index, size=page.size, total=0)
+        params: dict[str, Any] = {
+            **page_params(page),
+            "project_id": None if filter.project_id is None else str(filter.project_id),
+            "run_id": None if filter.run_id is None else str(filter.run_id),
+            "cache_key": filter.cache_key,
+            "name": None if filter.names is None else oneof(filter.names),
+            "status": None if statuses is None else oneof(statuses),
+        }
+        return self._http.model(Page[StepRunRecord], "GET", "/api/v1/steps", params=params)
+
+    def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
+        return self._http.model(StepRunRecord, "PATCH", f"/api/v1/steps/{step_run_id}", body=update)
+
+    def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
+        params = {"project_id": str(project_id), "cache_key": cache_key, "now": now.isoformat()}
+        return self._http.model(_Cached, "GET", "/api/v1/steps/cached", params=params).step
+
+    def update_heartbeat(
+        self, step_run_id: UUID, liveness_timeout_seconds: float
+    ) -> HeartbeatResponse:
+        seconds = liveness_timeout_seconds
+        if not (math.isfinite(seconds) and seconds > 0):  # JSON cannot even carry NaN or inf
+            raise InputError(
+                f"A liveness timeout must be a positive number of seconds, got {seconds}."
+            )
+        body = {"liveness_timeout_seconds": seconds}
+        path = f"/api/v1/steps/{step_run_id}/heartbeat"
+        return self._http.model(HeartbeatResponse, "PUT", path, body=body)
+
+    def fail_lost_heartbeats(
+        self, now: datetime, run_id: UUID | None = None
+    ) -> builtins.list[StepRunRecord]:
+        body = {"now": now.isoformat(), "run_id": None if run_id is None else str(run_id)}
+        return self._http.model(_Items, "POST", "/api/v1/steps/lost_heartbeats", body=body).items
+
+    # ----------------------------------------------------------------- batch capabilities
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        body = {"steps": [s.model_dump(mode="json") for s in steps]}
+        return self._http.model(_Items, "POST", "/api/v1/steps/batch", body=body).items
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime
+    ) -> tuple[StepRunRecord, bool]:
+        body = {
+            "step": step.model_dump(mode="json"),
+            "project_id": str(project_id),
+            "now": now.isoformat(),
+        }
+        path = "/api/v1/steps/find_cached_or_create"
+        result = self._http.model(_Created, "POST", path, body=body)
+        return result.step, result.created
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        body = {
+            "update": update.model_dump(mode="json", exclude_none=True),
+            "outputs": {n: v.model_dump(mode="json") for n, v in outputs.items()},
+        }
+        path = f"/api/v1/steps/{step_run_id}/finish"
+        result = self._http.model(_Finished, "POST", path, body=body)
+        return result.step, result.outputs
+
+
+def list_step_runs_by_names(
+    steps: RestStepRunRepository, run_id: UUID, names: Sequence[str], budget: int = 5000
+) -> builtins.list[StepRunRecord]:
+    """Every step run of ``run_id`` named in ``names``, fetched in chunks of at most ``budget``
+    characters (ZenML's batched fetch); a chunk the server finds too large (414/422) is split
+    in half and retried. A single name still too large raises the server's error."""
+    from wharf.store.rest.errors import RequestTooLargeError
+
+    chunks: builtins.list[builtins.list[str]] = [[]]
+    used = 0
+    for name in dict.fromkeys(names):
+        if chunks[-1] and used > budget:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(name)
+        used += len(name) + 5
+    found: builtins.list[StepRunRecord] = []
+    pending = [c for c in chunks if c]
+    while pending:
+        chunk = pending.pop()
+        try:
+            found.extend(_all_pages(steps, StepRunFilter(run_id=run_id, names=tuple(chunk))))
+        except (RequestTooLargeError, InputError):
+            if len(chunk) == 1:
+                raise
+            half = len(chunk) // 2
+            pending.extend([chunk[:half], chunk[half:]])
+    return found
+
+
+def _all_pages(steps: RestStepRunRepository, filter: StepRunFilter) -> builtins.list[StepRunRecord]:
+    records: builtins.list[StepRunRecord] = []
+    index = 1
+    while True:
+        page = steps.list(filter, PageRequest(index=index, size=1000, sort="asc"))
+        records.extend(page.items)
+        if index >= page.total_pages:
+            return records
+        index += 1

@@ -1,0 +1,92 @@
+"""``RestStore``: the :class:`~wharf.store.ports.Store` bundle over a workspace server.
+
+Each repository is a thin client of one resource (Prefect's client-per-resource layout); they
+share one :class:`HttpSession` (connection pool, credentials). ``steps`` and ``artifacts`` also
+offer the optional batch capabilities of ``wharf.store.ports``.
+
+Credentials: an access token (``wharf login`` with a password), a run token or an API key, sent
+as ``Authorization: Bearer``. Nothing is contacted before the first call.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from wharf.store.ports import (
+    ArtifactRepository,
+    PipelineRepository,
+    ProjectRepository,
+    ResourceRequestRepository,
+    RunMetadataRepository,
+    RunRepository,
+    ScheduleRepository,
+    SnapshotRepository,
+    StackRepository,
+    StepRunRepository,
+    Store,
+    UserRepository,
+)
+from wharf.store.rest.accounts import RestProjectRepository, RestUserRepository
+from wharf.store.rest.artifacts import RestArtifactRepository
+from wharf.store.rest.http import DEFAULT_TIMEOUT_SECONDS, HttpSession
+from wharf.store.rest.metadata import RestRunMetadataRepository, RestScheduleRepository
+from wharf.store.rest.pipelines import RestPipelineRepository, RestSnapshotRepository
+from wharf.store.rest.runs import RestRunRepository
+from wharf.store.rest.stacks import RestStackRepository
+from wharf.store.rest.steps import RestStepRunRepository
+
+
+class RestStore:
+    users: UserRepository
+    projects: ProjectRepository
+    stacks: StackRepository
+    pipelines: PipelineRepository
+    snapshots: SnapshotRepository
+    runs: RunRepository
+    steps: StepRunRepository
+    artifacts: ArtifactRepository
+    run_metadata: RunMetadataRepository
+    schedules: ScheduleRepository
+
+    def __init__(
+        self,
+        url: str,
+        credential: str | None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.http = HttpSession(url, credential, timeout=timeout, transport=transport)
+        self.users = RestUserRepository(self.http)
+        self.projects = RestProjectRepository(self.http)
+        self.stacks = RestStackRepository(self.http)
+        self.pipelines = RestPipelineRepository(self.http)
+        self.snapshots = RestSnapshotRepository(self.http)
+        self.runs = RestRunRepository(self.http)
+        self.steps = RestStepRunRepository(self.http)
+        self.artifacts = RestArtifactRepository(self.http)
+        self.run_metadata = RestRunMetadataRepository(self.http)
+        self.schedules = RestScheduleRepository(self.http)
+        # Resource requests over REST come with the workspace server's resource routes.
+        self.resource_requests: ResourceRequestRepository | None = None
+
+    @property
+    def url(self) -> str:
+        """The server's URL (credentials are never part of it)."""
+        return self.http.url
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> RestStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RestStore({self.url!r})"
+
+
+def _conforms(store: RestStore) -> Store:
+    return store  # mypy proves that RestStore implements the Store protocol

@@ -1,0 +1,287 @@
+"""Steps that wait for their resources (embedded mode: in-process Resource Manager)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import steps_lib
+from tests.e2e.test_isolated import make_stack
+from wharf import Client, ResourceSettings, RetryConfig, pipeline
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
+from wharf.core.errors import IllegalOperationError
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, StepRunFilter
+
+ASC = PageRequest(sort="asc", size=1000)
+LICENSE = ResourceSettings(resources={"license": 1})
+
+
+@pytest.fixture
+def rm_workspace(wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    ws = Workspace.open(load_config())
+    yield ws
+    ws.close()
+
+
+def steps(workspace: Workspace, run_id) -> list:
+    return workspace.store.steps.list(StepRunFilter(run_id=run_id), ASC).items
+
+
+def test_steps_queue_for_a_scarce_resource(rm_workspace: Workspace):
+    client = Client(rm_workspace.config, rm_workspace.store)
+    client._workspace = rm_workspace
+    client.ensure_resource_pool("licenses", {"license": 1})
+    holder = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        futures = [holder.submit(label=f"s{i}") for i in range(3)]
+        for future in futures:
+            future.result()
+
+    run = p.run_in(rm_workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    spans = sorted(
+        tuple(float(x) for x in client.load_step_output(run.id, name).split(":")[1:3])
+        for name in ("hold_license", "hold_license_2", "hold_license_3")
+    )
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end - 0.01, "one licence: the steps never overlap"
+    records = steps(rm_workspace, run.id)
+    assert all(r.resource_request_id for r in records)
+    for r in records:
+        request = rm_workspace.store.resource_requests.get(r.resource_request_id)
+        assert request.status is ResourceRequestStatus.RELEASED
+        assert request.metadata["step_name"] == r.name
+        assert request.metadata["pipeline_run_id"] == str(run.id)
+    assert "license" in client.load_step_output(run.id, "hold_license")
+
+
+def test_allocation_timeout_message(rm_workspace: Workspace, tmp_path: Path):
+    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+    release = tmp_path / "release"
+    holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+    impatient = steps_lib.hold_license.with_options(
+        settings={
+            "resources": ResourceSettings(
+                resources={"license": 1}, allocation_wait_timeout_seconds=2
+            )
+        }
+    )
+
+    started = tmp_path / "started"
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        held = holder.submit(path=str(release), started=str(started))
+        while not started.exists():
+            time.sleep(0.02)
+        try:
+            impatient(label="late")
+        finally:
+            release.write_text("go")
+            held.wait()
+
+    run = p.run_in(rm_workspace)
+    late = next(r for r in steps(rm_workspace, run.id) if r.name == "hold_license")
+    assert late.status is ExecutionStatus.FAILED
+    assert late.status_reason.startswith("Timed out after 2 seconds waiting for resource request")
+    assert "Increase `ResourceSettings.allocation_wait_timeout_seconds`" in late.status_reason
+    assert str(late.resource_request_id) in late.status_reason
+
+
+def test_legacy_settings(rm_workspace: Workspace):
+    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+    legacy = steps_lib.hold_license.with_options(
+        settings={"resources": {"pool_resources": {"license": 1}, "preemptible": False}}
+    )
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        legacy(label="legacy", seconds=0)
+
+    run = p.run_in(rm_workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    record = steps(rm_workspace, run.id)[0]
+    request = rm_workspace.store.resource_requests.get(record.resource_request_id)
+    assert request.reclaim_tolerance.value == "none"
+
+
+def test_inline_and_isolated_tolerance_rules(rm_workspace: Workspace):
+    inline_reclaimable = steps_lib.hold_license.with_options(
+        settings={"resources": ResourceSettings(resources="license", reclaim_tolerance="any")}
+    )
+
+    @pipeline
+    def bad_inline() -> None:
+        inline_reclaimable(label="x")
+
+    with pytest.raises(IllegalOperationError, match="will run inline"):
+        bad_inline.run_in(rm_workspace)
+
+    make_stack(rm_workspace, "procs", "local_process")
+    rm_workspace.config = load_config(active_stack="procs")
+    no_heartbeat = steps_lib.hold_license.with_options(
+        enable_heartbeat=False,
+        settings={"resources": ResourceSettings(cpu_count=1, reclaim_tolerance="coordinated")},
+    )
+
+    @pipeline
+    def bad_isolated() -> None:
+        no_heartbeat(label="y")
+
+    with pytest.raises(IllegalOperationError, match="heartbeat is disabled"):
+        bad_isolated.run_in(rm_workspace)
+    assert rm_workspace.store.runs.list().total == 0  # nothing half-made
+
+
+def test_isolated_step_is_pinned_to_its_cpus(rm_workspace: Workspace):
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs a machine with at least 2 CPUs and CPU affinity")
+    make_stack(rm_workspace, "procs", "local_process")
+    rm_workspace.config = load_config(active_stack="procs")
+    one_cpu = steps_lib.affinity.with_options(settings={"resources": ResourceSettings(cpu_count=1)})
+
+    @pipeline
+    def p() -> None:
+        one_cpu()
+
+    run = p.run_in(rm_workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    client = Client(rm_workspace.config, rm_workspace.store)
+    assert client.load_step_output(run.id, "affinity") == 1
+
+
+def test_sigkill_releases_the_capacity(rm_workspace: Workspace):
+    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+    make_stack(rm_workspace, "procs", "local_process")
+    rm_workspace.config = load_config(active_stack="procs")
+    killer = steps_lib.self_kill.with_options(settings={"resources": LICENSE})
+    after = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+    @pipeline(execution_mode="continue_on_failure")
+    def p() -> None:
+        killer()
+        after(label="next", seconds=0)
+
+    run = p.run_in(rm_workspace)
+    found = {r.name: r for r in steps(rm_workspace, run.id)}
+    assert found["self_kill"].status is ExecutionStatus.FAILED
+    assert found["self_kill"].status_reason.startswith("Heartbeat lost")
+    request = rm_workspace.store.resource_requests.get(found["self_kill"].resource_request_id)
+    assert request.status is ResourceRequestStatus.RELEASED
+    assert found["hold_license"].status is ExecutionStatus.COMPLETED
+
+
+def _contended_pool(workspace: Workspace, reclaimable: str) -> None:
+    """One licence; the 'high' pipeline's policy outranks the 'low' one's."""
+    from wharf.resource_manager.client.models import PolicyCreate
+    from wharf.resource_manager.domain import SubjectSelector, SubjectType
+
+    client = Client(workspace.config, workspace.store)
+    client._workspace = workspace
+    client.ensure_resource_pool("shared", {"license": 1}, reclaimable=reclaimable)
+    rm = client.resource_manager
+    rm.policies.delete("shared-default")
+    for name, priority in (("low", 0), ("high", 10)):
+        rm.policies.create(
+            PolicyCreate(
+                name=f"shared-{name}",
+                pool="shared",
+                priority=priority,
+                subject_selector=SubjectSelector(
+                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
+                ),
+            )
+        )
+
+
+@pytest.mark.parametrize("tolerance", ["coordinated", "none"])
+def test_higher_priority_pipeline_reclaims(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
+):
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    setup = Workspace.open(load_config())
+    make_stack(setup, "procs", "local_process")
+    # A tolerance-none request only goes to capacity that is never reclaimed.
+    _contended_pool(setup, "never" if tolerance == "none" else "coordinated")
+    setup.close()
+    release = tmp_path / "release"
+    marker = tmp_path / "cleanup"
+    low_step = steps_lib.wait_for_file.with_options(
+        runtime="isolated",
+        retry=RetryConfig(max_retries=1),
+        settings={
+            "resources": ResourceSettings(resources={"license": 1}, reclaim_tolerance=tolerance)
+        },
+    )
+    high_step = steps_lib.hold_license.with_options(
+        runtime="isolated", settings={"resources": LICENSE}
+    )
+
+    @pipeline(name="low_pipe", dynamic=True)
+    def low() -> None:
+        low_step(path=str(release), marker=str(marker))
+
+    @pipeline(name="high_pipe", dynamic=True)
+    def high() -> None:
+        high_step(label="high", seconds=0)
+
+    results = {}
+
+    def run(p, key):
+        ws = Workspace.open(load_config())
+        try:
+            results[key] = (p.run_in(ws), ws)
+            results[key + "_steps"] = steps(ws, results[key][0].id)
+        finally:
+            ws.close()
+
+    low_thread = threading.Thread(target=run, args=(low, "low"))
+    low_thread.start()
+    deadline = time.monotonic() + 30
+    check = Workspace.open(load_config())
+    try:  # wait until the low step holds the licence
+        while time.monotonic() < deadline:
+            running = check.store.steps.list(
+                StepRunFilter(status=ExecutionStatus.RUNNING), ASC
+            ).items
+            if running:
+                break
+            time.sleep(0.05)
+    finally:
+        check.close()
+    high_thread = threading.Thread(target=run, args=(high, "high"))
+    high_thread.start()
+    if tolerance == "none":
+        time.sleep(1.0)  # the high step waits; the low one is never interrupted
+        release.write_text("go")
+    high_thread.join(60)
+    release.write_text("go")
+    low_thread.join(60)
+    high_run = results["high"][0]
+    low_run = results["low"][0]
+    assert high_run.status is ExecutionStatus.COMPLETED, high_run.status_reason
+    assert low_run.status is ExecutionStatus.COMPLETED, low_run.status_reason
+    low_steps = results["low_steps"]
+    if tolerance == "coordinated":
+        assert [s.status for s in low_steps] == [
+            ExecutionStatus.RETRYING,
+            ExecutionStatus.COMPLETED,
+        ]
+        assert "resource request" in low_steps[0].status_reason
+        assert marker.read_text().count("cleanup") == 2  # interrupted gracefully, then rerun
+        assert low_steps[0].resource_request_id != low_steps[1].resource_request_id
+    else:
+        assert [s.status for s in low_steps] == [ExecutionStatus.COMPLETED]
+        assert marker.read_text().count("cleanup") == 1
