@@ -1,7 +1,11 @@
-"""Wharf quick-start: a small pipeline, run twice on the embedded default.
+"""Wharf quick-start: a small pipeline, run twice, then steps sharing a scarce resource.
 
-The first run executes every step and records it in the SQLite store in your user data
-directory; the second run reuses every result from the cache. Nothing to configure.
+1. The first run executes every step and records it in the SQLite store in your user data
+   directory; the second run reuses every result from the cache.
+2. A dynamic pipeline fans out four evaluations that each need one of two licences: the
+   in-process Resource Manager admits two at a time; the others queue until a licence frees.
+
+Nothing to configure.
 
     python examples/quickstart.py
 """
@@ -10,7 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from wharf import Client, get_step_context, pipeline, step
+import time
+
+from wharf import Client, ResourceSettings, get_step_context, pipeline, step
 
 
 @step
@@ -47,6 +53,21 @@ def quickstart(count: int = 10) -> None:
     evaluate(model, test)
 
 
+@step(enable_cache=False, settings={"resources": ResourceSettings(resources={"license": 1})})
+def licensed_eval(seed: int) -> str:
+    """Needs one licence of a solver that is only licensed twice."""
+    started = time.monotonic()
+    time.sleep(0.5)
+    return f"seed {seed}: held a licence for {time.monotonic() - started:.1f} s"
+
+
+@pipeline(dynamic=True)
+def licensed_sweep(seeds: int = 4) -> None:
+    results = licensed_eval.map(list(range(seeds)))
+    for line in results.load():
+        print(" ", line)
+
+
 def main() -> None:
     first = quickstart(count=20)
     print(f"run {first.name}: {first.status.value}")
@@ -56,7 +77,19 @@ def main() -> None:
         metrics = client.load_step_output(second.id, "evaluate")
     print(f"run {second.name}: {second.status.value}; steps {statuses}")
     print(f"evaluation: {metrics}")
-    print("Next: `wharf runs list`, `wharf runs show <RUN>`, `wharf steps list --run <RUN>`.")
+
+    with Client() as client:
+        client.ensure_resource_pool("licenses", {"license": 2})
+    started = time.monotonic()
+    sweep = licensed_sweep(seeds=4)
+    print(
+        f"run {sweep.name}: {sweep.status.value} in {time.monotonic() - started:.1f} s "
+        "(4 steps, 2 licences: they ran two at a time)"
+    )
+    print(
+        "Next: `wharf runs list`, `wharf runs show <RUN>`, `wharf steps list --run <RUN>`, "
+        "`wharf pool show local`."
+    )
 
 
 if __name__ == "__main__":
