@@ -210,7 +210,7 @@ def ensure_default_stack(workspace: Workspace) -> StackRecord:
     try:
         return workspace.store.stacks.get_stack_by_name(DEFAULT_STACK)
     except EntityNotFoundError:
-        return workspace._create_default_stack()
+        return workspace.create_default_stack()
 
 
 def get_stack(workspace: Workspace, name: str) -> StackRecord:
@@ -228,7 +228,9 @@ def register_stack(
     artifact_store: str,
     step_operator: str | None = None,
 ) -> StackRecord:
-    """Register a stack from components given by name, each of the type of its slot."""
+    """Register a stack from components given by name, each of the type of its slot. The
+    ``default`` components exist from the start, so they can be reused by name."""
+    ensure_default_stack(workspace)
     wanted = {
         ComponentType.ORCHESTRATOR: orchestrator,
         ComponentType.ARTIFACT_STORE: artifact_store,

@@ -96,7 +96,7 @@ class Workspace:
         except EntityNotFoundError:
             if name != DEFAULT_STACK:
                 raise
-        return self._create_default_stack()
+        return self.create_default_stack()
 
     def _component(self, create: ComponentCreate) -> ComponentRecord:
         try:
@@ -104,7 +104,7 @@ class Workspace:
         except EntityExistsError:
             return self.store.stacks.get_component_by_name(create.type, create.name)
 
-    def _create_default_stack(self) -> StackRecord:
+    def create_default_stack(self) -> StackRecord:
         orchestrator = self._component(
             ComponentCreate(name="default", type=ComponentType.ORCHESTRATOR, flavor="local")
         )
