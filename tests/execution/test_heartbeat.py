@@ -99,3 +99,24 @@ def test_start_and_stop_thread():
     worker.start()
     worker.stop()
     assert worker.stats.beats == 0  # stopped before its first interval passed
+
+
+def test_scheduler_drives_many_workers_from_one_thread():
+    import threading
+    import time
+
+    from wharf.execution.heartbeat import HeartbeatScheduler
+
+    scheduler = HeartbeatScheduler()
+    kept = HeartbeatWorker("kept", Script([response()]), lambda r: None, interval=0.01)
+    dropped = HeartbeatWorker("dropped", Script([response()]), lambda r: None, interval=0.01)
+    before = threading.active_count()
+    scheduler.add(kept)
+    scheduler.add(dropped)
+    scheduler.remove(dropped)
+    deadline = time.monotonic() + 5
+    while kept.stats.beats < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= before + 1
+    scheduler.close()
+    assert kept.stats.beats >= 3 and dropped.stats.beats == 0

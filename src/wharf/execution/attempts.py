@@ -18,7 +18,7 @@ from typing import Protocol
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
-from wharf.execution.heartbeat import HeartbeatWorker, liveness_timeout_for
+from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
@@ -138,6 +138,8 @@ class InlineExecutor:
     services: RunServices
     runner: StepRunner
     heartbeat_interval: float
+    heartbeats: HeartbeatScheduler | None = None
+    """Shared heartbeat thread; None: a thread per step."""
 
     def __call__(
         self,
@@ -149,20 +151,28 @@ class InlineExecutor:
     ) -> AttemptResult:
         worker = None
         if spec.config.enable_heartbeat:
-            worker = heartbeat_for(self.services, record, region, self.heartbeat_interval).start()
+            worker = heartbeat_for(self.services, record, region, self.heartbeat_interval)
+            if self.heartbeats is not None:
+                self.heartbeats.add(worker)
+            else:
+                worker.start()
         try:
             with capture_output() as log:
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
             final = finish_attempt(self.services, spec, record, outputs, error, region.reason)
-            if record.logs_uri:
-                write_log(self.services.artifact_store, record.logs_uri, log.getvalue())
+            text = log.getvalue()
+            if record.logs_uri and text:  # a silent step costs no file
+                write_log(self.services.artifact_store, record.logs_uri, text)
             done = final.status is ExecutionStatus.COMPLETED
             return AttemptResult(final, dict(outputs or {}) if done else {})
         finally:
             if worker is not None:
-                worker.stop()
+                if self.heartbeats is not None:
+                    self.heartbeats.remove(worker)
+                else:
+                    worker.stop()
 
 
 def run_user_code(

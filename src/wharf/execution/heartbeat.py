@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,6 +64,8 @@ class HeartbeatWorker:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_response: HeartbeatResponse | None = None
+        self.scheduled = True
+        """False once removed from a :class:`HeartbeatScheduler`."""
 
     def wait(self, seconds: float) -> bool:
         return self._stopped.wait(seconds)
@@ -118,3 +121,61 @@ class HeartbeatWorker:
         self._stopped.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+class HeartbeatScheduler:
+    """Drives the heartbeats of many steps from one thread.
+
+    The inline steps of a run share it, so a step costs no thread of its own (and a short
+    step, which finishes before its first interval, costs nothing but two dict operations).
+    A beat runs outside the lock; a step removed while its beat is in flight is not
+    rescheduled.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[HeartbeatWorker, float] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def add(self, worker: HeartbeatWorker) -> None:
+        with self._cond:
+            self._due[worker] = time.monotonic() + worker.next_delay()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="wharf-heartbeats", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, worker: HeartbeatWorker) -> None:
+        with self._cond:
+            self._due.pop(worker, None)
+            worker.scheduled = False
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._due.clear()
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                if not self._due:
+                    self._cond.wait()
+                    continue
+                worker, when = min(self._due.items(), key=lambda item: item[1])
+                delay = when - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                del self._due[worker]
+            worker.beat_once()
+            with self._cond:
+                if worker.scheduled and not self._closed:
+                    self._due[worker] = time.monotonic() + worker.next_delay()

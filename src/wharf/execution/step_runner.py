@@ -112,7 +112,9 @@ class StepRunner:
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
         artifact_store = self._services.artifact_store
         uris = {
-            name: artifact_store.new_uri(self._pipeline_name, spec.name, name, str(step_run.id))
+            # <root>/<pipeline>/<step>.<output>/<unique>: one new directory per artifact once
+            # a step has run before (directory creation dominates the cost of small artifacts)
+            name: artifact_store.new_uri(self._pipeline_name, f"{spec.name}.{name}")
             for name in spec.outputs
         }
         context = StepContext(self._pipeline_name, self._run, step_run, uris, allocation)

@@ -28,6 +28,7 @@ from wharf.execution.attempts import (
 )
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
+from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_lifecycle import finish_run, start_run
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
@@ -116,7 +117,8 @@ class BaseOrchestrator(ABC):
             check_reclaim_tolerance(step_spec.name, step_spec.config, runtime)
         run = start_run(services.store, job.placeholder, f"{self.flavor}-{uuid.uuid4().hex}")
         runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
-        inline = InlineExecutor(services, runner, services.heartbeat_interval)
+        heartbeats = HeartbeatScheduler()
+        inline = InlineExecutor(services, runner, services.heartbeat_interval, heartbeats)
         isolated = None
         if has_isolation:
             isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job))
@@ -143,6 +145,8 @@ class BaseOrchestrator(ABC):
                 services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
             )
             raise
+        finally:
+            heartbeats.close()
         status, reason = outcome.final_status()
         return finish_run(services.store, run.id, status, reason)
 
