@@ -43,12 +43,15 @@ RESOURCE_MANAGERS: dict[str, str] = {
 """How to reach a Resource Manager, by mode; ``none`` disables resource requests."""
 
 
-def resource_manager_connector(mode: str) -> Any:
-    """The function that connects to the Resource Manager in ``mode``."""
+def resource_manager_connector(mode: str, *, load: bool = True) -> Any:
+    """The function that connects to the Resource Manager in ``mode`` (with ``load=False``
+    only checks that the mode exists, importing nothing)."""
     try:
         path = RESOURCE_MANAGERS[mode]
     except KeyError:
         known = ", ".join([*sorted(RESOURCE_MANAGERS), "none"])
         raise InputError(f"Unknown Resource Manager mode '{mode}'; known: {known}.") from None
+    if not load:
+        return None
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)

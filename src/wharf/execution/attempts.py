@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
@@ -23,13 +23,15 @@ from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import (
     ArtifactVersionRecord,
     HeartbeatResponse,
     StepRunRecord,
     StepRunUpdate,
 )
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 

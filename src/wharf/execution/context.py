@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wharf.core.errors import WharfError
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import PipelineRunRecord, StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 _CURRENT: ContextVar[StepContext | None] = ContextVar("wharf_step_context", default=None)
 

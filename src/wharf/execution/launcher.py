@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.config.spec import StepSpec
@@ -30,8 +30,10 @@ from wharf.execution.caching import (
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord, StepRunUpdate
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
 from wharf.config.spec import StepSpec
@@ -22,13 +22,15 @@ from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
     PipelineRunRecord,
     StepRunRecord,
 )
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 StepResolver = Callable[[StepSpec], StepLike]
 

@@ -15,7 +15,7 @@ import uuid
 from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
@@ -35,9 +35,11 @@ from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 
 @dataclass(frozen=True)

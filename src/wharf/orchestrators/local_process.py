@@ -7,6 +7,8 @@ Configuration: ``python`` — the interpreter that runs steps (default: this one
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wharf.execution.attempts import ProcessResult
 from wharf.execution.pinning import allocation_env
 from wharf.execution.services import RunServices
@@ -18,8 +20,10 @@ from wharf.execution.subprocesses import (
     wait_step_process,
 )
 from wharf.orchestrators.base import BaseOrchestrator
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 
 class LocalProcessOrchestrator(BaseOrchestrator):

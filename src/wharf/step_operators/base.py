@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from wharf.execution.attempts import ProcessResult
 from wharf.execution.services import RunServices
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.store.models import ComponentRecord, StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 
 class BaseStepOperator(ABC):

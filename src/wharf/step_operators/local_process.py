@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wharf.execution.attempts import ProcessResult
 from wharf.execution.pinning import allocation_env
 from wharf.execution.services import RunServices
@@ -12,9 +14,11 @@ from wharf.execution.subprocesses import (
     start_step_process,
     wait_step_process,
 )
-from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
 
 
 class LocalProcessStepOperator(BaseStepOperator):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.core.enums import (
@@ -26,9 +26,6 @@ from wharf.core.enums import (
     MetadataResourceType,
     ResourceRequestRuntimeState,
 )
-from wharf.resource_manager.client.models import Page as RMPage
-from wharf.resource_manager.client.models import PageRequest as RMPageRequest
-from wharf.resource_manager.client.models import RequestFilter, ResourceRequestInfo
 from wharf.store.models import (
     ApiKeyAuthRecord,
     ApiKeyRecord,
@@ -65,6 +62,11 @@ from wharf.store.models import (
     UserCredentialRecord,
     UserRecord,
 )
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import Page as RMPage
+    from wharf.resource_manager.client.models import PageRequest as RMPageRequest
+    from wharf.resource_manager.client.models import RequestFilter, ResourceRequestInfo
 
 
 class UserRepository(Protocol):

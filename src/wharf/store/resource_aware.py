@@ -23,6 +23,7 @@ import logging
 import math
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.config.flavors import resource_manager_connector
@@ -36,21 +37,6 @@ from wharf.core.enums import (
     StepRuntime,
 )
 from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, WharfError
-from wharf.resource_manager.client.models import (
-    DemandSpec,
-    RequestFilter,
-    ResourceRequestCreate,
-    ResourceRequestInfo,
-)
-from wharf.resource_manager.client.models import Page as RMPage
-from wharf.resource_manager.client.models import PageRequest as RMPageRequest
-from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
-from wharf.resource_manager.domain import (
-    SubjectChain,
-    SubjectNode,
-    SubjectSelector,
-    SubjectType,
-)
 from wharf.store.models import (
     HeartbeatResponse,
     Page,
@@ -62,6 +48,21 @@ from wharf.store.models import (
     UserRecord,
 )
 from wharf.store.ports import StepRunRepository, Store
+
+if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
+    from wharf.resource_manager.client.models import (
+        Page as RMPage,
+    )
+    from wharf.resource_manager.client.models import (
+        PageRequest as RMPageRequest,
+    )
+    from wharf.resource_manager.client.models import (
+        RequestFilter,
+        ResourceRequestCreate,
+        ResourceRequestInfo,
+    )
+    from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
+    from wharf.resource_manager.domain import SubjectChain
 
 
 def attach_resource_manager(
@@ -254,6 +255,14 @@ class ResourceAwareStepRuns:
             )
 
     def _create_request(self, record: StepRunRecord, step: StepRunCreate) -> UUID:
+        from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
+        from wharf.resource_manager.domain import (
+            SubjectChain,
+            SubjectNode,
+            SubjectSelector,
+            SubjectType,
+        )
+
         spec = step.spec
         assert spec is not None and spec.config.resources is not None
         settings = spec.config.resources
@@ -333,6 +342,8 @@ class ResourceAwareStepRuns:
         return request.id
 
     def _component_chains(self, snapshot_id: UUID) -> builtins.list[SubjectChain]:
+        from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+
         snapshot = self._store.snapshots.get(snapshot_id)
         if snapshot.stack_id is None:
             return []
@@ -386,9 +397,10 @@ def pair_with_configured_resource_manager(
     A store reached over REST is paired by its server instead; ``none`` disables requests."""
     if config.resource_manager == "none" or config.server_url:
         return None
-    connector = resource_manager_connector(config.resource_manager)
+    resource_manager_connector(config.resource_manager, load=False)  # fail early on a typo
 
     def connect() -> ResourceManagerClient:
+        connector = resource_manager_connector(config.resource_manager)
         client: ResourceManagerClient = connector(
             config.store_url, account, config.local_step_slots
         )

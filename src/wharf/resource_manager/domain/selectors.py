@@ -13,9 +13,10 @@ Semantics:
   selectors; when atom fields and combinators are both present they must all hold.
 
 Invariants: a selector is never empty (it would silently match everything or nothing), an
-``all``/``any`` list is never empty, and nesting is at most :data:`MAX_DEPTH` deep. Malformed
-input raises :class:`~wharf.core.errors.InputError` through :func:`parse_subject_selector` /
-:func:`parse_attribute_selector`.
+``all``/``any`` list given alone is never empty (next to other criteria an empty one is ignored,
+so every selector's own dump validates again), and nesting is at most :data:`MAX_DEPTH` deep.
+Malformed input raises :class:`~wharf.core.errors.InputError` through
+:func:`parse_subject_selector` / :func:`parse_attribute_selector`.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ def attribute_anchor(key: str, value: AttributeValue) -> str:
 def _check_shape(
     selector: SubjectSelector | AttributeSelector, has_atom: bool, fields_set: set[str]
 ) -> None:
-    for name, label in (("all_of", "all"), ("any_of", "any")):
-        if name in fields_set and not getattr(selector, name):
-            raise ValueError(f"'{label}' needs at least one selector.")
     if not (has_atom or selector.all_of or selector.any_of or selector.not_ is not None):
+        # An explicit empty list next to other criteria is ignored (matching treats it as
+        # absent), so a selector's own full dump, which lists ``all: []``, validates again.
+        for name, label in (("all_of", "all"), ("any_of", "any")):
+            if name in fields_set:
+                raise ValueError(f"'{label}' needs at least one selector.")
         raise ValueError("A selector needs at least one criterion or one of all/any/not.")
     if selector.depth() > MAX_DEPTH:
         raise ValueError(f"Selectors can be nested at most {MAX_DEPTH} levels deep.")

@@ -2,7 +2,8 @@
 
 Invariants:
 - At most one credential row per user (its primary key is the user id); a user without one
-  cannot log in. ``set_password`` creates the row (active) on first use.
+  cannot log in. Every change creates the row (active) on first use; a concurrent creator's
+  row is updated instead.
 - An external id belongs to at most one user (unique constraint).
 - ``revoke_tokens`` increments ``token_generation`` under the row lock: every token issued in
   an earlier generation is refused by the server from then on.
@@ -104,4 +105,11 @@ class SqlCredentialRepository(SqlRepository):
             conn.execute(_C.insert(), new)
             return _record(new)
 
-        return self._db.write(apply)
+        try:
+            return self._db.write(apply)
+        except UniqueViolationError as exc:
+            if "external_id" in str(exc):
+                raise
+            # A concurrent writer created the user's row first (server replicas starting
+            # together): it is there to lock now.
+            return self._db.write(apply)
