@@ -1,6 +1,6 @@
 """The store contract suite over REST: ``backend`` is a ``RestStore`` talking to a real uvicorn
 server (one per test process, in a thread) whose store is a fresh SQLite file or the shared
-PostgreSQL database, built with the test's fake ``clock``.
+PostgreSQL (or MariaDB) database, built with the test's fake ``clock``.
 
 The REST backend also carries the server store's ``_db`` and ``dialect``, so the few contract
 tests that inspect the database directly (locks, SQL NULLs) run unchanged.
@@ -8,6 +8,7 @@ tests that inspect the database directly (locks, SQL NULLs) run unchanged.
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,12 @@ from tests.conftest import FakeClock, _shared_database, wipe
 from tests.server.live import LiveServer, admin_key, open_state, start_server
 from wharf.store.rest import RestStore
 
-REST_BACKENDS = ("rest-sqlite", "rest-postgresql")
+REST_BACKENDS = tuple(
+    f"rest-{name}"
+    for name in os.environ.get("WHARF_TEST_REST_BACKENDS", "sqlite,postgresql").split(",")
+)
+"""Databases behind the server (``WHARF_TEST_REST_BACKENDS=sqlite,postgresql,mariadb`` adds
+MariaDB; the default keeps the suite short)."""
 
 
 class RestBackend(RestStore):
@@ -59,7 +65,7 @@ def backend(
     else:
         servers = request.getfixturevalue("_servers")
         shared = request.getfixturevalue("_shared_databases")
-        database = _shared_database("postgresql", servers, shared)
+        database = _shared_database(backend_name.removeprefix("rest-"), servers, shared)
         url = database.url.render_as_string(hide_password=False)
     state, stores = open_state(url, clock=clock)
     key = admin_key(state)

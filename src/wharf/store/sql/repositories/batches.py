@@ -6,9 +6,10 @@ Implements the optional ``StepRunBatchOperations`` / ``ArtifactBatchOperations``
 Invariants:
 - ``create_many`` / ``create_versions`` are one transaction each: on any error nothing of the
   batch is stored. The records they build are the ones ``create`` / ``create_version`` build
-  for the same input (the step and artifact repositories' invariants hold unchanged: unique
+  for the same input (a test compares them field by field: keep ``_step_values`` in step with
+  ``SqlStepRunRepository.create``), and those repositories' invariants hold unchanged: unique
   (run, name, attempt); versions numbered 1, 2, ... per artifact without gaps, also under
-  concurrent writers). Artifacts are locked in sorted (project, name) order, so two batches
+  concurrent writers. Artifacts are locked in sorted (project, name) order, so two batches
   never deadlock on each other; a conflict (two writers creating one artifact) restarts the
   whole batch.
 - ``find_cached_or_create`` and ``finish`` compose the plain repository calls (the step and
@@ -87,6 +88,8 @@ def _step_values(step: StepRunCreate, project_id: UUID, now: datetime) -> dict[s
         "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
         "logs_uri": step.logs_uri,
         "pid": None,
+        "resource_request_id": None,
+        "runtime": None if step.runtime is None else step.runtime.value,
         "created": now,
         "updated": now,
     }

@@ -1,0 +1,54 @@
+"""``wharf login URL`` and ``wharf logout``: connect this machine's SDK and CLI to a server.
+
+``login`` checks the credentials with the server, then stores the URL and the credential (an
+access token from a password login, or the API key) in the user config file, where the store
+selection (``open_store``) finds them; ``WHARF_SERVER_URL`` / ``WHARF_API_KEY`` override them.
+Access tokens are short-lived: log in again when one expires.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+
+
+@click.command("login")
+@click.argument("url")
+@click.option("--username", "-u", help="Log in with this user's password (prompted).")
+@click.option("--password", help="The password (prompted when omitted).")
+@click.option("--api-key", envvar="WHARF_API_KEY", help="Log in with a service account's API key.")
+def login(url: str, username: str | None, password: str | None, api_key: str | None) -> None:
+    """Log in to the Wharf server at URL."""
+    from wharf.config.global_config import load_config, write_user_config
+    from wharf.store.rest.session import login_with_password, whoami
+
+    url = url.rstrip("/")
+    if api_key:
+        credential = api_key
+    else:
+        username = username or click.prompt("Username")
+        password = password or click.prompt("Password", hide_input=True)
+        credential = login_with_password(url, username, password)
+    me = whoami(url, credential)
+    write_user_config(load_config().home, {"server_url": url, "api_key": credential})
+    kind = "service account" if me.get("kind") == "service_account" else "user"
+    click.echo(f"Logged in to {url} as {kind} '{me.get('name')}'.")
+
+
+@click.command("logout")
+def logout() -> None:
+    """Forget the server credentials (and revoke a user's tokens on the server)."""
+    from wharf.config.global_config import load_config, read_user_config, write_user_config
+    from wharf.core.errors import WharfError
+    from wharf.store.rest.session import logout as revoke
+
+    home = load_config().home
+    saved = read_user_config(home)
+    url, credential = saved.get("server_url"), saved.get("api_key")
+    if url and credential:
+        # The server may be gone or the token expired: forgetting it is what matters.
+        with contextlib.suppress(WharfError):
+            revoke(str(url), str(credential))
+    write_user_config(home, {"server_url": None, "api_key": None})
+    click.echo(f"Logged out of {url}." if url else "Not logged in.")

@@ -1,0 +1,193 @@
+"""``wharf server serve | up | down | status``: run the workspace server.
+
+``serve`` runs in the foreground (uvicorn; ``--workers`` processes). ``up`` runs the same command
+in the background and waits for ``/health``; ``down`` stops it; ``status`` reports it. Options
+also come from ``WHARF_SERVER_*`` environment variables (click reads them). Without
+``--db-url`` the server uses this machine's embedded store; without ``--secret-key`` it creates
+one in ``<user data dir>/server/secret_key`` (replicas on other machines must be given the same
+key).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import click
+
+DEFAULT_PORT = 8237
+
+
+def _server_options(func: Any) -> Any:
+    options = [
+        click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind."),
+        click.option(
+            "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True
+        ),
+        click.option(
+            "--db-url",
+            envvar="WHARF_SERVER_DB_URL",
+            help="Store URL (default: the embedded store).",
+        ),
+        click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True),
+        click.option(
+            "--secret-key",
+            envvar="WHARF_SERVER_SECRET_KEY",
+            help="Token signing key (>= 32 chars).",
+        ),
+        click.option(
+            "--admin-username",
+            envvar="WHARF_SERVER_ADMIN_USERNAME",
+            help="Admin to create at start-up.",
+        ),
+        click.option(
+            "--admin-password", envvar="WHARF_SERVER_ADMIN_PASSWORD", help="Its initial password."
+        ),
+        click.option(
+            "--introspection-url",
+            envvar="WHARF_SERVER_INTROSPECTION_URL",
+            help="External identity provider's token introspection URL.",
+        ),
+        click.option(
+            "--access-token-ttl",
+            type=click.FloatRange(min=1),
+            default=3600.0,
+            show_default=True,
+            help="Seconds.",
+        ),
+        click.option(
+            "--log-level",
+            type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+            default="info",
+            show_default=True,
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _home() -> Path:
+    from wharf.config.global_config import load_config
+
+    return load_config().home
+
+
+def _secret(home: Path, given: str | None) -> str:
+    if given:
+        return given
+    path = home / "server" / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(key)
+    return key
+
+
+def _url(host: str, port: int) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+@click.group()
+def server() -> None:
+    """Run the workspace server (the store over REST, with users and RBAC)."""
+
+
+@server.command("serve")
+@_server_options
+def serve(
+    host: str,
+    port: int,
+    db_url: str | None,
+    workers: int,
+    secret_key: str | None,
+    admin_username: str | None,
+    admin_password: str | None,
+    introspection_url: str | None,
+    access_token_ttl: float,
+    log_level: str,
+) -> None:
+    """Serve in the foreground until interrupted."""
+    from wharf.config.global_config import load_config
+    from wharf.server.serve import run
+    from wharf.server.settings import ServerSettings
+
+    config = load_config()
+    settings = ServerSettings(
+        database_url=db_url or config.store_url,
+        secret_key=_secret(config.home, secret_key),
+        admin_username=admin_username,
+        admin_password=admin_password,
+        introspection_url=introspection_url,
+        access_token_ttl_seconds=access_token_ttl,
+    )
+    click.echo(f"Wharf server on {_url(host, port)} ({workers} worker(s)).", err=True)
+    run(settings, host=host, port=port, workers=workers, log_level=log_level)
+
+
+@server.command("up")
+@_server_options
+@click.option("--timeout", type=click.FloatRange(min=1), default=60.0, show_default=True)
+def up(
+    host: str,
+    port: int,
+    db_url: str | None,
+    workers: int,
+    secret_key: str | None,
+    admin_username: str | None,
+    admin_password: str | None,
+    introspection_url: str | None,
+    access_token_ttl: float,
+    log_level: str,
+    timeout: float,
+) -> None:
+    """Start the server in the background; return once it answers."""
+    from wharf.server import daemon
+
+    home = _home()
+    args = ["--host", host, "--port", str(port), "--workers", str(workers)]
+    args += ["--access-token-ttl", str(access_token_ttl), "--log-level", log_level]
+    env = {"WHARF_SERVER_SECRET_KEY": _secret(home, secret_key)}
+    for name, value in (
+        ("WHARF_SERVER_DB_URL", db_url),
+        ("WHARF_SERVER_ADMIN_USERNAME", admin_username),
+        ("WHARF_SERVER_ADMIN_PASSWORD", admin_password),
+        ("WHARF_SERVER_INTROSPECTION_URL", introspection_url),
+    ):
+        if value:
+            env[name] = value
+    url = _url(host, port)
+    info = daemon.start(home, args, url, env=env, timeout=timeout)
+    click.echo(f"Wharf server running at {info.url} (pid {info.pid}); log: {info.log_file}")
+
+
+@server.command("down")
+def down() -> None:
+    """Stop the background server."""
+    from wharf.server import daemon
+
+    info = daemon.stop(_home())
+    if info is None:
+        click.echo("No Wharf server is running.")
+    else:
+        click.echo(f"Stopped the Wharf server at {info.url} (pid {info.pid}).")
+
+
+@server.command("status")
+def status() -> None:
+    """Say whether the background server runs and answers."""
+    from wharf.server import daemon
+
+    info = daemon.read_info(_home())
+    if info is None:
+        click.echo("No Wharf server is running.")
+        return
+    state = "healthy" if daemon.healthy(info.url) else "not answering"
+    click.echo(f"Wharf server at {info.url} (pid {info.pid}): {state}; log: {info.log_file}")

@@ -1,0 +1,170 @@
+"""The app factory: :func:`create_app` builds a FastAPI app from :class:`ServerSettings`.
+
+Nothing is created at import time. The database is opened by the app's lifespan (so building an
+app is cheap and has no side effects) and closed at shutdown; tests may pass a ready
+:class:`ServerState` instead, which the app then neither opens nor closes.
+
+Start-up (lifespan) order: open the database (migrating it, serialised across processes by the
+store's migration lock), then bootstrap: the default user and project (``create_defaults``) and
+the configured admin. Both steps are idempotent and race-safe, so several workers or replicas may
+start at once on one database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from wharf import __version__
+from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.server import errors
+from wharf.server.auth.passwords import Passwords
+from wharf.server.limits import SizeLimits
+from wharf.server.routers import (
+    artifacts,
+    auth,
+    health,
+    metadata,
+    pipelines,
+    projects,
+    runs,
+    schedules,
+    service_accounts,
+    stacks,
+    steps,
+    users,
+)
+from wharf.server.settings import ServerSettings
+from wharf.server.state import ServerState
+from wharf.store.sql.server_stores import ServerStores, open_server_stores
+
+ROUTERS = (  # the engine's hot routes first: a request is matched against routes in order
+    steps,
+    runs,
+    artifacts,
+    pipelines,
+    metadata,
+    stacks,
+    schedules,
+    auth,
+    users,
+    projects,
+    service_accounts,
+    health,
+)
+_ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "detail": {"type": "string"},
+        "type": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["detail", "type"],
+}
+
+
+def build_state(
+    settings: ServerSettings,
+    stores: ServerStores,
+    *,
+    clock: Callable[[], float] | None = None,
+    passwords: Passwords | None = None,
+) -> ServerState:
+    state = ServerState(settings, stores.store, stores.accounts, stores.batches)
+    if clock is not None:
+        state.clock = clock
+    if passwords is not None:
+        state.passwords = passwords
+    return state
+
+
+def bootstrap(state: ServerState) -> None:
+    """Create the default user and project and the configured admin, if missing."""
+    from wharf.store.defaults import ensure_defaults
+
+    settings = state.settings
+    if settings.create_defaults:
+        ensure_defaults(state.store)
+    name = settings.admin_username
+    if name is None:
+        return
+    users = state.store.users
+    try:
+        user = users.create(name, is_admin=True)
+    except EntityExistsError:
+        user = users.get_by_name(name)
+    credentials = state.accounts.credentials
+    if not user.is_admin:
+        credentials.set_admin(user.id, True)
+    try:
+        has_password = credentials.get(user.id).password_hash is not None
+    except EntityNotFoundError:
+        has_password = False
+    if not has_password and settings.admin_password is not None:
+        credentials.set_password(
+            user.id, state.passwords.hash(settings.admin_password.get_secret_value())
+        )
+
+
+def create_app(settings: ServerSettings, *, state: ServerState | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if state is not None:
+            app.state.wharf = state
+            yield
+            return
+        from anyio import to_thread
+
+        stores = await to_thread.run_sync(lambda: open_server_stores(settings.database_url))
+        try:
+            own = build_state(settings, stores)
+            await to_thread.run_sync(bootstrap, own)
+            app.state.wharf = own
+            yield
+        finally:
+            stores.close()
+
+    app = FastAPI(
+        title="Wharf workspace server",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    if state is not None:
+        app.state.wharf = state
+    errors.install(app)
+    app.add_middleware(
+        SizeLimits,
+        max_body_bytes=settings.max_body_bytes,
+        max_url_bytes=settings.max_url_bytes,
+    )
+    for module in ROUTERS:
+        _add_routes(app, module.build_router())
+    _install_openapi(app)
+    return app
+
+
+def _add_routes(app: FastAPI, router: APIRouter) -> None:
+    """Add the router's routes to the app itself rather than ``include_router`` it: this
+    FastAPI matches included routers through a per-request wrapper that costs more than the
+    plain route list (measured: ~0.1 ms per request on the heartbeat route)."""
+    app.router.routes.extend(router.routes)
+
+
+def _install_openapi(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, routes=app.routes, description=__doc__
+            )
+            schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = _ERROR_SCHEMA
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,125 @@
+"""The one place where errors become HTTP responses: status, JSON ``detail`` and error ``type``.
+
+Every error response is ``{"detail": "<one line>", "type": "<error class>"}`` (422 adds
+``errors``, the validation details). The REST store maps ``type`` back to the same Wharf error
+class (see ``wharf.store.rest.errors``), so callers see what the SQL store would raise.
+
+    EntityNotFoundError            404      AuthenticationError    401 (WWW-Authenticate)
+    EntityExistsError              409      PermissionDeniedError        403
+    IllegalOperationError (+sub)   409      request validation      422 (RequestValidationError)
+    InputError (+sub)              400      StoreUnavailableError   503
+    FilterError (bad filter value) 422
+    other StoreError / WharfError  500      anything else           500, logged, no details
+
+Bad input must never produce a 5xx: validation happens in the wire schemas (422) and in the
+store (InputError, 400); a 500 means a bug or a broken database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+    StoreUnavailableError,
+    WharfError,
+)
+from wharf.server.auth.errors import AuthenticationError, PermissionDeniedError
+from wharf.server.schemas.filters import FilterError
+
+logger = logging.getLogger(__name__)
+
+_STATUS: tuple[tuple[type[WharfError], int], ...] = (
+    (EntityNotFoundError, 404),
+    (EntityExistsError, 409),
+    (IllegalOperationError, 409),
+    (FilterError, 422),
+    (InputError, 400),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (StoreUnavailableError, 503),
+)
+
+
+_SERVER_TYPES = (AuthenticationError, PermissionDeniedError)
+
+
+def status_of(error: WharfError) -> int:
+    for kind, status in _STATUS:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def error_response(
+    status: int, detail: str, kind: str, headers: Mapping[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    return JSONResponse({"detail": detail, "type": kind, **extra}, status, headers=headers)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:2000]
+
+
+def _public_type(error: WharfError) -> str:
+    """The class name the REST store knows: internal subclasses report their public base."""
+    for kind in type(error).__mro__:
+        if kind.__module__ == "wharf.core.errors" or kind in _SERVER_TYPES:
+            return kind.__name__
+    return "WharfError"
+
+
+async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, WharfError)
+    status = status_of(exc)
+    if status >= 500:
+        logger.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return error_response(status, _one_line(str(exc)), _public_type(exc), headers)
+
+
+def _location(loc: Any) -> str:
+    return ".".join(str(part) for part in loc) if isinstance(loc, list | tuple) else str(loc)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = jsonable_encoder(exc.errors(), custom_encoder={BaseException: str})
+    for error in errors:
+        error.pop("input", None)  # may be huge, and echoes secrets (passwords)
+        error.pop("url", None)
+    first = errors[0] if errors else {}
+    where = _location(first.get("loc", ()))
+    detail = f"Invalid request: {where}: {first.get('msg', 'invalid value')}"
+    return error_response(422, _one_line(detail), "RequestValidationError", errors=errors)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    return error_response(exc.status_code, _one_line(detail), "HTTPError", exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RecursionError):  # a JSON body nested too deeply to decode
+        return error_response(400, "The request body is nested too deeply.", "InputError")
+    logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "Internal server error.", "InternalError")
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(WharfError, _wharf_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,76 @@
+"""``/api/v1/auth``: password login, external-identity login, logout, and who am I."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from wharf.core.errors import EntityNotFoundError
+from wharf.server.auth import external, issue
+from wharf.server.auth.errors import AuthenticationError
+from wharf.server.auth.principal import Principal
+from wharf.server.deps import CtxDep, StateDep
+from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
+from wharf.server.schemas.actions import ExternalLoginBody, LoginBody
+from wharf.server.schemas.responses import Me, TokenResponse
+from wharf.server.state import ServerState
+
+_BAD_LOGIN = "Invalid username or password."
+
+
+def _password_login(state: ServerState, body: LoginBody) -> Principal:
+    passwords = state.passwords
+    try:
+        user = state.store.users.get_by_name(body.username)
+        credential = state.accounts.credentials.get(user.id)
+    except EntityNotFoundError:
+        passwords.dummy_verify(body.password)
+        raise AuthenticationError(_BAD_LOGIN) from None
+    if credential.password_hash is None:
+        passwords.dummy_verify(body.password)
+        raise AuthenticationError(_BAD_LOGIN)
+    if not passwords.verify(credential.password_hash, body.password) or not credential.active:
+        raise AuthenticationError(_BAD_LOGIN)
+    return Principal("user", user.id, user.name, user.is_admin)
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=f"{API_PREFIX}/auth", tags=["auth"], responses=ERRORS)
+
+    @router.post("/login", response_model=TokenResponse)
+    def login(body: LoginBody, state: StateDep) -> Response:
+        """Exchange a username and password for a short-lived access token."""
+        return json_response(issue.access_token(state, _password_login(state, body)))
+
+    @router.post("/external", response_model=TokenResponse)
+    def external_login(body: ExternalLoginBody, state: StateDep) -> Response:
+        """Exchange an external identity provider's token (introspected at the configured URL)
+        for an access token; the user is created or updated on the way."""
+        principal = external.sync_principal(state, external.introspect(state, body.token))
+        state.auth_cache.clear()  # the admin flag may have changed
+        return json_response(issue.access_token(state, principal))
+
+    @router.post("/logout", status_code=204)
+    def logout(ctx: CtxDep) -> Response:
+        """Revoke every access and run token of the calling user (API keys are revoked
+        through their service account)."""
+        principal = ctx.principal
+        if principal.kind == "user" and principal.run is None:
+            ctx.state.accounts.credentials.revoke_tokens(principal.id)
+            ctx.state.auth_cache.clear()
+        return no_content()
+
+    @router.get("/me", response_model=Me)
+    def me(ctx: CtxDep) -> Response:
+        principal = ctx.principal
+        return json_response(
+            Me(
+                kind=principal.kind,
+                id=principal.id,
+                name=principal.name,
+                is_admin=principal.acts_as_admin,
+                run_id=principal.run.run_id if principal.run else None,
+                projects=ctx.access.roles(),
+            )
+        )
+
+    return router

@@ -1,0 +1,154 @@
+"""``/api/v1/runs``: create / get-or-create, read, status, update (stop), delete, run tokens.
+
+Viewers read; members create, update and stop runs. A run token reads its own run only. A run
+created by a user records that user (``user_id`` is the caller's, whatever the body says);
+service accounts may name the user they act for.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from wharf.core.enums import ExecutionStatus
+from wharf.server.auth import issue
+from wharf.server.auth.access import missing_project
+from wharf.server.auth.principal import RunScope
+from wharf.server.deps import Ctx, CtxDep
+from wharf.server.routers._common import (
+    API_PREFIX,
+    ERRORS,
+    empty_page,
+    json_response,
+    list_scope,
+    missing,
+    no_content,
+    same_project,
+)
+from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.responses import RunGetOrCreateResponse, RunStatusResponse, TokenResponse
+from wharf.server.scopes import RunInfo
+from wharf.store.models import Page, PageRequest, PipelineRunRecord, RunCreate, RunFilter, RunUpdate
+
+
+def _check_create(ctx: Ctx, run: RunCreate) -> None:
+    ctx.access.check(
+        run.project_id, write=True, action="create runs", missing=missing_project(run.project_id)
+    )
+    scopes = ctx.state.scopes
+    same_project(
+        ctx,
+        run.project_id,
+        [
+            ("pipeline", run.pipeline_id, scopes.pipeline),
+            ("pipeline snapshot", run.snapshot_id, scopes.snapshot),
+        ],
+    )
+
+
+def _run_info(ctx: Ctx, run_id: UUID, *, write: bool, action: str) -> RunInfo:
+    info = ctx.state.scopes.run(run_id)
+    ctx.access.check(
+        info.project_id,
+        write=write,
+        action=action,
+        missing=missing("pipeline run", run_id),
+        run_id=None if write else run_id,
+    )
+    return info
+
+
+def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
+    principal = ctx.principal
+    if principal.kind == "user" and run.user_id != principal.id:
+        return run.model_copy(update={"user_id": principal.id})
+    return run
+
+
+def _remember(ctx: Ctx, run: PipelineRunRecord) -> None:
+    ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=f"{API_PREFIX}/runs", tags=["runs"], responses=ERRORS)
+
+    @router.post("", response_model=PipelineRunRecord, status_code=201)
+    def create_run(body: RunCreate, ctx: CtxDep) -> Response:
+        _check_create(ctx, body)
+        run = ctx.store.runs.create(_as_caller(ctx, body))
+        _remember(ctx, run)
+        return json_response(run, 201)
+
+    @router.post("/get_or_create", response_model=RunGetOrCreateResponse)
+    def get_or_create_run(body: RunCreate, ctx: CtxDep) -> Response:
+        _check_create(ctx, body)
+        run, created = ctx.store.runs.get_or_create(_as_caller(ctx, body))
+        _remember(ctx, run)
+        return json_response(RunGetOrCreateResponse(run=run, created=created))
+
+    @router.get("", response_model=Page[PipelineRunRecord])
+    def list_runs(
+        ctx: CtxDep,
+        page: Annotated[PageRequest, Depends(page_request)],
+        project_id: Annotated[UUID | None, Query()] = None,
+        pipeline_id: Annotated[UUID | None, Query()] = None,
+        snapshot_id: Annotated[UUID | None, Query()] = None,
+        name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        status: Annotated[ExecutionStatus | None, Query()] = None,
+        orchestrator_run_id: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+    ) -> Response:
+        ctx.access.require_account("list runs")
+        scopes = ctx.state.scopes
+        parent = None
+        if pipeline_id is not None:
+            parent = lambda: scopes.pipeline(pipeline_id)  # noqa: E731
+        elif snapshot_id is not None:
+            parent = lambda: scopes.snapshot(snapshot_id)  # noqa: E731
+        scope = list_scope(ctx, project_id, parent)
+        if scope.empty:
+            return json_response(empty_page(page))
+        filter = RunFilter(
+            project_id=scope.project_id,
+            pipeline_id=pipeline_id,
+            snapshot_id=snapshot_id,
+            name=name,
+            status=status,
+            orchestrator_run_id=orchestrator_run_id,
+        )
+        return json_response(ctx.store.runs.list(filter, page))
+
+    @router.get("/{run_id}", response_model=PipelineRunRecord)
+    def get_run(run_id: UUID, ctx: CtxDep) -> Response:
+        _run_info(ctx, run_id, write=False, action="read runs")
+        return json_response(ctx.store.runs.get(run_id))
+
+    @router.get("/{run_id}/status", response_model=RunStatusResponse)
+    def get_run_status(run_id: UUID, ctx: CtxDep) -> Response:
+        _run_info(ctx, run_id, write=False, action="read runs")
+        return json_response(RunStatusResponse(status=ctx.store.runs.get_status(run_id)))
+
+    @router.patch("/{run_id}", response_model=PipelineRunRecord)
+    def update_run(run_id: UUID, body: RunUpdate, ctx: CtxDep) -> Response:
+        """Change a run's status (e.g. ``stopping`` to stop it), reason or orchestrator run id."""
+        _run_info(ctx, run_id, write=True, action="update or stop runs")
+        return json_response(ctx.store.runs.update(run_id, body))
+
+    @router.delete("/{run_id}", status_code=204)
+    def delete_run(run_id: UUID, ctx: CtxDep) -> Response:
+        _run_info(ctx, run_id, write=True, action="delete runs")
+        ctx.store.runs.delete(run_id)
+        return no_content()
+
+    @router.post("/{run_id}/token", response_model=TokenResponse)
+    def create_run_token(run_id: UUID, ctx: CtxDep) -> Response:
+        """A token for the run's processes: it reads the run and its snapshot and writes the
+        run's steps, artifacts and heartbeats, nothing else."""
+        ctx.access.require_account("issue run tokens")
+        info = _run_info(ctx, run_id, write=True, action="issue run tokens")
+        ctx.store.runs.get(run_id)
+        scope = RunScope(run_id, info.project_id, info.snapshot_id)
+        return json_response(issue.run_token(ctx.state, ctx.principal, scope))
+
+    return router

@@ -1,0 +1,112 @@
+"""``/api/v1/schedules``.
+
+The store lists schedules without a project filter, so for a principal limited to one project
+the server filters them itself, reading at most :data:`MAX_SCANNED` schedules (schedules are
+few; an admin's unfiltered list is paged by the store as usual).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from wharf.server.auth.access import missing_project
+from wharf.server.deps import Ctx, CtxDep
+from wharf.server.routers._common import (
+    API_PREFIX,
+    ERRORS,
+    empty_page,
+    json_response,
+    list_scope,
+    missing,
+    no_content,
+    same_project,
+)
+from wharf.server.schemas.actions import ScheduleActiveBody, ScheduleCreateBody
+from wharf.server.schemas.filters import page_request
+from wharf.store.models import MAX_PAGE_SIZE, Page, PageRequest, ScheduleRecord
+
+MAX_SCANNED = 20 * MAX_PAGE_SIZE
+
+
+def _project_schedules(ctx: Ctx, project_id: UUID, page: PageRequest) -> Page[ScheduleRecord]:
+    found: list[ScheduleRecord] = []
+    index = 1
+    while index * MAX_PAGE_SIZE <= MAX_SCANNED:
+        batch = ctx.store.schedules.list(
+            PageRequest(index=index, size=MAX_PAGE_SIZE, sort=page.sort)
+        )
+        found.extend(s for s in batch.items if s.project_id == project_id)
+        if index >= batch.total_pages:
+            break
+        index += 1
+    start = (page.index - 1) * page.size
+    return Page(
+        items=found[start : start + page.size], index=page.index, size=page.size, total=len(found)
+    )
+
+
+def _check(ctx: Ctx, schedule_id: UUID, *, write: bool, action: str) -> None:
+    ctx.access.check(
+        ctx.state.scopes.schedule(schedule_id),
+        write=write,
+        action=action,
+        missing=missing("schedule", schedule_id),
+    )
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=f"{API_PREFIX}/schedules", tags=["schedules"], responses=ERRORS)
+
+    @router.post("", response_model=ScheduleRecord, status_code=201)
+    def create_schedule(body: ScheduleCreateBody, ctx: CtxDep) -> Response:
+        ctx.access.check(
+            body.project_id,
+            write=True,
+            action="create schedules",
+            missing=missing_project(body.project_id),
+        )
+        scopes = ctx.state.scopes
+        same_project(
+            ctx,
+            body.project_id,
+            [
+                ("pipeline", body.pipeline_id, scopes.pipeline),
+                ("pipeline snapshot", body.snapshot_id, scopes.snapshot),
+            ],
+        )
+        return json_response(ctx.store.schedules.create(body), 201)
+
+    @router.get("", response_model=Page[ScheduleRecord])
+    def list_schedules(
+        ctx: CtxDep,
+        page: Annotated[PageRequest, Depends(page_request)],
+        project_id: Annotated[UUID | None, Query()] = None,
+    ) -> Response:
+        ctx.access.require_account("list schedules")
+        scope = list_scope(ctx, project_id, None)
+        if scope.empty:
+            return json_response(empty_page(page))
+        if scope.project_id is None:
+            return json_response(ctx.store.schedules.list(page))
+        return json_response(_project_schedules(ctx, scope.project_id, page))
+
+    @router.get("/{schedule_id}", response_model=ScheduleRecord)
+    def get_schedule(schedule_id: UUID, ctx: CtxDep) -> Response:
+        _check(ctx, schedule_id, write=False, action="read schedules")
+        return json_response(ctx.store.schedules.get(schedule_id))
+
+    @router.put("/{schedule_id}/active", response_model=ScheduleRecord)
+    def set_active(schedule_id: UUID, body: ScheduleActiveBody, ctx: CtxDep) -> Response:
+        _check(ctx, schedule_id, write=True, action="pause or resume schedules")
+        return json_response(ctx.store.schedules.set_active(schedule_id, body.active))
+
+    @router.delete("/{schedule_id}", status_code=204)
+    def delete_schedule(schedule_id: UUID, ctx: CtxDep) -> Response:
+        _check(ctx, schedule_id, write=True, action="delete schedules")
+        ctx.store.schedules.delete(schedule_id)
+        return no_content()
+
+    return router

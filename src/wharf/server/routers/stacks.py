@@ -1,0 +1,62 @@
+"""``/api/v1/components`` and ``/api/v1/stacks``: global, readable by every principal (a step
+process reads its artifact store's component), written by admins and project members."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from wharf.core.enums import ComponentType
+from wharf.server.deps import CtxDep
+from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
+from wharf.server.schemas.actions import LookupName, StackCreateBody
+from wharf.server.schemas.filters import page_request
+from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
+
+PageDep = Annotated[PageRequest, Depends(page_request)]
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX, tags=["stacks"], responses=ERRORS)
+
+    @router.get("/components", response_model=Page[ComponentRecord])
+    def list_components(
+        ctx: CtxDep, page: PageDep, type: Annotated[ComponentType | None, Query()] = None
+    ) -> Response:
+        return json_response(ctx.store.stacks.list_components(type, page))
+
+    @router.post("/components", response_model=ComponentRecord, status_code=201)
+    def create_component(body: ComponentCreate, ctx: CtxDep) -> Response:
+        ctx.access.require_global_write("register stack components")
+        return json_response(ctx.store.stacks.create_component(body), 201)
+
+    @router.get("/components/by-name", response_model=ComponentRecord)
+    def get_component_by_name(
+        type: Annotated[ComponentType, Query()], name: LookupName, ctx: CtxDep
+    ) -> Response:
+        return json_response(ctx.store.stacks.get_component_by_name(type, name))
+
+    @router.get("/components/{component_id}", response_model=ComponentRecord)
+    def get_component(component_id: UUID, ctx: CtxDep) -> Response:
+        return json_response(ctx.store.stacks.get_component(component_id))
+
+    @router.get("/stacks", response_model=Page[StackRecord])
+    def list_stacks(ctx: CtxDep, page: PageDep) -> Response:
+        return json_response(ctx.store.stacks.list_stacks(page))
+
+    @router.post("/stacks", response_model=StackRecord, status_code=201)
+    def create_stack(body: StackCreateBody, ctx: CtxDep) -> Response:
+        ctx.access.require_global_write("register stacks")
+        return json_response(ctx.store.stacks.create_stack(body.name, body.components), 201)
+
+    @router.get("/stacks/by-name", response_model=StackRecord)
+    def get_stack_by_name(name: LookupName, ctx: CtxDep) -> Response:
+        return json_response(ctx.store.stacks.get_stack_by_name(name))
+
+    @router.get("/stacks/{stack_id}", response_model=StackRecord)
+    def get_stack(stack_id: UUID, ctx: CtxDep) -> Response:
+        return json_response(ctx.store.stacks.get_stack(stack_id))
+
+    return router

@@ -1,0 +1,65 @@
+"""``/api/v1/users``: read by any account; created and administered by admins; a user may
+change their own password."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Response
+
+from wharf.server.deps import CtxDep
+from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
+from wharf.server.schemas.actions import LookupName, UserCreateBody, UserUpdateBody
+from wharf.server.schemas.filters import page_request
+from wharf.store.models import Page, PageRequest, UserRecord
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=f"{API_PREFIX}/users", tags=["users"], responses=ERRORS)
+
+    @router.get("", response_model=Page[UserRecord])
+    def list_users(ctx: CtxDep, page: Annotated[PageRequest, Depends(page_request)]) -> Response:
+        ctx.access.require_account("list users")
+        return json_response(ctx.store.users.list(page))
+
+    @router.post("", response_model=UserRecord, status_code=201)
+    def create_user(body: UserCreateBody, ctx: CtxDep) -> Response:
+        ctx.access.require_admin("create users")
+        password_hash = None if body.password is None else ctx.state.passwords.hash(body.password)
+        user = ctx.store.users.create(body.name, is_admin=body.is_admin)
+        if password_hash is not None:
+            ctx.state.accounts.credentials.set_password(user.id, password_hash)
+        return json_response(user, 201)
+
+    @router.get("/by-name", response_model=UserRecord)
+    def get_user_by_name(name: LookupName, ctx: CtxDep) -> Response:
+        ctx.access.require_account("read users")
+        return json_response(ctx.store.users.get_by_name(name))
+
+    @router.get("/{user_id}", response_model=UserRecord)
+    def get_user(user_id: UUID, ctx: CtxDep) -> Response:
+        ctx.access.require_account("read users")
+        return json_response(ctx.store.users.get(user_id))
+
+    @router.patch("/{user_id}", response_model=UserRecord)
+    def update_user(user_id: UUID, body: UserUpdateBody, ctx: CtxDep) -> Response:
+        principal = ctx.principal
+        is_self = principal.kind == "user" and principal.id == user_id and principal.run is None
+        only_password = body.active is None and body.is_admin is None
+        if not (is_self and only_password):
+            ctx.access.require_admin("administer other users")
+        user = ctx.store.users.get(user_id)
+        credentials = ctx.state.accounts.credentials
+        if body.password is not None:
+            credentials.set_password(user_id, ctx.state.passwords.hash(body.password))
+        if body.active is not None:
+            credentials.set_active(user_id, body.active)
+            if not body.active:
+                credentials.revoke_tokens(user_id)
+        if body.is_admin is not None:
+            user = credentials.set_admin(user_id, body.is_admin)
+        ctx.state.auth_cache.clear()
+        return json_response(user)
+
+    return router

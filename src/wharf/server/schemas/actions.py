@@ -1,0 +1,188 @@
+"""Request bodies. Every body forbids unknown fields; numbers and instants are bounded here so
+that no value a client can send reaches the database as an overflow (which would be a 500).
+
+Bodies that match a store model subclass it (a ``StepRunCreateBody`` *is* a ``StepRunCreate``),
+narrowing only what the wire needs narrowed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import Query
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from wharf.core.enums import ComponentType, MetadataResourceType
+from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from wharf.store.models import (
+    MAX_PID,
+    ArtifactVersionCreate,
+    ProjectRole,
+    ScheduleCreate,
+    StepRunCreate,
+    StepRunUpdate,
+)
+
+MAX_INT = 2**31 - 1
+MAX_BATCH = 1000
+NameStr = Annotated[str, Field(min_length=1, max_length=255)]
+LookupName = Annotated[str, Query(max_length=10_000, description="The exact name.")]
+"""A name to look up (``?name=...``): any string; an unknown one is simply not found."""
+
+
+def _utc(value: datetime) -> datetime:
+    """Aware UTC (naive values are UTC already); refuse instants outside datetime's range."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the instant is out of range once converted to UTC") from None
+
+
+WireDatetime = Annotated[datetime, AfterValidator(_utc)]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ----------------------------------------------------------------------------- accounts
+
+
+class LoginBody(Body):
+    username: NameStr
+    password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
+
+
+class ExternalLoginBody(Body):
+    token: str = Field(min_length=1, max_length=8192)
+
+
+class UserCreateBody(Body):
+    name: NameStr
+    is_admin: bool = False
+    password: str | None = Field(
+        default=None, min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH
+    )
+
+
+class UserUpdateBody(Body):
+    """Fields left None are unchanged; a user may change only their own password."""
+
+    password: str | None = Field(
+        default=None, min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH
+    )
+    active: bool | None = None
+    is_admin: bool | None = None
+
+
+class ProjectCreateBody(Body):
+    name: NameStr
+
+
+class MemberBody(Body):
+    """Exactly one of ``user_id`` and ``service_account_id``."""
+
+    user_id: UUID | None = None
+    service_account_id: UUID | None = None
+    role: ProjectRole
+
+
+class ServiceAccountCreateBody(Body):
+    name: NameStr
+    description: str | None = Field(default=None, max_length=10_000)
+    is_admin: bool = False
+
+
+class ServiceAccountUpdateBody(Body):
+    active: bool
+
+
+class ApiKeyCreateBody(Body):
+    name: NameStr
+
+
+# ----------------------------------------------------------------------------- stacks, pipelines
+
+
+class StackCreateBody(Body):
+    name: NameStr
+    components: dict[ComponentType, UUID] = Field(default_factory=dict)
+
+
+class PipelineBody(Body):
+    project_id: UUID
+    name: NameStr
+
+
+# ----------------------------------------------------------------------------- steps, artifacts
+
+
+class StepRunCreateBody(StepRunCreate):
+    attempt: int = Field(default=1, ge=1, le=MAX_INT)
+    cache_expires_at: WireDatetime | None = None
+
+
+class StepRunUpdateBody(StepRunUpdate):
+    cache_expires_at: WireDatetime | None = None
+    pid: int | None = Field(default=None, ge=1, le=MAX_PID)
+
+
+class StepRunBatchBody(Body):
+    steps: list[StepRunCreateBody] = Field(max_length=MAX_BATCH)
+
+
+class FindCachedOrCreateBody(Body):
+    step: StepRunCreateBody
+    project_id: UUID
+    now: WireDatetime
+
+
+class FinishBody(Body):
+    update: StepRunUpdateBody = Field(default_factory=StepRunUpdateBody)
+    outputs: dict[str, ArtifactVersionCreate] = Field(default_factory=dict, max_length=MAX_BATCH)
+
+
+class LostHeartbeatsBody(Body):
+    now: WireDatetime
+    run_id: UUID | None = None
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class HeartbeatBody(Body):
+    liveness_timeout_seconds: Annotated[float, Field(gt=0), AfterValidator(_finite)]
+    """How long the step counts as alive without another heartbeat (the store refuses a
+    timeout that ends beyond its calendar: 400)."""
+
+
+class ArtifactVersionBatchBody(Body):
+    versions: list[ArtifactVersionCreate] = Field(max_length=MAX_BATCH)
+
+
+# ----------------------------------------------------------------------------- metadata, schedules
+
+
+class MetadataBody(Body):
+    resource_type: MetadataResourceType
+    resource_id: UUID
+    values: dict[str, Any] = Field(max_length=MAX_BATCH)
+
+
+class ScheduleCreateBody(ScheduleCreate):
+    interval_seconds: int | None = Field(default=None, ge=1, le=MAX_INT)
+    run_once_start_time: WireDatetime | None = None
+    start_time: WireDatetime | None = None
+    end_time: WireDatetime | None = None
+
+
+class ScheduleActiveBody(Body):
+    active: bool

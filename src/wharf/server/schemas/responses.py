@@ -1,0 +1,78 @@
+"""Response bodies that are not store records (records and ``Page[...]`` are sent as they are)."""
+
+from __future__ import annotations
+
+from typing import Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from wharf.core.enums import ExecutionStatus
+from wharf.store.models import (
+    ApiKeyRecord,
+    ArtifactVersionRecord,
+    PipelineRunRecord,
+    ProjectRole,
+    StepRunRecord,
+)
+
+T = TypeVar("T")
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Items(Response, Generic[T]):
+    items: list[T]
+
+
+class Health(Response):
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+class TokenResponse(Response):
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_in: float
+    """Seconds until the token expires."""
+
+
+class ApiKeyCreated(Response):
+    key: ApiKeyRecord
+    secret: str
+    """The full API key: shown this once, never stored in clear."""
+
+
+class Me(Response):
+    kind: Literal["user", "service_account"]
+    id: UUID
+    name: str
+    is_admin: bool
+    run_id: UUID | None
+    """Set for a run-scoped token."""
+    projects: dict[UUID, ProjectRole]
+
+
+class RunStatusResponse(Response):
+    status: ExecutionStatus
+
+
+class RunGetOrCreateResponse(Response):
+    run: PipelineRunRecord
+    created: bool
+
+
+class CachedStepResponse(Response):
+    step: StepRunRecord | None
+
+
+class FindCachedOrCreateResponse(Response):
+    step: StepRunRecord
+    created: bool
+
+
+class FinishResponse(Response):
+    step: StepRunRecord
+    outputs: dict[str, ArtifactVersionRecord]

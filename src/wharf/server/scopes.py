@@ -1,0 +1,69 @@
+"""Which project (and run) an id belongs to: what every access check needs first.
+
+Invariant: these relations never change (a run never moves to another project, ids are never
+reused), so the answers are cached per server process. A cached id whose record was since
+deleted still fails in the store call that follows. Misses go to the store and raise its
+``EntityNotFoundError`` (with the store's message) for unknown ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+from uuid import UUID
+
+from wharf.store.ports import Store
+
+T = TypeVar("T")
+CACHE_SIZE = 50_000
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    project_id: UUID
+    snapshot_id: UUID
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    run_id: UUID
+    project_id: UUID
+
+
+class _Cache(Generic[T]):
+    def __init__(self, load: Callable[[UUID], T]) -> None:
+        self._load = load
+        self._values: dict[UUID, T] = {}
+
+    def __call__(self, key: UUID) -> T:
+        value = self._values.get(key)
+        if value is None:
+            value = self._load(key)
+            if len(self._values) >= CACHE_SIZE:
+                self._values.clear()
+            self._values[key] = value
+        return value
+
+    def remember(self, key: UUID, value: T) -> None:
+        if len(self._values) < CACHE_SIZE:
+            self._values[key] = value
+
+
+class Scopes:
+    def __init__(self, store: Store) -> None:
+        def run(run_id: UUID) -> RunInfo:
+            record = store.runs.get(run_id)
+            return RunInfo(record.project_id, record.snapshot_id)
+
+        def step(step_id: UUID) -> StepInfo:
+            record = store.steps.get(step_id)
+            return StepInfo(record.run_id, record.project_id)
+
+        self.run = _Cache(run)
+        self.step = _Cache(step)
+        self.snapshot = _Cache(lambda i: store.snapshots.get(i).project_id)
+        self.pipeline = _Cache(lambda i: store.pipelines.get(i).project_id)
+        self.artifact = _Cache(lambda i: store.artifacts.get(i).project_id)
+        self.version = _Cache(lambda i: store.artifacts.get_version(i).project_id)
+        self.schedule = _Cache(lambda i: store.schedules.get(i).project_id)

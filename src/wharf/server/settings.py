@@ -1,0 +1,48 @@
+"""The workspace server's settings: one documented model, built by the entry point and passed in.
+
+Nothing here reads the environment: ``wharf server serve`` builds a :class:`ServerSettings` from
+its options (click maps the ``WHARF_SERVER_*`` variables onto them).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+MIN_SECRET_LENGTH = 32
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database_url: str
+    """SQLAlchemy URL of the metadata store (sqlite://, postgresql://, mysql:// / mariadb://)."""
+    secret_key: SecretStr = Field(min_length=MIN_SECRET_LENGTH)
+    """HMAC-SHA256 key that signs access and run tokens; every replica must share it."""
+    access_token_ttl_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400)
+    """Lifetime of a login's access token (default 1 h)."""
+    run_token_ttl_seconds: float = Field(default=7 * 86400.0, gt=0, le=365 * 86400)
+    """Lifetime of a run-scoped token (default 7 days)."""
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """Largest request body accepted (413 beyond); step source code travels in bodies."""
+    max_url_bytes: int = Field(default=8192, ge=256)
+    """Longest request target (path + query) accepted (414 beyond)."""
+    max_filter_values: int = Field(default=500, ge=1)
+    """Most values one ``oneof:[...]`` filter may hold (422 beyond)."""
+    auth_cache_seconds: float = Field(default=5.0, ge=0)
+    """How long a worker remembers an authenticated credential (0: never). Revocations made
+    through another worker or replica take effect within this time."""
+    api_key_touch_interval_seconds: float = Field(default=60.0, ge=0)
+    """``last_used`` of an API key is written at most this often."""
+    introspection_url: str | None = None
+    """RFC 7662-style token introspection endpoint of an external identity provider; enables
+    ``POST /api/v1/auth/external``."""
+    introspection_authorization: SecretStr | None = None
+    """``Authorization`` header the server sends to the introspection endpoint, if any."""
+    introspection_timeout_seconds: float = Field(default=5.0, gt=0)
+    admin_username: str | None = None
+    """Bootstrap: make sure this user exists, is an admin and (if it has none) gets
+    ``admin_password``."""
+    admin_password: SecretStr | None = None
+    create_defaults: bool = True
+    """Create the default user and project at start-up (what the embedded store does on first
+    use), so that SDK clients of members never need to create them."""

@@ -1,0 +1,46 @@
+"""Everything a request handler needs, built once per app by the factory or its lifespan.
+
+Held on ``app.state.wharf``; handlers reach it through ``wharf.server.deps``. It owns no global
+state: two apps in one process (tests) have two of these.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+from uuid import UUID
+
+from wharf.server.auth.cache import AuthCache
+from wharf.server.auth.passwords import Passwords
+from wharf.server.scopes import Scopes
+from wharf.server.settings import ServerSettings
+from wharf.store.ports import AccountStore, ArtifactBatchOperations, StepRunBatchOperations, Store
+
+
+class Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
+    """Both batch capabilities (the SQL implementation offers them on one object)."""
+
+
+@dataclass
+class ServerState:
+    settings: ServerSettings
+    store: Store
+    accounts: AccountStore
+    batches: Batches
+    passwords: Passwords = field(default_factory=Passwords)
+    clock: Callable[[], float] = time.time
+    """Seconds since the epoch: the clock of token issue and expiry (tests inject a fake)."""
+    scopes: Scopes = field(init=False)
+    auth_cache: AuthCache = field(init=False)
+    key_touches: dict[UUID, float] = field(default_factory=dict)
+    """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
+
+    def __post_init__(self) -> None:
+        self.scopes = Scopes(self.store)
+        self.auth_cache = AuthCache(self.settings.auth_cache_seconds)
+
+    @property
+    def secret(self) -> bytes:
+        return self.settings.secret_key.get_secret_value().encode()

@@ -1,0 +1,172 @@
+"""Matrix rows: health, auth, users, projects, service accounts and API keys, stacks."""
+
+from __future__ import annotations
+
+from tests.server.things import Route
+
+R = Route
+ACCOUNT_ROUTES: list[Route] = [
+    R("GET", "/health", "public", 200, lambda t: "/health"),
+    R("GET", "/api/v1/auth/me", "account", 200, lambda t: "/api/v1/auth/me"),
+    R("POST", "/api/v1/auth/logout", "account", 204, lambda t: "/api/v1/auth/logout"),
+    # users
+    R("GET", "/api/v1/users", "account", 200, lambda t: "/api/v1/users"),
+    R(
+        "POST",
+        "/api/v1/users",
+        "admin",
+        201,
+        lambda t: "/api/v1/users",
+        lambda t: {"name": t.name("u")},
+    ),
+    R(
+        "GET",
+        "/api/v1/users/by-name",
+        "account",
+        200,
+        lambda t: "/api/v1/users/by-name?name=member",
+    ),
+    R(
+        "GET",
+        "/api/v1/users/{user_id}",
+        "account",
+        200,
+        lambda t: f"/api/v1/users/{t.world.users['member'].id}",
+    ),
+    R(
+        "PATCH",
+        "/api/v1/users/{user_id}",
+        "admin",
+        200,
+        lambda t: f"/api/v1/users/{t.world.users['viewer'].id}",
+        lambda t: {"is_admin": False},
+    ),
+    # projects
+    R("GET", "/api/v1/projects", "account", 200, lambda t: "/api/v1/projects"),
+    R(
+        "POST",
+        "/api/v1/projects",
+        "admin",
+        201,
+        lambda t: "/api/v1/projects",
+        lambda t: {"name": t.name("p")},
+    ),
+    R(
+        "GET",
+        "/api/v1/projects/by-name",
+        "read_a",
+        200,
+        lambda t: "/api/v1/projects/by-name?name=A",
+    ),
+    R(
+        "GET",
+        "/api/v1/projects/{project_id}",
+        "read_a",
+        200,
+        lambda t: f"/api/v1/projects/{t.world.a.id}",
+    ),
+    R(
+        "GET",
+        "/api/v1/projects/{project_id}/members",
+        "read_a",
+        200,
+        lambda t: f"/api/v1/projects/{t.world.a.id}/members",
+    ),
+    R(
+        "PUT",
+        "/api/v1/projects/{project_id}/members",
+        "manage_a",
+        200,
+        lambda t: f"/api/v1/projects/{t.world.a.id}/members",
+        lambda t: {"user_id": str(t.fresh_member().id), "role": "member"},
+    ),
+    R(
+        "DELETE",
+        "/api/v1/projects/{project_id}/members",
+        "manage_a",
+        204,
+        lambda t: f"/api/v1/projects/{t.world.a.id}/members?user_id={t.fresh_member().id}",
+    ),
+    # service accounts and API keys
+    R("GET", "/api/v1/service_accounts", "admin", 200, lambda t: "/api/v1/service_accounts"),
+    R(
+        "POST",
+        "/api/v1/service_accounts",
+        "admin",
+        201,
+        lambda t: "/api/v1/service_accounts",
+        lambda t: {"name": t.name("sa")},
+    ),
+    R(
+        "GET",
+        "/api/v1/service_accounts/{account_id}",
+        "admin",
+        200,
+        lambda t: f"/api/v1/service_accounts/{t.account.id}",
+    ),
+    R(
+        "PATCH",
+        "/api/v1/service_accounts/{account_id}",
+        "admin",
+        200,
+        lambda t: f"/api/v1/service_accounts/{t.account.id}",
+        lambda t: {"active": True},
+    ),
+    R(
+        "GET",
+        "/api/v1/service_accounts/{account_id}/api_keys",
+        "admin",
+        200,
+        lambda t: f"/api/v1/service_accounts/{t.account.id}/api_keys",
+    ),
+    R(
+        "POST",
+        "/api/v1/service_accounts/{account_id}/api_keys",
+        "admin",
+        201,
+        lambda t: f"/api/v1/service_accounts/{t.account.id}/api_keys",
+        lambda t: {"name": t.name("key")},
+    ),
+    R(
+        "POST",
+        "/api/v1/service_accounts/{account_id}/api_keys/{key_id}/revoke",
+        "admin",
+        200,
+        lambda t: f"/api/v1/service_accounts/{t.account.id}/api_keys/{t.fresh_key().id}/revoke",
+    ),
+    # stacks
+    R("GET", "/api/v1/components", "account", 200, lambda t: "/api/v1/components"),
+    R(
+        "POST",
+        "/api/v1/components",
+        "global_write",
+        201,
+        lambda t: "/api/v1/components",
+        lambda t: {"name": t.name("c"), "type": "orchestrator", "flavor": "local"},
+    ),
+    R(
+        "GET",
+        "/api/v1/components/by-name",
+        "account",
+        200,
+        lambda t: "/api/v1/components/by-name?type=orchestrator&name=orch",
+    ),
+    R(
+        "GET",
+        "/api/v1/components/{component_id}",
+        "account",
+        200,
+        lambda t: f"/api/v1/components/{t.component.id}",
+    ),
+    R("GET", "/api/v1/stacks", "account", 200, lambda t: "/api/v1/stacks"),
+    R(
+        "POST",
+        "/api/v1/stacks",
+        "global_write",
+        201,
+        lambda t: "/api/v1/stacks",
+        lambda t: {"name": t.name("stack")},
+    ),
+    R("GET", "/api/v1/stacks/by-name", "account", 200, lambda t: "/api/v1/stacks/by-name?name=st"),
+    R("GET", "/api/v1/stacks/{stack_id}", "account", 200, lambda t: f"/api/v1/stacks/{t.stack.id}"),
+]

@@ -1,0 +1,238 @@
+"""Authentication: logins, token expiry and revocation, API keys, run-token revocation."""
+
+from __future__ import annotations
+
+import base64
+import json
+from uuid import UUID
+
+import pytest
+
+from tests.server.conftest import World
+from tests.server.live import service_key
+from wharf.server.auth import api_keys
+from wharf.store.models import ProjectRole
+
+
+def login(world: World, username: str, password: str) -> tuple[int, dict[str, object]]:
+    response = world.client().post(
+        "/api/v1/auth/login", json={"username": username, "password": password}
+    )
+    return response.status_code, response.json()
+
+
+def me(world: World, credential: str | None) -> int:
+    return world.client(credential).get("/api/v1/auth/me").status_code
+
+
+def test_password_login_issues_a_working_token(world: World) -> None:
+    world.user("alice", password="correct horse")
+    status, answer = login(world, "alice", "correct horse")
+    assert status == 200 and answer["token_type"] == "bearer" and answer["expires_in"] == 3600
+    info = world.client(str(answer["access_token"])).get("/api/v1/auth/me").json()
+    assert (info["kind"], info["name"], info["is_admin"], info["run_id"]) == (
+        "user",
+        "alice",
+        False,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("username", "password"),
+    [("alice", "wrong password"), ("nobody", "correct horse"), ("nopass", "whatever1")],
+)
+def test_bad_logins_are_refused_alike(world: World, username: str, password: str) -> None:
+    world.user("alice", password="correct horse")
+    world.user("nopass")  # no password: cannot log in with one
+    status, answer = login(world, username, password)
+    assert status == 401
+    assert answer == {"detail": "Invalid username or password.", "type": "AuthenticationError"}
+
+
+def test_passwords_are_stored_as_argon2_hashes(world: World) -> None:
+    user = world.user("alice", password="correct horse")
+    stored = world.state.accounts.credentials.get(user.id).password_hash
+    assert stored is not None and stored.startswith("$argon2id$") and "correct" not in stored
+
+
+def test_access_tokens_expire(world: World) -> None:
+    token = world.credentials["member"]
+    assert me(world, token) == 200
+    world.clock.advance(3599)
+    assert me(world, token) == 200
+    world.clock.advance(1)
+    response = world.client(token).get("/api/v1/auth/me")
+    assert response.status_code == 401 and "expired" in response.json()["detail"]
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_logout_revokes_every_token_of_the_user(world: World) -> None:
+    world.user("alice", password="correct horse")
+    first = str(login(world, "alice", "correct horse")[1]["access_token"])
+    second = str(login(world, "alice", "correct horse")[1]["access_token"])
+    assert world.client(first).post("/api/v1/auth/logout").status_code == 204
+    assert me(world, first) == 401 and me(world, second) == 401
+    again = str(login(world, "alice", "correct horse")[1]["access_token"])
+    assert me(world, again) == 200  # a new login works
+
+
+def test_deactivated_users_are_locked_out(world: World) -> None:
+    admin = world.as_role("admin")
+    viewer = world.users["viewer"]
+    token = world.credentials["viewer"]
+    response = admin.patch(f"/api/v1/users/{viewer.id}", json={"active": False})
+    assert response.status_code == 200
+    assert me(world, token) == 401
+    assert admin.patch(f"/api/v1/users/{viewer.id}", json={"active": True}).status_code == 200
+    assert me(world, token) == 401  # deactivation also revoked the old tokens
+
+
+def test_users_change_their_own_password_only(world: World) -> None:
+    alice = world.user("alice", password="correct horse")
+    token = str(login(world, "alice", "correct horse")[1]["access_token"])
+    client = world.client(token)
+    assert (
+        client.patch(f"/api/v1/users/{alice.id}", json={"password": "battery staple"}).status_code
+        == 200
+    )
+    assert login(world, "alice", "battery staple")[0] == 200
+    assert client.patch(f"/api/v1/users/{alice.id}", json={"is_admin": True}).status_code == 403
+    other = world.users["member"]
+    assert client.patch(f"/api/v1/users/{other.id}", json={"password": "x" * 10}).status_code == 403
+
+
+def test_api_keys_are_shown_once_stored_hashed_and_revocable(world: World) -> None:
+    admin = world.as_role("admin")
+    account = admin.post("/api/v1/service_accounts", json={"name": "ci"}).json()
+    created = admin.post(f"/api/v1/service_accounts/{account['id']}/api_keys", json={"name": "k"})
+    assert created.status_code == 201
+    secret, key = created.json()["secret"], created.json()["key"]
+    assert secret.startswith("wharf_") and "secret" not in key and "key_hash" not in key
+    listed = admin.get(f"/api/v1/service_accounts/{account['id']}/api_keys").json()["items"]
+    assert [k["id"] for k in listed] == [key["id"]] and "secret" not in json.dumps(listed)
+    parsed = api_keys.parse(secret)
+    assert parsed is not None and str(parsed[0]) == key["id"]
+    stored = world.state.accounts.api_keys.get_for_auth(parsed[0])
+    assert stored.key_hash == api_keys.digest(parsed[1]) and secret not in stored.key_hash
+
+    world.state.accounts.memberships.set_role(
+        world.a.id, ProjectRole.MEMBER, service_account_id=UUID(account["id"])
+    )
+    assert me(world, secret) == 200
+    used = world.state.accounts.api_keys.get(stored.key.id)
+    assert used.last_used is not None  # recorded on use (at most once a minute)
+
+    revoke = f"/api/v1/service_accounts/{account['id']}/api_keys/{key['id']}/revoke"
+    revoked = admin.post(revoke).json()
+    assert revoked["revoked_at"] is not None
+    assert me(world, secret) == 401
+    assert admin.post(revoke).json()["revoked_at"] == revoked["revoked_at"]  # idempotent
+
+
+def test_deactivated_service_accounts_are_locked_out(world: World) -> None:
+    account = world.state.accounts.service_accounts.create("ci")
+    key = service_key(world.state, account.id)
+    assert me(world, key) == 200
+    world.as_role("admin").patch(f"/api/v1/service_accounts/{account.id}", json={"active": False})
+    assert me(world, key) == 401
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [
+        "garbage",
+        "a.b.c",
+        "wharf_not-a-key",
+        "wharf_" + "0" * 32 + "_secret",
+        "x" * 5000,
+    ],
+)
+def test_malformed_credentials_are_401(world: World, credential: str) -> None:
+    response = world.client(credential).get("/api/v1/auth/me")
+    assert response.status_code == 401 and response.json()["type"] == "AuthenticationError"
+
+
+def test_tampered_and_foreign_tokens_are_refused(world: World) -> None:
+    token = world.credentials["member"]
+    assert token is not None
+    header, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["sub"] = str(world.users["padmin"].id)
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    assert me(world, f"{header}.{forged}.{signature}") == 401
+    none_header = base64.urlsafe_b64encode(b'{"alg":"none","typ":"JWT"}').rstrip(b"=").decode()
+    assert me(world, f"{none_header}.{payload}.") == 401
+    assert me(world, "Basic dXNlcjpwYXNz") == 401
+    response = world.client().get("/api/v1/auth/me", headers={"authorization": "Basic abc"})
+    assert response.status_code == 401
+
+
+def test_run_tokens_die_with_their_api_key(world: World) -> None:
+    account = world.state.accounts.service_accounts.create("orchestrator")
+    world.state.accounts.memberships.set_role(
+        world.a.id, ProjectRole.MEMBER, service_account_id=account.id
+    )
+    key = service_key(world.state, account.id)
+    from tests.server.matrix import Things
+
+    things = Things(world)
+    token = world.client(key).post(f"/api/v1/runs/{things.run.id}/token").json()["access_token"]
+    assert world.client(token).get(f"/api/v1/runs/{things.run.id}").status_code == 200
+    key_id = api_keys.parse(key)
+    assert key_id is not None
+    world.state.accounts.api_keys.revoke(key_id[0])
+    assert world.client(token).get(f"/api/v1/runs/{things.run.id}").status_code == 401
+
+
+def test_run_tokens_die_with_their_users_logout_and_expire(world: World) -> None:
+    from tests.server.matrix import Things
+
+    things = Things(world)
+    member = world.as_role("member")
+    token = member.post(f"/api/v1/runs/{things.run.id}/token").json()["access_token"]
+    runner = world.client(token)
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 200
+    world.clock.advance(7 * 86400)
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401
+    world.clock.advance(-7 * 86400)
+    assert member.post("/api/v1/auth/logout").status_code == 204
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401
+
+
+def test_only_health_and_login_are_open(world: World) -> None:
+    anonymous = world.client()
+    assert anonymous.get("/health").json()["status"] == "ok"
+    assert anonymous.get("/openapi.json").status_code == 200
+    assert anonymous.get("/api/v1/users").status_code == 401
+
+
+def test_the_auth_cache_keeps_revocation_and_expiry(world: World) -> None:
+    from wharf.server.auth.cache import AuthCache
+
+    world.state.auth_cache = AuthCache(60)
+    account = world.state.accounts.service_accounts.create("ci")
+    key = service_key(world.state, account.id)
+    assert me(world, key) == 200
+    parsed = api_keys.parse(key)
+    assert parsed is not None
+    # Revoked behind this process's back (as by another replica): still cached here...
+    world.state.accounts.api_keys.revoke(parsed[0])
+    assert me(world, key) == 200
+    # ...but a revocation through this server clears the cache at once.
+    admin = world.as_role("admin")
+    other = service_key(world.state, account.id, name="other")
+    assert me(world, other) == 200
+    other_id = api_keys.parse(other)
+    assert other_id is not None
+    revoke = f"/api/v1/service_accounts/{account.id}/api_keys/{other_id[0]}/revoke"
+    assert admin.post(revoke).status_code == 200
+    assert me(world, other) == 401 and me(world, key) == 401
+    from tests.server.matrix import Things
+
+    run = Things(world).run
+    member = world.as_role("member")
+    token = member.post(f"/api/v1/runs/{run.id}/token").json()["access_token"]
+    assert me(world, token) == 200
+    world.clock.advance(7 * 86400)
+    assert me(world, token) == 401  # a cached token still expires on time
