@@ -199,7 +199,7 @@ class StepLauncher:
         queued = wants_resources(spec) and services.store.resource_requests is not None
         attempt = 1
         while True:
-            logs_uri = services.artifact_store.new_uri(self._pipeline_name, f"{spec.name}.logs")
+            logs_uri = services.artifact_store.new_uri(self._pipeline_name, str(self._run_id))
             record = services.store.steps.create(
                 StepRunCreate.model_validate(
                     {

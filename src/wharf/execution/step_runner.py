@@ -114,9 +114,9 @@ class StepRunner:
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
         artifact_store = self._services.artifact_store
         uris = {
-            # <root>/<pipeline>/<step>.<output>/<unique>: one new directory per artifact once
-            # a step has run before (directory creation dominates the cost of small artifacts)
-            name: artifact_store.new_uri(self._pipeline_name, f"{spec.name}.{name}")
+            # <root>/<pipeline>/<run id>/<unique>: one new directory per artifact (directory
+            # creation dominates the cost of small artifacts); names live in the store
+            name: artifact_store.new_uri(self._pipeline_name, str(self._run.id))
             for name in spec.outputs
         }
         context = StepContext(self._pipeline_name, self._run, step_run, uris, allocation)
