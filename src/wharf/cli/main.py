@@ -22,6 +22,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "artifacts": ("wharf.cli.artifacts:artifacts", "List artifacts and their versions."),
     "stack": ("wharf.cli.stacks:stack", "Register, list, show and choose stacks."),
     "component": ("wharf.cli.components:component", "Register and list stack components."),
+    "server": ("wharf.cli.server:server", "Run the workspace server (serve, up, down, status)."),
+    "login": ("wharf.cli.auth:login", "Log in to a Wharf server."),
+    "logout": ("wharf.cli.auth:logout", "Forget the Wharf server credentials."),
+    "resource-manager": (
+        "wharf.cli.resource_manager:resource_manager",
+        "Run the Resource Manager server; make its credentials.",
+    ),
+    "pool": ("wharf.cli.pools:pool", "Create, list, show, update, delete pools; see a queue."),
+    "policy": ("wharf.cli.policies:policy", "Create, list, show, update, delete policies."),
+    "request": (
+        "wharf.cli.requests:request",
+        "List, show, release, cancel and explain resource requests.",
+    ),
 }
 
 
