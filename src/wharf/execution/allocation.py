@@ -66,12 +66,16 @@ class RenewRequests(Protocol):
         runtime_state: ResourceRequestRuntimeState | None = None,
     ) -> RequestLike: ...
 
+    def get(self, request_id: UUID) -> RequestLike: ...
+
 
 @dataclass
 class AllocationWaiter:
     requests: RenewRequests
     clock: Callable[[], datetime]
-    sleep: Callable[[float], None]
+    sleep: Callable[[float], object]
+    """Waits; a True result means "woken early by a release": the waiter then only reads the
+    request (cheap, no write) and keeps its poll schedule, which renews the lease."""
     jitter: Callable[[], float] = random.random
     """A number in [0, 1): the fraction of each delay that is randomised."""
 
@@ -120,4 +124,13 @@ class AllocationWaiter:
                     "the pool."
                 )
             delay = min(next_delay(), max(0.0, timeout - waited))
-            self.sleep(delay)
+            self._sleep_until_poll(request_id, delay)
+
+    def _sleep_until_poll(self, request_id: UUID, delay: float) -> None:
+        """Sleep ``delay`` seconds; return early if a release made the request allocated."""
+        deadline = self.clock().timestamp() + delay
+        remaining = delay
+        while remaining > 0 and self.sleep(remaining) is True:
+            if self.requests.get(request_id).status is ResourceRequestStatus.ALLOCATED:
+                return
+            remaining = deadline - self.clock().timestamp()

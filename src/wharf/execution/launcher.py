@@ -174,7 +174,9 @@ class StepLauncher:
         assert requests is not None and settings is not None
         if record.resource_request_id is None:
             raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
-        waiter = AllocationWaiter(requests, services.clock, services.sleep)
+        # Wake up as soon as a step of this process frees resources, not only at the next poll.
+        sleep = getattr(requests, "wait_for_release", None) or services.sleep
+        waiter = AllocationWaiter(requests, services.clock, sleep)
         waiter.wait(record.resource_request_id, settings)
         allocated = requests.renew(
             record.resource_request_id,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import logging
 import math
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -70,9 +71,10 @@ def attach_resource_manager(
 ) -> None:
     """Pair ``store`` with a Resource Manager: steps that ask for resources get requests,
     heartbeats renew them, finished steps release them."""
+    if isinstance(store.steps, ResourceAwareStepRuns):
+        return  # already paired (several workspaces may share one store)
     requests = LazyRequests(connect)
-    if not isinstance(store.steps, ResourceAwareStepRuns):
-        store.steps = ResourceAwareStepRuns(store.steps, store, requests, user)
+    store.steps = ResourceAwareStepRuns(store.steps, store, requests, user)
     store.resource_requests = requests
 
 
@@ -105,6 +107,17 @@ class LazyRequests:
     def __init__(self, connect: Callable[[], RequestsClient]) -> None:
         self._connect = connect
         self._client: RequestsClient | None = None
+        self._changed = threading.Condition()
+
+    def wait_for_release(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds, waking early (True) when a step of this process
+        releases its resources, so a waiter takes a freed slot at once, not at its next poll."""
+        with self._changed:
+            return self._changed.wait(timeout)
+
+    def notify_released(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     @property
     def client(self) -> RequestsClient:
@@ -140,7 +153,9 @@ class LazyRequests:
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        return self.client.release(request_id, idempotency_key=idempotency_key)
+        released = self.client.release(request_id, idempotency_key=idempotency_key)
+        self.notify_released()
+        return released
 
 
 class ResourceAwareStepRuns:
