@@ -12,9 +12,8 @@ Nothing to configure.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import time
+from typing import Annotated
 
 from wharf import Client, ResourceSettings, get_step_context, pipeline, step
 

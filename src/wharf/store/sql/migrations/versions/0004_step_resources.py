@@ -31,5 +31,3 @@ def downgrade() -> None:
     with op.batch_alter_table("step_run") as batch:
         batch.drop_column("runtime")
         batch.drop_column("resource_request_id")
-
-
