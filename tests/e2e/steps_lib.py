@@ -32,6 +32,25 @@ def wait_for_release(label: str = "") -> int:
 
 
 @step(enable_cache=False)
+def wait_for_a_failure() -> int:
+    """Finish only once another step of this run has been recorded failed."""
+    import time
+
+    from wharf import Client, get_step_context
+
+    run_id = get_step_context().pipeline_run.id
+    with Client() as client:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if client.list_run_steps(run_id, status="failed").total:
+                # the failed step's thread still has to hand its outcome to the runner
+                time.sleep(0.3)
+                return 1
+            time.sleep(0.01)
+    raise TimeoutError("no step failed")
+
+
+@step(enable_cache=False)
 def release_then_fail() -> None:
     RELEASE.set()
     raise RuntimeError("failing after releasing the slow step")

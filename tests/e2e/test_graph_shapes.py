@@ -124,17 +124,15 @@ def test_fail_fast_interrupts_running_steps(workspace: Workspace) -> None:
 
 
 def test_stop_on_failure_lets_running_steps_finish(workspace: Workspace) -> None:
-    steps_lib.RELEASE.clear()
-
     @pipeline(execution_mode="stop_on_failure", max_parallelism=2)
     def racing() -> None:
-        slow = steps_lib.wait_for_release(label="slow")
-        steps_lib.release_then_fail()
+        slow = steps_lib.wait_for_a_failure()
+        merge(label="fails", fail=True)
         merge(a=slow, label="never")
 
     run = racing.run_in(workspace)
     found = statuses(workspace, run.id)
     assert run.status is ExecutionStatus.FAILED
-    assert found["release_then_fail"] is ExecutionStatus.FAILED
-    assert found["wait_for_release"] is ExecutionStatus.COMPLETED
-    assert "merge" not in found
+    assert found["merge"] is ExecutionStatus.FAILED
+    assert found["wait_for_a_failure"] is ExecutionStatus.COMPLETED  # it ran to its end
+    assert "merge_2" not in found  # nothing new started after the failure
