@@ -9,6 +9,7 @@ import wharf.resource_manager.service as service
 
 def test_client_api() -> None:
     assert sorted(client.__all__) == [
+        "AuthenticationError",
         "DescriptorsClient",
         "Gpu",
         "Machine",

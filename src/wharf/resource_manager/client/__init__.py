@@ -8,14 +8,18 @@ Public API:
   (:class:`wharf.resource_manager.client.inprocess.InProcessResourceManager`, embedded mode)
   and over HTTP;
 - :mod:`.models` — wire models shared with the HTTP API;
-- :class:`PermissionDeniedError`;
+- :class:`PermissionDeniedError`, :class:`AuthenticationError` (the HTTP client's 401);
 - :func:`ensure_local_pool` and :func:`detect_machine` — the embedded ``local`` pool.
 
-The in-process implementation is deliberately not imported here: it depends on the service,
-which code importing this package (the workspace server, the engine) must not reach.
+The implementations are deliberately not imported here: the in-process one
+(:mod:`.inprocess`) depends on the service, which code importing this package (the workspace
+server, the engine) must not reach; the HTTP one
+(:class:`wharf.resource_manager.client.http.HttpResourceManager`) needs ``httpx``, which only
+the ``server`` extra installs.
 """
 
 from wharf.resource_manager.client.errors import PermissionDeniedError
+from wharf.resource_manager.client.http_errors import AuthenticationError
 from wharf.resource_manager.client.local_pool import ensure_local_pool, local_pool_spec
 from wharf.resource_manager.client.machine import Gpu, Machine, detect_machine
 from wharf.resource_manager.client.protocol import (
@@ -27,6 +31,7 @@ from wharf.resource_manager.client.protocol import (
 )
 
 __all__ = [
+    "AuthenticationError",
     "DescriptorsClient",
     "Gpu",
     "Machine",

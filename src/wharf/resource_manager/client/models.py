@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.resource_manager.domain import (
@@ -270,15 +270,49 @@ class ExplanationInfo(_Wire):
     preemptible: tuple[UUID, ...] = ()
 
 
+# ----------------------------------------------------------------------------- auth
+
+
+class LoginRequest(_Wire):
+    """``POST /v1/auth/login``: an API key, or a username and password (exactly one of the two)."""
+
+    api_key: str | None = Field(default=None, min_length=1, max_length=1024)
+    username: str | None = Field(default=None, min_length=1, max_length=KEY_LENGTH)
+    password: str | None = Field(default=None, min_length=1, max_length=1024)
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> LoginRequest:
+        by_key = self.api_key is not None
+        by_password = self.username is not None or self.password is not None
+        if by_key == by_password or (by_password and not (self.username and self.password)):
+            raise ValueError("Give either api_key, or username and password.")
+        return self
+
+
+class AccessToken(_Wire):
+    """A signed bearer token; ``expires_in`` lets clients schedule a refresh with their own
+    monotonic clock (``expires_at`` is the server's instant, for display)."""
+
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_at: AwareDatetime
+    expires_in: float
+    """Seconds from issue to expiry."""
+    principal: str
+    admin: bool
+
+
 __all__ = [
     "MAX_DURATION_SECONDS",
     "MAX_PAGE_SIZE",
+    "AccessToken",
     "CapacityClassSpec",
     "DemandSpec",
     "DescriptorUpdate",
     "ExplanationInfo",
     "GrantResourceSpec",
     "GrantSpec",
+    "LoginRequest",
     "Page",
     "PageRequest",
     "PolicyCreate",

@@ -1,0 +1,297 @@
+"""``wharf policy create | list | show | update | delete``.
+
+A policy admits requests whose subjects match its selector to one pool. The selector is built
+from ``--subject-type``, ``--subject-id`` and ``--subject-attribute KEY=VALUE`` (all must hold
+on one subject), or given whole as YAML/JSON with ``--selector '{any: [...]}'``. Grants are
+given inline per resource and class — ``--reserved gpu:h100=2 --limit gpu:h100=4`` — or
+``--grant CLASS`` for a grant with no per-resource figures; or from a file: ``-f policy.yaml``
+holds the API's policy body (``grants: [{class: h100, resources: {GPU: {reserved: 2}}}]``),
+and inline options are applied on top of it. The RM refuses a policy whose reserved shares
+would exceed a class's capacity.
+
+``update`` changes only what is given; ``--reserved``/``--limit``/``--grant`` edit the current
+grants, ``--remove-grant CLASS`` drops one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.resource_manager import (
+    Resources,
+    echo_json,
+    load_yaml,
+    open_rm,
+    remember_rm,
+    resources,
+    rm_options,
+    split_assignment,
+)
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.domain import Policy
+
+
+def _policy_options(func: Any) -> Any:
+    options = [
+        click.option("--pool", help="Pool id or name."),
+        click.option("--subject-type", help="account, project, pipeline, step_run, ..."),
+        click.option("--subject-id", help="Subject id."),
+        click.option("--subject-attribute", multiple=True, metavar="KEY=VALUE"),
+        click.option("--selector", help="Whole subject selector as YAML/JSON."),
+        click.option("--priority", type=int),
+        click.option("--priority-lane/--no-priority-lane", default=None),
+        click.option("--preemption-group", help="Policies of one group never preempt each other."),
+        click.option("--concurrency-limit", type=click.IntRange(min=0)),
+        click.option("--fair-share-weight", type=click.IntRange(min=1)),
+        click.option("--reserved", multiple=True, metavar="RESOURCE:CLASS=QTY"),
+        click.option("--limit", "limits", multiple=True, metavar="RESOURCE:CLASS=QTY"),
+        click.option("--grant", "grants", multiple=True, metavar="CLASS"),
+        click.option(
+            "-f",
+            "--file",
+            "file",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Policy fields as YAML.",
+        ),
+        click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table"),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _scalar(text: str) -> str | int | bool:
+    """``true``/``false``/integers as such (selectors compare types), anything else as text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, bool | int) else text
+
+
+def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
+    import yaml
+
+    from wharf.core.errors import InputError
+
+    text = options["selector"]
+    if text is not None:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise InputError("--selector is not valid YAML/JSON.") from None
+        if not isinstance(data, dict):
+            raise InputError("--selector must be a mapping such as '{subject_type: account}'.")
+        return data
+    selector: dict[str, Any] = {}
+    if options["subject_type"]:
+        selector["subject_type"] = options["subject_type"]
+    if options["subject_id"]:
+        selector["subject_id"] = options["subject_id"]
+    pairs = [split_assignment(t, "KEY=VALUE") for t in options["subject_attribute"]]
+    if pairs:
+        selector["attributes"] = {key: _scalar(value) for key, value in pairs}
+    return selector or None
+
+
+def _grant_list(grants: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(g.get("class", g.get("class_name"))): dict(g) for g in grants}
+
+
+def _apply_grants(
+    res: Resources, grants: dict[str, dict[str, Any]], options: dict[str, Any]
+) -> None:
+    """Apply ``--grant``/``--reserved``/``--limit`` to ``grants`` (class -> grant), in place."""
+    from wharf.core.errors import InputError
+
+    for grant in grants.values():  # file or current grants: resource names as the RM knows
+        found = grant.get("resources")
+        if isinstance(found, dict):
+            grant["resources"] = {res.descriptor(k).name: v for k, v in found.items()}
+    for class_name in options["grants"]:
+        grants.setdefault(class_name, {"class": class_name})
+    for field, texts in (("reserved", options["reserved"]), ("limit", options["limits"])):
+        for text in texts:
+            key, value = split_assignment(text, f"RESOURCE:CLASS=QUANTITY for --{field}")
+            resource, class_name = res.split_key(key)
+            if class_name is None:
+                raise InputError(f"--{field} needs a class: RESOURCE:CLASS=QUANTITY, got '{text}'.")
+            grant = grants.setdefault(class_name, {"class": class_name})
+            entries = dict(grant.get("resources") or {})
+            entry = dict(entries.get(resource) or {})
+            entry[field] = res.quantity(resource, value, allow_unlimited=field == "limit")
+            entries[resource] = entry
+            grant["resources"] = entries
+
+
+def _fields(options: dict[str, Any], *, name_key: str) -> dict[str, Any]:
+    body = load_yaml(options["file"]) if options["file"] else {}
+    for key in ("priority", "priority_lane", "preemption_group", "concurrency_limit"):
+        if options[key] is not None:
+            body[key] = options[key]
+    if options["fair_share_weight"] is not None:
+        body["fair_share_weight"] = options["fair_share_weight"]
+    if options.get(name_key):
+        body["name"] = options[name_key]
+    if options["pool"]:
+        body["pool"] = options["pool"]
+    selector = _selector(options)
+    if selector is not None:
+        body["subject_selector"] = selector
+    return body
+
+
+def _edits_grants(options: dict[str, Any]) -> bool:
+    return bool(options["grants"] or options["reserved"] or options["limits"])
+
+
+@click.group()
+@rm_options
+@click.pass_context
+def policy(ctx: click.Context, /, **connection: str | None) -> None:
+    """Manage resource policies (who may use which pool, with which shares)."""
+    remember_rm(ctx, **connection)
+
+
+@policy.command("create")
+@click.argument("name", required=False)
+@_policy_options
+@click.pass_context
+def create(ctx: click.Context, /, **options: Any) -> None:
+    """Create a policy NAME (or the one in -f FILE) on --pool."""
+    from wharf.resource_manager.client.models import PolicyCreate
+    from wharf.resource_manager.domain import load
+
+    body = _fields(options, name_key="name")
+    with open_rm(ctx) as rm:
+        grants = _grant_list(list(body.get("grants") or []))
+        _apply_grants(resources(rm), grants, options)
+        body["grants"] = list(grants.values())
+        _show(rm, rm.policies.create(load(PolicyCreate, body)), options["output"])
+
+
+@policy.command("update")
+@click.argument("name")
+@_policy_options
+@click.option("--remove-grant", multiple=True, metavar="CLASS")
+@click.option("--rename", help="New policy name.")
+@click.pass_context
+def update(ctx: click.Context, /, name: str, **options: Any) -> None:
+    """Change policy NAME; only what is given changes."""
+    from wharf.core.errors import InputError
+    from wharf.resource_manager.client.models import PolicyUpdate
+    from wharf.resource_manager.domain import load
+
+    if options["pool"]:
+        raise InputError("A policy cannot move to another pool; create a new one.")
+    body = _fields(options, name_key="rename")
+    with open_rm(ctx) as rm:
+        if _edits_grants(options) or options["remove_grant"]:
+            current = body.get("grants")
+            if current is None:
+                current = [_grant_body(g) for g in rm.policies.get(name).grants]
+            grants = _grant_list(list(current))
+            for class_name in options["remove_grant"]:
+                if grants.pop(class_name, None) is None:
+                    raise InputError(f"--remove-grant: the policy has no grant for '{class_name}'.")
+            _apply_grants(resources(rm), grants, options)
+            body["grants"] = list(grants.values())
+        if not body:
+            raise InputError("Nothing to change: give at least one option.")
+        _show(rm, rm.policies.update(name, load(PolicyUpdate, body)), options["output"])
+
+
+def _grant_body(grant: Any) -> dict[str, Any]:
+    data: dict[str, Any] = grant.model_dump(mode="json")
+    data["class"] = data.pop("class_name")
+    return data
+
+
+@policy.command("list")
+@click.option("--pool", help="Only the policies of this pool.")
+@OUTPUT_OPTION
+@click.pass_context
+def list_policies(ctx: click.Context, pool: str | None, output: str) -> None:
+    """List policies."""
+    from wharf.cli.output import emit
+
+    with open_rm(ctx) as rm:
+        policies = rm.policies.list(pool)
+        if output == "json":
+            echo_json(policies)
+            return
+        pools = {p.id: p.name for p in rm.pools.list()}
+        res = resources(rm)
+    rows = [_row(res, pools, p) for p in policies]
+    columns = ("name", "pool", "selector", "priority", "grants", "concurrency_limit", "id")
+    emit(rows, columns, output)
+
+
+@policy.command("show")
+@click.argument("name")
+@OUTPUT_OPTION
+@click.pass_context
+def show(ctx: click.Context, name: str, output: str) -> None:
+    """Show policy NAME."""
+    with open_rm(ctx) as rm:
+        _show(rm, rm.policies.get(name), output)
+
+
+@policy.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete policy NAME."""
+    if not yes:
+        click.confirm(f"Delete policy '{name}'?", abort=True)
+    with open_rm(ctx) as rm:
+        rm.policies.delete(name)
+    click.echo(f"Deleted policy '{name}'.")
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _grants_text(res: Resources, policy: Policy) -> str:
+    parts = []
+    for grant in policy.grants:
+        figures = [
+            f"{name} reserved {res.show(name, g.reserved)}"
+            + ("" if g.limit is None else f" limit {res.show(name, g.limit)}")
+            for name, g in sorted(grant.resources.items())
+        ]
+        parts.append(f"{grant.class_name}: {', '.join(figures) or 'no reservations'}")
+    return "; ".join(parts) or "-"
+
+
+def _row(res: Resources, pools: dict[Any, str], policy: Policy) -> Any:
+    from wharf.cli.requests import Row
+
+    selector = policy.subject_selector.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    priority = "lane" if policy.priority_lane else policy.priority
+    return Row(
+        name=policy.name,
+        pool=pools.get(policy.pool_id, str(policy.pool_id)),
+        selector=json.dumps(selector, separators=(",", ":")),
+        priority=priority,
+        grants=_grants_text(res, policy),
+        concurrency_limit=policy.concurrency_limit,
+        id=str(policy.id),
+    )
+
+
+def _show(rm: Any, policy: Policy, output: str) -> None:
+    if output == "json":
+        echo_json(policy)
+        return
+    pools = {p.id: p.name for p in rm.pools.list()}
+    row = _row(resources(rm), pools, policy)
+    for key, value in (row.model_extra or {}).items():
+        click.echo(f"{key:<18} {'-' if value is None else value}")

@@ -1,0 +1,323 @@
+"""``wharf pool create | list | show | update | delete | queue``.
+
+Capacities are given inline as ``RESOURCE[:CLASS]=QUANTITY`` (repeatable): ``--capacity
+gpu:h100=8 --capacity cpu=64 --capacity memory=512GiB`` makes class ``h100`` with 8 GPUs and
+class ``default`` with 64 CPUs and 512 GiB (entries without a class go to ``default``;
+``unlimited`` means no limit, still accounted). Or from a file: ``-f pool.yaml`` holds the
+API's pool body (``name``, ``rank``, ``classes: [{name, capacity: {GPU: 8, CPU: "64CPU"}, rank,
+reclaimable, ...}]``, ...; integer quantities are base units — mCPU, bytes — strings take
+units); inline options are applied on top of the file.
+
+``update`` changes only what is given; ``--capacity`` edits the pool's current classes (other
+classes and resources stay), ``--remove-class`` drops one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.resource_manager import (
+    Resources,
+    echo_json,
+    load_yaml,
+    open_rm,
+    remember_rm,
+    resources,
+    rm_options,
+    split_assignment,
+)
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.domain import Pool
+
+DEFAULT_CLASS = "default"
+RECLAIMABLE = ("never", "coordinated", "unsafe")
+
+
+def _class_options(func: Any) -> Any:
+    options = [
+        click.option(
+            "--capacity",
+            "-c",
+            "capacities",
+            multiple=True,
+            metavar="RESOURCE[:CLASS]=QTY",
+            help="Capacity of a resource in a class (repeatable).",
+        ),
+        click.option(
+            "--reclaimable",
+            multiple=True,
+            metavar="CLASS=never|coordinated|unsafe",
+            help="How a class's allocations may be taken back.",
+        ),
+        click.option("--class-rank", multiple=True, metavar="CLASS=N", help="Class rank."),
+        click.option("--rank", type=int, help="Pool rank (higher is tried first)."),
+        click.option(
+            "--concurrency-limit", type=click.IntRange(min=0), help="Most holders at once."
+        ),
+        click.option("--fair-sharing/--no-fair-sharing", default=None),
+        click.option(
+            "-f",
+            "--file",
+            "file",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Pool fields as YAML.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _by_name(classes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(item.get("name")): dict(item) for item in classes}
+
+
+def _apply_classes(
+    res: Resources,
+    classes: dict[str, dict[str, Any]],
+    capacities: tuple[str, ...],
+    reclaimable: tuple[str, ...],
+    class_ranks: tuple[str, ...],
+) -> None:
+    """Apply the inline class options to ``classes`` (name -> class body), in place."""
+    from wharf.core.errors import InputError
+
+    for item in classes.values():  # file or current classes: resource names as the RM knows
+        capacity = item.get("capacity")
+        if isinstance(capacity, dict):
+            item["capacity"] = {res.descriptor(k).name: v for k, v in capacity.items()}
+    for text in capacities:
+        key, value = split_assignment(text, "RESOURCE[:CLASS]=QUANTITY")
+        resource, class_name = res.split_key(key)
+        target_name = class_name or DEFAULT_CLASS
+        target = classes.setdefault(target_name, {"name": target_name})
+        quantity = res.quantity(resource, value, allow_unlimited=True)
+        target["capacity"] = {**target.get("capacity", {}), resource: quantity}
+    for option, field, texts in (
+        ("--reclaimable", "reclaimable", reclaimable),
+        ("--class-rank", "rank", class_ranks),
+    ):
+        for text in texts:
+            class_name, value = split_assignment(text, f"CLASS=VALUE for {option}")
+            if class_name not in classes:
+                raise InputError(f"{option}: the pool has no class '{class_name}'.")
+            if field == "reclaimable" and value not in RECLAIMABLE:
+                raise InputError(f"{option}: expected one of {', '.join(RECLAIMABLE)}.")
+            try:
+                classes[class_name][field] = value if field == "reclaimable" else int(value)
+            except ValueError:
+                raise InputError(f"{option}: '{value}' is not a whole number.") from None
+
+
+def _top_level(body: dict[str, Any], **values: Any) -> None:
+    for key, value in values.items():
+        if value is not None:
+            body[key] = value
+
+
+@click.group()
+@rm_options
+@click.pass_context
+def pool(ctx: click.Context, /, **connection: str | None) -> None:
+    """Manage resource pools (capacity classes and limits)."""
+    remember_rm(ctx, **connection)
+
+
+@pool.command("create")
+@click.argument("name", required=False)
+@_class_options
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def create(
+    ctx: click.Context,
+    name: str | None,
+    capacities: tuple[str, ...],
+    reclaimable: tuple[str, ...],
+    class_rank: tuple[str, ...],
+    rank: int | None,
+    concurrency_limit: int | None,
+    fair_sharing: bool | None,
+    file: Path | None,
+    output: str,
+) -> None:
+    """Create a pool NAME (or the one in -f FILE)."""
+    from wharf.resource_manager.client.models import PoolCreate
+    from wharf.resource_manager.domain import load
+
+    body = load_yaml(file) if file else {}
+    _top_level(
+        body, name=name, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
+    )
+    with open_rm(ctx) as rm:
+        classes = _by_name(list(body.get("classes") or []))
+        _apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
+        body["classes"] = list(classes.values())
+        created = rm.pools.create(load(PoolCreate, body))
+        _show(rm, created, output)
+
+
+@pool.command("update")
+@click.argument("name")
+@_class_options
+@click.option("--remove-class", multiple=True, metavar="CLASS", help="Drop a class.")
+@click.option("--rename", help="New pool name.")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def update(
+    ctx: click.Context,
+    name: str,
+    capacities: tuple[str, ...],
+    reclaimable: tuple[str, ...],
+    class_rank: tuple[str, ...],
+    rank: int | None,
+    concurrency_limit: int | None,
+    fair_sharing: bool | None,
+    file: Path | None,
+    remove_class: tuple[str, ...],
+    rename: str | None,
+    output: str,
+) -> None:
+    """Change pool NAME; only what is given changes."""
+    from wharf.core.errors import InputError
+    from wharf.resource_manager.client.models import PoolUpdate
+    from wharf.resource_manager.domain import load
+
+    body = load_yaml(file) if file else {}
+    _top_level(
+        body, name=rename, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
+    )
+    with open_rm(ctx) as rm:
+        if capacities or reclaimable or class_rank or remove_class:
+            current = body.get("classes") or [
+                c.model_dump(mode="json") for c in rm.pools.get(name).classes
+            ]
+            classes = _by_name(list(current))
+            for class_name in remove_class:
+                if classes.pop(class_name, None) is None:
+                    raise InputError(f"--remove-class: the pool has no class '{class_name}'.")
+            _apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
+            body["classes"] = list(classes.values())
+        if not body:
+            raise InputError("Nothing to change: give at least one option.")
+        _show(rm, rm.pools.update(name, load(PoolUpdate, body)), output)
+
+
+@pool.command("list")
+@OUTPUT_OPTION
+@click.pass_context
+def list_pools(ctx: click.Context, output: str) -> None:
+    """List pools."""
+    from wharf.cli.output import emit
+
+    with open_rm(ctx) as rm:
+        pools = rm.pools.list()
+        if output == "json":
+            echo_json(pools)
+            return
+        res = resources(rm)
+        rows = [_row(res, p) for p in pools]
+        columns = ("name", "rank", "classes", "concurrency_limit", "fair_sharing", "id")
+        emit(rows, columns, output)
+
+
+@pool.command("show")
+@click.argument("name")
+@OUTPUT_OPTION
+@click.pass_context
+def show(ctx: click.Context, name: str, output: str) -> None:
+    """Show pool NAME with its classes and current allocations."""
+    with open_rm(ctx) as rm:
+        _show(rm, rm.pools.get(name), output)
+
+
+@pool.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete pool NAME and its policies (refused while it has live requests)."""
+    if not yes:
+        click.confirm(f"Delete pool '{name}' and its policies?", abort=True)
+    with open_rm(ctx) as rm:
+        rm.pools.delete(name)
+    click.echo(f"Deleted pool '{name}'.")
+
+
+@pool.command("queue")
+@click.argument("name")
+@OUTPUT_OPTION
+@click.pass_context
+def queue(ctx: click.Context, name: str, output: str) -> None:
+    """The pending requests queued in pool NAME, in queue order."""
+    from wharf.cli.output import emit
+    from wharf.cli.requests import QueueRow
+
+    with open_rm(ctx) as rm:
+        entries = rm.pools.queue(name)
+    if output == "json":
+        echo_json(entries)
+        return
+    rows = [QueueRow.of(entry) for entry in entries]
+    columns = ("position", "id", "requester", "demands", "created_at", "reason")
+    emit(rows, columns, output, title=f"Queue of pool '{name}'")
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _classes_text(res: Resources, pool: Pool) -> str:
+    parts = []
+    for item in pool.classes:
+        quantities = ", ".join(res.show(r, q) for r, q in sorted(item.capacity.items()))
+        parts.append(f"{item.name}: {quantities}")
+    return "; ".join(parts)
+
+
+def _row(res: Resources, pool: Pool) -> Any:
+    from wharf.cli.requests import Row
+
+    return Row(
+        name=pool.name,
+        rank=pool.rank,
+        classes=_classes_text(res, pool),
+        concurrency_limit=pool.concurrency_limit,
+        fair_sharing=pool.fair_sharing,
+        id=str(pool.id),
+    )
+
+
+def _show(rm: Any, pool: Pool, output: str) -> None:
+    from wharf.cli.output import emit
+
+    if output == "json":
+        echo_json(pool)
+        return
+    res = resources(rm)
+    for key in ("name", "id", "rank", "concurrency_limit", "fair_sharing", "attributes"):
+        click.echo(f"{key:<18} {getattr(pool, key)}")
+    rows = []
+    for item in pool.classes:
+        for resource, quantity in sorted(item.capacity.items()):
+            rows.append(_class_row(item.name, item.rank, item.reclaimable, resource, res, quantity))
+    emit(rows, ("class", "rank", "reclaimable", "resource", "capacity"), output)
+
+
+def _class_row(
+    name: str, rank: int, reclaimable: Any, resource: str, res: Resources, quantity: int | None
+) -> Any:
+    from wharf.cli.requests import Row
+
+    return Row.model_validate(
+        {
+            "class": name,
+            "rank": rank,
+            "reclaimable": reclaimable.value,
+            "resource": resource,
+            "capacity": res.show(resource, quantity),
+        }
+    )

@@ -1,0 +1,294 @@
+"""``wharf resource-manager serve | credential``, and what the ``pool``, ``policy`` and
+``request`` commands share: reaching the RM and reading resource quantities.
+
+Which Resource Manager a command talks to:
+- ``WHARF_RM_URL`` (or ``--rm-url`` on the group) set: the RM server over HTTP, logging in with
+  ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and ``WHARF_RM_PASSWORD``;
+- otherwise: the embedded RM in this process, over the embedded SQLite file
+  (``load_config().store_url``), as the local administrator ``local``.
+
+Quantities are read exactly as the RM reads them (``64`` is 64 of the resource's default unit:
+64 CPU; ``512GiB``; ``500mCPU``) against the descriptors the RM knows, so unknown units,
+negative or fractional quantities fail here, before anything is sent. Resource names match
+descriptors exactly or, failing that, case-insensitively (``gpu`` is ``GPU``).
+
+Invariant: every command makes at most one change, so a refused command changed nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from wharf.resource_manager.client import ResourceManagerClient
+    from wharf.resource_manager.domain import ResourceDescriptor
+
+DEFAULT_PORT = 8238
+EMBEDDED_PRINCIPAL = "local"
+UNLIMITED = ("unlimited", "inf", "none")
+
+
+# ----------------------------------------------------------------------------- reaching the RM
+
+
+def rm_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Group options (each also from its ``WHARF_RM_*`` variable) saved in ``ctx.obj``."""
+    options = [
+        click.option("--rm-url", envvar="WHARF_RM_URL", help="RM server URL (default: embedded)."),
+        click.option("--api-key", envvar="WHARF_RM_API_KEY", help="API key for the RM server."),
+        click.option("--username", envvar="WHARF_RM_USERNAME", help="Or log in with a name..."),
+        click.option("--password", envvar="WHARF_RM_PASSWORD", help="...and a password."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def remember_rm(ctx: click.Context, **connection: str | None) -> None:
+    ctx.obj = connection
+
+
+@contextmanager
+def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
+    """The client this command talks to (see the module docstring); closed afterwards."""
+    connection: dict[str, str | None] = ctx.find_object(dict) or {}
+    url = connection.get("rm_url")
+    client: Any
+    if url:
+        from wharf.core.errors import InputError
+        from wharf.resource_manager.client.http import HttpResourceManager
+
+        api_key, username = connection.get("api_key"), connection.get("username")
+        if not api_key and not (username and connection.get("password")):
+            raise InputError(
+                "WHARF_RM_URL is set: also set WHARF_RM_API_KEY, or WHARF_RM_USERNAME and "
+                "WHARF_RM_PASSWORD."
+            )
+        client = HttpResourceManager(
+            url,
+            api_key=api_key or None,
+            username=None if api_key else username,
+            password=None if api_key else connection.get("password"),
+        )
+    else:
+        from wharf.config.global_config import load_config
+        from wharf.resource_manager.client.inprocess import InProcessResourceManager
+        from wharf.resource_manager.service import Principal
+
+        client = InProcessResourceManager.open(
+            load_config().store_url, Principal(EMBEDDED_PRINCIPAL, admin=True)
+        )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    """A YAML (or JSON) file holding one mapping."""
+    import yaml
+
+    from wharf.core.errors import InputError
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InputError(f"Cannot read {path}: {exc.strerror}.") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} must hold a mapping of fields.")
+    return data
+
+
+def split_assignment(text: str, what: str) -> tuple[str, str]:
+    """``KEY=VALUE`` -> (KEY, VALUE); InputError naming ``what`` otherwise."""
+    from wharf.core.errors import InputError
+
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip() or not value.strip():
+        raise InputError(f"Expected {what}, got '{text}'.")
+    return key.strip(), value.strip()
+
+
+class Resources:
+    """The RM's descriptors, for resolving names and quantities typed by a person."""
+
+    def __init__(self, descriptors: Sequence[ResourceDescriptor]) -> None:
+        self._by_name = {d.name: d for d in descriptors}
+
+    def descriptor(self, name: str) -> ResourceDescriptor:
+        from wharf.core.errors import InputError
+
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
+        folded = [d for d in self._by_name.values() if d.name.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        known = ", ".join(sorted(self._by_name))
+        raise InputError(f"Unknown resource '{name}'; known resources: {known}.")
+
+    def split_key(self, key: str) -> tuple[str, str | None]:
+        """``RESOURCE[:CLASS]`` -> (descriptor name, class or None)."""
+        if ":" in key and key not in self._by_name:
+            resource, _, class_name = key.partition(":")
+            return self.descriptor(resource).name, class_name or None
+        return self.descriptor(key).name, None
+
+    def quantity(self, resource: str, text: str, *, allow_unlimited: bool = False) -> int | None:
+        """Base units of ``text`` for ``resource`` (None for ``unlimited`` where allowed)."""
+        from wharf.core.errors import InputError
+        from wharf.resource_manager.domain.units import parse_quantity
+
+        if text.lower() in UNLIMITED:
+            if allow_unlimited:
+                return None
+            raise InputError(f"A quantity of '{resource}' is needed here, not '{text}'.")
+        return parse_quantity(self.descriptor(resource), text)
+
+    def show(self, resource: str, base: int | None) -> str:
+        from wharf.resource_manager.domain.units import format_base
+
+        descriptor = self._by_name.get(resource)
+        return str(base) if descriptor is None else format_base(descriptor, base)
+
+
+def resources(client: ResourceManagerClient) -> Resources:
+    return Resources(client.descriptors.list())
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def echo_json(content: BaseModel | Sequence[BaseModel]) -> None:
+    if isinstance(content, Sequence):
+        data: Any = [item.model_dump(mode="json", by_alias=True) for item in content]
+    else:
+        data = content.model_dump(mode="json", by_alias=True)
+    click.echo(json.dumps(data, indent=2))
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+@click.group("resource-manager")
+def resource_manager() -> None:
+    """Run the Resource Manager server and manage who may log in to it."""
+
+
+@resource_manager.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--db-url", envvar="WHARF_RM_DB_URL", help="RM database (default: embedded file).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option(
+    "--credentials",
+    "credentials_file",
+    envvar="WHARF_RM_CREDENTIALS_FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML/JSON file of principals and argon2 hashes (see 'credential').",
+)
+@click.option("--admin-api-key", envvar="WHARF_RM_ADMIN_API_KEY", help="Bootstrap admin key.")
+@click.option("--secret-key", envvar="WHARF_RM_SECRET_KEY", help="Token signing key (>= 32).")
+@click.option("--access-token-ttl", type=click.FloatRange(min=1), default=3600.0, show_default=True)
+@click.option("--sweep-interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+def serve(
+    host: str,
+    port: int,
+    db_url: str | None,
+    workers: int,
+    credentials_file: Path | None,
+    admin_api_key: str | None,
+    secret_key: str | None,
+    access_token_ttl: float,
+    sweep_interval: float,
+    log_level: str,
+) -> None:
+    """Serve the RM's HTTP API in the foreground until interrupted.
+
+    Without --secret-key a key is kept in <user data dir>/resource_manager/secret_key (replicas
+    on other machines must be given the same key).
+    """
+    from wharf.config.global_config import load_config
+    from wharf.core.errors import InputError
+    from wharf.resource_manager.api import ApiSettings, load_credentials_file
+    from wharf.resource_manager.api.serve import run
+    from wharf.resource_manager.domain import load
+
+    config = load_config()
+    credentials = load_credentials_file(credentials_file) if credentials_file else ()
+    if not credentials and not admin_api_key:
+        raise InputError("Nobody could log in: give --credentials or --admin-api-key.")
+    settings = load(
+        ApiSettings,
+        {
+            "database_url": db_url or config.store_url,
+            "secret_key": secret_key or _stored_secret(config.home),
+            "access_token_ttl_seconds": access_token_ttl,
+            "credentials": credentials,
+            "admin_api_key": admin_api_key,
+            "sweep_interval_seconds": sweep_interval,
+        },
+    )
+    shown = "[::]" if host == "::" else host
+    click.echo(f"Wharf Resource Manager on http://{shown}:{port} ({workers} worker(s)).", err=True)
+    run(settings, host=host, port=port, workers=workers, log_level=log_level)
+
+
+def _stored_secret(home: Path) -> str:
+    import os
+
+    path = home / "resource_manager" / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(key)
+    return key
+
+
+@resource_manager.command("credential")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="The principal administers pools and policies.")
+@click.option(
+    "--password", is_flag=True, help="Prompt for a password instead of making an API key."
+)
+def credential(name: str, admin: bool, password: bool) -> None:
+    """Make an API key (or hash a password) for NAME and print its credentials-file entry.
+
+    The key is shown once; only its argon2 hash goes into the file.
+    """
+    from wharf.resource_manager.api.credentials import hash_secret, new_api_key
+    from wharf.resource_manager.api.settings import Credential, credential_entry
+    from wharf.resource_manager.domain import load
+
+    if password:
+        secret = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        entry = {"name": name, "admin": admin, "password_hash": hash_secret(secret)}
+        click.echo(credential_entry(load(Credential, entry)))
+        return
+    key = new_api_key(name)
+    entry = {"name": name, "admin": admin, "api_key_hash": hash_secret(key)}
+    click.echo(credential_entry(load(Credential, entry)))
+    click.echo(f"API key (shown once): {key}", err=True)

@@ -1,0 +1,121 @@
+"""The Resource Manager's FastAPI application: :func:`create_app`.
+
+Nothing is built at import time. ``create_app(settings)`` returns an app whose lifespan opens
+(and migrates) the service on ``settings.database_url``, builds the token signer, the
+credential checker and the metrics reader, sizes the thread pool that runs service calls, and
+starts a sweeper thread that expires lapsed leases every ``sweep_interval_seconds`` even when
+nobody calls; shutdown stops the sweeper and closes everything.
+
+Routes: the resource-request routes are lean Starlette routes matched first (:mod:`.lean`: they
+are the per-step and per-heartbeat hot path); the rare administrative ones are ordinary FastAPI
+routes, added flat (no per-router matching layer).
+
+Invariants: every route but ``/health`` and ``/v1/auth/login`` needs a valid bearer token; the
+principal it names is passed to the service, which owns every rule about who may do what;
+service calls run in the thread pool (never on the event loop), so concurrent calls reach the
+service together and are combined into one scheduling transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from wharf import __version__
+from wharf.core.errors import WharfError
+from wharf.resource_manager.api.credentials import CredentialChecker
+from wharf.resource_manager.api.deps import AppState
+from wharf.resource_manager.api.errors import install_error_handlers
+from wharf.resource_manager.api.metrics import MetricsReader
+from wharf.resource_manager.api.routes import auth, config, ops, requests
+from wharf.resource_manager.api.settings import ApiSettings
+from wharf.resource_manager.api.tokens import TokenSigner
+from wharf.resource_manager.service import ResourceManagerService, ServiceOptions
+
+logger = logging.getLogger(__name__)
+
+
+class _Sweeper:
+    """Calls ``service.sweep_if_due()`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, service: ResourceManagerService, interval: float) -> None:
+        self._service = service
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wharf-rm-sweeper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._service.sweep_if_due()
+            except WharfError as exc:  # the database may be away for a while: keep trying
+                logger.warning("Resource Manager sweep failed: %s", exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def create_app(
+    settings: ApiSettings,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    token_clock: Callable[[], float] | None = None,
+) -> FastAPI:
+    """The API over the RM database in ``settings``; ``clock`` drives the service (aware UTC),
+    ``token_clock`` token issue and expiry (seconds since the epoch); both default to real time.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        options = ServiceOptions(sweep_interval=timedelta(seconds=settings.sweep_interval_seconds))
+        service = await anyio.to_thread.run_sync(
+            lambda: ResourceManagerService.open(settings.database_url, clock=clock, options=options)
+        )
+        secret = settings.secret_key.get_secret_value().encode()
+        admin_key = settings.admin_api_key
+        state = AppState(
+            settings=settings,
+            service=service,
+            signer=TokenSigner(secret, settings.access_token_ttl_seconds, *_opt(token_clock)),
+            checker=CredentialChecker(
+                settings.credentials, admin_key.get_secret_value() if admin_key else None
+            ),
+            metrics=MetricsReader(settings.database_url, service, settings.metrics_cache_seconds),
+        )
+        sweeper = _Sweeper(service, settings.sweep_interval_seconds)
+        sweeper.start()
+        app.state.rm = state
+        try:
+            yield
+        finally:
+            sweeper.stop()
+            state.metrics.close()
+            service.close()
+
+    app = FastAPI(
+        title="Wharf Resource Manager",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    install_error_handlers(app)
+    for module in (auth, ops, config):
+        app.router.routes.extend(module.router.routes)
+    requests.routes.mount(app)
+    return app
+
+
+def _opt(clock: Callable[[], float] | None) -> tuple[Callable[[], float], ...]:
+    return () if clock is None else (clock,)

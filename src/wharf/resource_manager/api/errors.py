@@ -1,0 +1,98 @@
+"""Every error the API returns, mapped in one place.
+
+Owns: :func:`install_error_handlers`, :func:`status_for`.
+
+The body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}`` (see
+:mod:`wharf.resource_manager.client.http_errors`, which turns it back into the same class):
+
+    EntityNotFoundError 404     EntityExistsError 409     IllegalOperationError 409
+    PermissionDeniedError 403   InputError 400            malformed request (validation) 422
+    AuthenticationError 401 (+ WWW-Authenticate: Bearer)  StoreUnavailableError 503
+    other StoreError / WharfError 500                     anything else 500, logged
+
+Invariant: no traceback or library exception text reaches a client for an unexpected error.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+    StoreUnavailableError,
+    WharfError,
+)
+from wharf.resource_manager.client.errors import PermissionDeniedError
+from wharf.resource_manager.client.http_errors import AuthenticationError, wire_name
+
+logger = logging.getLogger(__name__)
+
+_STATUS: tuple[tuple[type[WharfError], int], ...] = (
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (EntityNotFoundError, 404),
+    (EntityExistsError, 409),
+    (IllegalOperationError, 409),
+    (InputError, 400),
+    (StoreUnavailableError, 503),
+)
+"""Most specific first: PermissionDeniedError is an IllegalOperationError."""
+
+
+def status_for(error: WharfError) -> int:
+    return next((code for cls, code in _STATUS if isinstance(error, cls)), 500)
+
+
+def _body(detail: str, error: str | None) -> dict[str, str]:
+    body = {"detail": " ".join(detail.split())}
+    if error is not None:
+        body["error"] = error
+    return body
+
+
+async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, WharfError)
+    status = status_for(exc)
+    if status >= 500:
+        logger.warning("Resource Manager API error: %s", exc)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(_body(str(exc), wire_name(exc)), status_code=status, headers=headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    parts = []
+    for item in exc.errors():
+        location = ".".join(str(part) for part in item.get("loc", ()))
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{location}: {message}" if location else message)
+    detail = "Invalid request: " + "; ".join(parts)
+    return JSONResponse(_body(detail, InputError.__name__), status_code=422)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    name = EntityNotFoundError.__name__ if exc.status_code == 404 else None
+    return JSONResponse(
+        _body(str(exc.detail), name), status_code=exc.status_code, headers=exc.headers
+    )
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    logger.error("Unexpected error in the Resource Manager API", exc_info=exc)
+    return JSONResponse(_body("Internal server error.", None), status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(WharfError, _wharf_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

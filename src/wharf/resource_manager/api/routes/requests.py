@@ -1,0 +1,139 @@
+"""Resource requests: any valid token; a request belongs to the principal that created it.
+
+Routes:
+
+    POST /v1/resource-requests                      create (201; allocated if it fit at once)
+    GET  /v1/resource-requests                      list: status (repeatable), subject_id,
+                                                    subject_type, pool, requester,
+                                                    metadata[key]=value, page, size, sort
+    GET  /v1/resource-requests/{id}                 get
+    POST /v1/resource-requests/{id}/renew           body {lease_seconds, runtime_state?}
+    POST /v1/resource-requests/{id}/release         give the allocation back
+    POST /v1/resource-requests/{id}/cancel          withdraw a pending request
+    GET  /v1/resource-requests/{id}/explain         why it is where it is
+
+These are the per-step and per-heartbeat calls of every pipeline, so they are lean routes
+(:mod:`..lean`): same contract, without FastAPI's per-request dependency injection.
+
+Invariants: only the requester or an administrator may renew, release or cancel (403 otherwise,
+checked by the service); every POST honours ``X-Idempotency-Key`` (a retried create with the
+same key returns the first request and never creates a second one).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from wharf.core.errors import InputError
+from wharf.resource_manager.api.deps import json_response
+from wharf.resource_manager.api.lean import Call, LeanRoutes, parse_body, parse_query, path_uuid
+from wharf.resource_manager.client.models import (
+    ExplanationInfo,
+    Page,
+    PageRequest,
+    RequestFilter,
+    ResourceRequestCreate,
+    ResourceRequestInfo,
+    ResourceRequestRenew,
+)
+
+PATH = "/v1/resource-requests"
+ONE = PATH + "/{request_id}"
+FILTERS = ("subject_id", "subject_type", "pool", "requester")
+METADATA_PREFIX, METADATA_SUFFIX = "metadata[", "]"
+
+routes = LeanRoutes(tag="resource requests")
+
+
+@routes.add(
+    "POST", PATH, "Create a request", body=ResourceRequestCreate, response=ResourceRequestInfo,
+    status=201,
+)  # fmt: skip
+async def create_request(request: Request) -> Response:
+    call = Call.of(request)
+    spec = parse_body(ResourceRequestCreate, await request.body())
+    info = await call.run(call.service.requests.create, call.caller, spec, idempotency_key=call.key)
+    return json_response(info, 201)
+
+
+@routes.add(
+    "GET", PATH, "List requests", response=Page[ResourceRequestInfo],
+    query=("status", *FILTERS, "metadata[key]", "page", "size", "sort"),
+)  # fmt: skip
+async def list_requests(request: Request) -> Response:
+    call = Call.of(request)
+    params = request.query_params
+    filters: dict[str, object] = {name: params.get(name) for name in FILTERS}
+    filters["status"] = tuple(params.getlist("status")) or None
+    filters["metadata"] = _metadata(request)
+    paging = {"index": params.get("page", 1), "size": params.get("size", 50)}
+    paging["sort"] = params.get("sort", "desc")
+    query = parse_query(RequestFilter, filters)
+    page = parse_query(PageRequest, paging)
+    return json_response(await call.run(call.service.requests.list, query, page))
+
+
+def _metadata(request: Request) -> dict[str, str]:
+    """``metadata[key]=value`` query parameters; a key given twice is an input error."""
+    found: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name.startswith(METADATA_PREFIX) and name.endswith(METADATA_SUFFIX):
+            key = name[len(METADATA_PREFIX) : -len(METADATA_SUFFIX)]
+            if key in found:
+                raise InputError(f"Metadata filter '{key}' is given more than once.")
+            found[key] = value
+    return found
+
+
+@routes.add("GET", ONE, "Get a request", response=ResourceRequestInfo)
+async def get_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    return json_response(await call.run(call.service.requests.get, request_id))
+
+
+@routes.add(
+    "POST", ONE + "/renew", "Renew the lease", body=ResourceRequestRenew,
+    response=ResourceRequestInfo,
+)  # fmt: skip
+async def renew_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    body = parse_body(ResourceRequestRenew, await request.body())
+    renewed = await call.run(
+        call.service.requests.renew,
+        call.caller,
+        request_id,
+        body.lease_seconds,
+        body.runtime_state,
+        idempotency_key=call.key,
+    )
+    return json_response(renewed)
+
+
+@routes.add("POST", ONE + "/release", "Release the allocation", response=ResourceRequestInfo)
+async def release_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    released = await call.run(
+        call.service.requests.release, call.caller, request_id, idempotency_key=call.key
+    )
+    return json_response(released)
+
+
+@routes.add("POST", ONE + "/cancel", "Cancel a pending request", response=ResourceRequestInfo)
+async def cancel_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    cancelled = await call.run(
+        call.service.requests.cancel, call.caller, request_id, idempotency_key=call.key
+    )
+    return json_response(cancelled)
+
+
+@routes.add("GET", ONE + "/explain", "Explain where a request is", response=ExplanationInfo)
+async def explain_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    return json_response(await call.run(call.service.requests.explain, request_id))

@@ -1,0 +1,317 @@
+"""``HttpResourceManager``: the client interface over the Resource Manager's HTTP API (team and
+production modes).
+
+One small client per resource (``descriptors``, ``pools``, ``policies``, ``requests``) over one
+:class:`~.http_transport.Transport`, which owns login, token caching, idempotency keys, retries
+and error mapping. Requests and responses are the wire models of :mod:`.models`, so callers
+see exactly what the in-process client returns, and the same Wharf errors.
+
+Invariants: the caller's identity is the credential given here (an API key, or a username and
+password), never passed per call; each mutating call sends one idempotency key (the caller's or
+a fresh one) for all its attempts; pools and policies are addressed by id or name (URL-quoted).
+
+Not re-exported by :mod:`wharf.resource_manager.client`: importing it needs ``httpx`` (the
+``server`` extra), which the engine must not require.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import StoreError
+from wharf.resource_manager.client.http_transport import RetryPolicy, Transport
+from wharf.resource_manager.client.models import (
+    DescriptorUpdate,
+    ExplanationInfo,
+    LoginRequest,
+    Page,
+    PageRequest,
+    PolicyCreate,
+    PolicyUpdate,
+    PoolAllocation,
+    PoolCreate,
+    PoolUpdate,
+    QueueEntry,
+    RequestFilter,
+    ResourceRequestCreate,
+    ResourceRequestInfo,
+    ResourceRequestRenew,
+)
+from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor, load
+
+T = TypeVar("T")
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _parse(kind: type[T] | Any, body: bytes | None) -> T:
+    """The answer's JSON as ``kind`` (parsed and validated in one pass)."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    try:
+        result: T = adapter.validate_json(body or b"null")
+    except ValidationError as exc:
+        raise StoreError(f"Unexpected answer from the Resource Manager: {exc}") from None
+    return result
+
+
+def _ref(value: str | UUID) -> str:
+    return quote(str(value), safe="")
+
+
+def _body(model: BaseModel, *, partial: bool = False) -> bytes:
+    return model.model_dump_json(by_alias=True, exclude_unset=partial).encode()
+
+
+class _Descriptors:
+    def __init__(self, transport: Transport) -> None:
+        self._call = transport.call
+
+    def get(self, name: str) -> ResourceDescriptor:
+        return _parse(ResourceDescriptor, self._call("GET", f"/v1/descriptors/{_ref(name)}"))
+
+    def create(
+        self, descriptor: ResourceDescriptor, *, idempotency_key: str | None = None
+    ) -> ResourceDescriptor:
+        body = self._call(
+            "POST", "/v1/descriptors", content=_body(descriptor), idempotency_key=idempotency_key
+        )
+        return _parse(ResourceDescriptor, body)
+
+    def update(
+        self, name: str, update: DescriptorUpdate, *, idempotency_key: str | None = None
+    ) -> ResourceDescriptor:
+        path = f"/v1/descriptors/{_ref(name)}"
+        body = _body(update, partial=True)
+        return _parse(
+            ResourceDescriptor,
+            self._call("PATCH", path, content=body, idempotency_key=idempotency_key),
+        )
+
+    def delete(self, name: str, *, idempotency_key: str | None = None) -> None:
+        self._call("DELETE", f"/v1/descriptors/{_ref(name)}", idempotency_key=idempotency_key)
+
+    def list(self) -> list[ResourceDescriptor]:
+        return _parse(list[ResourceDescriptor], self._call("GET", "/v1/descriptors"))
+
+
+class _Pools:
+    def __init__(self, transport: Transport) -> None:
+        self._call = transport.call
+
+    def get(self, pool: str | UUID) -> Pool:
+        return _parse(Pool, self._call("GET", f"/v1/pools/{_ref(pool)}"))
+
+    def create(self, spec: PoolCreate, *, idempotency_key: str | None = None) -> Pool:
+        body = self._call("POST", "/v1/pools", content=_body(spec), idempotency_key=idempotency_key)
+        return _parse(Pool, body)
+
+    def update(
+        self, pool: str | UUID, update: PoolUpdate, *, idempotency_key: str | None = None
+    ) -> Pool:
+        body = _body(update, partial=True)
+        path = f"/v1/pools/{_ref(pool)}"
+        return _parse(
+            Pool, self._call("PATCH", path, content=body, idempotency_key=idempotency_key)
+        )
+
+    def delete(self, pool: str | UUID, *, idempotency_key: str | None = None) -> None:
+        self._call("DELETE", f"/v1/pools/{_ref(pool)}", idempotency_key=idempotency_key)
+
+    def queue(self, pool: str | UUID) -> list[QueueEntry]:
+        return _parse(list[QueueEntry], self._call("GET", f"/v1/pools/{_ref(pool)}/queue"))
+
+    def allocations(self, pool: str | UUID) -> list[PoolAllocation]:
+        path = f"/v1/pools/{_ref(pool)}/allocations"
+        return _parse(list[PoolAllocation], self._call("GET", path))
+
+    def list(self) -> list[Pool]:
+        return _parse(list[Pool], self._call("GET", "/v1/pools"))
+
+
+class _Policies:
+    def __init__(self, transport: Transport) -> None:
+        self._call = transport.call
+
+    def get(self, policy: str | UUID) -> Policy:
+        return _parse(Policy, self._call("GET", f"/v1/policies/{_ref(policy)}"))
+
+    def create(self, spec: PolicyCreate, *, idempotency_key: str | None = None) -> Policy:
+        body = self._call(
+            "POST", "/v1/policies", content=_body(spec), idempotency_key=idempotency_key
+        )
+        return _parse(Policy, body)
+
+    def update(
+        self, policy: str | UUID, update: PolicyUpdate, *, idempotency_key: str | None = None
+    ) -> Policy:
+        body = _body(update, partial=True)
+        path = f"/v1/policies/{_ref(policy)}"
+        answer = self._call("PATCH", path, content=body, idempotency_key=idempotency_key)
+        return _parse(Policy, answer)
+
+    def delete(self, policy: str | UUID, *, idempotency_key: str | None = None) -> None:
+        self._call("DELETE", f"/v1/policies/{_ref(policy)}", idempotency_key=idempotency_key)
+
+    def list(self, pool: str | UUID | None = None) -> list[Policy]:
+        params = None if pool is None else {"pool": str(pool)}
+        return _parse(list[Policy], self._call("GET", "/v1/policies", params=params))
+
+
+class _Requests:
+    PATH = "/v1/resource-requests"
+
+    def __init__(self, transport: Transport) -> None:
+        self._call = transport.call
+
+    def _post(
+        self, request_id: UUID, action: str, key: str | None, body: BaseModel | None = None
+    ) -> ResourceRequestInfo:
+        path = f"{self.PATH}/{request_id}/{action}"
+        content = None if body is None else _body(body)
+        answer = self._call("POST", path, content=content, idempotency_key=key)
+        return _parse(ResourceRequestInfo, answer)
+
+    def create(
+        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        body = self._call("POST", self.PATH, content=_body(spec), idempotency_key=idempotency_key)
+        return _parse(ResourceRequestInfo, body)
+
+    def get(self, request_id: UUID) -> ResourceRequestInfo:
+        return _parse(ResourceRequestInfo, self._call("GET", f"{self.PATH}/{request_id}"))
+
+    def renew(
+        self,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo:
+        body = load(
+            ResourceRequestRenew, {"lease_seconds": lease_seconds, "runtime_state": runtime_state}
+        )
+        return self._post(request_id, "renew", idempotency_key, body)
+
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        return self._post(request_id, "release", idempotency_key)
+
+    def cancel(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        return self._post(request_id, "cancel", idempotency_key)
+
+    def explain(self, request_id: UUID) -> ExplanationInfo:
+        return _parse(ExplanationInfo, self._call("GET", f"{self.PATH}/{request_id}/explain"))
+
+    def list(
+        self, query: RequestFilter | None = None, page: PageRequest | None = None
+    ) -> Page[ResourceRequestInfo]:
+        return _parse(
+            Page[ResourceRequestInfo],
+            self._call("GET", self.PATH, params=list_params(query, page)),
+        )
+
+
+def list_params(
+    query: RequestFilter | None, page: PageRequest | None
+) -> dict[str, str | int | list[str]]:
+    """Query parameters of a request list: repeated ``status``, ``metadata[key]=value``."""
+    query = query or RequestFilter()
+    page = page or PageRequest()
+    params: dict[str, str | int | list[str]] = {
+        "page": page.index,
+        "size": page.size,
+        "sort": page.sort,
+    }
+    if query.status:
+        params["status"] = [status.value for status in query.status]
+    for name in ("subject_id", "pool", "requester"):
+        value = getattr(query, name)
+        if value is not None:
+            params[name] = value
+    if query.subject_type is not None:
+        params["subject_type"] = query.subject_type.value
+    for key, value in query.metadata.items():
+        params[f"metadata[{key}]"] = value
+    return params
+
+
+class HttpResourceManager:
+    """A :class:`ResourceManagerClient` over HTTP, acting as the principal of its credential.
+
+    ``url``: the RM's base URL. Give ``api_key``, or ``username`` and ``password`` (InputError
+    otherwise). ``timeout``: seconds per attempt; ``retry``: see :class:`RetryPolicy`;
+    ``http``: an ``httpx.Client`` to use instead of a new one (its ``base_url`` must be
+    ``url``), which :meth:`close` then closes too; ``sleep`` (backoff) and ``clock`` (token
+    refresh, monotonic seconds) default to the real ones.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        http: httpx.Client | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        login = load(LoginRequest, {"api_key": api_key, "username": username, "password": password})
+        extra: dict[str, Any] = {}
+        if sleep is not None:
+            extra["sleep"] = sleep
+        if clock is not None:
+            extra["clock"] = clock
+        self._transport = Transport(url, login, timeout=timeout, retry=retry, http=http, **extra)
+        self._descriptors = _Descriptors(self._transport)
+        self._pools = _Pools(self._transport)
+        self._policies = _Policies(self._transport)
+        self._requests = _Requests(self._transport)
+
+    @property
+    def url(self) -> str:
+        return self._transport.url
+
+    @property
+    def descriptors(self) -> _Descriptors:
+        return self._descriptors
+
+    @property
+    def pools(self) -> _Pools:
+        return self._pools
+
+    @property
+    def policies(self) -> _Policies:
+        return self._policies
+
+    @property
+    def requests(self) -> _Requests:
+        return self._requests
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> HttpResourceManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _conforms(client: HttpResourceManager) -> ResourceManagerClient:
+    return client  # mypy proves that HttpResourceManager implements the protocol

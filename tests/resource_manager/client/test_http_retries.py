@@ -1,0 +1,264 @@
+# ruff: noqa: F811  (fixtures imported from the API conftest)
+"""The HTTP client's transport against real servers that fail on purpose: retries with backoff,
+idempotency keys reused across retries, re-login on 401, token refresh, error mapping.
+
+The gateway is a tiny FastAPI app in front of the real RM: it follows a plan (one action per
+call, logins apart), forwards everything else and records what it saw.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request, Response
+
+from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
+    _rm_sqlite_template,
+    server,
+    sqlite_rm_url,
+)
+from tests.resource_manager.api.live import ADMIN_KEY, LiveServer, free_socket, start_rm
+from wharf.core.errors import (
+    EntityExistsError,
+    IllegalOperationError,
+    InputError,
+    StoreError,
+    StoreUnavailableError,
+)
+from wharf.resource_manager.client import AuthenticationError, PermissionDeniedError
+from wharf.resource_manager.client.http import HttpResourceManager
+from wharf.resource_manager.client.http_transport import RetryPolicy
+from wharf.resource_manager.client.models import PoolCreate
+
+LOGIN = "/v1/auth/login"
+POOL = PoolCreate.model_validate(
+    {"name": "gpus", "classes": [{"name": "a", "capacity": {"GPU": 1}}]}
+)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    key: str | None
+    token: str | None
+
+
+class Gateway:
+    """Actions: ``"503"`` (answer that status, ``Retry-After: 0``), ``"lose:502"`` (forward,
+    then answer 502 instead of the RM's answer), ``"plain:409:text"`` (a JSON error without
+    Wharf's ``error`` field), ``"forward"``."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.plan: list[str] = []
+        self.seen: list[Seen] = []
+        self.app = FastAPI()
+        self.app.add_api_route(
+            "/{path:path}", self.relay, methods=["GET", "POST", "PATCH", "DELETE"]
+        )
+
+    def calls(self) -> list[Seen]:
+        return [s for s in self.seen if s.path != LOGIN]
+
+    def logins(self) -> int:
+        return sum(s.path == LOGIN for s in self.seen)
+
+    async def relay(self, request: Request) -> Response:
+        path = request.url.path
+        auth = request.headers.get("authorization")
+        self.seen.append(Seen(request.method, path, request.headers.get("x-idempotency-key"), auth))
+        action = self.plan.pop(0) if self.plan and path != LOGIN else "forward"
+        if action.isdigit():
+            return Response(status_code=int(action), headers={"Retry-After": "0"})
+        if action.startswith("plain:"):
+            _, status, text = action.split(":", 2)
+            return Response(f'{{"detail": "{text}"}}', status_code=int(status))
+        async with httpx.AsyncClient(base_url=self.upstream) as upstream:
+            answer = await upstream.request(
+                request.method,
+                path,
+                params=request.query_params,
+                content=await request.body(),
+                headers={k: v for k, v in request.headers.items() if k != "host"},
+            )
+        if action.startswith("lose:"):
+            return Response(status_code=int(action.removeprefix("lose:")))
+        return Response(
+            answer.content,
+            status_code=answer.status_code,
+            media_type=answer.headers.get("content-type"),
+        )
+
+
+@pytest.fixture
+def gateway(server: LiveServer) -> Iterator[tuple[Gateway, LiveServer]]:
+    gate = Gateway(server.url)
+    live = LiveServer(gate.app).start()
+    yield gate, live
+    live.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _client(live: LiveServer, **options: object) -> HttpResourceManager:
+    sleeps: list[float] = []
+    options.setdefault("sleep", sleeps.append)
+    client = HttpResourceManager(live.url, api_key=ADMIN_KEY, **options)  # type: ignore[arg-type]
+    client.sleeps = sleeps  # type: ignore[attr-defined]
+    return client
+
+
+def test_transient_failures_are_retried_with_one_key(
+    gateway: tuple[Gateway, LiveServer], server: LiveServer
+) -> None:
+    gate, live = gateway
+    gate.plan = ["503", "502", "429", "504", "408"]
+    with _client(live) as client:
+        pool = client.pools.create(POOL)
+        assert client.sleeps == [0.0] * 5  # type: ignore[attr-defined]  # Retry-After: 0
+    calls = gate.calls()
+    assert [c.method for c in calls] == ["POST"] * 6
+    assert len({c.key for c in calls}) == 1 and calls[0].key
+    with server.client() as direct:
+        assert direct.pools.list() == [pool]
+
+
+def test_a_lost_answer_is_retried_and_applied_once(
+    gateway: tuple[Gateway, LiveServer], server: LiveServer
+) -> None:
+    gate, live = gateway
+    gate.plan = ["lose:502", "lose:504"]
+    with _client(live) as client:  # applied by the first attempt, replayed by the others
+        assert client.pools.create(POOL, idempotency_key="mine").name == "gpus"
+    assert [c.key for c in gate.calls()] == ["mine"] * 3
+    with server.client() as direct:
+        assert [p.name for p in direct.pools.list()] == ["gpus"]
+
+
+def test_a_new_call_gets_a_new_key(gateway: tuple[Gateway, LiveServer]) -> None:
+    gate, live = gateway
+    with _client(live) as client:
+        client.pools.create(POOL)
+        with pytest.raises(EntityExistsError):
+            client.pools.create(POOL)
+        client.pools.list()
+    keys = [c.key for c in gate.calls()]
+    assert keys[0] != keys[1] and keys[2] is None  # reads carry no key
+
+
+def test_retries_give_up(gateway: tuple[Gateway, LiveServer]) -> None:
+    gate, live = gateway
+    gate.plan = ["503"] * 5
+    with _client(live, retry=RetryPolicy(attempts=3)) as client:
+        with pytest.raises(StoreUnavailableError, match="unavailable"):
+            client.pools.list()
+        assert len(gate.calls()) == 3
+        gate.plan = ["500"]
+        with pytest.raises(StoreError, match="500 HTTP error"):
+            client.pools.list()
+        assert len(gate.calls()) == 4  # 500 is not retried
+
+
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [
+        ("plain:409:Pool gpus already exists", EntityExistsError),
+        ("plain:409:Pool gpus is in use", IllegalOperationError),
+        ("plain:400:bad", InputError),
+        ("plain:422:bad", InputError),
+        ("plain:403:no", PermissionDeniedError),
+        ("plain:404:gone", KeyError),
+        ("plain:418:teapot", StoreError),
+    ],
+)
+def test_errors_without_a_wharf_type_map_by_status(
+    gateway: tuple[Gateway, LiveServer], action: str, error: type[Exception]
+) -> None:
+    gate, live = gateway
+    gate.plan = [action]
+    with _client(live) as client, pytest.raises(error, match=action.split(":", 2)[2]):
+        client.pools.list()
+
+
+def test_a_401_logs_in_again_and_retries_once_with_the_same_key(
+    gateway: tuple[Gateway, LiveServer],
+) -> None:
+    gate, live = gateway
+    with _client(live) as client:
+        client.pools.list()
+        gate.plan = ["401"]
+        client.pools.create(POOL)
+        calls = gate.calls()[1:]
+        assert gate.logins() == 2 and len(calls) == 2
+        assert calls[0].key == calls[1].key and calls[0].token != calls[1].token
+        gate.plan = ["401", "401"]
+        with pytest.raises(AuthenticationError):
+            client.pools.list()
+        assert gate.logins() == 3 and len(gate.calls()) == 5
+
+
+def test_the_token_is_cached_and_refreshed_five_minutes_before_expiry(
+    gateway: tuple[Gateway, LiveServer],
+) -> None:
+    gate, live = gateway
+    clock = Clock()
+    with _client(live, clock=clock) as client:  # tokens live 3600 s
+        for _ in range(3):
+            client.pools.list()
+        assert gate.logins() == 1
+        clock.now += 3600 - 300 - 1
+        client.pools.list()
+        assert gate.logins() == 1
+        clock.now += 2
+        client.pools.list()
+        assert gate.logins() == 2
+    assert all(c.token for c in gate.calls())
+
+
+def test_an_unreachable_server() -> None:
+    port = free_socket().getsockname()[1]  # closed again at once: nothing listens there
+    sleeps: list[float] = []
+    client = HttpResourceManager(
+        f"http://127.0.0.1:{port}",
+        api_key=ADMIN_KEY,
+        retry=RetryPolicy(attempts=4, backoff_seconds=0.1),
+        sleep=sleeps.append,
+    )
+    with client, pytest.raises(StoreUnavailableError, match="unreachable: ConnectError"):
+        client.pools.list()
+    assert len(sleeps) == 3 and all(0.05 <= s <= 0.8 for s in sleeps)
+    assert sleeps[2] > sleeps[0]  # the backoff grows
+
+
+def test_a_server_that_comes_up_late(sqlite_rm_url: str) -> None:
+    probe = free_socket()
+    port = probe.getsockname()[1]
+    probe.close()
+    started: list[LiveServer] = []
+
+    def start_later() -> None:
+        time.sleep(0.4)
+        started.append(start_rm(sqlite_rm_url, port=port))
+
+    thread = threading.Thread(target=start_later)
+    thread.start()
+    retry = RetryPolicy(attempts=12, backoff_seconds=0.05, max_backoff_seconds=0.3)
+    try:
+        with HttpResourceManager(f"http://127.0.0.1:{port}", api_key=ADMIN_KEY, retry=retry) as rm:
+            assert rm.pools.list() == []
+    finally:
+        thread.join()
+        for live in started:
+            live.stop()
