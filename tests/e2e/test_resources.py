@@ -285,3 +285,51 @@ def test_higher_priority_pipeline_reclaims(
     else:
         assert [s.status for s in low_steps] == [ExecutionStatus.COMPLETED]
         assert marker.read_text().count("cleanup") == 1
+
+
+def test_admin_ending_requests_stops_waiting_and_running_steps(
+    rm_workspace: Workspace, tmp_path: Path
+):
+    """An admin cancels a waiting step's request (the step fails, naming it) and releases a
+    running step's request (the step is cancelled through its heartbeat, never failed)."""
+    client = Client(rm_workspace.config, rm_workspace.store)
+    client._workspace = rm_workspace
+    client.ensure_resource_pool("licenses", {"license": 1})
+    rm = client.resource_manager
+    started, release = tmp_path / "started", tmp_path / "release"
+    holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+    waiter = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+    @pipeline(dynamic=True, execution_mode="continue_on_failure")
+    def p() -> None:
+        held = holder.submit(path=str(release), started=str(started))
+        while not started.exists():
+            time.sleep(0.02)
+        waiting = waiter.submit(label="w")
+        deadline = time.monotonic() + 30
+        pending = []
+        while time.monotonic() < deadline:
+            pending = [
+                r
+                for r in rm_workspace.store.steps.list(StepRunFilter(), ASC).items
+                if r.status is ExecutionStatus.QUEUED and r.resource_request_id
+            ]
+            if pending:
+                break
+            time.sleep(0.02)
+        rm.requests.cancel(pending[0].resource_request_id)
+        running = next(
+            r
+            for r in rm_workspace.store.steps.list(StepRunFilter(), ASC).items
+            if r.status is ExecutionStatus.RUNNING
+        )
+        rm.requests.release(running.resource_request_id)
+        waiting.wait()
+        held.wait()
+
+    run = p.run_in(rm_workspace)
+    found = {r.name: r for r in steps(rm_workspace, run.id)}
+    assert found["hold_license"].status is ExecutionStatus.FAILED
+    assert "was cancelled" in found["hold_license"].status_reason
+    assert found["wait_for_file"].status is ExecutionStatus.CANCELLED
+    assert "released" in found["wait_for_file"].status_reason
