@@ -182,7 +182,7 @@ def test_stack_with_step_operator(prod: Path) -> None:
     ok("component", "register", "op", "-t", "step-operator", "-f", "local_process")
     ok("stack", "register", "gpu", "-o", "orch", "-a", "store", "-s", "op")
     shown = as_json("stack", "show", "gpu")
-    assert shown["components"]["step_operator"]["flavor"] == known[0]
+    assert shown["components"]["step_operator"]["flavor"] == "local_process"
 
 
 def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
