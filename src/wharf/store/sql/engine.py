@@ -110,6 +110,24 @@ def create_sql_engine(url: str | URL) -> Engine:
         ) from None
 
 
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL. While several processes open a brand-new file at once, the
+    switch can fail at once with "database is locked" (SQLite does not wait on its busy
+    handler for it), so it is retried for a while."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _sqlite_engine(url: URL) -> Engine:
     database = url.database
     if not database or database == ":memory:" or url.query.get("mode") == "memory":
@@ -131,7 +149,7 @@ def _sqlite_engine(url: URL) -> Engine:
         try:
             # busy_timeout first: switching to WAL may have to wait for another process.
             cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
