@@ -166,6 +166,9 @@ class HeartbeatResponse(_Frozen):
     step_run_id: UUID
     status: ExecutionStatus
     run_status: ExecutionStatus
+    resource_request_id: UUID | None = None
+    """The step's Resource Manager request, if it has one (read in the same statement, so
+    the workspace renews the lease without reading the step again)."""
 
     @property
     def should_stop(self) -> bool:

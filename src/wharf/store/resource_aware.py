@@ -21,7 +21,6 @@ from __future__ import annotations
 import builtins
 import logging
 import math
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -38,6 +37,7 @@ from wharf.core.enums import (
     StepRuntime,
 )
 from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, WharfError
+from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import (
     HeartbeatResponse,
     Page,
@@ -51,17 +51,6 @@ from wharf.store.models import (
 from wharf.store.ports import StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
-    from wharf.resource_manager.client.models import (
-        Page as RMPage,
-    )
-    from wharf.resource_manager.client.models import (
-        PageRequest as RMPageRequest,
-    )
-    from wharf.resource_manager.client.models import (
-        RequestFilter,
-        ResourceRequestCreate,
-        ResourceRequestInfo,
-    )
     from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
     from wharf.resource_manager.domain import SubjectChain
 
@@ -99,63 +88,6 @@ PENDING_LEASE_SECONDS = 60
 def wants_resources(spec: StepSpec | None) -> bool:
     resources = spec.config.resources if spec is not None else None
     return resources is not None and bool(resources.canonical_demands())
-
-
-class LazyRequests:
-    """The RM's requests client, connected on first use (most runs never need it)."""
-
-    def __init__(self, connect: Callable[[], RequestsClient]) -> None:
-        self._connect = connect
-        self._client: RequestsClient | None = None
-        self._changed = threading.Condition()
-
-    def wait_for_release(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds, waking early (True) when a step of this process
-        releases its resources, so a waiter takes a freed slot at once, not at its next poll."""
-        with self._changed:
-            return self._changed.wait(timeout)
-
-    def notify_released(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def client(self) -> RequestsClient:
-        if self._client is None:
-            self._client = self._connect()
-        return self._client
-
-    def get(self, request_id: UUID) -> ResourceRequestInfo:
-        return self.client.get(request_id)
-
-    def list(
-        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
-    ) -> RMPage[ResourceRequestInfo]:
-        return self.client.list(query, page)
-
-    def create(
-        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        return self.client.create(spec, idempotency_key=idempotency_key)
-
-    def renew(
-        self,
-        request_id: UUID,
-        lease_seconds: int,
-        runtime_state: ResourceRequestRuntimeState | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> ResourceRequestInfo:
-        return self.client.renew(
-            request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
-        )
-
-    def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        released = self.client.release(request_id, idempotency_key=idempotency_key)
-        self.notify_released()
-        return released
 
 
 class ResourceAwareStepRuns:
@@ -223,23 +155,21 @@ class ResourceAwareStepRuns:
         self, step_run_id: UUID, liveness_timeout_seconds: float
     ) -> HeartbeatResponse:
         response = self._inner.update_heartbeat(step_run_id, liveness_timeout_seconds)
-        if response.status is not ExecutionStatus.RUNNING:
-            return response
-        record = self._inner.get(step_run_id)
-        if record.resource_request_id is None:
+        request_id = response.resource_request_id
+        if response.status is not ExecutionStatus.RUNNING or request_id is None:
             return response
         try:
             request = self._requests.renew(
-                record.resource_request_id,
+                request_id,
                 math.ceil(liveness_timeout_seconds),
                 ResourceRequestRuntimeState.RUNNING,
             )
             reclaimed = request.status in RECLAIMED
             why = f"its resource request {request.id} is {request.status.value}"
         except EntityNotFoundError:
-            reclaimed, why = True, f"its resource request {record.resource_request_id} is gone"
+            reclaimed, why = True, f"its resource request {request_id} is gone"
         except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
-            logger.warning("Could not renew the lease of step %s: %s", record.name, exc)
+            logger.warning("Could not renew the lease of step %s: %s", step_run_id, exc)
             return response
         if not reclaimed:
             return response

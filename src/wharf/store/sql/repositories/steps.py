@@ -117,7 +117,11 @@ _BEAT = (
     .values(last_heartbeat=bindparam("now"), heartbeat_deadline=bindparam("deadline"))
 )
 _BEAT_STATUSES = (
-    select(_S.c.status, t.pipeline_run.c.status.label("run_status"))
+    select(
+        _S.c.status,
+        _S.c.resource_request_id,
+        t.pipeline_run.c.status.label("run_status"),
+    )
     .join_from(_S, t.pipeline_run, _S.c.run_id == t.pipeline_run.c.id)
     .where(_S.c.id == bindparam("step_id"))
 )
@@ -380,6 +384,7 @@ class SqlStepRunRepository(SqlRepository):
                 step_run_id=step_run_id,
                 status=ExecutionStatus(row.status),
                 run_status=ExecutionStatus(row.run_status),
+                resource_request_id=row.resource_request_id,
             )
 
         return self._db.write(beat)
