@@ -14,4 +14,21 @@ UNAUTHENTICATED = {
 }
 """Routes that authenticate by their body (tested in ``test_auth`` / ``test_external_identity``)."""
 
-__all__ = ["EXPECT", "NOW", "ROUTES", "UNAUTHENTICATED", "Route", "Things"]
+NEEDS_RESOURCE_MANAGER = {
+    ("GET", "/api/v1/resource_requests"),
+    ("GET", "/api/v1/resource_requests/{request_id}"),
+    ("POST", "/api/v1/resource_requests/{request_id}/renew"),
+    ("POST", "/api/v1/resource_requests/{request_id}/release"),
+}
+"""Routes answered by the Resource Manager behind the server (``world`` has none): their roles
+are tested against a real one in ``test_resource_request_routes``."""
+
+__all__ = [
+    "EXPECT",
+    "NEEDS_RESOURCE_MANAGER",
+    "NOW",
+    "ROUTES",
+    "UNAUTHENTICATED",
+    "Route",
+    "Things",
+]

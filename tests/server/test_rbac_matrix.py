@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from tests.server.conftest import World, body
-from tests.server.matrix import EXPECT, ROUTES, UNAUTHENTICATED, Route, Things
+from tests.server.matrix import (
+    EXPECT,
+    NEEDS_RESOURCE_MANAGER,
+    ROUTES,
+    UNAUTHENTICATED,
+    Route,
+    Things,
+)
 
 ROLES = ("anonymous", "viewer", "member", "padmin", "other", "admin")
 
@@ -14,7 +21,7 @@ ROLES = ("anonymous", "viewer", "member", "padmin", "other", "admin")
 def test_the_matrix_covers_every_route(world: World) -> None:
     paths = world.client().get("/openapi.json").json()["paths"]
     served = {(method.upper(), path) for path, ops in paths.items() for method in ops}
-    listed = {(r.method, r.template) for r in ROUTES} | UNAUTHENTICATED
+    listed = {(r.method, r.template) for r in ROUTES} | UNAUTHENTICATED | NEEDS_RESOURCE_MANAGER
     assert served == listed
 
 

@@ -20,10 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.server.conftest import World
-from tests.server.matrix import ROUTES, UNAUTHENTICATED, Things
+from tests.server.matrix import NEEDS_RESOURCE_MANAGER, ROUTES, UNAUTHENTICATED, Things
 
 MAX_EXAMPLES = int(os.environ.get("WHARF_SCHEMATHESIS_EXAMPLES", "8"))
-OPERATIONS = sorted({(r.method, r.template) for r in ROUTES} | UNAUTHENTICATED)
+OPERATIONS = sorted(
+    {(r.method, r.template) for r in ROUTES} | UNAUTHENTICATED | NEEDS_RESOURCE_MANAGER
+)
 
 
 @functools.cache

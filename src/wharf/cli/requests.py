@@ -1,13 +1,22 @@
 """``wharf request list | show ID | release ID | cancel ID | explain ID``.
 
 Lists filter like the API (``--status`` repeatable, ``--pool``, ``--subject``, ``--requester``,
-``--metadata KEY=VALUE`` repeatable) and page with ``--page``/``--size``. ``release`` gives an
-allocation back (a pending request is cancelled); ``cancel`` withdraws a pending request.
-Also the table rows shared with ``wharf pool``.
+``--metadata KEY=VALUE`` repeatable, ``--project``) and page with ``--page``/``--size``.
+``release`` gives an allocation back (a pending request is cancelled); ``cancel`` withdraws a
+pending request. Also the table rows shared with ``wharf pool``.
+
+Where the commands go: to the Resource Manager named by ``--rm-url`` (``WHARF_RM_URL``) when one
+is given; else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``),
+``list``, ``show`` and ``release`` go through it, with its visibility rules (the requests of the
+caller's projects), while ``cancel`` and ``explain``, which only the RM offers, need ``--rm-url``;
+else to the embedded RM, as the local administrator. Through the workspace, pools are shown by
+id (the workspace does not serve the RM's pools).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -20,6 +29,8 @@ from wharf.cli.resource_manager import echo_json, open_rm, remember_rm, rm_optio
 
 if TYPE_CHECKING:
     from wharf.resource_manager.client.models import QueueEntry, ResourceRequestInfo
+    from wharf.store.rest.resource_requests import RestResourceRequests
+    from wharf.store.rest.store import RestStore
 
 STATUSES = (
     "pending",
@@ -91,12 +102,66 @@ def request(ctx: click.Context, /, **connection: str | None) -> None:
     remember_rm(ctx, **connection)
 
 
+@contextmanager
+def _workspace(ctx: click.Context) -> Iterator[RestStore | None]:
+    """The configured workspace server's store, unless the command names an RM itself."""
+    connection: dict[str, str | None] = ctx.find_object(dict) or {}
+    if connection.get("rm_url"):
+        yield None
+        return
+    from wharf.config.global_config import load_config
+
+    config = load_config()
+    if not config.server_url:
+        yield None
+        return
+    from wharf.store.rest import RestStore
+
+    with RestStore(config.server_url, config.api_key) as store:
+        yield store
+
+
+def _requests_of(store: RestStore) -> RestResourceRequests:
+    from wharf.store.rest.resource_requests import RestResourceRequests
+
+    requests = store.resource_requests
+    assert isinstance(requests, RestResourceRequests)
+    return requests
+
+
+def _rm_only(ctx: click.Context, command: str) -> None:
+    from wharf.core.errors import InputError
+
+    with _workspace(ctx) as store:
+        if store is not None:
+            raise InputError(
+                f"'wharf request {command}' needs the Resource Manager itself (the workspace "
+                f"server at {store.url} does not offer it): pass --rm-url or set WHARF_RM_URL."
+            )
+
+
+def _project_id(store: RestStore, project: str) -> UUID:
+    try:
+        return UUID(project)
+    except ValueError:
+        return store.projects.get_by_name(project).id
+
+
+def _project_metadata(project: str) -> tuple[str, str]:
+    """The metadata entry naming ``project`` (an id or a name) on the requests of its steps."""
+    try:
+        return "project_id", str(UUID(project))
+    except ValueError:
+        return "project", project
+
+
 @request.command("list")
 @click.option("--status", "-s", "statuses", multiple=True, type=click.Choice(STATUSES))
 @click.option("--pool", help="Pool id or name.")
 @click.option("--subject", help="Subject id (a project, run, step, account ...).")
 @click.option("--requester", help="Principal that created the request.")
 @click.option("--metadata", "-m", multiple=True, metavar="KEY=VALUE")
+@click.option("--project", help="Project name or id (of the steps that made the requests).")
 @click.option("--sort", type=click.Choice(["asc", "desc"]), default="desc", show_default=True)
 @OUTPUT_OPTION
 @paged
@@ -108,6 +173,7 @@ def list_requests(
     subject: str | None,
     requester: str | None,
     metadata: tuple[str, ...],
+    project: str | None,
     sort: str,
     output: str,
     page: int,
@@ -116,27 +182,37 @@ def list_requests(
     """List resource requests, newest first."""
     from wharf.cli.output import emit
     from wharf.cli.resource_manager import split_assignment
-    from wharf.resource_manager.client.models import PageRequest, RequestFilter
+    from wharf.resource_manager.client.models import Page, PageRequest, RequestFilter
     from wharf.resource_manager.domain import load
 
-    pairs = [split_assignment(text, "KEY=VALUE for --metadata") for text in metadata]
-    query = load(
-        RequestFilter,
-        {
-            "status": statuses or None,
-            "pool": pool,
-            "subject_id": subject,
-            "requester": requester,
-            "metadata": dict(pairs),
-        },
-    )
+    pairs = dict(split_assignment(text, "KEY=VALUE for --metadata") for text in metadata)
     paging = load(PageRequest, {"index": page, "size": size, "sort": sort})
-    with open_rm(ctx) as rm:
-        found = rm.requests.list(query, paging)
-        if output == "json":
-            echo_json(found.items)
-            return
-        pools = {p.id: p.name for p in rm.pools.list()}
+    filters: dict[str, Any] = {
+        "status": statuses or None,
+        "pool": pool,
+        "subject_id": subject,
+        "requester": requester,
+        "metadata": pairs,
+    }
+    found: Page[ResourceRequestInfo]
+    pools: dict[UUID, str] = {}
+    with _workspace(ctx) as store:
+        if store is not None:
+            project_id = None if project is None else _project_id(store, project)
+            query = load(RequestFilter, filters)
+            found = _requests_of(store).list(query, paging, project_id=project_id)
+        else:
+            if project is not None:
+                key, value = _project_metadata(project)
+                filters["metadata"] = {**pairs, key: value}
+            query = load(RequestFilter, filters)
+            with open_rm(ctx) as rm:
+                found = rm.requests.list(query, paging)
+                if output != "json":
+                    pools = {p.id: p.name for p in rm.pools.list()}
+    if output == "json":
+        echo_json(found.items)
+        return
     rows = [request_row(info, pools) for info in found.items]
     emit(rows, REQUEST_COLUMNS, output, total=found.total)
 
@@ -156,12 +232,18 @@ def _request_id(text: str) -> UUID:
 @click.pass_context
 def show(ctx: click.Context, request_id: str, output: str) -> None:
     """Show one request with its allocations."""
-    with open_rm(ctx) as rm:
-        info = rm.requests.get(_request_id(request_id))
-        if output == "json":
-            echo_json(info)
-            return
-        pools = {p.id: p.name for p in rm.pools.list()}
+    pools: dict[UUID, str] = {}
+    with _workspace(ctx) as store:
+        if store is not None:
+            info = _requests_of(store).get(_request_id(request_id))
+        else:
+            with open_rm(ctx) as rm:
+                info = rm.requests.get(_request_id(request_id))
+                if output != "json":
+                    pools = {p.id: p.name for p in rm.pools.list()}
+    if output == "json":
+        echo_json(info)
+        return
     _show(info, pools, output)
 
 
@@ -202,8 +284,12 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
 @click.pass_context
 def release(ctx: click.Context, request_id: str) -> None:
     """Give the request's allocation back (a pending request is cancelled)."""
-    with open_rm(ctx) as rm:
-        info = rm.requests.release(_request_id(request_id))
+    with _workspace(ctx) as store:
+        if store is not None:
+            info = _requests_of(store).release(_request_id(request_id))
+        else:
+            with open_rm(ctx) as rm:
+                info = rm.requests.release(_request_id(request_id))
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
@@ -212,6 +298,7 @@ def release(ctx: click.Context, request_id: str) -> None:
 @click.pass_context
 def cancel(ctx: click.Context, request_id: str) -> None:
     """Withdraw a pending request."""
+    _rm_only(ctx, "cancel")
     with open_rm(ctx) as rm:
         info = rm.requests.cancel(_request_id(request_id))
     click.echo(f"Request {info.id}: {info.status.value}.")
@@ -224,6 +311,7 @@ def cancel(ctx: click.Context, request_id: str) -> None:
 def explain(ctx: click.Context, request_id: str, output: str) -> None:
     """Why the request is where it is: its queue position, what blocks it, who would have to
     give capacity back."""
+    _rm_only(ctx, "explain")
     with open_rm(ctx) as rm:
         found = rm.requests.explain(_request_id(request_id))
     if output == "json":

@@ -5,7 +5,11 @@ in the background and waits for ``/health``; ``down`` stops it; ``status`` repor
 also come from ``WHARF_SERVER_*`` environment variables (click reads them). Without
 ``--db-url`` the server uses this machine's embedded store; without ``--secret-key`` it creates
 one in ``<user data dir>/server/secret_key`` (replicas on other machines must be given the same
-key).
+key). With ``--resource-manager-url`` and ``--resource-manager-token`` (an RM API key) the
+server requests resources for the steps that ask for them; without, such steps fail.
+
+``up`` hands secrets (signing key, passwords, the RM token) to the background process through its
+environment, never its command line, which other users of the machine can read.
 """
 
 from __future__ import annotations
@@ -51,6 +55,16 @@ def _server_options(func: Any) -> Any:
             help="External identity provider's token introspection URL.",
         ),
         click.option(
+            "--resource-manager-url",
+            envvar="WHARF_SERVER_RESOURCE_MANAGER_URL",
+            help="Resource Manager service URL (default: no resource requests).",
+        ),
+        click.option(
+            "--resource-manager-token",
+            envvar="WHARF_SERVER_RESOURCE_MANAGER_TOKEN",
+            help="API key the server uses with the Resource Manager.",
+        ),
+        click.option(
             "--access-token-ttl",
             type=click.FloatRange(min=1),
             default=3600.0,
@@ -89,6 +103,18 @@ def _secret(home: Path, given: str | None) -> str:
     return key
 
 
+def _check_resource_manager(url: str | None, token: str | None) -> None:
+    from wharf.core.errors import InputError
+
+    if url and not token:
+        raise InputError(
+            "--resource-manager-url needs --resource-manager-token (an API key of the Resource "
+            "Manager; or WHARF_SERVER_RESOURCE_MANAGER_TOKEN)."
+        )
+    if token and not url:
+        raise InputError("--resource-manager-token is given without --resource-manager-url.")
+
+
 def _url(host: str, port: int) -> str:
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
@@ -111,6 +137,8 @@ def serve(
     admin_username: str | None,
     admin_password: str | None,
     introspection_url: str | None,
+    resource_manager_url: str | None,
+    resource_manager_token: str | None,
     access_token_ttl: float,
     log_level: str,
 ) -> None:
@@ -119,6 +147,7 @@ def serve(
     from wharf.server.serve import run
     from wharf.server.settings import ServerSettings
 
+    _check_resource_manager(resource_manager_url, resource_manager_token)
     config = load_config()
     settings = ServerSettings(
         database_url=db_url or config.store_url,
@@ -127,6 +156,8 @@ def serve(
         admin_password=admin_password,
         introspection_url=introspection_url,
         access_token_ttl_seconds=access_token_ttl,
+        resource_manager_url=resource_manager_url or None,
+        resource_manager_token=resource_manager_token or None,
     )
     click.echo(f"Wharf server on {_url(host, port)} ({workers} worker(s)).", err=True)
     run(settings, host=host, port=port, workers=workers, log_level=log_level)
@@ -144,6 +175,8 @@ def up(
     admin_username: str | None,
     admin_password: str | None,
     introspection_url: str | None,
+    resource_manager_url: str | None,
+    resource_manager_token: str | None,
     access_token_ttl: float,
     log_level: str,
     timeout: float,
@@ -151,6 +184,7 @@ def up(
     """Start the server in the background; return once it answers."""
     from wharf.server import daemon
 
+    _check_resource_manager(resource_manager_url, resource_manager_token)
     home = _home()
     args = ["--host", host, "--port", str(port), "--workers", str(workers)]
     args += ["--access-token-ttl", str(access_token_ttl), "--log-level", log_level]
@@ -160,6 +194,8 @@ def up(
         ("WHARF_SERVER_ADMIN_USERNAME", admin_username),
         ("WHARF_SERVER_ADMIN_PASSWORD", admin_password),
         ("WHARF_SERVER_INTROSPECTION_URL", introspection_url),
+        ("WHARF_SERVER_RESOURCE_MANAGER_URL", resource_manager_url),
+        ("WHARF_SERVER_RESOURCE_MANAGER_TOKEN", resource_manager_token),
     ):
         if value:
             env[name] = value

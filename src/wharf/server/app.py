@@ -5,16 +5,21 @@ app is cheap and has no side effects) and closed at shutdown; tests may pass a r
 :class:`ServerState` instead, which the app then neither opens nor closes.
 
 Start-up (lifespan) order: open the database (migrating it, serialised across processes by the
-store's migration lock), then bootstrap: the default user and project (``create_defaults``) and
-the configured admin. Both steps are idempotent and race-safe, so several workers or replicas may
-start at once on one database.
+store's migration lock), build the Resource Manager client if one is configured (it connects on
+first use, so an RM that is down does not stop the server from starting), then bootstrap: the
+default user and project (``create_defaults``) and the configured admin. Both steps are idempotent
+and race-safe, so several workers or replicas may start at once on one database. Shutdown closes
+the RM client, then the database.
+
+:func:`build_state` always pairs the store with the Resource Manager it is given, or with none
+(see ``wharf.server.resource_manager``).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -31,6 +36,7 @@ from wharf.server.routers import (
     metadata,
     pipelines,
     projects,
+    resource_requests,
     runs,
     schedules,
     service_accounts,
@@ -42,6 +48,9 @@ from wharf.server.settings import ServerSettings
 from wharf.server.state import ServerState
 from wharf.store.sql.server_stores import ServerStores, open_server_stores
 
+if TYPE_CHECKING:
+    from wharf.resource_manager.client.protocol import ResourceManagerClient
+
 ROUTERS = (  # the engine's hot routes first: a request is matched against routes in order
     steps,
     runs,
@@ -50,6 +59,7 @@ ROUTERS = (  # the engine's hot routes first: a request is matched against route
     metadata,
     stacks,
     schedules,
+    resource_requests,
     auth,
     users,
     projects,
@@ -73,8 +83,14 @@ def build_state(
     *,
     clock: Callable[[], float] | None = None,
     passwords: Passwords | None = None,
+    resource_manager: ResourceManagerClient | None = None,
 ) -> ServerState:
+    """The state of an app over ``stores``, paired with ``resource_manager`` (None: steps that
+    ask for resources are refused); closing the client stays the caller's job."""
+    from wharf.server.resource_manager import ServerRequests, pair
+
     state = ServerState(settings, stores.store, stores.accounts, stores.batches)
+    pair(state, ServerRequests(resource_manager))
     if clock is not None:
         state.clock = clock
     if passwords is not None:
@@ -119,13 +135,19 @@ def create_app(settings: ServerSettings, *, state: ServerState | None = None) ->
             return
         from anyio import to_thread
 
+        from wharf.server.resource_manager import connect
+
         stores = await to_thread.run_sync(lambda: open_server_stores(settings.database_url))
+        rm = None
         try:
-            own = build_state(settings, stores)
+            rm = connect(settings)
+            own = build_state(settings, stores, resource_manager=rm)
             await to_thread.run_sync(bootstrap, own)
             app.state.wharf = own
             yield
         finally:
+            if rm is not None:
+                rm.close()
             stores.close()
 
     app = FastAPI(

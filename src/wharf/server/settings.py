@@ -2,11 +2,13 @@
 
 Nothing here reads the environment: ``wharf server serve`` builds a :class:`ServerSettings` from
 its options (click maps the ``WHARF_SERVER_*`` variables onto them).
+
+Invariant: a Resource Manager URL always comes with the token the server logs in with.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 MIN_SECRET_LENGTH = 32
 
@@ -46,3 +48,18 @@ class ServerSettings(BaseModel):
     create_defaults: bool = True
     """Create the default user and project at start-up (what the embedded store does on first
     use), so that SDK clients of members never need to create them."""
+    resource_manager_url: str | None = None
+    """Base URL of the Resource Manager service that steps asking for resources get their
+    requests from. None: the server handles no resource requests (such a step fails when it is
+    created, saying so)."""
+    resource_manager_token: SecretStr | None = None
+    """API key the server logs in to the Resource Manager with; the server owns (creates,
+    renews, releases) every request of its steps under this principal."""
+
+    @model_validator(mode="after")
+    def _resource_manager_login(self) -> ServerSettings:
+        if self.resource_manager_url is not None and self.resource_manager_token is None:
+            raise ValueError("resource_manager_url needs resource_manager_token (an RM API key)")
+        if self.resource_manager_url is None and self.resource_manager_token is not None:
+            raise ValueError("resource_manager_token is given without resource_manager_url")
+        return self

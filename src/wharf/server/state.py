@@ -2,6 +2,10 @@
 
 Held on ``app.state.wharf``; handlers reach it through ``wharf.server.deps``. It owns no global
 state: two apps in one process (tests) have two of these.
+
+``resource_requests`` is the server's link to the Resource Manager (or its absence): the app
+factory pairs ``store`` and ``batches`` with it (``wharf.server.resource_manager.pair``), so they
+are resource-aware whenever a state serves requests.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.server.auth.cache import AuthCache
@@ -17,6 +21,9 @@ from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
 from wharf.server.settings import ServerSettings
 from wharf.store.ports import AccountStore, ArtifactBatchOperations, StepRunBatchOperations, Store
+
+if TYPE_CHECKING:
+    from wharf.server.resource_manager import ServerRequests
 
 
 class Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
@@ -36,6 +43,8 @@ class ServerState:
     auth_cache: AuthCache = field(init=False)
     key_touches: dict[UUID, float] = field(default_factory=dict)
     """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
+    resource_requests: ServerRequests | None = None
+    """Set by ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
 
     def __post_init__(self) -> None:
         self.scopes = Scopes(self.store)

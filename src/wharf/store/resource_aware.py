@@ -13,7 +13,14 @@ with three additions:
 - ``update`` to a finished or retrying status releases the request, whatever the outcome.
 
 RM errors on renewal are logged and the step keeps running while its lease is valid; the
-same wrapper serves embedded mode (in-process RM) and the workspace server (HTTP RM).
+same wrapper serves embedded mode (in-process RM) and the workspace server (HTTP RM). The
+requesting account comes from an :data:`AccountOf` resolver: the workspace's own user in
+embedded mode (:func:`fixed_account`), the user each run records on the server
+(:func:`recorded_user`). :class:`ResourceAwareBatches` gives the server's batch and combined
+calls the same behaviour by routing their results through the wrapper's own steps.
+
+Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
+ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from __future__ import annotations
 import builtins
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.config.flavors import resource_manager_connector
@@ -36,23 +43,65 @@ from wharf.core.enums import (
     ResourceRequestStatus,
     StepRuntime,
 )
-from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, WharfError
+from wharf.core.errors import (
+    EntityNotFoundError,
+    IllegalOperationError,
+    IllegalTransitionError,
+    WharfError,
+)
 from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
     HeartbeatResponse,
     Page,
     PageRequest,
+    PipelineRunRecord,
     StepRunCreate,
     StepRunFilter,
     StepRunRecord,
     StepRunUpdate,
     UserRecord,
 )
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import (
+    ArtifactBatchOperations,
+    StepRunBatchOperations,
+    StepRunRepository,
+    Store,
+)
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
     from wharf.resource_manager.domain import SubjectChain
+
+
+AccountOf = Callable[[PipelineRunRecord], UserRecord]
+"""The account a run's resource requests are made for (WharfError when there is none)."""
+
+
+def fixed_account(user: UserRecord | None) -> AccountOf:
+    """Every run's requests are ``user``'s (embedded mode: the workspace's user)."""
+
+    def account(run: PipelineRunRecord) -> UserRecord:
+        if user is None:
+            raise WharfError("Resource requests need the requesting user.")
+        return user
+
+    return account
+
+
+def recorded_user(store: Store) -> AccountOf:
+    """Each run's requests are made for the user the run records (the workspace server)."""
+
+    def account(run: PipelineRunRecord) -> UserRecord:
+        if run.user_id is None:
+            raise IllegalOperationError(
+                f"Run '{run.name}' records no user, and resource requests are made for the "
+                "run's user: create the run as a user, or name one in its user_id."
+            )
+        return store.users.get(run.user_id)
+
+    return account
 
 
 def attach_resource_manager(
@@ -60,11 +109,18 @@ def attach_resource_manager(
 ) -> None:
     """Pair ``store`` with a Resource Manager: steps that ask for resources get requests,
     heartbeats renew them, finished steps release them."""
-    if isinstance(store.steps, ResourceAwareStepRuns):
-        return  # already paired (several workspaces may share one store)
-    requests = LazyRequests(connect)
-    store.steps = ResourceAwareStepRuns(store.steps, store, requests, user)
-    store.resource_requests = requests
+    pair_store(store, LazyRequests(connect), fixed_account(user))
+
+
+def pair_store(store: Store, requests: LazyRequests, account: AccountOf) -> ResourceAwareStepRuns:
+    """Wrap ``store.steps`` (once: several workspaces may share one store) and expose
+    ``requests`` as the store's ``resource_requests``; the wrapped step runs."""
+    steps = store.steps
+    if not isinstance(steps, ResourceAwareStepRuns):
+        steps = ResourceAwareStepRuns(steps, store, requests, account)
+        store.steps = steps
+        store.resource_requests = requests
+    return steps
 
 
 logger = logging.getLogger(__name__)
@@ -79,6 +135,11 @@ RECLAIMED = frozenset(
         ResourceRequestStatus.EXPIRED,
     }
 )
+HOLDING = frozenset(
+    {ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING}
+)
+"""Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
+its resources until its shutdown completes (its final status releases them)."""
 _ALL_STEPS = StepRunFilter()
 _FIRST_PAGE = PageRequest()
 PENDING_LEASE_SECONDS = 60
@@ -90,6 +151,14 @@ def wants_resources(spec: StepSpec | None) -> bool:
     return resources is not None and bool(resources.canonical_demands())
 
 
+def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
+    """``update`` minus any request id: pointing a step at another request would let its
+    heartbeats and its finish renew or release a request it does not hold."""
+    if update.resource_request_id is None:
+        return update
+    return update.model_copy(update={"resource_request_id": None})
+
+
 class ResourceAwareStepRuns:
     """A ``StepRunRepository`` that keeps the Resource Manager in step with step runs."""
 
@@ -98,12 +167,12 @@ class ResourceAwareStepRuns:
         inner: StepRunRepository,
         store: Store,
         requests: LazyRequests,
-        user: UserRecord | None,
+        account: AccountOf,
     ) -> None:
         self._inner = inner
         self._store = store
         self._requests = requests
-        self._user = user
+        self._account = account
 
     # -------------------------------------------------------------- delegated as they are
 
@@ -129,24 +198,35 @@ class ResourceAwareStepRuns:
     # -------------------------------------------------------------- with resources
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
-        record = self._inner.create(step)
-        if step.status is not ExecutionStatus.QUEUED or not wants_resources(step.spec):
-            return record
-        try:
-            request_id = self._create_request(record, step)
-        except WharfError as exc:
-            self._inner.update(
-                record.id,
-                StepRunUpdate(
-                    status=ExecutionStatus.FAILED,
-                    status_reason=f"Could not request resources: {exc}",
-                ),
+        return self.request_for_created([(self._inner.create(step), step)])[0]
+
+    def request_for_created(
+        self, created: Sequence[tuple[StepRunRecord, StepRunCreate]]
+    ) -> builtins.list[StepRunRecord]:
+        """Give each just-created queued step that asks for resources its request; the
+        records, updated. If one request fails, every step of ``created`` that asked for
+        resources ends failed (requests already made are released) and the error is raised:
+        a batch is all or nothing for the caller, even where the RM could not take part."""
+        records: builtins.list[StepRunRecord] = []
+        for record, step in created:
+            if step.status is not ExecutionStatus.QUEUED or not wants_resources(step.spec):
+                records.append(record)
+                continue
+            try:
+                request_id = self._create_request(record, step)
+            except WharfError as exc:
+                self._fail_queued(created, records, f"Could not request resources: {exc}")
+                raise
+            records.append(
+                self._inner.update(record.id, StepRunUpdate(resource_request_id=request_id))
             )
-            raise
-        return self._inner.update(record.id, StepRunUpdate(resource_request_id=request_id))
+        return records
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
-        record = self._inner.update(step_run_id, update)
+        return self.updated(self._inner.update(step_run_id, without_request_id(update)))
+
+    def updated(self, record: StepRunRecord) -> StepRunRecord:
+        """``record`` as an update left it: its request is released if the step ended."""
         if record.status.is_finished or record.status is ExecutionStatus.RETRYING:
             self._release(record)
         return record
@@ -156,7 +236,7 @@ class ResourceAwareStepRuns:
     ) -> HeartbeatResponse:
         response = self._inner.update_heartbeat(step_run_id, liveness_timeout_seconds)
         request_id = response.resource_request_id
-        if response.status is not ExecutionStatus.RUNNING or request_id is None:
+        if response.status not in HOLDING or request_id is None:
             return response
         try:
             request = self._requests.renew(
@@ -171,7 +251,7 @@ class ResourceAwareStepRuns:
         except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
             logger.warning("Could not renew the lease of step %s: %s", step_run_id, exc)
             return response
-        if not reclaimed:
+        if not reclaimed or response.status is not ExecutionStatus.RUNNING:
             return response
         try:
             self._inner.update(
@@ -185,6 +265,26 @@ class ResourceAwareStepRuns:
         return response.model_copy(update={"status": ExecutionStatus.CANCELLING})
 
     # -------------------------------------------------------------- internals
+
+    def _fail_queued(
+        self,
+        created: Sequence[tuple[StepRunRecord, StepRunCreate]],
+        done: Sequence[StepRunRecord],
+        reason: str,
+    ) -> None:
+        got = {record.id: record for record in done}
+        for record, step in created:
+            if step.status is not ExecutionStatus.QUEUED or not wants_resources(step.spec):
+                continue
+            try:
+                failed = self._inner.update(
+                    record.id, StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
+                )
+            except WharfError as exc:  # the caller's error matters more than this one
+                logger.warning("Could not mark step %s failed: %s", record.name, exc)
+                continue
+            if record.id in got:
+                self._release(failed)
 
     def _release(self, record: StepRunRecord) -> None:
         if record.resource_request_id is None:
@@ -215,9 +315,7 @@ class ResourceAwareStepRuns:
         run = self._store.runs.get(record.run_id)
         pipeline = self._store.pipelines.get(run.pipeline_id)
         project = self._store.projects.get(run.project_id)
-        user = self._user
-        if user is None:
-            raise WharfError("Resource requests need the requesting user.")
+        user = self._account(run)
         project_node = SubjectNode(
             subject_type=SubjectType.PROJECT,
             subject_id=str(project.id),
@@ -276,6 +374,7 @@ class ResourceAwareStepRuns:
                     "pipeline_run_name": run.name,
                     "pipeline_run_id": str(run.id),
                     "project": project.name,
+                    "project_id": str(project.id),
                     "user": user.name,
                 },
                 preemption_group=SubjectSelector(
@@ -314,6 +413,45 @@ class ResourceAwareStepRuns:
                 )
             )
         return chains
+
+
+class _Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
+    """Both batch capabilities on one object (as the SQL store offers them)."""
+
+
+class ResourceAwareBatches:
+    """The server's batch and combined step calls, kept in step with the Resource Manager by
+    the paired step runs: created queued steps get requests, finished ones release them."""
+
+    def __init__(self, inner: _Batches, steps: ResourceAwareStepRuns) -> None:
+        self._inner = inner
+        self._steps = steps
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        records = self._inner.create_many(steps)
+        return self._steps.request_for_created(list(zip(records, steps, strict=True)))
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime
+    ) -> tuple[StepRunRecord, bool]:
+        record, created = self._inner.find_cached_or_create(step, project_id, now)
+        if created:
+            record = self._steps.request_for_created([(record, step)])[0]
+        return record, created
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        record, versions = self._inner.finish(step_run_id, without_request_id(update), outputs)
+        return self._steps.updated(record), versions
+
+    def create_versions(
+        self, versions: Sequence[ArtifactVersionCreate]
+    ) -> builtins.list[ArtifactVersionRecord]:
+        return self._inner.create_versions(versions)
 
 
 class ResourceManagerHandle:

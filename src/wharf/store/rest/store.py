@@ -2,7 +2,9 @@
 
 Each repository is a thin client of one resource (Prefect's client-per-resource layout); they
 share one :class:`HttpSession` (connection pool, credentials). ``steps`` and ``artifacts`` also
-offer the optional batch capabilities of ``wharf.store.ports``.
+offer the optional batch capabilities of ``wharf.store.ports``. ``resource_requests`` is always
+there: the server creates its steps' requests, and answers that it has no Resource Manager
+when it has none.
 
 Credentials: an access token (``wharf login`` with a password), a run token or an API key, sent
 as ``Authorization: Bearer``. Nothing is contacted before the first call.
@@ -31,6 +33,7 @@ from wharf.store.rest.artifacts import RestArtifactRepository
 from wharf.store.rest.http import DEFAULT_TIMEOUT_SECONDS, HttpSession
 from wharf.store.rest.metadata import RestRunMetadataRepository, RestScheduleRepository
 from wharf.store.rest.pipelines import RestPipelineRepository, RestSnapshotRepository
+from wharf.store.rest.resource_requests import RestResourceRequests
 from wharf.store.rest.runs import RestRunRepository
 from wharf.store.rest.stacks import RestStackRepository
 from wharf.store.rest.steps import RestStepRunRepository
@@ -67,8 +70,7 @@ class RestStore:
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
-        # Resource requests over REST come with the workspace server's resource routes.
-        self.resource_requests: ResourceRequestRepository | None = None
+        self.resource_requests: ResourceRequestRepository | None = RestResourceRequests(self.http)
 
     @property
     def url(self) -> str:
