@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
 from wharf.server.auth.access import Access
@@ -20,11 +20,6 @@ from wharf.server.auth.authenticate import authenticate
 from wharf.server.auth.principal import Principal
 from wharf.server.state import ServerState
 from wharf.store.ports import Store
-
-_bearer = HTTPBearer(
-    auto_error=False,
-    description="An access token (POST /api/v1/auth/login), a run token or an API key.",
-)
 
 
 async def get_state(request: Request) -> ServerState:
@@ -63,17 +58,26 @@ class Ctx:
         return self.state.store
 
 
-async def get_ctx(
-    request: Request,
-    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Ctx:
-    header = request.headers.get("authorization")
-    if header is not None:
-        scheme, value = get_authorization_scheme_param(header)
-        header = f"{scheme} {value}"
-    state: ServerState = request.app.state.wharf
-    return Ctx(state, header)
+class _BearerContext(HTTPBearer):
+    """The ``Authorization: Bearer`` security scheme (it documents every route's security in
+    the OpenAPI spec) that yields the request's :class:`Ctx` itself: one dependency per request
+    instead of a scheme plus a context built on it (FastAPI resolves each one per request)."""
 
+    # It returns the context, not the credentials: FastAPI only ever calls it as a dependency.
+    async def __call__(self, request: Request) -> Ctx:  # type: ignore[override]
+        header = request.headers.get("authorization")
+        if header is not None:
+            scheme, value = get_authorization_scheme_param(header)
+            header = f"{scheme} {value}"
+        state: ServerState = request.app.state.wharf
+        return Ctx(state, header)
+
+
+get_ctx = _BearerContext(
+    scheme_name="HTTPBearer",
+    auto_error=False,
+    description="An access token (POST /api/v1/auth/login), a run token or an API key.",
+)
 
 CtxDep = Annotated[Ctx, Depends(get_ctx)]
 StateDep = Annotated[ServerState, Depends(get_state)]

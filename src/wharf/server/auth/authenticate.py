@@ -40,17 +40,19 @@ def authenticate(state: ServerState, authorization: str | None) -> Principal:
     if scheme.lower() != "bearer" or not credential:
         raise AuthenticationError("Use 'Authorization: Bearer <access token or API key>'.")
     now = state.clock()
-    cached = state.auth_cache.get(credential, now)
+    cache = state.auth_cache
+    cached = cache.get(credential, now)
     if cached is not None:
         return cached
+    generation = cache.generation  # read before the checks: see ``AuthCache.put``
     if credential.startswith(api_keys.PREFIX):
         principal = _api_key_principal(state, credential)
-        state.auth_cache.put(credential, principal, None)
+        cache.put(credential, principal, None, generation)
         return principal
     claims = tokens.decode(credential, state.secret, now)
     principal = _token_principal(state, claims)
     if claims.typ == "run":  # a user's own login is checked every time: logout is immediate
-        state.auth_cache.put(credential, principal, claims.exp)
+        cache.put(credential, principal, claims.exp, generation)
     return principal
 
 

@@ -5,20 +5,30 @@ few seconds with the same run token, so the server remembers what an API key or 
 resolved to for ``settings.auth_cache_seconds`` (default 5 s; 0 turns the cache off). Users'
 access tokens are not cached (see ``authenticate``).
 
-Invariants:
-- Only successful authentications are cached; a refused credential is checked again each time.
-- Every change made through this server that can revoke or demote a credential (logout, user or
-  service account deactivation, key revocation, admin flag) clears this process's cache, so it
-  takes effect at once here; other worker processes and replicas see it within the TTL (for
-  API keys and run tokens; users' own access tokens are never cached).
-- Expiry of signed tokens is still checked on every request (the cache keeps the token's
-  ``exp``), so an expired token is never served from the cache.
+Revocation semantics (what ``tests/server/test_auth_cache.py`` pins down):
+- Through the same worker process: immediate. Every change made through this server that can
+  revoke or demote a credential (logout, user or service account deactivation, key revocation,
+  admin flag) clears this process's cache.
+- Through another worker process of the same server, another replica, or straight in the
+  database: an API key, or a run token issued through it or to a service account, stays
+  accepted by a worker that checked it recently for at most ``auth_cache_seconds`` more. A
+  user's own access token is never cached, so logging out is immediate everywhere (a run token
+  issued to a user follows the API-key rule).
+- Expiry of signed tokens is checked on every request (the cache keeps the token's ``exp``), so
+  an expired token is never served from the cache.
+
+Invariants: only successful authentications are cached (a refused credential is checked again
+each time); an entry is dropped once its ``auth_cache_seconds`` have passed on this process's
+monotonic clock; a check that was under way when the cache was cleared is not cached (its
+caller passes the ``generation`` it started at), so a revocation through this process cannot be
+undone by a concurrent request that read the credential just before it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from wharf.server.auth.principal import Principal
@@ -36,10 +46,13 @@ class _Entry:
 
 
 class AuthCache:
-    def __init__(self, ttl_seconds: float) -> None:
+    def __init__(self, ttl_seconds: float, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl_seconds
+        self._monotonic = monotonic
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
+        self.generation = 0
+        """Incremented by every :meth:`clear`."""
 
     def get(self, credential: str, now: float) -> Principal | None:
         if self.ttl <= 0:
@@ -47,22 +60,28 @@ class AuthCache:
         entry = self._entries.get(credential)
         if entry is None:
             return None
-        if time.monotonic() >= entry.valid_until or (
+        if self._monotonic() >= entry.valid_until or (
             entry.expires_at is not None and now >= entry.expires_at
         ):
             self._entries.pop(credential, None)
             return None
         return entry.principal
 
-    def put(self, credential: str, principal: Principal, expires_at: float | None) -> None:
+    def put(
+        self, credential: str, principal: Principal, expires_at: float | None, generation: int
+    ) -> None:
+        """Remember a credential checked since ``generation`` was read (else ignored)."""
         if self.ttl <= 0:
             return
-        entry = _Entry(principal, time.monotonic() + self.ttl, expires_at)
+        entry = _Entry(principal, self._monotonic() + self.ttl, expires_at)
         with self._lock:
+            if generation != self.generation:
+                return
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries.clear()
             self._entries[credential] = entry
 
     def clear(self) -> None:
         with self._lock:
+            self.generation += 1
             self._entries.clear()

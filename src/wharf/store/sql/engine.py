@@ -7,6 +7,17 @@ Invariants:
   ``BEGIN IMMEDIATE``: the writer takes the database's write lock *before* it reads, so two
   processes can neither deadlock on a lock upgrade nor lose an update (read-modify-write is
   serialised). Read-only transactions use a deferred ``BEGIN`` so readers never wait for writers.
+- :meth:`Database.autocommit` runs statements that are atomic on their own without a
+  transaction around them: each statement commits by itself (no ``BEGIN``/``COMMIT`` round
+  trips; on SQLite the write lock is held only while SQLite executes the statement, never while
+  Python runs between statements). On MySQL/MariaDB it is an ordinary write transaction.
+- Pools keep up to ``POOL_SIZE`` connections open and open at most ``POOL_MAX_OVERFLOW`` more
+  for peaks (20 per process; SQLAlchemy's default of 5 + 10 made a busy server worker open and
+  close a PostgreSQL backend every few requests).
+  A PostgreSQL/MySQL connection that sat unused in the pool for more than
+  ``PING_AFTER_IDLE_SECONDS`` is pinged before use and replaced if dead; one in steady use is
+  not (a ping is a round trip per request), so after a database restart the first statement on
+  each recently used connection fails, which invalidates the whole pool at once.
 - MySQL/MariaDB connections use ``READ COMMITTED`` (as PostgreSQL does by default), so a locking
   read followed by a plain read in the same transaction sees the same, latest committed data on
   both servers.
@@ -17,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +49,12 @@ Clock = Callable[[], datetime]
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 CONNECT_TIMEOUT_SECONDS = 10
 MAX_CONFLICT_RETRIES = 10
+POOL_SIZE = 16
+POOL_MAX_OVERFLOW = 4
+PING_AFTER_IDLE_SECONDS = 10.0
+_CHECKED_IN = "wharf_checked_in"
 _READ_ONLY = "wharf_read_only"
+_AUTOCOMMIT = "wharf_autocommit"
 
 _DRIVER_FOR_SCHEME = {
     "postgresql": "postgresql+psycopg",
@@ -96,27 +113,46 @@ def create_sql_engine(url: str | URL) -> Engine:
     connect_args: dict[str, Any] = {}
     if "connect_timeout" not in parsed.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
-    options: dict[str, Any] = {"pool_pre_ping": True}
+    options: dict[str, Any] = {"pool_size": POOL_SIZE, "max_overflow": POOL_MAX_OVERFLOW}
     if backend in ("mysql", "mariadb"):
         options["isolation_level"] = "READ COMMITTED"
         options["pool_recycle"] = 3600  # below MySQL's default 8 h wait_timeout
     try:
-        return create_engine(parsed, connect_args=connect_args, **options)
+        engine = create_engine(parsed, connect_args=connect_args, **options)
     except ImportError as exc:
         extra = "postgres" if backend == "postgresql" else "mysql"
         raise InputError(
             f"The database driver for {mask_url(parsed)} is not installed ({exc}); "
             f"install it with: pip install 'wharf[{extra}]'."
         ) from None
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection on checkout only if it sat idle for a while (see the module
+    docstring); SQLAlchemy's ``pool_pre_ping`` pings on every checkout."""
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_CHECKED_IN)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return  # new, or in recent use
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool discards this connection and checks out another (or opens one).
+            raise sa_exc.DisconnectionError(f"Stale pooled connection: {exc}") from exc
 
 
 def _enable_wal(cursor: Any) -> None:
     """Switch the file to WAL. While several processes open a brand-new file at once, the
     switch can fail at once with "database is locked" (SQLite does not wait on its busy
     handler for it), so it is retried for a while."""
-    import sqlite3
-    import time
-
     deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
     while True:
         try:
@@ -139,6 +175,8 @@ def _sqlite_engine(url: URL) -> Engine:
     engine = create_engine(
         url,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "cached_statements": 256},
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_MAX_OVERFLOW,
     )
 
     @event.listens_for(engine, "connect")
@@ -157,7 +195,12 @@ def _sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        statement = "BEGIN" if conn.get_execution_options().get(_READ_ONLY) else "BEGIN IMMEDIATE"
+        options = conn.get_execution_options()
+        if options.get(_AUTOCOMMIT):
+            # The driver is in autocommit mode already (isolation_level=None): SQLAlchemy's
+            # COMMIT then finds no open transaction and is a no-op.
+            return
+        statement = "BEGIN" if options.get(_READ_ONLY) else "BEGIN IMMEDIATE"
         # Straight to the driver: this runs once per transaction on the per-step hot path.
         # SQLAlchemy does not wrap exceptions raised by "begin" listeners, so wrap them here.
         try:
@@ -176,8 +219,21 @@ class Database:
         self.masked_url = masked_url
         self._clock = clock or utc_now
         self._read_engine = engine.execution_options(**{_READ_ONLY: True})
+        self._autocommit_engine = self._autocommit_variant(engine)
         self.is_sqlite = engine.dialect.name == "sqlite"
         self.is_mysql = is_mysql(engine.dialect)
+
+    @staticmethod
+    def _autocommit_variant(engine: Engine) -> Engine:
+        if engine.dialect.name == "sqlite":
+            # pysqlite already runs in autocommit mode; SQLAlchemy's AUTOCOMMIT level would turn
+            # pysqlite's implicit BEGINs back on when the connection returns to the pool.
+            return engine.execution_options(**{_AUTOCOMMIT: True})
+        if is_mysql(engine.dialect):
+            # PyMySQL switches autocommit with a query, and back on check-in: two round trips
+            # to save one COMMIT. A transaction is the cheaper (and stronger) choice there.
+            return engine
+        return engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def now(self) -> datetime:
         """The store's current time (aware UTC); the only time source of the store."""
@@ -200,6 +256,21 @@ class Database:
             except errors.RetryableConflictError:
                 continue
         return self._run(self.engine, fn)
+
+    def autocommit(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` with every statement committing on its own (no enclosing transaction;
+        on MySQL/MariaDB in one transaction, see ``_autocommit_variant``).
+
+        Only for work whose statements are each atomic and correct alone, such as a single
+        conditional ``UPDATE``; like :meth:`write`, a deadlock or serialization failure runs
+        ``fn`` again, so ``fn`` must be safe to repeat.
+        """
+        for _ in range(MAX_CONFLICT_RETRIES - 1):
+            try:
+                return self._run(self._autocommit_engine, fn)
+            except errors.RetryableConflictError:
+                continue
+        return self._run(self._autocommit_engine, fn)
 
     def _run(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
         try:
