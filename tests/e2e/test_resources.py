@@ -1,4 +1,9 @@
-"""Steps that wait for their resources (embedded mode: in-process Resource Manager)."""
+"""Steps that wait for their resources, end to end with real processes, in both modes:
+
+- ``embedded``: SQLite store, the Resource Manager in-process;
+- ``team``: the SDK talks to a workspace server, which talks to a Resource Manager service,
+  both real ``wharf … serve`` processes on PostgreSQL (:mod:`tests.e2e.team`).
+"""
 
 from __future__ import annotations
 
@@ -7,27 +12,84 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e import steps_lib
+from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
 from wharf import Client, ResourceSettings, RetryConfig, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import IllegalOperationError
+from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, StepRunFilter
 
 ASC = PageRequest(sort="asc", size=1000)
 LICENSE = ResourceSettings(resources={"license": 1})
+MODES = ("embedded", "team")
+
+
+@dataclass
+class Mode:
+    """How the SDK reaches its store and Resource Manager in this test."""
+
+    name: str
+    team: Team | None = None
+
+    def open(self) -> Workspace:
+        return Workspace.open(load_config())
+
+    def rm(self, workspace: Workspace) -> ResourceManagerClient:
+        """The Resource Manager as whoever sets up pools: the embedded one, or the service's
+        administrator."""
+        if self.team is None:
+            return workspace.resource_manager()
+        return self.team.rm_client()
+
+    def ensure_pool(
+        self, workspace: Workspace, name: str, capacity: dict[str, Any], **options: Any
+    ) -> None:
+        """A pool (and its policy) admitting the workspace's user."""
+        rm = self.rm(workspace)
+        try:
+            ensure_pool(rm, name, capacity, account=workspace.user.name, **options)
+        finally:
+            if self.team is not None:
+                rm.close()
+
+
+@pytest.fixture(params=MODES)
+def mode(
+    request: pytest.FixtureRequest,
+    wharf_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    empty_database_url: Any,
+) -> Iterator[Mode]:
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    if request.param == "embedded":
+        yield Mode("embedded")
+        return
+    team = start_team(
+        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
+    )
+    try:
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        yield Mode("team", team)
+    finally:
+        team.stop()
 
 
 @pytest.fixture
-def rm_workspace(wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    ws = Workspace.open(load_config())
+def rm_workspace(mode: Mode) -> Iterator[Workspace]:
+    ws = mode.open()
     yield ws
     ws.close()
 
@@ -36,10 +98,9 @@ def steps(workspace: Workspace, run_id) -> list:
     return workspace.store.steps.list(StepRunFilter(run_id=run_id), ASC).items
 
 
-def test_steps_queue_for_a_scarce_resource(rm_workspace: Workspace):
+def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
     client = Client(rm_workspace.config, rm_workspace.store)
-    client._workspace = rm_workspace
-    client.ensure_resource_pool("licenses", {"license": 1})
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
     holder = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
 
     @pipeline(dynamic=True)
@@ -66,8 +127,8 @@ def test_steps_queue_for_a_scarce_resource(rm_workspace: Workspace):
     assert "license" in client.load_step_output(run.id, "hold_license")
 
 
-def test_allocation_timeout_message(rm_workspace: Workspace, tmp_path: Path):
-    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+def test_allocation_timeout_message(mode: Mode, rm_workspace: Workspace, tmp_path: Path):
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
     release = tmp_path / "release"
     holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
     impatient = steps_lib.hold_license.with_options(
@@ -99,8 +160,8 @@ def test_allocation_timeout_message(rm_workspace: Workspace, tmp_path: Path):
     assert str(late.resource_request_id) in late.status_reason
 
 
-def test_legacy_settings(rm_workspace: Workspace):
-    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+def test_legacy_settings(mode: Mode, rm_workspace: Workspace):
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
     legacy = steps_lib.hold_license.with_options(
         settings={"resources": {"pool_resources": {"license": 1}, "preemptible": False}}
     )
@@ -144,7 +205,19 @@ def test_inline_and_isolated_tolerance_rules(rm_workspace: Workspace):
     assert rm_workspace.store.runs.list().total == 0  # nothing half-made
 
 
-def test_isolated_step_is_pinned_to_its_cpus(rm_workspace: Workspace):
+def test_isolated_step_is_pinned_to_its_cpus(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedded only: the allocation comes from the local pool describing this machine."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    rm_workspace = Workspace.open(load_config())
+    try:
+        _pinned(rm_workspace)
+    finally:
+        rm_workspace.close()
+
+
+def _pinned(rm_workspace: Workspace) -> None:
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
         pytest.fail("this test needs a machine with at least 2 CPUs and CPU affinity")
     make_stack(rm_workspace, "procs", "local_process")
@@ -161,8 +234,8 @@ def test_isolated_step_is_pinned_to_its_cpus(rm_workspace: Workspace):
     assert client.load_step_output(run.id, "affinity") == 1
 
 
-def test_sigkill_releases_the_capacity(rm_workspace: Workspace):
-    Client(rm_workspace.config, rm_workspace.store).ensure_resource_pool("licenses", {"license": 1})
+def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
     make_stack(rm_workspace, "procs", "local_process")
     rm_workspace.config = load_config(active_stack="procs")
     killer = steps_lib.self_kill.with_options(settings={"resources": LICENSE})
@@ -182,16 +255,14 @@ def test_sigkill_releases_the_capacity(rm_workspace: Workspace):
     assert found["hold_license"].status is ExecutionStatus.COMPLETED
 
 
-def _contended_pool(workspace: Workspace, reclaimable: str) -> None:
+def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
     """One licence; the 'high' pipeline's policy outranks the 'low' one's."""
     from wharf.resource_manager.client.models import PolicyCreate
     from wharf.resource_manager.domain import SubjectSelector, SubjectType
 
-    client = Client(workspace.config, workspace.store)
-    client._workspace = workspace
-    client.ensure_resource_pool("shared", {"license": 1}, reclaimable=reclaimable)
-    rm = client.resource_manager
-    rm.policies.delete("shared-default")
+    mode.ensure_pool(workspace, "shared", {"license": 1}, reclaimable=reclaimable)
+    rm = mode.rm(workspace)
+    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
     for name, priority in (("low", 0), ("high", 10)):
         rm.policies.create(
             PolicyCreate(
@@ -207,14 +278,13 @@ def _contended_pool(workspace: Workspace, reclaimable: str) -> None:
 
 @pytest.mark.parametrize("tolerance", ["coordinated", "none"])
 def test_higher_priority_pipeline_reclaims(
-    wharf_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
+    mode: Mode, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
 ):
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
     monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
-    setup = Workspace.open(load_config())
+    setup = mode.open()
     make_stack(setup, "procs", "local_process")
     # A tolerance-none request only goes to capacity that is never reclaimed.
-    _contended_pool(setup, "never" if tolerance == "none" else "coordinated")
+    _contended_pool(mode, setup, "never" if tolerance == "none" else "coordinated")
     setup.close()
     release = tmp_path / "release"
     marker = tmp_path / "cleanup"
@@ -240,7 +310,7 @@ def test_higher_priority_pipeline_reclaims(
     results = {}
 
     def run(p, key):
-        ws = Workspace.open(load_config())
+        ws = mode.open()
         try:
             results[key] = (p.run_in(ws), ws)
             results[key + "_steps"] = steps(ws, results[key][0].id)
@@ -250,7 +320,7 @@ def test_higher_priority_pipeline_reclaims(
     low_thread = threading.Thread(target=run, args=(low, "low"))
     low_thread.start()
     deadline = time.monotonic() + 30
-    check = Workspace.open(load_config())
+    check = mode.open()
     try:  # wait until the low step holds the licence
         while time.monotonic() < deadline:
             running = check.store.steps.list(
@@ -288,14 +358,12 @@ def test_higher_priority_pipeline_reclaims(
 
 
 def test_admin_ending_requests_stops_waiting_and_running_steps(
-    rm_workspace: Workspace, tmp_path: Path
+    mode: Mode, rm_workspace: Workspace, tmp_path: Path
 ):
     """An admin cancels a waiting step's request (the step fails, naming it) and releases a
     running step's request (the step is cancelled through its heartbeat, never failed)."""
-    client = Client(rm_workspace.config, rm_workspace.store)
-    client._workspace = rm_workspace
-    client.ensure_resource_pool("licenses", {"license": 1})
-    rm = client.resource_manager
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+    rm = mode.rm(rm_workspace)
     started, release = tmp_path / "started", tmp_path / "release"
     holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
     waiter = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
@@ -333,3 +401,56 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
     assert "was cancelled" in found["hold_license"].status_reason
     assert found["wait_for_file"].status is ExecutionStatus.CANCELLED
     assert "released" in found["wait_for_file"].status_reason
+
+
+def test_resource_manager_unreachable_during_heartbeats(
+    wharf_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    empty_database_url: Any,
+) -> None:
+    """Team mode: the Resource Manager goes away while a step holds its licence. Heartbeats
+    still answer (the renewal is retried at the next beat), the step keeps running on its
+    valid lease, and it completes normally once the Resource Manager is back."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # liveness, hence lease: 11 s
+    team = start_team(
+        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
+    )
+    try:
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        mode = Mode("team", team)
+        ws = mode.open()
+        mode.ensure_pool(ws, "licenses", {"license": 1})
+        started, release = tmp_path / "started", tmp_path / "release"
+        holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+
+        @pipeline(dynamic=True)
+        def p() -> None:
+            holder(path=str(release), started=str(started))
+
+        result: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: result.update(run=p.run_in(ws)))
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), "the step never started"
+        team.resource_manager.stop()
+        time.sleep(4.5)  # two heartbeats find the Resource Manager gone
+        running = ws.store.steps.list(StepRunFilter(status=ExecutionStatus.RUNNING), ASC).items
+        assert [s.name for s in running] == ["wait_for_file"]
+        team.resource_manager.start()
+        time.sleep(2.5)  # a heartbeat renews the lease again
+        release.write_text("go")
+        thread.join(60)
+        run = result["run"]
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        record = steps(ws, run.id)[0]
+        assert record.status is ExecutionStatus.COMPLETED
+        with team.rm_client() as rm:
+            request = rm.requests.get(record.resource_request_id)
+        assert request.status is ResourceRequestStatus.RELEASED
+        ws.close()
+    finally:
+        team.stop()

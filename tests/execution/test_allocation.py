@@ -1,12 +1,17 @@
-"""Waiting for an allocation: renew-polling with backoff, fail-fast, timeout (fake clock)."""
+"""Waiting for an allocation: renew-polling with backoff, fail-fast, timeout, and waking up in
+the wait room when a release allocated the request (fake clock and fake room, no sleeps)."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState as RS
@@ -118,3 +123,140 @@ def test_timeout_message():
 def test_missing_request():
     with pytest.raises(AllocationFailedError, match="not found"):
         waiter(FakeRM([None]), Clock()).wait(REQUEST, ResourceSettings())
+
+
+# ------------------------------------------------------------------ with a wait room
+
+
+@dataclass
+class TimedRM:
+    """The request is pending until ``allocated_at`` (seconds of fake time), then allocated."""
+
+    clock: Clock
+    allocated_at: float
+    status: S = S.ALLOCATED
+    renewals: list[tuple[float, int]] = field(default_factory=list)
+    """(fake seconds, lease) of every renewal."""
+
+    def elapsed(self) -> float:
+        return (self.clock.now - START).total_seconds()
+
+    def state(self) -> S:
+        return self.status if self.elapsed() >= self.allocated_at else S.PENDING
+
+    def renew(self, request_id, lease_seconds, runtime_state=None):
+        assert runtime_state is RS.PENDING
+        self.renewals.append((self.elapsed(), lease_seconds))
+        return Reply(request_id, self.state(), "the reason")
+
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class FakeRoom:
+    """A wait room on fake time: if ``wakes`` (a release of this process changed the request
+    at ``rm.allocated_at``), a wait spanning that instant returns the request then."""
+
+    rm: TimedRM
+    wakes: bool = True
+    entered: list[int] = field(default_factory=list)
+    """How many renewals had happened when the waiter entered."""
+    inside: bool = False
+
+    @contextmanager
+    def enter(self, request_id):
+        self.entered.append(len(self.rm.renewals))
+        self.inside = True
+        try:
+            yield self
+        finally:
+            self.inside = False
+
+    def wait(self, timeout):
+        assert self.inside
+        now, at = self.rm.elapsed(), self.rm.allocated_at
+        if self.wakes and at <= now + timeout:
+            self.rm.clock.now = START + timedelta(seconds=max(now, at))
+            assert self.rm.state() is not S.PENDING, "a room only wakes requests that left"
+            return Reply(REQUEST, self.rm.state(), "the reason")
+        self.rm.clock.sleep(timeout)
+        return None
+
+
+def room_waiter(rm: TimedRM, room: FakeRoom, jitter: float = 0.999999) -> AllocationWaiter:
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError("with a wait room the waiter waits in the room")
+
+    return AllocationWaiter(rm, rm.clock, no_sleep, jitter=lambda: jitter, room=room)
+
+
+def test_woken_by_the_room_it_takes_the_allocation_without_asking_again():
+    clock = Clock()
+    clock.now = START
+    rm = TimedRM(clock, allocated_at=0.3)
+    room = FakeRoom(rm)
+    result = room_waiter(rm, room).wait(REQUEST, ResourceSettings())
+    assert result.status is S.ALLOCATED
+    assert rm.elapsed() == pytest.approx(0.3)
+    assert len(rm.renewals) == 1  # the first poll only
+    assert room.entered == [0]  # entered before the first renewal read the status
+    assert not room.inside
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [(S.REJECTED, "was rejected"), (S.CANCELLED, "was cancelled"), (S.EXPIRED, "expired")],
+)
+def test_woken_by_the_room_for_an_ended_request_it_fails_fast(status, words):
+    clock = Clock()
+    clock.now = START
+    rm = TimedRM(clock, allocated_at=2.5, status=status)
+    with pytest.raises(AllocationFailedError) as info:
+        room_waiter(rm, FakeRoom(rm)).wait(REQUEST, ResourceSettings())
+    assert str(REQUEST) in str(info.value) and words in str(info.value)
+    assert "the reason" in str(info.value)
+    assert rm.elapsed() == pytest.approx(2.5)
+
+
+def test_in_the_room_it_still_times_out_with_the_usual_message():
+    clock = Clock()
+    clock.now = START
+    rm = TimedRM(clock, allocated_at=1e9)
+    with pytest.raises(AllocationFailedError, match=r"^Timed out after 60 seconds"):
+        room_waiter(rm, FakeRoom(rm)).wait(
+            REQUEST, ResourceSettings(allocation_wait_timeout_seconds=60)
+        )
+    assert rm.elapsed() == pytest.approx(60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    allocated_at=st.floats(min_value=0.0, max_value=120.0),
+    wakes=st.booleans(),
+    jitter=st.floats(min_value=0.0, max_value=0.999999),
+)
+def test_waiting_in_the_room_renews_on_schedule_and_takes_the_slot_at_once(
+    allocated_at: float, wakes: bool, jitter: float
+) -> None:
+    """Whatever the timing: the pending lease never lapses between renewals, the backoff
+    schedule is kept, and the waiter returns the moment its request is allocated when a
+    release of this process allocated it (otherwise at its first poll after that)."""
+    clock = Clock()
+    clock.now = START
+    allocated_at = round(allocated_at, 6)  # the clock counts microseconds
+    rm = TimedRM(clock, allocated_at=allocated_at)
+    result = room_waiter(rm, FakeRoom(rm, wakes=wakes), jitter).wait(REQUEST, ResourceSettings())
+    assert result.status is S.ALLOCATED
+    times = [t for t, _ in rm.renewals]
+    for (at, lease), later in zip(rm.renewals, [*times[1:], rm.elapsed()], strict=True):
+        assert later < at + lease, "the pending lease lapsed between two renewals"
+    schedule = [min(MAX_POLL_SECONDS, 2.0**k) * (0.5 + 0.5 * jitter) for k in range(len(times))]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps == pytest.approx(schedule[: len(gaps)])
+    if wakes:
+        assert rm.elapsed() == pytest.approx(max(allocated_at, 0.0))
+    else:
+        assert rm.elapsed() == pytest.approx(times[-1])
+        assert times[-1] >= allocated_at
+        assert len(times) == 1 or times[-2] < allocated_at

@@ -4,6 +4,10 @@
 access token from a password login, or the API key) in the user config file, where the store
 selection (``open_store``) finds them; ``WHARF_SERVER_URL`` / ``WHARF_API_KEY`` override them.
 Access tokens are short-lived: log in again when one expires.
+
+``--project NAME`` also stores the project the SDK and CLI work in (checked to exist and be
+visible to the credential); ``WHARF_PROJECT`` overrides it. Logging in to another server
+forgets a stored project; ``logout`` forgets it too.
 """
 
 from __future__ import annotations
@@ -18,10 +22,17 @@ import click
 @click.option("--username", "-u", help="Log in with this user's password (prompted).")
 @click.option("--password", help="The password (prompted when omitted).")
 @click.option("--api-key", envvar="WHARF_API_KEY", help="Log in with a service account's API key.")
-def login(url: str, username: str | None, password: str | None, api_key: str | None) -> None:
+@click.option("--project", help="Work in this project (default: the default project).")
+def login(
+    url: str,
+    username: str | None,
+    password: str | None,
+    api_key: str | None,
+    project: str | None,
+) -> None:
     """Log in to the Wharf server at URL."""
-    from wharf.config.global_config import load_config, write_user_config
-    from wharf.store.rest.session import login_with_password, whoami
+    from wharf.config.global_config import load_config, read_user_config, write_user_config
+    from wharf.store.rest.session import login_with_password, visible_project, whoami
 
     url = url.rstrip("/")
     if api_key:
@@ -31,9 +42,18 @@ def login(url: str, username: str | None, password: str | None, api_key: str | N
         password = password or click.prompt("Password", hide_input=True)
         credential = login_with_password(url, username, password)
     me = whoami(url, credential)
-    write_user_config(load_config().home, {"server_url": url, "api_key": credential})
+    if project is not None:
+        visible_project(url, credential, project)
+    home = load_config().home
+    updates: dict[str, str | None] = {"server_url": url, "api_key": credential}
+    if project is not None:
+        updates["project"] = project
+    elif read_user_config(home).get("server_url") != url:
+        updates["project"] = None  # a project of another server
+    write_user_config(home, updates)
     kind = "service account" if me.get("kind") == "service_account" else "user"
-    click.echo(f"Logged in to {url} as {kind} '{me.get('name')}'.")
+    where = f", project '{project}'" if project else ""
+    click.echo(f"Logged in to {url} as {kind} '{me.get('name')}'{where}.")
 
 
 @click.command("logout")
@@ -50,5 +70,5 @@ def logout() -> None:
         # The server may be gone or the token expired: forgetting it is what matters.
         with contextlib.suppress(WharfError):
             revoke(str(url), str(credential))
-    write_user_config(home, {"server_url": None, "api_key": None})
+    write_user_config(home, {"server_url": None, "api_key": None, "project": None})
     click.echo(f"Logged out of {url}." if url else "Not logged in.")

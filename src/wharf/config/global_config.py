@@ -4,8 +4,8 @@ Resolution order for every value: explicit argument > environment variable > use
 file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
-``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_HEARTBEAT_INTERVAL``,
-``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``.
+``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
+``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from pydantic import BaseModel, ConfigDict
 
 from wharf.core.errors import InputError
 
+SERVER_URL_ENV = "WHARF_SERVER_URL"
+API_KEY_ENV = "WHARF_API_KEY"
+"""The credential sent to the server: an access token, an API key, or a run-scoped token."""
+
 
 class WharfConfig(BaseModel):
     """The resolved configuration of one process. Build with :func:`load_config`."""
@@ -32,6 +36,9 @@ class WharfConfig(BaseModel):
     active_stack: str | None = None
     server_url: str | None = None
     api_key: str | None = None
+    project: str | None = None
+    """The project pipelines run in and the client works in (``WHARF_PROJECT``, ``wharf login
+    --project``); None: the default project."""
     heartbeat_interval: float = 15.0
     """Seconds between a running step's heartbeats (``WHARF_HEARTBEAT_INTERVAL``)."""
     resource_manager: str = "embedded"
@@ -96,8 +103,9 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         store_url=pick("store_url", "WHARF_STORE_URL", f"sqlite:///{home / 'wharf.db'}"),
         artifact_root=Path(pick("artifact_root", "WHARF_ARTIFACT_ROOT", home / "artifacts")),
         active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
-        server_url=pick("server_url", "WHARF_SERVER_URL"),
-        api_key=pick("api_key", "WHARF_API_KEY"),
+        server_url=pick("server_url", SERVER_URL_ENV),
+        api_key=pick("api_key", API_KEY_ENV),
+        project=pick("project", "WHARF_PROJECT"),
         resource_manager=pick("resource_manager", "WHARF_RESOURCE_MANAGER", "embedded"),
         local_step_slots=_optional_int(
             pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"), "WHARF_LOCAL_STEP_SLOTS"

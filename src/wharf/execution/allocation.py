@@ -7,6 +7,12 @@ place in the queue forever. Polls back off exponentially with jitter (1 s, doubl
 reason, when the request ends without an allocation (rejected, cancelled, expired, released)
 or is being reclaimed already (preempting, preempted), and when
 ``allocation_wait_timeout_seconds`` passes. Time and randomness are injected.
+
+Between polls the waiter sits in a wait room (:class:`WaitRoomLike`, in embedded mode
+:class:`wharf.store.lazy_requests.WaitRoom`) that hands it its request as soon as the request
+leaves the queue, so a freed slot is taken at once while the polls keep the lease alive.
+Invariant: the waiter enters the room before its first renewal reads the status and leaves it
+only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -66,7 +73,15 @@ class RenewRequests(Protocol):
         runtime_state: ResourceRequestRuntimeState | None = None,
     ) -> RequestLike: ...
 
-    def get(self, request_id: UUID) -> RequestLike: ...
+
+class WaitTicket(Protocol):
+    def wait(self, timeout: float) -> RequestLike | None:
+        """Block up to ``timeout`` seconds; the request once it left the queue, else None."""
+        ...
+
+
+class WaitRoomLike(Protocol):
+    def enter(self, request_id: UUID) -> AbstractContextManager[WaitTicket]: ...
 
 
 @dataclass
@@ -74,10 +89,11 @@ class AllocationWaiter:
     requests: RenewRequests
     clock: Callable[[], datetime]
     sleep: Callable[[float], object]
-    """Waits; a True result means "woken early by a release": the waiter then only reads the
-    request (cheap, no write) and keeps its poll schedule, which renews the lease."""
+    """Sleeps between polls when there is no wait room."""
     jitter: Callable[[], float] = random.random
     """A number in [0, 1): the fraction of each delay that is randomised."""
+    room: WaitRoomLike | None = None
+    """Wakes this waiter between polls as soon as its request leaves the queue."""
 
     def delays(self) -> Callable[[], float]:
         delay = INITIAL_POLL_SECONDS
@@ -93,6 +109,15 @@ class AllocationWaiter:
 
     def wait(self, request_id: UUID, settings: ResourceSettings) -> RequestLike:
         """Block until the request is allocated; return it (raises AllocationFailedError)."""
+        if self.room is None:
+            return self._wait(request_id, settings, None)
+        # Enter before the first renewal reads the status: a release from then on is seen.
+        with self.room.enter(request_id) as ticket:
+            return self._wait(request_id, settings, ticket)
+
+    def _wait(
+        self, request_id: UUID, settings: ResourceSettings, ticket: WaitTicket | None
+    ) -> RequestLike:
         timeout = settings.allocation_wait_timeout_seconds
         started = self.clock()
         next_delay = self.delays()
@@ -107,13 +132,8 @@ class AllocationWaiter:
                 raise AllocationFailedError(
                     f"Resource request {request_id} was not found; it may have been deleted."
                 ) from None
-            if request.status is ResourceRequestStatus.ALLOCATED:
+            if _left_queue(request_id, request):
                 return request
-            if request.status in FAIL_FAST:
-                reason = f": {request.status_reason}" if request.status_reason else "."
-                raise AllocationFailedError(
-                    f"Resource request {request_id} {FAIL_FAST[request.status]}{reason}"
-                )
             waited = (self.clock() - started).total_seconds()
             if waited >= timeout:
                 why = f" (last reason: {request.status_reason})" if request.status_reason else ""
@@ -124,13 +144,22 @@ class AllocationWaiter:
                     "the pool."
                 )
             delay = min(next_delay(), max(0.0, timeout - waited))
-            self._sleep_until_poll(request_id, delay)
+            if ticket is None:
+                self.sleep(delay)
+                continue
+            woken = ticket.wait(delay)
+            # Woken means allocated or over: no need to ask the RM again.
+            if woken is not None and _left_queue(request_id, woken):
+                return woken
 
-    def _sleep_until_poll(self, request_id: UUID, delay: float) -> None:
-        """Sleep ``delay`` seconds; return early if a release made the request allocated."""
-        deadline = self.clock().timestamp() + delay
-        remaining = delay
-        while remaining > 0 and self.sleep(remaining) is True:
-            if self.requests.get(request_id).status is ResourceRequestStatus.ALLOCATED:
-                return
-            remaining = deadline - self.clock().timestamp()
+
+def _left_queue(request_id: UUID, request: RequestLike) -> bool:
+    """False while pending; True once allocated; raises AllocationFailedError for any other
+    status (so a wake-up always ends the wait: it is never handed a request still queued)."""
+    if request.status is ResourceRequestStatus.PENDING:
+        return False
+    if request.status is ResourceRequestStatus.ALLOCATED:
+        return True
+    reason = f": {request.status_reason}" if request.status_reason else "."
+    what = FAIL_FAST.get(request.status, f"is {request.status.value}")
+    raise AllocationFailedError(f"Resource request {request_id} {what}{reason}")

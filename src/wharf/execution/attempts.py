@@ -5,7 +5,8 @@ completed (outputs linked), retrying (it failed and the step has attempts left),
 stopped (interrupted because it or its run was asked to stop) or cancelled (interrupted after a
 cancel, e.g. a resource reclaim). :func:`finish_attempt` is the single place that decides and
 records this, used both in the orchestration process (inline) and in a step's own process
-(isolated, see ``wharf.execution.entrypoint``).
+(isolated, see ``wharf.execution.entrypoint``). A completed attempt's outputs are recorded in
+the same store call as its status (``store_calls.finish_step``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
+from wharf.execution.store_calls import finish_step
 from wharf.store.models import (
+    ArtifactVersionCreate,
     ArtifactVersionRecord,
     HeartbeatResponse,
     StepRunRecord,
@@ -52,18 +55,24 @@ def finish_attempt(
     services: RunServices,
     spec: StepSpec,
     record: StepRunRecord,
-    outputs: Mapping[str, ArtifactVersionRecord] | None,
+    outputs: Mapping[str, ArtifactVersionCreate] | None,
     error: BaseException | None,
     stop_reason: str | None = None,
-) -> StepRunRecord:
-    """Record the end of an attempt: ``outputs`` on success, else ``error``."""
+) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+    """Record the end of an attempt: its saved ``outputs`` on success, else ``error``. Returns
+    the step run as recorded and, if it completed, its output versions."""
     store = services.store
     if error is None:
-        update = StepRunUpdate(
-            status=ExecutionStatus.COMPLETED,
-            outputs={name: v.id for name, v in (outputs or {}).items()},
-        )
-    elif isinstance(error, StepInterrupted):
+        try:
+            final, versions = finish_step(
+                store, record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
+            )
+        except IllegalTransitionError:
+            # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
+            return store.steps.get(record.id), {}
+        services.versions.remember(versions.values())
+        return final, versions
+    if isinstance(error, StepInterrupted):
         current = store.steps.get(record.id)
         cancelled = current.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
         reason = (current.status_reason if cancelled else None) or stop_reason
@@ -85,10 +94,9 @@ def finish_attempt(
             status_reason=reason,
         )
     try:
-        return store.steps.update(record.id, update)
+        return store.steps.update(record.id, update), {}
     except IllegalTransitionError:
-        # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
-        return store.steps.get(record.id)
+        return store.steps.get(record.id), {}
 
 
 def _run_stopping(services: RunServices, record: StepRunRecord) -> bool:
@@ -163,12 +171,13 @@ class InlineExecutor:
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
-            final = finish_attempt(self.services, spec, record, outputs, error, region.reason)
+            final, versions = finish_attempt(
+                self.services, spec, record, outputs, error, region.reason
+            )
             text = log.getvalue()
             if record.logs_uri and text:  # a silent step costs no file
                 write_log(self.services.artifact_store, record.logs_uri, text)
-            done = final.status is ExecutionStatus.COMPLETED
-            return AttemptResult(final, dict(outputs or {}) if done else {})
+            return AttemptResult(final, versions)
         finally:
             if worker is not None:
                 if self.heartbeats is not None:
@@ -184,8 +193,9 @@ def run_user_code(
     inputs: Mapping[str, ArtifactVersionRecord],
     region: InterruptibleRegion,
     allocation: ResourceRequestInfo | None = None,
-) -> tuple[dict[str, ArtifactVersionRecord] | None, BaseException | None]:
-    """The step's outputs, or the error that ended it (user errors never propagate)."""
+) -> tuple[dict[str, ArtifactVersionCreate] | None, BaseException | None]:
+    """The step's saved (not yet recorded) outputs, or the error that ended it (user errors
+    never propagate)."""
     try:
         return runner.run(spec, record, inputs, region, allocation), None
     except StepInterrupted as exc:
@@ -276,7 +286,7 @@ class IsolatedExecutor:
             final = self._record_lost(record, f"Heartbeat lost: {what}", f"Stopped: {what}")
         outputs = {}
         if final.status is ExecutionStatus.COMPLETED:
-            outputs = {n: store.artifacts.get_version(v) for n, v in final.outputs.items()}
+            outputs = self.services.versions.outputs_of(store, final)
         return AttemptResult(final, outputs)
 
     def _wait(

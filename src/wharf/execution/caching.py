@@ -1,7 +1,8 @@
-"""Cache resolution: gather a step's cache-key facts (the I/O half) and look the key up.
+"""Cache resolution: gather a step's cache-key facts (the I/O half of the cache key).
 
 ``wharf.core.cache_key`` hashes; this module reads the files, imports the modules and calls the
-user's ``cache_func`` that a ``CachePolicy`` names, and asks the store for a reusable run.
+user's ``cache_func`` that a ``CachePolicy`` names (the launcher asks the store for a reusable
+run, ``store_calls.find_cached_or_create``).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
@@ -20,7 +21,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.cache_key import CacheKeyFacts, InputFact, KeyPolicy, compute_cache_key
 from wharf.core.errors import InputError
 from wharf.execution.services import RunServices
-from wharf.store.models import ArtifactVersionRecord, StepRunRecord
+from wharf.store.models import ArtifactVersionRecord
 
 
 def cache_enabled(spec: StepSpec) -> bool:
@@ -107,11 +108,6 @@ def compute_step_cache_key(
             ignored_inputs=frozenset(policy.ignored_inputs),
         ),
     )
-
-
-def find_cached_step(services: RunServices, cache_key: str) -> StepRunRecord | None:
-    """The reusable step run for this key in the latest store state, if any."""
-    return services.store.steps.find_cached(services.project_id, cache_key, services.clock())
 
 
 def expiry_for(services: RunServices, spec: StepSpec) -> Any:

@@ -3,8 +3,9 @@
 Invariants:
 - a step starts only after all its upstream steps succeeded (completed or cached);
 - at most ``max_parallelism`` steps run at once;
-- before each step starts, the run's status is read from the store: once it is stopping (or
-  stopped), no new step starts and steps already running finish;
+- before each step starts, the run's status is read from the store (``StopCheck``, which may
+  let one read stand for a short interval): once it is stopping (or stopped), no new step
+  starts and steps already running finish;
 - on a failure: FAIL_FAST starts nothing more and interrupts running steps (they end stopped);
   STOP_ON_FAILURE starts nothing more and lets running steps finish; CONTINUE_ON_FAILURE keeps
   starting every step that does not depend on a failed one.
@@ -24,6 +25,8 @@ from wharf.core.dag import Dag
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
+from wharf.execution.services import utc_now
+from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
 from wharf.store.ports import Store
 
@@ -69,19 +72,18 @@ class DagRunner:
         launch: LaunchFn,
         store: Store,
         run_id: UUID,
+        stop_check: StopCheck | None = None,
     ) -> None:
         self._spec = spec
         self._launch = launch
-        self._store = store
-        self._run_id = run_id
+        self._stop = stop_check or StopCheck(store, run_id, utc_now)
         self._dag = Dag({name: s.upstream for name, s in spec.steps.items()})
         mode = spec.config.execution_mode
         self._mode = mode
         self._parallelism = spec.config.max_parallelism or DEFAULT_MAX_PARALLELISM
 
     def _stop_requested(self) -> bool:
-        status = self._store.runs.get_status(self._run_id)
-        return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
+        return self._stop.requested()
 
     def _inputs_of(
         self, spec: StepSpec, outcomes: Mapping[str, StepOutcome]

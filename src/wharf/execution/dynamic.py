@@ -28,6 +28,7 @@ from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher, StepOutcome
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
+from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 
 DEFAULT_WORKERS = 10
@@ -198,6 +199,7 @@ class DynamicRunner:
             thread_name_prefix="wharf-dynamic",
         )
         self._lock = threading.Lock()
+        self._stop = StopCheck(services.store, run.id, services.clock, services.stop_check_interval)
         self._ids: dict[str, int] = {}
         self._futures: list[Future[StepOutputs]] = []
         self.outcome = DynamicOutcome()
@@ -225,8 +227,7 @@ class DynamicRunner:
         return self.outcome
 
     def _stop_requested(self) -> bool:
-        status = self._services.store.runs.get_status(self._run.id)
-        return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
+        return self._stop.requested()
 
     def load(self, version: ArtifactVersionRecord) -> Any:
         from wharf.artifacts import load_artifact

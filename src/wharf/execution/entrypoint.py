@@ -1,10 +1,14 @@
 """Entry point of an isolated step's own process: ``python -m wharf.execution.entrypoint ID``.
 
 Given a step run id (whose record is running), it opens the same store (from the environment
-the parent set), loads the step's spec, inputs and code, runs the user function in the main
-thread with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
+the parent set: the SQL store's URL, or a workspace server's URL with a token scoped to the
+step's run), loads the step's spec, inputs and code, runs the user function in the main thread
+with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
 beating until that final status is recorded. Exit code: 0 when the attempt completed, 1
 otherwise; a process that dies without recording anything is recorded by its parent.
+
+A run token reads only its run, its snapshot, stacks and the project's artifacts, so nothing
+else (e.g. users) is read over REST.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_cod
 from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
-from wharf.execution.services import RunServices
+from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.store.models import StepRunUpdate
 from wharf.store.resource_aware import pair_with_configured_resource_manager
@@ -31,15 +35,15 @@ logger = logging.getLogger("wharf.step")
 
 
 def run_step_process(step_run_id: UUID) -> int:
-    from wharf.store.sql.store import SqlStore
-
     config = load_config()
-    store = SqlStore.open(config.store_url)
+    store = open_store(config)
     try:
         record = store.steps.get(step_run_id)
         run = store.runs.get(record.run_id)
-        user = store.users.get(run.user_id) if run.user_id else None
-        pair_with_configured_resource_manager(store, config, user, user.name if user else "default")
+        if not config.server_url:  # over REST the server pairs steps with the RM
+            user = store.users.get(run.user_id) if run.user_id else None
+            account = user.name if user else "default"
+            pair_with_configured_resource_manager(store, config, user, account)
         snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
         if snapshot.stack_id is None:
@@ -68,7 +72,7 @@ def run_step_process(step_run_id: UUID) -> int:
             runner = StepRunner(services, snapshot.spec.name, run, import_step)
             inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
             outputs, error = run_user_code(runner, spec, record, inputs, region, allocation)
-            final = finish_attempt(services, spec, record, outputs, error, region.reason)
+            final, _ = finish_attempt(services, spec, record, outputs, error, region.reason)
         finally:
             if worker is not None:
                 worker.stop()

@@ -6,6 +6,10 @@ Order of events for a step (each arrow is a store write):
                            completed / failed / stopped / cancelled                   [done]
                            retrying -> wait (delay x backoff) -> new step run attempt+1 [again]
 A retry is a new step run; an interrupted step is never retried.
+
+The cache lookup and the creation of the first attempt's step run are one store call
+(``store_calls.find_cached_or_create``: one HTTP request over REST); the lookup still sees the
+latest store state, right before the step would start.
 """
 
 from __future__ import annotations
@@ -21,15 +25,11 @@ from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepR
 from wharf.core.errors import WharfError
 from wharf.execution.allocation import AllocationFailedError, AllocationWaiter, wants_resources
 from wharf.execution.attempts import AttemptExecutor
-from wharf.execution.caching import (
-    cache_enabled,
-    compute_step_cache_key,
-    expiry_for,
-    find_cached_step,
-)
+from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
+from wharf.execution.store_calls import find_cached_or_create
 from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord, StepRunUpdate
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
@@ -104,10 +104,6 @@ class StepLauncher:
             )
         except WharfError as exc:
             return self._fail_before_start(spec, inputs, str(exc))
-        if cache_enabled(spec):
-            cached = find_cached_step(self._services, cache_key)
-            if cached is not None:
-                return self._publish_cached(spec, inputs, cache_key, cached)
         return self._run_attempts(spec, inputs, cache_key, region)
 
     def _base_create(
@@ -161,7 +157,7 @@ class StepLauncher:
                 }
             )
         )
-        outputs = {name: store.artifacts.get_version(v) for name, v in cached.outputs.items()}
+        outputs = self._services.versions.outputs_of(store, cached)
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
     def _wait_for_resources(
@@ -174,9 +170,9 @@ class StepLauncher:
         assert requests is not None and settings is not None
         if record.resource_request_id is None:
             raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
-        # Wake up as soon as a step of this process frees resources, not only at the next poll.
-        sleep = getattr(requests, "wait_for_release", None) or services.sleep
-        waiter = AllocationWaiter(requests, services.clock, sleep)
+        # Woken as soon as a release of this process allocates the request, not at the next poll.
+        room = getattr(requests, "wait_room", None)
+        waiter = AllocationWaiter(requests, services.clock, services.sleep, room=room)
         waiter.wait(record.resource_request_id, settings)
         allocated = requests.renew(
             record.resource_request_id,
@@ -201,21 +197,29 @@ class StepLauncher:
         queued = wants_resources(spec) and services.store.resource_requests is not None
         attempt = 1
         while True:
+            look_up = attempt == 1 and cache_enabled(spec)
+            lookup_time = services.clock() if look_up else None
             logs_uri = services.artifact_store.new_uri(self._pipeline_name, str(self._run_id))
-            record = services.store.steps.create(
-                StepRunCreate.model_validate(
-                    {
-                        **self._base_create(spec, inputs),
-                        "spec": spec if (self._record_specs or queued) else None,
-                        "status": ExecutionStatus.QUEUED if queued else ExecutionStatus.RUNNING,
-                        "attempt": attempt,
-                        "cache_key": cache_key,
-                        "cache_expires_at": expiry_for(services, spec),
-                        "logs_uri": logs_uri + ".log",
-                        "runtime": runtime,
-                    }
-                )
+            create = StepRunCreate.model_validate(
+                {
+                    **self._base_create(spec, inputs),
+                    "spec": spec if (self._record_specs or queued) else None,
+                    "status": ExecutionStatus.QUEUED if queued else ExecutionStatus.RUNNING,
+                    "attempt": attempt,
+                    "cache_key": cache_key,
+                    "cache_expires_at": expiry_for(services, spec),
+                    "logs_uri": logs_uri + ".log",
+                    "runtime": runtime,
+                }
             )
+            if lookup_time is not None:
+                record, created = find_cached_or_create(
+                    services.store, create, services.project_id, lookup_time
+                )
+                if not created:
+                    return self._publish_cached(spec, inputs, cache_key, record)
+            else:
+                record = services.store.steps.create(create)
             allocation = None
             if queued:
                 try:
@@ -227,6 +231,12 @@ class StepLauncher:
                     )
                     return StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
             result = executor(spec, record, inputs, region, allocation)
+            if queued and runtime is StepRuntime.ISOLATED:
+                # Its own process released the resources: wake this process's waiters now
+                # rather than at their next poll.
+                notify = getattr(services.store.resource_requests, "notify_released", None)
+                if notify is not None:
+                    notify()
             final = result.record
             if final.status is ExecutionStatus.RETRYING and not region.interrupted:
                 attempt += 1

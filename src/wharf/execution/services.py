@@ -2,10 +2,15 @@
 
 ``clock`` and ``sleep`` are injected so that retries, cache expiry and stop handling are tested
 with a fake clock and no real sleeps.
+
+``child_env`` is what a step's own process needs to reach the same stores; for a run on a
+workspace server, :func:`for_run` replaces the caller's credential there with a token scoped to
+the run (the child never sees the user's API key).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
+
+from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, WharfConfig
+from wharf.execution.store_calls import KnownVersions
+from wharf.store.ports import RunTokenOperations
 
 if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
     from wharf.artifacts.materializers.registry import MaterializerRegistry
@@ -22,6 +31,19 @@ if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def open_store(config: WharfConfig) -> Store:
+    """The workspace server's store over REST when a server URL is configured (``wharf login``
+    or ``WHARF_SERVER_URL``, with ``WHARF_API_KEY`` as credential), else the embedded SQL store
+    at ``config.store_url``."""
+    if config.server_url:
+        from wharf.store.rest import RestStore
+
+        return RestStore(config.server_url, config.api_key)
+    from wharf.store.sql.store import SqlStore
+
+    return SqlStore.open(config.store_url)
 
 
 @dataclass(frozen=True)
@@ -38,3 +60,22 @@ class RunServices:
     heartbeat_interval: float = 15.0
     child_env: dict[str, str] = field(default_factory=dict)
     """Environment that a step's own process needs to reach the same store."""
+    stop_check_interval: float = 0.0
+    """Seconds one read of the run's status stands for at step boundaries (``StopCheck``)."""
+    versions: KnownVersions = field(default_factory=KnownVersions)
+    """Artifact versions this process already knows (shared by the runs of a workspace)."""
+
+
+def for_run(services: RunServices, run_id: UUID) -> RunServices:
+    """``services`` whose step processes authenticate with a token scoped to ``run_id``, when
+    the store issues such tokens (a workspace server): its URL and the token replace any
+    credential in ``child_env``. Otherwise ``services`` unchanged."""
+    runs = services.store.runs
+    if not isinstance(runs, RunTokenOperations):
+        return services
+    env = {
+        **services.child_env,
+        SERVER_URL_ENV: services.store.url,
+        API_KEY_ENV: runs.issue_token(run_id),
+    }
+    return dataclasses.replace(services, child_env=env)

@@ -3,7 +3,8 @@
 This is the user-code error boundary. Invariants: the user function runs inside the step context
 and an :class:`InterruptibleRegion`; outputs are all saved to the artifact store before any is
 recorded in the metadata store, and if one fails to save the others are removed, so a failed
-step never leaves half its outputs behind.
+step never leaves half its outputs behind. :meth:`StepRunner.run` only saves them: the caller
+records them together with the step's end (``attempts.finish_attempt``, one store call).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ class StepRunner:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
         allocation: ResourceRequestInfo | None = None,
-    ) -> dict[str, ArtifactVersionRecord]:
+    ) -> dict[str, ArtifactVersionCreate]:
+        """Run the user function and save its outputs; return them, not yet recorded."""
         step = self._resolve_step(spec)
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
         artifact_store = self._services.artifact_store
@@ -125,17 +127,15 @@ class StepRunner:
         values = split_step_outputs(step, spec.name, value)
         saved = self._save_all(spec, values, uris)
         return {
-            name: self._services.store.artifacts.create_version(
-                ArtifactVersionCreate(
-                    project_id=self._services.project_id,
-                    name=artifact_name(self._pipeline_name, spec.name, name),
-                    uri=s.uri,
-                    data_type=s.data_type,
-                    materializer=s.materializer,
-                    content_hash=s.content_hash,
-                    producer_step_run_id=step_run.id,
-                    artifact_store_id=artifact_store.id,
-                )
+            name: ArtifactVersionCreate(
+                project_id=self._services.project_id,
+                name=artifact_name(self._pipeline_name, spec.name, name),
+                uri=s.uri,
+                data_type=s.data_type,
+                materializer=s.materializer,
+                content_hash=s.content_hash,
+                producer_step_run_id=step_run.id,
+                artifact_store_id=artifact_store.id,
             )
             for name, s in saved.items()
         }

@@ -11,6 +11,10 @@ Two ways to start it, same entry point (``wharf.execution.entrypoint.main([step_
 
 Either way the child's stdout and stderr go to a temporary file, copied into the artifact
 store at the step's ``logs_uri`` once the process has ended, then deleted.
+
+The zygote also preloads the REST store when the first step it serves reaches a workspace
+server (``child_env`` names one); there is one fork server per process, so its preload list is
+fixed by that first step (a later step of the other kind imports what it misses itself).
 """
 
 from __future__ import annotations
@@ -28,24 +32,26 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.config.global_config import SERVER_URL_ENV
 from wharf.execution.attempts import ProcessResult
 from wharf.execution.log_capture import write_log
 from wharf.store.models import StepRunRecord
 
 ENTRYPOINT_MODULE = "wharf.execution.entrypoint"
 ZYGOTE_PRELOAD = [ENTRYPOINT_MODULE, "wharf.store.sql.store", "wharf.artifacts"]
+REST_PRELOAD = ["wharf.store.rest"]
 
 _zygote_lock = threading.Lock()
 _zygote: ForkServerContext | None = None
 
 
-def _zygote_context() -> ForkServerContext:
+def _zygote_context(rest: bool = False) -> ForkServerContext:
     global _zygote
     with _zygote_lock:
         if _zygote is None:
             context = multiprocessing.get_context("forkserver")
             assert isinstance(context, ForkServerContext)
-            context.set_forkserver_preload(ZYGOTE_PRELOAD)
+            context.set_forkserver_preload(ZYGOTE_PRELOAD + (REST_PRELOAD if rest else []))
             _zygote = context
         return _zygote
 
@@ -129,7 +135,7 @@ def start_step_process(
     try:
         if python is None:
             os.close(fd)
-            process = _zygote_context().Process(
+            process = _zygote_context(rest=SERVER_URL_ENV in child_env).Process(
                 target=_zygote_child,
                 args=(str(record.id), child_env, log_name),
                 name=f"wharf-step-{record.name}",

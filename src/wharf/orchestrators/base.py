@@ -6,7 +6,10 @@ has finished (local orchestrators) or has been submitted (remote ones).
 
 Orchestrators that can isolate steps implement ``submit_isolated_step``,
 ``wait_for_isolated_step`` and ``cleanup_isolated_step``; steps that name a step operator are
-isolated through the stack's step operator instead (``submit``, ``wait``, ``cancel``).
+isolated through the stack's step operator instead (``submit``, ``wait``, ``cancel``). A run
+that may isolate steps on a workspace server first obtains a token scoped to the run
+(``services.for_run``); its step processes authenticate with that token, never with the
+caller's credential.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_lifecycle import finish_run, start_run
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
-from wharf.execution.services import RunServices
+from wharf.execution.services import RunServices, for_run
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
+from wharf.execution.stop_check import StopCheck
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
 
@@ -118,30 +122,11 @@ class BaseOrchestrator(ABC):
             runtime = runtimes.choose(step_spec.name, step_spec.config).runtime
             check_reclaim_tolerance(step_spec.name, step_spec.config, runtime)
         run = start_run(services.store, job.placeholder, f"{self.flavor}-{uuid.uuid4().hex}")
-        runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
         heartbeats = HeartbeatScheduler()
-        inline = InlineExecutor(services, runner, services.heartbeat_interval, heartbeats)
-        isolated = None
-        if has_isolation:
-            isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job))
-        launcher = StepLauncher(
-            services,
-            run.id,
-            spec.name,
-            inline=inline,
-            isolated=isolated,
-            record_specs=spec.dynamic or isolated is not None,
-            runtimes=runtimes,
-        )
         try:
-            if spec.dynamic:
-                if job.pipeline_function is None or job.spec_factory is None:
-                    raise InputError(f"Dynamic pipeline '{spec.name}' has no function to run.")
-                outcome: DagOutcome | DynamicOutcome = DynamicRunner(
-                    spec, launcher, services, run, job.pipeline_function, job.spec_factory
-                ).run()
-            else:
-                outcome = DagRunner(spec, launcher.launch, services.store, run.id).run()
+            if has_isolation:
+                services = for_run(services, run.id)
+            outcome = self._run_steps(job, services, run, runtimes, heartbeats)
         except BaseException as exc:
             finish_run(
                 services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
@@ -152,8 +137,39 @@ class BaseOrchestrator(ABC):
         status, reason = outcome.final_status()
         return finish_run(services.store, run.id, status, reason)
 
-    def _backend_for(self, spec: StepSpec, job: RunJob) -> IsolatedBackend:
-        services = job.services
+    def _run_steps(
+        self,
+        job: RunJob,
+        services: RunServices,
+        run: PipelineRunRecord,
+        runtimes: RuntimePolicy,
+        heartbeats: HeartbeatScheduler,
+    ) -> DagOutcome | DynamicOutcome:
+        spec = job.snapshot.spec
+        runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
+        inline = InlineExecutor(services, runner, services.heartbeat_interval, heartbeats)
+        isolated = None
+        if runtimes.has_isolation:
+            isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job, services))
+        launcher = StepLauncher(
+            services,
+            run.id,
+            spec.name,
+            inline=inline,
+            isolated=isolated,
+            record_specs=spec.dynamic or isolated is not None,
+            runtimes=runtimes,
+        )
+        if spec.dynamic:
+            if job.pipeline_function is None or job.spec_factory is None:
+                raise InputError(f"Dynamic pipeline '{spec.name}' has no function to run.")
+            return DynamicRunner(
+                spec, launcher, services, run, job.pipeline_function, job.spec_factory
+            ).run()
+        stop = StopCheck(services.store, run.id, services.clock, services.stop_check_interval)
+        return DagRunner(spec, launcher.launch, services.store, run.id, stop).run()
+
+    def _backend_for(self, spec: StepSpec, job: RunJob, services: RunServices) -> IsolatedBackend:
         if spec.config.step_operator is not None:
             operator = job.step_operator
             if operator is None or operator.component.name != spec.config.step_operator:

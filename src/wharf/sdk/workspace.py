@@ -3,6 +3,13 @@
 Built at entry points (a pipeline call, ``Client()``, the CLI) and passed down; nothing here is
 a module-level singleton. On first use the embedded default creates the default user, project
 and ``default`` stack (local orchestrator + local artifact store under the user data dir).
+
+The project is ``config.project`` (``WHARF_PROJECT``, ``wharf login --project``), else the
+default project. On the embedded store a named project is created on first use, like the
+default one. Over a workspace server nothing is created but the default project (by admins):
+a project that does not exist or that the caller is not a member of is an ``InputError`` that
+says how to choose one (the server answers both with the same 404). The workspace's user over
+a server is the logged-in user; a service account acts for the default user.
 """
 
 from __future__ import annotations
@@ -15,11 +22,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
-from wharf.config.global_config import WharfConfig, load_config
+from wharf.config.global_config import SERVER_URL_ENV, WharfConfig, load_config
 from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
-from wharf.execution.services import RunServices, utc_now
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
+from wharf.execution.services import RunServices, open_store, utc_now
+from wharf.execution.store_calls import KnownVersions
 from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
@@ -32,20 +41,81 @@ from wharf.store.ports import Store
 if TYPE_CHECKING:
     from wharf.resource_manager.client.protocol import ResourceManagerClient
     from wharf.store.resource_aware import ResourceManagerHandle
+    from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
+SERVER_STOP_CHECK_INTERVAL = 0.25
+"""Seconds one read of a run's status stands for over a server (``StopCheck``): it saves a
+request per short step; a stop takes effect at most this much later. Embedded: every step."""
+_PROJECT_HINT = "choose your project with WHARF_PROJECT or `wharf login URL --project NAME`"
 
 
-def open_store(config: WharfConfig) -> Store:
-    """The workspace server's store over REST when a server URL is configured (``wharf login``
-    or ``WHARF_SERVER_URL``), else the embedded SQL store at ``config.store_url``."""
-    if config.server_url:
-        from wharf.store.rest import RestStore
+def _as_rest(store: Store) -> RestStore | None:
+    # Look the class up only if its module is loaded: an embedded workspace never imports
+    # the REST store (nor httpx) just to learn that it is not one.
+    module = sys.modules.get("wharf.store.rest.store")
+    rest_store = getattr(module, "RestStore", None)
+    return store if rest_store is not None and isinstance(store, rest_store) else None
 
-        return RestStore(config.server_url, config.api_key)
-    from wharf.store.sql.store import SqlStore
 
-    return SqlStore.open(config.store_url)
+def _default_user(store: Store) -> UserRecord:
+    from wharf.store.defaults import DEFAULT_USER
+
+    try:
+        return store.users.get_by_name(DEFAULT_USER)
+    except EntityNotFoundError:
+        pass
+    try:
+        return store.users.create(DEFAULT_USER, is_admin=True)
+    except EntityExistsError:
+        return store.users.get_by_name(DEFAULT_USER)
+
+
+def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord, ProjectRecord]:
+    from wharf.store.defaults import DEFAULT_PROJECT
+    from wharf.store.rest.session import current_principal
+
+    me = current_principal(store.http)
+    if me.get("kind") == "user":
+        user = store.users.get(UUID(str(me["id"])))
+    else:
+        try:
+            user = _default_user(store)
+        except WharfError as exc:
+            raise InputError(
+                f"The server at {store.url} has no default user for service account "
+                f"'{me.get('name')}' to act for, and it may not create one: {exc}"
+            ) from exc
+    name = config.project or DEFAULT_PROJECT
+    try:
+        return user, store.projects.get_by_name(name)
+    except EntityNotFoundError:
+        if config.project is not None or not me.get("is_admin"):
+            raise InputError(
+                f"Project '{name}' does not exist on the server at {store.url}, or you "
+                f"({me.get('name')}) are not a member of it: {_PROJECT_HINT}."
+            ) from None
+    try:  # an admin's first use of a fresh server, as embedded
+        return user, store.projects.create(name)
+    except EntityExistsError:
+        return user, store.projects.get_by_name(name)
+
+
+def _embedded_identity(store: Store, config: WharfConfig) -> tuple[UserRecord, ProjectRecord]:
+    from wharf.store.defaults import DEFAULT_PROJECT, ensure_defaults
+
+    user, project = ensure_defaults(store)
+    name = config.project
+    if name is None or name == DEFAULT_PROJECT:
+        return user, project
+    try:
+        return user, store.projects.get_by_name(name)
+    except EntityNotFoundError:
+        pass
+    try:
+        return user, store.projects.create(name)
+    except EntityExistsError:
+        return user, store.projects.get_by_name(name)
 
 
 @dataclass
@@ -58,20 +128,37 @@ class Workspace:
     """The engine's clock (cache expiry); tests inject a fake one."""
     sleep: Callable[[float], None] = field(default=time.sleep)
     """How the engine waits (retry delays); tests inject a fake one."""
+    versions: KnownVersions = field(default_factory=KnownVersions, repr=False)
+    """Artifact versions this workspace's runs created or read (saves reading them again)."""
     _rm: ResourceManagerHandle | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
-        from wharf.store.defaults import ensure_defaults
         from wharf.store.resource_aware import pair_with_configured_resource_manager
 
         config = config or load_config()
+        opened = store is None
         store = store or open_store(config)
-        user, project = ensure_defaults(store)
-        handle = pair_with_configured_resource_manager(store, config, user, user.name)
+        try:
+            rest = _as_rest(store)
+            if rest is not None:
+                user, project = _server_identity(rest, config)
+            else:
+                user, project = _embedded_identity(store, config)
+            handle = pair_with_configured_resource_manager(store, config, user, user.name)
+        except BaseException:
+            if opened:
+                store.close()
+            raise
         workspace = cls(config, store, user, project)
         workspace._rm = handle
         return workspace
+
+    @property
+    def server_url(self) -> str | None:
+        """The workspace server's URL when the store is reached over REST."""
+        rest = _as_rest(self.store)
+        return None if rest is None else rest.url
 
     def resource_manager(self) -> ResourceManagerClient:
         """The Resource Manager this workspace's steps ask for resources (connected lazily)."""
@@ -132,6 +219,12 @@ class Workspace:
         from wharf.artifacts.materializers.registry import default_registry
 
         config = self.config
+        server_url = self.server_url
+        # Over a server the orchestrator adds a run-scoped token (``services.for_run``); the
+        # caller's own credential never reaches a step process.
+        where = (
+            {SERVER_URL_ENV: server_url} if server_url else {"WHARF_STORE_URL": config.store_url}
+        )
         return RunServices(
             store=self.store,
             artifact_store=artifact_store,
@@ -143,12 +236,14 @@ class Workspace:
             heartbeat_interval=config.heartbeat_interval,
             child_env={
                 "WHARF_HOME": str(config.home),
-                "WHARF_STORE_URL": config.store_url,
+                **where,
                 "WHARF_ARTIFACT_ROOT": str(config.artifact_root),
                 "WHARF_HEARTBEAT_INTERVAL": str(config.heartbeat_interval),
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()),
                 **({"WHARF_ACTIVE_STACK": config.active_stack} if config.active_stack else {}),
             },
+            stop_check_interval=SERVER_STOP_CHECK_INTERVAL if server_url else 0.0,
+            versions=self.versions,
         )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:

@@ -1,18 +1,40 @@
 """The workspace's handle on the Resource Manager's requests: connected on first use, and the
-place where waiters of this process learn that resources were freed.
+place where waiters of this process learn that their request left the queue.
 
-Invariant: :meth:`LazyRequests.release` always wakes the waiters of this process after the
-release committed, so a waiter can take a freed slot at once rather than at its next poll.
+Owns :class:`LazyRequests` and its :class:`WaitRoom`. A step waiting for its allocation enters
+the room with its request id; whenever a step of this process releases its resources (the RM
+runs a scheduling cycle in the release's own transaction), the room asks the RM once which of
+the registered requests are no longer pending and wakes exactly those waiters, handing each its
+request. Waiters whose request is still pending sleep on; they keep renewing their lease on
+their own schedule (see :mod:`wharf.execution.allocation`).
+
+What no release of this process announces (a step process or another process released, a
+lease lapsed, an admin cancelled) is caught by the room's watch: while anyone waits, one
+thread checks every :data:`WATCH_SECONDS` (one ``list`` per period for up to
+:data:`IDS_PER_LIST` waiters) and ends when the room empties.
+
+Invariants:
+- :meth:`LazyRequests.release` checks the room after the release committed, so the check sees
+  the allocations that release made;
+- no lost wake-up: a waiter enters the room *before* it reads its request's status, and a
+  wake-up is kept on its ticket until the waiter leaves, so a release between "check" and
+  "wait" makes the wait return at once;
+- a check runs at most one ``list`` per :data:`IDS_PER_LIST` waiters, whatever the number of
+  releases racing with it: concurrent checks are combined (one thread runs them, again if a
+  release arrived meanwhile), so a burst of releases costs a few lists, never one per waiter;
+- a failing check never fails the release; waiters then fall back to their own polls.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.client.models import (
@@ -28,24 +50,181 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
     )
     from wharf.resource_manager.client.protocol import RequestsClient
 
+logger = logging.getLogger(__name__)
+
+IDS_PER_LIST = 200
+"""Request ids per ``list`` call of a check: bounds the SQL ``IN`` list, and over HTTP the
+URL (repeated ``id`` parameters, about 8 KB)."""
+
+WATCH_SECONDS = 0.5
+"""While anyone waits, the room also checks this often (see :class:`WaitRoom`)."""
+MAX_WATCH_SECONDS = 20.0
+"""The watch backs off up to this while the Resource Manager cannot be reached."""
+
+LEFT_QUEUE = tuple(s for s in ResourceRequestStatus if s is not ResourceRequestStatus.PENDING)
+"""A waiter is woken when its request reaches any of these (allocated, or ended/reclaimed)."""
+
+
+class Ticket:
+    """One waiter's place in the room; :meth:`wait` returns its request once it left the queue."""
+
+    __slots__ = ("_request", "_woken", "request_id")
+
+    def __init__(self, request_id: UUID) -> None:
+        self.request_id = request_id
+        self._request: ResourceRequestInfo | None = None
+        self._woken = threading.Event()
+
+    def wait(self, timeout: float) -> ResourceRequestInfo | None:
+        """Block up to ``timeout`` seconds; the request if it left the queue, else None."""
+        self._woken.wait(max(0.0, timeout))
+        return self._request
+
+    def wake(self, request: ResourceRequestInfo) -> None:
+        if self._request is None:
+            self._request = request
+            self._woken.set()
+
+
+class WaitRoom:
+    """The waiters of this process, by request id (see the module docstring).
+
+    ``watch_seconds``: while the room is occupied, a daemon thread checks this often, for
+    what no release of this process announces (a step process or another process released,
+    a lease lapsed, an admin cancelled); None: only :meth:`check` calls wake anyone.
+    """
+
+    def __init__(
+        self,
+        lookup: Callable[[Sequence[UUID]], Iterable[ResourceRequestInfo]],
+        *,
+        watch_seconds: float | None = WATCH_SECONDS,
+    ) -> None:
+        self._lookup = lookup
+        """Those of the given requests that are no longer pending (any subset is fine: only
+        registered ids in one of :data:`LEFT_QUEUE` statuses wake anyone)."""
+        self._watch_seconds = watch_seconds
+        self._lock = threading.Lock()
+        self._emptied = threading.Condition(self._lock)
+        self._tickets: dict[UUID, Ticket] = {}
+        self._dirty = False
+        self._checking = False
+        self._failing = False
+        self.watcher: threading.Thread | None = None
+        """The watch thread while the room is occupied (exposed so tests can join it)."""
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._tickets)
+
+    @contextmanager
+    def enter(self, request_id: UUID) -> Iterator[Ticket]:
+        """Register a waiter for ``request_id`` for the block (enter before reading status)."""
+        ticket = Ticket(request_id)
+        with self._lock:
+            self._tickets[request_id] = ticket
+            if self._watch_seconds is not None and self.watcher is None:
+                self.watcher = threading.Thread(
+                    target=self._watch, name="wharf-wait-room", daemon=True
+                )
+                self.watcher.start()
+        try:
+            yield ticket
+        finally:
+            with self._lock:
+                if self._tickets.get(request_id) is ticket:
+                    del self._tickets[request_id]
+                if not self._tickets:
+                    self._emptied.notify_all()
+
+    def check(self) -> bool:
+        """Capacity may have been freed: wake the waiters whose request left the queue.
+        False if the lookup failed (logged, never raised: waiters still poll on their own).
+
+        If another thread is checking, mark the room dirty and return: that thread checks
+        again after its current lookup, which then starts after this call's cause committed.
+        """
+        with self._lock:
+            self._dirty = True
+            if self._checking:
+                return True
+            self._checking = True
+        try:
+            while self._check_once():
+                pass
+        except BaseException as exc:
+            with self._lock:
+                self._checking = False
+            if not isinstance(exc, Exception):
+                raise
+            if not self._failing:  # once per outage, not at every watch
+                logger.warning("Could not check which waiting steps got their resources: %s", exc)
+            self._failing = True
+            return False
+        self._failing = False
+        return True
+
+    def _watch(self) -> None:
+        """Check every ``watch_seconds`` (backing off while the RM fails) until the room is
+        empty; then leave, so an idle process keeps no thread."""
+        assert self._watch_seconds is not None
+        pause = self._watch_seconds
+        while True:
+            with self._lock:
+                if self._tickets:
+                    self._emptied.wait(pause)
+                if not self._tickets:
+                    self.watcher = None
+                    return
+            ok = self.check()
+            pause = self._watch_seconds if ok else min(MAX_WATCH_SECONDS, 2 * pause)
+
+    def _check_once(self) -> bool:
+        """One lookup if the room is dirty and occupied. Otherwise stop checking and return
+        False, in the same critical section that saw nothing to do, so that a ``check`` that
+        found this thread checking is never left unserved."""
+        with self._lock:
+            if not self._dirty or not self._tickets:
+                self._dirty = False
+                self._checking = False
+                return False
+            self._dirty = False
+            ids = list(self._tickets)
+        found: list[ResourceRequestInfo] = []
+        for start in range(0, len(ids), IDS_PER_LIST):
+            found.extend(self._lookup(ids[start : start + IDS_PER_LIST]))
+        with self._lock:
+            for request in found:
+                ticket = self._tickets.get(request.id)
+                if ticket is not None and request.status in LEFT_QUEUE:
+                    ticket.wake(request)
+        return True
+
 
 class LazyRequests:
     """The RM's requests client, connected on first use (most runs never need it)."""
 
-    def __init__(self, connect: Callable[[], RequestsClient]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], RequestsClient],
+        *,
+        watch_seconds: float | None = WATCH_SECONDS,
+    ) -> None:
         self._connect = connect
         self._client: RequestsClient | None = None
-        self._changed = threading.Condition()
-
-    def wait_for_release(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds, waking early (True) when a step of this process
-        releases its resources, so a waiter takes a freed slot at once, not at its next poll."""
-        with self._changed:
-            return self._changed.wait(timeout)
+        self.wait_room = WaitRoom(self._left_queue, watch_seconds=watch_seconds)
 
     def notify_released(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+        """Resources were freed (in this process or, if the caller knows, elsewhere): wake the
+        waiters of this process whose request was allocated or ended meanwhile."""
+        self.wait_room.check()
+
+    def _left_queue(self, ids: Sequence[UUID]) -> list[ResourceRequestInfo]:
+        from wharf.resource_manager.client.models import PageRequest, RequestFilter
+
+        query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
+        return self.client.list(query, PageRequest(size=len(ids))).items
 
     @property
     def client(self) -> RequestsClient:

@@ -263,9 +263,11 @@ class Store(Protocol):
 
 
 # ------------------------------------------------------------------------ optional capabilities
-# A store may offer these on its ``steps`` / ``artifacts`` repositories to save round trips (the
-# REST store does; each call is one HTTP request). Callers check with ``isinstance`` and fall
-# back to the plain methods above, which every store has.
+# A store may offer these on its ``steps`` / ``artifacts`` / ``runs`` repositories. The batch and
+# combined calls save round trips (the REST store and the SQL store offer them; over REST each
+# call is one HTTP request); a wrapper that does not forward them hides them. Callers check with
+# ``isinstance`` and fall back to the plain methods above, which every store has
+# (``wharf.execution.store_calls`` is that fallback for the engine).
 
 
 @runtime_checkable
@@ -301,6 +303,15 @@ class ArtifactBatchOperations(Protocol):
     ) -> builtins.list[ArtifactVersionRecord]:
         """Create several versions at once: all or nothing, numbered as if created one after
         the other in the order given."""
+        ...
+
+
+@runtime_checkable
+class RunTokenOperations(Protocol):
+    def issue_token(self, run_id: UUID) -> str:
+        """A credential for the processes of one run, scoped to it: it reads the run and its
+        snapshot and writes the run's steps, artifacts and heartbeats, nothing else. Offered by
+        stores whose other processes must authenticate (the REST store)."""
         ...
 
 

@@ -17,7 +17,10 @@ same wrapper serves embedded mode (in-process RM) and the workspace server (HTTP
 requesting account comes from an :data:`AccountOf` resolver: the workspace's own user in
 embedded mode (:func:`fixed_account`), the user each run records on the server
 (:func:`recorded_user`). :class:`ResourceAwareBatches` gives the server's batch and combined
-calls the same behaviour by routing their results through the wrapper's own steps.
+calls the same behaviour by routing their results through the wrapper's own steps, and
+:class:`ResourceAwareCombinedStepRuns` keeps offering the combined calls of a repository that
+has them (the embedded SQL store's), so pairing never costs the engine a store call. What a
+request says is built in :mod:`wharf.store.step_requests`.
 
 Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
 ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
@@ -37,11 +40,9 @@ from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.config.spec import StepSpec
 from wharf.core.enums import (
-    ComponentType,
     ExecutionStatus,
     ResourceRequestRuntimeState,
     ResourceRequestStatus,
-    StepRuntime,
 )
 from wharf.core.errors import (
     EntityNotFoundError,
@@ -72,7 +73,6 @@ from wharf.store.ports import (
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
-    from wharf.resource_manager.domain import SubjectChain
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]
@@ -117,7 +117,11 @@ def pair_store(store: Store, requests: LazyRequests, account: AccountOf) -> Reso
     ``requests`` as the store's ``resource_requests``; the wrapped step runs."""
     steps = store.steps
     if not isinstance(steps, ResourceAwareStepRuns):
-        steps = ResourceAwareStepRuns(steps, store, requests, account)
+        inner = steps
+        if isinstance(inner, StepRunBatchOperations):  # keep the engine's combined calls
+            steps = ResourceAwareCombinedStepRuns(inner, store, requests, account)
+        else:
+            steps = ResourceAwareStepRuns(inner, store, requests, account)
         store.steps = steps
         store.resource_requests = requests
     return steps
@@ -135,15 +139,11 @@ RECLAIMED = frozenset(
         ResourceRequestStatus.EXPIRED,
     }
 )
-HOLDING = frozenset(
-    {ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING}
-)
+HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
 """Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
 its resources until its shutdown completes (its final status releases them)."""
 _ALL_STEPS = StepRunFilter()
 _FIRST_PAGE = PageRequest()
-PENDING_LEASE_SECONDS = 60
-"""First lease of a new request: the launcher's renew-polling extends it while it waits."""
 
 
 def wants_resources(spec: StepSpec | None) -> bool:
@@ -300,130 +300,22 @@ class ResourceAwareStepRuns:
             )
 
     def _create_request(self, record: StepRunRecord, step: StepRunCreate) -> UUID:
-        from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
-        from wharf.resource_manager.domain import (
-            SubjectChain,
-            SubjectNode,
-            SubjectSelector,
-            SubjectType,
-        )
+        from wharf.store.step_requests import step_request
 
-        spec = step.spec
-        assert spec is not None and spec.config.resources is not None
-        settings = spec.config.resources
-        runtime = step.runtime or StepRuntime.INLINE
         run = self._store.runs.get(record.run_id)
-        pipeline = self._store.pipelines.get(run.pipeline_id)
-        project = self._store.projects.get(run.project_id)
-        user = self._account(run)
-        project_node = SubjectNode(
-            subject_type=SubjectType.PROJECT,
-            subject_id=str(project.id),
-            attributes={"name": project.name},
-        )
-        run_node = SubjectNode(
-            subject_type=SubjectType.PIPELINE_RUN,
-            subject_id=str(run.id),
-            attributes={"name": run.name},
-        )
-        chains = [
-            SubjectChain(
-                nodes=(
-                    SubjectNode(
-                        subject_type=SubjectType.ACCOUNT,
-                        subject_id=user.name,
-                        attributes={"name": user.name, "is_superuser": user.is_admin},
-                    ),
-                )
-            ),
-            SubjectChain(
-                nodes=(
-                    project_node,
-                    SubjectNode(
-                        subject_type=SubjectType.PIPELINE,
-                        subject_id=str(pipeline.id),
-                        attributes={"name": pipeline.name},
-                    ),
-                    run_node,
-                    SubjectNode(
-                        subject_type=SubjectType.STEP_RUN,
-                        subject_id=str(record.id),
-                        attributes={"name": record.name},
-                    ),
-                )
-            ),
-            *self._component_chains(run.snapshot_id),
-        ]
-        demands = tuple(
-            DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
-            for d in settings.canonical_demands()
-        )
-        request = self._requests.create(
-            ResourceRequestCreate(
-                subjects=tuple(chains),
-                demands=demands,
-                reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
-                lease_seconds=PENDING_LEASE_SECONDS,
-                # The launcher gives up at the timeout and says why; the RM's own deadline only
-                # cleans up after a launcher that died, so it comes a little later.
-                allocation_wait_timeout_seconds=settings.allocation_wait_timeout_seconds
-                + PENDING_LEASE_SECONDS,
-                metadata={
-                    "step_name": record.name,
-                    "step_run_id": str(record.id),
-                    "pipeline_run_name": run.name,
-                    "pipeline_run_id": str(run.id),
-                    "project": project.name,
-                    "project_id": str(project.id),
-                    "user": user.name,
-                },
-                preemption_group=SubjectSelector(
-                    subject_type=SubjectType.PIPELINE_RUN, subject_id=str(run.id)
-                ),
-            ),
-            idempotency_key=f"step-run-{record.id}",
-        )
-        return request.id
-
-    def _component_chains(self, snapshot_id: UUID) -> builtins.list[SubjectChain]:
-        from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
-
-        snapshot = self._store.snapshots.get(snapshot_id)
-        if snapshot.stack_id is None:
-            return []
-        stack = self._store.stacks.get_stack(snapshot.stack_id)
-        chains = []
-        for type_, component_id in stack.components.items():
-            if type_ is ComponentType.ARTIFACT_STORE:
-                continue
-            component = self._store.stacks.get_component(component_id)
-            chains.append(
-                SubjectChain(
-                    nodes=(
-                        SubjectNode(
-                            subject_type=SubjectType.COMPONENT,
-                            subject_id=str(component.id),
-                            attributes={
-                                "name": component.name,
-                                "component_type": component.type.value,
-                                "flavor": component.flavor,
-                            },
-                        ),
-                    )
-                )
-            )
-        return chains
+        spec = step_request(self._store, run, record, step, self._account(run))
+        return self._requests.create(spec, idempotency_key=f"step-run-{record.id}").id
 
 
 class _Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
     """Both batch capabilities on one object (as the SQL store offers them)."""
 
 
-class ResourceAwareBatches:
-    """The server's batch and combined step calls, kept in step with the Resource Manager by
-    the paired step runs: created queued steps get requests, finished ones release them."""
+class _StepBatches:
+    """Combined step calls kept in step with the Resource Manager by the paired step runs:
+    created queued steps get requests, finished ones release them."""
 
-    def __init__(self, inner: _Batches, steps: ResourceAwareStepRuns) -> None:
+    def __init__(self, inner: StepRunBatchOperations, steps: ResourceAwareStepRuns) -> None:
         self._inner = inner
         self._steps = steps
 
@@ -448,10 +340,53 @@ class ResourceAwareBatches:
         record, versions = self._inner.finish(step_run_id, without_request_id(update), outputs)
         return self._steps.updated(record), versions
 
+
+class ResourceAwareBatches(_StepBatches):
+    """The server's batch and combined calls, with the paired step runs' bookkeeping."""
+
+    def __init__(self, inner: _Batches, steps: ResourceAwareStepRuns) -> None:
+        super().__init__(inner, steps)
+        self._versions = inner
+
     def create_versions(
         self, versions: Sequence[ArtifactVersionCreate]
     ) -> builtins.list[ArtifactVersionRecord]:
-        return self._inner.create_versions(versions)
+        return self._versions.create_versions(versions)
+
+
+class _CombinedStepRuns(StepRunRepository, StepRunBatchOperations, Protocol):
+    """A step-run repository that offers the combined calls too (the SQL store's)."""
+
+
+class ResourceAwareCombinedStepRuns(ResourceAwareStepRuns):
+    """:class:`ResourceAwareStepRuns` over a repository with the combined calls, which it keeps
+    offering (the engine then needs one store call where it would need two)."""
+
+    def __init__(
+        self,
+        inner: _CombinedStepRuns,
+        store: Store,
+        requests: LazyRequests,
+        account: AccountOf,
+    ) -> None:
+        super().__init__(inner, store, requests, account)
+        self._combined = _StepBatches(inner, self)
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        return self._combined.create_many(steps)
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime
+    ) -> tuple[StepRunRecord, bool]:
+        return self._combined.find_cached_or_create(step, project_id, now)
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        return self._combined.finish(step_run_id, update, outputs)
 
 
 class ResourceManagerHandle:

@@ -20,7 +20,7 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     team,
 )
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
-from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.errors import EntityNotFoundError
 from wharf.execution.allocation import AllocationWaiter
 from wharf.resource_manager.client.models import PageRequest, RequestFilter
 from wharf.store.rest.errors import PermissionDeniedError
@@ -70,9 +70,17 @@ def test_errors_keep_their_types(team: Team) -> None:
         _requests(team, "other").get(step.resource_request_id)
     with pytest.raises(PermissionDeniedError):
         _requests(team, "viewer").release(step.resource_request_id)
-    if "ids" in RequestFilter.model_fields:  # an RM filter the workspace does not offer
-        with pytest.raises(InputError, match="cannot filter by ids"):
-            _requests(team, "member").list(RequestFilter.model_validate({"ids": [uuid.uuid4()]}))
+
+
+def test_list_by_ids_sees_only_visible_requests(team: Team) -> None:
+    """The engine's wait room lists its waiters' requests by id; ids of another project's
+    requests match nothing."""
+    step = team.rest("member").steps.create(team.queued(team.run()))
+    assert step.resource_request_id is not None
+    query = RequestFilter(ids=(step.resource_request_id, uuid.uuid4()))
+    found = _requests(team, "member").list(query).items
+    assert [r.id for r in found] == [step.resource_request_id]
+    assert _requests(team, "other").list(query).items == []
 
 
 def test_the_launchers_allocation_wait_renews_with_the_runs_token(team: Team) -> None:

@@ -228,6 +228,8 @@ class RequestFilter(_Wire):
     metadata: dict[Key, Key] = Field(default_factory=dict)
     """Every entry must match (``metadata[key]=value``)."""
     requester: Key | None = None
+    ids: tuple[UUID, ...] | None = Field(default=None, min_length=1)
+    """Any of these request ids (at least one: no query parameter can say "none")."""
 
 
 class QueueEntry(_Wire):

@@ -42,6 +42,8 @@ def _conditions(conn: Connection, query: RequestFilter) -> list[ColumnElement[bo
         conditions.append(c.status.in_([status.value for status in query.status]))
     if query.requester is not None:
         conditions.append(c.requester == query.requester)
+    if query.ids is not None:
+        conditions.append(c.id.in_(query.ids))
     if query.pool is not None:
         pool = config_store.find_pool(conn, query.pool)
         if pool is None:

@@ -90,6 +90,9 @@ def _metadata(request: Request) -> dict[str, str]:
     return found
 
 
+IDS_FILTER = "Only these requests (repeat the parameter; a waiting engine asks for its own)."
+
+
 def _narrowed(ctx: Ctx, project_id: UUID | None) -> dict[str, str] | None:
     """The metadata every listed request must have for this caller; None: nothing visible."""
     run = ctx.principal.run
@@ -144,9 +147,13 @@ def build_router() -> APIRouter:
         subject_type: Annotated[SubjectType | None, Query()] = None,
         pool: _Key = None,
         requester: _Key = None,
+        ids: Annotated[list[UUID] | None, Query(alias="id", description=IDS_FILTER)] = None,
     ) -> Response:
         """Requests newest first (``sort=asc``: oldest); ``metadata[KEY]=VALUE`` filters too.
         Members of several projects pass ``project_id``."""
+        limit = ctx.state.settings.max_filter_values
+        if ids is not None and len(ids) > limit:
+            raise InputError(f"At most {limit} request ids per list (got {len(ids)}).")
         link = _link(ctx)
         metadata = _metadata(request)
         narrowed = _narrowed(ctx, project_id)
@@ -161,6 +168,7 @@ def build_router() -> APIRouter:
                 "subject_type": subject_type,
                 "pool": pool,
                 "requester": requester,
+                "ids": tuple(ids) if ids else None,
                 "metadata": {**metadata, **narrowed},
             },
         )

@@ -80,7 +80,11 @@ class HttpSession:
             headers=headers,
             timeout=timeout,
             transport=transport,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            # Idle connections live longer than a heartbeat interval (15 s by default), so a
+            # step's heartbeats reuse one connection instead of opening one each time.
+            limits=httpx.Limits(
+                max_connections=64, max_keepalive_connections=32, keepalive_expiry=60.0
+            ),
         )
         self._counter = itertools.count(1)
         self.request_count = 0

@@ -9,11 +9,14 @@ offer is refused (``InputError``) rather than dropped, so a list never silently 
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import InputError
+from wharf.store.lazy_requests import LEFT_QUEUE, WaitRoom
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:  # the RM's models load only when requests are actually used
@@ -25,7 +28,9 @@ if TYPE_CHECKING:  # the RM's models load only when requests are actually used
     )
 
 PATH = "/api/v1/resource_requests"
-FILTERS = frozenset({"status", "subject_id", "subject_type", "pool", "requester", "metadata"})
+FILTERS = frozenset(
+    {"status", "subject_id", "subject_type", "pool", "requester", "metadata", "ids"}
+)
 
 
 def list_params(
@@ -50,16 +55,31 @@ def list_params(
     params.update(subject_id=query.subject_id, pool=query.pool, requester=query.requester)
     if query.subject_type is not None:
         params["subject_type"] = query.subject_type.value
+    if query.ids is not None:
+        params["id"] = [str(request_id) for request_id in query.ids]
     for key, value in query.metadata.items():
         params[f"metadata[{key}]"] = value
     return params
 
 
 class RestResourceRequests:
-    """``ResourceRequestRepository`` over HTTP."""
+    """``ResourceRequestRepository`` over HTTP, with the same :class:`WaitRoom` as embedded
+    mode: a release by this process (or the room's watch) wakes exactly the waiters whose
+    request left the queue, with one list call for all of them."""
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http
+        self.wait_room = WaitRoom(self._left_queue)
+
+    def notify_released(self) -> None:
+        """Resources were freed: wake the waiters whose request was allocated or ended."""
+        self.wait_room.check()
+
+    def _left_queue(self, ids: Sequence[UUID]) -> builtins.list[ResourceRequestInfo]:
+        from wharf.resource_manager.client.models import PageRequest, RequestFilter
+
+        query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
+        return self.list(query, PageRequest(size=len(ids))).items
 
     def _info(self, data: Any) -> ResourceRequestInfo:
         from wharf.resource_manager.client.models import ResourceRequestInfo
@@ -101,4 +121,6 @@ class RestResourceRequests:
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
         body = {"idempotency_key": idempotency_key}
-        return self._info(self._http.send("POST", f"{PATH}/{request_id}/release", body=body))
+        released = self._info(self._http.send("POST", f"{PATH}/{request_id}/release", body=body))
+        self.notify_released()
+        return released

@@ -1,4 +1,5 @@
-"""Pipeline runs over REST (``/api/v1/runs``)."""
+"""Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes
+(the ``RunTokenOperations`` capability of ``wharf.store.ports``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ class _GetOrCreate(BaseModel):
     created: bool
 
 
+class _Token(BaseModel):
+    access_token: str
+
+
 class RestRunRepository:
+    """``RunRepository`` plus ``RunTokenOperations`` over HTTP."""
+
     def __init__(self, http: HttpSession) -> None:
         self._http = http
 
@@ -58,3 +65,6 @@ class RestRunRepository:
 
     def delete(self, run_id: UUID) -> None:
         self._http.send("DELETE", f"/api/v1/runs/{run_id}")
+
+    def issue_token(self, run_id: UUID) -> str:
+        return self._http.model(_Token, "POST", f"/api/v1/runs/{run_id}/token").access_token

@@ -1,4 +1,5 @@
-"""Logging in and out of a workspace server (used by ``wharf login`` / ``wharf logout``)."""
+"""Logging in and out of a workspace server (used by ``wharf login`` / ``wharf logout``), and
+who a credential is."""
 
 from __future__ import annotations
 
@@ -23,9 +24,15 @@ def whoami(url: str, credential: str) -> dict[str, Any]:
     """The server's view of a credential (raises ``NotAuthenticatedError`` if refused)."""
     session = HttpSession(url, credential)
     try:
-        data: dict[str, Any] = session.send("GET", "/api/v1/auth/me")
+        return current_principal(session)
     finally:
         session.close()
+
+
+def current_principal(http: HttpSession) -> dict[str, Any]:
+    """Who the session's credential is: ``kind`` (user / service_account), ``id``, ``name``,
+    ``is_admin``, ``run_id`` (run tokens) and ``projects`` (project id -> role)."""
+    data: dict[str, Any] = http.send("GET", "/api/v1/auth/me")
     return data
 
 
@@ -36,3 +43,23 @@ def logout(url: str, credential: str) -> None:
         session.send("POST", "/api/v1/auth/logout")
     finally:
         session.close()
+
+
+def visible_project(url: str, credential: str, name: str) -> dict[str, Any]:
+    """The project named ``name`` as the credential sees it; ``InputError`` if it does not
+    exist or the credential's principal is not a member (the server does not tell which)."""
+    from wharf.core.errors import EntityNotFoundError, InputError
+
+    session = HttpSession(url, credential)
+    try:
+        data: dict[str, Any] = session.send(
+            "GET", "/api/v1/projects/by-name", params={"name": name}
+        )
+    except EntityNotFoundError:
+        raise InputError(
+            f"Project '{name}' does not exist on the server at {url}, or you are not a member "
+            "of it."
+        ) from None
+    finally:
+        session.close()
+    return data

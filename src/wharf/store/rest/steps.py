@@ -10,13 +10,14 @@ from __future__ import annotations
 import builtins
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel
 
+from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -77,6 +78,15 @@ class RestStepRunRepository:
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http
+        self.on_released: Callable[[], None] | None = None
+        """Called after an update ended a step that held resources (the server released its
+        request): the REST store wakes this process's waiters with it."""
+
+    def _ended(self, record: StepRunRecord) -> StepRunRecord:
+        ended = record.status.is_finished or record.status is ExecutionStatus.RETRYING
+        if ended and self.on_released is not None and record.resource_request_id is not None:
+            self.on_released()
+        return record
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
         return self._http.model(StepRunRecord, "POST", "/api/v1/steps", body=step)
@@ -101,7 +111,8 @@ class RestStepRunRepository:
         return self._http.model(Page[StepRunRecord], "GET", "/api/v1/steps", params=params)
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
-        return self._http.model(StepRunRecord, "PATCH", f"/api/v1/steps/{step_run_id}", body=update)
+        path = f"/api/v1/steps/{step_run_id}"
+        return self._ended(self._http.model(StepRunRecord, "PATCH", path, body=update))
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
         params = {"project_id": str(project_id), "cache_key": cache_key, "now": now.isoformat()}
@@ -155,7 +166,7 @@ class RestStepRunRepository:
         }
         path = f"/api/v1/steps/{step_run_id}/finish"
         result = self._http.model(_Finished, "POST", path, body=body)
-        return result.step, result.outputs
+        return self._ended(result.step), result.outputs
 
 
 def list_step_runs_by_names(

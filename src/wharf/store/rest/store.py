@@ -70,7 +70,9 @@ class RestStore:
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
-        self.resource_requests: ResourceRequestRepository | None = RestResourceRequests(self.http)
+        requests = RestResourceRequests(self.http)
+        self.steps.on_released = requests.notify_released  # the server released them
+        self.resource_requests: ResourceRequestRepository | None = requests
 
     @property
     def url(self) -> str:

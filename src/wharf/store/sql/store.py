@@ -4,13 +4,26 @@ It only wires the repositories to one :class:`Database` (engine + clock); each a
 live in its own module under ``repositories/``. Opening a store builds the engine (no connection
 pool work happens before the first query), checks the schema revision with one query and
 migrates when asked to. Build stores at entry points and pass them down: nothing here is global.
+
+``steps`` and ``artifacts`` also offer the optional batch capabilities of ``wharf.store.ports``
+(``StepRunBatchOperations``, ``ArtifactBatchOperations``) through ``SqlBatchOperations``, so the
+engine takes the same path on this store as over REST.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from uuid import UUID
 
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    StepRunCreate,
+    StepRunRecord,
+    StepRunUpdate,
+)
 from wharf.store.ports import (
     ArtifactRepository,
     PipelineRepository,
@@ -27,6 +40,7 @@ from wharf.store.ports import (
 )
 from wharf.store.sql.engine import Database, create_sql_engine, mask_url
 from wharf.store.sql.repositories.artifacts import SqlArtifactRepository
+from wharf.store.sql.repositories.batches import SqlBatchOperations
 from wharf.store.sql.repositories.pipelines import SqlPipelineRepository
 from wharf.store.sql.repositories.projects import SqlProjectRepository
 from wharf.store.sql.repositories.run_metadata import SqlRunMetadataRepository
@@ -37,6 +51,39 @@ from wharf.store.sql.repositories.stacks import SqlStackRepository
 from wharf.store.sql.repositories.steps import SqlStepRunRepository
 from wharf.store.sql.repositories.users import SqlUserRepository
 from wharf.store.sql.schema import ensure_schema
+
+
+class SqlStepRuns(SqlStepRunRepository):
+    """Step runs plus ``StepRunBatchOperations`` (set ``batches`` before use)."""
+
+    batches: SqlBatchOperations
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        return self.batches.create_many(steps)
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime
+    ) -> tuple[StepRunRecord, bool]:
+        return self.batches.find_cached_or_create(step, project_id, now)
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        return self.batches.finish(step_run_id, update, outputs)
+
+
+class SqlArtifacts(SqlArtifactRepository):
+    """Artifacts plus ``ArtifactBatchOperations`` (set ``batches`` before use)."""
+
+    batches: SqlBatchOperations
+
+    def create_versions(
+        self, versions: Sequence[ArtifactVersionCreate]
+    ) -> builtins.list[ArtifactVersionRecord]:
+        return self.batches.create_versions(versions)
 
 
 class SqlStore:
@@ -63,8 +110,10 @@ class SqlStore:
         self.pipelines = SqlPipelineRepository(db)
         self.snapshots = SqlSnapshotRepository(db)
         self.runs = SqlRunRepository(db)
-        self.steps = SqlStepRunRepository(db)
-        self.artifacts = SqlArtifactRepository(db)
+        steps, artifacts = SqlStepRuns(db), SqlArtifacts(db)
+        steps.batches = artifacts.batches = SqlBatchOperations(db, steps, artifacts)
+        self.steps = steps
+        self.artifacts = artifacts
         self.run_metadata = SqlRunMetadataRepository(db)
         self.schedules = SqlScheduleRepository(db)
         self.resource_requests = None

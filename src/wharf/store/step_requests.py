@@ -1,0 +1,145 @@
+"""What a step's Resource Manager request says: its subjects, demands, lease and metadata.
+
+Subjects: the account (``is_superuser`` from ``is_admin``), project -> pipeline -> pipeline run
+-> step run, and each stack component except the artifact store. Metadata: step and run names
+and ids, project name and id, user. The pipeline run is the preemption group, so a run never
+preempts its own steps. The RM's allocation-wait deadline is one pending lease later than the
+launcher's, so the launcher's timeout message is the one users see.
+
+The RM's models load only when a step actually asks for resources (imported inside).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.core.enums import ComponentType, StepRuntime
+from wharf.store.models import PipelineRunRecord, StepRunCreate, StepRunRecord, UserRecord
+from wharf.store.ports import Store
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.client.models import ResourceRequestCreate
+    from wharf.resource_manager.domain import SubjectChain
+
+PENDING_LEASE_SECONDS = 60
+"""First lease of a new request: the launcher's renew-polling extends it while it waits."""
+
+
+def step_request(
+    store: Store,
+    run: PipelineRunRecord,
+    record: StepRunRecord,
+    step: StepRunCreate,
+    user: UserRecord,
+) -> ResourceRequestCreate:
+    """The Resource Manager request of a just-created queued step that asks for resources."""
+    from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
+    from wharf.resource_manager.domain import (
+        SubjectChain,
+        SubjectNode,
+        SubjectSelector,
+        SubjectType,
+    )
+
+    spec = step.spec
+    assert spec is not None and spec.config.resources is not None
+    settings = spec.config.resources
+    runtime = step.runtime or StepRuntime.INLINE
+    pipeline = store.pipelines.get(run.pipeline_id)
+    project = store.projects.get(run.project_id)
+    project_node = SubjectNode(
+        subject_type=SubjectType.PROJECT,
+        subject_id=str(project.id),
+        attributes={"name": project.name},
+    )
+    run_node = SubjectNode(
+        subject_type=SubjectType.PIPELINE_RUN,
+        subject_id=str(run.id),
+        attributes={"name": run.name},
+    )
+    chains = [
+        SubjectChain(
+            nodes=(
+                SubjectNode(
+                    subject_type=SubjectType.ACCOUNT,
+                    subject_id=user.name,
+                    attributes={"name": user.name, "is_superuser": user.is_admin},
+                ),
+            )
+        ),
+        SubjectChain(
+            nodes=(
+                project_node,
+                SubjectNode(
+                    subject_type=SubjectType.PIPELINE,
+                    subject_id=str(pipeline.id),
+                    attributes={"name": pipeline.name},
+                ),
+                run_node,
+                SubjectNode(
+                    subject_type=SubjectType.STEP_RUN,
+                    subject_id=str(record.id),
+                    attributes={"name": record.name},
+                ),
+            )
+        ),
+        *component_chains(store, run.snapshot_id),
+    ]
+    demands = tuple(
+        DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
+        for d in settings.canonical_demands()
+    )
+    return ResourceRequestCreate(
+        subjects=tuple(chains),
+        demands=demands,
+        reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
+        lease_seconds=PENDING_LEASE_SECONDS,
+        # The launcher gives up at the timeout and says why; the RM's own deadline only
+        # cleans up after a launcher that died, so it comes a little later.
+        allocation_wait_timeout_seconds=settings.allocation_wait_timeout_seconds
+        + PENDING_LEASE_SECONDS,
+        metadata={
+            "step_name": record.name,
+            "step_run_id": str(record.id),
+            "pipeline_run_name": run.name,
+            "pipeline_run_id": str(run.id),
+            "project": project.name,
+            "project_id": str(project.id),
+            "user": user.name,
+        },
+        preemption_group=SubjectSelector(
+            subject_type=SubjectType.PIPELINE_RUN, subject_id=str(run.id)
+        ),
+    )
+
+
+def component_chains(store: Store, snapshot_id: UUID) -> list[SubjectChain]:
+    """One chain per stack component of the snapshot's stack (the artifact store excepted)."""
+    from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+
+    snapshot = store.snapshots.get(snapshot_id)
+    if snapshot.stack_id is None:
+        return []
+    stack = store.stacks.get_stack(snapshot.stack_id)
+    chains = []
+    for type_, component_id in stack.components.items():
+        if type_ is ComponentType.ARTIFACT_STORE:
+            continue
+        component = store.stacks.get_component(component_id)
+        chains.append(
+            SubjectChain(
+                nodes=(
+                    SubjectNode(
+                        subject_type=SubjectType.COMPONENT,
+                        subject_id=str(component.id),
+                        attributes={
+                            "name": component.name,
+                            "component_type": component.type.value,
+                            "flavor": component.flavor,
+                        },
+                    ),
+                )
+            )
+        )
+    return chains
