@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Iterator
@@ -51,6 +52,21 @@ class RaisesMaterializationError(WritesThenFails):
         raise MaterializationError("custom one-line reason")
 
 
+class OneFileThenFails(Materializer):
+    """A single-file materializer that crashes in the middle of writing its file."""
+
+    ASSOCIATED_TYPES = (object,)
+    SINGLE_FILE = True
+
+    def save(self, data: Any) -> None:
+        with self.artifact_store.open(self.file_uri("data.bin"), "wb") as f:
+            f.write(b"half")
+            raise RuntimeError("disk on fire")
+
+    def load(self, data_type: type[Any]) -> Any:
+        raise NotImplementedError
+
+
 class Failing(Materializer):
     ASSOCIATED_TYPES = (object,)
 
@@ -95,6 +111,48 @@ def test_explicit_materializer_overrides_the_registry(
 ) -> None:
     saved = save_artifact([1], store, store.new_uri("o"), registry, materializer=override)
     assert saved.materializer == materializer_path(BuiltInContainerMaterializer)
+
+
+def test_single_file_artifacts_are_one_file_at_the_uri(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    uri = store.new_uri("pipeline", "run")
+    saved = save_artifact({"a": 1}, store, uri, registry)
+    assert os.path.isfile(uri)
+    # The run's directory holds the artifact and nothing else (no temporary files left).
+    assert os.listdir(os.path.dirname(uri)) == [os.path.basename(uri)]
+    with open(uri, "rb") as f:
+        payload = f.read()
+    outer = hashlib.sha256(b"wharf-content-v1\0" + (0).to_bytes(8, "big"))
+    outer.update(hashlib.sha256(payload).digest())
+    assert saved.content_hash == outer.hexdigest()  # hashed as a single file (relative path "")
+
+
+def test_multi_file_artifacts_keep_a_directory(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    uri = store.new_uri("pickled")
+    save_artifact([1], store, uri, registry, CloudpickleMaterializer)
+    assert sorted(os.listdir(uri)) == ["data.pkl", "versions.json"]
+
+
+def test_an_existing_directory_is_refused_for_single_file_artifacts(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    uri = store.new_uri("taken")
+    store.makedirs(uri)
+    with pytest.raises(MaterializationError, match="already exists"):
+        save_artifact(1, store, uri, registry)
+    assert os.path.isdir(uri) and os.listdir(uri) == []
+
+
+def test_a_crash_in_a_single_file_save_leaves_nothing(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    uri = store.new_uri("crash")
+    with pytest.raises(MaterializationError, match="RuntimeError: disk on fire"):
+        save_artifact(1, store, uri, registry, materializer=OneFileThenFails)
+    assert os.listdir(os.path.dirname(uri)) == []
 
 
 def test_an_existing_uri_is_refused_and_left_alone(

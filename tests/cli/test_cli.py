@@ -138,3 +138,75 @@ def test_unreadable_store_url(home: Path) -> None:
     result = wharf("runs", "list", env={"WHARF_STORE_URL": "nosuchdb://x"})
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_tables_are_plain_aligned_columns(finished_run) -> None:
+    lines = wharf("runs", "list").stdout.splitlines()
+    assert lines[0] == "Pipeline runs"
+    header, row = lines[1], lines[2]
+    assert header.split() == ["NAME", "STATUS", "CREATED", "END_TIME", "ID"]
+    assert row.startswith(finished_run.name) and row.endswith(str(finished_run.id))
+    assert header.index("STATUS") == row.index("completed")  # columns line up
+    paged = wharf("steps", "list", "--run", finished_run.name, "--size", "1").stdout
+    assert paged.splitlines()[-1] == "1 of 2 shown; use --page/--size for more."
+
+
+def test_table_cells_are_literal_one_line_text_aligned_by_display_width() -> None:
+    from wharf.cli.output import format_table
+
+    lines = format_table(("name", "note"), [["[bold]x[/]", "two\nlines\x1b[31m"], ["表表", "-"]])
+    assert lines == [
+        "NAME        NOTE",
+        "[bold]x[/]  two lines [31m",
+        "表表        -",
+    ]
+
+
+def test_main_in_process_leaves_the_garbage_collector_as_it_was() -> None:
+    import gc
+
+    from wharf.cli.main import main
+
+    assert gc.isenabled()
+    main(["runs", "--help"])  # a short-lived group: runs with the collector off
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        main(["server", "--help"])  # a group that turns the collector on
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_commands_that_may_run_for_long_keep_the_garbage_collector_on() -> None:
+    import gc
+
+    import click
+
+    from wharf.cli.main import COMMANDS, SHORT_LIVED, cli
+
+    assert SHORT_LIVED.issubset(COMMANDS)
+    ctx = click.Context(cli)
+    gc.disable()
+    try:
+        cli.get_command(ctx, "runs")
+        assert not gc.isenabled()
+        cli.get_command(ctx, "server")
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_listing_an_up_to_date_store_imports_no_migration_or_rendering_machinery(
+    home: Path,
+) -> None:
+    assert wharf("runs", "list").returncode == 0  # creates and migrates the store
+    code = (
+        "import sys\nfrom wharf.cli.main import main\nmain(['runs', 'list'])\n"
+        "heavy = ('alembic', 'sqlalchemy.orm', 'rich.console', 'rich.table')\n"
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -12,8 +12,18 @@ Invariants:
   :mod:`wharf.artifacts.materializers.registry`); ``content_hash`` is
   :func:`wharf.artifacts.hashing.content_hash`.
 
+Crash safety without fsync. Every file is published by an atomic rename once complete (see
+:mod:`wharf.artifacts.store`), and the engine records the artifact version, with its content
+hash, only after :func:`save_artifact` returned. A process that dies at any point therefore
+leaves either nothing, unreferenced complete files (garbage, never read), or a complete
+artifact and its record -- never a record pointing at a partial or missing file. Flushing to
+disk (``fsync``) is needed only to survive power loss, which the local store offers as an
+option (``LocalArtifactStore(fsync=True)``); it would cost a disk flush per output.
+
 Both functions sit on the engine's hot path: no imports, no registry scans beyond one dict
-lookup for an already-seen type, no extra file-system round trips.
+lookup for an already-seen type, no extra file-system round trips. A single-file materializer's
+artifact is one file creation (no directory of its own): on the project's disk each directory
+or file creation costs about 0.4 ms, more than the rest of saving a small value.
 """
 
 from __future__ import annotations
@@ -65,10 +75,15 @@ def save_artifact(
         cls = load_materializer(materializer)
     else:
         cls = materializer
-    try:
-        store.makedirs(uri, exist_ok=False)
-    except FileExistsError:
-        raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
+    if cls.SINGLE_FILE:
+        # URIs from new_uri() are unique; this catches a URI handed in twice.
+        if store.exists(uri):
+            raise MaterializationError(f"Artifact URI {uri!r} already exists.")
+    else:
+        try:
+            store.makedirs(uri, exist_ok=False)
+        except FileExistsError:
+            raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
     try:
         cls(uri, store).save(value)
         digest = content_hash(store, uri)

@@ -1,15 +1,27 @@
-"""Rendering records as a table (rich) or JSON for every list/show command."""
+"""Rendering records as a plain-text table or JSON for every list/show command.
+
+Tables are plain, aligned columns (as ``kubectl`` and ``docker`` print them): one header line
+of upper-case column names, one line per record, columns separated by two spaces, never
+truncated and never wrapped, so they read the same on a terminal, in a pipe and under
+``grep``/``awk``. Column widths are measured in terminal cells (``rich.cells``), so wide
+characters keep the columns aligned. Cell text is shown literally: no markup is interpreted,
+and line breaks and other control characters become spaces so that one record stays one line.
+
+Rendering is deliberately cheap: listing commands are judged by their start-up time
+(``bench/cli_startup.py``), and laying out a ``rich.table.Table`` cost as much as the query.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 OUTPUT_OPTION = click.option(
     "--output",
@@ -24,6 +36,8 @@ PAGE_OPTIONS = (
     click.option("--page", type=click.IntRange(min=1), default=1, show_default=True),
     click.option("--size", type=click.IntRange(1, 1000), default=50, show_default=True),
 )
+
+COLUMN_GAP = "  "
 
 
 def paged(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,6 +56,27 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _one_line(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a plain table: the header (``columns`` upper-cased), then one per row."""
+    from rich.cells import cell_len
+
+    header = [c.upper() for c in columns]
+    cells = [[(t := _one_line(text), cell_len(t)) for text in row] for row in (header, *rows)]
+    widths = [max(width for _, width in column) for column in zip(*cells, strict=True)]
+    return [
+        COLUMN_GAP.join(
+            text + " " * (widths[i] - width) for i, (text, width) in enumerate(row)
+        ).rstrip()
+        for row in cells
+    ]
+
+
 def emit(
     records: Sequence[BaseModel],
     columns: Sequence[str],
@@ -53,19 +88,13 @@ def emit(
     if output == "json":
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column.upper(), no_wrap=True)
-    for record in records:
-        table.add_row(*(_cell(getattr(record, c)) for c in columns))
-    # Piped output is read by programs and people with wide windows: never truncate it.
-    console = Console(width=None if sys.stdout.isatty() else 250)
-    console.print(table)
+    rows = [[_cell(getattr(record, c)) for c in columns] for record in records]
+    lines = format_table(columns, rows)
+    if title:
+        lines.insert(0, title)
     if total is not None and total > len(records):
-        console.print(f"{len(records)} of {total} shown; use --page/--size for more.")
+        lines.append(f"{len(records)} of {total} shown; use --page/--size for more.")
+    click.echo("\n".join(lines))
 
 
 def emit_one(record: BaseModel, output: str, fields: Sequence[str] | None = None) -> None:

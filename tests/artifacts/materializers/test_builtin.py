@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.artifacts.helpers import assert_same, roundtrip
 from tests.artifacts.materializers.test_json_codec import plain_data
-from wharf.artifacts import LocalArtifactStore, MaterializerRegistry
+from wharf.artifacts import LocalArtifactStore, MaterializerRegistry, join_uri, load_artifact
 from wharf.artifacts.materializers import (
     BuiltInContainerMaterializer,
     BuiltInMaterializer,
@@ -94,9 +94,32 @@ def test_scalar_files(
     registry: MaterializerRegistry,
 ) -> None:
     saved, _ = roundtrip(value, store, registry)
-    assert os.listdir(saved.uri) == [file]
-    with open(os.path.join(saved.uri, file), "rb") as f:
+    assert os.path.isfile(saved.uri)  # a single file, no directory of its own
+    with open(saved.uri, "rb") as f:
         assert f.read() == content
+    # Artifacts written before the single-file layout are a directory holding that file.
+    old = store.new_uri("directory-layout")
+    store.makedirs(old)
+    with store.open(join_uri(old, file), "wb") as f:
+        f.write(content)
+    assert_same(load_artifact(store, old, saved.data_type, saved.materializer), value)
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": (1, 2)}, [None, "x"], frozenset({1})], ids=["dict", "list", "frozenset"]
+)
+def test_container_files_and_the_directory_layout(
+    value: Any, store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    saved, _ = roundtrip(value, store, registry)
+    assert saved.materializer.endswith(":BuiltInContainerMaterializer")
+    with open(saved.uri, "rb") as f:
+        content = f.read()
+    old = store.new_uri("directory-layout")
+    store.makedirs(old)
+    with store.open(join_uri(old, "data.json"), "wb") as f:
+        f.write(content)
+    assert_same(load_artifact(store, old, saved.data_type, saved.materializer), value)
 
 
 @pytest.mark.parametrize("member", [Color.GREEN, Mood.HAPPY, Shape.SQUARE, Shape.NOTHING])

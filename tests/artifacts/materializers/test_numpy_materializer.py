@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tests.artifacts.helpers import roundtrip
-from wharf.artifacts import LocalArtifactStore, MaterializerRegistry, join_uri
+from wharf.artifacts import LocalArtifactStore, MaterializerRegistry, join_uri, load_artifact
 from wharf.artifacts.materializers.numpy_materializer import NumpyMaterializer
 
 fixture_settings = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -87,9 +87,20 @@ def test_file_is_a_plain_npy_without_pickle(
     store: LocalArtifactStore, registry: MaterializerRegistry
 ) -> None:
     saved, _ = roundtrip(np.arange(3), store, registry)
-    assert os.listdir(saved.uri) == ["data.npy"]
-    with store.open(join_uri(saved.uri, "data.npy")) as f:
+    assert os.path.isfile(saved.uri)  # a single file, no directory of its own
+    with store.open(saved.uri) as f:
         np.testing.assert_array_equal(np.load(f, allow_pickle=False), np.arange(3))
+
+
+def test_arrays_written_in_the_directory_layout_still_load(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    saved, _ = roundtrip(np.float32(1.5), store, registry)
+    old = store.new_uri("directory-layout")
+    with store.open(join_uri(old, "data.npy"), "wb") as f:
+        np.save(f, np.asarray(np.float32(1.5)), allow_pickle=False)
+    loaded = load_artifact(store, old, saved.data_type, saved.materializer)
+    assert type(loaded) is np.float32 and loaded == np.float32(1.5)
 
 
 @pytest.mark.parametrize(

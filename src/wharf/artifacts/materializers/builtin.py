@@ -1,6 +1,7 @@
 """Materializers for built-in scalars and plain containers; no third-party imports.
 
-Files (persisted format, do not change without a new materializer class):
+Files (persisted format: change it only in ways this class still reads everything written
+before, otherwise add a new materializer class):
 
 - :class:`BuiltInMaterializer`: ``bytes`` as raw ``data.bin``; ``None``, ``bool``, ``int``,
   ``float``, ``str`` and members of ``Enum`` types whose value is one of those, as ``data.json``.
@@ -9,6 +10,10 @@ Files (persisted format, do not change without a new materializer class):
   and named tuples, as ``data.json`` in the lossless encoding of
   :mod:`~wharf.artifacts.materializers.json_codec`, which restores every nested container type.
   Only plain data is accepted; any other content declines the value so it falls through.
+
+Both are single-file materializers: a new artifact is its one file stored at the artifact's URI
+(its name is implied by the recorded type: ``data.bin`` for ``bytes``, else ``data.json``);
+artifacts written earlier as a directory holding that file still load.
 
 Subclasses of these types (other than enums and named tuples) are declined too: they could not
 be rebuilt faithfully, and the pickle fallback keeps them exact.
@@ -32,6 +37,7 @@ class BuiltInMaterializer(Materializer):
     """``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` and scalar-valued enums."""
 
     ASSOCIATED_TYPES = (type(None), bool, int, float, str, bytes, enum.Enum)
+    SINGLE_FILE = True
 
     @classmethod
     def can_save(cls, value: object) -> bool:
@@ -66,6 +72,7 @@ class BuiltInContainerMaterializer(Materializer):
     """``dict``, ``list``, ``tuple``, ``set``, ``frozenset`` and named tuples of plain data."""
 
     ASSOCIATED_TYPES = (dict, list, tuple, set, frozenset)
+    SINGLE_FILE = True
 
     @classmethod
     def can_save(cls, value: object) -> bool:

@@ -3,7 +3,8 @@
 The registry imports it lazily, the first time it meets a type from the ``numpy`` package, so
 ``import wharf.artifacts`` never loads numpy.
 
-File: ``data.npy`` in numpy's own ``.npy`` format, written and read with
+File: ``data.npy`` in numpy's own ``.npy`` format (a single-file materializer: new artifacts
+are that file at the artifact's URI, older ones a directory holding it), written and read with
 ``allow_pickle=False``: portable across numpy versions and never executes code on load. A numpy
 scalar is stored as a 0-d array and returned as a scalar of the same dtype when the recorded
 type is a numpy scalar type. Arrays whose dtype holds Python objects would need pickle, and
@@ -26,6 +27,7 @@ class NumpyMaterializer(Materializer):
     """``numpy.ndarray`` (exact type, no object dtypes) and numpy scalars."""
 
     ASSOCIATED_TYPES = (np.ndarray, np.generic)
+    SINGLE_FILE = True
 
     @classmethod
     def can_save(cls, value: object) -> bool:
