@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -149,7 +149,7 @@ def database(kind: str) -> Iterator[str]:
 
 
 class ServerProcess:
-    def __init__(self, db_url: str, workers: int = 1) -> None:
+    def __init__(self, db_url: str, workers: int = 1, extra_args: Sequence[str] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._home = tempfile.TemporaryDirectory()
@@ -173,6 +173,7 @@ class ServerProcess:
             str(workers),
             "--log-level",
             "warning",
+            *extra_args,
         ]
         self.process = subprocess.Popen(command, env=env, start_new_session=True)
         deadline = time.monotonic() + 60
