@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
@@ -37,6 +38,7 @@ from wharf.execution.attempts import ProcessResult
 from wharf.execution.log_capture import write_log
 from wharf.store.models import StepRunRecord
 
+WHARF_PREFIX = "WHARF_"
 ENTRYPOINT_MODULE = "wharf.execution.entrypoint"
 ZYGOTE_PRELOAD = [ENTRYPOINT_MODULE, "wharf.store.sql.store", "wharf.artifacts"]
 REST_PRELOAD = ["wharf.store.rest"]
@@ -56,14 +58,26 @@ def _zygote_context(rest: bool = False) -> ForkServerContext:
         return _zygote
 
 
+def step_environment(inherited: Mapping[str, str], child_env: Mapping[str, str]) -> dict[str, str]:
+    """A step process's environment: what it inherits, minus every Wharf setting, plus
+    ``child_env`` (the complete Wharf configuration its parent chose). Inherited Wharf settings
+    must not leak in: the fork server keeps the environment it started with, which may name
+    another store or server than the run's."""
+    environment = {k: v for k, v in inherited.items() if not k.startswith(WHARF_PREFIX)}
+    environment.update(child_env)
+    environment["PYTHONUNBUFFERED"] = "1"
+    return environment
+
+
 def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) -> None:
     """Runs in the forked child: send output to the log, set the environment, run the step."""
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    os.environ.update(child_env)
-    os.environ["PYTHONUNBUFFERED"] = "1"
+    environment = step_environment(os.environ, child_env)
+    os.environ.clear()
+    os.environ.update(environment)
     from wharf.execution.entrypoint import main
 
     code = main([step_run_id])
@@ -150,7 +164,7 @@ def start_step_process(
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env={**os.environ, **child_env, "PYTHONUNBUFFERED": "1"},
+                    env=step_environment(os.environ, child_env),
                     start_new_session=True,  # a Ctrl-C in the parent's terminal is not the step's
                 )
     except BaseException:

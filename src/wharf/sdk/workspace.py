@@ -239,8 +239,15 @@ class Workspace:
                 **where,
                 "WHARF_ARTIFACT_ROOT": str(config.artifact_root),
                 "WHARF_HEARTBEAT_INTERVAL": str(config.heartbeat_interval),
+                "WHARF_RESOURCE_MANAGER": config.resource_manager,
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()),
                 **({"WHARF_ACTIVE_STACK": config.active_stack} if config.active_stack else {}),
+                **({"WHARF_PROJECT": config.project} if config.project else {}),
+                **(
+                    {"WHARF_LOCAL_STEP_SLOTS": str(config.local_step_slots)}
+                    if config.local_step_slots is not None
+                    else {}
+                ),
             },
             stop_check_interval=SERVER_STOP_CHECK_INTERVAL if server_url else 0.0,
             versions=self.versions,

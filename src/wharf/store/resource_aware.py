@@ -31,6 +31,8 @@ from __future__ import annotations
 import builtins
 import logging
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -54,6 +56,7 @@ from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
+    CachedOrCreated,
     HeartbeatResponse,
     Page,
     PageRequest,
@@ -73,6 +76,7 @@ from wharf.store.ports import (
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
+    from wharf.store.step_requests import RunSubjects
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]
@@ -142,6 +146,8 @@ RECLAIMED = frozenset(
 HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
 """Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
 its resources until its shutdown completes (its final status releases them)."""
+RUNS_REMEMBERED = 256
+"""Runs whose shared request subjects one wrapper remembers (least recently used go first)."""
 _ALL_STEPS = StepRunFilter()
 _FIRST_PAGE = PageRequest()
 
@@ -173,6 +179,8 @@ class ResourceAwareStepRuns:
         self._store = store
         self._requests = requests
         self._account = account
+        self._runs: OrderedDict[UUID, RunSubjects] = OrderedDict()
+        self._runs_lock = threading.Lock()
 
     # -------------------------------------------------------------- delegated as they are
 
@@ -302,9 +310,25 @@ class ResourceAwareStepRuns:
     def _create_request(self, record: StepRunRecord, step: StepRunCreate) -> UUID:
         from wharf.store.step_requests import step_request
 
-        run = self._store.runs.get(record.run_id)
-        spec = step_request(self._store, run, record, step, self._account(run))
+        spec = step_request(self._run_subjects(record.run_id), record, step)
         return self._requests.create(spec, idempotency_key=f"step-run-{record.id}").id
+
+    def _run_subjects(self, run_id: UUID) -> RunSubjects:
+        """The run's shared subjects, read once per run (a run's steps ask many times)."""
+        from wharf.store.step_requests import run_subjects
+
+        with self._runs_lock:
+            known = self._runs.get(run_id)
+            if known is not None:
+                self._runs.move_to_end(run_id)
+                return known
+        run = self._store.runs.get(run_id)
+        subjects = run_subjects(self._store, run, self._account(run))
+        with self._runs_lock:
+            self._runs[run_id] = subjects
+            while len(self._runs) > RUNS_REMEMBERED:
+                self._runs.popitem(last=False)
+        return subjects
 
 
 class _Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
@@ -324,12 +348,14 @@ class _StepBatches:
         return self._steps.request_for_created(list(zip(records, steps, strict=True)))
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
-        record, created = self._inner.find_cached_or_create(step, project_id, now)
-        if created:
-            record = self._steps.request_for_created([(record, step)])[0]
-        return record, created
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        # A recorded hit is cached, never queued: it needs no request.
+        found = self._inner.find_cached_or_create(step, project_id, now, record_hit=record_hit)
+        if not found.created:
+            return found
+        record = self._steps.request_for_created([(found.step, step)])[0]
+        return found.model_copy(update={"step": record})
 
     def finish(
         self,
@@ -376,9 +402,9 @@ class ResourceAwareCombinedStepRuns(ResourceAwareStepRuns):
         return self._combined.create_many(steps)
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
-        return self._combined.find_cached_or_create(step, project_id, now)
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        return self._combined.find_cached_or_create(step, project_id, now, record_hit=record_hit)
 
     def finish(
         self,

@@ -11,6 +11,7 @@ The RM's models load only when a step actually asks for resources (imported insi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -20,18 +21,69 @@ from wharf.store.ports import Store
 
 if TYPE_CHECKING:
     from wharf.resource_manager.client.models import ResourceRequestCreate
-    from wharf.resource_manager.domain import SubjectChain
+    from wharf.resource_manager.domain import SubjectChain, SubjectNode
 
 PENDING_LEASE_SECONDS = 60
 """First lease of a new request: the launcher's renew-polling extends it while it waits."""
 
 
+@dataclass(frozen=True)
+class RunSubjects:
+    """What every request of one run's steps shares: read once per run (names as of the run's
+    first request), so a step's request costs no store reads."""
+
+    run_id: UUID
+    account: SubjectChain
+    path: tuple[SubjectNode, ...]
+    """project -> pipeline -> pipeline run (the step run's node is appended per step)."""
+    components: tuple[SubjectChain, ...]
+    metadata: dict[str, str]
+
+
+def run_subjects(store: Store, run: PipelineRunRecord, user: UserRecord) -> RunSubjects:
+    from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+
+    pipeline = store.pipelines.get(run.pipeline_id)
+    project = store.projects.get(run.project_id)
+    account = SubjectNode(
+        subject_type=SubjectType.ACCOUNT,
+        subject_id=user.name,
+        attributes={"name": user.name, "is_superuser": user.is_admin},
+    )
+    path = (
+        SubjectNode(
+            subject_type=SubjectType.PROJECT,
+            subject_id=str(project.id),
+            attributes={"name": project.name},
+        ),
+        SubjectNode(
+            subject_type=SubjectType.PIPELINE,
+            subject_id=str(pipeline.id),
+            attributes={"name": pipeline.name},
+        ),
+        SubjectNode(
+            subject_type=SubjectType.PIPELINE_RUN,
+            subject_id=str(run.id),
+            attributes={"name": run.name},
+        ),
+    )
+    return RunSubjects(
+        run_id=run.id,
+        account=SubjectChain(nodes=(account,)),
+        path=path,
+        components=tuple(component_chains(store, run.snapshot_id)),
+        metadata={
+            "pipeline_run_name": run.name,
+            "pipeline_run_id": str(run.id),
+            "project": project.name,
+            "project_id": str(project.id),
+            "user": user.name,
+        },
+    )
+
+
 def step_request(
-    store: Store,
-    run: PipelineRunRecord,
-    record: StepRunRecord,
-    step: StepRunCreate,
-    user: UserRecord,
+    subjects: RunSubjects, record: StepRunRecord, step: StepRunCreate
 ) -> ResourceRequestCreate:
     """The Resource Manager request of a just-created queued step that asks for resources."""
     from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
@@ -46,52 +98,21 @@ def step_request(
     assert spec is not None and spec.config.resources is not None
     settings = spec.config.resources
     runtime = step.runtime or StepRuntime.INLINE
-    pipeline = store.pipelines.get(run.pipeline_id)
-    project = store.projects.get(run.project_id)
-    project_node = SubjectNode(
-        subject_type=SubjectType.PROJECT,
-        subject_id=str(project.id),
-        attributes={"name": project.name},
+    step_node = SubjectNode(
+        subject_type=SubjectType.STEP_RUN,
+        subject_id=str(record.id),
+        attributes={"name": record.name},
     )
-    run_node = SubjectNode(
-        subject_type=SubjectType.PIPELINE_RUN,
-        subject_id=str(run.id),
-        attributes={"name": run.name},
-    )
-    chains = [
-        SubjectChain(
-            nodes=(
-                SubjectNode(
-                    subject_type=SubjectType.ACCOUNT,
-                    subject_id=user.name,
-                    attributes={"name": user.name, "is_superuser": user.is_admin},
-                ),
-            )
-        ),
-        SubjectChain(
-            nodes=(
-                project_node,
-                SubjectNode(
-                    subject_type=SubjectType.PIPELINE,
-                    subject_id=str(pipeline.id),
-                    attributes={"name": pipeline.name},
-                ),
-                run_node,
-                SubjectNode(
-                    subject_type=SubjectType.STEP_RUN,
-                    subject_id=str(record.id),
-                    attributes={"name": record.name},
-                ),
-            )
-        ),
-        *component_chains(store, run.snapshot_id),
-    ]
     demands = tuple(
         DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
         for d in settings.canonical_demands()
     )
     return ResourceRequestCreate(
-        subjects=tuple(chains),
+        subjects=(
+            subjects.account,
+            SubjectChain(nodes=(*subjects.path, step_node)),
+            *subjects.components,
+        ),
         demands=demands,
         reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
         lease_seconds=PENDING_LEASE_SECONDS,
@@ -102,14 +123,10 @@ def step_request(
         metadata={
             "step_name": record.name,
             "step_run_id": str(record.id),
-            "pipeline_run_name": run.name,
-            "pipeline_run_id": str(run.id),
-            "project": project.name,
-            "project_id": str(project.id),
-            "user": user.name,
+            **subjects.metadata,
         },
         preemption_group=SubjectSelector(
-            subject_type=SubjectType.PIPELINE_RUN, subject_id=str(run.id)
+            subject_type=SubjectType.PIPELINE_RUN, subject_id=str(subjects.run_id)
         ),
     )
 
