@@ -7,7 +7,8 @@ step):
 - requests per step: the REST store's request count for one pipeline call / N, everything
   included (pipeline, snapshot, run records, every step): uncached; cached in the workspace that
   ran it (the engine remembers the output versions it created); cached from a fresh workspace
-  (a new process would see this: each cached step also reads its output versions);
+  (a new process would see this: the cache lookup sends each cached step's output versions
+  along and records the cached step, so it costs what the same workspace pays);
 - the requests of one uncached run by route;
 - per-step overhead: REST wall time / N, and its difference to the embedded store (medians;
   the best round is reported too, as the machine is shared and its load skews medians).

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import InputError
 from wharf.execution.store_calls import (
     KnownVersions,
@@ -22,6 +22,7 @@ from wharf.execution.store_calls import (
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
+    CachedOrCreated,
     Page,
     RunCreate,
     SnapshotCreate,
@@ -116,10 +117,13 @@ class BatchSteps(PlainSteps):
         raise AssertionError("not used by the engine")
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: Any, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
-        self.calls.append("find_cached_or_create")
-        return (self.cached, False) if self.cached else (step_record(step.name), True)
+        self, step: StepRunCreate, project_id: Any, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        self.calls.append(f"find_cached_or_create record_hit={record_hit}")
+        if self.cached is None:
+            return CachedOrCreated(step=step_record(step.name), created=True)
+        recorded = step_record(step.name, status=ExecutionStatus.CACHED) if record_hit else None
+        return CachedOrCreated(step=self.cached, created=False, recorded=recorded)
 
     def finish(
         self, step_run_id: Any, update: StepRunUpdate, outputs: Any
@@ -174,10 +178,12 @@ def create(name: str = "s") -> StepRunCreate:
 @pytest.mark.parametrize("steps_type", [PlainSteps, BatchSteps])
 def test_a_miss_creates_the_step(steps_type: type[PlainSteps]) -> None:
     steps = steps_type()
-    record, created = find_cached_or_create(FakeStore(steps), create("a"), PROJECT, NOW)  # type: ignore[arg-type]
-    assert created and record.name == "a"
+    found = find_cached_or_create(FakeStore(steps), create("a"), PROJECT, NOW, record_hit=True)  # type: ignore[arg-type]
+    assert found.created and found.step.name == "a" and found.recorded is None
     expected = (
-        ["find_cached_or_create"] if steps_type is BatchSteps else ["find_cached k", "create a"]
+        ["find_cached_or_create record_hit=True"]
+        if steps_type is BatchSteps
+        else ["find_cached k", "create a"]
     )
     assert steps.calls == expected
 
@@ -186,9 +192,51 @@ def test_a_miss_creates_the_step(steps_type: type[PlainSteps]) -> None:
 def test_a_hit_returns_the_cached_step_and_creates_nothing(steps_type: type[PlainSteps]) -> None:
     cached = step_record("original", status=ExecutionStatus.COMPLETED)
     steps = steps_type(cached)
-    record, created = find_cached_or_create(FakeStore(steps), create("a"), PROJECT, NOW)  # type: ignore[arg-type]
-    assert not created and record == cached
+    found = find_cached_or_create(FakeStore(steps), create("a"), PROJECT, NOW)  # type: ignore[arg-type]
+    assert not found.created and found.step == cached and found.recorded is None
     assert not any(call.startswith("create") for call in steps.calls)
+
+
+@pytest.mark.parametrize("steps_type", [PlainSteps, BatchSteps])
+def test_a_hit_asked_to_records_it(steps_type: type[PlainSteps]) -> None:
+    cached = step_record("original", status=ExecutionStatus.COMPLETED)
+    steps = steps_type(cached)
+    found = find_cached_or_create(FakeStore(steps), create("a"), PROJECT, NOW, record_hit=True)  # type: ignore[arg-type]
+    assert not found.created and found.step == cached
+    assert found.recorded is not None and found.recorded.name == "a"
+    expected = (
+        ["find_cached_or_create record_hit=True"]
+        if steps_type is BatchSteps
+        else ["find_cached k", "create a"]
+    )
+    assert steps.calls == expected
+
+
+def test_reusing_records_what_the_cached_step_run_needs() -> None:
+    cached = step_record(
+        "original",
+        status=ExecutionStatus.COMPLETED,
+        outputs={"x": uuid.uuid4()},
+        source_code="old source",
+        docstring="Old.",
+        cache_expires_at=NOW,
+        logs_uri="/logs/original.log",
+    )
+    step = create("a").model_copy(
+        update={"docstring": "New.", "logs_uri": "/logs/a.log", "runtime": StepRuntime.INLINE}
+    )
+    hit = step.reusing(cached)
+    assert hit.model_dump() == {
+        **step.model_dump(),
+        "status": ExecutionStatus.CACHED,
+        "cache_expires_at": NOW,
+        "original_step_run_id": cached.id,
+        "outputs": cached.outputs,
+        "source_code": "old source",  # the step's own is unknown here
+        "docstring": "New.",
+        "logs_uri": "/logs/original.log",
+        "runtime": None,
+    }
 
 
 def test_the_fallback_needs_a_cache_key() -> None:
@@ -264,6 +312,19 @@ def test_known_versions_read_only_what_they_miss() -> None:
     assert artifacts.calls[-1] == "get_version"
 
 
+def test_known_versions_take_and_remember_those_sent_along() -> None:
+    artifacts = PlainArtifacts()
+    store = FakeStore(PlainSteps(), artifacts)
+    made = {n: artifacts.create_version(version_create(n)) for n in ("a", "b")}
+    step = step_record(outputs={n: v.id for n, v in made.items()})
+    known = KnownVersions()
+    artifacts.calls.clear()
+    assert known.outputs_of(store, step, [made["a"]]) == made  # type: ignore[arg-type]
+    assert artifacts.calls == ["get_version"]  # only b
+    assert known.outputs_of(store, step) == made  # type: ignore[arg-type]
+    assert artifacts.calls == ["get_version"]  # both remembered now
+
+
 def test_known_versions_forget_the_least_recently_used() -> None:
     known = KnownVersions(limit=2)
     a, b, c = (version_record(version_create(n)) for n in "abc")
@@ -299,8 +360,9 @@ def test_the_sql_store_offers_the_capabilities(tmp_path: Path) -> None:
             )
         )
         step = StepRunCreate(run_id=run.id, name="s", status=ExecutionStatus.RUNNING, cache_key="k")
-        record, created = find_cached_or_create(store, step, project.id, NOW)
-        assert created
+        found = find_cached_or_create(store, step, project.id, NOW)
+        assert found.created
+        record = found.step
         output = version_create("p::s::out").model_copy(
             update={"project_id": project.id, "producer_step_run_id": record.id}
         )
@@ -310,5 +372,10 @@ def test_the_sql_store_offers_the_capabilities(tmp_path: Path) -> None:
         assert final.status is ExecutionStatus.COMPLETED
         assert final.outputs == {"out": versions["out"].id}
         again = step.model_copy(update={"name": "t"})
-        cached, created = find_cached_or_create(store, again, project.id, datetime.now(UTC))
-        assert not created and cached.id == record.id
+        hit = find_cached_or_create(store, again, project.id, datetime.now(UTC), record_hit=True)
+        assert not hit.created and hit.step.id == record.id
+        assert hit.outputs == versions  # sent along: a fresh process need not read them
+        assert hit.recorded == store.steps.get(hit.recorded.id if hit.recorded else record.id)
+        assert hit.recorded.status is ExecutionStatus.CACHED
+        assert hit.recorded.original_step_run_id == record.id
+        assert hit.recorded.outputs == final.outputs and hit.recorded.name == "t"

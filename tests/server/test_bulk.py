@@ -56,8 +56,10 @@ def test_find_cached_or_create_and_finish(world: World, rest: RestStore) -> None
     assert isinstance(steps, StepRunBatchOperations)
     now = datetime.now(UTC)
     create = StepRunCreate(run_id=things.run.id, name="train", status=S.RUNNING, cache_key="ck")
-    first, created = steps.find_cached_or_create(create, world.a.id, now)
-    assert created and first.status is S.RUNNING
+    miss = steps.find_cached_or_create(create, world.a.id, now, record_hit=True)
+    first = miss.step
+    assert miss.created and first.status is S.RUNNING
+    assert miss.outputs == {} and miss.recorded is None
     output = ArtifactVersionCreate(
         project_id=world.a.id,
         name="model",
@@ -69,9 +71,21 @@ def test_find_cached_or_create_and_finish(world: World, rest: RestStore) -> None
     done, outputs = steps.finish(first.id, StepRunUpdate(status=S.COMPLETED), {"model": output})
     assert done.status is S.COMPLETED and done.outputs == {"model": outputs["model"].id}
     again = create.model_copy(update={"name": "train-2"})
-    cached, created = steps.find_cached_or_create(again, world.a.id, datetime.now(UTC))
-    assert not created and cached == done  # nothing was created: the caller records the hit
+    hit = steps.find_cached_or_create(again, world.a.id, datetime.now(UTC))
+    assert not hit.created and hit.step == done  # nothing was created: the caller records it
+    assert hit.outputs == outputs and hit.recorded is None  # the outputs come along
     assert rest.steps.list(StepRunFilter(run_id=things.run.id)).total == 2
+    # asked to, the server records the hit too: the same record the caller would create
+    third = create.model_copy(update={"name": "train-3", "source_code": "def train(): ..."})
+    recorded = steps.find_cached_or_create(third, world.a.id, datetime.now(UTC), record_hit=True)
+    assert not recorded.created and recorded.step == done and recorded.outputs == outputs
+    assert recorded.recorded is not None
+    assert recorded.recorded == rest.steps.get(recorded.recorded.id)
+    assert recorded.recorded.status is S.CACHED and recorded.recorded.name == "train-3"
+    assert recorded.recorded.original_step_run_id == done.id
+    assert recorded.recorded.outputs == done.outputs and recorded.recorded.cache_key == "ck"
+    assert recorded.recorded.source_code == "def train(): ..."
+    assert rest.steps.list(StepRunFilter(run_id=things.run.id)).total == 3
 
 
 def test_fetch_by_names_splits_what_the_server_refuses(world: World, rest: RestStore) -> None:

@@ -144,10 +144,11 @@ def test_batch_and_cached_or_create_get_requests_too(team: Team) -> None:
     )
     assert [s.resource_request_id is not None for s in batch] == [True, False, True]
     assert _chains(team, batch[2].resource_request_id)[1][-1] == ("step_run", str(batch[2].id))  # type: ignore[arg-type]
-    step, created = rest.steps.find_cached_or_create(
+    found = rest.steps.find_cached_or_create(
         team.queued(run, "d", cache_key="k1"), team.world.a.id, datetime.now(UTC)
     )
-    assert created and step.resource_request_id is not None
+    step = found.step
+    assert found.created and step.resource_request_id is not None
     assert team.rm_admin is not None
     info = team.rm_admin.requests.get(step.resource_request_id)
     assert info.metadata["step_name"] == "d" and info.metadata["step_run_id"] == str(step.id)

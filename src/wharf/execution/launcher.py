@@ -9,7 +9,9 @@ A retry is a new step run; an interrupted step is never retried.
 
 The cache lookup and the creation of the first attempt's step run are one store call
 (``store_calls.find_cached_or_create``: one HTTP request over REST); the lookup still sees the
-latest store state, right before the step would start.
+latest store state, right before the step would start. On a hit the same call records the
+cached step run and answers the found step's output versions, so a hit is one request too,
+even in a process that never saw the found step.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.store_calls import find_cached_or_create
-from wharf.store.models import ArtifactVersionRecord, StepRunCreate, StepRunRecord, StepRunUpdate
+from wharf.store.models import (
+    ArtifactVersionRecord,
+    CachedOrCreated,
+    StepRunCreate,
+    StepRunRecord,
+    StepRunUpdate,
+)
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     from wharf.resource_manager.client.models import ResourceRequestInfo
@@ -135,29 +143,17 @@ class StepLauncher:
         return StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
 
     def _publish_cached(
-        self,
-        spec: StepSpec,
-        inputs: Mapping[str, ArtifactVersionRecord],
-        cache_key: str,
-        cached: StepRunRecord,
+        self, spec: StepSpec, create: StepRunCreate, found: CachedOrCreated
     ) -> StepOutcome:
+        """Record ``create`` as reusing the step run found (unless the lookup did) and take
+        its outputs: those the lookup sent, else remembered by this process, else read."""
         store = self._services.store
-        record = store.steps.create(
-            StepRunCreate.model_validate(
-                {
-                    **self._base_create(spec, inputs),
-                    "status": ExecutionStatus.CACHED,
-                    "cache_key": cache_key,
-                    "cache_expires_at": cached.cache_expires_at,
-                    "original_step_run_id": cached.id,
-                    "outputs": cached.outputs,
-                    "source_code": spec.source_code or cached.source_code,
-                    "docstring": spec.docstring or cached.docstring,
-                    "logs_uri": cached.logs_uri,
-                }
-            )
-        )
-        outputs = self._services.versions.outputs_of(store, cached)
+        record = found.recorded
+        if record is None:
+            own = create.model_copy(update={"spec": spec if self._record_specs else None})
+            record = store.steps.create(own.reusing(found.step))
+        versions = self._services.versions
+        outputs = versions.outputs_of(store, found.step, found.outputs.values())
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
     def _wait_for_resources(
@@ -213,11 +209,19 @@ class StepLauncher:
                 }
             )
             if lookup_time is not None:
-                record, created = find_cached_or_create(
-                    services.store, create, services.project_id, lookup_time
+                # The lookup records a hit itself (one call) unless the cached step run would
+                # get a different spec: a queued step sends its spec for its resource request
+                # only, while a cached step run holds one only where every step run does.
+                found = find_cached_or_create(
+                    services.store,
+                    create,
+                    services.project_id,
+                    lookup_time,
+                    record_hit=self._record_specs or not queued,
                 )
-                if not created:
-                    return self._publish_cached(spec, inputs, cache_key, record)
+                if not found.created:
+                    return self._publish_cached(spec, create, found)
+                record = found.step
             else:
                 record = services.store.steps.create(create)
             allocation = None

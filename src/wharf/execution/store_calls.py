@@ -1,8 +1,9 @@
 """The engine's per-step store calls: combined where the store offers it, composed where not.
 
 A step costs the engine two writes: look the cache up and create the step run if nothing is
-cached (:func:`find_cached_or_create`), and record how it ended together with its outputs
-(:func:`finish_step`). Stores whose repositories offer the optional capabilities of
+cached (:func:`find_cached_or_create`; on a hit it can record the cached step run in the same
+call and sends the found step's output versions along), and record how it ended together with
+its outputs (:func:`finish_step`). Stores whose repositories offer the optional capabilities of
 ``wharf.store.ports`` (the REST store, the SQL store) do each in one call -- one HTTP request
 over REST. Any other store, or a wrapper that hides the capabilities (the Resource Manager
 pairing of the embedded store), gets the same effect from the plain repository methods. The
@@ -12,8 +13,8 @@ Invariants (those of the capabilities): the cache lookup comes before the creati
 is created on a hit; output versions are created before the step update that links them, so an
 update refused (e.g. the step was failed meanwhile) leaves them unreferenced, never half-linked.
 
-:class:`KnownVersions` remembers artifact versions this process created or read, so a cached
-step's outputs are not fetched again. Only their immutable fields matter to the engine (id,
+:class:`KnownVersions` remembers artifact versions this process created, read or was sent, so
+a cached step's outputs are not fetched again. Only their immutable fields matter to the engine (id,
 URI, type, materializer, content hash); ``producer_step_run_id`` of a remembered record can
 lag behind a later run deletion.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from uuid import UUID
 
@@ -33,6 +34,7 @@ from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionFilter,
     ArtifactVersionRecord,
+    CachedOrCreated,
     PageRequest,
     StepRunCreate,
     StepRunRecord,
@@ -45,19 +47,21 @@ KNOWN_VERSIONS_LIMIT = 10_000
 
 
 def find_cached_or_create(
-    store: Store, step: StepRunCreate, project_id: UUID, now: datetime
-) -> tuple[StepRunRecord, bool]:
-    """``(cached, False)`` for a reusable step run of ``step.cache_key`` (nothing is created),
-    else ``(the new step run, True)``."""
+    store: Store, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+) -> CachedOrCreated:
+    """A hit on a reusable step run of ``step.cache_key`` (nothing is created, unless
+    ``record_hit``: then ``step.reusing(found)`` is), else the new step run. The composed path
+    sends no output versions along; :meth:`KnownVersions.outputs_of` reads what is missing."""
     steps = store.steps
     if isinstance(steps, StepRunBatchOperations):
-        return steps.find_cached_or_create(step, project_id, now)
+        return steps.find_cached_or_create(step, project_id, now, record_hit=record_hit)
     if step.cache_key is None:
         raise InputError("find_cached_or_create needs a step run with a cache key.")
     cached = steps.find_cached(project_id, step.cache_key, now)
-    if cached is not None:
-        return cached, False
-    return steps.create(step), True
+    if cached is None:
+        return CachedOrCreated(step=steps.create(step), created=True)
+    recorded = steps.create(step.reusing(cached)) if record_hit else None
+    return CachedOrCreated(step=cached, created=False, recorded=recorded)
 
 
 def finish_step(
@@ -117,11 +121,19 @@ class KnownVersions:
                     found[version_id] = record
             return found
 
-    def outputs_of(self, store: Store, step: StepRunRecord) -> dict[str, ArtifactVersionRecord]:
-        """The output versions of ``step``: remembered ones as they are, the others read from
-        the store (all of them in one list call when several are missing: a completed step's
-        outputs are the versions it produced)."""
+    def outputs_of(
+        self,
+        store: Store,
+        step: StepRunRecord,
+        sent: Collection[ArtifactVersionRecord] = (),
+    ) -> dict[str, ArtifactVersionRecord]:
+        """The output versions of ``step``: those ``sent`` along with it (by the cache lookup)
+        and remembered ones as they are, the others read from the store (all of them in one
+        list call when several are missing: a completed step's outputs are the versions it
+        produced)."""
+        self.remember(sent)
         known = self._known(step.outputs.values())
+        known.update({v.id: v for v in sent if v.id in step.outputs.values()})
         missing = {name: v for name, v in step.outputs.items() if v not in known}
         if len(missing) > 1:
             page = store.artifacts.list_versions(

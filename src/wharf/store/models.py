@@ -213,6 +213,19 @@ class ArtifactVersionRecord(_Frozen):
     created: datetime
 
 
+class CachedOrCreated(_Frozen):
+    """The answer of ``find_cached_or_create``: a cache hit, or the newly created step run."""
+
+    step: StepRunRecord
+    """The reusable step run found (``created`` False), else the step run created."""
+    created: bool
+    outputs: dict[str, ArtifactVersionRecord] = Field(default_factory=dict)
+    """On a hit: the found step's output versions the store sent along (by output name), so
+    a process that does not know them need not read them; may lack some (read those)."""
+    recorded: StepRunRecord | None = None
+    """On a hit, when asked for: the cached step run recorded for the caller's step."""
+
+
 class RunMetadataRecord(_Frozen):
     id: UUID
     resource_type: MetadataResourceType
@@ -288,6 +301,23 @@ class StepRunCreate(_Frozen):
     spec: StepSpec | None = None
     logs_uri: str | None = None
     runtime: StepRuntime | None = None
+
+    def reusing(self, cached: StepRunRecord) -> StepRunCreate:
+        """The cached step run that records this step reusing ``cached`` (its outputs, logs and
+        cache expiry); this step's own code and docstring win over the original's."""
+        return self.model_copy(
+            update={
+                "status": ExecutionStatus.CACHED,
+                "status_reason": None,
+                "cache_expires_at": cached.cache_expires_at,
+                "original_step_run_id": cached.id,
+                "outputs": dict(cached.outputs),
+                "source_code": self.source_code or cached.source_code,
+                "docstring": self.docstring or cached.docstring,
+                "logs_uri": cached.logs_uri,
+                "runtime": None,  # it never runs
+            }
+        )
 
 
 class ArtifactVersionCreate(_Frozen):

@@ -34,6 +34,7 @@ from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionFilter,
     ArtifactVersionRecord,
+    CachedOrCreated,
     ComponentCreate,
     ComponentRecord,
     HeartbeatResponse,
@@ -277,11 +278,12 @@ class StepRunBatchOperations(Protocol):
         ...
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
-        """``(cached, False)`` if ``find_cached(project_id, step.cache_key, now)`` finds a step
-        run (nothing is created: the caller records the cached step), else ``(create(step),
-        True)``. ``step.cache_key`` must be set."""
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        """A hit (``created`` False) if ``find_cached(project_id, step.cache_key, now)`` finds
+        a step run: with its output versions, and with ``create(step.reusing(found))`` as
+        ``recorded`` if ``record_hit`` (else nothing is created: the caller records the hit).
+        Else ``create(step)`` (``created`` True). ``step.cache_key`` must be set."""
         ...
 
     def finish(

@@ -41,13 +41,13 @@ from wharf.server.schemas.actions import (
 from wharf.server.schemas.filters import name_value, page_request, parse_oneof
 from wharf.server.schemas.responses import (
     CachedStepResponse,
-    FindCachedOrCreateResponse,
     FinishResponse,
     Items,
 )
 from wharf.server.scopes import StepInfo
 from wharf.store.models import (
     ArtifactVersionCreate,
+    CachedOrCreated,
     HeartbeatResponse,
     Page,
     PageRequest,
@@ -127,18 +127,23 @@ def build_router() -> APIRouter:
         _remember(ctx, records)
         return items_response(records, 201)
 
-    @router.post("/find_cached_or_create", response_model=FindCachedOrCreateResponse)
+    @router.post("/find_cached_or_create", response_model=CachedOrCreated)
     def find_cached_or_create(body: FindCachedOrCreateBody, ctx: CtxDep) -> Response:
-        """The cached step run for ``step.cache_key`` if there is one (nothing is created),
-        else the newly created ``step``."""
+        """The cached step run for ``step.cache_key`` if there is one, with its output
+        versions (nothing is created unless ``record_hit``: then the cached step run for
+        ``step`` is recorded too), else the newly created ``step``."""
+        # Also covers a recorded hit: it is ``step`` with the found step as its original and
+        # its outputs, which the lookup took from this same project.
         _check_create(ctx, body.step)
         if ctx.state.scopes.run(body.step.run_id).project_id != body.project_id:
             raise InputError("The cache lookup must be in the project of the step's run.")
-        record, created = ctx.state.batches.find_cached_or_create(
-            body.step, body.project_id, body.now
+        found = ctx.state.batches.find_cached_or_create(
+            body.step, body.project_id, body.now, record_hit=body.record_hit
         )
-        _remember(ctx, [record])
-        return json_response(FindCachedOrCreateResponse(step=record, created=created))
+        _remember(ctx, [found.step] if found.recorded is None else [found.step, found.recorded])
+        for version in found.outputs.values():
+            ctx.state.scopes.version.remember(version.id, version.project_id)
+        return json_response(found)
 
     @router.get("", response_model=Page[StepRunRecord])
     def list_steps(

@@ -140,6 +140,8 @@ class FindCachedOrCreateBody(Body):
     step: StepRunCreateBody
     project_id: UUID
     now: WireDatetime
+    record_hit: bool = False
+    """On a hit, also record the cached step run for ``step`` (a hit is then one request)."""
 
 
 class FinishBody(Body):

@@ -68,11 +68,6 @@ class CachedStepResponse(Response):
     step: StepRunRecord | None
 
 
-class FindCachedOrCreateResponse(Response):
-    step: StepRunRecord
-    created: bool
-
-
 class FinishResponse(Response):
     step: StepRunRecord
     outputs: dict[str, ArtifactVersionRecord]

@@ -22,6 +22,7 @@ from wharf.core.errors import InputError
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
+    CachedOrCreated,
     HeartbeatResponse,
     Page,
     PageRequest,
@@ -43,11 +44,6 @@ class _Items(BaseModel):
 
 class _Cached(BaseModel):
     step: StepRunRecord | None
-
-
-class _Created(BaseModel):
-    step: StepRunRecord
-    created: bool
 
 
 class _Finished(BaseModel):
@@ -143,16 +139,16 @@ class RestStepRunRepository:
         return self._http.model(_Items, "POST", "/api/v1/steps/batch", body=body).items
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
         body = {
             "step": step.model_dump(mode="json"),
             "project_id": str(project_id),
             "now": now.isoformat(),
+            "record_hit": record_hit,
         }
         path = "/api/v1/steps/find_cached_or_create"
-        result = self._http.model(_Created, "POST", path, body=body)
-        return result.step, result.created
+        return self._http.model(CachedOrCreated, "POST", path, body=body)
 
     def finish(
         self,

@@ -20,6 +20,7 @@ from uuid import UUID
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
+    CachedOrCreated,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,
@@ -62,9 +63,9 @@ class SqlStepRuns(SqlStepRunRepository):
         return self.batches.create_many(steps)
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
-        return self.batches.find_cached_or_create(step, project_id, now)
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        return self.batches.find_cached_or_create(step, project_id, now, record_hit=record_hit)
 
     def finish(
         self,

@@ -14,7 +14,9 @@ Invariants:
   whole batch.
 - ``find_cached_or_create`` and ``finish`` compose the plain repository calls (the step and
   version repositories stay the single source of their rules); they save HTTP round trips, not
-  transactions.
+  transactions. A cache hit also answers the found step's output versions (immutable, so
+  reading them after the lookup is as good as in its transaction) and, when asked, records
+  the hit: a cache hit from a process that knows nothing of the found step is one request.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from wharf.core.transitions import check_step_initial
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
+    CachedOrCreated,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,
@@ -58,6 +61,7 @@ MAX_BATCH = 1000
 _ARTIFACT_KEY = (_A.c.project_id == bindparam("project_id"), _A.c.name == bindparam("name"))
 _LOCK_ARTIFACT = select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update()
 _MAX_VERSION = select(func.max(_V.c.version)).where(_V.c.artifact_id == bindparam("artifact_id"))
+_SELECT_VERSIONS = select(_V, _A.c.name).select_from(_V.join(_A, _V.c.artifact_id == _A.c.id))
 
 
 def _check_size(items: Sequence[Any], what: str) -> None:
@@ -197,14 +201,28 @@ class SqlBatchOperations:
         return EntityExistsError("A step run of the batch already exists.")
 
     def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime
-    ) -> tuple[StepRunRecord, bool]:
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
         cached = self._steps.find_cached(project_id, step.cache_key, now)
-        if cached is not None:
-            return cached, False
-        return self._steps.create(step), True
+        if cached is None:
+            return CachedOrCreated(step=self._steps.create(step), created=True)
+        recorded = self._steps.create(step.reusing(cached)) if record_hit else None
+        return CachedOrCreated(
+            step=cached, created=False, outputs=self._outputs(cached), recorded=recorded
+        )
+
+    def _outputs(self, step: StepRunRecord) -> dict[str, ArtifactVersionRecord]:
+        """The output versions of ``step`` (one query); a version deleted meanwhile is left
+        out, for the caller to find missing."""
+        ids = list(step.outputs.values())
+        if not ids:
+            return {}
+        stmt = _SELECT_VERSIONS.where(_V.c.id.in_(ids))
+        rows = self._db.read(lambda c: c.execute(stmt).all())
+        by_id = {row.id: ArtifactVersionRecord.model_validate(row._asdict()) for row in rows}
+        return {name: by_id[v] for name, v in step.outputs.items() if v in by_id}
 
     def finish(
         self,
