@@ -16,6 +16,7 @@ from tests.resource_manager.api.live import (
     BOB_KEY,
     OPS_PASSWORD,
     SECRET,
+    start_rm,
 )
 from wharf.resource_manager.api.tokens import TokenSigner
 from wharf.resource_manager.service import Principal
@@ -177,3 +178,19 @@ def test_requests_belong_to_their_requester(
     assert renewed.status_code == 200
     released = http.post(f"{path}/release", headers=admin)  # an admin may change any request
     assert released.status_code == 200 and released.json()["status"] == "released"
+
+
+def test_metrics_can_be_public_for_scrapers(sqlite_rm_url: str) -> None:
+    """``metrics_public``: Prometheus scrapes without a token; every other route still needs
+    one (and a bad token on ``/metrics`` is simply ignored, not an error)."""
+    live = start_rm(sqlite_rm_url, metrics_public=True)
+    try:
+        with httpx.Client(base_url=live.url, timeout=30) as client:
+            scraped = client.get("/metrics")
+            assert scraped.status_code == 200
+            assert "wharf_rm_requests" in scraped.text
+            assert client.get("/metrics", headers={"Authorization": "Bearer x"}).status_code == 200
+            assert client.get("/v1/pools").status_code == 401
+            assert client.get("/v1/resource-requests").status_code == 401
+    finally:
+        live.stop()

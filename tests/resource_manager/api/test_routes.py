@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import FakeClock
 from tests.resource_manager.api.bodies import policy_body, pool_body, request_body
-from tests.resource_manager.api.live import ALICE_KEY
+from tests.resource_manager.api.live import ALICE_KEY, LiveServer
 
 LICENSE = {"name": "lic", "kind": "license", "units": [{"name": "seat", "multiplier": 1}]}
 RR = "/v1/resource-requests"
@@ -204,6 +204,26 @@ def test_malformed_bodies_are_422(http: httpx.Client, admin_h: dict[str, str]) -
         assert response.json()["error"] == "InputError"
 
 
+def test_lean_routes_answer_like_fastapi_routes(
+    server: LiveServer, http: httpx.Client, admin_h: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hot routes skip FastAPI's middleware stack; a wrong method, an unknown path and an
+    unexpected failure still get the answers every other route gives."""
+    wrong = http.delete(f"{RR}/{uuid.UUID(int=7)}/renew", headers=admin_h)
+    assert wrong.status_code == 405
+    assert http.get(f"{RR}/{uuid.UUID(int=7)}/renew/more", headers=admin_h).status_code == 404
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    service = server.app.state.rm.service
+    monkeypatch.setattr(service.requests, "renew_async", broken)
+    failed = http.post(f"{RR}/{uuid.UUID(int=7)}/renew", json={"lease_seconds": 5}, headers=admin_h)
+    assert failed.status_code == 500
+    assert failed.json() == {"detail": "Internal server error."}
+    assert http.get("/health").status_code == 200  # the server carries on
+
+
 def test_a_long_idempotency_key_is_refused(http: httpx.Client, admin_h: dict[str, str]) -> None:
     headers = {**admin_h, "X-Idempotency-Key": "k" * 256}
     for path, body in (("/v1/pools", pool_body()), (RR, request_body())):
@@ -237,6 +257,12 @@ def test_metrics(http: httpx.Client, admin_h: dict[str, str], clock: FakeClock) 
         RR, json=request_body("high", lease=5, tolerance="coordinated"), headers=admin_h
     )
     clock.advance(10)  # the short lease lapses while pending; the low holders are preempting
+    # A scrape reports the committed state (it runs no committing cycle): the lapse counts once
+    # a scheduling transaction (the sweeper's, or here a renewal's) has expired it.
+    renewed = http.post(
+        f"{RR}/{short.json()['id']}/renew", json={"lease_seconds": 5}, headers=admin_h
+    )
+    assert renewed.json()["status"] == "cancelled"
     response = http.get("/metrics", headers=admin_h)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -253,7 +279,8 @@ def test_metrics(http: httpx.Client, admin_h: dict[str, str], clock: FakeClock) 
     assert samples[("wharf_rm_expiries_total", ())] == 0
     assert short.json()["status"] == "pending"
 
-    clock.advance(120)  # every lease lapses: holders expire
+    clock.advance(120)  # every lease lapses: holders expire at the next transaction
+    http.post(f"{RR}/{low[0]['id']}/renew", json={"lease_seconds": 5}, headers=admin_h)
     samples = _samples(http.get("/metrics", headers=admin_h).text)
     assert samples[("wharf_rm_expiries_total", ())] == 2
     assert samples[("wharf_rm_preemptions_total", ())] == 1  # counters never go down

@@ -23,6 +23,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     sqlite_rm_url,
 )
 from tests.resource_manager.api.live import ADMIN_KEY, LiveServer, free_socket, start_rm
+from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.core.errors import (
     EntityExistsError,
     IllegalOperationError,
@@ -33,11 +34,21 @@ from wharf.core.errors import (
 from wharf.resource_manager.client import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.client.http_transport import RetryPolicy
-from wharf.resource_manager.client.models import PoolCreate
+from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 
 LOGIN = "/v1/auth/login"
 POOL = PoolCreate.model_validate(
     {"name": "gpus", "classes": [{"name": "a", "capacity": {"GPU": 1}}]}
+)
+POLICY = PolicyCreate.model_validate(
+    {"name": "all", "pool": "gpus", "subject_selector": {"subject_type": "project"}}
+)
+REQUEST = ResourceRequestCreate.model_validate(
+    {
+        "subjects": [{"nodes": [{"subject_type": "project", "subject_id": "p"}]}],
+        "demands": [{"resource": "GPU", "quantity": 1}],
+        "lease_seconds": 60,
+    }
 )
 
 
@@ -156,6 +167,31 @@ def test_a_new_call_gets_a_new_key(gateway: tuple[Gateway, LiveServer]) -> None:
         client.pools.list()
     keys = [c.key for c in gate.calls()]
     assert keys[0] != keys[1] and keys[2] is None  # reads carry no key
+
+
+def test_naturally_idempotent_calls_need_no_key(gateway: tuple[Gateway, LiveServer]) -> None:
+    """Renew, release and cancel change nothing more when repeated: they carry a key only when
+    the caller gives one, and a retry after a lost answer still answers like the first call."""
+    gate, live = gateway
+    with _client(live) as client:
+        client.pools.create(POOL)
+        client.policies.create(POLICY)
+        held = client.requests.create(REQUEST)
+        assert held.status is Status.ALLOCATED
+        gate.plan = ["lose:502"]
+        assert client.requests.renew(held.id, 60).status is Status.ALLOCATED
+        assert client.requests.renew(held.id, 60, idempotency_key="beat-1").id == held.id
+        gate.plan = ["lose:504"]  # released by the first attempt; the retry finds it released
+        assert client.requests.release(held.id).status is Status.RELEASED
+    keys = [(c.path.rsplit("/", 1)[-1], c.key) for c in gate.calls()]
+    assert keys[-5:] == [
+        ("renew", None),
+        ("renew", None),
+        ("renew", "beat-1"),
+        ("release", None),
+        ("release", None),
+    ]
+    assert all(key for _, key in keys[:3])  # pool, policy and request creation: fresh keys
 
 
 def test_retries_give_up(gateway: tuple[Gateway, LiveServer]) -> None:

@@ -30,8 +30,8 @@ DESCRIPTORS = descriptors_by_name(list(STOCK_DESCRIPTORS))
     ("reclaimable", "tolerance", "accepted"),
     [
         ("never", "none", True),
-        ("coordinated", "none", False),
-        ("unsafe", "none", False),
+        ("coordinated", "none", True),
+        ("unsafe", "none", True),
         ("never", "coordinated", True),
         ("coordinated", "coordinated", True),
         ("unsafe", "coordinated", False),

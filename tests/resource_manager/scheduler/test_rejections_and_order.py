@@ -63,6 +63,12 @@ OTHER = policy("other", P, grant("safe", GPU=res(2)))  # leaves no unreserved ca
         ),
         (
             request("r", gpu(3), tolerance="none"),
+            f"{NO_RESERVED_SHARE_FOR_NONE} Policy 'team' in pool 'p': demand #0 (3 GPU) exceeds "
+            "its reserved share (0 GPU) of reclaimable class 'h100', and reclaim_tolerance "
+            "'none' never borrows.",
+        ),
+        (
+            request("r", gpu(3, "safe"), tolerance="none"),
             f"{NO_RESERVED_SHARE_FOR_NONE} Policy 'team' in pool 'p': demand #0 (3 GPU) fits "
             "neither its reserved share (2 GPU) nor the unreserved capacity (0 GPU) of "
             "never-reclaimable class 'safe'.",
@@ -71,8 +77,9 @@ OTHER = policy("other", P, grant("safe", GPU=res(2)))  # leaves no unreserved ca
             request("r", gpu(1), tolerance="none", pool="p").model_copy(
                 update={"demands": (gpu(1, "h100"),)}
             ),
-            f"{NO_RESERVED_SHARE_FOR_NONE} Policy 'team' in pool 'p': no class offering demand "
-            "#0 accepts reclaim_tolerance 'none'.",
+            f"{NO_RESERVED_SHARE_FOR_NONE} Policy 'team' in pool 'p': demand #0 (1 GPU) exceeds "
+            "its reserved share (0 GPU) of reclaimable class 'h100', and reclaim_tolerance "
+            "'none' never borrows.",
         ),
     ],
 )

@@ -158,6 +158,7 @@ def _check_capacity(state: Snapshot) -> None:
     policies = {p.id: p for p in state.policies}
     used: dict[tuple[object, str, str], int] = defaultdict(int)
     by_policy: dict[tuple[object, str, str], int] = defaultdict(int)
+    pinned: dict[tuple[object, str, str], int] = defaultdict(int)
     pool_count: dict[object, int] = defaultdict(int)
     class_count: dict[tuple[object, str], int] = defaultdict(int)
     policy_count: dict[object, int] = defaultdict(int)
@@ -172,6 +173,8 @@ def _check_capacity(state: Snapshot) -> None:
         for a in r.allocations:
             used[(a.pool_id, a.class_name, a.resource)] += a.base_quantity
             by_policy[(a.policy_id, a.class_name, a.resource)] += a.base_quantity
+            if r.reclaim_tolerance is ReclaimTolerance.NONE:
+                pinned[(a.policy_id, a.class_name, a.resource)] += a.base_quantity
     for pool_id, made in pools.items():
         if made.concurrency_limit is not None:
             assert pool_count[pool_id] <= made.concurrency_limit
@@ -189,6 +192,8 @@ def _check_capacity(state: Snapshot) -> None:
                     _check_protected(
                         state, pool_id, capacity_class.name, resource, capacity, by_policy
                     )
+                else:
+                    _check_pinned(state, pool_id, capacity_class.name, resource, pinned)
     for policy_id, made in policies.items():
         if made.concurrency_limit is not None:
             assert policy_count[policy_id] <= made.concurrency_limit
@@ -213,6 +218,20 @@ def _check_protected(state, pool_id, class_name, resource, capacity, by_policy) 
     assert over <= capacity - reserved_total, "a never-reclaimable class lent a reserved share"
 
 
+def _check_pinned(state, pool_id, class_name, resource, pinned) -> None:
+    """Tolerance ``none`` never borrows in a reclaimable class: each policy's pinned usage fits
+    its reserved share, so Σ pinned ≤ Σ reserved ≤ capacity and every share stays recoverable."""
+    for made in state.policies:
+        if made.pool_id != pool_id:
+            continue
+        entry = next(
+            (g.resources.get(resource) for g in made.grants if g.class_name == class_name), None
+        )
+        reserved = entry.reserved if entry else 0
+        held = pinned[(made.id, class_name, resource)]
+        assert held <= reserved, f"tolerance 'none' borrowed {held - reserved} of {resource}"
+
+
 def _check_decisions(before: Snapshot, decisions: CycleDecisions) -> None:
     requests = {r.id: r for r in before.requests}
     pools = {p.id: p for p in before.pools}
@@ -229,10 +248,7 @@ def _check_decisions(before: Snapshot, decisions: CycleDecisions) -> None:
         assert {a.pool_id for a in admission.allocations} == {admission.pool_id}
         assert {a.policy_id for a in admission.allocations} == {admission.policy_id}
         for a in admission.allocations:
-            capacity_class = pools[a.pool_id].capacity_class(a.class_name)
-            assert capacity_class is not None
-            if request_.reclaim_tolerance is ReclaimTolerance.NONE:
-                assert capacity_class.reclaimable is Reclaimable.NEVER
+            assert pools[a.pool_id].capacity_class(a.class_name) is not None
         seen.add(admission.request_id)
     preemptors = {p.preemptor_id for p in decisions.preemptions}
     victims = [p.victim_id for p in decisions.preemptions]

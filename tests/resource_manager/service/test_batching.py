@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -90,9 +91,9 @@ def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> N
     held = rm.requests.create(ALICE, request_spec(gpus(1)))
     # Corrupt this process's cache behind its back: it believes the request is pending.
     runner = rm._runner
-    runner.cache.requests[held.id] = runner.cache.requests[held.id].model_copy(
-        update={"status": S.PENDING, "allocations": ()}
-    )
+    view = runner.cache.view
+    corrupt = view.requests[held.id].model_copy(update={"status": S.PENDING, "allocations": ()})
+    runner.cache.view = dataclasses.replace(view, requests={**view.requests, held.id: corrupt})
     other = rm.requests.create(BOB, request_spec(gpus(1)))
     assert other.status is S.PENDING  # the compare-and-set failed, the batch reran on fresh state
     assert rm.requests.get(held.id).status is S.ALLOCATED

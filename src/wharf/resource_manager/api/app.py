@@ -10,10 +10,12 @@ Routes: the resource-request routes are lean Starlette routes matched first (:mo
 are the per-step and per-heartbeat hot path); the rare administrative ones are ordinary FastAPI
 routes, added flat (no per-router matching layer).
 
-Invariants: every route but ``/health`` and ``/v1/auth/login`` needs a valid bearer token; the
-principal it names is passed to the service, which owns every rule about who may do what;
-service calls run in the thread pool (never on the event loop), so concurrent calls reach the
-service together and are combined into one scheduling transaction.
+Invariants: every route but ``/health`` and ``/v1/auth/login`` needs a valid bearer token (and
+``/metrics`` too unless ``metrics_public``); the principal it names is passed to the service,
+which owns every rule about who may do what; blocking service calls run in the thread pool
+(never on the event loop); the per-request writes (create, renew, release, cancel) are queued
+for the service's combiner and awaited, so concurrent calls are combined into one transaction
+without a thread each.
 """
 
 from __future__ import annotations

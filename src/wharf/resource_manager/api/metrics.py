@@ -4,8 +4,9 @@ database (so every worker and replica reports the same figures) and the service.
 Owns: :class:`MetricsReader`.
 
 Series (quantities in each resource's base unit: mCPU, bytes, GPUs):
-- ``wharf_rm_queue_length{pool}``: pending requests queued in the pool, in the order of a
-  scheduling cycle run for the scrape (the scheduler's own view, as ``/v1/pools/{id}/queue``);
+- ``wharf_rm_queue_length{pool}``: pending requests queued in the pool, as one read-only
+  scheduling cycle over the committed state sees them (the scheduler's own view, as
+  ``/v1/pools/{id}/queue``; a scrape decides nothing and takes no write lock);
 - ``wharf_rm_allocated{pool,class,resource}`` and ``wharf_rm_capacity{...}`` (``+Inf`` for
   unlimited): what allocated and preempting requests hold, and what the classes offer;
 - ``wharf_rm_requests{status}``: requests per status;
@@ -14,9 +15,12 @@ Series (quantities in each resource's base unit: mCPU, bytes, GPUs):
 - ``wharf_rm_preemptions_total`` (requests ever asked to give capacity back) and
   ``wharf_rm_expiries_total`` (leases that lapsed while holding capacity).
 
+Figures are the committed state: a lease that lapsed counts as expired once a scheduling
+transaction expired it (any call that schedules, or the sweeper within one sweep interval).
+
 Invariants: request rows are never deleted, so the counters never go down; the figures are
 recomputed at most every ``metrics_cache_seconds`` per worker, one computation at a time; the
-reader owns a small engine of its own and only reads (plus the queue cycles the service runs).
+reader owns a small engine of its own and only reads.
 """
 
 from __future__ import annotations
@@ -108,8 +112,9 @@ class MetricsReader:
             "Capacity per pool, class and resource (base units; +Inf: unlimited).",
             labels=["pool", "class", "resource"],
         )
+        lengths = self._service.pools.queue_lengths()
         for pool in pools:
-            queue.add_metric([pool.name], len(self._service.pools.queue(pool.id)))
+            queue.add_metric([pool.name], lengths.get(pool.id, 0))
             for item in pool.classes:
                 for resource, quantity in sorted(item.capacity.items()):
                     value = float("inf") if quantity is None else quantity

@@ -77,6 +77,10 @@ class ApiSettings(BaseModel):
     scheduling transaction, so more threads mean bigger batches under load."""
     metrics_cache_seconds: float = Field(default=5.0, ge=0, le=3600)
     """``/metrics`` recomputes its figures from the database at most this often per worker."""
+    metrics_public: bool = False
+    """Serve ``/metrics`` without a token, for Prometheus scrapers on an internal network (it
+    shows pool names, capacities and counts, never a request or a principal). Off by default:
+    the API may face the internet, so every route but ``/health`` and login needs a token."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> ApiSettings:

@@ -8,7 +8,9 @@ see exactly what the in-process client returns, and the same Wharf errors.
 
 Invariants: the caller's identity is the credential given here (an API key, or a username and
 password), never passed per call; each mutating call sends one idempotency key (the caller's or
-a fresh one) for all its attempts; pools and policies are addressed by id or name (URL-quoted).
+a fresh one) for all its attempts, except that renew, release and cancel — idempotent by
+nature — send one only when the caller gives it; pools and policies are addressed by id or
+name (URL-quoted).
 
 Not re-exported by :mod:`wharf.resource_manager.client`: importing it needs ``httpx`` (the
 ``server`` extra), which the engine must not require.
@@ -175,9 +177,10 @@ class _Requests:
     def _post(
         self, request_id: UUID, action: str, key: str | None, body: BaseModel | None = None
     ) -> ResourceRequestInfo:
+        """Renew, release or cancel: idempotent by nature (see :mod:`.http_transport`)."""
         path = f"{self.PATH}/{request_id}/{action}"
         content = None if body is None else _body(body)
-        answer = self._call("POST", path, content=content, idempotency_key=key)
+        answer = self._call("POST", path, content=content, idempotency_key=key, natural=True)
         return _parse(ResourceRequestInfo, answer)
 
     def create(
@@ -227,7 +230,8 @@ class _Requests:
 def list_params(
     query: RequestFilter | None, page: PageRequest | None
 ) -> dict[str, str | int | list[str]]:
-    """Query parameters of a request list: repeated ``status``, ``metadata[key]=value``."""
+    """Query parameters of a request list: repeated ``status`` and ``id``,
+    ``metadata[key]=value``."""
     query = query or RequestFilter()
     page = page or PageRequest()
     params: dict[str, str | int | list[str]] = {
@@ -243,6 +247,8 @@ def list_params(
             params[name] = value
     if query.subject_type is not None:
         params["subject_type"] = query.subject_type.value
+    if query.ids is not None:
+        params["id"] = [str(request_id) for request_id in query.ids]
     for key, value in query.metadata.items():
         params[f"metadata[{key}]"] = value
     return params

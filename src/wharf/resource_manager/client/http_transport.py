@@ -12,7 +12,12 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
   the same idempotency key; a second 401 is an :class:`AuthenticationError`.
 - **Idempotency**: every mutating call carries ``X-Idempotency-Key``: the caller's key, or a
   fresh one per logical call; every retry and the re-login retry reuse it, so the server applies
-  the call at most once.
+  the call at most once. Calls that are idempotent by nature (``natural=True``: renewing a lease,
+  releasing or cancelling a request — repeating them changes nothing more) get a key only when
+  the caller gives one: a heartbeat then costs the server no key lookup and no stored answer.
+- **Connections** are kept alive and sent with ``TCP_NODELAY``: httpcore writes a request's
+  headers and body separately, and Nagle's algorithm would hold the body back until the
+  server acknowledged the headers.
 - **Retries**: 408, 429, 502, 503, 504 and connection errors/timeouts are retried with
   exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
   ``Retry-After`` is honoured up to the cap), at most
@@ -25,6 +30,7 @@ Invariant: no ``httpx`` exception leaves this module; every failure is a ``Wharf
 from __future__ import annotations
 
 import random
+import socket
 import threading
 import time
 import uuid
@@ -45,6 +51,7 @@ TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProt
 REFRESH_MARGIN_SECONDS = 300.0
 IDEMPOTENCY_HEADER = "X-Idempotency-Key"
 JSON = "application/json"
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 Params = Mapping[str, str | int | list[str]] | None
 
 
@@ -90,7 +97,11 @@ class Transport:
         self._login_body = login.model_dump_json(exclude_none=True).encode()
         self._retry = retry or RetryPolicy()
         try:
-            self._http = http or httpx.Client(base_url=self.url, timeout=timeout)
+            self._http = http or httpx.Client(
+                base_url=self.url,
+                timeout=timeout,
+                transport=httpx.HTTPTransport(socket_options=NO_DELAY),
+            )
         except httpx.InvalidURL as exc:
             raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
         self._clock, self._sleep = clock, sleep
@@ -111,13 +122,19 @@ class Transport:
         content: bytes | None = None,
         params: Params = None,
         idempotency_key: str | None = None,
+        natural: bool = False,
     ) -> bytes | None:
-        """Send one logical call (``content``: a JSON body); the answer's JSON, None for 204."""
+        """Send one logical call (``content``: a JSON body); the answer's JSON, None for 204.
+
+        ``natural``: the call is idempotent by nature, so it needs a key only if the caller
+        gave one."""
         headers: dict[str, str] = {}
         if content is not None:
             headers["Content-Type"] = JSON
-        if method != "GET":
-            headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
+        if idempotency_key is not None:
+            headers[IDEMPOTENCY_HEADER] = idempotency_key
+        elif method != "GET" and not natural:
+            headers[IDEMPOTENCY_HEADER] = uuid.uuid4().hex
         token = self._access_token()
         response = self._send(method, path, content, params, {**headers, **_bearer(token)})
         if response.status_code == 401:

@@ -12,9 +12,11 @@ Invariants:
 - quantities are non-negative integers or None; concurrency limits are non-negative;
 - a class's ``reclaimable`` says how its allocations may be taken back: ``never`` (not at all),
   ``coordinated`` (the holder is asked to stop and releases) or ``unsafe`` (may be killed).
-  A request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`),
-  so a request with tolerance ``none`` only ever sits in ``never`` classes and can never be
-  preempted.
+  A request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`).
+  Tolerance ``none`` is accepted by every class, because such a request is never preempted
+  wherever it sits; the scheduler admits it into a reclaimable class only within its policy's
+  reserved share there (it never borrows), so the capacity other policies reserved can always
+  be recovered from reclaimable holders (issue 4 §2).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class Reclaimable(StrEnum):
 
 
 _ACCEPTED: Mapping[ReclaimTolerance, frozenset[Reclaimable]] = {
-    ReclaimTolerance.NONE: frozenset({Reclaimable.NEVER}),
+    ReclaimTolerance.NONE: frozenset(Reclaimable),
     ReclaimTolerance.COORDINATED: frozenset({Reclaimable.NEVER, Reclaimable.COORDINATED}),
     ReclaimTolerance.ANY: frozenset(Reclaimable),
 }

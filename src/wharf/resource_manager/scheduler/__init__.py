@@ -10,7 +10,9 @@ Public API:
 - :func:`explain` — why one request is pending: queue positions, the blocking rule, and which
   allocations would have to end;
 - :func:`apply_decisions` — the in-memory application of a cycle (simulations, tests);
-- :class:`Snapshot`, :class:`SchedulerOptions`.
+- :class:`Snapshot`, :class:`SchedulerOptions`;
+- :class:`Prepared` — the configuration's index, reusable by every cycle over the same
+  configuration (callers that schedule repeatedly keep one per configuration version).
 
 The phases live in numbered modules (``phase1_expire`` … ``phase6_admit``), see :mod:`.cycle`.
 """
@@ -27,6 +29,7 @@ from wharf.resource_manager.scheduler.decisions import (
     Wait,
 )
 from wharf.resource_manager.scheduler.explain import Explanation, QueuePosition, explain
+from wharf.resource_manager.scheduler.prepared import Prepared
 from wharf.resource_manager.scheduler.reasons import (
     NO_POLICY_ADMITTED,
     NO_POLICY_MATCHES,
@@ -47,6 +50,7 @@ __all__ = [
     "Explanation",
     "LeaseExtension",
     "Preemption",
+    "Prepared",
     "QueuePosition",
     "Rejection",
     "SchedulerOptions",

@@ -13,11 +13,16 @@ Invariants:
 - policies whose pool is not in the snapshot, and grants for unknown classes, are ignored
   (the service validates on save; a snapshot taken mid-change must not crash the cycle);
 - :class:`PolicyMatcher` returns exactly the policies whose selector matches, in policy order;
-  the anchor index only avoids evaluating selectors that cannot match.
+  the anchor index only avoids evaluating selectors that cannot match;
+- a catalog depends on the configuration only, so one can serve many cycles: each cycle works
+  on a :meth:`Catalog.fork`, which shares everything static and copies (on first write) the
+  two collections a cycle may add to (detached stand-in policies), so no cycle's stand-ins
+  leak into the next.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,11 +146,19 @@ class Catalog:
         self.policies: list[PolicyView] = []
         self.pools: tuple[PoolView, ...] = ()
         self.pool_by_key: dict[str, PoolView] = {}
-        self._settings: dict[tuple[int, int], dict[str, Any]] = {}
+        self._settings: dict[tuple[UUID, int], dict[str, Any]] = {}
         self._build_pools(snapshot.pools)
         self._build_policies(snapshot.policies)
         self.matcher = PolicyMatcher(self.policies)
         self.policy_by_id: dict[UUID, PolicyView] = {v.policy.id: v for v in self.policies}
+        self._owns_policies = True
+        """False in a fork until it adds a stand-in (its lists are the base's until then)."""
+
+    def fork(self) -> Catalog:
+        """A catalog for one cycle: static indices shared, stand-in policies its own."""
+        clone = copy.copy(self)
+        clone._owns_policies = False
+        return clone
 
     def _build_pools(self, pools: Iterable[Pool]) -> None:
         views: list[PoolView] = []
@@ -229,6 +242,10 @@ class Catalog:
         known = self.policy_by_id.get(policy_id)
         if known is not None:
             return known
+        if not self._owns_policies:
+            self.policies = list(self.policies)
+            self.policy_by_id = dict(self.policy_by_id)
+            self._owns_policies = True
         pool = self.pools[pool_index].pool
         top = PRIORITY_LANE_PRIORITY - 1
         policy = Policy(
@@ -254,8 +271,11 @@ class Catalog:
         return self.pools[self.slots[slot].pool_index]
 
     def target_settings(self, policy: PolicyView, class_index: int) -> dict[str, Any]:
-        """pool < class < policy < grant, cached per (policy, class)."""
-        key = (policy.index, class_index)
+        """pool < class < policy < grant, cached per (policy, class).
+
+        Keyed by policy id, not index: the cache is shared by every fork, and stand-ins of
+        different cycles may get the same index."""
+        key = (policy.policy.id, class_index)
         cached = self._settings.get(key)
         if cached is None:
             class_view = self.classes[class_index]

@@ -7,6 +7,8 @@ policy that admitted it, whether it can be reclaimed at all, and how much of it 
 Borrowed is computed per (policy, slot) by walking the policy's holders in allocation order
 (then request id): the part of the cumulative usage above the policy's reserved share is
 borrowed, so the newest allocations are the borrowers, as in ZenML's v1 window function.
+Tolerance-``none`` holders are walked first: they fit the reserved share by construction and
+can never give it back, so whatever exceeds the share is borrowed by reclaimable holders.
 
 Invariants:
 - a holder is reclaimable only if its tolerance is above ``none`` and none of its slots is in
@@ -106,6 +108,7 @@ def _holding(catalog: Catalog, request: ResourceRequest) -> Holding | None:
         pool_index=pool_view.index,
         amounts=merge_amounts(pairs),
         class_indices=tuple(sorted(class_indices)),
+        pinned=request.reclaim_tolerance is ReclaimTolerance.NONE,
     )
 
 
@@ -134,7 +137,9 @@ def build_holders(catalog: Catalog, requests: Iterable[ResourceRequest]) -> Hold
 
 def _compute_borrowed(index: HolderIndex) -> None:
     cumulative: dict[tuple[int, int], int] = {}
-    for holder in index.holders:  # already in allocation order
+    pinned = [h for h in index.holders if h.holding.pinned]
+    others = [h for h in index.holders if not h.holding.pinned]
+    for holder in (*pinned, *others):  # each part already in allocation order
         policy = holder.policy
         for slot, amount in holder.holding.amounts:
             key = (policy.index, slot)

@@ -6,7 +6,9 @@ Counters per slot (pool, class, resource): ``used`` (allocated + preempting), ``
 (the part held by preempting requests: it comes back when they release or lapse), ``claimed``
 (capacity set aside this cycle for blocked queue heads) and ``over`` (Σ over policies of their
 usage above their reserved share: for never-reclaimable slots this must stay ≤ the unreserved
-capacity, which is what keeps every reserved share honourable). Per (policy, slot): ``used``.
+capacity, which is what keeps every reserved share honourable). Per (policy, slot): ``used``,
+and ``pinned`` — the part held by tolerance-``none`` requests, which can never be taken back,
+so in reclaimable slots it must stay within the policy's reserved share (it never borrows).
 Per pool, class and policy: number of holding requests (for concurrency limits).
 
 Invariants: counters only change through :meth:`Ledger.add` / :meth:`Ledger.remove`, so
@@ -31,6 +33,8 @@ class Holding:
     amounts: tuple[tuple[int, int], ...]
     """(slot index, base quantity) pairs; a slot appears at most once."""
     class_indices: tuple[int, ...]
+    pinned: bool = False
+    """Held by a request with reclaim tolerance ``none``: never reclaimable, never borrowing."""
 
 
 def merge_amounts(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -50,6 +54,7 @@ class Ledger:
         self.claimed = [0] * size
         self.over = [0] * size
         self.policy_used: dict[tuple[int, int], int] = {}
+        self.pinned_used: dict[tuple[int, int], int] = {}
         self.pool_count = [0] * len(catalog.pools)
         self.class_count = [0] * len(catalog.classes)
         self.policy_count = [0] * len(catalog.policies)
@@ -62,6 +67,7 @@ class Ledger:
         clone.claimed = list(self.claimed)
         clone.over = list(self.over)
         clone.policy_used = dict(self.policy_used)
+        clone.pinned_used = dict(self.pinned_used)
         clone.pool_count = list(self.pool_count)
         clone.class_count = list(self.class_count)
         clone.policy_count = list(self.policy_count)
@@ -79,6 +85,8 @@ class Ledger:
             self.used[slot] += sign * amount
             if returning:
                 self.returning[slot] += sign * amount
+            if holding.pinned:
+                self.pinned_used[key] = self.pinned_used.get(key, 0) + sign * amount
         self.pool_count[holding.pool_index] += sign
         self.policy_count[policy.index] += sign
         for class_index in holding.class_indices:
@@ -104,6 +112,9 @@ class Ledger:
 
     def policy_usage(self, policy: PolicyView, slot: int) -> int:
         return self.policy_used.get((policy.index, slot), 0)
+
+    def pinned_usage(self, policy: PolicyView, slot: int) -> int:
+        return self.pinned_used.get((policy.index, slot), 0)
 
     def unused_reserved(self, policy: PolicyView, slot: int) -> int:
         return max(0, policy.reserved.get(slot, 0) - self.policy_usage(policy, slot))

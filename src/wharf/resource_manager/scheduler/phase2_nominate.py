@@ -7,6 +7,9 @@ the eligible pools (its ``pool`` or ``pool_selector``, else all); find the match
 (indexed by selector anchors); and for each (pool, policy) build the candidate slots per demand
 and check that some route fits an *empty* pool. A request with no such route is rejected now,
 with the reason of the most promising policy; the others become candidates for this cycle.
+A request with reclaim tolerance ``none`` qualifies for a never-reclaimable class through its
+reserved share or the unreserved capacity, and for a reclaimable class only through its
+policy's reserved share there (it never borrows, see :mod:`.routes`).
 
 Invariants:
 - work is shared between identical requests: demand resolution is cached per demand
@@ -50,6 +53,9 @@ class RoutePlan:
     choices: tuple[tuple[SlotChoice, ...], ...]
     primary: Route
     """The best route in an empty pool; what a blocked request claims and is diagnosed on."""
+    pinned: bool = False
+    """The request has reclaim tolerance ``none``: in reclaimable slots it must fit the
+    policy's reserved share (see :mod:`.routes`)."""
 
 
 @dataclass(slots=True)
@@ -84,6 +90,11 @@ class Nominator:
         self._plans: dict[tuple[int, Hashable], RoutePlan | _Failure] = {}
         self._shapes: dict[Hashable, int] = {}
         self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
+
+    @property
+    def shape_count(self) -> int:
+        """Distinct request shapes seen (the caches grow with it)."""
+        return len(self._shapes)
 
     def nominate(self, request: ResourceRequest) -> Candidate | str:
         """A candidate, or the rejection reason."""
@@ -222,16 +233,18 @@ class Nominator:
             if not choices:
                 return failure
             all_choices.append(choices)
+        pinned = request.reclaim_tolerance is ReclaimTolerance.NONE
         try:
-            primary = search_route(self.catalog, policy, all_choices, None, self.budget)
+            primary = search_route(self.catalog, policy, all_choices, None, self.budget, pinned)
         except SearchBudgetError:
             primary = None
         if primary is None:
             return _Failure(
                 _CAPACITY,
-                "the demands together exceed what its classes, limits or concurrency limits allow",
+                "the demands together exceed what its classes, limits, reserved shares or "
+                "concurrency limits allow",
             )
-        return RoutePlan(policy=policy, choices=tuple(all_choices), primary=primary)
+        return RoutePlan(policy=policy, choices=tuple(all_choices), primary=primary, pinned=pinned)
 
     def _choices(
         self,
@@ -319,12 +332,13 @@ def _stage(
         return _CAPACITY
     if slot in policy.limit and base > policy.limit[slot]:
         return _LIMIT
-    if (
-        info.protected
-        and info.capacity is not None
-        and max(0, base - policy.reserved.get(slot, 0)) > info.unreserved_or_zero
-    ):
-        return _SHARE
+    if info.capacity is not None:
+        reserved = policy.reserved.get(slot, 0)
+        if info.protected:
+            if max(0, base - reserved) > info.unreserved_or_zero:
+                return _SHARE
+        elif tolerance is ReclaimTolerance.NONE and base > reserved:
+            return _SHARE
     return None
 
 
@@ -357,6 +371,11 @@ def _failure_message(
         limit = reasons.amount(info, policy.limit[slot])
         return f"demand #{index} ({shown}) exceeds its limit in class '{name}' ({limit})"
     reserved = reasons.amount(info, policy.reserved.get(slot, 0))
+    if not info.protected:
+        return (
+            f"demand #{index} ({shown}) exceeds its reserved share ({reserved}) of reclaimable "
+            f"class '{name}', and reclaim_tolerance 'none' never borrows"
+        )
     unreserved = reasons.amount(info, info.unreserved_or_zero)
     return (
         f"demand #{index} ({shown}) fits neither its reserved share ({reserved}) nor the "

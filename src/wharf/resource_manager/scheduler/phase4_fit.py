@@ -5,8 +5,9 @@ Owns: :class:`Fitter`, :class:`Blocker`, :class:`BlockKind`.
 :meth:`Fitter.try_pool` tries the candidate's policies in the pool in policy order and returns
 the first route that fits the live ledger (all-or-nothing, one policy path). When none fits,
 each policy's *primary* route is diagnosed: the first rule it breaks, checking the policy's own
-rules (its concurrency limit, limits, never-reclaimable shares) before the shared ones (pool and
-class concurrency, capacity). Only a capacity block lets the request claim capacity or preempt.
+rules (its concurrency limit, limits, never-reclaimable shares, the reserved share a tolerance
+``none`` request must fit) before the shared ones (pool and class concurrency, capacity).
+Only a capacity block lets the request claim capacity or preempt.
 
 Invariant that makes the memo sound: within one cycle, usage, claims and concurrency counts
 only grow (capacity is returned only by releases and lapses, which the service applies between
@@ -67,12 +68,17 @@ def diagnose(catalog: Catalog, ledger: Ledger, route: Route) -> Blocker:
         if slot in policy.limit and usage + amount > policy.limit[slot]:
             reason = reasons.waiting_limit(catalog, policy, info, usage)
             return Blocker(BlockKind.LIMIT, route, reason, slot)
-        if info.protected and info.capacity is not None:
-            reserved = policy.reserved.get(slot, 0)
+        if info.capacity is None:
+            continue
+        reserved = policy.reserved.get(slot, 0)
+        if info.protected:
             over = ledger.over[slot] - max(0, usage - reserved) + max(0, usage + amount - reserved)
             if over > info.unreserved_or_zero:
                 reason = reasons.waiting_share(catalog, policy, info)
                 return Blocker(BlockKind.SHARE, route, reason, slot)
+        elif route.pinned and ledger.pinned_usage(policy, slot) + amount > reserved:
+            reason = reasons.waiting_pinned_share(catalog, policy, info)
+            return Blocker(BlockKind.SHARE, route, reason, slot)
     limit = pool.concurrency_limit
     if limit is not None and ledger.pool_count[policy.pool_index] + 1 > limit:
         reason = reasons.waiting_concurrency(f"pool '{pool.name}'", limit)
@@ -128,7 +134,9 @@ class Fitter:
         """The best route of ``plan`` that fits ``ledger`` (the live one or a trial copy)."""
         self.routes_tried += 1
         try:
-            return search_route(self.catalog, plan.policy, plan.choices, ledger, self.budget)
+            return search_route(
+                self.catalog, plan.policy, plan.choices, ledger, self.budget, plan.pinned
+            )
         except SearchBudgetError:
             return None
 

@@ -120,6 +120,7 @@ class Admitter:
                 pool_index=policy.pool_index,
                 amounts=route.amounts,
                 class_indices=route.class_indices,
+                pinned=route.pinned,
             )
         )
         candidate.decided = True

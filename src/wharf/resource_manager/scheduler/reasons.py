@@ -68,6 +68,13 @@ def waiting_share(catalog: Catalog, policy: PolicyView, slot: SlotInfo) -> str:
     )
 
 
+def waiting_pinned_share(catalog: Catalog, policy: PolicyView, slot: SlotInfo) -> str:
+    return (
+        f"Waiting for policy '{policy.policy.name}' reserved share of {slot.resource} in "
+        f"{where(catalog, slot)}: reclaim_tolerance 'none' never borrows in a reclaimable class."
+    )
+
+
 def waiting_concurrency(scope: str, limit: int) -> str:
     return f"Waiting for a free slot: the concurrency limit {limit} of {scope} is reached."
 

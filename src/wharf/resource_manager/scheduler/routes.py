@@ -16,6 +16,10 @@ Invariants of a returned route, checked against the ledger given:
 - capacity: used + claimed + route amount ≤ capacity per slot (None = unlimited);
 - the policy's explicit limit per slot;
 - never-reclaimable slots: Σ over policies of usage above reserved ≤ unreserved capacity;
+- a *pinned* route (reclaim tolerance ``none``) in a reclaimable slot of limited capacity: the
+  policy's pinned usage plus the route's amount ≤ its reserved share — it never borrows, so
+  Σ pinned ≤ Σ reserved ≤ capacity and every reserved share stays recoverable by preempting
+  reclaimable holders only (an unlimited slot has no share to protect);
 - concurrency limits of the pool, each class used, and the policy (one per request);
 - grant ``missing_action``: ``reject`` excludes the class, ``default`` adds an allocation.
 """
@@ -48,6 +52,8 @@ class Route:
     """One per demand, in demand order, then grant defaults."""
     amounts: tuple[tuple[int, int], ...]
     class_indices: tuple[int, ...]
+    pinned: bool = False
+    """For a request with reclaim tolerance ``none`` (see the module docstring)."""
 
 
 class SearchBudgetError(Exception):
@@ -55,7 +61,12 @@ class SearchBudgetError(Exception):
 
 
 def slot_fits(
-    catalog: Catalog, policy: PolicyView, ledger: Ledger | None, slot: int, total: int
+    catalog: Catalog,
+    policy: PolicyView,
+    ledger: Ledger | None,
+    slot: int,
+    total: int,
+    pinned: bool = False,
 ) -> bool:
     """Whether adding ``total`` (this request's whole amount in ``slot``) keeps every rule."""
     info = catalog.slots[slot]
@@ -71,10 +82,15 @@ def slot_fits(
     limit = policy.limit.get(slot)
     if limit is not None and usage + total > limit:
         return False
-    if info.protected and capacity is not None:
-        reserved = policy.reserved.get(slot, 0)
-        new_over = over - max(0, usage - reserved) + max(0, usage + total - reserved)
-        if new_over > capacity - info.reserved_total:
+    if info.protected:
+        if capacity is not None:
+            reserved = policy.reserved.get(slot, 0)
+            new_over = over - max(0, usage - reserved) + max(0, usage + total - reserved)
+            if new_over > capacity - info.reserved_total:
+                return False
+    elif pinned and capacity is not None:
+        held = 0 if ledger is None else ledger.pinned_used.get((policy.index, slot), 0)
+        if held + total > policy.reserved.get(slot, 0):
             return False
     return True
 
@@ -104,6 +120,7 @@ def _grant_defaults(
     ledger: Ledger | None,
     picks: Sequence[SlotChoice],
     adds: dict[int, int],
+    pinned: bool,
 ) -> list[SlotChoice] | None:
     """Grant-default allocations for the classes used; None if a grant rejects the route."""
     if not policy.grants:
@@ -126,7 +143,7 @@ def _grant_defaults(
             if slot is None or entry.default_value is None:
                 continue
             total = adds.get(slot, 0) + entry.default_value
-            if not slot_fits(catalog, policy, ledger, slot, total):
+            if not slot_fits(catalog, policy, ledger, slot, total, pinned):
                 return None
             adds[slot] = total
             defaults.append(
@@ -147,9 +164,13 @@ def search_route(
     choices: Sequence[Sequence[SlotChoice]],
     ledger: Ledger | None,
     budget: int,
+    pinned: bool = False,
 ) -> Route | None:
-    """The first route in preference order that fits, or None. Raises on budget exhaustion."""
-    return _RouteSearch(catalog, policy, choices, ledger, budget).place(0)
+    """The first route in preference order that fits, or None. Raises on budget exhaustion.
+
+    ``pinned``: the request has reclaim tolerance ``none`` (it never borrows in reclaimable
+    slots)."""
+    return _RouteSearch(catalog, policy, choices, ledger, budget, pinned).place(0)
 
 
 class _RouteSearch:
@@ -163,9 +184,10 @@ class _RouteSearch:
         choices: Sequence[Sequence[SlotChoice]],
         ledger: Ledger | None,
         budget: int,
+        pinned: bool,
     ) -> None:
         self.catalog, self.policy, self.choices = catalog, policy, choices
-        self.ledger, self.budget = ledger, budget
+        self.ledger, self.budget, self.pinned = ledger, budget, pinned
         self.adds: dict[int, int] = {}
         self.picks: list[SlotChoice] = []
         self.tried = 0
@@ -179,7 +201,9 @@ class _RouteSearch:
             if self.tried > self.budget:
                 raise SearchBudgetError
             total = adds.get(choice.slot, 0) + choice.base
-            if not slot_fits(self.catalog, self.policy, self.ledger, choice.slot, total):
+            if not slot_fits(
+                self.catalog, self.policy, self.ledger, choice.slot, total, self.pinned
+            ):
                 continue
             previous = adds.get(choice.slot)
             adds[choice.slot] = total
@@ -197,7 +221,7 @@ class _RouteSearch:
     def finish(self) -> Route | None:
         catalog, policy, ledger = self.catalog, self.policy, self.ledger
         saved = dict(self.adds)
-        defaults = _grant_defaults(catalog, policy, ledger, self.picks, self.adds)
+        defaults = _grant_defaults(catalog, policy, ledger, self.picks, self.adds, self.pinned)
         if defaults is not None:
             picks = (*self.picks, *defaults)
             classes = tuple(sorted({pick.class_index for pick in picks}))
@@ -207,6 +231,7 @@ class _RouteSearch:
                     picks=picks,
                     amounts=merge_amounts([(pick.slot, pick.base) for pick in picks]),
                     class_indices=classes,
+                    pinned=self.pinned,
                 )
         self.adds.clear()
         self.adds.update(saved)

@@ -3,18 +3,20 @@
 Owns: :class:`BatchRunner`.
 
 Operations that change scheduling state (create, release, cancel, configuration changes,
-sweeps, explain, queue) are submitted here. While one thread runs a transaction, the others
-queue their operations; the next thread to get the lock runs *all* queued operations in one
-transaction with one cycle (flat combining). Under load this turns N concurrent calls into one
-lock acquisition, one cache refresh, one scheduler run and a few ``executemany`` statements.
+sweeps; on SQLite also renewals) are submitted here. While one thread runs a transaction, the
+others queue their operations; the next thread to get the lock runs *all* queued operations in
+one transaction with one cycle (flat combining, :mod:`.combining`). Under load this turns N
+concurrent calls into one lock acquisition, one cache refresh, one scheduler run and a few
+``executemany`` statements.
 
 One transaction, in order (see :mod:`.cycle`):
 take the scheduling lock and read ``rm_state`` -> refresh the working copy -> expire lapsed
 leases (or, on a takeover, extend them) -> each operation's ``run`` (idempotent replays answered
 from stored keys) -> the cycle -> flush (new requests inserted in their final state, status
 changes, allocations) -> finishers build results -> store idempotency responses -> record
-versions and the leader. Within a batch, creations are therefore ordered after the checks of
-the batch's other operations.
+versions and the leader (a transaction that changed nothing, such as a batch of renewals,
+records only when the row names another leader or is half a sweep interval old). Within a
+batch, creations are therefore ordered after the checks of the batch's other operations.
 
 Invariants:
 - an operation that fails its checks changes nothing and does not affect the others in the
@@ -27,10 +29,9 @@ Invariants:
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,7 @@ from sqlalchemy import Connection
 
 from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.resource_manager.service import cycle, idempotency, leader
+from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.request_store import StaleStateError
 from wharf.resource_manager.service.state import SchedulingCache, open_working
@@ -53,21 +55,6 @@ def _adapter(result_type: Any) -> TypeAdapter[Any]:
     if adapter is None:
         adapter = _ADAPTERS[result_type] = TypeAdapter(result_type)
     return adapter
-
-
-@dataclass(slots=True, eq=False)
-class _Slot:
-    operation: Operation
-    done: bool = False
-    value: Any = None
-    error: BaseException | None = None
-    wake: threading.Event = field(default_factory=threading.Event)
-    """Set when the slot is done, or when its thread is handed the combiner's role."""
-
-    def result(self) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.value
 
 
 @dataclass(slots=True)
@@ -86,59 +73,26 @@ class _Run:
     tx: Tx
     state_version: int
     config_version: int
+    cycled: bool
+    """A scheduling cycle ran (not only renewals or reads)."""
 
 
-@dataclass(slots=True)
-class BatchRunner:
-    db: Database
-    options: ServiceOptions
-    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    cache: SchedulingCache = field(default_factory=SchedulingCache)
-    last_cycle: datetime | None = None
-    """Server time of this process's latest committed scheduling transaction."""
-    _queue: list[_Slot] = field(default_factory=list)
-    _queue_lock: threading.Lock = field(default_factory=threading.Lock)
-    _combine_lock: threading.Lock = field(default_factory=threading.Lock)
+class BatchRunner(Combiner[Operation]):
+    """Every scheduling operation of this process, combined into scheduling transactions."""
 
-    def submit(self, operation: Operation) -> Any:
-        """Run ``operation`` in the next scheduling transaction; its result or its error.
-
-        The thread that gets the combine lock runs queued operations (its own included) in
-        batches; the others sleep on their slot until it is done, or until the combiner hands
-        them the role because their operation is still queued when it leaves.
-        """
-        slot = _Slot(operation)
-        with self._queue_lock:
-            self._queue.append(slot)
-        while not slot.done:
-            if self._combine_lock.acquire(blocking=False):
-                try:
-                    while not slot.done:
-                        self._execute(self._take())
-                finally:
-                    self._combine_lock.release()
-                self._hand_off()
-            else:
-                slot.wake.wait()
-                slot.wake.clear()
-        return slot.result()
-
-    def _take(self) -> list[_Slot]:
-        with self._queue_lock:
-            batch = self._queue[: self.options.max_batch]
-            del self._queue[: self.options.max_batch]
-        return batch
-
-    def _hand_off(self) -> None:
-        """Wake the thread of the oldest queued operation to become the next combiner."""
-        with self._queue_lock:
-            head = self._queue[0] if self._queue else None
-        if head is not None:
-            head.wake.set()
+    def __init__(self, db: Database, options: ServiceOptions) -> None:
+        super().__init__(options.max_batch)
+        self.db = db
+        self.options = options
+        self.instance_id = uuid.uuid4().hex
+        self.cache = SchedulingCache()
+        self.last_cycle: datetime | None = None
+        """Server time of this process's latest committed scheduling cycle (a transaction of
+        renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
 
     # -- one batch --------------------------------------------------------------------------
 
-    def _execute(self, batch: list[_Slot]) -> None:
+    def _execute(self, batch: list[Slot[Operation]]) -> None:
         try:
             run = self._attempt(batch)
         except StaleStateError:
@@ -152,33 +106,33 @@ class BatchRunner:
             self._fail(batch, error)
             return
         self.cache.adopt(run.tx.work, run.state_version, run.config_version)
-        self.last_cycle = run.tx.now
+        if run.cycled:
+            self.last_cycle = run.tx.now
         for slot, outcome in zip(batch, run.outcomes, strict=True):
-            slot.value, slot.error, slot.done = outcome.value, outcome.error, True
-            slot.wake.set()
+            slot.finish(outcome.value, outcome.error)
 
-    def _fail(self, batch: list[_Slot], error: BaseException) -> None:
+    def _fail(self, batch: list[Slot[Operation]], error: BaseException) -> None:
         if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):
             for slot in batch:
                 self._execute([slot])
             return
         for slot in batch:
-            slot.error, slot.done = error, True
-            slot.wake.set()
+            slot.finish(error=error)
 
-    def _attempt(self, batch: list[_Slot]) -> _Run:
+    def _attempt(self, batch: list[Slot[Operation]]) -> _Run:
         return self.db.write(lambda conn: self._transaction(conn, batch))
 
-    def _transaction(self, conn: Connection, batch: list[_Slot]) -> _Run:
+    def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
         now = self.db.now()
         row = leader.acquire(conn)
-        work = open_working(conn, self.cache, row)
+        work = open_working(conn, self.cache.view, row, self.cache.prepared)
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
         if not takeover:
             cycle.expire_lapsed(tx)
         finishers = [self._start(tx, slot.operation) for slot in batch]
-        if takeover or tx.needs_cycle:
+        cycled = takeover or tx.needs_cycle
+        if cycled:
             cycle.run_cycle(tx, restart=takeover)
         tx.flush()
         outcomes = [finish() for finish in finishers]
@@ -187,16 +141,18 @@ class BatchRunner:
         idempotency.store(conn, [(k, v) for k, v in self._responses(batch, outcomes)], now)
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
-        leader.record(
-            conn,
-            row,
-            instance_id=self.instance_id,
-            state_version=state_version,
-            config_version=config_version,
-            now=now,
-            swept=tx.swept,
-        )
-        return _Run(outcomes, tx, state_version, config_version)
+        changed = tx.changed or tx.config_changed or tx.swept or cycled
+        if changed or leader.needs_record(row, self.instance_id, now, self.options.sweep_interval):
+            leader.record(
+                conn,
+                row,
+                instance_id=self.instance_id,
+                state_version=state_version,
+                config_version=config_version,
+                now=now,
+                swept=tx.swept,
+            )
+        return _Run(outcomes, tx, state_version, config_version, cycled)
 
     def _start(self, tx: Tx, operation: Operation) -> Callable[[], _Outcome]:
         """Run one operation's checks and staging; a replay or a failure needs no finisher."""
@@ -226,7 +182,7 @@ class BatchRunner:
         return finish
 
     @staticmethod
-    def _responses(batch: list[_Slot], outcomes: list[_Outcome]) -> list[tuple[Any, Any]]:
+    def _responses(batch: list[Slot[Operation]], outcomes: list[_Outcome]) -> list[tuple[Any, Any]]:
         stored: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         for slot, outcome in zip(batch, outcomes, strict=True):
             key = slot.operation.idempotency

@@ -3,9 +3,10 @@ and policies.
 
 Inputs are wire models or plain mappings (validated here: ``InputError`` on bad input).
 
-Reads run in read transactions; every change is a batched operation (:mod:`.config_ops`) that
-runs in a scheduling transaction with a cycle. Every mutating method accepts an
-``idempotency_key``: a retry with the same key returns the first result and changes nothing.
+Reads run in read transactions (pool queues too: :mod:`.whatif`); every change is a batched
+operation (:mod:`.config_ops`) that runs in a scheduling transaction with a cycle. Every
+mutating method accepts an ``idempotency_key``: a retry with the same key returns the first
+result and changes nothing.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ from wharf.resource_manager.client.models import (
     QueueEntry,
 )
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor, load
-from wharf.resource_manager.service import config_ops, queries
+from wharf.resource_manager.service import config_ops, queries, whatif
 from wharf.resource_manager.service import config_store as store
 from wharf.resource_manager.service.batch import BatchRunner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal
-from wharf.resource_manager.service.request_ops import PoolQueue
 from wharf.store.sql.engine import Database
 
 
@@ -100,6 +100,7 @@ class PoolService:
     def __init__(self, db: Database, runner: BatchRunner) -> None:
         self._db = db
         self._runner = runner
+        self._budget = runner.options.route_search_budget
 
     def get(self, pool: str | UUID) -> Pool:
         found = self._db.read(lambda conn: store.find_pool(conn, pool))
@@ -140,9 +141,15 @@ class PoolService:
         self._runner.submit(config_ops.DeletePool(principal, pool, key))
 
     def queue(self, pool: str | UUID) -> list[QueueEntry]:
-        """Pending requests queued in ``pool``, in queue order (runs a cycle first)."""
-        result: list[QueueEntry] = self._runner.submit(PoolQueue(pool))
-        return result
+        """Pending requests queued in ``pool``, in the order the next cycle would see them
+        (read-only: the scheduler runs on the committed state and decides nothing)."""
+        now, view, budget = self._db.now(), self._runner.cache.view, self._budget
+        return self._db.read(lambda conn: whatif.pool_queue(conn, view, pool, now, budget))
+
+    def queue_lengths(self) -> dict[UUID, int]:
+        """Pool id -> pending requests queued there (one read-only cycle for every pool)."""
+        now, view, budget = self._db.now(), self._runner.cache.view, self._budget
+        return self._db.read(lambda conn: whatif.queue_lengths(conn, view, now, budget))
 
     def allocations(self, pool: str | UUID) -> list[PoolAllocation]:
         """Allocations of allocated or preempting requests in ``pool``, oldest first."""

@@ -17,7 +17,9 @@ Invariants:
   except in a takeover cycle, where it gets the real leases and extends them instead
   (``SchedulerOptions.restart_sweep_interval``) and nothing is expired;
 - decisions are applied with the scheduler's own :func:`apply_decisions` (the in-memory twin),
-  so the service cannot interpret a decision differently from the scheduler's tests.
+  so the service cannot interpret a decision differently from the scheduler's tests;
+- the scheduler's configuration index (:class:`Prepared`) is reused from the working copy while
+  the configuration is unchanged; the scheduler itself checks that it serves the snapshot.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest, apply_lapse
 from wharf.resource_manager.scheduler import (
     CycleDecisions,
+    Prepared,
     SchedulerOptions,
     Snapshot,
     apply_decisions,
@@ -100,12 +103,16 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         policies=config.policies,
         requests=requests,
     )
+    budget = tx.options.route_search_budget
     options = SchedulerOptions(
         restart_sweep_interval=tx.options.sweep_interval if restart else None,
-        route_search_budget=tx.options.route_search_budget,
+        route_search_budget=budget,
     )
     with paused_gc(tx.options.pause_gc):
-        decisions = schedule(snapshot, tx.now, options)
+        prepared = tx.work.prepared
+        if prepared is None or not prepared.serves(snapshot, budget):
+            prepared = tx.work.prepared = Prepared(snapshot, budget)
+        decisions = schedule(snapshot, tx.now, options, prepared=prepared)
         _stage(tx, decisions, leases)
     tx.decisions = decisions
     return decisions

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
@@ -58,14 +58,18 @@ def fingerprint(payload: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+_C = t.idempotency_keys.c
+_LOOKUP = select(_C.fingerprint, _C.response).where(
+    _C.principal == bindparam("i_principal"),
+    _C.operation == bindparam("i_operation"),
+    _C.key == bindparam("i_key"),
+)
+
+
 def lookup(conn: Connection, key: IdempotencyKey) -> tuple[bool, Any]:
     """(found, stored response); IllegalOperationError if the key was used with other arguments."""
-    c = t.idempotency_keys.c
-    row = conn.execute(
-        select(c.fingerprint, c.response).where(
-            c.principal == key.principal, c.operation == key.operation, c.key == key.key
-        )
-    ).first()
+    params = {"i_principal": key.principal, "i_operation": key.operation, "i_key": key.key}
+    row = conn.execute(_LOOKUP, params).first()
     if row is None:
         return False, None
     if row.fingerprint != key.fingerprint:

@@ -1,6 +1,7 @@
 """The scheduling lock and the bookkeeping row (``rm_state``): one scheduling leader at a time.
 
-Owns: :func:`acquire` (take the lock, read the row), :func:`is_takeover`, :func:`record`.
+Owns: :func:`acquire` (take the lock, read the row), :func:`read` (without the lock),
+:func:`is_takeover`, :func:`record`, :func:`needs_record`.
 
 Every scheduling transaction starts with :func:`acquire`, which serialises it against every other
 scheduling transaction of every process:
@@ -25,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select, text, update
+from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.types import is_mysql
+from wharf.store.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
 
@@ -68,10 +69,35 @@ def acquire(conn: Connection) -> StateRow:
     return StateRow(*row)
 
 
+def read(conn: Connection) -> StateRow:
+    """The bookkeeping row without the lock (read transactions: what-if questions)."""
+    row = conn.execute(_READ).first()
+    if row is None:
+        raise SchemaVersionError(
+            "The Resource Manager's state row is missing; the database was not migrated by Wharf."
+        )
+    return StateRow(*row)
+
+
 def is_takeover(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:
     if row.leader_id == instance_id:
         return False
     return row.last_cycle_at is None or now - row.last_cycle_at >= sweep_interval
+
+
+_S = t.state.c
+_RECORD = (
+    update(t.state)
+    .where(_S.id == t.STATE_ROW_ID)
+    .values(
+        state_version=bindparam("s_state"),
+        config_version=bindparam("s_config"),
+        last_cycle_at=bindparam("s_now"),
+        leader_id=bindparam("s_leader"),
+        leader_epoch=bindparam("s_epoch"),
+        last_sweep_at=func.coalesce(bindparam("s_swept", type_=UtcDateTime()), _S.last_sweep_at),
+    )
+)
 
 
 def record(
@@ -85,14 +111,25 @@ def record(
     swept: bool,
 ) -> None:
     """Store the versions this transaction produced and that ``instance_id`` led this cycle."""
-    values: dict[str, object] = {
-        "state_version": state_version,
-        "config_version": config_version,
-        "last_cycle_at": now,
+    same = row.leader_id == instance_id
+    params = {
+        "s_state": state_version,
+        "s_config": config_version,
+        "s_now": now,
+        "s_leader": instance_id,
+        "s_epoch": row.leader_epoch if same else row.leader_epoch + 1,
+        "s_swept": now if swept else None,
     }
-    if row.leader_id != instance_id:
-        values["leader_id"] = instance_id
-        values["leader_epoch"] = row.leader_epoch + 1
-    if swept:
-        values["last_sweep_at"] = now
-    conn.execute(update(t.state).where(t.state.c.id == t.STATE_ROW_ID).values(**values))
+    conn.execute(_RECORD, params)
+
+
+def needs_record(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:
+    """Whether a transaction that changed nothing must still record its leader and time.
+
+    It must when another instance is recorded (so the row names a live leader) or when the
+    recorded time is half a sweep interval old: then a later takeover check can never mistake
+    a leader that is busy with renewals alone for one that is gone.
+    """
+    if row.leader_id != instance_id or row.last_cycle_at is None:
+        return True
+    return now - row.last_cycle_at >= sweep_interval / 2

@@ -1,4 +1,4 @@
-"""Batched operations on requests: create, release, cancel, explain, queue and sweep.
+"""Batched operations on requests: create, release, cancel, renew (SQLite) and sweep.
 
 Owns the operation classes the service submits to the :class:`~.batch.BatchRunner`, and
 :func:`check_demands` (the input checks that need the descriptors).
@@ -24,8 +24,6 @@ from uuid import UUID
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.resource_manager.client.models import (
-    ExplanationInfo,
-    QueueEntry,
     ResourceRequestCreate,
     ResourceRequestInfo,
     ResourceRequestRenew,
@@ -39,11 +37,9 @@ from wharf.resource_manager.domain import (
     new_request,
     release,
 )
-from wharf.resource_manager.scheduler import SchedulerOptions, Snapshot, explain
 from wharf.resource_manager.service import request_store
 from wharf.resource_manager.service.codec import neutral
-from wharf.resource_manager.service.config_store import as_uuid, find_pool
-from wharf.resource_manager.service.convert import explanation_info
+from wharf.resource_manager.service.config_store import as_uuid
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_owner
 from wharf.resource_manager.service.transaction import Finisher, Tx
@@ -212,69 +208,3 @@ class Sweep:
         tx.needs_cycle = True
         tx.swept = True
         return lambda: None
-
-
-@dataclass(slots=True)
-class ExplainRequest:
-    name: ClassVar[str] = "requests.explain"
-    result_type: ClassVar[Any] = ExplanationInfo
-    request_id: UUID
-    idempotency: IdempotencyKey | None = None
-
-    def run(self, tx: Tx) -> Finisher:
-        tx.needs_cycle = True
-        return self._finish(tx)
-
-    def _finish(self, tx: Tx) -> Finisher:
-        def finish() -> ExplanationInfo:
-            if self.request_id not in tx.work.requests:
-                info = tx.info(self.request_id)
-                return ExplanationInfo(
-                    request_id=info.id,
-                    status=info.status,
-                    outcome="not_pending",
-                    reason=info.status_reason or f"The request is {info.status.value}.",
-                )
-            config = tx.configuration()
-            snapshot = Snapshot(
-                descriptors=config.descriptors,
-                pools=config.pools,
-                policies=config.policies,
-                requests=tuple(tx.work.requests.values()),
-            )
-            options = SchedulerOptions(route_search_budget=tx.options.route_search_budget)
-            return explanation_info(explain(snapshot, self.request_id, tx.now, options))
-
-        return finish
-
-
-@dataclass(slots=True)
-class PoolQueue:
-    """The pending requests queued in a pool, in the order of the cycle this transaction ran."""
-
-    name: ClassVar[str] = "pools.queue"
-    result_type: ClassVar[Any] = list[QueueEntry]
-    pool: str | UUID
-    idempotency: IdempotencyKey | None = None
-
-    def run(self, tx: Tx) -> Finisher:
-        pool = find_pool(tx.conn, self.pool)
-        if pool is None:
-            raise EntityNotFoundError(f"Resource pool '{self.pool}' not found.")
-        tx.needs_cycle = True
-
-        def finish() -> list[QueueEntry]:
-            decisions = tx.decisions
-            if decisions is None:
-                return []
-            waits = sorted(
-                (w for w in decisions.waits if w.pool_id == pool.id),
-                key=lambda w: (w.position or 0, w.request_id.int),
-            )
-            tx.want(w.request_id for w in waits)
-            return [
-                QueueEntry(position=w.position or 0, reason=w.reason, request=tx.info(w.request_id))
-                for w in waits
-            ]
-
-        return finish

@@ -1,13 +1,20 @@
 """The request part of the service API: create, get, list, renew, release, cancel, explain.
 
-Create, release, cancel and explain are batched operations (:mod:`.request_ops`) that run in
-scheduling transactions with a cycle, so ``create`` returns the request already allocated when
-it fits. Renewal is the hot path of every heartbeat: on PostgreSQL and MySQL it does *not* take
-the scheduling lock, it is one compare-and-set UPDATE on the request's lease (see
-:func:`request_store.renew`), so renewals run in parallel with cycles. On SQLite every write
-transaction holds the database's single write lock anyway, and writers waiting for it sleep in
-SQLite's busy handler; there renewals join this process's batches instead, so a process never
-competes with itself for the lock.
+Create, release and cancel are batched operations (:mod:`.request_ops`) that run in scheduling
+transactions with a cycle, so ``create`` returns the request already allocated when it fits.
+Explain runs the scheduler on the committed state in a read transaction (it decides nothing, so
+it takes no write lock). Renewal is the hot path of every heartbeat and never needs a scheduling
+cycle (it changes no status and no allocation): on PostgreSQL and MySQL it does *not* take the
+scheduling lock, it is one compare-and-set UPDATE on the request's lease (see
+:func:`request_store.renew`), and concurrent renewals share one transaction (:mod:`.renewals`),
+so they run in parallel with cycles. On SQLite every write transaction holds the database's
+single write lock anyway, and writers waiting for it sleep in SQLite's busy handler; there
+renewals join this process's batches instead (a batch of renewals alone runs no cycle), so a
+process never competes with itself for the lock.
+
+Create, renew, release and cancel also have ``*_async`` twins for callers on an event loop (the
+API server): they queue the operation for the combiner's drainer thread and await its outcome,
+so a request in flight holds no thread (:meth:`~.combining.Combiner.submit_async`).
 
 Invariants:
 - durations come from the client, instants from the server's clock;
@@ -19,16 +26,12 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from pydantic import TypeAdapter
-from sqlalchemy import Connection
-
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
-from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.client.models import (
     ExplanationInfo,
     Page,
@@ -39,24 +42,21 @@ from wharf.resource_manager.client.models import (
     ResourceRequestRenew,
 )
 from wharf.resource_manager.domain import Demand, load
-from wharf.resource_manager.service import idempotency, queries, request_store
+from wharf.resource_manager.service import queries, whatif
 from wharf.resource_manager.service.batch import BatchRunner
-from wharf.resource_manager.service.convert import request_info
+from wharf.resource_manager.service.combining import Combiner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.options import ServiceOptions
-from wharf.resource_manager.service.principal import Principal, require_owner
+from wharf.resource_manager.service.principal import Principal
+from wharf.resource_manager.service.renewals import LAPSED, Renewal, RenewalRunner
 from wharf.resource_manager.service.request_ops import (
     CancelRequest,
     CreateRequest,
-    ExplainRequest,
     ReleaseRequest,
     RenewRequest,
     Sweep,
 )
 from wharf.store.sql.engine import Database
-
-_INFO = TypeAdapter(ResourceRequestInfo)
-_LAPSED = object()
 
 
 def _demands(spec: ResourceRequestCreate) -> tuple[Demand, ...]:
@@ -70,6 +70,7 @@ class RequestService:
         self._db = db
         self._runner = runner
         self._options = options
+        self._renewals = RenewalRunner(db, options.max_batch, lambda: runner.cache.view)
 
     def create(
         self,
@@ -79,15 +80,39 @@ class RequestService:
         idempotency_key: str | None = None,
     ) -> ResourceRequestInfo:
         """Create a pending request and run a cycle; it comes back allocated if it fit."""
+        result: ResourceRequestInfo = self._runner.submit(
+            self._creation(principal, spec, idempotency_key)
+        )
+        return result
+
+    async def create_async(
+        self,
+        principal: Principal,
+        spec: ResourceRequestCreate | Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo:
+        """:meth:`create` for callers on an event loop (no thread is blocked while it waits)."""
+        result: ResourceRequestInfo = await self._runner.submit_async(
+            self._creation(principal, spec, idempotency_key)
+        )
+        return result
+
+    def _creation(
+        self,
+        principal: Principal,
+        spec: ResourceRequestCreate | Mapping[str, Any],
+        idempotency_key: str | None,
+    ) -> CreateRequest:
         model = load(ResourceRequestCreate, spec)
         key = None
         if idempotency_key is not None:
             payload = model.model_dump(mode="json", by_alias=True)
             key = IdempotencyKey.of(principal.name, CreateRequest.name, idempotency_key, payload)
-        result: ResourceRequestInfo = self._runner.submit(
-            CreateRequest(principal, model, _demands(model), key)
-        )
-        return result
+        return CreateRequest(principal, model, _demands(model), key)
+
+    def close(self) -> None:
+        self._renewals.close()
 
     def get(self, request_id: UUID) -> ResourceRequestInfo:
         return self._db.read(lambda conn: queries.get_request(conn, request_id))
@@ -102,58 +127,66 @@ class RequestService:
         idempotency_key: str | None = None,
     ) -> ResourceRequestInfo:
         """Set the lease to ``now + lease_seconds`` and record the runtime state."""
+        combiner, operation = self._renewal(
+            principal, request_id, lease_seconds, runtime_state, idempotency_key
+        )
+        final = self._renewed(combiner.submit(operation))
+        return final if final is not None else self._swept(request_id)
+
+    async def renew_async(
+        self,
+        principal: Principal,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo:
+        """:meth:`renew` for callers on an event loop (no thread is blocked while it waits)."""
+        combiner, operation = self._renewal(
+            principal, request_id, lease_seconds, runtime_state, idempotency_key
+        )
+        final = self._renewed(await combiner.submit_async(operation))
+        if final is not None:
+            return final
+        return await asyncio.to_thread(self._swept, request_id)
+
+    def _renewal(
+        self,
+        principal: Principal,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None,
+        idempotency_key: str | None,
+    ) -> tuple[Combiner[Any], Any]:
+        """Which combiner runs the renewal, and the operation to submit to it."""
         body = load(
             ResourceRequestRenew, {"lease_seconds": lease_seconds, "runtime_state": runtime_state}
         )
-        payload = {"id": str(request_id), **body.model_dump(mode="json")}
-        key = IdempotencyKey.of(principal.name, "requests.renew", idempotency_key, payload)
+        key = None
+        if idempotency_key is not None:
+            payload = {"id": str(request_id), **body.model_dump(mode="json")}
+            key = IdempotencyKey.of(principal.name, "requests.renew", idempotency_key, payload)
         if self._db.is_sqlite:
-            operation = RenewRequest(principal, request_id, body, self._sweep_due(), key)
-            renewed: ResourceRequestInfo = self._runner.submit(operation)
-            return renewed
-        outcome = self._db.write(lambda conn: self._renew(conn, principal, request_id, body, key))
-        if outcome is _LAPSED:
-            self._runner.submit(Sweep())
-            return self.get(request_id)
+            return self._runner, RenewRequest(principal, request_id, body, self._sweep_due(), key)
+        renewal = Renewal(principal, request_id, body.lease_seconds, body.runtime_state, key)
+        return self._renewals, renewal
+
+    def _renewed(self, outcome: object) -> ResourceRequestInfo | None:
+        """The renewal's answer, or None when a cycle must run first (:meth:`_swept`): the lease
+        had lapsed, or the request is still pending and no cycle ran for a while."""
+        if outcome is LAPSED:
+            return None
         assert isinstance(outcome, ResourceRequestInfo)
-        if outcome.status is ResourceRequestStatus.PENDING and self._sweep_due():
-            self._runner.submit(Sweep())
-            return self.get(request_id)
+        # SQLite ran the lazy cycle in the renewal's own batch already.
+        pending = outcome.status is ResourceRequestStatus.PENDING
+        if pending and not self._db.is_sqlite and self._sweep_due():
+            return None
         return outcome
 
-    def _renew(
-        self,
-        conn: Connection,
-        principal: Principal,
-        request_id: UUID,
-        body: ResourceRequestRenew,
-        key: IdempotencyKey | None,
-    ) -> object:
-        if key is not None:
-            found, response = idempotency.lookup(conn, key)
-            if found:
-                return _INFO.validate_python(response)
-        now = self._db.now()
-        renewed = request_store.renew(
-            conn,
-            request_id,
-            now=now,
-            lease=now + timedelta(seconds=body.lease_seconds),
-            runtime_state=body.runtime_state,
-            requester=None if principal.admin else principal.name,
-        )
-        if not renewed:
-            owner = request_store.owner(conn, request_id)
-            if owner is None:
-                raise EntityNotFoundError(f"Resource request {request_id} not found.")
-            require_owner(principal, owner[0], request_id)
-            if owner[1] in request_store.LIVE:
-                return _LAPSED  # lapsed, not yet expired: the cycle expires it
-        info = request_info(request_store.load(conn, [request_id])[request_id])
-        if key is not None:
-            response = _INFO.dump_python(info, mode="json", by_alias=True)
-            idempotency.store(conn, [(key, response)], now)
-        return info
+    def _swept(self, request_id: UUID) -> ResourceRequestInfo:
+        self._runner.submit(Sweep())
+        return self.get(request_id)
 
     def _sweep_due(self) -> bool:
         last = self._runner.last_cycle
@@ -164,28 +197,64 @@ class RequestService:
     ) -> ResourceRequestInfo:
         """The holder is done: allocated -> released, preempting -> preempted, pending ->
         cancelled; a terminal request is returned unchanged."""
+        result: ResourceRequestInfo = self._runner.submit(
+            self._release(principal, request_id, idempotency_key)
+        )
+        return result
+
+    async def release_async(
+        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        """:meth:`release` for callers on an event loop."""
+        result: ResourceRequestInfo = await self._runner.submit_async(
+            self._release(principal, request_id, idempotency_key)
+        )
+        return result
+
+    def _release(
+        self, principal: Principal, request_id: UUID, idempotency_key: str | None
+    ) -> ReleaseRequest:
         key = IdempotencyKey.of(
             principal.name, ReleaseRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        result: ResourceRequestInfo = self._runner.submit(
-            ReleaseRequest(principal, request_id, key)
-        )
-        return result
+        return ReleaseRequest(principal, request_id, key)
 
     def cancel(
         self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
         """Withdraw a pending request (IllegalOperationError if it holds capacity)."""
+        result: ResourceRequestInfo = self._runner.submit(
+            self._cancellation(principal, request_id, idempotency_key)
+        )
+        return result
+
+    async def cancel_async(
+        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        """:meth:`cancel` for callers on an event loop."""
+        result: ResourceRequestInfo = await self._runner.submit_async(
+            self._cancellation(principal, request_id, idempotency_key)
+        )
+        return result
+
+    def _cancellation(
+        self, principal: Principal, request_id: UUID, idempotency_key: str | None
+    ) -> CancelRequest:
         key = IdempotencyKey.of(
             principal.name, CancelRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        result: ResourceRequestInfo = self._runner.submit(CancelRequest(principal, request_id, key))
-        return result
+        return CancelRequest(principal, request_id, key)
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
-        """Why the request is where it is, after a cycle brought the state up to date."""
-        result: ExplanationInfo = self._runner.submit(ExplainRequest(request_id))
-        return result
+        """Why the request is where it is: what the next cycle would do with it (read-only)."""
+        now, view, budget = (
+            self._db.now(),
+            self._runner.cache.view,
+            self._options.route_search_budget,
+        )
+        return self._db.read(
+            lambda conn: whatif.explain_request(conn, view, request_id, now, budget)
+        )
 
     def list(
         self, query: RequestFilter | None = None, page: PageRequest | None = None

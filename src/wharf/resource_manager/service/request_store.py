@@ -5,11 +5,14 @@ in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their transa
 
 Invariants:
 - loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
+  inserts are one driver ``executemany`` per table (:mod:`.bulk_insert`);
 - every status write is a compare-and-set on the previous status (``WHERE status = :prev``) and
   :func:`write_transitions` raises :class:`StaleStateError` when a row did not match, so a
   stale cache can never write over a change it did not see;
 - :func:`renew` changes only the lease columns, and only of a live request whose lease has not
   lapsed (``lapse_at > now``): a lapsed lease is never revived, it is expired by the next cycle;
+- :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
+  cache's state version, so answers read without the scheduling lock are never stale;
 - ``lapse_at`` is kept equal to the request's earliest lapse while live and NULL once terminal.
 """
 
@@ -24,11 +27,12 @@ from uuid import UUID
 from sqlalchemy import (
     BindParameter,
     Connection,
+    String,
     and_,
     bindparam,
     case,
     func,
-    literal,
+    literal_column,
     or_,
     select,
     update,
@@ -39,6 +43,7 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.bulk_insert import insert_many
 from wharf.store.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -70,13 +75,10 @@ def insert_requests(
     """Insert requests (rows from :func:`codec.request_row`) and their child rows."""
     if not rows:
         return
-    conn.execute(t.requests.insert(), list(rows))
-    if children.demands:
-        conn.execute(t.demands.insert(), children.demands)
-    if children.subjects:
-        conn.execute(t.subjects.insert(), children.subjects)
-    if children.metadata:
-        conn.execute(t.request_metadata.insert(), children.metadata)
+    insert_many(conn, t.requests, rows)
+    insert_many(conn, t.demands, children.demands)
+    insert_many(conn, t.subjects, children.subjects)
+    insert_many(conn, t.request_metadata, children.metadata)
 
 
 @dataclass(slots=True)
@@ -97,7 +99,7 @@ class Children:
 
 def insert_allocations(conn: Connection, allocations: Sequence[Allocation]) -> None:
     if allocations:
-        conn.execute(t.allocations.insert(), codec.allocation_rows(allocations))
+        insert_many(conn, t.allocations, codec.allocation_rows(allocations))
 
 
 # ----------------------------------------------------------------------------- loads
@@ -206,6 +208,52 @@ def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> d
     return found
 
 
+_CURRENT = select(
+    _R.id,
+    _R.requester,
+    _R.status,
+    _R.seq,
+    _R.runtime_state,
+    _R.lease_expires_at,
+    _R.allocation_deadline,
+    _R.renewed_at,
+).where(_R.id.in_(_IDS))
+
+
+def current(
+    conn: Connection,
+    ids: Sequence[UUID],
+    known: Mapping[UUID, ResourceRequest],
+    version: int | None,
+) -> dict[UUID, Loaded]:
+    """Requests by id without the scheduling lock: from ``known`` (neutral models, as of state
+    version ``version``) completed with the volatile columns where the row shows no
+    scheduler-relevant change since ``version`` (``seq``), else loaded whole."""
+    found: dict[UUID, Loaded] = {}
+    rest: list[UUID] = []
+    for chunk in _chunks(list(dict.fromkeys(ids))):
+        for row in conn.execute(_CURRENT, {"ids": list(chunk)}):
+            model = known.get(row.id)
+            if (
+                model is None
+                or version is None
+                or row.seq > version
+                or model.status.value != row.status
+            ):
+                rest.append(row.id)
+                continue
+            update = {
+                "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
+                "lease_expires_at": row.lease_expires_at,
+                "allocation_deadline": row.allocation_deadline,
+                "renewed_at": row.renewed_at,
+            }
+            found[row.id] = Loaded(model.model_copy(update=update), row.requester)
+    if rest:
+        found.update(load(conn, rest))
+    return found
+
+
 def changed_since(conn: Connection, version: int) -> list[tuple[UUID, str]]:
     """(id, status) of every request whose scheduler-relevant state changed after ``version``."""
     return [(row.id, row.status) for row in conn.execute(_CHANGED, {"version": version})]
@@ -226,13 +274,16 @@ class LeaseRow:
 
 
 _LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
-_LAPSED = select(*_LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now")).with_for_update()
+_LAPSED_ROWS = select(*_LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
+_LAPSED = _LAPSED_ROWS.with_for_update()
 _LIVE_LEASES = select(*_LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 
 
-def lapsed(conn: Connection, now: datetime) -> list[LeaseRow]:
-    """Live requests whose lease or allocation deadline has been reached, locked for update."""
-    return [LeaseRow(*row) for row in conn.execute(_LAPSED, {"now": now})]
+def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
+    """Live requests whose lease or allocation deadline has been reached, locked for update
+    (unless ``lock`` is False: read-only questions)."""
+    statement = _LAPSED if lock else _LAPSED_ROWS
+    return [LeaseRow(*row) for row in conn.execute(statement, {"now": now})]
 
 
 def live_leases(conn: Connection) -> list[LeaseRow]:
@@ -343,6 +394,35 @@ def _checked(conn: Connection, rowcount: int, expected: int) -> None:
         )
 
 
+_LIVE_STATUS = or_(*(_C.status == literal_column(f"'{status}'") for status in LIVE))
+"""``status IN (live)`` with inline constants: no list to expand on every execution."""
+_PENDING_PAST_LEASE = and_(
+    _C.status == literal_column(f"'{S.PENDING.value}'"),
+    _C.allocation_deadline.is_not(None),
+    _C.allocation_deadline < bindparam("r_lease", type_=UtcDateTime()),
+)
+_RENEW_ANY = (
+    update(t.requests)
+    .where(
+        _C.id == bindparam("r_id"),
+        _LIVE_STATUS,
+        or_(_C.lapse_at.is_(None), _C.lapse_at > bindparam("r_now", type_=UtcDateTime())),
+    )
+    .values(
+        lease_expires_at=bindparam("r_lease", type_=UtcDateTime()),
+        renewed_at=bindparam("r_now", type_=UtcDateTime()),
+        lapse_at=case(
+            (_PENDING_PAST_LEASE, _C.allocation_deadline),
+            else_=bindparam("r_lease", type_=UtcDateTime()),
+        ),
+        runtime_state=func.coalesce(bindparam("r_state", type_=String()), _C.runtime_state),
+    )
+)
+_RENEW_OWN = _RENEW_ANY.where(_C.requester == bindparam("r_requester"))
+"""Built once (as every hot statement here): SQLAlchemy then reuses their compiled forms and
+spends nothing on building or hashing them per renewal."""
+
+
 def renew(
     conn: Connection,
     request_id: UUID,
@@ -353,28 +433,16 @@ def renew(
     requester: str | None,
 ) -> bool:
     """Extend a live, unlapsed lease (of ``requester``'s request, unless None); True if done."""
-    pending_deadline = and_(
-        _C.status == S.PENDING.value,
-        _C.allocation_deadline.is_not(None),
-        _C.allocation_deadline < lease,
-    )
-    values: dict[str, Any] = {
-        "lease_expires_at": lease,
-        "renewed_at": now,
-        "lapse_at": case(
-            (pending_deadline, _C.allocation_deadline), else_=literal(lease, UtcDateTime())
-        ),
+    params: dict[str, Any] = {
+        "r_id": request_id,
+        "r_now": now,
+        "r_lease": lease,
+        "r_state": None if runtime_state is None else runtime_state.value,
     }
-    if runtime_state is not None:
-        values["runtime_state"] = runtime_state.value
-    conditions = [
-        _C.id == request_id,
-        _C.status.in_(LIVE),
-        or_(_C.lapse_at.is_(None), _C.lapse_at > now),
-    ]
-    if requester is not None:
-        conditions.append(_C.requester == requester)
-    return bool(conn.execute(update(t.requests).where(*conditions).values(**values)).rowcount)
+    if requester is None:
+        return bool(conn.execute(_RENEW_ANY, params).rowcount)
+    params["r_requester"] = requester
+    return bool(conn.execute(_RENEW_OWN, params).rowcount)
 
 
 def count_live_in_pool(conn: Connection, pool_id: UUID) -> int:

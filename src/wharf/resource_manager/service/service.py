@@ -109,6 +109,8 @@ class ResourceManagerService:
 
     def close(self) -> None:
         """Close every pooled connection; the service must not be used afterwards."""
+        self._runner.close()
+        self.requests.close()
         self._db.dispose()
 
     def __enter__(self) -> ResourceManagerService:

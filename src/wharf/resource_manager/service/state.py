@@ -1,6 +1,6 @@
 """The per-process scheduling cache, and the working copy one transaction schedules from.
 
-Owns: :class:`SchedulingCache`, :class:`Working`, :func:`open_working`.
+Owns: :class:`SchedulingCache`, :class:`CacheView`, :class:`Working`, :func:`open_working`.
 
 Reloading every live request for every cycle would cost more than the cycle itself, so each
 process keeps the configuration and its live requests in memory and refreshes them
@@ -13,54 +13,76 @@ incrementally, *inside* the scheduling transaction (under the scheduling lock):
   publishes in the same commit;
 - a cold cache, or a version that went backwards (the database was replaced), loads everything.
 
+The cache also keeps the scheduler's :class:`~wharf.resource_manager.scheduler.Prepared`
+index of the cached configuration, so cycles do not rebuild it while the configuration is
+unchanged (only the combiner, which holds the batch lock, uses it).
+
 Invariants:
 - cached requests are *neutral* (no lease fields, see :func:`codec.neutral`): renewals change
   leases without the lock, so the cache never pretends to know them; lapses are found with SQL
   (``rm_requests.lapse_at``) at the start of each cycle instead;
 - a :class:`Working` copy is adopted by the cache only after its transaction committed; a
-  rollback leaves the cache as it was (or invalidated, when a compare-and-set found it stale).
+  rollback leaves the cache as it was (or invalidated, when a compare-and-set found it stale);
+- what the cache knows is published as one immutable :class:`CacheView` (its dicts are never
+  changed once published: a transaction changes its own copies), so readers without the batch
+  lock (renewal answers, explain) read a consistent state version and the requests of exactly
+  that version.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
 from sqlalchemy import Connection
 
 from wharf.resource_manager.domain import ResourceRequest
+from wharf.resource_manager.scheduler import Prepared
 from wharf.resource_manager.service import request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.config_store import Configuration, load_configuration
 from wharf.resource_manager.service.leader import StateRow
 
 
-@dataclass(slots=True)
-class SchedulingCache:
-    """What this process knows; only touched while holding the service's batch lock."""
+@dataclass(frozen=True, slots=True)
+class CacheView:
+    """One consistent state of the cache; replaced whole, never changed."""
 
     config_version: int | None = None
     state_version: int | None = None
     config: Configuration | None = None
-    requests: dict[UUID, ResourceRequest] = field(default_factory=dict)
-    requesters: dict[UUID, str] = field(default_factory=dict)
+    requests: Mapping[UUID, ResourceRequest] = field(default_factory=dict)
+    """Live requests (neutral) as of ``state_version``."""
+    requesters: Mapping[UUID, str] = field(default_factory=dict)
     """Requester of every cached request (ownership checks need no query)."""
 
+
+@dataclass(slots=True)
+class SchedulingCache:
+    """What this process knows. :attr:`view` may be read by any thread; everything else is
+    only touched while holding the service's batch lock."""
+
+    view: CacheView = field(default_factory=CacheView)
+    prepared: Prepared | None = None
+    """The scheduler's index of ``view.config`` (the combiner's alone)."""
+
     def invalidate(self) -> None:
-        self.config_version = None
-        self.state_version = None
-        self.config = None
-        self.requests = {}
-        self.requesters = {}
+        self.view = CacheView()
+        self.prepared = None
 
     def adopt(self, working: Working, state_version: int, config_version: int) -> None:
-        self.requests = working.requests
-        self.requesters = working.requesters
-        self.state_version = state_version
         if working.config_dirty:
-            self.config, self.config_version = None, None
+            config, version, self.prepared = None, None, None
         else:
-            self.config, self.config_version = working.config, config_version
+            config, version, self.prepared = working.config, config_version, working.prepared
+        self.view = CacheView(
+            config_version=version,
+            state_version=state_version,
+            config=config,
+            requests=working.requests,
+            requesters=working.requesters,
+        )
 
 
 @dataclass(slots=True)
@@ -74,28 +96,36 @@ class Working:
     """Requester of each request in :attr:`requests`."""
     config_dirty: bool = False
     """A configuration write happened in this transaction: reload before the next use."""
+    prepared: Prepared | None = None
+    """The scheduler's index of :attr:`config`, when one was built for it."""
 
     def configuration(self, conn: Connection) -> Configuration:
         if self.config_dirty:
             self.config = load_configuration(conn)
             self.config_dirty = False
+            self.prepared = None
         return self.config
 
 
-def open_working(conn: Connection, cache: SchedulingCache, row: StateRow) -> Working:
-    """Bring the cache's view up to ``row``'s versions, as a copy this transaction may change."""
-    if cache.config is not None and cache.config_version == row.config_version:
-        config = cache.config
+def open_working(
+    conn: Connection, view: CacheView, row: StateRow, prepared: Prepared | None = None
+) -> Working:
+    """Bring ``view`` up to ``row``'s versions, as a copy this transaction may change.
+
+    ``prepared``: the scheduler index of ``view.config``, kept when that configuration is still
+    current."""
+    if view.config is not None and view.config_version == row.config_version:
+        config = view.config
     else:
-        config = load_configuration(conn)
-    known = cache.state_version
+        config, prepared = load_configuration(conn), None
+    known = view.state_version
     if known is None or known > row.state_version:
         loaded = request_store.load_live(conn)
         requests = {key: neutral(item.request) for key, item in loaded.items()}
         requesters = {key: item.requester for key, item in loaded.items()}
-        return Working(config=config, requests=requests, requesters=requesters)
-    requests = dict(cache.requests)
-    requesters = dict(cache.requesters)
+        return Working(config, requests, requesters, prepared=prepared)
+    requests = dict(view.requests)
+    requesters = dict(view.requesters)
     if known < row.state_version:
         changed = request_store.changed_since(conn, known)
         live = [key for key, status in changed if status in request_store.LIVE]
@@ -105,4 +135,4 @@ def open_working(conn: Connection, cache: SchedulingCache, row: StateRow) -> Wor
         for key, item in request_store.load(conn, live).items():
             requests[key] = neutral(item.request)
             requesters[key] = item.requester
-    return Working(config=config, requests=requests, requesters=requesters)
+    return Working(config, requests, requesters, prepared=prepared)

@@ -1,13 +1,14 @@
-"""``GET /health`` (no token) and ``GET /metrics`` (any valid token).
+"""``GET /health`` (no token) and ``GET /metrics`` (any valid token, or none when the setting
+``metrics_public`` is on).
 
 ``/health`` answers 200 ``{"status": "ok"}`` when the database answers, else 503.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
-from wharf.resource_manager.api.deps import CallerDep, StateDep
+from wharf.resource_manager.api.deps import StateDep, authenticate
 from wharf.resource_manager.api.metrics import CONTENT_TYPE
 
 router = APIRouter(tags=["operations"])
@@ -20,5 +21,7 @@ def health(state: StateDep) -> dict[str, str]:
 
 
 @router.get("/metrics", response_class=Response)
-def metrics(state: StateDep, _caller: CallerDep) -> Response:
+def metrics(request: Request, state: StateDep) -> Response:
+    if not state.settings.metrics_public:
+        authenticate(state, request.headers.get("authorization"))
     return Response(state.metrics.render(), media_type=CONTENT_TYPE)

@@ -13,7 +13,9 @@ Routes:
     GET  /v1/resource-requests/{id}/explain         why it is where it is
 
 These are the per-step and per-heartbeat calls of every pipeline, so they are lean routes
-(:mod:`..lean`): same contract, without FastAPI's per-request dependency injection.
+(:mod:`..lean`): same contract, without FastAPI's per-request dependency injection. Create,
+renew, release and cancel await the service's combiner directly (``*_async``): no thread is
+taken per request; the reads run in the thread pool.
 
 Invariants: only the requester or an administrator may renew, release or cancel (403 otherwise,
 checked by the service); every POST honours ``X-Idempotency-Key`` (a retried create with the
@@ -53,19 +55,20 @@ routes = LeanRoutes(tag="resource requests")
 async def create_request(request: Request) -> Response:
     call = Call.of(request)
     spec = parse_body(ResourceRequestCreate, await request.body())
-    info = await call.run(call.service.requests.create, call.caller, spec, idempotency_key=call.key)
+    info = await call.service.requests.create_async(call.caller, spec, idempotency_key=call.key)
     return json_response(info, 201)
 
 
 @routes.add(
     "GET", PATH, "List requests", response=Page[ResourceRequestInfo],
-    query=("status", *FILTERS, "metadata[key]", "page", "size", "sort"),
+    query=("status", "id", *FILTERS, "metadata[key]", "page", "size", "sort"),
 )  # fmt: skip
 async def list_requests(request: Request) -> Response:
     call = Call.of(request)
     params = request.query_params
     filters: dict[str, object] = {name: params.get(name) for name in FILTERS}
     filters["status"] = tuple(params.getlist("status")) or None
+    filters["ids"] = tuple(params.getlist("id")) or None
     filters["metadata"] = _metadata(request)
     paging = {"index": params.get("page", 1), "size": params.get("size", 50)}
     paging["sort"] = params.get("sort", "desc")
@@ -101,13 +104,8 @@ async def renew_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
     body = parse_body(ResourceRequestRenew, await request.body())
-    renewed = await call.run(
-        call.service.requests.renew,
-        call.caller,
-        request_id,
-        body.lease_seconds,
-        body.runtime_state,
-        idempotency_key=call.key,
+    renewed = await call.service.requests.renew_async(
+        call.caller, request_id, body.lease_seconds, body.runtime_state, idempotency_key=call.key
     )
     return json_response(renewed)
 
@@ -116,8 +114,8 @@ async def renew_request(request: Request) -> Response:
 async def release_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
-    released = await call.run(
-        call.service.requests.release, call.caller, request_id, idempotency_key=call.key
+    released = await call.service.requests.release_async(
+        call.caller, request_id, idempotency_key=call.key
     )
     return json_response(released)
 
@@ -126,8 +124,8 @@ async def release_request(request: Request) -> Response:
 async def cancel_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
-    cancelled = await call.run(
-        call.service.requests.cancel, call.caller, request_id, idempotency_key=call.key
+    cancelled = await call.service.requests.cancel_async(
+        call.caller, request_id, idempotency_key=call.key
     )
     return json_response(cancelled)
 

@@ -1,0 +1,57 @@
+"""What a cycle derives from the configuration alone, kept between cycles while it is unchanged.
+
+Owns: :class:`Prepared`.
+
+Indexing the configuration (the :class:`~.catalog.Catalog`: pools, classes, slots, policies and
+the policy matcher) and nominating request shapes (demand resolution, eligible routes per
+policy) depend only on the descriptors, pools and policies, yet cost as much as the rest of a
+small cycle. A caller that schedules the same configuration again and again (the service,
+between configuration changes) builds one :class:`Prepared` and passes it to every cycle.
+
+Invariants:
+- a prepared index is used only for a snapshot whose ``descriptors``, ``pools`` and
+  ``policies`` are the *very tuples* it was built from (checked by identity in
+  :meth:`Prepared.serves`), with the same route search budget; otherwise the cycle builds its
+  own, so a stale index can never be used;
+- every cycle works on a fork of the catalog, so nothing a cycle adds (stand-ins for deleted
+  policies) is seen by the next; the nominator's caches hold only configuration-derived facts;
+- it is not thread-safe: one cycle at a time may use it (the service's combiner is the only
+  user of its prepared index; other readers build their own);
+- the nominator's caches are dropped when they hold more than :data:`MAX_SHAPES` request
+  shapes, so an endless variety of requests cannot grow them without bound.
+"""
+
+from __future__ import annotations
+
+from wharf.resource_manager.scheduler.catalog import Catalog
+from wharf.resource_manager.scheduler.phase2_nominate import Nominator
+from wharf.resource_manager.scheduler.snapshot import Snapshot
+
+MAX_SHAPES = 10_000
+
+
+class Prepared:
+    """The configuration's catalog and a nominator whose caches outlive one cycle."""
+
+    def __init__(self, snapshot: Snapshot, route_search_budget: int) -> None:
+        self._descriptors = snapshot.descriptors
+        self._pools = snapshot.pools
+        self._policies = snapshot.policies
+        self.route_search_budget = route_search_budget
+        self.catalog = Catalog(snapshot)
+        self.nominator = Nominator(self.catalog, route_search_budget)
+
+    def serves(self, snapshot: Snapshot, route_search_budget: int) -> bool:
+        """Whether this index was built from exactly ``snapshot``'s configuration."""
+        return (
+            snapshot.descriptors is self._descriptors
+            and snapshot.pools is self._pools
+            and snapshot.policies is self._policies
+            and route_search_budget == self.route_search_budget
+        )
+
+    def for_cycle(self) -> tuple[Catalog, Nominator]:
+        """A catalog fork and the shared nominator, for one cycle."""
+        if self.nominator.shape_count > MAX_SHAPES:
+            self.nominator = Nominator(self.catalog, self.route_search_budget)
+        return self.catalog.fork(), self.nominator

@@ -1,0 +1,173 @@
+"""Flat combining: concurrent calls of one process served in batches by whichever thread is free.
+
+Owns: :class:`Combiner` (the queue and the hand-over protocol) and :class:`Slot` (one caller's
+operation and its outcome). Subclasses say how a batch is executed: the scheduling transactions
+(:class:`~.batch.BatchRunner`) and the lease renewals of servers with row locks
+(:class:`~.renewals.RenewalRunner`).
+
+Protocol: a caller queues its slot; the thread that gets the combine lock executes queued slots
+in batches of at most ``max_batch`` until its own slot is done; the others sleep on their slot
+until it is done, or until the leaving combiner hands them the role because their slot is
+still queued. Under load N concurrent calls thus cost one transaction instead of N.
+
+Callers on an event loop (the API server) use :meth:`Combiner.submit_async` instead: their
+slot is executed by the combiner's *drainer*, one thread that drains the queue whenever an
+asynchronous slot is waiting, and the outcome comes back through the loop. A request served
+this way costs no thread of its own and no thread hand-over, only its share of a batch.
+
+Invariants: every slot is executed exactly once and its caller woken exactly when its outcome
+is set; a batch executor must set an outcome on every slot of its batch (:meth:`Slot.finish`),
+even when it fails; no caller ever waits for a lock holder that went away, because the
+combiner only leaves after handing the role on; whenever an asynchronous slot is queued, the
+drainer is awake or about to look at the queue again (``_draining``, changed only under the
+queue lock), so no such slot is ever stranded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+OperationT = TypeVar("OperationT")
+
+
+@dataclass(slots=True, eq=False)
+class Slot(Generic[OperationT]):
+    operation: OperationT
+    done: bool = False
+    value: Any = None
+    error: BaseException | None = None
+    wake: threading.Event = field(default_factory=threading.Event)
+    """Set when the slot is done, or when its thread is handed the combiner's role."""
+    notify: Callable[[Slot[OperationT]], None] | None = None
+    """For an asynchronous caller: called (on the combining thread) once the slot is done."""
+
+    def finish(self, value: Any = None, error: BaseException | None = None) -> None:
+        self.value, self.error, self.done = value, error, True
+        if self.notify is None:
+            self.wake.set()
+        else:
+            self.notify(self)
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Combiner(ABC, Generic[OperationT]):
+    """Runs submitted operations in batches; see the module docstring."""
+
+    def __init__(self, max_batch: int) -> None:
+        self.max_batch = max_batch
+        self._queue: list[Slot[OperationT]] = []
+        self._queue_lock = threading.Lock()
+        self._combine_lock = threading.Lock()
+        self._draining = False
+        self._drain_wake = threading.Event()
+        self._drainer: threading.Thread | None = None
+        self._closed = False
+
+    async def submit_async(self, operation: OperationT) -> Any:
+        """:meth:`submit` for a caller on an event loop: the drainer thread runs it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def done(slot: Slot[OperationT]) -> None:
+            loop.call_soon_threadsafe(_resolve, future, slot)
+
+        slot = Slot(operation, notify=done)
+        with self._queue_lock:
+            self._queue.append(slot)
+            start = not self._draining
+            self._draining = True
+        if start:
+            if self._drainer is None:
+                self._drainer = threading.Thread(
+                    target=self._drain_forever, name=f"{type(self).__name__}-drainer", daemon=True
+                )
+                self._drainer.start()
+            self._drain_wake.set()
+        return await future
+
+    def close(self) -> None:
+        """Let the drainer thread end once the queue is empty (the service is closing)."""
+        self._closed = True
+        self._drain_wake.set()
+
+    def _drain_forever(self) -> None:
+        while True:
+            self._drain_wake.wait()
+            self._drain_wake.clear()
+            if self._closed and not self._draining:
+                return
+            while True:
+                with self._combine_lock:  # a synchronous combiner may hold it: wait our turn
+                    batch = self._take()
+                    if batch:
+                        with contextlib.suppress(Exception):  # set on its slots by _run
+                            self._run(batch)
+                with self._queue_lock:
+                    if not self._queue:
+                        self._draining = False
+                        break
+
+    def submit(self, operation: OperationT) -> Any:
+        """Run ``operation`` in the next batch; its result, or raise its error."""
+        slot = Slot(operation)
+        with self._queue_lock:
+            self._queue.append(slot)
+        while not slot.done:
+            if self._combine_lock.acquire(blocking=False):
+                try:
+                    while not slot.done:
+                        self._run(self._take())
+                finally:
+                    self._combine_lock.release()
+                self._hand_off()
+            else:
+                slot.wake.wait()
+                slot.wake.clear()
+        return slot.result()
+
+    @abstractmethod
+    def _execute(self, batch: list[Slot[OperationT]]) -> None:
+        """Run ``batch`` and :meth:`Slot.finish` every slot of it (called under the lock)."""
+
+    def _run(self, batch: list[Slot[OperationT]]) -> None:
+        """:meth:`_execute`, making sure no slot is left unfinished if it raises anyway."""
+        try:
+            self._execute(batch)
+        except BaseException as error:
+            for slot in batch:
+                if not slot.done:
+                    slot.finish(error=error)
+            raise
+
+    def _take(self) -> list[Slot[OperationT]]:
+        with self._queue_lock:
+            batch = self._queue[: self.max_batch]
+            del self._queue[: self.max_batch]
+        return batch
+
+    def _hand_off(self) -> None:
+        """Wake the thread of the oldest queued operation to become the next combiner (an
+        asynchronous head has no thread: the drainer, awake while it is queued, serves it)."""
+        with self._queue_lock:
+            head = self._queue[0] if self._queue else None
+        if head is not None:
+            head.wake.set()
+
+
+def _resolve(future: asyncio.Future[Any], slot: Slot[Any]) -> None:
+    if future.cancelled():  # the caller went away; the operation ran all the same
+        return
+    if slot.error is not None:
+        future.set_exception(slot.error)
+    else:
+        future.set_result(slot.value)

@@ -1,0 +1,173 @@
+"""Lease renewals on servers with row locks (PostgreSQL, MySQL/MariaDB), combined per batch.
+
+Owns: :class:`Renewal` (one call), :class:`RenewalRunner`, :data:`LAPSED`.
+
+A renewal only moves a lease: it changes nothing the scheduler reads (``seq`` is not bumped,
+the scheduling cache holds no leases), so it needs neither the scheduling lock nor a cycle. It
+is one compare-and-set ``UPDATE`` of the request's row (:func:`request_store.renew`): live,
+not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
+combined (:mod:`.combining`) into one transaction, which on a server costs one commit (one log
+flush) for the whole batch instead of one per heartbeat.
+
+Why this can never over-allocate: capacity is only granted by scheduling transactions, which
+hold the scheduling lock and read the rows they change under row locks; a renewal never
+changes a status or an allocation. The only race is with the sweep that expires lapsed leases
+(:func:`cycle.expire_lapsed` reads lapsed rows ``FOR UPDATE``): a renewal that commits first
+has moved ``lapse_at`` into the future, so the sweep no longer sees the row as lapsed; one that
+comes after finds the row terminal (or ``lapse_at <= now``) and changes nothing. A lapsed lease
+is therefore never revived (:data:`LAPSED` tells the caller to let a cycle expire it).
+
+Answers are built from the scheduling cache's published view where the row's ``seq`` proves it
+current (:func:`request_store.current`), else from the row: one ``SELECT`` for the batch.
+
+Invariants: each renewal's checks (existence, ownership, idempotency key reuse) fail that
+renewal alone; rows are updated in request-id order, so two batches cannot deadlock on each
+other; a database failure retries each renewal of the batch alone; an idempotent replay returns
+the first answer and stores nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from pydantic import TypeAdapter
+from sqlalchemy import Connection
+
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
+from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.service import idempotency, request_store
+from wharf.resource_manager.service.combining import Combiner, Slot
+from wharf.resource_manager.service.convert import request_info
+from wharf.resource_manager.service.idempotency import IdempotencyKey
+from wharf.resource_manager.service.principal import Principal, require_owner
+from wharf.resource_manager.service.state import CacheView
+from wharf.store.sql.engine import Database
+
+_INFO = TypeAdapter(ResourceRequestInfo)
+LAPSED = object()
+"""Outcome of a renewal whose lease had lapsed but was not expired yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    principal: Principal
+    request_id: UUID
+    lease_seconds: int
+    runtime_state: ResourceRequestRuntimeState | None
+    key: IdempotencyKey | None
+
+
+@dataclass(slots=True)
+class _Result:
+    value: Any = None
+    error: BaseException | None = None
+    answer: bool = False
+    """The value is the request as this transaction leaves it (loaded after the updates)."""
+
+
+class RenewalRunner(Combiner[Renewal]):
+    """Renewals of this process, one transaction (and one commit) per batch."""
+
+    def __init__(self, db: Database, max_batch: int, view: Callable[[], CacheView]) -> None:
+        super().__init__(max_batch)
+        self._db = db
+        self._view = view
+
+    def _execute(self, batch: list[Slot[Renewal]]) -> None:
+        try:
+            results = self._db.write(lambda conn: self._transaction(conn, batch))
+        except BaseException as error:
+            if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):
+                for slot in batch:
+                    self._execute([slot])
+                return
+            for slot in batch:
+                slot.finish(error=error)
+            return
+        for slot, result in zip(batch, results, strict=True):
+            slot.finish(result.value, result.error)
+
+    def _transaction(self, conn: Connection, batch: list[Slot[Renewal]]) -> list[_Result]:
+        now = self._db.now()
+        results = [_Result() for _ in batch]
+        first: dict[tuple[str, str, str], tuple[str, int]] = {}
+        """Idempotency scope -> (fingerprint, index) of its first renewal in this batch."""
+        shared: dict[int, int] = {}
+        """Index of a renewal that repeats a key -> index of the first one."""
+        order = sorted(range(len(batch)), key=lambda i: batch[i].operation.request_id.int)
+        for index in order:
+            renewal, result = batch[index].operation, results[index]
+            try:
+                key = renewal.key
+                if key is not None:
+                    seen = first.get(key.scope)
+                    if seen is not None:
+                        if seen[0] != key.fingerprint:
+                            raise IllegalOperationError(
+                                f"Idempotency key '{key.key}' was already used for a different "
+                                f"{key.operation} call."
+                            )
+                        shared[index] = seen[1]
+                        continue
+                    first[key.scope] = (key.fingerprint, index)
+                    found, response = idempotency.lookup(conn, key)
+                    if found:
+                        result.value = _INFO.validate_python(response)
+                        continue
+                self._renew(conn, renewal, result, now)
+            except WharfError as error:
+                result.error = error
+        self._answer(conn, batch, results)
+        for index, origin in shared.items():
+            results[index].value = results[origin].value
+            results[index].error = results[origin].error
+        stored = [
+            (batch[i].operation.key, _INFO.dump_python(r.value, mode="json", by_alias=True))
+            for i, r in enumerate(results)
+            if r.answer and batch[i].operation.key is not None and i not in shared
+        ]
+        idempotency.store(conn, [(key, value) for key, value in stored if key is not None], now)
+        return results
+
+    @staticmethod
+    def _renew(conn: Connection, renewal: Renewal, result: _Result, now: Any) -> None:
+        principal = renewal.principal
+        renewed = request_store.renew(
+            conn,
+            renewal.request_id,
+            now=now,
+            lease=now + timedelta(seconds=renewal.lease_seconds),
+            runtime_state=renewal.runtime_state,
+            requester=None if principal.admin else principal.name,
+        )
+        if not renewed:
+            owner = request_store.owner(conn, renewal.request_id)
+            if owner is None:
+                raise EntityNotFoundError(f"Resource request {renewal.request_id} not found.")
+            require_owner(principal, owner[0], renewal.request_id)
+            if owner[1] in request_store.LIVE:
+                result.value = LAPSED  # lapsed, not yet expired: the cycle expires it
+                return
+        result.answer = True  # renewed, or terminal and returned unchanged
+
+    def _answer(self, conn: Connection, batch: list[Slot[Renewal]], results: list[_Result]) -> None:
+        wanted = [batch[i].operation.request_id for i, r in enumerate(results) if r.answer]
+        if not wanted:
+            return
+        view = self._view()
+        loaded = request_store.current(conn, wanted, view.requests, view.state_version)
+        for index, result in enumerate(results):
+            if not result.answer:
+                continue
+            request_id = batch[index].operation.request_id
+            item = loaded.get(request_id)
+            if item is None:  # deleted in between: cannot happen while requests are kept
+                result.answer = False
+                result.error = EntityNotFoundError(f"Resource request {request_id} not found.")
+            else:
+                result.value = request_info(item)

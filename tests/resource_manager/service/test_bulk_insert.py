@@ -1,0 +1,74 @@
+"""The driver-level many-row INSERT stores exactly what SQLAlchemy's own ``executemany`` stores,
+on every backend: the same request read back, field by field (JSON, instants with microseconds,
+NULLs, UUIDs)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from tests.resource_manager.service.helpers import ALICE, gpus, request_spec, setup_pool
+from wharf.resource_manager.domain import Allocation
+from wharf.resource_manager.service import ResourceManagerService, codec, request_store
+from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.bulk_insert import insert_many
+
+
+def _rows(
+    request_id: uuid.UUID, model: object
+) -> tuple[dict[str, object], request_store.Children, list[dict[str, object]]]:
+    copy = model.model_copy(update={"id": request_id})  # type: ignore[attr-defined]
+    allocations = [
+        Allocation.model_validate(
+            {**a.model_dump(), "id": uuid.uuid5(request_id, str(i)), "request_id": request_id}
+        )
+        for i, a in enumerate(copy.allocations)
+    ]
+    copy = copy.model_copy(update={"allocations": tuple(allocations)})
+    row = codec.request_row(copy, requester="alice", pool_id=copy.allocations[0].pool_id, seq=7)
+    children = request_store.Children.empty()
+    children.add(copy)
+    return row, children, codec.allocation_rows(copy.allocations)
+
+
+def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
+    setup_pool(rm, gpus_total=4, target_settings={"node": {"zone": "é-1"}})
+    spec = request_spec(
+        gpus(1), gpus(1, **{"class": "h100"}), metadata={"run": "r1", "k": "v"}, lease=60
+    )
+    model = rm.requests.create(ALICE, spec)
+    stamped = model.model_copy(
+        update={"renewed_at": datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)}
+    )
+    by_sqlalchemy, by_driver = uuid.uuid4(), uuid.uuid4()
+    with rm._db.engine.begin() as conn:
+        row, children, allocations = _rows(by_sqlalchemy, stamped)
+        conn.execute(t.requests.insert(), [row])
+        conn.execute(t.demands.insert(), children.demands)
+        conn.execute(t.subjects.insert(), children.subjects)
+        conn.execute(t.request_metadata.insert(), children.metadata)
+        conn.execute(t.allocations.insert(), allocations)
+        row, children, allocations = _rows(by_driver, stamped)
+        insert_many(conn, t.requests, [row])
+        insert_many(conn, t.demands, children.demands)
+        insert_many(conn, t.subjects, children.subjects)
+        insert_many(conn, t.request_metadata, children.metadata)
+        insert_many(conn, t.allocations, allocations)
+    with rm._db.engine.connect() as conn:
+        loaded = request_store.load(conn, [by_sqlalchemy, by_driver])
+        raw = {
+            r.id: {k: v for k, v in r._mapping.items() if k != "id"}
+            for r in conn.execute(sa.select(t.requests).where(t.requests.c.seq == 7))
+        }
+    one, other = loaded[by_sqlalchemy].request, loaded[by_driver].request
+    assert other.renewed_at == stamped.renewed_at  # microseconds and UTC kept
+    assert other.allocations[0].target_settings == {"node": {"zone": "é-1"}}
+    assert one.model_dump(exclude={"id", "allocations"}) == other.model_dump(
+        exclude={"id", "allocations"}
+    )
+    assert [a.model_dump(exclude={"id", "request_id"}) for a in one.allocations] == [
+        a.model_dump(exclude={"id", "request_id"}) for a in other.allocations
+    ]
+    assert raw[by_sqlalchemy] == raw[by_driver]  # column for column, as stored

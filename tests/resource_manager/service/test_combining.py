@@ -1,0 +1,131 @@
+"""Flat combining: synchronous callers (threads) and asynchronous ones (an event loop) share one
+queue; every operation runs exactly once, in batches, and every caller gets its own outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.resource_manager.service.helpers import ALICE, gpus, request_spec, setup_pool
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service.combining import Combiner, Slot
+
+
+class Doubler(Combiner[int]):
+    """Answers ``2 * n``; fails odd multiples of 7; records its batches."""
+
+    def __init__(self, max_batch: int = 8, delay: float = 0.0) -> None:
+        super().__init__(max_batch)
+        self.batches: list[list[int]] = []
+        self.delay = delay
+
+    def _execute(self, batch: list[Slot[int]]) -> None:
+        self.batches.append([slot.operation for slot in batch])
+        time.sleep(self.delay)  # long enough for callers to queue behind a running batch
+        for slot in batch:
+            if slot.operation % 7 == 0 and slot.operation % 2:
+                slot.finish(error=ValueError(str(slot.operation)))
+            else:
+                slot.finish(2 * slot.operation)
+
+
+def test_async_and_sync_callers_share_batches_and_get_their_own_outcomes() -> None:
+    combiner = Doubler(delay=0.002)
+    sync_results: dict[int, object] = {}
+
+    def sync_caller(n: int) -> None:
+        try:
+            sync_results[n] = combiner.submit(n)
+        except ValueError as error:
+            sync_results[n] = error
+
+    async def main() -> list[object]:
+        threads = [threading.Thread(target=sync_caller, args=(n,)) for n in range(100, 140)]
+        for thread in threads:
+            thread.start()
+        outcomes = await asyncio.gather(
+            *(combiner.submit_async(n) for n in range(100)), return_exceptions=True
+        )
+        await asyncio.to_thread(lambda: [thread.join() for thread in threads])
+        return outcomes
+
+    outcomes = asyncio.run(main())
+    for n, outcome in enumerate(outcomes):
+        if n % 7 == 0 and n % 2:
+            assert isinstance(outcome, ValueError) and str(outcome) == str(n)
+        else:
+            assert outcome == 2 * n
+    for n, value in sync_results.items():
+        assert value == 2 * n or (isinstance(value, ValueError) and n % 7 == 0)
+    executed = sorted(n for batch in combiner.batches for n in batch)
+    assert executed == list(range(140))  # each exactly once
+    assert max(len(batch) for batch in combiner.batches) > 1  # combined
+    assert all(len(batch) <= 8 for batch in combiner.batches)
+
+
+def test_the_drainer_sleeps_when_idle_and_wakes_again() -> None:
+    combiner = Doubler()
+
+    async def rounds() -> list[int]:
+        answers = []
+        for n in range(20):
+            answers.append(await combiner.submit_async(n * 2))
+            await asyncio.sleep(0.001)  # the queue empties: the drainer goes back to sleep
+        return answers
+
+    assert asyncio.run(rounds()) == [4 * n for n in range(20)]
+    assert not combiner._draining
+
+
+class Flaky(Doubler):
+    """Raises out of ``_execute`` (a bug in an executor) for batches holding a zero."""
+
+    def _execute(self, batch: list[Slot[int]]) -> None:
+        if any(slot.operation == 0 for slot in batch):
+            raise RuntimeError("executor bug")
+        super()._execute(batch)
+
+
+def test_an_executor_that_raises_strands_no_caller() -> None:
+    combiner = Flaky()
+    with pytest.raises(RuntimeError, match="executor bug"):
+        combiner.submit(0)
+    assert combiner.submit(3) == 6
+
+    async def main() -> tuple[object, object]:
+        failed = await asyncio.gather(combiner.submit_async(0), return_exceptions=True)
+        return failed[0], await combiner.submit_async(5)  # the drainer is still alive
+
+    failed, later = asyncio.run(main())
+    assert isinstance(failed, RuntimeError) and later == 10
+
+
+@pytest.mark.parametrize("action", ["renew", "create_release"])
+def test_the_service_async_entry_points(
+    open_rm: Callable[..., ResourceManagerService], action: str
+) -> None:
+    rm = open_rm()
+    setup_pool(rm, gpus_total=64)
+    held = [rm.requests.create(ALICE, request_spec(gpus(1))) for _ in range(8)]
+
+    async def main() -> list[S]:
+        if action == "renew":
+            renewed = await asyncio.gather(
+                *(rm.requests.renew_async(ALICE, r.id, 60) for r in held * 4)
+            )
+            return [r.status for r in renewed]
+        created = await asyncio.gather(
+            *(rm.requests.create_async(ALICE, request_spec(gpus(1))) for _ in range(16))
+        )
+        released = await asyncio.gather(*(rm.requests.release_async(ALICE, r.id) for r in created))
+        assert all(r.status is S.ALLOCATED for r in created)
+        return [r.status for r in released]
+
+    statuses = asyncio.run(main())
+    expected = S.ALLOCATED if action == "renew" else S.RELEASED
+    assert statuses and all(status is expected for status in statuses)
