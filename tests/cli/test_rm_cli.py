@@ -321,6 +321,7 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
             str(tmp_path / "credentials.yaml"),
             "--db-url",
             f"sqlite:///{tmp_path / 'rm.db'}",
+            "--metrics-public",
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -341,6 +342,7 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
         ok("pool", "create", "gpus", "-c", "gpu=2", env=client_env)
         assert "gpus" in ok("pool", "list", env=client_env)
         assert (tmp_path / "home" / "resource_manager" / "secret_key").exists()
+        assert httpx.get(f"{url}/metrics", timeout=10).status_code == 200  # no token needed
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)

@@ -206,6 +206,13 @@ def resource_manager() -> None:
 @click.option("--access-token-ttl", type=click.FloatRange(min=1), default=3600.0, show_default=True)
 @click.option("--sweep-interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
 @click.option(
+    "--metrics-public/--metrics-private",
+    envvar="WHARF_RM_METRICS_PUBLIC",
+    default=False,
+    show_default=True,
+    help="Serve /metrics without a token (for scrapers on an internal network).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -221,6 +228,7 @@ def serve(
     secret_key: str | None,
     access_token_ttl: float,
     sweep_interval: float,
+    metrics_public: bool,
     log_level: str,
 ) -> None:
     """Serve the RM's HTTP API in the foreground until interrupted.
@@ -247,6 +255,7 @@ def serve(
             "credentials": credentials,
             "admin_api_key": admin_api_key,
             "sweep_interval_seconds": sweep_interval,
+            "metrics_public": metrics_public,
         },
     )
     shown = "[::]" if host == "::" else host
