@@ -50,6 +50,7 @@ from wharf.store.sql.repositories._base import (
     not_found,
     status_times,
 )
+from wharf.store.sql.repositories.steps import find_cached_in
 from wharf.store.sql.types import as_utc
 
 _S = t.step_run
@@ -103,6 +104,17 @@ def _step_values(step: StepRunCreate, project_id: UUID, now: datetime) -> dict[s
 
 def _links(step_id: UUID, links: Mapping[str, UUID]) -> list[dict[str, Any]]:
     return [{"step_run_id": step_id, "name": n, "artifact_version_id": v} for n, v in links.items()]
+
+
+def _outputs(conn: Connection, step: StepRunRecord) -> dict[str, ArtifactVersionRecord]:
+    """The output versions of ``step`` (one query); a version deleted meanwhile is left out,
+    for the caller to find missing."""
+    ids = list(step.outputs.values())
+    if not ids:
+        return {}
+    rows = conn.execute(_SELECT_VERSIONS.where(_V.c.id.in_(ids))).all()
+    by_id = {row.id: ArtifactVersionRecord.model_validate(row._asdict()) for row in rows}
+    return {name: by_id[v] for name, v in step.outputs.items() if v in by_id}
 
 
 class SqlBatchOperations:
@@ -205,24 +217,19 @@ class SqlBatchOperations:
     ) -> CachedOrCreated:
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
-        cached = self._steps.find_cached(project_id, step.cache_key, now)
+        key = step.cache_key
+
+        def look_up(
+            conn: Connection,
+        ) -> tuple[StepRunRecord | None, dict[str, ArtifactVersionRecord]]:
+            cached = find_cached_in(conn, project_id, key, now)
+            return cached, ({} if cached is None else _outputs(conn, cached))
+
+        cached, outputs = self._db.read(look_up)  # one read transaction, hit or miss
         if cached is None:
             return CachedOrCreated(step=self._steps.create(step), created=True)
         recorded = self._steps.create(step.reusing(cached)) if record_hit else None
-        return CachedOrCreated(
-            step=cached, created=False, outputs=self._outputs(cached), recorded=recorded
-        )
-
-    def _outputs(self, step: StepRunRecord) -> dict[str, ArtifactVersionRecord]:
-        """The output versions of ``step`` (one query); a version deleted meanwhile is left
-        out, for the caller to find missing."""
-        ids = list(step.outputs.values())
-        if not ids:
-            return {}
-        stmt = _SELECT_VERSIONS.where(_V.c.id.in_(ids))
-        rows = self._db.read(lambda c: c.execute(stmt).all())
-        by_id = {row.id: ArtifactVersionRecord.model_validate(row._asdict()) for row in rows}
-        return {name: by_id[v] for name, v in step.outputs.items() if v in by_id}
+        return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
 
     def finish(
         self,

@@ -215,6 +215,19 @@ def _link_rows(step_id: UUID, links: dict[str, UUID]) -> list[dict[str, Any]]:
     ]
 
 
+def find_cached_in(
+    conn: Connection, project_id: UUID, cache_key: str, now: datetime
+) -> StepRunRecord | None:
+    """``find_cached`` on an open connection (the batch operations read more in the same
+    transaction)."""
+    params = {"project_id": project_id, "cache_key": cache_key, "now": as_utc(now)}
+    row = conn.execute(_FIND_CACHED, params).first()
+    if row is None:
+        return None
+    inputs, outputs = load_links(conn, [row.id])[row.id]
+    return _record(row._asdict(), inputs, outputs)
+
+
 class SqlStepRunRepository(SqlRepository):
     _RUN_PROJECT_CACHE_SIZE = 4096
 
@@ -375,16 +388,7 @@ class SqlStepRunRepository(SqlRepository):
             raise self._missing_reference((update.outputs or {}).values()) or exc from None
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
-        params = {"project_id": project_id, "cache_key": cache_key, "now": as_utc(now)}
-
-        def find(conn: Connection) -> StepRunRecord | None:
-            row = conn.execute(_FIND_CACHED, params).first()
-            if row is None:
-                return None
-            inputs, outputs = load_links(conn, [row.id])[row.id]
-            return _record(row._asdict(), inputs, outputs)
-
-        return self._db.read(find)
+        return self._db.read(lambda conn: find_cached_in(conn, project_id, cache_key, now))
 
     def update_heartbeat(
         self, step_run_id: UUID, liveness_timeout_seconds: float
