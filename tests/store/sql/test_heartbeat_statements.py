@@ -74,9 +74,8 @@ def _rename(conn: object, step_id: uuid.UUID) -> None:
     conn.execute(t.step_run.update().where(t.step_run.c.id == step_id).values(name="renamed"))
 
 
+@pytest.mark.parametrize("backend_name", ["postgresql"])  # a PostgreSQL setting
 def test_postgresql_relaxes_only_the_beats_own_commit(backend: SqlStore, backend_name: str) -> None:
-    if backend_name != "postgresql":
-        pytest.skip("synchronous_commit is a PostgreSQL setting")
     world = make_world(backend)
     step = world.step()
     engine = backend._db.engine

@@ -33,13 +33,16 @@ def _kill(store: SqlStore, connection_id: int) -> None:
         killer.dispose()
 
 
+# SQLite connections are files, not sessions a server can end: the database servers only.
+SERVERS = pytest.mark.parametrize("backend_name", ["postgresql", "mariadb"])
+
+
 @pytest.fixture
-def server_store(backend: SqlStore, backend_name: str) -> SqlStore:
-    if backend_name == "sqlite":
-        pytest.skip("SQLite connections are files, not sessions a server can end")
+def server_store(backend: SqlStore) -> SqlStore:
     return backend
 
 
+@SERVERS
 def test_a_connection_closed_while_idle_is_replaced_unnoticed(
     server_store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -50,6 +53,7 @@ def test_a_connection_closed_while_idle_is_replaced_unnoticed(
     assert _pooled_connection_id(server_store) != first
 
 
+@SERVERS
 def test_a_connection_in_recent_use_is_not_pinged_and_fails_once(
     server_store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
