@@ -43,18 +43,17 @@ call costs the fewest round trips: create = run lookup + inserts; update = locke
 from __future__ import annotations
 
 import builtins
-import math
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, literal, select, union_all
+from sqlalchemy import Connection, bindparam, select
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import EntityExistsError, IllegalOperationError, InputError
+from wharf.core.errors import EntityExistsError, IllegalOperationError
 from wharf.core.ids import new_id
-from wharf.core.transitions import STEP_TRANSITIONS, check_step_initial, check_step_transition
+from wharf.core.transitions import check_step_initial, check_step_transition
 from wharf.store.models import (
     HeartbeatResponse,
     Page,
@@ -70,22 +69,20 @@ from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationErro
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
-    chunks,
     fetch_page,
     first_missing,
     not_found,
     status_times,
     to_page,
 )
+from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES, beat, fail_lost
+from wharf.store.sql.repositories.step_links import link_rows, load_links, step_record
 from wharf.store.sql.types import as_utc
 
 _S = t.step_run
 _IN = t.step_run_input
 _OUT = t.step_run_output
 DEFAULT_FILTER = StepRunFilter()
-
-Links = dict[UUID, tuple[dict[str, UUID], dict[str, UUID]]]
-"""Step run id -> (inputs, outputs)."""
 
 _RUN_PROJECT = select(t.pipeline_run.c.project_id).where(t.pipeline_run.c.id == bindparam("run_id"))
 _LOCK_STEP = select(_S).where(_S.c.id == bindparam("step_id")).with_for_update()
@@ -106,114 +103,6 @@ _FIND_CACHED = (
 _INSERT_INPUTS = _IN.insert()
 _INSERT_OUTPUTS = _OUT.insert()
 
-FINAL_STATUSES = frozenset(status for status, after in STEP_TRANSITIONS.items() if not after)
-"""Statuses a step never leaves (finished, retrying): a heartbeat does not modify such a step,
-and reaching one clears the step's heartbeat deadline."""
-_FINAL = tuple(sorted(status.value for status in FINAL_STATUSES))
-BEATING_STATUSES = (
-    ExecutionStatus.RUNNING,
-    ExecutionStatus.STOPPING,
-    ExecutionStatus.CANCELLING,
-)
-"""The statuses of a step that can have a heartbeat, hence be lost."""
-_BEATING = tuple(status.value for status in BEATING_STATUSES)
-
-_BEAT = (
-    _S.update()
-    # One inequality per final status rather than NOT IN: SQLAlchemy expands an IN list on
-    # every execution, about a fifth of the beat's cost in Python.
-    .where(_S.c.id == bindparam("step_id"), *(_S.c.status != status for status in _FINAL))
-    .values(last_heartbeat=bindparam("now"), heartbeat_deadline=bindparam("deadline"))
-)
-_BEAT_STATUSES = (
-    select(
-        _S.c.status,
-        _S.c.resource_request_id,
-        t.pipeline_run.c.status.label("run_status"),
-    )
-    .join_from(_S, t.pipeline_run, _S.c.run_id == t.pipeline_run.c.id)
-    .where(_S.c.id == bindparam("step_id"))
-)
-_BEAT_RETURNING = _BEAT.where(
-    # A heartbeat is soon superseded: its commit need not wait for the WAL flush (the
-    # setting is local to the statement's own transaction, so nothing else is relaxed).
-    func.set_config("synchronous_commit", "off", True).is_not(None)
-).returning(
-    _S.c.status,
-    _S.c.resource_request_id,
-    select(t.pipeline_run.c.status)
-    .where(t.pipeline_run.c.id == _S.c.run_id)
-    .scalar_subquery()
-    .label("run_status"),
-)
-"""PostgreSQL's beat: one statement, one round trip."""
-_IS_LOST = (_S.c.status.in_(_BEATING), _S.c.heartbeat_deadline < bindparam("cutoff"))
-# No ORDER BY: SQLite would rather walk the whole ``created`` index than sort; the few rows
-# found are sorted in Python.
-_LOCK_LOST = select(_S).where(*_IS_LOST).with_for_update()
-_OF_RUN = _S.c.run_id == bindparam("run_id")
-_LOCK_LOST_OF_RUN = select(_S).where(_OF_RUN, *_IS_LOST).with_for_update()
-_FAIL_LOST = _S.update().where(_S.c.id == bindparam("step_id"), *_IS_LOST)
-
-
-def _links_query(expanding: bool) -> Any:
-    """Inputs and outputs of one step run (``step_id``) or of several (``step_ids``)."""
-    parts = []
-    for kind, table in (("i", _IN), ("o", _OUT)):
-        cond = (
-            table.c.step_run_id.in_(bindparam("step_ids", expanding=True))
-            if expanding
-            else table.c.step_run_id == bindparam("step_id")
-        )
-        parts.append(
-            select(
-                literal(kind).label("kind"),
-                table.c.step_run_id,
-                table.c.name,
-                table.c.artifact_version_id,
-            ).where(cond)
-        )
-    return union_all(*parts)
-
-
-_LINKS_OF_ONE = _links_query(expanding=False)
-_LINKS_OF_MANY = _links_query(expanding=True)
-
-
-def load_links(conn: Connection, step_ids: Sequence[UUID]) -> Links:
-    links: Links = {i: ({}, {}) for i in step_ids}
-    if len(step_ids) == 1:
-        results = [conn.execute(_LINKS_OF_ONE, {"step_id": step_ids[0]})]
-    else:
-        results = [conn.execute(_LINKS_OF_MANY, {"step_ids": c}) for c in chunks(step_ids)]
-    for result in results:
-        for kind, step_id, name, version_id in result:
-            links[step_id][0 if kind == "i" else 1][name] = version_id
-    return links
-
-
-def _record(
-    values: dict[str, Any], inputs: dict[str, UUID], outputs: dict[str, UUID]
-) -> StepRunRecord:
-    return StepRunRecord.model_validate({**values, "inputs": inputs, "outputs": outputs})
-
-
-def lost_reason(last_heartbeat: datetime | None, deadline: datetime) -> str:
-    """The ``status_reason`` of a step failed by the lost-heartbeat sweep."""
-    since = (
-        f"no heartbeat since {last_heartbeat.isoformat()}"
-        if last_heartbeat is not None
-        else "no heartbeat received"
-    )
-    return f"Heartbeat lost: {since} (liveness timeout passed at {deadline.isoformat()})."
-
-
-def _link_rows(step_id: UUID, links: dict[str, UUID]) -> list[dict[str, Any]]:
-    return [
-        {"step_run_id": step_id, "name": name, "artifact_version_id": version_id}
-        for name, version_id in links.items()
-    ]
-
 
 def find_cached_in(
     conn: Connection, project_id: UUID, cache_key: str, now: datetime
@@ -225,7 +114,7 @@ def find_cached_in(
     if row is None:
         return None
     inputs, outputs = load_links(conn, [row.id])[row.id]
-    return _record(row._asdict(), inputs, outputs)
+    return step_record(row._asdict(), inputs, outputs)
 
 
 class SqlStepRunRepository(SqlRepository):
@@ -237,7 +126,6 @@ class SqlStepRunRepository(SqlRepository):
         # saves the run lookup on every step creation; the foreign key on run_id still rejects
         # a run deleted since it was cached.
         self._run_projects: dict[UUID, UUID] = {}
-        self._beat_returning = _BEAT_RETURNING if db.engine.dialect.name == "postgresql" else None
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
         check_step_initial(step.status)
@@ -284,9 +172,9 @@ class SqlStepRunRepository(SqlRepository):
             values["project_id"] = project_id
             conn.execute(_INSERT_STEP, values)
             if step.inputs:
-                conn.execute(_INSERT_INPUTS, _link_rows(step_id, step.inputs))
+                conn.execute(_INSERT_INPUTS, link_rows(step_id, step.inputs))
             if step.outputs:
-                conn.execute(_INSERT_OUTPUTS, _link_rows(step_id, step.outputs))
+                conn.execute(_INSERT_OUTPUTS, link_rows(step_id, step.outputs))
 
         try:
             self._db.write(insert)
@@ -304,7 +192,7 @@ class SqlStepRunRepository(SqlRepository):
             raise missing or exc from None
         if step.spec is not None:
             values["spec"] = step.spec  # the caller's instance: no round trip through JSON
-        return _record(values, dict(step.inputs), dict(step.outputs))
+        return step_record(values, dict(step.inputs), dict(step.outputs))
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
         def get(conn: Connection) -> StepRunRecord | None:
@@ -312,7 +200,7 @@ class SqlStepRunRepository(SqlRepository):
             if row is None:
                 return None
             inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
-            return _record(row._asdict(), inputs, outputs)
+            return step_record(row._asdict(), inputs, outputs)
 
         record = self._db.read(get)
         if record is None:
@@ -339,7 +227,7 @@ class SqlStepRunRepository(SqlRepository):
         def query(conn: Connection) -> Page[StepRunRecord]:
             rows, total = fetch_page(conn, select(_S), _S, conditions, page)
             links = load_links(conn, [r.id for r in rows]) if rows else {}
-            return to_page([_record(r._asdict(), *links[r.id]) for r in rows], total, page)
+            return to_page([step_record(r._asdict(), *links[r.id]) for r in rows], total, page)
 
         return self._db.read(query)
 
@@ -377,10 +265,10 @@ class SqlStepRunRepository(SqlRepository):
                 values["updated"] = now
                 conn.execute(_UPDATE_STEP, {"step_id": step_run_id, **values})
             if new_outputs:
-                conn.execute(_INSERT_OUTPUTS, _link_rows(step_run_id, new_outputs))
+                conn.execute(_INSERT_OUTPUTS, link_rows(step_run_id, new_outputs))
                 outputs.update(new_outputs)
             current.update(values)
-            return _record(current, inputs, outputs)
+            return step_record(current, inputs, outputs)
 
         try:
             return self._db.write(apply)
@@ -393,72 +281,12 @@ class SqlStepRunRepository(SqlRepository):
     def update_heartbeat(
         self, step_run_id: UUID, liveness_timeout_seconds: float
     ) -> HeartbeatResponse:
-        timeout = _liveness_timeout(liveness_timeout_seconds)
-        returning = self._beat_returning
-
-        def beat(conn: Connection) -> HeartbeatResponse:
-            now = self._db.now()
-            try:
-                deadline = now + timeout
-            except OverflowError:
-                raise InputError(
-                    f"A liveness timeout of {liveness_timeout_seconds} s ends after year 9999."
-                ) from None
-            params = {"step_id": step_run_id, "now": now, "deadline": deadline}
-            row = None
-            if returning is not None:
-                row = conn.execute(returning, params).first()
-            else:
-                conn.execute(_BEAT, params)
-            if row is None:  # not beaten (final or unknown step), or no UPDATE ... RETURNING
-                row = conn.execute(_BEAT_STATUSES, {"step_id": step_run_id}).first()
-            if row is None:
-                raise not_found("step run", step_run_id)
-            return HeartbeatResponse(
-                step_run_id=step_run_id,
-                status=ExecutionStatus(row.status),
-                run_status=ExecutionStatus(row.run_status),
-                resource_request_id=row.resource_request_id,
-            )
-
-        return self._db.autocommit(beat)
+        return beat(self._db, step_run_id, liveness_timeout_seconds)
 
     def fail_lost_heartbeats(
         self, now: datetime, run_id: UUID | None = None
     ) -> builtins.list[StepRunRecord]:
-        cutoff = as_utc(now)
-
-        def sweep(conn: Connection) -> list[StepRunRecord]:
-            if run_id is None:
-                rows = conn.execute(_LOCK_LOST, {"cutoff": cutoff}).all()
-            else:
-                rows = conn.execute(_LOCK_LOST_OF_RUN, {"cutoff": cutoff, "run_id": run_id}).all()
-            if not rows:
-                return []
-            at = self._db.now()
-            failed: list[dict[str, Any]] = []
-            for row in sorted(rows, key=lambda r: (r.created, r.id)):  # the order of ``list``
-                current = row._asdict()
-                check_step_transition(ExecutionStatus(current["status"]), ExecutionStatus.FAILED)
-                values: dict[str, Any] = {
-                    "status": ExecutionStatus.FAILED.value,
-                    "status_reason": lost_reason(
-                        current["last_heartbeat"], current["heartbeat_deadline"]
-                    ),
-                    "heartbeat_deadline": None,
-                    "updated": at,
-                    **status_times(
-                        ExecutionStatus.FAILED, current["start_time"], current["end_time"], at
-                    ),
-                }
-                params = {"step_id": current["id"], "cutoff": cutoff, **values}
-                if conn.execute(_FAIL_LOST, params).rowcount == 1:
-                    current.update(values)
-                    failed.append(current)
-            links = load_links(conn, [c["id"] for c in failed]) if failed else {}
-            return [_record(c, *links[c["id"]]) for c in failed]
-
-        return self._db.write(sweep)
+        return fail_lost(self._db, now, run_id)
 
     # ----------------------------------------------------------------- internals
 
@@ -492,12 +320,3 @@ class SqlStepRunRepository(SqlRepository):
                 ("step run", t.step_run, [original_step_run_id]),
             ],
         )
-
-
-def _liveness_timeout(seconds: float) -> timedelta:
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise InputError(f"A liveness timeout must be a positive number of seconds, got {seconds}.")
-    try:
-        return timedelta(seconds=seconds)
-    except OverflowError:
-        raise InputError(f"A liveness timeout of {seconds} s is too long.") from None
