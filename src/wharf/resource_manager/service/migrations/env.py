@@ -14,16 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from alembic import context
-from sqlalchemy import Connection
-
 from wharf.resource_manager.service.tables import metadata
-from wharf.store.sql.engine import create_sql_engine
+from wharf.store.sql.alembic_env import run_environment
 
 VERSION_TABLE = "rm_alembic_version"
 TABLE_PREFIX = "rm_"
-
-config = context.config
 
 
 def include_name(name: str | None, type_: str, _parents: Mapping[Any, Any]) -> bool:
@@ -33,49 +28,4 @@ def include_name(name: str | None, type_: str, _parents: Mapping[Any, Any]) -> b
     return True
 
 
-def _configure(connection: Connection) -> None:
-    context.configure(
-        connection=connection,
-        target_metadata=metadata,
-        version_table=VERSION_TABLE,
-        include_name=include_name,
-        render_as_batch=True,
-        compare_type=True,
-    )
-    with context.begin_transaction():
-        context.run_migrations()
-
-
-def run_migrations_offline() -> None:
-    context.configure(
-        url=config.get_main_option("sqlalchemy.url"),
-        target_metadata=metadata,
-        version_table=VERSION_TABLE,
-        include_name=include_name,
-        literal_binds=True,
-        render_as_batch=True,
-    )
-    with context.begin_transaction():
-        context.run_migrations()
-
-
-def run_migrations_online() -> None:
-    connection = config.attributes.get("connection")
-    if connection is not None:
-        _configure(connection)
-        return
-    url = config.get_main_option("sqlalchemy.url")
-    if not url:
-        raise RuntimeError("Set sqlalchemy.url or pass a connection in config.attributes.")
-    engine = create_sql_engine(url)
-    try:
-        with engine.begin() as conn:
-            _configure(conn)
-    finally:
-        engine.dispose()
-
-
-if context.is_offline_mode():
-    run_migrations_offline()
-else:
-    run_migrations_online()
+run_environment(metadata, version_table=VERSION_TABLE, include_name=include_name)
