@@ -202,6 +202,21 @@ class WaitRoom:
         return True
 
 
+def left_queue_of(
+    list_requests: Callable[[RequestFilter, RMPageRequest], RMPage[ResourceRequestInfo]],
+) -> Callable[[Sequence[UUID]], list[ResourceRequestInfo]]:
+    """A wait room's lookup over a requests client's ``list``: those of the given requests
+    that are no longer pending, in one call."""
+
+    def lookup(ids: Sequence[UUID]) -> list[ResourceRequestInfo]:
+        from wharf.resource_manager.client.models import PageRequest, RequestFilter
+
+        query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
+        return list_requests(query, PageRequest(size=len(ids))).items
+
+    return lookup
+
+
 class LazyRequests:
     """The RM's requests client, connected on first use (most runs never need it)."""
 
@@ -213,18 +228,12 @@ class LazyRequests:
     ) -> None:
         self._connect = connect
         self._client: RequestsClient | None = None
-        self.wait_room = WaitRoom(self._left_queue, watch_seconds=watch_seconds)
+        self.wait_room = WaitRoom(left_queue_of(self.list), watch_seconds=watch_seconds)
 
     def notify_released(self) -> None:
         """Resources were freed (in this process or, if the caller knows, elsewhere): wake the
         waiters of this process whose request was allocated or ended meanwhile."""
         self.wait_room.check()
-
-    def _left_queue(self, ids: Sequence[UUID]) -> list[ResourceRequestInfo]:
-        from wharf.resource_manager.client.models import PageRequest, RequestFilter
-
-        query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
-        return self.client.list(query, PageRequest(size=len(ids))).items
 
     @property
     def client(self) -> RequestsClient:

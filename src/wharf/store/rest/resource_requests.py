@@ -9,14 +9,12 @@ offer is refused (``InputError``) rather than dropped, so a list never silently 
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import InputError
-from wharf.store.lazy_requests import LEFT_QUEUE, WaitRoom
+from wharf.store.lazy_requests import WaitRoom, left_queue_of
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:  # the RM's models load only when requests are actually used
@@ -69,17 +67,11 @@ class RestResourceRequests:
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http
-        self.wait_room = WaitRoom(self._left_queue)
+        self.wait_room = WaitRoom(left_queue_of(self.list))
 
     def notify_released(self) -> None:
         """Resources were freed: wake the waiters whose request was allocated or ended."""
         self.wait_room.check()
-
-    def _left_queue(self, ids: Sequence[UUID]) -> builtins.list[ResourceRequestInfo]:
-        from wharf.resource_manager.client.models import PageRequest, RequestFilter
-
-        query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
-        return self.list(query, PageRequest(size=len(ids))).items
 
     def _info(self, data: Any) -> ResourceRequestInfo:
         from wharf.resource_manager.client.models import ResourceRequestInfo
