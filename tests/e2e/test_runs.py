@@ -100,6 +100,31 @@ def test_retries_with_delay_and_backoff(workspace: Workspace) -> None:
     assert isinstance(workspace.sleep, FakeSleep) and workspace.sleep.calls == [2, 6]
 
 
+def test_a_retry_does_not_start_once_the_run_is_stopping(workspace: Workspace) -> None:
+    """The stop arrives while a failed step waits to retry: the store refuses the new
+    attempt, the step ends stopped with its one attempt, and so does the run."""
+    steps_lib.FLAKY_COUNTS.clear()
+    flaky = steps_lib.flaky.with_options(retry=RetryConfig(max_retries=3, delay=1))
+    client = Client(workspace.config, workspace.store)
+
+    def stop_during_the_delay(seconds: float) -> None:
+        running = workspace.store.runs.list(RunFilter(status=ExecutionStatus.RUNNING)).items
+        client.stop_run(running[0].id)
+
+    workspace.sleep = stop_during_the_delay
+
+    @pipeline
+    def p() -> None:
+        steps_lib.double(flaky(key="s", failures=2))
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.STOPPED
+    attempts = workspace.store.steps.list(StepRunFilter(run_id=run.id), ASC).items
+    assert [(s.name, s.attempt, s.status) for s in attempts] == [
+        ("flaky", 1, ExecutionStatus.RETRYING)
+    ]
+
+
 def test_retries_exhausted(workspace: Workspace) -> None:
     steps_lib.FLAKY_COUNTS.clear()
 

@@ -10,7 +10,14 @@ import pytest
 from tests.server.conftest import World
 from tests.server.matrix import Things
 from wharf.core.enums import ExecutionStatus as S
-from wharf.store.models import ArtifactVersionCreate, StepRunCreate, StepRunFilter, StepRunUpdate
+from wharf.core.errors import RunStoppingError
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    RunUpdate,
+    StepRunCreate,
+    StepRunFilter,
+    StepRunUpdate,
+)
 from wharf.store.ports import ArtifactBatchOperations, StepRunBatchOperations
 from wharf.store.rest import RestStore
 from wharf.store.rest.errors import RequestTooLargeError
@@ -132,3 +139,18 @@ def test_batch_records_equal_single_ones(world: World, rest: RestStore) -> None:
     ignored = {"id", "name", "created", "updated", "start_time"}
     assert single.model_dump(exclude=ignored) == batched.model_dump(exclude=ignored)
     assert rest.steps.get(batched.id) == batched
+
+
+def test_a_stopping_run_refuses_new_steps_with_the_same_error(
+    world: World, rest: RestStore
+) -> None:
+    things = Things(world)
+    rest.runs.update(things.run.id, RunUpdate(status=S.STOPPING))
+    create = StepRunCreate(run_id=things.run.id, name="late", status=S.RUNNING, cache_key="ck")
+    steps = rest.steps
+    assert isinstance(steps, StepRunBatchOperations)
+    with pytest.raises(RunStoppingError, match="was not started"):
+        steps.find_cached_or_create(create, world.a.id, datetime.now(UTC))
+    with pytest.raises(RunStoppingError):
+        rest.steps.create(create)
+    assert rest.steps.list(StepRunFilter(run_id=things.run.id, names=["late"])).total == 0

@@ -8,7 +8,8 @@ boundary, so callers never catch ``sqlalchemy`` or ``httpx`` errors. The CLI pri
     ├── EntityNotFoundError        (HTTP 404)
     ├── EntityExistsError          (HTTP 409)
     ├── IllegalOperationError      (HTTP 409)
-    │   └── IllegalTransitionError
+    │   ├── IllegalTransitionError
+    │   └── RunStoppingError
     ├── InputError                 (HTTP 400/422; also ValueError)
     │   ├── StepInterfaceError
     │   ├── PipelineDefinitionError
@@ -41,6 +42,10 @@ class IllegalOperationError(WharfError):
 
 class IllegalTransitionError(IllegalOperationError):
     pass
+
+
+class RunStoppingError(IllegalOperationError):
+    """A step run cannot be created: its run is stopping or stopped (no new step starts)."""
 
 
 class InputError(WharfError, ValueError):

@@ -3,9 +3,10 @@
 Invariants:
 - a step starts only after all its upstream steps succeeded (completed or cached);
 - at most ``max_parallelism`` steps run at once;
-- before each step starts, the run's status is read from the store (``StopCheck``, which may
-  let one read stand for a short interval): once it is stopping (or stopped), no new step
-  starts and steps already running finish;
+- once the run is stopping (or stopped), no new step starts and steps already running finish:
+  the store refuses to create a step run in such a run (``RunStoppingError``), in the same
+  write that would start the step, so a stop from any process takes effect at the next step
+  boundary without a read per step;
 - on a failure: FAIL_FAST starts nothing more and interrupts running steps (they end stopped);
   STOP_ON_FAILURE starts nothing more and lets running steps finish; CONTINUE_ON_FAILURE keeps
   starting every step that does not depend on a failed one.
@@ -23,9 +24,9 @@ from uuid import UUID
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.dag import Dag
 from wharf.core.enums import ExecutionMode, ExecutionStatus
+from wharf.core.errors import RunStoppingError
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
-from wharf.execution.services import utc_now
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
 from wharf.store.ports import Store
@@ -76,7 +77,7 @@ class DagRunner:
     ) -> None:
         self._spec = spec
         self._launch = launch
-        self._stop = stop_check or StopCheck(store, run_id, utc_now)
+        self._stop = stop_check or StopCheck(store, run_id)
         self._dag = Dag({name: s.upstream for name, s in spec.steps.items()})
         mode = spec.config.execution_mode
         self._mode = mode
@@ -104,9 +105,6 @@ class DagRunner:
         ) as pool:
             while ready or running:
                 while ready and not halted and len(running) < self._parallelism:
-                    if self._stop_requested():
-                        outcome.stop_requested = halted = True
-                        break
                     name = ready.pop(0)
                     region = InterruptibleRegion()
                     future = pool.submit(
@@ -122,6 +120,9 @@ class DagRunner:
                 for future in done:
                     name, _region = running.pop(future)
                     result = self._result(name, future)
+                    if result is None:  # refused by the store: the run is stopping
+                        outcome.stop_requested = halted = True
+                        continue
                     outcome.steps[name] = result
                     if result.succeeded:
                         for d in dag.downstream[name]:
@@ -136,9 +137,12 @@ class DagRunner:
         outcome.stop_requested = outcome.stop_requested or self._stop_requested()
         return outcome
 
-    def _result(self, name: str, future: Future[StepOutcome]) -> StepOutcome:
+    def _result(self, name: str, future: Future[StepOutcome]) -> StepOutcome | None:
+        """The step's outcome; None if it never started because its run is stopping."""
         try:
             return future.result()
+        except RunStoppingError:
+            return None
         except Exception as exc:  # a bug or a store failure outside the user-code boundary
             logger.exception("Step '%s' could not be run.", name)
             return StepOutcome(name, ExecutionStatus.FAILED, reason=f"Internal error: {exc}")

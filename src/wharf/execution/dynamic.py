@@ -22,7 +22,12 @@ from typing import Any
 
 from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import RunStoppedError, StepExecutionError, StepInterfaceError
+from wharf.core.errors import (
+    RunStoppedError,
+    RunStoppingError,
+    StepExecutionError,
+    StepInterfaceError,
+)
 from wharf.execution.attempts import describe_exception
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher, StepOutcome
@@ -199,7 +204,7 @@ class DynamicRunner:
             thread_name_prefix="wharf-dynamic",
         )
         self._lock = threading.Lock()
-        self._stop = StopCheck(services.store, run.id, services.clock, services.stop_check_interval)
+        self._stop = StopCheck(services.store, run.id)
         self._ids: dict[str, int] = {}
         self._futures: list[Future[StepOutputs]] = []
         self.outcome = DynamicOutcome()
@@ -334,11 +339,12 @@ class DynamicRunner:
         return spec, versions
 
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
-        if self._stop_requested():
+        try:
+            outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
+        except RunStoppingError:
             raise RunStoppedError(
                 f"Run '{self._run.name}' is stopping; step '{spec.name}' was not started."
-            )
-        outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
+            ) from None
         with self._lock:
             self.outcome.steps[spec.name] = outcome
         if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):

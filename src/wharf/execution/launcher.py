@@ -5,7 +5,10 @@ Order of events for a step (each arrow is a store write):
                       -> step run RUNNING   -> attempt (inline or isolated) ends:
                            completed / failed / stopped / cancelled                   [done]
                            retrying -> wait (delay x backoff) -> new step run attempt+1 [again]
-A retry is a new step run; an interrupted step is never retried.
+A retry is a new step run; an interrupted step is never retried. Every step-run creation can
+be refused with ``RunStoppingError`` when the run is stopping: for a step's first attempt it
+propagates (the step never started; the runner stops starting steps), for a retry the step ends
+stopped with its last attempt.
 
 The cache lookup and the creation of the first attempt's step run are one store call
 (``store_calls.find_cached_or_create``: one HTTP request over REST); the lookup still sees the
@@ -24,7 +27,7 @@ from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepRuntime
-from wharf.core.errors import WharfError
+from wharf.core.errors import RunStoppingError, WharfError
 from wharf.execution.allocation import AllocationFailedError, AllocationWaiter, wants_resources
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
@@ -192,6 +195,7 @@ class StepLauncher:
         runtime = self.runtime_for(spec)
         queued = wants_resources(spec) and services.store.resource_requests is not None
         attempt = 1
+        previous: StepRunRecord | None = None  # the last attempt's final record
         while True:
             look_up = attempt == 1 and cache_enabled(spec)
             lookup_time = services.clock() if look_up else None
@@ -223,7 +227,15 @@ class StepLauncher:
                     return self._publish_cached(spec, create, found)
                 record = found.step
             else:
-                record = services.store.steps.create(create)
+                try:
+                    record = services.store.steps.create(create)
+                except RunStoppingError as exc:
+                    if previous is None:
+                        raise
+                    # A retry that may not start: the step ends with its last attempt.
+                    return StepOutcome(
+                        spec.name, ExecutionStatus.STOPPED, step_run=previous, reason=str(exc)
+                    )
             allocation = None
             if queued:
                 try:
@@ -243,6 +255,7 @@ class StepLauncher:
                     notify()
             final = result.record
             if final.status is ExecutionStatus.RETRYING and not region.interrupted:
+                previous = final
                 attempt += 1
                 retry = spec.config.retry
                 if retry is not None:

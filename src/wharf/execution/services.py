@@ -60,8 +60,6 @@ class RunServices:
     heartbeat_interval: float = 15.0
     child_env: dict[str, str] = field(default_factory=dict)
     """Environment that a step's own process needs to reach the same store."""
-    stop_check_interval: float = 0.0
-    """Seconds one read of the run's status stands for at step boundaries (``StopCheck``)."""
     versions: KnownVersions = field(default_factory=KnownVersions)
     """Artifact versions this process already knows (shared by the runs of a workspace)."""
 

@@ -166,7 +166,7 @@ class BaseOrchestrator(ABC):
             return DynamicRunner(
                 spec, launcher, services, run, job.pipeline_function, job.spec_factory
             ).run()
-        stop = StopCheck(services.store, run.id, services.clock, services.stop_check_interval)
+        stop = StopCheck(services.store, run.id)
         return DagRunner(spec, launcher.launch, services.store, run.id, stop).run()
 
     def _backend_for(self, spec: StepSpec, job: RunJob, services: RunServices) -> IsolatedBackend:

@@ -154,7 +154,9 @@ class RunRepository(Protocol):
 
 class StepRunRepository(Protocol):
     def create(self, step: StepRunCreate) -> StepRunRecord:
-        """The run must exist; inputs/outputs must name existing artifact versions."""
+        """The run must exist and not be stopping or stopped (else ``RunStoppingError``: this
+        is how the engine learns of a stop at a step boundary, in the same write that would
+        start the step); inputs/outputs must name existing artifact versions."""
         ...
 
     def get(self, step_run_id: UUID) -> StepRunRecord: ...

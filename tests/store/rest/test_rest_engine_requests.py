@@ -1,6 +1,6 @@
 """The engine over REST: how many HTTP requests a pipeline costs per step (issue 5 §6: at most
-3), counted on the wire against a real server. Counting is deterministic: the workspace's clock
-is frozen, so one read of the run's status stands for the whole run (``StopCheck``)."""
+3), counted on the wire against a real server. Counting is deterministic: the engine reads the
+run's status once, at the end (a stop is refused by the step-creating requests themselves)."""
 
 from __future__ import annotations
 

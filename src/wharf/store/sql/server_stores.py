@@ -67,9 +67,7 @@ def open_server_stores(
         db.dispose()
         raise
     store = SqlStore(db)
-    return ServerStores(
-        store, SqlAccountStore(db), SqlBatchOperations(db, store.steps, store.artifacts), db
-    )
+    return ServerStores(store, SqlAccountStore(db), SqlBatchOperations(db), db)
 
 
 def _conforms(accounts: SqlAccountStore) -> AccountStore:

@@ -112,7 +112,7 @@ class SqlStore:
         self.snapshots = SqlSnapshotRepository(db)
         self.runs = SqlRunRepository(db)
         steps, artifacts = SqlStepRuns(db), SqlArtifacts(db)
-        steps.batches = artifacts.batches = SqlBatchOperations(db, steps, artifacts)
+        steps.batches = artifacts.batches = SqlBatchOperations(db)
         self.steps = steps
         self.artifacts = artifacts
         self.run_metadata = SqlRunMetadataRepository(db)

@@ -6,24 +6,27 @@ Implements the optional ``StepRunBatchOperations`` / ``ArtifactBatchOperations``
 Invariants:
 - ``create_many`` / ``create_versions`` are one transaction each: on any error nothing of the
   batch is stored. The records they build are the ones ``create`` / ``create_version`` build
-  for the same input (a test compares them field by field: keep ``_step_values`` in step with
-  ``SqlStepRunRepository.create``), and those repositories' invariants hold unchanged: unique
+  for the same input (both build step rows with ``steps.step_values``), and those
+  repositories' invariants hold unchanged: unique
   (run, name, attempt); versions numbered 1, 2, ... per artifact without gaps, also under
   concurrent writers. Artifacts are locked in sorted (project, name) order, so two batches
   never deadlock on each other; a conflict (two writers creating one artifact) restarts the
   whole batch.
-- ``find_cached_or_create`` and ``finish`` compose the plain repository calls (the step and
-  version repositories stay the single source of their rules); they save HTTP round trips, not
-  transactions. A cache hit also answers the found step's output versions (immutable, so
-  reading them after the lookup is as good as in its transaction) and, when asked, records
+- ``find_cached_or_create`` and ``finish`` are each one write transaction composed of the
+  step repository's connection-level functions (``wharf.store.sql.repositories.steps``, the
+  single source of their rules) and the version insertion below: they save HTTP round trips
+  and transactions. The lookup runs in the write transaction that creates the step run, so
+  on SQLite (``BEGIN IMMEDIATE``) nothing can complete a step with the same key between the
+  two. A cache hit also answers the found step's output versions and, when asked, records
   the hit: a cache hit from a process that knows nothing of the found step is one request.
+  ``finish`` is atomic: if the step update is refused, no version is created either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, select, tuple_
@@ -39,7 +42,6 @@ from wharf.store.models import (
     StepRunRecord,
     StepRunUpdate,
 )
-from wharf.store.ports import ArtifactRepository, StepRunRepository
 from wharf.store.sql import tables as t
 from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
@@ -48,21 +50,35 @@ from wharf.store.sql.repositories._base import (
     chunks,
     first_missing,
     not_found,
-    status_times,
 )
-from wharf.store.sql.repositories.steps import find_cached_in
-from wharf.store.sql.types import as_utc
+from wharf.store.sql.repositories.steps import (
+    find_cached_in,
+    insert_step,
+    inserted_record,
+    missing_reference,
+    refuse_stopping,
+    step_values,
+    update_in,
+)
 
 _S = t.step_run
 _A = t.artifact
 _V = t.artifact_version
+T = TypeVar("T")
 MAX_BATCH = 1000
 """Most records one batch may hold."""
 
 _ARTIFACT_KEY = (_A.c.project_id == bindparam("project_id"), _A.c.name == bindparam("name"))
 _LOCK_ARTIFACT = select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update()
 _MAX_VERSION = select(func.max(_V.c.version)).where(_V.c.artifact_id == bindparam("artifact_id"))
-_SELECT_VERSIONS = select(_V, _A.c.name).select_from(_V.join(_A, _V.c.artifact_id == _A.c.id))
+_OUT = t.step_run_output
+_OUTPUT_VERSIONS = (
+    select(_V, _A.c.name, _OUT.c.name.label("output_name"))
+    .select_from(
+        _OUT.join(_V, _OUT.c.artifact_version_id == _V.c.id).join(_A, _V.c.artifact_id == _A.c.id)
+    )
+    .where(_OUT.c.step_run_id == bindparam("step_id"))
+)
 
 
 def _check_size(items: Sequence[Any], what: str) -> None:
@@ -70,62 +86,26 @@ def _check_size(items: Sequence[Any], what: str) -> None:
         raise InputError(f"At most {MAX_BATCH} {what} per batch, got {len(items)}.")
 
 
-def _step_values(step: StepRunCreate, project_id: UUID, now: datetime) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "id": new_id(),
-        "project_id": project_id,
-        "run_id": step.run_id,
-        "name": step.name,
-        "status": step.status.value,
-        "status_reason": step.status_reason,
-        "attempt": step.attempt,
-        "cache_key": step.cache_key,
-        "cache_expires_at": as_utc(step.cache_expires_at),
-        "original_step_run_id": step.original_step_run_id,
-        "code_hash": step.code_hash,
-        "source_code": step.source_code,
-        "docstring": step.docstring,
-        "parameters": step.parameters,
-        "start_time": None,
-        "end_time": None,
-        "last_heartbeat": None,
-        "heartbeat_deadline": None,
-        "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
-        "logs_uri": step.logs_uri,
-        "pid": None,
-        "resource_request_id": None,
-        "runtime": None if step.runtime is None else step.runtime.value,
-        "created": now,
-        "updated": now,
-    }
-    values.update(status_times(step.status, None, None, now))
-    return values
-
-
 def _links(step_id: UUID, links: Mapping[str, UUID]) -> list[dict[str, Any]]:
     return [{"step_run_id": step_id, "name": n, "artifact_version_id": v} for n, v in links.items()]
 
 
-def _outputs(conn: Connection, step: StepRunRecord) -> dict[str, ArtifactVersionRecord]:
-    """The output versions of ``step`` (one query); a version deleted meanwhile is left out,
-    for the caller to find missing."""
-    ids = list(step.outputs.values())
-    if not ids:
-        return {}
-    rows = conn.execute(_SELECT_VERSIONS.where(_V.c.id.in_(ids))).all()
-    by_id = {row.id: ArtifactVersionRecord.model_validate(row._asdict()) for row in rows}
-    return {name: by_id[v] for name, v in step.outputs.items() if v in by_id}
+def _outputs(conn: Connection, step_run_id: UUID) -> dict[str, ArtifactVersionRecord]:
+    """The output versions of a step run by output name (one query)."""
+    rows = conn.execute(_OUTPUT_VERSIONS, {"step_id": step_run_id}).all()
+    outputs = {}
+    for row in rows:
+        values = row._asdict()
+        name = values.pop("output_name")
+        outputs[name] = ArtifactVersionRecord.model_validate(values)
+    return outputs
 
 
 class SqlBatchOperations:
-    """Batches and combined calls over one database and its step and artifact repositories."""
+    """Batches and combined calls over one database."""
 
-    def __init__(
-        self, db: Database, steps: StepRunRepository, artifacts: ArtifactRepository
-    ) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._steps = steps
-        self._artifacts = artifacts
 
     # ----------------------------------------------------------------- step runs
 
@@ -143,20 +123,24 @@ class SqlBatchOperations:
             seen.add(key)
         if not steps:
             return []
+        now = self._db.now()
+        rows = [step_values(s, now) for s in steps]
 
-        def insert(conn: Connection) -> list[dict[str, Any]]:
-            now = self._db.now()
+        def insert(conn: Connection) -> None:
             run_ids = list(dict.fromkeys(s.run_id for s in steps))
-            projects: dict[UUID, UUID] = {}
+            runs: dict[UUID, Any] = {}
             for chunk in chunks(run_ids):
-                stmt = select(t.pipeline_run.c.id, t.pipeline_run.c.project_id).where(
-                    t.pipeline_run.c.id.in_(chunk)
-                )
-                projects.update({row.id: row.project_id for row in conn.execute(stmt)})
-            for run_id in run_ids:
-                if run_id not in projects:
-                    raise not_found("pipeline run", run_id)
-            rows = [_step_values(s, projects[s.run_id], now) for s in steps]
+                stmt = select(
+                    t.pipeline_run.c.id, t.pipeline_run.c.project_id, t.pipeline_run.c.status
+                ).where(t.pipeline_run.c.id.in_(chunk))
+                runs.update({row.id: row for row in conn.execute(stmt)})
+            for step in steps:
+                run = runs.get(step.run_id)
+                if run is None:
+                    raise not_found("pipeline run", step.run_id)
+                refuse_stopping(step.run_id, run.status, step.name)
+            for step, row in zip(steps, rows, strict=True):
+                row["project_id"] = runs[step.run_id].project_id
             conn.execute(_S.insert(), rows)
             inputs = [
                 link for s, r in zip(steps, rows, strict=True) for link in _links(r["id"], s.inputs)
@@ -170,34 +154,21 @@ class SqlBatchOperations:
                 conn.execute(t.step_run_input.insert(), inputs)
             if outputs:
                 conn.execute(t.step_run_output.insert(), outputs)
-            return rows
 
         try:
-            rows = self._db.write(insert)
+            self._db.write(insert)
         except UniqueViolationError:
             raise self._existing_step(steps) from None
         except ForeignKeyViolationError as exc:
             raise (
-                first_missing(
+                missing_reference(
                     self._db,
-                    [
-                        (
-                            "artifact version",
-                            t.artifact_version,
-                            [v for s in steps for v in (*s.inputs.values(), *s.outputs.values())],
-                        ),
-                        ("step run", t.step_run, [s.original_step_run_id for s in steps]),
-                    ],
+                    [v for s in steps for v in (*s.inputs.values(), *s.outputs.values())],
+                    [s.original_step_run_id for s in steps],
                 )
                 or exc
             ) from None
-        records = []
-        for step, values in zip(steps, rows, strict=True):
-            record = {**values, "inputs": dict(step.inputs), "outputs": dict(step.outputs)}
-            if step.spec is not None:
-                record["spec"] = step.spec
-            records.append(StepRunRecord.model_validate(record))
-        return records
+        return [inserted_record(s, r) for s, r in zip(steps, rows, strict=True)]
 
     def _existing_step(self, steps: Sequence[StepRunCreate]) -> EntityExistsError:
         keys = [(s.run_id, s.name, s.attempt) for s in steps]
@@ -218,18 +189,37 @@ class SqlBatchOperations:
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
         key = step.cache_key
+        created_at = self._db.now()
 
-        def look_up(
-            conn: Connection,
-        ) -> tuple[StepRunRecord | None, dict[str, ArtifactVersionRecord]]:
+        def find_or_create(conn: Connection) -> CachedOrCreated:
             cached = find_cached_in(conn, project_id, key, now)
-            return cached, ({} if cached is None else _outputs(conn, cached))
+            if cached is None:
+                values = step_values(step, created_at)
+                insert_step(conn, step, values)
+                return CachedOrCreated(step=inserted_record(step, values), created=True)
+            recorded = None
+            if record_hit:
+                reuse = step.reusing(cached)
+                values = step_values(reuse, created_at)
+                insert_step(conn, reuse, values)
+                recorded = inserted_record(reuse, values)
+            outputs = _outputs(conn, cached.id)
+            return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
 
-        cached, outputs = self._db.read(look_up)  # one read transaction, hit or miss
-        if cached is None:
-            return CachedOrCreated(step=self._steps.create(step), created=True)
-        recorded = self._steps.create(step.reusing(cached)) if record_hit else None
-        return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
+        try:
+            return self._db.write(find_or_create)
+        except UniqueViolationError:
+            raise EntityExistsError(
+                f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
+            ) from None
+        except ForeignKeyViolationError as exc:
+            missing = missing_reference(
+                self._db,
+                [*step.inputs.values(), *step.outputs.values()],
+                [step.original_step_run_id],
+                [step.run_id],
+            )
+            raise missing or exc from None
 
     def finish(
         self,
@@ -238,64 +228,46 @@ class SqlBatchOperations:
         outputs: Mapping[str, ArtifactVersionCreate],
     ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
         names = list(outputs)
-        versions = dict(zip(names, self.create_versions([outputs[n] for n in names]), strict=True))
-        if versions:
-            links = {**(update.outputs or {}), **{n: v.id for n, v in versions.items()}}
-            update = update.model_copy(update={"outputs": links})
-        return self._steps.update(step_run_id, update), versions
+        versions = [outputs[n] for n in names]
+
+        def apply(conn: Connection) -> tuple[StepRunRecord, list[dict[str, Any]]]:
+            now = self._db.now()
+            rows = _insert_versions(conn, versions, now)
+            links = {
+                **(update.outputs or {}),
+                **{n: r["id"] for n, r in zip(names, rows, strict=True)},
+            }
+            linked = update.model_copy(update={"outputs": links}) if rows else update
+            return update_in(conn, now, step_run_id, linked), rows
+
+        record, rows = self._write_versions(apply, versions, (update.outputs or {}).values())
+        return record, dict(zip(names, _version_records(rows, versions), strict=True))
 
     # ----------------------------------------------------------------- artifact versions
 
     def create_versions(
         self, versions: Sequence[ArtifactVersionCreate]
     ) -> list[ArtifactVersionRecord]:
-        _check_size(versions, "artifact versions")
-        for version in versions:
-            check_name(version.name, "artifact")
         if not versions:
+            _check_versions(versions)
             return []
-        keys = sorted({(v.project_id, v.name) for v in versions}, key=lambda k: (str(k[0]), k[1]))
+        rows = self._write_versions(
+            lambda conn: _insert_versions(conn, versions, self._db.now()), versions
+        )
+        return _version_records(rows, versions)
 
-        def insert(conn: Connection) -> list[dict[str, Any]]:
-            now = self._db.now()
-            ids: dict[tuple[UUID, str], UUID] = {}
-            latest: dict[tuple[UUID, str], int] = {}
-            for project_id, name in keys:
-                params = {"project_id": project_id, "name": name}
-                artifact_id = conn.execute(_LOCK_ARTIFACT, params).scalar()
-                if artifact_id is None:
-                    artifact_id = new_id()
-                    conn.execute(_A.insert(), {"id": artifact_id, **params, "created": now})
-                    top = None
-                else:
-                    top = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
-                ids[(project_id, name)] = artifact_id
-                latest[(project_id, name)] = top or 0
-            rows = []
-            for version in versions:
-                key = (version.project_id, version.name)
-                latest[key] += 1
-                rows.append(
-                    {
-                        "id": new_id(),
-                        "artifact_id": ids[key],
-                        "project_id": version.project_id,
-                        "version": latest[key],
-                        "uri": version.uri,
-                        "data_type": version.data_type,
-                        "materializer": version.materializer,
-                        "content_hash": version.content_hash,
-                        "producer_step_run_id": version.producer_step_run_id,
-                        "artifact_store_id": version.artifact_store_id,
-                        "created": now,
-                    }
-                )
-            conn.execute(_V.insert(), rows)
-            return rows
-
+    def _write_versions(
+        self,
+        fn: Callable[[Connection], T],
+        versions: Sequence[ArtifactVersionCreate],
+        linked: Iterable[UUID] = (),
+    ) -> T:
+        """Run ``fn`` (which inserts ``versions``) in a write transaction; a conflict on a new
+        artifact runs it again, a missing reference becomes not found."""
+        _check_versions(versions)
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
-                rows = self._db.write(insert)
+                return self._db.write(fn)
             except UniqueViolationError:
                 continue  # another writer created one of the artifacts first: lock it now
             except ForeignKeyViolationError as exc:
@@ -305,15 +277,70 @@ class SqlBatchOperations:
                         [
                             ("project", t.project, [v.project_id for v in versions]),
                             ("step run", t.step_run, [v.producer_step_run_id for v in versions]),
+                            ("artifact version", t.artifact_version, list(linked)),
                         ],
                     )
                     or exc
                 ) from None
-            return [
-                ArtifactVersionRecord.model_validate({**row, "name": v.name})
-                for row, v in zip(rows, versions, strict=True)
-            ]
         raise StoreError(
             f"Could not create {len(versions)} artifact versions after "
             f"{MAX_CONFLICT_RETRIES} conflicting attempts."
         )
+
+
+def _check_versions(versions: Sequence[ArtifactVersionCreate]) -> None:
+    _check_size(versions, "artifact versions")
+    for version in versions:
+        check_name(version.name, "artifact")
+
+
+def _insert_versions(
+    conn: Connection, versions: Sequence[ArtifactVersionCreate], now: datetime
+) -> list[dict[str, Any]]:
+    """Insert ``versions`` in the caller's write transaction, numbering them per artifact."""
+    if not versions:
+        return []
+    keys = sorted({(v.project_id, v.name) for v in versions}, key=lambda k: (str(k[0]), k[1]))
+    ids: dict[tuple[UUID, str], UUID] = {}
+    latest: dict[tuple[UUID, str], int] = {}
+    for project_id, name in keys:
+        params = {"project_id": project_id, "name": name}
+        artifact_id = conn.execute(_LOCK_ARTIFACT, params).scalar()
+        if artifact_id is None:
+            artifact_id = new_id()
+            conn.execute(_A.insert(), {"id": artifact_id, **params, "created": now})
+            top = None
+        else:
+            top = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
+        ids[(project_id, name)] = artifact_id
+        latest[(project_id, name)] = top or 0
+    rows = []
+    for version in versions:
+        key = (version.project_id, version.name)
+        latest[key] += 1
+        rows.append(
+            {
+                "id": new_id(),
+                "artifact_id": ids[key],
+                "project_id": version.project_id,
+                "version": latest[key],
+                "uri": version.uri,
+                "data_type": version.data_type,
+                "materializer": version.materializer,
+                "content_hash": version.content_hash,
+                "producer_step_run_id": version.producer_step_run_id,
+                "artifact_store_id": version.artifact_store_id,
+                "created": now,
+            }
+        )
+    conn.execute(_V.insert(), rows)
+    return rows
+
+
+def _version_records(
+    rows: Sequence[dict[str, Any]], versions: Sequence[ArtifactVersionCreate]
+) -> list[ArtifactVersionRecord]:
+    return [
+        ArtifactVersionRecord.model_validate({**row, "name": v.name})
+        for row, v in zip(rows, versions, strict=True)
+    ]

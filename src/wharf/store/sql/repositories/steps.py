@@ -2,7 +2,9 @@
 
 Invariants:
 - A step run belongs to an existing run and takes its project from it; it is unique per
-  (run, name, attempt).
+  (run, name, attempt). A run that is stopping or stopped gets no new step runs
+  (``RunStoppingError``): the run is read in the write transaction that inserts the step, so
+  a stop committed before that transaction is always seen.
 - Inputs and outputs are rows of ``step_run_input`` / ``step_run_output`` keyed by
   (step run, name); each names an existing artifact version (foreign key). ``update`` only adds
   outputs: re-adding the same link is a no-op, pointing an existing name elsewhere is refused.
@@ -35,9 +37,11 @@ Invariants:
   the sweeper held its row is left alone. Steps without a deadline (never beat) are never swept.
   The reason names the last beat and the deadline that passed.
 
-This is the engine's per-step hot path, so statements are built once per repository and each
-call costs the fewest round trips: create = run lookup + inserts; update = locked read + update
-+ link read (+ output insert); records are assembled from values already in hand.
+This is the engine's per-step hot path, so statements are built once per module and each call
+costs the fewest round trips: create = run read + inserts; update = locked read + update + link
+read (+ output insert); records are assembled from values already in hand. The functions that
+take a ``Connection`` are the single source of these rules; the batch operations compose them
+inside their own transactions.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from uuid import UUID
 from sqlalchemy import Connection, bindparam, select
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import EntityExistsError, IllegalOperationError
+from wharf.core.errors import EntityExistsError, IllegalOperationError, RunStoppingError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_step_initial, check_step_transition
 from wharf.store.models import (
@@ -84,7 +88,10 @@ _IN = t.step_run_input
 _OUT = t.step_run_output
 DEFAULT_FILTER = StepRunFilter()
 
-_RUN_PROJECT = select(t.pipeline_run.c.project_id).where(t.pipeline_run.c.id == bindparam("run_id"))
+_RUN_STATE = select(t.pipeline_run.c.project_id, t.pipeline_run.c.status).where(
+    t.pipeline_run.c.id == bindparam("run_id")
+)
+_STOP_STATUSES = frozenset({ExecutionStatus.STOPPING.value, ExecutionStatus.STOPPED.value})
 _LOCK_STEP = select(_S).where(_S.c.id == bindparam("step_id")).with_for_update()
 _GET_STEP = select(_S).where(_S.c.id == bindparam("step_id"))
 _UPDATE_STEP = _S.update().where(_S.c.id == bindparam("step_id"))
@@ -117,82 +124,161 @@ def find_cached_in(
     return step_record(row._asdict(), inputs, outputs)
 
 
+def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
+    """The row ``create`` inserts for ``step`` (``project_id`` is filled from the run by
+    :func:`insert_step`)."""
+    check_step_initial(step.status)
+    values: dict[str, Any] = {
+        "id": new_id(),
+        "project_id": None,
+        "run_id": step.run_id,
+        "name": step.name,
+        "status": step.status.value,
+        "status_reason": step.status_reason,
+        "attempt": step.attempt,
+        "cache_key": step.cache_key,
+        "cache_expires_at": as_utc(step.cache_expires_at),
+        "original_step_run_id": step.original_step_run_id,
+        "code_hash": step.code_hash,
+        "source_code": step.source_code,
+        "docstring": step.docstring,
+        "parameters": step.parameters,
+        "start_time": None,
+        "end_time": None,
+        "last_heartbeat": None,
+        "heartbeat_deadline": None,
+        "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
+        "logs_uri": step.logs_uri,
+        "pid": None,
+        "resource_request_id": None,
+        "runtime": None if step.runtime is None else step.runtime.value,
+        "created": now,
+        "updated": now,
+    }
+    values.update(status_times(step.status, None, None, now))
+    return values
+
+
+def refuse_stopping(run_id: UUID, status: str, step_name: str) -> None:
+    """Raise ``RunStoppingError`` if a run in ``status`` may not get new step runs."""
+    if status in _STOP_STATUSES:
+        raise RunStoppingError(f"Run {run_id} is {status}: step '{step_name}' was not started.")
+
+
+def insert_step(conn: Connection, step: StepRunCreate, values: dict[str, Any]) -> None:
+    """Insert ``values`` (from :func:`step_values`) and the step's links, in the caller's write
+    transaction. The run is read in the same transaction: a missing run is not found, a
+    stopping or stopped one refuses the step (so a stop takes effect at the next step
+    boundary without a read of its own)."""
+    run = conn.execute(_RUN_STATE, {"run_id": step.run_id}).first()
+    if run is None:
+        raise not_found("pipeline run", step.run_id)
+    refuse_stopping(step.run_id, run.status, step.name)
+    values["project_id"] = run.project_id
+    conn.execute(_INSERT_STEP, values)
+    if step.inputs:
+        conn.execute(_INSERT_INPUTS, link_rows(values["id"], step.inputs))
+    if step.outputs:
+        conn.execute(_INSERT_OUTPUTS, link_rows(values["id"], step.outputs))
+
+
+def inserted_record(step: StepRunCreate, values: dict[str, Any]) -> StepRunRecord:
+    """The record of a step run inserted from ``values``, without reading it back."""
+    if step.spec is not None:
+        values = {**values, "spec": step.spec}  # the caller's instance: no JSON round trip
+    return step_record(values, dict(step.inputs), dict(step.outputs))
+
+
+def update_in(
+    conn: Connection, now: datetime, step_run_id: UUID, update: StepRunUpdate
+) -> StepRunRecord:
+    """``update`` in the caller's write transaction (``now``: the store's time of the change)."""
+    row = conn.execute(_LOCK_STEP, {"step_id": step_run_id}).first()
+    if row is None:
+        raise not_found("step run", step_run_id)
+    current = row._asdict()
+    values: dict[str, Any] = {}
+    if update.status is not None and update.status.value != current["status"]:
+        check_step_transition(ExecutionStatus(current["status"]), update.status)
+        values["status"] = update.status.value
+        values.update(status_times(update.status, current["start_time"], current["end_time"], now))
+        if update.status in FINAL_STATUSES and current["heartbeat_deadline"] is not None:
+            values["heartbeat_deadline"] = None
+    if update.status_reason is not None:
+        values["status_reason"] = update.status_reason
+    if update.cache_key is not None:
+        values["cache_key"] = update.cache_key
+    if update.cache_expires_at is not None:
+        values["cache_expires_at"] = as_utc(update.cache_expires_at)
+    if update.logs_uri is not None:
+        values["logs_uri"] = update.logs_uri
+    if update.pid is not None:
+        values["pid"] = update.pid
+    if update.resource_request_id is not None:
+        values["resource_request_id"] = update.resource_request_id
+    inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
+    new_outputs = _new_outputs(step_run_id, outputs, update.outputs or {})
+    if values or new_outputs:
+        values["updated"] = now
+        conn.execute(_UPDATE_STEP, {"step_id": step_run_id, **values})
+    if new_outputs:
+        conn.execute(_INSERT_OUTPUTS, link_rows(step_run_id, new_outputs))
+        outputs.update(new_outputs)
+    current.update(values)
+    return step_record(current, inputs, outputs)
+
+
+def _new_outputs(
+    step_run_id: UUID, existing: dict[str, UUID], added: dict[str, UUID]
+) -> dict[str, UUID]:
+    new = {}
+    for name, version_id in added.items():
+        linked = existing.get(name)
+        if linked is None:
+            new[name] = version_id
+        elif linked != version_id:
+            raise IllegalOperationError(
+                f"Step run {step_run_id} already has output '{name}' "
+                f"(artifact version {linked}); it cannot be relinked to {version_id}."
+            )
+    return new
+
+
+def missing_reference(
+    db: Database,
+    artifact_version_ids: Iterable[UUID],
+    original_step_run_ids: Iterable[UUID | None] = (),
+    run_ids: Iterable[UUID | None] = (),
+) -> Exception | None:
+    """What a foreign-key violation of a step-run write was about, read after the fact."""
+    return first_missing(
+        db,
+        [
+            ("pipeline run", t.pipeline_run, list(run_ids)),
+            ("artifact version", t.artifact_version, list(artifact_version_ids)),
+            ("step run", t.step_run, list(original_step_run_ids)),
+        ],
+    )
+
+
 class SqlStepRunRepository(SqlRepository):
-    _RUN_PROJECT_CACHE_SIZE = 4096
-
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
-        # run id -> project id. A run never changes project and ids are never reused, so this
-        # saves the run lookup on every step creation; the foreign key on run_id still rejects
-        # a run deleted since it was cached.
-        self._run_projects: dict[UUID, UUID] = {}
-
     def create(self, step: StepRunCreate) -> StepRunRecord:
-        check_step_initial(step.status)
-        now = self._db.now()
-        step_id = new_id()
-        values: dict[str, Any] = {
-            "id": step_id,
-            "project_id": None,
-            "run_id": step.run_id,
-            "name": step.name,
-            "status": step.status.value,
-            "status_reason": step.status_reason,
-            "attempt": step.attempt,
-            "cache_key": step.cache_key,
-            "cache_expires_at": as_utc(step.cache_expires_at),
-            "original_step_run_id": step.original_step_run_id,
-            "code_hash": step.code_hash,
-            "source_code": step.source_code,
-            "docstring": step.docstring,
-            "parameters": step.parameters,
-            "start_time": None,
-            "end_time": None,
-            "last_heartbeat": None,
-            "heartbeat_deadline": None,
-            "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
-            "logs_uri": step.logs_uri,
-            "pid": None,
-            "resource_request_id": None,
-            "runtime": None if step.runtime is None else step.runtime.value,
-            "created": now,
-            "updated": now,
-        }
-        values.update(status_times(step.status, None, None, now))
-
-        def insert(conn: Connection) -> None:
-            project_id = self._run_projects.get(step.run_id)
-            if project_id is None:
-                project_id = conn.execute(_RUN_PROJECT, {"run_id": step.run_id}).scalar()
-                if project_id is None:
-                    raise not_found("pipeline run", step.run_id)
-                if len(self._run_projects) >= self._RUN_PROJECT_CACHE_SIZE:
-                    self._run_projects.clear()
-                self._run_projects[step.run_id] = project_id
-            values["project_id"] = project_id
-            conn.execute(_INSERT_STEP, values)
-            if step.inputs:
-                conn.execute(_INSERT_INPUTS, link_rows(step_id, step.inputs))
-            if step.outputs:
-                conn.execute(_INSERT_OUTPUTS, link_rows(step_id, step.outputs))
-
+        values = step_values(step, self._db.now())
         try:
-            self._db.write(insert)
+            self._db.write(lambda conn: insert_step(conn, step, values))
         except UniqueViolationError:
             raise EntityExistsError(
                 f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
             ) from None
         except ForeignKeyViolationError as exc:
-            self._run_projects.pop(step.run_id, None)
-            missing = self._missing_reference(
+            missing = missing_reference(
+                self._db,
                 [*step.inputs.values(), *step.outputs.values()],
-                step.original_step_run_id,
-                step.run_id,
+                [step.original_step_run_id],
+                [step.run_id],
             )
             raise missing or exc from None
-        if step.spec is not None:
-            values["spec"] = step.spec  # the caller's instance: no round trip through JSON
-        return step_record(values, dict(step.inputs), dict(step.outputs))
+        return inserted_record(step, values)
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
         def get(conn: Connection) -> StepRunRecord | None:
@@ -232,48 +318,12 @@ class SqlStepRunRepository(SqlRepository):
         return self._db.read(query)
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
-        def apply(conn: Connection) -> StepRunRecord:
-            row = conn.execute(_LOCK_STEP, {"step_id": step_run_id}).first()
-            if row is None:
-                raise not_found("step run", step_run_id)
-            current = row._asdict()
-            now = self._db.now()  # one instant per change: start/end time equal ``updated``
-            values: dict[str, Any] = {}
-            if update.status is not None and update.status.value != current["status"]:
-                check_step_transition(ExecutionStatus(current["status"]), update.status)
-                values["status"] = update.status.value
-                values.update(
-                    status_times(update.status, current["start_time"], current["end_time"], now)
-                )
-                if update.status in FINAL_STATUSES and current["heartbeat_deadline"] is not None:
-                    values["heartbeat_deadline"] = None
-            if update.status_reason is not None:
-                values["status_reason"] = update.status_reason
-            if update.cache_key is not None:
-                values["cache_key"] = update.cache_key
-            if update.cache_expires_at is not None:
-                values["cache_expires_at"] = as_utc(update.cache_expires_at)
-            if update.logs_uri is not None:
-                values["logs_uri"] = update.logs_uri
-            if update.pid is not None:
-                values["pid"] = update.pid
-            if update.resource_request_id is not None:
-                values["resource_request_id"] = update.resource_request_id
-            inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
-            new_outputs = self._new_outputs(step_run_id, outputs, update.outputs or {})
-            if values or new_outputs:
-                values["updated"] = now
-                conn.execute(_UPDATE_STEP, {"step_id": step_run_id, **values})
-            if new_outputs:
-                conn.execute(_INSERT_OUTPUTS, link_rows(step_run_id, new_outputs))
-                outputs.update(new_outputs)
-            current.update(values)
-            return step_record(current, inputs, outputs)
-
         try:
-            return self._db.write(apply)
+            # One instant per change: start/end time equal ``updated``.
+            return self._db.write(lambda conn: update_in(conn, self._db.now(), step_run_id, update))
         except ForeignKeyViolationError as exc:
-            raise self._missing_reference((update.outputs or {}).values()) or exc from None
+            missing = missing_reference(self._db, (update.outputs or {}).values())
+            raise missing or exc from None
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
         return self._db.read(lambda conn: find_cached_in(conn, project_id, cache_key, now))
@@ -287,36 +337,3 @@ class SqlStepRunRepository(SqlRepository):
         self, now: datetime, run_id: UUID | None = None
     ) -> builtins.list[StepRunRecord]:
         return fail_lost(self._db, now, run_id)
-
-    # ----------------------------------------------------------------- internals
-
-    @staticmethod
-    def _new_outputs(
-        step_run_id: UUID, existing: dict[str, UUID], added: dict[str, UUID]
-    ) -> dict[str, UUID]:
-        new = {}
-        for name, version_id in added.items():
-            linked = existing.get(name)
-            if linked is None:
-                new[name] = version_id
-            elif linked != version_id:
-                raise IllegalOperationError(
-                    f"Step run {step_run_id} already has output '{name}' "
-                    f"(artifact version {linked}); it cannot be relinked to {version_id}."
-                )
-        return new
-
-    def _missing_reference(
-        self,
-        artifact_version_ids: Iterable[UUID],
-        original_step_run_id: UUID | None = None,
-        run_id: UUID | None = None,
-    ) -> Exception | None:
-        return first_missing(
-            self._db,
-            [
-                ("pipeline run", t.pipeline_run, [run_id]),
-                ("artifact version", t.artifact_version, list(artifact_version_ids)),
-                ("step run", t.step_run, [original_step_run_id]),
-            ],
-        )
