@@ -126,6 +126,7 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
         if r.allocated_at and r.released_at
     )
     gaps = _hand_off_gaps(records)
+    phases = _phases(records, held, args.hold)
     return {
         "latency_ms_p50": _ms(statistics.median(latencies)),
         "latency_ms_max": _ms(max(latencies)),
@@ -139,6 +140,30 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
         "rm_occupancy": round(occupied / (args.slots * busy), 4),
         "hand_off_gap_ms_p50": _ms(statistics.median(gaps)),
         "hand_off_gap_ms_mean": _ms(statistics.mean(gaps)),
+        **phases,
+    }
+
+
+def _phases(records: list[StepRunRecord], held: list[Any], hold: float) -> dict[str, float]:
+    """Mean time inside each allocation that is not the step's own work: allocated -> step
+    recorded running, running -> ended beyond the hold, ended -> request released."""
+    by_step = {r.metadata.get("step_run_id"): r for r in held}
+    before, during, after = [], [], []
+    for step_run in records:
+        request = by_step.get(str(step_run.id))
+        if request is None or not (request.allocated_at and request.released_at):
+            continue
+        if not (step_run.start_time and step_run.end_time):
+            continue
+        before.append((step_run.start_time - request.allocated_at).total_seconds())
+        during.append((step_run.end_time - step_run.start_time).total_seconds() - hold)
+        after.append((request.released_at - step_run.end_time).total_seconds())
+    if not before:
+        return {}
+    return {
+        "allocated_to_running_ms_mean": _ms(statistics.mean(before)),
+        "running_beyond_hold_ms_mean": _ms(statistics.mean(during)),
+        "ended_to_released_ms_mean": _ms(statistics.mean(after)),
     }
 
 
@@ -346,6 +371,13 @@ def main() -> None:
         f"(RM occupancy {100 * result['rm_occupancy']:.1f}%, hand-off gap p50 "
         f"{result['hand_off_gap_ms_p50']:.1f} ms, mean {result['hand_off_gap_ms_mean']:.1f} ms)"
     )
+    if "allocated_to_running_ms_mean" in result:
+        print(
+            "inside each allocation, besides the hold (means): allocated -> running "
+            f"{result['allocated_to_running_ms_mean']:.1f} ms, running beyond the hold "
+            f"{result['running_beyond_hold_ms_mean']:.1f} ms, ended -> released "
+            f"{result['ended_to_released_ms_mean']:.1f} ms"
+        )
     if "preemption" in result:
         p = result["preemption"]
         print(
