@@ -1,4 +1,5 @@
-"""Start-up time of the CLI: ``wharf --help`` and ``wharf runs list`` with 1,000 runs stored.
+"""Start-up time of the CLI: ``wharf --help`` and the listing commands with 1,000 runs stored
+(the last one with ``--steps`` step runs, each with an output artifact).
 
 Each command runs as a fresh process, as a user would start it; the figures are the median and
 minimum wall time over ``--repeat`` runs, and the median CPU time (user + system) of the
@@ -12,7 +13,11 @@ into the source tree) and one untimed warm-up run. A development environment tha
 separately as ``wharf_runs_list_no_bytecode_cache`` (the environment as given, bytecode
 writing off), for comparison only.
 
-    python bench/cli_startup.py [--runs 1000] [--repeat 15]
+The listing commands read an up-to-date embedded SQLite store through the CLI's quick path
+(``wharf.cli.quick_reads``, no SQLAlchemy); ``wharf_runs_list_sqlalchemy`` is the same command
+through the normal store (a ``sqlite+pysqlite://`` URL, which the quick path leaves to it).
+
+    python bench/cli_startup.py [--runs 1000] [--steps 10] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -31,10 +36,18 @@ from pathlib import Path
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import RunCreate, RunUpdate
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    RunCreate,
+    RunUpdate,
+    StepRunCreate,
+    StepRunUpdate,
+)
+
+STEPS_RUN = "bench-steps"
 
 
-def populate(home: str, runs: int) -> None:
+def populate(home: str, runs: int, steps: int = 0) -> None:
     os.environ["WHARF_HOME"] = home
     workspace = Workspace.open(load_config())
     from wharf.config.spec import PipelineSpec
@@ -48,16 +61,38 @@ def populate(home: str, runs: int) -> None:
         )
     )
     for i in range(runs):
+        last = i == runs - 1
         run = store.runs.create(
             RunCreate(
                 project_id=workspace.project.id,
                 pipeline_id=pipeline.id,
                 snapshot_id=snapshot.id,
-                name=f"bench-{i:05d}",
+                name=STEPS_RUN if last else f"bench-{i:05d}",
                 status=ExecutionStatus.RUNNING,
                 orchestrator_run_id=f"o{i}",
             )
         )
+        for j in range(steps if last else 0):
+            step = store.steps.create(
+                StepRunCreate(
+                    run_id=run.id,
+                    name=f"step-{j}",
+                    status=ExecutionStatus.RUNNING,
+                    parameters={"j": j},
+                )
+            )
+            output = store.artifacts.create_version(
+                ArtifactVersionCreate(
+                    project_id=workspace.project.id,
+                    name=f"bench::step-{j}::output",
+                    uri=f"/bench/{j}",
+                    data_type="builtins.int",
+                    materializer="bench",
+                    producer_step_run_id=step.id,
+                )
+            )
+            update = StepRunUpdate(status=ExecutionStatus.COMPLETED, outputs={"output": output.id})
+            store.steps.update(step.id, update)
         store.runs.update(run.id, RunUpdate(status=ExecutionStatus.COMPLETED))
     workspace.close()
 
@@ -85,6 +120,7 @@ def time_command(args: list[str], repeat: int, env: dict[str, str]) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "cli_startup.json"
@@ -93,17 +129,22 @@ def main() -> None:
     wharf = shutil.which("wharf") or str(Path(sys.executable).parent / "wharf")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as home:
-        populate(home, args.runs)
+        populate(home, args.runs, args.steps)
         given = {**os.environ, "WHARF_HOME": home}
         warm = {**given, "PYTHONPYCACHEPREFIX": str(Path(home) / "pycache")}
         warm.pop("PYTHONDONTWRITEBYTECODE", None)
         cold = {**given, "PYTHONDONTWRITEBYTECODE": "1"}
+        sqlalchemy = {**warm, "WHARF_STORE_URL": f"sqlite+pysqlite:///{Path(home) / 'wharf.db'}"}
         results = {}
         for label, command, env in (
             ("python_startup", [sys.executable, "-c", "pass"], warm),
             ("wharf_help", [wharf, "--help"], warm),
             ("wharf_runs_list", [wharf, "runs", "list"], warm),
             ("wharf_runs_list_json", [wharf, "runs", "list", "-o", "json"], warm),
+            ("wharf_pipelines_list", [wharf, "pipelines", "list"], warm),
+            ("wharf_steps_list", [wharf, "steps", "list", "--run", STEPS_RUN], warm),
+            ("wharf_artifacts_list", [wharf, "artifacts", "list"], warm),
+            ("wharf_runs_list_sqlalchemy", [wharf, "runs", "list"], sqlalchemy),
             ("wharf_runs_list_no_bytecode_cache", [wharf, "runs", "list"], cold),
         ):
             results[label] = figures = time_command(command, args.repeat, env)
@@ -119,6 +160,7 @@ def main() -> None:
             {
                 "benchmark": "cli_startup",
                 "stored_runs": args.runs,
+                "steps_of_last_run": args.steps,
                 "load_average": load,
                 "results": results,
             },

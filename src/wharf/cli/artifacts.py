@@ -19,18 +19,17 @@ def artifacts() -> None:
 @OUTPUT_OPTION
 def list_artifacts(name: str | None, versions: bool, page: int, size: int, output: str) -> None:
     """List artifacts (or artifact versions), newest first."""
-    from wharf.sdk.client import Client
+    from wharf.cli.reads import read
 
-    with Client() as client:
-        if versions:
-            vresult = client.list_artifact_versions(name=name, page=page, size=size)
-            emit(
-                vresult.items,
-                ("name", "version", "data_type", "uri", "id"),
-                output,
-                title="Artifact versions",
-                total=vresult.total,
-            )
-            return
-        result = client.list_artifacts(name=name, page=page, size=size)
+    if versions:
+        vresult = read(lambda r: r.list_artifact_versions(name=name, page=page, size=size))
+        emit(
+            vresult.items,
+            ("name", "version", "data_type", "uri", "id"),
+            output,
+            title="Artifact versions",
+            total=vresult.total,
+        )
+        return
+    result = read(lambda r: r.list_artifacts(name=name, page=page, size=size))
     emit(result.items, ("name", "created", "id"), output, title="Artifacts", total=result.total)

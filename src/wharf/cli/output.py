@@ -62,12 +62,18 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in text)
 
 
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """The lines of a plain table: the header (``columns`` upper-cased), then one per row."""
+def _width(text: str) -> int:
+    if text.isascii():  # one cell per character: no need to import rich's width tables
+        return len(text)
     from rich.cells import cell_len
 
+    return cell_len(text)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a plain table: the header (``columns`` upper-cased), then one per row."""
     header = [c.upper() for c in columns]
-    cells = [[(t := _one_line(text), cell_len(t)) for text in row] for row in (header, *rows)]
+    cells = [[(t := _one_line(text), _width(t)) for text in row] for row in (header, *rows)]
     widths = [max(width for _, width in column) for column in zip(*cells, strict=True)]
     return [
         COLUMN_GAP.join(

@@ -17,8 +17,7 @@ def pipelines() -> None:
 @OUTPUT_OPTION
 def list_pipelines(page: int, size: int, output: str) -> None:
     """List pipelines of the project, newest first."""
-    from wharf.sdk.client import Client
+    from wharf.cli.reads import read
 
-    with Client() as client:
-        result = client.list_pipelines(page=page, size=size)
+    result = read(lambda r: r.list_pipelines(page=page, size=size))
     emit(result.items, ("name", "created", "id"), output, title="Pipelines", total=result.total)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
 from wharf.core.enums import ExecutionStatus
+
+if TYPE_CHECKING:
+    from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 RUN_COLUMNS = ("name", "status", "created", "end_time", "id")
 
@@ -22,10 +27,11 @@ def runs() -> None:
 @OUTPUT_OPTION
 def list_runs(pipeline: str | None, status: str | None, page: int, size: int, output: str) -> None:
     """List pipeline runs, newest first."""
-    from wharf.sdk.client import Client
+    from wharf.cli.reads import read
 
-    with Client() as client:
-        result = client.list_pipeline_runs(pipeline=pipeline, status=status, page=page, size=size)
+    result = read(
+        lambda r: r.list_pipeline_runs(pipeline=pipeline, status=status, page=page, size=size)
+    )
     emit(result.items, RUN_COLUMNS, output, title="Pipeline runs", total=result.total)
 
 
@@ -34,11 +40,13 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
 @OUTPUT_OPTION
 def show_run(run: str, output: str) -> None:
     """Show one run (by id or name) and its steps."""
-    from wharf.sdk.client import Client
+    from wharf.cli.reads import Reads, read
 
-    with Client() as client:
-        record = client.get_pipeline_run(run)
-        steps = client.list_run_steps(record.id, size=1000).items
+    def query(reads: Reads) -> tuple[PipelineRunRecord, list[StepRunRecord]]:
+        record = reads.get_pipeline_run(run)
+        return record, reads.list_run_steps(record.id, size=1000).items
+
+    record, steps = read(query)
     if output == "json":
         import json
 

@@ -20,10 +20,9 @@ def steps() -> None:
 @OUTPUT_OPTION
 def list_steps(run: str, page: int, size: int, output: str) -> None:
     """List the step runs of a run, in the order they started."""
-    from wharf.sdk.client import Client
+    from wharf.cli.reads import read
 
-    with Client() as client:
-        result = client.list_run_steps(run, page=page, size=size)
+    result = read(lambda r: r.list_run_steps(run, page=page, size=size))
     emit(result.items, STEP_COLUMNS, output, title="Step runs", total=result.total)
 
 
