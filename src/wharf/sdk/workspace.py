@@ -44,9 +44,6 @@ if TYPE_CHECKING:
     from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
-SERVER_STOP_CHECK_INTERVAL = 0.25
-"""Seconds one read of a run's status stands for over a server (``StopCheck``): it saves a
-request per short step; a stop takes effect at most this much later. Embedded: every step."""
 _PROJECT_HINT = "choose your project with WHARF_PROJECT or `wharf login URL --project NAME`"
 
 
@@ -249,7 +246,6 @@ class Workspace:
                     else {}
                 ),
             },
-            stop_check_interval=SERVER_STOP_CHECK_INTERVAL if server_url else 0.0,
             versions=self.versions,
         )
 
