@@ -401,13 +401,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", nargs="+", choices=["raw", "client"], default=["raw", "client"])
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     rows = [measure(b, w, args) for b in args.backends for w in args.workers]
+    load_after = os.getloadavg()
     result = {
         "benchmark": "rm_http",
         "command": "python bench/rm_http.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "goals": GOALS,
+        "load_average": {"before": load_before, "after": load_after},
         "rows": rows,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -271,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()
     rows = [
         row for b in args.backends for row in measure(b, args.requests, args.clients, args.seed)
     ]
+    load_after = os.getloadavg()
     print(f"Resource Manager service in-process: {args.requests} requests per run")
     header = (
         f"{'backend':>10} {'callers':>7} {'wall s':>7} {'admit/s':>8} {'fit':>6} {'fit p50':>8} "
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['cpu_ms_per_admission']:>8}"
         )
     print("(times in ms; goal: >= 2000 admissions/s and fit p99 <= 50 ms)")
+    print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
     result = {
         "benchmark": "rm_service",
         "command": "python bench/rm_service.py " + " ".join(sys.argv[1:]),
@@ -297,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "seed": args.seed,
+        "load_average": {"before": load_before, "after": load_after},
         "rows": rows,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)

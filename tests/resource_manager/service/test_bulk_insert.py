@@ -1,17 +1,18 @@
 """The driver-level many-row INSERT stores exactly what SQLAlchemy's own ``executemany`` stores,
 on every backend: the same request read back, field by field (JSON, instants with microseconds,
-NULLs, UUIDs)."""
+NULLs, UUIDs), also when the rows need several multi-row statements."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
 
+import pytest
 import sqlalchemy as sa
 
 from tests.resource_manager.service.helpers import ALICE, gpus, request_spec, setup_pool
 from wharf.resource_manager.domain import Allocation
-from wharf.resource_manager.service import ResourceManagerService, codec, request_store
+from wharf.resource_manager.service import ResourceManagerService, bulk_insert, codec, request_store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_many
 
@@ -72,3 +73,24 @@ def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
         a.model_dump(exclude={"id", "request_id"}) for a in other.allocations
     ]
     assert raw[by_sqlalchemy] == raw[by_driver]  # column for column, as stored
+
+
+def test_rows_beyond_one_statement_are_split_into_chunks(
+    rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 7 parameters per subject row: 20 per statement at most, so 45 rows take 3 statements.
+    monkeypatch.setattr(bulk_insert, "MAX_PARAMETERS", 140)
+    setup_pool(rm, gpus_total=4)
+    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
+    rows = [
+        {**codec.subject_rows(model)[0], "chain": chain, "position": 0} for chain in range(1, 46)
+    ]
+    with rm._db.engine.begin() as conn:
+        insert_many(conn, t.subjects, rows)
+    with rm._db.engine.connect() as conn:
+        chains = conn.execute(
+            sa.select(t.subjects.c.chain).where(
+                t.subjects.c.request_id == model.id, t.subjects.c.chain > 0
+            )
+        ).scalars()
+        assert sorted(chains) == list(range(1, 46))

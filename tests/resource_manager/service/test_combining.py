@@ -13,7 +13,7 @@ import pytest
 from tests.resource_manager.service.helpers import ALICE, gpus, request_spec, setup_pool
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.service import ResourceManagerService
-from wharf.resource_manager.service.combining import Combiner, Slot
+from wharf.resource_manager.service.combining import Combiner, Signal, Slot
 
 
 class Doubler(Combiner[int]):
@@ -129,3 +129,22 @@ def test_the_service_async_entry_points(
     statuses = asyncio.run(main())
     expected = S.ALLOCATED if action == "renew" else S.RELEASED
     assert statuses and all(status is expected for status in statuses)
+
+
+def test_a_signal_wakes_its_waiter_once_however_often_it_is_set() -> None:
+    signal = Signal()
+    signal.set()
+    signal.set()  # a second setter (hand-off racing with finish) is a no-op
+    signal.wait()  # consumes the one wake-up
+    woken = threading.Event()
+
+    def waiter() -> None:
+        signal.wait()
+        woken.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert not woken.wait(0.05)  # nothing set since it was consumed
+    signal.set()
+    thread.join(5)
+    assert woken.is_set()

@@ -21,7 +21,7 @@ from allocations that existed at the start of the cycle); each victim is taken a
 from __future__ import annotations
 
 import copy
-import uuid
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -38,8 +38,24 @@ from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitt
 from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
 from wharf.resource_manager.scheduler.routes import Route
 
-ALLOCATION_NAMESPACE = uuid.UUID("6f1f7d0e-5f55-4a43-9d4c-2b6d0c1f3a77")
-"""Allocation ids are uuid5(namespace, request id + pick): pure and stable across retries."""
+_HEAD = ((1 << 48) - 1) << 80
+_VERSION_8 = 0x8 << 76
+_VARIANT = 0x2 << 62
+_HASHED = ((1 << 76) - 1) & ~(0x3 << 62)
+
+
+def allocation_id(request_id: UUID, key: str) -> UUID:
+    """The id of a request's allocation for pick ``key``: pure and stable across retries.
+
+    An RFC 9562 version 8 (custom) UUID: the first 48 bits are the request id's (its timestamp,
+    for the time-ordered ids the service gives new requests), 74 more come from a SHA-1 of the
+    request id and ``key``. Allocations of recent requests thus sit next to each other in the
+    primary-key index instead of on random pages; two picks of one request, or of requests of
+    one millisecond, differ in 74 hashed bits.
+    """
+    digest = hashlib.sha1(request_id.bytes + key.encode(), usedforsecurity=False).digest()
+    hashed = int.from_bytes(digest[:10], "big") & _HASHED
+    return UUID(int=(request_id.int & _HEAD) | _VERSION_8 | _VARIANT | hashed)
 
 
 @dataclass(slots=True)
@@ -98,7 +114,7 @@ class Admitter:
             settings = self.catalog.target_settings(policy, pick.class_index)
             allocations.append(
                 Allocation.model_construct(
-                    id=uuid.uuid5(ALLOCATION_NAMESPACE, f"{request.id}:{key}"),
+                    id=allocation_id(request.id, key),
                     request_id=request.id,
                     demand_index=pick.demand_index,
                     pool_id=pool.id,

@@ -1,4 +1,4 @@
-"""Many-row INSERTs handed to the database driver in one ``executemany``, for the hot tables.
+"""Many-row INSERTs handed to the database driver in as few calls as possible, for the hot tables.
 
 Owns: :func:`insert_many`.
 
@@ -11,6 +11,18 @@ parameters with the very bind processors SQLAlchemy would apply (each column typ
 ``dialect_impl(dialect).bind_processor(dialect)``), and the batch goes to the driver through
 ``Connection.exec_driver_sql`` — so events, error translation and retries are unchanged.
 
+On SQLite the rows go as one multi-row ``INSERT ... VALUES (...), (...)`` (per chunk of at
+most :data:`MAX_PARAMETERS` parameters) rather than an ``executemany``: the driver then releases
+the GIL once instead of once per row, and each release lets a waiting caller thread take the GIL
+away from the combining thread. Not on PostgreSQL: psycopg pipelines an ``executemany`` of a
+prepared statement, which measured faster there than one statement with hundreds of parameters.
+PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself.
+
+The processors are pure functions of the value, so two shortcuts keep their results exact:
+instants are converted once per distinct value in a call (a batch's rows share a handful of
+them: its ``now`` and the deadlines computed from it, and formatting one costs microseconds),
+and a JSON column's empty object and ``None`` are encoded once, when the statement is compiled.
+
 Invariants: the values the driver receives are those SQLAlchemy would send (the same processors,
 in the compiled statement's parameter order); rows of one call have the same keys; when the
 compiled statement does not have the expected shape, the call falls back to SQLAlchemy's own
@@ -19,14 +31,20 @@ compiled statement does not have the expected shape, the call falls back to SQLA
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
+from wharf.store.sql.types import JsonText
+
 Processor = Callable[[Any], Any] | None
+_MISSING = object()
+MAX_PARAMETERS = 30_000 if sqlite3.sqlite_version_info >= (3, 32) else 999
+"""Most parameters in one multi-row INSERT (SQLite allows 32,766 since 3.32, 999 before)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +52,21 @@ class _Compiled:
     sql: str
     names: tuple[str, ...]
     processors: tuple[Processor, ...]
+    memoized: tuple[bool, ...]
+    """Per parameter: its processor is memoized per call (instants)."""
     positional: bool
+    head: str | None
+    """``INSERT INTO t (...) VALUES `` when rows go as multi-row statements, else None."""
+    group: str
+    """One row's ``(...)`` with positional markers, its parameters in :attr:`names` order."""
+    by_rows: dict[int, str] = field(default_factory=dict, compare=False)
+    """Row count -> its multi-row statement (batch sizes are bounded, so is this)."""
+
+    def multi_row_sql(self, rows: int) -> str:
+        sql = self.by_rows.get(rows)
+        if sql is None:
+            sql = self.by_rows[rows] = f"{self.head}{', '.join([self.group] * rows)}"
+        return sql
 
 
 _CACHE: dict[tuple[str, str, str, str, tuple[str, ...]], _Compiled | None] = {}
@@ -43,7 +75,8 @@ SQLAlchemy's executemany)."""
 
 
 def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """``INSERT INTO table`` every row (all with the same keys) in one driver call."""
+    """``INSERT INTO table`` every row (all with the same keys) in as few driver calls as
+    possible (one per chunk of :data:`MAX_PARAMETERS` parameters, or one ``executemany``)."""
     if not rows:
         return
     keys = tuple(rows[0])
@@ -55,9 +88,17 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     if compiled is None:
         conn.execute(table.insert(), list(rows))
         return
-    pairs = tuple(zip(compiled.names, compiled.processors, strict=True))
+    pairs = tuple(
+        zip(compiled.names, _per_call(compiled.processors, compiled.memoized), strict=True)
+    )
     values = [tuple(row[n] if fn is None else fn(row[n]) for n, fn in pairs) for row in rows]
-    if compiled.positional:
+    if compiled.head is not None:
+        per_statement = max(1, MAX_PARAMETERS // len(compiled.names))
+        for start in range(0, len(values), per_statement):
+            chunk = values[start : start + per_statement]
+            flat = tuple(value for row in chunk for value in row)
+            conn.exec_driver_sql(compiled.multi_row_sql(len(chunk)), flat)
+    elif compiled.positional:
         conn.exec_driver_sql(compiled.sql, values)
     else:
         conn.exec_driver_sql(
@@ -79,7 +120,63 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         marker = "%({})s" if dialect.paramstyle == "pyformat" else ":{}"
         if any(marker.format(name) not in sql for name in names):
             return None
-    processors = tuple(
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+    head, group = _multi_row_parts(sql, statement.positional, dialect)
+    processors: list[Processor] = []
+    memoized: list[bool] = []
+    for name in names:
+        column_type = table.c[name].type
+        processor: Processor = column_type.dialect_impl(dialect).bind_processor(dialect)
+        if processor is not None and isinstance(column_type, JsonText):
+            processor = _json_constants(processor)
+        processors.append(processor)
+        impl = getattr(column_type, "impl_instance", column_type)
+        memoized.append(processor is not None and isinstance(impl, DateTime))
+    return _Compiled(
+        sql, names, tuple(processors), tuple(memoized), statement.positional, head, group
     )
-    return _Compiled(sql, names, processors, statement.positional)
+
+
+def _multi_row_parts(sql: str, positional: bool, dialect: Dialect) -> tuple[str | None, str]:
+    """(``INSERT ... VALUES ``, one row's group) on SQLite with ``?`` markers, else (None, "")."""
+    if dialect.name != "sqlite" or not positional or dialect.paramstyle != "qmark":
+        return None, ""
+    head, separator, group = sql.rpartition(" VALUES ")
+    if not separator or not group.startswith("(") or not group.endswith(")"):
+        return None, ""
+    return f"{head}{separator}", group
+
+
+def _json_constants(processor: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``processor`` with the encodings of ``None`` and of an empty object computed once."""
+    null, empty = processor(None), processor({})
+
+    def process(value: Any) -> Any:
+        if value is None:
+            return null
+        if type(value) is dict and not value:
+            return empty
+        return processor(value)
+
+    return process
+
+
+def _per_call(
+    processors: tuple[Processor, ...], memoized: tuple[bool, ...]
+) -> tuple[Processor, ...]:
+    """The processors for one call: memoized ones get a fresh cache (it lives for one call)."""
+    return tuple(
+        _memo(fn) if fn is not None and memo else fn
+        for fn, memo in zip(processors, memoized, strict=True)
+    )
+
+
+def _memo(processor: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    seen: dict[Any, Any] = {}
+
+    def process(value: Any) -> Any:
+        result = seen.get(value, _MISSING)
+        if result is _MISSING:
+            result = seen[value] = processor(value)
+        return result
+
+    return process

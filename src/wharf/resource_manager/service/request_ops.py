@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,7 +36,7 @@ from wharf.resource_manager.domain import (
     new_request,
     release,
 )
-from wharf.resource_manager.service import request_store
+from wharf.resource_manager.service import ids, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.config_store import as_uuid
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -91,7 +90,7 @@ class CreateRequest:
         config = tx.configuration()
         check_demands(self.demands, config.descriptors)
         request = new_request(
-            request_id=uuid.uuid4(),
+            request_id=ids.request_id(tx.now),
             subjects=spec.subjects,
             demands=self.demands,
             now=tx.now,
