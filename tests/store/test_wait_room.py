@@ -329,9 +329,11 @@ def _ask(client: InProcessResourceManager) -> UUID:
     return client.requests.create(spec).id
 
 
-def test_a_release_wakes_the_next_waiter_with_one_list_call(
+def test_an_embedded_release_wakes_the_next_waiter_without_a_list_call(
     embedded_rm: InProcessResourceManager,
 ) -> None:
+    """The in-process RM tells the room which requests its commit allocated: the waiter is
+    woken before the release returns, and nobody asks the RM."""
     requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
     holder, first, second = (_ask(embedded_rm) for _ in range(3))
     assert requests.get(holder).status is S.ALLOCATED
@@ -345,11 +347,40 @@ def test_a_release_wakes_the_next_waiter_with_one_list_call(
     embedded_rm.requests.list = counting_list  # type: ignore[method-assign]
     with requests.wait_room.enter(first) as t1, requests.wait_room.enter(second) as t2:
         requests.release(holder)
+        woken = t1.wait(0)
+        assert woken is not None and woken.id == first and woken.status is S.ALLOCATED
+        assert t2.wait(0) is None
+    assert listed == []
+
+
+def test_a_release_through_a_client_that_announces_nothing_costs_one_list_call(
+    embedded_rm: InProcessResourceManager,
+) -> None:
+    class Quiet:
+        """The embedded RM's requests without the announcements (as an HTTP client is)."""
+
+        def __init__(self) -> None:
+            self.listed: list[RequestFilter | None] = []
+
+        def __getattr__(self, name: str) -> object:
+            if name == "on_left_queue":
+                raise AttributeError(name)
+            return getattr(embedded_rm.requests, name)
+
+        def list(self, query=None, page=None):  # type: ignore[no-untyped-def]
+            self.listed.append(query)
+            return embedded_rm.requests.list(query, page)
+
+    quiet = Quiet()
+    requests = LazyRequests(lambda: quiet, watch_seconds=None)  # type: ignore[arg-type,return-value]
+    holder, first, second = (_ask(embedded_rm) for _ in range(3))
+    with requests.wait_room.enter(first) as t1, requests.wait_room.enter(second) as t2:
+        requests.release(holder)
         woken = t1.wait(SAFETY_TIMEOUT)
         assert woken is not None and woken.id == first and woken.status is S.ALLOCATED
         assert t2.wait(0) is None
-    assert len(listed) == 1 and listed[0] is not None
-    assert set(listed[0].ids or ()) == {first, second}
+    assert len(quiet.listed) == 1 and quiet.listed[0] is not None
+    assert set(quiet.listed[0].ids or ()) == {first, second}
 
 
 def test_a_waiting_launcher_takes_the_slot_a_release_freed(

@@ -8,10 +8,15 @@ the registered requests are no longer pending and wakes exactly those waiters, h
 request. Waiters whose request is still pending sleep on; they keep renewing their lease on
 their own schedule (see :mod:`wharf.execution.allocation`).
 
-What no release of this process announces (a step process or another process released, a
-lease lapsed, an admin cancelled) is caught by the room's watch: while anyone waits, one
-thread checks every :data:`WATCH_SECONDS` (one ``list`` per period for up to
-:data:`IDS_PER_LIST` waiters) and ends when the room empties.
+An in-process Resource Manager (embedded mode) tells the room itself: right after each of its
+commits it hands over the requests that left the queue (:meth:`WaitRoom.wake_left`), whatever
+caused it, so its releases need no ``list`` at all and a waiter hears of its allocation before
+the releasing call returns.
+
+What neither announces (a step process or another process released, a lease lapsed there, an
+admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
+every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters)
+and ends when the room empties.
 
 Invariants:
 - :meth:`LazyRequests.release` checks the room after the release committed, so the check sees
@@ -31,7 +36,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
@@ -65,6 +70,25 @@ LEFT_QUEUE = tuple(s for s in ResourceRequestStatus if s is not ResourceRequestS
 """A waiter is woken when its request reaches any of these (allocated, or ended/reclaimed)."""
 
 
+class RequestState(Protocol):
+    """What a waiter needs to know of its request (an RM answer or the RM's own model)."""
+
+    @property
+    def id(self) -> UUID: ...
+    @property
+    def status(self) -> ResourceRequestStatus: ...
+    @property
+    def status_reason(self) -> str | None: ...
+
+
+@runtime_checkable
+class AnnouncesLeftQueue(Protocol):
+    """A requests client that calls a listener with the requests leaving the queue (the
+    in-process Resource Manager's)."""
+
+    def on_left_queue(self, listener: Callable[[Sequence[RequestState]], None]) -> None: ...
+
+
 class Ticket:
     """One waiter's place in the room; :meth:`wait` returns its request once it left the queue."""
 
@@ -72,15 +96,15 @@ class Ticket:
 
     def __init__(self, request_id: UUID) -> None:
         self.request_id = request_id
-        self._request: ResourceRequestInfo | None = None
+        self._request: RequestState | None = None
         self._woken = threading.Event()
 
-    def wait(self, timeout: float) -> ResourceRequestInfo | None:
+    def wait(self, timeout: float) -> RequestState | None:
         """Block up to ``timeout`` seconds; the request if it left the queue, else None."""
         self._woken.wait(max(0.0, timeout))
         return self._request
 
-    def wake(self, request: ResourceRequestInfo) -> None:
+    def wake(self, request: RequestState) -> None:
         if self._request is None:
             self._request = request
             self._woken.set()
@@ -165,6 +189,16 @@ class WaitRoom:
         self._failing = False
         return True
 
+    def wake_left(self, requests: Sequence[RequestState]) -> None:
+        """Wake the waiters of those ``requests`` that left the queue (told by the RM)."""
+        with self._lock:
+            if not self._tickets:
+                return
+            for request in requests:
+                ticket = self._tickets.get(request.id)
+                if ticket is not None and request.status in LEFT_QUEUE:
+                    ticket.wake(request)
+
     def _watch(self) -> None:
         """Check every ``watch_seconds`` (backing off while the RM fails) until the room is
         empty; then leave, so an idle process keeps no thread."""
@@ -228,6 +262,8 @@ class LazyRequests:
     ) -> None:
         self._connect = connect
         self._client: RequestsClient | None = None
+        self._announced = False
+        """The client tells the wait room of allocations itself (no check after a release)."""
         self.wait_room = WaitRoom(left_queue_of(self.list), watch_seconds=watch_seconds)
 
     def notify_released(self) -> None:
@@ -238,7 +274,11 @@ class LazyRequests:
     @property
     def client(self) -> RequestsClient:
         if self._client is None:
-            self._client = self._connect()
+            client = self._connect()
+            if isinstance(client, AnnouncesLeftQueue):
+                client.on_left_queue(self.wait_room.wake_left)
+                self._announced = True
+            self._client = client
         return self._client
 
     def get(self, request_id: UUID) -> ResourceRequestInfo:
@@ -270,5 +310,6 @@ class LazyRequests:
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
         released = self.client.release(request_id, idempotency_key=idempotency_key)
-        self.notify_released()
+        if not self._announced:
+            self.notify_released()
         return released

@@ -51,6 +51,28 @@ def test_release_admits_the_next_waiter(rm: ResourceManagerService) -> None:
     assert rm.requests.get(second.id).status is S.ALLOCATED
 
 
+def test_listeners_hear_which_requests_left_the_queue_right_after_the_commit(
+    rm: ResourceManagerService, caplog: pytest.LogCaptureFixture
+) -> None:
+    setup_pool(rm, gpus_total=2)
+    heard: list[list[tuple[object, S]]] = []
+
+    def broken(_requests: object) -> None:
+        raise RuntimeError("listener bug")
+
+    rm.requests.on_left_queue(broken)  # logged, never fails the batch
+    rm.requests.on_left_queue(lambda left: heard.append([(r.id, r.status) for r in left]))
+    first = rm.requests.create(ALICE, request_spec(gpus(2)))
+    second = rm.requests.create(BOB, request_spec(gpus(1)))
+    third = rm.requests.create(BOB, request_spec(gpus(2)))
+    assert heard == []  # created allocated or pending: their creators have the answer
+    rm.requests.release(ALICE, first.id)
+    assert heard == [[(second.id, S.ALLOCATED)]]  # before the release returned
+    rm.requests.cancel(BOB, third.id)
+    assert heard[-1] == [(third.id, S.CANCELLED)]
+    assert "listener" in caplog.text
+
+
 def test_release_and_cancel_of_terminal_requests_return_them_unchanged(
     rm: ResourceManagerService,
 ) -> None:

@@ -35,6 +35,7 @@ from wharf.resource_manager.client.models import (
 from wharf.resource_manager.client.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
 from wharf.resource_manager.service import Principal, ResourceManagerService, ServiceOptions
+from wharf.resource_manager.service.batch import LeftQueueListener
 from wharf.resource_manager.service.config_service import (
     DescriptorService,
     PolicyService,
@@ -122,6 +123,11 @@ class _Policies:
 class _Requests:
     def __init__(self, service: RequestService, principal: Principal) -> None:
         self._service, self._principal = service, principal
+
+    def on_left_queue(self, listener: LeftQueueListener) -> None:
+        """In-process only: ``listener`` hears of every request this process's commits move
+        out of the queue, right after the commit (see ``BatchRunner.on_left_queue``)."""
+        self._service.on_left_queue(listener)
 
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None

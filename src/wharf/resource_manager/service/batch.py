@@ -24,13 +24,18 @@ Invariants:
   alone, so one bad operation never fails its neighbours;
 - the cache adopts the working copy only after commit; a stale compare-and-set invalidates it
   and the batch is retried once from a full reload;
-- results are set on the callers' slots only after the transaction committed.
+- results are set on the callers' slots only after the transaction committed;
+- after a commit and before any caller of the batch is answered, the listeners added with
+  :meth:`BatchRunner.on_left_queue` get the requests that left the queue in it (pending before,
+  allocated or ended now), so a waiter of this process hears of its allocation without asking;
+  a failing listener is logged and never fails the batch.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,6 +44,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import Connection
 
 from wharf.core.errors import IllegalOperationError, WharfError
+from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import cycle, idempotency, leader
 from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
@@ -46,6 +52,10 @@ from wharf.resource_manager.service.request_store import StaleStateError
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
 from wharf.store.sql.engine import Database
+
+logger = logging.getLogger(__name__)
+
+LeftQueueListener = Callable[[Sequence[ResourceRequest]], None]
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
 
@@ -89,6 +99,11 @@ class BatchRunner(Combiner[Operation]):
         self.last_cycle: datetime | None = None
         """Server time of this process's latest committed scheduling cycle (a transaction of
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
+        self._listeners: list[LeftQueueListener] = []
+
+    def on_left_queue(self, listener: LeftQueueListener) -> None:
+        """Call ``listener`` after each commit with the requests that left the queue in it."""
+        self._listeners.append(listener)
 
     # -- one batch --------------------------------------------------------------------------
 
@@ -108,8 +123,17 @@ class BatchRunner(Combiner[Operation]):
         self.cache.adopt(run.tx.work, run.state_version, run.config_version)
         if run.cycled:
             self.last_cycle = run.tx.now
+        if run.tx.left_queue:
+            self._announce(run.tx.left_queue)
         for slot, outcome in zip(batch, run.outcomes, strict=True):
             slot.finish(outcome.value, outcome.error)
+
+    def _announce(self, left: Sequence[ResourceRequest]) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(left)
+            except Exception:  # a listener's bug must not fail the batch that committed
+                logger.exception("A listener of requests leaving the queue failed.")
 
     def _fail(self, batch: list[Slot[Operation]], error: BaseException) -> None:
         if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):

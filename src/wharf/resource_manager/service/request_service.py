@@ -43,7 +43,7 @@ from wharf.resource_manager.client.models import (
 )
 from wharf.resource_manager.domain import Demand, load
 from wharf.resource_manager.service import queries, whatif
-from wharf.resource_manager.service.batch import BatchRunner
+from wharf.resource_manager.service.batch import BatchRunner, LeftQueueListener
 from wharf.resource_manager.service.combining import Combiner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.options import ServiceOptions
@@ -71,6 +71,11 @@ class RequestService:
         self._runner = runner
         self._options = options
         self._renewals = RenewalRunner(db, options.max_batch, lambda: runner.cache.view)
+
+    def on_left_queue(self, listener: LeftQueueListener) -> None:
+        """Call ``listener`` right after each commit of this process that moved requests out
+        of the queue (allocated, or ended while pending), with those requests."""
+        self._runner.on_left_queue(listener)
 
     def create(
         self,

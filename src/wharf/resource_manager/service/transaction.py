@@ -26,6 +26,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection
 
+from wharf.core.enums import ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
@@ -74,6 +75,9 @@ class Tx:
     this batch: a second call with the same key shares its result."""
     final: dict[UUID, ResourceRequest] = field(default_factory=dict)
     """The latest (neutral) model of every request created or changed in this transaction."""
+    left_queue: list[ResourceRequest] = field(default_factory=list)
+    """Requests that were pending before this transaction and are not any more (allocated,
+    cancelled, expired ...), as :meth:`flush` wrote them: announced after commit."""
     _wanted: set[UUID] = field(default_factory=set)
     _loaded: dict[UUID, request_store.Loaded] = field(default_factory=dict)
 
@@ -137,6 +141,12 @@ class Tx:
         request_store.insert_requests(self.conn, rows, children)
         self.created = {}
         request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        self.left_queue.extend(
+            after
+            for before, after in self.transitions.values()
+            if before.status is ResourceRequestStatus.PENDING
+            and after.status is not ResourceRequestStatus.PENDING
+        )
         self.transitions = {}
         request_store.insert_allocations(self.conn, self.allocations)
         self.allocations = []
