@@ -30,6 +30,7 @@ from wharf.config.settings import ResourceSettings
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.store.lazy_requests import RequestState
 
 INITIAL_POLL_SECONDS = 1.0
 MAX_POLL_SECONDS = 20.0
@@ -56,26 +57,17 @@ class AllocationFailedError(WharfError):
     """The step's resources will not be allocated; the message says why."""
 
 
-class RequestLike(Protocol):
-    @property
-    def id(self) -> UUID: ...
-    @property
-    def status(self) -> ResourceRequestStatus: ...
-    @property
-    def status_reason(self) -> str | None: ...
-
-
 class RenewRequests(Protocol):
     def renew(
         self,
         request_id: UUID,
         lease_seconds: int,
         runtime_state: ResourceRequestRuntimeState | None = None,
-    ) -> RequestLike: ...
+    ) -> RequestState: ...
 
 
 class WaitTicket(Protocol):
-    def wait(self, timeout: float) -> RequestLike | None:
+    def wait(self, timeout: float) -> RequestState | None:
         """Block up to ``timeout`` seconds; the request once it left the queue, else None."""
         ...
 
@@ -107,7 +99,7 @@ class AllocationWaiter:
 
         return next_delay
 
-    def wait(self, request_id: UUID, settings: ResourceSettings) -> RequestLike:
+    def wait(self, request_id: UUID, settings: ResourceSettings) -> RequestState:
         """Block until the request is allocated; return it (raises AllocationFailedError)."""
         if self.room is None:
             return self._wait(request_id, settings, None)
@@ -117,7 +109,7 @@ class AllocationWaiter:
 
     def _wait(
         self, request_id: UUID, settings: ResourceSettings, ticket: WaitTicket | None
-    ) -> RequestLike:
+    ) -> RequestState:
         timeout = settings.allocation_wait_timeout_seconds
         started = self.clock()
         next_delay = self.delays()
@@ -153,7 +145,7 @@ class AllocationWaiter:
                 return woken
 
 
-def _left_queue(request_id: UUID, request: RequestLike) -> bool:
+def _left_queue(request_id: UUID, request: RequestState) -> bool:
     """False while pending; True once allocated; raises AllocationFailedError for any other
     status (so a wake-up always ends the wait: it is never handed a request still queued)."""
     if request.status is ResourceRequestStatus.PENDING:

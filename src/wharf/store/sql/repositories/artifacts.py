@@ -15,7 +15,9 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import Connection, Row, bindparam, func, select
@@ -32,7 +34,7 @@ from wharf.store.models import (
     PageRequest,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
+from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
@@ -45,6 +47,7 @@ from wharf.store.sql.repositories._base import (
     to_page,
 )
 
+T = TypeVar("T")
 _A = t.artifact
 _V = t.artifact_version
 DEFAULT_FILTER = ArtifactFilter()
@@ -72,22 +75,33 @@ def _artifact(row: Row[Any]) -> ArtifactRecord:
     return ArtifactRecord.model_validate(row._asdict())
 
 
-class SqlArtifactRepository(SqlRepository):
-    def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord:
-        check_name(version.name, "artifact")
-        key = {"project_id": version.project_id, "name": version.name}
-
-        def insert(conn: Connection) -> dict[str, Any]:
-            now = self._db.now()
-            artifact_id, latest = self._lookup(conn, key)
-            if artifact_id is None:
-                artifact_id = new_id()
-                conn.execute(_INSERT_ARTIFACT, {"id": artifact_id, **key, "created": now})
-            values = {
+def insert_versions(
+    conn: Connection, versions: Sequence[ArtifactVersionCreate], now: datetime, *, sqlite: bool
+) -> list[dict[str, Any]]:
+    """Insert ``versions`` in the caller's write transaction, numbered per artifact in the
+    order given; artifacts are created on first use and locked in sorted (project, name)
+    order, so two writers never deadlock on each other. The rows written, in order."""
+    keys = sorted({(v.project_id, v.name) for v in versions}, key=lambda k: (str(k[0]), k[1]))
+    ids: dict[tuple[UUID, str], UUID] = {}
+    latest: dict[tuple[UUID, str], int] = {}
+    for project_id, name in keys:
+        key = {"project_id": project_id, "name": name}
+        artifact_id, top = _lookup(conn, key, sqlite)
+        if artifact_id is None:
+            artifact_id = new_id()
+            conn.execute(_INSERT_ARTIFACT, {"id": artifact_id, **key, "created": now})
+        ids[(project_id, name)] = artifact_id
+        latest[(project_id, name)] = top or 0
+    rows = []
+    for version in versions:
+        name_key = (version.project_id, version.name)
+        latest[name_key] += 1
+        rows.append(
+            {
                 "id": new_id(),
-                "artifact_id": artifact_id,
+                "artifact_id": ids[name_key],
                 "project_id": version.project_id,
-                "version": (latest or 0) + 1,
+                "version": latest[name_key],
                 "uri": version.uri,
                 "data_type": version.data_type,
                 "materializer": version.materializer,
@@ -96,30 +110,76 @@ class SqlArtifactRepository(SqlRepository):
                 "artifact_store_id": version.artifact_store_id,
                 "created": now,
             }
-            conn.execute(_INSERT_VERSION, values)
-            return values
-
-        for _ in range(MAX_CONFLICT_RETRIES):
-            try:
-                values = self._db.write(insert)
-            except UniqueViolationError:
-                continue  # another writer created the artifact first; now it is there to lock
-            except ForeignKeyViolationError as exc:
-                raise (
-                    first_missing(
-                        self._db,
-                        [
-                            ("project", t.project, [version.project_id]),
-                            ("step run", t.step_run, [version.producer_step_run_id]),
-                        ],
-                    )
-                    or exc
-                ) from None
-            return ArtifactVersionRecord.model_validate({**values, "name": version.name})
-        raise StoreError(
-            f"Could not create a version of artifact '{version.name}' after "
-            f"{MAX_CONFLICT_RETRIES} conflicting attempts."
         )
+    if rows:
+        conn.execute(_INSERT_VERSION, rows)
+    return rows
+
+
+def _lookup(conn: Connection, key: dict[str, Any], sqlite: bool) -> tuple[UUID | None, int | None]:
+    """The artifact's id (locked) and its highest version; Nones if it does not exist."""
+    if sqlite:
+        row = conn.execute(_ARTIFACT_AND_MAX, key).first()
+        return (None, None) if row is None else (row[0], row[1])
+    artifact_id = conn.execute(_LOCK_ARTIFACT, key).scalar()
+    if artifact_id is None:
+        return None, None
+    latest = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
+    return artifact_id, latest
+
+
+def write_versions(
+    db: Database,
+    fn: Callable[[Connection], T],
+    versions: Sequence[ArtifactVersionCreate],
+    linked: Iterable[UUID] = (),
+) -> T:
+    """Run ``fn`` (which inserts ``versions``, and may link versions ``linked`` to a step) in a
+    write transaction: a conflict on a new artifact runs it again, a missing reference becomes
+    not found."""
+    for version in versions:
+        check_name(version.name, "artifact")
+    for _ in range(MAX_CONFLICT_RETRIES):
+        try:
+            return db.write(fn)
+        except UniqueViolationError:
+            continue  # another writer created one of the artifacts first: lock it now
+        except ForeignKeyViolationError as exc:
+            raise (
+                first_missing(
+                    db,
+                    [
+                        ("project", t.project, [v.project_id for v in versions]),
+                        ("step run", t.step_run, [v.producer_step_run_id for v in versions]),
+                        ("artifact version", t.artifact_version, list(linked)),
+                    ],
+                )
+                or exc
+            ) from None
+    raise StoreError(
+        f"Could not create {len(versions)} artifact version(s) after "
+        f"{MAX_CONFLICT_RETRIES} conflicting attempts."
+    )
+
+
+def version_records(
+    rows: Sequence[dict[str, Any]], versions: Sequence[ArtifactVersionCreate]
+) -> list[ArtifactVersionRecord]:
+    return [
+        ArtifactVersionRecord.model_validate({**row, "name": v.name})
+        for row, v in zip(rows, versions, strict=True)
+    ]
+
+
+class SqlArtifactRepository(SqlRepository):
+    def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord:
+        versions = [version]
+        rows = write_versions(
+            self._db,
+            lambda conn: insert_versions(conn, versions, self._db.now(), sqlite=self._db.is_sqlite),
+            versions,
+        )
+        return version_records(rows, versions)[0]
 
     def get_version(self, version_id: UUID) -> ArtifactVersionRecord:
         row = self._db.read(lambda c: c.execute(_GET_VERSION, {"version_id": version_id}).first())
@@ -166,16 +226,3 @@ class SqlArtifactRepository(SqlRepository):
         if filter.name is not None:
             conditions.append(_A.c.name == filter.name)
         return list_page(self._db, _A, conditions, page, _artifact)
-
-    # ----------------------------------------------------------------- internals
-
-    def _lookup(self, conn: Connection, key: dict[str, Any]) -> tuple[UUID | None, int | None]:
-        """The artifact's id (locked) and its highest version; Nones if it does not exist."""
-        if self._db.is_sqlite:
-            row = conn.execute(_ARTIFACT_AND_MAX, key).first()
-            return (None, None) if row is None else (row[0], row[1])
-        artifact_id = conn.execute(_LOCK_ARTIFACT, key).scalar()
-        if artifact_id is None:
-            return None, None
-        latest = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
-        return artifact_id, latest

@@ -24,15 +24,14 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, select, tuple_
+from sqlalchemy import Connection, bindparam, select, tuple_
 
-from wharf.core.errors import EntityExistsError, InputError, StoreError
-from wharf.core.ids import new_id
+from wharf.core.errors import EntityExistsError, InputError
 from wharf.core.transitions import check_step_initial
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -43,13 +42,13 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
+from wharf.store.sql.engine import Database
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
-from wharf.store.sql.repositories._base import (
-    check_name,
-    chunks,
-    first_missing,
-    not_found,
+from wharf.store.sql.repositories._base import chunks, not_found
+from wharf.store.sql.repositories.artifacts import (
+    insert_versions,
+    version_records,
+    write_versions,
 )
 from wharf.store.sql.repositories.steps import (
     find_cached_in,
@@ -59,18 +58,15 @@ from wharf.store.sql.repositories.steps import (
     refuse_stopping,
     step_values,
     update_in,
+    write_step,
 )
 
 _S = t.step_run
 _A = t.artifact
 _V = t.artifact_version
-T = TypeVar("T")
 MAX_BATCH = 1000
 """Most records one batch may hold."""
 
-_ARTIFACT_KEY = (_A.c.project_id == bindparam("project_id"), _A.c.name == bindparam("name"))
-_LOCK_ARTIFACT = select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update()
-_MAX_VERSION = select(func.max(_V.c.version)).where(_V.c.artifact_id == bindparam("artifact_id"))
 _OUT = t.step_run_output
 _OUTPUT_VERSIONS = (
     select(_V, _A.c.name, _OUT.c.name.label("output_name"))
@@ -206,20 +202,7 @@ class SqlBatchOperations:
             outputs = _outputs(conn, cached.id)
             return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
 
-        try:
-            return self._db.write(find_or_create)
-        except UniqueViolationError:
-            raise EntityExistsError(
-                f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
-            ) from None
-        except ForeignKeyViolationError as exc:
-            missing = missing_reference(
-                self._db,
-                [*step.inputs.values(), *step.outputs.values()],
-                [step.original_step_run_id],
-                [step.run_id],
-            )
-            raise missing or exc from None
+        return write_step(self._db, step, find_or_create)
 
     def finish(
         self,
@@ -229,10 +212,11 @@ class SqlBatchOperations:
     ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
         names = list(outputs)
         versions = [outputs[n] for n in names]
+        _check_size(versions, "artifact versions")
 
         def apply(conn: Connection) -> tuple[StepRunRecord, list[dict[str, Any]]]:
+            rows = self._insert_versions(conn, versions)
             now = self._db.now()
-            rows = _insert_versions(conn, versions, now)
             links = {
                 **(update.outputs or {}),
                 **{n: r["id"] for n, r in zip(names, rows, strict=True)},
@@ -240,107 +224,23 @@ class SqlBatchOperations:
             linked = update.model_copy(update={"outputs": links}) if rows else update
             return update_in(conn, now, step_run_id, linked), rows
 
-        record, rows = self._write_versions(apply, versions, (update.outputs or {}).values())
-        return record, dict(zip(names, _version_records(rows, versions), strict=True))
+        record, rows = write_versions(self._db, apply, versions, (update.outputs or {}).values())
+        return record, dict(zip(names, version_records(rows, versions), strict=True))
 
     # ----------------------------------------------------------------- artifact versions
 
     def create_versions(
         self, versions: Sequence[ArtifactVersionCreate]
     ) -> list[ArtifactVersionRecord]:
+        _check_size(versions, "artifact versions")
         if not versions:
-            _check_versions(versions)
             return []
-        rows = self._write_versions(
-            lambda conn: _insert_versions(conn, versions, self._db.now()), versions
+        rows = write_versions(
+            self._db, lambda conn: self._insert_versions(conn, versions), versions
         )
-        return _version_records(rows, versions)
+        return version_records(rows, versions)
 
-    def _write_versions(
-        self,
-        fn: Callable[[Connection], T],
-        versions: Sequence[ArtifactVersionCreate],
-        linked: Iterable[UUID] = (),
-    ) -> T:
-        """Run ``fn`` (which inserts ``versions``) in a write transaction; a conflict on a new
-        artifact runs it again, a missing reference becomes not found."""
-        _check_versions(versions)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            try:
-                return self._db.write(fn)
-            except UniqueViolationError:
-                continue  # another writer created one of the artifacts first: lock it now
-            except ForeignKeyViolationError as exc:
-                raise (
-                    first_missing(
-                        self._db,
-                        [
-                            ("project", t.project, [v.project_id for v in versions]),
-                            ("step run", t.step_run, [v.producer_step_run_id for v in versions]),
-                            ("artifact version", t.artifact_version, list(linked)),
-                        ],
-                    )
-                    or exc
-                ) from None
-        raise StoreError(
-            f"Could not create {len(versions)} artifact versions after "
-            f"{MAX_CONFLICT_RETRIES} conflicting attempts."
-        )
-
-
-def _check_versions(versions: Sequence[ArtifactVersionCreate]) -> None:
-    _check_size(versions, "artifact versions")
-    for version in versions:
-        check_name(version.name, "artifact")
-
-
-def _insert_versions(
-    conn: Connection, versions: Sequence[ArtifactVersionCreate], now: datetime
-) -> list[dict[str, Any]]:
-    """Insert ``versions`` in the caller's write transaction, numbering them per artifact."""
-    if not versions:
-        return []
-    keys = sorted({(v.project_id, v.name) for v in versions}, key=lambda k: (str(k[0]), k[1]))
-    ids: dict[tuple[UUID, str], UUID] = {}
-    latest: dict[tuple[UUID, str], int] = {}
-    for project_id, name in keys:
-        params = {"project_id": project_id, "name": name}
-        artifact_id = conn.execute(_LOCK_ARTIFACT, params).scalar()
-        if artifact_id is None:
-            artifact_id = new_id()
-            conn.execute(_A.insert(), {"id": artifact_id, **params, "created": now})
-            top = None
-        else:
-            top = conn.execute(_MAX_VERSION, {"artifact_id": artifact_id}).scalar()
-        ids[(project_id, name)] = artifact_id
-        latest[(project_id, name)] = top or 0
-    rows = []
-    for version in versions:
-        key = (version.project_id, version.name)
-        latest[key] += 1
-        rows.append(
-            {
-                "id": new_id(),
-                "artifact_id": ids[key],
-                "project_id": version.project_id,
-                "version": latest[key],
-                "uri": version.uri,
-                "data_type": version.data_type,
-                "materializer": version.materializer,
-                "content_hash": version.content_hash,
-                "producer_step_run_id": version.producer_step_run_id,
-                "artifact_store_id": version.artifact_store_id,
-                "created": now,
-            }
-        )
-    conn.execute(_V.insert(), rows)
-    return rows
-
-
-def _version_records(
-    rows: Sequence[dict[str, Any]], versions: Sequence[ArtifactVersionCreate]
-) -> list[ArtifactVersionRecord]:
-    return [
-        ArtifactVersionRecord.model_validate({**row, "name": v.name})
-        for row, v in zip(rows, versions, strict=True)
-    ]
+    def _insert_versions(
+        self, conn: Connection, versions: Sequence[ArtifactVersionCreate]
+    ) -> list[dict[str, Any]]:
+        return insert_versions(conn, versions, self._db.now(), sqlite=self._db.is_sqlite)

@@ -47,9 +47,9 @@ inside their own transactions.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, select
@@ -83,6 +83,7 @@ from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES, beat, f
 from wharf.store.sql.repositories.step_links import link_rows, load_links, step_record
 from wharf.store.sql.types import as_utc
 
+T = TypeVar("T")
 _S = t.step_run
 _IN = t.step_run_input
 _OUT = t.step_run_output
@@ -261,23 +262,29 @@ def missing_reference(
     )
 
 
+def write_step(db: Database, step: StepRunCreate, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn`` (which inserts ``step``) in a write transaction; constraint violations
+    become the repository's errors."""
+    try:
+        return db.write(fn)
+    except UniqueViolationError:
+        raise EntityExistsError(
+            f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
+        ) from None
+    except ForeignKeyViolationError as exc:
+        missing = missing_reference(
+            db,
+            [*step.inputs.values(), *step.outputs.values()],
+            [step.original_step_run_id],
+            [step.run_id],
+        )
+        raise missing or exc from None
+
+
 class SqlStepRunRepository(SqlRepository):
     def create(self, step: StepRunCreate) -> StepRunRecord:
         values = step_values(step, self._db.now())
-        try:
-            self._db.write(lambda conn: insert_step(conn, step, values))
-        except UniqueViolationError:
-            raise EntityExistsError(
-                f"Run {step.run_id} already has a step run '{step.name}' (attempt {step.attempt})."
-            ) from None
-        except ForeignKeyViolationError as exc:
-            missing = missing_reference(
-                self._db,
-                [*step.inputs.values(), *step.outputs.values()],
-                [step.original_step_run_id],
-                [step.run_id],
-            )
-            raise missing or exc from None
+        write_step(self._db, step, lambda conn: insert_step(conn, step, values))
         return inserted_record(step, values)
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
