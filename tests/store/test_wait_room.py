@@ -37,7 +37,7 @@ from wharf.resource_manager.client.models import (
 from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
 from wharf.resource_manager.service import Principal
 from wharf.sdk.pools import ensure_pool
-from wharf.store.lazy_requests import IDS_PER_LIST, LazyRequests, WaitRoom
+from wharf.store.lazy_requests import IDS_PER_LIST, REMEMBERED, LazyRequests, WaitRoom
 
 SAFETY_TIMEOUT = 30.0
 """Only bounds a broken test; every wait that should return has been made to return."""
@@ -110,6 +110,30 @@ def test_an_empty_room_costs_nothing_and_leaving_unregisters() -> None:
         room.check()
     assert rm.lookups == [(b,)]
     assert room.waiting == 0
+
+
+def test_a_request_known_to_have_left_before_anyone_waited_wakes_its_waiter_on_entry() -> None:
+    created, announced, pending = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    room = room_for(FakeRM())
+    room.left_before_waiting(Info(created, S.ALLOCATED))  # created allocated
+    room.left_before_waiting(Info(pending, S.PENDING))  # still queued: nothing to remember
+    room.wake_left([Info(announced, S.CANCELLED)])  # announced before its waiter entered
+    with room.enter(created) as a, room.enter(announced) as b, room.enter(pending) as c:
+        woken_a, woken_b = a.wait(0), b.wait(0)
+        assert woken_a is not None and woken_a.status is S.ALLOCATED
+        assert woken_b is not None and woken_b.status is S.CANCELLED
+        assert c.wait(0) is None
+    with room.enter(created) as again:  # remembered for one entry only
+        assert again.wait(0) is None
+
+
+def test_the_room_remembers_a_bounded_number_of_early_departures() -> None:
+    room = room_for(FakeRM())
+    ids = [uuid.uuid4() for _ in range(REMEMBERED + 1)]
+    room.wake_left([Info(i, S.ALLOCATED) for i in ids])
+    with room.enter(ids[0]) as oldest, room.enter(ids[-1]) as newest:
+        assert oldest.wait(0) is None
+        assert newest.wait(0) is not None
 
 
 def test_many_waiters_are_looked_up_in_chunks() -> None:
@@ -428,3 +452,39 @@ def test_a_waiting_launcher_takes_the_slot_a_release_freed(
     thread.join(SAFETY_TIMEOUT)
     assert [getattr(r, "status", None) for r in got] == [S.ALLOCATED]
     assert polls == [S.PENDING]  # woken by the room, not by a second poll
+
+
+def test_a_request_created_allocated_is_taken_without_a_poll(
+    embedded_rm: InProcessResourceManager,
+) -> None:
+    """The room remembers what the creation answered: the waiter needs no renewal at all."""
+    from datetime import UTC, datetime
+
+    from wharf.config.settings import ResourceSettings
+    from wharf.execution.allocation import AllocationWaiter
+
+    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    account = SubjectNode(subject_type=SubjectType.ACCOUNT, subject_id="alice")
+    spec = ResourceRequestCreate(
+        subjects=(SubjectChain(nodes=(account,)),),
+        demands=(DemandSpec(resource="license", quantity=1),),
+        lease_seconds=600,
+    )
+    created = requests.create(spec)
+    assert created.status is S.ALLOCATED
+    renewals: list[object] = []
+
+    def renew(*args: object, **kwargs: object) -> None:
+        renewals.append(args)
+        raise AssertionError("no poll: the room knew")
+
+    requests.renew = renew  # type: ignore[assignment,method-assign]
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError("nothing to wait for")
+
+    waiter = AllocationWaiter(
+        requests, lambda: datetime.now(UTC), no_sleep, room=requests.wait_room
+    )
+    assert waiter.wait(created.id, ResourceSettings()).status is S.ALLOCATED
+    assert renewals == []

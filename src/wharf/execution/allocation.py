@@ -10,7 +10,9 @@ or is being reclaimed already (preempting, preempted), and when
 
 Between polls the waiter sits in a wait room (:class:`WaitRoomLike`, in embedded mode
 :class:`wharf.store.lazy_requests.WaitRoom`) that hands it its request as soon as the request
-leaves the queue, so a freed slot is taken at once while the polls keep the lease alive.
+leaves the queue, so a freed slot is taken at once while the polls keep the lease alive. A
+room that already knows the request left the queue (it was created allocated) wakes the waiter
+as it enters: no poll at all, the launcher renews for initialization next.
 Invariant: the waiter enters the room before its first renewal reads the status and leaves it
 only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
@@ -110,6 +112,10 @@ class AllocationWaiter:
     def _wait(
         self, request_id: UUID, settings: ResourceSettings, ticket: WaitTicket | None
     ) -> RequestState:
+        if ticket is not None:
+            known = ticket.wait(0)  # the room may know already (e.g. allocated at creation)
+            if known is not None and _left_queue(request_id, known):
+                return known
         timeout = settings.allocation_wait_timeout_seconds
         started = self.clock()
         next_delay = self.delays()

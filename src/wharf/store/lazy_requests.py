@@ -13,6 +13,11 @@ commits it hands over the requests that left the queue (:meth:`WaitRoom.wake_lef
 caused it, so its releases need no ``list`` at all and a waiter hears of its allocation before
 the releasing call returns.
 
+The room also remembers, for a while, requests it learnt had left the queue before anyone
+waited for them (created allocated, or announced while their step was still on its way to the
+room): a waiter entering for such a request finds its ticket woken at once, so a step whose
+request was allocated at creation starts without asking the RM again.
+
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
 every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters)
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -60,6 +66,9 @@ logger = logging.getLogger(__name__)
 IDS_PER_LIST = 200
 """Request ids per ``list`` call of a check: bounds the SQL ``IN`` list, and over HTTP the
 URL (repeated ``id`` parameters, about 8 KB)."""
+
+REMEMBERED = 1024
+"""Most requests the room remembers as having left the queue before anyone waited for them."""
 
 WATCH_SECONDS = 0.5
 """While anyone waits, the room also checks this often (see :class:`WaitRoom`)."""
@@ -131,6 +140,8 @@ class WaitRoom:
         self._lock = threading.Lock()
         self._emptied = threading.Condition(self._lock)
         self._tickets: dict[UUID, Ticket] = {}
+        self._left_early: OrderedDict[UUID, RequestState] = OrderedDict()
+        """Requests known to have left the queue before a waiter entered (oldest first)."""
         self._dirty = False
         self._checking = False
         self._failing = False
@@ -148,6 +159,9 @@ class WaitRoom:
         ticket = Ticket(request_id)
         with self._lock:
             self._tickets[request_id] = ticket
+            known = self._left_early.pop(request_id, None)
+            if known is not None:
+                ticket.wake(known)
             if self._watch_seconds is not None and self.watcher is None:
                 self.watcher = threading.Thread(
                     target=self._watch, name="wharf-wait-room", daemon=True
@@ -190,14 +204,29 @@ class WaitRoom:
         return True
 
     def wake_left(self, requests: Sequence[RequestState]) -> None:
-        """Wake the waiters of those ``requests`` that left the queue (told by the RM)."""
+        """Wake the waiters of those ``requests`` that left the queue (told by the RM); the
+        others are remembered for a waiter that has not entered yet."""
         with self._lock:
-            if not self._tickets:
-                return
             for request in requests:
+                if request.status not in LEFT_QUEUE:
+                    continue
                 ticket = self._tickets.get(request.id)
-                if ticket is not None and request.status in LEFT_QUEUE:
+                if ticket is not None:
                     ticket.wake(request)
+                else:
+                    self._remember(request)
+
+    def left_before_waiting(self, request: RequestState) -> None:
+        """``request`` is known not to be pending (e.g. it was created allocated): a waiter
+        that enters for it later is woken at once."""
+        if request.status in LEFT_QUEUE:
+            with self._lock:
+                self._remember(request)
+
+    def _remember(self, request: RequestState) -> None:
+        self._left_early[request.id] = request
+        while len(self._left_early) > REMEMBERED:
+            self._left_early.popitem(last=False)
 
     def _watch(self) -> None:
         """Check every ``watch_seconds`` (backing off while the RM fails) until the room is
@@ -292,7 +321,9 @@ class LazyRequests:
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        return self.client.create(spec, idempotency_key=idempotency_key)
+        created = self.client.create(spec, idempotency_key=idempotency_key)
+        self.wait_room.left_before_waiting(created)
+        return created
 
     def renew(
         self,
