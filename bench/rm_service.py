@@ -28,8 +28,14 @@ Figures:
 - ``cpu_ms_per_admission``: CPU time of this process (service and callers) per admission, a
   figure that other load on the machine disturbs much less than wall-clock throughput.
 
+``--single-thread`` instead drives the service's batch runner directly from one thread (no
+callers, no combining, no thread hand-overs): each transaction creates 25 requests and releases
+25 admitted ones, until ``--requests`` were created; it reports CPU and wall time per admission,
+the steadiest figure to compare two versions of the service's SQL on a busy machine. It reaches
+into the service's private batch runner (``requests._runner``), so it follows its changes.
+
 Usage: ``python bench/rm_service.py [--requests 15000] [--clients 64 128 192] [--backends sqlite
-postgresql]``; PostgreSQL from ``WHARF_BENCH_POSTGRES_URL`` (default
+postgresql] [--single-thread]``; PostgreSQL from ``WHARF_BENCH_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``; a throw-away database is created and dropped).
 """
 
@@ -58,6 +64,9 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client.inprocess import InProcessResourceManager
 from wharf.resource_manager.client.models import ResourceRequestCreate
 from wharf.resource_manager.service import Principal, ResourceManagerService
+from wharf.resource_manager.service.combining import Slot
+from wharf.resource_manager.service.request_ops import ReleaseRequest
+from wharf.resource_manager.service.transaction import Operation
 from wharf.store.sql.engine import normalize_url
 
 RESULTS = Path(__file__).parent / "results" / "rm_service.json"
@@ -229,6 +238,47 @@ def run_sequential(rm: ResourceManagerService, count: int, seed: int) -> dict[st
     }
 
 
+def run_single_thread(rm: ResourceManagerService, count: int, seed: int) -> dict[str, Any]:
+    """Transactions of 25 creates + 25 releases, run one after the other on this thread."""
+    per_transaction = 25
+    rng = random.Random(seed)
+    specs = [make_request(rng, i)[0] for i in range(count)]
+    runner = rm.requests._runner  # bypasses the combiner on purpose
+    held: list[uuid.UUID] = []
+    admitted = 0
+    gc.collect()
+    gc.freeze()
+    cpu_began = time.process_time()
+    began = time.perf_counter()
+    for start in range(0, count, per_transaction):
+        operations: list[Operation] = [
+            rm.requests._creation(USER, spec, None)
+            for spec in specs[start : start + per_transaction]
+        ]
+        created = len(operations)
+        operations += [ReleaseRequest(USER, request_id) for request_id in held[:per_transaction]]
+        del held[:per_transaction]
+        slots = [Slot(operation) for operation in operations]
+        runner._execute(slots)
+        for slot in slots[:created]:
+            info = slot.result()
+            if info.status is S.ALLOCATED:
+                admitted += 1
+                held.append(info.id)
+        for slot in slots[created:]:
+            slot.result()
+    wall = time.perf_counter() - began
+    cpu = time.process_time() - cpu_began
+    gc.unfreeze()
+    return {
+        "requests": count,
+        "mode": "single-thread",
+        "admitted": admitted,
+        "cpu_ms_per_admission": round(cpu * 1000 / max(1, admitted), 3),
+        "wall_ms_per_admission": round(wall * 1000 / max(1, admitted), 3),
+    }
+
+
 @contextmanager
 def database(backend: str) -> Iterator[str]:
     if backend == "sqlite":
@@ -269,8 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--single-thread", action="store_true")
     args = parser.parse_args(argv)
 
+    if args.single_thread:
+        return single_thread(args.backends, args.requests, args.seed)
     load_before = os.getloadavg()
     rows = [
         row for b in args.backends for row in measure(b, args.requests, args.clients, args.seed)
@@ -306,6 +359,21 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.output}")
+    return 0
+
+
+def single_thread(backends: list[str], count: int, seed: int) -> int:
+    load_before = os.getloadavg()
+    for backend in backends:
+        with database(backend) as url, ResourceManagerService.open(url) as rm:
+            configure(rm, random.Random(seed))
+            row = run_single_thread(rm, count, seed)
+        print(
+            f"{backend:>10} single thread, {row['admitted']} admitted: "
+            f"CPU {row['cpu_ms_per_admission']} ms, wall {row['wall_ms_per_admission']} ms "
+            "per admission"
+        )
+    print(f"load average (1/5/15 min) before {load_before}, after {os.getloadavg()}")
     return 0
 
 

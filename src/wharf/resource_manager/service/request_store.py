@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -314,13 +314,27 @@ class LeaseRow:
 _LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
 _LAPSED_ROWS = select(*_LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
 _LAPSED = _LAPSED_ROWS.with_for_update()
+_FLOOR = datetime(1, 1, 2, tzinfo=UTC)
+"""Below every instant a lease can lapse at (PostgreSQL's range form of the lapsed query)."""
+_LAPSED_RANGE_ROWS = select(*_LEASE_COLUMNS).where(
+    _R.lapse_at >= bindparam("floor", _FLOOR, type_=UtcDateTime()),
+    _R.lapse_at <= bindparam("now"),
+)
+_LAPSED_RANGE = _LAPSED_RANGE_ROWS.with_for_update()
+"""The same rows, found through the ``lapse_at`` index on PostgreSQL even before the table is
+analysed: for ``lapse_at <= :now`` alone, without statistics, the planner assumes a third of the
+rows match and scans the table (1-3 ms per transaction at 15,000 requests, in every
+transaction); for a bounded range it assumes 0.5 % and uses the index."""
 _LIVE_LEASES = select(*_LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 
 
 def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
     """Live requests whose lease or allocation deadline has been reached, locked for update
     (unless ``lock`` is False: read-only questions)."""
-    statement = _LAPSED if lock else _LAPSED_ROWS
+    if conn.dialect.name == "postgresql":
+        statement = _LAPSED_RANGE if lock else _LAPSED_RANGE_ROWS
+    else:
+        statement = _LAPSED if lock else _LAPSED_ROWS
     return [LeaseRow(*row) for row in conn.execute(statement, {"now": now})]
 
 
