@@ -18,9 +18,11 @@ Phases: cycles — create (1 CPU, lease 60 s; it fits, so it comes back allocate
 create's own scheduling transaction) then release, for ``--seconds``; renewals — ``--leases``
 requests are created and held (allocated, lease 1 h), then renewed round-robin (lease 1 h,
 runtime state running) for ``--seconds``. Every answer is checked (allocated / released /
-still allocated). Figures: operations per second, per-operation latency p50/p99 (ms), and the
-server processes' CPU time per operation (``server_cpu_ms_per_op``, from ``/proc``; other load
-on the machine disturbs it far less than throughput). Writes ``bench/results/rm_http.json``.
+still allocated). Figures: operations per second, per-operation latency p50/p99 (ms), the
+server processes' CPU time per operation (``server_cpu_ms_per_op``, from ``/proc``) and the load
+generator's (``client_cpu_ms_per_op``: the raw generator's process, or the client processes
+summed, over the measured window); other load on the machine disturbs the CPU figures far less
+than throughput. Writes ``bench/results/rm_http.json``.
 
     python bench/rm_http.py [--backends sqlite postgresql] [--workers 1 2] [--seconds 10]
                             [--leases 10000] [--connections 32] [--clients 3] [--threads 8]
@@ -281,17 +283,20 @@ def _client_process(
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     time.sleep(max(0.0, start_at - time.time()))
+    cpu = time.process_time()
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+    cpu = time.process_time() - cpu
     rm.close()
-    out.put(([x for own in latencies for x in own], errors[:3]))
+    out.put(([x for own in latencies for x in own], errors[:3], cpu))
 
 
 def _clients(
     url: str, mode: str, clients: int, threads: int, seconds: float, ids: list[str]
-) -> list[float]:
+) -> tuple[list[float], float]:
+    """Every call's latency, and the client processes' CPU seconds in the measured window."""
     context = mp.get_context("spawn")
     queue = context.Queue()
     start_at = time.time() + 3.0 + clients * 0.5  # every process started and logged in
@@ -310,7 +315,16 @@ def _clients(
     errors = [e for result in results for e in result[1]]
     if errors:
         raise RuntimeError(f"{mode}: unexpected answers, e.g. {errors}")
-    return [x for result in results for x in result[0]]
+    return [x for result in results for x in result[0]], sum(result[2] for result in results)
+
+
+def _raw_run(
+    port: int, token: str, mode: str, connections: int, seconds: float, ids: list[str]
+) -> tuple[list[float], float]:
+    """Every call's latency, and this (the raw generator's) process's CPU seconds."""
+    cpu = time.process_time()
+    latencies = asyncio.run(_raw(port, token, mode, connections, seconds, ids))
+    return latencies, time.process_time() - cpu
 
 
 # ----------------------------------------------------------------------------- figures
@@ -335,12 +349,13 @@ def measure(backend: str, workers: int, args: argparse.Namespace) -> dict[str, A
     seconds = args.seconds
     with database(backend) as db_url, serve(db_url, workers) as (url, port, server):
 
-        def timed(unit: str, run: Callable[[], list[float]]) -> dict[str, Any]:
+        def timed(unit: str, run: Callable[[], tuple[list[float], float]]) -> dict[str, Any]:
             cpu = tree_cpu_seconds(server)
-            latencies = run()
+            latencies, client_cpu = run()
             result = figures(latencies, seconds, unit)
             spent = tree_cpu_seconds(server) - cpu
             result["server_cpu_ms_per_op"] = round(spent * 1000 / max(1, len(latencies)), 3)
+            result["client_cpu_ms_per_op"] = round(client_cpu * 1000 / max(1, len(latencies)), 3)
             return result
 
         token = raw_token(url)
@@ -348,7 +363,7 @@ def measure(backend: str, workers: int, args: argparse.Namespace) -> dict[str, A
             if "raw" in args.loads:
                 row["cycles_raw"] = timed(
                     "cycles",
-                    lambda: asyncio.run(_raw(port, token, "cycles", args.connections, seconds, [])),
+                    lambda: _raw_run(port, token, "cycles", args.connections, seconds, []),
                 )
             if "client" in args.loads:
                 row["cycles_client"] = timed(
@@ -362,9 +377,7 @@ def measure(backend: str, workers: int, args: argparse.Namespace) -> dict[str, A
             if "raw" in args.loads:
                 row["renewals_raw"] = timed(
                     "renewals",
-                    lambda: asyncio.run(
-                        _raw(port, token, "renewals", args.connections, seconds, ids)
-                    ),
+                    lambda: _raw_run(port, token, "renewals", args.connections, seconds, ids),
                 )
             if "client" in args.loads:
                 row["renewals_client"] = timed(
@@ -381,8 +394,11 @@ def summary(row: dict[str, Any]) -> str:
     for key, value in row.items():
         if isinstance(value, dict):
             phase, load = key.split("_")
-            cpu = value["server_cpu_ms_per_op"]
-            shown.append(f"{phase} {load} {value[f'{phase}_per_s']}/s (server {cpu} ms CPU/op)")
+            cpu, client = value["server_cpu_ms_per_op"], value["client_cpu_ms_per_op"]
+            shown.append(
+                f"{phase} {load} {value[f'{phase}_per_s']}/s"
+                f" (CPU/op: server {cpu} ms, load generator {client} ms)"
+            )
     return "; ".join(shown)
 
 

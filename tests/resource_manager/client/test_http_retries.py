@@ -3,7 +3,9 @@
 idempotency keys reused across retries, re-login on 401, token refresh, error mapping.
 
 The gateway is a tiny FastAPI app in front of the real RM: it follows a plan (one action per
-call, logins apart), forwards everything else and records what it saw.
+call, logins apart), forwards everything else and records what it saw. Every gateway test runs
+over both wires (:mod:`wharf.resource_manager.client.http_wire`): ``httpcore`` directly (the
+default) and an injected ``httpx.Client``, since both share one retry and error path.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from wharf.core.errors import (
 from wharf.resource_manager.client import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.client.http_transport import RetryPolicy
+from wharf.resource_manager.client.http_wire import CoreWire, HttpxWire
 from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 
 LOGIN = "/v1/auth/login"
@@ -65,8 +68,9 @@ class Gateway:
     then answer 502 instead of the RM's answer), ``"plain:409:text"`` (a JSON error without
     Wharf's ``error`` field), ``"forward"``."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, wire: str) -> None:
         self.upstream = upstream
+        self.wire = wire
         self.plan: list[str] = []
         self.seen: list[Seen] = []
         self.app = FastAPI()
@@ -107,9 +111,11 @@ class Gateway:
         )
 
 
-@pytest.fixture
-def gateway(server: LiveServer) -> Iterator[tuple[Gateway, LiveServer]]:
-    gate = Gateway(server.url)
+@pytest.fixture(params=["httpcore", "httpx"])
+def gateway(
+    server: LiveServer, request: pytest.FixtureRequest
+) -> Iterator[tuple[Gateway, LiveServer]]:
+    gate = Gateway(server.url, request.param)
     live = LiveServer(gate.app).start()
     yield gate, live
     live.stop()
@@ -123,10 +129,14 @@ class Clock:
         return self.now
 
 
-def _client(live: LiveServer, **options: object) -> HttpResourceManager:
+def _client(gate: Gateway, live: LiveServer, **options: object) -> HttpResourceManager:
     sleeps: list[float] = []
     options.setdefault("sleep", sleeps.append)
+    if gate.wire == "httpx":
+        options["http"] = httpx.Client(base_url=live.url)
     client = HttpResourceManager(live.url, api_key=ADMIN_KEY, **options)  # type: ignore[arg-type]
+    wire = client._transport._wire  # the wire it picked
+    assert isinstance(wire, HttpxWire if gate.wire == "httpx" else CoreWire)
     client.sleeps = sleeps  # type: ignore[attr-defined]
     return client
 
@@ -136,7 +146,7 @@ def test_transient_failures_are_retried_with_one_key(
 ) -> None:
     gate, live = gateway
     gate.plan = ["503", "502", "429", "504", "408"]
-    with _client(live) as client:
+    with _client(gate, live) as client:
         pool = client.pools.create(POOL)
         assert client.sleeps == [0.0] * 5  # type: ignore[attr-defined]  # Retry-After: 0
     calls = gate.calls()
@@ -151,7 +161,7 @@ def test_a_lost_answer_is_retried_and_applied_once(
 ) -> None:
     gate, live = gateway
     gate.plan = ["lose:502", "lose:504"]
-    with _client(live) as client:  # applied by the first attempt, replayed by the others
+    with _client(gate, live) as client:  # applied by the first attempt, replayed by the others
         assert client.pools.create(POOL, idempotency_key="mine").name == "gpus"
     assert [c.key for c in gate.calls()] == ["mine"] * 3
     with server.client() as direct:
@@ -160,7 +170,7 @@ def test_a_lost_answer_is_retried_and_applied_once(
 
 def test_a_new_call_gets_a_new_key(gateway: tuple[Gateway, LiveServer]) -> None:
     gate, live = gateway
-    with _client(live) as client:
+    with _client(gate, live) as client:
         client.pools.create(POOL)
         with pytest.raises(EntityExistsError):
             client.pools.create(POOL)
@@ -173,7 +183,7 @@ def test_naturally_idempotent_calls_need_no_key(gateway: tuple[Gateway, LiveServ
     """Renew, release and cancel change nothing more when repeated: they carry a key only when
     the caller gives one, and a retry after a lost answer still answers like the first call."""
     gate, live = gateway
-    with _client(live) as client:
+    with _client(gate, live) as client:
         client.pools.create(POOL)
         client.policies.create(POLICY)
         held = client.requests.create(REQUEST)
@@ -197,7 +207,7 @@ def test_naturally_idempotent_calls_need_no_key(gateway: tuple[Gateway, LiveServ
 def test_retries_give_up(gateway: tuple[Gateway, LiveServer]) -> None:
     gate, live = gateway
     gate.plan = ["503"] * 5
-    with _client(live, retry=RetryPolicy(attempts=3)) as client:
+    with _client(gate, live, retry=RetryPolicy(attempts=3)) as client:
         with pytest.raises(StoreUnavailableError, match="unavailable"):
             client.pools.list()
         assert len(gate.calls()) == 3
@@ -224,7 +234,7 @@ def test_errors_without_a_wharf_type_map_by_status(
 ) -> None:
     gate, live = gateway
     gate.plan = [action]
-    with _client(live) as client, pytest.raises(error, match=action.split(":", 2)[2]):
+    with _client(gate, live) as client, pytest.raises(error, match=action.split(":", 2)[2]):
         client.pools.list()
 
 
@@ -232,7 +242,7 @@ def test_a_401_logs_in_again_and_retries_once_with_the_same_key(
     gateway: tuple[Gateway, LiveServer],
 ) -> None:
     gate, live = gateway
-    with _client(live) as client:
+    with _client(gate, live) as client:
         client.pools.list()
         gate.plan = ["401"]
         client.pools.create(POOL)
@@ -250,7 +260,7 @@ def test_the_token_is_cached_and_refreshed_five_minutes_before_expiry(
 ) -> None:
     gate, live = gateway
     clock = Clock()
-    with _client(live, clock=clock) as client:  # tokens live 3600 s
+    with _client(gate, live, clock=clock) as client:  # tokens live 3600 s
         for _ in range(3):
             client.pools.list()
         assert gate.logins() == 1
@@ -298,3 +308,26 @@ def test_a_server_that_comes_up_late(sqlite_rm_url: str) -> None:
         thread.join()
         for live in started:
             live.stop()
+
+
+def test_the_fast_wire_steps_aside_for_proxies_and_credentials_in_the_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``httpx`` routes through an environment proxy, and sends a URL's credentials; the
+    ``httpcore`` wire does neither, so those clients keep ``httpx``."""
+    for name in ("http", "https", "all"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
+
+    def wire(url: str) -> object:
+        with HttpResourceManager(url, api_key=ADMIN_KEY) as client:
+            return type(client._transport._wire)
+
+    assert wire("http://127.0.0.1:9") is CoreWire
+    assert wire("https://rm.example:8443/base") is CoreWire
+    assert wire("http://user:secret@127.0.0.1:9") is HttpxWire
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert wire("http://127.0.0.1:9") is CoreWire
+    assert wire("https://rm.example") is HttpxWire
+    with pytest.raises(InputError, match="Invalid Resource Manager URL"):
+        HttpResourceManager("http://bad host:x", api_key=ADMIN_KEY)

@@ -73,6 +73,29 @@ def _body(model: BaseModel, *, partial: bool = False) -> bytes:
     return model.model_dump_json(by_alias=True, exclude_unset=partial).encode()
 
 
+_RENEWALS: dict[tuple[int, ResourceRequestRuntimeState | None], bytes] = {}
+_RENEWALS_KEPT = 64
+
+
+def _renew_body(lease_seconds: int, state: ResourceRequestRuntimeState | None) -> bytes:
+    """A renewal's body, validated and serialised once per distinct (lease, state): a
+    heartbeat repeats the same few values, and validating them is a sizeable share of its
+    CPU."""
+    cacheable = type(lease_seconds) is int and (
+        state is None or type(state) is ResourceRequestRuntimeState
+    )
+    key = (lease_seconds, state)
+    body = _RENEWALS.get(key) if cacheable else None
+    if body is None:
+        renewal = {"lease_seconds": lease_seconds, "runtime_state": state}
+        body = _body(load(ResourceRequestRenew, renewal))
+        if cacheable:
+            if len(_RENEWALS) >= _RENEWALS_KEPT:
+                _RENEWALS.clear()
+            _RENEWALS[key] = body
+    return body
+
+
 class _Descriptors:
     def __init__(self, transport: Transport) -> None:
         self._call = transport.call
@@ -175,11 +198,10 @@ class _Requests:
         self._call = transport.call
 
     def _post(
-        self, request_id: UUID, action: str, key: str | None, body: BaseModel | None = None
+        self, request_id: UUID, action: str, key: str | None, content: bytes | None = None
     ) -> ResourceRequestInfo:
         """Renew, release or cancel: idempotent by nature (see :mod:`.http_transport`)."""
         path = f"{self.PATH}/{request_id}/{action}"
-        content = None if body is None else _body(body)
         answer = self._call("POST", path, content=content, idempotency_key=key, natural=True)
         return _parse(ResourceRequestInfo, answer)
 
@@ -200,9 +222,7 @@ class _Requests:
         *,
         idempotency_key: str | None = None,
     ) -> ResourceRequestInfo:
-        body = load(
-            ResourceRequestRenew, {"lease_seconds": lease_seconds, "runtime_state": runtime_state}
-        )
+        body = _renew_body(lease_seconds, runtime_state)
         return self._post(request_id, "renew", idempotency_key, body)
 
     def release(

@@ -1,7 +1,7 @@
 """Errors on the Resource Manager's HTTP wire, both ways, without any HTTP library.
 
 Owns: :class:`AuthenticationError`, :data:`WIRE_ERRORS`, :func:`wire_name` (what the API puts
-in an error body) and :func:`error_from_response` (what the httpx client raises for one).
+in an error body) and :func:`error_from_response` (what the HTTP client raises for one).
 
 An error response is ``{"detail": "<one line>", "error": "<Wharf error class name>"}``. The
 ``error`` field lets the client raise exactly the class the service raised (an

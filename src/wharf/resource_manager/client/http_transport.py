@@ -17,41 +17,44 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
   the caller gives one: a heartbeat then costs the server no key lookup and no stored answer.
 - **Connections** are kept alive and sent with ``TCP_NODELAY``: httpcore writes a request's
   headers and body separately, and Nagle's algorithm would hold the body back until the
-  server acknowledged the headers.
+  server acknowledged the headers. Each attempt goes out over a :mod:`.http_wire` wire
+  (``httpcore`` directly, or ``httpx`` when a client is injected or the environment names a
+  proxy); everything here sits above the wire, once.
 - **Retries**: 408, 429, 502, 503, 504 and connection errors/timeouts are retried with
   exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
   ``Retry-After`` is honoured up to the cap), at most
   ``RetryPolicy.attempts`` attempts in all; then a 503/connection failure is a
   ``StoreUnavailableError`` and other codes map as :mod:`.http_errors` says.
 
-Invariant: no ``httpx`` exception leaves this module; every failure is a ``WharfError``.
+Invariant: no ``httpx``/``httpcore`` exception leaves this module; every failure is a
+``WharfError``. The hot path reads the cached token without the lock (a reference read), and
+takes the lock only to log in.
 """
 
 from __future__ import annotations
 
+import json
 import random
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
 from wharf.resource_manager.client.http_errors import AuthenticationError, error_from_response
+from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
 from wharf.resource_manager.client.models import AccessToken, LoginRequest
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
-TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-"""Connection failures worth retrying (not, say, an unsupported URL scheme)."""
 REFRESH_MARGIN_SECONDS = 300.0
-IDEMPOTENCY_HEADER = "X-Idempotency-Key"
-JSON = "application/json"
-NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+IDEMPOTENCY_HEADER = b"X-Idempotency-Key"
+JSON_BODY: Headers = [(b"Content-Type", b"application/json")]
 Params = Mapping[str, str | int | list[str]] | None
 
 
@@ -96,21 +99,14 @@ class Transport:
         self.url = url.rstrip("/")
         self._login_body = login.model_dump_json(exclude_none=True).encode()
         self._retry = retry or RetryPolicy()
-        try:
-            self._http = http or httpx.Client(
-                base_url=self.url,
-                timeout=timeout,
-                transport=httpx.HTTPTransport(socket_options=NO_DELAY),
-            )
-        except httpx.InvalidURL as exc:
-            raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
+        self._wire = open_wire(self.url, timeout, http)
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
-        self._token: str | None = None
-        self._refresh_at = 0.0
+        self._auth: _Auth | None = None
+        """Replaced as one reference, so a lock-free reader never mixes two logins."""
 
     def close(self) -> None:
-        self._http.close()
+        self._wire.close()
 
     # ------------------------------------------------------------------------- calls
 
@@ -128,94 +124,92 @@ class Transport:
 
         ``natural``: the call is idempotent by nature, so it needs a key only if the caller
         gave one."""
-        headers: dict[str, str] = {}
-        if content is not None:
-            headers["Content-Type"] = JSON
+        headers: Headers = [] if content is None else JSON_BODY
         if idempotency_key is not None:
-            headers[IDEMPOTENCY_HEADER] = idempotency_key
+            headers = [*headers, (IDEMPOTENCY_HEADER, idempotency_key.encode())]
         elif method != "GET" and not natural:
-            headers[IDEMPOTENCY_HEADER] = uuid.uuid4().hex
-        token = self._access_token()
-        response = self._send(method, path, content, params, {**headers, **_bearer(token)})
-        if response.status_code == 401:
-            token = self._access_token(stale=token)
-            response = self._send(method, path, content, params, {**headers, **_bearer(token)})
-        return _result(response)
+            headers = [*headers, (IDEMPOTENCY_HEADER, uuid.uuid4().hex.encode())]
+        target = path if not params else f"{path}?{urlencode(params, doseq=True)}"
+        token, bearer = self._access_token()
+        answer = self._send(method, target, content, headers + bearer)
+        if answer.status == 401:
+            token, bearer = self._access_token(stale=token)
+            answer = self._send(method, target, content, headers + bearer)
+        return _result(answer)
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        content: bytes | None,
-        params: Params,
-        headers: dict[str, str],
-    ) -> httpx.Response:
-        """One attempt per loop, retrying transient failures; the last response."""
+    def _send(self, method: str, target: str, content: bytes | None, headers: Headers) -> Answer:
+        """One attempt per loop, retrying transient failures; the last answer."""
         attempts = self._retry.attempts
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = self._http.request(
-                    method, path, content=content, params=params, headers=headers
-                )
-            except httpx.TransportError as exc:
-                if last or not isinstance(exc, TRANSIENT_ERRORS):
+                answer = self._wire.send(method, target, content, headers, not last)
+            except AttemptError as exc:
+                if last or not exc.transient:
                     raise StoreUnavailableError(
-                        f"The Resource Manager at {self.url} is unreachable: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"The Resource Manager at {self.url} is unreachable: {exc}"
                     ) from None
                 self._sleep(self._retry.delay(attempt, None))
                 continue
-            except httpx.HTTPError as exc:  # e.g. an undecodable answer: not worth a retry
-                raise StoreError(f"HTTP error talking to the Resource Manager: {exc}") from None
-            if response.status_code not in RETRY_STATUSES or last:
-                return response
-            self._sleep(self._retry.delay(attempt, response.headers.get("retry-after")))
+            if last or answer.status not in RETRY_STATUSES:
+                return answer
+            self._sleep(self._retry.delay(attempt, answer.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
 
     # ------------------------------------------------------------------------- tokens
 
-    def _access_token(self, stale: str | None = None) -> str:
-        """The cached token, or a new one if it is due for refresh or is ``stale`` (refused)."""
+    def _access_token(self, stale: str | None = None) -> tuple[str, Headers]:
+        """The cached token and its header, or new ones if due for refresh or ``stale``
+        (refused)."""
+        auth = self._auth
+        if auth is not None and auth.token != stale and self._clock() < auth.refresh_at:
+            return auth.token, auth.header
         with self._lock:
-            token = self._token
-            if token is not None and token != stale and self._clock() < self._refresh_at:
-                return token
-            return self._login()
+            auth = self._auth
+            if auth is None or auth.token == stale or self._clock() >= auth.refresh_at:
+                auth = self._auth = self._login()
+            return auth.token, auth.header
 
-    def _login(self) -> str:
+    def _login(self) -> _Auth:
         started = self._clock()
-        headers = {"Content-Type": JSON}
-        response = self._send("POST", "/v1/auth/login", self._login_body, None, headers)
-        if response.status_code == 401:
-            detail = error_from_response(401, _json(response), response.text)
+        answer = self._send("POST", "/v1/auth/login", self._login_body, JSON_BODY)
+        if answer.status == 401:
+            detail = error_from_response(401, _json(answer.body), _text(answer.body))
             raise AuthenticationError(f"Resource Manager login failed: {detail}")
         try:
-            issued = AccessToken.model_validate_json(_result(response) or b"")
+            issued = AccessToken.model_validate_json(_result(answer) or b"")
         except ValidationError:
             raise StoreError(
                 "The Resource Manager's login answer is not an access token."
             ) from None
         margin = min(REFRESH_MARGIN_SECONDS, issued.expires_in / 2)
-        self._token = issued.access_token
-        self._refresh_at = started + issued.expires_in - margin
-        return issued.access_token
+        token = issued.access_token
+        header = [(b"Authorization", f"Bearer {token}".encode())]
+        return _Auth(token, started + issued.expires_in - margin, header)
 
 
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+@dataclass(frozen=True, slots=True)
+class _Auth:
+    token: str
+    refresh_at: float
+    """On the transport's clock."""
+    header: Headers
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(body: bytes) -> Any:
     try:
-        return response.json()
+        return json.loads(body)
     except ValueError:
         return None
 
 
-def _result(response: httpx.Response) -> bytes | None:
-    if response.status_code >= 400:
-        raise error_from_response(response.status_code, _json(response), response.text)
-    if response.status_code == 204 or not response.content:
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
+
+
+def _result(answer: Answer) -> bytes | None:
+    if answer.status >= 400:
+        raise error_from_response(answer.status, _json(answer.body), _text(answer.body))
+    if answer.status == 204 or not answer.body:
         return None
-    return response.content
+    return answer.body

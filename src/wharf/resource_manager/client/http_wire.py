@@ -1,0 +1,200 @@
+"""One HTTP attempt against the Resource Manager, over ``httpcore`` (the fast path) or ``httpx``.
+
+Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface),
+:class:`CoreWire`, :class:`HttpxWire` and :func:`open_wire` (which one a client gets).
+
+The retry loop, login, idempotency keys and error mapping live in :mod:`.http_transport`, once,
+above either wire; a wire only sends one request and reports what came back.
+
+Why two: a heartbeat is a tiny request, and ``httpx.Client`` spends most of the client's CPU on
+each one (building the request, merging and re-parsing its URL, the cookie jar, default
+headers). :class:`CoreWire` sends the same request through ``httpcore``'s connection pool — the
+library ``httpx`` itself sends through — with the URL's parts and the fixed headers prepared
+once, no cookie jar and no content decoding. It reproduces what :class:`HttpxWire` configures:
+keep-alive pool limits as ``httpx``'s defaults, ``TCP_NODELAY``, one timeout for connect, read,
+write and pool waits, TLS verified as ``httpx`` verifies it (``SSL_CERT_FILE``/``SSL_CERT_DIR``
+honoured). :func:`open_wire` falls back to :class:`HttpxWire` for whatever the fast path does
+not reproduce: an injected ``httpx.Client`` (tests, custom transports), a proxy from the
+environment for the URL's scheme, credentials inside the URL.
+
+Invariants: neither wire lets an ``httpx``/``httpcore`` exception escape — a failed attempt is
+an :class:`AttemptError` (transient or not) or, for an answer that cannot be read, a
+:class:`~wharf.core.errors.StoreError`; answers are never content-decoded by
+:class:`CoreWire`, so it never asks for a compressed one.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpcore
+import httpx
+
+from wharf.core.errors import InputError, StoreError
+
+Headers = list[tuple[bytes, bytes]]
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+"""Pool sizes and keep-alive expiry: what an ``httpx.Client`` gets by default."""
+RETRY_AFTER = b"retry-after"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""Sent with ``Content-Length: 0`` when bodiless, as ``httpx`` sends them."""
+CORE_TRANSIENT = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.RemoteProtocolError)
+CORE_FAILURES = (
+    *CORE_TRANSIENT,
+    httpcore.LocalProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+HTTPX_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+"""Connection failures worth retrying (not, say, an unsupported URL scheme)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+    retry_after: str | None
+    """The ``Retry-After`` header, read only for the statuses the transport retries."""
+
+
+class AttemptError(Exception):
+    """No answer came back: ``kind`` is the failure's class name (``ConnectError``...)."""
+
+    def __init__(self, kind: str, message: str, *, transient: bool) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.transient = transient
+
+
+class Wire(Protocol):
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        """One attempt: ``target`` is the path (and query) below the base URL; ``retry``: the
+        caller retries this status, so read ``Retry-After``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CoreWire:
+    """Requests straight through one long-lived ``httpcore.ConnectionPool`` (thread-safe)."""
+
+    def __init__(self, url: httpx.URL, timeout: float) -> None:
+        self._scheme = url.raw_scheme
+        self._host = url.raw_host
+        self._port = url.port
+        self._prefix = url.raw_path.rstrip(b"/")
+        # Sent as given so an IPv6 literal keeps its brackets (httpcore would drop them).
+        self._fixed: Headers = [(b"Host", url.netloc), (b"Accept", b"*/*")]
+        self._extensions = {
+            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+        }
+        ssl_context = httpx.create_ssl_context(trust_env=True) if self._scheme == b"https" else None
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=DEFAULT_LIMITS.max_connections,
+            max_keepalive_connections=DEFAULT_LIMITS.max_keepalive_connections,
+            keepalive_expiry=DEFAULT_LIMITS.keepalive_expiry,
+            socket_options=NO_DELAY,
+        )
+
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        url = httpcore.URL(
+            scheme=self._scheme,
+            host=self._host,
+            port=self._port,
+            target=self._prefix + target.encode("ascii"),
+        )
+        # The headers are complete here (Host fixed, the length as httpx would send it), so
+        # the request goes to handle_request itself: pool.request would redo that work.
+        if content:
+            headers = [*self._fixed, (b"Content-Length", str(len(content)).encode()), *headers]
+        elif method in BODY_METHODS:
+            headers = [*self._fixed, (b"Content-Length", b"0"), *headers]
+        else:
+            headers = self._fixed + headers
+        request = httpcore.Request(
+            method.encode(), url, headers=headers, content=content, extensions=self._extensions
+        )
+        try:
+            response = self._pool.handle_request(request)
+            try:
+                body = response.read()
+            finally:
+                response.close()
+        except CORE_FAILURES as exc:
+            raise AttemptError(
+                type(exc).__name__, str(exc), transient=isinstance(exc, CORE_TRANSIENT)
+            ) from None
+        retry_after = None
+        if retry:
+            for name, value in response.headers:
+                if name.lower() == RETRY_AFTER:
+                    retry_after = value.decode("latin-1")
+                    break
+        return Answer(response.status, body, retry_after)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class HttpxWire:
+    """Requests through an ``httpx.Client`` whose ``base_url`` is the RM's URL."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self._http = client
+
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        try:
+            response = self._http.request(method, target, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise AttemptError(
+                type(exc).__name__, str(exc), transient=isinstance(exc, HTTPX_TRANSIENT)
+            ) from None
+        except httpx.HTTPError as exc:  # e.g. an undecodable answer: not worth a retry
+            raise StoreError(f"HTTP error talking to the Resource Manager: {exc}") from None
+        return Answer(
+            response.status_code,
+            response.content,
+            response.headers.get("retry-after") if retry else None,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
+    """The wire for ``url``: the caller's client, else the fast path unless something in the
+    URL or the environment needs ``httpx`` (see the module docstring)."""
+    if http is not None:
+        return HttpxWire(http)
+    try:
+        parsed = httpx.URL(url)
+        if parsed.userinfo or _env_proxy(parsed.scheme):
+            return HttpxWire(
+                httpx.Client(
+                    base_url=url,
+                    timeout=timeout,
+                    transport=httpx.HTTPTransport(socket_options=NO_DELAY),
+                )
+            )
+    except httpx.InvalidURL as exc:
+        raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
+    if not parsed.host:
+        raise InputError(f"Invalid Resource Manager URL {url!r}: no host.")
+    return CoreWire(parsed, timeout)
+
+
+def _env_proxy(scheme: str) -> bool:
+    """Whether the environment names a proxy ``httpx`` could route this scheme through; the
+    fast path then steps aside rather than reimplement ``NO_PROXY`` matching."""
+    proxies = urllib.request.getproxies()
+    return scheme in proxies or "all" in proxies
