@@ -343,14 +343,18 @@ def embedded_rm(tmp_path: Path) -> InProcessResourceManager:
     client.close()
 
 
-def _ask(client: InProcessResourceManager) -> UUID:
+def license_request() -> ResourceRequestCreate:
+    """Alice asks for one licence (the pools of these tests hold one)."""
     account = SubjectNode(subject_type=SubjectType.ACCOUNT, subject_id="alice")
-    spec = ResourceRequestCreate(
+    return ResourceRequestCreate(
         subjects=(SubjectChain(nodes=(account,)),),
         demands=(DemandSpec(resource="license", quantity=1),),
         lease_seconds=600,
     )
-    return client.requests.create(spec).id
+
+
+def _ask(client: InProcessResourceManager) -> UUID:
+    return client.requests.create(license_request()).id
 
 
 def test_an_embedded_release_wakes_the_next_waiter_without_a_list_call(
@@ -464,13 +468,7 @@ def test_a_request_created_allocated_is_taken_without_a_poll(
     from wharf.execution.allocation import AllocationWaiter
 
     requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
-    account = SubjectNode(subject_type=SubjectType.ACCOUNT, subject_id="alice")
-    spec = ResourceRequestCreate(
-        subjects=(SubjectChain(nodes=(account,)),),
-        demands=(DemandSpec(resource="license", quantity=1),),
-        lease_seconds=600,
-    )
-    created = requests.create(spec)
+    created = requests.create(license_request())
     assert created.status is S.ALLOCATED
     renewals: list[object] = []
 

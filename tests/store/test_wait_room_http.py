@@ -14,22 +14,16 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     server,
     sqlite_rm_url,
 )
+from tests.store.test_wait_room import license_request
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import DemandSpec, RequestFilter, ResourceRequestCreate
-from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+from wharf.resource_manager.client.models import RequestFilter
 from wharf.sdk.pools import ensure_pool
 from wharf.store.lazy_requests import LazyRequests
 
 
 def _ask(client: HttpResourceManager) -> UUID:
-    account = SubjectNode(subject_type=SubjectType.ACCOUNT, subject_id="alice")
-    spec = ResourceRequestCreate(
-        subjects=(SubjectChain(nodes=(account,)),),
-        demands=(DemandSpec(resource="license", quantity=1),),
-        lease_seconds=600,
-    )
-    return client.requests.create(spec).id
+    return client.requests.create(license_request()).id
 
 
 def test_a_release_over_http_wakes_the_next_waiter(

@@ -55,21 +55,8 @@ def _as_rest(store: Store) -> RestStore | None:
     return store if rest_store is not None and isinstance(store, rest_store) else None
 
 
-def _default_user(store: Store) -> UserRecord:
-    from wharf.store.defaults import DEFAULT_USER
-
-    try:
-        return store.users.get_by_name(DEFAULT_USER)
-    except EntityNotFoundError:
-        pass
-    try:
-        return store.users.create(DEFAULT_USER, is_admin=True)
-    except EntityExistsError:
-        return store.users.get_by_name(DEFAULT_USER)
-
-
 def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord, ProjectRecord]:
-    from wharf.store.defaults import DEFAULT_PROJECT
+    from wharf.store.defaults import DEFAULT_PROJECT, ensure_default_user
     from wharf.store.rest.session import current_principal
 
     me = current_principal(store.http)
@@ -77,7 +64,7 @@ def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord,
         user = store.users.get(UUID(str(me["id"])))
     else:
         try:
-            user = _default_user(store)
+            user = ensure_default_user(store)
         except WharfError as exc:
             raise InputError(
                 f"The server at {store.url} has no default user for service account "

@@ -16,10 +16,11 @@ DEFAULT_PROJECT = "default"
 
 def ensure_defaults(store: Store) -> tuple[UserRecord, ProjectRecord]:
     """The default user (an admin) and the default project, created if missing."""
-    return _ensure_user(store), _ensure_project(store)
+    return ensure_default_user(store), _ensure_project(store)
 
 
-def _ensure_user(store: Store) -> UserRecord:
+def ensure_default_user(store: Store) -> UserRecord:
+    """The default user (an admin), created if missing; safe against a concurrent creator."""
     try:
         return store.users.get_by_name(DEFAULT_USER)
     except EntityNotFoundError:

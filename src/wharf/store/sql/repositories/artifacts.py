@@ -76,7 +76,7 @@ def _artifact(row: Row[Any]) -> ArtifactRecord:
 
 
 def insert_versions(
-    conn: Connection, versions: Sequence[ArtifactVersionCreate], now: datetime, *, sqlite: bool
+    conn: Connection, versions: Sequence[ArtifactVersionCreate], now: datetime
 ) -> list[dict[str, Any]]:
     """Insert ``versions`` in the caller's write transaction, numbered per artifact in the
     order given; artifacts are created on first use and locked in sorted (project, name)
@@ -86,7 +86,7 @@ def insert_versions(
     latest: dict[tuple[UUID, str], int] = {}
     for project_id, name in keys:
         key = {"project_id": project_id, "name": name}
-        artifact_id, top = _lookup(conn, key, sqlite)
+        artifact_id, top = _lookup(conn, key)
         if artifact_id is None:
             artifact_id = new_id()
             conn.execute(_INSERT_ARTIFACT, {"id": artifact_id, **key, "created": now})
@@ -116,9 +116,9 @@ def insert_versions(
     return rows
 
 
-def _lookup(conn: Connection, key: dict[str, Any], sqlite: bool) -> tuple[UUID | None, int | None]:
+def _lookup(conn: Connection, key: dict[str, Any]) -> tuple[UUID | None, int | None]:
     """The artifact's id (locked) and its highest version; Nones if it does not exist."""
-    if sqlite:
+    if conn.dialect.name == "sqlite":  # the transaction holds the file's write lock
         row = conn.execute(_ARTIFACT_AND_MAX, key).first()
         return (None, None) if row is None else (row[0], row[1])
     artifact_id = conn.execute(_LOCK_ARTIFACT, key).scalar()
@@ -176,7 +176,7 @@ class SqlArtifactRepository(SqlRepository):
         versions = [version]
         rows = write_versions(
             self._db,
-            lambda conn: insert_versions(conn, versions, self._db.now(), sqlite=self._db.is_sqlite),
+            lambda conn: insert_versions(conn, versions, self._db.now()),
             versions,
         )
         return version_records(rows, versions)[0]

@@ -215,8 +215,8 @@ class SqlBatchOperations:
         _check_size(versions, "artifact versions")
 
         def apply(conn: Connection) -> tuple[StepRunRecord, list[dict[str, Any]]]:
-            rows = self._insert_versions(conn, versions)
-            now = self._db.now()
+            now = self._db.now()  # the versions' and the update's instant
+            rows = insert_versions(conn, versions, now)
             links = {
                 **(update.outputs or {}),
                 **{n: r["id"] for n, r in zip(names, rows, strict=True)},
@@ -236,11 +236,6 @@ class SqlBatchOperations:
         if not versions:
             return []
         rows = write_versions(
-            self._db, lambda conn: self._insert_versions(conn, versions), versions
+            self._db, lambda conn: insert_versions(conn, versions, self._db.now()), versions
         )
         return version_records(rows, versions)
-
-    def _insert_versions(
-        self, conn: Connection, versions: Sequence[ArtifactVersionCreate]
-    ) -> list[dict[str, Any]]:
-        return insert_versions(conn, versions, self._db.now(), sqlite=self._db.is_sqlite)
