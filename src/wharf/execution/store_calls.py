@@ -22,10 +22,12 @@ lag behind a later run deletion.
 from __future__ import annotations
 
 import builtins
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
+from typing import cast
 from uuid import UUID
 
 from wharf.core.errors import InputError
@@ -46,6 +48,14 @@ KNOWN_VERSIONS_LIMIT = 10_000
 """Most versions one process remembers (least recently used ones are forgotten first)."""
 
 
+@functools.cache
+def offers(cls: type, capability: type) -> bool:
+    """Whether instances of ``cls`` offer ``capability`` (a runtime-checkable protocol of
+    methods only). Decided once per class: ``isinstance`` against a protocol inspects every
+    member on each call (10-25 µs here), and this is asked on every step."""
+    return issubclass(cls, capability)
+
+
 def find_cached_or_create(
     store: Store, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
 ) -> CachedOrCreated:
@@ -53,8 +63,10 @@ def find_cached_or_create(
     ``record_hit``: then ``step.reusing(found)`` is), else the new step run. The composed path
     sends no output versions along; :meth:`KnownVersions.outputs_of` reads what is missing."""
     steps = store.steps
-    if isinstance(steps, StepRunBatchOperations):
-        return steps.find_cached_or_create(step, project_id, now, record_hit=record_hit)
+    if offers(type(steps), StepRunBatchOperations):
+        return cast(StepRunBatchOperations, steps).find_cached_or_create(
+            step, project_id, now, record_hit=record_hit
+        )
     if step.cache_key is None:
         raise InputError("find_cached_or_create needs a step run with a cache key.")
     cached = steps.find_cached(project_id, step.cache_key, now)
@@ -72,8 +84,8 @@ def finish_step(
 ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
     """Create the ``outputs`` versions, then apply ``update`` with them linked as outputs."""
     steps = store.steps
-    if isinstance(steps, StepRunBatchOperations):
-        return steps.finish(step_run_id, update, outputs)
+    if offers(type(steps), StepRunBatchOperations):
+        return cast(StepRunBatchOperations, steps).finish(step_run_id, update, outputs)
     versions = create_versions(store, outputs)
     if versions:
         links = {**(update.outputs or {}), **{n: v.id for n, v in versions.items()}}
@@ -86,8 +98,10 @@ def create_versions(
 ) -> dict[str, ArtifactVersionRecord]:
     names = list(versions)
     artifacts = store.artifacts
-    if len(names) > 1 and isinstance(artifacts, ArtifactBatchOperations):
-        created = artifacts.create_versions([versions[n] for n in names])
+    if len(names) > 1 and offers(type(artifacts), ArtifactBatchOperations):
+        created = cast(ArtifactBatchOperations, artifacts).create_versions(
+            [versions[n] for n in names]
+        )
         return dict(zip(names, created, strict=True))
     return {name: artifacts.create_version(versions[name]) for name in names}
 

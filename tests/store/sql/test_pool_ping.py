@@ -7,10 +7,12 @@ on it fails after a restart -- and that failure invalidates the pool, so the nex
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import sqlalchemy as sa
 
-from wharf.core.errors import StoreError
+from wharf.core.errors import EntityNotFoundError, StoreError
 from wharf.store.sql import SqlStore
 from wharf.store.sql import engine as engine_module
 
@@ -62,3 +64,19 @@ def test_a_connection_in_recent_use_is_not_pinged_and_fails_once(
     with pytest.raises(StoreError):
         server_store.projects.create("lost")
     assert server_store.projects.create("next").name == "next"  # the pool was invalidated
+
+
+@SERVERS
+def test_a_lost_connection_under_a_direct_statement_is_invalidated_too(
+    server_store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step-run hot path runs on the driver's cursor (``direct.py``); its failure on a
+    closed connection must invalidate the pool just as ``Connection.execute``'s does."""
+    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_SECONDS", 3600.0)
+    missing = uuid.uuid4()
+    _kill(server_store, _pooled_connection_id(server_store))
+    with pytest.raises(StoreError) as raised:
+        server_store.steps.get(missing)
+    assert not isinstance(raised.value, EntityNotFoundError)
+    with pytest.raises(EntityNotFoundError):  # answered on a new connection
+        server_store.steps.get(missing)

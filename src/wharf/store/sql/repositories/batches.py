@@ -42,6 +42,7 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 from wharf.store.sql import tables as t
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.engine import Database
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import chunks, not_found
@@ -68,7 +69,7 @@ MAX_BATCH = 1000
 """Most records one batch may hold."""
 
 _OUT = t.step_run_output
-_OUTPUT_VERSIONS = (
+_OUTPUT_VERSIONS = DirectStatement(
     select(_V, _A.c.name, _OUT.c.name.label("output_name"))
     .select_from(
         _OUT.join(_V, _OUT.c.artifact_version_id == _V.c.id).join(_A, _V.c.artifact_id == _A.c.id)
@@ -88,10 +89,8 @@ def _links(step_id: UUID, links: Mapping[str, UUID]) -> list[dict[str, Any]]:
 
 def _outputs(conn: Connection, step_run_id: UUID) -> dict[str, ArtifactVersionRecord]:
     """The output versions of a step run by output name (one query)."""
-    rows = conn.execute(_OUTPUT_VERSIONS, {"step_id": step_run_id}).all()
     outputs = {}
-    for row in rows:
-        values = row._asdict()
+    for values in _OUTPUT_VERSIONS.rows(conn, {"step_id": step_run_id}):
         name = values.pop("output_name")
         outputs[name] = ArtifactVersionRecord.model_validate(values)
     return outputs

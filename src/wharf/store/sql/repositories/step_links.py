@@ -14,6 +14,7 @@ from sqlalchemy import Connection, bindparam, literal, select, union_all
 
 from wharf.store.models import StepRunRecord
 from wharf.store.sql import tables as t
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.repositories._base import chunks
 
 _IN = t.step_run_input
@@ -43,19 +44,20 @@ def _links_query(expanding: bool) -> Any:
     return union_all(*parts)
 
 
-_LINKS_OF_ONE = _links_query(expanding=False)
+_LINKS_OF_ONE = DirectStatement(_links_query(expanding=False))
 _LINKS_OF_MANY = _links_query(expanding=True)
 
 
 def load_links(conn: Connection, step_ids: Sequence[UUID]) -> Links:
     links: Links = {i: ({}, {}) for i in step_ids}
     if len(step_ids) == 1:
-        results = [conn.execute(_LINKS_OF_ONE, {"step_id": step_ids[0]})]
+        rows: list[Any] = [
+            tuple(r.values()) for r in _LINKS_OF_ONE.rows(conn, {"step_id": step_ids[0]})
+        ]
     else:
-        results = [conn.execute(_LINKS_OF_MANY, {"step_ids": c}) for c in chunks(step_ids)]
-    for result in results:
-        for kind, step_id, name, version_id in result:
-            links[step_id][0 if kind == "i" else 1][name] = version_id
+        rows = [r for c in chunks(step_ids) for r in conn.execute(_LINKS_OF_MANY, {"step_ids": c})]
+    for kind, step_id, name, version_id in rows:
+        links[step_id][0 if kind == "i" else 1][name] = version_id
     return links
 
 
