@@ -6,8 +6,9 @@
 2. ``--steps`` dynamic (inline) steps competing for ``--slots`` licences, each holding one for
    ``--hold`` seconds: wall time and slot utilisation = Σ hold time / (slots x wall time
    from the first start to the last end). Also, to tell where lost time goes: the hand-off
-   gap (a step's recorded end to the next recorded start), and the RM's own occupancy,
-   Σ (released_at - allocated_at) over the same span.
+   gap (a step's recorded end to the next recorded start), the RM's own occupancy,
+   Σ (released_at - allocated_at) over the same span, and the edges of that span: how far
+   apart the first ``--slots`` steps started and the last ``--slots`` ended.
 3. Time from a preemption decision to the victim recorded cancelled (``--preemptions`` trials,
    heartbeat every ``--heartbeat`` seconds, ``local_process`` stack): a low-priority isolated
    step with tolerance ``coordinated`` holds the only licence of a reclaimable pool; a step of
@@ -127,6 +128,8 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
     )
     gaps = _hand_off_gaps(records)
     phases = _phases(records, held, args.hold)
+    ordered_starts, ordered_ends = sorted(starts), sorted(ends)
+    slots = min(args.slots, len(ordered_starts))
     return {
         "latency_ms_p50": _ms(statistics.median(latencies)),
         "latency_ms_max": _ms(max(latencies)),
@@ -140,6 +143,9 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
         "rm_occupancy": round(occupied / (args.slots * busy), 4),
         "hand_off_gap_ms_p50": _ms(statistics.median(gaps)),
         "hand_off_gap_ms_mean": _ms(statistics.mean(gaps)),
+        # the edges of the busy span: the first wave starting, the last one ending
+        "first_wave_spread_ms": _ms((ordered_starts[slots - 1] - first).total_seconds()),
+        "last_wave_spread_ms": _ms((last - ordered_ends[-slots]).total_seconds()),
         **phases,
     }
 
@@ -370,6 +376,11 @@ def main() -> None:
         f"(ideal {result['ideal_s']:.2f} s), utilisation {100 * result['utilisation']:.1f}% "
         f"(RM occupancy {100 * result['rm_occupancy']:.1f}%, hand-off gap p50 "
         f"{result['hand_off_gap_ms_p50']:.1f} ms, mean {result['hand_off_gap_ms_mean']:.1f} ms)"
+    )
+    print(
+        f"edges of the busy span: the first {args.slots} starts spread over "
+        f"{result['first_wave_spread_ms']:.1f} ms, the last {args.slots} ends over "
+        f"{result['last_wave_spread_ms']:.1f} ms"
     )
     if "allocated_to_running_ms_mean" in result:
         print(

@@ -13,6 +13,9 @@ Between polls the waiter sits in a wait room (:class:`WaitRoomLike`, in embedded
 leaves the queue, so a freed slot is taken at once while the polls keep the lease alive. A
 room that already knows the request left the queue (it was created allocated) wakes the waiter
 as it enters: no poll at all, the launcher renews for initialization next.
+:func:`holders_of` finds the room's :class:`~wharf.store.holders_first.HoldersFirst` gate, through
+which the launcher puts the bookkeeping of steps holding an allocation before the creation of
+steps that will wait for one.
 Invariant: the waiter enters the room before its first renewal reads the status and leaves it
 only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
@@ -32,6 +35,8 @@ from wharf.config.settings import ResourceSettings
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.execution.services import RunServices
+from wharf.store.holders_first import HoldersFirst
 from wharf.store.lazy_requests import RequestState
 
 INITIAL_POLL_SECONDS = 1.0
@@ -53,6 +58,13 @@ def wants_resources(spec: StepSpec | None) -> bool:
     """True when a step asks for at least one resource (and so waits for an allocation)."""
     resources = spec.config.resources if spec is not None else None
     return resources is not None and bool(resources.canonical_demands())
+
+
+def holders_of(services: RunServices) -> HoldersFirst | None:
+    """The process's :class:`HoldersFirst` gate (on its wait room), if its store has one."""
+    room = getattr(services.store.resource_requests, "wait_room", None)
+    holders = getattr(room, "holders", None)
+    return holders if isinstance(holders, HoldersFirst) else None
 
 
 class AllocationFailedError(WharfError):

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.execution.allocation import holders_of
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
@@ -171,9 +173,14 @@ class InlineExecutor:
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
-            final, versions = finish_attempt(
-                self.services, spec, record, outputs, error, region.reason
-            )
+            # Holding an allocation, the step's end and release go before the creation of steps
+            # that will wait for one (its slot is idle until released); the stretch resumed
+            # when the user code returned (StepRunner.run).
+            holders = holders_of(self.services) if allocation is not None else None
+            with holders.holding() if holders is not None else nullcontext():
+                final, versions = finish_attempt(
+                    self.services, spec, record, outputs, error, region.reason
+                )
             text = log.getvalue()
             if record.logs_uri and text:  # a silent step costs no file
                 write_log(self.services.artifact_store, record.logs_uri, text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -28,13 +29,19 @@ from uuid import UUID
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepRuntime
 from wharf.core.errors import RunStoppingError, WharfError
-from wharf.execution.allocation import AllocationFailedError, AllocationWaiter, wants_resources
+from wharf.execution.allocation import (
+    AllocationFailedError,
+    AllocationWaiter,
+    holders_of,
+    wants_resources,
+)
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.store_calls import find_cached_or_create
+from wharf.store.holders_first import HoldersFirst
 from wharf.store.models import (
     ArtifactVersionRecord,
     CachedOrCreated,
@@ -105,17 +112,32 @@ class StepLauncher:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
     ) -> StepOutcome:
-        try:
-            self.check_step(spec)
-            cache_key = compute_step_cache_key(
-                self._services,
-                spec,
-                inputs,
-                {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
-            )
-        except WharfError as exc:
-            return self._fail_before_start(spec, inputs, str(exc))
-        return self._run_attempts(spec, inputs, cache_key, region)
+        holders = self._holders_for(spec)
+        # A step that will queue for resources has nothing to run yet: its preparation and
+        # creation (step run, request) give way to steps that hold an allocation, and only a
+        # few are prepared at once, so a burst of new steps never crowds out running ones.
+        with holders.creating() if holders is not None else nullcontext():
+            try:
+                self.check_step(spec)
+                cache_key = compute_step_cache_key(
+                    self._services,
+                    spec,
+                    inputs,
+                    {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
+                )
+            except WharfError as exc:
+                return self._fail_before_start(spec, inputs, str(exc))
+            first = self._create_attempt(spec, inputs, cache_key, 1, None)
+        if isinstance(first, StepOutcome):
+            return first
+        return self._run_attempts(spec, inputs, cache_key, region, first)
+
+    def _queued(self, spec: StepSpec) -> bool:
+        """The step waits for a resource allocation before it runs."""
+        return wants_resources(spec) and self._services.store.resource_requests is not None
+
+    def _holders_for(self, spec: StepSpec) -> HoldersFirst | None:
+        return holders_of(self._services) if self._queued(spec) else None
 
     def _base_create(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
@@ -171,8 +193,13 @@ class StepLauncher:
             raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
         # Woken as soon as a release of this process allocates the request, not at the next poll.
         room = getattr(requests, "wait_room", None)
+        holders = holders_of(services)
         waiter = AllocationWaiter(requests, services.clock, services.sleep, room=room)
         waiter.wait(record.resource_request_id, settings)
+        if holders is not None:
+            # The slot is allocated and idle until the step's code runs: from here this thread
+            # goes before the creation of steps that will wait (the caller ends the stretch).
+            holders.begin()
         allocated = requests.renew(
             record.resource_request_id,
             settings.initialization_lease_seconds,
@@ -183,70 +210,90 @@ class StepLauncher:
         )
         return running, allocated
 
+    def _create_attempt(
+        self,
+        spec: StepSpec,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        cache_key: str,
+        attempt: int,
+        previous: StepRunRecord | None,
+    ) -> StepRunRecord | StepOutcome:
+        """The step run of ``attempt`` as created; or, for a cache hit or a retry that may
+        not start, the step's outcome. ``previous``: the last attempt's final record."""
+        services = self._services
+        queued = self._queued(spec)
+        lookup_time = services.clock() if attempt == 1 and cache_enabled(spec) else None
+        logs_uri = services.artifact_store.new_uri(self._pipeline_name, str(self._run_id))
+        create = StepRunCreate.model_validate(
+            {
+                **self._base_create(spec, inputs),
+                "spec": spec if (self._record_specs or queued) else None,
+                "status": ExecutionStatus.QUEUED if queued else ExecutionStatus.RUNNING,
+                "attempt": attempt,
+                "cache_key": cache_key,
+                "cache_expires_at": expiry_for(services, spec),
+                "logs_uri": logs_uri + ".log",
+                "runtime": self.runtime_for(spec),
+            }
+        )
+        if lookup_time is not None:
+            # The lookup records a hit itself (one call) unless the cached step run would get
+            # a different spec: a queued step sends its spec for its resource request only,
+            # while a cached step run holds one only where every step run does.
+            found = find_cached_or_create(
+                services.store,
+                create,
+                services.project_id,
+                lookup_time,
+                record_hit=self._record_specs or not queued,
+            )
+            if not found.created:
+                return self._publish_cached(spec, create, found)
+            return found.step
+        try:
+            return services.store.steps.create(create)
+        except RunStoppingError as exc:
+            if previous is None:
+                raise
+            # A retry that may not start: the step ends with its last attempt.
+            return StepOutcome(
+                spec.name, ExecutionStatus.STOPPED, step_run=previous, reason=str(exc)
+            )
+
     def _run_attempts(
         self,
         spec: StepSpec,
         inputs: Mapping[str, ArtifactVersionRecord],
         cache_key: str,
         region: InterruptibleRegion,
+        record: StepRunRecord,
     ) -> StepOutcome:
+        """Run the attempts of a step whose first step run is ``record``."""
         services = self._services
         executor = self.executor_for(spec)
         runtime = self.runtime_for(spec)
-        queued = wants_resources(spec) and services.store.resource_requests is not None
-        attempt = 1
-        previous: StepRunRecord | None = None  # the last attempt's final record
+        queued = self._queued(spec)
+        holders = self._holders_for(spec)
         while True:
-            look_up = attempt == 1 and cache_enabled(spec)
-            lookup_time = services.clock() if look_up else None
-            logs_uri = services.artifact_store.new_uri(self._pipeline_name, str(self._run_id))
-            create = StepRunCreate.model_validate(
-                {
-                    **self._base_create(spec, inputs),
-                    "spec": spec if (self._record_specs or queued) else None,
-                    "status": ExecutionStatus.QUEUED if queued else ExecutionStatus.RUNNING,
-                    "attempt": attempt,
-                    "cache_key": cache_key,
-                    "cache_expires_at": expiry_for(services, spec),
-                    "logs_uri": logs_uri + ".log",
-                    "runtime": runtime,
-                }
-            )
-            if lookup_time is not None:
-                # The lookup records a hit itself (one call) unless the cached step run would
-                # get a different spec: a queued step sends its spec for its resource request
-                # only, while a cached step run holds one only where every step run does.
-                found = find_cached_or_create(
-                    services.store,
-                    create,
-                    services.project_id,
-                    lookup_time,
-                    record_hit=self._record_specs or not queued,
-                )
-                if not found.created:
-                    return self._publish_cached(spec, create, found)
-                record = found.step
-            else:
-                try:
-                    record = services.store.steps.create(create)
-                except RunStoppingError as exc:
-                    if previous is None:
-                        raise
-                    # A retry that may not start: the step ends with its last attempt.
-                    return StepOutcome(
-                        spec.name, ExecutionStatus.STOPPED, step_run=previous, reason=str(exc)
-                    )
             allocation = None
-            if queued:
-                try:
-                    record, allocation = self._wait_for_resources(spec, record)
-                except AllocationFailedError as exc:
-                    final = services.store.steps.update(
-                        record.id,
-                        StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
-                    )
-                    return StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
-            result = executor(spec, record, inputs, region, allocation)
+            try:
+                if queued:
+                    try:
+                        record, allocation = self._wait_for_resources(spec, record)
+                    except AllocationFailedError as exc:
+                        final = services.store.steps.update(
+                            record.id,
+                            StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
+                        )
+                        return StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
+                if holders is not None and executor is not self._inline:
+                    holders.end()  # the step's own process does the rest of its bookkeeping
+                # An inline attempt leaves the holder's stretch while its user code runs and
+                # is back in it from the code's return to the release (step_runner, attempts).
+                result = executor(spec, record, inputs, region, allocation)
+            finally:
+                if holders is not None:
+                    holders.end()
             if queued and runtime is StepRuntime.ISOLATED:
                 # Its own process released the resources: wake this process's waiters now
                 # rather than at their next poll.
@@ -254,13 +301,16 @@ class StepLauncher:
                 if notify is not None:
                     notify()
             final = result.record
-            if final.status is ExecutionStatus.RETRYING and not region.interrupted:
-                previous = final
-                attempt += 1
-                retry = spec.config.retry
-                if retry is not None:
-                    services.sleep(retry.delay_before(attempt))
-                continue
-            return StepOutcome(
-                spec.name, final.status, result.outputs, final, reason=final.status_reason
-            )
+            if final.status is not ExecutionStatus.RETRYING or region.interrupted:
+                return StepOutcome(
+                    spec.name, final.status, result.outputs, final, reason=final.status_reason
+                )
+            attempt = final.attempt + 1
+            retry = spec.config.retry
+            if retry is not None:
+                services.sleep(retry.delay_before(attempt))
+            with holders.creating() if holders is not None else nullcontext():
+                created = self._create_attempt(spec, inputs, cache_key, attempt, final)
+            if isinstance(created, StepOutcome):
+                return created
+            record = created

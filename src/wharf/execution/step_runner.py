@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError, MaterializationError, StepInterfaceError
+from wharf.execution.allocation import holders_of
 from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
@@ -122,8 +123,18 @@ class StepRunner:
             for name in spec.outputs
         }
         context = StepContext(self._pipeline_name, self._run, step_run, uris, allocation)
-        with step_context(context), region:
-            value = step.func(**kwargs)
+        # A holder's stretch (see HoldersFirst) pauses while the user code runs: waiting
+        # steps may poll and be created meanwhile. From the code's return to the release the
+        # slot is held but idle again, so the stretch resumes (InlineExecutor ends it once the
+        # step's end is recorded). A thread in no stretch (a step's own process) opens none.
+        holders = holders_of(self._services) if allocation is not None else None
+        resume = holders is not None and holders.end()
+        try:
+            with step_context(context), region:
+                value = step.func(**kwargs)
+        finally:
+            if resume and holders is not None:
+                holders.begin()
         values = split_step_outputs(step, spec.name, value)
         saved = self._save_all(spec, values, uris)
         return {

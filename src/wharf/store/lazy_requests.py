@@ -18,6 +18,10 @@ waited for them (created allocated, or announced while their step was still on i
 room): a waiter entering for such a request finds its ticket woken at once, so a step whose
 request was allocated at creation starts without asking the RM again.
 
+The room also carries the process's :class:`~wharf.store.holders_first.HoldersFirst` gate
+(:attr:`WaitRoom.holders`): the one object every step of the process that asks for resources
+reaches, in embedded and in team mode alike.
+
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
 every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters)
@@ -46,6 +50,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.store.holders_first import HoldersFirst
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.client.models import (
@@ -147,6 +152,9 @@ class WaitRoom:
         self._failing = False
         self.watcher: threading.Thread | None = None
         """The watch thread while the room is occupied (exposed so tests can join it)."""
+        self.holders = HoldersFirst()
+        """Steps of this process that hold an allocation go before the creation of steps
+        that will wait for one (see :mod:`wharf.store.holders_first`)."""
 
     @property
     def waiting(self) -> int:
