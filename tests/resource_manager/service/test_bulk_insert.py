@@ -15,6 +15,7 @@ from wharf.resource_manager.domain import Allocation
 from wharf.resource_manager.service import ResourceManagerService, bulk_insert, codec, request_store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_many
+from wharf.store.sql import errors
 
 
 def _rows(
@@ -35,9 +36,11 @@ def _rows(
 
 
 def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
-    setup_pool(rm, gpus_total=4, target_settings={"node": {"zone": "é-1"}})
+    # Backslashes, tabs and newlines must survive COPY's text format (PostgreSQL) unchanged.
+    zone = "é-1\\ \t|\n\\N"
+    setup_pool(rm, gpus_total=4, target_settings={"node": {"zone": zone}})
     spec = request_spec(
-        gpus(1), gpus(1, **{"class": "h100"}), metadata={"run": "r1", "k": "v"}, lease=60
+        gpus(1), gpus(1, **{"class": "h100"}), metadata={"run": zone, "k": "v"}, lease=60
     )
     model = rm.requests.create(ALICE, spec)
     stamped = model.model_copy(
@@ -65,7 +68,8 @@ def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
         }
     one, other = loaded[by_sqlalchemy].request, loaded[by_driver].request
     assert other.renewed_at == stamped.renewed_at  # microseconds and UTC kept
-    assert other.allocations[0].target_settings == {"node": {"zone": "é-1"}}
+    assert other.metadata["run"] == zone
+    assert other.allocations[0].target_settings == {"node": {"zone": zone}}
     assert one.model_dump(exclude={"id", "allocations"}) == other.model_dump(
         exclude={"id", "allocations"}
     )
@@ -94,3 +98,19 @@ def test_rows_beyond_one_statement_are_split_into_chunks(
             )
         ).scalars()
         assert sorted(chains) == list(range(1, 46))
+
+
+def test_a_rejected_bulk_insert_maps_to_the_same_error_everywhere(
+    rm: ResourceManagerService,
+) -> None:
+    # On PostgreSQL the rows go through COPY, outside SQLAlchemy's execute: its driver errors
+    # must still reach callers as the store's errors, as any statement's would.
+    setup_pool(rm, gpus_total=4)
+    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
+    orphan = {**codec.subject_rows(model)[0], "request_id": uuid.uuid4()}
+    duplicate = codec.subject_rows(model)[0]
+    with pytest.raises(errors.ForeignKeyViolationError):
+        rm._db.write(lambda conn: insert_many(conn, t.subjects, [orphan]))
+    with pytest.raises(errors.UniqueViolationError):
+        rm._db.write(lambda conn: insert_many(conn, t.subjects, [duplicate]))
+    assert rm.requests.get(model.id).status.value == "allocated"  # nothing half-applied

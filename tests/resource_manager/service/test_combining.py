@@ -148,3 +148,45 @@ def test_a_signal_wakes_its_waiter_once_however_often_it_is_set() -> None:
     signal.set()
     thread.join(5)
     assert woken.is_set()
+
+
+def test_the_combiner_wakes_one_caller_per_batch_and_the_callers_wake_the_rest() -> None:
+    combiner = Doubler(max_batch=64)
+    batch = [Slot(2 * n) for n in range(12)]  # even: none fails
+    own = batch[5]  # the combining thread's own slot: it is running, nobody wakes it
+    combiner._run(batch, own)
+    waiting = [slot for slot in batch if slot is not own]
+    assert all(slot.done and slot.answered for slot in batch)
+    assert [slot.value for slot in batch] == [4 * n for n in range(12)]
+    # Only the first waiting caller was woken; its wake-up is set, nobody else's.
+    woken = [slot.wake._lock.acquire(blocking=False) for slot in waiting]
+    assert woken == [True] + [False] * (len(waiting) - 1)
+    # Followers form a tree over every waiting caller, each reached exactly once.
+    reached = [follower for slot in waiting for follower in slot.followers]
+    assert sorted(map(id, reached)) == sorted(map(id, waiting[1:]))
+    assert max(len(slot.followers) for slot in waiting) == 2
+    assert not own.followers
+
+
+def test_many_threads_in_many_batches_all_return() -> None:
+    combiner = Doubler(max_batch=5, delay=0.001)
+    results: dict[int, object] = {}
+
+    def caller(n: int) -> None:
+        for round_ in range(5):
+            m = n * 10 + round_
+            try:
+                results[m] = combiner.submit(m)
+            except ValueError as error:
+                results[m] = error
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)  # no caller left asleep
+    assert len(results) == 200
+    for m, value in results.items():
+        assert value == 2 * m or (isinstance(value, ValueError) and m % 7 == 0)
+    assert max(len(batch) for batch in combiner.batches) > 1

@@ -135,14 +135,6 @@ class BatchRunner(Combiner[Operation]):
             except Exception:  # a listener's bug must not fail the batch that committed
                 logger.exception("A listener of requests leaving the queue failed.")
 
-    def _fail(self, batch: list[Slot[Operation]], error: BaseException) -> None:
-        if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):
-            for slot in batch:
-                self._execute([slot])
-            return
-        for slot in batch:
-            slot.finish(error=error)
-
     def _attempt(self, batch: list[Slot[Operation]]) -> _Run:
         return self.db.write(lambda conn: self._transaction(conn, batch))
 

@@ -14,9 +14,13 @@ parameters with the very bind processors SQLAlchemy would apply (each column typ
 On SQLite the rows go as one multi-row ``INSERT ... VALUES (...), (...)`` (per chunk of at
 most :data:`MAX_PARAMETERS` parameters) rather than an ``executemany``: the driver then releases
 the GIL once instead of once per row, and each release lets a waiting caller thread take the GIL
-away from the combining thread. Not on PostgreSQL: psycopg pipelines an ``executemany`` of a
-prepared statement, which measured faster there than one statement with hundreds of parameters.
-PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself.
+away from the combining thread. On PostgreSQL (psycopg) they go as one ``COPY ... FROM STDIN``
+(text format, values adapted by psycopg as it adapts query parameters): the server parses and
+plans nothing per row, where a pipelined ``executemany`` runs one prepared INSERT per row.
+PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself. ``COPY``
+is not a statement SQLAlchemy executes, so no cursor events fire for it; its driver errors are
+wrapped as SQLAlchemy would wrap them (``DBAPIError.instance``), so they map to the same
+Wharf errors, and a lost connection is invalidated.
 
 The processors are pure functions of the value, so two shortcuts keep their results exact:
 instants are converted once per distinct value in a call (a batch's rows share a handful of
@@ -34,10 +38,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 
 from wharf.store.sql.types import JsonText
 
@@ -59,6 +66,8 @@ class _Compiled:
     """``INSERT INTO t (...) VALUES `` when rows go as multi-row statements, else None."""
     group: str
     """One row's ``(...)`` with positional markers, its parameters in :attr:`names` order."""
+    copy: str | None = None
+    """``COPY t (...) FROM STDIN`` (columns in :attr:`names` order) on PostgreSQL + psycopg."""
     by_rows: dict[int, str] = field(default_factory=dict, compare=False)
     """Row count -> its multi-row statement (batch sizes are bounded, so is this)."""
 
@@ -79,24 +88,18 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     possible (one per chunk of :data:`MAX_PARAMETERS` parameters, or one ``executemany``)."""
     if not rows:
         return
-    keys = tuple(rows[0])
-    dialect = conn.dialect
-    cache_key = (dialect.name, dialect.driver, dialect.paramstyle, table.name, keys)
-    if cache_key not in _CACHE:
-        _CACHE[cache_key] = _compile(table, keys, dialect)
-    compiled = _CACHE[cache_key]
+    compiled = _compiled(conn.dialect, table, rows)
     if compiled is None:
         conn.execute(table.insert(), list(rows))
         return
-    pairs = tuple(
-        zip(compiled.names, _per_call(compiled.processors, compiled.memoized), strict=True)
-    )
-    values = [tuple(row[n] if fn is None else fn(row[n]) for n, fn in pairs) for row in rows]
-    if compiled.head is not None:
+    values = _values(compiled, rows)
+    if compiled.copy is not None:
+        _copy(conn, compiled.copy, values)
+    elif compiled.head is not None:
         per_statement = max(1, MAX_PARAMETERS // len(compiled.names))
         for start in range(0, len(values), per_statement):
             chunk = values[start : start + per_statement]
-            flat = tuple(value for row in chunk for value in row)
+            flat = tuple(chain.from_iterable(chunk))
             conn.exec_driver_sql(compiled.multi_row_sql(len(chunk)), flat)
     elif compiled.positional:
         conn.exec_driver_sql(compiled.sql, values)
@@ -104,6 +107,51 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         conn.exec_driver_sql(
             compiled.sql, [dict(zip(compiled.names, row, strict=True)) for row in values]
         )
+
+
+def _compiled(
+    dialect: Dialect, table: Table, rows: Sequence[Mapping[str, Any]]
+) -> _Compiled | None:
+    keys = tuple(rows[0])
+    cache_key = (dialect.name, dialect.driver, dialect.paramstyle, table.name, keys)
+    if cache_key not in _CACHE:
+        _CACHE[cache_key] = _compile(table, keys, dialect)
+    return _CACHE[cache_key]
+
+
+def _values(compiled: _Compiled, rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each row's driver parameters, in the statement's order, through the processors."""
+    get = itemgetter(*compiled.names)
+    processors = _per_call(compiled.processors, compiled.memoized)
+    processed = [(i, fn) for i, fn in enumerate(processors) if fn is not None]
+    # itemgetter of one name returns the value itself, not a 1-tuple
+    single = len(compiled.names) == 1
+    raw = [(get(row),) for row in rows] if single else [get(row) for row in rows]
+    if not processed:
+        return raw
+    values: list[tuple[Any, ...]] = []
+    for row_values in raw:
+        row = list(row_values)
+        for i, fn in processed:
+            row[i] = fn(row[i])
+        values.append(tuple(row))
+    return values
+
+
+def _copy(conn: Connection, sql: str, values: list[tuple[Any, ...]]) -> None:
+    driver = conn.connection.driver_connection
+    dbapi = conn.dialect.loaded_dbapi
+    try:
+        with driver.cursor() as cursor, cursor.copy(sql) as copy:  # type: ignore[union-attr]
+            for row in values:
+                copy.write_row(row)
+    except dbapi.Error as error:
+        lost = conn.dialect.is_disconnect(error, conn.connection.dbapi_connection, None)
+        if lost:
+            conn.invalidate(error)
+        raise DBAPIError.instance(
+            sql, None, error, dbapi.Error, connection_invalidated=lost, dialect=conn.dialect
+        ) from error
 
 
 def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled | None:
@@ -131,8 +179,20 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         processors.append(processor)
         impl = getattr(column_type, "impl_instance", column_type)
         memoized.append(processor is not None and isinstance(impl, DateTime))
+    copy = None
+    if dialect.name == "postgresql" and dialect.driver == "psycopg":
+        quote = dialect.identifier_preparer.quote
+        columns = ", ".join(quote(name) for name in names)
+        copy = f"COPY {dialect.identifier_preparer.format_table(table)} ({columns}) FROM STDIN"
     return _Compiled(
-        sql, names, tuple(processors), tuple(memoized), statement.positional, head, group
+        sql,
+        names,
+        tuple(processors),
+        tuple(memoized),
+        statement.positional,
+        head,
+        group,
+        copy,
     )
 
 

@@ -7,20 +7,29 @@ operation and its outcome). Subclasses say how a batch is executed: the scheduli
 
 Protocol: a caller queues its slot; the thread that gets the combine lock executes queued slots
 in batches of at most ``max_batch`` until its own slot is done; the others sleep on their slot
-until it is done, or until the leaving combiner hands them the role because their slot is
+until it is answered, or until the leaving combiner hands them the role because their slot is
 still queued. Under load N concurrent calls thus cost one transaction instead of N.
+
+Waking a batch's callers is a tree: the combiner wakes only the first waiting caller of the
+batch, and each woken caller wakes the next two before it returns (in heap order, so the last
+of N callers is woken after log2(N) hand-overs, not N). Waking a thread costs its waker
+a system call with the GIL held, and the woken thread, having slept, usually preempts the
+combining thread (which has run a lot) on its core, GIL and all; so the combiner, whose
+progress every queued caller waits for, wakes one thread per batch instead of one per caller.
 
 Callers on an event loop (the API server) use :meth:`Combiner.submit_async` instead: their
 slot is executed by the combiner's *drainer*, one thread that drains the queue whenever an
 asynchronous slot is waiting, and the outcome comes back through the loop. A request served
 this way costs no thread of its own and no thread hand-over, only its share of a batch.
 
-Invariants: every slot is executed exactly once and its caller woken exactly when its outcome
-is set; a batch executor must set an outcome on every slot of its batch (:meth:`Slot.finish`),
-even when it fails; no caller ever waits for a lock holder that went away, because the
-combiner only leaves after handing the role on; whenever an asynchronous slot is queued, the
-drainer is awake or about to look at the queue again (``_draining``, changed only under the
-queue lock), so no such slot is ever stranded.
+Invariants: every slot is executed exactly once; a batch executor must set an outcome on every
+slot of its batch (:meth:`Slot.finish`), even when it fails; a synchronous caller returns only
+once its slot is *answered* (outcome set and its successors in the wake tree linked, both
+before ``answered`` is set, under the combine lock), and it wakes those successors before it
+returns, so every caller of a batch is woken; no caller ever waits for a lock holder that went
+away, because the combiner only leaves after handing the role on, even when a batch raised;
+whenever an asynchronous slot is queued, the drainer is awake or about to look at the queue
+again (``_draining``, changed only under the queue lock), so no such slot is ever stranded.
 """
 
 from __future__ import annotations
@@ -65,18 +74,21 @@ class Signal:
 class Slot(Generic[OperationT]):
     operation: OperationT
     done: bool = False
+    """The outcome is set (by the batch executor)."""
+    answered: bool = False
+    """Set by the combiner after the batch: the caller may return (and wake its followers)."""
+    followers: tuple[Slot[OperationT], ...] = ()
+    """The callers this one wakes (its children in the batch's wake tree)."""
     value: Any = None
     error: BaseException | None = None
     wake: Signal = field(default_factory=Signal)
-    """Set when the slot is done, or when its thread is handed the combiner's role."""
+    """Set when the slot is answered, or when its thread is handed the combiner's role."""
     notify: Callable[[Slot[OperationT]], None] | None = None
     """For an asynchronous caller: called (on the combining thread) once the slot is done."""
 
     def finish(self, value: Any = None, error: BaseException | None = None) -> None:
         self.value, self.error, self.done = value, error, True
-        if self.notify is None:
-            self.wake.set()
-        else:
+        if self.notify is not None:  # a synchronous caller is woken through the wake tree
             self.notify(self)
 
     def result(self) -> Any:
@@ -147,24 +159,38 @@ class Combiner(ABC, Generic[OperationT]):
         slot = Slot(operation)
         with self._queue_lock:
             self._queue.append(slot)
-        while not slot.done:
+        while not slot.answered:
             if self._combine_lock.acquire(blocking=False):
                 try:
                     while not slot.done:
-                        self._run(self._take())
+                        self._run(self._take(), slot)
                 finally:
                     self._combine_lock.release()
-                self._hand_off()
+                    self._hand_off()
             else:
                 slot.wake.wait()
+        for follower in slot.followers:
+            follower.wake.set()
         return slot.result()
 
     @abstractmethod
     def _execute(self, batch: list[Slot[OperationT]]) -> None:
         """Run ``batch`` and :meth:`Slot.finish` every slot of it (called under the lock)."""
 
-    def _run(self, batch: list[Slot[OperationT]]) -> None:
-        """:meth:`_execute`, making sure no slot is left unfinished if it raises anyway."""
+    def _fail(self, batch: list[Slot[OperationT]], error: BaseException) -> None:
+        """For executors whose batch failed as a whole (a rolled-back transaction): run each
+        slot again alone, so that one bad operation fails only itself; a single slot, or an
+        interrupt, gets ``error``."""
+        if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):
+            for slot in batch:
+                self._execute([slot])
+            return
+        for slot in batch:
+            slot.finish(error=error)
+
+    def _run(self, batch: list[Slot[OperationT]], own: Slot[OperationT] | None = None) -> None:
+        """:meth:`_execute`, making sure no slot is left unfinished if it raises anyway, then
+        answer the batch's callers (``own``: the running thread's slot, which is not woken)."""
         try:
             self._execute(batch)
         except BaseException as error:
@@ -172,6 +198,14 @@ class Combiner(ABC, Generic[OperationT]):
                 if not slot.done:
                     slot.finish(error=error)
             raise
+        finally:
+            waiting = [slot for slot in batch if slot.notify is None and slot is not own]
+            for index in range(len(waiting) // 2):
+                waiting[index].followers = tuple(waiting[2 * index + 1 : 2 * index + 3])
+            for slot in batch:
+                slot.answered = True
+            if waiting:
+                waiting[0].wake.set()
 
     def _take(self) -> list[Slot[OperationT]]:
         with self._queue_lock:

@@ -159,7 +159,20 @@ class Tx:
 
     def info(self, request_id: UUID) -> ResourceRequestInfo:
         """The request as committed by this transaction (call from finishers only)."""
-        missing = (self._wanted | {request_id}) - self._loaded.keys()
+        # The first call of a batch loads every announced request; later ones are lookups
+        # (recomputing the difference per call cost O(batch) hashes, O(batch²) per batch).
+        if self._wanted or request_id not in self._loaded:
+            self._load_missing(request_id)
+        loaded = self._loaded.get(request_id)
+        if loaded is None:
+            raise EntityNotFoundError(f"Resource request {request_id} not found.")
+        return request_info(loaded)
+
+    def _load_missing(self, request_id: UUID) -> None:
+        missing = {key for key in self._wanted if key not in self._loaded}
+        if request_id not in self._loaded:
+            missing.add(request_id)
+        self._wanted.clear()
         if missing:
             # Known models only need the columns renewals change; others are loaded whole.
             known: dict[UUID, ResourceRequest] = {}
@@ -171,8 +184,3 @@ class Tx:
             rest = missing - known.keys()
             if rest:
                 self._loaded.update(request_store.load(self.conn, rest))
-            self._wanted.clear()
-        loaded = self._loaded.get(request_id)
-        if loaded is None:
-            raise EntityNotFoundError(f"Resource request {request_id} not found.")
-        return request_info(loaded)
