@@ -7,10 +7,12 @@ operation, the calling thread's CPU time per call (``time.thread_time``: user + 
 thread only, so the server's work barely counts) and the wall time per call, over ``--calls``
 calls after ``--warmup`` unmeasured ones, split in ``--rounds`` rounds: the best round is the
 one other load on the machine disturbed least. Operations: renew a held lease (lease 1 h,
-runtime state running), create (allocated at once) then release, get one request, list the
+runtime state running), renew ``--batch`` held leases in one bulk call (``renew_many``; its
+figures also per lease), create (allocated at once) then release, get one request, list the
 pools. Writes ``bench/results/rm_client_cpu.json``.
 
     python bench/rm_client_cpu.py [--calls 3000] [--warmup 300] [--leases 200] [--rounds 10]
+                                  [--batch 100]
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ from rm_http import ADMIN_KEY, LEASE, database, serve, spec
 from wharf.core.enums import ResourceRequestRuntimeState as RuntimeState
 from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.client.models import (
+    RenewalItem,
+    ResourceRequestCreate,
+    ResourceRequestInfo,
+)
 
 RESULTS = Path(__file__).parent / "results" / "rm_client_cpu.json"
 
@@ -66,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--leases", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=100, help="leases per bulk renewal")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
@@ -83,6 +90,18 @@ def main(argv: list[str] | None = None) -> int:
             answer = rm.requests.renew(held[index % len(held)], LEASE, RuntimeState.RUNNING)
             assert answer.status is Status.ALLOCATED, answer.status
 
+        items = [
+            RenewalItem(id=request_id, lease_seconds=LEASE, runtime_state=RuntimeState.RUNNING)
+            for request_id in held
+        ]
+
+        def renew_many(index: int) -> None:
+            start = index * args.batch % len(items)
+            batch = (items * 2)[start : start + args.batch]
+            for answer in rm.requests.renew_many(batch):
+                assert isinstance(answer, ResourceRequestInfo), answer
+                assert answer.status is Status.ALLOCATED, answer.status
+
         def cycle(index: int) -> None:
             created = rm.requests.create(cycle_spec)
             released = rm.requests.release(created.id)
@@ -96,12 +115,23 @@ def main(argv: list[str] | None = None) -> int:
 
         operations = {
             "renew": renew,
+            f"renew_many({args.batch})": renew_many,
             "create+release": cycle,
             "get": get,
             "pools.list": list_pools,
         }
         for name, operation in operations.items():
-            rows[name] = per_call(operation, args.calls, args.warmup, args.rounds)
+            bulk = operation is renew_many
+            calls, warmup = (
+                (max(args.rounds, args.calls // args.batch), max(1, args.warmup // args.batch))
+                if bulk
+                else (args.calls, args.warmup)
+            )
+            rows[name] = per_call(operation, calls, warmup, args.rounds)
+            if bulk:  # the same figures per lease renewed
+                rows[name].update(
+                    {f"{k}_per_lease": round(v / args.batch, 4) for k, v in rows[name].items()}
+                )
             print(f"{name}: {rows[name]}", flush=True)
     result = {
         "benchmark": "rm_client_cpu",

@@ -12,7 +12,14 @@ unlimited) and one policy admitting every project. Two load generators, each mea
   API's requests by hand: it costs the machine little, so it shows what the *server* sustains;
 - ``client``: ``--clients`` processes x ``--threads`` threads over one
   :class:`HttpResourceManager` each (login, token cache, idempotency key per call, model
-  parsing): what Wharf's own callers get, the client's CPU included, on the same 2 cores.
+  parsing): what Wharf's own callers get, the client's CPU included, on the same 2 cores;
+  renewals one per HTTP call (``renew``);
+- ``bulk`` (renewals only): the same processes and threads, each call renewing
+  ``--batch`` leases at once (``renew_many``, ``POST /v1/resource-requests/renew``);
+- ``coalesced`` (renewals only): ``--clients`` processes x ``--callers`` threads, each renewing
+  one lease per call through the workspace server's :class:`RenewalCoalescer` over one client
+  (as heartbeats do in production): concurrent renewals go out as bulk calls. Latency is per
+  renewal for every load; ``renewals_per_s`` counts leases renewed, not HTTP calls.
 
 Phases: cycles — create (1 CPU, lease 60 s; it fits, so it comes back allocated from the
 create's own scheduling transaction) then release, for ``--seconds``; renewals — ``--leases``
@@ -26,7 +33,8 @@ than throughput. Writes ``bench/results/rm_http.json``.
 
     python bench/rm_http.py [--backends sqlite postgresql] [--workers 1 2] [--seconds 10]
                             [--leases 10000] [--connections 32] [--clients 3] [--threads 8]
-                            [--phases cycles renewals] [--loads raw client]
+                            [--batch 100] [--callers 64] [--phases cycles renewals]
+                            [--loads raw client bulk coalesced]
 """
 
 from __future__ import annotations
@@ -39,26 +47,30 @@ import multiprocessing as mp
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import httpx
-import sqlalchemy as sa
+from rest_server import database, free_port, process_tree_cpu_seconds
 
 from wharf.core.enums import ResourceRequestRuntimeState as RuntimeState
 from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
-from wharf.store.sql.engine import normalize_url
+from wharf.resource_manager.client.models import (
+    PolicyCreate,
+    PoolCreate,
+    RenewalItem,
+    ResourceRequestCreate,
+    ResourceRequestInfo,
+)
+from wharf.server.resource_manager import RenewalCoalescer
 
 ADMIN_KEY = "bench-admin-key-" + "k" * 24
 GOALS = {"cycles_per_s": 500, "renewals_per_s": 2000}
@@ -76,62 +88,6 @@ def spec(index: int, lease: int) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def database(backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as directory:
-            yield f"sqlite:///{directory}/rm.db"
-        return
-    admin = normalize_url(
-        os.environ.get("WHARF_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    )
-    name = f"wharf_bench_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with engine.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        engine.dispose()
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds (user + system) used so far by process ``root`` and its descendants, from
-    ``/proc`` (0.0 where there is none): the server's cost per operation is the one figure that
-    other load on the machine disturbs little."""
-    proc = Path("/proc")
-    if not proc.exists():
-        return 0.0
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    total = 0.0
-    for pid, cpu in times.items():
-        ancestor = pid
-        while ancestor not in (root, 0, 1) and ancestor in parents:
-            ancestor = parents[ancestor]
-        if ancestor == root:
-            total += cpu
-    return total
 
 
 @contextlib.contextmanager
@@ -256,17 +212,40 @@ async def _create_leases(port: int, token: str, count: int, connections: int) ->
 
 
 def _client_process(
-    url: str, mode: str, threads: int, seconds: float, ids: list[str], start_at: float, out: Any
+    url: str,
+    mode: str,
+    threads: int,
+    seconds: float,
+    ids: list[str],
+    start_at: float,
+    out: Any,
+    variant: str = "single",
+    batch: int = 1,
 ) -> None:
-    """``threads`` threads over one HttpResourceManager, from ``start_at`` for ``seconds``."""
+    """``threads`` threads over one HttpResourceManager, from ``start_at`` for ``seconds``.
+
+    ``variant`` (renewals): ``single`` one renewal per call, ``bulk`` ``batch`` per call,
+    ``coalesced`` one per caller through a :class:`RenewalCoalescer`."""
     rm = HttpResourceManager(url, api_key=ADMIN_KEY, timeout=60)
     rm.pools.list()  # log in before the clock starts
     body = ResourceRequestCreate.model_validate(spec(0, 60))
     latencies: list[list[float]] = [[] for _ in range(threads)]
     errors: list[str] = []
+    coalescer = RenewalCoalescer(
+        lambda item: rm.requests.renew(item.id, item.lease_seconds, item.runtime_state),
+        rm.requests.renew_many,
+    )
+
+    def check(renewed: ResourceRequestInfo | Exception) -> None:
+        if not isinstance(renewed, ResourceRequestInfo) or renewed.status is not Status.ALLOCATED:
+            errors.append(str(getattr(renewed, "status", renewed)))
 
     def work(index: int) -> None:
-        own, mine, position = latencies[index], [UUID(i) for i in ids[index::threads]], 0
+        own, position = latencies[index], 0
+        mine = [
+            RenewalItem(id=UUID(i), lease_seconds=LEASE, runtime_state=RuntimeState.RUNNING)
+            for i in ids[index::threads]
+        ]
         while time.time() < start_at + seconds:
             started = time.perf_counter()
             if mode == "cycles":
@@ -274,11 +253,21 @@ def _client_process(
                 released = rm.requests.release(held.id)
                 if (held.status, released.status) != (Status.ALLOCATED, Status.RELEASED):
                     errors.append(f"{held.status} / {released.status}")
-            else:
-                renewed = rm.requests.renew(mine[position % len(mine)], LEASE, RuntimeState.RUNNING)
+            elif variant == "bulk":
+                items = [mine[(position + k) % len(mine)] for k in range(batch)]
+                position += batch
+                for renewed in rm.requests.renew_many(items):
+                    check(renewed)
+                took = time.perf_counter() - started
+                own.extend([took] * batch)
+                continue
+            elif variant == "coalesced":
+                check(coalescer.renew(mine[position % len(mine)]))
                 position += 1
-                if renewed.status is not Status.ALLOCATED:
-                    errors.append(str(renewed.status))
+            else:
+                item = mine[position % len(mine)]
+                check(rm.requests.renew(item.id, LEASE, RuntimeState.RUNNING))
+                position += 1
             own.append(time.perf_counter() - started)
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
@@ -294,7 +283,14 @@ def _client_process(
 
 
 def _clients(
-    url: str, mode: str, clients: int, threads: int, seconds: float, ids: list[str]
+    url: str,
+    mode: str,
+    clients: int,
+    threads: int,
+    seconds: float,
+    ids: list[str],
+    variant: str = "single",
+    batch: int = 1,
 ) -> tuple[list[float], float]:
     """Every call's latency, and the client processes' CPU seconds in the measured window."""
     context = mp.get_context("spawn")
@@ -303,7 +299,7 @@ def _clients(
     processes = [
         context.Process(
             target=_client_process,
-            args=(url, mode, threads, seconds, ids[i::clients], start_at, queue),
+            args=(url, mode, threads, seconds, ids[i::clients], start_at, queue, variant, batch),
         )
         for i in range(clients)
     ]
@@ -350,10 +346,10 @@ def measure(backend: str, workers: int, args: argparse.Namespace) -> dict[str, A
     with database(backend) as db_url, serve(db_url, workers) as (url, port, server):
 
         def timed(unit: str, run: Callable[[], tuple[list[float], float]]) -> dict[str, Any]:
-            cpu = tree_cpu_seconds(server)
+            cpu = process_tree_cpu_seconds(server)
             latencies, client_cpu = run()
             result = figures(latencies, seconds, unit)
-            spent = tree_cpu_seconds(server) - cpu
+            spent = process_tree_cpu_seconds(server) - cpu
             result["server_cpu_ms_per_op"] = round(spent * 1000 / max(1, len(latencies)), 3)
             result["client_cpu_ms_per_op"] = round(client_cpu * 1000 / max(1, len(latencies)), 3)
             return result
@@ -383,6 +379,27 @@ def measure(backend: str, workers: int, args: argparse.Namespace) -> dict[str, A
                 row["renewals_client"] = timed(
                     "renewals",
                     lambda: _clients(url, "renewals", args.clients, args.threads, seconds, ids),
+                )
+            if "bulk" in args.loads:
+                row["renewals_bulk"] = timed(
+                    "renewals",
+                    lambda: _clients(
+                        url,
+                        "renewals",
+                        args.clients,
+                        args.threads,
+                        seconds,
+                        ids,
+                        "bulk",
+                        args.batch,
+                    ),
+                )
+            if "coalesced" in args.loads:
+                row["renewals_coalesced"] = timed(
+                    "renewals",
+                    lambda: _clients(
+                        url, "renewals", args.clients, args.callers, seconds, ids, "coalesced"
+                    ),
                 )
     print(f"{backend}, {workers} worker(s): {summary(row)}", flush=True)
     return row
@@ -414,7 +431,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--phases", nargs="+", choices=["cycles", "renewals"], default=["cycles", "renewals"]
     )
-    parser.add_argument("--loads", nargs="+", choices=["raw", "client"], default=["raw", "client"])
+    parser.add_argument("--batch", type=int, default=100, help="leases per bulk renewal call")
+    parser.add_argument("--callers", type=int, default=64, help="threads per coalesced client")
+    parser.add_argument(
+        "--loads",
+        nargs="+",
+        choices=["raw", "client", "bulk", "coalesced"],
+        default=["raw", "client", "bulk", "coalesced"],
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     load_before = os.getloadavg()

@@ -53,16 +53,13 @@ import platform
 import random
 import resource
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
+from rest_server import database
 
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client.inprocess import InProcessResourceManager
@@ -71,7 +68,6 @@ from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.request_ops import ReleaseRequest
 from wharf.resource_manager.service.transaction import Operation
-from wharf.store.sql.engine import normalize_url
 
 RESULTS = Path(__file__).parent / "results" / "rm_service.json"
 ADMIN = Principal("bench-admin", admin=True)
@@ -290,27 +286,6 @@ def run_single_thread(rm: ResourceManagerService, count: int, seed: int) -> dict
         "cpu_ms_per_admission": round(cpu * 1000 / max(1, admitted), 3),
         "wall_ms_per_admission": round(wall * 1000 / max(1, admitted), 3),
     }
-
-
-@contextmanager
-def database(backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as directory:
-            yield f"sqlite:///{directory}/rm.db"
-        return
-    admin = normalize_url(
-        os.environ.get("WHARF_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    )
-    name = f"wharf_bench_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with engine.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        engine.dispose()
 
 
 def measure(backend: str, count: int, clients: list[int], seed: int) -> list[dict[str, Any]]:

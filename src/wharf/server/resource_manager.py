@@ -3,7 +3,14 @@ pairing of its store with it, and what it knows about each request's project and
 
 Owns: :func:`connect` (the client of ``ServerSettings.resource_manager_*``, or None),
 :func:`pair` (the server's step runs and batch calls become resource-aware, for the user each
-run records), :class:`RequestScope` / :func:`scope_of`, and :class:`ServerRequests`.
+run records), :class:`RequestScope` / :func:`scope_of`, :class:`ServerRequests` and
+:class:`RenewalCoalescer`.
+
+Lease renewals are coalesced: every step heartbeat renews its request, and concurrent ones
+(heartbeats are served on the thread pool) go to the RM as one bulk renewal (flat combining,
+:class:`RenewalCoalescer`): the first caller sends whatever is queued, the others sleep until
+their own answer is in. A lone caller sends its renewal alone, as a single renewal, at once, so
+coalescing adds no latency where there is nothing to combine.
 
 Invariants:
 - the server reaches the RM only through its client (:mod:`wharf.resource_manager.client`);
@@ -15,19 +22,29 @@ Invariants:
 - the RM's refusal of the server's own credentials is the server's outage, reported as
   ``StoreUnavailableError`` (503), never as the caller's authentication failure (401);
 - a request's scope (project and run, from its subject chain) never changes, so it is cached
-  per process once seen: renewing a request costs one RM call, not a read and a write.
+  per process once seen: renewing a request costs one RM call, not a read and a write;
+- a coalesced renewal answers its caller exactly as a single one would: the request, or the
+  same error raised in the caller's thread (an item's not found / forbidden fails that item
+  alone; a failure of the whole bulk call fails each of its callers); renewals with an
+  idempotency key are never coalesced (the bulk call takes none).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.core.errors import IllegalOperationError, StoreUnavailableError
+from wharf.core.errors import (
+    IllegalOperationError,
+    StoreError,
+    StoreUnavailableError,
+    WharfError,
+)
 from wharf.store.lazy_requests import LazyRequests
 from wharf.store.resource_aware import ResourceAwareBatches, pair_store, recorded_user
 
@@ -36,6 +53,7 @@ if TYPE_CHECKING:
         ExplanationInfo,
         Page,
         PageRequest,
+        RenewalItem,
         RequestFilter,
         ResourceRequestCreate,
         ResourceRequestInfo,
@@ -56,6 +74,8 @@ RETRY_ATTEMPTS = 3
 RETRY_BACKOFF_SECONDS = 0.1
 MAX_RETRY_BACKOFF_SECONDS = 1.0
 SCOPE_CACHE_SIZE = 50_000
+MAX_COALESCED = 1000
+"""Most renewals per bulk call (the RM's ``MAX_RENEWALS``); more queued wait for the next."""
 
 
 def connect(settings: ServerSettings) -> ResourceManagerClient | None:
@@ -145,12 +165,122 @@ class ServerRequests:
         return scope
 
 
+@dataclass(slots=True, eq=False)
+class _Waiting:
+    item: RenewalItem
+    answer: ResourceRequestInfo | BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    lead: bool = False
+    """Set with ``done`` when this caller is handed the sender's role instead of an answer."""
+
+
+class RenewalCoalescer:
+    """Concurrent renewals sent as bulk renewals (flat combining; see the module docstring).
+
+    ``single`` renews one request (its errors raised), ``bulk`` many (an answer or an error per
+    item, errors of the whole call raised). One thread at a time sends: the one that found no
+    sender at work. It takes everything queued (up to ``max_batch``), sends it, hands each
+    waiter its answer, and if more arrived meanwhile hands the sender's role to the oldest of
+    them, so no caller waits for more than the call in flight and its own."""
+
+    def __init__(
+        self,
+        single: Callable[[RenewalItem], ResourceRequestInfo],
+        bulk: Callable[[Sequence[RenewalItem]], list[ResourceRequestInfo | WharfError]],
+        max_batch: int = MAX_COALESCED,
+    ) -> None:
+        self._single = single
+        self._bulk = bulk
+        self._max_batch = max_batch
+        self._lock = threading.Lock()
+        self._queue: list[_Waiting] = []
+        self._sending = False
+
+    def renew(self, item: RenewalItem) -> ResourceRequestInfo:
+        mine = _Waiting(item)
+        with self._lock:
+            self._queue.append(mine)
+            lead = not self._sending
+            self._sending = True
+        while not lead:
+            mine.done.wait()
+            if mine.answer is not None:
+                break
+            mine.done.clear()  # handed the role: the answer is ours to fetch
+            lead = mine.lead
+        else:
+            self._send_until_answered(mine)
+        answer = mine.answer
+        if isinstance(answer, BaseException):
+            raise answer
+        assert answer is not None
+        return answer
+
+    def _send_until_answered(self, mine: _Waiting) -> None:
+        while mine.answer is None:
+            with self._lock:
+                batch = self._queue[: self._max_batch]
+                del self._queue[: self._max_batch]
+            try:
+                self._send(batch)
+            finally:
+                with self._lock:
+                    head = self._queue[0] if self._queue else None
+                    if head is None or mine.answer is None:
+                        self._sending = mine.answer is None  # we carry on, or nobody is left
+                    if head is not None and mine.answer is not None:
+                        head.lead = True
+                if head is not None and mine.answer is not None:
+                    head.done.set()
+
+    def _send(self, batch: list[_Waiting]) -> None:
+        """Every waiter of ``batch`` gets its answer, whatever happens."""
+        answers: Sequence[ResourceRequestInfo | BaseException]
+        try:
+            if len(batch) == 1:
+                answers = [self._single(batch[0].item)]
+            else:
+                answers = self._bulk_or_singles([waiting.item for waiting in batch])
+                if len(answers) != len(batch):
+                    raise StoreError("The Resource Manager answered a bulk renewal partly.")
+        except BaseException as error:  # the whole call failed: each caller raises it
+            answers = [error] * len(batch)
+        for waiting, answer in zip(batch, answers, strict=True):
+            waiting.answer = answer
+            waiting.done.set()
+
+    def _bulk_or_singles(
+        self, items: list[RenewalItem]
+    ) -> Sequence[ResourceRequestInfo | BaseException]:
+        try:
+            return self._bulk(items)
+        except StoreUnavailableError:
+            raise
+        except StoreError:
+            # An RM older than this server has no bulk route (405): renew one by one.
+            return [self._single_or_error(item) for item in items]
+
+    def _single_or_error(self, item: RenewalItem) -> ResourceRequestInfo | BaseException:
+        try:
+            return self._single(item)
+        except WharfError as error:
+            return error
+
+
 class _Remembering:
-    """A ``RequestsClient`` that notes the scope of each request passing through it."""
+    """A ``RequestsClient`` that notes the scope of each request passing through it, and
+    coalesces concurrent renewals without an idempotency key (:class:`RenewalCoalescer`)."""
 
     def __init__(self, inner: RequestsClient, owner: ServerRequests) -> None:
         self._inner = inner
         self._owner = owner
+        self._renewals = RenewalCoalescer(self._renew_one, self._renew_bulk)
+
+    def _renew_one(self, item: RenewalItem) -> ResourceRequestInfo:
+        return self._inner.renew(item.id, item.lease_seconds, item.runtime_state)
+
+    def _renew_bulk(self, items: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
+        return self._inner.renew_many(items)
 
     def _seen(self, info: ResourceRequestInfo) -> ResourceRequestInfo:
         self._owner.remember(info)
@@ -175,10 +305,23 @@ class _Remembering:
         idempotency_key: str | None = None,
     ) -> ResourceRequestInfo:
         with _server_credentials():
-            renewed = self._inner.renew(
-                request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
-            )
+            if idempotency_key is not None:
+                renewed = self._inner.renew(
+                    request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
+                )
+            else:
+                renewed = self._renewals.renew(
+                    _renewal_item(request_id, lease_seconds, runtime_state)
+                )
         return self._seen(renewed)
+
+    def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
+        with _server_credentials():
+            answers = self._inner.renew_many(renewals)
+        for answer in answers:
+            if not isinstance(answer, WharfError):
+                self._owner.remember(answer)
+        return answers
 
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None
@@ -204,6 +347,18 @@ class _Remembering:
         for info in found.items:
             self._owner.remember(info)
         return found
+
+
+def _renewal_item(
+    request_id: UUID, lease_seconds: int, runtime_state: ResourceRequestRuntimeState | None
+) -> RenewalItem:
+    """The renewal as a bulk item, validated here so a bad lease fails its own caller (with
+    the InputError a single renewal raises)."""
+    from wharf.resource_manager.client.models import RenewalItem
+    from wharf.resource_manager.domain import load
+
+    renewal = {"id": request_id, "lease_seconds": lease_seconds, "runtime_state": runtime_state}
+    return load(RenewalItem, renewal)
 
 
 @contextmanager

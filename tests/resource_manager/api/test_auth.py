@@ -45,6 +45,7 @@ PROTECTED = [
     ("POST", "/v1/resource-requests"),
     ("GET", f"/v1/resource-requests/{SOME_ID}"),
     ("POST", f"/v1/resource-requests/{SOME_ID}/renew"),
+    ("POST", "/v1/resource-requests/renew"),
     ("POST", f"/v1/resource-requests/{SOME_ID}/release"),
     ("POST", f"/v1/resource-requests/{SOME_ID}/cancel"),
     ("GET", f"/v1/resource-requests/{SOME_ID}/explain"),

@@ -11,7 +11,10 @@ Invariants:
   module's own header is accepted (no ``alg`` negotiation, so no ``none`` and no key confusion);
 - a token is refused at or after ``exp``; times come from the injected clock;
 - any malformed token raises :class:`AuthenticationError` with a one-line reason, never another
-  exception.
+  exception;
+- a token verified once is remembered (up to :data:`VERIFIED_KEPT` of them) with its principal
+  and expiry, so a client's next calls skip the HMAC and the JSON parse; expiry is still
+  checked on every call.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from wharf.resource_manager.client.http_errors import AuthenticationError
 from wharf.resource_manager.service import Principal
 
 MAX_TOKEN_LENGTH = 4096
+VERIFIED_KEPT = 4096
 _HEADER = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
 
 
@@ -47,6 +51,7 @@ class TokenSigner:
         self._secret = secret
         self.ttl_seconds = ttl_seconds
         self._clock = clock
+        self._verified: dict[str, tuple[Principal, float]] = {}
 
     def _sign(self, signing_input: str) -> str:
         return _b64(hmac.new(self._secret, signing_input.encode(), hashlib.sha256).digest())
@@ -68,6 +73,16 @@ class TokenSigner:
 
     def verify(self, token: str) -> Principal:
         """The principal of a valid, unexpired token; AuthenticationError otherwise."""
+        known = self._verified.get(token)
+        if known is not None and self._clock() < known[1]:
+            return known[0]
+        principal, expires = self._check(token)
+        if len(self._verified) >= VERIFIED_KEPT:
+            self._verified.clear()
+        self._verified[token] = (principal, expires)
+        return principal
+
+    def _check(self, token: str) -> tuple[Principal, float]:
         parts = token.split(".")
         if len(token) > MAX_TOKEN_LENGTH or len(parts) != 3 or parts[0] != _HEADER:
             raise AuthenticationError("Malformed access token.")
@@ -83,4 +98,4 @@ class TokenSigner:
             raise AuthenticationError("Malformed access token.")
         if not isinstance(expires, int | float) or self._clock() >= expires:
             raise AuthenticationError("The access token has expired; log in again.")
-        return Principal(name, admin=admin)
+        return Principal(name, admin=admin), float(expires)

@@ -9,8 +9,8 @@ see exactly what the in-process client returns, and the same Wharf errors.
 Invariants: the caller's identity is the credential given here (an API key, or a username and
 password), never passed per call; each mutating call sends one idempotency key (the caller's or
 a fresh one) for all its attempts, except that renew, release and cancel — idempotent by
-nature — send one only when the caller gives it; pools and policies are addressed by id or
-name (URL-quoted).
+nature — send one only when the caller gives it, and ``renew_many`` never sends one; pools and
+policies are addressed by id or name (URL-quoted).
 
 Not re-exported by :mod:`wharf.resource_manager.client`: importing it needs ``httpx`` (the
 ``server`` extra), which the engine must not require.
@@ -18,7 +18,7 @@ Not re-exported by :mod:`wharf.resource_manager.client`: importing it needs ``ht
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 from uuid import UUID
@@ -27,9 +27,11 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.core.errors import StoreError
+from wharf.core.errors import StoreError, WharfError
+from wharf.resource_manager.client.http_errors import error_from_response
 from wharf.resource_manager.client.http_transport import RetryPolicy, Transport
 from wharf.resource_manager.client.models import (
+    MAX_RENEWALS,
     DescriptorUpdate,
     ExplanationInfo,
     LoginRequest,
@@ -41,10 +43,14 @@ from wharf.resource_manager.client.models import (
     PoolCreate,
     PoolUpdate,
     QueueEntry,
+    RenewalItem,
+    RenewalOutcome,
     RequestFilter,
     ResourceRequestCreate,
     ResourceRequestInfo,
     ResourceRequestRenew,
+    ResourceRequestRenewals,
+    ResourceRequestRenewMany,
 )
 from wharf.resource_manager.client.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor, load
@@ -94,6 +100,14 @@ def _renew_body(lease_seconds: int, state: ResourceRequestRuntimeState | None) -
                 _RENEWALS.clear()
             _RENEWALS[key] = body
     return body
+
+
+def _renewed(result: RenewalOutcome) -> ResourceRequestInfo | WharfError:
+    """One item of a bulk renewal: its request, or the error a single renewal would raise."""
+    if result.request is not None:
+        return result.request
+    detail = result.detail or f"HTTP {result.status}"
+    return error_from_response(result.status, {"detail": detail, "error": result.error}, detail)
 
 
 class _Descriptors:
@@ -224,6 +238,20 @@ class _Requests:
     ) -> ResourceRequestInfo:
         body = _renew_body(lease_seconds, runtime_state)
         return self._post(request_id, "renew", idempotency_key, body)
+
+    def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
+        """One ``POST /renew`` per :data:`MAX_RENEWALS` items (idempotent by nature: no key)."""
+        answers: list[ResourceRequestInfo | WharfError] = []
+        for start in range(0, len(renewals), MAX_RENEWALS):
+            chunk = tuple(renewals[start : start + MAX_RENEWALS])
+            body = _body(ResourceRequestRenewMany(renewals=chunk))
+            answer = self._call("POST", f"{self.PATH}/renew", content=body, natural=True)
+            parsed: ResourceRequestRenewals = _parse(ResourceRequestRenewals, answer)
+            results = parsed.results
+            if [result.id for result in results] != [item.id for item in chunk]:
+                raise StoreError("Unexpected answer from the Resource Manager: renewals mismatch.")
+            answers += [_renewed(result) for result in results]
+        return answers
 
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None

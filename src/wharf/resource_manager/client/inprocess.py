@@ -12,11 +12,12 @@ in the service, which the workspace server and the engine must not depend on (im
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import WharfError
 from wharf.resource_manager.client.models import (
     DescriptorUpdate,
     ExplanationInfo,
@@ -28,6 +29,7 @@ from wharf.resource_manager.client.models import (
     PoolCreate,
     PoolUpdate,
     QueueEntry,
+    RenewalItem,
     RequestFilter,
     ResourceRequestCreate,
     ResourceRequestInfo,
@@ -152,6 +154,9 @@ class _Requests:
             runtime_state,
             idempotency_key=idempotency_key,
         )
+
+    def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
+        return self._service.renew_many(self._principal, renewals)
 
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None

@@ -23,7 +23,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.resource_manager.domain import (
@@ -46,6 +53,9 @@ MAX_PAGE_SIZE = 1000
 MAX_DURATION_SECONDS = 10 * 365 * 24 * 3600
 """Longest lease or wait a client may ask for (ten years)."""
 KEY_LENGTH = 255
+MAX_RENEWALS = 1000
+"""Most renewals in one bulk call: bounds the request's body (about 100 KB) and the time one
+call holds the service's renewal transaction."""
 
 StrictInt = Annotated[int, Field(strict=True)]
 NonNegativeStrictInt = Annotated[int, Field(strict=True, ge=0)]
@@ -218,6 +228,48 @@ class ResourceRequestInfo(ResourceRequest):
     """Who created it; only they (or an admin) may renew, release or cancel it."""
 
 
+class RenewalItem(_Wire):
+    """One renewal of a bulk call: which request, its new lease (from now), its runtime state."""
+
+    id: UUID
+    lease_seconds: DurationSeconds
+    runtime_state: ResourceRequestRuntimeState | None = None
+
+
+class ResourceRequestRenewMany(_Wire):
+    """Body of a bulk renewal: at most :data:`MAX_RENEWALS` items, answered in their order."""
+
+    renewals: tuple[RenewalItem, ...] = Field(json_schema_extra={"maxItems": MAX_RENEWALS})
+
+    @field_validator("renewals", mode="before")
+    @classmethod
+    def _at_most(cls, value: Any) -> Any:
+        # Checked before the items are parsed: an oversized batch costs no item validation.
+        if isinstance(value, list | tuple) and len(value) > MAX_RENEWALS:
+            raise ValueError(
+                f"At most {MAX_RENEWALS} renewals per call, got {len(value)}: split them "
+                "into several calls."
+            )
+        return value
+
+
+class RenewalOutcome(_Wire):
+    """One item's answer: the renewed request, or the error a single renewal would have got
+    (``status`` its HTTP status, ``error`` the Wharf error class name, ``detail`` the text)."""
+
+    id: UUID
+    request: ResourceRequestInfo | None = None
+    status: int = 200
+    error: str | None = None
+    detail: str | None = None
+
+
+class ResourceRequestRenewals(_Wire):
+    """Answer of a bulk renewal: one outcome per item, in the order they were sent."""
+
+    results: tuple[RenewalOutcome, ...]
+
+
 class RequestFilter(_Wire):
     status: tuple[ResourceRequestStatus, ...] | None = None
     """Any of these statuses."""
@@ -307,6 +359,7 @@ class AccessToken(_Wire):
 __all__ = [
     "MAX_DURATION_SECONDS",
     "MAX_PAGE_SIZE",
+    "MAX_RENEWALS",
     "AccessToken",
     "CapacityClassSpec",
     "DemandSpec",
@@ -325,9 +378,13 @@ __all__ = [
     "QuantityValue",
     "QueueEntry",
     "QueuePositionInfo",
+    "RenewalItem",
+    "RenewalOutcome",
     "RequestFilter",
     "ResourceDescriptor",
     "ResourceRequestCreate",
     "ResourceRequestInfo",
     "ResourceRequestRenew",
+    "ResourceRequestRenewMany",
+    "ResourceRequestRenewals",
 ]

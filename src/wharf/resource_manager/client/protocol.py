@@ -20,10 +20,12 @@ Contract (every implementation):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import WharfError
 from wharf.resource_manager.client.models import (
     DescriptorUpdate,
     ExplanationInfo,
@@ -35,6 +37,7 @@ from wharf.resource_manager.client.models import (
     PoolCreate,
     PoolUpdate,
     QueueEntry,
+    RenewalItem,
     RequestFilter,
     ResourceRequestCreate,
     ResourceRequestInfo,
@@ -113,6 +116,12 @@ class RequestsClient(Protocol):
         """Extend the lease to ``lease_seconds`` from now (server time) and record the runtime
         state. A terminal request comes back unchanged; so does an already lapsed one, which is
         then expired (or cancelled, if it was pending) instead of renewed."""
+
+    def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
+        """Renew each item as :meth:`renew` would, in as few round trips and transactions as
+        the implementation can; one answer per item, in order: the request, or the error
+        :meth:`renew` would have raised for that item alone (one bad id never fails the
+        others). Errors of the whole call (the RM unreachable, bad credentials) are raised."""
 
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None

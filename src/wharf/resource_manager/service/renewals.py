@@ -82,12 +82,7 @@ class RenewalRunner(Combiner[Renewal]):
         try:
             results = self._db.write(lambda conn: self._transaction(conn, batch))
         except BaseException as error:
-            if len(batch) > 1 and not isinstance(error, KeyboardInterrupt | SystemExit):
-                for slot in batch:
-                    self._execute([slot])
-                return
-            for slot in batch:
-                slot.finish(error=error)
+            self._fail(batch, error)
             return
         for slot, result in zip(batch, results, strict=True):
             slot.finish(result.value, result.error)

@@ -7,6 +7,10 @@ Routes:
                                                     subject_type, pool, requester,
                                                     metadata[key]=value, page, size, sort
     GET  /v1/resource-requests/{id}                 get
+    POST /v1/resource-requests/renew                bulk renewal: body {renewals: [{id,
+                                                    lease_seconds, runtime_state?}, ...]}
+                                                    (at most MAX_RENEWALS), 200 with one
+                                                    outcome per item, in order
     POST /v1/resource-requests/{id}/renew           body {lease_seconds, runtime_state?}
     POST /v1/resource-requests/{id}/release         give the allocation back
     POST /v1/resource-requests/{id}/cancel          withdraw a pending request
@@ -17,27 +21,43 @@ These are the per-step and per-heartbeat calls of every pipeline, so they are le
 renew, release and cancel await the service's combiner directly (``*_async``): no thread is
 taken per request; the reads run in the thread pool.
 
+The bulk renewal is the workspace server's heartbeat path (it coalesces its steps' renewals):
+each item is renewed as a single renewal would be, in the service's shared renewal
+transactions, and answered alone — the request, or ``{status, error, detail}`` with the status
+and error a single renewal would have got (404 not found, 403 someone else's ...), so one bad
+id never fails the others. Only a malformed body, an oversized batch (422) or a bad token
+(401) fail the whole call.
+
 Invariants: only the requester or an administrator may renew, release or cancel (403 otherwise,
-checked by the service); every POST honours ``X-Idempotency-Key`` (a retried create with the
-same key returns the first request and never creates a second one).
+checked by the service, per item in a bulk renewal); every single-request POST honours
+``X-Idempotency-Key`` (a retried create with the same key returns the first request and never
+creates a second one); the bulk renewal refuses one (400): renewing is idempotent by nature, a
+retry moves each lease to now + ``lease_seconds`` again.
 """
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from starlette.requests import Request
 from starlette.responses import Response
 
-from wharf.core.errors import InputError
+from wharf.core.errors import InputError, WharfError
 from wharf.resource_manager.api.deps import json_response
+from wharf.resource_manager.api.errors import status_for
 from wharf.resource_manager.api.lean import Call, LeanRoutes, parse_body, parse_query, path_uuid
+from wharf.resource_manager.client.http_errors import wire_name
 from wharf.resource_manager.client.models import (
     ExplanationInfo,
     Page,
     PageRequest,
+    RenewalOutcome,
     RequestFilter,
     ResourceRequestCreate,
     ResourceRequestInfo,
     ResourceRequestRenew,
+    ResourceRequestRenewals,
+    ResourceRequestRenewMany,
 )
 
 PATH = "/v1/resource-requests"
@@ -87,6 +107,35 @@ def _metadata(request: Request) -> dict[str, str]:
                 raise InputError(f"Metadata filter '{key}' is given more than once.")
             found[key] = value
     return found
+
+
+@routes.add(
+    "POST", PATH + "/renew", "Renew many leases (one outcome per item)",
+    body=ResourceRequestRenewMany, response=ResourceRequestRenewals,
+)  # fmt: skip
+async def renew_requests(request: Request) -> Response:
+    call = Call.of(request)
+    if call.key is not None:
+        raise InputError(
+            "A bulk renewal takes no X-Idempotency-Key: renewing is idempotent by nature (a "
+            "retry moves each lease to now + lease_seconds again); renew a single request to "
+            "have its answer replayed."
+        )
+    body = parse_body(ResourceRequestRenewMany, await request.body())
+    answers = await call.service.requests.renew_many_async(call.caller, body.renewals)
+    results = tuple(
+        _outcome(item.id, answer) for item, answer in zip(body.renewals, answers, strict=True)
+    )
+    return json_response(ResourceRequestRenewals(results=results))
+
+
+def _outcome(request_id: UUID, answer: ResourceRequestInfo | WharfError) -> RenewalOutcome:
+    if isinstance(answer, WharfError):
+        detail = " ".join(str(answer).split())
+        return RenewalOutcome(
+            id=request_id, status=status_for(answer), error=wire_name(answer), detail=detail
+        )
+    return RenewalOutcome(id=request_id, request=answer)
 
 
 @routes.add("GET", ONE, "Get a request", response=ResourceRequestInfo)
