@@ -3,7 +3,9 @@
 For each N, a fresh Wharf home; the first run executes every step (cache misses: the key is
 computed and looked up before each step), the second reuses every step from the cache.
 Per-step overhead = wall time of the pipeline call / N (compile, snapshot, run records,
-artifacts and cache lookups included).
+artifacts and cache lookups included). The marginal cost of a step, free of what a run costs
+once (compile, snapshot, run records, thread pool), is also printed: the slope between two sizes,
+(T(N2) - T(N1)) / (N2 - N1).
 
     python bench/step_overhead.py [--sizes 10 100 1000] [--repeat 3]
 """
@@ -11,6 +13,7 @@ artifacts and cache lookups included).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -86,8 +89,26 @@ def main() -> None:
             f"N={n:5d}  uncached {row['uncached_ms_per_step']:.3f} ms/step "
             f"({uncached:.3f} s)   cached {row['cached_ms_per_step']:.3f} ms/step ({cached:.3f} s)"
         )
+    marginal = []
+    for a, b in itertools.pairwise(results):
+        span = b["steps"] - a["steps"]
+        row = {
+            "from_steps": a["steps"],
+            "to_steps": b["steps"],
+            "uncached_ms_per_step": 1000 * (b["uncached_total_s"] - a["uncached_total_s"]) / span,
+            "cached_ms_per_step": 1000 * (b["cached_total_s"] - a["cached_total_s"]) / span,
+        }
+        marginal.append(row)
+        print(
+            f"marginal N={a['steps']}->{b['steps']}  uncached "
+            f"{row['uncached_ms_per_step']:.3f} ms/step   cached {row['cached_ms_per_step']:.3f} ms/step"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"benchmark": "step_overhead", "results": results}, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {"benchmark": "step_overhead", "results": results, "marginal": marginal}, indent=2
+        )
+    )
     print(f"wrote {args.out}")
 
 
