@@ -182,9 +182,10 @@ class StepLauncher:
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
     def _wait_for_resources(
-        self, spec: StepSpec, record: StepRunRecord
+        self, spec: StepSpec, record: StepRunRecord, holders: HoldersFirst | None
     ) -> tuple[StepRunRecord, ResourceRequestInfo]:
-        """Block until the step's request is allocated; then mark the step running."""
+        """Block until the step's request is allocated; then mark the step running (in a
+        holder's stretch of ``holders`` from the allocation on)."""
         services = self._services
         requests = services.store.resource_requests
         settings = spec.config.resources
@@ -193,7 +194,6 @@ class StepLauncher:
             raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
         # Woken as soon as a release of this process allocates the request, not at the next poll.
         room = getattr(requests, "wait_room", None)
-        holders = holders_of(services)
         waiter = AllocationWaiter(requests, services.clock, services.sleep, room=room)
         waiter.wait(record.resource_request_id, settings)
         if holders is not None:
@@ -279,7 +279,7 @@ class StepLauncher:
             try:
                 if queued:
                     try:
-                        record, allocation = self._wait_for_resources(spec, record)
+                        record, allocation = self._wait_for_resources(spec, record, holders)
                     except AllocationFailedError as exc:
                         final = services.store.steps.update(
                             record.id,

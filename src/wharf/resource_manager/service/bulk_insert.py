@@ -19,7 +19,7 @@ away from the combining thread. On PostgreSQL (psycopg) they go as one ``COPY ..
 plans nothing per row, where a pipelined ``executemany`` runs one prepared INSERT per row.
 PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself. ``COPY``
 is not a statement SQLAlchemy executes, so no cursor events fire for it; its driver errors are
-wrapped as SQLAlchemy would wrap them (``DBAPIError.instance``), so they map to the same
+wrapped as SQLAlchemy would wrap them (``direct.driver_error``), so they map to the same
 Wharf errors, and a lost connection is invalidated.
 
 The processors are pure functions of the value, so two shortcuts keep their results exact:
@@ -44,8 +44,8 @@ from typing import Any
 
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 
+from wharf.store.sql.direct import driver_error
 from wharf.store.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
@@ -146,12 +146,7 @@ def _copy(conn: Connection, sql: str, values: list[tuple[Any, ...]]) -> None:
             for row in values:
                 copy.write_row(row)
     except dbapi.Error as error:
-        lost = conn.dialect.is_disconnect(error, conn.connection.dbapi_connection, None)
-        if lost:
-            conn.invalidate(error)
-        raise DBAPIError.instance(
-            sql, None, error, dbapi.Error, connection_invalidated=lost, dialect=conn.dialect
-        ) from error
+        raise driver_error(conn, sql, None, error) from error
 
 
 def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled | None:

@@ -205,12 +205,10 @@ class RequestService:
         """The operation renewing ``item``: it was validated as a :class:`RenewalItem`, whose
         fields are :class:`ResourceRequestRenew`'s, so it is not validated again (a sizeable
         share of a bulk renewal's CPU)."""
-        if self._db.is_sqlite:
-            body = ResourceRequestRenew.model_construct(
-                lease_seconds=item.lease_seconds, runtime_state=item.runtime_state
-            )
-            return RenewRequest(principal, item.id, body, sweep_due)
-        return Renewal(principal, item.id, item.lease_seconds, item.runtime_state, None)
+        body = ResourceRequestRenew.model_construct(
+            lease_seconds=item.lease_seconds, runtime_state=item.runtime_state
+        )
+        return self._renewal_operation(principal, item.id, body, None, sweep_due)
 
     def _answers(self, outcomes: Sequence[object]) -> list[ResourceRequestInfo | WharfError | None]:
         """Each item's answer, or None where :meth:`_renewed` asks for a cycle first."""
@@ -253,10 +251,22 @@ class RequestService:
         if idempotency_key is not None:
             payload = {"id": str(request_id), **body.model_dump(mode="json")}
             key = IdempotencyKey.of(principal.name, "requests.renew", idempotency_key, payload)
+        operation = self._renewal_operation(principal, request_id, body, key, self._sweep_due())
+        return self._renewal_combiner(), operation
+
+    def _renewal_operation(
+        self,
+        principal: Principal,
+        request_id: UUID,
+        body: ResourceRequestRenew,
+        key: IdempotencyKey | None,
+        sweep_due: bool,
+    ) -> Any:
+        """The operation :meth:`_renewal_combiner` runs: on SQLite a renewal joins the
+        scheduling batches (one writer), elsewhere the renewal combiner's own transactions."""
         if self._db.is_sqlite:
-            return self._runner, RenewRequest(principal, request_id, body, self._sweep_due(), key)
-        renewal = Renewal(principal, request_id, body.lease_seconds, body.runtime_state, key)
-        return self._renewals, renewal
+            return RenewRequest(principal, request_id, body, sweep_due, key)
+        return Renewal(principal, request_id, body.lease_seconds, body.runtime_state, key)
 
     def _renewed(self, outcome: object) -> ResourceRequestInfo | None:
         """The renewal's answer, or None when a cycle must run first (:meth:`_swept`): the lease

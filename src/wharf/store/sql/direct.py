@@ -144,13 +144,14 @@ def _run(
             cursor.execute(sql, params)
         return list(cursor.fetchall()) if fetch else []
     except conn.dialect.loaded_dbapi.Error as error:
-        raise _wrapped(conn, sql, params, error) from error
+        raise driver_error(conn, sql, params, error) from error
     finally:
         cursor.close()
 
 
-def _wrapped(conn: Connection, sql: str, params: Any, error: Any) -> exc.StatementError:
-    """``error`` as SQLAlchemy raises it; a lost connection is invalidated, as SQLAlchemy does."""
+def driver_error(conn: Connection, sql: str, params: Any, error: Any) -> exc.StatementError:
+    """A driver's ``error`` from a statement sent past SQLAlchemy, as SQLAlchemy would raise it;
+    a lost connection is invalidated, as SQLAlchemy does."""
     dialect = conn.dialect
     lost = dialect.is_disconnect(error, conn.connection.dbapi_connection, None)
     if lost:
