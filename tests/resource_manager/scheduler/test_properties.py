@@ -25,7 +25,13 @@ from tests.resource_manager.scheduler.worlds import (
 )
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest, release
-from wharf.resource_manager.scheduler import Snapshot, apply_decisions, schedule
+from wharf.resource_manager.scheduler import (
+    Prepared,
+    SchedulerOptions,
+    Snapshot,
+    apply_decisions,
+    schedule,
+)
 
 # WHARF_RM_EXAMPLES=2000 pytest ... runs a long bug hunt; the default keeps the suite fast.
 PROFILE = settings(
@@ -45,6 +51,7 @@ def test_random_histories_keep_every_invariant(world, data):
     state = snapshot_of(world, [])
     contended = len(world.pools) == 1 and all(p.concurrency_limit is None for p in world.pools)
     now = 0
+    prepared: Prepared | None = None
     for cycle in range(data.draw(st.integers(3, 8), label="cycles")):
         now += data.draw(st.sampled_from([1, 4, 15]), label="elapsed")
         arrivals = data.draw(new_requests(f"c{cycle}", now, contended), label="arrivals")
@@ -59,6 +66,12 @@ def test_random_histories_keep_every_invariant(world, data):
         ]
         before = _with(state, requests)
         decisions = schedule(before, at(now))
+        # An index kept across cycles (as the service keeps one) only saves work: its
+        # per-request routes never change a decision, whatever happened to the request.
+        if prepared is None:
+            prepared = Prepared(before, SchedulerOptions().route_search_budget)
+        assert prepared.serves(before, SchedulerOptions().route_search_budget)
+        assert schedule(before, at(now), prepared=prepared) == decisions
         state = apply_decisions(before, decisions)
         check_invariants(before, decisions, state)
 

@@ -24,12 +24,14 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from uuid import UUID
 
 from wharf.core.enums import ReclaimTolerance
 from wharf.core.errors import InputError
 from wharf.resource_manager.domain.pools import class_accepts
 from wharf.resource_manager.domain.requests import Demand, ResourceRequest
-from wharf.resource_manager.domain.selectors import SubjectSet
+from wharf.resource_manager.domain.selectors import AttributeSelector, SubjectSet
+from wharf.resource_manager.domain.subjects import SubjectChain
 from wharf.resource_manager.domain.units import ResourceDescriptor
 from wharf.resource_manager.scheduler import reasons
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, PoolView
@@ -77,6 +79,32 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class _Routed:
+    """A request's routes, with the fields they were derived from (kept by reference: the
+    working copies of one request share them, so the check is a few identity tests)."""
+
+    subjects: tuple[SubjectChain, ...]
+    demands: tuple[Demand, ...]
+    pool: str | None
+    pool_selector: AttributeSelector | None
+    reclaim_tolerance: ReclaimTolerance
+    routed: tuple[int, dict[int, list[RoutePlan]]] | str
+
+    def serves(self, request: ResourceRequest) -> bool:
+        return (
+            _same(self.subjects, request.subjects)
+            and _same(self.demands, request.demands)
+            and self.pool == request.pool
+            and _same(self.pool_selector, request.pool_selector)
+            and self.reclaim_tolerance is request.reclaim_tolerance
+        )
+
+
+def _same(known: object, given: object) -> bool:
+    return known is given or known == given
+
+
+@dataclass(frozen=True, slots=True)
 class _Failure:
     stage: int
     message: str
@@ -90,11 +118,17 @@ class Nominator:
         self._plans: dict[tuple[int, Hashable], RoutePlan | _Failure] = {}
         self._shapes: dict[Hashable, int] = {}
         self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
+        self._by_request: dict[UUID, _Routed] = {}
 
     @property
     def shape_count(self) -> int:
         """Distinct request shapes seen (the caches grow with it)."""
         return len(self._shapes)
+
+    @property
+    def request_count(self) -> int:
+        """Requests whose routes are remembered."""
+        return len(self._by_request)
 
     def nominate(self, request: ResourceRequest) -> Candidate | str:
         """A candidate, or the rejection reason."""
@@ -104,6 +138,40 @@ class Nominator:
             if isinstance(options, str):
                 return options
             resolved.append(options)
+        routed = self._routed(request, resolved)
+        if isinstance(routed, str):
+            return routed
+        shape, routes = routed
+        return Candidate(
+            request=request,
+            shape=shape,
+            plans=routes,
+            fifo=(request.created_at, request.id.int),
+        )
+
+    def _routed(
+        self, request: ResourceRequest, resolved: Sequence[Options]
+    ) -> tuple[int, dict[int, list[RoutePlan]]] | str:
+        """The request's shape and route table, or why it can never be admitted; remembered
+        per request, since a pending request is nominated again in every cycle until it
+        leaves the queue and its subjects, demands and pool never change."""
+        known = self._by_request.get(request.id)
+        if known is not None and known.serves(request):
+            return known.routed
+        routed = self._route(request, resolved)
+        self._by_request[request.id] = _Routed(
+            request.subjects,
+            request.demands,
+            request.pool,
+            request.pool_selector,
+            request.reclaim_tolerance,
+            routed,
+        )
+        return routed
+
+    def _route(
+        self, request: ResourceRequest, resolved: Sequence[Options]
+    ) -> tuple[int, dict[int, list[RoutePlan]]] | str:
         pools = self._eligible_pools(request)
         if isinstance(pools, str):
             return pools
@@ -129,12 +197,7 @@ class Nominator:
             self._routes[routes_key] = routes
         if isinstance(routes, str):
             return routes
-        return Candidate(
-            request=request,
-            shape=shape,
-            plans=routes,
-            fifo=(request.created_at, request.id.int),
-        )
+        return shape, routes
 
     def _route_table(
         self,

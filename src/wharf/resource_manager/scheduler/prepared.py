@@ -18,7 +18,8 @@ Invariants:
 - it is not thread-safe: one cycle at a time may use it (the service's combiner is the only
   user of its prepared index; other readers build their own);
 - the nominator's caches are dropped when they hold more than :data:`MAX_SHAPES` request
-  shapes, so an endless variety of requests cannot grow them without bound.
+  shapes or the routes of more than :data:`MAX_REQUESTS` requests, so an endless variety or
+  stream of requests cannot grow them without bound.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from wharf.resource_manager.scheduler.phase2_nominate import Nominator
 from wharf.resource_manager.scheduler.snapshot import Snapshot
 
 MAX_SHAPES = 10_000
+MAX_REQUESTS = 100_000
 
 
 class Prepared:
@@ -52,6 +54,7 @@ class Prepared:
 
     def for_cycle(self) -> tuple[Catalog, Nominator]:
         """A catalog fork and the shared nominator, for one cycle."""
-        if self.nominator.shape_count > MAX_SHAPES:
+        nominator = self.nominator
+        if nominator.shape_count > MAX_SHAPES or nominator.request_count > MAX_REQUESTS:
             self.nominator = Nominator(self.catalog, self.route_search_budget)
         return self.catalog.fork(), self.nominator
