@@ -163,6 +163,11 @@ class FakeRoom:
     entered: list[int] = field(default_factory=list)
     """How many renewals had happened when the waiter entered."""
     inside: bool = False
+    lease: float | None = None
+    """What :meth:`lease_left` says (a request this process just created pending)."""
+
+    def lease_left(self):
+        return self.lease
 
     @contextmanager
     def enter(self, request_id):
@@ -263,3 +268,26 @@ def test_waiting_in_the_room_renews_on_schedule_and_takes_the_slot_at_once(
         assert rm.elapsed() == pytest.approx(times[-1])
         assert times[-1] >= allocated_at
         assert len(times) == 1 or times[-2] < allocated_at
+
+
+def test_a_request_just_created_pending_is_not_polled_at_once():
+    """Its first lease (60 s) outlives the first wait by more than a poll would give it."""
+    clock = Clock()
+    clock.now = START
+    rm = TimedRM(clock, allocated_at=30.0)
+    room = FakeRoom(rm, wakes=False, lease=60.0)
+    result = room_waiter(rm, room).wait(REQUEST, ResourceSettings())
+    assert result.status is S.ALLOCATED
+    first_poll = rm.renewals[0][0]
+    assert first_poll > 0.9  # after the first (jittered) delay, not at once
+    assert all(lease > 40 for _, lease in rm.renewals)
+
+
+def test_a_short_or_unknown_first_lease_is_renewed_at_once():
+    for lease in (None, 30.0):
+        clock = Clock()
+        clock.now = START
+        rm = TimedRM(clock, allocated_at=5.0)
+        room = FakeRoom(rm, wakes=False, lease=lease)
+        room_waiter(rm, room).wait(REQUEST, ResourceSettings())
+        assert rm.renewals[0][0] == 0.0

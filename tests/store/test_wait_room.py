@@ -486,3 +486,19 @@ def test_a_request_created_allocated_is_taken_without_a_poll(
     )
     assert waiter.wait(created.id, ResourceSettings()).status is S.ALLOCATED
     assert renewals == []
+
+
+def test_the_room_knows_the_first_lease_of_a_request_this_process_created_pending(
+    embedded_rm: InProcessResourceManager,
+) -> None:
+    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    requests.create(license_request())  # takes the only licence
+    queued = requests.create(license_request())
+    assert queued.status is S.PENDING
+    with requests.wait_room.enter(queued.id) as ticket:
+        left = ticket.lease_left()
+        assert left is not None and 590 < left <= 600
+    with requests.wait_room.enter(queued.id) as again:
+        assert again.lease_left() is None  # told once: a later waiter renews as usual
+    with requests.wait_room.enter(uuid.uuid4()) as unknown:
+        assert unknown.lease_left() is None

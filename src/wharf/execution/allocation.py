@@ -3,9 +3,11 @@
 The launcher polls the Resource Manager by *renewing* the pending request's lease (never a
 plain get), so a waiter that dies stops renewing and its request lapses instead of holding a
 place in the queue forever. Polls back off exponentially with jitter (1 s, doubling, at most
-20 s), each reporting runtime state ``pending``. It fails fast, naming the request and the
-reason, when the request ends without an allocation (rejected, cancelled, expired, released)
-or is being reclaimed already (preempting, preempted), and when
+20 s), each reporting runtime state ``pending``. A request this process has just created
+pending is not polled at once: its first lease (a minute) outlives the first wait by more than
+a poll would give it, so the first poll comes after the first delay. It fails fast, naming
+the request and the reason, when the request ends without an allocation (rejected, cancelled,
+expired, released) or is being reclaimed already (preempting, preempted), and when
 ``allocation_wait_timeout_seconds`` passes. Time and randomness are injected.
 
 Between polls the waiter sits in a wait room (:class:`WaitRoomLike`, in embedded mode
@@ -85,6 +87,11 @@ class WaitTicket(Protocol):
         """Block up to ``timeout`` seconds; the request once it left the queue, else None."""
         ...
 
+    def lease_left(self) -> float | None:
+        """Seconds left of the request's first lease if this process just created it pending
+        (None: unknown)."""
+        ...
+
 
 class WaitRoomLike(Protocol):
     def enter(self, request_id: UUID) -> AbstractContextManager[WaitTicket]: ...
@@ -132,6 +139,14 @@ class AllocationWaiter:
         started = self.clock()
         next_delay = self.delays()
         delay = 0.0
+        left = ticket.lease_left() if ticket is not None else None
+        if ticket is not None and left is not None and left >= _first_poll_margin():
+            # Just created with a lease that outlives the first wait by the margin a poll
+            # would give: the first poll would only shorten it. Wait first, then poll.
+            delay = min(next_delay(), float(timeout))
+            woken = ticket.wait(delay)
+            if woken is not None and _left_queue(request_id, woken):
+                return woken
         while True:
             lease = math.ceil(min(delay * 2, MAX_POLL_SECONDS) + PENDING_LEASE_MARGIN_SECONDS)
             try:
@@ -161,6 +176,11 @@ class AllocationWaiter:
             # Woken means allocated or over: no need to ask the RM again.
             if woken is not None and _left_queue(request_id, woken):
                 return woken
+
+
+def _first_poll_margin() -> float:
+    """Lease a new request must have left for its waiter to skip the immediate poll."""
+    return INITIAL_POLL_SECONDS + PENDING_LEASE_MARGIN_SECONDS
 
 
 def _left_queue(request_id: UUID, request: RequestState) -> bool:

@@ -16,7 +16,9 @@ the releasing call returns.
 The room also remembers, for a while, requests it learnt had left the queue before anyone
 waited for them (created allocated, or announced while their step was still on its way to the
 room): a waiter entering for such a request finds its ticket woken at once, so a step whose
-request was allocated at creation starts without asking the RM again.
+request was allocated at creation starts without asking the RM again. Of a request this process
+created pending it remembers how long its first lease lasts (:meth:`Ticket.lease_left`): the
+waiter need not renew a lease it was just given.
 
 The room also carries the process's :class:`~wharf.store.holders_first.HoldersFirst` gate
 (:attr:`WaitRoom.holders`): the one object every step of the process that asks for resources
@@ -42,7 +44,9 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -106,12 +110,20 @@ class AnnouncesLeftQueue(Protocol):
 class Ticket:
     """One waiter's place in the room; :meth:`wait` returns its request once it left the queue."""
 
-    __slots__ = ("_request", "_woken", "request_id")
+    __slots__ = ("_lease_until", "_request", "_woken", "request_id")
 
-    def __init__(self, request_id: UUID) -> None:
+    def __init__(self, request_id: UUID, lease_until: float | None = None) -> None:
         self.request_id = request_id
         self._request: RequestState | None = None
         self._woken = threading.Event()
+        self._lease_until = lease_until
+
+    def lease_left(self) -> float | None:
+        """Seconds left of the lease the request was created with, if this process created it
+        pending and nobody has waited for it yet (else None: unknown)."""
+        if self._lease_until is None:
+            return None
+        return self._lease_until - time.monotonic()
 
     def wait(self, timeout: float) -> RequestState | None:
         """Block up to ``timeout`` seconds; the request if it left the queue, else None."""
@@ -147,6 +159,8 @@ class WaitRoom:
         self._tickets: dict[UUID, Ticket] = {}
         self._left_early: OrderedDict[UUID, RequestState] = OrderedDict()
         """Requests known to have left the queue before a waiter entered (oldest first)."""
+        self._created_pending: OrderedDict[UUID, float] = OrderedDict()
+        """Requests this process created pending, with the monotonic end of their first lease."""
         self._dirty = False
         self._checking = False
         self._failing = False
@@ -164,8 +178,8 @@ class WaitRoom:
     @contextmanager
     def enter(self, request_id: UUID) -> Iterator[Ticket]:
         """Register a waiter for ``request_id`` for the block (enter before reading status)."""
-        ticket = Ticket(request_id)
         with self._lock:
+            ticket = Ticket(request_id, self._created_pending.pop(request_id, None))
             self._tickets[request_id] = ticket
             known = self._left_early.pop(request_id, None)
             if known is not None:
@@ -230,6 +244,18 @@ class WaitRoom:
         if request.status in LEFT_QUEUE:
             with self._lock:
                 self._remember(request)
+
+    def created(self, request: RequestState, lease_seconds: float) -> None:
+        """This process just created ``request`` with a lease of ``lease_seconds``: a waiter
+        that enters for it learns what it left (:meth:`Ticket.lease_left`), or is woken at
+        once if it is not pending."""
+        if request.status in LEFT_QUEUE:
+            self.left_before_waiting(request)
+            return
+        with self._lock:
+            self._created_pending[request.id] = time.monotonic() + lease_seconds
+            while len(self._created_pending) > REMEMBERED:
+                self._created_pending.popitem(last=False)
 
     def _remember(self, request: RequestState) -> None:
         self._left_early[request.id] = request
@@ -329,8 +355,12 @@ class LazyRequests:
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
+        sent = time.monotonic()
         created = self.client.create(spec, idempotency_key=idempotency_key)
-        self.wait_room.left_before_waiting(created)
+        # The lease counts from the RM's clock, at the latest when its answer left: take off
+        # the time the call took, so the room never believes in more lease than there is.
+        lease = math.inf if spec.lease_seconds is None else float(spec.lease_seconds)
+        self.wait_room.created(created, lease - (time.monotonic() - sent))
         return created
 
     def renew(
