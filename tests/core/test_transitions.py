@@ -8,10 +8,12 @@ from wharf.core.errors import IllegalTransitionError
 from wharf.core.transitions import (
     RUN_TRANSITIONS,
     STEP_TRANSITIONS,
+    STOPPED_ON_REQUEST,
     check_run_initial,
     check_run_transition,
     check_step_initial,
     check_step_transition,
+    run_end,
 )
 
 
@@ -76,3 +78,25 @@ def test_initial_statuses():
 
 def test_placeholder_statuses():
     assert {s for s in S if s.is_placeholder} == {S.INITIALIZING, S.PROVISIONING}
+
+
+@pytest.mark.parametrize("current", [S.INITIALIZING, S.QUEUED, S.RUNNING])
+@pytest.mark.parametrize("wanted", [S.COMPLETED, S.FAILED, S.STOPPED])
+def test_run_end_is_the_wish_of_an_unstopped_run(current, wanted):
+    assert run_end(current, wanted, "why") == (wanted, "why")
+    check_run_transition(current, wanted)  # always a legal move
+
+
+@pytest.mark.parametrize("wanted", [S.COMPLETED, S.STOPPED])
+def test_run_end_of_a_stopping_run_is_stopped(wanted):
+    assert run_end(S.STOPPING, wanted, None) == (S.STOPPED, STOPPED_ON_REQUEST)
+
+
+def test_run_end_keeps_a_failure_of_a_stopping_run():
+    assert run_end(S.STOPPING, S.FAILED, "boom") == (S.FAILED, "boom")
+
+
+@pytest.mark.parametrize("current", [S.COMPLETED, S.FAILED, S.STOPPED])
+def test_run_end_leaves_a_finished_run_alone(current):
+    assert run_end(current, S.COMPLETED, None) is None
+    assert run_end(current, S.FAILED, "late") is None

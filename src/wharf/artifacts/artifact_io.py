@@ -10,7 +10,9 @@ Invariants:
   type, the materializer and the cause; the original exception is chained.
 - The recorded ``data_type`` and ``materializer`` are ``module:qualname`` import paths (see
   :mod:`wharf.artifacts.materializers.registry`); ``content_hash`` is
-  :func:`wharf.artifacts.hashing.content_hash`.
+  :func:`wharf.artifacts.hashing.content_hash` of what was stored (for a single file, computed
+  from the bytes as they are written when :mod:`wharf.artifacts.watched` can vouch for them,
+  so the file is not read back: a full download on a remote store).
 
 Crash safety without fsync. Every file is published by an atomic rename once complete (see
 :mod:`wharf.artifacts.store`), and the engine records the artifact version, with its content
@@ -42,6 +44,7 @@ from wharf.artifacts.materializers.registry import (
     type_path,
 )
 from wharf.artifacts.store import ArtifactStore
+from wharf.artifacts.watched import WatchedStore
 from wharf.core.errors import MaterializationError
 
 
@@ -85,8 +88,13 @@ def save_artifact(
         except FileExistsError:
             raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
     try:
-        cls(uri, store).save(value)
-        digest = content_hash(store, uri)
+        # A single file is hashed as it is written (no read back), when the watch can vouch
+        # for the bytes (see ``wharf.artifacts.watched``); otherwise from the stored files.
+        watch = WatchedStore(store, uri) if cls.SINGLE_FILE else None
+        cls(uri, store if watch is None else watch).save(value)
+        digest = None if watch is None else watch.content_hash()
+        if digest is None:
+            digest = content_hash(store, uri)
     except BaseException as exc:
         with suppress(OSError):  # keep the original error; a leftover is only garbage
             store.rmtree(uri)

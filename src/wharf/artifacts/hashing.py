@@ -36,6 +36,14 @@ def content_hash(store: ArtifactStore, uri: str) -> str:
     return outer.hexdigest()
 
 
+def single_file_hash(file_digest: bytes) -> str:
+    """:func:`content_hash` of a URI that is one file whose bytes have SHA-256 ``file_digest``."""
+    outer = hashlib.sha256(_HEADER)
+    outer.update((0).to_bytes(8, "big"))  # the relative path "" (length 0, no bytes)
+    outer.update(file_digest)
+    return outer.hexdigest()
+
+
 def _walk(store: ArtifactStore, uri: str, prefix: str) -> Iterator[tuple[str, str]]:
     for name in store.listdir(uri):
         child = join_uri(uri, name)

@@ -3,6 +3,7 @@
 Every store update goes through :func:`check_run_transition` / :func:`check_step_transition`.
 A status may always be "set" to itself (idempotent updates); finished statuses are final.
 A step may be created directly in any of :data:`STEP_INITIAL_STATUSES`.
+:func:`run_end` is how an engine's wish to end a run meets a concurrent stop.
 """
 
 from __future__ import annotations
@@ -93,3 +94,20 @@ def check_run_initial(status: S) -> None:
 def check_step_initial(status: S) -> None:
     if status not in STEP_INITIAL_STATUSES:
         raise IllegalTransitionError(f"A step run cannot be created with status {status.value}.")
+
+
+STOPPED_ON_REQUEST = "Stopped on request."
+
+
+def run_end(current: S, wanted: S, reason: str | None) -> tuple[S, str | None] | None:
+    """The status (and reason) a run in ``current`` ends with when its engine is done and
+    would end it ``wanted``; None if it has ended already (a finished run is left as it is).
+
+    A run that was asked to stop meanwhile (``stopping``) ends stopped, unless it failed: a
+    stop must never be reported as a success, and a failure is more than a stop.
+    """
+    if current.is_finished:
+        return None
+    if current is S.STOPPING and wanted is not S.FAILED:
+        return S.STOPPED, STOPPED_ON_REQUEST
+    return wanted, reason

@@ -1,9 +1,12 @@
 """The ``@pipeline`` decorator: compile the definition, record it, and run it on the stack.
 
-Calling a pipeline: compile to a :class:`PipelineSpec` -> pipeline + snapshot records ->
-placeholder run (initializing) -> the active stack's orchestrator runs it -> the finished run
-record is returned. If anything fails before the orchestrator takes over, the placeholder is
-deleted so no half-made run is left behind.
+Calling a pipeline: compile to a :class:`PipelineSpec` -> the orchestrator's checks (a refused
+run records nothing) -> pipeline, snapshot and run records, in one write
+(``record_run``): the run running at once when the orchestrator starts it in this process
+(the local ones), else a placeholder (initializing) it replaces -> the active stack's
+orchestrator runs it -> the finished run record is returned. If anything fails before the
+orchestrator takes over, a placeholder is deleted and a run recorded running is ended failed,
+so no half-made run is left behind.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
-from wharf.core.enums import ComponentType, ExecutionMode
+from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.execution.run_lifecycle import finish_run, record_run
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
 from wharf.sdk.step import Step, parse_settings
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PipelineRunRecord, RunCreate, ScheduleCreate, SnapshotCreate
+from wharf.store.models import PipelineRunRecord, RunStart, ScheduleCreate
+from wharf.store.ports import Store
 
 logger = logging.getLogger(__name__)
 
@@ -165,46 +170,60 @@ class Pipeline(Generic[P]):
             stack, ComponentType.ORCHESTRATOR
         )
         artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
-        pipeline = store.pipelines.get_or_create(workspace.project.id, self.name)
-        snapshot = store.snapshots.create(
-            SnapshotCreate(
-                project_id=workspace.project.id,
-                pipeline_id=pipeline.id,
-                stack_id=stack.id,
-                spec=spec,
-            )
-        )
-        if spec.config.schedule is not None:
-            self._record_schedule(workspace, pipeline.id, snapshot.id, spec.config.schedule)
-        services = workspace.run_services(artifact_store)
-        placeholder = store.runs.create(
-            RunCreate(
-                project_id=workspace.project.id,
-                pipeline_id=pipeline.id,
-                snapshot_id=snapshot.id,
-                name=f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}",
-                user_id=workspace.user.id,
-            )
-        )
         step_operator = None
         if ComponentType.STEP_OPERATOR in stack.components:
             step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
+        orchestrator.runtime_policy(spec, step_operator)  # refuse before anything is recorded
+        services = workspace.run_services(artifact_store)
+        name = f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}"
+        if orchestrator.starts_runs_in_process:
+            # Recorded running at once: no placeholder to replace (one write per call).
+            start = RunStart(
+                name=name,
+                status=ExecutionStatus.RUNNING,
+                orchestrator_run_id=orchestrator.new_run_id(),
+                user_id=workspace.user.id,
+            )
+        else:
+            start = RunStart(name=name, user_id=workspace.user.id)
+        pipeline, snapshot, run = record_run(
+            store, workspace.project.id, self.name, stack.id, spec, start
+        )
         job = RunJob(
             snapshot,
-            placeholder,
+            run,
             services,
             resolve_step=self._resolve_step,
             pipeline_function=self.func if self.dynamic else None,
             step_operator=step_operator,
             spec_factory=self._dynamic_spec,
         )
+        if spec.config.schedule is not None:
+            try:
+                self._record_schedule(workspace, pipeline.id, snapshot.id, spec.config.schedule)
+            except BaseException:
+                store.runs.delete(run.id)  # nothing has run: leave no run behind
+                raise
         try:
             return orchestrator.run(job)
-        except BaseException:
-            current = store.runs.get(placeholder.id)
-            if current.is_placeholder:
-                store.runs.delete(placeholder.id)
+        except BaseException as exc:
+            self._forget_unstarted(store, run, exc)
             raise
+
+    @staticmethod
+    def _forget_unstarted(store: Store, run: PipelineRunRecord, exc: BaseException) -> None:
+        """After a failure: delete a placeholder nobody started, and end a run that was
+        recorded running if the orchestrator never took it over (a run is never left
+        running with nothing running it)."""
+        try:
+            current = store.runs.get(run.id)
+            if current.is_placeholder:
+                store.runs.delete(run.id)
+            elif not current.status.is_finished:
+                reason = f"The run failed to start: {exc!r}"
+                finish_run(store, run.id, ExecutionStatus.FAILED, reason)
+        except Exception:  # the original error is the one to raise (e.g. the store is down)
+            logger.warning("Could not clean up run %s after a failure.", run.id, exc_info=True)
 
     def _record_schedule(
         self, workspace: Workspace, pipeline_id: Any, snapshot_id: Any, schedule: Schedule

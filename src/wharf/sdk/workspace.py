@@ -115,6 +115,7 @@ class Workspace:
     versions: KnownVersions = field(default_factory=KnownVersions, repr=False)
     """Artifact versions this workspace's runs created or read (saves reading them again)."""
     _rm: ResourceManagerHandle | None = field(default=None, repr=False)
+    _known: _KnownStacks | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
@@ -160,14 +161,28 @@ class Workspace:
 
     # ------------------------------------------------------------------ stacks
 
+    def _known_stacks(self) -> _KnownStacks:
+        known = self._known
+        if known is None or known.store is not self.store:  # another store: forget the old one
+            known = self._known = _KnownStacks(self.store)
+        return known
+
     def active_stack(self) -> StackRecord:
+        """The stack ``config.active_stack`` names (default: ``default``, created on first
+        use). Read once per workspace, store and name (see :class:`_KnownStacks`)."""
         name = self.config.active_stack or DEFAULT_STACK
+        known = self._known_stacks()
+        stack = known.stacks.get(name)
+        if stack is not None:
+            return stack
         try:
-            return self.store.stacks.get_stack_by_name(name)
+            stack = self.store.stacks.get_stack_by_name(name)
         except EntityNotFoundError:
             if name != DEFAULT_STACK:
                 raise
-        return self.create_default_stack()
+            stack = self.create_default_stack()
+        known.stacks[name] = stack
+        return stack
 
     def _component(self, create: ComponentCreate) -> ComponentRecord:
         try:
@@ -239,4 +254,25 @@ class Workspace:
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
         from wharf.execution.components import instantiate_component
 
-        return instantiate_component(self.store.stacks.get_component(stack.components[type]))
+        component_id = stack.components[type]
+        known = self._known_stacks()
+        record = known.components.get(component_id)
+        if record is None:
+            record = known.components[component_id] = self.store.stacks.get_component(component_id)
+        # A new object per call: components may keep state, and runs must not share it.
+        return instantiate_component(record)
+
+
+@dataclass
+class _KnownStacks:
+    """Stacks (by name) and components (by id) as this workspace read them from ``store``.
+
+    Safe to keep for the workspace's life because no store changes or deletes a stack or a
+    component once created (their repositories have no such call; a stack's name is unique).
+    What can change is which stack is active (``config.active_stack``, looked up by name on
+    every call) and the store itself (a different store object starts afresh).
+    """
+
+    store: Store
+    stacks: dict[str, StackRecord] = field(default_factory=dict)
+    components: dict[UUID, ComponentRecord] = field(default_factory=dict)

@@ -283,6 +283,20 @@ class RunCreate(_Frozen):
         return self.status.is_placeholder
 
 
+class RunStart(_Frozen):
+    """A run recorded together with its snapshot (``RunRecordOperations.record``)."""
+
+    name: str = Field(min_length=1, max_length=255)
+    status: ExecutionStatus = ExecutionStatus.INITIALIZING
+    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    user_id: UUID | None = None
+
+    def of(self, snapshot: SnapshotRecord) -> RunCreate:
+        """This run as a run of ``snapshot``."""
+        ids = {"project_id": snapshot.project_id, "pipeline_id": snapshot.pipeline_id}
+        return RunCreate(**ids, snapshot_id=snapshot.id, **self.model_dump())
+
+
 class StepRunCreate(_Frozen):
     run_id: UUID
     name: str = Field(min_length=1, max_length=255)

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
+from wharf.config.spec import PipelineSpec
 from wharf.core.enums import (
     ComponentType,
     ExecutionStatus,
@@ -49,6 +50,7 @@ from wharf.store.models import (
     RunCreate,
     RunFilter,
     RunMetadataRecord,
+    RunStart,
     RunUpdate,
     ScheduleCreate,
     ScheduleRecord,
@@ -307,6 +309,31 @@ class ArtifactBatchOperations(Protocol):
     ) -> builtins.list[ArtifactVersionRecord]:
         """Create several versions at once: all or nothing, numbered as if created one after
         the other in the order given."""
+        ...
+
+
+@runtime_checkable
+class RunRecordOperations(Protocol):
+    """Offered by ``runs``: the records of a pipeline call, and its end, one transaction each."""
+
+    def record(
+        self,
+        project_id: UUID,
+        pipeline_name: str,
+        stack_id: UUID | None,
+        spec: PipelineSpec,
+        run: RunStart,
+    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
+        """``pipelines.get_or_create(project_id, pipeline_name)``, then
+        ``snapshots.create`` of ``spec`` on ``stack_id`` for that pipeline, then
+        ``runs.create`` of ``run`` for that snapshot: all or nothing."""
+        ...
+
+    def finish(
+        self, run_id: UUID, status: ExecutionStatus, reason: str | None
+    ) -> PipelineRunRecord:
+        """End the run as :func:`wharf.core.transitions.run_end` decides from its current
+        status (a finished run is returned unchanged), with the run's row locked meanwhile."""
         ...
 
 

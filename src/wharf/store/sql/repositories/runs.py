@@ -24,9 +24,9 @@ from uuid import UUID
 
 from sqlalchemy import Connection, Row, bindparam, case, delete, select, update
 
+from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
-from wharf.core.ids import new_id
 from wharf.core.transitions import check_run_initial, check_run_transition
 from wharf.store.models import (
     Page,
@@ -34,11 +34,13 @@ from wharf.store.models import (
     PipelineRunRecord,
     RunCreate,
     RunFilter,
+    RunStart,
     RunUpdate,
 )
 from wharf.store.sql import tables as t
 from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.store.sql.repositories import run_records
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -48,6 +50,7 @@ from wharf.store.sql.repositories._base import (
     not_found,
     status_times,
 )
+from wharf.store.sql.repositories.run_records import Recorded, run_values
 
 _R = t.pipeline_run
 _PLACEHOLDERS = (ExecutionStatus.INITIALIZING.value, ExecutionStatus.PROVISIONING.value)
@@ -153,6 +156,21 @@ class SqlRunRepository(SqlRepository):
             f"{MAX_CONFLICT_RETRIES} conflicting attempts."
         )
 
+    def record(
+        self,
+        project_id: UUID,
+        pipeline_name: str,
+        stack_id: UUID | None,
+        spec: PipelineSpec,
+        run: RunStart,
+    ) -> Recorded:
+        return run_records.record(self._db, project_id, pipeline_name, stack_id, spec, run)
+
+    def finish(
+        self, run_id: UUID, status: ExecutionStatus, reason: str | None
+    ) -> PipelineRunRecord:
+        return run_records.finish(self._db, run_id, status, reason)
+
     def delete(self, run_id: UUID) -> None:
         s = t.step_run
 
@@ -198,23 +216,7 @@ class SqlRunRepository(SqlRepository):
     # ----------------------------------------------------------------- internals
 
     def _insert(self, conn: Connection, run: RunCreate) -> PipelineRunRecord:
-        now = self._db.now()
-        values: dict[str, Any] = {
-            "id": new_id(),
-            "project_id": run.project_id,
-            "pipeline_id": run.pipeline_id,
-            "snapshot_id": run.snapshot_id,
-            "user_id": run.user_id,
-            "name": run.name,
-            "status": run.status.value,
-            "status_reason": run.status_reason,
-            "orchestrator_run_id": run.orchestrator_run_id,
-            "start_time": None,
-            "end_time": None,
-            "created": now,
-            "updated": now,
-        }
-        values.update(status_times(run.status, None, None, now))
+        values = run_values(run, self._db.now())
         conn.execute(_R.insert(), values)
         return _record(values)
 

@@ -1,0 +1,139 @@
+"""``Pipeline.run_in``: what a pipeline call records, in which order, and what it leaves behind
+when something fails before the orchestrator has taken the run over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import steps_lib
+from wharf import pipeline
+from wharf.config.global_config import load_config
+from wharf.config.settings import Schedule
+from wharf.core.enums import ComponentType
+from wharf.core.enums import ExecutionStatus as S
+from wharf.orchestrators.base import RunJob
+from wharf.orchestrators.local import LocalOrchestrator
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PipelineRunRecord
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
+    ws = Workspace.open(load_config({}, home=tmp_path / "home"))
+    yield ws
+    ws.close()
+
+
+@pipeline
+def chain(value: int = 1) -> None:
+    steps_lib.double(steps_lib.produce(value=value))
+
+
+def test_a_local_run_is_recorded_running_from_the_start(workspace: Workspace) -> None:
+    run = chain.run_in(workspace)
+    assert run.status is S.COMPLETED, run.status_reason
+    assert run.orchestrator_run_id is not None and run.orchestrator_run_id.startswith("local-")
+    assert run.start_time == run.created and run.end_time is not None
+    assert workspace.store.runs.get(run.id) == run
+    snapshot = workspace.store.snapshots.get(run.snapshot_id)
+    assert snapshot.stack_id == workspace.active_stack().id
+    assert snapshot.spec.steps.keys() == {"produce", "double"}
+    assert workspace.store.runs.list().total == 1
+
+
+def test_each_run_gets_its_own_snapshot(workspace: Workspace) -> None:
+    first, second = chain.run_in(workspace), chain.run_in(workspace)
+    assert first.pipeline_id == second.pipeline_id
+    assert first.snapshot_id != second.snapshot_id
+
+
+def test_an_orchestrator_that_starts_runs_elsewhere_gets_a_placeholder(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handed: list[PipelineRunRecord] = []
+    original = LocalOrchestrator.run
+
+    def run(self: LocalOrchestrator, job: RunJob) -> PipelineRunRecord:
+        handed.append(job.run)
+        return original(self, job)
+
+    monkeypatch.setattr(LocalOrchestrator, "starts_runs_in_process", False)
+    monkeypatch.setattr(LocalOrchestrator, "run", run)
+    done = chain.run_in(workspace)
+    assert handed[0].is_placeholder and handed[0].orchestrator_run_id is None
+    assert done.id == handed[0].id and done.status is S.COMPLETED
+    assert done.orchestrator_run_id is not None and done.orchestrator_run_id.startswith("local-")
+
+
+def test_a_run_the_orchestrator_never_took_over_ends_failed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: LocalOrchestrator, job: RunJob) -> PipelineRunRecord:
+        raise RuntimeError("no thread for you")
+
+    monkeypatch.setattr(LocalOrchestrator, "run", broken)
+    with pytest.raises(RuntimeError, match="no thread"):
+        chain.run_in(workspace)
+    (run,) = workspace.store.runs.list().items
+    assert run.status is S.FAILED and run.end_time is not None
+    assert run.status_reason is not None and "no thread for you" in run.status_reason
+
+
+def test_a_placeholder_nobody_started_is_deleted(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: LocalOrchestrator, job: RunJob) -> PipelineRunRecord:
+        raise RuntimeError("cluster unreachable")
+
+    monkeypatch.setattr(LocalOrchestrator, "starts_runs_in_process", False)
+    monkeypatch.setattr(LocalOrchestrator, "run", broken)
+    with pytest.raises(RuntimeError):
+        chain.run_in(workspace)
+    assert workspace.store.runs.list().total == 0
+
+
+def test_a_schedule_that_cannot_be_recorded_leaves_no_run(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @pipeline(schedule=Schedule(cron_expression="0 * * * *"))
+    def scheduled() -> None:
+        steps_lib.produce(value=3)
+
+    def refuse(*_: Any) -> None:
+        raise RuntimeError("schedules are down")
+
+    monkeypatch.setattr(workspace.store.schedules, "create", refuse)
+    with pytest.raises(RuntimeError, match="schedules are down"):
+        scheduled.run_in(workspace)
+    assert workspace.store.runs.list().total == 0
+
+
+def test_runs_follow_a_change_of_active_stack(workspace: Workspace, tmp_path: Path) -> None:
+    first = chain.run_in(workspace, value=5)
+    path = tmp_path / "prod-artifacts"
+    stacks.register_component(workspace, "prod", ComponentType.ORCHESTRATOR, "local")
+    stacks.register_component(
+        workspace, "prod", ComponentType.ARTIFACT_STORE, "local", {"path": str(path)}
+    )
+    stacks.register_stack(workspace, "prod", orchestrator="prod", artifact_store="prod")
+    workspace.config = load_config({"WHARF_ACTIVE_STACK": "prod"}, home=workspace.config.home)
+    second = chain.run_in(workspace, value=5)
+    snapshots = workspace.store.snapshots
+    prod = workspace.active_stack()
+    assert snapshots.get(first.snapshot_id).stack_id != snapshots.get(second.snapshot_id).stack_id
+    assert snapshots.get(second.snapshot_id).stack_id == prod.id
+    # The artifact store is part of the cache key: the new stack's store runs the steps again.
+    produced = workspace.store.steps.list().items
+    statuses = [s.status for s in produced if s.run_id == second.id]
+    assert statuses == [S.COMPLETED, S.COMPLETED]
+    assert any(path in Path(p).parents for p in _uris(workspace, second))
+
+
+def _uris(workspace: Workspace, run: PipelineRunRecord) -> list[str]:
+    steps = [s for s in workspace.store.steps.list().items if s.run_id == run.id]
+    return [workspace.store.artifacts.get_version(v).uri for s in steps for v in s.outputs.values()]
