@@ -120,3 +120,36 @@ def test_scheduler_drives_many_workers_from_one_thread():
     assert threading.active_count() <= before + 1
     scheduler.close()
     assert kept.stats.beats >= 3 and dropped.stats.beats == 0
+
+
+def test_a_step_due_sooner_wakes_the_scheduler_and_one_due_later_does_not():
+    import time
+
+    from wharf.execution.heartbeat import HeartbeatScheduler
+
+    scheduler = HeartbeatScheduler()
+    wakes = 0
+    real_notify = scheduler._cond.notify
+
+    def notify(n: int = 1) -> None:
+        nonlocal wakes
+        wakes += 1
+        real_notify(n)
+
+    scheduler._cond.notify = notify  # type: ignore[method-assign]
+    slow = HeartbeatWorker("slow", Script([response()]), lambda r: None, interval=3600)
+    scheduler.add(slow)  # the thread may not sleep yet: it looks at the schedule first
+    deadline = time.monotonic() + 5
+    while scheduler._sleeps_until != scheduler._due[slow] and time.monotonic() < deadline:
+        time.sleep(0.001)
+    before = wakes
+    for i in range(20):  # a burst of steps due later: nobody wakes the thread
+        scheduler.add(HeartbeatWorker(f"later{i}", Script([response()]), lambda r: None, 7200))
+    assert wakes == before
+    fast = HeartbeatWorker("fast", Script([response()]), lambda r: None, interval=0.01)
+    scheduler.add(fast)  # due before the thread's next look: it is woken
+    assert wakes == before + 1
+    while fast.stats.beats < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    scheduler.close()
+    assert fast.stats.beats >= 1 and slow.stats.beats == 0

@@ -18,6 +18,7 @@ tests drive the loop with a fake clock and no real sleeps.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -129,7 +130,8 @@ class HeartbeatScheduler:
     The inline steps of a run share it, so a step costs no thread of its own (and a short
     step, which finishes before its first interval, costs nothing but two dict operations).
     A beat runs outside the lock; a step removed while its beat is in flight is not
-    rescheduled.
+    rescheduled. Adding a step wakes the thread only if its beat is due before the moment the
+    thread sleeps until (a burst of steps does not wake it once per step).
     """
 
     def __init__(self) -> None:
@@ -137,21 +139,34 @@ class HeartbeatScheduler:
         self._due: dict[HeartbeatWorker, float] = {}
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._sleeps_until = -math.inf
+        """When the thread looks at the schedule next; -inf while it is not asleep (it looks
+        before it sleeps again), inf while it sleeps with nothing due."""
 
     def add(self, worker: HeartbeatWorker) -> None:
         with self._cond:
-            self._due[worker] = time.monotonic() + worker.next_delay()
+            due = time.monotonic() + worker.next_delay()
+            self._due[worker] = due
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="wharf-heartbeats", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if due < self._sleeps_until:
+                self._cond.notify()
 
     def remove(self, worker: HeartbeatWorker) -> None:
         with self._cond:
             self._due.pop(worker, None)
             worker.scheduled = False
+
+    def _sleep(self, until: float) -> None:
+        """Wait (holding the condition) until ``until`` or a notification."""
+        self._sleeps_until = until
+        try:
+            self._cond.wait(None if until == math.inf else until - time.monotonic())
+        finally:
+            self._sleeps_until = -math.inf
 
     def close(self) -> None:
         with self._cond:
@@ -167,12 +182,11 @@ class HeartbeatScheduler:
                 if self._closed:
                     return
                 if not self._due:
-                    self._cond.wait()
+                    self._sleep(math.inf)
                     continue
                 worker, when = min(self._due.items(), key=lambda item: item[1])
-                delay = when - time.monotonic()
-                if delay > 0:
-                    self._cond.wait(delay)
+                if when > time.monotonic():
+                    self._sleep(when)
                     continue
                 del self._due[worker]
             worker.beat_once()

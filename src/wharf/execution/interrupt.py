@@ -1,9 +1,12 @@
 """Interrupting a step function that runs in another thread of this process.
 
 An :class:`InterruptibleRegion` wraps exactly the user function call. ``interrupt()`` raises
-:class:`StepInterrupted` asynchronously in the worker thread, but only while the thread is
-inside the region; leaving the region clears an interrupt that was sent but not yet delivered,
-so Wharf's own bookkeeping (publishing outputs, final status) is never cut in half.
+:class:`StepInterrupted` asynchronously in the worker thread while the thread is inside the
+region; leaving the region clears an interrupt that was sent but not yet delivered, so Wharf's
+own bookkeeping (publishing outputs, final status) is never cut in half. An interrupt that comes
+before the thread entered the region is kept: entering raises it, so the user function never
+starts (a step of a fail-fast run whose thread was slower to start than a failing sibling);
+one that comes after the region was left (and before a retry enters it again) does nothing.
 ``StepInterrupted`` derives from ``BaseException`` so that a user's ``except Exception`` does
 not swallow it, while ``finally`` blocks and context managers still run.
 """
@@ -30,11 +33,15 @@ class InterruptibleRegion:
         self._lock = threading.Lock()
         self._thread_id: int | None = None
         self._sent = False
+        self._left = False
         self.reason: str | None = None
 
     def __enter__(self) -> InterruptibleRegion:
         with self._lock:
+            if self._sent:  # interrupted before it started: the user code never runs
+                raise StepInterrupted(self.reason)
             self._thread_id = threading.get_ident()
+            self._left = False  # a retry enters the step's region again
         return self
 
     def __exit__(
@@ -47,17 +54,19 @@ class InterruptibleRegion:
             if self._sent and self._thread_id is not None:
                 _set_async_exc(self._thread_id, None)
             self._thread_id = None
+            self._left = True
 
     @property
     def interrupted(self) -> bool:
         return self._sent
 
     def interrupt(self, reason: str) -> bool:
-        """Ask the step to stop; True if it was running its user code and got the signal."""
+        """Ask the step to stop; True if its user code got the signal or will never start."""
         with self._lock:
-            if self._thread_id is None or self._sent:
+            if self._left or self._sent:
                 return False
             self._sent = True
             self.reason = reason
-            _set_async_exc(self._thread_id, StepInterrupted)
+            if self._thread_id is not None:
+                _set_async_exc(self._thread_id, StepInterrupted)
             return True
