@@ -58,7 +58,7 @@ from wharf.store.models import (
 
 M = TypeVar("M", bound=BaseModel)
 
-SCHEMA_REVISION = "0004"  # see the module docstring
+SCHEMA_REVISION = "0005"  # see the module docstring
 DEFAULT_PROJECT = "default"  # ``store.defaults``' (which imports the ports); a test compares
 BUSY_TIMEOUT = 30.0  # seconds; only WAL recovery or a checkpoint can hold a reader up
 

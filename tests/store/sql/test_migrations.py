@@ -149,3 +149,24 @@ def test_0003_adds_and_drops_the_account_tables(
             assert compare_metadata(context, metadata) == []
     finally:
         store.close()
+
+
+def test_0005_the_cache_lookup_reads_its_index(empty_database_url: Callable[[str], str]) -> None:
+    """SQLite's plan for the lookup: a search of the covering index, never a scan of every
+    step run with the key (cached re-runs included)."""
+    from wharf.store.sql.repositories.steps import _FIND_CACHED
+
+    store = SqlStore.open(empty_database_url("sqlite"))
+    try:
+        with store._db.engine.connect() as conn:
+            compiled = _FIND_CACHED._statement.compile(conn)
+            params = {"project_id": "00" * 16, "cache_key": "k", "now": "2026-01-01 00:00:00"}
+            plan = conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {compiled}",
+                tuple(params.get(name) for name in compiled.positiontup or ()),
+            ).all()
+        details = " ".join(str(row[-1]) for row in plan)
+        assert "USING INDEX ix_step_run_project_id_cache_key_status_created_id" in details, details
+        assert "TEMP B-TREE" not in details, details  # read in the index's order: no sort
+    finally:
+        store.close()

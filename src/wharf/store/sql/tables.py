@@ -210,7 +210,7 @@ step_run = Table(
     _created(),
     Column("updated", UtcDateTime(), nullable=False),
     UniqueConstraint("run_id", "name", "attempt"),
-    Index(None, "project_id", "cache_key"),
+    Index(None, "project_id", "cache_key", "status", "created", "id"),  # the cache lookup
     Index(None, "original_step_run_id"),
     Index(None, "created"),
     Index(None, "heartbeat_deadline"),

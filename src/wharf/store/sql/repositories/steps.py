@@ -11,7 +11,7 @@ Invariants:
 - Status changes are checked by ``wharf.core.transitions`` with the row locked; ``start_time``
   is set when the step first becomes running, ``end_time`` when it first finishes.
 - ``find_cached`` returns the newest completed step run of the project with the cache key that
-  has not expired; the ``(project_id, cache_key)`` index serves it.
+  has not expired; the ``(project_id, cache_key, status, created, id)`` index serves it.
 - ``spec`` is stored as ``StepSpec.model_dump(mode="json")`` (SQL NULL when absent) and read back
   with ``model_validate``, so a step read in another process carries an equal spec.
 - Heartbeats: ``update_heartbeat`` sets ``last_heartbeat = now`` and ``heartbeat_deadline = now +
