@@ -32,14 +32,18 @@ Figures:
   hand-overs show there, whatever else runs on the machine).
 
 ``--single-thread`` instead drives the service's batch runner directly from one thread (no
-callers, no combining, no thread hand-overs): each transaction creates 25 requests and releases
-25 admitted ones, until ``--requests`` were created; it reports CPU and wall time per admission,
-the steadiest figure to compare two versions of the service's SQL on a busy machine. It reaches
-into the service's private batch runner (``requests._runner``), so it follows its changes.
+callers, no combining, no thread hand-overs): each transaction creates ``--per-transaction``
+requests (25) and releases as many admitted ones, until ``--requests`` were created; it reports
+CPU and wall time per admission and wall time per transaction, the steadiest figures to compare
+two versions of the service's SQL on a busy machine. ``--per-transaction 2 --keys`` (every call
+with an idempotency key, as Wharf's HTTP client sends them) is the shape of the API server's
+batches, whose cost is mostly per transaction (round trips). It reaches into the service's
+private batch runner (``requests._runner``), so it follows its changes.
 
 Usage: ``python bench/rm_service.py [--requests 15000] [--clients 64 128 192] [--backends sqlite
-postgresql] [--single-thread]``; PostgreSQL from ``WHARF_BENCH_POSTGRES_URL`` (default
-``postgresql://postgres@127.0.0.1:5432/test``; a throw-away database is created and dropped).
+postgresql] [--single-thread [--per-transaction 25] [--keys]]``; PostgreSQL from
+``WHARF_BENCH_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``; a
+throw-away database is created and dropped).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from wharf.resource_manager.client.inprocess import InProcessResourceManager
 from wharf.resource_manager.client.models import ResourceRequestCreate
 from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service.combining import Slot
+from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.request_ops import ReleaseRequest
 from wharf.resource_manager.service.transaction import Operation
 
@@ -247,9 +252,11 @@ def run_sequential(rm: ResourceManagerService, count: int, seed: int) -> dict[st
     }
 
 
-def run_single_thread(rm: ResourceManagerService, count: int, seed: int) -> dict[str, Any]:
-    """Transactions of 25 creates + 25 releases, run one after the other on this thread."""
-    per_transaction = 25
+def run_single_thread(
+    rm: ResourceManagerService, count: int, seed: int, per_transaction: int = 25, keys: bool = False
+) -> dict[str, Any]:
+    """Transactions of ``per_transaction`` creates + as many releases, one after the other on
+    this thread; ``keys``: every call carries an idempotency key (as Wharf's HTTP client's do)."""
     rng = random.Random(seed)
     specs = [make_request(rng, i)[0] for i in range(count)]
     runner = rm.requests._runner  # bypasses the combiner on purpose
@@ -261,11 +268,14 @@ def run_single_thread(rm: ResourceManagerService, count: int, seed: int) -> dict
     began = time.perf_counter()
     for start in range(0, count, per_transaction):
         operations: list[Operation] = [
-            rm.requests._creation(USER, spec, None)
-            for spec in specs[start : start + per_transaction]
+            rm.requests._creation(USER, spec, f"c{start + i}" if keys else None)
+            for i, spec in enumerate(specs[start : start + per_transaction])
         ]
         created = len(operations)
-        operations += [ReleaseRequest(USER, request_id) for request_id in held[:per_transaction]]
+        operations += [
+            ReleaseRequest(USER, request_id, _release_key(request_id) if keys else None)
+            for request_id in held[:per_transaction]
+        ]
         del held[:per_transaction]
         slots = [Slot(operation) for operation in operations]
         runner._execute(slots)
@@ -279,13 +289,21 @@ def run_single_thread(rm: ResourceManagerService, count: int, seed: int) -> dict
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu_began
     gc.unfreeze()
+    transactions = -(-count // per_transaction)
     return {
         "requests": count,
         "mode": "single-thread",
+        "per_transaction": per_transaction,
+        "idempotency_keys": keys,
+        "wall_ms_per_transaction": round(wall * 1000 / transactions, 3),
         "admitted": admitted,
         "cpu_ms_per_admission": round(cpu * 1000 / max(1, admitted), 3),
         "wall_ms_per_admission": round(wall * 1000 / max(1, admitted), 3),
     }
+
+
+def _release_key(request_id: uuid.UUID) -> IdempotencyKey | None:
+    return IdempotencyKey.of(USER.name, ReleaseRequest.name, f"r{request_id}", str(request_id))
 
 
 def measure(backend: str, count: int, clients: list[int], seed: int) -> list[dict[str, Any]]:
@@ -308,10 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--single-thread", action="store_true")
+    parser.add_argument(
+        "--per-transaction", type=int, default=25, help="--single-thread: creates per transaction"
+    )
+    parser.add_argument(
+        "--keys", action="store_true", help="--single-thread: idempotency key on every call"
+    )
     args = parser.parse_args(argv)
 
     if args.single_thread:
-        return single_thread(args.backends, args.requests, args.seed)
+        return single_thread(
+            args.backends, args.requests, args.seed, args.per_transaction, args.keys
+        )
     load_before = os.getloadavg()
     rows = [
         row for b in args.backends for row in measure(b, args.requests, args.clients, args.seed)
@@ -352,16 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def single_thread(backends: list[str], count: int, seed: int) -> int:
+def single_thread(
+    backends: list[str], count: int, seed: int, per_transaction: int, keys: bool
+) -> int:
     load_before = os.getloadavg()
     for backend in backends:
         with database(backend) as url, ResourceManagerService.open(url) as rm:
             configure(rm, random.Random(seed))
-            row = run_single_thread(rm, count, seed)
+            row = run_single_thread(rm, count, seed, per_transaction, keys)
         print(
             f"{backend:>10} single thread, {row['admitted']} admitted: "
             f"CPU {row['cpu_ms_per_admission']} ms, wall {row['wall_ms_per_admission']} ms "
-            "per admission"
+            f"per admission; {per_transaction} creates + releases per transaction"
+            f"{' with idempotency keys' if keys else ''}: "
+            f"wall {row['wall_ms_per_transaction']} ms per transaction"
         )
     print(f"load average (1/5/15 min) before {load_before}, after {os.getloadavg()}")
     return 0

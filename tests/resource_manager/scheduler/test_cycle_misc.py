@@ -24,6 +24,8 @@ from wharf.core.errors import IllegalTransitionError, InputError
 from wharf.resource_manager.scheduler import (
     Admission,
     CycleDecisions,
+    Prepared,
+    SchedulerOptions,
     Snapshot,
     apply_decisions,
     run_cycle,
@@ -107,3 +109,29 @@ def test_cycle_stats_and_internals():
     assert cycle.decisions.stats["pending"] == 2
     assert cycle.decisions.decision_count == 2
     assert cycle.ledger.used == [2]
+
+
+def test_a_kept_index_forgets_the_routes_of_requests_that_left_the_queue() -> None:
+    # The service keeps one Prepared between cycles; the routes it remembers per request must
+    # not outlive the request's time in the queue (they kept every request's subjects and
+    # demands alive, which full garbage collections then walked inside the transaction).
+    budget = SchedulerOptions().route_search_budget
+    big = request("big", gpu(4), created=1)
+    small = request("small", gpu(1), created=2)
+    first = snapshot([P], [TEAM], [big, small])
+    prepared = Prepared(first, budget)
+    decisions = schedule(first, at(10), prepared=prepared)
+    assert decisions == schedule(first, at(10))
+    assert prepared.nominator.request_count == 2
+    # "big" was admitted: only "small" is pending from now on.
+    later = Snapshot(
+        descriptors=first.descriptors,
+        pools=first.pools,
+        policies=first.policies,
+        requests=apply_decisions(first, decisions).requests,
+    )
+    for seconds in (11, 12):
+        assert schedule(later, at(seconds), prepared=prepared) == schedule(later, at(seconds))
+    assert prepared.nominator.request_count == 2  # "small" in each of the last two cycles
+    assert big.id not in prepared.nominator._by_request
+    assert big.id not in prepared.nominator._previous

@@ -14,7 +14,7 @@ from tests.resource_manager.service.helpers import ALICE, gpus, request_spec, se
 from wharf.resource_manager.domain import Allocation
 from wharf.resource_manager.service import ResourceManagerService, bulk_insert, codec, request_store
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.bulk_insert import insert_many
+from wharf.resource_manager.service.bulk_insert import insert_many, insert_tables
 from wharf.store.sql import errors
 
 
@@ -35,6 +35,14 @@ def _rows(
     return row, children, codec.allocation_rows(copy.allocations)
 
 
+@pytest.fixture(params=["statements", "copy"])
+def copy_from(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL: few rows go as a multi-row INSERT, many through COPY; test both."""
+    if request.param == "copy":
+        monkeypatch.setattr(bulk_insert, "COPY_FROM_ROWS", 0)
+
+
+@pytest.mark.usefixtures("copy_from")
 def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
     # Backslashes, tabs and newlines must survive COPY's text format (PostgreSQL) unchanged.
     zone = "é-1\\ \t|\n\\N"
@@ -55,11 +63,17 @@ def test_the_same_rows_either_way(rm: ResourceManagerService) -> None:
         conn.execute(t.request_metadata.insert(), children.metadata)
         conn.execute(t.allocations.insert(), allocations)
         row, children, allocations = _rows(by_driver, stamped)
-        insert_many(conn, t.requests, [row])
-        insert_many(conn, t.demands, children.demands)
-        insert_many(conn, t.subjects, children.subjects)
-        insert_many(conn, t.request_metadata, children.metadata)
-        insert_many(conn, t.allocations, allocations)
+        # One statement for all five tables on PostgreSQL (COPY per table with "copy").
+        insert_tables(
+            conn,
+            [
+                (t.requests, [row]),
+                (t.demands, children.demands),
+                (t.subjects, children.subjects),
+                (t.request_metadata, children.metadata),
+                (t.allocations, allocations),
+            ],
+        )
     with rm._db.engine.connect() as conn:
         loaded = request_store.load(conn, [by_sqlalchemy, by_driver])
         raw = {
@@ -100,6 +114,7 @@ def test_rows_beyond_one_statement_are_split_into_chunks(
         assert sorted(chains) == list(range(1, 46))
 
 
+@pytest.mark.usefixtures("copy_from")
 def test_a_rejected_bulk_insert_maps_to_the_same_error_everywhere(
     rm: ResourceManagerService,
 ) -> None:
@@ -113,4 +128,12 @@ def test_a_rejected_bulk_insert_maps_to_the_same_error_everywhere(
         rm._db.write(lambda conn: insert_many(conn, t.subjects, [orphan]))
     with pytest.raises(errors.UniqueViolationError):
         rm._db.write(lambda conn: insert_many(conn, t.subjects, [duplicate]))
+    # Several tables at once (one statement on PostgreSQL): a bad row fails all of them.
+    fresh = uuid.uuid4()
+    row, children, _ = _rows(fresh, model)
+    groups = [(t.requests, [row]), (t.demands, children.demands), (t.subjects, [orphan])]
+    with pytest.raises(errors.ForeignKeyViolationError):
+        rm._db.write(lambda conn: insert_tables(conn, groups))
     assert rm.requests.get(model.id).status.value == "allocated"  # nothing half-applied
+    with rm._db.engine.connect() as conn:
+        assert request_store.load(conn, [fresh]) == {}

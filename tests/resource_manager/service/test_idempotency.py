@@ -19,7 +19,9 @@ from tests.resource_manager.service.helpers import (
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import IllegalOperationError, InputError
-from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service import ResourceManagerService, idempotency
+from wharf.resource_manager.service.combining import Slot
+from wharf.resource_manager.service.idempotency import IdempotencyKey
 
 
 def test_a_retried_create_returns_the_first_request(rm: ResourceManagerService) -> None:
@@ -99,3 +101,59 @@ def test_key_length_is_checked(rm: ResourceManagerService) -> None:
         rm.requests.create(ALICE, request_spec(gpus(1)), idempotency_key="")
     with pytest.raises(InputError, match="idempotency key"):
         rm.requests.create(ALICE, request_spec(gpus(1)), idempotency_key="k" * 256)
+
+
+def test_one_batch_replays_runs_and_refuses_by_key(rm: ResourceManagerService) -> None:
+    # The keys of a batch are looked up with one query: each operation must still get its own
+    # outcome (replayed, run, or refused) and a refusal must not affect its neighbours.
+    setup_pool(rm)
+    first = rm.requests.create(ALICE, request_spec(gpus(1)), idempotency_key="old")
+    service = rm.requests
+    operations = [
+        service._creation(ALICE, request_spec(gpus(1)), "old"),  # replay
+        service._creation(ALICE, request_spec(gpus(1)), "new"),  # runs
+        service._creation(ALICE, request_spec(gpus(2)), "old"),  # other arguments: refused
+        service._creation(BOB, request_spec(gpus(1)), "old"),  # another caller's scope: runs
+        service._creation(ALICE, request_spec(gpus(1)), "new"),  # same batch: shares "new"
+    ]
+    slots = [Slot(operation) for operation in operations]
+    service._runner._execute(slots)  # type: ignore[arg-type]
+    assert slots[0].result() == first
+    created = slots[1].result()
+    assert created.id != first.id and created.status is S.ALLOCATED
+    with pytest.raises(IllegalOperationError, match="Idempotency key 'old' was already used"):
+        slots[2].result()
+    assert slots[3].result().requester == BOB.name
+    assert slots[4].result() == created
+    assert request_count(rm) == 3
+    again = rm.requests.create(ALICE, request_spec(gpus(1)), idempotency_key="new")
+    assert again == created
+
+
+def test_the_batched_lookup_searches_the_primary_key(rm: ResourceManagerService) -> None:
+    # A row-value IN made SQLite scan the whole key table on every batch. (PostgreSQL's choice
+    # depends on statistics; the OR of whole-key equalities keeps it on the index, see
+    # idempotency._lookup_statement, but a plan assertion there would be fragile.)
+    setup_pool(rm)
+    for index in range(40):
+        rm.requests.create(ALICE, request_spec(gpus(1)), idempotency_key=f"k{index}")
+    keys = [
+        key
+        for index in (3, 5, 99)
+        if (key := IdempotencyKey.of(ALICE.name, "requests.create", f"k{index}", {})) is not None
+    ]
+    with rm._db.engine.connect() as conn:
+        found = idempotency.lookup_many(conn, keys)
+        assert {scope[2] for scope in found} == {"k3", "k5"}
+        if conn.dialect.name != "sqlite":
+            return
+        compiled = idempotency._lookup_statement(len(keys)).compile(conn)
+        values = {}
+        for index, key in enumerate(keys):
+            values[f"i_p{index}"], values[f"i_o{index}"] = key.principal, key.operation
+            values[f"i_k{index}"] = key.key
+        params = tuple(values[name] for name in compiled.positiontup or ())
+        rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", params).all()
+        plan = " ".join(str(row[-1]) for row in rows)
+        assert "SEARCH rm_idempotency_keys" in plan
+        assert "SCAN rm_idempotency_keys" not in plan

@@ -119,6 +119,10 @@ class Nominator:
         self._shapes: dict[Hashable, int] = {}
         self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
         self._by_request: dict[UUID, _Routed] = {}
+        """Routes of the requests nominated since :meth:`new_cycle`."""
+        self._previous: dict[UUID, _Routed] = {}
+        """Routes of the requests nominated in the cycle before: those still pending are
+        nominated again and carried over; the others (admitted, ended) are dropped with it."""
 
     @property
     def shape_count(self) -> int:
@@ -127,8 +131,16 @@ class Nominator:
 
     @property
     def request_count(self) -> int:
-        """Requests whose routes are remembered."""
-        return len(self._by_request)
+        """Routes remembered (a request pending in both of the last two cycles counts twice)."""
+        return len(self._by_request) + len(self._previous)
+
+    def new_cycle(self) -> None:
+        """Start remembering routes for a new cycle; only those of the requests nominated in
+        the previous one are kept. Without this, the routes (and through them the subjects and
+        demands) of every request ever nominated stayed alive up to the cap: in the service,
+        ~20 objects per request ever created, which every full garbage collection walks (the
+        in-process benchmark's create p99 rose from ~40 to ~60 ms with them)."""
+        self._previous, self._by_request = self._by_request, {}
 
     def nominate(self, request: ResourceRequest) -> Candidate | str:
         """A candidate, or the rejection reason."""
@@ -155,8 +167,9 @@ class Nominator:
         """The request's shape and route table, or why it can never be admitted; remembered
         per request, since a pending request is nominated again in every cycle until it
         leaves the queue and its subjects, demands and pool never change."""
-        known = self._by_request.get(request.id)
+        known = self._by_request.get(request.id) or self._previous.get(request.id)
         if known is not None and known.serves(request):
+            self._by_request[request.id] = known
             return known.routed
         routed = self._route(request, resolved)
         self._by_request[request.id] = _Routed(

@@ -37,6 +37,7 @@ from wharf.resource_manager.scheduler.phase3_order import PoolQueue
 from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitter
 from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
 from wharf.resource_manager.scheduler.routes import Route
+from wharf.resource_manager.scheduler.trusted import trusted_model
 
 _HEAD = ((1 << 48) - 1) << 80
 _VERSION_8 = 0x8 << 76
@@ -112,22 +113,26 @@ class Admitter:
                     f"default:{self.catalog.classes[pick.class_index].spec.name}:{descriptor.name}"
                 )
             settings = self.catalog.target_settings(policy, pick.class_index)
+            # Every value comes from the validated request and configuration.
             allocations.append(
-                Allocation.model_construct(
-                    id=allocation_id(request.id, key),
-                    request_id=request.id,
-                    demand_index=pick.demand_index,
-                    pool_id=pool.id,
-                    class_name=self.catalog.classes[pick.class_index].spec.name,
-                    resource=descriptor.name,
-                    resource_kind=descriptor.kind,
-                    quantity=quantity,
-                    unit=unit,
-                    base_quantity=pick.base,
-                    policy_id=policy.policy.id,
-                    priority=policy.priority,
-                    priority_lane=policy.lane,
-                    target_settings=copy.deepcopy(settings) if settings else {},
+                trusted_model(
+                    Allocation,
+                    {
+                        "id": allocation_id(request.id, key),
+                        "request_id": request.id,
+                        "demand_index": pick.demand_index,
+                        "pool_id": pool.id,
+                        "class_name": self.catalog.classes[pick.class_index].spec.name,
+                        "resource": descriptor.name,
+                        "resource_kind": descriptor.kind,
+                        "quantity": quantity,
+                        "unit": unit,
+                        "base_quantity": pick.base,
+                        "policy_id": policy.policy.id,
+                        "priority": policy.priority,
+                        "priority_lane": policy.lane,
+                        "target_settings": copy.deepcopy(settings) if settings else {},
+                    },
                 )
             )
         self.fitter.ledger.add(

@@ -19,7 +19,8 @@ Invariants:
   user of its prepared index; other readers build their own);
 - the nominator's caches are dropped when they hold more than :data:`MAX_SHAPES` request
   shapes or the routes of more than :data:`MAX_REQUESTS` requests, so an endless variety or
-  stream of requests cannot grow them without bound.
+  stream of requests cannot grow them without bound; per-request routes are kept only for
+  requests nominated in the previous cycle (still pending), see :meth:`Nominator.new_cycle`.
 """
 
 from __future__ import annotations
@@ -57,4 +58,5 @@ class Prepared:
         nominator = self.nominator
         if nominator.shape_count > MAX_SHAPES or nominator.request_count > MAX_REQUESTS:
             self.nominator = Nominator(self.catalog, self.route_search_budget)
+        self.nominator.new_cycle()
         return self.catalog.fork(), self.nominator

@@ -12,11 +12,12 @@ concurrent calls into one lock acquisition, one cache refresh, one scheduler run
 One transaction, in order (see :mod:`.cycle`):
 take the scheduling lock and read ``rm_state`` -> refresh the working copy -> expire lapsed
 leases (or, on a takeover, extend them) -> each operation's ``run`` (idempotent replays answered
-from stored keys) -> the cycle -> flush (new requests inserted in their final state, status
-changes, allocations) -> finishers build results -> store idempotency responses -> record
-versions and the leader (a transaction that changed nothing, such as a batch of renewals,
-records only when the row names another leader or is half a sweep interval old). Within a
-batch, creations are therefore ordered after the checks of the batch's other operations.
+from stored keys, all looked up with one query) -> the cycle -> flush (status changes, then new
+requests inserted in their final state, with allocations) -> finishers build results -> store
+idempotency responses -> record versions and the leader (a transaction that changed nothing,
+such as a batch of renewals, records only when the row names another leader or is half a sweep
+interval old). Within a batch, creations are therefore ordered after the checks of the batch's
+other operations.
 
 Invariants:
 - an operation that fails its checks changes nothing and does not affect the others in the
@@ -146,7 +147,9 @@ class BatchRunner(Combiner[Operation]):
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
         if not takeover:
             cycle.expire_lapsed(tx)
-        finishers = [self._start(tx, slot.operation) for slot in batch]
+        keys = [slot.operation.idempotency for slot in batch]
+        stored = idempotency.lookup_many(conn, [key for key in keys if key is not None])
+        finishers = [self._start(tx, slot.operation, stored) for slot in batch]
         cycled = takeover or tx.needs_cycle
         if cycled:
             cycle.run_cycle(tx, restart=takeover)
@@ -170,7 +173,9 @@ class BatchRunner(Combiner[Operation]):
             )
         return _Run(outcomes, tx, state_version, config_version, cycled)
 
-    def _start(self, tx: Tx, operation: Operation) -> Callable[[], _Outcome]:
+    def _start(
+        self, tx: Tx, operation: Operation, stored: idempotency.Stored
+    ) -> Callable[[], _Outcome]:
         """Run one operation's checks and staging; a replay or a failure needs no finisher."""
         key = operation.idempotency
         try:
@@ -183,7 +188,7 @@ class BatchRunner(Combiner[Operation]):
                             f"{key.operation} call."
                         )
                     return first[1]
-                found, response = idempotency.lookup(tx.conn, key)
+                found, response = idempotency.find(tx.conn, stored, key)
                 if found:
                     replay = _Outcome(_adapter(operation.result_type).validate_python(response))
                     replay.replayed = True

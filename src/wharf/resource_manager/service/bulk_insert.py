@@ -1,6 +1,6 @@
 """Many-row INSERTs handed to the database driver in as few calls as possible, for the hot tables.
 
-Owns: :func:`insert_many`.
+Owns: :func:`insert_many`, :func:`insert_tables`.
 
 Each scheduling transaction inserts the rows of the requests it created (requests, demands,
 subjects, metadata) and of the allocations it granted: about ten rows per admission. SQLAlchemy
@@ -16,7 +16,9 @@ most :data:`MAX_PARAMETERS` parameters) rather than an ``executemany``: the driv
 the GIL once instead of once per row, and each release lets a waiting caller thread take the GIL
 away from the combining thread. On PostgreSQL (psycopg) they go as one ``COPY ... FROM STDIN``
 (text format, values adapted by psycopg as it adapts query parameters): the server parses and
-plans nothing per row, where a pipelined ``executemany`` runs one prepared INSERT per row.
+plans nothing per row, where a pipelined ``executemany`` runs one prepared INSERT per row; but
+fewer than :data:`COPY_FROM_ROWS` rows go as one multi-row INSERT (SQLAlchemy's casts kept),
+one round trip instead of two.
 PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself. ``COPY``
 is not a statement SQLAlchemy executes, so no cursor events fire for it; its driver errors are
 wrapped as SQLAlchemy would wrap them (``direct.driver_error``), so they map to the same
@@ -35,6 +37,7 @@ compiled statement does not have the expected shape, the call falls back to SQLA
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +55,11 @@ Processor = Callable[[Any], Any] | None
 _MISSING = object()
 MAX_PARAMETERS = 30_000 if sqlite3.sqlite_version_info >= (3, 32) else 999
 """Most parameters in one multi-row INSERT (SQLite allows 32,766 since 3.32, 999 before)."""
+_MAX_NUMBERED = 256
+COPY_FROM_ROWS = 32
+"""On PostgreSQL, fewer rows go as one multi-row INSERT: one round trip, where ``COPY`` takes
+two (the command, then the data), which is what a small batch (an HTTP server's few concurrent
+calls) waits for; from this many rows on, ``COPY``'s cheaper parsing on the server wins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +79,33 @@ class _Compiled:
     by_rows: dict[int, str] = field(default_factory=dict, compare=False)
     """Row count -> its multi-row statement (batch sizes are bounded, so is this)."""
 
+    numbered: dict[tuple[int, int], str] = field(default_factory=dict, compare=False)
+    """(row count, first marker) -> its multi-row statement with ``$n`` markers (psycopg); the
+    first marker depends on the rows of the tables before it in a combined statement, so the
+    cache is emptied when it reaches :data:`_MAX_NUMBERED` entries."""
+
     def multi_row_sql(self, rows: int) -> str:
         sql = self.by_rows.get(rows)
         if sql is None:
             sql = self.by_rows[rows] = f"{self.head}{', '.join([self.group] * rows)}"
+        return sql
+
+    def numbered_sql(self, rows: int, offset: int) -> str:
+        """The multi-row statement with markers ``$offset+1`` ... (the group has ``%s``)."""
+        sql = self.numbered.get((rows, offset))
+        if sql is None:
+            pieces = self.group.split("%s")
+            width = len(pieces) - 1
+            groups = []
+            for row in range(rows):
+                first = offset + row * width + 1
+                markers = [f"${first + column}" for column in range(width)]
+                groups.append(
+                    "".join(chain.from_iterable(zip(pieces, [*markers, ""], strict=True)))
+                )
+            if len(self.numbered) >= _MAX_NUMBERED:
+                self.numbered.clear()
+            sql = self.numbered[(rows, offset)] = f"{self.head}{', '.join(groups)}"
         return sql
 
 
@@ -93,8 +124,11 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         conn.execute(table.insert(), list(rows))
         return
     values = _values(compiled, rows)
-    if compiled.copy is not None:
+    if compiled.copy is not None and (len(values) >= COPY_FROM_ROWS or compiled.head is None):
         _copy(conn, compiled.copy, values)
+    elif compiled.copy is not None:  # psycopg, few rows: one multi-row statement
+        sql = compiled.numbered_sql(len(values), 0)
+        _raw_execute(conn, sql, tuple(chain.from_iterable(values)))
     elif compiled.head is not None:
         per_statement = max(1, MAX_PARAMETERS // len(compiled.names))
         for start in range(0, len(values), per_statement):
@@ -107,6 +141,31 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         conn.exec_driver_sql(
             compiled.sql, [dict(zip(compiled.names, row, strict=True)) for row in values]
         )
+
+
+def insert_tables(
+    conn: Connection, groups: Sequence[tuple[Table, Sequence[Mapping[str, Any]]]]
+) -> None:
+    """:func:`insert_many` for each (table, rows), in order; on PostgreSQL, when every group is
+    small enough for a multi-row INSERT, all of them as *one* statement (data-modifying ``WITH``
+    parts): one round trip instead of one per table. Foreign keys between the groups hold, as
+    PostgreSQL checks them at the end of the statement."""
+    groups = [(table, rows) for table, rows in groups if rows]
+    if len(groups) > 1 and _is_psycopg(conn.dialect):
+        parts: list[str] = []
+        params: list[Any] = []
+        for table, rows in groups:
+            compiled = _compiled(conn.dialect, table, rows)
+            if compiled is None or compiled.head is None or len(rows) >= COPY_FROM_ROWS:
+                break
+            parts.append(compiled.numbered_sql(len(rows), len(params)))
+            params.extend(chain.from_iterable(_values(compiled, rows)))
+        else:
+            heads = ", ".join(f"w{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
+            _raw_execute(conn, f"WITH {heads} {parts[-1]}", tuple(params))
+            return
+    for table, rows in groups:
+        insert_many(conn, table, rows)
 
 
 def _compiled(
@@ -149,6 +208,21 @@ def _copy(conn: Connection, sql: str, values: list[tuple[Any, ...]]) -> None:
         raise driver_error(conn, sql, None, error) from error
 
 
+def _raw_execute(conn: Connection, sql: str, params: tuple[Any, ...]) -> None:
+    """Run ``sql`` (``$n`` markers) on psycopg's raw cursor: psycopg parses a ``%s`` query with
+    more than 50 parameters again on every call (it caches only small ones), which cost more
+    CPU than the rest of a small batch's inserts; a raw query is sent as it is."""
+    from psycopg import RawCursor  # only ever called on a psycopg connection
+
+    driver = conn.connection.driver_connection
+    dbapi = conn.dialect.loaded_dbapi
+    try:
+        with RawCursor(driver) as cursor:  # type: ignore[arg-type]
+            cursor.execute(sql.encode(), params)
+    except dbapi.Error as error:
+        raise driver_error(conn, sql, params, error) from error
+
+
 def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled | None:
     statement = table.insert().compile(dialect=dialect, column_keys=list(keys))
     sql = statement.string
@@ -164,6 +238,8 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         if any(marker.format(name) not in sql for name in names):
             return None
     head, group = _multi_row_parts(sql, statement.positional, dialect)
+    if _is_psycopg(dialect):
+        head, group, names = _psycopg_multi_row_parts(sql, names)
     processors: list[Processor] = []
     memoized: list[bool] = []
     for name in names:
@@ -175,7 +251,7 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         impl = getattr(column_type, "impl_instance", column_type)
         memoized.append(processor is not None and isinstance(impl, DateTime))
     copy = None
-    if dialect.name == "postgresql" and dialect.driver == "psycopg":
+    if _is_psycopg(dialect):
         quote = dialect.identifier_preparer.quote
         columns = ", ".join(quote(name) for name in names)
         copy = f"COPY {dialect.identifier_preparer.format_table(table)} ({columns}) FROM STDIN"
@@ -199,6 +275,25 @@ def _multi_row_parts(sql: str, positional: bool, dialect: Dialect) -> tuple[str 
     if not separator or not group.startswith("(") or not group.endswith(")"):
         return None, ""
     return f"{head}{separator}", group
+
+
+def _is_psycopg(dialect: Dialect) -> bool:
+    return dialect.name == "postgresql" and dialect.driver == "psycopg"
+
+
+_PYFORMAT = re.compile(r"%\((\w+)\)s")
+
+
+def _psycopg_multi_row_parts(
+    sql: str, names: tuple[str, ...]
+) -> tuple[str | None, str, tuple[str, ...]]:
+    """(``INSERT ... VALUES ``, one row's group with ``%s`` markers and SQLAlchemy's casts, the
+    parameter names in marker order), or ``(None, "", names)`` if the statement is unexpected."""
+    head, separator, group = sql.rpartition(" VALUES ")
+    markers = tuple(_PYFORMAT.findall(group))
+    if not separator or sorted(markers) != sorted(names) or "%" in _PYFORMAT.sub("", group):
+        return None, "", names
+    return f"{head}{separator}", _PYFORMAT.sub("%s", group), markers
 
 
 def _json_constants(processor: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -9,7 +9,9 @@ Invariants:
 - selectors are stored as JSON with their wire aliases (``all``/``any``/``not``) and without
   defaults, so re-validating them yields the same model;
 - :func:`neutral` strips the lease fields from a request: the scheduling cache keeps requests
-  in that form (see :mod:`.state`), because renewals change leases without the scheduling lock.
+  in that form (see :mod:`.state`), because renewals change leases without the scheduling lock;
+- :func:`updated` copies a request with changed fields without validating them: its callers
+  pass values of the fields' types that come from validated models or stored rows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from wharf.resource_manager.domain import (
     SubjectChain,
     is_terminal,
 )
+from wharf.resource_manager.scheduler.trusted import trusted_model
 
 RowMap = Mapping[str, Any]
 
@@ -378,7 +381,15 @@ def neutral(request: ResourceRequest) -> ResourceRequest:
     """``request`` without lease fields: how the scheduling cache holds it."""
     if request.lease_expires_at is None and request.allocation_deadline is None:
         return request
-    return request.model_copy(update={"lease_expires_at": None, "allocation_deadline": None})
+    return updated(request, {"lease_expires_at": None, "allocation_deadline": None})
+
+
+def updated(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
+    """``request.model_copy(update=changes)`` for valid values of its fields, in half the time
+    (a few copies per operation of every batch)."""
+    values = dict(request.__dict__)
+    values.update(changes)
+    return trusted_model(type(request), values, request.model_fields_set | changes.keys())
 
 
 def mapping(row: Row[Any]) -> RowMap:

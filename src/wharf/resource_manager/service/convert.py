@@ -1,12 +1,15 @@
 """Domain and scheduler results -> wire models (:mod:`wharf.resource_manager.client.models`).
 
 Owns the conversions only. Invariant: nothing is re-validated that was validated when it was
-built or loaded (``model_construct`` copies validated fields), so responses are cheap to build.
+built or loaded (the fields are adopted as they are, see
+:func:`~wharf.resource_manager.scheduler.trusted.trusted_model`), so responses are cheap to
+build: one per operation of every batch.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from wharf.resource_manager.client.models import (
     ExplanationInfo,
@@ -15,6 +18,7 @@ from wharf.resource_manager.client.models import (
 )
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import Explanation
+from wharf.resource_manager.scheduler.trusted import trusted_model
 
 if TYPE_CHECKING:
     from wharf.resource_manager.service.request_store import Loaded
@@ -25,11 +29,19 @@ def request_info(loaded: Loaded) -> ResourceRequestInfo:
 
 
 def info_of(request: ResourceRequest, requester: str) -> ResourceRequestInfo:
-    fields = {name: getattr(request, name) for name in _FIELDS}
-    return ResourceRequestInfo.model_construct(**fields, requester=requester)
+    return info_with(request, requester, None)
 
 
-_FIELDS = tuple(ResourceRequest.model_fields)
+def info_with(
+    request: ResourceRequest, requester: str, changes: Mapping[str, Any] | None
+) -> ResourceRequestInfo:
+    """``request`` with ``changes`` (valid values of its fields) as the wire model."""
+    # A request's __dict__ holds exactly its fields (every constructor fills in defaults).
+    values = dict(request.__dict__)
+    if changes:
+        values.update(changes)
+    values["requester"] = requester
+    return trusted_model(ResourceRequestInfo, values)
 
 
 def explanation_info(explanation: Explanation) -> ExplanationInfo:

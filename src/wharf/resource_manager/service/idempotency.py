@@ -1,7 +1,14 @@
 """Idempotency keys: a retried mutating call returns the first call's result.
 
-Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`store`,
-:func:`forget_before`.
+Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many`,
+:func:`find`, :func:`replay`, :func:`store`, :func:`forget_before`.
+
+A scheduling batch looks up the keys of all its operations with one query (:func:`lookup_many`),
+not one per operation: over HTTP every mutating call carries a key, and on PostgreSQL each
+lookup was a round trip of the combining thread, with the scheduling lock held. (The renewal
+runner still looks keys up one by one: with the batched lookup, keyed renewals on PostgreSQL
+used less CPU but passed fewer per second, 705-874 against 903-969/s in one sitting, for a
+reason not found yet.)
 
 Invariants:
 - keys are scoped by (principal, operation): two callers, or two operations, never collide;
@@ -16,11 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, select
+from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
@@ -70,13 +78,84 @@ def lookup(conn: Connection, key: IdempotencyKey) -> tuple[bool, Any]:
     """(found, stored response); IllegalOperationError if the key was used with other arguments."""
     params = {"i_principal": key.principal, "i_operation": key.operation, "i_key": key.key}
     row = conn.execute(_LOOKUP, params).first()
-    if row is None:
+    return replay(key, None if row is None else (row.fingerprint, row.response))
+
+
+Stored = dict[tuple[str, str, str], tuple[str, Any]]
+"""Scope (as :func:`stored_scope` gives it) -> (fingerprint, response) of stored keys."""
+
+_CHUNK = 100
+_LOOKUPS: dict[int, Select[Any]] = {}
+"""Number of keys -> the statement that looks them up (built once per size, at most _CHUNK)."""
+
+
+def _lookup_statement(count: int) -> Select[Any]:
+    # An OR of whole-key equalities: every database searches the primary key once per term
+    # whatever its statistics say. (A row-value ``IN`` makes SQLite scan the table; an IN list
+    # per column makes PostgreSQL, before the table was first analysed, scan every key of the
+    # principal.)
+    statement = _LOOKUPS.get(count)
+    if statement is None:
+        terms = [
+            and_(
+                _C.principal == bindparam(f"i_p{index}"),
+                _C.operation == bindparam(f"i_o{index}"),
+                _C.key == bindparam(f"i_k{index}"),
+            )
+            for index in range(count)
+        ]
+        built: Select[Any] = select(
+            _C.principal, _C.operation, _C.key, _C.fingerprint, _C.response
+        ).where(or_(*terms))
+        statement = _LOOKUPS[count] = built
+    return statement
+
+
+def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
+    """Every stored key among ``keys``; pass an entry to :func:`replay` with its key."""
+    padded = conn.dialect.name in ("mysql", "mariadb")
+    scopes = list(dict.fromkeys(key.scope for key in keys))
+    wanted = {stored_scope(scope, padded) for scope in scopes}
+    found: Stored = {}
+    for start in range(0, len(scopes), _CHUNK):
+        chunk = scopes[start : start + _CHUNK]
+        params: dict[str, str] = {}
+        for index, (principal, operation, key) in enumerate(chunk):
+            params[f"i_p{index}"] = principal
+            params[f"i_o{index}"] = operation
+            params[f"i_k{index}"] = key
+        rows = [tuple(row) for row in conn.execute(_lookup_statement(len(chunk)), params)]
+        for principal, operation, key, fingerprint, response in rows:
+            scope = stored_scope((principal, operation, key), padded)
+            if scope in wanted:
+                found[scope] = (fingerprint, response)
+    return found
+
+
+def stored_scope(scope: tuple[str, str, str], padded: bool) -> tuple[str, str, str]:
+    """How the database compares scopes: MySQL's binary collation ignores trailing spaces (PAD
+    SPACE), so the key a row matched is found even when it differs from the row in those."""
+    if not padded:
+        return scope
+    return (scope[0].rstrip(" "), scope[1].rstrip(" "), scope[2].rstrip(" "))
+
+
+def replay(key: IdempotencyKey, stored: tuple[str, Any] | None) -> tuple[bool, Any]:
+    """(found, stored response) for ``key`` from its stored (fingerprint, response), if any;
+    IllegalOperationError if the key was used with other arguments."""
+    if stored is None:
         return False, None
-    if row.fingerprint != key.fingerprint:
+    if stored[0] != key.fingerprint:
         raise IllegalOperationError(
             f"Idempotency key '{key.key}' was already used for a different {key.operation} call."
         )
-    return True, row.response
+    return True, stored[1]
+
+
+def find(conn: Connection, stored: Stored, key: IdempotencyKey) -> tuple[bool, Any]:
+    """:func:`replay` of ``key`` from what :func:`lookup_many` found on ``conn``."""
+    padded = conn.dialect.name in ("mysql", "mariadb")
+    return replay(key, stored.get(stored_scope(key.scope, padded)))
 
 
 def store(conn: Connection, entries: list[tuple[IdempotencyKey, Any]], now: datetime) -> None:

@@ -27,6 +27,7 @@ from uuid import UUID
 from sqlalchemy import (
     BindParameter,
     Connection,
+    Row,
     Select,
     String,
     Table,
@@ -45,7 +46,7 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.bulk_insert import insert_many
+from wharf.resource_manager.service.bulk_insert import insert_tables
 from wharf.store.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -72,15 +73,23 @@ def _chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[An
 
 
 def insert_requests(
-    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
+    conn: Connection,
+    rows: Sequence[Mapping[str, Any]],
+    children: Children,
+    allocations: Sequence[Allocation] = (),
 ) -> None:
-    """Insert requests (rows from :func:`codec.request_row`) and their child rows."""
-    if not rows:
-        return
-    insert_many(conn, t.requests, rows)
-    insert_many(conn, t.demands, children.demands)
-    insert_many(conn, t.subjects, children.subjects)
-    insert_many(conn, t.request_metadata, children.metadata)
+    """Insert requests (rows from :func:`codec.request_row`), their child rows and
+    ``allocations`` (of these or of other requests), together (:func:`insert_tables`)."""
+    insert_tables(
+        conn,
+        [
+            (t.requests, rows),
+            (t.demands, children.demands),
+            (t.subjects, children.subjects),
+            (t.request_metadata, children.metadata),
+            (t.allocations, codec.allocation_rows(allocations)),
+        ],
+    )
 
 
 @dataclass(slots=True)
@@ -97,11 +106,6 @@ class Children:
         self.demands.extend(codec.demand_rows(request))
         self.subjects.extend(codec.subject_rows(request))
         self.metadata.extend(codec.metadata_rows(request))
-
-
-def insert_allocations(conn: Connection, allocations: Sequence[Allocation]) -> None:
-    if allocations:
-        insert_many(conn, t.allocations, codec.allocation_rows(allocations))
 
 
 # ----------------------------------------------------------------------------- loads
@@ -232,16 +236,17 @@ def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> d
     found: dict[UUID, Loaded] = {}
     for chunk in _chunks(list(models)):
         for row in conn.execute(_VOLATILE.on(conn), {"ids": list(chunk)}):
-            model = models[row.id].model_copy(
-                update={
-                    "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
-                    "lease_expires_at": row.lease_expires_at,
-                    "allocation_deadline": row.allocation_deadline,
-                    "renewed_at": row.renewed_at,
-                }
-            )
-            found[row.id] = Loaded(model, row.requester)
+            found[row.id] = Loaded(codec.updated(models[row.id], _volatile(row)), row.requester)
     return found
+
+
+def _volatile(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
+        "lease_expires_at": row.lease_expires_at,
+        "allocation_deadline": row.allocation_deadline,
+        "renewed_at": row.renewed_at,
+    }
 
 
 _CURRENT = _by_ids(
@@ -280,13 +285,7 @@ def current(
             ):
                 rest.append(row.id)
                 continue
-            update = {
-                "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
-                "lease_expires_at": row.lease_expires_at,
-                "allocation_deadline": row.allocation_deadline,
-                "renewed_at": row.renewed_at,
-            }
-            found[row.id] = Loaded(model.model_copy(update=update), row.requester)
+            found[row.id] = Loaded(codec.updated(model, _volatile(row)), row.requester)
     if rest:
         found.update(load(conn, rest))
     return found

@@ -9,9 +9,10 @@ must fail), then, after the cycle, the :data:`Finisher` it returned builds its r
 created request comes back already allocated when the cycle admitted it.
 
 Invariants:
-- writes are staged and flushed in bulk: new requests before the cycle (one ``executemany`` per
-  table), status transitions and allocations after it (compare-and-set, see
-  :func:`request_store.write_transitions`);
+- writes are staged and flushed in bulk after the cycle: status transitions first
+  (compare-and-set, see :func:`request_store.write_transitions`), then the new requests in their
+  final state, their child rows and the allocations, together (one statement per table, or one
+  for all of them on PostgreSQL when the batch is small, see :func:`bulk_insert.insert_tables`);
 - every request change also updates the working copy, so later operations and the cycle see it;
 - every change is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
 """
@@ -118,29 +119,31 @@ class Tx:
         self.changed = True
 
     def flush(self) -> None:
-        """Write everything staged: new requests in their final state, then status changes
-        (compare-and-set), then allocations."""
+        """Write everything staged: status changes (compare-and-set), then new requests in
+        their final state with their child rows, and allocations."""
         rows: list[dict[str, Any]] = []
         children = request_store.Children.empty()
         for request_id, (request, requester, named_pool) in self.created.items():
             final = self.final[request_id]
-            full = request.model_copy(
-                update={
+            full = codec.updated(
+                request,
+                {
                     "status": final.status,
                     "status_reason": final.status_reason,
                     "allocated_at": final.allocated_at,
                     "released_at": final.released_at,
                     "preemption_initiated_by_id": final.preemption_initiated_by_id,
                     "allocations": final.allocations,
-                }
+                },
             )
             pool_id = final.allocations[0].pool_id if final.allocations else named_pool
             rows.append(codec.request_row(full, requester=requester, pool_id=pool_id, seq=self.seq))
             children.add(full)
             self._loaded[request_id] = request_store.Loaded(full, requester)
-        request_store.insert_requests(self.conn, rows, children)
-        self.created = {}
+        # Status changes first (their compare-and-set fails early), then every new row at once.
         request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        request_store.insert_requests(self.conn, rows, children, self.allocations)
+        self.created = {}
         self.left_queue.extend(
             after
             for before, after in self.transitions.values()
@@ -148,7 +151,6 @@ class Tx:
             and after.status is not ResourceRequestStatus.PENDING
         )
         self.transitions = {}
-        request_store.insert_allocations(self.conn, self.allocations)
         self.allocations = []
 
     # -- results ----------------------------------------------------------------------------
