@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -82,6 +83,25 @@ def test_a_creation_waits_until_the_last_holder_leaves() -> None:
     assert created.wait(SAFETY_TIMEOUT)
     first.join(SAFETY_TIMEOUT)
     creating.join(SAFETY_TIMEOUT)
+
+
+def test_a_creation_goes_at_once_while_no_step_waits_for_an_allocation() -> None:
+    waiting = 0
+    holders = HoldersFirst(max_wait=0.05, queued=lambda: waiting)
+    holders.begin()  # a holder in its stretch, but nobody queued: capacity may be free
+    assert holders.defer() == 0.0
+    waiting = 1  # a queue exists: a new step could not be allocated before it, it gives way
+    assert holders.defer() >= 0.04
+    holders.end()
+
+
+def test_the_wait_room_tells_its_gate_who_waits() -> None:
+    room = WaitRoom(lambda ids: [], watch_seconds=None)
+    room.holders.begin()
+    assert room.holders.defer() == 0.0  # nobody in the room
+    with room.enter(uuid.uuid4()):
+        assert room.holders.defer() > 0.0  # someone waits: the creation gives way (bounded)
+    room.holders.end()
 
 
 def test_a_creation_never_waits_longer_than_the_bound() -> None:

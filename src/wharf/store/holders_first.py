@@ -12,7 +12,11 @@ longer than the winner writes), although a step being created has nothing to run
 So a holder's thread marks its stretch (:meth:`HoldersFirst.begin` / :meth:`HoldersFirst.end`,
 or :meth:`HoldersFirst.holding`), and a step that will queue for resources is prepared and
 created inside :meth:`HoldersFirst.creating`: only :data:`CREATING_AT_ONCE` threads create at
-once, and each first waits while any holder is in its stretch. The rest of a burst sleeps on a
+once, and each first waits while any holder is in its stretch, unless no step of the process
+waits for an allocation (``queued``): then capacity may be free and the creation is what fills
+it. So the first wave of a burst starts without waiting for the stretches of its first steps,
+the slots start (and end) nearly together, and a step created behind waiting ones, which could
+not be allocated before them anyway, gives way. The rest of a burst sleeps on a
 semaphore or a condition, taking neither the GIL nor the database. Waiters' keep-alive polls
 are deliberately not held back: the Resource Manager combines concurrent renewals into one
 transaction, and releasing a crowd of deferred polls at once cost more than it saved.
@@ -30,14 +34,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 MAX_DEFER_SECONDS = 0.25
 """Longest a creation waits for holders once it has its turn."""
-CREATING_AT_ONCE = 4
-"""Threads preparing and creating queued steps at once (more only race each other for the
-database; creation stays far ahead of the rate at which slots free up)."""
+CREATING_AT_ONCE = 1
+"""Threads preparing and creating queued steps at once. One creation takes a few milliseconds,
+far ahead of the rate at which slots free up; concurrent creations only race each other for
+the database's write lock, whose busy handler sleeps (with four, a creation took 10-25 ms)."""
 MAX_QUEUE_SECONDS = 2.0
 """Longest a creation waits for its turn among :data:`CREATING_AT_ONCE` (then it goes anyway)."""
 
@@ -51,7 +56,11 @@ class HoldersFirst:
         max_wait: float = MAX_DEFER_SECONDS,
         creating_at_once: int = CREATING_AT_ONCE,
         max_queue: float = MAX_QUEUE_SECONDS,
+        queued: Callable[[], int] | None = None,
     ) -> None:
+        """``queued``: how many steps of the process wait for an allocation now (None:
+        creations always defer to holders)."""
+        self._queued = queued
         self._max_wait = max_wait
         self._max_queue = max_queue
         self._lock = threading.Lock()
@@ -95,10 +104,12 @@ class HoldersFirst:
             self.end()
 
     def defer(self) -> float:
-        """Block while holders are in their stretch, at most ``max_wait`` seconds; the time
-        waited (0.0 without holders: the common case costs one uncontended lock)."""
+        """Block while holders are in their stretch, at most ``max_wait`` seconds, if steps
+        wait for an allocation; the time waited (0.0 without holders or waiters: the common
+        case costs one uncontended lock)."""
+        queued = self._queued
         with self._lock:
-            if not self._holding:
+            if not self._holding or (queued is not None and not queued()):
                 return 0.0
             began = time.monotonic()
             self._idle.wait_for(lambda: not self._holding, self._max_wait)

@@ -166,7 +166,7 @@ class WaitRoom:
         self._failing = False
         self.watcher: threading.Thread | None = None
         """The watch thread while the room is occupied (exposed so tests can join it)."""
-        self.holders = HoldersFirst()
+        self.holders = HoldersFirst(queued=self._waiting_now)
         """Steps of this process that hold an allocation go before the creation of steps
         that will wait for one (see :mod:`wharf.store.holders_first`)."""
 
@@ -174,6 +174,11 @@ class WaitRoom:
     def waiting(self) -> int:
         with self._lock:
             return len(self._tickets)
+
+    def _waiting_now(self) -> int:
+        """:attr:`waiting` without the lock (a hint for the holders' gate: a count read while
+        a waiter enters or leaves is as good as the one just before or after)."""
+        return len(self._tickets)
 
     @contextmanager
     def enter(self, request_id: UUID) -> Iterator[Ticket]:
