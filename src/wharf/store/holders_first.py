@@ -37,6 +37,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from wharf.store.urgency import set_urgent
+
 MAX_DEFER_SECONDS = 0.25
 """Longest a creation waits for holders once it has its turn."""
 CREATING_AT_ONCE = 1
@@ -80,6 +82,7 @@ class HoldersFirst:
         if getattr(self._mine, "in_stretch", False):
             return
         self._mine.in_stretch = True
+        set_urgent(True)  # its store writes go first too (wharf.store.sql.write_turns)
         with self._lock:
             self._holding += 1
 
@@ -88,6 +91,7 @@ class HoldersFirst:
         if not getattr(self._mine, "in_stretch", False):
             return False
         self._mine.in_stretch = False
+        set_urgent(False)
         with self._lock:
             self._holding -= 1
             if not self._holding:

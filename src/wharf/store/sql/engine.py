@@ -21,6 +21,9 @@ Invariants:
 - MySQL/MariaDB connections use ``READ COMMITTED`` (as PostgreSQL does by default), so a locking
   read followed by a plain read in the same transaction sees the same, latest committed data on
   both servers.
+- in one process, SQLite writers take turns per file (:mod:`.write_turns`) before ``BEGIN
+  IMMEDIATE``: they queue on a lock that passes at once instead of sleeping in SQLite's busy
+  handler, steps holding resources first. Readers never take a turn.
 - :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
   are caught and converted (see :mod:`wharf.store.sql.errors`).
 """
@@ -41,6 +44,7 @@ from sqlalchemy.engine import URL, make_url
 from wharf.core.errors import InputError
 from wharf.store.sql import errors
 from wharf.store.sql.types import is_mysql
+from wharf.store.sql.write_turns import turns_for
 
 T = TypeVar("T")
 
@@ -222,6 +226,9 @@ class Database:
         self._autocommit_engine = self._autocommit_variant(engine)
         self.is_sqlite = engine.dialect.name == "sqlite"
         self.is_mysql = is_mysql(engine.dialect)
+        database = engine.url.database
+        # The writers of this process take turns on a SQLite file (see write_turns).
+        self._turns = turns_for(database) if self.is_sqlite and database else None
 
     @staticmethod
     def _autocommit_variant(engine: Engine) -> Engine:
@@ -252,10 +259,10 @@ class Database:
         """
         for _ in range(MAX_CONFLICT_RETRIES - 1):
             try:
-                return self._run(self.engine, fn)
+                return self._run_writing(self.engine, fn)
             except errors.RetryableConflictError:
                 continue
-        return self._run(self.engine, fn)
+        return self._run_writing(self.engine, fn)
 
     def autocommit(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` with every statement committing on its own (no enclosing transaction;
@@ -267,10 +274,16 @@ class Database:
         """
         for _ in range(MAX_CONFLICT_RETRIES - 1):
             try:
-                return self._run(self._autocommit_engine, fn)
+                return self._run_writing(self._autocommit_engine, fn)
             except errors.RetryableConflictError:
                 continue
-        return self._run(self._autocommit_engine, fn)
+        return self._run_writing(self._autocommit_engine, fn)
+
+    def _run_writing(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
+        if self._turns is None:
+            return self._run(engine, fn)
+        with self._turns.turn():
+            return self._run(engine, fn)
 
     def _run(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
         try:
