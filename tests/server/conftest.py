@@ -27,7 +27,8 @@ from tests.server.live import LiveServer, admin_key, open_state, start_server
 from wharf.server.auth import issue
 from wharf.server.auth.principal import Principal
 from wharf.server.state import ServerState
-from wharf.store.models import ProjectRecord, ProjectRole, UserRecord
+from wharf.store.account_models import ProjectRole
+from wharf.store.models import ProjectRecord, UserRecord
 from wharf.store.sql.server_stores import ServerStores
 
 ROLES = ("anonymous", "viewer", "member", "other", "admin")

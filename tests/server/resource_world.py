@@ -35,10 +35,10 @@ from wharf.resource_manager.client.protocol import ResourceManagerClient
 from wharf.sdk.pools import ensure_pool
 from wharf.server.app import build_state
 from wharf.server.resource_manager import connect
+from wharf.store.account_models import ProjectRole
 from wharf.store.models import (
     ComponentCreate,
     PipelineRunRecord,
-    ProjectRole,
     RunCreate,
     SnapshotCreate,
     SnapshotRecord,

@@ -9,7 +9,8 @@ import pytest
 
 from tests.conftest import FakeClock
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
-from wharf.store.models import PageRequest, ProjectRole
+from wharf.store.account_models import ProjectRole
+from wharf.store.models import PageRequest
 from wharf.store.sql import SqlStore
 from wharf.store.sql.server_stores import SqlAccountStore
 

@@ -11,7 +11,7 @@ import pytest
 from tests.server.conftest import World
 from tests.server.live import service_key
 from wharf.server.auth import api_keys
-from wharf.store.models import ProjectRole
+from wharf.store.account_models import ProjectRole
 
 
 def login(world: World, username: str, password: str) -> tuple[int, dict[str, object]]:

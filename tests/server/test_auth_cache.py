@@ -23,7 +23,7 @@ from wharf.server.app import create_app
 from wharf.server.auth import api_keys
 from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.principal import Principal
-from wharf.store.models import ProjectRole
+from wharf.store.account_models import ProjectRole
 
 TTL = 5.0
 

@@ -16,10 +16,10 @@ from tests.server.conftest import World
 from tests.store.conftest import spec
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.server.auth import api_keys
+from wharf.store.account_models import ProjectRole
 from wharf.store.models import (
     ArtifactVersionCreate,
     ComponentCreate,
-    ProjectRole,
     RunCreate,
     ScheduleCreate,
     SnapshotCreate,

@@ -27,9 +27,15 @@ from wharf.core.enums import (
     MetadataResourceType,
     ResourceRequestRuntimeState,
 )
-from wharf.store.models import (
+from wharf.store.account_models import (
     ApiKeyAuthRecord,
     ApiKeyRecord,
+    MembershipRecord,
+    ProjectRole,
+    ServiceAccountRecord,
+    UserCredentialRecord,
+)
+from wharf.store.models import (
     ArtifactFilter,
     ArtifactRecord,
     ArtifactVersionCreate,
@@ -39,14 +45,12 @@ from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
     HeartbeatResponse,
-    MembershipRecord,
     Page,
     PageRequest,
     PipelineFilter,
     PipelineRecord,
     PipelineRunRecord,
     ProjectRecord,
-    ProjectRole,
     RunCreate,
     RunFilter,
     RunMetadataRecord,
@@ -54,7 +58,6 @@ from wharf.store.models import (
     RunUpdate,
     ScheduleCreate,
     ScheduleRecord,
-    ServiceAccountRecord,
     SnapshotCreate,
     SnapshotRecord,
     StackRecord,
@@ -62,7 +65,6 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunRecord,
     StepRunUpdate,
-    UserCredentialRecord,
     UserRecord,
 )
 

@@ -28,7 +28,7 @@ from wharf.core.errors import EntityNotFoundError, InputError, WharfError
 from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.auth.principal import Principal
 from wharf.server.state import ServerState
-from wharf.store.models import ProjectRole
+from wharf.store.account_models import ProjectRole
 
 Missing = Callable[[], WharfError]
 

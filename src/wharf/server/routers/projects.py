@@ -18,7 +18,8 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
 from wharf.server.schemas.actions import LookupName, MemberBody, ProjectCreateBody
 from wharf.server.schemas.filters import page_request
-from wharf.store.models import MembershipRecord, Page, PageRequest, ProjectRecord
+from wharf.store.account_models import MembershipRecord
+from wharf.store.models import Page, PageRequest, ProjectRecord
 
 
 def _visible_projects(ctx: Ctx, page: PageRequest) -> Page[ProjectRecord]:

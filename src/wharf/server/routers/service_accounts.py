@@ -21,7 +21,8 @@ from wharf.server.schemas.actions import (
 )
 from wharf.server.schemas.filters import page_request
 from wharf.server.schemas.responses import ApiKeyCreated
-from wharf.store.models import ApiKeyRecord, Page, PageRequest, ServiceAccountRecord
+from wharf.store.account_models import ApiKeyRecord, ServiceAccountRecord
+from wharf.store.models import Page, PageRequest
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
 

@@ -17,10 +17,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from wharf.core.enums import ComponentType, MetadataResourceType
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from wharf.store.account_models import ProjectRole
 from wharf.store.models import (
     MAX_PID,
     ArtifactVersionCreate,
-    ProjectRole,
     ScheduleCreate,
     StepRunCreate,
     StepRunUpdate,

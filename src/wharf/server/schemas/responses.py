@@ -8,13 +8,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from wharf.core.enums import ExecutionStatus
-from wharf.store.models import (
-    ApiKeyRecord,
-    ArtifactVersionRecord,
-    PipelineRunRecord,
-    ProjectRole,
-    StepRunRecord,
-)
+from wharf.store.account_models import ApiKeyRecord, ProjectRole
+from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord, StepRunRecord
 
 T = TypeVar("T")
 

@@ -17,13 +17,8 @@ from sqlalchemy import Connection, Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.core.ids import new_id
-from wharf.store.models import (
-    ApiKeyAuthRecord,
-    ApiKeyRecord,
-    Page,
-    PageRequest,
-    ServiceAccountRecord,
-)
+from wharf.store.account_models import ApiKeyAuthRecord, ApiKeyRecord, ServiceAccountRecord
+from wharf.store.models import Page, PageRequest
 from wharf.store.sql import tables as t
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
