@@ -6,8 +6,8 @@ stretch on bookkeeping at each end of its allocation: from "allocated" to its us
 (renew the lease to ``submitted``, publish running, set up) and from its user code's return to
 "released" (save outputs, record its end, release). Its slot sits idle all that time. A burst
 of new steps (``step.map`` over hundreds of items) competes with it for the GIL and for the
-database's single writer (SQLite's busy handler sleeps, so a writer that loses a race waits
-longer than the winner writes), although a step being created has nothing to run yet.
+database's single writer (the process's writers take turns on a SQLite file, holders first:
+:mod:`wharf.store.sql.write_turns`), although a step being created has nothing to run yet.
 
 So a holder's thread marks its stretch (:meth:`HoldersFirst.begin` / :meth:`HoldersFirst.end`,
 or :meth:`HoldersFirst.holding`), and a step that will queue for resources is prepared and

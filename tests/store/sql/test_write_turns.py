@@ -10,17 +10,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from tests.store.test_holders_first import SAFETY_TIMEOUT, in_thread
 from wharf.store.sql import SqlStore
 from wharf.store.sql.write_turns import WriteTurns, turns_for
 from wharf.store.urgency import set_urgent
-
-SAFETY_TIMEOUT = 30.0
-
-
-def _in_thread(target: object) -> threading.Thread:
-    thread = threading.Thread(target=target, daemon=True)  # type: ignore[arg-type]
-    thread.start()
-    return thread
 
 
 def test_a_turn_is_reentrant_and_exclusive() -> None:
@@ -32,7 +25,7 @@ def test_a_turn_is_reentrant_and_exclusive() -> None:
             entered.set()
 
     with turns.turn(), turns.turn():  # a write inside a write never waits for itself
-        thread = _in_thread(other)
+        thread = in_thread(other)
         assert not entered.wait(0.05)  # another thread waits for the whole outer turn
     assert entered.wait(SAFETY_TIMEOUT)
     thread.join(SAFETY_TIMEOUT)
@@ -51,10 +44,10 @@ def test_urgent_writers_go_before_the_others_that_wait() -> None:
 
     pause = threading.Event()  # never set: a short pause for a thread to reach its wait
     with turns.turn():
-        plain = _in_thread(lambda: writer("plain", False))
+        plain = in_thread(lambda: writer("plain", False))
         assert queued.acquire(timeout=SAFETY_TIMEOUT)
         pause.wait(0.05)  # the plain writer waits first ...
-        urgent = _in_thread(lambda: writer("urgent", True))
+        urgent = in_thread(lambda: writer("urgent", True))
         assert queued.acquire(timeout=SAFETY_TIMEOUT)
         pause.wait(0.05)  # ... then the urgent one
     plain.join(SAFETY_TIMEOUT)
