@@ -9,6 +9,7 @@ from wharf import step
 
 EVENTS: list[str] = []
 RELEASE = threading.Event()
+SLOW_STARTED = threading.Event()
 FLAKY_COUNTS: dict[str, int] = {}
 
 
@@ -23,6 +24,7 @@ def merge(a: int = 0, b: int = 0, c: int = 0, label: str = "", fail: bool = Fals
 @step(enable_cache=False)
 def wait_for_release(label: str = "") -> int:
     """Runs until released or interrupted; records its cleanup."""
+    SLOW_STARTED.set()
     try:
         while not RELEASE.wait(0.005):
             pass
@@ -48,6 +50,14 @@ def wait_for_a_failure() -> int:
                 return 1
             time.sleep(0.01)
     raise TimeoutError("no step failed")
+
+
+@step(enable_cache=False)
+def fail_once_slow_started() -> None:
+    """Fail only once `wait_for_release` is inside its body, so fail-fast has a step to interrupt."""
+    if not SLOW_STARTED.wait(30):
+        raise TimeoutError("the slow step never started")
+    raise RuntimeError("failing while the slow step runs")
 
 
 @step(enable_cache=False)

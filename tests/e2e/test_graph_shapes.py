@@ -107,16 +107,17 @@ def test_shape_with_failure(workspace: Workspace, shape: str, mode: ExecutionMod
 def test_fail_fast_interrupts_running_steps(workspace: Workspace) -> None:
     steps_lib.EVENTS.clear()
     steps_lib.RELEASE.clear()
+    steps_lib.SLOW_STARTED.clear()
 
     @pipeline(execution_mode="fail_fast", max_parallelism=2)
     def racing() -> None:
         steps_lib.wait_for_release(label="slow")
-        merge(label="bad", fail=True)
+        steps_lib.fail_once_slow_started()
 
     run = racing.run_in(workspace)
     found = statuses(workspace, run.id)
     assert run.status is ExecutionStatus.FAILED
-    assert found["merge"] is ExecutionStatus.FAILED
+    assert found["fail_once_slow_started"] is ExecutionStatus.FAILED
     assert found["wait_for_release"] is ExecutionStatus.STOPPED
     assert "cleanup:slow" in steps_lib.EVENTS  # finally blocks ran
     step = workspace.store.steps.list(StepRunFilter(run_id=run.id, names=("wait_for_release",)))
