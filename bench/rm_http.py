@@ -9,7 +9,8 @@ runs its own service on the same database), one pool whose class has room for ev
 unlimited) and one policy admitting every project. Two load generators, each measured:
 
 - ``raw``: one process, asyncio, ``--connections`` keep-alive HTTP/1.1 connections sending the
-  API's requests by hand: it costs the machine little, so it shows what the *server* sustains;
+  API's requests by hand, each mutating call with its own idempotency key (as Wharf's client
+  sends them): it costs the machine little, so it shows what the *server* sustains;
 - ``client``: ``--clients`` processes x ``--threads`` threads over one
   :class:`HttpResourceManager` each (login, token cache, idempotency key per call, model
   parsing): what Wharf's own callers get, the client's CPU included, on the same 2 cores;
@@ -55,7 +56,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import httpx
 from rest_server import database, free_port, process_tree_cpu_seconds
@@ -137,8 +138,10 @@ class RawConnection:
     async def open(self) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
 
-    async def call(self, method: str, path: str, body: bytes = b"") -> Any:
+    async def call(self, method: str, path: str, body: bytes = b"", key: str = "") -> Any:
         head = f"{method} {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}\r\n"
+        if key:  # as Wharf's client sends on every mutating call
+            head += f"X-Idempotency-Key: {key}\r\n"
         if body:
             head += "Content-Type: application/json\r\n"
         self.writer.write(head.encode() + b"\r\n" + body)
@@ -175,12 +178,16 @@ async def _raw(
         while time.perf_counter() < deadline:
             started = time.perf_counter()
             if mode == "cycles":
-                held = await conn.call("POST", REQUESTS, body)
-                released = await conn.call("POST", f"{REQUESTS}/{held['id']}/release")
+                held = await conn.call("POST", REQUESTS, body, key=uuid4().hex)
+                released = await conn.call(
+                    "POST", f"{REQUESTS}/{held['id']}/release", key=uuid4().hex
+                )
                 assert (held["status"], released["status"]) == ("allocated", "released")
             else:
                 request_id = mine[position % len(mine)]
-                renewed = await conn.call("POST", f"{REQUESTS}/{request_id}/renew", renewal)
+                renewed = await conn.call(
+                    "POST", f"{REQUESTS}/{request_id}/renew", renewal, key=uuid4().hex
+                )
                 assert renewed["status"] == "allocated", renewed["status"]
                 position += 1
             latencies.append(time.perf_counter() - started)

@@ -97,6 +97,7 @@ def test_renewal_extends_the_lease_and_records_the_runtime_state(
     assert renewed.runtime_state is RS.RUNNING
     assert renewed.renewed_at is not None
     assert renewed.lease_expires_at == renewed.renewed_at + timedelta(seconds=30)
+    assert rm.requests.get(held.id) == renewed  # the answer is what was stored
     clock.advance(20)  # past the first lease, within the renewed one
     rm.sweep()
     assert rm.requests.get(held.id).status is S.ALLOCATED

@@ -157,7 +157,7 @@ class BatchRunner(Combiner[Operation]):
         outcomes = [finish() for finish in finishers]
         if tx.swept:
             idempotency.forget_before(conn, now - self.options.idempotency_ttl)
-        idempotency.store(conn, [(k, v) for k, v in self._responses(batch, outcomes)], now)
+        idempotency.store(conn, self._responses(batch, outcomes), now)
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled
@@ -188,9 +188,9 @@ class BatchRunner(Combiner[Operation]):
                             f"{key.operation} call."
                         )
                     return first[1]
-                found, response = idempotency.find(tx.conn, stored, key)
-                if found:
-                    replay = _Outcome(_adapter(operation.result_type).validate_python(response))
+                response = idempotency.find(tx.conn, stored, key)
+                if response is not None:
+                    replay = _Outcome(_adapter(operation.result_type).validate_json(response))
                     replay.replayed = True
                     return lambda: replay
             finisher = operation.run(tx)
@@ -203,8 +203,10 @@ class BatchRunner(Combiner[Operation]):
         return finish
 
     @staticmethod
-    def _responses(batch: list[Slot[Operation]], outcomes: list[_Outcome]) -> list[tuple[Any, Any]]:
-        stored: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+    def _responses(
+        batch: list[Slot[Operation]], outcomes: list[_Outcome]
+    ) -> list[tuple[idempotency.IdempotencyKey, str]]:
+        stored: dict[tuple[str, str, str], tuple[idempotency.IdempotencyKey, str]] = {}
         for slot, outcome in zip(batch, outcomes, strict=True):
             key = slot.operation.idempotency
             if key is None or outcome.error is not None or outcome.replayed:
@@ -212,10 +214,7 @@ class BatchRunner(Combiner[Operation]):
             if key.scope in stored:
                 continue
             adapter = _adapter(slot.operation.result_type)
-            stored[key.scope] = (
-                key,
-                adapter.dump_python(outcome.value, mode="json", by_alias=True),
-            )
+            stored[key.scope] = (key, adapter.dump_json(outcome.value, by_alias=True).decode())
         return list(stored.values())
 
 

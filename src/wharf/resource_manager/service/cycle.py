@@ -39,7 +39,7 @@ from wharf.resource_manager.scheduler import (
     apply_decisions,
     schedule,
 )
-from wharf.resource_manager.service import request_store
+from wharf.resource_manager.service import lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.transaction import Tx
 
@@ -131,7 +131,7 @@ def _with_lease(request: ResourceRequest, row: request_store.LeaseRow | None) ->
 
 def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store.LeaseRow]) -> None:
     if decisions.lease_extensions:
-        request_store.extend_leases(
+        lease_store.extend_leases(
             tx.conn,
             [(leases[e.request_id], e.lease_expires_at) for e in decisions.lease_extensions],
         )

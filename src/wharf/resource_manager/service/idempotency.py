@@ -16,7 +16,9 @@ Invariants:
   so a key exists iff its change committed; failed calls store nothing and may be retried;
 - a key reused with different arguments is an :class:`IllegalOperationError`, never a silent
   replay of an unrelated result;
-- keys older than the configured TTL are forgotten by the sweep.
+- keys older than the configured TTL are forgotten by the sweep;
+- a response is stored as the JSON text its caller encoded (pydantic's encoder) and handed back
+  as that text: it is never decoded to Python objects and encoded again on the way.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select
+from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_, select, type_coerce
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
+from wharf.store.sql.types import LONG_TEXT
 
 MAX_KEY_LENGTH = t.KEY_LENGTH
 
@@ -67,22 +70,25 @@ def fingerprint(payload: Any) -> str:
 
 
 _C = t.idempotency_keys.c
-_LOOKUP = select(_C.fingerprint, _C.response).where(
+_RESPONSE_TEXT = type_coerce(_C.response, LONG_TEXT).label("response")
+"""The stored response as its JSON text (the column's own type would decode it)."""
+_LOOKUP = select(_C.fingerprint, _RESPONSE_TEXT).where(
     _C.principal == bindparam("i_principal"),
     _C.operation == bindparam("i_operation"),
     _C.key == bindparam("i_key"),
 )
 
 
-def lookup(conn: Connection, key: IdempotencyKey) -> tuple[bool, Any]:
-    """(found, stored response); IllegalOperationError if the key was used with other arguments."""
+def lookup(conn: Connection, key: IdempotencyKey) -> str | None:
+    """The stored response (JSON text), None if the key is new; IllegalOperationError if the
+    key was used with other arguments."""
     params = {"i_principal": key.principal, "i_operation": key.operation, "i_key": key.key}
     row = conn.execute(_LOOKUP, params).first()
     return replay(key, None if row is None else (row.fingerprint, row.response))
 
 
-Stored = dict[tuple[str, str, str], tuple[str, Any]]
-"""Scope (as :func:`stored_scope` gives it) -> (fingerprint, response) of stored keys."""
+Stored = dict[tuple[str, str, str], tuple[str, str]]
+"""Scope (as :func:`stored_scope` gives it) -> (fingerprint, response JSON) of stored keys."""
 
 _CHUNK = 100
 _LOOKUPS: dict[int, Select[Any]] = {}
@@ -105,7 +111,7 @@ def _lookup_statement(count: int) -> Select[Any]:
             for index in range(count)
         ]
         built: Select[Any] = select(
-            _C.principal, _C.operation, _C.key, _C.fingerprint, _C.response
+            _C.principal, _C.operation, _C.key, _C.fingerprint, _RESPONSE_TEXT
         ).where(or_(*terms))
         statement = _LOOKUPS[count] = built
     return statement
@@ -140,29 +146,40 @@ def stored_scope(scope: tuple[str, str, str], padded: bool) -> tuple[str, str, s
     return (scope[0].rstrip(" "), scope[1].rstrip(" "), scope[2].rstrip(" "))
 
 
-def replay(key: IdempotencyKey, stored: tuple[str, Any] | None) -> tuple[bool, Any]:
-    """(found, stored response) for ``key`` from its stored (fingerprint, response), if any;
-    IllegalOperationError if the key was used with other arguments."""
+def replay(key: IdempotencyKey, stored: tuple[str, str] | None) -> str | None:
+    """The stored response (JSON text) for ``key`` from its stored (fingerprint, response), None
+    if there is none; IllegalOperationError if the key was used with other arguments."""
     if stored is None:
-        return False, None
+        return None
     if stored[0] != key.fingerprint:
         raise IllegalOperationError(
             f"Idempotency key '{key.key}' was already used for a different {key.operation} call."
         )
-    return True, stored[1]
+    return stored[1]
 
 
-def find(conn: Connection, stored: Stored, key: IdempotencyKey) -> tuple[bool, Any]:
+def find(conn: Connection, stored: Stored, key: IdempotencyKey) -> str | None:
     """:func:`replay` of ``key`` from what :func:`lookup_many` found on ``conn``."""
     padded = conn.dialect.name in ("mysql", "mariadb")
     return replay(key, stored.get(stored_scope(key.scope, padded)))
 
 
-def store(conn: Connection, entries: list[tuple[IdempotencyKey, Any]], now: datetime) -> None:
+_STORE = insert(t.idempotency_keys).values(
+    principal=bindparam("principal"),
+    operation=bindparam("operation"),
+    key=bindparam("key"),
+    fingerprint=bindparam("fingerprint"),
+    response=bindparam("response", type_=LONG_TEXT),
+    created=bindparam("created"),
+)
+
+
+def store(conn: Connection, entries: list[tuple[IdempotencyKey, str]], now: datetime) -> None:
+    """Store each key with its call's response, already encoded as JSON text."""
     if not entries:
         return
     conn.execute(
-        t.idempotency_keys.insert(),
+        _STORE,
         [
             {
                 "principal": key.principal,

@@ -4,7 +4,7 @@ Owns: :class:`Renewal` (one call), :class:`RenewalRunner`, :data:`LAPSED`.
 
 A renewal only moves a lease: it changes nothing the scheduler reads (``seq`` is not bumped,
 the scheduling cache holds no leases), so it needs neither the scheduling lock nor a cycle. It
-is one compare-and-set ``UPDATE`` of the request's row (:func:`request_store.renew`): live,
+is one compare-and-set ``UPDATE`` of the request's row (:func:`lease_store.renew`): live,
 not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
 combined (:mod:`.combining`) into one transaction, which on a server costs one commit (one log
 flush) for the whole batch instead of one per heartbeat.
@@ -40,7 +40,7 @@ from sqlalchemy import Connection
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
 from wharf.resource_manager.client.models import ResourceRequestInfo
-from wharf.resource_manager.service import idempotency, request_store
+from wharf.resource_manager.service import idempotency, lease_store, request_store
 from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -110,9 +110,9 @@ class RenewalRunner(Combiner[Renewal]):
                         shared[index] = seen[1]
                         continue
                     first[key.scope] = (key.fingerprint, index)
-                    found, response = idempotency.lookup(conn, key)
-                    if found:
-                        result.value = _INFO.validate_python(response)
+                    response = idempotency.lookup(conn, key)
+                    if response is not None:
+                        result.value = _INFO.validate_json(response)
                         continue
                 self._renew(conn, renewal, result, now)
             except WharfError as error:
@@ -122,7 +122,7 @@ class RenewalRunner(Combiner[Renewal]):
             results[index].value = results[origin].value
             results[index].error = results[origin].error
         stored = [
-            (batch[i].operation.key, _INFO.dump_python(r.value, mode="json", by_alias=True))
+            (batch[i].operation.key, _INFO.dump_json(r.value, by_alias=True).decode())
             for i, r in enumerate(results)
             if r.answer and batch[i].operation.key is not None and i not in shared
         ]
@@ -132,7 +132,7 @@ class RenewalRunner(Combiner[Renewal]):
     @staticmethod
     def _renew(conn: Connection, renewal: Renewal, result: _Result, now: Any) -> None:
         principal = renewal.principal
-        renewed = request_store.renew(
+        renewed = lease_store.renew(
             conn,
             renewal.request_id,
             now=now,

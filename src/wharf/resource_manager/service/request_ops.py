@@ -36,7 +36,7 @@ from wharf.resource_manager.domain import (
     new_request,
     release,
 )
-from wharf.resource_manager.service import ids, request_store
+from wharf.resource_manager.service import ids, lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.config_store import as_uuid
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -178,14 +178,30 @@ class RenewRequest:
     idempotency: IdempotencyKey | None = None
 
     def run(self, tx: Tx) -> Finisher:
-        renewed = request_store.renew(
-            tx.conn,
-            self.request_id,
-            now=tx.now,
-            lease=tx.now + timedelta(seconds=self.body.lease_seconds),
-            runtime_state=self.body.runtime_state,
-            requester=None if self.principal.admin else self.principal.name,
-        )
+        requester = None if self.principal.admin else self.principal.name
+        lease = tx.now + timedelta(seconds=self.body.lease_seconds)
+        state = self.body.runtime_state
+        if tx.conn.dialect.update_returning:
+            written = lease_store.renew_returning(
+                tx.conn,
+                self.request_id,
+                now=tx.now,
+                lease=lease,
+                runtime_state=state,
+                requester=requester,
+            )
+            if written is not None:
+                tx.renewed(self.request_id, *written)
+            renewed = written is not None
+        else:
+            renewed = lease_store.renew(
+                tx.conn,
+                self.request_id,
+                now=tx.now,
+                lease=lease,
+                runtime_state=state,
+                requester=requester,
+            )
         if not renewed:
             _owned(tx, self.principal, self.request_id)  # not found / not theirs
         current = tx.work.requests.get(self.request_id)

@@ -6,7 +6,7 @@ Explain runs the scheduler on the committed state in a read transaction (it deci
 it takes no write lock). Renewal is the hot path of every heartbeat and never needs a scheduling
 cycle (it changes no status and no allocation): on PostgreSQL and MySQL it does *not* take the
 scheduling lock, it is one compare-and-set UPDATE on the request's lease (see
-:func:`request_store.renew`), and concurrent renewals share one transaction (:mod:`.renewals`),
+:func:`lease_store.renew`), and concurrent renewals share one transaction (:mod:`.renewals`),
 so they run in parallel with cycles. On SQLite every write transaction holds the database's
 single write lock anyway, and writers waiting for it sleep in SQLite's busy handler; there
 renewals join this process's batches instead (a batch of renewals alone runs no cycle), so a

@@ -1,6 +1,7 @@
-"""SQL for resource requests: bulk inserts, bulk loads, status writes, renewals and lists.
+"""SQL for resource requests: bulk inserts, bulk loads, status writes and lists.
 
-Owns every statement on ``rm_requests`` and its child tables; the rules live in the domain and
+Owns every statement on ``rm_requests`` and its child tables but the lease writes (renewals,
+:mod:`.lease_store`); the rules live in the domain and
 in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their transactions.
 
 Invariants:
@@ -9,8 +10,6 @@ Invariants:
 - every status write is a compare-and-set on the previous status (``WHERE status = :prev``) and
   :func:`write_transitions` raises :class:`StaleStateError` when a row did not match, so a
   stale cache can never write over a change it did not see;
-- :func:`renew` changes only the lease columns, and only of a live request whose lease has not
-  lapsed (``lapse_at > now``): a lapsed lease is never revived, it is expired by the next cycle;
 - :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
   cache's state version, so answers read without the scheduling lock are never stale;
 - ``lapse_at`` is kept equal to the request's earliest lapse while live and NULL once terminal.
@@ -29,14 +28,10 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
-    String,
     Table,
     and_,
     bindparam,
-    case,
     func,
-    literal_column,
-    or_,
     select,
     update,
 )
@@ -236,11 +231,12 @@ def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> d
     found: dict[UUID, Loaded] = {}
     for chunk in _chunks(list(models)):
         for row in conn.execute(_VOLATILE.on(conn), {"ids": list(chunk)}):
-            found[row.id] = Loaded(codec.updated(models[row.id], _volatile(row)), row.requester)
+            found[row.id] = Loaded(codec.updated(models[row.id], volatile(row)), row.requester)
     return found
 
 
-def _volatile(row: Row[Any]) -> dict[str, Any]:
+def volatile(row: Row[Any]) -> dict[str, Any]:
+    """The columns renewals change, from a row that has them (as :data:`VOLATILE` selects)."""
     return {
         "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
         "lease_expires_at": row.lease_expires_at,
@@ -285,7 +281,7 @@ def current(
             ):
                 rest.append(row.id)
                 continue
-            found[row.id] = Loaded(codec.updated(model, _volatile(row)), row.requester)
+            found[row.id] = Loaded(codec.updated(model, volatile(row)), row.requester)
     if rest:
         found.update(load(conn, rest))
     return found
@@ -310,19 +306,19 @@ class LeaseRow:
     allocation_deadline: datetime | None
 
 
-_LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
-_LAPSED_ROWS = select(*_LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
+LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
+_LAPSED_ROWS = select(*LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
 _LAPSED = _LAPSED_ROWS.with_for_update()
 # PostgreSQL: the same rows as a bounded range, so that even an unanalysed table is read through
 # the ``lapse_at`` index (for ``<= :now`` alone the planner assumes a third of the rows match
 # and scanned 15,000 requests in every transaction; for a range it assumes 0.5 %).
 _FLOOR = datetime(1, 1, 2, tzinfo=UTC)  # below every instant a lease can lapse at
-_LAPSED_RANGE_ROWS = select(*_LEASE_COLUMNS).where(
+_LAPSED_RANGE_ROWS = select(*LEASE_COLUMNS).where(
     _R.lapse_at >= bindparam("floor", _FLOOR, type_=UtcDateTime()),
     _R.lapse_at <= bindparam("now"),
 )
 _LAPSED_RANGE = _LAPSED_RANGE_ROWS.with_for_update()
-_LIVE_LEASES = select(*_LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
+_LIVE_LEASES = select(*LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 
 
 def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
@@ -380,10 +376,30 @@ _OTHER = (
 )
 
 
+WRITTEN_COLUMNS = (
+    _C.requester,
+    _C.runtime_state,
+    _C.lease_expires_at,
+    _C.allocation_deadline,
+    _C.renewed_at,
+)
+"""The requester and the columns renewals change, as :func:`volatile` reads them."""
+
+
+_RETURNING = {
+    statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_TERMINAL, _ADMIT, _OTHER)
+}
+
+
 def write_transitions(
     conn: Connection, changes: Iterable[tuple[ResourceRequest, ResourceRequest]], seq: int
-) -> None:
-    """Write ``(before, after)`` request changes with compare-and-set on the previous status."""
+) -> dict[UUID, tuple[str, dict[str, Any]]]:
+    """Write ``(before, after)`` request changes with compare-and-set on the previous status.
+
+    Returns (requester, lease columns) of the rows the database handed back as written: a
+    lone change of its kind is one ``UPDATE ... RETURNING`` where the database can (SQLite,
+    PostgreSQL), which saves reading the row again to answer its caller; changes written in
+    bulk (``executemany``) return nothing."""
     terminal: list[dict[str, Any]] = []
     admitted: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []
@@ -405,35 +421,16 @@ def write_transitions(
         else:
             params["b_preemptor"] = after.preemption_initiated_by_id
             other.append(params)
+    written: dict[UUID, tuple[str, dict[str, Any]]] = {}
     for statement, batch in ((_TERMINAL, terminal), (_ADMIT, admitted), (_OTHER, other)):
-        if batch:
+        if len(batch) == 1 and conn.dialect.update_returning:
+            row = conn.execute(_RETURNING[statement], batch[0]).first()
+            if row is None:
+                raise StaleStateError("A request changed under the scheduling lock.")
+            written[batch[0]["b_id"]] = (row.requester, volatile(row))
+        elif batch:
             _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
-
-
-def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:
-    """After a takeover: move each live lease to its extended deadline (never shorten it)."""
-    params = [
-        {
-            "b_id": row.id,
-            "b_lease": lease,
-            "b_lapse": codec.lapse_at(lease, row.allocation_deadline)
-            if row.status == S.PENDING.value
-            else lease,
-        }
-        for row, lease in extensions
-    ]
-    if not params:
-        return
-    statement = (
-        update(t.requests)
-        .where(
-            _C.id == bindparam("b_id"),
-            _C.lapse_at.is_not(None),  # still live (an IN list cannot be used in executemany)
-            _C.lease_expires_at < bindparam("b_lease"),
-        )
-        .values(lease_expires_at=bindparam("b_lease"), lapse_at=bindparam("b_lapse"))
-    )
-    conn.execute(statement, params)
+    return written
 
 
 def _checked(conn: Connection, rowcount: int, expected: int) -> None:
@@ -441,57 +438,6 @@ def _checked(conn: Connection, rowcount: int, expected: int) -> None:
         raise StaleStateError(
             f"{expected - rowcount} of {expected} requests changed under the scheduling lock."
         )
-
-
-_LIVE_STATUS = or_(*(_C.status == literal_column(f"'{status}'") for status in LIVE))
-"""``status IN (live)`` with inline constants: no list to expand on every execution."""
-_PENDING_PAST_LEASE = and_(
-    _C.status == literal_column(f"'{S.PENDING.value}'"),
-    _C.allocation_deadline.is_not(None),
-    _C.allocation_deadline < bindparam("r_lease", type_=UtcDateTime()),
-)
-_RENEW_ANY = (
-    update(t.requests)
-    .where(
-        _C.id == bindparam("r_id"),
-        _LIVE_STATUS,
-        or_(_C.lapse_at.is_(None), _C.lapse_at > bindparam("r_now", type_=UtcDateTime())),
-    )
-    .values(
-        lease_expires_at=bindparam("r_lease", type_=UtcDateTime()),
-        renewed_at=bindparam("r_now", type_=UtcDateTime()),
-        lapse_at=case(
-            (_PENDING_PAST_LEASE, _C.allocation_deadline),
-            else_=bindparam("r_lease", type_=UtcDateTime()),
-        ),
-        runtime_state=func.coalesce(bindparam("r_state", type_=String()), _C.runtime_state),
-    )
-)
-_RENEW_OWN = _RENEW_ANY.where(_C.requester == bindparam("r_requester"))
-"""Built once (as every hot statement here): SQLAlchemy then reuses their compiled forms and
-spends nothing on building or hashing them per renewal."""
-
-
-def renew(
-    conn: Connection,
-    request_id: UUID,
-    *,
-    now: datetime,
-    lease: datetime,
-    runtime_state: ResourceRequestRuntimeState | None,
-    requester: str | None,
-) -> bool:
-    """Extend a live, unlapsed lease (of ``requester``'s request, unless None); True if done."""
-    params: dict[str, Any] = {
-        "r_id": request_id,
-        "r_now": now,
-        "r_lease": lease,
-        "r_state": None if runtime_state is None else runtime_state.value,
-    }
-    if requester is None:
-        return bool(conn.execute(_RENEW_ANY, params).rowcount)
-    params["r_requester"] = requester
-    return bool(conn.execute(_RENEW_OWN, params).rowcount)
 
 
 def count_live_in_pool(conn: Connection, pool_id: UUID) -> int:

@@ -81,6 +81,7 @@ class Tx:
     cancelled, expired ...), as :meth:`flush` wrote them: announced after commit."""
     _wanted: set[UUID] = field(default_factory=set)
     _loaded: dict[UUID, request_store.Loaded] = field(default_factory=dict)
+    _renewed: dict[UUID, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def seq(self) -> int:
@@ -141,7 +142,9 @@ class Tx:
             children.add(full)
             self._loaded[request_id] = request_store.Loaded(full, requester)
         # Status changes first (their compare-and-set fails early), then every new row at once.
-        request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        written = request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        for request_id, (requester, columns) in written.items():
+            self.renewed(request_id, requester, columns)
         request_store.insert_requests(self.conn, rows, children, self.allocations)
         self.created = {}
         self.left_queue.extend(
@@ -154,6 +157,13 @@ class Tx:
         self.allocations = []
 
     # -- results ----------------------------------------------------------------------------
+
+    def renewed(self, request_id: UUID, requester: str, columns: dict[str, Any]) -> None:
+        """A write of this transaction returned the request's lease columns (a renewal, or a
+        status change, as the database wrote them): nothing changes them before commit (the
+        row is this transaction's until then), so answering needs no read of them."""
+        self._renewed[request_id] = (requester, columns)
+        self._loaded.pop(request_id, None)
 
     def want(self, ids: Iterable[UUID]) -> None:
         """Announce requests a finisher will return, so they are loaded in one go."""
@@ -180,9 +190,17 @@ class Tx:
             known: dict[UUID, ResourceRequest] = {}
             for key in missing:
                 model = self.final.get(key) or self.work.requests.get(key)
-                if model is not None:
+                if model is None:
+                    continue
+                renewed = self._renewed.get(key)
+                if renewed is None:
                     known[key] = model
+                else:
+                    requester, volatile = renewed
+                    self._loaded[key] = request_store.Loaded(
+                        codec.updated(model, volatile), requester
+                    )
             self._loaded.update(request_store.with_volatile(self.conn, known))
-            rest = missing - known.keys()
+            rest = missing - known.keys() - self._loaded.keys()
             if rest:
                 self._loaded.update(request_store.load(self.conn, rest))

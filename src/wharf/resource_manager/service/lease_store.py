@@ -1,0 +1,136 @@
+"""SQL that moves leases: renewals and the extension of every lease after a takeover.
+
+Owns :func:`renew`, :func:`renew_returning` and :func:`extend_leases`, the only writes of the
+lease columns of ``rm_requests`` besides inserts.
+
+Invariants:
+- a renewal changes only the lease columns (and the runtime state), and only of a live request
+  whose lease has not lapsed (``lapse_at > now``): a lapsed lease is never revived, it is
+  expired by the next cycle; a renewal of someone else's request matches no row;
+- ``lapse_at`` stays the request's earliest lapse: the lease, or for a pending request whose
+  allocation deadline comes first, that deadline;
+- an extension never shortens a lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, String, and_, bindparam, case, func, literal_column, or_, update
+
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.service import codec
+from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow, volatile
+from wharf.store.sql.types import UtcDateTime
+
+_C = t.requests.c
+_LIVE_STATUS = or_(*(_C.status == literal_column(f"'{status}'") for status in LIVE))
+"""``status IN (live)`` with inline constants: no list to expand on every execution."""
+_PENDING_PAST_LEASE = and_(
+    _C.status == literal_column(f"'{S.PENDING.value}'"),
+    _C.allocation_deadline.is_not(None),
+    _C.allocation_deadline < bindparam("r_lease", type_=UtcDateTime()),
+)
+_RENEW_ANY = (
+    update(t.requests)
+    .where(
+        _C.id == bindparam("r_id"),
+        _LIVE_STATUS,
+        or_(_C.lapse_at.is_(None), _C.lapse_at > bindparam("r_now", type_=UtcDateTime())),
+    )
+    .values(
+        lease_expires_at=bindparam("r_lease", type_=UtcDateTime()),
+        renewed_at=bindparam("r_now", type_=UtcDateTime()),
+        lapse_at=case(
+            (_PENDING_PAST_LEASE, _C.allocation_deadline),
+            else_=bindparam("r_lease", type_=UtcDateTime()),
+        ),
+        runtime_state=func.coalesce(bindparam("r_state", type_=String()), _C.runtime_state),
+    )
+)
+_RENEW_OWN = _RENEW_ANY.where(_C.requester == bindparam("r_requester"))
+"""Built once (as every hot statement here): SQLAlchemy then reuses their compiled forms and
+spends nothing on building or hashing them per renewal."""
+
+
+_RENEW_ANY_RETURNING = _RENEW_ANY.returning(*WRITTEN_COLUMNS)
+_RENEW_OWN_RETURNING = _RENEW_OWN.returning(*WRITTEN_COLUMNS)
+
+
+def renew(
+    conn: Connection,
+    request_id: UUID,
+    *,
+    now: datetime,
+    lease: datetime,
+    runtime_state: ResourceRequestRuntimeState | None,
+    requester: str | None,
+) -> bool:
+    """Extend a live, unlapsed lease (of ``requester``'s request, unless None); True if done."""
+    params: dict[str, Any] = {
+        "r_id": request_id,
+        "r_now": now,
+        "r_lease": lease,
+        "r_state": None if runtime_state is None else runtime_state.value,
+    }
+    if requester is None:
+        return bool(conn.execute(_RENEW_ANY, params).rowcount)
+    params["r_requester"] = requester
+    return bool(conn.execute(_RENEW_OWN, params).rowcount)
+
+
+def renew_returning(
+    conn: Connection,
+    request_id: UUID,
+    *,
+    now: datetime,
+    lease: datetime,
+    runtime_state: ResourceRequestRuntimeState | None,
+    requester: str | None,
+) -> tuple[str, dict[str, Any]] | None:
+    """:func:`renew` where the database returns updated rows (``conn.dialect.update_returning``:
+    SQLite, PostgreSQL): (requester, the columns renewals change) as written, None if nothing
+    was renewed. Saves reading the row again to answer."""
+    params: dict[str, Any] = {
+        "r_id": request_id,
+        "r_now": now,
+        "r_lease": lease,
+        "r_state": None if runtime_state is None else runtime_state.value,
+    }
+    statement = _RENEW_ANY_RETURNING
+    if requester is not None:
+        params["r_requester"] = requester
+        statement = _RENEW_OWN_RETURNING
+    row = conn.execute(statement, params).first()
+    return None if row is None else (row.requester, volatile(row))
+
+
+def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:
+    """After a takeover: move each live lease to its extended deadline (never shorten it)."""
+    params = [
+        {
+            "b_id": row.id,
+            "b_lease": lease,
+            "b_lapse": codec.lapse_at(lease, row.allocation_deadline)
+            if row.status == S.PENDING.value
+            else lease,
+        }
+        for row, lease in extensions
+    ]
+    if not params:
+        return
+    statement = (
+        update(t.requests)
+        .where(
+            _C.id == bindparam("b_id"),
+            _C.lapse_at.is_not(None),  # still live (an IN list cannot be used in executemany)
+            _C.lease_expires_at < bindparam("b_lease"),
+        )
+        .values(lease_expires_at=bindparam("b_lease"), lapse_at=bindparam("b_lapse"))
+    )
+    conn.execute(statement, params)
