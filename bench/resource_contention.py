@@ -1,7 +1,9 @@
 """Steps waiting for resources, embedded mode (in-process Resource Manager on SQLite).
 
-1. Latency from step creation to start when capacity is free: ``start_time - created`` of
-   the step run (request creation, allocation, lease renewal, status change), median of
+1. Latency from step creation to start when capacity is free: the step run's ``start_time``
+   minus the moment its creation began, the earlier of its request's and its own ``created``
+   (the workspace makes a queued step's request before it writes the step run): request
+   creation, allocation, the step run's record, lease renewal, status change; median of
    ``--latency-steps`` sequential steps.
 2. ``--steps`` dynamic (inline) steps competing for ``--slots`` licences, each holding one for
    ``--hold`` seconds: wall time and slot utilisation = Σ hold time / (slots x wall time
@@ -74,6 +76,14 @@ def urgent() -> int:
     return 1
 
 
+def creation_began(record: StepRunRecord, get_request: Callable[[Any], Any]) -> datetime:
+    """When the creation of a queued step run began: its request is made first (one clock:
+    the machine's)."""
+    if record.resource_request_id is None:
+        return record.created
+    return min(record.created, get_request(record.resource_request_id).created_at)
+
+
 def _ms(seconds: float) -> float:
     return round(1000 * seconds, 1)
 
@@ -95,8 +105,10 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
 
         sequential.run_in(workspace, n=2)  # warm-up: RM tables, imports
         run = sequential.run_in(workspace, n=args.latency_steps)
+        requests = workspace.store.resource_requests
+        assert requests is not None
         latencies = [
-            (r.start_time - r.created).total_seconds()
+            (r.start_time - creation_began(r, requests.get)).total_seconds()
             for r in _steps(workspace, run.id)
             if r.start_time
         ]

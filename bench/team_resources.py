@@ -5,8 +5,10 @@ A Resource Manager service (``wharf resource-manager serve``) and a workspace se
 it (``wharf server serve --resource-manager-url …``), each in its own process on its own
 database; this process is the SDK user. A dynamic pipeline runs N steps one after the other,
 each asking for one licence of a pool with capacity to spare, so every step's request is
-admitted at creation; the figure is ``start_time - created`` of each step run, as the server
-recorded them (one clock).
+admitted at creation; the figure is each step run's ``start_time`` as the server recorded it
+minus the moment its creation began, the earlier of its request's ``created_at`` (the server
+makes the request before it writes the step run) and its own ``created`` (one clock: this
+machine's).
 
     python bench/team_resources.py [--backend sqlite|postgresql] [--steps 50]
 """
@@ -31,6 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from resource_contention import creation_began
 from rest_server import ServerProcess, database, free_port
 
 from wharf import ResourceSettings, pipeline, step
@@ -107,9 +110,14 @@ def measure(backend: str, steps: int) -> dict[str, Any]:
             records = workspace.store.steps.list(
                 StepRunFilter(run_id=run.id), PageRequest(size=1000)
             ).items
+            with HttpResourceManager(rm_url, api_key=rm_key) as rm:
+                latencies = sorted(
+                    (r.start_time - creation_began(r, rm.requests.get)).total_seconds()
+                    for r in records
+                    if r.start_time
+                )
         finally:
             workspace.close()
-    latencies = sorted((r.start_time - r.created).total_seconds() for r in records if r.start_time)
     return {
         "backend": backend,
         "steps": len(latencies),

@@ -155,6 +155,26 @@ def test_batch_and_cached_or_create_get_requests_too(team: Team) -> None:
     assert info.preemption_group is not None and info.preemption_group.subject_id == str(run.id)
 
 
+def test_a_request_made_for_a_step_cached_meanwhile_is_released(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = team.run()
+    rest = team.rest("member")
+    first = rest.steps.create(team.queued(run, "d", cache_key="k2"))
+    _running(team, first)
+    rest.steps.update(first.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
+    # The cache lookup before the request misses, as if that run finished just after it.
+    monkeypatch.setattr(team.world.stores.store.steps, "find_cached", lambda *args: None)
+    found = rest.steps.find_cached_or_create(
+        team.queued(run, "d", cache_key="k2"), team.world.a.id, datetime.now(UTC)
+    )
+    assert not found.created and found.step.id == first.id
+    assert team.rm_admin is not None
+    made = team.rm_admin.requests.list().items
+    assert len(made) == 2  # the first step's, and the one made for nothing
+    assert {r.status for r in made} == {ResourceRequestStatus.RELEASED}
+
+
 def test_a_failed_batch_fails_every_step_that_asked(team: Team) -> None:
     run = team.run()
     rest = team.rest("member")

@@ -29,7 +29,7 @@ from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.store.models import StepRunUpdate
-from wharf.store.resource_aware import pair_with_configured_resource_manager
+from wharf.store.resource_pairing import pair_with_configured_resource_manager
 
 logger = logging.getLogger("wharf.step")
 

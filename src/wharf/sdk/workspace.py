@@ -40,7 +40,7 @@ from wharf.store.ports import Store
 
 if TYPE_CHECKING:
     from wharf.resource_manager.client.protocol import ResourceManagerClient
-    from wharf.store.resource_aware import ResourceManagerHandle
+    from wharf.store.resource_pairing import ResourceManagerHandle
     from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
@@ -119,7 +119,7 @@ class Workspace:
 
     @classmethod
     def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
-        from wharf.store.resource_aware import pair_with_configured_resource_manager
+        from wharf.store.resource_pairing import pair_with_configured_resource_manager
 
         config = config or load_config()
         opened = store is None

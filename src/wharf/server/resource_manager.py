@@ -46,7 +46,8 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.store.lazy_requests import LazyRequests
-from wharf.store.resource_aware import ResourceAwareBatches, pair_store, recorded_user
+from wharf.store.resource_aware import ResourceAwareBatches
+from wharf.store.resource_pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:
     from wharf.resource_manager.client.models import (

@@ -297,6 +297,10 @@ class RunStart(_Frozen):
 
 
 class StepRunCreate(_Frozen):
+    id: UUID | None = None
+    """A fresh id chosen before the step run is written (None: the store picks one). The
+    workspace names a queued step this way to make its resource request first and then write
+    the step run once, request id included."""
     run_id: UUID
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus
@@ -314,6 +318,9 @@ class StepRunCreate(_Frozen):
     spec: StepSpec | None = None
     logs_uri: str | None = None
     runtime: StepRuntime | None = None
+    resource_request_id: UUID | None = None
+    """Set only by the workspace's resource wrapper (:mod:`wharf.store.resource_aware`), which
+    drops any other caller's value."""
 
     def reusing(self, cached: StepRunRecord) -> StepRunCreate:
         """The cached step run that records this step reusing ``cached`` (its outputs, logs and
@@ -329,6 +336,8 @@ class StepRunCreate(_Frozen):
                 "docstring": self.docstring or cached.docstring,
                 "logs_uri": cached.logs_uri,
                 "runtime": None,  # it never runs
+                "id": None,  # a record of its own, never the id meant for a run of it
+                "resource_request_id": None,
             }
         )
 

@@ -6,7 +6,10 @@ with three additions:
 - ``create`` of a *queued* step run whose spec asks for resources creates a Resource Manager
   request enriched with its context (subjects: account with ``is_superuser``, project ->
   pipeline -> pipeline run -> step run, each stack component; metadata: names and ids; the
-  pipeline run as preemption group) and stores only the request id on the step run;
+  pipeline run as preemption group) and stores only the request id on the step run. The step
+  run is named first and its request made before its row is written, so the row is written
+  once, request id included (a step that turns out cached makes none: the cache is looked up
+  first, and a request made for a step that a concurrent run cached meanwhile is released);
 - ``update_heartbeat`` renews the request's lease for the liveness timeout (runtime state
   running) and turns a request that is being reclaimed, gone, or otherwise over into a
   ``cancelling`` step, which the heartbeat worker then interrupts;
@@ -38,8 +41,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
-from wharf.config.flavors import resource_manager_connector
-from wharf.config.global_config import WharfConfig
 from wharf.config.spec import StepSpec
 from wharf.core.enums import (
     ExecutionStatus,
@@ -48,10 +49,10 @@ from wharf.core.enums import (
 )
 from wharf.core.errors import (
     EntityNotFoundError,
-    IllegalOperationError,
     IllegalTransitionError,
     WharfError,
 )
+from wharf.core.ids import new_id
 from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -75,60 +76,11 @@ from wharf.store.ports import (
 )
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
-    from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
     from wharf.store.step_requests import RunSubjects
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]
 """The account a run's resource requests are made for (WharfError when there is none)."""
-
-
-def fixed_account(user: UserRecord | None) -> AccountOf:
-    """Every run's requests are ``user``'s (embedded mode: the workspace's user)."""
-
-    def account(run: PipelineRunRecord) -> UserRecord:
-        if user is None:
-            raise WharfError("Resource requests need the requesting user.")
-        return user
-
-    return account
-
-
-def recorded_user(store: Store) -> AccountOf:
-    """Each run's requests are made for the user the run records (the workspace server)."""
-
-    def account(run: PipelineRunRecord) -> UserRecord:
-        if run.user_id is None:
-            raise IllegalOperationError(
-                f"Run '{run.name}' records no user, and resource requests are made for the "
-                "run's user: create the run as a user, or name one in its user_id."
-            )
-        return store.users.get(run.user_id)
-
-    return account
-
-
-def attach_resource_manager(
-    store: Store, connect: Callable[[], RequestsClient], user: UserRecord | None
-) -> None:
-    """Pair ``store`` with a Resource Manager: steps that ask for resources get requests,
-    heartbeats renew them, finished steps release them."""
-    pair_store(store, LazyRequests(connect), fixed_account(user))
-
-
-def pair_store(store: Store, requests: LazyRequests, account: AccountOf) -> ResourceAwareStepRuns:
-    """Wrap ``store.steps`` (once: several workspaces may share one store) and expose
-    ``requests`` as the store's ``resource_requests``; the wrapped step runs."""
-    steps = store.steps
-    if not isinstance(steps, ResourceAwareStepRuns):
-        inner = steps
-        if isinstance(inner, StepRunBatchOperations):  # keep the engine's combined calls
-            steps = ResourceAwareCombinedStepRuns(inner, store, requests, account)
-        else:
-            steps = ResourceAwareStepRuns(inner, store, requests, account)
-        store.steps = steps
-        store.resource_requests = requests
-    return steps
 
 
 logger = logging.getLogger(__name__)
@@ -155,6 +107,17 @@ _FIRST_PAGE = PageRequest()
 def wants_resources(spec: StepSpec | None) -> bool:
     resources = spec.config.resources if spec is not None else None
     return resources is not None and bool(resources.canonical_demands())
+
+
+def _asks_for_resources(step: StepRunCreate) -> bool:
+    return step.status is ExecutionStatus.QUEUED and wants_resources(step.spec)
+
+
+def _no_request(step: StepRunCreate) -> StepRunCreate:
+    """``step`` without a request id: only this wrapper sets one, for a request it made."""
+    if step.resource_request_id is None:
+        return step
+    return step.model_copy(update={"resource_request_id": None})
 
 
 def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
@@ -206,29 +169,57 @@ class ResourceAwareStepRuns:
     # -------------------------------------------------------------- with resources
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
-        return self.request_for_created([(self._inner.create(step), step)])[0]
+        return self.create_requested([step], lambda ready: [self._inner.create(ready[0])])[0]
 
-    def request_for_created(
-        self, created: Sequence[tuple[StepRunRecord, StepRunCreate]]
+    def create_requested(
+        self,
+        steps: Sequence[StepRunCreate],
+        write: Callable[[builtins.list[StepRunCreate]], builtins.list[StepRunRecord]],
     ) -> builtins.list[StepRunRecord]:
-        """Give each just-created queued step that asks for resources its request; the
-        records, updated. If one request fails, every step of ``created`` that asked for
-        resources ends failed (requests already made are released) and the error is raised:
-        a batch is all or nothing for the caller, even where the RM could not take part."""
-        records: builtins.list[StepRunRecord] = []
-        for record, step in created:
-            if step.status is not ExecutionStatus.QUEUED or not wants_resources(step.spec):
-                records.append(record)
-                continue
-            try:
-                request_id = self._create_request(record, step)
-            except WharfError as exc:
-                self._fail_queued(created, records, f"Could not request resources: {exc}")
-                raise
-            records.append(
-                self._inner.update(record.id, StepRunUpdate(resource_request_id=request_id))
-            )
+        """Write ``steps`` with ``write`` (one store call), each queued step that asks for
+        resources named beforehand and given its request first, so its row is written once,
+        request id included. If a request fails, the steps are written all the same, those
+        that asked for resources end failed (requests already made are released) and the
+        error is raised: a batch is all or nothing for the caller, even where the RM could
+        not take part. If the write fails, the requests made for it are released."""
+        ready, error = self.with_requests(steps)
+        try:
+            records = write(ready)
+        except BaseException:
+            self.release_requests(ready)
+            raise
+        if error is not None:
+            self.fail_unrequested(list(zip(records, steps, strict=True)), f"{error}")
+            raise error
         return records
+
+    def with_requests(
+        self, steps: Sequence[StepRunCreate]
+    ) -> tuple[builtins.list[StepRunCreate], WharfError | None]:
+        """``steps`` ready to write: each queued step that asks for resources with a fresh id and
+        the request made for it, every other one without a request id (whatever its caller
+        set); and the error of the first request that failed (no more are made after it)."""
+        ready: builtins.list[StepRunCreate] = []
+        error: WharfError | None = None
+        for step in steps:
+            if error is not None or not _asks_for_resources(step):
+                ready.append(_no_request(step))
+                continue
+            step_id = step.id or new_id()
+            try:
+                request_id = self._create_request(step_id, step)
+            except WharfError as exc:
+                error = exc
+                ready.append(_no_request(step))
+                continue
+            ready.append(step.model_copy(update={"id": step_id, "resource_request_id": request_id}))
+        return ready, error
+
+    def release_requests(self, steps: Sequence[StepRunCreate]) -> None:
+        """Release the requests made for ``steps`` (by :meth:`with_requests`)."""
+        for step in steps:
+            if step.resource_request_id is not None:
+                self._release_request(step.resource_request_id, step.name)
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
         return self.updated(self._inner.update(step_run_id, without_request_id(update)))
@@ -274,15 +265,14 @@ class ResourceAwareStepRuns:
 
     # -------------------------------------------------------------- internals
 
-    def _fail_queued(
-        self,
-        created: Sequence[tuple[StepRunRecord, StepRunCreate]],
-        done: Sequence[StepRunRecord],
-        reason: str,
+    def fail_unrequested(
+        self, created: Sequence[tuple[StepRunRecord, StepRunCreate]], error: str
     ) -> None:
-        got = {record.id: record for record in done}
+        """End failed every step of ``created`` that asked for resources (a batch in which a
+        request failed), releasing the requests that were made."""
+        reason = f"Could not request resources: {error}"
         for record, step in created:
-            if step.status is not ExecutionStatus.QUEUED or not wants_resources(step.spec):
+            if not _asks_for_resources(step):
                 continue
             try:
                 failed = self._inner.update(
@@ -290,28 +280,26 @@ class ResourceAwareStepRuns:
                 )
             except WharfError as exc:  # the caller's error matters more than this one
                 logger.warning("Could not mark step %s failed: %s", record.name, exc)
-                continue
-            if record.id in got:
-                self._release(failed)
+                failed = record
+            self._release(failed)
 
     def _release(self, record: StepRunRecord) -> None:
-        if record.resource_request_id is None:
-            return
+        if record.resource_request_id is not None:
+            self._release_request(record.resource_request_id, record.name)
+
+    def _release_request(self, request_id: UUID, step_name: str) -> None:
         try:
-            self._requests.release(record.resource_request_id)
+            self._requests.release(request_id)
         except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
             logger.warning(
-                "Could not release resource request %s of step %s: %s",
-                record.resource_request_id,
-                record.name,
-                exc,
+                "Could not release resource request %s of step %s: %s", request_id, step_name, exc
             )
 
-    def _create_request(self, record: StepRunRecord, step: StepRunCreate) -> UUID:
+    def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
         from wharf.store.step_requests import step_request
 
-        spec = step_request(self._run_subjects(record.run_id), record, step)
-        return self._requests.create(spec, idempotency_key=f"step-run-{record.id}").id
+        spec = step_request(self._run_subjects(step.run_id), step_id, step)
+        return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
 
     def _run_subjects(self, run_id: UUID) -> RunSubjects:
         """The run's shared subjects, read once per run (a run's steps ask many times)."""
@@ -344,18 +332,35 @@ class _StepBatches:
         self._steps = steps
 
     def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
-        records = self._inner.create_many(steps)
-        return self._steps.request_for_created(list(zip(records, steps, strict=True)))
+        return self._steps.create_requested(steps, self._inner.create_many)
 
     def find_cached_or_create(
         self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
     ) -> CachedOrCreated:
-        # A recorded hit is cached, never queued: it needs no request.
-        found = self._inner.find_cached_or_create(step, project_id, now, record_hit=record_hit)
-        if not found.created:
+        inner, steps = self._inner, self._steps
+        # A hit (recorded or not) is cached, never queued: it needs no request. Only a step
+        # that will run gets one, made before its row is written.
+        if (
+            not _asks_for_resources(step)
+            or step.cache_key is None
+            or steps.find_cached(project_id, step.cache_key, now) is not None
+        ):
+            return inner.find_cached_or_create(
+                _no_request(step), project_id, now, record_hit=record_hit
+            )
+        ready, error = steps.with_requests([step])
+        try:
+            found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
+        except BaseException:
+            steps.release_requests(ready)
+            raise
+        if not found.created:  # a run of it finished meanwhile: cached, no request needed
+            steps.release_requests(ready)
             return found
-        record = self._steps.request_for_created([(found.step, step)])[0]
-        return found.model_copy(update={"step": record})
+        if error is not None:
+            steps.fail_unrequested([(found.step, step)], f"{error}")
+            raise error
+        return found
 
     def finish(
         self,
@@ -413,43 +418,3 @@ class ResourceAwareCombinedStepRuns(ResourceAwareStepRuns):
         outputs: Mapping[str, ArtifactVersionCreate],
     ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
         return self._combined.finish(step_run_id, update, outputs)
-
-
-class ResourceManagerHandle:
-    """A Resource Manager client that connects on first use (most runs never need it)."""
-
-    def __init__(self, connect: Callable[[], ResourceManagerClient]) -> None:
-        self._connect = connect
-        self._client: ResourceManagerClient | None = None
-
-    @property
-    def client(self) -> ResourceManagerClient:
-        if self._client is None:
-            self._client = self._connect()
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-
-def pair_with_configured_resource_manager(
-    store: Store, config: WharfConfig, user: UserRecord | None, account: str
-) -> ResourceManagerHandle | None:
-    """Attach the Resource Manager ``config`` names (embedded by default) to a SQL store.
-    A store reached over REST is paired by its server instead; ``none`` disables requests."""
-    if config.resource_manager == "none" or config.server_url:
-        return None
-    resource_manager_connector(config.resource_manager, load=False)  # fail early on a typo
-
-    def connect() -> ResourceManagerClient:
-        connector = resource_manager_connector(config.resource_manager)
-        client: ResourceManagerClient = connector(
-            config.store_url, account, config.local_step_slots
-        )
-        return client
-
-    handle = ResourceManagerHandle(connect)
-    attach_resource_manager(store, lambda: handle.client.requests, user)
-    return handle

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.core.enums import ComponentType, StepRuntime
-from wharf.store.models import PipelineRunRecord, StepRunCreate, StepRunRecord, UserRecord
+from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
@@ -83,9 +83,10 @@ def run_subjects(store: Store, run: PipelineRunRecord, user: UserRecord) -> RunS
 
 
 def step_request(
-    subjects: RunSubjects, record: StepRunRecord, step: StepRunCreate
+    subjects: RunSubjects, step_id: UUID, step: StepRunCreate
 ) -> ResourceRequestCreate:
-    """The Resource Manager request of a just-created queued step that asks for resources."""
+    """The Resource Manager request of a queued step that asks for resources, made before its
+    step run ``step_id`` is written."""
     from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
     from wharf.resource_manager.domain import (
         SubjectChain,
@@ -100,8 +101,8 @@ def step_request(
     runtime = step.runtime or StepRuntime.INLINE
     step_node = SubjectNode(
         subject_type=SubjectType.STEP_RUN,
-        subject_id=str(record.id),
-        attributes={"name": record.name},
+        subject_id=str(step_id),
+        attributes={"name": step.name},
     )
     demands = tuple(
         DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
@@ -121,8 +122,8 @@ def step_request(
         allocation_wait_timeout_seconds=settings.allocation_wait_timeout_seconds
         + PENDING_LEASE_SECONDS,
         metadata={
-            "step_name": record.name,
-            "step_run_id": str(record.id),
+            "step_name": step.name,
+            "step_run_id": str(step_id),
             **subjects.metadata,
         },
         preemption_group=SubjectSelector(

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from wharf.core.enums import ComponentType, MetadataResourceType
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
@@ -123,8 +124,10 @@ class PipelineBody(Body):
 
 
 class StepRunCreateBody(StepRunCreate):
+    id: SkipJsonSchema[None] = None  # the server names the step runs it creates
     attempt: int = Field(default=1, ge=1, le=MAX_INT)
     cache_expires_at: WireDatetime | None = None
+    resource_request_id: SkipJsonSchema[None] = None  # the server's resource wrapper sets it
 
 
 class StepRunUpdateBody(StepRunUpdate):

@@ -133,7 +133,7 @@ def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
     :func:`insert_step`)."""
     check_step_initial(step.status)
     values: dict[str, Any] = {
-        "id": new_id(),
+        "id": step.id or new_id(),
         "project_id": None,
         "run_id": step.run_id,
         "name": step.name,
@@ -154,7 +154,7 @@ def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
         "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
         "logs_uri": step.logs_uri,
         "pid": None,
-        "resource_request_id": None,
+        "resource_request_id": step.resource_request_id,
         "runtime": None if step.runtime is None else step.runtime.value,
         "created": now,
         "updated": now,
