@@ -9,8 +9,9 @@ runs its own service on the same database), one pool whose class has room for ev
 unlimited) and one policy admitting every project. Two load generators, each measured:
 
 - ``raw``: one process, asyncio, ``--connections`` keep-alive HTTP/1.1 connections sending the
-  API's requests by hand, each mutating call with its own idempotency key (as Wharf's client
-  sends them): it costs the machine little, so it shows what the *server* sustains;
+  API's requests by hand, each create and release with its own idempotency key (as Wharf's
+  client sends them; renewals without, as the workspace server's coalesced heartbeat renewals
+  go): it costs the machine little, so it shows what the *server* sustains;
 - ``client``: ``--clients`` processes x ``--threads`` threads over one
   :class:`HttpResourceManager` each (login, token cache, idempotency key per call, model
   parsing): what Wharf's own callers get, the client's CPU included, on the same 2 cores;
@@ -185,9 +186,7 @@ async def _raw(
                 assert (held["status"], released["status"]) == ("allocated", "released")
             else:
                 request_id = mine[position % len(mine)]
-                renewed = await conn.call(
-                    "POST", f"{REQUESTS}/{request_id}/renew", renewal, key=uuid4().hex
-                )
+                renewed = await conn.call("POST", f"{REQUESTS}/{request_id}/renew", renewal)
                 assert renewed["status"] == "allocated", renewed["status"]
                 position += 1
             latencies.append(time.perf_counter() - started)

@@ -19,13 +19,24 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, String, and_, bindparam, case, func, literal_column, or_, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    String,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal_column,
+    or_,
+    update,
+)
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow, volatile
+from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow
 from wharf.store.sql.types import UtcDateTime
 
 _C = t.requests.c
@@ -92,10 +103,10 @@ def renew_returning(
     lease: datetime,
     runtime_state: ResourceRequestRuntimeState | None,
     requester: str | None,
-) -> tuple[str, dict[str, Any]] | None:
+) -> Row[Any] | None:
     """:func:`renew` where the database returns updated rows (``conn.dialect.update_returning``:
-    SQLite, PostgreSQL): (requester, the columns renewals change) as written, None if nothing
-    was renewed. Saves reading the row again to answer."""
+    SQLite, PostgreSQL): the row as written (:data:`request_store.WRITTEN_COLUMNS`), None if
+    nothing was renewed. Saves reading the row again to answer."""
     params: dict[str, Any] = {
         "r_id": request_id,
         "r_now": now,
@@ -106,8 +117,7 @@ def renew_returning(
     if requester is not None:
         params["r_requester"] = requester
         statement = _RENEW_OWN_RETURNING
-    row = conn.execute(statement, params).first()
-    return None if row is None else (row.requester, volatile(row))
+    return conn.execute(statement, params).first()
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:

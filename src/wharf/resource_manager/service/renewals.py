@@ -18,7 +18,9 @@ comes after finds the row terminal (or ``lapse_at <= now``) and changes nothing.
 is therefore never revived (:data:`LAPSED` tells the caller to let a cycle expire it).
 
 Answers are built from the scheduling cache's published view where the row's ``seq`` proves it
-current (:func:`request_store.current`), else from the row: one ``SELECT`` for the batch.
+current (:func:`request_store.current_from`), the row's other columns as the ``UPDATE`` returned
+them (SQLite, PostgreSQL; MySQL/MariaDB read them with one ``SELECT`` for the batch), else from
+the whole row.
 
 Invariants: each renewal's checks (existence, ownership, idempotency key reuse) fail that
 renewal alone; rows are updated in request-id order, so two batches cannot deadlock on each
@@ -35,7 +37,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Row
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
@@ -68,6 +70,8 @@ class _Result:
     error: BaseException | None = None
     answer: bool = False
     """The value is the request as this transaction leaves it (loaded after the updates)."""
+    written: Row[Any] | None = None
+    """The row as the renewal wrote it, where the database returns it (SQLite, PostgreSQL)."""
 
 
 class RenewalRunner(Combiner[Renewal]):
@@ -132,14 +136,28 @@ class RenewalRunner(Combiner[Renewal]):
     @staticmethod
     def _renew(conn: Connection, renewal: Renewal, result: _Result, now: Any) -> None:
         principal = renewal.principal
-        renewed = lease_store.renew(
-            conn,
-            renewal.request_id,
-            now=now,
-            lease=now + timedelta(seconds=renewal.lease_seconds),
-            runtime_state=renewal.runtime_state,
-            requester=None if principal.admin else principal.name,
-        )
+        requester = None if principal.admin else principal.name
+        lease = now + timedelta(seconds=renewal.lease_seconds)
+        state = renewal.runtime_state
+        if conn.dialect.update_returning:
+            result.written = lease_store.renew_returning(
+                conn,
+                renewal.request_id,
+                now=now,
+                lease=lease,
+                runtime_state=state,
+                requester=requester,
+            )
+            renewed = result.written is not None
+        else:
+            renewed = lease_store.renew(
+                conn,
+                renewal.request_id,
+                now=now,
+                lease=lease,
+                runtime_state=state,
+                requester=requester,
+            )
         if not renewed:
             owner = request_store.owner(conn, renewal.request_id)
             if owner is None:
@@ -155,7 +173,11 @@ class RenewalRunner(Combiner[Renewal]):
         if not wanted:
             return
         view = self._view()
-        loaded = request_store.current(conn, wanted, view.requests, view.state_version)
+        written = [r.written for r in results if r.answer and r.written is not None]
+        loaded = request_store.current_from(conn, written, view.requests, view.state_version)
+        unread = [request_id for request_id in wanted if request_id not in loaded]
+        if unread:  # terminal requests returned unchanged, and databases without RETURNING
+            loaded.update(request_store.current(conn, unread, view.requests, view.state_version))
         for index, result in enumerate(results):
             if not result.answer:
                 continue

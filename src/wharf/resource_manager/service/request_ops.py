@@ -191,7 +191,7 @@ class RenewRequest:
                 requester=requester,
             )
             if written is not None:
-                tx.renewed(self.request_id, *written)
+                tx.renewed(self.request_id, written.requester, request_store.volatile(written))
             renewed = written is not None
         else:
             renewed = lease_store.renew(

@@ -268,20 +268,35 @@ def current(
     """Requests by id without the scheduling lock: from ``known`` (neutral models, as of state
     version ``version``) completed with the volatile columns where the row shows no
     scheduler-relevant change since ``version`` (``seq``), else loaded whole."""
+    rows = [
+        row
+        for chunk in _chunks(list(dict.fromkeys(ids)))
+        for row in conn.execute(_CURRENT.on(conn), {"ids": list(chunk)})
+    ]
+    return current_from(conn, rows, known, version)
+
+
+def current_from(
+    conn: Connection,
+    rows: Iterable[Row[Any]],
+    known: Mapping[UUID, ResourceRequest],
+    version: int | None,
+) -> dict[UUID, Loaded]:
+    """:func:`current` from rows already read (or returned by a write) with the columns of
+    :data:`WRITTEN_COLUMNS`; requests the rows do not prove current are loaded whole."""
     found: dict[UUID, Loaded] = {}
     rest: list[UUID] = []
-    for chunk in _chunks(list(dict.fromkeys(ids))):
-        for row in conn.execute(_CURRENT.on(conn), {"ids": list(chunk)}):
-            model = known.get(row.id)
-            if (
-                model is None
-                or version is None
-                or row.seq > version
-                or model.status.value != row.status
-            ):
-                rest.append(row.id)
-                continue
-            found[row.id] = Loaded(codec.updated(model, volatile(row)), row.requester)
+    for row in rows:
+        model = known.get(row.id)
+        if (
+            model is None
+            or version is None
+            or row.seq > version
+            or model.status.value != row.status
+        ):
+            rest.append(row.id)
+            continue
+        found[row.id] = Loaded(codec.updated(model, volatile(row)), row.requester)
     if rest:
         found.update(load(conn, rest))
     return found
@@ -377,13 +392,16 @@ _OTHER = (
 
 
 WRITTEN_COLUMNS = (
+    _C.id,
     _C.requester,
+    _C.status,
+    _C.seq,
     _C.runtime_state,
     _C.lease_expires_at,
     _C.allocation_deadline,
     _C.renewed_at,
 )
-"""The requester and the columns renewals change, as :func:`volatile` reads them."""
+"""What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
 
 
 _RETURNING = {
