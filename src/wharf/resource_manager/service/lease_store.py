@@ -1,6 +1,6 @@
 """SQL that moves leases: renewals and the extension of every lease after a takeover.
 
-Owns :func:`renew`, :func:`renew_returning` and :func:`extend_leases`, the only writes of the
+Owns :func:`renew` and :func:`extend_leases`, the only writes of the
 lease columns of ``rm_requests`` besides inserts.
 
 Invariants:
@@ -81,43 +81,25 @@ def renew(
     lease: datetime,
     runtime_state: ResourceRequestRuntimeState | None,
     requester: str | None,
-) -> bool:
-    """Extend a live, unlapsed lease (of ``requester``'s request, unless None); True if done."""
+) -> Row[Any] | bool:
+    """Extend a live, unlapsed lease (of ``requester``'s request, unless None). False if
+    nothing was renewed; else, where the database returns updated rows
+    (``conn.dialect.update_returning``: SQLite, PostgreSQL), the row as written
+    (:data:`request_store.WRITTEN_COLUMNS`, so answering needs no second read), elsewhere True."""
     params: dict[str, Any] = {
         "r_id": request_id,
         "r_now": now,
         "r_lease": lease,
         "r_state": None if runtime_state is None else runtime_state.value,
     }
-    if requester is None:
-        return bool(conn.execute(_RENEW_ANY, params).rowcount)
-    params["r_requester"] = requester
-    return bool(conn.execute(_RENEW_OWN, params).rowcount)
-
-
-def renew_returning(
-    conn: Connection,
-    request_id: UUID,
-    *,
-    now: datetime,
-    lease: datetime,
-    runtime_state: ResourceRequestRuntimeState | None,
-    requester: str | None,
-) -> Row[Any] | None:
-    """:func:`renew` where the database returns updated rows (``conn.dialect.update_returning``:
-    SQLite, PostgreSQL): the row as written (:data:`request_store.WRITTEN_COLUMNS`), None if
-    nothing was renewed. Saves reading the row again to answer."""
-    params: dict[str, Any] = {
-        "r_id": request_id,
-        "r_now": now,
-        "r_lease": lease,
-        "r_state": None if runtime_state is None else runtime_state.value,
-    }
-    statement = _RENEW_ANY_RETURNING
-    if requester is not None:
+    own = requester is not None
+    if own:
         params["r_requester"] = requester
-        statement = _RENEW_OWN_RETURNING
-    return conn.execute(statement, params).first()
+    if conn.dialect.update_returning:
+        statement = _RENEW_OWN_RETURNING if own else _RENEW_ANY_RETURNING
+        row = conn.execute(statement, params).first()
+        return False if row is None else row
+    return bool(conn.execute(_RENEW_OWN if own else _RENEW_ANY, params).rowcount)
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:

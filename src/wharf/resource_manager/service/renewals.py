@@ -136,29 +136,16 @@ class RenewalRunner(Combiner[Renewal]):
     @staticmethod
     def _renew(conn: Connection, renewal: Renewal, result: _Result, now: Any) -> None:
         principal = renewal.principal
-        requester = None if principal.admin else principal.name
-        lease = now + timedelta(seconds=renewal.lease_seconds)
-        state = renewal.runtime_state
-        if conn.dialect.update_returning:
-            result.written = lease_store.renew_returning(
-                conn,
-                renewal.request_id,
-                now=now,
-                lease=lease,
-                runtime_state=state,
-                requester=requester,
-            )
-            renewed = result.written is not None
-        else:
-            renewed = lease_store.renew(
-                conn,
-                renewal.request_id,
-                now=now,
-                lease=lease,
-                runtime_state=state,
-                requester=requester,
-            )
-        if not renewed:
+        written = lease_store.renew(
+            conn,
+            renewal.request_id,
+            now=now,
+            lease=now + timedelta(seconds=renewal.lease_seconds),
+            runtime_state=renewal.runtime_state,
+            requester=None if principal.admin else principal.name,
+        )
+        result.written = written if isinstance(written, Row) else None
+        if not written:
             owner = request_store.owner(conn, renewal.request_id)
             if owner is None:
                 raise EntityNotFoundError(f"Resource request {renewal.request_id} not found.")

@@ -20,6 +20,8 @@ from datetime import timedelta
 from typing import Any, ClassVar
 from uuid import UUID
 
+from sqlalchemy import Row
+
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.resource_manager.client.models import (
@@ -178,31 +180,19 @@ class RenewRequest:
     idempotency: IdempotencyKey | None = None
 
     def run(self, tx: Tx) -> Finisher:
-        requester = None if self.principal.admin else self.principal.name
-        lease = tx.now + timedelta(seconds=self.body.lease_seconds)
-        state = self.body.runtime_state
-        if tx.conn.dialect.update_returning:
-            written = lease_store.renew_returning(
-                tx.conn,
-                self.request_id,
-                now=tx.now,
-                lease=lease,
-                runtime_state=state,
-                requester=requester,
+        written = lease_store.renew(
+            tx.conn,
+            self.request_id,
+            now=tx.now,
+            lease=tx.now + timedelta(seconds=self.body.lease_seconds),
+            runtime_state=self.body.runtime_state,
+            requester=None if self.principal.admin else self.principal.name,
+        )
+        if isinstance(written, Row):
+            tx.lease_columns_written(
+                self.request_id, written.requester, request_store.volatile(written)
             )
-            if written is not None:
-                tx.renewed(self.request_id, written.requester, request_store.volatile(written))
-            renewed = written is not None
-        else:
-            renewed = lease_store.renew(
-                tx.conn,
-                self.request_id,
-                now=tx.now,
-                lease=lease,
-                runtime_state=state,
-                requester=requester,
-            )
-        if not renewed:
+        if not written:
             _owned(tx, self.principal, self.request_id)  # not found / not theirs
         current = tx.work.requests.get(self.request_id)
         if self.cycle_if_pending and current is not None and current.status is S.PENDING:

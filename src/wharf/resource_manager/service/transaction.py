@@ -81,7 +81,7 @@ class Tx:
     cancelled, expired ...), as :meth:`flush` wrote them: announced after commit."""
     _wanted: set[UUID] = field(default_factory=set)
     _loaded: dict[UUID, request_store.Loaded] = field(default_factory=dict)
-    _renewed: dict[UUID, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    _lease_columns: dict[UUID, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def seq(self) -> int:
@@ -144,7 +144,7 @@ class Tx:
         # Status changes first (their compare-and-set fails early), then every new row at once.
         written = request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
         for request_id, (requester, columns) in written.items():
-            self.renewed(request_id, requester, columns)
+            self.lease_columns_written(request_id, requester, columns)
         request_store.insert_requests(self.conn, rows, children, self.allocations)
         self.created = {}
         self.left_queue.extend(
@@ -158,11 +158,13 @@ class Tx:
 
     # -- results ----------------------------------------------------------------------------
 
-    def renewed(self, request_id: UUID, requester: str, columns: dict[str, Any]) -> None:
+    def lease_columns_written(
+        self, request_id: UUID, requester: str, columns: dict[str, Any]
+    ) -> None:
         """A write of this transaction returned the request's lease columns (a renewal, or a
         status change, as the database wrote them): nothing changes them before commit (the
         row is this transaction's until then), so answering needs no read of them."""
-        self._renewed[request_id] = (requester, columns)
+        self._lease_columns[request_id] = (requester, columns)
         self._loaded.pop(request_id, None)
 
     def want(self, ids: Iterable[UUID]) -> None:
@@ -192,13 +194,13 @@ class Tx:
                 model = self.final.get(key) or self.work.requests.get(key)
                 if model is None:
                     continue
-                renewed = self._renewed.get(key)
-                if renewed is None:
+                written = self._lease_columns.get(key)
+                if written is None:
                     known[key] = model
                 else:
-                    requester, volatile = renewed
+                    requester, columns = written
                     self._loaded[key] = request_store.Loaded(
-                        codec.updated(model, volatile), requester
+                        codec.updated(model, columns), requester
                     )
             self._loaded.update(request_store.with_volatile(self.conn, known))
             rest = missing - known.keys() - self._loaded.keys()
