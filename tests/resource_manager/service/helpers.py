@@ -100,5 +100,11 @@ def row_count(rm: ResourceManagerService, table: sa.Table) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
 
 
+def allocation_count(rm: ResourceManagerService) -> int:
+    """Allocations recorded in every request row (held or not)."""
+    with rm._db.engine.connect() as conn:
+        return sum(len(entries) for (entries,) in conn.execute(sa.select(t.requests.c.allocations)))
+
+
 def request_count(rm: ResourceManagerService) -> int:
     return row_count(rm, t.requests)

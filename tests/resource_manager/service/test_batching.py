@@ -12,11 +12,11 @@ from tests.resource_manager.service.helpers import (
     ADMIN,
     ALICE,
     BOB,
+    allocation_count,
     gpus,
     klass,
     request_count,
     request_spec,
-    row_count,
     setup_pool,
 )
 from wharf.core.enums import ResourceRequestStatus as S
@@ -24,7 +24,6 @@ from wharf.core.errors import InputError
 from wharf.resource_manager.client.errors import PermissionDeniedError
 from wharf.resource_manager.client.models import PoolUpdate
 from wharf.resource_manager.service import ResourceManagerService
-from wharf.resource_manager.service import tables as t
 
 
 def test_concurrent_callers_never_over_allocate(rm: ResourceManagerService) -> None:
@@ -97,7 +96,7 @@ def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> N
     other = rm.requests.create(BOB, request_spec(gpus(1)))
     assert other.status is S.PENDING  # the compare-and-set failed, the batch reran on fresh state
     assert rm.requests.get(held.id).status is S.ALLOCATED
-    assert row_count(rm, t.allocations) == 1  # held was not admitted a second time
+    assert allocation_count(rm) == 1  # held was not admitted a second time
 
 
 @pytest.mark.parametrize("max_batch", [1, 3])

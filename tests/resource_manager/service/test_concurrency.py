@@ -42,25 +42,7 @@ _context.set_forkserver_preload(
     ["wharf.resource_manager.service", "tests.resource_manager.service.concurrency_worker"]
 )
 
-_USAGE = (
-    sa.select(
-        t.allocations.c.class_name,
-        t.allocations.c.resource,
-        sa.func.sum(t.allocations.c.base_quantity),
-    )
-    .join(t.requests, t.requests.c.id == t.allocations.c.request_id)
-    .where(t.requests.c.status.in_(["allocated", "preempting"]))
-    .group_by(t.allocations.c.class_name, t.allocations.c.resource)
-)
-_DEMANDS = (
-    sa.select(sa.func.count()).where(t.demands.c.request_id == t.requests.c.id).scalar_subquery()
-)
-_ALLOCATED = (
-    sa.select(sa.func.count(sa.distinct(t.allocations.c.demand_index)))
-    .where(t.allocations.c.request_id == t.requests.c.id)
-    .scalar_subquery()
-)
-_HOLDERS = sa.select(t.requests.c.id, _DEMANDS, _ALLOCATED).where(
+_HOLDERS = sa.select(t.requests.c.id, t.requests.c.demands, t.requests.c.allocations).where(
     t.requests.c.status.in_(["allocated", "preempting"])
 )
 
@@ -90,17 +72,24 @@ def _setup(rm: ResourceManagerService) -> None:
 
 
 def _check(conn: sa.Connection) -> list[str]:
+    """Straight from the rows: usage per class and resource within capacity, holders within the
+    pool's limit, and every holder's demands all allocated."""
     problems: list[str] = []
-    for class_name, resource, used in conn.execute(_USAGE):
-        capacity = CAPACITY[(class_name, resource)]
-        if int(used) > capacity:
-            problems.append(f"{class_name}/{resource}: {used} > {capacity}")
     holders = conn.execute(_HOLDERS).all()
+    used: dict[tuple[str, str], int] = {}
+    for request_id, demands, allocations in holders:
+        for entry in allocations:
+            key = (entry["class_name"], entry["resource"])
+            used[key] = used.get(key, 0) + int(entry["base_quantity"])
+        covered = {entry.get("demand_index") for entry in allocations} - {None}
+        if len(covered) != len(demands):
+            problems.append(f"{request_id}: {len(covered)} of {len(demands)} demands")
+    for (class_name, resource), total in sorted(used.items()):
+        capacity = CAPACITY[(class_name, resource)]
+        if total > capacity:
+            problems.append(f"{class_name}/{resource}: {total} > {capacity}")
     if len(holders) > POOL_LIMIT:
         problems.append(f"{len(holders)} holders > pool limit {POOL_LIMIT}")
-    problems.extend(
-        f"{row[0]}: {row[2]} of {row[1]} demands" for row in holders if row[1] != row[2]
-    )
     return problems
 
 

@@ -12,7 +12,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from tests.resource_manager.service.helpers import ADMIN, pool_spec
+from tests.resource_manager.service.helpers import (
+    ADMIN,
+    ALICE,
+    gpus,
+    pool_spec,
+    request_spec,
+    setup_pool,
+)
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.domain import STOCK_DESCRIPTORS
 from wharf.resource_manager.service import HEAD_REVISION, ResourceManagerService
@@ -124,3 +131,33 @@ def test_downgrade_and_upgrade_again(empty_database_url: Callable[[str], str]) -
     rm.close()
     with ResourceManagerService.open(url) as again:
         assert len(again.descriptors.list()) == 3
+
+
+def test_demands_and_allocations_survive_a_downgrade_to_child_rows_and_back(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    """Migration 0002 moves demand and allocation rows into JSON columns; its downgrade moves
+    them back: a request reads the same after the round trip, on every backend."""
+    from alembic import command
+
+    url = empty_database_url(backend_name)
+    with ResourceManagerService.open(url) as rm:
+        setup_pool(rm, gpus_total=2, target_settings={"node": {"zone": "a"}})
+        held = rm.requests.create(
+            ALICE,
+            request_spec(gpus(1), {"kind": "gpu", "quantity": 1, "class": "h100"}),
+        )
+        waiting = rm.requests.create(ALICE, request_spec(gpus(1), step="s2"))
+        assert (held.status.value, waiting.status.value) == ("allocated", "pending")
+        with rm._db.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0001")
+        with rm._db.engine.connect() as conn:
+            demands = conn.execute(sa.text("SELECT COUNT(*) FROM rm_request_demands")).scalar()
+            allocations = conn.execute(sa.text("SELECT COUNT(*) FROM rm_allocations")).scalar()
+            assert (demands, allocations) == (3, 2)
+            assert "demands" not in {c["name"] for c in sa.inspect(conn).get_columns("rm_requests")}
+    with ResourceManagerService.open(url) as again:  # upgrades to head
+        assert again.requests.get(held.id) == held
+        assert again.requests.get(waiting.id) == waiting
+        with again._db.engine.connect() as conn:
+            assert _diff(conn, metadata, _rm_only) == []

@@ -122,21 +122,21 @@ class MetricsReader:
         return [queue, capacity, *self._db.read(lambda conn: self._from_tables(conn, names))]
 
     def _from_tables(self, conn: Connection, names: dict[Any, str]) -> list[Metric]:
-        a, r = t.allocations.c, t.requests.c
+        r = t.requests.c
         allocated = GaugeMetricFamily(
             "wharf_rm_allocated",
             "Quantity held by allocated and preempting requests (base units).",
             labels=["pool", "class", "resource"],
         )
-        held = conn.execute(
-            select(a.pool_id, a.class_name, a.resource, func.sum(a.base_quantity))
-            .join(t.requests, r.id == a.request_id)
-            .where(r.status.in_(HOLDING))
-            .group_by(a.pool_id, a.class_name, a.resource)
-            .order_by(a.pool_id, a.class_name, a.resource)
-        )
-        for pool_id, class_name, resource, total in held:
-            allocated.add_metric([names.get(pool_id, str(pool_id)), class_name, resource], total)
+        # Allocations are JSON on their request's row: summed here, over holding requests only.
+        held: dict[tuple[str, str, str], int] = {}
+        for (entries,) in conn.execute(select(r.allocations).where(r.status.in_(HOLDING))):
+            for entry in entries:
+                key = (entry["pool_id"], entry["class_name"], entry["resource"])
+                held[key] = held.get(key, 0) + int(entry["base_quantity"])
+        by_name = {str(pool_id): name for pool_id, name in names.items()}
+        for (pool_id, class_name, resource), total in sorted(held.items()):
+            allocated.add_metric([by_name.get(pool_id, pool_id), class_name, resource], total)
 
         requests = GaugeMetricFamily(
             "wharf_rm_requests", "Resource requests per status.", labels=["status"]

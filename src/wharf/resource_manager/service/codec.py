@@ -212,6 +212,8 @@ def request_row(
         "preemption_initiated_by_id": request.preemption_initiated_by_id,
         "lapse_at": request_lapse_at(request),
         "seq": seq,
+        "demands": [demand_entry(demand) for demand in request.demands],
+        "allocations": allocation_entries(request.allocations),
     }
 
 
@@ -232,21 +234,18 @@ def lapse_at(lease: datetime | None, deadline: datetime | None) -> datetime | No
     return min(lease, deadline)
 
 
-def demand_rows(request: ResourceRequest) -> list[dict[str, Any]]:
-    return [
-        {
-            "request_id": request.id,
-            "position": position,
-            "resource": demand.resource,
-            "kind": demand.kind,
-            "resource_selector": _json(demand.resource_selector),
-            "quantity": demand.quantity,
-            "unit": demand.unit,
-            "class_name": demand.class_name,
-            "class_selector": _json(demand.class_selector),
-        }
-        for position, demand in enumerate(request.demands)
-    ]
+def demand_entry(demand: Demand) -> dict[str, Any]:
+    """One element of ``rm_requests.demands``: the demand's fields by name, None left out."""
+    entry: dict[str, Any] = {"quantity": demand.quantity}
+    for name in ("resource", "kind", "unit", "class_name"):
+        value = getattr(demand, name)
+        if value is not None:
+            entry[name] = value
+    if demand.resource_selector is not None:
+        entry["resource_selector"] = _json(demand.resource_selector)
+    if demand.class_selector is not None:
+        entry["class_selector"] = _json(demand.class_selector)
+    return entry
 
 
 def subject_rows(request: ResourceRequest) -> list[dict[str, Any]]:
@@ -272,57 +271,44 @@ def metadata_rows(request: ResourceRequest) -> list[dict[str, Any]]:
     ]
 
 
-def allocation_rows(allocations: Iterable[Allocation]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": item.id,
-            "request_id": item.request_id,
-            "demand_index": item.demand_index,
-            "pool_id": item.pool_id,
+def allocation_entries(allocations: Iterable[Allocation]) -> list[dict[str, Any]]:
+    """``rm_requests.allocations``: each allocation's fields by name (the request id is the
+    row's), None left out."""
+    entries: list[dict[str, Any]] = []
+    for item in allocations:
+        entry: dict[str, Any] = {
+            "id": str(item.id),
+            "pool_id": str(item.pool_id),
             "class_name": item.class_name,
             "resource": item.resource,
             "resource_kind": item.resource_kind,
             "quantity": item.quantity,
             "unit": item.unit,
             "base_quantity": item.base_quantity,
-            "policy_id": item.policy_id,
+            "policy_id": str(item.policy_id),
             "priority": item.priority,
             "priority_lane": item.priority_lane,
             "target_settings": item.target_settings,
         }
-        for item in allocations
+        if item.demand_index is not None:
+            entry["demand_index"] = item.demand_index
+        entries.append(entry)
+    return entries
+
+
+def allocations_from_entries(request_id: UUID, entries: Sequence[RowMap]) -> list[Allocation]:
+    """Allocations of :func:`allocation_entries`, in demand order (grant defaults last)."""
+    items = [
+        Allocation.model_validate(
+            {**entry, "request_id": request_id, "demand_index": entry.get("demand_index")}
+        )
+        for entry in entries
     ]
+    return sorted(items, key=lambda a: (a.demand_index is None, a.demand_index or 0, a.resource))
 
 
-def allocation_from_row(row: RowMap) -> Allocation:
-    return Allocation(
-        id=row["id"],
-        request_id=row["request_id"],
-        demand_index=row["demand_index"],
-        pool_id=row["pool_id"],
-        class_name=row["class_name"],
-        resource=row["resource"],
-        resource_kind=row["resource_kind"],
-        quantity=row["quantity"],
-        unit=row["unit"],
-        base_quantity=row["base_quantity"],
-        policy_id=row["policy_id"],
-        priority=row["priority"],
-        priority_lane=row["priority_lane"],
-        target_settings=row["target_settings"],
-    )
-
-
-def _demand(row: RowMap) -> Demand:
-    return Demand(
-        resource=row["resource"],
-        kind=row["kind"],
-        resource_selector=row["resource_selector"],
-        quantity=row["quantity"],
-        unit=row["unit"],
-        class_name=row["class_name"],
-        class_selector=row["class_selector"],
-    )
+def _demand(entry: RowMap) -> Demand:
+    return Demand.model_validate(entry)
 
 
 def _chains(rows: Sequence[RowMap]) -> tuple[SubjectChain, ...]:
@@ -348,16 +334,12 @@ def _chains(rows: Sequence[RowMap]) -> tuple[SubjectChain, ...]:
 
 
 def request_from_rows(
-    row: RowMap,
-    demands: Sequence[RowMap],
-    subjects: Sequence[RowMap],
-    metadata: Sequence[RowMap],
-    allocations: Sequence[Allocation],
+    row: RowMap, subjects: Sequence[RowMap], metadata: Sequence[RowMap]
 ) -> ResourceRequest:
     return ResourceRequest(
         id=row["id"],
         subjects=_chains(subjects),
-        demands=tuple(_demand(d) for d in sorted(demands, key=lambda d: int(d["position"]))),
+        demands=tuple(_demand(entry) for entry in row["demands"]),
         pool=row["pool"],
         pool_selector=row["pool_selector"],
         reclaim_tolerance=row["reclaim_tolerance"],
@@ -373,7 +355,7 @@ def request_from_rows(
         allocated_at=row["allocated_at"],
         released_at=row["released_at"],
         preemption_initiated_by_id=row["preemption_initiated_by_id"],
-        allocations=tuple(allocations),
+        allocations=tuple(allocations_from_entries(row["id"], row["allocations"])),
     )
 
 

@@ -153,5 +153,3 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
     after = apply_decisions(touched, dataclasses.replace(decisions, lease_extensions=()))
     for old, new in zip(before, after.requests, strict=True):
         tx.transition(old, neutral(new))
-    for admission in decisions.admissions:
-        tx.allocations.extend(admission.allocations)

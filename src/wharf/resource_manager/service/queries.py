@@ -97,23 +97,19 @@ def pool_allocations(conn: Connection, pool: str | UUID) -> list[PoolAllocation]
     found = config_store.find_pool(conn, pool)
     if found is None:
         raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
-    a, r = t.allocations.c, t.requests.c
+    r = t.requests.c
     statement = (
-        select(t.allocations, r.status.label("request_status"), r.requester, r.allocated_at)
-        .join(t.requests, r.id == a.request_id)
-        .where(a.pool_id == found.id, r.status.in_(request_store.HOLDING))
-        .order_by(r.allocated_at, a.request_id, a.demand_index)
+        select(r.id, r.allocations, r.status, r.requester, r.allocated_at)
+        .where(r.pool_id == found.id, r.status.in_(request_store.HOLDING))
+        .order_by(r.allocated_at, r.id)
     )
-    result: list[PoolAllocation] = []
-    for row in conn.execute(statement):
-        mapped = codec.mapping(row)
-        allocation = codec.allocation_from_row(mapped)
-        result.append(
-            PoolAllocation(
-                **dict(allocation),
-                request_status=mapped["request_status"],
-                requester=mapped["requester"],
-                allocated_at=mapped["allocated_at"],
-            )
+    return [
+        PoolAllocation(
+            **dict(allocation),
+            request_status=row.status,
+            requester=row.requester,
+            allocated_at=row.allocated_at,
         )
-    return result
+        for row in conn.execute(statement)
+        for allocation in codec.allocations_from_entries(row.id, row.allocations)
+    ]

@@ -1,6 +1,7 @@
 """SQL for resource requests: bulk inserts, bulk loads, status writes and lists.
 
-Owns every statement on ``rm_requests`` and its child tables but the lease writes (renewals,
+Owns every statement on ``rm_requests`` and its child tables (subjects, metadata) but the lease
+writes (renewals,
 :mod:`.lease_store`); the rules live in the domain and
 in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their transactions.
 
@@ -38,7 +39,7 @@ from sqlalchemy import (
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
+from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
@@ -68,37 +69,30 @@ def _chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[An
 
 
 def insert_requests(
-    conn: Connection,
-    rows: Sequence[Mapping[str, Any]],
-    children: Children,
-    allocations: Sequence[Allocation] = (),
+    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
 ) -> None:
-    """Insert requests (rows from :func:`codec.request_row`), their child rows and
-    ``allocations`` (of these or of other requests), together (:func:`insert_tables`)."""
+    """Insert requests (rows from :func:`codec.request_row`, with their demands and any
+    allocations) and their child rows, together (:func:`insert_tables`)."""
     insert_tables(
         conn,
         [
             (t.requests, rows),
-            (t.demands, children.demands),
             (t.subjects, children.subjects),
             (t.request_metadata, children.metadata),
-            (t.allocations, codec.allocation_rows(allocations)),
         ],
     )
 
 
 @dataclass(slots=True)
 class Children:
-    demands: list[dict[str, Any]]
     subjects: list[dict[str, Any]]
     metadata: list[dict[str, Any]]
 
     @classmethod
     def empty(cls) -> Children:
-        return cls([], [], [])
+        return cls([], [])
 
     def add(self, request: ResourceRequest) -> None:
-        self.demands.extend(codec.demand_rows(request))
         self.subjects.extend(codec.subject_rows(request))
         self.metadata.extend(codec.metadata_rows(request))
 
@@ -141,16 +135,7 @@ def _children_of(table: Table) -> _ByIds:
     return _by_ids(lambda ids: select(table).where(table.c.request_id.in_(ids)))
 
 
-_LOAD_CHILDREN = {
-    table.name: _children_of(table) for table in (t.demands, t.subjects, t.request_metadata)
-}
-_LOAD_ALLOCATIONS = _by_ids(
-    lambda ids: (
-        select(t.allocations)
-        .where(t.allocations.c.request_id.in_(ids))
-        .order_by(t.allocations.c.request_id, t.allocations.c.demand_index)
-    )
-)
+_LOAD_CHILDREN = {table.name: _children_of(table) for table in (t.subjects, t.request_metadata)}
 _VOLATILE = _by_ids(
     lambda ids: select(
         _R.id,
@@ -188,31 +173,15 @@ def _assemble(conn: Connection, rows: Sequence[codec.RowMap]) -> dict[UUID, Load
     if not rows:
         return {}
     ids = {"ids": [row["id"] for row in rows]}
-    demands = _children(conn, t.demands.name, ids)
     subjects = _children(conn, t.subjects.name, ids)
     metadata = _children(conn, t.request_metadata.name, ids)
-    allocations: dict[UUID, list[Allocation]] = {}
-    for row in conn.execute(_LOAD_ALLOCATIONS.on(conn), ids):
-        item = codec.allocation_from_row(codec.mapping(row))
-        allocations.setdefault(item.request_id, []).append(item)
     return {
         row["id"]: Loaded(
-            codec.request_from_rows(
-                row,
-                demands.get(row["id"], []),
-                subjects.get(row["id"], []),
-                metadata.get(row["id"], []),
-                _allocation_order(allocations.get(row["id"], [])),
-            ),
+            codec.request_from_rows(row, subjects.get(row["id"], []), metadata.get(row["id"], [])),
             row["requester"],
         )
         for row in rows
     }
-
-
-def _allocation_order(items: list[Allocation]) -> list[Allocation]:
-    # Demand allocations in demand order, grant defaults (no index) after them.
-    return sorted(items, key=lambda a: (a.demand_index is None, a.demand_index or 0, a.resource))
 
 
 def _children(
@@ -375,6 +344,7 @@ _ADMIT = (
         status_reason=bindparam("b_reason"),
         allocated_at=bindparam("b_allocated_at"),
         pool_id=bindparam("b_pool_id"),
+        allocations=bindparam("b_allocations"),
         seq=bindparam("b_seq"),
         lapse_at=_C.lease_expires_at,
     )
@@ -435,6 +405,7 @@ def write_transitions(
         elif after.status is S.ALLOCATED and before.status is S.PENDING:
             params["b_allocated_at"] = after.allocated_at
             params["b_pool_id"] = after.allocations[0].pool_id if after.allocations else None
+            params["b_allocations"] = codec.allocation_entries(after.allocations)
             admitted.append(params)
         else:
             params["b_preemptor"] = after.preemption_initiated_by_id

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy import Connection
 
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 """The newest migration in ``migrations/versions``; bump it with every new migration."""
 
 VERSION_TABLE = "rm_alembic_version"

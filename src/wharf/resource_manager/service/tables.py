@@ -10,9 +10,14 @@ Invariants kept by the database itself:
 - descriptor names, pool names and policy names are unique; capacity classes are unique per
   pool and grants per (policy, class); deleting a pool deletes its classes and policies, deleting
   a policy deletes its grants;
-- a request's demands, subjects and metadata are rows of their own (so lists can filter on
-  subjects and metadata) and are written once, with the request; allocations are written once,
-  when the request is admitted, and reference no pool or policy row (history outlives them);
+- a request's subjects and metadata are rows of their own (so lists can filter on them) and
+  are written once, with the request; its demands are a JSON column of the request row, written
+  with it, and its allocations a JSON column written once, when it is admitted (``[]`` before),
+  referencing no pool or policy row (history outlives them). Nothing selects requests by a
+  demand or an allocation field, so child rows for them would only cost every creation and
+  admission their index entries and foreign-key checks;
+- ``rm_requests.pool_id`` is the pool the request named (if any) and, once it is admitted, the
+  pool that admitted it: a pool's allocations are found through it;
 - ``rm_requests.lapse_at`` is the earliest instant a *live* request lapses (its lease, or for a
   pending request also its allocation deadline) and NULL once the request is terminal, so the
   sweep reads only lapsed live requests through its index;
@@ -175,27 +180,15 @@ requests = Table(
     Column("preemption_initiated_by_id", UUID, nullable=True),
     Column("lapse_at", UtcDateTime(), nullable=True),
     Column("seq", BigInteger(), nullable=False),
+    # Never NULL (see migration 0002 for why they are nullable).
+    Column("demands", JsonText(), nullable=True),
+    Column("allocations", JsonText(), nullable=True),
     Index(None, "status"),
     Index(None, "seq"),
     Index(None, "lapse_at"),
     Index(None, "pool_id", "status"),
     Index(None, "requester"),
     Index(None, "created_at"),
-    **TABLE_OPTIONS,
-)
-
-demands = Table(
-    "rm_request_demands",
-    metadata,
-    _fk("request_id", "rm_requests.id", primary_key=True),
-    Column("position", Integer(), primary_key=True, autoincrement=False),
-    Column("resource", String(NAME_LENGTH), nullable=True),
-    Column("kind", String(64), nullable=True),
-    Column("resource_selector", NullableJsonText(), nullable=True),
-    Column("quantity", BigInteger(), nullable=False),
-    Column("unit", String(64), nullable=True),
-    Column("class_name", String(NAME_LENGTH), nullable=True),
-    Column("class_selector", NullableJsonText(), nullable=True),
     **TABLE_OPTIONS,
 )
 
@@ -220,28 +213,6 @@ request_metadata = Table(
     Column("key", String(KEY_LENGTH), primary_key=True),
     Column("value", String(KEY_LENGTH), nullable=False),
     Index(None, "key", "value"),
-    **TABLE_OPTIONS,
-)
-
-allocations = Table(
-    "rm_allocations",
-    metadata,
-    Column("id", UUID, primary_key=True),
-    _fk("request_id", "rm_requests.id"),
-    Column("demand_index", Integer(), nullable=True),
-    Column("pool_id", UUID, nullable=False),
-    Column("class_name", String(NAME_LENGTH), nullable=False),
-    Column("resource", String(NAME_LENGTH), nullable=False),
-    Column("resource_kind", String(64), nullable=False),
-    Column("quantity", BigInteger(), nullable=False),
-    Column("unit", String(64), nullable=False),
-    Column("base_quantity", BigInteger(), nullable=False),
-    Column("policy_id", UUID, nullable=False),
-    Column("priority", BigInteger(), nullable=False),
-    Column("priority_lane", Boolean(), nullable=False),
-    Column("target_settings", JsonText(), nullable=False),
-    Index(None, "request_id"),
-    Index(None, "pool_id"),
     **TABLE_OPTIONS,
 )
 

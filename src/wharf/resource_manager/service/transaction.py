@@ -10,8 +10,9 @@ created request comes back already allocated when the cycle admitted it.
 
 Invariants:
 - writes are staged and flushed in bulk after the cycle: status transitions first
-  (compare-and-set, see :func:`request_store.write_transitions`), then the new requests in their
-  final state, their child rows and the allocations, together (one statement per table, or one
+  (compare-and-set, see :func:`request_store.write_transitions`; an admission writes its
+  allocations), then the new requests in their final state (allocations included) and their
+  child rows, together (one statement per table, or one
   for all of them on PostgreSQL when the batch is small, see :func:`bulk_insert.insert_tables`);
 - every request change also updates the working copy, so later operations and the cycle see it;
 - every change is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
@@ -30,7 +31,7 @@ from sqlalchemy import Connection
 from wharf.core.enums import ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.client.models import ResourceRequestInfo
-from wharf.resource_manager.domain import Allocation, ResourceRequest, is_terminal
+from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.scheduler import CycleDecisions
 from wharf.resource_manager.service import codec, request_store
 from wharf.resource_manager.service.config_store import Configuration
@@ -67,7 +68,6 @@ class Tx:
     changed: bool = False
     decisions: CycleDecisions | None = None
     transitions: dict[UUID, tuple[ResourceRequest, ResourceRequest]] = field(default_factory=dict)
-    allocations: list[Allocation] = field(default_factory=list)
     created: dict[UUID, tuple[ResourceRequest, str, UUID | None]] = field(default_factory=dict)
     """Requests created in this transaction: (full model, requester, named pool id). They are
     inserted by :meth:`flush` in their final state (admitted or not), never updated."""
@@ -121,7 +121,7 @@ class Tx:
 
     def flush(self) -> None:
         """Write everything staged: status changes (compare-and-set), then new requests in
-        their final state with their child rows, and allocations."""
+        their final state (with their allocations) and their child rows."""
         rows: list[dict[str, Any]] = []
         children = request_store.Children.empty()
         for request_id, (request, requester, named_pool) in self.created.items():
@@ -145,7 +145,7 @@ class Tx:
         written = request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
         for request_id, (requester, columns) in written.items():
             self.lease_columns_written(request_id, requester, columns)
-        request_store.insert_requests(self.conn, rows, children, self.allocations)
+        request_store.insert_requests(self.conn, rows, children)
         self.created = {}
         self.left_queue.extend(
             after
@@ -154,7 +154,6 @@ class Tx:
             and after.status is not ResourceRequestStatus.PENDING
         )
         self.transitions = {}
-        self.allocations = []
 
     # -- results ----------------------------------------------------------------------------
 
