@@ -24,6 +24,8 @@ from wharf.core.errors import InputError
 from wharf.resource_manager.client.errors import PermissionDeniedError
 from wharf.resource_manager.client.models import PoolUpdate
 from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service.combining import Slot
+from wharf.resource_manager.service.state import SchedulingCache
 
 
 def test_concurrent_callers_never_over_allocate(rm: ResourceManagerService) -> None:
@@ -97,6 +99,37 @@ def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> N
     assert other.status is S.PENDING  # the compare-and-set failed, the batch reran on fresh state
     assert rm.requests.get(held.id).status is S.ALLOCATED
     assert allocation_count(rm) == 1  # held was not admitted a second time
+
+
+def test_releases_of_one_batch_are_compare_and_set_together(
+    rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Releases that end alike are one write by id list: when the cache is wrong about one of
+    them, the batch is detected stale, rerun on fresh state, and every release still lands."""
+    setup_pool(rm, gpus_total=3)
+    held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(3)]
+    assert all(info.status is S.ALLOCATED for info in held)
+    rm.requests.release(ALICE, held[0].id)
+    # Corrupt the cache: it believes the released request still holds its GPU.
+    runner = rm._runner
+    view = runner.cache.view
+    stale = view.requests[held[1].id].model_copy(update={"id": held[0].id})
+    runner.cache.view = dataclasses.replace(
+        view,
+        requests={**view.requests, held[0].id: stale},
+        requesters={**view.requesters, held[0].id: ALICE.name},
+    )
+    invalidated: list[bool] = []
+    invalidate = SchedulingCache.invalidate
+    monkeypatch.setattr(
+        SchedulingCache, "invalidate", lambda cache: (invalidated.append(True), invalidate(cache))
+    )
+    slots = [Slot(rm.requests._release(ALICE, info.id, None)) for info in held]
+    runner._execute(slots)  # one batch, as concurrent callers would make it
+    assert invalidated == [True]  # the write by id list matched 2 rows of 3: stale
+    assert [slot.result().status for slot in slots] == [S.RELEASED] * 3
+    assert allocation_count(rm) == 3  # history kept; nothing admitted twice
+    assert rm.requests.create(BOB, request_spec(gpus(3))).status is S.ALLOCATED
 
 
 @pytest.mark.parametrize("max_batch", [1, 3])

@@ -28,9 +28,15 @@ _RAND_A = 0xFFF << 64
 _RAND_B = (1 << 62) - 1
 
 
-def request_id(now: datetime) -> UUID:
-    """A new id whose first 48 bits are ``now`` in Unix milliseconds (aware datetime)."""
+def entropy() -> bytes:
+    """The random part of a future :func:`request_id` (read before the scheduling lock)."""
+    return os.urandom(10)
+
+
+def request_id(now: datetime, random_part: bytes | None = None) -> UUID:
+    """A new id whose first 48 bits are ``now`` in Unix milliseconds (aware datetime);
+    ``random_part``: 10 bytes from :func:`entropy` (read here when not given)."""
     millis = int(now.timestamp() * 1000) & ((1 << 48) - 1)
-    rand = int.from_bytes(os.urandom(10), "big")
+    rand = int.from_bytes(random_part if random_part is not None else entropy(), "big")
     value = (millis << 80) | _VERSION_7 | (rand & _RAND_A) | _VARIANT | (rand & _RAND_B)
     return UUID(int=value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -38,7 +38,7 @@ from wharf.resource_manager.domain import (
     new_request,
     release,
 )
-from wharf.resource_manager.service import ids, lease_store, request_store
+from wharf.resource_manager.service import codec, ids, lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.config_store import as_uuid
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -78,24 +78,41 @@ def _pool_id(pools: Sequence[Pool], ref: str | None) -> UUID | None:
     return None
 
 
+_DRAFT_ID = UUID(int=0)
+_DRAFT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+"""A draft request is built at this instant; its deadlines, shifted to the batch's ``now``,
+are the real ones."""
+
+
 @dataclass(slots=True)
 class CreateRequest:
+    """Create a request: built and validated by :meth:`prepare` in the caller's thread, then
+    only stamped with its id and the batch's clock under the scheduling lock."""
+
     name: ClassVar[str] = "requests.create"
     result_type: ClassVar[Any] = ResourceRequestInfo
     principal: Principal
     spec: ResourceRequestCreate
     demands: tuple[Demand, ...]
+    draft: ResourceRequest
+    random_part: bytes
     idempotency: IdempotencyKey | None = None
 
-    def run(self, tx: Tx) -> Finisher:
-        spec = self.spec
-        config = tx.configuration()
-        check_demands(self.demands, config.descriptors)
-        request = new_request(
-            request_id=ids.request_id(tx.now),
+    @classmethod
+    def prepare(
+        cls,
+        principal: Principal,
+        spec: ResourceRequestCreate,
+        demands: tuple[Demand, ...],
+        idempotency: IdempotencyKey | None = None,
+    ) -> CreateRequest:
+        """The operation with its request drafted (InputError for bad durations): the model's
+        validation runs here, outside the lock that every scheduling operation waits for."""
+        draft = new_request(
+            request_id=_DRAFT_ID,
             subjects=spec.subjects,
-            demands=self.demands,
-            now=tx.now,
+            demands=demands,
+            now=_DRAFT_TIME,
             lease_seconds=spec.lease_seconds,
             allocation_wait_timeout_seconds=spec.allocation_wait_timeout_seconds,
             reclaim_tolerance=spec.reclaim_tolerance,
@@ -104,9 +121,28 @@ class CreateRequest:
             preemption_group=spec.preemption_group,
             metadata=spec.metadata,
         )
-        tx.add_request(request, self.principal.name, _pool_id(config.pools, spec.pool))
+        return cls(principal, spec, demands, draft, ids.entropy(), idempotency)
+
+    def run(self, tx: Tx) -> Finisher:
+        config = tx.configuration()
+        check_demands(self.demands, config.descriptors)
+        draft, shift = self.draft, tx.now - _DRAFT_TIME
+        request = codec.updated(
+            draft,
+            {
+                "id": ids.request_id(tx.now, self.random_part),
+                "created_at": tx.now,
+                "lease_expires_at": _shifted(draft.lease_expires_at, shift),
+                "allocation_deadline": _shifted(draft.allocation_deadline, shift),
+            },
+        )
+        tx.add_request(request, self.principal.name, _pool_id(config.pools, self.spec.pool))
         tx.want([request.id])
         return lambda: tx.info(request.id)
+
+
+def _shifted(instant: datetime | None, shift: timedelta) -> datetime | None:
+    return None if instant is None else instant + shift
 
 
 def _owned(tx: Tx, principal: Principal, request_id: UUID) -> ResourceRequest | None:

@@ -121,7 +121,7 @@ class RequestService:
         if idempotency_key is not None:
             payload = model.model_dump(mode="json", by_alias=True)
             key = IdempotencyKey.of(principal.name, CreateRequest.name, idempotency_key, payload)
-        return CreateRequest(principal, model, _demands(model), key)
+        return CreateRequest.prepare(principal, model, _demands(model), key)
 
     def close(self) -> None:
         self._renewals.close()

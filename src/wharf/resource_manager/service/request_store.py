@@ -30,6 +30,7 @@ from sqlalchemy import (
     Row,
     Select,
     Table,
+    Update,
     and_,
     bindparam,
     func,
@@ -325,17 +326,29 @@ def live_leases(conn: Connection) -> list[LeaseRow]:
 
 _C = t.requests.c
 _BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
-_TERMINAL = (
-    update(t.requests)
-    .where(_BY_ID)
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        released_at=bindparam("b_released_at"),
-        seq=bindparam("b_seq"),
-        lapse_at=None,
+
+
+def _ending(ids: BindParameter[Any]) -> Update:
+    return (
+        update(t.requests)
+        .where(_C.id.in_(ids), _C.status == bindparam("b_prev"))
+        .values(
+            status=bindparam("b_status"),
+            status_reason=bindparam("b_reason"),
+            released_at=bindparam("b_released_at"),
+            seq=bindparam("b_seq"),
+            lapse_at=None,
+        )
     )
-)
+
+
+_ENDING = {
+    inline: _ending(bindparam("b_ids", expanding=True, literal_execute=inline))
+    for inline in (False, True)
+}
+"""Requests that end alike (same previous and new status, reason and instant: a batch's
+releases), as one statement by id list; ids are inlined on PostgreSQL for the reason
+:class:`_ByIds` gives."""
 _ADMIT = (
     update(t.requests)
     .where(_BY_ID)
@@ -374,8 +387,9 @@ WRITTEN_COLUMNS = (
 """What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
 
 
-_RETURNING = {
-    statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_TERMINAL, _ADMIT, _OTHER)
+_RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
+_ENDING_RETURNING = {
+    statement: statement.returning(*WRITTEN_COLUMNS) for statement in _ENDING.values()
 }
 
 
@@ -384,14 +398,24 @@ def write_transitions(
 ) -> dict[UUID, tuple[str, dict[str, Any]]]:
     """Write ``(before, after)`` request changes with compare-and-set on the previous status.
 
-    Returns (requester, lease columns) of the rows the database handed back as written: a
-    lone change of its kind is one ``UPDATE ... RETURNING`` where the database can (SQLite,
-    PostgreSQL), which saves reading the row again to answer its caller; changes written in
-    bulk (``executemany``) return nothing."""
-    terminal: list[dict[str, Any]] = []
+    Returns (requester, lease columns) of the rows the database handed back as written, which
+    saves reading them again to answer their callers: where the database has
+    ``UPDATE ... RETURNING`` (SQLite, PostgreSQL), requests that end alike are one statement
+    by id list and a lone change of another kind is one statement; other changes are written
+    in bulk (``executemany``) and return nothing."""
+    ending: dict[tuple[Any, ...], list[UUID]] = {}
     admitted: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []
     for before, after in changes:
+        if is_terminal(after.status) and not is_terminal(before.status):
+            alike = (
+                before.status.value,
+                after.status.value,
+                after.status_reason,
+                after.released_at,
+            )
+            ending.setdefault(alike, []).append(after.id)
+            continue
         params: dict[str, Any] = {
             "b_id": after.id,
             "b_prev": before.status.value,
@@ -399,10 +423,7 @@ def write_transitions(
             "b_reason": after.status_reason,
             "b_seq": seq,
         }
-        if is_terminal(after.status) and not is_terminal(before.status):
-            params["b_released_at"] = after.released_at
-            terminal.append(params)
-        elif after.status is S.ALLOCATED and before.status is S.PENDING:
+        if after.status is S.ALLOCATED and before.status is S.PENDING:
             params["b_allocated_at"] = after.allocated_at
             params["b_pool_id"] = after.allocations[0].pool_id if after.allocations else None
             params["b_allocations"] = codec.allocation_entries(after.allocations)
@@ -411,7 +432,16 @@ def write_transitions(
             params["b_preemptor"] = after.preemption_initiated_by_id
             other.append(params)
     written: dict[UUID, tuple[str, dict[str, Any]]] = {}
-    for statement, batch in ((_TERMINAL, terminal), (_ADMIT, admitted), (_OTHER, other)):
+    for (prev, status, reason, released_at), ids in ending.items():
+        common = {
+            "b_prev": prev,
+            "b_status": status,
+            "b_reason": reason,
+            "b_released_at": released_at,
+            "b_seq": seq,
+        }
+        _end_alike(conn, ids, common, written)
+    for statement, batch in ((_ADMIT, admitted), (_OTHER, other)):
         if len(batch) == 1 and conn.dialect.update_returning:
             row = conn.execute(_RETURNING[statement], batch[0]).first()
             if row is None:
@@ -420,6 +450,28 @@ def write_transitions(
         elif batch:
             _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
     return written
+
+
+def _end_alike(
+    conn: Connection,
+    ids: list[UUID],
+    common: dict[str, Any],
+    written: dict[UUID, tuple[str, dict[str, Any]]],
+) -> None:
+    statement = _ENDING[conn.dialect.name == "postgresql"]
+    for chunk in _chunks(ids):
+        params = {**common, "b_ids": list(chunk)}
+        if conn.dialect.update_returning:
+            rows = conn.execute(_ENDING_RETURNING[statement], params).all()
+            if len(rows) != len(chunk):
+                raise StaleStateError(
+                    f"{len(chunk) - len(rows)} of {len(chunk)} requests changed under the "
+                    "scheduling lock."
+                )
+            for row in rows:
+                written[row.id] = (row.requester, volatile(row))
+        else:
+            _checked(conn, conn.execute(statement, params).rowcount, len(chunk))
 
 
 def _checked(conn: Connection, rowcount: int, expected: int) -> None:
