@@ -34,6 +34,7 @@ from wharf.execution.attempts import (
 )
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
+from wharf.execution.frozen_heap import frozen_heap
 from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_lifecycle import finish_run, finishes_in_one_write, start_run
@@ -150,7 +151,8 @@ class BaseOrchestrator(ABC):
             runtimes = self.runtime_policy(job.snapshot.spec, job.step_operator)
             if runtimes.has_isolation:
                 services = for_run(services, run.id)
-            outcome = self._run_steps(job, services, run, runtimes, heartbeats)
+            with frozen_heap():  # no full collection walks the heap built before the run
+                outcome = self._run_steps(job, services, run, runtimes, heartbeats)
         except BaseException as exc:
             finish_run(
                 services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
