@@ -12,9 +12,11 @@ Scenario (seeded):
   (1-2 GPU + 8 CPU + 32 GiB), random reclaim tolerance, lease 60 s, held for a random 2-40 ms
   after admission, then released. Capacity is sized so that requests fit free capacity (the
   goal's case); the few that do not wait and are reported apart;
-- ``--clients`` threads play the callers, as the API server's worker threads or an engine's
-  steps would: create -> (if pending: poll by renewing, as the engine does) -> hold -> release.
-  The service combines concurrent calls into one transaction + one cycle, so more callers mean
+- ``--clients`` callers, each: create -> (if pending: poll by renewing, as the engine does) ->
+  hold -> release. ``--callers threads`` (default): one thread each, as an engine's steps
+  call the embedded service; ``--callers async``: coroutines on one event loop calling the
+  service's ``*_async`` methods, as the API server does (the combiner's drainer thread runs
+  their batches, so no thread per caller and no thread hand-over). The service combines concurrent calls into one transaction + one cycle, so more callers mean
   bigger batches: the run is repeated for each ``--clients`` value to show the trade-off
   between throughput and latency. Before each run the harness freezes its own prepared
   requests out of the cyclic GC (``gc.freeze``), so full collections do not scan them.
@@ -49,6 +51,7 @@ throw-away database is created and dropped).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import itertools
 import json
@@ -159,7 +162,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_load(rm: ResourceManagerService, count: int, clients: int, seed: int) -> dict[str, Any]:
+def run_load(
+    rm: ResourceManagerService, count: int, clients: int, seed: int, callers: str = "threads"
+) -> dict[str, Any]:
     rng = random.Random(seed)
     workload = [make_request(rng, i) for i in range(count)]
     client = InProcessResourceManager(rm, USER)
@@ -168,6 +173,20 @@ def run_load(rm: ResourceManagerService, count: int, clients: int, seed: int) ->
     queued: list[float] = []
     lock = threading.Lock()
     failures: list[str] = []
+
+    def admitted_as(info: Any, start: float, created: float, fitted: bool) -> bool:
+        """Record one admission's latency; False (and a failure) if it was not admitted."""
+        admitted = time.perf_counter()
+        if info.status not in (S.ALLOCATED, S.PREEMPTING):
+            with lock:
+                failures.append(f"{info.id}: {info.status} {info.status_reason}")
+            return False
+        with lock:
+            if fitted:
+                fit.append(created - start)
+            else:
+                queued.append(admitted - start)
+        return True
 
     def caller() -> None:
         while (index := next(counter)) < count:
@@ -181,20 +200,36 @@ def run_load(rm: ResourceManagerService, count: int, clients: int, seed: int) ->
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 0.05)
                 info = client.requests.renew(info.id, 60)
-            admitted = time.perf_counter()
-            if info.status not in (S.ALLOCATED, S.PREEMPTING):
-                with lock:
-                    failures.append(f"{info.id}: {info.status} {info.status_reason}")
+            if not admitted_as(info, start, created, fitted):
                 continue
-            with lock:
-                if fitted:
-                    fit.append(created - start)
-                else:
-                    queued.append(admitted - start)
             time.sleep(hold)
             client.requests.release(info.id)
 
-    threads = [threading.Thread(target=caller) for _ in range(clients)]
+    async def async_caller() -> None:
+        # The API server's way in: its event loop submits, the combiner's drainer runs.
+        requests = rm.requests
+        while (index := next(counter)) < count:
+            spec, hold = workload[index]
+            start = time.perf_counter()
+            info = await requests.create_async(USER, spec)
+            created = time.perf_counter()
+            fitted = info.status is S.ALLOCATED
+            backoff = 0.002
+            while info.status is S.PENDING:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 0.05)
+                info = await requests.renew_async(USER, info.id, 60)
+            if not admitted_as(info, start, created, fitted):
+                continue
+            await asyncio.sleep(hold)
+            await requests.release_async(USER, info.id)
+
+    async def async_callers() -> None:
+        await asyncio.gather(*(async_caller() for _ in range(clients)))
+
+    threads = [
+        threading.Thread(target=caller) for _ in range(clients if callers == "threads" else 0)
+    ]
     # The 15,000 prepared requests are the harness's, not the service's: keep full collections
     # from scanning them (a gen-2 pass over them stalls every thread for ~100 ms).
     gc.collect()
@@ -206,6 +241,8 @@ def run_load(rm: ResourceManagerService, count: int, clients: int, seed: int) ->
         thread.start()
     for thread in threads:
         thread.join()
+    if callers == "async":
+        asyncio.run(async_callers())
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu_began
     after = resource.getrusage(resource.RUSAGE_SELF)
@@ -214,6 +251,7 @@ def run_load(rm: ResourceManagerService, count: int, clients: int, seed: int) ->
     return {
         "requests": count,
         "clients": clients,
+        "callers": callers,
         "wall_s": round(wall, 2),
         "admitted": admitted,
         "admissions_per_s": round(admitted / wall),
@@ -306,13 +344,15 @@ def _release_key(request_id: uuid.UUID) -> IdempotencyKey | None:
     return IdempotencyKey.of(USER.name, ReleaseRequest.name, f"r{request_id}", str(request_id))
 
 
-def measure(backend: str, count: int, clients: list[int], seed: int) -> list[dict[str, Any]]:
+def measure(
+    backend: str, count: int, clients: list[int], seed: int, callers: str
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for callers in clients:
+    for number in clients:
         with database(backend) as url, ResourceManagerService.open(url) as rm:
             configure(rm, random.Random(seed))
             row: dict[str, Any] = {"backend": backend}
-            row.update(run_load(rm, count, callers, seed))
+            row.update(run_load(rm, count, number, seed, callers))
             row.update(run_sequential(rm, 500, seed))
             rows.append(row)
     return rows
@@ -325,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--callers",
+        choices=["threads", "async"],
+        default="threads",
+        help="threads (an engine's steps) or coroutines on one event loop (the API server)",
+    )
     parser.add_argument("--single-thread", action="store_true")
     parser.add_argument(
         "--per-transaction", type=int, default=25, help="--single-thread: creates per transaction"
@@ -340,10 +386,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     load_before = os.getloadavg()
     rows = [
-        row for b in args.backends for row in measure(b, args.requests, args.clients, args.seed)
+        row
+        for b in args.backends
+        for row in measure(b, args.requests, args.clients, args.seed, args.callers)
     ]
     load_after = os.getloadavg()
-    print(f"Resource Manager service in-process: {args.requests} requests per run")
+    print(
+        f"Resource Manager service in-process: {args.requests} requests per run, "
+        f"callers: {args.callers}"
+    )
     header = (
         f"{'backend':>10} {'callers':>7} {'wall s':>7} {'admit/s':>8} {'fit':>6} {'fit p50':>8} "
         f"{'fit p99':>8} {'queued':>6} {'q p50':>8} {'q p99':>8} {'seq p50':>8} {'seq p99':>8} "
@@ -369,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "seed": args.seed,
+        "callers": args.callers,
         "load_average": {"before": load_before, "after": load_after},
         "rows": rows,
     }
