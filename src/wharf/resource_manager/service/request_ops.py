@@ -92,9 +92,8 @@ class CreateRequest:
     name: ClassVar[str] = "requests.create"
     result_type: ClassVar[Any] = ResourceRequestInfo
     principal: Principal
-    spec: ResourceRequestCreate
-    demands: tuple[Demand, ...]
     draft: ResourceRequest
+    """The request as it will be, but for its id, creation time and deadlines."""
     random_part: bytes
     idempotency: IdempotencyKey | None = None
 
@@ -121,12 +120,12 @@ class CreateRequest:
             preemption_group=spec.preemption_group,
             metadata=spec.metadata,
         )
-        return cls(principal, spec, demands, draft, ids.entropy(), idempotency)
+        return cls(principal, draft, ids.entropy(), idempotency)
 
     def run(self, tx: Tx) -> Finisher:
         config = tx.configuration()
-        check_demands(self.demands, config.descriptors)
         draft, shift = self.draft, tx.now - _DRAFT_TIME
+        check_demands(draft.demands, config.descriptors)
         request = codec.updated(
             draft,
             {
@@ -136,7 +135,7 @@ class CreateRequest:
                 "allocation_deadline": _shifted(draft.allocation_deadline, shift),
             },
         )
-        tx.add_request(request, self.principal.name, _pool_id(config.pools, self.spec.pool))
+        tx.add_request(request, self.principal.name, _pool_id(config.pools, draft.pool))
         tx.want([request.id])
         return lambda: tx.info(request.id)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -41,7 +41,8 @@ TABLE_OPTIONS: dict[str, Any] = {
     "mysql_charset": "utf8mb4",
     "mysql_collate": "utf8mb4_bin",
 }
-_DEMAND_COLUMNS = (
+Columns = tuple[tuple[str, Any], ...]
+_DEMAND_COLUMNS: Columns = (
     ("resource", NAME),
     ("kind", sa.String(64)),
     ("resource_selector", JSON_TEXT),
@@ -50,8 +51,7 @@ _DEMAND_COLUMNS = (
     ("class_name", NAME),
     ("class_selector", JSON_TEXT),
 )
-_JSON_DEMAND_COLUMNS = ("resource_selector", "class_selector")
-_ALLOCATION_COLUMNS = (
+_ALLOCATION_COLUMNS: Columns = (
     ("id", UUID),
     ("demand_index", sa.Integer()),
     ("pool_id", UUID),
@@ -66,12 +66,26 @@ _ALLOCATION_COLUMNS = (
     ("priority_lane", sa.Boolean()),
     ("target_settings", JSON_TEXT),
 )
-_UUID_ALLOCATION_COLUMNS = ("id", "pool_id", "policy_id")
 _CHUNK = 500
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+Codecs = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+"""Column name -> (column value to JSON value, JSON value to column value); others as they are."""
+_DEMAND_CODECS: Codecs = {
+    "resource_selector": (json.loads, _dumps),
+    "class_selector": (json.loads, _dumps),
+}
+_ALLOCATION_CODECS: Codecs = {
+    "id": (str, uuid.UUID),
+    "pool_id": (str, uuid.UUID),
+    "policy_id": (str, uuid.UUID),
+    "target_settings": (json.loads, _dumps),
+    "priority_lane": (bool, bool),
+}
 
 
 def _requests() -> sa.TableClause:
@@ -100,33 +114,28 @@ def _allocations() -> sa.TableClause:
     )
 
 
-def _demand_entry(row: sa.Row[Any]) -> dict[str, Any]:
+def _entry(row: sa.Row[Any], columns: Columns, codecs: Codecs) -> dict[str, Any]:
+    """A child row as a JSON entry keyed by column name, None values left out."""
     entry: dict[str, Any] = {}
-    for name, _ in _DEMAND_COLUMNS:
+    for name, _ in columns:
         value = getattr(row, name)
-        if value is None:
-            continue
-        entry[name] = json.loads(value) if name in _JSON_DEMAND_COLUMNS else value
+        if value is not None:
+            entry[name] = codecs[name][0](value) if name in codecs else value
     return entry
 
 
-def _allocation_entry(row: sa.Row[Any]) -> dict[str, Any]:
-    entry: dict[str, Any] = {}
-    for name, _ in _ALLOCATION_COLUMNS:
-        value = getattr(row, name)
-        if value is None:
-            continue
-        if name in _UUID_ALLOCATION_COLUMNS:
-            value = str(value)
-        elif name == "target_settings":
-            value = json.loads(value)
-        elif name == "priority_lane":
-            value = bool(value)
-        entry[name] = value
-    return entry
+def _column_values(entry: dict[str, Any], columns: Columns, codecs: Codecs) -> dict[str, Any]:
+    """A JSON entry back as the child row's column values (missing ones None)."""
+    values: dict[str, Any] = {}
+    for name, _ in columns:
+        value = entry.get(name)
+        values[name] = codecs[name][1](value) if value is not None and name in codecs else value
+    return values
 
 
-def _grouped(rows: Iterable[sa.Row[Any]], entry: Any) -> dict[uuid.UUID, list[dict[str, Any]]]:
+def _grouped(
+    rows: Iterable[sa.Row[Any]], entry: Callable[[sa.Row[Any]], dict[str, Any]]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
     grouped: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for row in rows:
         grouped.setdefault(row.request_id, []).append(entry(row))
@@ -140,7 +149,7 @@ def upgrade() -> None:
     requests, demands, allocations = _requests(), _demands(), _allocations()
     by_demands = _grouped(
         conn.execute(sa.select(demands).order_by(demands.c.request_id, demands.c.position)),
-        _demand_entry,
+        lambda row: _entry(row, _DEMAND_COLUMNS, _DEMAND_CODECS),
     )
     by_allocations = _grouped(
         conn.execute(
@@ -148,7 +157,7 @@ def upgrade() -> None:
                 allocations.c.request_id, allocations.c.demand_index, allocations.c.resource
             )
         ),
-        _allocation_entry,
+        lambda row: _entry(row, _ALLOCATION_COLUMNS, _ALLOCATION_CODECS),
     )
     ids = list(conn.execute(sa.select(requests.c.id)).scalars())
     for start in range(0, len(ids), _CHUNK):
@@ -207,26 +216,18 @@ def downgrade() -> None:
     demand_rows: list[dict[str, Any]] = []
     allocation_rows: list[dict[str, Any]] = []
     for row in conn.execute(sa.select(requests)):
-        for position, entry in enumerate(json.loads(row.demands)):
-            demand: dict[str, Any] = {"request_id": row.id, "position": position}
-            for name, _ in _DEMAND_COLUMNS:
-                value = entry.get(name)
-                if name in _JSON_DEMAND_COLUMNS and value is not None:
-                    value = _dumps(value)
-                demand[name] = value
-            demand_rows.append(demand)
-        for entry in json.loads(row.allocations):
-            allocation: dict[str, Any] = {"request_id": row.id}
-            for name, _ in _ALLOCATION_COLUMNS:
-                value = entry.get(name)
-                if name in _UUID_ALLOCATION_COLUMNS:
-                    value = uuid.UUID(value)
-                elif name == "target_settings":
-                    value = _dumps(value or {})
-                elif name == "priority_lane":
-                    value = bool(value)
-                allocation[name] = value
-            allocation_rows.append(allocation)
+        demand_rows.extend(
+            {
+                "request_id": row.id,
+                "position": position,
+                **_column_values(entry, _DEMAND_COLUMNS, _DEMAND_CODECS),
+            }
+            for position, entry in enumerate(json.loads(row.demands))
+        )
+        allocation_rows.extend(
+            {"request_id": row.id, **_column_values(entry, _ALLOCATION_COLUMNS, _ALLOCATION_CODECS)}
+            for entry in json.loads(row.allocations)
+        )
     if demand_rows:
         op.bulk_insert(_demands(), demand_rows)
     if allocation_rows:
