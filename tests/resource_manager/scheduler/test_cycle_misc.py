@@ -9,6 +9,7 @@ import pytest
 from tests.resource_manager.builders import (
     admitted,
     at,
+    demand,
     gpu,
     holding,
     klass,
@@ -133,5 +134,25 @@ def test_a_kept_index_forgets_the_routes_of_requests_that_left_the_queue() -> No
     for seconds in (11, 12):
         assert schedule(later, at(seconds), prepared=prepared) == schedule(later, at(seconds))
     assert prepared.nominator.request_count == 2  # "small" in each of the last two cycles
-    assert big.id not in prepared.nominator._by_request
-    assert big.id not in prepared.nominator._previous
+    assert big.id.int not in prepared.nominator._by_request
+    assert big.id.int not in prepared.nominator._previous
+
+
+def test_a_kept_index_routes_a_request_again_when_its_demands_differ() -> None:
+    # Routes are remembered per request id; one that comes back with other demands (a
+    # snapshot built by hand, or a bug upstream) must be routed from scratch, not reused.
+    budget = SchedulerOptions().route_search_budget
+    held = holding("held", P, TEAM, {("c", "GPU"): 4})
+    first = snapshot([P], [TEAM], [held, request("r", gpu(2))])
+    prepared = Prepared(first, budget)
+    assert schedule(first, at(10), prepared=prepared).waits  # remembered while it waits
+    changed = Snapshot(
+        descriptors=first.descriptors,
+        pools=first.pools,
+        policies=first.policies,
+        requests=(held, request("r", demand("licence", 1))),
+    )
+    assert prepared.serves(changed, budget)
+    decisions = schedule(changed, at(11), prepared=prepared)
+    assert decisions == schedule(changed, at(11))
+    assert [r.request_id for r in decisions.rejections] == [uid("request:r")]

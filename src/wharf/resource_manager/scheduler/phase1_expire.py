@@ -39,6 +39,11 @@ def expire(
                 extensions.append(LeaseExtension(request.id, extended))
             live.append(request)
             continue
+        if request.lease_expires_at is None and request.allocation_deadline is None:
+            # Nothing to lapse: the service schedules lease-free working copies (it expires
+            # leases itself, before the cycle), so this is every request of its cycles.
+            live.append(request)
+            continue
         outcome = lapse(request, now)
         if outcome is None:
             live.append(request)

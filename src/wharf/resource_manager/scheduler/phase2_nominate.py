@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from uuid import UUID
 
 from wharf.core.enums import ReclaimTolerance
 from wharf.core.errors import InputError
@@ -91,17 +90,15 @@ class _Routed:
     routed: tuple[int, dict[int, list[RoutePlan]]] | str
 
     def serves(self, request: ResourceRequest) -> bool:
+        # Identity first, inline: this runs for every pending request in every cycle.
+        subjects, demands, selector = request.subjects, request.demands, request.pool_selector
         return (
-            _same(self.subjects, request.subjects)
-            and _same(self.demands, request.demands)
+            (self.subjects is subjects or self.subjects == subjects)
+            and (self.demands is demands or self.demands == demands)
             and self.pool == request.pool
-            and _same(self.pool_selector, request.pool_selector)
+            and (self.pool_selector is selector or self.pool_selector == selector)
             and self.reclaim_tolerance is request.reclaim_tolerance
         )
-
-
-def _same(known: object, given: object) -> bool:
-    return known is given or known == given
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +115,10 @@ class Nominator:
         self._plans: dict[tuple[int, Hashable], RoutePlan | _Failure] = {}
         self._shapes: dict[Hashable, int] = {}
         self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
-        self._by_request: dict[UUID, _Routed] = {}
-        """Routes of the requests nominated since :meth:`new_cycle`."""
-        self._previous: dict[UUID, _Routed] = {}
+        self._by_request: dict[int, _Routed] = {}
+        """Routes of the requests nominated since :meth:`new_cycle`, by ``request.id.int``
+        (an int hashes in C; a UUID's hash is a Python call, several per request and cycle)."""
+        self._previous: dict[int, _Routed] = {}
         """Routes of the requests nominated in the cycle before: those still pending are
         nominated again and carried over; the others (admitted, ended) are dropped with it."""
 
@@ -144,13 +142,23 @@ class Nominator:
 
     def nominate(self, request: ResourceRequest) -> Candidate | str:
         """A candidate, or the rejection reason."""
-        resolved: list[Options] = []
-        for index, demand in enumerate(request.demands):
-            options = self._resolve(demand, index)
-            if isinstance(options, str):
-                return options
-            resolved.append(options)
-        routed = self._routed(request, resolved)
+        routed = self._remembered(request)
+        if routed is None:
+            resolved: list[Options] = []
+            for index, demand in enumerate(request.demands):
+                options = self._resolve(demand, index)
+                if isinstance(options, str):
+                    return options
+                resolved.append(options)
+            routed = self._route(request, resolved)
+            self._by_request[request.id.int] = _Routed(
+                request.subjects,
+                request.demands,
+                request.pool,
+                request.pool_selector,
+                request.reclaim_tolerance,
+                routed,
+            )
         if isinstance(routed, str):
             return routed
         shape, routes = routed
@@ -161,26 +169,20 @@ class Nominator:
             fifo=(request.created_at, request.id.int),
         )
 
-    def _routed(
-        self, request: ResourceRequest, resolved: Sequence[Options]
-    ) -> tuple[int, dict[int, list[RoutePlan]]] | str:
-        """The request's shape and route table, or why it can never be admitted; remembered
-        per request, since a pending request is nominated again in every cycle until it
-        leaves the queue and its subjects, demands and pool never change."""
-        known = self._by_request.get(request.id) or self._previous.get(request.id)
-        if known is not None and known.serves(request):
-            self._by_request[request.id] = known
-            return known.routed
-        routed = self._route(request, resolved)
-        self._by_request[request.id] = _Routed(
-            request.subjects,
-            request.demands,
-            request.pool,
-            request.pool_selector,
-            request.reclaim_tolerance,
-            routed,
-        )
-        return routed
+    def _remembered(
+        self, request: ResourceRequest
+    ) -> tuple[int, dict[int, list[RoutePlan]]] | str | None:
+        """The request's shape and route table (or why it can never be admitted) as routed in
+        this cycle or the one before, if its subjects, demands and pool are unchanged (they
+        never change while it is pending, so a queued request is routed once); else None."""
+        key = request.id.int
+        known = self._by_request.get(key)
+        if known is None:
+            known = self._previous.get(key)
+            if known is None:
+                return None
+            self._by_request[key] = known
+        return known.routed if known.serves(request) else None
 
     def _route(
         self, request: ResourceRequest, resolved: Sequence[Options]
