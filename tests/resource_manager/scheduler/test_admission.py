@@ -173,6 +173,39 @@ def test_policy_limit_holds():
     )
 
 
+def test_a_blocked_request_does_not_block_one_of_its_shape_under_another_policy():
+    # A deep queue answers requests like one already blocked in the same walk without trying
+    # them again; "like" is the same shape *and* the same policies: "b" asks for what "a2"
+    # asks for, through a policy whose limit is not reached, and must be admitted.
+    p = pool("p", klass("c", GPU=8))
+    limited = policy("a", p, grant("c", GPU=res(0, 1)))
+    free = policy("b", p)
+    requests = [request(f"a{i}", gpu(1), project="a", created=i) for i in range(1, 6)]
+    requests.append(request("b", gpu(1), project="b", created=9))
+    snap = snapshot([p], [limited, free], requests)
+    decisions = run(snap)
+    assert admitted(decisions, snap) == ["a1", "b"]
+    assert set(waiting(decisions, snap)) == {"a2", "a3", "a4", "a5"}
+    assert len(set(waiting(decisions, snap).values())) == 1
+
+
+def test_requests_behind_a_claim_wait_behind_it_and_the_rest_still_backfill():
+    # Identical requests behind a blocked head all wait behind its claim; one of another shape
+    # still backfills capacity the head cannot use (here: a class the head did not ask for).
+    p = pool("p", klass("c1", GPU=4), klass("c2", GPU=2))
+    team = policy("team", p)
+    held = holding("held", p, team, {("c1", "GPU"): 2})
+    queue = [request(f"big{i}", gpu(4, "c1"), created=i) for i in range(5)]
+    queue.append(request("small", gpu(2), created=9))
+    snap = snapshot([p], [team], [held, *queue])
+    decisions = run(snap)
+    assert admitted(decisions, snap) == ["small"]
+    reasons = waiting(decisions, snap)
+    assert reasons["big0"].startswith("Waiting for capacity")
+    behind = {reasons[f"big{i}"] for i in range(1, 5)}
+    assert len(behind) == 1 and behind.pop().startswith("Waiting behind request")
+
+
 @pytest.mark.parametrize(
     ("pool_limit", "class_limit", "policy_limit", "admitted_count", "reason"),
     [

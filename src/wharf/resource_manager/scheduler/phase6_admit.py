@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -74,6 +74,9 @@ class Admitter:
     traced: dict[int, tuple[int, str]] = field(default_factory=dict)
     queue_lengths: dict[int, int] = field(default_factory=dict)
     _behind: dict[tuple[int, UUID], str] = field(default_factory=dict)
+    _settled: dict[tuple[Hashable, int], str] = field(default_factory=dict)
+    """In the current pool's walk: (shape, id of its plans) -> the reason every candidate
+    with them waits for (see :meth:`_settle`)."""
 
     def run(self, candidates: Sequence[Candidate]) -> None:
         by_pool: dict[int, list[Candidate]] = {}
@@ -87,7 +90,14 @@ class Admitter:
                 continue
             queue = PoolQueue(self.catalog, ledger, pool_view.index, waiting)
             self.queue_lengths[pool_view.index] = len(queue)
+            self._settled.clear()
             for position, candidate in enumerate(queue, start=1):
+                plans = candidate.plans[pool_view.index]
+                settled = self._settled.get((candidate.shape, id(plans)))
+                if settled is not None and not candidate.claimed:
+                    # Same shape and plans as one already blocked for good in this walk.
+                    self._note(candidate, pool_view.index, position, settled)
+                    continue
                 result = self.fitter.try_pool(candidate, pool_view.index)
                 if isinstance(result, Route):
                     self._admit(candidate, result)
@@ -164,6 +174,8 @@ class Admitter:
                 capacity = blocker
                 break
         if capacity is None or candidate.claimed:
+            if not candidate.claimed:
+                self._settle(candidate, pool_index, blockers[0].reason)
             self._note(candidate, pool_index, position, blockers[0].reason)
             return
         claims = self.claims
@@ -177,6 +189,7 @@ class Admitter:
                 info = self.catalog.slots[slot]
                 reason = reasons.waiting_behind(self.catalog, info, str(claims[slot]))
                 self._behind[key] = reason
+            self._settle(candidate, pool_index, reason)
             self._note(candidate, pool_index, position, reason)
             return
         if not candidate.deferred:
@@ -204,6 +217,14 @@ class Admitter:
         candidate.claimed = True
         candidate.note = None  # the claim's pool is the one to report
         self._note(candidate, pool_index, position, reason)
+
+    def _settle(self, candidate: Candidate, pool_index: int, reason: str) -> None:
+        """Every later candidate of this pool's walk with the same shape and plans waits for
+        the same ``reason``: its policies are blocked by the memo (blocked stays blocked within
+        a cycle, see :mod:`.phase4_fit`), and the outcome was a plain wait, a non-capacity
+        block or a gap claimed by an earlier head (claims only grow), which depend on nothing
+        else."""
+        self._settled[(candidate.shape, id(candidate.plans[pool_index]))] = reason
 
     def _preempt(self, candidate: Candidate, plan: PreemptionPlan) -> None:
         for index, victim in enumerate(plan.victims):

@@ -136,13 +136,16 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
             [(leases[e.request_id], e.lease_expires_at) for e in decisions.lease_extensions],
         )
     work = tx.work.requests
+    # A wait changes a request only when its reason is new: in a deep queue most are not, and
+    # passing them all through apply_decisions cost several dict lookups each, every cycle.
+    waits = tuple(w for w in decisions.waits if work[w.request_id].status_reason != w.reason)
     ids = dict.fromkeys(
         [
             *(e.request_id for e in decisions.expiries),
             *(a.request_id for a in decisions.admissions),
             *(p.victim_id for p in decisions.preemptions),
             *(r.request_id for r in decisions.rejections),
-            *(w.request_id for w in decisions.waits),
+            *(w.request_id for w in waits),
         ]
     )
     if not ids:
@@ -150,6 +153,7 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
     before = tuple(work[key] for key in ids)
     touched = Snapshot(descriptors=(), pools=(), policies=(), requests=before)
     # Leases were handled above; the working copy stays neutral.
-    after = apply_decisions(touched, dataclasses.replace(decisions, lease_extensions=()))
+    changes = dataclasses.replace(decisions, lease_extensions=(), waits=waits)
+    after = apply_decisions(touched, changes)
     for old, new in zip(before, after.requests, strict=True):
         tx.transition(old, neutral(new))
