@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestStatus
@@ -57,8 +58,11 @@ class Rejection:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(NamedTuple):
+    """A request that stays pending, and why. A named tuple, not a frozen dataclass like the
+    other records: a cycle builds one per waiting request, and a frozen dataclass's
+    ``__init__`` (a ``setattr`` per field) cost twice as much."""
+
     request_id: UUID
     reason: str
     pool_id: UUID | None = None

@@ -162,12 +162,8 @@ class Nominator:
         if isinstance(routed, str):
             return routed
         shape, routes = routed
-        return Candidate(
-            request=request,
-            shape=shape,
-            plans=routes,
-            fifo=(request.created_at, request.id.int),
-        )
+        # Positional: built for every pending request in every cycle.
+        return Candidate(request, shape, routes, (request.created_at, request.id.int))
 
     def _remembered(
         self, request: ResourceRequest

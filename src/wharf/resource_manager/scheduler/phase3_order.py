@@ -21,22 +21,30 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from operator import itemgetter
 
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView
 from wharf.resource_manager.scheduler.fair_sharing import dominant_share
 from wharf.resource_manager.scheduler.ledger import Ledger
-from wharf.resource_manager.scheduler.phase2_nominate import Candidate
+from wharf.resource_manager.scheduler.phase2_nominate import Candidate, RoutePlan
 
 BaseKey = tuple[int, int, int, tuple[datetime, int]]
+_first = itemgetter(0)
 
 
 def order_key(candidate: Candidate, pool_index: int, ledger: Ledger) -> BaseKey:
-    plan = candidate.plans[pool_index][0]
+    return (*_policy_order(candidate.plans[pool_index], ledger), candidate.fifo)
+
+
+def _policy_order(plans: Sequence[RoutePlan], ledger: Ledger) -> tuple[int, int, int]:
+    """The part of the order that comes from the queueing policy (the first of ``plans``):
+    lane, fits its unused reserved share, priority."""
+    plan = plans[0]
     policy = plan.policy
     fits_reserved = bool(policy.reserved) and all(
         amount <= ledger.unused_reserved(policy, slot) for slot, amount in plan.primary.amounts
     )
-    return (0 if policy.lane else 1, 0 if fits_reserved else 1, -policy.priority, candidate.fifo)
+    return (0 if policy.lane else 1, 0 if fits_reserved else 1, -policy.priority)
 
 
 class PoolQueue:
@@ -52,9 +60,17 @@ class PoolQueue:
         self._catalog = catalog
         self._ledger = ledger
         self._fair = catalog.pools[pool_index].pool.fair_sharing
-        keyed = sorted(
-            ((order_key(c, pool_index, ledger), c) for c in candidates), key=lambda kc: kc[0]
-        )
+        # Candidates of one shape and policies share their plans (and so this part of the
+        # key): computed once per plan list, as a deep queue is mostly a few such groups.
+        prefixes: dict[int, tuple[int, int, int]] = {}
+        keyed: list[tuple[BaseKey, Candidate]] = []
+        for candidate in candidates:
+            plans = candidate.plans[pool_index]
+            prefix = prefixes.get(id(plans))
+            if prefix is None:
+                prefix = prefixes[id(plans)] = _policy_order(plans, ledger)
+            keyed.append(((*prefix, candidate.fifo), candidate))
+        keyed.sort(key=_first)
         self._sorted = keyed
         self._groups: dict[int, list[tuple[BaseKey, Candidate]]] = {}
         self._versions: dict[int, int] = {}

@@ -250,6 +250,7 @@ class Admitter:
     def waits(self, candidates: Sequence[Candidate]) -> list[Wait]:
         """One wait per candidate not admitted, about the pool of its note."""
         waits: list[Wait] = []
+        pool_ids = [view.pool.id for view in self.catalog.pools]
         for candidate in candidates:
             if candidate.decided:
                 continue
@@ -258,12 +259,5 @@ class Admitter:
                 pool_index, position, reason = min(candidate.plans), None, "Waiting."
             else:
                 pool_index, position, reason = note
-            waits.append(
-                Wait(
-                    request_id=candidate.request.id,
-                    reason=reason,
-                    pool_id=self.catalog.pools[pool_index].pool.id,
-                    position=position,
-                )
-            )
+            waits.append(Wait(candidate.request.id, reason, pool_ids[pool_index], position))
         return waits
