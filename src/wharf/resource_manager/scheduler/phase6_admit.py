@@ -13,9 +13,17 @@ candidate not yet admitted elsewhere this cycle:
   can only backfill capacity it cannot use and it is never starved;
 - otherwise it waits, with the reason of the most useful blocker.
 
+A deep queue is mostly a few groups of identical requests (a ``map`` over one step): once a
+request of a group is blocked for good in a pool's walk (a non-capacity block, or a gap an
+earlier head claimed), the rest of its group in that walk get the same reason without being
+tried again (:meth:`Admitter._settle`); a group is one shape *and* one plan list, so requests
+that queue under other policies are always tried.
+
 Invariants: a request is admitted at most once and claims in at most one pool per cycle; a
 request that claimed or was admitted is never a victim in the same cycle (victims come only
-from allocations that existed at the start of the cycle); each victim is taken at most once.
+from allocations that existed at the start of the cycle); each victim is taken at most once;
+the walk's shortcut changes no decision (usage and claims only grow within a cycle, so blocked
+stays blocked and a claimed gap stays claimed by the same head).
 """
 
 from __future__ import annotations
