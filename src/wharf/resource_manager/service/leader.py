@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, text, update
+from sqlalchemy import Connection, bindparam, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
@@ -45,8 +47,10 @@ class StateRow:
     last_sweep_at: datetime | None
 
 
-_PG_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
-_READ = select(
+# Every scheduling transaction runs these: on the driver's cursor (``DirectStatement``), not
+# through SQLAlchemy's execution layer, which cost more than the statements themselves.
+_PG_LOCK = DirectStatement(text("SELECT pg_advisory_xact_lock(:key)"))
+_READ_QUERY = select(
     t.state.c.state_version,
     t.state.c.config_version,
     t.state.c.leader_id,
@@ -54,29 +58,29 @@ _READ = select(
     t.state.c.last_cycle_at,
     t.state.c.last_sweep_at,
 ).where(t.state.c.id == t.STATE_ROW_ID)
-_READ_LOCKED = _READ.with_for_update()
+_READ = DirectStatement(_READ_QUERY)
+_READ_LOCKED = DirectStatement(_READ_QUERY.with_for_update())
+_NO_VALUES: dict[str, Any] = {}
 
 
 def acquire(conn: Connection) -> StateRow:
     """Take the scheduling lock for this transaction and read the bookkeeping row."""
     if conn.dialect.name == "postgresql":
-        conn.execute(_PG_LOCK, {"key": _PG_LOCK_KEY})
-    row = conn.execute(_READ_LOCKED if is_mysql(conn.dialect) else _READ).first()
-    if row is None:
-        raise SchemaVersionError(
-            "The Resource Manager's state row is missing; the database was not migrated by Wharf."
-        )
-    return StateRow(*row)
+        _PG_LOCK.execute(conn, {"key": _PG_LOCK_KEY})
+    return _state_row((_READ_LOCKED if is_mysql(conn.dialect) else _READ).first(conn, _NO_VALUES))
 
 
 def read(conn: Connection) -> StateRow:
     """The bookkeeping row without the lock (read transactions: what-if questions)."""
-    row = conn.execute(_READ).first()
+    return _state_row(_READ.first(conn, _NO_VALUES))
+
+
+def _state_row(row: dict[str, Any] | None) -> StateRow:
     if row is None:
         raise SchemaVersionError(
             "The Resource Manager's state row is missing; the database was not migrated by Wharf."
         )
-    return StateRow(*row)
+    return StateRow(**row)  # the columns are named as StateRow's fields
 
 
 def is_takeover(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:
@@ -86,7 +90,7 @@ def is_takeover(row: StateRow, instance_id: str, now: datetime, sweep_interval: 
 
 
 _S = t.state.c
-_RECORD = (
+_RECORD = DirectStatement(
     update(t.state)
     .where(_S.id == t.STATE_ROW_ID)
     .values(
@@ -95,7 +99,7 @@ _RECORD = (
         last_cycle_at=bindparam("s_now"),
         leader_id=bindparam("s_leader"),
         leader_epoch=bindparam("s_epoch"),
-        last_sweep_at=func.coalesce(bindparam("s_swept", type_=UtcDateTime()), _S.last_sweep_at),
+        last_sweep_at=bindparam("s_swept", type_=UtcDateTime()),
     )
 )
 
@@ -118,9 +122,10 @@ def record(
         "s_now": now,
         "s_leader": instance_id,
         "s_epoch": row.leader_epoch if same else row.leader_epoch + 1,
-        "s_swept": now if swept else None,
+        # The row was read under the scheduling lock: its last sweep is still the current one.
+        "s_swept": now if swept else row.last_sweep_at,
     }
-    conn.execute(_RECORD, params)
+    _RECORD.execute(conn, params)
 
 
 def needs_record(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:

@@ -44,6 +44,7 @@ from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -293,7 +294,6 @@ class LeaseRow:
 
 LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
 _LAPSED_ROWS = select(*LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
-_LAPSED = _LAPSED_ROWS.with_for_update()
 # PostgreSQL: the same rows as a bounded range, so that even an unanalysed table is read through
 # the ``lapse_at`` index (for ``<= :now`` alone the planner assumes a third of the rows match
 # and scanned 15,000 requests in every transaction; for a range it assumes 0.5 %).
@@ -302,18 +302,20 @@ _LAPSED_RANGE_ROWS = select(*LEASE_COLUMNS).where(
     _R.lapse_at >= bindparam("floor", _FLOOR, type_=UtcDateTime()),
     _R.lapse_at <= bindparam("now"),
 )
-_LAPSED_RANGE = _LAPSED_RANGE_ROWS.with_for_update()
+# Every scheduling transaction asks: on the driver's cursor, past SQLAlchemy's execution layer.
+_LAPSED = {
+    (postgresql, lock): DirectStatement(query.with_for_update() if lock else query)
+    for postgresql, query in ((False, _LAPSED_ROWS), (True, _LAPSED_RANGE_ROWS))
+    for lock in (False, True)
+}
 _LIVE_LEASES = select(*LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 
 
 def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
     """Live requests whose lease or allocation deadline has been reached, locked for update
     (unless ``lock`` is False: read-only questions)."""
-    if conn.dialect.name == "postgresql":
-        statement = _LAPSED_RANGE if lock else _LAPSED_RANGE_ROWS
-    else:
-        statement = _LAPSED if lock else _LAPSED_ROWS
-    return [LeaseRow(*row) for row in conn.execute(statement, {"now": now})]
+    statement = _LAPSED[(conn.dialect.name == "postgresql", lock)]
+    return [LeaseRow(**row) for row in statement.rows(conn, {"now": now})]
 
 
 def live_leases(conn: Connection) -> list[LeaseRow]:
