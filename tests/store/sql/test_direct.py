@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, exc, select
+from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, exc, func, select
 
 from tests.store.conftest import make_world
 from wharf.core.enums import ExecutionStatus
@@ -76,6 +76,28 @@ def test_inserts_and_updates_write_the_columns_they_are_given(backend: SqlStore)
     stored = backend.steps.get(step.id)
     assert (stored.status_reason, stored.cache_key, stored.updated) == ("why", "c2", later)
     assert stored.status is ExecutionStatus.RUNNING  # not given: left alone
+
+
+def test_a_write_with_sql_expressions_returns_what_it_wrote(backend: SqlStore) -> None:
+    # Values the database computes (here a coalesce) need nothing from SQLAlchemy; RETURNING
+    # rows are read like a select's where the database has UPDATE ... RETURNING.
+    step = backend.steps.create(_step(backend, cache_key="old"))
+    statement = (
+        _S.update()
+        .where(_S.c.id == bindparam("step_id"))
+        .values(cache_key=func.coalesce(bindparam("key", type_=String()), _S.c.cache_key))
+    )
+    with backend._db.engine.connect() as conn, conn.begin():
+        count = DirectStatement(statement).execute(conn, {"step_id": step.id, "key": None})
+        assert count == 1  # matched, even where nothing changed (as Connection.execute counts)
+        assert DirectStatement(statement).execute(conn, {"step_id": uuid.uuid4(), "key": "x"}) == 0
+        if conn.dialect.update_returning:
+            returning = DirectStatement(statement, returning=(_S.c.id, _S.c.cache_key))
+            rows = returning.rows(conn, {"step_id": step.id, "key": "new"})
+            assert rows == [{"id": step.id, "cache_key": "new"}]
+        else:
+            DirectStatement(statement).execute(conn, {"step_id": step.id, "key": "new"})
+    assert backend.steps.get(step.id).cache_key == "new"
 
 
 def test_driver_errors_are_raised_as_sqlalchemy_raises_them(backend: SqlStore) -> None:

@@ -21,7 +21,6 @@ from uuid import UUID
 
 from sqlalchemy import (
     Connection,
-    Row,
     String,
     and_,
     bindparam,
@@ -36,7 +35,8 @@ from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow
+from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow, Written
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.types import UtcDateTime
 
 _C = t.requests.c
@@ -69,8 +69,15 @@ _RENEW_OWN = _RENEW_ANY.where(_C.requester == bindparam("r_requester"))
 spends nothing on building or hashing them per renewal."""
 
 
-_RENEW_ANY_RETURNING = _RENEW_ANY.returning(*WRITTEN_COLUMNS)
-_RENEW_OWN_RETURNING = _RENEW_OWN.returning(*WRITTEN_COLUMNS)
+# The hot path of every heartbeat: sent on the driver's cursor (``DirectStatement``), past
+# SQLAlchemy's execution layer, which cost more than the statement.
+_RENEWALS = {
+    (own, returning): DirectStatement(
+        _RENEW_OWN if own else _RENEW_ANY, returning=WRITTEN_COLUMNS if returning else ()
+    )
+    for own in (False, True)
+    for returning in (False, True)
+}
 
 
 def renew(
@@ -81,7 +88,7 @@ def renew(
     lease: datetime,
     runtime_state: ResourceRequestRuntimeState | None,
     requester: str | None,
-) -> Row[Any] | bool:
+) -> Written | bool:
     """Extend a live, unlapsed lease (of ``requester``'s request, unless None). False if
     nothing was renewed; else, where the database returns updated rows
     (``conn.dialect.update_returning``: SQLite, PostgreSQL), the row as written
@@ -96,10 +103,9 @@ def renew(
     if own:
         params["r_requester"] = requester
     if conn.dialect.update_returning:
-        statement = _RENEW_OWN_RETURNING if own else _RENEW_ANY_RETURNING
-        row = conn.execute(statement, params).first()
-        return False if row is None else row
-    return bool(conn.execute(_RENEW_OWN if own else _RENEW_ANY, params).rowcount)
+        row = _RENEWALS[(own, True)].first(conn, params)
+        return False if row is None else Written(**row)
+    return bool(_RENEWALS[(own, False)].execute(conn, params))
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
@@ -70,7 +70,7 @@ class _Result:
     error: BaseException | None = None
     answer: bool = False
     """The value is the request as this transaction leaves it (loaded after the updates)."""
-    written: Row[Any] | None = None
+    written: request_store.Written | None = None
     """The row as the renewal wrote it, where the database returns it (SQLite, PostgreSQL)."""
 
 
@@ -144,7 +144,7 @@ class RenewalRunner(Combiner[Renewal]):
             runtime_state=renewal.runtime_state,
             requester=None if principal.admin else principal.name,
         )
-        result.written = written if isinstance(written, Row) else None
+        result.written = written if isinstance(written, request_store.Written) else None
         if not written:
             owner = request_store.owner(conn, renewal.request_id)
             if owner is None:

@@ -20,8 +20,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 from uuid import UUID
 
-from sqlalchemy import Row
-
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.resource_manager.client.models import (
@@ -223,7 +221,7 @@ class RenewRequest:
             runtime_state=self.body.runtime_state,
             requester=None if self.principal.admin else self.principal.name,
         )
-        if isinstance(written, Row):
+        if isinstance(written, request_store.Written):
             tx.lease_columns_written(
                 self.request_id, written.requester, request_store.volatile(written)
             )

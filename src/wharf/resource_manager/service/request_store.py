@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from sqlalchemy import (
@@ -206,7 +206,7 @@ def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> d
     return found
 
 
-def volatile(row: Row[Any]) -> dict[str, Any]:
+def volatile(row: WrittenRow) -> dict[str, Any]:
     """The columns renewals change, from a row that has them (as :data:`VOLATILE` selects)."""
     return {
         "runtime_state": ResourceRequestRuntimeState(row.runtime_state),
@@ -249,7 +249,7 @@ def current(
 
 def current_from(
     conn: Connection,
-    rows: Iterable[Row[Any]],
+    rows: Iterable[WrittenRow],
     known: Mapping[UUID, ResourceRequest],
     version: int | None,
 ) -> dict[UUID, Loaded]:
@@ -387,6 +387,24 @@ WRITTEN_COLUMNS = (
     _C.renewed_at,
 )
 """What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
+
+
+class Written(NamedTuple):
+    """:data:`WRITTEN_COLUMNS` of a row, as a write sent on the driver's cursor returned them
+    (read like SQLAlchemy's ``Row``: by attribute)."""
+
+    id: UUID
+    requester: str
+    status: str
+    seq: int
+    runtime_state: str
+    lease_expires_at: datetime | None
+    allocation_deadline: datetime | None
+    renewed_at: datetime | None
+
+
+WrittenRow = Written | Row[Any]
+"""A row with :data:`WRITTEN_COLUMNS`, from SQLAlchemy or from a direct statement."""
 
 
 _RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}

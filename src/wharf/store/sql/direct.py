@@ -18,7 +18,8 @@ Invariants:
 - a driver error is raised as the ``sqlalchemy.exc.DBAPIError`` subclass SQLAlchemy would raise,
   so the store converts it at its boundary as it does every other;
 - only statements with a fixed set of plain bind parameters are supported (no expanding ``IN``
-  lists, no SQL-side defaults); an insert is compiled for the exact columns it is given.
+  lists, no Python-side column defaults); an insert is compiled for the exact columns it is
+  given; a write's ``RETURNING`` columns are read like a select's.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, exc
+from sqlalchemy import Column, Connection, exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.dml import UpdateBase
 
 Processor = Callable[[Any], Any] | None
 
@@ -39,15 +41,19 @@ class _Compiled:
 
     __slots__ = ("bind", "columns", "fixed", "names", "positional", "results", "sql")
 
-    def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str]) -> None:
+    def __init__(
+        self,
+        statement: ClauseElement,
+        dialect: Dialect,
+        keys: Sequence[str],
+        returning: Sequence[Column[Any]] = (),
+    ) -> None:
         compiled = statement.compile(dialect=dialect, column_keys=list(keys))
         assert isinstance(compiled, SQLCompiler)
-        if (
-            compiled.insert_prefetch
-            or compiled.update_prefetch
-            or getattr(compiled, "postfetch", None)
-        ):
-            # Column defaults are computed by SQLAlchemy's execution context, bypassed here.
+        if compiled.insert_prefetch or compiled.update_prefetch:
+            # Python-side column defaults are computed by SQLAlchemy's execution context,
+            # bypassed here. Values the database computes (SQL expressions in the statement,
+            # server defaults) need nothing from it: SQLAlchemy only lists them to fetch back.
             raise ValueError(f"A direct statement cannot fill column defaults: {compiled}")
         self.sql = compiled.string
         binds = compiled.binds
@@ -63,7 +69,7 @@ class _Compiled:
         self.bind: tuple[Processor, ...] = tuple(
             binds[n].type.dialect_impl(dialect).bind_processor(dialect) for n in self.names
         )
-        selected = getattr(statement, "selected_columns", None)
+        selected = getattr(statement, "selected_columns", None) or returning or None
         self.columns: tuple[str, ...] = ()
         self.results: tuple[Processor, ...] = ()
         if selected is not None:
@@ -95,32 +101,45 @@ class _Compiled:
 class DirectStatement:
     """A Core statement executed on the DBAPI cursor of a SQLAlchemy connection, compiled once
     per dialect and set of given value names (an insert or update writes exactly the columns
-    it is given, as ``Connection.execute`` does)."""
+    it is given, as ``Connection.execute`` does).
 
-    def __init__(self, statement: ClauseElement) -> None:
+    ``returning``: for an INSERT, UPDATE or DELETE, columns it returns (``RETURNING``), read by
+    :meth:`rows` like a select's. They are given here rather than with ``.returning()``, whose
+    copy of the statement can carry a stale memo of the columns it exports."""
+
+    def __init__(
+        self, statement: ClauseElement, *, returning: Sequence[Column[Any]] = ()
+    ) -> None:
+        if returning:
+            assert isinstance(statement, UpdateBase)
+            statement = statement.returning(*returning)
         self._statement = statement
+        self._returning = tuple(returning)
         self._compiled: dict[tuple[str, frozenset[str]], _Compiled] = {}
 
     def _for(self, dialect: Dialect, values: Mapping[str, Any]) -> _Compiled:
         key = (dialect.name, frozenset(values))
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = self._compiled[key] = _Compiled(self._statement, dialect, list(values))
+            compiled = self._compiled[key] = _Compiled(
+                self._statement, dialect, list(values), self._returning
+            )
         return compiled
 
     def rows(self, conn: Connection, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Run a select; its rows as dicts keyed by column key."""
+        """Run a select (or a write with ``RETURNING``); its rows as dicts keyed by column key."""
         compiled = self._for(conn.dialect, values)
-        return [compiled.row(r) for r in _run(conn, compiled.sql, compiled.parameters(values))]
+        found = _run(conn, compiled.sql, compiled.parameters(values))[0]
+        return [compiled.row(r) for r in found]
 
     def first(self, conn: Connection, values: Mapping[str, Any]) -> dict[str, Any] | None:
         found = self.rows(conn, values)
         return found[0] if found else None
 
-    def execute(self, conn: Connection, values: Mapping[str, Any]) -> None:
-        """Run an insert, update or delete."""
+    def execute(self, conn: Connection, values: Mapping[str, Any]) -> int:
+        """Run an insert, update or delete; the driver's row count (rows matched)."""
         compiled = self._for(conn.dialect, values)
-        _run(conn, compiled.sql, compiled.parameters(values), fetch=False)
+        return _run(conn, compiled.sql, compiled.parameters(values), fetch=False)[1]
 
     def execute_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Run an insert once per row (all rows give the same value names)."""
@@ -132,7 +151,8 @@ class DirectStatement:
 
 def _run(
     conn: Connection, sql: str, params: Any, *, fetch: bool = True, many: bool = False
-) -> list[Any]:
+) -> tuple[list[Any], int]:
+    """(the rows fetched, if ``fetch``; the driver's row count)"""
     # The connection of the caller's transaction (``Connection.connection`` never begins one).
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
@@ -142,7 +162,8 @@ def _run(
             cursor.executemany(sql, params)
         else:
             cursor.execute(sql, params)
-        return list(cursor.fetchall()) if fetch else []
+        rows = list(cursor.fetchall()) if fetch else []
+        return rows, cursor.rowcount
     except conn.dialect.loaded_dbapi.Error as error:
         raise driver_error(conn, sql, params, error) from error
     finally:
