@@ -132,6 +132,35 @@ def test_releases_of_one_batch_are_compare_and_set_together(
     assert rm.requests.create(BOB, request_spec(gpus(3))).status is S.ALLOCATED
 
 
+def test_a_lone_release_is_compare_and_set_too(
+    rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release alone in its batch is written by its id (not an id list): a cache that is
+    wrong about it is detected all the same, and the release lands on fresh state."""
+    setup_pool(rm, gpus_total=2)
+    held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(2)]
+    rm.requests.release(ALICE, held[0].id)
+    runner = rm._runner
+    view = runner.cache.view
+    stale = view.requests[held[1].id].model_copy(update={"id": held[0].id})
+    runner.cache.view = dataclasses.replace(
+        view,
+        requests={**view.requests, held[0].id: stale},
+        requesters={**view.requesters, held[0].id: ALICE.name},
+    )
+    invalidated: list[bool] = []
+    invalidate = SchedulingCache.invalidate
+    monkeypatch.setattr(
+        SchedulingCache, "invalidate", lambda cache: (invalidated.append(True), invalidate(cache))
+    )
+    slot = Slot(rm.requests._release(ALICE, held[0].id, None))
+    runner._execute([slot])
+    assert invalidated == [True]  # the write by id matched no row: stale
+    assert slot.result().status is S.RELEASED  # released before: returned unchanged
+    assert rm.requests.release(ALICE, held[1].id).status is S.RELEASED
+    assert rm.requests.create(BOB, request_spec(gpus(2))).status is S.ALLOCATED
+
+
 @pytest.mark.parametrize("max_batch", [1, 3])
 def test_small_batches_still_serve_every_caller(
     open_rm: Callable[..., ResourceManagerService], max_batch: int

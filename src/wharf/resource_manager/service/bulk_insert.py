@@ -8,8 +8,10 @@ builds an execution context per row of an ``executemany`` (parameter mapping, ty
 through several layers), which costs as much as the driver's own work. Here the INSERT is
 compiled once per (dialect, table, column set); each row is turned into the driver's
 parameters with the very bind processors SQLAlchemy would apply (each column type's
-``dialect_impl(dialect).bind_processor(dialect)``), and the batch goes to the driver through
-``Connection.exec_driver_sql`` — so events, error translation and retries are unchanged.
+``dialect_impl(dialect).bind_processor(dialect)``), and the batch goes to the driver on the
+connection's own cursor (``direct.execute_sql``, errors wrapped as SQLAlchemy wraps them, so
+error translation and retries are unchanged; SQLAlchemy's execution layer, which cost more
+than a small insert itself, and its cursor events are skipped).
 
 On SQLite the rows go as one multi-row ``INSERT ... VALUES (...), (...)`` (per chunk of at
 most :data:`MAX_PARAMETERS` parameters) rather than an ``executemany``: the driver then releases
@@ -48,7 +50,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
-from wharf.store.sql.direct import driver_error
+from wharf.store.sql.direct import driver_error, execute_sql
 from wharf.store.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
@@ -134,7 +136,7 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         for start in range(0, len(values), per_statement):
             chunk = values[start : start + per_statement]
             flat = tuple(chain.from_iterable(chunk))
-            conn.exec_driver_sql(compiled.multi_row_sql(len(chunk)), flat)
+            execute_sql(conn, compiled.multi_row_sql(len(chunk)), flat)
     elif compiled.positional:
         conn.exec_driver_sql(compiled.sql, values)
     else:

@@ -408,6 +408,19 @@ WrittenRow = Written | Row[Any]
 
 
 _RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
+_END_ONE = DirectStatement(
+    update(t.requests)
+    .where(_BY_ID)
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        released_at=bindparam("b_released_at"),
+        seq=bindparam("b_seq"),
+        lapse_at=None,
+    ),
+    returning=WRITTEN_COLUMNS,
+)
+"""A lone request that ends (as :data:`_ENDING`, by one id)."""
 _ENDING_RETURNING = {
     statement: statement.returning(*WRITTEN_COLUMNS) for statement in _ENDING.values()
 }
@@ -478,6 +491,14 @@ def _end_alike(
     common: dict[str, Any],
     written: dict[UUID, tuple[str, dict[str, Any]]],
 ) -> None:
+    if len(ids) == 1 and conn.dialect.update_returning:
+        # A lone ending (a step's release): one row by id, on the driver's cursor.
+        found = _END_ONE.first(conn, {**common, "b_id": ids[0]})
+        if found is None:
+            raise StaleStateError("A request changed under the scheduling lock.")
+        ended = Written(**found)
+        written[ended.id] = (ended.requester, volatile(ended))
+        return
     statement = _ENDING[conn.dialect.name == "postgresql"]
     for chunk in _chunks(ids):
         params = {**common, "b_ids": list(chunk)}

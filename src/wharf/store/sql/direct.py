@@ -107,9 +107,7 @@ class DirectStatement:
     :meth:`rows` like a select's. They are given here rather than with ``.returning()``, whose
     copy of the statement can carry a stale memo of the columns it exports."""
 
-    def __init__(
-        self, statement: ClauseElement, *, returning: Sequence[Column[Any]] = ()
-    ) -> None:
+    def __init__(self, statement: ClauseElement, *, returning: Sequence[Column[Any]] = ()) -> None:
         if returning:
             assert isinstance(statement, UpdateBase)
             statement = statement.returning(*returning)
@@ -147,6 +145,13 @@ class DirectStatement:
             return
         compiled = self._for(conn.dialect, rows[0])
         _run(conn, compiled.sql, [compiled.parameters(r) for r in rows], fetch=False, many=True)
+
+
+def execute_sql(conn: Connection, sql: str, params: Any) -> int:
+    """Send ``sql`` (in the driver's parameter style) with ``params`` on the connection's DBAPI
+    cursor, inside the caller's transaction, errors raised as SQLAlchemy raises them; the
+    driver's row count. For SQL a caller has compiled itself (e.g. multi-row inserts)."""
+    return _run(conn, sql, params, fetch=False)[1]
 
 
 def _run(
