@@ -1,16 +1,15 @@
-"""SQL for resource requests: bulk inserts, bulk loads, status writes and lists.
+"""SQL for resource requests: bulk inserts, bulk loads, lapsed leases and lists.
 
 Owns every statement on ``rm_requests`` and its child tables (subjects, metadata) but the lease
-writes (renewals,
-:mod:`.lease_store`); the rules live in the domain and
-in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their transactions.
+writes (renewals, :mod:`.lease_store`) and the status writes (:mod:`.status_writes`); the rules
+live in the domain and in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their
+transactions.
 
 Invariants:
 - loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
   inserts are one driver ``executemany`` per table (:mod:`.bulk_insert`);
-- every status write is a compare-and-set on the previous status (``WHERE status = :prev``) and
-  :func:`write_transitions` raises :class:`StaleStateError` when a row did not match, so a
-  stale cache can never write over a change it did not see;
+- every status write is a compare-and-set on the previous status (:mod:`.status_writes`), which
+  raises :class:`StaleStateError` when a row did not match;
 - :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
   cache's state version, so answers read without the scheduling lock are never stale;
 - ``lapse_at`` is kept equal to the request's earliest lapse while live and NULL once terminal.
@@ -30,17 +29,14 @@ from sqlalchemy import (
     Row,
     Select,
     Table,
-    Update,
-    and_,
     bindparam,
     func,
     select,
-    update,
 )
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain import ResourceRequest, is_terminal
+from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
@@ -62,7 +58,7 @@ class Loaded:
     requester: str
 
 
-def _chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
+def chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
 
@@ -156,7 +152,7 @@ def load(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, Loaded]:
     """Full requests (with leases, allocations and requester) by id; missing ids are absent."""
     wanted = list(dict.fromkeys(ids))
     found: dict[UUID, Loaded] = {}
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         rows = conn.execute(_LOAD_ROWS.on(conn), {"ids": list(chunk)}).all()
         found.update(_assemble(conn, [codec.mapping(r) for r in rows]))
     return found
@@ -166,7 +162,7 @@ def load_live(conn: Connection) -> dict[UUID, Loaded]:
     """Every pending, allocated or preempting request."""
     maps = [codec.mapping(r) for r in conn.execute(_LOAD_LIVE).all()]
     found: dict[UUID, Loaded] = {}
-    for chunk in _chunks(maps):
+    for chunk in chunks(maps):
         found.update(_assemble(conn, chunk))
     return found
 
@@ -200,10 +196,41 @@ def with_volatile(conn: Connection, models: Mapping[UUID, ResourceRequest]) -> d
     """Complete requests known in memory (immutable parts, status, allocations) with the
     columns renewals change (lease, deadline, renewal time, runtime state) and the requester."""
     found: dict[UUID, Loaded] = {}
-    for chunk in _chunks(list(models)):
+    for chunk in chunks(list(models)):
         for row in conn.execute(_VOLATILE.on(conn), {"ids": list(chunk)}):
             found[row.id] = Loaded(codec.updated(models[row.id], volatile(row)), row.requester)
     return found
+
+
+WRITTEN_COLUMNS = (
+    _R.id,
+    _R.requester,
+    _R.status,
+    _R.seq,
+    _R.runtime_state,
+    _R.lease_expires_at,
+    _R.allocation_deadline,
+    _R.renewed_at,
+)
+"""What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
+
+
+class Written(NamedTuple):
+    """:data:`WRITTEN_COLUMNS` of a row, as a write sent on the driver's cursor returned them
+    (read like SQLAlchemy's ``Row``: by attribute)."""
+
+    id: UUID
+    requester: str
+    status: str
+    seq: int
+    runtime_state: str
+    lease_expires_at: datetime | None
+    allocation_deadline: datetime | None
+    renewed_at: datetime | None
+
+
+WrittenRow = Written | Row[Any]
+"""A row with :data:`WRITTEN_COLUMNS`, from SQLAlchemy or from a direct statement."""
 
 
 def volatile(row: WrittenRow) -> dict[str, Any]:
@@ -241,7 +268,7 @@ def current(
     scheduler-relevant change since ``version`` (``seq``), else loaded whole."""
     rows = [
         row
-        for chunk in _chunks(list(dict.fromkeys(ids)))
+        for chunk in chunks(list(dict.fromkeys(ids)))
         for row in conn.execute(_CURRENT.on(conn), {"ids": list(chunk)})
     ]
     return current_from(conn, rows, known, version)
@@ -323,205 +350,6 @@ def live_leases(conn: Connection) -> list[LeaseRow]:
     return [LeaseRow(*row) for row in conn.execute(_LIVE_LEASES)]
 
 
-# ----------------------------------------------------------------------------- status writes
-
-
-_C = t.requests.c
-_BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
-
-
-def _ending(ids: BindParameter[Any]) -> Update:
-    return (
-        update(t.requests)
-        .where(_C.id.in_(ids), _C.status == bindparam("b_prev"))
-        .values(
-            status=bindparam("b_status"),
-            status_reason=bindparam("b_reason"),
-            released_at=bindparam("b_released_at"),
-            seq=bindparam("b_seq"),
-            lapse_at=None,
-        )
-    )
-
-
-_ENDING = {
-    inline: _ending(bindparam("b_ids", expanding=True, literal_execute=inline))
-    for inline in (False, True)
-}
-"""Requests that end alike (same previous and new status, reason and instant: a batch's
-releases), as one statement by id list; ids are inlined on PostgreSQL for the reason
-:class:`_ByIds` gives."""
-_ADMIT = (
-    update(t.requests)
-    .where(_BY_ID)
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        allocated_at=bindparam("b_allocated_at"),
-        pool_id=bindparam("b_pool_id"),
-        allocations=bindparam("b_allocations"),
-        seq=bindparam("b_seq"),
-        lapse_at=_C.lease_expires_at,
-    )
-)
-_OTHER = (
-    update(t.requests)
-    .where(_BY_ID)
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        preemption_initiated_by_id=bindparam("b_preemptor"),
-        seq=bindparam("b_seq"),
-    )
-)
-
-
-WRITTEN_COLUMNS = (
-    _C.id,
-    _C.requester,
-    _C.status,
-    _C.seq,
-    _C.runtime_state,
-    _C.lease_expires_at,
-    _C.allocation_deadline,
-    _C.renewed_at,
-)
-"""What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
-
-
-class Written(NamedTuple):
-    """:data:`WRITTEN_COLUMNS` of a row, as a write sent on the driver's cursor returned them
-    (read like SQLAlchemy's ``Row``: by attribute)."""
-
-    id: UUID
-    requester: str
-    status: str
-    seq: int
-    runtime_state: str
-    lease_expires_at: datetime | None
-    allocation_deadline: datetime | None
-    renewed_at: datetime | None
-
-
-WrittenRow = Written | Row[Any]
-"""A row with :data:`WRITTEN_COLUMNS`, from SQLAlchemy or from a direct statement."""
-
-
-_RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
-_END_ONE = DirectStatement(
-    update(t.requests)
-    .where(_BY_ID)
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        released_at=bindparam("b_released_at"),
-        seq=bindparam("b_seq"),
-        lapse_at=None,
-    ),
-    returning=WRITTEN_COLUMNS,
-)
-"""A lone request that ends (as :data:`_ENDING`, by one id)."""
-_ENDING_RETURNING = {
-    statement: statement.returning(*WRITTEN_COLUMNS) for statement in _ENDING.values()
-}
-
-
-def write_transitions(
-    conn: Connection, changes: Iterable[tuple[ResourceRequest, ResourceRequest]], seq: int
-) -> dict[UUID, tuple[str, dict[str, Any]]]:
-    """Write ``(before, after)`` request changes with compare-and-set on the previous status.
-
-    Returns (requester, lease columns) of the rows the database handed back as written, which
-    saves reading them again to answer their callers: where the database has
-    ``UPDATE ... RETURNING`` (SQLite, PostgreSQL), requests that end alike are one statement
-    by id list and a lone change of another kind is one statement; other changes are written
-    in bulk (``executemany``) and return nothing."""
-    ending: dict[tuple[Any, ...], list[UUID]] = {}
-    admitted: list[dict[str, Any]] = []
-    other: list[dict[str, Any]] = []
-    for before, after in changes:
-        if is_terminal(after.status) and not is_terminal(before.status):
-            alike = (
-                before.status.value,
-                after.status.value,
-                after.status_reason,
-                after.released_at,
-            )
-            ending.setdefault(alike, []).append(after.id)
-            continue
-        params: dict[str, Any] = {
-            "b_id": after.id,
-            "b_prev": before.status.value,
-            "b_status": after.status.value,
-            "b_reason": after.status_reason,
-            "b_seq": seq,
-        }
-        if after.status is S.ALLOCATED and before.status is S.PENDING:
-            params["b_allocated_at"] = after.allocated_at
-            params["b_pool_id"] = after.allocations[0].pool_id if after.allocations else None
-            params["b_allocations"] = codec.allocation_entries(after.allocations)
-            admitted.append(params)
-        else:
-            params["b_preemptor"] = after.preemption_initiated_by_id
-            other.append(params)
-    written: dict[UUID, tuple[str, dict[str, Any]]] = {}
-    for (prev, status, reason, released_at), ids in ending.items():
-        common = {
-            "b_prev": prev,
-            "b_status": status,
-            "b_reason": reason,
-            "b_released_at": released_at,
-            "b_seq": seq,
-        }
-        _end_alike(conn, ids, common, written)
-    for statement, batch in ((_ADMIT, admitted), (_OTHER, other)):
-        if len(batch) == 1 and conn.dialect.update_returning:
-            row = conn.execute(_RETURNING[statement], batch[0]).first()
-            if row is None:
-                raise StaleStateError("A request changed under the scheduling lock.")
-            written[batch[0]["b_id"]] = (row.requester, volatile(row))
-        elif batch:
-            _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
-    return written
-
-
-def _end_alike(
-    conn: Connection,
-    ids: list[UUID],
-    common: dict[str, Any],
-    written: dict[UUID, tuple[str, dict[str, Any]]],
-) -> None:
-    if len(ids) == 1 and conn.dialect.update_returning:
-        # A lone ending (a step's release): one row by id, on the driver's cursor.
-        found = _END_ONE.first(conn, {**common, "b_id": ids[0]})
-        if found is None:
-            raise StaleStateError("A request changed under the scheduling lock.")
-        ended = Written(**found)
-        written[ended.id] = (ended.requester, volatile(ended))
-        return
-    statement = _ENDING[conn.dialect.name == "postgresql"]
-    for chunk in _chunks(ids):
-        params = {**common, "b_ids": list(chunk)}
-        if conn.dialect.update_returning:
-            rows = conn.execute(_ENDING_RETURNING[statement], params).all()
-            if len(rows) != len(chunk):
-                raise StaleStateError(
-                    f"{len(chunk) - len(rows)} of {len(chunk)} requests changed under the "
-                    "scheduling lock."
-                )
-            for row in rows:
-                written[row.id] = (row.requester, volatile(row))
-        else:
-            _checked(conn, conn.execute(statement, params).rowcount, len(chunk))
-
-
-def _checked(conn: Connection, rowcount: int, expected: int) -> None:
-    if conn.dialect.supports_sane_multi_rowcount and rowcount not in (-1, expected):
-        raise StaleStateError(
-            f"{expected - rowcount} of {expected} requests changed under the scheduling lock."
-        )
-
-
 def count_live_in_pool(conn: Connection, pool_id: UUID) -> int:
-    statement = select(func.count()).where(_C.pool_id == pool_id, _C.status.in_(LIVE))
+    statement = select(func.count()).where(_R.pool_id == pool_id, _R.status.in_(LIVE))
     return int(conn.execute(statement).scalar_one())

@@ -10,7 +10,7 @@ created request comes back already allocated when the cycle admitted it.
 
 Invariants:
 - writes are staged and flushed in bulk after the cycle: status transitions first
-  (compare-and-set, see :func:`request_store.write_transitions`; an admission writes its
+  (compare-and-set, see :func:`status_writes.write_transitions`; an admission writes its
   allocations), then the new requests in their final state (allocations included) and their
   child rows, together (one statement per table, or one
   for all of them on PostgreSQL when the batch is small, see :func:`bulk_insert.insert_tables`);
@@ -33,7 +33,7 @@ from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.client.models import ResourceRequestInfo
 from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.scheduler import CycleDecisions
-from wharf.resource_manager.service import codec, request_store
+from wharf.resource_manager.service import codec, request_store, status_writes
 from wharf.resource_manager.service.config_store import Configuration
 from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -142,7 +142,7 @@ class Tx:
             children.add(full)
             self._loaded[request_id] = request_store.Loaded(full, requester)
         # Status changes first (their compare-and-set fails early), then every new row at once.
-        written = request_store.write_transitions(self.conn, self.transitions.values(), self.seq)
+        written = status_writes.write_transitions(self.conn, self.transitions.values(), self.seq)
         for request_id, (requester, columns) in written.items():
             self.lease_columns_written(request_id, requester, columns)
         request_store.insert_requests(self.conn, rows, children)
