@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from uuid import UUID
 
 import pytest
 
@@ -101,6 +102,27 @@ def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> N
     assert allocation_count(rm) == 1  # held was not admitted a second time
 
 
+def _believes_still_held(
+    rm: ResourceManagerService, released: UUID, holder: UUID, monkeypatch: pytest.MonkeyPatch
+) -> list[bool]:
+    """Corrupt the scheduling cache: it believes ``released`` still holds what ``holder``
+    holds. Returns the list that records every invalidation of the cache from now on."""
+    runner = rm._runner
+    view = runner.cache.view
+    stale = view.requests[holder].model_copy(update={"id": released})
+    runner.cache.view = dataclasses.replace(
+        view,
+        requests={**view.requests, released: stale},
+        requesters={**view.requesters, released: ALICE.name},
+    )
+    invalidated: list[bool] = []
+    invalidate = SchedulingCache.invalidate
+    monkeypatch.setattr(
+        SchedulingCache, "invalidate", lambda cache: (invalidated.append(True), invalidate(cache))
+    )
+    return invalidated
+
+
 def test_releases_of_one_batch_are_compare_and_set_together(
     rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -110,22 +132,9 @@ def test_releases_of_one_batch_are_compare_and_set_together(
     held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(3)]
     assert all(info.status is S.ALLOCATED for info in held)
     rm.requests.release(ALICE, held[0].id)
-    # Corrupt the cache: it believes the released request still holds its GPU.
-    runner = rm._runner
-    view = runner.cache.view
-    stale = view.requests[held[1].id].model_copy(update={"id": held[0].id})
-    runner.cache.view = dataclasses.replace(
-        view,
-        requests={**view.requests, held[0].id: stale},
-        requesters={**view.requesters, held[0].id: ALICE.name},
-    )
-    invalidated: list[bool] = []
-    invalidate = SchedulingCache.invalidate
-    monkeypatch.setattr(
-        SchedulingCache, "invalidate", lambda cache: (invalidated.append(True), invalidate(cache))
-    )
+    invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
     slots = [Slot(rm.requests._release(ALICE, info.id, None)) for info in held]
-    runner._execute(slots)  # one batch, as concurrent callers would make it
+    rm._runner._execute(slots)  # one batch, as concurrent callers would make it
     assert invalidated == [True]  # the write by id list matched 2 rows of 3: stale
     assert [slot.result().status for slot in slots] == [S.RELEASED] * 3
     assert allocation_count(rm) == 3  # history kept; nothing admitted twice
@@ -140,21 +149,9 @@ def test_a_lone_release_is_compare_and_set_too(
     setup_pool(rm, gpus_total=2)
     held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(2)]
     rm.requests.release(ALICE, held[0].id)
-    runner = rm._runner
-    view = runner.cache.view
-    stale = view.requests[held[1].id].model_copy(update={"id": held[0].id})
-    runner.cache.view = dataclasses.replace(
-        view,
-        requests={**view.requests, held[0].id: stale},
-        requesters={**view.requesters, held[0].id: ALICE.name},
-    )
-    invalidated: list[bool] = []
-    invalidate = SchedulingCache.invalidate
-    monkeypatch.setattr(
-        SchedulingCache, "invalidate", lambda cache: (invalidated.append(True), invalidate(cache))
-    )
+    invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
     slot = Slot(rm.requests._release(ALICE, held[0].id, None))
-    runner._execute([slot])
+    rm._runner._execute([slot])
     assert invalidated == [True]  # the write by id matched no row: stale
     assert slot.result().status is S.RELEASED  # released before: returned unchanged
     assert rm.requests.release(ALICE, held[1].id).status is S.RELEASED

@@ -212,7 +212,8 @@ WRITTEN_COLUMNS = (
     _R.allocation_deadline,
     _R.renewed_at,
 )
-"""What a write returns to answer without reading the row again: as :data:`_CURRENT` reads."""
+"""What :func:`current` reads, and what a write returns so as to answer without reading the
+row again."""
 
 
 class Written(NamedTuple):
@@ -243,18 +244,7 @@ def volatile(row: WrittenRow) -> dict[str, Any]:
     }
 
 
-_CURRENT = _by_ids(
-    lambda ids: select(
-        _R.id,
-        _R.requester,
-        _R.status,
-        _R.seq,
-        _R.runtime_state,
-        _R.lease_expires_at,
-        _R.allocation_deadline,
-        _R.renewed_at,
-    ).where(_R.id.in_(ids))
-)
+_CURRENT = _by_ids(lambda ids: select(*WRITTEN_COLUMNS).where(_R.id.in_(ids)))
 
 
 def current(

@@ -34,17 +34,19 @@ _C = t.requests.c
 _BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
 
 
+_ENDED: dict[str, Any] = {
+    "status": bindparam("b_status"),
+    "status_reason": bindparam("b_reason"),
+    "released_at": bindparam("b_released_at"),
+    "seq": bindparam("b_seq"),
+    "lapse_at": None,
+}
+"""What an ending writes (by one id or by an id list)."""
+
+
 def _ending(ids: BindParameter[Any]) -> Update:
     return (
-        update(t.requests)
-        .where(_C.id.in_(ids), _C.status == bindparam("b_prev"))
-        .values(
-            status=bindparam("b_status"),
-            status_reason=bindparam("b_reason"),
-            released_at=bindparam("b_released_at"),
-            seq=bindparam("b_seq"),
-            lapse_at=None,
-        )
+        update(t.requests).where(_C.id.in_(ids), _C.status == bindparam("b_prev")).values(**_ENDED)
     )
 
 
@@ -82,16 +84,7 @@ _OTHER = (
 
 _RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
 _END_ONE = DirectStatement(
-    update(t.requests)
-    .where(_BY_ID)
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        released_at=bindparam("b_released_at"),
-        seq=bindparam("b_seq"),
-        lapse_at=None,
-    ),
-    returning=WRITTEN_COLUMNS,
+    update(t.requests).where(_BY_ID).values(**_ENDED), returning=WRITTEN_COLUMNS
 )
 """A lone request that ends (as :data:`_ENDING`, by one id)."""
 _ENDING_RETURNING = {
