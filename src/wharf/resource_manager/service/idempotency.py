@@ -34,6 +34,7 @@ from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_,
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
+from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.types import LONG_TEXT
 
 MAX_KEY_LENGTH = t.KEY_LENGTH
@@ -93,6 +94,9 @@ Stored = dict[tuple[str, str, str], tuple[str, str]]
 _CHUNK = 100
 _LOOKUPS: dict[int, Select[Any]] = {}
 """Number of keys -> the statement that looks them up (built once per size, at most _CHUNK)."""
+_DIRECT_LOOKUPS: dict[int, DirectStatement] = {}
+"""The same, run on the driver's cursor: every transaction with keys looks them up, and
+SQLAlchemy's execution layer cost more than the query."""
 
 
 def _lookup_statement(count: int) -> Select[Any]:
@@ -117,6 +121,13 @@ def _lookup_statement(count: int) -> Select[Any]:
     return statement
 
 
+def _direct_lookup(count: int) -> DirectStatement:
+    statement = _DIRECT_LOOKUPS.get(count)
+    if statement is None:
+        statement = _DIRECT_LOOKUPS[count] = DirectStatement(_lookup_statement(count))
+    return statement
+
+
 def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
     """Every stored key among ``keys``; pass an entry to :func:`replay` with its key."""
     padded = conn.dialect.name in ("mysql", "mariadb")
@@ -130,11 +141,10 @@ def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
             params[f"i_p{index}"] = principal
             params[f"i_o{index}"] = operation
             params[f"i_k{index}"] = key
-        rows = [tuple(row) for row in conn.execute(_lookup_statement(len(chunk)), params)]
-        for principal, operation, key, fingerprint, response in rows:
-            scope = stored_scope((principal, operation, key), padded)
+        for row in _direct_lookup(len(chunk)).rows(conn, params):
+            scope = stored_scope((row["principal"], row["operation"], row["key"]), padded)
             if scope in wanted:
-                found[scope] = (fingerprint, response)
+                found[scope] = (row["fingerprint"], row["response"])
     return found
 
 
@@ -164,13 +174,15 @@ def find(conn: Connection, stored: Stored, key: IdempotencyKey) -> str | None:
     return replay(key, stored.get(stored_scope(key.scope, padded)))
 
 
-_STORE = insert(t.idempotency_keys).values(
-    principal=bindparam("principal"),
-    operation=bindparam("operation"),
-    key=bindparam("key"),
-    fingerprint=bindparam("fingerprint"),
-    response=bindparam("response", type_=LONG_TEXT),
-    created=bindparam("created"),
+_STORE = DirectStatement(
+    insert(t.idempotency_keys).values(
+        principal=bindparam("principal"),
+        operation=bindparam("operation"),
+        key=bindparam("key"),
+        fingerprint=bindparam("fingerprint"),
+        response=bindparam("response", type_=LONG_TEXT),
+        created=bindparam("created"),
+    )
 )
 
 
@@ -178,8 +190,8 @@ def store(conn: Connection, entries: list[tuple[IdempotencyKey, str]], now: date
     """Store each key with its call's response, already encoded as JSON text."""
     if not entries:
         return
-    conn.execute(
-        _STORE,
+    _STORE.execute_many(
+        conn,
         [
             {
                 "principal": key.principal,
