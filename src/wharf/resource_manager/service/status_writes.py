@@ -82,7 +82,11 @@ _OTHER = (
 )
 
 
-_RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
+_RETURNING = {
+    statement: DirectStatement(statement, returning=WRITTEN_COLUMNS)
+    for statement in (_ADMIT, _OTHER)
+}
+"""A lone change of its kind (an admission, a preemption ...), on the driver's cursor."""
 _END_ONE = DirectStatement(
     update(t.requests).where(_BY_ID).values(**_ENDED), returning=WRITTEN_COLUMNS
 )
@@ -142,10 +146,11 @@ def write_transitions(
         _end_alike(conn, ids, common, written)
     for statement, batch in ((_ADMIT, admitted), (_OTHER, other)):
         if len(batch) == 1 and conn.dialect.update_returning:
-            row = conn.execute(_RETURNING[statement], batch[0]).first()
-            if row is None:
+            found = _RETURNING[statement].first(conn, batch[0])
+            if found is None:
                 raise StaleStateError("A request changed under the scheduling lock.")
-            written[batch[0]["b_id"]] = (row.requester, volatile(row))
+            row = Written(**found)
+            written[row.id] = (row.requester, volatile(row))
         elif batch:
             _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
     return written
