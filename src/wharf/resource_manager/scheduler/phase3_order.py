@@ -1,6 +1,6 @@
 """Phase 3: the queue order of one pool.
 
-Owns: :class:`PoolQueue`, :func:`order_key`.
+Owns: :class:`PoolQueue`.
 
 Order (first wins): priority lane; then requests whose whole primary route fits in their
 policy's *unused reserved share* (they take nothing from anyone); then higher policy priority;
@@ -30,10 +30,6 @@ from wharf.resource_manager.scheduler.phase2_nominate import Candidate, RoutePla
 
 BaseKey = tuple[int, int, int, tuple[datetime, int]]
 _first = itemgetter(0)
-
-
-def order_key(candidate: Candidate, pool_index: int, ledger: Ledger) -> BaseKey:
-    return (*_policy_order(candidate.plans[pool_index], ledger), candidate.fifo)
 
 
 def _policy_order(plans: Sequence[RoutePlan], ledger: Ledger) -> tuple[int, int, int]:

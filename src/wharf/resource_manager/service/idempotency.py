@@ -92,11 +92,10 @@ Stored = dict[tuple[str, str, str], tuple[str, str]]
 """Scope (as :func:`stored_scope` gives it) -> (fingerprint, response JSON) of stored keys."""
 
 _CHUNK = 100
-_LOOKUPS: dict[int, Select[Any]] = {}
-"""Number of keys -> the statement that looks them up (built once per size, at most _CHUNK)."""
-_DIRECT_LOOKUPS: dict[int, DirectStatement] = {}
-"""The same, run on the driver's cursor: every transaction with keys looks them up, and
-SQLAlchemy's execution layer cost more than the query."""
+_LOOKUPS: dict[int, DirectStatement] = {}
+"""Number of keys -> the statement that looks them up (built once per size, at most _CHUNK),
+run on the driver's cursor: every transaction with keys looks them up, and SQLAlchemy's
+execution layer cost more than the query."""
 
 
 def _lookup_statement(count: int) -> Select[Any]:
@@ -104,27 +103,23 @@ def _lookup_statement(count: int) -> Select[Any]:
     # whatever its statistics say. (A row-value ``IN`` makes SQLite scan the table; an IN list
     # per column makes PostgreSQL, before the table was first analysed, scan every key of the
     # principal.)
-    statement = _LOOKUPS.get(count)
-    if statement is None:
-        terms = [
-            and_(
-                _C.principal == bindparam(f"i_p{index}"),
-                _C.operation == bindparam(f"i_o{index}"),
-                _C.key == bindparam(f"i_k{index}"),
-            )
-            for index in range(count)
-        ]
-        built: Select[Any] = select(
-            _C.principal, _C.operation, _C.key, _C.fingerprint, _RESPONSE_TEXT
-        ).where(or_(*terms))
-        statement = _LOOKUPS[count] = built
-    return statement
+    terms = [
+        and_(
+            _C.principal == bindparam(f"i_p{index}"),
+            _C.operation == bindparam(f"i_o{index}"),
+            _C.key == bindparam(f"i_k{index}"),
+        )
+        for index in range(count)
+    ]
+    return select(_C.principal, _C.operation, _C.key, _C.fingerprint, _RESPONSE_TEXT).where(
+        or_(*terms)
+    )
 
 
 def _direct_lookup(count: int) -> DirectStatement:
-    statement = _DIRECT_LOOKUPS.get(count)
+    statement = _LOOKUPS.get(count)
     if statement is None:
-        statement = _DIRECT_LOOKUPS[count] = DirectStatement(_lookup_statement(count))
+        statement = _LOOKUPS[count] = DirectStatement(_lookup_statement(count))
     return statement
 
 

@@ -35,7 +35,13 @@ from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.request_store import LIVE, WRITTEN_COLUMNS, LeaseRow, Written
+from wharf.resource_manager.service.request_store import (
+    LIVE,
+    WRITTEN_COLUMNS,
+    LeaseRow,
+    Written,
+    first_written,
+)
 from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.types import UtcDateTime
 
@@ -103,8 +109,7 @@ def renew(
     if own:
         params["r_requester"] = requester
     if conn.dialect.update_returning:
-        row = _RENEWALS[(own, True)].first(conn, params)
-        return False if row is None else Written(**row)
+        return first_written(_RENEWALS[(own, True)], conn, params) or False
     return bool(_RENEWALS[(own, False)].execute(conn, params))
 
 

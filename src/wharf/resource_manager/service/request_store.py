@@ -234,6 +234,15 @@ WrittenRow = Written | Row[Any]
 """A row with :data:`WRITTEN_COLUMNS`, from SQLAlchemy or from a direct statement."""
 
 
+def first_written(
+    statement: DirectStatement, conn: Connection, values: Mapping[str, Any]
+) -> Written | None:
+    """Run a write that returns :data:`WRITTEN_COLUMNS` (``DirectStatement(...,
+    returning=WRITTEN_COLUMNS)``) on one row; the row as written, None if none matched."""
+    found = statement.first(conn, values)
+    return None if found is None else Written(**found)
+
+
 def volatile(row: WrittenRow) -> dict[str, Any]:
     """The columns renewals change, from a row that has them (as :data:`VOLATILE` selects)."""
     return {

@@ -24,8 +24,8 @@ from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.request_store import (
     WRITTEN_COLUMNS,
     StaleStateError,
-    Written,
     chunks,
+    first_written,
     volatile,
 )
 from wharf.store.sql.direct import DirectStatement
@@ -146,11 +146,7 @@ def write_transitions(
         _end_alike(conn, ids, common, written)
     for statement, batch in ((_ADMIT, admitted), (_OTHER, other)):
         if len(batch) == 1 and conn.dialect.update_returning:
-            found = _RETURNING[statement].first(conn, batch[0])
-            if found is None:
-                raise StaleStateError("A request changed under the scheduling lock.")
-            row = Written(**found)
-            written[row.id] = (row.requester, volatile(row))
+            _write_one(conn, _RETURNING[statement], batch[0], written)
         elif batch:
             _checked(conn, conn.execute(statement, batch).rowcount, len(batch))
     return written
@@ -164,11 +160,7 @@ def _end_alike(
 ) -> None:
     if len(ids) == 1 and conn.dialect.update_returning:
         # A lone ending (a step's release): one row by id, on the driver's cursor.
-        found = _END_ONE.first(conn, {**common, "b_id": ids[0]})
-        if found is None:
-            raise StaleStateError("A request changed under the scheduling lock.")
-        ended = Written(**found)
-        written[ended.id] = (ended.requester, volatile(ended))
+        _write_one(conn, _END_ONE, {**common, "b_id": ids[0]}, written)
         return
     statement = _ENDING[conn.dialect.name == "postgresql"]
     for chunk in chunks(ids):
@@ -184,6 +176,19 @@ def _end_alike(
                 written[row.id] = (row.requester, volatile(row))
         else:
             _checked(conn, conn.execute(statement, params).rowcount, len(chunk))
+
+
+def _write_one(
+    conn: Connection,
+    statement: DirectStatement,
+    params: dict[str, Any],
+    written: dict[UUID, tuple[str, dict[str, Any]]],
+) -> None:
+    """One compare-and-set write by id that returns the row (StaleStateError if none)."""
+    row = first_written(statement, conn, params)
+    if row is None:
+        raise StaleStateError("A request changed under the scheduling lock.")
+    written[row.id] = (row.requester, volatile(row))
 
 
 def _checked(conn: Connection, rowcount: int, expected: int) -> None:
