@@ -9,22 +9,23 @@ and the same snapshot and ``now`` give the same decisions whatever the input ord
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.resource_manager.builders import at
 from tests.resource_manager.scheduler.worlds import (
+    PROFILE,
     check_invariants,
     new_requests,
     snapshot_of,
+    with_requests,
     worlds,
 )
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain import ResourceRequest, release
+from wharf.resource_manager.domain import release
 from wharf.resource_manager.scheduler import (
     Prepared,
     SchedulerOptions,
@@ -32,17 +33,6 @@ from wharf.resource_manager.scheduler import (
     apply_decisions,
     schedule,
 )
-
-# WHARF_RM_EXAMPLES=2000 pytest ... runs a long bug hunt; the default keeps the suite fast.
-PROFILE = settings(
-    max_examples=int(os.environ.get("WHARF_RM_EXAMPLES", "100")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-
-
-def _with(snapshot: Snapshot, requests: list[ResourceRequest]) -> Snapshot:
-    return Snapshot(snapshot.descriptors, snapshot.pools, snapshot.policies, tuple(requests))
 
 
 @PROFILE
@@ -64,7 +54,7 @@ def test_random_histories_keep_every_invariant(world, data):
             release(r, at(now)) if i in finished and r.holds_capacity else r
             for i, r in enumerate(requests)
         ]
-        before = _with(state, requests)
+        before = with_requests(state, requests)
         decisions = schedule(before, at(now))
         # An index kept across cycles (as the service keeps one) only saves work: its
         # per-request routes never change a decision, whatever happened to the request.
@@ -82,9 +72,11 @@ def test_same_snapshot_and_now_give_the_same_decisions_in_any_input_order(world,
     state = snapshot_of(world, [])
     for cycle in range(3):
         requests = list(state.requests) + data.draw(new_requests(f"c{cycle}", cycle))
-        state = apply_decisions(_with(state, requests), schedule(_with(state, requests), at(cycle)))
+        state = apply_decisions(
+            with_requests(state, requests), schedule(with_requests(state, requests), at(cycle))
+        )
     requests = list(state.requests) + data.draw(new_requests("last", 10))
-    snapshot = _with(state, requests)
+    snapshot = with_requests(state, requests)
     shuffler = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
     shuffled = Snapshot(
         snapshot.descriptors,
@@ -104,7 +96,7 @@ def test_a_victims_resubmission_never_preempts_its_preemptor(world, data):
     state = snapshot_of(world, [])
     for cycle in range(4):
         requests = list(state.requests) + data.draw(new_requests(f"c{cycle}", cycle, True))
-        before = _with(state, requests)
+        before = with_requests(state, requests)
         decisions = schedule(before, at(cycle))
         state = apply_decisions(before, decisions)
         for preemption in decisions.preemptions:
@@ -127,7 +119,7 @@ def _check_no_ping_pong(state: Snapshot, victim_id, preemptor_id, cycle: int) ->
         }
     )
     requests = [release(r, at(cycle + 0.5)) if r.id == victim_id else r for r in state.requests]
-    follow = _with(state, [*requests, clone])
+    follow = with_requests(state, [*requests, clone])
     for extra in range(1, 3):
         decisions = schedule(follow, at(cycle + extra))
         for preemption in decisions.preemptions:

@@ -7,9 +7,11 @@ respect Σ reserved ≤ capacity) plus a script of events (new requests, release
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from tests.resource_manager.builders import grant, klass, policy, pool, request, res
@@ -26,6 +28,13 @@ from wharf.resource_manager.domain import (
     validate_reserved_totals,
 )
 from wharf.resource_manager.scheduler import CycleDecisions, Snapshot
+
+# WHARF_RM_EXAMPLES=2000 pytest ... runs a long bug hunt; the default keeps the suite fast.
+PROFILE = settings(
+    max_examples=int(os.environ.get("WHARF_RM_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 PROJECTS = ("p0", "p1", "p2")
 RESOURCES = ("GPU", "GPU", "CPU")
@@ -145,6 +154,11 @@ def new_requests(
 
 def snapshot_of(world: World, requests: list[ResourceRequest]) -> Snapshot:
     return Snapshot.of(pools=world.pools, policies=world.policies, requests=requests)
+
+
+def with_requests(snapshot: Snapshot, requests: list[ResourceRequest]) -> Snapshot:
+    """``snapshot``'s very configuration tuples (a kept index serves it) with ``requests``."""
+    return Snapshot(snapshot.descriptors, snapshot.pools, snapshot.policies, tuple(requests))
 
 
 def check_invariants(before: Snapshot, decisions: CycleDecisions, after: Snapshot) -> None:

@@ -88,6 +88,32 @@ def test_processes_see_each_others_changes(
     assert d.status is S.PENDING  # one reloaded the configuration: 3 GPUs, all held
 
 
+def _pending_matches(rm: ResourceManagerService) -> bool:
+    """The cache's set of pending ids is exactly its pending requests."""
+    view = rm._runner.cache.view
+    return view.pending == {key for key, r in view.requests.items() if r.status is S.PENDING}
+
+
+def test_the_cache_knows_which_requests_wait(
+    open_rm: Callable[..., ResourceManagerService],
+) -> None:
+    """Whether anything waits is read from a set kept with the cached requests (a scan of
+    every live request cost most of a transaction with thousands live): it follows
+    creations, admissions, releases and cancellations, in this process and from another."""
+    one, two = open_rm(), open_rm()
+    setup_pool(one, gpus_total=2)
+    held = one.requests.create(ALICE, request_spec(gpus(2)))
+    waiting = [two.requests.create(BOB, request_spec(gpus(1))) for _ in range(3)]
+    assert one.requests.get(waiting[0].id).status is S.PENDING
+    assert _pending_matches(one) and _pending_matches(two)
+    assert len(two._runner.cache.view.pending) == 3
+    two.requests.cancel(BOB, waiting[2].id)
+    one.requests.release(ALICE, held.id)  # one learns of the waiters, then admits two of them
+    assert _pending_matches(one) and not one._runner.cache.view.pending
+    two.requests.create(BOB, request_spec(gpus(1)))  # two catches up with one's admissions
+    assert _pending_matches(two) and len(two._runner.cache.view.pending) == 1
+
+
 def test_a_stale_cache_is_detected_and_reloaded(rm: ResourceManagerService) -> None:
     setup_pool(rm, gpus_total=1)
     held = rm.requests.create(ALICE, request_spec(gpus(1)))

@@ -6,8 +6,11 @@ Owns: :func:`schedule` and :func:`run_cycle` (which also returns the cycle's int
 The cycle, as in Kueue's scheduler, is a fixed sequence of small phases over one snapshot:
 
 0. index the configuration (catalog; reused from a :class:`~.prepared.Prepared` when the
-   caller keeps one for this configuration), the holders and the usage ledger;
-1. expire lapsed leases and allocation deadlines (or extend leases after a restart);
+   caller keeps one for this configuration), the holders and the usage ledger (brought up to
+   date from the previous cycle's when the caller keeps a :class:`~.prepared.Prepared`: only
+   requests that changed are indexed again);
+1. expire lapsed leases and allocation deadlines (or extend leases after a restart), and split
+   the live requests into pending and holding;
 2. nominate: resolve demands, match policies, reject what can never be admitted;
 3. order each pool's queue;
 4. fit each candidate in each pool (all-or-nothing, one policy path);
@@ -25,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from wharf.core.enums import ResourceRequestStatus
 from wharf.resource_manager.domain.lifecycle import require_aware
+from wharf.resource_manager.domain.requests import ResourceRequest
 from wharf.resource_manager.scheduler.catalog import Catalog
 from wharf.resource_manager.scheduler.decisions import CycleDecisions, Rejection
 from wharf.resource_manager.scheduler.holders import HolderIndex, build_holders
@@ -67,24 +70,20 @@ def run_cycle(
     """
     options = options or SchedulerOptions()
     require_aware(now)
-    # Sorting first makes every later phase independent of the snapshot's input order.
-    requests = sorted(snapshot.requests, key=lambda r: (r.created_at, r.id.int))
-    expiries, extensions, live = expire(requests, now, options)
+    expiries, extensions, live = expire(snapshot.requests, now, options)
 
     budget = options.route_search_budget
-    if prepared is None or not prepared.serves(snapshot, budget):
+    kept = prepared is not None and prepared.serves(snapshot, budget)
+    if prepared is None or not kept:
         prepared = Prepared(snapshot, budget)
     catalog, nominator = prepared.for_cycle()
-    holders = build_holders(catalog, live)
-    ledger = Ledger(catalog)
-    for holder in holders.holders:
-        ledger.add(holder.holding, returning=holder.preempting)
+    holders, ledger = _holders_and_ledger(catalog, live.holding, prepared if kept else None)
 
+    # Sorting makes every later phase independent of the snapshot's input order.
+    pending = sorted(live.pending, key=lambda r: (r.created_at, r.id.int))
     candidates: list[Candidate] = []
     rejections: list[Rejection] = []
-    for request in live:
-        if request.status is not ResourceRequestStatus.PENDING:
-            continue
+    for request in pending:
         nominated = nominator.nominate(request)
         if isinstance(nominated, str):
             rejections.append(Rejection(request.id, nominated))
@@ -106,7 +105,7 @@ def run_cycle(
         stats={
             "requests": len(snapshot.requests),
             "pending": len(candidates) + len(rejections),
-            "holders": len(holders.holders),
+            "holders": len(holders.by_id),
             "routes_tried": fitter.routes_tried,
             "memo_hits": fitter.memo_hits,
         },
@@ -119,6 +118,24 @@ def run_cycle(
         candidates=candidates,
         admitter=admitter,
     )
+
+
+def _holders_and_ledger(
+    catalog: Catalog, holding: list[ResourceRequest], kept: Prepared | None
+) -> tuple[HolderIndex, Ledger]:
+    """The cycle's holders and a ledger of their usage: from the holder state a caller's
+    :class:`Prepared` keeps between cycles when it can, else built from scratch."""
+    if kept is not None:
+        index = kept.holder_state.update(holding)
+        if index is not None:
+            ledger = kept.holder_state.ledger.copy()
+            ledger.catalog = catalog
+            return index, ledger
+    index = build_holders(catalog, holding)  # before the ledger: it may add stand-in policies
+    ledger = Ledger(catalog)
+    for holder in index.by_id.values():
+        ledger.add(holder.holding, returning=holder.preempting)
+    return index, ledger
 
 
 def schedule(

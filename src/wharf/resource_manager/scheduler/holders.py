@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 from uuid import UUID
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestStatus
@@ -34,14 +35,29 @@ from wharf.resource_manager.scheduler.ledger import Holding, merge_amounts
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+class BorrowedOwner(Protocol):
+    """Whoever computes the ``borrowed`` amounts of the holders it keeps, when first asked."""
+
+    def settle_borrowed(self) -> None: ...
+
+
 @dataclass(slots=True, eq=False)
 class Holder:
     request: ResourceRequest
     holding: Holding
     reclaimable: bool
-    borrowed: dict[int, int] = field(default_factory=dict)
-    """Slot -> borrowed base units (only non-zero)."""
+    _borrowed: dict[int, int] = field(default_factory=dict)
+    _owner: BorrowedOwner | None = None
+    """Set for holders kept between cycles (:mod:`.holder_state`): it brings ``borrowed`` up
+    to date before it is read."""
     _subjects: SubjectSet | None = None
+
+    @property
+    def borrowed(self) -> dict[int, int]:
+        """Slot -> borrowed base units (only non-zero)."""
+        if self._owner is not None:
+            self._owner.settle_borrowed()
+        return self._borrowed
 
     @property
     def policy(self) -> PolicyView:
@@ -66,19 +82,53 @@ class Holder:
 
 @dataclass(slots=True)
 class HolderIndex:
-    holders: list[Holder] = field(default_factory=list)
-    by_pool_slot: dict[int, dict[int, list[Holder]]] = field(default_factory=dict)
+    """The holders of one cycle. Consumers must not depend on the order of :meth:`in_slot`
+    (the preemptor sorts by a total key; :meth:`in_pool` is sorted by request id)."""
+
+    by_pool_slot: dict[int, dict[int, dict[UUID, Holder]]] = field(default_factory=dict)
     by_id: dict[UUID, Holder] = field(default_factory=dict)
 
+    def add(self, holder: Holder) -> None:
+        key = holder.request.id
+        self.by_id[key] = holder
+        pool_slots = self.by_pool_slot.setdefault(holder.holding.pool_index, {})
+        for slot, _ in holder.holding.amounts:
+            pool_slots.setdefault(slot, {})[key] = holder
+
+    def remove(self, holder: Holder) -> None:
+        key = holder.request.id
+        del self.by_id[key]
+        pool_slots = self.by_pool_slot[holder.holding.pool_index]
+        for slot, _ in holder.holding.amounts:
+            del pool_slots[slot][key]
+
     def in_slot(self, pool_index: int, slot: int) -> list[Holder]:
-        return self.by_pool_slot.get(pool_index, {}).get(slot, [])
+        return list(self.by_pool_slot.get(pool_index, {}).get(slot, {}).values())
 
     def in_pool(self, pool_index: int) -> list[Holder]:
         seen: dict[UUID, Holder] = {}
         for holders in self.by_pool_slot.get(pool_index, {}).values():
-            for holder in holders:
-                seen.setdefault(holder.request.id, holder)
+            for key, holder in holders.items():
+                seen.setdefault(key, holder)
         return [seen[key] for key in sorted(seen, key=lambda u: u.int)]
+
+
+def allocation_order(holder: Holder) -> tuple[bool, datetime, int]:
+    """The order in which holders fill their policy's reserved share: tolerance-``none``
+    holders first, then by allocation time, then request id."""
+    request = holder.request
+    return (not holder.holding.pinned, request.allocated_at or request.created_at, request.id.int)
+
+
+def make_holder(catalog: Catalog, request: ResourceRequest) -> Holder | None:
+    """``request`` (which holds capacity) as a holder; None if nothing it holds still exists."""
+    holding = _holding(catalog, request)
+    if holding is None:
+        return None
+    reclaimable = request.reclaim_tolerance is not ReclaimTolerance.NONE and not any(
+        catalog.slots[slot].protected for slot, _ in holding.amounts
+    )
+    return Holder(request=request, holding=holding, reclaimable=reclaimable)
 
 
 def _holding(catalog: Catalog, request: ResourceRequest) -> Holding | None:
@@ -119,28 +169,20 @@ def build_holders(catalog: Catalog, requests: Iterable[ResourceRequest]) -> Hold
         (r for r in requests if r.holds_capacity),
         key=lambda r: (r.allocated_at or r.created_at, r.id.int),
     ):
-        holding = _holding(catalog, request)
-        if holding is None:
-            continue
-        reclaimable = request.reclaim_tolerance is not ReclaimTolerance.NONE and not any(
-            catalog.slots[slot].protected for slot, _ in holding.amounts
-        )
-        holder = Holder(request=request, holding=holding, reclaimable=reclaimable)
-        index.holders.append(holder)
-        index.by_id[request.id] = holder
-        pool_slots = index.by_pool_slot.setdefault(holding.pool_index, {})
-        for slot, _ in holding.amounts:
-            pool_slots.setdefault(slot, []).append(holder)
-    _compute_borrowed(index)
+        holder = make_holder(catalog, request)
+        if holder is not None:
+            index.add(holder)
+    compute_borrowed(index.by_id.values())
     return index
 
 
-def _compute_borrowed(index: HolderIndex) -> None:
+def compute_borrowed(holders: Iterable[Holder]) -> None:
+    """Set ``borrowed`` of ``holders``, every holder of their (policy, slot) pairs."""
     cumulative: dict[tuple[int, int], int] = {}
-    pinned = [h for h in index.holders if h.holding.pinned]
-    others = [h for h in index.holders if not h.holding.pinned]
-    for holder in (*pinned, *others):  # each part already in allocation order
+    for holder in sorted(holders, key=allocation_order):
         policy = holder.policy
+        borrowed_by = holder._borrowed
+        borrowed_by.clear()
         for slot, amount in holder.holding.amounts:
             key = (policy.index, slot)
             before = cumulative.get(key, 0)
@@ -149,4 +191,4 @@ def _compute_borrowed(index: HolderIndex) -> None:
             reserved = policy.reserved.get(slot, 0)
             borrowed = max(0, after - reserved) - max(0, before - reserved)
             if borrowed:
-                holder.borrowed[slot] = borrowed
+                borrowed_by[slot] = borrowed

@@ -15,6 +15,9 @@ Invariants:
   own, so a stale index can never be used;
 - every cycle works on a fork of the catalog, so nothing a cycle adds (stand-ins for deleted
   policies) is seen by the next; the nominator's caches hold only configuration-derived facts;
+- the holder state (:mod:`.holder_state`) holds the holders of the latest cycle and their
+  usage; each cycle brings it to exactly its snapshot's holding requests (a request is reused
+  only as the very same object), so it saves work and never changes a decision;
 - it is not thread-safe: one cycle at a time may use it (the service's combiner is the only
   user of its prepared index; other readers build their own);
 - the nominator's caches are dropped when they hold more than :data:`MAX_SHAPES` request
@@ -26,6 +29,7 @@ Invariants:
 from __future__ import annotations
 
 from wharf.resource_manager.scheduler.catalog import Catalog
+from wharf.resource_manager.scheduler.holder_state import HolderState
 from wharf.resource_manager.scheduler.phase2_nominate import Nominator
 from wharf.resource_manager.scheduler.snapshot import Snapshot
 
@@ -43,6 +47,8 @@ class Prepared:
         self.route_search_budget = route_search_budget
         self.catalog = Catalog(snapshot)
         self.nominator = Nominator(self.catalog, route_search_budget)
+        self.holder_state = HolderState(self.catalog)
+        """The holders of the latest cycle and their usage (see :mod:`.holder_state`)."""
 
     def serves(self, snapshot: Snapshot, route_search_budget: int) -> bool:
         """Whether this index was built from exactly ``snapshot``'s configuration."""

@@ -29,7 +29,6 @@ import dataclasses
 import gc
 from collections.abc import Iterator
 
-from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest, apply_lapse
 from wharf.resource_manager.scheduler import (
     CycleDecisions,
@@ -80,14 +79,14 @@ def expire_lapsed(tx: Tx) -> None:
         lapsed = apply_lapse(timed, tx.now)
         if lapsed is not timed:
             tx.transition(current, neutral(lapsed))
-    if any(r.status is S.PENDING for r in work.values()):
+    if tx.work.pending:
         tx.needs_cycle = True  # capacity came back, or the queue changed
 
 
 def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     """Schedule the working copy and stage every decision; None when there was nothing to do."""
     work = tx.work.requests
-    if not restart and not any(r.status is S.PENDING for r in work.values()):
+    if not restart and not tx.work.pending:
         return None
     config = tx.configuration()
     requests: tuple[ResourceRequest, ...]

@@ -37,6 +37,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection
 
+from wharf.core.enums import ResourceRequestStatus
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import Prepared
 from wharf.resource_manager.service import request_store
@@ -56,6 +57,8 @@ class CacheView:
     """Live requests (neutral) as of ``state_version``."""
     requesters: Mapping[UUID, str] = field(default_factory=dict)
     """Requester of every cached request (ownership checks need no query)."""
+    pending: frozenset[UUID] = frozenset()
+    """The ids of the pending ones among :attr:`requests`."""
 
 
 @dataclass(slots=True)
@@ -82,6 +85,7 @@ class SchedulingCache:
             config=config,
             requests=working.requests,
             requesters=working.requesters,
+            pending=frozenset(working.pending),
         )
 
 
@@ -94,10 +98,31 @@ class Working:
     """Live requests (pending, allocated, preempting), neutral."""
     requesters: dict[UUID, str]
     """Requester of each request in :attr:`requests`."""
+    pending: set[UUID]
+    """The ids of the pending requests in :attr:`requests` (kept with it by :meth:`put` and
+    :meth:`drop`: whether anything waits is asked at every transaction, and scanning every
+    live request for it cost as much as the rest of a transaction with thousands live)."""
     config_dirty: bool = False
     """A configuration write happened in this transaction: reload before the next use."""
     prepared: Prepared | None = None
     """The scheduler's index of :attr:`config`, when one was built for it."""
+
+    def put(self, request: ResourceRequest, requester: str | None = None) -> None:
+        """Add or replace a live request (with its requester, if new)."""
+        key = request.id
+        self.requests[key] = request
+        if requester is not None:
+            self.requesters[key] = requester
+        if request.status is ResourceRequestStatus.PENDING:
+            self.pending.add(key)
+        else:
+            self.pending.discard(key)
+
+    def drop(self, key: UUID) -> None:
+        """Forget a request that ended (or is gone)."""
+        self.requests.pop(key, None)
+        self.requesters.pop(key, None)
+        self.pending.discard(key)
 
     def configuration(self, conn: Connection) -> Configuration:
         if self.config_dirty:
@@ -120,19 +145,18 @@ def open_working(
         config, prepared = load_configuration(conn), None
     known = view.state_version
     if known is None or known > row.state_version:
-        loaded = request_store.load_live(conn)
-        requests = {key: neutral(item.request) for key, item in loaded.items()}
-        requesters = {key: item.requester for key, item in loaded.items()}
-        return Working(config, requests, requesters, prepared=prepared)
-    requests = dict(view.requests)
-    requesters = dict(view.requesters)
+        working = Working(config, {}, {}, set(), prepared=prepared)
+        for item in request_store.load_live(conn).values():
+            working.put(neutral(item.request), item.requester)
+        return working
+    working = Working(
+        config, dict(view.requests), dict(view.requesters), set(view.pending), prepared=prepared
+    )
     if known < row.state_version:
         changed = request_store.changed_since(conn, known)
         live = [key for key, status in changed if status in request_store.LIVE]
         for key, _ in changed:
-            requests.pop(key, None)
-            requesters.pop(key, None)
-        for key, item in request_store.load(conn, live).items():
-            requests[key] = neutral(item.request)
-            requesters[key] = item.requester
-    return Working(config, requests, requesters, prepared=prepared)
+            working.drop(key)
+        for item in request_store.load(conn, live).values():
+            working.put(neutral(item.request), item.requester)
+    return working

@@ -100,8 +100,8 @@ class Tx:
 
     def add_request(self, request: ResourceRequest, requester: str, pool_id: UUID | None) -> None:
         self.created[request.id] = (request, requester, pool_id)
-        self.work.requests[request.id] = self.final[request.id] = codec.neutral(request)
-        self.work.requesters[request.id] = requester
+        self.final[request.id] = neutral = codec.neutral(request)
+        self.work.put(neutral, requester)
         self.changed = True
         self.needs_cycle = True
 
@@ -113,10 +113,9 @@ class Tx:
             self.transitions[after.id] = (first[0] if first else before, after)
         self.final[after.id] = after
         if is_terminal(after.status):
-            self.work.requests.pop(after.id, None)
-            self.work.requesters.pop(after.id, None)
+            self.work.drop(after.id)
         else:
-            self.work.requests[after.id] = after
+            self.work.put(after)
         self.changed = True
 
     def flush(self) -> None:

@@ -1,0 +1,162 @@
+"""The holder state a kept :class:`Prepared` carries between cycles gives exactly what a cycle
+built from scratch gives: the same holders, the same usage, the same ``borrowed`` amounts and
+so the same decisions, whatever came and went between cycles (requests replaced by equal
+copies, holders whose policy was deleted, releases, preemptions)."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.resource_manager.builders import at, grant, holding, klass, policy, pool, res, snapshot
+from tests.resource_manager.scheduler.worlds import (
+    PROFILE,
+    new_requests,
+    snapshot_of,
+    with_requests,
+    worlds,
+)
+from wharf.resource_manager.domain import ResourceRequest, release
+from wharf.resource_manager.scheduler import (
+    Prepared,
+    SchedulerOptions,
+    Snapshot,
+    apply_decisions,
+)
+from wharf.resource_manager.scheduler.cycle import CycleRun, run_cycle
+from wharf.resource_manager.scheduler.holder_state import HolderState
+from wharf.resource_manager.scheduler.holders import build_holders
+
+BUDGET = SchedulerOptions().route_search_budget
+
+
+def _usage(run: CycleRun) -> tuple[object, ...]:
+    ledger = run.ledger
+    return (
+        ledger.used,
+        ledger.returning,
+        ledger.claimed,
+        ledger.over,
+        # a (policy, slot) whose holders all left reads 0 whether its key remains or not
+        {key: used for key, used in ledger.policy_used.items() if used},
+        {key: used for key, used in ledger.pinned_used.items() if used},
+        ledger.pool_count,
+        ledger.class_count,
+        ledger.policy_count,
+    )
+
+
+def _borrowed(run: CycleRun) -> dict[uuid.UUID, dict[int, int]]:
+    return {key: dict(holder.borrowed) for key, holder in run.holders.by_id.items()}
+
+
+def _orphaned(request: ResourceRequest) -> ResourceRequest:
+    """``request`` as if the policy that admitted it had been deleted since."""
+    gone = uuid.uuid4()
+    allocations = tuple(a.model_copy(update={"policy_id": gone}) for a in request.allocations)
+    return request.model_copy(update={"allocations": allocations})
+
+
+def _change(
+    request: ResourceRequest, now: float, *, ended: bool, orphaned: bool, copied: bool
+) -> ResourceRequest:
+    if ended:
+        return release(request, at(now))
+    if orphaned:
+        return _orphaned(request)
+    return request.model_copy() if copied else request
+
+
+@PROFILE
+@given(world=st.one_of(worlds(), worlds(contended=True)), data=st.data())
+def test_a_kept_holder_state_matches_holders_built_from_scratch(world, data):
+    state = snapshot_of(world, [])
+    prepared: Prepared | None = None
+    now = 0
+    for cycle in range(data.draw(st.integers(3, 8), label="cycles")):
+        now += data.draw(st.sampled_from([1, 4, 15]), label="elapsed")
+        requests = list(state.requests) + data.draw(
+            new_requests(f"c{cycle}", now, len(world.pools) == 1), label="arrivals"
+        )
+        holding = [i for i, r in enumerate(requests) if r.holds_capacity]
+        # Holders end (preempting ones too), are replaced by equal copies (a new object is
+        # a changed request to the state), or lose their policy.
+        ended = data.draw(
+            st.sets(st.sampled_from(holding), max_size=3) if holding else st.just(set())
+        )
+        copied = data.draw(
+            st.sets(st.sampled_from(holding), max_size=3) if holding else st.just(set())
+        )
+        orphan = data.draw(st.sampled_from([None, *holding]) if holding else st.none())
+        changed = [
+            _change(request, now, ended=i in ended, orphaned=i == orphan, copied=i in copied)
+            for i, request in enumerate(requests)
+        ]
+        before = with_requests(state, changed)
+        if prepared is None:
+            prepared = Prepared(before, BUDGET)
+        kept = run_cycle(before, at(now), prepared=prepared)
+        fresh = run_cycle(before, at(now))
+        assert kept.decisions == fresh.decisions
+        assert kept.holders.by_id.keys() == fresh.holders.by_id.keys()
+        assert _usage(kept) == _usage(fresh)
+        assert _borrowed(kept) == _borrowed(fresh)
+        state = apply_decisions(before, kept.decisions)
+
+
+P = pool("p", klass("c", GPU=8))
+TEAM = policy("team", P)
+
+
+def _holders() -> tuple[Snapshot, list[ResourceRequest]]:
+    holders = [holding(f"h{i}", P, TEAM, {("c", "GPU"): 1}, allocated=i) for i in range(4)]
+    return snapshot([P], [TEAM], holders), holders
+
+
+def test_a_holder_whose_policy_is_gone_makes_the_state_start_over():
+    snap, holders = _holders()
+    prepared = Prepared(snap, BUDGET)
+    state = prepared.holder_state
+    assert state.update(holders) is not None
+    assert state.update([*holders, _orphaned(holders[0])]) is None
+    # Emptied: the next update builds everything again, equal to a fresh index.
+    index = state.update(holders)
+    assert index is not None
+    assert index.by_id.keys() == build_holders(prepared.catalog, holders).by_id.keys()
+
+
+def test_the_state_drops_what_left_and_keeps_the_same_objects():
+    snap, holders = _holders()
+    state = HolderState(Prepared(snap, BUDGET).catalog)
+    first = state.update(holders)
+    assert first is not None
+    kept = dict(first.by_id)
+    second = state.update(holders[1:])
+    assert second is not None
+    assert holders[0].id not in second.by_id
+    assert all(second.by_id[r.id] is kept[r.id] for r in holders[1:])
+    assert sum(state.ledger.pool_count) == len(holders) - 1
+
+
+def test_borrowed_amounts_follow_holders_that_leave_or_come():
+    """The first two holders fill the reserved share; the later ones borrow. When an early
+    holder leaves, the next in allocation order moves into the share (with no other change
+    in its group): the state recomputes the group, as a fresh index does."""
+    shared = policy("shared", P, grant("c", GPU=res(2)))
+    holders = [holding(f"b{i}", P, shared, {("c", "GPU"): 1}, allocated=i) for i in range(4)]
+    prepared = Prepared(snapshot([P], [shared], holders), BUDGET)
+    state = prepared.holder_state
+    for now in (
+        holders,
+        holders[1:],
+        [*holders[1:], holding("b9", P, shared, {("c", "GPU"): 1}, allocated=9)],
+    ):
+        index = state.update(now)
+        assert index is not None
+        fresh = build_holders(prepared.catalog, now)
+        assert {k: dict(h.borrowed) for k, h in index.by_id.items()} == {
+            k: dict(h.borrowed) for k, h in fresh.by_id.items()
+        }
+    assert [bool(index.by_id[r.id].borrowed) for r in now] == [False, False, True, True]
