@@ -5,6 +5,7 @@ copies, holders whose policy was deleted, releases, preemptions)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 from hypothesis import given
@@ -18,8 +19,10 @@ from tests.resource_manager.scheduler.worlds import (
     with_requests,
     worlds,
 )
+from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest, release
 from wharf.resource_manager.scheduler import (
+    LiveSplit,
     Prepared,
     SchedulerOptions,
     Snapshot,
@@ -30,6 +33,7 @@ from wharf.resource_manager.scheduler.holder_state import HolderState
 from wharf.resource_manager.scheduler.holders import build_holders
 
 BUDGET = SchedulerOptions().route_search_budget
+LIVE = {S.PENDING, S.ALLOCATED, S.PREEMPTING}
 
 
 def _usage(run: CycleRun) -> tuple[object, ...]:
@@ -160,3 +164,28 @@ def test_borrowed_amounts_follow_holders_that_leave_or_come():
             k: dict(h.borrowed) for k, h in fresh.by_id.items()
         }
     assert [bool(index.by_id[r.id].borrowed) for r in now] == [False, False, True, True]
+
+
+def _lease_free(request: ResourceRequest) -> ResourceRequest:
+    return request.model_copy(update={"lease_expires_at": None, "allocation_deadline": None})
+
+
+@PROFILE
+@given(world=st.one_of(worlds(), worlds(contended=True)), data=st.data())
+def test_a_snapshot_split_by_its_caller_gives_the_same_decisions(world, data):
+    """The service hands over its live, lease-free requests already split into pending and
+    holding: the cycle must decide exactly as it does when it splits them itself."""
+    state = snapshot_of(world, [])
+    prepared: Prepared | None = None
+    for cycle in range(data.draw(st.integers(2, 6), label="cycles")):
+        arrivals = data.draw(new_requests(f"c{cycle}", cycle, len(world.pools) == 1))
+        requests = [_lease_free(r) for r in (*state.requests, *arrivals) if r.status in LIVE]
+        pending = tuple(r for r in requests if r.status is S.PENDING)
+        holding = tuple(r for r in requests if r.holds_capacity)
+        plain = with_requests(state, [*holding, *pending])
+        split = dataclasses.replace(plain, split=LiveSplit(pending, holding))
+        if prepared is None:
+            prepared = Prepared(plain, BUDGET)
+        decisions = run_cycle(plain, at(cycle)).decisions
+        assert run_cycle(split, at(cycle), prepared=prepared).decisions == decisions
+        state = apply_decisions(plain, decisions)

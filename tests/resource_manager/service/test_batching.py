@@ -89,17 +89,22 @@ def test_processes_see_each_others_changes(
 
 
 def _pending_matches(rm: ResourceManagerService) -> bool:
-    """The cache's set of pending ids is exactly its pending requests."""
+    """The cache's pending and holding requests are exactly its requests in those statuses."""
     view = rm._runner.cache.view
-    return view.pending == {key for key, r in view.requests.items() if r.status is S.PENDING}
+    split = {**view.pending, **view.holding}
+    return (
+        view.pending.keys() == {k for k, r in view.requests.items() if r.status is S.PENDING}
+        and split.keys() == view.requests.keys()
+        and all(split[key] is request for key, request in view.requests.items())
+    )
 
 
 def test_the_cache_knows_which_requests_wait(
     open_rm: Callable[..., ResourceManagerService],
 ) -> None:
-    """Whether anything waits is read from a set kept with the cached requests (a scan of
-    every live request cost most of a transaction with thousands live): it follows
-    creations, admissions, releases and cancellations, in this process and from another."""
+    """The cache keeps its requests split into pending and holding (a scan of every live
+    request cost most of a transaction with thousands live): the split follows creations,
+    admissions, releases and cancellations, in this process and from another."""
     one, two = open_rm(), open_rm()
     setup_pool(one, gpus_total=2)
     held = one.requests.create(ALICE, request_spec(gpus(2)))

@@ -36,7 +36,7 @@ from wharf.resource_manager.scheduler.reasons import (
     NO_POOL_MATCHES_SELECTOR,
     NO_RESERVED_SHARE_FOR_NONE,
 )
-from wharf.resource_manager.scheduler.snapshot import SchedulerOptions, Snapshot
+from wharf.resource_manager.scheduler.snapshot import LiveSplit, SchedulerOptions, Snapshot
 
 __all__ = [
     "NO_POLICY_ADMITTED",
@@ -49,6 +49,7 @@ __all__ = [
     "Expiry",
     "Explanation",
     "LeaseExtension",
+    "LiveSplit",
     "Preemption",
     "Prepared",
     "QueuePosition",

@@ -31,10 +31,15 @@ from uuid import UUID
 from wharf.resource_manager.domain.lifecycle import require_aware
 from wharf.resource_manager.domain.requests import ResourceRequest
 from wharf.resource_manager.scheduler.catalog import Catalog
-from wharf.resource_manager.scheduler.decisions import CycleDecisions, Rejection
+from wharf.resource_manager.scheduler.decisions import (
+    CycleDecisions,
+    Expiry,
+    LeaseExtension,
+    Rejection,
+)
 from wharf.resource_manager.scheduler.holders import HolderIndex, build_holders
 from wharf.resource_manager.scheduler.ledger import Ledger
-from wharf.resource_manager.scheduler.phase1_expire import expire
+from wharf.resource_manager.scheduler.phase1_expire import Live, expire
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate
 from wharf.resource_manager.scheduler.phase4_fit import Fitter
 from wharf.resource_manager.scheduler.phase6_admit import Admitter
@@ -70,7 +75,14 @@ def run_cycle(
     """
     options = options or SchedulerOptions()
     require_aware(now)
-    expiries, extensions, live = expire(snapshot.requests, now, options)
+    split = snapshot.split
+    if split is not None and options.restart_sweep_interval is None:
+        # Lease-free: nothing can lapse or be extended.
+        expiries: list[Expiry] = []
+        extensions: list[LeaseExtension] = []
+        live = Live(list(split.pending), list(split.holding))
+    else:
+        expiries, extensions, live = expire(snapshot.requests, now, options)
 
     budget = options.route_search_budget
     kept = prepared is not None and prepared.serves(snapshot, budget)

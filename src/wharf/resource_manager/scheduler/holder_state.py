@@ -29,7 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from wharf.resource_manager.domain.requests import ResourceRequest
@@ -64,10 +64,10 @@ class HolderState:
         self._groups: dict[_Group, dict[UUID, Holder]] = {}
         self._dirty: set[_Group] = set()
 
-    def update(self, holding: Iterable[ResourceRequest]) -> HolderIndex | None:
+    def update(self, holding: Sequence[ResourceRequest]) -> HolderIndex | None:
         """Make the state hold exactly ``holding`` (requests that hold capacity); the index,
         or None if one of them needs a stand-in policy (then the state is emptied)."""
-        current = {id(request): request for request in holding}
+        current = dict(zip(map(id, holding), holding, strict=True))
         known, ignored = self._by_object, self._ignored
         # Set operations on the keys: most holders are unchanged, and touching each one in
         # Python would again cost in proportion to every live allocation.

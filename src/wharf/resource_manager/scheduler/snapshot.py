@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from wharf.core.errors import InputError
 from wharf.resource_manager.domain.policies import Policy
@@ -31,12 +32,26 @@ class SchedulerOptions:
     cost of requests with many demands and many candidate classes."""
 
 
+class LiveSplit(NamedTuple):
+    """A snapshot's requests as a caller that keeps them apart already has them."""
+
+    pending: tuple[ResourceRequest, ...]
+    holding: tuple[ResourceRequest, ...]
+    """Allocated or preempting."""
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     descriptors: tuple[ResourceDescriptor, ...]
     pools: tuple[Pool, ...]
     policies: tuple[Policy, ...]
     requests: tuple[ResourceRequest, ...]
+    split: LiveSplit | None = None
+    """Optional, from a caller that keeps its requests apart (the service's working copy):
+    exactly :attr:`requests`, every one live and lease-free (no lease, no allocation
+    deadline), split by status. A cycle then reads no request outside the queue, so with
+    thousands of allocations live an event does not touch each of them. Trusted, not checked:
+    the decisions are those of the same snapshot without it."""
 
     @classmethod
     def of(

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from wharf.resource_manager.domain import ResourceRequest, apply_lapse
 from wharf.resource_manager.scheduler import (
     CycleDecisions,
+    LiveSplit,
     Prepared,
     SchedulerOptions,
     Snapshot,
@@ -94,13 +95,17 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     if restart:
         leases = {row.id: row for row in request_store.live_leases(tx.conn)}
         requests = tuple(_with_lease(r, leases.get(r.id)) for r in work.values())
+        split = None
     else:
-        requests = tuple(work.values())
+        # The working copy is live and lease-free, and keeps its requests split by status.
+        split = LiveSplit(tuple(tx.work.pending.values()), tuple(tx.work.holding.values()))
+        requests = split.pending + split.holding
     snapshot = Snapshot(
         descriptors=config.descriptors,
         pools=config.pools,
         policies=config.policies,
         requests=requests,
+        split=split,
     )
     budget = tx.options.route_search_budget
     options = SchedulerOptions(

@@ -57,8 +57,10 @@ class CacheView:
     """Live requests (neutral) as of ``state_version``."""
     requesters: Mapping[UUID, str] = field(default_factory=dict)
     """Requester of every cached request (ownership checks need no query)."""
-    pending: frozenset[UUID] = frozenset()
-    """The ids of the pending ones among :attr:`requests`."""
+    pending: Mapping[UUID, ResourceRequest] = field(default_factory=dict)
+    """The pending ones among :attr:`requests`."""
+    holding: Mapping[UUID, ResourceRequest] = field(default_factory=dict)
+    """The allocated and preempting ones among :attr:`requests`."""
 
 
 @dataclass(slots=True)
@@ -85,7 +87,8 @@ class SchedulingCache:
             config=config,
             requests=working.requests,
             requesters=working.requesters,
-            pending=frozenset(working.pending),
+            pending=working.pending,
+            holding=working.holding,
         )
 
 
@@ -98,10 +101,11 @@ class Working:
     """Live requests (pending, allocated, preempting), neutral."""
     requesters: dict[UUID, str]
     """Requester of each request in :attr:`requests`."""
-    pending: set[UUID]
-    """The ids of the pending requests in :attr:`requests` (kept with it by :meth:`put` and
-    :meth:`drop`: whether anything waits is asked at every transaction, and scanning every
-    live request for it cost as much as the rest of a transaction with thousands live)."""
+    pending: dict[UUID, ResourceRequest]
+    holding: dict[UUID, ResourceRequest]
+    """:attr:`requests` split by status, kept with it by :meth:`put` and :meth:`drop`: a cycle
+    reads the queue and hands the scheduler the holders without looking at each request
+    (with thousands of allocations live, that alone cost more than the rest of a transaction)."""
     config_dirty: bool = False
     """A configuration write happened in this transaction: reload before the next use."""
     prepared: Prepared | None = None
@@ -114,15 +118,18 @@ class Working:
         if requester is not None:
             self.requesters[key] = requester
         if request.status is ResourceRequestStatus.PENDING:
-            self.pending.add(key)
+            self.pending[key] = request
+            self.holding.pop(key, None)
         else:
-            self.pending.discard(key)
+            self.holding[key] = request
+            self.pending.pop(key, None)
 
     def drop(self, key: UUID) -> None:
         """Forget a request that ended (or is gone)."""
         self.requests.pop(key, None)
         self.requesters.pop(key, None)
-        self.pending.discard(key)
+        self.pending.pop(key, None)
+        self.holding.pop(key, None)
 
     def configuration(self, conn: Connection) -> Configuration:
         if self.config_dirty:
@@ -145,12 +152,17 @@ def open_working(
         config, prepared = load_configuration(conn), None
     known = view.state_version
     if known is None or known > row.state_version:
-        working = Working(config, {}, {}, set(), prepared=prepared)
+        working = Working(config, {}, {}, {}, {}, prepared=prepared)
         for item in request_store.load_live(conn).values():
             working.put(neutral(item.request), item.requester)
         return working
     working = Working(
-        config, dict(view.requests), dict(view.requesters), set(view.pending), prepared=prepared
+        config,
+        dict(view.requests),
+        dict(view.requesters),
+        dict(view.pending),
+        dict(view.holding),
+        prepared=prepared,
     )
     if known < row.state_version:
         changed = request_store.changed_since(conn, known)
