@@ -100,7 +100,7 @@ class HolderState:
         self._dirty.clear()
 
     def _keep(self, holder: Holder) -> None:
-        holder._owner = self
+        holder.kept_by(self)
         self.index.add(holder)
         self.ledger.add(holder.holding, returning=holder.preempting)
         key = holder.request.id
@@ -134,8 +134,4 @@ def _settle_group(group: _Group, members: Iterable[Holder]) -> None:
         reserved = holder.holding.policy.reserved.get(slot, 0)
         amount = dict(holder.holding.amounts)[slot]
         before, cumulative = cumulative, cumulative + amount
-        borrowed = max(0, cumulative - reserved) - max(0, before - reserved)
-        if borrowed:
-            holder._borrowed[slot] = borrowed
-        else:
-            holder._borrowed.pop(slot, None)
+        holder.set_borrowed(slot, max(0, cumulative - reserved) - max(0, before - reserved))

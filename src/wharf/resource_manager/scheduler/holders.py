@@ -59,6 +59,17 @@ class Holder:
             self._owner.settle_borrowed()
         return self._borrowed
 
+    def kept_by(self, owner: BorrowedOwner) -> None:
+        """From now on ``owner`` brings :attr:`borrowed` up to date before it is read."""
+        self._owner = owner
+
+    def set_borrowed(self, slot: int, amount: int) -> None:
+        """Record what this holder borrows in ``slot`` (0: nothing)."""
+        if amount:
+            self._borrowed[slot] = amount
+        else:
+            self._borrowed.pop(slot, None)
+
     @property
     def policy(self) -> PolicyView:
         return self.holding.policy
@@ -177,18 +188,15 @@ def build_holders(catalog: Catalog, requests: Iterable[ResourceRequest]) -> Hold
 
 
 def compute_borrowed(holders: Iterable[Holder]) -> None:
-    """Set ``borrowed`` of ``holders``, every holder of their (policy, slot) pairs."""
+    """Set the ``borrowed`` amounts of ``holders``, which must be every holder of each
+    (policy, slot) pair they hold in."""
     cumulative: dict[tuple[int, int], int] = {}
     for holder in sorted(holders, key=allocation_order):
         policy = holder.policy
-        borrowed_by = holder._borrowed
-        borrowed_by.clear()
         for slot, amount in holder.holding.amounts:
             key = (policy.index, slot)
             before = cumulative.get(key, 0)
             after = before + amount
             cumulative[key] = after
             reserved = policy.reserved.get(slot, 0)
-            borrowed = max(0, after - reserved) - max(0, before - reserved)
-            if borrowed:
-                borrowed_by[slot] = borrowed
+            holder.set_borrowed(slot, max(0, after - reserved) - max(0, before - reserved))
