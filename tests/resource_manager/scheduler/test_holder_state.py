@@ -27,10 +27,12 @@ from wharf.resource_manager.scheduler import (
     SchedulerOptions,
     Snapshot,
     apply_decisions,
+    phase5_preempt,
 )
 from wharf.resource_manager.scheduler.cycle import CycleRun, run_cycle
 from wharf.resource_manager.scheduler.holder_state import HolderState
-from wharf.resource_manager.scheduler.holders import build_holders
+from wharf.resource_manager.scheduler.holders import Holder, HolderIndex, build_holders
+from wharf.resource_manager.scheduler.phase5_preempt import Waiter
 
 BUDGET = SchedulerOptions().route_search_budget
 LIVE = {S.PENDING, S.ALLOCATED, S.PREEMPTING}
@@ -189,3 +191,38 @@ def test_a_snapshot_split_by_its_caller_gives_the_same_decisions(world, data):
         decisions = run_cycle(plain, at(cycle)).decisions
         assert run_cycle(split, at(cycle), prepared=prepared).decisions == decisions
         state = apply_decisions(plain, decisions)
+
+
+def _every_candidate(holders: HolderIndex, waiter: Waiter, taken: set[uuid.UUID]) -> list[Holder]:
+    """Victim candidates the plain way: every allocated holder of a deficit slot not taken."""
+    pool_index = waiter.policy.pool_index
+    found: dict[uuid.UUID, Holder] = {}
+    for slot in sorted(waiter.deficit_slots):
+        for holder in holders.in_slot(pool_index, slot):
+            if not holder.preempting and holder.request.id not in taken:
+                found.setdefault(holder.request.id, holder)
+    return list(found.values())
+
+
+@PROFILE
+@given(world=worlds(contended=True), data=st.data())
+def test_preemption_walks_only_groups_that_may_yield_and_decides_the_same(world, data):
+    """Victims are looked for only in (policy, slot) groups that borrow, among policies the
+    waiter may preempt: the decisions are those of a walk over every holder."""
+    state = snapshot_of(world, [])
+    for cycle in range(data.draw(st.integers(3, 8), label="cycles")):
+        requests = list(state.requests) + data.draw(new_requests(f"c{cycle}", cycle, True))
+        finished = data.draw(st.sets(st.integers(0, max(0, len(requests) - 1)), max_size=2))
+        requests = [
+            release(r, at(cycle)) if i in finished and r.holds_capacity else r
+            for i, r in enumerate(requests)
+        ]
+        before = with_requests(state, requests)
+        decisions = run_cycle(before, at(cycle)).decisions
+        indexed = phase5_preempt._candidates
+        phase5_preempt._candidates = _every_candidate
+        try:
+            assert run_cycle(before, at(cycle)).decisions == decisions
+        finally:
+            phase5_preempt._candidates = indexed
+        state = apply_decisions(before, decisions)

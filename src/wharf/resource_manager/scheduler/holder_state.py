@@ -30,20 +30,17 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from uuid import UUID
 
 from wharf.resource_manager.domain.requests import ResourceRequest
 from wharf.resource_manager.scheduler.catalog import Catalog
 from wharf.resource_manager.scheduler.holders import (
+    Group,
     Holder,
     HolderIndex,
     allocation_order,
     make_holder,
 )
 from wharf.resource_manager.scheduler.ledger import Ledger
-
-_Group = tuple[int, int]
-"""(policy index, slot index): the scope in which ``borrowed`` is cumulative."""
 
 
 class HolderState:
@@ -61,8 +58,8 @@ class HolderState:
         """``id(request)`` -> its holder. Safe as a key: the holder keeps the request alive."""
         self._ignored: dict[int, ResourceRequest] = {}
         """Holding requests whose pool no longer exists (kept so they are not looked at again)."""
-        self._groups: dict[_Group, dict[UUID, Holder]] = {}
-        self._dirty: set[_Group] = set()
+        self._dirty: set[Group] = set()
+        """Groups whose members changed since their ``borrowed`` was last computed."""
 
     def update(self, holding: Sequence[ResourceRequest]) -> HolderIndex | None:
         """Make the state hold exactly ``holding`` (requests that hold capacity); the index,
@@ -89,43 +86,37 @@ class HolderState:
                 known[key] = holder
         return self.index
 
-    def settle_borrowed(self) -> None:
-        """Recompute ``borrowed`` in every group whose members changed since the last time."""
-        if not self._dirty:
+    def settle_borrowed(self, holder: Holder) -> None:
+        """Recompute ``borrowed`` in those of ``holder``'s groups whose members changed since
+        they were last computed (a holder reads it through here)."""
+        dirty = self._dirty
+        if not dirty:
             return
-        for group in self._dirty:
-            members = self._groups.get(group)
-            if members:
-                _settle_group(group, members.values())
-        self._dirty.clear()
+        for group in _groups_of(holder):
+            if group in dirty:
+                dirty.discard(group)
+                members = self.index.by_group.get(group)
+                if members:
+                    _settle_group(group, members.values())
 
     def _keep(self, holder: Holder) -> None:
         holder.kept_by(self)
         self.index.add(holder)
         self.ledger.add(holder.holding, returning=holder.preempting)
-        key = holder.request.id
-        for group in _groups_of(holder):
-            self._groups.setdefault(group, {})[key] = holder
-            self._dirty.add(group)
+        self._dirty.update(_groups_of(holder))
 
     def _drop(self, holder: Holder) -> None:
         self.index.remove(holder)
         self.ledger.remove(holder.holding, returning=holder.preempting)
-        key = holder.request.id
-        for group in _groups_of(holder):
-            members = self._groups[group]
-            del members[key]
-            if not members:
-                del self._groups[group]
-            self._dirty.add(group)
+        self._dirty.update(_groups_of(holder))
 
 
-def _groups_of(holder: Holder) -> list[_Group]:
+def _groups_of(holder: Holder) -> list[Group]:
     policy_index = holder.holding.policy.index
     return [(policy_index, slot) for slot, _ in holder.holding.amounts]
 
 
-def _settle_group(group: _Group, members: Iterable[Holder]) -> None:
+def _settle_group(group: Group, members: Iterable[Holder]) -> None:
     """``borrowed`` of one (policy, slot) group: the part of the cumulative usage, in
     allocation order, above the policy's reserved share (as :func:`.holders.compute_borrowed`)."""
     _, slot = group

@@ -38,7 +38,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class BorrowedOwner(Protocol):
     """Whoever computes the ``borrowed`` amounts of the holders it keeps, when first asked."""
 
-    def settle_borrowed(self) -> None: ...
+    def settle_borrowed(self, holder: Holder) -> None: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -56,7 +56,7 @@ class Holder:
     def borrowed(self) -> dict[int, int]:
         """Slot -> borrowed base units (only non-zero)."""
         if self._owner is not None:
-            self._owner.settle_borrowed()
+            self._owner.settle_borrowed(self)
         return self._borrowed
 
     def kept_by(self, owner: BorrowedOwner) -> None:
@@ -91,27 +91,70 @@ class Holder:
         return -(allocated - EPOCH)
 
 
+Group = tuple[int, int]
+"""(policy index, slot index): the scope in which ``borrowed`` is cumulative."""
+
+
 @dataclass(slots=True)
 class HolderIndex:
     """The holders of one cycle. Consumers must not depend on the order of :meth:`in_slot`
-    (the preemptor sorts by a total key; :meth:`in_pool` is sorted by request id)."""
+    or :attr:`by_group` (the preemptor sorts by a total key; :meth:`in_pool` is sorted by
+    request id)."""
 
     by_pool_slot: dict[int, dict[int, dict[UUID, Holder]]] = field(default_factory=dict)
     by_id: dict[UUID, Holder] = field(default_factory=dict)
+    by_group: dict[Group, dict[UUID, Holder]] = field(default_factory=dict)
+    group_used: dict[Group, int] = field(default_factory=dict)
+    """What a group's holders hold in its slot: the group borrows (some of its holders have
+    ``borrowed`` in that slot) exactly when this exceeds the policy's reserved share."""
+    slot_policies: dict[int, dict[int, PolicyView]] = field(default_factory=dict)
+    """Slot -> the policies that have holders in it."""
+    preempting: dict[UUID, Holder] = field(default_factory=dict)
 
     def add(self, holder: Holder) -> None:
         key = holder.request.id
         self.by_id[key] = holder
+        if holder.preempting:
+            self.preempting[key] = holder
+        policy = holder.policy
         pool_slots = self.by_pool_slot.setdefault(holder.holding.pool_index, {})
-        for slot, _ in holder.holding.amounts:
+        for slot, amount in holder.holding.amounts:
             pool_slots.setdefault(slot, {})[key] = holder
+            group = (policy.index, slot)
+            self.by_group.setdefault(group, {})[key] = holder
+            self.group_used[group] = self.group_used.get(group, 0) + amount
+            self.slot_policies.setdefault(slot, {})[policy.index] = policy
 
     def remove(self, holder: Holder) -> None:
         key = holder.request.id
         del self.by_id[key]
+        self.preempting.pop(key, None)
+        policy_index = holder.policy.index
         pool_slots = self.by_pool_slot[holder.holding.pool_index]
-        for slot, _ in holder.holding.amounts:
+        for slot, amount in holder.holding.amounts:
             del pool_slots[slot][key]
+            group = (policy_index, slot)
+            members = self.by_group[group]
+            del members[key]
+            self.group_used[group] -= amount
+            if not members:
+                del self.by_group[group], self.group_used[group]
+                del self.slot_policies[slot][policy_index]
+
+    def groups(self, slot: int) -> list[tuple[PolicyView, dict[UUID, Holder]]]:
+        """The policies with holders in ``slot``, each with its holders there."""
+        return [
+            (policy, self.by_group[(policy_index, slot)])
+            for policy_index, policy in self.slot_policies.get(slot, {}).items()
+        ]
+
+    def borrowing_groups(self, slot: int) -> list[tuple[PolicyView, dict[UUID, Holder]]]:
+        """Those of :meth:`groups` some of whose holders borrow in ``slot``."""
+        return [
+            (policy, members)
+            for policy, members in self.groups(slot)
+            if self.group_used[(policy.index, slot)] > policy.reserved.get(slot, 0)
+        ]
 
     def in_slot(self, pool_index: int, slot: int) -> list[Holder]:
         return list(self.by_pool_slot.get(pool_index, {}).get(slot, {}).values())

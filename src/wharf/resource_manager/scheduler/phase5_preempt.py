@@ -112,6 +112,29 @@ def victim_rule(waiter: Waiter, holder: Holder) -> str | None:
     return None
 
 
+def _candidates(holders: HolderIndex, waiter: Waiter, taken: set[UUID]) -> list[Holder]:
+    """Allocated holders not taken yet that :func:`victim_rule` could allow, found without
+    looking at the others. Outside the priority lane it only allows holders that borrow in a
+    deficit slot, so only the (policy, slot) groups that borrow there are walked, and of those
+    only policies the waiter could preempt at all (the lane never; the same policy preemption
+    group never; a priority not below its own only to reclaim its share). A full pool of
+    allocations none of which may be preempted is then no walk over all of them."""
+    policy = waiter.policy
+    group = policy.policy.preemption_group
+    found: dict[UUID, Holder] = {}
+    for slot in sorted(waiter.deficit_slots):
+        groups = holders.groups(slot) if policy.lane else holders.borrowing_groups(slot)
+        for other, members in groups:
+            if other.lane or (group is not None and group == other.policy.preemption_group):
+                continue
+            if not policy.lane and other.priority >= policy.priority and not waiter.within_share:
+                continue
+            for key, holder in members.items():
+                if not holder.preempting and key not in taken:
+                    found.setdefault(key, holder)
+    return list(found.values())
+
+
 def deficits(catalog: Catalog, ledger: Ledger, blocker: Blocker) -> dict[int, int]:
     """Missing base units per slot of the blocked route, before counting returning capacity."""
     missing: dict[int, int] = {}
@@ -183,20 +206,26 @@ def plan_preemption(
         catalog, ledger, candidate, blocker, frozenset(missing), frozenset(outstanding)
     )
     pool_index = policy.pool_index
-    pool_holders: dict[UUID, Holder] = {}
-    for slot in sorted(outstanding):
-        for holder in holders.in_slot(pool_index, slot):
-            if not holder.preempting and holder.request.id not in taken:
-                pool_holders.setdefault(holder.request.id, holder)
-    eligible = [h for h in pool_holders.values() if victim_rule(waiter, h) is not None]
+    eligible = [
+        h for h in _candidates(holders, waiter, taken) if victim_rule(waiter, h) is not None
+    ]
     chosen = cover(outstanding, victim_order(waiter, eligible))
     if chosen is None:
         return f"{blocker.reason} No allocation may be preempted for it."
-    chosen_ids = {holder.request.id for holder in chosen}
+    # Everything that will give its capacity back: the chosen, those already taken in this
+    # cycle and those preempting since earlier cycles (each once; the order of removal does
+    # not matter, the ledger's counters are sums).
+    giving_back = {h.request.id: h for h in chosen}
+    for key in taken:
+        holder = holders.by_id.get(key)
+        if holder is not None and holder.holding.pool_index == pool_index:
+            giving_back[key] = holder
+    for key, holder in holders.preempting.items():
+        if holder.holding.pool_index == pool_index:
+            giving_back[key] = holder
     trial = ledger.copy()
-    for holder in holders.in_pool(pool_index):
-        if holder.preempting or holder.request.id in taken or holder.request.id in chosen_ids:
-            trial.remove(holder.holding)
+    for holder in giving_back.values():
+        trial.remove(holder.holding)
     if fitter.fit(plan, trial) is None:
         return f"{blocker.reason} Preempting the allowed allocations would not make room."
     why = {i: victim_rule(waiter, holder) or "" for i, holder in enumerate(chosen)}
