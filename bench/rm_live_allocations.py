@@ -2,12 +2,19 @@
 
 Issue 4's service: every create, release or cancel runs a scheduling transaction, and a
 cluster may hold thousands of allocations while steps come and go. Per backend (a fresh
-SQLite file, or a throw-away PostgreSQL database), the in-process service with one pool
-(unlimited CPU) and one policy: for each ``--live`` value, requests are created (64 threads,
-so they combine into batches) until that many hold an allocation; then one caller alone
-creates a request (it fits, so its own transaction admits it) and releases it, ``--pairs``
-times. Figures per live count: wall time per create+release pair (p50, p99) and the process's
-CPU time per pair. Writes ``bench/results/rm_live_allocations.json``.
+SQLite file, or a throw-away PostgreSQL database, for each case), the in-process service with
+one pool (one CPU per request) and one policy: requests are created (64 threads, so they
+combine into batches) until ``--live`` of them hold an allocation; then one caller alone runs
+``--pairs`` create + release pairs, in two pools:
+
+- ``free`` (unlimited CPU): the create fits, so its own transaction admits it, and the caller
+  releases it;
+- ``full`` (exactly ``--live`` CPU, and one request already waiting): the create queues behind
+  the blocked head, whose preemption is considered in every cycle (nothing may be preempted:
+  one policy), and the caller then releases one of the held requests, which admits the head.
+
+Figures per case: wall time per pair (p50, p99) and the process's CPU time per pair. Writes
+``bench/results/rm_live_allocations.json``.
 
     python bench/rm_live_allocations.py [--backends sqlite postgresql] [--live 10 1000 3000 10000]
                                         [--pairs 100]
@@ -21,9 +28,11 @@ import os
 import platform
 import statistics
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from rest_server import database
 from rm_service import ADMIN, USER, percentile
@@ -53,15 +62,16 @@ def spec(name: str) -> ResourceRequestCreate:
     )
 
 
-def measure(backend: str, live_counts: list[int], pairs: int) -> list[dict[str, Any]]:
-    rows = []
+def measure(backend: str, live: int, pairs: int, full: bool) -> dict[str, Any]:
+    """One database: ``live`` allocations held, then ``pairs`` create + release pairs."""
+    capacity = str(live) if full else None
     with database(backend) as url, ResourceManagerService.open(url) as rm:
         rm.pools.create(
             ADMIN,
             {
                 "name": "cluster",
                 "classes": [
-                    {"name": "cpu", "capacity": {"CPU": None}, "reclaimable": "coordinated"}
+                    {"name": "cpu", "capacity": {"CPU": capacity}, "reclaimable": "coordinated"}
                 ],
             },
         )
@@ -70,42 +80,48 @@ def measure(backend: str, live_counts: list[int], pairs: int) -> list[dict[str, 
             {"name": "all", "pool": "cluster", "subject_selector": {"subject_type": "project"}},
         )
         requests = rm.requests
-        live = 0
-        for target in sorted(live_counts):
-            with ThreadPoolExecutor(64) as pool:
-                held = list(
-                    pool.map(
-                        lambda i: requests.create(USER, spec(f"held-{i}")), range(live, target)
-                    )
-                )
-            assert all(info.status is S.ALLOCATED for info in held)
-            live = target
-            for i in range(10):  # warm-up
-                requests.release(USER, requests.create(USER, spec(f"warm-{target}-{i}")).id)
-            walls = []
-            cpu_began = time.process_time()
-            for i in range(pairs):
-                began = time.perf_counter()
-                info = requests.create(USER, spec(f"pair-{target}-{i}"))
+        with ThreadPoolExecutor(64) as pool:
+            held = list(pool.map(lambda i: requests.create(USER, spec(f"held-{i}")), range(live)))
+        assert all(info.status is S.ALLOCATED for info in held)
+        holding = deque(info.id for info in held)
+        waiting: deque[UUID] = deque()
+        if full:
+            # A blocked head: every pair's create queues behind it, every release admits it
+            # (and the next pair's create becomes the head).
+            head = requests.create(USER, spec("head"))
+            assert head.status is S.PENDING
+            waiting.append(head.id)
+        walls = []
+        cpu_began = time.process_time()
+        for i in range(pairs):
+            began = time.perf_counter()
+            info = requests.create(USER, spec(f"pair-{i}"))
+            if full:
+                assert info.status is S.PENDING
+                waiting.append(info.id)
+                requests.release(USER, holding.popleft())
+                holding.append(waiting.popleft())  # admitted by that release
+            else:
                 assert info.status is S.ALLOCATED
                 requests.release(USER, info.id)
-                walls.append(time.perf_counter() - began)
-            cpu = time.process_time() - cpu_began
-            row = {
-                "backend": backend,
-                "live": target,
-                "pairs": pairs,
-                "pair_ms_p50": round(1000 * statistics.median(walls), 2),
-                "pair_ms_p99": round(1000 * percentile(walls, 0.99), 2),
-                "cpu_ms_per_pair": round(1000 * cpu / pairs, 2),
-            }
-            print(
-                f"{backend:10s} {target:7d} live: create+release p50 {row['pair_ms_p50']:7.2f} ms, "
-                f"p99 {row['pair_ms_p99']:7.2f} ms, CPU {row['cpu_ms_per_pair']:7.2f} ms",
-                flush=True,
-            )
-            rows.append(row)
-    return rows
+            walls.append(time.perf_counter() - began)
+        cpu = time.process_time() - cpu_began
+    row = {
+        "backend": backend,
+        "pool": "full" if full else "free",
+        "live": live,
+        "pairs": pairs,
+        "pair_ms_p50": round(1000 * statistics.median(walls), 2),
+        "pair_ms_p99": round(1000 * percentile(walls, 0.99), 2),
+        "cpu_ms_per_pair": round(1000 * cpu / pairs, 2),
+    }
+    print(
+        f"{backend:10s} {row['pool']} pool, {live:6d} live: create+release p50 "
+        f"{row['pair_ms_p50']:7.2f} ms, p99 {row['pair_ms_p99']:7.2f} ms, "
+        f"CPU {row['cpu_ms_per_pair']:7.2f} ms",
+        flush=True,
+    )
+    return row
 
 
 def main() -> None:
@@ -116,7 +132,12 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     load_before = os.getloadavg()
-    rows = [row for backend in args.backends for row in measure(backend, args.live, args.pairs)]
+    rows = [
+        measure(backend, live, args.pairs, full)
+        for backend in args.backends
+        for full in (False, True)
+        for live in args.live
+    ]
     result = {
         "benchmark": "rm_live_allocations",
         "python": platform.python_version(),
