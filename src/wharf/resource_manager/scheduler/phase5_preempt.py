@@ -7,7 +7,9 @@ Given a head blocked by capacity on its primary route:
 1. *Deficits* per slot: what is missing after counting capacity that preempting requests will
    return. If returning capacity covers everything, wait: never preempt twice for one gap.
 2. *Candidates*: allocated (not already preempting) holders of a deficit slot that
-   :func:`victim_rule` allows.
+   :func:`victim_rule` allows, looked for only where it could allow one (:func:`_candidates`:
+   groups that borrow, policies the waiter may preempt), so holders that can never yield are
+   not read in every cycle.
 3. *Order*: lowest priority first; then borrowers of the waiter's unused reserved share; then
    the newest allocation; then request id.
 4. *Greedy, then trim*: take candidates in order until every deficit is covered, then walk
