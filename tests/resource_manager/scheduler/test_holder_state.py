@@ -195,10 +195,9 @@ def test_a_snapshot_split_by_its_caller_gives_the_same_decisions(world, data):
 
 def _every_candidate(holders: HolderIndex, waiter: Waiter, taken: set[uuid.UUID]) -> list[Holder]:
     """Victim candidates the plain way: every allocated holder of a deficit slot not taken."""
-    pool_index = waiter.policy.pool_index
     found: dict[uuid.UUID, Holder] = {}
     for slot in sorted(waiter.deficit_slots):
-        for holder in holders.in_slot(pool_index, slot):
+        for holder in holders.in_slot(slot):
             if not holder.preempting and holder.request.id not in taken:
                 found.setdefault(holder.request.id, holder)
     return list(found.values())

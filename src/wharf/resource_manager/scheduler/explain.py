@@ -167,7 +167,7 @@ def _would_have_to_end(
             excess = over + max(0, usage + amounts[slot] - reserved)
             excess -= catalog.slots[slot].unreserved_or_zero
         missing = {slot: excess}
-        scope = [h for h in holders.in_slot(pool_index, slot) if h.policy is policy]
+        scope = list(holders.by_group.get((policy.index, slot), {}).values())
     else:
         # One more request must end; concurrency limits never trigger preemption (phase 5).
         scope = _concurrency_scope(in_pool, blocker)

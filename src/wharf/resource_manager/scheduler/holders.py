@@ -101,7 +101,6 @@ class HolderIndex:
     or :attr:`by_group` (the preemptor sorts by a total key; :meth:`in_pool` is sorted by
     request id)."""
 
-    by_pool_slot: dict[int, dict[int, dict[UUID, Holder]]] = field(default_factory=dict)
     by_id: dict[UUID, Holder] = field(default_factory=dict)
     by_group: dict[Group, dict[UUID, Holder]] = field(default_factory=dict)
     group_used: dict[Group, int] = field(default_factory=dict)
@@ -117,9 +116,7 @@ class HolderIndex:
         if holder.preempting:
             self.preempting[key] = holder
         policy = holder.policy
-        pool_slots = self.by_pool_slot.setdefault(holder.holding.pool_index, {})
         for slot, amount in holder.holding.amounts:
-            pool_slots.setdefault(slot, {})[key] = holder
             group = (policy.index, slot)
             self.by_group.setdefault(group, {})[key] = holder
             self.group_used[group] = self.group_used.get(group, 0) + amount
@@ -130,9 +127,7 @@ class HolderIndex:
         del self.by_id[key]
         self.preempting.pop(key, None)
         policy_index = holder.policy.index
-        pool_slots = self.by_pool_slot[holder.holding.pool_index]
         for slot, amount in holder.holding.amounts:
-            del pool_slots[slot][key]
             group = (policy_index, slot)
             members = self.by_group[group]
             del members[key]
@@ -156,15 +151,14 @@ class HolderIndex:
             if self.group_used[(policy.index, slot)] > policy.reserved.get(slot, 0)
         ]
 
-    def in_slot(self, pool_index: int, slot: int) -> list[Holder]:
-        return list(self.by_pool_slot.get(pool_index, {}).get(slot, {}).values())
+    def in_slot(self, slot: int) -> list[Holder]:
+        """Every holder of ``slot`` (slots are numbered across pools)."""
+        return [holder for _, members in self.groups(slot) for holder in members.values()]
 
     def in_pool(self, pool_index: int) -> list[Holder]:
-        seen: dict[UUID, Holder] = {}
-        for holders in self.by_pool_slot.get(pool_index, {}).values():
-            for key, holder in holders.items():
-                seen.setdefault(key, holder)
-        return [seen[key] for key in sorted(seen, key=lambda u: u.int)]
+        """Every holder of the pool, by request id (for explanations: it reads every holder)."""
+        found = [h for h in self.by_id.values() if h.holding.pool_index == pool_index]
+        return sorted(found, key=lambda h: h.request.id.int)
 
 
 def allocation_order(holder: Holder) -> tuple[bool, datetime, int]:

@@ -40,8 +40,6 @@ def expire(
     live = Live([], [])
     interval = options.restart_sweep_interval
     for request in requests:
-        # One pass that touches each request as little as it can: with thousands of
-        # allocations live, this loop is most of what a cycle costs per request.
         status = request.status
         if status is S.PENDING:
             bucket = live.pending
@@ -56,8 +54,9 @@ def expire(
             bucket.append(request)
             continue
         if request.lease_expires_at is None and request.allocation_deadline is None:
-            # Nothing to lapse: the service schedules lease-free working copies (it expires
-            # leases itself, before the cycle), so this is every request of its cycles.
+            # Nothing to lapse: the service's lease-free working copies (it expires leases
+            # itself, before the cycle; its own cycles hand over a split snapshot and skip
+            # this loop, its what-if questions do not).
             bucket.append(request)
             continue
         outcome = lapse(request, now)

@@ -86,7 +86,6 @@ def expire_lapsed(tx: Tx) -> None:
 
 def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     """Schedule the working copy and stage every decision; None when there was nothing to do."""
-    work = tx.work.requests
     if not restart and not tx.work.pending:
         return None
     config = tx.configuration()
@@ -94,7 +93,7 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     leases: dict[object, request_store.LeaseRow] = {}
     if restart:
         leases = {row.id: row for row in request_store.live_leases(tx.conn)}
-        requests = tuple(_with_lease(r, leases.get(r.id)) for r in work.values())
+        requests = tuple(_with_lease(r, leases.get(r.id)) for r in tx.work.requests.values())
         split = None
     else:
         # The working copy is live and lease-free, and keeps its requests split by status.
