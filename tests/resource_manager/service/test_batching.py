@@ -200,3 +200,34 @@ def test_small_batches_still_serve_every_caller(
             pool.map(lambda _: rm.requests.create(ALICE, request_spec(gpus(1))), range(20))
         )
     assert all(r.status is S.ALLOCATED for r in created)
+
+
+def test_creations_into_a_deep_queue_walk_on_from_the_last_cycle(
+    open_rm: Callable[..., ResourceManagerService],
+) -> None:
+    """A creation behind every waiting request continues the last cycle's walk (no walk of the
+    whole queue); every request ends as a full cycle would have it, and anything else since
+    that cycle (another process's creation, a release) makes the next cycle full again."""
+    one, two = open_rm(), open_rm()
+    setup_pool(one, gpus_total=1)
+    held = one.requests.create(ALICE, request_spec(gpus(1)))
+    head = one.requests.create(ALICE, request_spec(gpus(1)))
+    walk = one._runner.cache.walk
+    assert walk is not None, "a cycle that admitted nothing can be walked on"
+    behind = [one.requests.create(ALICE, request_spec(gpus(1))) for _ in range(3)]
+    assert one._runner.cache.walk is walk, "the same walk, continued"
+    assert [r.status for r in behind] == [S.PENDING] * 3
+    queue = one.pools.queue("gpus")  # a fresh, read-only cycle over the committed state
+    assert [entry.request.id for entry in queue] == [head.id, *(r.id for r in behind)]
+    for entry in queue:
+        assert one.requests.get(entry.request.id).status_reason == entry.reason
+    other = two.requests.create(BOB, request_spec(gpus(1)))
+    last = one.requests.create(ALICE, request_spec(gpus(1)))  # catches up: a full cycle
+    assert one._runner.cache.walk is not walk
+    queue = one.pools.queue("gpus")
+    assert [entry.request.id for entry in queue][-2:] == [other.id, last.id]
+    assert one.requests.get(last.id).status_reason == queue[-1].reason
+    one.requests.release(ALICE, held.id)
+    assert one._runner.cache.walk is None, "that cycle admitted the head"
+    assert one.requests.get(head.id).status is S.ALLOCATED
+    assert [one.requests.get(r.id).status for r in behind] == [S.PENDING] * 3

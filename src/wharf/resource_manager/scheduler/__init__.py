@@ -10,6 +10,8 @@ Public API:
 - :func:`explain` — why one request is pending: queue positions, the blocking rule, and which
   allocations would have to end;
 - :func:`apply_decisions` — the in-memory application of a cycle (simulations, tests);
+- :func:`continue_cycle` — the decisions for requests appended behind every queue since the
+  last cycle, as that cycle's walk continued (None when a full cycle is needed);
 - :class:`Snapshot`, :class:`SchedulerOptions`;
 - :class:`Prepared` — the configuration's index, reusable by every cycle over the same
   configuration (callers that schedule repeatedly keep one per configuration version).
@@ -18,6 +20,7 @@ The phases live in numbered modules (``phase1_expire`` … ``phase6_admit``), se
 """
 
 from wharf.resource_manager.scheduler.apply import apply_decisions
+from wharf.resource_manager.scheduler.continuation import continue_cycle
 from wharf.resource_manager.scheduler.cycle import CycleRun, run_cycle, schedule
 from wharf.resource_manager.scheduler.decisions import (
     Admission,
@@ -58,6 +61,7 @@ __all__ = [
     "Snapshot",
     "Wait",
     "apply_decisions",
+    "continue_cycle",
     "explain",
     "run_cycle",
     "schedule",

@@ -40,7 +40,7 @@ from wharf.resource_manager.scheduler.decisions import (
 from wharf.resource_manager.scheduler.holders import HolderIndex, build_holders
 from wharf.resource_manager.scheduler.ledger import Ledger
 from wharf.resource_manager.scheduler.phase1_expire import Live, expire
-from wharf.resource_manager.scheduler.phase2_nominate import Candidate
+from wharf.resource_manager.scheduler.phase2_nominate import Candidate, Nominator
 from wharf.resource_manager.scheduler.phase4_fit import Fitter
 from wharf.resource_manager.scheduler.phase6_admit import Admitter
 from wharf.resource_manager.scheduler.prepared import Prepared
@@ -58,6 +58,12 @@ class CycleRun:
     """The ledger at the end of the cycle (admissions added, claims made)."""
     candidates: list[Candidate]
     admitter: Admitter
+    nominator: Nominator
+    continuable: bool
+    """The walk's end state is that of a fresh cycle over the snapshot with the decisions
+    applied: the cycle changed no holder (no admission, preemption, expiry or lease
+    extension), so requests appended behind every queue may be walked on from it
+    (:mod:`.continuation`, which clears it when it admits or preempts)."""
 
 
 def run_cycle(
@@ -129,6 +135,8 @@ def run_cycle(
         ledger=ledger,
         candidates=candidates,
         admitter=admitter,
+        nominator=nominator,
+        continuable=not (expiries or extensions or admitter.admissions or admitter.preemptions),
     )
 
 

@@ -28,11 +28,13 @@ from wharf.resource_manager.scheduler.fair_sharing import dominant_share
 from wharf.resource_manager.scheduler.ledger import Ledger
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate, RoutePlan
 
-BaseKey = tuple[int, int, int, tuple[datetime, int]]
+QueueKey = tuple[int, int, int, tuple[datetime, int]]
+"""A candidate's place in a pool's queue that is not fair-sharing: lane, fits its unused
+reserved share, priority (negated), FIFO."""
 _first = itemgetter(0)
 
 
-def _policy_order(plans: Sequence[RoutePlan], ledger: Ledger) -> tuple[int, int, int]:
+def policy_order(plans: Sequence[RoutePlan], ledger: Ledger) -> tuple[int, int, int]:
     """The part of the order that comes from the queueing policy (the first of ``plans``):
     lane, fits its unused reserved share, priority."""
     plan = plans[0]
@@ -59,16 +61,16 @@ class PoolQueue:
         # Candidates of one shape and policies share their plans (and so this part of the
         # key): computed once per plan list, as a deep queue is mostly a few such groups.
         prefixes: dict[int, tuple[int, int, int]] = {}
-        keyed: list[tuple[BaseKey, Candidate]] = []
+        keyed: list[tuple[QueueKey, Candidate]] = []
         for candidate in candidates:
             plans = candidate.plans[pool_index]
             prefix = prefixes.get(id(plans))
             if prefix is None:
-                prefix = prefixes[id(plans)] = _policy_order(plans, ledger)
+                prefix = prefixes[id(plans)] = policy_order(plans, ledger)
             keyed.append(((*prefix, candidate.fifo), candidate))
         keyed.sort(key=_first)
         self._sorted = keyed
-        self._groups: dict[int, list[tuple[BaseKey, Candidate]]] = {}
+        self._groups: dict[int, list[tuple[QueueKey, Candidate]]] = {}
         self._versions: dict[int, int] = {}
         self._shares: dict[int, tuple[int, int]] = {}
         """Policy index -> (version, dominant share at that version)."""
@@ -81,6 +83,14 @@ class PoolQueue:
 
     def __len__(self) -> int:
         return len(self._sorted)
+
+    @property
+    def last_key(self) -> QueueKey | None:
+        """The key of the queue's last candidate; None in a fair-sharing pool (its order
+        follows shares that change during the walk) or an empty queue."""
+        if self._fair or not self._sorted:
+            return None
+        return self._sorted[-1][0]
 
     def __iter__(self) -> Iterator[Candidate]:
         if not self._fair:

@@ -41,7 +41,7 @@ from wharf.resource_manager.scheduler.decisions import Admission, Preemption, Wa
 from wharf.resource_manager.scheduler.holders import HolderIndex
 from wharf.resource_manager.scheduler.ledger import Holding
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate
-from wharf.resource_manager.scheduler.phase3_order import PoolQueue
+from wharf.resource_manager.scheduler.phase3_order import PoolQueue, QueueKey
 from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitter
 from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
 from wharf.resource_manager.scheduler.routes import Route
@@ -81,10 +81,13 @@ class Admitter:
     """A request whose notes in every pool are kept in :attr:`traced` (for explain)."""
     traced: dict[int, tuple[int, str]] = field(default_factory=dict)
     queue_lengths: dict[int, int] = field(default_factory=dict)
+    tails: dict[int, QueueKey | None] = field(default_factory=dict)
+    """Pool index -> the queue key of the last candidate of its walk (None: a fair-sharing
+    pool, whose order is not one key); pools without a walk are absent."""
     _behind: dict[tuple[int, UUID], str] = field(default_factory=dict)
-    _settled: dict[tuple[Hashable, int], str] = field(default_factory=dict)
-    """In the current pool's walk: (shape, id of its plans) -> the reason every candidate
-    with them waits for (see :meth:`_settle`)."""
+    _settled: dict[int, dict[tuple[Hashable, int], str]] = field(default_factory=dict)
+    """Per pool walked: (shape, id of its plans) -> the reason every later candidate with them
+    waits for (see :meth:`_settle`); kept after the walk for :meth:`visit_tail`."""
 
     def run(self, candidates: Sequence[Candidate]) -> None:
         by_pool: dict[int, list[Candidate]] = {}
@@ -96,22 +99,44 @@ class Admitter:
             waiting = [c for c in by_pool.get(pool_view.index, ()) if not c.decided]
             if not waiting:
                 continue
-            queue = PoolQueue(self.catalog, ledger, pool_view.index, waiting)
-            self.queue_lengths[pool_view.index] = len(queue)
-            self._settled.clear()
+            pool_index = pool_view.index
+            queue = PoolQueue(self.catalog, ledger, pool_index, waiting)
+            self.queue_lengths[pool_index] = len(queue)
+            self.tails[pool_index] = queue.last_key
+            settled = self._settled[pool_index] = {}
             for position, candidate in enumerate(queue, start=1):
-                plans = candidate.plans[pool_view.index]
-                settled = self._settled.get((candidate.shape, id(plans)))
-                if settled is not None and not candidate.claimed:
-                    # Same shape and plans as one already blocked for good in this walk.
-                    self._note(candidate, pool_view.index, position, settled)
-                    continue
-                result = self.fitter.try_pool(candidate, pool_view.index)
-                if isinstance(result, Route):
-                    self._admit(candidate, result)
-                    queue.admitted(result.policy)
-                else:
-                    self._blocked(candidate, pool_view.index, position, result)
+                self._visit(candidate, pool_index, position, settled, queue)
+
+    def visit_tail(self, candidate: Candidate, pool_index: int, key: QueueKey) -> None:
+        """Walk on for ``candidate``, which sorts behind every candidate of the pool's walk
+        (``key`` is its queue key there, above :attr:`tails`): as if the walk had included it.
+        Sound only while usage, claims and holders are as the walk left them."""
+        position = self.queue_lengths.get(pool_index, 0) + 1
+        self.queue_lengths[pool_index] = position
+        self.tails[pool_index] = key
+        settled = self._settled.setdefault(pool_index, {})
+        self._visit(candidate, pool_index, position, settled, None)
+
+    def _visit(
+        self,
+        candidate: Candidate,
+        pool_index: int,
+        position: int,
+        settled: dict[tuple[Hashable, int], str],
+        queue: PoolQueue | None,
+    ) -> None:
+        reason = settled.get((candidate.shape, id(candidate.plans[pool_index])))
+        if reason is not None and not candidate.claimed:
+            # Same shape and plans as one already blocked for good in this walk.
+            self._note(candidate, pool_index, position, reason)
+            return
+        result = self.fitter.try_pool(candidate, pool_index)
+        if isinstance(result, Route):
+            self._admit(candidate, result)
+            if queue is not None:
+                queue.admitted(result.policy)
+        else:
+            self._blocked(candidate, pool_index, position, result)
 
     def _admit(self, candidate: Candidate, route: Route) -> None:
         request = candidate.request
@@ -232,7 +257,8 @@ class Admitter:
         a cycle, see :mod:`.phase4_fit`), and the outcome was a plain wait, a non-capacity
         block or a gap claimed by an earlier head (claims only grow), which depend on nothing
         else."""
-        self._settled[(candidate.shape, id(candidate.plans[pool_index]))] = reason
+        key = (candidate.shape, id(candidate.plans[pool_index]))
+        self._settled[pool_index][key] = reason
 
     def _preempt(self, candidate: Candidate, plan: PreemptionPlan) -> None:
         for index, victim in enumerate(plan.victims):

@@ -142,7 +142,7 @@ class BatchRunner(Combiner[Operation]):
     def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
         now = self.db.now()
         row = leader.acquire(conn)
-        work = open_working(conn, self.cache.view, row, self.cache.prepared)
+        work = open_working(conn, self.cache.view, row, self.cache.prepared, self.cache.take_walk())
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
         if not takeover:

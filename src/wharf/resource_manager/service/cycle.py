@@ -37,10 +37,12 @@ from wharf.resource_manager.scheduler import (
     SchedulerOptions,
     Snapshot,
     apply_decisions,
-    schedule,
+    continue_cycle,
 )
+from wharf.resource_manager.scheduler import run_cycle as scheduler_cycle
 from wharf.resource_manager.service import lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
+from wharf.resource_manager.service.state import Walk
 from wharf.resource_manager.service.transaction import Tx
 
 
@@ -86,18 +88,35 @@ def expire_lapsed(tx: Tx) -> None:
 
 def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     """Schedule the working copy and stage every decision; None when there was nothing to do."""
-    if not restart and not tx.work.pending:
+    work = tx.work
+    appended, work.appended = work.appended, []
+    if not restart and not work.pending:
+        work.walk = None
         return None
     config = tx.configuration()
+    walk = work.walk
+    if not restart and walk is not None and appended and walk.prepared is work.prepared:
+        # Only requests were created since the last cycle: walk on from it if they queue
+        # behind everyone (the scheduler checks), instead of walking the whole queue again.
+        with paused_gc(tx.options.pause_gc):
+            continued = continue_cycle(walk.run, appended, tx.now)
+            if continued is not None:
+                _stage(tx, continued, {})
+        if continued is not None:
+            if not walk.run.continuable:
+                work.walk = None
+            tx.decisions = continued
+            return continued
+    work.walk = None
     requests: tuple[ResourceRequest, ...]
     leases: dict[object, request_store.LeaseRow] = {}
     if restart:
         leases = {row.id: row for row in request_store.live_leases(tx.conn)}
-        requests = tuple(_with_lease(r, leases.get(r.id)) for r in tx.work.requests.values())
+        requests = tuple(_with_lease(r, leases.get(r.id)) for r in work.requests.values())
         split = None
     else:
         # The working copy is live and lease-free, and keeps its requests split by status.
-        split = LiveSplit(tuple(tx.work.pending.values()), tuple(tx.work.holding.values()))
+        split = LiveSplit(tuple(work.pending.values()), tuple(work.holding.values()))
         requests = split.pending + split.holding
     snapshot = Snapshot(
         descriptors=config.descriptors,
@@ -112,11 +131,14 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         route_search_budget=budget,
     )
     with paused_gc(tx.options.pause_gc):
-        prepared = tx.work.prepared
+        prepared = work.prepared
         if prepared is None or not prepared.serves(snapshot, budget):
-            prepared = tx.work.prepared = Prepared(snapshot, budget)
-        decisions = schedule(snapshot, tx.now, options, prepared=prepared)
+            prepared = work.prepared = Prepared(snapshot, budget)
+        run = scheduler_cycle(snapshot, tx.now, options, prepared=prepared)
+        decisions = run.decisions
         _stage(tx, decisions, leases)
+    if run.continuable and not restart:
+        work.walk = Walk(prepared, run)
     tx.decisions = decisions
     return decisions
 
@@ -159,4 +181,4 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
     changes = dataclasses.replace(decisions, lease_extensions=(), waits=waits)
     after = apply_decisions(touched, changes)
     for old, new in zip(before, after.requests, strict=True):
-        tx.transition(old, neutral(new))
+        tx.transition(old, neutral(new), decided=True)

@@ -39,7 +39,7 @@ from sqlalchemy import Connection
 
 from wharf.core.enums import ResourceRequestStatus
 from wharf.resource_manager.domain import ResourceRequest
-from wharf.resource_manager.scheduler import Prepared
+from wharf.resource_manager.scheduler import CycleRun, Prepared
 from wharf.resource_manager.service import request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.config_store import Configuration, load_configuration
@@ -71,12 +71,23 @@ class SchedulingCache:
     view: CacheView = field(default_factory=CacheView)
     prepared: Prepared | None = None
     """The scheduler's index of ``view.config`` (the combiner's alone)."""
+    walk: Walk | None = None
+    """The last cycle's walk, if requests appended to its queues may continue it (the
+    combiner's alone; handed to one transaction at a time, see :meth:`take_walk`)."""
 
     def invalidate(self) -> None:
         self.view = CacheView()
         self.prepared = None
+        self.walk = None
+
+    def take_walk(self) -> Walk | None:
+        """The kept walk, for one transaction: a continuation changes it in place, so a
+        transaction that rolls back must not leave it here (it gets it back on :meth:`adopt`)."""
+        walk, self.walk = self.walk, None
+        return walk
 
     def adopt(self, working: Working, state_version: int, config_version: int) -> None:
+        self.walk = None if working.config_dirty else working.walk
         if working.config_dirty:
             config, version, self.prepared = None, None, None
         else:
@@ -110,6 +121,11 @@ class Working:
     """A configuration write happened in this transaction: reload before the next use."""
     prepared: Prepared | None = None
     """The scheduler's index of :attr:`config`, when one was built for it."""
+    walk: Walk | None = None
+    """The last cycle's walk while the live requests changed only by :attr:`appended`: set
+    by a cycle that may be continued, dropped by any other change (:meth:`changed`)."""
+    appended: list[ResourceRequest] = field(default_factory=list)
+    """Requests created since :attr:`walk`'s cycle, in order."""
 
     def put(self, request: ResourceRequest, requester: str | None = None) -> None:
         """Add or replace a live request (with its requester, if new)."""
@@ -131,25 +147,45 @@ class Working:
         self.pending.pop(key, None)
         self.holding.pop(key, None)
 
+    def changed(self) -> None:
+        """A request changed other than by a cycle's own decisions: the next cycle is full."""
+        self.walk = None
+
     def configuration(self, conn: Connection) -> Configuration:
         if self.config_dirty:
             self.config = load_configuration(conn)
             self.config_dirty = False
             self.prepared = None
+            self.walk = None
         return self.config
 
 
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """A scheduling cycle's run that requests appended behind its queues may continue
+    (:func:`wharf.resource_manager.scheduler.continue_cycle`), with the index it was built on."""
+
+    prepared: Prepared
+    run: CycleRun
+
+
 def open_working(
-    conn: Connection, view: CacheView, row: StateRow, prepared: Prepared | None = None
+    conn: Connection,
+    view: CacheView,
+    row: StateRow,
+    prepared: Prepared | None = None,
+    walk: Walk | None = None,
 ) -> Working:
     """Bring ``view`` up to ``row``'s versions, as a copy this transaction may change.
 
     ``prepared``: the scheduler index of ``view.config``, kept when that configuration is still
-    current."""
+    current; ``walk``: the last cycle's, kept when nothing changed since ``view``."""
     if view.config is not None and view.config_version == row.config_version:
         config = view.config
     else:
         config, prepared = load_configuration(conn), None
+    if prepared is None or (walk is not None and walk.prepared is not prepared):
+        walk = None
     known = view.state_version
     if known is None or known > row.state_version:
         working = Working(config, {}, {}, {}, {}, prepared=prepared)
@@ -163,8 +199,10 @@ def open_working(
         dict(view.pending),
         dict(view.holding),
         prepared=prepared,
+        walk=walk,
     )
     if known < row.state_version:
+        working.walk = None  # another writer changed requests since
         changed = request_store.changed_since(conn, known)
         live = [key for key, status in changed if status in request_store.LIVE]
         for key, _ in changed:

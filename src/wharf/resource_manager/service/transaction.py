@@ -102,12 +102,18 @@ class Tx:
         self.created[request.id] = (request, requester, pool_id)
         self.final[request.id] = neutral = codec.neutral(request)
         self.work.put(neutral, requester)
+        self.work.appended.append(neutral)
         self.changed = True
         self.needs_cycle = True
 
-    def transition(self, before: ResourceRequest, after: ResourceRequest) -> None:
+    def transition(
+        self, before: ResourceRequest, after: ResourceRequest, *, decided: bool = False
+    ) -> None:
+        """Stage ``before`` -> ``after``; ``decided``: applying this transaction's cycle."""
         if after is before:
             return
+        if not decided:
+            self.work.changed()
         if after.id not in self.created:
             first = self.transitions.get(after.id)
             self.transitions[after.id] = (first[0] if first else before, after)

@@ -1,0 +1,98 @@
+"""Walking on from the last cycle for requests appended behind every queue.
+
+Owns: :func:`continue_cycle`.
+
+Every event runs a cycle over every pending request, so creating requests into a deep queue
+cost in proportion to its depth (a burst of N creations: quadratic). Most of those creations
+change nothing ahead of them: a new request of a pool that is not fair-sharing sorts behind
+every waiting request of its queue (it is the newest, and nobody ahead has a lower lane or
+priority), and what it meets at the end of the walk — usage, claims, blocked shapes — is what
+the last walk left. So its outcome is that walk continued by one step.
+
+:func:`continue_cycle` takes the :class:`~.cycle.CycleRun` of the last cycle and the requests
+created since, and returns the decisions a full cycle would make for them, or None when it
+cannot tell (then the caller runs the full cycle). Conditions, all checked here except the
+first, which only the caller knows:
+
+- since that cycle's decisions were applied, the live requests changed only by these
+  appended ones (no release, cancellation, expiry, configuration change, or creation other
+  than these);
+- that cycle was :attr:`~.cycle.CycleRun.continuable` (it changed no holder: its walk's end
+  state is that of a fresh cycle over the same requests), and so was every continuation since;
+- each appended request can be queued in exactly one pool, which is not fair-sharing, under a
+  policy with no reserved share (its place in the order then does not depend on the ledger),
+  and its queue key sorts after the key of the last request of that pool's walk.
+
+Invariant: the decisions equal those of :func:`~.cycle.schedule` over the snapshot with the
+appended requests, restricted to them; the requests already waiting keep their reasons and
+positions (they are ahead of every appended one, so nothing they saw changed). An admission
+or preemption here changes the holders: the run is no longer continuable after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from wharf.resource_manager.domain.lifecycle import require_aware
+from wharf.resource_manager.domain.requests import ResourceRequest
+from wharf.resource_manager.scheduler.cycle import CycleRun
+from wharf.resource_manager.scheduler.decisions import CycleDecisions, Rejection
+from wharf.resource_manager.scheduler.phase2_nominate import Candidate
+from wharf.resource_manager.scheduler.phase3_order import QueueKey, policy_order
+
+
+def continue_cycle(
+    run: CycleRun, appended: Sequence[ResourceRequest], now: datetime
+) -> CycleDecisions | None:
+    """The decisions for ``appended`` as the continuation of ``run``'s walk, or None when the
+    conditions in the module docstring do not hold. Walks ``run`` on (it stays the state of the
+    walk for the next continuation)."""
+    require_aware(now)
+    if not run.continuable:
+        return None
+    requests = sorted(appended, key=lambda r: (r.created_at, r.id.int))
+    placed: list[tuple[Candidate, int, QueueKey]] = []
+    rejections: list[Rejection] = []
+    tails = dict(run.admitter.tails)
+    for request in requests:
+        nominated = run.nominator.nominate(request)
+        if isinstance(nominated, str):
+            rejections.append(Rejection(request.id, nominated))
+            continue
+        if len(nominated.plans) != 1:
+            return None  # its walk in each pool would see the others mid-cycle
+        ((pool_index, plans),) = nominated.plans.items()
+        if run.catalog.pools[pool_index].pool.fair_sharing or plans[0].policy.reserved:
+            return None
+        key = (*policy_order(plans, run.ledger), nominated.fifo)
+        if pool_index in tails:
+            tail = tails[pool_index]
+            if tail is None or key <= tail:
+                return None
+        tails[pool_index] = key
+        placed.append((nominated, pool_index, key))
+    # Checked every request before walking any: a refusal leaves the run untouched. The walk
+    # visits pools in rank order, so decisions are listed as a full cycle lists them.
+    rank = {view.index: position for position, view in enumerate(run.catalog.pools)}
+    placed.sort(key=lambda item: (rank[item[1]], item[2]))
+    admitter = run.admitter
+    admitted_before = len(admitter.admissions)
+    preempted_before = len(admitter.preemptions)
+    for candidate, pool_index, key in placed:
+        admitter.visit_tail(candidate, pool_index, key)
+    candidates = [candidate for candidate, _, _ in placed]
+    run.candidates.extend(candidates)
+    admissions = tuple(admitter.admissions[admitted_before:])
+    preemptions = tuple(admitter.preemptions[preempted_before:])
+    decisions = CycleDecisions(
+        now=now,
+        admissions=admissions,
+        preemptions=preemptions,
+        rejections=tuple(sorted(rejections, key=lambda r: r.request_id.int)),
+        waits=tuple(sorted(admitter.waits(candidates), key=lambda w: w.request_id.int)),
+        stats={"pending": len(requests), "continued": 1},
+    )
+    # Holders changed: a fresh cycle would start from them, not walk into them.
+    run.continuable = not (admissions or preemptions)
+    return decisions
