@@ -1,0 +1,102 @@
+"""Benchmark: creating requests one after another into a deep queue (issue 4).
+
+Every creation runs a scheduling transaction. In a full pool each new request queues behind
+every waiting one; a full cycle walks the whole queue, so a burst of N creations costs in
+proportion to N squared. Per backend (a fresh SQLite file, or a throw-away PostgreSQL
+database): the in-process service, one pool of ``--slots`` CPUs (one per request) and one
+policy; ``--slots`` requests take the pool, then one caller creates ``--requests`` more, one
+at a time (each waits). Figures: p50 ms per creation over each fifth of the run (the queue
+grows from 0 to ``--requests``), and the process's CPU per creation over the whole run. Writes
+``bench/results/rm_deep_queue.json``.
+
+    python bench/rm_deep_queue.py [--backends sqlite postgresql] [--requests 2000] [--slots 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from rest_server import database
+from rm_live_allocations import spec
+from rm_service import ADMIN, USER
+
+from wharf.core.enums import ResourceRequestStatus as S
+from wharf.resource_manager.service import ResourceManagerService
+
+RESULTS = Path(__file__).parent / "results" / "rm_deep_queue.json"
+PARTS = 5
+
+
+def measure(backend: str, requests: int, slots: int) -> dict[str, Any]:
+    with database(backend) as url, ResourceManagerService.open(url) as rm:
+        rm.pools.create(
+            ADMIN,
+            {
+                "name": "cluster",
+                "classes": [{"name": "cpu", "capacity": {"CPU": str(slots)}}],
+            },
+        )
+        rm.policies.create(
+            ADMIN,
+            {"name": "all", "pool": "cluster", "subject_selector": {"subject_type": "project"}},
+        )
+        for i in range(slots):
+            assert rm.requests.create(USER, spec(f"held-{i}")).status is S.ALLOCATED
+        specs = [spec(f"queued-{i}") for i in range(requests)]
+        walls = []
+        cpu_began = time.process_time()
+        for made in specs:
+            began = time.perf_counter()
+            info = rm.requests.create(USER, made)
+            walls.append(time.perf_counter() - began)
+            assert info.status is S.PENDING
+        cpu = time.process_time() - cpu_began
+    size = max(1, len(walls) // PARTS)
+    parts = [walls[i * size : (i + 1) * size] for i in range(PARTS)]
+    row = {
+        "backend": backend,
+        "requests": requests,
+        "slots": slots,
+        "create_ms_p50_by_fifth": [round(1000 * statistics.median(p), 2) for p in parts if p],
+        "cpu_ms_per_create": round(1000 * cpu / requests, 3),
+    }
+    print(
+        f"{backend:10s} {requests} creations into a full pool: p50 ms per fifth "
+        f"{' / '.join(f'{v:.2f}' for v in row['create_ms_p50_by_fifth'])}, "
+        f"CPU {row['cpu_ms_per_create']:.2f} ms per creation",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--slots", type=int, default=10)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    rows = [measure(backend, args.requests, args.slots) for backend in args.backends]
+    result = {
+        "benchmark": "rm_deep_queue",
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "rows": rows,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2))
+    print(f"load average (1/5/15 min) before {load_before}, after {os.getloadavg()}")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
