@@ -156,3 +156,37 @@ def test_a_kept_index_routes_a_request_again_when_its_demands_differ() -> None:
     decisions = schedule(changed, at(11), prepared=prepared)
     assert decisions == schedule(changed, at(11))
     assert [r.request_id for r in decisions.rejections] == [uid("request:r")]
+
+
+def test_a_kept_index_hands_an_unchanged_request_a_fresh_candidate_each_cycle() -> None:
+    # A request that is the same object cycle after cycle gets its candidate back, with the
+    # per-cycle fields reset: here whether it was already checked against a lower-ranked pool
+    # this cycle. Pool "a" (walked first) is full, with a holder "team" may preempt; pool "b"
+    # is free when "a" is walked, but a "vip" request takes it first in b's own walk, in both
+    # cycles. So "r" defers to "b" (no preemption in "a") each time.
+    first_pool = pool("a", klass("a", GPU=1), rank=1)
+    second_pool = pool("b", klass("b", GPU=1), rank=0)
+    team_a = policy("team", first_pool, priority=5)
+    low_a = policy("low", first_pool)
+    team_b = policy("team", second_pool)
+    vip_b = policy("vip", second_pool, priority=9)
+    policies = [team_a, low_a, team_b, vip_b]
+    held = holding("held", first_pool, low_a, {("a", "GPU"): 1})
+    r = request("r", gpu(1), created=1)
+    budget = SchedulerOptions().route_search_budget
+    first = snapshot(
+        [first_pool, second_pool], policies, [held, r, request("q1", project="vip", created=2)]
+    )
+    prepared = Prepared(first, budget)
+    decisions = schedule(first, at(10), prepared=prepared)
+    assert admitted(decisions, first) == ["q1"] and not decisions.preemptions
+    # q1 ended, q2 arrived; r is the very same object as before
+    second = Snapshot(
+        descriptors=first.descriptors,
+        pools=first.pools,
+        policies=first.policies,
+        requests=(held, r, request("q2", project="vip", created=11)),
+    )
+    decisions = schedule(second, at(12), prepared=prepared)
+    assert decisions == schedule(second, at(12))
+    assert admitted(decisions, second) == ["q2"] and not decisions.preemptions
