@@ -502,3 +502,73 @@ def test_the_room_knows_the_first_lease_of_a_request_this_process_created_pendin
         assert again.lease_left() is None  # told once: a later waiter renews as usual
     with requests.wait_room.enter(uuid.uuid4()) as unknown:
         assert unknown.lease_left() is None
+
+
+def test_the_watch_looks_up_only_when_something_may_have_left_the_queue_unannounced() -> None:
+    """With a marker from the client (the in-process RM's), the watch skips its lookup while
+    the marker stays the same, and looks again once it changes."""
+    a = uuid.uuid4()
+    rm = FakeRM({a: S.PENDING})
+    marker = [0]
+    reads = threading.Semaphore(0)
+
+    def unannounced() -> int:
+        reads.release()
+        return marker[0]
+
+    room = WaitRoom(rm.lookup, watch_seconds=0.001, unannounced=unannounced)  # type: ignore[arg-type]
+    with room.enter(a) as ticket:
+        for _ in range(20):  # twenty ticks of the watch
+            assert reads.acquire(timeout=SAFETY_TIMEOUT)
+        assert len(rm.lookups) == 1, "one lookup for the first marker, none while it holds"
+        rm.statuses[a] = S.ALLOCATED  # left the queue, and nobody announced it ...
+        assert ticket.wait(0) is None
+        marker[0] = 1  # ... but the marker says something may have
+        woken = ticket.wait(SAFETY_TIMEOUT)
+        assert woken is not None and woken.status is S.ALLOCATED
+    assert len(rm.lookups) == 2
+
+
+def test_an_embedded_watch_lists_only_after_another_process_wrote(tmp_path: Path) -> None:
+    """Two services on one SQLite file, as two processes: the watch of the first lists once,
+    then nothing while only its own (announced) commits happen, and wakes its waiter when the
+    second releases the licence."""
+    url = f"sqlite:///{tmp_path / 'rm.db'}"
+    alice = Principal(name="alice", admin=True)
+    here = InProcessResourceManager.open(url, alice)
+    there = InProcessResourceManager.open(url, alice)
+    try:
+        ensure_pool(here, "licenses", {"license": 1}, account="alice")
+        listed: list[RequestFilter | None] = []
+        first_list = threading.Event()
+        real_list = here.requests.list
+
+        def counting_list(query=None, page=None):  # type: ignore[no-untyped-def]
+            listed.append(query)
+            first_list.set()
+            return real_list(query, page)
+
+        reads = threading.Semaphore(0)
+        real_marker = here.requests.unannounced_marker
+
+        def counting_marker() -> object:
+            reads.release()
+            return real_marker()
+
+        here.requests.list = counting_list  # type: ignore[method-assign]
+        here.requests.unannounced_marker = counting_marker  # type: ignore[method-assign]
+        requests = LazyRequests(lambda: here.requests, watch_seconds=0.001)
+        holder = _ask(there)
+        waiting = requests.create(license_request()).id  # this process's commit: announced
+        with requests.wait_room.enter(waiting) as ticket:
+            assert first_list.wait(SAFETY_TIMEOUT)  # the first tick lists
+            for _ in range(20):  # twenty more ticks, nothing changed elsewhere
+                assert reads.acquire(timeout=SAFETY_TIMEOUT)
+            assert len(listed) == 1
+            there.requests.release(holder)  # another process frees the licence
+            woken = ticket.wait(SAFETY_TIMEOUT)
+            assert woken is not None and woken.status is S.ALLOCATED
+        assert len(listed) == 2
+    finally:
+        here.close()
+        there.close()

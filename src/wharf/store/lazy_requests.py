@@ -27,7 +27,11 @@ reaches, in embedded and in team mode alike.
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
 every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters)
-and ends when the room empties.
+and ends when the room empties. With the in-process Resource Manager the watch first reads a
+marker (:class:`MarksUnannounced`: one read of the RM's state row) and lists only when it
+changed since its last lookup, that is when another writer committed or this process's RM took
+in another writer's changes: its own commits are all announced (a ``list`` of 200 waiters cost
+≈ 3–17 ms of CPU, twice a second, in a process running 200 steps).
 
 Invariants:
 - :meth:`LazyRequests.release` checks the room after the release committed, so the check sees
@@ -48,7 +52,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
@@ -107,6 +111,14 @@ class AnnouncesLeftQueue(Protocol):
     def on_left_queue(self, listener: Callable[[Sequence[RequestState]], None]) -> None: ...
 
 
+@runtime_checkable
+class MarksUnannounced(Protocol):
+    """A requests client that can tell whether anything may have left the queue without its
+    announcements (the in-process Resource Manager's): equal markers, nothing did."""
+
+    def unannounced_marker(self) -> Hashable: ...
+
+
 class Ticket:
     """One waiter's place in the room; :meth:`wait` returns its request once it left the queue."""
 
@@ -149,11 +161,15 @@ class WaitRoom:
         lookup: Callable[[Sequence[UUID]], Iterable[ResourceRequestInfo]],
         *,
         watch_seconds: float | None = WATCH_SECONDS,
+        unannounced: Callable[[], Hashable | None] | None = None,
     ) -> None:
         self._lookup = lookup
         """Those of the given requests that are no longer pending (any subset is fine: only
         registered ids in one of :data:`LEFT_QUEUE` statuses wake anyone)."""
         self._watch_seconds = watch_seconds
+        self._unannounced = unannounced
+        """A marker that changes whenever a request may have left the queue unannounced
+        (None: unknown); the watch skips its lookup while it stays the same."""
         self._lock = threading.Lock()
         self._emptied = threading.Condition(self._lock)
         self._tickets: dict[UUID, Ticket] = {}
@@ -272,6 +288,7 @@ class WaitRoom:
         empty; then leave, so an idle process keeps no thread."""
         assert self._watch_seconds is not None
         pause = self._watch_seconds
+        checked: Hashable | None = None
         while True:
             with self._lock:
                 if self._tickets:
@@ -279,8 +296,21 @@ class WaitRoom:
                 if not self._tickets:
                     self.watcher = None
                     return
+            marker = self._marker()
+            if marker is not None and marker == checked:
+                continue  # everything that left the queue since the last lookup was announced
             ok = self.check()
+            if ok:
+                checked = marker  # read before the lookup: a later change is seen next time
             pause = self._watch_seconds if ok else min(MAX_WATCH_SECONDS, 2 * pause)
+
+    def _marker(self) -> Hashable | None:
+        if self._unannounced is None:
+            return None
+        try:
+            return self._unannounced()
+        except Exception:  # the lookup will tell (and log) what is wrong
+            return None
 
     def _check_once(self) -> bool:
         """One lookup if the room is dirty and occupied. Otherwise stop checking and return
@@ -332,7 +362,17 @@ class LazyRequests:
         self._client: RequestsClient | None = None
         self._announced = False
         """The client tells the wait room of allocations itself (no check after a release)."""
-        self.wait_room = WaitRoom(left_queue_of(self.list), watch_seconds=watch_seconds)
+        self.wait_room = WaitRoom(
+            left_queue_of(self.list),
+            watch_seconds=watch_seconds,
+            unannounced=self._unannounced_marker,
+        )
+
+    def _unannounced_marker(self) -> Hashable | None:
+        client = self._client
+        if isinstance(client, MarksUnannounced) and self._announced:
+            return client.unannounced_marker()
+        return None
 
     def notify_released(self) -> None:
         """Resources were freed (in this process or, if the caller knows, elsewhere): wake the

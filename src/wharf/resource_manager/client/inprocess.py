@@ -12,7 +12,7 @@ in the service, which the workspace server and the engine must not depend on (im
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -130,6 +130,11 @@ class _Requests:
         """In-process only: ``listener`` hears of every request this process's commits move
         out of the queue, right after the commit (see ``BatchRunner.on_left_queue``)."""
         self._service.on_left_queue(listener)
+
+    def unannounced_marker(self) -> Hashable:
+        """In-process only: changes whenever requests may have left the queue without
+        :meth:`on_left_queue` listeners hearing of it (see ``RequestService``)."""
+        return self._service.unannounced_marker()
 
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None

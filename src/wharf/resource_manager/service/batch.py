@@ -98,6 +98,8 @@ class BatchRunner(Combiner[Operation]):
         self.instance_id = uuid.uuid4().hex
         self.cache = SchedulingCache()
         self.last_cycle: datetime | None = None
+        self.catch_ups = 0
+        """Transactions that found requests changed by other writers (never announced here)."""
         """Server time of this process's latest committed scheduling cycle (a transaction of
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
         self._listeners: list[LeftQueueListener] = []
@@ -142,6 +144,8 @@ class BatchRunner(Combiner[Operation]):
     def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
         now = self.db.now()
         row = leader.acquire(conn)
+        if self.cache.view.state_version != row.state_version:
+            self.catch_ups += 1  # attempts, not commits: an extra count only costs a list
         work = open_working(conn, self.cache.view, row, self.cache.prepared, self.cache.take_walk())
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)

@@ -49,7 +49,7 @@ from wharf.resource_manager.client.models import (
     ResourceRequestRenew,
 )
 from wharf.resource_manager.domain import Demand, load
-from wharf.resource_manager.service import queries, whatif
+from wharf.resource_manager.service import leader, queries, whatif
 from wharf.resource_manager.service.batch import BatchRunner, LeftQueueListener
 from wharf.resource_manager.service.combining import Combiner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -83,6 +83,17 @@ class RequestService:
         """Call ``listener`` right after each commit of this process that moved requests out
         of the queue (allocated, or ended while pending), with those requests."""
         self._runner.on_left_queue(listener)
+
+    def unannounced_marker(self) -> tuple[int, int]:
+        """A value that changes whenever requests may have changed without this process's
+        listeners hearing of it: another writer committed since this process's last
+        transaction (the stored state version is ahead of the cache's), or a transaction of
+        this process took in other writers' changes. Equal markers: everything that moved
+        out of the queue in between was announced (see :meth:`on_left_queue`)."""
+        runner = self._runner
+        catch_ups, cached = runner.catch_ups, runner.cache.view.state_version
+        stored = self._db.read(lambda conn: leader.read(conn).state_version)
+        return catch_ups, stored - (cached if cached is not None else -1)
 
     def create(
         self,
