@@ -15,16 +15,14 @@ grows from 0 to ``--requests``), and the process's CPU per creation over the who
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from rest_server import database
-from rm_live_allocations import spec
+from rm_live_allocations import spec, write_rows
 from rm_service import ADMIN, USER
 
 from wharf.core.enums import ResourceRequestStatus as S
@@ -85,17 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     load_before = os.getloadavg()
     rows = [measure(backend, args.requests, args.slots) for backend in args.backends]
-    result = {
-        "benchmark": "rm_deep_queue",
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average": {"before": load_before, "after": os.getloadavg()},
-        "rows": rows,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2))
-    print(f"load average (1/5/15 min) before {load_before}, after {os.getloadavg()}")
-    print(f"wrote {args.output}")
+    write_rows("rm_deep_queue", rows, args.output, load_before)
 
 
 if __name__ == "__main__":

@@ -138,17 +138,24 @@ def main() -> None:
         for full in (False, True)
         for live in args.live
     ]
+    write_rows("rm_live_allocations", rows, args.output, load_before)
+
+
+def write_rows(
+    benchmark: str, rows: list[dict[str, Any]], output: Path, load_before: tuple[float, ...]
+) -> None:
+    """Write ``rows`` with the machine's facts as ``output`` (JSON) and say so."""
     result = {
-        "benchmark": "rm_live_allocations",
+        "benchmark": benchmark,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "rows": rows,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2))
     print(f"load average (1/5/15 min) before {load_before}, after {os.getloadavg()}")
-    print(f"wrote {args.output}")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":
