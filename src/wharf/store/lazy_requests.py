@@ -31,7 +31,7 @@ and ends when the room empties. With the in-process Resource Manager the watch f
 marker (:class:`MarksUnannounced`: one read of the RM's state row) and lists only when it
 changed since its last lookup, that is when another writer committed or this process's RM took
 in another writer's changes: its own commits are all announced (a ``list`` of 200 waiters cost
-≈ 3–17 ms of CPU, twice a second, in a process running 200 steps).
+≈ 3 to 17 ms of CPU, twice a second, in a process running 200 steps).
 
 Invariants:
 - :meth:`LazyRequests.release` checks the room after the release committed, so the check sees

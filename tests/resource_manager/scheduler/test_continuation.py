@@ -8,7 +8,17 @@ from __future__ import annotations
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from tests.resource_manager.builders import at, gpu, holding, klass, policy, pool, request
+from tests.resource_manager.builders import (
+    at,
+    gpu,
+    grant,
+    holding,
+    klass,
+    policy,
+    pool,
+    request,
+    res,
+)
 from tests.resource_manager.scheduler.worlds import PROFILE, World, new_requests, worlds
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import (
@@ -33,10 +43,15 @@ def _lease_free(requests: list[ResourceRequest]) -> list[ResourceRequest]:
     ]
 
 
-def _first_come(world: World) -> World:
-    """The same world without reserved shares or fair sharing: the queues continuations serve."""
+def _first_come(world: World, grants: bool) -> World:
+    """The same world without fair sharing (the queues continuations serve), and without
+    grants unless ``grants``."""
     pools = tuple(p.model_copy(update={"fair_sharing": False}) for p in world.pools)
-    policies = tuple(p.model_copy(update={"grants": ()}) for p in world.policies)
+    policies = (
+        world.policies
+        if grants
+        else tuple(p.model_copy(update={"grants": ()}) for p in world.policies)
+    )
     return World(pools, policies)
 
 
@@ -60,12 +75,12 @@ def _assert_continues(
 @PROFILE
 @given(
     world=st.one_of(worlds(), worlds(contended=True)),
-    first_come=st.booleans(),
+    first_come=st.sampled_from(["no", "with grants", "without grants"]),
     data=st.data(),
 )
 def test_a_continued_cycle_decides_as_a_full_cycle(world, first_come, data):
-    if first_come:
-        world = _first_come(world)
+    if first_come != "no":
+        world = _first_come(world, grants=first_come == "with grants")
     requests = _lease_free(data.draw(new_requests("a", 0.0)))
     state = Snapshot.of(pools=world.pools, policies=world.policies, requests=requests)
     prepared = Prepared(state, BUDGET)
@@ -145,7 +160,7 @@ def test_a_request_that_would_sort_ahead_of_the_queue_needs_a_full_cycle():
     assert continue_cycle(run, [request("next", gpu(1), created=20)], at(21)) is not None
 
 
-def test_fair_sharing_pools_and_reserved_shares_need_a_full_cycle():
+def test_fair_sharing_pools_need_a_full_cycle():
     fair = pool("fair", klass("a100", GPU=1), fair_sharing=True)
     team = policy("team", fair)
     held = holding("held", fair, team, {("a100", "GPU"): 1})
@@ -176,3 +191,21 @@ def test_an_admission_by_a_continuation_ends_the_walk():
     continued = continue_cycle(run, [request("wants-a", gpu(1, "a"), created=20)], at(21))
     assert continued is not None and len(continued.admissions) == 1
     assert not run.continuable
+
+
+def test_a_queue_under_a_reserved_share_continues_too():
+    # The order's "fits its unused reserved share" part is read from the walk's ledger: exact,
+    # as the walk admitted nothing (a policy's usage changes only by admissions).
+    cluster = pool("cluster", klass("a100", GPU=2))
+    team = policy("team", cluster, grant("a100", GPU=res(1)))
+    held = holding("held", cluster, team, {("a100", "GPU"): 2})
+    state = Snapshot.of(
+        pools=[cluster], policies=[team], requests=[held, request("w", gpu(1), created=1)]
+    )
+    run = run_cycle(state, at(10), prepared=Prepared(state, BUDGET))
+    appended = [request("late", gpu(1), created=20)]
+    continued = continue_cycle(run, appended, at(21))
+    assert continued is not None
+    later = Snapshot(state.descriptors, state.pools, state.policies, (*state.requests, *appended))
+    full = schedule(later, at(21))
+    assert continued.waits == tuple(w for w in full.waits if w.request_id == appended[0].id)

@@ -19,9 +19,11 @@ first, which only the caller knows:
   than these);
 - that cycle was :attr:`~.cycle.CycleRun.continuable` (it changed no holder: its walk's end
   state is that of a fresh cycle over the same requests), and so was every continuation since;
-- each appended request can be queued in exactly one pool, which is not fair-sharing, under a
-  policy with no reserved share (its place in the order then does not depend on the ledger),
-  and its queue key sorts after the key of the last request of that pool's walk.
+- each appended request can be queued in exactly one pool, which is not fair-sharing (its
+  order follows shares that change as the walk admits), and its queue key sorts after the key
+  of the last request of that pool's walk. The key's "fits its unused reserved share" part is
+  read from the walk's ledger, which is exact: a policy's usage changes only by admissions and
+  preemptions, and a continuable walk made none.
 
 Invariant: the decisions equal those of :func:`~.cycle.schedule` over the snapshot with the
 appended requests, restricted to them; the requests already waiting keep their reasons and
@@ -63,7 +65,7 @@ def continue_cycle(
         if len(nominated.plans) != 1:
             return None  # its walk in each pool would see the others mid-cycle
         ((pool_index, plans),) = nominated.plans.items()
-        if run.catalog.pools[pool_index].pool.fair_sharing or plans[0].policy.reserved:
+        if run.catalog.pools[pool_index].pool.fair_sharing:
             return None
         key = (*policy_order(plans, run.ledger), nominated.fifo)
         if pool_index in tails:
