@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.resource_manager.builders import (
     admitted,
@@ -19,6 +22,13 @@ from tests.resource_manager.builders import (
     run,
     snapshot,
     uid,
+)
+from tests.resource_manager.scheduler.worlds import (
+    PROFILE,
+    new_requests,
+    snapshot_of,
+    with_requests,
+    worlds,
 )
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import IllegalTransitionError, InputError
@@ -190,3 +200,23 @@ def test_a_kept_index_hands_an_unchanged_request_a_fresh_candidate_each_cycle() 
     decisions = schedule(second, at(12), prepared=prepared)
     assert decisions == schedule(second, at(12))
     assert admitted(decisions, second) == ["q2"] and not decisions.preemptions
+
+
+@PROFILE
+@given(world=st.one_of(worlds(), worlds(contended=True)), data=st.data())
+def test_leaving_out_unchanged_waits_changes_nothing_else(world, data):
+    # The service asks only for waits with a new reason; applying those leaves every request
+    # as applying all of them does.
+    quiet = SchedulerOptions(unchanged_waits=False)
+    state = snapshot_of(world, data.draw(new_requests("a", 0.0)))
+    for round_ in range(1, 4):
+        state = with_requests(
+            state, [*state.requests, *data.draw(new_requests(f"r{round_}", float(round_)))]
+        )
+        full = schedule(state, at(round_ + 0.5))
+        lean = schedule(state, at(round_ + 0.5), quiet)
+        reasons = {r.id: r.status_reason for r in state.requests}
+        assert lean.waits == tuple(w for w in full.waits if reasons[w.request_id] != w.reason)
+        assert dataclasses.replace(lean, waits=full.waits) == full
+        assert apply_decisions(state, lean) == apply_decisions(state, full)
+        state = apply_decisions(state, full)

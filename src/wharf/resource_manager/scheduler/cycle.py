@@ -119,7 +119,12 @@ def run_cycle(
         admissions=tuple(admitter.admissions),
         preemptions=tuple(admitter.preemptions),
         rejections=tuple(sorted(rejections, key=lambda r: r.request_id.int)),
-        waits=tuple(sorted(admitter.waits(candidates), key=lambda w: w.request_id.int)),
+        waits=tuple(
+            sorted(
+                admitter.waits(candidates, options.unchanged_waits),
+                key=lambda w: w.request_id.int,
+            )
+        ),
         stats={
             "requests": len(snapshot.requests),
             "pending": len(candidates) + len(rejections),

@@ -281,8 +281,9 @@ class Admitter:
         if self.trace is not None and candidate.request.id == self.trace:
             self.traced[pool_index] = (position, reason)
 
-    def waits(self, candidates: Sequence[Candidate]) -> list[Wait]:
-        """One wait per candidate not admitted, about the pool of its note."""
+    def waits(self, candidates: Sequence[Candidate], unchanged: bool = True) -> list[Wait]:
+        """One wait per candidate not admitted, about the pool of its note; without
+        ``unchanged``, only those whose reason is not the request's ``status_reason``."""
         waits: list[Wait] = []
         pool_ids = [view.pool.id for view in self.catalog.pools]
         for candidate in candidates:
@@ -293,5 +294,7 @@ class Admitter:
                 pool_index, position, reason = min(candidate.plans), None, "Waiting."
             else:
                 pool_index, position, reason = note
+            if not unchanged and reason == candidate.request.status_reason:
+                continue
             waits.append(Wait(candidate.request.id, reason, pool_ids[pool_index], position))
         return waits

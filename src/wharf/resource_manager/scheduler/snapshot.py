@@ -30,6 +30,11 @@ class SchedulerOptions:
     route_search_budget: int = 256
     """Most partial class assignments tried per (request, policy) before giving up; bounds the
     cost of requests with many demands and many candidate classes."""
+    unchanged_waits: bool = True
+    """List a wait also when its reason is the request's ``status_reason`` already. A caller
+    that only applies decisions (the service) sets False: in a deep queue most waits are
+    unchanged from one cycle to the next, and listing them cost a third of a release's
+    cycle. Positions (``Wait.position``) are then only known for the waits listed."""
 
 
 class LiveSplit(NamedTuple):

@@ -129,6 +129,7 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     options = SchedulerOptions(
         restart_sweep_interval=tx.options.sweep_interval if restart else None,
         route_search_budget=budget,
+        unchanged_waits=False,  # a wait whose reason did not change changes nothing
     )
     with paused_gc(tx.options.pause_gc):
         prepared = work.prepared
@@ -161,8 +162,8 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
             [(leases[e.request_id], e.lease_expires_at) for e in decisions.lease_extensions],
         )
     work = tx.work.requests
-    # A wait changes a request only when its reason is new: in a deep queue most are not, and
-    # passing them all through apply_decisions cost several dict lookups each, every cycle.
+    # The scheduler lists only waits with a new reason (unchanged_waits=False), and a
+    # continuation only new requests' waits; the filter keeps staging right whatever it got.
     waits = tuple(w for w in decisions.waits if work[w.request_id].status_reason != w.reason)
     ids = dict.fromkeys(
         [
