@@ -14,7 +14,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     server,
     sqlite_rm_url,
 )
-from tests.store.test_wait_room import license_request
+from tests.store.test_wait_room_embedded import license_request
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.client.models import RequestFilter
