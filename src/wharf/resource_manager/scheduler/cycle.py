@@ -24,6 +24,7 @@ snapshot is never mutated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -39,7 +40,7 @@ from wharf.resource_manager.scheduler.decisions import (
 )
 from wharf.resource_manager.scheduler.holders import HolderIndex, build_holders
 from wharf.resource_manager.scheduler.ledger import Ledger
-from wharf.resource_manager.scheduler.phase1_expire import Live, expire
+from wharf.resource_manager.scheduler.phase1_expire import expire
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate, Nominator
 from wharf.resource_manager.scheduler.phase4_fit import Fitter
 from wharf.resource_manager.scheduler.phase6_admit import Admitter
@@ -86,7 +87,7 @@ def run_cycle(
         # Lease-free: nothing can lapse or be extended.
         expiries: list[Expiry] = []
         extensions: list[LeaseExtension] = []
-        live = Live(list(split.pending), list(split.holding))
+        live = split
     else:
         expiries, extensions, live = expire(snapshot.requests, now, options)
 
@@ -146,7 +147,7 @@ def run_cycle(
 
 
 def _holders_and_ledger(
-    catalog: Catalog, holding: list[ResourceRequest], kept: Prepared | None
+    catalog: Catalog, holding: Sequence[ResourceRequest], kept: Prepared | None
 ) -> tuple[HolderIndex, Ledger]:
     """The cycle's holders and a ledger of their usage: from the holder state a caller's
     :class:`Prepared` keeps between cycles when it can, else built from scratch."""

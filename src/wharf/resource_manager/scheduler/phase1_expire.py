@@ -14,37 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import NamedTuple
 
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain.leases import extend_after_restart, lapse
 from wharf.resource_manager.domain.requests import HOLDING_STATUSES, ResourceRequest
 from wharf.resource_manager.scheduler.decisions import Expiry, LeaseExtension
-from wharf.resource_manager.scheduler.snapshot import SchedulerOptions
-
-
-class Live(NamedTuple):
-    """What phase 1 leaves for the rest of the cycle, split by status (in input order)."""
-
-    pending: list[ResourceRequest]
-    holding: list[ResourceRequest]
-    """Allocated or preempting."""
+from wharf.resource_manager.scheduler.snapshot import LiveSplit, SchedulerOptions
 
 
 def expire(
     requests: Iterable[ResourceRequest], now: datetime, options: SchedulerOptions
-) -> tuple[list[Expiry], list[LeaseExtension], Live]:
-    """Return (expiries, lease extensions, the live requests the cycle continues with)."""
+) -> tuple[list[Expiry], list[LeaseExtension], LiveSplit]:
+    """Return (expiries, lease extensions, the live requests the cycle continues with, split
+    by status in input order)."""
     expiries: list[Expiry] = []
     extensions: list[LeaseExtension] = []
-    live = Live([], [])
+    pending: list[ResourceRequest] = []
+    holding: list[ResourceRequest] = []
     interval = options.restart_sweep_interval
     for request in requests:
         status = request.status
         if status is S.PENDING:
-            bucket = live.pending
+            bucket = pending
         elif status in HOLDING_STATUSES:
-            bucket = live.holding
+            bucket = holding
         else:
             continue  # terminal
         if interval is not None:
@@ -65,4 +58,4 @@ def expire(
             continue
         lapsed, reason = outcome
         expiries.append(Expiry(request.id, status, lapsed, reason))
-    return expiries, extensions, live
+    return expiries, extensions, LiveSplit(tuple(pending), tuple(holding))

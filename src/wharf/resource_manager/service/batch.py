@@ -98,10 +98,10 @@ class BatchRunner(Combiner[Operation]):
         self.instance_id = uuid.uuid4().hex
         self.cache = SchedulingCache()
         self.last_cycle: datetime | None = None
-        self.catch_ups = 0
-        """Transactions that found requests changed by other writers (never announced here)."""
         """Server time of this process's latest committed scheduling cycle (a transaction of
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
+        self.catch_ups = 0
+        """Transactions that found requests changed by other writers (never announced here)."""
         self._listeners: list[LeftQueueListener] = []
 
     def on_left_queue(self, listener: LeftQueueListener) -> None:

@@ -42,7 +42,6 @@ from wharf.resource_manager.scheduler import (
 from wharf.resource_manager.scheduler import run_cycle as scheduler_cycle
 from wharf.resource_manager.service import lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
-from wharf.resource_manager.service.state import Walk
 from wharf.resource_manager.service.transaction import Tx
 
 
@@ -95,15 +94,15 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         return None
     config = tx.configuration()
     walk = work.walk
-    if not restart and walk is not None and appended and walk.prepared is work.prepared:
+    if not restart and walk is not None and appended:
         # Only requests were created since the last cycle: walk on from it if they queue
         # behind everyone (the scheduler checks), instead of walking the whole queue again.
         with paused_gc(tx.options.pause_gc):
-            continued = continue_cycle(walk.run, appended, tx.now)
+            continued = continue_cycle(walk, appended, tx.now)
             if continued is not None:
                 _stage(tx, continued, {})
         if continued is not None:
-            if not walk.run.continuable:
+            if not walk.continuable:
                 work.walk = None
             tx.decisions = continued
             return continued
@@ -139,7 +138,7 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         decisions = run.decisions
         _stage(tx, decisions, leases)
     if run.continuable and not restart:
-        work.walk = Walk(prepared, run)
+        work.walk = run
     tx.decisions = decisions
     return decisions
 

@@ -71,16 +71,17 @@ class SchedulingCache:
     view: CacheView = field(default_factory=CacheView)
     prepared: Prepared | None = None
     """The scheduler's index of ``view.config`` (the combiner's alone)."""
-    walk: Walk | None = None
-    """The last cycle's walk, if requests appended to its queues may continue it (the
-    combiner's alone; handed to one transaction at a time, see :meth:`take_walk`)."""
+    walk: CycleRun | None = None
+    """The last cycle's run, if requests appended to its queues may continue it (built on
+    :attr:`prepared`; the combiner's alone, handed to one transaction at a time, see
+    :meth:`take_walk`)."""
 
     def invalidate(self) -> None:
         self.view = CacheView()
         self.prepared = None
         self.walk = None
 
-    def take_walk(self) -> Walk | None:
+    def take_walk(self) -> CycleRun | None:
         """The kept walk, for one transaction: a continuation changes it in place, so a
         transaction that rolls back must not leave it here (it gets it back on :meth:`adopt`)."""
         walk, self.walk = self.walk, None
@@ -121,9 +122,11 @@ class Working:
     """A configuration write happened in this transaction: reload before the next use."""
     prepared: Prepared | None = None
     """The scheduler's index of :attr:`config`, when one was built for it."""
-    walk: Walk | None = None
-    """The last cycle's walk while the live requests changed only by :attr:`appended`: set
-    by a cycle that may be continued, dropped by any other change (:meth:`changed`)."""
+    walk: CycleRun | None = None
+    """The last cycle's run, built on :attr:`prepared`, while the live requests changed only
+    by :attr:`appended`: set by a cycle that may be continued (see
+    :func:`wharf.resource_manager.scheduler.continue_cycle`), dropped by any other change
+    (:meth:`changed`) and with :attr:`prepared`."""
     appended: list[ResourceRequest] = field(default_factory=list)
     """Requests created since :attr:`walk`'s cycle, in order."""
 
@@ -160,21 +163,12 @@ class Working:
         return self.config
 
 
-@dataclass(frozen=True, slots=True)
-class Walk:
-    """A scheduling cycle's run that requests appended behind its queues may continue
-    (:func:`wharf.resource_manager.scheduler.continue_cycle`), with the index it was built on."""
-
-    prepared: Prepared
-    run: CycleRun
-
-
 def open_working(
     conn: Connection,
     view: CacheView,
     row: StateRow,
     prepared: Prepared | None = None,
-    walk: Walk | None = None,
+    walk: CycleRun | None = None,
 ) -> Working:
     """Bring ``view`` up to ``row``'s versions, as a copy this transaction may change.
 
@@ -184,8 +178,8 @@ def open_working(
         config = view.config
     else:
         config, prepared = load_configuration(conn), None
-    if prepared is None or (walk is not None and walk.prepared is not prepared):
-        walk = None
+    if prepared is None:
+        walk = None  # it was built on the index that is gone
     known = view.state_version
     if known is None or known > row.state_version:
         working = Working(config, {}, {}, {}, {}, prepared=prepared)
