@@ -136,7 +136,7 @@ def test_sweeps_racing_heartbeats_agree_on_every_step(world: World, clock: FakeC
             assert after.heartbeat_deadline is not None and after.heartbeat_deadline > cutoff
 
 
-def _lock_waits(conn: sa.Connection) -> int:
+def lock_waits(conn: sa.Connection) -> int:
     """How many transactions on this database wait for a row lock (PostgreSQL, MariaDB)."""
     if conn.dialect.name == "postgresql":
         query = (
@@ -164,7 +164,7 @@ def _wait_until_blocked(store: SqlStore, sweep: Future[list[StepRunRecord]]) -> 
     for _ in range(3000):
         assert not sweep.done(), "the sweep did not wait for the locked step"
         with store._db.engine.connect() as conn:  # a new transaction sees fresh statistics
-            if _lock_waits(conn):
+            if lock_waits(conn):
                 return
         polled.wait(0.01)
     raise AssertionError("the sweep never waited for the locked step")

@@ -14,7 +14,7 @@ from wharf.core.errors import EntityExistsError, InputError
 from wharf.store.models import StepRunCreate, StepRunUpdate
 from wharf.store.sql import SqlStore
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
+from wharf.store.sql.direct import DirectStatement, rows_together
 
 _S = t.step_run
 _BY_ID = select(_S).where(_S.c.id == bindparam("step_id"))
@@ -134,3 +134,42 @@ def test_a_cached_step_reads_back_equal_through_both_paths(backend: SqlStore) ->
     now = created.created + timedelta(seconds=1)
     found = backend.steps.find_cached(created.project_id, "ck", now)
     assert found == backend.steps.get(created.id)
+
+
+def test_statements_run_together_answer_as_they_do_one_by_one(backend: SqlStore) -> None:
+    world = make_world(backend)
+    run = world.run(status=ExecutionStatus.RUNNING)
+    for name in ("b", "a", "c"):
+        step = world.step(run.id, name=name)
+        backend.steps.update(step.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
+    by_id, completed = DirectStatement(_BY_ID), DirectStatement(_COMPLETED_OF_RUN)
+    queries = [
+        (completed, {"run_id": run.id}),
+        (by_id, {"step_id": uuid.uuid4()}),  # no rows
+        (by_id, {"step_id": step.id}),
+    ]
+    with backend._db.engine.connect() as conn, conn.begin():
+        together = rows_together(conn, queries)
+        assert together == [query.rows(conn, values) for query, values in queries]
+    assert [row["name"] for row in together[0]] == ["a", "b"] and together[1] == []
+    assert together[2][0]["id"] == step.id
+    with backend._db.engine.connect() as conn, conn.begin():
+        assert rows_together(conn, []) == []
+
+
+def test_a_failure_among_statements_run_together_is_raised_as_sqlalchemy_raises_it(
+    backend: SqlStore,
+) -> None:
+    step = backend.steps.create(_step(backend))
+    links = DirectStatement(t.step_run_input.insert())
+    version = make_world(backend, "versions").version()
+    row = {"step_run_id": step.id, "name": "x", "artifact_version_id": version.id}
+    by_id = DirectStatement(_BY_ID)
+    with backend._db.engine.connect() as conn:
+        with conn.begin():
+            links.execute(conn, row)
+        with pytest.raises(exc.IntegrityError), conn.begin():
+            rows_together(conn, [(by_id, {"step_id": step.id}), (links, row)])
+        # The connection is usable again, and the failed transaction left nothing behind.
+        with conn.begin():
+            assert rows_together(conn, [(by_id, {"step_id": step.id})])[0][0]["id"] == step.id

@@ -46,10 +46,9 @@ from sqlalchemy import Connection
 
 from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.resource_manager.domain import ResourceRequest
-from wharf.resource_manager.service import cycle, idempotency, leader
+from wharf.resource_manager.service import cycle, idempotency, leader, request_store
 from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
-from wharf.resource_manager.service.request_store import StaleStateError
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
 from wharf.store.sql.engine import Database
@@ -113,7 +112,7 @@ class BatchRunner(Combiner[Operation]):
     def _execute(self, batch: list[Slot[Operation]]) -> None:
         try:
             run = self._attempt(batch)
-        except StaleStateError:
+        except request_store.StaleStateError:
             self.cache.invalidate()
             try:
                 run = self._attempt(batch)
@@ -143,16 +142,20 @@ class BatchRunner(Combiner[Operation]):
 
     def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
         now = self.db.now()
-        row = leader.acquire(conn)
+        keys = [slot.operation.idempotency for slot in batch]
+        lookup = idempotency.Lookup(conn, [key for key in keys if key is not None])
+        # What every transaction reads first, under the lock (one round trip on PostgreSQL).
+        row, (lapsed, *looked_up) = leader.acquire(
+            conn, request_store.lapsed_query(conn, now), *lookup.queries
+        )
         if self.cache.view.state_version != row.state_version:
             self.catch_ups += 1  # attempts, not commits: an extra count only costs a list
         work = open_working(conn, self.cache.view, row, self.cache.prepared, self.cache.take_walk())
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
-        if not takeover:
-            cycle.expire_lapsed(tx)
-        keys = [slot.operation.idempotency for slot in batch]
-        stored = idempotency.lookup_many(conn, [key for key in keys if key is not None])
+        if not takeover:  # a takeover extends leases instead (its cycle does)
+            cycle.expire_lapsed(tx, request_store.lease_rows(lapsed))
+        stored = lookup.found(looked_up)
         finishers = [self._start(tx, slot.operation, stored) for slot in batch]
         cycled = takeover or tx.needs_cycle
         if cycled:

@@ -58,9 +58,9 @@ def paused_gc(enabled: bool) -> Iterator[None]:
         gc.enable()
 
 
-def expire_lapsed(tx: Tx) -> None:
-    """Expire or cancel every live request whose lease or allocation deadline was reached."""
-    rows = request_store.lapsed(tx.conn, tx.now)
+def expire_lapsed(tx: Tx, rows: list[request_store.LeaseRow]) -> None:
+    """Expire or cancel every live request whose lease or allocation deadline was reached:
+    ``rows``, as :func:`request_store.lapsed` read them (under row locks) in ``tx``."""
     if not rows:
         return
     work = tx.work.requests

@@ -1,6 +1,7 @@
 """Idempotency keys: a retried mutating call returns the first call's result.
 
-Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many`,
+Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many` (and
+:class:`Lookup`, its two halves),
 :func:`find`, :func:`replay`, :func:`store`, :func:`forget_before`.
 
 A scheduling batch looks up the keys of all its operations with one query (:func:`lookup_many`),
@@ -34,7 +35,7 @@ from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_,
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.direct import DirectStatement
+from wharf.store.sql.direct import DirectStatement, Query
 from wharf.store.sql.types import LONG_TEXT
 
 MAX_KEY_LENGTH = t.KEY_LENGTH
@@ -125,22 +126,36 @@ def _direct_lookup(count: int) -> DirectStatement:
 
 def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
     """Every stored key among ``keys``; pass an entry to :func:`replay` with its key."""
-    padded = conn.dialect.name in ("mysql", "mariadb")
-    scopes = list(dict.fromkeys(key.scope for key in keys))
-    wanted = {stored_scope(scope, padded) for scope in scopes}
-    found: Stored = {}
-    for start in range(0, len(scopes), _CHUNK):
-        chunk = scopes[start : start + _CHUNK]
-        params: dict[str, str] = {}
-        for index, (principal, operation, key) in enumerate(chunk):
-            params[f"i_p{index}"] = principal
-            params[f"i_o{index}"] = operation
-            params[f"i_k{index}"] = key
-        for row in _direct_lookup(len(chunk)).rows(conn, params):
-            scope = stored_scope((row["principal"], row["operation"], row["key"]), padded)
-            if scope in wanted:
-                found[scope] = (row["fingerprint"], row["response"])
-    return found
+    lookup = Lookup(conn, keys)
+    return lookup.found([query.rows(conn, values) for query, values in lookup.queries])
+
+
+class Lookup:
+    """:func:`lookup_many` in two halves, to run its queries with others: :attr:`queries`
+    (one per hundred keys; none without keys), then :meth:`found` from their rows."""
+
+    def __init__(self, conn: Connection, keys: Iterable[IdempotencyKey]) -> None:
+        self.padded = conn.dialect.name in ("mysql", "mariadb")
+        scopes = list(dict.fromkeys(key.scope for key in keys))
+        self.wanted = {stored_scope(scope, self.padded) for scope in scopes}
+        self.queries: list[Query] = []
+        for start in range(0, len(scopes), _CHUNK):
+            chunk = scopes[start : start + _CHUNK]
+            params: dict[str, str] = {}
+            for index, (principal, operation, key) in enumerate(chunk):
+                params[f"i_p{index}"] = principal
+                params[f"i_o{index}"] = operation
+                params[f"i_k{index}"] = key
+            self.queries.append((_direct_lookup(len(chunk)), params))
+
+    def found(self, results: Iterable[list[dict[str, Any]]]) -> Stored:
+        found: Stored = {}
+        for rows in results:
+            for row in rows:
+                scope = stored_scope((row["principal"], row["operation"], row["key"]), self.padded)
+                if scope in self.wanted:
+                    found[scope] = (row["fingerprint"], row["response"])
+        return found
 
 
 def stored_scope(scope: tuple[str, str, str], padded: bool) -> tuple[str, str, str]:

@@ -1,7 +1,7 @@
 """The scheduling lock and the bookkeeping row (``rm_state``): one scheduling leader at a time.
 
-Owns: :func:`acquire` (take the lock, read the row), :func:`read` (without the lock),
-:func:`is_takeover`, :func:`record`, :func:`needs_record`.
+Owns: :func:`acquire` (take the lock, read the row, and what the transaction reads first),
+:func:`read` (without the lock), :func:`is_takeover`, :func:`record`, :func:`needs_record`.
 
 Every scheduling transaction starts with :func:`acquire`, which serialises it against every other
 scheduling transaction of every process:
@@ -31,7 +31,7 @@ from sqlalchemy import Connection, bindparam, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.direct import DirectStatement
+from wharf.store.sql.direct import DirectStatement, Query, rows_together
 from wharf.store.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
@@ -63,11 +63,19 @@ _READ_LOCKED = DirectStatement(_READ_QUERY.with_for_update())
 _NO_VALUES: dict[str, Any] = {}
 
 
-def acquire(conn: Connection) -> StateRow:
-    """Take the scheduling lock for this transaction and read the bookkeeping row."""
+def acquire(conn: Connection, *then: Query) -> tuple[StateRow, list[list[dict[str, Any]]]]:
+    """Take the scheduling lock for this transaction and read the bookkeeping row; then run
+    the queries ``then`` under the lock and return their rows too.
+
+    On PostgreSQL the lock, the row and ``then`` go in one round trip (:func:`rows_together`):
+    every scheduling transaction starts this way, while the lock serialises them all."""
+    queries: list[Query] = []
     if conn.dialect.name == "postgresql":
-        _PG_LOCK.execute(conn, {"key": _PG_LOCK_KEY})
-    return _state_row((_READ_LOCKED if is_mysql(conn.dialect) else _READ).first(conn, _NO_VALUES))
+        queries.append((_PG_LOCK, {"key": _PG_LOCK_KEY}))
+    queries.append((_READ_LOCKED if is_mysql(conn.dialect) else _READ, _NO_VALUES))
+    found = rows_together(conn, [*queries, *then])
+    state = found[len(queries) - 1]
+    return _state_row(state[0] if state else None), found[len(queries) :]
 
 
 def read(conn: Connection) -> StateRow:

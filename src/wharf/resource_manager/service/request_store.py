@@ -40,7 +40,7 @@ from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
-from wharf.store.sql.direct import DirectStatement
+from wharf.store.sql.direct import DirectStatement, Query
 from wharf.store.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -340,8 +340,17 @@ _LIVE_LEASES = select(*LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
     """Live requests whose lease or allocation deadline has been reached, locked for update
     (unless ``lock`` is False: read-only questions)."""
-    statement = _LAPSED[(conn.dialect.name == "postgresql", lock)]
-    return [LeaseRow(**row) for row in statement.rows(conn, {"now": now})]
+    statement, values = lapsed_query(conn, now, lock=lock)
+    return lease_rows(statement.rows(conn, values))
+
+
+def lapsed_query(conn: Connection, now: datetime, *, lock: bool = True) -> Query:
+    """:func:`lapsed` as a query to run with others (read its rows with :func:`lease_rows`)."""
+    return _LAPSED[(conn.dialect.name == "postgresql", lock)], {"now": now}
+
+
+def lease_rows(rows: list[dict[str, Any]]) -> list[LeaseRow]:
+    return [LeaseRow(**row) for row in rows]
 
 
 def live_leases(conn: Connection) -> list[LeaseRow]:

@@ -147,6 +147,48 @@ class DirectStatement:
         _run(conn, compiled.sql, [compiled.parameters(r) for r in rows], fetch=False, many=True)
 
 
+Query = tuple[DirectStatement, Mapping[str, Any]]
+"""A direct statement and the values to run it with."""
+
+
+def rows_together(conn: Connection, queries: Sequence[Query]) -> list[list[dict[str, Any]]]:
+    """Run ``queries`` one after the other in the caller's transaction; each one's rows (none
+    for a statement that selects no columns of a table, such as a lock function).
+
+    On PostgreSQL they go in one round trip (psycopg's pipeline mode; the transaction's
+    ``BEGIN``, if it was not sent yet, goes with them): the server still runs each statement
+    after the one before has finished, each with its own snapshot, so a query placed after a
+    lock reads what was committed before the lock was granted, as it would in its own round
+    trip. On a busy process each round trip also costs a hand-over of the GIL."""
+    compiled = [(query._for(conn.dialect, values), values) for query, values in queries]
+    if conn.dialect.name != "postgresql" or len(queries) < 2:
+        return [
+            [c.row(r) for r in _run(conn, c.sql, c.parameters(v), fetch=bool(c.columns))[0]]
+            for c, v in compiled
+        ]
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    sent: list[tuple[_Compiled, Any, Any]] = []
+    try:
+        with dbapi.pipeline():
+            for c, values in compiled:
+                cursor = dbapi.cursor()
+                params = c.parameters(values)
+                sent.append((c, params, cursor))
+                cursor.execute(c.sql, params)
+            found = [
+                [c.row(r) for r in cursor.fetchall()] if c.columns else [] for c, _, cursor in sent
+            ]
+    except conn.dialect.loaded_dbapi.Error as error:
+        # The pipeline reports the first failure when it syncs: name every statement it held.
+        sql = ";\n".join(c.sql for c, _ in compiled)
+        raise driver_error(conn, sql, [params for _, params, _ in sent], error) from error
+    finally:
+        for _, _, cursor in sent:
+            cursor.close()
+    return found
+
+
 def execute_sql(conn: Connection, sql: str, params: Any) -> int:
     """Send ``sql`` (in the driver's parameter style) with ``params`` on the connection's DBAPI
     cursor, inside the caller's transaction, errors raised as SQLAlchemy raises them; the
