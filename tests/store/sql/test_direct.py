@@ -6,7 +6,18 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, exc, func, select
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    exc,
+    func,
+    select,
+)
 
 from tests.store.conftest import make_world
 from wharf.core.enums import ExecutionStatus
@@ -14,7 +25,7 @@ from wharf.core.errors import EntityExistsError, InputError
 from wharf.store.models import StepRunCreate, StepRunUpdate
 from wharf.store.sql import SqlStore
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement, rows_together
+from wharf.store.sql.direct import DirectStatement, commit_with, rows_together
 
 _S = t.step_run
 _BY_ID = select(_S).where(_S.c.id == bindparam("step_id"))
@@ -173,3 +184,39 @@ def test_a_failure_among_statements_run_together_is_raised_as_sqlalchemy_raises_
         # The connection is usable again, and the failed transaction left nothing behind.
         with conn.begin():
             assert rows_together(conn, [(by_id, {"step_id": step.id})])[0][0]["id"] == step.id
+
+
+def test_last_writes_commit_with_the_transaction_or_not_at_all(backend: SqlStore) -> None:
+    first, second = backend.steps.create(_step(backend)), backend.steps.create(_step(backend))
+    version = make_world(backend, "versions").version()
+    links = DirectStatement(t.step_run_input.insert())
+    rename = DirectStatement(
+        _S.update().where(_S.c.id == bindparam("step_id")).values(name=bindparam("new_name"))
+    )
+    Write = tuple[DirectStatement, dict[str, object]]
+
+    def link(step_id: uuid.UUID, name: str) -> Write:
+        return links, {"step_run_id": step_id, "name": name, "artifact_version_id": version.id}
+
+    def transaction(new_name: str, writes: list[Write]) -> None:
+        def run(conn: Connection) -> None:
+            rename.execute(conn, {"step_id": first.id, "new_name": new_name})
+            commit_with(conn, writes)
+
+        backend._db.write(run)
+
+    def state() -> tuple[str, list[str]]:
+        query = select(t.step_run_input.c.name).order_by(t.step_run_input.c.name)
+        names = backend._db.read(lambda conn: list(conn.execute(query).scalars()))
+        return backend.steps.get(first.id).name, names
+
+    transaction("renamed", [link(first.id, "a"), link(first.id, "b"), link(second.id, "c")])
+    assert state() == ("renamed", ["a", "b", "c"])
+    # A failing write (a duplicate input) commits nothing: neither the writes before it nor
+    # what the transaction did before them.
+    with pytest.raises(EntityExistsError):
+        transaction("lost", [link(second.id, "d"), link(second.id, "c")])
+    assert state() == ("renamed", ["a", "b", "c"])
+    # The pool's connections work afterwards; without last writes the transaction commits too.
+    transaction("again", [])
+    assert state() == ("again", ["a", "b", "c"])

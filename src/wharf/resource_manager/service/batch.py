@@ -51,6 +51,7 @@ from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
+from wharf.store.sql.direct import commit_with
 from wharf.store.sql.engine import Database
 
 logger = logging.getLogger(__name__)
@@ -164,13 +165,12 @@ class BatchRunner(Combiner[Operation]):
         outcomes = [finish() for finish in finishers]
         if tx.swept:
             idempotency.forget_before(conn, now - self.options.idempotency_ttl)
-        idempotency.store(conn, self._responses(batch, outcomes), now)
+        last = idempotency.store(self._responses(batch, outcomes), now)
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled
         if changed or leader.needs_record(row, self.instance_id, now, self.options.sweep_interval):
-            leader.record(
-                conn,
+            record = leader.record(
                 row,
                 instance_id=self.instance_id,
                 state_version=state_version,
@@ -178,6 +178,8 @@ class BatchRunner(Combiner[Operation]):
                 now=now,
                 swept=tx.swept,
             )
+            last.append(record)
+        commit_with(conn, last)  # on PostgreSQL, one round trip with the COMMIT
         return _Run(outcomes, tx, state_version, config_version, cycled)
 
     def _start(

@@ -196,13 +196,13 @@ _STORE = DirectStatement(
 )
 
 
-def store(conn: Connection, entries: list[tuple[IdempotencyKey, str]], now: datetime) -> None:
-    """Store each key with its call's response, already encoded as JSON text."""
-    if not entries:
-        return
-    _STORE.execute_many(
-        conn,
-        [
+def store(entries: list[tuple[IdempotencyKey, str]], now: datetime) -> list[Query]:
+    """The writes that store each key with its call's response, already encoded as JSON text
+    (run them in the transaction of the change they describe, e.g. with
+    :func:`~wharf.store.sql.direct.commit_with`)."""
+    return [
+        (
+            _STORE,
             {
                 "principal": key.principal,
                 "operation": key.operation,
@@ -210,10 +210,10 @@ def store(conn: Connection, entries: list[tuple[IdempotencyKey, str]], now: date
                 "fingerprint": key.fingerprint,
                 "response": response,
                 "created": now,
-            }
-            for key, response in entries
-        ],
-    )
+            },
+        )
+        for key, response in entries
+    ]
 
 
 def forget_before(conn: Connection, cutoff: datetime) -> None:

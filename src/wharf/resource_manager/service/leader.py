@@ -113,7 +113,6 @@ _RECORD = DirectStatement(
 
 
 def record(
-    conn: Connection,
     row: StateRow,
     *,
     instance_id: str,
@@ -121,8 +120,9 @@ def record(
     config_version: int,
     now: datetime,
     swept: bool,
-) -> None:
-    """Store the versions this transaction produced and that ``instance_id`` led this cycle."""
+) -> Query:
+    """The write that stores the versions this transaction produced and that ``instance_id``
+    led this cycle (run it last, e.g. with :func:`~wharf.store.sql.direct.commit_with`)."""
     same = row.leader_id == instance_id
     params = {
         "s_state": state_version,
@@ -133,7 +133,7 @@ def record(
         # The row was read under the scheduling lock: its last sweep is still the current one.
         "s_swept": now if swept else row.last_sweep_at,
     }
-    _RECORD.execute(conn, params)
+    return _RECORD, params
 
 
 def needs_record(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:

@@ -1,7 +1,7 @@
 """SQL that moves leases: renewals and the extension of every lease after a takeover.
 
-Owns :func:`renew` and :func:`extend_leases`, the only writes of the
-lease columns of ``rm_requests`` besides inserts.
+Owns :func:`renew` (:func:`renew_many`, :class:`LeaseRenewal`) and :func:`extend_leases`, the
+only writes of the lease columns of ``rm_requests`` besides inserts.
 
 Invariants:
 - a renewal changes only the lease columns (and the runtime state), and only of a live request
@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -42,7 +43,7 @@ from wharf.resource_manager.service.request_store import (
     Written,
     first_written,
 )
-from wharf.store.sql.direct import DirectStatement
+from wharf.store.sql.direct import DirectStatement, rows_together
 from wharf.store.sql.types import UtcDateTime
 
 _C = t.requests.c
@@ -86,6 +87,29 @@ _RENEWALS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseRenewal:
+    """One renewal: extend ``request_id``'s lease to ``lease`` at ``now`` (of ``requester``'s
+    request, unless None), recording ``runtime_state`` unless None."""
+
+    request_id: UUID
+    now: datetime
+    lease: datetime
+    runtime_state: ResourceRequestRuntimeState | None
+    requester: str | None
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "r_id": self.request_id,
+            "r_now": self.now,
+            "r_lease": self.lease,
+            "r_state": None if self.runtime_state is None else self.runtime_state.value,
+        }
+        if self.requester is not None:
+            params["r_requester"] = self.requester
+        return params
+
+
 def renew(
     conn: Connection,
     request_id: UUID,
@@ -99,18 +123,31 @@ def renew(
     nothing was renewed; else, where the database returns updated rows
     (``conn.dialect.update_returning``: SQLite, PostgreSQL), the row as written
     (:data:`request_store.WRITTEN_COLUMNS`, so answering needs no second read), elsewhere True."""
-    params: dict[str, Any] = {
-        "r_id": request_id,
-        "r_now": now,
-        "r_lease": lease,
-        "r_state": None if runtime_state is None else runtime_state.value,
-    }
+    renewal = LeaseRenewal(request_id, now, lease, runtime_state, requester)
     own = requester is not None
-    if own:
-        params["r_requester"] = requester
     if conn.dialect.update_returning:
-        return first_written(_RENEWALS[(own, True)], conn, params) or False
-    return bool(_RENEWALS[(own, False)].execute(conn, params))
+        return first_written(_RENEWALS[(own, True)], conn, renewal.params()) or False
+    return bool(_RENEWALS[(own, False)].execute(conn, renewal.params()))
+
+
+def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
+    """:func:`renew` each, in order; on PostgreSQL all in one round trip
+    (:func:`~wharf.store.sql.direct.rows_together`: the server still runs one after the other,
+    so the rows are locked in the order given)."""
+    if conn.dialect.name != "postgresql":
+        return [
+            renew(
+                conn,
+                r.request_id,
+                now=r.now,
+                lease=r.lease,
+                runtime_state=r.runtime_state,
+                requester=r.requester,
+            )
+            for r in renewals
+        ]
+    queries = [(_RENEWALS[(r.requester is not None, True)], r.params()) for r in renewals]
+    return [Written(**rows[0]) if rows else False for rows in rows_together(conn, queries)]
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:

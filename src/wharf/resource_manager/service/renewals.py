@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -48,6 +48,7 @@ from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_owner
 from wharf.resource_manager.service.state import CacheView
+from wharf.store.sql.direct import commit_with
 from wharf.store.sql.engine import Database
 
 _INFO = TypeAdapter(ResourceRequestInfo)
@@ -99,6 +100,7 @@ class RenewalRunner(Combiner[Renewal]):
         shared: dict[int, int] = {}
         """Index of a renewal that repeats a key -> index of the first one."""
         order = sorted(range(len(batch)), key=lambda i: batch[i].operation.request_id.int)
+        renewing: list[int] = []
         for index in order:
             renewal, result = batch[index].operation, results[index]
             try:
@@ -118,9 +120,18 @@ class RenewalRunner(Combiner[Renewal]):
                     if response is not None:
                         result.value = _INFO.validate_json(response)
                         continue
-                self._renew(conn, renewal, result, now)
+                renewing.append(index)
             except WharfError as error:
                 result.error = error
+        # Every lease at once, still in request-id order (one round trip on PostgreSQL).
+        written = lease_store.renew_many(
+            conn, [self._lease_renewal(batch[index].operation, now) for index in renewing]
+        )
+        for index, outcome in zip(renewing, written, strict=True):
+            try:
+                self._renewed(conn, batch[index].operation, results[index], outcome)
+            except WharfError as error:
+                results[index].error = error
         self._answer(conn, batch, results)
         for index, origin in shared.items():
             results[index].value = results[origin].value
@@ -130,26 +141,33 @@ class RenewalRunner(Combiner[Renewal]):
             for i, r in enumerate(results)
             if r.answer and batch[i].operation.key is not None and i not in shared
         ]
-        idempotency.store(conn, [(key, value) for key, value in stored if key is not None], now)
+        keys = [(key, value) for key, value in stored if key is not None]
+        commit_with(conn, idempotency.store(keys, now))  # on PostgreSQL, with the COMMIT
         return results
 
     @staticmethod
-    def _renew(conn: Connection, renewal: Renewal, result: _Result, now: Any) -> None:
+    def _lease_renewal(renewal: Renewal, now: datetime) -> lease_store.LeaseRenewal:
         principal = renewal.principal
-        written = lease_store.renew(
-            conn,
+        return lease_store.LeaseRenewal(
             renewal.request_id,
-            now=now,
-            lease=now + timedelta(seconds=renewal.lease_seconds),
-            runtime_state=renewal.runtime_state,
-            requester=None if principal.admin else principal.name,
+            now,
+            now + timedelta(seconds=renewal.lease_seconds),
+            renewal.runtime_state,
+            None if principal.admin else principal.name,
         )
+
+    @staticmethod
+    def _renewed(
+        conn: Connection, renewal: Renewal, result: _Result, written: request_store.Written | bool
+    ) -> None:
+        """Settle one renewal from what its ``UPDATE`` did (a row that matched nothing: find
+        out why)."""
         result.written = written if isinstance(written, request_store.Written) else None
         if not written:
             owner = request_store.owner(conn, renewal.request_id)
             if owner is None:
                 raise EntityNotFoundError(f"Resource request {renewal.request_id} not found.")
-            require_owner(principal, owner[0], renewal.request_id)
+            require_owner(renewal.principal, owner[0], renewal.request_id)
             if owner[1] in request_store.LIVE:
                 result.value = LAPSED  # lapsed, not yet expired: the cycle expires it
                 return

@@ -189,6 +189,49 @@ def rows_together(conn: Connection, queries: Sequence[Query]) -> list[list[dict[
     return found
 
 
+def commit_with(conn: Connection, writes: Sequence[Query]) -> None:
+    """Run ``writes``, the last statements of the caller's transaction, whose results nobody
+    reads, and commit them with it.
+
+    On PostgreSQL they go with the ``COMMIT`` in one round trip (psycopg's pipeline mode): the
+    transaction is committed here, and the commit SQLAlchemy sends when the caller's
+    transaction block ends finds nothing left to do (psycopg sends none outside a
+    transaction). If one of them fails, the server skips the rest and the ``COMMIT``, and the
+    error is raised here, before anything committed, as SQLAlchemy would raise it. Elsewhere
+    they run one after the other (consecutive runs of one statement as one ``executemany``)
+    and the commit follows when the caller's transaction block ends."""
+    if conn.dialect.name != "postgresql":
+        index = 0
+        while index < len(writes):
+            statement = writes[index][0]
+            end = index + 1
+            while end < len(writes) and writes[end][0] is statement:
+                end += 1
+            if end - index > 1:
+                statement.execute_many(conn, [values for _, values in writes[index:end]])
+            else:
+                statement.execute(conn, writes[index][1])
+            index = end
+        return
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    compiled = [(query._for(conn.dialect, values), values) for query, values in writes]
+    cursors: list[Any] = []
+    try:
+        with dbapi.pipeline():
+            for c, values in compiled:
+                cursor = dbapi.cursor()
+                cursors.append(cursor)
+                cursor.execute(c.sql, c.parameters(values))
+            dbapi.commit()
+    except conn.dialect.loaded_dbapi.Error as error:
+        sql = ";\n".join([*(c.sql for c, _ in compiled), "COMMIT"])
+        raise driver_error(conn, sql, None, error) from error
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
 def execute_sql(conn: Connection, sql: str, params: Any) -> int:
     """Send ``sql`` (in the driver's parameter style) with ``params`` on the connection's DBAPI
     cursor, inside the caller's transaction, errors raised as SQLAlchemy raises them; the
