@@ -16,6 +16,7 @@ from wharf.resource_manager.service import ResourceManagerService, bulk_insert, 
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_many, insert_tables
 from wharf.store.sql import errors
+from wharf.store.sql.direct import commit_with
 
 
 def _rows(request_id: uuid.UUID, model: object) -> tuple[dict[str, object], request_store.Children]:
@@ -134,3 +135,38 @@ def test_a_rejected_bulk_insert_maps_to_the_same_error_everywhere(
     assert rm.requests.get(model.id).status.value == "allocated"  # nothing half-applied
     with rm._db.engine.connect() as conn:
         assert request_store.load(conn, [fresh]) == {}
+
+
+@pytest.mark.usefixtures("copy_from")
+def test_rows_inserted_later_are_inserted_with_the_commit_or_not_at_all(
+    rm: ResourceManagerService,
+) -> None:
+    # ``later``: on PostgreSQL the one statement for all tables is handed back, to go with the
+    # commit (``commit_with``); everywhere else, and through COPY, the rows are inserted at once.
+    setup_pool(rm, gpus_total=4)
+    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
+    orphan = {**codec.subject_rows(model)[0], "request_id": uuid.uuid4()}
+
+    def insert(request_id: uuid.UUID, *extra: dict[str, object]) -> None:
+        row, children = _rows(request_id, model)
+        groups = [
+            (t.requests, [row]),
+            (t.subjects, [*children.subjects, *extra]),
+            (t.request_metadata, children.metadata),
+        ]
+
+        def run(conn: sa.Connection) -> None:
+            later = insert_tables(conn, groups, later=True)
+            one_statement = rm.dialect == "postgresql" and bulk_insert.COPY_FROM_ROWS > 1
+            assert len(later) == (1 if one_statement else 0)
+            commit_with(conn, later)
+
+        rm._db.write(run)
+
+    kept, failed = uuid.uuid4(), uuid.uuid4()
+    insert(kept)
+    with pytest.raises(errors.ForeignKeyViolationError):
+        insert(failed, orphan)
+    with rm._db.engine.connect() as conn:
+        assert set(request_store.load(conn, [kept, failed])) == {kept}
+        assert request_store.load(conn, [kept])[kept].request.subjects == model.subjects

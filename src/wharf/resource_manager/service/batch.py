@@ -10,14 +10,15 @@ concurrent calls into one lock acquisition, one cache refresh, one scheduler run
 ``executemany`` statements.
 
 One transaction, in order (see :mod:`.cycle`):
-take the scheduling lock and read ``rm_state`` -> refresh the working copy -> expire lapsed
+take the scheduling lock and read ``rm_state``, the lapsed leases and the batch's stored
+idempotency keys (one round trip on PostgreSQL) -> refresh the working copy -> expire lapsed
 leases (or, on a takeover, extend them) -> each operation's ``run`` (idempotent replays answered
-from stored keys, all looked up with one query) -> the cycle -> flush (status changes, then new
-requests inserted in their final state, with allocations) -> finishers build results -> store
-idempotency responses -> record versions and the leader (a transaction that changed nothing,
-such as a batch of renewals, records only when the row names another leader or is half a sweep
-interval old). Within a batch, creations are therefore ordered after the checks of the batch's
-other operations.
+from stored keys) -> the cycle -> flush (status changes, then new requests inserted in their
+final state, with allocations) -> finishers build results -> store idempotency responses and
+record versions and the leader, with the commit (one round trip on PostgreSQL). A transaction
+that changed nothing, such as a batch of renewals, records only when the row names another
+leader or is half a sweep interval old. Within a batch, creations are therefore ordered after
+the checks of the batch's other operations.
 
 Invariants:
 - an operation that fails its checks changes nothing and does not affect the others in the
@@ -165,7 +166,7 @@ class BatchRunner(Combiner[Operation]):
         outcomes = [finish() for finish in finishers]
         if tx.swept:
             idempotency.forget_before(conn, now - self.options.idempotency_ttl)
-        last = idempotency.store(self._responses(batch, outcomes), now)
+        last = [*tx.last_writes, *idempotency.store(self._responses(batch, outcomes), now)]
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled

@@ -50,7 +50,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
-from wharf.store.sql.direct import driver_error, execute_sql
+from wharf.store.sql.direct import RawWrite, driver_error, execute_sql
 from wharf.store.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
@@ -146,12 +146,19 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
 
 
 def insert_tables(
-    conn: Connection, groups: Sequence[tuple[Table, Sequence[Mapping[str, Any]]]]
-) -> None:
+    conn: Connection,
+    groups: Sequence[tuple[Table, Sequence[Mapping[str, Any]]]],
+    *,
+    later: bool = False,
+) -> list[RawWrite]:
     """:func:`insert_many` for each (table, rows), in order; on PostgreSQL, when every group is
     small enough for a multi-row INSERT, all of them as *one* statement (data-modifying ``WITH``
     parts): one round trip instead of one per table. Foreign keys between the groups hold, as
-    PostgreSQL checks them at the end of the statement."""
+    PostgreSQL checks them at the end of the statement.
+
+    ``later``: that one statement is not sent but returned, for the caller to send with its
+    transaction's last writes (:func:`~wharf.store.sql.direct.commit_with`), as its last
+    statements or before them; everything else is inserted now, and nothing is returned."""
     groups = [(table, rows) for table, rows in groups if rows]
     if len(groups) > 1 and _is_psycopg(conn.dialect):
         parts: list[str] = []
@@ -164,10 +171,14 @@ def insert_tables(
             params.extend(chain.from_iterable(_values(compiled, rows)))
         else:
             heads = ", ".join(f"w{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
-            _raw_execute(conn, f"WITH {heads} {parts[-1]}", tuple(params))
-            return
+            write = RawWrite(f"WITH {heads} {parts[-1]}", tuple(params))
+            if later:
+                return [write]
+            _raw_execute(conn, write.sql, write.params)
+            return []
     for table, rows in groups:
         insert_many(conn, table, rows)
+    return []
 
 
 def _compiled(

@@ -7,7 +7,8 @@ the scheduling cache holds no leases), so it needs neither the scheduling lock n
 is one compare-and-set ``UPDATE`` of the request's row (:func:`lease_store.renew`): live,
 not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
 combined (:mod:`.combining`) into one transaction, which on a server costs one commit (one log
-flush) for the whole batch instead of one per heartbeat.
+flush) for the whole batch instead of one per heartbeat; on PostgreSQL the batch's updates
+go in one round trip (:func:`lease_store.renew_many`), and its idempotency keys with the commit.
 
 Why this can never over-allocate: capacity is only granted by scheduling transactions, which
 hold the scheduling lock and read the rows they change under row locks; a renewal never

@@ -40,7 +40,7 @@ from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
-from wharf.store.sql.direct import DirectStatement, Query
+from wharf.store.sql.direct import DirectStatement, Query, RawWrite
 from wharf.store.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -67,17 +67,19 @@ def chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any
 
 
 def insert_requests(
-    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
-) -> None:
+    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children, *, later: bool = False
+) -> list[RawWrite]:
     """Insert requests (rows from :func:`codec.request_row`, with their demands and any
-    allocations) and their child rows, together (:func:`insert_tables`)."""
-    insert_tables(
+    allocations) and their child rows, together (:func:`insert_tables`; ``later``: the one
+    statement that inserts them on PostgreSQL may be returned, to go with the commit)."""
+    return insert_tables(
         conn,
         [
             (t.requests, rows),
             (t.subjects, children.subjects),
             (t.request_metadata, children.metadata),
         ],
+        later=later,
     )
 
 

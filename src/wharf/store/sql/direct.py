@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Column, Connection, exc
@@ -170,15 +171,15 @@ def rows_together(conn: Connection, queries: Sequence[Query]) -> list[list[dict[
     assert dbapi is not None
     sent: list[tuple[_Compiled, Any, Any]] = []
     try:
+        # Leaving the pipeline sends the statements with one Sync and reads every result
+        # (fetching inside it would cost a round trip of its own, before the Sync's).
         with dbapi.pipeline():
             for c, values in compiled:
                 cursor = dbapi.cursor()
                 params = c.parameters(values)
                 sent.append((c, params, cursor))
                 cursor.execute(c.sql, params)
-            found = [
-                [c.row(r) for r in cursor.fetchall()] if c.columns else [] for c, _, cursor in sent
-            ]
+        found = [[c.row(r) for r in cur.fetchall()] if c.columns else [] for c, _, cur in sent]
     except conn.dialect.loaded_dbapi.Error as error:
         # The pipeline reports the first failure when it syncs: name every statement it held.
         sql = ";\n".join(c.sql for c, _ in compiled)
@@ -189,7 +190,16 @@ def rows_together(conn: Connection, queries: Sequence[Query]) -> list[list[dict[
     return found
 
 
-def commit_with(conn: Connection, writes: Sequence[Query]) -> None:
+@dataclass(frozen=True, slots=True)
+class RawWrite:
+    """A write its caller compiled for psycopg (``$n`` markers), sent on psycopg's raw cursor
+    as it is (psycopg parses a ``%s`` query of more than 50 parameters again on every call)."""
+
+    sql: str
+    params: tuple[Any, ...]
+
+
+def commit_with(conn: Connection, writes: Sequence[Query | RawWrite]) -> None:
     """Run ``writes``, the last statements of the caller's transaction, whose results nobody
     reads, and commit them with it.
 
@@ -201,32 +211,50 @@ def commit_with(conn: Connection, writes: Sequence[Query]) -> None:
     they run one after the other (consecutive runs of one statement as one ``executemany``)
     and the commit follows when the caller's transaction block ends."""
     if conn.dialect.name != "postgresql":
+        queries = [w for w in writes if not isinstance(w, RawWrite)]
+        assert len(queries) == len(writes), "raw writes are compiled for psycopg only"
         index = 0
-        while index < len(writes):
-            statement = writes[index][0]
+        while index < len(queries):
+            statement = queries[index][0]
             end = index + 1
-            while end < len(writes) and writes[end][0] is statement:
+            while end < len(queries) and queries[end][0] is statement:
                 end += 1
             if end - index > 1:
-                statement.execute_many(conn, [values for _, values in writes[index:end]])
+                statement.execute_many(conn, [values for _, values in queries[index:end]])
             else:
-                statement.execute(conn, writes[index][1])
+                statement.execute(conn, queries[index][1])
             index = end
         return
+    from psycopg import RawCursor  # only on a psycopg connection
+
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
-    compiled = [(query._for(conn.dialect, values), values) for query, values in writes]
+    sent: list[str] = []
     cursors: list[Any] = []
     try:
         with dbapi.pipeline():
-            for c, values in compiled:
-                cursor = dbapi.cursor()
-                cursors.append(cursor)
-                cursor.execute(c.sql, c.parameters(values))
-            dbapi.commit()
+            for write in writes:
+                if isinstance(write, RawWrite):
+                    cursor = RawCursor(dbapi)
+                    cursors.append(cursor)
+                    sent.append(write.sql)
+                    cursor.execute(write.sql.encode(), write.params)
+                else:
+                    query, values = write
+                    compiled = query._for(conn.dialect, values)
+                    cursor = dbapi.cursor()
+                    cursors.append(cursor)
+                    sent.append(compiled.sql)
+                    cursor.execute(compiled.sql, compiled.parameters(values))
+            # As a statement, not ``dbapi.commit()``, which would sync at once: leaving the
+            # pipeline then syncs again, one more round trip. psycopg reads the transaction's
+            # state from libpq, which sees the COMMIT as the server reports it.
+            cursor = dbapi.cursor()
+            cursors.append(cursor)
+            cursor.execute("COMMIT")
     except conn.dialect.loaded_dbapi.Error as error:
-        sql = ";\n".join([*(c.sql for c, _ in compiled), "COMMIT"])
-        raise driver_error(conn, sql, None, error) from error
+        # The pipeline reports the first failure when it syncs: name every statement it held.
+        raise driver_error(conn, ";\n".join([*sent, "COMMIT"]), None, error) from error
     finally:
         for cursor in cursors:
             cursor.close()
