@@ -225,6 +225,8 @@ def commit_with(conn: Connection, writes: Sequence[Query | RawWrite]) -> None:
                 statement.execute(conn, queries[index][1])
             index = end
         return
+    if not writes:
+        return  # the plain commit that follows is one round trip too, and costs less CPU
     from psycopg import RawCursor  # only on a psycopg connection
 
     dbapi = conn.connection.driver_connection
