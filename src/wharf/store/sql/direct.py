@@ -232,34 +232,29 @@ def commit_with(conn: Connection, writes: Sequence[Query | RawWrite]) -> None:
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
     sent: list[str] = []
-    cursors: list[Any] = []
+    # Nobody reads these results: one cursor of each kind serves every write.
+    cursor, raw = dbapi.cursor(), RawCursor(dbapi)
     try:
         with dbapi.pipeline():
             for write in writes:
                 if isinstance(write, RawWrite):
-                    cursor = RawCursor(dbapi)
-                    cursors.append(cursor)
                     sent.append(write.sql)
-                    cursor.execute(write.sql.encode(), write.params)
+                    raw.execute(write.sql.encode(), write.params)
                 else:
                     query, values = write
                     compiled = query._for(conn.dialect, values)
-                    cursor = dbapi.cursor()
-                    cursors.append(cursor)
                     sent.append(compiled.sql)
                     cursor.execute(compiled.sql, compiled.parameters(values))
             # As a statement, not ``dbapi.commit()``, which would sync at once: leaving the
             # pipeline then syncs again, one more round trip. psycopg reads the transaction's
             # state from libpq, which sees the COMMIT as the server reports it.
-            cursor = dbapi.cursor()
-            cursors.append(cursor)
             cursor.execute("COMMIT")
     except conn.dialect.loaded_dbapi.Error as error:
         # The pipeline reports the first failure when it syncs: name every statement it held.
         raise driver_error(conn, ";\n".join([*sent, "COMMIT"]), None, error) from error
     finally:
-        for cursor in cursors:
-            cursor.close()
+        cursor.close()
+        raw.close()
 
 
 def execute_sql(conn: Connection, sql: str, params: Any) -> int:
