@@ -15,7 +15,7 @@ from wharf.resource_manager.domain import Allocation
 from wharf.resource_manager.service import ResourceManagerService, bulk_insert, codec, request_store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_many, insert_tables
-from wharf.store.sql import errors
+from wharf.store.sql import direct, errors
 from wharf.store.sql.direct import commit_with
 
 
@@ -157,7 +157,7 @@ def test_rows_inserted_later_are_inserted_with_the_commit_or_not_at_all(
 
         def run(conn: sa.Connection) -> None:
             later = insert_tables(conn, groups, later=True)
-            one_statement = rm.dialect == "postgresql" and bulk_insert.COPY_FROM_ROWS > 1
+            one_statement = direct.pipelines(conn) and bulk_insert.COPY_FROM_ROWS > 1
             assert len(later) == (1 if one_statement else 0)
             commit_with(conn, later)
 

@@ -23,7 +23,7 @@ from tests.store.conftest import make_world
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, InputError
 from wharf.store.models import StepRunCreate, StepRunUpdate
-from wharf.store.sql import SqlStore
+from wharf.store.sql import SqlStore, direct
 from wharf.store.sql import tables as t
 from wharf.store.sql.direct import DirectStatement, commit_with, rows_together
 
@@ -147,6 +147,15 @@ def test_a_cached_step_reads_back_equal_through_both_paths(backend: SqlStore) ->
     assert found == backend.steps.get(created.id)
 
 
+@pytest.fixture(params=["pipelined", "one by one"])
+def pipelines(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL, statements run together go in one round trip, unless psycopg's libpq has
+    no pipeline mode: then they run one by one, like everywhere else. Test both."""
+    if request.param == "one by one":
+        monkeypatch.setattr(direct, "_psycopg_pipelines", lambda: False)
+
+
+@pytest.mark.usefixtures("pipelines")
 def test_statements_run_together_answer_as_they_do_one_by_one(backend: SqlStore) -> None:
     world = make_world(backend)
     run = world.run(status=ExecutionStatus.RUNNING)
@@ -168,6 +177,7 @@ def test_statements_run_together_answer_as_they_do_one_by_one(backend: SqlStore)
         assert rows_together(conn, []) == []
 
 
+@pytest.mark.usefixtures("pipelines")
 def test_a_failure_among_statements_run_together_is_raised_as_sqlalchemy_raises_it(
     backend: SqlStore,
 ) -> None:
@@ -186,6 +196,7 @@ def test_a_failure_among_statements_run_together_is_raised_as_sqlalchemy_raises_
             assert rows_together(conn, [(by_id, {"step_id": step.id})])[0][0]["id"] == step.id
 
 
+@pytest.mark.usefixtures("pipelines")
 def test_last_writes_commit_with_the_transaction_or_not_at_all(backend: SqlStore) -> None:
     first, second = backend.steps.create(_step(backend)), backend.steps.create(_step(backend))
     version = make_world(backend, "versions").version()

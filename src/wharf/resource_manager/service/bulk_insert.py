@@ -50,7 +50,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
-from wharf.store.sql.direct import RawWrite, driver_error, execute_sql
+from wharf.store.sql.direct import RawWrite, driver_error, execute_sql, pipelines
 from wharf.store.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
@@ -172,7 +172,7 @@ def insert_tables(
         else:
             heads = ", ".join(f"w{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
             write = RawWrite(f"WITH {heads} {parts[-1]}", tuple(params))
-            if later:
+            if later and pipelines(conn):
                 return [write]
             _raw_execute(conn, write.sql, write.params)
             return []

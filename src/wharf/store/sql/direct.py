@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,17 +153,33 @@ Query = tuple[DirectStatement, Mapping[str, Any]]
 """A direct statement and the values to run it with."""
 
 
+def pipelines(conn: Connection) -> bool:
+    """Whether ``conn`` can send several statements in one round trip: PostgreSQL through
+    psycopg, built on a libpq that has pipeline mode (14 or newer; psycopg's binary wheels
+    bundle one)."""
+    if conn.dialect.name != "postgresql" or conn.dialect.driver != "psycopg":
+        return False
+    return _psycopg_pipelines()
+
+
+@functools.cache
+def _psycopg_pipelines() -> bool:
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())
+
+
 def rows_together(conn: Connection, queries: Sequence[Query]) -> list[list[dict[str, Any]]]:
     """Run ``queries`` one after the other in the caller's transaction; each one's rows (none
     for a statement that selects no columns of a table, such as a lock function).
 
-    On PostgreSQL they go in one round trip (psycopg's pipeline mode; the transaction's
+    Where :func:`pipelines` allows (PostgreSQL), they go in one round trip (the transaction's
     ``BEGIN``, if it was not sent yet, goes with them): the server still runs each statement
     after the one before has finished, each with its own snapshot, so a query placed after a
     lock reads what was committed before the lock was granted, as it would in its own round
     trip. On a busy process each round trip also costs a hand-over of the GIL."""
     compiled = [(query._for(conn.dialect, values), values) for query, values in queries]
-    if conn.dialect.name != "postgresql" or len(queries) < 2:
+    if len(queries) < 2 or not pipelines(conn):
         return [
             [c.row(r) for r in _run(conn, c.sql, c.parameters(v), fetch=bool(c.columns))[0]]
             for c, v in compiled
@@ -203,16 +220,16 @@ def commit_with(conn: Connection, writes: Sequence[Query | RawWrite]) -> None:
     """Run ``writes``, the last statements of the caller's transaction, whose results nobody
     reads, and commit them with it.
 
-    On PostgreSQL they go with the ``COMMIT`` in one round trip (psycopg's pipeline mode): the
+    Where :func:`pipelines` allows, they go with the ``COMMIT`` in one round trip: the
     transaction is committed here, and the commit SQLAlchemy sends when the caller's
     transaction block ends finds nothing left to do (psycopg sends none outside a
     transaction). If one of them fails, the server skips the rest and the ``COMMIT``, and the
     error is raised here, before anything committed, as SQLAlchemy would raise it. Elsewhere
     they run one after the other (consecutive runs of one statement as one ``executemany``)
     and the commit follows when the caller's transaction block ends."""
-    if conn.dialect.name != "postgresql":
+    if not pipelines(conn):
         queries = [w for w in writes if not isinstance(w, RawWrite)]
-        assert len(queries) == len(writes), "raw writes are compiled for psycopg only"
+        assert len(queries) == len(writes), "raw writes are only made for pipelines"
         index = 0
         while index < len(queries):
             statement = queries[index][0]
