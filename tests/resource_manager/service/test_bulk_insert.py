@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -112,15 +113,20 @@ def test_rows_beyond_one_statement_are_split_into_chunks(
         assert sorted(chains) == list(range(1, 46))
 
 
+def _held_and_orphan(rm: ResourceManagerService) -> tuple[Any, dict[str, object]]:
+    """An allocated request, and a subject row of it that points at no request."""
+    setup_pool(rm, gpus_total=4)
+    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
+    return model, {**codec.subject_rows(model)[0], "request_id": uuid.uuid4()}
+
+
 @pytest.mark.usefixtures("copy_from")
 def test_a_rejected_bulk_insert_maps_to_the_same_error_everywhere(
     rm: ResourceManagerService,
 ) -> None:
     # On PostgreSQL the rows go through COPY, outside SQLAlchemy's execute: its driver errors
     # must still reach callers as the store's errors, as any statement's would.
-    setup_pool(rm, gpus_total=4)
-    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
-    orphan = {**codec.subject_rows(model)[0], "request_id": uuid.uuid4()}
+    model, orphan = _held_and_orphan(rm)
     duplicate = codec.subject_rows(model)[0]
     with pytest.raises(errors.ForeignKeyViolationError):
         rm._db.write(lambda conn: insert_many(conn, t.subjects, [orphan]))
@@ -143,9 +149,7 @@ def test_rows_inserted_later_are_inserted_with_the_commit_or_not_at_all(
 ) -> None:
     # ``later``: on PostgreSQL the one statement for all tables is handed back, to go with the
     # commit (``commit_with``); everywhere else, and through COPY, the rows are inserted at once.
-    setup_pool(rm, gpus_total=4)
-    model = rm.requests.create(ALICE, request_spec(gpus(1), lease=60))
-    orphan = {**codec.subject_rows(model)[0], "request_id": uuid.uuid4()}
+    model, orphan = _held_and_orphan(rm)
 
     def insert(request_id: uuid.UUID, *extra: dict[str, object]) -> None:
         row, children = _rows(request_id, model)

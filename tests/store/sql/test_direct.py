@@ -19,10 +19,10 @@ from sqlalchemy import (
     select,
 )
 
-from tests.store.conftest import make_world
+from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, InputError
-from wharf.store.models import StepRunCreate, StepRunUpdate
+from wharf.store.models import StepRunCreate, StepRunRecord, StepRunUpdate
 from wharf.store.sql import SqlStore, direct
 from wharf.store.sql import tables as t
 from wharf.store.sql.direct import DirectStatement, commit_with, rows_together
@@ -63,18 +63,24 @@ def test_a_row_equals_the_row_sqlalchemy_returns(backend: SqlStore) -> None:
     assert expected["cache_expires_at"] == step.cache_expires_at
 
 
-def test_literals_and_limits_are_sent_with_the_statement(backend: SqlStore) -> None:
+def _completed_steps(backend: SqlStore, *names: str) -> tuple[World, StepRunRecord]:
+    """A running run with a completed step of each name: (its world, the last step)."""
     world = make_world(backend)
     run = world.run(status=ExecutionStatus.RUNNING)
-    for name in ("c", "a", "b"):
+    for name in names:
         step = world.step(run.id, name=name)
         backend.steps.update(step.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
-    world.step(run.id, name="0")
+    return world, step
+
+
+def test_literals_and_limits_are_sent_with_the_statement(backend: SqlStore) -> None:
+    world, step = _completed_steps(backend, "c", "a", "b")
+    world.step(step.run_id, name="0")
     direct = DirectStatement(_COMPLETED_OF_RUN)
     with backend._db.engine.connect() as conn, conn.begin():
-        expected = [r._asdict() for r in conn.execute(_COMPLETED_OF_RUN, {"run_id": run.id})]
+        expected = [r._asdict() for r in conn.execute(_COMPLETED_OF_RUN, {"run_id": step.run_id})]
         assert [r["name"] for r in expected] == ["a", "b"]
-        assert direct.rows(conn, {"run_id": run.id}) == expected
+        assert direct.rows(conn, {"run_id": step.run_id}) == expected
 
 
 def test_inserts_and_updates_write_the_columns_they_are_given(backend: SqlStore) -> None:
@@ -157,14 +163,10 @@ def pipelines(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.usefixtures("pipelines")
 def test_statements_run_together_answer_as_they_do_one_by_one(backend: SqlStore) -> None:
-    world = make_world(backend)
-    run = world.run(status=ExecutionStatus.RUNNING)
-    for name in ("b", "a", "c"):
-        step = world.step(run.id, name=name)
-        backend.steps.update(step.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
+    _, step = _completed_steps(backend, "b", "a", "c")
     by_id, completed = DirectStatement(_BY_ID), DirectStatement(_COMPLETED_OF_RUN)
     queries = [
-        (completed, {"run_id": run.id}),
+        (completed, {"run_id": step.run_id}),
         (by_id, {"step_id": uuid.uuid4()}),  # no rows
         (by_id, {"step_id": step.id}),
     ]
