@@ -8,6 +8,10 @@ everything SQLAlchemy is for -- the statement is a Core construct, compiled by S
 connection's dialect, its values converted by the column types' own bind and result processors
 -- and only sends the compiled SQL on the connection's DBAPI cursor itself.
 
+Several statements whose order is fixed can go together: :func:`rows_together` (reads, e.g.
+after a lock) and :func:`commit_with` (a transaction's last writes, with its commit). Where
+:func:`pipelines` allows (PostgreSQL through psycopg), each call is one round trip.
+
 Invariants:
 - the statement runs on the same DBAPI connection, inside the caller's transaction: the caller's
   ``Connection`` must have begun it (``Database.read``/``write`` always do);
@@ -19,7 +23,10 @@ Invariants:
   so the store converts it at its boundary as it does every other;
 - only statements with a fixed set of plain bind parameters are supported (no expanding ``IN``
   lists, no Python-side column defaults); an insert is compiled for the exact columns it is
-  given; a write's ``RETURNING`` columns are read like a select's.
+  given; a write's ``RETURNING`` columns are read like a select's;
+- statements run together run in the order given, each after the one before has finished, and
+  answer and fail as they would one by one (the tests run both ways on every backend); a
+  failure among a transaction's last writes leaves everything uncommitted.
 """
 
 from __future__ import annotations
