@@ -41,7 +41,6 @@ from wharf.resource_manager.service.request_store import (
     WRITTEN_COLUMNS,
     LeaseRow,
     Written,
-    first_written,
 )
 from wharf.store.sql.direct import DirectStatement, rows_together
 from wharf.store.sql.types import UtcDateTime
@@ -123,27 +122,16 @@ def renew(
     nothing was renewed; else, where the database returns updated rows
     (``conn.dialect.update_returning``: SQLite, PostgreSQL), the row as written
     (:data:`request_store.WRITTEN_COLUMNS`, so answering needs no second read), elsewhere True."""
-    renewal = LeaseRenewal(request_id, now, lease, runtime_state, requester)
-    own = requester is not None
-    if conn.dialect.update_returning:
-        return first_written(_RENEWALS[(own, True)], conn, renewal.params()) or False
-    return bool(_RENEWALS[(own, False)].execute(conn, renewal.params()))
+    return renew_many(conn, [LeaseRenewal(request_id, now, lease, runtime_state, requester)])[0]
 
 
 def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
     """:func:`renew` each, in order; on PostgreSQL all in one round trip
     (:func:`~wharf.store.sql.direct.rows_together`: the server still runs one after the other,
     so the rows are locked in the order given)."""
-    if conn.dialect.name != "postgresql":
+    if not conn.dialect.update_returning:
         return [
-            renew(
-                conn,
-                r.request_id,
-                now=r.now,
-                lease=r.lease,
-                runtime_state=r.runtime_state,
-                requester=r.requester,
-            )
+            bool(_RENEWALS[(r.requester is not None, False)].execute(conn, r.params()))
             for r in renewals
         ]
     queries = [(_RENEWALS[(r.requester is not None, True)], r.params()) for r in renewals]

@@ -32,6 +32,8 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -237,17 +239,12 @@ def commit_with(conn: Connection, writes: Sequence[Query | RawWrite]) -> None:
     if not pipelines(conn):
         queries = [w for w in writes if not isinstance(w, RawWrite)]
         assert len(queries) == len(writes), "raw writes are only made for pipelines"
-        index = 0
-        while index < len(queries):
-            statement = queries[index][0]
-            end = index + 1
-            while end < len(queries) and queries[end][0] is statement:
-                end += 1
-            if end - index > 1:
-                statement.execute_many(conn, [values for _, values in queries[index:end]])
+        for statement, run in itertools.groupby(queries, key=operator.itemgetter(0)):
+            rows = [v for _, v in run]
+            if len(rows) > 1:
+                statement.execute_many(conn, rows)
             else:
-                statement.execute(conn, queries[index][1])
-            index = end
+                statement.execute(conn, rows[0])
         return
     if not writes:
         return  # the plain commit that follows is one round trip too, and costs less CPU
