@@ -28,6 +28,7 @@ from tests.resource_manager.api.live import ADMIN_KEY, LiveServer, free_socket, 
 from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.core.errors import (
     EntityExistsError,
+    EntityNotFoundError,
     IllegalOperationError,
     InputError,
     StoreError,
@@ -61,6 +62,7 @@ class Seen:
     path: str
     key: str | None
     token: str | None
+    peer: int  # the client's port: one per connection
 
 
 class Gateway:
@@ -87,7 +89,9 @@ class Gateway:
     async def relay(self, request: Request) -> Response:
         path = request.url.path
         auth = request.headers.get("authorization")
-        self.seen.append(Seen(request.method, path, request.headers.get("x-idempotency-key"), auth))
+        key = request.headers.get("x-idempotency-key")
+        peer = request.client.port if request.client else 0
+        self.seen.append(Seen(request.method, path, key, auth, peer))
         action = self.plan.pop(0) if self.plan and path != LOGIN else "forward"
         if action.isdigit():
             return Response(status_code=int(action), headers={"Retry-After": "0"})
@@ -271,6 +275,61 @@ def test_the_token_is_cached_and_refreshed_five_minutes_before_expiry(
         client.pools.list()
         assert gate.logins() == 2
     assert all(c.token for c in gate.calls())
+
+
+def test_each_calling_thread_keeps_its_own_connection(
+    gateway: tuple[Gateway, LiveServer],
+) -> None:
+    """Four threads, five calls each, all at once: every thread's calls go over one kept-alive
+    connection of its own (no thread waits for another's, none is closed after an answer)."""
+    gate, live = gateway
+    client = _client(gate, live)
+    client.pools.list()  # logs in first, so the threads' calls are the only ones below
+    start = threading.Barrier(4)
+
+    def calls(index: int) -> None:
+        start.wait()
+        for _ in range(5):
+            with pytest.raises(EntityNotFoundError):
+                client.pools.get(f"pool-of-thread-{index}")
+
+    threads = [threading.Thread(target=calls, args=(i,)) for i in range(4)]
+    with client:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(gate.calls()) == 21
+    peers: dict[str, set[int]] = {}
+    for seen in gate.calls()[1:]:
+        peers.setdefault(seen.path, set()).add(seen.peer)
+    assert len(peers) == 4
+    if gate.wire == "httpcore":
+        assert all(len(ports) == 1 for ports in peers.values())
+        assert len(set().union(*peers.values())) == 4
+
+
+def test_a_closed_fast_wire_sends_nothing_from_any_thread(server: LiveServer) -> None:
+    client = HttpResourceManager(server.url, api_key=ADMIN_KEY)
+    assert isinstance(client._transport._wire, CoreWire)
+    client.pools.list()
+    client.close()
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.pools.list()
+        except StoreUnavailableError as exc:
+            errors.append(exc)
+
+    call()  # this thread had a connection
+    other = threading.Thread(target=call)  # this one had none yet
+    other.start()
+    other.join()
+    closed = (
+        f"The Resource Manager at {server.url} is unreachable: ClosedError: the client is closed"
+    )
+    assert [str(e) for e in errors] == [closed, closed]
 
 
 def test_an_unreachable_server() -> None:
