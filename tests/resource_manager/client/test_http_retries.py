@@ -68,7 +68,7 @@ class Seen:
 class Gateway:
     """Actions: ``"503"`` (answer that status, ``Retry-After: 0``), ``"lose:502"`` (forward,
     then answer 502 instead of the RM's answer), ``"plain:409:text"`` (a JSON error without
-    Wharf's ``error`` field), ``"forward"``."""
+    Wharf's ``error`` field), ``"close"`` (forward, then close the connection), ``"forward"``."""
 
     def __init__(self, upstream: str, wire: str) -> None:
         self.upstream = upstream
@@ -112,6 +112,7 @@ class Gateway:
             answer.content,
             status_code=answer.status_code,
             media_type=answer.headers.get("content-type"),
+            headers={"Connection": "close"} if action == "close" else None,
         )
 
 
@@ -307,6 +308,18 @@ def test_each_calling_thread_keeps_its_own_connection(
     if gate.wire == "httpcore":
         assert all(len(ports) == 1 for ports in peers.values())
         assert len(set().union(*peers.values())) == 4
+
+
+def test_a_connection_the_server_closed_is_replaced(gateway: tuple[Gateway, LiveServer]) -> None:
+    gate, live = gateway
+    with _client(gate, live) as client:
+        client.pools.list()
+        gate.plan = ["forward", "close", "forward", "forward"]
+        for _ in range(4):
+            assert client.pools.list() == []
+    peers = [seen.peer for seen in gate.calls()]
+    assert len(peers) == 5 and client.sleeps == []  # type: ignore[attr-defined]
+    assert peers[1] == peers[2] != peers[3] == peers[4]  # a new one after the close, kept
 
 
 def test_a_closed_fast_wire_sends_nothing_from_any_thread(server: LiveServer) -> None:

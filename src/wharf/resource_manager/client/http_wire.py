@@ -8,20 +8,21 @@ above either wire; a wire only sends one request and reports what came back.
 
 Why two: a heartbeat is a tiny request, and ``httpx.Client`` spends most of the client's CPU on
 each one (building the request, merging and re-parsing its URL, the cookie jar, default
-headers). :class:`CoreWire` sends the same request through ``httpcore``'s connection pool — the
-library ``httpx`` itself sends through — with the URL's parts and the fixed headers prepared
-once, no cookie jar and no content decoding. It reproduces what :class:`HttpxWire` configures:
-keep-alive expiry as ``httpx``'s default, ``TCP_NODELAY``, one timeout for connect, read,
-write and pool waits, TLS verified as ``httpx`` verifies it (``SSL_CERT_FILE``/``SSL_CERT_DIR``
-honoured).
+headers). :class:`CoreWire` sends the same request through ``httpcore`` — the library ``httpx``
+itself sends through — with the URL's parts and the fixed headers prepared once, no cookie jar
+and no content decoding. It reproduces what :class:`HttpxWire` configures: keep-alive expiry as
+``httpx``'s default, ``TCP_NODELAY``, one timeout for connect, read and write, TLS verified as
+``httpx`` verifies it (``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured).
 
-Each calling thread gets its own one-connection ``httpcore`` pool (a sync caller has one request
-in flight at a time), not one pool shared by every thread: a shared pool takes one lock at each
-request's start and end and, under it, walks every connection checking whether it expired (a
-``poll`` per idle connection), and its keep-alive limit (``httpx``'s 20) closed, after each
-answer, the connections of the callers above the limit. With 32 threads renewing leases through
-one client that cost more than half the client's CPU per renewal (0.61 → 0.36 ms,
-``bench/rm_http.py``) and the server a new connection per call above the limit.
+Each calling thread keeps one ``httpcore.HTTPConnection`` of its own (a sync caller has one
+request in flight at a time), replaced when the server closed it or its keep-alive expired —
+what a connection pool would do for it, without the pool: a pool shared by every thread takes
+one lock at each request's start and end and, under it, walks every connection checking whether
+it expired (a ``poll`` per idle connection), and its keep-alive limit (``httpx``'s 20) closed,
+after each answer, the connections of the callers above the limit. With 32 threads renewing
+leases through one client that cost more than half the client's CPU per renewal (0.61 → 0.36
+ms, ``bench/rm_http.py``) and the server a new connection per call above the limit; a pool of
+one connection per thread still cost its request queue, lock and event per call.
 
 :func:`open_wire` falls back to :class:`HttpxWire` for whatever the fast path does not
 reproduce: an injected ``httpx.Client`` (tests, custom transports), a proxy from the
@@ -50,6 +51,7 @@ Headers = list[tuple[bytes, bytes]]
 NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 KEEPALIVE_EXPIRY = httpx.Limits().keepalive_expiry
 """How long an idle connection is kept: what an ``httpx.Client`` gets by default."""
+DEFAULT_PORTS = {b"http": 80, b"https": 443}
 RETRY_AFTER = b"retry-after"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 """Sent with ``Content-Length: 0`` when bodiless, as ``httpx`` sends them."""
@@ -93,7 +95,7 @@ class Wire(Protocol):
 
 class CoreWire:
     """Requests straight through ``httpcore``, one keep-alive connection per calling thread
-    (thread-safe: no two threads share a connection or a pool)."""
+    (thread-safe: no two threads share a connection)."""
 
     def __init__(self, url: httpx.URL, timeout: float) -> None:
         self._scheme = url.raw_scheme
@@ -106,33 +108,40 @@ class CoreWire:
             "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
         }
         self._ssl = httpx.create_ssl_context(trust_env=True) if self._scheme == b"https" else None
+        self._origin = httpcore.Origin(
+            self._scheme, self._host, self._port or DEFAULT_PORTS[self._scheme]
+        )
         self._local = threading.local()
-        self._pools: dict[threading.Thread, httpcore.ConnectionPool] = {}
-        self._pools_lock = threading.Lock()
+        self._connections: dict[threading.Thread, httpcore.HTTPConnection] = {}
+        self._lock = threading.Lock()
         self._closed = False
 
-    def _pool(self) -> httpcore.ConnectionPool:
-        """This thread's pool, made on its first call; the pools of threads that ended are
-        closed then, so their connections do not linger until garbage collection."""
-        pool: httpcore.ConnectionPool | None = getattr(self._local, "pool", None)
-        if pool is not None and not self._closed:
-            return pool
-        pool = httpcore.ConnectionPool(
+    def _connection(self) -> httpcore.HTTPConnection:
+        """This thread's connection: the one it kept alive, else a new one (on its first call,
+        after the server closed it or its keep-alive expired)."""
+        kept: httpcore.HTTPConnection | None = getattr(self._local, "connection", None)
+        if kept is not None and not (self._closed or kept.is_closed() or kept.has_expired()):
+            return kept
+        connection = httpcore.HTTPConnection(
+            self._origin,
             ssl_context=self._ssl,
-            max_connections=1,
             keepalive_expiry=KEEPALIVE_EXPIRY,
             socket_options=NO_DELAY,
         )
-        with self._pools_lock:
+        with self._lock:
             if self._closed:
                 raise AttemptError("ClosedError", "the client is closed", transient=False)
-            ended = [thread for thread in self._pools if not thread.is_alive()]
-            stale = [self._pools.pop(thread) for thread in ended]
-            self._pools[threading.current_thread()] = pool
+            # Threads that ended leave their connection behind: closed here, so they do not
+            # linger until garbage collection.
+            ended = [thread for thread in self._connections if not thread.is_alive()]
+            stale = [self._connections.pop(thread) for thread in ended]
+            if kept is not None:
+                stale.append(kept)
+            self._connections[threading.current_thread()] = connection
         for old in stale:
             old.close()
-        self._local.pool = pool
-        return pool
+        self._local.connection = connection
+        return connection
 
     def send(
         self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
@@ -144,7 +153,7 @@ class CoreWire:
             target=self._prefix + target.encode("ascii"),
         )
         # The headers are complete here (Host fixed, the length as httpx would send it), so
-        # the request goes to handle_request itself: pool.request would redo that work.
+        # the request goes to handle_request itself: a pool's request() would redo that work.
         if content:
             headers = [*self._fixed, (b"Content-Length", str(len(content)).encode()), *headers]
         elif method in BODY_METHODS:
@@ -155,7 +164,11 @@ class CoreWire:
             method.encode(), url, headers=headers, content=content, extensions=self._extensions
         )
         try:
-            response = self._pool().handle_request(request)
+            try:
+                response = self._connection().handle_request(request)
+            except httpcore.ConnectionNotAvailable:  # lost since the check: one new one
+                self._local.connection.close()
+                response = self._connection().handle_request(request)
             try:
                 body = response.read()
             finally:
@@ -173,11 +186,11 @@ class CoreWire:
         return Answer(response.status, body, retry_after)
 
     def close(self) -> None:
-        with self._pools_lock:
+        with self._lock:
             self._closed = True
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.close()
+            connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            connection.close()
 
 
 class HttpxWire:
