@@ -1,7 +1,6 @@
 """Status writes on every backend: requests that end alike are one compare-and-set statement by
-id list, which answers with each row as written where the database
-has ``RETURNING``, and refuses the whole batch when one row changed under the scheduling
-lock."""
+id list, which answers with each row as written where the database has ``RETURNING``, and
+refuses the whole batch when one row changed under the scheduling lock."""
 
 from __future__ import annotations
 
