@@ -20,10 +20,10 @@ what a connection pool would do for it, without the pool: a pool shared by every
 one lock at each request's start and end and, under it, walks every connection checking whether
 it expired (a ``poll`` per idle connection), and its keep-alive limit (``httpx``'s 20) closed,
 after each answer, the connections of the callers above the limit. With 32 threads renewing
-leases through one client that cost a third of the client's CPU per renewal (0.91–0.98 → 0.57–
-0.60 ms, ``bench/rm_http.py`` on PostgreSQL) and the server a new connection per call above
-the limit; a pool of one connection per thread still cost its request queue, lock and event per
-call (one thread alone: 0.45 → 0.35 ms per renewal, ``bench/rm_client_cpu.py``).
+leases through one client that cost a third of the client's CPU per renewal (0.91 to 0.98 ms
+against 0.57 to 0.60, ``bench/rm_http.py`` on PostgreSQL) and the server a new connection per
+call above the limit; a pool of one connection per thread still cost its request queue, lock
+and event per call (one thread alone: 0.45 → 0.35 ms per renewal, ``bench/rm_client_cpu.py``).
 
 :func:`open_wire` falls back to :class:`HttpxWire` for whatever the fast path does not
 reproduce: an injected ``httpx.Client`` (tests, custom transports), a proxy from the
