@@ -50,7 +50,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
-from wharf.store.sql.direct import RawWrite, driver_error, execute_sql, pipelines
+from wharf.store.sql.direct import RawWrite, driver_error, execute_sql, is_psycopg, pipelines
 from wharf.store.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
@@ -160,7 +160,7 @@ def insert_tables(
     transaction's last writes (:func:`~wharf.store.sql.direct.commit_with`), as its last
     statements or before them; everything else is inserted now, and nothing is returned."""
     groups = [(table, rows) for table, rows in groups if rows]
-    if len(groups) > 1 and _is_psycopg(conn.dialect):
+    if len(groups) > 1 and is_psycopg(conn.dialect):
         parts: list[str] = []
         params: list[Any] = []
         for table, rows in groups:
@@ -251,7 +251,7 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         if any(marker.format(name) not in sql for name in names):
             return None
     head, group = _multi_row_parts(sql, statement.positional, dialect)
-    if _is_psycopg(dialect):
+    if is_psycopg(dialect):
         head, group, names = _psycopg_multi_row_parts(sql, names)
     processors: list[Processor] = []
     memoized: list[bool] = []
@@ -264,7 +264,7 @@ def _compile(table: Table, keys: tuple[str, ...], dialect: Dialect) -> _Compiled
         impl = getattr(column_type, "impl_instance", column_type)
         memoized.append(processor is not None and isinstance(impl, DateTime))
     copy = None
-    if _is_psycopg(dialect):
+    if is_psycopg(dialect):
         quote = dialect.identifier_preparer.quote
         columns = ", ".join(quote(name) for name in names)
         copy = f"COPY {dialect.identifier_preparer.format_table(table)} ({columns}) FROM STDIN"
@@ -288,10 +288,6 @@ def _multi_row_parts(sql: str, positional: bool, dialect: Dialect) -> tuple[str 
     if not separator or not group.startswith("(") or not group.endswith(")"):
         return None, ""
     return f"{head}{separator}", group
-
-
-def _is_psycopg(dialect: Dialect) -> bool:
-    return dialect.name == "postgresql" and dialect.driver == "psycopg"
 
 
 _PYFORMAT = re.compile(r"%\((\w+)\)s")

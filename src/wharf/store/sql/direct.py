@@ -166,7 +166,7 @@ def pipelines(conn: Connection) -> bool:
     """Whether ``conn`` can send several statements in one round trip: PostgreSQL through
     psycopg, built on a libpq that has pipeline mode (14 or newer; psycopg's binary wheels
     bundle one)."""
-    if conn.dialect.name != "postgresql" or conn.dialect.driver != "psycopg":
+    if not is_psycopg(conn.dialect):
         return False
     return _psycopg_pipelines()
 
@@ -304,6 +304,11 @@ def _run(
         raise driver_error(conn, sql, params, error) from error
     finally:
         cursor.close()
+
+
+def is_psycopg(dialect: Dialect) -> bool:
+    """PostgreSQL through psycopg (3)."""
+    return dialect.name == "postgresql" and dialect.driver == "psycopg"
 
 
 def driver_error(conn: Connection, sql: str, params: Any, error: Any) -> exc.StatementError:
