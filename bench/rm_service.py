@@ -29,6 +29,8 @@ Figures:
 - ``sequential_ms`` p50/p99: one caller alone, create of a fitting request (no combining);
 - ``cpu_ms_per_admission``: CPU time of this process (service and callers) per admission, a
   figure that other load on the machine disturbs much less than wall-clock throughput;
+  ``busy_cores`` is that CPU over the run's wall time (below 1 on PostgreSQL while the
+  combining thread waits for its transaction's round trips and nobody else has work);
   ``sys_ms_per_admission`` is its kernel part, and ``switches_per_admission`` the voluntary
   and involuntary context switches of the process per admission (thread wake-ups and GIL
   hand-overs show there, whatever else runs on the machine).
@@ -263,6 +265,7 @@ def run_load(
         "queued_ms_p99": round(percentile(queued, 0.99) * 1000, 2),
         "not_admitted": len(failures),
         "cpu_ms_per_admission": round(cpu * 1000 / max(1, admitted), 3),
+        "busy_cores": round(cpu / wall, 2),
         "sys_ms_per_admission": round(
             (after.ru_stime - usage.ru_stime) * 1000 / max(1, admitted), 3
         ),
@@ -398,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"{'backend':>10} {'callers':>7} {'wall s':>7} {'admit/s':>8} {'fit':>6} {'fit p50':>8} "
         f"{'fit p99':>8} {'queued':>6} {'q p50':>8} {'q p99':>8} {'seq p50':>8} {'seq p99':>8} "
-        f"{'cpu/adm':>8} {'sys/adm':>8} {'switches':>10}"
+        f"{'cpu/adm':>8} {'busy':>5} {'sys/adm':>8} {'switches':>10}"
     )
     print(header)
     for row in rows:
@@ -407,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['fit']:>6} {row['fit_ms_p50']:>8} {row['fit_ms_p99']:>8} {row['queued']:>6} "
             f"{row['queued_ms_p50']:>8} {row['queued_ms_p99']:>8} "
             f"{row['sequential_ms_p50']:>8} {row['sequential_ms_p99']:>8} "
-            f"{row['cpu_ms_per_admission']:>8} {row['sys_ms_per_admission']:>8} "
+            f"{row['cpu_ms_per_admission']:>8} {row['busy_cores']:>5} "
+            f"{row['sys_ms_per_admission']:>8} "
             f"{'/'.join(map(str, row['switches_per_admission'])):>10}"
         )
     print("(times in ms; goal: >= 2000 admissions/s and fit p99 <= 50 ms;")
