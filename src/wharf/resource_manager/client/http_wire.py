@@ -115,11 +115,13 @@ class CoreWire:
         self._lock = threading.Lock()
         self._closed = False
 
-    def _connection(self) -> httpcore.HTTPConnection:
+    def _connection(self, *, replace: bool = False) -> httpcore.HTTPConnection:
         """This thread's connection: the one it kept alive, else a new one (on its first call,
-        after the server closed it or its keep-alive expired)."""
+        after the server closed it or its keep-alive expired, or to ``replace`` it)."""
         kept: httpcore.HTTPConnection | None = getattr(self._local, "connection", None)
-        if kept is not None and not (self._closed or kept.is_closed() or kept.has_expired()):
+        if kept is not None and not (
+            replace or self._closed or kept.is_closed() or kept.has_expired()
+        ):
             return kept
         connection = httpcore.HTTPConnection(
             self._origin,
@@ -166,8 +168,7 @@ class CoreWire:
             try:
                 response = self._connection().handle_request(request)
             except httpcore.ConnectionNotAvailable:  # lost since the check: one new one
-                self._local.connection.close()
-                response = self._connection().handle_request(request)
+                response = self._connection(replace=True).handle_request(request)
             try:
                 body = response.read()
             finally:
