@@ -2,7 +2,9 @@
 
 Invariants:
 - One engine (one connection pool) per opened store; nothing here runs at import time.
-- SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout.
+- SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout;
+  its log is checkpointed by a thread of its own after this process's writes
+  (:mod:`.checkpoints`), not inside a writer's commit.
   pysqlite's own transaction handling is switched off and every write transaction starts with
   ``BEGIN IMMEDIATE``: the writer takes the database's write lock *before* it reads, so two
   processes can neither deadlock on a lock upgrade nor lose an update (read-modify-write is
@@ -43,6 +45,7 @@ from sqlalchemy.engine import URL, make_url
 
 from wharf.core.errors import InputError
 from wharf.store.sql import errors
+from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from wharf.store.sql.types import is_mysql
 from wharf.store.sql.write_turns import turns_for
 
@@ -193,6 +196,8 @@ def _sqlite_engine(url: URL) -> Engine:
             cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
             _enable_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
+            # A safety net only: checkpoints run off the writers' path (see checkpoints).
+            cursor.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
@@ -229,6 +234,7 @@ class Database:
         database = engine.url.database
         # The writers of this process take turns on a SQLite file (see write_turns).
         self._turns = turns_for(database) if self.is_sqlite and database else None
+        self._checkpoints = checkpoints_for(database) if self.is_sqlite and database else None
 
     @staticmethod
     def _autocommit_variant(engine: Engine) -> Engine:
@@ -280,10 +286,12 @@ class Database:
         return self._run_writing(self._autocommit_engine, fn)
 
     def _run_writing(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
-        if self._turns is None:
+        if self._turns is None or self._checkpoints is None:
             return self._run(engine, fn)
         with self._turns.turn():
-            return self._run(engine, fn)
+            result = self._run(engine, fn)
+        self._checkpoints.committed()
+        return result
 
     def _run(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
         try:
@@ -298,3 +306,5 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._checkpoints is not None:
+            self._checkpoints.flush()

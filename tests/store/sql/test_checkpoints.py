@@ -1,0 +1,179 @@
+"""WAL checkpoints (:mod:`wharf.store.sql.checkpoints`): off the writers' path, on a thread of
+their own, triggered by this process's commits, and never creating or failing anything.
+
+Waits on the checkpointer's thread poll its counter up to a safety timeout that only a broken
+test reaches.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, text
+
+from wharf.store.sql import checkpoints as module
+from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, WalCheckpoints, checkpoints_for
+from wharf.store.sql.engine import Database, create_sql_engine
+
+SAFETY_TIMEOUT = 30.0
+ROW = "x" * 3000  # about one page per row: the log grows by pages, not bytes
+
+
+def until(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + SAFETY_TIMEOUT
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def open_database(path: Path) -> Database:
+    database = Database(create_sql_engine(f"sqlite:///{path}"), str(path))
+    database.write(lambda conn: conn.execute(text("CREATE TABLE t (v TEXT)")))
+    return database
+
+
+def insert(rows: int) -> Callable[[Connection], None]:
+    def run(conn: Connection) -> None:
+        conn.execute(text("INSERT INTO t (v) VALUES (:v)"), [{"v": ROW}] * rows)
+
+    return run
+
+
+def log_frames(path: Path) -> tuple[int, int]:
+    """(frames in the log, frames copied back) after a checkpoint of the test's own."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        _busy, log, copied = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return log, copied
+    finally:
+        other.close()
+
+
+def quiet(checkpoints: WalCheckpoints) -> None:
+    """Let no trigger fire during the test (only an explicit flush checkpoints)."""
+    checkpoints.commits_per_checkpoint = 10**9
+    checkpoints.max_delay = SAFETY_TIMEOUT * 10
+
+
+def test_connections_leave_checkpoints_to_the_checkpointer(tmp_path: Path) -> None:
+    database = open_database(tmp_path / "a.db")
+    try:
+        with database.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == (
+                AUTOCHECKPOINT_PAGES
+            )
+    finally:
+        database.dispose()
+
+
+def test_writers_no_longer_checkpoint_in_their_commits(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    database = open_database(path)
+    checkpoints = checkpoints_for(str(path))
+    quiet(checkpoints)
+    try:
+        before = checkpoints.checkpoints
+        for _ in range(30):  # ~1,500 pages: SQLite's default would have checkpointed in a commit
+            database.write(insert(50))
+        # Past SQLite's default threshold (1,000 pages) and still one log: no writer
+        # checkpointed (a checkpoint lets the next writer start the log over).
+        log, copied = log_frames(path)
+        assert log > 1000 and checkpoints.checkpoints == before
+        assert copied == log  # the test's own checkpoint copied it all back
+    finally:
+        database.dispose()
+
+
+def test_enough_commits_wake_the_checkpointer(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    database = open_database(path)
+    checkpoints = checkpoints_for(str(path))
+    quiet(checkpoints)
+    try:
+        checkpoints.commits_per_checkpoint = 3
+        before = checkpoints.checkpoints
+        for _ in range(3):
+            database.write(insert(5))
+        assert until(lambda: checkpoints.checkpoints == before + 1)
+    finally:
+        database.dispose()
+
+
+def test_a_single_commit_is_checkpointed_after_the_delay(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    database = open_database(path)
+    checkpoints = checkpoints_for(str(path))
+    quiet(checkpoints)
+    try:
+        checkpoints.max_delay = 0.01
+        before = checkpoints.checkpoints
+        database.write(insert(1))
+        assert until(lambda: checkpoints.checkpoints == before + 1)
+    finally:
+        database.dispose()
+
+
+def test_an_idle_checkpointer_ends_its_thread_and_starts_again(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    path.touch()
+    checkpoints = WalCheckpoints(str(path), commits_per_checkpoint=1, idle=0.01)
+    checkpoints.committed()
+    assert until(lambda: checkpoints.checkpoints == 1)
+    assert until(lambda: checkpoints._thread is None)  # idle: the thread ended
+    checkpoints.committed()
+    assert until(lambda: checkpoints.checkpoints == 2)
+
+
+def test_dispose_checkpoints_what_is_pending_and_nothing_else(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    database = open_database(path)
+    checkpoints = checkpoints_for(str(path))
+    quiet(checkpoints)
+    checkpoints.flush()  # the table's creation
+    database.write(insert(5))
+    before = checkpoints.checkpoints
+    database.dispose()  # in this thread, before it returns
+    assert checkpoints.checkpoints == before + 1
+    checkpoints.flush()  # nothing new: no checkpoint
+    assert checkpoints.checkpoints == before + 1
+
+
+def test_a_file_that_is_gone_is_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = tmp_path / "gone.db"
+    checkpoints = WalCheckpoints(str(missing))
+    checkpoints._pending = 1
+    with caplog.at_level(logging.DEBUG, logger=module.__name__):
+        checkpoints.flush()
+    assert not missing.exists() and checkpoints.checkpoints == 0 and not caplog.records
+
+
+def test_a_failing_checkpoint_is_logged_and_creates_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "not-a-database.db"
+    directory.mkdir()  # exists, but SQLite cannot open it
+    checkpoints = WalCheckpoints(str(directory))
+    checkpoints._pending = 1
+    with caplog.at_level(logging.WARNING, logger=module.__name__):
+        checkpoints.flush()
+    assert checkpoints.checkpoints == 0 and list(directory.iterdir()) == []
+    assert "Could not checkpoint the SQLite log" in caplog.text
+
+
+def test_one_checkpointer_per_file_and_a_new_one_after_a_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = checkpoints_for(str(tmp_path / "a.db"))
+    assert first is checkpoints_for(str(tmp_path / "." / "a.db"))
+    assert first is not checkpoints_for(str(tmp_path / "b.db"))
+    monkeypatch.setattr(module, "_pid", -1)  # as a forked child sees its parent's registry
+    assert checkpoints_for(str(tmp_path / "a.db")) is not first
