@@ -245,3 +245,53 @@ def test_an_embedded_watch_lists_only_after_another_process_wrote(tmp_path: Path
     finally:
         here.close()
         there.close()
+
+
+def test_an_embedded_watch_does_not_list_while_its_own_process_commits(tmp_path: Path) -> None:
+    """The marker must not take a commit of this process for another writer's, even when it
+    reads the stored state while that commit is being adopted: with a thread committing all
+    along, two hundred ticks of the watch list once (the first tick) and never again."""
+    url = f"sqlite:///{tmp_path / 'rm.db'}"
+    here = InProcessResourceManager.open(url, Principal(name="alice", admin=True))
+    try:
+        ensure_pool(here, "licenses", {"license": 1}, account="alice")
+        listed: list[RequestFilter | None] = []
+        real_list = here.requests.list
+
+        def counting_list(query=None, page=None):  # type: ignore[no-untyped-def]
+            listed.append(query)
+            return real_list(query, page)
+
+        reads = threading.Semaphore(0)
+        real_marker = here.requests.unannounced_marker
+
+        def counting_marker() -> object:
+            reads.release()
+            return real_marker()
+
+        here.requests.list = counting_list  # type: ignore[method-assign]
+        here.requests.unannounced_marker = counting_marker  # type: ignore[method-assign]
+        requests = LazyRequests(lambda: here.requests, watch_seconds=0.0005)
+        _ask(here)  # holds the only licence: what the busy thread asks for queues
+        stop = threading.Event()
+        commits = 0
+
+        def busy() -> None:
+            nonlocal commits
+            while not stop.is_set():
+                here.requests.cancel(_ask(here))
+                commits += 2
+
+        waiting = requests.create(license_request()).id
+        with requests.wait_room.enter(waiting):
+            thread = threading.Thread(target=busy)
+            thread.start()
+            try:
+                for _ in range(200):
+                    assert reads.acquire(timeout=SAFETY_TIMEOUT)
+            finally:
+                stop.set()
+                thread.join(SAFETY_TIMEOUT)
+        assert commits > 20 and len(listed) == 1
+    finally:
+        here.close()

@@ -24,7 +24,8 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import InputError
 from wharf.resource_manager.client.errors import PermissionDeniedError
 from wharf.resource_manager.client.models import PoolUpdate
-from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service import ResourceManagerService, leader
+from wharf.resource_manager.service import batch as batch_module
 from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.state import SchedulingCache
 
@@ -231,3 +232,47 @@ def test_creations_into_a_deep_queue_walk_on_from_the_last_cycle(
     assert one._runner.cache.walk is None, "that cycle admitted the head"
     assert one.requests.get(head.id).status is S.ALLOCATED
     assert [one.requests.get(r.id).status for r in behind] == [S.PENDING] * 3
+
+
+def _stored_version(rm: ResourceManagerService) -> int:
+    return rm._db.read(lambda conn: leader.read(conn).state_version)
+
+
+def test_a_process_knows_the_state_versions_it_wrote(
+    open_rm: Callable[..., ResourceManagerService],
+) -> None:
+    """What the wait room's marker relies on: a version this process wrote reads as its own,
+    another process's does not, and the marker changes only with the other's commits."""
+    one, two = open_rm(), open_rm()
+    setup_pool(one, gpus_total=4)
+    one.requests.create(ALICE, request_spec(gpus(1)))
+    mine = _stored_version(one)
+    assert one._runner.produced(mine) and not two._runner.produced(mine)
+    marker = one.requests.unannounced_marker()
+    one.requests.create(ALICE, request_spec(gpus(1)))
+    assert one.requests.unannounced_marker() == marker  # its own commit: announced
+    two.requests.create(BOB, request_spec(gpus(1)))
+    theirs = _stored_version(one)
+    assert two._runner.produced(theirs) and not one._runner.produced(theirs)
+    assert one.requests.unannounced_marker() != marker
+
+
+def test_a_version_that_never_committed_is_not_kept(
+    rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup_pool(rm, gpus_total=4)
+    rm.requests.create(ALICE, request_spec(gpus(1)))
+    before = _stored_version(rm)
+
+    def failing_commit(*_args: object) -> None:
+        raise InputError("the commit failed")
+
+    monkeypatch.setattr(batch_module, "commit_with", failing_commit)
+    with pytest.raises(InputError, match="the commit failed"):
+        rm.requests.create(ALICE, request_spec(gpus(1)))
+    monkeypatch.undo()
+    assert _stored_version(rm) == before
+    # Another writer could commit that number next: it must not read as this process's.
+    assert not rm._runner.produced(before + 1)
+    rm.requests.create(ALICE, request_spec(gpus(1)))
+    assert _stored_version(rm) == before + 1 and rm._runner.produced(before + 1)

@@ -30,13 +30,18 @@ Invariants:
 - after a commit and before any caller of the batch is answered, the listeners added with
   :meth:`BatchRunner.on_left_queue` get the requests that left the queue in it (pending before,
   allocated or ended now), so a waiter of this process hears of its allocation without asking;
-  a failing listener is logged and never fails the batch.
+  a failing listener is logged and never fails the batch;
+- :meth:`BatchRunner.produced` knows every state version this process committed lately, from
+  before its commit on, and no version whose transaction rolled back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,6 +65,8 @@ logger = logging.getLogger(__name__)
 LeftQueueListener = Callable[[Sequence[ResourceRequest]], None]
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+OWN_VERSIONS_REMEMBERED = 64
+"""State versions of this process's latest transactions kept for :meth:`BatchRunner.produced`."""
 
 
 def _adapter(result_type: Any) -> TypeAdapter[Any]:
@@ -103,7 +110,17 @@ class BatchRunner(Combiner[Operation]):
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
         self.catch_ups = 0
         """Transactions that found requests changed by other writers (never announced here)."""
+        self._own_versions: deque[int] = deque(maxlen=OWN_VERSIONS_REMEMBERED)
+        self._own_lock = threading.Lock()  # read by other threads (a wait room's watch)
+        self._uncommitted: int | None = None
+        """The version the running attempt will write, until it committed."""
         self._listeners: list[LeftQueueListener] = []
+
+    def produced(self, state_version: int) -> bool:
+        """True if one of this process's recent transactions wrote ``state_version`` (counted
+        from before its commit, so a reader that sees the commit always finds it here)."""
+        with self._own_lock:
+            return state_version in self._own_versions
 
     def on_left_queue(self, listener: LeftQueueListener) -> None:
         """Call ``listener`` after each commit with the requests that left the queue in it."""
@@ -140,9 +157,23 @@ class BatchRunner(Combiner[Operation]):
                 logger.exception("A listener of requests leaving the queue failed.")
 
     def _attempt(self, batch: list[Slot[Operation]]) -> _Run:
-        return self.db.write(lambda conn: self._transaction(conn, batch))
+        try:
+            run = self.db.write(lambda conn: self._transaction(conn, batch))
+        except BaseException:
+            self._forget_uncommitted()
+            raise
+        self._uncommitted = None
+        return run
+
+    def _forget_uncommitted(self) -> None:
+        """The last attempt never committed: another writer may write its version next."""
+        if self._uncommitted is not None:
+            with self._own_lock, contextlib.suppress(ValueError):
+                self._own_versions.remove(self._uncommitted)
+            self._uncommitted = None
 
     def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
+        self._forget_uncommitted()  # a retried attempt (a conflict rolled the last one back)
         now = self.db.now()
         keys = [slot.operation.idempotency for slot in batch]
         lookup = idempotency.Lookup(conn, [key for key in keys if key is not None])
@@ -180,6 +211,10 @@ class BatchRunner(Combiner[Operation]):
                 swept=tx.swept,
             )
             last.append(record)
+        if tx.changed:  # before the commit: whoever reads the new version finds it ours
+            with self._own_lock:
+                self._own_versions.append(state_version)
+            self._uncommitted = state_version
         commit_with(conn, last)  # on PostgreSQL, one round trip with the COMMIT
         return _Run(outcomes, tx, state_version, config_version, cycled)
 

@@ -84,16 +84,20 @@ class RequestService:
         of the queue (allocated, or ended while pending), with those requests."""
         self._runner.on_left_queue(listener)
 
-    def unannounced_marker(self) -> tuple[int, int]:
+    def unannounced_marker(self) -> tuple[int, int | None]:
         """A value that changes whenever requests may have changed without this process's
-        listeners hearing of it: another writer committed since this process's last
-        transaction (the stored state version is ahead of the cache's), or a transaction of
-        this process took in other writers' changes. Equal markers: everything that moved
-        out of the queue in between was announced (see :meth:`on_left_queue`)."""
-        runner = self._runner
-        catch_ups, cached = runner.catch_ups, runner.cache.view.state_version
+        listeners hearing of it: the stored state version was written by another writer, or a
+        transaction of this process took in other writers' changes. Equal markers: everything
+        that moved out of the queue in between was announced (see :meth:`on_left_queue`).
+
+        The stored version is read first and the catch-ups after it, so a commit of another
+        writer shows in one or the other; a version this process wrote counts as unchanged
+        even while its commit is still being adopted (comparing with the cache's version
+        read a commit of this process in that moment as another writer's, and the watch then
+        listed every waiter for nothing)."""
         stored = self._db.read(lambda conn: leader.read(conn).state_version)
-        return catch_ups, stored - (cached if cached is not None else -1)
+        runner = self._runner
+        return runner.catch_ups, None if runner.produced(stored) else stored
 
     def create(
         self,
