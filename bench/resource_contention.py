@@ -40,6 +40,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from host_speed import host_figures
+
 from wharf import Client, ResourceSettings, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
@@ -370,6 +372,7 @@ def main() -> None:
         "--out", type=Path, default=Path(__file__).parent / "results" / "resource_contention.json"
     )
     args = parser.parse_args()
+    host = host_figures()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as home:
         os.environ["WHARF_HOME"] = str(Path(home) / "contention")
@@ -411,6 +414,8 @@ def main() -> None:
             f"max {p['to_urgent_start_s_max']:.2f} s"
         )
     print(f"load average (1 min) before/after: {result['load_average_1m']}")
+    print(f"host speed before the run: reference loop {host['reference_loop_ms']} ms")
+    result["host"] = host
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"benchmark": "resource_contention", **result}, indent=2))
     print(f"wrote {args.out}")

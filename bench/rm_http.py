@@ -64,6 +64,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import httpx
+from host_speed import host_figures
 from rest_server import database, free_port, process_tree_cpu_seconds
 
 from wharf.core.enums import ResourceRequestRuntimeState as RuntimeState
@@ -451,11 +452,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    host = host_figures()
     load_before = os.getloadavg()
     rows = [measure(b, w, args) for b in args.backends for w in args.workers]
     load_after = os.getloadavg()
     result = {
         "benchmark": "rm_http",
+        "host": host,
         "command": "python bench/rm_http.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),

@@ -68,6 +68,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from host_speed import host_figures
 from rest_server import database
 
 from wharf.core.enums import ResourceRequestStatus as S
@@ -387,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         return single_thread(
             args.backends, args.requests, args.seed, args.per_transaction, args.keys
         )
+    host = host_figures()
     load_before = os.getloadavg()
     rows = [
         row
@@ -417,8 +419,10 @@ def main(argv: list[str] | None = None) -> int:
     print("(times in ms; goal: >= 2000 admissions/s and fit p99 <= 50 ms;")
     print(" switches: voluntary/involuntary context switches per admission)")
     print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
+    print(f"host speed before the runs: reference loop {host['reference_loop_ms']} ms")
     result = {
         "benchmark": "rm_service",
+        "host": host,
         "command": "python bench/rm_service.py " + " ".join(sys.argv[1:]),
         "python": platform.python_version(),
         "machine": platform.machine(),
