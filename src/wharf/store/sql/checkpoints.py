@@ -13,9 +13,11 @@ of its own, in ``PASSIVE`` mode: it never waits for readers or writers and block
 the sqlite3 module releases the GIL while SQLite copies and syncs.
 
 When: after :data:`COMMITS_PER_CHECKPOINT` write transactions of this process on the file, or
-:data:`MAX_DELAY_SECONDS` after the first one not yet checkpointed, whichever comes first; and
-in the caller's thread when an engine on the file is disposed with commits not yet checkpointed,
-so a short-lived process (a CLI command) does not leave the log to grow.
+:data:`MAX_DELAY_SECONDS` after the first one not yet checkpointed, whichever comes first. A
+process that ends sooner (a CLI command, an isolated step's process) leaves its last commits to
+the next checkpoint of any process, or to SQLite, which checkpoints when the file's last
+connection closes; its own threshold bounds the log meanwhile. (Checkpointing at exit instead
+made every isolated step's process sync the files before it could end.)
 
 Invariants:
 - one checkpointer per file per process (by real path; a forked child makes its own);
@@ -82,14 +84,6 @@ class WalCheckpoints:
             elif self._pending == 1 or self._pending >= self.commits_per_checkpoint:
                 self._changed.notify()
 
-    def flush(self) -> None:
-        """Checkpoint now, in this thread, if commits were recorded since the last one."""
-        with self._changed:
-            if self._pending == 0:
-                return
-            self._pending = 0
-        self._checkpoint()
-
     def _run(self) -> None:
         while True:
             with self._changed:
@@ -103,7 +97,7 @@ class WalCheckpoints:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        with self._checkpointing:  # the thread and a flush never checkpoint at once
+        with self._checkpointing:  # one checkpoint at a time (a test may call this too)
             if not os.path.exists(self.path):
                 return  # the file is gone (a removed temporary store): nothing to checkpoint
             try:

@@ -306,5 +306,3 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-        if self._checkpoints is not None:
-            self._checkpoints.flush()
