@@ -55,6 +55,28 @@ def _ask(client: InProcessResourceManager) -> UUID:
     return client.requests.create(license_request()).id
 
 
+class _Counted:
+    """A client's ``list`` calls and marker reads, counted (the watch's work, seen from outside)."""
+
+    def __init__(self, client: InProcessResourceManager) -> None:
+        self.listed: list[RequestFilter | None] = []
+        self.first_list = threading.Event()
+        self.reads = threading.Semaphore(0)
+        real_list, real_marker = client.requests.list, client.requests.unannounced_marker
+
+        def counting_list(query=None, page=None):  # type: ignore[no-untyped-def]
+            self.listed.append(query)
+            self.first_list.set()
+            return real_list(query, page)
+
+        def counting_marker() -> object:
+            self.reads.release()
+            return real_marker()
+
+        client.requests.list = counting_list  # type: ignore[method-assign]
+        client.requests.unannounced_marker = counting_marker  # type: ignore[method-assign]
+
+
 def test_an_embedded_release_wakes_the_next_waiter_without_a_list_call(
     embedded_rm: InProcessResourceManager,
 ) -> None:
@@ -212,36 +234,19 @@ def test_an_embedded_watch_lists_only_after_another_process_wrote(tmp_path: Path
     there = InProcessResourceManager.open(url, alice)
     try:
         ensure_pool(here, "licenses", {"license": 1}, account="alice")
-        listed: list[RequestFilter | None] = []
-        first_list = threading.Event()
-        real_list = here.requests.list
-
-        def counting_list(query=None, page=None):  # type: ignore[no-untyped-def]
-            listed.append(query)
-            first_list.set()
-            return real_list(query, page)
-
-        reads = threading.Semaphore(0)
-        real_marker = here.requests.unannounced_marker
-
-        def counting_marker() -> object:
-            reads.release()
-            return real_marker()
-
-        here.requests.list = counting_list  # type: ignore[method-assign]
-        here.requests.unannounced_marker = counting_marker  # type: ignore[method-assign]
+        counted = _Counted(here)
         requests = LazyRequests(lambda: here.requests, watch_seconds=0.001)
         holder = _ask(there)
         waiting = requests.create(license_request()).id  # this process's commit: announced
         with requests.wait_room.enter(waiting) as ticket:
-            assert first_list.wait(SAFETY_TIMEOUT)  # the first tick lists
+            assert counted.first_list.wait(SAFETY_TIMEOUT)  # the first tick lists
             for _ in range(20):  # twenty more ticks, nothing changed elsewhere
-                assert reads.acquire(timeout=SAFETY_TIMEOUT)
-            assert len(listed) == 1
+                assert counted.reads.acquire(timeout=SAFETY_TIMEOUT)
+            assert len(counted.listed) == 1
             there.requests.release(holder)  # another process frees the licence
             woken = ticket.wait(SAFETY_TIMEOUT)
             assert woken is not None and woken.status is S.ALLOCATED
-        assert len(listed) == 2
+        assert len(counted.listed) == 2
     finally:
         here.close()
         there.close()
@@ -255,22 +260,7 @@ def test_an_embedded_watch_does_not_list_while_its_own_process_commits(tmp_path:
     here = InProcessResourceManager.open(url, Principal(name="alice", admin=True))
     try:
         ensure_pool(here, "licenses", {"license": 1}, account="alice")
-        listed: list[RequestFilter | None] = []
-        real_list = here.requests.list
-
-        def counting_list(query=None, page=None):  # type: ignore[no-untyped-def]
-            listed.append(query)
-            return real_list(query, page)
-
-        reads = threading.Semaphore(0)
-        real_marker = here.requests.unannounced_marker
-
-        def counting_marker() -> object:
-            reads.release()
-            return real_marker()
-
-        here.requests.list = counting_list  # type: ignore[method-assign]
-        here.requests.unannounced_marker = counting_marker  # type: ignore[method-assign]
+        counted = _Counted(here)
         requests = LazyRequests(lambda: here.requests, watch_seconds=0.0005)
         _ask(here)  # holds the only licence: what the busy thread asks for queues
         stop = threading.Event()
@@ -288,10 +278,10 @@ def test_an_embedded_watch_does_not_list_while_its_own_process_commits(tmp_path:
             thread.start()
             try:
                 for _ in range(200):
-                    assert reads.acquire(timeout=SAFETY_TIMEOUT)
+                    assert counted.reads.acquire(timeout=SAFETY_TIMEOUT)
             finally:
                 stop.set()
                 thread.join(SAFETY_TIMEOUT)
-        assert commits > 20 and len(listed) == 1
+        assert commits > 20 and len(counted.listed) == 1
     finally:
         here.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,12 +56,6 @@ def log_frames(path: Path) -> tuple[int, int]:
         other.close()
 
 
-def quiet(checkpoints: WalCheckpoints) -> None:
-    """Let no trigger fire during the test."""
-    checkpoints.commits_per_checkpoint = 10**9
-    checkpoints.max_delay = SAFETY_TIMEOUT * 10
-
-
 def test_connections_leave_checkpoints_to_the_checkpointer(tmp_path: Path) -> None:
     database = open_database(tmp_path / "a.db")
     try:
@@ -73,51 +67,51 @@ def test_connections_leave_checkpoints_to_the_checkpointer(tmp_path: Path) -> No
         database.dispose()
 
 
-def test_writers_no_longer_checkpoint_in_their_commits(tmp_path: Path) -> None:
+@pytest.fixture
+def quiet_file(tmp_path: Path) -> Iterator[tuple[Path, Database, WalCheckpoints]]:
+    """A database file with a table, its engine, and its checkpointer with no trigger armed."""
     path = tmp_path / "a.db"
     database = open_database(path)
     checkpoints = checkpoints_for(str(path))
-    quiet(checkpoints)
-    try:
-        before = checkpoints.checkpoints
-        for _ in range(30):  # ~1,500 pages: SQLite's default would have checkpointed in a commit
-            database.write(insert(50))
-        # Past SQLite's default threshold (1,000 pages) and still one log: no writer
-        # checkpointed (a checkpoint lets the next writer start the log over).
-        log, copied = log_frames(path)
-        assert log > 1000 and checkpoints.checkpoints == before
-        assert copied == log  # the test's own checkpoint copied it all back
-    finally:
-        database.dispose()
+    checkpoints.commits_per_checkpoint = 10**9
+    checkpoints.max_delay = SAFETY_TIMEOUT * 10
+    yield path, database, checkpoints
+    database.dispose()
 
 
-def test_enough_commits_wake_the_checkpointer(tmp_path: Path) -> None:
-    path = tmp_path / "a.db"
-    database = open_database(path)
-    checkpoints = checkpoints_for(str(path))
-    quiet(checkpoints)
-    try:
-        checkpoints.commits_per_checkpoint = 3
-        before = checkpoints.checkpoints
-        for _ in range(3):
-            database.write(insert(5))
-        assert until(lambda: checkpoints.checkpoints == before + 1)
-    finally:
-        database.dispose()
+def test_writers_no_longer_checkpoint_in_their_commits(
+    quiet_file: tuple[Path, Database, WalCheckpoints],
+) -> None:
+    path, database, checkpoints = quiet_file
+    before = checkpoints.checkpoints
+    for _ in range(30):  # ~1,500 pages: SQLite's default would have checkpointed in a commit
+        database.write(insert(50))
+    # Past SQLite's default threshold (1,000 pages) and still one log: no writer checkpointed
+    # (a checkpoint lets the next writer start the log over).
+    log, copied = log_frames(path)
+    assert log > 1000 and checkpoints.checkpoints == before
+    assert copied == log  # the test's own checkpoint copied it all back
 
 
-def test_a_single_commit_is_checkpointed_after_the_delay(tmp_path: Path) -> None:
-    path = tmp_path / "a.db"
-    database = open_database(path)
-    checkpoints = checkpoints_for(str(path))
-    quiet(checkpoints)
-    try:
-        checkpoints.max_delay = 0.01
-        before = checkpoints.checkpoints
-        database.write(insert(1))
-        assert until(lambda: checkpoints.checkpoints == before + 1)
-    finally:
-        database.dispose()
+def test_enough_commits_wake_the_checkpointer(
+    quiet_file: tuple[Path, Database, WalCheckpoints],
+) -> None:
+    _, database, checkpoints = quiet_file
+    checkpoints.commits_per_checkpoint = 3
+    before = checkpoints.checkpoints
+    for _ in range(3):
+        database.write(insert(5))
+    assert until(lambda: checkpoints.checkpoints == before + 1)
+
+
+def test_a_single_commit_is_checkpointed_after_the_delay(
+    quiet_file: tuple[Path, Database, WalCheckpoints],
+) -> None:
+    _, database, checkpoints = quiet_file
+    checkpoints.max_delay = 0.01
+    before = checkpoints.checkpoints
+    database.write(insert(1))
+    assert until(lambda: checkpoints.checkpoints == before + 1)
 
 
 def test_an_idle_checkpointer_ends_its_thread_and_starts_again(tmp_path: Path) -> None:
@@ -131,13 +125,12 @@ def test_an_idle_checkpointer_ends_its_thread_and_starts_again(tmp_path: Path) -
     assert until(lambda: checkpoints.checkpoints == 2)
 
 
-def test_dispose_leaves_the_log_to_others(tmp_path: Path) -> None:
+def test_dispose_leaves_the_log_to_others(
+    quiet_file: tuple[Path, Database, WalCheckpoints],
+) -> None:
     """An ending process does not sync the files on its way out (an isolated step's process
     would wait for it): what it committed stays in the log for the next checkpoint."""
-    path = tmp_path / "a.db"
-    database = open_database(path)
-    checkpoints = checkpoints_for(str(path))
-    quiet(checkpoints)
+    _, database, checkpoints = quiet_file
     database.write(insert(5))
     before = checkpoints.checkpoints
     database.dispose()
