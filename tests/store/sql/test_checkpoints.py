@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
+from tests.store.sql.forking import exit_code_in_fork
 from wharf.store.sql import checkpoints as module
 from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, WalCheckpoints, checkpoints_for
 from wharf.store.sql.engine import Database, create_sql_engine
@@ -159,11 +161,37 @@ def test_a_failing_checkpoint_is_logged_and_creates_nothing(
     assert "Could not checkpoint the SQLite log" in caplog.text
 
 
-def test_one_checkpointer_per_file_and_a_new_one_after_a_fork(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_checkpointer_per_file(tmp_path: Path) -> None:
     first = checkpoints_for(str(tmp_path / "a.db"))
     assert first is checkpoints_for(str(tmp_path / "." / "a.db"))
     assert first is not checkpoints_for(str(tmp_path / "b.db"))
-    monkeypatch.setattr(module, "_pid", -1)  # as a forked child sees its parent's registry
-    assert checkpoints_for(str(tmp_path / "a.db")) is not first
+
+
+def test_a_forked_child_starts_with_no_checkpoint_running_and_free_locks(tmp_path: Path) -> None:
+    database = open_database(tmp_path / "a.db")
+    checkpoints = checkpoints_for(str(tmp_path / "a.db"))
+    assert database._checkpoints is checkpoints and checkpoints._thread is not None
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:  # a parent thread inside the checkpointer at the fork
+        with checkpoints._changed:
+            held.set()
+            release.wait(SAFETY_TIMEOUT)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    assert held.wait(SAFETY_TIMEOUT)
+
+    def in_child() -> None:
+        assert checkpoints_for(str(tmp_path / "a.db")) is checkpoints  # inherited, reset
+        assert checkpoints._thread is None
+        before = checkpoints.checkpoints
+        checkpoints.committed()  # would wait forever for the parent thread's lock
+        assert until(lambda: checkpoints.checkpoints > before)  # the child's own thread
+
+    try:
+        assert exit_code_in_fork(in_child) == 0
+    finally:
+        release.set()
+        holder.join()
+    database.engine.dispose()

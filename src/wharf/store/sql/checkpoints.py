@@ -20,7 +20,8 @@ connection closes; its own threshold bounds the log meanwhile. (Checkpointing at
 made every isolated step's process sync the files before it could end.)
 
 Invariants:
-- one checkpointer per file per process (by real path; a forked child makes its own);
+- one checkpointer per file per process (by real path); a forked child starts with none
+  running (the parent's thread did not come along) and free locks (``os.register_at_fork``);
 - recording a commit never waits: it counts under a lock and at most notifies the thread;
 - the thread exits after :data:`IDLE_SECONDS` without commits and starts again on the next, so
   files a process no longer writes cost no thread;
@@ -67,6 +68,9 @@ class WalCheckpoints:
         self.idle = idle
         self.checkpoints = 0
         """Checkpoints run so far (from either thread)."""
+        self._start_idle()
+
+    def _start_idle(self) -> None:
         self._pending = 0
         self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
@@ -117,17 +121,25 @@ class WalCheckpoints:
 
 _by_file: dict[str, WalCheckpoints] = {}
 _by_file_lock = threading.Lock()
-_pid = os.getpid()
+
+
+def _idle_in_child() -> None:
+    # The child has one thread: the parent's checkpoint threads did not come along, and a lock
+    # one of them held at the fork would never be released. Engines inherited by the child keep
+    # their checkpointers, so those are reset in place; the next commit starts a thread.
+    global _by_file_lock
+    _by_file_lock = threading.Lock()
+    for checkpoints in _by_file.values():
+        checkpoints._start_idle()
+
+
+os.register_at_fork(after_in_child=_idle_in_child)
 
 
 def checkpoints_for(path: str) -> WalCheckpoints:
     """The process's checkpointer for the SQLite file at ``path``."""
-    global _pid
     key = os.path.realpath(path)
     with _by_file_lock:
-        if _pid != os.getpid():  # a forked child: the parent's threads did not come along
-            _by_file.clear()
-            _pid = os.getpid()
         found = _by_file.get(key)
         if found is None:
             found = _by_file[key] = WalCheckpoints(key)

@@ -17,7 +17,9 @@ Invariants:
   real path), shared by every engine of the process that opens it;
 - a turn is reentrant per thread, so a write inside a write never waits for itself;
 - an urgent writer goes next; the others go in arrival order while no urgent writer waits.
-  Urgent stretches are short and few (one at each end of an allocation), so nobody starves.
+  Urgent stretches are short and few (one at each end of an allocation), so nobody starves;
+- a forked child starts with every turn free: the threads that held or awaited turns in the
+  parent did not come along, so their locks are made anew in the child (``os.register_at_fork``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class WriteTurns:
     """The write turns of one SQLite file in this process."""
 
     def __init__(self) -> None:
+        self._start_free()
+
+    def _start_free(self) -> None:
         self._lock = threading.Lock()
         self._urgent = threading.Condition(self._lock)
         self._others = threading.Condition(self._lock)
@@ -76,6 +81,19 @@ class WriteTurns:
 
 _turns: dict[str, WriteTurns] = {}
 _turns_lock = threading.Lock()
+
+
+def _free_every_turn_in_child() -> None:
+    # The child has one thread: a turn or registry lock held at the fork by another thread of
+    # the parent would never be released. Engines inherited by the child keep their WriteTurns
+    # objects, so they are reset in place rather than replaced.
+    global _turns_lock
+    _turns_lock = threading.Lock()
+    for turns in _turns.values():
+        turns._start_free()
+
+
+os.register_at_fork(after_in_child=_free_every_turn_in_child)
 
 
 def turns_for(path: str) -> WriteTurns:
