@@ -1,4 +1,4 @@
-"""Run a test's body in a forked child of the test process and report how it ended.
+"""Run a test's body in a forked child of the test process, while a parent thread holds a lock.
 
 The child runs only ``body`` and leaves with ``os._exit``, so none of pytest's teardown runs
 twice. A child that hangs (a lock held at the fork by a parent thread that did not come along)
@@ -9,12 +9,35 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 HUNG = -1
+SAFETY_TIMEOUT = 30.0
+
+
+@contextmanager
+def held_by_another_thread(hold: Callable[[], AbstractContextManager[object]]) -> Iterator[None]:
+    """While the block runs, another thread of this process is inside ``hold()``."""
+    held, release = threading.Event(), threading.Event()
+
+    def inside() -> None:
+        with hold():
+            held.set()
+            release.wait(SAFETY_TIMEOUT)
+
+    holder = threading.Thread(target=inside)
+    holder.start()
+    try:
+        assert held.wait(SAFETY_TIMEOUT)
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def exit_code_in_fork(body: Callable[[], None], timeout: float = 10.0) -> int:

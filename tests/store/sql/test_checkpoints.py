@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
-from tests.store.sql.forking import exit_code_in_fork
+from tests.store.sql.forking import exit_code_in_fork, held_by_another_thread
 from wharf.store.sql import checkpoints as module
 from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, WalCheckpoints, checkpoints_for
 from wharf.store.sql.engine import Database, create_sql_engine
@@ -171,16 +170,6 @@ def test_a_forked_child_starts_with_no_checkpoint_running_and_free_locks(tmp_pat
     database = open_database(tmp_path / "a.db")
     checkpoints = checkpoints_for(str(tmp_path / "a.db"))
     assert database._checkpoints is checkpoints and checkpoints._thread is not None
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_lock() -> None:  # a parent thread inside the checkpointer at the fork
-        with checkpoints._changed:
-            held.set()
-            release.wait(SAFETY_TIMEOUT)
-
-    holder = threading.Thread(target=hold_the_lock)
-    holder.start()
-    assert held.wait(SAFETY_TIMEOUT)
 
     def in_child() -> None:
         assert checkpoints_for(str(tmp_path / "a.db")) is checkpoints  # inherited, reset
@@ -189,9 +178,6 @@ def test_a_forked_child_starts_with_no_checkpoint_running_and_free_locks(tmp_pat
         checkpoints.committed()  # would wait forever for the parent thread's lock
         assert until(lambda: checkpoints.checkpoints > before)  # the child's own thread
 
-    try:
+    with held_by_another_thread(lambda: checkpoints._changed):  # inside the checkpointer
         assert exit_code_in_fork(in_child) == 0
-    finally:
-        release.set()
-        holder.join()
     database.engine.dispose()

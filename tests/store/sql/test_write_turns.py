@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.store.sql.forking import exit_code_in_fork
+from tests.store.sql.forking import exit_code_in_fork, held_by_another_thread
 from tests.store.test_holders_first import SAFETY_TIMEOUT, in_thread
 from wharf.store.sql import SqlStore
 from wharf.store.sql.write_turns import WriteTurns, turns_for
@@ -72,16 +72,6 @@ def test_a_forked_child_starts_with_every_turn_free(tmp_path: Path) -> None:
     store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
     turns = store._db._turns
     assert turns is not None
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_turn() -> None:  # a parent thread writing at the fork
-        with turns.turn():
-            held.set()
-            release.wait(SAFETY_TIMEOUT)
-
-    holder = threading.Thread(target=hold_the_turn)
-    holder.start()
-    assert held.wait(SAFETY_TIMEOUT)
 
     def in_child() -> None:
         assert turns_for(str(tmp_path / "store.db")) is turns  # inherited, reset
@@ -89,8 +79,7 @@ def test_a_forked_child_starts_with_every_turn_free(tmp_path: Path) -> None:
             pass
 
     try:
-        assert exit_code_in_fork(in_child) == 0
+        with held_by_another_thread(turns.turn):  # a parent thread writing at the fork
+            assert exit_code_in_fork(in_child) == 0
     finally:
-        release.set()
-        holder.join()
         store.close()
