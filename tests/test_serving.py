@@ -1,4 +1,5 @@
-"""The HTTP protocol ``wharf server serve`` runs: httptools with a bound on request heads.
+"""The HTTP protocol ``wharf server serve`` and ``wharf resource-manager serve`` run: httptools
+with a bound on request heads.
 
 A trivial ASGI app behind :class:`BoundedHttpToolsProtocol` on a real uvicorn server: long request
 targets still reach the app (it answers 414 itself), targets httptools cannot parse and oversized
@@ -18,8 +19,8 @@ from typing import Any
 import pytest
 import uvicorn
 
-from wharf.server import serve
-from wharf.server.serve import MAX_REQUEST_HEAD_BYTES, MAX_TARGET_BYTES, BoundedHttpToolsProtocol
+from wharf import serving
+from wharf.serving import MAX_REQUEST_HEAD_BYTES, MAX_TARGET_BYTES, BoundedHttpToolsProtocol
 
 
 async def _echo(scope: Any, receive: Any, send: Any) -> None:
@@ -41,8 +42,8 @@ async def _echo(scope: Any, receive: Any, send: Any) -> None:
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    linger = serve.REFUSAL_LINGER_SECONDS
-    serve.REFUSAL_LINGER_SECONDS = 0.2  # the server's shutdown waits for lingering refusals
+    linger = serving.REFUSAL_LINGER_SECONDS
+    serving.REFUSAL_LINGER_SECONDS = 0.2  # the server's shutdown waits for lingering refusals
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
@@ -59,7 +60,7 @@ def port() -> Iterator[int]:
     server.should_exit = True
     thread.join(timeout=20)
     sock.close()
-    serve.REFUSAL_LINGER_SECONDS = linger
+    serving.REFUSAL_LINGER_SECONDS = linger
 
 
 def _exchange(port: int, *requests: bytes, answers: int | None = None) -> bytes:
