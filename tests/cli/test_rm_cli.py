@@ -24,6 +24,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
 )
 from tests.resource_manager.api.live import ADMIN_KEY, ALICE_KEY, LiveServer, free_socket
 from wharf.resource_manager.client.http import HttpResourceManager
+from wharf.resource_manager.client.machine import detect_machine
 from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 
 POOL_YAML = """
@@ -235,6 +236,9 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
         ),
         "needs a class",
     ),
+    (("pool", "create", "z", "--capacity", "gpu:=2"), "No class after ':' in 'gpu:'"),
+    (("policy", "create", "z", "--pool", "gpus"), "--subject-type, --subject-id"),
+    (("policy", "create", "z", "--subject-type", "project"), "A policy needs --pool"),
     (("pool", "delete", "gpus", "--yes"), "still has 1 live resource request"),
     (("pool", "show", "nope"), "'nope' not found"),
     (("request", "show", "not-an-id"), "not a resource request id"),
@@ -290,8 +294,20 @@ def test_embedded_mode(tmp_path: Path) -> None:
     env["WHARF_HOME"] = str(tmp_path / "home")
     ok("pool", "create", "gpus", "-c", "gpu:a100=2", "-c", "cpu=8", env=env)
     pools = json.loads(ok("pool", "list", "-o", "json", env=env))
-    assert [p["name"] for p in pools] == ["gpus"]
+    assert sorted(p["name"] for p in pools) == ["gpus", "local"]
     assert (tmp_path / "home" / "wharf.db").exists()
+
+
+def test_the_local_pool_exists_from_the_first_command(tmp_path: Path) -> None:
+    """No pipeline has run yet: ``wharf pool show local`` already describes this machine."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WHARF_RM_", "WHARF_STORE"))}
+    env.update({"WHARF_HOME": str(tmp_path / "home"), "WHARF_LOCAL_STEP_SLOTS": "3"})
+    pool = json.loads(ok("pool", "show", "local", "-o", "json", env=env))
+    assert pool["concurrency_limit"] == 3
+    default = next(c for c in pool["classes"] if c["name"] == "default")
+    assert default["capacity"]["CPU"] == detect_machine().cpus * 1000
+    policy = json.loads(ok("policy", "show", "local-default", "-o", "json", env=env))
+    assert policy["subject_selector"]["subject_id"] == "default"  # the embedded store's user
 
 
 def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:

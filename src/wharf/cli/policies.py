@@ -165,10 +165,18 @@ def policy(ctx: click.Context, /, **connection: str | None) -> None:
 @click.pass_context
 def create(ctx: click.Context, /, **options: Any) -> None:
     """Create a policy NAME (or the one in -f FILE) on --pool."""
+    from wharf.core.errors import InputError
     from wharf.resource_manager.client.models import PolicyCreate
     from wharf.resource_manager.domain import load
 
     body = _fields(options, name_key="name")
+    for field, how in (
+        ("name", "a NAME"),
+        ("pool", "--pool"),
+        ("subject_selector", "--subject-type, --subject-id, --subject-attribute or --selector"),
+    ):
+        if field not in body:
+            raise InputError(f"A policy needs {how} (or {field} in -f FILE).")
     with open_rm(ctx) as rm:
         grants = _grant_list(list(body.get("grants") or []))
         _apply_grants(resources(rm), grants, options)

@@ -5,7 +5,9 @@ Which Resource Manager a command talks to:
 - ``WHARF_RM_URL`` (or ``--rm-url`` on the group) set: the RM server over HTTP, logging in with
   ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and ``WHARF_RM_PASSWORD``;
 - otherwise: the embedded RM in this process, over the embedded SQLite file
-  (``load_config().store_url``), as the local administrator ``local``.
+  (``load_config().store_url``), opened as the engine opens it: as the embedded store's
+  ``default`` user (an administrator of their own machine), with the ``local`` pool describing
+  this machine made or brought up to date first.
 
 Quantities are read exactly as the RM reads them (``64`` is 64 of the resource's default unit:
 64 CPU; ``512GiB``; ``500mCPU``) against the descriptors the RM knows, so unknown units,
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
     from wharf.resource_manager.domain import ResourceDescriptor
 
 DEFAULT_PORT = 8238
-EMBEDDED_PRINCIPAL = "local"
 UNLIMITED = ("unlimited", "inf", "none")
 
 
@@ -81,12 +82,13 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         )
     else:
         from wharf.config.global_config import load_config
-        from wharf.resource_manager.client.inprocess import InProcessResourceManager
-        from wharf.resource_manager.service import Principal
+        from wharf.resource_manager.client.embedded import connect_embedded
+        from wharf.store.defaults import DEFAULT_USER
 
-        client = InProcessResourceManager.open(
-            load_config().store_url, Principal(EMBEDDED_PRINCIPAL, admin=True)
-        )
+        # The engine's embedded RM, as the engine opens it: the same account, and the
+        # ``local`` pool made on first use, whichever of the two uses it first.
+        config = load_config()
+        client = connect_embedded(config.store_url, DEFAULT_USER, config.local_step_slots)
     try:
         yield client
     finally:
@@ -143,9 +145,15 @@ class Resources:
 
     def split_key(self, key: str) -> tuple[str, str | None]:
         """``RESOURCE[:CLASS]`` -> (descriptor name, class or None)."""
+        from wharf.core.errors import InputError
+
         if ":" in key and key not in self._by_name:
             resource, _, class_name = key.partition(":")
-            return self.descriptor(resource).name, class_name or None
+            if not class_name.strip():
+                raise InputError(
+                    f"No class after ':' in '{key}'; write RESOURCE or RESOURCE:CLASS."
+                )
+            return self.descriptor(resource).name, class_name.strip()
         return self.descriptor(key).name, None
 
     def quantity(self, resource: str, text: str, *, allow_unlimited: bool = False) -> int | None:
