@@ -72,10 +72,11 @@ def test_connections_leave_checkpoints_to_the_checkpointer(tmp_path: Path) -> No
 def quiet_file(tmp_path: Path) -> Iterator[tuple[Path, Database, WalCheckpoints]]:
     """A database file with a table, its engine, and its checkpointer with no trigger armed."""
     path = tmp_path / "a.db"
-    database = open_database(path)
+    # Quiet before the first commit: the thread that commit starts waits as long as these say.
     checkpoints = checkpoints_for(str(path))
     checkpoints.commits_per_checkpoint = 10**9
     checkpoints.max_delay = SAFETY_TIMEOUT * 10
+    database = open_database(path)
     yield path, database, checkpoints
     database.dispose()
 
@@ -105,14 +106,18 @@ def test_enough_commits_wake_the_checkpointer(
     assert until(lambda: checkpoints.checkpoints == before + 1)
 
 
-def test_a_single_commit_is_checkpointed_after_the_delay(
-    quiet_file: tuple[Path, Database, WalCheckpoints],
-) -> None:
-    _, database, checkpoints = quiet_file
+def test_a_single_commit_is_checkpointed_after_the_delay(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    checkpoints = checkpoints_for(str(path))  # set before the first commit's thread waits
+    checkpoints.commits_per_checkpoint = 10**9
     checkpoints.max_delay = 0.01
-    before = checkpoints.checkpoints
-    database.write(insert(1))
-    assert until(lambda: checkpoints.checkpoints == before + 1)
+    database = open_database(path)  # one commit (its table)
+    try:
+        assert until(lambda: checkpoints.checkpoints == 1)
+        database.write(insert(1))
+        assert until(lambda: checkpoints.checkpoints == 2)
+    finally:
+        database.dispose()
 
 
 def test_an_idle_checkpointer_ends_its_thread_and_starts_again(tmp_path: Path) -> None:
