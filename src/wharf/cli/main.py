@@ -45,11 +45,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "wharf.cli.requests:request",
         "List, show, release, cancel and explain resource requests.",
     ),
+    "schedule": (
+        "wharf.cli.schedules:schedule",
+        "List, show, pause, resume and delete pipeline schedules.",
+    ),
 }
 
 SHORT_LIVED = frozenset(
     {"runs", "steps", "pipelines", "artifacts", "stack", "component", "pool", "policy", "request"}
-    | {"login", "logout"}
+    | {"schedule", "login", "logout"}
 )
 """Groups whose commands all end within seconds: they run without the garbage collector."""
 

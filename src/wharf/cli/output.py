@@ -14,7 +14,7 @@ Rendering is deliberately cheap: listing commands are judged by their start-up t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -90,11 +90,18 @@ def emit(
     *,
     title: str | None = None,
     total: int | None = None,
+    derived: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> None:
+    """``records`` as JSON, or as a table of ``columns``: attributes of the records, or columns
+    ``derived`` computes from a record."""
     if output == "json":
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
-    rows = [[_cell(getattr(record, c)) for c in columns] for record in records]
+    compute = derived or {}
+    rows = [
+        [_cell(compute[c](record) if c in compute else getattr(record, c)) for c in columns]
+        for record in records
+    ]
     lines = format_table(columns, rows)
     if title:
         lines.insert(0, title)

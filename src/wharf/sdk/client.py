@@ -1,8 +1,8 @@
 """``Client``: read and steer what the metadata store records (runs, steps, artifacts).
 
 Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns a
-:class:`~wharf.store.models.Page`. Runs, pipelines and artifacts are looked up by id or name,
-within the client's project.
+:class:`~wharf.store.models.Page`. Runs, pipelines, artifacts and schedules are looked up by id
+or name, within the client's project.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from wharf.store.models import (
     PipelineRunRecord,
     RunFilter,
     RunUpdate,
+    ScheduleFilter,
+    ScheduleRecord,
     StepRunFilter,
     StepRunRecord,
 )
@@ -170,6 +172,43 @@ class Client:
         if not artifact_store.exists(step.logs_uri):
             return ""
         return read_log(artifact_store, step.logs_uri)
+
+    # ------------------------------------------------------------------ schedules
+
+    def list_schedules(
+        self,
+        *,
+        pipeline: str | UUID | None = None,
+        name: str | None = None,
+        page: int = 1,
+        size: int = 50,
+        sort: Sort = "desc",
+    ) -> Page[ScheduleRecord]:
+        """The project's schedules, newest first."""
+        pipeline_id = self.get_pipeline(pipeline).id if pipeline is not None else None
+        return self.store.schedules.list(
+            ScheduleFilter(project_id=self.project_id, pipeline_id=pipeline_id, name=name),
+            PageRequest(index=page, size=size, sort=sort),
+        )
+
+    def get_schedule(self, name_or_id: str | UUID) -> ScheduleRecord:
+        uid = name_or_id if isinstance(name_or_id, UUID) else parse_uuid(name_or_id)
+        if uid is not None:
+            return self.store.schedules.get(uid)
+        found = self.list_schedules(name=str(name_or_id), size=1).items
+        if not found:
+            raise EntityNotFoundError(f"No schedule named '{name_or_id}'.")
+        return found[0]
+
+    def set_schedule_active(self, name_or_id: str | UUID, active: bool) -> ScheduleRecord:
+        """Pause (``active=False``) or resume a schedule; runs it started are unaffected."""
+        return self.store.schedules.set_active(self.get_schedule(name_or_id).id, active)
+
+    def delete_schedule(self, name_or_id: str | UUID) -> ScheduleRecord:
+        """Delete a schedule (runs it started stay); the schedule as it was."""
+        schedule = self.get_schedule(name_or_id)
+        self.store.schedules.delete(schedule.id)
+        return schedule
 
     # ------------------------------------------------------------------ resources
 

@@ -20,7 +20,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
-from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
 from wharf.execution.run_lifecycle import finish_run, record_run
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
@@ -228,20 +228,27 @@ class Pipeline(Generic[P]):
     def _record_schedule(
         self, workspace: Workspace, pipeline_id: Any, snapshot_id: Any, schedule: Schedule
     ) -> None:
-        workspace.store.schedules.create(
-            ScheduleCreate(
-                project_id=workspace.project.id,
-                pipeline_id=pipeline_id,
-                snapshot_id=snapshot_id,
-                name=schedule.name or f"{self.name}-schedule",
-                cron_expression=schedule.cron_expression,
-                interval_seconds=schedule.interval_seconds,
-                run_once_start_time=schedule.run_once_start_time,
-                start_time=schedule.start_time,
-                end_time=schedule.end_time,
-                catchup=schedule.catchup,
+        name = schedule.name or f"{self.name}-schedule"
+        try:
+            workspace.store.schedules.create(
+                ScheduleCreate(
+                    project_id=workspace.project.id,
+                    pipeline_id=pipeline_id,
+                    snapshot_id=snapshot_id,
+                    name=name,
+                    cron_expression=schedule.cron_expression,
+                    interval_seconds=schedule.interval_seconds,
+                    run_once_start_time=schedule.run_once_start_time,
+                    start_time=schedule.start_time,
+                    end_time=schedule.end_time,
+                    catchup=schedule.catchup,
+                )
             )
-        )
+        except EntityExistsError:
+            raise EntityExistsError(
+                f"The project already has a schedule named '{name}': delete it first "
+                f"(`wharf schedule delete {name}`) or give this Schedule another name."
+            ) from None
         logger.warning(
             "Schedule recorded for pipeline '%s'; the local orchestrator does not execute "
             "schedules, so the pipeline runs once now.",

@@ -419,6 +419,12 @@ class PipelineFilter(_Frozen):
     name: str | None = None
 
 
+class ScheduleFilter(_Frozen):
+    project_id: UUID | None = None
+    pipeline_id: UUID | None = None
+    name: str | None = None
+
+
 class ArtifactFilter(_Frozen):
     project_id: UUID | None = None
     name: str | None = None

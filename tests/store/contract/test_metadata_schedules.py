@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import FakeClock
-from tests.store.conftest import World
+from tests.store.conftest import World, make_world
 from wharf.core.enums import MetadataResourceType as M
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
-from wharf.store.models import PageRequest, ScheduleCreate
+from wharf.store.models import PageRequest, ScheduleCreate, ScheduleFilter
 
 
 def test_metadata_values_and_overwrite(world: World) -> None:
@@ -83,7 +83,7 @@ def test_schedules(world: World, clock: FakeClock) -> None:
     assert once.run_once_start_time.replace(tzinfo=None) == naive
     assert schedules.get(once.id) == once
     assert schedules.list().items == [once, nightly]
-    assert schedules.list(PageRequest(size=1, sort="asc")).items == [nightly]
+    assert schedules.list(page=PageRequest(size=1, sort="asc")).items == [nightly]
 
     paused = schedules.set_active(nightly.id, False)
     assert not paused.active and schedules.get(nightly.id) == paused
@@ -107,3 +107,18 @@ def test_schedule_errors(world: World) -> None:
     missing = uuid.uuid4()
     with pytest.raises(EntityNotFoundError, match=f"No pipeline snapshot with id {missing}"):
         schedules.create(schedule_create(world, "x", snapshot_id=missing))
+
+
+def test_schedules_are_listed_by_project_pipeline_and_name(world: World) -> None:
+    schedules = world.store.schedules
+    nightly = schedules.create(schedule_create(world))
+    hourly = schedules.create(schedule_create(world, "hourly", cron_expression="0 * * * *"))
+    other = make_world(world.store, "elsewhere")
+    there = schedules.create(schedule_create(other))  # the same name in another project
+    assert schedules.list(ScheduleFilter(project_id=world.project.id)).items == [hourly, nightly]
+    assert schedules.list(ScheduleFilter(project_id=other.project.id)).items == [there]
+    assert schedules.list(ScheduleFilter(pipeline_id=other.pipeline.id)).items == [there]
+    assert schedules.list(ScheduleFilter(name="nightly")).total == 2
+    named = ScheduleFilter(project_id=world.project.id, name="nightly")
+    assert schedules.list(named).items == [nightly]
+    assert schedules.list(ScheduleFilter(name="never")).items == []

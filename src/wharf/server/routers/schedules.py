@@ -1,9 +1,4 @@
-"""``/api/v1/schedules``.
-
-The store lists schedules without a project filter, so for a principal limited to one project
-the server filters them itself, reading at most :data:`MAX_SCANNED` schedules (schedules are
-few; an admin's unfiltered list is paged by the store as usual).
-"""
+"""``/api/v1/schedules``."""
 
 from __future__ import annotations
 
@@ -26,26 +21,7 @@ from wharf.server.routers._common import (
 )
 from wharf.server.schemas.actions import ScheduleActiveBody, ScheduleCreateBody
 from wharf.server.schemas.filters import page_request
-from wharf.store.models import MAX_PAGE_SIZE, Page, PageRequest, ScheduleRecord
-
-MAX_SCANNED = 20 * MAX_PAGE_SIZE
-
-
-def _project_schedules(ctx: Ctx, project_id: UUID, page: PageRequest) -> Page[ScheduleRecord]:
-    found: list[ScheduleRecord] = []
-    index = 1
-    while index * MAX_PAGE_SIZE <= MAX_SCANNED:
-        batch = ctx.store.schedules.list(
-            PageRequest(index=index, size=MAX_PAGE_SIZE, sort=page.sort)
-        )
-        found.extend(s for s in batch.items if s.project_id == project_id)
-        if index >= batch.total_pages:
-            break
-        index += 1
-    start = (page.index - 1) * page.size
-    return Page(
-        items=found[start : start + page.size], index=page.index, size=page.size, total=len(found)
-    )
+from wharf.store.models import Page, PageRequest, ScheduleFilter, ScheduleRecord
 
 
 def _check(ctx: Ctx, schedule_id: UUID, *, write: bool, action: str) -> None:
@@ -84,14 +60,19 @@ def build_router() -> APIRouter:
         ctx: CtxDep,
         page: Annotated[PageRequest, Depends(page_request)],
         project_id: Annotated[UUID | None, Query()] = None,
+        pipeline_id: Annotated[UUID | None, Query()] = None,
+        name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
     ) -> Response:
         ctx.access.require_account("list schedules")
-        scope = list_scope(ctx, project_id, None)
+        scope = list_scope(
+            ctx,
+            project_id,
+            None if pipeline_id is None else lambda: ctx.state.scopes.pipeline(pipeline_id),
+        )
         if scope.empty:
             return json_response(empty_page(page))
-        if scope.project_id is None:
-            return json_response(ctx.store.schedules.list(page))
-        return json_response(_project_schedules(ctx, scope.project_id, page))
+        filter = ScheduleFilter(project_id=scope.project_id, pipeline_id=pipeline_id, name=name)
+        return json_response(ctx.store.schedules.list(filter, page))
 
     @router.get("/{schedule_id}", response_model=ScheduleRecord)
     def get_schedule(schedule_id: UUID, ctx: CtxDep) -> Response:

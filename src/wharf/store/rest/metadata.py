@@ -9,10 +9,18 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from wharf.core.enums import MetadataResourceType
-from wharf.store.models import Page, PageRequest, RunMetadataRecord, ScheduleCreate, ScheduleRecord
+from wharf.store.models import (
+    Page,
+    PageRequest,
+    RunMetadataRecord,
+    ScheduleCreate,
+    ScheduleFilter,
+    ScheduleRecord,
+)
 from wharf.store.rest.http import HttpSession, page_params
 
 DEFAULT_PAGE = PageRequest()
+DEFAULT_FILTER = ScheduleFilter()
 
 
 class _Items(BaseModel):
@@ -64,10 +72,17 @@ class RestScheduleRepository:
     def get(self, schedule_id: UUID) -> ScheduleRecord:
         return self._http.model(ScheduleRecord, "GET", f"/api/v1/schedules/{schedule_id}")
 
-    def list(self, page: PageRequest = DEFAULT_PAGE) -> Page[ScheduleRecord]:
-        return self._http.model(
-            Page[ScheduleRecord], "GET", "/api/v1/schedules", params=page_params(page)
-        )
+    def list(
+        self, filter: ScheduleFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[ScheduleRecord]:
+        params = {
+            **page_params(page),
+            **{
+                key: None if value is None else str(value)
+                for key, value in filter.model_dump().items()
+            },
+        }
+        return self._http.model(Page[ScheduleRecord], "GET", "/api/v1/schedules", params=params)
 
     def set_active(self, schedule_id: UUID, active: bool) -> ScheduleRecord:
         path = f"/api/v1/schedules/{schedule_id}/active"

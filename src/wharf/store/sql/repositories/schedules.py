@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Row, delete, select
 
 from wharf.core.errors import EntityExistsError
 from wharf.core.ids import new_id
-from wharf.store.models import Page, PageRequest, ScheduleCreate, ScheduleRecord
+from wharf.store.models import Page, PageRequest, ScheduleCreate, ScheduleFilter, ScheduleRecord
 from wharf.store.sql import tables as t
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
@@ -27,6 +27,7 @@ from wharf.store.sql.repositories._base import (
 from wharf.store.sql.types import as_utc
 
 _SC = t.schedule
+DEFAULT_FILTER = ScheduleFilter()
 
 
 def _record(row: Row[Any]) -> ScheduleRecord:
@@ -72,8 +73,19 @@ class SqlScheduleRepository(SqlRepository):
             raise not_found("schedule", schedule_id)
         return _record(row)
 
-    def list(self, page: PageRequest = DEFAULT_PAGE) -> Page[ScheduleRecord]:
-        return list_page(self._db, _SC, [], page, _record)
+    def list(
+        self, filter: ScheduleFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
+    ) -> Page[ScheduleRecord]:
+        conditions = [
+            column == value
+            for column, value in (
+                (_SC.c.project_id, filter.project_id),
+                (_SC.c.pipeline_id, filter.pipeline_id),
+                (_SC.c.name, filter.name),
+            )
+            if value is not None
+        ]
+        return list_page(self._db, _SC, conditions, page, _record)
 
     def set_active(self, schedule_id: UUID, active: bool) -> ScheduleRecord:
         def apply(conn: Connection) -> ScheduleRecord:
