@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client import detect_machine, ensure_local_pool
 from wharf.resource_manager.client.inprocess import InProcessResourceManager
 from wharf.resource_manager.client.local_pool import gpu_class_name
 from wharf.resource_manager.client.machine import memory_bytes, nvidia_gpus, parse_nvidia_smi
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.client.models import PoolUpdate, ResourceRequestCreate
 
 GIB = 1024**3
 GPUS = [
@@ -123,3 +124,26 @@ def test_detection_never_fails(tmp_path: Path) -> None:
     machine = detect_machine(run=lambda _c: "0, Tesla T4, 15360\n", meminfo=meminfo)
     assert machine.cpus >= 1 and machine.memory_bytes == 16384 * 1024
     assert [g.as_dict()["model"] for g in machine.gpus] == ["Tesla T4"]
+
+
+def test_an_administrators_edit_stays_until_the_machine_changes(
+    client: InProcessResourceManager,
+) -> None:
+    figures: dict[str, Any] = {
+        "cpus": 4,
+        "memory_bytes": 8 * GIB,
+        "gpus": [],
+        "isolated_step_slots": 2,
+        "account_subject": "u",
+    }
+    ensure_local_pool(client, **figures)
+    edited = client.pools.update(
+        "local", PoolUpdate(concurrency_limit=6, attributes={"local": True, "team": "ml"})
+    )
+    assert edited.attributes.get("machine") is None  # the edit replaced the attributes
+    again = ensure_local_pool(client, **figures)  # figures unchanged, but no digest: remade
+    assert again.concurrency_limit == 2 and again.attributes["team"] == "ml"
+    edited = client.pools.update("local", PoolUpdate(concurrency_limit=6))
+    assert ensure_local_pool(client, **figures) == edited  # the edit stays
+    grown = ensure_local_pool(client, **{**figures, "cpus": 8})
+    assert grown.concurrency_limit == 2 and grown.classes[0].capacity["CPU"] == 8000

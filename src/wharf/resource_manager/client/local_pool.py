@@ -13,12 +13,17 @@ Shape of the pool:
   the whole machine is unreserved and any of the user's requests may use it).
 
 Invariant: idempotent and race-safe: calling it again (from any process) converges to the
-same pool and policy, updating them when the machine's figures changed.
+same pool and policy, updating the pool when the machine's figures changed. The figures the pool
+was last made from are kept in its ``machine`` attribute (a digest), so an administrator's edit
+of the pool (``wharf pool update local``) stays until the figures change, instead of being undone
+by the next command or run that opens the embedded Resource Manager.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -73,10 +78,12 @@ def local_pool_spec(
                 attributes=attributes,
             )
         )
+    figures = [cpus, memory_bytes, [dict(gpu) for gpu in gpus], isolated_step_slots]
+    digest = hashlib.sha256(json.dumps(figures, sort_keys=True, default=str).encode()).hexdigest()
     return PoolCreate(
         name=LOCAL_POOL,
         classes=tuple(classes),
-        attributes={"local": True},
+        attributes={"local": True, "machine": digest[:16]},
         concurrency_limit=isolated_step_slots,
     )
 
@@ -117,15 +124,11 @@ def _ensure_pool(client: ResourceManagerClient, spec: PoolCreate) -> Pool:
             return client.pools.create(spec)
         except EntityExistsError:
             current = client.pools.get(LOCAL_POOL)
+    if current.attributes.get("machine") == spec.attributes["machine"]:
+        return current  # made from these figures: as made, or as an administrator edited it
     wanted = PoolUpdate(
         classes=spec.classes,
-        attributes=spec.attributes,
+        attributes={**current.attributes, **spec.attributes},
         concurrency_limit=spec.concurrency_limit,
     )
-    same = (
-        current.concurrency_limit == spec.concurrency_limit
-        and current.attributes == spec.attributes
-        and [(c.name, c.capacity, c.attributes) for c in current.classes]
-        == [(c.name, c.capacity, c.attributes) for c in spec.classes]
-    )
-    return current if same else client.pools.update(LOCAL_POOL, wanted)
+    return client.pools.update(LOCAL_POOL, wanted)
