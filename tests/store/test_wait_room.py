@@ -234,6 +234,21 @@ def test_the_watch_wakes_a_waiter_no_release_of_this_process_announced() -> None
     assert all(set(ids) <= {a, b} for ids in rm.lookups)
 
 
+def test_a_waiter_that_will_not_wait_starts_no_watch() -> None:
+    """Found allocated on entry (free capacity): no thread; the first real waiter starts one."""
+    allocated, pending = uuid.uuid4(), uuid.uuid4()
+    rm = FakeRM({allocated: S.ALLOCATED, pending: S.PENDING})
+    room = WaitRoom(rm.lookup, watch_seconds=SAFETY_TIMEOUT)  # type: ignore[arg-type]
+    room.left_before_waiting(Info(allocated, S.ALLOCATED))
+    with room.enter(allocated) as ticket:
+        assert ticket.wait(0) is not None and room.watcher is None
+        with room.enter(pending):
+            watcher = room.watcher
+            assert watcher is not None
+    watcher.join(SAFETY_TIMEOUT)  # the room emptied: the watch ends at once
+    assert not watcher.is_alive() and room.watcher is None
+
+
 def test_the_watch_backs_off_while_the_rm_fails_and_recovers() -> None:
     a = uuid.uuid4()
     rm = FakeRM({a: S.ALLOCATED}, fail=True)

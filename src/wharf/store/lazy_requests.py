@@ -26,12 +26,14 @@ reaches, in embedded and in team mode alike.
 
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
-every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters)
-and ends when the room empties. With the in-process Resource Manager the watch first reads a
-marker (:class:`MarksUnannounced`: one read of the RM's state row) and lists only when it
-changed since its last lookup, that is when another writer committed or this process's RM took
-in another writer's changes: its own commits are all announced (a ``list`` of 200 waiters cost
-≈ 3 to 17 ms of CPU, twice a second, in a process running 200 steps).
+every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters) and
+ends when the room empties. A waiter whose request is known to have left the queue when it
+enters does not wait, so it starts no watch (a step that finds free capacity costs no thread).
+With the in-process Resource Manager the watch first reads a marker (:class:`MarksUnannounced`:
+one read of the RM's state row) and lists only when it changed since its last lookup, that is
+when another writer committed or this process's RM took in another writer's changes: its own
+commits are all announced (a ``list`` of 200 waiters cost ≈ 3 to 17 ms of CPU, twice a second,
+in a process running 200 steps).
 
 Invariants:
 - :meth:`LazyRequests.release` checks the room after the release committed, so the check sees
@@ -204,8 +206,8 @@ class WaitRoom:
             self._tickets[request_id] = ticket
             known = self._left_early.pop(request_id, None)
             if known is not None:
-                ticket.wake(known)
-            if self._watch_seconds is not None and self.watcher is None:
+                ticket.wake(known)  # its waiter will not wait: no watch needed for it
+            elif self._watch_seconds is not None and self.watcher is None:
                 self.watcher = threading.Thread(
                     target=self._watch, name="wharf-wait-room", daemon=True
                 )
