@@ -1,12 +1,58 @@
-"""Identifier helpers. Ids are UUID4s; names are for humans and may repeat across projects."""
+"""Identifier helpers: new ids, random bytes for them, and parsing.
+
+Owns :func:`new_id`, :func:`random_bytes` and :func:`parse_uuid`. Ids are random (version 4)
+UUIDs; names are for humans and may repeat across projects.
+
+Random bytes come from a generator in this process, not from the OS at every call:
+``os.urandom`` (and so ``uuid.uuid4``) releases the GIL around its system call, and in a process
+where many threads want the GIL (a dynamic run's step threads, the Resource Manager's) the caller
+then waits for it to come back, several times per step. The generator is keyed BLAKE2b over a
+counter, the key read once from ``os.urandom``: its output cannot be told from random or
+predicted without the key, as the OS's cannot.
+
+Invariants: every call returns fresh bytes (the counter never repeats within a key); a forked
+child takes a new key before it runs anything (``os.register_at_fork``), so a parent and its
+children never share a stream; nothing here blocks or takes a lock (the counter's ``next`` is
+atomic under the GIL). The key and counter are this module's only state, as the OS's entropy
+pool is the OS's.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import os
 import uuid
+
+_MAX_BYTES = 64  # one BLAKE2b digest
+
+
+class _KeyedCounter:
+    def __init__(self) -> None:
+        self.rekey()
+
+    def rekey(self) -> None:
+        self._key = os.urandom(32)
+        self._counter = itertools.count()
+
+    def take(self, size: int) -> bytes:
+        block = next(self._counter).to_bytes(16, "big")
+        return hashlib.blake2b(block, key=self._key, digest_size=size).digest()
+
+
+_GENERATOR = _KeyedCounter()
+os.register_at_fork(after_in_child=_GENERATOR.rekey)
+
+
+def random_bytes(size: int) -> bytes:
+    """``size`` (1 to 64) unpredictable bytes, without a system call."""
+    if not 1 <= size <= _MAX_BYTES:
+        raise ValueError(f"random_bytes takes 1 to {_MAX_BYTES} bytes, not {size}.")
+    return _GENERATOR.take(size)
 
 
 def new_id() -> uuid.UUID:
-    return uuid.uuid4()
+    return uuid.UUID(bytes=random_bytes(16), version=4)
 
 
 def parse_uuid(value: str) -> uuid.UUID | None:

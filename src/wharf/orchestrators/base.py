@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
+from wharf.core.ids import new_id
 from wharf.execution.attempts import (
     InlineExecutor,
     IsolatedBackend,
@@ -122,7 +123,7 @@ class BaseOrchestrator(ABC):
 
     def new_run_id(self) -> str:
         """A fresh orchestrator run id for a run this orchestrator starts."""
-        return f"{self.flavor}-{uuid.uuid4().hex}"
+        return f"{self.flavor}-{new_id().hex}"
 
     def runtime_policy(
         self, spec: PipelineSpec, step_operator: BaseStepOperator | None = None

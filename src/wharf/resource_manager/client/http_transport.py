@@ -37,7 +37,6 @@ import json
 import random
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +46,7 @@ import httpx
 from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
+from wharf.core.ids import new_id
 from wharf.resource_manager.client.http_errors import AuthenticationError, error_from_response
 from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
 from wharf.resource_manager.client.models import AccessToken, LoginRequest
@@ -128,7 +128,7 @@ class Transport:
         if idempotency_key is not None:
             headers = [*headers, (IDEMPOTENCY_HEADER, idempotency_key.encode())]
         elif method != "GET" and not natural:
-            headers = [*headers, (IDEMPOTENCY_HEADER, uuid.uuid4().hex.encode())]
+            headers = [*headers, (IDEMPOTENCY_HEADER, new_id().hex.encode())]
         target = path if not params else f"{path}?{urlencode(params, doseq=True)}"
         token, bearer = self._access_token()
         answer = self._send(method, target, content, headers + bearer)

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import Connection
 
 from wharf.core.errors import IllegalOperationError, WharfError
+from wharf.core.ids import new_id
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import cycle, idempotency, leader, request_store
 from wharf.resource_manager.service.combining import Combiner, Slot
@@ -103,7 +103,7 @@ class BatchRunner(Combiner[Operation]):
         super().__init__(options.max_batch)
         self.db = db
         self.options = options
-        self.instance_id = uuid.uuid4().hex
+        self.instance_id = new_id().hex
         self.cache = SchedulingCache()
         self.last_cycle: datetime | None = None
         """Server time of this process's latest committed scheduling cycle (a transaction of

@@ -16,12 +16,12 @@ Invariants:
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, IllegalOperationError
+from wharf.core.ids import new_id
 from wharf.resource_manager.client.models import (
     DescriptorUpdate,
     PolicyCreate,
@@ -151,7 +151,7 @@ class CreatePool:
         require_admin(self.principal, "create resource pools")
         if store.name_taken(tx.conn, t.pools, self.spec.name):
             raise EntityExistsError(f"Resource pool '{self.spec.name}' already exists.")
-        pool = config_specs.pool_from_spec(self.spec, uuid.uuid4(), _descriptors(tx))
+        pool = config_specs.pool_from_spec(self.spec, new_id(), _descriptors(tx))
         store.insert_pool(tx.conn, pool, tx.now)
         tx.config_written()
         return _done(pool)
@@ -218,7 +218,7 @@ class CreatePolicy:
             raise EntityExistsError(f"Resource policy '{self.spec.name}' already exists.")
         pool = _pool(tx, self.spec.pool)
         descriptors = _descriptors(tx)
-        policy = config_specs.policy_from_spec(self.spec, uuid.uuid4(), pool, descriptors)
+        policy = config_specs.policy_from_spec(self.spec, new_id(), pool, descriptors)
         others = store.list_policies(tx.conn, pool.id)
         validate_reserved_totals(pool, [*others, policy], descriptors)
         store.insert_policy(tx.conn, policy, tx.now)

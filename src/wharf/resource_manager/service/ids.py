@@ -10,17 +10,18 @@ requests dirtied hundreds of pages and every commit wrote them all again (SQLite
 PostgreSQL's WAL with full-page images); keys that grow with time append to a few hot pages.
 
 Invariants: the timestamp is the service's injected clock (the batch's ``now``), never a
-clock read here; 74 random bits (from ``os.urandom``, as ``uuid4``) keep ids unique and
-unguessable within one millisecond; ids are valid RFC 9562 version 7 UUIDs. Nothing relies on
-the order for correctness: ties between requests of one batch are still broken by the id, as
-arbitrarily as before.
+clock read here; 74 random bits (:func:`wharf.core.ids.random_bytes`, as every id of Wharf)
+keep ids unique and unguessable within one millisecond; ids are valid RFC 9562 version 7
+UUIDs. Nothing relies on the order for correctness: ties between requests of one batch are
+still broken by the id, as arbitrarily as before.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from uuid import UUID
+
+from wharf.core.ids import random_bytes
 
 _VERSION_7 = 0x7 << 76
 _VARIANT = 0x2 << 62
@@ -29,8 +30,8 @@ _RAND_B = (1 << 62) - 1
 
 
 def entropy() -> bytes:
-    """The random part of a future :func:`request_id` (read before the scheduling lock)."""
-    return os.urandom(10)
+    """The random part of a future :func:`request_id`."""
+    return random_bytes(10)
 
 
 def request_id(now: datetime, random_part: bytes | None = None) -> UUID:
