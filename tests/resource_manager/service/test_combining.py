@@ -152,14 +152,14 @@ def test_a_signal_wakes_its_waiter_once_however_often_it_is_set() -> None:
 
 def test_the_combiner_wakes_one_caller_per_batch_and_the_callers_wake_the_rest() -> None:
     combiner = Doubler(max_batch=64)
-    batch = [Slot(2 * n) for n in range(12)]  # even: none fails
+    batch = [Slot(2 * n, wake=Signal()) for n in range(12)]  # even: none fails
     own = batch[5]  # the combining thread's own slot: it is running, nobody wakes it
     combiner._run(batch, own)
     waiting = [slot for slot in batch if slot is not own]
     assert all(slot.done and slot.answered for slot in batch)
     assert [slot.value for slot in batch] == [4 * n for n in range(12)]
     # Only the first waiting caller was woken; its wake-up is set, nobody else's.
-    woken = [slot.wake._lock.acquire(blocking=False) for slot in waiting]
+    woken = [slot.wake is not None and slot.wake._lock.acquire(blocking=False) for slot in waiting]
     assert woken == [True] + [False] * (len(waiting) - 1)
     # Followers form a tree over every waiting caller, each reached exactly once.
     reached = [follower for slot in waiting for follower in slot.followers]
@@ -190,3 +190,15 @@ def test_many_threads_in_many_batches_all_return() -> None:
     for m, value in results.items():
         assert value == 2 * m or (isinstance(value, ValueError) and m % 7 == 0)
     assert max(len(batch) for batch in combiner.batches) > 1
+
+
+def test_an_asynchronous_slot_has_no_wake_up_to_set() -> None:
+    """Its caller has no thread to wake (its future is resolved): handing it the combiner's
+    role, or answering it, sets nothing."""
+    combiner = Doubler(max_batch=64)
+    queued = Slot(2)
+    assert queued.wake is None
+    combiner._queue.append(queued)
+    combiner._hand_off()  # an asynchronous head: the drainer serves it
+    combiner._run(combiner._take())
+    assert queued.done and queued.answered and queued.value == 4

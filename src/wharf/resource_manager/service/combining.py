@@ -41,7 +41,7 @@ import asyncio
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 OperationT = TypeVar("OperationT")
@@ -82,8 +82,9 @@ class Slot(Generic[OperationT]):
     """The callers this one wakes (its children in the batch's wake tree)."""
     value: Any = None
     error: BaseException | None = None
-    wake: Signal = field(default_factory=Signal)
-    """Set when the slot is answered, or when its thread is handed the combiner's role."""
+    wake: Signal | None = None
+    """A synchronous caller's: set when the slot is answered, or when its thread is handed the
+    combiner's role (an asynchronous caller has no thread to wake: its future is resolved)."""
     future: asyncio.Future[Any] | None = None
     """An asynchronous caller's: resolved on its loop once the slot's batch is done."""
 
@@ -150,7 +151,8 @@ class Combiner(ABC, Generic[OperationT]):
 
     def submit(self, operation: OperationT) -> Any:
         """Run ``operation`` in the next batch; its result, or raise its error."""
-        slot = Slot(operation)
+        wake = Signal()
+        slot = Slot(operation, wake=wake)
         with self._queue_lock:
             self._queue.append(slot)
         while not slot.answered:
@@ -162,9 +164,9 @@ class Combiner(ABC, Generic[OperationT]):
                     self._combine_lock.release()
                     self._hand_off()
             else:
-                slot.wake.wait()
+                wake.wait()
         for follower in slot.followers:
-            follower.wake.set()
+            _wake(follower)
         return slot.result()
 
     @abstractmethod
@@ -204,7 +206,7 @@ class Combiner(ABC, Generic[OperationT]):
             for loop, answered in by_loop.items():
                 loop.call_soon_threadsafe(_resolve, answered)
             if waiting:
-                waiting[0].wake.set()
+                _wake(waiting[0])
 
     def _take(self) -> list[Slot[OperationT]]:
         with self._queue_lock:
@@ -218,7 +220,12 @@ class Combiner(ABC, Generic[OperationT]):
         with self._queue_lock:
             head = self._queue[0] if self._queue else None
         if head is not None:
-            head.wake.set()
+            _wake(head)
+
+
+def _wake(slot: Slot[Any]) -> None:
+    if slot.wake is not None:
+        slot.wake.set()
 
 
 def _resolve(slots: list[Slot[Any]]) -> None:
