@@ -25,7 +25,7 @@ import json
 import socket
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -42,8 +42,9 @@ REFUSAL_LINGER_SECONDS = 5.0
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, with refusals in the server's JSON error shape (``detail``,
-    ``type``) for request heads and targets too large to parse.
+    """uvicorn's httptools protocol, with refusals in the service's JSON error shape (``detail``,
+    and the error's kind under :attr:`KIND_KEY`) for request heads and targets too large to
+    parse.
 
     While a head is read, received data is parsed in slices of ``HEAD_SLICE_BYTES``, so a head's
     size is known within one slice even when one read holds several pipelined requests (bodies
@@ -51,6 +52,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     the connection is closed and nothing more of it is parsed or served.
     """
 
+    KIND_KEY: ClassVar[str] = "type"
+    """Where the service's error bodies name the kind of error (the workspace server's)."""
     _head_bytes = 0
     """Bytes of the current request head received so far; -1 while its body is read."""
     _refused = False
@@ -114,7 +117,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         transport = self.transport
         if transport.is_closing():
             return
-        body = json.dumps({"detail": detail, "type": kind}).encode()
+        body = json.dumps({"detail": detail, self.KIND_KEY: kind}).encode()
         head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode()]
         head.extend(
             name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers
@@ -165,8 +168,10 @@ def serve(
     workers: int = 1,
     log_level: str = "info",
     access_log: bool = False,
+    protocol: type[BoundedHttpToolsProtocol] = BoundedHttpToolsProtocol,
 ) -> None:
-    """Serve the app ``factory`` builds (in each worker) until interrupted: blocks."""
+    """Serve the app ``factory`` builds (in each worker) until interrupted: blocks.
+    ``protocol``: a subclass whose refusals match the service's error shape."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -176,7 +181,7 @@ def serve(
         host=host,
         port=port,
         workers=workers,
-        http=BoundedHttpToolsProtocol,
+        http=protocol,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         log_level=log_level,
         access_log=access_log,

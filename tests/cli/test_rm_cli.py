@@ -361,6 +361,7 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 200  # no token needed
         huge = httpx.get(f"{url}/health", headers={"x-padding": "p" * 300_000}, timeout=10)
         assert huge.status_code == 431 and "too large" in huge.json()["detail"]
+        assert huge.json()["error"] == "HeadTooLarge"  # the API's error shape
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)

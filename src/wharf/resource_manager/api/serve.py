@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from wharf.resource_manager.api.settings import ApiSettings
-from wharf.serving import serve
+from wharf.serving import BoundedHttpToolsProtocol, serve
+
+
+class ApiHttpProtocol(BoundedHttpToolsProtocol):
+    """Refusals in the API's error shape (see :mod:`.errors`): the kind under ``error``."""
+
+    KIND_KEY = "error"
 
 
 @dataclass(frozen=True)
@@ -48,4 +54,5 @@ def run(
         workers=workers,
         log_level=log_level,
         access_log=access_log,
+        protocol=ApiHttpProtocol,
     )

@@ -83,7 +83,7 @@ def error_from_response(status: int, body: Any, text: str) -> WharfError:
     cls = WIRE_ERRORS.get(name) if isinstance(name, str) else None
     if cls is not None:
         return cls(message)
-    if status in (400, 422):
+    if status in (400, 413, 414, 422, 431):  # the request itself was refused: bad input
         return InputError(message)
     if status == 401:
         return AuthenticationError(message)
