@@ -39,6 +39,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from wharf.store.sql.per_file import PerFile
+
 logger = logging.getLogger(__name__)
 
 AUTOCHECKPOINT_PAGES = 10_000
@@ -119,28 +121,5 @@ class WalCheckpoints:
             self.checkpoints += 1
 
 
-_by_file: dict[str, WalCheckpoints] = {}
-_by_file_lock = threading.Lock()
-
-
-def _idle_in_child() -> None:
-    # The child has one thread: the parent's checkpoint threads did not come along, and a lock
-    # one of them held at the fork would never be released. Engines inherited by the child keep
-    # their checkpointers, so those are reset in place; the next commit starts a thread.
-    global _by_file_lock
-    _by_file_lock = threading.Lock()
-    for checkpoints in _by_file.values():
-        checkpoints._start_idle()
-
-
-os.register_at_fork(after_in_child=_idle_in_child)
-
-
-def checkpoints_for(path: str) -> WalCheckpoints:
-    """The process's checkpointer for the SQLite file at ``path``."""
-    key = os.path.realpath(path)
-    with _by_file_lock:
-        found = _by_file.get(key)
-        if found is None:
-            found = _by_file[key] = WalCheckpoints(key)
-        return found
+checkpoints_for: PerFile[WalCheckpoints] = PerFile(WalCheckpoints, WalCheckpoints._start_idle)
+"""The process's checkpointer for the SQLite file at a path (idle in a forked child)."""

@@ -24,11 +24,11 @@ Invariants:
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from wharf.store.sql.per_file import PerFile
 from wharf.store.urgency import is_urgent
 
 
@@ -79,28 +79,5 @@ class WriteTurns:
                         self._others.notify()
 
 
-_turns: dict[str, WriteTurns] = {}
-_turns_lock = threading.Lock()
-
-
-def _free_every_turn_in_child() -> None:
-    # The child has one thread: a turn or registry lock held at the fork by another thread of
-    # the parent would never be released. Engines inherited by the child keep their WriteTurns
-    # objects, so they are reset in place rather than replaced.
-    global _turns_lock
-    _turns_lock = threading.Lock()
-    for turns in _turns.values():
-        turns._start_free()
-
-
-os.register_at_fork(after_in_child=_free_every_turn_in_child)
-
-
-def turns_for(path: str) -> WriteTurns:
-    """The process's turns for the SQLite file at ``path``."""
-    key = os.path.realpath(path)
-    with _turns_lock:
-        found = _turns.get(key)
-        if found is None:
-            found = _turns[key] = WriteTurns()
-        return found
+turns_for: PerFile[WriteTurns] = PerFile(lambda _path: WriteTurns(), WriteTurns._start_free)
+"""The process's turns for the SQLite file at a path (every turn free in a forked child)."""
