@@ -70,9 +70,11 @@ class WalCheckpoints:
         self.idle = idle
         self.checkpoints = 0
         """Checkpoints run so far (from either thread)."""
-        self._start_idle()
+        self.reset()
 
-    def _start_idle(self) -> None:
+    def reset(self) -> None:
+        """No commit pending and no thread: a new object, or a forked child's (the parent's
+        checkpoint thread did not come along; the next commit starts one)."""
         self._pending = 0
         self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
@@ -121,5 +123,5 @@ class WalCheckpoints:
             self.checkpoints += 1
 
 
-checkpoints_for: PerFile[WalCheckpoints] = PerFile(WalCheckpoints, WalCheckpoints._start_idle)
+checkpoints_for: PerFile[WalCheckpoints] = PerFile(WalCheckpoints, WalCheckpoints.reset)
 """The process's checkpointer for the SQLite file at a path (idle in a forked child)."""

@@ -36,9 +36,11 @@ class WriteTurns:
     """The write turns of one SQLite file in this process."""
 
     def __init__(self) -> None:
-        self._start_free()
+        self.reset()
 
-    def _start_free(self) -> None:
+    def reset(self) -> None:
+        """Every turn free and nobody waiting: a new object, or a forked child's (whose other
+        threads, holding or awaiting turns in the parent, did not come along)."""
         self._lock = threading.Lock()
         self._urgent = threading.Condition(self._lock)
         self._others = threading.Condition(self._lock)
@@ -79,5 +81,5 @@ class WriteTurns:
                         self._others.notify()
 
 
-turns_for: PerFile[WriteTurns] = PerFile(lambda _path: WriteTurns(), WriteTurns._start_free)
+turns_for: PerFile[WriteTurns] = PerFile(lambda _path: WriteTurns(), WriteTurns.reset)
 """The process's turns for the SQLite file at a path (every turn free in a forked child)."""
