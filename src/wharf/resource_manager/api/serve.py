@@ -8,7 +8,6 @@ processes (one scheduling transaction at a time), so workers need no coordinatio
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -30,11 +29,7 @@ class AppFactory:
     def __call__(self) -> FastAPI:
         from wharf.resource_manager.api.app import create_app
 
-        app = create_app(self.settings)
-        # The worker's start-up heap lives as long as the worker: frozen, full collections
-        # skip it instead of walking it with every request of the worker stalled.
-        gc.freeze()
-        return app
+        return create_app(self.settings)
 
 
 def run(
