@@ -11,6 +11,7 @@ boundary, so callers never catch ``sqlalchemy`` or ``httpx`` errors. The CLI pri
     │   ├── IllegalTransitionError
     │   └── RunStoppingError
     ├── InputError                 (HTTP 400/422; also ValueError)
+    │   ├── AmbiguousIdError
     │   ├── StepInterfaceError
     │   ├── PipelineDefinitionError
     │   └── MaterializationError
@@ -50,6 +51,10 @@ class RunStoppingError(IllegalOperationError):
 
 class InputError(WharfError, ValueError):
     pass
+
+
+class AmbiguousIdError(InputError):
+    """A short id prefix matches several ids; the message lists them."""
 
 
 class StepInterfaceError(InputError):

@@ -1,7 +1,10 @@
 """Identifier helpers: new ids, random bytes for them, and parsing.
 
-Owns :func:`new_id`, :func:`random_bytes` and :func:`parse_uuid`. Ids are random (version 4)
-UUIDs; names are for humans and may repeat across projects.
+Owns :func:`new_id`, :func:`random_bytes`, :func:`parse_uuid` and the short id prefixes users
+type (:func:`parse_id_prefix`, :func:`id_prefix_bounds`). Ids are random (version 4) UUIDs;
+names are for humans and may repeat across projects. An id prefix is the start of the id's
+32-digit lower-case hex form: every id starting with it lies between the two UUIDs
+:func:`id_prefix_bounds` returns, which is how stores find them with one range query.
 
 Random bytes come from a generator in this process, not from the OS at every call:
 ``os.urandom`` (and so ``uuid.uuid4``) releases the GIL around its system call, and in a process
@@ -61,3 +64,22 @@ def parse_uuid(value: str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except ValueError:
         return None
+
+
+MIN_ID_PREFIX = 4
+"""Fewest hex digits a short id must have (fewer would match too many ids to be useful)."""
+_HEX = frozenset("0123456789abcdef")
+
+
+def parse_id_prefix(value: str) -> str | None:
+    """The lower-case hex digits ``value`` spells if it can be the start of an id (at least
+    :data:`MIN_ID_PREFIX` digits; hyphens, as a UUID is written, are ignored), else None."""
+    digits = value.replace("-", "").lower()
+    if MIN_ID_PREFIX <= len(digits) <= 32 and _HEX.issuperset(digits):
+        return digits
+    return None
+
+
+def id_prefix_bounds(prefix: str) -> tuple[uuid.UUID, uuid.UUID]:
+    """The lowest and highest ids whose hex form starts with ``prefix`` (1 to 32 hex digits)."""
+    return uuid.UUID(prefix.ljust(32, "0")), uuid.UUID(prefix.ljust(32, "f"))

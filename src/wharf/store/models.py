@@ -7,10 +7,10 @@ store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType, StepRuntime
@@ -20,6 +20,11 @@ T = TypeVar("T")
 MAX_PAGE_SIZE = 1000
 MAX_PID = 2**31 - 1
 """Largest process id the store holds (a 32-bit signed integer column on every backend)."""
+
+
+IdPrefix = Annotated[str, Field(pattern=r"^[0-9a-f]{1,32}$")]
+"""The start of ids' lower-case hex form (``wharf.core.ids``): a filter keeps the records
+whose id starts with it."""
 
 
 class _Frozen(BaseModel):
@@ -112,10 +117,51 @@ class PipelineRunRecord(_Frozen):
     end_time: datetime | None
     created: datetime
     updated: datetime
+    orchestrator_host: str | None = None
+    """The host of the process that runs the run (None: not recorded, e.g. a placeholder)."""
+    orchestrator_pid: int | None = None
+    orchestrator_start: str | None = None
+    """The start token of that process (``wharf.store.process_identity``)."""
+    last_heartbeat: datetime | None = None
+    """When the orchestrating process last said it is alive."""
+    heartbeat_deadline: datetime | None = None
+    """When the run counts as lost without a new beat; None once the run has finished."""
+    stop_forced: bool = False
+    """A forced stop was asked: the orchestrating process kills its steps' processes."""
+
+    @field_validator("stop_forced", mode="before")
+    @classmethod
+    def _null_is_false(cls, value: Any) -> Any:
+        return False if value is None else value
 
     @property
     def is_placeholder(self) -> bool:
         return self.status.is_placeholder
+
+
+class OrchestratorProcess(_Frozen):
+    """The process that runs a run, and how long the store waits for its next beat."""
+
+    host: str = Field(min_length=1, max_length=255)
+    pid: int = Field(ge=1, le=MAX_PID)
+    start: str | None = Field(default=None, max_length=255)
+    """Its start token (``wharf.store.process_identity``); None where unknown."""
+    liveness_timeout_seconds: float = Field(gt=0, le=366 * 86400)
+
+
+class RunHeartbeatResponse(_Frozen):
+    """What an orchestrating process's beat learns about its run."""
+
+    run_id: UUID
+    status: ExecutionStatus
+    stop_forced: bool
+
+
+class LostRun(_Frozen):
+    """A run the lost-orchestrator sweep ended, with the steps it ended."""
+
+    run: PipelineRunRecord
+    steps: list[StepRunRecord]
 
 
 class StepRunRecord(_Frozen):
@@ -151,6 +197,10 @@ class StepRunRecord(_Frozen):
     """Artifact-store URI of the step's captured stdout/stderr."""
     pid: int | None = None
     """Process id of an isolated step's process (for ``wharf runs stop --force``)."""
+    pid_host: str | None = None
+    """The host that process runs on."""
+    pid_start: str | None = None
+    """That process's start token (``wharf.store.process_identity``): a reused pid differs."""
     resource_request_id: UUID | None = None
     """The step's Resource Manager request (steps that ask for resources)."""
     runtime: StepRuntime | None = None
@@ -276,6 +326,8 @@ class RunCreate(_Frozen):
     status_reason: str | None = None
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
     user_id: UUID | None = None
+    orchestrator: OrchestratorProcess | None = None
+    """The process that runs the run (recorded with a first heartbeat), if it is started."""
 
     @property
     def is_placeholder(self) -> bool:
@@ -289,11 +341,12 @@ class RunStart(_Frozen):
     status: ExecutionStatus = ExecutionStatus.INITIALIZING
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
     user_id: UUID | None = None
+    orchestrator: OrchestratorProcess | None = None
 
     def of(self, snapshot: SnapshotRecord) -> RunCreate:
         """This run as a run of ``snapshot``."""
         ids = {"project_id": snapshot.project_id, "pipeline_id": snapshot.pipeline_id}
-        return RunCreate(**ids, snapshot_id=snapshot.id, **self.model_dump())
+        return RunCreate(**ids, snapshot_id=snapshot.id, **dict(self))
 
 
 class StepRunCreate(_Frozen):
@@ -376,6 +429,8 @@ class RunUpdate(_Frozen):
     status: ExecutionStatus | None = None
     status_reason: str | None = None
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    stop_forced: bool | None = None
+    """True: the stop is forced (set once; only a stopping run takes it)."""
 
 
 class StepRunUpdate(_Frozen):
@@ -388,6 +443,8 @@ class StepRunUpdate(_Frozen):
     cache_expires_at: datetime | None = None
     logs_uri: str | None = None
     pid: int | None = Field(default=None, ge=1, le=MAX_PID)
+    pid_host: str | None = Field(default=None, max_length=255)
+    pid_start: str | None = Field(default=None, max_length=255)
     resource_request_id: UUID | None = None
 
 
@@ -401,6 +458,7 @@ class RunFilter(_Frozen):
     name: str | None = None
     status: ExecutionStatus | None = None
     orchestrator_run_id: str | None = None
+    id_prefix: IdPrefix | None = None
 
 
 class StepRunFilter(_Frozen):
@@ -412,22 +470,26 @@ class StepRunFilter(_Frozen):
     statuses: tuple[ExecutionStatus, ...] | None = None
     """Any of these statuses."""
     cache_key: str | None = None
+    id_prefix: IdPrefix | None = None
 
 
 class PipelineFilter(_Frozen):
     project_id: UUID | None = None
     name: str | None = None
+    id_prefix: IdPrefix | None = None
 
 
 class ScheduleFilter(_Frozen):
     project_id: UUID | None = None
     pipeline_id: UUID | None = None
     name: str | None = None
+    id_prefix: IdPrefix | None = None
 
 
 class ArtifactFilter(_Frozen):
     project_id: UUID | None = None
     name: str | None = None
+    id_prefix: IdPrefix | None = None
 
 
 class ArtifactVersionFilter(_Frozen):
@@ -435,3 +497,4 @@ class ArtifactVersionFilter(_Frozen):
     artifact_id: UUID | None = None
     name: str | None = None
     producer_step_run_id: UUID | None = None
+    id_prefix: IdPrefix | None = None

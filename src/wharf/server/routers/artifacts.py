@@ -25,7 +25,7 @@ from wharf.server.routers._common import (
     same_project,
 )
 from wharf.server.schemas.actions import ArtifactVersionBatchBody
-from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.filters import IdPrefixQuery, page_request
 from wharf.server.schemas.responses import Items
 from wharf.store.models import (
     ArtifactFilter,
@@ -90,6 +90,7 @@ def build_router() -> APIRouter:
         artifact_id: Annotated[UUID | None, Query()] = None,
         name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
         producer_step_run_id: Annotated[UUID | None, Query()] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         scopes = ctx.state.scopes
         parent = None
@@ -105,6 +106,7 @@ def build_router() -> APIRouter:
             artifact_id=artifact_id,
             name=name,
             producer_step_run_id=producer_step_run_id,
+            id_prefix=id_prefix,
         )
         return json_response(ctx.store.artifacts.list_versions(filter, page))
 
@@ -125,11 +127,12 @@ def build_router() -> APIRouter:
         page: PageDep,
         project_id: Annotated[UUID | None, Query()] = None,
         name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         scope = list_scope(ctx, project_id, None)
         if scope.empty:
             return json_response(empty_page(page))
-        filter = ArtifactFilter(project_id=scope.project_id, name=name)
+        filter = ArtifactFilter(project_id=scope.project_id, name=name, id_prefix=id_prefix)
         return json_response(ctx.store.artifacts.list(filter, page))
 
     @router.get("/artifacts/{artifact_id}", response_model=ArtifactRecord)

@@ -19,7 +19,7 @@ from wharf.server.routers._common import (
     same_project,
 )
 from wharf.server.schemas.actions import PipelineBody
-from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.filters import IdPrefixQuery, page_request
 from wharf.store.models import (
     Page,
     PageRequest,
@@ -52,11 +52,12 @@ def build_router() -> APIRouter:
         page: Annotated[PageRequest, Depends(page_request)],
         project_id: Annotated[UUID | None, Query()] = None,
         name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         scope = list_scope(ctx, project_id, None)
         if scope.empty:
             return json_response(empty_page(page))
-        filter = PipelineFilter(project_id=scope.project_id, name=name)
+        filter = PipelineFilter(project_id=scope.project_id, name=name, id_prefix=id_prefix)
         return json_response(ctx.store.pipelines.list(filter, page))
 
     @router.get("/pipelines/{pipeline_id}", response_model=PipelineRecord)

@@ -27,7 +27,7 @@ from wharf.server.routers._common import (
     no_content,
     same_project,
 )
-from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.filters import IdPrefixQuery, page_request
 from wharf.server.schemas.responses import RunGetOrCreateResponse, RunStatusResponse, TokenResponse
 from wharf.server.scopes import RunInfo
 from wharf.store.models import Page, PageRequest, PipelineRunRecord, RunCreate, RunFilter, RunUpdate
@@ -98,6 +98,7 @@ def build_router() -> APIRouter:
         name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
         status: Annotated[ExecutionStatus | None, Query()] = None,
         orchestrator_run_id: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         ctx.access.require_account("list runs")
         scopes = ctx.state.scopes
@@ -116,6 +117,7 @@ def build_router() -> APIRouter:
             name=name,
             status=status,
             orchestrator_run_id=orchestrator_run_id,
+            id_prefix=id_prefix,
         )
         return json_response(ctx.store.runs.list(filter, page))
 

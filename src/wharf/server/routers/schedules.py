@@ -20,7 +20,7 @@ from wharf.server.routers._common import (
     same_project,
 )
 from wharf.server.schemas.actions import ScheduleActiveBody, ScheduleCreateBody
-from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.filters import IdPrefixQuery, page_request
 from wharf.store.models import Page, PageRequest, ScheduleFilter, ScheduleRecord
 
 
@@ -62,6 +62,7 @@ def build_router() -> APIRouter:
         project_id: Annotated[UUID | None, Query()] = None,
         pipeline_id: Annotated[UUID | None, Query()] = None,
         name: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         ctx.access.require_account("list schedules")
         scope = list_scope(
@@ -71,7 +72,9 @@ def build_router() -> APIRouter:
         )
         if scope.empty:
             return json_response(empty_page(page))
-        filter = ScheduleFilter(project_id=scope.project_id, pipeline_id=pipeline_id, name=name)
+        filter = ScheduleFilter(
+            project_id=scope.project_id, pipeline_id=pipeline_id, name=name, id_prefix=id_prefix
+        )
         return json_response(ctx.store.schedules.list(filter, page))
 
     @router.get("/{schedule_id}", response_model=ScheduleRecord)

@@ -38,7 +38,7 @@ from wharf.server.schemas.actions import (
     StepRunUpdateBody,
     WireDatetime,
 )
-from wharf.server.schemas.filters import name_value, page_request, parse_oneof
+from wharf.server.schemas.filters import IdPrefixQuery, name_value, page_request, parse_oneof
 from wharf.server.schemas.responses import (
     CachedStepResponse,
     FinishResponse,
@@ -154,6 +154,7 @@ def build_router() -> APIRouter:
         name: Annotated[str | None, Query(description=NAME_FILTER)] = None,
         status: Annotated[str | None, Query(description=STATUS_FILTER)] = None,
         cache_key: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+        id_prefix: IdPrefixQuery = None,
     ) -> Response:
         limit = ctx.state.settings.max_filter_values
         names = parse_oneof("name", name, limit, name_value)
@@ -173,6 +174,7 @@ def build_router() -> APIRouter:
             names=names,
             statuses=statuses,
             cache_key=cache_key,
+            id_prefix=id_prefix,
         )
         return json_response(ctx.store.steps.list(filter, page))
 

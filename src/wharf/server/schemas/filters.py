@@ -58,6 +58,16 @@ def _convert(field: str, value: str, convert: Callable[[str], T]) -> T:
         raise FilterError(f"Invalid value for filter '{field}': {value!r}.") from None
 
 
+IdPrefixQuery = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[0-9a-f]{1,32}$",
+        description="Only records whose id, as 32 lower-case hex digits, starts with these.",
+    ),
+]
+"""The ``id_prefix`` filter of list routes (short ids; ``wharf.core.ids``)."""
+
+
 def name_value(value: str) -> str:
     if not value or len(value) > 255:
         raise ValueError(value)

@@ -36,6 +36,7 @@ class RestPipelineRepository:
             **page_params(page),
             "project_id": None if filter.project_id is None else str(filter.project_id),
             "name": filter.name,
+            "id_prefix": filter.id_prefix,
         }
         return self._http.model(Page[PipelineRecord], "GET", "/api/v1/pipelines", params=params)
 

@@ -101,6 +101,7 @@ class RestStepRunRepository:
             "project_id": None if filter.project_id is None else str(filter.project_id),
             "run_id": None if filter.run_id is None else str(filter.run_id),
             "cache_key": filter.cache_key,
+            "id_prefix": filter.id_prefix,
             "name": None if filter.names is None else oneof(filter.names),
             "status": None if statuses is None else oneof(statuses),
         }

@@ -25,6 +25,7 @@ from sqlalchemy import (
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.ids import id_prefix_bounds
 from wharf.store.models import MAX_PAGE_SIZE, Page, PageRequest
 from wharf.store.sql.engine import Database
 from wharf.store.sql.tables import NAME_LENGTH
@@ -63,6 +64,14 @@ def not_found(kind: str, entity_id: UUID) -> EntityNotFoundError:
 def check_name(value: str, what: str) -> None:
     if not value or len(value) > NAME_LENGTH:
         raise InputError(f"A {what} name must have 1 to {NAME_LENGTH} characters, got {value!r}.")
+
+
+def id_prefix_condition(table: Table, prefix: str) -> ColumnElement[bool]:
+    """Rows whose id starts with ``prefix`` (hex digits): a range on the primary key, which
+    orders as the hex form on every backend (native UUIDs compare bytewise on PostgreSQL,
+    ``CHAR(32)`` hex compares as text elsewhere)."""
+    low, high = id_prefix_bounds(prefix)
+    return table.c.id.between(low, high)
 
 
 def chunks(values: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:

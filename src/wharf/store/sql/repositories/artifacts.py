@@ -43,6 +43,7 @@ from wharf.store.sql.repositories._base import (
     check_name,
     fetch_page,
     first_missing,
+    id_prefix_condition,
     list_page,
     not_found,
     to_page,
@@ -209,6 +210,8 @@ class SqlArtifactRepository(SqlRepository):
             conditions.append(_A.c.name == filter.name)
         if filter.producer_step_run_id is not None:
             conditions.append(_V.c.producer_step_run_id == filter.producer_step_run_id)
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_V, filter.id_prefix))
 
         def query(conn: Connection) -> Page[ArtifactVersionRecord]:
             rows, total = fetch_page(
@@ -233,4 +236,6 @@ class SqlArtifactRepository(SqlRepository):
             conditions.append(_A.c.project_id == filter.project_id)
         if filter.name is not None:
             conditions.append(_A.c.name == filter.name)
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_A, filter.id_prefix))
         return list_page(self._db, _A, conditions, page, _artifact)

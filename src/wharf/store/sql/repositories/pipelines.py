@@ -19,6 +19,7 @@ from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
     check_name,
+    id_prefix_condition,
     list_page,
     not_found,
 )
@@ -66,4 +67,6 @@ class SqlPipelineRepository(SqlRepository):
             conditions.append(_P.c.project_id == filter.project_id)
         if filter.name is not None:
             conditions.append(_P.c.name == filter.name)
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_P, filter.id_prefix))
         return list_page(self._db, _P, conditions, page, _record)

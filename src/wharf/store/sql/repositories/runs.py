@@ -46,6 +46,7 @@ from wharf.store.sql.repositories._base import (
     SqlRepository,
     chunks,
     first_missing,
+    id_prefix_condition,
     list_page,
     not_found,
     status_times,
@@ -101,6 +102,8 @@ class SqlRunRepository(SqlRepository):
                 conditions.append(_R.c[field] == value)
         if filter.status is not None:
             conditions.append(_R.c.status == filter.status.value)
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_R, filter.id_prefix))
         return list_page(self._db, _R, conditions, page, _record)
 
     def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord:

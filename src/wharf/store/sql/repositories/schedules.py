@@ -21,6 +21,7 @@ from wharf.store.sql.repositories._base import (
     SqlRepository,
     check_name,
     first_missing,
+    id_prefix_condition,
     list_page,
     not_found,
 )
@@ -85,6 +86,8 @@ class SqlScheduleRepository(SqlRepository):
             )
             if value is not None
         ]
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_SC, filter.id_prefix))
         return list_page(self._db, _SC, conditions, page, _record)
 
     def set_active(self, schedule_id: UUID, active: bool) -> ScheduleRecord:

@@ -76,6 +76,7 @@ from wharf.store.sql.repositories._base import (
     SqlRepository,
     fetch_page,
     first_missing,
+    id_prefix_condition,
     not_found,
     status_times,
     to_page,
@@ -217,6 +218,8 @@ def update_in(
         values["logs_uri"] = update.logs_uri
     if update.pid is not None:
         values["pid"] = update.pid
+        values["pid_host"] = update.pid_host
+        values["pid_start"] = update.pid_start
     if update.resource_request_id is not None:
         values["resource_request_id"] = update.resource_request_id
     inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
@@ -318,6 +321,8 @@ class SqlStepRunRepository(SqlRepository):
             conditions.append(_S.c.status.in_([status.value for status in filter.statuses]))
         if filter.cache_key is not None:
             conditions.append(_S.c.cache_key == filter.cache_key)
+        if filter.id_prefix is not None:
+            conditions.append(id_prefix_condition(_S, filter.id_prefix))
 
         def query(conn: Connection) -> Page[StepRunRecord]:
             rows, total = fetch_page(conn, select(_S), _S, conditions, page)
