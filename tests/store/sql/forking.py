@@ -40,7 +40,7 @@ def held_by_another_thread(hold: Callable[[], AbstractContextManager[object]]) -
         holder.join()
 
 
-def exit_code_in_fork(body: Callable[[], None], timeout: float = 10.0) -> int:
+def exit_code_in_fork(body: Callable[[], None], timeout: float = SAFETY_TIMEOUT) -> int:
     """0 if ``body`` returned in the child, 1 if it raised, :data:`HUNG` if it never ended."""
     with warnings.catch_warnings():
         # Python 3.12 warns that forking a process with threads may deadlock the child: that
