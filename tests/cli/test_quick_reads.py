@@ -22,7 +22,12 @@ from wharf.cli.reads import Reads, read
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionStatus as S
-from wharf.core.errors import EntityNotFoundError, InputError, SchemaVersionError
+from wharf.core.errors import (
+    AmbiguousIdError,
+    EntityNotFoundError,
+    InputError,
+    SchemaVersionError,
+)
 from wharf.sdk.client import Client
 from wharf.store import defaults
 from wharf.store.models import (
@@ -164,7 +169,7 @@ def outcome(reads: Reads, method: str, *args: Any, **kwargs: Any) -> tuple[Any, 
     """The answer with its JSON (which also shows the order of each record's links)."""
     try:
         answer = getattr(reads, method)(*args, **kwargs)
-    except EntityNotFoundError as exc:
+    except (EntityNotFoundError, AmbiguousIdError) as exc:
         return type(exc), str(exc)
     return answer, answer.model_dump_json()
 
@@ -228,6 +233,34 @@ def test_run_lookups_and_step_lists_match(both: Both) -> None:
             both.check("list_run_steps", run, page=page, size=size)
     for run in runs:
         both.check("list_run_steps", run.id, size=1000)  # as ``runs show`` asks
+
+
+def test_short_id_lookups_match(home: Path) -> None:
+    """Two runs (without steps) given ids that share six digits: a longer prefix finds one, the
+    shared one is ambiguous, fewer than four digits are only a name."""
+    with Client(config_for(home)) as client:
+        runs = client.list_pipeline_runs(size=1000).items
+        bare = [r for r in runs if client.list_run_steps(r.id).total == 0][:2]
+    twins = [uuid.UUID("abcdef01" + "0" * 24), uuid.UUID("abcdef02" + "0" * 24)]
+    with closing(sqlite3.connect(home / "wharf.db")) as conn, conn:
+        for run, new in zip(bare, twins, strict=True):
+            conn.execute("UPDATE pipeline_run SET id = ? WHERE id = ?", (new.hex, run.id.hex))
+    pair = Both(config_for(home))
+    try:
+        assert pair.check("get_pipeline_run", "abcdef01").id == twins[0]
+        assert pair.check("get_pipeline_run", "ABCD-EF02").id == twins[1]
+        kind, message = (
+            pair.check("get_pipeline_run", "abcdef"),
+            outcome(pair.quick, "get_pipeline_run", "abcdef")[1],
+        )
+        assert kind is AmbiguousIdError and str(twins[0]) in message and str(twins[1]) in message
+        assert pair.check("get_pipeline_run", "abc") is EntityNotFoundError
+        for run in [r for r in runs if r not in bare]:
+            assert pair.check("get_pipeline_run", run.id.hex[:12]) == run
+        pipeline = pair.check("list_pipelines").items[0]
+        assert pair.check("get_pipeline", str(pipeline.id)[:8]) == pipeline
+    finally:
+        pair.close()
 
 
 def test_artifact_lists_match(both: Both) -> None:

@@ -16,9 +16,10 @@ Invariants:
   store's one-line ``SchemaVersionError``; an empty or older database gets migrated.
 - :data:`SCHEMA_REVISION` is the revision these queries were written for; a test keeps it equal
   to ``wharf.store.sql.schema.HEAD_REVISION``, so each new migration brings a review here.
-- Same answers as the SQL repositories and ``Client``: filters (project; pipeline or run by id
-  or name), order (``created`` then ``id``, in the page's direction), paging, ``COUNT`` totals,
-  one transaction per call, values decoded as the repositories' column types decode them.
+- Same answers as the SQL repositories and ``Client``: filters (project; pipeline or run by id,
+  name or id prefix), order (``created`` then ``id``, in the page's direction), paging,
+  ``COUNT`` totals, one transaction per call, values decoded as the repositories' column types
+  decode them.
   ``tests/cli/test_quick_reads.py`` compares both paths for every combination the CLI uses.
 - A driver error raises :class:`QuickReadError`; reads have no side effects, so the caller
   repeats them on the normal store, which reports real problems in its own words.
@@ -44,7 +45,13 @@ from wharf.config.flavors import RESOURCE_MANAGERS
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError
-from wharf.core.ids import parse_uuid
+from wharf.core.ids import (
+    MAX_ID_CANDIDATES,
+    id_prefix_bounds,
+    only_match,
+    parse_id_prefix,
+    parse_uuid,
+)
 from wharf.store.models import (
     MAX_PAGE_SIZE,
     ArtifactRecord,
@@ -223,15 +230,26 @@ class QuickReads:
         if uid is None:
             where = self._in_project(name=str(name_or_id))
             found = self._page(model, table, where, _desc(1, 1)).items
-            if not found:
+            by_prefix = found[0] if found else self._by_prefix(model, table, kind, str(name_or_id))
+            if by_prefix is None:
                 raise EntityNotFoundError(unnamed.format(name_or_id))
-            return found[0]
+            return by_prefix
         with self._read() as conn:
             cursor = conn.execute(f"SELECT {_columns(model)} FROM {table} WHERE id = ?", [uid.hex])
             rows = _decoded(cursor)
         if not rows:
             raise EntityNotFoundError(f"No {kind} with id {uid}.")
         return model.model_validate(rows[0])
+
+    def _by_prefix(self, model: type[M], table: str, kind: str, text: str) -> M | None:
+        """As ``Client``: the project's one record whose id starts with ``text``, if any."""
+        prefix = parse_id_prefix(text)
+        if prefix is None:
+            return None
+        low, high = id_prefix_bounds(prefix)
+        where = [*self._in_project(), ("id >= ?", low.hex), ("id <= ?", high.hex)]
+        matches = self._page(model, table, where, _desc(1, MAX_ID_CANDIDATES + 1)).items
+        return only_match(kind, text, matches)
 
     def _page(
         self,

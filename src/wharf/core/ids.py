@@ -26,6 +26,10 @@ import hashlib
 import itertools
 import os
 import uuid
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from wharf.core.errors import AmbiguousIdError
 
 _MAX_BYTES = 64  # one BLAKE2b digest
 
@@ -83,3 +87,33 @@ def parse_id_prefix(value: str) -> str | None:
 def id_prefix_bounds(prefix: str) -> tuple[uuid.UUID, uuid.UUID]:
     """The lowest and highest ids whose hex form starts with ``prefix`` (1 to 32 hex digits)."""
     return uuid.UUID(prefix.ljust(32, "0")), uuid.UUID(prefix.ljust(32, "f"))
+
+
+MAX_ID_CANDIDATES = 5
+"""How many matches of an ambiguous prefix an error lists (look up one more to know)."""
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+R = TypeVar("R", bound=_Identified)
+
+
+def only_match(kind: str, text: str, matches: Sequence[R]) -> R | None:
+    """The one record of ``matches`` (those whose id starts with the prefix ``text``; look up
+    :data:`MAX_ID_CANDIDATES` + 1), None if there is none; several raise
+    :class:`AmbiguousIdError`, whose one-line message lists them (ids and names)."""
+    if len(matches) <= 1:
+        return matches[0] if matches else None
+    shown = [_candidate(m) for m in matches[:MAX_ID_CANDIDATES]]
+    more = ", ..." if len(matches) > MAX_ID_CANDIDATES else ""
+    raise AmbiguousIdError(
+        f"'{text}' is the start of several {kind} ids: {', '.join(shown)}{more}; give more digits."
+    )
+
+
+def _candidate(record: _Identified) -> str:
+    name = getattr(record, "name", None)
+    return f"{record.id}" + (f" ({name})" if isinstance(name, str) else "")

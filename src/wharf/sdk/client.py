@@ -1,19 +1,22 @@
 """``Client``: read and steer what the metadata store records (runs, steps, artifacts).
 
 Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns a
-:class:`~wharf.store.models.Page`. Runs, pipelines, artifacts and schedules are looked up by id
-or name, within the client's project.
+:class:`~wharf.store.models.Page`. Runs, pipelines and schedules are looked up by id or name,
+within the client's project; where a full id is accepted, so is a short one: the first digits
+of its hex form (at least four; ``wharf.core.ids``), when they match one record of the project
+(several raise ``AmbiguousIdError`` naming them). A name that exists wins over a prefix.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
-from wharf.core.ids import parse_uuid
+from wharf.core.ids import MAX_ID_CANDIDATES, only_match, parse_id_prefix, parse_uuid
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import (
     ArtifactFilter,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from wharf.resource_manager.domain import Pool
 
 Sort = Literal["asc", "desc"]
+R = TypeVar("R", PipelineRecord, PipelineRunRecord, ScheduleRecord, StepRunRecord)
 
 UNFINISHED_STEP_STATUSES = (
     ExecutionStatus.RUNNING,
@@ -74,6 +78,23 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _by_prefix(
+        self,
+        kind: str,
+        text: str | UUID,
+        list_: Callable[[Any, PageRequest], Page[R]],
+        filter_type: Callable[..., Any],
+    ) -> list[R]:
+        """The project's record whose id starts with ``text`` (as a one-item list), [] if none
+        or if ``text`` is no id prefix; several raise ``AmbiguousIdError``."""
+        prefix = parse_id_prefix(str(text))
+        if prefix is None:
+            return []
+        query = filter_type(project_id=self.project_id, id_prefix=prefix)
+        matches = list_(query, PageRequest(size=MAX_ID_CANDIDATES + 1)).items
+        found = only_match(kind, str(text), matches)
+        return [] if found is None else [found]
+
     # ------------------------------------------------------------------ pipelines
 
     def list_pipelines(
@@ -89,6 +110,10 @@ class Client:
         if uid is not None:
             return self.store.pipelines.get(uid)
         found = self.list_pipelines(name=str(name_or_id), size=1).items
+        if not found:
+            found = self._by_prefix(
+                "pipeline", name_or_id, self.store.pipelines.list, PipelineFilter
+            )
         if not found:
             raise EntityNotFoundError(f"No pipeline named '{name_or_id}'.")
         return found[0]
@@ -121,6 +146,8 @@ class Client:
         if uid is not None:
             return self.store.runs.get(uid)
         found = self.list_pipeline_runs(name=str(name_or_id), size=1).items
+        if not found:
+            found = self._by_prefix("pipeline run", name_or_id, self.store.runs.list, RunFilter)
         if not found:
             raise EntityNotFoundError(f"No pipeline run with id or name '{name_or_id}'.")
         return found[0]
@@ -196,6 +223,10 @@ class Client:
         if uid is not None:
             return self.store.schedules.get(uid)
         found = self.list_schedules(name=str(name_or_id), size=1).items
+        if not found:
+            found = self._by_prefix(
+                "schedule", name_or_id, self.store.schedules.list, ScheduleFilter
+            )
         if not found:
             raise EntityNotFoundError(f"No schedule named '{name_or_id}'.")
         return found[0]
@@ -276,9 +307,12 @@ class Client:
 
     def get_step_run(self, step_run_id: str | UUID) -> StepRunRecord:
         uid = step_run_id if isinstance(step_run_id, UUID) else parse_uuid(step_run_id)
-        if uid is None:
-            raise EntityNotFoundError(f"'{step_run_id}' is not a step run id.")
-        return self.store.steps.get(uid)
+        if uid is not None:
+            return self.store.steps.get(uid)
+        found = self._by_prefix("step run", step_run_id, self.store.steps.list, StepRunFilter)
+        if not found:
+            raise EntityNotFoundError(f"No step run with id or id prefix '{step_run_id}'.")
+        return found[0]
 
     def get_run_step(self, run: str | UUID, step_name: str) -> StepRunRecord:
         """The latest step run of that name in the run (the last retry attempt)."""
@@ -315,9 +349,18 @@ class Client:
 
     def get_artifact_version(self, version_id: str | UUID) -> ArtifactVersionRecord:
         uid = version_id if isinstance(version_id, UUID) else parse_uuid(version_id)
-        if uid is None:
-            raise EntityNotFoundError(f"'{version_id}' is not an artifact version id.")
-        return self.store.artifacts.get_version(uid)
+        if uid is not None:
+            return self.store.artifacts.get_version(uid)
+        prefix = parse_id_prefix(str(version_id))
+        found = None
+        if prefix is not None:
+            query = ArtifactVersionFilter(project_id=self.project_id, id_prefix=prefix)
+            page = PageRequest(size=MAX_ID_CANDIDATES + 1)
+            matches = self.store.artifacts.list_versions(query, page).items
+            found = only_match("artifact version", str(version_id), matches)
+        if found is None:
+            raise EntityNotFoundError(f"No artifact version with id or id prefix '{version_id}'.")
+        return found
 
     def load_artifact(self, version: ArtifactVersionRecord | str | UUID) -> Any:
         """The Python value of an artifact version."""
