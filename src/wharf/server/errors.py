@@ -35,6 +35,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
+from wharf.core.validation import REQUEST_PARTS, describe_errors
 from wharf.server.auth.errors import AuthenticationError, PermissionDeniedError
 from wharf.server.schemas.filters import FilterError
 
@@ -89,19 +90,13 @@ async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, _one_line(str(exc)), _public_type(exc), headers)
 
 
-def _location(loc: Any) -> str:
-    return ".".join(str(part) for part in loc) if isinstance(loc, list | tuple) else str(loc)
-
-
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = jsonable_encoder(exc.errors(), custom_encoder={BaseException: str})
     for error in errors:
         error.pop("input", None)  # may be huge, and echoes secrets (passwords)
         error.pop("url", None)
-    first = errors[0] if errors else {}
-    where = _location(first.get("loc", ()))
-    detail = f"Invalid request: {where}: {first.get('msg', 'invalid value')}"
+    detail = describe_errors(exc.errors(), title="request", drop_prefix=REQUEST_PARTS)
     return error_response(422, _one_line(detail), "RequestValidationError", errors=errors)
 
 

@@ -30,6 +30,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
+from wharf.core.validation import REQUEST_PARTS, describe_errors
 from wharf.resource_manager.client.errors import PermissionDeniedError
 from wharf.resource_manager.client.http_errors import AuthenticationError, wire_name
 
@@ -69,12 +70,7 @@ async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    parts = []
-    for item in exc.errors():
-        location = ".".join(str(part) for part in item.get("loc", ()))
-        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{location}: {message}" if location else message)
-    detail = "Invalid request: " + "; ".join(parts)
+    detail = describe_errors(exc.errors(), title="request", drop_prefix=REQUEST_PARTS)
     return JSONResponse(_body(detail, InputError.__name__), status_code=422)
 
 

@@ -62,7 +62,7 @@ class Call:
 
 
 def _invalid(error: ValidationError, where: str) -> RequestValidationError:
-    errors = error.errors(include_url=False, include_context=False)
+    errors = error.errors(include_url=False)
     return RequestValidationError([{**e, "loc": (where, *e["loc"])} for e in errors])
 
 
@@ -78,7 +78,7 @@ def path_uuid(request: Request, name: str) -> UUID:
         return UUID(request.path_params[name])
     except ValueError:
         raise RequestValidationError(
-            [{"loc": ("path", name), "msg": "Input should be a valid UUID", "type": "uuid"}]
+            [{"loc": ("path", name), "msg": "Input should be a valid UUID", "type": "uuid_parsing"}]
         ) from None
 
 

@@ -2,7 +2,8 @@
 
 Owns: :func:`load`, the one way the service and tests build domain models from untrusted data.
 Invariant: callers of the domain never see ``pydantic.ValidationError``; they get an
-``InputError`` whose text names the model, the field path and the problem, on one line.
+``InputError`` whose text names the model, each bad field and the problem in plain words, on
+one line.
 """
 
 from __future__ import annotations
@@ -12,20 +13,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from wharf.core.errors import InputError
+from wharf.core.validation import describe_validation_error as describe
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def describe_validation_error(title: str, error: ValidationError) -> str:
-    """One line per problem, joined with ``; `` so the CLI can print it as one line."""
-    parts: list[str] = []
-    for item in error.errors(include_url=False, include_context=False):
-        location = ".".join(str(part) for part in item["loc"])
-        message = str(item["msg"])
-        # pydantic prefixes messages of ValueErrors raised in validators; users need the rest.
-        message = message.removeprefix("Value error, ")
-        parts.append(f"{location}: {message}" if location else message)
-    return f"Invalid {title}: " + "; ".join(parts)
 
 
 def load(model: type[ModelT], data: Any) -> ModelT:
@@ -33,7 +23,7 @@ def load(model: type[ModelT], data: Any) -> ModelT:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise InputError(describe_validation_error(_title(model), error)) from None
+        raise InputError(describe(error, title=_title(model), model=model)) from None
 
 
 def _title(model: type[BaseModel]) -> str:
@@ -47,4 +37,6 @@ def _title(model: type[BaseModel]) -> str:
         else:
             current += char
     words.append(current)
+    if len(words) > 1 and words[-1] in {"Create", "Update", "Spec"}:
+        words.pop()  # PoolCreate is what the user calls a pool
     return " ".join(word.lower() for word in words)
