@@ -2,7 +2,10 @@
 
 Sub-command groups are listed by import string and imported only when invoked, so ``wharf
 --help`` loads neither the engine nor SQLAlchemy. Every ``WharfError`` (and invalid input) is
-printed as one line on stderr with exit code 1 — never a traceback.
+printed as one line on stderr with exit code 1 — never a traceback; a usage error is one line
+too (exit code 2), and an unknown command names the closest known ones. Library loggers that
+log every HTTP request (httpx, httpcore) are held at WARNING, so no command's output is padded
+with request lines.
 
 Start-up: the cyclic garbage collector is off while the commands in :data:`SHORT_LIVED` run.
 Importing SQLAlchemy and building the pydantic models creates hundreds of thousands of objects
@@ -16,6 +19,7 @@ process exits; ``main(argv)`` called inside another program restores the collect
 
 from __future__ import annotations
 
+import difflib
 import gc
 import importlib
 import sys
@@ -49,11 +53,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "wharf.cli.schedules:schedule",
         "List, show, pause, resume and delete pipeline schedules.",
     ),
+    "user": ("wharf.cli.accounts:user", "Administer the workspace server's users."),
+    "project": ("wharf.cli.accounts:project", "Create and list projects; manage members."),
+    "service-account": (
+        "wharf.cli.service_accounts:service_account",
+        "Create and list service accounts.",
+    ),
+    "api-key": ("wharf.cli.service_accounts:api_key", "Create and revoke service account keys."),
 }
 
 SHORT_LIVED = frozenset(
     {"runs", "steps", "pipelines", "artifacts", "stack", "component", "pool", "policy", "request"}
-    | {"schedule", "login", "logout"}
+    | {"schedule", "login", "logout", "user", "project", "service-account", "api-key"}
 )
 """Groups whose commands all end within seconds: they run without the garbage collector."""
 
@@ -68,6 +79,7 @@ class LazyGroup(click.Group):
             return None
         if cmd_name not in SHORT_LIVED:
             gc.enable()
+        quiet_library_loggers()
         module, _, attr = entry[0].partition(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
@@ -96,6 +108,18 @@ def main(argv: list[str] | None = None) -> Any:
             gc.disable()
 
 
+QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "asyncio")
+"""Libraries that log every request (or connection) at INFO/DEBUG: whatever logging set-up a
+command or a user's code makes, their lines never pad the CLI's output."""
+
+
+def quiet_library_loggers() -> None:
+    import logging  # here: ``wharf --help`` does not need it
+
+    for name in QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _run(argv: list[str] | None) -> Any:
     from wharf.core.errors import WharfError
 
@@ -106,6 +130,9 @@ def _run(argv: list[str] | None) -> Any:
     except click.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        click.echo(f"Error: {usage_error_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -120,15 +147,39 @@ def _run(argv: list[str] | None) -> Any:
         sys.exit(130)
 
 
+def usage_error_line(exc: click.UsageError) -> str:
+    """A usage error as one line: an unknown command names the closest ones, any other error
+    says where the help is (click would print the usage and a blank line first)."""
+    ctx = exc.ctx
+    help_hint = f" Try '{ctx.command_path} --help'." if ctx is not None else ""
+    name = _unknown_command(exc)
+    if name is None or ctx is None or not isinstance(ctx.command, click.Group):
+        return f"{exc.format_message()}{help_hint}"
+    known = ctx.command.list_commands(ctx)
+    close = difflib.get_close_matches(name, known, n=3)
+    if not close:
+        return f"No such command '{name}'.{help_hint}"
+    options = " or ".join(f"'{c}'" for c in close)
+    return f"No such command '{name}'. Did you mean {options}?"
+
+
+def _unknown_command(exc: click.UsageError) -> str | None:
+    name = getattr(exc, "command_name", None)  # click >= 8.4 (NoSuchCommand)
+    if isinstance(name, str):
+        return name
+    prefix = "No such command '"
+    if exc.message.startswith(prefix) and exc.message.endswith("'."):
+        return exc.message[len(prefix) : -2]
+    return None
+
+
 def _one_line(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            first = errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            return f"{loc}: {first.get('msg')}" if loc else str(first.get("msg"))
-        except (IndexError, TypeError, KeyError):
-            pass
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        from wharf.core.validation import describe_validation_error
+
+        return describe_validation_error(exc)
     return " ".join(str(exc).split())
 
 

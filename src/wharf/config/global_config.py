@@ -2,6 +2,8 @@
 
 Resolution order for every value: explicit argument > environment variable > user config
 file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
+The home directory is created when the default store (``<home>/wharf.db``) is chosen; a store
+URL given explicitly must name an existing directory (the store refuses to make one).
 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
 ``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
@@ -98,9 +100,13 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
             return env[env_name]
         return user.get(key, default)
 
+    default_store = f"sqlite:///{home / 'wharf.db'}"
+    store_url = pick("store_url", "WHARF_STORE_URL", default_store)
+    if store_url == default_store:  # the default store's directory is Wharf's own to make
+        _make_home(home)
     return WharfConfig(
         home=home,
-        store_url=pick("store_url", "WHARF_STORE_URL", f"sqlite:///{home / 'wharf.db'}"),
+        store_url=store_url,
         artifact_root=Path(pick("artifact_root", "WHARF_ARTIFACT_ROOT", home / "artifacts")),
         active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
         server_url=pick("server_url", SERVER_URL_ENV),
@@ -114,6 +120,13 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
             pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
         ),
     )
+
+
+def _make_home(home: Path) -> None:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"Cannot create Wharf's home directory {home}: {exc.strerror}.") from None
 
 
 def _optional_int(value: Any, name: str) -> int | None:

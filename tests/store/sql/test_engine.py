@@ -46,8 +46,15 @@ def test_password_is_masked() -> None:
     assert mask_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
 
 
-def test_sqlite_creates_parent_directory_and_configures_connections(tmp_path: Path) -> None:
+def test_sqlite_refuses_a_missing_directory_and_creates_none(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "wharf.db"
+    with pytest.raises(InputError, match=f"the directory {tmp_path / 'a' / 'b'} does not exist"):
+        SqlStore.open(f"sqlite:///{path}")
+    assert not (tmp_path / "a").exists()
+
+
+def test_sqlite_configures_connections(tmp_path: Path) -> None:
+    path = tmp_path / "wharf.db"
     with SqlStore.open(f"sqlite:///{path}") as store:
         assert path.exists() and store.url == f"sqlite:///{path}" and store.dialect == "sqlite"
         with store._db.engine.connect() as conn:

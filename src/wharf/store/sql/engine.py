@@ -2,6 +2,8 @@
 
 Invariants:
 - One engine (one connection pool) per opened store; nothing here runs at import time.
+- A SQLite file's directory must exist: a mistyped path is refused, never created silently
+  (the default store's directory is made by ``wharf.config``).
 - SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout;
   its log is checkpointed by a thread of its own after this process's writes
   (:mod:`.checkpoints`), not inside a writer's commit.
@@ -178,7 +180,12 @@ def _sqlite_engine(url: URL) -> Engine:
             "An in-memory SQLite store cannot be shared between connections; use a file, "
             "e.g. sqlite:////tmp/wharf.db."
         )
-    Path(database).parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(database).absolute().parent
+    if not directory.is_dir():
+        raise InputError(
+            f"Cannot open the SQLite store {mask_url(url)}: the directory {directory} does not "
+            "exist; create it first or choose another path."
+        )
     engine = create_engine(
         url,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "cached_statements": 256},

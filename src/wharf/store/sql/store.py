@@ -129,7 +129,7 @@ class SqlStore:
     ) -> SqlStore:
         """Connect to the store at ``url`` and make sure its schema is this code's.
 
-        ``url``: ``sqlite:///path`` (the parent directory is created), ``postgresql://...``,
+        ``url``: ``sqlite:///path`` (its directory must exist), ``postgresql://...``,
         ``mysql://...`` / ``mariadb://...``, or any explicit ``dialect+driver://`` URL.
         ``migrate``: upgrade an empty or older schema to head (otherwise raise
         ``SchemaVersionError``). ``clock``: the store's only time source (default: aware UTC
