@@ -16,11 +16,13 @@ import click
 from pydantic import BaseModel
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
+from wharf.config.flavors import FLAVORS
 
 if TYPE_CHECKING:
     from wharf.store.models import ComponentRecord
 
-COMPONENT_TYPES = "orchestrator, artifact_store, step_operator"
+COMPONENT_TYPES = ", ".join(t.value for t in FLAVORS)
+FLAVORS_HELP = "; ".join(f"{t.value}: {', '.join(sorted(names))}" for t, names in FLAVORS.items())
 COMPONENT_COLUMNS = ("name", "type", "flavor", "configuration", "created", "id")
 
 
@@ -59,7 +61,13 @@ def component() -> None:
 @click.option(
     "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
 )
-@click.option("--flavor", "-f", required=True, help="A flavor known for that type.")
+@click.option(
+    "--flavor",
+    "-f",
+    required=True,
+    metavar="FLAVOR",
+    help=f"A flavor of that type. Known flavors: {FLAVORS_HELP}.",
+)
 @click.option(
     "--config",
     "-c",

@@ -33,8 +33,20 @@ OUTPUT_OPTION = click.option(
 )
 
 PAGE_OPTIONS = (
-    click.option("--page", type=click.IntRange(min=1), default=1, show_default=True),
-    click.option("--size", type=click.IntRange(1, 1000), default=50, show_default=True),
+    click.option(
+        "--page",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Which page of results to show (from 1).",
+    ),
+    click.option(
+        "--size",
+        type=click.IntRange(1, 1000),
+        default=50,
+        show_default=True,
+        help="Records per page (1-1000).",
+    ),
 )
 
 COLUMN_GAP = "  "

@@ -56,7 +56,7 @@ def list_schedules(pipeline: str | None, page: int, size: int, output: str) -> N
 @click.argument("name_or_id")
 @OUTPUT_OPTION
 def show_schedule(name_or_id: str, output: str) -> None:
-    """Show one schedule."""
+    """Show schedule NAME_OR_ID."""
     from wharf.sdk.client import Client
 
     with Client() as client:
@@ -66,14 +66,14 @@ def show_schedule(name_or_id: str, output: str) -> None:
 @schedule.command("pause")
 @click.argument("name_or_id")
 def pause_schedule(name_or_id: str) -> None:
-    """Pause a schedule: it starts no runs until resumed."""
+    """Pause schedule NAME_OR_ID: it starts no runs until resumed."""
     _set_active(name_or_id, False)
 
 
 @schedule.command("resume")
 @click.argument("name_or_id")
 def resume_schedule(name_or_id: str) -> None:
-    """Resume a paused schedule."""
+    """Resume the paused schedule NAME_OR_ID."""
     _set_active(name_or_id, True)
 
 
@@ -89,7 +89,7 @@ def _set_active(name_or_id: str, active: bool) -> None:
 @click.argument("name_or_id")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def delete_schedule(name_or_id: str, yes: bool) -> None:
-    """Delete a schedule; the runs it started stay."""
+    """Delete schedule NAME_OR_ID; the runs it started stay."""
     from wharf.sdk.client import Client
 
     with Client() as client:

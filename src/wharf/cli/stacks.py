@@ -141,7 +141,7 @@ class _StackHeader(BaseModel):
 @click.argument("name", required=False)
 @OUTPUT_OPTION
 def show_stack(name: str | None, output: str) -> None:
-    """Show a stack (the active one by default), its components and their configuration."""
+    """Show stack NAME (the active one by default), its components and their configuration."""
     from contextlib import closing
 
     from wharf.sdk import stacks
