@@ -291,3 +291,20 @@ def test_a_short_or_unknown_first_lease_is_renewed_at_once():
         room = FakeRoom(rm, wakes=False, lease=lease)
         room_waiter(rm, room).wait(REQUEST, ResourceSettings())
         assert rm.renewals[0][0] == 0.0
+
+
+def test_a_waiter_tells_once_that_its_request_is_still_queued():
+    rm = FakeRM([S.PENDING, S.PENDING, S.ALLOCATED], reason="Waiting for capacity in pool 'x'.")
+    clock, told = Clock(), []
+    w = waiter(rm, clock)
+    w.on_pending = told.append
+    w.wait(REQUEST, ResourceSettings())
+    assert [r.status_reason for r in told] == ["Waiting for capacity in pool 'x'."]
+
+
+def test_a_waiter_allocated_at_its_first_poll_tells_nothing():
+    rm, clock, told = FakeRM([S.ALLOCATED]), Clock(), []
+    w = waiter(rm, clock)
+    w.on_pending = told.append
+    w.wait(REQUEST, ResourceSettings())
+    assert told == []

@@ -7,7 +7,8 @@ URL given explicitly must name an existing directory (the store refuses to make 
 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
 ``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
-``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``.
+``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``,
+``WHARF_LOGGING_VERBOSITY``, ``WHARF_LOGGING_FORMAT``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +26,9 @@ from wharf.core.errors import InputError
 SERVER_URL_ENV = "WHARF_SERVER_URL"
 API_KEY_ENV = "WHARF_API_KEY"
 """The credential sent to the server: an access token, an API key, or a run-scoped token."""
+
+LOGGING_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOGGING_FORMATS = ("text", "json")
 
 
 class WharfConfig(BaseModel):
@@ -49,6 +53,11 @@ class WharfConfig(BaseModel):
     local_step_slots: int | None = None
     """Concurrent isolated steps the ``local`` pool admits; default: one per CPU
     (``WHARF_LOCAL_STEP_SLOTS``)."""
+    logging_verbosity: str | None = None
+    """Level of Wharf's log (``WHARF_LOGGING_VERBOSITY``: one of :data:`LOGGING_LEVELS`); None:
+    INFO where Wharf sets up its own log output, else whatever the application configured."""
+    logging_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line on stderr (``WHARF_LOGGING_FORMAT``)."""
 
     @property
     def config_file(self) -> Path:
@@ -116,6 +125,15 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         local_step_slots=_optional_int(
             pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"), "WHARF_LOCAL_STEP_SLOTS"
         ),
+        logging_verbosity=_choice(
+            pick("logging_verbosity", "WHARF_LOGGING_VERBOSITY"),
+            "WHARF_LOGGING_VERBOSITY",
+            LOGGING_LEVELS,
+        ),
+        logging_format=_choice(
+            pick("logging_format", "WHARF_LOGGING_FORMAT"), "WHARF_LOGGING_FORMAT", LOGGING_FORMATS
+        )
+        or "text",
         heartbeat_interval=_positive_float(
             pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
         ),
@@ -127,6 +145,17 @@ def _make_home(home: Path) -> None:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"Cannot create Wharf's home directory {home}: {exc.strerror}.") from None
+
+
+def _choice(value: Any, name: str, choices: tuple[str, ...]) -> Any:
+    """``value`` as one of ``choices`` (case-insensitive); None if unset."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    for choice in choices:
+        if text.lower() == choice.lower():
+            return choice
+    raise InputError(f"{name} must be one of {', '.join(choices)}, not '{value}'.")
 
 
 def _optional_int(value: Any, name: str) -> int | None:

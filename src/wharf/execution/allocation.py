@@ -18,6 +18,9 @@ as it enters: no poll at all, the launcher renews for initialization next.
 :func:`holders_of` finds the room's :class:`~wharf.store.holders_first.HoldersFirst` gate, through
 which the launcher puts the bookkeeping of steps holding an allocation before the creation of
 steps that will wait for one.
+A poll that finds the request still queued is told once to ``on_pending`` (the launcher reports
+the wait, with the Resource Manager's reason, as progress): a request allocated before its first
+poll is never reported as waiting.
 Invariant: the waiter enters the room before its first renewal reads the status and leaves it
 only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
@@ -107,6 +110,9 @@ class AllocationWaiter:
     """A number in [0, 1): the fraction of each delay that is randomised."""
     room: WaitRoomLike | None = None
     """Wakes this waiter between polls as soon as its request leaves the queue."""
+    on_pending: Callable[[RequestState], object] | None = None
+    """Called once, with the Resource Manager's answer, when a poll finds the request still
+    queued (the answer's reason says what it waits for)."""
 
     def delays(self) -> Callable[[], float]:
         delay = INITIAL_POLL_SECONDS
@@ -136,6 +142,7 @@ class AllocationWaiter:
             if known is not None and _left_queue(request_id, known):
                 return known
         timeout = settings.allocation_wait_timeout_seconds
+        tell = self.on_pending
         started = self.clock()
         next_delay = self.delays()
         delay = 0.0
@@ -159,6 +166,9 @@ class AllocationWaiter:
                 ) from None
             if _left_queue(request_id, request):
                 return request
+            if tell is not None:
+                tell(request)
+                tell = None  # once per wait
             waited = (self.clock() - started).total_seconds()
             if waited >= timeout:
                 why = f" (last reason: {request.status_reason})" if request.status_reason else ""

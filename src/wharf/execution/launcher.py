@@ -15,6 +15,9 @@ The cache lookup and the creation of the first attempt's step run are one store 
 latest store state, right before the step would start. On a hit the same call records the
 cached step run and answers the found step's output versions, so a hit is one request too,
 even in a process that never saw the found step.
+
+Each of these moments is told to ``services.progress`` (started, cached, waiting for resources,
+retrying, ended) from what the launcher holds already: no store call of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logging
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -165,7 +169,22 @@ class StepLauncher:
                 }
             )
         )
-        return StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
+        outcome = StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
+        return self._ended(outcome, None)
+
+    def _ended(self, outcome: StepOutcome, started: datetime | None) -> StepOutcome:
+        """``outcome``, once told to the progress reporter (from ``started``, if known)."""
+        record = outcome.step_run
+        if outcome.status.is_finished:
+            self._services.progress.step_ended(
+                self._run_id,
+                outcome.name,
+                outcome.status,
+                outcome.reason,
+                started,
+                record.end_time if record is not None else None,
+            )
+        return outcome
 
     def _publish_cached(
         self, spec: StepSpec, create: StepRunCreate, found: CachedOrCreated
@@ -179,6 +198,7 @@ class StepLauncher:
             record = store.steps.create(own.reusing(found.step))
         versions = self._services.versions
         outputs = versions.outputs_of(store, found.step, found.outputs.values())
+        self._services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
     def _wait_for_resources(
@@ -195,6 +215,12 @@ class StepLauncher:
         # Woken as soon as a release of this process allocates the request, not at the next poll.
         room = getattr(requests, "wait_room", None)
         waiter = AllocationWaiter(requests, services.clock, services.sleep, room=room)
+        progress = services.progress
+        if progress.active:
+            run_id = self._run_id
+            waiter.on_pending = lambda request: progress.step_waiting(
+                run_id, spec.name, settings, request.status_reason
+            )
         waiter.wait(record.resource_request_id, settings)
         if holders is not None:
             # The slot is allocated and idle until the step's code runs: from here this thread
@@ -274,6 +300,10 @@ class StepLauncher:
         runtime = self.runtime_for(spec)
         queued = self._queued(spec)
         holders = self._holders_for(spec)
+        progress = services.progress
+        retry = spec.config.retry
+        max_attempts = 1 + (retry.max_retries if retry is not None else 0)
+        started: datetime | None = None
         while True:
             allocation = None
             try:
@@ -285,11 +315,18 @@ class StepLauncher:
                             record.id,
                             StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
                         )
-                        return StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
+                        failed = StepOutcome(
+                            spec.name, final.status, step_run=final, reason=str(exc)
+                        )
+                        return self._ended(failed, started)
                 if holders is not None and executor is not self._inline:
                     holders.end()  # the step's own process does the rest of its bookkeeping
                 # An inline attempt leaves the holder's stretch while its user code runs and
                 # is back in it from the code's return to the release (step_runner, attempts).
+                started = started or record.start_time
+                progress.step_started(
+                    self._run_id, spec.name, runtime, record.attempt, max_attempts
+                )
                 result = executor(spec, record, inputs, region, allocation)
             finally:
                 if holders is not None:
@@ -302,15 +339,19 @@ class StepLauncher:
                     notify()
             final = result.record
             if final.status is not ExecutionStatus.RETRYING or region.interrupted:
-                return StepOutcome(
+                outcome = StepOutcome(
                     spec.name, final.status, result.outputs, final, reason=final.status_reason
                 )
+                return self._ended(outcome, started)
             attempt = final.attempt + 1
-            retry = spec.config.retry
+            delay = retry.delay_before(attempt) if retry is not None else 0.0
+            progress.step_retrying(
+                self._run_id, spec.name, final.attempt, max_attempts, final.status_reason, delay
+            )
             if retry is not None:
-                services.sleep(retry.delay_before(attempt))
+                services.sleep(delay)
             with holders.creating() if holders is not None else nullcontext():
                 created = self._create_attempt(spec, inputs, cache_key, attempt, final)
             if isinstance(created, StepOutcome):
-                return created
+                return self._ended(created, started)
             record = created

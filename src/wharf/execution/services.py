@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, WharfConfig
+from wharf.execution.progress import ProgressReporter
 from wharf.execution.store_calls import KnownVersions
 from wharf.store.ports import RunTokenOperations
 
@@ -62,6 +63,9 @@ class RunServices:
     """Environment that a step's own process needs to reach the same store."""
     versions: KnownVersions = field(default_factory=KnownVersions)
     """Artifact versions this process already knows (shared by the runs of a workspace)."""
+    progress: ProgressReporter = field(default_factory=ProgressReporter)
+    """Told of each step's start, cache hit, wait, retry and end, and of the run's start and
+    end (``wharf.execution.progress``); the default reports nothing."""
 
 
 def for_run(services: RunServices, run_id: UUID) -> RunServices:

@@ -147,6 +147,7 @@ class BaseOrchestrator(ABC):
             self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse before starting
             run = start_run(services.store, run, self.new_run_id())
         heartbeats = HeartbeatScheduler()
+        services.progress.run_started(run, job.snapshot.spec.name)
         try:
             # A started run must end whatever happens from here: a refusal fails it too.
             runtimes = self.runtime_policy(job.snapshot.spec, job.step_operator)
@@ -155,14 +156,17 @@ class BaseOrchestrator(ABC):
             with frozen_heap():  # no full collection walks the heap built before the run
                 outcome = self._run_steps(job, services, run, runtimes, heartbeats)
         except BaseException as exc:
-            finish_run(
+            ended = finish_run(
                 services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
             )
+            services.progress.run_finished(ended)  # the summary line
             raise
         finally:
             heartbeats.close()
         status, reason = outcome.final_status()
-        return finish_run(services.store, run.id, status, reason)
+        ended = finish_run(services.store, run.id, status, reason)
+        services.progress.run_finished(ended)  # the summary line
+        return ended
 
     def _run_steps(
         self,

@@ -214,10 +214,15 @@ class Workspace:
             return self.store.stacks.get_stack_by_name(DEFAULT_STACK)
 
     def run_services(self, artifact_store: Any) -> RunServices:
-        """What the engine needs to run steps against this workspace's store."""
+        """What the engine needs to run steps against this workspace's store; its run's
+        progress goes to the ``wharf.progress`` logger (to stderr unless the application
+        configured logging, see ``wharf.execution.progress_logging``)."""
         from wharf.artifacts.materializers.registry import default_registry
+        from wharf.execution.progress import ProgressReporter, log_event
+        from wharf.execution.progress_logging import configure_logging
 
         config = self.config
+        configure_logging(config.logging_verbosity, config.logging_format)
         server_url = self.server_url
         # Over a server the orchestrator adds a run-scoped token (``services.for_run``); the
         # caller's own credential never reaches a step process.
@@ -249,6 +254,7 @@ class Workspace:
                 ),
             },
             versions=self.versions,
+            progress=ProgressReporter([log_event]),
         )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
