@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -60,6 +60,7 @@ from wharf.store.models import (
     PageRequest,
     PipelineRecord,
     PipelineRunRecord,
+    SnapshotRecord,
     StepRunRecord,
 )
 
@@ -72,6 +73,7 @@ BUSY_TIMEOUT = 30.0  # seconds; only WAL recovery or a checkpoint can hold a rea
 _SQLITE_URL_PREFIX = "sqlite:///"
 _UUID_COLUMNS = frozenset(
     {"id", "project_id", "pipeline_id", "snapshot_id", "user_id", "run_id", "artifact_id"}
+    | {"stack_id"}
     | {"original_step_run_id", "resource_request_id", "producer_step_run_id", "artifact_store_id"}
 )
 _TIME_COLUMNS = frozenset({"created", "updated", "start_time", "end_time", "cache_expires_at"})
@@ -187,6 +189,29 @@ class QuickReads:
         request = PageRequest(index=page, size=size, sort="asc")  # in the order they started
         return self._page(StepRunRecord, "step_run", where, request, columns, links=True)
 
+    def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord:
+        with self._read() as conn:
+            sql = f"SELECT {_columns(SnapshotRecord)} FROM pipeline_snapshot WHERE id = ?"
+            rows = _decoded(conn.execute(sql, [snapshot_id.hex]))
+        if not rows:
+            raise EntityNotFoundError(f"No pipeline snapshot with id {snapshot_id}.")
+        return SnapshotRecord.model_validate(rows[0])
+
+    def get_step_run(self, step_run_id: str | UUID) -> StepRunRecord:
+        """By id in any project, else by id prefix in the project (as ``Client``)."""
+        uid = step_run_id if isinstance(step_run_id, UUID) else parse_uuid(step_run_id)
+        columns = _columns(StepRunRecord, "", "inputs", "outputs")
+        if uid is not None:
+            where = [("id = ?", uid.hex)]
+            found = self._page(StepRunRecord, "step_run", where, _desc(1, 1), columns, links=True)
+            if not found.items:
+                raise EntityNotFoundError(f"No step run with id {uid}.")
+            return found.items[0]
+        step = self._by_prefix(StepRunRecord, "step_run", "step run", str(step_run_id), columns)
+        if step is None:
+            raise EntityNotFoundError(f"No step run with id or id prefix '{step_run_id}'.")
+        return step
+
     def list_artifacts(
         self, *, name: str | None = None, page: int = 1, size: int = 50
     ) -> Page[ArtifactRecord]:
@@ -241,15 +266,20 @@ class QuickReads:
             raise EntityNotFoundError(f"No {kind} with id {uid}.")
         return model.model_validate(rows[0])
 
-    def _by_prefix(self, model: type[M], table: str, kind: str, text: str) -> M | None:
+    def _by_prefix(
+        self, model: type[M], table: str, kind: str, text: str, columns: str | None = None
+    ) -> M | None:
         """As ``Client``: the project's one record whose id starts with ``text``, if any."""
         prefix = parse_id_prefix(text)
         if prefix is None:
             return None
         low, high = id_prefix_bounds(prefix)
         where = [*self._in_project(), ("id >= ?", low.hex), ("id <= ?", high.hex)]
-        matches = self._page(model, table, where, _desc(1, MAX_ID_CANDIDATES + 1)).items
-        return only_match(kind, text, matches)
+        request = _desc(1, MAX_ID_CANDIDATES + 1)
+        links = columns is not None  # step runs: their inputs and outputs are other tables'
+        matches = self._page(model, table, where, request, columns, links=links).items
+        found: M | None = only_match(kind, text, cast("list[Any]", matches))
+        return found
 
     def _page(
         self,

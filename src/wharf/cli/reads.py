@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         Page,
         PipelineRecord,
         PipelineRunRecord,
+        SnapshotRecord,
         StepRunRecord,
     )
 
@@ -38,7 +39,13 @@ class Reads(Protocol):
         size: int = ...,
     ) -> Page[PipelineRunRecord]: ...
 
+    def get_pipeline(self, name_or_id: str | UUID) -> PipelineRecord: ...
+
     def get_pipeline_run(self, name_or_id: str | UUID) -> PipelineRunRecord: ...
+
+    def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord: ...
+
+    def get_step_run(self, step_run_id: str | UUID) -> StepRunRecord: ...
 
     def list_run_steps(
         self, run: str | UUID, *, page: int = ..., size: int = ...

@@ -1,16 +1,11 @@
-"""``wharf runs list | show RUN | stop RUN``."""
+"""``wharf runs list | show RUN | logs RUN [--follow] | stop RUN``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
-from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
+from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ExecutionStatus
-
-if TYPE_CHECKING:
-    from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 RUN_COLUMNS = ("name", "status", "created", "end_time", "id")
 
@@ -39,29 +34,58 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
 @click.argument("run")
 @OUTPUT_OPTION
 def show_run(run: str, output: str) -> None:
-    """Show one run (by id or name) and its steps."""
-    from wharf.cli.reads import Reads, read
+    """Show one run (by name, id or id prefix): its pipeline, status and duration, and its
+    steps as a tree under their upstream steps, with status, duration, cache origin and
+    resources."""
+    from datetime import UTC, datetime
 
-    def query(reads: Reads) -> tuple[PipelineRunRecord, list[StepRunRecord]]:
-        record = reads.get_pipeline_run(run)
-        return record, reads.list_run_steps(record.id, size=1000).items
+    from wharf.cli.reads import read
+    from wharf.cli.run_details import allocations, gather
+    from wharf.cli.run_view import render
 
-    record, steps = read(query)
+    view = read(lambda reads: gather(reads, run))
     if output == "json":
         import json
 
-        data = record.model_dump(mode="json")
-        data["steps"] = [s.model_dump(mode="json") for s in steps]
+        data = view.run.model_dump(mode="json")
+        data["pipeline_name"] = view.pipeline_name
+        data["steps"] = [s.model_dump(mode="json") for s in view.steps]
         click.echo(json.dumps(data, indent=2))
         return
-    emit_one(record, output)
-    click.echo("")
-    emit(
-        steps,
-        ("name", "status", "attempt", "start_time", "end_time", "status_reason"),
-        output,
-        title="Steps",
-    )
+    if any(step.resource_request_id is not None for step in view.steps):
+        from dataclasses import replace
+
+        from wharf.sdk.client import Client
+
+        with Client() as client:
+            view = replace(view, allocated=allocations(client, list(view.steps)))
+    click.echo("\n".join(render(view, datetime.now(UTC))))
+
+
+@runs.command("logs")
+@click.argument("run")
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Keep printing each step's output as the step ends, until the run finishes.",
+)
+def run_logs(run: str, follow: bool) -> None:
+    """Print every step's captured output, each line prefixed with the step's name. A step's
+    output is stored when the step ends; with --follow, steps still running are printed as
+    they end (Ctrl-C stops following)."""
+    from wharf.cli.run_logs import RunLogs
+    from wharf.sdk.client import Client
+
+    with Client() as client:
+        logs = RunLogs(client, run, click.echo)
+        if follow:
+            try:
+                logs.follow()
+            except KeyboardInterrupt:
+                return  # Ctrl-C is how one stops following: no message, exit code 0
+        else:
+            logs.poll(following=False)
 
 
 @runs.command("stop")

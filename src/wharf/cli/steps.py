@@ -1,4 +1,4 @@
-"""``wharf steps list --run RUN``."""
+"""``wharf steps list --run RUN`` and ``wharf steps logs RUN STEP`` (or ``STEP_RUN_ID``)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,17 @@ def list_steps(run: str, page: int, size: int, output: str) -> None:
 
 
 @steps.command("logs")
-@click.argument("step_run_id")
-def step_logs(step_run_id: str) -> None:
-    """Print the captured stdout/stderr of a step run."""
+@click.argument("run_or_step_run")
+@click.argument("step", required=False)
+def step_logs(run_or_step_run: str, step: str | None) -> None:
+    """Print the captured stdout/stderr of a step: ``wharf steps logs RUN STEP`` (a run by name,
+    id or id prefix, and one of its steps by name: its last attempt), or ``wharf steps logs
+    STEP_RUN_ID`` (an id or id prefix). A step's output is stored when the step ends."""
     from wharf.sdk.client import Client
 
     with Client() as client:
-        text = client.step_logs(step_run_id)
+        if step is None:
+            text = client.step_logs(run_or_step_run)
+        else:
+            text = client.step_logs(step, run=run_or_step_run)
     click.echo(text, nl=not text.endswith("\n"))

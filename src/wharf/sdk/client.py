@@ -32,6 +32,7 @@ from wharf.store.models import (
     RunUpdate,
     ScheduleFilter,
     ScheduleRecord,
+    SnapshotRecord,
     StepRunFilter,
     StepRunRecord,
 )
@@ -118,6 +119,10 @@ class Client:
             raise EntityNotFoundError(f"No pipeline named '{name_or_id}'.")
         return found[0]
 
+    def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord:
+        """A run's compiled pipeline (its steps, their upstream steps and settings)."""
+        return self.store.snapshots.get(snapshot_id)
+
     # ------------------------------------------------------------------ runs
 
     def list_pipeline_runs(
@@ -186,11 +191,14 @@ class Client:
                 pass  # it already ended
         return killed
 
-    def step_logs(self, step_run_id: str | UUID) -> str:
-        """The captured stdout/stderr of a step run ("" if it has none yet)."""
+    def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:
+        """The captured stdout/stderr of a step run ("" if it has none yet: a step's output is
+        stored when it ends). ``step`` is a step run (record, id or id prefix), or with ``run``
+        the name of one of that run's steps (its last attempt)."""
         from wharf.execution.log_capture import read_log
 
-        step = self.get_step_run(step_run_id)
+        if not isinstance(step, StepRunRecord):
+            step = self._step_of(step, run)
         if step.logs_uri is None:
             return ""
         artifact_store = self._workspace.component_instance(
@@ -313,6 +321,22 @@ class Client:
         if not found:
             raise EntityNotFoundError(f"No step run with id or id prefix '{step_run_id}'.")
         return found[0]
+
+    def _step_of(self, step: str | UUID, run: str | UUID | None) -> StepRunRecord:
+        """A step run by id (or id prefix), or by name within ``run``."""
+        if run is None:
+            return self.get_step_run(step)
+        found = self.get_pipeline_run(run)
+        if not isinstance(step, UUID):
+            named = self.list_run_steps(found.id, names=[step], sort="desc", size=1).items
+            if named:
+                return named[0]
+            if parse_uuid(step) is None and parse_id_prefix(step) is None:
+                raise EntityNotFoundError(f"Run '{found.name}' has no step named '{step}'.")
+        record = self.get_step_run(step)
+        if record.run_id != found.id:
+            raise EntityNotFoundError(f"Step run {record.id} is not a step of run '{found.name}'.")
+        return record
 
     def get_run_step(self, run: str | UUID, step_name: str) -> StepRunRecord:
         """The latest step run of that name in the run (the last retry attempt)."""

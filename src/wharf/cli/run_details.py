@@ -1,0 +1,93 @@
+"""The records ``wharf runs show`` needs, read through :func:`wharf.cli.reads.read`.
+
+:func:`gather` reads the run, all its step runs, its pipeline's name, its snapshot (the step
+graph and each step's resource settings) and, for cached steps, the name of the run they reused:
+all on the quick path when it applies (no SQLAlchemy). Only a run whose steps asked the Resource
+Manager for resources also opens a ``Client``: :func:`allocations` reads what each request got.
+A record that has gone (a deleted origin run, an unreachable Resource Manager) leaves its detail
+out rather than failing the command.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.cli.run_view import RunView, amount
+from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.store.models import MAX_PAGE_SIZE
+
+if TYPE_CHECKING:
+    from wharf.cli.reads import Reads
+    from wharf.sdk.client import Client
+    from wharf.store.models import StepRunRecord
+
+
+def gather(reads: Reads, run: str) -> RunView:
+    record = reads.get_pipeline_run(run)
+    steps: list[StepRunRecord] = []
+    page = 1
+    while True:
+        found = reads.list_run_steps(record.id, page=page, size=MAX_PAGE_SIZE)
+        steps += found.items
+        if len(steps) >= found.total or not found.items:
+            break
+        page += 1
+    pipeline = reads.get_pipeline(record.pipeline_id)
+    snapshot = reads.get_snapshot(record.snapshot_id)
+    return RunView(
+        run=record,
+        pipeline_name=pipeline.name,
+        steps=steps,
+        spec=snapshot.spec,
+        cached_from=_cached_from(reads, steps),
+    )
+
+
+def _cached_from(reads: Reads, steps: list[StepRunRecord]) -> dict[UUID, str]:
+    """Cached step run id -> name of the run whose step it reused."""
+    run_names: dict[UUID, str] = {}
+    origins: dict[UUID, str] = {}
+    for step in steps:
+        if step.original_step_run_id is None:
+            continue
+        try:
+            original = reads.get_step_run(step.original_step_run_id)
+            if original.run_id not in run_names:
+                run_names[original.run_id] = reads.get_pipeline_run(original.run_id).name
+        except EntityNotFoundError:
+            continue
+        origins[step.id] = run_names[original.run_id]
+    return origins
+
+
+def allocations(client: Client, steps: list[StepRunRecord]) -> dict[UUID, str]:
+    """Step run id -> what its resource request holds or held (e.g. ``1 gpu (h100) in pool
+    gpus``), for the steps with a request the Resource Manager still knows."""
+    requests = client.store.resource_requests
+    if requests is None:
+        return {}
+    pools: dict[UUID, str] = {}
+    got: dict[UUID, str] = {}
+    for step in steps:
+        if step.resource_request_id is None:
+            continue
+        try:
+            info = requests.get(step.resource_request_id)
+        except WharfError:
+            continue
+        parts = []
+        for a in info.allocations:
+            if a.pool_id not in pools:
+                pools[a.pool_id] = _pool_name(client, a.pool_id)
+            held = amount(a.quantity, a.unit, a.resource, a.class_name)
+            parts.append(f"{held} in pool {pools[a.pool_id]}")
+        got[step.id] = ", ".join(parts) or f"nothing ({info.status.value})"
+    return got
+
+
+def _pool_name(client: Client, pool_id: UUID) -> str:
+    try:
+        return client.resource_manager.pools.get(pool_id).name
+    except WharfError:
+        return str(pool_id)

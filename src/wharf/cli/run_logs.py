@@ -1,0 +1,100 @@
+"""``wharf runs logs RUN [--follow]``: every step's captured output, each line prefixed with
+the step's name (``[train] epoch 1``), steps in the order they started.
+
+A step's output reaches the artifact store once, when the step ends (``wharf.execution.
+log_capture``; an isolated step's file is copied then), so a step is printed whole when it has
+ended. For a step still running, a note says its output appears when it ends; ``--follow`` then
+keeps polling (every :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes)
+and prints each step as it ends, until the run has finished. Invariants: each step run is
+printed at most once; the run's status is read before its steps, so the last poll (the run
+finished) sees every step's final state; Ctrl-C ends the loop between two reads.
+
+A cached step ran in another run: a note names that run instead of repeating its output.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.store.models import MAX_PAGE_SIZE
+
+if TYPE_CHECKING:
+    from wharf.sdk.client import Client
+    from wharf.store.models import StepRunRecord
+
+MIN_POLL = 0.2
+MAX_POLL = 2.0
+
+
+def _steps(client: Client, run_id: UUID) -> list[StepRunRecord]:
+    steps: list[StepRunRecord] = []
+    page = 1
+    while True:
+        found = client.list_run_steps(run_id, page=page, size=MAX_PAGE_SIZE)
+        steps += found.items
+        if len(steps) >= found.total or not found.items:
+            return steps
+        page += 1
+
+
+def _label(step: StepRunRecord) -> str:
+    return step.name if step.attempt == 1 else f"{step.name} (attempt {step.attempt})"
+
+
+class RunLogs:
+    """Prints a run's step logs through ``echo``; :meth:`poll` once, :meth:`follow` to the end."""
+
+    def __init__(self, client: Client, run: str, echo: Callable[[str], None]) -> None:
+        self._client = client
+        self._echo = echo
+        self.run = client.get_pipeline_run(run)
+        self._printed: set[UUID] = set()
+        self._noted: set[UUID] = set()
+
+    def poll(self, *, following: bool) -> tuple[bool, bool]:
+        """Print what is new; (whether the run has finished, whether anything was printed)."""
+        finished = self._client.get_pipeline_run(self.run.id).status.is_finished
+        printed = False
+        for step in _steps(self._client, self.run.id):
+            if step.id in self._printed:
+                continue
+            if step.status.is_finished:
+                self._printed.add(step.id)
+                self._print(step)
+                printed = True
+            elif step.id not in self._noted:
+                self._noted.add(step.id)
+                later = "" if following else " (--follow waits for it)"
+                when = "its output appears when it ends"
+                self._echo(f"[{_label(step)}] {step.status.value}: {when}{later}.")
+                printed = True
+        return finished, printed
+
+    def follow(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        interval = MIN_POLL
+        while True:
+            finished, printed = self.poll(following=True)
+            if finished:
+                return
+            interval = MIN_POLL if printed else min(MAX_POLL, interval * 1.5)
+            sleep(interval)
+
+    def _print(self, step: StepRunRecord) -> None:
+        label = _label(step)
+        if step.original_step_run_id is not None:
+            self._echo(f"[{label}] cached from run {self._origin(step.original_step_run_id)}.")
+            return
+        text = self._client.step_logs(step)
+        for line in text.splitlines():
+            self._echo(f"[{label}] {line}")
+
+    def _origin(self, step_run_id: UUID) -> str:
+        from wharf.core.errors import EntityNotFoundError
+
+        try:
+            return self._client.get_pipeline_run(self._client.get_step_run(step_run_id).run_id).name
+        except EntityNotFoundError:
+            return "(deleted)"

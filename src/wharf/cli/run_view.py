@@ -1,0 +1,200 @@
+"""What ``wharf runs show`` prints: a run's header and its steps as an indented tree.
+
+Pure: it renders records it is given (``runs.py`` reads them) and the time ``now`` (for the
+duration of what still runs); it never reads a store or a clock.
+
+The tree: each step (its latest attempt) is listed under its first upstream step, in the order
+the steps started; a step with several upstream steps is listed once, under the first, and
+each other parent shows it as a reference line (``↳ NAME (listed under FIRST)``). A step's
+upstream steps are those its compiled spec names plus those whose outputs it read (mapped and
+dynamic steps are known by their data only), restricted to the steps of this run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+from wharf.cli.output import format_table
+from wharf.config.spec import PipelineSpec, StepSpec
+from wharf.store.models import PipelineRunRecord, StepRunRecord
+
+STEP_COLUMNS = ("step", "status", "duration", "details")
+
+
+@dataclass(frozen=True)
+class RunView:
+    run: PipelineRunRecord
+    pipeline_name: str
+    steps: Sequence[StepRunRecord]
+    """Every step run of the run (all attempts), in the order they started."""
+    spec: PipelineSpec | None = None
+    cached_from: Mapping[UUID, str] = field(default_factory=dict)
+    """Step run id -> name of the run whose outputs it reused."""
+    allocated: Mapping[UUID, str] = field(default_factory=dict)
+    """Step run id -> what its resource request got."""
+
+
+def latest_attempts(steps: Sequence[StepRunRecord]) -> list[StepRunRecord]:
+    """One step run per step name, its last attempt, in the order the names first appear."""
+    latest: dict[str, StepRunRecord] = {}
+    for step in steps:
+        if step.name not in latest or step.attempt >= latest[step.name].attempt:
+            latest[step.name] = step
+    return list(latest.values())
+
+
+def step_spec(step: StepRunRecord, spec: PipelineSpec | None) -> StepSpec | None:
+    if step.spec is not None:
+        return step.spec
+    return None if spec is None else spec.steps.get(step.name)
+
+
+def upstream_steps(
+    steps: Sequence[StepRunRecord], spec: PipelineSpec | None
+) -> dict[str, list[str]]:
+    """Step name -> its upstream steps' names in this run (spec order, then data order)."""
+    names = {s.name for s in steps}
+    producers: dict[UUID, str] = {}
+    for step in steps:
+        for version in step.outputs.values():
+            producers.setdefault(version, step.name)
+    upstream: dict[str, list[str]] = {}
+    for step in steps:
+        compiled = step_spec(step, spec)
+        named = list(compiled.upstream) if compiled is not None else []
+        named += [producers[v] for v in step.inputs.values() if v in producers]
+        upstream[step.name] = [n for n in dict.fromkeys(named) if n in names and n != step.name]
+    return upstream
+
+
+def asked_resources(step: StepRunRecord, spec: PipelineSpec | None) -> str | None:
+    """What the step's settings ask for, e.g. ``2 CPU cpu, 1 gpu (h100)``; None if nothing."""
+    compiled = step_spec(step, spec)
+    settings = None if compiled is None else compiled.config.resources
+    if settings is None:
+        return None
+    parts = [
+        amount(d.quantity, d.unit, d.resource or d.kind or "selected resource", d.class_name)
+        for d in settings.canonical_demands()
+    ]
+    return ", ".join(parts) or None
+
+
+def amount(quantity: int, unit: str | None, what: str, class_name: str | None) -> str:
+    """``2 GiB memory``, ``1 gpu (h100)``, ``1 license`` (a unit that repeats the resource's
+    name, and the ``default`` class, are left out)."""
+    text = (
+        f"{quantity} {unit} {what}"
+        if unit and unit.lower() != what.lower()
+        else f"{quantity} {what}"
+    )
+    return f"{text} ({class_name})" if class_name and class_name != "default" else text
+
+
+def duration(start: datetime | None, end: datetime | None, now: datetime) -> str:
+    """``850 ms``, ``5.6 s``, ``2 min 03 s``, ``1 h 02 min``; ``-`` before the start."""
+    if start is None:
+        return "-"
+    seconds = max(0.0, ((end or now) - start).total_seconds())
+    if seconds < 1:
+        text = f"{seconds * 1000:.0f} ms"
+    elif seconds < 60:
+        text = f"{seconds:.1f} s"
+    elif seconds < 3600:
+        text = f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    else:
+        text = f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+    return text if end is not None else f"{text} so far"
+
+
+def _details(view: RunView, step: StepRunRecord) -> str:
+    parts = []
+    if step.attempt > 1:
+        parts.append(f"attempt {step.attempt}")
+    if step.id in view.cached_from:
+        parts.append(f"cached from run {view.cached_from[step.id]}")
+    asked = asked_resources(step, view.spec)
+    if asked is not None:
+        parts.append(f"asked {asked}")
+    if step.id in view.allocated:
+        parts.append(f"got {view.allocated[step.id]}")
+    elif step.resource_request_id is not None and asked is None:
+        parts.append(f"resource request {step.resource_request_id}")
+    reason = (step.status_reason or "").strip()
+    if reason and not step.status.is_successful:
+        parts.append(reason.splitlines()[0])
+    return "; ".join(parts) or "-"
+
+
+def tree_rows(view: RunView, now: datetime) -> list[list[str]]:
+    """The rows of the steps table, the step column indented as the tree."""
+    steps = latest_attempts(view.steps)
+    by_name = {s.name: s for s in steps}
+    upstream = upstream_steps(steps, view.spec)
+    children: dict[str | None, list[str]] = {}
+    for step in steps:
+        parents: list[str | None] = [*upstream[step.name]] or [None]
+        for parent in parents:
+            children.setdefault(parent, []).append(step.name)
+    rows: list[list[str]] = []
+    listed: set[str] = set()
+
+    def visit(name: str, prefix: str, connector: str, parent: str | None) -> None:
+        step = by_name[name]
+        first_parent = _first_parent(upstream, name)
+        if parent != first_parent or name in listed:
+            rows.append([f"{prefix}{connector}↳ {name}", "", "", f"listed under {first_parent}"])
+            return
+        listed.add(name)
+        status = step.status.value
+        rows.append(
+            [
+                f"{prefix}{connector}{name}",
+                status,
+                duration(step.start_time, step.end_time, now),
+                _details(view, step),
+            ]
+        )
+        kids = children.get(name, [])
+        inner = prefix + ("" if not connector else ("   " if connector == "└─ " else "│  "))
+        for i, kid in enumerate(kids):
+            visit(kid, inner, "└─ " if i == len(kids) - 1 else "├─ ", name)
+
+    for root in children.get(None, []):
+        visit(root, "", "", None)
+    for step in steps:  # a cycle (never compiled, but data can say anything): list the rest
+        if step.name not in listed:
+            visit(step.name, "", "", _first_parent(upstream, step.name))
+    return rows
+
+
+def _first_parent(upstream: Mapping[str, list[str]], name: str) -> str | None:
+    return upstream[name][0] if upstream[name] else None
+
+
+def render(view: RunView, now: datetime) -> list[str]:
+    run = view.run
+    header = [
+        ("Run", f"{run.name}  ({run.id})"),
+        ("Pipeline", view.pipeline_name),
+        ("Status", run.status.value),
+        ("Started", "-" if run.start_time is None else _time(run.start_time)),
+        ("Duration", duration(run.start_time or run.created, run.end_time, now)),
+    ]
+    if run.status_reason:
+        header.append(("Reason", " ".join(run.status_reason.split())))
+    width = max(len(key) for key, _ in header)
+    lines = [f"{key.ljust(width)}  {value}" for key, value in header]
+    names = {s.name for s in view.steps}
+    lines += ["", f"Steps ({len(names)})"]
+    if not names:
+        lines.append("(none yet)")
+        return lines
+    return lines + format_table(STEP_COLUMNS, tree_rows(view, now))
+
+
+def _time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,315 @@
+"""Reading runs and steps from the CLI, against real runs of a user's script in real processes:
+``runs show`` (the tree), short id prefixes, ``steps logs RUN STEP`` and ``runs logs
+[--follow]``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error, wharf
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.sdk.client import Client
+from wharf.store.models import PipelineRunRecord
+
+SCRIPT = """
+import os, time
+from wharf import Client, ResourceSettings, pipeline, step
+
+@step
+def load() -> int:
+    print("loading data")
+    return 1
+
+@step
+def left(x: int) -> int:
+    print("left side", x)
+    return x + 1
+
+@step
+def right(x: int) -> int:
+    return x + 2
+
+@step(enable_cache=False, settings={"resources": ResourceSettings(resources={"license": 1})})
+def join(a: int, b: int) -> int:
+    print("joined", a + b)
+    print("second line")
+    return a + b
+
+@pipeline(name="diamond")
+def diamond() -> None:
+    x = load()
+    join(left(x), right(x))
+
+if __name__ == "__main__":
+    with Client() as client:
+        client.ensure_resource_pool("licenses", {"license": 2})
+    diamond()
+    diamond()
+"""
+
+WAITING_SCRIPT = """
+import os, pathlib, time
+from wharf import pipeline, step
+
+@step(enable_cache=False)
+def first() -> int:
+    print("first says hi")
+    return 1
+
+@step(enable_cache=False)
+def wait(x: int) -> int:
+    print("waiting for release", flush=True)
+    release = pathlib.Path(os.environ["RELEASE_FILE"])
+    deadline = time.monotonic() + 60
+    while not release.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("never released")
+        time.sleep(0.05)
+    print("released")
+    return x
+
+@pipeline(name="waiting")
+def waiting() -> None:
+    wait(first())
+
+if __name__ == "__main__":
+    waiting()
+"""
+
+DEADLINE = 60.0
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("WHARF_HOME", str(home))
+    monkeypatch.delenv("WHARF_STORE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def run_script(path: Path, text: str, home: Path) -> None:
+    path.write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "WHARF_STORE_URL"}
+    result = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**env, "WHARF_HOME": str(home)},
+        cwd=path.parent,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _runs() -> list[PipelineRunRecord]:
+    with Client(load_config()) as client:
+        return list(reversed(client.list_pipeline_runs().items))
+
+
+@pytest.fixture(scope="module")
+def diamond_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The diamond pipeline run twice: the first runs every step, the second reuses three
+    (read-only for the tests that share it)."""
+    root = tmp_path_factory.mktemp("diamond")
+    run_script(root / "diamond.py", SCRIPT, root / "home")
+    return root / "home"
+
+
+@pytest.fixture
+def two_runs(diamond_home: Path, monkeypatch: pytest.MonkeyPatch) -> list[PipelineRunRecord]:
+    monkeypatch.setenv("WHARF_HOME", str(diamond_home))
+    monkeypatch.delenv("WHARF_STORE_URL", raising=False)
+    return _runs()
+
+
+def test_show_prints_the_pipeline_duration_and_the_steps_as_a_tree(two_runs) -> None:
+    first, second = two_runs
+    result = wharf("runs", "show", str(second.id)[:8])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["Run", second.name, f"({second.id})"]
+    assert lines[1].split() == ["Pipeline", "diamond"]
+    assert lines[2].split() == ["Status", "completed"]
+    assert any(line.startswith("Duration") for line in lines)
+    table = lines[lines.index("Steps (4)") + 1 :]
+    assert table[0].split() == ["STEP", "STATUS", "DURATION", "DETAILS"]
+    steps = [row.split()[:3] for row in table[1:]]
+    assert steps == [
+        ["load", "cached", "-"],
+        ["├─", "left", "cached"],
+        ["│", "└─", "join"],
+        ["└─", "right", "cached"],
+        ["└─", "↳", "join"],
+    ]
+    assert table[1].endswith(f"cached from run {first.name}")
+    join = table[3]
+    assert "completed" in join and "asked 1 license; got 1 license in pool licenses" in join
+    assert table[5].endswith("listed under left")
+
+
+def test_show_as_json_keeps_the_records(two_runs) -> None:
+    _, second = two_runs
+    shown = json.loads(wharf("runs", "show", second.name, "-o", "json").stdout)
+    assert shown["id"] == str(second.id) and shown["pipeline_name"] == "diamond"
+    assert [s["name"] for s in shown["steps"]] == ["load", "left", "right", "join"]
+
+
+def test_short_ids_everywhere_a_full_id_is_accepted(two_runs) -> None:
+    first, _ = two_runs
+    with Client(load_config()) as client:
+        join = client.get_run_step(first.id, "join")
+        version = next(iter(join.outputs.values()))
+    assert wharf("runs", "show", str(first.id)[:4]).returncode == 0
+    shown = wharf("steps", "list", "--run", first.id.hex[:6], "-o", "json")
+    assert len(json.loads(shown.stdout)) == 4
+    assert "joined 5" in wharf("steps", "logs", join.id.hex[:6]).stdout
+    assert wharf("runs", "list", "--pipeline", str(first.pipeline_id)[:5]).returncode == 0
+    with Client(load_config()) as client:
+        assert client.get_artifact_version(version.hex[:7]).id == version
+    assert_one_line_error(wharf("runs", "show", str(first.id)[:3]), "No pipeline run")
+
+
+def test_an_ambiguous_prefix_is_a_one_line_error_naming_the_candidates(
+    home: Path, tmp_path: Path
+) -> None:
+    run_script(tmp_path / "diamond.py", SCRIPT, home)
+    two_runs = _runs()
+    twins = [UUID("abcd1" + "0" * 27), UUID("abcd2" + "0" * 27)]
+    with closing(sqlite3.connect(home / "wharf.db")) as conn, conn:
+        for run, new in zip(two_runs, twins, strict=True):
+            for sql in (
+                "UPDATE pipeline_run SET id = ? WHERE id = ?",
+                "UPDATE step_run SET run_id = ? WHERE run_id = ?",
+            ):
+                conn.execute(sql, (new.hex, run.id.hex))
+    result = wharf("runs", "show", "abcd")
+    assert_one_line_error(result, "'abcd' is the start of several pipeline run ids")
+    assert str(twins[0]) in result.stderr and str(twins[1]) in result.stderr
+    assert wharf("runs", "show", "abcd2").returncode == 0
+    assert_one_line_error(wharf("runs", "logs", "ABCD"), "several pipeline run ids")
+
+
+def test_steps_logs_by_run_and_step_name(two_runs) -> None:
+    first, second = two_runs
+    assert wharf("steps", "logs", first.name, "join").stdout == "joined 5\nsecond line\n"
+    assert wharf("steps", "logs", str(second.id)[:8], "load").stdout == "loading data\n"
+    assert_one_line_error(
+        wharf("steps", "logs", first.name, "nope"), f"Run '{first.name}' has no step named 'nope'"
+    )
+    with Client(load_config()) as client:
+        join = client.get_run_step(second.id, "join")
+    by_id = wharf("steps", "logs", str(join.id))  # the old form keeps working
+    assert by_id.stdout == "joined 5\nsecond line\n"
+    assert_one_line_error(wharf("steps", "logs", str(first.id), str(join.id)), "is not a step")
+
+
+def test_runs_logs_prints_every_step_with_its_name(two_runs) -> None:
+    first, second = two_runs
+    result = wharf("runs", "logs", str(first.id))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[load] loading data",
+        "[left] left side 1",
+        "[join] joined 5",
+        "[join] second line",
+    ]
+    cached = wharf("runs", "logs", second.name).stdout.splitlines()
+    assert cached == [
+        f"[load] cached from run {first.name}.",
+        f"[left] cached from run {first.name}.",
+        f"[right] cached from run {first.name}.",
+        "[join] joined 5",
+        "[join] second line",
+    ]
+
+
+@pytest.fixture
+def waiting_run(home: Path, tmp_path: Path) -> Iterator[tuple[PipelineRunRecord, Path]]:
+    """A run whose ``wait`` step runs until the yielded file exists (created at the end)."""
+    release = tmp_path / "release"
+    script = tmp_path / "waiting.py"
+    script.write_text(WAITING_SCRIPT)
+    env = {**os.environ, "RELEASE_FILE": str(release)}
+    process = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        yield _wait_for_running_step(process), release
+    finally:
+        release.touch()
+        _, err = process.communicate(timeout=DEADLINE)
+        assert process.returncode == 0, err
+
+
+def _wait_for_running_step(process: subprocess.Popen[bytes]) -> PipelineRunRecord:
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the pipeline ended early"
+        with Client(load_config()) as client:
+            runs = client.list_pipeline_runs().items
+            if runs and client.list_run_steps(runs[0].id, names=["wait"], status="running").total:
+                return runs[0]
+        time.sleep(0.05)
+    raise TimeoutError("the wait step never started")
+
+
+def _follow(run: PipelineRunRecord) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "wharf.cli.main", "runs", "logs", str(run.id)[:8], "--follow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_runs_logs_without_follow_says_when_a_running_steps_output_appears(
+    waiting_run,
+) -> None:
+    run, _ = waiting_run
+    result = wharf("runs", "logs", run.name)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[first] first says hi",
+        "[wait] running: its output appears when it ends (--follow waits for it).",
+    ]
+
+
+def test_runs_logs_follow_streams_each_step_until_the_run_finishes(waiting_run) -> None:
+    run, release = waiting_run
+    follower = _follow(run)
+    assert follower.stdout is not None
+    assert follower.stdout.readline() == "[first] first says hi\n"
+    assert follower.stdout.readline() == "[wait] running: its output appears when it ends.\n"
+    release.touch()
+    rest, err = follower.communicate(timeout=DEADLINE)
+    assert follower.returncode == 0, err
+    assert rest.splitlines() == ["[wait] waiting for release", "[wait] released"]
+    with Client(load_config()) as client:
+        assert client.get_pipeline_run(run.id).status is ExecutionStatus.COMPLETED
+
+
+def test_ctrl_c_ends_follow_cleanly(waiting_run) -> None:
+    run, _ = waiting_run
+    follower = _follow(run)
+    assert follower.stdout is not None
+    assert follower.stdout.readline() == "[first] first says hi\n"
+    assert follower.stdout.readline().startswith("[wait] running")
+    follower.send_signal(signal.SIGINT)
+    _, err = follower.communicate(timeout=DEADLINE)
+    assert follower.returncode == 0, err
+    assert err == ""
