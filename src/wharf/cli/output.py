@@ -6,6 +6,7 @@ truncated and never wrapped, so they read the same on a terminal, in a pipe and 
 ``grep``/``awk``. Column widths are measured in terminal cells (``rich.cells``), so wide
 characters keep the columns aligned. Cell text is shown literally: no markup is interpreted,
 and line breaks and other control characters become spaces so that one record stays one line.
+A missing value (None, an empty text, list or mapping) is ``-`` in every table and detail view.
 
 Rendering is deliberately cheap: listing commands are judged by their start-up time
 (``bench/cli_startup.py``), and laying out a ``rich.table.Table`` cost as much as the query.
@@ -14,7 +15,7 @@ Rendering is deliberately cheap: listing commands are judged by their start-up t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -58,14 +59,35 @@ def paged(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+MISSING = "-"
+"""How every table and detail view shows a value that is not there (None, empty)."""
+
+
 def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
+    """One value as table or detail text: :data:`MISSING` for None and empty values, times to
+    the second, enums by value, mappings and lists as compact JSON."""
+    if value is None or (isinstance(value, str | dict | list | tuple) and not value):
+        return MISSING
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=_json_default, separators=(", ", ": "))
     if hasattr(value, "value"):
         return str(value.value)
     return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    return getattr(value, "value", None) or str(value)
+
+
+def echo_fields(pairs: Iterable[tuple[str, Any]]) -> None:
+    """A detail view: one ``key  value`` line per pair, keys aligned, values as :func:`_cell`
+    renders them (so ``-`` for anything missing, as in tables)."""
+    items = list(pairs)
+    width = max((len(key) for key, _ in items), default=0)
+    for key, value in items:
+        click.echo(f"{key.ljust(width)}  {_one_line(_cell(value))}".rstrip())
 
 
 def _one_line(text: str) -> str:
@@ -123,12 +145,8 @@ def emit(
 
 
 def emit_one(record: BaseModel, output: str, fields: Sequence[str] | None = None) -> None:
-    data = record.model_dump(mode="json")
     if output == "json":
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(record.model_dump(mode="json"), indent=2))
         return
-    width = max(len(k) for k in data)
-    for key in fields or data:
-        value = data[key]
-        text = json.dumps(value) if isinstance(value, dict | list) else _cell(value)
-        click.echo(f"{key.ljust(width)}  {text}")
+    data = record.model_dump()
+    echo_fields((key, data[key]) for key in fields or data)

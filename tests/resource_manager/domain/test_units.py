@@ -16,6 +16,7 @@ from wharf.resource_manager.domain import (
     Unit,
     descriptors_by_name,
     format_base,
+    format_human,
     parse_quantity,
     to_base,
 )
@@ -117,6 +118,25 @@ def test_parse_quantity_rejects(descriptor, text, message):
 )
 def test_format_base_uses_the_largest_exact_unit(descriptor, base, text):
     assert format_base(descriptor, base) == text
+
+
+@pytest.mark.parametrize(
+    ("descriptor", "base", "text"),
+    [
+        (MEMORY, 24683664 * 1024, "23.5 GiB"),  # a machine's memory, not "24683664 KiB"
+        (MEMORY, 8 * 1024**3, "8 GiB"),
+        (MEMORY, 1536 * 1024**2, "1.5 GiB"),
+        (MEMORY, 512 * 10**9, "512 GB"),  # exact in the unit it was given in
+        (MEMORY, 1500, "1500 B"),
+        (CPU, 1500, "1.5 CPU"),
+        (CPU, 1234, "1234 mCPU"),
+        (CPU, 12345, "12.3 CPU"),
+        (GPU, 0, "0 GPU"),
+        (GPU, None, "unlimited GPU"),
+    ],
+)
+def test_format_human_is_exact_when_short_else_one_decimal(descriptor, base, text):
+    assert format_human(descriptor, base) == text
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,7 @@ from wharf.resource_manager.domain.units import (
     Unit,
     descriptors_by_name,
     format_base,
+    format_human,
     parse_quantity,
     to_base,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "descriptors_by_name",
     "extend_after_restart",
     "format_base",
+    "format_human",
     "is_terminal",
     "lapse",
     "lease_lapsed",

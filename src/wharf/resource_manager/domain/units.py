@@ -2,7 +2,7 @@
 
 Owns: :class:`Unit`, :class:`ResourceDescriptor`, the stock descriptors (``CPU``, ``memory``,
 ``GPU``) and the conversion API (:class:`Quantity`, :func:`to_base`, :func:`parse_quantity`,
-:func:`format_base`).
+:func:`format_base`, and :func:`format_human` for people).
 
 Invariants:
 - Every quantity the Resource Manager stores or compares is a non-negative ``int`` in the
@@ -152,6 +152,27 @@ def format_base(descriptor: ResourceDescriptor, base_quantity: int | None) -> st
         if base_quantity and base_quantity % unit.multiplier == 0:
             return f"{base_quantity // unit.multiplier} {unit.name}"
     return f"{base_quantity} {descriptor.base_unit.name}"
+
+
+HUMAN_DIGITS = 4
+"""An exact rendering with at most this many digits is short enough to read at a glance."""
+
+
+def format_human(descriptor: ResourceDescriptor, base_quantity: int | None) -> str:
+    """Render base units for a person: exact where that stays short (``1.5 CPU``, ``8 GiB``,
+    ``512 GB``), else rounded to one decimal in the largest unit (``23.5 GiB``, never
+    ``24683664 KiB``). For tables and messages only: stored and JSON quantities stay exact."""
+    exact = format_base(descriptor, base_quantity)
+    if base_quantity is None or base_quantity == 0:
+        return exact
+    units = sorted(descriptor.units, key=lambda u: (-u.multiplier, u.name))
+    unit = next((u for u in units if base_quantity >= u.multiplier), units[-1])
+    if (base_quantity * 100) % unit.multiplier == 0:  # whole, or exact with two decimals
+        value = f"{base_quantity / unit.multiplier:.2f}".rstrip("0").rstrip(".")
+        return f"{value} {unit.name}"
+    if len(exact.split(" ", 1)[0]) <= HUMAN_DIGITS:
+        return exact
+    return f"{base_quantity / unit.multiplier:.1f} {unit.name}"
 
 
 @dataclass(frozen=True, slots=True)

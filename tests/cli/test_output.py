@@ -1,0 +1,56 @@
+"""Tables and detail views show a missing value one way, ``-``, and mappings as JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import Enum
+
+import pytest
+from pydantic import BaseModel
+
+from wharf.cli.output import MISSING, echo_fields, emit, emit_one
+
+
+class Colour(Enum):
+    RED = "red"
+
+
+class Record(BaseModel):
+    name: str
+    note: str | None
+    tags: list[str]
+    attributes: dict[str, object]
+    colour: Colour
+    created: datetime
+
+
+RECORD = Record(
+    name="a",
+    note="",
+    tags=[],
+    attributes={"local": True, "n": 2},
+    colour=Colour.RED,
+    created=datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC),
+)
+
+
+def test_tables_show_none_and_empty_values_as_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    emit([RECORD], ("name", "note", "tags", "attributes", "colour", "created"), "table")
+    row = capsys.readouterr().out.splitlines()[1].split("  ")
+    cells = [c.strip() for c in row if c.strip()]
+    assert cells == ["a", MISSING, MISSING, '{"local": true, "n": 2}', "red", "2026-01-02 03:04:05"]
+
+
+def test_detail_views_render_values_as_tables_do(capsys: pytest.CaptureFixture[str]) -> None:
+    emit_one(RECORD, "table")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "name        a",
+        "note        -",
+        "tags        -",
+        'attributes  {"local": true, "n": 2}',
+        "colour      red",
+        "created     2026-01-02 03:04:05",
+    ]
+    echo_fields([("limit", None), ("rank", 0), ("fair", False)])
+    assert capsys.readouterr().out.splitlines() == ["limit  -", "rank   0", "fair   False"]
