@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -313,3 +314,45 @@ def test_ctrl_c_ends_follow_cleanly(waiting_run) -> None:
     _, err = follower.communicate(timeout=DEADLINE)
     assert follower.returncode == 0, err
     assert err == ""
+
+
+TEAM_SCRIPT = SCRIPT.replace(
+    ', settings={"resources": ResourceSettings(resources={"license": 1})}', ""
+).replace(
+    """    with Client() as client:
+        client.ensure_resource_pool("licenses", {"license": 2})
+""",
+    "",
+)
+
+
+@pytest.mark.slow
+def test_team_mode_reads_through_the_workspace_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_database_url: Any
+) -> None:
+    """Short ids, the tree, and logs by step name, over REST (real server processes on
+    PostgreSQL)."""
+    from tests.e2e.team import start_team
+
+    assert "ensure_resource_pool" not in TEAM_SCRIPT and "license" not in TEAM_SCRIPT
+    team = start_team(
+        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
+    )
+    try:
+        home = tmp_path / "home"
+        monkeypatch.setenv("WHARF_HOME", str(home))
+        monkeypatch.delenv("WHARF_STORE_URL", raising=False)
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        run_script(tmp_path / "diamond.py", TEAM_SCRIPT, home)
+        first, second = _runs()
+        shown = wharf("runs", "show", second.id.hex[:8])
+        assert shown.returncode == 0, shown.stderr
+        assert f"cached from run {first.name}" in shown.stdout and "└─ ↳ join" in shown.stdout
+        logs = wharf("steps", "logs", first.id.hex[:6], "join")
+        assert logs.stdout == "joined 5\nsecond line\n", logs.stderr
+        all_logs = wharf("runs", "logs", str(first.id)[:8]).stdout.splitlines()
+        assert all_logs[0] == "[load] loading data" and all_logs[-1] == "[join] second line"
+        assert_one_line_error(wharf("runs", "show", "ffff-ffff"), "ffff-ffff")
+    finally:
+        team.stop()
