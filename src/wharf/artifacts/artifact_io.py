@@ -73,7 +73,7 @@ def save_artifact(
     """
     data_type = type(value)
     if materializer is None:
-        cls = registry.for_value(value)
+        cls = registry.for_value(value, warn=False)  # warned below, once the value is saved
     elif isinstance(materializer, str):
         cls = load_materializer(materializer)
     else:
@@ -104,6 +104,8 @@ def save_artifact(
             f"Cannot save a value of type {type_path(data_type)!r} with "
             f"{cls.__name__}: {_one_line(exc)}"
         ) from exc
+    if materializer is None and cls is registry.fallback:
+        registry.warn_pickled(value)
     return SavedArtifact(uri, type_path(data_type), materializer_path(cls), digest)
 
 

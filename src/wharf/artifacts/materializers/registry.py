@@ -11,6 +11,9 @@ Selection rules (:meth:`MaterializerRegistry.for_value`):
 2. The first candidate whose ``can_save(value)`` is true wins.
 3. Otherwise the fallback (cloudpickle by default) is used, with a ``UserWarning`` emitted once
    per type per registry. Without a fallback, ``MaterializationError`` is raised.
+   ``save_artifact`` asks with ``warn=False`` and warns (:meth:`MaterializerRegistry.warn_pickled`)
+   only once the fallback has saved the value: a value it cannot save fails with one clean
+   error, with no warning about how it would have been stored.
 
 Lazy registration: :meth:`MaterializerRegistry.register_lazy` ties a materializer's import
 path to a top-level package name (``"numpy"``). The materializer module is imported, and its
@@ -118,8 +121,9 @@ class MaterializerRegistry:
             self._lazy.setdefault(package, []).append((self._sequence, materializer))
             self._candidates.clear()
 
-    def for_value(self, value: object) -> type[Materializer]:
-        """The materializer for ``value`` (see the selection rules in the module docstring)."""
+    def for_value(self, value: object, *, warn: bool = True) -> type[Materializer]:
+        """The materializer for ``value`` (see the selection rules in the module docstring);
+        ``warn=False``: no warning when it is the fallback (see :meth:`warn_pickled`)."""
         t = type(value)
         candidates = self._candidates.get(t)
         if candidates is None:
@@ -127,7 +131,16 @@ class MaterializerRegistry:
         for candidate in candidates:
             if candidate.can_save(value):
                 return candidate
-        return self._use_fallback(t, declined=bool(candidates))
+        return self._use_fallback(t, declined=bool(candidates), warn=warn)
+
+    def warn_pickled(self, value: object) -> None:
+        """The fallback warning for ``value``'s type (once per type), after the fallback saved
+        it."""
+        t = type(value)
+        candidates = self._candidates.get(t)
+        if candidates is None:
+            candidates = self._resolve(t)
+        self._warn_fallback(t, declined=bool(candidates), stacklevel=4)
 
     def for_type(self, data_type: Any) -> type[Materializer]:
         """The materializer normally used for values of ``data_type``.
@@ -171,10 +184,19 @@ class MaterializerRegistry:
         for sequence, materializer in loaded:
             self._add(sequence, materializer, materializer.ASSOCIATED_TYPES)
 
-    def _use_fallback(self, t: Any, declined: bool = False) -> type[Materializer]:
+    def _use_fallback(
+        self, t: Any, declined: bool = False, warn: bool = True
+    ) -> type[Materializer]:
         if self._fallback is None:
             what = "can save this value" if declined else "is registered"
             raise MaterializationError(f"No materializer {what} for type {_describe(t)!r}.")
+        if warn:
+            self._warn_fallback(t, declined, stacklevel=4)
+        return self._fallback
+
+    def _warn_fallback(self, t: Any, declined: bool, stacklevel: int) -> None:
+        if self._fallback is None:
+            return
         if t not in self._warned:
             with self._lock:
                 first = t not in self._warned
@@ -191,9 +213,8 @@ class MaterializerRegistry:
                     f"{self._fallback.__name__}; the artifact can only be loaded with compatible "
                     "Python and library versions. Register a materializer for it to avoid this.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=stacklevel,
                 )
-        return self._fallback
 
 
 def _check_materializer(materializer: object) -> None:
