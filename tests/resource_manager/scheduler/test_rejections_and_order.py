@@ -188,3 +188,13 @@ def test_without_fair_sharing_fifo_wins():
     requests += [request("b0", gpu(1), project="b", created=10)]
     snap = snapshot([p], [a, b], requests)
     assert admitted(run(snap), snap) == ["a0", "a1", "a2", "a3"]
+
+
+def test_no_policy_says_who_can_fix_it_and_how():
+    decisions = run(snapshot([P], [TEAM], [request("r", gpu(1), project="stranger")]))
+    [rejection] = decisions.rejections
+    assert rejection.reason == (
+        f"{NO_POLICY_MATCHES} No policy lets account 'user-stranger' use pool 'p'; a Resource "
+        "Manager administrator can add one: wharf policy create NAME --pool p --subject-type "
+        "account --subject-id user-stranger (without --subject-id: every account)."
+    )

@@ -218,4 +218,6 @@ def test_growing_a_pool_admits_waiting_requests_at_once(rm: ResourceManagerServi
 def test_a_request_no_policy_matches_is_rejected(rm: ResourceManagerService) -> None:
     rejected = rm.requests.create(ALICE, request_spec(gpus(1)))
     assert rejected.status is S.REJECTED
-    assert rejected.status_reason == "No resource policy matches any of the request subjects."
+    reason = rejected.status_reason or ""
+    assert reason.startswith("No resource policy matches any of the request subjects.")
+    assert "can add one: wharf policy create NAME --pool POOL --subject-type account" in reason

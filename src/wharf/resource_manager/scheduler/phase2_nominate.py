@@ -208,7 +208,7 @@ class Nominator:
         allowed = {view.index for view in pools}
         policies = [p for p in self.catalog.matcher.match(subjects) if p.pool_index in allowed]
         if not policies:
-            return reasons.NO_POLICY_MATCHES
+            return reasons.no_policy_matches(request.subjects, [v.pool.name for v in pools])
         # Interned to a small int: it keys several per-cycle caches and big tuples hash slowly.
         shape = self._shapes.setdefault(
             (

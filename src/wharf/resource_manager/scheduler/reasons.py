@@ -9,6 +9,9 @@ with the resource's largest exact unit (``8 GPU``, ``512 GiB``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from wharf.resource_manager.domain.subjects import SubjectChain, SubjectType
 from wharf.resource_manager.domain.units import format_base
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, SlotInfo
 
@@ -35,6 +38,29 @@ def amount_of(slot: SlotInfo, base: int | None) -> str:
 def where(catalog: Catalog, slot: SlotInfo) -> str:
     pool = catalog.pools[slot.pool_index].pool.name
     return f"class '{slot.class_name}' of pool '{pool}'"
+
+
+def no_policy_matches(subjects: Sequence[SubjectChain], pools: Sequence[str]) -> str:
+    """Why nothing admits the request, who can fix it and how: ``pools`` are the names of the
+    pools the request may use."""
+    account = next(
+        (
+            node.subject_id
+            for chain in subjects
+            for node in chain.nodes
+            if node.subject_type is SubjectType.ACCOUNT
+        ),
+        None,
+    )
+    who = f"account '{account}'" if account else "the request's subjects"
+    pool = pools[0] if len(pools) == 1 else None
+    where = f"pool '{pool}'" if pool else "any pool"
+    subject = f"--subject-id {account}" if account else "--subject-id ID"
+    return (
+        f"{NO_POLICY_MATCHES} No policy lets {who} use {where}; a Resource Manager "
+        f"administrator can add one: wharf policy create NAME --pool {pool or 'POOL'} "
+        f"--subject-type account {subject} (without --subject-id: every account)."
+    )
 
 
 def unknown_pool(pool: str) -> str:
