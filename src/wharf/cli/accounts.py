@@ -1,0 +1,214 @@
+"""``wharf user create | list | update | delete`` and ``wharf project create | list | add-member |
+remove-member``: administer the workspace server this machine is logged in to.
+
+Users and projects are named by name (or id). ``user delete`` deactivates the user: their
+tokens are revoked and they can no longer log in, while the runs they made are kept (a user is
+never removed, so nothing they made loses its owner); ``user update NAME --active`` undoes it.
+Passwords are prompted for (hidden, twice) unless ``--password`` is given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from wharf.cli.output import OUTPUT_OPTION
+
+API = "/api/v1"
+ROLES = ("viewer", "member", "admin")
+
+
+def emit_items(items: list[dict[str, Any]], columns: tuple[str, ...], output: str) -> None:
+    import json
+
+    from wharf.cli.output import format_table
+
+    if output == "json":
+        click.echo(json.dumps(items, indent=2))
+        return
+    rows = [[_cell(item.get(c)) for c in columns] for item in items]
+    click.echo("\n".join(format_table(columns, rows)))
+
+
+def _cell(value: Any) -> str:
+    """A JSON value as a table cell: instants as ``2026-01-02 03:04:05`` (UTC), None as -."""
+    from datetime import datetime
+
+    if value is None:
+        return "-"
+    if isinstance(value, str) and len(value) >= 19 and value[10:11] == "T":
+        try:
+            return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return value
+    return str(value)
+
+
+def _password(given: str | None, ask: bool) -> str | None:
+    if given is not None or not ask:
+        return given
+    text: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return text
+
+
+# ----------------------------------------------------------------------------- users
+
+
+@click.group()
+def user() -> None:
+    """Create, list, update and deactivate the users of the workspace server (admins)."""
+
+
+@user.command("create")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="The user administers the whole workspace server.")
+@click.option("--password", help="Initial password (prompted when omitted).")
+@click.option("--no-password", is_flag=True, help="No password (the user logs in otherwise).")
+def create_user(name: str, admin: bool, password: str | None, no_password: bool) -> None:
+    """Create user NAME."""
+    from wharf.cli.admin_client import session
+
+    body = {"name": name, "is_admin": admin, "password": _password(password, not no_password)}
+    with session() as http:
+        made = http.send("POST", f"{API}/users", body=body)
+    kind = "admin" if made["is_admin"] else "user"
+    click.echo(f"Created {kind} '{made['name']}' ({made['id']}).")
+
+
+@user.command("list")
+@OUTPUT_OPTION
+def list_users(output: str) -> None:
+    """List the users."""
+    from wharf.cli.admin_client import all_items, session
+
+    with session() as http:
+        users = all_items(http, f"{API}/users")
+    emit_items(users, ("name", "is_admin", "created", "id"), output)
+
+
+@user.command("update")
+@click.argument("name")
+@click.option("--admin/--no-admin", default=None, help="Make the user an admin, or not.")
+@click.option("--active/--inactive", default=None, help="Let the user log in, or not.")
+@click.option("--password", help="New password.")
+@click.option("--set-password", is_flag=True, help="Prompt for a new password.")
+def update_user(
+    name: str, admin: bool | None, active: bool | None, password: str | None, set_password: bool
+) -> None:
+    """Change user NAME; only what is given changes."""
+    from wharf.cli.admin_client import session, user
+    from wharf.core.errors import InputError
+
+    password = _password(password, set_password)
+    if admin is None and active is None and password is None:
+        raise InputError(
+            "Nothing to change: give --admin/--no-admin, --active/--inactive or a password."
+        )
+    with session() as http:
+        found = user(http, name)
+        body = {"is_admin": admin, "active": active, "password": password}
+        http.send("PATCH", f"{API}/users/{found['id']}", body=body)
+    click.echo(f"Updated user '{found['name']}'.")
+
+
+@user.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete_user(name: str, yes: bool) -> None:
+    """Deactivate user NAME: they can no longer log in; their runs are kept."""
+    from wharf.cli.admin_client import session, user
+
+    if not yes:
+        click.confirm(f"Deactivate user '{name}' (their runs are kept)?", abort=True)
+    with session() as http:
+        found = user(http, name)
+        http.send("PATCH", f"{API}/users/{found['id']}", body={"active": False})
+    click.echo(
+        f"Deactivated user '{found['name']}': they can no longer log in; their runs are kept "
+        f"('wharf user update {found['name']} --active' undoes it)."
+    )
+
+
+# ----------------------------------------------------------------------------- projects
+
+
+@click.group()
+def project() -> None:
+    """Create and list projects of the workspace server; manage their members."""
+
+
+@project.command("create")
+@click.argument("name")
+def create_project(name: str) -> None:
+    """Create project NAME (admins)."""
+    from wharf.cli.admin_client import session
+
+    with session() as http:
+        made = http.send("POST", f"{API}/projects", body={"name": name})
+    click.echo(f"Created project '{made['name']}' ({made['id']}).")
+
+
+@project.command("list")
+@OUTPUT_OPTION
+def list_projects(output: str) -> None:
+    """List the projects you can see."""
+    from wharf.cli.admin_client import all_items, session
+
+    with session() as http:
+        projects = all_items(http, f"{API}/projects")
+    emit_items(projects, ("name", "created", "id"), output)
+
+
+def _member(http: Any, user_name: str | None, account_name: str | None) -> tuple[str, str, str]:
+    """(body key, id, label) of the member named by --user or --service-account."""
+    from wharf.cli.admin_client import service_account, user
+    from wharf.core.errors import InputError
+
+    if (user_name is None) == (account_name is None):
+        raise InputError("Name the member with exactly one of --user and --service-account.")
+    if user_name is not None:
+        found = user(http, user_name)
+        return "user_id", found["id"], f"user '{found['name']}'"
+    assert account_name is not None
+    found = service_account(http, account_name)
+    return "service_account_id", found["id"], f"service account '{found['name']}'"
+
+
+@project.command("add-member")
+@click.argument("name")
+@click.option("--user", "user_name", help="The user to add.")
+@click.option("--service-account", "account_name", help="Or the service account to add.")
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default="member",
+    show_default=True,
+    help="viewer: reads; member: also runs pipelines; admin: also manages members.",
+)
+def add_member(name: str, user_name: str | None, account_name: str | None, role: str) -> None:
+    """Give a user or service account ROLE in project NAME (or change their role)."""
+    from wharf.cli.admin_client import project, session
+
+    with session() as http:
+        found = project(http, name)
+        key, member_id, label = _member(http, user_name, account_name)
+        http.send(
+            "PUT", f"{API}/projects/{found['id']}/members", body={key: member_id, "role": role}
+        )
+    click.echo(f"{label[0].upper()}{label[1:]} is now {role} of project '{found['name']}'.")
+
+
+@project.command("remove-member")
+@click.argument("name")
+@click.option("--user", "user_name", help="The user to remove.")
+@click.option("--service-account", "account_name", help="Or the service account to remove.")
+def remove_member(name: str, user_name: str | None, account_name: str | None) -> None:
+    """Take a user or service account out of project NAME."""
+    from wharf.cli.admin_client import project, session
+
+    with session() as http:
+        found = project(http, name)
+        key, member_id, label = _member(http, user_name, account_name)
+        http.send("DELETE", f"{API}/projects/{found['id']}/members", params={key: member_id})
+    click.echo(f"Removed {label} from project '{found['name']}'.")

@@ -1,0 +1,100 @@
+"""``wharf service-account create | list`` and ``wharf api-key create | revoke``: non-human
+principals (CI, schedulers) of the workspace server this machine is logged in to, and their API
+keys (admins).
+
+A key's secret is printed once, at creation, on stdout (so it can be captured); the server keeps
+only its hash. ``api-key revoke`` names the key by name or id; a revoked key stops working at
+once. Log in with a key: ``wharf login URL --api-key KEY`` (or ``WHARF_API_KEY``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from wharf.cli.accounts import emit_items
+from wharf.cli.output import OUTPUT_OPTION
+
+API = "/api/v1"
+
+
+@click.group("service-account")
+def service_account() -> None:
+    """Create and list service accounts (admins)."""
+
+
+@service_account.command("create")
+@click.argument("name")
+@click.option("--description", help="What the account is for.")
+@click.option("--admin", is_flag=True, help="The account administers the whole server.")
+def create_account(name: str, description: str | None, admin: bool) -> None:
+    """Create service account NAME (then: 'wharf api-key create NAME', 'wharf project
+    add-member PROJECT --service-account NAME')."""
+    from wharf.cli.admin_client import session
+
+    body = {"name": name, "description": description, "is_admin": admin}
+    with session() as http:
+        made = http.send("POST", f"{API}/service_accounts", body=body)
+    click.echo(f"Created service account '{made['name']}' ({made['id']}).")
+
+
+@service_account.command("list")
+@OUTPUT_OPTION
+def list_accounts(output: str) -> None:
+    """List the service accounts."""
+    from wharf.cli.admin_client import all_items, session
+
+    with session() as http:
+        accounts = all_items(http, f"{API}/service_accounts")
+    emit_items(accounts, ("name", "is_admin", "active", "description", "created", "id"), output)
+
+
+@click.group("api-key")
+def api_key() -> None:
+    """Create and revoke the API keys of service accounts (admins)."""
+
+
+@api_key.command("create")
+@click.argument("account")
+@click.option("--name", "key_name", default="default", show_default=True, help="Key name.")
+@OUTPUT_OPTION
+def create_key(account: str, key_name: str, output: str) -> None:
+    """Make an API key for service account ACCOUNT; its secret is printed once."""
+    import json
+
+    from wharf.cli.admin_client import service_account, session
+
+    with session() as http:
+        found = service_account(http, account)
+        made = http.send(
+            "POST", f"{API}/service_accounts/{found['id']}/api_keys", body={"name": key_name}
+        )
+    if output == "json":
+        click.echo(json.dumps(made, indent=2))
+        return
+    click.echo(made["secret"])
+    click.echo(
+        f"API key '{key_name}' of service account '{found['name']}' (shown once; log in with "
+        "'wharf login URL --api-key KEY').",
+        err=True,
+    )
+
+
+@api_key.command("revoke")
+@click.argument("account")
+@click.argument("key")
+def revoke_key(account: str, key: str) -> None:
+    """Revoke KEY (a key name or id) of service account ACCOUNT."""
+    from wharf.cli.admin_client import all_items, service_account, session
+    from wharf.core.errors import EntityNotFoundError
+
+    with session() as http:
+        found = service_account(http, account)
+        keys = all_items(http, f"{API}/service_accounts/{found['id']}/api_keys")
+        matching = [k for k in keys if key in (k["id"], k["name"]) and not k["revoked_at"]]
+        if not matching:
+            raise EntityNotFoundError(
+                f"Service account '{found['name']}' has no active API key '{key}'."
+            )
+        for item in matching:
+            http.send("POST", f"{API}/service_accounts/{found['id']}/api_keys/{item['id']}/revoke")
+    click.echo(f"Revoked API key '{key}' of service account '{found['name']}'.")

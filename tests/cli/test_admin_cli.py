@@ -1,0 +1,122 @@
+# ruff: noqa: F811  (fixtures imported from the server tests)
+"""``wharf user | project | service-account | api-key`` against a real workspace server, as its
+administrator and as a plain member; bad input and refusals as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error
+from tests.cli.test_rm_cli import run
+from tests.server.live import LiveServer, start_server
+from tests.server.resource_world import (  # noqa: F401 (fixtures)
+    Team,
+    _rm_sqlite_template,
+    rm_server,
+    team,
+)
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[LiveServer]:
+    server = start_server()
+    yield server
+    server.stop()
+
+
+def _env(team: Team, tmp_path: Path, role: str = "admin") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    credential = team.world.credentials[role]
+    assert credential is not None
+    env.update(
+        WHARF_HOME=str(tmp_path / "home"), WHARF_SERVER_URL=team.world.url, WHARF_API_KEY=credential
+    )
+    return env
+
+
+def ok(*args: str, env: dict[str, str]) -> str:
+    result = run(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _login(url: str, name: str, password: str) -> int:
+    answer = httpx.post(
+        f"{url}/api/v1/auth/login", json={"username": name, "password": password}, timeout=30
+    )
+    return answer.status_code
+
+
+def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: Path) -> None:
+    env = _env(team, tmp_path)
+    url = team.world.url
+    assert "Created user 'carol'" in ok(
+        "user", "create", "carol", "--password", "carol-pw-1234", env=env
+    )
+    users = json.loads(ok("user", "list", "-o", "json", env=env))
+    assert {"carol", "member"} <= {u["name"] for u in users}
+    assert "carol" in ok("user", "list", env=env)
+    assert _login(url, "carol", "carol-pw-1234") == 200
+    ok("user", "update", "carol", "--admin", "--password", "carol-pw-5678", env=env)
+    carol = next(
+        u for u in json.loads(ok("user", "list", "-o", "json", env=env)) if u["name"] == "carol"
+    )
+    assert carol["is_admin"] is True
+    assert _login(url, "carol", "carol-pw-5678") == 200
+    assert "Deactivated user 'carol'" in ok("user", "delete", "carol", "--yes", env=env)
+    assert _login(url, "carol", "carol-pw-5678") == 401
+    ok("user", "update", "carol", "--active", env=env)
+    assert _login(url, "carol", "carol-pw-5678") == 200
+    assert_one_line_error(run("user", "create", "carol", "--no-password", env=env), "carol")
+    assert_one_line_error(run("user", "update", "nobody", "--admin", env=env), "nobody")
+    assert_one_line_error(run("user", "update", "carol", env=env), "Nothing to change")
+
+
+def test_projects_and_members(team: Team, tmp_path: Path) -> None:
+    env = _env(team, tmp_path)
+    assert "Created project 'vision'" in ok("project", "create", "vision", env=env)
+    assert "vision" in {p["name"] for p in json.loads(ok("project", "list", "-o", "json", env=env))}
+    added = ok("project", "add-member", "vision", "--user", "member", "--role", "viewer", env=env)
+    assert "User 'member' is now viewer of project 'vision'" in added
+    member_env = _env(team, tmp_path, "member")
+    assert "vision" in ok("project", "list", env=member_env)  # members see their projects
+    ok("project", "remove-member", "vision", "--user", "member", env=env)
+    assert "vision" not in ok("project", "list", env=member_env)
+    assert_one_line_error(run("project", "add-member", "vision", env=env), "exactly one of")
+    assert_one_line_error(run("project", "create", "nope", env=member_env), "admin")
+    assert_one_line_error(
+        run("project", "add-member", "nowhere", "--user", "member", env=env), "nowhere"
+    )
+
+
+def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
+    env = _env(team, tmp_path)
+    url = team.world.url
+    ok("service-account", "create", "ci", "--description", "the CI", env=env)
+    listed = json.loads(ok("service-account", "list", "-o", "json", env=env))
+    assert any(a["name"] == "ci" and a["description"] == "the CI" for a in listed)
+    made = run("api-key", "create", "ci", "--name", "deploy", env=env)
+    assert made.returncode == 0, made.stderr
+    secret = made.stdout.strip()
+    assert "shown once" in made.stderr
+    ok("project", "add-member", "A", "--service-account", "ci", env=env)
+    me = httpx.get(f"{url}/api/v1/auth/me", headers={"authorization": f"Bearer {secret}"})
+    assert me.status_code == 200 and me.json()["name"] == "ci"
+    assert "Revoked API key 'deploy'" in ok("api-key", "revoke", "ci", "deploy", env=env)
+    me = httpx.get(f"{url}/api/v1/auth/me", headers={"authorization": f"Bearer {secret}"})
+    assert me.status_code == 401
+    assert_one_line_error(run("api-key", "revoke", "ci", "deploy", env=env), "no active API key")
+    assert_one_line_error(run("api-key", "create", "ghost", env=env), "No service account")
+
+
+def test_without_a_server_the_commands_say_how_to_log_in(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    env["WHARF_HOME"] = str(tmp_path / "home")
+    for args in (("user", "list"), ("project", "list"), ("service-account", "list")):
+        assert_one_line_error(run(*args, env=env), "wharf login")
