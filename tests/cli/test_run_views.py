@@ -356,3 +356,20 @@ def test_team_mode_reads_through_the_workspace_server(
         assert_one_line_error(wharf("runs", "show", "ffff-ffff"), "ffff-ffff")
     finally:
         team.stop()
+
+
+def test_a_schedule_by_short_id(home: Path) -> None:
+    from tests.e2e import steps_lib
+    from wharf import Schedule, pipeline
+
+    @pipeline(name="polling", schedule=Schedule(interval_seconds=600, name="poll"))
+    def poll() -> None:
+        steps_lib.produce()
+
+    poll()
+    with Client(load_config()) as client:
+        schedule = client.get_schedule("poll")
+    shown = wharf("schedule", "show", schedule.id.hex[:6], "-o", "json")
+    assert json.loads(shown.stdout)["id"] == str(schedule.id), shown.stderr
+    paused = wharf("schedule", "pause", str(schedule.id)[:9])
+    assert paused.stdout.strip() == "Schedule 'poll' is paused."
