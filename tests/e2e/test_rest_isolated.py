@@ -20,6 +20,7 @@ from tests.store.conftest import spec
 from wharf import pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.execution.log_capture import read_log
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import (
     ComponentCreate,
@@ -141,3 +142,9 @@ def test_an_isolated_step_uses_a_token_scoped_to_its_run(
     (step,) = member_workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
     assert step.status is ExecutionStatus.COMPLETED and step.pid == facts["pid"]
     assert step.outputs and step.runtime is not None and step.runtime.value == "isolated"
+    # its captured log is what it printed: no line per HTTP request (its own or Wharf's)
+    artifacts = member_workspace.component_instance(
+        member_workspace.active_stack(), ComponentType.ARTIFACT_STORE
+    )
+    assert step.logs_uri is not None
+    assert "HTTP Request" not in read_log(artifacts, step.logs_uri)

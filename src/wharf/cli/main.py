@@ -79,6 +79,8 @@ class LazyGroup(click.Group):
             return None
         if cmd_name not in SHORT_LIVED:
             gc.enable()
+        from wharf.config.library_logs import quiet_library_loggers  # not for ``--help``
+
         quiet_library_loggers()
         module, _, attr = entry[0].partition(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
@@ -106,18 +108,6 @@ def main(argv: list[str] | None = None) -> Any:
             gc.enable()
         elif argv is not None:
             gc.disable()
-
-
-QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "asyncio")
-"""Libraries that log every request (or connection) at INFO/DEBUG: whatever logging set-up a
-command or a user's code makes, their lines never pad the CLI's output."""
-
-
-def quiet_library_loggers() -> None:
-    import logging  # here: ``wharf --help`` does not need it
-
-    for name in QUIET_LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _run(argv: list[str] | None) -> Any:

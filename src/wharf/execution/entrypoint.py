@@ -20,6 +20,7 @@ from uuid import UUID
 
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import load_config
+from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
@@ -89,6 +90,7 @@ def _gpu_indices() -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    quiet_library_loggers()  # the step's log holds what it printed, not each HTTP request
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m wharf.execution.entrypoint STEP_RUN_ID", file=sys.stderr)
