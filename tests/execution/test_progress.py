@@ -19,11 +19,11 @@ from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import InputError
 from wharf.execution.progress import (
     PROGRESS_LOGGER,
+    LogListener,
     ProgressEvent,
     ProgressReporter,
     describe_demands,
     format_duration,
-    log_event,
 )
 from wharf.execution.progress_logging import JsonFormatter, TextFormatter
 from wharf.sdk.workspace import Workspace
@@ -206,10 +206,27 @@ def test_a_run_logs_its_progress_on_the_wharf_progress_logger(
     assert summary.fields()["counts"] == {"completed": 2, "failed": 1, "retried": 1}
 
 
-def test_log_event_respects_the_logger_level(caplog: pytest.LogCaptureFixture):
+def test_events_nobody_wants_are_counted_but_not_told(caplog: pytest.LogCaptureFixture):
     caplog.set_level(logging.WARNING, logger=PROGRESS_LOGGER)
-    reporter = ProgressReporter([log_event])
-    run_id = uuid.uuid4()
-    reporter.step_started(run_id, "a", StepRuntime.INLINE, 1, 1)
-    reporter.step_ended(run_id, "a", ExecutionStatus.FAILED, "boom")
-    assert [r.getMessage() for r in caplog.records] == ["Step 'a' failed: boom"]
+    errors: list[ProgressEvent] = []
+
+    class ErrorsOnly:
+        def wants(self, level: int) -> bool:
+            return level >= logging.ERROR
+
+        def __call__(self, event: ProgressEvent) -> None:
+            errors.append(event)
+
+    reporter = ProgressReporter([LogListener(), ErrorsOnly()])
+    run = run_record(ExecutionStatus.RUNNING)
+    reporter.run_started(run, "train")
+    reporter.step_started(run.id, "a", StepRuntime.INLINE, 1, 1)
+    reporter.step_ended(run.id, "a", ExecutionStatus.COMPLETED)
+    reporter.step_ended(run.id, "b", ExecutionStatus.FAILED, "boom")
+    reporter.run_finished(run_record(ExecutionStatus.FAILED).model_copy(update={"id": run.id}))
+    expected = [
+        "Step 'b' failed: boom",
+        "Run 'train-1' failed in 1 min 15 s: 1 completed, 1 failed.",
+    ]
+    assert [r.getMessage() for r in caplog.records] == expected
+    assert [e.message for e in errors] == expected

@@ -3,9 +3,9 @@
 The engine calls a :class:`ProgressReporter` (``RunServices.progress``) when a run starts, when
 each step starts (inline or in its own process), is cached, waits for resources, retries, ends,
 and when the run ends; the reporter turns each call into a :class:`ProgressEvent` and hands it to
-its listeners. :func:`log_event` is the usual listener: it logs the event on the ``wharf.progress``
-logger (one line per event; the event itself rides on the record as ``wharf_event`` for
-structured output, see ``progress_logging``).
+its listeners. :class:`LogListener` is the usual listener: it logs the event on the
+``wharf.progress`` logger (one line per event; the event itself rides on the record as
+``wharf_event`` for structured output, see ``progress_logging``).
 
 Invariants: a reporter never reads the store (every fact comes from what the caller passes), so
 an event costs no round trip; a reporter without listeners does nothing (step processes get
@@ -79,9 +79,14 @@ class ProgressEvent:
 ProgressListener = Callable[[ProgressEvent], None]
 
 
-def log_event(event: ProgressEvent) -> None:
-    """Log ``event`` on the ``wharf.progress`` logger at the event's level."""
-    if logger.isEnabledFor(event.level):
+class LogListener:
+    """Logs each event on the ``wharf.progress`` logger at the event's level; events that the
+    logger would drop are not even built (:meth:`wants`)."""
+
+    def wants(self, level: int) -> bool:
+        return logger.isEnabledFor(level)
+
+    def __call__(self, event: ProgressEvent) -> None:
         logger.log(event.level, "%s", event.message, extra={"wharf_event": event})
 
 
@@ -134,7 +139,11 @@ class ProgressReporter:
     """Tells ``listeners`` about a run's progress; without listeners, a no-op."""
 
     def __init__(self, listeners: Sequence[ProgressListener] = ()) -> None:
+        """A listener with a ``wants(level)`` method is told only of the events it wants."""
         self._listeners = tuple(listeners)
+        self._wants: tuple[Callable[[int], bool] | None, ...] = tuple(
+            getattr(listener, "wants", None) for listener in self._listeners
+        )
         self._lock = threading.Lock()
         self._runs: dict[UUID, _Tally] = {}
 
@@ -142,14 +151,22 @@ class ProgressReporter:
     def active(self) -> bool:
         return bool(self._listeners)
 
-    def _tell(self, event: ProgressEvent, count: str | None = None) -> None:
+    def _wanted(self, run_id: UUID, level: int, count: str | None = None) -> bool:
+        """Count the event for its run's summary (as ``count``); whether any listener wants
+        to be told of it (if none does, the event is not built)."""
+        if not self._listeners:
+            return False
         if count is not None:
             with self._lock:
-                tally = self._runs.get(event.run_id)
+                tally = self._runs.get(run_id)
                 if tally is not None:
                     tally.counts[count] += 1
-        for listener in self._listeners:
-            listener(event)
+        return any(wants is None or wants(level) for wants in self._wants)
+
+    def _tell(self, event: ProgressEvent) -> None:
+        for listener, wants in zip(self._listeners, self._wants, strict=True):
+            if wants is None or wants(event.level):
+                listener(event)
 
     def _run_name(self, run_id: UUID) -> str:
         tally = self._runs.get(run_id)
@@ -162,6 +179,8 @@ class ProgressReporter:
             return
         with self._lock:
             self._runs[run.id] = _Tally(run.name)
+        if not self._wanted(run.id, logging.INFO):
+            return
         message = f"Run '{run.name}' of pipeline '{pipeline}' started."
         self._tell(
             ProgressEvent(
@@ -175,11 +194,14 @@ class ProgressReporter:
         )
 
     def run_finished(self, run: PipelineRunRecord) -> None:
-        """The summary line of ``run`` as it ended (its counts: the step events told)."""
+        """The summary line of ``run`` as it ended (its counts: the step events of the run)."""
         if not self._listeners:
             return
         with self._lock:
             tally = self._runs.pop(run.id, None)
+        level = _ENDED_LEVEL.get(run.status, logging.INFO)
+        if not self._wanted(run.id, level):
+            return
         counts = tally.counts if tally is not None else Counter[str]()
         duration = _seconds(run.start_time or run.created, run.end_time)
         summary = ", ".join(f"{counts[k]} {k}" for k in _SUMMARY_ORDER if counts[k])
@@ -188,7 +210,6 @@ class ProgressReporter:
         message = f"Run '{run.name}' {run.status.value}{took}: {summary or 'no steps'}."
         if reason:
             message += f" {reason}"
-        level = _ENDED_LEVEL.get(run.status, logging.INFO)
         details: dict[str, Any] = {"counts": {k: counts[k] for k in _SUMMARY_ORDER if counts[k]}}
         if reason:
             details["reason"] = reason
@@ -210,7 +231,7 @@ class ProgressReporter:
     def step_started(
         self, run_id: UUID, step: str, runtime: StepRuntime, attempt: int, max_attempts: int
     ) -> None:
-        if not self._listeners:
+        if not self._wanted(run_id, logging.INFO):
             return
         where = _where(runtime)
         if attempt > 1:
@@ -234,7 +255,7 @@ class ProgressReporter:
         )
 
     def step_cached(self, run_id: UUID, step: str, from_run_id: UUID) -> None:
-        if not self._listeners:
+        if not self._wanted(run_id, logging.INFO, "cached"):
             return
         self._tell(
             ProgressEvent(
@@ -245,14 +266,13 @@ class ProgressReporter:
                 step=step,
                 status=ExecutionStatus.CACHED.value,
                 details={"from_run_id": str(from_run_id)},
-            ),
-            "cached",
+            )
         )
 
     def step_waiting(
         self, run_id: UUID, step: str, settings: ResourceSettings, reason: str | None
     ) -> None:
-        if not self._listeners:
+        if not self._wanted(run_id, logging.INFO):
             return
         demands = describe_demands(settings)
         found = _POOL.search(reason or "")
@@ -280,7 +300,7 @@ class ProgressReporter:
         reason: str | None,
         retry_in: float,
     ) -> None:
-        if not self._listeners:
+        if not self._wanted(run_id, logging.WARNING, "retried"):
             return
         error = first_line(reason)
         after = f" in {format_duration(retry_in)}" if retry_in > 0 else ""
@@ -300,8 +320,7 @@ class ProgressReporter:
                     "reason": error,
                     "retry_in_s": retry_in,
                 },
-            ),
-            "retried",
+            )
         )
 
     def step_ended(
@@ -315,7 +334,8 @@ class ProgressReporter:
     ) -> None:
         """Step ``step`` ended with ``status`` (completed, failed, stopped, cancelled);
         ``started``/``ended`` as recorded give its duration."""
-        if not self._listeners:
+        level = _ENDED_LEVEL.get(status, logging.WARNING)
+        if not self._wanted(run_id, level, status.value):
             return
         duration = _seconds(started, ended)
         took = f" in {format_duration(duration)}" if duration is not None else ""
@@ -327,11 +347,10 @@ class ProgressReporter:
                 self._run_name(run_id),
                 run_id,
                 f"Step '{step}' {status.value}{took}{why}",
-                level=_ENDED_LEVEL.get(status, logging.WARNING),
+                level=level,
                 step=step,
                 status=status.value,
                 duration_s=duration,
                 details={"reason": error},
-            ),
-            status.value,
+            )
         )

@@ -218,7 +218,7 @@ class Workspace:
         progress goes to the ``wharf.progress`` logger (to stderr unless the application
         configured logging, see ``wharf.execution.progress_logging``)."""
         from wharf.artifacts.materializers.registry import default_registry
-        from wharf.execution.progress import ProgressReporter, log_event
+        from wharf.execution.progress import LogListener, ProgressReporter
         from wharf.execution.progress_logging import configure_logging
 
         config = self.config
@@ -254,7 +254,7 @@ class Workspace:
                 ),
             },
             versions=self.versions,
-            progress=ProgressReporter([log_event]),
+            progress=ProgressReporter([LogListener()]),
         )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
