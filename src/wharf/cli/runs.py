@@ -80,6 +80,9 @@ def run_logs(run: str, follow: bool) -> None:
     with Client() as client:
         logs = RunLogs(client, run, click.echo)
         if follow:
+            import gc
+
+            gc.enable()  # following may last hours: collect as long-running commands do
             try:
                 logs.follow()
             except KeyboardInterrupt:
