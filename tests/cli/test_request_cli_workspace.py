@@ -1,6 +1,7 @@
 # ruff: noqa: F811  (fixtures imported from the server tests)
 """``wharf request`` with a workspace server configured (``WHARF_SERVER_URL`` + a credential):
-``list``, ``show`` and ``release`` go through the server and its visibility rules; ``--rm-url``
+``list``, ``show``, ``release`` (and ``cancel``, ``explain``: tests/cli/test_team_cli.py) go
+through the server and its visibility rules; ``--rm-url``
 still reaches the Resource Manager directly; bad input is one line on stderr. Also
 ``wharf server serve``'s Resource Manager options. Real subprocesses, real servers."""
 
@@ -81,8 +82,9 @@ def test_workspace_errors_are_one_line(
         "No resource request with id",
     )
     assert_one_line_error(run("request", "list", "--project", "B", env=env), "No project")
-    assert_one_line_error(
-        run("request", "cancel", str(mine.resource_request_id), env=env), "--rm-url"
+    assert_one_line_error(  # through the workspace now: the RM's own refusal
+        run("request", "cancel", str(mine.resource_request_id), env=env),
+        "Only a pending request can be cancelled",
     )
     assert_one_line_error(
         run(

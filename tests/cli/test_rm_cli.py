@@ -278,7 +278,8 @@ def test_requests(env: dict[str, str], rm: HttpResourceManager) -> None:
 
 def test_credentials_are_checked(env: dict[str, str]) -> None:
     assert_one_line_error(
-        run("pool", "list", env={**env, "WHARF_RM_API_KEY": ""}), "also set WHARF_RM_API_KEY"
+        run("pool", "list", env={**env, "WHARF_RM_API_KEY": ""}),
+        "pass --api-key (or set WHARF_RM_API_KEY)",
     )
     assert_one_line_error(
         run("pool", "list", env={**env, "WHARF_RM_API_KEY": "wrong"}), "login failed"

@@ -19,9 +19,19 @@ NEEDS_RESOURCE_MANAGER = {
     ("GET", "/api/v1/resource_requests/{request_id}"),
     ("POST", "/api/v1/resource_requests/{request_id}/renew"),
     ("POST", "/api/v1/resource_requests/{request_id}/release"),
+    ("POST", "/api/v1/resource_requests/{request_id}/cancel"),
+    ("GET", "/api/v1/resource_requests/{request_id}/explain"),
+    ("GET", "/api/v1/resource_pools"),
+    ("GET", "/api/v1/resource_pools/{pool}"),
+    ("GET", "/api/v1/resource_pools/{pool}/queue"),
+    ("GET", "/api/v1/resource_pools/{pool}/allocations"),
+    ("GET", "/api/v1/resource_policies"),
+    ("GET", "/api/v1/resource_policies/{policy}"),
+    ("GET", "/api/v1/resource_descriptors"),
 }
 """Routes answered by the Resource Manager behind the server (``world`` has none): their roles
-are tested against a real one in ``test_resource_request_routes``."""
+are tested against a real one in ``test_resource_request_routes`` and
+``test_resource_pool_routes``."""
 
 __all__ = [
     "EXPECT",

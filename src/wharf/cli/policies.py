@@ -29,6 +29,7 @@ from wharf.cli.resource_manager import (
     open_rm,
     remember_rm,
     resources,
+    rm_command_options,
     rm_options,
     split_assignment,
 )
@@ -303,3 +304,6 @@ def _show(rm: Any, policy: Policy, output: str) -> None:
     row = _row(resources(rm), pools, policy)
     for key, value in (row.model_extra or {}).items():
         click.echo(f"{key:<18} {'-' if value is None else value}")
+
+
+rm_command_options(policy)

@@ -10,10 +10,14 @@ units); inline options are applied on top of the file.
 
 ``update`` changes only what is given; ``--capacity`` edits the pool's current classes (other
 classes and resources stay), ``--remove-class`` drops one.
+
+Logged in to a workspace server (and without ``--rm-url``), ``list``, ``show`` and ``queue`` show
+the team's pools through it; changes are made on the Resource Manager itself.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,11 +31,13 @@ from wharf.cli.resource_manager import (
     open_rm,
     remember_rm,
     resources,
+    rm_command_options,
     rm_options,
     split_assignment,
 )
 
 if TYPE_CHECKING:
+    from wharf.resource_manager.client.models import PoolAllocation
     from wharf.resource_manager.domain import Pool
 
 DEFAULT_CLASS = "default"
@@ -77,7 +83,7 @@ def _by_name(classes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(item.get("name")): dict(item) for item in classes}
 
 
-def _apply_classes(
+def apply_classes(
     res: Resources,
     classes: dict[str, dict[str, Any]],
     capacities: tuple[str, ...],
@@ -155,7 +161,7 @@ def create(
     )
     with open_rm(ctx) as rm:
         classes = _by_name(list(body.get("classes") or []))
-        _apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
+        apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
         body["classes"] = list(classes.values())
         created = rm.pools.create(load(PoolCreate, body))
         _show(rm, created, output)
@@ -200,7 +206,7 @@ def update(
             for class_name in remove_class:
                 if classes.pop(class_name, None) is None:
                     raise InputError(f"--remove-class: the pool has no class '{class_name}'.")
-            _apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
+            apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
             body["classes"] = list(classes.values())
         if not body:
             raise InputError("Nothing to change: give at least one option.")
@@ -231,8 +237,27 @@ def list_pools(ctx: click.Context, output: str) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, output: str) -> None:
     """Show pool NAME with its classes and current allocations."""
+    from wharf.core.errors import IllegalOperationError
+
     with open_rm(ctx) as rm:
-        _show(rm, rm.pools.get(name), output)
+        found = rm.pools.get(name)
+        held: list[PoolAllocation] | None = None
+        try:
+            held = rm.pools.allocations(found.id)
+        except IllegalOperationError as refused:  # a workspace whose RM credential may not
+            hidden = str(refused)
+        if output == "json":
+            data = found.model_dump(mode="json", by_alias=True)
+            data["allocations"] = (
+                None if held is None else [a.model_dump(mode="json", by_alias=True) for a in held]
+            )
+            click.echo(json.dumps(data, indent=2))
+            return
+        _show(rm, found, output)
+        if held is None:
+            click.echo(f"Current allocations not shown: {hidden}")
+        else:
+            _allocations(rm, held, output)
 
 
 @pool.command("delete")
@@ -261,6 +286,9 @@ def queue(ctx: click.Context, name: str, output: str) -> None:
         entries = rm.pools.queue(name)
     if output == "json":
         echo_json(entries)
+        return
+    if not entries:
+        click.echo(f"No requests wait in pool '{name}'.")
         return
     rows = [QueueRow.of(entry) for entry in entries]
     columns = ("position", "id", "requester", "demands", "created_at", "reason")
@@ -307,6 +335,34 @@ def _show(rm: Any, pool: Pool, output: str) -> None:
     emit(rows, ("class", "rank", "reclaimable", "resource", "capacity"), output)
 
 
+def _allocations(rm: Any, held: list[PoolAllocation], output: str) -> None:
+    """The pool's current allocations, one row per request and class (or a line saying none)."""
+    from wharf.cli.output import emit
+    from wharf.cli.requests import Row
+
+    if not held:
+        click.echo("No current allocations.")
+        return
+    policies = {p.id: p.name for p in rm.policies.list()}
+    rows = [
+        Row.model_validate(
+            {
+                "request": str(a.request_id),
+                "status": a.request_status.value,
+                "requester": a.requester,
+                "class": a.class_name,
+                "resource": a.resource,
+                "quantity": f"{a.quantity} {a.unit}",
+                "policy": policies.get(a.policy_id, str(a.policy_id)),
+                "allocated_at": a.allocated_at,
+            }
+        )
+        for a in held
+    ]
+    columns = ("request", "status", "requester", "class", "resource", "quantity", "policy")
+    emit(rows, (*columns, "allocated_at"), output, title="Current allocations")
+
+
 def _class_row(
     name: str, rank: int, reclaimable: Any, resource: str, res: Resources, quantity: int | None
 ) -> Any:
@@ -321,3 +377,6 @@ def _class_row(
             "capacity": res.show(resource, quantity),
         }
     )
+
+
+rm_command_options(pool)

@@ -7,10 +7,10 @@ pending request. Also the table rows shared with ``wharf pool``.
 
 Where the commands go: to the Resource Manager named by ``--rm-url`` (``WHARF_RM_URL``) when one
 is given; else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``),
-``list``, ``show`` and ``release`` go through it, with its visibility rules (the requests of the
-caller's projects), while ``cancel`` and ``explain``, which only the RM offers, need ``--rm-url``;
-else to the embedded RM, as the local administrator. Through the workspace, pools are shown by
-id (the workspace does not serve the RM's pools).
+through it, with its visibility rules (the requests of the caller's projects); else to the
+embedded RM, as the local administrator. Pools are shown by name everywhere.
+
+``cancel`` of a request that already finished changes nothing and fails, saying how it ended.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ import click
 from pydantic import BaseModel, ConfigDict
 
 from wharf.cli.output import OUTPUT_OPTION, paged
-from wharf.cli.resource_manager import echo_json, open_rm, remember_rm, rm_options
+from wharf.cli.resource_manager import (
+    echo_json,
+    open_rm,
+    remember_rm,
+    rm_command_options,
+    rm_options,
+)
 
 if TYPE_CHECKING:
     from wharf.resource_manager.client.models import QueueEntry, ResourceRequestInfo
@@ -129,15 +135,10 @@ def _requests_of(store: RestStore) -> RestResourceRequests:
     return requests
 
 
-def _rm_only(ctx: click.Context, command: str) -> None:
-    from wharf.core.errors import InputError
+def _pool_names(store: RestStore) -> dict[UUID, str]:
+    from wharf.cli.workspace_rm import pool_names
 
-    with _workspace(ctx) as store:
-        if store is not None:
-            raise InputError(
-                f"'wharf request {command}' needs the Resource Manager itself (the workspace "
-                f"server at {store.url} does not offer it): pass --rm-url or set WHARF_RM_URL."
-            )
+    return pool_names(store.http)
 
 
 def _project_id(store: RestStore, project: str) -> UUID:
@@ -201,6 +202,8 @@ def list_requests(
             project_id = None if project is None else _project_id(store, project)
             query = load(RequestFilter, filters)
             found = _requests_of(store).list(query, paging, project_id=project_id)
+            if output != "json" and found.items:
+                pools = _pool_names(store)
         else:
             if project is not None:
                 key, value = _project_metadata(project)
@@ -236,6 +239,8 @@ def show(ctx: click.Context, request_id: str, output: str) -> None:
     with _workspace(ctx) as store:
         if store is not None:
             info = _requests_of(store).get(_request_id(request_id))
+            if output != "json":
+                pools = _pool_names(store)
         else:
             with open_rm(ctx) as rm:
                 info = rm.requests.get(_request_id(request_id))
@@ -297,10 +302,24 @@ def release(ctx: click.Context, request_id: str) -> None:
 @click.argument("request_id")
 @click.pass_context
 def cancel(ctx: click.Context, request_id: str) -> None:
-    """Withdraw a pending request."""
-    _rm_only(ctx, "cancel")
+    """Withdraw a pending request (one that already finished is left as it is: an error)."""
+    from wharf.core.enums import ResourceRequestStatus as S
+    from wharf.core.errors import IllegalOperationError
+
+    live = (S.PENDING, S.ALLOCATED, S.PREEMPTING)  # the RM refuses to cancel the last two
     with open_rm(ctx) as rm:
-        info = rm.requests.cancel(_request_id(request_id))
+        info = rm.requests.get(_request_id(request_id))
+        if info.status in live:
+            info = rm.requests.cancel(info.id)
+            finished = info.status is not S.CANCELLED  # it ended another way meanwhile
+        else:
+            finished = True
+    if finished:
+        reason = f": {info.status_reason}" if info.status_reason else ""
+        raise IllegalOperationError(
+            f"Request {info.id} was already finished ({info.status.value}{reason}); nothing "
+            "to cancel."
+        )
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
@@ -311,7 +330,6 @@ def cancel(ctx: click.Context, request_id: str) -> None:
 def explain(ctx: click.Context, request_id: str, output: str) -> None:
     """Why the request is where it is: its queue position, what blocks it, who would have to
     give capacity back."""
-    _rm_only(ctx, "explain")
     with open_rm(ctx) as rm:
         found = rm.requests.explain(_request_id(request_id))
     if output == "json":
@@ -328,3 +346,6 @@ def explain(ctx: click.Context, request_id: str, output: str) -> None:
     if found.would_have_to_end:
         ids = ", ".join(str(i) for i in found.would_have_to_end)
         click.echo(f"  would have to end: {ids}")
+
+
+rm_command_options(request)

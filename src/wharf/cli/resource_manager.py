@@ -2,8 +2,11 @@
 ``request`` commands share: reaching the RM and reading resource quantities.
 
 Which Resource Manager a command talks to:
-- ``WHARF_RM_URL`` (or ``--rm-url`` on the group) set: the RM server over HTTP, logging in with
-  ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and ``WHARF_RM_PASSWORD``;
+- ``WHARF_RM_URL`` (or ``--rm-url``, on the group or on the command) set: the RM server over
+  HTTP, logging in with ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and ``WHARF_RM_PASSWORD``;
+- else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``): the
+  team's RM through that server (:mod:`wharf.cli.workspace_rm`: pools, their queues and
+  allocations, and the caller's own requests; read-only, with the caller's rights there);
 - otherwise: the embedded RM in this process, over the embedded SQLite file
   (``load_config().store_url``), opened as the engine opens it: as the embedded store's
   ``default`` user (an administrator of their own machine), with the ``local`` pool describing
@@ -35,27 +38,58 @@ if TYPE_CHECKING:
     from wharf.resource_manager.domain import ResourceDescriptor
 
 DEFAULT_PORT = 8238
+MIN_ADMIN_KEY_LENGTH = 16
+"""As ``ApiSettings.admin_api_key`` requires (kept here so ``--help`` loads no settings)."""
+MIN_SECRET_LENGTH = 32
 UNLIMITED = ("unlimited", "inf", "none")
 
 
 # ----------------------------------------------------------------------------- reaching the RM
 
 
+RM_OPTIONS = (
+    (
+        "--rm-url",
+        "WHARF_RM_URL",
+        "Resource Manager server URL (default: the workspace server "
+        "you are logged in to, else the embedded one).",
+    ),
+    ("--api-key", "WHARF_RM_API_KEY", "API key for the Resource Manager server."),
+    ("--username", "WHARF_RM_USERNAME", "Or log in to the Resource Manager with a name..."),
+    ("--password", "WHARF_RM_PASSWORD", "...and a password."),
+)
+"""The connection options: on the group (also read from their variables) and on each command."""
+
+
 def rm_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Group options (each also from its ``WHARF_RM_*`` variable) saved in ``ctx.obj``."""
-    options = [
-        click.option("--rm-url", envvar="WHARF_RM_URL", help="RM server URL (default: embedded)."),
-        click.option("--api-key", envvar="WHARF_RM_API_KEY", help="API key for the RM server."),
-        click.option("--username", envvar="WHARF_RM_USERNAME", help="Or log in with a name..."),
-        click.option("--password", envvar="WHARF_RM_PASSWORD", help="...and a password."),
-    ]
-    for option in reversed(options):
-        func = option(func)
+    for flag, variable, text in reversed(RM_OPTIONS):
+        func = click.option(flag, envvar=variable, help=f"{text} [env: {variable}]")(func)
     return func
 
 
 def remember_rm(ctx: click.Context, **connection: str | None) -> None:
     ctx.obj = connection
+
+
+def _remember_one(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None and param.name is not None:
+        ctx.ensure_object(dict)[param.name] = value
+
+
+def rm_command_options(group: click.Group) -> None:
+    """Give every command of ``group`` the connection options too (``wharf pool list --rm-url
+    …``): given there, they win over the group's (the variables are read by the group)."""
+    for command in group.commands.values():
+        for flag, variable, text in RM_OPTIONS:
+            command.params.append(
+                click.Option(
+                    [flag],
+                    expose_value=False,
+                    callback=_remember_one,
+                    help=f"{text} [env: {variable}]",
+                )
+            )
 
 
 @contextmanager
@@ -64,6 +98,7 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
     connection: dict[str, str | None] = ctx.find_object(dict) or {}
     url = connection.get("rm_url")
     client: Any
+    workspace = None if url else _workspace_url()
     if url:
         from wharf.core.errors import InputError
         from wharf.resource_manager.client.http import HttpResourceManager
@@ -71,8 +106,9 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         api_key, username = connection.get("api_key"), connection.get("username")
         if not api_key and not (username and connection.get("password")):
             raise InputError(
-                "WHARF_RM_URL is set: also set WHARF_RM_API_KEY, or WHARF_RM_USERNAME and "
-                "WHARF_RM_PASSWORD."
+                f"The Resource Manager at {url} needs a credential: pass --api-key (or set "
+                "WHARF_RM_API_KEY), or --username and --password (WHARF_RM_USERNAME, "
+                "WHARF_RM_PASSWORD)."
             )
         client = HttpResourceManager(
             url,
@@ -80,6 +116,10 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
             username=None if api_key else username,
             password=None if api_key else connection.get("password"),
         )
+    elif workspace is not None:
+        from wharf.cli.workspace_rm import WorkspaceResourceManager
+
+        client = WorkspaceResourceManager(*workspace)
     else:
         from wharf.config.global_config import load_config
         from wharf.resource_manager.client.embedded import connect_embedded
@@ -93,6 +133,14 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         yield client
     finally:
         client.close()
+
+
+def _workspace_url() -> tuple[str, str | None] | None:
+    """The workspace server this machine is logged in to (URL and credential), if any."""
+    from wharf.config.global_config import load_config
+
+    config = load_config()
+    return (config.server_url, config.api_key) if config.server_url else None
 
 
 # ----------------------------------------------------------------------------- input
@@ -209,8 +257,24 @@ def resource_manager() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML/JSON file of principals and argon2 hashes (see 'credential').",
 )
-@click.option("--admin-api-key", envvar="WHARF_RM_ADMIN_API_KEY", help="Bootstrap admin key.")
-@click.option("--secret-key", envvar="WHARF_RM_SECRET_KEY", help="Token signing key (>= 32).")
+@click.option(
+    "--admin-api-key",
+    envvar="WHARF_RM_ADMIN_API_KEY",
+    help=f"API key of the administrator 'admin' (at least {MIN_ADMIN_KEY_LENGTH} characters).",
+)
+@click.option(
+    "--bootstrap-pool",
+    "bootstrap_pools",
+    multiple=True,
+    metavar="NAME=RESOURCE[:CLASS]=QTY[,...]",
+    help="Make pool NAME with this capacity, and a policy NAME-everyone letting every account "
+    "use it, unless they exist (repeatable; e.g. team=cpu=16,memory=64GiB,gpu=2).",
+)
+@click.option(
+    "--secret-key",
+    envvar="WHARF_RM_SECRET_KEY",
+    help=f"Token signing key (at least {MIN_SECRET_LENGTH} characters).",
+)
 @click.option("--access-token-ttl", type=click.FloatRange(min=1), default=3600.0, show_default=True)
 @click.option("--sweep-interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
 @click.option(
@@ -233,6 +297,7 @@ def serve(
     workers: int,
     credentials_file: Path | None,
     admin_api_key: str | None,
+    bootstrap_pools: tuple[str, ...],
     secret_key: str | None,
     access_token_ttl: float,
     sweep_interval: float,
@@ -242,7 +307,9 @@ def serve(
     """Serve the RM's HTTP API in the foreground until interrupted.
 
     Without --secret-key a key is kept in <user data dir>/resource_manager/secret_key (replicas
-    on other machines must be given the same key).
+    on other machines must be given the same key). --bootstrap-pool makes what users need to
+    run steps at once on a fresh database; a pool or policy that exists is left as it is, so
+    restarts and replicas may all pass the same options.
     """
     from wharf.config.global_config import load_config
     from wharf.core.errors import InputError
@@ -254,6 +321,16 @@ def serve(
     credentials = load_credentials_file(credentials_file) if credentials_file else ()
     if not credentials and not admin_api_key:
         raise InputError("Nobody could log in: give --credentials or --admin-api-key.")
+    if admin_api_key is not None and len(admin_api_key) < MIN_ADMIN_KEY_LENGTH:
+        raise InputError(
+            f"--admin-api-key must be at least {MIN_ADMIN_KEY_LENGTH} characters long (it has "
+            f"{len(admin_api_key)}); make one with: openssl rand -hex 24"
+        )
+    if secret_key is not None and len(secret_key) < MIN_SECRET_LENGTH:
+        raise InputError(
+            f"--secret-key must be at least {MIN_SECRET_LENGTH} characters long (it has "
+            f"{len(secret_key)}); make one with: openssl rand -hex 32"
+        )
     settings = load(
         ApiSettings,
         {
@@ -266,6 +343,12 @@ def serve(
             "metrics_public": metrics_public,
         },
     )
+    if bootstrap_pools:
+        from wharf.cli.rm_bootstrap import bootstrap, parse_pool
+
+        wanted = [parse_pool(text) for text in bootstrap_pools]
+        for line in bootstrap(settings.database_url, wanted):
+            click.echo(line, err=True)
     shown = "[::]" if host == "::" else host
     click.echo(f"Wharf Resource Manager on http://{shown}:{port} ({workers} worker(s)).", err=True)
     run(settings, host=host, port=port, workers=workers, log_level=log_level)

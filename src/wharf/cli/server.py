@@ -6,7 +6,9 @@ also come from ``WHARF_SERVER_*`` environment variables (click reads them). With
 ``--db-url`` the server uses this machine's embedded store; without ``--secret-key`` it creates
 one in ``<user data dir>/server/secret_key`` (replicas on other machines must be given the same
 key). With ``--resource-manager-url`` and ``--resource-manager-token`` (an RM API key) the
-server requests resources for the steps that ask for them; without, such steps fail.
+server requests resources for the steps that ask for them; without, such steps fail. ``serve``
+checks the token at start and refuses one the RM rejects. ``status`` also finds a server started
+in the foreground (``serve``) on the default (or given) port.
 
 ``up`` hands secrets (signing key, passwords, the RM token) to the background process through its
 environment, never its command line, which other users of the machine can read.
@@ -22,6 +24,7 @@ from typing import Any
 import click
 
 DEFAULT_PORT = 8237
+RM_CHECK_TIMEOUT_SECONDS = 5.0
 
 
 def _server_options(func: Any) -> Any:
@@ -115,6 +118,33 @@ def _check_resource_manager(url: str | None, token: str | None) -> None:
         raise InputError("--resource-manager-token is given without --resource-manager-url.")
 
 
+def _check_rm_token(url: str, token: str) -> None:
+    """Refuse to start with a token the Resource Manager rejects; an RM that cannot be reached
+    yet (it may be starting too) is only a warning: the server connects when it needs it."""
+    from wharf.core.errors import InputError, StoreUnavailableError, WharfError
+    from wharf.resource_manager.client import AuthenticationError
+    from wharf.resource_manager.client.http import HttpResourceManager
+    from wharf.resource_manager.client.http_transport import RetryPolicy
+
+    client = HttpResourceManager(
+        url, api_key=token, timeout=RM_CHECK_TIMEOUT_SECONDS, retry=RetryPolicy(attempts=1)
+    )
+    try:
+        client.descriptors.list()
+    except AuthenticationError as error:
+        raise InputError(
+            f"The Resource Manager at {url} rejected --resource-manager-token ({error}); give "
+            "an API key it accepts (its --admin-api-key, or one from 'wharf resource-manager "
+            "credential')."
+        ) from None
+    except StoreUnavailableError as error:
+        click.echo(f"Warning: cannot check the Resource Manager token yet: {error}", err=True)
+    except WharfError as error:
+        click.echo(f"Warning: cannot check the Resource Manager token: {error}", err=True)
+    finally:
+        client.close()
+
+
 def _url(host: str, port: int) -> str:
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
@@ -148,6 +178,8 @@ def serve(
     from wharf.server.settings import ServerSettings
 
     _check_resource_manager(resource_manager_url, resource_manager_token)
+    if resource_manager_url and resource_manager_token:
+        _check_rm_token(resource_manager_url, resource_manager_token)
     config = load_config()
     settings = ServerSettings(
         database_url=db_url or config.store_url,
@@ -217,13 +249,29 @@ def down() -> None:
 
 
 @server.command("status")
-def status() -> None:
-    """Say whether the background server runs and answers."""
+@click.option("--host", default="127.0.0.1", show_default=True, help="Where to look for a server.")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to look on when no background server ('up') is recorded.",
+)
+def status(host: str, port: int) -> None:
+    """Say whether a server runs and answers: the background one ('up'), else one on --host and
+    --port (started in the foreground with 'serve')."""
     from wharf.server import daemon
 
     info = daemon.read_info(_home())
     if info is None:
-        click.echo("No Wharf server is running.")
+        url = _url(host, port)
+        if daemon.healthy(url):
+            click.echo(
+                f"Wharf server at {url}: healthy (started with 'wharf server serve'; stop it "
+                "where it runs)."
+            )
+        else:
+            click.echo(f"No Wharf server is running at {url}.")
         return
     state = "healthy" if daemon.healthy(info.url) else "not answering"
     click.echo(f"Wharf server at {info.url} (pid {info.pid}): {state}; log: {info.log_file}")

@@ -4,7 +4,7 @@ pairing of its store with it, and what it knows about each request's project and
 Owns: :func:`connect` (the client of ``ServerSettings.resource_manager_*``, or None),
 :func:`pair` (the server's step runs and batch calls become resource-aware, for the user each
 run records), :class:`RequestScope` / :func:`scope_of`, :class:`ServerRequests` and
-:class:`RenewalCoalescer`.
+:class:`RenewalCoalescer`, :func:`server_credentials` (the RM's 401 as the server's outage).
 
 Lease renewals are coalesced: every step heartbeat renews its request, and concurrent ones
 (heartbeats are served on the thread pool) go to the RM as one bulk renewal (flat combining,
@@ -152,6 +152,13 @@ class ServerRequests:
             raise IllegalOperationError(NO_RESOURCE_MANAGER)
         return _Remembering(self._client.requests, self)
 
+    @property
+    def client(self) -> ResourceManagerClient:
+        """The RM client itself, for the routes that show the team's pools (read only)."""
+        if self._client is None:
+            raise IllegalOperationError(NO_RESOURCE_MANAGER)
+        return self._client
+
     def scope(self, request_id: UUID) -> RequestScope | None:
         """The request's scope if this process has seen it."""
         return self._scopes.get(request_id)
@@ -290,11 +297,11 @@ class _Remembering:
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        with _server_credentials():
+        with server_credentials():
             return self._seen(self._inner.create(spec, idempotency_key=idempotency_key))
 
     def get(self, request_id: UUID) -> ResourceRequestInfo:
-        with _server_credentials():
+        with server_credentials():
             return self._seen(self._inner.get(request_id))
 
     def renew(
@@ -305,7 +312,7 @@ class _Remembering:
         *,
         idempotency_key: str | None = None,
     ) -> ResourceRequestInfo:
-        with _server_credentials():
+        with server_credentials():
             if idempotency_key is not None:
                 renewed = self._inner.renew(
                     request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
@@ -317,7 +324,7 @@ class _Remembering:
         return self._seen(renewed)
 
     def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
-        with _server_credentials():
+        with server_credentials():
             answers = self._inner.renew_many(renewals)
         for answer in answers:
             if not isinstance(answer, WharfError):
@@ -327,23 +334,23 @@ class _Remembering:
     def release(
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        with _server_credentials():
+        with server_credentials():
             return self._seen(self._inner.release(request_id, idempotency_key=idempotency_key))
 
     def cancel(
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        with _server_credentials():
+        with server_credentials():
             return self._seen(self._inner.cancel(request_id, idempotency_key=idempotency_key))
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
-        with _server_credentials():
+        with server_credentials():
             return self._inner.explain(request_id)
 
     def list(
         self, query: RequestFilter | None = None, page: PageRequest | None = None
     ) -> Page[ResourceRequestInfo]:
-        with _server_credentials():
+        with server_credentials():
             found = self._inner.list(query, page)
         for info in found.items:
             self._owner.remember(info)
@@ -363,7 +370,7 @@ def _renewal_item(
 
 
 @contextmanager
-def _server_credentials() -> Iterator[None]:
+def server_credentials() -> Iterator[None]:
     """Turns the RM's 401 (the server's token is wrong) into an outage of the server."""
     from wharf.resource_manager.client import AuthenticationError
 

@@ -1,10 +1,12 @@
 """``/api/v1/resource_requests``: the Resource Manager requests of the workspace's steps, listed,
-read, renewed and released through the server, which made them under its own RM principal.
+read, explained, renewed, released and cancelled through the server, which made them under its
+own RM principal.
 
 Who sees what (the RM cannot tell the server's callers apart, so the server decides):
 - admins see and change every request, including ones that belong to no project;
-- members and viewers see the requests of their projects (members also renew and release
-  them); a request of another project, or of none, is missing (404), like an unknown id;
+- members and viewers see (and have explained) the requests of their projects (members also
+  renew, release and cancel them); a request of another project, or of none, is missing
+  (404), like an unknown id;
 - a run token sees, renews and releases the requests of its own run only (the launcher waits
   for its allocation through these routes with the run's credentials).
 
@@ -30,6 +32,7 @@ from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, InputError
 from wharf.resource_manager.client.models import (
     MAX_DURATION_SECONDS,
+    ExplanationInfo,
     Page,
     PageRequest,
     RequestFilter,
@@ -203,5 +206,22 @@ def build_router() -> APIRouter:
         _visible(ctx, link, request_id, write=True, action="release resource requests")
         key = body.idempotency_key if body is not None else None
         return _response(link.requests.release(request_id, idempotency_key=key))
+
+    @router.post("/{request_id}/cancel", response_model=ResourceRequestInfo)
+    def cancel_request(
+        request_id: UUID, ctx: CtxDep, body: Annotated[ReleaseBody | None, Body()] = None
+    ) -> Response:
+        """Withdraw a pending request (a finished one comes back unchanged)."""
+        link = _link(ctx)
+        _visible(ctx, link, request_id, write=True, action="cancel resource requests")
+        key = body.idempotency_key if body is not None else None
+        return _response(link.requests.client.cancel(request_id, idempotency_key=key))
+
+    @router.get("/{request_id}/explain", response_model=ExplanationInfo)
+    def explain_request(request_id: UUID, ctx: CtxDep) -> Response:
+        """Why the request is where it is: queue positions, what blocks it."""
+        link = _link(ctx)
+        _visible(ctx, link, request_id, write=False, action="read resource requests")
+        return _response(link.requests.client.explain(request_id))
 
     return router

@@ -1,0 +1,187 @@
+"""The team's Resource Manager as a logged-in user reaches it: through the workspace server.
+
+:class:`WorkspaceResourceManager` offers what ``wharf pool``, ``wharf policy`` and ``wharf
+request`` read — descriptors, pools with their queues and allocations, policies, and the
+caller's own requests (get, list, explain, release, cancel) — over the server's routes
+(``/api/v1/resource_pools`` …), with the caller's workspace credential and rights. No RM
+credential is needed.
+
+Invariant: read-only for configuration. Creating, changing or deleting descriptors, pools or
+policies is refused here with one line saying where it is done (on the RM, ``--rm-url``), and
+nothing is sent.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any, NoReturn
+from uuid import UUID
+
+from wharf.core.errors import InputError
+from wharf.store.rest.http import HttpSession
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.client.models import (
+        ExplanationInfo,
+        Page,
+        PageRequest,
+        PoolAllocation,
+        QueueEntry,
+        RequestFilter,
+        ResourceRequestInfo,
+    )
+    from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
+
+API = "/api/v1"
+
+
+def _managed_on_the_rm(url: str) -> NoReturn:
+    raise InputError(
+        f"Logged in to the workspace server {url}, you can see the team's pools and policies "
+        "but not change them: an RM administrator does that on the Resource Manager itself "
+        "(--rm-url URL --api-key KEY, or WHARF_RM_URL and WHARF_RM_API_KEY)."
+    )
+
+
+def _ref(value: str | UUID) -> str:
+    return str(value)
+
+
+class _Descriptors:
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def list(self) -> list[ResourceDescriptor]:
+        from wharf.resource_manager.domain import ResourceDescriptor
+
+        data = self._http.send("GET", f"{API}/resource_descriptors")
+        return [ResourceDescriptor.model_validate(item) for item in data]
+
+    def get(self, name: str) -> ResourceDescriptor:
+        from wharf.core.errors import EntityNotFoundError
+
+        for descriptor in self.list():
+            if descriptor.name == name:
+                return descriptor
+        raise EntityNotFoundError(f"No resource descriptor named '{name}'.")
+
+    def create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _managed_on_the_rm(self._http.url)
+
+    update = delete = create
+
+
+class _Pools:
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def list(self) -> list[Pool]:
+        from wharf.resource_manager.domain import Pool
+
+        return [Pool.model_validate(p) for p in self._http.send("GET", f"{API}/resource_pools")]
+
+    def get(self, pool: str | UUID) -> Pool:
+        from wharf.resource_manager.domain import Pool
+
+        return Pool.model_validate(self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}"))
+
+    def queue(self, pool: str | UUID) -> builtins.list[QueueEntry]:
+        from wharf.resource_manager.client.models import QueueEntry
+
+        data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/queue")
+        return [QueueEntry.model_validate(item) for item in data]
+
+    def allocations(self, pool: str | UUID) -> builtins.list[PoolAllocation]:
+        from wharf.resource_manager.client.models import PoolAllocation
+
+        data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/allocations")
+        return [PoolAllocation.model_validate(item) for item in data]
+
+    def create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _managed_on_the_rm(self._http.url)
+
+    update = delete = create
+
+
+class _Policies:
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def list(self, pool: str | UUID | None = None) -> list[Policy]:
+        from wharf.resource_manager.domain import Policy
+
+        params = {"pool": None if pool is None else _ref(pool)}
+        data = self._http.send("GET", f"{API}/resource_policies", params=params)
+        return [Policy.model_validate(item) for item in data]
+
+    def get(self, policy: str | UUID) -> Policy:
+        from wharf.resource_manager.domain import Policy
+
+        data = self._http.send("GET", f"{API}/resource_policies/{_ref(policy)}")
+        return Policy.model_validate(data)
+
+    def create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _managed_on_the_rm(self._http.url)
+
+    update = delete = create
+
+
+class _Requests:
+    def __init__(self, http: HttpSession) -> None:
+        from wharf.store.rest.resource_requests import RestResourceRequests
+
+        self._http = http
+        self._rest = RestResourceRequests(http)
+
+    def get(self, request_id: UUID) -> ResourceRequestInfo:
+        return self._rest.get(request_id)
+
+    def list(
+        self, query: RequestFilter | None = None, page: PageRequest | None = None
+    ) -> Page[ResourceRequestInfo]:
+        return self._rest.list(query, page)
+
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        return self._rest.release(request_id, idempotency_key=idempotency_key)
+
+    def cancel(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        from wharf.resource_manager.client.models import ResourceRequestInfo
+
+        body = {"idempotency_key": idempotency_key}
+        data = self._http.send("POST", f"{API}/resource_requests/{request_id}/cancel", body=body)
+        return ResourceRequestInfo.model_validate(data)
+
+    def explain(self, request_id: UUID) -> ExplanationInfo:
+        from wharf.resource_manager.client.models import ExplanationInfo
+
+        data = self._http.send("GET", f"{API}/resource_requests/{request_id}/explain")
+        return ExplanationInfo.model_validate(data)
+
+
+class WorkspaceResourceManager:
+    """See the module docstring; ``close()`` closes its HTTP session."""
+
+    def __init__(self, url: str, credential: str | None) -> None:
+        self._http = HttpSession(url, credential)
+        self.url = self._http.url
+        self.descriptors = _Descriptors(self._http)
+        self.pools = _Pools(self._http)
+        self.policies = _Policies(self._http)
+        self.requests = _Requests(self._http)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def pool_names(http: HttpSession) -> dict[UUID, str]:
+    """Pool names by id, for showing allocations (empty if the server cannot say)."""
+    from wharf.core.errors import WharfError
+
+    try:
+        return {p.id: p.name for p in _Pools(http).list()}
+    except WharfError:
+        return {}

@@ -1,0 +1,127 @@
+# ruff: noqa: F811  (fixtures imported from the server tests)
+"""Team mode from a logged-in user's terminal: ``wharf pool list|show|queue`` and ``wharf request
+explain|cancel`` through the workspace server (no RM credential), the connection options on the
+commands themselves, and bad input as one line. Real subprocesses, real servers (the workspace
+logged in to the RM as the non-administrator ``alice``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error
+from tests.cli.test_rm_cli import run
+from tests.resource_manager.api.live import ADMIN_KEY
+from tests.server.live import LiveServer, start_server
+from tests.server.resource_world import (  # noqa: F401 (fixtures)
+    POOL,
+    Team,
+    _rm_sqlite_template,
+    rm_server,
+    team,
+)
+from wharf.store.models import StepRunRecord
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[LiveServer]:
+    server = start_server()
+    yield server
+    server.stop()
+
+
+def _env(team: Team, tmp_path: Path, role: str = "member") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    credential = team.world.credentials[role]
+    assert credential is not None
+    env.update(
+        WHARF_HOME=str(tmp_path / "home"), WHARF_SERVER_URL=team.world.url, WHARF_API_KEY=credential
+    )
+    return env
+
+
+@pytest.fixture
+def steps(team: Team) -> list[StepRunRecord]:
+    """Three steps of project A asking for a licence each: two allocated, one pending."""
+    store = team.rest("member")
+    run_ = team.run()
+    return [store.steps.create(team.queued(run_, f"s{i}")) for i in range(3)]
+
+
+def test_a_user_sees_the_teams_pools_through_the_workspace(team: Team, tmp_path: Path) -> None:
+    env = _env(team, tmp_path)
+    listed = run("pool", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert POOL in listed.stdout and "local" not in listed.stdout  # not the embedded RM's
+    as_json = json.loads(run("pool", "list", "-o", "json", env=env).stdout)
+    assert [p["name"] for p in as_json] == [POOL]
+    shown = run("pool", "show", POOL, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "license" in shown.stdout
+    # the workspace's RM credential (alice) is not an RM administrator's: said, not hidden
+    assert "Current allocations not shown" in shown.stdout and "administrator" in shown.stdout
+    assert_one_line_error(run("pool", "queue", POOL, env=env), "not an RM administrator")
+    assert_one_line_error(run("pool", "show", "nowhere", env=env), "nowhere")
+    policies = run("policy", "list", env=env)
+    assert policies.returncode == 0 and POOL in policies.stdout, policies.stderr
+
+
+def test_changes_are_refused_through_the_workspace(team: Team, tmp_path: Path) -> None:
+    env = _env(team, tmp_path)
+    for args in (
+        ("pool", "create", "more", "-c", "license=1"),
+        ("pool", "delete", POOL, "--yes"),
+        ("policy", "delete", "anything", "--yes"),
+    ):
+        assert_one_line_error(run(*args, env=env), "an RM administrator does that")
+
+
+def test_explain_and_cancel_go_through_the_workspace(
+    team: Team, steps: list[StepRunRecord], tmp_path: Path
+) -> None:
+    env = _env(team, tmp_path)
+    allocated, _, pending = (str(s.resource_request_id) for s in steps)
+    explained = run("request", "explain", pending, env=env)
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith("pending (waiting)"), explained.stdout
+    assert f"pool '{POOL}'" in explained.stdout
+    assert run("request", "explain", allocated, env=env).stdout.startswith("allocated")
+    assert team.rm_admin is not None
+    pool_id = str(team.rm_admin.pools.get(POOL).id)
+    listed = run("request", "list", env=env)
+    assert POOL in listed.stdout and pool_id not in listed.stdout  # pools by name, not id
+    shown = run("request", "show", allocated, env=env)
+    assert POOL in shown.stdout and pool_id not in shown.stdout
+    cancelled = run("request", "cancel", pending, env=env)
+    assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stderr
+    again = run("request", "cancel", pending, env=env)
+    assert_one_line_error(again, "was already finished (cancelled")
+    assert_one_line_error(
+        run("request", "cancel", allocated, env=env), "Only a pending request can be cancelled"
+    )
+    theirs = team.rest("other").steps.create(team.queued(team.run("other", project="B"), "b"))
+    assert_one_line_error(
+        run("request", "explain", str(theirs.resource_request_id), env=env),
+        "No resource request with id",
+    )
+
+
+def test_connection_options_work_on_the_commands(team: Team, tmp_path: Path) -> None:
+    assert team.rm is not None
+    env = _env(team, tmp_path)
+    direct = run("pool", "list", "--rm-url", team.rm.url, "--api-key", ADMIN_KEY, env=env)
+    assert direct.returncode == 0 and POOL in direct.stdout, direct.stderr
+    made = run(
+        "pool", "create", "extra", "-c", "license=1", "--rm-url", team.rm.url,
+        "--api-key", ADMIN_KEY, env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    missing = run("request", "list", "--rm-url", team.rm.url, env=env)
+    assert_one_line_error(missing, "--api-key")
+    assert "WHARF_RM_API_KEY" in missing.stderr
+    helped = run("policy", "show", "--help", env=env)
+    assert "--rm-url" in helped.stdout and "--api-key" in helped.stdout

@@ -1,0 +1,104 @@
+# ruff: noqa: F811  (fixtures imported from the server tests)
+"""``wharf server status`` finds a server started in the foreground with ``wharf server serve``,
+and ``serve`` refuses a Resource Manager token the RM rejects. Real processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.cli.test_cli import assert_one_line_error
+from tests.resource_manager.api.live import ALICE_KEY
+from tests.resource_manager.api.live import LiveServer as RmServer
+from tests.server.resource_world import _rm_sqlite_template, rm_server  # noqa: F401
+from tests.server.test_cli_server import free_port, wharf
+
+START_TIMEOUT = 60.0
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    env["WHARF_HOME"] = str(home)
+    return env
+
+
+def test_status_finds_a_foreground_server(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    nothing = wharf(home, "server", "status", "--port", str(port))
+    assert f"No Wharf server is running at {url}" in nothing.stdout
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wharf.cli.main",
+            "server",
+            "serve",
+            "--port",
+            str(port),
+            "--db-url",
+            f"sqlite:///{tmp_path / 'ws.db'}",
+            "--log-level",
+            "warning",
+        ],
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            found = wharf(home, "server", "status", "--port", str(port))
+            if "healthy" in found.stdout:
+                break
+            assert process.poll() is None and time.monotonic() < deadline, found.stdout
+            time.sleep(0.2)
+        assert f"Wharf server at {url}: healthy" in found.stdout
+        assert "wharf server serve" in found.stdout
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_serve_refuses_a_token_the_resource_manager_rejects(
+    tmp_path: Path, rm_server: RmServer
+) -> None:
+    home = tmp_path / "home"
+    args = ["--db-url", f"sqlite:///{tmp_path / 'ws.db'}", "--port", str(free_port())]
+    args += ["--resource-manager-url", rm_server.url]
+    refused = wharf(home, "server", "serve", *args, "--resource-manager-token", "wrm.x." + "z" * 40)
+    assert_one_line_error(refused, "rejected --resource-manager-token")
+    assert "Traceback" not in refused.stderr
+    # a token it accepts passes the check (the server then starts: stopped at once here)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wharf.cli.main",
+            "server",
+            "serve",
+            *args,
+            "--resource-manager-token",
+            ALICE_KEY,
+            "--log-level",
+            "warning",
+        ],
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        port = args[3]
+        while wharf(home, "server", "status", "--port", port).stdout.find("healthy") < 0:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
