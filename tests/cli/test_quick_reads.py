@@ -263,6 +263,19 @@ def test_short_id_lookups_match(home: Path) -> None:
         pair.close()
 
 
+def test_what_runs_show_reads_matches(both: Both) -> None:
+    """``runs show``'s other reads: pipelines and snapshots by id, step runs by id or prefix."""
+    for run in both.check("list_pipeline_runs", size=1000).items:
+        both.check("get_pipeline", run.pipeline_id)
+        both.check("get_snapshot", run.snapshot_id)
+        for step in both.check("list_run_steps", run.id, size=1000).items:
+            both.check("get_step_run", step.id)
+            both.check("get_step_run", step.id.hex[:10])
+    both.check("get_step_run", str(uuid.uuid4()))
+    both.check("get_step_run", "nope")
+    both.check("get_snapshot", uuid.uuid4())
+
+
 def test_artifact_lists_match(both: Both) -> None:
     for name in (None, "data", "model", "missing"):
         for page, size in PAGES:
