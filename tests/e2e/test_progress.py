@@ -12,11 +12,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.e2e.team import ADMIN, start_team
 from tests.e2e.test_isolated import make_stack
 from wharf.config.global_config import load_config
+from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 
 SCRIPT = """
@@ -56,6 +59,11 @@ def hold(label: str) -> str:
     return label
 
 
+@step(settings={"resources": ResourceSettings(resources={"license": 1})})
+def hold_license(label: str) -> str:
+    return hold.func(label)
+
+
 @pipeline(execution_mode="continue_on_failure")
 def basic() -> None:
     x = load()
@@ -68,6 +76,12 @@ def queued() -> None:
     hold(label="a")
     hold(label="b")
     boom(1)
+
+
+@pipeline
+def licensed() -> None:
+    hold_license(label="a")
+    hold_license(label="b")
 
 
 @pipeline
@@ -112,6 +126,38 @@ def run_script(script: Path, which: str, *extra: str, **env: str) -> list[str]:
     )
     assert done.returncode in (0, 3), done.stderr
     return done.stderr.splitlines()
+
+
+def run_until_waiting(script: Path, which: str, **env: str) -> list[str]:
+    """The stderr lines of ``python script which``, whose steps ``hold`` until the test saw a
+    step say it waits for resources."""
+    process = subprocess.Popen(
+        [sys.executable, str(script), which, str(script.parent)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+        cwd=script.parent,
+    )
+    lines: list[str] = []
+    waiting = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if "waiting for resources" in line:
+                waiting.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert waiting.wait(120), "no step said it waits:\n" + "\n".join(lines)
+    finally:
+        (script.parent / "release").write_text("go")
+        process.wait(timeout=120)
+        reader.join(timeout=30)
+    assert process.returncode == 0 or which == "queued", "\n".join(lines)
+    return lines
 
 
 def progress(lines: list[str]) -> list[str]:
@@ -159,32 +205,9 @@ def test_isolated_steps_waiting_for_the_local_pool(script: Path, wharf_home: Pat
         make_stack(workspace, "procs", "local_process")
     finally:
         workspace.close()
-    env = {**os.environ, "WHARF_ACTIVE_STACK": "procs", "WHARF_LOCAL_STEP_SLOTS": "1"}
-    process = subprocess.Popen(
-        [sys.executable, str(script), "queued", str(script.parent)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=script.parent,
+    lines = run_until_waiting(
+        script, "queued", WHARF_ACTIVE_STACK="procs", WHARF_LOCAL_STEP_SLOTS="1"
     )
-    lines: list[str] = []
-    waiting = threading.Event()
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line.rstrip("\n"))
-            if "waiting for resources" in line:
-                waiting.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert waiting.wait(120), "no step said it waits:\n" + "\n".join(lines)
-    finally:
-        (script.parent / "release").write_text("go")
-        process.wait(timeout=120)
-        reader.join(timeout=30)
     shown = progress(lines)
     assert has(shown, r"Step 'hold(_2)?' started in its own process\.")
     assert has(
@@ -237,3 +260,37 @@ def test_an_application_logging_configuration_is_used_as_it_is(script: Path):
         for x in lines
     )
     assert any(line.startswith("APP INFO wharf.progress Run 'quiet-") for line in lines)
+
+
+def test_team_mode_prints_the_same_lines(
+    script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_database_url: Any
+):
+    """Against a workspace server and a Resource Manager service (real processes on
+    PostgreSQL): a step waiting for a licence names the team's pool, and re-runs are cached."""
+    team = start_team(
+        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
+    )
+    try:
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        rm = team.rm_client()
+        try:
+            ensure_pool(rm, "licenses", {"license": 1}, account=ADMIN)
+        finally:
+            rm.close()
+        shown = progress(run_until_waiting(script, "licensed"))
+        assert has(
+            shown,
+            r"Step 'hold_license(_2)?' waiting for resources in pool 'licenses': 1 license "
+            r"\(Waiting .+\)",
+        )
+        assert has(shown, r"Step 'hold_license_2' completed in \d+\.\d+ s\.")
+        assert re.search(r"Run 'licensed-\S+' completed in .*: 2 completed\.", shown[-1])
+        first = progress(run_script(script, "basic"))
+        assert has(first, r"ERROR: Step 'boom' failed in \d+\.\d+ s: ValueError: boom")
+        assert has(first, r"WARNING: Step 'flaky' attempt 1 of 2 failed, retrying: .+")
+        again = progress(run_script(script, "basic"))
+        assert has(again, r"Step 'load' cached \(from run [0-9a-f]{8}\)\.")
+        assert re.search(r": 2 cached, 1 failed\. ", again[-1])
+    finally:
+        team.stop()
