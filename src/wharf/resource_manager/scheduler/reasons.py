@@ -4,7 +4,8 @@ Owns: the canonical sentences (``NO_POLICY_MATCHES`` ...) and the builders that 
 
 Invariant: each rejection or wait starts with a stable, canonical sentence that clients and
 tests may match on; details (names, amounts) follow in further sentences. Amounts are rendered
-with the resource's largest exact unit (``8 GPU``, ``512 GiB``).
+for people (``8 GPU``, ``512 GiB``, ``23.5 GiB`` rather than ``24683664 KiB``: see
+:func:`~wharf.resource_manager.domain.units.format_human`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wharf.resource_manager.domain.subjects import SubjectChain, SubjectType
-from wharf.resource_manager.domain.units import format_base
+from wharf.resource_manager.domain.units import format_human
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, SlotInfo
 
 NO_POLICY_MATCHES = "No resource policy matches any of the request subjects."
@@ -26,7 +27,7 @@ PREEMPTED_FOR = "Preempted to free resources for request {preemptor}: {why}."
 
 
 def amount(slot: SlotInfo, base: int | None) -> str:
-    return format_base(slot.descriptor, base)
+    return format_human(slot.descriptor, base)
 
 
 def amount_of(slot: SlotInfo, base: int | None) -> str:
