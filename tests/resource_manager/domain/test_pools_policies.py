@@ -111,6 +111,13 @@ def test_policy_validation_against_its_pool(grants, message):
         validate_policy(policy("team", p, *grants), p, DESCRIPTORS)
 
 
+def test_policy_validation_names_amounts_in_human_units():
+    p = pool("p", klass("default", memory=24683664 * 1024))
+    too_much = policy("team", p, grant("default", memory=res(100 * 1024**3)))
+    with pytest.raises(InputError, match=r"reserved 100 GiB .* above its capacity of 23\.5 GiB"):
+        validate_policy(too_much, p, DESCRIPTORS)
+
+
 def test_policy_of_another_pool_is_rejected():
     p, q = pool("p"), pool("q")
     with pytest.raises(InputError, match="belongs to another pool"):

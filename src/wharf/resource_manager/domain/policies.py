@@ -36,7 +36,7 @@ from pydantic import (
 from wharf.core.errors import InputError
 from wharf.resource_manager.domain.pools import Pool, TargetSettings
 from wharf.resource_manager.domain.selectors import SubjectSelector
-from wharf.resource_manager.domain.units import NAME_PATTERN, ResourceDescriptor, format_base
+from wharf.resource_manager.domain.units import NAME_PATTERN, ResourceDescriptor, format_human
 
 PRIORITY_LANE_PRIORITY = 2_147_483_647
 """The effective priority of a priority-lane policy (as in ZenML's transport models)."""
@@ -122,7 +122,7 @@ def _describe(
     descriptor = descriptors.get(resource) if descriptors else None
     if descriptor is None:
         return "unlimited" if amount is None else str(amount)
-    return format_base(descriptor, amount)
+    return format_human(descriptor, amount)
 
 
 def validate_policy(
