@@ -96,6 +96,8 @@ def test_explain_and_cancel_go_through_the_workspace(
     assert POOL in listed.stdout and pool_id not in listed.stdout  # pools by name, not id
     shown = run("request", "show", allocated, env=env)
     assert POOL in shown.stdout and pool_id not in shown.stdout
+    policy = team.rm_admin.policies.get(f"{POOL}-member")  # ensure_pool's, for the member
+    assert policy.name in shown.stdout and str(policy.id) not in shown.stdout
     cancelled = run("request", "cancel", pending, env=env)
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stderr
     again = run("request", "cancel", pending, env=env)

@@ -135,10 +135,11 @@ def _requests_of(store: RestStore) -> RestResourceRequests:
     return requests
 
 
-def _pool_names(store: RestStore) -> dict[UUID, str]:
+def _pool_names(store: RestStore, *, policies: bool = False) -> dict[UUID, str]:
+    """Pool (and policy) names by id, through the workspace server."""
     from wharf.cli.workspace_rm import pool_names
 
-    return pool_names(store.http)
+    return pool_names(store.http, policies=policies)
 
 
 def _project_id(store: RestStore, project: str) -> UUID:
@@ -240,12 +241,13 @@ def show(ctx: click.Context, request_id: str, output: str) -> None:
         if store is not None:
             info = _requests_of(store).get(_request_id(request_id))
             if output != "json":
-                pools = _pool_names(store)
+                pools = _pool_names(store, policies=True)
         else:
             with open_rm(ctx) as rm:
                 info = rm.requests.get(_request_id(request_id))
                 if output != "json":
                     pools = {p.id: p.name for p in rm.pools.list()}
+                    pools.update((p.id, p.name) for p in rm.policies.list())
     if output == "json":
         echo_json(info)
         return
@@ -253,6 +255,7 @@ def show(ctx: click.Context, request_id: str, output: str) -> None:
 
 
 def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> None:
+    """``pools``: pool and policy names by id."""
     from wharf.cli.output import emit
 
     row = request_row(info, pools)
@@ -276,7 +279,7 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
                     "class": a.class_name,
                     "resource": a.resource,
                     "quantity": f"{a.quantity} {a.unit}",
-                    "policy": str(a.policy_id),
+                    "policy": pools.get(a.policy_id, str(a.policy_id)),
                 }
             )
             for a in info.allocations

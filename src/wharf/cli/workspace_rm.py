@@ -177,11 +177,15 @@ class WorkspaceResourceManager:
         self._http.close()
 
 
-def pool_names(http: HttpSession) -> dict[UUID, str]:
-    """Pool names by id, for showing allocations (empty if the server cannot say)."""
+def pool_names(http: HttpSession, *, policies: bool = False) -> dict[UUID, str]:
+    """Pool (and policy) names by id, for showing allocations (empty if the server cannot
+    say)."""
     from wharf.core.errors import WharfError
 
     try:
-        return {p.id: p.name for p in _Pools(http).list()}
+        names = {p.id: p.name for p in _Pools(http).list()}
+        if policies:
+            names.update((p.id, p.name) for p in _Policies(http).list())
     except WharfError:
         return {}
+    return names
