@@ -99,7 +99,7 @@ def test_whole_call_errors(http: httpx.Client, token: Callable[[str], dict[str, 
         assert response.status_code == 422, (body, response.text)
         assert response.json()["error"] == "InputError"
     lease_zero = http.post(BULK, json={"renewals": [_item(MISSING, lease=0)]}, headers=alice)
-    assert "body.renewals.0.lease_seconds" in lease_zero.json()["detail"]
+    assert "'renewals[0].lease_seconds' must be" in lease_zero.json()["detail"]
 
     keyed = http.post(BULK, json={"renewals": []}, headers={**alice, "X-Idempotency-Key": "k1"})
     assert keyed.status_code == 400 and "X-Idempotency-Key" in keyed.json()["detail"]

@@ -62,7 +62,7 @@ def test_the_service_validates_raw_input(rm: ResourceManagerService) -> None:
         "subjects": [{"nodes": [{"subject_type": "account", "subject_id": "a"}]}],
         "demands": [{"resource": "GPU", "quantity": 1.5}],
     }
-    with pytest.raises(InputError, match=r"demands\.0\.quantity"):
+    with pytest.raises(InputError, match=r"'demands\[0\]\.quantity' must be a whole number"):
         rm.requests.create(ALICE, raw)
     with pytest.raises(InputError, match="lease_seconds"):
         rm.requests.create(
