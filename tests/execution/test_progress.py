@@ -25,7 +25,7 @@ from wharf.execution.progress import (
     describe_demands,
     format_duration,
 )
-from wharf.execution.progress_logging import JsonFormatter, TextFormatter
+from wharf.execution.progress_logging import JsonFormatter, TextFormatter, _configure
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord
 
@@ -230,3 +230,25 @@ def test_events_nobody_wants_are_counted_but_not_told(caplog: pytest.LogCaptureF
     ]
     assert [r.getMessage() for r in caplog.records] == expected
     assert [e.message for e in errors] == expected
+
+
+def test_wharf_adds_its_handler_only_while_the_application_configured_none(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    wharf = logging.Logger("wharf-under-test")
+    _configure(wharf, None, "json")
+    (handler,) = wharf.handlers
+    assert isinstance(handler.formatter, JsonFormatter) and wharf.level == logging.INFO
+    _configure(wharf, "WARNING", "text")  # the next run: the same handler, as now configured
+    assert wharf.handlers == [handler] and isinstance(handler.formatter, TextFormatter)
+    assert wharf.level == logging.WARNING
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # the application's own
+    _configure(wharf, None, "text")
+    assert wharf.handlers == [] and wharf.level == logging.NOTSET
+    app = logging.NullHandler()
+    wharf.addHandler(app)
+    monkeypatch.setattr(root, "handlers", [])
+    _configure(wharf, "ERROR", "text")  # a handler on 'wharf' is the application's choice too
+    assert wharf.handlers == [app] and wharf.level == logging.ERROR

@@ -17,12 +17,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from wharf.execution.progress import ProgressEvent
 
 WHARF_LOGGER = "wharf"
+_CONFIGURING = threading.Lock()
+"""Pipelines called at once from several threads add one handler, not one each."""
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -78,7 +81,11 @@ def _own_handlers(wharf: logging.Logger) -> list[logging.Handler]:
 def configure_logging(verbosity: str | None, fmt: str) -> None:
     """Send Wharf's log to stderr in ``fmt`` (``text`` or ``json``) at ``verbosity`` (a level
     name; None: INFO), unless the application configured logging itself."""
-    wharf = logging.getLogger(WHARF_LOGGER)
+    with _CONFIGURING:
+        _configure(logging.getLogger(WHARF_LOGGER), verbosity, fmt)
+
+
+def _configure(wharf: logging.Logger, verbosity: str | None, fmt: str) -> None:
     own = _own_handlers(wharf)
     foreign = [h for h in wharf.handlers if h not in own]
     if logging.getLogger().handlers or foreign:
