@@ -110,6 +110,29 @@ STORE_ROUTES: list[Route] = [
         200,
         lambda t: f"/api/v1/runs/{t.run.id}/token",
     ),
+    R(
+        "PUT",
+        "/api/v1/runs/{run_id}/heartbeat",
+        "write_a",
+        200,
+        lambda t: f"/api/v1/runs/{t.run.id}/heartbeat",
+        lambda t: {"host": "h", "pid": 7, "start": "b:1", "liveness_timeout_seconds": 30},
+    ),
+    R(
+        "GET",
+        "/api/v1/runs/sweep_candidates",
+        "account",
+        200,
+        lambda t: f"/api/v1/runs/sweep_candidates?host=h&now={NOW.replace('+', '%2B')}",
+    ),
+    R(
+        "POST",
+        "/api/v1/runs/lost",
+        "account",
+        200,
+        lambda t: "/api/v1/runs/lost",
+        lambda t: {"now": NOW, "orphaned": [str(t.run.id)]},
+    ),
     # steps
     R("POST", "/api/v1/steps", "write_a", 201, lambda t: "/api/v1/steps", lambda t: t.step_body()),
     R(

@@ -14,6 +14,10 @@ Invariants:
   ``sqlite:///PATH`` URL naming an existing file, a known Resource Manager mode, an existing
   project, and exactly :data:`SCHEMA_REVISION`. So a schema newer than the code gets the normal
   store's one-line ``SchemaVersionError``; an empty or older database gets migrated.
+- Nor when a run's orchestrating process is gone (its heartbeat deadline passed, or it ran on
+  this machine and died: one read of the live runs, ``wharf.store.process_identity``): the
+  normal path's ``Client`` sweeps such runs (``wharf.store.lost_runs``) before it reads, and
+  these reads never write.
 - :data:`SCHEMA_REVISION` is the revision these queries were written for; a test keeps it equal
   to ``wharf.store.sql.schema.HEAD_REVISION``, so each new migration brings a review here.
 - Same answers as the SQL repositories and ``Client``: filters (project; pipeline or run by id,
@@ -66,7 +70,7 @@ from wharf.store.models import (
 
 M = TypeVar("M", bound=BaseModel)
 
-SCHEMA_REVISION = "0005"  # see the module docstring
+SCHEMA_REVISION = "0006"  # see the module docstring
 DEFAULT_PROJECT = "default"  # ``store.defaults``' (which imports the ports); a test compares
 BUSY_TIMEOUT = 30.0  # seconds; only WAL recovery or a checkpoint can hold a reader up
 
@@ -146,8 +150,8 @@ class QuickReads:
             row = conn.execute("SELECT id FROM project WHERE name = ?", (name,)).fetchone()
         except sqlite3.Error:  # e.g. no alembic_version table: an empty, unmigrated file
             row = None
-        if row is None or revisions != [(SCHEMA_REVISION,)]:
-            conn.close()  # the normal path migrates, refuses, or creates the project
+        if row is None or revisions != [(SCHEMA_REVISION,)] or _needs_sweep(conn):
+            conn.close()  # the normal path migrates, refuses, creates the project or sweeps
             return None
         return cls(conn, UUID(row[0]))
 
@@ -314,6 +318,26 @@ class QuickReads:
                 rows = [{**row, **found[row["id"]]} for row in rows]
         items = [model.model_validate(row) for row in rows]
         return Page(items=items, index=page.index, size=page.size, total=total)
+
+
+_LIVE_RUNS = (
+    "SELECT orchestrator_host, orchestrator_pid, orchestrator_start, heartbeat_deadline "
+    "FROM pipeline_run WHERE heartbeat_deadline > '' AND status IN ('running', 'stopping')"
+)  # a range of the deadline index: it holds unfinished runs only
+
+
+def _needs_sweep(conn: sqlite3.Connection) -> bool:
+    """Whether a run's orchestrating process is gone (the sweep is the normal path's)."""
+    from wharf.store.process_identity import is_gone
+
+    try:
+        rows = conn.execute(_LIVE_RUNS).fetchall()
+    except sqlite3.Error:
+        return True
+    now = datetime.now(UTC)
+    return any(
+        _time(deadline) < now or is_gone(host, pid, start) for host, pid, start, deadline in rows
+    )
 
 
 def _desc(page: int, size: int) -> PageRequest:

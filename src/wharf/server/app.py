@@ -7,7 +7,8 @@ app is cheap and has no side effects) and closed at shutdown; tests may pass a r
 Start-up (lifespan) order: open the database (migrating it, serialised across processes by the
 store's migration lock), build the Resource Manager client if one is configured (it connects on
 first use, so an RM that is down does not stop the server from starting), then bootstrap: the
-default user and project (``create_defaults``) and the configured admin. Both steps are idempotent
+default user and project (``create_defaults``) and the configured admin, then start the
+periodic lost-orchestrator sweep (``wharf.server.sweeper``). Bootstrap is idempotent
 and race-safe, so several workers or replicas may start at once on one database. Shutdown closes
 the RM client, then the database.
 
@@ -138,16 +139,21 @@ def create_app(settings: ServerSettings, *, state: ServerState | None = None) ->
         from anyio import to_thread
 
         from wharf.server.resource_manager import connect
+        from wharf.server.sweeper import LostRunSweeper
 
         stores = await to_thread.run_sync(lambda: open_server_stores(settings.database_url))
         rm = None
+        sweeper = None
         try:
             rm = connect(settings)
             own = build_state(settings, stores, resource_manager=rm)
             await to_thread.run_sync(bootstrap, own)
             app.state.wharf = own
+            sweeper = LostRunSweeper(own.store).start()
             yield
         finally:
+            if sweeper is not None:
+                sweeper.close()
             if rm is not None:
                 rm.close()
             stores.close()

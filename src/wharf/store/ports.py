@@ -45,6 +45,8 @@ from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
     HeartbeatResponse,
+    LostRun,
+    OrchestratorProcess,
     Page,
     PageRequest,
     PipelineFilter,
@@ -53,6 +55,7 @@ from wharf.store.models import (
     ProjectRecord,
     RunCreate,
     RunFilter,
+    RunHeartbeatResponse,
     RunMetadataRecord,
     RunStart,
     RunUpdate,
@@ -154,6 +157,31 @@ class RunRepository(Protocol):
 
     def delete(self, run_id: UUID) -> None:
         """Delete a run and its step runs (used when a run fails to initialise)."""
+        ...
+
+    def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
+        """The orchestrating process ``process`` is alive: record it on the run, with
+        ``last_heartbeat = now`` and ``heartbeat_deadline = now + its liveness timeout`` (store
+        clock), if the run is running or stopping (a finished run is left unchanged); return
+        the run's status and whether its stop is forced."""
+        ...
+
+    def list_sweep_candidates(
+        self, now: datetime, host: str | None = None
+    ) -> builtins.list[PipelineRunRecord]:
+        """Running or stopping runs with a heartbeat deadline that passed before ``now``, or
+        whose orchestrating process runs on ``host``; oldest first."""
+        ...
+
+    def fail_lost_orchestrators(
+        self, now: datetime, orphaned: Sequence[UUID] = ()
+    ) -> builtins.list[LostRun]:
+        """End failed, with reason "orchestrator lost (last seen <time>)", every running or
+        stopping run whose heartbeat deadline passed before ``now`` and each run of
+        ``orphaned`` still running or stopping with a heartbeat record; every unfinished step of
+        those runs ends failed (its deadline cleared). Returns them with the steps it ended.
+        Safe to run concurrently (each run is ended once); releasing the steps' resource
+        requests is the caller's (``wharf.store.lost_runs``)."""
         ...
 
 

@@ -170,3 +170,68 @@ def test_0005_the_cache_lookup_reads_its_index(empty_database_url: Callable[[str
         assert "TEMP B-TREE" not in details, details  # read in the index's order: no sort
     finally:
         store.close()
+
+
+def test_0006_downgrades_and_upgrades_with_live_runs_in_place(
+    backend_name: str, empty_database_url: Callable[[str], str]
+) -> None:
+    from wharf.store.models import OrchestratorProcess
+
+    url = empty_database_url(backend_name)
+    store = SqlStore.open(url)
+    process = OrchestratorProcess(host="h", pid=7, start="b:1", liveness_timeout_seconds=30)
+    try:
+        world = make_world(store)
+        run = world.run(status=S.RUNNING, orchestrator=process)
+        with store._db.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0005")
+        with store._db.engine.connect() as conn:
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("pipeline_run")}
+            indexes = {i["name"] for i in sa.inspect(conn).get_indexes("pipeline_run")}
+            assert not columns & {"orchestrator_host", "heartbeat_deadline", "stop_forced"}
+            assert not {i for i in indexes if i and "heartbeat_deadline" in i}
+            step_columns = {c["name"] for c in sa.inspect(conn).get_columns("step_run")}
+            assert not step_columns & {"pid_host", "pid_start"}
+    finally:
+        store.close()
+    store = SqlStore.open(url)  # 0005 -> head again: the run kept, with no liveness record
+    try:
+        again = store.runs.get(run.id)
+        assert (again.name, again.status) == (run.name, S.RUNNING)
+        assert (again.orchestrator_host, again.heartbeat_deadline, again.stop_forced) == (
+            None,
+            None,
+            False,
+        )
+        far = datetime(9999, 1, 1, tzinfo=UTC)
+        assert store.runs.fail_lost_orchestrators(far) == []  # never swept: nothing to go by
+        with store._db.engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        store.close()
+
+
+def test_0006_the_lost_run_sweep_reads_its_index(empty_database_url: Callable[[str], str]) -> None:
+    """SQLite's plan for the sweep's read: a range of the deadline index (unfinished runs
+    only), never a scan of every run."""
+    from wharf.store.sql.repositories.run_liveness import _LIVE, _R
+
+    store = SqlStore.open(empty_database_url("sqlite"))
+    try:
+        stmt = sa.select(_R).where(
+            *_LIVE,
+            sa.or_(
+                _R.c.heartbeat_deadline < datetime(2026, 1, 1, tzinfo=UTC),
+                _R.c.orchestrator_host == "h",
+            ),
+        )
+        with store._db.engine.connect() as conn:
+            compiled = stmt.compile(conn, compile_kwargs={"literal_binds": True})
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
+        details = " ".join(str(row[-1]) for row in plan)
+        assert "SEARCH pipeline_run USING INDEX ix_pipeline_run_heartbeat_deadline" in details
+        assert "USING INDEX ix_pipeline_run_orchestrator_host_heartbeat_deadline" in details
+        assert "SCAN" not in details, details
+    finally:
+        store.close()

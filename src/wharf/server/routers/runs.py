@@ -7,30 +7,51 @@ service accounts may name the user they act for.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
 from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth import issue
 from wharf.server.auth.access import missing_project
+from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.auth.principal import RunScope
 from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
     empty_page,
+    items_response,
     json_response,
     list_scope,
     missing,
     no_content,
     same_project,
 )
+from wharf.server.schemas.actions import LostRunsBody, WireDatetime
 from wharf.server.schemas.filters import IdPrefixQuery, page_request
-from wharf.server.schemas.responses import RunGetOrCreateResponse, RunStatusResponse, TokenResponse
+from wharf.server.schemas.responses import (
+    Items,
+    RunGetOrCreateResponse,
+    RunStatusResponse,
+    TokenResponse,
+)
 from wharf.server.scopes import RunInfo
-from wharf.store.models import Page, PageRequest, PipelineRunRecord, RunCreate, RunFilter, RunUpdate
+from wharf.store.lost_runs import end_lost_runs
+from wharf.store.models import (
+    LostRun,
+    OrchestratorProcess,
+    Page,
+    PageRequest,
+    PipelineRunRecord,
+    RunCreate,
+    RunFilter,
+    RunHeartbeatResponse,
+    RunUpdate,
+)
 
 
 def _check_create(ctx: Ctx, run: RunCreate) -> None:
@@ -69,6 +90,24 @@ def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
 
 def _remember(ctx: Ctx, run: PipelineRunRecord) -> None:
     ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
+
+
+def _sweep_time(ctx: Ctx, now: datetime) -> datetime:
+    """The instant a sweep compares deadlines with: the caller's for admins (tests drive a
+    fake clock), the server's own for anyone else (no one ends other runs early)."""
+    return now if ctx.principal.acts_as_admin else datetime.now(UTC)
+
+
+def _visible(ctx: Ctx, project_id: UUID) -> bool:
+    return ctx.principal.is_admin or project_id in ctx.access.roles()
+
+
+def _writable(ctx: Ctx, run_id: UUID) -> bool:
+    try:
+        _run_info(ctx, run_id, write=True, action="end runs whose orchestrator is gone")
+    except (EntityNotFoundError, PermissionDeniedError):
+        return False
+    return True
 
 
 def build_router() -> APIRouter:
@@ -120,6 +159,34 @@ def build_router() -> APIRouter:
             id_prefix=id_prefix,
         )
         return json_response(ctx.store.runs.list(filter, page))
+
+    @router.get("/sweep_candidates", response_model=Items[PipelineRunRecord])
+    def sweep_candidates(
+        ctx: CtxDep,
+        now: Annotated[WireDatetime, Query()],
+        host: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+    ) -> Response:
+        """Running or stopping runs whose orchestrator's heartbeat deadline passed before
+        ``now``, or whose orchestrator runs on ``host`` (the caller checks those processes)."""
+        ctx.access.require_account("sweep runs")
+        found = ctx.store.runs.list_sweep_candidates(_sweep_time(ctx, now), host)
+        return items_response([r for r in found if _visible(ctx, r.project_id)])
+
+    @router.post("/lost", response_model=Items[LostRun])
+    def fail_lost_orchestrators(body: LostRunsBody, ctx: CtxDep) -> Response:
+        """End failed the runs whose orchestrator's heartbeat deadline passed, and those of
+        ``orphaned`` (runs the caller may write whose orchestrator it saw gone on its machine);
+        their unfinished steps end failed and give back their resource requests."""
+        ctx.access.require_account("sweep runs")
+        orphaned = [run_id for run_id in body.orphaned if _writable(ctx, run_id)]
+        lost = end_lost_runs(ctx.store, _sweep_time(ctx, body.now), orphaned)
+        return items_response([r for r in lost if _visible(ctx, r.run.project_id)])
+
+    @router.put("/{run_id}/heartbeat", response_model=RunHeartbeatResponse)
+    def run_heartbeat(run_id: UUID, body: OrchestratorProcess, ctx: CtxDep) -> Response:
+        """The orchestrating process of the run is alive; the answer says whether to stop."""
+        _run_info(ctx, run_id, write=True, action="send run heartbeats")
+        return json_response(ctx.store.runs.update_heartbeat(run_id, body))
 
     @router.get("/{run_id}", response_model=PipelineRunRecord)
     def get_run(run_id: UUID, ctx: CtxDep) -> Response:

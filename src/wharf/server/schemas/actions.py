@@ -152,6 +152,11 @@ class FinishBody(Body):
     outputs: dict[str, ArtifactVersionCreate] = Field(default_factory=dict, max_length=MAX_BATCH)
 
 
+class LostRunsBody(Body):
+    now: WireDatetime
+    orphaned: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH)
+
+
 class LostHeartbeatsBody(Body):
     now: WireDatetime
     run_id: UUID | None = None

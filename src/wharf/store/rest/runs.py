@@ -3,17 +3,23 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
+from datetime import datetime
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from wharf.core.enums import ExecutionStatus
 from wharf.store.models import (
+    LostRun,
+    OrchestratorProcess,
     Page,
     PageRequest,
     PipelineRunRecord,
     RunCreate,
     RunFilter,
+    RunHeartbeatResponse,
     RunUpdate,
 )
 from wharf.store.rest.http import HttpSession, page_params
@@ -33,6 +39,14 @@ class _GetOrCreate(BaseModel):
 
 class _Token(BaseModel):
     access_token: str
+
+
+class _Runs(BaseModel):
+    items: list[PipelineRunRecord]
+
+
+class _LostRuns(BaseModel):
+    items: list[LostRun]
 
 
 class RestRunRepository:
@@ -68,3 +82,19 @@ class RestRunRepository:
 
     def issue_token(self, run_id: UUID) -> str:
         return self._http.model(_Token, "POST", f"/api/v1/runs/{run_id}/token").access_token
+
+    def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
+        path = f"/api/v1/runs/{run_id}/heartbeat"
+        return self._http.model(RunHeartbeatResponse, "PUT", path, body=process)
+
+    def list_sweep_candidates(
+        self, now: datetime, host: str | None = None
+    ) -> builtins.list[PipelineRunRecord]:
+        params = {"now": now.isoformat(), **({} if host is None else {"host": host})}
+        return self._http.model(_Runs, "GET", "/api/v1/runs/sweep_candidates", params=params).items
+
+    def fail_lost_orchestrators(
+        self, now: datetime, orphaned: Sequence[UUID] = ()
+    ) -> builtins.list[LostRun]:
+        body = {"now": now.isoformat(), "orphaned": [str(i) for i in orphaned]}
+        return self._http.model(_LostRuns, "POST", "/api/v1/runs/lost", body=body).items

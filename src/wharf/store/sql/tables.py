@@ -14,7 +14,9 @@ comparison against every backend). Invariants kept by the database itself:
   deadline has passed: the store clears the deadline when a step's status becomes final, so the
   index range holds live steps only. No other query has a deadline condition, so the planners
   (SQLite's has no statistics) never pick this index for the hot-path lookups; an index leading
-  with ``status`` would tempt SQLite away from the cache-key and run-id indexes;
+  with ``status`` would tempt SQLite away from the cache-key and run-id indexes; a run's
+  ``heartbeat_deadline`` (its orchestrating process's liveness) is indexed and cleared alike,
+  for the lost-orchestrator sweep;
 - every reference is a foreign key (except ``artifact_version.artifact_store_id``: artifact
   stores may be configured outside the store), and every foreign key column is indexed (MySQL
   would otherwise create its own indexes, which would differ from the migrations).
@@ -173,11 +175,20 @@ pipeline_run = Table(
     Column("end_time", UtcDateTime(), nullable=True),
     _created(),
     Column("updated", UtcDateTime(), nullable=False),
+    # The orchestrating process and its liveness (0006): see ``run_liveness``.
+    Column("orchestrator_host", String(NAME_LENGTH), nullable=True),
+    Column("orchestrator_pid", Integer(), nullable=True),
+    Column("orchestrator_start", String(NAME_LENGTH), nullable=True),
+    Column("last_heartbeat", UtcDateTime(), nullable=True),
+    Column("heartbeat_deadline", UtcDateTime(), nullable=True),
+    Column("stop_forced", Boolean(), nullable=True),
     UniqueConstraint("snapshot_id", "orchestrator_run_id"),
     Index(None, "project_id", "created"),
     Index(None, "pipeline_id"),
     Index(None, "user_id"),
     Index(None, "created"),
+    Index(None, "heartbeat_deadline"),  # the sweep: runs past their deadline
+    Index(None, "orchestrator_host", "heartbeat_deadline"),  # the sweep: this host's runs
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -205,6 +216,8 @@ step_run = Table(
     Column("spec", NullableJsonText(), nullable=True),
     Column("logs_uri", Text(), nullable=True),
     Column("pid", Integer(), nullable=True),
+    Column("pid_host", String(NAME_LENGTH), nullable=True),
+    Column("pid_start", String(NAME_LENGTH), nullable=True),
     Column("resource_request_id", UUID, nullable=True),
     Column("runtime", String(STATUS_LENGTH), nullable=True),
     _created(),

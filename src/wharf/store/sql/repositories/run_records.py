@@ -40,6 +40,7 @@ from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import check_name, first_missing, not_found, status_times
+from wharf.store.sql.repositories.run_liveness import ended_values, liveness_values
 from wharf.store.sql.types import LONG_TEXT
 
 _P, _SN, _R = t.pipeline, t.pipeline_snapshot, t.pipeline_run
@@ -82,6 +83,8 @@ def run_values(run: RunCreate, now: Any) -> dict[str, Any]:
         "updated": now,
     }
     values.update(status_times(run.status, None, None, now))
+    if not run.is_placeholder:
+        values.update(liveness_values(run.orchestrator, now))
     return values
 
 
@@ -153,6 +156,7 @@ def finish(
         now = db.now()
         values: dict[str, Any] = {"status": target.value, "updated": now}
         values.update(status_times(target, row["start_time"], row["end_time"], now))
+        values.update(ended_values(target, row["heartbeat_deadline"]))
         if why is not None:
             values["status_reason"] = why
         _UPDATE_RUN.execute(conn, {**values, "run_id": run_id})

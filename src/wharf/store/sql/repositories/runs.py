@@ -18,7 +18,9 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import builtins
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -29,18 +31,21 @@ from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
 from wharf.core.transitions import check_run_initial, check_run_transition
 from wharf.store.models import (
+    LostRun,
+    OrchestratorProcess,
     Page,
     PageRequest,
     PipelineRunRecord,
     RunCreate,
     RunFilter,
+    RunHeartbeatResponse,
     RunStart,
     RunUpdate,
 )
 from wharf.store.sql import tables as t
 from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
 from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
-from wharf.store.sql.repositories import run_records
+from wharf.store.sql.repositories import run_liveness, run_records
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -120,8 +125,18 @@ class SqlRunRepository(SqlRepository):
                 values.update(
                     status_times(update.status, current["start_time"], current["end_time"], now)
                 )
+                values.update(
+                    run_liveness.ended_values(update.status, current["heartbeat_deadline"])
+                )
             if update.status_reason is not None:
                 values["status_reason"] = update.status_reason
+            status = values.get("status", current["status"])
+            if (
+                update.stop_forced
+                and not current["stop_forced"]
+                and status == ExecutionStatus.STOPPING.value
+            ):
+                values["stop_forced"] = True
             new_orid = update.orchestrator_run_id
             if new_orid is not None and new_orid != current["orchestrator_run_id"]:
                 if current["orchestrator_run_id"] is not None:
@@ -173,6 +188,19 @@ class SqlRunRepository(SqlRepository):
         self, run_id: UUID, status: ExecutionStatus, reason: str | None
     ) -> PipelineRunRecord:
         return run_records.finish(self._db, run_id, status, reason)
+
+    def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
+        return run_liveness.beat(self._db, run_id, process)
+
+    def list_sweep_candidates(
+        self, now: datetime, host: str | None = None
+    ) -> builtins.list[PipelineRunRecord]:
+        return run_liveness.candidates(self._db, now, host)
+
+    def fail_lost_orchestrators(
+        self, now: datetime, orphaned: Sequence[UUID] = ()
+    ) -> builtins.list[LostRun]:
+        return run_liveness.fail_lost(self._db, now, orphaned)
 
     def delete(self, run_id: UUID) -> None:
         s = t.step_run
@@ -283,6 +311,7 @@ class SqlRunRepository(SqlRepository):
         if run.status_reason is not None:
             values["status_reason"] = run.status_reason
         values.update(status_times(run.status, current["start_time"], current["end_time"], now))
+        values.update(run_liveness.liveness_values(run.orchestrator, now))
         conn.execute(_R.update().where(_R.c.id == current["id"]).values(values))
         return _record({**current, **values})
 

@@ -1,0 +1,66 @@
+"""The lost-orchestrator sweep: runs whose orchestrating process is gone end failed.
+
+A run's orchestrating process beats (``RunRepository.update_heartbeat``); the run is lost when
+its heartbeat deadline passed, or at once when its process ran on this machine and is gone
+(pid dead, or reused by another process: ``wharf.store.process_identity``). No daemon runs the
+sweep: every pipeline run sweeps when it starts and while it beats, ``Client`` reads and stops
+of runs sweep, and the workspace server sweeps periodically. Each sweep is one indexed read when
+nothing is lost.
+
+Invariant: the steps a sweep ends give back their Resource Manager requests. The store that
+ends them releases them when it is paired with a Resource Manager (embedded mode, the workspace
+server); a store reached over REST has its server do it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from uuid import UUID
+
+from wharf.store.models import LostRun
+from wharf.store.ports import Store
+from wharf.store.process_identity import is_gone, this_host
+from wharf.store.resource_aware import ResourceAwareStepRuns
+
+logger = logging.getLogger(__name__)
+
+
+def sweep_lost_runs(store: Store, now: datetime | None = None) -> list[LostRun]:
+    """End the runs of ``store`` whose orchestrating process is gone; those it ended."""
+    now = now or datetime.now(UTC)
+    candidates = store.runs.list_sweep_candidates(now, this_host())
+    if not candidates:
+        return []
+    orphaned = [
+        run.id
+        for run in candidates
+        if is_gone(run.orchestrator_host, run.orchestrator_pid, run.orchestrator_start)
+    ]
+    expired = any(
+        run.heartbeat_deadline is not None and run.heartbeat_deadline < now for run in candidates
+    )
+    if not orphaned and not expired:
+        return []
+    return end_lost_runs(store, now, orphaned)
+
+
+def end_lost_runs(store: Store, now: datetime, orphaned: Sequence[UUID] = ()) -> list[LostRun]:
+    """``fail_lost_orchestrators`` on ``store``, then release the ended steps' requests."""
+    lost = store.runs.fail_lost_orchestrators(now, orphaned)
+    steps = store.steps
+    for ended in lost:
+        logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)
+        if isinstance(steps, ResourceAwareStepRuns):
+            for step in ended.steps:
+                steps.updated(step)
+    return lost
+
+
+def sweep_quietly(store: Store) -> None:
+    """:func:`sweep_lost_runs` where a failure must not stop the caller (logged)."""
+    try:
+        sweep_lost_runs(store)
+    except Exception as exc:
+        logger.warning("Could not sweep runs whose orchestrator is gone: %s", exc)

@@ -1,0 +1,175 @@
+"""The liveness of a run's orchestrating process: its record, its beats, the lost-run sweep.
+
+Invariants:
+- a run started in a process records that process (host, pid, start token) and a first beat
+  in the write that starts it (:func:`liveness_values`); each beat moves ``last_heartbeat``
+  and ``heartbeat_deadline`` and only while the run is running or stopping, so a finished run
+  never regains a deadline;
+- every write that ends a run clears its ``heartbeat_deadline`` (:func:`ended_values`): the
+  deadline index then holds unfinished runs only, and the sweep's candidate read
+  (:func:`candidates`) is a range of that index;
+- :func:`fail_lost` locks its candidates and repeats its conditions in each ``UPDATE``
+  (compare-and-set), so two sweepers end a run once; it ends the run failed with the reason
+  ``orchestrator lost (last seen <time>)`` and every unfinished step of it failed, in one
+  transaction. Releasing those steps' resource requests is the caller's
+  (``wharf.store.lost_runs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, bindparam, or_, select
+
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import InputError
+from wharf.store.models import (
+    LostRun,
+    OrchestratorProcess,
+    PipelineRunRecord,
+    RunHeartbeatResponse,
+    StepRunRecord,
+)
+from wharf.store.sql import tables as t
+from wharf.store.sql.engine import Database
+from wharf.store.sql.repositories._base import not_found, status_times
+from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES
+from wharf.store.sql.repositories.step_links import load_links, step_record
+from wharf.store.sql.types import as_utc
+
+_R, _S = t.pipeline_run, t.step_run
+LIVE_STATUSES = (ExecutionStatus.RUNNING.value, ExecutionStatus.STOPPING.value)
+"""The statuses of a run whose orchestrating process can be lost."""
+_FINAL_STEPS = tuple(sorted(status.value for status in FINAL_STATUSES))
+_LIVE = (_R.c.status.in_(LIVE_STATUSES), _R.c.heartbeat_deadline.is_not(None))
+
+_BEAT = _R.update().where(_R.c.id == bindparam("run_id"), _R.c.status.in_(LIVE_STATUSES))
+_BEAT_ANSWER = select(_R.c.status, _R.c.stop_forced).where(_R.c.id == bindparam("run_id"))
+
+
+def lost_reason(last_heartbeat: datetime | None) -> str:
+    """The ``status_reason`` of a run whose orchestrating process was lost."""
+    seen = last_heartbeat.isoformat() if last_heartbeat is not None else "never"
+    return f"orchestrator lost (last seen {seen})"
+
+
+def step_lost_reason(last_heartbeat: datetime | None) -> str:
+    return f"The step's run ended: its {lost_reason(last_heartbeat)}."
+
+
+def _deadline(now: datetime, seconds: float) -> datetime:
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InputError(f"A liveness timeout of {seconds} s ends after year 9999.") from None
+
+
+def liveness_values(process: OrchestratorProcess | None, now: datetime) -> dict[str, Any]:
+    """The columns that record ``process`` running a run, with a beat at ``now``."""
+    if process is None:
+        return {}
+    return {
+        "orchestrator_host": process.host,
+        "orchestrator_pid": process.pid,
+        "orchestrator_start": process.start,
+        "last_heartbeat": now,
+        "heartbeat_deadline": _deadline(now, process.liveness_timeout_seconds),
+    }
+
+
+def ended_values(status: ExecutionStatus, current_deadline: datetime | None) -> dict[str, Any]:
+    """What a run moving to ``status`` loses: its deadline once it has finished."""
+    if status.is_finished and current_deadline is not None:
+        return {"heartbeat_deadline": None}
+    return {}
+
+
+def beat(db: Database, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
+    """Record that ``process`` is alive and running the run; the run's status after it."""
+
+    def run(conn: Connection) -> RunHeartbeatResponse:
+        values = liveness_values(process, db.now())
+        conn.execute(_BEAT, {"run_id": run_id, **values})
+        row = conn.execute(_BEAT_ANSWER, {"run_id": run_id}).first()
+        if row is None:
+            raise not_found("pipeline run", run_id)
+        return RunHeartbeatResponse(
+            run_id=run_id, status=ExecutionStatus(row.status), stop_forced=bool(row.stop_forced)
+        )
+
+    return db.write(run)
+
+
+def candidates(db: Database, now: datetime, host: str | None) -> list[PipelineRunRecord]:
+    """Unfinished runs with a liveness record whose deadline passed before ``now``, or whose
+    orchestrating process runs on ``host`` (the caller checks those processes itself)."""
+    which = _R.c.heartbeat_deadline < as_utc(now)
+    if host is not None:
+        which = or_(which, _R.c.orchestrator_host == host)
+    stmt = select(_R).where(*_LIVE, which)
+    rows = db.read(lambda conn: conn.execute(stmt).all())
+    return sorted(
+        (PipelineRunRecord.model_validate(r._asdict()) for r in rows),
+        key=lambda r: (r.created, r.id),
+    )
+
+
+def fail_lost(db: Database, now: datetime, orphaned: Sequence[UUID] = ()) -> list[LostRun]:
+    """End failed the unfinished runs whose deadline passed before ``now`` and those of
+    ``orphaned`` (runs whose orchestrating process the caller saw gone), with their steps."""
+    cutoff = as_utc(now)
+    which = _R.c.heartbeat_deadline < cutoff
+    if orphaned:
+        which = or_(which, _R.c.id.in_(list(orphaned)))
+
+    def sweep(conn: Connection) -> list[LostRun]:
+        rows = conn.execute(select(_R).where(*_LIVE, which).with_for_update()).all()
+        lost: list[LostRun] = []
+        for row in sorted(rows, key=lambda r: (r.created, r.id)):
+            current = row._asdict()
+            at = db.now()
+            values: dict[str, Any] = {
+                "status": ExecutionStatus.FAILED.value,
+                "status_reason": lost_reason(current["last_heartbeat"]),
+                "heartbeat_deadline": None,
+                "updated": at,
+                **status_times(
+                    ExecutionStatus.FAILED, current["start_time"], current["end_time"], at
+                ),
+            }
+            done = conn.execute(
+                _R.update().where(_R.c.id == current["id"], *_LIVE, which).values(values)
+            )
+            if done.rowcount != 1:
+                continue
+            current.update(values)
+            steps = _end_steps(conn, current["id"], at, current["last_heartbeat"])
+            lost.append(LostRun(run=PipelineRunRecord.model_validate(current), steps=steps))
+        return lost
+
+    return db.write(sweep)
+
+
+def _end_steps(
+    conn: Connection, run_id: UUID, at: datetime, last_seen: datetime | None
+) -> list[StepRunRecord]:
+    unfinished = (_S.c.run_id == run_id, *(_S.c.status != s for s in _FINAL_STEPS))
+    rows = conn.execute(select(_S).where(*unfinished).with_for_update()).all()
+    ended: list[dict[str, Any]] = []
+    for row in sorted(rows, key=lambda r: (r.created, r.id)):
+        current = row._asdict()
+        values: dict[str, Any] = {
+            "status": ExecutionStatus.FAILED.value,
+            "status_reason": step_lost_reason(last_seen),
+            "heartbeat_deadline": None,
+            "updated": at,
+            **status_times(ExecutionStatus.FAILED, current["start_time"], current["end_time"], at),
+        }
+        conn.execute(_S.update().where(_S.c.id == current["id"], *unfinished).values(values))
+        current.update(values)
+        ended.append(current)
+    links = load_links(conn, [c["id"] for c in ended]) if ended else {}
+    return [step_record(c, *links[c["id"]]) for c in ended]
