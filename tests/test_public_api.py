@@ -12,6 +12,7 @@ def test_public_names():
         "PoolResourceDemand",
         "ResourceSettings",
         "RetryConfig",
+        "RunFailedError",
         "Schedule",
         "StepRuntime",
         "get_step_context",

@@ -19,6 +19,7 @@ _EXPORTS = {
     "PoolResourceDemand": "wharf.config.settings",
     "CachePolicy": "wharf.config.settings",
     "RetryConfig": "wharf.config.settings",
+    "RunFailedError": "wharf.sdk.run_failure",
     "Schedule": "wharf.config.settings",
     "ExecutionMode": "wharf.core.enums",
     "ExecutionStatus": "wharf.core.enums",
@@ -33,6 +34,7 @@ __all__ = [
     "PoolResourceDemand",
     "ResourceSettings",
     "RetryConfig",
+    "RunFailedError",
     "Schedule",
     "StepRuntime",
     "get_step_context",
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from wharf.execution.context import get_step_context
     from wharf.sdk.client import Client
     from wharf.sdk.pipeline import pipeline
+    from wharf.sdk.run_failure import RunFailedError
     from wharf.sdk.step import step
 
 

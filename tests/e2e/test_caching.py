@@ -8,7 +8,7 @@ import pytest
 
 from tests.e2e import steps_lib
 from tests.e2e.conftest import FakeClock
-from wharf import CachePolicy, pipeline, step
+from wharf import CachePolicy, RunFailedError, pipeline, step
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunFilter, StepRunRecord
@@ -157,7 +157,8 @@ def test_failed_runs_never_qualify(workspace: Workspace) -> None:
     def p(fail: bool) -> None:
         sometimes.with_options(cache_policy=CachePolicy(include_step_parameters=False))(fail=fail)
 
-    assert p.run_in(workspace, fail=True).status is ExecutionStatus.FAILED
+    with pytest.raises(RunFailedError):
+        p.run_in(workspace, fail=True)
     run = p.run_in(workspace, fail=False)
     assert status_map(workspace, run.id)["sometimes"] is ExecutionStatus.COMPLETED
 
@@ -293,7 +294,9 @@ def test_missing_file_dependency_fails_the_step(workspace: Workspace) -> None:
     def p() -> None:
         reads()
 
-    run = p.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
     record = steps_of(workspace, run.id)["reads"]
     assert "Missing file for cache computation: nope.txt" in (record.status_reason or "")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e import steps_lib
 from tests.e2e.test_isolated import make_stack
-from wharf import pipeline, step
+from wharf import RunFailedError, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError, StepInterfaceError
@@ -118,7 +118,9 @@ def test_failed_step_raises_in_the_pipeline_and_fails_the_run(workspace: Workspa
             caught.append(str(exc))
         steps_lib.merge(label="after", fail=True)
 
-    run = p.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
     assert "boom in x" in caught[0]
     assert "merge_2" in (run.status_reason or "")

@@ -8,7 +8,7 @@ import pytest
 
 from tests.e2e import steps_lib
 from tests.e2e.steps_lib import merge
-from wharf import pipeline
+from wharf import RunFailedError, pipeline
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunFilter
@@ -88,7 +88,9 @@ def test_shape_succeeds(workspace: Workspace, shape: str, mode: ExecutionMode) -
 def test_shape_with_failure(workspace: Workspace, shape: str, mode: ExecutionMode) -> None:
     _, order, fail_label, descendants = SHAPES[shape]
     failing = LABEL_OF_FAILING[shape]
-    run = build(shape, mode, fail_label).run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        build(shape, mode, fail_label).run_in(workspace)
+    run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
     assert run.status_reason and failing in run.status_reason
     found = statuses(workspace, run.id)
@@ -114,7 +116,9 @@ def test_fail_fast_interrupts_running_steps(workspace: Workspace) -> None:
         steps_lib.wait_for_release(label="slow")
         steps_lib.fail_once_slow_started()
 
-    run = racing.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        racing.run_in(workspace)
+    run = failed.value.run
     found = statuses(workspace, run.id)
     assert run.status is ExecutionStatus.FAILED
     assert found["fail_once_slow_started"] is ExecutionStatus.FAILED
@@ -131,7 +135,9 @@ def test_stop_on_failure_lets_running_steps_finish(workspace: Workspace) -> None
         merge(label="fails", fail=True)
         merge(a=slow, label="never")
 
-    run = racing.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        racing.run_in(workspace)
+    run = failed.value.run
     found = statuses(workspace, run.id)
     assert run.status is ExecutionStatus.FAILED
     assert found["merge"] is ExecutionStatus.FAILED

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import steps_lib
-from wharf import Client, pipeline
+from wharf import Client, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.sdk.workspace import Workspace
@@ -117,7 +117,9 @@ def test_sigkill_ends_in_heartbeat_lost(process_workspace: Workspace):
     def p() -> None:
         steps_lib.self_kill()
 
-    run = p.run_in(process_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(process_workspace)
+    run = failed.value.run
     step = steps(process_workspace, run.id)["self_kill"]
     assert step.status is ExecutionStatus.FAILED
     assert step.status_reason.startswith("Heartbeat lost")
@@ -130,7 +132,9 @@ def test_exit_without_reporting(process_workspace: Workspace):
     def p() -> None:
         steps_lib.exit_without_reporting(code=7)
 
-    run = p.run_in(process_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(process_workspace)
+    run = failed.value.run
     step = steps(process_workspace, run.id)["exit_without_reporting"]
     assert step.status is ExecutionStatus.FAILED
     assert "exited with code 7 before reporting" in step.status_reason
@@ -141,7 +145,9 @@ def test_unserialisable_output_in_a_process(process_workspace: Workspace):
     def p() -> None:
         steps_lib.unserialisable()
 
-    run = p.run_in(process_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(process_workspace)
+    run = failed.value.run
     step = steps(process_workspace, run.id)["unserialisable"]
     assert step.status is ExecutionStatus.FAILED
     assert "lock" in step.status_reason.lower()
@@ -162,7 +168,9 @@ def test_process_that_cannot_start(wharf_home: Path, monkeypatch: pytest.MonkeyP
         steps_lib.whoami()
 
     try:
-        run = p.run_in(ws)
+        with pytest.raises(RunFailedError) as failed:
+            p.run_in(ws)
+        run = failed.value.run
         step = steps(ws, run.id)["whoami"]
     finally:
         ws.close()
@@ -280,7 +288,9 @@ def test_hung_step_is_failed_when_its_heartbeat_is_lost(process_workspace: Works
         frozen = steps_lib.freeze()
         steps_lib.double(frozen)
 
-    run = p.run_in(process_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(process_workspace)
+    run = failed.value.run
     found = steps(process_workspace, run.id)
     step = found["freeze"]
     assert step.status is ExecutionStatus.FAILED

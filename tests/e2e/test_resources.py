@@ -21,7 +21,7 @@ import pytest
 from tests.e2e import steps_lib
 from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
-from wharf import Client, ResourceSettings, RetryConfig, pipeline
+from wharf import Client, ResourceSettings, RetryConfig, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import IllegalOperationError
@@ -159,7 +159,9 @@ def test_allocation_timeout_message(mode: Mode, rm_workspace: Workspace, tmp_pat
             release.write_text("go")
             held.wait()
 
-    run = p.run_in(rm_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(rm_workspace)
+    run = failed.value.run
     late = next(r for r in steps(rm_workspace, run.id) if r.name == "hold_license")
     assert late.status is ExecutionStatus.FAILED
     assert late.status_reason.startswith("Timed out after 2 seconds waiting for resource request")
@@ -253,7 +255,9 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
         killer()
         after(label="next", seconds=0)
 
-    run = p.run_in(rm_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(rm_workspace)
+    run = failed.value.run
     found = {r.name: r for r in steps(rm_workspace, run.id)}
     assert found["self_kill"].status is ExecutionStatus.FAILED
     assert found["self_kill"].status_reason.startswith("Heartbeat lost")
@@ -402,7 +406,9 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
         waiting.wait()
         held.wait()
 
-    run = p.run_in(rm_workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(rm_workspace)
+    run = failed.value.run
     found = {r.name: r for r in steps(rm_workspace, run.id)}
     assert found["hold_license"].status is ExecutionStatus.FAILED
     assert "was cancelled" in found["hold_license"].status_reason

@@ -5,13 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import warnings
 from typing import Annotated
 
 import pytest
 
 from tests.e2e import steps_lib
 from tests.e2e.conftest import FakeSleep
-from wharf import Client, RetryConfig, get_step_context, pipeline, step
+from wharf import Client, RetryConfig, RunFailedError, get_step_context, pipeline, step
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import PipelineDefinitionError, StepInterfaceError, WharfError
 from wharf.sdk.workspace import Workspace
@@ -132,7 +133,9 @@ def test_retries_exhausted(workspace: Workspace) -> None:
     def p() -> None:
         steps_lib.flaky(key="x", failures=5)
 
-    run = p.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    run = failed.value.run
     attempts = workspace.store.steps.list(StepRunFilter(run_id=run.id), ASC).items
     assert [s.status for s in attempts] == [ExecutionStatus.RETRYING, ExecutionStatus.FAILED]
     assert run.status is ExecutionStatus.FAILED
@@ -214,11 +217,19 @@ def test_unserialisable_output_fails_the_step_cleanly(workspace: Workspace) -> N
     def p() -> None:
         leaky()
 
-    run = p.run_in(workspace)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(RunFailedError) as failed:
+        warnings.simplefilter("always")
+        p.run_in(workspace)
+    assert caught == []  # no "pickled with cloudpickle" warning on top of the failure
+    run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
     record = workspace.store.steps.list(StepRunFilter(run_id=run.id)).items[0]
     assert record.status is ExecutionStatus.FAILED
-    assert "lock" in (record.status_reason or "").lower()
+    assert (record.status_reason or "").startswith(
+        "Output 'lock' of step 'leaky': Cannot save a value of type '_thread:lock' with "
+        "CloudpickleMaterializer: TypeError: cannot pickle '_thread.lock' object"
+    )
+    assert "\n" not in (record.status_reason or "")
     assert record.outputs == {}
     assert workspace.store.artifacts.list_versions().total == 0
 
@@ -232,7 +243,9 @@ def test_wrong_number_of_outputs(workspace: Workspace) -> None:
     def p() -> None:
         short()
 
-    run = p.run_in(workspace)
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    run = failed.value.run
     record = workspace.store.steps.list(StepRunFilter(run_id=run.id)).items[0]
     assert "declares 2 outputs" in (record.status_reason or "")
 

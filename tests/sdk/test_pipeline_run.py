@@ -3,6 +3,7 @@ when something fails before the orchestrator has taken the run over."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from wharf.config.global_config import load_config
 from wharf.config.settings import Schedule
 from wharf.core.enums import ComponentType
 from wharf.core.enums import ExecutionStatus as S
+from wharf.core.errors import EntityExistsError
 from wharf.orchestrators.base import RunJob
 from wharf.orchestrators.local import LocalOrchestrator
 from wharf.sdk import stacks
@@ -137,3 +139,34 @@ def test_runs_follow_a_change_of_active_stack(workspace: Workspace, tmp_path: Pa
 def _uris(workspace: Workspace, run: PipelineRunRecord) -> list[str]:
     steps = [s for s in workspace.store.steps.list().items if s.run_id == run.id]
     return [workspace.store.artifacts.get_version(v).uri for s in steps for v in s.outputs.values()]
+
+
+def test_running_a_scheduled_script_again_keeps_the_same_schedule(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    def scheduled(cron: str) -> Any:
+        @pipeline(name="nightly", schedule=Schedule(cron_expression=cron, name="every-night"))
+        def nightly() -> None:
+            steps_lib.produce(value=3)
+
+        return nightly
+
+    with caplog.at_level(logging.WARNING, logger="wharf.sdk.pipeline"):
+        first = scheduled("0 3 * * *").run_in(workspace)
+        second = scheduled("0 3 * * *").run_in(workspace)  # the same script run again
+    assert first.status is S.COMPLETED and second.status is S.COMPLETED
+    assert [s.name for s in workspace.store.schedules.list().items] == ["every-night"]
+    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.pipeline"]
+    assert len(told) == 2 and all("\n" not in line for line in told)
+    assert "recorded schedule 'every-night'" in told[0]
+    assert "kept the existing schedule 'every-night'" in told[1]
+    assert all("runs the pipeline once, now" in line for line in told)
+    assert all("`wharf schedule delete every-night`" in line for line in told)
+
+    with pytest.raises(EntityExistsError) as info:
+        scheduled("0 4 * * *").run_in(workspace)  # another definition under that name
+    message = str(info.value)
+    assert "\n" not in message
+    assert "a different schedule named 'every-night'" in message
+    assert "`wharf schedule delete every-night`" in message
+    assert workspace.store.runs.list().total == 2  # the refused call left no run

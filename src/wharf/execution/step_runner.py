@@ -5,6 +5,15 @@ and an :class:`InterruptibleRegion`; outputs are all saved to the artifact store
 recorded in the metadata store, and if one fails to save the others are removed, so a failed
 step never leaves half its outputs behind. :meth:`StepRunner.run` only saves them: the caller
 records them together with the step's end (``attempts.finish_attempt``, one store call).
+
+Loading a step by its source imports the user's module (or executes their script under the name
+``__wharf_script__``). While that import runs, :func:`loading_user_code` tells a pipeline call
+not to run: a script that calls its pipeline at top level (no ``__main__`` guard) must never
+start a pipeline again inside a step's process. A script whose step is defined by the time it
+calls a pipeline stops executing there (the step's process sees the script as it was when the
+parent called the pipeline; code using the run's result does not run); otherwise the call does
+nothing and the script goes on. Whatever the import raises (``SystemExit`` included) becomes an
+:class:`InputError` naming the step, so the step fails at once.
 """
 
 from __future__ import annotations
@@ -12,7 +21,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +52,52 @@ StepResolver = Callable[[StepSpec], StepLike]
 SCRIPT_MODULE = "__wharf_script__"
 
 
-def _load_script(path: str) -> ModuleType:
+class _ScriptStopped(BaseException):
+    """Ends the execution of a script at a pipeline call (not an error: see the module doc)."""
+
+
+@dataclass
+class UserCodeLoad:
+    """An import of user code that :func:`import_step` is running in this thread."""
+
+    step_name: str
+    source: str
+    attribute: str
+    """The module attribute that holds (or leads to) the step."""
+    told: bool = False
+    """A pipeline call was already skipped (and logged) during this import."""
+    script: ModuleType | None = None
+    """The script being executed, when the step comes from one (not an importable module)."""
+
+    @property
+    def step_defined(self) -> bool:
+        """The script being executed defines the step by now."""
+        return self.script is not None and hasattr(self.script, self.attribute)
+
+    def stop_script(self) -> None:
+        """Stop executing the script here (call only when :attr:`step_defined`)."""
+        raise _ScriptStopped
+
+
+_LOADING: ContextVar[UserCodeLoad | None] = ContextVar("wharf_user_code_load", default=None)
+
+
+def loading_user_code() -> UserCodeLoad | None:
+    """The import of user code in progress in this thread, if any (pipeline calls made by it
+    must not run)."""
+    return _LOADING.get()
+
+
+@contextmanager
+def _loading(load: UserCodeLoad) -> Iterator[UserCodeLoad]:
+    token = _LOADING.set(load)
+    try:
+        yield load
+    finally:
+        _LOADING.reset(token)
+
+
+def _load_script(path: str, load: UserCodeLoad) -> ModuleType:
     """A user's script (the ``__main__`` of the parent) as a module, loaded once."""
     module = sys.modules.get(SCRIPT_MODULE)
     if module is not None and getattr(module, "__file__", None) == path:
@@ -50,7 +107,14 @@ def _load_script(path: str) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[SCRIPT_MODULE] = module
-    spec.loader.exec_module(module)
+    load.script = module
+    try:
+        spec.loader.exec_module(module)
+    except _ScriptStopped:
+        pass  # stopped at a pipeline call, the step defined: the module is complete enough
+    except BaseException:
+        del sys.modules[SCRIPT_MODULE]
+        raise
     return module
 
 
@@ -62,17 +126,25 @@ def import_step(spec: StepSpec) -> StepLike:
             f"Step '{spec.name}' is defined inside a function ({qualname}); define it at "
             "module level so that another process can import it."
         )
+    where = spec.source_file if module_name == "__main__" and spec.source_file else module_name
+    attribute = qualname.split(".")[0]
     try:
-        if module_name == "__main__" and spec.source_file:
-            main = sys.modules.get("__main__")
-            has_step = main is not None and hasattr(main, qualname.split(".")[0])
-            obj: Any = main if has_step else _load_script(spec.source_file)
-        else:
-            obj = importlib.import_module(module_name)
+        with _loading(UserCodeLoad(spec.name, where, attribute)) as load:
+            if module_name == "__main__" and spec.source_file:
+                main = sys.modules.get("__main__")
+                has_step = main is not None and hasattr(main, attribute)
+                obj: Any = main if has_step else _load_script(spec.source_file, load)
+            else:
+                obj = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, OSError) as exc:
         raise InputError(f"Cannot import step '{spec.name}' from '{spec.source}': {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        # The user's module raised (or exited) while it was imported: the step cannot load.
+        raise InputError(
+            f"Cannot import step '{spec.name}': loading {where} raised {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(obj, StepLike):
         raise InputError(f"'{spec.source}' is not a Wharf step.")
     return obj
@@ -169,7 +241,9 @@ class StepRunner:
         except BaseException as exc:
             for s in saved.values():
                 services.artifact_store.rmtree(s.uri)
-            if isinstance(exc, MaterializationError | StepInterfaceError):
+            if isinstance(exc, MaterializationError):
+                raise MaterializationError(f"Output '{name}' of step '{spec.name}': {exc}") from exc
+            if isinstance(exc, StepInterfaceError):
                 raise
             if isinstance(exc, Exception):
                 raise MaterializationError(

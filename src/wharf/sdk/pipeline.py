@@ -6,7 +6,19 @@ run records nothing) -> pipeline, snapshot and run records, in one write
 (the local ones), else a placeholder (initializing) it replaces -> the active stack's
 orchestrator runs it -> the finished run record is returned. If anything fails before the
 orchestrator takes over, a placeholder is deleted and a run recorded running is ended failed,
-so no half-made run is left behind.
+so no half-made run is left behind. A run that ended failed then raises
+:class:`~wharf.sdk.run_failure.RunFailedError` unless the pipeline says
+``raise_on_failure=False``.
+
+While a step's process imports the user's code to find its step (see
+``wharf.execution.step_runner.loading_user_code``), calling a pipeline runs nothing: a script
+without an ``if __name__ == "__main__":`` guard must not start its pipeline again in every step.
+The call logs once why it was skipped; a script that already defines the step stops executing
+there, anything else gets :data:`NOT_RUN` back.
+
+A named :class:`Schedule` is recorded with the run; running the same script again keeps a
+schedule of that name whose definition is unchanged and refuses (one line, naming
+``wharf schedule delete``) one that differs.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
@@ -22,17 +35,44 @@ from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
 from wharf.execution.run_lifecycle import finish_run, record_run
+from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
+from wharf.sdk.run_failure import FailureWatch
 from wharf.sdk.step import Step, parse_settings
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PipelineRunRecord, RunStart, ScheduleCreate
+from wharf.store.models import (
+    PipelineRunRecord,
+    RunStart,
+    ScheduleCreate,
+    ScheduleFilter,
+    ScheduleRecord,
+)
 from wharf.store.ports import Store
 
 logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class _NotRun:
+    """What a pipeline call returns while a step's process loads the user's code: nothing ran,
+    so there is no run to look at."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"No pipeline ran (so no '{name}'): a step's process imports your script to find "
+            "its step, and pipeline calls do nothing then. Put the pipeline call and the code "
+            'using its result under `if __name__ == "__main__":`.'
+        )
+
+    def __repr__(self) -> str:
+        return "<pipeline not run: a step's process is loading its step>"
+
+
+NOT_RUN: Any = _NotRun()
+"""Returned by a pipeline call made while a step's process loads the user's code."""
 
 
 class Pipeline(Generic[P]):
@@ -52,10 +92,13 @@ class Pipeline(Generic[P]):
         retry: RetryConfig | Mapping[str, Any] | None = None,
         schedule: Schedule | None = None,
         environment: Mapping[str, str] | None = None,
+        raise_on_failure: bool = True,
     ) -> None:
         self.func = func
         self.name = name or func.__name__
         self.dynamic = dynamic
+        self.raise_on_failure = raise_on_failure
+        """A call whose run ends failed raises ``RunFailedError`` (False: returns the run)."""
         self.source = f"{func.__module__}:{func.__qualname__}"
         try:
             mode = ExecutionMode(execution_mode) if execution_mode else None
@@ -155,6 +198,9 @@ class Pipeline(Generic[P]):
     # ------------------------------------------------------------------ run
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> PipelineRunRecord:
+        loading = loading_user_code()
+        if loading is not None:
+            return self._not_run(loading)
         workspace = Workspace.open()
         try:
             return self.run_in(workspace, *args, **kwargs)
@@ -163,6 +209,9 @@ class Pipeline(Generic[P]):
 
     def run_in(self, workspace: Workspace, *args: Any, **kwargs: Any) -> PipelineRunRecord:
         """Run this pipeline with an already open workspace (tests and embedding use this)."""
+        loading = loading_user_code()
+        if loading is not None:
+            return self._not_run(loading)
         spec = self.compile(*args, **kwargs)
         store = workspace.store
         stack = workspace.active_stack()
@@ -189,12 +238,13 @@ class Pipeline(Generic[P]):
         pipeline, snapshot, run = record_run(
             store, workspace.project.id, self.name, stack.id, spec, start
         )
+        watch = FailureWatch()
         job = RunJob(
             snapshot,
             run,
             services,
-            resolve_step=self._resolve_step,
-            pipeline_function=self.func if self.dynamic else None,
+            resolve_step=watch.steps(self._resolve_step),
+            pipeline_function=watch.body(self.func) if self.dynamic else None,
             step_operator=step_operator,
             spec_factory=self._dynamic_spec,
         )
@@ -205,10 +255,32 @@ class Pipeline(Generic[P]):
                 store.runs.delete(run.id)  # nothing has run: leave no run behind
                 raise
         try:
-            return orchestrator.run(job)
+            finished = orchestrator.run(job)
         except BaseException as exc:
             self._forget_unstarted(store, run, exc)
             raise
+        if self.raise_on_failure:
+            watch.check(store, finished)
+        return finished
+
+    def _not_run(self, loading: UserCodeLoad) -> PipelineRunRecord:
+        stop = loading.step_defined
+        if not loading.told:
+            loading.told = True
+            rest = "the rest of the script is skipped" if stop else "the script goes on"
+            logger.info(
+                "Not running pipeline '%s' in the process of step '%s': the step is loaded "
+                "from %s, whose top level calls the pipeline (%s here). Put the call under "
+                '`if __name__ == "__main__":` to avoid this.',
+                self.name,
+                loading.step_name,
+                loading.source,
+                rest,
+            )
+        if stop:
+            loading.stop_script()
+        result: PipelineRunRecord = NOT_RUN
+        return result
 
     @staticmethod
     def _forget_unstarted(store: Store, run: PipelineRunRecord, exc: BaseException) -> None:
@@ -229,31 +301,65 @@ class Pipeline(Generic[P]):
         self, workspace: Workspace, pipeline_id: Any, snapshot_id: Any, schedule: Schedule
     ) -> None:
         name = schedule.name or f"{self.name}-schedule"
-        try:
-            workspace.store.schedules.create(
-                ScheduleCreate(
-                    project_id=workspace.project.id,
-                    pipeline_id=pipeline_id,
-                    snapshot_id=snapshot_id,
-                    name=name,
-                    cron_expression=schedule.cron_expression,
-                    interval_seconds=schedule.interval_seconds,
-                    run_once_start_time=schedule.run_once_start_time,
-                    start_time=schedule.start_time,
-                    end_time=schedule.end_time,
-                    catchup=schedule.catchup,
-                )
-            )
-        except EntityExistsError:
-            raise EntityExistsError(
-                f"The project already has a schedule named '{name}': delete it first "
-                f"(`wharf schedule delete {name}`) or give this Schedule another name."
-            ) from None
-        logger.warning(
-            "Schedule recorded for pipeline '%s'; the local orchestrator does not execute "
-            "schedules, so the pipeline runs once now.",
-            self.name,
+        store = workspace.store
+        wanted = ScheduleCreate(
+            project_id=workspace.project.id,
+            pipeline_id=pipeline_id,
+            snapshot_id=snapshot_id,
+            name=name,
+            cron_expression=schedule.cron_expression,
+            interval_seconds=schedule.interval_seconds,
+            run_once_start_time=schedule.run_once_start_time,
+            start_time=schedule.start_time,
+            end_time=schedule.end_time,
+            catchup=schedule.catchup,
         )
+        found = store.schedules.list(ScheduleFilter(project_id=workspace.project.id, name=name))
+        existing = found.items[0] if found.items else None
+        if existing is None:
+            try:
+                store.schedules.create(wanted)
+            except EntityExistsError:  # created meanwhile by another process
+                existing = store.schedules.list(
+                    ScheduleFilter(project_id=workspace.project.id, name=name)
+                ).items[0]
+        if existing is not None and not _same_schedule(existing, wanted):
+            raise EntityExistsError(
+                f"The project already has a different schedule named '{name}': to replace it, "
+                f"delete it first (`wharf schedule delete {name}`), or give this Schedule "
+                "another name."
+            )
+        kept = "kept the existing schedule" if existing is not None else "recorded schedule"
+        logger.warning(
+            "Pipeline '%s': %s '%s' (replace it with `wharf schedule delete %s` and a new "
+            "run). The local orchestrator does not fire schedules yet: it runs the pipeline "
+            "once, now.",
+            self.name,
+            kept,
+            name,
+            name,
+        )
+
+
+def _same_schedule(existing: ScheduleRecord, wanted: ScheduleCreate) -> bool:
+    """Whether a recorded schedule has the definition (pipeline and timing) of ``wanted``."""
+    fields = (
+        "pipeline_id",
+        "cron_expression",
+        "interval_seconds",
+        "run_once_start_time",
+        "start_time",
+        "end_time",
+        "catchup",
+    )
+    return all(_comparable(getattr(existing, f)) == _comparable(getattr(wanted, f)) for f in fields)
+
+
+def _comparable(value: Any) -> Any:
+    """Datetimes compared as UTC instants (a store may return a naive UTC time)."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value
 
 
 def _is_outputs(value: Any) -> bool:
@@ -279,6 +385,7 @@ def pipeline(
     retry: RetryConfig | Mapping[str, Any] | None = None,
     schedule: Schedule | None = None,
     environment: Mapping[str, str] | None = None,
+    raise_on_failure: bool = True,
 ) -> Callable[[Callable[P, Any]], Pipeline[P]]: ...
 def pipeline(func: Any = None, /, **options: Any) -> Any:
     """Make a function a pipeline: ``@pipeline`` or ``@pipeline(enable_cache=False, ...)``."""

@@ -1,0 +1,110 @@
+"""A pipeline call whose run ended failed raises :class:`RunFailedError`.
+
+:class:`FailureWatch` is made for one pipeline call: it wraps the step lookup used in this
+process and a dynamic pipeline's body so that the exceptions the user's code raised here are
+kept (the engine records only their text). Once the run is recorded as finished,
+:meth:`FailureWatch.check` raises :class:`RunFailedError` if it failed, with the failed steps'
+reasons read from the store and the user's own exception chained as ``__cause__`` where it was
+raised in this process (a dynamic body's exception first, else the first failed step's). A run
+ended ``stopped`` (or anything but ``failed``) raises nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import StepExecutionError, WharfError
+from wharf.core.step_interface import StepInterface
+from wharf.execution.step_like import StepLike
+from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter
+from wharf.store.ports import Store
+
+
+class RunFailedError(WharfError):
+    """A pipeline run ended failed. ``run`` is the run as recorded; ``step_reasons`` maps each
+    failed step to its reason (empty when the run failed outside any step, e.g. in a dynamic
+    pipeline's body). Where the failure was raised in this process (an inline step, a dynamic
+    body), that exception is chained as ``__cause__``."""
+
+    def __init__(self, run: PipelineRunRecord, step_reasons: dict[str, str]) -> None:
+        self.run = run
+        self.step_reasons = dict(step_reasons)
+        lines = [f"Pipeline run '{run.name}' failed: {run.status_reason or 'no reason recorded'}"]
+        lines += [f"  step '{name}': {reason}" for name, reason in self.step_reasons.items()]
+        lines.append(f"  (see `wharf runs show {run.id}`)")
+        super().__init__("\n".join(lines))
+
+
+class _WatchedStep:
+    """A step as the engine sees it (``StepLike``), whose exceptions are kept by name."""
+
+    def __init__(self, func: Callable[..., Any], interface: StepInterface) -> None:
+        self.func = func
+        self.interface = interface
+
+
+@dataclass
+class FailureWatch:
+    """What the user's code raised in this process during one pipeline call."""
+
+    step_errors: dict[str, BaseException] = field(default_factory=dict)
+    body_error: BaseException | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def steps(self, resolve: Callable[[StepSpec], StepLike]) -> Callable[[StepSpec], StepLike]:
+        """``resolve`` whose steps keep the exception of their last failed attempt."""
+
+        def resolve_watched(spec: StepSpec) -> StepLike:
+            step = resolve(spec)
+            func = step.func
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return func(*args, **kwargs)
+                except Exception as exc:
+                    with self._lock:
+                        self.step_errors[spec.name] = exc
+                    raise
+
+            return _WatchedStep(call, step.interface)
+
+        return resolve_watched
+
+    def body(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """A dynamic pipeline's ``function`` whose exception is kept."""
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except Exception as exc:
+                self.body_error = exc
+                raise
+
+        return watched
+
+    def check(self, store: Store, run: PipelineRunRecord) -> None:
+        """Raise :class:`RunFailedError` if ``run`` (as recorded at its end) failed."""
+        if run.status is not ExecutionStatus.FAILED:
+            return
+        failed = store.steps.list(
+            StepRunFilter(run_id=run.id, status=ExecutionStatus.FAILED),
+            PageRequest(sort="asc", size=1000),
+        ).items
+        reasons = {s.name: s.status_reason or "failed" for s in failed}
+        error = RunFailedError(run, reasons)
+        raise error from self._cause(list(reasons))
+
+    def _cause(self, failed_steps: list[str]) -> BaseException | None:
+        body = self.body_error
+        if body is not None and not isinstance(body, StepExecutionError):
+            return body
+        with self._lock:
+            for name in failed_steps:
+                if name in self.step_errors:
+                    return self.step_errors[name]
+        return body
