@@ -100,4 +100,5 @@ def stop_run(run: str, force: bool) -> None:
 
     with Client() as client:
         record = client.stop_run(run, force=force)
-    click.echo(f"Run '{record.name}' is {record.status.value}.")
+    why = f": {record.status_reason}" if record.status.is_finished and record.status_reason else ""
+    click.echo(f"Run '{record.name}' is {record.status.value}{why}.")

@@ -30,6 +30,7 @@ from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.store.models import StepRunUpdate
+from wharf.store.process_identity import own_start_token, this_host
 from wharf.store.resource_pairing import pair_with_configured_resource_manager
 
 logger = logging.getLogger("wharf.step")
@@ -61,7 +62,10 @@ def run_step_process(step_run_id: UUID) -> int:
             user_id=run.user_id,
             heartbeat_interval=config.heartbeat_interval,
         )
-        store.steps.update(record.id, StepRunUpdate(pid=os.getpid()))
+        # The pid with its host and start token: a force stop signals it only from this
+        # machine and only while this process lives (never a reused pid).
+        me = StepRunUpdate(pid=os.getpid(), pid_host=this_host(), pid_start=own_start_token())
+        store.steps.update(record.id, me)
         allocation = allocation_from_env(dict(os.environ))
         if allocation is not None:
             pin_to_allocation(allocation, _gpu_indices())

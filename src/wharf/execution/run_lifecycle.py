@@ -23,6 +23,7 @@ from wharf.core.errors import IllegalTransitionError
 from wharf.core.transitions import run_end
 from wharf.execution.store_calls import offers
 from wharf.store.models import (
+    OrchestratorProcess,
     PipelineRecord,
     PipelineRunRecord,
     RunCreate,
@@ -56,8 +57,13 @@ def record_run(
 
 
 def start_run(
-    store: Store, placeholder: PipelineRunRecord, orchestrator_run_id: str
+    store: Store,
+    placeholder: PipelineRunRecord,
+    orchestrator_run_id: str,
+    orchestrator: OrchestratorProcess | None = None,
 ) -> PipelineRunRecord:
+    """Replace ``placeholder`` with the run started (running) by the process ``orchestrator``
+    (recorded with a first heartbeat: ``wharf.execution.run_heartbeat``)."""
     run, _created = store.runs.get_or_create(
         RunCreate(
             project_id=placeholder.project_id,
@@ -67,6 +73,7 @@ def start_run(
             status=ExecutionStatus.RUNNING,
             orchestrator_run_id=orchestrator_run_id,
             user_id=placeholder.user_id,
+            orchestrator=orchestrator,
         )
     )
     return run

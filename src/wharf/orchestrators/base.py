@@ -38,6 +38,7 @@ from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.frozen_heap import frozen_heap
 from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
+from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
 from wharf.execution.run_lifecycle import finish_run, finishes_in_one_write, start_run
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices, for_run
@@ -145,8 +146,11 @@ class BaseOrchestrator(ABC):
         run = job.run
         if run.is_placeholder:
             self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse before starting
-            run = start_run(services.store, run, self.new_run_id())
+            process = orchestrator_process(services.heartbeat_interval)
+            run = start_run(services.store, run, self.new_run_id(), process)
         heartbeats = HeartbeatScheduler()
+        # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
+        liveness = RunHeartbeat.start(services.store, run.id, services.heartbeat_interval)
         services.progress.run_started(run, job.snapshot.spec.name)
         try:
             # A started run must end whatever happens from here: a refusal fails it too.
@@ -163,6 +167,7 @@ class BaseOrchestrator(ABC):
             raise
         finally:
             heartbeats.close()
+            liveness.close()
         status, reason = outcome.final_status()
         ended = finish_run(services.store, run.id, status, reason)
         services.progress.run_finished(ended)  # the summary line

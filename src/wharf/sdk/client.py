@@ -5,10 +5,16 @@ Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns 
 within the client's project; where a full id is accepted, so is a short one: the first digits
 of its hex form (at least four; ``wharf.core.ids``), when they match one record of the project
 (several raise ``AmbiguousIdError`` naming them). A name that exists wins over a prefix.
+
+Reads and stops of runs first sweep the runs whose orchestrating process is gone
+(``wharf.store.lost_runs``; at most once a second per client), so a run whose process died is
+shown failed, never running forever.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
@@ -47,16 +53,31 @@ if TYPE_CHECKING:
 Sort = Literal["asc", "desc"]
 R = TypeVar("R", PipelineRecord, PipelineRunRecord, ScheduleRecord, StepRunRecord)
 
-UNFINISHED_STEP_STATUSES = (
-    ExecutionStatus.RUNNING,
-    ExecutionStatus.STOPPING,
-    ExecutionStatus.CANCELLING,
-)
+logger = logging.getLogger(__name__)
+
+SWEEP_EVERY_SECONDS = 1.0
+"""How often a client's run reads sweep runs whose orchestrator is gone (at most)."""
 
 
 class Client:
     def __init__(self, config: WharfConfig | None = None, store: Store | None = None) -> None:
         self._workspace = Workspace.open(config, store)
+        self._swept_at: float | None = None
+
+    def _sweep_lost_runs(self, *, now: bool = False) -> set[UUID]:
+        """Sweep runs whose orchestrator is gone (unless done within the last second and not
+        ``now``); the ids of the runs it ended."""
+        from wharf.store.lost_runs import sweep_lost_runs
+
+        at = time.monotonic()
+        if not now and self._swept_at is not None and at - self._swept_at < SWEEP_EVERY_SECONDS:
+            return set()
+        self._swept_at = at
+        try:
+            return {lost.run.id for lost in sweep_lost_runs(self.store)}
+        except Exception as exc:  # a read must not fail because the sweep did
+            logger.warning("Could not sweep lost runs: %s", exc)
+            return set()
 
     @property
     def store(self) -> Store:
@@ -136,6 +157,7 @@ class Client:
         sort: Sort = "desc",
     ) -> Page[PipelineRunRecord]:
         pipeline_id = self.get_pipeline(pipeline).id if pipeline is not None else None
+        self._sweep_lost_runs()
         return self.store.runs.list(
             RunFilter(
                 project_id=self.project_id,
@@ -148,6 +170,7 @@ class Client:
 
     def get_pipeline_run(self, name_or_id: str | UUID) -> PipelineRunRecord:
         uid = name_or_id if isinstance(name_or_id, UUID) else parse_uuid(name_or_id)
+        self._sweep_lost_runs()
         if uid is not None:
             return self.store.runs.get(uid)
         found = self.list_pipeline_runs(name=str(name_or_id), size=1).items
@@ -160,36 +183,27 @@ class Client:
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
         """Ask a run to stop: no new steps start, running steps are interrupted through their
         heartbeat and end stopped, then the run ends stopped. ``force`` also kills the
-        processes of its isolated steps on this machine at once."""
+        processes of its isolated steps that this machine started, at once, and asks the
+        run's orchestrating process to kill the others (a process of another machine, or a
+        pid now used by another process, is never signalled from here). A run whose
+        orchestrating process is gone ends failed at once ("orchestrator lost") and is
+        returned so."""
+        from wharf.execution.run_heartbeat import kill_step_processes
+
+        ended = self._sweep_lost_runs(now=True)
         run = self.get_pipeline_run(name_or_id)
+        if run.id in ended:
+            return run
         if run.status.is_finished:
             raise IllegalOperationError(
                 f"Run '{run.name}' has already finished ({run.status.value})."
             )
-        if run.status is not ExecutionStatus.STOPPING:
-            run = self.store.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+        if run.status is not ExecutionStatus.STOPPING or (force and not run.stop_forced):
+            update = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=force or None)
+            run = self.store.runs.update(run.id, update)
         if force:
-            self._kill_step_processes(run.id)
+            kill_step_processes(self.store, run.id)
         return run
-
-    def _kill_step_processes(self, run_id: UUID) -> list[int]:
-        import os
-        import signal
-
-        steps = self.store.steps.list(
-            StepRunFilter(run_id=run_id, statuses=UNFINISHED_STEP_STATUSES),
-            PageRequest(size=1000),
-        ).items
-        killed = []
-        for step in steps:
-            if step.pid is None:
-                continue
-            try:
-                os.kill(step.pid, signal.SIGKILL)
-                killed.append(step.pid)
-            except ProcessLookupError:
-                pass  # it already ended
-        return killed
 
     def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:
         """The captured stdout/stderr of a step run ("" if it has none yet: a step's output is

@@ -34,6 +34,7 @@ from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
+from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.run_lifecycle import finish_run, record_run
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
@@ -232,6 +233,7 @@ class Pipeline(Generic[P]):
                 status=ExecutionStatus.RUNNING,
                 orchestrator_run_id=orchestrator.new_run_id(),
                 user_id=workspace.user.id,
+                orchestrator=orchestrator_process(services.heartbeat_interval),
             )
         else:
             start = RunStart(name=name, user_id=workspace.user.id)

@@ -1,0 +1,114 @@
+"""The orchestrating process's heartbeat: the run's liveness record, renewed while it runs.
+
+A run started in a process records that process (:func:`orchestrator_process`: host, pid,
+start token, liveness timeout) with a first beat in the write that starts it. While the run
+goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thread
+(``RunRepository.update_heartbeat``); a beat that fails is logged and retried at the next
+interval (the liveness timeout allows four missed beats). Each beat also sweeps the runs whose
+orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
+is needed for that. When a beat learns that the run's stop is forced, it kills the processes of
+the run's steps that this machine started (:func:`kill_step_processes`) -- once.
+
+``close()`` ends the thread; the owner calls it when the run's steps are done.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from uuid import UUID
+
+from wharf.core.enums import ExecutionStatus
+from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.store.lost_runs import sweep_quietly
+from wharf.store.models import OrchestratorProcess, PageRequest, StepRunFilter
+from wharf.store.ports import Store
+from wharf.store.process_identity import kill_if_ours, own_start_token, this_host
+
+logger = logging.getLogger(__name__)
+
+UNFINISHED_STEP_STATUSES = (
+    ExecutionStatus.RUNNING,
+    ExecutionStatus.STOPPING,
+    ExecutionStatus.CANCELLING,
+)
+
+
+def orchestrator_process(heartbeat_interval: float) -> OrchestratorProcess:
+    """This process, as the orchestrating process of a run that beats every interval."""
+    return OrchestratorProcess(
+        host=this_host(),
+        pid=os.getpid(),
+        start=own_start_token(),
+        liveness_timeout_seconds=liveness_timeout_for(heartbeat_interval),
+    )
+
+
+def kill_step_processes(store: Store, run_id: UUID) -> tuple[list[int], int]:
+    """SIGKILL the processes of the run's unfinished steps that this machine started (host
+    and start token match: never a process of another machine, never a reused pid). Returns
+    the pids killed and how many recorded processes were left alone."""
+    steps = store.steps.list(
+        StepRunFilter(run_id=run_id, statuses=UNFINISHED_STEP_STATUSES), PageRequest(size=1000)
+    ).items
+    killed: list[int] = []
+    elsewhere = 0
+    for step in steps:
+        if step.pid is None:
+            continue
+        if kill_if_ours(step.pid_host, step.pid, step.pid_start):
+            killed.append(step.pid)
+        else:
+            elsewhere += 1
+    return killed, elsewhere
+
+
+class RunHeartbeat:
+    """Beats for one run from a daemon thread (see the module docstring)."""
+
+    def __init__(self, store: Store, run_id: UUID, interval: float) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._interval = interval
+        self._process = orchestrator_process(interval)
+        self._stopped = threading.Event()
+        self._forced = False
+        self._thread = threading.Thread(
+            target=self._loop, name=f"wharf-run-heartbeat-{run_id}", daemon=True
+        )
+
+    @classmethod
+    def start(cls, store: Store, run_id: UUID, interval: float) -> RunHeartbeat:
+        """Sweep lost runs (so their leftover allocations are given back before this run asks
+        for any), then beat every ``interval`` seconds."""
+        sweep_quietly(store)
+        heartbeat = cls(store, run_id, interval)
+        heartbeat._thread.start()
+        return heartbeat
+
+    def beat_once(self) -> None:
+        try:
+            response = self._store.runs.update_heartbeat(self._run_id, self._process)
+        except Exception as exc:
+            logger.warning("Heartbeat of run %s failed: %s", self._run_id, exc)
+            return
+        if response.stop_forced and not self._forced:
+            self._forced = True
+            try:
+                killed, _ = kill_step_processes(self._store, self._run_id)
+            except Exception as exc:
+                logger.warning("Could not kill the steps of run %s: %s", self._run_id, exc)
+            else:
+                if killed:
+                    logger.warning("Forced stop: killed step processes %s.", killed)
+        sweep_quietly(self._store)
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(self._interval):
+            self.beat_once()
+
+    def close(self) -> None:
+        self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()

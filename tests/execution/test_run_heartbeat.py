@@ -1,0 +1,100 @@
+"""The orchestrating process's heartbeat and the forced stop's kills: real processes, a real
+SQLite store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.store.conftest import World, make_world
+from wharf.core.enums import ExecutionStatus as S
+from wharf.execution.run_heartbeat import RunHeartbeat, kill_step_processes, orchestrator_process
+from wharf.store.models import RunUpdate, StepRunUpdate
+from wharf.store.process_identity import start_token, this_host
+from wharf.store.sql import SqlStore
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        yield make_world(store)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for child in started:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+
+
+def sleeper(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    started.append(child)
+    return child
+
+
+def wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 60
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_force_stop_signals_only_processes_this_machine_started(
+    world: World, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    run = world.run(status=S.RUNNING)
+    other_host, reused, ours = (sleeper(sleepers) for _ in range(3))
+    recorded = {
+        other_host: ("another-machine", start_token(other_host.pid)),
+        reused: (this_host(), f"{start_token(reused.pid)}0"),  # the pid now names another
+        ours: (this_host(), start_token(ours.pid)),
+    }
+    for child, (host, token) in recorded.items():
+        step = world.step(run.id)
+        world.store.steps.update(
+            step.id, StepRunUpdate(pid=child.pid, pid_host=host, pid_start=token)
+        )
+    killed, left = kill_step_processes(world.store, run.id)
+    assert (killed, left) == ([ours.pid], 2)
+    assert ours.wait(timeout=30) == -9
+    assert other_host.poll() is None and reused.poll() is None
+
+
+def test_the_orchestrator_beats_and_kills_its_steps_when_the_stop_is_forced(
+    world: World, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    store = world.store
+    run = world.run(status=S.RUNNING, orchestrator=orchestrator_process(0.05))
+    child = sleeper(sleepers)
+    step = world.step(run.id)
+    store.steps.update(
+        step.id,
+        StepRunUpdate(pid=child.pid, pid_host=this_host(), pid_start=start_token(child.pid)),
+    )
+    first = store.runs.get(run.id).last_heartbeat
+    heartbeat = RunHeartbeat.start(store, run.id, 0.05)
+    try:
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat")
+        assert child.poll() is None  # a plain stop kills nothing
+        store.runs.update(run.id, RunUpdate(status=S.STOPPING))
+        assert child.poll() is None
+        store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
+        wait_for(lambda: child.poll() is not None, "the step's process to be killed")
+        assert child.returncode == -9
+    finally:
+        heartbeat.close()
