@@ -5,14 +5,18 @@ outputs as :class:`OutputArtifact` handles (loaded lazily); ``step.submit(...)``
 :class:`StepFuture`; ``step.map(...)`` submits one step per element and returns a
 :class:`MapResultsFuture`. Steps go through the same launcher as static ones (cache lookup right
 before each starts, retries, inline or isolated runtime), and each step's upstream edges are the
-steps whose outputs it actually received. Invariants: invocation ids are unique within the run;
-no step starts once the run is stopping; the run ends only after every submitted step ended.
+steps whose outputs it actually received. Invariants: invocation ids are unique within the run
+(a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
+``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
+``name_2_0``...); no step starts once the run is stopping; the run ends only after every
+submitted step ended. A body that raises ends the run failed, its traceback logged once here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,6 +41,8 @@ from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 
 DEFAULT_WORKERS = 10
+
+logger = logging.getLogger(__name__)
 
 SpecFactory = Callable[[StepLike, str, dict[str, InputSpec], dict[str, Any], list[str]], StepSpec]
 """(step, invocation id, inputs, parameters, upstream ids) -> the step's spec."""
@@ -206,6 +212,8 @@ class DynamicRunner:
         self._lock = threading.Lock()
         self._stop = StopCheck(services.store, run.id)
         self._ids: dict[str, int] = {}
+        self._taken: set[str] = set()
+        """Every invocation id given out in this run."""
         self._futures: list[Future[StepOutputs]] = []
         self.outcome = DynamicOutcome()
 
@@ -218,9 +226,15 @@ class DynamicRunner:
         except RunStoppedError:
             self.outcome.stop_requested = True
         except StepExecutionError as exc:
-            self.outcome.error = str(exc)
+            self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except Exception as exc:
             self.outcome.error = f"The pipeline function raised {describe_exception(exc)}"
+            logger.error(
+                "The body of dynamic pipeline '%s' raised %s",
+                self._spec.name,
+                describe_exception(exc),
+                exc_info=exc,
+            )
         finally:
             _ACTIVE.reset(token)
             for future in list(self._futures):
@@ -280,9 +294,10 @@ class DynamicRunner:
             if k not in mapped
         }
         after = kwargs.get("after")
+        ids = self._fresh_map_ids(step_name, count)
         futures = []
         for i in range(count):
-            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}}
+            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}, "id": ids[i]}
             if after is not None:
                 call_kwargs["after"] = after
             futures.append(self.submit(step, (), call_kwargs))
@@ -291,16 +306,38 @@ class DynamicRunner:
     # ------------------------------------------------------------------ internals
 
     def _fresh_id(self, name: str) -> str:
+        """``name`` for its first call, then ``name_2``, ``name_3``... (skipping taken ids)."""
         with self._lock:
-            n = self._ids.get(name, 0) + 1
-            self._ids[name] = n
-        return name if n == 1 else f"{name}_{n}"
+            while True:
+                n = self._ids.get(name, 0) + 1
+                self._ids[name] = n
+                candidate = name if n == 1 else f"{name}_{n}"
+                if candidate not in self._taken:
+                    self._taken.add(candidate)
+                    return candidate
+
+    def _fresh_map_ids(self, name: str, count: int) -> list[str]:
+        """The ids of one map's ``count`` steps: ``name_0``...; for a later map of the same
+        step, the first free prefix among ``name_2``, ``name_3``... (``name_2_0``...)."""
+        with self._lock:
+            prefix, k = name, 1
+            while any(f"{prefix}_{i}" in self._taken for i in range(count)):
+                k += 1
+                prefix = f"{name}_{k}"
+            ids = [f"{prefix}_{i}" for i in range(count)]
+            self._taken.update(ids)
+            return ids
 
     def _prepare(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
         kwargs = dict(kwargs)
-        invocation_id = kwargs.pop("id", None) or self._fresh_id(_name_of(step))
+        invocation_id = kwargs.pop("id", None)
+        if invocation_id is None:
+            invocation_id = self._fresh_id(_name_of(step))
+        else:
+            with self._lock:
+                self._taken.add(invocation_id)
         after = kwargs.pop("after", None)
         bound = step.interface.bind(invocation_id, args, kwargs)
         inputs: dict[str, InputSpec] = {}

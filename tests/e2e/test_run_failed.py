@@ -1,0 +1,128 @@
+"""A pipeline call whose run ends failed raises ``RunFailedError`` (``raise_on_failure=False``
+returns the run); a dynamic body that raises fails the run with its traceback logged once;
+mapped steps are named by index."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.e2e import steps_lib
+from wharf import Client, RunFailedError, get_step_context, pipeline, step
+from wharf.core.enums import ExecutionStatus
+from wharf.execution.dynamic import unmapped
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, StepRunFilter
+
+
+class TrainingDiverged(Exception):
+    pass
+
+
+@step(enable_cache=False)
+def diverge(rate: float) -> float:
+    raise TrainingDiverged(f"loss is nan at rate {rate}")
+
+
+@step(enable_cache=False)
+def add(a: int, b: int = 0) -> int:
+    return a + b
+
+
+def step_names(workspace: Workspace, run_id) -> list[str]:  # type: ignore[no-untyped-def]
+    page = PageRequest(sort="asc", size=1000)
+    return [s.name for s in workspace.store.steps.list(StepRunFilter(run_id=run_id), page).items]
+
+
+def test_a_failed_run_raises_with_the_steps_own_exception(workspace: Workspace) -> None:
+    @pipeline
+    def p() -> None:
+        diverge(rate=0.5)
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    error = failed.value
+    assert isinstance(error.__cause__, TrainingDiverged)  # raised in this process: chained
+    assert str(error.__cause__) == "loss is nan at rate 0.5"
+    assert error.step_reasons == {"diverge": "TrainingDiverged: loss is nan at rate 0.5"}
+    recorded = workspace.store.runs.get(error.run.id)  # recorded before it was raised
+    assert recorded.status is ExecutionStatus.FAILED and recorded == error.run
+    assert str(error).startswith(f"Pipeline run '{error.run.name}' failed: ")
+    assert "step 'diverge': TrainingDiverged: loss is nan at rate 0.5" in str(error)
+
+
+def test_raise_on_failure_false_returns_the_run(workspace: Workspace) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        diverge(rate=0.1)
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+
+
+def test_a_stopped_run_does_not_raise(workspace: Workspace) -> None:
+    @step(enable_cache=False)
+    def stop_my_run() -> int:
+        client = Client(workspace.config, workspace.store)
+        client.stop_run(get_step_context().pipeline_run.id)
+        return 1
+
+    @pipeline
+    def p() -> None:
+        add(stop_my_run())
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.STOPPED
+
+
+def test_a_dynamic_body_that_raises_fails_the_run_logged_once(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    @pipeline(dynamic=True)
+    def p() -> None:
+        values = [add(1).load()]
+        max(v for v in values if v > 10)  # ValueError: an empty sequence
+
+    with caplog.at_level(logging.ERROR), pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    cause = failed.value.__cause__
+    assert isinstance(cause, ValueError) and "empty" in str(cause)
+    run = failed.value.run
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason == f"The pipeline function raised ValueError: {cause}"
+    tracebacks = [r for r in caplog.records if r.exc_info and r.exc_info[1] is cause]
+    assert len(tracebacks) == 1
+    assert tracebacks[0].name == "wharf.execution.dynamic"
+    assert step_names(workspace, run.id) == ["add"]
+
+
+def test_a_failed_step_in_a_dynamic_body_chains_the_steps_exception(
+    workspace: Workspace,
+) -> None:
+    @pipeline(dynamic=True)
+    def p() -> None:
+        diverge(rate=2.0)
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    assert isinstance(failed.value.__cause__, TrainingDiverged)
+    assert list(failed.value.step_reasons) == ["diverge"]
+
+
+def test_mapped_steps_are_named_by_index(workspace: Workspace) -> None:
+    @pipeline(dynamic=True)
+    def p() -> None:
+        first = add.map([1, 2, 3], b=unmapped(10))
+        add(5)
+        add(6)  # add_2 is taken by the map: the next free name
+        add.map(first, b=unmapped(1))
+        steps_lib.produce.map(value=[1, 2])
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    mapped = ["add_0", "add_1", "add_2", "add_2_0", "add_2_1", "add_2_2"]
+    called = ["add", "add_3"]
+    assert sorted(step_names(workspace, run.id)) == sorted(
+        [*mapped, *called, "produce_0", "produce_1"]
+    )
