@@ -34,7 +34,7 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
 @click.argument("run")
 @OUTPUT_OPTION
 def show_run(run: str, output: str) -> None:
-    """Show one run (by name, id or id prefix): its pipeline, status and duration, and its
+    """Show RUN (a run's name, id or id prefix): its pipeline, status and duration, and its
     steps as a tree under their upstream steps, with status, duration, cache origin and
     resources."""
     from datetime import UTC, datetime
@@ -71,9 +71,9 @@ def show_run(run: str, output: str) -> None:
     help="Keep printing each step's output as the step ends, until the run finishes.",
 )
 def run_logs(run: str, follow: bool) -> None:
-    """Print every step's captured output, each line prefixed with the step's name. A step's
-    output is stored when the step ends; with --follow, steps still running are printed as
-    they end (Ctrl-C stops following)."""
+    """Print the captured output of every step of RUN (a run's name, id or id prefix), each
+    line prefixed with the step's name. A step's output is stored when the step ends; with
+    --follow, steps still running are printed as they end (Ctrl-C stops following)."""
     from wharf.cli.run_logs import RunLogs
     from wharf.sdk.client import Client
 

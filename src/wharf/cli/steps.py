@@ -27,17 +27,14 @@ def list_steps(run: str, page: int, size: int, output: str) -> None:
 
 
 @steps.command("logs")
-@click.argument("run_or_step_run")
+@click.argument("run")
 @click.argument("step", required=False)
-def step_logs(run_or_step_run: str, step: str | None) -> None:
-    """Print the captured stdout/stderr of a step: ``wharf steps logs RUN STEP`` (a run by name,
-    id or id prefix, and one of its steps by name: its last attempt), or ``wharf steps logs
-    STEP_RUN_ID`` (an id or id prefix). A step's output is stored when the step ends."""
+def step_logs(run: str, step: str | None) -> None:
+    """Print the captured stdout/stderr of STEP of RUN: RUN is a run's name, id or id prefix,
+    STEP the name of one of its steps (its last attempt). Given alone, RUN is a step run's id
+    or id prefix (as in: wharf steps logs STEP_RUN_ID). A step's output is stored when it ends."""
     from wharf.sdk.client import Client
 
     with Client() as client:
-        if step is None:
-            text = client.step_logs(run_or_step_run)
-        else:
-            text = client.step_logs(step, run=run_or_step_run)
+        text = client.step_logs(run) if step is None else client.step_logs(step, run=run)
     click.echo(text, nl=not text.endswith("\n"))
