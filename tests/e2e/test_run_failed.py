@@ -76,25 +76,47 @@ def test_a_stopped_run_does_not_raise(workspace: Workspace) -> None:
     assert run.status is ExecutionStatus.STOPPED
 
 
-def test_a_dynamic_body_that_raises_fails_the_run_logged_once(
-    workspace: Workspace, caplog: pytest.LogCaptureFixture
-) -> None:
-    @pipeline(dynamic=True)
+def body_that_raises(raise_on_failure: bool):  # type: ignore[no-untyped-def]
+    @pipeline(dynamic=True, raise_on_failure=raise_on_failure)
     def p() -> None:
         values = [add(1).load()]
         max(v for v in values if v > 10)  # ValueError: an empty sequence
 
+    return p
+
+
+def body_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "wharf.execution.dynamic"]
+
+
+def test_a_dynamic_body_that_raises_fails_the_run_and_the_call_raises_it(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.ERROR), pytest.raises(RunFailedError) as failed:
-        p.run_in(workspace)
+        body_that_raises(True).run_in(workspace)
     cause = failed.value.__cause__
     assert isinstance(cause, ValueError) and "empty" in str(cause)
     run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
     assert run.status_reason == f"The pipeline function raised ValueError: {cause}"
-    tracebacks = [r for r in caplog.records if r.exc_info and r.exc_info[1] is cause]
-    assert len(tracebacks) == 1
-    assert tracebacks[0].name == "wharf.execution.dynamic"
     assert step_names(workspace, run.id) == ["add"]
+    # The traceback is shown once: with the raised error, not also in the log.
+    [logged] = body_logs(caplog)
+    assert logged.exc_info is None
+    assert logged.getMessage() == (
+        f"The body of dynamic pipeline 'p' raised ValueError: {cause} "
+        "(its traceback follows with the RunFailedError)"
+    )
+
+
+def test_a_dynamic_body_that_raises_is_logged_once_when_the_run_is_returned(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR):
+        run = body_that_raises(False).run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    [logged] = body_logs(caplog)
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], ValueError)
 
 
 def test_a_failed_step_in_a_dynamic_body_chains_the_steps_exception(

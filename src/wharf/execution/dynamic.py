@@ -9,7 +9,8 @@ steps whose outputs it actually received. Invariants: invocation ids are unique 
 (a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
 ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
 ``name_2_0``...); no step starts once the run is stopping; the run ends only after every
-submitted step ended. A body that raises ends the run failed, its traceback logged once here.
+submitted step ended. A body that raises ends the run failed, its traceback shown once: logged
+here, unless the caller raises it again (see :data:`CALLER_RAISES_BODY_ERROR`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 DEFAULT_WORKERS = 10
 
 logger = logging.getLogger(__name__)
+
+CALLER_RAISES_BODY_ERROR = "wharf_caller_raises_body_error"
+"""Set (True) on a pipeline function whose caller raises the body's exception again after the
+run (chained to ``RunFailedError``): the runner then logs it in one line and leaves the
+traceback to that exception, so that the traceback is shown once."""
 
 SpecFactory = Callable[[StepLike, str, dict[str, InputSpec], dict[str, Any], list[str]], StepSpec]
 """(step, invocation id, inputs, parameters, upstream ids) -> the step's spec."""
@@ -229,11 +235,13 @@ class DynamicRunner:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except Exception as exc:
             self.outcome.error = f"The pipeline function raised {describe_exception(exc)}"
+            caller_shows = getattr(self._function, CALLER_RAISES_BODY_ERROR, False)
             logger.error(
-                "The body of dynamic pipeline '%s' raised %s",
+                "The body of dynamic pipeline '%s' raised %s%s",
                 self._spec.name,
                 describe_exception(exc),
-                exc_info=exc,
+                " (its traceback follows with the RunFailedError)" if caller_shows else "",
+                exc_info=None if caller_shows else exc,
             )
         finally:
             _ACTIVE.reset(token)

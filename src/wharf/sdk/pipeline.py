@@ -246,7 +246,9 @@ class Pipeline(Generic[P]):
             run,
             services,
             resolve_step=watch.steps(self._resolve_step),
-            pipeline_function=watch.body(self.func) if self.dynamic else None,
+            pipeline_function=(
+                watch.body(self.func, raises=self.raise_on_failure) if self.dynamic else None
+            ),
             step_operator=step_operator,
             spec_factory=self._dynamic_spec,
         )

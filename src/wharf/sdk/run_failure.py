@@ -20,6 +20,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError, WharfError
 from wharf.core.step_interface import StepInterface
+from wharf.execution.dynamic import CALLER_RAISES_BODY_ERROR
 from wharf.execution.step_like import StepLike
 from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter
 from wharf.store.ports import Store
@@ -75,8 +76,9 @@ class FailureWatch:
 
         return resolve_watched
 
-    def body(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """A dynamic pipeline's ``function`` whose exception is kept."""
+    def body(self, function: Callable[..., Any], raises: bool) -> Callable[..., Any]:
+        """A dynamic pipeline's ``function`` whose exception is kept; ``raises``: the call
+        raises it again (chained), so the engine need not log its traceback."""
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -85,6 +87,7 @@ class FailureWatch:
                 self.body_error = exc
                 raise
 
+        setattr(watched, CALLER_RAISES_BODY_ERROR, raises)
         return watched
 
     def check(self, store: Store, run: PipelineRunRecord) -> None:
