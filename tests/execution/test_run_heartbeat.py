@@ -98,3 +98,25 @@ def test_the_orchestrator_beats_and_kills_its_steps_when_the_stop_is_forced(
         assert child.returncode == -9
     finally:
         heartbeat.close()
+
+
+def test_a_forced_stop_ends_a_run_no_process_beats_for(world: World) -> None:
+    """A run recorded before runs had a liveness record: nothing would ever end it."""
+    from wharf.execution.run_heartbeat import UNATTENDED_REASON, end_unattended
+
+    store = world.store
+    run = world.run(status=S.RUNNING)
+    running, queued = world.step(run.id), world.step(run.id, status=S.QUEUED)
+    done = world.step(run.id)
+    store.steps.update(done.id, StepRunUpdate(status=S.COMPLETED))
+    assert end_unattended(store, run) == run  # not asked to stop: left alone
+    stopping = store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
+    ended = end_unattended(store, stopping)
+    assert (ended.status, ended.status_reason) == (S.STOPPED, UNATTENDED_REASON)
+    assert store.runs.get(run.id) == ended
+    for step_id in (running.id, queued.id):
+        assert store.steps.get(step_id).status is S.STOPPED
+    assert store.steps.get(done.id).status is S.COMPLETED
+    beaten = world.run(status=S.RUNNING, orchestrator=orchestrator_process(15))
+    beaten = store.runs.update(beaten.id, RunUpdate(status=S.STOPPING, stop_forced=True))
+    assert end_unattended(store, beaten) == beaten  # its orchestrator ends it (or the sweep)

@@ -7,7 +7,9 @@ goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thre
 interval (the liveness timeout allows four missed beats). Each beat also sweeps the runs whose
 orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
 is needed for that. When a beat learns that the run's stop is forced, it kills the processes of
-the run's steps that this machine started (:func:`kill_step_processes`) -- once.
+the run's steps that this machine started (:func:`kill_step_processes`) -- once. A run that no
+process beats for (recorded before runs had a liveness record) is ended by a forced stop itself
+(:func:`end_unattended`), since nothing else would ever end it.
 
 ``close()`` ends the thread; the owner calls it when the run's steps are done.
 """
@@ -20,9 +22,17 @@ import threading
 from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.store.lost_runs import sweep_quietly
-from wharf.store.models import OrchestratorProcess, PageRequest, StepRunFilter
+from wharf.store.models import (
+    OrchestratorProcess,
+    PageRequest,
+    PipelineRunRecord,
+    RunUpdate,
+    StepRunFilter,
+    StepRunUpdate,
+)
 from wharf.store.ports import Store
 from wharf.store.process_identity import kill_if_ours, own_start_token, this_host
 
@@ -62,6 +72,36 @@ def kill_step_processes(store: Store, run_id: UUID) -> tuple[list[int], int]:
         else:
             elsewhere += 1
     return killed, elsewhere
+
+
+UNATTENDED_REASON = "Stopped by force: no orchestrating process records a heartbeat for this run."
+_NOT_ENDED = (
+    ExecutionStatus.INITIALIZING,
+    ExecutionStatus.PROVISIONING,
+    ExecutionStatus.QUEUED,
+    *UNFINISHED_STEP_STATUSES,
+)
+
+
+def end_unattended(store: Store, run: PipelineRunRecord) -> PipelineRunRecord:
+    """End stopped a stopping run that no orchestrating process beats for, and its unfinished
+    steps (their resource requests are released as any finished step's); the run as it ends."""
+    if run.orchestrator_host is not None or run.status is not ExecutionStatus.STOPPING:
+        return run
+    steps = store.steps.list(
+        StepRunFilter(run_id=run.id, statuses=_NOT_ENDED), PageRequest(size=1000)
+    ).items
+    stopped = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
+    for step in steps:
+        try:
+            store.steps.update(step.id, stopped)
+        except IllegalTransitionError:  # it ended meanwhile
+            continue
+    update = RunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
+    try:
+        return store.runs.update(run.id, update)
+    except IllegalTransitionError:
+        return store.runs.get(run.id)
 
 
 class RunHeartbeat:

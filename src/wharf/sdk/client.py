@@ -187,8 +187,9 @@ class Client:
         run's orchestrating process to kill the others (a process of another machine, or a
         pid now used by another process, is never signalled from here). A run whose
         orchestrating process is gone ends failed at once ("orchestrator lost") and is
-        returned so."""
-        from wharf.execution.run_heartbeat import kill_step_processes
+        returned so; a forced stop of a run that no process beats for (recorded before runs
+        had a liveness record) ends it stopped at once, with its steps."""
+        from wharf.execution.run_heartbeat import end_unattended, kill_step_processes
 
         ended = self._sweep_lost_runs(now=True)
         run = self.get_pipeline_run(name_or_id)
@@ -203,6 +204,7 @@ class Client:
             run = self.store.runs.update(run.id, update)
         if force:
             kill_step_processes(self.store, run.id)
+            run = end_unattended(self.store, run)
         return run
 
     def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:
