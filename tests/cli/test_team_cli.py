@@ -94,6 +94,7 @@ def test_explain_and_cancel_go_through_the_workspace(
     pool_id = str(team.rm_admin.pools.get(POOL).id)
     listed = run("request", "list", env=env)
     assert POOL in listed.stdout and pool_id not in listed.stdout  # pools by name, not id
+    assert "member (via alice)" in listed.stdout  # the workspace user, via the server's principal
     shown = run("request", "show", allocated, env=env)
     assert POOL in shown.stdout and pool_id not in shown.stdout
     policy = team.rm_admin.policies.get(f"{POOL}-member")  # ensure_pool's, for the member

@@ -161,6 +161,7 @@ def check_team_outputs(shown: dict[str, str]) -> None:
     assert "completed" in shown["python team_training.py"]
     requests = shown["wharf request list"]
     assert "released" in requests and "team" in requests and "1 CPU" in requests
+    assert "alice (via admin)" in requests  # the user, and the RM principal the server used
     assert "team" in shown["wharf pool list"] and "local" not in shown["wharf pool list"]
     assert "8 CPU" in shown["wharf pool show team"]
     assert "No current allocations" in shown["wharf pool show team"]

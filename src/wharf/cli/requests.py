@@ -68,6 +68,15 @@ def _demands(info: ResourceRequestInfo) -> str:
     return ", ".join(parts)
 
 
+def requester(info: ResourceRequestInfo) -> str:
+    """Who asked: the RM principal, and the workspace user a server asked for (``alice (via
+    wharf-server)``) when they differ."""
+    user = info.metadata.get("user")
+    return (
+        info.requester if not user or user == info.requester else f"{user} (via {info.requester})"
+    )
+
+
 def _short(text: str | None) -> str | None:
     return text if text is None or len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
 
@@ -78,7 +87,7 @@ def request_row(info: ResourceRequestInfo, pools: dict[UUID, str]) -> Row:
     return Row(
         id=str(info.id),
         status=info.status.value,
-        requester=info.requester,
+        requester=requester(info),
         pool=", ".join(held) or info.pool,
         demands=_demands(info),
         created_at=info.created_at,
@@ -93,7 +102,7 @@ class QueueRow(Row):
         return cls(
             position=entry.position,
             id=str(info.id),
-            requester=info.requester,
+            requester=requester(info),
             demands=_demands(info),
             created_at=info.created_at,
             reason=entry.reason,
