@@ -2,10 +2,11 @@
 
 A run's orchestrating process beats (``RunRepository.update_heartbeat``); the run is lost when
 its heartbeat deadline passed, or at once when its process ran on this machine and is gone
-(pid dead, or reused by another process: ``wharf.store.process_identity``). No daemon runs the
-sweep: every pipeline run sweeps when it starts and while it beats, ``Client`` reads and stops
-of runs sweep, and the workspace server sweeps periodically. Each sweep is one indexed read when
-nothing is lost.
+(pid dead, or reused by another process: ``wharf.store.process_identity``). A run past its
+deadline whose process this machine sees alive (its beating thread starved) is spared. No
+daemon runs the sweep: every pipeline run sweeps when it starts and while it beats, ``Client``
+reads and stops of runs sweep, and the workspace server sweeps periodically. Each sweep is one
+indexed read when nothing is lost.
 
 Invariant: the steps a sweep ends give back their Resource Manager requests. The store that
 ends them releases them when it is paired with a Resource Manager (embedded mode, the workspace
@@ -21,7 +22,7 @@ from uuid import UUID
 
 from wharf.store.models import LostRun
 from wharf.store.ports import Store
-from wharf.store.process_identity import is_gone, this_host
+from wharf.store.process_identity import is_gone, is_ours, this_host
 from wharf.store.resource_aware import ResourceAwareStepRuns
 
 logger = logging.getLogger(__name__)
@@ -33,22 +34,28 @@ def sweep_lost_runs(store: Store, now: datetime | None = None) -> list[LostRun]:
     candidates = store.runs.list_sweep_candidates(now, this_host())
     if not candidates:
         return []
-    orphaned = [
-        run.id
-        for run in candidates
-        if is_gone(run.orchestrator_host, run.orchestrator_pid, run.orchestrator_start)
-    ]
-    expired = any(
-        run.heartbeat_deadline is not None and run.heartbeat_deadline < now for run in candidates
-    )
+    orphaned: list[UUID] = []
+    spared: list[UUID] = []
+    expired = False
+    for run in candidates:
+        process = (run.orchestrator_host, run.orchestrator_pid, run.orchestrator_start)
+        if is_gone(*process):
+            orphaned.append(run.id)
+        elif run.heartbeat_deadline is not None and run.heartbeat_deadline < now:
+            if is_ours(*process):
+                spared.append(run.id)  # late beats (a starved thread), yet alive: not lost
+            else:
+                expired = True
     if not orphaned and not expired:
         return []
-    return end_lost_runs(store, now, orphaned)
+    return end_lost_runs(store, now, orphaned, spared)
 
 
-def end_lost_runs(store: Store, now: datetime, orphaned: Sequence[UUID] = ()) -> list[LostRun]:
+def end_lost_runs(
+    store: Store, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
+) -> list[LostRun]:
     """``fail_lost_orchestrators`` on ``store``, then release the ended steps' requests."""
-    lost = store.runs.fail_lost_orchestrators(now, orphaned)
+    lost = store.runs.fail_lost_orchestrators(now, orphaned, spared)
     steps = store.steps
     for ended in lost:
         logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)

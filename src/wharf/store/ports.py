@@ -174,11 +174,12 @@ class RunRepository(Protocol):
         ...
 
     def fail_lost_orchestrators(
-        self, now: datetime, orphaned: Sequence[UUID] = ()
+        self, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
     ) -> builtins.list[LostRun]:
         """End failed, with reason "orchestrator lost (last seen <time>)", every running or
         stopping run whose heartbeat deadline passed before ``now`` and each run of
-        ``orphaned`` still running or stopping with a heartbeat record; every unfinished step of
+        ``orphaned`` still running or stopping with a heartbeat record, but none of ``spared``
+        (runs whose orchestrating process the caller saw alive); every unfinished step of
         those runs ends failed (its deadline cleared). Returns them with the steps it ended.
         Safe to run concurrently (each run is ended once); releasing the steps' resource
         requests is the caller's (``wharf.store.lost_runs``)."""

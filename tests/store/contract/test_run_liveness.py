@@ -163,3 +163,15 @@ def test_a_step_pid_is_recorded_with_its_host_and_start(world: World) -> None:
     updated = steps.update(step.id, StepRunUpdate(pid=99, pid_host="here", pid_start="b:5"))
     assert (updated.pid, updated.pid_host, updated.pid_start) == (99, "here", "b:5")
     assert steps.get(step.id) == updated
+
+
+def test_the_sweep_spares_runs_the_caller_saw_alive(world: World, clock: FakeClock) -> None:
+    runs = world.store.runs
+    late = world.run(status=S.RUNNING, orchestrator=ME)
+    lost = world.run(status=S.RUNNING, orchestrator=ELSEWHERE)
+    clock.advance(60)
+    swept = runs.fail_lost_orchestrators(clock.now, spared=[late.id])
+    assert [r.run.id for r in swept] == [lost.id]
+    assert runs.get(late.id).status is S.RUNNING
+    # Orphaned and spared at once: spared wins (the caller's latest word is that it lives).
+    assert runs.fail_lost_orchestrators(clock.now, [late.id], [late.id]) == []

@@ -174,12 +174,14 @@ def build_router() -> APIRouter:
 
     @router.post("/lost", response_model=Items[LostRun])
     def fail_lost_orchestrators(body: LostRunsBody, ctx: CtxDep) -> Response:
-        """End failed the runs whose orchestrator's heartbeat deadline passed, and those of
+        """End failed the runs whose orchestrator's heartbeat deadline passed, but those of
+        ``spared`` (whose orchestrator the caller saw alive on its machine), and those of
         ``orphaned`` (runs the caller may write whose orchestrator it saw gone on its machine);
         their unfinished steps end failed and give back their resource requests."""
         ctx.access.require_account("sweep runs")
         orphaned = [run_id for run_id in body.orphaned if _writable(ctx, run_id)]
-        lost = end_lost_runs(ctx.store, _sweep_time(ctx, body.now), orphaned)
+        now = _sweep_time(ctx, body.now)
+        lost = end_lost_runs(ctx.store, now, orphaned, body.spared)
         return items_response([r for r in lost if _visible(ctx, r.run.project_id)])
 
     @router.put("/{run_id}/heartbeat", response_model=RunHeartbeatResponse)

@@ -155,6 +155,7 @@ class FinishBody(Body):
 class LostRunsBody(Body):
     now: WireDatetime
     orphaned: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH)
+    spared: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH)
 
 
 class LostHeartbeatsBody(Body):

@@ -94,7 +94,11 @@ class RestRunRepository:
         return self._http.model(_Runs, "GET", "/api/v1/runs/sweep_candidates", params=params).items
 
     def fail_lost_orchestrators(
-        self, now: datetime, orphaned: Sequence[UUID] = ()
+        self, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
     ) -> builtins.list[LostRun]:
-        body = {"now": now.isoformat(), "orphaned": [str(i) for i in orphaned]}
+        body = {
+            "now": now.isoformat(),
+            "orphaned": [str(i) for i in orphaned],
+            "spared": [str(i) for i in spared],
+        }
         return self._http.model(_LostRuns, "POST", "/api/v1/runs/lost", body=body).items

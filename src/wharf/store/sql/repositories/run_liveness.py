@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, or_, select
+from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
@@ -117,13 +117,18 @@ def candidates(db: Database, now: datetime, host: str | None) -> list[PipelineRu
     )
 
 
-def fail_lost(db: Database, now: datetime, orphaned: Sequence[UUID] = ()) -> list[LostRun]:
+def fail_lost(
+    db: Database, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
+) -> list[LostRun]:
     """End failed the unfinished runs whose deadline passed before ``now`` and those of
-    ``orphaned`` (runs whose orchestrating process the caller saw gone), with their steps."""
+    ``orphaned`` (runs whose orchestrating process the caller saw gone), with their steps;
+    never those of ``spared`` (runs whose process the caller saw alive)."""
     cutoff = as_utc(now)
     which = _R.c.heartbeat_deadline < cutoff
     if orphaned:
         which = or_(which, _R.c.id.in_(list(orphaned)))
+    if spared:
+        which = and_(which, _R.c.id.not_in(list(spared)))
 
     def sweep(conn: Connection) -> list[LostRun]:
         rows = conn.execute(select(_R).where(*_LIVE, which).with_for_update()).all()

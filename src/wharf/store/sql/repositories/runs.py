@@ -198,9 +198,9 @@ class SqlRunRepository(SqlRepository):
         return run_liveness.candidates(self._db, now, host)
 
     def fail_lost_orchestrators(
-        self, now: datetime, orphaned: Sequence[UUID] = ()
+        self, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
     ) -> builtins.list[LostRun]:
-        return run_liveness.fail_lost(self._db, now, orphaned)
+        return run_liveness.fail_lost(self._db, now, orphaned, spared)
 
     def delete(self, run_id: UUID) -> None:
         s = t.step_run
