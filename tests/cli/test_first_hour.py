@@ -43,6 +43,14 @@ def test_usage_errors_are_one_line_and_typos_name_the_closest_command(
     assert result.stderr.strip() == expected and result.stdout == ""
 
 
+@pytest.mark.parametrize("args", [(), ("stack",)])
+def test_a_group_without_a_command_prints_its_help(args: tuple[str, ...]) -> None:
+    result = wharf(*args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Usage: wharf") and "Commands:" in result.stderr
+    assert "Error" not in result.stderr
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

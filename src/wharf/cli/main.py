@@ -121,7 +121,10 @@ def _run(argv: list[str] | None) -> Any:
         click.echo("Aborted.", err=True)
         sys.exit(1)
     except click.UsageError as exc:
-        click.echo(f"Error: {usage_error_line(exc)}", err=True)
+        if _is_help(exc):  # a group called without a command: its help, as click prints it
+            exc.show()
+        else:
+            click.echo(f"Error: {usage_error_line(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
@@ -151,6 +154,11 @@ def usage_error_line(exc: click.UsageError) -> str:
         return f"No such command '{name}'.{help_hint}"
     options = " or ".join(f"'{c}'" for c in close)
     return f"No such command '{name}'. Did you mean {options}?"
+
+
+def _is_help(exc: click.UsageError) -> bool:
+    no_args_is_help = getattr(click.exceptions, "NoArgsIsHelpError", None)  # click >= 8.2
+    return no_args_is_help is not None and isinstance(exc, no_args_is_help)
 
 
 def _unknown_command(exc: click.UsageError) -> str | None:
