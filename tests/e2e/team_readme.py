@@ -3,12 +3,10 @@
 logs in, runs a pipeline whose step asks for resources, and looks at their requests and the
 team's pools — no pool, policy or RM credential set up by hand.
 
-:data:`COMMANDS` is the README's block (the README prints exactly these lines); only the values
-in capitals that must be generated are filled in (:func:`fill`), and the default ports are moved
-to free ones so the test never meets another server on this machine. Each command runs in the
+The commands are the README's block (``tests/test_readme.py`` passes it in); only the values in
+capitals that must be generated are filled in (:func:`fill`), and the default ports are moved to
+free ones so the test never meets another server on this machine. Each command runs in the
 terminal (its own ``WHARF_HOME``) of the service it starts, or of whoever logged in last.
-:func:`run_team_section` and :func:`check_team_outputs` take any such text, so the README's own
-block can be run with them.
 """
 
 from __future__ import annotations
@@ -18,47 +16,10 @@ import secrets
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.team import Service, free_port
-
-COMMANDS = """\
-# The Resource Manager, with a pool every account may use (RM_KEY: 16 characters or more):
-wharf resource-manager serve --db-url RM_DB_URL --admin-api-key RM_KEY \\
-    --bootstrap-pool team=cpu=8,memory=32GiB
-# The workspace server, using it:
-wharf server serve --db-url WHARF_DB_URL --admin-username admin --admin-password ADMIN_PASSWORD \\
-    --resource-manager-url http://127.0.0.1:8238 --resource-manager-token RM_KEY
-# The workspace administrator adds a user to the default project:
-wharf login http://127.0.0.1:8237 -u admin --password ADMIN_PASSWORD
-wharf user create alice --password ALICE_PASSWORD
-wharf project add-member default --user alice
-# The user logs in and runs pipelines unchanged:
-wharf login http://127.0.0.1:8237 -u alice --password ALICE_PASSWORD
-python team_training.py        # the pipeline below: its step asks for 1 CPU and 256 MiB
-wharf request list             # your steps' resource requests
-wharf pool list                # the team's pools (pool show / queue too)
-wharf pool show team
-"""
-"""The README's team-mode commands, in order; ``#`` lines say who runs the ones below them."""
-
-PIPELINE = """\
-from wharf import ResourceSettings, pipeline, step
-
-@step(settings={"resources": ResourceSettings(cpu_count=1, memory="256MiB")})
-def train() -> float:
-    return 0.9
-
-@pipeline
-def team_training() -> None:
-    train()
-
-team_training()
-"""
-"""``team_training.py`` as the README shows it."""
 
 RM_PORT, SERVER_PORT = 8238, 8237
 BIN = Path(sys.executable).parent
@@ -103,14 +64,6 @@ def terminal(line: str, current: str) -> str:
     if words[1:2] == ["login"] and "-u" in words:
         return words[words.index("-u") + 1]
     return current
-
-
-@pytest.fixture
-def services() -> Iterator[list[Service]]:
-    started: list[Service] = []
-    yield started
-    for service in reversed(started):
-        service.stop()
 
 
 def run_team_section(
@@ -165,10 +118,3 @@ def check_team_outputs(shown: dict[str, str]) -> None:
     assert "team" in shown["wharf pool list"] and "local" not in shown["wharf pool list"]
     assert "8 CPU" in shown["wharf pool show team"]
     assert "No current allocations" in shown["wharf pool show team"]
-
-
-def test_the_readme_team_section_works_as_written(
-    tmp_path: Path, empty_database_url: Callable[[str], str], services: list[Service]
-) -> None:
-    shown = run_team_section(COMMANDS, PIPELINE, tmp_path, empty_database_url, services)
-    check_team_outputs(shown)
