@@ -26,6 +26,7 @@ from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
 from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
@@ -37,6 +38,19 @@ logger = logging.getLogger("wharf.step")
 
 
 def run_step_process(step_run_id: UUID) -> int:
+    # Never outlive the orchestrator: once it is gone the step is interrupted (and the
+    # process exits if it does not end in time).
+    region = InterruptibleRegion()
+    watch = ParentWatch(
+        lambda pid: region.interrupt(f"Stopped: the orchestrating process (pid {pid}) ended.")
+    ).start()
+    try:
+        return _run_step(step_run_id, region)
+    finally:
+        watch.stop()
+
+
+def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
     config = load_config()
     store = open_store(config)
     try:
@@ -69,7 +83,6 @@ def run_step_process(step_run_id: UUID) -> int:
         allocation = allocation_from_env(dict(os.environ))
         if allocation is not None:
             pin_to_allocation(allocation, _gpu_indices())
-        region = InterruptibleRegion()
         worker = None
         if spec.config.enable_heartbeat:
             worker = heartbeat_for(services, record, region, services.heartbeat_interval).start()

@@ -27,7 +27,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -70,7 +71,10 @@ def step_environment(inherited: Mapping[str, str], child_env: Mapping[str, str])
 
 
 def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) -> None:
-    """Runs in the forked child: send output to the log, set the environment, run the step."""
+    """Runs in the forked child: leave the terminal's process group (a Ctrl-C there is for the
+    orchestrator, which stops its steps itself), send output to the log, set the environment,
+    run the step."""
+    os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -112,10 +116,14 @@ def _start_without_main(process: BaseProcess) -> None:
 
 @dataclass
 class StepProcess:
+    """A step's process. ``wait`` and ``kill`` may be called from different threads (the
+    step's waiter, and a force stop): the exit status is read once, under a lock."""
+
     step_run_id: str
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
     forked: BaseProcess | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def pid(self) -> int | None:
@@ -128,14 +136,16 @@ class StepProcess:
             except subprocess.TimeoutExpired:
                 return None
         assert self.forked is not None
-        self.forked.join(timeout)
-        return self.forked.exitcode
+        wait([self.forked.sentinel], timeout)
+        with self._lock:  # two threads must not both read the status the fork server sends
+            self.forked.join(0)
+            return self.forked.exitcode
 
     def kill(self) -> None:
         if self.popen is not None:
             if self.popen.poll() is None:
                 self.popen.kill()
-        elif self.forked is not None and self.forked.exitcode is None:
+        elif self.forked is not None and self.wait(0) is None:
             self.forked.kill()
         self.wait(None)
 

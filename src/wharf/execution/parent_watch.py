@@ -1,0 +1,91 @@
+"""A step process notices when the process that started it (its orchestrator) is gone.
+
+An isolated step must not outlive its run's orchestrator: a killed pipeline process (SIGKILL,
+a closed terminal, ``timeout``) would otherwise leave its step processes running for ever, and
+with them the multiprocessing fork server and resource tracker, which stay up while any
+process they served holds their pipes.
+
+How the end of the orchestrator is seen, without polling where possible:
+- a step forked by the fork server holds the read end of a pipe whose write end only the
+  orchestrator holds (``multiprocessing.parent_process().sentinel``): it becomes readable (EOF)
+  the moment the orchestrator dies;
+- a step started as a new interpreter (``python -m wharf.execution.entrypoint``) is the
+  orchestrator's child: its parent pid changes when the orchestrator dies (polled).
+
+When that happens :class:`ParentWatch` calls ``on_gone`` once (the step interrupts its user
+code and records itself stopped); if the process is still alive ``grace`` seconds later (user
+code stuck in native code, or ignoring the interrupt), it exits the process at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import wait
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5
+"""How often the parent pid is compared, where no sentinel pipe exists."""
+DEFAULT_GRACE_SECONDS = 30.0
+"""How long a step may take to end after its orchestrator is gone."""
+EXIT_CODE = 4
+
+
+class ParentWatch:
+    def __init__(
+        self,
+        on_gone: Callable[[int], object],
+        grace: float = DEFAULT_GRACE_SECONDS,
+        *,
+        exit_process: Callable[[int], None] = os._exit,
+    ) -> None:
+        """``on_gone(pid)`` is called once, from the watch's thread, with the pid of the
+        orchestrator that is gone."""
+        self._on_gone = on_gone
+        self._grace = grace
+        self._exit = exit_process
+        self._done = threading.Event()
+        parent = multiprocessing.parent_process()
+        self._sentinel: int | None = parent.sentinel if parent is not None else None
+        self._pid = (parent.pid if parent is not None else None) or os.getppid()
+        self._thread = threading.Thread(target=self._run, name="wharf-parent-watch", daemon=True)
+
+    @property
+    def parent_pid(self) -> int:
+        return self._pid
+
+    def start(self) -> ParentWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """The step ended by itself: nothing more to watch (the thread is a daemon)."""
+        self._done.set()
+
+    def _parent_gone(self) -> bool:
+        """Block until the parent is gone (True) or :meth:`stop` was called (False)."""
+        if self._sentinel is not None:
+            while not self._done.is_set():
+                if wait([self._sentinel], POLL_SECONDS):
+                    return True
+            return False
+        while not self._done.wait(POLL_SECONDS):
+            if os.getppid() != self._pid:
+                return True
+        return False
+
+    def _run(self) -> None:
+        if not self._parent_gone():
+            return
+        logger.warning("The orchestrating process (pid %d) is gone; stopping this step.", self._pid)
+        try:
+            self._on_gone(self._pid)
+        except Exception:
+            logger.exception("Could not stop the step after its orchestrator ended.")
+        if not self._done.wait(self._grace):
+            logger.error("The step did not end within %.0f s; exiting.", self._grace)
+            self._exit(EXIT_CODE)
