@@ -93,9 +93,17 @@ def run_logs(run: str, follow: bool) -> None:
 
 @runs.command("stop")
 @click.argument("run")
-@click.option("--force", is_flag=True, help="Also kill the run's isolated step processes now.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also kill the run's isolated step processes at once (they end stopped).",
+)
 def stop_run(run: str, force: bool) -> None:
-    """Stop a run: no new steps start; running steps are interrupted and end stopped."""
+    """Stop a run gracefully: no new steps start; running steps are interrupted at their next
+    safe point (their next heartbeat: within WHARF_HEARTBEAT_INTERVAL, 15 s by default) and
+    end stopped; then the run ends stopped. A step that finishes before that keeps its
+    result. Ctrl-C or SIGTERM in the process running the pipeline stops it the same way (a
+    second Ctrl-C forces)."""
     from wharf.sdk.client import Client
 
     with Client() as client:

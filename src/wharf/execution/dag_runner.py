@@ -3,10 +3,12 @@
 Invariants:
 - a step starts only after all its upstream steps succeeded (completed or cached);
 - at most ``max_parallelism`` steps run at once;
-- once the run is stopping (or stopped), no new step starts and steps already running finish:
-  the store refuses to create a step run in such a run (``RunStoppingError``), in the same
-  write that would start the step, so a stop from any process takes effect at the next step
-  boundary without a read per step;
+- once the run is stopping (or stopped), no new step starts: the store refuses to create a step
+  run in such a run (``RunStoppingError``), in the same write that would start the step, so a
+  stop from any process takes effect at the next step boundary without a read per step; steps
+  already running are interrupted at their next safe point (their heartbeat, or the
+  orchestrator's ``RunStopper``) and end stopped;
+- a forced stop (``ForcedStop`` raised in the calling thread) does not wait for running steps;
 - on a failure: FAIL_FAST starts nothing more and interrupts running steps (they end stopped);
   STOP_ON_FAILURE starts nothing more and lets running steps finish; CONTINUE_ON_FAILURE keeps
   starting every step that does not depend on a failed one.
@@ -37,6 +39,7 @@ from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import RunStoppingError
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
+from wharf.execution.run_stop import ForcedStop
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
 from wharf.store.ports import Store
@@ -136,11 +139,12 @@ class DagRunner:
                 hand_over(starts[0])
                 del starts[0]
             schedule.wait_until_idle()
-        except BaseException as exc:  # e.g. KeyboardInterrupt: running steps finish, none start
+        except BaseException as exc:  # e.g. KeyboardInterrupt: none start, running steps end
             for start in starts:  # taken to start, never handed to a thread
                 schedule.abort(start[0], exc)
             schedule.halt()
-            schedule.wait_until_idle()
+            if not isinstance(exc, ForcedStop):  # forced: the orchestrator ends them itself
+                schedule.wait_until_idle()
             raise
         if schedule.error is not None:
             raise schedule.error

@@ -36,6 +36,7 @@ from wharf.core.errors import (
 from wharf.execution.attempts import describe_exception
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher, StepOutcome
+from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
 from wharf.execution.stop_check import StopCheck
@@ -227,8 +228,12 @@ class DynamicRunner:
 
     def run(self) -> DynamicOutcome:
         token = _ACTIVE.set(self)
+        forced = False
         try:
             self._function(**self._spec.parameters)
+        except ForcedStop:  # a second Ctrl-C: the orchestrator ends the running steps itself
+            forced = True
+            raise
         except RunStoppedError:
             self.outcome.stop_requested = True
         except StepExecutionError as exc:
@@ -245,10 +250,10 @@ class DynamicRunner:
             )
         finally:
             _ACTIVE.reset(token)
-            for future in list(self._futures):
+            for future in [] if forced else list(self._futures):
                 with contextlib.suppress(Exception):  # failures are in the outcome already
                     future.exception()
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=not forced, cancel_futures=forced)
         if not self.outcome.stop_requested:
             self.outcome.stop_requested = self._stop_requested()
         return self.outcome

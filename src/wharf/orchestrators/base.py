@@ -40,8 +40,16 @@ from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
 from wharf.execution.run_lifecycle import finish_run, finishes_in_one_write, start_run
+from wharf.execution.run_stop import (
+    ForcedOutcome,
+    ForcedStop,
+    RunStopper,
+    TrackedBackend,
+    TrackedInline,
+)
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices, for_run
+from wharf.execution.signals import RunSignals
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_check import StopCheck
@@ -152,13 +160,21 @@ class BaseOrchestrator(ABC):
         # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
         liveness = RunHeartbeat.start(services.store, run.id, services.heartbeat_interval)
         services.progress.run_started(run, job.snapshot.spec.name)
+        stopper = RunStopper(services.store, run.id)
+        signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
+        outcome: DagOutcome | DynamicOutcome | ForcedOutcome
         try:
             # A started run must end whatever happens from here: a refusal fails it too.
             runtimes = self.runtime_policy(job.snapshot.spec, job.step_operator)
             if runtimes.has_isolation:
                 services = for_run(services, run.id)
             with frozen_heap():  # no full collection walks the heap built before the run
-                outcome = self._run_steps(job, services, run, runtimes, heartbeats)
+                outcome = self._run_steps(job, services, run, runtimes, heartbeats, stopper)
+        except ForcedStop:
+            outcome = stopper.force()  # a second Ctrl-C: kill isolated steps, end every step
+            if not signals.forced:  # a run nested in the one being forced: it ends too
+                finish_run(services.store, run.id, *outcome.final_status())
+                raise
         except BaseException as exc:
             ended = finish_run(
                 services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
@@ -166,11 +182,13 @@ class BaseOrchestrator(ABC):
             services.progress.run_finished(ended)  # the summary line
             raise
         finally:
+            signals.restore()
             heartbeats.close()
             liveness.close()
         status, reason = outcome.final_status()
         ended = finish_run(services.store, run.id, status, reason)
         services.progress.run_finished(ended)  # the summary line
+        signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
         return ended
 
     def _run_steps(
@@ -180,13 +198,18 @@ class BaseOrchestrator(ABC):
         run: PipelineRunRecord,
         runtimes: RuntimePolicy,
         heartbeats: HeartbeatScheduler,
+        stopper: RunStopper,
     ) -> DagOutcome | DynamicOutcome:
         spec = job.snapshot.spec
         runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
-        inline = InlineExecutor(services, runner, services.heartbeat_interval, heartbeats)
+        inline = TrackedInline(
+            InlineExecutor(services, runner, services.heartbeat_interval, heartbeats), stopper
+        )
         isolated = None
         if runtimes.has_isolation:
-            isolated = IsolatedExecutor(services, lambda s: self._backend_for(s, job, services))
+            isolated = IsolatedExecutor(
+                services, lambda s: TrackedBackend(self._backend_for(s, job, services), stopper)
+            )
         launcher = StepLauncher(
             services,
             run.id,

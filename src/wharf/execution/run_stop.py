@@ -1,0 +1,215 @@
+"""Stopping a run from the process that orchestrates it: gracefully, or by force.
+
+One semantics for a graceful stop, whoever asks (``wharf runs stop``, ``Client.stop_run``, a
+Ctrl-C or SIGTERM in the orchestrating process): no new step starts (the store refuses to
+create step runs in a stopping run), running steps are interrupted at their next safe point
+and end stopped, and the run ends stopped. A forced stop also kills isolated step processes at
+once.
+
+A :class:`RunStopper` knows the attempts of its run that are in flight, registered by the
+executor wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) while each one runs:
+
+- :meth:`RunStopper.stop` moves the run to stopping (isolated steps learn it from their
+  heartbeat, as with ``wharf runs stop``) and interrupts every inline attempt at once, and any
+  that registers afterwards before its user code starts;
+- :meth:`RunStopper.force` kills every isolated attempt's process, waits (bounded) for their
+  waiters to record them, then records every step run of the run that is still unfinished
+  (e.g. inline code stuck in native code) as stopped: a finished run never has a step left
+  running.
+
+Invariant: once stopping, always stopping (both methods are idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError
+from wharf.execution.attempts import (
+    AttemptExecutor,
+    AttemptResult,
+    IsolatedBackend,
+    ProcessResult,
+)
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.store.models import (
+    ArtifactVersionRecord,
+    PageRequest,
+    RunUpdate,
+    StepRunFilter,
+    StepRunRecord,
+    StepRunUpdate,
+)
+from wharf.store.ports import Store
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.client.models import ResourceRequestInfo
+
+logger = logging.getLogger(__name__)
+
+STOP_REASON = "Stopped on request."
+FORCED_REASON = "Force-stopped on request: the step did not end in time."
+FORCED_RUN_REASON = "Force-stopped on request."
+UNFINISHED = (
+    ExecutionStatus.QUEUED,
+    ExecutionStatus.RUNNING,
+    ExecutionStatus.STOPPING,
+    ExecutionStatus.CANCELLING,
+)
+RECORD_WAIT_SECONDS = 10.0
+"""How long a forced stop waits for killed processes' waiters to record them."""
+
+
+class ForcedStop(KeyboardInterrupt):
+    """Raised in the orchestrating thread by a second Ctrl-C: stop waiting for running steps."""
+
+
+class ForcedOutcome:
+    """How a run whose stop was forced ends."""
+
+    def final_status(self) -> tuple[ExecutionStatus, str | None]:
+        return ExecutionStatus.STOPPED, FORCED_RUN_REASON
+
+
+class RunStopper:
+    def __init__(self, store: Store, run_id: UUID) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._cond = threading.Condition()
+        self._regions: set[InterruptibleRegion] = set()
+        self._processes: dict[int, tuple[IsolatedBackend, object]] = {}
+        self.stopping = False
+        self.forced = False
+
+    # ------------------------------------------------------------------ registration
+
+    def add_region(self, region: InterruptibleRegion) -> None:
+        with self._cond:
+            self._regions.add(region)
+            stopping = self.stopping
+        if stopping:
+            region.interrupt(STOP_REASON)
+
+    def remove_region(self, region: InterruptibleRegion) -> None:
+        with self._cond:
+            self._regions.discard(region)
+
+    def add_process(self, backend: IsolatedBackend, handle: object) -> None:
+        with self._cond:
+            self._processes[id(handle)] = (backend, handle)
+            forced = self.forced
+        if forced:
+            backend.cancel_attempt(handle)
+
+    def remove_process(self, handle: object) -> None:
+        with self._cond:
+            self._processes.pop(id(handle), None)
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------ stopping
+
+    def stop(self) -> None:
+        """Stop gracefully (see the module docstring). Safe to call from any thread."""
+        with self._cond:
+            first = not self.stopping
+            self.stopping = True
+            regions = list(self._regions)
+        if first:
+            try:
+                self._store.runs.update(self._run_id, RunUpdate(status=ExecutionStatus.STOPPING))
+            except IllegalTransitionError:
+                pass  # already stopping, or finished meanwhile
+            except Exception as exc:  # the interrupts below still stop this process's steps
+                logger.warning("Could not record run %s as stopping: %s", self._run_id, exc)
+        for region in regions:
+            region.interrupt(STOP_REASON)
+
+    def force(self) -> ForcedOutcome:
+        """Stop by force (see the module docstring); call from the orchestrating thread once
+        it no longer waits for the run's steps. Returns how the run ends."""
+        self.stop()
+        with self._cond:
+            self.forced = True
+            processes = list(self._processes.values())
+        for backend, handle in processes:
+            try:
+                backend.cancel_attempt(handle)
+            except Exception as exc:
+                logger.warning("Could not kill a step process: %s", exc)
+        deadline = time.monotonic() + RECORD_WAIT_SECONDS
+        with self._cond:  # their waiters record them (status, logs) once the processes ended
+            while self._processes and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+        self.end_unfinished_steps()
+        return ForcedOutcome()
+
+    def end_unfinished_steps(self) -> list[StepRunRecord]:
+        """Record every unfinished step run of the run as stopped; those it ended."""
+        steps = self._store.steps.list(
+            StepRunFilter(run_id=self._run_id, statuses=UNFINISHED), PageRequest(size=1000)
+        ).items
+        ended = []
+        update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=FORCED_REASON)
+        for step in steps:
+            try:
+                ended.append(self._store.steps.update(step.id, update))
+            except IllegalTransitionError:
+                continue  # it ended meanwhile
+        return ended
+
+
+@dataclass
+class TrackedInline:
+    """An inline executor whose attempts a :class:`RunStopper` can interrupt."""
+
+    inner: AttemptExecutor
+    stopper: RunStopper
+
+    def __call__(
+        self,
+        spec: StepSpec,
+        record: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None = None,
+    ) -> AttemptResult:
+        self.stopper.add_region(region)
+        try:
+            return self.inner(spec, record, inputs, region, allocation)
+        finally:
+            self.stopper.remove_region(region)
+
+
+@dataclass
+class TrackedBackend:
+    """An isolated backend whose processes a :class:`RunStopper` can kill."""
+
+    inner: IsolatedBackend
+    stopper: RunStopper
+
+    def submit_attempt(
+        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
+    ) -> object:
+        handle = self.inner.submit_attempt(record, allocation)
+        self.stopper.add_process(self.inner, handle)
+        return handle
+
+    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
+        return self.inner.wait_attempt(handle, timeout)
+
+    def cancel_attempt(self, handle: object) -> None:
+        self.inner.cancel_attempt(handle)
+
+    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
+        try:
+            self.inner.cleanup_attempt(handle, record)
+        finally:
+            self.stopper.remove_process(handle)

@@ -1,0 +1,162 @@
+"""Ctrl-C and SIGTERM while a run is orchestrated in this process's main thread.
+
+:meth:`RunSignals.install` takes over the signals, only in the main thread and only those whose
+handler is Python's default (a handler the application set, or an ignored signal, is left
+alone); :meth:`RunSignals.restore` gives them back once the run's steps are done. Meanwhile:
+
+- the first SIGINT or SIGTERM prints one line to stderr and stops the run gracefully
+  (:meth:`RunStopper.stop`: no new steps, running steps interrupted at their next safe point).
+  The stop's store writes are done by a helper thread, never inside the handler (the main
+  thread may hold a lock the writes need);
+- a second one forces: the handler raises :class:`ForcedStop` in the main thread, which stops
+  waiting for the steps; the orchestrator then calls :meth:`RunStopper.force`;
+- a third one raises a plain ``KeyboardInterrupt`` (a way out if the forced stop hangs).
+
+Once the run is recorded, :meth:`RunSignals.raise_if_signalled` ends the call the way the signal
+asked: ``KeyboardInterrupt`` for SIGINT (uncaught, the process prints no traceback for it, one
+line, and exits as killed by SIGINT, status 130 in a shell), ``SystemExit(143)`` for SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from queue import SimpleQueue
+from types import FrameType, TracebackType
+from typing import Any
+
+from wharf.execution.run_stop import ForcedStop, RunStopper
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+_DEFAULTS: dict[int, object] = {
+    signal.SIGINT: signal.default_int_handler,
+    signal.SIGTERM: signal.SIG_DFL,
+}
+_MARK = "wharf_stopped_run"
+"""Attribute of the ``KeyboardInterrupt`` that ends a call after a Ctrl-C stopped its run."""
+
+
+class _Helper:
+    """One daemon thread per process that runs what a handler asks for (``SimpleQueue.put``
+    is safe in a signal handler)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: SimpleQueue[Callable[[], None]] = SimpleQueue()
+        self._thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def ensure_started(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="wharf-signals", daemon=True
+                )
+                self._thread.start()
+
+    def post(self, job: Callable[[], None]) -> None:
+        self._queue.put(job)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            except Exception as exc:
+                sys.stderr.write(f"wharf: could not stop the run: {exc}\n")
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._queue = SimpleQueue()
+        self._thread = None
+
+
+_HELPER = _Helper()
+
+
+class RunSignals:
+    def __init__(self, stopper: RunStopper, run_name: str) -> None:
+        self._stopper = stopper
+        self._run_name = run_name
+        self._previous: dict[int, Any] = {}
+        self.received: list[int] = []
+        self.forced = False
+        """A second signal came while the steps ran: the orchestrator must force the stop."""
+
+    def install(self) -> RunSignals:
+        """Take over SIGINT and SIGTERM (see the module docstring); a no-op outside the main
+        thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for handled in HANDLED:
+            current = signal.getsignal(handled)
+            if current is _DEFAULTS[handled]:
+                self._previous[handled] = current
+        if self._previous:
+            _HELPER.ensure_started()
+            for signum in self._previous:
+                signal.signal(signum, self._handle)
+        return self
+
+    def restore(self) -> None:
+        """Give the signals back to the handlers they had before :meth:`install`."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        count = len(self.received)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        if count == 1:
+            _say(
+                f"Stopping run '{self._run_name}' ({name}): no new steps start, running steps "
+                "are interrupted. Press Ctrl-C again to force."
+            )
+            _HELPER.post(self._stopper.stop)
+        elif count == 2:
+            _say(f"Forcing the stop of run '{self._run_name}' ({name}): isolated steps are killed.")
+            self.forced = True
+            raise ForcedStop()
+        else:
+            raise KeyboardInterrupt()
+
+    def raise_if_signalled(self, status: str) -> None:
+        """End the call as the first signal asked, once the run is recorded (``status``; the
+        progress output has said how it ended)."""
+        if not self.received:
+            return
+        if self.received[0] == signal.SIGTERM:
+            raise SystemExit(128 + signal.SIGTERM)
+        interrupt = KeyboardInterrupt(f"Run '{self._run_name}' {status} after Ctrl-C.")
+        setattr(interrupt, _MARK, self._run_name)
+        interrupt.__suppress_context__ = True
+        _quiet_at_top_level()
+        raise interrupt
+
+
+def _say(line: str) -> None:
+    """One line on stderr, from a signal handler: straight to the file descriptor (the main
+    thread may be inside a write to ``sys.stderr``, which must not be re-entered)."""
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode(errors="replace"))
+
+
+def _quiet_at_top_level() -> None:
+    """Let the interpreter print no traceback for a marked ``KeyboardInterrupt`` that nobody
+    caught (the line was printed already). Only the interpreter's own hook is replaced; every
+    other exception still goes to it."""
+    if sys.excepthook is not sys.__excepthook__:
+        return
+    original = sys.excepthook
+
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        if isinstance(exc, KeyboardInterrupt) and hasattr(exc, _MARK):
+            return
+        original(exc_type, exc, tb)
+
+    sys.excepthook = hook
