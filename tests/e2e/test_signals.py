@@ -105,6 +105,8 @@ def home(wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspac
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
     ws = Workspace.open(load_config())
     make_stack(ws, "procs", "local_process")
+    # Steps in a new interpreter (the component names one): no fork server in between.
+    make_stack(ws, "procs_python", "local_process", orchestrator_config={"python": sys.executable})
     yield ws
     ws.close()
 
@@ -256,16 +258,20 @@ def children_of(pid: int) -> dict[int, str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("stack", ["procs", "procs_python"])
 def test_nothing_outlives_a_killed_pipeline_process(
-    home: Workspace, scripts: list[Script], tmp_path: Path
+    home: Workspace, scripts: list[Script], tmp_path: Path, stack: str
 ) -> None:
     """kill -9 of the pipeline process: its step process ends (stopped, it noticed), and the
-    multiprocessing fork server and resource tracker exit with it."""
-    script = Script(scripts, tmp_path, "procs")
+    multiprocessing fork server and resource tracker (when steps are forked) exit with it."""
+    script = Script(scripts, tmp_path, stack)
     step_pid = script.wait_until_step_runs()
     helpers = children_of(script.process.pid)
-    assert any("forkserver" in c for c in helpers.values()), helpers
-    assert any("resource_tracker" in c for c in helpers.values()), helpers
+    if stack == "procs":
+        assert any("forkserver" in c for c in helpers.values()), helpers
+        assert any("resource_tracker" in c for c in helpers.values()), helpers
+    else:
+        assert step_pid in helpers
     script.signal(signal.SIGKILL)
     script.finish()
     for pid in [step_pid, *helpers]:
