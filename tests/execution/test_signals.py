@@ -1,0 +1,113 @@
+"""The run's signal handlers: where they are installed, what each signal does, and restoring.
+
+Real signals sent to this (pytest's) process; the run's store is a stand-in for the port.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from wharf.core.enums import ExecutionStatus
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.run_stop import ForcedStop, RunStopper
+from wharf.execution.signals import RunSignals
+
+
+class Runs:
+    def __init__(self) -> None:
+        self.updates: list[ExecutionStatus | None] = []
+
+    def update(self, run_id: Any, update: Any) -> None:
+        self.updates.append(update.status)
+
+
+class Store:
+    def __init__(self) -> None:
+        self.runs = Runs()
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store()
+
+
+@pytest.fixture
+def signals(store: Store) -> Iterator[RunSignals]:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    installed = RunSignals(RunStopper(store, uuid.uuid4()), "my-run")  # type: ignore[arg-type]
+    yield installed
+    installed.restore()
+
+
+def eventually(condition: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_handlers_are_installed_for_the_run_and_restored(signals: RunSignals) -> None:
+    signals.install()
+    assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    signals.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_an_applications_own_handler_is_left_alone(signals: RunSignals) -> None:
+    def mine(signum: int, frame: Any) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        signals.install()
+        assert signal.getsignal(signal.SIGTERM) is mine
+        signals.restore()
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_nothing_is_installed_outside_the_main_thread(signals: RunSignals) -> None:
+    thread = threading.Thread(target=signals.install)
+    thread.start()
+    thread.join()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_first_signal_stops_gracefully_second_forces(
+    signals: RunSignals, store: Store, capfd: pytest.CaptureFixture[str]
+) -> None:
+    region = InterruptibleRegion()
+    signals._stopper.add_region(region)
+    signals.install()
+    signal.raise_signal(signal.SIGINT)  # handled: no KeyboardInterrupt here
+    eventually(lambda: store.runs.updates == [ExecutionStatus.STOPPING])
+    eventually(lambda: region.interrupted)
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "Stopping run 'my-run' (Ctrl-C)" in err
+    assert not signals.forced
+    with pytest.raises(ForcedStop):
+        signal.raise_signal(signal.SIGINT)
+    assert signals.forced
+    with pytest.raises(KeyboardInterrupt):  # a third: a way out
+        signal.raise_signal(signal.SIGINT)
+
+
+def test_the_call_ends_as_the_signal_asked(signals: RunSignals, store: Store) -> None:
+    signals.install()
+    signals.raise_if_signalled("completed")  # no signal: nothing
+    signal.raise_signal(signal.SIGTERM)
+    eventually(lambda: store.runs.updates == [ExecutionStatus.STOPPING])
+    signals.restore()
+    with pytest.raises(SystemExit) as exited:
+        signals.raise_if_signalled("stopped")
+    assert exited.value.code == 128 + signal.SIGTERM
