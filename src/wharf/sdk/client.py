@@ -181,8 +181,9 @@ class Client:
         return found[0]
 
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
-        """Ask a run to stop: no new steps start, running steps are interrupted through their
-        heartbeat and end stopped, then the run ends stopped. ``force`` also kills the
+        """Ask a run to stop gracefully: no new steps start, running steps are interrupted at
+        their next safe point (their next heartbeat) and end stopped (one that finishes before
+        then keeps its result), then the run ends stopped. ``force`` also kills the
         processes of its isolated steps that this machine started, at once, and asks the
         run's orchestrating process to kill the others (a process of another machine, or a
         pid now used by another process, is never signalled from here). A run whose
