@@ -13,8 +13,10 @@ alone); :meth:`RunSignals.restore` gives them back once the run's steps are done
 - a third one raises a plain ``KeyboardInterrupt`` (a way out if the forced stop hangs).
 
 Once the run is recorded, :meth:`RunSignals.raise_if_signalled` ends the call the way the signal
-asked: ``KeyboardInterrupt`` for SIGINT (uncaught, the process prints no traceback for it, one
-line, and exits as killed by SIGINT, status 130 in a shell), ``SystemExit(143)`` for SIGTERM.
+asked: ``KeyboardInterrupt`` for SIGINT (uncaught, the interpreter prints no traceback for it --
+the progress output has said how the run ended -- and exits as killed by SIGINT, status 130 in
+a shell; caught, e.g. in a notebook, it is an ordinary ``KeyboardInterrupt``),
+``SystemExit(143)`` for SIGTERM.
 """
 
 from __future__ import annotations
