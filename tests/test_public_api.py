@@ -18,6 +18,13 @@ def test_public_names():
         "get_step_context",
         "pipeline",
         "step",
+        "unmapped",
     }
     for name in wharf.__all__:
         assert getattr(wharf, name) is not None
+
+
+def test_unmapped_is_the_dynamic_wrapper():
+    from wharf.execution.dynamic import unmapped
+
+    assert wharf.unmapped is unmapped

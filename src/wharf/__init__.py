@@ -24,6 +24,7 @@ _EXPORTS = {
     "ExecutionMode": "wharf.core.enums",
     "ExecutionStatus": "wharf.core.enums",
     "StepRuntime": "wharf.core.enums",
+    "unmapped": "wharf.execution.dynamic",
 }
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "get_step_context",
     "pipeline",
     "step",
+    "unmapped",
 ]
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     )
     from wharf.core.enums import ExecutionMode, ExecutionStatus, StepRuntime
     from wharf.execution.context import get_step_context
+    from wharf.execution.dynamic import unmapped
     from wharf.sdk.client import Client
     from wharf.sdk.pipeline import pipeline
     from wharf.sdk.run_failure import RunFailedError
