@@ -13,7 +13,7 @@ from tests.e2e.test_isolated import make_stack
 from wharf import RunFailedError, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import StepExecutionError, StepInterfaceError
+from wharf.core.errors import InputError, StepExecutionError, StepInterfaceError
 from wharf.execution.dynamic import OutputArtifact, StepFuture, unmapped
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, StepRunFilter
@@ -98,6 +98,37 @@ def test_map_errors(workspace: Workspace):
     p.run_in(workspace)
     assert "at least one list" in errors[0]
     assert "different lengths" in errors[1]
+
+
+def test_a_duplicate_explicit_id_is_an_error_at_the_call(workspace: Workspace):
+    errors: list[Exception] = []
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        add(1, id="same").load()
+        for call in (lambda: add(2, id="same"), lambda: add.submit(3, id="same")):
+            try:
+                call()
+            except InputError as exc:
+                errors.append(exc)
+        add.map([1, 2])  # add_0, add_1
+        try:
+            add(4, id="add_1")  # an id a map gave out
+        except InputError as exc:
+            errors.append(exc)
+        add(5, id="same")  # uncaught: the run fails
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    run = failed.value.run
+    assert run.status is ExecutionStatus.FAILED
+    assert len(errors) == 3
+    assert all("'same'" in str(e) for e in errors[:2])
+    assert "'add_1'" in str(errors[2]) and "already used" in str(errors[2])
+    assert "'same'" in (run.status_reason or "")
+    found = steps(workspace, run.id)
+    assert sorted(found) == ["add_0", "add_1", "same"]
+    assert found["same"].outputs  # the first step under the id is the one kept
 
 
 def test_submit_outside_a_dynamic_pipeline():

@@ -8,7 +8,8 @@ before each starts, retries, inline or isolated runtime), and each step's upstre
 steps whose outputs it actually received. Invariants: invocation ids are unique within the run
 (a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
 ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
-``name_2_0``...); no step starts once the run is stopping; the run ends only after every
+``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the call);
+no step starts once the run is stopping; the run ends only after every
 submitted step ended. A body that raises ends the run failed, its traceback shown once: logged
 here, unless the caller raises it again (see :data:`CALLER_RAISES_BODY_ERROR`).
 """
@@ -275,8 +276,14 @@ class DynamicRunner:
         spec, inputs = self._prepare(step, args, kwargs)
         return self._execute(spec, inputs)
 
-    def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
-        spec, inputs = self._prepare(step, args, kwargs)
+    def submit(
+        self,
+        step: StepLike,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        reserved_id: str | None = None,
+    ) -> StepFuture:
+        spec, inputs = self._prepare(step, args, kwargs, reserved_id)
         future = self._pool.submit(self._execute, spec, inputs)
         with self._lock:
             self._futures.append(future)
@@ -310,10 +317,10 @@ class DynamicRunner:
         ids = self._fresh_map_ids(step_name, count)
         futures = []
         for i in range(count):
-            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}, "id": ids[i]}
+            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}}
             if after is not None:
                 call_kwargs["after"] = after
-            futures.append(self.submit(step, (), call_kwargs))
+            futures.append(self.submit(step, (), call_kwargs, reserved_id=ids[i]))
         return MapResultsFuture(futures)
 
     # ------------------------------------------------------------------ internals
@@ -341,16 +348,33 @@ class DynamicRunner:
             self._taken.update(ids)
             return ids
 
+    def _take_id(self, invocation_id: str, step: StepLike) -> None:
+        """Reserve an id the caller chose; one already given out is an error, at the call
+        (two steps under one id would leave only one of them in the run)."""
+        with self._lock:
+            if invocation_id in self._taken:
+                raise StepInterfaceError(
+                    f"Step id '{invocation_id}' (step '{_name_of(step)}') is already used in "
+                    "this run; give each call of a dynamic pipeline a unique id=."
+                )
+            self._taken.add(invocation_id)
+
     def _prepare(
-        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        step: StepLike,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        reserved_id: str | None = None,
     ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
+        """``reserved_id``: an id given out already (a map's steps); else ``id=`` or a fresh one."""
         kwargs = dict(kwargs)
         invocation_id = kwargs.pop("id", None)
-        if invocation_id is None:
+        if reserved_id is not None:
+            invocation_id = reserved_id
+        elif invocation_id is None:
             invocation_id = self._fresh_id(_name_of(step))
         else:
-            with self._lock:
-                self._taken.add(invocation_id)
+            self._take_id(invocation_id, step)
         after = kwargs.pop("after", None)
         bound = step.interface.bind(invocation_id, args, kwargs)
         inputs: dict[str, InputSpec] = {}
