@@ -96,7 +96,8 @@ def run_logs(run: str, follow: bool) -> None:
 @click.option(
     "--force",
     is_flag=True,
-    help="Also kill the run's isolated step processes at once (they end stopped).",
+    help="Also kill the run's isolated step processes (they end stopped): at once for those "
+    "this machine started, through the run's orchestrator for the others.",
 )
 def stop_run(run: str, force: bool) -> None:
     """Stop a run gracefully: no new steps start; running steps are interrupted at their next
