@@ -23,7 +23,7 @@ from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
 from wharf import Client, ResourceSettings, RetryConfig, RunFailedError, pipeline
 from wharf.config.global_config import load_config
-from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
+from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import IllegalOperationError
 from wharf.resource_manager.client.protocol import ResourceManagerClient
 from wharf.sdk.pools import ensure_pool
@@ -468,3 +468,48 @@ def test_resource_manager_unreachable_during_heartbeats(
         ws.close()
     finally:
         team.stop()
+
+
+def test_a_steps_request_names_only_the_component_that_launches_it(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The step operator is the subject of the steps it runs, the orchestrator of the others;
+    no other stack component (the artifact store, the unused one) is a subject."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "with_op")
+    ws = Workspace.open(load_config())
+    try:
+        make_stack(ws, "with_op", "local", step_operator="subproc")
+        Mode("embedded").ensure_pool(ws, "licenses", {"license": 1})
+        holder = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            holder.with_options(step_operator="subproc")(label="op", seconds=0, id="on_op")
+            holder(label="here", seconds=0, id="inline")
+
+        run = p.run_in(ws)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        rm = ws.resource_manager()
+        ids = {
+            type_.value: str(ws.store.stacks.get_component_by_name(type_, name).id)
+            for type_, name in (
+                (ComponentType.ORCHESTRATOR, "with_op"),
+                (ComponentType.STEP_OPERATOR, "subproc"),
+            )
+        }
+        named = {}
+        for record in steps(ws, run.id):
+            info = rm.requests.get(record.resource_request_id)
+            named[record.name] = [
+                (n.subject_id, n.attributes["component_type"])
+                for chain in info.subjects
+                for n in chain.nodes
+                if n.subject_type.value == "component"
+            ]
+    finally:
+        ws.close()
+    assert named == {
+        "on_op": [(ids["step_operator"], "step_operator")],
+        "inline": [(ids["orchestrator"], "orchestrator")],
+    }

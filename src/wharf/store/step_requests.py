@@ -1,7 +1,9 @@
 """What a step's Resource Manager request says: its subjects, demands, lease and metadata.
 
 Subjects: the account (``is_superuser`` from ``is_admin``), project -> pipeline -> pipeline run
--> step run, and each stack component except the artifact store. Metadata: step and run names
+-> step run, and the stack component that launches the step: its step operator if it names one,
+else the orchestrator (the other components do not run it, so policies on them must not apply).
+Metadata: step and run names
 and ids, project name and id, user. The pipeline run is the preemption group, so a run never
 preempts its own steps. The RM's allocation-wait deadline is one pending lease later than the
 launcher's, so the launcher's timeout message is the one users see.
@@ -36,8 +38,18 @@ class RunSubjects:
     account: SubjectChain
     path: tuple[SubjectNode, ...]
     """project -> pipeline -> pipeline run (the step run's node is appended per step)."""
-    components: tuple[SubjectChain, ...]
+    orchestrator: SubjectChain | None
+    """The stack's orchestrator: the subject of every step that names no step operator."""
+    step_operators: dict[str, SubjectChain]
+    """The stack's step operator(s) by name: the subject of the steps that name one."""
     metadata: dict[str, str]
+
+    def launcher_of(self, step_operator: str | None) -> SubjectChain | None:
+        """The component that launches a step naming ``step_operator`` (None: the
+        orchestrator)."""
+        if step_operator is not None:
+            return self.step_operators.get(step_operator)
+        return self.orchestrator
 
 
 def run_subjects(store: Store, run: PipelineRunRecord, user: UserRecord) -> RunSubjects:
@@ -67,11 +79,17 @@ def run_subjects(store: Store, run: PipelineRunRecord, user: UserRecord) -> RunS
             attributes={"name": run.name},
         ),
     )
+    components = component_chains(store, run.snapshot_id)
     return RunSubjects(
         run_id=run.id,
         account=SubjectChain(nodes=(account,)),
         path=path,
-        components=tuple(component_chains(store, run.snapshot_id)),
+        orchestrator=next(
+            (c for type_, _, c in components if type_ is ComponentType.ORCHESTRATOR), None
+        ),
+        step_operators={
+            name: c for type_, name, c in components if type_ is ComponentType.STEP_OPERATOR
+        },
         metadata={
             "pipeline_run_name": run.name,
             "pipeline_run_id": str(run.id),
@@ -108,11 +126,12 @@ def step_request(
         DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
         for d in settings.canonical_demands()
     )
+    launcher = subjects.launcher_of(spec.config.step_operator)
     return ResourceRequestCreate(
         subjects=(
             subjects.account,
             SubjectChain(nodes=(*subjects.path, step_node)),
-            *subjects.components,
+            *(() if launcher is None else (launcher,)),
         ),
         demands=demands,
         reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
@@ -132,8 +151,10 @@ def step_request(
     )
 
 
-def component_chains(store: Store, snapshot_id: UUID) -> list[SubjectChain]:
-    """One chain per stack component of the snapshot's stack (the artifact store excepted)."""
+def component_chains(
+    store: Store, snapshot_id: UUID
+) -> list[tuple[ComponentType, str, SubjectChain]]:
+    """(type, name, chain) of each component of the snapshot's stack that can launch a step."""
     from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
 
     snapshot = store.snapshots.get(snapshot_id)
@@ -142,22 +163,26 @@ def component_chains(store: Store, snapshot_id: UUID) -> list[SubjectChain]:
     stack = store.stacks.get_stack(snapshot.stack_id)
     chains = []
     for type_, component_id in stack.components.items():
-        if type_ is ComponentType.ARTIFACT_STORE:
+        if type_ not in (ComponentType.ORCHESTRATOR, ComponentType.STEP_OPERATOR):
             continue
         component = store.stacks.get_component(component_id)
         chains.append(
-            SubjectChain(
-                nodes=(
-                    SubjectNode(
-                        subject_type=SubjectType.COMPONENT,
-                        subject_id=str(component.id),
-                        attributes={
-                            "name": component.name,
-                            "component_type": component.type.value,
-                            "flavor": component.flavor,
-                        },
-                    ),
-                )
+            (
+                component.type,
+                component.name,
+                SubjectChain(
+                    nodes=(
+                        SubjectNode(
+                            subject_type=SubjectType.COMPONENT,
+                            subject_id=str(component.id),
+                            attributes={
+                                "name": component.name,
+                                "component_type": component.type.value,
+                                "flavor": component.flavor,
+                            },
+                        ),
+                    )
+                ),
             )
         )
     return chains
