@@ -1,10 +1,12 @@
 """One attempt of one step, in this thread: load inputs, call the user function, publish outputs.
 
 This is the user-code error boundary. Invariants: the user function runs inside the step context
-and an :class:`InterruptibleRegion`; outputs are all saved to the artifact store before any is
-recorded in the metadata store, and if one fails to save the others are removed, so a failed
-step never leaves half its outputs behind. :meth:`StepRunner.run` only saves them: the caller
-records them together with the step's end (``attempts.finish_attempt``, one store call).
+and an :class:`InterruptibleRegion`; the step's ``environment=`` variables are set from the
+loading of its inputs to the saving of its outputs (:mod:`wharf.execution.step_variables`);
+outputs are all saved to the artifact store before any is recorded in the metadata store, and if
+one fails to save the others are removed, so a failed step never leaves half its outputs behind.
+:meth:`StepRunner.run` only saves them: the caller records them together with the step's end
+(``attempts.finish_attempt``, one store call).
 
 Loading a step by its source imports the user's module (or executes their script under the name
 ``__wharf_script__``). While that import runs, :func:`loading_user_code` tells a pipeline call
@@ -36,6 +38,7 @@ from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
+from wharf.execution.step_variables import step_variables
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -44,7 +47,7 @@ from wharf.store.models import (
 )
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 StepResolver = Callable[[StepSpec], StepLike]
 
@@ -186,6 +189,18 @@ class StepRunner:
     ) -> dict[str, ArtifactVersionCreate]:
         """Run the user function and save its outputs; return them, not yet recorded."""
         step = self._resolve_step(spec)
+        with step_variables(spec.name, spec.config.environment, region):
+            return self._attempt(step, spec, step_run, inputs, region, allocation)
+
+    def _attempt(
+        self,
+        step: StepLike,
+        spec: StepSpec,
+        step_run: StepRunRecord,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+        allocation: ResourceRequestInfo | None,
+    ) -> dict[str, ArtifactVersionCreate]:
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
         artifact_store = self._services.artifact_store
         uris = {
