@@ -133,7 +133,7 @@ def database(kind: str) -> Iterator[str]:
         with tempfile.TemporaryDirectory() as tmp:
             yield f"sqlite:///{Path(tmp) / 'bench.db'}"
         return
-    from wharf.store.sql.engine import normalize_url
+    from wharf.sql.engine import normalize_url
 
     admin = normalize_url(POSTGRES_URL)
     name = f"wharf_bench_{uuid.uuid4().hex[:8]}"

@@ -36,8 +36,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from wharf.sql.engine import normalize_url
 from wharf.store.sql import SqlStore
-from wharf.store.sql.engine import normalize_url
 from wharf.store.sql.tables import metadata
 
 SERVER_URLS = {

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.store.sql.forking import exit_code_in_fork
+from tests.sql.forking import exit_code_in_fork
 from wharf.core.ids import new_id, parse_uuid, random_bytes
 
 

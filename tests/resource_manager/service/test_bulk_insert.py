@@ -16,8 +16,8 @@ from wharf.resource_manager.domain import Allocation
 from wharf.resource_manager.service import ResourceManagerService, bulk_insert, codec, request_store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_many, insert_tables
-from wharf.store.sql import direct, errors
-from wharf.store.sql.direct import commit_with
+from wharf.sql import direct, errors
+from wharf.sql.direct import commit_with
 
 
 def _rows(request_id: uuid.UUID, model: object) -> tuple[dict[str, object], request_store.Children]:

@@ -28,7 +28,7 @@ from wharf.core.enums import ResourceRequestStatus
 from wharf.resource_manager.domain import LEASE_EXPIRED, LEASE_EXPIRED_WHILE_PENDING
 from wharf.resource_manager.service import ResourceManagerService
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.engine import create_sql_engine
+from wharf.sql.engine import create_sql_engine
 
 WORKERS = 8
 OPS = 80

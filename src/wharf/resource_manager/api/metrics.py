@@ -43,7 +43,7 @@ from sqlalchemy import ColumnElement, Connection, case, extract, func, literal_c
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.service import ResourceManagerService
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.engine import Database, create_sql_engine, mask_url
+from wharf.sql.engine import Database, create_sql_engine, mask_url
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 HOLDING = (S.ALLOCATED.value, S.PREEMPTING.value)

@@ -57,8 +57,8 @@ from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
-from wharf.store.sql.direct import commit_with
-from wharf.store.sql.engine import Database
+from wharf.sql.direct import commit_with
+from wharf.sql.engine import Database
 
 logger = logging.getLogger(__name__)
 

@@ -50,8 +50,8 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.engine import Dialect
 
-from wharf.store.sql.direct import RawWrite, driver_error, execute_sql, is_psycopg, pipelines
-from wharf.store.sql.types import JsonText
+from wharf.sql.direct import RawWrite, driver_error, execute_sql, is_psycopg, pipelines
+from wharf.sql.types import JsonText
 
 Processor = Callable[[Any], Any] | None
 _MISSING = object()
@@ -157,7 +157,7 @@ def insert_tables(
     PostgreSQL checks them at the end of the statement.
 
     ``later``: that one statement is not sent but returned, for the caller to send with its
-    transaction's last writes (:func:`~wharf.store.sql.direct.commit_with`), as its last
+    transaction's last writes (:func:`~wharf.sql.direct.commit_with`), as its last
     statements or before them; everything else is inserted now, and nothing is returned."""
     groups = [(table, rows) for table, rows in groups if rows]
     if len(groups) > 1 and is_psycopg(conn.dialect):

@@ -31,7 +31,7 @@ from wharf.resource_manager.service import config_store as store
 from wharf.resource_manager.service.batch import BatchRunner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal
-from wharf.store.sql.engine import Database
+from wharf.sql.engine import Database
 
 
 def _key(

@@ -35,8 +35,8 @@ from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_,
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.direct import DirectStatement, Query
-from wharf.store.sql.types import LONG_TEXT
+from wharf.sql.direct import DirectStatement, Query
+from wharf.sql.types import LONG_TEXT
 
 MAX_KEY_LENGTH = t.KEY_LENGTH
 
@@ -199,7 +199,7 @@ _STORE = DirectStatement(
 def store(entries: list[tuple[IdempotencyKey, str]], now: datetime) -> list[Query]:
     """The writes that store each key with its call's response, already encoded as JSON text
     (run them in the transaction of the change they describe, e.g. with
-    :func:`~wharf.store.sql.direct.commit_with`)."""
+    :func:`~wharf.sql.direct.commit_with`)."""
     return [
         (
             _STORE,

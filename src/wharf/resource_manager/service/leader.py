@@ -31,8 +31,8 @@ from sqlalchemy import Connection, bindparam, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
-from wharf.store.sql.direct import DirectStatement, Query, rows_together
-from wharf.store.sql.types import UtcDateTime, is_mysql
+from wharf.sql.direct import DirectStatement, Query, rows_together
+from wharf.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
 
@@ -122,7 +122,7 @@ def record(
     swept: bool,
 ) -> Query:
     """The write that stores the versions this transaction produced and that ``instance_id``
-    led this cycle (run it last, e.g. with :func:`~wharf.store.sql.direct.commit_with`)."""
+    led this cycle (run it last, e.g. with :func:`~wharf.sql.direct.commit_with`)."""
     same = row.leader_id == instance_id
     params = {
         "s_state": state_version,

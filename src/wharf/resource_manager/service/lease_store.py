@@ -42,8 +42,8 @@ from wharf.resource_manager.service.request_store import (
     LeaseRow,
     Written,
 )
-from wharf.store.sql.direct import DirectStatement, rows_together
-from wharf.store.sql.types import UtcDateTime
+from wharf.sql.direct import DirectStatement, rows_together
+from wharf.sql.types import UtcDateTime
 
 _C = t.requests.c
 _LIVE_STATUS = or_(*(_C.status == literal_column(f"'{status}'") for status in LIVE))
@@ -127,7 +127,7 @@ def renew(
 
 def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
     """:func:`renew` each, in order; on PostgreSQL all in one round trip
-    (:func:`~wharf.store.sql.direct.rows_together`: the server still runs one after the other,
+    (:func:`~wharf.sql.direct.rows_together`: the server still runs one after the other,
     so the rows are locked in the order given)."""
     if not conn.dialect.update_returning:
         return [

@@ -49,8 +49,8 @@ from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_owner
 from wharf.resource_manager.service.state import CacheView
-from wharf.store.sql.direct import commit_with
-from wharf.store.sql.engine import Database
+from wharf.sql.direct import commit_with
+from wharf.sql.engine import Database
 
 _INFO = TypeAdapter(ResourceRequestInfo)
 LAPSED = object()

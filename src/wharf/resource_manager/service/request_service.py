@@ -63,7 +63,7 @@ from wharf.resource_manager.service.request_ops import (
     RenewRequest,
     Sweep,
 )
-from wharf.store.sql.engine import Database
+from wharf.sql.engine import Database
 
 
 def _demands(spec: ResourceRequestCreate) -> tuple[Demand, ...]:

@@ -40,8 +40,8 @@ from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.bulk_insert import insert_tables
-from wharf.store.sql.direct import DirectStatement, Query, RawWrite
-from wharf.store.sql.types import UtcDateTime
+from wharf.sql.direct import DirectStatement, Query, RawWrite
+from wharf.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
 HOLDING = (S.ALLOCATED.value, S.PREEMPTING.value)

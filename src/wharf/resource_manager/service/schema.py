@@ -3,7 +3,7 @@
 The RM keeps its own migrations (``migrations/``) and version table (``rm_alembic_version``), so
 it can live in its own database (team mode) or next to the store in the embedded SQLite file.
 The checks and upgrades are the store's shared
-:class:`~wharf.store.sql.migration_history.MigrationHistory`.
+:class:`~wharf.sql.migration_history.MigrationHistory`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wharf.store.sql.engine import Database
-from wharf.store.sql.migration_history import MigrationHistory
+from wharf.sql.engine import Database
+from wharf.sql.migration_history import MigrationHistory
 
 if TYPE_CHECKING:
     from alembic.config import Config

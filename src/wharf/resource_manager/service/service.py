@@ -32,7 +32,7 @@ from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.request_ops import Sweep
 from wharf.resource_manager.service.request_service import RequestService
 from wharf.resource_manager.service.schema import ensure_schema
-from wharf.store.sql.engine import Database, create_sql_engine, mask_url
+from wharf.sql.engine import Database, create_sql_engine, mask_url
 
 
 class ResourceManagerService:

@@ -28,7 +28,7 @@ from wharf.resource_manager.service.request_store import (
     first_written,
     volatile,
 )
-from wharf.store.sql.direct import DirectStatement
+from wharf.sql.direct import DirectStatement
 
 _C = t.requests.c
 _BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))

@@ -28,7 +28,7 @@ Invariants kept by the database itself:
 - idempotency keys are unique per (principal, operation, key).
 
 Enumerations are short strings, quantities exact integers in base units (BIGINT), JSON documents
-are text (see :mod:`wharf.store.sql.types`).
+are text (see :mod:`wharf.sql.types`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from sqlalchemy import (
     Text,
 )
 
-from wharf.store.sql.types import UUID, JsonText, NullableJsonText, UtcDateTime
+from wharf.sql.types import UUID, JsonText, NullableJsonText, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

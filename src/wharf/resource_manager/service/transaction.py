@@ -41,7 +41,7 @@ from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.leader import StateRow
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import Working
-from wharf.store.sql.direct import Query, RawWrite
+from wharf.sql.direct import Query, RawWrite
 
 Finisher = Callable[[], Any]
 """Builds an operation's result after the cycle, inside the transaction."""

@@ -1,12 +1,12 @@
 """The SQL metadata store (SQLite, PostgreSQL, MySQL/MariaDB) behind ``wharf.store.ports``.
 
-- ``engine``: URLs, engines (SQLite locking discipline) and the transaction helper;
-- ``errors``: the only place driver exceptions are interpreted and converted;
-- ``types`` / ``tables``: the schema, the single source of truth for ``migrations``;
+- ``tables``: the schema, the single source of truth for ``migrations``;
 - ``schema``: revision check and Alembic upgrades;
 - ``repositories``: one module per aggregate; ``store``: the :class:`SqlStore` bundle.
 
-Nothing in this package escapes SQLAlchemy exceptions or creates engines at import time.
+Engines, column types, error conversion and migration plumbing come from the shared SQL
+toolkit (:mod:`wharf.sql`). Nothing in this package escapes SQLAlchemy exceptions or creates
+engines at import time.
 """
 
 from wharf.store.sql.store import SqlStore

@@ -1,6 +1,6 @@
 """The metadata store's migration history (``migrations/``, version table ``alembic_version``).
 
-The checks and upgrades themselves are :class:`~wharf.store.sql.migration_history
+The checks and upgrades themselves are :class:`~wharf.sql.migration_history
 .MigrationHistory`'s; this module names the store's history and keeps its entry points.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wharf.store.sql.engine import Database
-from wharf.store.sql.migration_history import MigrationHistory
+from wharf.sql.engine import Database
+from wharf.sql.migration_history import MigrationHistory
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from wharf.sql.engine import Database, create_sql_engine, mask_url
 from wharf.store.ports import (
     AccountStore,
     ApiKeyRepository,
@@ -18,7 +19,6 @@ from wharf.store.ports import (
     MembershipRepository,
     ServiceAccountRepository,
 )
-from wharf.store.sql.engine import Database, create_sql_engine, mask_url
 from wharf.store.sql.repositories.batches import SqlBatchOperations
 from wharf.store.sql.repositories.credentials import SqlCredentialRepository
 from wharf.store.sql.repositories.memberships import SqlMembershipRepository

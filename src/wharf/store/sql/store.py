@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
+from wharf.sql.engine import Database, create_sql_engine, mask_url
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -39,7 +40,6 @@ from wharf.store.ports import (
     Store,
     UserRepository,
 )
-from wharf.store.sql.engine import Database, create_sql_engine, mask_url
 from wharf.store.sql.repositories.artifacts import SqlArtifactRepository
 from wharf.store.sql.repositories.batches import SqlBatchOperations
 from wharf.store.sql.repositories.pipelines import SqlPipelineRepository

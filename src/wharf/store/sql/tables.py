@@ -43,7 +43,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from wharf.store.sql.types import LONG_TEXT, UUID, JsonText, NullableJsonText, UtcDateTime
+from wharf.sql.types import LONG_TEXT, UUID, JsonText, NullableJsonText, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

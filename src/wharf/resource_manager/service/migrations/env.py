@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wharf.resource_manager.service.tables import metadata
-from wharf.store.sql.alembic_env import run_environment
+from wharf.sql.alembic_env import run_environment
 
 VERSION_TABLE = "rm_alembic_version"
 TABLE_PREFIX = "rm_"

@@ -8,7 +8,7 @@ one, the URL comes from the ``sqlalchemy.url`` option (``alembic -x`` style use 
 
 from __future__ import annotations
 
-from wharf.store.sql.alembic_env import run_environment
+from wharf.sql.alembic_env import run_environment
 from wharf.store.sql.tables import metadata
 
 run_environment(metadata)

@@ -26,8 +26,8 @@ from sqlalchemy import (
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.core.ids import id_prefix_bounds
+from wharf.sql.engine import Database
 from wharf.store.models import MAX_PAGE_SIZE, Page, PageRequest
-from wharf.store.sql.engine import Database
 from wharf.store.sql.tables import NAME_LENGTH
 
 T = TypeVar("T")

@@ -24,6 +24,9 @@ from sqlalchemy import Connection, Row, bindparam, func, select
 
 from wharf.core.errors import StoreError
 from wharf.core.ids import new_id
+from wharf.sql.direct import DirectStatement
+from wharf.sql.engine import MAX_CONFLICT_RETRIES, Database
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
     ArtifactFilter,
     ArtifactRecord,
@@ -34,9 +37,6 @@ from wharf.store.models import (
     PageRequest,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,

@@ -33,6 +33,9 @@ from sqlalchemy import Connection, bindparam, select, tuple_
 
 from wharf.core.errors import EntityExistsError, InputError
 from wharf.core.transitions import check_step_initial
+from wharf.sql.direct import DirectStatement
+from wharf.sql.engine import Database
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -42,9 +45,6 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
-from wharf.store.sql.engine import Database
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import chunks, not_found
 from wharf.store.sql.repositories.artifacts import (
     insert_versions,

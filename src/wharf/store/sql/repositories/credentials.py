@@ -20,10 +20,10 @@ from uuid import UUID
 from sqlalchemy import Connection, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
+from wharf.sql.errors import UniqueViolationError
 from wharf.store.account_models import UserCredentialRecord
 from wharf.store.models import UserRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import UniqueViolationError
 from wharf.store.sql.repositories._base import SqlRepository, not_found
 from wharf.store.sql.tables import NAME_LENGTH
 

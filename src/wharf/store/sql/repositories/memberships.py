@@ -14,10 +14,10 @@ from sqlalchemy import ColumnElement, Connection, Row, select
 
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.core.ids import new_id
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.account_models import MembershipRecord, ProjectRole
 from wharf.store.models import Page, PageRequest
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import DEFAULT_PAGE, SqlRepository, first_missing, list_page
 
 _M = t.project_member

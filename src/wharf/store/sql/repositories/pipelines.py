@@ -12,9 +12,9 @@ from uuid import UUID
 from sqlalchemy import Row, select
 
 from wharf.core.ids import new_id
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import Page, PageRequest, PipelineFilter, PipelineRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,

@@ -9,9 +9,9 @@ from sqlalchemy import Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
 from wharf.core.ids import new_id
+from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import Page, PageRequest, ProjectRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,

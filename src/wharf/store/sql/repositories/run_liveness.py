@@ -26,6 +26,8 @@ from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
+from wharf.sql.engine import Database
+from wharf.sql.types import as_utc
 from wharf.store.models import (
     LostRun,
     OrchestratorProcess,
@@ -34,11 +36,9 @@ from wharf.store.models import (
     StepRunRecord,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import Database
 from wharf.store.sql.repositories._base import not_found, status_times
 from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES
 from wharf.store.sql.repositories.step_links import load_links, step_record
-from wharf.store.sql.types import as_utc
 
 _R, _S = t.pipeline_run, t.step_run
 LIVE_STATUSES = (ExecutionStatus.RUNNING.value, ExecutionStatus.STOPPING.value)

@@ -18,10 +18,10 @@ from sqlalchemy import Connection, Table, delete, select
 from wharf.core.enums import MetadataResourceType
 from wharf.core.errors import InputError, StoreError
 from wharf.core.ids import new_id
+from wharf.sql.engine import MAX_CONFLICT_RETRIES
+from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import RunMetadataRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
-from wharf.store.sql.errors import UniqueViolationError
 from wharf.store.sql.repositories._base import SqlRepository, check_name, not_found
 
 _M = t.run_metadata

@@ -12,7 +12,7 @@ Invariants:
   stop committed before it is always honoured and a finished run is never changed.
 
 They are on the per-run path of every pipeline call, so their statements run on the driver's
-cursor (``wharf.store.sql.direct``) and records are assembled from values already in hand.
+cursor (``wharf.sql.direct``) and records are assembled from values already in hand.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StoreError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_run_initial, check_run_transition, run_end
+from wharf.sql.direct import DirectStatement
+from wharf.sql.engine import MAX_CONFLICT_RETRIES, Database
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.sql.types import LONG_TEXT
 from wharf.store.models import (
     PipelineRecord,
     PipelineRunRecord,
@@ -36,12 +40,8 @@ from wharf.store.models import (
     SnapshotRecord,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES, Database
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import check_name, first_missing, not_found, status_times
 from wharf.store.sql.repositories.run_liveness import ended_values, liveness_values
-from wharf.store.sql.types import LONG_TEXT
 
 _P, _SN, _R = t.pipeline, t.pipeline_snapshot, t.pipeline_run
 _PIPELINE = DirectStatement(

@@ -30,6 +30,8 @@ from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
 from wharf.core.transitions import check_run_initial, check_run_transition
+from wharf.sql.engine import MAX_CONFLICT_RETRIES
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
     LostRun,
     OrchestratorProcess,
@@ -43,8 +45,6 @@ from wharf.store.models import (
     RunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import MAX_CONFLICT_RETRIES
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories import run_liveness, run_records
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,

@@ -13,9 +13,10 @@ from sqlalchemy import Connection, Row, delete, select
 
 from wharf.core.errors import EntityExistsError
 from wharf.core.ids import new_id
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.sql.types import as_utc
 from wharf.store.models import Page, PageRequest, ScheduleCreate, ScheduleFilter, ScheduleRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -25,7 +26,6 @@ from wharf.store.sql.repositories._base import (
     list_page,
     not_found,
 )
-from wharf.store.sql.types import as_utc
 
 _SC = t.schedule
 DEFAULT_FILTER = ScheduleFilter()

@@ -17,10 +17,10 @@ from sqlalchemy import Connection, Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.core.ids import new_id
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.account_models import ApiKeyAuthRecord, ApiKeyRecord, ServiceAccountRecord
 from wharf.store.models import Page, PageRequest
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,

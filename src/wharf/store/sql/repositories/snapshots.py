@@ -13,9 +13,9 @@ from sqlalchemy import Row, select
 
 from wharf.config.spec import PipelineSpec
 from wharf.core.ids import new_id
+from wharf.sql.errors import ForeignKeyViolationError
 from wharf.store.models import SnapshotCreate, SnapshotRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import ForeignKeyViolationError
 from wharf.store.sql.repositories._base import SqlRepository, first_missing, not_found
 
 _SN = t.pipeline_snapshot

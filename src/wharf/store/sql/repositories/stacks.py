@@ -17,9 +17,9 @@ from sqlalchemy import Connection, Row, select
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.core.ids import new_id
+from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.errors import UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,

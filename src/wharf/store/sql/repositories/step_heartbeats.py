@@ -20,12 +20,12 @@ from sqlalchemy import Connection, bindparam, func, select
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.core.transitions import STEP_TRANSITIONS, check_step_transition
+from wharf.sql.engine import Database
+from wharf.sql.types import as_utc
 from wharf.store.models import HeartbeatResponse, StepRunRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.engine import Database
 from wharf.store.sql.repositories._base import not_found, status_times
 from wharf.store.sql.repositories.step_links import load_links, step_record
-from wharf.store.sql.types import as_utc
 
 _S = t.step_run
 

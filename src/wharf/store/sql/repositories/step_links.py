@@ -12,9 +12,9 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, literal, select, union_all
 
+from wharf.sql.direct import DirectStatement
 from wharf.store.models import StepRunRecord
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
 from wharf.store.sql.repositories._base import chunks
 
 _IN = t.step_run_input

@@ -58,6 +58,10 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, IllegalOperationError, RunStoppingError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_step_initial, check_step_transition
+from wharf.sql.direct import DirectStatement
+from wharf.sql.engine import Database
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.sql.types import as_utc
 from wharf.store.models import (
     HeartbeatResponse,
     Page,
@@ -68,9 +72,6 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement
-from wharf.store.sql.engine import Database
-from wharf.store.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -83,7 +84,6 @@ from wharf.store.sql.repositories._base import (
 )
 from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES, beat, fail_lost
 from wharf.store.sql.repositories.step_links import link_rows, load_links, step_record
-from wharf.store.sql.types import as_utc
 
 T = TypeVar("T")
 _S = t.step_run

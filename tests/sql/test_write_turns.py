@@ -1,4 +1,4 @@
-"""Write turns (:mod:`wharf.store.sql.write_turns`): one writer per SQLite file per process,
+"""Write turns (:mod:`wharf.sql.write_turns`): one writer per SQLite file per process,
 reentrant per thread, urgent writers first, shared by every engine on the file.
 
 Threads are sequenced with events; the only timed waits are safety timeouts that only a broken
@@ -10,11 +10,19 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.store.sql.forking import exit_code_in_fork, held_by_another_thread
-from tests.store.test_holders_first import SAFETY_TIMEOUT, in_thread
+from tests.sql.forking import exit_code_in_fork, held_by_another_thread
+
+from wharf.sql.urgency import set_urgent
+from wharf.sql.write_turns import WriteTurns, turns_for
 from wharf.store.sql import SqlStore
-from wharf.store.sql.write_turns import WriteTurns, turns_for
-from wharf.store.urgency import set_urgent
+
+SAFETY_TIMEOUT = 30.0
+
+
+def in_thread(target: object) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    return thread
 
 
 def test_a_turn_is_reentrant_and_exclusive() -> None:

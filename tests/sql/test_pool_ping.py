@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from wharf.core.errors import EntityNotFoundError, StoreError
+from wharf.sql import engine as engine_module
 from wharf.store.sql import SqlStore
-from wharf.store.sql import engine as engine_module
 
 
 def _pooled_connection_id(store: SqlStore) -> int:

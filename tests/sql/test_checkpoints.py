@@ -1,4 +1,4 @@
-"""WAL checkpoints (:mod:`wharf.store.sql.checkpoints`): off the writers' path, on a thread of
+"""WAL checkpoints (:mod:`wharf.sql.checkpoints`): off the writers' path, on a thread of
 their own, triggered by this process's commits, and never creating or failing anything.
 
 Waits on the checkpointer's thread poll its counter up to a safety timeout that only a broken
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, text
+from tests.sql.forking import exit_code_in_fork, held_by_another_thread
 
-from tests.store.sql.forking import exit_code_in_fork, held_by_another_thread
-from wharf.store.sql import checkpoints as module
-from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, WalCheckpoints, checkpoints_for
-from wharf.store.sql.engine import Database, create_sql_engine
+from wharf.sql import checkpoints as module
+from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, WalCheckpoints, checkpoints_for
+from wharf.sql.engine import Database, create_sql_engine
 
 SAFETY_TIMEOUT = 30.0
 ROW = "x" * 3000  # about one page per row: the log grows by pages, not bytes

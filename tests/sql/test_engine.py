@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
+from wharf.sql import engine as engine_module
+from wharf.sql.engine import mask_url, normalize_url
 from wharf.store.sql import SqlStore
-from wharf.store.sql import engine as engine_module
-from wharf.store.sql.engine import mask_url, normalize_url
 
 
 @pytest.mark.parametrize(

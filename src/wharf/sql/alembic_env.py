@@ -15,7 +15,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import Connection, MetaData
 
-from wharf.store.sql.engine import create_sql_engine
+from wharf.sql.engine import create_sql_engine
 
 IncludeName = Callable[[str | None, str, Mapping[Any, Any]], bool]
 

@@ -39,7 +39,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from wharf.store.sql.per_file import PerFile
+from wharf.sql.per_file import PerFile
 
 logger = logging.getLogger(__name__)
 

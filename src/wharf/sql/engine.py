@@ -1,7 +1,8 @@
-"""Store URLs, engines, and the transaction helper every repository goes through.
+"""Database URLs, engines, and the transaction helper every repository goes through (the
+store's and the Resource Manager's).
 
 Invariants:
-- One engine (one connection pool) per opened store; nothing here runs at import time.
+- One engine (one connection pool) per opened database; nothing here runs at import time.
 - A SQLite file's directory must exist: a mistyped path is refused, never created silently
   (the default store's directory is made by ``wharf.config``).
 - SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout;
@@ -29,7 +30,7 @@ Invariants:
   IMMEDIATE``: they queue on a lock that passes at once instead of sleeping in SQLite's busy
   handler, steps holding resources first. Readers never take a turn.
 - :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
-  are caught and converted (see :mod:`wharf.store.sql.errors`).
+  are caught and converted (see :mod:`wharf.sql.errors`).
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from wharf.core.errors import InputError
-from wharf.store.sql import errors
-from wharf.store.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
-from wharf.store.sql.types import is_mysql
-from wharf.store.sql.write_turns import turns_for
+from wharf.sql import errors
+from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
+from wharf.sql.types import is_mysql
+from wharf.sql.write_turns import turns_for
 
 T = TypeVar("T")
 

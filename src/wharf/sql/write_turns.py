@@ -8,7 +8,7 @@ loses a race waits far longer than the writer ahead of it takes (a step's creati
 once slept ≈ 55 ms), and every engine open on the file competes blindly (the embedded Resource
 Manager's tables share the store's file). So the writers of one process take turns here before
 they begin: a turn passes the moment the previous write transaction ends, and a thread marked
-urgent (:func:`wharf.store.urgency.is_urgent`: a step that holds an allocation, doing its
+urgent (:func:`wharf.sql.urgency.is_urgent`: a step that holds an allocation, doing its
 bookkeeping) goes next. Readers never take a turn (WAL readers do not block writers), and
 other processes still meet this one in SQLite's busy handler.
 
@@ -28,8 +28,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from wharf.store.sql.per_file import PerFile
-from wharf.store.urgency import is_urgent
+from wharf.sql.per_file import PerFile
+from wharf.sql.urgency import is_urgent
 
 
 class WriteTurns:

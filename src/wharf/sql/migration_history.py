@@ -27,8 +27,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy import exc as sa_exc
 
 from wharf.core.errors import SchemaVersionError, StoreError
-from wharf.store.sql import errors
-from wharf.store.sql.engine import Database
+from wharf.sql import errors
+from wharf.sql.engine import Database
 
 if TYPE_CHECKING:
     from alembic.config import Config

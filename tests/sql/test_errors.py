@@ -9,14 +9,14 @@ from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, StoreError
-from wharf.store.sql import SqlStore
-from wharf.store.sql.errors import (
+from wharf.sql.errors import (
     IntegrityKind,
     RetryableConflictError,
     convert,
     integrity_kind,
     is_retryable,
 )
+from wharf.store.sql import SqlStore
 
 
 def wrap(cls: type[sa_exc.DBAPIError], orig: Exception) -> sa_exc.DBAPIError:

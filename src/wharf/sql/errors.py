@@ -1,7 +1,7 @@
 """Conversion of SQLAlchemy/driver exceptions into Wharf's error hierarchy.
 
 This is the only module that looks inside driver exceptions (SQLite error names, PostgreSQL
-SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.store.sql`:
+SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.sql`:
 :func:`convert` maps every ``sqlalchemy.exc.SQLAlchemyError`` to a ``WharfError`` whose message is
 one line.
 

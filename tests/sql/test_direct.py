@@ -18,14 +18,15 @@ from sqlalchemy import (
     func,
     select,
 )
-
 from tests.store.conftest import World, make_world
+
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, InputError
+from wharf.sql import direct
+from wharf.sql.direct import DirectStatement, commit_with, rows_together
 from wharf.store.models import StepRunCreate, StepRunRecord, StepRunUpdate
-from wharf.store.sql import SqlStore, direct
+from wharf.store.sql import SqlStore
 from wharf.store.sql import tables as t
-from wharf.store.sql.direct import DirectStatement, commit_with, rows_together
 
 _S = t.step_run
 _BY_ID = select(_S).where(_S.c.id == bindparam("step_id"))

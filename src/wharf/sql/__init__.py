@@ -1,0 +1,15 @@
+"""The shared SQL toolkit: SQLite, PostgreSQL and MySQL/MariaDB through SQLAlchemy Core.
+
+Used by the metadata store (``wharf.store.sql``) and the Resource Manager's service
+(``wharf.resource_manager.service``); owned by neither, it owns no table and imports neither.
+
+- ``engine``: URLs, engines (SQLite locking discipline), :class:`~wharf.sql.engine.Database`;
+- ``errors``: the only place driver exceptions are interpreted and converted;
+- ``types``: column types that behave alike on every backend;
+- ``migration_history`` / ``alembic_env``: checking and upgrading one Alembic history;
+- ``direct``: hot statements on the driver's cursor; ``write_turns``, ``urgency``,
+  ``checkpoints``, ``per_file``: one process's SQLite writers and WAL checkpoints.
+
+Nothing here creates an engine at import time or lets a SQLAlchemy exception escape
+``Database``.
+"""
