@@ -5,7 +5,8 @@ Used by the metadata store (``wharf.store.sql``) and the Resource Manager's serv
 
 - ``engine``: URLs, engines (SQLite locking discipline), :class:`~wharf.sql.engine.Database`;
 - ``errors``: the only place driver exceptions are interpreted and converted;
-- ``types``: column types that behave alike on every backend;
+- ``types``: column types that behave alike on every backend; ``conventions``: the naming
+  convention and table options every schema uses;
 - ``migration_history`` / ``alembic_env``: checking and upgrading one Alembic history;
 - ``direct``: hot statements on the driver's cursor; ``write_turns``, ``urgency``,
   ``checkpoints``, ``per_file``: one process's SQLite writers and WAL checkpoints.

@@ -28,7 +28,8 @@ Invariants kept by the database itself:
 - idempotency keys are unique per (principal, operation, key).
 
 Enumerations are short strings, quantities exact integers in base units (BIGINT), JSON documents
-are text (see :mod:`wharf.sql.types`).
+are text (see :mod:`wharf.sql.types`); names of constraints and indexes and the MySQL table
+options come from :mod:`wharf.sql.conventions`, as for the store's schema.
 """
 
 from __future__ import annotations
@@ -42,26 +43,14 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
 )
 
+from wharf.sql.conventions import TABLE_OPTIONS, new_metadata
 from wharf.sql.types import UUID, JsonText, NullableJsonText, UtcDateTime
 
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-TABLE_OPTIONS: dict[str, Any] = {
-    "mysql_engine": "InnoDB",
-    "mysql_charset": "utf8mb4",
-    "mysql_collate": "utf8mb4_bin",
-}
 NAME_LENGTH = 128
 """Descriptor, pool, class and policy names (the domain's NAME_PATTERN allows 128)."""
 KEY_LENGTH = 255
@@ -70,7 +59,7 @@ SHORT = 32
 """Statuses and other enumerations."""
 STATE_ROW_ID = 1
 
-metadata = MetaData(naming_convention=NAMING_CONVENTION)
+metadata = new_metadata()
 
 
 def _fk(name: str, target: str, *, primary_key: bool = False) -> Column[Any]:

@@ -22,8 +22,8 @@ comparison against every backend). Invariants kept by the database itself:
   would otherwise create its own indexes, which would differ from the migrations).
 
 Enumerations are stored as short strings, never as database enums, so adding a status needs no
-migration. Every table uses utf8mb4 with a binary collation on MySQL/MariaDB so that names
-compare case-sensitively there too, as they do on SQLite and PostgreSQL.
+migration. Names of constraints and indexes and the MySQL/MariaDB table options (utf8mb4, binary
+collation, so names compare case-sensitively there too) come from :mod:`wharf.sql.conventions`.
 """
 
 from __future__ import annotations
@@ -36,33 +36,19 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
     UniqueConstraint,
 )
 
+from wharf.sql.conventions import TABLE_OPTIONS, new_metadata
 from wharf.sql.types import LONG_TEXT, UUID, JsonText, NullableJsonText, UtcDateTime
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-MYSQL_TABLE_OPTIONS: dict[str, Any] = {
-    "mysql_engine": "InnoDB",
-    "mysql_charset": "utf8mb4",
-    "mysql_collate": "utf8mb4_bin",
-}
 
 NAME_LENGTH = 255
 STATUS_LENGTH = 32
 
-metadata = MetaData(naming_convention=NAMING_CONVENTION)
+metadata = new_metadata()
 
 
 def _id() -> Column[Any]:
@@ -87,7 +73,7 @@ user_account = Table(
     Column("is_admin", Boolean(), nullable=False),
     _created(),
     UniqueConstraint("name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 project = Table(
@@ -97,7 +83,7 @@ project = Table(
     Column("name", String(NAME_LENGTH), nullable=False),
     _created(),
     UniqueConstraint("name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 component = Table(
@@ -110,7 +96,7 @@ component = Table(
     Column("configuration", JsonText(), nullable=False),
     _created(),
     UniqueConstraint("type", "name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 stack = Table(
@@ -120,7 +106,7 @@ stack = Table(
     Column("name", String(NAME_LENGTH), nullable=False),
     _created(),
     UniqueConstraint("name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 stack_component = Table(
@@ -130,7 +116,7 @@ stack_component = Table(
     Column("component_type", String(STATUS_LENGTH), primary_key=True),
     _fk("component_id", "component.id"),
     Index(None, "component_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 pipeline = Table(
@@ -141,7 +127,7 @@ pipeline = Table(
     Column("name", String(NAME_LENGTH), nullable=False),
     _created(),
     UniqueConstraint("project_id", "name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 pipeline_snapshot = Table(
@@ -156,7 +142,7 @@ pipeline_snapshot = Table(
     Index(None, "project_id"),
     Index(None, "pipeline_id"),
     Index(None, "stack_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 pipeline_run = Table(
@@ -189,7 +175,7 @@ pipeline_run = Table(
     Index(None, "created"),
     Index(None, "heartbeat_deadline"),  # the sweep: runs past their deadline
     Index(None, "orchestrator_host", "heartbeat_deadline"),  # the sweep: this host's runs
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 step_run = Table(
@@ -227,7 +213,7 @@ step_run = Table(
     Index(None, "original_step_run_id"),
     Index(None, "created"),
     Index(None, "heartbeat_deadline"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 
@@ -239,7 +225,7 @@ def _step_link_table(name: str) -> Table:
         Column("name", String(NAME_LENGTH), primary_key=True),
         _fk("artifact_version_id", "artifact_version.id"),
         Index(None, "artifact_version_id"),
-        **MYSQL_TABLE_OPTIONS,
+        **TABLE_OPTIONS,
     )
 
 
@@ -254,7 +240,7 @@ artifact = Table(
     Column("name", String(NAME_LENGTH), nullable=False),
     _created(),
     UniqueConstraint("project_id", "name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 artifact_version = Table(
@@ -274,7 +260,7 @@ artifact_version = Table(
     UniqueConstraint("artifact_id", "version"),
     Index(None, "project_id", "created"),
     Index(None, "producer_step_run_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 run_metadata = Table(
@@ -287,7 +273,7 @@ run_metadata = Table(
     Column("value", JsonText(), nullable=False),
     _created(),
     UniqueConstraint("resource_type", "resource_id", "key"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 schedule = Table(
@@ -309,7 +295,7 @@ schedule = Table(
     UniqueConstraint("project_id", "name"),
     Index(None, "pipeline_id"),
     Index(None, "snapshot_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 # ----------------------------------------------------------------------------- accounts (0003)
@@ -328,7 +314,7 @@ user_credential = Table(
     Column("token_generation", Integer(), nullable=False),
     Column("updated", UtcDateTime(), nullable=False),
     UniqueConstraint("external_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 service_account = Table(
@@ -341,7 +327,7 @@ service_account = Table(
     Column("active", Boolean(), nullable=False),
     _created(),
     UniqueConstraint("name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 api_key = Table(
@@ -355,7 +341,7 @@ api_key = Table(
     Column("last_used", UtcDateTime(), nullable=True),
     Column("revoked_at", UtcDateTime(), nullable=True),
     UniqueConstraint("service_account_id", "name"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 project_member = Table(
@@ -371,5 +357,5 @@ project_member = Table(
     UniqueConstraint("project_id", "service_account_id"),
     Index(None, "user_id"),
     Index(None, "service_account_id"),
-    **MYSQL_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
