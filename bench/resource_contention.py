@@ -45,8 +45,8 @@ from host_speed import host_figures
 from wharf import Client, ResourceSettings, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
-from wharf.resource_manager.client.models import PageRequest as RMPageRequest
-from wharf.resource_manager.client.models import PolicyCreate, RequestFilter
+from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
+from wharf.resource_manager.contract.models import PolicyCreate, RequestFilter
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace

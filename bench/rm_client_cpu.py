@@ -35,7 +35,7 @@ from rm_http import ADMIN_KEY, LEASE, database, serve, spec
 from wharf.core.enums import ResourceRequestRuntimeState as RuntimeState
 from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     RenewalItem,
     ResourceRequestCreate,
     ResourceRequestInfo,

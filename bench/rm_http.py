@@ -70,7 +70,7 @@ from rest_server import database, free_port, process_tree_cpu_seconds
 from wharf.core.enums import ResourceRequestRuntimeState as RuntimeState
 from wharf.core.enums import ResourceRequestStatus as Status
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     PolicyCreate,
     PoolCreate,
     RenewalItem,

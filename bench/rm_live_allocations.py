@@ -38,7 +38,7 @@ from rest_server import database
 from rm_service import ADMIN, USER, percentile
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.service import ResourceManagerService
 
 RESULTS = Path(__file__).parent / "results" / "rm_live_allocations.json"

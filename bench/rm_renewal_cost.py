@@ -31,7 +31,7 @@ from rest_server import database
 from rm_service import USER, configure, make_request
 
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import ResourceManagerService
 
 RESULTS = Path(__file__).parent / "results" / "rm_renewal_cost.json"

@@ -72,8 +72,8 @@ from host_speed import host_figures
 from rest_server import database
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.contract.models import ResourceRequestCreate
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.idempotency import IdempotencyKey

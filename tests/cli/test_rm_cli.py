@@ -24,8 +24,8 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
 )
 from tests.resource_manager.api.live import ADMIN_KEY, ALICE_KEY, LiveServer, free_socket
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.machine import detect_machine
-from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
+from wharf.resource_manager.contract.models import PolicyCreate, PoolCreate, ResourceRequestCreate
+from wharf.resource_manager.embedded.machine import detect_machine
 
 POOL_YAML = """
 name: cpus

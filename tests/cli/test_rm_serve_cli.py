@@ -18,7 +18,7 @@ from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import run
 from tests.resource_manager.api.live import free_socket
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import PoolUpdate, ResourceRequestCreate
+from wharf.resource_manager.contract.models import PoolUpdate, ResourceRequestCreate
 from wharf.resource_manager.domain import load
 
 KEY = "k" * 16

@@ -25,7 +25,7 @@ from wharf import Client, ResourceSettings, RetryConfig, RunFailedError, pipelin
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import IllegalOperationError
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, StepRunFilter
@@ -268,7 +268,7 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
 
 def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
     """One licence; the 'high' pipeline's policy outranks the 'low' one's."""
-    from wharf.resource_manager.client.models import PolicyCreate
+    from wharf.resource_manager.contract.models import PolicyCreate
     from wharf.resource_manager.domain import SubjectSelector, SubjectType
 
     mode.ensure_pool(workspace, "shared", {"license": 1}, reclaimable=reclaimable)

@@ -31,7 +31,7 @@ from wharf.config.settings import ResourceSettings
 from wharf.config.spec import StepConfig, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, StepRuntime
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.sdk.pools import ensure_pool
 from wharf.server.app import build_state
 from wharf.server.resource_manager import connect

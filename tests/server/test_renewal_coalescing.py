@@ -33,8 +33,8 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.resource_manager.client import PermissionDeniedError
-from wharf.resource_manager.client.models import RenewalItem
+from wharf.resource_manager.contract import PermissionDeniedError
+from wharf.resource_manager.contract.models import RenewalItem
 from wharf.server.resource_manager import RenewalCoalescer
 from wharf.store.models import StepRunUpdate
 

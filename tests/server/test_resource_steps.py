@@ -30,7 +30,7 @@ from wharf.core.enums import (
     ResourceRequestStatus,
 )
 from wharf.core.errors import IllegalOperationError, InputError, StoreUnavailableError
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER
 from wharf.store.models import ArtifactVersionCreate, RunCreate, StepRunRecord, StepRunUpdate

@@ -19,13 +19,13 @@ import pytest
 from tests.conftest import FakeClock
 from tests.store.test_wait_room import SAFETY_TIMEOUT
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DemandSpec,
     RequestFilter,
     ResourceRequestCreate,
 )
 from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 from wharf.sdk.pools import ensure_pool
 from wharf.store.lazy_requests import LazyRequests

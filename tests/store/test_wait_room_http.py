@@ -17,7 +17,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
 from tests.store.test_wait_room_embedded import license_request
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.models import RequestFilter
+from wharf.resource_manager.contract.models import RequestFilter
 from wharf.sdk.pools import ensure_pool
 from wharf.store.lazy_requests import LazyRequests
 

@@ -167,7 +167,7 @@ def policy(ctx: click.Context, /, **connection: str | None) -> None:
 def create(ctx: click.Context, /, **options: Any) -> None:
     """Create a policy NAME (or the one in -f FILE) on --pool."""
     from wharf.core.errors import InputError
-    from wharf.resource_manager.client.models import PolicyCreate
+    from wharf.resource_manager.contract.models import PolicyCreate
     from wharf.resource_manager.domain import load
 
     body = _fields(options, name_key="name")
@@ -194,7 +194,7 @@ def create(ctx: click.Context, /, **options: Any) -> None:
 def update(ctx: click.Context, /, name: str, **options: Any) -> None:
     """Change policy NAME; only what is given changes."""
     from wharf.core.errors import InputError
-    from wharf.resource_manager.client.models import PolicyUpdate
+    from wharf.resource_manager.contract.models import PolicyUpdate
     from wharf.resource_manager.domain import load
 
     if options["pool"]:

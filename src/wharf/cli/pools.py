@@ -37,7 +37,7 @@ from wharf.cli.resource_manager import (
 )
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import PoolAllocation
+    from wharf.resource_manager.contract.models import PoolAllocation
     from wharf.resource_manager.domain import Pool
 
 DEFAULT_CLASS = "default"
@@ -152,7 +152,7 @@ def create(
     output: str,
 ) -> None:
     """Create a pool NAME (or the one in -f FILE)."""
-    from wharf.resource_manager.client.models import PoolCreate
+    from wharf.resource_manager.contract.models import PoolCreate
     from wharf.resource_manager.domain import load
 
     body = load_yaml(file) if file else {}
@@ -190,7 +190,7 @@ def update(
 ) -> None:
     """Change pool NAME; only what is given changes."""
     from wharf.core.errors import InputError
-    from wharf.resource_manager.client.models import PoolUpdate
+    from wharf.resource_manager.contract.models import PoolUpdate
     from wharf.resource_manager.domain import load
 
     body = load_yaml(file) if file else {}

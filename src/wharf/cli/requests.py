@@ -34,7 +34,7 @@ from wharf.cli.resource_manager import (
 )
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import QueueEntry, ResourceRequestInfo
+    from wharf.resource_manager.contract.models import QueueEntry, ResourceRequestInfo
     from wharf.store.rest.resource_requests import RestResourceRequests
     from wharf.store.rest.store import RestStore
 
@@ -193,7 +193,7 @@ def list_requests(
     """List resource requests, newest first."""
     from wharf.cli.output import emit
     from wharf.cli.resource_manager import split_assignment
-    from wharf.resource_manager.client.models import Page, PageRequest, RequestFilter
+    from wharf.resource_manager.contract.models import Page, PageRequest, RequestFilter
     from wharf.resource_manager.domain import load
 
     pairs = dict(split_assignment(text, "KEY=VALUE for --metadata") for text in metadata)

@@ -34,7 +34,7 @@ import click
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from wharf.resource_manager.client import ResourceManagerClient
+    from wharf.resource_manager.contract import ResourceManagerClient
     from wharf.resource_manager.domain import ResourceDescriptor
 
 DEFAULT_PORT = 8238
@@ -122,7 +122,7 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         client = WorkspaceResourceManager(*workspace)
     else:
         from wharf.config.global_config import load_config
-        from wharf.resource_manager.client.embedded import connect_embedded
+        from wharf.resource_manager.embedded.connect import connect_embedded
         from wharf.store.defaults import DEFAULT_USER
 
         # The engine's embedded RM, as the engine opens it: the same account, and the

@@ -50,9 +50,9 @@ def bootstrap(database_url: str, pools: Sequence[PoolSpec]) -> list[str]:
     from wharf.cli.pools import apply_classes
     from wharf.cli.resource_manager import resources
     from wharf.core.errors import EntityExistsError, EntityNotFoundError
-    from wharf.resource_manager.client.inprocess import InProcessResourceManager
-    from wharf.resource_manager.client.models import PolicyCreate, PoolCreate
+    from wharf.resource_manager.contract.models import PolicyCreate, PoolCreate
     from wharf.resource_manager.domain import SubjectSelector, SubjectType, load
+    from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
     from wharf.resource_manager.service.principal import Principal
 
     lines = []

@@ -122,9 +122,9 @@ def _check_rm_token(url: str, token: str) -> None:
     """Refuse to start with a token the Resource Manager rejects; an RM that cannot be reached
     yet (it may be starting too) is only a warning: the server connects when it needs it."""
     from wharf.core.errors import InputError, StoreUnavailableError, WharfError
-    from wharf.resource_manager.client import AuthenticationError
     from wharf.resource_manager.client.http import HttpResourceManager
     from wharf.resource_manager.client.http_transport import RetryPolicy
+    from wharf.resource_manager.contract import AuthenticationError
 
     client = HttpResourceManager(
         url, api_key=token, timeout=RM_CHECK_TIMEOUT_SECONDS, retry=RetryPolicy(attempts=1)

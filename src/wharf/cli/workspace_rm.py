@@ -21,7 +21,7 @@ from wharf.core.errors import InputError
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         ExplanationInfo,
         Page,
         PageRequest,
@@ -86,13 +86,13 @@ class _Pools:
         return Pool.model_validate(self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}"))
 
     def queue(self, pool: str | UUID) -> builtins.list[QueueEntry]:
-        from wharf.resource_manager.client.models import QueueEntry
+        from wharf.resource_manager.contract.models import QueueEntry
 
         data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/queue")
         return [QueueEntry.model_validate(item) for item in data]
 
     def allocations(self, pool: str | UUID) -> builtins.list[PoolAllocation]:
-        from wharf.resource_manager.client.models import PoolAllocation
+        from wharf.resource_manager.contract.models import PoolAllocation
 
         data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/allocations")
         return [PoolAllocation.model_validate(item) for item in data]
@@ -149,14 +149,14 @@ class _Requests:
     def cancel(
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        from wharf.resource_manager.client.models import ResourceRequestInfo
+        from wharf.resource_manager.contract.models import ResourceRequestInfo
 
         body = {"idempotency_key": idempotency_key}
         data = self._http.send("POST", f"{API}/resource_requests/{request_id}/cancel", body=body)
         return ResourceRequestInfo.model_validate(data)
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
-        from wharf.resource_manager.client.models import ExplanationInfo
+        from wharf.resource_manager.contract.models import ExplanationInfo
 
         data = self._http.send("GET", f"{API}/resource_requests/{request_id}/explain")
         return ExplanationInfo.model_validate(data)

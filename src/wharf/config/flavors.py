@@ -38,7 +38,7 @@ def flavor_class(type: ComponentType, flavor: str) -> Any:
 
 
 RESOURCE_MANAGERS: dict[str, str] = {
-    "embedded": "wharf.resource_manager.client.embedded:connect_embedded",
+    "embedded": "wharf.resource_manager.embedded.connect:connect_embedded",
 }
 """How to reach a Resource Manager, by mode; ``none`` disables resource requests."""
 

@@ -36,7 +36,7 @@ from wharf.store.models import (
 )
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 

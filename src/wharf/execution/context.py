@@ -16,7 +16,7 @@ from wharf.core.errors import WharfError
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 _CURRENT: ContextVar[StepContext | None] = ContextVar("wharf_step_context", default=None)
 

@@ -100,7 +100,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
 
 
 def _gpu_indices() -> list[int]:
-    from wharf.resource_manager.client.machine import nvidia_gpus
+    from wharf.resource_manager.embedded.machine import nvidia_gpus
 
     return [gpu.index for gpu in nvidia_gpus()]
 

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 

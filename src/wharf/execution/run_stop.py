@@ -51,7 +51,7 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 
 @dataclass(frozen=True)

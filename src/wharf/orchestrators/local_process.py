@@ -23,7 +23,7 @@ from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import StepRunRecord
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 
 class LocalProcessOrchestrator(BaseOrchestrator):

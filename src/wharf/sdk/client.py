@@ -45,9 +45,9 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import Page as RMPage
-    from wharf.resource_manager.client.models import ResourceRequestInfo
-    from wharf.resource_manager.client.protocol import ResourceManagerClient
+    from wharf.resource_manager.contract.models import Page as RMPage
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.protocol import ResourceManagerClient
     from wharf.resource_manager.domain import Pool
 
 Sort = Literal["asc", "desc"]
@@ -298,8 +298,8 @@ class Client:
     ) -> RMPage[ResourceRequestInfo]:
         """This workspace's resource requests, newest first."""
         from wharf.core.enums import ResourceRequestStatus
-        from wharf.resource_manager.client.models import PageRequest as RMPageRequest
-        from wharf.resource_manager.client.models import RequestFilter
+        from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
+        from wharf.resource_manager.contract.models import RequestFilter
 
         requests = self.store.resource_requests
         if requests is None:

@@ -39,7 +39,7 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.protocol import ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import ResourceManagerClient
     from wharf.store.resource_pairing import ResourceManagerHandle
     from wharf.store.rest import RestStore
 

@@ -51,7 +51,7 @@ from wharf.server.state import ServerState
 from wharf.store.sql.server_stores import ServerStores, open_server_stores
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.protocol import ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import ResourceManagerClient
 
 ROUTERS = (  # the engine's hot routes first: a request is matched against routes in order
     steps,

@@ -13,7 +13,8 @@ their own answer is in. A lone caller sends its renewal alone, as a single renew
 coalescing adds no latency where there is nothing to combine.
 
 Invariants:
-- the server reaches the RM only through its client (:mod:`wharf.resource_manager.client`);
+- the server reaches the RM only through its client interface
+  (:mod:`wharf.resource_manager.contract`; the HTTP client is built in :func:`connect`);
   it creates, renews and releases every request of its steps as the one RM principal of its
   token, and decides itself which of its callers may see or change which request;
 - without a Resource Manager the server is still paired: every request operation fails with
@@ -50,7 +51,7 @@ from wharf.store.resource_aware import ResourceAwareBatches
 from wharf.store.resource_pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         ExplanationInfo,
         Page,
         PageRequest,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
         ResourceRequestCreate,
         ResourceRequestInfo,
     )
-    from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
     from wharf.server.settings import ServerSettings
     from wharf.server.state import ServerState
 
@@ -362,7 +363,7 @@ def _renewal_item(
 ) -> RenewalItem:
     """The renewal as a bulk item, validated here so a bad lease fails its own caller (with
     the InputError a single renewal raises)."""
-    from wharf.resource_manager.client.models import RenewalItem
+    from wharf.resource_manager.contract.models import RenewalItem
     from wharf.resource_manager.domain import load
 
     renewal = {"id": request_id, "lease_seconds": lease_seconds, "runtime_state": runtime_state}
@@ -372,7 +373,7 @@ def _renewal_item(
 @contextmanager
 def server_credentials() -> Iterator[None]:
     """Turns the RM's 401 (the server's token is wrong) into an outage of the server."""
-    from wharf.resource_manager.client import AuthenticationError
+    from wharf.resource_manager.contract import AuthenticationError
 
     try:
         yield

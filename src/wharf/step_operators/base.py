@@ -10,7 +10,7 @@ from wharf.execution.services import RunServices
 from wharf.store.models import ComponentRecord, StepRunRecord
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 
 class BaseStepOperator(ABC):

@@ -63,18 +63,18 @@ from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.store.holders_first import HoldersFirst
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         Page as RMPage,
     )
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         PageRequest as RMPageRequest,
     )
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         RequestFilter,
         ResourceRequestCreate,
         ResourceRequestInfo,
     )
-    from wharf.resource_manager.client.protocol import RequestsClient
+    from wharf.resource_manager.contract.protocol import RequestsClient
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +343,7 @@ def left_queue_of(
     that are no longer pending, in one call."""
 
     def lookup(ids: Sequence[UUID]) -> list[ResourceRequestInfo]:
-        from wharf.resource_manager.client.models import PageRequest, RequestFilter
+        from wharf.resource_manager.contract.models import PageRequest, RequestFilter
 
         query = RequestFilter(ids=tuple(ids), status=LEFT_QUEUE)
         return list_requests(query, PageRequest(size=len(ids))).items

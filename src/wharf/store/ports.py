@@ -73,9 +73,9 @@ from wharf.store.models import (
 )
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.client.models import Page as RMPage
-    from wharf.resource_manager.client.models import PageRequest as RMPageRequest
-    from wharf.resource_manager.client.models import RequestFilter, ResourceRequestInfo
+    from wharf.resource_manager.contract.models import Page as RMPage
+    from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
+    from wharf.resource_manager.contract.models import RequestFilter, ResourceRequestInfo
 
 
 class UserRepository(Protocol):

@@ -25,7 +25,7 @@ from wharf.store.resource_aware import (
 )
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
-    from wharf.resource_manager.client.protocol import RequestsClient, ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
 
 
 def fixed_account(user: UserRecord | None) -> AccountOf:

@@ -22,7 +22,7 @@ from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.client.models import ResourceRequestCreate
+    from wharf.resource_manager.contract.models import ResourceRequestCreate
     from wharf.resource_manager.domain import SubjectChain, SubjectNode
 
 PENDING_LEASE_SECONDS = 60
@@ -105,7 +105,7 @@ def step_request(
 ) -> ResourceRequestCreate:
     """The Resource Manager request of a queued step that asks for resources, made before its
     step run ``step_id`` is written."""
-    from wharf.resource_manager.client.models import DemandSpec, ResourceRequestCreate
+    from wharf.resource_manager.contract.models import DemandSpec, ResourceRequestCreate
     from wharf.resource_manager.domain import (
         SubjectChain,
         SubjectNode,

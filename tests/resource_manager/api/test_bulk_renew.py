@@ -16,7 +16,7 @@ import httpx
 from tests.conftest import FakeClock
 from tests.resource_manager.api.bodies import policy_body, pool_body, request_body
 from tests.resource_manager.api.live import ADMIN_KEY, ALICE_KEY, BOB_KEY, start_rm
-from wharf.resource_manager.client.models import MAX_RENEWALS
+from wharf.resource_manager.contract.models import MAX_RENEWALS
 
 RR = "/v1/resource-requests"
 BULK = f"{RR}/renew"

@@ -6,7 +6,7 @@ import pytest
 
 from wharf.resource_manager.api import tokens
 from wharf.resource_manager.api.tokens import TokenSigner
-from wharf.resource_manager.client.http_errors import AuthenticationError
+from wharf.resource_manager.contract.errors import AuthenticationError
 from wharf.resource_manager.service import Principal
 
 

@@ -29,10 +29,9 @@ from wharf.core.errors import (
     IllegalOperationError,
     InputError,
 )
-from wharf.resource_manager.client import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.client.http import HttpResourceManager, list_params
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract import AuthenticationError, PermissionDeniedError
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     PageRequest,
     PolicyCreate,
@@ -42,8 +41,9 @@ from wharf.resource_manager.client.models import (
     RequestFilter,
     ResourceRequestCreate,
 )
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import ResourceDescriptor, SubjectType
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 
 

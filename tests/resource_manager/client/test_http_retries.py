@@ -34,11 +34,11 @@ from wharf.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from wharf.resource_manager.client import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.client.http_transport import RetryPolicy
 from wharf.resource_manager.client.http_wire import CoreWire, HttpxWire
-from wharf.resource_manager.client.models import PolicyCreate, PoolCreate, ResourceRequestCreate
+from wharf.resource_manager.contract import AuthenticationError, PermissionDeniedError
+from wharf.resource_manager.contract.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 
 LOGIN = "/v1/auth/login"
 POOL = PoolCreate.model_validate(

@@ -23,18 +23,18 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, WharfError
-from wharf.resource_manager.client import PermissionDeniedError, ResourceManagerClient
 from wharf.resource_manager.client import http as http_client
-from wharf.resource_manager.client.embedded import connect_embedded
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract import PermissionDeniedError, ResourceManagerClient
+from wharf.resource_manager.contract.models import (
     PolicyCreate,
     PoolCreate,
     RenewalItem,
     ResourceRequestCreate,
     ResourceRequestInfo,
 )
+from wharf.resource_manager.embedded.connect import connect_embedded
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 
 MISSING = uuid.UUID(int=7)

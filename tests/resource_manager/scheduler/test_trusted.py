@@ -14,7 +14,7 @@ from tests.resource_manager.builders import (
     run,
     snapshot,
 )
-from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.resource_manager.domain import Allocation, ResourceRequest
 from wharf.resource_manager.scheduler.trusted import trusted_model
 

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import IllegalOperationError, WharfError
-from wharf.resource_manager.client.errors import PermissionDeniedError
+from wharf.resource_manager.contract.errors import PermissionDeniedError
 from wharf.resource_manager.service import Principal, ResourceManagerService, ServiceOptions
 
 SHARED = Principal("shared")

@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
     PolicyCreate,
     PoolCreate,

@@ -17,7 +17,7 @@ from tests.resource_manager.service.helpers import (
     setup_pool,
 )
 from wharf.core.errors import InputError
-from wharf.resource_manager.client.models import ResourceRequestCreate
+from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.service import ResourceManagerService
 
 
@@ -105,7 +105,7 @@ def test_unknown_capacity_resource(rm: ResourceManagerService) -> None:
 )
 def test_malformed_selectors(rm: ResourceManagerService, selector: dict[str, Any]) -> None:
     rm.pools.create(ADMIN, pool_spec())
-    from wharf.resource_manager.client.models import PolicyCreate
+    from wharf.resource_manager.contract.models import PolicyCreate
     from wharf.resource_manager.domain import load
 
     with pytest.raises(InputError):

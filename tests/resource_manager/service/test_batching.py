@@ -22,8 +22,8 @@ from tests.resource_manager.service.helpers import (
 )
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import InputError
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.models import PoolUpdate
+from wharf.resource_manager.contract.errors import PermissionDeniedError
+from wharf.resource_manager.contract.models import PoolUpdate
 from wharf.resource_manager.service import ResourceManagerService, leader
 from wharf.resource_manager.service import batch as batch_module
 from wharf.resource_manager.service.combining import Slot

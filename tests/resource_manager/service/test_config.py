@@ -21,8 +21,8 @@ from wharf.core.errors import (
     IllegalOperationError,
     InputError,
 )
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.models import DescriptorUpdate, PolicyUpdate, PoolUpdate
+from wharf.resource_manager.contract.errors import PermissionDeniedError
+from wharf.resource_manager.contract.models import DescriptorUpdate, PolicyUpdate, PoolUpdate
 from wharf.resource_manager.domain import ResourceDescriptor, Unit
 from wharf.resource_manager.service import ResourceManagerService
 

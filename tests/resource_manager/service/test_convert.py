@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.resource_manager.builders import at, holding, klass, policy, pool
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
-from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.resource_manager.service.codec import neutral, updated
 from wharf.resource_manager.service.convert import info_of, info_with
 

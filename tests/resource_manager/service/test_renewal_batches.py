@@ -20,8 +20,8 @@ from tests.resource_manager.service.helpers import ALICE, BOB, gpus, request_spe
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.models import ResourceRequestRenew
+from wharf.resource_manager.contract.errors import PermissionDeniedError
+from wharf.resource_manager.contract.models import ResourceRequestRenew
 from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.combining import Slot

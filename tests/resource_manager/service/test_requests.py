@@ -21,7 +21,7 @@ from tests.resource_manager.service.helpers import (
 )
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
-from wharf.resource_manager.client.models import PageRequest, RequestFilter
+from wharf.resource_manager.contract.models import PageRequest, RequestFilter
 from wharf.resource_manager.service import ResourceManagerService, queries
 from wharf.resource_manager.service import tables as t
 
@@ -232,7 +232,7 @@ def test_preemption_frees_capacity_only_when_the_victim_releases(
 
 
 def test_someone_elses_request_is_not_ours_to_change(rm: ResourceManagerService) -> None:
-    from wharf.resource_manager.client.errors import PermissionDeniedError
+    from wharf.resource_manager.contract.errors import PermissionDeniedError
 
     setup_pool(rm, gpus_total=1)
     held = rm.requests.create(ALICE, request_spec(gpus(1)))

@@ -22,7 +22,7 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.execution.allocation import AllocationWaiter
-from wharf.resource_manager.client.models import PageRequest, RequestFilter
+from wharf.resource_manager.contract.models import PageRequest, RequestFilter
 from wharf.store.rest.errors import PermissionDeniedError
 from wharf.store.rest.resource_requests import RestResourceRequests
 

@@ -9,7 +9,8 @@ Public API:
 - :func:`run` (``wharf.resource_manager.api.serve``) — uvicorn, one or several workers.
 
 The API may use the service; the workspace server and the engine never import this package
-(import-linter): they reach the RM through :mod:`wharf.resource_manager.client`.
+(import-linter): they reach the RM through the client interface of
+:mod:`wharf.resource_manager.contract`, whose models and errors this API speaks too.
 """
 
 from wharf.resource_manager.api.settings import ApiSettings, Credential, load_credentials_file

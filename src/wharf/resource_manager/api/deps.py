@@ -27,8 +27,7 @@ from wharf.resource_manager.api.credentials import CredentialChecker
 from wharf.resource_manager.api.metrics import MetricsReader
 from wharf.resource_manager.api.settings import ApiSettings
 from wharf.resource_manager.api.tokens import TokenSigner
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.http_errors import AuthenticationError
+from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.service import Principal, ResourceManagerService
 
 MAX_IDEMPOTENCY_KEY_LENGTH = 255

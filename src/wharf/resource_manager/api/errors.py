@@ -3,7 +3,7 @@
 Owns: :func:`install_error_handlers`, :func:`status_for`.
 
 The body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}`` (see
-:mod:`wharf.resource_manager.client.http_errors`, which turns it back into the same class):
+:mod:`wharf.resource_manager.contract.http_errors`, which turns it back into the same class):
 
     EntityNotFoundError 404     EntityExistsError 409     IllegalOperationError 409
     PermissionDeniedError 403   InputError 400            malformed request (validation) 422
@@ -31,8 +31,8 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.core.validation import REQUEST_PARTS, describe_errors
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.http_errors import AuthenticationError, wire_name
+from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
+from wharf.resource_manager.contract.http_errors import wire_name
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import secrets
 import time
 from collections.abc import Callable
 
-from wharf.resource_manager.client.http_errors import AuthenticationError
+from wharf.resource_manager.contract.errors import AuthenticationError
 from wharf.resource_manager.service import Principal
 
 MAX_TOKEN_LENGTH = 4096

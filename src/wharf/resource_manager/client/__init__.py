@@ -1,46 +1,11 @@
-"""The Resource Manager's client side: the interface, its wire models and errors, and helpers.
+"""The Resource Manager's HTTP client (team and production modes), over ``httpx``.
 
-Public API:
+Owns: :class:`~wharf.resource_manager.client.http.HttpResourceManager` (the
+:class:`~wharf.resource_manager.contract.ResourceManagerClient` over the RM's HTTP API), its
+transport (login, token cache, idempotency keys, retries, error mapping) and its wire.
 
-- :class:`ResourceManagerClient` (with :class:`DescriptorsClient`, :class:`PoolsClient`,
-  :class:`PoliciesClient`, :class:`RequestsClient`) — what the workspace server and the engine
-  use; implemented in-process
-  (:class:`wharf.resource_manager.client.inprocess.InProcessResourceManager`, embedded mode)
-  and over HTTP;
-- :mod:`.models` — wire models shared with the HTTP API;
-- :class:`PermissionDeniedError`, :class:`AuthenticationError` (the HTTP client's 401);
-- :func:`ensure_local_pool` and :func:`detect_machine` — the embedded ``local`` pool.
-
-The implementations are deliberately not imported here: the in-process one
-(:mod:`.inprocess`) depends on the service, which code importing this package (the workspace
-server, the engine) must not reach; the HTTP one
-(:class:`wharf.resource_manager.client.http.HttpResourceManager`) needs ``httpx``, which only
-the ``server`` extra installs.
+Invariant: this package speaks only the shared contract (:mod:`wharf.resource_manager.contract`:
+wire models, errors, the client interface); it never imports the RM service, API, scheduler or
+the embedded mode (import-linter). Importing its modules needs ``httpx`` (the ``server`` extra),
+so nothing is re-exported here: the engine must be importable without it.
 """
-
-from wharf.resource_manager.client.errors import PermissionDeniedError
-from wharf.resource_manager.client.http_errors import AuthenticationError
-from wharf.resource_manager.client.local_pool import ensure_local_pool, local_pool_spec
-from wharf.resource_manager.client.machine import Gpu, Machine, detect_machine
-from wharf.resource_manager.client.protocol import (
-    DescriptorsClient,
-    PoliciesClient,
-    PoolsClient,
-    RequestsClient,
-    ResourceManagerClient,
-)
-
-__all__ = [
-    "AuthenticationError",
-    "DescriptorsClient",
-    "Gpu",
-    "Machine",
-    "PermissionDeniedError",
-    "PoliciesClient",
-    "PoolsClient",
-    "RequestsClient",
-    "ResourceManagerClient",
-    "detect_machine",
-    "ensure_local_pool",
-    "local_pool_spec",
-]

@@ -3,7 +3,8 @@ production modes).
 
 One small client per resource (``descriptors``, ``pools``, ``policies``, ``requests``) over one
 :class:`~.http_transport.Transport`, which owns login, token caching, idempotency keys, retries
-and error mapping. Requests and responses are the wire models of :mod:`.models`, so callers
+and error mapping. Requests and responses are the wire models of
+:mod:`wharf.resource_manager.contract.models`, so callers
 see exactly what the in-process client returns, and the same Wharf errors.
 
 Invariants: the caller's identity is the credential given here (an API key, or a username and
@@ -12,8 +13,8 @@ a fresh one) for all its attempts, except that renew, release and cancel — ide
 nature — send one only when the caller gives it, and ``renew_many`` never sends one; pools and
 policies are addressed by id or name (URL-quoted).
 
-Not re-exported by :mod:`wharf.resource_manager.client`: importing it needs ``httpx`` (the
-``server`` extra), which the engine must not require.
+Importing it needs ``httpx`` (the ``server`` extra), which the engine must not require: the
+engine knows only :class:`~wharf.resource_manager.contract.ResourceManagerClient`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import StoreError, WharfError
-from wharf.resource_manager.client.http_errors import error_from_response
 from wharf.resource_manager.client.http_transport import RetryPolicy, Transport
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.http_errors import error_from_response
+from wharf.resource_manager.contract.models import (
     MAX_RENEWALS,
     DescriptorUpdate,
     ExplanationInfo,
@@ -52,7 +53,7 @@ from wharf.resource_manager.client.models import (
     ResourceRequestRenewals,
     ResourceRequestRenewMany,
 )
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor, load
 
 T = TypeVar("T")

@@ -24,7 +24,8 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
   exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
   ``Retry-After`` is honoured up to the cap), at most
   ``RetryPolicy.attempts`` attempts in all; then a 503/connection failure is a
-  ``StoreUnavailableError`` and other codes map as :mod:`.http_errors` says.
+  ``StoreUnavailableError`` and other codes map as
+  :mod:`wharf.resource_manager.contract.http_errors` says.
 
 Invariant: no ``httpx``/``httpcore`` exception leaves this module; every failure is a
 ``WharfError``. The hot path reads the cached token without the lock (a reference read), and
@@ -47,9 +48,10 @@ from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
 from wharf.core.ids import new_id
-from wharf.resource_manager.client.http_errors import AuthenticationError, error_from_response
 from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
-from wharf.resource_manager.client.models import AccessToken, LoginRequest
+from wharf.resource_manager.contract.errors import AuthenticationError
+from wharf.resource_manager.contract.http_errors import error_from_response
+from wharf.resource_manager.contract.models import AccessToken, LoginRequest
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 REFRESH_MARGIN_SECONDS = 300.0

@@ -8,8 +8,10 @@ Public API:
 - :class:`ServiceOptions` — sweep interval, lazy sweeps, idempotency TTL, batching, GC pause;
 - :data:`HEAD_REVISION` — the RM schema revision this code needs.
 
-Clients (the workspace server, the engine) use :mod:`wharf.resource_manager.client` instead; the
-in-process client wraps this service for embedded mode.
+Clients (the workspace server, the engine) use the client interface of
+:mod:`wharf.resource_manager.contract` instead; :mod:`wharf.resource_manager.embedded` wraps
+this service for embedded mode. The service speaks the contract's models and errors and never
+imports the HTTP client or the embedded mode (import-linter).
 """
 
 from wharf.resource_manager.service.options import ServiceOptions

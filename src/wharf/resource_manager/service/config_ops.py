@@ -22,7 +22,7 @@ from uuid import UUID
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, IllegalOperationError
 from wharf.core.ids import new_id
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     PolicyCreate,
     PolicyUpdate,

@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from wharf.core.errors import EntityNotFoundError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     PolicyCreate,
     PolicyUpdate,

@@ -19,7 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from wharf.core.errors import InputError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
     DescriptorUpdate,
     GrantSpec,

@@ -1,4 +1,4 @@
-"""Domain and scheduler results -> wire models (:mod:`wharf.resource_manager.client.models`).
+"""Domain and scheduler results -> wire models (:mod:`wharf.resource_manager.contract.models`).
 
 Owns the conversions only. Invariant: nothing is re-validated that was validated when it was
 built or loaded (the fields are adopted as they are, see
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     ExplanationInfo,
     QueuePositionInfo,
     ResourceRequestInfo,

@@ -9,7 +9,7 @@ Invariants:
 - a request belongs to the principal that created it (``requester`` = ``Principal.name``);
   only that principal or an admin may renew, release or cancel it;
 - descriptors, pools and policies are changed by admins only; everybody may read them;
-- violations raise :class:`~wharf.resource_manager.client.errors.PermissionDeniedError`.
+- violations raise :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from wharf.resource_manager.client.errors import PermissionDeniedError
+from wharf.resource_manager.contract.errors import PermissionDeniedError
 
 MAX_NAME_LENGTH = 255
 

@@ -15,7 +15,7 @@ from uuid import UUID
 from sqlalchemy import ColumnElement, Connection, exists, func, select
 
 from wharf.core.errors import EntityNotFoundError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     Page,
     PageRequest,
     PoolAllocation,

@@ -42,7 +42,7 @@ from sqlalchemy import Connection
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
-from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.resource_manager.service import idempotency, lease_store, request_store
 from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.convert import request_info

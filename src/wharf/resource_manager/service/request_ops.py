@@ -22,7 +22,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, InputError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     ResourceRequestCreate,
     ResourceRequestInfo,
     ResourceRequestRenew,

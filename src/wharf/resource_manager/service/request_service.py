@@ -38,7 +38,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import WharfError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     ExplanationInfo,
     Page,
     PageRequest,

@@ -31,7 +31,7 @@ from sqlalchemy import Connection
 
 from wharf.core.enums import ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
-from wharf.resource_manager.client.models import ResourceRequestInfo
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.scheduler import CycleDecisions
 from wharf.resource_manager.service import codec, request_store, status_writes

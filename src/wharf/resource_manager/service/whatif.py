@@ -23,7 +23,7 @@ from uuid import UUID
 from sqlalchemy import Connection
 
 from wharf.core.errors import EntityNotFoundError
-from wharf.resource_manager.client.models import ExplanationInfo, QueueEntry
+from wharf.resource_manager.contract.models import ExplanationInfo, QueueEntry
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import SchedulerOptions, Snapshot, explain, schedule
 from wharf.resource_manager.service import leader, request_store

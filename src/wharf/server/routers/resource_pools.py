@@ -22,7 +22,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, TypeAdapter
 
 from wharf.core.errors import IllegalOperationError
-from wharf.resource_manager.client.models import PoolAllocation, QueueEntry
+from wharf.resource_manager.contract.models import PoolAllocation, QueueEntry
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
 from wharf.server.deps import Ctx, CtxDep
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER, server_credentials
@@ -45,7 +45,7 @@ _PoolFilter = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENG
 
 def _read(ctx: Ctx, call: Callable[[Any], T], *, admin_read: bool = False) -> T:
     """``call(client)`` with the server's RM client, its refusals worded for the caller."""
-    from wharf.resource_manager.client.errors import PermissionDeniedError
+    from wharf.resource_manager.contract.errors import PermissionDeniedError
 
     link = ctx.state.resource_requests  # authenticates before anything reaches the RM
     if link is None:

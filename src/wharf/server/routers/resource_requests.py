@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, InputError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     MAX_DURATION_SECONDS,
     ExplanationInfo,
     Page,

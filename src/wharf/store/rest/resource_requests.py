@@ -18,7 +18,7 @@ from wharf.store.lazy_requests import WaitRoom, left_queue_of
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:  # the RM's models load only when requests are actually used
-    from wharf.resource_manager.client.models import (
+    from wharf.resource_manager.contract.models import (
         Page,
         PageRequest,
         RequestFilter,
@@ -74,7 +74,7 @@ class RestResourceRequests:
         self.wait_room.check()
 
     def _info(self, data: Any) -> ResourceRequestInfo:
-        from wharf.resource_manager.client.models import ResourceRequestInfo
+        from wharf.resource_manager.contract.models import ResourceRequestInfo
 
         return ResourceRequestInfo.model_validate(data)
 
@@ -89,7 +89,7 @@ class RestResourceRequests:
         project_id: UUID | None = None,
     ) -> Page[ResourceRequestInfo]:
         """``project_id``: the project to list (members of several projects must name one)."""
-        from wharf.resource_manager.client.models import Page, ResourceRequestInfo
+        from wharf.resource_manager.contract.models import Page, ResourceRequestInfo
 
         data = self._http.send("GET", PATH, params=list_params(query, page, project_id))
         return Page[ResourceRequestInfo].model_validate(data)

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Response
 
 from wharf.resource_manager.api.deps import StateDep, json_response
-from wharf.resource_manager.client.http_errors import AuthenticationError
-from wharf.resource_manager.client.models import AccessToken, LoginRequest
+from wharf.resource_manager.contract.errors import AuthenticationError
+from wharf.resource_manager.contract.models import AccessToken, LoginRequest
 
 router = APIRouter(tags=["auth"])
 

@@ -26,7 +26,7 @@ from wharf.resource_manager.api.deps import (
     StateDep,
     json_response,
 )
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     PolicyCreate,
     PolicyUpdate,

@@ -46,8 +46,8 @@ from wharf.core.errors import InputError, WharfError
 from wharf.resource_manager.api.deps import json_response
 from wharf.resource_manager.api.errors import status_for
 from wharf.resource_manager.api.lean import Call, LeanRoutes, parse_body, parse_query, path_uuid
-from wharf.resource_manager.client.http_errors import wire_name
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.http_errors import wire_name
+from wharf.resource_manager.contract.models import (
     ExplanationInfo,
     Page,
     PageRequest,

@@ -29,14 +29,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
     PolicyCreate,
     PolicyUpdate,
     PoolCreate,
     PoolUpdate,
 )
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import Pool, Reclaimable, SubjectSelector, SubjectType
 
 LOCAL_POOL = "local"

@@ -7,11 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.client import detect_machine, ensure_local_pool
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.local_pool import gpu_class_name
-from wharf.resource_manager.client.machine import memory_bytes, nvidia_gpus, parse_nvidia_smi
-from wharf.resource_manager.client.models import PoolUpdate, ResourceRequestCreate
+from wharf.resource_manager.contract.models import PoolUpdate, ResourceRequestCreate
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
+from wharf.resource_manager.embedded.local_pool import ensure_local_pool, gpu_class_name
+from wharf.resource_manager.embedded.machine import (
+    detect_machine,
+    memory_bytes,
+    nvidia_gpus,
+    parse_nvidia_smi,
+)
 
 GIB = 1024**3
 GPUS = [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClock
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 
 LOCAL_USER = Principal("local-user", admin=True)

@@ -1,7 +1,7 @@
 """Errors on the Resource Manager's HTTP wire, both ways, without any HTTP library.
 
-Owns: :class:`AuthenticationError`, :data:`WIRE_ERRORS`, :func:`wire_name` (what the API puts
-in an error body) and :func:`error_from_response` (what the HTTP client raises for one).
+Owns: :data:`WIRE_ERRORS`, :func:`wire_name` (what the API puts in an error body) and
+:func:`error_from_response` (what the HTTP client raises for one).
 
 An error response is ``{"detail": "<one line>", "error": "<Wharf error class name>"}``. The
 ``error`` field lets the client raise exactly the class the service raised (an
@@ -32,12 +32,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.resource_manager.client.errors import PermissionDeniedError
-
-
-class AuthenticationError(WharfError):
-    """The Resource Manager refused the credentials or the access token (HTTP 401)."""
-
+from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
 
 WIRE_ERRORS: dict[str, type[WharfError]] = {
     cls.__name__: cls

@@ -1,7 +1,7 @@
 """``ResourceManagerClient``: the interface the workspace server and the engine use to reach the
 Resource Manager, whichever way it runs.
 
-Implementations: :class:`~wharf.resource_manager.client.inprocess.InProcessResourceManager`
+Implementations: :class:`~wharf.resource_manager.embedded.inprocess.InProcessResourceManager`
 (embedded mode, over the service in this process) and the HTTP client (team and production
 modes). The client is composed of one small client per resource: ``descriptors``, ``pools``,
 ``policies``, ``requests``.
@@ -13,7 +13,7 @@ Contract (every implementation):
   returns the first call's result and never applies the change twice (no second request);
 - clients send durations, never timestamps; every instant returned is the server's;
 - errors are Wharf's: ``EntityNotFoundError``, ``EntityExistsError``, ``IllegalOperationError``
-  (with :class:`~wharf.resource_manager.client.errors.PermissionDeniedError`), ``InputError``,
+  (with :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`), ``InputError``,
   ``StoreError``/``StoreUnavailableError``; no library exception escapes;
 - pools and policies are addressed by id or name, descriptors by name, requests by id.
 """
@@ -26,7 +26,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import WharfError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     ExplanationInfo,
     Page,

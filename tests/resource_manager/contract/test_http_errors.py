@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
-from wharf.resource_manager.client.http_errors import error_from_response
+from wharf.resource_manager.contract.http_errors import error_from_response
 
 
 @pytest.mark.parametrize("status", [400, 413, 414, 422, 431])

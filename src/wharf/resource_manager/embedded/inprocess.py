@@ -4,9 +4,9 @@ mode).
 It binds one :class:`~wharf.resource_manager.service.Principal` (in embedded mode, the local
 user) and forwards every call to the service, which already speaks the wire models and raises
 Wharf's errors. Build it at an entry point (CLI, embedded client) and pass it down: the engine
-and the workspace server only know :class:`~wharf.resource_manager.client.ResourceManagerClient`.
+and the workspace server only know :class:`~wharf.resource_manager.contract.ResourceManagerClient`.
 
-Not re-exported by :mod:`wharf.resource_manager.client` on purpose: importing this module pulls
+Not re-exported by :mod:`wharf.resource_manager.embedded` on purpose: importing this module pulls
 in the service, which the workspace server and the engine must not depend on (import-linter).
 """
 
@@ -18,7 +18,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import WharfError
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     ExplanationInfo,
     Page,
@@ -34,7 +34,7 @@ from wharf.resource_manager.client.models import (
     ResourceRequestCreate,
     ResourceRequestInfo,
 )
-from wharf.resource_manager.client.protocol import ResourceManagerClient
+from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
 from wharf.resource_manager.service import Principal, ResourceManagerService, ServiceOptions
 from wharf.resource_manager.service.batch import LeftQueueListener

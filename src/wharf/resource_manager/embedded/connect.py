@@ -8,9 +8,9 @@ string (``wharf.config.flavors.RESOURCE_MANAGERS``) so the engine never imports 
 
 from __future__ import annotations
 
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.local_pool import ensure_local_pool
-from wharf.resource_manager.client.machine import detect_machine
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
+from wharf.resource_manager.embedded.local_pool import ensure_local_pool
+from wharf.resource_manager.embedded.machine import detect_machine
 from wharf.resource_manager.service.principal import Principal
 
 

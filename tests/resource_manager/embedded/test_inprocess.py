@@ -8,16 +8,15 @@ from tests.conftest import FakeClock
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, InputError
-from wharf.resource_manager import client as client_package
-from wharf.resource_manager.client import PermissionDeniedError, ResourceManagerClient
-from wharf.resource_manager.client.inprocess import InProcessResourceManager
-from wharf.resource_manager.client.models import (
+from wharf.resource_manager.contract import PermissionDeniedError, ResourceManagerClient
+from wharf.resource_manager.contract.models import (
     PolicyCreate,
     PoolCreate,
     PoolUpdate,
     RequestFilter,
     ResourceRequestCreate,
 )
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 
 
@@ -46,11 +45,6 @@ def _request(user: str, quantity: int = 1) -> ResourceRequestCreate:
 
 def _uses(client: ResourceManagerClient) -> ResourceManagerClient:
     return client  # typed use through the protocol only
-
-
-def test_the_client_package_does_not_import_the_service() -> None:
-    assert not hasattr(client_package, "InProcessResourceManager")
-    assert "InProcessResourceManager" not in client_package.__all__
 
 
 def test_a_full_round_trip_through_the_protocol(

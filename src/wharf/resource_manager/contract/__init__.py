@@ -1,0 +1,35 @@
+"""What every side of the Resource Manager shares: the client interface, wire models, errors.
+
+Public API:
+
+- :class:`ResourceManagerClient` (with :class:`DescriptorsClient`, :class:`PoolsClient`,
+  :class:`PoliciesClient`, :class:`RequestsClient`): the interface the workspace server and the
+  engine use, implemented in-process (:mod:`wharf.resource_manager.embedded`) and over HTTP
+  (:mod:`wharf.resource_manager.client`);
+- :mod:`.models`: the request and response models of every mode (service, API, clients);
+- :class:`PermissionDeniedError` (403), :class:`AuthenticationError` (401) and, in
+  :mod:`.http_errors`, how errors travel by name on the HTTP wire, both ways.
+
+Invariant: the contract depends only on :mod:`wharf.core`, pydantic and the pure RM domain
+(whose frozen models are already wire-shaped); never on the service, API, scheduler, clients or
+the embedded mode (import-linter), so any side can import it without pulling in another.
+"""
+
+from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
+from wharf.resource_manager.contract.protocol import (
+    DescriptorsClient,
+    PoliciesClient,
+    PoolsClient,
+    RequestsClient,
+    ResourceManagerClient,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "DescriptorsClient",
+    "PermissionDeniedError",
+    "PoliciesClient",
+    "PoolsClient",
+    "RequestsClient",
+    "ResourceManagerClient",
+]
