@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from tests.config.flavor_dist import TINY_MODULE, tiny_distribution
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
-from wharf.sdk.flavors import FLAVORS
+from wharf.sdk.flavors import known_flavors
 from wharf.sdk.workspace import Workspace
 
 
@@ -178,11 +179,46 @@ def test_list_and_show_stacks(prod: Path) -> None:
 
 
 def test_stack_with_step_operator(prod: Path) -> None:
-    assert "local_process" in FLAVORS[ComponentType.STEP_OPERATOR]
+    assert "local_process" in known_flavors(ComponentType.STEP_OPERATOR)
     ok("component", "register", "op", "-t", "step-operator", "-f", "local_process")
     ok("stack", "register", "gpu", "-o", "orch", "-a", "store", "-s", "op")
     shown = as_json("stack", "show", "gpu")
     assert shown["components"]["step_operator"]["flavor"] == "local_process"
+
+
+def test_a_third_party_flavor_is_listed_registered_and_runs(
+    prod: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A distribution that declares a ``wharf.flavors`` entry point, found on the path."""
+    site = str(tiny_distribution(tmp_path / "site"))
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))}
+    without, shown = (
+        " ".join(ok("component", "register", "--help", env=e).split()) for e in (None, env)
+    )
+    assert "orchestrator: local, local_process;" in without
+    assert "orchestrator: local, local_process, tiny;" in shown
+    ok("component", "register", "tiny-orch", "-t", "orchestrator", "-f", "tiny", env=env)
+    ok("stack", "register", "tiny", "-o", "tiny-orch", "-a", "store", env=env)
+    assert as_json("stack", "show", "tiny")["components"]["orchestrator"]["flavor"] == "tiny"
+
+    from tests.e2e import steps_lib
+    from wharf import pipeline
+
+    @pipeline(name="tiny_pipeline")
+    def p() -> None:
+        steps_lib.double(steps_lib.produce())
+
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "tiny")
+    workspace = Workspace.open(load_config())
+    try:
+        orchestrator = workspace.component_instance(
+            workspace.active_stack(), ComponentType.ORCHESTRATOR
+        )
+        assert type(orchestrator).__module__ == TINY_MODULE
+        assert p.run_in(workspace).status.value == "completed"
+    finally:
+        workspace.close()
 
 
 def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
@@ -239,7 +275,7 @@ def test_bad_components(prod: Path, tmp_path: Path) -> None:
     file = tmp_path / "a-file"
     file.write_text("x")
     before = snapshot()
-    known_orchestrators = ", ".join(sorted(FLAVORS[ComponentType.ORCHESTRATOR]))
+    known_orchestrators = ", ".join(known_flavors(ComponentType.ORCHESTRATOR))
     cases = [
         (("x", "--type", "gpu", "--flavor", "local"), "Unknown component type 'gpu'"),
         (

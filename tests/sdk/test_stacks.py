@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.config.flavor_dist import TINY_MODULE, tiny_distribution
 from wharf.config.global_config import load_config, write_user_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
@@ -36,10 +37,11 @@ def workspace(sqlite_store: SqlStore, home: Path) -> Workspace:
 
 
 @pytest.fixture
-def fake_step_operator(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A step-operator flavor, whatever FLAVORS lists today (only its name is checked)."""
-    monkeypatch.setitem(flavors.FLAVORS, OP, {**flavors.FLAVORS[OP], "fake": "nowhere:Fake"})
-    return "fake"
+def tiny_flavors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A third-party distribution on ``sys.path`` declaring the flavor ``tiny`` of the
+    orchestrator and of the step operator (see :mod:`tests.config.flavor_dist`)."""
+    monkeypatch.syspath_prepend(str(tiny_distribution(tmp_path / "site")))
+    return "tiny"
 
 
 def register_prod(workspace: Workspace, tmp_path: Path) -> Path:
@@ -117,18 +119,37 @@ def test_register_and_list_components(workspace: Workspace, tmp_path: Path) -> N
     assert stacks.list_components(workspace).total == 2
 
 
-def test_every_listed_flavor_registers(workspace: Workspace, fake_step_operator: str) -> None:
-    for type, known in flavors.FLAVORS.items():
+def test_every_declared_flavor_registers(workspace: Workspace, tiny_flavors: str) -> None:
+    for type, known in flavors.declared_flavors().items():
         for flavor in known:
             record = stacks.register_component(workspace, f"{type.value}-{flavor}", type, flavor)
             assert record.flavor == flavor
-    assert stacks.list_components(workspace, OP).items[0].flavor in flavors.FLAVORS[OP]
+    assert {c.flavor for c in stacks.list_components(workspace, OP).items} == {
+        "local_process",
+        tiny_flavors,
+    }
+
+
+def test_a_third_party_flavor_runs_the_stack(
+    workspace: Workspace, tmp_path: Path, tiny_flavors: str
+) -> None:
+    """Registered by name, then built from its entry point when the stack is used."""
+    register_prod(workspace, tmp_path)
+    stacks.register_component(workspace, "tiny-orch", ORCH, tiny_flavors)
+    stacks.register_component(workspace, "tiny-op", OP, tiny_flavors)
+    stacks.register_stack(
+        workspace, "tiny", orchestrator="tiny-orch", artifact_store="store", step_operator="tiny-op"
+    )
+    stack = stacks.get_stack(workspace, "tiny")
+    for kind, name in ((ORCH, "TinyOrchestrator"), (OP, "TinyStepOperator")):
+        component = workspace.component_instance(stack, kind)
+        assert (type(component).__module__, type(component).__name__) == (TINY_MODULE, name)
 
 
 def test_unknown_flavor_lists_known_ones(workspace: Workspace) -> None:
     with pytest.raises(InputError, match=r"Unknown orchestrator flavor 'k8s'; known: local\b"):
         stacks.register_component(workspace, "orch", ORCH, "k8s")
-    known = ", ".join(sorted(flavors.FLAVORS[OP])) or "none"
+    known = ", ".join(flavors.known_flavors(OP)) or "none"
     with pytest.raises(InputError, match=f"Unknown step_operator flavor 'nope'; known: {known}."):
         stacks.register_component(workspace, "op", OP, "nope")
     assert stacks.list_components(workspace).total == 0
@@ -184,10 +205,10 @@ def test_local_artifact_store_path_is_a_file(workspace: Workspace, tmp_path: Pat
 
 
 def test_register_stack_with_step_operator(
-    workspace: Workspace, tmp_path: Path, fake_step_operator: str
+    workspace: Workspace, tmp_path: Path, tiny_flavors: str
 ) -> None:
     register_prod(workspace, tmp_path)
-    op = stacks.register_component(workspace, "op", OP, fake_step_operator)
+    op = stacks.register_component(workspace, "op", OP, tiny_flavors)
     record = stacks.register_stack(
         workspace, "gpu", orchestrator="orch", artifact_store="store", step_operator="op"
     )

@@ -1,7 +1,8 @@
 """``wharf component register NAME --type T --flavor F [-c key=value ...] | list``.
 
 A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
-when a command runs.
+when a command runs, and the declared flavors (``wharf.flavors`` entry points) are read only when
+``--flavor``'s help is shown.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import click
 from pydantic import BaseModel
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
-from wharf.config.flavors import FLAVORS
+from wharf.core.enums import ComponentType
 
 if TYPE_CHECKING:
     from wharf.store.models import ComponentRecord
 
-COMPONENT_TYPES = ", ".join(t.value for t in FLAVORS)
-FLAVORS_HELP = "; ".join(f"{t.value}: {', '.join(sorted(names))}" for t, names in FLAVORS.items())
+COMPONENT_TYPES = ", ".join(t.value for t in ComponentType)
 COMPONENT_COLUMNS = ("name", "type", "flavor", "configuration", "created", "id")
 
 
@@ -51,6 +51,24 @@ def component_rows(records: Iterable[ComponentRecord]) -> list[ComponentRow]:
     ]
 
 
+class FlavorOption(click.Option):
+    """``--flavor``: its help lists the declared flavors of each type, read when it is shown."""
+
+    @property
+    def help(self) -> str | None:
+        from wharf.config.flavors import declared_flavors
+
+        known = "; ".join(
+            f"{type.value}: {', '.join(sorted(names)) or 'none'}"
+            for type, names in declared_flavors().items()
+        )
+        return f"A flavor of that type. Known flavors: {known}."
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        """Ignored: the text above is built when it is read."""
+
+
 @click.group()
 def component() -> None:
     """Register and list stack components."""
@@ -64,9 +82,9 @@ def component() -> None:
 @click.option(
     "--flavor",
     "-f",
+    cls=FlavorOption,
     required=True,
     metavar="FLAVOR",
-    help=f"A flavor of that type. Known flavors: {FLAVORS_HELP}.",
 )
 @click.option(
     "--config",

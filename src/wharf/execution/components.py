@@ -1,4 +1,5 @@
-"""Building stack component objects from their records (flavor -> class, configuration)."""
+"""Building stack component objects from their records: the flavor's class (a ``wharf.flavors``
+entry point, imported here and only here) called with the record's configuration."""
 
 from __future__ import annotations
 

@@ -1,5 +1,15 @@
-"""Component flavors, re-exported for SDK users (the table lives in ``wharf.config.flavors``)."""
+"""Component flavors for SDK users: which are declared, and the class of one.
 
-from wharf.config.flavors import FLAVORS, flavor_class
+Flavors are ``wharf.flavors`` entry points (``<component type>.<flavor>``); the registry lives
+in :mod:`wharf.config.flavors`.
+"""
 
-__all__ = ["FLAVORS", "flavor_class"]
+from wharf.config.flavors import (
+    FLAVOR_GROUP,
+    check_flavor,
+    declared_flavors,
+    flavor_class,
+    known_flavors,
+)
+
+__all__ = ["FLAVOR_GROUP", "check_flavor", "declared_flavors", "flavor_class", "known_flavors"]

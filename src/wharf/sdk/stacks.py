@@ -9,9 +9,9 @@ leaves nothing half-written.
 
 Decisions:
 
-- A flavor is valid iff :data:`wharf.sdk.flavors.FLAVORS` lists it for the component type, read
-  at call time; the flavor's class is not imported at registration (it may belong to an
-  integration that is installed only where the stack runs).
+- A flavor is valid iff a ``wharf.flavors`` entry point declares it for the component type
+  (:mod:`wharf.sdk.flavors`); the flavor's class is not imported at registration (it may belong
+  to an integration that is installed only where the stack runs).
 - The ``local`` artifact store needs a ``path``. Without one it defaults to the configured
   artifact root (``WHARF_ARTIFACT_ROOT`` / ``artifact_root`` / ``<home>/artifacts``), the
   directory the ``default`` stack uses; sharing it is safe because every artifact URI ends in a
@@ -116,17 +116,6 @@ def parse_configuration(pairs: Iterable[str]) -> dict[str, Any]:
     return configuration
 
 
-def known_flavors(type: ComponentType) -> list[str]:
-    """The flavors :data:`wharf.sdk.flavors.FLAVORS` lists for ``type``, sorted."""
-    return sorted(flavors.FLAVORS.get(type, {}))
-
-
-def check_flavor(type: ComponentType, flavor: str) -> None:
-    if flavor not in flavors.FLAVORS.get(type, {}):
-        known = ", ".join(known_flavors(type)) or "none"
-        raise InputError(f"Unknown {type.value} flavor '{flavor}'; known: {known}.")
-
-
 def _local_artifact_path(workspace: Workspace, configuration: Mapping[str, Any]) -> str:
     raw = configuration.get("path")
     if raw is None:
@@ -154,7 +143,7 @@ def register_component(
 ) -> ComponentRecord:
     """Register a stack component; its name must be new among components of its type."""
     component_type = parse_component_type(type)
-    check_flavor(component_type, flavor)
+    flavors.check_flavor(component_type, flavor)
     config = dict(configuration or {})
     if component_type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
         config["path"] = _local_artifact_path(workspace, config)
