@@ -43,16 +43,53 @@ def _policy_options(func: Any) -> Any:
         click.option("--pool", help="Pool id or name."),
         click.option("--subject-type", help="account, project, pipeline, step_run, ..."),
         click.option("--subject-id", help="Subject id."),
-        click.option("--subject-attribute", multiple=True, metavar="KEY=VALUE"),
+        click.option(
+            "--subject-attribute",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="An attribute the subject must have (repeatable; all must hold).",
+        ),
         click.option("--selector", help="Whole subject selector as YAML/JSON."),
-        click.option("--priority", type=int),
-        click.option("--priority-lane/--no-priority-lane", default=None),
+        click.option(
+            "--priority", type=int, help="Higher is queued first and may preempt lower (default 0)."
+        ),
+        click.option(
+            "--priority-lane/--no-priority-lane",
+            default=None,
+            help="Queue before everything else; may preempt normal work, is never preempted.",
+        ),
         click.option("--preemption-group", help="Policies of one group never preempt each other."),
-        click.option("--concurrency-limit", type=click.IntRange(min=0)),
-        click.option("--fair-share-weight", type=click.IntRange(min=1)),
-        click.option("--reserved", multiple=True, metavar="RESOURCE:CLASS=QTY"),
-        click.option("--limit", "limits", multiple=True, metavar="RESOURCE:CLASS=QTY"),
-        click.option("--grant", "grants", multiple=True, metavar="CLASS"),
+        click.option(
+            "--concurrency-limit",
+            type=click.IntRange(min=0),
+            help="Most requests this policy may have allocated at once.",
+        ),
+        click.option(
+            "--fair-share-weight",
+            type=click.IntRange(min=1),
+            help="Weight of this policy's share in a pool with fair sharing (default 1).",
+        ),
+        click.option(
+            "--reserved",
+            multiple=True,
+            metavar="RESOURCE:CLASS=QTY",
+            help="Amount of a class's resource kept for this policy (repeatable).",
+        ),
+        click.option(
+            "--limit",
+            "limits",
+            multiple=True,
+            metavar="RESOURCE:CLASS=QTY",
+            help="Most of a class's resource this policy may hold, borrowing included "
+            "(repeatable).",
+        ),
+        click.option(
+            "--grant",
+            "grants",
+            multiple=True,
+            metavar="CLASS",
+            help="Let the policy use class CLASS without reserved amounts (repeatable).",
+        ),
         click.option(
             "-f",
             "--file",
@@ -60,7 +97,13 @@ def _policy_options(func: Any) -> Any:
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
             help="Policy fields as YAML.",
         ),
-        click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table"),
+        click.option(
+            "--output",
+            "-o",
+            type=click.Choice(["table", "json"]),
+            default="table",
+            help="Output format.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -188,7 +231,9 @@ def create(ctx: click.Context, /, **options: Any) -> None:
 @policy.command("update")
 @click.argument("name")
 @_policy_options
-@click.option("--remove-grant", multiple=True, metavar="CLASS")
+@click.option(
+    "--remove-grant", multiple=True, metavar="CLASS", help="Drop the grant of CLASS (repeatable)."
+)
 @click.option("--rename", help="New policy name.")
 @click.pass_context
 def update(ctx: click.Context, /, name: str, **options: Any) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.output import OUTPUT_OPTION, echo_fields
 from wharf.cli.resource_manager import (
     Resources,
     echo_json,
@@ -41,6 +41,27 @@ if TYPE_CHECKING:
     from wharf.resource_manager.domain import Pool
 
 DEFAULT_CLASS = "default"
+POOL_FILE_HELP = """\b
+Pool file (-f FILE): YAML holding the pool's fields; options given as well are applied
+on top of it. A quantity with a unit is exact ("64CPU", "512GiB", "500mCPU"); a bare
+number counts base units (GPU, mCPU, bytes); null is unlimited (still accounted).
+\b
+  name: gpus                # needed unless NAME is given
+  rank: 10                  # pools of higher rank are tried first (default 0)
+  concurrency_limit: 20     # most requests holding an allocation at once
+  fair_sharing: false       # order equal priorities by dominant resource share
+  attributes: {site: lab}
+  classes:                  # at least one
+    - name: h100
+      capacity: {GPU: 8, CPU: 64CPU, memory: 512GiB}
+      rank: 1               # higher is tried first when a demand names no class
+      reclaimable: never    # never | coordinated | unsafe
+    - name: spot
+      capacity: {GPU: 4, CPU: null}
+      reclaimable: coordinated
+"""
+"""The pool file's format with an example, as ``pool create --help`` and ``update --help``
+print it (the example is created by a test exactly as printed)."""
 RECLAIMABLE = ("never", "coordinated", "unsafe")
 
 
@@ -65,7 +86,11 @@ def _class_options(func: Any) -> Any:
         click.option(
             "--concurrency-limit", type=click.IntRange(min=0), help="Most holders at once."
         ),
-        click.option("--fair-sharing/--no-fair-sharing", default=None),
+        click.option(
+            "--fair-sharing/--no-fair-sharing",
+            default=None,
+            help="Order requests of equal priority by their policy's dominant resource share.",
+        ),
         click.option(
             "-f",
             "--file",
@@ -134,10 +159,12 @@ def pool(ctx: click.Context, /, **connection: str | None) -> None:
     remember_rm(ctx, **connection)
 
 
-@pool.command("create")
+@pool.command("create", epilog=POOL_FILE_HELP)
 @click.argument("name", required=False)
 @_class_options
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "--output", "-o", type=click.Choice(["table", "json"]), default="table", help="Output format."
+)
 @click.pass_context
 def create(
     ctx: click.Context,
@@ -167,12 +194,14 @@ def create(
         _show(rm, created, output)
 
 
-@pool.command("update")
+@pool.command("update", epilog=POOL_FILE_HELP)
 @click.argument("name")
 @_class_options
 @click.option("--remove-class", multiple=True, metavar="CLASS", help="Drop a class.")
 @click.option("--rename", help="New pool name.")
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "--output", "-o", type=click.Choice(["table", "json"]), default="table", help="Output format."
+)
 @click.pass_context
 def update(
     ctx: click.Context,
@@ -326,8 +355,8 @@ def _show(rm: Any, pool: Pool, output: str) -> None:
         echo_json(pool)
         return
     res = resources(rm)
-    for key in ("name", "id", "rank", "concurrency_limit", "fair_sharing", "attributes"):
-        click.echo(f"{key:<18} {getattr(pool, key)}")
+    keys = ("name", "id", "rank", "concurrency_limit", "fair_sharing", "attributes")
+    echo_fields((key, getattr(pool, key)) for key in keys)
     rows = []
     for item in pool.classes:
         for resource, quantity in sorted(item.capacity.items()):

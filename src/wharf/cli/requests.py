@@ -59,13 +59,13 @@ class Row(BaseModel):
 
 
 def _demands(info: ResourceRequestInfo) -> str:
-    parts = []
-    for demand in info.demands:
-        what = demand.resource or demand.kind or "selected resource"
-        unit = f" {demand.unit}" if demand.unit else ""
-        where = f" ({demand.class_name})" if demand.class_name else ""
-        parts.append(f"{demand.quantity}{unit} {what}{where}")
-    return ", ".join(parts)
+    """As ``runs show`` writes them (``2 cpu, 1 GiB memory, 1 gpu (h100)``)."""
+    from wharf.cli.run_view import amount
+
+    return ", ".join(
+        amount(d.quantity, d.unit, d.resource or d.kind or "selected resource", d.class_name)
+        for d in info.demands
+    )
 
 
 def requester(info: ResourceRequestInfo) -> str:
@@ -167,13 +167,32 @@ def _project_metadata(project: str) -> tuple[str, str]:
 
 
 @request.command("list")
-@click.option("--status", "-s", "statuses", multiple=True, type=click.Choice(STATUSES))
+@click.option(
+    "--status",
+    "-s",
+    "statuses",
+    multiple=True,
+    type=click.Choice(STATUSES),
+    help="Only requests in this status (repeatable).",
+)
 @click.option("--pool", help="Pool id or name.")
 @click.option("--subject", help="Subject id (a project, run, step, account ...).")
 @click.option("--requester", help="Principal that created the request.")
-@click.option("--metadata", "-m", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--metadata",
+    "-m",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only requests with this metadata entry (repeatable; all must match).",
+)
 @click.option("--project", help="Project name or id (of the steps that made the requests).")
-@click.option("--sort", type=click.Choice(["asc", "desc"]), default="desc", show_default=True)
+@click.option(
+    "--sort",
+    type=click.Choice(["asc", "desc"]),
+    default="desc",
+    show_default=True,
+    help="Order by creation time: desc (newest first) or asc.",
+)
 @OUTPUT_OPTION
 @paged
 @click.pass_context
@@ -244,7 +263,7 @@ def _request_id(text: str) -> UUID:
 @OUTPUT_OPTION
 @click.pass_context
 def show(ctx: click.Context, request_id: str, output: str) -> None:
-    """Show one request with its allocations."""
+    """Show request REQUEST_ID with its allocations."""
     pools: dict[UUID, str] = {}
     with _workspace(ctx) as store:
         if store is not None:
@@ -300,7 +319,7 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
 @click.argument("request_id")
 @click.pass_context
 def release(ctx: click.Context, request_id: str) -> None:
-    """Give the request's allocation back (a pending request is cancelled)."""
+    """Give the allocation of request REQUEST_ID back (a pending request is cancelled)."""
     with _workspace(ctx) as store:
         if store is not None:
             info = _requests_of(store).release(_request_id(request_id))
@@ -314,7 +333,8 @@ def release(ctx: click.Context, request_id: str) -> None:
 @click.argument("request_id")
 @click.pass_context
 def cancel(ctx: click.Context, request_id: str) -> None:
-    """Withdraw a pending request (one that already finished is left as it is: an error)."""
+    """Withdraw the pending request REQUEST_ID (one that already finished is left as it is:
+    an error)."""
     from wharf.core.enums import ResourceRequestStatus as S
     from wharf.core.errors import IllegalOperationError
 
@@ -340,8 +360,8 @@ def cancel(ctx: click.Context, request_id: str) -> None:
 @OUTPUT_OPTION
 @click.pass_context
 def explain(ctx: click.Context, request_id: str, output: str) -> None:
-    """Why the request is where it is: its queue position, what blocks it, who would have to
-    give capacity back."""
+    """Why request REQUEST_ID is where it is: its queue position, what blocks it, who would
+    have to give capacity back."""
     with open_rm(ctx) as rm:
         found = rm.requests.explain(_request_id(request_id))
     if output == "json":

@@ -216,10 +216,10 @@ class Resources:
         return parse_quantity(self.descriptor(resource), text)
 
     def show(self, resource: str, base: int | None) -> str:
-        from wharf.resource_manager.domain.units import format_base
+        from wharf.resource_manager.domain.units import format_human
 
         descriptor = self._by_name.get(resource)
-        return str(base) if descriptor is None else format_base(descriptor, base)
+        return str(base) if descriptor is None else format_human(descriptor, base)
 
 
 def resources(client: ResourceManagerClient) -> Resources:
@@ -247,9 +247,21 @@ def resource_manager() -> None:
 
 @resource_manager.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on.",
+)
 @click.option("--db-url", envvar="WHARF_RM_DB_URL", help="RM database (default: embedded file).")
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port.",
+)
 @click.option(
     "--credentials",
     "credentials_file",
@@ -275,8 +287,20 @@ def resource_manager() -> None:
     envvar="WHARF_RM_SECRET_KEY",
     help=f"Token signing key (at least {MIN_SECRET_LENGTH} characters).",
 )
-@click.option("--access-token-ttl", type=click.FloatRange(min=1), default=3600.0, show_default=True)
-@click.option("--sweep-interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option(
+    "--access-token-ttl",
+    type=click.FloatRange(min=1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds an access token stays valid.",
+)
+@click.option(
+    "--sweep-interval",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds between sweeps that expire lapsed leases when nobody calls.",
+)
 @click.option(
     "--metrics-public/--metrics-private",
     envvar="WHARF_RM_METRICS_PUBLIC",
@@ -289,6 +313,7 @@ def resource_manager() -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="Least severe server log lines shown.",
 )
 def serve(
     host: str,

@@ -17,7 +17,11 @@ def runs() -> None:
 
 @runs.command("list")
 @click.option("--pipeline", help="Only runs of this pipeline (name or id).")
-@click.option("--status", type=click.Choice([s.value for s in ExecutionStatus]))
+@click.option(
+    "--status",
+    type=click.Choice([s.value for s in ExecutionStatus]),
+    help="Only runs in this status.",
+)
 @paged
 @OUTPUT_OPTION
 def list_runs(pipeline: str | None, status: str | None, page: int, size: int, output: str) -> None:
@@ -100,7 +104,7 @@ def run_logs(run: str, follow: bool) -> None:
     "this machine started, through the run's orchestrator for the others.",
 )
 def stop_run(run: str, force: bool) -> None:
-    """Stop a run gracefully: no new steps start; running steps are interrupted at their next
+    """Stop run RUN gracefully: no new steps start; running steps are interrupted at their next
     safe point (their next heartbeat: within WHARF_HEARTBEAT_INTERVAL, 15 s by default) and
     end stopped; then the run ends stopped. A step that finishes before that keeps its
     result. Ctrl-C or SIGTERM in the process running the pipeline stops it the same way (a

@@ -31,14 +31,24 @@ def _server_options(func: Any) -> Any:
     options = [
         click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind."),
         click.option(
-            "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True
+            "--port",
+            type=click.IntRange(1, 65535),
+            default=DEFAULT_PORT,
+            show_default=True,
+            help="Port to listen on.",
         ),
         click.option(
             "--db-url",
             envvar="WHARF_SERVER_DB_URL",
             help="Store URL (default: the embedded store).",
         ),
-        click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True),
+        click.option(
+            "--workers",
+            type=click.IntRange(1, 64),
+            default=1,
+            show_default=True,
+            help="Server processes sharing the port.",
+        ),
         click.option(
             "--secret-key",
             envvar="WHARF_SERVER_SECRET_KEY",
@@ -79,6 +89,7 @@ def _server_options(func: Any) -> Any:
             type=click.Choice(["critical", "error", "warning", "info", "debug"]),
             default="info",
             show_default=True,
+            help="Least severe server log lines shown.",
         ),
     ]
     for option in reversed(options):
@@ -197,7 +208,13 @@ def serve(
 
 @server.command("up")
 @_server_options
-@click.option("--timeout", type=click.FloatRange(min=1), default=60.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the server to answer before giving up.",
+)
 def up(
     host: str,
     port: int,
