@@ -18,7 +18,6 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunUpdate,
 )
-from wharf.store.ports import ArtifactBatchOperations, StepRunBatchOperations
 from wharf.store.rest import RestStore
 from wharf.store.rest.errors import RequestTooLargeError
 from wharf.store.rest.steps import list_step_runs_by_names
@@ -31,15 +30,9 @@ def rest(world: World) -> Iterator[RestStore]:
     store.close()
 
 
-def test_the_rest_store_offers_the_capabilities(rest: RestStore) -> None:
-    assert isinstance(rest.steps, StepRunBatchOperations)
-    assert isinstance(rest.artifacts, ArtifactBatchOperations)
-
-
 def test_create_many_and_versions(world: World, rest: RestStore) -> None:
     things = Things(world)
     steps = rest.steps
-    assert isinstance(steps, StepRunBatchOperations)
     creates = [
         StepRunCreate(run_id=things.run.id, name=f"s{i}", status=S.RUNNING) for i in range(5)
     ]
@@ -51,7 +44,6 @@ def test_create_many_and_versions(world: World, rest: RestStore) -> None:
         project_id=world.a.id, name="m", uri="/u", data_type="t", materializer="x"
     )
     artifacts = rest.artifacts
-    assert isinstance(artifacts, ArtifactBatchOperations)
     made = artifacts.create_versions([version, version, version.model_copy(update={"name": "n"})])
     assert [(v.name, v.version) for v in made] == [("m", 1), ("m", 2), ("n", 1)]
     assert rest.artifacts.create_version(version).version == 3
@@ -60,7 +52,6 @@ def test_create_many_and_versions(world: World, rest: RestStore) -> None:
 def test_find_cached_or_create_and_finish(world: World, rest: RestStore) -> None:
     things = Things(world)
     steps = rest.steps
-    assert isinstance(steps, StepRunBatchOperations)
     now = datetime.now(UTC)
     create = StepRunCreate(run_id=things.run.id, name="train", status=S.RUNNING, cache_key="ck")
     miss = steps.find_cached_or_create(create, world.a.id, now, record_hit=True)
@@ -98,7 +89,6 @@ def test_find_cached_or_create_and_finish(world: World, rest: RestStore) -> None
 def test_fetch_by_names_splits_what_the_server_refuses(world: World, rest: RestStore) -> None:
     things = Things(world)
     steps = rest.steps
-    assert isinstance(steps, StepRunBatchOperations)
     names = [f"step-with-a-long-name-{i:04d}" for i in range(900)]
     for start in range(0, len(names), 300):
         steps.create_many(
@@ -121,7 +111,6 @@ def test_batch_records_equal_single_ones(world: World, rest: RestStore) -> None:
 
     things = Things(world)
     steps = rest.steps
-    assert isinstance(steps, StepRunBatchOperations)
     fields = {
         "status": S.RUNNING,
         "cache_key": "k",
@@ -148,7 +137,6 @@ def test_a_stopping_run_refuses_new_steps_with_the_same_error(
     rest.runs.update(things.run.id, RunUpdate(status=S.STOPPING))
     create = StepRunCreate(run_id=things.run.id, name="late", status=S.RUNNING, cache_key="ck")
     steps = rest.steps
-    assert isinstance(steps, StepRunBatchOperations)
     with pytest.raises(RunStoppingError, match="was not started"):
         steps.find_cached_or_create(create, world.a.id, datetime.now(UTC))
     with pytest.raises(RunStoppingError):

@@ -1,16 +1,22 @@
-"""Pairing a store with the Resource Manager keeps the store's combined step calls (the engine
-uses them when offered: one store call instead of two per step)."""
+"""Pairing a store with the Resource Manager wraps its step runs: the wrapper keeps the port's
+combined calls one call of the store's own (one store call instead of two per step)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.store.conftest import World
 from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
-from wharf.store.ports import StepRunBatchOperations
+from wharf.store.lazy_requests import LazyRequests
+from wharf.store.models import StepRunCreate, StepRunUpdate
 from wharf.store.resource_aware import ResourceAwareStepRuns
+from wharf.store.resource_pairing import fixed_account
 
 
 def test_embedded_pairing_keeps_the_combined_calls(
@@ -22,6 +28,39 @@ def test_embedded_pairing_keeps_the_combined_calls(
     workspace = Workspace.open(load_config())
     try:
         assert isinstance(workspace.store.steps, ResourceAwareStepRuns)
-        assert isinstance(workspace.store.steps, StepRunBatchOperations)
     finally:
         workspace.close()
+
+
+class Recorded:
+    """A step-run repository whose calls are recorded by name (then made as they are)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._inner, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return method(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"], indirect=True)
+def test_each_combined_call_stays_one_call_of_the_paired_repository(world: World) -> None:
+    def no_resource_manager() -> Any:
+        raise AssertionError("steps without resources never reach the Resource Manager")
+
+    inner = Recorded(world.store.steps)
+    paired = ResourceAwareStepRuns(
+        inner, world.store, LazyRequests(no_resource_manager), fixed_account(None)
+    )
+    run = world.run(status=ExecutionStatus.RUNNING)
+    create = StepRunCreate(run_id=run.id, name="a", status=ExecutionStatus.RUNNING, cache_key="k")
+    step = paired.find_cached_or_create(create, world.project.id, datetime.now(UTC)).step
+    paired.finish(step.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), {})
+    paired.create_many([create.model_copy(update={"name": "b", "cache_key": None})])
+    assert inner.calls == ["find_cached_or_create", "finish", "create_many"]

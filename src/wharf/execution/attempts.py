@@ -6,7 +6,7 @@ stopped (interrupted because it or its run was asked to stop) or cancelled (inte
 cancel, e.g. a resource reclaim). :func:`finish_attempt` is the single place that decides and
 records this, used both in the orchestration process (inline) and in a step's own process
 (isolated, see ``wharf.execution.entrypoint``). A completed attempt's outputs are recorded in
-the same store call as its status (``store_calls.finish_step``).
+the same store call as its status (``steps.finish``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
-from wharf.execution.store_calls import finish_step
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -66,8 +65,8 @@ def finish_attempt(
     store = services.store
     if error is None:
         try:
-            final, versions = finish_step(
-                store, record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
+            final, versions = store.steps.finish(
+                record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
             )
         except IllegalTransitionError:
             # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.

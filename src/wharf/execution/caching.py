@@ -2,7 +2,7 @@
 
 ``wharf.core.cache_key`` hashes; this module reads the files, imports the modules and calls the
 user's ``cache_func`` that a ``CachePolicy`` names (the launcher asks the store for a reusable
-run, ``store_calls.find_cached_or_create``).
+run, ``steps.find_cached_or_create``).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 

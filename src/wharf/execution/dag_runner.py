@@ -91,7 +91,7 @@ class DagRunner:
         read_stop_at_end: bool = True,
     ) -> None:
         """``read_stop_at_end``: read the run's status once the steps are done, to report a
-        stop that no step saw. A caller that ends the run with ``finish_run`` may pass False:
+        stop that no step saw. A caller that ends the run with ``runs.finish`` may pass False:
         that write reads the status itself and ends a stopping run stopped."""
         self._spec = spec
         self._read_stop_at_end = read_stop_at_end

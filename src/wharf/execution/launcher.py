@@ -11,10 +11,10 @@ propagates (the step never started; the runner stops starting steps), for a retr
 stopped with its last attempt.
 
 The cache lookup and the creation of the first attempt's step run are one store call
-(``store_calls.find_cached_or_create``: one HTTP request over REST); the lookup still sees the
-latest store state, right before the step would start. On a hit the same call records the
-cached step run and answers the found step's output versions, so a hit is one request too,
-even in a process that never saw the found step.
+(``steps.find_cached_or_create``: one transaction, one HTTP request over REST); the lookup
+still sees the latest store state, right before the step would start. On a hit the same call
+records the cached step run and answers the found step's output versions, so a hit is one
+request too, even in a process that never saw the found step.
 
 Each of these moments is told to ``services.progress`` (started, cached, waiting for resources,
 retrying, ended) from what the launcher holds already: no store call of its own.
@@ -30,21 +30,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from wharf.config.spec import StepSpec
+from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepRuntime
 from wharf.core.errors import RunStoppingError, WharfError
 from wharf.execution.allocation import (
     AllocationFailedError,
     AllocationWaiter,
     holders_of,
-    wants_resources,
 )
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
-from wharf.execution.store_calls import find_cached_or_create
 from wharf.store.holders_first import HoldersFirst
 from wharf.store.models import (
     ArtifactVersionRecord,
@@ -266,8 +264,7 @@ class StepLauncher:
             # The lookup records a hit itself (one call) unless the cached step run would get
             # a different spec: a queued step sends its spec for its resource request only,
             # while a cached step run holds one only where every step run does.
-            found = find_cached_or_create(
-                services.store,
+            found = services.store.steps.find_cached_or_create(
                 create,
                 services.project_id,
                 lookup_time,

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, WharfConfig
+from wharf.execution.known_versions import KnownVersions
 from wharf.execution.progress import ProgressReporter
-from wharf.execution.store_calls import KnownVersions
-from wharf.store.ports import RunTokenOperations
 
 if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
     from wharf.artifacts.materializers.registry import MaterializerRegistry
@@ -72,12 +71,8 @@ def for_run(services: RunServices, run_id: UUID) -> RunServices:
     """``services`` whose step processes authenticate with a token scoped to ``run_id``, when
     the store issues such tokens (a workspace server): its URL and the token replace any
     credential in ``child_env``. Otherwise ``services`` unchanged."""
-    runs = services.store.runs
-    if not isinstance(runs, RunTokenOperations):
+    token = services.store.runs.issue_token(run_id)
+    if token is None:
         return services
-    env = {
-        **services.child_env,
-        SERVER_URL_ENV: services.store.url,
-        API_KEY_ENV: runs.issue_token(run_id),
-    }
+    env = {**services.child_env, SERVER_URL_ENV: services.store.url, API_KEY_ENV: token}
     return dataclasses.replace(services, child_env=env)

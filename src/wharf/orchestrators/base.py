@@ -39,7 +39,7 @@ from wharf.execution.frozen_heap import frozen_heap
 from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
-from wharf.execution.run_lifecycle import finish_run, finishes_in_one_write, start_run
+from wharf.execution.run_lifecycle import start_run
 from wharf.execution.run_stop import (
     ForcedOutcome,
     ForcedStop,
@@ -173,11 +173,11 @@ class BaseOrchestrator(ABC):
         except ForcedStop:
             outcome = stopper.force()  # a second Ctrl-C: kill isolated steps, end every step
             if not signals.forced:  # a run nested in the one being forced: it ends too
-                finish_run(services.store, run.id, *outcome.final_status())
+                services.store.runs.finish(run.id, *outcome.final_status())
                 raise
         except BaseException as exc:
-            ended = finish_run(
-                services.store, run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
+            ended = services.store.runs.finish(
+                run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
             )
             services.progress.run_finished(ended)  # the summary line
             raise
@@ -186,7 +186,7 @@ class BaseOrchestrator(ABC):
             heartbeats.close()
             liveness.close()
         status, reason = outcome.final_status()
-        ended = finish_run(services.store, run.id, status, reason)
+        ended = services.store.runs.finish(run.id, status, reason)
         services.progress.run_finished(ended)  # the summary line
         signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
         return ended
@@ -226,12 +226,9 @@ class BaseOrchestrator(ABC):
                 spec, launcher, services, run, job.pipeline_function, job.spec_factory
             ).run()
         stop = StopCheck(services.store, run.id)
-        # Where ``finish_run`` reads the run's status in the write that ends it, the runner
-        # need not read it (a request less per run; over REST the count stays as it was).
-        read_stop = not finishes_in_one_write(services.store)
-        dag = DagRunner(
-            spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=read_stop
-        )
+        # ``runs.finish`` decides the run's end from the status it reads itself (a stop that no
+        # step saw included), so the runner need not read it at the end.
+        dag = DagRunner(spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=False)
         return dag.run()
 
     def _backend_for(self, spec: StepSpec, job: RunJob, services: RunServices) -> IsolatedBackend:

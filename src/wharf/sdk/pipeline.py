@@ -2,7 +2,7 @@
 
 Calling a pipeline: compile to a :class:`PipelineSpec` -> the orchestrator's checks (a refused
 run records nothing) -> pipeline, snapshot and run records, in one write
-(``record_run``): the run running at once when the orchestrator starts it in this process
+(``runs.record``): the run running at once when the orchestrator starts it in this process
 (the local ones), else a placeholder (initializing) it replaces -> the active stack's
 orchestrator runs it -> the finished run record is returned. If anything fails before the
 orchestrator takes over, a placeholder is deleted and a run recorded running is ended failed,
@@ -35,7 +35,6 @@ from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
 from wharf.execution.run_heartbeat import orchestrator_process
-from wharf.execution.run_lifecycle import finish_run, record_run
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
@@ -237,8 +236,8 @@ class Pipeline(Generic[P]):
             )
         else:
             start = RunStart(name=name, user_id=workspace.user.id)
-        pipeline, snapshot, run = record_run(
-            store, workspace.project.id, self.name, stack.id, spec, start
+        pipeline, snapshot, run = store.runs.record(
+            workspace.project.id, self.name, stack.id, spec, start
         )
         watch = FailureWatch()
         job = RunJob(
@@ -297,7 +296,7 @@ class Pipeline(Generic[P]):
                 store.runs.delete(run.id)
             elif not current.status.is_finished:
                 reason = f"The run failed to start: {exc!r}"
-                finish_run(store, run.id, ExecutionStatus.FAILED, reason)
+                store.runs.finish(run.id, ExecutionStatus.FAILED, reason)
         except Exception:  # the original error is the one to raise (e.g. the store is down)
             logger.warning("Could not clean up run %s after a failure.", run.id, exc_info=True)
 

@@ -27,8 +27,8 @@ from uuid import UUID
 from wharf.config.global_config import SERVER_URL_ENV, WharfConfig, load_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
+from wharf.execution.known_versions import KnownVersions
 from wharf.execution.services import RunServices, open_store, utc_now
-from wharf.execution.store_calls import KnownVersions
 from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,

@@ -92,7 +92,7 @@ def build_state(
     ask for resources are refused); closing the client stays the caller's job."""
     from wharf.server.resource_manager import ServerRequests, pair
 
-    state = ServerState(settings, stores.store, stores.accounts, stores.batches)
+    state = ServerState(settings, stores.store, stores.accounts)
     pair(state, ServerRequests(resource_manager))
     if clock is not None:
         state.clock = clock

@@ -47,7 +47,6 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.store.lazy_requests import LazyRequests
-from wharf.store.resource_aware import ResourceAwareBatches
 from wharf.store.resource_pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:
@@ -385,9 +384,8 @@ def server_credentials() -> Iterator[None]:
 
 
 def pair(state: ServerState, requests: ServerRequests) -> None:
-    """Make the server's step runs and batch calls resource-aware (requests are made for the
-    user each run records) and keep ``requests`` on the state for the routes."""
-    steps = pair_store(state.store, requests.requests, recorded_user(state.store))
-    if not isinstance(state.batches, ResourceAwareBatches):
-        state.batches = ResourceAwareBatches(state.batches, steps)
+    """Make the server's step runs resource-aware, their combined calls included (requests
+    are made for the user each run records), and keep ``requests`` on the state for the
+    routes."""
+    pair_store(state.store, requests.requests, recorded_user(state.store))
     state.resource_requests = requests

@@ -4,8 +4,8 @@ Held on ``app.state.wharf``; handlers reach it through ``wharf.server.deps``. It
 state: two apps in one process (tests) have two of these.
 
 ``resource_requests`` is the server's link to the Resource Manager (or its absence): the app
-factory pairs ``store`` and ``batches`` with it (``wharf.server.resource_manager.pair``), so they
-are resource-aware whenever a state serves requests.
+factory pairs ``store`` with it (``wharf.server.resource_manager.pair``), so its step runs, their
+combined calls included, are resource-aware whenever a state serves requests.
 """
 
 from __future__ import annotations
@@ -13,21 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
 from wharf.server.settings import ServerSettings
-from wharf.store.ports import AccountStore, ArtifactBatchOperations, StepRunBatchOperations, Store
+from wharf.store.ports import AccountStore, Store
 
 if TYPE_CHECKING:
     from wharf.server.resource_manager import ServerRequests
-
-
-class Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
-    """Both batch capabilities (the SQL implementation offers them on one object)."""
 
 
 @dataclass
@@ -35,7 +31,6 @@ class ServerState:
     settings: ServerSettings
     store: Store
     accounts: AccountStore
-    batches: Batches
     passwords: Passwords = field(default_factory=Passwords)
     clock: Callable[[], float] = time.time
     """Seconds since the epoch: the clock of token issue and expiry (tests inject a fake)."""

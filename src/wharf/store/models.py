@@ -335,7 +335,7 @@ class RunCreate(_Frozen):
 
 
 class RunStart(_Frozen):
-    """A run recorded together with its snapshot (``RunRecordOperations.record``)."""
+    """A run recorded together with its snapshot (``runs.record``)."""
 
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus = ExecutionStatus.INITIALIZING

@@ -10,6 +10,12 @@ Every backend (SQL now, REST later) implements these exactly; the contract test 
   ``IllegalTransitionError`` and changes nothing. The store sets ``start_time`` when a run or
   step first becomes running and ``end_time`` when it reaches a finished status.
 - Lists are ordered by creation time (then id) and paged with :class:`PageRequest`.
+
+Combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/``finish``/
+``create_many``, ``artifacts.create_versions``) are part of the ports: every store has them, so
+no caller asks what a store offers. A store does each in one transaction or one request where it
+can; ``wharf.store.composed`` gives the default made of the plain calls (same effect, more round
+trips) to a store that cannot.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from wharf.config.spec import PipelineSpec
@@ -159,6 +165,34 @@ class RunRepository(Protocol):
         """Delete a run and its step runs (used when a run fails to initialise)."""
         ...
 
+    def record(
+        self,
+        project_id: UUID,
+        pipeline_name: str,
+        stack_id: UUID | None,
+        spec: PipelineSpec,
+        run: RunStart,
+    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
+        """The records of a pipeline call: ``pipelines.get_or_create(project_id,
+        pipeline_name)``, then ``snapshots.create`` of ``spec`` on ``stack_id`` for that
+        pipeline, then ``create`` of ``run`` for that snapshot (all or nothing where the store
+        has transactions; composed, an error leaves what was written before it)."""
+        ...
+
+    def finish(
+        self, run_id: UUID, status: ExecutionStatus, reason: str | None
+    ) -> PipelineRunRecord:
+        """End the run as :func:`wharf.core.transitions.run_end` decides from its current
+        status, read by this call (a finished run is returned unchanged; a stopping one ends
+        stopped, or failed): a stop committed before it is always honoured."""
+        ...
+
+    def issue_token(self, run_id: UUID) -> str | None:
+        """A credential for the processes of one run, scoped to it (it reads the run and its
+        snapshot and writes the run's steps, artifacts and heartbeats, nothing else); None from
+        a store whose other processes need none (a database they open themselves)."""
+        ...
+
     def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
         """The orchestrating process ``process`` is alive: record it on the run, with
         ``last_heartbeat = now`` and ``heartbeat_deadline = now + its liveness timeout`` (store
@@ -217,11 +251,45 @@ class StepRunRepository(Protocol):
         concurrently from several processes (each step is failed once)."""
         ...
 
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        """Create several step runs at once: all or nothing, records in the order given."""
+        ...
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        """The engine's start of a step. A hit (``created`` False) if ``find_cached(project_id,
+        step.cache_key, now)`` finds a step run (with its output versions where the store
+        reads them in the same call), and with ``create(step.reusing(found))`` as ``recorded``
+        if ``record_hit`` (else nothing is created: the caller records the hit). Else
+        ``create(step)`` (``created`` True). The lookup comes before the creation; nothing is
+        created on a hit. ``step.cache_key`` must be set (else InputError)."""
+        ...
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        """The engine's end of a step: create the ``outputs`` artifact versions, then apply
+        ``update`` with them added to its outputs. The versions are created first: if the
+        update is refused they remain unreferenced (or, in one transaction, are not created),
+        never half-linked."""
+        ...
+
 
 class ArtifactRepository(Protocol):
     def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord:
         """Creates the artifact on first use; versions count 1, 2, ... per artifact, even
         under concurrent writers."""
+        ...
+
+    def create_versions(
+        self, versions: Sequence[ArtifactVersionCreate]
+    ) -> builtins.list[ArtifactVersionRecord]:
+        """Create several versions at once: all or nothing, numbered as if created one after
+        the other in the order given."""
         ...
 
     def get_version(self, version_id: UUID) -> ArtifactVersionRecord: ...
@@ -299,85 +367,6 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-# ------------------------------------------------------------------------ optional capabilities
-# A store may offer these on its ``steps`` / ``artifacts`` / ``runs`` repositories. The batch and
-# combined calls save round trips (the REST store and the SQL store offer them; over REST each
-# call is one HTTP request); a wrapper that does not forward them hides them. Callers check with
-# ``isinstance`` and fall back to the plain methods above, which every store has
-# (``wharf.execution.store_calls`` is that fallback for the engine).
-
-
-@runtime_checkable
-class StepRunBatchOperations(Protocol):
-    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
-        """Create several step runs at once: all or nothing, records in the order given."""
-        ...
-
-    def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
-    ) -> CachedOrCreated:
-        """A hit (``created`` False) if ``find_cached(project_id, step.cache_key, now)`` finds
-        a step run: with its output versions, and with ``create(step.reusing(found))`` as
-        ``recorded`` if ``record_hit`` (else nothing is created: the caller records the hit).
-        Else ``create(step)`` (``created`` True). ``step.cache_key`` must be set."""
-        ...
-
-    def finish(
-        self,
-        step_run_id: UUID,
-        update: StepRunUpdate,
-        outputs: Mapping[str, ArtifactVersionCreate],
-    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-        """Create the ``outputs`` artifact versions, then apply ``update`` with them added to
-        its outputs. The versions are created first (as the engine does with separate calls):
-        if the update is refused they remain, unreferenced."""
-        ...
-
-
-@runtime_checkable
-class ArtifactBatchOperations(Protocol):
-    def create_versions(
-        self, versions: Sequence[ArtifactVersionCreate]
-    ) -> builtins.list[ArtifactVersionRecord]:
-        """Create several versions at once: all or nothing, numbered as if created one after
-        the other in the order given."""
-        ...
-
-
-@runtime_checkable
-class RunRecordOperations(Protocol):
-    """Offered by ``runs``: the records of a pipeline call, and its end, one transaction each."""
-
-    def record(
-        self,
-        project_id: UUID,
-        pipeline_name: str,
-        stack_id: UUID | None,
-        spec: PipelineSpec,
-        run: RunStart,
-    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
-        """``pipelines.get_or_create(project_id, pipeline_name)``, then
-        ``snapshots.create`` of ``spec`` on ``stack_id`` for that pipeline, then
-        ``runs.create`` of ``run`` for that snapshot: all or nothing."""
-        ...
-
-    def finish(
-        self, run_id: UUID, status: ExecutionStatus, reason: str | None
-    ) -> PipelineRunRecord:
-        """End the run as :func:`wharf.core.transitions.run_end` decides from its current
-        status (a finished run is returned unchanged), with the run's row locked meanwhile."""
-        ...
-
-
-@runtime_checkable
-class RunTokenOperations(Protocol):
-    def issue_token(self, run_id: UUID) -> str:
-        """A credential for the processes of one run, scoped to it: it reads the run and its
-        snapshot and writes the run's steps, artifacts and heartbeats, nothing else. Offered by
-        stores whose other processes must authenticate (the REST store)."""
-        ...
 
 
 # ----------------------------------------------------------------------------- accounts (server)

@@ -19,11 +19,10 @@ RM errors on renewal are logged and the step keeps running while its lease is va
 same wrapper serves embedded mode (in-process RM) and the workspace server (HTTP RM). The
 requesting account comes from an :data:`AccountOf` resolver: the workspace's own user in
 embedded mode (:func:`fixed_account`), the user each run records on the server
-(:func:`recorded_user`). :class:`ResourceAwareBatches` gives the server's batch and combined
-calls the same behaviour by routing their results through the wrapper's own steps, and
-:class:`ResourceAwareCombinedStepRuns` keeps offering the combined calls of a repository that
-has them (the embedded SQL store's), so pairing never costs the engine a store call. What a
-request says is built in :mod:`wharf.store.step_requests`.
+(:func:`recorded_user`). The port's combined calls (``create_many``,
+``find_cached_or_create``, ``finish``) get the same behaviour and stay one call of the wrapped
+repository each, so pairing never costs the engine (or the server's batch routes) a store
+call. What a request says is built in :mod:`wharf.store.step_requests`.
 
 Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
 ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
@@ -38,10 +37,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from wharf.config.spec import StepSpec
+from wharf.config.spec import wants_resources
 from wharf.core.enums import (
     ExecutionStatus,
     ResourceRequestRuntimeState,
@@ -68,12 +67,7 @@ from wharf.store.models import (
     StepRunUpdate,
     UserRecord,
 )
-from wharf.store.ports import (
-    ArtifactBatchOperations,
-    StepRunBatchOperations,
-    StepRunRepository,
-    Store,
-)
+from wharf.store.ports import StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.store.step_requests import RunSubjects
@@ -102,11 +96,6 @@ RUNS_REMEMBERED = 256
 """Runs whose shared request subjects one wrapper remembers (least recently used go first)."""
 _ALL_STEPS = StepRunFilter()
 _FIRST_PAGE = PageRequest()
-
-
-def wants_resources(spec: StepSpec | None) -> bool:
-    resources = spec.config.resources if spec is not None else None
-    return resources is not None and bool(resources.canonical_demands())
 
 
 def _asks_for_resources(step: StepRunCreate) -> bool:
@@ -263,6 +252,48 @@ class ResourceAwareStepRuns:
             return response
         return response.model_copy(update={"status": ExecutionStatus.CANCELLING})
 
+    # -------------------------------------------------------------- combined calls
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        return self.create_requested(steps, self._inner.create_many)
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        inner = self._inner
+        # A hit (recorded or not) is cached, never queued: it needs no request. Only a step
+        # that will run gets one, made before its row is written.
+        if (
+            not _asks_for_resources(step)
+            or step.cache_key is None
+            or self.find_cached(project_id, step.cache_key, now) is not None
+        ):
+            return inner.find_cached_or_create(
+                _no_request(step), project_id, now, record_hit=record_hit
+            )
+        ready, error = self.with_requests([step])
+        try:
+            found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
+        except BaseException:
+            self.release_requests(ready)
+            raise
+        if not found.created:  # a run of it finished meanwhile: cached, no request needed
+            self.release_requests(ready)
+            return found
+        if error is not None:
+            self.fail_unrequested([(found.step, step)], f"{error}")
+            raise error
+        return found
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        record, versions = self._inner.finish(step_run_id, without_request_id(update), outputs)
+        return self.updated(record), versions
+
     # -------------------------------------------------------------- internals
 
     def fail_unrequested(
@@ -317,104 +348,3 @@ class ResourceAwareStepRuns:
             while len(self._runs) > RUNS_REMEMBERED:
                 self._runs.popitem(last=False)
         return subjects
-
-
-class _Batches(StepRunBatchOperations, ArtifactBatchOperations, Protocol):
-    """Both batch capabilities on one object (as the SQL store offers them)."""
-
-
-class _StepBatches:
-    """Combined step calls kept in step with the Resource Manager by the paired step runs:
-    created queued steps get requests, finished ones release them."""
-
-    def __init__(self, inner: StepRunBatchOperations, steps: ResourceAwareStepRuns) -> None:
-        self._inner = inner
-        self._steps = steps
-
-    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
-        return self._steps.create_requested(steps, self._inner.create_many)
-
-    def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
-    ) -> CachedOrCreated:
-        inner, steps = self._inner, self._steps
-        # A hit (recorded or not) is cached, never queued: it needs no request. Only a step
-        # that will run gets one, made before its row is written.
-        if (
-            not _asks_for_resources(step)
-            or step.cache_key is None
-            or steps.find_cached(project_id, step.cache_key, now) is not None
-        ):
-            return inner.find_cached_or_create(
-                _no_request(step), project_id, now, record_hit=record_hit
-            )
-        ready, error = steps.with_requests([step])
-        try:
-            found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
-        except BaseException:
-            steps.release_requests(ready)
-            raise
-        if not found.created:  # a run of it finished meanwhile: cached, no request needed
-            steps.release_requests(ready)
-            return found
-        if error is not None:
-            steps.fail_unrequested([(found.step, step)], f"{error}")
-            raise error
-        return found
-
-    def finish(
-        self,
-        step_run_id: UUID,
-        update: StepRunUpdate,
-        outputs: Mapping[str, ArtifactVersionCreate],
-    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-        record, versions = self._inner.finish(step_run_id, without_request_id(update), outputs)
-        return self._steps.updated(record), versions
-
-
-class ResourceAwareBatches(_StepBatches):
-    """The server's batch and combined calls, with the paired step runs' bookkeeping."""
-
-    def __init__(self, inner: _Batches, steps: ResourceAwareStepRuns) -> None:
-        super().__init__(inner, steps)
-        self._versions = inner
-
-    def create_versions(
-        self, versions: Sequence[ArtifactVersionCreate]
-    ) -> builtins.list[ArtifactVersionRecord]:
-        return self._versions.create_versions(versions)
-
-
-class _CombinedStepRuns(StepRunRepository, StepRunBatchOperations, Protocol):
-    """A step-run repository that offers the combined calls too (the SQL store's)."""
-
-
-class ResourceAwareCombinedStepRuns(ResourceAwareStepRuns):
-    """:class:`ResourceAwareStepRuns` over a repository with the combined calls, which it keeps
-    offering (the engine then needs one store call where it would need two)."""
-
-    def __init__(
-        self,
-        inner: _CombinedStepRuns,
-        store: Store,
-        requests: LazyRequests,
-        account: AccountOf,
-    ) -> None:
-        super().__init__(inner, store, requests, account)
-        self._combined = _StepBatches(inner, self)
-
-    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
-        return self._combined.create_many(steps)
-
-    def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
-    ) -> CachedOrCreated:
-        return self._combined.find_cached_or_create(step, project_id, now, record_hit=record_hit)
-
-    def finish(
-        self,
-        step_run_id: UUID,
-        update: StepRunUpdate,
-        outputs: Mapping[str, ArtifactVersionCreate],
-    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-        return self._combined.finish(step_run_id, update, outputs)

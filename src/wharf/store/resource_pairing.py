@@ -17,12 +17,8 @@ from wharf.config.global_config import WharfConfig
 from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import PipelineRunRecord, UserRecord
-from wharf.store.ports import StepRunBatchOperations, Store
-from wharf.store.resource_aware import (
-    AccountOf,
-    ResourceAwareCombinedStepRuns,
-    ResourceAwareStepRuns,
-)
+from wharf.store.ports import Store
+from wharf.store.resource_aware import AccountOf, ResourceAwareStepRuns
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
@@ -66,11 +62,7 @@ def pair_store(store: Store, requests: LazyRequests, account: AccountOf) -> Reso
     ``requests`` as the store's ``resource_requests``; the wrapped step runs."""
     steps = store.steps
     if not isinstance(steps, ResourceAwareStepRuns):
-        inner = steps
-        if isinstance(inner, StepRunBatchOperations):  # keep the engine's combined calls
-            steps = ResourceAwareCombinedStepRuns(inner, store, requests, account)
-        else:
-            steps = ResourceAwareStepRuns(inner, store, requests, account)
+        steps = ResourceAwareStepRuns(steps, store, requests, account)
         store.steps = steps
         store.resource_requests = requests
     return steps

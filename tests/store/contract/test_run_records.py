@@ -1,4 +1,4 @@
-"""Contract: a pipeline call's records in one call (``RunRecordOperations.record``) and a run's
+"""Contract: a pipeline call's records in one call (``runs.record``) and a run's
 end (``finish``), on every backend."""
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, InputError
 from wharf.core.transitions import STOPPED_ON_REQUEST
 from wharf.store.models import PipelineFilter, RunStart, RunUpdate
-from wharf.store.ports import RunRecordOperations
+from wharf.store.ports import RunRepository
 
 
-def records(world: World) -> RunRecordOperations:
-    runs = world.store.runs
-    assert isinstance(runs, RunRecordOperations)
-    return runs
+def records(world: World) -> RunRepository:
+    return world.store.runs
 
 
 def test_record_creates_pipeline_snapshot_and_a_running_run(world: World, clock: FakeClock) -> None:

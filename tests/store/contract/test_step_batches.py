@@ -22,13 +22,11 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunUpdate,
 )
-from wharf.store.ports import StepRunBatchOperations
+from wharf.store.ports import StepRunRepository
 
 
-def batches(world: World) -> StepRunBatchOperations:
-    steps = world.store.steps
-    assert isinstance(steps, StepRunBatchOperations)
-    return steps
+def batches(world: World) -> StepRunRepository:
+    return world.store.steps
 
 
 def output(world: World, producer: object, name: str = "model") -> ArtifactVersionCreate:

@@ -1,6 +1,7 @@
 """The engine over REST: how many HTTP requests a pipeline costs per step (issue 5 §6: at most
 3), counted on the wire against a real server. Counting is deterministic: the engine reads the
-run's status once, at the end (a stop is refused by the step-creating requests themselves)."""
+run's status only where it ends the run (``runs.finish``; a stop is refused by the
+step-creating requests themselves)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,9 @@ def test_at_most_three_requests_per_step(server: tuple[str, str], tmp_path: Path
         # per step: the cache lookup that creates it, and its end with its output
         assert uncached["POST /api/v1/steps/find_cached_or_create"] == STEPS
         assert uncached["POST /api/v1/steps/{id}/finish"] == STEPS
-        assert uncached["GET /api/v1/runs/{id}/status"] == 1
+        # the run's end reads its status itself: the runner reads none of its own
+        assert "GET /api/v1/runs/{id}/status" not in uncached
+        assert uncached["GET /api/v1/runs/{id}"] == 1
         for route in ("POST /api/v1/steps", "PATCH /api/v1/steps/{id}"):
             assert route not in uncached
         assert not any("artifact_versions" in route for route in uncached)

@@ -78,7 +78,7 @@ def build_router() -> APIRouter:
         """Create several versions in one transaction (all or nothing)."""
         for version in body.versions:
             _check_create(ctx, version)
-        records = ctx.state.batches.create_versions(body.versions)
+        records = ctx.store.artifacts.create_versions(body.versions)
         _remember(ctx, records)
         return items_response(records, 201)
 

@@ -123,7 +123,7 @@ def build_router() -> APIRouter:
         """Create several step runs in one transaction (all or nothing)."""
         for step in body.steps:
             _check_create(ctx, step)
-        records = ctx.state.batches.create_many(body.steps)
+        records = ctx.store.steps.create_many(body.steps)
         _remember(ctx, records)
         return items_response(records, 201)
 
@@ -137,7 +137,7 @@ def build_router() -> APIRouter:
         _check_create(ctx, body.step)
         if ctx.state.scopes.run(body.step.run_id).project_id != body.project_id:
             raise InputError("The cache lookup must be in the project of the step's run.")
-        found = ctx.state.batches.find_cached_or_create(
+        found = ctx.store.steps.find_cached_or_create(
             body.step, body.project_id, body.now, record_hit=body.record_hit
         )
         _remember(ctx, [found.step] if found.recorded is None else [found.step, found.recorded])
@@ -241,7 +241,7 @@ def build_router() -> APIRouter:
         info = _step(ctx, step_id, write=True, action="update step runs")
         _check_outputs(ctx, info.project_id, body.update.outputs)
         _check_versions(ctx, list(body.outputs.values()), info)
-        step, outputs = ctx.state.batches.finish(step_id, body.update, body.outputs)
+        step, outputs = ctx.store.steps.finish(step_id, body.update, body.outputs)
         for version in outputs.values():
             ctx.state.scopes.version.remember(version.id, version.project_id)
         return json_response(FinishResponse(step=step, outputs=outputs))

@@ -29,7 +29,7 @@ class _Items(BaseModel):
 
 
 class RestArtifactRepository:
-    """``ArtifactRepository`` plus ``ArtifactBatchOperations`` over HTTP."""
+    """``ArtifactRepository`` over HTTP (a batch of versions is one request)."""
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http

@@ -1,5 +1,8 @@
-"""Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes
-(the ``RunTokenOperations`` capability of ``wharf.store.ports``)."""
+"""Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes.
+
+The server has no route for a pipeline call's records or a run's end: ``record`` and ``finish``
+are the plain calls composed (``wharf.store.composed``), as the engine always made them here.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from wharf.core.enums import ExecutionStatus
+from wharf.store.composed import ComposedRuns
 from wharf.store.models import (
     LostRun,
     OrchestratorProcess,
@@ -22,6 +26,7 @@ from wharf.store.models import (
     RunHeartbeatResponse,
     RunUpdate,
 )
+from wharf.store.ports import PipelineRepository, SnapshotRepository
 from wharf.store.rest.http import HttpSession, page_params
 
 DEFAULT_PAGE = PageRequest()
@@ -49,11 +54,16 @@ class _LostRuns(BaseModel):
     items: list[LostRun]
 
 
-class RestRunRepository:
-    """``RunRepository`` plus ``RunTokenOperations`` over HTTP."""
+class RestRunRepository(ComposedRuns):
+    """``RunRepository`` over HTTP; a pipeline call's records go through ``pipelines`` and
+    ``snapshots``."""
 
-    def __init__(self, http: HttpSession) -> None:
+    def __init__(
+        self, http: HttpSession, pipelines: PipelineRepository, snapshots: SnapshotRepository
+    ) -> None:
         self._http = http
+        self._pipelines = pipelines
+        self._snapshots = snapshots
 
     def create(self, run: RunCreate) -> PipelineRunRecord:
         return self._http.model(PipelineRunRecord, "POST", "/api/v1/runs", body=run)
@@ -80,7 +90,7 @@ class RestRunRepository:
     def delete(self, run_id: UUID) -> None:
         self._http.send("DELETE", f"/api/v1/runs/{run_id}")
 
-    def issue_token(self, run_id: UUID) -> str:
+    def issue_token(self, run_id: UUID) -> str | None:
         return self._http.model(_Token, "POST", f"/api/v1/runs/{run_id}/token").access_token
 
     def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:

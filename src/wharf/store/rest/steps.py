@@ -1,4 +1,4 @@
-"""Step runs over REST (``/api/v1/steps``), with the batch and combined calls.
+"""Step runs over REST (``/api/v1/steps``); each batch and combined call is one request.
 
 ``list`` sends ``names`` as ``name=oneof:[...]``; a filter too long for the server fails with
 ``RequestTooLargeError`` (414) or ``InputError`` (422): use :func:`list_step_runs_by_names`
@@ -70,18 +70,19 @@ def _statuses(filter: StepRunFilter) -> builtins.list[str] | None:
 
 
 class RestStepRunRepository:
-    """``StepRunRepository`` plus ``StepRunBatchOperations`` over HTTP."""
+    """``StepRunRepository`` over HTTP, every combined call one request.
 
-    def __init__(self, http: HttpSession) -> None:
+    ``on_released`` is called after an update ended a step that held resources (the server
+    released its request): the REST store wakes this process's waiters with it."""
+
+    def __init__(self, http: HttpSession, on_released: Callable[[], None] | None = None) -> None:
         self._http = http
-        self.on_released: Callable[[], None] | None = None
-        """Called after an update ended a step that held resources (the server released its
-        request): the REST store wakes this process's waiters with it."""
+        self._on_released = on_released
 
     def _ended(self, record: StepRunRecord) -> StepRunRecord:
         ended = record.status.is_finished or record.status is ExecutionStatus.RETRYING
-        if ended and self.on_released is not None and record.resource_request_id is not None:
-            self.on_released()
+        if ended and self._on_released is not None and record.resource_request_id is not None:
+            self._on_released()
         return record
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
@@ -133,7 +134,7 @@ class RestStepRunRepository:
         body = {"now": now.isoformat(), "run_id": None if run_id is None else str(run_id)}
         return self._http.model(_Items, "POST", "/api/v1/steps/lost_heartbeats", body=body).items
 
-    # ----------------------------------------------------------------- batch capabilities
+    # ----------------------------------------------------------------- combined calls
 
     def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
         body = {"steps": [s.model_dump(mode="json") for s in steps]}

@@ -1,8 +1,9 @@
 """``RestStore``: the :class:`~wharf.store.ports.Store` bundle over a workspace server.
 
 Each repository is a thin client of one resource (Prefect's client-per-resource layout); they
-share one :class:`HttpSession` (connection pool, credentials). ``steps`` and ``artifacts`` also
-offer the optional batch capabilities of ``wharf.store.ports``. ``resource_requests`` is always
+share one :class:`HttpSession` (connection pool, credentials). Every combined call of the ports
+is one request where the server has a route for it (the step runs' and artifacts'), else the
+plain calls composed (a run's records and end). ``resource_requests`` is always
 there: the server creates its steps' requests, and answers that it has no Resource Manager
 when it has none.
 
@@ -65,13 +66,13 @@ class RestStore:
         self.stacks = RestStackRepository(self.http)
         self.pipelines = RestPipelineRepository(self.http)
         self.snapshots = RestSnapshotRepository(self.http)
-        self.runs = RestRunRepository(self.http)
-        self.steps = RestStepRunRepository(self.http)
+        self.runs = RestRunRepository(self.http, self.pipelines, self.snapshots)
+        requests = RestResourceRequests(self.http)
+        # the server releases a finished step's request: this process's waiters hear of it
+        self.steps = RestStepRunRepository(self.http, on_released=requests.notify_released)
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
-        requests = RestResourceRequests(self.http)
-        self.steps.on_released = requests.notify_released  # the server released them
         self.resource_requests: ResourceRequestRepository | None = requests
 
     @property

@@ -1,5 +1,5 @@
-"""What the workspace server opens on its database: the store, the account repositories and the
-batch operations, all sharing one :class:`Database` (one engine, one clock).
+"""What the workspace server opens on its database: the store and the account repositories,
+sharing one :class:`Database` (one engine, one clock).
 
 Opening is :meth:`SqlStore.open`'s: one revision query, an upgrade when asked. Nothing is global;
 the server builds this at start-up and closes it at shutdown.
@@ -19,7 +19,6 @@ from wharf.store.ports import (
     MembershipRepository,
     ServiceAccountRepository,
 )
-from wharf.store.sql.repositories.batches import SqlBatchOperations
 from wharf.store.sql.repositories.credentials import SqlCredentialRepository
 from wharf.store.sql.repositories.memberships import SqlMembershipRepository
 from wharf.store.sql.repositories.service_accounts import (
@@ -49,7 +48,6 @@ class SqlAccountStore:
 class ServerStores:
     store: SqlStore
     accounts: SqlAccountStore
-    batches: SqlBatchOperations
     db: Database
 
     def close(self) -> None:
@@ -67,7 +65,7 @@ def open_server_stores(
         db.dispose()
         raise
     store = SqlStore(db)
-    return ServerStores(store, SqlAccountStore(db), SqlBatchOperations(db), db)
+    return ServerStores(store, SqlAccountStore(db), db)
 
 
 def _conforms(accounts: SqlAccountStore) -> AccountStore:

@@ -5,27 +5,16 @@ live in its own module under ``repositories/``. Opening a store builds the engin
 pool work happens before the first query), checks the schema revision with one query and
 migrates when asked to. Build stores at entry points and pass them down: nothing here is global.
 
-``steps`` and ``artifacts`` also offer the optional batch capabilities of ``wharf.store.ports``
-(``StepRunBatchOperations``, ``ArtifactBatchOperations``) through ``SqlBatchOperations``, so the
-engine takes the same path on this store as over REST.
+Every combined call of the ports is one transaction here (``repositories/batches.py`` for the
+step runs' and artifacts', ``repositories/run_records.py`` for the runs').
 """
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from datetime import datetime
-from uuid import UUID
 
 from wharf.sql.engine import Database, create_sql_engine, mask_url
-from wharf.store.models import (
-    ArtifactVersionCreate,
-    ArtifactVersionRecord,
-    CachedOrCreated,
-    StepRunCreate,
-    StepRunRecord,
-    StepRunUpdate,
-)
 from wharf.store.ports import (
     ArtifactRepository,
     PipelineRepository,
@@ -40,8 +29,7 @@ from wharf.store.ports import (
     Store,
     UserRepository,
 )
-from wharf.store.sql.repositories.artifacts import SqlArtifactRepository
-from wharf.store.sql.repositories.batches import SqlBatchOperations
+from wharf.store.sql.repositories.batches import SqlArtifacts, SqlStepRuns
 from wharf.store.sql.repositories.pipelines import SqlPipelineRepository
 from wharf.store.sql.repositories.projects import SqlProjectRepository
 from wharf.store.sql.repositories.run_metadata import SqlRunMetadataRepository
@@ -49,42 +37,8 @@ from wharf.store.sql.repositories.runs import SqlRunRepository
 from wharf.store.sql.repositories.schedules import SqlScheduleRepository
 from wharf.store.sql.repositories.snapshots import SqlSnapshotRepository
 from wharf.store.sql.repositories.stacks import SqlStackRepository
-from wharf.store.sql.repositories.steps import SqlStepRunRepository
 from wharf.store.sql.repositories.users import SqlUserRepository
 from wharf.store.sql.schema import ensure_schema
-
-
-class SqlStepRuns(SqlStepRunRepository):
-    """Step runs plus ``StepRunBatchOperations`` (set ``batches`` before use)."""
-
-    batches: SqlBatchOperations
-
-    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
-        return self.batches.create_many(steps)
-
-    def find_cached_or_create(
-        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
-    ) -> CachedOrCreated:
-        return self.batches.find_cached_or_create(step, project_id, now, record_hit=record_hit)
-
-    def finish(
-        self,
-        step_run_id: UUID,
-        update: StepRunUpdate,
-        outputs: Mapping[str, ArtifactVersionCreate],
-    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-        return self.batches.finish(step_run_id, update, outputs)
-
-
-class SqlArtifacts(SqlArtifactRepository):
-    """Artifacts plus ``ArtifactBatchOperations`` (set ``batches`` before use)."""
-
-    batches: SqlBatchOperations
-
-    def create_versions(
-        self, versions: Sequence[ArtifactVersionCreate]
-    ) -> builtins.list[ArtifactVersionRecord]:
-        return self.batches.create_versions(versions)
 
 
 class SqlStore:
@@ -111,10 +65,8 @@ class SqlStore:
         self.pipelines = SqlPipelineRepository(db)
         self.snapshots = SqlSnapshotRepository(db)
         self.runs = SqlRunRepository(db)
-        steps, artifacts = SqlStepRuns(db), SqlArtifacts(db)
-        steps.batches = artifacts.batches = SqlBatchOperations(db)
-        self.steps = steps
-        self.artifacts = artifacts
+        self.steps = SqlStepRuns(db)
+        self.artifacts = SqlArtifacts(db)
         self.run_metadata = SqlRunMetadataRepository(db)
         self.schedules = SqlScheduleRepository(db)
         self.resource_requests = None

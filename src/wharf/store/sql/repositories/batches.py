@@ -1,7 +1,6 @@
-"""Batched writes of step runs and artifact versions, and the combined per-step calls.
-
-Implements the optional ``StepRunBatchOperations`` / ``ArtifactBatchOperations`` capabilities of
-``wharf.store.ports`` on SQL, for the workspace server (one HTTP request, one transaction).
+"""The SQL step-run and artifact repositories with their combined calls: batches of step runs
+and artifact versions, and the engine's per-step calls (``create_many``, ``find_cached_or_create``,
+``finish``, ``create_versions`` of ``wharf.store.ports``), one transaction each.
 
 Invariants:
 - ``create_many`` / ``create_versions`` are one transaction each: on any error nothing of the
@@ -34,7 +33,6 @@ from sqlalchemy import Connection, bindparam, select, tuple_
 from wharf.core.errors import EntityExistsError, InputError
 from wharf.core.transitions import check_step_initial
 from wharf.sql.direct import DirectStatement
-from wharf.sql.engine import Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -47,11 +45,13 @@ from wharf.store.models import (
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import chunks, not_found
 from wharf.store.sql.repositories.artifacts import (
+    SqlArtifactRepository,
     insert_versions,
     version_records,
     write_versions,
 )
 from wharf.store.sql.repositories.steps import (
+    SqlStepRunRepository,
     find_cached_in,
     insert_step,
     inserted_record,
@@ -96,13 +96,8 @@ def _outputs(conn: Connection, step_run_id: UUID) -> dict[str, ArtifactVersionRe
     return outputs
 
 
-class SqlBatchOperations:
-    """Batches and combined calls over one database."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    # ----------------------------------------------------------------- step runs
+class SqlStepRuns(SqlStepRunRepository):
+    """Step runs (``wharf.store.ports.StepRunRepository``) with the combined calls."""
 
     def create_many(self, steps: Sequence[StepRunCreate]) -> list[StepRunRecord]:
         _check_size(steps, "step runs")
@@ -226,7 +221,9 @@ class SqlBatchOperations:
         record, rows = write_versions(self._db, apply, versions, (update.outputs or {}).values())
         return record, dict(zip(names, version_records(rows, versions), strict=True))
 
-    # ----------------------------------------------------------------- artifact versions
+
+class SqlArtifacts(SqlArtifactRepository):
+    """Artifacts (``wharf.store.ports.ArtifactRepository``) with batch creation."""
 
     def create_versions(
         self, versions: Sequence[ArtifactVersionCreate]

@@ -1,5 +1,5 @@
 """The records of a pipeline call and its end, one write transaction each
-(``RunRecordOperations`` of ``wharf.store.ports``, offered by the SQL run repository).
+(``record`` and ``finish`` of the ``RunRepository`` port, for the SQL run repository).
 
 Invariants:
 - ``record`` is all or nothing: the pipeline (got or created), the snapshot and the run are

@@ -189,6 +189,9 @@ class SqlRunRepository(SqlRepository):
     ) -> PipelineRunRecord:
         return run_records.finish(self._db, run_id, status, reason)
 
+    def issue_token(self, run_id: UUID) -> str | None:
+        return None  # a run's processes open the database themselves
+
     def update_heartbeat(self, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
         return run_liveness.beat(self._db, run_id, process)
 

@@ -1,0 +1,170 @@
+"""The default combined calls of the store ports, composed from the plain calls.
+
+A store that cannot do a combined call of ``wharf.store.ports`` in one transaction or one
+request inherits it from these mixins: the same effect from one plain call after another (more
+round trips, and no transaction around them: an error leaves what the calls before it wrote).
+The SQL store overrides each of them (one transaction each), the REST store each one the server
+has a route for; the rest (``runs.record`` and ``runs.finish`` over REST) comes from here.
+``create_many`` has no default: it must be all or nothing.
+
+Invariants (those of the ports): the cache lookup comes before the creation and nothing is
+created on a hit; output versions are created before the update that links them, so a refused
+update leaves them unreferenced, never half-linked; a run's end is decided from the status this
+call read, and decided again if the status changed before the update (a stop request).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from wharf.config.spec import PipelineSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError, InputError
+from wharf.core.transitions import run_end
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    CachedOrCreated,
+    PipelineRecord,
+    PipelineRunRecord,
+    RunCreate,
+    RunStart,
+    RunUpdate,
+    SnapshotCreate,
+    SnapshotRecord,
+    StepRunCreate,
+    StepRunRecord,
+    StepRunUpdate,
+)
+from wharf.store.ports import ArtifactRepository, PipelineRepository, SnapshotRepository
+
+RUN_END_ATTEMPTS = 3
+"""Times a composed ``runs.finish`` decides again when the run's status changed under it."""
+
+
+class _PlainRuns(Protocol):
+    """What :class:`ComposedRuns` builds on: the plain run calls and the run's neighbours."""
+
+    @property
+    def _pipelines(self) -> PipelineRepository: ...
+    @property
+    def _snapshots(self) -> SnapshotRepository: ...
+    def create(self, run: RunCreate) -> PipelineRunRecord: ...
+    def get(self, run_id: UUID) -> PipelineRunRecord: ...
+    def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord: ...
+
+
+class ComposedRuns:
+    """``record``, ``finish`` and ``issue_token`` of a ``RunRepository`` (no run tokens).
+    A subclass has the plain run calls and sets ``_pipelines`` and ``_snapshots`` when it is
+    constructed (only ``record`` uses them)."""
+
+    def record(
+        self: _PlainRuns,
+        project_id: UUID,
+        pipeline_name: str,
+        stack_id: UUID | None,
+        spec: PipelineSpec,
+        run: RunStart,
+    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
+        pipeline = self._pipelines.get_or_create(project_id, pipeline_name)
+        snapshot = self._snapshots.create(
+            SnapshotCreate(
+                project_id=project_id, pipeline_id=pipeline.id, stack_id=stack_id, spec=spec
+            )
+        )
+        return pipeline, snapshot, self.create(run.of(snapshot))
+
+    def finish(
+        self: _PlainRuns, run_id: UUID, status: ExecutionStatus, reason: str | None
+    ) -> PipelineRunRecord:
+        for _ in range(RUN_END_ATTEMPTS):
+            current = self.get(run_id)
+            end = run_end(current.status, status, reason)
+            if end is None:
+                return current
+            target, why = end
+            try:
+                return self.update(run_id, RunUpdate(status=target, status_reason=why))
+            except IllegalTransitionError:
+                continue  # the status changed under us (a stop request): decide again
+        return self.get(run_id)
+
+    def issue_token(self, run_id: UUID) -> str | None:
+        return None
+
+
+class _PlainSteps(Protocol):
+    """What :class:`ComposedStepRuns` builds on: the plain step calls and the artifacts."""
+
+    @property
+    def _artifacts(self) -> ArtifactRepository: ...
+    def create(self, step: StepRunCreate) -> StepRunRecord: ...
+    def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord: ...
+    def find_cached(
+        self, project_id: UUID, cache_key: str, now: datetime
+    ) -> StepRunRecord | None: ...
+
+
+class ComposedStepRuns:
+    """``find_cached_or_create`` and ``finish`` of a ``StepRunRepository``. A subclass has
+    the plain step calls and sets ``_artifacts`` (where ``finish`` creates the step's output
+    versions) when it is constructed. The composed lookup sends no output versions along."""
+
+    def find_cached_or_create(
+        self: _PlainSteps,
+        step: StepRunCreate,
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+    ) -> CachedOrCreated:
+        if step.cache_key is None:
+            raise InputError("find_cached_or_create needs a step run with a cache key.")
+        cached = self.find_cached(project_id, step.cache_key, now)
+        if cached is None:
+            return CachedOrCreated(step=self.create(step), created=True)
+        recorded = self.create(step.reusing(cached)) if record_hit else None
+        return CachedOrCreated(step=cached, created=False, recorded=recorded)
+
+    def finish(
+        self: _PlainSteps,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        versions = create_versions(self._artifacts, outputs)
+        if versions:
+            links = {**(update.outputs or {}), **{n: v.id for n, v in versions.items()}}
+            update = update.model_copy(update={"outputs": links})
+        return self.update(step_run_id, update), versions
+
+
+class _PlainArtifacts(Protocol):
+    def create_version(self, version: ArtifactVersionCreate) -> ArtifactVersionRecord: ...
+
+
+class ComposedArtifacts:
+    """``create_versions`` of an ``ArtifactRepository``: one ``create_version`` after another
+    (not all or nothing: an error leaves the versions created before it)."""
+
+    def create_versions(
+        self: _PlainArtifacts, versions: Sequence[ArtifactVersionCreate]
+    ) -> builtins.list[ArtifactVersionRecord]:
+        return [self.create_version(v) for v in versions]
+
+
+def create_versions(
+    artifacts: ArtifactRepository, versions: Mapping[str, ArtifactVersionCreate]
+) -> dict[str, ArtifactVersionRecord]:
+    """The ``versions`` created, by name: several in one ``create_versions`` call, a single
+    one with ``create_version``."""
+    names = list(versions)
+    if len(names) > 1:
+        created = artifacts.create_versions([versions[n] for n in names])
+        return dict(zip(names, created, strict=True))
+    return {name: artifacts.create_version(versions[name]) for name in names}
