@@ -40,7 +40,7 @@ def test_canonical_demands_order_and_units():
         resources={"license": 1}, gpu_count=2, gpu_class="h100", cpu_count=1.5, memory="2GiB"
     )
     demands = settings.canonical_demands()
-    assert [(d.resource, d.kind, d.quantity, d.unit, d.class_name) for d in demands] == [
+    assert [(d.name, d.kind, d.quantity, d.unit, d.class_name) for d in demands] == [
         ("license", None, 1, None, None),
         (None, "gpu", 2, None, "h100"),
         (None, "cpu", 1500, "mCPU", None),

@@ -77,7 +77,7 @@ def asked_resources(step: StepRunRecord, spec: PipelineSpec | None) -> str | Non
     if settings is None:
         return None
     parts = [
-        amount(d.quantity, d.unit, d.resource or d.kind or "selected resource", d.class_name)
+        amount(d.quantity, d.unit, d.name or d.kind or "selected resource", d.class_name)
         for d in settings.canonical_demands()
     ]
     return ", ".join(parts) or None

@@ -25,31 +25,14 @@ from pydantic import (
     model_validator,
 )
 
+from wharf.core import resource_kinds as kinds
 from wharf.core.enums import ReclaimTolerance, StepRuntime
-from wharf.core.resources import (
-    BASIC_RESOURCE_KINDS,
-    MEMORY_PATTERN,
-    ByteUnit,
-    ResourceDemand,
-    parse_memory,
-)
+from wharf.core.resources import MEMORY_PATTERN, ByteUnit, ResourceDemand, parse_memory
 
+PoolResourceDemand = ResourceDemand
+"""The public name of the one demand model (:class:`wharf.core.resources.ResourceDemand`)."""
 
-class PoolResourceDemand(BaseModel):
-    """A demand for a resource of a pool, as a user writes it in ``ResourceSettings``."""
-
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
-
-    quantity: PositiveInt = 1
-    name: str | None = Field(default=None, min_length=1)
-    kind: str | None = Field(default=None, min_length=1)
-    unit: str | None = Field(default=None, min_length=1)
-    class_name: str | None = Field(default=None, alias="class")
-    resource_selector: dict[str, Any] | None = None
-    class_selector: dict[str, Any] | None = None
-
-
-ResourceInput = str | dict[str, PositiveInt] | PoolResourceDemand | list[PoolResourceDemand]
+ResourceInput = str | dict[str, PositiveInt] | ResourceDemand | list[ResourceDemand]
 
 
 class ResourceSettings(BaseModel):
@@ -98,51 +81,48 @@ class ResourceSettings(BaseModel):
         return ReclaimTolerance.NONE if runtime is StepRuntime.INLINE else ReclaimTolerance.ANY
 
     @property
-    def normalized_resources(self) -> list[PoolResourceDemand]:
+    def normalized_resources(self) -> list[ResourceDemand]:
         r = self.resources
         if isinstance(r, str):
-            return [PoolResourceDemand(name=r, quantity=1)]
-        if isinstance(r, PoolResourceDemand):
+            return [ResourceDemand(name=r, quantity=1)]
+        if isinstance(r, ResourceDemand):
             return [r]
         if isinstance(r, dict):
-            return [PoolResourceDemand(name=k, quantity=v) for k, v in r.items()]
+            return [ResourceDemand(name=k, quantity=v) for k, v in r.items()]
         return list(r)
 
     def memory_quantity_and_unit(self) -> tuple[int, ByteUnit] | None:
         return None if self.memory is None else parse_memory(self.memory)
 
     def canonical_demands(self) -> list[ResourceDemand]:
-        """Each resource, then GPUs, CPUs and memory, as separate canonical demands."""
-        demands = [
-            ResourceDemand(
-                resource=d.name,
-                kind=d.kind,
-                quantity=d.quantity,
-                unit=d.unit,
-                class_name=d.class_name,
-                resource_selector=d.resource_selector,
-                class_selector=d.class_selector,
-            )
-            for d in self.normalized_resources
-        ]
+        """Each resource, then GPUs, CPUs and memory, as separate demands."""
+        demands = self.normalized_resources
         if self.gpu_count:
             demands.append(
-                ResourceDemand(kind="gpu", quantity=self.gpu_count, class_name=self.gpu_class)
+                ResourceDemand(
+                    kind=kinds.GPU.name, quantity=self.gpu_count, class_name=self.gpu_class
+                )
             )
         if self.cpu_count is not None:
+            cpu = kinds.CPU
             if float(self.cpu_count).is_integer():
-                demands.append(ResourceDemand(kind="cpu", quantity=int(self.cpu_count), unit="CPU"))
+                whole = int(self.cpu_count)
+                demands.append(ResourceDemand(kind=cpu.name, quantity=whole, unit=cpu.default_unit))
             else:
-                milli = math.ceil(self.cpu_count * 1000 - 1e-9)
-                demands.append(ResourceDemand(kind="cpu", quantity=milli, unit="mCPU"))
+                per_cpu = cpu.multiplier(cpu.default_unit)
+                base = math.ceil(self.cpu_count * per_cpu - 1e-9)
+                demands.append(ResourceDemand(kind=cpu.name, quantity=base, unit=cpu.base_unit))
         mem = self.memory_quantity_and_unit()
         if mem is not None:
-            demands.append(ResourceDemand(kind="memory", quantity=mem[0], unit=mem[1].value))
+            demands.append(
+                ResourceDemand(kind=kinds.MEMORY.name, quantity=mem[0], unit=mem[1].value)
+            )
         return demands
 
     @property
     def has_basic_resource_demands(self) -> bool:
-        return any(d.kind in BASIC_RESOURCE_KINDS for d in self.canonical_demands())
+        """Some demand is of a basic-infrastructure kind (see the resource-kind registry)."""
+        return any(kinds.is_basic(d.kind) for d in self.canonical_demands())
 
     @property
     def empty(self) -> bool:

@@ -1,17 +1,30 @@
-"""Canonical resource demands and byte units, shared by the SDK and the Resource Manager.
+"""The ONE resource demand model and byte units, shared by settings, the engine and the RM.
 
-A canonical demand names what is wanted (a resource by name, a kind, or a selector) and how
-much, in a unit of that resource. Quantities are positive integers.
+Owns: :class:`ResourceDemand` (what a step or a client asks for: a resource by name, a kind or a
+selector, and how much of it in a unit of that resource), :class:`ByteUnit`, :func:`parse_memory`
+and :data:`NAME_PATTERN` (descriptor, pool and class names).
+
+One model, two spellings, both kept stable:
+- in Python and in stored step settings (field names): ``name``, ``class_name``;
+- on the Resource Manager's wire (aliases, ``by_alias=True``): ``resource``, ``class``.
+Both are accepted when validating. The wire field order is the RM contract's, so request bodies
+stay byte-identical.
+
+Invariants: a demand names something (a resource, a kind or a resource selector), never both a
+class and a class selector; its quantity is a strict positive ``int`` (``1.5`` or ``true`` is an
+input error, never rounded). Selectors are plain JSON here; the RM parses them (its domain's
+``Demand.from_core`` is the one conversion).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-BASIC_RESOURCE_KINDS = frozenset({"cpu", "gpu", "memory"})
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+"""Names of resources, pools and capacity classes."""
 
 
 class ByteUnit(StrEnum):
@@ -49,23 +62,41 @@ def parse_memory(value: str) -> tuple[int, ByteUnit]:
     raise ValueError(f"Unable to parse memory unit from '{value}'.")
 
 
+ResourceName = Annotated[str, Field(pattern=NAME_PATTERN)]
+Selector = dict[str, Any]
+"""A pool/class/resource selector as JSON; the Resource Manager parses and checks it."""
+
+
 class ResourceDemand(BaseModel):
-    """One canonical demand sent to the Resource Manager."""
+    """One thing a step or a request needs: which resource, how much, optionally which class.
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    ``quantity`` is in ``unit`` (the resource's default unit when omitted); ``kind`` is a
+    resource kind (see :mod:`wharf.core.resource_kinds`).
+    """
 
-    resource: str | None = Field(default=None, min_length=1)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: ResourceName | None = Field(default=None, alias="resource")
+    """Exact resource (descriptor) name; ``resource`` on the wire."""
     kind: str | None = Field(default=None, min_length=1, max_length=64)
-    quantity: PositiveInt
+    resource_selector: Selector | None = None
+    quantity: int = Field(default=1, strict=True, gt=0)
     unit: str | None = Field(default=None, min_length=1, max_length=64)
-    class_name: str | None = Field(default=None, alias="class")
-    resource_selector: dict[str, Any] | None = None
-    class_selector: dict[str, Any] | None = None
+    class_name: ResourceName | None = Field(default=None, alias="class")
+    class_selector: Selector | None = None
+
+    @field_validator("resource_selector", "class_selector", mode="before")
+    @classmethod
+    def _selector_as_json(cls, value: Any) -> Any:
+        # A parsed selector model (the RM's AttributeSelector) travels as its own dump.
+        return value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value
 
     @model_validator(mode="after")
     def _names_something(self) -> ResourceDemand:
-        if self.resource is None and self.kind is None and self.resource_selector is None:
+        if self.name is None and self.kind is None and self.resource_selector is None:
             raise ValueError(
                 "Resource demands require a resource name, resource kind, or resource selector."
             )
+        if self.class_name is not None and self.class_selector is not None:
+            raise ValueError("Give either class or class_selector, not both.")
         return self

@@ -28,11 +28,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_validator,
     model_validator,
 )
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.core.resources import NAME_PATTERN, ResourceDemand
+from wharf.core.validation import describe_errors
 from wharf.resource_manager.domain import (
     Allocation,
     AttributeSelector,
@@ -45,7 +48,7 @@ from wharf.resource_manager.domain import (
     SubjectType,
     Unit,
 )
-from wharf.resource_manager.domain.units import NAME_PATTERN, AttributeValue
+from wharf.resource_manager.domain.units import AttributeValue
 
 T = TypeVar("T")
 
@@ -187,22 +190,32 @@ class PolicyUpdate(_Wire):
 # ----------------------------------------------------------------------------- requests
 
 
-class DemandSpec(_Wire):
-    """One thing a request needs; see :class:`wharf.resource_manager.domain.Demand`."""
+DemandSpec = ResourceDemand
+"""One thing a request needs: the one demand model of :mod:`wharf.core.resources` (its wire
+spelling is ``resource`` and ``class``)."""
 
-    resource: Name | None = None
-    kind: str | None = Field(default=None, min_length=1, max_length=64)
-    resource_selector: AttributeSelector | None = None
-    quantity: PositiveStrictInt
-    """In ``unit`` (the resource's default unit when omitted)."""
-    unit: str | None = Field(default=None, min_length=1, max_length=64)
-    class_name: Name | None = Field(default=None, alias="class")
-    class_selector: AttributeSelector | None = None
+
+def _parsed_selectors(demand: ResourceDemand) -> ResourceDemand:
+    """``demand`` with its selectors checked and in their canonical form (the selector's own
+    dump), so bodies, idempotency fingerprints and errors (422) are what they were when the
+    contract parsed selectors itself."""
+    if demand.resource_selector is None and demand.class_selector is None:
+        return demand
+    update: dict[str, Any] = {}
+    for name in ("resource_selector", "class_selector"):
+        value = getattr(demand, name)
+        if value is not None:
+            try:
+                selector = AttributeSelector.model_validate(value)
+            except ValidationError as error:
+                raise ValueError(f"{name}: {describe_errors(error.errors())}") from None
+            update[name] = selector.model_dump(by_alias=True)
+    return demand.model_copy(update=update)
 
 
 class ResourceRequestCreate(_Wire):
     subjects: tuple[SubjectChain, ...] = Field(min_length=1, max_length=64)
-    demands: tuple[DemandSpec, ...] = Field(min_length=1, max_length=64)
+    demands: tuple[ResourceDemand, ...] = Field(min_length=1, max_length=64)
     pool: Key | None = None
     """Pool id or name; restricts the request to that pool."""
     pool_selector: AttributeSelector | None = None
@@ -212,6 +225,11 @@ class ResourceRequestCreate(_Wire):
     allocation_wait_timeout_seconds: DurationSeconds | None = None
     metadata: dict[Key, Key] = Field(default_factory=dict, max_length=64)
     preemption_group: SubjectSelector | None = None
+
+    @field_validator("demands", mode="after")
+    @classmethod
+    def _selectors(cls, demands: tuple[ResourceDemand, ...]) -> tuple[ResourceDemand, ...]:
+        return tuple(_parsed_selectors(demand) for demand in demands)
 
 
 class ResourceRequestRenew(_Wire):
@@ -381,6 +399,7 @@ __all__ = [
     "RenewalItem",
     "RenewalOutcome",
     "RequestFilter",
+    "ResourceDemand",
     "ResourceDescriptor",
     "ResourceRequestCreate",
     "ResourceRequestInfo",

@@ -34,9 +34,10 @@ from pydantic import (
 )
 
 from wharf.core.errors import InputError
+from wharf.core.resources import NAME_PATTERN
 from wharf.resource_manager.domain.pools import Pool, TargetSettings
 from wharf.resource_manager.domain.selectors import SubjectSelector
-from wharf.resource_manager.domain.units import NAME_PATTERN, ResourceDescriptor, format_human
+from wharf.resource_manager.domain.units import ResourceDescriptor, format_human
 
 PRIORITY_LANE_PRIORITY = 2_147_483_647
 """The effective priority of a priority-lane policy (as in ZenML's transport models)."""

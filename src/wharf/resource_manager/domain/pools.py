@@ -30,11 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validat
 
 from wharf.core.enums import ReclaimTolerance
 from wharf.core.errors import InputError
-from wharf.resource_manager.domain.units import (
-    NAME_PATTERN,
-    AttributeValue,
-    ResourceDescriptor,
-)
+from wharf.core.resources import NAME_PATTERN
+from wharf.resource_manager.domain.units import AttributeValue, ResourceDescriptor
 
 
 class Reclaimable(StrEnum):

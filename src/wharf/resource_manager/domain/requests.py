@@ -31,12 +31,9 @@ from pydantic import (
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.resources import ResourceDemand
+from wharf.resource_manager.domain.errors import load
 from wharf.resource_manager.domain.pools import TargetSettings
-from wharf.resource_manager.domain.selectors import (
-    AttributeSelector,
-    SubjectSelector,
-    parse_attribute_selector,
-)
+from wharf.resource_manager.domain.selectors import AttributeSelector, SubjectSelector
 from wharf.resource_manager.domain.subjects import SubjectChain
 
 HOLDING_STATUSES: frozenset[ResourceRequestStatus] = frozenset(
@@ -46,7 +43,11 @@ HOLDING_STATUSES: frozenset[ResourceRequestStatus] = frozenset(
 
 
 class Demand(BaseModel):
-    """One thing a request needs: which resource, how much, and optionally which class."""
+    """One thing a request needs, as the Resource Manager holds it: the one demand model
+    (:class:`wharf.core.resources.ResourceDemand`) with its selectors parsed into
+    :class:`AttributeSelector` trees the scheduler matches, and a :meth:`signature` that
+    shares work between identical demands. Stored in ``rm_requests.demands`` and returned in
+    responses. Built only by :meth:`from_core` (or from stored rows)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -71,24 +72,9 @@ class Demand(BaseModel):
 
     @classmethod
     def from_core(cls, demand: ResourceDemand) -> Demand:
-        """Convert the SDK's canonical demand; malformed selectors raise InputError."""
-        return cls(
-            resource=demand.resource,
-            kind=demand.kind,
-            resource_selector=(
-                parse_attribute_selector(demand.resource_selector)
-                if demand.resource_selector is not None
-                else None
-            ),
-            quantity=demand.quantity,
-            unit=demand.unit,
-            class_name=demand.class_name,
-            class_selector=(
-                parse_attribute_selector(demand.class_selector)
-                if demand.class_selector is not None
-                else None
-            ),
-        )
+        """The one conversion from the one demand model (settings, clients, the wire): its
+        selectors parsed; malformed input raises InputError."""
+        return load(cls, demand.model_dump(by_alias=True, exclude_none=True))
 
     def signature(self) -> tuple[Any, ...]:
         """Hashable identity used to share work between identical demands."""

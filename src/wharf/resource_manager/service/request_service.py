@@ -67,9 +67,7 @@ from wharf.sql.engine import Database
 
 
 def _demands(spec: ResourceRequestCreate) -> tuple[Demand, ...]:
-    return tuple(
-        load(Demand, demand.model_dump(exclude_none=True, by_alias=True)) for demand in spec.demands
-    )
+    return tuple(Demand.from_core(demand) for demand in spec.demands)
 
 
 class RequestService:
