@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from wharf.core.resource_kinds import CPU, GPU
 from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
@@ -45,10 +46,13 @@ def allocation_from_env(environ: dict[str, str]) -> ResourceRequestInfo | None:
 
 
 def allocated_amounts(allocation: ResourceRequestInfo) -> tuple[int, int]:
-    """(whole CPUs, GPUs) granted: CPUs rounded up from mCPU."""
-    milli_cpus = sum(a.base_quantity for a in allocation.allocations if a.resource_kind == "cpu")
-    gpus = sum(a.base_quantity for a in allocation.allocations if a.resource_kind == "gpu")
-    return math.ceil(milli_cpus / 1000), gpus
+    """(whole CPUs, GPUs) granted: CPUs rounded up from their base unit (mCPU)."""
+    base = {CPU.name: 0, GPU.name: 0}
+    for item in allocation.allocations:
+        if item.resource_kind in base:
+            base[item.resource_kind] += item.base_quantity
+    per_cpu, per_gpu = CPU.multiplier(CPU.default_unit), GPU.multiplier(GPU.default_unit)
+    return math.ceil(base[CPU.name] / per_cpu), math.ceil(base[GPU.name] / per_gpu)
 
 
 def _lock_dir() -> Path:
@@ -87,13 +91,13 @@ def pin_to_allocation(allocation: ResourceRequestInfo, gpu_indices: Sequence[int
     if cpus and hasattr(os, "sched_setaffinity"):
         available = sorted(os.sched_getaffinity(0))
         if cpus < len(available):
-            chosen = claim("cpu", cpus, available)
+            chosen = claim(CPU.name, cpus, available)
             if chosen:
                 os.sched_setaffinity(0, chosen)
             else:
                 logger.warning("No %d free CPUs to pin to; running unpinned.", cpus)
     if gpus:
-        chosen = claim("gpu", gpus, gpu_indices)
+        chosen = claim(GPU.name, gpus, gpu_indices)
         if chosen:
             os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in chosen)
         else:

@@ -5,8 +5,9 @@ Rules, first match wins:
 1. a step with a step operator is isolated;
 2. an explicit ``runtime`` is honoured when the orchestrator can isolate steps;
 3. an explicit ``isolated`` on an orchestrator that cannot isolate runs inline, with a warning;
-4. otherwise a step is isolated iff the orchestrator can isolate and the step requests basic
-   infrastructure resources (cpu, memory, gpu); custom resources alone stay inline.
+4. otherwise a step is isolated iff the orchestrator can isolate and the step demands a kind the
+   resource-kind registry (:mod:`wharf.core.resource_kinds`) marks basic infrastructure (cpu,
+   memory, gpu); custom resources alone stay inline.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Mapping
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.core.resource_kinds import STOCK_RESOURCES, custom_kind
 from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
     PolicyCreate,
@@ -22,27 +23,20 @@ from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import (
     Pool,
     Reclaimable,
-    ResourceDescriptor,
     SubjectSelector,
     SubjectType,
-    Unit,
+    descriptor_of,
 )
-
-STOCK = {"CPU", "memory", "GPU"}
 
 
 def ensure_descriptor(client: ResourceManagerClient, name: str) -> None:
-    if name in STOCK:
+    if name in STOCK_RESOURCES:
         return
     try:
         client.descriptors.get(name)
     except EntityNotFoundError:
         with contextlib.suppress(EntityExistsError):
-            client.descriptors.create(
-                ResourceDescriptor(
-                    name=name, kind=name.lower(), units=(Unit(name=name, multiplier=1),)
-                )
-            )
+            client.descriptors.create(descriptor_of(custom_kind(name)))
 
 
 def ensure_pool(

@@ -1,8 +1,9 @@
 """Resource descriptors, their units, and exact integer quantities.
 
 Owns: :class:`Unit`, :class:`ResourceDescriptor`, the stock descriptors (``CPU``, ``memory``,
-``GPU``) and the conversion API (:class:`Quantity`, :func:`to_base`, :func:`parse_quantity`,
-:func:`format_base`, and :func:`format_human` for people).
+``GPU``: one per first-class kind of :mod:`wharf.core.resource_kinds`, built by
+:func:`descriptor_of`) and the conversion API (:class:`Quantity`, :func:`to_base`,
+:func:`parse_quantity`, :func:`format_base`, and :func:`format_human` for people).
 
 Invariants:
 - Every quantity the Resource Manager stores or compares is a non-negative ``int`` in the
@@ -23,10 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
+from wharf.core import resource_kinds as kinds
 from wharf.core.errors import InputError
-from wharf.core.resources import ByteUnit
+from wharf.core.resource_kinds import FIRST_CLASS_KINDS, ResourceKind
+from wharf.core.resources import NAME_PATTERN
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 KIND_PATTERN = r"^[a-z][a-z0-9_\-]{0,63}$"
 
 AttributeValue = str | int | bool
@@ -206,34 +208,24 @@ class Quantity:
         return format_base(self.descriptor, self.base)
 
 
-def _memory_units() -> tuple[Unit, ...]:
-    return tuple(Unit(name=unit.value, multiplier=unit.byte_value) for unit in ByteUnit)
+def descriptor_of(kind: ResourceKind) -> ResourceDescriptor:
+    """The descriptor of a resource kind of the registry (a stock one, or a custom one)."""
+    return ResourceDescriptor(
+        name=kind.resource,
+        kind=kind.name,
+        units=tuple(Unit(name=name, multiplier=multiplier) for name, multiplier in kind.units),
+        default_unit=kind.default_unit,
+        description=kind.description,
+    )
 
 
-CPU = ResourceDescriptor(
-    name="CPU",
-    kind="cpu",
-    units=(Unit(name="mCPU", multiplier=1), Unit(name="CPU", multiplier=1000)),
-    default_unit="CPU",
-    description="Processor time; the base unit is one thousandth of a CPU.",
+STOCK_DESCRIPTORS: tuple[ResourceDescriptor, ...] = tuple(
+    descriptor_of(kind) for kind in FIRST_CLASS_KINDS
 )
-MEMORY = ResourceDescriptor(
-    name="memory",
-    kind="memory",
-    units=_memory_units(),
-    default_unit="B",
-    description="Memory in bytes; decimal (KB, MB, ...) and binary (KiB, MiB, ...) units.",
-)
-GPU = ResourceDescriptor(
-    name="GPU",
-    kind="gpu",
-    units=(Unit(name="GPU", multiplier=1),),
-    default_unit="GPU",
-    description="Whole GPUs; the capacity class says which model.",
-)
-
-STOCK_DESCRIPTORS: tuple[ResourceDescriptor, ...] = (CPU, MEMORY, GPU)
-"""Descriptors that exist from the start in every Resource Manager."""
+"""Descriptors that exist from the start in every Resource Manager: one per first-class kind."""
+CPU = descriptor_of(kinds.CPU)
+MEMORY = descriptor_of(kinds.MEMORY)
+GPU = descriptor_of(kinds.GPU)
 
 
 def descriptors_by_name(

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from wharf.core import resource_kinds as kinds
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
 from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
@@ -59,7 +60,10 @@ def local_pool_spec(
     classes = [
         CapacityClassSpec(
             name=DEFAULT_CLASS,
-            capacity={"CPU": cpus * 1000, "memory": memory_bytes},
+            capacity={
+                kinds.CPU.resource: cpus * kinds.CPU.multiplier(kinds.CPU.default_unit),
+                kinds.MEMORY.resource: memory_bytes,  # bytes: memory's base unit
+            },
             rank=0,
             reclaimable=Reclaimable.NEVER,
         )
@@ -72,7 +76,7 @@ def local_pool_spec(
         classes.append(
             CapacityClassSpec(
                 name=gpu_class_name(model),
-                capacity={"GPU": len(items)},
+                capacity={kinds.GPU.resource: len(items)},
                 rank=1,
                 reclaimable=Reclaimable.NEVER,
                 attributes=attributes,
