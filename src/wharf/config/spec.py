@@ -70,6 +70,12 @@ class StepSpec(BaseModel):
     config: StepConfig = Field(default_factory=StepConfig)
 
 
+def wants_resources(spec: StepSpec | None) -> bool:
+    """True when a step demands at least one resource (and so waits for an allocation)."""
+    resources = spec.config.resources if spec is not None else None
+    return resources is not None and not resources.empty
+
+
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -37,7 +37,6 @@ from typing import Protocol
 from uuid import UUID
 
 from wharf.config.settings import ResourceSettings
-from wharf.config.spec import StepSpec
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.execution.services import RunServices
@@ -57,12 +56,6 @@ FAIL_FAST = {
     ResourceRequestStatus.PREEMPTING: "is being reclaimed",
     ResourceRequestStatus.PREEMPTED: "was reclaimed",
 }
-
-
-def wants_resources(spec: StepSpec | None) -> bool:
-    """True when a step asks for at least one resource (and so waits for an allocation)."""
-    resources = spec.config.resources if spec is not None else None
-    return resources is not None and bool(resources.canonical_demands())
 
 
 def holders_of(services: RunServices) -> HoldersFirst | None:
