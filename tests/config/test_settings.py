@@ -109,3 +109,18 @@ def test_schedule_validation():
         Schedule()
     with pytest.raises(ValidationError, match="Invalid cron"):
         Schedule(cron_expression="not a cron")
+
+
+def test_wants_resources_is_any_demand():
+    from wharf.config.spec import StepSpec, wants_resources
+
+    def spec(resources: ResourceSettings | None) -> StepSpec:
+        return StepSpec(
+            name="s", source="m:s", code_hash="h", config=StepConfig(resources=resources)
+        )
+
+    assert not wants_resources(None)
+    assert not wants_resources(spec(None))
+    assert not wants_resources(spec(ResourceSettings(gpu_count=0)))
+    assert wants_resources(spec(ResourceSettings(resources="license")))
+    assert wants_resources(spec(ResourceSettings(cpu_count=0.5)))

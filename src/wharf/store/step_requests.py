@@ -105,7 +105,7 @@ def step_request(
 ) -> ResourceRequestCreate:
     """The Resource Manager request of a queued step that asks for resources, made before its
     step run ``step_id`` is written."""
-    from wharf.resource_manager.contract.models import DemandSpec, ResourceRequestCreate
+    from wharf.resource_manager.contract.models import ResourceRequestCreate
     from wharf.resource_manager.domain import (
         SubjectChain,
         SubjectNode,
@@ -122,10 +122,7 @@ def step_request(
         subject_id=str(step_id),
         attributes={"name": step.name},
     )
-    demands = tuple(
-        DemandSpec.model_validate(d.model_dump(by_alias=True, exclude_none=True))
-        for d in settings.canonical_demands()
-    )
+    demands = tuple(settings.canonical_demands())  # the one demand model: sent as it is
     launcher = subjects.launcher_of(spec.config.step_operator)
     return ResourceRequestCreate(
         subjects=(
