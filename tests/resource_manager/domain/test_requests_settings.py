@@ -35,7 +35,7 @@ def test_demand_from_the_sdk_canonical_model():
         ResourceDemand(quantity=1, resource_selector={"attributes": {"vendor": "nvidia"}})
     )
     assert selected.resource_selector == AttributeSelector(attributes={"vendor": "nvidia"})
-    with pytest.raises(InputError, match="resource_selector.bogus. is not a known field"):
+    with pytest.raises(InputError, match=r"'resource_selector\.bogus' is not a known field"):
         Demand.from_core(ResourceDemand(quantity=1, resource_selector={"bogus": 1}))
 
 
