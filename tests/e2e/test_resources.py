@@ -101,7 +101,8 @@ def steps(workspace: Workspace, run_id) -> list:
 def assert_no_holder_stretch(workspace: Workspace) -> None:
     """Every step that held an allocation left its holder's stretch (see HoldersFirst), however
     it ended: a leaked stretch would hold back every later creation in the process."""
-    assert workspace.store.resource_requests.wait_room.holders.holding_now == 0
+    assert workspace.step_resources is not None
+    assert workspace.step_resources.holders.holding_now == 0
 
 
 def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):

@@ -12,8 +12,8 @@ import pytest
 from tests.store.conftest import World
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
+from wharf.execution.resources.embedded import LazyRequests
 from wharf.sdk.workspace import Workspace
-from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import StepRunCreate, StepRunUpdate
 from wharf.store.resource_aware import ResourceAwareStepRuns
 from wharf.store.resource_pairing import fixed_account

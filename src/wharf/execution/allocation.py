@@ -10,14 +10,11 @@ the request and the reason, when the request ends without an allocation (rejecte
 expired, released) or is being reclaimed already (preempting, preempted), and when
 ``allocation_wait_timeout_seconds`` passes. Time and randomness are injected.
 
-Between polls the waiter sits in a wait room (:class:`WaitRoomLike`, in embedded mode
-:class:`wharf.store.lazy_requests.WaitRoom`) that hands it its request as soon as the request
-leaves the queue, so a freed slot is taken at once while the polls keep the lease alive. A
-room that already knows the request left the queue (it was created allocated) wakes the waiter
-as it enters: no poll at all, the launcher renews for initialization next.
-:func:`holders_of` finds the room's :class:`~wharf.store.holders_first.HoldersFirst` gate, through
-which the launcher puts the bookkeeping of steps holding an allocation before the creation of
-steps that will wait for one.
+Between polls the waiter sits in a wait room (:class:`WaitRoomLike`: the step-resources port's
+:class:`wharf.execution.resources.wait_room.WaitRoom`) that hands it its request as soon as the
+request leaves the queue, so a freed slot is taken at once while the polls keep the lease alive.
+A room that already knows the request left the queue (it was created allocated) wakes the waiter
+as it enters: no poll at all, the launcher marks the step started next.
 A poll that finds the request still queued is told once to ``on_pending`` (the launcher reports
 the wait, with the Resource Manager's reason, as progress): a request allocated before its first
 poll is never reported as waiting.
@@ -39,9 +36,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
-from wharf.execution.services import RunServices
-from wharf.store.holders_first import HoldersFirst
-from wharf.store.lazy_requests import RequestState
+from wharf.execution.resources.wait_room import RequestState
 
 INITIAL_POLL_SECONDS = 1.0
 MAX_POLL_SECONDS = 20.0
@@ -56,13 +51,6 @@ FAIL_FAST = {
     ResourceRequestStatus.PREEMPTING: "is being reclaimed",
     ResourceRequestStatus.PREEMPTED: "was reclaimed",
 }
-
-
-def holders_of(services: RunServices) -> HoldersFirst | None:
-    """The process's :class:`HoldersFirst` gate (on its wait room), if its store has one."""
-    room = getattr(services.store.resource_requests, "wait_room", None)
-    holders = getattr(room, "holders", None)
-    return holders if isinstance(holders, HoldersFirst) else None
 
 
 class AllocationFailedError(WharfError):

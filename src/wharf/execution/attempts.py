@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Protocol
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
-from wharf.execution.allocation import holders_of
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
@@ -175,7 +174,10 @@ class InlineExecutor:
             # Holding an allocation, the step's end and release go before the creation of steps
             # that will wait for one (its slot is idle until released); the stretch resumed
             # when the user code returned (StepRunner.run).
-            holders = holders_of(self.services) if allocation is not None else None
+            resources = self.services.resources
+            holders = (
+                resources.holders if resources is not None and allocation is not None else None
+            )
             with holders.holding() if holders is not None else nullcontext():
                 final, versions = finish_attempt(
                     self.services, spec, record, outputs, error, region.reason

@@ -28,11 +28,11 @@ from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
+from wharf.execution.resources.embedded import connect_configured
 from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.store.models import StepRunUpdate
 from wharf.store.process_identity import own_start_token, this_host
-from wharf.store.resource_pairing import pair_with_configured_resource_manager
 
 logger = logging.getLogger("wharf.step")
 
@@ -59,7 +59,8 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         if not config.server_url:  # over REST the server pairs steps with the RM
             user = store.users.get(run.user_id) if run.user_id else None
             account = user.name if user else "default"
-            pair_with_configured_resource_manager(store, config, user, account)
+            # its heartbeats renew its request and its end releases it (the launcher waited)
+            connect_configured(store, config, user, account)
         snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
         if snapshot.stack_id is None:

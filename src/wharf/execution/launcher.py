@@ -18,6 +18,11 @@ request too, even in a process that never saw the found step.
 
 Each of these moments is told to ``services.progress`` (started, cached, waiting for resources,
 retrying, ended) from what the launcher holds already: no store call of its own.
+
+A step that asks for resources is queued when ``services.resources`` (the step-resources port,
+:mod:`wharf.execution.resources`) is there: its step run is created queued, with its request,
+and the launcher waits for the allocation, marks it started and tells the port when the step
+ended, all through that port.
 """
 
 from __future__ import annotations
@@ -31,19 +36,16 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
-from wharf.core.enums import ExecutionStatus, ResourceRequestRuntimeState, StepRuntime
+from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import RunStoppingError, WharfError
-from wharf.execution.allocation import (
-    AllocationFailedError,
-    AllocationWaiter,
-    holders_of,
-)
+from wharf.execution.allocation import AllocationFailedError
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.resources.holders_first import HoldersFirst
+from wharf.execution.resources.wait_room import RequestState
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
-from wharf.store.holders_first import HoldersFirst
 from wharf.store.models import (
     ArtifactVersionRecord,
     CachedOrCreated,
@@ -136,10 +138,11 @@ class StepLauncher:
 
     def _queued(self, spec: StepSpec) -> bool:
         """The step waits for a resource allocation before it runs."""
-        return wants_resources(spec) and self._services.store.resource_requests is not None
+        return wants_resources(spec) and self._services.resources is not None
 
     def _holders_for(self, spec: StepSpec) -> HoldersFirst | None:
-        return holders_of(self._services) if self._queued(spec) else None
+        resources = self._services.resources
+        return resources.holders if resources is not None and wants_resources(spec) else None
 
     def _base_create(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
@@ -205,30 +208,31 @@ class StepLauncher:
         """Block until the step's request is allocated; then mark the step running (in a
         holder's stretch of ``holders`` from the allocation on)."""
         services = self._services
-        requests = services.store.resource_requests
+        resources = services.resources
         settings = spec.config.resources
-        assert requests is not None and settings is not None
-        if record.resource_request_id is None:
+        assert resources is not None and settings is not None
+        request_id = record.resource_request_id
+        if request_id is None:
             raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
-        # Woken as soon as a release of this process allocates the request, not at the next poll.
-        room = getattr(requests, "wait_room", None)
-        waiter = AllocationWaiter(requests, services.clock, services.sleep, room=room)
         progress = services.progress
-        if progress.active:
-            run_id = self._run_id
-            waiter.on_pending = lambda request: progress.step_waiting(
-                run_id, spec.name, settings, request.status_reason
-            )
-        waiter.wait(record.resource_request_id, settings)
+        run_id = self._run_id
+
+        def on_pending(request: RequestState) -> None:
+            progress.step_waiting(run_id, spec.name, settings, request.status_reason)
+
+        # Woken as soon as a release of this process allocates the request, not at the next poll.
+        resources.wait(
+            request_id,
+            settings,
+            clock=services.clock,
+            sleep=services.sleep,
+            on_pending=on_pending if progress.active else None,
+        )
         if holders is not None:
             # The slot is allocated and idle until the step's code runs: from here this thread
             # goes before the creation of steps that will wait (the caller ends the stretch).
             holders.begin()
-        allocated = requests.renew(
-            record.resource_request_id,
-            settings.initialization_lease_seconds,
-            ResourceRequestRuntimeState.SUBMITTED,
-        )
+        allocated = resources.mark_started(request_id, settings)
         running = services.store.steps.update(
             record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
         )
@@ -295,7 +299,7 @@ class StepLauncher:
         services = self._services
         executor = self.executor_for(spec)
         runtime = self.runtime_for(spec)
-        queued = self._queued(spec)
+        resources = services.resources if self._queued(spec) else None
         holders = self._holders_for(spec)
         progress = services.progress
         retry = spec.config.retry
@@ -304,7 +308,7 @@ class StepLauncher:
         while True:
             allocation = None
             try:
-                if queued:
+                if resources is not None:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
                     except AllocationFailedError as exc:
@@ -312,6 +316,7 @@ class StepLauncher:
                             record.id,
                             StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
                         )
+                        resources.step_ended(elsewhere=False)
                         failed = StepOutcome(
                             spec.name, final.status, step_run=final, reason=str(exc)
                         )
@@ -328,12 +333,10 @@ class StepLauncher:
             finally:
                 if holders is not None:
                     holders.end()
-            if queued and runtime is StepRuntime.ISOLATED:
-                # Its own process released the resources: wake this process's waiters now
-                # rather than at their next poll.
-                notify = getattr(services.store.resource_requests, "notify_released", None)
-                if notify is not None:
-                    notify()
+            if resources is not None:
+                # Its request was released with its final status (by its own process if it
+                # had one): wake this process's waiters now rather than at their next poll.
+                resources.step_ended(elsewhere=runtime is StepRuntime.ISOLATED)
             final = result.record
             if final.status is not ExecutionStatus.RETRYING or region.interrupted:
                 outcome = StepOutcome(

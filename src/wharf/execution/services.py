@@ -26,6 +26,7 @@ from wharf.execution.progress import ProgressReporter
 if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
     from wharf.artifacts.materializers.registry import MaterializerRegistry
     from wharf.artifacts.store import ArtifactStore
+    from wharf.execution.resources.port import StepResources
     from wharf.store.ports import Store
 
 
@@ -65,6 +66,9 @@ class RunServices:
     progress: ProgressReporter = field(default_factory=ProgressReporter)
     """Told of each step's start, cache hit, wait, retry and end, and of the run's start and
     end (``wharf.execution.progress``); the default reports nothing."""
+    resources: StepResources | None = None
+    """The port through which steps that ask for resources wait for their allocation
+    (``wharf.execution.resources``); None: no Resource Manager, steps run without requests."""
 
 
 def for_run(services: RunServices, run_id: UUID) -> RunServices:

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError, MaterializationError, StepInterfaceError
-from wharf.execution.allocation import holders_of
 from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
@@ -214,7 +213,8 @@ class StepRunner:
         # steps may poll and be created meanwhile. From the code's return to the release the
         # slot is held but idle again, so the stretch resumes (InlineExecutor ends it once the
         # step's end is recorded). A thread in no stretch (a step's own process) opens none.
-        holders = holders_of(self._services) if allocation is not None else None
+        resources = self._services.resources
+        holders = resources.holders if resources is not None and allocation is not None else None
         resume = holders is not None and holders.end()
         try:
             with step_context(context), region:

@@ -39,8 +39,9 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
+    from wharf.execution.resources.embedded import EmbeddedStepResources
+    from wharf.execution.resources.port import StepResources
     from wharf.resource_manager.contract.protocol import ResourceManagerClient
-    from wharf.store.resource_pairing import ResourceManagerHandle
     from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
@@ -114,29 +115,38 @@ class Workspace:
     """How the engine waits (retry delays); tests inject a fake one."""
     versions: KnownVersions = field(default_factory=KnownVersions, repr=False)
     """Artifact versions this workspace's runs created or read (saves reading them again)."""
-    _rm: ResourceManagerHandle | None = field(default=None, repr=False)
+    _rm: EmbeddedStepResources | None = field(default=None, repr=False)
+    _resources: StepResources | None = field(default=None, repr=False)
+    """The step-resources port of this workspace's runs (embedded: ``_rm``; team: the server's)."""
     _known: _KnownStacks | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, config: WharfConfig | None = None, store: Store | None = None) -> Workspace:
-        from wharf.store.resource_pairing import pair_with_configured_resource_manager
+        from wharf.execution.resources.embedded import connect_configured
 
         config = config or load_config()
         opened = store is None
         store = store or open_store(config)
+        resources: StepResources | None = None
+        embedded: EmbeddedStepResources | None = None
         try:
             rest = _as_rest(store)
             if rest is not None:
                 user, project = _server_identity(rest, config)
+                if rest.resource_requests is not None:
+                    from wharf.execution.resources.team import TeamStepResources
+
+                    resources = TeamStepResources(rest.resource_requests)
             else:
                 user, project = _embedded_identity(store, config)
-            handle = pair_with_configured_resource_manager(store, config, user, user.name)
+                resources = embedded = connect_configured(store, config, user, user.name)
         except BaseException:
             if opened:
                 store.close()
             raise
         workspace = cls(config, store, user, project)
-        workspace._rm = handle
+        workspace._rm = embedded
+        workspace._resources = resources
         return workspace
 
     @property
@@ -145,6 +155,11 @@ class Workspace:
         rest = _as_rest(self.store)
         return None if rest is None else rest.url
 
+    @property
+    def step_resources(self) -> StepResources | None:
+        """The step-resources port its runs' steps wait for their allocation through."""
+        return self._resources
+
     def resource_manager(self) -> ResourceManagerClient:
         """The Resource Manager this workspace's steps ask for resources (connected lazily)."""
         if self._rm is None:
@@ -152,7 +167,8 @@ class Workspace:
                 "No Resource Manager is configured for this workspace "
                 "(WHARF_RESOURCE_MANAGER=none, or a server handles it)."
             )
-        return self._rm.client
+        assert self._rm.handle is not None
+        return self._rm.handle.client
 
     def close(self) -> None:
         if self._rm is not None:
@@ -255,6 +271,7 @@ class Workspace:
             },
             versions=self.versions,
             progress=ProgressReporter([LogListener()]),
+            resources=self._resources,
         )
 
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:

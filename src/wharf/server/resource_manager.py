@@ -46,7 +46,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.store.lazy_requests import LazyRequests
+from wharf.execution.resources.embedded import LazyRequests
 from wharf.store.resource_pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:

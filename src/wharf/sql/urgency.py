@@ -1,8 +1,8 @@
 """Which threads of this process do latency-critical store writes right now.
 
 Owns :func:`set_urgent` and :func:`is_urgent`: a per-thread flag, set while a step that holds
-a resource allocation does its bookkeeping (:mod:`wharf.store.holders_first`) and read by the
-SQL engine, which gives such writers the next write turn on a SQLite file
+a resource allocation does its bookkeeping (:mod:`wharf.execution.resources.holders_first`)
+and read by the SQL engine, which gives such writers the next write turn on a SQLite file
 (:mod:`wharf.sql.write_turns`). Standard library only: marking a thread costs a process
 without a SQL store nothing.
 """

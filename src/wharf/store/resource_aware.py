@@ -37,7 +37,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.config.spec import wants_resources
@@ -52,7 +52,6 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.core.ids import new_id
-from wharf.store.lazy_requests import LazyRequests
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -67,10 +66,19 @@ from wharf.store.models import (
     StepRunUpdate,
     UserRecord,
 )
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import ResourceRequestRepository, StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
+    from wharf.resource_manager.contract.models import ResourceRequestCreate, ResourceRequestInfo
     from wharf.store.step_requests import RunSubjects
+
+
+class StepRequests(ResourceRequestRepository, Protocol):
+    """The requests client the wrapper makes, renews and releases its steps' requests with."""
+
+    def create(
+        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo: ...
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]
@@ -124,7 +132,7 @@ class ResourceAwareStepRuns:
         self,
         inner: StepRunRepository,
         store: Store,
-        requests: LazyRequests,
+        requests: StepRequests,
         account: AccountOf,
     ) -> None:
         self._inner = inner

@@ -1,6 +1,7 @@
 """Resource requests over REST (``/api/v1/resource_requests``): the workspace's surface of its
-steps' Resource Manager requests -- get, list, renew, release -- as ``LazyRequests`` offers it
-in embedded mode, so the launcher and ``wharf request`` use either unchanged.
+steps' Resource Manager requests -- get, list, renew, release -- as the embedded mode's requests
+client offers it, so the team adapter of the step-resources port
+(:mod:`wharf.execution.resources.team`) and ``wharf request`` use either unchanged.
 
 Requests are created by the server itself (when a queued step asking for resources is created),
 never through this client. Answers are the RM's own wire models. A filter the workspace does not
@@ -14,7 +15,6 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import InputError
-from wharf.store.lazy_requests import WaitRoom, left_queue_of
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:  # the RM's models load only when requests are actually used
@@ -61,17 +61,10 @@ def list_params(
 
 
 class RestResourceRequests:
-    """``ResourceRequestRepository`` over HTTP, with the same :class:`WaitRoom` as embedded
-    mode: a release by this process (or the room's watch) wakes exactly the waiters whose
-    request left the queue, with one list call for all of them."""
+    """``ResourceRequestRepository`` over HTTP."""
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http
-        self.wait_room = WaitRoom(left_queue_of(self.list))
-
-    def notify_released(self) -> None:
-        """Resources were freed: wake the waiters whose request was allocated or ended."""
-        self.wait_room.check()
 
     def _info(self, data: Any) -> ResourceRequestInfo:
         from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -113,6 +106,4 @@ class RestResourceRequests:
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
         body = {"idempotency_key": idempotency_key}
-        released = self._info(self._http.send("POST", f"{PATH}/{request_id}/release", body=body))
-        self.notify_released()
-        return released
+        return self._info(self._http.send("POST", f"{PATH}/{request_id}/release", body=body))

@@ -10,14 +10,13 @@ from __future__ import annotations
 import builtins
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel
 
-from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -70,20 +69,10 @@ def _statuses(filter: StepRunFilter) -> builtins.list[str] | None:
 
 
 class RestStepRunRepository:
-    """``StepRunRepository`` over HTTP, every combined call one request.
+    """``StepRunRepository`` over HTTP, every combined call one request."""
 
-    ``on_released`` is called after an update ended a step that held resources (the server
-    released its request): the REST store wakes this process's waiters with it."""
-
-    def __init__(self, http: HttpSession, on_released: Callable[[], None] | None = None) -> None:
+    def __init__(self, http: HttpSession) -> None:
         self._http = http
-        self._on_released = on_released
-
-    def _ended(self, record: StepRunRecord) -> StepRunRecord:
-        ended = record.status.is_finished or record.status is ExecutionStatus.RETRYING
-        if ended and self._on_released is not None and record.resource_request_id is not None:
-            self._on_released()
-        return record
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
         return self._http.model(StepRunRecord, "POST", "/api/v1/steps", body=step)
@@ -110,7 +99,7 @@ class RestStepRunRepository:
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
         path = f"/api/v1/steps/{step_run_id}"
-        return self._ended(self._http.model(StepRunRecord, "PATCH", path, body=update))
+        return self._http.model(StepRunRecord, "PATCH", path, body=update)
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
         params = {"project_id": str(project_id), "cache_key": cache_key, "now": now.isoformat()}
@@ -164,7 +153,7 @@ class RestStepRunRepository:
         }
         path = f"/api/v1/steps/{step_run_id}/finish"
         result = self._http.model(_Finished, "POST", path, body=body)
-        return self._ended(result.step), result.outputs
+        return result.step, result.outputs
 
 
 def list_step_runs_by_names(

@@ -67,13 +67,11 @@ class RestStore:
         self.pipelines = RestPipelineRepository(self.http)
         self.snapshots = RestSnapshotRepository(self.http)
         self.runs = RestRunRepository(self.http, self.pipelines, self.snapshots)
-        requests = RestResourceRequests(self.http)
-        # the server releases a finished step's request: this process's waiters hear of it
-        self.steps = RestStepRunRepository(self.http, on_released=requests.notify_released)
+        self.steps = RestStepRunRepository(self.http)
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
-        self.resource_requests: ResourceRequestRepository | None = requests
+        self.resource_requests: ResourceRequestRepository | None = RestResourceRequests(self.http)
 
     @property
     def url(self) -> str:

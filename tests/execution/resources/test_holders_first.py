@@ -1,4 +1,4 @@
-"""Holders first (:mod:`wharf.store.holders_first`): creations of queued steps wait while a
+"""Holders first (:mod:`wharf.execution.resources.holders_first`): creations of queued steps wait while a
 step holding an allocation is in its stretch, a few at a time, and never longer than bounded;
 a stretch belongs to its thread and never leaks.
 
@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from wharf.store.holders_first import HoldersFirst
-from wharf.store.lazy_requests import WaitRoom
+from wharf.execution.resources.holders_first import HoldersFirst
+from wharf.execution.resources.wait_room import WaitRoom
 
 SAFETY_TIMEOUT = 30.0
 

@@ -1,4 +1,4 @@
-"""The wait room of :mod:`wharf.store.lazy_requests` against the real, in-process Resource
+"""The wait room of :mod:`wharf.execution.resources.wait_room` against the real, in-process Resource
 Manager: its announcements wake waiters without a ``list`` call, a client that announces
 nothing costs one, a waiting launcher takes the slot a release freed, and the watch lists only
 when another process may have moved a request out of the queue.
@@ -17,8 +17,9 @@ from uuid import UUID
 import pytest
 
 from tests.conftest import FakeClock
-from tests.store.test_wait_room import SAFETY_TIMEOUT
+from tests.execution.resources.test_wait_room import SAFETY_TIMEOUT
 from wharf.core.enums import ResourceRequestStatus as S
+from wharf.execution.resources.embedded import LazyRequests
 from wharf.resource_manager.contract.models import (
     DemandSpec,
     RequestFilter,
@@ -28,7 +29,6 @@ from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
 from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal
 from wharf.sdk.pools import ensure_pool
-from wharf.store.lazy_requests import LazyRequests
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from tests.execution.resources.test_wait_room_embedded import license_request
 from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     _rm_sqlite_template,
     admin,
@@ -14,12 +15,11 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     server,
     sqlite_rm_url,
 )
-from tests.store.test_wait_room_embedded import license_request
 from wharf.core.enums import ResourceRequestStatus as S
+from wharf.execution.resources.embedded import LazyRequests
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.contract.models import RequestFilter
 from wharf.sdk.pools import ensure_pool
-from wharf.store.lazy_requests import LazyRequests
 
 
 def _ask(client: HttpResourceManager) -> UUID:

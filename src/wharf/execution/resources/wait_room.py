@@ -1,12 +1,11 @@
-"""The workspace's handle on the Resource Manager's requests: connected on first use, and the
-place where waiters of this process learn that their request left the queue.
+"""The wait room: where the steps of this process that wait for their allocation learn that
+their request left the queue.
 
-Owns :class:`LazyRequests` and its :class:`WaitRoom`. A step waiting for its allocation enters
-the room with its request id; whenever a step of this process releases its resources (the RM
-runs a scheduling cycle in the release's own transaction), the room asks the RM once which of
-the registered requests are no longer pending and wakes exactly those waiters, handing each its
-request. Waiters whose request is still pending sleep on; they keep renewing their lease on
-their own schedule (see :mod:`wharf.execution.allocation`).
+Owns :class:`WaitRoom` and its :class:`Ticket`. A step waiting for its allocation enters the room
+with its request id; whenever a step of this process releases its resources, the room asks the
+Resource Manager once which of the registered requests are no longer pending and wakes exactly
+those waiters, handing each its request. Waiters whose request is still pending sleep on; they
+keep renewing their lease on their own schedule (see :mod:`wharf.execution.allocation`).
 
 An in-process Resource Manager (embedded mode) tells the room itself: right after each of its
 commits it hands over the requests that left the queue (:meth:`WaitRoom.wake_left`), whatever
@@ -20,9 +19,9 @@ request was allocated at creation starts without asking the RM again. Of a reque
 created pending it remembers how long its first lease lasts (:meth:`Ticket.lease_left`): the
 waiter need not renew a lease it was just given.
 
-The room also carries the process's :class:`~wharf.store.holders_first.HoldersFirst` gate
-(:attr:`WaitRoom.holders`): the one object every step of the process that asks for resources
-reaches, in embedded and in team mode alike.
+The room also carries the process's :class:`~wharf.execution.resources.holders_first.HoldersFirst`
+gate (:attr:`WaitRoom.holders`): the one object every step of the process that asks for
+resources reaches, in embedded and in team mode alike.
 
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
@@ -32,12 +31,11 @@ enters does not wait, so it starts no watch (a step that finds free capacity cos
 With the in-process Resource Manager the watch first reads a marker (:class:`MarksUnannounced`:
 one read of the RM's state row) and lists only when it changed since its last lookup, that is
 when another writer committed or this process's RM took in another writer's changes: its own
-commits are all announced (a ``list`` of 200 waiters cost ≈ 3 to 17 ms of CPU, twice a second,
-in a process running 200 steps).
+commits are all announced.
 
 Invariants:
-- :meth:`LazyRequests.release` checks the room after the release committed, so the check sees
-  the allocations that release made;
+- a release is followed by a check once it committed, so the check sees the allocations that
+  release made;
 - no lost wake-up: a waiter enters the room *before* it reads its request's status, and a
   wake-up is kept on its ticket until the waiter leaves, so a release between "check" and
   "wait" makes the wait return at once;
@@ -50,7 +48,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -59,8 +56,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
 
-from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
-from wharf.store.holders_first import HoldersFirst
+from wharf.core.enums import ResourceRequestStatus
+from wharf.execution.resources.holders_first import HoldersFirst
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (
@@ -71,10 +68,8 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
     )
     from wharf.resource_manager.contract.models import (
         RequestFilter,
-        ResourceRequestCreate,
         ResourceRequestInfo,
     )
-    from wharf.resource_manager.contract.protocol import RequestsClient
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +181,7 @@ class WaitRoom:
         """The watch thread while the room is occupied (exposed so tests can join it)."""
         self.holders = HoldersFirst(queued=self._waiting_now)
         """Steps of this process that hold an allocation go before the creation of steps
-        that will wait for one (see :mod:`wharf.store.holders_first`)."""
+        that will wait for one (see :mod:`wharf.execution.resources.holders_first`)."""
 
     @property
     def waiting(self) -> int:
@@ -349,83 +344,3 @@ def left_queue_of(
         return list_requests(query, PageRequest(size=len(ids))).items
 
     return lookup
-
-
-class LazyRequests:
-    """The RM's requests client, connected on first use (most runs never need it)."""
-
-    def __init__(
-        self,
-        connect: Callable[[], RequestsClient],
-        *,
-        watch_seconds: float | None = WATCH_SECONDS,
-    ) -> None:
-        self._connect = connect
-        self._client: RequestsClient | None = None
-        self._announced = False
-        """The client tells the wait room of allocations itself (no check after a release)."""
-        self.wait_room = WaitRoom(
-            left_queue_of(self.list),
-            watch_seconds=watch_seconds,
-            unannounced=self._unannounced_marker,
-        )
-
-    def _unannounced_marker(self) -> Hashable | None:
-        client = self._client
-        if isinstance(client, MarksUnannounced) and self._announced:
-            return client.unannounced_marker()
-        return None
-
-    def notify_released(self) -> None:
-        """Resources were freed (in this process or, if the caller knows, elsewhere): wake the
-        waiters of this process whose request was allocated or ended meanwhile."""
-        self.wait_room.check()
-
-    @property
-    def client(self) -> RequestsClient:
-        if self._client is None:
-            client = self._connect()
-            if isinstance(client, AnnouncesLeftQueue):
-                client.on_left_queue(self.wait_room.wake_left)
-                self._announced = True
-            self._client = client
-        return self._client
-
-    def get(self, request_id: UUID) -> ResourceRequestInfo:
-        return self.client.get(request_id)
-
-    def list(
-        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
-    ) -> RMPage[ResourceRequestInfo]:
-        return self.client.list(query, page)
-
-    def create(
-        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        sent = time.monotonic()
-        created = self.client.create(spec, idempotency_key=idempotency_key)
-        # The lease counts from the RM's clock, at the latest when its answer left: take off
-        # the time the call took, so the room never believes in more lease than there is.
-        lease = math.inf if spec.lease_seconds is None else float(spec.lease_seconds)
-        self.wait_room.created(created, lease - (time.monotonic() - sent))
-        return created
-
-    def renew(
-        self,
-        request_id: UUID,
-        lease_seconds: int,
-        runtime_state: ResourceRequestRuntimeState | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> ResourceRequestInfo:
-        return self.client.renew(
-            request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
-        )
-
-    def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        released = self.client.release(request_id, idempotency_key=idempotency_key)
-        if not self._announced:
-            self.notify_released()
-        return released

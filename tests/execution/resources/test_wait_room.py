@@ -1,4 +1,4 @@
-"""The wait room of :mod:`wharf.store.lazy_requests`: a release wakes exactly the waiters whose
+"""The wait room of :mod:`wharf.execution.resources.wait_room`: a release wakes exactly the waiters whose
 request left the queue, with one ``list`` per check, and no wake-up is ever lost.
 
 No test sleeps: tickets are read with ``wait(0)`` once their fate is decided, and threads are
@@ -25,7 +25,7 @@ from hypothesis.stateful import (
 )
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.store.lazy_requests import IDS_PER_LIST, REMEMBERED, WaitRoom
+from wharf.execution.resources.wait_room import IDS_PER_LIST, REMEMBERED, WaitRoom
 
 SAFETY_TIMEOUT = 30.0
 """Only bounds a broken test; every wait that should return has been made to return."""

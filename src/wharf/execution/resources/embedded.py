@@ -1,0 +1,191 @@
+"""The embedded adapter of the step-resources port: a Resource Manager this process reaches
+itself (in-process by default, or whatever ``WharfConfig.resource_manager`` names).
+
+Owns :class:`LazyRequests` (the RM's requests client, connected on first use, telling the
+process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests
+created, released, or announced by an in-process RM as having left the queue),
+:class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (pair a SQL
+store with the configured RM: its step runs get requests, heartbeats renew them, final
+statuses release them; see :mod:`wharf.store.resource_aware`).
+
+Invariant: a release through :class:`LazyRequests` wakes the room after it committed (checked,
+or announced by the in-process RM), so a step of this process that ends needs no extra check.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.config.flavors import resource_manager_connector
+from wharf.config.global_config import WharfConfig
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.execution.resources.port import StepResources
+from wharf.execution.resources.wait_room import (
+    WATCH_SECONDS,
+    AnnouncesLeftQueue,
+    MarksUnannounced,
+    WaitRoom,
+    left_queue_of,
+)
+from wharf.execution.resources.waiting import RoomedResources
+from wharf.store.models import UserRecord
+from wharf.store.ports import Store
+from wharf.store.resource_pairing import fixed_account, pair_store
+
+if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
+    from wharf.resource_manager.contract.models import (
+        Page as RMPage,
+    )
+    from wharf.resource_manager.contract.models import (
+        PageRequest as RMPageRequest,
+    )
+    from wharf.resource_manager.contract.models import (
+        RequestFilter,
+        ResourceRequestCreate,
+        ResourceRequestInfo,
+    )
+    from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
+
+
+class LazyRequests:
+    """The RM's requests client, connected on first use (most runs never need it)."""
+
+    def __init__(
+        self,
+        connect: Callable[[], RequestsClient],
+        *,
+        watch_seconds: float | None = WATCH_SECONDS,
+    ) -> None:
+        self._connect = connect
+        self._client: RequestsClient | None = None
+        self._announced = False
+        """The client tells the wait room of allocations itself (no check after a release)."""
+        self.wait_room = WaitRoom(
+            left_queue_of(self.list),
+            watch_seconds=watch_seconds,
+            unannounced=self._unannounced_marker,
+        )
+
+    def _unannounced_marker(self) -> Hashable | None:
+        client = self._client
+        if isinstance(client, MarksUnannounced) and self._announced:
+            return client.unannounced_marker()
+        return None
+
+    def notify_released(self) -> None:
+        """Resources were freed (in this process or, if the caller knows, elsewhere): wake the
+        waiters of this process whose request was allocated or ended meanwhile."""
+        self.wait_room.check()
+
+    @property
+    def client(self) -> RequestsClient:
+        if self._client is None:
+            client = self._connect()
+            if isinstance(client, AnnouncesLeftQueue):
+                client.on_left_queue(self.wait_room.wake_left)
+                self._announced = True
+            self._client = client
+        return self._client
+
+    def get(self, request_id: UUID) -> ResourceRequestInfo:
+        return self.client.get(request_id)
+
+    def list(
+        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
+    ) -> RMPage[ResourceRequestInfo]:
+        return self.client.list(query, page)
+
+    def create(
+        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        sent = time.monotonic()
+        created = self.client.create(spec, idempotency_key=idempotency_key)
+        # The lease counts from the RM's clock, at the latest when its answer left: take off
+        # the time the call took, so the room never believes in more lease than there is.
+        lease = math.inf if spec.lease_seconds is None else float(spec.lease_seconds)
+        self.wait_room.created(created, lease - (time.monotonic() - sent))
+        return created
+
+    def renew(
+        self,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo:
+        return self.client.renew(
+            request_id, lease_seconds, runtime_state, idempotency_key=idempotency_key
+        )
+
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        released = self.client.release(request_id, idempotency_key=idempotency_key)
+        if not self._announced:
+            self.notify_released()
+        return released
+
+
+class ResourceManagerHandle:
+    """A Resource Manager client that connects on first use (most runs never need it)."""
+
+    def __init__(self, connect: Callable[[], ResourceManagerClient]) -> None:
+        self._connect = connect
+        self._client: ResourceManagerClient | None = None
+
+    @property
+    def client(self) -> ResourceManagerClient:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class EmbeddedStepResources(RoomedResources):
+    """The port over a Resource Manager this process reaches itself (see the module docstring);
+    ``handle``: the RM client behind ``requests`` (None: not owned here)."""
+
+    def __init__(self, requests: LazyRequests, handle: ResourceManagerHandle | None = None) -> None:
+        super().__init__(lambda: requests, requests.wait_room, releases_seen_here=True)
+        self.requests = requests
+        self.handle = handle
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def connect_configured(
+    store: Store, config: WharfConfig, user: UserRecord | None, account: str
+) -> EmbeddedStepResources | None:
+    """Pair a SQL ``store`` with the Resource Manager ``config`` names (embedded by default) and
+    give the port over it. A store reached over REST is paired by its server instead (None), as
+    is a workspace whose config says ``none``."""
+    if config.resource_manager == "none" or config.server_url:
+        return None
+    resource_manager_connector(config.resource_manager, load=False)  # fail early on a typo
+
+    def connect() -> ResourceManagerClient:
+        connector = resource_manager_connector(config.resource_manager)
+        client: ResourceManagerClient = connector(
+            config.store_url, account, config.local_step_slots
+        )
+        return client
+
+    handle = ResourceManagerHandle(connect)
+    requests = LazyRequests(lambda: handle.client.requests)
+    pair_store(store, requests, fixed_account(user))
+    return EmbeddedStepResources(requests, handle)
+
+
+def _conforms(resources: EmbeddedStepResources) -> StepResources:
+    return resources  # mypy proves that the embedded adapter implements the port

@@ -1,0 +1,62 @@
+"""The engine's port for a step's resources: what the launcher asks of whoever provides them.
+
+Owns the :class:`StepResources` protocol, implemented by the embedded adapter (an in-process or
+configured Resource Manager, :mod:`wharf.execution.resources.embedded`) and the team adapter (a
+workspace server's request routes, :mod:`wharf.execution.resources.team`). The launcher gets it
+explicitly (``RunServices.resources``; None: steps run without requests) and never reaches for a
+Resource Manager client through the store.
+
+A step's request is made when its queued step run is created and released with the step run's
+final status (by the store's pairing in embedded mode, by the workspace server in team mode);
+heartbeats renew it likewise. Through this port the launcher waits for the allocation, marks
+the step started, and tells the port when a step that held resources ended, so the waiters of
+this process whose request left the queue are woken at once.
+
+Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
+gate see every step of the process that asks for resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+from uuid import UUID
+
+from wharf.config.settings import ResourceSettings
+from wharf.execution.resources.holders_first import HoldersFirst
+from wharf.execution.resources.wait_room import RequestState
+
+if TYPE_CHECKING:
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+
+class StepResources(Protocol):
+    """A step's resources as the engine sees them (see the module docstring)."""
+
+    @property
+    def holders(self) -> HoldersFirst:
+        """The process's gate: steps holding an allocation go before creations of waiting ones."""
+        ...
+
+    def wait(
+        self,
+        request_id: UUID,
+        settings: ResourceSettings,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], object],
+        on_pending: Callable[[RequestState], object] | None = None,
+    ) -> RequestState:
+        """Block until ``request_id`` is allocated; raises ``AllocationFailedError`` (with the
+        reason) when it ends without an allocation or the wait times out."""
+        ...
+
+    def mark_started(self, request_id: UUID, settings: ResourceSettings) -> ResourceRequestInfo:
+        """The allocation is being used: renew for initialization, runtime state submitted."""
+        ...
+
+    def step_ended(self, *, elsewhere: bool) -> None:
+        """A step that held resources ended and its request was released (``elsewhere``: by
+        another process, e.g. the step's own): wake the waiters whose request left the queue."""
+        ...
