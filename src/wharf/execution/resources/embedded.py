@@ -184,6 +184,11 @@ def connect_configured(
     handle = ResourceManagerHandle(connect)
     requests = LazyRequests(lambda: handle.client.requests)
     pair_store(store, requests, fixed_account(user))
+    paired = store.resource_requests
+    if isinstance(paired, LazyRequests):
+        # Several workspaces on one store share the requests client its steps were paired
+        # with first: their waiters must sit in the room its creations and releases wake.
+        requests = paired
     return EmbeddedStepResources(requests, handle)
 
 
