@@ -73,4 +73,4 @@ def test_requests_list_their_demands_as_runs_show_does(home: Path) -> None:
         client.resource_manager.requests.create(ResourceRequestCreate.model_validate(body))
     listed = wharf("request", "list")
     assert listed.returncode == 0, listed.stderr
-    assert "1 cpu, 1 GiB memory" in listed.stdout and "CPU cpu" not in listed.stdout
+    assert "1 CPU, 1 GiB memory" in listed.stdout and "CPU cpu" not in listed.stdout

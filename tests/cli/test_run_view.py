@@ -154,7 +154,7 @@ def test_resources_cache_origin_and_header() -> None:
     rows = {r[0]: r for r in tree_rows(view, T0)}
     assert rows["load"][1:] == ["cached", "-", "cached from run nightly-0"]
     assert rows["train"][2] == "1 h 06 min"
-    assert rows["train"][3].startswith("asked 1 gpu (h100), 2 cpu, 1 GiB memory; ")
+    assert rows["train"][3].startswith("asked 1 GPU (h100), 2 CPU, 1 GiB memory; ")
     assert rows["train"][3].endswith("; got 1 gpu (h100) in pool gpus")
 
 

@@ -49,6 +49,7 @@ def test_a_third_party_distribution_adds_flavors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert "tiny" not in known_flavors(ORCH)
+    monkeypatch.delitem(sys.modules, TINY_MODULE, raising=False)  # another test may load it
     monkeypatch.syspath_prepend(str(tiny_distribution(tmp_path / "site")))
     assert known_flavors(ORCH) == ["local", "local_process", "tiny"]
     assert known_flavors(OP) == ["local_process", "tiny"]

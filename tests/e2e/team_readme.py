@@ -113,7 +113,7 @@ def check_team_outputs(shown: dict[str, str]) -> None:
     """What the user sees at the end of the section."""
     assert "completed" in shown["python team_training.py"]
     requests = shown["wharf request list"]
-    assert "released" in requests and "team" in requests and "1 CPU" in requests
+    assert "released" in requests and "team" in requests and "1 CPU" in requests, requests
     assert "alice (via admin)" in requests  # the user, and the RM principal the server used
     assert "team" in shown["wharf pool list"] and "local" not in shown["wharf pool list"]
     assert "8 CPU" in shown["wharf pool show team"]

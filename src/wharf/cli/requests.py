@@ -59,12 +59,11 @@ class Row(BaseModel):
 
 
 def _demands(info: ResourceRequestInfo) -> str:
-    """As ``runs show`` writes them (``2 cpu, 1 GiB memory, 1 gpu (h100)``)."""
-    from wharf.cli.run_view import amount
+    """As ``runs show`` writes them (``2 CPU, 1 GiB memory, 1 GPU (h100)``)."""
+    from wharf.cli.run_view import demand_amount
 
     return ", ".join(
-        amount(d.quantity, d.unit, d.resource or d.kind or "selected resource", d.class_name)
-        for d in info.demands
+        demand_amount(d.quantity, d.unit, d.resource, d.kind, d.class_name) for d in info.demands
     )
 
 

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from wharf.cli.output import format_table
 from wharf.config.spec import PipelineSpec, StepSpec
+from wharf.core.resource_kinds import kind_named
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 STEP_COLUMNS = ("step", "status", "duration", "details")
@@ -71,16 +72,26 @@ def upstream_steps(
 
 
 def asked_resources(step: StepRunRecord, spec: PipelineSpec | None) -> str | None:
-    """What the step's settings ask for, e.g. ``2 CPU cpu, 1 gpu (h100)``; None if nothing."""
+    """What the step's settings ask for, e.g. ``2 CPU, 1 GPU (h100)``; None if nothing."""
     compiled = step_spec(step, spec)
     settings = None if compiled is None else compiled.config.resources
     if settings is None:
         return None
     parts = [
-        amount(d.quantity, d.unit, d.name or d.kind or "selected resource", d.class_name)
+        demand_amount(d.quantity, d.unit, d.name, d.kind, d.class_name)
         for d in settings.canonical_demands()
     ]
     return ", ".join(parts) or None
+
+
+def demand_amount(
+    quantity: int, unit: str | None, resource: str | None, kind: str | None, class_name: str | None
+) -> str:
+    """A demand as :func:`amount` writes it, a kind named by its stock resource (``1 CPU``,
+    ``256 MiB memory``), as ``pool show`` names capacities."""
+    stock = kind_named(kind)
+    what = resource or (stock.resource if stock else kind) or "selected resource"
+    return amount(quantity, unit, what, class_name)
 
 
 def amount(quantity: int, unit: str | None, what: str, class_name: str | None) -> str:
