@@ -319,7 +319,7 @@ def test_without_a_resource_manager_asking_steps_fail_at_creation(
         rest.steps.create(team.queued(run, "wants"))
     plain = rest.steps.create(team.queued(run, resources=None))
     _running(team, plain)
-    with caplog.at_level(logging.WARNING, logger="wharf.store.resource_aware"):
+    with caplog.at_level(logging.WARNING, logger="wharf.execution.resources.paired_steps"):
         assert rest.steps.update_heartbeat(plain.id, 30).status is ExecutionStatus.RUNNING
         rest.steps.update(plain.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
     assert caplog.records == []  # a step without a request never reaches for the RM

@@ -47,7 +47,7 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.execution.resources.embedded import LazyRequests
-from wharf.store.resource_pairing import pair_store, recorded_user
+from wharf.execution.resources.pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import (

@@ -18,14 +18,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
 from uuid import UUID
 
-from wharf.store.models import LostRun
+from wharf.store.models import LostRun, StepRunRecord
 from wharf.store.ports import Store
 from wharf.store.process_identity import is_gone, is_ours, this_host
-from wharf.store.resource_aware import ResourceAwareStepRuns
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ReleasesEnded(Protocol):
+    """Step runs paired with a Resource Manager
+    (:class:`wharf.execution.resources.paired_steps.ResourceAwareStepRuns`): told of steps that
+    another call ended, they release their requests."""
+
+    def updated(self, record: StepRunRecord) -> StepRunRecord: ...
 
 
 def sweep_lost_runs(store: Store, now: datetime | None = None) -> list[LostRun]:
@@ -59,7 +68,7 @@ def end_lost_runs(
     steps = store.steps
     for ended in lost:
         logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)
-        if isinstance(steps, ResourceAwareStepRuns):
+        if isinstance(steps, ReleasesEnded):
             for step in ended.steps:
                 steps.updated(step)
     return lost

@@ -6,7 +6,7 @@ process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns:
 created, released, or announced by an in-process RM as having left the queue),
 :class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (pair a SQL
 store with the configured RM: its step runs get requests, heartbeats renew them, final
-statuses release them; see :mod:`wharf.store.resource_aware`).
+statuses release them; see :mod:`wharf.execution.resources.paired_steps`).
 
 Invariant: a release through :class:`LazyRequests` wakes the room after it committed (checked,
 or announced by the in-process RM), so a step of this process that ends needs no extra check.
@@ -23,6 +23,7 @@ from uuid import UUID
 from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.execution.resources.pairing import fixed_account, pair_store
 from wharf.execution.resources.port import StepResources
 from wharf.execution.resources.wait_room import (
     WATCH_SECONDS,
@@ -34,7 +35,6 @@ from wharf.execution.resources.wait_room import (
 from wharf.execution.resources.waiting import RoomedResources
 from wharf.store.models import UserRecord
 from wharf.store.ports import Store
-from wharf.store.resource_pairing import fixed_account, pair_store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (

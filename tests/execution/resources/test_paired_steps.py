@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the store world fixture is imported from tests.store.conftest)
 """Pairing a store with the Resource Manager wraps its step runs: the wrapper keeps the port's
 combined calls one call of the store's own (one store call instead of two per step)."""
 
@@ -9,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.store.conftest import World
+from tests.store.conftest import World, world  # noqa: F401 (fixture)
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.resources.embedded import LazyRequests
+from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+from wharf.execution.resources.pairing import fixed_account
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunCreate, StepRunUpdate
-from wharf.store.resource_aware import ResourceAwareStepRuns
-from wharf.store.resource_pairing import fixed_account
 
 
 def test_embedded_pairing_keeps_the_combined_calls(

@@ -2,16 +2,16 @@
 
 Owns the account resolvers (:func:`fixed_account` for embedded mode, :func:`recorded_user` for
 the workspace server) and :func:`pair_store` (wrap a store's step runs, once). What the pairing
-does to step runs lives in :mod:`wharf.store.resource_aware`; the embedded connection is made
-by :mod:`wharf.execution.resources.embedded`, the server's by :mod:`wharf.server.resource_manager`.
+does to step runs lives in :mod:`.paired_steps`; the embedded connection is made by
+:mod:`.embedded`, the server's by :mod:`wharf.server.resource_manager`.
 """
 
 from __future__ import annotations
 
 from wharf.core.errors import IllegalOperationError, WharfError
+from wharf.execution.resources.paired_steps import AccountOf, ResourceAwareStepRuns, StepRequests
 from wharf.store.models import PipelineRunRecord, UserRecord
 from wharf.store.ports import Store
-from wharf.store.resource_aware import AccountOf, ResourceAwareStepRuns, StepRequests
 
 
 def fixed_account(user: UserRecord | None) -> AccountOf:

@@ -22,10 +22,15 @@ embedded mode (:func:`fixed_account`), the user each run records on the server
 (:func:`recorded_user`). The port's combined calls (``create_many``,
 ``find_cached_or_create``, ``finish``) get the same behaviour and stay one call of the wrapped
 repository each, so pairing never costs the engine (or the server's batch routes) a store
-call. What a request says is built in :mod:`wharf.store.step_requests`.
+call. What a request says is built in :mod:`.step_requests`.
 
 Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
 ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
+
+It lives with the step-resources port, not in the store: the store only keeps the step run's
+``resource_request_id`` column. (Still a wrapper installed on ``store.steps``; the port's
+explicit request/renew/release calls from the engine and the server's step routes are to
+replace it.)
 """
 
 from __future__ import annotations
@@ -69,8 +74,8 @@ from wharf.store.models import (
 from wharf.store.ports import ResourceRequestRepository, StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
+    from wharf.execution.resources.step_requests import RunSubjects
     from wharf.resource_manager.contract.models import ResourceRequestCreate, ResourceRequestInfo
-    from wharf.store.step_requests import RunSubjects
 
 
 class StepRequests(ResourceRequestRepository, Protocol):
@@ -335,14 +340,14 @@ class ResourceAwareStepRuns:
             )
 
     def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
-        from wharf.store.step_requests import step_request
+        from wharf.execution.resources.step_requests import step_request
 
         spec = step_request(self._run_subjects(step.run_id), step_id, step)
         return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
 
     def _run_subjects(self, run_id: UUID) -> RunSubjects:
         """The run's shared subjects, read once per run (a run's steps ask many times)."""
-        from wharf.store.step_requests import run_subjects
+        from wharf.execution.resources.step_requests import run_subjects
 
         with self._runs_lock:
             known = self._runs.get(run_id)
