@@ -164,7 +164,7 @@ def test_a_request_made_for_a_step_cached_meanwhile_is_released(
     _running(team, first)
     rest.steps.update(first.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
     # The cache lookup before the request misses, as if that run finished just after it.
-    monkeypatch.setattr(team.world.stores.store.steps, "find_cached", lambda *args: None)
+    monkeypatch.setattr(team.world.state.step_runs, "find_cached", lambda *args: None)
     found = rest.steps.find_cached_or_create(
         team.queued(run, "d", cache_key="k2"), team.world.a.id, datetime.now(UTC)
     )
@@ -342,3 +342,13 @@ def test_requests_made_elsewhere_are_not_the_workspaces(team: Team) -> None:
     assert team.rest("admin").resource_requests.get(foreign.id).id == foreign.id  # type: ignore[union-attr]
     member = team.world.as_role("member")
     assert member.get(f"/api/v1/resource_requests/{foreign.id}").status_code == 404
+
+
+def test_the_server_store_only_stores(team: Team) -> None:
+    """The step routes write through the step-resource service; the store is not wrapped."""
+    from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+
+    state = team.world.state
+    assert not isinstance(state.store.steps, ResourceAwareStepRuns)
+    assert state.store.resource_requests is None
+    assert isinstance(state.step_runs, ResourceAwareStepRuns)

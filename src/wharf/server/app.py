@@ -149,7 +149,7 @@ def create_app(settings: ServerSettings, *, state: ServerState | None = None) ->
             own = build_state(settings, stores, resource_manager=rm)
             await to_thread.run_sync(bootstrap, own)
             app.state.wharf = own
-            sweeper = LostRunSweeper(own.store).start()
+            sweeper = LostRunSweeper(own.store, steps=own.step_runs).start()
             yield
         finally:
             if sweeper is not None:

@@ -1,10 +1,11 @@
 """The workspace server's link to the Resource Manager: the HTTP client it logs in with, the
-pairing of its store with it, and what it knows about each request's project and run.
+step-resource service built on it, and what it knows about each request's project and run.
 
 Owns: :func:`connect` (the client of ``ServerSettings.resource_manager_*``, or None),
-:func:`pair` (the server's step runs and batch calls become resource-aware, for the user each
-run records), :class:`RequestScope` / :func:`scope_of`, :class:`ServerRequests` and
-:class:`RenewalCoalescer`, :func:`server_credentials` (the RM's 401 as the server's outage).
+:func:`pair` (the state gets the step-resource application service its step routes write
+through, for the user each run records), :class:`RequestScope` / :func:`scope_of`,
+:class:`ServerRequests` and :class:`RenewalCoalescer`, :func:`server_credentials` (the RM's
+401 as the server's outage).
 
 Lease renewals are coalesced: every step heartbeat renews its request, and concurrent ones
 (heartbeats are served on the thread pool) go to the RM as one bulk renewal (flat combining,
@@ -47,7 +48,6 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.execution.resources.embedded import LazyRequests
-from wharf.execution.resources.pairing import pair_store, recorded_user
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import (
@@ -384,8 +384,10 @@ def server_credentials() -> Iterator[None]:
 
 
 def pair(state: ServerState, requests: ServerRequests) -> None:
-    """Make the server's step runs resource-aware, their combined calls included (requests
-    are made for the user each run records), and keep ``requests`` on the state for the
-    routes."""
-    pair_store(state.store, requests.requests, recorded_user(state.store))
+    """Give the state the step-resource application service its step routes write step runs
+    through (:mod:`wharf.server.step_resources`; requests are made for the user each run
+    records), and keep ``requests`` on the state for the request routes."""
+    from wharf.server.step_resources import step_runs_with_resources
+
+    state.step_runs = step_runs_with_resources(state.store, requests.requests)
     state.resource_requests = requests

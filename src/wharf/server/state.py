@@ -3,9 +3,11 @@
 Held on ``app.state.wharf``; handlers reach it through ``wharf.server.deps``. It owns no global
 state: two apps in one process (tests) have two of these.
 
-``resource_requests`` is the server's link to the Resource Manager (or its absence): the app
-factory pairs ``store`` with it (``wharf.server.resource_manager.pair``), so its step runs, their
-combined calls included, are resource-aware whenever a state serves requests.
+``resource_requests`` is the server's link to the Resource Manager (or its absence) and
+``step_runs`` the step-resource application service built on it
+(``wharf.server.resource_manager.pair``, :mod:`wharf.server.step_resources`): the step routes
+write step runs through it, so they are resource-aware whenever a state serves requests, while
+``store`` itself only stores.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
 from wharf.server.settings import ServerSettings
-from wharf.store.ports import AccountStore, Store
+from wharf.store.ports import AccountStore, StepRunRepository, Store
 
 if TYPE_CHECKING:
     from wharf.server.resource_manager import ServerRequests
@@ -40,9 +42,12 @@ class ServerState:
     """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
     resource_requests: ServerRequests | None = None
     """Set by ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
+    step_runs: StepRunRepository = field(init=False)
+    """The step runs as the step routes write them (``store.steps`` until paired)."""
 
     def __post_init__(self) -> None:
         self.scopes = Scopes(self.store)
+        self.step_runs = self.store.steps
         self.auth_cache = AuthCache(self.settings.auth_cache_seconds)
 
     @property

@@ -8,9 +8,9 @@ daemon runs the sweep: every pipeline run sweeps when it starts and while it bea
 reads and stops of runs sweep, and the workspace server sweeps periodically. Each sweep is one
 indexed read when nothing is lost.
 
-Invariant: the steps a sweep ends give back their Resource Manager requests. The store that
-ends them releases them when it is paired with a Resource Manager (embedded mode, the workspace
-server); a store reached over REST has its server do it.
+Invariant: the steps a sweep ends give back their Resource Manager requests: the step runs
+paired with a Resource Manager release them (the embedded store's, or the step-resource service
+the workspace server passes as ``steps``); a store reached over REST has its server do it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.store.models import LostRun, StepRunRecord
-from wharf.store.ports import Store
+from wharf.store.ports import StepRunRepository, Store
 from wharf.store.process_identity import is_gone, is_ours, this_host
 
 logger = logging.getLogger(__name__)
@@ -37,8 +37,11 @@ class ReleasesEnded(Protocol):
     def updated(self, record: StepRunRecord) -> StepRunRecord: ...
 
 
-def sweep_lost_runs(store: Store, now: datetime | None = None) -> list[LostRun]:
-    """End the runs of ``store`` whose orchestrating process is gone; those it ended."""
+def sweep_lost_runs(
+    store: Store, now: datetime | None = None, *, steps: StepRunRepository | None = None
+) -> list[LostRun]:
+    """End the runs of ``store`` whose orchestrating process is gone; those it ended.
+    ``steps``: the step runs told of the steps it ended (default ``store.steps``)."""
     now = now or datetime.now(UTC)
     candidates = store.runs.list_sweep_candidates(now, this_host())
     if not candidates:
@@ -57,15 +60,21 @@ def sweep_lost_runs(store: Store, now: datetime | None = None) -> list[LostRun]:
                 expired = True
     if not orphaned and not expired:
         return []
-    return end_lost_runs(store, now, orphaned, spared)
+    return end_lost_runs(store, now, orphaned, spared, steps=steps)
 
 
 def end_lost_runs(
-    store: Store, now: datetime, orphaned: Sequence[UUID] = (), spared: Sequence[UUID] = ()
+    store: Store,
+    now: datetime,
+    orphaned: Sequence[UUID] = (),
+    spared: Sequence[UUID] = (),
+    *,
+    steps: StepRunRepository | None = None,
 ) -> list[LostRun]:
-    """``fail_lost_orchestrators`` on ``store``, then release the ended steps' requests."""
+    """``fail_lost_orchestrators`` on ``store``, then release the ended steps' requests through
+    ``steps`` (default ``store.steps``) if it is paired with a Resource Manager."""
     lost = store.runs.fail_lost_orchestrators(now, orphaned, spared)
-    steps = store.steps
+    steps = store.steps if steps is None else steps
     for ended in lost:
         logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)
         if isinstance(steps, ReleasesEnded):
@@ -74,9 +83,9 @@ def end_lost_runs(
     return lost
 
 
-def sweep_quietly(store: Store) -> None:
+def sweep_quietly(store: Store, *, steps: StepRunRepository | None = None) -> None:
     """:func:`sweep_lost_runs` where a failure must not stop the caller (logged)."""
     try:
-        sweep_lost_runs(store)
+        sweep_lost_runs(store, steps=steps)
     except Exception as exc:
         logger.warning("Could not sweep runs whose orchestrator is gone: %s", exc)

@@ -114,7 +114,7 @@ def build_router() -> APIRouter:
     @router.post("", response_model=StepRunRecord, status_code=201)
     def create_step(body: StepRunCreateBody, ctx: CtxDep) -> Response:
         _check_create(ctx, body)
-        record = ctx.store.steps.create(body)
+        record = ctx.state.step_runs.create(body)
         _remember(ctx, [record])
         return json_response(record, 201)
 
@@ -123,7 +123,7 @@ def build_router() -> APIRouter:
         """Create several step runs in one transaction (all or nothing)."""
         for step in body.steps:
             _check_create(ctx, step)
-        records = ctx.store.steps.create_many(body.steps)
+        records = ctx.state.step_runs.create_many(body.steps)
         _remember(ctx, records)
         return items_response(records, 201)
 
@@ -137,7 +137,7 @@ def build_router() -> APIRouter:
         _check_create(ctx, body.step)
         if ctx.state.scopes.run(body.step.run_id).project_id != body.project_id:
             raise InputError("The cache lookup must be in the project of the step's run.")
-        found = ctx.store.steps.find_cached_or_create(
+        found = ctx.state.step_runs.find_cached_or_create(
             body.step, body.project_id, body.now, record_hit=body.record_hit
         )
         _remember(ctx, [found.step] if found.recorded is None else [found.step, found.recorded])
@@ -214,7 +214,7 @@ def build_router() -> APIRouter:
                 )
             except EntityNotFoundError:
                 return items_response([])
-        return items_response(ctx.store.steps.fail_lost_heartbeats(body.now, body.run_id))
+        return items_response(ctx.state.step_runs.fail_lost_heartbeats(body.now, body.run_id))
 
     @router.get("/{step_id}", response_model=StepRunRecord)
     def get_step(step_id: UUID, ctx: CtxDep) -> Response:
@@ -225,14 +225,14 @@ def build_router() -> APIRouter:
     def update_step(step_id: UUID, body: StepRunUpdateBody, ctx: CtxDep) -> Response:
         info = _step(ctx, step_id, write=True, action="update step runs")
         _check_outputs(ctx, info.project_id, body.outputs)
-        return json_response(ctx.store.steps.update(step_id, body))
+        return json_response(ctx.state.step_runs.update(step_id, body))
 
     @router.put("/{step_id}/heartbeat", response_model=HeartbeatResponse)
     def heartbeat(step_id: UUID, body: HeartbeatBody, ctx: CtxDep) -> Response:
         """Record a heartbeat; the answer tells the step whether it must stop."""
         _step(ctx, step_id, write=True, action="send heartbeats")
         return json_response(
-            ctx.store.steps.update_heartbeat(step_id, body.liveness_timeout_seconds)
+            ctx.state.step_runs.update_heartbeat(step_id, body.liveness_timeout_seconds)
         )
 
     @router.post("/{step_id}/finish", response_model=FinishResponse)
@@ -241,7 +241,7 @@ def build_router() -> APIRouter:
         info = _step(ctx, step_id, write=True, action="update step runs")
         _check_outputs(ctx, info.project_id, body.update.outputs)
         _check_versions(ctx, list(body.outputs.values()), info)
-        step, outputs = ctx.store.steps.finish(step_id, body.update, body.outputs)
+        step, outputs = ctx.state.step_runs.finish(step_id, body.update, body.outputs)
         for version in outputs.values():
             ctx.state.scopes.version.remember(version.id, version.project_id)
         return json_response(FinishResponse(step=step, outputs=outputs))
