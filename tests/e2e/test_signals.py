@@ -35,7 +35,8 @@ from wharf import pipeline, step
 
 @step(enable_cache=False)
 def block(go: str, stubborn: bool) -> int:
-    Path(go + ".started").write_text(str(os.getpid()))
+    Path(go + ".starting").write_text(str(os.getpid()))
+    os.replace(go + ".starting", go + ".started")  # seen whole or not at all
     while True:
         try:
             while not Path(go).exists():
