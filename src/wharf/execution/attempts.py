@@ -64,7 +64,7 @@ def finish_attempt(
     store = services.store
     if error is None:
         try:
-            final, versions = store.steps.finish(
+            final, versions = services.step_runs.finish(
                 record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
             )
         except IllegalTransitionError:
@@ -94,7 +94,7 @@ def finish_attempt(
             status_reason=reason,
         )
     try:
-        return store.steps.update(record.id, update), {}
+        return services.step_runs.update(record.id, update), {}
     except IllegalTransitionError:
         return store.steps.get(record.id), {}
 
@@ -111,7 +111,7 @@ def heartbeat_for(
     interval: float,
 ) -> HeartbeatWorker:
     def beat(liveness_timeout: float) -> HeartbeatResponse:
-        return services.store.steps.update_heartbeat(record.id, liveness_timeout)
+        return services.step_runs.update_heartbeat(record.id, liveness_timeout)
 
     def on_stop(response: HeartbeatResponse) -> None:
         what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
@@ -283,7 +283,7 @@ class IsolatedExecutor:
             # Start the liveness clock now: a process that hangs before its first beat is
             # then lost like any other.
             interval = self.services.heartbeat_interval
-            store.steps.update_heartbeat(record.id, liveness_timeout_for(interval))
+            self.services.step_runs.update_heartbeat(record.id, liveness_timeout_for(interval))
         try:
             result = self._wait(backend, handle, record)
         finally:
@@ -307,7 +307,7 @@ class IsolatedExecutor:
             result = backend.wait_attempt(handle, self.services.heartbeat_interval)
             if result is not None:
                 return result
-            store.steps.fail_lost_heartbeats(self.services.clock(), record.run_id)
+            self.services.step_runs.fail_lost_heartbeats(self.services.clock(), record.run_id)
             if store.steps.get(record.id).status.is_finished:
                 backend.cancel_attempt(handle)
                 final = backend.wait_attempt(handle, None)
@@ -323,6 +323,6 @@ class IsolatedExecutor:
         else:
             update = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=failed)
         try:
-            return store.steps.update(record.id, update)
+            return self.services.step_runs.update(record.id, update)
         except IllegalTransitionError:
             return store.steps.get(record.id)

@@ -56,11 +56,12 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
     try:
         record = store.steps.get(step_run_id)
         run = store.runs.get(record.run_id)
+        resources = None
         if not config.server_url:  # over REST the server pairs steps with the RM
             user = store.users.get(run.user_id) if run.user_id else None
             account = user.name if user else "default"
             # its heartbeats renew its request and its end releases it (the launcher waited)
-            connect_configured(store, config, user, account)
+            resources = connect_configured(store, config, user, account)
         snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
         if snapshot.stack_id is None:
@@ -76,6 +77,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
             project_id=run.project_id,
             user_id=run.user_id,
             heartbeat_interval=config.heartbeat_interval,
+            resources=resources,
         )
         # The pid with its host and start token: a force stop signals it only from this
         # machine and only while this process lives (never a reused pid).

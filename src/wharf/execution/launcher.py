@@ -20,9 +20,10 @@ Each of these moments is told to ``services.progress`` (started, cached, waiting
 retrying, ended) from what the launcher holds already: no store call of its own.
 
 A step that asks for resources is queued when ``services.resources`` (the step-resources port,
-:mod:`wharf.execution.resources`) is there: its step run is created queued, with its request,
-and the launcher waits for the allocation, marks it started and tells the port when the step
-ended, all through that port.
+:mod:`wharf.execution.resources`) is there: its step run is created queued through
+``services.step_runs`` (which makes its request in embedded mode; the server does in team
+mode), and the launcher waits for the allocation, marks it started and tells the port when the
+step ended, all through that port.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class StepLauncher:
     def _fail_before_start(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord], reason: str
     ) -> StepOutcome:
-        record = self._services.store.steps.create(
+        record = self._services.step_runs.create(
             StepRunCreate.model_validate(
                 {
                     **self._base_create(spec, inputs),
@@ -196,7 +197,7 @@ class StepLauncher:
         record = found.recorded
         if record is None:
             own = create.model_copy(update={"spec": spec if self._record_specs else None})
-            record = store.steps.create(own.reusing(found.step))
+            record = self._services.step_runs.create(own.reusing(found.step))
         versions = self._services.versions
         outputs = versions.outputs_of(store, found.step, found.outputs.values())
         self._services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
@@ -233,7 +234,7 @@ class StepLauncher:
             # goes before the creation of steps that will wait (the caller ends the stretch).
             holders.begin()
         allocated = resources.mark_started(request_id, settings)
-        running = services.store.steps.update(
+        running = services.step_runs.update(
             record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
         )
         return running, allocated
@@ -268,7 +269,7 @@ class StepLauncher:
             # The lookup records a hit itself (one call) unless the cached step run would get
             # a different spec: a queued step sends its spec for its resource request only,
             # while a cached step run holds one only where every step run does.
-            found = services.store.steps.find_cached_or_create(
+            found = services.step_runs.find_cached_or_create(
                 create,
                 services.project_id,
                 lookup_time,
@@ -278,7 +279,7 @@ class StepLauncher:
                 return self._publish_cached(spec, create, found)
             return found.step
         try:
-            return services.store.steps.create(create)
+            return services.step_runs.create(create)
         except RunStoppingError as exc:
             if previous is None:
                 raise
@@ -312,7 +313,7 @@ class StepLauncher:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
                     except AllocationFailedError as exc:
-                        final = services.store.steps.update(
+                        final = services.step_runs.update(
                             record.id,
                             StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
                         )

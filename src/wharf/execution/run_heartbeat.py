@@ -33,7 +33,7 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunUpdate,
 )
-from wharf.store.ports import Store
+from wharf.store.ports import StepRunRepository, Store
 from wharf.store.process_identity import kill_if_ours, own_start_token, this_host
 
 logger = logging.getLogger(__name__)
@@ -83,18 +83,22 @@ _NOT_ENDED = (
 )
 
 
-def end_unattended(store: Store, run: PipelineRunRecord) -> PipelineRunRecord:
+def end_unattended(
+    store: Store, run: PipelineRunRecord, *, steps: StepRunRepository | None = None
+) -> PipelineRunRecord:
     """End stopped a stopping run that no orchestrating process beats for, and its unfinished
-    steps (their resource requests are released as any finished step's); the run as it ends."""
+    steps, written through ``steps`` (default ``store.steps``; the embedded step-resources
+    port's release their requests as any finished step's); the run as it ends."""
     if run.orchestrator_host is not None or run.status is not ExecutionStatus.STOPPING:
         return run
-    steps = store.steps.list(
+    writes = store.steps if steps is None else steps
+    unfinished = store.steps.list(
         StepRunFilter(run_id=run.id, statuses=_NOT_ENDED), PageRequest(size=1000)
     ).items
     stopped = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
-    for step in steps:
+    for step in unfinished:
         try:
-            store.steps.update(step.id, stopped)
+            writes.update(step.id, stopped)
         except IllegalTransitionError:  # it ended meanwhile
             continue
     update = RunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
@@ -107,8 +111,17 @@ def end_unattended(store: Store, run: PipelineRunRecord) -> PipelineRunRecord:
 class RunHeartbeat:
     """Beats for one run from a daemon thread (see the module docstring)."""
 
-    def __init__(self, store: Store, run_id: UUID, interval: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        run_id: UUID,
+        interval: float,
+        *,
+        steps: StepRunRepository | None = None,
+    ) -> None:
+        """``steps``: the step runs that release the requests of steps a sweep ends."""
         self._store = store
+        self._steps = steps
         self._run_id = run_id
         self._interval = interval
         self._process = orchestrator_process(interval)
@@ -119,11 +132,18 @@ class RunHeartbeat:
         )
 
     @classmethod
-    def start(cls, store: Store, run_id: UUID, interval: float) -> RunHeartbeat:
+    def start(
+        cls,
+        store: Store,
+        run_id: UUID,
+        interval: float,
+        *,
+        steps: StepRunRepository | None = None,
+    ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
-        sweep_quietly(store)
-        heartbeat = cls(store, run_id, interval)
+        sweep_quietly(store, steps=steps)
+        heartbeat = cls(store, run_id, interval, steps=steps)
         heartbeat._thread.start()
         return heartbeat
 
@@ -142,7 +162,7 @@ class RunHeartbeat:
             else:
                 if killed:
                     logger.warning("Forced stop: killed step processes %s.", killed)
-        sweep_quietly(self._store)
+        sweep_quietly(self._store, steps=self._steps)
 
     def _loop(self) -> None:
         while not self._stopped.wait(self._interval):

@@ -48,7 +48,7 @@ from wharf.store.models import (
     StepRunRecord,
     StepRunUpdate,
 )
-from wharf.store.ports import Store
+from wharf.store.ports import StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -80,8 +80,12 @@ class ForcedOutcome:
 
 
 class RunStopper:
-    def __init__(self, store: Store, run_id: UUID) -> None:
+    def __init__(
+        self, store: Store, run_id: UUID, *, steps: StepRunRepository | None = None
+    ) -> None:
+        """``steps``: the step runs a forced stop ends steps through (default ``store.steps``)."""
         self._store = store
+        self._steps = steps
         self._run_id = run_id
         self._cond = threading.Condition()
         self._regions: set[InterruptibleRegion] = set()
@@ -157,10 +161,11 @@ class RunStopper:
             StepRunFilter(run_id=self._run_id, statuses=UNFINISHED), PageRequest(size=1000)
         ).items
         ended = []
+        writes = self._store.steps if self._steps is None else self._steps
         update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=FORCED_REASON)
         for step in steps:
             try:
-                ended.append(self._store.steps.update(step.id, update))
+                ended.append(writes.update(step.id, update))
             except IllegalTransitionError:
                 continue  # it ended meanwhile
         return ended

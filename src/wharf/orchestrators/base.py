@@ -158,9 +158,11 @@ class BaseOrchestrator(ABC):
             run = start_run(services.store, run, self.new_run_id(), process)
         heartbeats = HeartbeatScheduler()
         # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
-        liveness = RunHeartbeat.start(services.store, run.id, services.heartbeat_interval)
+        liveness = RunHeartbeat.start(
+            services.store, run.id, services.heartbeat_interval, steps=services.step_runs
+        )
         services.progress.run_started(run, job.snapshot.spec.name)
-        stopper = RunStopper(services.store, run.id)
+        stopper = RunStopper(services.store, run.id, steps=services.step_runs)
         signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
         outcome: DagOutcome | DynamicOutcome | ForcedOutcome
         try:

@@ -28,7 +28,10 @@ def test_embedded_pairing_keeps_the_combined_calls(
         monkeypatch.delenv(var, raising=False)
     workspace = Workspace.open(load_config())
     try:
-        assert isinstance(workspace.store.steps, ResourceAwareStepRuns)
+        resources = workspace.step_resources
+        assert resources is not None
+        assert isinstance(resources.step_runs, ResourceAwareStepRuns)  # what the engine writes
+        assert not isinstance(workspace.store.steps, ResourceAwareStepRuns)  # it only stores
     finally:
         workspace.close()
 

@@ -4,9 +4,11 @@ itself (in-process by default, or whatever ``WharfConfig.resource_manager`` name
 Owns :class:`LazyRequests` (the RM's requests client, connected on first use, telling the
 process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests
 created, released, or announced by an in-process RM as having left the queue),
-:class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (pair a SQL
-store with the configured RM: its step runs get requests, heartbeats renew them, final
-statuses release them; see :mod:`wharf.execution.resources.paired_steps`).
+:class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (the port
+over the configured RM for a SQL store: the step runs it gives the engine to write through get
+requests, heartbeats renew them, final statuses release them, see :mod:`.paired_steps`; the
+store itself is not wrapped, it only keeps the requests client as ``resource_requests`` for
+``wharf request`` and ``Client``).
 
 Invariant: a release through :class:`LazyRequests` wakes the room after it committed (checked,
 or announced by the in-process RM), so a step of this process that ends needs no extra check.
@@ -23,7 +25,8 @@ from uuid import UUID
 from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.execution.resources.pairing import fixed_account, pair_store
+from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+from wharf.execution.resources.pairing import fixed_account
 from wharf.execution.resources.port import StepResources
 from wharf.execution.resources.wait_room import (
     WATCH_SECONDS,
@@ -34,7 +37,7 @@ from wharf.execution.resources.wait_room import (
 )
 from wharf.execution.resources.waiting import RoomedResources
 from wharf.store.models import UserRecord
-from wharf.store.ports import Store
+from wharf.store.ports import StepRunRepository, Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (
@@ -154,8 +157,15 @@ class EmbeddedStepResources(RoomedResources):
     """The port over a Resource Manager this process reaches itself (see the module docstring);
     ``handle``: the RM client behind ``requests`` (None: not owned here)."""
 
-    def __init__(self, requests: LazyRequests, handle: ResourceManagerHandle | None = None) -> None:
-        super().__init__(lambda: requests, requests.wait_room, releases_seen_here=True)
+    def __init__(
+        self,
+        requests: LazyRequests,
+        handle: ResourceManagerHandle | None = None,
+        step_runs: StepRunRepository | None = None,
+    ) -> None:
+        super().__init__(
+            lambda: requests, requests.wait_room, releases_seen_here=True, step_runs=step_runs
+        )
         self.requests = requests
         self.handle = handle
 
@@ -182,14 +192,14 @@ def connect_configured(
         return client
 
     handle = ResourceManagerHandle(connect)
-    requests = LazyRequests(lambda: handle.client.requests)
-    pair_store(store, requests, fixed_account(user))
-    paired = store.resource_requests
-    if isinstance(paired, LazyRequests):
-        # Several workspaces on one store share the requests client its steps were paired
-        # with first: their waiters must sit in the room its creations and releases wake.
-        requests = paired
-    return EmbeddedStepResources(requests, handle)
+    requests = store.resource_requests
+    if not isinstance(requests, LazyRequests):
+        requests = LazyRequests(lambda: handle.client.requests)
+        store.resource_requests = requests
+    # else several workspaces on one store share the requests client of the first: their
+    # waiters must sit in the room its creations and releases wake.
+    step_runs = ResourceAwareStepRuns(store.steps, store, requests, fixed_account(user))
+    return EmbeddedStepResources(requests, handle, step_runs)
 
 
 def _conforms(resources: EmbeddedStepResources) -> StepResources:

@@ -27,10 +27,10 @@ call. What a request says is built in :mod:`.step_requests`.
 Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
 ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
 
-It lives with the step-resources port, not in the store: the store only keeps the step run's
-``resource_request_id`` column. (Still a wrapper installed on ``store.steps``; the port's
-explicit request/renew/release calls from the engine and the server's step routes are to
-replace it.)
+It lives with the step-resources port, not in the store, and is never installed on a store:
+the embedded port hands it to the engine as the step runs it writes through
+(``RunServices.step_runs``), the workspace server's step-resource service to its step routes;
+the store only keeps the step run's ``resource_request_id`` column.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """Pairing a store with a Resource Manager: who requests.
 
 Owns the account resolvers (:func:`fixed_account` for embedded mode, :func:`recorded_user` for
-the workspace server) and :func:`pair_store` (wrap a store's step runs, once). What the pairing
-does to step runs lives in :mod:`.paired_steps`; the embedded connection is made by
-:mod:`.embedded`, the server's by :mod:`wharf.server.resource_manager`.
+the workspace server). What a paired step-run write does lives in
+:mod:`.paired_steps`; the embedded port is made by :mod:`.embedded`, the server's service by
+:mod:`wharf.server.step_resources`.
 """
 
 from __future__ import annotations
 
 from wharf.core.errors import IllegalOperationError, WharfError
-from wharf.execution.resources.paired_steps import AccountOf, ResourceAwareStepRuns, StepRequests
+from wharf.execution.resources.paired_steps import AccountOf
 from wharf.store.models import PipelineRunRecord, UserRecord
 from wharf.store.ports import Store
 
@@ -37,14 +37,3 @@ def recorded_user(store: Store) -> AccountOf:
         return store.users.get(run.user_id)
 
     return account
-
-
-def pair_store(store: Store, requests: StepRequests, account: AccountOf) -> ResourceAwareStepRuns:
-    """Wrap ``store.steps`` (once: several workspaces may share one store) and expose
-    ``requests`` as the store's ``resource_requests``; the wrapped step runs."""
-    steps = store.steps
-    if not isinstance(steps, ResourceAwareStepRuns):
-        steps = ResourceAwareStepRuns(steps, store, requests, account)
-        store.steps = steps
-        store.resource_requests = requests
-    return steps

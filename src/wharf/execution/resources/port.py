@@ -7,10 +7,12 @@ explicitly (``RunServices.resources``; None: steps run without requests) and nev
 Resource Manager client through the store.
 
 A step's request is made when its queued step run is created and released with the step run's
-final status (by the store's pairing in embedded mode, by the workspace server in team mode);
-heartbeats renew it likewise. Through this port the launcher waits for the allocation, marks
-the step started, and tells the port when a step that held resources ended, so the waiters of
-this process whose request left the queue are woken at once.
+final status; heartbeats renew it. In embedded mode the engine writes step runs through the
+port's :attr:`StepResources.step_runs`, which does that; in team mode the workspace server's
+step routes do it (``step_runs`` is None: the engine writes to the store). Through this port
+the launcher also waits for the allocation, marks the step started, and tells the port when a
+step that held resources ended, so the waiters of this process whose request left the queue are
+woken at once.
 
 Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
 gate see every step of the process that asks for resources.
@@ -26,6 +28,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState
+from wharf.store.ports import StepRunRepository
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -33,6 +36,12 @@ if TYPE_CHECKING:
 
 class StepResources(Protocol):
     """A step's resources as the engine sees them (see the module docstring)."""
+
+    @property
+    def step_runs(self) -> StepRunRepository | None:
+        """The step runs the engine writes through: each write of a step that asks for
+        resources requests, renews or releases them (None: the store's, whose server does)."""
+        ...
 
     @property
     def holders(self) -> HoldersFirst:

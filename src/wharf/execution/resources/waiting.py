@@ -20,6 +20,7 @@ from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.execution.allocation import AllocationWaiter
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState, WaitRoom
+from wharf.store.ports import StepRunRepository
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -40,11 +41,21 @@ class RoomedResources:
     which wakes the room itself, so only a release elsewhere needs a check."""
 
     def __init__(
-        self, requests: Callable[[], Renews], room: WaitRoom, *, releases_seen_here: bool
+        self,
+        requests: Callable[[], Renews],
+        room: WaitRoom,
+        *,
+        releases_seen_here: bool,
+        step_runs: StepRunRepository | None = None,
     ) -> None:
         self._requests = requests
         self._seen_here = releases_seen_here
+        self._step_runs = step_runs
         self.room = room
+
+    @property
+    def step_runs(self) -> StepRunRepository | None:
+        return self._step_runs
 
     @property
     def holders(self) -> HoldersFirst:
