@@ -1,34 +1,17 @@
 """Checkpoints of a SQLite file's write-ahead log, run by a thread of their own.
 
-Owns :class:`WalCheckpoints` and :func:`checkpoints_for`.
-
-Left to itself, SQLite checkpoints inside the commit that takes the WAL past 1,000 pages: that
-commit copies the logged pages into the database file and syncs both files before it returns.
-In a 300-step dynamic pipeline with resources on SQLite, 21 of 1,809 commits took 13-19 ms
-instead of 0.05-0.13 ms, and each of those writers held this process's write turn
-(:mod:`.write_turns`) all along, so every other writer of the process stalled with it. So the
-connections of an engine raise SQLite's own threshold to a safety net
-(:data:`AUTOCHECKPOINT_PAGES`) and this module checkpoints instead, on a thread and a connection
-of its own, in ``PASSIVE`` mode: it never waits for readers or writers and blocks neither, and
-the sqlite3 module releases the GIL while SQLite copies and syncs.
-
-When: after :data:`COMMITS_PER_CHECKPOINT` write transactions of this process on the file, or
-:data:`MAX_DELAY_SECONDS` after the first one not yet checkpointed, whichever comes first. A
-process that ends sooner (a CLI command, an isolated step's process) leaves its last commits to
-the next checkpoint of any process, or to SQLite, which checkpoints when the file's last
-connection closes; its own threshold bounds the log meanwhile. (Checkpointing at exit instead
-made every isolated step's process sync the files before it could end.)
+Owns :class:`WalCheckpoints` and :func:`checkpoints_for`. Engines raise SQLite's own
+auto-checkpoint threshold to a safety net (:data:`AUTOCHECKPOINT_PAGES`) so that no writer's
+commit pays for a checkpoint while holding the process's write turn; this module checkpoints in
+``PASSIVE`` mode after :data:`COMMITS_PER_CHECKPOINT` commits or :data:`MAX_DELAY_SECONDS`,
+whichever comes first (never at exit: that would make every short process sync the files).
 
 Invariants:
-- one checkpointer per file per process (by real path); a forked child starts with none
-  running (the parent's thread did not come along) and free locks (``os.register_at_fork``);
-- recording a commit never waits: it counts under a lock and at most notifies the thread;
-- the thread exits after :data:`IDLE_SECONDS` without commits and starts again on the next, so
-  files a process no longer writes cost no thread;
-- a failed checkpoint is logged, never raised to a writer; the next trigger tries again, and
-  SQLite's own threshold still bounds the log meanwhile;
-- the checkpointer never creates a database file (it opens the file read-write, not create),
-  and one whose file is gone does nothing.
+- one checkpointer per file (by real path) per process; a forked child starts with none running
+  and free locks (``os.register_at_fork``);
+- recording a commit never waits; a failed checkpoint is logged, never raised to a writer;
+- the thread exits after :data:`IDLE_SECONDS` without commits;
+- the checkpointer never creates a database file.
 """
 
 from __future__ import annotations

@@ -1,32 +1,20 @@
 """Hot statements run on the driver's cursor, below SQLAlchemy's execution layer.
 
-The engine's per-step path runs a handful of fixed statements per step. Through
-``Connection.execute`` each costs ≈ 40 µs of SQLAlchemy bookkeeping (execution context, cache
-lookup, parameter construction, result metadata, events) on top of ≈ 10 µs in the driver, which
-made SQLAlchemy the largest single cost of a cached step. A :class:`DirectStatement` keeps
-everything SQLAlchemy is for -- the statement is a Core construct, compiled by SQLAlchemy for the
-connection's dialect, its values converted by the column types' own bind and result processors
--- and only sends the compiled SQL on the connection's DBAPI cursor itself.
-
-Several statements whose order is fixed can go together: :func:`rows_together` (reads, e.g.
-after a lock) and :func:`commit_with` (a transaction's last writes, with its commit). Where
-:func:`pipelines` allows (PostgreSQL through psycopg), each call is one round trip.
+A :class:`DirectStatement` is a Core construct compiled by SQLAlchemy for the connection's
+dialect, its values converted by the column types' own processors; only the sending bypasses
+``Connection.execute``, whose per-call bookkeeping dominated a cached step.
+:func:`rows_together` and :func:`commit_with` send several statements of fixed order together
+(one round trip where :func:`pipelines` allows).
 
 Invariants:
-- the statement runs on the same DBAPI connection, inside the caller's transaction: the caller's
-  ``Connection`` must have begun it (``Database.read``/``write`` always do);
-- parameters are converted exactly as ``Connection.execute`` converts them (each bind
-  parameter's type's ``bind_processor`` for the dialect) and result columns as
-  ``Connection.execute`` does (each selected column's ``result_processor``), so a row read here
-  equals the row SQLAlchemy would return; the contract suite runs both ways on all backends;
-- a driver error is raised as the ``sqlalchemy.exc.DBAPIError`` subclass SQLAlchemy would raise,
-  so the store converts it at its boundary as it does every other;
-- only statements with a fixed set of plain bind parameters are supported (no expanding ``IN``
-  lists, no Python-side column defaults); an insert is compiled for the exact columns it is
-  given; a write's ``RETURNING`` columns are read like a select's;
-- statements run together run in the order given, each after the one before has finished, and
-  answer and fail as they would one by one (the tests run both ways on every backend); a
-  failure among a transaction's last writes leaves everything uncommitted.
+- statements run on the caller's DBAPI connection, inside the transaction its ``Connection``
+  began (``Database.read``/``write`` always do);
+- parameters and result columns are converted exactly as ``Connection.execute`` converts them,
+  and driver errors are raised as the ``sqlalchemy.exc.DBAPIError`` subclass SQLAlchemy would
+  raise; the contract suite runs both ways on all backends;
+- only fixed sets of plain bind parameters (no expanding ``IN``, no Python-side defaults);
+- statements run together run in order and fail as they would one by one; a failure among a
+  transaction's last writes leaves everything uncommitted.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """One SQLite writer at a time per database file in this process, urgent writers first.
 
-Owns :class:`WriteTurns` and :func:`turns_for`.
-
-SQLite lets one connection write at a time. A connection that finds the file locked waits in
-SQLite's busy handler, which sleeps and polls (1, 2, 5, 10, 15, 20, 25 ms ...): a writer that
-loses a race waits far longer than the writer ahead of it takes (a step's creation that collided
-once slept ≈ 55 ms), and every engine open on the file competes blindly (the embedded Resource
-Manager's tables share the store's file). So the writers of one process take turns here before
-they begin: a turn passes the moment the previous write transaction ends, and a thread marked
-urgent (:func:`wharf.sql.urgency.is_urgent`: a step that holds an allocation, doing its
-bookkeeping) goes next. Readers never take a turn (WAL readers do not block writers), and
-other processes still meet this one in SQLite's busy handler.
+Owns :class:`WriteTurns` and :func:`turns_for`. Writers queue here before ``BEGIN IMMEDIATE``
+because SQLite's busy handler sleeps and polls, so a writer that loses a race waits far longer
+than the write ahead of it takes. Readers never take a turn; other processes still meet this one
+in SQLite's busy handler.
 
 Invariants:
-- at most one write transaction per file per process runs at a time: turns are per file (by
-  real path), shared by every engine of the process that opens it;
-- a turn is reentrant per thread, so a write inside a write never waits for itself;
-- an urgent writer goes next; the others go in arrival order while no urgent writer waits.
-  Urgent stretches are short and few (one at each end of an allocation), so nobody starves;
-- a forked child starts with every turn free: the threads that held or awaited turns in the
-  parent did not come along, so their locks are made anew in the child (``os.register_at_fork``).
+- at most one write transaction per file (by real path) per process at a time, shared by every
+  engine of the process that opens the file;
+- a turn is reentrant per thread;
+- an urgent writer (:func:`wharf.sql.urgency.is_urgent`) goes next, the others in arrival order;
+- a forked child starts with every turn free (``os.register_at_fork``).
 """
 
 from __future__ import annotations
