@@ -514,3 +514,34 @@ def test_a_steps_request_names_only_the_component_that_launches_it(
         "on_op": [(ids["step_operator"], "step_operator")],
         "inline": [(ids["orchestrator"], "orchestrator")],
     }
+
+
+@pytest.mark.parametrize("stack", ["default", "procs"])
+def test_forced_stop_releases_the_steps_request(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stack: str
+) -> None:
+    """Embedded mode: a step holding a licence is stopped by force (its thread given up on, or
+    its process killed); the step ends stopped and its request is released, not left to lapse."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    ws = Workspace.open(load_config())
+    try:
+        Mode("embedded").ensure_pool(ws, "licenses", {"license": 1})
+        if stack == "procs":
+            make_stack(ws, "procs", "local_process")
+            ws.config = load_config(active_stack="procs")
+        stubborn = steps_lib.stop_own_run_then_wait.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            stubborn(marker=str(tmp_path / "m"), force=True, stubborn=stack == "procs")
+
+        run = p.run_in(ws)
+        assert run.status is ExecutionStatus.STOPPED, run.status_reason
+        (step,) = steps(ws, run.id)
+        assert step.status is ExecutionStatus.STOPPED, step.status_reason
+        assert step.resource_request_id is not None
+        request = ws.resource_manager().requests.get(step.resource_request_id)
+        assert request.status is ResourceRequestStatus.RELEASED
+        assert_no_holder_stretch(ws)
+    finally:
+        ws.close()
