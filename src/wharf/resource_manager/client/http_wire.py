@@ -1,38 +1,17 @@
 """One HTTP attempt against the Resource Manager, over ``httpcore`` (the fast path) or ``httpx``.
 
-Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface),
-:class:`CoreWire`, :class:`HttpxWire` and :func:`open_wire` (which one a client gets).
+Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface), :class:`CoreWire`,
+:class:`HttpxWire` and :func:`open_wire`. Retries, login, idempotency keys and error mapping
+live once in :mod:`.http_transport`; a wire only sends one request. :class:`CoreWire` exists
+because ``httpx.Client`` spent most of a heartbeat's client CPU: it sends through ``httpcore``
+with the URL and fixed headers prepared once and one connection per calling thread (no pool),
+reproducing what :class:`HttpxWire` configures (keep-alive expiry, ``TCP_NODELAY``, one timeout,
+TLS verified as ``httpx`` does). :func:`open_wire` falls back to :class:`HttpxWire` for an
+injected ``httpx.Client``, an environment proxy or credentials in the URL.
 
-The retry loop, login, idempotency keys and error mapping live in :mod:`.http_transport`, once,
-above either wire; a wire only sends one request and reports what came back.
-
-Why two: a heartbeat is a tiny request, and ``httpx.Client`` spends most of the client's CPU on
-each one (building the request, merging and re-parsing its URL, the cookie jar, default
-headers). :class:`CoreWire` sends the same request through ``httpcore`` — the library ``httpx``
-itself sends through — with the URL's parts and the fixed headers prepared once, no cookie jar
-and no content decoding. It reproduces what :class:`HttpxWire` configures: keep-alive expiry as
-``httpx``'s default, ``TCP_NODELAY``, one timeout for connect, read and write, TLS verified as
-``httpx`` verifies it (``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured).
-
-Each calling thread keeps one ``httpcore.HTTPConnection`` of its own (a sync caller has one
-request in flight at a time), replaced when the server closed it or its keep-alive expired —
-what a connection pool would do for it, without the pool: a pool shared by every thread takes
-one lock at each request's start and end and, under it, walks every connection checking whether
-it expired (a ``poll`` per idle connection), and its keep-alive limit (``httpx``'s 20) closed,
-after each answer, the connections of the callers above the limit. With 32 threads renewing
-leases through one client that cost a third of the client's CPU per renewal (0.91 to 0.98 ms
-against 0.57 to 0.60, ``bench/rm_http.py`` on PostgreSQL) and the server a new connection per
-call above the limit; a pool of one connection per thread still cost its request queue, lock
-and event per call (one thread alone: 0.45 → 0.35 ms per renewal, ``bench/rm_client_cpu.py``).
-
-:func:`open_wire` falls back to :class:`HttpxWire` for whatever the fast path does not
-reproduce: an injected ``httpx.Client`` (tests, custom transports), a proxy from the
-environment for the URL's scheme, credentials inside the URL.
-
-Invariants: neither wire lets an ``httpx``/``httpcore`` exception escape — a failed attempt is
-an :class:`AttemptError` (transient or not) or, for an answer that cannot be read, a
-:class:`~wharf.core.errors.StoreError`; answers are never content-decoded by
-:class:`CoreWire`, so it never asks for a compressed one.
+Invariants: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
+:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`);
+:class:`CoreWire` never asks for a compressed answer.
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """The holders and their usage, kept between cycles of one configuration and changed only where
 requests changed.
 
-Owns: :class:`HolderState`.
-
-Building the holder index and the ledger from scratch costs every cycle ≈ 10 µs per request
-that holds capacity, so with thousands of allocations live every event (a create, a release)
-cost tens of milliseconds although one request changed. A :class:`HolderState` lives in the
-:class:`~.prepared.Prepared` index of a configuration: each cycle hands it the requests that
-hold capacity now, it drops the holders whose request is gone or changed, adds the new ones
-(their usage removed from and added to its ledger), and the cycle works on a copy of that
-ledger. ``borrowed`` amounts are recomputed per (policy, slot) group, and only for groups whose
-members changed, when the preemptor first reads one.
+Owns: :class:`HolderState`, which lives in a configuration's :class:`~.prepared.Prepared` index
+so that a cycle does not rebuild the holder index and ledger for every live allocation when one
+request changed.
 
 Invariants:
 - a holder is kept only while its request is the *very object* it was made from (requests are
-  immutable; any change makes a new object), so a kept holder is what :func:`.holders.make_holder`
-  would make from the request now; the catalog it was made with is the configuration's, which
-  the owning :class:`Prepared` guarantees is the snapshot's;
-- after :meth:`HolderState.update` the index holds exactly the given holding requests (minus
-  those whose pool no longer exists) and the ledger exactly their usage, as
-  :func:`.holders.build_holders` and ``Ledger.add`` would give: every counter is a sum, so the
-  order in which holders came and went does not matter, and ``borrowed`` is recomputed from
-  the whole of each changed group in allocation order;
-- a holder whose policy was deleted needs a stand-in policy in the cycle's own catalog: then
-  :meth:`update` returns None, forgets everything, and the cycle builds its holders from
-  scratch (deterministic, as before); the next cycle starts over.
+  immutable), so a kept holder is what :func:`.holders.make_holder` would make from it now;
+- after :meth:`HolderState.update` the index and ledger equal what :func:`.holders.build_holders`
+  and ``Ledger.add`` would give from the holding requests (every counter is a sum, so order
+  does not matter; ``borrowed`` is recomputed per changed (policy, slot) group);
+- a holder whose policy was deleted makes :meth:`update` return None and forget everything; the
+  cycle then builds its holders from scratch.
 """
 
 from __future__ import annotations

@@ -1,40 +1,16 @@
 """Many-row INSERTs handed to the database driver in as few calls as possible, for the hot tables.
 
-Owns: :func:`insert_many`, :func:`insert_tables`.
+Owns: :func:`insert_many`, :func:`insert_tables`. The INSERT is compiled once per (dialect,
+table, column set) and rows are converted with the bind processors SQLAlchemy would apply, then
+sent on the connection's own cursor (``direct.execute_sql``), skipping SQLAlchemy's per-row
+execution context: one multi-row ``INSERT`` per chunk of :data:`MAX_PARAMETERS` on SQLite (one
+GIL release instead of one per row), ``COPY ... FROM STDIN`` on PostgreSQL from
+:data:`COPY_FROM_ROWS` rows up, PyMySQL's own ``executemany`` rewrite on MySQL.
 
-Each scheduling transaction inserts the rows of the requests it created (requests, demands,
-subjects, metadata) and of the allocations it granted: about ten rows per admission. SQLAlchemy
-builds an execution context per row of an ``executemany`` (parameter mapping, type processing
-through several layers), which costs as much as the driver's own work. Here the INSERT is
-compiled once per (dialect, table, column set); each row is turned into the driver's
-parameters with the very bind processors SQLAlchemy would apply (each column type's
-``dialect_impl(dialect).bind_processor(dialect)``), and the batch goes to the driver on the
-connection's own cursor (``direct.execute_sql``, errors wrapped as SQLAlchemy wraps them, so
-error translation and retries are unchanged; SQLAlchemy's execution layer, which cost more
-than a small insert itself, and its cursor events are skipped).
-
-On SQLite the rows go as one multi-row ``INSERT ... VALUES (...), (...)`` (per chunk of at
-most :data:`MAX_PARAMETERS` parameters) rather than an ``executemany``: the driver then releases
-the GIL once instead of once per row, and each release lets a waiting caller thread take the GIL
-away from the combining thread. On PostgreSQL (psycopg) they go as one ``COPY ... FROM STDIN``
-(text format, values adapted by psycopg as it adapts query parameters): the server parses and
-plans nothing per row, where a pipelined ``executemany`` runs one prepared INSERT per row; but
-fewer than :data:`COPY_FROM_ROWS` rows go as one multi-row INSERT (SQLAlchemy's casts kept),
-one round trip instead of two.
-PyMySQL already rewrites an ``executemany`` INSERT into multi-row statements itself. ``COPY``
-is not a statement SQLAlchemy executes, so no cursor events fire for it; its driver errors are
-wrapped as SQLAlchemy would wrap them (``direct.driver_error``), so they map to the same
-Wharf errors, and a lost connection is invalidated.
-
-The processors are pure functions of the value, so two shortcuts keep their results exact:
-instants are converted once per distinct value in a call (a batch's rows share a handful of
-them: its ``now`` and the deadlines computed from it, and formatting one costs microseconds),
-and a JSON column's empty object and ``None`` are encoded once, when the statement is compiled.
-
-Invariants: the values the driver receives are those SQLAlchemy would send (the same processors,
-in the compiled statement's parameter order); rows of one call have the same keys; when the
-compiled statement does not have the expected shape, the call falls back to SQLAlchemy's own
-``executemany``, so this module can only be faster, never different.
+Invariants: the driver receives the values SQLAlchemy would send (same processors, compiled
+parameter order; instants and empty JSON values converted once, as the processors are pure);
+rows of one call have the same keys; driver errors are wrapped as SQLAlchemy wraps them; a
+compiled statement of unexpected shape falls back to SQLAlchemy's own ``executemany``.
 """
 
 from __future__ import annotations

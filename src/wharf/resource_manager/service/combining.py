@@ -1,37 +1,21 @@
 """Flat combining: concurrent calls of one process served in batches by whichever thread is free.
 
 Owns: :class:`Combiner` (the queue and the hand-over protocol) and :class:`Slot` (one caller's
-operation and its outcome). Subclasses say how a batch is executed: the scheduling transactions
-(:class:`~.batch.BatchRunner`) and the lease renewals of servers with row locks
-(:class:`~.renewals.RenewalRunner`).
+operation and its outcome). Subclasses say how a batch runs (:class:`~.batch.BatchRunner`,
+:class:`~.renewals.RenewalRunner`). The thread holding the combine lock executes queued slots in
+batches of at most ``max_batch`` until its own is done, so N concurrent calls cost one
+transaction. A batch's callers are woken as a tree (each woken caller wakes the next two), so
+the combiner pays one wake-up per batch; event-loop callers (:meth:`Combiner.submit_async`) are
+served by one drainer thread and answered once per batch and loop.
 
-Protocol: a caller queues its slot; the thread that gets the combine lock executes queued slots
-in batches of at most ``max_batch`` until its own slot is done; the others sleep on their slot
-until it is answered, or until the leaving combiner hands them the role because their slot is
-still queued. Under load N concurrent calls thus cost one transaction instead of N.
-
-Waking a batch's callers is a tree: the combiner wakes only the first waiting caller of the
-batch, and each woken caller wakes the next two before it returns (in heap order, so the last
-of N callers is woken after log2(N) hand-overs, not N). Waking a thread costs its waker
-a system call with the GIL held, and the woken thread, having slept, usually preempts the
-combining thread (which has run a lot) on its core, GIL and all; so the combiner, whose
-progress every queued caller waits for, wakes one thread per batch instead of one per caller.
-
-Callers on an event loop (the API server) use :meth:`Combiner.submit_async` instead: their
-slot is executed by the combiner's *drainer*, one thread that drains the queue whenever an
-asynchronous slot is waiting, and the outcome comes back through the loop: once per batch and
-loop, not per slot (each hand-over to a loop writes to its wake-up socket, a system call that
-cost the drainer 7 % of its time when paid per slot). A request served this way costs no
-thread of its own and no thread hand-over, only its share of a batch.
-
-Invariants: every slot is executed exactly once; a batch executor must set an outcome on every
-slot of its batch (:meth:`Slot.finish`), even when it fails; a synchronous caller returns only
-once its slot is *answered* (outcome set and its successors in the wake tree linked, both
-before ``answered`` is set, under the combine lock), and it wakes those successors before it
-returns, so every caller of a batch is woken; no caller ever waits for a lock holder that went
-away, because the combiner only leaves after handing the role on, even when a batch raised;
-whenever an asynchronous slot is queued, the drainer is awake or about to look at the queue
-again (``_draining``, changed only under the queue lock), so no such slot is ever stranded.
+Invariants:
+- every slot is executed exactly once, and a batch executor sets an outcome on every slot of
+  its batch (:meth:`Slot.finish`), even when it fails;
+- a synchronous caller returns only once its slot is answered, and wakes its successors in the
+  tree before it returns, so every caller of a batch is woken;
+- the combiner leaves only after handing the role on, even when a batch raised;
+- whenever an asynchronous slot is queued, the drainer is awake or about to look again
+  (``_draining``, changed only under the queue lock).
 """
 
 from __future__ import annotations

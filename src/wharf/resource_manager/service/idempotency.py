@@ -7,9 +7,8 @@ Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`looku
 A scheduling batch looks up the keys of all its operations with one query (:func:`lookup_many`),
 not one per operation: over HTTP every mutating call carries a key, and on PostgreSQL each
 lookup was a round trip of the combining thread, with the scheduling lock held. (The renewal
-runner still looks keys up one by one: with the batched lookup, keyed renewals on PostgreSQL
-used less CPU but passed fewer per second, 705-874 against 903-969/s in one sitting, for a
-reason not found yet.)
+runner still looks keys up one by one: batched, keyed renewals on PostgreSQL passed fewer per
+second; see docs/benchmarks.md.)
 
 Invariants:
 - keys are scoped by (principal, operation): two callers, or two operations, never collide;

@@ -110,9 +110,9 @@ class _ByIds:
 
     psycopg prepares a statement once it ran five times, and PostgreSQL may then keep a generic
     plan chosen while the table was still small (a sequential scan): it stays until the table
-    is analysed, while the table grows, and a lookup of a few ids then reads every row (2-5 ms
-    on a fresh 15,000-request database). Inlined ids (UUIDs, rendered by SQLAlchemy's literal
-    processor) make each statement's text its own, so it is planned for its values.
+    is analysed, while the table grows, and a lookup of a few ids then reads every row. Inlined
+    ids (UUIDs, rendered by SQLAlchemy's literal processor) make each statement's text its own,
+    so it is planned for its values.
     """
 
     bound: Select[Any]
@@ -324,7 +324,7 @@ LEASE_COLUMNS = (_R.id, _R.status, _R.lease_expires_at, _R.allocation_deadline)
 _LAPSED_ROWS = select(*LEASE_COLUMNS).where(_R.lapse_at <= bindparam("now"))
 # PostgreSQL: the same rows as a bounded range, so that even an unanalysed table is read through
 # the ``lapse_at`` index (for ``<= :now`` alone the planner assumes a third of the rows match
-# and scanned 15,000 requests in every transaction; for a range it assumes 0.5 %).
+# and scans the table in every transaction; for a range it assumes 0.5 %).
 _FLOOR = datetime(1, 1, 2, tzinfo=UTC)  # below every instant a lease can lapse at
 _LAPSED_RANGE_ROWS = select(*LEASE_COLUMNS).where(
     _R.lapse_at >= bindparam("floor", _FLOOR, type_=UtcDateTime()),
