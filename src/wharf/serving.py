@@ -8,8 +8,8 @@ workers, restarted if they die). Each worker builds its app by calling the facto
 a picklable object holding the settings, so no import string, environment variable or
 module-level app is needed to pass the settings along.
 
-Per-request cost matters (heartbeats, lease renewals): HTTP is parsed by httptools (C; measured
-0.1-0.2 ms of CPU per heartbeat less than h11) through :class:`BoundedHttpToolsProtocol`, the
+Per-request cost matters (heartbeats, lease renewals): HTTP is parsed by httptools (cheaper than
+h11) through :class:`BoundedHttpToolsProtocol`, the
 event loop is uvloop where it is installed (the ``server`` extra), idle keep-alive
 connections are kept longer than clients keep them, and each worker's start-up heap is frozen
 out of the garbage collector's full collections.
@@ -166,8 +166,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
 @dataclass(frozen=True)
 class _FreezingFactory:
     """``build`` (picklable, run in each worker), then the worker's heap frozen: what is loaded
-    and built by now lives as long as the worker, and a full collection walked it every time
-    (measured 70-150 ms with every request of the worker stalled); frozen, collections skip it."""
+    and built by now lives as long as the worker, so full collections (which stall every request
+    of the worker) need not walk it."""
 
     build: Callable[[], Any]
 

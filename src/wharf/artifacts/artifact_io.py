@@ -11,21 +11,12 @@ Invariants:
 - The recorded ``data_type`` and ``materializer`` are ``module:qualname`` import paths (see
   :mod:`wharf.artifacts.materializers.registry`); ``content_hash`` is
   :func:`wharf.artifacts.hashing.content_hash` of what was stored (for a single file, computed
-  from the bytes as they are written when :mod:`wharf.artifacts.watched` can vouch for them,
-  so the file is not read back: a full download on a remote store).
-
-Crash safety without fsync. Every file is published by an atomic rename once complete (see
-:mod:`wharf.artifacts.store`), and the engine records the artifact version, with its content
-hash, only after :func:`save_artifact` returned. A process that dies at any point therefore
-leaves either nothing, unreferenced complete files (garbage, never read), or a complete
-artifact and its record -- never a record pointing at a partial or missing file. Flushing to
-disk (``fsync``) is needed only to survive power loss, which the local store offers as an
-option (``LocalArtifactStore(fsync=True)``); it would cost a disk flush per output.
-
-Both functions sit on the engine's hot path: no imports, no registry scans beyond one dict
-lookup for an already-seen type, no extra file-system round trips. A single-file materializer's
-artifact is one file creation (no directory of its own): on the project's disk each directory
-or file creation costs about 0.4 ms, more than the rest of saving a small value.
+  from the bytes as they are written when :mod:`wharf.artifacts.watched` can vouch for them).
+- Crash safety without fsync: files are published by atomic rename (:mod:`wharf.artifacts.store`)
+  and the engine records a version only after :func:`save_artifact` returned, so no record ever
+  points at a partial or missing file; ``LocalArtifactStore(fsync=True)`` adds power-loss safety.
+- Hot path: no imports, one dict lookup for an already-seen type, no extra file-system round
+  trips (a single-file materializer's artifact is one file, no directory of its own).
 """
 
 from __future__ import annotations

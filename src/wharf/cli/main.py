@@ -7,14 +7,10 @@ too (exit code 2), and an unknown command names the closest known ones. Library 
 log every HTTP request (httpx, httpcore) are held at WARNING, so no command's output is padded
 with request lines.
 
-Start-up: the cyclic garbage collector is off while the commands in :data:`SHORT_LIVED` run.
-Importing SQLAlchemy and building the pydantic models creates hundreds of thousands of objects
-and almost no garbage, yet makes the collector run hundreds of times, and a full collection
-runs at exit: together about 5% of ``wharf runs list``. A command that ends within seconds
-never accumulates enough cyclic garbage for that to matter. Every other command (the servers,
-and any command not listed) runs with the collector on. ``main()`` without arguments is the
-process's entry point (console script, ``python -m``) and leaves the collector off until the
-process exits; ``main(argv)`` called inside another program restores the collector's state.
+Start-up: the cyclic garbage collector is off while the commands in :data:`SHORT_LIVED` run
+(imports create many objects and almost no garbage, yet trigger many collections); every other
+command runs with it on. ``main()`` without arguments (the process's entry point) leaves the
+collector off until exit; ``main(argv)`` called inside another program restores its state.
 """
 
 from __future__ import annotations

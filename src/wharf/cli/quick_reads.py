@@ -1,7 +1,7 @@
 """The CLI's read-only commands on the embedded SQLite store, over the stdlib's ``sqlite3``.
 
-Why: start-up time. ``wharf runs list`` should finish within 0.3 s; importing SQLAlchemy (the
-normal store) takes half of that, the query a few milliseconds. This module answers ``runs
+Why: start-up time; importing SQLAlchemy (the normal store) costs ``wharf runs list`` far more
+than its query (see docs/benchmarks.md, CLI start-up). This module answers ``runs
 list``/``show``, ``steps list``, ``pipelines list`` and ``artifacts list [--versions]`` without
 it, with the :mod:`wharf.store.models` records that ``Client`` returns.
 

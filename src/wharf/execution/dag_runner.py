@@ -16,8 +16,8 @@ Steps that never start get no step run record.
 
 The schedule (which steps may start) is updated under one lock by the thread that ends a step,
 and that thread goes on with one of the steps that became ready: a chain of steps runs on one
-pool thread, without a hand-over to the calling thread and back between two steps (≈ 0.1 ms
-of thread switching per step). The calling thread only starts the first steps and waits for
+pool thread, without a hand-over to the calling thread and back between two steps. The calling
+thread only starts the first steps and waits for
 the last one.
 """
 
@@ -276,12 +276,12 @@ class _Schedule:
 class _StepThreads:
     """The threads that run inline steps, kept between the runs of this process.
 
-    A run used to start a thread pool and join it at its end (≈ 0.3 ms per run, more than a
-    cached step costs). Here a thread that has no work waits for the next (last idle, first
-    reused) and ends after ``IDLE_SECONDS`` without any. There is no upper bound: a step that
-    runs a pipeline itself gets threads for that pipeline's steps (a bound could deadlock);
-    each run bounds its own parallelism. Threads are daemons, which never cuts a step short:
-    a runner waits for its running steps, also when it is interrupted.
+    Starting and joining a pool per run would cost more than a cached step. A thread that has
+    no work waits for the next (last idle, first reused) and ends after ``IDLE_SECONDS``
+    without any. There is no upper bound: a step that runs a pipeline itself gets threads for
+    that pipeline's steps (a bound could deadlock); each run bounds its own parallelism.
+    Threads are daemons, which never cuts a step short: a runner waits for its running steps,
+    also when it is interrupted.
     """
 
     IDLE_SECONDS = 30.0

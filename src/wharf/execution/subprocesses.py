@@ -4,7 +4,7 @@ Two ways to start it, same entry point (``wharf.execution.entrypoint.main([step_
 
 - **forked from a warm zygote** (default): a ``multiprocessing`` fork server that has already
   imported Wharf and SQLAlchemy forks a fresh process per step, so a step does not pay
-  Python's start-up and imports (~0.3 s) every time. The child starts with the parent's
+  Python's start-up and imports every time. The child starts with the parent's
   ``sys.path`` and working directory, and ``RunServices.child_env`` in its environment.
 - **a new interpreter**, ``<python> -m wharf.execution.entrypoint ID``, when the component names
   another interpreter (e.g. a different virtualenv).

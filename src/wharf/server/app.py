@@ -149,7 +149,7 @@ def create_app(settings: ServerSettings, *, state: ServerState | None = None) ->
             own = build_state(settings, stores, resource_manager=rm)
             await to_thread.run_sync(bootstrap, own)
             app.state.wharf = own
-            sweeper = LostRunSweeper(own.store, steps=own.step_runs).start()
+            sweeper = LostRunSweeper(own.store, release=own.release_ended).start()
             yield
         finally:
             if sweeper is not None:
@@ -183,7 +183,7 @@ def create_app(settings: ServerSettings, *, state: ServerState | None = None) ->
 def _add_routes(app: FastAPI, router: APIRouter) -> None:
     """Add the router's routes to the app itself rather than ``include_router`` it: this
     FastAPI matches included routers through a per-request wrapper that costs more than the
-    plain route list (measured: ~0.1 ms per request on the heartbeat route)."""
+    plain route list."""
     app.router.routes.extend(router.routes)
 
 

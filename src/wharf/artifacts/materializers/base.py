@@ -4,14 +4,14 @@ A materializer instance is bound to one artifact URI in one artifact store. ``sa
 value as one or more named files; ``load`` reads them back.
 
 Layouts. An artifact is a directory at its URI holding the named files, except for materializers
-that declare ``SINGLE_FILE = True``: their artifacts are written as that one file at the URI
-itself. Most step outputs are one small file, and a directory of its own would double the
-inodes created per output, each as costly as the file's write (about 0.4 ms on the project's
-disk). Which layout an artifact has is read from the store (a directory at the URI is the
-directory layout), so artifacts written in the directory layout before a materializer became
-``SINGLE_FILE`` still load. Content hashes cover file names (:mod:`wharf.artifacts.hashing`), so
-equal bytes in the two layouts hash differently: a step whose input is produced anew in the
-single-file layout misses a cache entry made from a directory-layout input, once.
+that declare ``SINGLE_FILE = True``: their artifacts are written as that one file at the URI itself.
+Most step outputs are one small file, and a directory of its own would double the inodes created per
+output, each as costly as the file's write. Which layout an artifact has is read from the store (a
+directory at the URI is the directory layout), so artifacts written in the directory layout before a
+materializer became ``SINGLE_FILE`` still load. Content hashes cover file names
+(:mod:`wharf.artifacts.hashing`), so equal bytes in the two layouts hash differently: a step whose
+input is produced anew in the single-file layout misses a cache entry made from a directory-layout
+input, once.
 
 Contract for implementations:
 
