@@ -6,7 +6,7 @@
 hashed on the way, in order. Anything the watch cannot vouch for -- a second write of the file,
 a write to any other URI, text mode, a partial write, any call outside the store's and the
 writer's plain contract (``fileno``, ``seek``, a store's ``local_path`` ...) -- marks the save
-unwatched, and the content hash is then computed from the stored file as before. So the fast
+unwatched, and the content hash is then computed from the stored file. So the fast
 path only ever answers what :func:`wharf.artifacts.hashing.content_hash` would: the hash of the
 one file published at the URI, from exactly the bytes that went into it.
 """

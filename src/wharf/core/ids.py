@@ -1,23 +1,15 @@
 """Identifier helpers: new ids, random bytes for them, and parsing.
 
 Owns :func:`new_id`, :func:`random_bytes`, :func:`parse_uuid` and the short id prefixes users
-type (:func:`parse_id_prefix`, :func:`id_prefix_bounds`). Ids are random (version 4) UUIDs;
-names are for humans and may repeat across projects. An id prefix is the start of the id's
-32-digit lower-case hex form: every id starting with it lies between the two UUIDs
-:func:`id_prefix_bounds` returns, which is how stores find them with one range query.
-
-Random bytes come from a generator in this process, not from the OS at every call:
-``os.urandom`` (and so ``uuid.uuid4``) releases the GIL around its system call, and in a process
-where many threads want the GIL (a dynamic run's step threads, the Resource Manager's) the caller
-then waits for it to come back, several times per step. The generator is keyed BLAKE2b over a
-counter, the key read once from ``os.urandom``: its output cannot be told from random or
-predicted without the key, as the OS's cannot.
+type (:func:`parse_id_prefix`, :func:`id_prefix_bounds`). Ids are random (version 4) UUIDs; an id
+prefix is the start of the id's 32-digit lower-case hex form, and every id starting with it lies
+between the two UUIDs :func:`id_prefix_bounds` returns (one range query in stores). Random bytes
+come from keyed BLAKE2b over a counter (key from ``os.urandom``) rather than ``os.urandom`` at
+every call, which releases the GIL and makes busy threads wait to get it back.
 
 Invariants: every call returns fresh bytes (the counter never repeats within a key); a forked
-child takes a new key before it runs anything (``os.register_at_fork``), so a parent and its
-children never share a stream; nothing here blocks or takes a lock (the counter's ``next`` is
-atomic under the GIL). The key and counter are this module's only state, as the OS's entropy
-pool is the OS's.
+child takes a new key before it runs anything (``os.register_at_fork``); nothing here blocks or
+takes a lock.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Lean routes: the per-request hot path (create, renew, release ...) without FastAPI's
-dependency injection, which costs about as much as the service call itself on a 2-core machine.
+per-request dependency injection.
 
 Owns: :class:`LeanRoutes` (a route table with its OpenAPI description), :class:`Call` (the
 authenticated caller of one request), :func:`parse_body`, :func:`path_uuid`.

@@ -5,15 +5,14 @@ Owns: :func:`request_id`.
 Why ordered: a request's id is the key of ``rm_requests`` and, through ``request_id``, of its
 demands, subjects and allocations (whose ids start with the request's timestamp too, see
 :func:`wharf.resource_manager.scheduler.phase6_admit.allocation_id`). Random (version 4) keys
-land every insert on a different B-tree leaf of each of those indexes, so a batch of new
-requests dirtied hundreds of pages and every commit wrote them all again (SQLite's WAL,
-PostgreSQL's WAL with full-page images); keys that grow with time append to a few hot pages.
+land every insert on a different B-tree leaf of each of those indexes, so every commit rewrites
+many pages in the WAL; keys that grow with time append to a few hot pages.
 
 Invariants: the timestamp is the service's injected clock (the batch's ``now``), never a
 clock read here; 74 random bits (:func:`wharf.core.ids.random_bytes`, as every id of Wharf)
 keep ids unique and unguessable within one millisecond; ids are valid RFC 9562 version 7
 UUIDs. Nothing relies on the order for correctness: ties between requests of one batch are
-still broken by the id, as arbitrarily as before.
+broken by the id, arbitrarily.
 """
 
 from __future__ import annotations

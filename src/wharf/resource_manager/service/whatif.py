@@ -2,12 +2,11 @@
 
 Owns: :func:`explain_request`, :func:`pool_queue`, :func:`queue_lengths`.
 
-Each answer runs in a *read* transaction: the committed state (the scheduling cache's published
-view brought up to the database's state version, plus the leases that have lapsed but are not
-expired yet) is given to the pure scheduler, and its decisions are only looked at. Nothing is
-written, so these calls take no write lock and never delay admissions or renewals (they used to
-run a committing cycle under the scheduling lock). The answer is what the next cycle would do
-with the state as it is now.
+Each answer runs in a *read* transaction: the committed state (the scheduling cache's published view
+brought up to the database's state version, plus the leases that have lapsed but are not expired
+yet) is given to the pure scheduler, and its decisions are only looked at. Nothing is written, so
+these calls take no write lock and never delay admissions or renewals. The answer is what the next
+cycle would do with the state as it is now.
 
 Invariants: read-only (no statement here writes or locks rows); the scheduling cache is only
 read through its immutable view, never adopted; the scheduler gets its own configuration index
