@@ -5,30 +5,18 @@ Invariants:
 - One engine (one connection pool) per opened database; nothing here runs at import time.
 - A SQLite file's directory must exist: a mistyped path is refused, never created silently
   (the default store's directory is made by ``wharf.config``).
-- SQLite runs in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s busy timeout;
-  its log is checkpointed by a thread of its own after this process's writes
-  (:mod:`.checkpoints`), not inside a writer's commit.
-  pysqlite's own transaction handling is switched off and every write transaction starts with
-  ``BEGIN IMMEDIATE``: the writer takes the database's write lock *before* it reads, so two
-  processes can neither deadlock on a lock upgrade nor lose an update (read-modify-write is
-  serialised). Read-only transactions use a deferred ``BEGIN`` so readers never wait for writers.
+- SQLite: WAL mode, ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout; the log is
+  checkpointed off the writers' path (:mod:`.checkpoints`). Write transactions start with
+  ``BEGIN IMMEDIATE`` (the write lock is taken *before* reading, so processes neither deadlock
+  on a lock upgrade nor lose an update), after this process's write turn (:mod:`.write_turns`);
+  read-only transactions use a deferred ``BEGIN`` and never wait for writers.
 - :meth:`Database.autocommit` runs statements that are atomic on their own without a
-  transaction around them: each statement commits by itself (no ``BEGIN``/``COMMIT`` round
-  trips; on SQLite the write lock is held only while SQLite executes the statement, never while
-  Python runs between statements). On MySQL/MariaDB it is an ordinary write transaction.
-- Pools keep up to ``POOL_SIZE`` connections open and open at most ``POOL_MAX_OVERFLOW`` more
-  for peaks (20 per process; SQLAlchemy's default of 5 + 10 made a busy server worker open and
-  close a PostgreSQL backend every few requests).
-  A PostgreSQL/MySQL connection that sat unused in the pool for more than
-  ``PING_AFTER_IDLE_SECONDS`` is pinged before use and replaced if dead; one in steady use is
-  not (a ping is a round trip per request), so after a database restart the first statement on
-  each recently used connection fails, which invalidates the whole pool at once.
-- MySQL/MariaDB connections use ``READ COMMITTED`` (as PostgreSQL does by default), so a locking
-  read followed by a plain read in the same transaction sees the same, latest committed data on
-  both servers.
-- in one process, SQLite writers take turns per file (:mod:`.write_turns`) before ``BEGIN
-  IMMEDIATE``: they queue on a lock that passes at once instead of sleeping in SQLite's busy
-  handler, steps holding resources first. Readers never take a turn.
+  surrounding transaction (on MySQL/MariaDB: an ordinary write transaction).
+- Pools keep ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for peaks (SQLAlchemy's
+  5 + 10 made a busy server worker reopen PostgreSQL backends); a PostgreSQL/MySQL connection
+  idle for over ``PING_AFTER_IDLE_SECONDS`` is pinged before use, one in steady use is not
+  (after a database restart its first failure invalidates the whole pool).
+- MySQL/MariaDB connections use ``READ COMMITTED``, as PostgreSQL does by default.
 - :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
   are caught and converted (see :mod:`wharf.sql.errors`).
 """
