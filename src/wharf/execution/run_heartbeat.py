@@ -24,7 +24,7 @@ from uuid import UUID
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError
 from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.store.lost_runs import sweep_quietly
+from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
 from wharf.store.models import (
     OrchestratorProcess,
     PageRequest,
@@ -33,7 +33,7 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunUpdate,
 )
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import Store
 from wharf.store.process_identity import kill_if_ours, own_start_token, this_host
 
 logger = logging.getLogger(__name__)
@@ -84,23 +84,23 @@ _NOT_ENDED = (
 
 
 def end_unattended(
-    store: Store, run: PipelineRunRecord, *, steps: StepRunRepository | None = None
+    store: Store, run: PipelineRunRecord, *, release: ReleaseEnded | None = None
 ) -> PipelineRunRecord:
     """End stopped a stopping run that no orchestrating process beats for, and its unfinished
-    steps, written through ``steps`` (default ``store.steps``; the embedded step-resources
-    port's release their requests as any finished step's); the run as it ends."""
+    steps (``release`` told of each, to release its request); the run as it ends."""
     if run.orchestrator_host is not None or run.status is not ExecutionStatus.STOPPING:
         return run
-    writes = store.steps if steps is None else steps
     unfinished = store.steps.list(
         StepRunFilter(run_id=run.id, statuses=_NOT_ENDED), PageRequest(size=1000)
     ).items
     stopped = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
     for step in unfinished:
         try:
-            writes.update(step.id, stopped)
+            ended = store.steps.update(step.id, stopped)
         except IllegalTransitionError:  # it ended meanwhile
             continue
+        if release is not None:
+            release(ended)
     update = RunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
     try:
         return store.runs.update(run.id, update)
@@ -117,11 +117,11 @@ class RunHeartbeat:
         run_id: UUID,
         interval: float,
         *,
-        steps: StepRunRepository | None = None,
+        release: ReleaseEnded | None = None,
     ) -> None:
-        """``steps``: the step runs that release the requests of steps a sweep ends."""
+        """``release``: told of each step a sweep ended (releases its request)."""
         self._store = store
-        self._steps = steps
+        self._release = release
         self._run_id = run_id
         self._interval = interval
         self._process = orchestrator_process(interval)
@@ -138,12 +138,12 @@ class RunHeartbeat:
         run_id: UUID,
         interval: float,
         *,
-        steps: StepRunRepository | None = None,
+        release: ReleaseEnded | None = None,
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
-        sweep_quietly(store, steps=steps)
-        heartbeat = cls(store, run_id, interval, steps=steps)
+        sweep_quietly(store, release=release)
+        heartbeat = cls(store, run_id, interval, release=release)
         heartbeat._thread.start()
         return heartbeat
 
@@ -162,7 +162,7 @@ class RunHeartbeat:
             else:
                 if killed:
                     logger.warning("Forced stop: killed step processes %s.", killed)
-        sweep_quietly(self._store, steps=self._steps)
+        sweep_quietly(self._store, release=self._release)
 
     def _loop(self) -> None:
         while not self._stopped.wait(self._interval):

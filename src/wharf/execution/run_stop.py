@@ -40,6 +40,7 @@ from wharf.execution.attempts import (
     ProcessResult,
 )
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.models import (
     ArtifactVersionRecord,
     PageRequest,
@@ -48,7 +49,7 @@ from wharf.store.models import (
     StepRunRecord,
     StepRunUpdate,
 )
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import Store
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -80,12 +81,10 @@ class ForcedOutcome:
 
 
 class RunStopper:
-    def __init__(
-        self, store: Store, run_id: UUID, *, steps: StepRunRepository | None = None
-    ) -> None:
-        """``steps``: the step runs a forced stop ends steps through (default ``store.steps``)."""
+    def __init__(self, store: Store, run_id: UUID, *, release: ReleaseEnded | None = None) -> None:
+        """``release``: told of each step a forced stop ended (releases its request)."""
         self._store = store
-        self._steps = steps
+        self._release = release
         self._run_id = run_id
         self._cond = threading.Condition()
         self._regions: set[InterruptibleRegion] = set()
@@ -161,13 +160,15 @@ class RunStopper:
             StepRunFilter(run_id=self._run_id, statuses=UNFINISHED), PageRequest(size=1000)
         ).items
         ended = []
-        writes = self._store.steps if self._steps is None else self._steps
         update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=FORCED_REASON)
         for step in steps:
             try:
-                ended.append(writes.update(step.id, update))
+                stopped = self._store.steps.update(step.id, update)
             except IllegalTransitionError:
                 continue  # it ended meanwhile
+            ended.append(stopped)
+            if self._release is not None:
+                self._release(stopped)
         return ended
 
 

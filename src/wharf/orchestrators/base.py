@@ -38,6 +38,7 @@ from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.frozen_heap import frozen_heap
 from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
+from wharf.execution.resources.port import releaser
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
 from wharf.execution.run_lifecycle import start_run
 from wharf.execution.run_stop import (
@@ -158,11 +159,12 @@ class BaseOrchestrator(ABC):
             run = start_run(services.store, run, self.new_run_id(), process)
         heartbeats = HeartbeatScheduler()
         # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
+        release = releaser(services.resources)
         liveness = RunHeartbeat.start(
-            services.store, run.id, services.heartbeat_interval, steps=services.step_runs
+            services.store, run.id, services.heartbeat_interval, release=release
         )
         services.progress.run_started(run, job.snapshot.spec.name)
-        stopper = RunStopper(services.store, run.id, steps=services.step_runs)
+        stopper = RunStopper(services.store, run.id, release=release)
         signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
         outcome: DagOutcome | DynamicOutcome | ForcedOutcome
         try:

@@ -42,7 +42,7 @@ from wharf.store.models import (
     StepRunFilter,
     StepRunRecord,
 )
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import Store
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import Page as RMPage
@@ -65,10 +65,11 @@ class Client:
         self._swept_at: float | None = None
 
     @property
-    def _step_runs(self) -> StepRunRepository | None:
-        """The step runs that release the requests of the steps this client ends (embedded)."""
-        resources = self._workspace.step_resources
-        return None if resources is None else resources.step_runs
+    def _release(self) -> Callable[[StepRunRecord], None] | None:
+        """What releases the requests of the steps this client ends (embedded mode)."""
+        from wharf.execution.resources.port import releaser
+
+        return releaser(self._workspace.step_resources)
 
     def _sweep_lost_runs(self, *, now: bool = False) -> set[UUID]:
         """Sweep runs whose orchestrator is gone (unless done within the last second and not
@@ -80,7 +81,7 @@ class Client:
             return set()
         self._swept_at = at
         try:
-            return {lost.run.id for lost in sweep_lost_runs(self.store, steps=self._step_runs)}
+            return {lost.run.id for lost in sweep_lost_runs(self.store, release=self._release)}
         except Exception as exc:  # a read must not fail because the sweep did
             logger.warning("Could not sweep lost runs: %s", exc)
             return set()
@@ -211,7 +212,7 @@ class Client:
             run = self.store.runs.update(run.id, update)
         if force:
             kill_step_processes(self.store, run.id)
-            run = end_unattended(self.store, run, steps=self._step_runs)
+            run = end_unattended(self.store, run, release=self._release)
         return run
 
     def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:

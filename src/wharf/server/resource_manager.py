@@ -389,5 +389,7 @@ def pair(state: ServerState, requests: ServerRequests) -> None:
     records), and keep ``requests`` on the state for the request routes."""
     from wharf.server.step_resources import step_runs_with_resources
 
-    state.step_runs = step_runs_with_resources(state.store, requests.requests)
+    step_runs = step_runs_with_resources(state.store, requests.requests)
+    state.step_runs = step_runs
+    state.release_ended = step_runs.release_ended
     state.resource_requests = requests

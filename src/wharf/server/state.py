@@ -22,6 +22,7 @@ from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
 from wharf.server.settings import ServerSettings
+from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.ports import AccountStore, StepRunRepository, Store
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class ServerState:
     """Set by ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
     step_runs: StepRunRepository = field(init=False)
     """The step runs as the step routes write them (``store.steps`` until paired)."""
+    release_ended: ReleaseEnded | None = None
+    """Told of the steps a lost-run sweep ended: releases their requests (set when paired)."""
 
     def __post_init__(self) -> None:
         self.scopes = Scopes(self.store)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from wharf.store.lost_runs import sweep_quietly
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
+from wharf.store.ports import Store
 
 SWEEP_INTERVAL_SECONDS = 10.0
 
@@ -22,11 +22,11 @@ class LostRunSweeper:
         store: Store,
         interval: float = SWEEP_INTERVAL_SECONDS,
         *,
-        steps: StepRunRepository | None = None,
+        release: ReleaseEnded | None = None,
     ) -> None:
-        """``steps``: the step runs that release the requests of steps a sweep ends."""
+        """``release``: told of each step a sweep ended (releases its request)."""
         self._store = store
-        self._steps = steps
+        self._release = release
         self._interval = interval
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wharf-run-sweeper", daemon=True)
@@ -37,7 +37,7 @@ class LostRunSweeper:
 
     def _run(self) -> None:
         while not self._stopped.wait(self._interval):
-            sweep_quietly(self._store, steps=self._steps)
+            sweep_quietly(self._store, release=self._release)
 
     def close(self) -> None:
         self._stopped.set()

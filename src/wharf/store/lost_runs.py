@@ -8,40 +8,35 @@ daemon runs the sweep: every pipeline run sweeps when it starts and while it bea
 reads and stops of runs sweep, and the workspace server sweeps periodically. Each sweep is one
 indexed read when nothing is lost.
 
-Invariant: the steps a sweep ends give back their Resource Manager requests: the step runs
-paired with a Resource Manager release them (the embedded store's, or the step-resource service
-the workspace server passes as ``steps``); a store reached over REST has its server do it.
+Invariant: the steps a sweep ends give back their Resource Manager requests: the caller passes
+a ``release`` callback (the embedded step-resources port's, or the workspace server's
+step-resource service's), told of every step the sweep ended; a store reached over REST has its
+server do it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.store.models import LostRun, StepRunRecord
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.ports import Store
 from wharf.store.process_identity import is_gone, is_ours, this_host
 
 logger = logging.getLogger(__name__)
 
 
-@runtime_checkable
-class ReleasesEnded(Protocol):
-    """Step runs paired with a Resource Manager
-    (:class:`wharf.execution.resources.paired_steps.ResourceAwareStepRuns`): told of steps that
-    another call ended, they release their requests."""
-
-    def updated(self, record: StepRunRecord) -> StepRunRecord: ...
+ReleaseEnded = Callable[[StepRunRecord], object]
+"""Told of a step run another call ended (a sweep, a forced stop): releases its request."""
 
 
 def sweep_lost_runs(
-    store: Store, now: datetime | None = None, *, steps: StepRunRepository | None = None
+    store: Store, now: datetime | None = None, *, release: ReleaseEnded | None = None
 ) -> list[LostRun]:
     """End the runs of ``store`` whose orchestrating process is gone; those it ended.
-    ``steps``: the step runs told of the steps it ended (default ``store.steps``)."""
+    ``release``: told of each step it ended (None: nothing to release here)."""
     now = now or datetime.now(UTC)
     candidates = store.runs.list_sweep_candidates(now, this_host())
     if not candidates:
@@ -60,7 +55,7 @@ def sweep_lost_runs(
                 expired = True
     if not orphaned and not expired:
         return []
-    return end_lost_runs(store, now, orphaned, spared, steps=steps)
+    return end_lost_runs(store, now, orphaned, spared, release=release)
 
 
 def end_lost_runs(
@@ -69,23 +64,21 @@ def end_lost_runs(
     orphaned: Sequence[UUID] = (),
     spared: Sequence[UUID] = (),
     *,
-    steps: StepRunRepository | None = None,
+    release: ReleaseEnded | None = None,
 ) -> list[LostRun]:
-    """``fail_lost_orchestrators`` on ``store``, then release the ended steps' requests through
-    ``steps`` (default ``store.steps``) if it is paired with a Resource Manager."""
+    """``fail_lost_orchestrators`` on ``store``, then tell ``release`` of each step it ended."""
     lost = store.runs.fail_lost_orchestrators(now, orphaned, spared)
-    steps = store.steps if steps is None else steps
     for ended in lost:
         logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)
-        if isinstance(steps, ReleasesEnded):
+        if release is not None:
             for step in ended.steps:
-                steps.updated(step)
+                release(step)
     return lost
 
 
-def sweep_quietly(store: Store, *, steps: StepRunRepository | None = None) -> None:
+def sweep_quietly(store: Store, *, release: ReleaseEnded | None = None) -> None:
     """:func:`sweep_lost_runs` where a failure must not stop the caller (logged)."""
     try:
-        sweep_lost_runs(store, steps=steps)
+        sweep_lost_runs(store, release=release)
     except Exception as exc:
         logger.warning("Could not sweep runs whose orchestrator is gone: %s", exc)

@@ -16,6 +16,7 @@ or announced by the in-process RM), so a step of this process that ends needs no
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Hashable
@@ -25,6 +26,7 @@ from uuid import UUID
 from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import WharfError
 from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
 from wharf.execution.resources.pairing import fixed_account
 from wharf.execution.resources.port import StepResources
@@ -52,6 +54,9 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
         ResourceRequestInfo,
     )
     from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
+
+
+logger = logging.getLogger(__name__)
 
 
 class LazyRequests:
@@ -168,6 +173,12 @@ class EmbeddedStepResources(RoomedResources):
         )
         self.requests = requests
         self.handle = handle
+
+    def release(self, request_id: UUID) -> None:
+        try:
+            self.requests.release(request_id)  # wakes this process's room itself
+        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
+            logger.warning("Could not release resource request %s: %s", request_id, exc)
 
     def close(self) -> None:
         if self.handle is not None:

@@ -327,6 +327,10 @@ class ResourceAwareStepRuns:
                 failed = record
             self._release(failed)
 
+    def release_ended(self, record: StepRunRecord) -> None:
+        """Release the request of ``record``, a step another call ended (a lost-run sweep)."""
+        self._release(record)
+
     def _release(self, record: StepRunRecord) -> None:
         if record.resource_request_id is not None:
             self._release_request(record.resource_request_id, record.name)

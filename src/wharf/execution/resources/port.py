@@ -28,6 +28,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState
+from wharf.store.models import StepRunRecord
 from wharf.store.ports import StepRunRepository
 
 if TYPE_CHECKING:
@@ -65,7 +66,27 @@ class StepResources(Protocol):
         """The allocation is being used: renew for initialization, runtime state submitted."""
         ...
 
+    def release(self, request_id: UUID) -> None:
+        """Give back ``request_id``, whose step another call ended (a forced stop, a lost-run
+        sweep); a failure is logged, never raised (the lease lapses on its own). Does nothing
+        where the server releases (team mode)."""
+        ...
+
     def step_ended(self, *, elsewhere: bool) -> None:
         """A step that held resources ended and its request was released (``elsewhere``: by
         another process, e.g. the step's own): wake the waiters whose request left the queue."""
         ...
+
+
+def releaser(resources: StepResources | None) -> Callable[[StepRunRecord], None] | None:
+    """What releases the request of a step run another call ended, through ``resources``
+    (None: no port, nothing to release); given to forced stops and lost-run sweeps."""
+    if resources is None:
+        return None
+    port = resources
+
+    def release(step: StepRunRecord) -> None:
+        if step.resource_request_id is not None:
+            port.release(step.resource_request_id)
+
+    return release

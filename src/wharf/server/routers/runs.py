@@ -181,7 +181,7 @@ def build_router() -> APIRouter:
         ctx.access.require_account("sweep runs")
         orphaned = [run_id for run_id in body.orphaned if _writable(ctx, run_id)]
         now = _sweep_time(ctx, body.now)
-        lost = end_lost_runs(ctx.store, now, orphaned, body.spared, steps=ctx.state.step_runs)
+        lost = end_lost_runs(ctx.store, now, orphaned, body.spared, release=ctx.state.release_ended)
         return items_response([r for r in lost if _visible(ctx, r.run.project_id)])
 
     @router.put("/{run_id}/heartbeat", response_model=RunHeartbeatResponse)
