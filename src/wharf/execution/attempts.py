@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.execution import step_writes
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
@@ -64,8 +65,8 @@ def finish_attempt(
     store = services.store
     if error is None:
         try:
-            final, versions = services.step_runs.finish(
-                record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
+            final, versions = step_writes.finish(
+                services, record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
             )
         except IllegalTransitionError:
             # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
@@ -94,7 +95,7 @@ def finish_attempt(
             status_reason=reason,
         )
     try:
-        return services.step_runs.update(record.id, update), {}
+        return step_writes.update(services, record.id, update), {}
     except IllegalTransitionError:
         return store.steps.get(record.id), {}
 
@@ -111,7 +112,7 @@ def heartbeat_for(
     interval: float,
 ) -> HeartbeatWorker:
     def beat(liveness_timeout: float) -> HeartbeatResponse:
-        return services.step_runs.update_heartbeat(record.id, liveness_timeout)
+        return step_writes.heartbeat(services, record.id, liveness_timeout)
 
     def on_stop(response: HeartbeatResponse) -> None:
         what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
@@ -283,7 +284,7 @@ class IsolatedExecutor:
             # Start the liveness clock now: a process that hangs before its first beat is
             # then lost like any other.
             interval = self.services.heartbeat_interval
-            self.services.step_runs.update_heartbeat(record.id, liveness_timeout_for(interval))
+            step_writes.heartbeat(self.services, record.id, liveness_timeout_for(interval))
         try:
             result = self._wait(backend, handle, record)
         finally:
@@ -307,7 +308,7 @@ class IsolatedExecutor:
             result = backend.wait_attempt(handle, self.services.heartbeat_interval)
             if result is not None:
                 return result
-            self.services.step_runs.fail_lost_heartbeats(self.services.clock(), record.run_id)
+            step_writes.fail_lost_heartbeats(self.services, self.services.clock(), record.run_id)
             if store.steps.get(record.id).status.is_finished:
                 backend.cancel_attempt(handle)
                 final = backend.wait_attempt(handle, None)
@@ -323,6 +324,6 @@ class IsolatedExecutor:
         else:
             update = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=failed)
         try:
-            return self.services.step_runs.update(record.id, update)
+            return step_writes.update(self.services, record.id, update)
         except IllegalTransitionError:
             return store.steps.get(record.id)

@@ -20,8 +20,8 @@ Each of these moments is told to ``services.progress`` (started, cached, waiting
 retrying, ended) from what the launcher holds already: no store call of its own.
 
 A step that asks for resources is queued when ``services.resources`` (the step-resources port,
-:mod:`wharf.execution.resources`) is there: its step run is created queued through
-``services.step_runs`` (which makes its request in embedded mode; the server does in team
+:mod:`wharf.execution.resources`) is there: its request is made through that port before its
+queued step run is written (:mod:`wharf.execution.step_writes`; the server makes it in team
 mode), and the launcher waits for the allocation, marks it started and tells the port when the
 step ended, all through that port.
 """
@@ -39,6 +39,7 @@ from uuid import UUID
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import RunStoppingError, WharfError
+from wharf.execution import step_writes
 from wharf.execution.allocation import AllocationFailedError
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
@@ -162,7 +163,7 @@ class StepLauncher:
     def _fail_before_start(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord], reason: str
     ) -> StepOutcome:
-        record = self._services.step_runs.create(
+        record = self._services.store.steps.create(
             StepRunCreate.model_validate(
                 {
                     **self._base_create(spec, inputs),
@@ -197,7 +198,7 @@ class StepLauncher:
         record = found.recorded
         if record is None:
             own = create.model_copy(update={"spec": spec if self._record_specs else None})
-            record = self._services.step_runs.create(own.reusing(found.step))
+            record = self._services.store.steps.create(own.reusing(found.step))
         versions = self._services.versions
         outputs = versions.outputs_of(store, found.step, found.outputs.values())
         self._services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
@@ -234,7 +235,7 @@ class StepLauncher:
             # goes before the creation of steps that will wait (the caller ends the stretch).
             holders.begin()
         allocated = resources.mark_started(request_id, settings)
-        running = services.step_runs.update(
+        running = services.store.steps.update(
             record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
         )
         return running, allocated
@@ -269,7 +270,8 @@ class StepLauncher:
             # The lookup records a hit itself (one call) unless the cached step run would get
             # a different spec: a queued step sends its spec for its resource request only,
             # while a cached step run holds one only where every step run does.
-            found = services.step_runs.find_cached_or_create(
+            found = step_writes.find_cached_or_create(
+                services,
                 create,
                 services.project_id,
                 lookup_time,
@@ -279,7 +281,7 @@ class StepLauncher:
                 return self._publish_cached(spec, create, found)
             return found.step
         try:
-            return services.step_runs.create(create)
+            return step_writes.create(services, create)
         except RunStoppingError as exc:
             if previous is None:
                 raise
@@ -313,7 +315,8 @@ class StepLauncher:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
                     except AllocationFailedError as exc:
-                        final = services.step_runs.update(
+                        final = step_writes.update(
+                            services,
                             record.id,
                             StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
                         )

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
     from wharf.artifacts.materializers.registry import MaterializerRegistry
     from wharf.artifacts.store import ArtifactStore
     from wharf.execution.resources.port import StepResources
-    from wharf.store.ports import StepRunRepository, Store
+    from wharf.store.ports import Store
 
 
 def utc_now() -> datetime:
@@ -69,13 +69,6 @@ class RunServices:
     resources: StepResources | None = None
     """The port through which steps that ask for resources wait for their allocation
     (``wharf.execution.resources``); None: no Resource Manager, steps run without requests."""
-
-    @property
-    def step_runs(self) -> StepRunRepository:
-        """The step runs as the engine writes them: the port's where it pairs step-run writes
-        with requests, renewals and releases itself (embedded), else the store's."""
-        paired = self.resources.step_runs if self.resources is not None else None
-        return self.store.steps if paired is None else paired
 
 
 def for_run(services: RunServices, run_id: UUID) -> RunServices:

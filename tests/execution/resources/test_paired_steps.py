@@ -20,7 +20,7 @@ from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunCreate, StepRunUpdate
 
 
-def test_embedded_pairing_keeps_the_combined_calls(
+def test_embedded_port_makes_explicit_calls_and_the_store_only_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WHARF_HOME", str(tmp_path))
@@ -30,7 +30,7 @@ def test_embedded_pairing_keeps_the_combined_calls(
     try:
         resources = workspace.step_resources
         assert resources is not None
-        assert isinstance(resources.step_runs, ResourceAwareStepRuns)  # what the engine writes
+        assert not hasattr(resources, "step_runs")  # the engine calls request/renew/release
         assert not isinstance(workspace.store.steps, ResourceAwareStepRuns)  # it only stores
     finally:
         workspace.close()

@@ -16,7 +16,6 @@ or announced by the in-process RM), so a step of this process that ends needs no
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Hashable
@@ -26,8 +25,7 @@ from uuid import UUID
 from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.core.errors import WharfError
-from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+from wharf.execution.resources.paired_steps import StepRequester
 from wharf.execution.resources.pairing import fixed_account
 from wharf.execution.resources.port import StepResources
 from wharf.execution.resources.wait_room import (
@@ -38,8 +36,8 @@ from wharf.execution.resources.wait_room import (
     left_queue_of,
 )
 from wharf.execution.resources.waiting import RoomedResources
-from wharf.store.models import UserRecord
-from wharf.store.ports import StepRunRepository, Store
+from wharf.store.models import StepRunCreate, UserRecord
+from wharf.store.ports import Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (
@@ -54,9 +52,6 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
         ResourceRequestInfo,
     )
     from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
-
-
-logger = logging.getLogger(__name__)
 
 
 class LazyRequests:
@@ -166,19 +161,22 @@ class EmbeddedStepResources(RoomedResources):
         self,
         requests: LazyRequests,
         handle: ResourceManagerHandle | None = None,
-        step_runs: StepRunRepository | None = None,
+        *,
+        requester: StepRequester,
     ) -> None:
-        super().__init__(
-            lambda: requests, requests.wait_room, releases_seen_here=True, step_runs=step_runs
-        )
+        super().__init__(lambda: requests, requests.wait_room, releases_seen_here=True)
         self.requests = requests
         self.handle = handle
+        self._requester = requester
+
+    def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
+        return self._requester.request(step_id, step)
+
+    def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
+        return self._requester.renew(request_id, liveness_timeout_seconds)
 
     def release(self, request_id: UUID) -> None:
-        try:
-            self.requests.release(request_id)  # wakes this process's room itself
-        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
-            logger.warning("Could not release resource request %s: %s", request_id, exc)
+        self._requester.release(request_id)  # through ``requests``: wakes the room itself
 
     def close(self) -> None:
         if self.handle is not None:
@@ -209,8 +207,8 @@ def connect_configured(
         store.resource_requests = requests
     # else several workspaces on one store share the requests client of the first: their
     # waiters must sit in the room its creations and releases wake.
-    step_runs = ResourceAwareStepRuns(store.steps, store, requests, fixed_account(user))
-    return EmbeddedStepResources(requests, handle, step_runs)
+    requester = StepRequester(store, requests, fixed_account(user))
+    return EmbeddedStepResources(requests, handle, requester=requester)
 
 
 def _conforms(resources: EmbeddedStepResources) -> StepResources:

@@ -27,10 +27,11 @@ call. What a request says is built in :mod:`.step_requests`.
 Invariant: only this wrapper records a step's ``resource_request_id`` (a caller's value is
 ignored), so a heartbeat or a finish never renews or releases a request the step did not get.
 
-It lives with the step-resources port, not in the store, and is never installed on a store:
-the embedded port hands it to the engine as the step runs it writes through
-(``RunServices.step_runs``), the workspace server's step-resource service to its step routes;
-the store only keeps the step run's ``resource_request_id`` column.
+:class:`StepRequester` holds the explicit calls (request, renew, release) that the embedded
+step-resources port makes for the engine (:mod:`wharf.execution.step_writes`);
+:class:`ResourceAwareStepRuns` wraps them around a step-run repository for the workspace
+server's step routes. Neither is ever installed on a store: the store only keeps the step
+run's ``resource_request_id`` column.
 """
 
 from __future__ import annotations
@@ -130,8 +131,82 @@ def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
     return update.model_copy(update={"resource_request_id": None})
 
 
-class ResourceAwareStepRuns:
-    """A ``StepRunRepository`` that keeps the Resource Manager in step with step runs."""
+class StepRequester:
+    """Makes, renews and releases the requests of steps through ``requests`` (see the module
+    docstring): the explicit calls the embedded step-resources port makes for the engine."""
+
+    def __init__(self, store: Store, requests: StepRequests, account: AccountOf) -> None:
+        self._store = store
+        self._requests = requests
+        self._account = account
+        self._runs: OrderedDict[UUID, RunSubjects] = OrderedDict()
+        self._runs_lock = threading.Lock()
+
+    def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
+        """Renew ``request_id``'s lease for the liveness timeout (runtime state running); why
+        its step must be cancelled if the request is reclaimed, gone or otherwise over, else
+        None (also when the RM is unreachable: the step keeps running while its lease holds)."""
+        try:
+            request = self._requests.renew(
+                request_id,
+                math.ceil(liveness_timeout_seconds),
+                ResourceRequestRuntimeState.RUNNING,
+            )
+        except EntityNotFoundError:
+            return f"its resource request {request_id} is gone"
+        except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
+            logger.warning("Could not renew the lease of request %s: %s", request_id, exc)
+            return None
+        if request.status in RECLAIMED:
+            return f"its resource request {request.id} is {request.status.value}"
+        return None
+
+    def request(self, step_id: UUID, step: StepRunCreate) -> UUID:
+        """Make the request of the queued step ``step`` that will be written as ``step_id``."""
+        return self._create_request(step_id, step)
+
+    def release(self, request_id: UUID) -> None:
+        """Release ``request_id`` (a failure is logged: the lease lapses on its own)."""
+        try:
+            self._requests.release(request_id)
+        except WharfError as exc:
+            logger.warning("Could not release resource request %s: %s", request_id, exc)
+
+    def _release_request(self, request_id: UUID, step_name: str) -> None:
+        try:
+            self._requests.release(request_id)
+        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
+            logger.warning(
+                "Could not release resource request %s of step %s: %s", request_id, step_name, exc
+            )
+
+    def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
+        from wharf.execution.resources.step_requests import step_request
+
+        spec = step_request(self._run_subjects(step.run_id), step_id, step)
+        return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
+
+    def _run_subjects(self, run_id: UUID) -> RunSubjects:
+        """The run's shared subjects, read once per run (a run's steps ask many times)."""
+        from wharf.execution.resources.step_requests import run_subjects
+
+        with self._runs_lock:
+            known = self._runs.get(run_id)
+            if known is not None:
+                self._runs.move_to_end(run_id)
+                return known
+        run = self._store.runs.get(run_id)
+        subjects = run_subjects(self._store, run, self._account(run))
+        with self._runs_lock:
+            self._runs[run_id] = subjects
+            while len(self._runs) > RUNS_REMEMBERED:
+                self._runs.popitem(last=False)
+        return subjects
+
+
+class ResourceAwareStepRuns(StepRequester):
+    """A ``StepRunRepository`` that keeps the Resource Manager in step with step runs (the
+    workspace server's step routes write through it)."""
 
     def __init__(
         self,
@@ -140,12 +215,8 @@ class ResourceAwareStepRuns:
         requests: StepRequests,
         account: AccountOf,
     ) -> None:
+        super().__init__(store, requests, account)
         self._inner = inner
-        self._store = store
-        self._requests = requests
-        self._account = account
-        self._runs: OrderedDict[UUID, RunSubjects] = OrderedDict()
-        self._runs_lock = threading.Lock()
 
     # -------------------------------------------------------------- delegated as they are
 
@@ -239,20 +310,8 @@ class ResourceAwareStepRuns:
         request_id = response.resource_request_id
         if response.status not in HOLDING or request_id is None:
             return response
-        try:
-            request = self._requests.renew(
-                request_id,
-                math.ceil(liveness_timeout_seconds),
-                ResourceRequestRuntimeState.RUNNING,
-            )
-            reclaimed = request.status in RECLAIMED
-            why = f"its resource request {request.id} is {request.status.value}"
-        except EntityNotFoundError:
-            reclaimed, why = True, f"its resource request {request_id} is gone"
-        except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
-            logger.warning("Could not renew the lease of step %s: %s", step_run_id, exc)
-            return response
-        if not reclaimed or response.status is not ExecutionStatus.RUNNING:
+        why = self.renew(request_id, liveness_timeout_seconds)
+        if why is None or response.status is not ExecutionStatus.RUNNING:
             return response
         try:
             self._inner.update(
@@ -334,34 +393,3 @@ class ResourceAwareStepRuns:
     def _release(self, record: StepRunRecord) -> None:
         if record.resource_request_id is not None:
             self._release_request(record.resource_request_id, record.name)
-
-    def _release_request(self, request_id: UUID, step_name: str) -> None:
-        try:
-            self._requests.release(request_id)
-        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
-            logger.warning(
-                "Could not release resource request %s of step %s: %s", request_id, step_name, exc
-            )
-
-    def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
-        from wharf.execution.resources.step_requests import step_request
-
-        spec = step_request(self._run_subjects(step.run_id), step_id, step)
-        return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
-
-    def _run_subjects(self, run_id: UUID) -> RunSubjects:
-        """The run's shared subjects, read once per run (a run's steps ask many times)."""
-        from wharf.execution.resources.step_requests import run_subjects
-
-        with self._runs_lock:
-            known = self._runs.get(run_id)
-            if known is not None:
-                self._runs.move_to_end(run_id)
-                return known
-        run = self._store.runs.get(run_id)
-        subjects = run_subjects(self._store, run, self._account(run))
-        with self._runs_lock:
-            self._runs[run_id] = subjects
-            while len(self._runs) > RUNS_REMEMBERED:
-                self._runs.popitem(last=False)
-        return subjects

@@ -6,13 +6,12 @@ workspace server's request routes, :mod:`wharf.execution.resources.team`). The l
 explicitly (``RunServices.resources``; None: steps run without requests) and never reaches for a
 Resource Manager client through the store.
 
-A step's request is made when its queued step run is created and released with the step run's
-final status; heartbeats renew it. In embedded mode the engine writes step runs through the
-port's :attr:`StepResources.step_runs`, which does that; in team mode the workspace server's
-step routes do it (``step_runs`` is None: the engine writes to the store). Through this port
-the launcher also waits for the allocation, marks the step started, and tells the port when a
-step that held resources ended, so the waiters of this process whose request left the queue are
-woken at once.
+A step's request is made (:meth:`StepResources.request`) before its queued step run is written,
+renewed on its heartbeats and released wherever the step ends; the engine makes these calls
+itself (:mod:`wharf.execution.step_writes`), and the team adapter's do nothing (the workspace
+server's step routes do the work). Through this port the launcher also waits for the
+allocation, marks the step started, and tells the port when a step that held resources ended,
+so the waiters of this process whose request left the queue are woken at once.
 
 Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
 gate see every step of the process that asks for resources.
@@ -28,8 +27,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState
-from wharf.store.models import StepRunRecord
-from wharf.store.ports import StepRunRepository
+from wharf.store.models import StepRunCreate, StepRunRecord
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -38,10 +36,16 @@ if TYPE_CHECKING:
 class StepResources(Protocol):
     """A step's resources as the engine sees them (see the module docstring)."""
 
-    @property
-    def step_runs(self) -> StepRunRepository | None:
-        """The step runs the engine writes through: each write of a step that asks for
-        resources requests, renews or releases them (None: the store's, whose server does)."""
+    def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
+        """Make the request of ``step``, a queued step that asks for resources and will be
+        written as ``step_id``; its id (None where the server makes it: team mode). Raises
+        ``WharfError`` when the request cannot be made."""
+        ...
+
+    def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
+        """Renew the lease of a running step's request on its heartbeat; why the step must be
+        cancelled if the request was reclaimed or is over, else None (team mode: always None,
+        the server renews)."""
         ...
 
     @property

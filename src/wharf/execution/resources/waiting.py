@@ -20,7 +20,7 @@ from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.execution.allocation import AllocationWaiter
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState, WaitRoom
-from wharf.store.ports import StepRunRepository
+from wharf.store.models import StepRunCreate
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -46,16 +46,10 @@ class RoomedResources:
         room: WaitRoom,
         *,
         releases_seen_here: bool,
-        step_runs: StepRunRepository | None = None,
     ) -> None:
         self._requests = requests
         self._seen_here = releases_seen_here
-        self._step_runs = step_runs
         self.room = room
-
-    @property
-    def step_runs(self) -> StepRunRepository | None:
-        return self._step_runs
 
     @property
     def holders(self) -> HoldersFirst:
@@ -82,9 +76,17 @@ class RoomedResources:
             ResourceRequestRuntimeState.SUBMITTED,
         )
 
-    def release(self, request_id: UUID) -> None:
-        """Nothing here: the releases of a team's steps are its server's (the embedded adapter
+    def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
+        """None here: a team's server makes its steps' requests (the embedded adapter
         overrides it)."""
+        return None
+
+    def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
+        """None here: a team's server renews its steps' requests (overridden likewise)."""
+        return None
+
+    def release(self, request_id: UUID) -> None:
+        """Nothing here: the releases of a team's steps are its server's (overridden likewise)."""
 
     def step_ended(self, *, elsewhere: bool) -> None:
         if elsewhere or not self._seen_here:

@@ -1,0 +1,183 @@
+"""The engine's step-run writes that a step's resources go with, made through the port.
+
+Owns the explicit calls of the resource path: a queued step that asks for resources gets its
+request (:meth:`StepResources.request`) before its row is written, so the row is written once,
+request id included (a cache hit gets none: the cache is looked up first, and a request made
+for a step that another run cached meanwhile is released); a heartbeat of a step that holds
+its resources renews them and turns a reclaimed request into a ``cancelling`` step; a write
+that ends a step (finished or retrying) releases them. Without a port (no Resource Manager)
+these are the store's plain calls; with the team adapter its calls do nothing and the
+workspace server does the work in its step routes.
+
+Invariant: only these calls set a step's ``resource_request_id`` in embedded mode, and every
+write that ends a step that holds a request goes through :func:`ended` (or the release
+callback of a forced stop or a lost-run sweep), so no request outlives its step's final status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from uuid import UUID
+
+from wharf.config.spec import wants_resources
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.core.ids import new_id
+from wharf.execution.services import RunServices
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    CachedOrCreated,
+    HeartbeatResponse,
+    StepRunCreate,
+    StepRunRecord,
+    StepRunUpdate,
+)
+
+logger = logging.getLogger(__name__)
+
+HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
+"""Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
+its resources until its shutdown completes (its final status releases them)."""
+
+
+def ended(services: RunServices, record: StepRunRecord) -> StepRunRecord:
+    """``record`` as a write left it: its request is released if the step ended."""
+    resources = services.resources
+    if (
+        resources is not None
+        and record.resource_request_id is not None
+        and (record.status.is_finished or record.status is ExecutionStatus.RETRYING)
+    ):
+        resources.release(record.resource_request_id)
+    return record
+
+
+def update(services: RunServices, step_id: UUID, change: StepRunUpdate) -> StepRunRecord:
+    """``store.steps.update``, releasing the step's request if it ended."""
+    return ended(services, services.store.steps.update(step_id, change))
+
+
+def finish(
+    services: RunServices,
+    step_id: UUID,
+    change: StepRunUpdate,
+    outputs: Mapping[str, ArtifactVersionCreate],
+) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+    """``store.steps.finish``, releasing the step's request."""
+    record, versions = services.store.steps.finish(step_id, change, outputs)
+    return ended(services, record), versions
+
+
+def heartbeat(services: RunServices, step_id: UUID, liveness_timeout: float) -> HeartbeatResponse:
+    """The step's heartbeat; a step holding a request renews it, and a running step whose
+    request was reclaimed (or is over) is answered (and recorded) ``cancelling``."""
+    response = services.store.steps.update_heartbeat(step_id, liveness_timeout)
+    resources = services.resources
+    request_id = response.resource_request_id
+    if resources is None or request_id is None or response.status not in HOLDING:
+        return response
+    why = resources.renew(request_id, liveness_timeout)
+    if why is None or response.status is not ExecutionStatus.RUNNING:
+        return response
+    cancelling = StepRunUpdate(
+        status=ExecutionStatus.CANCELLING, status_reason=f"Cancelling: {why}."
+    )
+    try:
+        services.store.steps.update(step_id, cancelling)
+    except IllegalTransitionError:
+        return response
+    return response.model_copy(update={"status": ExecutionStatus.CANCELLING})
+
+
+def fail_lost_heartbeats(services: RunServices, now: datetime, run_id: UUID) -> list[StepRunRecord]:
+    """``store.steps.fail_lost_heartbeats``, releasing the requests of the steps it failed."""
+    failed = services.store.steps.fail_lost_heartbeats(now, run_id)
+    for step in failed:
+        ended(services, step)
+    return failed
+
+
+def _requested(services: RunServices, create: StepRunCreate) -> StepRunCreate:
+    """``create`` with its request made, if it is a queued step that asks for resources and the
+    port makes requests here (raises the port's ``WharfError``)."""
+    resources = services.resources
+    if (
+        resources is None
+        or create.status is not ExecutionStatus.QUEUED
+        or not wants_resources(create.spec)
+    ):
+        return create
+    step_id = create.id or new_id()
+    request_id = resources.request(step_id, create)
+    if request_id is None:
+        return create
+    return create.model_copy(update={"id": step_id, "resource_request_id": request_id})
+
+
+def _release(services: RunServices, request_id: UUID | None) -> None:
+    if request_id is not None and services.resources is not None:
+        services.resources.release(request_id)
+
+
+def _written(
+    services: RunServices,
+    create: StepRunCreate,
+    write: Callable[[StepRunCreate], StepRunRecord],
+) -> tuple[StepRunRecord, UUID | None]:
+    """Write ``create`` with its request; the record and the id of the request made for it.
+    If the request fails, the step is written all the same and ends failed with the reason,
+    and the error is raised; if the write fails, the request is released."""
+    try:
+        ready = _requested(services, create)
+    except WharfError as exc:
+        record = write(create)
+        reason = f"Could not request resources: {exc}"
+        try:
+            services.store.steps.update(
+                record.id, StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
+            )
+        except WharfError as failed:  # the request's error matters more than this one
+            logger.warning("Could not mark step %s failed: %s", record.name, failed)
+        raise
+    try:
+        return write(ready), ready.resource_request_id
+    except BaseException:
+        _release(services, ready.resource_request_id)
+        raise
+
+
+def create(services: RunServices, step: StepRunCreate) -> StepRunRecord:
+    """``store.steps.create``, a queued step that asks for resources with its request."""
+    return _written(services, step, services.store.steps.create)[0]
+
+
+def find_cached_or_create(
+    services: RunServices,
+    step: StepRunCreate,
+    project_id: UUID,
+    now: datetime,
+    *,
+    record_hit: bool,
+) -> CachedOrCreated:
+    """``store.steps.find_cached_or_create``; only a step that will run gets a request (the
+    cache is looked up first), released if another run cached the step meanwhile."""
+    steps = services.store.steps
+    if (
+        services.resources is None
+        or step.cache_key is None
+        or steps.find_cached(project_id, step.cache_key, now) is not None
+    ):
+        return steps.find_cached_or_create(step, project_id, now, record_hit=record_hit)
+    found: list[CachedOrCreated] = []
+
+    def write(ready: StepRunCreate) -> StepRunRecord:
+        found.append(steps.find_cached_or_create(ready, project_id, now, record_hit=record_hit))
+        return found[-1].step
+
+    _, request_id = _written(services, step, write)
+    if not found[-1].created:  # a run of it finished meanwhile: cached, no request needed
+        _release(services, request_id)
+    return found[-1]
