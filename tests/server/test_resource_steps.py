@@ -319,7 +319,7 @@ def test_without_a_resource_manager_asking_steps_fail_at_creation(
         rest.steps.create(team.queued(run, "wants"))
     plain = rest.steps.create(team.queued(run, resources=None))
     _running(team, plain)
-    with caplog.at_level(logging.WARNING, logger="wharf.execution.resources.paired_steps"):
+    with caplog.at_level(logging.WARNING, logger="wharf.execution.resources.requester"):
         assert rest.steps.update_heartbeat(plain.id, 30).status is ExecutionStatus.RUNNING
         rest.steps.update(plain.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))
     assert caplog.records == []  # a step without a request never reaches for the RM
@@ -346,9 +346,9 @@ def test_requests_made_elsewhere_are_not_the_workspaces(team: Team) -> None:
 
 def test_the_server_store_only_stores(team: Team) -> None:
     """The step routes write through the step-resource service; the store is not wrapped."""
-    from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+    from wharf.server.step_resources import StepResourceService
 
     state = team.world.state
-    assert not isinstance(state.store.steps, ResourceAwareStepRuns)
+    assert not isinstance(state.store.steps, StepResourceService)
     assert state.store.resource_requests is None
-    assert isinstance(state.step_runs, ResourceAwareStepRuns)
+    assert isinstance(state.step_runs, StepResourceService)

@@ -387,9 +387,9 @@ def pair(state: ServerState, requests: ServerRequests) -> None:
     """Give the state the step-resource application service its step routes write step runs
     through (:mod:`wharf.server.step_resources`; requests are made for the user each run
     records), and keep ``requests`` on the state for the request routes."""
-    from wharf.server.step_resources import step_runs_with_resources
+    from wharf.server.step_resources import StepResourceService
 
-    step_runs = step_runs_with_resources(state.store, requests.requests)
+    step_runs = StepResourceService(state.store, requests.requests)
     state.step_runs = step_runs
     state.release_ended = step_runs.release_ended
     state.resource_requests = requests

@@ -27,6 +27,7 @@ from wharf.store.ports import AccountStore, StepRunRepository, Store
 
 if TYPE_CHECKING:
     from wharf.server.resource_manager import ServerRequests
+    from wharf.server.step_resources import StepResourceService
 
 
 @dataclass
@@ -43,7 +44,7 @@ class ServerState:
     """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
     resource_requests: ServerRequests | None = None
     """Set by ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
-    step_runs: StepRunRepository = field(init=False)
+    step_runs: StepRunRepository | StepResourceService = field(init=False)
     """The step runs as the step routes write them (``store.steps`` until paired)."""
     release_ended: ReleaseEnded | None = None
     """Told of the steps a lost-run sweep ended: releases their requests (set when paired)."""

@@ -1,29 +1,244 @@
 """The step-resource application service: what the workspace server's step routes do besides
 storing a step run.
 
-Owns :func:`step_runs_with_resources`: the step runs of the server's store as its step routes and
-its lost-run sweeps write them. A queued step that asks for resources gets its Resource Manager
-request (for the user its run records) before its row is written, a heartbeat renews it and turns
-a reclaimed request into a ``cancelling`` step, a final status releases it
-(:class:`wharf.execution.resources.paired_steps.ResourceAwareStepRuns` does the work).
+Owns :class:`StepResourceService`, on ``ServerState.step_runs``: the step routes and the
+lost-run sweeps write step runs through it. A queued step that asks for resources gets its
+Resource Manager request (for the user its run records) before its row is written, so the row
+is written once, request id included (a step that turns out cached makes none: the cache is
+looked up first, and a request made for a step that a concurrent run cached meanwhile is
+released); a heartbeat renews it and turns a reclaimed request into a ``cancelling`` step; a
+finished or retrying status releases it. The calls themselves are the engine's
+(:class:`wharf.execution.resources.requester.StepRequester`). The combined calls
+(``create_many``, ``find_cached_or_create``, ``finish``) stay one store call each. A batch in
+which a request fails is written all the same, its asking steps end failed (requests already
+made are released) and the error is raised.
 
-Invariant: the server's store is never wrapped: ``state.store.steps`` only stores, and every
-step write a route makes goes through ``state.step_runs``, so a client's ``resource_request_id``
-never reaches the store (only a request the server made for the step does).
+Invariant: the server's store is never wrapped; a client's ``resource_request_id`` is stripped
+from every step write, so a step only ever points at a request the server made for it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import builtins
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from uuid import UUID
 
-from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
+from wharf.config.spec import wants_resources
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.core.ids import new_id
 from wharf.execution.resources.pairing import recorded_user
+from wharf.execution.resources.requester import StepRequester, StepRequests
+from wharf.store.models import (
+    ArtifactVersionCreate,
+    ArtifactVersionRecord,
+    CachedOrCreated,
+    HeartbeatResponse,
+    StepRunCreate,
+    StepRunRecord,
+    StepRunUpdate,
+)
 from wharf.store.ports import Store
 
-if TYPE_CHECKING:
-    from wharf.execution.resources.embedded import LazyRequests
+logger = logging.getLogger(__name__)
+
+HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
+"""Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
+its resources until its shutdown completes (its final status releases them)."""
 
 
-def step_runs_with_resources(store: Store, requests: LazyRequests) -> ResourceAwareStepRuns:
-    """``store``'s step runs, each write paired with the Resource Manager behind ``requests``."""
-    return ResourceAwareStepRuns(store.steps, store, requests, recorded_user(store))
+def _asks_for_resources(step: StepRunCreate) -> bool:
+    return step.status is ExecutionStatus.QUEUED and wants_resources(step.spec)
+
+
+def _no_request(step: StepRunCreate) -> StepRunCreate:
+    """``step`` without a request id: only the server sets one, for a request it made."""
+    if step.resource_request_id is None:
+        return step
+    return step.model_copy(update={"resource_request_id": None})
+
+
+def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
+    """``update`` minus any request id: pointing a step at another request would let its
+    heartbeats and its finish renew or release a request it does not hold."""
+    if update.resource_request_id is None:
+        return update
+    return update.model_copy(update={"resource_request_id": None})
+
+
+class StepResourceService(StepRequester):
+    """The step writes of the server's routes, with their steps' requests (see the module
+    docstring)."""
+
+    def __init__(self, store: Store, requests: StepRequests) -> None:
+        super().__init__(store, requests, recorded_user(store))
+        self._inner = store.steps
+
+    # -------------------------------------------------------------- with resources
+
+    def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
+        """The lookup before a step's request is made (a hit needs none)."""
+        return self._inner.find_cached(project_id, cache_key, now)
+
+    def fail_lost_heartbeats(
+        self, now: datetime, run_id: UUID | None = None
+    ) -> builtins.list[StepRunRecord]:
+        failed = self._inner.fail_lost_heartbeats(now, run_id)
+        for step in failed:
+            self._release(step)
+        return failed
+
+    def create(self, step: StepRunCreate) -> StepRunRecord:
+        return self.create_requested([step], lambda ready: [self._inner.create(ready[0])])[0]
+
+    def create_requested(
+        self,
+        steps: Sequence[StepRunCreate],
+        write: Callable[[builtins.list[StepRunCreate]], builtins.list[StepRunRecord]],
+    ) -> builtins.list[StepRunRecord]:
+        """Write ``steps`` with ``write`` (one store call), each queued step that asks for
+        resources named beforehand and given its request first, so its row is written once,
+        request id included. If a request fails, the steps are written all the same, those
+        that asked for resources end failed (requests already made are released) and the
+        error is raised: a batch is all or nothing for the caller, even where the RM could
+        not take part. If the write fails, the requests made for it are released."""
+        ready, error = self.with_requests(steps)
+        try:
+            records = write(ready)
+        except BaseException:
+            self.release_requests(ready)
+            raise
+        if error is not None:
+            self.fail_unrequested(list(zip(records, steps, strict=True)), f"{error}")
+            raise error
+        return records
+
+    def with_requests(
+        self, steps: Sequence[StepRunCreate]
+    ) -> tuple[builtins.list[StepRunCreate], WharfError | None]:
+        """``steps`` ready to write: each queued step that asks for resources with a fresh id and
+        the request made for it, every other one without a request id (whatever its caller
+        set); and the error of the first request that failed (no more are made after it)."""
+        ready: builtins.list[StepRunCreate] = []
+        error: WharfError | None = None
+        for step in steps:
+            if error is not None or not _asks_for_resources(step):
+                ready.append(_no_request(step))
+                continue
+            step_id = step.id or new_id()
+            try:
+                request_id = self._create_request(step_id, step)
+            except WharfError as exc:
+                error = exc
+                ready.append(_no_request(step))
+                continue
+            ready.append(step.model_copy(update={"id": step_id, "resource_request_id": request_id}))
+        return ready, error
+
+    def release_requests(self, steps: Sequence[StepRunCreate]) -> None:
+        """Release the requests made for ``steps`` (by :meth:`with_requests`)."""
+        for step in steps:
+            if step.resource_request_id is not None:
+                self._release_request(step.resource_request_id, step.name)
+
+    def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
+        return self.updated(self._inner.update(step_run_id, without_request_id(update)))
+
+    def updated(self, record: StepRunRecord) -> StepRunRecord:
+        """``record`` as an update left it: its request is released if the step ended."""
+        if record.status.is_finished or record.status is ExecutionStatus.RETRYING:
+            self._release(record)
+        return record
+
+    def update_heartbeat(
+        self, step_run_id: UUID, liveness_timeout_seconds: float
+    ) -> HeartbeatResponse:
+        response = self._inner.update_heartbeat(step_run_id, liveness_timeout_seconds)
+        request_id = response.resource_request_id
+        if response.status not in HOLDING or request_id is None:
+            return response
+        why = self.renew(request_id, liveness_timeout_seconds)
+        if why is None or response.status is not ExecutionStatus.RUNNING:
+            return response
+        try:
+            self._inner.update(
+                step_run_id,
+                StepRunUpdate(
+                    status=ExecutionStatus.CANCELLING, status_reason=f"Cancelling: {why}."
+                ),
+            )
+        except IllegalTransitionError:
+            return response
+        return response.model_copy(update={"status": ExecutionStatus.CANCELLING})
+
+    # -------------------------------------------------------------- combined calls
+
+    def create_many(self, steps: Sequence[StepRunCreate]) -> builtins.list[StepRunRecord]:
+        return self.create_requested(steps, self._inner.create_many)
+
+    def find_cached_or_create(
+        self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
+    ) -> CachedOrCreated:
+        inner = self._inner
+        # A hit (recorded or not) is cached, never queued: it needs no request. Only a step
+        # that will run gets one, made before its row is written.
+        if (
+            not _asks_for_resources(step)
+            or step.cache_key is None
+            or self.find_cached(project_id, step.cache_key, now) is not None
+        ):
+            return inner.find_cached_or_create(
+                _no_request(step), project_id, now, record_hit=record_hit
+            )
+        ready, error = self.with_requests([step])
+        try:
+            found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
+        except BaseException:
+            self.release_requests(ready)
+            raise
+        if not found.created:  # a run of it finished meanwhile: cached, no request needed
+            self.release_requests(ready)
+            return found
+        if error is not None:
+            self.fail_unrequested([(found.step, step)], f"{error}")
+            raise error
+        return found
+
+    def finish(
+        self,
+        step_run_id: UUID,
+        update: StepRunUpdate,
+        outputs: Mapping[str, ArtifactVersionCreate],
+    ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        record, versions = self._inner.finish(step_run_id, without_request_id(update), outputs)
+        return self.updated(record), versions
+
+    # -------------------------------------------------------------- internals
+
+    def fail_unrequested(
+        self, created: Sequence[tuple[StepRunRecord, StepRunCreate]], error: str
+    ) -> None:
+        """End failed every step of ``created`` that asked for resources (a batch in which a
+        request failed), releasing the requests that were made."""
+        reason = f"Could not request resources: {error}"
+        for record, step in created:
+            if not _asks_for_resources(step):
+                continue
+            try:
+                failed = self._inner.update(
+                    record.id, StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
+                )
+            except WharfError as exc:  # the caller's error matters more than this one
+                logger.warning("Could not mark step %s failed: %s", record.name, exc)
+                failed = record
+            self._release(failed)
+
+    def release_ended(self, record: StepRunRecord) -> None:
+        """Release the request of ``record``, a step another call ended (a lost-run sweep)."""
+        self._release(record)
+
+    def _release(self, record: StepRunRecord) -> None:
+        if record.resource_request_id is not None:
+            self._release_request(record.resource_request_id, record.name)

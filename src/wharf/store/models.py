@@ -372,8 +372,8 @@ class StepRunCreate(_Frozen):
     logs_uri: str | None = None
     runtime: StepRuntime | None = None
     resource_request_id: UUID | None = None
-    """Set only by the workspace's resource wrapper
-    (:mod:`wharf.execution.resources.paired_steps`), which drops any other caller's value."""
+    """Set only where the request is made (:mod:`wharf.execution.step_writes` in embedded mode,
+    :mod:`wharf.server.step_resources` on the server, which drops any client's value)."""
 
     def reusing(self, cached: StepRunRecord) -> StepRunCreate:
         """The cached step run that records this step reusing ``cached`` (its outputs, logs and

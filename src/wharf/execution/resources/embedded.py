@@ -6,7 +6,7 @@ process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns:
 created, released, or announced by an in-process RM as having left the queue),
 :class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (the port
 over the configured RM for a SQL store: the step runs it gives the engine to write through get
-requests, heartbeats renew them, final statuses release them, see :mod:`.paired_steps`; the
+requests, heartbeats renew them, final statuses release them, see :mod:`.requester`; the
 store itself is not wrapped, it only keeps the requests client as ``resource_requests`` for
 ``wharf request`` and ``Client``).
 
@@ -25,9 +25,9 @@ from uuid import UUID
 from wharf.config.flavors import resource_manager_connector
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.execution.resources.paired_steps import StepRequester
 from wharf.execution.resources.pairing import fixed_account
 from wharf.execution.resources.port import StepResources
+from wharf.execution.resources.requester import StepRequester
 from wharf.execution.resources.wait_room import (
     WATCH_SECONDS,
     AnnouncesLeftQueue,

@@ -2,14 +2,14 @@
 
 Owns the account resolvers (:func:`fixed_account` for embedded mode, :func:`recorded_user` for
 the workspace server). What a paired step-run write does lives in
-:mod:`.paired_steps`; the embedded port is made by :mod:`.embedded`, the server's service by
+:mod:`.requester`; the embedded port is made by :mod:`.embedded`, the server's service by
 :mod:`wharf.server.step_resources`.
 """
 
 from __future__ import annotations
 
 from wharf.core.errors import IllegalOperationError, WharfError
-from wharf.execution.resources.paired_steps import AccountOf
+from wharf.execution.resources.requester import AccountOf
 from wharf.store.models import PipelineRunRecord, UserRecord
 from wharf.store.ports import Store
 

@@ -1,6 +1,7 @@
 # ruff: noqa: F811  (the store world fixture is imported from tests.store.conftest)
-"""Pairing a store with the Resource Manager wraps its step runs: the wrapper keeps the port's
-combined calls one call of the store's own (one store call instead of two per step)."""
+"""The step-resource service of the workspace server keeps the store's combined calls one call
+of the store's own (one store call instead of two per step); in embedded mode the engine makes
+explicit port calls and neither store is wrapped."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from tests.store.conftest import World, world  # noqa: F401 (fixture)
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.resources.embedded import LazyRequests
-from wharf.execution.resources.paired_steps import ResourceAwareStepRuns
-from wharf.execution.resources.pairing import fixed_account
 from wharf.sdk.workspace import Workspace
+from wharf.server.step_resources import StepResourceService
 from wharf.store.models import StepRunCreate, StepRunUpdate
 
 
@@ -31,7 +31,7 @@ def test_embedded_port_makes_explicit_calls_and_the_store_only_stores(
         resources = workspace.step_resources
         assert resources is not None
         assert not hasattr(resources, "step_runs")  # the engine calls request/renew/release
-        assert not isinstance(workspace.store.steps, ResourceAwareStepRuns)  # it only stores
+        assert not isinstance(workspace.store.steps, StepResourceService)  # it only stores
     finally:
         workspace.close()
 
@@ -54,14 +54,13 @@ class Recorded:
 
 
 @pytest.mark.parametrize("backend_name", ["sqlite"], indirect=True)
-def test_each_combined_call_stays_one_call_of_the_paired_repository(world: World) -> None:
+def test_each_combined_call_stays_one_call_of_the_store(world: World) -> None:
     def no_resource_manager() -> Any:
         raise AssertionError("steps without resources never reach the Resource Manager")
 
     inner = Recorded(world.store.steps)
-    paired = ResourceAwareStepRuns(
-        inner, world.store, LazyRequests(no_resource_manager), fixed_account(None)
-    )
+    paired = StepResourceService(world.store, LazyRequests(no_resource_manager))
+    paired._inner = inner  # type: ignore[assignment]
     run = world.run(status=ExecutionStatus.RUNNING)
     create = StepRunCreate(run_id=run.id, name="a", status=ExecutionStatus.RUNNING, cache_key="k")
     step = paired.find_cached_or_create(create, world.project.id, datetime.now(UTC)).step

@@ -1,0 +1,137 @@
+"""Making, renewing and releasing a step's Resource Manager request: the calls behind the
+step-resources port's ``request``, ``renew`` and ``release``.
+
+Owns :class:`StepRequester`. A request is enriched with its step's context (subjects: account
+with ``is_superuser``, project -> pipeline -> pipeline run -> step run, the component that
+launches the step; metadata: names and ids; the pipeline run as preemption group; built in
+:mod:`.step_requests`) and made with the step run's id as idempotency key. A renewal extends
+the lease for the liveness timeout (runtime state running) and says why the step must be
+cancelled when the request was reclaimed, is gone or otherwise over. RM errors on renewal and
+release are logged: the step keeps running while its lease is valid, and an unreleased lease
+lapses on its own. The requesting account comes from an :data:`AccountOf` resolver: the
+workspace's own user in embedded mode (:func:`.pairing.fixed_account`), the user each run
+records on the workspace server (:func:`.pairing.recorded_user`).
+
+Used by the embedded adapter (:mod:`.embedded`) and the workspace server's step-resource
+service (:mod:`wharf.server.step_resources`); never installed on a store.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+from uuid import UUID
+
+from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
+from wharf.store.ports import ResourceRequestRepository, Store
+
+if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
+    from wharf.execution.resources.step_requests import RunSubjects
+    from wharf.resource_manager.contract.models import ResourceRequestCreate, ResourceRequestInfo
+
+
+class StepRequests(ResourceRequestRepository, Protocol):
+    """The requests client steps' requests are made, renewed and released with."""
+
+    def create(
+        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo: ...
+
+
+AccountOf = Callable[[PipelineRunRecord], UserRecord]
+"""The account a run's resource requests are made for (WharfError when there is none)."""
+
+
+logger = logging.getLogger(__name__)
+
+RECLAIMED = frozenset(
+    {
+        ResourceRequestStatus.PREEMPTING,
+        ResourceRequestStatus.PREEMPTED,
+        ResourceRequestStatus.CANCELLED,
+        ResourceRequestStatus.REJECTED,
+        ResourceRequestStatus.RELEASED,
+        ResourceRequestStatus.EXPIRED,
+    }
+)
+RUNS_REMEMBERED = 256
+"""Runs whose shared request subjects one requester remembers (least recently used go first)."""
+
+
+class StepRequester:
+    """Makes, renews and releases the requests of steps through ``requests`` (see the module
+    docstring): the explicit calls the embedded step-resources port makes for the engine."""
+
+    def __init__(self, store: Store, requests: StepRequests, account: AccountOf) -> None:
+        self._store = store
+        self._requests = requests
+        self._account = account
+        self._runs: OrderedDict[UUID, RunSubjects] = OrderedDict()
+        self._runs_lock = threading.Lock()
+
+    def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
+        """Renew ``request_id``'s lease for the liveness timeout (runtime state running); why
+        its step must be cancelled if the request is reclaimed, gone or otherwise over, else
+        None (also when the RM is unreachable: the step keeps running while its lease holds)."""
+        try:
+            request = self._requests.renew(
+                request_id,
+                math.ceil(liveness_timeout_seconds),
+                ResourceRequestRuntimeState.RUNNING,
+            )
+        except EntityNotFoundError:
+            return f"its resource request {request_id} is gone"
+        except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
+            logger.warning("Could not renew the lease of request %s: %s", request_id, exc)
+            return None
+        if request.status in RECLAIMED:
+            return f"its resource request {request.id} is {request.status.value}"
+        return None
+
+    def request(self, step_id: UUID, step: StepRunCreate) -> UUID:
+        """Make the request of the queued step ``step`` that will be written as ``step_id``."""
+        return self._create_request(step_id, step)
+
+    def release(self, request_id: UUID) -> None:
+        """Release ``request_id`` (a failure is logged: the lease lapses on its own)."""
+        try:
+            self._requests.release(request_id)
+        except WharfError as exc:
+            logger.warning("Could not release resource request %s: %s", request_id, exc)
+
+    def _release_request(self, request_id: UUID, step_name: str) -> None:
+        try:
+            self._requests.release(request_id)
+        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
+            logger.warning(
+                "Could not release resource request %s of step %s: %s", request_id, step_name, exc
+            )
+
+    def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
+        from wharf.execution.resources.step_requests import step_request
+
+        spec = step_request(self._run_subjects(step.run_id), step_id, step)
+        return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
+
+    def _run_subjects(self, run_id: UUID) -> RunSubjects:
+        """The run's shared subjects, read once per run (a run's steps ask many times)."""
+        from wharf.execution.resources.step_requests import run_subjects
+
+        with self._runs_lock:
+            known = self._runs.get(run_id)
+            if known is not None:
+                self._runs.move_to_end(run_id)
+                return known
+        run = self._store.runs.get(run_id)
+        subjects = run_subjects(self._store, run, self._account(run))
+        with self._runs_lock:
+            self._runs[run_id] = subjects
+            while len(self._runs) > RUNS_REMEMBERED:
+                self._runs.popitem(last=False)
+        return subjects
