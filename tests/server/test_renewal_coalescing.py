@@ -184,7 +184,7 @@ def test_concurrent_heartbeats_are_one_bulk_renewal(
         rest.steps.update(step.id, StepRunUpdate(status=ExecutionStatus.RUNNING))
     link = team.world.state.resource_requests
     assert link is not None
-    remembering: Any = link.requests.client
+    remembering: Any = link.requests
     inner, coalescer = remembering._inner, remembering._renewals
     calls: list[tuple[str, int]] = []
     gate = threading.Event()
@@ -248,4 +248,4 @@ def test_a_bad_lease_is_the_input_error_a_single_renewal_raises(team: Team) -> N
     link = team.world.state.resource_requests
     assert link is not None
     with pytest.raises(InputError, match="lease_seconds"):
-        link.requests.client.renew(uuid.uuid4(), 0)
+        link.requests.renew(uuid.uuid4(), 0)

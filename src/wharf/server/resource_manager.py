@@ -47,7 +47,6 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.execution.resources.embedded import LazyRequests
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import (
@@ -140,17 +139,12 @@ class ServerRequests:
     def __init__(self, client: ResourceManagerClient | None) -> None:
         self._client = client
         self._scopes: dict[UUID, RequestScope] = {}
-        self.requests = LazyRequests(self._connect)
-        """What the store and the routes call (connected on first use)."""
+        self.requests = _Remembering(self)
+        """What the step-resource service and the routes call (refusing without an RM)."""
 
     @property
     def configured(self) -> bool:
         return self._client is not None
-
-    def _connect(self) -> RequestsClient:
-        if self._client is None:
-            raise IllegalOperationError(NO_RESOURCE_MANAGER)
-        return _Remembering(self._client.requests, self)
 
     @property
     def client(self) -> ResourceManagerClient:
@@ -279,10 +273,14 @@ class _Remembering:
     """A ``RequestsClient`` that notes the scope of each request passing through it, and
     coalesces concurrent renewals without an idempotency key (:class:`RenewalCoalescer`)."""
 
-    def __init__(self, inner: RequestsClient, owner: ServerRequests) -> None:
-        self._inner = inner
+    def __init__(self, owner: ServerRequests) -> None:
         self._owner = owner
         self._renewals = RenewalCoalescer(self._renew_one, self._renew_bulk)
+
+    @property
+    def _inner(self) -> RequestsClient:
+        """The RM's requests client (IllegalOperationError: the server has no RM)."""
+        return self._owner.client.requests
 
     def _renew_one(self, item: RenewalItem) -> ResourceRequestInfo:
         return self._inner.renew(item.id, item.lease_seconds, item.runtime_state)

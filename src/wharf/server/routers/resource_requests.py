@@ -215,13 +215,13 @@ def build_router() -> APIRouter:
         link = _link(ctx)
         _visible(ctx, link, request_id, write=True, action="cancel resource requests")
         key = body.idempotency_key if body is not None else None
-        return _response(link.requests.client.cancel(request_id, idempotency_key=key))
+        return _response(link.requests.cancel(request_id, idempotency_key=key))
 
     @router.get("/{request_id}/explain", response_model=ExplanationInfo)
     def explain_request(request_id: UUID, ctx: CtxDep) -> Response:
         """Why the request is where it is: queue positions, what blocks it."""
         link = _link(ctx)
         _visible(ctx, link, request_id, write=False, action="read resource requests")
-        return _response(link.requests.client.explain(request_id))
+        return _response(link.requests.explain(request_id))
 
     return router
