@@ -5,10 +5,9 @@ Owns :class:`LazyRequests` (the RM's requests client, connected on first use, te
 process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests
 created, released, or announced by an in-process RM as having left the queue),
 :class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (the port
-over the configured RM for a SQL store: the step runs it gives the engine to write through get
-requests, heartbeats renew them, final statuses release them, see :mod:`.requester`; the
-store itself is not wrapped, it only keeps the requests client as ``resource_requests`` for
-``wharf request`` and ``Client``).
+over the configured RM for a SQL store: its ``request``, ``renew`` and ``release`` are the
+engine's explicit calls, made through :mod:`.requester`; the store itself is not wrapped, it
+only keeps the requests client as ``resource_requests`` for ``wharf request`` and ``Client``).
 
 Invariant: a release through :class:`LazyRequests` wakes the room after it committed (checked,
 or announced by the in-process RM), so a step of this process that ends needs no extra check.

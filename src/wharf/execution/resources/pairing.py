@@ -1,8 +1,8 @@
 """Pairing a store with a Resource Manager: who requests.
 
 Owns the account resolvers (:func:`fixed_account` for embedded mode, :func:`recorded_user` for
-the workspace server). What a paired step-run write does lives in
-:mod:`.requester`; the embedded port is made by :mod:`.embedded`, the server's service by
+the workspace server). The requests made for that account are made by :mod:`.requester`;
+the embedded port is made by :mod:`.embedded`, the server's service by
 :mod:`wharf.server.step_resources`.
 """
 
