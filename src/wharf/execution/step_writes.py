@@ -165,9 +165,13 @@ def find_cached_or_create(
     """``store.steps.find_cached_or_create``; only a step that will run gets a request (the
     cache is looked up first), released if another run cached the step meanwhile."""
     steps = services.store.steps
+    resources = services.resources
     if (
-        services.resources is None
+        resources is None
+        or not resources.makes_requests
         or step.cache_key is None
+        or step.status is not ExecutionStatus.QUEUED
+        or not wants_resources(step.spec)
         or steps.find_cached(project_id, step.cache_key, now) is not None
     ):
         return steps.find_cached_or_create(step, project_id, now, record_hit=record_hit)

@@ -168,6 +168,8 @@ class EmbeddedStepResources(RoomedResources):
         self.handle = handle
         self._requester = requester
 
+    makes_requests = True
+
     def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
         return self._requester.request(step_id, step)
 

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 class StepResources(Protocol):
     """A step's resources as the engine sees them (see the module docstring)."""
 
+    makes_requests: bool
+    """Whether :meth:`request` makes requests here (False in team mode: the server does)."""
+
     def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
         """Make the request of ``step``, a queued step that asks for resources and will be
         written as ``step_id``; its id (None where the server makes it: team mode). Raises

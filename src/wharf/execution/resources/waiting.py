@@ -76,6 +76,8 @@ class RoomedResources:
             ResourceRequestRuntimeState.SUBMITTED,
         )
 
+    makes_requests = False
+
     def request(self, step_id: UUID, step: StepRunCreate) -> UUID | None:
         """None here: a team's server makes its steps' requests (the embedded adapter
         overrides it)."""
