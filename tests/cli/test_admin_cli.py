@@ -6,38 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import run
-from tests.server.live import LiveServer, start_server
+from tests.cli.workspace_cli import live, workspace_env  # noqa: F401 (fixture)
 from tests.server.resource_world import (  # noqa: F401 (fixtures)
     Team,
     _rm_sqlite_template,
     rm_server,
     team,
 )
-
-
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
-    server = start_server()
-    yield server
-    server.stop()
-
-
-def _env(team: Team, tmp_path: Path, role: str = "admin") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
-    credential = team.world.credentials[role]
-    assert credential is not None
-    env.update(
-        WHARF_HOME=str(tmp_path / "home"), WHARF_SERVER_URL=team.world.url, WHARF_API_KEY=credential
-    )
-    return env
 
 
 def ok(*args: str, env: dict[str, str]) -> str:
@@ -54,7 +35,7 @@ def _login(url: str, name: str, password: str) -> int:
 
 
 def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: Path) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "admin")
     url = team.world.url
     assert "Created user 'carol'" in ok(
         "user", "create", "carol", "--password", "carol-pw-1234", env=env
@@ -79,12 +60,12 @@ def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: 
 
 
 def test_projects_and_members(team: Team, tmp_path: Path) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "admin")
     assert "Created project 'vision'" in ok("project", "create", "vision", env=env)
     assert "vision" in {p["name"] for p in json.loads(ok("project", "list", "-o", "json", env=env))}
     added = ok("project", "add-member", "vision", "--user", "member", "--role", "viewer", env=env)
     assert "User 'member' is now viewer of project 'vision'" in added
-    member_env = _env(team, tmp_path, "member")
+    member_env = workspace_env(team, tmp_path, "member")
     assert "vision" in ok("project", "list", env=member_env)  # members see their projects
     ok("project", "remove-member", "vision", "--user", "member", env=env)
     assert "vision" not in ok("project", "list", env=member_env)
@@ -96,7 +77,7 @@ def test_projects_and_members(team: Team, tmp_path: Path) -> None:
 
 
 def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "admin")
     url = team.world.url
     ok("service-account", "create", "ci", "--description", "the CI", env=env)
     listed = json.loads(ok("service-account", "list", "-o", "json", env=env))

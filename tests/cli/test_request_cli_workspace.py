@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import run
+from tests.cli.workspace_cli import live, workspace_env  # noqa: F401 (fixture)
 from tests.resource_manager.api.live import ADMIN_KEY
-from tests.server.live import LiveServer, start_server
 from tests.server.resource_world import (  # noqa: F401 (fixtures)
     Team,
     _rm_sqlite_template,
@@ -27,13 +26,6 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
 from wharf.store.models import StepRunRecord
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
-    server = start_server()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def steps(team: Team) -> tuple[StepRunRecord, StepRunRecord]:
     mine = team.rest("member").steps.create(team.queued(team.run(), "mine"))
@@ -41,21 +33,11 @@ def steps(team: Team) -> tuple[StepRunRecord, StepRunRecord]:
     return mine, theirs
 
 
-def _env(team: Team, tmp_path: Path, role: str = "member") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
-    credential = team.world.credentials[role]
-    assert credential is not None
-    env.update(
-        WHARF_HOME=str(tmp_path / "home"), WHARF_SERVER_URL=team.world.url, WHARF_API_KEY=credential
-    )
-    return env
-
-
 def test_list_and_show_go_through_the_workspace(
     team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
 ) -> None:
     mine, theirs = steps
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     listed = run("request", "list", "-o", "json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert [r["id"] for r in json.loads(listed.stdout)] == [str(mine.resource_request_id)]
@@ -76,7 +58,7 @@ def test_workspace_errors_are_one_line(
     team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
 ) -> None:
     mine, theirs = steps
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     assert_one_line_error(
         run("request", "show", str(theirs.resource_request_id), env=env),
         "No resource request with id",
@@ -88,7 +70,10 @@ def test_workspace_errors_are_one_line(
     )
     assert_one_line_error(
         run(
-            "request", "release", str(mine.resource_request_id), env=_env(team, tmp_path, "viewer")
+            "request",
+            "release",
+            str(mine.resource_request_id),
+            env=workspace_env(team, tmp_path, "viewer"),
         ),
         "does not allow",
     )
@@ -98,7 +83,11 @@ def test_rm_url_still_reaches_the_resource_manager(
     team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
 ) -> None:
     assert team.rm is not None
-    env = {**_env(team, tmp_path), "WHARF_RM_URL": team.rm.url, "WHARF_RM_API_KEY": ADMIN_KEY}
+    env = {
+        **workspace_env(team, tmp_path, "member"),
+        "WHARF_RM_URL": team.rm.url,
+        "WHARF_RM_API_KEY": ADMIN_KEY,
+    }
     listed = run("request", "list", "-o", "json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert {r["id"] for r in json.loads(listed.stdout)} == {

@@ -7,16 +7,14 @@ logged in to the RM as the non-administrator ``alice``)."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import run
+from tests.cli.workspace_cli import live, workspace_env  # noqa: F401 (fixture)
 from tests.resource_manager.api.live import ADMIN_KEY
-from tests.server.live import LiveServer, start_server
 from tests.server.resource_world import (  # noqa: F401 (fixtures)
     POOL,
     Team,
@@ -25,23 +23,6 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     team,
 )
 from wharf.store.models import StepRunRecord
-
-
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
-    server = start_server()
-    yield server
-    server.stop()
-
-
-def _env(team: Team, tmp_path: Path, role: str = "member") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
-    credential = team.world.credentials[role]
-    assert credential is not None
-    env.update(
-        WHARF_HOME=str(tmp_path / "home"), WHARF_SERVER_URL=team.world.url, WHARF_API_KEY=credential
-    )
-    return env
 
 
 @pytest.fixture
@@ -53,7 +34,7 @@ def steps(team: Team) -> list[StepRunRecord]:
 
 
 def test_a_user_sees_the_teams_pools_through_the_workspace(team: Team, tmp_path: Path) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     listed = run("pool", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     assert POOL in listed.stdout and "local" not in listed.stdout  # not the embedded RM's
@@ -71,7 +52,7 @@ def test_a_user_sees_the_teams_pools_through_the_workspace(team: Team, tmp_path:
 
 
 def test_changes_are_refused_through_the_workspace(team: Team, tmp_path: Path) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     for args in (
         ("pool", "create", "more", "-c", "license=1"),
         ("pool", "delete", POOL, "--yes"),
@@ -83,7 +64,7 @@ def test_changes_are_refused_through_the_workspace(team: Team, tmp_path: Path) -
 def test_explain_and_cancel_go_through_the_workspace(
     team: Team, steps: list[StepRunRecord], tmp_path: Path
 ) -> None:
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     allocated, _, pending = (str(s.resource_request_id) for s in steps)
     explained = run("request", "explain", pending, env=env)
     assert explained.returncode == 0, explained.stderr
@@ -115,7 +96,7 @@ def test_explain_and_cancel_go_through_the_workspace(
 
 def test_connection_options_work_on_the_commands(team: Team, tmp_path: Path) -> None:
     assert team.rm is not None
-    env = _env(team, tmp_path)
+    env = workspace_env(team, tmp_path, "member")
     direct = run("pool", "list", "--rm-url", team.rm.url, "--api-key", ADMIN_KEY, env=env)
     assert direct.returncode == 0 and POOL in direct.stdout, direct.stderr
     made = run(

@@ -258,7 +258,6 @@ def children_of(pid: int) -> dict[int, str]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("stack", ["procs", "procs_python"])
 def test_nothing_outlives_a_killed_pipeline_process(
     home: Workspace, scripts: list[Script], tmp_path: Path, stack: str
