@@ -28,7 +28,7 @@ import shutil
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from wharf.core.errors import InputError
-from wharf.core.ids import random_bytes
+from wharf.core.ids import new_id
 
 if TYPE_CHECKING:  # kept out of import time
     from pathlib import Path
@@ -157,7 +157,7 @@ class LocalArtifactStore:
             os.remove(path)
 
     def new_uri(self, *parts: str) -> str:
-        return self.local_path(os.path.join(self._root, *parts, random_bytes(16).hex()))
+        return self.local_path(os.path.join(self._root, *parts, new_id().hex))
 
 
 class _AtomicWriter:
@@ -174,7 +174,7 @@ class _AtomicWriter:
         self._path = path
         self._fsync = fsync
         parent, name = os.path.split(path)
-        self._tmp = os.path.join(parent, f".{name}.{random_bytes(6).hex()}.tmp")
+        self._tmp = os.path.join(parent, f".{name}.{os.urandom(6).hex()}.tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         try:
             fd = os.open(self._tmp, flags, 0o666)

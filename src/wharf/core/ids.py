@@ -1,57 +1,23 @@
-"""Identifier helpers: new ids, random bytes for them, and parsing.
+"""Identifier helpers: new ids, parsing, and the short id prefixes users type.
 
-Owns :func:`new_id`, :func:`random_bytes`, :func:`parse_uuid` and the short id prefixes users
-type (:func:`parse_id_prefix`, :func:`id_prefix_bounds`). Ids are random (version 4) UUIDs; an id
-prefix is the start of the id's 32-digit lower-case hex form, and every id starting with it lies
-between the two UUIDs :func:`id_prefix_bounds` returns (one range query in stores). Random bytes
-come from keyed BLAKE2b over a counter (key from ``os.urandom``) rather than ``os.urandom`` at
-every call, which releases the GIL and makes busy threads wait to get it back.
-
-Invariants: every call returns fresh bytes (the counter never repeats within a key); a forked
-child takes a new key before it runs anything (``os.register_at_fork``); nothing here blocks or
-takes a lock.
+Owns :func:`new_id`, :func:`parse_uuid`, :func:`parse_id_prefix`, :func:`id_prefix_bounds` and
+:func:`only_match`. Ids are random (version 4) UUIDs from :func:`uuid.uuid4`; nothing orders by
+them. An id prefix is the start of the id's 32-digit lower-case hex form, and every id starting
+with it lies between the two UUIDs :func:`id_prefix_bounds` returns (one range query in stores).
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import os
 import uuid
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from wharf.core.errors import AmbiguousIdError
 
-_MAX_BYTES = 64  # one BLAKE2b digest
-
-
-class _KeyedCounter:
-    def __init__(self) -> None:
-        self.rekey()
-
-    def rekey(self) -> None:
-        self._key = os.urandom(32)
-        self._counter = itertools.count()
-
-    def take(self, size: int) -> bytes:
-        block = next(self._counter).to_bytes(16, "big")
-        return hashlib.blake2b(block, key=self._key, digest_size=size).digest()
-
-
-_GENERATOR = _KeyedCounter()
-os.register_at_fork(after_in_child=_GENERATOR.rekey)
-
-
-def random_bytes(size: int) -> bytes:
-    """``size`` (1 to 64) unpredictable bytes, without a system call."""
-    if not 1 <= size <= _MAX_BYTES:
-        raise ValueError(f"random_bytes takes 1 to {_MAX_BYTES} bytes, not {size}.")
-    return _GENERATOR.take(size)
-
 
 def new_id() -> uuid.UUID:
-    return uuid.UUID(bytes=random_bytes(16), version=4)
+    """A new random (version 4) UUID."""
+    return uuid.uuid4()
 
 
 def parse_uuid(value: str) -> uuid.UUID | None:

@@ -9,18 +9,16 @@ land every insert on a different B-tree leaf of each of those indexes, so every 
 many pages in the WAL; keys that grow with time append to a few hot pages.
 
 Invariants: the timestamp is the service's injected clock (the batch's ``now``), never a
-clock read here; 74 random bits (:func:`wharf.core.ids.random_bytes`, as every id of Wharf)
-keep ids unique and unguessable within one millisecond; ids are valid RFC 9562 version 7
-UUIDs. Nothing relies on the order for correctness: ties between requests of one batch are
-broken by the id, arbitrarily.
+clock read here; 74 random bits (``os.urandom``) keep ids unique and unguessable within one
+millisecond; ids are valid RFC 9562 version 7 UUIDs. Nothing relies on the order for
+correctness: ties between requests of one batch are broken by the id, arbitrarily.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from uuid import UUID
-
-from wharf.core.ids import random_bytes
 
 _VERSION_7 = 0x7 << 76
 _VARIANT = 0x2 << 62
@@ -30,7 +28,7 @@ _RAND_B = (1 << 62) - 1
 
 def entropy() -> bytes:
     """The random part of a future :func:`request_id`."""
-    return random_bytes(10)
+    return os.urandom(10)
 
 
 def request_id(now: datetime, random_part: bytes | None = None) -> UUID:
