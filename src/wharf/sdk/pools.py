@@ -20,7 +20,7 @@ from wharf.resource_manager.contract.models import (
     PoolUpdate,
 )
 from wharf.resource_manager.contract.protocol import ResourceManagerClient
-from wharf.resource_manager.domain import (
+from wharf.resource_manager.contract.values import (
     Pool,
     Reclaimable,
     SubjectSelector,

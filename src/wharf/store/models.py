@@ -7,7 +7,7 @@ store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -15,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType, StepRuntime
 
-T = TypeVar("T")
+# The store's lists page with the one paging model, re-exported (callers name it from here).
+from wharf.core.paging import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # noqa: PLC0414
+from wharf.core.paging import Page as Page  # noqa: PLC0414
+from wharf.core.paging import PageRequest as PageRequest  # noqa: PLC0414
 
-MAX_PAGE_SIZE = 1000
 MAX_PID = 2**31 - 1
 """Largest process id the store holds (a 32-bit signed integer column on every backend)."""
 
@@ -29,30 +31,6 @@ whose id starts with it."""
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# ----------------------------------------------------------------------------- paging
-
-
-class PageRequest(_Frozen):
-    index: int = Field(default=1, ge=1)
-    """1-based page number."""
-    size: int = Field(default=50, ge=1, le=MAX_PAGE_SIZE)
-    sort: Literal["asc", "desc"] = "desc"
-    """Order by creation time (ties by id)."""
-
-
-class Page(BaseModel, Generic[T]):
-    model_config = ConfigDict(frozen=True)
-
-    items: list[T]
-    index: int
-    size: int
-    total: int
-
-    @property
-    def total_pages(self) -> int:
-        return max(1, -(-self.total // self.size))
 
 
 # ----------------------------------------------------------------------------- records

@@ -23,7 +23,7 @@ from wharf.store.ports import Store
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestCreate
-    from wharf.resource_manager.domain import SubjectChain, SubjectNode
+    from wharf.resource_manager.contract.values import SubjectChain, SubjectNode
 
 PENDING_LEASE_SECONDS = 60
 """First lease of a new request: the launcher's renew-polling extends it while it waits."""
@@ -53,7 +53,7 @@ class RunSubjects:
 
 
 def run_subjects(store: Store, run: PipelineRunRecord, user: UserRecord) -> RunSubjects:
-    from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+    from wharf.resource_manager.contract.values import SubjectChain, SubjectNode, SubjectType
 
     pipeline = store.pipelines.get(run.pipeline_id)
     project = store.projects.get(run.project_id)
@@ -106,7 +106,7 @@ def step_request(
     """The Resource Manager request of a queued step that asks for resources, made before its
     step run ``step_id`` is written."""
     from wharf.resource_manager.contract.models import ResourceRequestCreate
-    from wharf.resource_manager.domain import (
+    from wharf.resource_manager.contract.values import (
         SubjectChain,
         SubjectNode,
         SubjectSelector,
@@ -152,7 +152,7 @@ def component_chains(
     store: Store, snapshot_id: UUID
 ) -> list[tuple[ComponentType, str, SubjectChain]]:
     """(type, name, chain) of each component of the snapshot's stack that can launch a step."""
-    from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
+    from wharf.resource_manager.contract.values import SubjectChain, SubjectNode, SubjectType
 
     snapshot = store.snapshots.get(snapshot_id)
     if snapshot.stack_id is None:

@@ -4,7 +4,7 @@ Shared by the service, the in-process client, the HTTP API and the httpx client,
 speaks the same shapes. Requests and responses reuse the domain's frozen models where those are
 already wire-shaped (descriptors, pools, policies, subjects, selectors, allocations); the models
 here add what only the wire needs: create/update inputs without ids, durations instead of
-timestamps, paging, filters and the requester.
+timestamps, filters and the requester. Pages are :mod:`wharf.core.paging`'s, as the store's.
 
 Invariants:
 - clients send durations in whole seconds (``lease_seconds``), never timestamps; every instant
@@ -20,7 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import (
@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.core.paging import MAX_PAGE_SIZE, Page, PageRequest
 from wharf.core.resources import NAME_PATTERN, ResourceDemand
 from wharf.core.validation import describe_errors
 from wharf.resource_manager.domain import (
@@ -50,9 +51,6 @@ from wharf.resource_manager.domain import (
 )
 from wharf.resource_manager.domain.units import AttributeValue
 
-T = TypeVar("T")
-
-MAX_PAGE_SIZE = 1000
 MAX_DURATION_SECONDS = 10 * 365 * 24 * 3600
 """Longest lease or wait a client may ask for (ten years)."""
 KEY_LENGTH = 255
@@ -73,26 +71,6 @@ TargetSettings = dict[str, Any]
 
 class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-# ----------------------------------------------------------------------------- paging
-
-
-class PageRequest(_Wire):
-    index: int = Field(default=1, ge=1)
-    """1-based page number."""
-    size: int = Field(default=50, ge=1, le=MAX_PAGE_SIZE)
-    sort: Literal["asc", "desc"] = "desc"
-    """Order by creation time (ties by id)."""
-
-
-class Page(BaseModel, Generic[T]):
-    model_config = ConfigDict(frozen=True)
-
-    items: list[T]
-    index: int
-    size: int
-    total: int
 
 
 # ----------------------------------------------------------------------------- descriptors
