@@ -35,7 +35,6 @@ from wharf.execution.attempts import (
 )
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
-from wharf.execution.frozen_heap import frozen_heap
 from wharf.execution.heartbeat import HeartbeatScheduler
 from wharf.execution.launcher import StepLauncher
 from wharf.execution.resources.port import releaser
@@ -172,8 +171,7 @@ class BaseOrchestrator(ABC):
             runtimes = self.runtime_policy(job.snapshot.spec, job.step_operator)
             if runtimes.has_isolation:
                 services = for_run(services, run.id)
-            with frozen_heap():  # no full collection walks the heap built before the run
-                outcome = self._run_steps(job, services, run, runtimes, heartbeats, stopper)
+            outcome = self._run_steps(job, services, run, runtimes, heartbeats, stopper)
         except ForcedStop:
             outcome = stopper.force()  # a second Ctrl-C: kill isolated steps, end every step
             if not signals.forced:  # a run nested in the one being forced: it ends too
