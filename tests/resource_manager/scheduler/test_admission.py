@@ -24,6 +24,7 @@ from tests.resource_manager.builders import (
     waiting,
 )
 from wharf.resource_manager.domain import (
+    Allocation,
     AttributeSelector,
     CapacityClass,
     Demand,
@@ -361,3 +362,11 @@ def test_allocation_ids_are_stable():
 
 def test_capacity_class_fixture_sanity():
     assert isinstance(klass("c", GPU=1), CapacityClass)
+
+
+def test_admitted_allocations_are_valid_models() -> None:
+    gpus = pool("p", klass("c", GPU=4))
+    decisions = run(snapshot([gpus], [policy("team", gpus)], [request("r", gpu(2))]))
+    (admission,) = decisions.admissions
+    for allocation in admission.allocations:
+        assert Allocation.model_validate(allocation.model_dump(by_alias=True)) == allocation

@@ -45,7 +45,6 @@ from wharf.resource_manager.scheduler.phase3_order import PoolQueue, QueueKey
 from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitter
 from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
 from wharf.resource_manager.scheduler.routes import Route
-from wharf.resource_manager.scheduler.trusted import trusted_model
 
 _HEAD = ((1 << 48) - 1) << 80
 _VERSION_8 = 0x8 << 76
@@ -158,24 +157,21 @@ class Admitter:
             settings = self.catalog.target_settings(policy, pick.class_index)
             # Every value comes from the validated request and configuration.
             allocations.append(
-                trusted_model(
-                    Allocation,
-                    {
-                        "id": allocation_id(request.id, key),
-                        "request_id": request.id,
-                        "demand_index": pick.demand_index,
-                        "pool_id": pool.id,
-                        "class_name": self.catalog.classes[pick.class_index].spec.name,
-                        "resource": descriptor.name,
-                        "resource_kind": descriptor.kind,
-                        "quantity": quantity,
-                        "unit": unit,
-                        "base_quantity": pick.base,
-                        "policy_id": policy.policy.id,
-                        "priority": policy.priority,
-                        "priority_lane": policy.lane,
-                        "target_settings": copy.deepcopy(settings) if settings else {},
-                    },
+                Allocation.model_construct(
+                    id=allocation_id(request.id, key),
+                    request_id=request.id,
+                    demand_index=pick.demand_index,
+                    pool_id=pool.id,
+                    class_name=self.catalog.classes[pick.class_index].spec.name,
+                    resource=descriptor.name,
+                    resource_kind=descriptor.kind,
+                    quantity=quantity,
+                    unit=unit,
+                    base_quantity=pick.base,
+                    policy_id=policy.policy.id,
+                    priority=policy.priority,
+                    priority_lane=policy.lane,
+                    target_settings=copy.deepcopy(settings) if settings else {},
                 )
             )
         self.fitter.ledger.add(

@@ -37,7 +37,6 @@ from wharf.resource_manager.domain import (
     SubjectChain,
     is_terminal,
 )
-from wharf.resource_manager.scheduler.trusted import trusted_model
 
 RowMap = Mapping[str, Any]
 
@@ -367,11 +366,8 @@ def neutral(request: ResourceRequest) -> ResourceRequest:
 
 
 def updated(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
-    """``request.model_copy(update=changes)`` for valid values of its fields, in half the time
-    (a few copies per operation of every batch)."""
-    values = dict(request.__dict__)
-    values.update(changes)
-    return trusted_model(type(request), values, request.model_fields_set | changes.keys())
+    """``request`` with ``changes`` (valid values of its fields), not validated again."""
+    return request.model_copy(update=changes)
 
 
 def mapping(row: Row[Any]) -> RowMap:

@@ -1,9 +1,8 @@
 """Domain and scheduler results -> wire models (:mod:`wharf.resource_manager.contract.models`).
 
 Owns the conversions only. Invariant: nothing is re-validated that was validated when it was
-built or loaded (the fields are adopted as they are, see
-:func:`~wharf.resource_manager.scheduler.trusted.trusted_model`), so responses are cheap to
-build: one per operation of every batch.
+built or loaded (the fields are adopted as they are, with ``model_construct``), so responses
+are cheap to build: one per operation of every batch.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from wharf.resource_manager.contract.models import (
 )
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import Explanation
-from wharf.resource_manager.scheduler.trusted import trusted_model
 
 if TYPE_CHECKING:
     from wharf.resource_manager.service.request_store import Loaded
@@ -36,12 +34,11 @@ def info_with(
     request: ResourceRequest, requester: str, changes: Mapping[str, Any] | None
 ) -> ResourceRequestInfo:
     """``request`` with ``changes`` (valid values of its fields) as the wire model."""
-    # A request's __dict__ holds exactly its fields (every constructor fills in defaults).
-    values = dict(request.__dict__)
+    values = dict(request.__dict__)  # exactly its fields: every constructor fills in defaults
     if changes:
         values.update(changes)
     values["requester"] = requester
-    return trusted_model(ResourceRequestInfo, values)
+    return ResourceRequestInfo.model_construct(**values)
 
 
 def explanation_info(explanation: Explanation) -> ExplanationInfo:
