@@ -62,13 +62,14 @@ def idempotency_key(value: str | None) -> str | None:
     return value
 
 
-def _state(request: Request) -> AppState:
+async def _state(request: Request) -> AppState:
     state: AppState = request.app.state.rm
     return state
 
 
 async def _caller(request: Request) -> Principal:
-    return authenticate(_state(request), request.headers.get("authorization"))
+    state: AppState = request.app.state.rm
+    return authenticate(state, request.headers.get("authorization"))
 
 
 async def _admin(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
@@ -78,7 +79,7 @@ async def _admin(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
 
 
 async def _idempotency_key(
-    x_idempotency_key: Annotated[str | None, Header()] = None,
+    x_idempotency_key: Annotated[str | None, Header(alias="X-Idempotency-Key")] = None,
 ) -> str | None:
     return idempotency_key(x_idempotency_key)
 
