@@ -12,15 +12,16 @@ the same store call as its status (``steps.finish``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.execution import step_writes
+from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
@@ -220,50 +221,13 @@ def run_user_code(
         return None, exc
 
 
-@dataclass(frozen=True)
-class ProcessResult:
-    returncode: int
-
-    def describe(self) -> str:
-        if self.returncode < 0:
-            import signal
-
-            try:
-                name = signal.Signals(-self.returncode).name
-            except ValueError:
-                name = f"signal {-self.returncode}"
-            return f"was killed by {name}"
-        return f"exited with code {self.returncode}"
-
-
-class IsolatedBackend(Protocol):
-    """What an orchestrator or step operator offers to run one attempt in its own process."""
-
-    def submit_attempt(
-        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
-    ) -> object:
-        """Start the step's process for this step run (with its allocation); return a handle."""
-        ...
-
-    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
-        """The process's result once it ended, or None if still running after ``timeout``."""
-        ...
-
-    def cancel_attempt(self, handle: object) -> None:
-        """End the process now (it is recorded by the waiter)."""
-        ...
-
-    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
-        """Collect logs and release what the attempt used; called exactly once."""
-        ...
-
-
 @dataclass
 class IsolatedExecutor:
-    """Runs the attempt in a separate process and records it if the process could not."""
+    """Runs the attempt through the step's backend (``wharf.execution.backends``) and records
+    it if the attempt could not."""
 
     services: RunServices
-    backend_for: Callable[[StepSpec], IsolatedBackend]
+    backend_for: Callable[[StepSpec], StepBackend[Any]]
 
     def __call__(
         self,
@@ -275,8 +239,9 @@ class IsolatedExecutor:
     ) -> AttemptResult:
         store = self.services.store
         backend = self.backend_for(spec)
+        launch = StepLaunch(record, spec, self.services.child_env, self.services.artifact_store)
         try:
-            handle = backend.submit_attempt(record, allocation)
+            handle = backend.submit(launch, allocation)
         except Exception as exc:
             reason = f"The step process could not start: {describe_exception(exc)}"
             return AttemptResult(self._record_lost(record, reason, reason), {})
@@ -286,12 +251,12 @@ class IsolatedExecutor:
             interval = self.services.heartbeat_interval
             step_writes.heartbeat(self.services, record.id, liveness_timeout_for(interval))
         try:
-            result = self._wait(backend, handle, record)
+            ended = self._wait(backend, handle, record)
         finally:
-            backend.cleanup_attempt(handle, record)
+            backend.cleanup(handle)
         final = store.steps.get(record.id)
         if not (final.status.is_finished or final.status is ExecutionStatus.RETRYING):
-            what = f"the step process {result.describe()} before reporting its result."
+            what = f"the step process {ended.detail} before reporting its result."
             final = self._record_lost(record, f"Heartbeat lost: {what}", f"Stopped: {what}")
         outputs = {}
         if final.status is ExecutionStatus.COMPLETED:
@@ -299,21 +264,23 @@ class IsolatedExecutor:
         return AttemptResult(final, outputs)
 
     def _wait(
-        self, backend: IsolatedBackend, handle: object, record: StepRunRecord
-    ) -> ProcessResult:
-        """Wait for the process; meanwhile fail steps of this run whose heartbeat was lost,
-        and end this step's process if that happened to it (e.g. it hangs)."""
+        self, backend: StepBackend[Any], handle: Hashable, record: StepRunRecord
+    ) -> AttemptOutcome:
+        """Wait for the attempt; meanwhile fail steps of this run whose heartbeat was lost,
+        and end this step's attempt if that happened to it (e.g. it hangs)."""
         store = self.services.store
+        interval = self.services.heartbeat_interval
+        cancelled = False
         while True:
-            result = backend.wait_attempt(handle, self.services.heartbeat_interval)
-            if result is not None:
-                return result
+            ended = backend.poll([handle], interval).get(handle)
+            if ended is not None:
+                return ended
+            if cancelled:
+                continue
             step_writes.fail_lost_heartbeats(self.services, self.services.clock(), record.run_id)
             if store.steps.get(record.id).status.is_finished:
-                backend.cancel_attempt(handle)
-                final = backend.wait_attempt(handle, None)
-                assert final is not None
-                return final
+                backend.cancel(handle)
+                cancelled = True
 
     def _record_lost(self, record: StepRunRecord, failed: str, stopped: str) -> StepRunRecord:
         """The process is gone without a result: stopped if its run is stopping, else failed."""

@@ -3,19 +3,20 @@
 One semantics for a graceful stop, whoever asks (``wharf runs stop``, ``Client.stop_run``, a
 Ctrl-C or SIGTERM in the orchestrating process): no new step starts (the store refuses to
 create step runs in a stopping run), running steps are interrupted at their next safe point
-and end stopped, and the run ends stopped. A forced stop also kills isolated step processes at
-once.
+and end stopped, and the run ends stopped. A forced stop also ends isolated attempts at once,
+through the backend that started each one.
 
 A :class:`RunStopper` knows the attempts of its run that are in flight, registered by the
-executor wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) while each one runs:
+executor and backend wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) while each
+one runs:
 
 - :meth:`RunStopper.stop` moves the run to stopping (isolated steps learn it from their
   heartbeat, as with ``wharf runs stop``) and interrupts every inline attempt at once, and any
   that registers afterwards before its user code starts;
-- :meth:`RunStopper.force` kills every isolated attempt's process, waits (bounded) for their
-  waiters to record them, then records every step run of the run that is still unfinished
-  (e.g. inline code stuck in native code) as stopped: a finished run never has a step left
-  running.
+- :meth:`RunStopper.force` ends every isolated attempt through the backend that started it,
+  waits (bounded) for their waiters to record them, then records every step run of the run
+  that is still unfinished (e.g. inline code stuck in native code) as stopped: a finished run
+  never has a step left running.
 
 Invariant: once stopping, always stopping (both methods are idempotent).
 """
@@ -25,20 +26,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError
-from wharf.execution.attempts import (
-    AttemptExecutor,
-    AttemptResult,
-    IsolatedBackend,
-    ProcessResult,
-)
+from wharf.execution.attempts import AttemptExecutor, AttemptResult
+from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.models import (
@@ -88,7 +85,8 @@ class RunStopper:
         self._run_id = run_id
         self._cond = threading.Condition()
         self._regions: set[InterruptibleRegion] = set()
-        self._processes: dict[int, tuple[IsolatedBackend, object]] = {}
+        self._attempts: dict[Hashable, StepBackend[Any]] = {}
+        """The isolated attempts in flight: handle -> the backend that started it."""
         self.stopping = False
         self.forced = False
 
@@ -105,16 +103,16 @@ class RunStopper:
         with self._cond:
             self._regions.discard(region)
 
-    def add_process(self, backend: IsolatedBackend, handle: object) -> None:
+    def add_attempt(self, backend: StepBackend[Any], handle: Hashable) -> None:
         with self._cond:
-            self._processes[id(handle)] = (backend, handle)
+            self._attempts[handle] = backend
             forced = self.forced
         if forced:
-            backend.cancel_attempt(handle)
+            backend.cancel(handle)
 
-    def remove_process(self, handle: object) -> None:
+    def remove_attempt(self, handle: Hashable) -> None:
         with self._cond:
-            self._processes.pop(id(handle), None)
+            self._attempts.pop(handle, None)
             self._cond.notify_all()
 
     # ------------------------------------------------------------------ stopping
@@ -141,15 +139,15 @@ class RunStopper:
         self.stop()
         with self._cond:
             self.forced = True
-            processes = list(self._processes.values())
-        for backend, handle in processes:
+            attempts = list(self._attempts.items())
+        for handle, backend in attempts:
             try:
-                backend.cancel_attempt(handle)
+                backend.cancel(handle)
             except Exception as exc:
-                logger.warning("Could not kill a step process: %s", exc)
+                logger.warning("Could not end step attempt %s: %s", handle, exc)
         deadline = time.monotonic() + RECORD_WAIT_SECONDS
-        with self._cond:  # their waiters record them (status, logs) once the processes ended
-            while self._processes and (left := deadline - time.monotonic()) > 0:
+        with self._cond:  # their waiters record them (status, logs) once the attempts ended
+            while self._attempts and (left := deadline - time.monotonic()) > 0:
                 self._cond.wait(left)
         self.end_unfinished_steps()
         return ForcedOutcome()
@@ -194,28 +192,32 @@ class TrackedInline:
             self.stopper.remove_region(region)
 
 
-@dataclass
-class TrackedBackend:
-    """An isolated backend whose processes a :class:`RunStopper` can kill."""
+H = TypeVar("H", bound=Hashable)
 
-    inner: IsolatedBackend
+
+@dataclass
+class TrackedBackend(Generic[H]):
+    """A step backend whose attempts a :class:`RunStopper` can end."""
+
+    inner: StepBackend[H]
     stopper: RunStopper
 
-    def submit_attempt(
-        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
-    ) -> object:
-        handle = self.inner.submit_attempt(record, allocation)
-        self.stopper.add_process(self.inner, handle)
+    def submit(self, attempt: StepLaunch, allocation: ResourceRequestInfo | None) -> H:
+        handle = self.inner.submit(attempt, allocation)
+        self.stopper.add_attempt(self.inner, handle)
         return handle
 
-    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
-        return self.inner.wait_attempt(handle, timeout)
+    def poll(self, handles: Sequence[H], timeout: float = 0.0) -> Mapping[H, AttemptOutcome]:
+        return self.inner.poll(handles, timeout)
 
-    def cancel_attempt(self, handle: object) -> None:
-        self.inner.cancel_attempt(handle)
+    def cancel(self, handle: H, grace_seconds: float = 0.0) -> None:
+        self.inner.cancel(handle, grace_seconds)
 
-    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
+    def cleanup(self, handle: H) -> None:
         try:
-            self.inner.cleanup_attempt(handle, record)
+            self.inner.cleanup(handle)
         finally:
-            self.stopper.remove_process(handle)
+            self.stopper.remove_attempt(handle)
+
+    def stop_recorded(self, step: StepRunRecord) -> bool:
+        return self.inner.stop_recorded(step)

@@ -1,4 +1,4 @@
-"""Starting, waiting for and killing a step's own process.
+"""Starting, waiting for and ending a step's own process (the local-process backend's part).
 
 Two ways to start it, same entry point (``wharf.execution.entrypoint.main([step_run_id])``):
 
@@ -35,7 +35,6 @@ from pathlib import Path
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.global_config import SERVER_URL_ENV
-from wharf.execution.attempts import ProcessResult
 from wharf.execution.log_capture import write_log
 from wharf.store.models import StepRunRecord
 
@@ -123,6 +122,8 @@ class StepProcess:
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
     forked: BaseProcess | None = None
+    pidfd: int | None = None
+    """A process descriptor of ``popen``'s process, where the OS has them."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -141,13 +142,37 @@ class StepProcess:
             self.forked.join(0)
             return self.forked.exitcode
 
-    def kill(self) -> None:
-        if self.popen is not None:
-            if self.popen.poll() is None:
-                self.popen.kill()
-        elif self.forked is not None and self.wait(0) is None:
-            self.forked.kill()
+    @property
+    def sentinel(self) -> int | None:
+        """A file descriptor that becomes ready when the process ends (None: none here)."""
+        return self.forked.sentinel if self.forked is not None else self.pidfd
+
+    def stop(self, grace_seconds: float = 0.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace_seconds`` (at once if 0); returns once it ended."""
+        if grace_seconds > 0 and self.wait(0) is None:
+            self._signal(terminate=True)
+            if self.wait(grace_seconds) is not None:
+                return
+        if self.wait(0) is None:
+            self._signal(terminate=False)
         self.wait(None)
+
+    def _signal(self, *, terminate: bool) -> None:
+        process = self.popen if self.popen is not None else self.forked
+        assert process is not None
+        try:
+            if terminate:
+                process.terminate()
+            else:
+                process.kill()
+        except ProcessLookupError:  # it ended meanwhile
+            pass
+
+    def close(self) -> None:
+        """Free the process's descriptor (once it ended)."""
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 def start_step_process(
@@ -177,19 +202,12 @@ def start_step_process(
                     env=step_environment(os.environ, child_env),
                     start_new_session=True,  # a Ctrl-C in the parent's terminal is not the step's
                 )
+            if hasattr(os, "pidfd_open"):
+                step.pidfd = os.pidfd_open(step.popen.pid)
     except BaseException:
         log_path.unlink(missing_ok=True)
         raise
     return step
-
-
-def wait_step_process(step: StepProcess, timeout: float | None = None) -> ProcessResult | None:
-    code = step.wait(timeout)
-    return None if code is None else ProcessResult(code)
-
-
-def kill_step_process(step: StepProcess) -> None:
-    step.kill()
 
 
 def collect_logs(step: StepProcess, store: ArtifactStore, logs_uri: str | None) -> None:

@@ -7,9 +7,9 @@ placeholder run, which the orchestrator replaces when it starts the run, unless 
 orchestrator starts runs at once in the calling process (``starts_runs_in_process``, the local
 ones): then the run is recorded running from the start, in the same write as its snapshot.
 
-Orchestrators that can isolate steps implement ``submit_isolated_step``,
-``wait_for_isolated_step`` and ``cleanup_isolated_step``; steps that name a step operator are
-isolated through the stack's step operator instead (``submit``, ``wait``, ``cancel``). A run
+Orchestrators that can isolate steps return a step backend (``step_backend``, the launch
+interface of ``wharf.execution.backends``); steps that name a step operator are isolated through
+the stack's step operator's backend instead. A run
 that may isolate steps on a workspace server first obtains a token scoped to the run
 (``services.for_run``); its step processes authenticate with that token, never with the
 caller's credential.
@@ -21,18 +21,14 @@ import uuid
 from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.core.ids import new_id
-from wharf.execution.attempts import (
-    InlineExecutor,
-    IsolatedBackend,
-    IsolatedExecutor,
-    ProcessResult,
-)
+from wharf.execution.attempts import InlineExecutor, IsolatedExecutor
+from wharf.execution.backends import StepBackend
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.heartbeat import HeartbeatScheduler
@@ -54,10 +50,7 @@ from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_check import StopCheck
 from wharf.step_operators.base import BaseStepOperator
-from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
-
-if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.contract.models import ResourceRequestInfo
+from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord
 
 
 @dataclass(frozen=True)
@@ -79,8 +72,7 @@ class RunJob:
 class BaseOrchestrator(ABC):
     flavor: ClassVar[str]
     supports_isolated_steps: ClassVar[bool] = False
-    supports_resource_pool_allocation: ClassVar[bool] = False
-    """Takes a step's Resource Manager allocation into account when it launches the step."""
+    """:meth:`step_backend` returns a backend."""
     isolates_static_steps: ClassVar[bool] = False
     """Run every step of a static pipeline in its own process."""
 
@@ -91,37 +83,10 @@ class BaseOrchestrator(ABC):
     def id(self) -> uuid.UUID:
         return self.component.id
 
-    # ------------------------------------------------------------ isolated step hooks
-
-    def submit_isolated_step(self, record: StepRunRecord, services: RunServices) -> object:
-        raise NotImplementedError(f"The {self.flavor} orchestrator cannot isolate steps.")
-
-    def submit_isolated_step_with_allocation(
-        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
-    ) -> object:
-        """Like :meth:`submit_isolated_step`, honouring the allocation. Orchestrators that do
-        not opt in (``supports_resource_pool_allocation``) get the plain call."""
-        return self.submit_isolated_step(record, services)
-
-    def launch_with_allocation(
-        self, record: StepRunRecord, services: RunServices, allocation: ResourceRequestInfo
-    ) -> object:
-        """Launch one allocated step (the hook remote orchestrators override)."""
-        return self.submit_isolated_step_with_allocation(record, services, allocation)
-
-    def wait_for_isolated_step(
-        self, handle: object, timeout: float | None = None
-    ) -> ProcessResult | None:
-        """The result once the step's process ended; None if still running after timeout."""
-        raise NotImplementedError
-
-    def cancel_isolated_step(self, handle: object) -> None:
-        raise NotImplementedError
-
-    def cleanup_isolated_step(
-        self, handle: object, record: StepRunRecord, services: RunServices
-    ) -> None:
-        raise NotImplementedError
+    def step_backend(self) -> StepBackend[Any] | None:
+        """Where this orchestrator runs isolated steps (``wharf.execution.backends``); None
+        if it cannot isolate steps. A new backend per call: each run gets its own."""
+        return None
 
     # ------------------------------------------------------------ running
 
@@ -209,9 +174,8 @@ class BaseOrchestrator(ABC):
         )
         isolated = None
         if runtimes.has_isolation:
-            isolated = IsolatedExecutor(
-                services, lambda s: TrackedBackend(self._backend_for(s, job, services), stopper)
-            )
+            backend_for = self._backends(job, stopper)
+            isolated = IsolatedExecutor(services, backend_for)
         launcher = StepLauncher(
             services,
             run.id,
@@ -233,59 +197,25 @@ class BaseOrchestrator(ABC):
         dag = DagRunner(spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=False)
         return dag.run()
 
-    def _backend_for(self, spec: StepSpec, job: RunJob, services: RunServices) -> IsolatedBackend:
-        if spec.config.step_operator is not None:
-            operator = job.step_operator
-            if operator is None or operator.component.name != spec.config.step_operator:
+    def _backends(self, job: RunJob, stopper: RunStopper) -> Callable[[StepSpec], StepBackend[Any]]:
+        """Which backend runs an isolated step: the step operator's if the step names it, else
+        this orchestrator's (one backend each per run, its attempts tracked by ``stopper``)."""
+        own = self.step_backend()
+        mine = TrackedBackend(own, stopper) if own is not None else None
+        operator = job.step_operator
+        theirs = TrackedBackend(operator.step_backend(), stopper) if operator is not None else None
+
+        def backend_for(spec: StepSpec) -> StepBackend[Any]:
+            wanted = spec.config.step_operator
+            if wanted is None:
+                if mine is None:
+                    raise InputError(f"The {self.flavor} orchestrator cannot isolate steps.")
+                return mine
+            if operator is None or theirs is None or operator.component.name != wanted:
                 raise InputError(
-                    f"Step '{spec.name}' asks for step operator '{spec.config.step_operator}', "
+                    f"Step '{spec.name}' asks for step operator '{wanted}', "
                     "which is not in the active stack."
                 )
-            return _StepOperatorBackend(operator, services)
-        return _OrchestratorBackend(self, services)
+            return theirs
 
-
-@dataclass
-class _OrchestratorBackend:
-    orchestrator: BaseOrchestrator
-    services: RunServices
-
-    def submit_attempt(
-        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
-    ) -> object:
-        orchestrator = self.orchestrator
-        if allocation is not None and orchestrator.supports_resource_pool_allocation:
-            return orchestrator.launch_with_allocation(record, self.services, allocation)
-        return orchestrator.submit_isolated_step(record, self.services)
-
-    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
-        return self.orchestrator.wait_for_isolated_step(handle, timeout)
-
-    def cancel_attempt(self, handle: object) -> None:
-        self.orchestrator.cancel_isolated_step(handle)
-
-    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
-        self.orchestrator.cleanup_isolated_step(handle, record, self.services)
-
-
-@dataclass
-class _StepOperatorBackend:
-    operator: BaseStepOperator
-    services: RunServices
-
-    def submit_attempt(
-        self, record: StepRunRecord, allocation: ResourceRequestInfo | None
-    ) -> object:
-        operator = self.operator
-        if allocation is not None and operator.supports_resource_pool_allocation:
-            return operator.submit_with_allocation(record, self.services, allocation)
-        return operator.submit(record, self.services)
-
-    def wait_attempt(self, handle: object, timeout: float | None) -> ProcessResult | None:
-        return self.operator.wait(handle, timeout)
-
-    def cancel_attempt(self, handle: object) -> None:
-        self.operator.cancel(handle)
-
-    def cleanup_attempt(self, handle: object, record: StepRunRecord) -> None:
-        self.operator.cleanup(handle, record, self.services)
+        return backend_for

@@ -1,0 +1,99 @@
+"""The one launch interface: where an isolated step's attempt runs.
+
+A :class:`StepBackend` starts an attempt (:meth:`~StepBackend.submit`, with the step's resource
+allocation when it has one), tells which of many attempts have finished
+(:meth:`~StepBackend.poll`), ends one (:meth:`~StepBackend.cancel`) and collects what it left
+(:meth:`~StepBackend.cleanup`, logs). Orchestrators and step operators that isolate steps each
+provide one (``step_backend()``, free of any run's context); the engine
+(``wharf.execution.attempts``) drives it and records the attempt.
+
+Invariants:
+
+- a handle is a frozen, hashable value the backend defines: it names the attempt, it holds no
+  live object (the backend keeps those), so it may be logged, compared and used as a key;
+- :meth:`~StepBackend.poll` answers only the attempts that finished; the step's own process
+  records the step's result in the store, the outcome only says how its execution ended;
+- :meth:`~StepBackend.cleanup` is called exactly once per submitted attempt, after it finished;
+- :meth:`~StepBackend.stop_recorded` force-stops an attempt from what the store recorded of it
+  (for local processes: host, pid and start token), so a process that did not start the
+  attempt (``wharf runs stop --force``) stops it through the kind of backend that did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.config.spec import StepSpec
+from wharf.store.models import StepRunRecord
+
+if TYPE_CHECKING:  # the RM's models are only needed for type checking here
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+    Allocation: TypeAlias = ResourceRequestInfo
+    """What the Resource Manager granted a step (the engine passes it on, never edits it)."""
+
+
+@dataclass(frozen=True)
+class StepLaunch:
+    """One attempt to start: its step run (recorded running), the step's spec, the Wharf
+    settings its process needs (``RunServices.child_env``) and where its logs go (the artifact
+    store, at ``record.logs_uri``)."""
+
+    record: StepRunRecord
+    spec: StepSpec
+    environment: Mapping[str, str]
+    logs: ArtifactStore
+
+
+class Ended(Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    """The attempt's execution ended in error (e.g. a non-zero exit code)."""
+    CANCELLED = "cancelled"
+    """Ended by :meth:`StepBackend.cancel`."""
+    LOST = "lost"
+    """Ended by something else (killed from outside, its machine gone)."""
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """How an attempt's execution ended, as its backend saw it."""
+
+    ended: Ended
+    detail: str
+    """What happened, as a phrase: "exited with code 1", "was killed by SIGKILL"."""
+
+
+HandleT = TypeVar("HandleT", bound=Hashable)
+
+
+class StepBackend(Protocol[HandleT]):
+    """Runs isolated attempts somewhere (see the module docstring)."""
+
+    def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> HandleT:
+        """Start the attempt (honouring ``allocation`` where the backend can); its handle."""
+        ...
+
+    def poll(
+        self, handles: Sequence[HandleT], timeout: float = 0.0
+    ) -> Mapping[HandleT, AttemptOutcome]:
+        """The outcomes of those of ``handles`` that finished, waiting up to ``timeout``
+        seconds for at least one to finish."""
+        ...
+
+    def cancel(self, handle: HandleT, grace_seconds: float = 0.0) -> None:
+        """End the attempt: ask it to stop, and after ``grace_seconds`` end it by force."""
+        ...
+
+    def cleanup(self, handle: HandleT) -> None:
+        """Collect the attempt's logs and free what it used (once, after it finished)."""
+        ...
+
+    def stop_recorded(self, step: StepRunRecord) -> bool:
+        """Force-stop the attempt of ``step``, started by a backend of this kind in any
+        process, from what the store recorded of it; whether one was stopped."""
+        ...

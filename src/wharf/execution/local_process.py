@@ -1,0 +1,135 @@
+"""The local-process step backend: each isolated attempt in its own process on this machine.
+
+Used by both the ``local_process`` orchestrator and the ``local_process`` step operator. The
+process starts with the attempt's Wharf settings and, for an allocated step, its allocation
+(``WHARF_STEP_ALLOCATION``, by which it pins itself: ``wharf.execution.pinning``); its output
+goes to a temporary file copied to the artifact store at cleanup
+(``wharf.execution.subprocesses``).
+
+Invariants: a handle names the step run and the pid; the backend keeps the live process for
+each handle until :meth:`LocalProcessBackend.cleanup`. A step's process records its own host,
+pid and start token in its step run (``wharf.execution.entrypoint``), which is what
+:meth:`LocalProcessBackend.stop_recorded` signals, and only when
+``wharf.store.process_identity`` vouches the process is that very one on this machine.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
+from wharf.execution.pinning import allocation_env
+from wharf.execution.subprocesses import StepProcess, collect_logs, start_step_process
+from wharf.store.models import StepRunRecord
+from wharf.store.process_identity import kill_if_ours
+
+if TYPE_CHECKING:
+    from wharf.execution.backends import Allocation
+
+NO_SENTINEL_POLL_SECONDS = 0.05
+"""How often :meth:`LocalProcessBackend.poll` looks at a process the OS gives no descriptor for."""
+
+
+@dataclass(frozen=True)
+class LocalProcessHandle:
+    step_run_id: UUID
+    pid: int
+
+
+@dataclass
+class _Live:
+    process: StepProcess
+    logs: ArtifactStore
+    logs_uri: str | None
+    cancelled: bool = False
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+class LocalProcessBackend:
+    """See the module docstring. ``python``: the interpreter that runs steps (None: a fork of
+    a warm process of this interpreter)."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self._python = python
+        self._lock = threading.Lock()
+        self._live: dict[LocalProcessHandle, _Live] = {}
+
+    def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> LocalProcessHandle:
+        environment = dict(attempt.environment)
+        if allocation is not None:
+            environment = allocation_env(environment, allocation)
+        record = attempt.record
+        process = start_step_process(record, environment, self._python)
+        assert process.pid is not None
+        handle = LocalProcessHandle(record.id, process.pid)
+        with self._lock:
+            self._live[handle] = _Live(process, attempt.logs, record.logs_uri)
+        return handle
+
+    def poll(
+        self, handles: Sequence[LocalProcessHandle], timeout: float = 0.0
+    ) -> Mapping[LocalProcessHandle, AttemptOutcome]:
+        with self._lock:
+            live = {handle: self._live[handle] for handle in handles}
+        deadline = time.monotonic() + timeout
+        while True:
+            done = {}
+            for handle, attempt in live.items():
+                code = attempt.process.wait(0)
+                if code is not None:
+                    done[handle] = _outcome(code, attempt.cancelled)
+            left = deadline - time.monotonic()
+            if done or left <= 0:
+                return done
+            sentinels = [a.process.sentinel for a in live.values()]
+            ready = [s for s in sentinels if s is not None]
+            if len(ready) < len(sentinels):
+                left = min(left, NO_SENTINEL_POLL_SECONDS)
+            if ready:
+                wait(ready, left)
+            else:  # no descriptor for any of them (an OS without process descriptors)
+                time.sleep(left)
+
+    def cancel(self, handle: LocalProcessHandle, grace_seconds: float = 0.0) -> None:
+        with self._lock:
+            attempt = self._live.get(handle)
+        if attempt is None:  # cleaned up: it ended
+            return
+        attempt.cancelled = True
+        attempt.process.stop(grace_seconds)
+
+    def cleanup(self, handle: LocalProcessHandle) -> None:
+        with self._lock:
+            attempt = self._live.pop(handle)
+        try:
+            collect_logs(attempt.process, attempt.logs, attempt.logs_uri)
+        finally:
+            attempt.process.close()
+
+    def stop_recorded(self, step: StepRunRecord) -> bool:
+        return kill_if_ours(step.pid_host, step.pid, step.pid_start)
+
+
+def _outcome(code: int, cancelled: bool) -> AttemptOutcome:
+    if code == 0:
+        return AttemptOutcome(Ended.SUCCEEDED, describe_exit(code))
+    if code > 0:
+        return AttemptOutcome(Ended.FAILED, describe_exit(code))
+    return AttemptOutcome(Ended.CANCELLED if cancelled else Ended.LOST, describe_exit(code))
