@@ -58,14 +58,14 @@ def test_an_orchestrator_that_starts_runs_elsewhere_gets_a_placeholder(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     handed: list[PipelineRunRecord] = []
-    original = LocalOrchestrator.run
+    original = LocalOrchestrator.submit_run
 
     def run(self: LocalOrchestrator, job: RunJob) -> PipelineRunRecord:
         handed.append(job.run)
         return original(self, job)
 
     monkeypatch.setattr(LocalOrchestrator, "starts_runs_in_process", False)
-    monkeypatch.setattr(LocalOrchestrator, "run", run)
+    monkeypatch.setattr(LocalOrchestrator, "submit_run", run)
     done = chain.run_in(workspace)
     assert handed[0].is_placeholder and handed[0].orchestrator_run_id is None
     assert done.id == handed[0].id and done.status is S.COMPLETED
@@ -78,7 +78,7 @@ def test_a_run_the_orchestrator_never_took_over_ends_failed(
     def broken(self: LocalOrchestrator, job: RunJob) -> PipelineRunRecord:
         raise RuntimeError("no thread for you")
 
-    monkeypatch.setattr(LocalOrchestrator, "run", broken)
+    monkeypatch.setattr(LocalOrchestrator, "submit_run", broken)
     with pytest.raises(RuntimeError, match="no thread"):
         chain.run_in(workspace)
     (run,) = workspace.store.runs.list().items
@@ -93,7 +93,7 @@ def test_a_placeholder_nobody_started_is_deleted(
         raise RuntimeError("cluster unreachable")
 
     monkeypatch.setattr(LocalOrchestrator, "starts_runs_in_process", False)
-    monkeypatch.setattr(LocalOrchestrator, "run", broken)
+    monkeypatch.setattr(LocalOrchestrator, "submit_run", broken)
     with pytest.raises(RuntimeError):
         chain.run_in(workspace)
     assert workspace.store.runs.list().total == 0

@@ -258,7 +258,7 @@ class Pipeline(Generic[P]):
                 store.runs.delete(run.id)  # nothing has run: leave no run behind
                 raise
         try:
-            finished = orchestrator.run(job)
+            finished = orchestrator.submit_run(job)
         except BaseException as exc:
             self._forget_unstarted(store, run, exc)
             raise

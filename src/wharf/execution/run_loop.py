@@ -1,0 +1,186 @@
+"""The run loop: running one pipeline run's steps in this process, from start to end.
+
+Every orchestrator that runs a run's steps itself calls :func:`run_pipeline` in the process that
+orchestrates the run: the local orchestrators in the caller's process, a remote orchestrator's
+own process (an orchestrator pod) where it was submitted. It starts the run if it is a
+placeholder, beats for it (``wharf.execution.run_heartbeat``), installs the stop signals
+(``wharf.execution.signals``), runs the steps (static: ``wharf.execution.dag_runner``; dynamic:
+``wharf.execution.dynamic``) inline or isolated through step backends
+(``wharf.execution.backends``), and ends the run.
+
+Invariants: a started run always ends (a failure of the loop itself ends it failed); a forced
+stop ends every attempt in flight through the backend that started it; a run that may isolate
+steps on a workspace server runs them with a token scoped to the run (``services.for_run``),
+never with the caller's credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import InputError
+from wharf.execution.attempts import InlineExecutor, IsolatedExecutor
+from wharf.execution.backends import StepBackend
+from wharf.execution.dag_runner import DagOutcome, DagRunner
+from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
+from wharf.execution.heartbeat import HeartbeatScheduler
+from wharf.execution.launcher import StepLauncher
+from wharf.execution.resources.port import releaser
+from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
+from wharf.execution.run_lifecycle import start_run
+from wharf.execution.run_stop import (
+    ForcedOutcome,
+    ForcedStop,
+    RunStopper,
+    TrackedBackend,
+    TrackedInline,
+)
+from wharf.execution.runtime import RuntimePolicy
+from wharf.execution.services import RunServices, for_run
+from wharf.execution.signals import RunSignals
+from wharf.execution.step_like import StepLike
+from wharf.execution.step_runner import StepRunner, import_step
+from wharf.execution.stop_check import StopCheck
+from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord
+
+
+class StepOperatorLike(Protocol):
+    """A stack's step operator, as the run loop uses it."""
+
+    component: ComponentRecord
+
+    def step_backend(self) -> StepBackend[Any]: ...
+
+
+@dataclass(frozen=True)
+class RunJob:
+    snapshot: SnapshotRecord
+    run: PipelineRunRecord
+    """The run to execute: a placeholder the loop replaces when it starts the run, or a run
+    recorded as started (running)."""
+    services: RunServices
+    resolve_step: Callable[[StepSpec], StepLike] | None = None
+    """In-process step lookup (steps defined in ``__main__``); None = import by source."""
+    pipeline_function: Callable[..., Any] | None = None
+    """The body of a dynamic pipeline, run in the orchestration process."""
+    step_operator: StepOperatorLike | None = None
+    spec_factory: SpecFactory | None = None
+    """Builds the spec of a step launched at run time (dynamic pipelines)."""
+
+
+def run_pipeline(
+    job: RunJob,
+    runtimes: RuntimePolicy,
+    backend: StepBackend[Any] | None,
+    orchestrator_run_id: str,
+) -> PipelineRunRecord:
+    """Run ``job``'s run to its end in this process; the run as it ended. ``runtimes``: where
+    its steps run; ``backend``: the orchestrator's step backend for isolated steps (None: it
+    cannot isolate); ``orchestrator_run_id``: the id a placeholder run is started with."""
+    services = job.services
+    run = job.run
+    if run.is_placeholder:
+        process = orchestrator_process(services.heartbeat_interval)
+        run = start_run(services.store, run, orchestrator_run_id, process)
+    heartbeats = HeartbeatScheduler()
+    # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
+    release = releaser(services.resources)
+    liveness = RunHeartbeat.start(
+        services.store, run.id, services.heartbeat_interval, release=release
+    )
+    services.progress.run_started(run, job.snapshot.spec.name)
+    stopper = RunStopper(services.store, run.id, release=release)
+    signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
+    outcome: DagOutcome | DynamicOutcome | ForcedOutcome
+    try:
+        if runtimes.has_isolation:
+            services = for_run(services, run.id)
+        outcome = _run_steps(job, services, run, runtimes, backend, heartbeats, stopper)
+    except ForcedStop:
+        outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
+        if not signals.forced:  # a run nested in the one being forced: it ends too
+            services.store.runs.finish(run.id, *outcome.final_status())
+            raise
+    except BaseException as exc:
+        ended = services.store.runs.finish(
+            run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
+        )
+        services.progress.run_finished(ended)  # the summary line
+        raise
+    finally:
+        signals.restore()
+        heartbeats.close()
+        liveness.close()
+    status, reason = outcome.final_status()
+    ended = services.store.runs.finish(run.id, status, reason)
+    services.progress.run_finished(ended)  # the summary line
+    signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
+    return ended
+
+
+def _run_steps(
+    job: RunJob,
+    services: RunServices,
+    run: PipelineRunRecord,
+    runtimes: RuntimePolicy,
+    backend: StepBackend[Any] | None,
+    heartbeats: HeartbeatScheduler,
+    stopper: RunStopper,
+) -> DagOutcome | DynamicOutcome:
+    spec = job.snapshot.spec
+    runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
+    inline = TrackedInline(
+        InlineExecutor(services, runner, services.heartbeat_interval, heartbeats), stopper
+    )
+    isolated = None
+    if runtimes.has_isolation:
+        isolated = IsolatedExecutor(services, _backends(job, backend, stopper))
+    launcher = StepLauncher(
+        services,
+        run.id,
+        spec.name,
+        inline=inline,
+        isolated=isolated,
+        record_specs=spec.dynamic or isolated is not None,
+        runtimes=runtimes,
+    )
+    if spec.dynamic:
+        if job.pipeline_function is None or job.spec_factory is None:
+            raise InputError(f"Dynamic pipeline '{spec.name}' has no function to run.")
+        return DynamicRunner(
+            spec, launcher, services, run, job.pipeline_function, job.spec_factory
+        ).run()
+    stop = StopCheck(services.store, run.id)
+    # ``runs.finish`` decides the run's end from the status it reads itself (a stop that no
+    # step saw included), so the runner need not read it at the end.
+    dag = DagRunner(spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=False)
+    return dag.run()
+
+
+def _backends(
+    job: RunJob, backend: StepBackend[Any] | None, stopper: RunStopper
+) -> Callable[[StepSpec], StepBackend[Any]]:
+    """Which backend runs an isolated step: the step operator's if the step names it, else the
+    orchestrator's (one backend each per run, its attempts tracked by ``stopper``)."""
+    own = TrackedBackend(backend, stopper) if backend is not None else None
+    operator = job.step_operator
+    theirs = TrackedBackend(operator.step_backend(), stopper) if operator is not None else None
+
+    def backend_for(spec: StepSpec) -> StepBackend[Any]:
+        wanted = spec.config.step_operator
+        if wanted is None:
+            if own is None:
+                raise InputError(f"The orchestrator of step '{spec.name}' cannot isolate steps.")
+            return own
+        if operator is None or theirs is None or operator.component.name != wanted:
+            raise InputError(
+                f"Step '{spec.name}' asks for step operator '{wanted}', "
+                "which is not in the active stack."
+            )
+        return theirs
+
+    return backend_for
