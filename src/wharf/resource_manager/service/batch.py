@@ -197,7 +197,7 @@ class BatchRunner(Combiner[Operation]):
         outcomes = [finish() for finish in finishers]
         if tx.swept:
             idempotency.forget_before(conn, now - self.options.idempotency_ttl)
-        last = [*tx.last_writes, *idempotency.store(self._responses(batch, outcomes), now)]
+        last = [*idempotency.store(self._responses(batch, outcomes), now)]
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled

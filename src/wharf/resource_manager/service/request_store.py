@@ -7,7 +7,7 @@ transactions.
 
 Invariants:
 - loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
-  inserts are one driver ``executemany`` per table (:mod:`.bulk_insert`);
+  inserts are one ``executemany`` per table;
 - every status write is a compare-and-set on the previous status (:mod:`.status_writes`), which
   raises :class:`StaleStateError` when a row did not match;
 - :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
@@ -39,8 +39,7 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.bulk_insert import insert_tables
-from wharf.sql.direct import DirectStatement, Query, RawWrite
+from wharf.sql.direct import DirectStatement, Query
 from wharf.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -67,20 +66,17 @@ def chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any
 
 
 def insert_requests(
-    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children, *, later: bool = False
-) -> list[RawWrite]:
+    conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
+) -> None:
     """Insert requests (rows from :func:`codec.request_row`, with their demands and any
-    allocations) and their child rows, together (:func:`insert_tables`; ``later``: the one
-    statement that inserts them on PostgreSQL may be returned, to go with the commit)."""
-    return insert_tables(
-        conn,
-        [
-            (t.requests, rows),
-            (t.subjects, children.subjects),
-            (t.request_metadata, children.metadata),
-        ],
-        later=later,
-    )
+    allocations) and their child rows: one ``executemany`` per table."""
+    for table, table_rows in (
+        (t.requests, rows),
+        (t.subjects, children.subjects),
+        (t.request_metadata, children.metadata),
+    ):
+        if table_rows:
+            conn.execute(table.insert(), list(table_rows))
 
 
 @dataclass(slots=True)

@@ -12,9 +12,7 @@ Invariants:
 - writes are staged and flushed in bulk after the cycle: status transitions first
   (compare-and-set, see :func:`status_writes.write_transitions`; an admission writes its
   allocations), then the new requests in their final state (allocations included) and their
-  child rows, together (one statement per table, or one
-  for all of them on PostgreSQL when the batch is small, see :func:`bulk_insert.insert_tables`;
-  that one goes with the commit, in :attr:`Tx.last_writes`);
+  child rows (one ``executemany`` per table);
 - every request change also updates the working copy, so later operations and the cycle see it;
 - every change is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
 """
@@ -41,7 +39,6 @@ from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.leader import StateRow
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import Working
-from wharf.sql.direct import Query, RawWrite
 
 Finisher = Callable[[], Any]
 """Builds an operation's result after the cycle, inside the transaction."""
@@ -78,8 +75,6 @@ class Tx:
     this batch: a second call with the same key shares its result."""
     final: dict[UUID, ResourceRequest] = field(default_factory=dict)
     """The latest (neutral) model of every request created or changed in this transaction."""
-    last_writes: list[Query | RawWrite] = field(default_factory=list)
-    """Writes staged by :meth:`flush` whose results nobody reads, sent with the commit."""
     left_queue: list[ResourceRequest] = field(default_factory=list)
     """Requests that were pending before this transaction and are not any more (allocated,
     cancelled, expired ...), as :meth:`flush` wrote them: announced after commit."""
@@ -154,11 +149,8 @@ class Tx:
         written = status_writes.write_transitions(self.conn, self.transitions.values(), self.seq)
         for request_id, (requester, columns) in written.items():
             self.lease_columns_written(request_id, requester, columns)
-        # On PostgreSQL the new rows may go with the commit: nothing reads them before it
-        # (finishers answer created requests from their models, kept in ``_loaded`` above).
-        self.last_writes.extend(
-            request_store.insert_requests(self.conn, rows, children, later=True)
-        )
+        # Finishers answer created requests from their models, kept in ``_loaded`` above.
+        request_store.insert_requests(self.conn, rows, children)
         self.created = {}
         self.left_queue.extend(
             after
