@@ -1,10 +1,11 @@
-"""The orchestrating process's heartbeat and the forced stop's kills: real processes, a real
-SQLite store."""
+"""The orchestrating process's heartbeat and forced stops from another process: real processes,
+a real SQLite store."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
-from wharf.execution.run_heartbeat import RunHeartbeat, kill_step_processes, orchestrator_process
+from wharf.execution.local_process import LocalProcessBackend
+from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
+from wharf.execution.run_stop import stop_recorded_steps
 from wharf.store.models import RunUpdate, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
 from wharf.store.sql import SqlStore
@@ -54,7 +57,7 @@ def wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.02)
 
 
-def test_force_stop_signals_only_processes_this_machine_started(
+def test_a_forced_stop_from_elsewhere_ends_only_processes_this_machine_started(
     world: World, sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
     run = world.run(status=S.RUNNING)
@@ -69,33 +72,31 @@ def test_force_stop_signals_only_processes_this_machine_started(
         world.store.steps.update(
             step.id, StepRunUpdate(pid=child.pid, pid_host=host, pid_start=token)
         )
-    killed, left = kill_step_processes(world.store, run.id)
-    assert (killed, left) == ([ours.pid], 2)
+    stopped = stop_recorded_steps(world.store, run.id, lambda step: LocalProcessBackend())
+    assert [step.pid for step in stopped] == [ours.pid]
     assert ours.wait(timeout=30) == -9
     assert other_host.poll() is None and reused.poll() is None
 
 
-def test_the_orchestrator_beats_and_kills_its_steps_when_the_stop_is_forced(
-    world: World, sleepers: list[subprocess.Popen[bytes]]
+def test_the_orchestrator_beats_and_ends_its_attempts_once_when_the_stop_is_forced(
+    world: World,
 ) -> None:
     store = world.store
     run = world.run(status=S.RUNNING, orchestrator=orchestrator_process(0.05))
-    child = sleeper(sleepers)
-    step = world.step(run.id)
-    store.steps.update(
-        step.id,
-        StepRunUpdate(pid=child.pid, pid_host=this_host(), pid_start=start_token(child.pid)),
-    )
+    forced = threading.Semaphore(0)
     first = store.runs.get(run.id).last_heartbeat
-    heartbeat = RunHeartbeat.start(store, run.id, 0.05)
+    heartbeat = RunHeartbeat.start(store, run.id, 0.05, on_forced=forced.release)
     try:
         wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat")
-        assert child.poll() is None  # a plain stop kills nothing
         store.runs.update(run.id, RunUpdate(status=S.STOPPING))
-        assert child.poll() is None
+        beaten = store.runs.get(run.id).last_heartbeat
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        assert not forced.acquire(blocking=False)  # a plain stop ends nothing
         store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
-        wait_for(lambda: child.poll() is not None, "the step's process to be killed")
-        assert child.returncode == -9
+        assert forced.acquire(timeout=60)
+        beaten = store.runs.get(run.id).last_heartbeat
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        assert not forced.acquire(blocking=False)  # once
     finally:
         heartbeat.close()
 

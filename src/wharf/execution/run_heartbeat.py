@@ -6,8 +6,9 @@ goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thre
 (``RunRepository.update_heartbeat``); a beat that fails is logged and retried at the next
 interval (the liveness timeout allows four missed beats). Each beat also sweeps the runs whose
 orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
-is needed for that. When a beat learns that the run's stop is forced, it kills the processes of
-the run's steps that this machine started (:func:`kill_step_processes`) -- once. A run that no
+is needed for that. When a beat learns that the run's stop is forced, it tells ``on_forced``
+(the run loop ends the attempts in flight through the backends that started them) -- once. A
+run that no
 process beats for (recorded before runs had a liveness record) is ended by a forced stop itself
 (:func:`end_unattended`), since nothing else would ever end it.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
@@ -34,7 +36,7 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 from wharf.store.ports import Store
-from wharf.store.process_identity import kill_if_ours, own_start_token, this_host
+from wharf.store.process_identity import own_start_token, this_host
 
 logger = logging.getLogger(__name__)
 
@@ -53,25 +55,6 @@ def orchestrator_process(heartbeat_interval: float) -> OrchestratorProcess:
         start=own_start_token(),
         liveness_timeout_seconds=liveness_timeout_for(heartbeat_interval),
     )
-
-
-def kill_step_processes(store: Store, run_id: UUID) -> tuple[list[int], int]:
-    """SIGKILL the processes of the run's unfinished steps that this machine started (host
-    and start token match: never a process of another machine, never a reused pid). Returns
-    the pids killed and how many recorded processes were left alone."""
-    steps = store.steps.list(
-        StepRunFilter(run_id=run_id, statuses=UNFINISHED_STEP_STATUSES), PageRequest(size=1000)
-    ).items
-    killed: list[int] = []
-    elsewhere = 0
-    for step in steps:
-        if step.pid is None:
-            continue
-        if kill_if_ours(step.pid_host, step.pid, step.pid_start):
-            killed.append(step.pid)
-        else:
-            elsewhere += 1
-    return killed, elsewhere
 
 
 UNATTENDED_REASON = "Stopped by force: no orchestrating process records a heartbeat for this run."
@@ -118,10 +101,13 @@ class RunHeartbeat:
         interval: float,
         *,
         release: ReleaseEnded | None = None,
+        on_forced: Callable[[], object] | None = None,
     ) -> None:
-        """``release``: told of each step a sweep ended (releases its request)."""
+        """``release``: told of each step a sweep ended (releases its request); ``on_forced``:
+        called once when a beat learns that the run's stop is forced."""
         self._store = store
         self._release = release
+        self._on_forced = on_forced
         self._run_id = run_id
         self._interval = interval
         self._process = orchestrator_process(interval)
@@ -139,11 +125,12 @@ class RunHeartbeat:
         interval: float,
         *,
         release: ReleaseEnded | None = None,
+        on_forced: Callable[[], object] | None = None,
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
         sweep_quietly(store, release=release)
-        heartbeat = cls(store, run_id, interval, release=release)
+        heartbeat = cls(store, run_id, interval, release=release, on_forced=on_forced)
         heartbeat._thread.start()
         return heartbeat
 
@@ -155,13 +142,11 @@ class RunHeartbeat:
             return
         if response.stop_forced and not self._forced:
             self._forced = True
-            try:
-                killed, _ = kill_step_processes(self._store, self._run_id)
-            except Exception as exc:
-                logger.warning("Could not kill the steps of run %s: %s", self._run_id, exc)
-            else:
-                if killed:
-                    logger.warning("Forced stop: killed step processes %s.", killed)
+            if self._on_forced is not None:
+                try:
+                    self._on_forced()
+                except Exception as exc:
+                    logger.warning("Could not force the stop of run %s: %s", self._run_id, exc)
         sweep_quietly(self._store, release=self._release)
 
     def _loop(self) -> None:

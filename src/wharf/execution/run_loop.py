@@ -89,11 +89,15 @@ def run_pipeline(
     heartbeats = HeartbeatScheduler()
     # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
     release = releaser(services.resources)
-    liveness = RunHeartbeat.start(
-        services.store, run.id, services.heartbeat_interval, release=release
+    stopper = RunStopper(services.store, run.id, release=release)
+    liveness = RunHeartbeat.start(  # a forced stop ends the run's attempts through their backends
+        services.store,
+        run.id,
+        services.heartbeat_interval,
+        release=release,
+        on_forced=stopper.end_attempts,
     )
     services.progress.run_started(run, job.snapshot.spec.name)
-    stopper = RunStopper(services.store, run.id, release=release)
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
     outcome: DagOutcome | DynamicOutcome | ForcedOutcome
     try:

@@ -18,6 +18,11 @@ one runs:
   that is still unfinished (e.g. inline code stuck in native code) as stopped: a finished run
   never has a step left running.
 
+Another process (``wharf runs stop --force``) force-stops attempts with
+:func:`stop_recorded_steps`, through the kind of backend that started each one; the
+orchestrating process learns of the forced stop from its run's heartbeat and ends its attempts
+itself (:meth:`RunStopper.end_attempts`).
+
 Invariant: once stopping, always stopping (both methods are idempotent).
 """
 
@@ -26,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from uuid import UUID
@@ -137,6 +142,17 @@ class RunStopper:
         """Stop by force (see the module docstring); call from the orchestrating thread once
         it no longer waits for the run's steps. Returns how the run ends."""
         self.stop()
+        self.end_attempts()
+        deadline = time.monotonic() + RECORD_WAIT_SECONDS
+        with self._cond:  # their waiters record them (status, logs) once the attempts ended
+            while self._attempts and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+        self.end_unfinished_steps()
+        return ForcedOutcome()
+
+    def end_attempts(self) -> None:
+        """End every isolated attempt in flight, and any submitted from now on, through the
+        backend that started it (a forced stop; their waiters record them)."""
         with self._cond:
             self.forced = True
             attempts = list(self._attempts.items())
@@ -145,12 +161,6 @@ class RunStopper:
                 backend.cancel(handle)
             except Exception as exc:
                 logger.warning("Could not end step attempt %s: %s", handle, exc)
-        deadline = time.monotonic() + RECORD_WAIT_SECONDS
-        with self._cond:  # their waiters record them (status, logs) once the attempts ended
-            while self._attempts and (left := deadline - time.monotonic()) > 0:
-                self._cond.wait(left)
-        self.end_unfinished_steps()
-        return ForcedOutcome()
 
     def end_unfinished_steps(self) -> list[StepRunRecord]:
         """Record every unfinished step run of the run as stopped; those it ended."""
@@ -168,6 +178,24 @@ class RunStopper:
             if self._release is not None:
                 self._release(stopped)
         return ended
+
+
+def stop_recorded_steps(
+    store: Store, run_id: UUID, backend_for: Callable[[StepRunRecord], StepBackend[Any] | None]
+) -> list[StepRunRecord]:
+    """Force-stop the attempts of the run's unfinished steps from another process than the one
+    that started them: each through ``backend_for(step)``, the kind of backend that started it
+    (None: it has none, e.g. an inline step), from what the store recorded of it (a backend
+    stops only what it vouches for). The steps stopped."""
+    steps = store.steps.list(
+        StepRunFilter(run_id=run_id, statuses=UNFINISHED), PageRequest(size=1000)
+    ).items
+    stopped = []
+    for step in steps:
+        backend = backend_for(step)
+        if backend is not None and backend.stop_recorded(step):
+            stopped.append(step)
+    return stopped
 
 
 @dataclass

@@ -190,14 +190,16 @@ class Client:
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
         """Ask a run to stop gracefully: no new steps start, running steps are interrupted at
         their next safe point (their next heartbeat) and end stopped (one that finishes before
-        then keeps its result), then the run ends stopped. ``force`` also kills the
-        processes of its isolated steps that this machine started, at once, and asks the
-        run's orchestrating process to kill the others (a process of another machine, or a
-        pid now used by another process, is never signalled from here). A run whose
-        orchestrating process is gone ends failed at once ("orchestrator lost") and is
-        returned so; a forced stop of a run that no process beats for (recorded before runs
-        had a liveness record) ends it stopped at once, with its steps."""
-        from wharf.execution.run_heartbeat import end_unattended, kill_step_processes
+        then keeps its result), then the run ends stopped. ``force`` also asks the backend
+        of each isolated step (by the flavor of the run's orchestrator or step operator) to
+        end it at once where it can from here (local processes: only those this machine
+        started, never a reused pid), and the run's orchestrating process to end the others
+        through the backends that started them. A run whose orchestrating process is gone
+        ends failed at once ("orchestrator lost") and is returned so; a forced stop of a run
+        that no process beats for (recorded before runs had a liveness record) ends it
+        stopped at once, with its steps."""
+        from wharf.execution.run_heartbeat import end_unattended
+        from wharf.execution.run_stop import stop_recorded_steps
 
         ended = self._sweep_lost_runs(now=True)
         run = self.get_pipeline_run(name_or_id)
@@ -211,9 +213,28 @@ class Client:
             update = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=force or None)
             run = self.store.runs.update(run.id, update)
         if force:
-            kill_step_processes(self.store, run.id)
+            stop_recorded_steps(self.store, run.id, self._step_backends(run))
             run = end_unattended(self.store, run, release=self._release)
         return run
+
+    def _step_backends(self, run: PipelineRunRecord) -> Callable[[StepRunRecord], Any]:
+        """The kind of backend that started each step of ``run``: its stack's step operator's
+        for a step that names one, else its orchestrator's (None: the flavor has none)."""
+        stack_id = self.store.snapshots.get(run.snapshot_id).stack_id
+        if stack_id is None:
+            return lambda step: None
+        stack = self.store.stacks.get_stack(stack_id)
+        instance = self._workspace.component_instance
+        own = instance(stack, ComponentType.ORCHESTRATOR).step_backend()
+        operator = None
+        if ComponentType.STEP_OPERATOR in stack.components:
+            operator = instance(stack, ComponentType.STEP_OPERATOR).step_backend()
+
+        def backend_for(step: StepRunRecord) -> Any:
+            named = step.spec is not None and step.spec.config.step_operator is not None
+            return operator if named else own
+
+        return backend_for
 
     def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:
         """The captured stdout/stderr of a step run ("" if it has none yet: a step's output is
