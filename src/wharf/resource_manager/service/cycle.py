@@ -1,6 +1,6 @@
 """The scheduling cycle inside a transaction: expire lapsed leases, schedule, stage the decisions.
 
-Owns: :func:`expire_lapsed`, :func:`run_cycle`, :func:`paused_gc`.
+Owns: :func:`expire_lapsed`, :func:`run_cycle`.
 
 Each transaction of the batch runner (:mod:`.batch`) holds the scheduling lock and calls, in
 this order: :func:`expire_lapsed` (unless it is a takeover), the batched operations, then
@@ -24,10 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-from collections.abc import Iterator
 
 from wharf.resource_manager.domain import ResourceRequest, apply_lapse
 from wharf.resource_manager.scheduler import (
@@ -43,19 +40,6 @@ from wharf.resource_manager.scheduler import run_cycle as scheduler_cycle
 from wharf.resource_manager.service import lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.transaction import Tx
-
-
-@contextlib.contextmanager
-def paused_gc(enabled: bool) -> Iterator[None]:
-    """Pause the cyclic garbage collector for the block (if it was running and ``enabled``)."""
-    if not enabled or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def expire_lapsed(tx: Tx, rows: list[request_store.LeaseRow]) -> None:
@@ -97,11 +81,9 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
     if not restart and walk is not None and appended:
         # Only requests were created since the last cycle: walk on from it if they queue
         # behind everyone (the scheduler checks), instead of walking the whole queue again.
-        with paused_gc(tx.options.pause_gc):
-            continued = continue_cycle(walk, appended, tx.now)
-            if continued is not None:
-                _stage(tx, continued, {})
+        continued = continue_cycle(walk, appended, tx.now)
         if continued is not None:
+            _stage(tx, continued, {})
             if not walk.continuable:
                 work.walk = None
             tx.decisions = continued
@@ -130,13 +112,12 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         route_search_budget=budget,
         unchanged_waits=False,  # a wait whose reason did not change changes nothing
     )
-    with paused_gc(tx.options.pause_gc):
-        prepared = work.prepared
-        if prepared is None or not prepared.serves(snapshot, budget):
-            prepared = work.prepared = Prepared(snapshot, budget)
-        run = scheduler_cycle(snapshot, tx.now, options, prepared=prepared)
-        decisions = run.decisions
-        _stage(tx, decisions, leases)
+    prepared = work.prepared
+    if prepared is None or not prepared.serves(snapshot, budget):
+        prepared = work.prepared = Prepared(snapshot, budget)
+    run = scheduler_cycle(snapshot, tx.now, options, prepared=prepared)
+    decisions = run.decisions
+    _stage(tx, decisions, leases)
     if run.continuable and not restart:
         work.walk = run
     tx.decisions = decisions

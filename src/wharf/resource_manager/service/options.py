@@ -21,9 +21,6 @@ class ServiceOptions:
     """Idempotency keys older than this are forgotten by the sweep."""
     max_batch: int = 512
     """Most operations combined into one scheduling transaction."""
-    pause_gc: bool = True
-    """Pause the cyclic garbage collector while a cycle runs (the scheduler creates no
-    reference cycles; full collections over a big snapshot cost as much as the cycle)."""
     route_search_budget: int = 256
     """Passed to the scheduler (:class:`~wharf.resource_manager.scheduler.SchedulerOptions`)."""
 
