@@ -107,7 +107,7 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
 
         sequential.run_in(workspace, n=2)  # warm-up: RM tables, imports
         run = sequential.run_in(workspace, n=args.latency_steps)
-        requests = workspace.store.resource_requests
+        requests = workspace.requests
         assert requests is not None
         latencies = [
             (r.start_time - creation_began(r, requests.get)).total_seconds()
@@ -124,7 +124,7 @@ def contention(args: argparse.Namespace) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         assert run.status.value == "completed", run.status_reason
         records = _steps(workspace, run.id)
-        requests = workspace.store.resource_requests
+        requests = workspace.requests
         assert requests is not None
         held = requests.list(
             RequestFilter(metadata={"pipeline_run_id": str(run.id)}), RMPageRequest(size=1000)
@@ -304,7 +304,7 @@ def _one_preemption(
 
     watch = Workspace.open(load_config())
     try:
-        requests = watch.store.resource_requests
+        requests = watch.requests
         assert requests is not None
         victim_thread = run_in_thread(
             "victim", lambda ws: victim_pipe.run_in(ws, stop_file=str(stop))

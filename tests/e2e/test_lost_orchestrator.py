@@ -114,9 +114,7 @@ def test_a_killed_orchestrator_fails_its_run_and_gives_back_its_resources(
         assert step.status is ExecutionStatus.FAILED
         assert step.status_reason and "orchestrator lost" in step.status_reason
         assert step.resource_request_id is not None
-        requests = client.store.resource_requests
-        assert requests is not None
-        request = requests.get(step.resource_request_id)
+        request = client.get_resource_request(step.resource_request_id)
         assert request.status in (ResourceRequestStatus.RELEASED, ResourceRequestStatus.CANCELLED)
 
 

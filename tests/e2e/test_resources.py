@@ -127,7 +127,7 @@ def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
     records = steps(rm_workspace, run.id)
     assert all(r.resource_request_id for r in records)
     for r in records:
-        request = rm_workspace.store.resource_requests.get(r.resource_request_id)
+        request = rm_workspace.requests.get(r.resource_request_id)
         assert request.status is ResourceRequestStatus.RELEASED
         assert request.metadata["step_name"] == r.name
         assert request.metadata["pipeline_run_id"] == str(run.id)
@@ -183,7 +183,7 @@ def test_legacy_settings(mode: Mode, rm_workspace: Workspace):
     run = p.run_in(rm_workspace)
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     record = steps(rm_workspace, run.id)[0]
-    request = rm_workspace.store.resource_requests.get(record.resource_request_id)
+    request = rm_workspace.requests.get(record.resource_request_id)
     assert request.reclaim_tolerance.value == "none"
 
 
@@ -262,7 +262,7 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
     found = {r.name: r for r in steps(rm_workspace, run.id)}
     assert found["self_kill"].status is ExecutionStatus.FAILED
     assert found["self_kill"].status_reason.startswith("Heartbeat lost")
-    request = rm_workspace.store.resource_requests.get(found["self_kill"].resource_request_id)
+    request = rm_workspace.requests.get(found["self_kill"].resource_request_id)
     assert request.status is ResourceRequestStatus.RELEASED
     assert found["hold_license"].status is ExecutionStatus.COMPLETED
 

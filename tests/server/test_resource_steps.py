@@ -30,6 +30,7 @@ from wharf.core.enums import (
     ResourceRequestStatus,
 )
 from wharf.core.errors import IllegalOperationError, InputError, StoreUnavailableError
+from wharf.execution.resources.team import WorkspaceRequests
 from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER
@@ -339,7 +340,8 @@ def test_requests_made_elsewhere_are_not_the_workspaces(team: Team) -> None:
             }
         )
     )
-    assert team.rest("admin").resource_requests.get(foreign.id).id == foreign.id  # type: ignore[union-attr]
+    admin = WorkspaceRequests(team.rest("admin").http)
+    assert admin.get(foreign.id).id == foreign.id
     member = team.world.as_role("member")
     assert member.get(f"/api/v1/resource_requests/{foreign.id}").status_code == 404
 
@@ -350,5 +352,5 @@ def test_the_server_store_only_stores(team: Team) -> None:
 
     state = team.world.state
     assert not isinstance(state.store.steps, StepResourceService)
-    assert state.store.resource_requests is None
+    assert not hasattr(state.store, "resource_requests")
     assert isinstance(state.step_runs, StepResourceService)

@@ -14,7 +14,7 @@ import pytest
 from tests.store.conftest import World, world  # noqa: F401 (fixture)
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
-from wharf.execution.resources.embedded import LazyRequests
+from wharf.execution.resources.embedded import LazyResourceManager
 from wharf.sdk.workspace import Workspace
 from wharf.server.step_resources import StepResourceService
 from wharf.store.models import StepRunCreate, StepRunUpdate
@@ -59,7 +59,7 @@ def test_each_combined_call_stays_one_call_of_the_store(world: World) -> None:
         raise AssertionError("steps without resources never reach the Resource Manager")
 
     inner = Recorded(world.store.steps)
-    paired = StepResourceService(world.store, LazyRequests(no_resource_manager))
+    paired = StepResourceService(world.store, LazyResourceManager(no_resource_manager))
     paired._inner = inner  # type: ignore[assignment]
     run = world.run(status=ExecutionStatus.RUNNING)
     create = StepRunCreate(run_id=run.id, name="a", status=ExecutionStatus.RUNNING, cache_key="k")

@@ -34,8 +34,8 @@ from wharf.cli.resource_manager import (
 )
 
 if TYPE_CHECKING:
+    from wharf.execution.resources.team import WorkspaceRequests
     from wharf.resource_manager.contract.models import QueueEntry, ResourceRequestInfo
-    from wharf.store.rest.resource_requests import RestResourceRequests
     from wharf.store.rest.store import RestStore
 
 STATUSES = (
@@ -135,12 +135,11 @@ def _workspace(ctx: click.Context) -> Iterator[RestStore | None]:
         yield store
 
 
-def _requests_of(store: RestStore) -> RestResourceRequests:
-    from wharf.store.rest.resource_requests import RestResourceRequests
+def _requests_of(store: RestStore) -> WorkspaceRequests:
+    """The workspace server's request routes, over the store's HTTP session."""
+    from wharf.execution.resources.team import WorkspaceRequests
 
-    requests = store.resource_requests
-    assert isinstance(requests, RestResourceRequests)
-    return requests
+    return WorkspaceRequests(store.http)
 
 
 def _pool_names(store: RestStore, *, policies: bool = False) -> dict[UUID, str]:
@@ -211,7 +210,8 @@ def list_requests(
     """List resource requests, newest first."""
     from wharf.cli.output import emit
     from wharf.cli.resource_manager import split_assignment
-    from wharf.resource_manager.contract.models import Page, PageRequest, RequestFilter
+    from wharf.core.paging import Page, PageRequest
+    from wharf.resource_manager.contract.models import RequestFilter
     from wharf.resource_manager.domain import load
 
     pairs = dict(split_assignment(text, "KEY=VALUE for --metadata") for text in metadata)

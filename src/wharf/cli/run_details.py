@@ -64,16 +64,13 @@ def _cached_from(reads: Reads, steps: list[StepRunRecord]) -> dict[UUID, str]:
 def allocations(client: Client, steps: list[StepRunRecord]) -> dict[UUID, str]:
     """Step run id -> what its resource request holds or held (e.g. ``1 gpu (h100) in pool
     gpus``), for the steps with a request the Resource Manager still knows."""
-    requests = client.store.resource_requests
-    if requests is None:
-        return {}
     pools: dict[UUID, str] = {}
     got: dict[UUID, str] = {}
     for step in steps:
         if step.resource_request_id is None:
             continue
         try:
-            info = requests.get(step.resource_request_id)
+            info = client.get_resource_request(step.resource_request_id)
         except WharfError:
             continue
         parts = []

@@ -18,19 +18,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 from wharf.core.errors import InputError
+from wharf.execution.resources.team import PATH, WorkspaceRequests
 from wharf.store.rest.http import HttpSession
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import (
         ExplanationInfo,
-        Page,
-        PageRequest,
         PoolAllocation,
         QueueEntry,
-        RequestFilter,
         ResourceRequestInfo,
     )
-    from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
+    from wharf.resource_manager.contract.values import Policy, Pool, ResourceDescriptor
 
 API = "/api/v1"
 
@@ -52,7 +50,7 @@ class _Descriptors:
         self._http = http
 
     def list(self) -> list[ResourceDescriptor]:
-        from wharf.resource_manager.domain import ResourceDescriptor
+        from wharf.resource_manager.contract.values import ResourceDescriptor
 
         data = self._http.send("GET", f"{API}/resource_descriptors")
         return [ResourceDescriptor.model_validate(item) for item in data]
@@ -76,12 +74,12 @@ class _Pools:
         self._http = http
 
     def list(self) -> list[Pool]:
-        from wharf.resource_manager.domain import Pool
+        from wharf.resource_manager.contract.values import Pool
 
         return [Pool.model_validate(p) for p in self._http.send("GET", f"{API}/resource_pools")]
 
     def get(self, pool: str | UUID) -> Pool:
-        from wharf.resource_manager.domain import Pool
+        from wharf.resource_manager.contract.values import Pool
 
         return Pool.model_validate(self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}"))
 
@@ -108,14 +106,14 @@ class _Policies:
         self._http = http
 
     def list(self, pool: str | UUID | None = None) -> list[Policy]:
-        from wharf.resource_manager.domain import Policy
+        from wharf.resource_manager.contract.values import Policy
 
         params = {"pool": None if pool is None else _ref(pool)}
         data = self._http.send("GET", f"{API}/resource_policies", params=params)
         return [Policy.model_validate(item) for item in data]
 
     def get(self, policy: str | UUID) -> Policy:
-        from wharf.resource_manager.domain import Policy
+        from wharf.resource_manager.contract.values import Policy
 
         data = self._http.send("GET", f"{API}/resource_policies/{_ref(policy)}")
         return Policy.model_validate(data)
@@ -126,39 +124,19 @@ class _Policies:
     update = delete = create
 
 
-class _Requests:
-    def __init__(self, http: HttpSession) -> None:
-        from wharf.store.rest.resource_requests import RestResourceRequests
-
-        self._http = http
-        self._rest = RestResourceRequests(http)
-
-    def get(self, request_id: UUID) -> ResourceRequestInfo:
-        return self._rest.get(request_id)
-
-    def list(
-        self, query: RequestFilter | None = None, page: PageRequest | None = None
-    ) -> Page[ResourceRequestInfo]:
-        return self._rest.list(query, page)
-
-    def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        return self._rest.release(request_id, idempotency_key=idempotency_key)
+class _Requests(WorkspaceRequests):
+    """The caller's requests: the workspace's request routes, with cancel and explain."""
 
     def cancel(
         self, request_id: UUID, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo:
-        from wharf.resource_manager.contract.models import ResourceRequestInfo
-
         body = {"idempotency_key": idempotency_key}
-        data = self._http.send("POST", f"{API}/resource_requests/{request_id}/cancel", body=body)
-        return ResourceRequestInfo.model_validate(data)
+        return self._info(self._http.send("POST", f"{PATH}/{request_id}/cancel", body=body))
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
         from wharf.resource_manager.contract.models import ExplanationInfo
 
-        data = self._http.send("GET", f"{API}/resource_requests/{request_id}/explain")
+        data = self._http.send("GET", f"{PATH}/{request_id}/explain")
         return ExplanationInfo.model_validate(data)
 
 

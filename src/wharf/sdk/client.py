@@ -45,10 +45,9 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:
-    from wharf.resource_manager.contract.models import Page as RMPage
     from wharf.resource_manager.contract.models import ResourceRequestInfo
-    from wharf.resource_manager.contract.protocol import ResourceManagerClient
-    from wharf.resource_manager.domain import Pool
+    from wharf.resource_manager.contract.protocol import RequestsLink, ResourceManagerClient
+    from wharf.resource_manager.contract.values import Pool
 
 Sort = Literal["asc", "desc"]
 R = TypeVar("R", PipelineRecord, PipelineRunRecord, ScheduleRecord, StepRunRecord)
@@ -321,19 +320,25 @@ class Client:
             priority=priority,
         )
 
-    def list_resource_requests(
-        self, *, status: str | None = None, page: int = 1, size: int = 50
-    ) -> RMPage[ResourceRequestInfo]:
-        """This workspace's resource requests, newest first."""
-        from wharf.core.enums import ResourceRequestStatus
-        from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
-        from wharf.resource_manager.contract.models import RequestFilter
-
-        requests = self.store.resource_requests
+    def _requests(self) -> RequestsLink:
+        requests = self._workspace.requests
         if requests is None:
             raise IllegalOperationError("This workspace has no Resource Manager.")
+        return requests
+
+    def list_resource_requests(
+        self, *, status: str | None = None, page: int = 1, size: int = 50
+    ) -> Page[ResourceRequestInfo]:
+        """This workspace's resource requests, newest first."""
+        from wharf.core.enums import ResourceRequestStatus
+        from wharf.resource_manager.contract.models import RequestFilter
+
         query = RequestFilter(status=(ResourceRequestStatus(status),) if status else None)
-        return requests.list(query, RMPageRequest(index=page, size=size))
+        return self._requests().list(query, PageRequest(index=page, size=size))
+
+    def get_resource_request(self, request_id: UUID) -> ResourceRequestInfo:
+        """One of this workspace's resource requests (a step run's ``resource_request_id``)."""
+        return self._requests().get(request_id)
 
     # ------------------------------------------------------------------ steps
 

@@ -1,4 +1,6 @@
-"""The session of one process with its metadata store: config, store, user, project, stack.
+"""The session of one process with its metadata store: config, store, user, project, stack,
+and the link to its steps' resource requests (the store only stores; embedded, the link is the
+configured Resource Manager's requests client; team, the workspace server's request routes).
 
 Built at entry points (a pipeline call, ``Client()``, the CLI) and passed down; nothing here is
 a module-level singleton. On first use the embedded default creates the default user, project
@@ -41,7 +43,7 @@ from wharf.store.ports import Store
 if TYPE_CHECKING:
     from wharf.execution.resources.embedded import EmbeddedStepResources
     from wharf.execution.resources.port import StepResources
-    from wharf.resource_manager.contract.protocol import ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import RequestsLink, ResourceManagerClient
     from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
@@ -118,6 +120,9 @@ class Workspace:
     _rm: EmbeddedStepResources | None = field(default=None, repr=False)
     _resources: StepResources | None = field(default=None, repr=False)
     """The step-resources port of this workspace's runs (embedded: ``_rm``; team: the server's)."""
+    _requests: RequestsLink | None = field(default=None, repr=False)
+    """The requests link: its steps' requests (embedded: the RM's client; team: the server's
+    routes, over the store's HTTP session)."""
     _known: _KnownStacks | None = field(default=None, repr=False)
 
     @classmethod
@@ -129,17 +134,19 @@ class Workspace:
         store = store or open_store(config)
         resources: StepResources | None = None
         embedded: EmbeddedStepResources | None = None
+        requests: RequestsLink | None = None
         try:
             rest = _as_rest(store)
             if rest is not None:
-                user, project = _server_identity(rest, config)
-                if rest.resource_requests is not None:
-                    from wharf.execution.resources.team import TeamStepResources
+                from wharf.execution.resources.team import TeamStepResources, WorkspaceRequests
 
-                    resources = TeamStepResources(rest.resource_requests)
+                user, project = _server_identity(rest, config)
+                requests = WorkspaceRequests(rest.http)
+                resources = TeamStepResources(requests)
             else:
                 user, project = _embedded_identity(store, config)
                 resources = embedded = connect_configured(store, config, user, user.name)
+                requests = None if embedded is None else embedded.requests
         except BaseException:
             if opened:
                 store.close()
@@ -147,6 +154,7 @@ class Workspace:
         workspace = cls(config, store, user, project)
         workspace._rm = embedded
         workspace._resources = resources
+        workspace._requests = requests
         return workspace
 
     @property
@@ -160,6 +168,12 @@ class Workspace:
         """The step-resources port its runs' steps wait for their allocation through."""
         return self._resources
 
+    @property
+    def requests(self) -> RequestsLink | None:
+        """Its steps' resource requests (get, list, renew, release); None where no Resource
+        Manager is configured (embedded, ``WHARF_RESOURCE_MANAGER=none``)."""
+        return self._requests
+
     def resource_manager(self) -> ResourceManagerClient:
         """The Resource Manager this workspace's steps ask for resources (connected lazily)."""
         if self._rm is None:
@@ -167,8 +181,7 @@ class Workspace:
                 "No Resource Manager is configured for this workspace "
                 "(WHARF_RESOURCE_MANAGER=none, or a server handles it)."
             )
-        assert self._rm.handle is not None
-        return self._rm.handle.client
+        return self._rm.requests.resource_manager
 
     def close(self) -> None:
         if self._rm is not None:

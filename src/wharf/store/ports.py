@@ -23,16 +23,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from wharf.config.spec import PipelineSpec
-from wharf.core.enums import (
-    ComponentType,
-    ExecutionStatus,
-    MetadataResourceType,
-    ResourceRequestRuntimeState,
-)
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.store.account_models import (
     ApiKeyAuthRecord,
     ApiKeyRecord,
@@ -77,11 +72,6 @@ from wharf.store.models import (
     StepRunUpdate,
     UserRecord,
 )
-
-if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.contract.models import Page as RMPage
-    from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
-    from wharf.resource_manager.contract.models import RequestFilter, ResourceRequestInfo
 
 
 class UserRepository(Protocol):
@@ -324,27 +314,6 @@ class ScheduleRepository(Protocol):
     def delete(self, schedule_id: UUID) -> None: ...
 
 
-class ResourceRequestRepository(Protocol):
-    """The workspace's surface of its steps' Resource Manager requests (list, get, renew,
-    release); the RM's own client satisfies it in embedded mode."""
-
-    def get(self, request_id: UUID) -> ResourceRequestInfo: ...
-    def list(
-        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
-    ) -> RMPage[ResourceRequestInfo]: ...
-    def renew(
-        self,
-        request_id: UUID,
-        lease_seconds: int,
-        runtime_state: ResourceRequestRuntimeState | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> ResourceRequestInfo: ...
-    def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo: ...
-
-
 class Store(Protocol):
     """All repositories of one metadata store; the unit the engine and Client depend on."""
 
@@ -358,8 +327,6 @@ class Store(Protocol):
     artifacts: ArtifactRepository
     run_metadata: RunMetadataRepository
     schedules: ScheduleRepository
-    resource_requests: ResourceRequestRepository | None
-    """None where no Resource Manager is reachable (steps then run without requests)."""
 
     @property
     def url(self) -> str:

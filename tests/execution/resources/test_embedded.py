@@ -20,23 +20,25 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_workspaces_sharing_a_store_wait_in_the_room_its_releases_wake(home: Path) -> None:
-    first = Workspace.open(load_config())
+def test_the_workspace_links_the_requests_its_port_makes_not_its_store(home: Path) -> None:
+    """The store only stores: the workspace keeps the requests link, the RM client its
+    port's requests go through, and closes it."""
+    workspace = Workspace.open(load_config())
     try:
-        second = Workspace.open(load_config(), first.store)
-        one, two = first.step_resources, second.step_resources
-        assert isinstance(one, EmbeddedStepResources) and isinstance(two, EmbeddedStepResources)
-        assert two.requests is one.requests and two.room is one.room
-        assert first.store.resource_requests is one.requests  # the client the store's steps use
+        port = workspace.step_resources
+        assert isinstance(port, EmbeddedStepResources)
+        assert workspace.requests is port.requests
+        assert not hasattr(workspace.store, "resource_requests")
+        assert workspace.resource_manager() is port.requests.resource_manager
     finally:
-        first.close()
+        workspace.close()
 
 
 def test_no_resource_manager_means_no_port(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WHARF_RESOURCE_MANAGER", "none")
     workspace = Workspace.open(load_config())
     try:
-        assert workspace.step_resources is None
+        assert workspace.step_resources is None and workspace.requests is None
         assert workspace.run_services(object()).resources is None
     finally:
         workspace.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from uuid import UUID
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from tests.conftest import FakeClock
 from tests.execution.resources.test_wait_room import SAFETY_TIMEOUT
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.execution.resources.embedded import LazyRequests
+from wharf.execution.resources.embedded import LazyResourceManager
 from wharf.resource_manager.contract.models import (
     DemandSpec,
     RequestFilter,
@@ -82,7 +83,7 @@ def test_an_embedded_release_wakes_the_next_waiter_without_a_list_call(
 ) -> None:
     """The in-process RM tells the room which requests its commit allocated: the waiter is
     woken before the release returns, and nobody asks the RM."""
-    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    requests = LazyResourceManager(lambda: embedded_rm, watch_seconds=None)
     holder, first, second = (_ask(embedded_rm) for _ in range(3))
     assert requests.get(holder).status is S.ALLOCATED
     listed: list[RequestFilter | None] = []
@@ -120,7 +121,8 @@ def test_a_release_through_a_client_that_announces_nothing_costs_one_list_call(
             return embedded_rm.requests.list(query, page)
 
     quiet = Quiet()
-    requests = LazyRequests(lambda: quiet, watch_seconds=None)  # type: ignore[arg-type,return-value]
+    rm = SimpleNamespace(requests=quiet)  # no announcements, as an HTTP client
+    requests = LazyResourceManager(lambda: rm, watch_seconds=None)  # type: ignore[arg-type,return-value]
     holder, first, second = (_ask(embedded_rm) for _ in range(3))
     with requests.wait_room.enter(first) as t1, requests.wait_room.enter(second) as t2:
         requests.release(holder)
@@ -144,7 +146,7 @@ def test_a_waiting_launcher_takes_the_slot_a_release_freed(
 
     monkeypatch.setattr(allocation, "INITIAL_POLL_SECONDS", SAFETY_TIMEOUT)
 
-    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    requests = LazyResourceManager(lambda: embedded_rm, watch_seconds=None)
     holder, queued = _ask(embedded_rm), _ask(embedded_rm)
     polls: list[S] = []
 
@@ -187,7 +189,7 @@ def test_a_request_created_allocated_is_taken_without_a_poll(
     from wharf.config.settings import ResourceSettings
     from wharf.execution.allocation import AllocationWaiter
 
-    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    requests = LazyResourceManager(lambda: embedded_rm, watch_seconds=None)
     created = requests.create(license_request())
     assert created.status is S.ALLOCATED
     renewals: list[object] = []
@@ -211,7 +213,7 @@ def test_a_request_created_allocated_is_taken_without_a_poll(
 def test_the_room_knows_the_first_lease_of_a_request_this_process_created_pending(
     embedded_rm: InProcessResourceManager,
 ) -> None:
-    requests = LazyRequests(lambda: embedded_rm.requests, watch_seconds=None)
+    requests = LazyResourceManager(lambda: embedded_rm, watch_seconds=None)
     requests.create(license_request())  # takes the only licence
     queued = requests.create(license_request())
     assert queued.status is S.PENDING
@@ -235,7 +237,7 @@ def test_an_embedded_watch_lists_only_after_another_process_wrote(tmp_path: Path
     try:
         ensure_pool(here, "licenses", {"license": 1}, account="alice")
         counted = _Counted(here)
-        requests = LazyRequests(lambda: here.requests, watch_seconds=0.001)
+        requests = LazyResourceManager(lambda: here, watch_seconds=0.001)
         holder = _ask(there)
         waiting = requests.create(license_request()).id  # this process's commit: announced
         with requests.wait_room.enter(waiting) as ticket:
@@ -261,7 +263,7 @@ def test_an_embedded_watch_does_not_list_while_its_own_process_commits(tmp_path:
     try:
         ensure_pool(here, "licenses", {"license": 1}, account="alice")
         counted = _Counted(here)
-        requests = LazyRequests(lambda: here.requests, watch_seconds=0.0005)
+        requests = LazyResourceManager(lambda: here, watch_seconds=0.0005)
         _ask(here)  # holds the only licence: what the busy thread asks for queues
         stop = threading.Event()
         commits = 0

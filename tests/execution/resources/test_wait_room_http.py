@@ -16,7 +16,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     sqlite_rm_url,
 )
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.execution.resources.embedded import LazyRequests
+from wharf.execution.resources.embedded import LazyResourceManager
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.contract.models import RequestFilter
 from wharf.sdk.pools import ensure_pool
@@ -30,7 +30,7 @@ def test_a_release_over_http_wakes_the_next_waiter(
     admin: HttpResourceManager, alice: HttpResourceManager
 ) -> None:
     ensure_pool(admin, "licenses", {"license": 1}, account="alice")
-    requests = LazyRequests(lambda: alice.requests, watch_seconds=None)
+    requests = LazyResourceManager(lambda: alice, watch_seconds=None)
     holder, first, second = (_ask(alice) for _ in range(3))
     with requests.wait_room.enter(first) as t1, requests.wait_room.enter(second) as t2:
         requests.release(holder)

@@ -19,6 +19,7 @@ def test_contract_api() -> None:
         "PoliciesClient",
         "PoolsClient",
         "RequestsClient",
+        "RequestsLink",
         "ResourceManagerClient",
     ]
     assert all(hasattr(contract, name) for name in contract.__all__)

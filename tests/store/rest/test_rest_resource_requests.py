@@ -1,7 +1,8 @@
 # ruff: noqa: F811  (fixtures imported from the server tests)
-"""``RestStore.resource_requests`` against a workspace server paired with a real Resource Manager:
-the interface the launcher and ``wharf request`` use (get, list, renew, release), its errors, and
-the launcher's allocation wait through it with a run's credentials."""
+"""A workspace server's request routes (``WorkspaceRequests``, over a REST store's HTTP session)
+against a server paired with a real Resource Manager: the requests link the launcher and ``wharf
+request`` use (get, list, renew, release), its errors, and the launcher's allocation wait
+through it with a run's credentials."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.execution.allocation import AllocationWaiter
+from wharf.execution.resources.team import WorkspaceRequests
 from wharf.resource_manager.contract.models import PageRequest, RequestFilter
 from wharf.store.rest.errors import PermissionDeniedError
-from wharf.store.rest.resource_requests import RestResourceRequests
 
 
 @pytest.fixture
@@ -32,10 +33,8 @@ def live(live_server: LiveServer) -> Iterator[LiveServer]:
     yield live_server  # the server tests' fixture name, over this package's session server
 
 
-def _requests(team: Team, role_or_credential: str) -> RestResourceRequests:
-    requests = team.rest(role_or_credential).resource_requests
-    assert isinstance(requests, RestResourceRequests)
-    return requests
+def _requests(team: Team, role_or_credential: str) -> WorkspaceRequests:
+    return WorkspaceRequests(team.rest(role_or_credential).http)
 
 
 def test_get_list_renew_release(team: Team) -> None:

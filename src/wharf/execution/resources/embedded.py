@@ -1,16 +1,18 @@
 """The embedded adapter of the step-resources port: a Resource Manager this process reaches
 itself (in-process by default, or whatever ``WharfConfig.resource_manager`` names).
 
-Owns :class:`LazyRequests` (the RM's requests client, connected on first use, telling the
-process's :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests
-created, released, or announced by an in-process RM as having left the queue),
+Owns :class:`LazyResourceManager` (the RM client, connected on first use; its requests client
+is the workspace's requests link, telling the process's
+:class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests created,
+released, or announced by an in-process RM as having left the queue),
 :class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (the port
 over the configured RM for a SQL store: its ``request``, ``renew`` and ``release`` are the
-engine's explicit calls, made through :mod:`.requester`; the store itself is not wrapped, it
-only keeps the requests client as ``resource_requests`` for ``wharf request`` and ``Client``).
+engine's explicit calls, made through :mod:`.requester`). The store is never involved: the
+workspace keeps the link for ``wharf request`` and ``Client``.
 
-Invariant: a release through :class:`LazyRequests` wakes the room after it committed (checked,
-or announced by the in-process RM), so a step of this process that ends needs no extra check.
+Invariant: a release through :class:`LazyResourceManager` wakes the room after it committed
+(checked, or announced by the in-process RM), so a step of this process that ends needs no
+extra check.
 """
 
 from __future__ import annotations
@@ -39,31 +41,31 @@ from wharf.store.models import StepRunCreate, UserRecord
 from wharf.store.ports import Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
-    from wharf.resource_manager.contract.models import (
-        Page as RMPage,
-    )
-    from wharf.resource_manager.contract.models import (
-        PageRequest as RMPageRequest,
-    )
+    from wharf.core.paging import Page, PageRequest
     from wharf.resource_manager.contract.models import (
         RequestFilter,
         ResourceRequestCreate,
         ResourceRequestInfo,
     )
-    from wharf.resource_manager.contract.protocol import RequestsClient, ResourceManagerClient
+    from wharf.resource_manager.contract.protocol import (
+        RequestsClient,
+        RequestsLink,
+        ResourceManagerClient,
+    )
 
 
-class LazyRequests:
-    """The RM's requests client, connected on first use (most runs never need it)."""
+class LazyResourceManager:
+    """The Resource Manager, connected on first use (most runs never need it), and its requests
+    client as the workspace's requests link, telling the wait room what it learns."""
 
     def __init__(
         self,
-        connect: Callable[[], RequestsClient],
+        connect: Callable[[], ResourceManagerClient],
         *,
         watch_seconds: float | None = WATCH_SECONDS,
     ) -> None:
         self._connect = connect
-        self._client: RequestsClient | None = None
+        self._client: ResourceManagerClient | None = None
         self._announced = False
         """The client tells the wait room of allocations itself (no check after a release)."""
         self.wait_room = WaitRoom(
@@ -74,8 +76,8 @@ class LazyRequests:
 
     def _unannounced_marker(self) -> Hashable | None:
         client = self._client
-        if isinstance(client, MarksUnannounced) and self._announced:
-            return client.unannounced_marker()
+        if client is not None and self._announced and isinstance(client.requests, MarksUnannounced):
+            return client.requests.unannounced_marker()
         return None
 
     def notify_released(self) -> None:
@@ -84,21 +86,32 @@ class LazyRequests:
         self.wait_room.check()
 
     @property
-    def client(self) -> RequestsClient:
+    def resource_manager(self) -> ResourceManagerClient:
         if self._client is None:
             client = self._connect()
-            if isinstance(client, AnnouncesLeftQueue):
-                client.on_left_queue(self.wait_room.wake_left)
+            requests = client.requests
+            if isinstance(requests, AnnouncesLeftQueue):
+                requests.on_left_queue(self.wait_room.wake_left)
                 self._announced = True
             self._client = client
         return self._client
+
+    @property
+    def client(self) -> RequestsClient:
+        return self.resource_manager.requests
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+            self._announced = False
 
     def get(self, request_id: UUID) -> ResourceRequestInfo:
         return self.client.get(request_id)
 
     def list(
-        self, query: RequestFilter | None = None, page: RMPageRequest | None = None
-    ) -> RMPage[ResourceRequestInfo]:
+        self, query: RequestFilter | None = None, page: PageRequest | None = None
+    ) -> Page[ResourceRequestInfo]:
         return self.client.list(query, page)
 
     def create(
@@ -133,39 +146,13 @@ class LazyRequests:
         return released
 
 
-class ResourceManagerHandle:
-    """A Resource Manager client that connects on first use (most runs never need it)."""
-
-    def __init__(self, connect: Callable[[], ResourceManagerClient]) -> None:
-        self._connect = connect
-        self._client: ResourceManagerClient | None = None
-
-    @property
-    def client(self) -> ResourceManagerClient:
-        if self._client is None:
-            self._client = self._connect()
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-
 class EmbeddedStepResources(RoomedResources):
-    """The port over a Resource Manager this process reaches itself (see the module docstring);
-    ``handle``: the RM client behind ``requests`` (None: not owned here)."""
+    """The port over a Resource Manager this process reaches itself (see the module
+    docstring); it owns ``requests`` and closes it."""
 
-    def __init__(
-        self,
-        requests: LazyRequests,
-        handle: ResourceManagerHandle | None = None,
-        *,
-        requester: StepRequester,
-    ) -> None:
+    def __init__(self, requests: LazyResourceManager, *, requester: StepRequester) -> None:
         super().__init__(lambda: requests, requests.wait_room, releases_seen_here=True)
         self.requests = requests
-        self.handle = handle
         self._requester = requester
 
     makes_requests = True
@@ -180,8 +167,7 @@ class EmbeddedStepResources(RoomedResources):
         self._requester.release(request_id)  # through ``requests``: wakes the room itself
 
     def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
+        self.requests.close()
 
 
 def connect_configured(
@@ -201,15 +187,13 @@ def connect_configured(
         )
         return client
 
-    handle = ResourceManagerHandle(connect)
-    requests = store.resource_requests
-    if not isinstance(requests, LazyRequests):
-        requests = LazyRequests(lambda: handle.client.requests)
-        store.resource_requests = requests
-    # else several workspaces on one store share the requests client of the first: their
-    # waiters must sit in the room its creations and releases wake.
+    requests = LazyResourceManager(connect)
     requester = StepRequester(store, requests, fixed_account(user))
-    return EmbeddedStepResources(requests, handle, requester=requester)
+    return EmbeddedStepResources(requests, requester=requester)
+
+
+def _links(requests: LazyResourceManager) -> RequestsLink:
+    return requests  # mypy proves that it is a requests link (the workspace's, embedded)
 
 
 def _conforms(resources: EmbeddedStepResources) -> StepResources:

@@ -29,19 +29,27 @@ from uuid import UUID
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
-from wharf.store.ports import ResourceRequestRepository, Store
+from wharf.store.ports import Store
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.execution.resources.step_requests import RunSubjects
     from wharf.resource_manager.contract.models import ResourceRequestCreate, ResourceRequestInfo
 
 
-class StepRequests(ResourceRequestRepository, Protocol):
-    """The requests client steps' requests are made, renewed and released with."""
+class StepRequests(Protocol):
+    """The requests client steps' requests are made, renewed and released with (the RM's
+    :class:`~wharf.resource_manager.contract.protocol.RequestsClient` has these calls)."""
 
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo: ...
+    def renew(
+        self,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+    ) -> ResourceRequestInfo: ...
+    def release(self, request_id: UUID) -> ResourceRequestInfo: ...
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]

@@ -1,28 +1,132 @@
 """The team adapter of the step-resources port: a workspace server's request routes.
 
-Owns :class:`TeamStepResources`. The server makes a queued step's request when the step run is
-created, renews it on the step's heartbeats and releases it with the step's final status (see
-:mod:`wharf.server.resource_manager`); this process polls and marks started through the
-server's ``/api/v1/resource_requests/{id}/renew`` route (the REST store's requests repository)
-and keeps its own wait room, checked with one list call whenever a step of this process that
-held resources ended, since the release happened on the server.
+Owns :class:`WorkspaceRequests` (``/api/v1/resource_requests``: get, list, renew, release over
+the REST store's HTTP session; the workspace's requests link in team mode, also what ``wharf
+request`` and ``Client`` use) and :class:`TeamStepResources` (the port over it). The server
+makes a queued step's request when the step run is created, renews it on the step's heartbeats
+and releases it with the step's final status (see :mod:`wharf.server.step_resources`); this
+process polls and marks started through the renew route and keeps its own wait room, checked
+with one list call whenever a step of this process that held resources ended, since the
+release happened on the server.
+
+Answers are the RM's own wire models. A filter the workspace does not offer is refused
+(``InputError``) rather than dropped, so a list never silently matches more.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from wharf.core.enums import ResourceRequestRuntimeState
+from wharf.core.errors import InputError
 from wharf.execution.resources.port import StepResources
 from wharf.execution.resources.wait_room import WaitRoom, left_queue_of
 from wharf.execution.resources.waiting import RoomedResources
-from wharf.store.ports import ResourceRequestRepository
+
+if TYPE_CHECKING:
+    from wharf.core.paging import Page, PageRequest
+    from wharf.resource_manager.contract.models import RequestFilter, ResourceRequestInfo
+    from wharf.resource_manager.contract.protocol import RequestsLink
+    from wharf.store.rest.http import HttpSession
+
+PATH = "/api/v1/resource_requests"
+FILTERS = frozenset(
+    {"status", "subject_id", "subject_type", "pool", "requester", "metadata", "ids"}
+)
+
+
+def list_params(
+    query: RequestFilter | None, page: PageRequest | None, project_id: UUID | None
+) -> dict[str, Any]:
+    """The route's query parameters: repeated ``status``, ``metadata[KEY]=VALUE``, paging."""
+    params: dict[str, Any] = {"project_id": None if project_id is None else str(project_id)}
+    if page is not None:
+        params.update(index=page.index, size=page.size, sort=page.sort)
+    if query is None:
+        return params
+    unsupported = sorted(
+        name for name in query.model_fields_set - FILTERS if getattr(query, name) is not None
+    )
+    if unsupported:
+        raise InputError(
+            f"Resource request lists through the workspace cannot filter by "
+            f"{', '.join(unsupported)}."
+        )
+    if query.status:
+        params["status"] = [status.value for status in query.status]
+    params.update(subject_id=query.subject_id, pool=query.pool, requester=query.requester)
+    if query.subject_type is not None:
+        params["subject_type"] = query.subject_type.value
+    if query.ids is not None:
+        params["id"] = [str(request_id) for request_id in query.ids]
+    for key, value in query.metadata.items():
+        params[f"metadata[{key}]"] = value
+    return params
+
+
+class WorkspaceRequests:
+    """A workspace server's steps' requests over ``http`` (see the module docstring)."""
+
+    def __init__(self, http: HttpSession) -> None:
+        self._http = http
+
+    def _info(self, data: Any) -> ResourceRequestInfo:
+        from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+        return ResourceRequestInfo.model_validate(data)
+
+    def get(self, request_id: UUID) -> ResourceRequestInfo:
+        return self._info(self._http.send("GET", f"{PATH}/{request_id}"))
+
+    def list(
+        self,
+        query: RequestFilter | None = None,
+        page: PageRequest | None = None,
+        *,
+        project_id: UUID | None = None,
+    ) -> Page[ResourceRequestInfo]:
+        """``project_id``: the project to list (members of several projects must name one)."""
+        from wharf.core.paging import Page
+        from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+        data = self._http.send("GET", PATH, params=list_params(query, page, project_id))
+        return Page[ResourceRequestInfo].model_validate(data)
+
+    def renew(
+        self,
+        request_id: UUID,
+        lease_seconds: int,
+        runtime_state: ResourceRequestRuntimeState | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ResourceRequestInfo:
+        body = {
+            "lease_seconds": lease_seconds,
+            "runtime_state": None if runtime_state is None else runtime_state.value,
+            "idempotency_key": idempotency_key,
+        }
+        return self._info(self._http.send("POST", f"{PATH}/{request_id}/renew", body=body))
+
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        body = {"idempotency_key": idempotency_key}
+        return self._info(self._http.send("POST", f"{PATH}/{request_id}/release", body=body))
 
 
 class TeamStepResources(RoomedResources):
     """The port over a workspace server's ``requests`` (see the module docstring)."""
 
-    def __init__(self, requests: ResourceRequestRepository) -> None:
+    def __init__(self, requests: RequestsLink) -> None:
         super().__init__(
             lambda: requests, WaitRoom(left_queue_of(requests.list)), releases_seen_here=False
         )
+        self.requests = requests
+
+
+def _links(requests: WorkspaceRequests) -> RequestsLink:
+    return requests  # mypy proves that the server's routes offer the requests link
 
 
 def _conforms(resources: TeamStepResources) -> StepResources:

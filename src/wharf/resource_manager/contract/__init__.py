@@ -5,8 +5,10 @@ Public API:
 - :class:`ResourceManagerClient` (with :class:`DescriptorsClient`, :class:`PoolsClient`,
   :class:`PoliciesClient`, :class:`RequestsClient`): the interface the workspace server and the
   engine use, implemented in-process (:mod:`wharf.resource_manager.embedded`) and over HTTP
-  (:mod:`wharf.resource_manager.client`);
+  (:mod:`wharf.resource_manager.client`); :class:`RequestsLink`, the part of the requests
+  client a workspace offers of its steps' requests (get, list, renew, release);
 - :mod:`.models`: the request and response models of every mode (service, API, clients);
+- :mod:`.values`: the domain's value types the other sides name (subjects, pools, policies);
 - :class:`PermissionDeniedError` (403), :class:`AuthenticationError` (401) and, in
   :mod:`.http_errors`, how errors travel by name on the HTTP wire, both ways.
 
@@ -21,6 +23,7 @@ from wharf.resource_manager.contract.protocol import (
     PoliciesClient,
     PoolsClient,
     RequestsClient,
+    RequestsLink,
     ResourceManagerClient,
 )
 
@@ -31,5 +34,6 @@ __all__ = [
     "PoliciesClient",
     "PoolsClient",
     "RequestsClient",
+    "RequestsLink",
     "ResourceManagerClient",
 ]

@@ -97,13 +97,16 @@ class PoliciesClient(Protocol):
     def list(self, pool: str | UUID | None = None) -> list[Policy]: ...
 
 
-class RequestsClient(Protocol):
-    def create(
-        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        """Create a request; it comes back allocated when it fit at once, else pending."""
+class RequestsLink(Protocol):
+    """What a workspace offers of its steps' requests: get, list, renew, release. The RM's own
+    :class:`RequestsClient` (embedded mode) and a workspace server's request routes (team mode,
+    :class:`wharf.execution.resources.team.WorkspaceRequests`) both do."""
 
     def get(self, request_id: UUID) -> ResourceRequestInfo: ...
+
+    def list(
+        self, query: RequestFilter | None = None, page: PageRequest | None = None
+    ) -> Page[ResourceRequestInfo]: ...
 
     def renew(
         self,
@@ -117,16 +120,23 @@ class RequestsClient(Protocol):
         state. A terminal request comes back unchanged; so does an already lapsed one, which is
         then expired (or cancelled, if it was pending) instead of renewed."""
 
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        """Give the allocation back (pending requests are cancelled)."""
+
+
+class RequestsClient(RequestsLink, Protocol):
+    def create(
+        self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
+    ) -> ResourceRequestInfo:
+        """Create a request; it comes back allocated when it fit at once, else pending."""
+
     def renew_many(self, renewals: Sequence[RenewalItem]) -> list[ResourceRequestInfo | WharfError]:
         """Renew each item as :meth:`renew` would, in as few round trips and transactions as
         the implementation can; one answer per item, in order: the request, or the error
         :meth:`renew` would have raised for that item alone (one bad id never fails the
         others). Errors of the whole call (the RM unreachable, bad credentials) are raised."""
-
-    def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo:
-        """Give the allocation back (pending requests are cancelled)."""
 
     def cancel(
         self, request_id: UUID, *, idempotency_key: str | None = None
@@ -134,10 +144,6 @@ class RequestsClient(Protocol):
         """Withdraw a pending request."""
 
     def explain(self, request_id: UUID) -> ExplanationInfo: ...
-
-    def list(
-        self, query: RequestFilter | None = None, page: PageRequest | None = None
-    ) -> Page[ResourceRequestInfo]: ...
 
 
 class ResourceManagerClient(Protocol):

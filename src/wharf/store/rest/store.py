@@ -3,9 +3,9 @@
 Each repository is a thin client of one resource (Prefect's client-per-resource layout); they
 share one :class:`HttpSession` (connection pool, credentials). Every combined call of the ports
 is one request where the server has a route for it (the step runs' and artifacts'), else the
-plain calls composed (a run's records and end). ``resource_requests`` is always
-there: the server creates its steps' requests, and answers that it has no Resource Manager
-when it has none.
+plain calls composed (a run's records and end). Its steps' resource requests are not the
+store's: the workspace reaches them over the same session
+(:class:`wharf.execution.resources.team.WorkspaceRequests`).
 
 Credentials: an access token (``wharf login`` with a password), a run token or an API key, sent
 as ``Authorization: Bearer``. Nothing is contacted before the first call.
@@ -19,7 +19,6 @@ from wharf.store.ports import (
     ArtifactRepository,
     PipelineRepository,
     ProjectRepository,
-    ResourceRequestRepository,
     RunMetadataRepository,
     RunRepository,
     ScheduleRepository,
@@ -34,7 +33,6 @@ from wharf.store.rest.artifacts import RestArtifactRepository
 from wharf.store.rest.http import DEFAULT_TIMEOUT_SECONDS, HttpSession
 from wharf.store.rest.metadata import RestRunMetadataRepository, RestScheduleRepository
 from wharf.store.rest.pipelines import RestPipelineRepository, RestSnapshotRepository
-from wharf.store.rest.resource_requests import RestResourceRequests
 from wharf.store.rest.runs import RestRunRepository
 from wharf.store.rest.stacks import RestStackRepository
 from wharf.store.rest.steps import RestStepRunRepository
@@ -71,7 +69,6 @@ class RestStore:
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
-        self.resource_requests: ResourceRequestRepository | None = RestResourceRequests(self.http)
 
     @property
     def url(self) -> str:

@@ -19,7 +19,6 @@ from wharf.store.ports import (
     ArtifactRepository,
     PipelineRepository,
     ProjectRepository,
-    ResourceRequestRepository,
     RunMetadataRepository,
     RunRepository,
     ScheduleRepository,
@@ -54,7 +53,6 @@ class SqlStore:
     artifacts: ArtifactRepository
     run_metadata: RunMetadataRepository
     schedules: ScheduleRepository
-    resource_requests: ResourceRequestRepository | None
     """Set by whoever pairs this store with a Resource Manager (the embedded workspace)."""
 
     def __init__(self, db: Database) -> None:
@@ -69,7 +67,6 @@ class SqlStore:
         self.artifacts = SqlArtifacts(db)
         self.run_metadata = SqlRunMetadataRepository(db)
         self.schedules = SqlScheduleRepository(db)
-        self.resource_requests = None
 
     @classmethod
     def open(
