@@ -28,6 +28,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
 
@@ -36,18 +37,12 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
     from wharf.resource_manager.contract.models import ResourceRequestCreate, ResourceRequestInfo
 
 
-class StepRequests(Protocol):
+class StepRequests(Renews, Protocol):
     """The requests client steps' requests are made, renewed and released with (the RM's
     :class:`~wharf.resource_manager.contract.protocol.RequestsClient` has these calls)."""
 
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
-    ) -> ResourceRequestInfo: ...
-    def renew(
-        self,
-        request_id: UUID,
-        lease_seconds: int,
-        runtime_state: ResourceRequestRuntimeState | None = None,
     ) -> ResourceRequestInfo: ...
     def release(self, request_id: UUID) -> ResourceRequestInfo: ...
 
