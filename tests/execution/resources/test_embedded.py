@@ -3,12 +3,15 @@ what :func:`connect_configured` gives a workspace."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
 from wharf.config.global_config import load_config
+from wharf.core.errors import IllegalOperationError
 from wharf.execution.resources.embedded import EmbeddedStepResources
+from wharf.sdk.client import Client
 from wharf.sdk.workspace import Workspace
 
 
@@ -42,3 +45,14 @@ def test_no_resource_manager_means_no_port(home: Path, monkeypatch: pytest.Monke
         assert workspace.run_services(object()).resources is None
     finally:
         workspace.close()
+
+
+def test_a_client_without_a_resource_manager_says_so(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_RESOURCE_MANAGER", "none")
+    with Client(load_config()) as client:
+        with pytest.raises(IllegalOperationError, match="no Resource Manager"):
+            client.get_resource_request(uuid.uuid4())
+        with pytest.raises(IllegalOperationError, match="no Resource Manager"):
+            client.list_resource_requests()
