@@ -16,21 +16,18 @@ Steps that never start get no step run record.
 
 The schedule (which steps may start) is updated under one lock by the thread that ends a step,
 and that thread goes on with one of the steps that became ready: a chain of steps runs on one
-pool thread, without a hand-over to the calling thread and back between two steps. The calling
-thread only starts the first steps and waits for
-the last one.
+thread, without a hand-over to the calling thread and back between two steps; each other step
+that became ready gets a thread of its own, which ends with its branch (no thread is kept
+between runs). The calling thread only starts the first steps and waits for the last one.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from queue import Empty, SimpleQueue
 from uuid import UUID
 
 from wharf.config.spec import PipelineSpec, StepSpec
@@ -128,8 +125,13 @@ class DagRunner:
                     hand_over(other)
 
         def hand_over(start: _Start) -> None:
+            # A thread of its own for each step started beside another (a chain stays on one):
+            # a daemon, which never cuts a step short (the runner waits for its running steps,
+            # also when interrupted) but never keeps the process alive after a forced stop.
+            name = f"wharf-step-{start[0]}"
+            thread = threading.Thread(target=work, args=(start,), name=name, daemon=True)
             try:
-                STEP_THREADS.submit(work, start)
+                thread.start()
             except BaseException as exc:  # no thread for it (it was marked running)
                 schedule.abort(start[0], exc)
 
@@ -271,61 +273,3 @@ class _Schedule:
         with self._cond:
             while self._running:
                 self._cond.wait()
-
-
-class _StepThreads:
-    """The threads that run inline steps, kept between the runs of this process.
-
-    Starting and joining a pool per run would cost more than a cached step. A thread that has
-    no work waits for the next (last idle, first reused) and ends after ``IDLE_SECONDS``
-    without any. There is no upper bound: a step that runs a pipeline itself gets threads for
-    that pipeline's steps (a bound could deadlock); each run bounds its own parallelism.
-    Threads are daemons, which never cuts a step short: a runner waits for its running steps,
-    also when it is interrupted.
-    """
-
-    IDLE_SECONDS = 30.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[SimpleQueue[Callable[[], None]]] = []
-        self._names = itertools.count(1)
-        os.register_at_fork(after_in_child=self._forget_threads)
-
-    def submit(self, fn: Callable[[_Start], None], start: _Start) -> None:
-        def job() -> None:
-            fn(start)
-
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is not None:
-            inbox.put(job)
-            return
-        name = f"wharf-step-{next(self._names)}"
-        threading.Thread(target=self._serve, args=(job,), name=name, daemon=True).start()
-
-    def _serve(self, job: Callable[[], None]) -> None:
-        inbox: SimpleQueue[Callable[[], None]] = SimpleQueue()
-        while True:
-            try:
-                job()
-            except BaseException:  # work() reports its own errors; this is a last resort
-                logger.exception("A step thread's work failed.")
-            with self._lock:
-                self._idle.append(inbox)
-            try:
-                job = inbox.get(timeout=self.IDLE_SECONDS)
-            except Empty:
-                with self._lock:
-                    if inbox in self._idle:
-                        self._idle.remove(inbox)
-                        return
-                job = inbox.get()  # taken just now: its work is on the way
-
-    def _forget_threads(self) -> None:
-        # A forked child has none of its parent's threads.
-        self._lock = threading.Lock()
-        self._idle = []
-
-
-STEP_THREADS = _StepThreads()
