@@ -8,8 +8,7 @@ Used by the metadata store (``wharf.store.sql``) and the Resource Manager's serv
 - ``types``: column types that behave alike on every backend; ``conventions``: the naming
   convention and table options every schema uses;
 - ``migration_history`` / ``alembic_env``: checking and upgrading one Alembic history;
-- ``direct``: hot statements on the driver's cursor; ``write_turns``, ``urgency``,
-  ``checkpoints``, ``per_file``: one process's SQLite writers and WAL checkpoints.
+- ``checkpoints``: a SQLite file's WAL checkpoints, off the writers' path.
 
 Nothing here creates an engine at import time or lets a SQLAlchemy exception escape
 ``Database``.

@@ -2,7 +2,7 @@
 
 Owns :class:`WalCheckpoints` and :func:`checkpoints_for`. Engines raise SQLite's own
 auto-checkpoint threshold to a safety net (:data:`AUTOCHECKPOINT_PAGES`) so that no writer's
-commit pays for a checkpoint while holding the process's write turn; this module checkpoints in
+commit pays for a checkpoint (it holds the write lock meanwhile); this module checkpoints in
 ``PASSIVE`` mode after :data:`COMMITS_PER_CHECKPOINT` commits or :data:`MAX_DELAY_SECONDS`,
 whichever comes first (never at exit: that would make every short process sync the files).
 
@@ -21,8 +21,6 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-
-from wharf.sql.per_file import PerFile
 
 logger = logging.getLogger(__name__)
 
@@ -106,5 +104,27 @@ class WalCheckpoints:
             self.checkpoints += 1
 
 
-checkpoints_for: PerFile[WalCheckpoints] = PerFile(WalCheckpoints, WalCheckpoints.reset)
-"""The process's checkpointer for the SQLite file at a path (idle in a forked child)."""
+_by_path: dict[str, WalCheckpoints] = {}
+_registry = threading.Lock()
+
+
+def checkpoints_for(path: str) -> WalCheckpoints:
+    """The process's checkpointer for the SQLite file at ``path`` (two spellings of one file,
+    one checkpointer)."""
+    key = os.path.realpath(path)
+    with _registry:
+        found = _by_path.get(key)
+        if found is None:
+            found = _by_path[key] = WalCheckpoints(key)
+        return found
+
+
+def _after_fork_in_child() -> None:
+    """The child has one thread: whatever the parent's others held or ran is gone."""
+    global _registry
+    _registry = threading.Lock()
+    for checkpoints in _by_path.values():
+        checkpoints.reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -8,8 +8,8 @@ Invariants:
 - SQLite: WAL mode, ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout; the log is
   checkpointed off the writers' path (:mod:`.checkpoints`). Write transactions start with
   ``BEGIN IMMEDIATE`` (the write lock is taken *before* reading, so processes neither deadlock
-  on a lock upgrade nor lose an update), after this process's write turn (:mod:`.write_turns`);
-  read-only transactions use a deferred ``BEGIN`` and never wait for writers.
+  on a lock upgrade nor lose an update; SQLite's busy handler orders the writers); read-only
+  transactions use a deferred ``BEGIN`` and never wait for writers.
 - :meth:`Database.autocommit` runs statements that are atomic on their own without a
   surrounding transaction (on MySQL/MariaDB: an ordinary write transaction).
 - Pools keep ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for peaks (SQLAlchemy's
@@ -38,7 +38,6 @@ from wharf.core.errors import InputError
 from wharf.sql import errors
 from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from wharf.sql.types import is_mysql
-from wharf.sql.write_turns import turns_for
 
 T = TypeVar("T")
 
@@ -228,8 +227,6 @@ class Database:
         self.is_sqlite = engine.dialect.name == "sqlite"
         self.is_mysql = is_mysql(engine.dialect)
         database = engine.url.database
-        # The writers of this process take turns on a SQLite file (see write_turns).
-        self._turns = turns_for(database) if self.is_sqlite and database else None
         self._checkpoints = checkpoints_for(database) if self.is_sqlite and database else None
 
     @staticmethod
@@ -282,10 +279,9 @@ class Database:
         return self._run_writing(self._autocommit_engine, fn)
 
     def _run_writing(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
-        if self._turns is None or self._checkpoints is None:
+        if self._checkpoints is None:
             return self._run(engine, fn)
-        with self._turns.turn():
-            result = self._run(engine, fn)
+        result = self._run(engine, fn)
         self._checkpoints.committed()
         return result
 

@@ -6,8 +6,7 @@ stretch on bookkeeping at each end of its allocation: from "allocated" to its us
 (renew the lease to ``submitted``, publish running, set up) and from its user code's return to
 "released" (save outputs, record its end, release). Its slot sits idle all that time. A burst
 of new steps (``step.map`` over hundreds of items) competes with it for the GIL and for the
-database's single writer (the process's writers take turns on a SQLite file, holders first:
-:mod:`wharf.sql.write_turns`), although a step being created has nothing to run yet.
+database's single writer, although a step being created has nothing to run yet.
 
 So a holder's thread marks its stretch (:meth:`HoldersFirst.begin` / :meth:`HoldersFirst.end`,
 or :meth:`HoldersFirst.holding`), and a step that will queue for resources is prepared and
@@ -36,8 +35,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-from wharf.sql.urgency import set_urgent
 
 MAX_DEFER_SECONDS = 0.25
 """Longest a creation waits for holders once it has its turn."""
@@ -82,7 +79,6 @@ class HoldersFirst:
         if getattr(self._mine, "in_stretch", False):
             return
         self._mine.in_stretch = True
-        set_urgent(True)  # its store writes go first too (wharf.sql.write_turns)
         with self._lock:
             self._holding += 1
 
@@ -91,7 +87,6 @@ class HoldersFirst:
         if not getattr(self._mine, "in_stretch", False):
             return False
         self._mine.in_stretch = False
-        set_urgent(False)
         with self._lock:
             self._holding -= 1
             if not self._holding:
