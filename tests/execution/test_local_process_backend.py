@@ -1,0 +1,120 @@
+"""The local-process step backend through its launch interface: real processes (stand-in
+interpreters that exit or sleep), a real SQLite store for the step runs, a local artifact store
+for the logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.store.conftest import World, make_world
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.spec import StepSpec
+from wharf.execution.backends import Ended, StepLaunch
+from wharf.execution.local_process import LocalProcessBackend, LocalProcessHandle
+from wharf.execution.log_capture import read_log
+from wharf.store.models import StepRunRecord, StepRunUpdate
+from wharf.store.process_identity import start_token, this_host
+from wharf.store.sql import SqlStore
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+
+SPEC = StepSpec(name="s", source="x:s", code_hash="s")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        yield make_world(store)
+    finally:
+        store.close()
+
+
+def interpreter(tmp_path: Path, name: str, body: str) -> str:
+    """A stand-in for the step's interpreter: a shell script run as ``python -m ... ID``."""
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def launch(world: World, logs: LocalArtifactStore) -> StepLaunch:
+    record = world.step(logs_uri=logs.new_uri("p", "r") + ".log")
+    return StepLaunch(record, SPEC, {}, logs)
+
+
+def wait_all(
+    backend: LocalProcessBackend, handles: list[LocalProcessHandle]
+) -> dict[LocalProcessHandle, Ended]:
+    ended: dict[LocalProcessHandle, Ended] = {}
+    while len(ended) < len(handles):
+        left = [h for h in handles if h not in ended]
+        ended.update({h: o.ended for h, o in backend.poll(left, timeout=60).items()})
+    return ended
+
+
+def test_one_poll_answers_the_attempts_that_finished(world: World, tmp_path: Path) -> None:
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    ok = LocalProcessBackend(interpreter(tmp_path, "ok", 'echo "hello from $3"'))
+    bad = LocalProcessBackend(interpreter(tmp_path, "bad", "exit 2"))
+    slow = LocalProcessBackend(interpreter(tmp_path, "slow", "exec sleep 60"))
+    first, second = launch(world, logs), launch(world, logs)
+    done, failed = ok.submit(first, None), bad.submit(second, None)
+    sleeping = slow.submit(launch(world, logs), None)
+    assert slow.poll([sleeping]) == {}  # running: not answered
+    assert wait_all(ok, [done]) == {done: Ended.SUCCEEDED}
+    outcome = bad.poll([failed], timeout=60)[failed]
+    assert (outcome.ended, outcome.detail) == (Ended.FAILED, "exited with code 2")
+    slow.cancel(sleeping)
+    cancelled = slow.poll([sleeping], timeout=60)[sleeping]
+    assert (cancelled.ended, cancelled.detail) == (Ended.CANCELLED, "was killed by SIGKILL")
+    for backend, handle in ((ok, done), (bad, failed), (slow, sleeping)):
+        backend.cleanup(handle)
+    assert first.record.logs_uri is not None
+    assert read_log(logs, first.record.logs_uri) == f"hello from {first.record.id}\n"
+
+
+def test_many_attempts_of_one_backend_are_polled_at_once(world: World, tmp_path: Path) -> None:
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    backend = LocalProcessBackend(interpreter(tmp_path, "ok", "exit 0"))
+    handles = [backend.submit(launch(world, logs), None) for _ in range(5)]
+    assert set(wait_all(backend, handles).values()) == {Ended.SUCCEEDED}
+    for handle in handles:
+        backend.cleanup(handle)
+
+
+def test_a_process_killed_from_outside_is_lost(world: World, tmp_path: Path) -> None:
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    backend = LocalProcessBackend(interpreter(tmp_path, "slow", "exec sleep 60"))
+    handle = backend.submit(launch(world, logs), None)
+    os.kill(handle.pid, signal.SIGTERM)
+    outcome = backend.poll([handle], timeout=60)[handle]
+    assert (outcome.ended, outcome.detail) == (Ended.LOST, "was killed by SIGTERM")
+    backend.cleanup(handle)
+
+
+def test_stop_recorded_ends_only_the_process_the_record_names(world: World, tmp_path: Path) -> None:
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    starter = LocalProcessBackend(interpreter(tmp_path, "slow", "exec sleep 60"))
+    attempt = launch(world, logs)
+    handle = starter.submit(attempt, None)
+
+    def recorded(host: str, token: str | None) -> StepRunRecord:
+        update = StepRunUpdate(pid=handle.pid, pid_host=host, pid_start=token)
+        return world.store.steps.update(attempt.record.id, update)
+
+    token = start_token(handle.pid)
+    elsewhere = LocalProcessBackend()  # e.g. in the process of `wharf runs stop --force`
+    assert not elsewhere.stop_recorded(recorded("another-machine", token))
+    assert not elsewhere.stop_recorded(recorded(this_host(), f"{token}0"))  # a reused pid
+    assert starter.poll([handle]) == {}
+    assert elsewhere.stop_recorded(recorded(this_host(), token))
+    assert starter.poll([handle], timeout=60)[handle].ended is Ended.LOST
+    starter.cleanup(handle)
