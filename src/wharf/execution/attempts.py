@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -173,17 +172,9 @@ class InlineExecutor:
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
-            # Holding an allocation, the step's end and release go before the creation of steps
-            # that will wait for one (its slot is idle until released); the stretch resumed
-            # when the user code returned (StepRunner.run).
-            resources = self.services.resources
-            holders = (
-                resources.holders if resources is not None and allocation is not None else None
+            final, versions = finish_attempt(
+                self.services, spec, record, outputs, error, region.reason
             )
-            with holders.holding() if holders is not None else nullcontext():
-                final, versions = finish_attempt(
-                    self.services, spec, record, outputs, error, region.reason
-                )
             text = log.getvalue()
             if record.logs_uri and text:  # a silent step costs no file
                 write_log(self.services.artifact_store, record.logs_uri, text)

@@ -19,10 +19,6 @@ request was allocated at creation starts without asking the RM again. Of a reque
 created pending it remembers how long its first lease lasts (:meth:`Ticket.lease_left`): the
 waiter need not renew a lease it was just given.
 
-The room also carries the process's :class:`~wharf.execution.resources.holders_first.HoldersFirst`
-gate (:attr:`WaitRoom.holders`): the one object every step of the process that asks for
-resources reaches, in embedded and in team mode alike.
-
 What neither announces (a step process or another process released, a lease lapsed there, an
 admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
 every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters) and
@@ -57,7 +53,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestStatus
-from wharf.execution.resources.holders_first import HoldersFirst
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (
@@ -179,19 +174,11 @@ class WaitRoom:
         self._failing = False
         self.watcher: threading.Thread | None = None
         """The watch thread while the room is occupied (exposed so tests can join it)."""
-        self.holders = HoldersFirst(queued=self._waiting_now)
-        """Steps of this process that hold an allocation go before the creation of steps
-        that will wait for one (see :mod:`wharf.execution.resources.holders_first`)."""
 
     @property
     def waiting(self) -> int:
         with self._lock:
             return len(self._tickets)
-
-    def _waiting_now(self) -> int:
-        """:attr:`waiting` without the lock (a hint for the holders' gate: a count read while
-        a waiter enters or leaves is as good as the one just before or after)."""
-        return len(self._tickets)
 
     @contextmanager
     def enter(self, request_id: UUID) -> Iterator[Ticket]:
