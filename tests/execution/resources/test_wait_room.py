@@ -149,9 +149,9 @@ def test_a_failing_lookup_never_fails_the_caller_and_the_next_check_runs() -> No
         assert ticket.wait(0) is not None
 
 
-def test_checks_racing_with_a_running_check_are_combined_into_one_more_lookup() -> None:
-    """A check that finds another thread looking up returns at once, without a lookup; that
-    thread then looks up once more, and that second lookup sees what the racing release did."""
+def test_a_check_racing_with_a_running_check_looks_up_after_it() -> None:
+    """Checks run one at a time: a check that finds another looking up waits for it, then
+    looks up itself and sees what the racing release did."""
     a, b = uuid.uuid4(), uuid.uuid4()
     rm = FakeRM({a: S.PENDING, b: S.PENDING})
     inside, go_on = threading.Event(), threading.Event()
@@ -165,14 +165,16 @@ def test_checks_racing_with_a_running_check_are_combined_into_one_more_lookup() 
 
     room = WaitRoom(slow_lookup, watch_seconds=None)  # type: ignore[arg-type]
     with room.enter(a) as ta, room.enter(b) as tb:
-        checker = threading.Thread(target=room.check)
-        checker.start()
+        first = threading.Thread(target=room.check)
+        first.start()
         assert inside.wait(SAFETY_TIMEOUT)
         rm.statuses[b] = S.ALLOCATED  # a release committed after the first lookup read ...
-        room.check()  # ... and its check, which leaves the lookup to the running checker
-        assert len(rm.lookups) == 1
+        second = threading.Thread(target=room.check)  # ... and its check
+        second.start()
+        assert len(rm.lookups) == 1  # the second waits for the first
         go_on.set()
-        checker.join(SAFETY_TIMEOUT)
+        first.join(SAFETY_TIMEOUT)
+        second.join(SAFETY_TIMEOUT)
         assert len(rm.lookups) == 2
         woken = tb.wait(0)
         assert woken is not None and woken.status is S.ALLOCATED

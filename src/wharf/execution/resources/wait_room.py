@@ -1,44 +1,17 @@
-"""The wait room: where the steps of this process that wait for their allocation learn that
-their request left the queue.
+"""The wait room: where this process's steps that wait for an allocation learn that their
+request left the queue.
 
-Owns :class:`WaitRoom` and its :class:`Ticket`. A step waiting for its allocation enters the room
-with its request id; whenever a step of this process releases its resources, the room asks the
-Resource Manager once which of the registered requests are no longer pending and wakes exactly
-those waiters, handing each its request. Waiters whose request is still pending sleep on; they
-keep renewing their lease on their own schedule (see :mod:`wharf.execution.allocation`).
+Owns :class:`WaitRoom` and :class:`Ticket`. A waiter enters with its request id and is woken
+with its request once the room learns that it left the queue: from an in-process Resource
+Manager after each of its commits (:meth:`WaitRoom.wake_left`), or from a check
+(:meth:`WaitRoom.check`: one ``list`` per :data:`IDS_PER_LIST` waiters) after a release of
+this process and, while anyone waits, every :data:`WATCH_SECONDS` on a watch thread. Requests
+that left the queue before their waiter entered are remembered (a bounded number), so that
+waiter does not wait at all.
 
-An in-process Resource Manager (embedded mode) tells the room itself: right after each of its
-commits it hands over the requests that left the queue (:meth:`WaitRoom.wake_left`), whatever
-caused it, so its releases need no ``list`` at all and a waiter hears of its allocation before
-the releasing call returns.
-
-The room also remembers, for a while, requests it learnt had left the queue before anyone
-waited for them (created allocated, or announced while their step was still on its way to the
-room): a waiter entering for such a request finds its ticket woken at once, so a step whose
-request was allocated at creation starts without asking the RM again. Of a request this process
-created pending it remembers how long its first lease lasts (:meth:`Ticket.lease_left`): the
-waiter need not renew a lease it was just given.
-
-What neither announces (a step process or another process released, a lease lapsed there, an
-admin cancelled over HTTP) is caught by the room's watch: while anyone waits, one thread checks
-every :data:`WATCH_SECONDS` (one ``list`` per period for up to :data:`IDS_PER_LIST` waiters) and
-ends when the room empties. A waiter whose request is known to have left the queue when it
-enters does not wait, so it starts no watch (a step that finds free capacity costs no thread).
-With the in-process Resource Manager the watch first reads a marker (:class:`MarksUnannounced`:
-one read of the RM's state row) and lists only when it changed since its last lookup, that is
-when another writer committed or this process's RM took in another writer's changes: its own
-commits are all announced.
-
-Invariants:
-- a release is followed by a check once it committed, so the check sees the allocations that
-  release made;
-- no lost wake-up: a waiter enters the room *before* it reads its request's status, and a
-  wake-up is kept on its ticket until the waiter leaves, so a release between "check" and
-  "wait" makes the wait return at once;
-- a check runs at most one ``list`` per :data:`IDS_PER_LIST` waiters, whatever the number of
-  releases racing with it: concurrent checks are combined (one thread runs them, again if a
-  release arrived meanwhile), so a burst of releases costs a few lists, never one per waiter;
-- a failing check never fails the release; waiters then fall back to their own polls.
+Invariants: no lost wake-up (a waiter enters before it reads its request's status, and a
+wake-up stays on its ticket); one check at a time; a failing check is logged, never raised
+(waiters still poll by renewing their lease).
 """
 
 from __future__ import annotations
@@ -169,8 +142,7 @@ class WaitRoom:
         """Requests known to have left the queue before a waiter entered (oldest first)."""
         self._created_pending: OrderedDict[UUID, float] = OrderedDict()
         """Requests this process created pending, with the monotonic end of their first lease."""
-        self._dirty = False
-        self._checking = False
+        self._checking = threading.Lock()
         self._failing = False
         self.watcher: threading.Thread | None = None
         """The watch thread while the room is occupied (exposed so tests can join it)."""
@@ -205,29 +177,27 @@ class WaitRoom:
 
     def check(self) -> bool:
         """Capacity may have been freed: wake the waiters whose request left the queue.
-        False if the lookup failed (logged, never raised: waiters still poll on their own).
-
-        If another thread is checking, mark the room dirty and return: that thread checks
-        again after its current lookup, which then starts after this call's cause committed.
-        """
-        with self._lock:
-            self._dirty = True
-            if self._checking:
-                return True
-            self._checking = True
-        try:
-            while self._check_once():
-                pass
-        except BaseException as exc:
+        False if the lookup failed (logged, never raised: waiters still poll on their own)."""
+        with self._checking:
             with self._lock:
-                self._checking = False
-            if not isinstance(exc, Exception):
-                raise
-            if not self._failing:  # once per outage, not at every watch
-                logger.warning("Could not check which waiting steps got their resources: %s", exc)
-            self._failing = True
-            return False
-        self._failing = False
+                ids = list(self._tickets)
+            found: list[ResourceRequestInfo] = []
+            try:
+                for start in range(0, len(ids), IDS_PER_LIST):
+                    found.extend(self._lookup(ids[start : start + IDS_PER_LIST]))
+            except Exception as exc:
+                if not self._failing:  # once per outage, not at every watch
+                    logger.warning(
+                        "Could not check which waiting steps got their resources: %s", exc
+                    )
+                self._failing = True
+                return False
+            self._failing = False
+        with self._lock:
+            for request in found:
+                ticket = self._tickets.get(request.id)
+                if ticket is not None and request.status in LEFT_QUEUE:
+                    ticket.wake(request)
         return True
 
     def wake_left(self, requests: Sequence[RequestState]) -> None:
@@ -295,27 +265,6 @@ class WaitRoom:
             return self._unannounced()
         except Exception:  # the lookup will tell (and log) what is wrong
             return None
-
-    def _check_once(self) -> bool:
-        """One lookup if the room is dirty and occupied. Otherwise stop checking and return
-        False, in the same critical section that saw nothing to do, so that a ``check`` that
-        found this thread checking is never left unserved."""
-        with self._lock:
-            if not self._dirty or not self._tickets:
-                self._dirty = False
-                self._checking = False
-                return False
-            self._dirty = False
-            ids = list(self._tickets)
-        found: list[ResourceRequestInfo] = []
-        for start in range(0, len(ids), IDS_PER_LIST):
-            found.extend(self._lookup(ids[start : start + IDS_PER_LIST]))
-        with self._lock:
-            for request in found:
-                ticket = self._tickets.get(request.id)
-                if ticket is not None and request.status in LEFT_QUEUE:
-                    ticket.wake(request)
-        return True
 
 
 def left_queue_of(
