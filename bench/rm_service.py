@@ -15,8 +15,8 @@ Scenario (seeded):
 - ``--clients`` callers, each: create -> (if pending: poll by renewing, as the engine does) ->
   hold -> release. ``--callers threads`` (default): one thread each, as an engine's steps
   call the embedded service; ``--callers async``: coroutines on one event loop calling the
-  service's ``*_async`` methods, as the API server does (the combiner's drainer thread runs
-  their batches, so no thread per caller and no thread hand-over). The service combines concurrent calls into one transaction + one cycle, so more callers mean
+  service's ``*_async`` methods, as the API server does (a combiner thread runs their
+  batches, so no thread per caller). The service combines concurrent calls into one transaction + one cycle, so more callers mean
   bigger batches: the run is repeated for each ``--clients`` value to show the trade-off
   between throughput and latency. Before each run the harness freezes its own prepared
   requests out of the cyclic GC (``gc.freeze``), so full collections do not scan them.
@@ -75,7 +75,6 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.resource_manager.service import Principal, ResourceManagerService
-from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.request_ops import ReleaseRequest
 from wharf.resource_manager.service.transaction import Operation
@@ -209,7 +208,7 @@ def run_load(
             client.requests.release(info.id)
 
     async def async_caller() -> None:
-        # The API server's way in: its event loop submits, the combiner's drainer runs.
+        # The API server's way in: its event loop submits, a combiner thread runs the batches.
         requests = rm.requests
         while (index := next(counter)) < count:
             spec, hold = workload[index]
@@ -319,15 +318,14 @@ def run_single_thread(
             for request_id in held[:per_transaction]
         ]
         del held[:per_transaction]
-        slots = [Slot(operation) for operation in operations]
-        runner._execute(slots)
-        for slot in slots[:created]:
-            info = slot.result()
+        outcomes = runner.run_batch(operations)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        for info in outcomes[:created]:
             if info.status is S.ALLOCATED:
                 admitted += 1
                 held.append(info.id)
-        for slot in slots[created:]:
-            slot.result()
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu_began
     gc.unfreeze()

@@ -105,7 +105,8 @@ def test_callers_arriving_during_a_call_share_the_next_one() -> None:
     outcomes = _while_first_is_held(fake, coalescer, [2, 3, 4])
     assert outcomes == ["renewed 1", "renewed 2", "renewed 3", "renewed 4"]
     assert fake.calls == [("single", [1]), ("bulk", [2, 3, 4])]
-    assert not coalescer._sending and not coalescer._queue  # the role was given up
+    assert coalescer.renew(_item(5)) == "renewed 5"  # the role was given up: nobody is stuck
+    assert fake.calls[-1] == ("single", [5])
 
 
 def test_each_caller_gets_its_own_error() -> None:

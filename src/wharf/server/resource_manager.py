@@ -8,10 +8,11 @@ through, for the user each run records), :class:`RequestScope` / :func:`scope_of
 401 as the server's outage).
 
 Lease renewals are coalesced: every step heartbeat renews its request, and concurrent ones
-(heartbeats are served on the thread pool) go to the RM as one bulk renewal (flat combining,
-:class:`RenewalCoalescer`): the first caller sends whatever is queued, the others sleep until
-their own answer is in. A lone caller sends its renewal alone, as a single renewal, at once, so
-coalescing adds no latency where there is nothing to combine.
+(heartbeats are served on the thread pool) go to the RM as one bulk renewal
+(:class:`RenewalCoalescer`, a :class:`wharf.combining.Combiner`): the first caller sends
+whatever is queued, the others sleep until their own answer is in. A lone caller sends its
+renewal alone, as a single renewal, at once, so coalescing adds no latency where there is
+nothing to combine.
 
 Invariants:
 - the server reaches the RM only through its client interface
@@ -33,13 +34,13 @@ Invariants:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from wharf.combining import Combiner
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import (
     IllegalOperationError,
@@ -167,23 +168,11 @@ class ServerRequests:
         return scope
 
 
-@dataclass(slots=True, eq=False)
-class _Waiting:
-    item: RenewalItem
-    answer: ResourceRequestInfo | BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    lead: bool = False
-    """Set with ``done`` when this caller is handed the sender's role instead of an answer."""
-
-
-class RenewalCoalescer:
-    """Concurrent renewals sent as bulk renewals (flat combining; see the module docstring).
+class RenewalCoalescer(Combiner["RenewalItem"]):
+    """Concurrent renewals sent as bulk renewals (see the module docstring).
 
     ``single`` renews one request (its errors raised), ``bulk`` many (an answer or an error per
-    item, errors of the whole call raised). One thread at a time sends: the one that found no
-    sender at work. It takes everything queued (up to ``max_batch``), sends it, hands each
-    waiter its answer, and if more arrived meanwhile hands the sender's role to the oldest of
-    them, so no caller waits for more than the call in flight and its own."""
+    item, errors of the whole call raised)."""
 
     def __init__(
         self,
@@ -191,65 +180,23 @@ class RenewalCoalescer:
         bulk: Callable[[Sequence[RenewalItem]], list[ResourceRequestInfo | WharfError]],
         max_batch: int = MAX_COALESCED,
     ) -> None:
+        super().__init__(max_batch)
         self._single = single
         self._bulk = bulk
-        self._max_batch = max_batch
-        self._lock = threading.Lock()
-        self._queue: list[_Waiting] = []
-        self._sending = False
 
     def renew(self, item: RenewalItem) -> ResourceRequestInfo:
-        mine = _Waiting(item)
-        with self._lock:
-            self._queue.append(mine)
-            lead = not self._sending
-            self._sending = True
-        while not lead:
-            mine.done.wait()
-            if mine.answer is not None:
-                break
-            mine.done.clear()  # handed the role: the answer is ours to fetch
-            lead = mine.lead
-        else:
-            self._send_until_answered(mine)
-        answer = mine.answer
-        if isinstance(answer, BaseException):
-            raise answer
-        assert answer is not None
-        return answer
+        renewed: ResourceRequestInfo = self.submit(item)
+        return renewed
 
-    def _send_until_answered(self, mine: _Waiting) -> None:
-        while mine.answer is None:
-            with self._lock:
-                batch = self._queue[: self._max_batch]
-                del self._queue[: self._max_batch]
-            try:
-                self._send(batch)
-            finally:
-                with self._lock:
-                    head = self._queue[0] if self._queue else None
-                    if head is None or mine.answer is None:
-                        self._sending = mine.answer is None  # we carry on, or nobody is left
-                    if head is not None and mine.answer is not None:
-                        head.lead = True
-                if head is not None and mine.answer is not None:
-                    head.done.set()
-
-    def _send(self, batch: list[_Waiting]) -> None:
-        """Every waiter of ``batch`` gets its answer, whatever happens."""
-        answers: Sequence[ResourceRequestInfo | BaseException]
-        try:
-            if len(batch) == 1:
-                answers = [self._single(batch[0].item)]
-            else:
-                answers = self._bulk_or_singles([waiting.item for waiting in batch])
-                if len(answers) != len(batch):
-                    raise StoreError("The Resource Manager answered a bulk renewal partly.")
-        except BaseException as error:  # the whole call failed: each caller raises it
-            answers = [error] * len(batch)
-        for waiting, answer in zip(batch, answers, strict=True):
-            waiting.answer = answer
-            waiting.done.set()
+    def run_batch(
+        self, operations: list[RenewalItem]
+    ) -> Sequence[ResourceRequestInfo | BaseException]:
+        if len(operations) == 1:
+            return [self._single(operations[0])]
+        answers = self._bulk_or_singles(operations)
+        if len(answers) != len(operations):
+            raise StoreError("The Resource Manager answered a bulk renewal partly.")
+        return answers
 
     def _bulk_or_singles(
         self, items: list[RenewalItem]

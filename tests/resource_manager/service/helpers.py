@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from wharf.combining import Combiner
 from wharf.resource_manager.contract.models import (
     CapacityClassSpec,
     PolicyCreate,
@@ -108,3 +111,20 @@ def allocation_count(rm: ResourceManagerService) -> int:
 
 def request_count(rm: ResourceManagerService) -> int:
     return row_count(rm, t.requests)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One operation's outcome from :func:`one_batch`."""
+
+    outcome: Any
+
+    def result(self) -> Any:
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
+def one_batch(runner: Combiner[Any], operations: Sequence[Any]) -> list[Answer]:
+    """Run ``operations`` as *one* batch, as concurrent callers would make it."""
+    return [Answer(outcome) for outcome in runner.run_batch(list(operations))]

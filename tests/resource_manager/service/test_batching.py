@@ -16,6 +16,7 @@ from tests.resource_manager.service.helpers import (
     allocation_count,
     gpus,
     klass,
+    one_batch,
     request_count,
     request_spec,
     setup_pool,
@@ -26,7 +27,6 @@ from wharf.resource_manager.contract.errors import PermissionDeniedError
 from wharf.resource_manager.contract.models import PoolUpdate
 from wharf.resource_manager.service import ResourceManagerService, leader
 from wharf.resource_manager.service import batch as batch_module
-from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.state import SchedulingCache
 
 
@@ -165,8 +165,7 @@ def test_releases_of_one_batch_are_compare_and_set_together(
     assert all(info.status is S.ALLOCATED for info in held)
     rm.requests.release(ALICE, held[0].id)
     invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
-    slots = [Slot(rm.requests._release(ALICE, info.id, None)) for info in held]
-    rm._runner._execute(slots)  # one batch, as concurrent callers would make it
+    slots = one_batch(rm._runner, [rm.requests._release(ALICE, info.id, None) for info in held])
     assert invalidated == [True]  # the write by id list matched 2 rows of 3: stale
     assert [slot.result().status for slot in slots] == [S.RELEASED] * 3
     assert allocation_count(rm) == 3  # history kept; nothing admitted twice
@@ -182,8 +181,7 @@ def test_a_lone_release_is_compare_and_set_too(
     held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(2)]
     rm.requests.release(ALICE, held[0].id)
     invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
-    slot = Slot(rm.requests._release(ALICE, held[0].id, None))
-    rm._runner._execute([slot])
+    (slot,) = one_batch(rm._runner, [rm.requests._release(ALICE, held[0].id, None)])
     assert invalidated == [True]  # the write by id matched no row: stale
     assert slot.result().status is S.RELEASED  # released before: returned unchanged
     assert rm.requests.release(ALICE, held[1].id).status is S.RELEASED

@@ -11,6 +11,7 @@ from tests.resource_manager.service.helpers import (
     ALICE,
     BOB,
     gpus,
+    one_batch,
     pool_spec,
     request_count,
     request_spec,
@@ -20,7 +21,6 @@ from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import ResourceManagerService, idempotency
-from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 
 
@@ -116,8 +116,7 @@ def test_one_batch_replays_runs_and_refuses_by_key(rm: ResourceManagerService) -
         service._creation(BOB, request_spec(gpus(1)), "old"),  # another caller's scope: runs
         service._creation(ALICE, request_spec(gpus(1)), "new"),  # same batch: shares "new"
     ]
-    slots = [Slot(operation) for operation in operations]
-    service._runner._execute(slots)  # type: ignore[arg-type]
+    slots = one_batch(service._runner, operations)
     assert slots[0].result() == first
     created = slots[1].result()
     assert created.id != first.id and created.status is S.ALLOCATED

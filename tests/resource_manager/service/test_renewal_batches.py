@@ -16,7 +16,15 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import FakeClock
-from tests.resource_manager.service.helpers import ALICE, BOB, gpus, request_spec, setup_pool
+from tests.resource_manager.service.helpers import (
+    ALICE,
+    BOB,
+    Answer,
+    gpus,
+    one_batch,
+    request_spec,
+    setup_pool,
+)
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
@@ -24,7 +32,6 @@ from wharf.resource_manager.contract.errors import PermissionDeniedError
 from wharf.resource_manager.contract.models import ResourceRequestRenew
 from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service import tables as t
-from wharf.resource_manager.service.combining import Slot
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.renewals import LAPSED, Renewal
 from wharf.resource_manager.service.request_ops import RenewRequest
@@ -32,23 +39,21 @@ from wharf.resource_manager.service.request_ops import RenewRequest
 
 def renew_batch(
     rm: ResourceManagerService, calls: list[tuple[Principal, UUID, str | None]]
-) -> list[Slot[Any]]:
-    """Run ``calls`` (principal, request id, idempotency key) as *one* batch; the done slots."""
+) -> list[Answer]:
+    """Run ``calls`` (principal, request id, idempotency key) as *one* batch; each one's answer."""
     body = ResourceRequestRenew(lease_seconds=60, runtime_state=RS.RUNNING)
     payload = {"lease_seconds": 60, "runtime_state": "running"}
-    slots: list[Slot[Any]] = []
+    operations: list[Any] = []
     for principal, request_id, key in calls:
         scoped = IdempotencyKey.of(
             principal.name, "requests.renew", key, {"id": str(request_id), **payload}
         )
         if rm.dialect == "sqlite":
-            slots.append(Slot(RenewRequest(principal, request_id, body, False, scoped)))
+            operations.append(RenewRequest(principal, request_id, body, False, scoped))
         else:
-            slots.append(Slot(Renewal(principal, request_id, 60, RS.RUNNING, scoped)))
+            operations.append(Renewal(principal, request_id, 60, RS.RUNNING, scoped))
     runner = rm._runner if rm.dialect == "sqlite" else rm.requests._renewals
-    runner._execute(slots)
-    assert all(slot.done for slot in slots)
-    return slots
+    return one_batch(runner, operations)
 
 
 def commits(rm: ResourceManagerService) -> list[int]:

@@ -5,7 +5,7 @@ Owns: :class:`BatchRunner`.
 Operations that change scheduling state (create, release, cancel, configuration changes,
 sweeps; on SQLite also renewals) are submitted here. While one thread runs a transaction, the
 others queue their operations; the next thread to get the lock runs *all* queued operations in
-one transaction with one cycle (flat combining, :mod:`.combining`). Under load this turns N
+one transaction with one cycle (:class:`wharf.combining.Combiner`). Under load this turns N
 concurrent calls into one lock acquisition, one cache refresh, one scheduler run and a few
 ``executemany`` statements.
 
@@ -26,7 +26,7 @@ Invariants:
   alone, so one bad operation never fails its neighbours;
 - the cache adopts the working copy only after commit; a stale compare-and-set invalidates it
   and the batch is retried once from a full reload;
-- results are set on the callers' slots only after the transaction committed;
+- callers get their results only after the transaction committed;
 - after a commit and before any caller of the batch is answered, the listeners added with
   :meth:`BatchRunner.on_left_queue` get the requests that left the queue in it (pending before,
   allocated or ended now), so a waiter of this process hears of its allocation without asking;
@@ -49,11 +49,11 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy import Connection
 
+from wharf.combining import Combiner
 from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.core.ids import new_id
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import cycle, idempotency, leader, request_store
-from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
@@ -86,7 +86,7 @@ class _Outcome:
 
 @dataclass(slots=True)
 class _Run:
-    """What one transaction attempt produced, applied to slots and cache after commit."""
+    """What one transaction attempt produced, answered and adopted by the cache after commit."""
 
     outcomes: list[_Outcome]
     tx: Tx
@@ -128,26 +128,23 @@ class BatchRunner(Combiner[Operation]):
 
     # -- one batch --------------------------------------------------------------------------
 
-    def _execute(self, batch: list[Slot[Operation]]) -> None:
+    def run_batch(self, operations: list[Operation]) -> list[Any]:
         try:
-            run = self._attempt(batch)
+            run = self._attempt(operations)
         except request_store.StaleStateError:
             self.cache.invalidate()
             try:
-                run = self._attempt(batch)
+                run = self._attempt(operations)
             except BaseException as error:
-                self._fail(batch, error)
-                return
+                return self.each_alone(operations, error)
         except BaseException as error:
-            self._fail(batch, error)
-            return
+            return self.each_alone(operations, error)
         self.cache.adopt(run.tx.work, run.state_version, run.config_version)
         if run.cycled:
             self.last_cycle = run.tx.now
         if run.tx.left_queue:
             self._announce(run.tx.left_queue)
-        for slot, outcome in zip(batch, run.outcomes, strict=True):
-            slot.finish(outcome.value, outcome.error)
+        return [o.value if o.error is None else o.error for o in run.outcomes]
 
     def _announce(self, left: Sequence[ResourceRequest]) -> None:
         for listener in list(self._listeners):
@@ -156,7 +153,7 @@ class BatchRunner(Combiner[Operation]):
             except Exception:  # a listener's bug must not fail the batch that committed
                 logger.exception("A listener of requests leaving the queue failed.")
 
-    def _attempt(self, batch: list[Slot[Operation]]) -> _Run:
+    def _attempt(self, batch: list[Operation]) -> _Run:
         try:
             run = self.db.write(lambda conn: self._transaction(conn, batch))
         except BaseException:
@@ -172,10 +169,10 @@ class BatchRunner(Combiner[Operation]):
                 self._own_versions.remove(self._uncommitted)
             self._uncommitted = None
 
-    def _transaction(self, conn: Connection, batch: list[Slot[Operation]]) -> _Run:
+    def _transaction(self, conn: Connection, batch: list[Operation]) -> _Run:
         self._forget_uncommitted()  # a retried attempt (a conflict rolled the last one back)
         now = self.db.now()
-        keys = [slot.operation.idempotency for slot in batch]
+        keys = [operation.idempotency for operation in batch]
         lookup = idempotency.Lookup(conn, [key for key in keys if key is not None])
         # What every transaction reads first, under the lock (one round trip on PostgreSQL).
         row, (lapsed, *looked_up) = leader.acquire(
@@ -189,7 +186,7 @@ class BatchRunner(Combiner[Operation]):
         if not takeover:  # a takeover extends leases instead (its cycle does)
             cycle.expire_lapsed(tx, request_store.lease_rows(lapsed))
         stored = lookup.found(looked_up)
-        finishers = [self._start(tx, slot.operation, stored) for slot in batch]
+        finishers = [self._start(tx, operation, stored) for operation in batch]
         cycled = takeover or tx.needs_cycle
         if cycled:
             cycle.run_cycle(tx, restart=takeover)
@@ -249,16 +246,16 @@ class BatchRunner(Combiner[Operation]):
 
     @staticmethod
     def _responses(
-        batch: list[Slot[Operation]], outcomes: list[_Outcome]
+        batch: list[Operation], outcomes: list[_Outcome]
     ) -> list[tuple[idempotency.IdempotencyKey, str]]:
         stored: dict[tuple[str, str, str], tuple[idempotency.IdempotencyKey, str]] = {}
-        for slot, outcome in zip(batch, outcomes, strict=True):
-            key = slot.operation.idempotency
+        for operation, outcome in zip(batch, outcomes, strict=True):
+            key = operation.idempotency
             if key is None or outcome.error is not None or outcome.replayed:
                 continue
             if key.scope in stored:
                 continue
-            adapter = _adapter(slot.operation.result_type)
+            adapter = _adapter(operation.result_type)
             stored[key.scope] = (key, adapter.dump_json(outcome.value, by_alias=True).decode())
         return list(stored.values())
 

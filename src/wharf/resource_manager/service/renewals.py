@@ -6,9 +6,10 @@ A renewal only moves a lease: it changes nothing the scheduler reads (``seq`` is
 the scheduling cache holds no leases), so it needs neither the scheduling lock nor a cycle. It
 is one compare-and-set ``UPDATE`` of the request's row (:func:`lease_store.renew`): live,
 not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
-combined (:mod:`.combining`) into one transaction, which on a server costs one commit (one log
-flush) for the whole batch instead of one per heartbeat; on PostgreSQL the batch's updates
-go in one round trip (:func:`lease_store.renew_many`), and its idempotency keys with the commit.
+combined (:class:`wharf.combining.Combiner`) into one transaction, which on a server costs one
+commit (one log flush) for the whole batch instead of one per heartbeat; on PostgreSQL the
+batch's updates go in one round trip (:func:`lease_store.renew_many`), and its idempotency keys
+with the commit.
 
 Why this can never over-allocate: capacity is only granted by scheduling transactions, which
 hold the scheduling lock and read the rows they change under row locks; a renewal never
@@ -40,11 +41,11 @@ from uuid import UUID
 from pydantic import TypeAdapter
 from sqlalchemy import Connection
 
+from wharf.combining import Combiner
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError, WharfError
 from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.resource_manager.service import idempotency, lease_store, request_store
-from wharf.resource_manager.service.combining import Combiner, Slot
 from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_owner
@@ -84,26 +85,24 @@ class RenewalRunner(Combiner[Renewal]):
         self._db = db
         self._view = view
 
-    def _execute(self, batch: list[Slot[Renewal]]) -> None:
+    def run_batch(self, operations: list[Renewal]) -> list[Any]:
         try:
-            results = self._db.write(lambda conn: self._transaction(conn, batch))
+            results = self._db.write(lambda conn: self._transaction(conn, operations))
         except BaseException as error:
-            self._fail(batch, error)
-            return
-        for slot, result in zip(batch, results, strict=True):
-            slot.finish(result.value, result.error)
+            return self.each_alone(operations, error)
+        return [r.value if r.error is None else r.error for r in results]
 
-    def _transaction(self, conn: Connection, batch: list[Slot[Renewal]]) -> list[_Result]:
+    def _transaction(self, conn: Connection, batch: list[Renewal]) -> list[_Result]:
         now = self._db.now()
         results = [_Result() for _ in batch]
         first: dict[tuple[str, str, str], tuple[str, int]] = {}
         """Idempotency scope -> (fingerprint, index) of its first renewal in this batch."""
         shared: dict[int, int] = {}
         """Index of a renewal that repeats a key -> index of the first one."""
-        order = sorted(range(len(batch)), key=lambda i: batch[i].operation.request_id.int)
+        order = sorted(range(len(batch)), key=lambda i: batch[i].request_id.int)
         renewing: list[int] = []
         for index in order:
-            renewal, result = batch[index].operation, results[index]
+            renewal, result = batch[index], results[index]
             try:
                 key = renewal.key
                 if key is not None:
@@ -126,11 +125,11 @@ class RenewalRunner(Combiner[Renewal]):
                 result.error = error
         # Every lease at once, still in request-id order (one round trip on PostgreSQL).
         written = lease_store.renew_many(
-            conn, [self._lease_renewal(batch[index].operation, now) for index in renewing]
+            conn, [self._lease_renewal(batch[index], now) for index in renewing]
         )
         for index, outcome in zip(renewing, written, strict=True):
             try:
-                self._renewed(conn, batch[index].operation, results[index], outcome)
+                self._renewed(conn, batch[index], results[index], outcome)
             except WharfError as error:
                 results[index].error = error
         self._answer(conn, batch, results)
@@ -138,9 +137,9 @@ class RenewalRunner(Combiner[Renewal]):
             results[index].value = results[origin].value
             results[index].error = results[origin].error
         stored = [
-            (batch[i].operation.key, _INFO.dump_json(r.value, by_alias=True).decode())
+            (batch[i].key, _INFO.dump_json(r.value, by_alias=True).decode())
             for i, r in enumerate(results)
-            if r.answer and batch[i].operation.key is not None and i not in shared
+            if r.answer and batch[i].key is not None and i not in shared
         ]
         keys = [(key, value) for key, value in stored if key is not None]
         commit_with(conn, idempotency.store(keys, now))  # on PostgreSQL, with the COMMIT
@@ -174,8 +173,8 @@ class RenewalRunner(Combiner[Renewal]):
                 return
         result.answer = True  # renewed, or terminal and returned unchanged
 
-    def _answer(self, conn: Connection, batch: list[Slot[Renewal]], results: list[_Result]) -> None:
-        wanted = [batch[i].operation.request_id for i, r in enumerate(results) if r.answer]
+    def _answer(self, conn: Connection, batch: list[Renewal], results: list[_Result]) -> None:
+        wanted = [batch[i].request_id for i, r in enumerate(results) if r.answer]
         if not wanted:
             return
         view = self._view()
@@ -187,7 +186,7 @@ class RenewalRunner(Combiner[Renewal]):
         for index, result in enumerate(results):
             if not result.answer:
                 continue
-            request_id = batch[index].operation.request_id
+            request_id = batch[index].request_id
             item = loaded.get(request_id)
             if item is None:  # deleted in between: cannot happen while requests are kept
                 result.answer = False

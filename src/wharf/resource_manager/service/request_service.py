@@ -18,8 +18,8 @@ share its transactions, and each is answered alone, the request or the error a s
 would have raised.
 
 Create, renew, release and cancel also have ``*_async`` twins for callers on an event loop (the
-API server): they queue the operation for the combiner's drainer thread and await its outcome,
-so a request in flight holds no thread (:meth:`~.combining.Combiner.submit_async`).
+API server): they queue the operation and await its outcome, so a request in flight holds no
+thread (:meth:`wharf.combining.Combiner.submit_async`).
 
 Invariants:
 - durations come from the client, instants from the server's clock;
@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
+from wharf.combining import Combiner
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import WharfError
 from wharf.resource_manager.contract.models import (
@@ -51,7 +52,6 @@ from wharf.resource_manager.contract.models import (
 from wharf.resource_manager.domain import Demand, load
 from wharf.resource_manager.service import leader, queries, whatif
 from wharf.resource_manager.service.batch import BatchRunner, LeftQueueListener
-from wharf.resource_manager.service.combining import Combiner
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.principal import Principal
@@ -135,9 +135,6 @@ class RequestService:
             payload = model.model_dump(mode="json", by_alias=True)
             key = IdempotencyKey.of(principal.name, CreateRequest.name, idempotency_key, payload)
         return CreateRequest.prepare(principal, model, _demands(model), key)
-
-    def close(self) -> None:
-        self._renewals.close()
 
     def get(self, request_id: UUID) -> ResourceRequestInfo:
         return self._db.read(lambda conn: queries.get_request(conn, request_id))

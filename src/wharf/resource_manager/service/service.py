@@ -109,8 +109,6 @@ class ResourceManagerService:
 
     def close(self) -> None:
         """Close every pooled connection; the service must not be used afterwards."""
-        self._runner.close()
-        self.requests.close()
         self._db.dispose()
 
     def __enter__(self) -> ResourceManagerService:
