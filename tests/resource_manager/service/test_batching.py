@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from uuid import UUID
 
 import pytest
+import sqlalchemy as sa
 
 from tests.resource_manager.service.helpers import (
     ADMIN,
@@ -26,7 +27,6 @@ from wharf.core.errors import InputError
 from wharf.resource_manager.contract.errors import PermissionDeniedError
 from wharf.resource_manager.contract.models import PoolUpdate
 from wharf.resource_manager.service import ResourceManagerService, leader
-from wharf.resource_manager.service import batch as batch_module
 from wharf.resource_manager.service.state import SchedulingCache
 
 
@@ -255,20 +255,20 @@ def test_a_process_knows_the_state_versions_it_wrote(
     assert one.requests.unannounced_marker() != marker
 
 
-def test_a_version_that_never_committed_is_not_kept(
-    rm: ResourceManagerService, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_version_that_never_committed_is_not_kept(rm: ResourceManagerService) -> None:
     setup_pool(rm, gpus_total=4)
     rm.requests.create(ALICE, request_spec(gpus(1)))
     before = _stored_version(rm)
 
-    def failing_commit(*_args: object) -> None:
+    def failing_commit(_conn: object) -> None:
         raise InputError("the commit failed")
 
-    monkeypatch.setattr(batch_module, "commit_with", failing_commit)
-    with pytest.raises(InputError, match="the commit failed"):
-        rm.requests.create(ALICE, request_spec(gpus(1)))
-    monkeypatch.undo()
+    sa.event.listen(rm._db.engine, "commit", failing_commit)
+    try:
+        with pytest.raises(InputError, match="the commit failed"):
+            rm.requests.create(ALICE, request_spec(gpus(1)))
+    finally:
+        sa.event.remove(rm._db.engine, "commit", failing_commit)
     assert _stored_version(rm) == before
     # Another writer could commit that number next: it must not read as this process's.
     assert not rm._runner.produced(before + 1)

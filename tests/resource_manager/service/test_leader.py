@@ -1,9 +1,5 @@
-"""The scheduling lock: what a transaction reads with it is what the previous holder committed.
-
-On PostgreSQL the lock, the state row and the queries a transaction reads first go in one round
-trip (psycopg's pipeline mode), so the statements after the lock must still run after it is
-granted, each seeing what the holder committed before releasing it.
-"""
+"""The scheduling lock: what a transaction reads with it is what the previous holder committed
+(the state row, and what it reads after it, such as the lapsed leases)."""
 
 from __future__ import annotations
 
@@ -43,8 +39,8 @@ def test_what_is_read_with_the_lock_is_what_its_last_holder_committed(
         holding.set()
         release.wait(30)
 
-    def waiter(conn: sa.Connection) -> tuple[leader.StateRow, list[list[dict[str, object]]]]:
-        return leader.acquire(conn, request_store.lapsed_query(conn, rm.now()), (leader._READ, {}))
+    def waiter(conn: sa.Connection) -> tuple[leader.StateRow, list[object], leader.StateRow]:
+        return leader.acquire(conn), request_store.lapsed(conn, rm.now()), leader.read(conn)
 
     with ThreadPoolExecutor(2) as pool:
         held = pool.submit(db.write, holder)
@@ -54,6 +50,6 @@ def test_what_is_read_with_the_lock_is_what_its_last_holder_committed(
         assert not waited.done()
         release.set()
         held.result(30)
-        row, (lapsed, again) = waited.result(30)
+        row, lapsed, again = waited.result(30)
     assert row.state_version == 41
-    assert again[0]["state_version"] == 41 and lapsed == []
+    assert again.state_version == 41 and lapsed == []

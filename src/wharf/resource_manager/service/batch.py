@@ -11,11 +11,11 @@ concurrent calls into one lock acquisition, one cache refresh, one scheduler run
 
 One transaction, in order (see :mod:`.cycle`):
 take the scheduling lock and read ``rm_state``, the lapsed leases and the batch's stored
-idempotency keys (one round trip on PostgreSQL) -> refresh the working copy -> expire lapsed
+idempotency keys -> refresh the working copy -> expire lapsed
 leases (or, on a takeover, extend them) -> each operation's ``run`` (idempotent replays answered
 from stored keys) -> the cycle -> flush (status changes, then new requests inserted in their
 final state, with allocations) -> finishers build results -> store idempotency responses and
-record versions and the leader, with the commit (one round trip on PostgreSQL). A transaction
+record versions and the leader -> commit. A transaction
 that changed nothing, such as a batch of renewals, records only when the row names another
 leader or is half a sweep interval old. Within a batch, creations are therefore ordered after
 the checks of the batch's other operations.
@@ -57,7 +57,6 @@ from wharf.resource_manager.service import cycle, idempotency, leader, request_s
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
-from wharf.sql.direct import commit_with
 from wharf.sql.engine import Database
 
 logger = logging.getLogger(__name__)
@@ -172,20 +171,18 @@ class BatchRunner(Combiner[Operation]):
     def _transaction(self, conn: Connection, batch: list[Operation]) -> _Run:
         self._forget_uncommitted()  # a retried attempt (a conflict rolled the last one back)
         now = self.db.now()
+        # What every transaction reads first, under the lock.
+        row = leader.acquire(conn)
+        lapsed = request_store.lapsed(conn, now)
         keys = [operation.idempotency for operation in batch]
-        lookup = idempotency.Lookup(conn, [key for key in keys if key is not None])
-        # What every transaction reads first, under the lock (one round trip on PostgreSQL).
-        row, (lapsed, *looked_up) = leader.acquire(
-            conn, request_store.lapsed_query(conn, now), *lookup.queries
-        )
+        stored = idempotency.lookup_many(conn, [key for key in keys if key is not None])
         if self.cache.view.state_version != row.state_version:
             self.catch_ups += 1  # attempts, not commits: an extra count only costs a list
         work = open_working(conn, self.cache.view, row, self.cache.prepared, self.cache.take_walk())
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
         takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
         if not takeover:  # a takeover extends leases instead (its cycle does)
-            cycle.expire_lapsed(tx, request_store.lease_rows(lapsed))
-        stored = lookup.found(looked_up)
+            cycle.expire_lapsed(tx, lapsed)
         finishers = [self._start(tx, operation, stored) for operation in batch]
         cycled = takeover or tx.needs_cycle
         if cycled:
@@ -194,12 +191,13 @@ class BatchRunner(Combiner[Operation]):
         outcomes = [finish() for finish in finishers]
         if tx.swept:
             idempotency.forget_before(conn, now - self.options.idempotency_ttl)
-        last = [*idempotency.store(self._responses(batch, outcomes), now)]
+        idempotency.store(conn, self._responses(batch, outcomes), now)
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled
         if changed or leader.needs_record(row, self.instance_id, now, self.options.sweep_interval):
-            record = leader.record(
+            leader.record(
+                conn,
                 row,
                 instance_id=self.instance_id,
                 state_version=state_version,
@@ -207,12 +205,10 @@ class BatchRunner(Combiner[Operation]):
                 now=now,
                 swept=tx.swept,
             )
-            last.append(record)
         if tx.changed:  # before the commit: whoever reads the new version finds it ours
             with self._own_lock:
                 self._own_versions.append(state_version)
             self._uncommitted = state_version
-        commit_with(conn, last)  # on PostgreSQL, one round trip with the COMMIT
         return _Run(outcomes, tx, state_version, config_version, cycled)
 
     def _start(

@@ -1,14 +1,12 @@
 """Idempotency keys: a retried mutating call returns the first call's result.
 
-Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many` (and
-:class:`Lookup`, its two halves),
+Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many`,
 :func:`find`, :func:`replay`, :func:`store`, :func:`forget_before`.
 
 A scheduling batch looks up the keys of all its operations with one query (:func:`lookup_many`),
 not one per operation: over HTTP every mutating call carries a key, and on PostgreSQL each
-lookup was a round trip of the combining thread, with the scheduling lock held. (The renewal
-runner still looks keys up one by one: batched, keyed renewals on PostgreSQL passed fewer per
-second; see docs/benchmarks.md.)
+lookup is a round trip made with the scheduling lock held. (The renewal runner looks keys up
+one by one.)
 
 Invariants:
 - keys are scoped by (principal, operation): two callers, or two operations, never collide;
@@ -34,7 +32,6 @@ from sqlalchemy import Connection, Select, and_, bindparam, delete, insert, or_,
 
 from wharf.core.errors import IllegalOperationError, InputError
 from wharf.resource_manager.service import tables as t
-from wharf.sql.direct import DirectStatement, Query
 from wharf.sql.types import LONG_TEXT
 
 MAX_KEY_LENGTH = t.KEY_LENGTH
@@ -92,10 +89,9 @@ Stored = dict[tuple[str, str, str], tuple[str, str]]
 """Scope (as :func:`stored_scope` gives it) -> (fingerprint, response JSON) of stored keys."""
 
 _CHUNK = 100
-_LOOKUPS: dict[int, DirectStatement] = {}
-"""Number of keys -> the statement that looks them up (built once per size, at most _CHUNK),
-run on the driver's cursor: every transaction with keys looks them up, and SQLAlchemy's
-execution layer cost more than the query."""
+_LOOKUPS: dict[int, Select[Any]] = {}
+"""Number of keys -> the statement that looks them up (built once per size, at most _CHUNK,
+so SQLAlchemy reuses its compiled form)."""
 
 
 def _lookup_statement(count: int) -> Select[Any]:
@@ -116,45 +112,32 @@ def _lookup_statement(count: int) -> Select[Any]:
     )
 
 
-def _direct_lookup(count: int) -> DirectStatement:
+def _lookup(count: int) -> Select[Any]:
     statement = _LOOKUPS.get(count)
     if statement is None:
-        statement = _LOOKUPS[count] = DirectStatement(_lookup_statement(count))
+        statement = _LOOKUPS[count] = _lookup_statement(count)
     return statement
 
 
 def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
-    """Every stored key among ``keys``; pass an entry to :func:`replay` with its key."""
-    lookup = Lookup(conn, keys)
-    return lookup.found([query.rows(conn, values) for query, values in lookup.queries])
-
-
-class Lookup:
-    """:func:`lookup_many` in two halves, to run its queries with others: :attr:`queries`
-    (one per hundred keys; none without keys), then :meth:`found` from their rows."""
-
-    def __init__(self, conn: Connection, keys: Iterable[IdempotencyKey]) -> None:
-        self.padded = conn.dialect.name in ("mysql", "mariadb")
-        scopes = list(dict.fromkeys(key.scope for key in keys))
-        self.wanted = {stored_scope(scope, self.padded) for scope in scopes}
-        self.queries: list[Query] = []
-        for start in range(0, len(scopes), _CHUNK):
-            chunk = scopes[start : start + _CHUNK]
-            params: dict[str, str] = {}
-            for index, (principal, operation, key) in enumerate(chunk):
-                params[f"i_p{index}"] = principal
-                params[f"i_o{index}"] = operation
-                params[f"i_k{index}"] = key
-            self.queries.append((_direct_lookup(len(chunk)), params))
-
-    def found(self, results: Iterable[list[dict[str, Any]]]) -> Stored:
-        found: Stored = {}
-        for rows in results:
-            for row in rows:
-                scope = stored_scope((row["principal"], row["operation"], row["key"]), self.padded)
-                if scope in self.wanted:
-                    found[scope] = (row["fingerprint"], row["response"])
-        return found
+    """Every stored key among ``keys`` (one query per hundred keys; none without keys); pass
+    an entry to :func:`replay` with its key."""
+    padded = conn.dialect.name in ("mysql", "mariadb")
+    scopes = list(dict.fromkeys(key.scope for key in keys))
+    wanted = {stored_scope(scope, padded) for scope in scopes}
+    found: Stored = {}
+    for start in range(0, len(scopes), _CHUNK):
+        chunk = scopes[start : start + _CHUNK]
+        params: dict[str, str] = {}
+        for index, (principal, operation, key) in enumerate(chunk):
+            params[f"i_p{index}"] = principal
+            params[f"i_o{index}"] = operation
+            params[f"i_k{index}"] = key
+        for row in conn.execute(_lookup(len(chunk)), params).mappings():
+            scope = stored_scope((row["principal"], row["operation"], row["key"]), padded)
+            if scope in wanted:
+                found[scope] = (row["fingerprint"], row["response"])
+    return found
 
 
 def stored_scope(scope: tuple[str, str, str], padded: bool) -> tuple[str, str, str]:
@@ -183,36 +166,33 @@ def find(conn: Connection, stored: Stored, key: IdempotencyKey) -> str | None:
     return replay(key, stored.get(stored_scope(key.scope, padded)))
 
 
-_STORE = DirectStatement(
-    insert(t.idempotency_keys).values(
-        principal=bindparam("principal"),
-        operation=bindparam("operation"),
-        key=bindparam("key"),
-        fingerprint=bindparam("fingerprint"),
-        response=bindparam("response", type_=LONG_TEXT),
-        created=bindparam("created"),
-    )
+_STORE = insert(t.idempotency_keys).values(
+    principal=bindparam("principal"),
+    operation=bindparam("operation"),
+    key=bindparam("key"),
+    fingerprint=bindparam("fingerprint"),
+    response=bindparam("response", type_=LONG_TEXT),
+    created=bindparam("created"),
 )
 
 
-def store(entries: list[tuple[IdempotencyKey, str]], now: datetime) -> list[Query]:
-    """The writes that store each key with its call's response, already encoded as JSON text
-    (run them in the transaction of the change they describe, e.g. with
-    :func:`~wharf.sql.direct.commit_with`)."""
-    return [
-        (
-            _STORE,
-            {
-                "principal": key.principal,
-                "operation": key.operation,
-                "key": key.key,
-                "fingerprint": key.fingerprint,
-                "response": response,
-                "created": now,
-            },
-        )
+def store(conn: Connection, entries: list[tuple[IdempotencyKey, str]], now: datetime) -> None:
+    """Store each key with its call's response, already encoded as JSON text (in the
+    transaction of the change they describe)."""
+    if not entries:
+        return
+    rows = [
+        {
+            "principal": key.principal,
+            "operation": key.operation,
+            "key": key.key,
+            "fingerprint": key.fingerprint,
+            "response": response,
+            "created": now,
+        }
         for key, response in entries
     ]
+    conn.execute(_STORE, rows)
 
 
 def forget_before(conn: Connection, cutoff: datetime) -> None:

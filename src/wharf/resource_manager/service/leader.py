@@ -25,13 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Connection, RowMapping, bindparam, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
-from wharf.sql.direct import DirectStatement, Query, rows_together
 from wharf.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
@@ -47,9 +45,7 @@ class StateRow:
     last_sweep_at: datetime | None
 
 
-# Every scheduling transaction runs these: on the driver's cursor (``DirectStatement``), not
-# through SQLAlchemy's execution layer, which cost more than the statements themselves.
-_PG_LOCK = DirectStatement(text("SELECT pg_advisory_xact_lock(:key)"))
+_PG_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
 _READ_QUERY = select(
     t.state.c.state_version,
     t.state.c.config_version,
@@ -58,32 +54,24 @@ _READ_QUERY = select(
     t.state.c.last_cycle_at,
     t.state.c.last_sweep_at,
 ).where(t.state.c.id == t.STATE_ROW_ID)
-_READ = DirectStatement(_READ_QUERY)
-_READ_LOCKED = DirectStatement(_READ_QUERY.with_for_update())
-_NO_VALUES: dict[str, Any] = {}
+_READ_LOCKED = _READ_QUERY.with_for_update()
 
 
-def acquire(conn: Connection, *then: Query) -> tuple[StateRow, list[list[dict[str, Any]]]]:
-    """Take the scheduling lock for this transaction and read the bookkeeping row; then run
-    the queries ``then`` under the lock and return their rows too.
-
-    On PostgreSQL the lock, the row and ``then`` go in one round trip (:func:`rows_together`):
-    every scheduling transaction starts this way, while the lock serialises them all."""
-    queries: list[Query] = []
+def acquire(conn: Connection) -> StateRow:
+    """Take the scheduling lock for this transaction and read the bookkeeping row (every
+    scheduling transaction starts this way, while the lock serialises them all)."""
     if conn.dialect.name == "postgresql":
-        queries.append((_PG_LOCK, {"key": _PG_LOCK_KEY}))
-    queries.append((_READ_LOCKED if is_mysql(conn.dialect) else _READ, _NO_VALUES))
-    found = rows_together(conn, [*queries, *then])
-    state = found[len(queries) - 1]
-    return _state_row(state[0] if state else None), found[len(queries) :]
+        conn.execute(_PG_LOCK, {"key": _PG_LOCK_KEY})
+    read = _READ_LOCKED if is_mysql(conn.dialect) else _READ_QUERY
+    return _state_row(conn.execute(read).mappings().first())
 
 
 def read(conn: Connection) -> StateRow:
     """The bookkeeping row without the lock (read transactions: what-if questions)."""
-    return _state_row(_READ.first(conn, _NO_VALUES))
+    return _state_row(conn.execute(_READ_QUERY).mappings().first())
 
 
-def _state_row(row: dict[str, Any] | None) -> StateRow:
+def _state_row(row: RowMapping | None) -> StateRow:
     if row is None:
         raise SchemaVersionError(
             "The Resource Manager's state row is missing; the database was not migrated by Wharf."
@@ -98,7 +86,7 @@ def is_takeover(row: StateRow, instance_id: str, now: datetime, sweep_interval: 
 
 
 _S = t.state.c
-_RECORD = DirectStatement(
+_RECORD = (
     update(t.state)
     .where(_S.id == t.STATE_ROW_ID)
     .values(
@@ -113,6 +101,7 @@ _RECORD = DirectStatement(
 
 
 def record(
+    conn: Connection,
     row: StateRow,
     *,
     instance_id: str,
@@ -120,9 +109,9 @@ def record(
     config_version: int,
     now: datetime,
     swept: bool,
-) -> Query:
-    """The write that stores the versions this transaction produced and that ``instance_id``
-    led this cycle (run it last, e.g. with :func:`~wharf.sql.direct.commit_with`)."""
+) -> None:
+    """Store the versions this transaction produced and that ``instance_id`` led this cycle
+    (the transaction's last write)."""
     same = row.leader_id == instance_id
     params = {
         "s_state": state_version,
@@ -133,7 +122,7 @@ def record(
         # The row was read under the scheduling lock: its last sweep is still the current one.
         "s_swept": now if swept else row.last_sweep_at,
     }
-    return _RECORD, params
+    conn.execute(_RECORD, params)
 
 
 def needs_record(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:

@@ -42,7 +42,6 @@ from wharf.resource_manager.service.request_store import (
     LeaseRow,
     Written,
 )
-from wharf.sql.direct import DirectStatement, rows_together
 from wharf.sql.types import UtcDateTime
 
 _C = t.requests.c
@@ -75,12 +74,10 @@ _RENEW_OWN = _RENEW_ANY.where(_C.requester == bindparam("r_requester"))
 spends nothing on building or hashing them per renewal."""
 
 
-# The hot path of every heartbeat: sent on the driver's cursor (``DirectStatement``), past
-# SQLAlchemy's execution layer, which cost more than the statement.
 _RENEWALS = {
-    (own, returning): DirectStatement(
-        _RENEW_OWN if own else _RENEW_ANY, returning=WRITTEN_COLUMNS if returning else ()
-    )
+    (own, returning): (_RENEW_OWN if own else _RENEW_ANY).returning(*WRITTEN_COLUMNS)
+    if returning
+    else (_RENEW_OWN if own else _RENEW_ANY)
     for own in (False, True)
     for returning in (False, True)
 }
@@ -126,16 +123,18 @@ def renew(
 
 
 def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
-    """:func:`renew` each, in order; on PostgreSQL all in one round trip
-    (:func:`~wharf.sql.direct.rows_together`: the server still runs one after the other,
-    so the rows are locked in the order given)."""
+    """:func:`renew` each, in order (so the rows are locked in the order given)."""
     if not conn.dialect.update_returning:
         return [
-            bool(_RENEWALS[(r.requester is not None, False)].execute(conn, r.params()))
+            bool(conn.execute(_RENEWALS[(r.requester is not None, False)], r.params()).rowcount)
             for r in renewals
         ]
-    queries = [(_RENEWALS[(r.requester is not None, True)], r.params()) for r in renewals]
-    return [Written(**rows[0]) if rows else False for rows in rows_together(conn, queries)]
+    found: list[Written | bool] = []
+    for r in renewals:
+        row = conn.execute(_RENEWALS[(r.requester is not None, True)], r.params()).mappings()
+        first = row.first()
+        found.append(False if first is None else Written(**first))
+    return found
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:

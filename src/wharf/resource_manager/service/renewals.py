@@ -7,9 +7,8 @@ the scheduling cache holds no leases), so it needs neither the scheduling lock n
 is one compare-and-set ``UPDATE`` of the request's row (:func:`lease_store.renew`): live,
 not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
 combined (:class:`wharf.combining.Combiner`) into one transaction, which on a server costs one
-commit (one log flush) for the whole batch instead of one per heartbeat; on PostgreSQL the
-batch's updates go in one round trip (:func:`lease_store.renew_many`), and its idempotency keys
-with the commit.
+commit (one log flush) for the whole batch instead of one per heartbeat; the batch's updates
+are made in request-id order (:func:`lease_store.renew_many`).
 
 Why this can never over-allocate: capacity is only granted by scheduling transactions, which
 hold the scheduling lock and read the rows they change under row locks; a renewal never
@@ -50,7 +49,6 @@ from wharf.resource_manager.service.convert import request_info
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_owner
 from wharf.resource_manager.service.state import CacheView
-from wharf.sql.direct import commit_with
 from wharf.sql.engine import Database
 
 _INFO = TypeAdapter(ResourceRequestInfo)
@@ -123,7 +121,7 @@ class RenewalRunner(Combiner[Renewal]):
                 renewing.append(index)
             except WharfError as error:
                 result.error = error
-        # Every lease at once, still in request-id order (one round trip on PostgreSQL).
+        # Every lease, in request-id order.
         written = lease_store.renew_many(
             conn, [self._lease_renewal(batch[index], now) for index in renewing]
         )
@@ -142,7 +140,7 @@ class RenewalRunner(Combiner[Renewal]):
             if r.answer and batch[i].key is not None and i not in shared
         ]
         keys = [(key, value) for key, value in stored if key is not None]
-        commit_with(conn, idempotency.store(keys, now))  # on PostgreSQL, with the COMMIT
+        idempotency.store(conn, keys, now)
         return results
 
     @staticmethod

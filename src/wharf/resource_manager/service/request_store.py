@@ -26,6 +26,7 @@ from uuid import UUID
 from sqlalchemy import (
     BindParameter,
     Connection,
+    Executable,
     Row,
     Select,
     Table,
@@ -39,7 +40,6 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
-from wharf.sql.direct import DirectStatement, Query
 from wharf.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -229,15 +229,15 @@ class Written(NamedTuple):
 
 
 WrittenRow = Written | Row[Any]
-"""A row with :data:`WRITTEN_COLUMNS`, from SQLAlchemy or from a direct statement."""
+"""A row with :data:`WRITTEN_COLUMNS`."""
 
 
 def first_written(
-    statement: DirectStatement, conn: Connection, values: Mapping[str, Any]
+    statement: Executable, conn: Connection, values: Mapping[str, Any]
 ) -> Written | None:
-    """Run a write that returns :data:`WRITTEN_COLUMNS` (``DirectStatement(...,
-    returning=WRITTEN_COLUMNS)``) on one row; the row as written, None if none matched."""
-    found = statement.first(conn, values)
+    """Run a write that returns :data:`WRITTEN_COLUMNS` (``.returning(*WRITTEN_COLUMNS)``) on
+    one row; the row as written, None if none matched."""
+    found = conn.execute(statement, values).mappings().first()
     return None if found is None else Written(**found)
 
 
@@ -326,9 +326,8 @@ _LAPSED_RANGE_ROWS = select(*LEASE_COLUMNS).where(
     _R.lapse_at >= bindparam("floor", _FLOOR, type_=UtcDateTime()),
     _R.lapse_at <= bindparam("now"),
 )
-# Every scheduling transaction asks: on the driver's cursor, past SQLAlchemy's execution layer.
 _LAPSED = {
-    (postgresql, lock): DirectStatement(query.with_for_update() if lock else query)
+    (postgresql, lock): query.with_for_update() if lock else query
     for postgresql, query in ((False, _LAPSED_ROWS), (True, _LAPSED_RANGE_ROWS))
     for lock in (False, True)
 }
@@ -338,17 +337,8 @@ _LIVE_LEASES = select(*LEASE_COLUMNS).where(_R.lapse_at.is_not(None))
 def lapsed(conn: Connection, now: datetime, *, lock: bool = True) -> list[LeaseRow]:
     """Live requests whose lease or allocation deadline has been reached, locked for update
     (unless ``lock`` is False: read-only questions)."""
-    statement, values = lapsed_query(conn, now, lock=lock)
-    return lease_rows(statement.rows(conn, values))
-
-
-def lapsed_query(conn: Connection, now: datetime, *, lock: bool = True) -> Query:
-    """:func:`lapsed` as a query to run with others (read its rows with :func:`lease_rows`)."""
-    return _LAPSED[(conn.dialect.name == "postgresql", lock)], {"now": now}
-
-
-def lease_rows(rows: list[dict[str, Any]]) -> list[LeaseRow]:
-    return [LeaseRow(**row) for row in rows]
+    statement = _LAPSED[(conn.dialect.name == "postgresql", lock)]
+    return [LeaseRow(*row) for row in conn.execute(statement, {"now": now})]
 
 
 def live_leases(conn: Connection) -> list[LeaseRow]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import BindParameter, Connection, Update, and_, bindparam, update
+from sqlalchemy import BindParameter, Connection, Executable, Update, and_, bindparam, update
 
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest, is_terminal
@@ -28,7 +28,6 @@ from wharf.resource_manager.service.request_store import (
     first_written,
     volatile,
 )
-from wharf.sql.direct import DirectStatement
 
 _C = t.requests.c
 _BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
@@ -82,14 +81,9 @@ _OTHER = (
 )
 
 
-_RETURNING = {
-    statement: DirectStatement(statement, returning=WRITTEN_COLUMNS)
-    for statement in (_ADMIT, _OTHER)
-}
-"""A lone change of its kind (an admission, a preemption ...), on the driver's cursor."""
-_END_ONE = DirectStatement(
-    update(t.requests).where(_BY_ID).values(**_ENDED), returning=WRITTEN_COLUMNS
-)
+_RETURNING = {statement: statement.returning(*WRITTEN_COLUMNS) for statement in (_ADMIT, _OTHER)}
+"""A lone change of its kind (an admission, a preemption ...)."""
+_END_ONE = update(t.requests).where(_BY_ID).values(**_ENDED).returning(*WRITTEN_COLUMNS)
 """A lone request that ends (as :data:`_ENDING`, by one id)."""
 _ENDING_RETURNING = {
     statement: statement.returning(*WRITTEN_COLUMNS) for statement in _ENDING.values()
@@ -159,7 +153,7 @@ def _end_alike(
     written: dict[UUID, tuple[str, dict[str, Any]]],
 ) -> None:
     if len(ids) == 1 and conn.dialect.update_returning:
-        # A lone ending (a step's release): one row by id, on the driver's cursor.
+        # A lone ending (a step's release): one row by id.
         _write_one(conn, _END_ONE, {**common, "b_id": ids[0]}, written)
         return
     statement = _ENDING[conn.dialect.name == "postgresql"]
@@ -180,7 +174,7 @@ def _end_alike(
 
 def _write_one(
     conn: Connection,
-    statement: DirectStatement,
+    statement: Executable,
     params: dict[str, Any],
     written: dict[UUID, tuple[str, dict[str, Any]]],
 ) -> None:
