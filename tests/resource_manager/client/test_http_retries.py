@@ -4,8 +4,8 @@ idempotency keys reused across retries, re-login on 401, token refresh, error ma
 
 The gateway is a tiny FastAPI app in front of the real RM: it follows a plan (one action per
 call, logins apart), forwards everything else and records what it saw. Every gateway test runs
-with the client's own ``httpx.Client`` and with one the caller injects: both go through the same
-retry and error path.
+over both wires (:mod:`wharf.resource_manager.client.http_wire`): ``httpcore`` directly (the
+default) and an injected ``httpx.Client``, since both share one retry and error path.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from wharf.core.errors import (
 )
 from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.client.http_transport import RetryPolicy
+from wharf.resource_manager.client.http_wire import CoreWire, HttpxWire
 from wharf.resource_manager.contract import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.contract.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 
@@ -69,9 +70,9 @@ class Gateway:
     then answer 502 instead of the RM's answer), ``"plain:409:text"`` (a JSON error without
     Wharf's ``error`` field), ``"close"`` (forward, then close the connection), ``"forward"``."""
 
-    def __init__(self, upstream: str, http: str) -> None:
+    def __init__(self, upstream: str, wire: str) -> None:
         self.upstream = upstream
-        self.http = http
+        self.wire = wire
         self.plan: list[str] = []
         self.seen: list[Seen] = []
         self.app = FastAPI()
@@ -115,7 +116,7 @@ class Gateway:
         )
 
 
-@pytest.fixture(params=["own", "injected"])
+@pytest.fixture(params=["httpcore", "httpx"])
 def gateway(
     server: LiveServer, request: pytest.FixtureRequest
 ) -> Iterator[tuple[Gateway, LiveServer]]:
@@ -136,9 +137,11 @@ class Clock:
 def _client(gate: Gateway, live: LiveServer, **options: object) -> HttpResourceManager:
     sleeps: list[float] = []
     options.setdefault("sleep", sleeps.append)
-    if gate.http == "injected":
+    if gate.wire == "httpx":
         options["http"] = httpx.Client(base_url=live.url)
     client = HttpResourceManager(live.url, api_key=ADMIN_KEY, **options)  # type: ignore[arg-type]
+    wire = client._transport._wire  # the wire it picked
+    assert isinstance(wire, HttpxWire if gate.wire == "httpx" else CoreWire)
     client.sleeps = sleeps  # type: ignore[attr-defined]
     return client
 
@@ -275,11 +278,11 @@ def test_the_token_is_cached_and_refreshed_five_minutes_before_expiry(
     assert all(c.token for c in gate.calls())
 
 
-def test_calling_threads_share_kept_alive_connections(
+def test_each_calling_thread_keeps_its_own_connection(
     gateway: tuple[Gateway, LiveServer],
 ) -> None:
-    """Four threads, five calls each, all at once: the calls go over at most four kept-alive
-    connections (none is closed after an answer)."""
+    """Four threads, five calls each, all at once: every thread's calls go over one kept-alive
+    connection of its own (no thread waits for another's, none is closed after an answer)."""
     gate, live = gateway
     client = _client(gate, live)
     client.pools.list()  # logs in first, so the threads' calls are the only ones below
@@ -302,7 +305,9 @@ def test_calling_threads_share_kept_alive_connections(
     for seen in gate.calls()[1:]:
         peers.setdefault(seen.path, set()).add(seen.peer)
     assert len(peers) == 4
-    assert len(set().union(*peers.values())) <= 4
+    if gate.wire == "httpcore":
+        assert all(len(ports) == 1 for ports in peers.values())
+        assert len(set().union(*peers.values())) == 4
 
 
 def test_a_connection_the_server_closed_is_replaced(gateway: tuple[Gateway, LiveServer]) -> None:
@@ -317,8 +322,9 @@ def test_a_connection_the_server_closed_is_replaced(gateway: tuple[Gateway, Live
     assert peers[1] == peers[2] != peers[3] == peers[4]  # a new one after the close, kept
 
 
-def test_a_closed_client_sends_nothing_from_any_thread(server: LiveServer) -> None:
+def test_a_closed_fast_wire_sends_nothing_from_any_thread(server: LiveServer) -> None:
     client = HttpResourceManager(server.url, api_key=ADMIN_KEY)
+    assert isinstance(client._transport._wire, CoreWire)
     client.pools.list()
     client.close()
     errors: list[BaseException] = []
@@ -333,7 +339,9 @@ def test_a_closed_client_sends_nothing_from_any_thread(server: LiveServer) -> No
     other = threading.Thread(target=call)  # this one had none yet
     other.start()
     other.join()
-    closed = f"The Resource Manager at {server.url} is unreachable: the client is closed"
+    closed = (
+        f"The Resource Manager at {server.url} is unreachable: ClosedError: the client is closed"
+    )
     assert [str(e) for e in errors] == [closed, closed]
 
 
@@ -374,7 +382,24 @@ def test_a_server_that_comes_up_late(sqlite_rm_url: str) -> None:
             live.stop()
 
 
-def test_an_invalid_url_is_an_input_error() -> None:
-    for url in ("http://bad host:x", "http://"):
-        with pytest.raises(InputError, match="Invalid Resource Manager URL"):
-            HttpResourceManager(url, api_key=ADMIN_KEY)
+def test_the_fast_wire_steps_aside_for_proxies_and_credentials_in_the_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``httpx`` routes through an environment proxy, and sends a URL's credentials; the
+    ``httpcore`` wire does neither, so those clients keep ``httpx``."""
+    for name in ("http", "https", "all"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
+
+    def wire(url: str) -> object:
+        with HttpResourceManager(url, api_key=ADMIN_KEY) as client:
+            return type(client._transport._wire)
+
+    assert wire("http://127.0.0.1:9") is CoreWire
+    assert wire("https://rm.example:8443/base") is CoreWire
+    assert wire("http://user:secret@127.0.0.1:9") is HttpxWire
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert wire("http://127.0.0.1:9") is CoreWire
+    assert wire("https://rm.example") is HttpxWire
+    with pytest.raises(InputError, match="Invalid Resource Manager URL"):
+        HttpResourceManager("http://bad host:x", api_key=ADMIN_KEY)

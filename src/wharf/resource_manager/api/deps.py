@@ -62,14 +62,13 @@ def idempotency_key(value: str | None) -> str | None:
     return value
 
 
-async def _state(request: Request) -> AppState:
+def _state(request: Request) -> AppState:
     state: AppState = request.app.state.rm
     return state
 
 
 async def _caller(request: Request) -> Principal:
-    state: AppState = request.app.state.rm
-    return authenticate(state, request.headers.get("authorization"))
+    return authenticate(_state(request), request.headers.get("authorization"))
 
 
 async def _admin(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
@@ -79,7 +78,7 @@ async def _admin(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
 
 
 async def _idempotency_key(
-    x_idempotency_key: Annotated[str | None, Header(alias="X-Idempotency-Key")] = None,
+    x_idempotency_key: Annotated[str | None, Header()] = None,
 ) -> str | None:
     return idempotency_key(x_idempotency_key)
 

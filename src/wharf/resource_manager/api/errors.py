@@ -70,11 +70,7 @@ async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    # FastAPI puts the offset of a JSON syntax error in its location: no field to name.
-    errors = [
-        {**e, "loc": e["loc"][:1]} if e.get("type") == "json_invalid" else e for e in exc.errors()
-    ]
-    detail = describe_errors(errors, title="request", drop_prefix=REQUEST_PARTS)
+    detail = describe_errors(exc.errors(), title="request", drop_prefix=REQUEST_PARTS)
     return JSONResponse(_body(detail, InputError.__name__), status_code=422)
 
 

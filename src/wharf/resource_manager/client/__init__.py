@@ -2,8 +2,7 @@
 
 Owns: :class:`~wharf.resource_manager.client.http.HttpResourceManager` (the
 :class:`~wharf.resource_manager.contract.ResourceManagerClient` over the RM's HTTP API), its
-transport (login, token cache, idempotency keys, retries, error mapping) over one
-``httpx.Client``.
+transport (login, token cache, idempotency keys, retries, error mapping) and its wire.
 
 Invariant: this package speaks only the shared contract (:mod:`wharf.resource_manager.contract`:
 wire models, errors, the client interface); it never imports the RM service, API, scheduler or

@@ -15,10 +15,11 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
   the call at most once. Calls that are idempotent by nature (``natural=True``: renewing a lease,
   releasing or cancelling a request — repeating them changes nothing more) get a key only when
   the caller gives one: a heartbeat then costs the server no key lookup and no stored answer.
-- **Connections**: one ``httpx.Client`` (the caller's, or one made here with ``TCP_NODELAY``
-  on its sockets: httpx writes a request's headers and body separately, and Nagle's algorithm
-  would hold the body back until the server acknowledged the headers) keeps them alive and
-  shared by every calling thread.
+- **Connections** are kept alive and sent with ``TCP_NODELAY``: httpcore writes a request's
+  headers and body separately, and Nagle's algorithm would hold the body back until the
+  server acknowledged the headers. Each attempt goes out over a :mod:`.http_wire` wire
+  (``httpcore`` directly, or ``httpx`` when a client is injected or the environment names a
+  proxy); everything here sits above the wire, once.
 - **Retries**: 408, 429, 502, 503, 504 and connection errors/timeouts are retried with
   exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
   ``Retry-After`` is honoured up to the cap), at most
@@ -26,16 +27,15 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
   ``StoreUnavailableError`` and other codes map as
   :mod:`wharf.resource_manager.contract.http_errors` says.
 
-Invariant: no ``httpx`` exception leaves this module; every failure is a ``WharfError``. The
-hot path reads the cached token without the lock (a reference read), and takes the lock only
-to log in.
+Invariant: no ``httpx``/``httpcore`` exception leaves this module; every failure is a
+``WharfError``. The hot path reads the cached token without the lock (a reference read), and
+takes the lock only to log in.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -48,19 +48,16 @@ from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
 from wharf.core.ids import new_id
+from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
 from wharf.resource_manager.contract.errors import AuthenticationError
 from wharf.resource_manager.contract.http_errors import error_from_response
 from wharf.resource_manager.contract.models import AccessToken, LoginRequest
 
-Headers = list[tuple[str, str]]
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 REFRESH_MARGIN_SECONDS = 300.0
-IDEMPOTENCY_HEADER = "X-Idempotency-Key"
-JSON_BODY: Headers = [("Content-Type", "application/json")]
+IDEMPOTENCY_HEADER = b"X-Idempotency-Key"
+JSON_BODY: Headers = [(b"Content-Type", b"application/json")]
 Params = Mapping[str, str | int | list[str]] | None
-NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-"""Connection failures worth retrying (not, say, an unsupported URL scheme)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +101,14 @@ class Transport:
         self.url = url.rstrip("/")
         self._login_body = login.model_dump_json(exclude_none=True).encode()
         self._retry = retry or RetryPolicy()
-        self._http = http or _client(self.url, timeout)
+        self._wire = open_wire(self.url, timeout, http)
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
         self._auth: _Auth | None = None
         """Replaced as one reference, so a lock-free reader never mixes two logins."""
 
     def close(self) -> None:
-        self._http.close()
+        self._wire.close()
 
     # ------------------------------------------------------------------------- calls
 
@@ -131,59 +128,35 @@ class Transport:
         gave one."""
         headers: Headers = [] if content is None else JSON_BODY
         if idempotency_key is not None:
-            headers = [*headers, (IDEMPOTENCY_HEADER, idempotency_key)]
+            headers = [*headers, (IDEMPOTENCY_HEADER, idempotency_key.encode())]
         elif method != "GET" and not natural:
-            headers = [*headers, (IDEMPOTENCY_HEADER, new_id().hex)]
+            headers = [*headers, (IDEMPOTENCY_HEADER, new_id().hex.encode())]
         target = path if not params else f"{path}?{urlencode(params, doseq=True)}"
         token, bearer = self._access_token()
         answer = self._send(method, target, content, headers + bearer)
-        if answer.status_code == 401:
+        if answer.status == 401:
             token, bearer = self._access_token(stale=token)
             answer = self._send(method, target, content, headers + bearer)
         return _result(answer)
 
-    def _send(
-        self, method: str, target: str, content: bytes | None, headers: Headers
-    ) -> httpx.Response:
+    def _send(self, method: str, target: str, content: bytes | None, headers: Headers) -> Answer:
         """One attempt per loop, retrying transient failures; the last answer."""
         attempts = self._retry.attempts
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                answer = self._attempt(method, target, content, headers)
-            except TRANSIENT as exc:
-                if last:
-                    raise self._unreachable(exc) from None
+                answer = self._wire.send(method, target, content, headers, not last)
+            except AttemptError as exc:
+                if last or not exc.transient:
+                    raise StoreUnavailableError(
+                        f"The Resource Manager at {self.url} is unreachable: {exc}"
+                    ) from None
                 self._sleep(self._retry.delay(attempt, None))
                 continue
-            if last or answer.status_code not in RETRY_STATUSES:
+            if last or answer.status not in RETRY_STATUSES:
                 return answer
-            self._sleep(self._retry.delay(attempt, answer.headers.get("retry-after")))
+            self._sleep(self._retry.delay(attempt, answer.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _attempt(
-        self, method: str, target: str, content: bytes | None, headers: Headers
-    ) -> httpx.Response:
-        """One request and its whole answer; transient failures (:data:`TRANSIENT`) raised."""
-        try:
-            return self._http.request(method, target, content=content, headers=headers)
-        except TRANSIENT:
-            raise
-        except httpx.TransportError as exc:  # not worth a retry (an unsupported scheme ...)
-            raise self._unreachable(exc) from None
-        except httpx.HTTPError as exc:  # e.g. an undecodable answer
-            raise StoreError(f"HTTP error talking to the Resource Manager: {exc}") from None
-        except RuntimeError:
-            if self._http.is_closed:
-                raise StoreUnavailableError(
-                    f"The Resource Manager at {self.url} is unreachable: the client is closed"
-                ) from None
-            raise
-
-    def _unreachable(self, exc: httpx.HTTPError) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"The Resource Manager at {self.url} is unreachable: {type(exc).__name__}: {exc}"
-        )
 
     # ------------------------------------------------------------------------- tokens
 
@@ -202,8 +175,8 @@ class Transport:
     def _login(self) -> _Auth:
         started = self._clock()
         answer = self._send("POST", "/v1/auth/login", self._login_body, JSON_BODY)
-        if answer.status_code == 401:
-            detail = error_from_response(401, _json(answer.content), _text(answer.content))
+        if answer.status == 401:
+            detail = error_from_response(401, _json(answer.body), _text(answer.body))
             raise AuthenticationError(f"Resource Manager login failed: {detail}")
         try:
             issued = AccessToken.model_validate_json(_result(answer) or b"")
@@ -213,7 +186,7 @@ class Transport:
             ) from None
         margin = min(REFRESH_MARGIN_SECONDS, issued.expires_in / 2)
         token = issued.access_token
-        header = [("Authorization", f"Bearer {token}")]
+        header = [(b"Authorization", f"Bearer {token}".encode())]
         return _Auth(token, started + issued.expires_in - margin, header)
 
 
@@ -236,22 +209,9 @@ def _text(body: bytes) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-def _result(answer: httpx.Response) -> bytes | None:
-    status, body = answer.status_code, answer.content
-    if status >= 400:
-        raise error_from_response(status, _json(body), _text(body))
-    if status == 204 or not body:
+def _result(answer: Answer) -> bytes | None:
+    if answer.status >= 400:
+        raise error_from_response(answer.status, _json(answer.body), _text(answer.body))
+    if answer.status == 204 or not answer.body:
         return None
-    return body
-
-
-def _client(url: str, timeout: float) -> httpx.Client:
-    """An ``httpx.Client`` on ``url`` (InputError for a URL without a host)."""
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
-    if not parsed.host:
-        raise InputError(f"Invalid Resource Manager URL {url!r}: no host.")
-    transport = httpx.HTTPTransport(socket_options=NO_DELAY)
-    return httpx.Client(base_url=url, timeout=timeout, transport=transport)
+    return answer.body

@@ -3,8 +3,8 @@
 Routes:
 
     POST /v1/resource-requests                      create (201; allocated if it fit at once)
-    GET  /v1/resource-requests                      list: status (repeatable), id (repeatable),
-                                                    subject_id, subject_type, pool, requester,
+    GET  /v1/resource-requests                      list: status (repeatable), subject_id,
+                                                    subject_type, pool, requester,
                                                     metadata[key]=value, page, size, sort
     GET  /v1/resource-requests/{id}                 get
     POST /v1/resource-requests/renew                bulk renewal: body {renewals: [{id,
@@ -16,8 +16,10 @@ Routes:
     POST /v1/resource-requests/{id}/cancel          withdraw a pending request
     GET  /v1/resource-requests/{id}/explain         why it is where it is
 
-Create, renew, release and cancel await the service's combiner (``*_async``): no thread is
-taken per request; the reads are plain ``def`` routes, run in the thread pool.
+These are the per-step and per-heartbeat calls of every pipeline, so they are lean routes
+(:mod:`..lean`): same contract, without FastAPI's per-request dependency injection. Create,
+renew, release and cancel await the service's combiner directly (``*_async``): no thread is
+taken per request; the reads run in the thread pool.
 
 The bulk renewal is the workspace server's heartbeat path (it coalesces its steps' renewals):
 each item is renewed as a single renewal would be, in the service's shared renewal
@@ -35,16 +37,15 @@ retry moves each lease to now + ``lease_seconds`` again.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
 
 from wharf.core.errors import InputError, WharfError
-from wharf.resource_manager.api.deps import CallerDep, IdempotencyDep, StateDep, json_response
+from wharf.resource_manager.api.deps import json_response
 from wharf.resource_manager.api.errors import status_for
+from wharf.resource_manager.api.lean import Call, LeanRoutes, parse_body, parse_query, path_uuid
 from wharf.resource_manager.contract.http_errors import wire_name
 from wharf.resource_manager.contract.models import (
     ExplanationInfo,
@@ -61,77 +62,39 @@ from wharf.resource_manager.contract.models import (
 
 PATH = "/v1/resource-requests"
 ONE = PATH + "/{request_id}"
+FILTERS = ("subject_id", "subject_type", "pool", "requester")
 METADATA_PREFIX, METADATA_SUFFIX = "metadata[", "]"
-Text = Annotated[str | None, Query()]
-Texts = Annotated[list[str] | None, Query()]
-M = TypeVar("M", bound=BaseModel)
-METADATA_DOC = {
-    "name": "metadata[key]",
-    "in": "query",
-    "required": False,
-    "description": "Requests whose metadata has this key with this value (repeat per key).",
-    "schema": {"type": "string"},
-}
 
-router = APIRouter(tags=["resource requests"], strict_content_type=False)
-"""A body without a ``Content-Type`` is read as JSON too: these routes need a bearer token, so a
-browser's cross-site form post cannot call them."""
+routes = LeanRoutes(tag="resource requests")
 
 
-@router.post(PATH, status_code=201, response_model=ResourceRequestInfo)
-async def create_request(
-    body: ResourceRequestCreate, state: StateDep, caller: CallerDep, key: IdempotencyDep
-) -> Response:
-    """Create a request."""
-    info = await state.service.requests.create_async(caller, body, idempotency_key=key)
+@routes.add(
+    "POST", PATH, "Create a request", body=ResourceRequestCreate, response=ResourceRequestInfo,
+    status=201,
+)  # fmt: skip
+async def create_request(request: Request) -> Response:
+    call = Call.of(request)
+    spec = parse_body(ResourceRequestCreate, await request.body())
+    info = await call.service.requests.create_async(call.caller, spec, idempotency_key=call.key)
     return json_response(info, 201)
 
 
-@router.get(
-    PATH,
-    response_model=Page[ResourceRequestInfo],
-    openapi_extra={"parameters": [METADATA_DOC]},
-)
-def list_requests(
-    request: Request,
-    state: StateDep,
-    _caller: CallerDep,
-    status: Texts = None,
-    ids: Annotated[list[str] | None, Query(alias="id")] = None,
-    subject_id: Text = None,
-    subject_type: Text = None,
-    pool: Text = None,
-    requester: Text = None,
-    page: Text = None,
-    size: Text = None,
-    sort: Text = None,
-) -> Response:
-    """List requests; ``metadata[key]=value`` filters on metadata (every entry must match)."""
-    filters = {
-        "status": tuple(status or ()) or None,
-        "ids": tuple(ids or ()) or None,
-        "subject_id": subject_id,
-        "subject_type": subject_type,
-        "pool": pool,
-        "requester": requester,
-        "metadata": _metadata(request),
-    }
-    paging = {
-        "index": 1 if page is None else page,
-        "size": 50 if size is None else size,
-        "sort": "desc" if sort is None else sort,
-    }
-    query = _query(RequestFilter, filters)
-    return json_response(state.service.requests.list(query, _query(PageRequest, paging)))
-
-
-def _query(model: type[M], data: dict[str, Any]) -> M:
-    """``data`` (from the query string) as ``model``; a 422 naming the query parameter else."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        errors = error.errors(include_url=False)
-        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in errors]) from None
+@routes.add(
+    "GET", PATH, "List requests", response=Page[ResourceRequestInfo],
+    query=("status", "id", *FILTERS, "metadata[key]", "page", "size", "sort"),
+)  # fmt: skip
+async def list_requests(request: Request) -> Response:
+    call = Call.of(request)
+    params = request.query_params
+    filters: dict[str, object] = {name: params.get(name) for name in FILTERS}
+    filters["status"] = tuple(params.getlist("status")) or None
+    filters["ids"] = tuple(params.getlist("id")) or None
+    filters["metadata"] = _metadata(request)
+    paging = {"index": params.get("page", 1), "size": params.get("size", 50)}
+    paging["sort"] = params.get("sort", "desc")
+    query = parse_query(RequestFilter, filters)
+    page = parse_query(PageRequest, paging)
+    return json_response(await call.run(call.service.requests.list, query, page))
 
 
 def _metadata(request: Request) -> dict[str, str]:
@@ -146,18 +109,20 @@ def _metadata(request: Request) -> dict[str, str]:
     return found
 
 
-@router.post(PATH + "/renew", response_model=ResourceRequestRenewals)
-async def renew_requests(
-    body: ResourceRequestRenewMany, state: StateDep, caller: CallerDep, key: IdempotencyDep
-) -> Response:
-    """Renew many leases (one outcome per item)."""
-    if key is not None:
+@routes.add(
+    "POST", PATH + "/renew", "Renew many leases (one outcome per item)",
+    body=ResourceRequestRenewMany, response=ResourceRequestRenewals,
+)  # fmt: skip
+async def renew_requests(request: Request) -> Response:
+    call = Call.of(request)
+    if call.key is not None:
         raise InputError(
             "A bulk renewal takes no X-Idempotency-Key: renewing is idempotent by nature (a "
             "retry moves each lease to now + lease_seconds again); renew a single request to "
             "have its answer replayed."
         )
-    answers = await state.service.requests.renew_many_async(caller, body.renewals)
+    body = parse_body(ResourceRequestRenewMany, await request.body())
+    answers = await call.service.requests.renew_many_async(call.caller, body.renewals)
     results = tuple(
         _outcome(item.id, answer) for item, answer in zip(body.renewals, answers, strict=True)
     )
@@ -173,46 +138,49 @@ def _outcome(request_id: UUID, answer: ResourceRequestInfo | WharfError) -> Rene
     return RenewalOutcome(id=request_id, request=answer)
 
 
-@router.get(ONE, response_model=ResourceRequestInfo)
-def get_request(request_id: UUID, state: StateDep, _caller: CallerDep) -> Response:
-    """Get a request."""
-    return json_response(state.service.requests.get(request_id))
+@routes.add("GET", ONE, "Get a request", response=ResourceRequestInfo)
+async def get_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    return json_response(await call.run(call.service.requests.get, request_id))
 
 
-@router.post(ONE + "/renew", response_model=ResourceRequestInfo)
-async def renew_request(
-    request_id: UUID,
-    body: ResourceRequestRenew,
-    state: StateDep,
-    caller: CallerDep,
-    key: IdempotencyDep,
-) -> Response:
-    """Renew the lease."""
-    renewed = await state.service.requests.renew_async(
-        caller, request_id, body.lease_seconds, body.runtime_state, idempotency_key=key
+@routes.add(
+    "POST", ONE + "/renew", "Renew the lease", body=ResourceRequestRenew,
+    response=ResourceRequestInfo,
+)  # fmt: skip
+async def renew_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    body = parse_body(ResourceRequestRenew, await request.body())
+    renewed = await call.service.requests.renew_async(
+        call.caller, request_id, body.lease_seconds, body.runtime_state, idempotency_key=call.key
     )
     return json_response(renewed)
 
 
-@router.post(ONE + "/release", response_model=ResourceRequestInfo)
-async def release_request(
-    request_id: UUID, state: StateDep, caller: CallerDep, key: IdempotencyDep
-) -> Response:
-    """Release the allocation."""
-    released = await state.service.requests.release_async(caller, request_id, idempotency_key=key)
+@routes.add("POST", ONE + "/release", "Release the allocation", response=ResourceRequestInfo)
+async def release_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    released = await call.service.requests.release_async(
+        call.caller, request_id, idempotency_key=call.key
+    )
     return json_response(released)
 
 
-@router.post(ONE + "/cancel", response_model=ResourceRequestInfo)
-async def cancel_request(
-    request_id: UUID, state: StateDep, caller: CallerDep, key: IdempotencyDep
-) -> Response:
-    """Cancel a pending request."""
-    cancelled = await state.service.requests.cancel_async(caller, request_id, idempotency_key=key)
+@routes.add("POST", ONE + "/cancel", "Cancel a pending request", response=ResourceRequestInfo)
+async def cancel_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    cancelled = await call.service.requests.cancel_async(
+        call.caller, request_id, idempotency_key=call.key
+    )
     return json_response(cancelled)
 
 
-@router.get(ONE + "/explain", response_model=ExplanationInfo)
-def explain_request(request_id: UUID, state: StateDep, _caller: CallerDep) -> Response:
-    """Explain where a request is."""
-    return json_response(state.service.requests.explain(request_id))
+@routes.add("GET", ONE + "/explain", "Explain where a request is", response=ExplanationInfo)
+async def explain_request(request: Request) -> Response:
+    call = Call.of(request)
+    request_id = path_uuid(request, "request_id")
+    return json_response(await call.run(call.service.requests.explain, request_id))

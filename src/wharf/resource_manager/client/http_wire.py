@@ -1,0 +1,228 @@
+"""One HTTP attempt against the Resource Manager, over ``httpcore`` (the fast path) or ``httpx``.
+
+Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface), :class:`CoreWire`,
+:class:`HttpxWire` and :func:`open_wire`. Retries, login, idempotency keys and error mapping
+live once in :mod:`.http_transport`; a wire only sends one request. :class:`CoreWire` exists
+because ``httpx.Client`` spent most of a heartbeat's client CPU: it sends through ``httpcore``
+with the URL and fixed headers prepared once and one connection per calling thread (no pool),
+reproducing what :class:`HttpxWire` configures (keep-alive expiry, ``TCP_NODELAY``, one timeout,
+TLS verified as ``httpx`` does). :func:`open_wire` falls back to :class:`HttpxWire` for an
+injected ``httpx.Client``, an environment proxy or credentials in the URL.
+
+Invariants: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
+:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`);
+:class:`CoreWire` never asks for a compressed answer.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import urllib.request
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpcore
+import httpx
+
+from wharf.core.errors import InputError, StoreError
+
+Headers = list[tuple[bytes, bytes]]
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+KEEPALIVE_EXPIRY = httpx.Limits().keepalive_expiry
+"""How long an idle connection is kept: what an ``httpx.Client`` gets by default."""
+DEFAULT_PORTS = {b"http": 80, b"https": 443}
+RETRY_AFTER = b"retry-after"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""Sent with ``Content-Length: 0`` when bodiless, as ``httpx`` sends them."""
+CORE_TRANSIENT = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.RemoteProtocolError)
+CORE_FAILURES = (
+    *CORE_TRANSIENT,
+    httpcore.LocalProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+HTTPX_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+"""Connection failures worth retrying (not, say, an unsupported URL scheme)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+    retry_after: str | None
+    """The ``Retry-After`` header, read only for the statuses the transport retries."""
+
+
+class AttemptError(Exception):
+    """No answer came back: ``kind`` is the failure's class name (``ConnectError``...)."""
+
+    def __init__(self, kind: str, message: str, *, transient: bool) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.transient = transient
+
+
+class Wire(Protocol):
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        """One attempt: ``target`` is the path (and query) below the base URL; ``retry``: the
+        caller retries this status, so read ``Retry-After``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CoreWire:
+    """Requests straight through ``httpcore``, one keep-alive connection per calling thread
+    (thread-safe: no two threads share a connection)."""
+
+    def __init__(self, url: httpx.URL, timeout: float) -> None:
+        self._scheme = url.raw_scheme
+        self._host = url.raw_host
+        self._port = url.port
+        self._prefix = url.raw_path.rstrip(b"/")
+        # Sent as given so an IPv6 literal keeps its brackets (httpcore would drop them).
+        self._fixed: Headers = [(b"Host", url.netloc), (b"Accept", b"*/*")]
+        self._extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout}}
+        self._ssl = httpx.create_ssl_context(trust_env=True) if self._scheme == b"https" else None
+        self._origin = httpcore.Origin(
+            self._scheme, self._host, self._port or DEFAULT_PORTS[self._scheme]
+        )
+        self._local = threading.local()
+        self._connections: dict[threading.Thread, httpcore.HTTPConnection] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _connection(self, *, replace: bool = False) -> httpcore.HTTPConnection:
+        """This thread's connection: the one it kept alive, else a new one (on its first call,
+        after the server closed it or its keep-alive expired, or to ``replace`` it)."""
+        kept: httpcore.HTTPConnection | None = getattr(self._local, "connection", None)
+        if kept is not None and not (
+            replace or self._closed or kept.is_closed() or kept.has_expired()
+        ):
+            return kept
+        connection = httpcore.HTTPConnection(
+            self._origin,
+            ssl_context=self._ssl,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+            socket_options=NO_DELAY,
+        )
+        with self._lock:
+            if self._closed:
+                raise AttemptError("ClosedError", "the client is closed", transient=False)
+            # Threads that ended leave their connection behind: closed here, so they do not
+            # linger until garbage collection.
+            ended = [thread for thread in self._connections if not thread.is_alive()]
+            stale = [self._connections.pop(thread) for thread in ended]
+            if kept is not None:
+                stale.append(kept)
+            self._connections[threading.current_thread()] = connection
+        for old in stale:
+            old.close()
+        self._local.connection = connection
+        return connection
+
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        url = httpcore.URL(
+            scheme=self._scheme,
+            host=self._host,
+            port=self._port,
+            target=self._prefix + target.encode("ascii"),
+        )
+        # The headers are complete here (Host fixed, the length as httpx would send it), so
+        # the request goes to handle_request itself: a pool's request() would redo that work.
+        if content:
+            headers = [*self._fixed, (b"Content-Length", str(len(content)).encode()), *headers]
+        elif method in BODY_METHODS:
+            headers = [*self._fixed, (b"Content-Length", b"0"), *headers]
+        else:
+            headers = self._fixed + headers
+        request = httpcore.Request(
+            method.encode(), url, headers=headers, content=content, extensions=self._extensions
+        )
+        try:
+            try:
+                response = self._connection().handle_request(request)
+            except httpcore.ConnectionNotAvailable:  # lost since the check: one new one
+                response = self._connection(replace=True).handle_request(request)
+            try:
+                body = response.read()
+            finally:
+                response.close()
+        except CORE_FAILURES as exc:
+            raise AttemptError(
+                type(exc).__name__, str(exc), transient=isinstance(exc, CORE_TRANSIENT)
+            ) from None
+        retry_after = None
+        if retry:
+            for name, value in response.headers:
+                if name.lower() == RETRY_AFTER:
+                    retry_after = value.decode("latin-1")
+                    break
+        return Answer(response.status, body, retry_after)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            connection.close()
+
+
+class HttpxWire:
+    """Requests through an ``httpx.Client`` whose ``base_url`` is the RM's URL."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self._http = client
+
+    def send(
+        self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
+    ) -> Answer:
+        try:
+            response = self._http.request(method, target, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise AttemptError(
+                type(exc).__name__, str(exc), transient=isinstance(exc, HTTPX_TRANSIENT)
+            ) from None
+        except httpx.HTTPError as exc:  # e.g. an undecodable answer: not worth a retry
+            raise StoreError(f"HTTP error talking to the Resource Manager: {exc}") from None
+        return Answer(
+            response.status_code,
+            response.content,
+            response.headers.get("retry-after") if retry else None,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
+    """The wire for ``url``: the caller's client, else the fast path unless something in the
+    URL or the environment needs ``httpx`` (see the module docstring)."""
+    if http is not None:
+        return HttpxWire(http)
+    try:
+        parsed = httpx.URL(url)
+        if parsed.userinfo or _env_proxy(parsed.scheme):
+            return HttpxWire(
+                httpx.Client(
+                    base_url=url,
+                    timeout=timeout,
+                    transport=httpx.HTTPTransport(socket_options=NO_DELAY),
+                )
+            )
+    except httpx.InvalidURL as exc:
+        raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
+    if not parsed.host:
+        raise InputError(f"Invalid Resource Manager URL {url!r}: no host.")
+    return CoreWire(parsed, timeout)
+
+
+def _env_proxy(scheme: str) -> bool:
+    """Whether the environment names a proxy ``httpx`` could route this scheme through; the
+    fast path then steps aside rather than reimplement ``NO_PROXY`` matching."""
+    proxies = urllib.request.getproxies()
+    return scheme in proxies or "all" in proxies
