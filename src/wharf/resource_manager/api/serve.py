@@ -1,5 +1,5 @@
 """Running the Resource Manager's API in the foreground: uvicorn as :mod:`wharf.serving` sets it
-up (httptools with bounded request heads, long keep-alive, one or several workers).
+up (bounded request heads, long keep-alive, one or several workers).
 
 Owns :class:`AppFactory` (what each worker process calls to build its app) and :func:`run`.
 Every worker runs its own service on the same database: the service is safe with several
@@ -13,13 +13,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from wharf.resource_manager.api.settings import ApiSettings
-from wharf.serving import BoundedHttpToolsProtocol, serve
-
-
-class ApiHttpProtocol(BoundedHttpToolsProtocol):
-    """Refusals in the API's error shape (see :mod:`.errors`): the kind under ``error``."""
-
-    KIND_KEY = "error"
+from wharf.serving import serve
 
 
 @dataclass(frozen=True)
@@ -49,5 +43,4 @@ def run(
         workers=workers,
         log_level=log_level,
         access_log=access_log,
-        protocol=ApiHttpProtocol,
     )
