@@ -209,3 +209,44 @@ def test_explain_and_queue_decide_nothing(rm: ResourceManagerService, clock: Fak
     assert rm.requests.get(waiter.id).status is S.PENDING
     rm.sweep()
     assert rm.requests.get(waiter.id).status is S.ALLOCATED
+
+
+def test_distinct_renewals_of_a_batch_each_get_their_own_answer(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    # No request twice: on PostgreSQL the batch is one statement for all of them.
+    setup_pool(rm, gpus_total=4)
+    mine = rm.requests.create(ALICE, request_spec(gpus(1)))
+    pending = rm.requests.create(ALICE, request_spec(gpus(8), lease=60))
+    other = rm.requests.create(BOB, request_spec(gpus(1)))
+    short = rm.requests.create(ALICE, request_spec(gpus(1), lease=5))
+    gone = rm.requests.create(ALICE, request_spec(gpus(1)))
+    rm.requests.release(ALICE, gone.id)
+    clock.advance(6)  # 'short' lapsed; nothing has expired it yet
+    answers = renew_batch(
+        rm,
+        [
+            (ALICE, mine.id, None),
+            (ALICE, pending.id, None),
+            (ALICE, other.id, None),  # not hers
+            (ALICE, uuid4(), None),  # unknown
+            (ALICE, short.id, None),  # lapsed: never revived
+            (ALICE, gone.id, None),  # terminal: returned unchanged
+        ],
+    )
+    renewed = answers[0].result()
+    assert renewed.runtime_state is RS.RUNNING
+    assert renewed.lease_expires_at > mine.lease_expires_at
+    assert rm.requests.get(mine.id).lease_expires_at == renewed.lease_expires_at
+    waiting = answers[1].result()
+    assert waiting is LAPSED or waiting.status in (S.PENDING, S.REJECTED)
+    if waiting is not LAPSED and waiting.status is S.PENDING:
+        assert waiting.lease_expires_at > pending.lease_expires_at
+    with pytest.raises(PermissionDeniedError):
+        answers[2].result()
+    assert rm.requests.get(other.id).lease_expires_at == other.lease_expires_at  # untouched
+    with pytest.raises(EntityNotFoundError):
+        answers[3].result()
+    lapsed = answers[4].result()
+    assert lapsed is LAPSED or lapsed.status is S.EXPIRED
+    assert answers[5].result().status is S.RELEASED

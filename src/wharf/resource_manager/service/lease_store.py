@@ -26,10 +26,12 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    column,
     func,
     literal_column,
     or_,
     update,
+    values,
 )
 
 from wharf.core.enums import ResourceRequestRuntimeState
@@ -123,7 +125,15 @@ def renew(
 
 
 def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
-    """:func:`renew` each, in order (so the rows are locked in the order given)."""
+    """:func:`renew` each, in order (so the rows are locked in the order given); on PostgreSQL
+    a batch of distinct requests renewed at one instant is one statement (one round trip)."""
+    if (
+        conn.dialect.name == "postgresql"
+        and len(renewals) > 1
+        and len({r.request_id for r in renewals}) == len(renewals)
+        and len({r.now for r in renewals}) == 1
+    ):
+        return _renew_together(conn, renewals)
     if not conn.dialect.update_returning:
         return [
             bool(conn.execute(_RENEWALS[(r.requester is not None, False)], r.params()).rowcount)
@@ -135,6 +145,58 @@ def renew_many(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Writt
         first = row.first()
         found.append(False if first is None else Written(**first))
     return found
+
+
+def _renew_together(conn: Connection, renewals: Sequence[LeaseRenewal]) -> list[Written | bool]:
+    """The renewals as one ``UPDATE ... FROM (VALUES ...) RETURNING``: each row is matched by
+    the conditions of :data:`_RENEW_ANY` (and the requester, where given), and renewed alike."""
+    given = values(
+        column("v_id", _C.id.type),
+        column("v_lease", UtcDateTime()),
+        column("v_state", String()),
+        column("v_requester", String()),
+        name="given",
+    ).data(
+        [
+            (
+                r.request_id,
+                r.lease,
+                None if r.runtime_state is None else r.runtime_state.value,
+                r.requester,
+            )
+            for r in renewals
+        ]
+    )
+    v = given.c
+    now = bindparam("r_now", renewals[0].now, type_=UtcDateTime())
+    statement = (
+        update(t.requests)
+        .where(
+            _C.id == v.v_id,
+            _LIVE_STATUS,
+            or_(_C.lapse_at.is_(None), _C.lapse_at > now),
+            or_(v.v_requester.is_(None), _C.requester == v.v_requester),
+        )
+        .values(
+            lease_expires_at=v.v_lease,
+            renewed_at=now,
+            lapse_at=case(
+                (
+                    and_(
+                        _C.status == literal_column(f"'{S.PENDING.value}'"),
+                        _C.allocation_deadline.is_not(None),
+                        _C.allocation_deadline < v.v_lease,
+                    ),
+                    _C.allocation_deadline,
+                ),
+                else_=v.v_lease,
+            ),
+            runtime_state=func.coalesce(v.v_state, _C.runtime_state),
+        )
+        .returning(*WRITTEN_COLUMNS)
+    )
+    written = {row["id"]: Written(**row) for row in conn.execute(statement).mappings()}
+    return [written.get(r.request_id, False) for r in renewals]
 
 
 def extend_leases(conn: Connection, extensions: Sequence[tuple[LeaseRow, datetime]]) -> None:
