@@ -13,7 +13,9 @@ into the source tree) and one untimed warm-up run. A development environment tha
 separately as ``wharf_runs_list_no_bytecode_cache`` (the environment as given, bytecode
 writing off), for comparison only.
 
-The listing commands read the embedded SQLite store through a ``Client``, as every caller does.
+The listing commands read an up-to-date embedded SQLite store through the CLI's quick path
+(``wharf.cli.quick_reads``, no SQLAlchemy); ``wharf_runs_list_sqlalchemy`` is the same command
+through the normal store (a ``sqlite+pysqlite://`` URL, which the quick path leaves to it).
 
     python bench/cli_startup.py [--runs 1000] [--steps 10] [--repeat 15]
 """
@@ -132,6 +134,7 @@ def main() -> None:
         warm = {**given, "PYTHONPYCACHEPREFIX": str(Path(home) / "pycache")}
         warm.pop("PYTHONDONTWRITEBYTECODE", None)
         cold = {**given, "PYTHONDONTWRITEBYTECODE": "1"}
+        sqlalchemy = {**warm, "WHARF_STORE_URL": f"sqlite+pysqlite:///{Path(home) / 'wharf.db'}"}
         results = {}
         for label, command, env in (
             ("python_startup", [sys.executable, "-c", "pass"], warm),
@@ -141,6 +144,7 @@ def main() -> None:
             ("wharf_pipelines_list", [wharf, "pipelines", "list"], warm),
             ("wharf_steps_list", [wharf, "steps", "list", "--run", STEPS_RUN], warm),
             ("wharf_artifacts_list", [wharf, "artifacts", "list"], warm),
+            ("wharf_runs_list_sqlalchemy", [wharf, "runs", "list"], sqlalchemy),
             ("wharf_runs_list_no_bytecode_cache", [wharf, "runs", "list"], cold),
         ):
             results[label] = figures = time_command(command, args.repeat, env)

@@ -1,9 +1,9 @@
 """The records ``wharf runs show`` needs, read through :func:`wharf.cli.reads.read`.
 
 :func:`gather` reads the run, all its step runs, its pipeline's name, its snapshot (the step
-graph and each step's resource settings) and, for cached steps, the name of the run they
-reused. For a run whose steps asked the Resource Manager for resources, :func:`allocations`
-reads what each request got.
+graph and each step's resource settings) and, for cached steps, the name of the run they reused:
+all on the quick path when it applies (no SQLAlchemy). Only a run whose steps asked the Resource
+Manager for resources also opens a ``Client``: :func:`allocations` reads what each request got.
 A record that has gone (a deleted origin run, an unreachable Resource Manager) leaves its detail
 out rather than failing the command.
 """
