@@ -8,6 +8,7 @@ Used by the metadata store (``wharf.store.sql``) and the Resource Manager's serv
 - ``types``: column types that behave alike on every backend; ``conventions``: the naming
   convention and table options every schema uses;
 - ``migration_history`` / ``alembic_env``: checking and upgrading one Alembic history;
+- ``direct``: the store's per-step statements on the driver's cursor;
 - ``checkpoints``: a SQLite file's WAL checkpoints, off the writers' path.
 
 Nothing here creates an engine at import time or lets a SQLAlchemy exception escape

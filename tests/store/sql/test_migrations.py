@@ -159,7 +159,7 @@ def test_0005_the_cache_lookup_reads_its_index(empty_database_url: Callable[[str
     store = SqlStore.open(empty_database_url("sqlite"))
     try:
         with store._db.engine.connect() as conn:
-            compiled = _FIND_CACHED.compile(conn)
+            compiled = _FIND_CACHED._statement.compile(conn)
             params = {"project_id": "00" * 16, "cache_key": "k", "now": "2026-01-01 00:00:00"}
             plan = conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {compiled}",

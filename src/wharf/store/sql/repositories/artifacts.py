@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Row, bindparam, func, select
 
 from wharf.core.errors import StoreError
 from wharf.core.ids import new_id
+from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
@@ -55,19 +56,21 @@ DEFAULT_FILTER = ArtifactFilter()
 DEFAULT_VERSION_FILTER = ArtifactVersionFilter()
 
 _ARTIFACT_KEY = (_A.c.project_id == bindparam("project_id"), _A.c.name == bindparam("name"))
-_LOCK_ARTIFACT = select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update()
-_MAX_VERSION = select(func.max(_V.c.version).label("top")).where(
-    _V.c.artifact_id == bindparam("artifact_id")
+_LOCK_ARTIFACT = DirectStatement(select(_A.c.id).where(*_ARTIFACT_KEY).with_for_update())
+_MAX_VERSION = DirectStatement(
+    select(func.max(_V.c.version).label("top")).where(_V.c.artifact_id == bindparam("artifact_id"))
 )
-_ARTIFACT_AND_MAX = select(
-    _A.c.id,
-    select(func.max(_V.c.version))
-    .where(_V.c.artifact_id == _A.c.id)
-    .scalar_subquery()
-    .label("top"),
-).where(*_ARTIFACT_KEY)
-_INSERT_ARTIFACT = _A.insert()
-_INSERT_VERSION = _V.insert()
+_ARTIFACT_AND_MAX = DirectStatement(
+    select(
+        _A.c.id,
+        select(func.max(_V.c.version))
+        .where(_V.c.artifact_id == _A.c.id)
+        .scalar_subquery()
+        .label("top"),
+    ).where(*_ARTIFACT_KEY)
+)
+_INSERT_ARTIFACT = DirectStatement(_A.insert())
+_INSERT_VERSION = DirectStatement(_V.insert())
 _VERSION_FROM = _V.join(_A, _V.c.artifact_id == _A.c.id)
 _SELECT_VERSION = select(_V, _A.c.name).select_from(_VERSION_FROM)
 _GET_VERSION = _SELECT_VERSION.where(_V.c.id == bindparam("version_id"))
@@ -95,7 +98,7 @@ def insert_versions(
         artifact_id, top = _lookup(conn, key)
         if artifact_id is None:
             artifact_id = new_id()
-            conn.execute(_INSERT_ARTIFACT, {"id": artifact_id, **key, "created": now})
+            _INSERT_ARTIFACT.execute(conn, {"id": artifact_id, **key, "created": now})
         ids[(project_id, name)] = artifact_id
         latest[(project_id, name)] = top or 0
     rows = []
@@ -118,19 +121,19 @@ def insert_versions(
             }
         )
     if rows:
-        conn.execute(_INSERT_VERSION, rows)
+        _INSERT_VERSION.execute_many(conn, rows)
     return rows
 
 
 def _lookup(conn: Connection, key: dict[str, Any]) -> tuple[UUID | None, int | None]:
     """The artifact's id (locked) and its highest version; Nones if it does not exist."""
     if conn.dialect.name == "sqlite":  # the transaction holds the file's write lock
-        row = conn.execute(_ARTIFACT_AND_MAX, key).mappings().first()
+        row = _ARTIFACT_AND_MAX.first(conn, key)
         return (None, None) if row is None else (row["id"], row["top"])
-    locked = conn.execute(_LOCK_ARTIFACT, key).mappings().first()
+    locked = _LOCK_ARTIFACT.first(conn, key)
     if locked is None:
         return None, None
-    latest = conn.execute(_MAX_VERSION, {"artifact_id": locked["id"]}).mappings().first()
+    latest = _MAX_VERSION.first(conn, {"artifact_id": locked["id"]})
     return locked["id"], None if latest is None else latest["top"]
 
 

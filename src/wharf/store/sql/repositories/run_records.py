@@ -11,8 +11,8 @@ Invariants:
   on SQLite) and decides its end from that status (``wharf.core.transitions.run_end``), so a
   stop committed before it is always honoured and a finished run is never changed.
 
-They are on the per-run path of every pipeline call: records are assembled from values already
-in hand, not read back.
+They are on the per-run path of every pipeline call, so their statements run on the driver's
+cursor (``wharf.sql.direct``) and records are assembled from values already in hand.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StoreError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_run_initial, check_run_transition, run_end
+from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.sql.types import LONG_TEXT
@@ -43,17 +44,19 @@ from wharf.store.sql.repositories._base import check_name, first_missing, not_fo
 from wharf.store.sql.repositories.run_liveness import ended_values, liveness_values
 
 _P, _SN, _R = t.pipeline, t.pipeline_snapshot, t.pipeline_run
-_PIPELINE = select(_P).where(
-    _P.c.project_id == bindparam("project_id"), _P.c.name == bindparam("name")
+_PIPELINE = DirectStatement(
+    select(_P).where(_P.c.project_id == bindparam("project_id"), _P.c.name == bindparam("name"))
 )
-_INSERT_PIPELINE = _P.insert()
+_INSERT_PIPELINE = DirectStatement(_P.insert())
 # The spec goes in as the JSON text pydantic writes (≈ 4 times faster than ``json.dumps`` of
 # ``model_dump(mode="json")``, which is what the column's own type would do, with equal text:
 # ``tests/store/sql/test_run_records.py``); it is read back through the column's type as ever.
-_INSERT_SNAPSHOT = _SN.insert().values(spec=bindparam("spec_json", type_=LONG_TEXT))
-_INSERT_RUN = _R.insert()
-_LOCK_RUN = select(_R).where(_R.c.id == bindparam("run_id")).with_for_update()
-_UPDATE_RUN = _R.update().where(_R.c.id == bindparam("run_id"))
+_INSERT_SNAPSHOT = DirectStatement(
+    _SN.insert().values(spec=bindparam("spec_json", type_=LONG_TEXT))
+)
+_INSERT_RUN = DirectStatement(_R.insert())
+_LOCK_RUN = DirectStatement(select(_R).where(_R.c.id == bindparam("run_id")).with_for_update())
+_UPDATE_RUN = DirectStatement(_R.update().where(_R.c.id == bindparam("run_id")))
 
 Recorded = tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]
 
@@ -99,13 +102,11 @@ def record(
 
     def write(conn: Connection) -> Recorded:
         now = db.now()
-        key = {"project_id": project_id, "name": pipeline_name}
-        found = conn.execute(_PIPELINE, key).mappings().first()
-        if found is not None:
-            pipeline = dict(found)
-        else:
-            pipeline = {"id": new_id(), **key, "created": now}
-            conn.execute(_INSERT_PIPELINE, pipeline)
+        pipeline = _PIPELINE.first(conn, {"project_id": project_id, "name": pipeline_name})
+        if pipeline is None:
+            pipeline = {"id": new_id(), "project_id": project_id, "name": pipeline_name}
+            pipeline["created"] = now
+            _INSERT_PIPELINE.execute(conn, pipeline)
         snapshot_values = {
             "id": new_id(),
             "project_id": project_id,
@@ -114,11 +115,11 @@ def record(
             "spec_json": spec_json,
             "created": now,
         }
-        conn.execute(_INSERT_SNAPSHOT, snapshot_values)
+        _INSERT_SNAPSHOT.execute(conn, snapshot_values)
         snapshot_values.pop("spec_json")
         snapshot = SnapshotRecord.model_validate({**snapshot_values, "spec": spec})
         values = run_values(run.of(snapshot), now)
-        conn.execute(_INSERT_RUN, values)
+        _INSERT_RUN.execute(conn, values)
         return PipelineRecord.model_validate(pipeline), snapshot, run_record(values)
 
     for _ in range(MAX_CONFLICT_RETRIES):
@@ -143,13 +144,13 @@ def finish(
     db: Database, run_id: UUID, status: ExecutionStatus, reason: str | None
 ) -> PipelineRunRecord:
     def apply(conn: Connection) -> PipelineRunRecord:
-        row = conn.execute(_LOCK_RUN, {"run_id": run_id}).mappings().first()
+        row = _LOCK_RUN.first(conn, {"run_id": run_id})
         if row is None:
             raise not_found("pipeline run", run_id)
         current = ExecutionStatus(row["status"])
         end = run_end(current, status, reason)
         if end is None:
-            return run_record(dict(row))
+            return run_record(row)
         target, why = end
         check_run_transition(current, target)
         now = db.now()
@@ -158,7 +159,7 @@ def finish(
         values.update(ended_values(target, row["heartbeat_deadline"]))
         if why is not None:
             values["status_reason"] = why
-        conn.execute(_UPDATE_RUN, {**values, "run_id": run_id})
+        _UPDATE_RUN.execute(conn, {**values, "run_id": run_id})
         return run_record({**row, **values})
 
     return db.write(apply)

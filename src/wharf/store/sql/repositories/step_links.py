@@ -6,12 +6,13 @@ the batch operations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, literal, select, union_all
 
+from wharf.sql.direct import DirectStatement
 from wharf.store.models import StepRunRecord
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import chunks
@@ -43,14 +44,16 @@ def _links_query(expanding: bool) -> Any:
     return union_all(*parts)
 
 
-_LINKS_OF_ONE = _links_query(expanding=False)
+_LINKS_OF_ONE = DirectStatement(_links_query(expanding=False))
 _LINKS_OF_MANY = _links_query(expanding=True)
 
 
 def load_links(conn: Connection, step_ids: Sequence[UUID]) -> Links:
     links: Links = {i: ({}, {}) for i in step_ids}
     if len(step_ids) == 1:
-        rows: list[Any] = list(conn.execute(_LINKS_OF_ONE, {"step_id": step_ids[0]}))
+        rows: list[Any] = [
+            tuple(r.values()) for r in _LINKS_OF_ONE.rows(conn, {"step_id": step_ids[0]})
+        ]
     else:
         rows = [r for c in chunks(step_ids) for r in conn.execute(_LINKS_OF_MANY, {"step_ids": c})]
     for kind, step_id, name, version_id in rows:
@@ -59,7 +62,7 @@ def load_links(conn: Connection, step_ids: Sequence[UUID]) -> Links:
 
 
 def step_record(
-    values: Mapping[Any, Any], inputs: dict[str, UUID], outputs: dict[str, UUID]
+    values: dict[str, Any], inputs: dict[str, UUID], outputs: dict[str, UUID]
 ) -> StepRunRecord:
     return StepRunRecord.model_validate({**values, "inputs": inputs, "outputs": outputs})
 

@@ -58,6 +58,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, IllegalOperationError, RunStoppingError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_step_initial, check_step_transition
+from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.sql.types import as_utc
@@ -90,15 +91,17 @@ _IN = t.step_run_input
 _OUT = t.step_run_output
 DEFAULT_FILTER = StepRunFilter()
 
-_RUN_STATE = select(t.pipeline_run.c.project_id, t.pipeline_run.c.status).where(
-    t.pipeline_run.c.id == bindparam("run_id")
+_RUN_STATE = DirectStatement(
+    select(t.pipeline_run.c.project_id, t.pipeline_run.c.status).where(
+        t.pipeline_run.c.id == bindparam("run_id")
+    )
 )
 _STOP_STATUSES = frozenset({ExecutionStatus.STOPPING.value, ExecutionStatus.STOPPED.value})
-_LOCK_STEP = select(_S).where(_S.c.id == bindparam("step_id")).with_for_update()
-_GET_STEP = select(_S).where(_S.c.id == bindparam("step_id"))
-_UPDATE_STEP = _S.update().where(_S.c.id == bindparam("step_id"))
-_INSERT_STEP = _S.insert()
-_FIND_CACHED = (
+_LOCK_STEP = DirectStatement(select(_S).where(_S.c.id == bindparam("step_id")).with_for_update())
+_GET_STEP = DirectStatement(select(_S).where(_S.c.id == bindparam("step_id")))
+_UPDATE_STEP = DirectStatement(_S.update().where(_S.c.id == bindparam("step_id")))
+_INSERT_STEP = DirectStatement(_S.insert())
+_FIND_CACHED = DirectStatement(
     select(_S)
     .where(
         _S.c.project_id == bindparam("project_id"),
@@ -109,8 +112,8 @@ _FIND_CACHED = (
     .order_by(_S.c.created.desc(), _S.c.id.desc())
     .limit(1)
 )
-_INSERT_INPUTS = _IN.insert()
-_INSERT_OUTPUTS = _OUT.insert()
+_INSERT_INPUTS = DirectStatement(_IN.insert())
+_INSERT_OUTPUTS = DirectStatement(_OUT.insert())
 
 
 def find_cached_in(
@@ -119,7 +122,7 @@ def find_cached_in(
     """``find_cached`` on an open connection (the batch operations read more in the same
     transaction)."""
     params = {"project_id": project_id, "cache_key": cache_key, "now": as_utc(now)}
-    row = conn.execute(_FIND_CACHED, params).mappings().first()
+    row = _FIND_CACHED.first(conn, params)
     if row is None:
         return None
     inputs, outputs = load_links(conn, [row["id"]])[row["id"]]
@@ -172,16 +175,16 @@ def insert_step(conn: Connection, step: StepRunCreate, values: dict[str, Any]) -
     transaction. The run is read in the same transaction: a missing run is not found, a
     stopping or stopped one refuses the step (so a stop takes effect at the next step
     boundary without a read of its own)."""
-    run = conn.execute(_RUN_STATE, {"run_id": step.run_id}).mappings().first()
+    run = _RUN_STATE.first(conn, {"run_id": step.run_id})
     if run is None:
         raise not_found("pipeline run", step.run_id)
     refuse_stopping(step.run_id, run["status"], step.name)
     values["project_id"] = run["project_id"]
-    conn.execute(_INSERT_STEP, values)
+    _INSERT_STEP.execute(conn, values)
     if step.inputs:
-        conn.execute(_INSERT_INPUTS, link_rows(values["id"], step.inputs))
+        _INSERT_INPUTS.execute_many(conn, link_rows(values["id"], step.inputs))
     if step.outputs:
-        conn.execute(_INSERT_OUTPUTS, link_rows(values["id"], step.outputs))
+        _INSERT_OUTPUTS.execute_many(conn, link_rows(values["id"], step.outputs))
 
 
 def inserted_record(step: StepRunCreate, values: dict[str, Any]) -> StepRunRecord:
@@ -195,7 +198,7 @@ def update_in(
     conn: Connection, now: datetime, step_run_id: UUID, update: StepRunUpdate
 ) -> StepRunRecord:
     """``update`` in the caller's write transaction (``now``: the store's time of the change)."""
-    current = conn.execute(_LOCK_STEP, {"step_id": step_run_id}).mappings().first()
+    current = _LOCK_STEP.first(conn, {"step_id": step_run_id})
     if current is None:
         raise not_found("step run", step_run_id)
     values: dict[str, Any] = {}
@@ -223,11 +226,12 @@ def update_in(
     new_outputs = _new_outputs(step_run_id, outputs, update.outputs or {})
     if values or new_outputs:
         values["updated"] = now
-        conn.execute(_UPDATE_STEP, {"step_id": step_run_id, **values})
+        _UPDATE_STEP.execute(conn, {"step_id": step_run_id, **values})
     if new_outputs:
-        conn.execute(_INSERT_OUTPUTS, link_rows(step_run_id, new_outputs))
+        _INSERT_OUTPUTS.execute_many(conn, link_rows(step_run_id, new_outputs))
         outputs.update(new_outputs)
-    return step_record({**current, **values}, inputs, outputs)
+    current.update(values)
+    return step_record(current, inputs, outputs)
 
 
 def _new_outputs(
@@ -290,7 +294,7 @@ class SqlStepRunRepository(SqlRepository):
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
         def get(conn: Connection) -> StepRunRecord | None:
-            row = conn.execute(_GET_STEP, {"step_id": step_run_id}).mappings().first()
+            row = _GET_STEP.first(conn, {"step_id": step_run_id})
             if row is None:
                 return None
             inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
