@@ -7,7 +7,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wharf.cli.run_view import RunView, amount, duration, latest_attempts, render, tree_rows
+from wharf.cli.run_view import (
+    RunView,
+    amount,
+    duration,
+    in_pipeline_order,
+    latest_attempts,
+    render,
+    tree_rows,
+)
 from wharf.config.settings import ResourceSettings
 from wharf.config.spec import PipelineSpec, StepConfig, StepSpec
 from wharf.core.enums import ExecutionStatus as S
@@ -75,6 +83,22 @@ def spec(**upstream: tuple[str, ...]) -> PipelineSpec:
 
 def labels(view: RunView) -> list[list[str]]:
     return [row[:2] for row in tree_rows(view, T0 + timedelta(hours=1))]
+
+
+def test_steps_are_listed_in_the_pipelines_order_then_the_data_only_ones_as_they_started() -> None:
+    pipeline = spec(load=(), left=("load",), right=("load",))
+    started = [step("right"), step("mapped_1"), step("load"), step("left", attempt=1)]
+    started += [step("mapped_0"), step("left", attempt=2)]
+    ordered = in_pipeline_order(started, pipeline)
+    assert [(s.name, s.attempt) for s in ordered] == [
+        ("load", 1),
+        ("left", 1),
+        ("left", 2),
+        ("right", 1),
+        ("mapped_1", 1),
+        ("mapped_0", 1),
+    ]
+    assert in_pipeline_order(started, None) == started
 
 
 def test_retries_are_shown_once_with_the_last_attempt_and_its_reason() -> None:

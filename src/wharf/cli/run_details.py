@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from wharf.cli.run_view import RunView, amount
+from wharf.cli.run_view import RunView, amount, in_pipeline_order
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.store.models import MAX_PAGE_SIZE
 
@@ -38,7 +38,7 @@ def gather(reads: Reads, run: str) -> RunView:
     return RunView(
         run=record,
         pipeline_name=pipeline.name,
-        steps=steps,
+        steps=in_pipeline_order(steps, snapshot.spec),
         spec=snapshot.spec,
         cached_from=_cached_from(reads, steps),
     )

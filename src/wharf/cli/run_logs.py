@@ -1,5 +1,5 @@
 """``wharf runs logs RUN [--follow]``: every step's captured output, each line prefixed with
-the step's name (``[train] epoch 1``), steps in the order they started.
+the step's name (``[train] epoch 1``), steps in the pipeline's order as ``runs show`` lists them.
 
 A step's output reaches the artifact store once, when the step ends (``wharf.execution.
 log_capture``; an isolated step's file is copied then), so a step is printed whole when it has
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from wharf.cli.run_view import in_pipeline_order
 from wharf.store.models import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class RunLogs:
         self._client = client
         self._echo = echo
         self.run = client.get_pipeline_run(run)
+        self._spec = client.get_snapshot(self.run.snapshot_id).spec
         self._printed: set[UUID] = set()
         self._noted: set[UUID] = set()
 
@@ -58,7 +60,7 @@ class RunLogs:
         """Print what is new; (whether the run has finished, whether anything was printed)."""
         finished = self._client.get_pipeline_run(self.run.id).status.is_finished
         printed = False
-        for step in _steps(self._client, self.run.id):
+        for step in in_pipeline_order(_steps(self._client, self.run.id), self._spec):
             if step.id in self._printed:
                 continue
             if step.status.is_finished:

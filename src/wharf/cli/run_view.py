@@ -3,11 +3,15 @@
 Pure: it renders records it is given (``runs.py`` reads them) and the time ``now`` (for the
 duration of what still runs); it never reads a store or a clock.
 
-The tree: each step (its latest attempt) is listed under its first upstream step, in the order
-the steps started; a step with several upstream steps is listed once, under the first, and
-each other parent shows it as a reference line (``↳ NAME (listed under FIRST)``). A step's
-upstream steps are those its compiled spec names plus those whose outputs it read (mapped and
-dynamic steps are known by their data only), restricted to the steps of this run.
+Steps are listed in the pipeline's order (the order its function called them, from the compiled
+spec), then the steps only the run's data knows (dynamic, mapped) in the order they started:
+siblings that started together (two cached steps, say) keep one order from run to run.
+
+The tree: each step (its latest attempt) is listed under its first upstream step, in that
+order; a step with several upstream steps is listed once, under the first, and each other
+parent shows it as a reference line (``↳ NAME (listed under FIRST)``). A step's upstream steps
+are those its compiled spec names plus those whose outputs it read (mapped and dynamic steps
+are known by their data only), restricted to the steps of this run.
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ class RunView:
     """Step run id -> name of the run whose outputs it reused."""
     allocated: Mapping[UUID, str] = field(default_factory=dict)
     """Step run id -> what its resource request got."""
+
+
+def in_pipeline_order(
+    steps: Sequence[StepRunRecord], spec: PipelineSpec | None
+) -> list[StepRunRecord]:
+    """``steps`` (in the order they started) sorted by their step's place in ``spec``; steps
+    the spec does not name follow, in the order they started; attempts keep their order."""
+    place = {name: i for i, name in enumerate(spec.steps)} if spec is not None else {}
+    return sorted(steps, key=lambda s: place.get(s.name, len(place)))
 
 
 def latest_attempts(steps: Sequence[StepRunRecord]) -> list[StepRunRecord]:
