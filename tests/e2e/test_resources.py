@@ -98,6 +98,13 @@ def steps(workspace: Workspace, run_id) -> list:
     return workspace.store.steps.list(StepRunFilter(run_id=run_id), ASC).items
 
 
+def assert_no_holder_stretch(workspace: Workspace) -> None:
+    """Every step that held an allocation left its holder's stretch (see HoldersFirst), however
+    it ended: a leaked stretch would hold back every later creation in the process."""
+    assert workspace.step_resources is not None
+    assert workspace.step_resources.holders.holding_now == 0
+
+
 def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
     client = Client(rm_workspace.config, rm_workspace.store)
     mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
@@ -125,6 +132,7 @@ def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
         assert request.metadata["step_name"] == r.name
         assert request.metadata["pipeline_run_id"] == str(run.id)
     assert "license" in client.load_step_output(run.id, "hold_license")
+    assert_no_holder_stretch(rm_workspace)
 
 
 def test_allocation_timeout_message(mode: Mode, rm_workspace: Workspace, tmp_path: Path):
@@ -407,6 +415,7 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
     assert "was cancelled" in found["hold_license"].status_reason
     assert found["wait_for_file"].status is ExecutionStatus.CANCELLED
     assert "released" in found["wait_for_file"].status_reason
+    assert_no_holder_stretch(rm_workspace)
 
 
 def test_resource_manager_unreachable_during_heartbeats(
@@ -533,5 +542,6 @@ def test_forced_stop_releases_the_steps_request(
         assert step.resource_request_id is not None
         request = ws.resource_manager().requests.get(step.resource_request_id)
         assert request.status is ResourceRequestStatus.RELEASED
+        assert_no_holder_stretch(ws)
     finally:
         ws.close()

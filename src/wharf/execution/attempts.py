@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -172,9 +173,17 @@ class InlineExecutor:
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
-            final, versions = finish_attempt(
-                self.services, spec, record, outputs, error, region.reason
+            # Holding an allocation, the step's end and release go before the creation of steps
+            # that will wait for one (its slot is idle until released); the stretch resumed
+            # when the user code returned (StepRunner.run).
+            resources = self.services.resources
+            holders = (
+                resources.holders if resources is not None and allocation is not None else None
             )
+            with holders.holding() if holders is not None else nullcontext():
+                final, versions = finish_attempt(
+                    self.services, spec, record, outputs, error, region.reason
+                )
             text = log.getvalue()
             if record.logs_uri and text:  # a silent step costs no file
                 write_log(self.services.artifact_store, record.logs_uri, text)

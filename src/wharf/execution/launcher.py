@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ from wharf.execution.allocation import AllocationFailedError
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
@@ -116,17 +118,22 @@ class StepLauncher:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
     ) -> StepOutcome:
-        try:
-            self.check_step(spec)
-            cache_key = compute_step_cache_key(
-                self._services,
-                spec,
-                inputs,
-                {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
-            )
-        except WharfError as exc:
-            return self._fail_before_start(spec, inputs, str(exc))
-        first = self._create_attempt(spec, inputs, cache_key, 1, None)
+        holders = self._holders_for(spec)
+        # A step that will queue for resources has nothing to run yet: its preparation and
+        # creation (step run, request) give way to steps that hold an allocation, and only a
+        # few are prepared at once, so a burst of new steps never crowds out running ones.
+        with holders.creating() if holders is not None else nullcontext():
+            try:
+                self.check_step(spec)
+                cache_key = compute_step_cache_key(
+                    self._services,
+                    spec,
+                    inputs,
+                    {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
+                )
+            except WharfError as exc:
+                return self._fail_before_start(spec, inputs, str(exc))
+            first = self._create_attempt(spec, inputs, cache_key, 1, None)
         if isinstance(first, StepOutcome):
             return first
         return self._run_attempts(spec, inputs, cache_key, region, first)
@@ -134,6 +141,10 @@ class StepLauncher:
     def _queued(self, spec: StepSpec) -> bool:
         """The step waits for a resource allocation before it runs."""
         return wants_resources(spec) and self._services.resources is not None
+
+    def _holders_for(self, spec: StepSpec) -> HoldersFirst | None:
+        resources = self._services.resources
+        return resources.holders if resources is not None and wants_resources(spec) else None
 
     def _base_create(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
@@ -194,9 +205,10 @@ class StepLauncher:
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
 
     def _wait_for_resources(
-        self, spec: StepSpec, record: StepRunRecord
+        self, spec: StepSpec, record: StepRunRecord, holders: HoldersFirst | None
     ) -> tuple[StepRunRecord, ResourceRequestInfo]:
-        """Block until the step's request is allocated; then mark the step running."""
+        """Block until the step's request is allocated; then mark the step running (in a
+        holder's stretch of ``holders`` from the allocation on)."""
         services = self._services
         resources = services.resources
         settings = spec.config.resources
@@ -218,6 +230,10 @@ class StepLauncher:
             sleep=services.sleep,
             on_pending=on_pending if progress.active else None,
         )
+        if holders is not None:
+            # The slot is allocated and idle until the step's code runs: from here this thread
+            # goes before the creation of steps that will wait (the caller ends the stretch).
+            holders.begin()
         allocated = resources.mark_started(request_id, settings)
         running = services.store.steps.update(
             record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
@@ -287,27 +303,40 @@ class StepLauncher:
         executor = self.executor_for(spec)
         runtime = self.runtime_for(spec)
         resources = services.resources if self._queued(spec) else None
+        holders = self._holders_for(spec)
         progress = services.progress
         retry = spec.config.retry
         max_attempts = 1 + (retry.max_retries if retry is not None else 0)
         started: datetime | None = None
         while True:
             allocation = None
-            if resources is not None:
-                try:
-                    record, allocation = self._wait_for_resources(spec, record)
-                except AllocationFailedError as exc:
-                    final = step_writes.update(
-                        services,
-                        record.id,
-                        StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
-                    )
-                    resources.step_ended(elsewhere=False)
-                    failed = StepOutcome(spec.name, final.status, step_run=final, reason=str(exc))
-                    return self._ended(failed, started)
-            started = started or record.start_time
-            progress.step_started(self._run_id, spec.name, runtime, record.attempt, max_attempts)
-            result = executor(spec, record, inputs, region, allocation)
+            try:
+                if resources is not None:
+                    try:
+                        record, allocation = self._wait_for_resources(spec, record, holders)
+                    except AllocationFailedError as exc:
+                        final = step_writes.update(
+                            services,
+                            record.id,
+                            StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
+                        )
+                        resources.step_ended(elsewhere=False)
+                        failed = StepOutcome(
+                            spec.name, final.status, step_run=final, reason=str(exc)
+                        )
+                        return self._ended(failed, started)
+                if holders is not None and executor is not self._inline:
+                    holders.end()  # the step's own process does the rest of its bookkeeping
+                # An inline attempt leaves the holder's stretch while its user code runs and
+                # is back in it from the code's return to the release (step_runner, attempts).
+                started = started or record.start_time
+                progress.step_started(
+                    self._run_id, spec.name, runtime, record.attempt, max_attempts
+                )
+                result = executor(spec, record, inputs, region, allocation)
+            finally:
+                if holders is not None:
+                    holders.end()
             if resources is not None:
                 # Its request was released with its final status (by its own process if it
                 # had one): wake this process's waiters now rather than at their next poll.
@@ -325,7 +354,8 @@ class StepLauncher:
             )
             if retry is not None:
                 services.sleep(delay)
-            created = self._create_attempt(spec, inputs, cache_key, attempt, final)
+            with holders.creating() if holders is not None else nullcontext():
+                created = self._create_attempt(spec, inputs, cache_key, attempt, final)
             if isinstance(created, StepOutcome):
                 return self._ended(created, started)
             record = created

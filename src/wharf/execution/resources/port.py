@@ -13,8 +13,8 @@ server's step routes do the work). Through this port the launcher also waits for
 allocation, marks the step started, and tells the port when a step that held resources ended,
 so the waiters of this process whose request left the queue are woken at once.
 
-Invariant: one port per process's workspace, shared by all its runs: its wait room sees every
-step of the process that asks for resources.
+Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
+gate see every step of the process that asks for resources.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.config.settings import ResourceSettings
+from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState
 from wharf.store.models import StepRunCreate, StepRunRecord
 
@@ -48,6 +49,11 @@ class StepResources(Protocol):
         """Renew the lease of a running step's request on its heartbeat; why the step must be
         cancelled if the request was reclaimed or is over, else None (team mode: always None,
         the server renews)."""
+        ...
+
+    @property
+    def holders(self) -> HoldersFirst:
+        """The process's gate: steps holding an allocation go before creations of waiting ones."""
         ...
 
     def wait(

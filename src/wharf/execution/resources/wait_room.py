@@ -9,6 +9,10 @@ this process and, while anyone waits, every :data:`WATCH_SECONDS` on a watch thr
 that left the queue before their waiter entered are remembered (a bounded number), so that
 waiter does not wait at all.
 
+The room also carries the process's :class:`~wharf.execution.resources.holders_first.HoldersFirst`
+gate (:attr:`WaitRoom.holders`), the one object every step of the process that asks for
+resources reaches.
+
 Invariants: no lost wake-up (a waiter enters before it reads its request's status, and a
 wake-up stays on its ticket); one check at a time; a failing check is logged, never raised
 (waiters still poll by renewing their lease).
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestStatus
+from wharf.execution.resources.holders_first import HoldersFirst
 
 if TYPE_CHECKING:  # the RM's models load only when a step actually asks for resources
     from wharf.resource_manager.contract.models import (
@@ -146,11 +151,19 @@ class WaitRoom:
         self._failing = False
         self.watcher: threading.Thread | None = None
         """The watch thread while the room is occupied (exposed so tests can join it)."""
+        self.holders = HoldersFirst(queued=self._waiting_now)
+        """Steps of this process that hold an allocation go before the creation of steps
+        that will wait for one (see :mod:`wharf.execution.resources.holders_first`)."""
 
     @property
     def waiting(self) -> int:
         with self._lock:
             return len(self._tickets)
+
+    def _waiting_now(self) -> int:
+        """:attr:`waiting` without the lock (a hint for the holders' gate: a count read while
+        a waiter enters or leaves is as good as the one just before or after)."""
+        return len(self._tickets)
 
     @contextmanager
     def enter(self, request_id: UUID) -> Iterator[Ticket]:

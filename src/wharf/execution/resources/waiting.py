@@ -18,6 +18,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState
 from wharf.execution.allocation import AllocationWaiter
+from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import RequestState, WaitRoom
 from wharf.store.models import StepRunCreate
 
@@ -49,6 +50,10 @@ class RoomedResources:
         self._requests = requests
         self._seen_here = releases_seen_here
         self.room = room
+
+    @property
+    def holders(self) -> HoldersFirst:
+        return self.room.holders
 
     def wait(
         self,
