@@ -1,5 +1,6 @@
-"""Hot statements of the store's per-step path run on the driver's cursor, below SQLAlchemy's
-execution layer (kept for the chain-step goal; see docs/benchmarks.md).
+"""Hot statements run on the driver's cursor, below SQLAlchemy's execution layer: the store's
+per-step path and the Resource Manager's request inserts (kept for the chain-step and RM
+admission goals; see docs/benchmarks.md).
 
 A :class:`DirectStatement` is a Core construct compiled by SQLAlchemy for the connection's
 dialect, its values converted by the column types' own processors; only the sending bypasses

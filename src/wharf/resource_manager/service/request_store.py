@@ -7,7 +7,7 @@ transactions.
 
 Invariants:
 - loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
-  inserts are one ``executemany`` per table;
+  inserts are one driver ``executemany`` per table (:class:`~wharf.sql.direct.DirectStatement`);
 - every status write is a compare-and-set on the previous status (:mod:`.status_writes`), which
   raises :class:`StaleStateError` when a row did not match;
 - :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
@@ -40,6 +40,7 @@ from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
+from wharf.sql.direct import DirectStatement
 from wharf.sql.types import UtcDateTime
 
 LIVE = (S.PENDING.value, S.ALLOCATED.value, S.PREEMPTING.value)
@@ -69,14 +70,15 @@ def insert_requests(
     conn: Connection, rows: Sequence[Mapping[str, Any]], children: Children
 ) -> None:
     """Insert requests (rows from :func:`codec.request_row`, with their demands and any
-    allocations) and their child rows: one ``executemany`` per table."""
-    for table, table_rows in (
-        (t.requests, rows),
-        (t.subjects, children.subjects),
-        (t.request_metadata, children.metadata),
-    ):
-        if table_rows:
-            conn.execute(table.insert(), list(table_rows))
+    allocations) and their child rows: one driver ``executemany`` per table."""
+    _INSERT_REQUESTS.execute_many(conn, rows)
+    _INSERT_SUBJECTS.execute_many(conn, children.subjects)
+    _INSERT_METADATA.execute_many(conn, children.metadata)
+
+
+_INSERT_REQUESTS = DirectStatement(t.requests.insert())
+_INSERT_SUBJECTS = DirectStatement(t.subjects.insert())
+_INSERT_METADATA = DirectStatement(t.request_metadata.insert())
 
 
 @dataclass(slots=True)
