@@ -53,15 +53,7 @@ def list_params(
             f"Resource request lists through the workspace cannot filter by "
             f"{', '.join(unsupported)}."
         )
-    if query.status:
-        params["status"] = [status.value for status in query.status]
-    params.update(subject_id=query.subject_id, pool=query.pool, requester=query.requester)
-    if query.subject_type is not None:
-        params["subject_type"] = query.subject_type.value
-    if query.ids is not None:
-        params["id"] = [str(request_id) for request_id in query.ids]
-    for key, value in query.metadata.items():
-        params[f"metadata[{key}]"] = value
+    params.update(query.query_params())
     return params
 
 

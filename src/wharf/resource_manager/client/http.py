@@ -288,18 +288,7 @@ def list_params(
         "size": page.size,
         "sort": page.sort,
     }
-    if query.status:
-        params["status"] = [status.value for status in query.status]
-    for name in ("subject_id", "pool", "requester"):
-        value = getattr(query, name)
-        if value is not None:
-            params[name] = value
-    if query.subject_type is not None:
-        params["subject_type"] = query.subject_type.value
-    if query.ids is not None:
-        params["id"] = [str(request_id) for request_id in query.ids]
-    for key, value in query.metadata.items():
-        params[f"metadata[{key}]"] = value
+    params.update(query.query_params())
     return params
 
 

@@ -279,6 +279,24 @@ class RequestFilter(_Wire):
     ids: tuple[UUID, ...] | None = Field(default=None, min_length=1)
     """Any of these request ids (at least one: no query parameter can say "none")."""
 
+    def query_params(self) -> dict[str, str | list[str]]:
+        """The filter as query parameters of a list route: repeated ``status`` and ``id``,
+        ``metadata[key]=value``; unset filters are left out."""
+        params: dict[str, str | list[str]] = {}
+        if self.status:
+            params["status"] = [status.value for status in self.status]
+        for name in ("subject_id", "pool", "requester"):
+            value = getattr(self, name)
+            if value is not None:
+                params[name] = value
+        if self.subject_type is not None:
+            params["subject_type"] = self.subject_type.value
+        if self.ids is not None:
+            params["id"] = [str(request_id) for request_id in self.ids]
+        for key, value in self.metadata.items():
+            params[f"metadata[{key}]"] = value
+        return params
+
 
 class QueueEntry(_Wire):
     position: int
