@@ -31,6 +31,7 @@ from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.core.ids import new_id
 from wharf.execution.resources.pairing import recorded_user
 from wharf.execution.resources.requester import StepRequester, StepRequests
+from wharf.execution.step_writes import HOLDING
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -43,10 +44,6 @@ from wharf.store.models import (
 from wharf.store.ports import Store
 
 logger = logging.getLogger(__name__)
-
-HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
-"""Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
-its resources until its shutdown completes (its final status releases them)."""
 
 
 def _asks_for_resources(step: StepRunCreate) -> bool:
