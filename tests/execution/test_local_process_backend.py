@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +21,6 @@ from wharf.execution.log_capture import read_log
 from wharf.store.models import StepRunRecord, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
 from wharf.store.sql import SqlStore
-
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
 SPEC = StepSpec(name="s", source="x:s", code_hash="s")
 
