@@ -190,6 +190,14 @@ STORE_ROUTES: list[Route] = [
     ),
     R(
         "PUT",
+        "/api/v1/steps/{step_id}/process",
+        "own_process",
+        200,
+        lambda t: f"/api/v1/steps/{t.step.id}/process",
+        lambda t: {"pid": 4242, "host": "somewhere", "start": "boot:1"},
+    ),
+    R(
+        "PUT",
         "/api/v1/steps/{step_id}/heartbeat",
         "write_a",
         200,

@@ -96,10 +96,47 @@ def test_users_change_their_own_password_only(world: World) -> None:
         client.patch(f"/api/v1/users/{alice.id}", json={"password": "battery staple"}).status_code
         == 200
     )
-    assert login(world, "alice", "battery staple")[0] == 200
+    assert me(world, token) == 401  # the change revoked the session it was made with
+    client = world.client(str(login(world, "alice", "battery staple")[1]["access_token"]))
     assert client.patch(f"/api/v1/users/{alice.id}", json={"is_admin": True}).status_code == 403
     other = world.users["member"]
     assert client.patch(f"/api/v1/users/{other.id}", json={"password": "x" * 10}).status_code == 403
+
+
+def test_a_password_reset_revokes_every_access_and_run_token_of_the_user(world: World) -> None:
+    from tests.server.matrix import Things
+
+    things = Things(world)
+    member = world.users["member"]
+    world.state.accounts.credentials.set_password(member.id, world.state.passwords.hash("old pw!"))
+    sessions = [str(login(world, "member", "old pw!")[1]["access_token"]) for _ in range(2)]
+    run_token = world.client(sessions[0]).post(f"/api/v1/runs/{things.run.id}/token").json()
+    runner = world.client(run_token["access_token"])
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 200
+    reset = world.as_role("admin").patch(
+        f"/api/v1/users/{member.id}", json={"password": "new pw!!"}
+    )
+    assert reset.status_code == 200
+    assert [me(world, session) for session in sessions] == [401, 401]
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401
+    assert login(world, "member", "old pw!")[0] == 401
+    status, answer = login(world, "member", "new pw!!")
+    assert status == 200 and me(world, str(answer["access_token"])) == 200
+
+
+def test_deactivation_revokes_run_tokens_too(world: World) -> None:
+    from tests.server.matrix import Things
+
+    things = Things(world)
+    member = world.as_role("member")
+    runner = world.client(member.post(f"/api/v1/runs/{things.run.id}/token").json()["access_token"])
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 200
+    user = world.users["member"]
+    admin = world.as_role("admin")
+    assert admin.patch(f"/api/v1/users/{user.id}", json={"active": False}).status_code == 200
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401
+    assert admin.patch(f"/api/v1/users/{user.id}", json={"active": True}).status_code == 200
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401  # still revoked
 
 
 def test_api_keys_are_shown_once_stored_hashed_and_revocable(world: World) -> None:

@@ -80,6 +80,16 @@ EXPECT: dict[str, dict[str, int | None]] = {
         "other": OK,
         "admin": OK,
     },
+    # Only a run token of the step's run records the step's process (tested with one in
+    # tests/server/test_step_process.py): every login, an admin's too, is refused.
+    "own_process": {
+        "anonymous": 401,
+        "viewer": 403,
+        "member": 403,
+        "padmin": 403,
+        "other": 404,
+        "admin": 403,
+    },
     # Sweeps and metadata lists of something invisible answer like an unknown id: nothing.
     "sweep_a": {
         "anonymous": 401,

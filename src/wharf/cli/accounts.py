@@ -109,7 +109,9 @@ def update_user(
         found = user(http, name)
         body = {"is_admin": admin, "active": active, "password": password}
         http.send("PATCH", f"{API}/users/{found['id']}", body=body)
-    click.echo(f"Updated user '{found['name']}'.")
+    revoked = password is not None or active is False
+    note = " Their logins and run tokens are revoked: they log in again." if revoked else ""
+    click.echo(f"Updated user '{found['name']}'.{note}")
 
 
 @user.command("delete")

@@ -3,6 +3,12 @@ and the batch / combined calls that keep the engine's per-step path at a few req
 
 A run token reads and writes the steps of its own run; the cache lookup is open to it within
 its project (caching reuses other runs' steps).
+
+A step's process id (with its host and start token) is what ``wharf runs stop --force``
+signals, so no generic update sets it: ``PUT /{step_id}/process`` records it, and only with a
+run token of the step's run issued to that run's user (or to a service account, whose runs a
+machine runs); a member of the project, an admin's own login or another user's run token for
+the same run are refused.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from wharf.server.schemas.actions import (
     FinishBody,
     HeartbeatBody,
     LostHeartbeatsBody,
+    StepProcessBody,
     StepRunBatchBody,
     StepRunCreateBody,
     StepRunUpdateBody,
@@ -54,6 +61,7 @@ from wharf.store.models import (
     StepRunCreate,
     StepRunFilter,
     StepRunRecord,
+    StepRunUpdate,
 )
 
 NAME_FILTER = "A step name, or oneof:[...] with a JSON array of names."
@@ -93,6 +101,20 @@ def _step(ctx: Ctx, step_id: UUID, *, write: bool, action: str) -> StepInfo:
         run_id=info.run_id,
     )
     return info
+
+
+def _check_own_process(ctx: Ctx, step: StepInfo) -> None:
+    """Refuse anyone but the step's own process (see the module docstring)."""
+    principal = ctx.principal
+    run = principal.run
+    own = run is not None and run.run_id == step.run_id
+    if own and principal.kind == "user":
+        own = ctx.store.runs.get(step.run_id).user_id == principal.id
+    if not own:
+        raise PermissionDeniedError(
+            "Only the step's own process records its process id (with a run token of the "
+            "step's run, issued to the run's user)."
+        )
 
 
 def _check_outputs(ctx: Ctx, project_id: UUID, outputs: dict[str, UUID] | None) -> None:
@@ -226,6 +248,16 @@ def build_router() -> APIRouter:
         info = _step(ctx, step_id, write=True, action="update step runs")
         _check_outputs(ctx, info.project_id, body.outputs)
         return json_response(ctx.state.step_runs.update(step_id, body))
+
+    @router.put("/{step_id}/process", response_model=StepRunRecord)
+    def record_process(step_id: UUID, body: StepProcessBody, ctx: CtxDep) -> Response:
+        """Record the process the step runs in (``wharf runs stop --force`` signals it where
+        host and start token match). Only the step's own process may: a run token of the
+        step's run, issued to the run's user (or to a service account)."""
+        info = _step(ctx, step_id, write=True, action="record step processes")
+        _check_own_process(ctx, info)
+        update = StepRunUpdate(pid=body.pid, pid_host=body.host, pid_start=body.start)
+        return json_response(ctx.state.step_runs.update(step_id, update))
 
     @router.put("/{step_id}/heartbeat", response_model=HeartbeatResponse)
     def heartbeat(step_id: UUID, body: HeartbeatBody, ctx: CtxDep) -> Response:

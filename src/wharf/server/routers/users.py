@@ -1,5 +1,9 @@
 """``/api/v1/users``: read by any account; created and administered by admins; a user may
-change their own password."""
+change their own password.
+
+A password change (a reset by an admin or the user's own) and a deactivation revoke every
+access and run token the user was issued: a session never outlives the password it came from.
+"""
 
 from __future__ import annotations
 
@@ -55,8 +59,10 @@ def build_router() -> APIRouter:
             credentials.set_password(user_id, ctx.state.passwords.hash(body.password))
         if body.active is not None:
             credentials.set_active(user_id, body.active)
-            if not body.active:
-                credentials.revoke_tokens(user_id)
+        if body.password is not None or body.active is False:
+            # Every access and run token issued before a reset or a deactivation stops working
+            # (revoked after the change: a login with the old password in between is revoked too).
+            credentials.revoke_tokens(user_id)
         if body.is_admin is not None:
             user = credentials.set_admin(user_id, body.is_admin)
         ctx.state.auth_cache.clear()

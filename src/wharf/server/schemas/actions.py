@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from wharf.core.enums import ComponentType, MetadataResourceType
@@ -130,9 +130,36 @@ class StepRunCreateBody(StepRunCreate):
     resource_request_id: SkipJsonSchema[None] = None  # the server's resource wrapper sets it
 
 
+PROCESS_FIELDS = ("pid", "pid_host", "pid_start")
+
+
 class StepRunUpdateBody(StepRunUpdate):
+    """A step run's change; its process (``pid`` and what names it) is not part of it: only
+    the step's own process records that (:class:`StepProcessBody`)."""
+
     cache_expires_at: WireDatetime | None = None
-    pid: int | None = Field(default=None, ge=1, le=MAX_PID)
+    pid: SkipJsonSchema[None] = None
+    pid_host: SkipJsonSchema[None] = None
+    pid_start: SkipJsonSchema[None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_process(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(data.get(f) is not None for f in PROCESS_FIELDS):
+            raise ValueError(
+                "pid, pid_host and pid_start are recorded only by the step's own process "
+                "(PUT /api/v1/steps/{step_id}/process with its run token)"
+            )
+        return data
+
+
+class StepProcessBody(Body):
+    """The process an isolated step runs in, recorded by that process itself."""
+
+    pid: int = Field(ge=1, le=MAX_PID)
+    host: str = Field(min_length=1, max_length=255)
+    start: str | None = Field(default=None, max_length=255)
+    """The process's start token (``wharf.store.process_identity``)."""
 
 
 class StepRunBatchBody(Body):

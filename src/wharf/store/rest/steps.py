@@ -99,7 +99,16 @@ class RestStepRunRepository:
 
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord:
         path = f"/api/v1/steps/{step_run_id}"
-        return self._http.model(StepRunRecord, "PATCH", path, body=update)
+        if update.pid is None:
+            return self._http.model(StepRunRecord, "PATCH", path, body=update)
+        # The process is recorded on its own route, which only the step's own run token may
+        # use; the rest of the change (if any) is an ordinary update.
+        process = {"pid": update.pid, "host": update.pid_host, "start": update.pid_start}
+        record = self._http.model(StepRunRecord, "PUT", f"{path}/process", body=process)
+        rest = update.model_copy(update={"pid": None, "pid_host": None, "pid_start": None})
+        if rest == StepRunUpdate():
+            return record
+        return self._http.model(StepRunRecord, "PATCH", path, body=rest)
 
     def find_cached(self, project_id: UUID, cache_key: str, now: datetime) -> StepRunRecord | None:
         params = {"project_id": str(project_id), "cache_key": cache_key, "now": now.isoformat()}
