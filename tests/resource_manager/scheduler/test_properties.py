@@ -4,7 +4,9 @@ Invariants (see ``worlds.check_invariants``): never over-allocate (per slot, per
 per concurrency limit, never-reclaimable shares); all-or-nothing admission from one pool and
 one policy; no victim preempts in the same cycle and each victim is taken once; priority-lane
 allocations and tolerance ``none`` are never victims; nothing expires before its deadline;
-and the same snapshot and ``now`` give the same decisions whatever the input order.
+and the same snapshot and ``now`` give the same decisions whatever the input order. In a
+fair-sharing pool, equal priorities are served by the dominant share each policy would have
+after admitting its next request.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.resource_manager.builders import at
+from tests.resource_manager.builders import at, gpu, holding, klass, policy, pool, request
 from tests.resource_manager.scheduler.worlds import (
     PROFILE,
     check_invariants,
@@ -27,6 +29,7 @@ from tests.resource_manager.scheduler.worlds import (
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.resource_manager.domain import release
 from wharf.resource_manager.scheduler import (
+    CycleDecisions,
     Prepared,
     SchedulerOptions,
     Snapshot,
@@ -127,3 +130,76 @@ def _check_no_ping_pong(state: Snapshot, victim_id, preemptor_id, cycle: int) ->
                 preemption.preemptor_id == clone.id and preemption.victim_id == preemptor_id
             ), "a victim's resubmission preempted its preemptor"
         follow = apply_decisions(follow, decisions)
+
+
+_PPM = 1_000_000
+
+
+@PROFILE
+@given(data=st.data())
+def test_fair_sharing_serves_the_lowest_share_after_admission_first(data):
+    """One fair-sharing pool of one slot, policies of equal priority with no reserved share
+    (all usage is borrowed), some already holding: the admissions are, in order, the longest
+    prefix that fits of the merge that always takes, among each policy's oldest waiting
+    request, the one whose policy's share after admitting it, (usage + amount) / capacity /
+    weight in parts per million, is lowest (ties: the earlier request). Once a head does not
+    fit it holds what is free (it cannot reclaim: it has no reserved share), so nothing behind
+    it is admitted."""
+    weights = data.draw(st.lists(st.integers(1, 3), min_size=2, max_size=3), label="weights")
+    held = [data.draw(st.integers(0, 4), label=f"held{i}") for i in range(len(weights))]
+    asks = data.draw(
+        st.lists(st.tuples(st.integers(0, len(weights) - 1), st.integers(1, 5)), max_size=8),
+        label="asks",
+    )
+    capacity = sum(held) + data.draw(st.integers(0, sum(a for _, a in asks) + 1), label="room")
+    capacity = max(capacity, 1)
+    p = pool("fair", klass("c", GPU=capacity), fair_sharing=True)
+    policies = [policy(f"t{i}", p, weight=w) for i, w in enumerate(weights)]
+    requests = [
+        holding(f"held{i}", p, policies[i], {("c", "GPU"): amount})
+        for i, amount in enumerate(held)
+        if amount
+    ]
+    pending = [
+        request(f"r{n}", gpu(amount), project=f"t{who}", created=1 + n % 3)
+        for n, (who, amount) in enumerate(asks)
+    ]
+    snap = _one_pool(p, policies, requests + pending)
+    decisions = schedule(snap, at(10))
+    assert _admitted_names(decisions, snap) == _expected_order(
+        weights, held, asks, pending, capacity
+    )
+
+
+def _one_pool(p, policies, requests) -> Snapshot:
+    return Snapshot.of(pools=[p], policies=policies, requests=requests)
+
+
+def _admitted_names(decisions: CycleDecisions, snap: Snapshot) -> list[str]:
+    by_id = {r.id: r.metadata["name"] for r in snap.requests}
+    return [by_id[a.request_id] for a in decisions.admissions]
+
+
+def _expected_order(weights, held, asks, pending, capacity) -> list[str]:
+    queues: list[list[tuple[tuple[object, int], int, str]]] = [[] for _ in weights]
+    for r, (who, amount) in zip(pending, asks, strict=True):
+        if amount > capacity:
+            continue  # rejected: it could never fit
+        queues[who].append(((r.created_at, r.id.int), amount, r.metadata["name"]))
+    for queue in queues:
+        queue.sort(key=lambda item: item[0])
+    usage, free, order = list(held), capacity - sum(held), []
+    while any(queues):
+        heads = [
+            ((usage[i] + queue[0][1]) * _PPM // capacity // weights[i], queue[0][0], i)
+            for i, queue in enumerate(queues)
+            if queue
+        ]
+        _, _, who = min(heads)
+        _, amount, name = queues[who].pop(0)
+        if amount > free:
+            break
+        free -= amount
+        usage[who] += amount
+        order.append(name)
+    return order

@@ -170,6 +170,35 @@ def test_fair_sharing_prefers_the_policy_with_the_lower_dominant_share():
     assert admitted(decisions, snap) == ["b0", "b1", "b2", "b3", "a0", "b4"]
 
 
+def test_fair_sharing_compares_shares_after_admission():
+    # b borrows 1 of 6 and asks for 1 more (2/6 after); c borrows nothing but asks for 5 (5/6
+    # after). By current shares c would go first and end above where b would have.
+    p = pool("p", klass("c", GPU=6), fair_sharing=True)
+    b, c = policy("b", p), policy("c", p)
+    requests = [
+        holding("b-running", p, b, {("c", "GPU"): 1}),
+        request("c-big", gpu(5), project="c", created=1),
+        request("b-small", gpu(1), project="b", created=2),
+    ]
+    snap = snapshot([p], [b, c], requests)
+    decisions = run(snap)
+    assert admitted(decisions, snap) == ["b-small"]
+    assert "c-big" in waiting(decisions, snap)
+
+
+def test_fair_sharing_equal_shares_after_admission_go_by_arrival():
+    p = pool("p", klass("c", GPU=3), fair_sharing=True)
+    b, c = policy("b", p), policy("c", p)
+    requests = [
+        holding("b-running", p, b, {("c", "GPU"): 1}),
+        request("c-two", gpu(2), project="c", created=1),
+        request("b-one", gpu(1), project="b", created=2),
+    ]
+    snap = snapshot([p], [b, c], requests)
+    # both would borrow 2/3 after admission: the earlier request goes first and takes the room
+    assert admitted(run(snap), snap) == ["c-two"]
+
+
 def test_fair_sharing_weights():
     p = pool("p", klass("c", GPU=9), fair_sharing=True)
     heavy, light = policy("heavy", p, weight=2), policy("light", p, weight=1)

@@ -4,16 +4,19 @@ Owns: :class:`PoolQueue`.
 
 Order (first wins): priority lane; then requests whose whole primary route fits in their
 policy's *unused reserved share* (they take nothing from anyone); then higher policy priority;
-then, in fair-sharing pools, the lower dominant resource share of the policy; then FIFO on
+then, in fair-sharing pools, the lower dominant resource share the policy would have after
+admitting the request (its primary route's amounts added to the policy's usage); then FIFO on
 enqueue time; then request id, so the order is total.
 
 A request is queued under its best matching policy in the pool (the first in policy order that
 could ever admit it); that policy gives its priority, lane and share.
 
 Invariants: the order is computed from the ledger at the start of the pool's turn and is
-deterministic. In a fair-sharing pool the queue is a k-way merge of per-policy queues, and a
-policy's share is recomputed after each admission it makes (its usage is the only one that
-changed), so the merge always picks by current shares.
+deterministic. In a fair-sharing pool the queue is a k-way merge of per-policy queues (each
+in the order above without shares), keyed by the share after admitting each queue's head; a
+policy's current share is recomputed only after an admission it makes (its usage is the only
+one that changed), and a head's share after admission adds its amounts to it in O(its slots),
+so the merge always picks by shares after admission on the live ledger.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from datetime import datetime
 from operator import itemgetter
 
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView
-from wharf.resource_manager.scheduler.fair_sharing import dominant_share
+from wharf.resource_manager.scheduler.fair_sharing import borrowed_share, share_after
 from wharf.resource_manager.scheduler.ledger import Ledger
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate, RoutePlan
 
@@ -57,6 +60,7 @@ class PoolQueue:
     ) -> None:
         self._catalog = catalog
         self._ledger = ledger
+        self._pool_index = pool_index
         self._fair = catalog.pools[pool_index].pool.fair_sharing
         # Candidates of one shape and policies share their plans (and so this part of the
         # key): computed once per plan list, as a deep queue is mostly a few such groups.
@@ -73,7 +77,7 @@ class PoolQueue:
         self._groups: dict[int, list[tuple[QueueKey, Candidate]]] = {}
         self._versions: dict[int, int] = {}
         self._shares: dict[int, tuple[int, int]] = {}
-        """Policy index -> (version, dominant share at that version)."""
+        """Policy index -> (version, unweighted borrowed share at that version)."""
         if self._fair:
             for key, candidate in keyed:
                 policy = candidate.plans[pool_index][0].policy
@@ -119,15 +123,16 @@ class PoolQueue:
         group = self._groups[policy_index]
         if not group:
             return
-        lane, fits, priority, fifo = group[-1][0]
+        (lane, fits, priority, fifo), head = group[-1]
         version = self._versions.get(policy_index, 0)
         cached = self._shares.get(policy_index)
+        policy = self._catalog.policies[policy_index]
         if cached is None or cached[0] != version:  # only admissions change a share
-            policy = self._catalog.policies[policy_index]
-            cached = (version, dominant_share(self._catalog, self._ledger, policy))
+            cached = (version, borrowed_share(self._catalog, self._ledger, policy))
             self._shares[policy_index] = cached
-        key = (lane, fits, priority, cached[1], fifo)
-        heapq.heappush(heap, (key, policy_index, version))
+        amounts = head.plans[self._pool_index][0].primary.amounts
+        share = share_after(self._catalog, self._ledger, policy, cached[1], amounts)
+        heapq.heappush(heap, ((lane, fits, priority, share, fifo), policy_index, version))
 
     def admitted(self, policy: PolicyView) -> None:
         """A request was admitted through ``policy``: its share may have changed."""
