@@ -248,7 +248,7 @@ class TestLoadErrors:
         assert "\n" not in str(info.value)
 
     def test_unknown_materializer_path(self, store: LocalArtifactStore) -> None:
-        with pytest.raises(MaterializationError, match="Cannot import materializer"):
+        with pytest.raises(MaterializationError, match="Unknown materializer"):
             load_artifact(store, store.new_uri("x"), "builtins:int", "wharf.nothing:Here")
 
     def test_unimportable_type_fails_for_materializers_that_need_it(

@@ -19,11 +19,18 @@ Lazy registration: :meth:`MaterializerRegistry.register_lazy` ties a materialize
 path to a top-level package name (``"numpy"``). The materializer module is imported, and its
 ``ASSOCIATED_TYPES`` registered (keeping its original priority), only when a type defined in
 that package is looked up, so a registry never imports numpy or pandas by itself.
+
+Loading by recorded import path (:func:`load_materializer`, :func:`load_type`) never imports a
+module named by stored data: a materializer path must name a :class:`Materializer` subclass
+already defined in this process (every registered one is) or one of Wharf's own lazily loaded
+materializers; a type path must name a class in a module already imported. Anything else is a
+``MaterializationError`` telling the caller to import the defining module first.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 import types
 import typing
@@ -48,10 +55,18 @@ def type_path(t: type) -> str:
 
 
 def load_type(path: str) -> type:
-    """The class at ``module:qualname``; ``MaterializationError`` if it cannot be imported."""
+    """The class at ``module:qualname`` in an already imported module; ``MaterializationError``
+    otherwise (the module is never imported: the path may come from stored data)."""
     if path == "builtins:NoneType":
         return type(None)
-    obj = _import_path(path, "type")
+    module_name, qualname = _split_path(path, "type")
+    module = sys.modules.get(module_name)
+    if module is None:
+        raise MaterializationError(
+            f"Cannot load type {path!r}: module {module_name!r} is not imported in this process "
+            "(recorded import paths are never imported); import it first."
+        )
+    obj = _attribute(module, qualname, path, "type")
     if not isinstance(obj, type):
         raise MaterializationError(f"{path!r} is not a class.")
     return obj
@@ -66,23 +81,67 @@ def materializer_path(cls: type[Materializer]) -> str:
     return type_path(cls)
 
 
+_WHARF_LAZY_PATHS = frozenset(path for _, path in _LAZY_DEFAULTS)
+"""Wharf's own materializers that are imported on first use (their modules import numpy or
+pandas): the only materializer paths ever imported."""
+
+
 def load_materializer(path: str) -> type[Materializer]:
-    """The materializer class at ``module:qualname``; ``MaterializationError`` otherwise."""
-    obj = _import_path(path, "materializer")
+    """The materializer class at ``module:qualname``, checked before anything is imported: it
+    must be a :class:`Materializer` subclass defined in this process
+    (:func:`known_materializers`) or one of Wharf's lazily loaded ones; ``MaterializationError``
+    otherwise."""
+    _split_path(path, "materializer")
+    known = known_materializers().get(path)
+    if known is not None:
+        return known
+    if path not in _WHARF_LAZY_PATHS:
+        raise MaterializationError(
+            f"Unknown materializer {path!r}: no Materializer subclass with this import path is "
+            "defined in this process (recorded import paths are never imported); import the "
+            "module that defines it first."
+        )
+    return _import_materializer(path)
+
+
+def _import_materializer(path: str) -> type[Materializer]:
+    """Import the materializer at ``path``: only for paths written in code (Wharf's defaults,
+    :meth:`MaterializerRegistry.register_lazy`), never for a recorded one."""
+    module_name, qualname = _split_path(path, "materializer")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise MaterializationError(f"Cannot import materializer {path!r}: {exc}") from exc
+    obj = _attribute(module, qualname, path, "materializer")
     if not (isinstance(obj, type) and issubclass(obj, Materializer)):
         raise MaterializationError(f"{path!r} is not a Materializer subclass.")
     return obj
 
 
-def _import_path(path: str, what: str) -> object:
+def known_materializers() -> dict[str, type[Materializer]]:
+    """Every :class:`Materializer` subclass defined (and still alive) in this process, by import
+    path; a path defined twice names one of its classes."""
+    found: dict[str, type[Materializer]] = {}
+    pending = list(Materializer.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        found[type_path(cls)] = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _split_path(path: str, what: str) -> tuple[str, str]:
     module_name, sep, qualname = path.partition(":")
     if not (module_name and sep and qualname):
         raise MaterializationError(f"Invalid {what} import path {path!r}: expected 'module:name'.")
+    return module_name, qualname
+
+
+def _attribute(obj: object, qualname: str, path: str, what: str) -> object:
     try:
-        obj: object = importlib.import_module(module_name)
         for attribute in qualname.split("."):
             obj = getattr(obj, attribute)
-    except (ImportError, AttributeError) as exc:
+    except AttributeError as exc:
         raise MaterializationError(f"Cannot import {what} {path!r}: {exc}") from exc
     return obj
 
@@ -179,7 +238,7 @@ class MaterializerRegistry:
             return candidates
 
     def _import_lazy(self, package: str) -> None:
-        loaded = [(seq, load_materializer(path)) for seq, path in self._lazy[package]]
+        loaded = [(seq, _import_materializer(path)) for seq, path in self._lazy[package]]
         del self._lazy[package]  # only once every import succeeded; a failure repeats
         for sequence, materializer in loaded:
             self._add(sequence, materializer, materializer.ASSOCIATED_TYPES)
