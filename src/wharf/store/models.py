@@ -397,6 +397,18 @@ class ScheduleCreate(_Frozen):
     end_time: datetime | None = None
     catchup: bool = False
 
+    @field_validator("cron_expression")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        """A schedule's cron expression must parse: one that never fires is refused, never
+        stored."""
+        if value is not None:
+            from croniter import croniter
+
+            if not croniter.is_valid(value):
+                raise ValueError(f"Invalid cron expression {value[:100]!r}.")
+        return value
+
 
 # ----------------------------------------------------------------------------- updates
 
