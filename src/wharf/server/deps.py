@@ -5,6 +5,11 @@ the event loop and only reads the ``Authorization`` header; the credential is ch
 use of anything the context holds (``principal``, ``access``, ``store``, ``state``), which every
 route does before its first store call -- so authentication runs in the route's worker thread
 (one thread hop per request instead of two) and no store data is reached unauthenticated.
+
+FastAPI validates a request's parameters and body before any route code runs, so a request that
+fails validation has not been authenticated yet: :func:`refuse_unauthenticated` is what the
+validation error handler calls first, so a caller who is not authenticated on a route that needs
+a principal gets the 401, never a 422 describing the route's schema.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from starlette.concurrency import run_in_threadpool
 
 from wharf.server.auth.access import Access
 from wharf.server.auth.authenticate import authenticate
@@ -65,12 +73,16 @@ class _BearerContext(HTTPBearer):
 
     # It returns the context, not the credentials: FastAPI only ever calls it as a dependency.
     async def __call__(self, request: Request) -> Ctx:  # type: ignore[override]
-        header = request.headers.get("authorization")
-        if header is not None:
-            scheme, value = get_authorization_scheme_param(header)
-            header = f"{scheme} {value}"
         state: ServerState = request.app.state.wharf
-        return Ctx(state, header)
+        return Ctx(state, _authorization(request))
+
+
+def _authorization(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, value = get_authorization_scheme_param(header)
+        header = f"{scheme} {value}"
+    return header
 
 
 get_ctx = _BearerContext(
@@ -81,3 +93,26 @@ get_ctx = _BearerContext(
 
 CtxDep = Annotated[Ctx, Depends(get_ctx)]
 StateDep = Annotated[ServerState, Depends(get_state)]
+
+
+def _uses_context(dependant: Dependant) -> bool:
+    return any(d.call is get_ctx or _uses_context(d) for d in dependant.dependencies)
+
+
+_NEEDS_PRINCIPAL: dict[int, tuple[APIRoute, bool]] = {}
+"""Per route (by identity; an app's routes are a fixed set): whether it takes the
+authenticated context. The route is kept with its answer, so its id is never reused."""
+
+
+async def refuse_unauthenticated(request: Request) -> None:
+    """Raise ``AuthenticationError`` if the request's route needs a principal and the request's
+    credential does not authenticate (checked in a worker thread: it may read the store)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known = _NEEDS_PRINCIPAL.get(id(route))
+    if known is None or known[0] is not route:
+        known = _NEEDS_PRINCIPAL[id(route)] = (route, _uses_context(route.dependant))
+    if known[1]:
+        state: ServerState = request.app.state.wharf
+        await run_in_threadpool(authenticate, state, _authorization(request))

@@ -11,6 +11,9 @@ class (see ``wharf.store.rest.errors``), so callers see what the SQL store would
     FilterError (bad filter value) 422
     other StoreError / WharfError  500      anything else           500, logged, no details
 
+A request that fails validation on a route needing a principal is first authenticated: an
+unauthenticated caller gets the 401, never the 422 and its schema details.
+
 Bad input must never produce a 5xx: validation happens in the wire schemas (422) and in the
 store (InputError, 400); a 500 means a bug or a broken database.
 """
@@ -37,6 +40,7 @@ from wharf.core.errors import (
 )
 from wharf.core.validation import REQUEST_PARTS, describe_errors
 from wharf.server.auth.errors import AuthenticationError, PermissionDeniedError
+from wharf.server.deps import refuse_unauthenticated
 from wharf.server.schemas.filters import FilterError
 
 logger = logging.getLogger(__name__)
@@ -92,6 +96,10 @@ async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    try:
+        await refuse_unauthenticated(request)  # authentication comes before validation
+    except AuthenticationError as refused:
+        return await _wharf_error(request, refused)
     errors = jsonable_encoder(exc.errors(), custom_encoder={BaseException: str})
     for error in errors:
         error.pop("input", None)  # may be huge, and echoes secrets (passwords)

@@ -1,0 +1,110 @@
+"""Input the server refuses over real HTTP: invalid cron expressions, unsafe names, and bodies
+sent by callers who are not authenticated (401 before any validation detail)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.server.conftest import World
+from tests.store.conftest import spec
+from wharf.store.models import SnapshotCreate
+
+
+def check(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    answer = response.json()
+    assert isinstance(answer["detail"], str) and answer["detail"], answer
+    return dict(answer)
+
+
+# ----------------------------------------------------------------------------- schedules
+
+
+def _schedule_body(world: World, **fields: Any) -> dict[str, Any]:
+    store = world.stores.store
+    pipeline = store.pipelines.get_or_create(world.a.id, "pipe")
+    snapshot = store.snapshots.create(
+        SnapshotCreate(project_id=world.a.id, pipeline_id=pipeline.id, spec=spec())
+    )
+    return {
+        "project_id": str(world.a.id),
+        "pipeline_id": str(pipeline.id),
+        "snapshot_id": str(snapshot.id),
+        "name": "nightly",
+        **fields,
+    }
+
+
+@pytest.mark.parametrize("cron", ["not a cron", "99 * * * *", "", "* * *"])
+def test_a_schedule_with_an_invalid_cron_expression_is_422_and_not_stored(
+    world: World, cron: str
+) -> None:
+    member = world.as_role("member")
+    answer = check(
+        member.post("/api/v1/schedules", json=_schedule_body(world, cron_expression=cron)), 422
+    )
+    assert "cron" in answer["detail"].lower()
+    assert world.stores.store.schedules.list().total == 0
+    listed = member.get(f"/api/v1/schedules?project_id={world.a.id}")
+    assert listed.status_code == 200 and listed.json()["items"] == []
+
+
+def test_a_schedule_with_a_valid_cron_expression_is_stored(world: World) -> None:
+    member = world.as_role("member")
+    created = member.post(
+        "/api/v1/schedules", json=_schedule_body(world, cron_expression="0 3 * * *")
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["cron_expression"] == "0 3 * * *"
+
+
+# ----------------------------------------------------------------------------- authentication first
+
+# (method, path, invalid body): routes that need a principal, each sent a body that fails
+# validation. An anonymous or badly authenticated caller learns nothing about the schema.
+_INVALID_BODIES: list[tuple[str, str, Any]] = [
+    ("POST", "/api/v1/projects", {"name": 42, "owner": "me"}),
+    ("POST", "/api/v1/schedules", {"cron_expression": 5}),
+    ("POST", "/api/v1/service_accounts", [1, 2]),
+    ("POST", "/api/v1/users", {"unexpected": True}),
+    ("PUT", "/api/v1/steps/00000000000000000000000000000000/heartbeat", {"x": "y"}),
+    ("POST", "/api/v1/runs", "not json at all"),
+    ("GET", "/api/v1/runs/not-a-uuid", None),
+    ("GET", "/api/v1/schedules?project_id=nope", None),
+]
+
+
+def _send(client: httpx.Client, method: str, path: str, payload: Any) -> httpx.Response:
+    if payload is None:
+        return client.request(method, path)
+    if isinstance(payload, str):
+        return client.request(
+            method, path, content=payload.encode(), headers={"content-type": "application/json"}
+        )
+    return client.request(method, path, json=payload)
+
+
+@pytest.mark.parametrize(("method", "path", "payload"), _INVALID_BODIES)
+@pytest.mark.parametrize("credential", [None, "not-a-real-token"])
+def test_an_unauthenticated_request_with_an_invalid_body_is_401(
+    world: World, method: str, path: str, payload: Any, credential: str | None
+) -> None:
+    response = _send(world.client(credential), method, path, payload)
+    answer = check(response, 401)
+    assert answer["type"] == "AuthenticationError"
+    assert "errors" not in answer
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(("method", "path", "payload"), _INVALID_BODIES)
+def test_an_authenticated_request_with_an_invalid_body_is_still_422(
+    world: World, method: str, path: str, payload: Any
+) -> None:
+    check(_send(world.as_role("admin"), method, path, payload), 422)
+
+
+def test_login_validation_stays_422_for_anyone(world: World) -> None:
+    check(world.client().post("/api/v1/auth/login", json={"username": 1}), 422)
