@@ -86,6 +86,10 @@ def test_background_server_login_and_logout(tmp_path: Path) -> None:
         assert login.returncode == 0 and "as user 'root'" in login.stdout, login.stderr
         saved = json.loads((home / "config.json").read_text())
         assert saved["server_url"] == url and saved["api_key"].count(".") == 2
+        # the token is the owner's alone: 0600 in a 0700 home (the secret key's too)
+        assert (home / "config.json").stat().st_mode & 0o777 == 0o600
+        assert home.stat().st_mode & 0o777 == 0o700
+        assert (home / "server").stat().st_mode & 0o777 == 0o700
         listed = wharf(home, "runs", "list", "--output", "json")
         assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stderr
         token = saved["api_key"]

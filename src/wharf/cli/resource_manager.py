@@ -385,7 +385,9 @@ def _stored_secret(home: Path) -> str:
     path = home / "resource_manager" / "secret_key"
     if path.exists():
         return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from wharf.config.global_config import private_directory
+
+    private_directory(path.parent)  # 0700: the key signs every token
     key = secrets.token_urlsafe(48)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as file:

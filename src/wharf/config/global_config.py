@@ -2,6 +2,9 @@
 
 Resolution order for every value: explicit argument > environment variable > user config
 file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
+The config file can hold a bearer credential: it is written 0600 in a 0700 home (atomically,
+never readable by others, even briefly), and one left readable by an older version is made
+private when read.
 The home directory is created when the default store (``<home>/wharf.db``) is chosen; a store
 URL given explicitly must name an existing directory (the store refuses to make one).
 
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +31,10 @@ from wharf.core.errors import InputError
 SERVER_URL_ENV = "WHARF_SERVER_URL"
 API_KEY_ENV = "WHARF_API_KEY"
 """The credential sent to the server: an access token, an API key, or a run-scoped token."""
+
+PRIVATE_DIRECTORY_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+"""The config file may hold a credential (``api_key``): it and its directory are the owner's."""
 
 LOGGING_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING_FORMATS = ("text", "json")
@@ -72,8 +81,14 @@ def default_home() -> Path:
 
 def read_user_config(home: Path) -> dict[str, Any]:
     path = home / "config.json"
-    if not path.exists():
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
         return {}
+    except OSError as exc:
+        raise InputError(f"Cannot read Wharf config file {path}: {exc.strerror}.") from None
+    if mode & 0o077:  # written by an older Wharf (0644): it may hold a credential
+        _tighten(path)
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -91,10 +106,43 @@ def write_user_config(home: Path, updates: Mapping[str, Any]) -> None:
             data.pop(key, None)
         else:
             data[key] = value
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = home / "config.json.tmp"
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    tmp.replace(home / "config.json")
+    path = home / "config.json"
+    try:
+        write_private_file(path, json.dumps(data, indent=2, sort_keys=True))
+    except OSError as exc:
+        raise InputError(f"Cannot write Wharf config file {path}: {exc.strerror}.") from None
+
+
+def private_directory(path: Path) -> None:
+    """Make ``path`` (and missing parents) if needed; the directory itself is left readable
+    only by its owner (0700: others may not list or open what it holds)."""
+    path.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        path.chmod(mode & PRIVATE_DIRECTORY_MODE)
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically, readable only by its owner (0600) from the
+    first byte on: written to a new 0600 file in a 0700 directory, then renamed over it."""
+    private_directory(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _tighten(path: Path) -> None:
+    """Make a config file written readable by others private (its directory too), if ours."""
+    try:
+        private_directory(path.parent)
+        path.chmod(PRIVATE_FILE_MODE)
+    except OSError:
+        pass  # not ours to change: it is read all the same
 
 
 def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> WharfConfig:
@@ -142,7 +190,7 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
 
 def _make_home(home: Path) -> None:
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"Cannot create Wharf's home directory {home}: {exc.strerror}.") from None
 

@@ -1,0 +1,74 @@
+"""The user config file holds a bearer credential (``wharf login``): it is written readable by
+its owner only, atomically, whatever the umask, and one an older version left readable by
+others is made private."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wharf.config.global_config import load_config, read_user_config, write_user_config
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A umask that takes nothing away: any permission a writer asks for, it gets."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_new_config_is_private_whatever_the_umask(tmp_path: Path, open_umask: None) -> None:
+    home = tmp_path / "deep" / "home"
+    write_user_config(home, {"server_url": "http://h", "api_key": "secret-token"})
+    assert mode(home / "config.json") == 0o600
+    assert mode(home) == 0o700
+    assert read_user_config(home)["api_key"] == "secret-token"
+    assert [p.name for p in home.iterdir()] == ["config.json"]  # no temporary file left
+
+
+def test_an_existing_readable_config_is_made_private_on_write(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    (home / "config.json").write_text(json.dumps({"api_key": "old"}))
+    (home / "config.json").chmod(0o644)
+    write_user_config(home, {"api_key": "new", "project": "p"})
+    assert (mode(home), mode(home / "config.json")) == (0o700, 0o600)
+    assert read_user_config(home) == {"api_key": "new", "project": "p"}
+
+
+def test_a_readable_config_is_made_private_when_read(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    (home / "config.json").write_text(json.dumps({"api_key": "token"}))
+    (home / "config.json").chmod(0o644)
+    assert load_config({"WHARF_HOME": str(home)}).api_key == "token"
+    assert (mode(home), mode(home / "config.json")) == (0o700, 0o600)
+
+
+def test_the_default_home_is_made_private(tmp_path: Path, open_umask: None) -> None:
+    home = tmp_path / "fresh"
+    load_config({"WHARF_HOME": str(home)})  # the default store lives there: it is made
+    assert mode(home) == 0o700
+
+
+def test_an_unwritable_home_is_one_line(tmp_path: Path) -> None:
+    from wharf.core.errors import InputError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(InputError, match="Cannot write Wharf config file"):
+        write_user_config(blocker / "home", {"api_key": "x"})
