@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
 from tests.store.contract.test_concurrency import lock_waits
-from wharf.resource_manager.service import ResourceManagerService, leader, request_store
+from wharf.resource_manager.service import (
+    ResourceManagerService,
+    ServiceOptions,
+    leader,
+    request_store,
+)
 from wharf.resource_manager.service import tables as t
 
 
@@ -53,3 +59,41 @@ def test_what_is_read_with_the_lock_is_what_its_last_holder_committed(
         row, lapsed, again = waited.result(30)
     assert row.state_version == 41
     assert again.state_version == 41 and lapsed == []
+
+
+# -- takeovers: what counts as downtime (pure) -------------------------------------------------
+
+T0 = datetime(2024, 1, 1, 12, tzinfo=UTC)
+TEAM = ServiceOptions(sweep_interval=timedelta(seconds=30), liveness_interval=timedelta(seconds=2))
+EMBEDDED = ServiceOptions(sweep_interval=timedelta(seconds=30))
+
+
+def _row(leader_id: str | None, last: datetime | None) -> leader.StateRow:
+    return leader.StateRow(1, 1, leader_id, 1, last, None)
+
+
+def test_a_start_is_a_takeover_by_the_whole_gap_however_short() -> None:
+    row = _row("old", T0)
+    at = T0 + timedelta(seconds=15)
+    assert leader.downtime(row, "new", at, TEAM, first=True) == timedelta(seconds=15)
+    second = T0 + timedelta(seconds=1)
+    assert leader.downtime(row, "new", second, TEAM, first=False) is None  # a live handover
+    assert leader.downtime(row, "new", at, EMBEDDED, first=True) is None  # no timer: 30 s
+
+
+def test_a_gap_of_over_three_liveness_intervals_is_an_outage_even_for_the_leader() -> None:
+    row = _row("me", T0)
+    assert leader.downtime(row, "me", T0 + timedelta(seconds=6), TEAM, first=False) is None
+    seven = timedelta(seconds=7)
+    assert leader.downtime(row, "me", T0 + seven, TEAM, first=False) == seven
+    assert leader.downtime(row, "me", T0 + timedelta(hours=1), EMBEDDED, first=False) is None
+    assert leader.downtime(_row(None, None), "me", T0, TEAM, first=True) is None
+
+
+def test_an_extension_adds_the_downtime_to_leases_live_when_service_stopped() -> None:
+    now, interval = T0 + timedelta(hours=2), timedelta(seconds=30)
+    long = T0 + timedelta(hours=1)
+    assert leader.extended_lease(long, T0, now, interval) == long + timedelta(hours=2)
+    short = T0 + timedelta(seconds=1)
+    assert leader.extended_lease(short, T0, now, interval) == now + interval
+    assert leader.extended_lease(T0, T0, now, interval) is None  # lapsed while served

@@ -156,7 +156,7 @@ def test_renewing_a_pending_request_runs_a_lazy_cycle(
     assert rm.requests.get(held.id).status is S.EXPIRED
 
 
-def test_after_a_restart_leases_get_one_sweep_interval_first(
+def test_after_a_restart_leases_get_the_downtime_and_one_sweep_interval_at_least(
     open_rm: Callable[..., ResourceManagerService], clock: FakeClock
 ) -> None:
     before = open_rm()
@@ -172,15 +172,91 @@ def test_after_a_restart_leases_get_one_sweep_interval_first(
     assert kept.status is S.ALLOCATED
     assert kept.lease_expires_at is not None
     assert kept.lease_expires_at - after.now() > timedelta(seconds=29)
-    assert long.lease_expires_at is not None  # every live lease gets the interval on top
-    assert after.requests.get(long.id).lease_expires_at == long.lease_expires_at + timedelta(
-        seconds=30
-    )
+    assert long.lease_expires_at is not None  # the downtime on top of every live lease
+    extended = after.requests.get(long.id).lease_expires_at
+    assert extended is not None
+    assert timedelta(seconds=100) <= extended - long.lease_expires_at < timedelta(seconds=101)
 
     clock.advance(31)
     after.sweep()
     assert after.requests.get(short.id).status is S.EXPIRED
     assert after.requests.get(long.id).status is S.ALLOCATED
+
+
+LIVENESS = timedelta(seconds=2)
+
+
+def test_a_served_rm_restarted_after_a_lease_but_within_its_sweep_interval_keeps_holders(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    """Killed and back 15 s later: a 10 s lease is not expired, it gets the 15 s on top."""
+    before = open_rm(liveness_interval=LIVENESS)
+    setup_pool(before, gpus_total=1)
+    held = before.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    waiting = before.requests.create(BOB, request_spec(gpus(1), lease=600))
+    before.beat()
+    clock.advance(15)  # killed: no beat, nobody renews
+
+    after = open_rm(liveness_interval=LIVENESS)
+    after.beat()  # what the API server does before serving
+    kept = after.requests.get(held.id)
+    assert kept.status is S.ALLOCATED
+    assert held.lease_expires_at is not None and kept.lease_expires_at is not None
+    assert kept.lease_expires_at - held.lease_expires_at >= timedelta(seconds=15)
+    assert after.requests.get(waiting.id).status is S.PENDING
+    assert after.requests.renew(ALICE, held.id, 10).status is S.ALLOCATED
+
+
+def test_a_database_outage_does_not_count_against_holders(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    """The same process, no transaction for over three liveness intervals (the database was
+    away): the gap is added to live leases before anything expires."""
+    rm = open_rm(liveness_interval=LIVENESS)
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    rm.beat()
+    clock.advance(60)
+    rm.beat()
+    assert rm.requests.get(held.id).status is S.ALLOCATED
+    assert rm.requests.renew(ALICE, held.id, 10).status is S.ALLOCATED
+
+
+def test_a_lease_that_lapsed_while_an_rm_served_is_not_revived(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    rm = open_rm(liveness_interval=LIVENESS)
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=3))
+    for _ in range(3):  # served (beating) past the lease without a sweep
+        clock.advance(1.5)
+        rm.beat()
+    clock.advance(60)  # then down
+    after = open_rm(liveness_interval=LIVENESS)
+    after.beat()
+    expired = after.requests.get(held.id)
+    assert (expired.status, expired.status_reason) == (S.EXPIRED, LEASE_EXPIRED)
+
+
+def test_a_served_rm_beating_alone_is_never_taken_for_down(
+    open_rm: Callable[..., ResourceManagerService], clock: FakeClock
+) -> None:
+    """A live instance beating every interval: a dead holder's lease lapses on time; a replica
+    that starts meanwhile gives it one sweep interval at most."""
+    rm = open_rm(liveness_interval=LIVENESS)
+    setup_pool(rm, gpus_total=1)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    for _ in range(4):
+        clock.advance(2)
+        rm.beat()
+    open_rm(liveness_interval=LIVENESS).beat()  # a replica starts: a takeover without downtime
+    beats = 0
+    while rm.requests.get(held.id).status is S.ALLOCATED:
+        clock.advance(2)
+        rm.beat()
+        beats += 1
+    assert 14 <= beats <= 16  # the sweep interval (30 s) from the replica's start
+    assert rm.requests.get(held.id).status is S.EXPIRED
 
 
 def test_a_handover_between_live_processes_is_not_a_restart(

@@ -3,8 +3,10 @@
 Nothing is built at import time. ``create_app(settings)`` returns an app whose lifespan opens
 (and migrates) the service on ``settings.database_url``, builds the token signer, the
 credential checker and the metrics reader, sizes the thread pool that runs service calls, and
-starts a sweeper thread that expires lapsed leases every ``sweep_interval_seconds`` even when
-nobody calls; shutdown stops the sweeper and closes everything.
+records the service as serving (a takeover after a restart extends live leases by the downtime
+before any request is served), and starts a timer thread that records it again every
+``liveness_interval_seconds`` and expires lapsed leases every ``sweep_interval_seconds`` even when
+nobody calls; shutdown stops the timer and closes everything.
 
 Routes: the resource-request routes are lean Starlette routes matched first (:mod:`.lean`: they
 are the per-step and per-heartbeat hot path); the rare administrative ones are ordinary FastAPI
@@ -50,7 +52,8 @@ logger = logging.getLogger(__name__)
 
 
 class _Sweeper:
-    """Calls ``service.sweep_if_due()`` every ``interval`` seconds until stopped."""
+    """Calls ``service.beat()`` and ``service.sweep_if_due()`` every ``interval`` seconds until
+    stopped."""
 
     def __init__(self, service: ResourceManagerService, interval: float) -> None:
         self._service = service
@@ -66,6 +69,7 @@ class _Sweeper:
             try:
                 self._service.sweep_if_due()
             except WharfError as exc:  # the database may be away for a while: keep trying
+                self._service.beat()
                 logger.warning("Resource Manager sweep failed: %s", exc)
 
     def stop(self) -> None:
@@ -86,7 +90,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
-        options = ServiceOptions(sweep_interval=timedelta(seconds=settings.sweep_interval_seconds))
+        options = ServiceOptions(
+            sweep_interval=timedelta(seconds=settings.sweep_interval_seconds),
+            liveness_interval=timedelta(seconds=settings.liveness_interval_seconds),
+        )
         service = await anyio.to_thread.run_sync(
             lambda: ResourceManagerService.open(settings.database_url, clock=clock, options=options)
         )
@@ -101,7 +108,13 @@ def create_app(
             ),
             metrics=MetricsReader(settings.database_url, service, settings.metrics_cache_seconds),
         )
-        sweeper = _Sweeper(service, settings.sweep_interval_seconds)
+        try:  # before serving: a takeover extends the leases nobody could renew
+            await anyio.to_thread.run_sync(service.beat)
+        except BaseException:
+            service.close()
+            raise
+        tick = min(settings.liveness_interval_seconds, settings.sweep_interval_seconds)
+        sweeper = _Sweeper(service, tick)
         sweeper.start()
         app.state.rm = state
         try:

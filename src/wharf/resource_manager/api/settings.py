@@ -70,8 +70,12 @@ class ApiSettings(BaseModel):
     admin_api_key: SecretStr | None = Field(default=None, min_length=MIN_ADMIN_KEY_LENGTH)
     """Bootstrap API key of the administrator ``admin`` (compared in constant time)."""
     sweep_interval_seconds: float = Field(default=30.0, gt=0, le=3600)
-    """How often each worker expires lapsed leases even when nobody calls (and the grace a
-    restart gives live leases)."""
+    """How often each worker expires lapsed leases even when nobody calls (and the least time
+    a restart gives live leases to renew)."""
+    liveness_interval_seconds: float = Field(default=2.0, gt=0, le=3600)
+    """How often each worker records that it serves. A record older than three intervals means
+    no worker served (a restart, a database outage): live leases are then extended by that
+    time before anything expires, so holders never pay for it."""
     threads: int = Field(default=64, ge=1, le=1024)
     """Threads that run service calls in each worker; concurrent calls are combined into one
     scheduling transaction, so more threads mean bigger batches under load."""

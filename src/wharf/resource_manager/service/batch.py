@@ -9,16 +9,15 @@ one transaction with one cycle (:class:`wharf.combining.Combiner`). Under load t
 concurrent calls into one lock acquisition, one cache refresh, one scheduler run and a few
 ``executemany`` statements.
 
-One transaction, in order (see :mod:`.cycle`):
-take the scheduling lock and read ``rm_state``, the lapsed leases and the batch's stored
-idempotency keys -> refresh the working copy -> expire lapsed
-leases (or, on a takeover, extend them) -> each operation's ``run`` (idempotent replays answered
-from stored keys) -> the cycle -> flush (status changes, then new requests inserted in their
-final state, with allocations) -> finishers build results -> store idempotency responses and
-record versions and the leader -> commit. A transaction
-that changed nothing, such as a batch of renewals, records only when the row names another
-leader or is half a sweep interval old. Within a batch, creations are therefore ordered after
-the checks of the batch's other operations.
+One transaction, in order (see :mod:`.cycle`): take the scheduling lock and read ``rm_state`` ->
+on a takeover, extend live leases by the downtime (:mod:`.leader`) -> read the lapsed leases and
+the batch's stored idempotency keys -> refresh the working copy -> expire lapsed leases -> each
+operation's ``run`` (idempotent replays answered from stored keys) -> the cycle -> flush (status
+changes, then new requests inserted in their final state, with allocations) -> finishers build
+results -> store idempotency responses and record versions and the leader -> commit. A
+transaction that changed nothing, such as a batch of renewals, records only when the row names
+another leader or is half a liveness interval (sweep interval) old. Within a batch, creations
+are therefore ordered after the checks of the batch's other operations.
 
 Invariants:
 - an operation that fails its checks changes nothing and does not affect the others in the
@@ -44,7 +43,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import TypeAdapter
 from sqlalchemy import Connection
@@ -54,6 +53,7 @@ from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.core.ids import new_id
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.service import cycle, idempotency, leader, request_store
+from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.options import ServiceOptions
 from wharf.resource_manager.service.state import SchedulingCache, open_working
 from wharf.resource_manager.service.transaction import Finisher, Operation, Tx
@@ -104,6 +104,8 @@ class BatchRunner(Combiner[Operation]):
         self.options = options
         self.instance_id = new_id().hex
         self.cache = SchedulingCache()
+        self.committed = False
+        """Whether a transaction of this process committed (its first one may be a takeover)."""
         self.last_cycle: datetime | None = None
         """Server time of this process's latest committed scheduling cycle (a transaction of
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
@@ -139,6 +141,7 @@ class BatchRunner(Combiner[Operation]):
         except BaseException as error:
             return self.each_alone(operations, error)
         self.cache.adopt(run.tx.work, run.state_version, run.config_version)
+        self.committed = True
         if run.cycled:
             self.last_cycle = run.tx.now
         if run.tx.left_queue:
@@ -173,6 +176,17 @@ class BatchRunner(Combiner[Operation]):
         now = self.db.now()
         # What every transaction reads first, under the lock.
         row = leader.acquire(conn)
+        down = leader.downtime(row, self.instance_id, now, self.options, first=not self.committed)
+        takeover = down is not None
+        if down is not None:
+            extended = cycle.extend_after_downtime(
+                conn, now - down, now, self.options.sweep_interval
+            )
+            logger.info(
+                "Taking over: no Resource Manager served for %.1f s; %d live lease(s) extended.",
+                down.total_seconds(),
+                extended,
+            )
         lapsed = request_store.lapsed(conn, now)
         keys = [operation.idempotency for operation in batch]
         stored = idempotency.lookup_many(conn, [key for key in keys if key is not None])
@@ -180,13 +194,11 @@ class BatchRunner(Combiner[Operation]):
             self.catch_ups += 1  # attempts, not commits: an extra count only costs a list
         work = open_working(conn, self.cache.view, row, self.cache.prepared, self.cache.take_walk())
         tx = Tx(conn=conn, now=now, row=row, work=work, options=self.options)
-        takeover = leader.is_takeover(row, self.instance_id, now, self.options.sweep_interval)
-        if not takeover:  # a takeover extends leases instead (its cycle does)
-            cycle.expire_lapsed(tx, lapsed)
+        cycle.expire_lapsed(tx, lapsed)
         finishers = [self._start(tx, operation, stored) for operation in batch]
         cycled = takeover or tx.needs_cycle
         if cycled:
-            cycle.run_cycle(tx, restart=takeover)
+            cycle.run_cycle(tx)
         tx.flush()
         outcomes = [finish() for finish in finishers]
         if tx.swept:
@@ -195,7 +207,7 @@ class BatchRunner(Combiner[Operation]):
         state_version = tx.seq if tx.changed else row.state_version
         config_version = row.config_version + 1 if tx.config_changed else row.config_version
         changed = tx.changed or tx.config_changed or tx.swept or cycled
-        if changed or leader.needs_record(row, self.instance_id, now, self.options.sweep_interval):
+        if changed or leader.needs_record(row, self.instance_id, now, self.options):
             leader.record(
                 conn,
                 row,
@@ -254,6 +266,19 @@ class BatchRunner(Combiner[Operation]):
             adapter = _adapter(operation.result_type)
             stored[key.scope] = (key, adapter.dump_json(outcome.value, by_alias=True).decode())
         return list(stored.values())
+
+
+@dataclass(slots=True)
+class Beat:
+    """Nothing but a transaction: it records this instance as serving when the record is old
+    (:func:`.leader.needs_record`), and is a takeover where one is due."""
+
+    name: ClassVar[str] = "beat"
+    result_type: ClassVar[Any] = type(None)
+    idempotency: IdempotencyKey | None = None
+
+    def run(self, tx: Tx) -> Finisher:
+        return lambda: None
 
 
 def _finish(finisher: Finisher) -> Callable[[], _Outcome]:

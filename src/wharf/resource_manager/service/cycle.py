@@ -1,21 +1,22 @@
-"""The scheduling cycle inside a transaction: expire lapsed leases, schedule, stage the decisions.
+"""The scheduling cycle inside a transaction: extend leases after a downtime, expire lapsed
+leases, schedule, stage the decisions.
 
-Owns: :func:`expire_lapsed`, :func:`run_cycle`.
+Owns: :func:`extend_after_downtime`, :func:`expire_lapsed`, :func:`run_cycle`.
 
 Each transaction of the batch runner (:mod:`.batch`) holds the scheduling lock and calls, in
-this order: :func:`expire_lapsed` (unless it is a takeover), the batched operations, then
-:func:`run_cycle`. Everything is written by the transaction's flush, so the whole cycle —
-expiries, admissions with their allocations, preemptions, rejections, wait reasons — commits
-or rolls back as one.
+this order: :func:`extend_after_downtime` (a takeover only, see :mod:`.leader`), then reads the
+lapsed leases, :func:`expire_lapsed`, the batched operations, then :func:`run_cycle`. Everything
+is written by the transaction's flush, so the whole cycle — expiries, admissions with their
+allocations, preemptions, rejections, wait reasons — commits or rolls back as one.
 
 Invariants:
 - lapses follow the domain's rule (:func:`wharf.resource_manager.domain.lapse`): found through
   the ``lapse_at`` index and applied to the rows read *under row locks*, so a renewal racing
   with the sweep either commits first (and the request is not lapsed) or waits for the sweep;
   nothing lapses before its deadline;
-- the scheduler sees the neutral working copy (no leases), so it never expires anything itself,
-  except in a takeover cycle, where it gets the real leases and extends them instead
-  (``SchedulerOptions.restart_sweep_interval``) and nothing is expired;
+- the scheduler sees the neutral working copy (no leases), so it never expires or extends
+  anything itself; a takeover extends leases in SQL before the lapsed ones are read, so lease
+  time that passed while no instance served never expires a holder;
 - decisions are applied with the scheduler's own :func:`apply_decisions` (the in-memory twin),
   so the service cannot interpret a decision differently from the scheduler's tests;
 - the scheduler's configuration index (:class:`Prepared`) is reused from the working copy while
@@ -25,8 +26,11 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timedelta
 
-from wharf.resource_manager.domain import ResourceRequest, apply_lapse
+from sqlalchemy import Connection
+
+from wharf.resource_manager.domain import apply_lapse
 from wharf.resource_manager.scheduler import (
     CycleDecisions,
     LiveSplit,
@@ -37,9 +41,25 @@ from wharf.resource_manager.scheduler import (
     continue_cycle,
 )
 from wharf.resource_manager.scheduler import run_cycle as scheduler_cycle
-from wharf.resource_manager.service import lease_store, request_store
+from wharf.resource_manager.service import leader, lease_store, request_store
 from wharf.resource_manager.service.codec import neutral
 from wharf.resource_manager.service.transaction import Tx
+
+
+def extend_after_downtime(
+    conn: Connection, down_since: datetime, now: datetime, sweep_interval: timedelta
+) -> int:
+    """A takeover: extend every lease that was live at ``down_since`` (the last record of a
+    serving instance) by the downtime (:func:`.leader.extended_lease`); the number extended."""
+    extensions = []
+    for row in request_store.live_leases(conn):
+        if row.lease_expires_at is None:
+            continue
+        lease = leader.extended_lease(row.lease_expires_at, down_since, now, sweep_interval)
+        if lease is not None:
+            extensions.append((row, lease))
+    lease_store.extend_leases(conn, extensions)
+    return len(extensions)
 
 
 def expire_lapsed(tx: Tx, rows: list[request_store.LeaseRow]) -> None:
@@ -69,46 +89,37 @@ def expire_lapsed(tx: Tx, rows: list[request_store.LeaseRow]) -> None:
         tx.needs_cycle = True  # capacity came back, or the queue changed
 
 
-def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
+def run_cycle(tx: Tx) -> CycleDecisions | None:
     """Schedule the working copy and stage every decision; None when there was nothing to do."""
     work = tx.work
     appended, work.appended = work.appended, []
-    if not restart and not work.pending:
+    if not work.pending:
         work.walk = None
         return None
     config = tx.configuration()
     walk = work.walk
-    if not restart and walk is not None and appended:
+    if walk is not None and appended:
         # Only requests were created since the last cycle: walk on from it if they queue
         # behind everyone (the scheduler checks), instead of walking the whole queue again.
         continued = continue_cycle(walk, appended, tx.now)
         if continued is not None:
-            _stage(tx, continued, {})
+            _stage(tx, continued)
             if not walk.continuable:
                 work.walk = None
             tx.decisions = continued
             return continued
     work.walk = None
-    requests: tuple[ResourceRequest, ...]
-    leases: dict[object, request_store.LeaseRow] = {}
-    if restart:
-        leases = {row.id: row for row in request_store.live_leases(tx.conn)}
-        requests = tuple(_with_lease(r, leases.get(r.id)) for r in work.requests.values())
-        split = None
-    else:
-        # The working copy is live and lease-free, and keeps its requests split by status.
-        split = LiveSplit(tuple(work.pending.values()), tuple(work.holding.values()))
-        requests = split.pending + split.holding
+    # The working copy is live and lease-free, and keeps its requests split by status.
+    split = LiveSplit(tuple(work.pending.values()), tuple(work.holding.values()))
     snapshot = Snapshot(
         descriptors=config.descriptors,
         pools=config.pools,
         policies=config.policies,
-        requests=requests,
+        requests=split.pending + split.holding,
         split=split,
     )
     budget = tx.options.route_search_budget
     options = SchedulerOptions(
-        restart_sweep_interval=tx.options.sweep_interval if restart else None,
         route_search_budget=budget,
         unchanged_waits=False,  # a wait whose reason did not change changes nothing
     )
@@ -117,30 +128,16 @@ def run_cycle(tx: Tx, *, restart: bool) -> CycleDecisions | None:
         prepared = work.prepared = Prepared(snapshot, budget)
     run = scheduler_cycle(snapshot, tx.now, options, prepared=prepared)
     decisions = run.decisions
-    _stage(tx, decisions, leases)
-    if run.continuable and not restart:
+    _stage(tx, decisions)
+    if run.continuable:
         work.walk = run
     tx.decisions = decisions
     return decisions
 
 
-def _with_lease(request: ResourceRequest, row: request_store.LeaseRow | None) -> ResourceRequest:
-    if row is None:
-        return request
-    return request.model_copy(
-        update={
-            "lease_expires_at": row.lease_expires_at,
-            "allocation_deadline": row.allocation_deadline,
-        }
-    )
-
-
-def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store.LeaseRow]) -> None:
-    if decisions.lease_extensions:
-        lease_store.extend_leases(
-            tx.conn,
-            [(leases[e.request_id], e.lease_expires_at) for e in decisions.lease_extensions],
-        )
+def _stage(tx: Tx, decisions: CycleDecisions) -> None:
+    # Lease-free snapshots and no restart option: the scheduler extends no lease here.
+    assert not decisions.lease_extensions
     work = tx.work.requests
     # The scheduler lists only waits with a new reason (unchanged_waits=False), and a
     # continuation only new requests' waits; the filter keeps staging right whatever it got.
@@ -158,7 +155,6 @@ def _stage(tx: Tx, decisions: CycleDecisions, leases: dict[object, request_store
         return
     before = tuple(work[key] for key in ids)
     touched = Snapshot(descriptors=(), pools=(), policies=(), requests=before)
-    # Leases were handled above; the working copy stays neutral.
     changes = dataclasses.replace(decisions, lease_extensions=(), waits=waits)
     after = apply_decisions(touched, changes)
     for old, new in zip(before, after.requests, strict=True):

@@ -1,7 +1,8 @@
 """The scheduling lock and the bookkeeping row (``rm_state``): one scheduling leader at a time.
 
 Owns: :func:`acquire` (take the lock, read the row, and what the transaction reads first),
-:func:`read` (without the lock), :func:`is_takeover`, :func:`record`, :func:`needs_record`.
+:func:`read` (without the lock), :func:`downtime`, :func:`extended_lease`, :func:`record`,
+:func:`needs_record`.
 
 Every scheduling transaction starts with :func:`acquire`, which serialises it against every other
 scheduling transaction of every process:
@@ -14,11 +15,15 @@ scheduling transaction of every process:
 Invariants:
 - the row's ``state_version`` / ``config_version`` only grow and change only under the lock,
   together with the rows they describe (see :mod:`.state`);
-- a *takeover* is the first cycle of a leader that is not the one recorded, after no cycle ran
-  for a whole sweep interval (the Resource Manager was down): in that cycle every live lease is
-  extended by one sweep interval and nothing expires, so holders that could not renew against a
-  dead service keep their allocations (as etcd does on leader change). A handover between live
-  processes (embedded mode, replicas) is not a takeover: renewals never stopped.
+- ``last_cycle_at`` is the last time an instance was known to serve. A serving instance with a
+  liveness interval (the API server's timer) records at least that often;
+- time during which no instance served does not count against lease holders (they could not
+  renew): a *takeover* transaction extends every lease that was live at the last record by the
+  whole downtime (:func:`downtime`, :func:`extended_lease`) before anything is expired. With a
+  liveness interval it is the first transaction of a process (a start, whatever the gap) or any
+  transaction after a gap of over :data:`LIVENESS_GRACE` intervals (a database outage); without
+  one (embedded mode, no timer) the first cycle of another instance after a whole sweep
+  interval without a record. A handover between live processes is not a takeover.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from sqlalchemy import Connection, RowMapping, bindparam, select, text, update
 
 from wharf.core.errors import SchemaVersionError
 from wharf.resource_manager.service import tables as t
+from wharf.resource_manager.service.options import ServiceOptions
 from wharf.sql.types import UtcDateTime, is_mysql
 
 _PG_LOCK_KEY = 0x57524D53  # "WRMS": the scheduling lock of every Resource Manager process
@@ -79,10 +85,40 @@ def _state_row(row: RowMapping | None) -> StateRow:
     return StateRow(**row)  # the columns are named as StateRow's fields
 
 
-def is_takeover(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:
-    if row.leader_id == instance_id:
-        return False
-    return row.last_cycle_at is None or now - row.last_cycle_at >= sweep_interval
+LIVENESS_GRACE = 3
+"""With a liveness interval, a record older than this many intervals means nobody served."""
+
+
+def downtime(
+    row: StateRow, instance_id: str, now: datetime, options: ServiceOptions, *, first: bool
+) -> timedelta | None:
+    """How long no instance served before this transaction, when the transaction is a takeover
+    (see the module docstring; ``first``: this process has committed no transaction yet);
+    None when it is not one."""
+    if row.last_cycle_at is None:
+        return None  # no instance ever served: no lease to keep
+    gap = max(now - row.last_cycle_at, timedelta(0))
+    liveness = options.liveness_interval
+    if liveness is None:
+        other = row.leader_id != instance_id
+        return gap if other and gap >= options.sweep_interval else None
+    if (first and row.leader_id != instance_id) or gap > liveness * LIVENESS_GRACE:
+        return gap
+    return None
+
+
+def extended_lease(
+    lease: datetime, down_since: datetime, now: datetime, sweep_interval: timedelta
+) -> datetime | None:
+    """A lease's deadline after a takeover that found no instance serving since
+    ``down_since``, or None to leave it (it lapsed while an instance still served).
+
+    ``lease + (now - down_since)``: the holder keeps the time it had when the service went
+    away, whatever the downtime, and at least one sweep interval from ``now`` to renew.
+    """
+    if lease <= down_since:
+        return None
+    return max(lease + (now - down_since), now + sweep_interval)
 
 
 _S = t.state.c
@@ -125,13 +161,15 @@ def record(
     conn.execute(_RECORD, params)
 
 
-def needs_record(row: StateRow, instance_id: str, now: datetime, sweep_interval: timedelta) -> bool:
+def needs_record(row: StateRow, instance_id: str, now: datetime, options: ServiceOptions) -> bool:
     """Whether a transaction that changed nothing must still record its leader and time.
 
     It must when another instance is recorded (so the row names a live leader) or when the
-    recorded time is half a sweep interval old: then a later takeover check can never mistake
-    a leader that is busy with renewals alone for one that is gone.
+    recorded time is half a liveness interval old (half a sweep interval without one): then a
+    later takeover check can never mistake a leader that is busy with renewals alone for one
+    that is gone.
     """
     if row.leader_id != instance_id or row.last_cycle_at is None:
         return True
-    return now - row.last_cycle_at >= sweep_interval / 2
+    every = options.liveness_interval or options.sweep_interval
+    return now - row.last_cycle_at >= every / 2

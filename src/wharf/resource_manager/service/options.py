@@ -12,8 +12,14 @@ from datetime import timedelta
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
     sweep_interval: timedelta = timedelta(seconds=30)
-    """How often a timer should call ``sweep()``; also the grace every live lease gets when a
-    new scheduling leader takes over after no cycle ran for this long (a restart)."""
+    """How often a timer should call ``sweep()``; also the least time every live lease gets to
+    renew after a takeover (see :mod:`.leader`)."""
+    liveness_interval: timedelta | None = None
+    """How often a serving instance records that it is alive (``ResourceManagerService.beat``,
+    from the API server's timer). Set, a record older than a few intervals means no instance
+    served, and the next transaction extends live leases by that downtime (see :mod:`.leader`).
+    None (embedded mode, no timer): only another instance's first cycle after a whole sweep
+    interval without a record is taken for a restart."""
     lazy_sweep_interval: timedelta = timedelta(seconds=1)
     """A renewal of a pending request runs a cycle when this process has not run one for this
     long, so waiters make progress without a timer (embedded mode)."""
@@ -27,5 +33,7 @@ class ServiceOptions:
     def __post_init__(self) -> None:
         if self.sweep_interval <= timedelta(0) or self.lazy_sweep_interval < timedelta(0):
             raise ValueError("Sweep intervals must be positive.")
+        if self.liveness_interval is not None and self.liveness_interval <= timedelta(0):
+            raise ValueError("The liveness interval must be positive.")
         if self.max_batch < 1:
             raise ValueError("max_batch must be at least 1.")

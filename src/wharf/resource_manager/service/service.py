@@ -10,7 +10,10 @@ migration history are its own). Any number of processes may open the same databa
 scheduling transaction runs at a time (the scheduling lock), and whichever process needs a
 decision runs the cycle, so no daemon is required. Call :meth:`sweep` from a timer every
 ``ServiceOptions.sweep_interval`` where one exists (the API server), so lapsed leases are expired
-even when nobody asks; without a timer, lapses are found by the next cycle or renewal.
+even when nobody asks; without a timer, lapses are found by the next cycle or renewal. A
+serving instance with such a timer also calls :meth:`beat` before serving and every
+``ServiceOptions.liveness_interval``, so a restart or an outage extends live leases by the time
+nobody served.
 
 Invariants: the clock is injected and is the only time source (clients send durations); every
 method takes the calling :class:`~.principal.Principal` where it matters, so the API layer can
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from wharf.resource_manager.service.batch import BatchRunner
+from wharf.resource_manager.service.batch import BatchRunner, Beat
 from wharf.resource_manager.service.config_service import (
     DescriptorService,
     PolicyService,
@@ -98,6 +101,13 @@ class ResourceManagerService:
     def sweep(self) -> None:
         """Run a cycle now: expire lapsed leases, schedule, forget old idempotency keys."""
         self._runner.submit(Sweep())
+
+    def beat(self) -> None:
+        """Record that this instance serves (when the record is old) and take over where one is
+        due: call it once before serving and then every ``options.liveness_interval`` (the API
+        server's timer), so that time without any serving instance, a restart or a database
+        outage, never counts against lease holders (see :mod:`.leader`)."""
+        self._runner.submit(Beat())
 
     def sweep_if_due(self) -> bool:
         """Sweep if this process ran no cycle for a sweep interval; True if it swept."""
