@@ -5,6 +5,7 @@ Every error response is ``{"detail": "<one line>", "type": "<error class>"}`` (4
 class (see ``wharf.store.rest.errors``), so callers see what the SQL store would raise.
 
     EntityNotFoundError            404      AuthenticationError    401 (WWW-Authenticate)
+                                            LoginThrottledError    429 (Retry-After)
     EntityExistsError              409      PermissionDeniedError        403
     IllegalOperationError (+sub)   409      request validation      422 (RequestValidationError)
     InputError (+sub)              400      StoreUnavailableError   503
@@ -39,7 +40,11 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.core.validation import REQUEST_PARTS, describe_errors
-from wharf.server.auth.errors import AuthenticationError, PermissionDeniedError
+from wharf.server.auth.errors import (
+    AuthenticationError,
+    LoginThrottledError,
+    PermissionDeniedError,
+)
 from wharf.server.deps import refuse_unauthenticated
 from wharf.server.schemas.filters import FilterError
 
@@ -51,6 +56,7 @@ _STATUS: tuple[tuple[type[WharfError], int], ...] = (
     (IllegalOperationError, 409),
     (FilterError, 422),
     (InputError, 400),
+    (LoginThrottledError, 429),
     (AuthenticationError, 401),
     (PermissionDeniedError, 403),
     (StoreUnavailableError, 503),
@@ -91,6 +97,8 @@ async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         logger.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, LoginThrottledError):
+        headers = {"Retry-After": str(exc.retry_after)}
     return error_response(status, _one_line(str(exc)), _public_type(exc), headers)
 
 

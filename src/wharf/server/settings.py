@@ -8,7 +8,11 @@ Invariant: a Resource Manager URL always comes with the token the server logs in
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from wharf.core.login_throttle import LoginLimits
 
 MIN_SECRET_LENGTH = 32
 
@@ -33,6 +37,9 @@ class ServerSettings(BaseModel):
     auth_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a worker remembers an authenticated credential (0: never). Revocations made
     through another worker or replica take effect within this time."""
+    login_limits: LoginLimits = LoginLimits()
+    """Failed password logins allowed per account and per client address before 429
+    (``wharf.core.login_throttle``; counted per server process)."""
     api_key_touch_interval_seconds: float = Field(default=60.0, ge=0)
     """``last_used`` of an API key is written at most this often."""
     introspection_url: str | None = None
@@ -48,6 +55,11 @@ class ServerSettings(BaseModel):
     create_defaults: bool = True
     """Create the default user and project at start-up (what the embedded store does on first
     use), so that SDK clients of members never need to create them."""
+    artifact_root: str | None = None
+    """Absolute path of the ``default`` stack's local artifact store (``--artifact-root``): a
+    directory every client and step process reaches under this path (a shared file system).
+    None: the ``default`` stack has no artifact store; members register one
+    (``wharf.server.default_stack``)."""
     resource_manager_url: str | None = None
     """Base URL of the Resource Manager service that steps asking for resources get their
     requests from. None: the server handles no resource requests (such a step fails when it is
@@ -55,6 +67,13 @@ class ServerSettings(BaseModel):
     resource_manager_token: SecretStr | None = None
     """API key the server logs in to the Resource Manager with; the server owns (creates,
     renews, releases) every request of its steps under this principal."""
+
+    @field_validator("artifact_root")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not PurePosixPath(value).is_absolute():
+            raise ValueError(f"artifact_root must be an absolute path, not {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _resource_manager_login(self) -> ServerSettings:

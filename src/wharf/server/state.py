@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from wharf.core.login_throttle import LoginThrottle
 from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
@@ -40,6 +41,8 @@ class ServerState:
     """Seconds since the epoch: the clock of token issue and expiry (tests inject a fake)."""
     scopes: Scopes = field(init=False)
     auth_cache: AuthCache = field(init=False)
+    login_throttle: LoginThrottle = field(init=False)
+    """Failed password logins of this process, per account and per address."""
     key_touches: dict[UUID, float] = field(default_factory=dict)
     """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
     resource_requests: ServerRequests | None = None
@@ -53,6 +56,7 @@ class ServerState:
         self.scopes = Scopes(self.store)
         self.step_runs = self.store.steps
         self.auth_cache = AuthCache(self.settings.auth_cache_seconds)
+        self.login_throttle = LoginThrottle(self.settings.login_limits)
 
     @property
     def secret(self) -> bytes:

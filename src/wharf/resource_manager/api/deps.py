@@ -15,14 +15,16 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Header, Request, Response
 from pydantic import BaseModel
 
 from wharf.core.errors import InputError
+from wharf.core.login_throttle import LoginThrottle
 from wharf.resource_manager.api.credentials import CredentialChecker
 from wharf.resource_manager.api.metrics import MetricsReader
 from wharf.resource_manager.api.settings import ApiSettings
@@ -41,6 +43,10 @@ class AppState:
     signer: TokenSigner
     checker: CredentialChecker
     metrics: MetricsReader
+    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    """Failed logins of this process, per principal name and per client address."""
+    clock: Callable[[], float] = time.time
+    """Seconds since the epoch, for the login throttle (tests inject a fake)."""
 
 
 def authenticate(state: AppState, header: str | None) -> Principal:

@@ -1,12 +1,18 @@
-"""``/api/v1/auth``: password login, external-identity login, logout, and who am I."""
+"""``/api/v1/auth``: password login, external-identity login, logout, and who am I.
+
+Password logins are throttled per account and per client address
+(:mod:`wharf.core.login_throttle`, one throttle per server process): past a limit the login is
+refused with 429 and ``Retry-After`` before the password is checked; a success resets the
+account's count.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth import external, issue
-from wharf.server.auth.errors import AuthenticationError
+from wharf.server.auth.errors import AuthenticationError, LoginThrottledError
 from wharf.server.auth.principal import Principal
 from wharf.server.deps import CtxDep, StateDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
@@ -36,10 +42,25 @@ def _password_login(state: ServerState, body: LoginBody) -> Principal:
 def build_router() -> APIRouter:
     router = APIRouter(prefix=f"{API_PREFIX}/auth", tags=["auth"], responses=ERRORS)
 
-    @router.post("/login", response_model=TokenResponse)
-    def login(body: LoginBody, state: StateDep) -> Response:
+    @router.post(
+        "/login",
+        response_model=TokenResponse,
+        responses={429: {**ERRORS[401], "description": "Too many failed logins"}},
+    )
+    def login(body: LoginBody, state: StateDep, request: Request) -> Response:
         """Exchange a username and password for a short-lived access token."""
-        return json_response(issue.access_token(state, _password_login(state, body)))
+        address = request.client.host if request.client is not None else None
+        throttle = state.login_throttle
+        refused = throttle.attempt(body.username, address, state.clock())
+        if refused is not None:
+            raise LoginThrottledError(
+                f"Too many failed logins for this {refused.scope}; try again in "
+                f"{refused.retry_after} s.",
+                refused.retry_after,
+            )
+        principal = _password_login(state, body)
+        throttle.succeeded(body.username, address)
+        return json_response(issue.access_token(state, principal))
 
     @router.post("/external", response_model=TokenResponse)
     def external_login(body: ExternalLoginBody, state: StateDep) -> Response:

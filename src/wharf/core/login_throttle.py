@@ -1,0 +1,174 @@
+"""Login throttling: how many failed logins an account and a client address may make before
+further attempts are refused for a while. Both HTTP services (the workspace server and the
+Resource Manager) use it for their password and API-key logins.
+
+Owns :class:`LoginLimits`, :class:`LoginThrottle` and :class:`Refused`.
+
+Design and invariants:
+
+- Two tables, one keyed by account name, one by client address. An entry counts failures in a
+  window that opens at its first failure and lasts ``window_seconds``; once the count reaches
+  the limit, every attempt for that key is refused until the window closes (``Refused.retry_after``
+  is the whole seconds left, for ``Retry-After``). Then the key starts afresh.
+- :meth:`LoginThrottle.attempt` runs before the credentials are verified and counts the attempt
+  as a failure against both keys at once, so concurrent attempts cannot all slip past a limit;
+  a refused attempt is not verified at all (no argon2 work, so no answer about the password)
+  and counts nothing. :meth:`~LoginThrottle.succeeded` then forgets the account's entry and
+  takes the attempt back from the address's count (the address's other failures stay: one valid
+  account must not reset what guesses at other accounts built up).
+- Bounded memory whatever callers send: each table holds at most ``max_entries`` keys; when a
+  new key does not fit, closed windows are dropped, then the entry that failed least recently.
+  Keys are stored as fixed-size digests, so a long account name costs no more than a short one.
+- Trade-off, accepted: anyone can lock an account for one window by failing on purpose; the
+  address limit bounds how many accounts one address can lock.
+- In-process state, per server process: each worker and each replica counts on its own, so N of
+  them allow up to N times the attempts. Acceptable for limits meant to stop bursts; a shared
+  store would be needed for exact global limits.
+- Pure: the time (``now``, seconds) is passed in by the caller; thread-safe (logins run in worker
+  threads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LoginLimits(BaseModel):
+    """How many failed logins are allowed per window, per account and per client address."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_failures_per_account: int = Field(default=10, ge=1)
+    """Failed logins for one account within a window before its logins are refused (429)."""
+    max_failures_per_address: int = Field(default=50, ge=1)
+    """Failed logins from one client address within a window before its logins are refused."""
+    window_seconds: float = Field(default=300.0, gt=0)
+    """How long a window lasts from its first failure (and so the longest refusal)."""
+    max_entries: int = Field(default=10_000, ge=1)
+    """Most accounts (and, separately, addresses) remembered at once."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A login refused without being checked: too many failures for ``key``."""
+
+    scope: str
+    """``"account"`` or ``"address"``: which limit was reached."""
+    retry_after: int
+    """Whole seconds until the window closes (at least 1)."""
+
+
+@dataclass
+class _Entry:
+    opened: float
+    failures: int
+
+
+class _Table:
+    """Failure windows per key, at most ``max_entries`` of them (see the module docstring)."""
+
+    def __init__(self, limit: int, window: float, max_entries: int) -> None:
+        self._limit = limit
+        self._window = window
+        self._max = max_entries
+        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()  # least recently failed first
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def refused_for(self, key: bytes, now: float) -> float | None:
+        """Seconds until ``key`` may try again, or None if it may now."""
+        entry = self._current(key, now)
+        if entry is None or entry.failures < self._limit:
+            return None
+        return entry.opened + self._window - now
+
+    def fail(self, key: bytes, now: float) -> None:
+        entry = self._current(key, now)
+        if entry is None:
+            self._make_room(now)
+            entry = self._entries[key] = _Entry(now, 0)
+        entry.failures += 1
+        self._entries.move_to_end(key)
+
+    def take_back(self, key: bytes) -> None:
+        entry = self._entries.get(key)
+        if entry is not None and entry.failures > 0:
+            entry.failures -= 1
+
+    def forget(self, key: bytes) -> None:
+        self._entries.pop(key, None)
+
+    def _current(self, key: bytes, now: float) -> _Entry | None:
+        entry = self._entries.get(key)
+        if entry is not None and now >= entry.opened + self._window:
+            del self._entries[key]
+            return None
+        return entry
+
+    def _make_room(self, now: float) -> None:
+        if len(self._entries) < self._max:
+            return
+        closed = [k for k, e in self._entries.items() if now >= e.opened + self._window]
+        for key in closed:
+            del self._entries[key]
+        while len(self._entries) >= self._max:
+            self._entries.popitem(last=False)
+
+
+def _key(value: str) -> bytes:
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class LoginThrottle:
+    """Per-account and per-address failed-login limits; see the module docstring."""
+
+    def __init__(self, limits: LoginLimits | None = None) -> None:
+        self.limits = limits = limits or LoginLimits()
+        window, size = limits.window_seconds, limits.max_entries
+        self._accounts = _Table(limits.max_failures_per_account, window, size)
+        self._addresses = _Table(limits.max_failures_per_address, window, size)
+        self._lock = threading.Lock()
+
+    def attempt(self, account: str | None, address: str | None, now: float) -> Refused | None:
+        """A login for ``account`` from ``address`` (either unknown: None) is about to be
+        verified: a :class:`Refused` if a limit was reached (nothing counted), else None and
+        the attempt counted as a failure until :meth:`succeeded` says otherwise."""
+        with self._lock:
+            waits = []
+            if address is not None:
+                wait = self._addresses.refused_for(_key(address), now)
+                if wait is not None:
+                    waits.append(("address", wait))
+            if account is not None:
+                wait = self._accounts.refused_for(_key(account), now)
+                if wait is not None:
+                    waits.append(("account", wait))
+            if not waits:
+                if address is not None:
+                    self._addresses.fail(_key(address), now)
+                if account is not None:
+                    self._accounts.fail(_key(account), now)
+                return None
+        scope, wait = max(waits, key=lambda item: item[1])
+        return Refused(scope, max(1, math.ceil(wait)))
+
+    def succeeded(self, account: str | None, address: str | None) -> None:
+        """The attempt succeeded: the account's failures are forgotten, and the attempt no
+        longer counts against the address (its other failures do)."""
+        with self._lock:
+            if account is not None:
+                self._accounts.forget(_key(account))
+            if address is not None:
+                self._addresses.take_back(_key(address))
+
+    def sizes(self) -> tuple[int, int]:
+        """How many accounts and addresses are remembered (for tests and metrics)."""
+        with self._lock:
+            return len(self._accounts), len(self._addresses)
