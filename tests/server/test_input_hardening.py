@@ -108,3 +108,22 @@ def test_an_authenticated_request_with_an_invalid_body_is_still_422(
 
 def test_login_validation_stays_422_for_anyone(world: World) -> None:
     check(world.client().post("/api/v1/auth/login", json={"username": 1}), 422)
+
+
+# ----------------------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize("name", ["dup ", " dup", "du\u200bp", "du\x07p", "du\u00a0p"], ids=repr)
+def test_unsafe_names_are_refused_with_a_json_message(world: World, name: str) -> None:
+    admin = world.as_role("admin")
+    answer = check(admin.post("/api/v1/projects", json={"name": name}), 400)
+    assert answer["type"] == "InputError" and "project name" in answer["detail"]
+    assert world.stores.store.projects.list().total == 2  # A and B only
+
+
+def test_names_are_stored_in_nfc(world: World) -> None:
+    admin = world.as_role("admin")
+    created = admin.post("/api/v1/projects", json={"name": "cafe\u0301"})
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "caf\u00e9"
+    check(admin.post("/api/v1/projects", json={"name": "caf\u00e9"}), 409)

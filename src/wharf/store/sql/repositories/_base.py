@@ -24,11 +24,11 @@ from sqlalchemy import (
 )
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.errors import EntityNotFoundError
 from wharf.core.ids import id_prefix_bounds
+from wharf.core.names import normalize_name
 from wharf.sql.engine import Database
 from wharf.store.models import MAX_PAGE_SIZE, Page, PageRequest
-from wharf.store.sql.tables import NAME_LENGTH
 
 T = TypeVar("T")
 
@@ -61,9 +61,10 @@ def not_found(kind: str, entity_id: UUID) -> EntityNotFoundError:
     return EntityNotFoundError(f"No {kind} with id {entity_id}.")
 
 
-def check_name(value: str, what: str) -> None:
-    if not value or len(value) > NAME_LENGTH:
-        raise InputError(f"A {what} name must have 1 to {NAME_LENGTH} characters, got {value!r}.")
+def check_name(value: str, what: str) -> str:
+    """``value`` as it is stored (NFC), or InputError if it breaks the one name rule
+    (:mod:`wharf.core.names`: no edge whitespace, no control or invisible characters)."""
+    return normalize_name(value, what)
 
 
 def id_prefix_condition(table: Table, prefix: str) -> ColumnElement[bool]:

@@ -9,6 +9,7 @@ from sqlalchemy import Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
 from wharf.core.ids import new_id
+from wharf.core.names import lookup_form
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import Page, PageRequest, ProjectRecord
 from wharf.store.sql import tables as t
@@ -27,7 +28,7 @@ def _record(row: Row[Any]) -> ProjectRecord:
 
 class SqlProjectRepository(SqlRepository):
     def create(self, name: str) -> ProjectRecord:
-        check_name(name, "project")
+        name = check_name(name, "project")
         values = {"id": new_id(), "name": name, "created": self._db.now()}
         try:
             self._db.write(lambda c: c.execute(t.project.insert(), values))
@@ -43,8 +44,9 @@ class SqlProjectRepository(SqlRepository):
         return _record(row)
 
     def get_by_name(self, name: str) -> ProjectRecord:
-        stmt = select(t.project).where(t.project.c.name == name)
-        row = self._db.read(lambda c: c.execute(stmt).first())
+        stored = lookup_form(name)
+        stmt = select(t.project).where(t.project.c.name == stored)
+        row = None if stored is None else self._db.read(lambda c: c.execute(stmt).first())
         if row is None:
             raise EntityNotFoundError(f"No project named '{name}'.")
         return _record(row)

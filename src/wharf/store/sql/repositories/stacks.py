@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Row, select
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.core.ids import new_id
+from wharf.core.names import lookup_form
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 from wharf.store.sql import tables as t
@@ -59,10 +60,10 @@ class SqlStackRepository(SqlRepository):
     # ----------------------------------------------------------------- components
 
     def create_component(self, component: ComponentCreate) -> ComponentRecord:
-        check_name(component.name, "component")
+        name = check_name(component.name, "component")
         values = {
             "id": new_id(),
-            "name": component.name,
+            "name": name,
             "type": component.type.value,  # enums are bound by value, never by member name
             "flavor": component.flavor,
             "configuration": component.configuration,
@@ -72,7 +73,7 @@ class SqlStackRepository(SqlRepository):
             self._db.write(lambda c: c.execute(_C.insert(), values))
         except UniqueViolationError:
             raise EntityExistsError(
-                f"A {component.type.value} component named '{component.name}' already exists."
+                f"A {component.type.value} component named '{name}' already exists."
             ) from None
         return ComponentRecord.model_validate(values)
 
@@ -84,8 +85,9 @@ class SqlStackRepository(SqlRepository):
         return _component(row)
 
     def get_component_by_name(self, type: ComponentType, name: str) -> ComponentRecord:
-        stmt = select(_C).where(_C.c.type == type.value, _C.c.name == name)
-        row = self._db.read(lambda c: c.execute(stmt).first())
+        stored = lookup_form(name)
+        stmt = select(_C).where(_C.c.type == type.value, _C.c.name == stored)
+        row = None if stored is None else self._db.read(lambda c: c.execute(stmt).first())
         if row is None:
             raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
         return _component(row)
@@ -99,7 +101,7 @@ class SqlStackRepository(SqlRepository):
     # ----------------------------------------------------------------- stacks
 
     def create_stack(self, name: str, components: dict[ComponentType, UUID]) -> StackRecord:
-        check_name(name, "stack")
+        name = check_name(name, "stack")
         stack_id = new_id()
         values = {"id": stack_id, "name": name, "created": self._db.now()}
         wanted = {ComponentType(k): v for k, v in components.items()}
@@ -145,13 +147,15 @@ class SqlStackRepository(SqlRepository):
         return record
 
     def get_stack_by_name(self, name: str) -> StackRecord:
+        stored = lookup_form(name)
+
         def get(conn: Connection) -> StackRecord | None:
-            row = conn.execute(select(_S).where(_S.c.name == name)).first()
+            row = conn.execute(select(_S).where(_S.c.name == stored)).first()
             if row is None:
                 return None
             return _stack(row, _components_of(conn, [row.id])[row.id])
 
-        record = self._db.read(get)
+        record = None if stored is None else self._db.read(get)
         if record is None:
             raise EntityNotFoundError(f"No stack named '{name}'.")
         return record

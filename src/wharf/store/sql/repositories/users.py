@@ -9,6 +9,7 @@ from sqlalchemy import Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
 from wharf.core.ids import new_id
+from wharf.core.names import lookup_form
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import Page, PageRequest, UserRecord
 from wharf.store.sql import tables as t
@@ -27,7 +28,7 @@ def _record(row: Row[Any]) -> UserRecord:
 
 class SqlUserRepository(SqlRepository):
     def create(self, name: str, *, is_admin: bool = False) -> UserRecord:
-        check_name(name, "user")
+        name = check_name(name, "user")
         values = {"id": new_id(), "name": name, "is_admin": is_admin, "created": self._db.now()}
         try:
             self._db.write(lambda c: c.execute(t.user_account.insert(), values))
@@ -43,8 +44,9 @@ class SqlUserRepository(SqlRepository):
         return _record(row)
 
     def get_by_name(self, name: str) -> UserRecord:
-        stmt = select(t.user_account).where(t.user_account.c.name == name)
-        row = self._db.read(lambda c: c.execute(stmt).first())
+        stored = lookup_form(name)
+        stmt = select(t.user_account).where(t.user_account.c.name == stored)
+        row = None if stored is None else self._db.read(lambda c: c.execute(stmt).first())
         if row is None:
             raise EntityNotFoundError(f"No user named '{name}'.")
         return _record(row)
