@@ -1,4 +1,5 @@
-"""Contract: user, project, component and stack names follow one rule on every database.
+"""Contract: user, project, component, stack and service-account names follow one rule on every
+database.
 
 Names are stored in NFC; edge whitespace and control or invisible characters are refused; two
 names are the same only if they are the same code points (``dup`` and ``dup `` can never both
@@ -17,6 +18,7 @@ from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.store.models import ComponentCreate
 from wharf.store.sql import SqlStore
+from wharf.store.sql.server_stores import SqlAccountStore
 
 DECOMPOSED = unicodedata.normalize("NFD", "café")  # "cafe" + U+0301
 assert DECOMPOSED != "café"
@@ -39,6 +41,10 @@ KINDS: dict[str, tuple[Callable[[SqlStore, str], Any], Callable[[SqlStore, str],
     "stack": (
         lambda s, n: s.stacks.create_stack(n, {}),
         lambda s, n: s.stacks.get_stack_by_name(n),
+    ),
+    "service account": (
+        lambda s, n: SqlAccountStore(s._db).service_accounts.create(n),
+        lambda s, n: SqlAccountStore(s._db).service_accounts.get_by_name(n),
     ),
 }
 

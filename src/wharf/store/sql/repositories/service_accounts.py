@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Row, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.core.ids import new_id
+from wharf.core.names import lookup_form
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.account_models import ApiKeyAuthRecord, ApiKeyRecord, ServiceAccountRecord
 from wharf.store.models import Page, PageRequest
@@ -49,7 +50,7 @@ class SqlServiceAccountRepository(SqlRepository):
     def create(
         self, name: str, *, description: str | None = None, is_admin: bool = False
     ) -> ServiceAccountRecord:
-        check_name(name, "service account")
+        name = check_name(name, "service account")
         values = {
             "id": new_id(),
             "name": name,
@@ -71,7 +72,9 @@ class SqlServiceAccountRepository(SqlRepository):
         return _account(row)
 
     def get_by_name(self, name: str) -> ServiceAccountRecord:
-        row = self._db.read(lambda c: c.execute(select(_SA).where(_SA.c.name == name)).first())
+        stored = lookup_form(name)
+        stmt = select(_SA).where(_SA.c.name == stored)
+        row = None if stored is None else self._db.read(lambda c: c.execute(stmt).first())
         if row is None:
             raise EntityNotFoundError(f"No service account named '{name}'.")
         return _account(row)
