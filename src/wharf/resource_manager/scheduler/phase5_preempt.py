@@ -1,6 +1,7 @@
 """Phase 5: preemption — the minimal set of allocations a blocked head may reclaim.
 
-Owns: :func:`plan_preemption`, :func:`victim_rule`, :class:`PreemptionPlan`.
+Owns: :func:`plan_preemption`, :func:`victim_rule`, :func:`returning_covers`,
+:class:`PreemptionPlan`.
 
 Given a head blocked by capacity on its primary route:
 
@@ -150,6 +151,19 @@ def deficits(catalog: Catalog, ledger: Ledger, blocker: Blocker) -> dict[int, in
     return missing
 
 
+def _outstanding(ledger: Ledger, missing: dict[int, int]) -> dict[int, int]:
+    """What ``missing`` lacks beyond the capacity already being returned, per slot."""
+    outstanding = {s: v - ledger.returning[s] for s, v in missing.items()}
+    return {s: v for s, v in outstanding.items() if v > 0}
+
+
+def returning_covers(catalog: Catalog, ledger: Ledger, blocker: Blocker) -> bool:
+    """Capacity that preempted holders are returning covers everything the blocked route
+    lacks (after a plan's victims are marked returning, this holds for its head)."""
+    missing = deficits(catalog, ledger, blocker)
+    return bool(missing) and not _outstanding(ledger, missing)
+
+
 def victim_order(waiter: Waiter, holders: list[Holder]) -> list[Holder]:
     def key(holder: Holder) -> tuple[int, int, object, object]:
         reclaims = any(holder.borrowed.get(s, 0) > 0 for s in waiter.unused_share_slots)
@@ -195,8 +209,7 @@ def plan_preemption(
     """A plan to preempt, or the reason to keep waiting without preempting."""
     catalog, ledger = fitter.catalog, fitter.ledger
     missing = deficits(catalog, ledger, blocker)
-    outstanding = {s: v - ledger.returning[s] for s, v in missing.items()}
-    outstanding = {s: v for s, v in outstanding.items() if v > 0}
+    outstanding = _outstanding(ledger, missing)
     if missing and not outstanding:
         return reasons.waiting_returning(f"{len(missing)} resource(s) still held")
     if not outstanding:

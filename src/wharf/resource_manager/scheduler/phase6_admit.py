@@ -10,7 +10,9 @@ candidate not yet admitted elsewhere this cycle:
 - if it is blocked by capacity and none of the slots it lacks is claimed yet, it is the *head*
   of those slots: unless it fits right now in a lower-ranked pool, it may preempt
   (phase 5) and it *claims* the free part of every slot of its route, so requests behind it
-  can only backfill capacity it cannot use and it is never starved;
+  can only backfill capacity it cannot use and it is never starved. When its path to fitting
+  is preemption, the slots it lacks are claimed softly (:mod:`.soft_claims`): requests it
+  could preempt later may use them meanwhile, nobody else may;
 - otherwise it waits, with the reason of the most useful blocker.
 
 A deep queue is mostly a few groups of identical requests (a ``map`` over one step): once a
@@ -43,8 +45,14 @@ from wharf.resource_manager.scheduler.ledger import Holding
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate
 from wharf.resource_manager.scheduler.phase3_order import PoolQueue, QueueKey
 from wharf.resource_manager.scheduler.phase4_fit import Blocker, BlockKind, Fitter
-from wharf.resource_manager.scheduler.phase5_preempt import PreemptionPlan, plan_preemption
+from wharf.resource_manager.scheduler.phase5_preempt import (
+    PreemptionPlan,
+    make_waiter,
+    plan_preemption,
+    returning_covers,
+)
 from wharf.resource_manager.scheduler.routes import Route
+from wharf.resource_manager.scheduler.soft_claims import SoftClaims
 
 _HEAD = ((1 << 48) - 1) << 80
 _VERSION_8 = 0x8 << 76
@@ -75,7 +83,8 @@ class Admitter:
     preemptions: list[Preemption] = field(default_factory=list)
     taken: set[UUID] = field(default_factory=set)
     claims: dict[int, UUID] = field(default_factory=dict)
-    """Slot -> the head that claimed it this cycle."""
+    """Slot -> the head that claimed it this cycle (hard or soft)."""
+    soft: SoftClaims = field(default_factory=SoftClaims)
     trace: UUID | None = None
     """A request whose notes in every pool are kept in :attr:`traced` (for explain)."""
     traced: dict[int, tuple[int, str]] = field(default_factory=dict)
@@ -130,12 +139,46 @@ class Admitter:
             self._note(candidate, pool_index, position, reason)
             return
         result = self.fitter.try_pool(candidate, pool_index)
+        if isinstance(result, Route) and self.soft.by_slot:
+            refused = self.soft.refused(self.fitter.ledger, candidate, result)
+            if refused is not None:
+                hard = self._fit_hard(candidate, pool_index)
+                if hard is None:
+                    # Not settled: whether a head may take it back depends on its subjects.
+                    reason = self._behind_reason(refused)
+                    self._note(candidate, pool_index, position, reason)
+                    return
+                result = hard
         if isinstance(result, Route):
             self._admit(candidate, result)
             if queue is not None:
                 queue.admitted(result.policy)
         else:
             self._blocked(candidate, pool_index, position, result)
+
+    def _fit_hard(self, candidate: Candidate, pool_index: int) -> Route | None:
+        """The first route of ``candidate`` that fits with soft claims counted as claims."""
+        soft, fitter = self.soft, self.fitter
+        with soft.hard_view(fitter.ledger):
+            for plan in candidate.plans[pool_index]:
+                key = (plan.policy.index, candidate.shape)
+                if key in soft.hard_blocked:
+                    continue
+                route = fitter.fit(plan, fitter.ledger)
+                if route is not None:
+                    return route
+                soft.hard_blocked.add(key)
+        return None
+
+    def _behind_reason(self, slot: int) -> str:
+        """Why a request lacking ``slot``, which an earlier head claimed, waits."""
+        head = self.claims[slot]
+        key = (slot, head)
+        reason = self._behind.get(key)
+        if reason is None:  # deep queues repeat this for every entry: format it once
+            reason = reasons.waiting_behind(self.catalog, self.catalog.slots[slot], str(head))
+            self._behind[key] = reason
+        return reason
 
     def _admit(self, candidate: Candidate, route: Route) -> None:
         request = candidate.request
@@ -211,13 +254,7 @@ class Admitter:
         claimed = [slot for slot in capacity.lacking if slot in claims]
         if claimed:
             # An earlier head owns this gap; preempting for it again would only waste work.
-            slot = claimed[0]
-            key = (slot, claims[slot])
-            reason = self._behind.get(key)
-            if reason is None:  # deep queues repeat this for every entry: format it once
-                info = self.catalog.slots[slot]
-                reason = reasons.waiting_behind(self.catalog, info, str(claims[slot]))
-                self._behind[key] = reason
+            reason = self._behind_reason(claimed[0])
             self._settle(candidate, pool_index, reason)
             self._note(candidate, pool_index, position, reason)
             return
@@ -240,12 +277,27 @@ class Admitter:
             reason = reasons.preempting(self.catalog, pool_index, len(outcome.victims))
         else:
             reason = outcome
-        self.fitter.ledger.claim(capacity.route.amounts)
+        self._claim(candidate, capacity)
+        candidate.note = None  # the claim's pool is the one to report
+        self._note(candidate, pool_index, position, reason)
+
+    def _claim(self, candidate: Candidate, capacity: Blocker) -> None:
+        """Claim the free part of the blocked route: softly in the slots it lacks when
+        preempting is its path to fitting (victims planned now, or capacity being returned
+        covers what it lacks) and they are reclaimable, else hard."""
+        ledger, catalog = self.fitter.ledger, self.catalog
+        lacking = frozenset(capacity.lacking)
+        soft: frozenset[int] = frozenset()
+        if not any(catalog.slots[s].protected for s in lacking) and returning_covers(
+            catalog, ledger, capacity
+        ):
+            soft = lacking
+            waiter = make_waiter(catalog, ledger, candidate, capacity, lacking, soft)
+            self.soft.add(waiter, soft)
+        ledger.claim([(s, a) for s, a in capacity.route.amounts if s not in soft])
         for slot, _ in capacity.route.amounts:
             self.claims.setdefault(slot, candidate.request.id)
         candidate.claimed = True
-        candidate.note = None  # the claim's pool is the one to report
-        self._note(candidate, pool_index, position, reason)
 
     def _settle(self, candidate: Candidate, pool_index: int, reason: str) -> None:
         """Every later candidate of this pool's walk with the same shape and plans waits for
