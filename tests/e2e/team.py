@@ -164,6 +164,8 @@ def start_team(
             ADMIN,
             "--admin-password",
             ADMIN_PASSWORD,
+            "--artifact-root",
+            str(workdir / "shared-artifacts"),  # the team's shared artifact directory
             "--resource-manager-url",
             rm_url,
             "--resource-manager-token",

@@ -18,6 +18,7 @@ from tests.server.conftest import (  # noqa: F401 (fixtures)
     live,
     world,
 )
+from tests.server.live import shared_default_stack
 from wharf import pipeline
 from wharf.config.global_config import load_config
 from wharf.core.errors import InputError
@@ -25,11 +26,15 @@ from wharf.sdk.workspace import Workspace
 
 
 @pytest.fixture
-def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> World:
-    """The server fixtures' ``world``: projects A and B, and principals of every role."""
+def server(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> World:
+    """The server fixtures' ``world``: projects A and B, principals of every role, and the
+    default stack of a server started with ``--artifact-root``."""
     for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
         monkeypatch.delenv(name, raising=False)
     result: World = request.getfixturevalue("world")
+    shared_default_stack(result.state, tmp_path / "shared-artifacts")
     return result
 
 

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -105,3 +106,10 @@ def service_key(state: ServerState, account_id: Any, name: str = "key") -> str:
     record = state.accounts.api_keys.create(account_id, name, digest)
     state.key_touches[record.id] = time.monotonic() + 1e9  # never written by requests
     return api_keys.format_key(record.id, secret)
+
+
+def shared_default_stack(state: ServerState, artifact_root: Path) -> None:
+    """The ``default`` stack of a server started with ``--artifact-root artifact_root``."""
+    from wharf.server.default_stack import ensure_default_stack
+
+    ensure_default_stack(state.store, str(artifact_root))

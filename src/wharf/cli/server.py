@@ -6,7 +6,10 @@ also come from ``WHARF_SERVER_*`` environment variables (click reads them). With
 ``--db-url`` the server uses this machine's embedded store; without ``--secret-key`` it creates
 one in ``<user data dir>/server/secret_key`` (replicas on other machines must be given the same
 key). With ``--resource-manager-url`` and ``--resource-manager-token`` (an RM API key) the
-server requests resources for the steps that ask for them; without, such steps fail. ``serve``
+server requests resources for the steps that ask for them; without, such steps fail. With
+``--artifact-root`` the shared ``default`` stack stores artifacts in that directory (one every
+client and step reaches under that path); without, it has no artifact store until members
+register one (``wharf.server.default_stack``). ``serve``
 checks the token at start and refuses one the RM rejects. ``status`` also finds a server started
 in the foreground (``serve``) on the default (or given) port.
 
@@ -68,6 +71,14 @@ def _server_options(func: Any) -> Any:
             help="External identity provider's token introspection URL.",
         ),
         click.option(
+            "--artifact-root",
+            envvar="WHARF_SERVER_ARTIFACT_ROOT",
+            type=click.Path(file_okay=False, path_type=str),
+            help="Directory of the default stack's artifact store, reached under this path by "
+            "every client and step (a shared file system); default: the default stack has no "
+            "artifact store and members register one.",
+        ),
+        click.option(
             "--resource-manager-url",
             envvar="WHARF_SERVER_RESOURCE_MANAGER_URL",
             help="Resource Manager service URL (default: no resource requests).",
@@ -117,6 +128,11 @@ def _secret(home: Path, given: str | None) -> str:
     with os.fdopen(fd, "w") as file:
         file.write(key)
     return key
+
+
+def _absolute(path: str | None) -> str | None:
+    """The directory as an absolute path (a relative one is taken from where the server starts)."""
+    return None if not path else str(Path(path).expanduser().absolute())
 
 
 def _check_resource_manager(url: str | None, token: str | None) -> None:
@@ -180,6 +196,7 @@ def serve(
     admin_username: str | None,
     admin_password: str | None,
     introspection_url: str | None,
+    artifact_root: str | None,
     resource_manager_url: str | None,
     resource_manager_token: str | None,
     access_token_ttl: float,
@@ -200,6 +217,7 @@ def serve(
         admin_username=admin_username,
         admin_password=admin_password,
         introspection_url=introspection_url,
+        artifact_root=_absolute(artifact_root),
         access_token_ttl_seconds=access_token_ttl,
         resource_manager_url=resource_manager_url or None,
         resource_manager_token=resource_manager_token or None,
@@ -226,6 +244,7 @@ def up(
     admin_username: str | None,
     admin_password: str | None,
     introspection_url: str | None,
+    artifact_root: str | None,
     resource_manager_url: str | None,
     resource_manager_token: str | None,
     access_token_ttl: float,
@@ -239,6 +258,8 @@ def up(
     home = _home()
     args = ["--host", host, "--port", str(port), "--workers", str(workers)]
     args += ["--access-token-ttl", str(access_token_ttl), "--log-level", log_level]
+    if artifact_root:
+        args += ["--artifact-root", str(_absolute(artifact_root))]
     env = {"WHARF_SERVER_SECRET_KEY": _secret(home, secret_key)}
     for name, value in (
         ("WHARF_SERVER_DB_URL", db_url),

@@ -47,6 +47,21 @@ if TYPE_CHECKING:
     from wharf.store.rest import RestStore
 
 DEFAULT_STACK = "default"
+
+
+def missing_component(stack: str, type: ComponentType) -> str:
+    """Why a stack without a component of ``type`` cannot run, and what to do (one line)."""
+    if type is ComponentType.ARTIFACT_STORE:
+        return (
+            f"Stack '{stack}' has no artifact store (a workspace server started without "
+            "--artifact-root gives its default stack none): register one every step can reach "
+            "and a stack that uses it, e.g. 'wharf component register shared --type "
+            "artifact_store --flavor local -c path=/shared/wharf-artifacts', then 'wharf stack "
+            "register team -o default -a shared' and 'wharf stack set team'."
+        )
+    return f"Stack '{stack}' has no {type.value.replace('_', ' ')}."
+
+
 _PROJECT_HINT = "choose your project with WHARF_PROJECT or `wharf login URL --project NAME`"
 
 
@@ -220,25 +235,26 @@ class Workspace:
             return self.store.stacks.get_component_by_name(create.type, create.name)
 
     def create_default_stack(self) -> StackRecord:
+        """The ``default`` stack: the local orchestrator and an artifact store at this
+        machine's artifact root. Over a workspace server the stack is shared, and the server
+        makes it from its own settings; one that lacks it gets no artifact store from here
+        (never a path of this machine's)."""
         orchestrator = self._component(
             ComponentCreate(name="default", type=ComponentType.ORCHESTRATOR, flavor="local")
         )
-        artifacts = self._component(
-            ComponentCreate(
-                name="default",
-                type=ComponentType.ARTIFACT_STORE,
-                flavor="local",
-                configuration={"path": str(self.config.artifact_root)},
+        components = {ComponentType.ORCHESTRATOR: orchestrator.id}
+        if self.server_url is None:
+            artifacts = self._component(
+                ComponentCreate(
+                    name="default",
+                    type=ComponentType.ARTIFACT_STORE,
+                    flavor="local",
+                    configuration={"path": str(self.config.artifact_root)},
+                )
             )
-        )
+            components[ComponentType.ARTIFACT_STORE] = artifacts.id
         try:
-            return self.store.stacks.create_stack(
-                DEFAULT_STACK,
-                {
-                    ComponentType.ORCHESTRATOR: orchestrator.id,
-                    ComponentType.ARTIFACT_STORE: artifacts.id,
-                },
-            )
+            return self.store.stacks.create_stack(DEFAULT_STACK, components)
         except EntityExistsError:
             return self.store.stacks.get_stack_by_name(DEFAULT_STACK)
 
@@ -290,7 +306,9 @@ class Workspace:
     def component_instance(self, stack: StackRecord, type: ComponentType) -> Any:
         from wharf.execution.components import instantiate_component
 
-        component_id = stack.components[type]
+        component_id = stack.components.get(type)
+        if component_id is None:
+            raise InputError(missing_component(stack.name, type))
         known = self._known_stacks()
         record = known.components.get(component_id)
         if record is None:

@@ -7,7 +7,7 @@ app is cheap and has no side effects) and closed at shutdown; tests may pass a r
 Start-up (lifespan) order: open the database (migrating it, serialised across processes by the
 store's migration lock), build the Resource Manager client if one is configured (it connects on
 first use, so an RM that is down does not stop the server from starting), then bootstrap: the
-default user and project (``create_defaults``) and the configured admin, then start the
+default user, project and stack (``create_defaults``) and the configured admin, then start the
 periodic lost-orchestrator sweep (``wharf.server.sweeper``). Bootstrap is idempotent
 and race-safe, so several workers or replicas may start at once on one database. Shutdown closes
 the RM client, then the database.
@@ -102,12 +102,14 @@ def build_state(
 
 
 def bootstrap(state: ServerState) -> None:
-    """Create the default user and project and the configured admin, if missing."""
+    """Create the default user, project and stack and the configured admin, if missing."""
+    from wharf.server.default_stack import ensure_default_stack
     from wharf.store.defaults import ensure_defaults
 
     settings = state.settings
     if settings.create_defaults:
         ensure_defaults(state.store)
+        ensure_default_stack(state.store, settings.artifact_root)
     name = settings.admin_username
     if name is None:
         return

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e import steps_lib
-from tests.server.live import LiveServer, admin_key, open_state
+from tests.server.live import LiveServer, admin_key, open_state, shared_default_stack
 from wharf import pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
@@ -51,6 +51,7 @@ def server(
     path = tmp_path / f"server-{uuid.uuid4().hex[:8]}.db"
     shutil.copyfile(_sqlite_template, path)
     state, stores = open_state(f"sqlite:///{path}")
+    shared_default_stack(state, tmp_path / "shared-artifacts")
     live_server.use(state)
     try:
         yield live_server.url, admin_key(state)
