@@ -12,6 +12,8 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from wharf.core.login_throttle import LoginLimits
+
 MIN_SECRET_LENGTH = 32
 
 
@@ -35,6 +37,9 @@ class ServerSettings(BaseModel):
     auth_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a worker remembers an authenticated credential (0: never). Revocations made
     through another worker or replica take effect within this time."""
+    login_limits: LoginLimits = LoginLimits()
+    """Failed password logins allowed per account and per client address before 429
+    (``wharf.core.login_throttle``; counted per server process)."""
     api_key_touch_interval_seconds: float = Field(default=60.0, ge=0)
     """``last_used`` of an API key is written at most this often."""
     introspection_url: str | None = None
