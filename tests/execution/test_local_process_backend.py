@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from tests.store.conftest import World, make_world
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
+from wharf.execution import started_here
 from wharf.execution.backends import Ended, StepLaunch
 from wharf.execution.local_process import LocalProcessBackend, LocalProcessHandle
 from wharf.execution.log_capture import read_log
@@ -115,3 +117,33 @@ def test_stop_recorded_ends_only_the_process_the_record_names(world: World, tmp_
     assert elsewhere.stop_recorded(recorded(this_host(), token))
     assert starter.poll([handle], timeout=60)[handle].ended is Ended.LOST
     starter.cleanup(handle)
+
+
+def test_a_process_this_machine_did_not_start_is_never_signalled(
+    world: World, tmp_path: Path
+) -> None:
+    """A record naming a live process exactly (host, pid, start token), as anyone able to
+    write the step's record could: not started by a backend here, so not signalled."""
+    decoy = subprocess.Popen(["sleep", "300"])
+    try:
+        token = start_token(decoy.pid)
+        step = world.step()
+        update = StepRunUpdate(pid=decoy.pid, pid_host=this_host(), pid_start=token)
+        record = world.store.steps.update(step.id, update)
+        assert not LocalProcessBackend().stop_recorded(record)
+        assert decoy.poll() is None
+    finally:
+        decoy.kill()
+        decoy.wait()
+
+
+def test_a_started_process_is_marked_until_cleaned_up(world: World, tmp_path: Path) -> None:
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    starter = LocalProcessBackend(interpreter(tmp_path, "slow", "exec sleep 60"))
+    attempt = launch(world, logs)
+    handle = starter.submit(attempt, None)
+    assert started_here.started(attempt.record.id) == (handle.pid, start_token(handle.pid))
+    starter.cancel(handle)
+    wait_all(starter, [handle])
+    starter.cleanup(handle)
+    assert started_here.started(attempt.record.id) is None  # its marker went with it

@@ -9,8 +9,10 @@ goes to a temporary file copied to the artifact store at cleanup
 Invariants: a handle names the step run and the pid; the backend keeps the live process for
 each handle until :meth:`LocalProcessBackend.cleanup`. A step's process records its own host,
 pid and start token in its step run (``wharf.execution.entrypoint``), which is what
-:meth:`LocalProcessBackend.stop_recorded` signals, and only when
-``wharf.store.process_identity`` vouches the process is that very one on this machine.
+:meth:`LocalProcessBackend.stop_recorded` signals, and only when the backend that started it
+left the same pid and start token in this user's marker directory
+(``wharf.execution.started_here``) and ``wharf.store.process_identity`` vouches the process
+is that very one on this machine: what the store says alone never gets a process signalled.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.execution import started_here
 from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
 from wharf.execution.pinning import allocation_env
 from wharf.execution.subprocesses import StepProcess, collect_logs, start_step_process
 from wharf.store.models import StepRunRecord
-from wharf.store.process_identity import kill_if_ours
+from wharf.store.process_identity import kill_if_ours, start_token
 
 if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
@@ -81,6 +84,7 @@ class LocalProcessBackend:
         handle = LocalProcessHandle(record.id, process.pid)
         with self._lock:
             self._live[handle] = _Live(process, attempt.logs, record.logs_uri)
+        started_here.record(record.id, process.pid, start_token(process.pid))
         return handle
 
     def poll(
@@ -122,8 +126,11 @@ class LocalProcessBackend:
             collect_logs(attempt.process, attempt.logs, attempt.logs_uri)
         finally:
             attempt.process.close()
+            started_here.forget(handle.step_run_id)
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
+        if step.pid is None or started_here.started(step.id) != (step.pid, step.pid_start):
+            return False  # not a process this machine started for this step
         return kill_if_ours(step.pid_host, step.pid, step.pid_start)
 
 
