@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from tests.conftest import FakeClock
 from tests.store.conftest import World, make_world
@@ -122,3 +123,10 @@ def test_schedules_are_listed_by_project_pipeline_and_name(world: World) -> None
     named = ScheduleFilter(project_id=world.project.id, name="nightly")
     assert schedules.list(named).items == [nightly]
     assert schedules.list(ScheduleFilter(name="never")).items == []
+
+
+@pytest.mark.parametrize("cron", ["not a cron", "61 * * * *", "* * *", ""])
+def test_an_invalid_cron_expression_is_refused_before_the_store(world: World, cron: str) -> None:
+    with pytest.raises(ValidationError, match="cron"):
+        schedule_create(world, cron_expression=cron)
+    assert world.store.schedules.list().total == 0
