@@ -39,6 +39,13 @@ def test_refused_attempts_count_nothing() -> None:
     assert throttle.attempt("carol", "10.0.0.1", 2.0) == Refused("address", 58)
 
 
+def test_equivalent_spellings_of_an_account_are_one_account() -> None:
+    throttle = LoginThrottle(LIMITS)
+    fail(throttle, 2, "caf\u00e9", None, now=0.0)
+    fail(throttle, 1, "cafe\u0301", None, now=0.0)
+    assert throttle.attempt("caf\u00e9", None, 0.0) == Refused("account", 60)
+
+
 def test_the_window_opens_at_the_first_failure() -> None:
     throttle = LoginThrottle(LIMITS)
     fail(throttle, 2, "alice", None, now=0.0)

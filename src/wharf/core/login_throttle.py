@@ -18,7 +18,8 @@ Design and invariants:
   account must not reset what guesses at other accounts built up).
 - Bounded memory whatever callers send: each table holds at most ``max_entries`` keys; when a
   new key does not fit, closed windows are dropped, then the entry that failed least recently.
-  Keys are stored as fixed-size digests, so a long account name costs no more than a short one.
+  Keys are stored as fixed-size digests (of the NFC form: equivalent spellings of a name are one
+  key), so a long account name costs no more than a short one.
 - Trade-off, accepted: anyone can lock an account for one window by failing on purpose; the
   address limit bounds how many accounts one address can lock.
 - In-process state, per server process: each worker and each replica counts on its own, so N of
@@ -33,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -123,7 +125,9 @@ class _Table:
 
 
 def _key(value: str) -> bytes:
-    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """A fixed-size key; equivalent Unicode spellings of a name are one key (as in the store)."""
+    normal = unicodedata.normalize("NFC", value)
+    return hashlib.blake2b(normal.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class LoginThrottle:
