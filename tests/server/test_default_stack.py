@@ -4,6 +4,7 @@ without one, a run says how to register one, and following that works."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -24,9 +25,10 @@ from wharf.sdk.workspace import Workspace
 from wharf.server.app import bootstrap
 from wharf.server.auth import issue
 from wharf.server.auth.principal import Principal
+from wharf.server.default_stack import ensure_default_stack
 from wharf.server.state import ServerState
 from wharf.store.account_models import ProjectRole
-from wharf.store.models import PageRequest
+from wharf.store.models import ComponentCreate, PageRequest
 from wharf.store.sql.server_stores import ServerStores
 
 
@@ -190,3 +192,27 @@ def test_a_member_never_makes_the_shared_stack_with_a_path_of_their_machine(
 def test_an_artifact_root_must_be_absolute() -> None:
     with pytest.raises(ValueError, match="absolute"):
         settings(artifact_root="relative/dir")
+
+
+def test_a_default_stack_made_by_an_earlier_version_is_kept_with_a_warning(
+    start: Callable[..., Team], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    team = start(None, bootstrapped=False)
+    store = team.stores.store
+    orchestrator = store.stacks.create_component(
+        ComponentCreate(name="default", type=ComponentType.ORCHESTRATOR, flavor="local")
+    )
+    old = store.stacks.create_component(
+        ComponentCreate(
+            name="default",
+            type=ComponentType.ARTIFACT_STORE,
+            flavor="local",
+            configuration={"path": "/home/first-member/.local/share/wharf/artifacts"},
+        )
+    )
+    components = {ComponentType.ORCHESTRATOR: orchestrator.id, ComponentType.ARTIFACT_STORE: old.id}
+    made = store.stacks.create_stack("default", components)
+    with caplog.at_level(logging.WARNING, logger="wharf.server.default_stack"):
+        kept = ensure_default_stack(store, str(tmp_path / "shared"))
+    assert kept.id == made.id and kept.components == made.components
+    assert "--artifact-root" in caplog.text and "first-member" in caplog.text
