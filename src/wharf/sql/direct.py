@@ -32,7 +32,7 @@ Processor = Callable[[Any], Any] | None
 class _Compiled:
     """One statement compiled for one dialect and one set of given values."""
 
-    __slots__ = ("bind", "columns", "fixed", "names", "positional", "results", "sql")
+    __slots__ = ("columns", "fixed", "names", "plan", "positional", "results", "sql")
 
     def __init__(
         self,
@@ -59,8 +59,8 @@ class _Compiled:
         self.fixed: dict[str, Any] = {
             n: binds[n].effective_value for n in self.names if not binds[n].required
         }
-        self.bind: tuple[Processor, ...] = tuple(
-            binds[n].type.dialect_impl(dialect).bind_processor(dialect) for n in self.names
+        self.plan: tuple[tuple[str, Processor], ...] = tuple(
+            (n, binds[n].type.dialect_impl(dialect).bind_processor(dialect)) for n in self.names
         )
         selected = getattr(statement, "selected_columns", None) or returning or None
         self.columns: tuple[str, ...] = ()
@@ -74,12 +74,10 @@ class _Compiled:
             )
 
     def parameters(self, values: Mapping[str, Any]) -> Any:
-        fixed = self.fixed
-        given = [values[n] if n in values else fixed[n] for n in self.names]
+        if self.fixed:
+            values = {**self.fixed, **values}
         try:
-            converted = [
-                v if proc is None else proc(v) for proc, v in zip(self.bind, given, strict=True)
-            ]
+            converted = [values[n] if proc is None else proc(values[n]) for n, proc in self.plan]
         except (TypeError, ValueError) as error:  # e.g. a value that is not JSON-serialisable
             raise exc.StatementError(str(error), self.sql, values, error) from error
         return converted if self.positional else dict(zip(self.names, converted, strict=True))

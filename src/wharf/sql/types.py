@@ -68,6 +68,10 @@ class UtcDateTime(TypeDecorator[datetime]):
         return as_utc(value)
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""``json.dumps`` with these options, without building an encoder for every value."""
+
+
 class JsonText(TypeDecorator[Any]):
     """Any JSON-serialisable value, stored as compact JSON text."""
 
@@ -76,7 +80,11 @@ class JsonText(TypeDecorator[Any]):
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
         # None is stored as JSON "null" so that a nullable column and a null value stay distinct.
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        if value is None:
+            return "null"
+        if not value and type(value) is dict:  # the usual empty attributes or metadata
+            return "{}"
+        return _ENCODE(value)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
         return None if value is None else json.loads(value)

@@ -189,8 +189,25 @@ def policy_from_rows(row: RowMap, grants: Sequence[RowMap]) -> Policy:
 
 
 def request_row(
-    request: ResourceRequest, *, requester: str, pool_id: UUID | None, seq: int
+    request: ResourceRequest,
+    *,
+    requester: str,
+    pool_id: UUID | None,
+    seq: int,
+    lease: Mapping[str, Any],
 ) -> dict[str, Any]:
+    """The row of a new request: ``request`` neutral (see :func:`neutral`), ``lease`` its
+    ``lease_expires_at`` and ``allocation_deadline``."""
+    lease_expires_at = lease["lease_expires_at"]
+    allocation_deadline = lease["allocation_deadline"]
+    # ``lapse_at``: None once terminal; the lease while holding capacity; for a pending
+    # request the earlier of its lease and its allocation deadline.
+    if is_terminal(request.status):
+        lapse = None
+    elif request.status is ResourceRequestStatus.PENDING:
+        lapse = lapse_at(lease_expires_at, allocation_deadline)
+    else:
+        lapse = lease_expires_at
     return {
         "id": request.id,
         "requester": requester,
@@ -203,27 +220,17 @@ def request_row(
         "preemption_group": _json(request.preemption_group),
         "pool_id": pool_id,
         "created_at": request.created_at,
-        "lease_expires_at": request.lease_expires_at,
-        "allocation_deadline": request.allocation_deadline,
+        "lease_expires_at": lease_expires_at,
+        "allocation_deadline": allocation_deadline,
         "renewed_at": request.renewed_at,
         "allocated_at": request.allocated_at,
         "released_at": request.released_at,
         "preemption_initiated_by_id": request.preemption_initiated_by_id,
-        "lapse_at": request_lapse_at(request),
+        "lapse_at": lapse,
         "seq": seq,
         "demands": [demand_entry(demand) for demand in request.demands],
         "allocations": allocation_entries(request.allocations),
     }
-
-
-def request_lapse_at(request: ResourceRequest) -> datetime | None:
-    """``rm_requests.lapse_at``: None once terminal; the lease while holding capacity; for a
-    pending request the earlier of its lease and its allocation deadline."""
-    if is_terminal(request.status):
-        return None
-    if request.status is not ResourceRequestStatus.PENDING:
-        return request.lease_expires_at
-    return lapse_at(request.lease_expires_at, request.allocation_deadline)
 
 
 def lapse_at(lease: datetime | None, deadline: datetime | None) -> datetime | None:

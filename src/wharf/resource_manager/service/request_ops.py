@@ -44,10 +44,20 @@ from wharf.resource_manager.service.principal import Principal, require_owner
 from wharf.resource_manager.service.transaction import Finisher, Tx
 
 
-def check_demands(demands: Sequence[Demand], descriptors: Sequence[ResourceDescriptor]) -> None:
-    """InputError for a demand naming an unknown resource, a kind nobody has, or an unknown unit."""
+def check_demands(
+    demands: Sequence[Demand],
+    descriptors: Sequence[ResourceDescriptor],
+    valid: set[tuple[str | None, str | None, str | None]] | None = None,
+) -> None:
+    """InputError for a demand naming an unknown resource, a kind nobody has, or an unknown unit.
+
+    ``valid``: the (resource, kind, unit) of demands already found valid against these
+    descriptors, which are not checked again; the demands found valid here are added."""
     by_name = {d.name: d for d in descriptors}
     for index, demand in enumerate(demands):
+        names = (demand.resource, demand.kind, demand.unit)
+        if valid is not None and names in valid:
+            continue
         if demand.resource is not None:
             descriptor = by_name.get(demand.resource)
             if descriptor is None:
@@ -64,6 +74,8 @@ def check_demands(demands: Sequence[Demand], descriptors: Sequence[ResourceDescr
                 )
             if not any(d.has_unit(demand.unit) for d in of_kind):
                 of_kind[0].multiplier(demand.unit)  # raises with the known units
+        if valid is not None:
+            valid.add(names)
 
 
 def _pool_id(pools: Sequence[Pool], ref: str | None) -> UUID | None:
@@ -123,17 +135,22 @@ class CreateRequest:
     def run(self, tx: Tx) -> Finisher:
         config = tx.configuration()
         draft, shift = self.draft, tx.now - _DRAFT_TIME
-        check_demands(draft.demands, config.descriptors)
+        check_demands(draft.demands, config.descriptors, tx.valid_demands)
+        lease = {
+            "lease_expires_at": _shifted(draft.lease_expires_at, shift),
+            "allocation_deadline": _shifted(draft.allocation_deadline, shift),
+        }
+        # Neutral (see codec.neutral): the transaction keeps the lease apart.
         request = codec.updated(
             draft,
             {
                 "id": ids.request_id(tx.now, self.random_part),
                 "created_at": tx.now,
-                "lease_expires_at": _shifted(draft.lease_expires_at, shift),
-                "allocation_deadline": _shifted(draft.allocation_deadline, shift),
+                "lease_expires_at": None,
+                "allocation_deadline": None,
             },
         )
-        tx.add_request(request, self.principal.name, _pool_id(config.pools, draft.pool))
+        tx.add_request(request, self.principal.name, _pool_id(config.pools, draft.pool), lease)
         tx.want([request.id])
         return lambda: tx.info(request.id)
 

@@ -19,7 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -34,7 +34,7 @@ from wharf.resource_manager.domain import ResourceRequest, is_terminal
 from wharf.resource_manager.scheduler import CycleDecisions
 from wharf.resource_manager.service import codec, request_store, status_writes
 from wharf.resource_manager.service.config_store import Configuration
-from wharf.resource_manager.service.convert import request_info
+from wharf.resource_manager.service.convert import info_with
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.leader import StateRow
 from wharf.resource_manager.service.options import ServiceOptions
@@ -42,6 +42,22 @@ from wharf.resource_manager.service.state import Working
 
 Finisher = Callable[[], Any]
 """Builds an operation's result after the cycle, inside the transaction."""
+
+_Answer = tuple[ResourceRequest, str, Mapping[str, Any] | None]
+"""What answers for a request: a model, its requester and the values of fields that differ from
+the model's (its lease, as stored), applied when the answer is built."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A request created in a transaction, but for its model (which :attr:`Tx.final` holds)."""
+
+    requester: str
+    pool_id: UUID | None
+    """The pool the request named, if any."""
+    lease: Mapping[str, Any]
+    """Its lease fields (``lease_expires_at``, ``allocation_deadline``), which the neutral
+    model leaves out."""
 
 
 class Operation(Protocol):
@@ -67,8 +83,8 @@ class Tx:
     changed: bool = False
     decisions: CycleDecisions | None = None
     transitions: dict[UUID, tuple[ResourceRequest, ResourceRequest]] = field(default_factory=dict)
-    created: dict[UUID, tuple[ResourceRequest, str, UUID | None]] = field(default_factory=dict)
-    """Requests created in this transaction: (full model, requester, named pool id). They are
+    created: dict[UUID, Created] = field(default_factory=dict)
+    """Requests created in this transaction (their models are in :attr:`final`). They are
     inserted by :meth:`flush` in their final state (admitted or not), never updated."""
     replays: dict[tuple[str, str, str], tuple[str, Callable[[], Any]]] = field(default_factory=dict)
     """Idempotency scope -> (fingerprint, finisher) of the first operation with that key in
@@ -78,8 +94,11 @@ class Tx:
     left_queue: list[ResourceRequest] = field(default_factory=list)
     """Requests that were pending before this transaction and are not any more (allocated,
     cancelled, expired ...), as :meth:`flush` wrote them: announced after commit."""
+    valid_demands: set[tuple[str | None, str | None, str | None]] = field(default_factory=set)
+    """(resource, kind, unit) of the demands found valid against this transaction's
+    configuration (see :func:`.request_ops.check_demands`); emptied when it changes."""
     _wanted: set[UUID] = field(default_factory=set)
-    _loaded: dict[UUID, request_store.Loaded] = field(default_factory=dict)
+    _loaded: dict[UUID, _Answer] = field(default_factory=dict)
     _lease_columns: dict[UUID, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
@@ -92,16 +111,25 @@ class Tx:
 
     def config_written(self) -> None:
         self.work.config_dirty = True
+        self.valid_demands.clear()
         self.config_changed = True
         self.needs_cycle = True
 
     # -- requests ---------------------------------------------------------------------------
 
-    def add_request(self, request: ResourceRequest, requester: str, pool_id: UUID | None) -> None:
-        self.created[request.id] = (request, requester, pool_id)
-        self.final[request.id] = neutral = codec.neutral(request)
-        self.work.put(neutral, requester)
-        self.work.appended.append(neutral)
+    def add_request(
+        self,
+        request: ResourceRequest,
+        requester: str,
+        pool_id: UUID | None,
+        lease: Mapping[str, Any],
+    ) -> None:
+        """Stage a new request: ``request`` neutral (see :func:`codec.neutral`), ``lease`` its
+        ``lease_expires_at`` and ``allocation_deadline``."""
+        self.created[request.id] = Created(requester, pool_id, lease)
+        self.final[request.id] = request
+        self.work.put(request, requester)
+        self.work.appended.append(request)
         self.changed = True
         self.needs_cycle = True
 
@@ -128,23 +156,22 @@ class Tx:
         their final state (with their allocations) and their child rows."""
         rows: list[dict[str, Any]] = []
         children = request_store.Children.empty()
-        for request_id, (request, requester, named_pool) in self.created.items():
+        for request_id, created in self.created.items():
+            # Transitions change the status fields only: the final model and the creation's
+            # lease are the whole request.
             final = self.final[request_id]
-            full = codec.updated(
-                request,
-                {
-                    "status": final.status,
-                    "status_reason": final.status_reason,
-                    "allocated_at": final.allocated_at,
-                    "released_at": final.released_at,
-                    "preemption_initiated_by_id": final.preemption_initiated_by_id,
-                    "allocations": final.allocations,
-                },
+            pool_id = final.allocations[0].pool_id if final.allocations else created.pool_id
+            rows.append(
+                codec.request_row(
+                    final,
+                    requester=created.requester,
+                    pool_id=pool_id,
+                    seq=self.seq,
+                    lease=created.lease,
+                )
             )
-            pool_id = final.allocations[0].pool_id if final.allocations else named_pool
-            rows.append(codec.request_row(full, requester=requester, pool_id=pool_id, seq=self.seq))
-            children.add(full)
-            self._loaded[request_id] = request_store.Loaded(full, requester)
+            children.add(final)
+            self._loaded[request_id] = (final, created.requester, created.lease)
         # Status changes first (their compare-and-set fails early), then every new row at once.
         written = status_writes.write_transitions(self.conn, self.transitions.values(), self.seq)
         for request_id, (requester, columns) in written.items():
@@ -181,10 +208,10 @@ class Tx:
         # (recomputing the difference per call cost O(batch) hashes, O(batch²) per batch).
         if self._wanted or request_id not in self._loaded:
             self._load_missing(request_id)
-        loaded = self._loaded.get(request_id)
-        if loaded is None:
+        answer = self._loaded.get(request_id)
+        if answer is None:
             raise EntityNotFoundError(f"Resource request {request_id} not found.")
-        return request_info(loaded)
+        return info_with(*answer)
 
     def _load_missing(self, request_id: UUID) -> None:
         missing = {key for key in self._wanted if key not in self._loaded}
@@ -203,10 +230,12 @@ class Tx:
                     known[key] = model
                 else:
                     requester, columns = written
-                    self._loaded[key] = request_store.Loaded(
-                        codec.updated(model, columns), requester
-                    )
-            self._loaded.update(request_store.with_volatile(self.conn, known))
+                    self._loaded[key] = (model, requester, columns)
+            self._adopt(request_store.with_volatile(self.conn, known))
             rest = missing - known.keys() - self._loaded.keys()
             if rest:
-                self._loaded.update(request_store.load(self.conn, rest))
+                self._adopt(request_store.load(self.conn, rest))
+
+    def _adopt(self, loaded: Mapping[UUID, request_store.Loaded]) -> None:
+        for key, item in loaded.items():
+            self._loaded[key] = (item.request, item.requester, None)
