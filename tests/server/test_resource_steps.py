@@ -30,7 +30,6 @@ from wharf.core.enums import (
     ResourceRequestStatus,
 )
 from wharf.core.errors import IllegalOperationError, InputError, StoreUnavailableError
-from wharf.execution.resources.team import WorkspaceRequests
 from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER
@@ -330,20 +329,23 @@ def test_without_a_resource_manager_asking_steps_fail_at_creation(
 
 
 def test_requests_made_elsewhere_are_not_the_workspaces(team: Team) -> None:
-    """A request the RM got from someone else carries no project: admins only."""
+    """A request the RM got from someone else is not the workspace's: the RM shows the
+    workspace's principal only the requests it made, so nobody sees it through the workspace,
+    its administrators included (as for an unknown id)."""
     assert team.rm_admin is not None
     foreign = team.rm_admin.requests.create(
         ResourceRequestCreate.model_validate(
             {
                 "subjects": [{"nodes": [{"subject_type": "account", "subject_id": "member"}]}],
                 "demands": [{"resource": "license", "quantity": 1}],
+                "lease_seconds": 60,
             }
         )
     )
-    admin = WorkspaceRequests(team.rest("admin").http)
-    assert admin.get(foreign.id).id == foreign.id
-    member = team.world.as_role("member")
-    assert member.get(f"/api/v1/resource_requests/{foreign.id}").status_code == 404
+    assert team.rm_admin.requests.get(foreign.id).id == foreign.id
+    for role in ("admin", "member"):
+        client = team.world.as_role(role)
+        assert client.get(f"/api/v1/resource_requests/{foreign.id}").status_code == 404
 
 
 def test_the_server_store_only_stores(team: Team) -> None:

@@ -27,9 +27,9 @@ from fastapi.openapi.utils import get_openapi
 
 from wharf import __version__
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.request_limits import SizeLimits
 from wharf.server import errors
 from wharf.server.auth.passwords import Passwords
-from wharf.server.limits import SizeLimits
 from wharf.server.routers import (
     artifacts,
     auth,

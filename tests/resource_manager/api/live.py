@@ -5,6 +5,8 @@ parameters travel in the hash, so verification is cheap too); the principals are
 
 - ``admin`` — the bootstrap key :data:`ADMIN_KEY` (administrator);
 - ``alice``, ``bob`` — API keys :data:`ALICE_KEY`, :data:`BOB_KEY` (not administrators);
+  ``alice`` is trusted to assert subjects (the workspace server's principal in team tests),
+  ``bob`` is not: his requests get the account subject ``bob``;
 - ``ops`` — username ``ops`` / password :data:`OPS_PASSWORD` (administrator).
 """
 
@@ -37,7 +39,7 @@ _FAST = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 @cache
 def credentials() -> tuple[Credential, ...]:
     return (
-        Credential(name="alice", api_key_hash=_FAST.hash(ALICE_KEY)),
+        Credential(name="alice", api_key_hash=_FAST.hash(ALICE_KEY), asserts_subjects=True),
         Credential(name="bob", api_key_hash=_FAST.hash(BOB_KEY)),
         Credential(name="ops", admin=True, password_hash=_FAST.hash(OPS_PASSWORD)),
     )

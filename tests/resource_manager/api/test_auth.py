@@ -174,7 +174,7 @@ def test_requests_belong_to_their_requester(
         response = http.post(f"{path}/{action}", json=body, headers=bob)
         assert response.status_code == 403, response.text
         assert "belongs to another requester" in response.json()["detail"]
-    assert http.get(path, headers=bob).json()["status"] == "allocated"  # reads are open
+    assert http.get(path, headers=bob).status_code == 404  # nor may he see it
     renewed = http.post(f"{path}/renew", json={"lease_seconds": 30}, headers=alice)
     assert renewed.status_code == 200
     released = http.post(f"{path}/release", headers=admin)  # an admin may change any request
@@ -195,3 +195,83 @@ def test_metrics_can_be_public_for_scrapers(sqlite_rm_url: str) -> None:
             assert client.get("/v1/resource-requests").status_code == 401
     finally:
         live.stop()
+
+
+def test_only_the_requester_and_admins_see_a_request(
+    http: httpx.Client, token: Callable[[str], dict[str, str]]
+) -> None:
+    """Another principal's request does not exist for a non-admin: get and explain answer
+    exactly as for an unknown id, and lists leave it out whatever the filter."""
+    admin, alice, bob = token(ADMIN_KEY), token(ALICE_KEY), token(BOB_KEY)
+    http.post("/v1/pools", json=pool_body(), headers=admin)
+    http.post("/v1/policies", json=policy_body(), headers=admin)
+    rr = "/v1/resource-requests"
+    alices = http.post(rr, json=request_body(user="carol"), headers=alice).json()
+    bobs = http.post(rr, json=request_body(user="bob"), headers=bob).json()
+    for suffix in ("", "/explain"):
+        hidden = http.get(f"{rr}/{alices['id']}{suffix}", headers=bob)
+        unknown = http.get(f"{rr}/{SOME_ID}{suffix}", headers=bob)
+        assert (hidden.status_code, unknown.status_code) == (404, 404), hidden.text
+        assert hidden.json() == {**unknown.json(), "detail": hidden.json()["detail"]}
+        assert hidden.json()["detail"] == unknown.json()["detail"].replace(SOME_ID, alices["id"])
+        assert http.get(f"{rr}/{alices['id']}{suffix}", headers=admin).status_code == 200
+        assert http.get(f"{rr}/{bobs['id']}{suffix}", headers=bob).status_code == 200
+
+    def listed(headers: dict[str, str], **params: str) -> list[str]:
+        page = http.get(rr, params=params, headers=headers).json()
+        assert page["total"] == len(page["items"])
+        return [item["id"] for item in page["items"]]
+
+    assert listed(bob) == [bobs["id"]]
+    assert listed(bob, requester="alice") == []
+    assert listed(bob, **{"metadata[user]": "carol"}) == []
+    assert listed(bob, subject_id="team") == [bobs["id"]]
+    assert listed(alice) == [alices["id"]]  # the workspace server's principal: all of its own
+    assert sorted(listed(admin)) == sorted([alices["id"], bobs["id"]])
+
+
+def test_only_trusted_principals_name_other_accounts(
+    http: httpx.Client, token: Callable[[str], dict[str, str]]
+) -> None:
+    """A pool whose only policy admits the account ``carol``: bob (not trusted) cannot claim to
+    be carol; alice (trusted to assert subjects, as a workspace server is) and admins may."""
+    admin, alice, bob = token(ADMIN_KEY), token(ALICE_KEY), token(BOB_KEY)
+    http.post("/v1/pools", json=pool_body(), headers=admin)
+    carol_only = {"subject_type": "account", "subject_id": "carol"}
+    policy = {"name": "carol", "pool": "gpus", "subject_selector": carol_only}
+    assert http.post("/v1/policies", json=policy, headers=admin).status_code == 201
+    rr = "/v1/resource-requests"
+
+    def as_account(account: str, **attributes: object) -> dict[str, object]:
+        body = request_body()  # the project chain, and the account's
+        node = {"subject_type": "account", "subject_id": account, "attributes": attributes}
+        body["subjects"] = [*body["subjects"], {"nodes": [node]}]
+        return body
+
+    refused = http.post(rr, json=as_account("carol"), headers=bob)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"] == "PermissionDeniedError"
+    assert "account 'carol'" in refused.json()["detail"]
+    assert http.get(rr, headers=admin).json()["total"] == 0  # nothing was made
+
+    trusted = http.post(rr, json=as_account("carol"), headers=alice)
+    assert (trusted.status_code, trusted.json()["status"]) == (201, "allocated")
+    assert trusted.json()["subjects"][1]["nodes"][0]["subject_id"] == "carol"
+    by_admin = http.post(rr, json=as_account("carol"), headers=admin)
+    assert (by_admin.status_code, by_admin.json()["status"]) == (201, "allocated")
+
+    # bob's own requests get his account, derived from his login, whatever he claims about it
+    http.post("/v1/policies", json=policy_body(), headers=admin)
+    for body in (request_body(), as_account("bob", is_superuser=True)):
+        made = http.post(rr, json=body, headers=bob)
+        assert made.status_code == 201, made.text
+        chains = [chain["nodes"] for chain in made.json()["subjects"]]
+        assert chains[0] == [
+            {
+                "subject_type": "account",
+                "subject_id": "bob",
+                "attributes": {"name": "bob"},
+                "metadata": {},
+            }
+        ]
+        assert all(node["subject_type"] != "account" for chain in chains[1:] for node in chain)

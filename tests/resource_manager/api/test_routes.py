@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import FakeClock
 from tests.resource_manager.api.bodies import policy_body, pool_body, request_body
-from tests.resource_manager.api.live import ALICE_KEY, LiveServer
+from tests.resource_manager.api.live import ADMIN_KEY, ALICE_KEY, LiveServer, start_rm
 
 LICENSE = {"name": "lic", "kind": "license", "units": [{"name": "seat", "multiplier": 1}]}
 RR = "/v1/resource-requests"
@@ -313,3 +313,53 @@ def _refs(node: object) -> list[str]:
     if isinstance(node, list):
         return [ref for value in node for ref in _refs(value)]
     return []
+
+
+TEN_YEARS = 10 * 365 * 86400
+
+
+def test_leases_are_capped(
+    http: httpx.Client, admin_h: dict[str, str], token: Callable[[str], dict[str, str]]
+) -> None:
+    """No request is created or renewed with a lease over ``max_lease_seconds`` (a day by
+    default), nor without one: a holder that dies gives its capacity back within a day. Over
+    the bulk route the item alone fails."""
+    http.post("/v1/pools", json=pool_body(), headers=admin_h)
+    http.post("/v1/policies", json=policy_body(), headers=admin_h)
+    alice = token(ALICE_KEY)
+    for lease in (TEN_YEARS, 86401, None):
+        refused = http.post(RR, json=request_body(lease=lease), headers=alice)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "InputError"
+        assert "lease_seconds must be at most 86400" in refused.json()["detail"]
+    assert http.get(RR, headers=admin_h).json()["total"] == 0
+    made = http.post(RR, json=request_body(lease=86400), headers=alice).json()
+    path = f"{RR}/{made['id']}/renew"
+    for headers in (alice, admin_h):  # administrators too
+        renewal = http.post(path, json={"lease_seconds": TEN_YEARS}, headers=headers)
+        assert renewal.status_code == 400, renewal.text
+    assert http.get(f"{RR}/{made['id']}", headers=alice).json() == made  # unchanged
+    items = [{"id": made["id"], "lease_seconds": lease} for lease in (TEN_YEARS, 60)]
+    bulk = http.post(f"{RR}/renew", json={"renewals": items}, headers=alice).json()["results"]
+    assert (bulk[0]["status"], bulk[0]["error"], bulk[0]["request"]) == (400, "InputError", None)
+    assert "at most 86400" in bulk[0]["detail"]
+    assert bulk[1]["status"] == 200 and bulk[1]["request"]["id"] == made["id"]
+
+
+def test_the_longest_lease_is_configurable(sqlite_rm_url: str) -> None:
+    live = start_rm(sqlite_rm_url, max_lease_seconds=600)
+    try:
+        with httpx.Client(base_url=live.url, timeout=30) as client:
+            headers = {"Authorization": f"Bearer {_login(client, ADMIN_KEY)}"}
+            client.post("/v1/pools", json=pool_body(), headers=headers)
+            client.post("/v1/policies", json=policy_body(), headers=headers)
+            assert client.post(RR, json=request_body(lease=601), headers=headers).status_code == 400
+            made = client.post(RR, json=request_body(lease=600), headers=headers)
+            assert made.status_code == 201, made.text
+    finally:
+        live.stop()
+
+
+def _login(client: httpx.Client, api_key: str) -> str:
+    token: str = client.post("/v1/auth/login", json={"api_key": api_key}).json()["access_token"]
+    return token

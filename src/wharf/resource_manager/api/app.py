@@ -16,11 +16,12 @@ FastAPI's built-in OpenTelemetry hooks stay on only for signals an OpenTelemetry
 up for when the app is built (:func:`_telemetry`).
 
 Invariants: every route but ``/health`` and ``/v1/auth/login`` needs a valid bearer token (and
-``/metrics`` too unless ``metrics_public``); the principal it names is passed to the service,
-which owns every rule about who may do what; blocking service calls run in the thread pool
-(never on the event loop); the per-request writes (create, renew, release, cancel) are queued
-for the service's combiner and awaited, so concurrent calls are combined into one transaction
-without a thread each.
+``/metrics`` too unless ``metrics_public``), checked before a body is read; a body over
+``max_body_bytes`` is refused before any of it is read, on every route (:mod:`.gate`); the principal
+a token names is passed to the service, which owns every rule about who may do what; blocking
+service calls run in the thread pool (never on the event loop); the per-request writes (create,
+renew, release, cancel) are queued for the service's combiner and awaited, so concurrent calls are
+combined into one transaction without a thread each.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from wharf.core.errors import WharfError
 from wharf.resource_manager.api.credentials import CredentialChecker
 from wharf.resource_manager.api.deps import AppState
 from wharf.resource_manager.api.errors import install_error_handlers
+from wharf.resource_manager.api.gate import guard
 from wharf.resource_manager.api.metrics import MetricsReader
 from wharf.resource_manager.api.routes import auth, config, ops, requests
 from wharf.resource_manager.api.settings import ApiSettings
@@ -136,6 +138,7 @@ def create_app(
     for module in (auth, ops, config):
         app.router.routes.extend(module.router.routes)
     requests.routes.mount(app)
+    guard(app, settings.max_body_bytes)
     return app
 
 

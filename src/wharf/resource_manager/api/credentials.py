@@ -46,6 +46,12 @@ def hash_secret(secret: str) -> str:
     return PasswordHasher().hash(secret)
 
 
+def _principal(credential: Credential) -> Principal:
+    return Principal(
+        credential.name, admin=credential.admin, asserts_subjects=credential.asserts_subjects
+    )
+
+
 class CredentialChecker:
     def __init__(self, credentials: Sequence[Credential], admin_api_key: str | None) -> None:
         self._by_name = {c.name: c for c in credentials}
@@ -72,11 +78,11 @@ class CredentialChecker:
         hashed = credential.api_key_hash if credential is not None else None
         if credential is None or not self._verify(hashed, key):
             return None
-        return Principal(credential.name, admin=credential.admin)
+        return _principal(credential)
 
     def check_password(self, username: str, password: str) -> Principal | None:
         credential = self._by_name.get(username)
         hashed = credential.password_hash if credential is not None else None
         if credential is None or not self._verify(hashed, password):
             return None
-        return Principal(credential.name, admin=credential.admin)
+        return _principal(credential)

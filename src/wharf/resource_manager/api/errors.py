@@ -1,6 +1,6 @@
 """Every error the API returns, mapped in one place.
 
-Owns: :func:`install_error_handlers`, :func:`status_for`.
+Owns: :func:`install_error_handlers`, :func:`status_for`, :func:`error_response`.
 
 The body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}`` (see
 :mod:`wharf.resource_manager.contract.http_errors`, which turns it back into the same class):
@@ -61,6 +61,11 @@ def _body(detail: str, error: str | None) -> dict[str, str]:
 
 async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, WharfError)
+    return error_response(exc)
+
+
+def error_response(exc: WharfError) -> JSONResponse:
+    """The answer to ``exc``, for code that runs before the exception handlers (middleware)."""
     status = status_for(exc)
     if status >= 500:
         logger.warning("Resource Manager API error: %s", exc)

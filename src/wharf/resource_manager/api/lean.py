@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from wharf.core.errors import InputError
 from wharf.resource_manager.api.deps import AppState, authenticate, idempotency_key
 from wharf.resource_manager.service import Principal, ResourceManagerService
 
@@ -43,17 +44,30 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One authenticated request: the service, the caller and its idempotency key."""
+    """One authenticated request: the service, the caller, its idempotency key and the longest
+    lease it may ask for."""
 
     service: ResourceManagerService
     caller: Principal
     key: str | None
+    max_lease_seconds: int
 
     @classmethod
     def of(cls, request: Request) -> Call:
         state: AppState = request.app.state.rm
         caller = authenticate(state, request.headers.get("authorization"))
-        return cls(state.service, caller, idempotency_key(request.headers.get("x-idempotency-key")))
+        key = idempotency_key(request.headers.get("x-idempotency-key"))
+        return cls(state.service, caller, key, state.settings.max_lease_seconds)
+
+    def check_lease(self, lease_seconds: int | None) -> None:
+        """InputError unless ``lease_seconds`` is given and at most the longest lease."""
+        if lease_seconds is None or lease_seconds > self.max_lease_seconds:
+            asked = "no lease" if lease_seconds is None else f"a lease of {lease_seconds} s"
+            raise InputError(
+                f"lease_seconds must be at most {self.max_lease_seconds} (this Resource "
+                f"Manager's longest lease), got {asked}: renew the lease instead, so the "
+                "capacity comes back if the holder dies."
+            )
 
     @staticmethod
     async def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

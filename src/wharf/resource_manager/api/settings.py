@@ -30,6 +30,8 @@ from wharf.core.errors import InputError
 
 MIN_SECRET_LENGTH = 32
 MIN_ADMIN_KEY_LENGTH = 16
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_LEASE_SECONDS = 86400
 ARGON2_PREFIX = "$argon2"
 
 
@@ -41,7 +43,12 @@ class Credential(BaseModel):
     name: str = Field(min_length=1, max_length=255)
     """The principal's name: requests it creates belong to it (``requester``)."""
     admin: bool = False
-    """Administrators manage descriptors, pools and policies and may change any request."""
+    """Administrators manage descriptors, pools and policies, may see and change any request
+    and may name any subjects in the requests they make."""
+    asserts_subjects: bool = False
+    """The principal may name any subjects in its requests (other accounts included): the
+    workspace server's, which makes requests on behalf of its users. Any other principal's
+    requests get the account subject of its own name; see ``docs/resources.md``."""
     api_key_hash: str | None = None
     """argon2 hash of the whole API key ``wrm.<name>.<secret>``."""
     password_hash: str | None = None
@@ -81,6 +88,13 @@ class ApiSettings(BaseModel):
     scheduling transaction, so more threads mean bigger batches under load."""
     metrics_cache_seconds: float = Field(default=5.0, ge=0, le=3600)
     """``/metrics`` recomputes its figures from the database at most this often per worker."""
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024, le=1024**3)
+    """Larger request bodies get 413 before any of them is read (a bulk renewal of the most
+    items allowed takes about a tenth of the default 1 MiB)."""
+    max_lease_seconds: int = Field(default=DEFAULT_MAX_LEASE_SECONDS, ge=1, le=10 * 365 * 86400)
+    """The longest lease a request may be created or renewed with (default one day), so the
+    capacity of a holder that died comes back at most this long after its last renewal; a
+    request must have a lease (``lease_seconds``)."""
     metrics_public: bool = False
     """Serve ``/metrics`` without a token, for Prometheus scrapers on an internal network (it
     shows pool names, capacities and counts, never a request or a principal). Off by default:

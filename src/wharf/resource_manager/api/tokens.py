@@ -2,8 +2,9 @@
 
 Owns: :class:`TokenSigner`.
 
-Claims: ``sub`` (principal name), ``adm`` (administrator), ``iat`` and ``exp`` (seconds since the
-epoch, server clock), ``jti`` (random). Tokens are stateless: any worker or replica holding the
+Claims: ``sub`` (principal name), ``adm`` (administrator), ``sbj`` (trusted to assert subjects;
+left out when false), ``iat`` and ``exp`` (seconds since the epoch, server clock), ``jti``
+(random). Tokens are stateless: any worker or replica holding the
 same key verifies them, and they cannot be revoked before ``exp`` (keep the TTL short).
 
 Invariants:
@@ -67,6 +68,8 @@ class TokenSigner:
             "exp": expires,
             "jti": secrets.token_hex(8),
         }
+        if principal.asserts_subjects:
+            claims["sbj"] = True
         payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
         signing_input = f"{_HEADER}.{payload}"
         return f"{signing_input}.{self._sign(signing_input)}", expires
@@ -94,8 +97,12 @@ class TokenSigner:
             name, admin, expires = claims["sub"], claims["adm"], claims["exp"]
         except (binascii.Error, ValueError, TypeError, KeyError):
             raise AuthenticationError("Malformed access token.") from None
+        asserts_subjects = claims.get("sbj", False)
         if not (isinstance(name, str) and isinstance(admin, bool)):
+            raise AuthenticationError("Malformed access token.")
+        if not isinstance(asserts_subjects, bool):
             raise AuthenticationError("Malformed access token.")
         if not isinstance(expires, int | float) or self._clock() >= expires:
             raise AuthenticationError("The access token has expired; log in again.")
-        return Principal(name, admin=admin), float(expires)
+        principal = Principal(name, admin=admin, asserts_subjects=asserts_subjects)
+        return principal, float(expires)

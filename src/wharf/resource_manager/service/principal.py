@@ -1,13 +1,18 @@
 """Who is calling the service: the identity every operation is checked against.
 
-Owns: :class:`Principal`, :func:`require_admin`, :func:`require_owner`.
+Owns: :class:`Principal`, :func:`require_admin`, :func:`require_owner`, :func:`may_see`,
+:func:`own_subjects`.
 
 The service never authenticates anybody. The layer in front of it does (the HTTP API from an
 access token, the in-process client from the local user) and passes the resulting principal.
 
 Invariants:
 - a request belongs to the principal that created it (``requester`` = ``Principal.name``);
-  only that principal or an admin may renew, release or cancel it;
+  only that principal or an admin may renew, release or cancel it, and only they see it (to
+  anybody else it does not exist);
+- only admins and principals trusted to assert subjects (the workspace server's, which makes
+  requests for its users) name whatever subjects they like; anybody else's request gets the
+  account subject of its own name, and naming another account is refused;
 - descriptors, pools and policies are changed by admins only; everybody may read them;
 - violations raise :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`.
 """
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from wharf.resource_manager.contract.errors import PermissionDeniedError
+from wharf.resource_manager.domain import SubjectChain, SubjectNode, SubjectType
 
 MAX_NAME_LENGTH = 255
 
@@ -27,6 +33,9 @@ class Principal:
     name: str
     """Stable identity of the caller (user or service account name); the request owner key."""
     admin: bool = False
+    asserts_subjects: bool = False
+    """Trusted to name any subjects in its requests, other accounts included (the workspace
+    server's principal); admins are trusted anyway."""
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > MAX_NAME_LENGTH:
@@ -44,3 +53,42 @@ def require_owner(principal: Principal, requester: str, request_id: UUID) -> Non
             f"Resource request {request_id} belongs to another requester; only its requester "
             "or an administrator may change it."
         )
+
+
+def may_see(principal: Principal | None, requester: str) -> bool:
+    """Whether ``principal`` may read a request of ``requester`` (None: an in-process caller
+    that reads everything)."""
+    return principal is None or principal.admin or principal.name == requester
+
+
+def own_subjects(
+    principal: Principal, subjects: tuple[SubjectChain, ...]
+) -> tuple[SubjectChain, ...]:
+    """The subjects a request of ``principal`` is made for.
+
+    As given for an admin or a principal trusted to assert subjects. For anybody else the
+    account subject is the principal's own, derived from its name: it comes first, an
+    ``account`` node naming the principal is replaced by it (claimed attributes are not kept),
+    and one naming another account is refused (PermissionDeniedError)."""
+    if principal.admin or principal.asserts_subjects:
+        return subjects
+    own = SubjectNode(
+        subject_type=SubjectType.ACCOUNT,
+        subject_id=principal.name,
+        attributes={"name": principal.name},
+    )
+    kept: list[SubjectChain] = []
+    for chain in subjects:
+        leaf = chain.leaf
+        if leaf.subject_type is not SubjectType.ACCOUNT:
+            kept.append(chain)
+            continue
+        if leaf.subject_id != principal.name:
+            raise PermissionDeniedError(
+                f"A request of '{principal.name}' cannot name account '{leaf.subject_id}': its "
+                "account subject is its own. Only an administrator or a principal trusted to "
+                "assert subjects (a workspace server's) may name other accounts."
+            )
+        if len(chain.nodes) > 1:
+            kept.append(SubjectChain(nodes=(*chain.nodes[:-1], own)))
+    return (SubjectChain(nodes=(own,)), *kept)

@@ -27,10 +27,15 @@ from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.convert import request_info
 
 
+def not_found(request_id: UUID) -> str:
+    """The one answer for a request that does not exist or that the caller may not see."""
+    return f"Resource request {request_id} not found."
+
+
 def get_request(conn: Connection, request_id: UUID) -> ResourceRequestInfo:
     loaded = request_store.load(conn, [request_id]).get(request_id)
     if loaded is None:
-        raise EntityNotFoundError(f"Resource request {request_id} not found.")
+        raise EntityNotFoundError(not_found(request_id))
     return request_info(loaded)
 
 

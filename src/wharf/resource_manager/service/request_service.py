@@ -26,7 +26,10 @@ Invariants:
 - a renewal never revives a lapsed lease: it runs a cycle instead, which expires the request,
   and returns the request in its final state; renewing a terminal request returns it unchanged;
 - a renewal of a still-pending request runs a cycle when this process has not run one for
-  ``ServiceOptions.lazy_sweep_interval``, so waiters progress without any timer.
+  ``ServiceOptions.lazy_sweep_interval``, so waiters progress without any timer;
+- get, list and explain given a ``viewer`` show it only the requests it may see
+  (:func:`~.principal.may_see`), the others as not found; create gives an untrusted principal's
+  request its own account subject (:func:`~.principal.own_subjects`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from uuid import UUID
 
 from wharf.combining import Combiner
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
-from wharf.core.errors import WharfError
+from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.resource_manager.contract.models import (
     ExplanationInfo,
     Page,
@@ -54,7 +57,7 @@ from wharf.resource_manager.service import leader, queries, whatif
 from wharf.resource_manager.service.batch import BatchRunner, LeftQueueListener
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.options import ServiceOptions
-from wharf.resource_manager.service.principal import Principal
+from wharf.resource_manager.service.principal import Principal, may_see, own_subjects
 from wharf.resource_manager.service.renewals import LAPSED, Renewal, RenewalRunner
 from wharf.resource_manager.service.request_ops import (
     CancelRequest,
@@ -130,14 +133,21 @@ class RequestService:
         idempotency_key: str | None,
     ) -> CreateRequest:
         model = load(ResourceRequestCreate, spec)
+        subjects = own_subjects(principal, model.subjects)
+        if subjects is not model.subjects:
+            model = model.model_copy(update={"subjects": subjects})
         key = None
         if idempotency_key is not None:
             payload = model.model_dump(mode="json", by_alias=True)
             key = IdempotencyKey.of(principal.name, CreateRequest.name, idempotency_key, payload)
         return CreateRequest.prepare(principal, model, _demands(model), key)
 
-    def get(self, request_id: UUID) -> ResourceRequestInfo:
-        return self._db.read(lambda conn: queries.get_request(conn, request_id))
+    def get(self, request_id: UUID, *, viewer: Principal | None = None) -> ResourceRequestInfo:
+        """The request; to a ``viewer`` that may not see it (:func:`may_see`), not found."""
+        info = self._db.read(lambda conn: queries.get_request(conn, request_id))
+        if not may_see(viewer, info.requester):
+            raise EntityNotFoundError(queries.not_found(request_id))
+        return info
 
     def renew(
         self,
@@ -351,8 +361,11 @@ class RequestService:
         )
         return CancelRequest(principal, request_id, key)
 
-    def explain(self, request_id: UUID) -> ExplanationInfo:
-        """Why the request is where it is: what the next cycle would do with it (read-only)."""
+    def explain(self, request_id: UUID, *, viewer: Principal | None = None) -> ExplanationInfo:
+        """Why the request is where it is: what the next cycle would do with it (read-only);
+        to a ``viewer`` that may not see the request, not found."""
+        if viewer is not None and not viewer.admin:
+            self.get(request_id, viewer=viewer)
         now, view, budget = (
             self._db.now(),
             self._runner.cache.view,
@@ -363,8 +376,17 @@ class RequestService:
         )
 
     def list(
-        self, query: RequestFilter | None = None, page: PageRequest | None = None
+        self,
+        query: RequestFilter | None = None,
+        page: PageRequest | None = None,
+        *,
+        viewer: Principal | None = None,
     ) -> Page[ResourceRequestInfo]:
+        """The requests ``query`` matches, a ``viewer`` that is no admin sees only its own."""
         query = query or RequestFilter()
         page = page or PageRequest()
+        if viewer is not None and not viewer.admin:
+            if query.requester not in (None, viewer.name):  # none of them is visible
+                return Page(items=[], index=page.index, size=page.size, total=0)
+            query = query.model_copy(update={"requester": viewer.name})
         return self._db.read(lambda conn: queries.list_requests(conn, query, page))

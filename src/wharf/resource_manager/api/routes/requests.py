@@ -1,4 +1,5 @@
-"""Resource requests: any valid token; a request belongs to the principal that created it.
+"""Resource requests: any valid token; a request belongs to the principal that created it, and
+only it and administrators see it (list, get and explain show nobody else's: 404).
 
 Routes:
 
@@ -29,7 +30,9 @@ id never fails the others. Only a malformed body, an oversized batch (422) or a 
 (401) fail the whole call.
 
 Invariants: only the requester or an administrator may renew, release or cancel (403 otherwise,
-checked by the service, per item in a bulk renewal); every single-request POST honours
+checked by the service, per item in a bulk renewal); a request is created and renewed only with
+a lease of at most ``ApiSettings.max_lease_seconds`` (400 otherwise, per item in a bulk
+renewal); every single-request POST honours
 ``X-Idempotency-Key`` (a retried create with the same key returns the first request and never
 creates a second one); the bulk renewal refuses one (400): renewing is idempotent by nature, a
 retry moves each lease to now + ``lease_seconds`` again.
@@ -75,6 +78,7 @@ routes = LeanRoutes(tag="resource requests")
 async def create_request(request: Request) -> Response:
     call = Call.of(request)
     spec = parse_body(ResourceRequestCreate, await request.body())
+    call.check_lease(spec.lease_seconds)
     info = await call.service.requests.create_async(call.caller, spec, idempotency_key=call.key)
     return json_response(info, 201)
 
@@ -94,7 +98,8 @@ async def list_requests(request: Request) -> Response:
     paging["sort"] = params.get("sort", "desc")
     query = parse_query(RequestFilter, filters)
     page = parse_query(PageRequest, paging)
-    return json_response(await call.run(call.service.requests.list, query, page))
+    listed = await call.run(call.service.requests.list, query, page, viewer=call.caller)
+    return json_response(listed)
 
 
 def _metadata(request: Request) -> dict[str, str]:
@@ -122,9 +127,18 @@ async def renew_requests(request: Request) -> Response:
             "have its answer replayed."
         )
     body = parse_body(ResourceRequestRenewMany, await request.body())
-    answers = await call.service.requests.renew_many_async(call.caller, body.renewals)
+    answers: list[ResourceRequestInfo | WharfError | None] = []
+    for item in body.renewals:  # an item asking for too long a lease fails alone
+        try:
+            call.check_lease(item.lease_seconds)
+            answers.append(None)
+        except InputError as error:
+            answers.append(error)
+    valid = [item for item, answer in zip(body.renewals, answers, strict=True) if answer is None]
+    renewed = iter(await call.service.requests.renew_many_async(call.caller, valid))
     results = tuple(
-        _outcome(item.id, answer) for item, answer in zip(body.renewals, answers, strict=True)
+        _outcome(item.id, next(renewed) if answer is None else answer)
+        for item, answer in zip(body.renewals, answers, strict=True)
     )
     return json_response(ResourceRequestRenewals(results=results))
 
@@ -142,7 +156,7 @@ def _outcome(request_id: UUID, answer: ResourceRequestInfo | WharfError) -> Rene
 async def get_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
-    return json_response(await call.run(call.service.requests.get, request_id))
+    return json_response(await call.run(call.service.requests.get, request_id, viewer=call.caller))
 
 
 @routes.add(
@@ -153,6 +167,7 @@ async def renew_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
     body = parse_body(ResourceRequestRenew, await request.body())
+    call.check_lease(body.lease_seconds)
     renewed = await call.service.requests.renew_async(
         call.caller, request_id, body.lease_seconds, body.runtime_state, idempotency_key=call.key
     )
@@ -183,4 +198,5 @@ async def cancel_request(request: Request) -> Response:
 async def explain_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
-    return json_response(await call.run(call.service.requests.explain, request_id))
+    explained = await call.run(call.service.requests.explain, request_id, viewer=call.caller)
+    return json_response(explained)
