@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from tests.cli.test_cli import assert_one_line_error
 from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
@@ -339,6 +340,8 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
             "--db-url",
             f"sqlite:///{tmp_path / 'rm.db'}",
             "--metrics-public",
+            "--max-body-bytes",
+            "4096",
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -360,6 +363,8 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
         assert "gpus" in ok("pool", "list", env=client_env)
         assert (tmp_path / "home" / "resource_manager" / "secret_key").exists()
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 200  # no token needed
+        big = httpx.post(f"{url}/v1/auth/login", content=b"x" * 4097, timeout=10)
+        assert big.status_code == 413  # --max-body-bytes
         try:  # a request head far over the bound is refused (400, or the connection dropped)
             huge = httpx.get(f"{url}/health", headers={"x-padding": "p" * 1_000_000}, timeout=10)
             assert huge.status_code == 400
@@ -380,3 +385,21 @@ def test_help_lists_the_rm_commands() -> None:
     result = run("--help", env=dict(os.environ))
     for group in ("resource-manager", "pool", "policy", "request"):
         assert group in result.stdout
+
+
+def test_credentials_name_their_rights(tmp_path: Path) -> None:
+    """``credential --asserts-subjects`` makes the workspace server's credential; the CLI's
+    defaults for ``serve`` are the settings' own."""
+    from wharf.cli import resource_manager as cli
+    from wharf.resource_manager.api.settings import ApiSettings
+
+    env = {**os.environ, "WHARF_HOME": str(tmp_path / "home")}
+    made = run("resource-manager", "credential", "ws", "--asserts-subjects", env=env)
+    assert made.returncode == 0, made.stderr
+    entry = yaml.safe_load(made.stdout)[0]
+    assert (entry["name"], entry["admin"], entry["asserts_subjects"]) == ("ws", False, True)
+    plain = yaml.safe_load(run("resource-manager", "credential", "u", env=env).stdout)[0]
+    assert plain["asserts_subjects"] is False
+    fields = ApiSettings.model_fields
+    assert fields["max_body_bytes"].default == cli.DEFAULT_MAX_BODY_BYTES
+    assert fields["max_lease_seconds"].default == cli.DEFAULT_MAX_LEASE_SECONDS

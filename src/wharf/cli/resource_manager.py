@@ -41,6 +41,9 @@ DEFAULT_PORT = 8238
 MIN_ADMIN_KEY_LENGTH = 16
 """As ``ApiSettings.admin_api_key`` requires (kept here so ``--help`` loads no settings)."""
 MIN_SECRET_LENGTH = 32
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_LEASE_SECONDS = 86400
+"""``ApiSettings``' defaults, likewise."""
 UNLIMITED = ("unlimited", "inf", "none")
 
 
@@ -302,6 +305,23 @@ def resource_manager() -> None:
     help="Seconds between sweeps that expire lapsed leases when nobody calls.",
 )
 @click.option(
+    "--max-body-bytes",
+    envvar="WHARF_RM_MAX_BODY_BYTES",
+    type=click.IntRange(1024, 1024**3),
+    default=DEFAULT_MAX_BODY_BYTES,
+    show_default=True,
+    help="Larger request bodies are refused (413) before any of them is read.",
+)
+@click.option(
+    "--max-lease",
+    "max_lease_seconds",
+    envvar="WHARF_RM_MAX_LEASE_SECONDS",
+    type=click.IntRange(1, 10 * 365 * 86400),
+    default=DEFAULT_MAX_LEASE_SECONDS,
+    show_default=True,
+    help="Longest lease (seconds) a request may be created or renewed with.",
+)
+@click.option(
     "--metrics-public/--metrics-private",
     envvar="WHARF_RM_METRICS_PUBLIC",
     default=False,
@@ -326,6 +346,8 @@ def serve(
     secret_key: str | None,
     access_token_ttl: float,
     sweep_interval: float,
+    max_body_bytes: int,
+    max_lease_seconds: int,
     metrics_public: bool,
     log_level: str,
 ) -> None:
@@ -365,6 +387,8 @@ def serve(
             "credentials": credentials,
             "admin_api_key": admin_api_key,
             "sweep_interval_seconds": sweep_interval,
+            "max_body_bytes": max_body_bytes,
+            "max_lease_seconds": max_lease_seconds,
             "metrics_public": metrics_public,
         },
     )
@@ -399,9 +423,15 @@ def _stored_secret(home: Path) -> str:
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="The principal administers pools and policies.")
 @click.option(
+    "--asserts-subjects",
+    is_flag=True,
+    help="The principal may name any subjects, other accounts included: give it to the "
+    "workspace server's credential (it makes requests for its users).",
+)
+@click.option(
     "--password", is_flag=True, help="Prompt for a password instead of making an API key."
 )
-def credential(name: str, admin: bool, password: bool) -> None:
+def credential(name: str, admin: bool, asserts_subjects: bool, password: bool) -> None:
     """Make an API key (or hash a password) for NAME and print its credentials-file entry.
 
     The key is shown once; only its argon2 hash goes into the file.
@@ -410,12 +440,13 @@ def credential(name: str, admin: bool, password: bool) -> None:
     from wharf.resource_manager.api.settings import Credential, credential_entry
     from wharf.resource_manager.domain import load
 
+    role = {"name": name, "admin": admin, "asserts_subjects": asserts_subjects}
     if password:
         secret = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-        entry = {"name": name, "admin": admin, "password_hash": hash_secret(secret)}
+        entry = {**role, "password_hash": hash_secret(secret)}
         click.echo(credential_entry(load(Credential, entry)))
         return
     key = new_api_key(name)
-    entry = {"name": name, "admin": admin, "api_key_hash": hash_secret(key)}
+    entry = {**role, "api_key_hash": hash_secret(key)}
     click.echo(credential_entry(load(Credential, entry)))
     click.echo(f"API key (shown once): {key}", err=True)
