@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.core.errors import EntityNotFoundError
+from wharf.core.errors import EntityNotFoundError, InputError, StoreUnavailableError
 from wharf.execution.allocation import (
     MAX_POLL_SECONDS,
     AllocationFailedError,
@@ -44,6 +44,8 @@ class FakeRM:
         status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
         if status is None:
             raise EntityNotFoundError("gone")
+        if isinstance(status, Exception):
+            raise status
         return Reply(request_id, status, self.reason)
 
 
@@ -123,6 +125,40 @@ def test_timeout_message():
 def test_missing_request():
     with pytest.raises(AllocationFailedError, match="not found"):
         waiter(FakeRM([None]), Clock()).wait(REQUEST, ResourceSettings())
+
+
+OUTAGE = StoreUnavailableError("The Resource Manager at http://rm is unreachable: refused")
+
+
+def test_an_outage_is_waited_out_on_the_same_schedule():
+    """Polls that cannot reach the RM (or the server in between) are no answer: the waiter
+    keeps its backoff and takes the allocation once the RM answers again."""
+    rm, clock = FakeRM([S.PENDING, OUTAGE, OUTAGE, S.PENDING, S.ALLOCATED]), Clock()
+    result = waiter(rm, clock).wait(REQUEST, ResourceSettings())
+    assert result.status is S.ALLOCATED
+    assert [round(s, 3) for s in clock.sleeps] == [1.0, 2.0, 4.0, 8.0]
+    assert len(rm.calls) == 5
+
+
+def test_an_outage_at_the_first_poll_is_waited_out_too():
+    rm, clock = FakeRM([OUTAGE, S.ALLOCATED]), Clock()
+    assert waiter(rm, clock).wait(REQUEST, ResourceSettings()).status is S.ALLOCATED
+
+
+def test_an_outage_longer_than_the_timeout_ends_the_wait_at_the_timeout():
+    rm, clock = FakeRM([S.PENDING, OUTAGE]), Clock()
+    with pytest.raises(AllocationFailedError) as info:
+        waiter(rm, clock).wait(REQUEST, ResourceSettings(allocation_wait_timeout_seconds=60))
+    message = str(info.value)
+    assert message.startswith(f"Timed out after 60 seconds waiting for resource request {REQUEST}")
+    assert "could not reach it" in message and "unreachable" in message
+    assert sum(clock.sleeps) == pytest.approx(60)
+
+
+def test_an_error_that_is_no_outage_still_ends_the_wait():
+    rm, clock = FakeRM([InputError("bad lease")]), Clock()
+    with pytest.raises(InputError):
+        waiter(rm, clock).wait(REQUEST, ResourceSettings())
 
 
 # ------------------------------------------------------------------ with a wait room

@@ -15,7 +15,7 @@ import pytest
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.local_process import LocalProcessBackend
-from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
+from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process, retry_delay
 from wharf.execution.run_stop import stop_recorded_steps
 from wharf.store.models import RunUpdate, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
@@ -121,3 +121,10 @@ def test_a_forced_stop_ends_a_run_no_process_beats_for(world: World) -> None:
     beaten = world.run(status=S.RUNNING, orchestrator=orchestrator_process(15))
     beaten = store.runs.update(beaten.id, RunUpdate(status=S.STOPPING, stop_forced=True))
     assert end_unattended(store, beaten) == beaten  # its orchestrator ends it (or the sweep)
+
+
+def test_a_failed_beat_is_retried_sooner_so_one_lands_soon_after_an_outage() -> None:
+    """A quarter of the interval after a failure, then half, then every interval: never later
+    than the regular beat, and the liveness timeout (five intervals and a second) is not
+    spent waiting for the next regular beat after the store is back."""
+    assert [retry_delay(8.0, failures) for failures in range(5)] == [8.0, 2.0, 4.0, 8.0, 8.0]

@@ -8,7 +8,10 @@ pending is not polled at once: its first lease (a minute) outlives the first wai
 a poll would give it, so the first poll comes after the first delay. It fails fast, naming
 the request and the reason, when the request ends without an allocation (rejected, cancelled,
 expired, released) or is being reclaimed already (preempting, preempted), and when
-``allocation_wait_timeout_seconds`` passes. Time and randomness are injected.
+``allocation_wait_timeout_seconds`` passes. A poll that finds the Resource Manager (or the
+workspace server in between) unreachable is not an answer: the waiter keeps waiting on the same
+schedule and gives up only at the timeout, so a restart of either costs a step nothing. Time
+and randomness are injected.
 
 Between polls the waiter sits in a wait room (:class:`WaitRoomLike`: the step-resources port's
 :class:`wharf.execution.resources.wait_room.WaitRoom`) that hands it its request as soon as the
@@ -24,6 +27,7 @@ only when it returns or raises, so no wake-up between a poll and the next wait i
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Callable
@@ -36,7 +40,10 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.execution.outages import transient
 from wharf.execution.resources.wait_room import RequestState
+
+logger = logging.getLogger(__name__)
 
 INITIAL_POLL_SECONDS = 1.0
 MAX_POLL_SECONDS = 20.0
@@ -135,6 +142,8 @@ class AllocationWaiter:
             woken = ticket.wait(delay)
             if woken is not None and _left_queue(request_id, woken):
                 return woken
+        reason: str | None = None
+        unreachable: WharfError | None = None
         while True:
             lease = math.ceil(min(delay * 2, MAX_POLL_SECONDS) + PENDING_LEASE_MARGIN_SECONDS)
             try:
@@ -145,14 +154,31 @@ class AllocationWaiter:
                 raise AllocationFailedError(
                     f"Resource request {request_id} was not found; it may have been deleted."
                 ) from None
-            if _left_queue(request_id, request):
-                return request
-            if tell is not None:
-                tell(request)
-                tell = None  # once per wait
+            except WharfError as exc:
+                if not transient(exc):
+                    raise
+                # An outage (the RM or the server restarting): keep waiting on the same
+                # schedule; the room still wakes this waiter, and the timeout still holds.
+                if unreachable is None:
+                    logger.warning(
+                        "Could not poll resource request %s (still waiting): %s", request_id, exc
+                    )
+                unreachable = exc
+            else:
+                if unreachable is not None:
+                    logger.info("Resource request %s can be polled again.", request_id)
+                unreachable = None
+                if _left_queue(request_id, request):
+                    return request
+                reason = request.status_reason
+                if tell is not None:
+                    tell(request)
+                    tell = None  # once per wait
             waited = (self.clock() - started).total_seconds()
             if waited >= timeout:
-                why = f" (last reason: {request.status_reason})" if request.status_reason else ""
+                why = f" (last reason: {reason})" if reason else ""
+                if unreachable is not None:
+                    why = f" (the last poll could not reach it: {unreachable})"
                 raise AllocationFailedError(
                     f"Timed out after {timeout} seconds waiting for resource request "
                     f"{request_id} to be allocated{why}. Increase "

@@ -6,7 +6,8 @@ stopped (interrupted because it or its run was asked to stop) or cancelled (inte
 cancel, e.g. a resource reclaim). :func:`finish_attempt` is the single place that decides and
 records this, used both in the orchestration process (inline) and in a step's own process
 (isolated, see ``wharf.execution.entrypoint``). A completed attempt's outputs are recorded in
-the same store call as its status (``steps.finish``).
+the same store call as its status (``steps.finish``). An isolated attempt's orchestrator waits
+out a store outage shorter than the step's liveness timeout (:mod:`wharf.execution.outages`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
@@ -25,6 +26,7 @@ from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
+from wharf.execution.outages import retry_through_outage, transient
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
 from wharf.store.models import (
@@ -39,6 +41,8 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -65,9 +69,12 @@ def finish_attempt(
     the step run as recorded and, if it completed, its output versions."""
     store = services.store
     if error is None:
+        completed = StepRunUpdate(status=ExecutionStatus.COMPLETED)
         try:
-            final, versions = step_writes.finish(
-                services, record.id, StepRunUpdate(status=ExecutionStatus.COMPLETED), outputs or {}
+            final, versions = _through_outage(
+                services,
+                lambda: step_writes.finish(services, record.id, completed, outputs or {}),
+                f"record the result of step {record.name}",
             )
         except IllegalTransitionError:
             # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
@@ -96,9 +103,28 @@ def finish_attempt(
             status_reason=reason,
         )
     try:
-        return step_writes.update(services, record.id, update), {}
+        ended = _through_outage(
+            services,
+            lambda: step_writes.update(services, record.id, update),
+            f"record the end of step {record.name}",
+        )
+        return ended, {}
     except IllegalTransitionError:
         return store.steps.get(record.id), {}
+
+
+def _through_outage(services: RunServices, write: Callable[[], T], what: str) -> T:
+    """``write()``, repeated through a store outage shorter than the step's liveness timeout
+    (the step keeps beating meanwhile). Safe: a write that was applied before its answer got
+    lost is refused when repeated (``IllegalTransitionError``: the step has ended), and the
+    callers then read what was recorded."""
+    return retry_through_outage(
+        write,
+        what=what,
+        patience=liveness_timeout_for(services.heartbeat_interval),
+        clock=services.clock,
+        sleep=services.sleep,
+    )
 
 
 def _run_stopping(services: RunServices, record: StepRunRecord) -> bool:
@@ -245,16 +271,27 @@ class IsolatedExecutor:
         except Exception as exc:
             reason = f"The step process could not start: {describe_exception(exc)}"
             return AttemptResult(self._record_lost(record, reason, reason), {})
+        interval = self.services.heartbeat_interval
         if spec.config.enable_heartbeat:
             # Start the liveness clock now: a process that hangs before its first beat is
             # then lost like any other.
-            interval = self.services.heartbeat_interval
-            step_writes.heartbeat(self.services, record.id, liveness_timeout_for(interval))
+            try:
+                step_writes.heartbeat(self.services, record.id, liveness_timeout_for(interval))
+            except WharfError as exc:
+                if not transient(exc):
+                    raise
+                logger.warning("Could not record the first heartbeat of %s: %s", record.name, exc)
         try:
             ended = self._wait(backend, handle, record)
         finally:
             backend.cleanup(handle)
-        final = store.steps.get(record.id)
+        final = retry_through_outage(
+            lambda: store.steps.get(record.id),
+            what=f"read how step run {record.name} ended",
+            patience=liveness_timeout_for(interval),
+            clock=self.services.clock,
+            sleep=self.services.sleep,
+        )
         if not (final.status.is_finished or final.status is ExecutionStatus.RETRYING):
             what = f"the step process {ended.detail} before reporting its result."
             final = self._record_lost(record, f"Heartbeat lost: {what}", f"Stopped: {what}")
@@ -267,18 +304,38 @@ class IsolatedExecutor:
         self, backend: StepBackend[Any], handle: Hashable, record: StepRunRecord
     ) -> AttemptOutcome:
         """Wait for the attempt; meanwhile fail steps of this run whose heartbeat was lost,
-        and end this step's attempt if that happened to it (e.g. it hangs)."""
+        and end this step's attempt if that happened to it (e.g. it hangs).
+
+        A store that cannot be reached (a server or database restarting) is waited out: the
+        step's own process keeps beating and records its result when the store is back. The
+        first check after an outage only reads: the steps' heartbeats get one interval to
+        arrive before anyone is judged lost."""
         store = self.services.store
         interval = self.services.heartbeat_interval
         cancelled = False
+        outage = False
         while True:
             ended = backend.poll([handle], interval).get(handle)
             if ended is not None:
                 return ended
             if cancelled:
                 continue
-            step_writes.fail_lost_heartbeats(self.services, self.services.clock(), record.run_id)
-            if store.steps.get(record.id).status.is_finished:
+            try:
+                if not outage:
+                    now = self.services.clock()
+                    step_writes.fail_lost_heartbeats(self.services, now, record.run_id)
+                finished = store.steps.get(record.id).status.is_finished
+            except WharfError as exc:
+                if not transient(exc):
+                    raise
+                if not outage:
+                    logger.warning(
+                        "Could not check step %s (still waiting for it): %s", record.name, exc
+                    )
+                outage = True
+                continue
+            outage = False
+            if finished:
                 backend.cancel(handle)
                 cancelled = True
 

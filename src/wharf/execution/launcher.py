@@ -23,7 +23,10 @@ A step that asks for resources is queued when ``services.resources`` (the step-r
 :mod:`wharf.execution.resources`) is there: its request is made through that port before its
 queued step run is written (:mod:`wharf.execution.step_writes`; the server makes it in team
 mode), and the launcher waits for the allocation, marks it started and tells the port when the
-step ended, all through that port.
+step ended, all through that port. A wait that ends without an allocation, for whatever reason,
+ends the step failed; each step run created queued is told to the run's
+:class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end settles what a
+failed write left behind.
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
-from wharf.core.errors import RunStoppingError, WharfError
+from wharf.core.errors import IllegalTransitionError, RunStoppingError, WharfError
 from wharf.execution import step_writes
 from wharf.execution.allocation import AllocationFailedError
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.resources.holders_first import HoldersFirst
+from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.resources.wait_room import RequestState
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
@@ -85,8 +89,12 @@ class StepLauncher:
         isolated: AttemptExecutor | None = None,
         record_specs: bool = False,
         runtimes: RuntimePolicy | None = None,
+        requests: RunRequests | None = None,
     ) -> None:
+        """``requests``: told of each step run created queued and of its moving on, so the
+        run's end can settle what was left (:mod:`wharf.execution.resources.run_requests`)."""
         self._services = services
+        self._requests = requests or RunRequests()
         self._run_id = run_id
         self._pipeline_name = pipeline_name
         self._inline = inline
@@ -234,11 +242,37 @@ class StepLauncher:
             # The slot is allocated and idle until the step's code runs: from here this thread
             # goes before the creation of steps that will wait (the caller ends the stretch).
             holders.begin()
-        allocated = resources.mark_started(request_id, settings)
+        allocated = resources.mark_started(
+            request_id, settings, clock=services.clock, sleep=services.sleep
+        )
         running = services.store.steps.update(
             record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
         )
+        self._requests.moved_on(running)
         return running, allocated
+
+    def _not_allocated(
+        self, spec: StepSpec, record: StepRunRecord, error: WharfError
+    ) -> StepOutcome:
+        """The step ends failed: its wait for an allocation ended with ``error`` (its request
+        is released with that status; if this write fails too, the run's end settles it)."""
+        resources = self._services.resources
+        assert resources is not None
+        reason = str(error)
+        if not isinstance(error, AllocationFailedError):
+            reason = f"Could not wait for resources: {error}"
+        change = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
+        try:
+            final = step_writes.update(self._services, record.id, change)
+        except IllegalTransitionError:  # ended elsewhere meanwhile (a forced stop): theirs stands
+            final = self._services.store.steps.get(record.id)
+            return StepOutcome(spec.name, final.status, step_run=final, reason=final.status_reason)
+        except WharfError as exc:
+            logger.warning("Could not record that step '%s' failed: %s", spec.name, exc)
+            return StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
+        self._requests.moved_on(final)
+        resources.step_ended(elsewhere=False)
+        return StepOutcome(spec.name, final.status, step_run=final, reason=reason)
 
     def _create_attempt(
         self,
@@ -279,9 +313,10 @@ class StepLauncher:
             )
             if not found.created:
                 return self._publish_cached(spec, create, found)
+            self._requests.created(found.step)
             return found.step
         try:
-            return step_writes.create(services, create)
+            created = step_writes.create(services, create)
         except RunStoppingError as exc:
             if previous is None:
                 raise
@@ -289,6 +324,8 @@ class StepLauncher:
             return StepOutcome(
                 spec.name, ExecutionStatus.STOPPED, step_run=previous, reason=str(exc)
             )
+        self._requests.created(created)
+        return created
 
     def _run_attempts(
         self,
@@ -314,17 +351,8 @@ class StepLauncher:
                 if resources is not None:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
-                    except AllocationFailedError as exc:
-                        final = step_writes.update(
-                            services,
-                            record.id,
-                            StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=str(exc)),
-                        )
-                        resources.step_ended(elsewhere=False)
-                        failed = StepOutcome(
-                            spec.name, final.status, step_run=final, reason=str(exc)
-                        )
-                        return self._ended(failed, started)
+                    except WharfError as exc:  # no allocation, or no way to ask for one
+                        return self._ended(self._not_allocated(spec, record, exc), started)
                 if holders is not None and executor is not self._inline:
                     holders.end()  # the step's own process does the rest of its bookkeeping
                 # An inline attempt leaves the holder's stretch while its user code runs and

@@ -3,8 +3,9 @@
 A run started in a process records that process (:func:`orchestrator_process`: host, pid,
 start token, liveness timeout) with a first beat in the write that starts it. While the run
 goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thread
-(``RunRepository.update_heartbeat``); a beat that fails is logged and retried at the next
-interval (the liveness timeout allows four missed beats). Each beat also sweeps the runs whose
+(``RunRepository.update_heartbeat``); a beat that fails is logged and retried sooner than the
+interval (a quarter of it, then half, then every interval: the liveness timeout allows four
+missed beats, and a beat lands soon after a store outage ends). Each beat also sweeps the runs whose
 orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
 is needed for that. When a beat learns that the run's stop is forced, it tells ``on_forced``
 (the run loop ends the attempts in flight through the backends that started them) -- once. A
@@ -25,7 +26,7 @@ from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError
-from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.heartbeat import FIRST_RETRY_FRACTION, liveness_timeout_for
 from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
 from wharf.store.models import (
     OrchestratorProcess,
@@ -134,12 +135,13 @@ class RunHeartbeat:
         heartbeat._thread.start()
         return heartbeat
 
-    def beat_once(self) -> None:
+    def beat_once(self) -> bool:
+        """One beat (and sweep); False if the beat failed (logged)."""
         try:
             response = self._store.runs.update_heartbeat(self._run_id, self._process)
         except Exception as exc:
             logger.warning("Heartbeat of run %s failed: %s", self._run_id, exc)
-            return
+            return False
         if response.stop_forced and not self._forced:
             self._forced = True
             if self._on_forced is not None:
@@ -148,12 +150,24 @@ class RunHeartbeat:
                 except Exception as exc:
                     logger.warning("Could not force the stop of run %s: %s", self._run_id, exc)
         sweep_quietly(self._store, release=self._release)
+        return True
 
     def _loop(self) -> None:
-        while not self._stopped.wait(self._interval):
-            self.beat_once()
+        failures = 0
+        while not self._stopped.wait(retry_delay(self._interval, failures)):
+            failures = 0 if self.beat_once() else failures + 1
 
     def close(self) -> None:
         self._stopped.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+def retry_delay(interval: float, failures: int) -> float:
+    """The wait before the next beat after ``failures`` failed ones in a row: the interval,
+    or sooner while failing (a quarter of it, then half, then the interval again), so a beat
+    lands soon after the store is back."""
+    if not failures:
+        return interval
+    delay: float = interval * FIRST_RETRY_FRACTION * 2 ** (failures - 1)
+    return min(interval, delay)

@@ -8,7 +8,9 @@ placeholder, beats for it (``wharf.execution.run_heartbeat``), installs the stop
 ``wharf.execution.dynamic``) inline or isolated through step backends
 (``wharf.execution.backends``), and ends the run.
 
-Invariants: a started run always ends (a failure of the loop itself ends it failed); a forced
+Invariants: a started run always ends (a failure of the loop itself ends it failed), through
+a store outage shorter than its liveness timeout; when it ends, none of its steps is left
+queued and none of its resource requests pending or held (``resources.run_requests``); a forced
 stop ends every attempt in flight through the backend that started it; a run that may isolate
 steps on a workspace server runs them with a token scoped to the run (``services.for_run``),
 never with the caller's credential.
@@ -27,9 +29,11 @@ from wharf.execution.attempts import InlineExecutor, IsolatedExecutor
 from wharf.execution.backends import StepBackend
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
-from wharf.execution.heartbeat import HeartbeatScheduler
+from wharf.execution.heartbeat import HeartbeatScheduler, liveness_timeout_for
 from wharf.execution.launcher import StepLauncher
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.port import releaser
+from wharf.execution.resources.run_requests import RunRequests, settle
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
 from wharf.execution.run_lifecycle import start_run
 from wharf.execution.run_stop import (
@@ -99,20 +103,21 @@ def run_pipeline(
     )
     services.progress.run_started(run, job.snapshot.spec.name)
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
+    requests = RunRequests()
     outcome: DagOutcome | DynamicOutcome | ForcedOutcome
     try:
         if runtimes.has_isolation:
             services = for_run(services, run.id)
-        outcome = _run_steps(job, services, run, runtimes, backend, heartbeats, stopper)
+        outcome = _run_steps(job, services, run, runtimes, backend, heartbeats, stopper, requests)
     except ForcedStop:
         outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
         if not signals.forced:  # a run nested in the one being forced: it ends too
-            services.store.runs.finish(run.id, *outcome.final_status())
+            settle(services, requests, outcome.final_status()[0])
+            _finish(services, run, *outcome.final_status())
             raise
     except BaseException as exc:
-        ended = services.store.runs.finish(
-            run.id, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}"
-        )
+        settle(services, requests, ExecutionStatus.FAILED)
+        ended = _finish(services, run, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}")
         services.progress.run_finished(ended)  # the summary line
         raise
     finally:
@@ -120,10 +125,25 @@ def run_pipeline(
         heartbeats.close()
         liveness.close()
     status, reason = outcome.final_status()
-    ended = services.store.runs.finish(run.id, status, reason)
+    settle(services, requests, status)
+    ended = _finish(services, run, status, reason)
     services.progress.run_finished(ended)  # the summary line
     signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
     return ended
+
+
+def _finish(
+    services: RunServices, run: PipelineRunRecord, status: ExecutionStatus, reason: str | None
+) -> PipelineRunRecord:
+    """End the run, through a store outage shorter than the run's liveness timeout (ending a
+    run is safe to repeat: a finished run comes back unchanged)."""
+    return retry_through_outage(
+        lambda: services.store.runs.finish(run.id, status, reason),
+        what=f"end run {run.name}",
+        patience=liveness_timeout_for(services.heartbeat_interval),
+        clock=services.clock,
+        sleep=services.sleep,
+    )
 
 
 def _run_steps(
@@ -134,6 +154,7 @@ def _run_steps(
     backend: StepBackend[Any] | None,
     heartbeats: HeartbeatScheduler,
     stopper: RunStopper,
+    requests: RunRequests,
 ) -> DagOutcome | DynamicOutcome:
     spec = job.snapshot.spec
     runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
@@ -151,6 +172,7 @@ def _run_steps(
         isolated=isolated,
         record_specs=spec.dynamic or isolated is not None,
         runtimes=runtimes,
+        requests=requests,
     )
     if spec.dynamic:
         if job.pipeline_function is None or job.spec_factory is None:

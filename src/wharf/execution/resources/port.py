@@ -11,7 +11,9 @@ renewed on its heartbeats and released wherever the step ends; the engine makes 
 itself (:mod:`wharf.execution.step_writes`), and the team adapter's do nothing (the workspace
 server's step routes do the work). Through this port the launcher also waits for the
 allocation, marks the step started, and tells the port when a step that held resources ended,
-so the waiters of this process whose request left the queue are woken at once.
+so the waiters of this process whose request left the queue are woken at once. When a run
+ends, the port releases whatever its steps' requests still hold or wait for
+(:meth:`StepResources.release_left`), so nothing is allocated to a finished run.
 
 Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
 gate see every step of the process that asks for resources.
@@ -19,7 +21,7 @@ gate see every step of the process that asks for resources.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
@@ -69,8 +71,28 @@ class StepResources(Protocol):
         reason) when it ends without an allocation or the wait times out."""
         ...
 
-    def mark_started(self, request_id: UUID, settings: ResourceSettings) -> ResourceRequestInfo:
-        """The allocation is being used: renew for initialization, runtime state submitted."""
+    def mark_started(
+        self,
+        request_id: UUID,
+        settings: ResourceSettings,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], object],
+    ) -> ResourceRequestInfo:
+        """The allocation is being used: renew for initialization, runtime state submitted
+        (retried through a short outage)."""
+        ...
+
+    def release_left(
+        self,
+        request_ids: Iterable[UUID],
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], object],
+    ) -> None:
+        """A run ended: release those of its steps' ``request_ids`` that are still pending or
+        held, whoever should have released them (retried through a short outage; a failure
+        is logged, never raised)."""
         ...
 
     def release(self, request_id: UUID) -> None:

@@ -1,29 +1,47 @@
-"""What both adapters of the step-resources port share: waiting in the room, marking started.
+"""What both adapters of the step-resources port share: waiting in the room, marking started,
+releasing what a run left.
 
-Owns :class:`RoomedResources`: a requests client (renewals) with the process's
+Owns :class:`RoomedResources`: a requests link (renew, list, release) with the process's
 :class:`~wharf.execution.resources.wait_room.WaitRoom`. A waiter polls by renewing its pending
 request (:class:`~wharf.execution.allocation.AllocationWaiter`) and sits in the room between
-polls, so a release of this process wakes it at once. Invariant: after a step that held
-resources ended, the room is checked unless the release was made through this process's own
-requests client (which checks, or is told by its in-process Resource Manager, itself).
+polls, so a release of this process wakes it at once. Marking started and releasing what an
+ended run left are retried through a short outage (:mod:`wharf.execution.outages`).
+Invariant: after a step that held resources ended, the room is checked unless the release was
+made through this process's own requests client (which checks, or is told by its in-process
+Resource Manager, itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.config.settings import ResourceSettings
-from wharf.core.enums import ResourceRequestRuntimeState
-from wharf.execution.allocation import AllocationWaiter
+from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
+from wharf.core.errors import WharfError
+from wharf.execution.allocation import PENDING_LEASE_MARGIN_SECONDS, AllocationWaiter
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.holders_first import HoldersFirst
-from wharf.execution.resources.wait_room import RequestState, WaitRoom
+from wharf.execution.resources.wait_room import IDS_PER_LIST, RequestState, WaitRoom
 from wharf.store.models import StepRunCreate
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import ResourceRequestInfo
+    from wharf.resource_manager.contract.protocol import RequestsLink
+
+logger = logging.getLogger(__name__)
+
+HELD = (
+    ResourceRequestStatus.PENDING,
+    ResourceRequestStatus.ALLOCATED,
+    ResourceRequestStatus.PREEMPTING,
+)
+"""Statuses of a request that still holds a place in the queue or capacity."""
+SETTLE_PATIENCE_SECONDS = 30.0
+"""How long the end of a run waits for the Resource Manager to release what its steps left."""
 
 
 class Renews(Protocol):
@@ -42,7 +60,7 @@ class RoomedResources:
 
     def __init__(
         self,
-        requests: Callable[[], Renews],
+        requests: Callable[[], RequestsLink],
         room: WaitRoom,
         *,
         releases_seen_here: bool,
@@ -69,12 +87,66 @@ class RoomedResources:
         )
         return waiter.wait(request_id, settings)
 
-    def mark_started(self, request_id: UUID, settings: ResourceSettings) -> ResourceRequestInfo:
-        return self._requests().renew(
-            request_id,
-            settings.initialization_lease_seconds,
-            ResourceRequestRuntimeState.SUBMITTED,
+    def mark_started(
+        self,
+        request_id: UUID,
+        settings: ResourceSettings,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], object],
+    ) -> ResourceRequestInfo:
+        """Renewed through an outage for as long as the lease of the last poll surely lasts."""
+        requests = self._requests()
+        return retry_through_outage(
+            lambda: requests.renew(
+                request_id,
+                settings.initialization_lease_seconds,
+                ResourceRequestRuntimeState.SUBMITTED,
+            ),
+            what=f"mark resource request {request_id} started",
+            patience=PENDING_LEASE_MARGIN_SECONDS,
+            clock=clock,
+            sleep=sleep,
         )
+
+    def release_left(
+        self,
+        request_ids: Iterable[UUID],
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], object],
+    ) -> None:
+        """Release those of ``request_ids`` that are still pending or held (their run ended):
+        one lookup per :data:`IDS_PER_LIST`, a release for each found, each retried through a
+        short outage; a failure is logged (the leases lapse on their own)."""
+        ids = list(dict.fromkeys(request_ids))
+        if not ids:
+            return
+        from wharf.resource_manager.contract.models import PageRequest, RequestFilter
+
+        requests = self._requests()
+        patience = SETTLE_PATIENCE_SECONDS
+        for start in range(0, len(ids), IDS_PER_LIST):
+            chunk = tuple(ids[start : start + IDS_PER_LIST])
+            query = RequestFilter(ids=chunk, status=HELD)
+            try:
+                page = retry_through_outage(
+                    lambda: requests.list(query, PageRequest(size=len(chunk))),  # noqa: B023
+                    what="look up the resource requests left by a run",
+                    patience=patience,
+                    clock=clock,
+                    sleep=sleep,
+                )
+                for request in page.items:
+                    retry_through_outage(
+                        lambda: requests.release(request.id),  # noqa: B023 (called at once)
+                        what=f"release resource request {request.id}",
+                        patience=patience,
+                        clock=clock,
+                        sleep=sleep,
+                    )
+            except WharfError as exc:
+                logger.warning("Could not release the resource requests of a run: %s", exc)
 
     makes_requests = False
 

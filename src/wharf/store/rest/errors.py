@@ -2,7 +2,9 @@
 
 The server's error body is ``{"detail": ..., "type": <class name>}``. A known class name is
 raised as that very class (so ``IllegalTransitionError`` stays one, as on SQL); otherwise the
-status decides. REST-only conditions get their own classes:
+status decides (503, and a proxy's 502 or 504 while the server restarts, are
+``StoreUnavailableError``: an outage, which the engine's wait and heartbeat paths wait out).
+REST-only conditions get their own classes:
 
     NotAuthenticatedError (401)    PermissionDeniedError (403)    RequestTooLargeError (413/414)
 """
@@ -64,7 +66,9 @@ _BY_STATUS: dict[int, type[WharfError]] = {
     404: EntityNotFoundError,
     409: IllegalOperationError,
     422: InputError,
+    502: StoreUnavailableError,
     503: StoreUnavailableError,
+    504: StoreUnavailableError,
 }
 
 

@@ -1,0 +1,68 @@
+"""Riding out a short outage of the store, the workspace server or the Resource Manager on the
+engine's wait, heartbeat and end-of-run paths.
+
+Owns :func:`transient` (which errors an outage raises: ``StoreUnavailableError``, what the REST
+store, the workspace server's 503 and the Resource Manager's client raise when nobody answers)
+and :func:`retry_through_outage` (call again, backing off from :data:`FIRST_DELAY_SECONDS`
+doubling up to :data:`MAX_DELAY_SECONDS`, until the call succeeds or ``patience`` seconds have
+passed on the injected clock; then the last error is raised). Any other error is raised at
+once.
+
+Invariant: only calls that are safe to repeat go through it (reads, heartbeats, lease renewals,
+releases, and ending a run, which returns a finished run unchanged).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+from wharf.core.errors import StoreUnavailableError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FIRST_DELAY_SECONDS = 0.25
+MAX_DELAY_SECONDS = 5.0
+
+
+def transient(error: BaseException) -> bool:
+    """Whether ``error`` says that a service could not be reached or is briefly unavailable
+    (connection refused or reset, timeout, 503), rather than that the call is wrong."""
+    return isinstance(error, StoreUnavailableError)
+
+
+def retry_through_outage(
+    call: Callable[[], T],
+    *,
+    what: str,
+    patience: float,
+    clock: Callable[[], datetime],
+    sleep: Callable[[float], object],
+) -> T:
+    """``call()``'s answer, calling again through a transient outage of up to ``patience``
+    seconds (``what`` names the call in the log); the last error once patience runs out."""
+    started = clock()
+    delay = FIRST_DELAY_SECONDS
+    failures = 0
+    while True:
+        try:
+            result = call()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            waited = (clock() - started).total_seconds()
+            if waited >= patience:
+                raise
+            failures += 1
+            if failures == 1:
+                logger.warning("Could not %s (retrying for up to %.0f s): %s", what, patience, exc)
+            sleep(min(delay, max(0.0, patience - waited)))
+            delay = min(MAX_DELAY_SECONDS, delay * 2)
+            continue
+        if failures:
+            logger.info("Managed to %s after %d failed attempt(s).", what, failures)
+        return result
