@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.resource_manager.api.live import BOB_KEY, OPS_PASSWORD, LiveServer
+from tests.resource_manager.api.live import BOB_KEY, OPS_PASSWORD, LiveServer, start_rm
 from wharf.core.login_throttle import LoginLimits, LoginThrottle
 from wharf.resource_manager.api.deps import AppState
 
@@ -20,6 +20,20 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_the_limits_are_the_settings(sqlite_rm_url: str) -> None:
+    limits = LoginLimits(max_failures_per_account=2)
+    server = start_rm(sqlite_rm_url, login_limits=limits)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            assert [password(http, "ops", "guess").status_code for _ in range(3)] == [
+                401,
+                401,
+                429,
+            ]
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -43,10 +43,13 @@ class AppState:
     signer: TokenSigner
     checker: CredentialChecker
     metrics: MetricsReader
-    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)
-    """Failed logins of this process, per principal name and per client address."""
     clock: Callable[[], float] = time.time
     """Seconds since the epoch, for the login throttle (tests inject a fake)."""
+    login_throttle: LoginThrottle = field(init=False)
+    """Failed logins of this process, per principal name and per client address."""
+
+    def __post_init__(self) -> None:
+        self.login_throttle = LoginThrottle(self.settings.login_limits)
 
 
 def authenticate(state: AppState, header: str | None) -> Principal:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from wharf.core.errors import InputError
+from wharf.core.login_throttle import LoginLimits
 
 MIN_SECRET_LENGTH = 32
 MIN_ADMIN_KEY_LENGTH = 16
@@ -95,6 +96,9 @@ class ApiSettings(BaseModel):
     """The longest lease a request may be created or renewed with (default one day), so the
     capacity of a holder that died comes back at most this long after its last renewal; a
     request must have a lease (``lease_seconds``)."""
+    login_limits: LoginLimits = LoginLimits()
+    """Failed logins allowed per principal name and per client address before 429
+    (``wharf.core.login_throttle``; counted per API process)."""
     metrics_public: bool = False
     """Serve ``/metrics`` without a token, for Prometheus scrapers on an internal network (it
     shows pool names, capacities and counts, never a request or a principal). Off by default:
