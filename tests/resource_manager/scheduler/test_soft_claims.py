@@ -138,3 +138,24 @@ def test_a_head_that_cannot_reclaim_keeps_its_claim():
     decisions = step(snap, 2)[1]
     assert not decisions.preemptions and not decisions.admissions
     assert waiting(decisions, snap)["guest-small"].startswith("Waiting behind request")
+
+
+def test_in_a_deep_queue_each_request_is_judged_by_its_own_subjects():
+    p = pool("p8", klass("c", GPU=8))
+    owner = policy("owner", p, grant("c", GPU=res(8)))
+    friend, guest = policy("friend", p), policy("guest", p)
+    head = request("owner-big", gpu(8), project="owner", created=1, group=project("friend"))
+    queue = [
+        request(name, gpu(1), project=name.split("-")[0], created=2 + i)
+        for i, name in enumerate(["friend-1", "friend-2", "guest-1", "friend-3", "guest-2"])
+    ]
+    snap = snapshot(
+        [p], [owner, friend, guest], [holding("guest-old", p, guest, {("c", "GPU"): 5}), head]
+    )
+    snap = Snapshot(snap.descriptors, snap.pools, snap.policies, (*snap.requests, *queue))
+    snap, decisions = step(snap, 10)
+    assert preempted(decisions, snap) == ["guest-old"]
+    assert admitted(decisions, snap) == ["guest-1", "guest-2"]
+    reasons = waiting(decisions, snap)
+    for name in ("friend-1", "friend-2", "friend-3"):
+        assert reasons[name].startswith(f"Waiting behind request {head.id}")

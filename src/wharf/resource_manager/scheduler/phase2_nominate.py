@@ -75,6 +75,9 @@ class Candidate:
     note: tuple[int, int, str] | None = None
     """(pool index, 1-based queue position, reason) of the wait reported for it: its first
     pool in rank order, or the pool where it claimed capacity."""
+    subject_set: SubjectSet | None = None
+    """The request's subjects indexed for selectors, built only when a soft claim asks
+    (:mod:`.soft_claims`); kept while the candidate serves the same request."""
 
 
 @dataclass(frozen=True, slots=True)

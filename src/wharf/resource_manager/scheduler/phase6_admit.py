@@ -93,6 +93,9 @@ class Admitter:
     """Pool index -> the queue key of the last candidate of its walk (None: a fair-sharing
     pool, whose order is not one key); pools without a walk are absent."""
     _behind: dict[tuple[int, UUID], str] = field(default_factory=dict)
+    _version: int = 0
+    """Counts changes to the ledger's usage and claims in this cycle (admissions, claims,
+    preemptions): an outcome remembered at one version holds while it is current."""
     _settled: dict[int, dict[tuple[Hashable, int], str]] = field(default_factory=dict)
     """Per pool walked: (shape, id of its plans) -> the reason every later candidate with them
     waits for (see :meth:`_settle`); kept after the walk for :meth:`visit_tail`."""
@@ -138,14 +141,23 @@ class Admitter:
             # Same shape and plans as one already blocked for good in this walk.
             self._note(candidate, pool_index, position, reason)
             return
+        soft = self.soft
+        key: Hashable = None
+        if soft.by_slot:
+            # Not settled: whether a head may take it back depends on its subjects too.
+            key = soft.key(candidate, pool_index)
+            known = soft.waits.get(key)
+            if known is not None and known[0] == self._version:
+                self._note(candidate, pool_index, position, known[1])
+                return
         result = self.fitter.try_pool(candidate, pool_index)
-        if isinstance(result, Route) and self.soft.by_slot:
-            refused = self.soft.refused(self.fitter.ledger, candidate, result)
+        if isinstance(result, Route) and soft.by_slot:
+            refused = soft.refused(self.fitter.ledger, candidate, result)
             if refused is not None:
                 hard = self._fit_hard(candidate, pool_index)
                 if hard is None:
-                    # Not settled: whether a head may take it back depends on its subjects.
                     reason = self._behind_reason(refused)
+                    soft.waits[key] = (self._version, reason)
                     self._note(candidate, pool_index, position, reason)
                     return
                 result = hard
@@ -159,15 +171,19 @@ class Admitter:
     def _fit_hard(self, candidate: Candidate, pool_index: int) -> Route | None:
         """The first route of ``candidate`` that fits with soft claims counted as claims."""
         soft, fitter = self.soft, self.fitter
+        plans = [
+            plan
+            for plan in candidate.plans[pool_index]
+            if (plan.policy.index, candidate.shape) not in soft.hard_blocked
+        ]
+        if not plans:
+            return None
         with soft.hard_view(fitter.ledger):
-            for plan in candidate.plans[pool_index]:
-                key = (plan.policy.index, candidate.shape)
-                if key in soft.hard_blocked:
-                    continue
+            for plan in plans:
                 route = fitter.fit(plan, fitter.ledger)
                 if route is not None:
                     return route
-                soft.hard_blocked.add(key)
+                soft.hard_blocked.add((plan.policy.index, candidate.shape))
         return None
 
     def _behind_reason(self, slot: int) -> str:
@@ -217,6 +233,7 @@ class Admitter:
                     target_settings=copy.deepcopy(settings) if settings else {},
                 )
             )
+        self._version += 1
         self.fitter.ledger.add(
             Holding(
                 policy=policy,
@@ -285,6 +302,7 @@ class Admitter:
         """Claim the free part of the blocked route: softly in the slots it lacks when
         preempting is its path to fitting (victims planned now, or capacity being returned
         covers what it lacks) and they are reclaimable, else hard."""
+        self._version += 1
         ledger, catalog = self.fitter.ledger, self.catalog
         lacking = frozenset(capacity.lacking)
         soft: frozenset[int] = frozenset()
@@ -309,6 +327,7 @@ class Admitter:
         self._settled[pool_index][key] = reason
 
     def _preempt(self, candidate: Candidate, plan: PreemptionPlan) -> None:
+        self._version += 1
         for index, victim in enumerate(plan.victims):
             self.taken.add(victim.request.id)
             self.fitter.ledger.mark_returning(victim.holding)

@@ -16,16 +16,19 @@ hard claim, so a head is never starved by requests it could not take back from.
 Invariants: a slot is softly claimed only if its class is reclaimable and the head lacks
 capacity there, so the soft claim covered all of its free capacity and any later use of it
 eats into the claim; within a cycle soft claims only grow, so the *hard view* (soft claims
-counted as claimed) only tightens and a block in it stays a block.
+counted as claimed) only tightens and a block in it stays a block. Whether a request is
+refused depends only on its shape and plans, the ledger, and which heads' preemption groups
+match its subjects: an outcome is reused for the same inputs while the ledger is unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from wharf.core.enums import ReclaimTolerance
+from wharf.resource_manager.domain.selectors import SubjectSet
 from wharf.resource_manager.scheduler.holders import Holder
 from wharf.resource_manager.scheduler.ledger import Holding, Ledger
 from wharf.resource_manager.scheduler.phase2_nominate import Candidate
@@ -37,21 +40,38 @@ from wharf.resource_manager.scheduler.routes import Route
 class SoftClaims:
     by_slot: dict[int, Waiter] = field(default_factory=dict)
     """Slot -> the head that claimed it softly (the first one; claims only grow)."""
-    hard_blocked: set[tuple[int, object]] = field(default_factory=set)
+    grouped: dict[int, list[Callable[[SubjectSet], bool]]] = field(default_factory=dict)
+    """Pool index -> the request preemption groups (compiled) of its soft-claiming heads."""
+    hard_blocked: set[tuple[int, Hashable]] = field(default_factory=set)
     """(policy index, request shape) blocked in the hard view this cycle."""
+    waits: dict[Hashable, tuple[int, str]] = field(default_factory=dict)
+    """:meth:`key` -> (ledger version, reason) of a request refused and blocked in the hard
+    view at that version: the same inputs get the same reason without trying again."""
 
     def add(self, waiter: Waiter, slots: frozenset[int]) -> None:
         for slot in sorted(slots):
             self.by_slot.setdefault(slot, waiter)
+        group = waiter.candidate.request.preemption_group
+        if slots and group is not None:
+            self.grouped.setdefault(waiter.policy.pool_index, []).append(group.compile())
+
+    def key(self, candidate: Candidate, pool_index: int) -> Hashable:
+        """What a refusal of ``candidate`` in this pool depends on besides the ledger."""
+        groups = self.grouped.get(pool_index)
+        shared = (candidate.shape, id(candidate.plans[pool_index]))
+        if not groups:
+            return shared
+        subjects = _subject_set(candidate)
+        return (*shared, tuple(matches(subjects) for matches in groups))
 
     def refused(self, ledger: Ledger, candidate: Candidate, route: Route) -> int | None:
         """The first softly claimed slot ``route`` uses whose head could not preempt the
         allocation it would make; None when every such head could."""
-        touched = [(s, a) for s, a in route.amounts if a > 0 and s in self.by_slot]
+        touched = [s for s, a in route.amounts if a > 0 and s in self.by_slot]
         if not touched:
             return None
         holder = _as_holder(ledger, candidate, route)
-        for slot, _ in touched:
+        for slot in touched:
             waiter = self.by_slot[slot]
             if waiter.candidate is candidate or victim_rule(waiter, holder) is None:
                 return slot
@@ -73,6 +93,13 @@ class SoftClaims:
                 ledger.claimed[slot] -= free
 
 
+def _subject_set(candidate: Candidate) -> SubjectSet:
+    subjects = candidate.subject_set
+    if subjects is None:
+        subjects = candidate.subject_set = SubjectSet.of(candidate.request.subjects)
+    return subjects
+
+
 def _as_holder(ledger: Ledger, candidate: Candidate, route: Route) -> Holder:
     """The holder ``candidate`` would be once admitted by ``route``, as the next cycle's
     preemptor would see it: the newest allocation of its policy, so it borrows whatever of
@@ -91,6 +118,7 @@ def _as_holder(ledger: Ledger, candidate: Candidate, route: Route) -> Holder:
         ),
         reclaimable=request.reclaim_tolerance is not ReclaimTolerance.NONE
         and not any(catalog.slots[slot].protected for slot, _ in route.amounts),
+        _subjects=_subject_set(candidate),
     )
     for slot, amount in route.amounts:
         before = ledger.policy_usage(policy, slot)
