@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import _server
 from tests.e2e import steps_lib
 from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
@@ -40,19 +41,30 @@ SERVER_HEARTBEAT_SECONDS = 10.0
 """Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
 
 
-@pytest.fixture
-def team(
-    wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_database_url: Any
-) -> Iterator[Team]:
-    started = start_team(
-        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
-    )
+@pytest.fixture(scope="module")
+def _team(tmp_path_factory: pytest.TempPathFactory, _servers: dict[str, Any]) -> Iterator[Team]:
+    """One team for the module (starting one costs seconds); each test leaves it serving."""
+    server = _server(_servers, "postgresql")
+    urls = [server.create().render_as_string(hide_password=False) for _ in range(2)]
+    started = start_team(urls[0], urls[1], tmp_path_factory.mktemp("team"))
     try:
-        for name, value in started.user_env().items():
-            monkeypatch.setenv(name, value)
         yield started
     finally:
         started.stop()
+
+
+@pytest.fixture
+def team(_team: Team, wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    """The module's team, its workspace server as this test's store; both services serving
+    again after the test, whatever it killed."""
+    for name, value in _team.user_env().items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield _team
+    finally:
+        for service in (_team.resource_manager, _team.server):
+            if service.process is None:
+                service.start()
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
