@@ -7,6 +7,8 @@ from tests.server.things import Route
 R = Route
 ACCOUNT_ROUTES: list[Route] = [
     R("GET", "/health", "public", 200, lambda t: "/health"),
+    R("GET", "/health/live", "public", 200, lambda t: "/health/live"),
+    R("GET", "/health/ready", "public", 200, lambda t: "/health/ready"),
     R("GET", "/api/v1/auth/me", "account", 200, lambda t: "/api/v1/auth/me"),
     R("POST", "/api/v1/auth/logout", "account", 204, lambda t: "/api/v1/auth/logout"),
     # users

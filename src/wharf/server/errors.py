@@ -17,6 +17,11 @@ unauthenticated caller gets the 401, never the 422 and its schema details.
 
 Bad input must never produce a 5xx: validation happens in the wire schemas (422) and in the
 store (InputError, 400); a 500 means a bug or a broken database.
+
+A 503 (the database is unreachable, too slow, or has no schema) says only that, in fixed words:
+the driver's message names the database's host, port, user and name, so it goes to the log,
+never into a body. A database without Wharf's tables (re-created empty under the server)
+answers "schema missing; run migrations".
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from wharf.server.auth.errors import (
 )
 from wharf.server.deps import refuse_unauthenticated
 from wharf.server.schemas.filters import FilterError
+from wharf.sql.errors import DatabaseUnavailableError, SchemaMissingError
 
 logger = logging.getLogger(__name__)
 
@@ -91,15 +97,32 @@ def _public_type(error: WharfError) -> str:
     return "WharfError"
 
 
+UNAVAILABLE = "The workspace server's database is unavailable; try again later."
+SCHEMA_MISSING = (
+    "The workspace server's database has no Wharf tables (schema missing; run migrations: "
+    "restart the server, which creates them)."
+)
+
+
+def _public_detail(error: WharfError) -> str:
+    if isinstance(error, SchemaMissingError):
+        return SCHEMA_MISSING
+    if isinstance(error, DatabaseUnavailableError):
+        return UNAVAILABLE
+    return _one_line(str(error))
+
+
 async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, WharfError)
     status = status_of(exc)
-    if status >= 500:
+    if isinstance(exc, StoreUnavailableError):  # expected during an outage: no traceback
+        logger.warning("%s %s: %s", request.method, request.url.path, exc)
+    elif status >= 500:
         logger.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if isinstance(exc, LoginThrottledError):
         headers = {"Retry-After": str(exc.retry_after)}
-    return error_response(status, _one_line(str(exc)), _public_type(exc), headers)
+    return error_response(status, _public_detail(exc), _public_type(exc), headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -17,6 +17,10 @@ Invariants:
   idle for over ``PING_AFTER_IDLE_SECONDS`` is pinged before use, one in steady use is not
   (after a database restart its first failure invalidates the whole pool).
 - MySQL/MariaDB connections use ``READ COMMITTED``, as PostgreSQL does by default.
+- PostgreSQL/MySQL connections have connect, statement and socket timeouts
+  (:mod:`.timeouts`, set in the URL's query): a database that stops answering fails the request
+  in seconds with ``StoreUnavailableError`` and the pool replaces the connection; a request
+  waits at most ``POOL_TIMEOUT_SECONDS`` for a pooled connection.
 - :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
   are caught and converted (see :mod:`wharf.sql.errors`).
 """
@@ -35,7 +39,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from wharf.core.errors import InputError
-from wharf.sql import errors
+from wharf.sql import errors, timeouts
 from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from wharf.sql.types import is_mysql
 
@@ -44,7 +48,7 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
-CONNECT_TIMEOUT_SECONDS = 10
+POOL_TIMEOUT_SECONDS = 10
 MAX_CONFLICT_RETRIES = 10
 POOL_SIZE = 16
 POOL_MAX_OVERFLOW = 4
@@ -103,14 +107,16 @@ def create_sql_engine(url: str | URL) -> Engine:
     Public so that other components sharing the embedded SQLite file (the in-process Resource
     Manager) get the same locking discipline.
     """
-    parsed = normalize_url(url)
+    parsed, limits = timeouts.Timeouts.from_url(normalize_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(parsed)
-    connect_args: dict[str, Any] = {}
-    if "connect_timeout" not in parsed.query:
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
-    options: dict[str, Any] = {"pool_size": POOL_SIZE, "max_overflow": POOL_MAX_OVERFLOW}
+    connect_args = timeouts.connect_args(backend, parsed, limits)
+    options: dict[str, Any] = {
+        "pool_size": POOL_SIZE,
+        "max_overflow": POOL_MAX_OVERFLOW,
+        "pool_timeout": POOL_TIMEOUT_SECONDS,
+    }
     if backend in ("mysql", "mariadb"):
         options["isolation_level"] = "READ COMMITTED"
         options["pool_recycle"] = 3600  # below MySQL's default 8 h wait_timeout
@@ -122,6 +128,7 @@ def create_sql_engine(url: str | URL) -> Engine:
             f"The database driver for {mask_url(parsed)} is not installed ({exc}); "
             f"install it with: pip install 'wharf[{extra}]'."
         ) from None
+    timeouts.install(engine, limits)
     _ping_when_idle(engine)
     return engine
 

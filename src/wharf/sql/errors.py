@@ -3,7 +3,8 @@
 This is the only module that looks inside driver exceptions (SQLite error names, PostgreSQL
 SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.sql`:
 :func:`convert` maps every ``sqlalchemy.exc.SQLAlchemyError`` to a ``WharfError`` whose message is
-one line.
+one line. A lost connection, a statement cancelled at its timeout and a missing table (a database
+replaced under a running process: :class:`SchemaMissingError`) are ``StoreUnavailableError``.
 
 The two internal subclasses below let repositories tell *which* integrity rule failed and re-raise
 with a message naming the entity; when a repository does not, callers still get the public base
@@ -36,6 +37,20 @@ class ForeignKeyViolationError(EntityNotFoundError):
     """A write referenced a row that does not exist."""
 
 
+class DatabaseUnavailableError(StoreUnavailableError):
+    """The database cannot be reached, did not answer in time, or lacks its tables. Its
+    message names the database (masked URL) and the driver's reason: for logs and local
+    callers, not for a service's anonymous clients."""
+
+
+class SchemaMissingError(DatabaseUnavailableError):
+    """A table is missing: the database was replaced or emptied under a running process."""
+
+
+SCHEMA_MISSING = "schema missing; run migrations"
+"""The phrase every :class:`SchemaMissingError` message holds."""
+
+
 class RetryableConflictError(StoreError):
     """The database aborted the transaction (deadlock, serialization failure); retry it."""
 
@@ -51,11 +66,13 @@ _PG_UNIQUE = "23505"
 _PG_FOREIGN_KEY = "23503"
 _PG_RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 _PG_UNDEFINED_TABLE = "42P01"
+_PG_TIMED_OUT = frozenset({"57014", "55P03"})  # query_canceled, lock_not_available
 _MY_UNIQUE = frozenset({1062, 1586})
 _MY_FOREIGN_KEY = frozenset({1216, 1217, 1451, 1452})
 _MY_RETRYABLE = frozenset({1213})  # deadlock found when trying to get lock
 _MY_UNDEFINED_TABLE = 1146
 _MY_CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
+_MY_TIMED_OUT = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
 
 
 def _sqlstate(orig: Any) -> str | None:
@@ -112,12 +129,17 @@ def is_undefined_table(error: sa_exc.DBAPIError) -> bool:
     )
 
 
+def is_timeout(error: sa_exc.DBAPIError) -> bool:
+    """The server cancelled the statement at its statement timeout."""
+    return _sqlstate(error.orig) in _PG_TIMED_OUT or _mysql_errno(error.orig) in _MY_TIMED_OUT
+
+
 def is_connection_error(error: sa_exc.DBAPIError) -> bool:
     return error.connection_invalidated or _mysql_errno(error.orig) in _MY_CONNECTION_LOST
 
 
-def unavailable(error: BaseException, masked_url: str) -> StoreUnavailableError:
-    return StoreUnavailableError(
+def unavailable(error: BaseException, masked_url: str) -> DatabaseUnavailableError:
+    return DatabaseUnavailableError(
         f"Cannot connect to the metadata store at {masked_url}: {cause(error)}"
     )
 
@@ -142,8 +164,16 @@ def convert(error: sa_exc.SQLAlchemyError, masked_url: str) -> WharfError:
         if is_retryable(error):
             return RetryableConflictError(f"Transaction conflict, retry: {cause(error)}")
         if is_connection_error(error):
-            return StoreUnavailableError(
+            return DatabaseUnavailableError(
                 f"Lost the connection to the metadata store at {masked_url}: {cause(error)}"
+            )
+        if is_timeout(error):
+            return DatabaseUnavailableError(
+                f"The metadata store at {masked_url} did not answer in time: {cause(error)}"
+            )
+        if is_undefined_table(error):
+            return SchemaMissingError(
+                f"The metadata store at {masked_url} lacks Wharf's tables ({SCHEMA_MISSING})."
             )
         if "database is locked" in str(error.orig):
             return StoreError(

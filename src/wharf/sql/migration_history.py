@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy import exc as sa_exc
 
 from wharf.core.errors import SchemaVersionError, StoreError
-from wharf.sql import errors
+from wharf.sql import errors, timeouts
 from wharf.sql.engine import Database
 
 if TYPE_CHECKING:
@@ -111,9 +111,11 @@ class MigrationHistory:
         from alembic import command
 
         def run(conn: Connection) -> None:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": self.pg_lock_key})
-            command.upgrade(self.alembic_config(conn), "head")
+            with timeouts.lifted(conn):  # a migration, or the wait for another's, may be long
+                if conn.dialect.name == "postgresql":
+                    lock = text("SELECT pg_advisory_xact_lock(:key)")
+                    conn.execute(lock, {"key": self.pg_lock_key})
+                command.upgrade(self.alembic_config(conn), "head")
 
         if not db.is_mysql:
             db.write(run)  # the lock is the transaction's: released by its commit
@@ -136,10 +138,11 @@ class MigrationHistory:
             raise errors.unavailable(exc, db.masked_url) from exc
         with conn:
             try:
-                got = conn.execute(
-                    text("SELECT GET_LOCK(:name, :timeout)"),
-                    {"name": self.mysql_lock_name, "timeout": _MYSQL_LOCK_TIMEOUT_SECONDS},
-                ).scalar()
+                with timeouts.lifted(conn):
+                    got = conn.execute(
+                        text("SELECT GET_LOCK(:name, :timeout)"),
+                        {"name": self.mysql_lock_name, "timeout": _MYSQL_LOCK_TIMEOUT_SECONDS},
+                    ).scalar()
                 conn.commit()  # end the (empty) transaction; the lock stays with the session
             except sa_exc.SQLAlchemyError as exc:
                 raise errors.convert(exc, db.masked_url) from exc

@@ -10,7 +10,9 @@ The body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}`` 
     AuthenticationError 401 (+ WWW-Authenticate: Bearer)  StoreUnavailableError 503
     other StoreError / WharfError 500                     anything else 500, logged
 
-Invariant: no traceback or library exception text reaches a client for an unexpected error.
+Invariant: no traceback or library exception text reaches a client for an unexpected error;
+a database that cannot be reached, answers too slowly or lacks its tables is a 503 in fixed
+words (the driver's message, which names the database's host, port, user and name, is logged).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from wharf.core.errors import (
 from wharf.core.validation import REQUEST_PARTS, describe_errors
 from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.contract.http_errors import wire_name
+from wharf.sql.errors import DatabaseUnavailableError, SchemaMissingError
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +67,29 @@ async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
+UNAVAILABLE = "The Resource Manager's database is unavailable; try again later."
+SCHEMA_MISSING = (
+    "The Resource Manager's database has no Wharf tables (schema missing; run migrations: "
+    "restart the Resource Manager, which creates them)."
+)
+
+
+def _public_detail(exc: WharfError) -> str:
+    if isinstance(exc, SchemaMissingError):
+        return SCHEMA_MISSING
+    if isinstance(exc, DatabaseUnavailableError):
+        return UNAVAILABLE
+    return str(exc)
+
+
 def error_response(exc: WharfError) -> JSONResponse:
     """The answer to ``exc``, for code that runs before the exception handlers (middleware)."""
     status = status_for(exc)
     if status >= 500:
         logger.warning("Resource Manager API error: %s", exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(_body(str(exc), wire_name(exc)), status_code=status, headers=headers)
+    body = _body(_public_detail(exc), wire_name(exc))
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:

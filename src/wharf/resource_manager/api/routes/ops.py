@@ -1,7 +1,8 @@
-"""``GET /health`` (no token) and ``GET /metrics`` (any valid token, or none when the setting
-``metrics_public`` is on).
+"""``GET /health``, ``/health/ready``, ``/health/live`` (no token) and ``GET /metrics`` (any
+valid token, or none when the setting ``metrics_public`` is on).
 
-``/health`` answers 200 ``{"status": "ok"}`` when the database answers, else 503.
+``/health`` and ``/health/ready`` answer 200 ``{"status": "ok"}`` when the database answers,
+else 503; ``/health/live`` answers 200 while the process serves, database or not.
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/health")
+@router.get("/health/ready")
 def health(state: StateDep) -> dict[str, str]:
     state.metrics.ping()
+    return {"status": "ok"}
+
+
+@router.get("/health/live")
+def live() -> dict[str, str]:
     return {"status": "ok"}
 
 
