@@ -82,7 +82,9 @@ def finish_attempt(
         services.versions.remember(versions.values())
         return final, versions
     if isinstance(error, StepInterrupted):
-        current = store.steps.get(record.id)
+        current = _through_outage(
+            services, lambda: store.steps.get(record.id), f"read step {record.name}"
+        )
         cancelled = current.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
         reason = (current.status_reason if cancelled else None) or stop_reason
         if (
@@ -128,7 +130,11 @@ def _through_outage(services: RunServices, write: Callable[[], T], what: str) ->
 
 
 def _run_stopping(services: RunServices, record: StepRunRecord) -> bool:
-    status = services.store.runs.get_status(record.run_id)
+    status = _through_outage(
+        services,
+        lambda: services.store.runs.get_status(record.run_id),
+        f"read the status of run {record.run_id}",
+    )
     return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
 
 

@@ -35,8 +35,10 @@ from wharf.core.errors import (
     StepInterfaceError,
 )
 from wharf.execution.attempts import describe_exception
+from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher, StepOutcome
+from wharf.execution.lost_resources import lost_resources
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
@@ -188,6 +190,9 @@ class DynamicOutcome:
             return ExecutionStatus.FAILED, self.error
         if failed:
             return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
+        lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if lost is not None:
+            return ExecutionStatus.FAILED, lost
         if any(
             o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
             for o in self.steps.values()
@@ -218,7 +223,13 @@ class DynamicRunner:
             thread_name_prefix="wharf-dynamic",
         )
         self._lock = threading.Lock()
-        self._stop = StopCheck(services.store, run.id)
+        self._stop = StopCheck(
+            services.store,
+            run.id,
+            patience=liveness_timeout_for(services.heartbeat_interval),
+            clock=services.clock,
+            sleep=services.sleep,
+        )
         self._ids: dict[str, int] = {}
         self._taken: set[str] = set()
         """Every invocation id given out in this run."""

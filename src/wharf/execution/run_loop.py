@@ -180,7 +180,13 @@ def _run_steps(
         return DynamicRunner(
             spec, launcher, services, run, job.pipeline_function, job.spec_factory
         ).run()
-    stop = StopCheck(services.store, run.id)
+    stop = StopCheck(
+        services.store,
+        run.id,
+        patience=liveness_timeout_for(services.heartbeat_interval),
+        clock=services.clock,
+        sleep=services.sleep,
+    )
     # ``runs.finish`` decides the run's end from the status it reads itself (a stop that no
     # step saw included), so the runner need not read it at the end.
     dag = DagRunner(spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=False)
