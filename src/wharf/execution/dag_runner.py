@@ -36,6 +36,7 @@ from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import RunStoppingError
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
+from wharf.execution.lost_resources import lost_resources
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
@@ -64,6 +65,9 @@ class DagOutcome:
         failed = self.failed
         if failed:
             return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
+        lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if lost is not None and not self.stop_requested:
+            return ExecutionStatus.FAILED, lost
         stopped = [
             n
             for n, o in self.steps.items()

@@ -28,6 +28,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.execution.lost_resources import RESOURCES_LOST
 from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
@@ -93,6 +94,8 @@ class StepRequester:
         except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
             logger.warning("Could not renew the lease of request %s: %s", request_id, exc)
             return None
+        if request.status is ResourceRequestStatus.EXPIRED:
+            return RESOURCES_LOST
         if request.status in RECLAIMED:
             return f"its resource request {request.id} is {request.status.value}"
         return None

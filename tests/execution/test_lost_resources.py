@@ -1,0 +1,75 @@
+"""A step whose lease expired says "resources lost", and so does its run: never "Stopped on
+request." (nobody asked for a stop)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FakeClock
+from tests.execution.resources.test_wait_room_embedded import license_request
+from wharf.core.enums import ExecutionStatus
+from wharf.execution.dag_runner import DagOutcome
+from wharf.execution.dynamic import DynamicOutcome
+from wharf.execution.launcher import StepOutcome
+from wharf.execution.lost_resources import RESOURCES_LOST, lost_resources
+from wharf.execution.resources.embedded import LazyResourceManager
+from wharf.execution.resources.pairing import fixed_account
+from wharf.execution.resources.requester import StepRequester
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
+from wharf.resource_manager.service.principal import Principal
+from wharf.sdk.pools import ensure_pool
+
+CANCELLED = ExecutionStatus.CANCELLED
+
+
+def _lost(name: str) -> StepOutcome:
+    return StepOutcome(name, CANCELLED, reason=f"Cancelling: {RESOURCES_LOST}.")
+
+
+def test_a_run_whose_step_lost_its_lease_failed_for_that_reason() -> None:
+    steps = {"hold": _lost("hold"), "done": StepOutcome("done", ExecutionStatus.COMPLETED)}
+    expected = (ExecutionStatus.FAILED, f"Step(s) hold: {RESOURCES_LOST}.")
+    assert DagOutcome(steps=steps).final_status() == expected
+    assert DynamicOutcome(steps=steps).final_status() == expected
+
+
+def test_a_stop_request_still_reads_as_one() -> None:
+    steps = {"hold": _lost("hold")}
+    assert DagOutcome(steps=steps, stop_requested=True).final_status()[0] is ExecutionStatus.STOPPED
+    stopped = {"s": StepOutcome("s", CANCELLED, reason="Stopped on request.")}
+    assert DagOutcome(steps=stopped).final_status() == (
+        ExecutionStatus.STOPPED,
+        "Stopped on request.",
+    )
+    assert lost_resources([("s", CANCELLED, "Cancelling: preempted.")]) is None
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def rm(tmp_path: Path, clock: FakeClock) -> Iterator[InProcessResourceManager]:
+    client = InProcessResourceManager.open(
+        f"sqlite:///{tmp_path / 'rm.db'}", Principal(name="alice", admin=True), clock=clock
+    )
+    ensure_pool(client, "licenses", {"license": 1}, account="alice")
+    yield client
+    client.close()
+
+
+def test_a_renewal_that_finds_the_lease_expired_says_resources_lost(
+    rm: InProcessResourceManager, clock: FakeClock
+) -> None:
+    held = rm.requests.create(license_request().model_copy(update={"lease_seconds": 10})).id
+    clock.advance(11)  # no renewal reached the Resource Manager in time
+    requester = StepRequester(
+        None,  # type: ignore[arg-type]  # renewals read no store
+        LazyResourceManager(lambda: rm, watch_seconds=None),
+        fixed_account(None),  # type: ignore[arg-type]
+    )
+    assert requester.renew(held, 10) == RESOURCES_LOST
