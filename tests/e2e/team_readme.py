@@ -42,10 +42,6 @@ def fill(line: str, values: dict[str, str], ports: dict[int, int]) -> list[str]:
     if words[1:2] in (["resource-manager"], ["server"]) and words[2] == "serve":
         default = RM_PORT if words[1] == "resource-manager" else SERVER_PORT
         words += ["--port", str(ports[default]), "--log-level", "warning"]
-    if words[1:3] == ["server", "serve"] and "--artifact-root" not in words:
-        # A README that does not give the server its artifact directory yet: the default
-        # stack would have no artifact store (wharf.server.default_stack).
-        words += ["--artifact-root", values["ARTIFACT_ROOT"]]
     return words
 
 
