@@ -69,7 +69,9 @@ class ApiSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     database_url: str
-    """SQLAlchemy URL of the RM database (sqlite://, postgresql://, mysql:// / mariadb://)."""
+    """SQLAlchemy URL of the RM database (sqlite://, postgresql://, mysql:// / mariadb://). On
+    PostgreSQL and MySQL/MariaDB its query may set ``connect_timeout``, ``statement_timeout`` and
+    ``socket_timeout`` in seconds (defaults 5, 15 and 20; see ``wharf.sql.timeouts``)."""
     secret_key: SecretStr = Field(min_length=MIN_SECRET_LENGTH)
     """HMAC-SHA256 key that signs access tokens; every worker and replica must share it."""
     access_token_ttl_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400)
