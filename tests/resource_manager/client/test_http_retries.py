@@ -222,6 +222,19 @@ def test_retries_give_up(gateway: tuple[Gateway, LiveServer]) -> None:
         assert len(gate.calls()) == 4  # 500 is not retried
 
 
+@pytest.mark.parametrize("status", ["502", "504"])
+def test_a_gateway_whose_resource_manager_is_down_is_an_outage(
+    gateway: tuple[Gateway, LiveServer], status: str
+) -> None:
+    """Retried like a 503, then ``StoreUnavailableError``: what the engine waits out."""
+    gate, live = gateway
+    gate.plan = [status] * 5
+    with _client(gate, live, retry=RetryPolicy(attempts=3)) as client:
+        with pytest.raises(StoreUnavailableError, match=f"unavailable: HTTP {status}"):
+            client.pools.list()
+        assert len(gate.calls()) == 3
+
+
 @pytest.mark.parametrize(
     ("action", "error"),
     [

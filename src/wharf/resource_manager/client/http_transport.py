@@ -23,8 +23,9 @@ Behaviour (modelled on the reference RM client, zenml_spec §7.2):
 - **Retries**: 408, 429, 502, 503, 504 and connection errors/timeouts are retried with
   exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
   ``Retry-After`` is honoured up to the cap), at most
-  ``RetryPolicy.attempts`` attempts in all; then a 503/connection failure is a
-  ``StoreUnavailableError`` and other codes map as
+  ``RetryPolicy.attempts`` attempts in all; then a 503, a gateway's 502 or 504 or a
+  connection failure is a ``StoreUnavailableError`` (an outage, which the engine's wait and
+  heartbeat paths wait out) and other codes map as
   :mod:`wharf.resource_manager.contract.http_errors` says.
 
 Invariant: no ``httpx``/``httpcore`` exception leaves this module; every failure is a
@@ -54,6 +55,8 @@ from wharf.resource_manager.contract.http_errors import error_from_response
 from wharf.resource_manager.contract.models import AccessToken, LoginRequest
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
+GATEWAY_STATUSES = frozenset({502, 504})
+"""A proxy in front of an RM that is not answering: raised as an outage once retries are spent."""
 REFRESH_MARGIN_SECONDS = 300.0
 IDEMPOTENCY_HEADER = b"X-Idempotency-Key"
 JSON_BODY: Headers = [(b"Content-Type", b"application/json")]
@@ -137,6 +140,11 @@ class Transport:
         if answer.status == 401:
             token, bearer = self._access_token(stale=token)
             answer = self._send(method, target, content, headers + bearer)
+        if answer.status in GATEWAY_STATUSES:  # a proxy whose RM is down: an outage too
+            raise StoreUnavailableError(
+                f"The Resource Manager at {self.url} is unavailable: HTTP {answer.status} "
+                f"from a gateway ({_text(answer.body).strip()[:200] or 'no detail'})"
+            )
         return _result(answer)
 
     def _send(self, method: str, target: str, content: bytes | None, headers: Headers) -> Answer:
