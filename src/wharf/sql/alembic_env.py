@@ -15,6 +15,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import Connection, MetaData
 
+from wharf.sql import timeouts
 from wharf.sql.engine import create_sql_engine
 
 IncludeName = Callable[[str | None, str, Mapping[Any, Any]], bool]
@@ -51,7 +52,7 @@ def run_environment(
         raise RuntimeError("Set sqlalchemy.url or pass a connection in config.attributes.")
     engine = create_sql_engine(url)
     try:
-        with engine.begin() as conn:
+        with engine.begin() as conn, timeouts.lifted(conn):
             migrate(connection=conn, compare_type=True)
     finally:
         engine.dispose()
