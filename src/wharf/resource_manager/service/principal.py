@@ -8,8 +8,8 @@ access token, the in-process client from the local user) and passes the resultin
 
 Invariants:
 - a request belongs to the principal that created it (``requester`` = ``Principal.name``);
-  only that principal or an admin may renew, release or cancel it, and only they see it (to
-  anybody else it does not exist);
+  only that principal or an admin may renew, release or cancel it, and only they may read it
+  (to anybody else a read answers as for an unknown id, and lists leave it out);
 - only admins and principals trusted to assert subjects (the workspace server's, which makes
   requests for its users) name whatever subjects they like; anybody else's request gets the
   account subject of its own name, and naming another account is refused;
