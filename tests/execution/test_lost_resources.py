@@ -70,6 +70,6 @@ def test_a_renewal_that_finds_the_lease_expired_says_resources_lost(
     requester = StepRequester(
         None,  # type: ignore[arg-type]  # renewals read no store
         LazyResourceManager(lambda: rm, watch_seconds=None),
-        fixed_account(None),  # type: ignore[arg-type]
+        fixed_account(None),
     )
     assert requester.renew(held, 10) == RESOURCES_LOST
