@@ -105,7 +105,7 @@ def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-@SERVERS
+@pytest.mark.parametrize("backend_name", ["postgresql"])  # the drivers' part: tests/sql
 def test_a_database_cut_for_15_s_fails_requests_fast_and_the_server_recovers(
     served: Served,
 ) -> None:
