@@ -11,7 +11,7 @@ URL given explicitly must name an existing directory (the store refuses to make 
 Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
 ``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
 ``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``,
-``WHARF_LOGGING_VERBOSITY``, ``WHARF_LOGGING_FORMAT``.
+``WHARF_LOGGING_VERBOSITY``, ``WHARF_LOGGING_FORMAT``, ``WHARF_CODE_ARCHIVE_LIMIT_MIB``.
 """
 
 from __future__ import annotations
@@ -68,9 +68,18 @@ class WharfConfig(BaseModel):
     logging_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per line on stderr (``WHARF_LOGGING_FORMAT``)."""
 
+    code_archive_limit_mib: float = 64.0
+    """Largest pipeline source (MiB of files) packaged into a code archive
+    (``WHARF_CODE_ARCHIVE_LIMIT_MIB``)."""
+
     @property
     def config_file(self) -> Path:
         return self.home / "config.json"
+
+    @property
+    def code_cache(self) -> Path:
+        """Where this machine keeps unpacked code archives, one directory per digest."""
+        return self.home / "code-cache"
 
 
 def default_home() -> Path:
@@ -185,6 +194,11 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         heartbeat_interval=_positive_float(
             pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
         ),
+        code_archive_limit_mib=_positive_float(
+            pick("code_archive_limit_mib", "WHARF_CODE_ARCHIVE_LIMIT_MIB", 64.0),
+            "WHARF_CODE_ARCHIVE_LIMIT_MIB",
+            "MiB",
+        ),
     )
 
 
@@ -218,11 +232,11 @@ def _optional_int(value: Any, name: str) -> int | None:
     return number
 
 
-def _positive_float(value: Any, name: str) -> float:
+def _positive_float(value: Any, name: str, unit: str = "seconds") -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number of seconds, not '{value}'.") from None
+        raise InputError(f"{name} must be a number of {unit}, not '{value}'.") from None
     if number <= 0:
         raise InputError(f"{name} must be positive, not {value}.")
     return number

@@ -8,7 +8,7 @@ every ``InputSpec`` names an upstream step listed in that step's ``upstream``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,6 +76,29 @@ def wants_resources(spec: StepSpec | None) -> bool:
     return resources is not None and not resources.empty
 
 
+CodeSource = Literal["archive", "image", "local"]
+"""Where an isolated step gets the pipeline's code: ``archive`` (the code archive recorded with
+the run, see :class:`CodeArchiveRef`), ``image`` (baked into where the step runs: nothing is
+packaged) or ``local`` (imported from the submitter's file system, as on this machine)."""
+
+
+class CodeArchiveRef(BaseModel):
+    """The pipeline's source packaged for a run (``wharf.execution.code_archive``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    uri: str
+    """Where the archive lies in the run's artifact store."""
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of its content (paths, executable bits and file hashes), not of its bytes."""
+    source_root: str
+    """The submitter's directory the archive holds: a script's file under it is found at the
+    same relative path in the unpacked archive."""
+    files: int = Field(ge=0)
+    size: int = Field(ge=0)
+    """Bytes of the files, before compression."""
+
+
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -85,6 +108,9 @@ class PipelineConfig(BaseModel):
     retry: RetryConfig | None = None
     schedule: Schedule | None = None
     environment: dict[str, str] = Field(default_factory=dict)
+    code_source: CodeSource | None = None
+    """None: ``archive`` when the orchestrator (or the step operator) runs steps outside this
+    file system, else ``local``."""
 
 
 class PipelineSpec(BaseModel):
@@ -96,3 +122,5 @@ class PipelineSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
     config: PipelineConfig = Field(default_factory=PipelineConfig)
     steps: dict[str, StepSpec] = Field(default_factory=dict)
+    code: CodeArchiveRef | None = None
+    """The code archive isolated steps import the pipeline's code from (None: their own)."""

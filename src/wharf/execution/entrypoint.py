@@ -7,6 +7,11 @@ with a heartbeat worker beside it, and records how the attempt ended. The heartb
 beating until that final status is recorded. Exit code: 0 when the attempt completed, 1
 otherwise; a process that dies without recording anything is recorded by its parent.
 
+When the run's snapshot records a code archive (``PipelineSpec.code``), the step is imported
+from it: downloaded and unpacked into this machine's cache on first use, then first on
+``sys.path`` and the working directory (``wharf.execution.code_fetch``); a failure to get it
+fails the step with its message.
+
 A run token reads only its run, its snapshot, stacks and the project's artifacts, so nothing
 else (e.g. users) is read over REST.
 """
@@ -24,6 +29,7 @@ from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
+from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.parent_watch import ParentWatch
@@ -90,7 +96,13 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         if spec.config.enable_heartbeat:
             worker = heartbeat_for(services, record, region, services.heartbeat_interval).start()
         try:
-            runner = StepRunner(services, snapshot.spec.name, run, import_step)
+            code = snapshot.spec.code
+            resolve = (
+                import_step
+                if code is None
+                else archive_resolver(artifact_store, code, config.code_cache)
+            )
+            runner = StepRunner(services, snapshot.spec.name, run, resolve)
             inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
             outputs, error = run_user_code(runner, spec, record, inputs, region, allocation)
             final, _ = finish_attempt(services, spec, record, outputs, error, region.reason)

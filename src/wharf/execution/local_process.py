@@ -6,6 +6,11 @@ process starts with the attempt's Wharf settings and, for an allocated step, its
 goes to a temporary file copied to the artifact store at cleanup
 (``wharf.execution.subprocesses``).
 
+With ``code_travels`` the backend runs each step as if on another machine, for testing what
+remote orchestrators do: a new interpreter in an empty working directory of its own, without
+the submitter's ``PYTHONPATH``, so the step imports the pipeline's code from the run's code
+archive (``wharf.execution.code_fetch``) and from nowhere else.
+
 Invariants: a handle names the step run and the pid; the backend keeps the live process for
 each handle until :meth:`LocalProcessBackend.cleanup`. A step's process records its own host,
 pid and start token in its step run (``wharf.execution.entrypoint``), which is what
@@ -17,16 +22,19 @@ is that very one on this machine: what the store says alone never gets a process
 
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.core.errors import InputError
 from wharf.execution import started_here
 from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
 from wharf.execution.pinning import allocation_env
@@ -39,6 +47,21 @@ if TYPE_CHECKING:
 
 NO_SENTINEL_POLL_SECONDS = 0.05
 """How often :meth:`LocalProcessBackend.poll` looks at a process the OS gives no descriptor for."""
+CODE_TRAVELS = "code_travels"
+"""The configuration key of the ``local_process`` components that run steps as if elsewhere."""
+
+
+def configured_flag(configuration: Mapping[str, Any], key: str) -> bool:
+    """A yes/no component option: a JSON boolean, or ``true``/``false``/``1``/``0`` as text."""
+    value = configuration.get(key, False)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise InputError(f"The component option {key} must be true or false, not {value!r}.")
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,8 @@ class _Live:
     logs: ArtifactStore
     logs_uri: str | None
     cancelled: bool = False
+    workdir: str | None = None
+    """The empty working directory a travelling step started in (removed at cleanup)."""
 
 
 def describe_exit(code: int) -> str:
@@ -67,10 +92,11 @@ def describe_exit(code: int) -> str:
 
 class LocalProcessBackend:
     """See the module docstring. ``python``: the interpreter that runs steps (None: a fork of
-    a warm process of this interpreter)."""
+    a warm process of this interpreter, or this interpreter when ``code_travels``)."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, *, code_travels: bool = False) -> None:
         self._python = python
+        self.code_travels = code_travels
         self._lock = threading.Lock()
         self._live: dict[LocalProcessHandle, _Live] = {}
 
@@ -79,11 +105,20 @@ class LocalProcessBackend:
         if allocation is not None:
             environment = allocation_env(environment, allocation)
         record = attempt.record
-        process = start_step_process(record, environment, self._python)
+        workdir = None
+        if self.code_travels:
+            environment["PYTHONPATH"] = ""  # neither the submitter's nor an inherited one
+            workdir = tempfile.mkdtemp(prefix=f"wharf-step-{record.id}-")
+        try:
+            process = start_step_process(record, environment, self._python, workdir)
+        except BaseException:
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
         assert process.pid is not None
         handle = LocalProcessHandle(record.id, process.pid)
         with self._lock:
-            self._live[handle] = _Live(process, attempt.logs, record.logs_uri)
+            self._live[handle] = _Live(process, attempt.logs, record.logs_uri, workdir=workdir)
         started_here.record(record.id, process.pid, start_token(process.pid))
         return handle
 
@@ -127,6 +162,8 @@ class LocalProcessBackend:
         finally:
             attempt.process.close()
             started_here.forget(handle.step_run_id)
+            if attempt.workdir is not None:
+                shutil.rmtree(attempt.workdir, ignore_errors=True)
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
         if step.pid is None or started_here.started(step.id) != (step.pid, step.pid_start):

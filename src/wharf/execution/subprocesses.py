@@ -176,8 +176,15 @@ class StepProcess:
 
 
 def start_step_process(
-    record: StepRunRecord, child_env: dict[str, str], python: str | None = None
+    record: StepRunRecord,
+    child_env: dict[str, str],
+    python: str | None = None,
+    cwd: str | None = None,
 ) -> StepProcess:
+    """Start the step's process: forked from the zygote when ``python`` is None, else a new
+    ``python`` interpreter, in ``cwd`` if given (else this process's working directory)."""
+    if cwd is not None and python is None:
+        python = sys.executable  # a fork keeps the parent's working directory and sys.path
     fd, log_name = tempfile.mkstemp(prefix=f"wharf-step-{record.id}-", suffix=".log")
     log_path = Path(log_name)
     step = StepProcess(str(record.id), log_path)
@@ -201,6 +208,7 @@ def start_step_process(
                     stderr=subprocess.STDOUT,
                     env=step_environment(os.environ, child_env),
                     start_new_session=True,  # a Ctrl-C in the parent's terminal is not the step's
+                    cwd=cwd,
                 )
             if hasattr(os, "pidfd_open"):
                 step.pidfd = os.pidfd_open(step.popen.pid)

@@ -37,6 +37,12 @@ class BaseOrchestrator(ABC):
     isolates_static_steps: ClassVar[bool] = False
     """Run every step of a static pipeline in its own process."""
 
+    @property
+    def code_travels(self) -> bool:
+        """Its isolated steps run outside this file system: they import the pipeline's code
+        from the run's code archive (``wharf.execution.code_archive``)."""
+        return False
+
     def __init__(self, component: ComponentRecord) -> None:
         self.component = component
 

@@ -4,12 +4,14 @@ Static pipelines run every step isolated; in dynamic pipelines the runtime rules
 (``wharf.execution.runtime``) and inline steps run in threads of the orchestration process.
 Its steps run through the local-process backend (``wharf.execution.local_process``), the one
 the ``local_process`` step operator uses too.
-Configuration: ``python`` — the interpreter that runs steps (default: this one).
+Configuration: ``python`` — the interpreter that runs steps (default: this one);
+``code_travels`` — run steps as if on another machine, with the pipeline's code from the run's
+code archive (default false; for testing what remote orchestrators do).
 """
 
 from __future__ import annotations
 
-from wharf.execution.local_process import LocalProcessBackend
+from wharf.execution.local_process import CODE_TRAVELS, LocalProcessBackend, configured_flag
 from wharf.orchestrators.base import BaseOrchestrator
 
 
@@ -18,5 +20,10 @@ class LocalProcessOrchestrator(BaseOrchestrator):
     supports_isolated_steps = True
     isolates_static_steps = True
 
+    @property
+    def code_travels(self) -> bool:
+        return configured_flag(self.component.configuration, CODE_TRAVELS)
+
     def step_backend(self) -> LocalProcessBackend:
-        return LocalProcessBackend(self.component.configuration.get("python"))
+        python = self.component.configuration.get("python")
+        return LocalProcessBackend(python, code_travels=self.code_travels)

@@ -31,9 +31,10 @@ from datetime import UTC, datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
-from wharf.config.spec import InputSpec, PipelineConfig, PipelineSpec, StepSpec
+from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
+from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
@@ -93,6 +94,7 @@ class Pipeline(Generic[P]):
         schedule: Schedule | None = None,
         environment: Mapping[str, str] | None = None,
         raise_on_failure: bool = True,
+        code_source: CodeSource | None = None,
     ) -> None:
         self.func = func
         self.name = name or func.__name__
@@ -111,6 +113,10 @@ class Pipeline(Generic[P]):
             cache_policy = CachePolicy.from_string(cache_policy)
         if max_parallelism is not None and max_parallelism < 1:
             raise PipelineDefinitionError("max_parallelism must be at least 1.")
+        if code_source not in (None, "archive", "image", "local"):
+            raise PipelineDefinitionError(
+                f"Unknown code_source '{code_source}'; use 'archive', 'image' or 'local'."
+            )
         self.defaults = StepDefaults(
             enable_cache=enable_cache,
             cache_policy=cache_policy,
@@ -125,6 +131,7 @@ class Pipeline(Generic[P]):
             retry=self.defaults.retry,
             schedule=schedule,
             environment=dict(environment or {}),
+            code_source=code_source,
         )
         self._steps: dict[str, Step[Any, Any]] = {}
         self.__doc__ = func.__doc__
@@ -223,6 +230,12 @@ class Pipeline(Generic[P]):
         if ComponentType.STEP_OPERATOR in stack.components:
             step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
         orchestrator.runtime_policy(spec, step_operator)  # refuse before anything is recorded
+        spec = ship_code(
+            spec,
+            artifact_store,
+            travels=code_travels(spec, orchestrator, step_operator),
+            limit_bytes=int(workspace.config.code_archive_limit_mib * 1024 * 1024),
+        )
         services = workspace.run_services(artifact_store)
         name = f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}"
         if orchestrator.starts_runs_in_process:
@@ -389,6 +402,7 @@ def pipeline(
     schedule: Schedule | None = None,
     environment: Mapping[str, str] | None = None,
     raise_on_failure: bool = True,
+    code_source: CodeSource | None = None,
 ) -> Callable[[Callable[P, Any]], Pipeline[P]]: ...
 def pipeline(func: Any = None, /, **options: Any) -> Any:
     """Make a function a pipeline: ``@pipeline`` or ``@pipeline(enable_cache=False, ...)``."""

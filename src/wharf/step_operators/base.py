@@ -20,6 +20,12 @@ class BaseStepOperator(ABC):
     def __init__(self, component: ComponentRecord) -> None:
         self.component = component
 
+    @property
+    def code_travels(self) -> bool:
+        """Its steps run outside this file system: they import the pipeline's code from the
+        run's code archive (``wharf.execution.code_archive``)."""
+        return False
+
     @abstractmethod
     def step_backend(self) -> StepBackend[Any]:
         """Where this operator runs steps; a new backend per call (each run gets its own)."""

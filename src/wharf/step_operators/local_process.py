@@ -1,15 +1,22 @@
 """The ``local_process`` step operator: runs a step in its own process on this machine, through
 the local-process backend (``wharf.execution.local_process``) the ``local_process`` orchestrator
-uses too. Configuration: ``python`` — the interpreter that runs steps (default: this one)."""
+uses too. Configuration: ``python`` — the interpreter that runs steps (default: this one);
+``code_travels`` — run steps as if on another machine, with the pipeline's code from the run's
+code archive (default false; for testing what remote orchestrators do)."""
 
 from __future__ import annotations
 
-from wharf.execution.local_process import LocalProcessBackend
+from wharf.execution.local_process import CODE_TRAVELS, LocalProcessBackend, configured_flag
 from wharf.step_operators.base import BaseStepOperator
 
 
 class LocalProcessStepOperator(BaseStepOperator):
     flavor = "local_process"
 
+    @property
+    def code_travels(self) -> bool:
+        return configured_flag(self.component.configuration, CODE_TRAVELS)
+
     def step_backend(self) -> LocalProcessBackend:
-        return LocalProcessBackend(self.component.configuration.get("python"))
+        python = self.component.configuration.get("python")
+        return LocalProcessBackend(python, code_travels=self.code_travels)

@@ -1,0 +1,316 @@
+"""The pipeline's code packaged for steps that run elsewhere (the submitting side).
+
+Owns which directory is the pipeline's source (the enclosing git repository's root, else the
+entry module's directory), which of its files travel (``.gitignore`` honoured: ``git ls-files``
+in a repository, ``pathspec`` elsewhere), the content digest, the archive and its upload.
+
+Invariants:
+
+- The digest is SHA-256 over the sorted files' relative paths, executable bits and SHA-256s:
+  the same content gives the same digest wherever it lies and whenever it was touched.
+- The archive is a deterministic tar.gz: sorted entries, mtime 0, owner 0, modes 0644/0755,
+  a gzip header without name or time; the same files give the same bytes.
+- An archive lies at ``<store root>/code/<digest>.tar.gz`` and is written at most once per
+  digest: its existence is checked first, and the store's atomic write means a reader sees it
+  whole or not at all (an interrupted upload leaves nothing at the URI).
+- The size limit is checked on the files' sizes before any file is read; exceeding it is one
+  :class:`InputError` line naming the size, the limit, the largest files and how to exclude.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import stat
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol
+
+from wharf.artifacts.store import ArtifactStore, join_uri
+from wharf.config.spec import CodeArchiveRef, CodeSource, PipelineSpec
+from wharf.core.errors import InputError
+
+CODE_DIRECTORY = "code"
+"""Where archives lie under the artifact store's root."""
+ARCHIVE_SUFFIX = ".tar.gz"
+DEFAULT_LIMIT_BYTES = 64 * 1024 * 1024
+ALWAYS_EXCLUDED_DIRS = frozenset({".git", "__pycache__", ".hg", ".svn"})
+_CHUNK = 1024 * 1024
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CodeFile:
+    path: str
+    """Relative to the source root, ``/``-separated."""
+    size: int
+    executable: bool
+
+
+@dataclass(frozen=True)
+class CodeManifest:
+    root: Path
+    files: tuple[CodeFile, ...]
+    digest: str
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+# ------------------------------------------------------------------ which directory
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``.git`` entry."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def entry_directory() -> Path:
+    """The directory of this process's entry module (``python -m a.b`` counts from the
+    directory ``a`` is in); the working directory when there is no entry file."""
+    main = sys.modules.get("__main__")
+    file = getattr(main, "__file__", None)
+    if not file:
+        return Path.cwd()
+    directory = Path(file).resolve().parent
+    module_spec = getattr(main, "__spec__", None)
+    name = getattr(module_spec, "name", None) or ""
+    for _ in range(name.count(".") + (1 if name.endswith(".__main__") else 0)):
+        directory = directory.parent
+    return directory
+
+
+def source_root(start: Path | None = None) -> Path:
+    """The pipeline's source: the git repository enclosing ``start`` (default: the entry
+    module's directory), else ``start`` itself."""
+    start = (start or entry_directory()).resolve()
+    return git_root(start) or start
+
+
+# ------------------------------------------------------------------ which files
+
+
+def list_files(root: Path) -> list[str]:
+    """The relative paths of the files that travel, sorted: what ``.gitignore`` keeps."""
+    names = _git_files(root) if (root / ".git").exists() else _walk_files(root)
+    kept = [n for n in names if not _always_excluded(n) and (root / n).is_file()]
+    return sorted(set(kept))
+
+
+def _always_excluded(name: str) -> bool:
+    parts = name.split("/")
+    return name.endswith(".pyc") or any(p in ALWAYS_EXCLUDED_DIRS for p in parts[:-1])
+
+
+def _git_files(root: Path) -> list[str]:
+    command = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others"]
+    try:
+        result = subprocess.run(
+            [*command, "--exclude-standard"], capture_output=True, check=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        message = detail.decode(errors="replace").strip() or str(exc)
+        raise InputError(f"Cannot list the files of the git repository {root}: {message}") from exc
+    return [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+
+def _walk_files(root: Path) -> list[str]:
+    import pathspec
+
+    found: list[str] = []
+    # (directory relative to root, its .gitignore): deeper files decide first, as in git
+    ignores: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+
+    def ignored(relative: str, is_dir: bool) -> bool:
+        for base, spec in reversed(ignores):
+            if base and not relative.startswith(base + "/"):
+                continue
+            inside = relative[len(base) + 1 :] if base else relative
+            verdict = spec.check_file(inside + ("/" if is_dir else "")).include
+            if verdict is not None:
+                return verdict
+        return False
+
+    def visit(directory: Path, relative: str) -> None:
+        gitignore = directory / ".gitignore"
+        pushed = gitignore.is_file()
+        if pushed:
+            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            ignores.append((relative, pathspec.GitIgnoreSpec.from_lines(lines)))
+        try:
+            with os.scandir(directory) as entries:
+                items = sorted(entries, key=lambda e: e.name)
+            for entry in items:
+                path = f"{relative}/{entry.name}" if relative else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name in ALWAYS_EXCLUDED_DIRS or ignored(path, True):
+                        continue
+                    if (Path(entry.path) / "pyvenv.cfg").exists():
+                        continue  # a virtual environment: never the pipeline's code
+                    visit(Path(entry.path), path)
+                elif not ignored(path, False):
+                    found.append(path)
+        finally:
+            if pushed:
+                ignores.pop()
+
+    visit(root, "")
+    return found
+
+
+# ------------------------------------------------------------------ digest and archive
+
+
+def scan(root: Path, names: Sequence[str], limit_bytes: int = DEFAULT_LIMIT_BYTES) -> CodeManifest:
+    """The manifest of ``names`` under ``root``; ``InputError`` over ``limit_bytes``."""
+    files = []
+    for name in names:
+        info = (root / name).stat()
+        files.append(CodeFile(name, info.st_size, bool(info.st_mode & stat.S_IXUSR)))
+    total = sum(f.size for f in files)
+    if total > limit_bytes:
+        largest = sorted(files, key=lambda f: -f.size)[:3]
+        biggest = ", ".join(f"{f.path} ({f.size / _MIB:.1f} MiB)" for f in largest)
+        raise InputError(
+            f"The pipeline's code in {root} is {total / _MIB:.1f} MiB ({len(files)} files), over "
+            f"the code archive limit of {limit_bytes / _MIB:.1f} MiB (largest: {biggest}); "
+            "exclude files in .gitignore, raise WHARF_CODE_ARCHIVE_LIMIT_MIB, or set "
+            "code_source='image' if the code is installed where steps run."
+        )
+    return CodeManifest(root, tuple(files), content_digest(root, files))
+
+
+def content_digest(root: Path, files: Iterable[CodeFile]) -> str:
+    """SHA-256 over each file's path, executable bit and SHA-256 (length-prefixed, sorted)."""
+    digest = hashlib.sha256()
+    for file in sorted(files, key=lambda f: f.path):
+        with open(root / file.path, "rb") as handle:
+            file_hash = hashlib.file_digest(handle, "sha256").digest()
+        entry_digest(digest, file.path, file.executable, file_hash)
+    return digest.hexdigest()
+
+
+class Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def entry_digest(digest: Digest, path: str, executable: bool, file_hash: bytes) -> None:
+    """Add one file to a content digest (the unpacking side recomputes it the same way)."""
+    encoded = path.encode("utf-8", "surrogateescape")
+    digest.update(len(encoded).to_bytes(4, "big") + encoded)
+    digest.update(b"x" if executable else b"-")
+    digest.update(file_hash)
+
+
+def write_archive(manifest: CodeManifest, out: IO[bytes]) -> None:
+    """The deterministic tar.gz of ``manifest``'s files, written to ``out``."""
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
+    ):
+        for file in sorted(manifest.files, key=lambda f: f.path):
+            info = tarfile.TarInfo(file.path)
+            info.size = file.size
+            info.mode = 0o755 if file.executable else 0o644
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with open(manifest.root / file.path, "rb") as handle:
+                tar.addfile(info, _Exactly(handle, file.size, file.path))
+
+
+class _Exactly(io.RawIOBase):
+    """A file's first ``size`` bytes; a file that shrank while archived is an error."""
+
+    def __init__(self, handle: IO[bytes], size: int, name: str) -> None:
+        self._handle, self._left, self._name = handle, size, name
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = self._left if size < 0 else min(size, self._left)
+        data = self._handle.read(wanted)
+        if len(data) < wanted:
+            raise InputError(f"{self._name} changed while the code archive was written.")
+        self._left -= len(data)
+        return data
+
+
+def archive_uri(store: ArtifactStore, digest: str) -> str:
+    return join_uri(store.path, CODE_DIRECTORY, digest + ARCHIVE_SUFFIX)
+
+
+def upload(manifest: CodeManifest, store: ArtifactStore) -> tuple[CodeArchiveRef, bool]:
+    """The archive of ``manifest`` in ``store``, and whether this call wrote it (False: an
+    archive with the same digest was there already)."""
+    uri = archive_uri(store, manifest.digest)
+    written = not store.exists(uri)
+    if written:
+        with store.open(uri, "wb") as out:
+            write_archive(manifest, out)
+    ref = CodeArchiveRef(
+        uri=uri,
+        digest=manifest.digest,
+        source_root=str(manifest.root),
+        files=len(manifest.files),
+        size=manifest.size,
+    )
+    return ref, written
+
+
+# ------------------------------------------------------------------ a run's code
+
+
+class Launcher(Protocol):
+    """An orchestrator or step operator, as far as the code's travel goes."""
+
+    @property
+    def code_travels(self) -> bool: ...
+
+
+def code_travels(spec: PipelineSpec, orchestrator: Launcher, operator: Launcher | None) -> bool:
+    """Some step of ``spec`` may run outside this file system: the orchestrator says its steps
+    do, or the step operator says so and a step names it (any step may, in a dynamic run)."""
+    if orchestrator.code_travels:
+        return True
+    if operator is None or not operator.code_travels:
+        return False
+    return spec.dynamic or any(s.config.step_operator for s in spec.steps.values())
+
+
+def wanted_source(configured: CodeSource | None, travels: bool) -> CodeSource:
+    """The code source a run uses: the pipeline's setting, else ``archive`` when its steps
+    run outside this file system and ``local`` when they do not."""
+    if configured is not None:
+        return configured
+    return "archive" if travels else "local"
+
+
+def ship_code(
+    spec: PipelineSpec,
+    store: ArtifactStore,
+    *,
+    travels: bool,
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    root: Path | None = None,
+) -> PipelineSpec:
+    """``spec`` with its code archive (packaged and uploaded if needed) when the run's code
+    source is ``archive``; ``spec`` unchanged otherwise."""
+    if wanted_source(spec.config.code_source, travels) != "archive":
+        return spec
+    where = source_root(root)
+    manifest = scan(where, list_files(where), limit_bytes)
+    ref, _ = upload(manifest, store)
+    return spec.model_copy(update={"code": ref})

@@ -1,0 +1,137 @@
+"""A run's code archive on the machine that executes a step: download, unpack, cache, import.
+
+Owns the per-machine cache of unpacked archives (``<cache>/<digest>``) and how a step's
+process loads its step from one.
+
+Invariants:
+
+- A cache entry is complete or absent: an archive is unpacked into a fresh temporary directory
+  beside the entry, its content digest checked against the recorded one, and only then renamed
+  into place (one atomic rename); when two processes race, one rename wins and the other's
+  tree is removed. An entry is never modified after it appears, so it is reused as it is.
+- Unpacking refuses absolute paths, ``..``, links and devices (only regular files and
+  directories are written), and streams the archive (no whole-archive copy in memory).
+- A step loaded from an archive sees the unpacked tree first on ``sys.path`` and as its
+  working directory; a script's file under the submitter's source root is found at the same
+  relative path in the tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.config.spec import CodeArchiveRef, StepSpec
+from wharf.core.errors import InputError
+from wharf.execution.code_archive import entry_digest
+from wharf.execution.step_like import StepLike
+from wharf.execution.step_runner import StepResolver, import_step
+
+_CHUNK = 1024 * 1024
+
+
+def cached_code(store: ArtifactStore, ref: CodeArchiveRef, cache_dir: Path) -> Path:
+    """The unpacked tree of ``ref``, from the cache or downloaded into it now."""
+    final = cache_dir / ref.digest
+    if final.is_dir():
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{ref.digest[:16]}-", suffix=".tmp", dir=cache_dir))
+    try:
+        try:
+            with store.open(ref.uri, "rb") as archive:
+                digest = unpack(archive, tmp)
+        except FileNotFoundError:
+            raise InputError(
+                f"The run's code archive {ref.uri} is missing from the artifact store."
+            ) from None
+        except (OSError, tarfile.TarError) as exc:
+            raise InputError(f"Cannot read the run's code archive {ref.uri}: {exc}") from exc
+        if digest != ref.digest:
+            raise InputError(
+                f"The run's code archive {ref.uri} holds other content than recorded "
+                f"(digest {digest[:12]}…, expected {ref.digest[:12]}…)."
+            )
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():  # not a concurrent unpacking that won the rename
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def unpack(archive: object, target: Path) -> str:
+    """Unpack the tar.gz stream ``archive`` into ``target``; returns its content digest."""
+    digest = hashlib.sha256()
+    entries: list[tuple[str, bool, bytes]] = []
+    with tarfile.open(fileobj=archive, mode="r|gz") as tar:  # type: ignore[call-overload]
+        for member in tar:
+            name = _safe_name(member.name)
+            if member.isdir():
+                (target / name).mkdir(parents=True, exist_ok=True)
+                continue
+            if not member.isfile():
+                raise InputError(f"The code archive holds {member.name!r}, not a regular file.")
+            path = target / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None
+            file_hash = hashlib.sha256()
+            with open(path, "wb") as out:
+                while chunk := source.read(_CHUNK):
+                    file_hash.update(chunk)
+                    out.write(chunk)
+            executable = bool(member.mode & 0o100)
+            os.chmod(path, 0o755 if executable else 0o644)
+            entries.append((name, executable, file_hash.digest()))
+    for name, executable, file_hash_bytes in sorted(entries):
+        entry_digest(digest, name, executable, file_hash_bytes)
+    return digest.hexdigest()
+
+
+def _safe_name(name: str) -> str:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        raise InputError(f"The code archive holds an unsafe path {name!r}.")
+    return str(path)
+
+
+def relocated(spec: StepSpec, ref: CodeArchiveRef, tree: Path) -> StepSpec:
+    """``spec`` with its script file (if any) found in ``tree`` instead of the source root."""
+    if spec.source_file is None:
+        return spec
+    with contextlib.suppress(ValueError):
+        relative = Path(spec.source_file).relative_to(ref.source_root)
+        return spec.model_copy(update={"source_file": str(tree / relative)})
+    return spec
+
+
+def use_tree(tree: Path) -> None:
+    """Make ``tree`` the first import location and the working directory of this process."""
+    location = str(tree)
+    if location in sys.path:
+        sys.path.remove(location)
+    sys.path.insert(0, location)
+    os.chdir(location)
+
+
+def archive_resolver(store: ArtifactStore, ref: CodeArchiveRef, cache_dir: Path) -> StepResolver:
+    """A step resolver that imports steps from ``ref``'s tree (fetched on the first call): its
+    errors fail the step with their message, as an import error does."""
+
+    def resolve(spec: StepSpec) -> StepLike:
+        tree = cached_code(store, ref, cache_dir)
+        use_tree(tree)
+        return import_step(relocated(spec, ref, tree))
+
+    return resolve
