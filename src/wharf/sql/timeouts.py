@@ -23,6 +23,7 @@ SQLite has none of these (its busy timeout bounds lock waits).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -111,6 +112,12 @@ def _install_psycopg(engine: Engine, timeouts: Timeouts) -> None:
     import psycopg
     from psycopg import errors as pg_errors
 
+    wait_timeout: type[Exception] | None = getattr(pg_errors, "_WaitTimeout", None)
+    takes_timeout = "timeout" in inspect.signature(psycopg.Connection.wait).parameters
+    if wait_timeout is None or not takes_timeout:
+        return  # an older psycopg: keepalives and tcp_user_timeout only (connect arguments)
+    timed_out: type[Exception] = wait_timeout
+
     class TimedConnection(psycopg.Connection[Any]):
         """psycopg's connection whose every wait for the server is bounded (psycopg has no
         read timeout of its own; its wait loop takes one)."""
@@ -120,7 +127,7 @@ def _install_psycopg(engine: Engine, timeouts: Timeouts) -> None:
                 timeout = getattr(self, _WAIT_TIMEOUT, None)
             try:
                 return super().wait(gen, interval, timeout)
-            except pg_errors._WaitTimeout:
+            except timed_out:
                 # The connection is in an unknown state: close it, so that the error is a
                 # disconnect (SQLAlchemy checks ``closed``) and the pool replaces it.
                 self.pgconn.finish()
