@@ -4,9 +4,9 @@ Requests go over TCP like any client's. Credentials are hashed with cheap argon2
 parameters travel in the hash, so verification is cheap too); the principals are:
 
 - ``admin`` — the bootstrap key :data:`ADMIN_KEY` (administrator);
-- ``alice``, ``bob`` — API keys :data:`ALICE_KEY`, :data:`BOB_KEY` (not administrators);
-  ``alice`` is trusted to assert subjects (the workspace server's principal in team tests),
-  ``bob`` is not: his requests get the account subject ``bob``;
+- ``alice``, ``bob`` — API keys :data:`ALICE_KEY`, :data:`BOB_KEY` (not administrators, trusted
+  to assert subjects like a workspace server: alice is the workspace's principal in team tests);
+- ``eve`` — API key :data:`EVE_KEY` (neither: her requests are made for her account only);
 - ``ops`` — username ``ops`` / password :data:`OPS_PASSWORD` (administrator).
 """
 
@@ -32,6 +32,7 @@ SECRET = "rm-test-secret-" + "x" * 32
 ADMIN_KEY = "bootstrap-admin-key-0123456789"
 ALICE_KEY = "wrm.alice." + "a" * 48
 BOB_KEY = "wrm.bob." + "b" * 48
+EVE_KEY = "wrm.eve." + "e" * 48
 OPS_PASSWORD = "correct horse battery staple"
 _FAST = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 
@@ -40,7 +41,8 @@ _FAST = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 def credentials() -> tuple[Credential, ...]:
     return (
         Credential(name="alice", api_key_hash=_FAST.hash(ALICE_KEY), asserts_subjects=True),
-        Credential(name="bob", api_key_hash=_FAST.hash(BOB_KEY)),
+        Credential(name="bob", api_key_hash=_FAST.hash(BOB_KEY), asserts_subjects=True),
+        Credential(name="eve", api_key_hash=_FAST.hash(EVE_KEY)),
         Credential(name="ops", admin=True, password_hash=_FAST.hash(OPS_PASSWORD)),
     )
 

@@ -14,6 +14,7 @@ from tests.resource_manager.api.live import (
     ADMIN_KEY,
     ALICE_KEY,
     BOB_KEY,
+    EVE_KEY,
     OPS_PASSWORD,
     SECRET,
     start_rm,
@@ -230,12 +231,14 @@ def test_only_the_requester_and_admins_see_a_request(
     assert sorted(listed(admin)) == sorted([alices["id"], bobs["id"]])
 
 
-def test_only_trusted_principals_name_other_accounts(
+def test_only_trusted_principals_name_other_subjects(
     http: httpx.Client, token: Callable[[str], dict[str, str]]
 ) -> None:
-    """A pool whose only policy admits the account ``carol``: bob (not trusted) cannot claim to
-    be carol; alice (trusted to assert subjects, as a workspace server is) and admins may."""
-    admin, alice, bob = token(ADMIN_KEY), token(ALICE_KEY), token(BOB_KEY)
+    """A pool whose only policy admits the account ``carol``: eve (not trusted) can neither
+    claim to be carol nor name a project; alice (trusted to assert subjects, as a workspace
+    server is) and admins may. Eve's requests are made for her own account, derived from her
+    login, whatever she claims about it."""
+    admin, alice, eve = token(ADMIN_KEY), token(ALICE_KEY), token(EVE_KEY)
     http.post("/v1/pools", json=pool_body(), headers=admin)
     carol_only = {"subject_type": "account", "subject_id": "carol"}
     policy = {"name": "carol", "pool": "gpus", "subject_selector": carol_only}
@@ -243,35 +246,35 @@ def test_only_trusted_principals_name_other_accounts(
     rr = "/v1/resource-requests"
 
     def as_account(account: str, **attributes: object) -> dict[str, object]:
-        body = request_body()  # the project chain, and the account's
         node = {"subject_type": "account", "subject_id": account, "attributes": attributes}
-        body["subjects"] = [*body["subjects"], {"nodes": [node]}]
-        return body
+        return {**request_body(), "subjects": [{"nodes": [node]}]}
 
-    refused = http.post(rr, json=as_account("carol"), headers=bob)
-    assert refused.status_code == 403, refused.text
-    assert refused.json()["error"] == "PermissionDeniedError"
-    assert "account 'carol'" in refused.json()["detail"]
+    for body, named in ((as_account("carol"), "account 'carol'"), (request_body(), "project")):
+        refused = http.post(rr, json=body, headers=eve)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == "PermissionDeniedError"
+        assert f"cannot name {named}" in refused.json()["detail"]
     assert http.get(rr, headers=admin).json()["total"] == 0  # nothing was made
 
-    trusted = http.post(rr, json=as_account("carol"), headers=alice)
-    assert (trusted.status_code, trusted.json()["status"]) == (201, "allocated")
-    assert trusted.json()["subjects"][1]["nodes"][0]["subject_id"] == "carol"
-    by_admin = http.post(rr, json=as_account("carol"), headers=admin)
-    assert (by_admin.status_code, by_admin.json()["status"]) == (201, "allocated")
+    for headers in (alice, admin):
+        trusted = http.post(rr, json=as_account("carol"), headers=headers)
+        assert (trusted.status_code, trusted.json()["status"]) == (201, "allocated")
+        assert trusted.json()["subjects"][0]["nodes"][0]["subject_id"] == "carol"
 
-    # bob's own requests get his account, derived from his login, whatever he claims about it
-    http.post("/v1/policies", json=policy_body(), headers=admin)
-    for body in (request_body(), as_account("bob", is_superuser=True)):
-        made = http.post(rr, json=body, headers=bob)
+    everyone = {"name": "accounts", "pool": "gpus", "subject_selector": {"subject_type": "account"}}
+    http.post("/v1/policies", json=everyone, headers=admin)
+    for body in (as_account("eve"), as_account("eve", is_superuser=True)):
+        made = http.post(rr, json=body, headers=eve)
         assert made.status_code == 201, made.text
-        chains = [chain["nodes"] for chain in made.json()["subjects"]]
-        assert chains[0] == [
+        assert made.json()["subjects"] == [
             {
-                "subject_type": "account",
-                "subject_id": "bob",
-                "attributes": {"name": "bob"},
-                "metadata": {},
+                "nodes": [
+                    {
+                        "subject_type": "account",
+                        "subject_id": "eve",
+                        "attributes": {"name": "eve"},
+                        "metadata": {},
+                    }
+                ]
             }
         ]
-        assert all(node["subject_type"] != "account" for chain in chains[1:] for node in chain)

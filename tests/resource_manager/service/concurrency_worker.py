@@ -16,7 +16,7 @@ from wharf.core.errors import IllegalOperationError, WharfError
 from wharf.resource_manager.contract.errors import PermissionDeniedError
 from wharf.resource_manager.service import Principal, ResourceManagerService, ServiceOptions
 
-SHARED = Principal("shared")
+SHARED = Principal("shared", asserts_subjects=True)  # names projects
 SHARED_KEYS = 3
 
 
@@ -61,7 +61,7 @@ def run(url: str, seed: int, ops: int, seconds: float) -> dict[str, Any]:
     """Drive the RM at ``url``; returns created ids, shared-key ids and unexpected errors."""
     deadline = time.monotonic() + seconds
     rng = random.Random(seed)
-    me = Principal(f"worker-{seed}")
+    me = Principal(f"worker-{seed}", asserts_subjects=True)
     options = ServiceOptions(lazy_sweep_interval=timedelta(milliseconds=100))
     created: list[str] = []
     shared: dict[int, str] = {}

@@ -19,8 +19,9 @@ from wharf.resource_manager.service import Principal, ResourceManagerService
 from wharf.resource_manager.service import tables as t
 
 ADMIN = Principal("admin", admin=True)
-ALICE = Principal("alice")
-BOB = Principal("bob")
+# Trusted to assert subjects, as a workspace server is: they name projects and steps.
+ALICE = Principal("alice", asserts_subjects=True)
+BOB = Principal("bob", asserts_subjects=True)
 
 
 def pool_spec(name: str = "gpus", *classes: CapacityClassSpec, **kwargs: Any) -> PoolCreate:

@@ -49,7 +49,7 @@ class Credential(BaseModel):
     asserts_subjects: bool = False
     """The principal may name any subjects in its requests (other accounts included): the
     workspace server's, which makes requests on behalf of its users. Any other principal's
-    requests get the account subject of its own name; see ``docs/resources.md``."""
+    requests are made for its own account only; see ``docs/resources.md``."""
     api_key_hash: str | None = None
     """argon2 hash of the whole API key ``wrm.<name>.<secret>``."""
     password_hash: str | None = None

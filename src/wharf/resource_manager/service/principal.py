@@ -11,8 +11,8 @@ Invariants:
   only that principal or an admin may renew, release or cancel it, and only they may read it
   (to anybody else a read answers as for an unknown id, and lists leave it out);
 - only admins and principals trusted to assert subjects (the workspace server's, which makes
-  requests for its users) name whatever subjects they like; anybody else's request gets the
-  account subject of its own name, and naming another account is refused;
+  requests for its users) name whatever subjects they like; anybody else's request is made for
+  the account subject of its own name only, and naming any other subject is refused;
 - descriptors, pools and policies are changed by admins only; everybody may read them;
 - violations raise :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`.
 """
@@ -66,29 +66,30 @@ def own_subjects(
 ) -> tuple[SubjectChain, ...]:
     """The subjects a request of ``principal`` is made for.
 
-    As given for an admin or a principal trusted to assert subjects. For anybody else the
-    account subject is the principal's own, derived from its name: it comes first, an
-    ``account`` node naming the principal is replaced by it (claimed attributes are not kept),
-    and one naming another account is refused (PermissionDeniedError)."""
+    As given for an admin or a principal trusted to assert subjects. Anybody else names only its
+    own identity: the request's one subject is the principal's account, derived from its name
+    (an ``account`` subject naming the principal may be sent, its claimed attributes are not
+    kept); any other subject, another account or a project alike, is refused
+    (PermissionDeniedError)."""
     if principal.admin or principal.asserts_subjects:
         return subjects
+    for chain in subjects:
+        leaf = chain.leaf
+        if len(chain.nodes) > 1 or leaf.subject_type is not SubjectType.ACCOUNT:
+            node = next(n for n in chain.nodes if n.subject_type is not SubjectType.ACCOUNT)
+            named = f"{node.subject_type.value} '{node.subject_id}'"
+        elif leaf.subject_id != principal.name:
+            named = f"account '{leaf.subject_id}'"
+        else:
+            continue
+        raise PermissionDeniedError(
+            f"A request of '{principal.name}' cannot name {named}: it is made for its own "
+            f"account ('{principal.name}') only. Only an administrator or a principal trusted "
+            "to assert subjects (a workspace server's) may name other subjects."
+        )
     own = SubjectNode(
         subject_type=SubjectType.ACCOUNT,
         subject_id=principal.name,
         attributes={"name": principal.name},
     )
-    kept: list[SubjectChain] = []
-    for chain in subjects:
-        leaf = chain.leaf
-        if leaf.subject_type is not SubjectType.ACCOUNT:
-            kept.append(chain)
-            continue
-        if leaf.subject_id != principal.name:
-            raise PermissionDeniedError(
-                f"A request of '{principal.name}' cannot name account '{leaf.subject_id}': its "
-                "account subject is its own. Only an administrator or a principal trusted to "
-                "assert subjects (a workspace server's) may name other accounts."
-            )
-        if len(chain.nodes) > 1:
-            kept.append(SubjectChain(nodes=(*chain.nodes[:-1], own)))
-    return (SubjectChain(nodes=(own,)), *kept)
+    return (SubjectChain(nodes=(own,)),)

@@ -28,8 +28,8 @@ Invariants:
 - a renewal of a still-pending request runs a cycle when this process has not run one for
   ``ServiceOptions.lazy_sweep_interval``, so waiters progress without any timer;
 - get, list and explain given a ``viewer`` show it only the requests it may see
-  (:func:`~.principal.may_see`), the others as not found; create gives an untrusted principal's
-  request its own account subject (:func:`~.principal.own_subjects`).
+  (:func:`~.principal.may_see`), the others as not found; create makes an untrusted principal's
+  request for its own account only (:func:`~.principal.own_subjects`).
 """
 
 from __future__ import annotations
