@@ -33,9 +33,10 @@ from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, St
 ASC = PageRequest(sort="asc", size=1000)
 LICENSE = ResourceSettings(resources={"license": 1})
 HELD = (ResourceRequestStatus.PENDING, ResourceRequestStatus.ALLOCATED)
-RM_OUTAGE_SECONDS = 5.0
-"""Longer than the server's own retries of a call to the RM (a few tenths of a second) and than
-a waiter's first polls (1 s, 2 s), shorter than a holder's lease at either heartbeat."""
+RM_OUTAGE_SECONDS = 8.0
+"""Longer than the server's own retries of a call to the RM (a few tenths of a second), than a
+waiter's first polls (1 s, 2 s) and than a holder's lease at the short heartbeat (6 s: the RM
+does not count its downtime against holders), shorter than the lease at the default one."""
 SERVER_OUTAGE_SECONDS = 20.0
 SERVER_HEARTBEAT_SECONDS = 10.0
 """Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
@@ -135,12 +136,13 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
     team: Team, heartbeat: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One step holds the only licence, another waits for it; the RM is killed and started
-    again. The waiter keeps waiting (its polls meet the outage), the holder keeps its lease,
-    both complete, and the run's requests are all released."""
+    again. The waiter keeps waiting (its polls meet the outage), the holder keeps its lease
+    (at the short heartbeat it would have lapsed during the outage), both complete, and the
+    run's requests are all released."""
     if heartbeat == "default":
         monkeypatch.delenv("WHARF_HEARTBEAT_INTERVAL", raising=False)  # 15 s
     else:
-        monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "3")  # lease 16 s
+        monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")  # lease 6 s
     ws = Workspace.open(load_config())
     try:
         with team.rm_client() as rm:
