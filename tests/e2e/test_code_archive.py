@@ -140,6 +140,7 @@ def test_a_step_module_only_the_submitter_has_is_imported_from_the_archive(
     assert archives(travels) == before
     assert tree.stat().st_ino == cache_inode
     assert sorted(p.name for p in travels.config.code_cache.iterdir()) == [code.digest]
+    assert len(list(travels.config.code_hashes.iterdir())) == 1  # the project's file hashes
 
     # Changed code: a new archive, and the step runs the new code.
     steps_file = project / "travelling_steps.py"

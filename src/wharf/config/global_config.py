@@ -81,6 +81,11 @@ class WharfConfig(BaseModel):
         """Where this machine keeps unpacked code archives, one directory per digest."""
         return self.home / "code-cache"
 
+    @property
+    def code_hashes(self) -> Path:
+        """Where this machine remembers the hashes of the code it packaged (by source root)."""
+        return self.home / "code-hashes"
+
 
 def default_home() -> Path:
     from platformdirs import user_data_dir

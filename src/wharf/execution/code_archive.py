@@ -27,7 +27,7 @@ import stat
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -35,6 +35,7 @@ from typing import IO, Protocol
 from wharf.artifacts.store import ArtifactStore, join_uri
 from wharf.config.spec import CodeArchiveRef, CodeSource, PipelineSpec
 from wharf.core.errors import InputError
+from wharf.execution.code_digests import FileHashes
 
 CODE_DIRECTORY = "code"
 """Where archives lie under the artifact store's root."""
@@ -102,9 +103,15 @@ def source_root(start: Path | None = None) -> Path:
 
 def list_files(root: Path) -> list[str]:
     """The relative paths of the files that travel, sorted: what ``.gitignore`` keeps."""
-    names = _git_files(root) if (root / ".git").exists() else _walk_files(root)
-    kept = [n for n in names if not _always_excluded(n) and (root / n).is_file()]
-    return sorted(set(kept))
+    prefix = os.path.join(str(root), "")
+    return [name for name in candidates(root) if os.path.isfile(prefix + name)]
+
+
+def candidates(root: Path) -> list[str]:
+    """The paths that may travel, sorted: what ``.gitignore`` keeps (``git ls-files`` may name
+    a file deleted since it was added; :func:`scan` skips what is not a regular file)."""
+    names = _git_files(root) if os.path.exists(os.path.join(root, ".git")) else _walk_files(root)
+    return sorted({n for n in names if not _always_excluded(n)})
 
 
 def _always_excluded(name: str) -> bool:
@@ -142,42 +149,54 @@ def _walk_files(root: Path) -> list[str]:
                 return verdict
         return False
 
-    def visit(directory: Path, relative: str) -> None:
-        gitignore = directory / ".gitignore"
-        pushed = gitignore.is_file()
+    def visit(directory: str, relative: str) -> None:
+        gitignore = os.path.join(directory, ".gitignore")
+        pushed = os.path.isfile(gitignore)
         if pushed:
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            ignores.append((relative, pathspec.GitIgnoreSpec.from_lines(lines)))
+            with open(gitignore, encoding="utf-8", errors="replace") as lines:
+                ignores.append((relative, pathspec.GitIgnoreSpec.from_lines(lines)))
         try:
             with os.scandir(directory) as entries:
-                items = sorted(entries, key=lambda e: e.name)
-            for entry in items:
-                path = f"{relative}/{entry.name}" if relative else entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name in ALWAYS_EXCLUDED_DIRS or ignored(path, True):
-                        continue
-                    if (Path(entry.path) / "pyvenv.cfg").exists():
-                        continue  # a virtual environment: never the pipeline's code
-                    visit(Path(entry.path), path)
-                elif not ignored(path, False):
-                    found.append(path)
+                for entry in entries:
+                    path = f"{relative}/{entry.name}" if relative else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name in ALWAYS_EXCLUDED_DIRS or (ignores and ignored(path, True)):
+                            continue
+                        if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                            continue  # a virtual environment: never the pipeline's code
+                        visit(entry.path, path)
+                    elif entry.is_file() and not (ignores and ignored(path, False)):
+                        found.append(path)
         finally:
             if pushed:
                 ignores.pop()
 
-    visit(root, "")
+    visit(str(root), "")
     return found
 
 
 # ------------------------------------------------------------------ digest and archive
 
 
-def scan(root: Path, names: Sequence[str], limit_bytes: int = DEFAULT_LIMIT_BYTES) -> CodeManifest:
-    """The manifest of ``names`` under ``root``; ``InputError`` over ``limit_bytes``."""
-    files = []
+def scan(
+    root: Path,
+    names: Sequence[str],
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    known: FileHashes | None = None,
+) -> CodeManifest:
+    """The manifest of the regular files among ``names`` under ``root``; ``InputError`` over
+    ``limit_bytes`` (checked before any file is read). ``known``: file hashes remembered from
+    earlier scans, reused for files whose size, times and inode are unchanged."""
+    prefix = os.path.join(str(root), "")
+    files, stats = [], []
     for name in names:
-        info = (root / name).stat()
-        files.append(CodeFile(name, info.st_size, bool(info.st_mode & stat.S_IXUSR)))
+        try:
+            info = os.stat(prefix + name)
+        except FileNotFoundError:
+            continue  # deleted since git listed it
+        if stat.S_ISREG(info.st_mode):
+            files.append(CodeFile(name, info.st_size, bool(info.st_mode & stat.S_IXUSR)))
+            stats.append(info)
     total = sum(f.size for f in files)
     if total > limit_bytes:
         largest = sorted(files, key=lambda f: -f.size)[:3]
@@ -188,17 +207,16 @@ def scan(root: Path, names: Sequence[str], limit_bytes: int = DEFAULT_LIMIT_BYTE
             "exclude files in .gitignore, raise WHARF_CODE_ARCHIVE_LIMIT_MIB, or set "
             "code_source='image' if the code is installed where steps run."
         )
-    return CodeManifest(root, tuple(files), content_digest(root, files))
-
-
-def content_digest(root: Path, files: Iterable[CodeFile]) -> str:
-    """SHA-256 over each file's path, executable bit and SHA-256 (length-prefixed, sorted)."""
     digest = hashlib.sha256()
-    for file in sorted(files, key=lambda f: f.path):
-        with open(root / file.path, "rb") as handle:
-            file_hash = hashlib.file_digest(handle, "sha256").digest()
+    for file, info in sorted(zip(files, stats, strict=True), key=lambda pair: pair[0].path):
+        file_hash = known.get(file.path, info) if known is not None else None
+        if file_hash is None:
+            with open(prefix + file.path, "rb") as handle:
+                file_hash = hashlib.file_digest(handle, "sha256").digest()
+            if known is not None:
+                known.put(file.path, info, file_hash)
         entry_digest(digest, file.path, file.executable, file_hash)
-    return digest.hexdigest()
+    return CodeManifest(root, tuple(files), digest.hexdigest())
 
 
 class Digest(Protocol):
@@ -305,12 +323,17 @@ def ship_code(
     travels: bool,
     limit_bytes: int = DEFAULT_LIMIT_BYTES,
     root: Path | None = None,
+    hashes_dir: Path | None = None,
 ) -> PipelineSpec:
     """``spec`` with its code archive (packaged and uploaded if needed) when the run's code
-    source is ``archive``; ``spec`` unchanged otherwise."""
+    source is ``archive``; ``spec`` unchanged otherwise. ``hashes_dir``: where file hashes are
+    remembered between calls (``wharf.execution.code_digests``; None: every file is read)."""
     if wanted_source(spec.config.code_source, travels) != "archive":
         return spec
     where = source_root(root)
-    manifest = scan(where, list_files(where), limit_bytes)
+    known = None if hashes_dir is None else FileHashes.load(hashes_dir, where)
+    manifest = scan(where, candidates(where), limit_bytes, known)
+    if known is not None:
+        known.save()
     ref, _ = upload(manifest, store)
     return spec.model_copy(update={"code": ref})

@@ -235,6 +235,7 @@ class Pipeline(Generic[P]):
             artifact_store,
             travels=code_travels(spec, orchestrator, step_operator),
             limit_bytes=int(workspace.config.code_archive_limit_mib * 1024 * 1024),
+            hashes_dir=workspace.config.code_hashes,
         )
         services = workspace.run_services(artifact_store)
         name = f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}"
