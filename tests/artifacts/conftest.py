@@ -1,4 +1,5 @@
-"""Fixtures shared by the artifact tests: a fresh local store and a fresh default registry."""
+"""Fixtures shared by the artifact tests: a fresh local store, a fresh default registry, and a
+real S3 server (one per session) with a fresh bucket per test."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.artifacts.s3_server import s3_bucket, s3_server
 from wharf.artifacts import LocalArtifactStore, MaterializerRegistry, default_registry
+
+__all__ = ["s3_bucket", "s3_server"]  # the S3 fixtures, for every artifact test
 
 
 @pytest.fixture

@@ -122,7 +122,9 @@ def test_register_and_list_components(workspace: Workspace, tmp_path: Path) -> N
 def test_every_declared_flavor_registers(workspace: Workspace, tiny_flavors: str) -> None:
     for type, known in flavors.declared_flavors().items():
         for flavor in known:
-            record = stacks.register_component(workspace, f"{type.value}-{flavor}", type, flavor)
+            needs = {"fsspec": {"path": "s3://bucket/prefix"}}  # flavors without a default
+            name = f"{type.value}-{flavor}"
+            record = stacks.register_component(workspace, name, type, flavor, needs.get(flavor))
             assert record.flavor == flavor
     assert {c.flavor for c in stacks.list_components(workspace, OP).items} == {
         "local_process",

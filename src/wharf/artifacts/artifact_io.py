@@ -69,15 +69,21 @@ def save_artifact(
         cls = load_materializer(materializer)
     else:
         cls = materializer
-    if cls.SINGLE_FILE:
-        # URIs from new_uri() are unique; this catches a URI handed in twice.
-        if store.exists(uri):
-            raise MaterializationError(f"Artifact URI {uri!r} already exists.")
-    else:
-        try:
-            store.makedirs(uri, exist_ok=False)
-        except FileExistsError:
-            raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
+    try:
+        if cls.SINGLE_FILE:
+            # URIs from new_uri() are unique; this catches a URI handed in twice.
+            if store.exists(uri):
+                raise MaterializationError(f"Artifact URI {uri!r} already exists.")
+        else:
+            try:
+                store.makedirs(uri, exist_ok=False)
+            except FileExistsError:
+                raise MaterializationError(f"Artifact URI {uri!r} already exists.") from None
+    except OSError as exc:  # the store cannot be reached: nothing was written
+        raise MaterializationError(
+            f"Cannot save a value of type {type_path(data_type)!r} with "
+            f"{cls.__name__}: {_one_line(exc)}"
+        ) from exc
     try:
         # A single file is hashed as it is written (no read back), when the watch can vouch
         # for the bytes (see ``wharf.artifacts.watched``); otherwise from the stored files.

@@ -15,6 +15,9 @@ from wharf.store.models import ComponentRecord
 def instantiate_component(record: ComponentRecord) -> Any:
     cls = flavor_class(record.type, record.flavor)
     if record.type is ComponentType.ARTIFACT_STORE:
+        from_configuration = getattr(cls, "from_configuration", None)
+        if from_configuration is not None:  # a store configured by more than its path
+            return from_configuration(record.configuration, id=record.id)
         path = record.configuration.get("path")
         if not isinstance(path, str) or not path:
             raise InputError(f"Artifact store '{record.name}' has no 'path' configured.")

@@ -442,8 +442,14 @@ class Client:
 
         if not isinstance(version, ArtifactVersionRecord):
             version = self.get_artifact_version(version)
-        stack = self._workspace.active_stack()
-        artifact_store = self._workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+        if version.artifact_store_id is not None:  # the store that wrote it, wherever it is
+            from wharf.execution.components import instantiate_component
+
+            record = self.store.stacks.get_component(version.artifact_store_id)
+            artifact_store = instantiate_component(record)
+        else:
+            stack = self._workspace.active_stack()
+            artifact_store = self._workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
         return load_artifact(artifact_store, version.uri, version.data_type, version.materializer)
 
     def load_step_output(self, run: str | UUID, step_name: str, output: str | None = None) -> Any:

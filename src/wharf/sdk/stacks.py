@@ -43,6 +43,7 @@ from wharf.sdk.workspace import DEFAULT_STACK, Workspace
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 
 LOCAL_FLAVOR = "local"
+FSSPEC_FLAVOR = "fsspec"
 
 
 class StackDescription(BaseModel):
@@ -147,6 +148,10 @@ def register_component(
     config = dict(configuration or {})
     if component_type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
         config["path"] = _local_artifact_path(workspace, config)
+    if component_type is ComponentType.ARTIFACT_STORE and flavor == FSSPEC_FLAVOR:
+        from wharf.artifacts.fsspec_options import check_configuration
+
+        config = check_configuration(config)  # a URL; no clear-text secrets
     create = ComponentCreate(name=name, type=component_type, flavor=flavor, configuration=config)
     return workspace.store.stacks.create_component(create)
 

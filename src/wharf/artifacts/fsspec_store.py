@@ -1,0 +1,332 @@
+"""An :class:`~wharf.artifacts.store.ArtifactStore` on any fsspec URL: S3, GCS, Azure, ``file://``.
+
+The only module that imports ``fsspec`` (and, through it, s3fs / gcsfs / adlfs), lazily: on the
+first use of a store, never on import. Install the backend with ``wharf[s3]``, ``wharf[gcs]``
+or ``wharf[azure]``. Configuration and credentials: :mod:`wharf.artifacts.fsspec_options`.
+
+Invariants (those of :mod:`wharf.artifacts.store`, plus):
+
+- URIs are full URLs under the root (``s3://bucket/prefix/<pipeline>/<run>/<hex>``), so a record
+  names its bytes wherever it is read. A URI outside the root, or with empty, ``.`` or ``..``
+  segments, is refused with ``InputError`` before any I/O.
+- Complete or absent. On an object store (S3, GCS, Azure) a written object is published by the
+  backend only when its upload completes (a single PUT for a small file, the completion of the
+  multipart upload for a large one), so a reader sees the whole object or nothing; leaving the
+  ``with`` block with an exception, or dropping the writer unclosed, aborts the upload instead.
+  On ``file://`` the bytes go to a hidden temporary file next to the target, renamed over it on
+  close (as ``LocalArtifactStore``).
+- Streaming: a writer holds at most one part (``block_size``, 16 MiB by default) in memory;
+  readers fetch ranges. A small artifact is one object; no directory marker objects are written
+  (``makedirs`` is a no-op on object stores, where directories are key prefixes).
+- Failures are ``OSError`` (``FileNotFoundError`` for a missing object or bucket,
+  ``PermissionError`` for refused credentials, :class:`ArtifactStoreError` otherwise) with one
+  line naming the store (and its endpoint), the operation, the URI and the backend's error.
+  S3 clients get short timeouts and one retry (``connect_timeout`` 5 s, ``read_timeout`` 60 s,
+  ``retries`` 2 attempts), so an unreachable store fails within seconds instead of retrying
+  for minutes; options given by the user win.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
+
+from wharf.artifacts.fsspec_options import check_configuration, check_path, resolve_options
+from wharf.core.errors import InputError, WharfError
+from wharf.core.ids import new_id
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+_T = TypeVar("_T")
+_READ_MODES = frozenset({"r", "rb"})
+_WRITE_MODES = frozenset({"w", "wb"})
+_LOCAL_PROTOCOLS = frozenset({"file", "local"})
+_S3_PROTOCOLS = frozenset({"s3", "s3a"})
+DEFAULT_BLOCK_SIZE = 16 * 2**20
+"""Bytes buffered per part of an upload (S3 accepts parts of 5 MiB and more)."""
+
+
+class ArtifactStoreError(OSError):
+    """The artifact store could not be used (unreachable, misconfigured, refused the call)."""
+
+
+class FsspecArtifactStore:
+    """Artifacts under an fsspec URL (see the module docstring).
+
+    ``options`` go to the fsspec backend (``endpoint_url=…`` for an S3-compatible server);
+    ``<name>_env`` options are read from the environment here, at construction.
+    """
+
+    def __init__(
+        self, path: str, id: UUID | None = None, *, options: Mapping[str, Any] | None = None
+    ) -> None:
+        self._root = check_path(path)
+        self._id = id
+        config = check_configuration({"path": self._root, **dict(options or {})})
+        self._options = resolve_options(config)
+        self._protocol = self._root.split("://", 1)[0]
+        self._fs: Any = None
+        self._fs_pid = -1
+        self._root_fs_path = ""
+        endpoint = self._options.get("endpoint_url")
+        self._display = f"'{self._root}'" + (f" at {endpoint}" if endpoint else "")
+
+    @classmethod
+    def from_configuration(
+        cls, configuration: Mapping[str, Any], id: UUID | None = None
+    ) -> FsspecArtifactStore:
+        """The store a component's recorded configuration describes."""
+        options = {k: v for k, v in configuration.items() if k != "path"}
+        return cls(configuration.get("path"), id, options=options)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"FsspecArtifactStore({self._root!r}, id={self._id!r})"
+
+    @property
+    def id(self) -> UUID | None:
+        return self._id
+
+    @property
+    def path(self) -> str:
+        return self._root
+
+    @property
+    def is_object_store(self) -> bool:
+        """Whether objects are published on completed upload (not by a rename)."""
+        return self._protocol not in _LOCAL_PROTOCOLS
+
+    # ------------------------------------------------------------------ the backend
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec file system, created on first use (and anew in a forked child)."""
+        if self._fs is None or self._fs_pid != os.getpid():
+            try:
+                import fsspec
+            except ImportError:  # pragma: no cover - depends on the installation
+                raise WharfError(
+                    f"The artifact store {self._display} needs fsspec: pip install 'wharf[s3]'"
+                    " (or wharf[gcs], wharf[azure])."
+                ) from None
+            try:
+                fs, root = fsspec.core.url_to_fs(self._root, **self._backend_options())
+            except ImportError as error:
+                raise WharfError(
+                    f"The artifact store {self._display} needs its fsspec backend: {error}"
+                ) from None
+            self._fs, self._root_fs_path, self._fs_pid = fs, root.rstrip("/") or "/", os.getpid()
+        return self._fs
+
+    def _backend_options(self) -> dict[str, Any]:
+        options = dict(self._options)
+        if self._protocol in _S3_PROTOCOLS:
+            config = dict(options.get("config_kwargs") or {})
+            config.setdefault("connect_timeout", 5)
+            config.setdefault("read_timeout", 60)
+            config.setdefault("retries", {"max_attempts": 2, "mode": "standard"})
+            options["config_kwargs"] = config
+            options.setdefault("use_listings_cache", False)  # other processes write too
+        if self.is_object_store:
+            options.setdefault("default_block_size", DEFAULT_BLOCK_SIZE)
+            options.setdefault("skip_instance_cache", True)  # our retries/timeouts, our object
+        return options
+
+    def fs_path(self, uri: str) -> str:
+        """The backend's path of ``uri``; ``InputError`` if it is not under the root."""
+        if not isinstance(uri, str) or "\0" in uri:
+            raise InputError(f"Artifact URI must be a string URL, got {uri!r}.")
+        if uri == self._root:
+            relative = ""
+        elif uri.startswith(self._root + "/"):
+            relative = uri[len(self._root) + 1 :]
+            parts = relative.split("/")
+            if any(part in ("", ".", "..") for part in parts):
+                raise InputError(f"Artifact URI {uri!r} has empty, '.' or '..' segments.")
+        else:
+            raise InputError(f"Artifact URI {uri!r} is outside the artifact store {self._root!r}.")
+        fs = self.fs
+        del fs  # sets _root_fs_path
+        base = self._root_fs_path
+        if not relative:
+            return base
+        return f"{base}/{relative}" if base != "/" else f"/{relative}"
+
+    def _call(self, action: str, uri: str, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except (InputError, WharfError):
+            raise
+        except Exception as error:
+            raise self.error(action, uri, error) from error
+
+    def error(self, action: str, uri: str, error: BaseException) -> OSError:
+        """One line naming the store, the operation, the URI and the cause, as an ``OSError``
+        of the cause's kind (``FileNotFoundError`` stays one)."""
+        cause = " ".join(str(error).split())
+        cause = f"{type(error).__name__}: {cause}" if cause else type(error).__name__
+        message = f"Artifact store {self._display} cannot {action} {uri!r}: {cause}"
+        kind = type(error) if isinstance(error, OSError) else ArtifactStoreError
+        try:
+            return kind(message)
+        except Exception:  # an OSError subclass with another signature
+            return ArtifactStoreError(message)
+
+    # ------------------------------------------------------------------ the contract
+
+    def open(self, uri: str, mode: str = "rb") -> IO[Any]:
+        path = self.fs_path(uri)
+        if mode in _READ_MODES:
+            kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8"}
+            return cast(
+                IO[Any], self._call("read", uri, lambda: self.fs.open(path, mode, **kwargs))
+            )
+        if mode in _WRITE_MODES:
+            return cast(IO[Any], _PublishingWriter(self, uri, path, binary="b" in mode))
+        raise InputError(f"Unsupported artifact file mode {mode!r}; use 'rb', 'r', 'wb' or 'w'.")
+
+    def exists(self, uri: str) -> bool:
+        path = self.fs_path(uri)
+        return bool(self._call("check", uri, lambda: self.fs.exists(path)))
+
+    def isdir(self, uri: str) -> bool:
+        path = self.fs_path(uri)
+        return bool(self._call("check", uri, lambda: self.fs.isdir(path)))
+
+    def makedirs(self, uri: str, exist_ok: bool = True) -> None:
+        path = self.fs_path(uri)
+        if not self.is_object_store:
+            self._call("create", uri, lambda: self.fs.makedirs(path, exist_ok=exist_ok))
+            return
+        # Directories are key prefixes: nothing to create, no marker object.
+        if not exist_ok and self.exists(uri):
+            raise FileExistsError(f"Artifact store {self._display}: {uri!r} exists.")
+
+    def listdir(self, uri: str) -> list[str]:
+        path = self.fs_path(uri)
+        entries = self._call("list", uri, lambda: self.fs.ls(path, detail=False))
+        names = [posixpath.basename(str(entry).rstrip("/")) for entry in entries]
+        return [name for name in names if name and str(name) != posixpath.basename(path)]
+
+    def rmtree(self, uri: str) -> None:
+        path = self.fs_path(uri)
+        if uri == self._root:
+            raise InputError("Refusing to remove the root of the artifact store.")
+
+        def remove() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(path, recursive=True)
+
+        self._call("remove", uri, remove)
+
+    def new_uri(self, *parts: str) -> str:
+        uri = "/".join((self._root, *parts, new_id().hex))
+        self.fs_path(uri)
+        return uri
+
+
+class _PublishingWriter:
+    """A write-only file that is published at its URI by ``close()`` and nowhere before.
+
+    Object stores: the backend's writer, whose upload completes on close; an exception in the
+    ``with`` block, :meth:`discard` or dropping it unclosed aborts the upload (the backend file
+    is then marked closed so that its own finaliser cannot publish a partial object).
+    ``file://``: a hidden temporary file in the target's directory, renamed over it on close.
+    """
+
+    def __init__(self, store: FsspecArtifactStore, uri: str, path: str, *, binary: bool) -> None:
+        self._done = True  # until the file is open
+        self._store = store
+        self._uri = uri
+        self._path = path
+        fs = store.fs
+        if store.is_object_store:
+            self._tmp = None
+            target = path
+        else:
+            parent, name = posixpath.split(path)
+            self._tmp = posixpath.join(parent, f".{name}.{os.urandom(6).hex()}.tmp")
+            target = self._tmp
+            store._call("create", uri, lambda: fs.makedirs(parent, exist_ok=True))
+        self._text = not binary  # encoded here: the backend's file stays binary (discardable)
+        self._file: Any = store._call("write", uri, lambda: fs.open(target, "wb"))
+        self._done = False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._file, name)
+
+    @property
+    def closed(self) -> bool:
+        return self._done
+
+    def write(self, data: Any) -> int:
+        try:
+            if self._text:
+                self._file.write(data.encode("utf-8"))
+                return len(data)
+            written: int = self._file.write(data)
+        except Exception as error:
+            raise self._store.error("write", self._uri, error) from error
+        return written
+
+    def close(self) -> None:
+        """Complete the upload (or rename the temporary file): the artifact file appears."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._file.close()
+            if self._tmp is not None:
+                self._store.fs.mv(self._tmp, self._path)
+        except BaseException as error:
+            self._abandon()
+            if isinstance(error, Exception):
+                raise self._store.error("write", self._uri, error) from error
+            raise
+
+    def discard(self) -> None:
+        """Drop everything written; nothing appears at the URI."""
+        if self._done:
+            return
+        self._done = True
+        self._abandon()
+
+    def _abandon(self) -> None:
+        file = self._file
+        with contextlib.suppress(Exception):
+            if self._tmp is None:
+                discard = getattr(file, "discard", None)
+                if discard is not None:
+                    discard()  # aborts a multipart upload
+            else:
+                file.close()
+        with contextlib.suppress(Exception):
+            file.closed = True  # the backend's finaliser must not publish the part written
+        if self._tmp is not None:
+            with contextlib.suppress(Exception):
+                self._store.fs.rm(self._tmp)
+
+    def __enter__(self) -> _PublishingWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_done", True):
+            with contextlib.suppress(Exception):
+                self.discard()

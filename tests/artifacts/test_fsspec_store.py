@@ -1,0 +1,96 @@
+"""The fsspec store on S3 (a real moto server over HTTP): one object per small artifact, aborted
+uploads, and the failures users meet (no bucket, wrong credentials, server gone) as one line."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.artifacts.s3_server import MotoServer
+from wharf.artifacts import MaterializerRegistry, load_artifact, save_artifact
+from wharf.artifacts.fsspec_store import ArtifactStoreError, FsspecArtifactStore
+from wharf.core.errors import MaterializationError
+
+
+def _store(server: MotoServer, bucket: str) -> FsspecArtifactStore:
+    return FsspecArtifactStore(f"s3://{bucket}/root", options={"endpoint_url": server.endpoint})
+
+
+def test_a_small_artifact_is_one_object_and_no_marker(
+    s3_server: MotoServer, s3_bucket: str, registry: MaterializerRegistry
+) -> None:
+    store = _store(s3_server, s3_bucket)
+    saved = save_artifact({"a": 1}, store, store.new_uri("pipe", "run"), registry)
+    keys = [o["Key"] for o in s3_server.client().list_objects_v2(Bucket=s3_bucket)["Contents"]]
+    assert keys == [saved.uri.removeprefix(f"s3://{s3_bucket}/")]
+
+
+def test_an_aborted_large_upload_leaves_no_parts(s3_server: MotoServer, s3_bucket: str) -> None:
+    store = _store(s3_server, s3_bucket)
+    uri = store.new_uri("big")
+    with pytest.raises(KeyError), store.open(uri, "wb") as f:
+        f.write(b"z" * (40 * 2**20))
+        raise KeyError("killed mid-upload")
+    client = s3_server.client()
+    assert client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []) == []
+    assert client.list_objects_v2(Bucket=s3_bucket).get("KeyCount") == 0
+
+
+def test_a_bucket_that_does_not_exist(
+    s3_server: MotoServer, registry: MaterializerRegistry
+) -> None:
+    store = _store(s3_server, "no-such-bucket")
+    with pytest.raises(MaterializationError) as caught:
+        save_artifact([1, 2], store, store.new_uri("p"), registry)
+    message = str(caught.value)
+    assert "'s3://no-such-bucket/root'" in message and s3_server.endpoint in message
+    assert "bucket does not exist" in message.lower() and "\n" not in message
+
+
+def test_wrong_credentials_are_one_clear_error(
+    tmp_path: object, registry: MaterializerRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "1")  # then moto checks signatures
+    server = MotoServer()
+    try:
+        bucket = server.new_bucket()  # the one unauthenticated action
+        monkeypatch.setenv("WRONG_KEY", "AKIANOTAKEY")
+        monkeypatch.setenv("WRONG_SECRET", "not-the-secret")
+        store = FsspecArtifactStore(
+            f"s3://{bucket}/root",
+            options={
+                "endpoint_url": server.endpoint,
+                "key_env": "WRONG_KEY",
+                "secret_env": "WRONG_SECRET",
+            },
+        )
+        with pytest.raises(MaterializationError) as caught:
+            save_artifact(np.arange(3), store, store.new_uri("p"), registry)
+        message = str(caught.value)
+        assert f"'s3://{bucket}/root' at {server.endpoint}" in message
+        assert "PermissionError" in message or "InvalidAccessKeyId" in message, message
+    finally:
+        server.stop()
+
+
+def test_a_stopped_server_fails_fast_with_the_store_named(
+    registry: MaterializerRegistry,
+) -> None:
+    server = MotoServer()
+    bucket = server.new_bucket()
+    store = _store(server, bucket)
+    saved = save_artifact(7, store, store.new_uri("p"), registry)
+    server.stop()
+    started = time.monotonic()
+    with pytest.raises(MaterializationError) as caught:
+        load_artifact(store, saved.uri, saved.data_type, saved.materializer)
+    with pytest.raises(MaterializationError) as saving:
+        save_artifact(8, store, store.new_uri("p"), registry)
+    assert time.monotonic() - started < 20  # a few short retries, not a retry storm
+    for error in (caught.value, saving.value):
+        message = str(error)
+        assert f"Artifact store 's3://{bucket}/root' at {server.endpoint} cannot" in message
+        assert "Could not connect" in message and "\n" not in message
+    assert isinstance(caught.value.__cause__, ArtifactStoreError)
