@@ -13,12 +13,18 @@ from pathlib import Path
 
 import pytest
 
+import tests.artifacts.s3_server as s3
+from tests.artifacts.s3_server import MotoServer
 from tests.e2e.test_isolated import make_stack, steps
 from wharf import Client
 from wharf.config.global_config import load_config
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, PipelineRunRecord
+
+s3_server = s3.s3_server
+s3_bucket = s3.s3_bucket
 
 STEPS_MODULE = """
 import os
@@ -174,3 +180,114 @@ def test_code_over_the_limit_is_refused_before_anything_is_recorded(
     assert "weights.bin (2.0 MiB)" in done.stderr
     assert travels.store.runs.list(page=PageRequest(size=1)).items == []
     assert archives(travels) == {}
+
+
+def test_the_archive_travels_through_an_s3_artifact_store(
+    wharf_home: Path,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    s3_bucket: str,
+) -> None:
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "s3-travels")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    ws = Workspace.open(load_config())
+    try:
+        store = {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint}
+        stacks.register_component(ws, "remote", ComponentType.ARTIFACT_STORE, "fsspec", store)
+        orchestrator = {"code_travels": True}
+        stacks.register_component(
+            ws, "travels", ComponentType.ORCHESTRATOR, "local_process", orchestrator
+        )
+        stacks.register_stack(ws, "s3-travels", orchestrator="travels", artifact_store="remote")
+        done = submit(project)
+        assert done.returncode == 0, done.stderr
+        run = latest_run(ws)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        code = ws.store.snapshots.get(run.snapshot_id).spec.code
+        assert code is not None and code.uri.startswith(f"s3://{s3_bucket}/wharf/code/")
+        place = Client(ws.config, ws.store).load_step_output(run.id, "where")
+        assert place["file"] == str(ws.config.code_cache / code.digest / "travelling_steps.py")
+
+        bucket = s3_server.client()
+        key = f"wharf/code/{code.digest}.tar.gz"
+        first = bucket.head_object(Bucket=s3_bucket, Key=key)
+        assert submit(project).returncode == 0  # unchanged code: the object is not written again
+        again = bucket.head_object(Bucket=s3_bucket, Key=key)
+        assert (again["ETag"], again["LastModified"]) == (first["ETag"], first["LastModified"])
+        listed = bucket.list_objects_v2(Bucket=s3_bucket, Prefix="wharf/code/")
+        assert [o["Key"] for o in listed["Contents"]] == [key]
+    finally:
+        ws.close()
+
+
+def test_a_step_operator_that_runs_steps_elsewhere_gets_the_archive(
+    wharf_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``local`` orchestrator: only the step that names the operator runs elsewhere."""
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "operated")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    steps_file = project / "travelling_steps.py"
+    steps_file.write_text(
+        STEPS_MODULE.replace(
+            "@step(enable_cache=False)", '@step(enable_cache=False, step_operator="op")'
+        )
+    )
+    ws = Workspace.open(load_config())
+    try:
+        op = {"code_travels": True}
+        stacks.register_component(ws, "op", ComponentType.STEP_OPERATOR, "local_process", op)
+        stacks.register_stack(
+            ws, "operated", orchestrator="default", artifact_store="default", step_operator="op"
+        )
+        done = submit(project)
+        assert done.returncode == 0, done.stderr
+        run = latest_run(ws)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        code = ws.store.snapshots.get(run.snapshot_id).spec.code
+        assert code is not None
+        tree = ws.config.code_cache / code.digest
+        client = Client(ws.config, ws.store)
+        assert client.load_step_output(run.id, "where")["cwd"] == str(tree)
+        told = client.load_step_output(run.id, "told")  # inline, in the submitting process
+        assert told == f"script at {project / 'run.py'} saw {tree / 'travelling_steps.py'}"
+    finally:
+        ws.close()
+
+
+DYNAMIC_SCRIPT = """
+from wharf import pipeline, step
+
+from travelling_steps import where
+
+
+@step(enable_cache=False)
+def told(place: dict) -> str:
+    return "script at " + __file__ + " saw " + place["file"]
+
+
+@pipeline(dynamic=True)
+def travelling():
+    told.with_options(runtime="isolated")(where.with_options(runtime="isolated")())
+
+
+if __name__ == "__main__":
+    travelling()
+"""
+
+
+def test_isolated_steps_of_a_dynamic_pipeline_get_the_archive(
+    travels: Workspace, project: Path
+) -> None:
+    (project / "run.py").write_text(DYNAMIC_SCRIPT)
+    done = submit(project)
+    assert done.returncode == 0, done.stderr
+    run = latest_run(travels)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    code = travels.store.snapshots.get(run.snapshot_id).spec.code
+    assert code is not None
+    tree = travels.config.code_cache / code.digest
+    client = Client(travels.config, travels.store)
+    assert client.load_step_output(run.id, "where")["cwd"] == str(tree)
+    told = client.load_step_output(run.id, "told")
+    assert told == f"script at {tree / 'run.py'} saw {tree / 'travelling_steps.py'}"
