@@ -16,9 +16,15 @@ import pytest
 from tests.store.conftest import World, make_world
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
+from wharf.core.errors import InputError
 from wharf.execution import started_here
 from wharf.execution.backends import Ended, StepLaunch
-from wharf.execution.local_process import LocalProcessBackend, LocalProcessHandle
+from wharf.execution.local_process import (
+    CODE_TRAVELS,
+    LocalProcessBackend,
+    LocalProcessHandle,
+    configured_flag,
+)
 from wharf.execution.log_capture import read_log
 from wharf.store.models import StepRunRecord, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
@@ -147,3 +153,37 @@ def test_a_started_process_is_marked_until_cleaned_up(world: World, tmp_path: Pa
     wait_all(starter, [handle])
     starter.cleanup(handle)
     assert started_here.started(attempt.record.id) is None  # its marker went with it
+
+
+def test_a_travelling_step_starts_in_an_empty_directory_without_the_submitters_paths(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    logs = LocalArtifactStore(tmp_path / "artifacts")
+    body = 'echo "cwd=$(pwd) entries=$(ls -A | wc -l) path=[$PYTHONPATH]"'
+    backend = LocalProcessBackend(interpreter(tmp_path, "where", body), code_travels=True)
+    attempt = launch(world, logs)
+    attempt = StepLaunch(attempt.record, SPEC, {"PYTHONPATH": str(tmp_path)}, logs)
+    handle = backend.submit(attempt, None)
+    assert wait_all(backend, [handle]) == {handle: Ended.SUCCEEDED}
+    backend.cleanup(handle)
+    assert attempt.record.logs_uri is not None
+    line = read_log(logs, attempt.record.logs_uri).strip()
+    workdir = line.split()[0].removeprefix("cwd=")
+    assert os.path.basename(workdir).startswith(f"wharf-step-{attempt.record.id}-")
+    assert line.endswith("entries=0 path=[]")
+    assert not os.path.exists(workdir)  # removed at cleanup
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(True, True), (False, False), ("true", True), ("0", False), (None, False)],
+)
+def test_the_code_travels_option_is_a_yes_or_no(value: object, expected: bool) -> None:
+    configuration = {} if value is None else {CODE_TRAVELS: value}
+    assert configured_flag(configuration, CODE_TRAVELS) is expected
+
+
+def test_a_code_travels_option_that_is_neither_is_refused() -> None:
+    with pytest.raises(InputError, match="code_travels must be true or false, not 'often'"):
+        configured_flag({CODE_TRAVELS: "often"}, CODE_TRAVELS)

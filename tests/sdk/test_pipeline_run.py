@@ -16,7 +16,7 @@ from wharf.config.global_config import load_config
 from wharf.config.settings import Schedule
 from wharf.core.enums import ComponentType
 from wharf.core.enums import ExecutionStatus as S
-from wharf.core.errors import EntityExistsError
+from wharf.core.errors import EntityExistsError, PipelineDefinitionError
 from wharf.orchestrators.base import RunJob
 from wharf.orchestrators.local import LocalOrchestrator
 from wharf.sdk import stacks
@@ -170,3 +170,16 @@ def test_running_a_scheduled_script_again_keeps_the_same_schedule(
     assert "a different schedule named 'every-night'" in message
     assert "`wharf schedule delete every-night`" in message
     assert workspace.store.runs.list().total == 2  # the refused call left no run
+
+
+def test_a_run_whose_steps_stay_on_this_machine_records_no_code_archive(
+    workspace: Workspace,
+) -> None:
+    run = chain.run_in(workspace)
+    assert workspace.store.snapshots.get(run.snapshot_id).spec.code is None
+    assert not (workspace.config.artifact_root / "code").exists()
+
+
+def test_an_unknown_code_source_is_refused_where_the_pipeline_is_defined() -> None:
+    with pytest.raises(PipelineDefinitionError, match="Unknown code_source 'docker'"):
+        pipeline(code_source="docker")(lambda: None)  # type: ignore[call-overload]
