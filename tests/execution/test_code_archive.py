@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,28 @@ def test_a_git_repository_lists_tracked_and_untracked_files_but_not_ignored_ones
 
 def test_outside_a_repository_the_root_is_the_directory_itself(tmp_path: Path) -> None:
     assert source_root(tmp_path) == tmp_path.resolve()
+
+
+@pytest.mark.parametrize(
+    ("files", "argv"),
+    [
+        (["run.py"], ["run.py"]),
+        (["app/__init__.py", "app/main.py"], ["-m", "app.main"]),
+        (["app/__init__.py", "app/__main__.py"], ["-m", "app"]),
+        (["app/__init__.py", "app/cli/__init__.py", "app/cli/__main__.py"], ["-m", "app.cli"]),
+    ],
+)
+def test_the_entry_directory_is_where_the_entry_module_is_imported_from(
+    tmp_path: Path, files: list[str], argv: list[str]
+) -> None:
+    program = "from wharf.execution.code_archive import entry_directory; print(entry_directory())"
+    for name in files:
+        tree(tmp_path, {name: program if name == files[-1] else ""})
+    done = subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path.resolve())
 
 
 def test_code_over_the_limit_is_one_clear_error(tmp_path: Path) -> None:

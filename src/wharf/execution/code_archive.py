@@ -86,7 +86,7 @@ def entry_directory() -> Path:
     directory = Path(file).resolve().parent
     module_spec = getattr(main, "__spec__", None)
     name = getattr(module_spec, "name", None) or ""
-    for _ in range(name.count(".") + (1 if name.endswith(".__main__") else 0)):
+    for _ in range(name.count(".")):  # a.b (a/b.py) and a (a/__main__.py): from a's parent
         directory = directory.parent
     return directory
 
