@@ -218,3 +218,13 @@ def test_ship_code_packages_only_for_an_archive(tmp_path: Path) -> None:
     shipped = ship_code(spec(), store, travels=True, root=root)
     assert shipped.code is not None and os.path.exists(shipped.code.uri)
     assert shipped.model_copy(update={"code": None}) == spec()
+
+
+def test_code_that_changes_while_packaged_is_not_published(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    root = tree(tmp_path / "code", {"a.py": "A = 1\n"})
+    manifest = scan(root, list_files(root))
+    (root / "a.py").write_text("A = 2\n")  # same size, other content
+    with pytest.raises(InputError, match="changed while it was packaged"):
+        upload(manifest, store)
+    assert os.listdir(tmp_path / "artifacts" / "code") == []

@@ -10,9 +10,10 @@ Invariants:
   the same content gives the same digest wherever it lies and whenever it was touched.
 - The archive is a deterministic tar.gz: sorted entries, mtime 0, owner 0, modes 0644/0755,
   a gzip header without name or time; the same files give the same bytes.
-- An archive lies at ``<store root>/code/<digest>.tar.gz`` and is written at most once per
-  digest: its existence is checked first, and the store's atomic write means a reader sees it
-  whole or not at all (an interrupted upload leaves nothing at the URI).
+- An archive lies at ``<store root>/code/<digest>.tar.gz`` and is written only when absent
+  (checked first), through the store's atomic write: a reader sees it whole or not at all (an
+  interrupted upload, or code that changed while packaged, leaves nothing at the URI). What
+  it holds is what its name says: its content is hashed again as it is written.
 - The size limit is checked on the files' sizes before any file is read; exceeding it is one
   :class:`InputError` line naming the size, the limit, the largest files and how to exclude.
 """
@@ -231,8 +232,10 @@ def entry_digest(digest: Digest, path: str, executable: bool, file_hash: bytes) 
     digest.update(file_hash)
 
 
-def write_archive(manifest: CodeManifest, out: IO[bytes]) -> None:
-    """The deterministic tar.gz of ``manifest``'s files, written to ``out``."""
+def write_archive(manifest: CodeManifest, out: IO[bytes]) -> str:
+    """Write the deterministic tar.gz of ``manifest``'s files to ``out``; returns the content
+    digest of what it wrote (other than ``manifest.digest`` if a file changed meanwhile)."""
+    digest = hashlib.sha256()
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as zipped,
         tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
@@ -245,14 +248,18 @@ def write_archive(manifest: CodeManifest, out: IO[bytes]) -> None:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             with open(manifest.root / file.path, "rb") as handle:
-                tar.addfile(info, _Exactly(handle, file.size, file.path))
+                source = _Exactly(handle, file.size, file.path)
+                tar.addfile(info, source)
+            entry_digest(digest, file.path, file.executable, source.hash.digest())
+    return digest.hexdigest()
 
 
 class _Exactly(io.RawIOBase):
-    """A file's first ``size`` bytes; a file that shrank while archived is an error."""
+    """A file's first ``size`` bytes, hashed as read; a file that shrank is an error."""
 
     def __init__(self, handle: IO[bytes], size: int, name: str) -> None:
         self._handle, self._left, self._name = handle, size, name
+        self.hash = hashlib.sha256()
 
     def readable(self) -> bool:
         return True
@@ -263,6 +270,7 @@ class _Exactly(io.RawIOBase):
         if len(data) < wanted:
             raise InputError(f"{self._name} changed while the code archive was written.")
         self._left -= len(data)
+        self.hash.update(data)
         return data
 
 
@@ -277,7 +285,11 @@ def upload(manifest: CodeManifest, store: ArtifactStore) -> tuple[CodeArchiveRef
     written = not store.exists(uri)
     if written:
         with store.open(uri, "wb") as out:
-            write_archive(manifest, out)
+            if write_archive(manifest, out) != manifest.digest:  # leaves nothing at the URI
+                raise InputError(
+                    f"The pipeline's code in {manifest.root} changed while it was packaged; "
+                    "run again."
+                )
     ref = CodeArchiveRef(
         uri=uri,
         digest=manifest.digest,
