@@ -47,6 +47,7 @@ _READ_MODES = frozenset({"r", "rb"})
 _WRITE_MODES = frozenset({"w", "wb"})
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
 _S3_PROTOCOLS = frozenset({"s3", "s3a"})
+_ABSENT, _DIRECTORY = -2, -1
 DEFAULT_BLOCK_SIZE = 16 * 2**20
 """Bytes buffered per part of an upload (S3 accepts parts of 5 MiB and more)."""
 
@@ -73,6 +74,7 @@ class FsspecArtifactStore:
         self._fs: Any = None
         self._fs_pid = -1
         self._root_fs_path = ""
+        self._sizes: dict[str, int] = {}
         endpoint = self._options.get("endpoint_url")
         self._display = f"'{self._root}'" + (f" at {endpoint}" if endpoint else "")
 
@@ -182,6 +184,9 @@ class FsspecArtifactStore:
         path = self.fs_path(uri)
         if mode in _READ_MODES:
             kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8"}
+            size = self._sizes.pop(path, None)  # known from a probe: no HEAD request
+            if size is not None:
+                kwargs["size"] = size
             return cast(
                 IO[Any], self._call("read", uri, lambda: self.fs.open(path, mode, **kwargs))
             )
@@ -191,11 +196,33 @@ class FsspecArtifactStore:
 
     def exists(self, uri: str) -> bool:
         path = self.fs_path(uri)
+        if self._protocol in _S3_PROTOCOLS:
+            return self._call("check", uri, lambda: self._probe(path)) != _ABSENT
         return bool(self._call("check", uri, lambda: self.fs.exists(path)))
 
     def isdir(self, uri: str) -> bool:
         path = self.fs_path(uri)
+        if self._protocol in _S3_PROTOCOLS:
+            return self._call("check", uri, lambda: self._probe(path)) == _DIRECTORY
         return bool(self._call("check", uri, lambda: self.fs.isdir(path)))
+
+    def _probe(self, path: str) -> int:
+        """S3 in one request (a listing of the key as prefix): ``_ABSENT``, ``_DIRECTORY`` or
+        the object's size, which the next read of it uses instead of asking again."""
+        bucket, key, _ = self.fs.split_path(path)
+        if not key:
+            return _DIRECTORY
+        found = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key, Delimiter="/")
+        if any(p.get("Prefix") == key + "/" for p in found.get("CommonPrefixes", ())):
+            return _DIRECTORY
+        for item in found.get("Contents", ()):
+            if item.get("Key") == key:
+                size = int(item.get("Size", 0))
+                if len(self._sizes) >= 1024:
+                    self._sizes.clear()
+                self._sizes[path] = size
+                return size
+        return _ABSENT
 
     def makedirs(self, uri: str, exist_ok: bool = True) -> None:
         path = self.fs_path(uri)
@@ -216,6 +243,8 @@ class FsspecArtifactStore:
         path = self.fs_path(uri)
         if uri == self._root:
             raise InputError("Refusing to remove the root of the artifact store.")
+
+        self._sizes.pop(path, None)
 
         def remove() -> None:
             with contextlib.suppress(FileNotFoundError):
@@ -280,6 +309,7 @@ class _PublishingWriter:
         if self._done:
             return
         self._done = True
+        self._store._sizes.pop(self._path, None)
         try:
             self._file.close()
             if self._tmp is not None:
