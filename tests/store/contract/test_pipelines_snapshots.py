@@ -8,9 +8,9 @@ import pytest
 
 from tests.store.conftest import World, spec
 from wharf.config.settings import CachePolicy, ResourceSettings
-from wharf.config.spec import PipelineSpec, StepConfig, StepSpec
+from wharf.config.spec import CodeArchiveRef, PipelineConfig, PipelineSpec, StepConfig, StepSpec
 from wharf.core.errors import EntityNotFoundError
-from wharf.store.models import PipelineFilter, SnapshotCreate
+from wharf.store.models import PipelineFilter, RunStart, SnapshotCreate
 from wharf.store.sql import SqlStore
 
 
@@ -75,3 +75,25 @@ def test_snapshot_errors(world: World) -> None:
         world.store.snapshots.create(
             SnapshotCreate(project_id=world.project.id, pipeline_id=missing, spec=spec())
         )
+
+
+def test_a_snapshot_keeps_the_runs_code_archive(world: World) -> None:
+    code = CodeArchiveRef(
+        uri="s3://bucket/wharf/code/" + "a" * 64 + ".tar.gz",
+        digest="a" * 64,
+        source_root="/home/me/project",
+        files=2000,
+        size=9_000_000,
+    )
+    shipped = spec().model_copy(
+        update={"code": code, "config": PipelineConfig(code_source="archive")}
+    )
+    created = world.store.snapshots.create(
+        SnapshotCreate(project_id=world.project.id, pipeline_id=world.pipeline.id, spec=shipped)
+    )
+    assert world.store.snapshots.get(created.id).spec.code == code
+    _, recorded, _ = world.store.runs.record(
+        world.project.id, "shipped", None, shipped, RunStart(name="r")
+    )
+    loaded = world.store.snapshots.get(recorded.id).spec
+    assert loaded.code == code and loaded.config.code_source == "archive"
