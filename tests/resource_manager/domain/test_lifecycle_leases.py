@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.resource_manager.builders import T0, at, chains, gpu, request, uid
+from tests.resource_manager.builders import at, chains, gpu, request, uid
 from wharf.core.enums import ResourceRequestRuntimeState as Runtime
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import IllegalOperationError, IllegalTransitionError, InputError
@@ -21,7 +21,6 @@ from wharf.resource_manager.domain import (
     apply_lapse,
     cancel,
     check_request_transition,
-    extend_after_restart,
     lapse,
     lease_lapsed,
     new_request,
@@ -186,23 +185,3 @@ def test_renew_sets_the_lease_from_now_and_records_runtime_state():
 def test_renew_rejects_bad_durations(seconds):
     with pytest.raises(InputError, match="positive whole number"):
         renew(request("r"), at(1), seconds)
-
-
-@pytest.mark.parametrize(
-    ("lease", "restart", "expected"),
-    [
-        (100, 50, 100 + 30),  # still live: extended by one sweep interval
-        (100, 500, 500 + 30),  # lapsed during the outage: one interval from the restart
-        (None, 50, None),  # no lease, nothing to extend
-    ],
-)
-def test_leases_are_extended_after_a_restart(lease, restart, expected):
-    subject = request("r", lease=lease, status=S.ALLOCATED)
-    extended = extend_after_restart(subject, at(restart), timedelta(seconds=30))
-    assert extended == (at(expected) if expected is not None else None)
-
-
-def test_restart_extension_ignores_terminal_requests_and_needs_a_positive_interval():
-    assert extend_after_restart(request("r", lease=5, status=S.RELEASED), T0, timedelta(1)) is None
-    with pytest.raises(InputError):
-        extend_after_restart(request("r", lease=5), T0, timedelta(0))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from tests.resource_manager.builders import (
     admitted,
     at,
@@ -28,7 +26,7 @@ from wharf.resource_manager.domain import (
     ResourceRequest,
     release,
 )
-from wharf.resource_manager.scheduler import SchedulerOptions, Snapshot, apply_decisions, schedule
+from wharf.resource_manager.scheduler import Snapshot
 
 P = pool("p", klass("c", GPU=8, CPU=64_000))
 TEAM = policy("team", P)
@@ -115,27 +113,6 @@ def test_allocation_wait_timeout_expires_a_pending_request():
     assert not run(snap, 59).expiries
     [expiry] = run(snap, 60).expiries
     assert (expiry.previous_status, expiry.new_status) == (S.PENDING, S.EXPIRED)
-
-
-def test_after_a_restart_leases_are_extended_before_anything_expires():
-    snap = snapshot(
-        [P],
-        [TEAM],
-        [
-            holding("held", P, TEAM, {("c", "GPU"): 8}, lease=30),
-            request("pending", gpu(1), created=1, lease=10),
-        ],
-    )
-    options = SchedulerOptions(restart_sweep_interval=timedelta(seconds=15))
-    decisions = schedule(snap, at(100), options)
-    assert not decisions.expiries
-    assert {e.request_id: e.lease_expires_at for e in decisions.lease_extensions} == {
-        snap.requests[0].id: at(115),
-        snap.requests[1].id: at(115),
-    }
-    extended = apply_decisions(snap, schedule(snap, at(100), options))
-    assert not schedule(extended, at(114)).expiries
-    assert len(schedule(extended, at(115)).expiries) == 2
 
 
 def test_terminal_requests_in_the_snapshot_are_ignored():

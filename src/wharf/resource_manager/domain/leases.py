@@ -1,7 +1,6 @@
-"""Lease rules: when a request lapses, how renewal works, and grace after a restart.
+"""Lease rules: when a request lapses and how renewal works.
 
-Owns: :func:`lease_lapsed`, :func:`lapse`, :func:`renew`, :func:`extend_after_restart` and the
-reason texts they produce.
+Owns: :func:`lease_lapsed`, :func:`lapse`, :func:`renew` and the reason texts they produce.
 
 Invariants:
 - only the server's clock counts: ``now`` is passed in, clients send durations;
@@ -10,10 +9,9 @@ Invariants:
 - a pending request whose lease lapses is *cancelled* (nobody is waiting for it any more); an
   allocated or preempting one is *expired* and its capacity is freed; a pending request past
   its allocation deadline is *expired*;
-- renewing a terminal request returns it unchanged; renewal records the runtime state;
-- after a restart, leases are first extended by one sweep interval (from ``now`` for leases
-  that lapsed while the server was down) so holders that could not reach a dead server are
-  not punished, as etcd's lessor does on promotion.
+- renewing a terminal request returns it unchanged; renewal records the runtime state.
+Time during which no Resource Manager served is given back to holders by the service
+(:mod:`wharf.resource_manager.service.leader`).
 """
 
 from __future__ import annotations
@@ -92,19 +90,3 @@ def renew(
     if runtime_state is not None:
         update["runtime_state"] = runtime_state
     return request.model_copy(update=update)
-
-
-def extend_after_restart(
-    request: ResourceRequest, now: datetime, sweep_interval: timedelta
-) -> datetime | None:
-    """The lease deadline after a restart, or None when the request has no live lease.
-
-    ``max(deadline, now) + sweep_interval``: every holder gets at least one sweep interval
-    after the restart to renew, and no lease is shortened.
-    """
-    require_aware(now)
-    if sweep_interval <= timedelta(0):
-        raise InputError("The sweep interval must be positive.")
-    if is_terminal(request.status) or request.lease_expires_at is None:
-        return None
-    return max(request.lease_expires_at, now) + sweep_interval

@@ -4,9 +4,8 @@ Imports only :mod:`wharf.resource_manager.domain` and :mod:`wharf.core` (import-
 
 Public API:
 
-- :func:`schedule` — one cycle; :class:`CycleDecisions` lists expiries, lease extensions,
-  admissions (with per-demand allocations), preemptions, rejections and waits, each with a
-  reason;
+- :func:`schedule` — one cycle; :class:`CycleDecisions` lists expiries, admissions (with per-demand
+  allocations), preemptions, rejections and waits, each with a reason;
 - :func:`explain` — why one request is pending: queue positions, the blocking rule, and which
   allocations would have to end;
 - :func:`apply_decisions` — the in-memory application of a cycle (simulations, tests);
@@ -26,7 +25,6 @@ from wharf.resource_manager.scheduler.decisions import (
     Admission,
     CycleDecisions,
     Expiry,
-    LeaseExtension,
     Preemption,
     Rejection,
     Wait,
@@ -51,7 +49,6 @@ __all__ = [
     "CycleRun",
     "Expiry",
     "Explanation",
-    "LeaseExtension",
     "LiveSplit",
     "Preemption",
     "Prepared",

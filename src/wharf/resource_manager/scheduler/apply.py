@@ -24,11 +24,6 @@ from wharf.resource_manager.scheduler.snapshot import Snapshot
 def apply_decisions(snapshot: Snapshot, decisions: CycleDecisions) -> Snapshot:
     now = decisions.now
     requests: dict[UUID, ResourceRequest] = {r.id: r for r in snapshot.requests}
-    for extension in decisions.lease_extensions:
-        request = requests[extension.request_id]
-        requests[request.id] = request.model_copy(
-            update={"lease_expires_at": extension.lease_expires_at}
-        )
     for expiry in decisions.expiries:
         request = requests[expiry.request_id]
         requests[request.id] = transition(request, expiry.new_status, now, expiry.reason)

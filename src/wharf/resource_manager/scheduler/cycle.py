@@ -35,7 +35,6 @@ from wharf.resource_manager.scheduler.catalog import Catalog
 from wharf.resource_manager.scheduler.decisions import (
     CycleDecisions,
     Expiry,
-    LeaseExtension,
     Rejection,
 )
 from wharf.resource_manager.scheduler.holders import HolderIndex, build_holders
@@ -83,13 +82,12 @@ def run_cycle(
     options = options or SchedulerOptions()
     require_aware(now)
     split = snapshot.split
-    if split is not None and options.restart_sweep_interval is None:
-        # Lease-free: nothing can lapse or be extended.
+    if split is not None:
+        # Lease-free: nothing can lapse.
         expiries: list[Expiry] = []
-        extensions: list[LeaseExtension] = []
         live = split
     else:
-        expiries, extensions, live = expire(snapshot.requests, now, options)
+        expiries, live = expire(snapshot.requests, now)
 
     budget = options.route_search_budget
     kept = prepared is not None and prepared.serves(snapshot, budget)
@@ -116,7 +114,6 @@ def run_cycle(
     decisions = CycleDecisions(
         now=now,
         expiries=tuple(sorted(expiries, key=lambda e: e.request_id.int)),
-        lease_extensions=tuple(sorted(extensions, key=lambda e: e.request_id.int)),
         admissions=tuple(admitter.admissions),
         preemptions=tuple(admitter.preemptions),
         rejections=tuple(sorted(rejections, key=lambda r: r.request_id.int)),
@@ -142,7 +139,7 @@ def run_cycle(
         candidates=candidates,
         admitter=admitter,
         nominator=nominator,
-        continuable=not (expiries or extensions or admitter.admissions or admitter.preemptions),
+        continuable=not (expiries or admitter.admissions or admitter.preemptions),
     )
 
 

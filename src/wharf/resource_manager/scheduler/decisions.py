@@ -31,12 +31,6 @@ class Expiry:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaseExtension:
-    request_id: UUID
-    lease_expires_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class Admission:
     request_id: UUID
     pool_id: UUID
@@ -75,7 +69,6 @@ class Wait(NamedTuple):
 class CycleDecisions:
     now: datetime
     expiries: tuple[Expiry, ...] = ()
-    lease_extensions: tuple[LeaseExtension, ...] = ()
     admissions: tuple[Admission, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     rejections: tuple[Rejection, ...] = ()

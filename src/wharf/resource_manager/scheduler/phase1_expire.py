@@ -1,13 +1,13 @@
-"""Phase 1: expire lapsed leases and allocation deadlines (or, after a restart, extend leases).
+"""Phase 1: expire lapsed leases and allocation deadlines.
 
 Owns: :func:`expire`.
 
 Invariants:
 - the rules are the domain's (:func:`wharf.resource_manager.domain.leases.lapse`): nothing
   expires before its deadline; a pending request whose lease lapses is cancelled; an allocated
-  or preempting one is expired and its capacity is not counted by later phases of this cycle;
-- in the first cycle after a restart every live lease is extended by one sweep interval and
-  nothing expires, so no holder loses its allocation because the server was down.
+  or preempting one is expired and its capacity is not counted by later phases of this cycle.
+Lease time that passed while no Resource Manager served is given back by the service before a
+cycle runs (:mod:`wharf.resource_manager.service.leader`), not here.
 """
 
 from __future__ import annotations
@@ -16,22 +16,18 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain.leases import extend_after_restart, lapse
+from wharf.resource_manager.domain.leases import lapse
 from wharf.resource_manager.domain.requests import HOLDING_STATUSES, ResourceRequest
-from wharf.resource_manager.scheduler.decisions import Expiry, LeaseExtension
-from wharf.resource_manager.scheduler.snapshot import LiveSplit, SchedulerOptions
+from wharf.resource_manager.scheduler.decisions import Expiry
+from wharf.resource_manager.scheduler.snapshot import LiveSplit
 
 
-def expire(
-    requests: Iterable[ResourceRequest], now: datetime, options: SchedulerOptions
-) -> tuple[list[Expiry], list[LeaseExtension], LiveSplit]:
-    """Return (expiries, lease extensions, the live requests the cycle continues with, split
-    by status in input order)."""
+def expire(requests: Iterable[ResourceRequest], now: datetime) -> tuple[list[Expiry], LiveSplit]:
+    """Return (expiries, the live requests the cycle continues with, split by status in input
+    order)."""
     expiries: list[Expiry] = []
-    extensions: list[LeaseExtension] = []
     pending: list[ResourceRequest] = []
     holding: list[ResourceRequest] = []
-    interval = options.restart_sweep_interval
     for request in requests:
         status = request.status
         if status is S.PENDING:
@@ -40,12 +36,6 @@ def expire(
             bucket = holding
         else:
             continue  # terminal
-        if interval is not None:
-            extended = extend_after_restart(request, now, interval)
-            if extended is not None:
-                extensions.append(LeaseExtension(request.id, extended))
-            bucket.append(request)
-            continue
         if request.lease_expires_at is None and request.allocation_deadline is None:
             # Nothing to lapse: the service's lease-free working copies (it expires leases
             # itself, before the cycle; its own cycles hand over a split snapshot and skip
@@ -58,4 +48,4 @@ def expire(
             continue
         lapsed, reason = outcome
         expiries.append(Expiry(request.id, status, lapsed, reason))
-    return expiries, extensions, LiveSplit(tuple(pending), tuple(holding))
+    return expiries, LiveSplit(tuple(pending), tuple(holding))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import NamedTuple
 
 from wharf.core.errors import InputError
@@ -24,9 +23,6 @@ from wharf.resource_manager.domain.units import STOCK_DESCRIPTORS, ResourceDescr
 
 @dataclass(frozen=True, slots=True)
 class SchedulerOptions:
-    restart_sweep_interval: timedelta | None = None
-    """Set for the first cycle after a restart or leader change: every live lease is extended
-    by this interval and nothing is expired in that cycle."""
     route_search_budget: int = 256
     """Most partial class assignments tried per (request, policy) before giving up; bounds the
     cost of requests with many demands and many candidate classes."""

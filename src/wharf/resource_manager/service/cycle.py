@@ -136,8 +136,6 @@ def run_cycle(tx: Tx) -> CycleDecisions | None:
 
 
 def _stage(tx: Tx, decisions: CycleDecisions) -> None:
-    # Lease-free snapshots and no restart option: the scheduler extends no lease here.
-    assert not decisions.lease_extensions
     work = tx.work.requests
     # The scheduler lists only waits with a new reason (unchanged_waits=False), and a
     # continuation only new requests' waits; the filter keeps staging right whatever it got.
@@ -155,7 +153,7 @@ def _stage(tx: Tx, decisions: CycleDecisions) -> None:
         return
     before = tuple(work[key] for key in ids)
     touched = Snapshot(descriptors=(), pools=(), policies=(), requests=before)
-    changes = dataclasses.replace(decisions, lease_extensions=(), waits=waits)
+    changes = dataclasses.replace(decisions, waits=waits)
     after = apply_decisions(touched, changes)
     for old, new in zip(before, after.requests, strict=True):
         tx.transition(old, neutral(new), decided=True)
