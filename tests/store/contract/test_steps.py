@@ -100,15 +100,26 @@ def test_spec_logs_uri_and_pid_round_trip(world: World, clock: FakeClock) -> Non
     assert loaded.spec.config.resources == spec.config.resources
     assert loaded.spec.config.cache_policy.ignored_inputs == ("data",)
     assert steps.list(StepRunFilter(names=("train",))).items == [step]
+    moved = steps.update(step.id, StepRunUpdate(logs_uri="/logs/elsewhere.log"))
+    assert (moved.logs_uri, moved.spec, moved.updated) == ("/logs/elsewhere.log", spec, clock.now)
+    done = steps.update(step.id, StepRunUpdate(status=S.COMPLETED, cache_key="k"))
+    assert (done.logs_uri, done.spec) == ("/logs/elsewhere.log", spec)  # None = unchanged
+    assert steps.get(step.id) == done
+    assert steps.find_cached(world.project.id, "k", clock.now) == done
 
-    with_pid = steps.update(step.id, StepRunUpdate(pid=4242))
+
+def test_pid_round_trip(world: World, clock: FakeClock) -> None:
+    """The store records a step's process; over REST only the step's own process may (its run
+    token), which ``tests/server/test_step_process.py`` covers."""
+    steps = world.store.steps
+    spec = step_spec()
+    step = world.step(name="train", spec=spec)
+    with_pid = steps.update(step.id, StepRunUpdate(pid=4242, pid_host="h", pid_start="1"))
     assert (with_pid.pid, with_pid.spec, with_pid.updated) == (4242, spec, clock.now)
     moved = steps.update(step.id, StepRunUpdate(logs_uri="/logs/elsewhere.log"))
     assert (moved.pid, moved.logs_uri) == (4242, "/logs/elsewhere.log")  # None = unchanged
-    done = steps.update(step.id, StepRunUpdate(status=S.COMPLETED, cache_key="k"))
+    done = steps.update(step.id, StepRunUpdate(status=S.COMPLETED))
     assert (done.pid, done.logs_uri, done.spec) == (4242, "/logs/elsewhere.log", spec)
-    assert steps.get(step.id) == done
-    assert steps.find_cached(world.project.id, "k", clock.now) == done
     assert steps.update(step.id, StepRunUpdate(pid=MAX_PID)).pid == MAX_PID
 
 
