@@ -46,7 +46,9 @@ from wharf.execution import step_writes
 from wharf.execution.allocation import AllocationFailedError
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
+from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.resources.wait_room import RequestState
@@ -245,11 +247,29 @@ class StepLauncher:
         allocated = resources.mark_started(
             request_id, settings, clock=services.clock, sleep=services.sleep
         )
-        running = services.store.steps.update(
-            record.id, StepRunUpdate(status=ExecutionStatus.RUNNING)
-        )
+        running = self._mark_running(record)
         self._requests.moved_on(running)
         return running, allocated
+
+    def _mark_running(self, record: StepRunRecord) -> StepRunRecord:
+        """``record`` moved to running, through a store outage shorter than the liveness
+        timeout (a repeat of a write that was applied before its answer got lost finds the
+        step running already)."""
+        services = self._services
+        running = StepRunUpdate(status=ExecutionStatus.RUNNING)
+        try:
+            return retry_through_outage(
+                lambda: services.store.steps.update(record.id, running),
+                what=f"mark step {record.name} running",
+                patience=liveness_timeout_for(services.heartbeat_interval),
+                clock=services.clock,
+                sleep=services.sleep,
+            )
+        except IllegalTransitionError:
+            current = services.store.steps.get(record.id)
+            if current.status is ExecutionStatus.RUNNING:
+                return current
+            raise
 
     def _not_allocated(
         self, spec: StepSpec, record: StepRunRecord, error: WharfError
