@@ -14,6 +14,7 @@ import pytest
 
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
+from wharf.execution import started_here
 from wharf.execution.local_process import LocalProcessBackend
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process, retry_delay
 from wharf.execution.run_stop import stop_recorded_steps
@@ -67,15 +68,21 @@ def test_a_forced_stop_from_elsewhere_ends_only_processes_this_machine_started(
         reused: (this_host(), f"{start_token(reused.pid)}0"),  # the pid now names another
         ours: (this_host(), start_token(ours.pid)),
     }
+    steps = []
     for child, (host, token) in recorded.items():
         step = world.step(run.id)
+        steps.append(step.id)
         world.store.steps.update(
             step.id, StepRunUpdate(pid=child.pid, pid_host=host, pid_start=token)
         )
+        # As this machine's backend would have, for each: only the records differ.
+        started_here.record(step.id, child.pid, start_token(child.pid))
     stopped = stop_recorded_steps(world.store, run.id, lambda step: LocalProcessBackend())
     assert [step.pid for step in stopped] == [ours.pid]
     assert ours.wait(timeout=30) == -9
     assert other_host.poll() is None and reused.poll() is None
+    for step_id in steps:
+        started_here.forget(step_id)
 
 
 def test_the_orchestrator_beats_and_ends_its_attempts_once_when_the_stop_is_forced(
