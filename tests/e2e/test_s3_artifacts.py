@@ -127,7 +127,9 @@ with Client() as client:
         for s in client.list_run_steps(run_id, size=100).items:
             for output, version_id in s.outputs.items():
                 found[f"{run_id}/{s.name}/{output}"] = client.load_artifact(version_id)
+    logs = client.step_logs("fit", run=sys.argv[1])
 print(json.dumps(found))
+print(logs)
 """
     loaded = subprocess.run(
         [sys.executable, "-c", script, *(str(r.id) for r in runs)],
@@ -139,7 +141,9 @@ print(json.dumps(found))
         timeout=120,
     )
     assert loaded.returncode == 0, loaded.stderr
-    assert json.loads(loaded.stdout) == json.loads(json.dumps(expected))
+    found, logs = loaded.stdout.split("\n", 1)
+    assert json.loads(found) == json.loads(json.dumps(expected))
+    assert "fitting in step run" in logs  # the step's log, read from S3 too
     assert not (fresh / "wharf" / "artifacts").exists()  # nothing came from a local store
 
 
@@ -154,6 +158,7 @@ def first_value() -> list[int]:
 @step(enable_cache=False)
 def stop_the_server(values: list[int]) -> list[int]:
     """Kill the artifact store's server, then return a value that must be saved there."""
+    print("stopping the server")  # the step's log cannot be written either
     pid, port = int(os.environ["TEST_MOTO_PID"]), int(os.environ["TEST_MOTO_PORT"])
     os.kill(pid, 9)
     deadline = time.monotonic() + 10
@@ -175,7 +180,7 @@ def doomed() -> None:
 
 
 def test_a_server_stopped_mid_run_fails_the_step_with_one_clear_message(
-    wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     for name, value in s3.CREDENTIALS.items():
         monkeypatch.setenv(name, value)
@@ -210,3 +215,4 @@ def test_a_server_stopped_mid_run_fails_the_step_with_one_clear_message(
     assert f"Artifact store 's3://{bucket}/w' at {server.endpoint}" in reason, reason
     assert "Could not connect" in reason and "\n" not in reason
     assert "never_reached" not in found
+    assert not [r for r in caplog.records if r.exc_info]  # no internal error, no traceback

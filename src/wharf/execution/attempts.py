@@ -218,7 +218,10 @@ class InlineExecutor:
                 )
             text = log.getvalue()
             if record.logs_uri and text:  # a silent step costs no file
-                write_log(self.services.artifact_store, record.logs_uri, text)
+                try:
+                    write_log(self.services.artifact_store, record.logs_uri, text)
+                except OSError as exc:  # the artifact store went away: the end is recorded
+                    logger.warning("Step '%s': its log could not be stored: %s", spec.name, exc)
             return AttemptResult(final, versions)
         finally:
             if worker is not None:

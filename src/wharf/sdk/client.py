@@ -245,12 +245,24 @@ class Client:
             step = self._step_of(step, run)
         if step.logs_uri is None:
             return ""
-        artifact_store = self._workspace.component_instance(
-            self._workspace.active_stack(), ComponentType.ARTIFACT_STORE
-        )
+        artifact_store = self._run_artifact_store(step.run_id)
         if not artifact_store.exists(step.logs_uri):
             return ""
         return read_log(artifact_store, step.logs_uri)
+
+    def _run_artifact_store(self, run_id: UUID) -> Any:
+        """The artifact store of the stack the run ran on (it may not be the active one)."""
+        from wharf.execution.components import instantiate_component
+
+        snapshot = self.store.snapshots.get(self.store.runs.get(run_id).snapshot_id)
+        if snapshot.stack_id is not None:
+            stack = self.store.stacks.get_stack(snapshot.stack_id)
+            component_id = stack.components.get(ComponentType.ARTIFACT_STORE)
+            if component_id is not None:
+                return instantiate_component(self.store.stacks.get_component(component_id))
+        return self._workspace.component_instance(
+            self._workspace.active_stack(), ComponentType.ARTIFACT_STORE
+        )
 
     # ------------------------------------------------------------------ schedules
 
