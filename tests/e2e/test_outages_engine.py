@@ -37,6 +37,9 @@ RM_OUTAGE_SECONDS = 8.0
 """Longer than the server's own retries of a call to the RM (a few tenths of a second), than a
 waiter's first polls (1 s, 2 s) and than a holder's lease at the short heartbeat (6 s: the RM
 does not count its downtime against holders), shorter than the lease at the default one."""
+CREATION_OUTAGE_SECONDS = 3.0
+"""Shorter than a request creation's patience (``CREATE_PATIENCE_SECONDS``, 10 s) with the
+restart's own seconds."""
 SERVER_OUTAGE_SECONDS = 20.0
 SERVER_HEARTBEAT_SECONDS = 10.0
 """Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
@@ -172,6 +175,34 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
             "wait_for_file": ExecutionStatus.COMPLETED,
             "hold_license": ExecutionStatus.COMPLETED,
         }
+        assert_nothing_held(team, run)
+    finally:
+        ws.close()
+
+
+def test_a_step_created_while_the_resource_manager_restarts_gets_its_request(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The RM is down when a step asking for resources is created: the workspace server keeps
+    making its request through the restart (a few seconds), and the step and run complete."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")
+    ws = Workspace.open(load_config())
+    try:
+        with team.rm_client() as rm:
+            ensure_pool(rm, "licenses", {"license": 1}, account=ws.user.name)
+        step = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            step(label="created during the outage", seconds=0)
+
+        team.resource_manager.stop()  # SIGKILL
+        thread, result = run_in_thread(p, ws)
+        outage(CREATION_OUTAGE_SECONDS, thread)
+        team.resource_manager.start()
+        run = finished(thread, result)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        assert steps_of(ws, run.id)["hold_license"].status is ExecutionStatus.COMPLETED
         assert_nothing_held(team, run)
     finally:
         ws.close()

@@ -6,7 +6,8 @@ with ``is_superuser``, project -> pipeline -> pipeline run -> step run, the comp
 launches the step; metadata: names and ids; the pipeline run as preemption group; built in
 :mod:`.step_requests`) and made with the step run's id as idempotency key. A renewal extends
 the lease for the liveness timeout (runtime state running) and says why the step must be
-cancelled when the request was reclaimed, is gone or otherwise over. RM errors on renewal and
+cancelled when the request was reclaimed, is gone or otherwise over. Making a request rides
+out an unreachable RM for :data:`CREATE_PATIENCE_SECONDS`. RM errors on renewal and
 release are logged: the step keeps running while its lease is valid, and an unreleased lease
 lapses on its own. The requesting account comes from an :data:`AccountOf` resolver: the
 workspace's own user in embedded mode (:func:`.pairing.fixed_account`), the user each run
@@ -21,14 +22,17 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.execution.lost_resources import RESOURCES_LOST
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
@@ -54,6 +58,11 @@ AccountOf = Callable[[PipelineRunRecord], UserRecord]
 
 logger = logging.getLogger(__name__)
 
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 RECLAIMED = frozenset(
     {
         ResourceRequestStatus.PREEMPTING,
@@ -64,6 +73,9 @@ RECLAIMED = frozenset(
         ResourceRequestStatus.EXPIRED,
     }
 )
+CREATE_PATIENCE_SECONDS = 10.0
+"""How long making a request rides out an unreachable RM (a restart): on the workspace server
+this holds the step's creation call, whose client waits 30 s for an answer."""
 RUNS_REMEMBERED = 256
 """Runs whose shared request subjects one requester remembers (least recently used go first)."""
 
@@ -72,7 +84,16 @@ class StepRequester:
     """Makes, renews and releases the requests of steps through ``requests`` (see the module
     docstring): the explicit calls the embedded step-resources port makes for the engine."""
 
-    def __init__(self, store: Store, requests: StepRequests, account: AccountOf) -> None:
+    def __init__(
+        self,
+        store: Store,
+        requests: StepRequests,
+        account: AccountOf,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self._clock, self._sleep = clock, sleep
         self._store = store
         self._requests = requests
         self._account = account
@@ -123,7 +144,14 @@ class StepRequester:
         from wharf.execution.resources.step_requests import step_request
 
         spec = step_request(self._run_subjects(step.run_id), step_id, step)
-        return self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id
+        # The idempotency key makes a repeated creation answer the first one's request.
+        return retry_through_outage(
+            lambda: self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id,
+            what=f"request resources for step {step.name}",
+            patience=CREATE_PATIENCE_SECONDS,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
 
     def _run_subjects(self, run_id: UUID) -> RunSubjects:
         """The run's shared subjects, read once per run (a run's steps ask many times)."""
