@@ -105,7 +105,7 @@ def start_rm(
     port: int = 0,
     **overrides: Any,
 ) -> LiveServer:
-    app = create_app(settings(database_url, **overrides), clock=clock)
-    return LiveServer(app, port=port).start()
     if clock is not None:  # a fake clock jumps, and no timer beats in its time
         overrides.setdefault("liveness_interval_seconds", 3600.0)
+    app = create_app(settings(database_url, **overrides), clock=clock)
+    return LiveServer(app, port=port).start()

@@ -69,9 +69,9 @@ class _Sweeper:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             try:
+                self._service.beat()
                 self._service.sweep_if_due()
             except WharfError as exc:  # the database may be away for a while: keep trying
-                self._service.beat()
                 logger.warning("Resource Manager sweep failed: %s", exc)
 
     def stop(self) -> None:
