@@ -94,3 +94,54 @@ def test_a_stopped_server_fails_fast_with_the_store_named(
         assert f"Artifact store 's3://{bucket}/root' at {server.endpoint} cannot" in message
         assert "Could not connect" in message and "\n" not in message
     assert isinstance(caught.value.__cause__, ArtifactStoreError)
+
+
+def test_a_large_save_streams_without_a_copy_of_the_artifact(
+    s3_server: MotoServer, s3_bucket: str, registry: MaterializerRegistry
+) -> None:
+    import tracemalloc
+
+    # Memory is bounded by the part size (here S3's minimum, 5 MiB) and numpy's 16 MiB write
+    # chunks, not by the artifact's size.
+    store = FsspecArtifactStore(
+        f"s3://{s3_bucket}/root",
+        options={"endpoint_url": s3_server.endpoint, "default_block_size": 5 * 2**20},
+    )
+    save_artifact(np.zeros(12 * 2**20, np.uint8), store, store.new_uri("warm"), registry)
+    peaks = {}
+    for mib in (40, 96):  # botocore's models are loaded by now
+        array = np.zeros(mib * 2**20, dtype=np.uint8)
+        tracemalloc.start()
+        try:
+            saved = save_artifact(array, store, store.new_uri("big"), registry)
+            _, peaks[mib] = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        del array
+    assert peaks[96] < 80 * 2**20, peaks  # less than the artifact ...
+    assert peaks[96] < peaks[40] + 8 * 2**20, peaks  # ... and not growing with it
+    assert store.exists(saved.uri)
+
+
+def test_a_writer_killed_mid_upload_publishes_nothing(
+    s3_server: MotoServer, s3_bucket: str
+) -> None:
+    import subprocess
+    import sys
+
+    store = _store(s3_server, s3_bucket)
+    uri = store.new_uri("killed")
+    script = f"""
+import os
+from wharf.artifacts.fsspec_store import FsspecArtifactStore
+store = FsspecArtifactStore({store.path!r}, options={{"endpoint_url": {s3_server.endpoint!r}}})
+f = store.open({uri!r}, "wb")
+f.write(b"z" * (40 * 2**20))  # two parts uploaded, the rest buffered
+os._exit(9)  # as if killed: no close, no cleanup
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=False, timeout=120
+    )
+    assert done.returncode == 9, done.stderr
+    assert not store.exists(uri)
+    assert s3_server.client().list_objects_v2(Bucket=s3_bucket).get("KeyCount") == 0
