@@ -8,6 +8,9 @@ data_type, materializer)`` returns the value.
 Module map (each module's docstring states its invariants):
 
 - :mod:`~wharf.artifacts.store`: the ``ArtifactStore`` protocol and ``LocalArtifactStore``.
+- :mod:`~wharf.artifacts.fsspec_store`: ``FsspecArtifactStore`` (S3, GCS, Azure, ``file://``;
+  the ``fsspec`` flavor), configured as :mod:`~wharf.artifacts.fsspec_options` checks. Not
+  imported by this package: fsspec is loaded only where such a store is used.
 - :mod:`~wharf.artifacts.materializers`: the ``Materializer`` base class, implementations
   and (in ``materializers.registry``) ``MaterializerRegistry``, ``default_registry`` and the
   import-path helpers.

@@ -14,7 +14,7 @@ Invariants every store keeps:
 - ``new_uri`` returns a URI nobody else will get (128 random bits) and does no I/O.
 
 The contract is deliberately the subset of ``fsspec.AbstractFileSystem`` the materializers need,
-so a remote store (``FsspecArtifactStore``, not written yet) can implement it by delegating to an
+so a remote store (:mod:`wharf.artifacts.fsspec_store`) implements it by delegating to an
 fsspec filesystem: object stores publish an object only once its upload completes, which gives
 the same "complete or absent" guarantee for writes. URIs use ``/`` between a parent and a child
 (see :func:`join_uri`) for that reason.
