@@ -11,7 +11,18 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.resource_manager.builders import at, grant, holding, klass, policy, pool, res, snapshot
+from tests.resource_manager.builders import (
+    at,
+    gpu,
+    grant,
+    holding,
+    klass,
+    policy,
+    pool,
+    request,
+    res,
+    snapshot,
+)
 from tests.resource_manager.scheduler.worlds import (
     PROFILE,
     new_requests,
@@ -109,6 +120,10 @@ def test_a_kept_holder_state_matches_holders_built_from_scratch(world, data):
         assert kept.holders.by_id.keys() == fresh.holders.by_id.keys()
         assert _usage(kept) == _usage(fresh)
         assert _borrowed(kept) == _borrowed(fresh)
+        # Holdings taken over from the admissions of the cycle before equal derived ones.
+        assert {k: h.holding for k, h in kept.holders.by_id.items()} == {
+            k: h.holding for k, h in fresh.holders.by_id.items()
+        }
         state = apply_decisions(before, kept.decisions)
 
 
@@ -131,6 +146,28 @@ def test_a_holder_whose_policy_is_gone_makes_the_state_start_over():
     index = state.update(holders)
     assert index is not None
     assert index.by_id.keys() == build_holders(prepared.catalog, holders).by_id.keys()
+
+
+def test_a_request_admitted_last_cycle_holds_what_its_admission_charged():
+    """The next cycle takes the holding over from the admission (its very allocations), and it
+    equals the one derived from the allocations; equal copies of them are derived again."""
+    waiting = [request(f"r{i}", gpu(1 + i % 2), created=i) for i in range(3)]
+    snap = snapshot([P], [TEAM], waiting)
+    prepared = Prepared(snap, BUDGET)
+    first = run_cycle(snap, at(1), prepared=prepared)
+    assert len(first.decisions.admissions) == 3
+    after = apply_decisions(snap, first.decisions)
+    copied = after.requests[0].model_copy(
+        update={"allocations": tuple(a.model_copy() for a in after.requests[0].allocations)}
+    )
+    after = with_requests(after, [copied, *after.requests[1:]])
+    second = run_cycle(after, at(2), prepared=prepared)
+    fresh = build_holders(prepared.catalog, after.requests)
+    for admission in first.decisions.admissions:
+        holder = second.holders.by_id[admission.request_id]
+        assert holder.holding == fresh.by_id[admission.request_id].holding
+        charged = first.admitter.held[admission.request_id.int][1]
+        assert (holder.holding is charged) is (admission.request_id != copied.id)
 
 
 def test_the_state_drops_what_left_and_keeps_the_same_objects():

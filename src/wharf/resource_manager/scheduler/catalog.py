@@ -47,6 +47,12 @@ class SlotInfo:
     capacity: int | None
     reclaimable: Reclaimable
     reserved_total: int = 0
+    protected: bool = field(init=False)
+    """Allocations here can never be reclaimed, so they must fit shares or unreserved (a
+    field, not a property: route searches read it for every slot they try)."""
+
+    def __post_init__(self) -> None:
+        self.protected = self.reclaimable is Reclaimable.NEVER
 
     @property
     def unreserved(self) -> int | None:
@@ -56,11 +62,6 @@ class SlotInfo:
     @property
     def unreserved_or_zero(self) -> int:
         return 0 if self.capacity is None else self.capacity - self.reserved_total
-
-    @property
-    def protected(self) -> bool:
-        """Allocations here can never be reclaimed, so they must fit shares or unreserved."""
-        return self.reclaimable is Reclaimable.NEVER
 
 
 @dataclass(slots=True)

@@ -109,6 +109,9 @@ def run_cycle(
 
     fitter = Fitter(catalog, ledger, options.route_search_budget)
     admitter = Admitter(catalog=catalog, fitter=fitter, holders=holders, trace=trace)
+    if kept:
+        # Its next update finds what these admissions hold (continuations add to it too).
+        prepared.holder_state.admitted = admitter.held
     admitter.run(candidates)
 
     decisions = CycleDecisions(

@@ -12,14 +12,17 @@ Invariants:
   and ``Ledger.add`` would give from the holding requests (every counter is a sum, so order
   does not matter; ``borrowed`` is recomputed per changed (policy, slot) group);
 - a holder whose policy was deleted makes :meth:`update` return None and forget everything; the
-  cycle then builds its holders from scratch.
+  cycle then builds its holders from scratch;
+- a request holding the very allocations tuple an admission of the latest cycle made
+  (:attr:`admitted`) gets that admission's holding instead of one derived again from its
+  allocations: the route it was admitted on is exactly what they hold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from wharf.resource_manager.domain.requests import ResourceRequest
+from wharf.resource_manager.domain.requests import Allocation, ResourceRequest
 from wharf.resource_manager.scheduler.catalog import Catalog
 from wharf.resource_manager.scheduler.holders import (
     Group,
@@ -28,7 +31,7 @@ from wharf.resource_manager.scheduler.holders import (
     allocation_order,
     make_holder,
 )
-from wharf.resource_manager.scheduler.ledger import Ledger
+from wharf.resource_manager.scheduler.ledger import Holding, Ledger
 
 
 class HolderState:
@@ -36,6 +39,9 @@ class HolderState:
 
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
+        self.admitted: dict[int, tuple[tuple[Allocation, ...], Holding]] = {}
+        """The latest cycle's admissions (``Admitter.held``): ``request.id.int`` ->
+        (allocations, holding)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -60,13 +66,16 @@ class HolderState:
             self._drop(known.pop(key))
         for key in ignored.keys() - current.keys():
             del ignored[key]
-        policies = self._catalog.policy_by_id
+        policies, admitted = self._catalog.policy_by_id, self.admitted
         for key in current.keys() - known.keys() - ignored.keys():
             request = current[key]
-            if request.allocations and request.allocations[0].policy_id not in policies:
+            allocations = request.allocations
+            if allocations and allocations[0].policy_id not in policies:
                 self._reset()
                 return None
-            holder = make_holder(self._catalog, request)
+            made = admitted.get(request.id.int)
+            charged = made[1] if made is not None and made[0] is allocations else None
+            holder = make_holder(self._catalog, request, charged)
             if holder is None:
                 ignored[key] = request
             else:

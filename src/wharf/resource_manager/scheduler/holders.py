@@ -168,9 +168,15 @@ def allocation_order(holder: Holder) -> tuple[bool, datetime, int]:
     return (not holder.holding.pinned, request.allocated_at or request.created_at, request.id.int)
 
 
-def make_holder(catalog: Catalog, request: ResourceRequest) -> Holder | None:
-    """``request`` (which holds capacity) as a holder; None if nothing it holds still exists."""
-    holding = _holding(catalog, request)
+def make_holder(
+    catalog: Catalog, request: ResourceRequest, holding: Holding | None = None
+) -> Holder | None:
+    """``request`` (which holds capacity) as a holder; None if nothing it holds still exists.
+
+    ``holding``: what its allocations hold, when the caller knows it already (the admission
+    that made them charged it)."""
+    if holding is None:
+        holding = _holding(catalog, request)
     if holding is None:
         return None
     reclaimable = request.reclaim_tolerance is not ReclaimTolerance.NONE and not any(

@@ -13,8 +13,8 @@ policy's reserved share there (it never borrows, see :mod:`.routes`).
 
 Invariants:
 - work is shared between identical requests: demand resolution is cached per demand
-  signature and route plans per (policy, request shape), so cost grows with distinct shapes,
-  not with queue length;
+  signature, a request's shape per reclaim tolerance and demand signatures, and route plans
+  per (policy, request shape), so cost grows with distinct shapes, not with queue length;
 - rejections are permanent judgements about the configuration (unknown resource or unit, no
   matching pool or policy, a demand larger than any allowed share), never about current usage.
 """
@@ -117,6 +117,7 @@ class Nominator:
         self._options: dict[Hashable, Options | str] = {}
         self._plans: dict[tuple[int, Hashable], RoutePlan | _Failure] = {}
         self._shapes: dict[Hashable, int] = {}
+        self._by_signatures: dict[Hashable, tuple[int, tuple[Options, ...]] | str] = {}
         self._routes: dict[Hashable, dict[int, list[RoutePlan]] | str] = {}
         self._by_request: dict[int, _Routed] = {}
         """Routes of the requests nominated since :meth:`new_cycle`, by ``request.id.int``
@@ -133,8 +134,9 @@ class Nominator:
 
     @property
     def shape_count(self) -> int:
-        """Distinct request shapes seen (the caches grow with it)."""
-        return len(self._shapes)
+        """Distinct request shapes seen, counted by demand signatures (the caches grow with
+        them)."""
+        return len(self._by_signatures)
 
     @property
     def request_count(self) -> int:
@@ -161,13 +163,10 @@ class Nominator:
             return known
         routed = self._remembered(request)
         if routed is None:
-            resolved: list[Options] = []
-            for index, demand in enumerate(request.demands):
-                options = self._resolve(demand, index)
-                if isinstance(options, str):
-                    return options
-                resolved.append(options)
-            routed = self._route(request, resolved)
+            shaped = self._shaped(request)
+            if isinstance(shaped, str):
+                return shaped
+            routed = self._route(request, *shaped)
             self._by_request[request.id.int] = _Routed(
                 request.subjects,
                 request.demands,
@@ -199,17 +198,22 @@ class Nominator:
             self._by_request[key] = known
         return known.routed if known.serves(request) else None
 
-    def _route(
-        self, request: ResourceRequest, resolved: Sequence[Options]
-    ) -> tuple[int, dict[int, list[RoutePlan]]] | str:
-        pools = self._eligible_pools(request)
-        if isinstance(pools, str):
-            return pools
-        subjects = SubjectSet.of(request.subjects)
-        allowed = {view.index for view in pools}
-        policies = [p for p in self.catalog.matcher.match(subjects) if p.pool_index in allowed]
-        if not policies:
-            return reasons.no_policy_matches(request.subjects, [v.pool.name for v in pools])
+    def _shaped(self, request: ResourceRequest) -> tuple[int, tuple[Options, ...]] | str:
+        """The request's shape and resolved demands, or why a demand resolves to nothing;
+        cached per reclaim tolerance and demand signatures (which determine both)."""
+        key = (request.reclaim_tolerance, tuple(d.signature() for d in request.demands))
+        shaped = self._by_signatures.get(key)
+        if shaped is None:
+            shaped = self._by_signatures[key] = self._shape(request)
+        return shaped
+
+    def _shape(self, request: ResourceRequest) -> tuple[int, tuple[Options, ...]] | str:
+        resolved: list[Options] = []
+        for index, demand in enumerate(request.demands):
+            options = self._resolve(demand, index)
+            if isinstance(options, str):
+                return options
+            resolved.append(options)
         # Interned to a small int: it keys several per-cycle caches and big tuples hash slowly.
         shape = self._shapes.setdefault(
             (
@@ -219,6 +223,20 @@ class Nominator:
             ),
             len(self._shapes),
         )
+        return shape, tuple(resolved)
+
+    def _route(
+        self, request: ResourceRequest, shape: int, resolved: Sequence[Options]
+    ) -> tuple[int, dict[int, list[RoutePlan]]] | str:
+        pools = self._eligible_pools(request)
+        if isinstance(pools, str):
+            return pools
+        policies = self.catalog.matcher.match(SubjectSet.of(request.subjects))
+        if pools is not self.catalog.pools:
+            allowed = {view.index for view in pools}
+            policies = [p for p in policies if p.pool_index in allowed]
+        if not policies:
+            return reasons.no_policy_matches(request.subjects, [v.pool.name for v in pools])
         # Requests of one shape matching the same policies share one (read-only) plan table.
         routes_key = (shape, tuple(policy.index for policy in policies))
         routes = self._routes.get(routes_key)

@@ -69,9 +69,14 @@ def allocation_id(request_id: UUID, key: str) -> UUID:
     primary-key index instead of on random pages; two picks of one request, or of requests of
     one millisecond, differ in 74 hashed bits.
     """
-    digest = hashlib.sha1(request_id.bytes + key.encode(), usedforsecurity=False).digest()
-    hashed = int.from_bytes(digest[:10], "big") & _HASHED
-    return UUID(int=(request_id.int & _HEAD) | _VERSION_8 | _VARIANT | hashed)
+    return _derived_id(request_id.bytes, (request_id.int & _HEAD) | _VERSION_8 | _VARIANT, key)
+
+
+def _derived_id(request_bytes: bytes, prefix: int, key: str) -> UUID:
+    """:func:`allocation_id` from the request id's bytes and head bits (computed once per
+    request)."""
+    digest = hashlib.sha1(request_bytes + key.encode(), usedforsecurity=False).digest()
+    return UUID(int=prefix | (int.from_bytes(digest[:10], "big") & _HASHED))
 
 
 @dataclass(slots=True)
@@ -92,7 +97,12 @@ class Admitter:
     tails: dict[int, QueueKey | None] = field(default_factory=dict)
     """Pool index -> the queue key of the last candidate of its walk (None: a fair-sharing
     pool, whose order is not one key); pools without a walk are absent."""
+    held: dict[int, tuple[tuple[Allocation, ...], Holding]] = field(default_factory=dict)
+    """``request.id.int`` -> (allocations, holding) of every admission: a request that holds
+    exactly these allocations holds this (see :meth:`.holder_state.HolderState.update`)."""
     _behind: dict[tuple[int, UUID], str] = field(default_factory=dict)
+    _admitted_reasons: dict[int, str] = field(default_factory=dict)
+    """Policy index -> the reason of an admission by it."""
     _version: int = 0
     """Counts changes to the ledger's usage and claims in this cycle (admissions, claims,
     preemptions): an outcome remembered at one version holds while it is current."""
@@ -199,10 +209,14 @@ class Admitter:
     def _admit(self, candidate: Candidate, route: Route) -> None:
         request = candidate.request
         policy = route.policy
-        pool = self.catalog.pools[policy.pool_index].pool
+        catalog = self.catalog
+        pool = catalog.pools[policy.pool_index].pool
+        request_id = request.id
+        id_bytes, id_prefix = request_id.bytes, (request_id.int & _HEAD) | _VERSION_8 | _VARIANT
         allocations: list[Allocation] = []
         for pick in route.picks:
             descriptor = pick.descriptor
+            class_name = catalog.classes[pick.class_index].spec.name
             if pick.demand_index is not None:
                 demand = request.demands[pick.demand_index]
                 quantity = demand.quantity
@@ -210,18 +224,17 @@ class Admitter:
                 key = str(pick.demand_index)
             else:
                 quantity, unit = pick.base, descriptor.base_unit.name
-                key = (
-                    f"default:{self.catalog.classes[pick.class_index].spec.name}:{descriptor.name}"
-                )
-            settings = self.catalog.target_settings(policy, pick.class_index)
-            # Every value comes from the validated request and configuration.
+                key = f"default:{class_name}:{descriptor.name}"
+            settings = catalog.target_settings(policy, pick.class_index)
+            # Validated, although every value comes from the validated request and
+            # configuration: for these few plain fields that costs less than model_construct.
             allocations.append(
-                Allocation.model_construct(
-                    id=allocation_id(request.id, key),
-                    request_id=request.id,
+                Allocation(
+                    id=_derived_id(id_bytes, id_prefix, key),
+                    request_id=request_id,
                     demand_index=pick.demand_index,
                     pool_id=pool.id,
-                    class_name=self.catalog.classes[pick.class_index].spec.name,
+                    class_name=class_name,
                     resource=descriptor.name,
                     resource_kind=descriptor.kind,
                     quantity=quantity,
@@ -234,23 +247,27 @@ class Admitter:
                 )
             )
         self._version += 1
-        self.fitter.ledger.add(
-            Holding(
-                policy=policy,
-                pool_index=policy.pool_index,
-                amounts=route.amounts,
-                class_indices=route.class_indices,
-                pinned=route.pinned,
-            )
+        holding = Holding(
+            policy=policy,
+            pool_index=policy.pool_index,
+            amounts=route.amounts,
+            class_indices=route.class_indices,
+            pinned=route.pinned,
         )
+        self.fitter.ledger.add(holding)
         candidate.decided = True
+        admitted = tuple(allocations)
+        self.held[request_id.int] = (admitted, holding)
+        reason = self._admitted_reasons.get(policy.index)
+        if reason is None:
+            reason = self._admitted_reasons[policy.index] = reasons.admitted(catalog, policy)
         self.admissions.append(
             Admission(
-                request_id=request.id,
+                request_id=request_id,
                 pool_id=pool.id,
                 policy_id=policy.policy.id,
-                allocations=tuple(allocations),
-                reason=reasons.admitted(self.catalog, policy),
+                allocations=admitted,
+                reason=reason,
             )
         )
 
