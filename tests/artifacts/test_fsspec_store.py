@@ -145,3 +145,14 @@ os._exit(9)  # as if killed: no close, no cleanup
     assert done.returncode == 9, done.stderr
     assert not store.exists(uri)
     assert s3_server.client().list_objects_v2(Bucket=s3_bucket).get("KeyCount") == 0
+
+
+def test_another_store_object_sees_an_existing_artifact(
+    s3_server: MotoServer, s3_bucket: str, registry: MaterializerRegistry
+) -> None:
+    uri = _store(s3_server, s3_bucket).new_uri("p")
+    writer, other = _store(s3_server, s3_bucket), _store(s3_server, s3_bucket)
+    save_artifact([1], writer, uri, registry)
+    assert other.exists(uri) and not other.isdir(uri)
+    with pytest.raises(MaterializationError, match="already exists"):
+        save_artifact([2], other, uri, registry)

@@ -206,3 +206,14 @@ def test_an_interrupted_large_upload_publishes_nothing(any_store: ArtifactStore)
             f.write(chunk)
         raise KeyError("killed mid-upload")
     assert not any_store.exists(uri)
+
+
+@pytest.mark.parametrize("value", [[1, 2], Fraction(1, 2)], ids=["single-file", "directory"])
+@pytest.mark.filterwarnings("ignore:Type .* is pickled")
+def test_a_uri_handed_in_twice_is_refused(
+    any_store: ArtifactStore, registry: MaterializerRegistry, value: Any
+) -> None:
+    uri = any_store.new_uri("p")
+    save_artifact(value, any_store, uri, registry)
+    with pytest.raises(MaterializationError, match="already exists"):
+        save_artifact(value, any_store, uri, registry)

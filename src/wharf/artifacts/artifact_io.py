@@ -71,8 +71,10 @@ def save_artifact(
         cls = materializer
     try:
         if cls.SINGLE_FILE:
-            # URIs from new_uri() are unique; this catches a URI handed in twice.
-            if store.exists(uri):
+            # URIs from new_uri() are unique; this catches a URI handed in twice. A store that
+            # knows the URI is one it issued and nothing was written to is not asked.
+            issued_unwritten = getattr(store, "issued_unwritten", None)
+            if not (issued_unwritten is not None and issued_unwritten(uri)) and store.exists(uri):
                 raise MaterializationError(f"Artifact URI {uri!r} already exists.")
         else:
             try:

@@ -15,9 +15,13 @@ Invariants (those of :mod:`wharf.artifacts.store`, plus):
   ``with`` block with an exception, or dropping the writer unclosed, aborts the upload instead.
   On ``file://`` the bytes go to a hidden temporary file next to the target, renamed over it on
   close (as ``LocalArtifactStore``).
-- Streaming: a writer holds at most one part (``block_size``, 16 MiB by default) in memory;
-  readers fetch ranges. A small artifact is one object; no directory marker objects are written
-  (``makedirs`` is a no-op on object stores, where directories are key prefixes).
+- Streaming: a writer holds a few parts (on S3 ``default_block_size``, 16 MiB unless set) in
+  memory, never the whole artifact; readers fetch ranges. A small artifact is one object; no
+  directory marker objects are written (``makedirs`` is a no-op on object stores, where
+  directories are key prefixes). Saving into a URI this object issued (``new_uri``) and nothing
+  was written to since asks the store nothing (:meth:`FsspecArtifactStore.issued_unwritten`); on
+  S3 an artifact that is an object is found by one HEAD request, whose size the next read
+  reuses.
 - Failures are ``OSError`` (``FileNotFoundError`` for a missing object or bucket,
   ``PermissionError`` for refused credentials, :class:`ArtifactStoreError` otherwise) with one
   line naming the store (and its endpoint), the operation, the URI and the backend's error.
@@ -48,6 +52,7 @@ _WRITE_MODES = frozenset({"w", "wb"})
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
 _S3_PROTOCOLS = frozenset({"s3", "s3a"})
 _ABSENT, _DIRECTORY = -2, -1
+_MAX_REMEMBERED = 4096
 DEFAULT_BLOCK_SIZE = 16 * 2**20
 """Bytes buffered per part of an upload (S3 accepts parts of 5 MiB and more)."""
 
@@ -75,6 +80,7 @@ class FsspecArtifactStore:
         self._fs_pid = -1
         self._root_fs_path = ""
         self._sizes: dict[str, int] = {}
+        self._fresh: set[str] = set()  # paths from new_uri() nothing was written to yet
         endpoint = self._options.get("endpoint_url")
         self._display = f"'{self._root}'" + (f" at {endpoint}" if endpoint else "")
 
@@ -133,8 +139,8 @@ class FsspecArtifactStore:
             config.setdefault("retries", {"max_attempts": 2, "mode": "standard"})
             options["config_kwargs"] = config
             options.setdefault("use_listings_cache", False)  # other processes write too
-        if self.is_object_store:
             options.setdefault("default_block_size", DEFAULT_BLOCK_SIZE)
+        if self.is_object_store:
             options.setdefault("skip_instance_cache", True)  # our retries/timeouts, our object
         return options
 
@@ -207,26 +213,30 @@ class FsspecArtifactStore:
         return bool(self._call("check", uri, lambda: self.fs.isdir(path)))
 
     def _probe(self, path: str) -> int:
-        """S3 in one request (a listing of the key as prefix): ``_ABSENT``, ``_DIRECTORY`` or
-        the object's size, which the next read of it uses instead of asking again."""
+        """What is at ``path`` on S3: ``_ABSENT``, ``_DIRECTORY`` or an object's size (which the
+        next read of it uses instead of asking again). An object is one HEAD request (an
+        artifact is an object at its key, or keys below it: no marker objects); otherwise one
+        listing of the keys below it."""
         bucket, key, _ = self.fs.split_path(path)
         if not key:
             return _DIRECTORY
-        found = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key, Delimiter="/")
-        if any(p.get("Prefix") == key + "/" for p in found.get("CommonPrefixes", ())):
-            return _DIRECTORY
-        for item in found.get("Contents", ()):
-            if item.get("Key") == key:
-                size = int(item.get("Size", 0))
-                if len(self._sizes) >= 1024:
-                    self._sizes.clear()
-                self._sizes[path] = size
-                return size
-        return _ABSENT
+        try:
+            head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            pass
+        else:
+            size = int(head.get("ContentLength", 0))
+            if len(self._sizes) >= _MAX_REMEMBERED:
+                self._sizes.clear()
+            self._sizes[path] = size
+            return size
+        below = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+        return _DIRECTORY if below.get("KeyCount", 0) or below.get("Contents") else _ABSENT
 
     def makedirs(self, uri: str, exist_ok: bool = True) -> None:
         path = self.fs_path(uri)
         if not self.is_object_store:
+            self._touched(path)
             self._call("create", uri, lambda: self.fs.makedirs(path, exist_ok=exist_ok))
             return
         # Directories are key prefixes: nothing to create, no marker object.
@@ -244,7 +254,7 @@ class FsspecArtifactStore:
         if uri == self._root:
             raise InputError("Refusing to remove the root of the artifact store.")
 
-        self._sizes.pop(path, None)
+        self._touched(path)
 
         def remove() -> None:
             with contextlib.suppress(FileNotFoundError):
@@ -254,8 +264,23 @@ class FsspecArtifactStore:
 
     def new_uri(self, *parts: str) -> str:
         uri = "/".join((self._root, *parts, new_id().hex))
-        self.fs_path(uri)
+        if len(self._fresh) >= _MAX_REMEMBERED:
+            self._fresh.clear()  # then they are merely checked
+        self._fresh.add(self.fs_path(uri))
         return uri
+
+    def issued_unwritten(self, uri: str) -> bool:
+        """Whether ``uri`` came from :meth:`new_uri` of this object and nothing was written at
+        or under it through this object since: then nothing is there (128 random bits), and
+        :func:`~wharf.artifacts.artifact_io.save_artifact` need not ask the store."""
+        return self.fs_path(uri) in self._fresh
+
+    def _touched(self, path: str) -> None:
+        """``path`` is being written or removed: neither it nor its parents are fresh now."""
+        self._sizes.pop(path, None)
+        while self._fresh and path not in ("", "/"):
+            self._fresh.discard(path)
+            path = posixpath.dirname(path)
 
 
 class _PublishingWriter:
@@ -269,6 +294,7 @@ class _PublishingWriter:
 
     def __init__(self, store: FsspecArtifactStore, uri: str, path: str, *, binary: bool) -> None:
         self._done = True  # until the file is open
+        store._touched(path)
         self._store = store
         self._uri = uri
         self._path = path
@@ -309,7 +335,6 @@ class _PublishingWriter:
         if self._done:
             return
         self._done = True
-        self._store._sizes.pop(self._path, None)
         try:
             self._file.close()
             if self._tmp is not None:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # kept out of import time
 
 
 class WatchedStore:
-    """``store`` as one single-file save sees it (see the module docstring)."""
+    """``store`` as one single-file save sees it (see the module docstring). ``uri`` is known to
+    be empty (save_artifact checked), so asking whether it is a directory needs no I/O."""
 
     def __init__(self, store: ArtifactStore, uri: str) -> None:
         self._store = store
@@ -68,6 +69,8 @@ class WatchedStore:
         return self._store.exists(uri)
 
     def isdir(self, uri: str) -> bool:
+        if uri == self._uri and self._writes == 0:
+            return False  # save_artifact found nothing there just before handing us the store
         return self._store.isdir(uri)
 
     def listdir(self, uri: str) -> list[str]:
