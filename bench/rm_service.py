@@ -81,7 +81,7 @@ from wharf.resource_manager.service.transaction import Operation
 
 RESULTS = Path(__file__).parent / "results" / "rm_service.json"
 ADMIN = Principal("bench-admin", admin=True)
-USER = Principal("bench-user")
+USER = Principal("bench-user", asserts_subjects=True)  # names its projects, as the server does
 PROJECTS = 20
 
 

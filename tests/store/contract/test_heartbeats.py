@@ -186,11 +186,11 @@ def test_failed_records_carry_links_and_stay_failed(world: World, clock: FakeClo
     steps = world.store.steps
     data, model = world.version("data"), world.version("model")
     step = world.step(inputs={"data": data.id}, outputs={"model": model.id})
-    steps.update(step.id, StepRunUpdate(pid=99, logs_uri="/logs/x.log"))
+    steps.update(step.id, StepRunUpdate(logs_uri="/logs/x.log"))
     steps.update_heartbeat(step.id, 1)
     (failed,) = steps.fail_lost_heartbeats(clock.advance(2))
     assert (failed.inputs, failed.outputs) == ({"data": data.id}, {"model": model.id})
-    assert (failed.pid, failed.logs_uri) == (99, "/logs/x.log")
+    assert failed.logs_uri == "/logs/x.log"
     # The worker's next beat learns it was failed, and cannot revive it.
     assert steps.update_heartbeat(step.id, 10).status is S.FAILED
     assert steps.get(step.id) == failed
