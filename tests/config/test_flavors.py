@@ -20,7 +20,7 @@ OP = ComponentType.STEP_OPERATOR
 
 def test_wharf_declares_its_own_flavors() -> None:
     assert known_flavors(ORCH) == ["local", "local_process"]
-    assert known_flavors(ComponentType.ARTIFACT_STORE) == ["local"]
+    assert known_flavors(ComponentType.ARTIFACT_STORE) == ["fsspec", "local"]
     assert known_flavors(OP) == ["local_process"]
     assert flavor_class(ORCH, "local") is LocalOrchestrator
 
