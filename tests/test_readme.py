@@ -14,8 +14,10 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
 TESTED = {"setup-quickstart", "setup-tests", "pipeline", "cli-tour", "dynamic", "isolated"}
-TESTED |= {"team-mode", "team-pipeline"}
+TESTED |= {"team-mode", "team-pipeline", "s3-artifacts"}
 _MARKED_BLOCK = re.compile(
     r"(?:<!-- example: (?P<name>[\w-]+) -->\s*\n)?[ \t]*```(?P<lang>\w*)\n(?P<body>.*?)\n[ \t]*```",
     re.S,
@@ -157,6 +159,56 @@ def test_dynamic_example(shell: Shell) -> None:
 def test_isolated_steps_example(shell: Shell) -> None:
     (shell.cwd / "pipeline.py").write_text(block("pipeline") + "\n")
     shell.run_block("isolated")
+
+
+def test_s3_artifacts_example(shell: Shell, tmp_path: Path) -> None:
+    """The S3 section as printed, on a free port: ``pip install`` finds everything installed
+    (the test command installs the dev extra, which holds both), moto serves in the background
+    until the test ends, and ``export`` sets the variables of the commands after it."""
+    port = str(free_port())
+    (shell.cwd / "pipeline.py").write_text(block("pipeline") + "\n")
+    background: list[subprocess.Popen[bytes]] = []
+    try:
+        for printed in shell_commands(block("s3-artifacts")):
+            command = printed.replace("127.0.0.1:5000", f"127.0.0.1:{port}")
+            command = command.replace("-p 5000", f"-p {port}")
+            if command.startswith("export "):
+                for assignment in shlex.split(command)[1:]:
+                    name, _, value = assignment.partition("=")
+                    shell.env[name] = value
+            elif command.endswith("&"):
+                words = shlex.split(command[:-1])
+                words[0] = str(BIN / words[0]) if words[0] == "python" else words[0]
+                log = (tmp_path / "moto.log").open("wb")
+                background.append(subprocess.Popen(words, stdout=log, stderr=log, env=shell.env))
+                wait_until_listening(int(port), background[-1])
+            else:
+                last = shell.run(command, timeout=300.0)
+        assert last.stdout.strip().splitlines()[-1] == "completed"
+        listed = shell.run(f"curl -sf http://127.0.0.1:{port}/wharf-artifacts?list-type=2")
+        assert "<Key>runs/" in listed.stdout
+    finally:
+        for process in background:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the server exited"
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")
 
 
 @pytest.fixture
