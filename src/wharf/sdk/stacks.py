@@ -20,8 +20,8 @@ Decisions:
   directory or environment.
 - The ``fsspec`` artifact store needs a ``path`` URL (``s3://bucket/prefix`` ...); options that
   look like secrets are refused, ``<name>_env=VARIABLE`` stores a variable's name instead
-  (:mod:`wharf.artifacts.fsspec_options`). The workspace server's raw component route does not
-  check this; the CLI and SDK do.
+  (:mod:`wharf.artifacts.fsspec_options`); the workspace server's component route checks the
+  same.
 - The active stack is ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file,
   else ``default``. :func:`set_active_stack` writes the config file only; the environment variable
   keeps overriding it, and workspaces already open keep the stack they resolved.

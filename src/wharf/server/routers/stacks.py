@@ -8,7 +8,9 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from wharf.artifacts.fsspec_options import check_configuration
 from wharf.core.enums import ComponentType
+from wharf.sdk.stacks import FSSPEC_FLAVOR
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
 from wharf.server.schemas.actions import LookupName, StackCreateBody
@@ -30,6 +32,12 @@ def build_router() -> APIRouter:
     @router.post("/components", response_model=ComponentRecord, status_code=201)
     def create_component(body: ComponentCreate, ctx: CtxDep) -> Response:
         ctx.access.require_global_write("register stack components")
+        if body.type is ComponentType.ARTIFACT_STORE and body.flavor == FSSPEC_FLAVOR:
+            # What the CLI and SDK check, for callers of the raw route too: no clear-text secret
+            # is stored (InputError: 400).
+            body = body.model_copy(
+                update={"configuration": check_configuration(body.configuration)}
+            )
         return json_response(ctx.store.stacks.create_component(body), 201)
 
     @router.get("/components/by-name", response_model=ComponentRecord)
