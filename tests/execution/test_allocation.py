@@ -21,7 +21,10 @@ from wharf.execution.allocation import (
     MAX_POLL_SECONDS,
     AllocationFailedError,
     AllocationWaiter,
+    WaitStop,
 )
+from wharf.execution.interrupt import StepInterrupted
+from wharf.execution.resources.wait_room import WaitRoom
 
 REQUEST = uuid.uuid4()
 
@@ -344,3 +347,47 @@ def test_a_waiter_allocated_at_its_first_poll_tells_nothing():
     w.on_pending = told.append
     w.wait(REQUEST, ResourceSettings())
     assert told == []
+
+
+def test_a_wait_stopped_before_it_began_ends_without_a_poll():
+    rm, clock = FakeRM([S.PENDING]), Clock()
+    stop = WaitStop()
+    assert stop.interrupt("Stopped on request.")
+    assert not stop.interrupt("again")  # the first reason stands
+    room = WaitRoom(lambda ids: [], watch_seconds=None)
+    waiting = AllocationWaiter(rm, clock, clock.sleep, room=room, stop=stop)
+    with pytest.raises(StepInterrupted, match="Stopped on request"):
+        waiting.wait(REQUEST, ResourceSettings())
+    assert rm.calls == [] and room.waiting == 0
+
+
+def test_a_stop_wakes_a_waiter_in_the_room_at_once():
+    """The waiter sits in a real room between polls (an hour's timeout): the stop, from another
+    thread, ends its wait at once rather than at its next poll or its timeout."""
+    import threading
+    import time
+
+    rm = FakeRM([S.PENDING])
+    room = WaitRoom(lambda ids: [], watch_seconds=None)
+    stop = WaitStop()
+    waiting = AllocationWaiter(rm, lambda: datetime.now(UTC), lambda _: None, room=room, stop=stop)
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            waiting.wait(REQUEST, ResourceSettings(allocation_wait_timeout_seconds=3600))
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not rm.calls:  # it polled once: now it waits in the room
+        assert time.monotonic() < deadline, "the waiter never polled"
+        time.sleep(0.01)
+    stop.interrupt("Stopped on request.")
+    thread.join(5)
+    assert not thread.is_alive(), "the stop did not end the wait"
+    assert len(raised) == 1 and isinstance(raised[0], StepInterrupted)
+    assert str(raised[0]) == "Stopped on request."
+    assert room.waiting == 0 and len(rm.calls) == 1

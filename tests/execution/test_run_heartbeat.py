@@ -135,3 +135,23 @@ def test_a_failed_beat_is_retried_sooner_so_one_lands_soon_after_an_outage() -> 
     than the regular beat, and the liveness timeout (five intervals and a second) is not
     spent waiting for the next regular beat after the store is back."""
     assert [retry_delay(8.0, failures) for failures in range(5)] == [8.0, 2.0, 4.0, 8.0, 8.0]
+
+
+def test_a_beat_that_finds_the_run_stopping_tells_it_once(world: World) -> None:
+    """``wharf runs stop`` from another process: the orchestrating process stops the run here
+    too (its waits for resources and inline steps are interrupted), once."""
+    store = world.store
+    run = world.run(status=S.RUNNING, orchestrator=orchestrator_process(0.05))
+    stopping = threading.Semaphore(0)
+    first = store.runs.get(run.id).last_heartbeat
+    heartbeat = RunHeartbeat.start(store, run.id, 0.05, on_stopping=stopping.release)
+    try:
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat")
+        assert not stopping.acquire(blocking=False)  # running: nothing to tell
+        store.runs.update(run.id, RunUpdate(status=S.STOPPING))
+        assert stopping.acquire(timeout=60)
+        beaten = store.runs.get(run.id).last_heartbeat
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        assert not stopping.acquire(blocking=False)  # once
+    finally:
+        heartbeat.close()

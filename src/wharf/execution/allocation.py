@@ -21,6 +21,9 @@ as it enters: no poll at all, the launcher marks the step started next.
 A poll that finds the request still queued is told once to ``on_pending`` (the launcher reports
 the wait, with the Resource Manager's reason, as progress): a request allocated before its first
 poll is never reported as waiting.
+A wait can be cut short from any thread through a :class:`WaitStop` (a graceful stop of the
+run): the waiter wakes at once and raises :class:`~wharf.execution.interrupt.StepInterrupted`
+with the stop's reason, before it looks at what woke it.
 Invariant: the waiter enters the room before its first renewal reads the status and leaves it
 only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -40,6 +44,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.execution.interrupt import StepInterrupted
 from wharf.execution.outages import transient
 from wharf.execution.resources.wait_room import RequestState
 
@@ -83,9 +88,47 @@ class WaitTicket(Protocol):
         (None: unknown)."""
         ...
 
+    def interrupt(self) -> None:
+        """End the current and every later :meth:`wait` at once (the wait was stopped)."""
+        ...
+
 
 class WaitRoomLike(Protocol):
     def enter(self, request_id: UUID) -> AbstractContextManager[WaitTicket]: ...
+
+
+class WaitStop:
+    """Cuts one wait short from any thread: :meth:`interrupt` (the interface of a run's
+    interruptible regions) wakes the waiter, which raises ``StepInterrupted(reason)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake: Callable[[], object] | None = None
+        self.reason: str | None = None
+
+    def interrupt(self, reason: str) -> bool:
+        """Stop the wait; True unless it was stopped already."""
+        with self._lock:
+            if self.reason is not None:
+                return False
+            self.reason = reason
+            wake = self._wake
+        if wake is not None:
+            wake()
+        return True
+
+    def waking(self, wake: Callable[[], object]) -> None:
+        """Call ``wake`` on a stop (at once if stopped already)."""
+        with self._lock:
+            self._wake = wake
+            stopped = self.reason is not None
+        if stopped:
+            wake()
+
+    def check(self) -> None:
+        """Raise ``StepInterrupted`` once stopped."""
+        if self.reason is not None:
+            raise StepInterrupted(self.reason)
 
 
 @dataclass
@@ -101,6 +144,8 @@ class AllocationWaiter:
     on_pending: Callable[[RequestState], object] | None = None
     """Called once, with the Resource Manager's answer, when a poll finds the request still
     queued (the answer's reason says what it waits for)."""
+    stop: WaitStop | None = None
+    """Cuts the wait short (the waiter raises ``StepInterrupted``)."""
 
     def delays(self) -> Callable[[], float]:
         delay = INITIAL_POLL_SECONDS
@@ -115,18 +160,27 @@ class AllocationWaiter:
         return next_delay
 
     def wait(self, request_id: UUID, settings: ResourceSettings) -> RequestState:
-        """Block until the request is allocated; return it (raises AllocationFailedError)."""
+        """Block until the request is allocated; return it (raises AllocationFailedError, or
+        StepInterrupted once :attr:`stop` is interrupted)."""
         if self.room is None:
             return self._wait(request_id, settings, None)
         # Enter before the first renewal reads the status: a release from then on is seen.
         with self.room.enter(request_id) as ticket:
+            if self.stop is not None:
+                self.stop.waking(ticket.interrupt)
             return self._wait(request_id, settings, ticket)
+
+    def _check_stop(self) -> None:
+        if self.stop is not None:
+            self.stop.check()
 
     def _wait(
         self, request_id: UUID, settings: ResourceSettings, ticket: WaitTicket | None
     ) -> RequestState:
+        self._check_stop()
         if ticket is not None:
             known = ticket.wait(0)  # the room may know already (e.g. allocated at creation)
+            self._check_stop()
             if known is not None and _left_queue(request_id, known):
                 return known
         timeout = settings.allocation_wait_timeout_seconds
@@ -140,6 +194,7 @@ class AllocationWaiter:
             # would give: the first poll would only shorten it. Wait first, then poll.
             delay = min(next_delay(), float(timeout))
             woken = ticket.wait(delay)
+            self._check_stop()
             if woken is not None and _left_queue(request_id, woken):
                 return woken
         reason: str | None = None
@@ -188,8 +243,10 @@ class AllocationWaiter:
             delay = min(next_delay(), max(0.0, timeout - waited))
             if ticket is None:
                 self.sleep(delay)
+                self._check_stop()
                 continue
             woken = ticket.wait(delay)
+            self._check_stop()
             # Woken means allocated or over: no need to ask the RM again.
             if woken is not None and _left_queue(request_id, woken):
                 return woken

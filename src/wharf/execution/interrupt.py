@@ -16,10 +16,17 @@ from __future__ import annotations
 import ctypes
 import threading
 from types import TracebackType
+from typing import Protocol
 
 
 class StepInterrupted(BaseException):
     """Raised inside a step function that was asked to stop."""
+
+
+class Interruptible(Protocol):
+    """What a run's stop interrupts: a step's region, or a step's wait for its resources."""
+
+    def interrupt(self, reason: str) -> bool: ...
 
 
 def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:

@@ -23,10 +23,11 @@ A step that asks for resources is queued when ``services.resources`` (the step-r
 :mod:`wharf.execution.resources`) is there: its request is made through that port before its
 queued step run is written (:mod:`wharf.execution.step_writes`; the server makes it in team
 mode), and the launcher waits for the allocation, marks it started and tells the port when the
-step ended, all through that port. A wait that ends without an allocation, for whatever reason,
-ends the step failed; each step run created queued is told to the run's
-:class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end settles what a
-failed write left behind.
+step ended, all through that port. A wait that ends without an allocation ends the step
+failed, except that a graceful stop of the run (``stops``: each wait is registered there while
+it lasts) cuts the wait short and ends the step stopped. Each step run created queued is told
+to the run's :class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end
+settles what a failed write left behind.
 """
 
 from __future__ import annotations
@@ -36,18 +37,18 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import IllegalTransitionError, RunStoppingError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.allocation import AllocationFailedError
+from wharf.execution.allocation import AllocationFailedError, WaitStop
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.interrupt import Interruptible, InterruptibleRegion, StepInterrupted
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
@@ -66,6 +67,14 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
+
+
+class Stops(Protocol):
+    """Where a step's wait for resources is registered, so a graceful stop of the run
+    interrupts it (the run's :class:`~wharf.execution.run_stop.RunStopper`)."""
+
+    def add_region(self, region: Interruptible) -> None: ...
+    def remove_region(self, region: Interruptible) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -92,10 +101,13 @@ class StepLauncher:
         record_specs: bool = False,
         runtimes: RuntimePolicy | None = None,
         requests: RunRequests | None = None,
+        stops: Stops | None = None,
     ) -> None:
         """``requests``: told of each step run created queued and of its moving on, so the
-        run's end can settle what was left (:mod:`wharf.execution.resources.run_requests`)."""
+        run's end can settle what was left (:mod:`wharf.execution.resources.run_requests`);
+        ``stops``: where waits for resources are registered while they last."""
         self._services = services
+        self._stops = stops
         self._requests = requests or RunRequests()
         self._run_id = run_id
         self._pipeline_name = pipeline_name
@@ -232,14 +244,23 @@ class StepLauncher:
         def on_pending(request: RequestState) -> None:
             progress.step_waiting(run_id, spec.name, settings, request.status_reason)
 
-        # Woken as soon as a release of this process allocates the request, not at the next poll.
-        resources.wait(
-            request_id,
-            settings,
-            clock=services.clock,
-            sleep=services.sleep,
-            on_pending=on_pending if progress.active else None,
-        )
+        # Woken as soon as a release of this process allocates the request, not at the next
+        # poll; and as soon as the run is stopped (StepInterrupted).
+        stop = WaitStop()
+        if self._stops is not None:
+            self._stops.add_region(stop)
+        try:
+            resources.wait(
+                request_id,
+                settings,
+                clock=services.clock,
+                sleep=services.sleep,
+                on_pending=on_pending if progress.active else None,
+                stop=stop,
+            )
+        finally:
+            if self._stops is not None:
+                self._stops.remove_region(stop)
         if holders is not None:
             # The slot is allocated and idle until the step's code runs: from here this thread
             # goes before the creation of steps that will wait (the caller ends the stretch).
@@ -272,24 +293,29 @@ class StepLauncher:
             raise
 
     def _not_allocated(
-        self, spec: StepSpec, record: StepRunRecord, error: WharfError
+        self, spec: StepSpec, record: StepRunRecord, error: WharfError | StepInterrupted
     ) -> StepOutcome:
         """The step ends failed: its wait for an allocation ended with ``error`` (its request
-        is released with that status; if this write fails too, the run's end settles it)."""
+        is released with that status; if this write fails too, the run's end settles it);
+        or stopped, if the run's stop interrupted the wait."""
         resources = self._services.resources
         assert resources is not None
+        status = ExecutionStatus.FAILED
         reason = str(error)
-        if not isinstance(error, AllocationFailedError):
+        if isinstance(error, StepInterrupted):
+            status = ExecutionStatus.STOPPED
+            reason = str(error) or "Stopped on request."
+        elif not isinstance(error, AllocationFailedError):
             reason = f"Could not wait for resources: {error}"
-        change = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
+        change = StepRunUpdate(status=status, status_reason=reason)
         try:
             final = step_writes.update(self._services, record.id, change)
         except IllegalTransitionError:  # ended elsewhere meanwhile (a forced stop): theirs stands
             final = self._services.store.steps.get(record.id)
             return StepOutcome(spec.name, final.status, step_run=final, reason=final.status_reason)
         except WharfError as exc:
-            logger.warning("Could not record that step '%s' failed: %s", spec.name, exc)
-            return StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
+            logger.warning("Could not record that step '%s' %s: %s", spec.name, status.value, exc)
+            return StepOutcome(spec.name, status, step_run=record, reason=reason)
         self._requests.moved_on(final)
         resources.step_ended(elsewhere=False)
         return StepOutcome(spec.name, final.status, step_run=final, reason=reason)
@@ -371,7 +397,7 @@ class StepLauncher:
                 if resources is not None:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
-                    except WharfError as exc:  # no allocation, or no way to ask for one
+                    except (WharfError, StepInterrupted) as exc:  # no allocation, or stopped
                         return self._ended(self._not_allocated(spec, record, exc), started)
                 if holders is not None and executor is not self._inline:
                     holders.end()  # the step's own process does the rest of its bookkeeping

@@ -7,11 +7,13 @@ goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thre
 interval (a quarter of it, then half, then every interval: the liveness timeout allows four
 missed beats, and a beat lands soon after a store outage ends). Each beat also sweeps the runs whose
 orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
-is needed for that. When a beat learns that the run's stop is forced, it tells ``on_forced``
-(the run loop ends the attempts in flight through the backends that started them) -- once. A
-run that no
-process beats for (recorded before runs had a liveness record) is ended by a forced stop itself
-(:func:`end_unattended`), since nothing else would ever end it.
+is needed for that. When a beat learns that the run is stopping (``wharf runs stop`` from
+another process), it tells ``on_stopping`` (the run loop stops the run here as a Ctrl-C would:
+running inline steps and steps waiting for resources are interrupted) -- once; when it learns
+that the stop is forced, it tells ``on_forced`` (the run loop ends the attempts in flight
+through the backends that started them) -- once. A run that no process beats for (recorded
+before runs had a liveness record) is ended by a forced stop itself (:func:`end_unattended`),
+since nothing else would ever end it.
 
 ``close()`` ends the thread; the owner calls it when the run's steps are done.
 """
@@ -58,6 +60,8 @@ def orchestrator_process(heartbeat_interval: float) -> OrchestratorProcess:
     )
 
 
+_STOP_STATUSES = frozenset({ExecutionStatus.STOPPING, ExecutionStatus.STOPPED})
+
 UNATTENDED_REASON = "Stopped by force: no orchestrating process records a heartbeat for this run."
 _NOT_ENDED = (
     ExecutionStatus.INITIALIZING,
@@ -103,12 +107,16 @@ class RunHeartbeat:
         *,
         release: ReleaseEnded | None = None,
         on_forced: Callable[[], object] | None = None,
+        on_stopping: Callable[[], object] | None = None,
     ) -> None:
         """``release``: told of each step a sweep ended (releases its request); ``on_forced``:
-        called once when a beat learns that the run's stop is forced."""
+        called once when a beat learns that the run's stop is forced; ``on_stopping``: called
+        once when a beat learns that the run is stopping."""
         self._store = store
         self._release = release
         self._on_forced = on_forced
+        self._on_stopping = on_stopping
+        self._stopping = False
         self._run_id = run_id
         self._interval = interval
         self._process = orchestrator_process(interval)
@@ -127,11 +135,14 @@ class RunHeartbeat:
         *,
         release: ReleaseEnded | None = None,
         on_forced: Callable[[], object] | None = None,
+        on_stopping: Callable[[], object] | None = None,
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
         sweep_quietly(store, release=release)
-        heartbeat = cls(store, run_id, interval, release=release, on_forced=on_forced)
+        heartbeat = cls(
+            store, run_id, interval, release=release, on_forced=on_forced, on_stopping=on_stopping
+        )
         heartbeat._thread.start()
         return heartbeat
 
@@ -142,6 +153,13 @@ class RunHeartbeat:
         except Exception as exc:
             logger.warning("Heartbeat of run %s failed: %s", self._run_id, exc)
             return False
+        if response.status in _STOP_STATUSES and not self._stopping:
+            self._stopping = True
+            if self._on_stopping is not None:
+                try:
+                    self._on_stopping()
+                except Exception as exc:
+                    logger.warning("Could not stop run %s here: %s", self._run_id, exc)
         if response.stop_forced and not self._forced:
             self._forced = True
             if self._on_forced is not None:

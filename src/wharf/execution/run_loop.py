@@ -100,6 +100,7 @@ def run_pipeline(
         services.heartbeat_interval,
         release=release,
         on_forced=stopper.end_attempts,
+        on_stopping=lambda: stopper.stop(recorded=True),  # `wharf runs stop` from elsewhere
     )
     services.progress.run_started(run, job.snapshot.spec.name)
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
@@ -173,6 +174,7 @@ def _run_steps(
         record_specs=spec.dynamic or isolated is not None,
         runtimes=runtimes,
         requests=requests,
+        stops=stopper,
     )
     if spec.dynamic:
         if job.pipeline_function is None or job.spec_factory is None:

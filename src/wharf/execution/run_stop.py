@@ -11,8 +11,9 @@ executor and backend wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) 
 one runs:
 
 - :meth:`RunStopper.stop` moves the run to stopping (isolated steps learn it from their
-  heartbeat, as with ``wharf runs stop``) and interrupts every inline attempt at once, and any
-  that registers afterwards before its user code starts;
+  heartbeat, as with ``wharf runs stop``) and interrupts every inline attempt and every wait
+  for resources at once, and any that registers afterwards (an attempt before its user code
+  starts); the run's heartbeat calls it too when it learns of a stop recorded elsewhere;
 - :meth:`RunStopper.force` ends every isolated attempt through the backend that started it,
   waits (bounded) for their waiters to record them, then records every step run of the run
   that is still unfinished (e.g. inline code stuck in native code) as stopped: a finished run
@@ -41,7 +42,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
-from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.interrupt import Interruptible, InterruptibleRegion
 from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.models import (
     ArtifactVersionRecord,
@@ -89,7 +90,8 @@ class RunStopper:
         self._release = release
         self._run_id = run_id
         self._cond = threading.Condition()
-        self._regions: set[InterruptibleRegion] = set()
+        self._regions: set[Interruptible] = set()
+        """Inline attempts in flight and steps waiting for resources."""
         self._attempts: dict[Hashable, StepBackend[Any]] = {}
         """The isolated attempts in flight: handle -> the backend that started it."""
         self.stopping = False
@@ -97,14 +99,14 @@ class RunStopper:
 
     # ------------------------------------------------------------------ registration
 
-    def add_region(self, region: InterruptibleRegion) -> None:
+    def add_region(self, region: Interruptible) -> None:
         with self._cond:
             self._regions.add(region)
             stopping = self.stopping
         if stopping:
             region.interrupt(STOP_REASON)
 
-    def remove_region(self, region: InterruptibleRegion) -> None:
+    def remove_region(self, region: Interruptible) -> None:
         with self._cond:
             self._regions.discard(region)
 
@@ -122,13 +124,14 @@ class RunStopper:
 
     # ------------------------------------------------------------------ stopping
 
-    def stop(self) -> None:
-        """Stop gracefully (see the module docstring). Safe to call from any thread."""
+    def stop(self, *, recorded: bool = False) -> None:
+        """Stop gracefully (see the module docstring). Safe to call from any thread.
+        ``recorded``: the run is stopping in the store already (a stop asked elsewhere)."""
         with self._cond:
             first = not self.stopping
             self.stopping = True
             regions = list(self._regions)
-        if first:
+        if first and not recorded:
             try:
                 self._store.runs.update(self._run_id, RunUpdate(status=ExecutionStatus.STOPPING))
             except IllegalTransitionError:

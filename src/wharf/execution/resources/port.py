@@ -32,6 +32,7 @@ from wharf.execution.resources.wait_room import RequestState
 from wharf.store.models import StepRunCreate, StepRunRecord
 
 if TYPE_CHECKING:
+    from wharf.execution.allocation import WaitStop
     from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 
@@ -66,9 +67,11 @@ class StepResources(Protocol):
         clock: Callable[[], datetime],
         sleep: Callable[[float], object],
         on_pending: Callable[[RequestState], object] | None = None,
+        stop: WaitStop | None = None,
     ) -> RequestState:
         """Block until ``request_id`` is allocated; raises ``AllocationFailedError`` (with the
-        reason) when it ends without an allocation or the wait times out."""
+        reason) when it ends without an allocation or the wait times out, and
+        ``StepInterrupted`` at once when ``stop`` is interrupted (a graceful stop of the run)."""
         ...
 
     def mark_started(

@@ -112,6 +112,10 @@ class Ticket:
         self._woken.wait(max(0.0, timeout))
         return self._request
 
+    def interrupt(self) -> None:
+        """End the current and every later :meth:`wait` at once (its waiter was stopped)."""
+        self._woken.set()
+
     def wake(self, request: RequestState) -> None:
         if self._request is None:
             self._request = request

@@ -22,7 +22,7 @@ from uuid import UUID
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import WharfError
-from wharf.execution.allocation import PENDING_LEASE_MARGIN_SECONDS, AllocationWaiter
+from wharf.execution.allocation import PENDING_LEASE_MARGIN_SECONDS, AllocationWaiter, WaitStop
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.wait_room import IDS_PER_LIST, RequestState, WaitRoom
@@ -81,9 +81,10 @@ class RoomedResources:
         clock: Callable[[], datetime],
         sleep: Callable[[float], object],
         on_pending: Callable[[RequestState], object] | None = None,
+        stop: WaitStop | None = None,
     ) -> RequestState:
         waiter = AllocationWaiter(
-            self._requests(), clock, sleep, room=self.room, on_pending=on_pending
+            self._requests(), clock, sleep, room=self.room, on_pending=on_pending, stop=stop
         )
         return waiter.wait(request_id, settings)
 

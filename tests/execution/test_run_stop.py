@@ -1,0 +1,55 @@
+"""A graceful stop in the orchestrating process: what :class:`RunStopper` interrupts and
+records (a real SQLite store)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.store.conftest import World, make_world
+from wharf.core.enums import ExecutionStatus as S
+from wharf.execution.allocation import WaitStop
+from wharf.execution.run_stop import STOP_REASON, RunStopper
+from wharf.store.models import RunUpdate
+from wharf.store.sql import SqlStore
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        yield make_world(store)
+    finally:
+        store.close()
+
+
+def test_a_stop_interrupts_the_waits_for_resources_registered_and_those_to_come(
+    world: World,
+) -> None:
+    run = world.run(status=S.RUNNING)
+    stopper = RunStopper(world.store, run.id)
+    waiting, left = WaitStop(), WaitStop()
+    stopper.add_region(waiting)
+    stopper.add_region(left)
+    stopper.remove_region(left)  # its wait ended before the stop
+    stopper.stop()
+    assert waiting.reason == STOP_REASON
+    assert left.reason is None
+    later = WaitStop()
+    stopper.add_region(later)  # a wait that begins once the run is stopping ends at once
+    assert later.reason == STOP_REASON
+    assert world.store.runs.get(run.id).status is S.STOPPING
+
+
+def test_a_stop_recorded_elsewhere_is_not_written_again(world: World) -> None:
+    run = world.run(status=S.RUNNING)
+    world.store.runs.update(run.id, RunUpdate(status=S.STOPPING))
+    before = world.store.runs.get(run.id)
+    stopper = RunStopper(world.store, run.id)
+    waiting = WaitStop()
+    stopper.add_region(waiting)
+    stopper.stop(recorded=True)
+    assert waiting.reason == STOP_REASON
+    assert world.store.runs.get(run.id) == before
