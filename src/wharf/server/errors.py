@@ -52,7 +52,7 @@ from wharf.server.auth.errors import (
 )
 from wharf.server.deps import refuse_unauthenticated
 from wharf.server.schemas.filters import FilterError
-from wharf.sql.errors import DatabaseUnavailableError, SchemaMissingError
+from wharf.sql.errors import outage_detail
 
 logger = logging.getLogger(__name__)
 
@@ -97,19 +97,8 @@ def _public_type(error: WharfError) -> str:
     return "WharfError"
 
 
-UNAVAILABLE = "The workspace server's database is unavailable; try again later."
-SCHEMA_MISSING = (
-    "The workspace server's database has no Wharf tables (schema missing; run migrations: "
-    "restart the server, which creates them)."
-)
-
-
 def _public_detail(error: WharfError) -> str:
-    if isinstance(error, SchemaMissingError):
-        return SCHEMA_MISSING
-    if isinstance(error, DatabaseUnavailableError):
-        return UNAVAILABLE
-    return _one_line(str(error))
+    return outage_detail(error, "workspace server", restart="server") or _one_line(str(error))
 
 
 async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:

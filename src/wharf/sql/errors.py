@@ -4,7 +4,8 @@ This is the only module that looks inside driver exceptions (SQLite error names,
 SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.sql`:
 :func:`convert` maps every ``sqlalchemy.exc.SQLAlchemyError`` to a ``WharfError`` whose message is
 one line. A lost connection, a statement cancelled at its timeout and a missing table (a database
-replaced under a running process: :class:`SchemaMissingError`) are ``StoreUnavailableError``.
+replaced under a running process: :class:`SchemaMissingError`) are ``StoreUnavailableError``;
+:func:`outage_detail` is what a service tells its clients of one, in fixed words.
 
 The two internal subclasses below let repositories tell *which* integrity rule failed and re-raise
 with a message naming the entity; when a repository does not, callers still get the public base
@@ -49,6 +50,21 @@ class SchemaMissingError(DatabaseUnavailableError):
 
 SCHEMA_MISSING = "schema missing; run migrations"
 """The phrase every :class:`SchemaMissingError` message holds."""
+
+
+def outage_detail(error: BaseException, service: str, restart: str) -> str | None:
+    """What ``service`` (e.g. "Resource Manager") tells its clients when ``error`` is a database
+    outage, ``None`` when it is not one. Fixed words: the error's own message names the database
+    and the driver's reason, which belong in the log. ``restart`` names what to restart so the
+    tables are created again."""
+    if isinstance(error, SchemaMissingError):
+        return (
+            f"The {service}'s database has no Wharf tables ({SCHEMA_MISSING}: "
+            f"restart the {restart}, which creates them)."
+        )
+    if isinstance(error, DatabaseUnavailableError):
+        return f"The {service}'s database is unavailable; try again later."
+    return None
 
 
 class RetryableConflictError(StoreError):

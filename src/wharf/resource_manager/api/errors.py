@@ -35,7 +35,7 @@ from wharf.core.errors import (
 from wharf.core.validation import REQUEST_PARTS, describe_errors
 from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.contract.http_errors import wire_name
-from wharf.sql.errors import DatabaseUnavailableError, SchemaMissingError
+from wharf.sql.errors import outage_detail
 
 logger = logging.getLogger(__name__)
 
@@ -67,19 +67,8 @@ async def _wharf_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
-UNAVAILABLE = "The Resource Manager's database is unavailable; try again later."
-SCHEMA_MISSING = (
-    "The Resource Manager's database has no Wharf tables (schema missing; run migrations: "
-    "restart the Resource Manager, which creates them)."
-)
-
-
 def _public_detail(exc: WharfError) -> str:
-    if isinstance(exc, SchemaMissingError):
-        return SCHEMA_MISSING
-    if isinstance(exc, DatabaseUnavailableError):
-        return UNAVAILABLE
-    return str(exc)
+    return outage_detail(exc, "Resource Manager", restart="Resource Manager") or str(exc)
 
 
 def error_response(exc: WharfError) -> JSONResponse:
