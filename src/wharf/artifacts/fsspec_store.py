@@ -36,10 +36,10 @@ import contextlib
 import os
 import posixpath
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from wharf.artifacts.fsspec_options import check_configuration, check_path, resolve_options
+from wharf.artifacts.publishing import PublishingFile
 from wharf.core.errors import InputError, WharfError
 from wharf.core.ids import new_id
 
@@ -283,17 +283,16 @@ class FsspecArtifactStore:
             path = posixpath.dirname(path)
 
 
-class _PublishingWriter:
+class _PublishingWriter(PublishingFile):
     """A write-only file that is published at its URI by ``close()`` and nowhere before.
 
-    Object stores: the backend's writer, whose upload completes on close; an exception in the
-    ``with`` block, :meth:`discard` or dropping it unclosed aborts the upload (the backend file
-    is then marked closed so that its own finaliser cannot publish a partial object).
+    Object stores: the backend's writer, whose upload completes on close; abandoning it (see
+    :class:`~wharf.artifacts.publishing.PublishingFile`) aborts the upload (the backend file is
+    then marked closed so that its own finaliser cannot publish a partial object).
     ``file://``: a hidden temporary file in the target's directory, renamed over it on close.
     """
 
     def __init__(self, store: FsspecArtifactStore, uri: str, path: str, *, binary: bool) -> None:
-        self._done = True  # until the file is open
         store._touched(path)
         self._store = store
         self._uri = uri
@@ -308,17 +307,8 @@ class _PublishingWriter:
             target = self._tmp
             store._call("create", uri, lambda: fs.makedirs(parent, exist_ok=True))
         self._text = not binary  # encoded here: the backend's file stays binary (discardable)
-        self._file: Any = store._call("write", uri, lambda: fs.open(target, "wb"))
+        self._file = store._call("write", uri, lambda: fs.open(target, "wb"))
         self._done = False
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._file, name)
-
-    @property
-    def closed(self) -> bool:
-        return self._done
 
     def write(self, data: Any) -> int:
         try:
@@ -330,11 +320,8 @@ class _PublishingWriter:
             raise self._store.error("write", self._uri, error) from error
         return written
 
-    def close(self) -> None:
+    def _publish(self) -> None:
         """Complete the upload (or rename the temporary file): the artifact file appears."""
-        if self._done:
-            return
-        self._done = True
         try:
             self._file.close()
             if self._tmp is not None:
@@ -344,13 +331,6 @@ class _PublishingWriter:
             if isinstance(error, Exception):
                 raise self._store.error("write", self._uri, error) from error
             raise
-
-    def discard(self) -> None:
-        """Drop everything written; nothing appears at the URI."""
-        if self._done:
-            return
-        self._done = True
-        self._abandon()
 
     def _abandon(self) -> None:
         file = self._file
@@ -366,22 +346,3 @@ class _PublishingWriter:
         if self._tmp is not None:
             with contextlib.suppress(Exception):
                 self._store.fs.rm(self._tmp)
-
-    def __enter__(self) -> _PublishingWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.discard()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_done", True):
-            with contextlib.suppress(Exception):
-                self.discard()

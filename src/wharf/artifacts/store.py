@@ -27,12 +27,12 @@ import os
 import shutil
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from wharf.artifacts.publishing import PublishingFile
 from wharf.core.errors import InputError
 from wharf.core.ids import new_id
 
 if TYPE_CHECKING:  # kept out of import time
     from pathlib import Path
-    from types import TracebackType
     from uuid import UUID
 
 _READ_MODES = frozenset({"r", "rb"})
@@ -160,17 +160,15 @@ class LocalArtifactStore:
         return self.local_path(os.path.join(self._root, *parts, new_id().hex))
 
 
-class _AtomicWriter:
+class _AtomicWriter(PublishingFile):
     """A write-only file that is published under its final path by ``close()``.
 
     Bytes go to ``.<name>.<random>.tmp`` in the same directory; ``close()`` renames it over the
-    final path (``os.replace`` is atomic on POSIX and Windows). Leaving a ``with`` block with an
-    exception, calling :meth:`discard`, or dropping the object unclosed deletes the temporary
-    file instead. Every other attribute is the underlying file's.
+    final path (``os.replace`` is atomic on POSIX and Windows). Abandoning it (see
+    :class:`~wharf.artifacts.publishing.PublishingFile`) deletes the temporary file instead.
     """
 
     def __init__(self, path: str, *, binary: bool, fsync: bool) -> None:
-        self._done = True  # until the temporary file is open
         self._path = path
         self._fsync = fsync
         parent, name = os.path.split(path)
@@ -182,7 +180,7 @@ class _AtomicWriter:
             os.makedirs(parent, exist_ok=True)
             fd = os.open(self._tmp, flags, 0o666)
         try:
-            self._file: IO[Any] = (
+            self._file = (
                 open(fd, "wb") if binary else open(fd, "w", encoding="utf-8")  # noqa: SIM115
             )
         except BaseException:
@@ -191,20 +189,8 @@ class _AtomicWriter:
             raise
         self._done = False
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # never delegate private names (e.g. before __init__ ended)
-            raise AttributeError(name)
-        return getattr(self._file, name)
-
-    @property
-    def closed(self) -> bool:
-        return self._done
-
-    def close(self) -> None:
-        """Flush, then publish the file under its final path."""
-        if self._done:
-            return
-        self._done = True
+    def _publish(self) -> None:
+        """Flush, then rename the temporary file over the final path."""
         try:
             self._file.flush()
             if self._fsync:
@@ -212,43 +198,17 @@ class _AtomicWriter:
             self._file.close()
             os.replace(self._tmp, self._path)
         except BaseException:
-            self._remove_tmp()
+            self._abandon()
             raise
         if self._fsync:
             _fsync_dir(os.path.dirname(self._path))
 
-    def discard(self) -> None:
-        """Drop everything written; nothing appears at the final path."""
-        if self._done:
-            return
-        self._done = True
-        self._remove_tmp()
-
-    def _remove_tmp(self) -> None:
+    def _abandon(self) -> None:
         try:
             self._file.close()
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self._tmp)
-
-    def __enter__(self) -> _AtomicWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.discard()
-
-    def __del__(self) -> None:
-        if not self._done:
-            with contextlib.suppress(OSError):
-                self.discard()
 
 
 def _fsync_dir(path: str) -> None:
