@@ -1,0 +1,236 @@
+"""Lists and watches: label and field selectors, list resourceVersion, watch semantics."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from tests.kube.contract.conftest import MERGE_PATCH, Target
+
+LABELLED = {
+    "a": {"tier": "web", "env": "prod"},
+    "b": {"tier": "db", "env": "prod"},
+    "c": {"tier": "web", "env": "dev"},
+    "d": {},
+}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("tier=web", {"a", "c"}),
+        ("tier==web", {"a", "c"}),
+        ("tier!=web", {"b", "d"}),
+        ("tier in (web,db)", {"a", "b", "c"}),
+        ("tier notin (web)", {"b", "d"}),
+        ("env", {"a", "b", "c"}),
+        ("!env", {"d"}),
+        ("tier=web,env=prod", {"a"}),
+        ("env=prod,tier notin (db)", {"a"}),
+        ("tier=none", set()),
+    ],
+)
+def test_label_selectors(target: Target, selector: str, expected: set[str]) -> None:
+    for name, labels in LABELLED.items():
+        target.core.create_namespaced_config_map(
+            target.namespace, target.config_map_manifest(name, labels=labels)
+        )
+    listed = target.core.list_namespaced_config_map(target.namespace, label_selector=selector)
+    assert {item.metadata.name for item in listed.items} == expected
+
+
+def test_an_invalid_label_selector_is_a_bad_request(target: Target) -> None:
+    status, error = target.error(
+        target.core.list_namespaced_config_map, target.namespace, label_selector="tier in web"
+    )
+    assert status == 400 and error["reason"] == "BadRequest"
+
+
+def _pods(target: Target, *names: str) -> None:
+    for name in names:
+        target.core.create_namespaced_pod(target.namespace, target.pod_manifest(name))
+
+
+def test_field_selectors_on_pods(target: Target) -> None:
+    _pods(target, "p1", "p2", "p3")
+    target.core.patch_namespaced_pod_status(
+        "p2", target.namespace, {"status": {"phase": "Running"}}, _content_type=MERGE_PATCH
+    )
+    ns = target.namespace
+
+    def names(**kwargs: Any) -> set[str]:
+        return {p.metadata.name for p in target.core.list_namespaced_pod(ns, **kwargs).items}
+
+    assert names(field_selector="metadata.name=p1") == {"p1"}
+    assert names(field_selector="metadata.name!=p1") == {"p2", "p3"}
+    assert names(field_selector="status.phase=Running") == {"p2"}
+    assert names(field_selector="status.phase=Pending") == {"p1", "p3"}
+    assert names(field_selector="status.phase!=Pending,metadata.name!=p1") == {"p2"}
+    everywhere = target.core.list_pod_for_all_namespaces(field_selector=f"metadata.namespace={ns}")
+    assert {p.metadata.name for p in everywhere.items} == {"p1", "p2", "p3"}
+    assert {p.metadata.namespace for p in everywhere.items} == {ns}
+
+
+def test_field_selector_metadata_name_on_config_maps(target: Target) -> None:
+    for name in ("x", "y"):
+        target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest(name))
+    listed = target.core.list_namespaced_config_map(
+        target.namespace, field_selector="metadata.name=y"
+    )
+    assert [item.metadata.name for item in listed.items] == ["y"]
+
+
+def test_an_unsupported_field_selector_is_a_bad_request(target: Target) -> None:
+    status, error = target.error(
+        target.core.list_namespaced_config_map, target.namespace, field_selector="status.phase=x"
+    )
+    assert status == 400 and error["reason"] == "BadRequest"
+
+
+def test_list_carries_a_resource_version_at_least_the_last_write(target: Target) -> None:
+    last = 0
+    for name in ("x", "y"):
+        created = target.raw(
+            target.core.create_namespaced_config_map,
+            target.namespace,
+            target.config_map_manifest(name),
+        )
+        last = int(created["metadata"]["resourceVersion"])
+    listed = target.raw(target.core.list_namespaced_config_map, target.namespace)
+    assert listed["kind"] == "ConfigMapList"
+    assert int(listed["metadata"]["resourceVersion"]) >= last
+    assert all(int(i["metadata"]["resourceVersion"]) <= last for i in listed["items"])
+
+
+def _sentinel(name: str) -> Any:
+    return lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == name
+
+
+def test_watch_from_a_resource_version_gets_exactly_the_later_events(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    start = target.raw(core.create_namespaced_config_map, ns, target.config_map_manifest("a"))
+    start_rv = start["metadata"]["resourceVersion"]
+    core.create_namespaced_config_map(ns, target.config_map_manifest("b"))
+    core.patch_namespaced_config_map("a", ns, {"data": {"k": "v"}}, _content_type=MERGE_PATCH)
+    core.delete_namespaced_config_map("b", ns)
+    core.create_namespaced_config_map(ns, target.config_map_manifest("end"))
+
+    events = target.watch_events(
+        core.list_namespaced_config_map, ns, resource_version=start_rv, until=_sentinel("end")
+    )
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    assert seen == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b"), ("ADDED", "end")]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions) and versions[0] > int(start_rv)
+    assert events[1]["object"]["data"] == {"k": "v"}
+
+
+def test_watch_without_a_resource_version_starts_with_the_current_objects(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    for name in ("a", "b"):
+        core.create_namespaced_config_map(ns, target.config_map_manifest(name))
+    seen: set[str] = set()
+
+    def both_seen(event: dict[str, Any]) -> bool:
+        seen.add(event["object"]["metadata"]["name"])
+        return seen >= {"a", "b"}
+
+    events = target.watch_events(core.list_namespaced_config_map, ns, until=both_seen)
+    assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in events) == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
+
+
+def test_timeout_seconds_ends_the_stream(target: Target) -> None:
+    begun = time.monotonic()
+    events = target.watch_events(
+        target.core.list_namespaced_config_map, target.namespace, timeout_seconds=1
+    )
+    assert events == []
+    assert time.monotonic() - begun < 5
+
+
+def test_watch_bookmarks_carry_a_resource_version(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    listed = target.raw(core.list_namespaced_config_map, ns)
+    events = target.watch_events(
+        core.list_namespaced_config_map,
+        ns,
+        resource_version=listed["metadata"]["resourceVersion"],
+        allow_watch_bookmarks=True,
+        timeout_seconds=5,
+        until=lambda e: e["type"] == "BOOKMARK",
+    )
+    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert bookmarks, f"no BOOKMARK in {events}"
+    assert bookmarks[0]["object"]["kind"] == "ConfigMap"
+    assert int(bookmarks[0]["object"]["metadata"]["resourceVersion"]) >= int(
+        listed["metadata"]["resourceVersion"]
+    )
+
+
+def test_a_watch_from_a_too_old_version_raises_410(target: Target) -> None:
+    for name in ("a", "b"):
+        target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest(name))
+    target.expire_watch_history()
+    with pytest.raises(ApiException) as raised:
+        target.watch_events(
+            target.core.list_namespaced_config_map,
+            target.namespace,
+            resource_version="1",
+            timeout_seconds=3,
+        )
+    assert raised.value.status == 410
+
+
+def test_a_too_old_version_arrives_as_an_error_event_in_the_stream(target: Target) -> None:
+    """A real server answers 200 and sends one ERROR event holding an Expired Status."""
+    target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest("a"))
+    target.expire_watch_history()
+    response = target.core.list_namespaced_config_map(
+        target.namespace,
+        watch=True,
+        resource_version="1",
+        timeout_seconds=3,
+        _preload_content=False,
+        _request_timeout=10,
+    )
+    try:
+        assert response.status == 200
+        first = json.loads(next(iter(response.stream(1 << 16))).splitlines()[0])
+    finally:
+        response.close()
+    assert first["type"] == "ERROR"
+    status = first["object"]
+    assert status["kind"] == "Status" and status["code"] == 410
+    assert status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version: 1 (")
+
+
+def test_objects_leaving_and_entering_a_selector(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    created = target.raw(
+        core.create_namespaced_config_map, ns, target.config_map_manifest("x", labels={"k": "a"})
+    )
+    core.patch_namespaced_config_map(
+        "x", ns, {"metadata": {"labels": {"k": "b"}}}, _content_type=MERGE_PATCH
+    )
+    core.patch_namespaced_config_map(
+        "x", ns, {"metadata": {"labels": {"k": "a"}}}, _content_type=MERGE_PATCH
+    )
+    core.create_namespaced_config_map(ns, target.config_map_manifest("end", labels={"k": "a"}))
+    events = target.watch_events(
+        core.list_namespaced_config_map,
+        ns,
+        label_selector="k=a",
+        resource_version=created["metadata"]["resourceVersion"],
+        until=_sentinel("end"),
+    )
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    assert seen == [("DELETED", "x"), ("ADDED", "x"), ("ADDED", "end")]
+    assert events[1]["object"]["metadata"]["labels"] == {"k": "a"}
