@@ -335,6 +335,17 @@ def test_propagation_policies_record_finalizers(store: ObjectStore) -> None:
     raises(422, "Invalid", store.delete, JOBS, "default", "foreground", propagation_policy="All")
 
 
+def test_a_second_delete_can_change_the_propagation_policy(store: ObjectStore) -> None:
+    store.create(JOBS, "default", job_body("j"))
+    assert store.delete(JOBS, "default", "j")["metadata"]["finalizers"] == ["orphan"]
+    unchanged = store.delete(JOBS, "default", "j")
+    assert unchanged["metadata"]["finalizers"] == ["orphan"]
+    foreground = store.delete(JOBS, "default", "j", propagation_policy="Foreground")
+    assert foreground["metadata"]["finalizers"] == ["foregroundDeletion"]
+    store.delete(JOBS, "default", "j", propagation_policy="Background")
+    assert store.objects_of(JOBS) == []
+
+
 def test_namespace_termination(store: ObjectStore) -> None:
     store.create(NAMESPACES, None, {"metadata": {"name": "ns1"}})
     store.create(CONFIGMAPS, "ns1", {"metadata": {"name": "c"}})

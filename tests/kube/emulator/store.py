@@ -15,24 +15,19 @@ graceful deletion of bound pods, finalizers and deletion propagation, namespace 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
-import json
 import logging
-import secrets
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from tests.kube.emulator import errors, patches, selectors, validation
+from tests.kube.emulator import errors, object_rules, patches, selectors, validation
 from tests.kube.emulator.clock import Clock, rfc3339
 from tests.kube.emulator.defaults import apply_defaults
 from tests.kube.emulator.errors import ApiError
-from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES, PODS, RESOURCES, ResourceType
+from tests.kube.emulator.object_rules import Key
+from tests.kube.emulator.resources import NAMESPACES, PODS, RESOURCES, ResourceType
 from tests.kube.emulator.watchers import ADDED, DELETED, MODIFIED, Watcher, WatchEvent
 
 __all__ = ["ObjectStore", "WatchEvent", "Watcher"]
@@ -41,20 +36,12 @@ log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 10_000
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-# Kinds whose metadata.generation counts spec changes (pods on 1.2x servers have none).
-GENERATION_KINDS = frozenset({JOBS, CRONJOBS})
-# Kinds whose DELETE answers with the object; the others answer with a Success Status.
-RETURNS_DELETED_OBJECT = frozenset({PODS, NAMESPACES})
-FOREGROUND_FINALIZER = "foregroundDeletion"
-ORPHAN_FINALIZER = "orphan"
-_NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _CONTENT_TYPES = (
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
     "application/json-patch+json",
 )
 
-Key = tuple[str, str]
 Listener = Callable[[WatchEvent], None]
 
 
@@ -95,7 +82,7 @@ class ObjectStore:
         """A real-shaped ``<Kind>List``; items sorted by namespace and name (etcd key order)."""
         matches = self._matcher(rtype, label_selector, field_selector)
         with self._lock:
-            list_version, after = self._decode_continue(continue_token)
+            list_version, after = object_rules.decode_continue(continue_token)
             if list_version is not None and list_version < self._compacted_version:
                 raise ApiError(
                     410,
@@ -115,11 +102,11 @@ class ObjectStore:
                 and matches(self._objects[rtype][key])
             ]
             page = found if not limit or limit <= 0 else found[:limit]
-            items = [_list_item(obj) for obj in page]
+            items = [object_rules.list_item(obj) for obj in page]
             metadata: dict[str, Any] = {"resourceVersion": str(list_version)}
             if len(page) < len(found):
                 last = page[-1]["metadata"]
-                metadata["continue"] = _encode_continue(
+                metadata["continue"] = object_rules.encode_continue(
                     list_version, (last.get("namespace", ""), last["name"])
                 )
                 metadata["remainingItemCount"] = len(found) - len(page)
@@ -151,44 +138,19 @@ class ObjectStore:
         internal: bool = False,
     ) -> dict[str, Any]:
         """POST: a new object from ``body``; ``internal`` (controllers) keeps the body's status."""
-        obj = self._prepare_body(rtype, namespace, body)
+        obj = object_rules.prepare_body(rtype, namespace, body)
+        object_rules.stamp_new(rtype, obj, self.clock.now(), keep_status=internal)
         metadata = obj["metadata"]
-        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
-            metadata.pop(field, None)
-        if rtype.has_status and not internal:
-            obj.pop("status", None)
-        metadata["uid"] = str(uuid.uuid4())
-        metadata["creationTimestamp"] = rfc3339(self.clock.now())
-        if rtype in GENERATION_KINDS:
-            metadata["generation"] = 1
-        else:
-            metadata.pop("generation", None)
-        generate_name = metadata.get("generateName")
-        if not metadata.get("name") and generate_name:
-            metadata["name"] = generate_name + _random_suffix()
-        if not metadata.get("name"):
-            raise errors.invalid(
-                rtype,
-                "",
-                [
-                    {
-                        "reason": "FieldValueRequired",
-                        "message": "Required value: name or generateName is required",
-                        "field": "metadata.name",
-                    }
-                ],
-            )
+        generate_name = (
+            None if (body.get("metadata") or {}).get("name") else metadata.get("generateName")
+        )
         apply_defaults(rtype, obj, creating=True)
         validation.validate(rtype, obj)
         with self._lock:
             self._check_namespace_open(rtype, namespace, metadata["name"])
             key = (metadata.get("namespace", ""), metadata["name"])
-            while (
-                key in self._objects[rtype]
-                and generate_name
-                and not body.get("metadata", {}).get("name")
-            ):
-                metadata["name"] = generate_name + _random_suffix()
+            while key in self._objects[rtype] and generate_name:
+                metadata["name"] = object_rules.generated_name(generate_name)
                 key = (key[0], metadata["name"])
             if key in self._objects[rtype]:
                 raise errors.already_exists(rtype, metadata["name"])
@@ -212,7 +174,7 @@ class ObjectStore:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT: 409 on a stale metadata.resourceVersion; status rules as in the module doc."""
-        obj = self._prepare_body(rtype, namespace, body)
+        obj = object_rules.prepare_body(rtype, namespace, body)
         body_name = obj["metadata"].get("name")
         if body_name != name:
             raise errors.bad_request(
@@ -267,7 +229,7 @@ class ObjectStore:
             new = copy.deepcopy(old)
             mutate(new)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            self._carry_generation(rtype, old, new)
+            object_rules.carry_generation(rtype, old, new)
             self._commit_update(rtype, old, new)
             result = copy.deepcopy(new)
         self._dispatch()
@@ -344,127 +306,30 @@ class ObjectStore:
         collector's job); a namespace turns Terminating until its finaliser clears
         ``spec.finalizers``; anything else goes now. The reply is the object, or a Success
         ``Status`` for kinds a real server answers that way."""
-        if propagation_policy not in (None, "Orphan", "Background", "Foreground"):
-            raise errors.invalid(
-                rtype,
-                name,
-                [
-                    {
-                        "reason": "FieldValueNotSupported",
-                        "message": f'Unsupported value: "{propagation_policy}": supported '
-                        'values: "Foreground", "Background", "Orphan"',
-                        "field": "propagationPolicy",
-                    }
-                ],
-            )
-        if grace_period_seconds is not None and grace_period_seconds < 0:
-            grace_period_seconds = 1
+        object_rules.check_propagation_policy(rtype, name, propagation_policy)
         with self._lock:
             old = self._existing(rtype, namespace, name)
-            self._check_preconditions(rtype, old, preconditions or {})
+            object_rules.check_preconditions(rtype, old, preconditions or {})
             new = copy.deepcopy(old)
-            outcome = self._deletion_outcome(rtype, new, grace_period_seconds, propagation_policy)
-            if dry_run:
-                return (
-                    copy.deepcopy(new) if outcome != "removed" else self._deleted_reply(rtype, new)
-                )
+            outcome = object_rules.mark_for_deletion(
+                rtype,
+                new,
+                grace=grace_period_seconds,
+                policy=propagation_policy,
+                now=self.clock.now(),
+            )
             if outcome == "unchanged":
                 return copy.deepcopy(old)
-            if outcome == "removed":
-                self._commit(rtype, DELETED, new, old)
-                result = self._deleted_reply(rtype, new)
-            else:
-                self._commit(rtype, MODIFIED, new, old)
-                result = copy.deepcopy(new)
+            reply = (
+                object_rules.deleted_reply(rtype, new)
+                if outcome == "removed"
+                else copy.deepcopy(new)
+            )
+            if dry_run:
+                return reply
+            self._commit(rtype, DELETED if outcome == "removed" else MODIFIED, new, old)
         self._dispatch()
-        return result
-
-    def _deletion_outcome(
-        self,
-        rtype: ResourceType,
-        obj: dict[str, Any],
-        grace: int | None,
-        policy: str | None,
-    ) -> str:
-        """Mark ``obj`` (a copy) for deletion; say whether it is "removed" now, "marked" (kept
-        with a deletionTimestamp) or "unchanged" (already being deleted, nothing new)."""
-        metadata = obj["metadata"]
-        now = self.clock.now()
-        grace = self._pod_grace(obj, grace) if rtype == PODS else 0
-        if metadata.get("deletionTimestamp"):
-            current = metadata.get("deletionGracePeriodSeconds") or 0
-            if rtype == PODS and grace < current:
-                if grace == 0 and not metadata.get("finalizers"):
-                    return "removed"
-                metadata["deletionGracePeriodSeconds"] = grace
-                metadata["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
-                return "marked"
-            return "unchanged"
-        if policy is None:
-            policy = "Orphan" if rtype == JOBS else "Background"
-        finalizers = list(metadata.get("finalizers") or [])
-        if policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
-            finalizers.append(FOREGROUND_FINALIZER)
-        if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
-            finalizers.append(ORPHAN_FINALIZER)
-        # The orphan finalizer only matters when something could own-reference this object.
-        if policy == "Orphan" and rtype not in (JOBS, CRONJOBS):
-            finalizers.remove(ORPHAN_FINALIZER)
-        waiting_namespace = rtype == NAMESPACES and obj.get("spec", {}).get("finalizers")
-        if not finalizers and not waiting_namespace and grace == 0:
-            return "removed"
-        if finalizers:
-            metadata["finalizers"] = finalizers
-        metadata["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
-        metadata["deletionGracePeriodSeconds"] = grace
-        if rtype in GENERATION_KINDS:
-            metadata["generation"] = metadata.get("generation", 1) + 1
-        if rtype == NAMESPACES:
-            obj.setdefault("status", {})["phase"] = "Terminating"
-        return "marked"
-
-    @staticmethod
-    def _pod_grace(pod: dict[str, Any], requested: int | None) -> int:
-        """Grace for a pod: unbound or finished pods go at once, others wait for the kubelet."""
-        if not pod.get("spec", {}).get("nodeName"):
-            return 0
-        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if requested is not None:
-            return requested
-        return int(pod["spec"].get("terminationGracePeriodSeconds", 30))
-
-    @staticmethod
-    def _deleted_reply(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rtype in RETURNS_DELETED_OBJECT:
-            return copy.deepcopy(obj)
-        details: dict[str, Any] = {"name": obj["metadata"]["name"]}
-        if rtype.group:
-            details["group"] = rtype.group
-        details["kind"] = rtype.plural
-        details["uid"] = obj["metadata"]["uid"]
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "details": details,
-        }
-
-    def _check_preconditions(
-        self, rtype: ResourceType, obj: dict[str, Any], preconditions: dict[str, Any]
-    ) -> None:
-        name = obj["metadata"]["name"]
-        for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
-            wanted = preconditions.get(field)
-            actual = obj["metadata"].get(field)
-            if wanted is not None and str(wanted) != actual:
-                raise errors.conflict(
-                    rtype,
-                    name,
-                    f"Precondition failed: {label} in precondition: {wanted}, "
-                    f"{label} in object meta: {actual}",
-                )
+        return reply
 
     # ------------------------------------------------------------------------------ watch
 
@@ -553,38 +418,6 @@ class ObjectStore:
 
         return matches
 
-    def _prepare_body(
-        self, rtype: ResourceType, namespace: str | None, body: Any
-    ) -> dict[str, Any]:
-        """A copy of a request body with kind, apiVersion and metadata.namespace checked/set."""
-        if not isinstance(body, dict):
-            raise errors.bad_request(f"the body of the request is not a {rtype.kind} object")
-        obj = copy.deepcopy(body)
-        for field, expected in (("apiVersion", rtype.api_version), ("kind", rtype.kind)):
-            given = obj.get(field)
-            if given and given != expected:
-                raise errors.bad_request(
-                    f"the {field} in the data ({given}) does not match the expected "
-                    f"{field} ({expected})"
-                )
-        obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
-        metadata = obj.get("metadata")
-        if metadata is None:
-            metadata = obj["metadata"] = {}
-        if not isinstance(metadata, dict):
-            raise errors.bad_request("metadata must be an object")
-        if rtype.namespaced:
-            given_namespace = metadata.get("namespace")
-            if given_namespace and given_namespace != namespace:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent "
-                    "on the request"
-                )
-            metadata["namespace"] = namespace
-        else:
-            metadata.pop("namespace", None)
-        return obj
-
     def _check_namespace_open(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
         if not rtype.namespaced:
             return
@@ -618,7 +451,7 @@ class ObjectStore:
         wanted_version = requested["metadata"].get("resourceVersion")
         if wanted_version and wanted_version != old_version:
             raise errors.conflict(rtype, name, errors.STALE_OBJECT)
-        new = self._merge_update(rtype, old, requested, subresource)
+        new = object_rules.merge_update(rtype, old, requested, subresource)
         apply_defaults(rtype, new, creating=False)
         validation.validate(rtype, new, old=old)
         with self._lock:
@@ -632,7 +465,7 @@ class ObjectStore:
                 retry = False
                 if dry_run:
                     return copy.deepcopy(new)
-                self._carry_generation(rtype, old, new)
+                object_rules.carry_generation(rtype, old, new)
                 self._commit_update(rtype, old, new)
                 result = copy.deepcopy(new)
         if retry:
@@ -640,63 +473,12 @@ class ObjectStore:
         self._dispatch()
         return result
 
-    @staticmethod
-    def _merge_update(
-        rtype: ResourceType,
-        old: dict[str, Any],
-        requested: dict[str, Any],
-        subresource: str | None,
-    ) -> dict[str, Any]:
-        """The object to store: immutable metadata from ``old``; status/spec per subresource."""
-        if subresource == "status":
-            new = copy.deepcopy(old)
-            new["status"] = copy.deepcopy(requested.get("status") or {})
-            return new
-        if subresource == "finalize":
-            new = copy.deepcopy(old)
-            finalizers = (requested.get("spec") or {}).get("finalizers") or []
-            new.setdefault("spec", {})["finalizers"] = list(finalizers)
-            return new
-        new = copy.deepcopy(requested)
-        metadata, old_metadata = new["metadata"], old["metadata"]
-        for field in ("uid", "creationTimestamp", "deletionTimestamp", "namespace", "name"):
-            if field in old_metadata:
-                metadata[field] = old_metadata[field]
-            else:
-                metadata.pop(field, None)
-        for field in ("deletionGracePeriodSeconds", "generation", "generateName"):
-            if field in old_metadata:
-                metadata[field] = old_metadata[field]
-        if rtype.has_status:
-            if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
-            else:
-                new.pop("status", None)
-        if rtype == NAMESPACES:
-            new["spec"] = copy.deepcopy(old.get("spec", {}))
-        return new
-
-    @staticmethod
-    def _carry_generation(rtype: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if rtype not in GENERATION_KINDS:
-            return
-        generation = old["metadata"].get("generation", 1)
-        if new.get("spec") != old.get("spec"):
-            generation += 1
-        new["metadata"]["generation"] = generation
-
     def _commit_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Commit ``new`` over ``old`` (lock held): MODIFIED, or DELETED when a deletion whose
         finalizers are all gone can now finish."""
-        metadata = new["metadata"]
-        if not metadata.get("finalizers"):
-            metadata.pop("finalizers", None)
-        finished = (
-            bool(metadata.get("deletionTimestamp"))
-            and not metadata.get("finalizers")
-            and not (rtype == NAMESPACES and (new.get("spec") or {}).get("finalizers"))
-            and not metadata.get("deletionGracePeriodSeconds")
-        )
+        if not new["metadata"].get("finalizers"):
+            new["metadata"].pop("finalizers", None)
+        finished = object_rules.deletion_can_finish(rtype, new)
         self._commit(rtype, DELETED if finished else MODIFIED, new, old)
 
     def _commit(
@@ -751,33 +533,6 @@ class ObjectStore:
             finally:
                 with self._lock:
                     self._dispatching = False
-
-    @staticmethod
-    def _decode_continue(token: str | None) -> tuple[int | None, Key | None]:
-        if not token:
-            return None, None
-        try:
-            decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
-            return int(decoded["rv"]), (str(decoded["start"][0]), str(decoded["start"][1]))
-        except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as error:
-            raise errors.bad_request(f"invalid continue token: {error}") from error
-
-
-def _encode_continue(version: int, after: Key) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": version, "start": list(after)})
-    return base64.urlsafe_b64encode(raw.encode()).decode()
-
-
-def _list_item(obj: dict[str, Any]) -> dict[str, Any]:
-    """List items carry no kind/apiVersion on a real server (the list has them)."""
-    item = copy.deepcopy(obj)
-    item.pop("kind", None)
-    item.pop("apiVersion", None)
-    return item
-
-
-def _random_suffix() -> str:
-    return "".join(secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
 
 
 def _immutable(field: str, obj: dict[str, Any]) -> dict[str, str]:
