@@ -1,0 +1,39 @@
+"""Fixtures of the Kubernetes test bed.
+
+- ``emulator``: a started :class:`~tests.kube.emulator.Emulator` (system clock), stopped after the
+  test. Cheap (one thread, one port, a temporary directory): one per test. Tests that need a
+  ``FakeClock`` build their own: ``with Emulator(clock=FakeClock(t0)) as emu: ...``.
+- ``kube_client``: an official ``kubernetes.client.ApiClient`` configured from the emulator's
+  kubeconfig, never touching the client's global default configuration; closed afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, config
+
+from tests.kube.emulator import Emulator
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
+
+
+def api_client_for(kubeconfig_path: str) -> client.ApiClient:
+    """An ``ApiClient`` for the kubeconfig at ``kubeconfig_path`` (own configuration object)."""
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig_path, client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+@pytest.fixture
+def kube_client(emulator: Emulator) -> Iterator[client.ApiClient]:
+    api_client = api_client_for(str(emulator.kubeconfig_path))
+    try:
+        yield api_client
+    finally:
+        api_client.close()

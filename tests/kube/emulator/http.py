@@ -1,0 +1,467 @@
+"""The emulator's HTTP server: a stdlib ``ThreadingHTTPServer`` speaking the Kubernetes REST API.
+
+``ApiServer`` listens on 127.0.0.1 (a free port) and serves discovery, health, CRUD, list/watch,
+``/status``, ``/log``, ``/binding`` and deletecollection for the resource types of
+``resources.RESOURCES``, over HTTP/1.1 with keep-alive: normal responses carry Content-Length,
+watch and followed-log streams use chunked encoding (``streams``, ``podlogs``). Every request
+but the public health/version endpoints needs ``Authorization: Bearer <token>`` (401 otherwise).
+Every failure is a real-shaped ``Status`` body with its HTTP code. ``Faults`` are applied before
+each API call (after routing, so they match by verb and resource). Object semantics all live in
+the ``ObjectStore``; this module only translates HTTP to store calls and back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import random
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.kube.emulator import discovery, podlogs
+from tests.kube.emulator.errors import ApiError, bad_request
+from tests.kube.emulator.faults import Faults
+from tests.kube.emulator.resources import PODS
+from tests.kube.emulator.routes import (
+    ApiPath,
+    Query,
+    dry_run_of,
+    method_not_allowed,
+    not_found_path,
+    parse_api_path,
+    split_group_version,
+    verb_of,
+)
+from tests.kube.emulator.store import ObjectStore
+from tests.kube.emulator.streams import (
+    ChunkedResponse,
+    WatchRegistry,
+    WatchStream,
+    error_event_line,
+)
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
+PUBLIC_PATHS = (*HEALTH_PATHS, "/version")
+# A real server ends a watch after a random 30-60 minutes unless the client asks sooner.
+DEFAULT_WATCH_TIMEOUT = (1800, 3600)
+SUCCESS_BINDING = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+
+class ApiServer:
+    """The HTTP front of one emulator: ``start()`` returns its URL, ``stop()`` ends everything."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        faults: Faults,
+        watches: WatchRegistry,
+        *,
+        token: str,
+        log_dir: Path,
+    ) -> None:
+        self.store = store
+        self.faults = faults
+        self.watches = watches
+        self.token = token
+        self.log_dir = log_dir
+        self.stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def start(self) -> str:
+        self._httpd = _Server(self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="kube-emulator-http",
+            daemon=True,
+        )
+        self._thread.start()
+        return f"http://{self.address}"
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for stream in self.watches.snapshot():
+            stream.drop()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd.close_connections()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def bookmark(self) -> None:
+        """Ask every open watch stream that allows bookmarks for a BOOKMARK event."""
+        for stream in self.watches.snapshot():
+            stream.request_bookmark()
+
+    # -- request handling (called on the handler's thread) -------------------------------------
+
+    def authenticated(self, path: str, authorization: str | None) -> bool:
+        if authorization is None:
+            return path in PUBLIC_PATHS
+        scheme, _, token = authorization.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode(), self.token.encode()
+        )
+
+    def dispatch(self, h: _Handler, method: str, path: str, query: Query, body: bytes) -> None:
+        if path in HEALTH_PATHS:
+            _only_get(method)
+            h.send_body(200, b"ok", "text/plain; charset=utf-8")
+            return
+        document = self._discovery(path)
+        if document is not None:
+            _only_get(method)
+            h.send_json(200, document)
+            return
+        split = split_group_version(path)
+        if split is None or not split[2]:
+            raise not_found_path()
+        api_path = parse_api_path(*split)
+        verb = verb_of(method, api_path, query.flag("watch"))
+        self.faults.before(verb, api_path.resource)
+        if verb == "watch":
+            self._watch(h, api_path, query)
+        elif verb == "get" and api_path.subresource == "log":
+            self._log(h, api_path, query)
+        else:
+            code, reply = self._call(verb, api_path, query, body, h.content_type())
+            h.send_json(code, reply)
+
+    def _discovery(self, path: str) -> dict[str, Any] | None:
+        path = path.rstrip("/") or "/"
+        if path == "/version":
+            return discovery.version()
+        if path == "/api":
+            return discovery.api_versions(self.address)
+        if path == "/apis":
+            return discovery.api_group_list()
+        parts = path.strip("/").split("/")
+        if len(parts) == 2 and parts[0] == "apis":
+            return discovery.api_group(parts[1])
+        if len(parts) == 2 and parts[0] == "api":
+            return discovery.api_resource_list("", parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.api_resource_list(parts[1], parts[2])
+        return None
+
+    def _call(
+        self, verb: str, p: ApiPath, query: Query, body: bytes, content_type: str
+    ) -> tuple[int, dict[str, Any]]:
+        store, rtype = self.store, p.rtype
+        if verb == "create" and (rtype is None or p.subresource == "binding"):
+            return 201, self._bind(p, _json_body(body), query.dry_run())
+        assert rtype is not None
+        if verb == "list":
+            return 200, store.list(
+                rtype,
+                p.namespace,
+                label_selector=query.get("labelSelector"),
+                field_selector=query.get("fieldSelector"),
+                limit=query.integer("limit"),
+                continue_token=query.get("continue"),
+            )
+        if verb == "get":
+            return 200, store.get(rtype, p.namespace, _name(p))
+        if verb == "create":
+            return 201, store.create(rtype, p.namespace, _json_body(body), dry_run=query.dry_run())
+        if verb == "update":
+            return 200, store.replace(
+                rtype,
+                p.namespace,
+                _name(p),
+                _json_body(body),
+                subresource=p.subresource,
+                dry_run=query.dry_run(),
+            )
+        if verb == "patch":
+            return 200, store.patch(
+                rtype,
+                p.namespace,
+                _name(p),
+                _json_body(body, expect_object=False),
+                content_type,
+                subresource=p.subresource,
+                dry_run=query.dry_run(),
+            )
+        options = _delete_options(query, body)
+        if verb == "delete":
+            return 200, store.delete(rtype, p.namespace, _name(p), **options)
+        return 200, self._delete_collection(p, query, options)
+
+    def _delete_collection(self, p: ApiPath, query: Query, options: dict[str, Any]) -> dict:
+        assert p.rtype is not None
+        found = self.store.list(
+            p.rtype,
+            p.namespace,
+            label_selector=query.get("labelSelector"),
+            field_selector=query.get("fieldSelector"),
+        )
+        deleted = []
+        for item in found["items"]:
+            meta = item["metadata"]
+            try:
+                reply = self.store.delete(p.rtype, meta.get("namespace"), meta["name"], **options)
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            deleted.append(item if reply.get("kind") == "Status" else reply)
+        found["items"] = deleted
+        found["metadata"] = {"resourceVersion": str(self.store.resource_version)}
+        return found
+
+    def _bind(self, p: ApiPath, binding: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+        """``POST pods/{name}/binding`` or ``POST namespaces/{ns}/bindings``: bind a pod."""
+        assert p.namespace is not None
+        body_name = (binding.get("metadata") or {}).get("name")
+        name = p.name or body_name
+        if not name:
+            raise bad_request("a Binding needs metadata.name (the pod's name)")
+        if p.name and body_name and body_name != p.name:
+            raise bad_request("name in URL does not match name in Binding object")
+        node = (binding.get("target") or {}).get("name")
+        if not node:
+            raise ApiError(422, "Invalid", "Binding target name (the node) is required")
+        if dry_run:
+            self.store.get(PODS, p.namespace, name)
+        else:
+            self.store.bind_pod(p.namespace, name, node)
+        return {**SUCCESS_BINDING, "code": 201}
+
+    def _watch(self, h: _Handler, p: ApiPath, query: Query) -> None:
+        assert p.rtype is not None
+        timeout = query.integer("timeoutSeconds")
+        if timeout is None or timeout <= 0:
+            timeout = random.randint(*DEFAULT_WATCH_TIMEOUT)
+        bookmarks = query.flag("allowWatchBookmarks")
+        try:
+            watcher = self.store.watch(
+                p.rtype,
+                p.namespace,
+                label_selector=query.get("labelSelector"),
+                field_selector=query.get("fieldSelector"),
+                resource_version=query.integer("resourceVersion"),
+                send_bookmarks=bookmarks,
+            )
+        except ApiError as error:
+            if error.code != 410:
+                raise
+            # A real server answers 200 and a single ERROR event carrying the 410 Status.
+            response = h.start_stream("application/json")
+            response.write(error_event_line(error.status()))
+            response.finish()
+            return
+        response = h.start_stream("application/json")
+        stream = WatchStream(
+            response,
+            watcher,
+            self.store,
+            p.rtype,
+            timeout_seconds=timeout,
+            bookmarks=bookmarks,
+            stopping=self.stopping,
+        )
+        self.watches.add(stream)
+        self.faults.open_stream(stream)
+        try:
+            stream.run()
+        finally:
+            self.faults.close_stream(stream)
+            self.watches.remove(stream)
+
+    def _log(self, h: _Handler, p: ApiPath, query: Query) -> None:
+        assert p.namespace is not None
+        target = podlogs.resolve(
+            self.store,
+            self.log_dir,
+            p.namespace,
+            _name(p),
+            query.get("container"),
+            query.flag("previous"),
+        )
+        if target is None:
+            h.send_body(204, b"", None)
+            return
+        data, end = podlogs.read(
+            target.path, query.integer("tailLines"), query.integer("limitBytes")
+        )
+        if not query.flag("follow"):
+            h.send_body(200, data, "text/plain")
+            return
+        response = h.start_stream("text/plain")
+        if response.write(data):
+            podlogs.follow(response, self.store, target, end, self.stopping)
+
+
+def _only_get(method: str) -> None:
+    if method != "GET":
+        raise method_not_allowed()
+
+
+def _name(p: ApiPath) -> str:
+    assert p.name is not None
+    return p.name
+
+
+def _json_body(body: bytes, *, expect_object: bool = True) -> Any:
+    if not body:
+        raise bad_request("the request body is empty")
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise bad_request(f"the request body is not valid JSON: {error}") from None
+    if expect_object and not isinstance(value, dict):
+        raise bad_request("the request body must be a JSON object")
+    return value
+
+
+def _delete_options(query: Query, body: bytes) -> dict[str, Any]:
+    """DeleteOptions from the query and (overriding it) a JSON ``DeleteOptions`` body."""
+    options = _json_body(body) if body.strip() else {}
+    if not isinstance(options, dict):
+        raise bad_request("DeleteOptions must be a JSON object")
+    grace = options.get("gracePeriodSeconds", query.integer("gracePeriodSeconds"))
+    policy = options.get("propagationPolicy") or query.get("propagationPolicy")
+    orphan = options.get("orphanDependents")
+    if orphan is None and query.get("orphanDependents") is not None:
+        orphan = query.flag("orphanDependents")
+    if policy is None and orphan is not None:
+        policy = "Orphan" if orphan else "Background"
+    dry_run = dry_run_of(list(options.get("dryRun") or [])) or query.dry_run()
+    return {
+        "grace_period_seconds": grace,
+        "propagation_policy": policy,
+        "dry_run": dry_run,
+        "preconditions": options.get("preconditions"),
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self._handle("OPTIONS")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _handle(self, method: str) -> None:
+        self._streaming = False
+        body = self._read_body()
+        url = urlsplit(self.path)
+        api = self.server.api
+        try:
+            if not api.authenticated(url.path, self.headers.get("Authorization")):
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            if method in ("HEAD", "OPTIONS"):
+                raise method_not_allowed()
+            api.dispatch(self, method, url.path, Query(url.query), body)
+        except ApiError as error:
+            self._fail(error)
+        except Exception:
+            log.exception("emulator: %s %s failed", method, self.path)
+            self._fail(ApiError(500, "InternalError", f"internal error serving {url.path}"))
+
+    def _fail(self, error: ApiError) -> None:
+        if self._streaming:
+            self.close_connection = True
+            return
+        headers = {}
+        retry_after = (error.details or {}).get("retryAfterSeconds")
+        if error.code == 429 or retry_after is not None:
+            headers["Retry-After"] = str(retry_after or 1)
+        self.send_json(error.code, error.status(), headers)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def content_type(self) -> str:
+        return self.headers.get("Content-Type") or "application/json"
+
+    def send_json(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self.send_body(code, json.dumps(obj).encode(), "application/json", headers)
+
+    def send_body(
+        self,
+        code: int,
+        data: bytes,
+        content_type: str | None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.send_response(code)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+    def start_stream(self, content_type: str) -> ChunkedResponse:
+        self._streaming = True
+        return ChunkedResponse(self, content_type)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, api: ApiServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.api = api
+        self._connections_lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._connections_lock:
+                self._connections.discard(request)
+
+    def close_connections(self) -> None:
+        """Cut every open connection (idle keep-alive ones included): their threads end."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
