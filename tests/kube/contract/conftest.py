@@ -15,7 +15,9 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -27,6 +29,8 @@ KUBECONFIG_ENV = "WHARF_KUBE_CONTRACT_KUBECONFIG"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+FAKE_CLOCK_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,6 +126,18 @@ class Target:
         if self.emulator is not None:
             self.emulator.store.compact()
 
+    def now(self) -> datetime:
+        """The emulator's clock (``clocked_target`` only)."""
+        assert self.emulator is not None, "only the emulator has a clock to read"
+        return self.emulator.clock.now()  # type: ignore[no-any-return]
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the emulator's fake clock forward and run its time-based controllers."""
+        assert self.emulator is not None, "only the emulator's clock can be moved"
+        later = self.now() + timedelta(seconds=seconds)
+        self.emulator.advance_to(later)
+        return later
+
     @staticmethod
     def wait_for(
         condition: Callable[[], Any], *, timeout: float = 10.0, what: str = "condition"
@@ -213,6 +229,21 @@ def _client_from(kubeconfig: str) -> client.ApiClient:
     return config.new_client_from_config(config_file=kubeconfig, persist_config=False)
 
 
+@contextmanager
+def _target_on(api_client: client.ApiClient, emulator: Any | None = None) -> Iterator[Target]:
+    """A ``Target`` with a fresh namespace of its own, deleted afterwards."""
+    namespace = f"wharf-contract-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    try:
+        yield Target(api_client, emulator is not None, namespace, emulator)
+    finally:
+        with contextlib.suppress(ApiException):
+            core.delete_namespace(namespace, _preload_content=False)
+
+
 @pytest.fixture(scope="session")
 def real_server_client() -> Iterator[client.ApiClient | None]:
     kubeconfig = os.environ.get(KUBECONFIG_ENV)
@@ -228,21 +259,32 @@ def real_server_client() -> Iterator[client.ApiClient | None]:
 def target(
     request: pytest.FixtureRequest, real_server_client: client.ApiClient | None
 ) -> Iterator[Target]:
-    emulator: Any | None = None
+    """The server under test: the real one when configured, else the ``emulator`` fixture's."""
     if real_server_client is not None:
-        api_client = real_server_client
-    else:
-        emulator = request.getfixturevalue("emulator")
-        api_client = _client_from(str(emulator.kubeconfig_path))
-    namespace = f"wharf-contract-{uuid.uuid4().hex[:10]}"
-    core = client.CoreV1Api(api_client)
-    core.create_namespace(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    )
+        with _target_on(real_server_client) as real_target:
+            yield real_target
+        return
+    emulator = request.getfixturevalue("emulator")
+    api_client = _client_from(str(emulator.kubeconfig_path))
     try:
-        yield Target(api_client, emulator is not None, namespace, emulator)
+        with _target_on(api_client, emulator) as emulated_target:
+            yield emulated_target
     finally:
-        with contextlib.suppress(ApiException):
-            core.delete_namespace(namespace, _preload_content=False)
-        if emulator is not None:
+        api_client.close()
+
+
+@pytest.fixture
+def clocked_target(real_server_client: client.ApiClient | None) -> Iterator[Target]:
+    """An emulator on a ``FakeClock`` (at ``FAKE_CLOCK_START``): time moves by ``advance``."""
+    if real_server_client is not None:
+        pytest.skip("emulator only: moves the emulator's fake clock")
+    from tests.kube.emulator import Emulator
+    from tests.kube.emulator.clock import FakeClock
+
+    with Emulator(clock=FakeClock(FAKE_CLOCK_START)) as emulator:
+        api_client = _client_from(str(emulator.kubeconfig_path))
+        try:
+            with _target_on(api_client, emulator) as clocked:
+                yield clocked
+        finally:
             api_client.close()
