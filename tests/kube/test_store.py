@@ -8,16 +8,6 @@ from typing import Any
 
 import pytest
 
-try:  # TEMPORARY stand-in while validation.py is being written by another helper
-    import tests.kube.emulator.validation  # noqa: F401
-except ImportError:
-    import sys
-    import types
-
-    _standin = types.ModuleType("tests.kube.emulator.validation")
-    _standin.validate = lambda rtype, obj, *, old=None: None  # type: ignore[attr-defined]
-    sys.modules["tests.kube.emulator.validation"] = _standin
-
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.resources import CONFIGMAPS, CRONJOBS, JOBS, NAMESPACES, PODS, SECRETS

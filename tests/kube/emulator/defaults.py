@@ -148,6 +148,10 @@ def _default_job(job: dict[str, Any], *, creating: bool) -> None:
     if not isinstance(template, dict):
         return
     metadata = job["metadata"]
+    template_labels = (template.get("metadata") or {}).get("labels")
+    if not metadata.get("labels") and template_labels:
+        # A Job without labels of its own takes its template's (as the user gave them).
+        metadata["labels"] = dict(template_labels)
     if creating and not spec.get("manualSelector") and metadata.get("uid"):
         uid, name = metadata["uid"], metadata.get("name", "")
         spec.setdefault("selector", {"matchLabels": {"controller-uid": uid}})
