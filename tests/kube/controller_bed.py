@@ -1,0 +1,171 @@
+"""A bench for the emulator's controller tests: a store, a FakeClock, attached controllers.
+
+``ControllerBed`` drives the object store directly (no HTTP). Time moves only through
+``advance(seconds)``, which also runs the controllers' tick, as ``Emulator.advance_to`` does.
+The kubelet is simulated with ``bind``/``run``/``finish``/``kubelet_delete``: status writes
+through ``store.update_internal`` and the grace-0 delete a kubelet makes when a pod has stopped.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.kube.emulator.clock import FakeClock
+from tests.kube.emulator.controllers import Controllers
+from tests.kube.emulator.resources import CRONJOBS, JOBS, PODS, ResourceType
+from tests.kube.emulator.store import ObjectStore
+
+START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)
+NODE = "node-1"
+
+
+def pod_template(command: str = "true", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": "wharf-test"}, "annotations": {"note": "from-template"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "python:3.11", "command": [command]}],
+            **spec,
+        },
+    }
+
+
+def job_body(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"template": pod_template(), **spec},
+    }
+
+
+def cronjob_body(name: str, schedule: str, *, job_spec: dict[str, Any] | None = None, **spec: Any):
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": schedule,
+            "jobTemplate": {
+                "metadata": {"labels": {"pipeline": "nightly"}, "annotations": {"a": "b"}},
+                "spec": {"template": pod_template(), **(job_spec or {})},
+            },
+            **spec,
+        },
+    }
+
+
+def terminated_status(phase: str, exit_code: int, *, container: str = "main") -> dict[str, Any]:
+    return {
+        "phase": phase,
+        "containerStatuses": [
+            {
+                "name": container,
+                "ready": False,
+                "restartCount": 0,
+                "image": "python:3.11",
+                "imageID": "",
+                "state": {"terminated": {"exitCode": exit_code, "reason": "Error"}},
+            }
+        ],
+    }
+
+
+class ControllerBed:
+    """Store + FakeClock + attached controllers, with kubelet stand-ins for the tests."""
+
+    def __init__(self, *, job_backoff_seconds: float = 0.0) -> None:
+        self.clock = FakeClock(START)
+        self.store = ObjectStore(self.clock)
+        self.controllers = Controllers(
+            self.store, self.clock, job_backoff_seconds=job_backoff_seconds
+        )
+        self.controllers.attach()
+
+    # ---- time -------------------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> datetime:
+        self.clock.advance_to(self.clock.now() + timedelta(seconds=seconds))
+        self.controllers.tick(self.clock.now())
+        return self.clock.now()
+
+    def advance_to(self, t: datetime) -> None:
+        self.clock.advance_to(t)
+        self.controllers.tick(t)
+
+    # ---- reads ------------------------------------------------------------------------------
+
+    def get(self, rtype: ResourceType, name: str, ns: str = "default") -> dict[str, Any] | None:
+        for obj in self.store.list(rtype, ns)["items"]:
+            if obj["metadata"]["name"] == name:
+                return obj
+        return None
+
+    def job(self, name: str, ns: str = "default") -> dict[str, Any]:
+        return self.store.get(JOBS, ns, name)
+
+    def cronjob(self, name: str, ns: str = "default") -> dict[str, Any]:
+        return self.store.get(CRONJOBS, ns, name)
+
+    def pods_of(self, job_name: str, ns: str = "default") -> list[dict[str, Any]]:
+        pods = self.store.list(PODS, ns, label_selector=f"job-name={job_name}")["items"]
+        return sorted(pods, key=lambda p: int(p["metadata"]["resourceVersion"]))
+
+    def waiting_pods(self, job_name: str, ns: str = "default") -> list[dict[str, Any]]:
+        """The job's pods the (simulated) kubelet has not started: phase Pending, not deleting."""
+        return [
+            p
+            for p in self.pods_of(job_name, ns)
+            if p["status"]["phase"] == "Pending" and "deletionTimestamp" not in p["metadata"]
+        ]
+
+    def jobs(self, ns: str = "default") -> list[dict[str, Any]]:
+        return self.store.list(JOBS, ns)["items"]
+
+    def create_job(self, name: str, ns: str = "default", **spec: Any) -> dict[str, Any]:
+        self.store.create(JOBS, ns, job_body(name, **spec))
+        return self.job(name, ns)
+
+    # ---- kubelet stand-ins --------------------------------------------------------------------
+
+    def bind(self, pod: dict[str, Any]) -> None:
+        self.store.bind_pod(pod["metadata"]["namespace"], pod["metadata"]["name"], NODE)
+
+    def set_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        def mutate(current: dict[str, Any]) -> None:
+            current.setdefault("status", {}).update(status)
+
+        self.store.update_internal(
+            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], mutate
+        )
+
+    def run(self, pod: dict[str, Any]) -> None:
+        """Bind the pod and report it Running and Ready."""
+        self.bind(pod)
+        self.set_status(
+            pod,
+            {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        )
+
+    def finish(self, pod: dict[str, Any], exit_code: int, **extra: Any) -> None:
+        """Report the pod's main container ended with ``exit_code`` (Succeeded iff 0)."""
+        status = terminated_status("Succeeded" if exit_code == 0 else "Failed", exit_code)
+        status.update(extra)
+        self.set_status(pod, status)
+
+    def kubelet_delete(self, pod: dict[str, Any]) -> None:
+        """The kubelet's final grace-0 delete of a pod it has stopped."""
+        self.store.delete(
+            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], grace_period_seconds=0
+        )
+
+
+def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == ctype:
+            return cond
+    return None

@@ -1,0 +1,306 @@
+"""The emulator's Job controller and TTL-after-finished, driven through the store with a FakeClock.
+
+CronJob, garbage-collector and namespace tests live in ``test_controllers_cron.py`` and
+``test_controllers_gc.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.kube.controller_bed import ControllerBed, condition
+from tests.kube.emulator.clock import rfc3339
+from tests.kube.emulator.resources import JOBS, PODS
+
+ZENML_DEFAULT_POLICY = {
+    "rules": [
+        {
+            "action": "Count",
+            "onExitCodes": {"containerName": "main", "operator": "NotIn", "values": [0]},
+        },
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]
+}
+
+
+@pytest.fixture
+def bed() -> ControllerBed:
+    return ControllerBed()
+
+
+def test_a_new_job_gets_one_pod_from_its_template(bed: ControllerBed) -> None:
+    job = bed.create_job("train")
+    pods = bed.pods_of("train")
+    assert len(pods) == 1
+    pod = pods[0]
+    meta = pod["metadata"]
+    assert re.fullmatch(r"train-[a-z0-9]{5}", meta["name"])
+    assert meta["generateName"] == "train-"
+    assert meta["namespace"] == "default"
+    uid = job["metadata"]["uid"]
+    assert meta["labels"]["controller-uid"] == uid
+    assert meta["labels"]["batch.kubernetes.io/job-name"] == "train"
+    assert meta["labels"]["app"] == "wharf-test"
+    assert meta["annotations"] == {"note": "from-template"}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "train",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert pod["spec"]["containers"][0]["command"] == ["true"]
+    assert pod["status"]["phase"] == "Pending"
+    status = job["status"]
+    assert status["active"] == 1
+    assert status["startTime"] == rfc3339(bed.clock.now())
+    assert "succeeded" not in status and "failed" not in status
+
+
+def test_a_succeeded_pod_completes_the_job(bed: ControllerBed) -> None:
+    bed.create_job("train")
+    (pod,) = bed.pods_of("train")
+    bed.run(pod)
+    assert bed.job("train")["status"]["ready"] == 1
+    finished_at = bed.advance(7)
+    bed.finish(pod, 0)
+    status = bed.job("train")["status"]
+    assert status["succeeded"] == 1
+    assert "active" not in status
+    assert status["completionTime"] == rfc3339(finished_at)
+    complete = condition(bed.job("train"), "Complete")
+    assert complete is not None and complete["status"] == "True"
+    assert condition(bed.job("train"), "Failed") is None
+    assert len(bed.pods_of("train")) == 1  # the finished pod stays until the job goes
+
+
+def test_failures_are_replaced_until_the_backoff_limit_is_exceeded(bed: ControllerBed) -> None:
+    bed.create_job("flaky", backoffLimit=2)
+    for attempt in range(1, 4):
+        assert len(bed.pods_of("flaky")) == attempt
+        (pod,) = bed.waiting_pods("flaky")
+        bed.run(pod)
+        bed.finish(pod, 1)
+        assert bed.job("flaky")["status"]["failed"] == attempt
+    job = bed.job("flaky")
+    failed = condition(job, "Failed")
+    assert failed is not None and failed["status"] == "True"
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert failed["message"] == "Job has reached the specified backoff limit"
+    assert len(bed.pods_of("flaky")) == 3  # no pod after the third failure
+    assert "active" not in job["status"] and "completionTime" not in job["status"]
+
+
+def test_backoff_limit_zero_fails_on_the_first_failure(bed: ControllerBed) -> None:
+    bed.create_job("once", backoffLimit=0)
+    (pod,) = bed.pods_of("once")
+    bed.finish(pod, 3)
+    assert condition(bed.job("once"), "Failed")["reason"] == "BackoffLimitExceeded"
+    assert len(bed.pods_of("once")) == 1
+
+
+def test_pod_failure_policy_fail_job(bed: ControllerBed) -> None:
+    policy = {
+        "rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+        ]
+    }
+    bed.create_job("strict", backoffLimit=6, podFailurePolicy=policy)
+    (pod,) = bed.pods_of("strict")
+    bed.run(pod)
+    bed.finish(pod, 42)
+    job = bed.job("strict")
+    expected = (
+        f"Container main for pod default/{pod['metadata']['name']} failed with exit code 42 "
+        "matching FailJob rule at index 0"
+    )
+    for ctype in ("FailureTarget", "Failed"):
+        cond = condition(job, ctype)
+        assert cond is not None and cond["status"] == "True"
+        assert cond["reason"] == "PodFailurePolicy"
+        assert cond["message"] == expected
+    assert job["status"]["failed"] == 1
+    assert len(bed.pods_of("strict")) == 1
+
+
+def test_pod_failure_policy_ignore_does_not_count(bed: ControllerBed) -> None:
+    bed.create_job("disrupted", backoffLimit=0, podFailurePolicy=ZENML_DEFAULT_POLICY)
+    (pod,) = bed.pods_of("disrupted")
+    bed.run(pod)
+    disruption = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    bed.set_status(pod, {"phase": "Failed", "conditions": [disruption]})
+    job = bed.job("disrupted")
+    assert "failed" not in job["status"]
+    assert condition(job, "Failed") is None
+    pods = bed.pods_of("disrupted")
+    assert len(pods) == 2 and job["status"]["active"] == 1
+
+
+def test_pod_failure_policy_count_counts_toward_the_backoff_limit(bed: ControllerBed) -> None:
+    bed.create_job("counted", backoffLimit=1, podFailurePolicy=ZENML_DEFAULT_POLICY)
+    bed.finish(bed.pods_of("counted")[0], 1)
+    assert bed.job("counted")["status"]["failed"] == 1
+    assert condition(bed.job("counted"), "Failed") is None
+    bed.finish(bed.waiting_pods("counted")[0], 2)
+    job = bed.job("counted")
+    assert job["status"]["failed"] == 2
+    assert condition(job, "Failed")["reason"] == "BackoffLimitExceeded"
+
+
+def test_pod_condition_rule_message_names_the_condition(bed: ControllerBed) -> None:
+    policy = {"rules": [{"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]}]}
+    bed.create_job("cond", podFailurePolicy=policy)
+    (pod,) = bed.pods_of("cond")
+    bed.set_status(
+        pod, {"phase": "Failed", "conditions": [{"type": "ConfigIssue", "status": "True"}]}
+    )
+    assert condition(bed.job("cond"), "Failed")["message"] == (
+        f"Pod default/{pod['metadata']['name']} has condition ConfigIssue matching FailJob rule "
+        "at index 0"
+    )
+
+
+def test_a_pod_deleted_while_running_counts_as_failed(bed: ControllerBed) -> None:
+    bed.create_job("victim", backoffLimit=1)
+    (pod,) = bed.pods_of("victim")
+    bed.run(pod)
+    bed.store.delete(PODS, "default", pod["metadata"]["name"])  # graceful: the kubelet stops it
+    job = bed.job("victim")
+    assert job["status"]["failed"] == 1
+    pods = bed.pods_of("victim")
+    assert len(pods) == 2 and "deletionTimestamp" in pods[0]["metadata"]
+    bed.finish(pods[0], 143)
+    bed.kubelet_delete(pods[0])
+    assert bed.job("victim")["status"]["failed"] == 1  # counted once
+    assert bed.job("victim")["status"]["active"] == 1
+
+
+def test_a_deleted_unscheduled_pod_is_a_disruption_under_a_policy(bed: ControllerBed) -> None:
+    bed.create_job("evicted", backoffLimit=0, podFailurePolicy=ZENML_DEFAULT_POLICY)
+    (pod,) = bed.pods_of("evicted")
+    bed.store.delete(PODS, "default", pod["metadata"]["name"])  # never bound: gone at once
+    job = bed.job("evicted")
+    assert "failed" not in job["status"] and condition(job, "Failed") is None
+    assert len(bed.pods_of("evicted")) == 1 and job["status"]["active"] == 1
+
+
+def test_a_deleted_unscheduled_pod_without_policy_counts(bed: ControllerBed) -> None:
+    bed.create_job("plain", backoffLimit=0)
+    (pod,) = bed.pods_of("plain")
+    bed.store.delete(PODS, "default", pod["metadata"]["name"])
+    assert condition(bed.job("plain"), "Failed")["reason"] == "BackoffLimitExceeded"
+
+
+def test_active_deadline_fails_the_job_and_stops_its_pods(bed: ControllerBed) -> None:
+    bed.create_job("slow", activeDeadlineSeconds=60, backoffLimit=6)
+    (pod,) = bed.pods_of("slow")
+    bed.run(pod)
+    bed.advance(59)
+    assert condition(bed.job("slow"), "Failed") is None
+    bed.advance(1)
+    job = bed.job("slow")
+    failed = condition(job, "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert failed["message"] == "Job was active longer than specified deadline"
+    assert job["status"]["failed"] == 1 and "active" not in job["status"]
+    (stopping,) = bed.pods_of("slow")
+    assert "deletionTimestamp" in stopping["metadata"]  # the kubelet finishes it
+    bed.kubelet_delete(stopping)
+    assert bed.pods_of("slow") == []
+    assert bed.job("slow")["status"]["failed"] == 1
+
+
+def test_ttl_after_finished_deletes_the_job_and_its_pods(bed: ControllerBed) -> None:
+    bed.create_job("short-lived", ttlSecondsAfterFinished=100)
+    (pod,) = bed.pods_of("short-lived")
+    bed.run(pod)
+    bed.finish(pod, 0)
+    bed.advance(99)
+    assert bed.get(JOBS, "short-lived") is not None
+    bed.advance(1)
+    assert bed.get(JOBS, "short-lived") is None
+    assert bed.pods_of("short-lived") == []
+
+
+def test_ttl_zero_deletes_the_job_as_soon_as_it_fails(bed: ControllerBed) -> None:
+    bed.create_job("gone", ttlSecondsAfterFinished=0, backoffLimit=0)
+    bed.finish(bed.pods_of("gone")[0], 1)
+    assert bed.get(JOBS, "gone") is None
+    assert bed.pods_of("gone") == []
+
+
+def test_a_suspended_job_has_no_pods_until_resumed(bed: ControllerBed) -> None:
+    bed.create_job("later", suspend=True)
+    assert bed.pods_of("later") == []
+    job = bed.job("later")
+    suspended = condition(job, "Suspended")
+    assert suspended["status"] == "True" and suspended["reason"] == "JobSuspended"
+    assert "startTime" not in job["status"]
+    resumed_at = bed.advance(30)
+    bed.store.patch(
+        JOBS, "default", "later", {"spec": {"suspend": False}}, "application/merge-patch+json"
+    )
+    job = bed.job("later")
+    assert len(bed.pods_of("later")) == 1
+    resumed = condition(job, "Suspended")
+    assert resumed["status"] == "False" and resumed["reason"] == "JobResumed"
+    assert job["status"]["startTime"] == rfc3339(resumed_at)
+
+
+def test_suspending_a_running_job_deletes_its_pods_without_counting_them(
+    bed: ControllerBed,
+) -> None:
+    bed.create_job("paused")
+    bed.store.patch(
+        JOBS, "default", "paused", {"spec": {"suspend": True}}, "application/merge-patch+json"
+    )
+    assert bed.pods_of("paused") == []  # never bound: removed at once
+    job = bed.job("paused")
+    assert "failed" not in job["status"] and "active" not in job["status"]
+    assert condition(job, "Suspended")["status"] == "True"
+
+
+def test_replacements_wait_for_the_backoff_delay_on_the_clock() -> None:
+    bed = ControllerBed(job_backoff_seconds=10)
+    bed.create_job("patient", backoffLimit=3)
+    bed.finish(bed.pods_of("patient")[0], 1)
+    assert len(bed.pods_of("patient")) == 1
+    bed.advance(9)
+    assert len(bed.pods_of("patient")) == 1
+    bed.advance(1)
+    assert len(bed.pods_of("patient")) == 2
+    bed.finish(bed.waiting_pods("patient")[0], 1)
+    bed.advance(19)
+    assert len(bed.pods_of("patient")) == 2
+    bed.advance(1)  # second failure: 20 s
+    assert len(bed.pods_of("patient")) == 3
+
+
+def test_parallel_completions(bed: ControllerBed) -> None:
+    bed.create_job("fanout", completions=3, parallelism=2)
+    pods = bed.pods_of("fanout")
+    assert len(pods) == 2
+    bed.finish(pods[0], 0)
+    assert len(bed.pods_of("fanout")) == 3
+    bed.finish(pods[1], 0)
+    assert len(bed.pods_of("fanout")) == 3  # only one more completion wanted
+    (last,) = bed.waiting_pods("fanout")
+    bed.finish(last, 0)
+    job = bed.job("fanout")
+    assert job["status"]["succeeded"] == 3
+    assert condition(job, "Complete")["status"] == "True"
+
+
+def test_a_job_in_another_namespace_gets_its_pod_there(bed: ControllerBed) -> None:
+    from tests.kube.emulator.resources import NAMESPACES
+
+    bed.store.create(NAMESPACES, None, {"metadata": {"name": "wharf"}})
+    bed.create_job("step", ns="wharf")
+    (pod,) = bed.pods_of("step", ns="wharf")
+    assert pod["metadata"]["namespace"] == "wharf"
+    assert bed.pods_of("step") == []
