@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -112,13 +113,25 @@ def test_qos_class(resources: list[dict[str, Any]], qos: str) -> None:
     assert qos_class(pod["spec"]) == pod["status"]["qosClass"] == qos
 
 
-def test_limits_default_the_requests() -> None:
+def test_limits_default_the_requests_of_pods_not_of_templates() -> None:
+    resources = {"limits": {"cpu": "2", "nvidia.com/gpu": "1"}, "requests": {"cpu": "1"}}
     pod: dict[str, Any] = {
         "metadata": {"name": "p"},
-        "spec": {"containers": [container(resources={"limits": {"cpu": "2"}})]},
+        "spec": {"containers": [container(resources=copy.deepcopy(resources))]},
     }
     apply_defaults(PODS, pod, creating=True)
-    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "2"}
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "1",
+        "nvidia.com/gpu": "1",
+    }
+    job: dict[str, Any] = {
+        "metadata": {"name": "j", "uid": "u"},
+        "spec": {
+            "template": {"spec": {"containers": [container(resources=copy.deepcopy(resources))]}}
+        },
+    }
+    apply_defaults(JOBS, job, creating=True)
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == resources
 
 
 def test_job_defaults_selector_and_template_labels() -> None:

@@ -70,12 +70,7 @@ def _default_container(container: dict[str, Any]) -> None:
         container.setdefault("imagePullPolicy", image_pull_policy_for(image))
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
-    resources = container.setdefault("resources", {})
-    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
-        requests = resources.setdefault("requests", {})
-        if isinstance(requests, dict):
-            for name, quantity in resources["limits"].items():
-                requests.setdefault(name, quantity)
+    container.setdefault("resources", {})
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -83,6 +78,16 @@ def _default_container(container: dict[str, Any]) -> None:
         field_ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
         if isinstance(field_ref, dict):
             field_ref.setdefault("apiVersion", "v1")
+
+
+def _default_requests_to_limits(container: dict[str, Any]) -> None:
+    """A pod's (not a template's) container requests default to its limits, per resource."""
+    resources = container.get("resources")
+    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+        requests = resources.setdefault("requests", {})
+        if isinstance(requests, dict):
+            for name, quantity in resources["limits"].items():
+                requests.setdefault(name, quantity)
 
 
 def qos_class(spec: dict[str, Any]) -> str:
@@ -110,6 +115,9 @@ def _default_pod(pod: dict[str, Any], *, creating: bool) -> None:
     if not isinstance(spec, dict):
         return
     default_pod_spec(spec)
+    for container in spec.get("containers") or []:
+        if isinstance(container, dict):
+            _default_requests_to_limits(container)
     spec.setdefault("enableServiceLinks", True)
     spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
