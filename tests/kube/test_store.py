@@ -77,7 +77,7 @@ def test_create_fills_server_metadata(store: ObjectStore) -> None:
 def test_create_ignores_client_status_and_server_fields(store: ObjectStore) -> None:
     body = pod_body("p1")
     body["status"] = {"phase": "Running"}
-    body["metadata"].update(resourceVersion="999", uid="mine", deletionTimestamp="x")
+    body["metadata"].update(resourceVersion="-1", uid="mine", deletionTimestamp="x")
     pod = store.create(PODS, "default", body)
     assert pod["status"]["phase"] == "Pending"
     assert pod["metadata"]["uid"] != "mine"
@@ -86,6 +86,14 @@ def test_create_ignores_client_status_and_server_fields(store: ObjectStore) -> N
         PODS, "default", {**pod_body("p2"), "status": {"phase": "Running"}}, internal=True
     )
     assert internal["status"]["phase"] == "Running"
+
+
+def test_create_with_a_resource_version_is_an_internal_error(store: ObjectStore) -> None:
+    body = pod_body("p1")
+    body["metadata"]["resourceVersion"] = "12"
+    error = raises(500, "", store.create, PODS, "default", body)
+    assert error.message == "resourceVersion should not be set on objects to be created"
+    assert "reason" not in error.status()
 
 
 def test_generate_name_and_generation(store: ObjectStore) -> None:

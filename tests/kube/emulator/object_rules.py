@@ -73,6 +73,9 @@ def stamp_new(
     """What a create sets: uid, creationTimestamp, generation, a name from generateName;
     server-owned fields from the client are dropped (and status, unless ``keep_status``)."""
     metadata = obj["metadata"]
+    if _positive_int(metadata.get("resourceVersion")):
+        # The storage layer refuses this with a plain (reason-less) internal error.
+        raise errors.ApiError(500, "", "resourceVersion should not be set on objects to be created")
     for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
         metadata.pop(field, None)
     if rtype.has_status and not keep_status:
@@ -97,6 +100,13 @@ def stamp_new(
                 }
             ],
         )
+
+
+def _positive_int(value: Any) -> bool:
+    try:
+        return int(str(value)) > 0
+    except ValueError:
+        return False
 
 
 def generated_name(prefix: str) -> str:
