@@ -8,6 +8,7 @@ through ``store.update_internal`` and the grace-0 delete a kubelet makes when a 
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -81,7 +82,17 @@ class ControllerBed:
         self.controllers = Controllers(
             self.store, self.clock, job_backoff_seconds=job_backoff_seconds
         )
+        self._errors = _ErrorRecorder()
+        for name in ("tests.kube.emulator.controllers", "tests.kube.emulator.store"):
+            logging.getLogger(name).addHandler(self._errors)
         self.controllers.attach()
+
+    def close(self) -> None:
+        """Detach the error recorder; fail if any controller reaction raised."""
+        for name in ("tests.kube.emulator.controllers", "tests.kube.emulator.store"):
+            logging.getLogger(name).removeHandler(self._errors)
+        failures = [record.getMessage() for record in self._errors.records]
+        assert failures == [], f"controller reactions failed: {failures}"
 
     # ---- time -------------------------------------------------------------------------------
 
@@ -162,6 +173,17 @@ class ControllerBed:
         self.store.delete(
             PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], grace_period_seconds=0
         )
+
+
+class _ErrorRecorder(logging.Handler):
+    """Collects ERROR records (a controller reaction that raised is logged, not re-raised)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ CronJob, garbage-collector and namespace tests live in ``test_controllers_cron.p
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,8 +27,18 @@ ZENML_DEFAULT_POLICY = {
 
 
 @pytest.fixture
-def bed() -> ControllerBed:
-    return ControllerBed()
+def bed() -> Iterator[ControllerBed]:
+    bed = ControllerBed()
+    yield bed
+    bed.close()
+
+
+@pytest.fixture
+def backoff_bed() -> Iterator[ControllerBed]:
+    """Replacement pods wait 10 s, 20 s, ... after failures, as on a real cluster."""
+    bed = ControllerBed(job_backoff_seconds=10)
+    yield bed
+    bed.close()
 
 
 def test_a_new_job_gets_one_pod_from_its_template(bed: ControllerBed) -> None:
@@ -265,8 +276,8 @@ def test_suspending_a_running_job_deletes_its_pods_without_counting_them(
     assert condition(job, "Suspended")["status"] == "True"
 
 
-def test_replacements_wait_for_the_backoff_delay_on_the_clock() -> None:
-    bed = ControllerBed(job_backoff_seconds=10)
+def test_replacements_wait_for_the_backoff_delay_on_the_clock(backoff_bed: ControllerBed) -> None:
+    bed = backoff_bed
     bed.create_job("patient", backoffLimit=3)
     bed.finish(bed.pods_of("patient")[0], 1)
     assert len(bed.pods_of("patient")) == 1
