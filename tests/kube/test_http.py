@@ -1,0 +1,504 @@
+"""The emulator's HTTP layer, through the official ``kubernetes`` client only.
+
+Discovery and health, bearer-token authentication, CRUD round trips for every served resource,
+real-shaped ``Status`` errors, list/watch with resource versions, bookmarks and the 410 path of
+``kubernetes.watch.Watch``, pod binding and pod logs (plain, tailed and followed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from tests.kube.conftest import api_client_for
+from tests.kube.emulator import Emulator
+
+NS = "default"
+IMAGE = "python:3.11"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Poll ``condition`` until it is truthy (returned) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def failure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    """Call an API method that must fail: (HTTP status, Status body)."""
+    with pytest.raises(ApiException) as caught:
+        fn(*args, **kwargs)
+    return int(caught.value.status), json.loads(caught.value.body)
+
+
+def raw_get(api: client.ApiClient, path: str) -> tuple[int, bytes]:
+    method, url, headers, _, _ = api.param_serialize("GET", path, auth_settings=["BearerToken"])
+    response = api.call_api(method, url, headers)
+    response.read()
+    return response.status, response.data
+
+
+def pod_body(name: str, containers: tuple[str, ...] = ("main",)) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"app": "demo"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": c, "image": IMAGE, "command": ["true"]} for c in containers],
+        },
+    }
+
+
+@pytest.fixture
+def core(kube_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(kube_client)
+
+
+@pytest.fixture
+def batch(kube_client: client.ApiClient) -> client.BatchV1Api:
+    return client.BatchV1Api(kube_client)
+
+
+# ---------------------------------------------------------------------------------- discovery
+
+
+def test_discovery_names_what_the_emulator_serves(kube_client: client.ApiClient) -> None:
+    version = client.VersionApi(kube_client).get_code()
+    assert version.git_version == "v1.30.0-wharf-emulator"
+    assert (version.major, version.minor) == ("1", "30")
+    assert client.CoreApi(kube_client).get_api_versions().versions == ["v1"]
+    groups = client.ApisApi(kube_client).get_api_versions().groups
+    assert [g.name for g in groups] == ["batch"]
+    assert groups[0].preferred_version.group_version == "batch/v1"
+
+    core = {r.name: r for r in client.CoreV1Api(kube_client).get_api_resources().resources}
+    for name in ("namespaces", "pods", "secrets", "configmaps", "serviceaccounts", "events"):
+        assert "watch" in core[name].verbs
+    assert core["pods"].namespaced and not core["namespaces"].namespaced
+    assert core["pods/status"].verbs == ["get", "patch", "update"]
+    assert core["pods/log"].verbs == ["get"]
+    assert core["pods/binding"].verbs == ["create"]
+    assert core["namespaces/finalize"].verbs == ["update"]
+    batch = {r.name: r for r in client.BatchV1Api(kube_client).get_api_resources().resources}
+    assert {"jobs", "jobs/status", "cronjobs", "cronjobs/status"} <= set(batch)
+    assert batch["cronjobs"].kind == "CronJob" and batch["cronjobs"].short_names == ["cj"]
+
+
+def test_health_endpoints_answer_ok(kube_client: client.ApiClient) -> None:
+    for path in ("/healthz", "/readyz", "/livez"):
+        assert raw_get(kube_client, path) == (200, b"ok")
+
+
+# ------------------------------------------------------------------------------ authentication
+
+
+@pytest.mark.parametrize("token", ["wrong-token", None])
+def test_a_wrong_or_missing_token_gets_401(emulator: Emulator, token: str | None) -> None:
+    configuration = client.Configuration(host=emulator.url)
+    if token is not None:
+        configuration.api_key = {"BearerToken": token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    with client.ApiClient(configuration) as api:
+        status, body = failure(client.CoreV1Api(api).list_namespaced_pod, NS)
+    assert status == 401
+    assert body["kind"] == "Status" and body["reason"] == "Unauthorized" and body["code"] == 401
+
+
+# ----------------------------------------------------------------------------------- CRUD
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the client addresses one resource: method suffix, API class and a valid body."""
+
+    suffix: str
+    api: str
+    body: Callable[[str], dict[str, Any]]
+    namespaced: bool = True
+
+
+def _job_template() -> dict[str, Any]:
+    return {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": IMAGE}]}}
+
+
+KINDS = [
+    Kind("pod", "CoreV1Api", pod_body),
+    Kind("secret", "CoreV1Api", lambda n: {"metadata": {"name": n}, "data": {"k": "dg=="}}),
+    Kind("config_map", "CoreV1Api", lambda n: {"metadata": {"name": n}, "data": {"k": "v"}}),
+    Kind("service_account", "CoreV1Api", lambda n: {"metadata": {"name": n}}),
+    Kind(
+        "event",
+        "CoreV1Api",
+        lambda n: {
+            "metadata": {"name": n},
+            "involvedObject": {"kind": "Pod", "name": "x", "namespace": NS},
+            "reason": "Tested",
+            "message": "hello",
+        },
+    ),
+    Kind(
+        "job",
+        "BatchV1Api",
+        lambda n: {"metadata": {"name": n}, "spec": {"template": _job_template()}},
+    ),
+    Kind(
+        "cron_job",
+        "BatchV1Api",
+        lambda n: {
+            "metadata": {"name": n},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "jobTemplate": {"spec": {"template": _job_template()}},
+            },
+        },
+    ),
+    Kind("namespace", "CoreV1Api", lambda n: {"metadata": {"name": n}}, namespaced=False),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.suffix for k in KINDS])
+def test_crud_round_trip(kube_client: client.ApiClient, kind: Kind) -> None:
+    api = getattr(client, kind.api)(kube_client)
+    infix = "namespaced_" if kind.namespaced else ""
+    ns_args: tuple[str, ...] = (NS,) if kind.namespaced else ()
+
+    def call(verb: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(api, f"{verb}_{infix}{kind.suffix}")(*args, **kwargs)
+
+    created = call("create", *ns_args, kind.body("round-trip"))
+    meta = created.metadata
+    assert meta.uid and meta.resource_version and meta.creation_timestamp
+    assert meta.namespace == (NS if kind.namespaced else None)
+    assert call("read", "round-trip", *ns_args).metadata.uid == meta.uid
+    listed = call("list", *ns_args)
+    assert "round-trip" in [item.metadata.name for item in listed.items]
+    assert int(listed.metadata.resource_version) >= int(meta.resource_version)
+
+    patched = call("patch", "round-trip", *ns_args, {"metadata": {"labels": {"patched": "yes"}}})
+    assert patched.metadata.labels["patched"] == "yes"
+    assert int(patched.metadata.resource_version) > int(meta.resource_version)
+
+    current = call("read", "round-trip", *ns_args)
+    current.metadata.labels = {"replaced": "yes"}
+    replaced = call("replace", "round-trip", *ns_args, current)
+    assert replaced.metadata.labels["replaced"] == "yes"
+    assert "patched" not in replaced.metadata.labels
+
+    call("delete", "round-trip", *ns_args)
+
+    def gone() -> bool:
+        try:
+            call("read", "round-trip", *ns_args)
+        except ApiException as error:
+            return error.status == 404
+        return False
+
+    wait_for(gone)
+
+
+def test_generate_name_and_namespace_from_the_url(core: client.CoreV1Api) -> None:
+    created = core.create_namespaced_config_map(NS, {"metadata": {"generateName": "cm-"}})
+    assert created.metadata.name.startswith("cm-") and len(created.metadata.name) == 8
+    assert created.metadata.namespace == NS
+
+
+def test_status_subresource_and_dry_run(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("p"))
+    patched = core.patch_namespaced_pod("p", NS, {"status": {"phase": "Running"}})
+    assert patched.status.phase == "Pending"  # status changes only through /status
+    status = core.patch_namespaced_pod_status("p", NS, {"status": {"phase": "Running"}})
+    assert status.status.phase == "Running"
+    core.create_namespaced_pod(NS, pod_body("dry"), dry_run="All")
+    assert failure(core.read_namespaced_pod, "dry", NS)[0] == 404
+    core.delete_namespaced_pod("p", NS, dry_run="All")
+    assert core.read_namespaced_pod("p", NS).metadata.name == "p"
+
+
+def test_delete_options_in_the_body_and_collection_delete(core: client.CoreV1Api) -> None:
+    for name, app in (("a", "x"), ("b", "x"), ("c", "y")):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": name, "labels": {"app": app}}})
+    uid = core.read_namespaced_config_map("a", NS).metadata.uid
+    stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-" + uid))
+    status, body = failure(core.delete_namespaced_config_map, "a", NS, body=stale)
+    assert status == 409 and body["reason"] == "Conflict"
+
+    core.delete_collection_namespaced_config_map(NS, label_selector="app=x")
+    remaining = core.list_namespaced_config_map(NS).items
+    assert [cm.metadata.name for cm in remaining if cm.metadata.name in "abc"] == ["c"]
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+def test_errors_are_real_shaped_status_bodies(core: client.CoreV1Api) -> None:
+    status, body = failure(core.read_namespaced_pod, "missing", NS)
+    assert status == 404
+    assert body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'pods "missing" not found',
+        "reason": "NotFound",
+        "details": {"name": "missing", "kind": "pods"},
+        "code": 404,
+    }
+    core.create_namespaced_pod(NS, pod_body("p"))
+    status, body = failure(core.create_namespaced_pod, NS, pod_body("p"))
+    assert (status, body["reason"], body["message"]) == (
+        409,
+        "AlreadyExists",
+        'pods "p" already exists',
+    )
+
+    stale = core.read_namespaced_pod("p", NS)
+    core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"v": "2"}}})
+    status, body = failure(core.replace_namespaced_pod, "p", NS, stale)
+    assert (status, body["reason"]) == (409, "Conflict")
+
+    status, body = failure(core.create_namespaced_pod, NS, pod_body("Not_Valid"))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+
+    status, body = failure(core.read_namespaced_pod, "p", "no-such-namespace")
+    assert status == 404 and body["kind"] == "Status"
+
+
+def test_unknown_paths_and_verbs_get_status_bodies(kube_client: client.ApiClient) -> None:
+    for path, code, reason in (
+        ("/api/v1/widgets", 404, "NotFound"),
+        ("/nothing/here", 404, "NotFound"),
+        ("/apis/apps/v1", 404, "NotFound"),
+        ("/api/v1/namespaces/default/pods/p/exec", 404, "NotFound"),
+    ):
+        status, data = raw_get(kube_client, path)
+        body = json.loads(data)
+        assert (status, body["kind"], body["reason"], body["code"]) == (
+            code,
+            "Status",
+            reason,
+            code,
+        )
+    method, url, headers, body_, _ = kube_client.param_serialize(
+        "PUT", "/api/v1/namespaces/default/pods", body={}, auth_settings=["BearerToken"]
+    )
+    response = kube_client.call_api(method, url, headers, body_)
+    response.read()
+    assert response.status == 405 and json.loads(response.data)["reason"] == "MethodNotAllowed"
+
+
+# -------------------------------------------------------------------------------- list/watch
+
+
+def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
+    for i in range(5):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}})
+    names, token = [], None
+    while True:
+        page = core.list_namespaced_config_map(NS, limit=2, _continue=token)
+        names += [cm.metadata.name for cm in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert names == [f"cm-{i}" for i in range(5)]
+    selected = core.list_config_map_for_all_namespaces(label_selector="missing=label")
+    assert selected.items == []
+
+
+def test_watch_from_a_version_streams_later_changes_and_ends_at_the_timeout(
+    core: client.CoreV1Api,
+) -> None:
+    core.create_namespaced_pod(NS, pod_body("before"))
+    version = core.list_namespaced_pod(NS).metadata.resource_version
+    core.create_namespaced_pod(NS, pod_body("after"))
+    core.patch_namespaced_pod("after", NS, {"metadata": {"labels": {"x": "1"}}})
+    core.delete_namespaced_pod("after", NS)
+    events = [
+        (e["type"], e["object"].metadata.name)
+        for e in watch.Watch().stream(
+            core.list_namespaced_pod, NS, resource_version=version, timeout_seconds=1
+        )
+    ]
+    assert events == [("ADDED", "after"), ("MODIFIED", "after"), ("DELETED", "after")]
+
+
+def test_watch_with_selectors_and_all_namespaces(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("one"))
+    other = pod_body("two")
+    other["metadata"]["labels"] = {"app": "other"}
+    core.create_namespaced_pod("kube-system", other)
+    stream = watch.Watch().stream(
+        core.list_pod_for_all_namespaces, label_selector="app=other", timeout_seconds=1
+    )
+    assert [(e["type"], e["object"].metadata.namespace) for e in stream] == [
+        ("ADDED", "kube-system")
+    ]
+
+
+def test_bookmarks_on_request_and_at_the_timeout(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    version = core.list_namespaced_pod(NS).metadata.resource_version
+    core.create_namespaced_pod(NS, pod_body("p"))
+    w = watch.Watch()
+    stream = w.stream(
+        core.list_namespaced_pod,
+        NS,
+        resource_version=version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=2,
+    )
+    first = next(stream)
+    assert first["type"] == "ADDED"
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "elsewhere"}})
+    emulator.bookmark()
+    bookmark = next(stream)
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["raw_object"]["kind"] == "Pod"
+    assert int(bookmark["raw_object"]["metadata"]["resourceVersion"]) == int(
+        core.list_namespaced_config_map(NS).metadata.resource_version
+    )
+    assert w.resource_version == bookmark["raw_object"]["metadata"]["resourceVersion"]
+    assert [e["type"] for e in stream] == ["BOOKMARK"]  # the timeout end
+
+
+def test_watch_from_a_compacted_version_raises_410_through_watch(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    old = core.list_namespaced_pod(NS).metadata.resource_version
+    core.create_namespaced_pod(NS, pod_body("p"))
+    emulator.faults.expire()
+    with pytest.raises(ApiException) as caught:
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_pod, NS, resource_version=old, timeout_seconds=1
+            )
+        )
+    assert caught.value.status == 410 and caught.value.reason.startswith("Expired: too old")
+    # Without timeout_seconds the client retries once from the same version, then gives up.
+    with pytest.raises(ApiException) as caught:
+        next(iter(watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=old)))
+    assert caught.value.status == 410
+    # The raw answer is what a real server sends: 200 and one ERROR event with the Status.
+    response = core.list_namespaced_pod(
+        NS, watch=True, resource_version=old, _preload_content=False
+    )
+    assert response.status == 200
+    event = json.loads(response.data.decode().strip())
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert event["object"]["reason"] == "Expired"
+
+
+def test_list_with_a_compacted_continue_token_gets_410(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    for i in range(3):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}})
+    token = core.list_namespaced_config_map(NS, limit=1).metadata._continue
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "later"}})
+    emulator.faults.expire()
+    status, body = failure(core.list_namespaced_config_map, NS, limit=1, _continue=token)
+    assert (status, body["reason"]) == (410, "Expired")
+
+
+# ---------------------------------------------------------------------------- binding, logs
+
+
+def bind(core: client.CoreV1Api, name: str, node: str = "node-1") -> Any:
+    binding = {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}}
+    # A real server answers with a Status, which the client's V1Binding model cannot decode.
+    return core.create_namespaced_pod_binding(name, NS, binding, _preload_content=False)
+
+
+def test_binding_sets_the_node_once(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("p"))
+    response = bind(core, "p")
+    assert response.status == 201
+    assert json.loads(response.data)["status"] == "Success"
+    pod = core.read_namespaced_pod("p", NS)
+    assert pod.spec.node_name == "node-1"
+    assert [c.type for c in pod.status.conditions] == ["PodScheduled"]
+    status, body = failure(bind, core, "p", "node-2")
+    assert status == 409 and body["reason"] == "Conflict"
+    assert 'already assigned to node "node-1"' in body["message"]
+
+
+def start_container(core: client.CoreV1Api, name: str, container: str = "main") -> None:
+    running = {"name": container, "ready": True, "restartCount": 0, "image": IMAGE}
+    running["imageID"], running["state"] = "", {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+    core.patch_namespaced_pod_status(
+        name, NS, {"status": {"phase": "Running", "containerStatuses": [running]}}
+    )
+
+
+def write_log(emulator: Emulator, pod: str, text: str, container: str = "main") -> Path:
+    path = emulator.pod_log_path(NS, pod, container)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as stream:
+        stream.write(text)
+    return path
+
+
+def test_logs_of_a_running_pod_with_tail(emulator: Emulator, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("p"))
+    # Not bound to a node yet: a real server answers 204 No Content.
+    assert core.read_namespaced_pod_log("p", NS, _preload_content=False).status == 204
+    bind(core, "p")
+    status, body = failure(core.read_namespaced_pod_log, "p", NS)
+    assert status == 400
+    assert body["message"] == 'container "main" in pod "p" is waiting to start: ContainerCreating'
+    start_container(core, "p")
+    write_log(emulator, "p", "one\ntwo\nthree\n")
+    assert core.read_namespaced_pod_log("p", NS) == "one\ntwo\nthree\n"
+    assert core.read_namespaced_pod_log("p", NS, tail_lines=2) == "two\nthree\n"
+    status, body = failure(core.read_namespaced_pod_log, "p", NS, previous=True)
+    assert status == 400 and "previous terminated container" in body["message"]
+
+
+def test_logs_need_a_container_name_when_the_pod_has_several(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("p", containers=("a", "b")))
+    bind(core, "p")
+    status, body = failure(core.read_namespaced_pod_log, "p", NS)
+    assert status == 400
+    assert body["message"] == "a container name must be specified for pod p, choose one of: [a b]"
+    status, body = failure(core.read_namespaced_pod_log, "p", NS, container="c")
+    assert (status, body["message"]) == (400, "container c is not valid for pod p")
+
+
+def test_follow_streams_until_the_pod_finishes(emulator: Emulator, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod_body("p"))
+    bind(core, "p")
+    start_container(core, "p")
+    write_log(emulator, "p", "first\n")
+    lines = watch.Watch().stream(core.read_namespaced_pod_log, "p", NS, follow=True)
+    assert next(lines) == "first"
+    write_log(emulator, "p", "second\n")
+    assert next(lines) == "second"
+    write_log(emulator, "p", "last\n")
+    core.patch_namespaced_pod_status("p", NS, {"status": {"phase": "Succeeded"}})
+    assert list(lines) == ["last"]
+
+
+@pytest.fixture
+def second_client(emulator: Emulator) -> Iterator[client.ApiClient]:
+    api = api_client_for(str(emulator.kubeconfig_path))
+    yield api
+    api.close()
+
+
+def test_clients_share_one_server(core: client.CoreV1Api, second_client: client.ApiClient) -> None:
+    core.create_namespaced_secret(NS, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    other = client.CoreV1Api(second_client)
+    assert other.read_namespaced_secret("s", NS).data == {"k": "dg=="}
