@@ -352,9 +352,14 @@ def test_namespace_termination(store: ObjectStore) -> None:
     assert terminating["metadata"]["deletionTimestamp"]
     error = raises(403, "Forbidden", store.create, CONFIGMAPS, "ns1", {"metadata": {"name": "d"}})
     assert error.message.endswith("because it is being terminated")
+    error = raises(
+        409, "AlreadyExists", store.create, NAMESPACES, None, {"metadata": {"name": "ns1"}}
+    )
+    assert error.message == 'object is being deleted: namespaces "ns1" already exists'
     store.delete(CONFIGMAPS, "ns1", "c")
     store.update_internal(NAMESPACES, None, "ns1", lambda ns: ns["spec"].update(finalizers=[]))
     raises(404, "NotFound", store.get, NAMESPACES, None, "ns1")
+    raises(403, "Forbidden", store.delete, NAMESPACES, None, "default")
 
 
 # -------------------------------------------------------------------------------------- watch
@@ -495,3 +500,31 @@ def test_timestamps_follow_the_fake_clock(store: ObjectStore, clock: FakeClock) 
     assert pod["metadata"]["creationTimestamp"] == "2026-12-04T16:05:07Z"
     with pytest.raises(ValueError):
         clock.advance_to(START)
+
+
+def test_concurrent_writers_keep_one_ordered_history(store: ObjectStore) -> None:
+    heard: list[int] = []
+    store.subscribe(lambda event: heard.append(event.resource_version))
+    watcher = store.watch(CONFIGMAPS, None, resource_version=store.resource_version)
+    errors: list[BaseException] = []
+
+    def write(prefix: str) -> None:
+        try:
+            for i in range(40):
+                store.create(CONFIGMAPS, "default", {"metadata": {"name": f"{prefix}-{i}"}})
+                store.patch(CONFIGMAPS, "default", f"{prefix}-{i}", {"data": {"i": str(i)}}, MERGE)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    writers = [threading.Thread(target=write, args=(f"w{n}",)) for n in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(30)
+    assert not errors
+    assert len(heard) == 320 and heard == sorted(heard)
+    seen = []
+    while (event := watcher.next(0)) is not None:
+        seen.append(event.resource_version)
+    assert seen == heard
+    assert len(store.objects_of(CONFIGMAPS)) == 160

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 10_000
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _CONTENT_TYPES = (
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
@@ -153,7 +154,10 @@ class ObjectStore:
                 metadata["name"] = object_rules.generated_name(generate_name)
                 key = (key[0], metadata["name"])
             if key in self._objects[rtype]:
-                raise errors.already_exists(rtype, metadata["name"])
+                error = errors.already_exists(rtype, metadata["name"])
+                if self._objects[rtype][key]["metadata"].get("deletionTimestamp"):
+                    error.message = f"object is being deleted: {error.message}"
+                raise error
             if dry_run:
                 return copy.deepcopy(obj)
             self._commit(rtype, ADDED, obj, None)
@@ -307,6 +311,13 @@ class ObjectStore:
         ``spec.finalizers``; anything else goes now. The reply is the object, or a Success
         ``Status`` for kinds a real server answers that way."""
         object_rules.check_propagation_policy(rtype, name, propagation_policy)
+        if rtype == NAMESPACES and name in UNDELETABLE_NAMESPACES:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                {"name": name, "kind": "namespaces"},
+            )
         with self._lock:
             old = self._existing(rtype, namespace, name)
             object_rules.check_preconditions(rtype, old, preconditions or {})

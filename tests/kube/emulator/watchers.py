@@ -23,9 +23,9 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOO
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """A change: ``type``, the object after it (before it for nothing: DELETED carries the last
-    state), its ``resource_version`` and its resource type. ``old_object`` is the state before a
-    MODIFIED or DELETED change (listeners use it; watch streams do not send it)."""
+    """A change: ``type``, the object after it (for DELETED: its last state, with the deletion's
+    version), its ``resource_version`` and its resource type. ``old_object`` is the state before
+    a MODIFIED or DELETED change (listeners use it; watch streams do not send it)."""
 
     type: str
     object: dict[str, Any]
