@@ -117,6 +117,16 @@ def test_create_errors(store: ObjectStore) -> None:
     raises(400, "BadRequest", store.create, PODS, "default", {**pod_body("p4"), "kind": "Job"})
 
 
+def test_secret_data_must_be_base64(store: ObjectStore) -> None:
+    body = {"metadata": {"name": "s"}, "data": {"a": "not base64!"}}
+    error = raises(400, "BadRequest", store.create, SECRETS, "default", body)
+    assert error.message.endswith("illegal base64 data at input byte 3")
+    raises(400, "BadRequest", store.create, SECRETS, "default", {**body, "data": {"a": "abc"}})
+    assert store.create(SECRETS, "default", {**body, "data": {"a": "YWJj"}})["data"] == {
+        "a": "YWJj"
+    }
+
+
 def test_dry_run_create_stores_nothing(store: ObjectStore) -> None:
     version = store.resource_version
     pod = store.create(PODS, "default", pod_body("p1"), dry_run=True)
