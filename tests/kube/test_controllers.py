@@ -200,6 +200,24 @@ def test_a_deleted_unscheduled_pod_is_a_disruption_under_a_policy(bed: Controlle
     assert len(bed.pods_of("evicted")) == 1 and job["status"]["active"] == 1
 
 
+def test_a_deleted_running_pod_under_a_policy_is_replaced_once_it_has_failed(
+    bed: ControllerBed,
+) -> None:
+    """With a podFailurePolicy the controller waits for the terminal phase (exit codes)."""
+    bed.create_job("graceful", backoffLimit=1, podFailurePolicy=ZENML_DEFAULT_POLICY)
+    (pod,) = bed.pods_of("graceful")
+    bed.run(pod)
+    bed.store.delete(PODS, "default", pod["metadata"]["name"])
+    job = bed.job("graceful")
+    assert len(bed.pods_of("graceful")) == 1  # still stopping: no replacement yet
+    assert "active" not in job["status"] and "failed" not in job["status"]
+    bed.finish(pod, 143)  # the kubelet reports SIGTERM's exit code
+    assert bed.job("graceful")["status"]["failed"] == 1
+    assert len(bed.waiting_pods("graceful")) == 1
+    bed.kubelet_delete(pod)
+    assert bed.job("graceful")["status"]["failed"] == 1
+
+
 def test_a_deleted_unscheduled_pod_without_policy_counts(bed: ControllerBed) -> None:
     bed.create_job("plain", backoffLimit=0)
     (pod,) = bed.pods_of("plain")
