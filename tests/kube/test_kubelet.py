@@ -462,3 +462,48 @@ def test_the_command_line_kubelet_runs_pods_until_sigterm(
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=10)
     assert process.returncode == 0, stderr.decode()
+
+
+def test_status_writes_are_retried_through_server_errors(
+    emulator: Emulator, process_kubelet, core
+) -> None:
+    emulator.faults.fail_next("patch", "pods/status", code=500, times=2)
+    emulator.faults.fail_next("patch", "pods/status", code=429, times=1)
+
+    pod = run_to_end(core, python_pod("bumpy", "print('made it')"))
+
+    assert pod["status"]["phase"] == "Succeeded"
+    assert container_state(pod)["terminated"]["exitCode"] == 0
+
+
+def test_an_expired_watch_is_resumed_by_listing_again(emulator: Emulator, core) -> None:
+    emulator.faults.fail_next("watch", "pods", code=410)
+    with Kubelet(emulator.kubeconfig_path, images={PYTHON_IMAGE: sys.executable}) as kubelet:
+        assert kubelet.wait_ready(5)
+        pod = run_to_end(core, python_pod("after-expiry", "print('ok')"))
+    assert pod["status"]["phase"] == "Succeeded"
+
+
+def test_a_dropped_watch_stream_is_resumed(emulator: Emulator, process_kubelet, core) -> None:
+    run_to_end(core, python_pod("before-drop", "print('ok')"))  # the watch is live
+
+    assert emulator.faults.drop_watches() >= 1
+    pod = run_to_end(core, python_pod("after-drop", "print('ok')"))
+
+    assert pod["status"]["phase"] == "Succeeded"
+
+
+def test_a_restarted_kubelet_fails_the_never_pods_it_lost(emulator: Emulator, core) -> None:
+    images = {PYTHON_IMAGE: sys.executable}
+    code = "import time; print('started', flush=True); time.sleep(30)"
+    with Kubelet(emulator.kubeconfig_path, node_name=NODE, images=images, log_dir=emulator.log_dir):
+        core.create_namespaced_pod(NS, python_pod("lost", code))
+        wait_for_output(core, "lost", "started")
+
+    with Kubelet(emulator.kubeconfig_path, node_name=NODE, images=images, log_dir=emulator.log_dir):
+        final = wait_for_pod(core, "lost", phase_is("Failed"))
+
+    assert final is not None
+    terminated = container_state(final)["terminated"]
+    assert terminated["exitCode"] == 137
+    assert "restarted" in terminated["message"]
