@@ -164,6 +164,22 @@ def test_list_is_sorted_filtered_and_real_shaped(store: ObjectStore) -> None:
     raises(400, "BadRequest", store.list, PODS, None, label_selector="app in (")
 
 
+def test_list_order_is_etcd_key_order(store: ObjectStore) -> None:
+    for namespace in ("a", "a-b"):
+        store.create(NAMESPACES, None, {"metadata": {"name": namespace}})
+    store.create(CONFIGMAPS, "a", {"metadata": {"name": "z"}})
+    store.create(CONFIGMAPS, "a-b", {"metadata": {"name": "c"}})
+    listed = store.list(CONFIGMAPS, None)["items"]
+    assert [(c["metadata"]["namespace"], c["metadata"]["name"]) for c in listed] == [
+        ("a-b", "c"),  # "a-b/c" < "a/z"
+        ("a", "z"),
+    ]
+    page = store.list(CONFIGMAPS, None, limit=1, label_selector="x!=y")
+    assert "continue" in page["metadata"] and "remainingItemCount" not in page["metadata"]
+    rest = store.list(CONFIGMAPS, None, limit=1, continue_token=page["metadata"]["continue"])
+    assert [c["metadata"]["name"] for c in rest["items"]] == ["z"]
+
+
 def test_list_pages_with_limit_and_continue(store: ObjectStore) -> None:
     for name in ("a", "b", "c", "d", "e"):
         store.create(CONFIGMAPS, "default", {"metadata": {"name": name}})

@@ -80,7 +80,7 @@ class ObjectStore:
         limit: int | None = None,
         continue_token: str | None = None,
     ) -> dict[str, Any]:
-        """A real-shaped ``<Kind>List``; items sorted by namespace and name (etcd key order)."""
+        """A real-shaped ``<Kind>List``; items in etcd key order (``namespace/name``)."""
         matches = self._matcher(rtype, label_selector, field_selector)
         with self._lock:
             list_version, after = object_rules.decode_continue(continue_token)
@@ -94,12 +94,12 @@ class ObjectStore:
                 )
             if list_version is None:
                 list_version = self.resource_version
-            keys = sorted(self._objects[rtype])
+            start = None if after is None else _storage_key(after)
             found = [
                 self._objects[rtype][key]
-                for key in keys
+                for key in sorted(self._objects[rtype], key=_storage_key)
                 if (namespace is None or key[0] == namespace)
-                and (after is None or key > after)
+                and (start is None or _storage_key(key) > start)
                 and matches(self._objects[rtype][key])
             ]
             page = found if not limit or limit <= 0 else found[:limit]
@@ -110,7 +110,8 @@ class ObjectStore:
                 metadata["continue"] = object_rules.encode_continue(
                     list_version, (last.get("namespace", ""), last["name"])
                 )
-                metadata["remainingItemCount"] = len(found) - len(page)
+                if not label_selector and not field_selector:  # not counted when filtering
+                    metadata["remainingItemCount"] = len(found) - len(page)
         return {
             "kind": rtype.list_kind,
             "apiVersion": rtype.api_version,
@@ -125,7 +126,8 @@ class ObjectStore:
     def objects_of(self, rtype: ResourceType) -> list[dict[str, Any]]:
         """Test helper: every object of ``rtype`` in key order (deep copies)."""
         with self._lock:
-            return [copy.deepcopy(self._objects[rtype][k]) for k in sorted(self._objects[rtype])]
+            keys = sorted(self._objects[rtype], key=_storage_key)
+            return [copy.deepcopy(self._objects[rtype][k]) for k in keys]
 
     # ------------------------------------------------------------------------------ create
 
@@ -368,7 +370,7 @@ class ObjectStore:
         )
         with self._lock:
             if not resource_version:
-                for key in sorted(self._objects[rtype]):
+                for key in sorted(self._objects[rtype], key=_storage_key):
                     obj = self._objects[rtype][key]
                     if watcher.wants(obj):
                         version = int(obj["metadata"]["resourceVersion"])
@@ -544,6 +546,11 @@ class ObjectStore:
             finally:
                 with self._lock:
                     self._dispatching = False
+
+
+def _storage_key(key: Key) -> str:
+    """The order etcd keeps objects in: ``<namespace>/<name>`` compared as a string."""
+    return f"{key[0]}/{key[1]}"
 
 
 def _immutable(field: str, obj: dict[str, Any]) -> dict[str, str]:
