@@ -7,7 +7,10 @@ CronJob, garbage-collector and namespace tests live in ``test_controllers_cron.p
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -333,3 +336,53 @@ def test_a_job_in_another_namespace_gets_its_pod_there(bed: ControllerBed) -> No
     (pod,) = bed.pods_of("step", ns="wharf")
     assert pod["metadata"]["namespace"] == "wharf"
     assert bed.pods_of("step") == []
+
+
+def _wait_for(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) -> None:
+    """Writers in several threads (as the HTTP server has) and a ticking thread: every reaction
+    still happens once, nothing deadlocks, and every job ends with the right counts."""
+    stop_ticking = threading.Event()
+
+    def ticker() -> None:
+        while not stop_ticking.is_set():
+            bed.controllers.tick(bed.clock.now())
+
+    def writer(index: int) -> None:
+        for n in range(5):
+            name = f"w{index}-{n}"
+            bed.create_job(name, backoffLimit=1)
+            first = _wait_for(lambda name=name: bed.waiting_pods(name), f"{name}'s pod")[0]
+            bed.finish(first, 1)
+            second = _wait_for(lambda name=name: bed.waiting_pods(name), f"{name}'s replacement")
+            bed.finish(second[0], 0)
+
+    tick_thread = threading.Thread(target=ticker)
+    tick_thread.start()
+    writers = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(timeout=60)
+    stop_ticking.set()
+    tick_thread.join(timeout=10)
+    assert not any(t.is_alive() for t in [*writers, tick_thread])
+    for job in bed.jobs():
+        name = job["metadata"]["name"]
+        done = _wait_for(
+            lambda name=name: condition(bed.job(name), "Complete"), f"{name} to complete"
+        )
+        assert done["status"] == "True"
+        status = bed.job(name)["status"]
+        assert (status["succeeded"], status["failed"]) == (1, 1), name
+        assert len(bed.pods_of(name)) == 2
+    assert len(bed.jobs()) == 20
