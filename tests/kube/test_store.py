@@ -270,6 +270,18 @@ def test_generation_counts_spec_changes_only(store: ObjectStore) -> None:
     assert status["metadata"]["generation"] == 2
 
 
+def test_a_write_that_changes_nothing_is_not_an_event(store: ObjectStore) -> None:
+    created = store.create(CONFIGMAPS, "default", {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    watcher = store.watch(CONFIGMAPS, "default", resource_version=store.resource_version)
+    version = store.resource_version
+    same = store.patch(CONFIGMAPS, "default", "c", {"data": {"k": "v"}}, MERGE)
+    assert same == created
+    store.replace(CONFIGMAPS, "default", "c", created)
+    store.remove_finalizer(CONFIGMAPS, "default", "c", "not-there")
+    assert store.resource_version == version
+    assert watcher.next(0) is None
+
+
 def test_patch_content_types(store: ObjectStore) -> None:
     store.create(CONFIGMAPS, "default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
     raises(415, "UnsupportedMediaType", store.patch, CONFIGMAPS, "default", "c", {}, "text/plain")

@@ -234,7 +234,6 @@ class ObjectStore:
             old = self._existing(rtype, namespace, name)
             new = copy.deepcopy(old)
             mutate(new)
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             object_rules.carry_generation(rtype, old, new)
             self._commit_update(rtype, old, new)
             result = copy.deepcopy(new)
@@ -465,6 +464,7 @@ class ObjectStore:
         if wanted_version and wanted_version != old_version:
             raise errors.conflict(rtype, name, errors.STALE_OBJECT)
         new = object_rules.merge_update(rtype, old, requested, subresource)
+        new["metadata"]["resourceVersion"] = old_version
         apply_defaults(rtype, new, creating=False)
         validation.validate(rtype, new, old=old)
         with self._lock:
@@ -488,9 +488,13 @@ class ObjectStore:
 
     def _commit_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Commit ``new`` over ``old`` (lock held): MODIFIED, or DELETED when a deletion whose
-        finalizers are all gone can now finish."""
+        finalizers are all gone can now finish; nothing at all when nothing changed (a real
+        server neither bumps the version nor tells watchers about a no-op write)."""
         if not new["metadata"].get("finalizers"):
             new["metadata"].pop("finalizers", None)
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return
         finished = object_rules.deletion_can_finish(rtype, new)
         self._commit(rtype, DELETED if finished else MODIFIED, new, old)
 
