@@ -23,6 +23,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -115,16 +116,17 @@ class Kubelet:
         """Stop watching, kill and reap every process started; prompt."""
         self._stopping.set()
         if self._api is not None:
-            self._api.stop_watch()
+            self._api.shutdown()
         self._processes.kill_all()
         with self._lock:
             workers = list(self._workers.values())
         for worker in workers:
             worker.forget()
+        deadline = time.monotonic() + 2.0
         for worker in workers:
-            worker.join(1.0)
+            worker.join(max(0.0, deadline - time.monotonic()))
         if self._thread is not None:
-            self._thread.join(2.0)
+            self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._api is not None:
             self._api.close()
         if self._work_root is not None:
@@ -207,6 +209,8 @@ class Kubelet:
             worker.forget()
 
     def _observe(self, pod: dict[str, Any]) -> None:
+        if self._stopping.is_set():
+            return
         metadata = pod["metadata"]
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
@@ -214,7 +218,7 @@ class Kubelet:
             if self.bind_unscheduled and not metadata.get("deletionTimestamp"):
                 self._bind(pod)
             return
-        if node != self.node_name or self._stopping.is_set():
+        if node != self.node_name:
             return
         uid = str(metadata["uid"])
         with self._lock:

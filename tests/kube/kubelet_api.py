@@ -26,6 +26,7 @@ LOG = logging.getLogger("tests.kube.kubelet")
 RETRIED_STATUSES = frozenset({0, 408, 429, 500, 502, 503, 504})
 TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 MERGE_PATCH = "application/merge-patch+json"
+REQUEST_TIMEOUT = (5, 30)  # (connect, read) seconds for every request but the watch
 
 T = TypeVar("T")
 
@@ -71,19 +72,29 @@ class KubeletApi:
         self.core = client.CoreV1Api(self.api_client)
         self._watch: watch.Watch | None = None
         self._watch_lock = threading.Lock()
+        self._shut_down = False
+
+    def shutdown(self) -> None:
+        """End the current watch stream promptly (its socket is shut down); no new one starts."""
+        with self._watch_lock:
+            self._shut_down = True
+            watcher = self._watch
+        if watcher is not None:
+            watcher.stop()
 
     def close(self) -> None:
-        self.stop_watch()
+        self.shutdown()
         self.api_client.close()
 
     # ---- pods: list and watch -------------------------------------------------------------
 
     def list_pods(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
         """Every pod (in ``namespace``, or all) and the list's resourceVersion."""
+        options: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
         if namespace is None:
-            response = self.core.list_pod_for_all_namespaces(_preload_content=False)
+            response = self.core.list_pod_for_all_namespaces(**options)
         else:
-            response = self.core.list_namespaced_pod(namespace, _preload_content=False)
+            response = self.core.list_namespaced_pod(namespace, **options)
         listing = _json(response)
         return list(listing.get("items") or []), str(listing["metadata"]["resourceVersion"])
 
@@ -103,6 +114,8 @@ class KubeletApi:
 
         watcher = watch.Watch()
         with self._watch_lock:
+            if self._shut_down:
+                return
             self._watch = watcher
         try:
             for event in watcher.stream(
@@ -118,13 +131,6 @@ class KubeletApi:
             with self._watch_lock:
                 self._watch = None
 
-    def stop_watch(self) -> None:
-        """End the current watch stream promptly (its socket is shut down)."""
-        with self._watch_lock:
-            watcher = self._watch
-        if watcher is not None:
-            watcher.stop()
-
     # ---- pods: writes ---------------------------------------------------------------------
 
     def bind(self, namespace: str, name: str, node_name: str) -> bool:
@@ -135,7 +141,11 @@ class KubeletApi:
         )
         try:
             self.core.create_namespaced_pod_binding(
-                name, namespace, binding, _preload_content=False
+                name,
+                namespace,
+                binding,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
             )
         except ApiException as error:
             if error.status in (404, 409):
@@ -156,6 +166,7 @@ class KubeletApi:
                     {"status": status},
                     _content_type=MERGE_PATCH,
                     _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
                 )
             except ApiException as error:
                 if error.status == 404:
@@ -176,7 +187,12 @@ class KubeletApi:
         def delete() -> None:
             try:
                 self.core.delete_namespaced_pod(
-                    name, namespace, grace_period_seconds=0, body=options, _preload_content=False
+                    name,
+                    namespace,
+                    grace_period_seconds=0,
+                    body=options,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
                 )
             except ApiException as error:
                 if error.status not in (404, 409):  # gone, or another pod under that name now
@@ -201,7 +217,10 @@ class KubeletApi:
     ) -> dict[str, Any] | None:
         def read() -> dict[str, Any] | None:
             try:
-                return _json(reader(name, namespace, _preload_content=False))
+                response = reader(
+                    name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
+                return _json(response)
             except ApiException as error:
                 if error.status == 404:
                     return None

@@ -324,12 +324,14 @@ class PodWorker:
         self._check()
         log_path = self._ctx.log_dir / self.namespace / self.name / f"{run.name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        previous_log = log_path.with_name(f"{run.name}.previous.log")
         if run.name in self._launched:
             run.restart_count += 1
             if log_path.exists():
-                log_path.replace(log_path.with_name(f"{run.name}.previous.log"))
-        else:
+                log_path.replace(previous_log)
+        else:  # a new pod, perhaps under the name of an older one
             log_path.write_bytes(b"")
+            previous_log.unlink(missing_ok=True)
         self._launched.add(run.name)
         if not launch.argv:
             run.finish(
