@@ -167,7 +167,11 @@ def test_pod_failure_policy_count_counts_toward_the_backoff_limit(bed: Controlle
 
 
 def test_pod_condition_rule_message_names_the_condition(bed: ControllerBed) -> None:
-    policy = {"rules": [{"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]}]}
+    policy = {
+        "rules": [
+            {"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}
+        ]
+    }
     bed.create_job("cond", podFailurePolicy=policy)
     (pod,) = bed.pods_of("cond")
     bed.set_status(
