@@ -11,15 +11,18 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.kube.conftest import api_client_for
 from tests.kube.emulator import Emulator
+from tests.kube.emulator.clock import FakeClock
 
 NS = "default"
 IMAGE = "python:3.11"
@@ -358,7 +361,7 @@ def test_bookmarks_on_request_and_at_the_timeout(
         NS,
         resource_version=version,
         allow_watch_bookmarks=True,
-        timeout_seconds=2,
+        timeout_seconds=1,
     )
     first = next(stream)
     assert first["type"] == "ADDED"
@@ -502,3 +505,35 @@ def test_clients_share_one_server(core: client.CoreV1Api, second_client: client.
     core.create_namespaced_secret(NS, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
     other = client.CoreV1Api(second_client)
     assert other.read_namespaced_secret("s", NS).data == {"k": "dg=="}
+
+
+# ------------------------------------------------------------------------------------ facade
+
+
+def test_stop_ends_open_streams_and_removes_the_workdir() -> None:
+    emu = Emulator()
+    emu.start()
+    api = api_client_for(str(emu.kubeconfig_path))
+    core = client.CoreV1Api(api)
+    stream = watch.Watch().stream(core.list_namespace, timeout_seconds=60)
+    assert next(stream)["type"] == "ADDED"
+    emu.stop()
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        list(stream)
+    assert not emu.workdir.exists()
+    api.close()
+
+
+def test_advance_to_needs_a_fake_clock(emulator: Emulator) -> None:
+    with pytest.raises(TypeError):
+        emulator.advance_to(datetime.now(UTC))
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with Emulator(clock=FakeClock(start)) as emu:
+        emu.advance_to(start + timedelta(minutes=5))
+        assert emu.clock.now() == start + timedelta(minutes=5)
+        api = api_client_for(str(emu.kubeconfig_path))
+        created = client.CoreV1Api(api).create_namespaced_config_map(
+            NS, {"metadata": {"name": "c"}}
+        )
+        assert created.metadata.creation_timestamp == start + timedelta(minutes=5)
+        api.close()
