@@ -360,7 +360,7 @@ def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(process_kub
     wait_for_pod(core, "stubborn", gone)
 
     assert time.monotonic() - started >= 1.0
-    assert exit_codes == [137]
+    assert exit_codes and set(exit_codes) == {137}
 
 
 def test_a_pod_deleted_outright_has_its_process_killed(process_kubelet, core) -> None:
