@@ -1,32 +1,29 @@
-"""The emulator's HTTP server: a stdlib ``ThreadingHTTPServer`` speaking the Kubernetes REST API.
+"""The emulator's API server: the Kubernetes REST API over the stdlib ``ThreadingHTTPServer``.
 
 ``ApiServer`` listens on 127.0.0.1 (a free port) and serves discovery, health, CRUD, list/watch,
 ``/status``, ``/log``, ``/binding`` and deletecollection for the resource types of
-``resources.RESOURCES``, over HTTP/1.1 with keep-alive: normal responses carry Content-Length,
-watch and followed-log streams use chunked encoding (``streams``, ``podlogs``). Every request
-but the public health/version endpoints needs ``Authorization: Bearer <token>`` (401 otherwise).
-Every failure is a real-shaped ``Status`` body with its HTTP code. ``Faults`` are applied before
-each API call (after routing, so they match by verb and resource). Object semantics all live in
-the ``ObjectStore``; this module only translates HTTP to store calls and back.
+``resources.RESOURCES``, over HTTP/1.1 with keep-alive: normal answers carry Content-Length,
+watch and followed-log streams use chunked encoding (``streams``, ``podlogs``). The connection
+plumbing (bodies, the bearer token, ``Status`` answers) is ``handler``'s; path parsing is
+``routes``'. ``Faults`` are applied before each API call, after routing, so they match by verb
+and resource. Object semantics all live in the ``ObjectStore``: this module only translates
+requests into store calls and their results into answers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
 import logging
 import random
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from tests.kube.emulator import discovery, podlogs
 from tests.kube.emulator.errors import ApiError, bad_request
 from tests.kube.emulator.faults import Faults
+from tests.kube.emulator.handler import RequestHandler, Server
 from tests.kube.emulator.resources import PODS
 from tests.kube.emulator.routes import (
     ApiPath,
@@ -40,7 +37,6 @@ from tests.kube.emulator.routes import (
 )
 from tests.kube.emulator.store import ObjectStore
 from tests.kube.emulator.streams import (
-    ChunkedResponse,
     WatchRegistry,
     WatchStream,
     error_event_line,
@@ -73,7 +69,7 @@ class ApiServer:
         self.token = token
         self.log_dir = log_dir
         self.stopping = threading.Event()
-        self._httpd: _Server | None = None
+        self._httpd: Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -83,7 +79,7 @@ class ApiServer:
         return f"{host!s}:{port}"
 
     def start(self) -> str:
-        self._httpd = _Server(self)
+        self._httpd = Server(self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -119,7 +115,9 @@ class ApiServer:
             token.strip().encode(), self.token.encode()
         )
 
-    def dispatch(self, h: _Handler, method: str, path: str, query: Query, body: bytes) -> None:
+    def dispatch(
+        self, h: RequestHandler, method: str, path: str, query: Query, body: bytes
+    ) -> None:
         if path in HEALTH_PATHS:
             _only_get(method)
             h.send_body(200, b"ok", "text/plain; charset=utf-8")
@@ -244,7 +242,7 @@ class ApiServer:
             self.store.bind_pod(p.namespace, name, node)
         return {**SUCCESS_BINDING, "code": 201}
 
-    def _watch(self, h: _Handler, p: ApiPath, query: Query) -> None:
+    def _watch(self, h: RequestHandler, p: ApiPath, query: Query) -> None:
         assert p.rtype is not None
         timeout = query.integer("timeoutSeconds")
         if timeout is None or timeout <= 0:
@@ -285,7 +283,7 @@ class ApiServer:
             self.faults.close_stream(stream)
             self.watches.remove(stream)
 
-    def _log(self, h: _Handler, p: ApiPath, query: Query) -> None:
+    def _log(self, h: RequestHandler, p: ApiPath, query: Query) -> None:
         assert p.namespace is not None
         target = podlogs.resolve(
             self.store,
@@ -350,135 +348,3 @@ def _delete_options(query: Query, body: bytes) -> dict[str, Any]:
         "dry_run": dry_run,
         "preconditions": options.get("preconditions"),
     }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        # Small answers go out at once (no Nagle / delayed-ACK stalls of ~40 ms per request).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
-
-    def do_HEAD(self) -> None:
-        self._handle("HEAD")
-
-    def do_OPTIONS(self) -> None:
-        self._handle("OPTIONS")
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
-
-    def _handle(self, method: str) -> None:
-        self._streaming = False
-        body = self._read_body()
-        try:
-            self._answer(method, body)
-        except ConnectionError:
-            # The client went away mid-answer: nothing more to say on this connection.
-            self.close_connection = True
-
-    def _answer(self, method: str, body: bytes) -> None:
-        url = urlsplit(self.path)
-        api = self.server.api
-        try:
-            if not api.authenticated(url.path, self.headers.get("Authorization")):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
-            if method in ("HEAD", "OPTIONS"):
-                raise method_not_allowed()
-            api.dispatch(self, method, url.path, Query(url.query), body)
-        except ApiError as error:
-            self._fail(error)
-        except ConnectionError:
-            raise
-        except Exception:
-            log.exception("emulator: %s %s failed", method, self.path)
-            self._fail(ApiError(500, "InternalError", f"internal error serving {url.path}"))
-
-    def _fail(self, error: ApiError) -> None:
-        if self._streaming:
-            self.close_connection = True
-            return
-        headers = {}
-        retry_after = (error.details or {}).get("retryAfterSeconds")
-        if error.code == 429 or retry_after is not None:
-            headers["Retry-After"] = str(retry_after or 1)
-        self.send_json(error.code, error.status(), headers)
-
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def content_type(self) -> str:
-        return self.headers.get("Content-Type") or "application/json"
-
-    def send_json(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        self.send_body(code, json.dumps(obj).encode(), "application/json", headers)
-
-    def send_body(
-        self,
-        code: int,
-        data: bytes,
-        content_type: str | None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(code)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        # Headers and body in one write: one TCP segment for a small answer.
-        self._headers_buffer.append(b"\r\n" + data)
-        self.flush_headers()
-
-    def start_stream(self, content_type: str) -> ChunkedResponse:
-        self._streaming = True
-        return ChunkedResponse(self, content_type)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, api: ApiServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.api = api
-        self._connections_lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("emulator: connection from %s ended with an error", client_address, exc_info=True)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self._connections_lock:
-                self._connections.discard(request)
-
-    def close_connections(self) -> None:
-        """Cut every open connection (idle keep-alive ones included): their threads end."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
