@@ -225,6 +225,9 @@ def test_replace_conflicts_on_stale_version(store: ObjectStore) -> None:
     unconditional = dict(updated)
     unconditional["metadata"] = {**updated["metadata"], "resourceVersion": ""}
     store.replace(PODS, "default", "p1", unconditional)
+    other_uid = {**unconditional, "metadata": {**unconditional["metadata"], "uid": "x"}}
+    error = raises(409, "Conflict", store.replace, PODS, "default", "p1", other_uid)
+    assert "Precondition failed: UID in precondition: x" in error.message
     raises(404, "NotFound", store.replace, PODS, "default", "nope", {"metadata": {"name": "nope"}})
     raises(400, "BadRequest", store.replace, PODS, "default", "other", updated)
 

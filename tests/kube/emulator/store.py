@@ -463,6 +463,7 @@ class ObjectStore:
         wanted_version = requested["metadata"].get("resourceVersion")
         if wanted_version and wanted_version != old_version:
             raise errors.conflict(rtype, name, errors.STALE_OBJECT)
+        object_rules.check_preconditions(rtype, old, {"uid": requested["metadata"].get("uid")})
         new = object_rules.merge_update(rtype, old, requested, subresource)
         new["metadata"]["resourceVersion"] = old_version
         apply_defaults(rtype, new, creating=False)
