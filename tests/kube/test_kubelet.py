@@ -507,3 +507,26 @@ def test_a_restarted_kubelet_fails_the_never_pods_it_lost(emulator: Emulator, co
     terminated = container_state(final)["terminated"]
     assert terminated["exitCode"] == 137
     assert "restarted" in terminated["message"]
+
+
+def test_restart_policy_always_restarts_a_container_that_exits(process_kubelet, core) -> None:
+    pod = python_pod("looping", "print('tick')")
+    pod["spec"]["restartPolicy"] = "Always"
+    core.create_namespaced_pod(NS, pod)
+
+    def restarted_twice(state: Pod | None) -> bool:
+        statuses = (state or {}).get("status", {}).get("containerStatuses") or []
+        return bool(statuses) and statuses[0]["restartCount"] >= 2
+
+    looping = wait_for_pod(core, "looping", restarted_twice)
+
+    assert looping is not None and looping["status"]["phase"] == "Running"
+    assert looping["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 0
+
+
+def test_a_finished_pod_is_deleted_promptly(process_kubelet, core) -> None:
+    run_to_end(core, python_pod("done", "print('done')"))
+
+    core.delete_namespaced_pod("done", NS)
+
+    assert wait_for_pod(core, "done", lambda pod: pod is None) is None
