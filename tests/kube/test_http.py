@@ -229,6 +229,15 @@ def test_status_subresource_and_dry_run(core: client.CoreV1Api) -> None:
     assert core.read_namespaced_pod("p", NS).metadata.name == "p"
 
 
+def test_namespace_finalize_subresource(core: client.CoreV1Api) -> None:
+    created = core.create_namespace({"metadata": {"name": "fin"}})
+    assert created.spec.finalizers == ["kubernetes"]
+    created.spec.finalizers = []
+    finalized = core.replace_namespace_finalize("fin", created)
+    assert finalized.spec.finalizers in (None, [])
+    assert core.read_namespace("fin").status.phase == "Active"
+
+
 def test_delete_options_in_the_body_and_collection_delete(core: client.CoreV1Api) -> None:
     for name, app in (("a", "x"), ("b", "x"), ("c", "y")):
         core.create_namespaced_config_map(NS, {"metadata": {"name": name, "labels": {"app": app}}})
@@ -294,12 +303,22 @@ def test_unknown_paths_and_verbs_get_status_bodies(kube_client: client.ApiClient
             reason,
             code,
         )
-    method, url, headers, body_, _ = kube_client.param_serialize(
-        "PUT", "/api/v1/namespaces/default/pods", body={}, auth_settings=["BearerToken"]
-    )
-    response = kube_client.call_api(method, url, headers, body_)
-    response.read()
-    assert response.status == 405 and json.loads(response.data)["reason"] == "MethodNotAllowed"
+    for verb, path in (
+        ("PUT", "/api/v1/namespaces/default/pods"),
+        ("GET", "/api/v1/namespaces/default/pods/p/binding"),
+        ("PUT", "/api/v1/namespaces/default/pods/p/log"),
+        ("DELETE", "/api/v1/namespaces/default/pods/p/status"),
+        ("GET", "/api/v1/namespaces/default/bindings"),
+        ("DELETE", "/api/v1/namespaces"),
+        ("POST", "/api/v1/namespaces/default/configmaps/c"),
+    ):
+        method, url, headers, body_, _ = kube_client.param_serialize(
+            verb, path, body={} if verb != "GET" else None, auth_settings=["BearerToken"]
+        )
+        response = kube_client.call_api(method, url, headers, body_)
+        response.read()
+        assert response.status == 405, (verb, path)
+        assert json.loads(response.data)["reason"] == "MethodNotAllowed"
 
 
 # -------------------------------------------------------------------------------- list/watch
@@ -375,6 +394,19 @@ def test_bookmarks_on_request_and_at_the_timeout(
     )
     assert w.resource_version == bookmark["raw_object"]["metadata"]["resourceVersion"]
     assert [e["type"] for e in stream] == ["BOOKMARK"]  # the timeout end
+
+
+def test_a_watch_the_client_leaves_is_closed_on_the_server(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    w = watch.Watch()
+    stream = w.stream(core.list_namespace, timeout_seconds=60)
+    assert next(stream)["type"] == "ADDED"
+    assert emulator.open_watches == 1
+    w.stop()
+    stream.close()
+    wait_for(lambda: emulator.open_watches == 0)
+    assert core.list_namespace().items  # the server carries on
 
 
 def test_watch_from_a_compacted_version_raises_410_through_watch(

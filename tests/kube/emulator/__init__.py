@@ -123,6 +123,12 @@ class Emulator:
         """Have every open watch that allows bookmarks send a BOOKMARK event."""
         self._server.bookmark()
 
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are being served right now (a client that stops watching
+        is noticed within a fraction of a second)."""
+        return len(self._watches.snapshot())
+
     def pod_log_path(self, namespace: str, name: str, container: str | None = None) -> Path:
         """Where ``/log`` reads: the pod's log directory, or one container's log file."""
         if container is None:

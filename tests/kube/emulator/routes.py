@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from tests.kube.emulator.discovery import SUBRESOURCE_VERBS
 from tests.kube.emulator.errors import ApiError, bad_request
 from tests.kube.emulator.resources import NAMESPACES, ResourceType, resource_for
 
@@ -106,21 +107,29 @@ def _parse_namespaced(group: str, version: str, namespace: str, rest: list[str])
 
 
 def verb_of(method: str, path: ApiPath, watch: bool) -> str:
-    """The API verb: get, list, watch, create, update, patch, delete or deletecollection."""
+    """The API verb: get, list, watch, create, update, patch, delete or deletecollection
+    (405 when the resource or subresource does not allow it)."""
+    verb = _verb(method, path, watch)
+    if path.subresource is not None and verb not in SUBRESOURCE_VERBS[path.subresource]:
+        raise method_not_allowed()
+    if verb == "deletecollection" and path.rtype == NAMESPACES:
+        raise method_not_allowed()
+    if path.rtype is None and verb != "create":  # the bindings collection only takes POST
+        raise method_not_allowed()
+    return verb
+
+
+def _verb(method: str, path: ApiPath, watch: bool) -> str:
+    collection = path.is_collection
     if method == "GET":
-        if path.is_collection:
-            return "watch" if watch else "list"
-        return "get"
-    if method == "POST" and (path.is_collection or path.subresource == "binding"):
+        return ("watch" if watch else "list") if collection else "get"
+    if method == "POST" and (collection or path.subresource is not None):
         return "create"
-    if not path.is_collection and path.subresource != "binding":
-        if method == "PUT":
-            return "update"
-        if method == "PATCH":
-            return "patch"
-        if method == "DELETE" and path.subresource is None:
-            return "delete"
-    if method == "DELETE" and path.is_collection and path.rtype is not None:
+    if method in ("PUT", "PATCH") and not collection:
+        return "update" if method == "PUT" else "patch"
+    if method == "DELETE" and not collection:
+        return "delete"
+    if method == "DELETE" and path.rtype is not None:
         return "deletecollection"
     raise method_not_allowed()
 
