@@ -41,7 +41,9 @@ def job_body(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def cronjob_body(name: str, schedule: str, *, job_spec: dict[str, Any] | None = None, **spec: Any):
+def cronjob_body(
+    name: str, schedule: str, *, job_spec: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
@@ -108,10 +110,8 @@ class ControllerBed:
     # ---- reads ------------------------------------------------------------------------------
 
     def get(self, rtype: ResourceType, name: str, ns: str = "default") -> dict[str, Any] | None:
-        for obj in self.store.list(rtype, ns)["items"]:
-            if obj["metadata"]["name"] == name:
-                return obj
-        return None
+        items: list[dict[str, Any]] = self.store.list(rtype, ns)["items"]
+        return next((obj for obj in items if obj["metadata"]["name"] == name), None)
 
     def job(self, name: str, ns: str = "default") -> dict[str, Any]:
         return self.store.get(JOBS, ns, name)
@@ -132,7 +132,8 @@ class ControllerBed:
         ]
 
     def jobs(self, ns: str = "default") -> list[dict[str, Any]]:
-        return self.store.list(JOBS, ns)["items"]
+        items: list[dict[str, Any]] = self.store.list(JOBS, ns)["items"]
+        return items
 
     def create_job(self, name: str, ns: str = "default", **spec: Any) -> dict[str, Any]:
         self.store.create(JOBS, ns, job_body(name, **spec))
@@ -187,7 +188,12 @@ class _ErrorRecorder(logging.Handler):
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond["type"] == ctype:
-            return cond
-    return None
+    conditions: list[dict[str, Any]] = (obj.get("status") or {}).get("conditions") or []
+    return next((cond for cond in conditions if cond["type"] == ctype), None)
+
+
+def required_condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
+    """The object's condition of type ``ctype``; fails the test when there is none."""
+    cond = condition(obj, ctype)
+    assert cond is not None, f"no {ctype} condition in {obj.get('status')}"
+    return cond

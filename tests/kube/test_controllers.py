@@ -10,11 +10,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.kube.controller_bed import ControllerBed, condition
+from tests.kube.controller_bed import ControllerBed, condition, required_condition
 from tests.kube.emulator.clock import rfc3339
 from tests.kube.emulator.resources import JOBS, PODS
 
@@ -102,7 +103,7 @@ def test_failures_are_replaced_until_the_backoff_limit_is_exceeded(bed: Controll
         bed.finish(pod, 1)
         assert bed.job("flaky")["status"]["failed"] == attempt
     job = bed.job("flaky")
-    failed = condition(job, "Failed")
+    failed = required_condition(job, "Failed")
     assert failed is not None and failed["status"] == "True"
     assert failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"] == "Job has reached the specified backoff limit"
@@ -114,7 +115,7 @@ def test_backoff_limit_zero_fails_on_the_first_failure(bed: ControllerBed) -> No
     bed.create_job("once", backoffLimit=0)
     (pod,) = bed.pods_of("once")
     bed.finish(pod, 3)
-    assert condition(bed.job("once"), "Failed")["reason"] == "BackoffLimitExceeded"
+    assert required_condition(bed.job("once"), "Failed")["reason"] == "BackoffLimitExceeded"
     assert len(bed.pods_of("once")) == 1
 
 
@@ -163,7 +164,7 @@ def test_pod_failure_policy_count_counts_toward_the_backoff_limit(bed: Controlle
     bed.finish(bed.waiting_pods("counted")[0], 2)
     job = bed.job("counted")
     assert job["status"]["failed"] == 2
-    assert condition(job, "Failed")["reason"] == "BackoffLimitExceeded"
+    assert required_condition(job, "Failed")["reason"] == "BackoffLimitExceeded"
 
 
 def test_pod_condition_rule_message_names_the_condition(bed: ControllerBed) -> None:
@@ -177,7 +178,7 @@ def test_pod_condition_rule_message_names_the_condition(bed: ControllerBed) -> N
     bed.set_status(
         pod, {"phase": "Failed", "conditions": [{"type": "ConfigIssue", "status": "True"}]}
     )
-    assert condition(bed.job("cond"), "Failed")["message"] == (
+    assert required_condition(bed.job("cond"), "Failed")["message"] == (
         f"Pod default/{pod['metadata']['name']} has condition ConfigIssue matching FailJob rule "
         "at index 0"
     )
@@ -229,7 +230,7 @@ def test_a_deleted_unscheduled_pod_without_policy_counts(bed: ControllerBed) -> 
     bed.create_job("plain", backoffLimit=0)
     (pod,) = bed.pods_of("plain")
     bed.store.delete(PODS, "default", pod["metadata"]["name"])
-    assert condition(bed.job("plain"), "Failed")["reason"] == "BackoffLimitExceeded"
+    assert required_condition(bed.job("plain"), "Failed")["reason"] == "BackoffLimitExceeded"
 
 
 def test_active_deadline_fails_the_job_and_stops_its_pods(bed: ControllerBed) -> None:
@@ -240,7 +241,7 @@ def test_active_deadline_fails_the_job_and_stops_its_pods(bed: ControllerBed) ->
     assert condition(bed.job("slow"), "Failed") is None
     bed.advance(1)
     job = bed.job("slow")
-    failed = condition(job, "Failed")
+    failed = required_condition(job, "Failed")
     assert failed["reason"] == "DeadlineExceeded"
     assert failed["message"] == "Job was active longer than specified deadline"
     assert job["status"]["failed"] == 1 and "active" not in job["status"]
@@ -274,7 +275,7 @@ def test_a_suspended_job_has_no_pods_until_resumed(bed: ControllerBed) -> None:
     bed.create_job("later", suspend=True)
     assert bed.pods_of("later") == []
     job = bed.job("later")
-    suspended = condition(job, "Suspended")
+    suspended = required_condition(job, "Suspended")
     assert suspended["status"] == "True" and suspended["reason"] == "JobSuspended"
     assert "startTime" not in job["status"]
     resumed_at = bed.advance(30)
@@ -283,7 +284,7 @@ def test_a_suspended_job_has_no_pods_until_resumed(bed: ControllerBed) -> None:
     )
     job = bed.job("later")
     assert len(bed.pods_of("later")) == 1
-    resumed = condition(job, "Suspended")
+    resumed = required_condition(job, "Suspended")
     assert resumed["status"] == "False" and resumed["reason"] == "JobResumed"
     assert job["status"]["startTime"] == rfc3339(resumed_at)
 
@@ -298,7 +299,7 @@ def test_suspending_a_running_job_deletes_its_pods_without_counting_them(
     assert bed.pods_of("paused") == []  # never bound: removed at once
     job = bed.job("paused")
     assert "failed" not in job["status"] and "active" not in job["status"]
-    assert condition(job, "Suspended")["status"] == "True"
+    assert required_condition(job, "Suspended")["status"] == "True"
 
 
 def test_replacements_wait_for_the_backoff_delay_on_the_clock(backoff_bed: ControllerBed) -> None:
@@ -329,7 +330,7 @@ def test_parallel_completions(bed: ControllerBed) -> None:
     bed.finish(last, 0)
     job = bed.job("fanout")
     assert job["status"]["succeeded"] == 3
-    assert condition(job, "Complete")["status"] == "True"
+    assert required_condition(job, "Complete")["status"] == "True"
 
 
 def test_a_job_in_another_namespace_gets_its_pod_there(bed: ControllerBed) -> None:
@@ -352,6 +353,10 @@ def _wait_for(predicate: Callable[[], Any], what: str, timeout: float = 10.0) ->
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _complete_condition(bed: ControllerBed, name: str) -> dict[str, Any] | None:
+    return condition(bed.job(name), "Complete")
+
+
 def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) -> None:
     """Writers in several threads (as the HTTP server has) and a ticking thread: every reaction
     still happens once, nothing deadlocks, and every job ends with the right counts."""
@@ -365,9 +370,9 @@ def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) ->
         for n in range(5):
             name = f"w{index}-{n}"
             bed.create_job(name, backoffLimit=1)
-            first = _wait_for(lambda name=name: bed.waiting_pods(name), f"{name}'s pod")[0]
+            first = _wait_for(partial(bed.waiting_pods, name), f"{name}'s pod")[0]
             bed.finish(first, 1)
-            second = _wait_for(lambda name=name: bed.waiting_pods(name), f"{name}'s replacement")
+            second = _wait_for(partial(bed.waiting_pods, name), f"{name}'s replacement")
             bed.finish(second[0], 0)
 
     tick_thread = threading.Thread(target=ticker)
@@ -382,9 +387,7 @@ def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) ->
     assert not any(t.is_alive() for t in [*writers, tick_thread])
     for job in bed.jobs():
         name = job["metadata"]["name"]
-        done = _wait_for(
-            lambda name=name: condition(bed.job(name), "Complete"), f"{name} to complete"
-        )
+        done = _wait_for(partial(_complete_condition, bed, name), f"{name} to complete")
         assert done["status"] == "True"
         status = bed.job(name)["status"]
         assert (status["succeeded"], status["failed"]) == (1, 1), name

@@ -156,7 +156,8 @@ def test_history_limits_delete_the_oldest_finished_jobs(bed: ControllerBed) -> N
         failedJobsHistoryLimit=1,
         job_spec={"backoffLimit": 0},
     )
-    succeeded, failed = [], []
+    succeeded: list[str] = []
+    failed: list[str] = []
     for minute, exit_code in ((5, 0), (10, 1), (15, 0), (20, 1), (25, 0)):
         bed.advance_to(at(10, minute))
         name = job_name_for("history", at(10, minute))

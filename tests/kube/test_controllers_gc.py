@@ -28,11 +28,17 @@ def owner_ref(owner: dict[str, Any], *, controller: bool = False) -> dict[str, A
     }
 
 
-def configmap(bed: ControllerBed, name: str, *owners: dict[str, Any], ns: str = "default"):
+def configmap(
+    bed: ControllerBed, name: str, *owners: dict[str, Any], ns: str = "default"
+) -> dict[str, Any]:
     body: dict[str, Any] = {"metadata": {"name": name}, "data": {"k": "v"}}
     if owners:
         body["metadata"]["ownerReferences"] = [owner_ref(o) for o in owners]
     return bed.store.create(CONFIGMAPS, ns, body)
+
+
+def namespace_names(bed: ControllerBed) -> list[str]:
+    return [n["metadata"]["name"] for n in bed.store.list(NAMESPACES, None)["items"]]
 
 
 def test_background_deletion_of_a_job_deletes_its_pods(bed: ControllerBed) -> None:
@@ -167,18 +173,18 @@ def test_deleting_a_namespace_empties_it_then_removes_it(bed: ControllerBed) -> 
     (stopping,) = bed.store.list(PODS, "run-1")["items"]
     assert "deletionTimestamp" in stopping["metadata"]  # the kubelet still has to stop it
     bed.kubelet_delete(stopping)
-    assert "run-1" not in [n["metadata"]["name"] for n in bed.store.namespaces()]
+    assert "run-1" not in namespace_names(bed)
 
 
 def test_deleting_an_empty_namespace_removes_it_at_once(bed: ControllerBed) -> None:
     bed.store.create(NAMESPACES, None, {"metadata": {"name": "empty"}})
     bed.store.delete(NAMESPACES, None, "empty")
-    assert "empty" not in [n["metadata"]["name"] for n in bed.store.namespaces()]
+    assert "empty" not in namespace_names(bed)
 
 
 def test_a_namespace_with_only_unbound_pods_goes_at_once(bed: ControllerBed) -> None:
     bed.store.create(NAMESPACES, None, {"metadata": {"name": "pending"}})
     bed.create_job("never-scheduled", ns="pending")
     bed.store.delete(NAMESPACES, None, "pending")
-    assert "pending" not in [n["metadata"]["name"] for n in bed.store.namespaces()]
+    assert "pending" not in namespace_names(bed)
     assert bed.store.list(PODS, "pending")["items"] == []

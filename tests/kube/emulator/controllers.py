@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tests.kube.emulator.controllers_common import is_deleting, log
@@ -82,11 +84,11 @@ class Controllers:
             now = self._clock.now()
             for namespace in self._store.list(NAMESPACES, None)["items"]:
                 if is_deleting(namespace):
-                    self._guard("namespace", lambda n=namespace: self._namespace(n))
+                    self._guard("namespace", partial(self._namespace, namespace))
             for job in self._store.list(JOBS, None)["items"]:
-                self._guard("job", lambda j=job: self.jobs.sync(j, now))
+                self._guard("job", partial(self.jobs.sync, job, now))
             for cronjob in self._store.list(CRONJOBS, None)["items"]:
-                self._guard("cronjob", lambda c=cronjob: self.cronjobs.sync_status(c))
+                self._guard("cronjob", partial(self.cronjobs.sync_status, cronjob))
         self._drain()
 
     # ---- event intake ------------------------------------------------------------------------
@@ -112,7 +114,7 @@ class Controllers:
                         return
                     event = self._queue.popleft()
                 with self._work:
-                    self._guard(f"{event.type} event", lambda e=event: self._handle(e))
+                    self._guard(f"{event.type} event", partial(self._handle, event))
         except BaseException:
             with self._queue_lock:
                 self._draining = False
@@ -142,7 +144,7 @@ class Controllers:
         self.namespaces.on_event("MODIFIED", NAMESPACES, namespace)
 
     @staticmethod
-    def _guard(what: str, action: Any) -> None:
+    def _guard(what: str, action: Callable[[], object]) -> None:
         try:
             action()
         except Exception:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -143,8 +144,12 @@ class CronJobController:
         if policy == "Replace":
             for ref in active:
                 tolerate_missing(
-                    lambda ref=ref: self._store.delete(
-                        JOBS, ref.get("namespace"), ref["name"], propagation_policy="Background"
+                    partial(
+                        self._store.delete,
+                        JOBS,
+                        ref.get("namespace"),
+                        ref["name"],
+                        propagation_policy="Background",
                     )
                 )
         job = self._create_job(cronjob, name, scheduled)

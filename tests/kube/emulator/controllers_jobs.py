@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tests.kube.emulator.clock import rfc3339
@@ -271,8 +272,7 @@ class JobController:
             if pod_terminal(pod) or is_deleting(pod):
                 continue
             tracking.counted.add(uid_of(pod))
-            name = meta(pod)["name"]
-            tolerate_missing(lambda name=name: self._store.delete(PODS, ns, name))
+            tolerate_missing(partial(self._store.delete, PODS, ns, meta(pod)["name"]))
 
     def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> None:
         uid = uid_of(job)
