@@ -488,8 +488,8 @@ def write_log(emulator: Emulator, pod: str, text: str, container: str = "main") 
 
 def test_logs_of_a_running_pod_with_tail(emulator: Emulator, core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod_body("p"))
-    # Not bound to a node yet: a real server answers 204 No Content.
-    assert core.read_namespaced_pod_log("p", NS, _preload_content=False).status == 204
+    status, body = failure(core.read_namespaced_pod_log, "p", NS)
+    assert (status, body["message"]) == (400, "pod p does not have a host assigned")
     bind(core, "p")
     status, body = failure(core.read_namespaced_pod_log, "p", NS)
     assert status == 400

@@ -293,9 +293,6 @@ class ApiServer:
             query.get("container"),
             query.flag("previous"),
         )
-        if target is None:
-            h.send_body(204, b"", None)
-            return
         data, end = podlogs.read(
             target.path, query.integer("tailLines"), query.integer("limitBytes")
         )

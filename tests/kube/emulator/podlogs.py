@@ -4,8 +4,8 @@ The process kubelet writes each container's output to ``<log_dir>/<ns>/<pod>/<co
 (``<container>.previous.log`` for a restarted container's last run). ``resolve`` picks the
 container and refuses as a real API server + kubelet do: 400 when the pod has several containers
 and none is named, for an unknown container, for a container still waiting to start, and for
-``previous`` without a previous run; ``None`` for a pod not yet bound to a node (a real server
-answers 204 No Content there). ``follow`` streams the file as it grows until the container or
+``previous`` without a previous run, and for a pod not bound to a node yet (``pod "x" does not
+have a host assigned``, as servers since 1.2x say; 1.20 answered 204 No Content). ``follow`` streams the file as it grows until the container or
 pod is finished and the file is drained, the pod is gone, or the client leaves.
 """
 
@@ -48,12 +48,12 @@ def resolve(
     name: str,
     container: str | None,
     previous: bool,
-) -> LogTarget | None:
-    """The log file to serve, None if the pod has no node yet, or a 400/404 ``ApiError``."""
+) -> LogTarget:
+    """The log file to serve, or a 400/404 ``ApiError``."""
     pod = store.get(PODS, namespace, name)
     container = _choose_container(pod, container)
     if not pod.get("spec", {}).get("nodeName"):
-        return None
+        raise bad_request(f"pod {name} does not have a host assigned")
     _check_started(pod, container, previous)
     return LogTarget(
         namespace, name, container, log_path(log_dir, namespace, name, container, previous)
