@@ -10,7 +10,15 @@ import pytest
 
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.errors import ApiError
-from tests.kube.emulator.resources import CONFIGMAPS, CRONJOBS, JOBS, NAMESPACES, PODS, SECRETS
+from tests.kube.emulator.resources import (
+    CONFIGMAPS,
+    CRONJOBS,
+    JOBS,
+    NAMESPACES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+)
 from tests.kube.emulator.store import ObjectStore, WatchEvent
 
 START = datetime(2026, 12, 4, 16, 0, 0, tzinfo=UTC)
@@ -347,6 +355,8 @@ def test_delete_preconditions_and_dry_run(store: ObjectStore) -> None:
     assert store.get(SECRETS, "default", "s")
     reply = store.delete(SECRETS, "default", "s")
     assert reply["kind"] == "Status" and reply["details"]["uid"] == secret["metadata"]["uid"]
+    store.create(SERVICEACCOUNTS, "default", {"metadata": {"name": "sa"}})
+    assert store.delete(SERVICEACCOUNTS, "default", "sa")["kind"] == "ServiceAccount"
 
 
 def test_finalizers_hold_deletion_until_removed(store: ObjectStore) -> None:

@@ -25,13 +25,14 @@ from tests.kube.emulator.resources import (
     JOBS,
     NAMESPACES,
     PODS,
+    SERVICEACCOUNTS,
     ResourceType,
 )
 
 # Kinds whose metadata.generation counts spec changes (pods on 1.2x servers have none).
 GENERATION_KINDS = frozenset({JOBS, CRONJOBS})
 # Kinds whose DELETE answers with the object; the others answer with a Success Status.
-RETURNS_DELETED_OBJECT = frozenset({PODS, NAMESPACES})
+RETURNS_DELETED_OBJECT = frozenset({PODS, NAMESPACES, SERVICEACCOUNTS})
 # Kinds that can own other objects here (the orphan finalizer only matters for them).
 OWNER_KINDS = frozenset({JOBS, CRONJOBS})
 FOREGROUND_FINALIZER = "foregroundDeletion"
