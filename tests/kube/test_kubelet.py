@@ -1,31 +1,39 @@
 """The process kubelet against the API emulator: pods run as local processes, as a kubelet would.
 
-Every wait is on a condition seen through a pod watch (with a deadline), never a fixed sleep.
+Every wait is on a condition seen through the API with a deadline (``kubelet_testing``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 
 from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
+from tests.kube.kubelet_testing import (
+    PYTHON_IMAGE,
+    Pod,
+    container_state,
+    phase_is,
+    process_alive,
+    python_pod,
+    run_to_end,
+    wait_for_output,
+    wait_for_pod,
+)
 
-PYTHON_IMAGE = "wharf/python:3.11"
 NODE = "wharf-test-node"
 NS = "default"
-Pod = dict[str, Any]
 
 
 @pytest.fixture
@@ -45,96 +53,6 @@ def process_kubelet(emulator: Emulator) -> Iterator[Kubelet]:
     ) as kubelet:
         assert kubelet.wait_ready(5)
         yield kubelet
-
-
-def python_pod(name: str, code: str, **container: Any) -> Pod:
-    spec: dict[str, Any] = {
-        "name": "main",
-        "image": PYTHON_IMAGE,
-        "command": ["python", "-c", code],
-    }
-    spec.update(container)
-    return {
-        "metadata": {"name": name, "labels": {"app": "wharf"}},
-        "spec": {"restartPolicy": "Never", "containers": [spec]},
-    }
-
-
-def read_pod(core: client.CoreV1Api, name: str) -> Pod | None:
-    try:
-        response = core.read_namespaced_pod(name, NS, _preload_content=False)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return json.loads(response.data)
-
-
-def wait_for_pod(
-    core: client.CoreV1Api, name: str, condition: Callable[[Pod | None], bool], timeout: float = 5.0
-) -> Pod | None:
-    """The first state of the pod (None once gone) meeting ``condition``, seen through a watch."""
-    deadline = time.monotonic() + timeout
-    listing = json.loads(
-        core.list_namespaced_pod(
-            NS, field_selector=f"metadata.name={name}", _preload_content=False
-        ).data
-    )
-    current = listing["items"][0] if listing["items"] else None
-    if condition(current):
-        return current
-    version = listing["metadata"]["resourceVersion"]
-
-    def list_pods(**kwargs: Any) -> Any:  # no return annotation: the watch yields raw dicts
-        return core.list_namespaced_pod(NS, **kwargs)
-
-    while (remaining := deadline - time.monotonic()) > 0:
-        for event in watch.Watch().stream(
-            list_pods,
-            field_selector=f"metadata.name={name}",
-            resource_version=version,
-            timeout_seconds=max(1, int(remaining + 0.999)),
-        ):
-            pod = event["raw_object"]
-            version = pod["metadata"]["resourceVersion"]
-            state = None if event["type"] == "DELETED" else pod
-            if condition(state):
-                return state
-            if time.monotonic() > deadline:
-                break
-    raise AssertionError(f"pod {name}: condition not met within {timeout} s; last: {current}")
-
-
-def phase_is(*phases: str) -> Callable[[Pod | None], bool]:
-    return lambda pod: pod is not None and pod.get("status", {}).get("phase") in phases
-
-
-def container_state(pod: Pod) -> dict[str, Any]:
-    return pod["status"]["containerStatuses"][0]["state"]
-
-
-def run_to_end(core: client.CoreV1Api, pod: Pod, timeout: float = 5.0) -> Pod:
-    core.create_namespaced_pod(NS, pod)
-    final = wait_for_pod(core, pod["metadata"]["name"], phase_is("Succeeded", "Failed"), timeout)
-    assert final is not None
-    return final
-
-
-def wait_for_output(core: client.CoreV1Api, name: str, text: str, timeout: float = 5.0) -> str:
-    """The pod's output once it contains ``text`` (the pod running; its log followed on /log)."""
-    wait_for_pod(core, name, phase_is("Running", "Succeeded", "Failed"), timeout)
-    stream = core.read_namespaced_pod_log(
-        name, NS, follow=True, _preload_content=False, _request_timeout=timeout
-    )
-    seen = b""
-    try:
-        for chunk in stream.stream(64):
-            seen += chunk
-            if text.encode() in seen:
-                return seen.decode()
-    finally:
-        stream.release_conn()
-    raise AssertionError(f"pod {name}: {text!r} not in its output {seen!r}")
 
 
 def test_a_pod_runs_to_success_with_its_log_served(process_kubelet: Kubelet, core) -> None:
@@ -267,29 +185,26 @@ def test_the_image_python_comes_first_on_path(process_kubelet, core, tmp_path: P
     assert Path(cwd) == workdir
 
 
-def test_a_missing_secret_key_waits_until_the_secret_exists(process_kubelet, core) -> None:
+def waiting_message(pod: Pod | None) -> str:
+    waiting = container_state(pod or {}).get("waiting") or {}
+    if waiting.get("reason") != "CreateContainerConfigError":
+        return ""
+    assert (pod or {})["status"]["phase"] == "Pending"
+    return str(waiting["message"])
+
+
+def test_a_missing_secret_or_key_waits_until_it_exists(process_kubelet, core) -> None:
     env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "late", "key": "token"}}}]
-    core.create_namespaced_pod(
-        NS, python_pod("late", "import os; print(os.environ['TOKEN'])", env=env)
-    )
+    code = "import os; print(os.environ['TOKEN'])"
+    core.create_namespaced_pod(NS, python_pod("late", code, env=env))
 
-    waiting = wait_for_pod(
-        core,
-        "late",
-        lambda pod: (
-            pod is not None
-            and container_state(pod).get("waiting", {}).get("reason")
-            == "CreateContainerConfigError"
-            if pod.get("status", {}).get("containerStatuses")
-            else False
-        ),
-    )
-    assert waiting is not None
-    assert waiting["status"]["phase"] == "Pending"
-    assert 'secret "late" not found' in container_state(waiting)["waiting"]["message"]
-
-    data = {"token": base64.b64encode(b"finally").decode()}
-    core.create_namespaced_secret(NS, {"metadata": {"name": "late"}, "data": data})
+    wait_for_pod(core, "late", lambda pod: 'secret "late" not found' in waiting_message(pod))
+    other = {"other": base64.b64encode(b"x").decode()}
+    core.create_namespaced_secret(NS, {"metadata": {"name": "late"}, "data": other})
+    missing_key = "couldn't find key token in Secret default/late"
+    wait_for_pod(core, "late", lambda pod: missing_key in waiting_message(pod))
+    token = {"token": base64.b64encode(b"finally").decode()}
+    core.patch_namespaced_secret("late", NS, {"data": token})
     final = wait_for_pod(core, "late", phase_is("Succeeded", "Failed"))
 
     assert final is not None and final["status"]["phase"] == "Succeeded"
@@ -375,14 +290,6 @@ def test_a_pod_deleted_outright_has_its_process_killed(process_kubelet, core) ->
     while process_alive(pid):
         assert time.monotonic() < deadline, "the process outlived its pod"
         time.sleep(0.02)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_on_failure_restarts_the_container_in_the_same_pod(process_kubelet, core, tmp_path) -> None:
