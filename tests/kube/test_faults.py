@@ -94,6 +94,24 @@ def test_fail_next_watch_fails_the_stream_request(
     assert caught.value.status == 500
 
 
+def test_an_injected_410_on_watch_is_an_error_event(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    emulator.faults.fail_next("watch", "pods", code=410)
+    response = core.list_namespaced_pod(NS, watch=True, _preload_content=False)
+    assert response.status == 200
+    event = json.loads(response.data)
+    assert (event["type"], event["object"]["code"], event["object"]["reason"]) == (
+        "ERROR",
+        410,
+        "Expired",
+    )
+    emulator.faults.fail_next("watch", "pods", code=410)
+    with pytest.raises(ApiException) as caught:
+        list(watch.Watch().stream(core.list_namespaced_pod, NS, timeout_seconds=1))
+    assert caught.value.status == 410
+
+
 def test_reset_forgets_pending_faults(emulator: Emulator, core: client.CoreV1Api) -> None:
     emulator.faults.fail_next("get", times=5)
     emulator.faults.delay("get", 30)

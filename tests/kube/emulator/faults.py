@@ -5,7 +5,8 @@ which sleeps for a matching delay and raises a matching failure. A rule matches 
 verb (``create``, ``get``, ``list``, ``watch``, ``update``, ``patch``, ``delete``,
 ``deletecollection``) and, optionally, by resource: ``"pods"`` matches requests on pods
 themselves, ``"pods/status"`` or ``"pods/log"`` only that subresource. Each rule fires ``times``
-times, oldest rule first, then is gone. Open watch streams register here so that
+times, oldest rule first, then is gone. A 410 on ``watch`` arrives as a real server sends it: HTTP
+200 and a single ``ERROR`` event carrying the ``Expired`` Status. Open watch streams register here so that
 ``drop_watches()`` can cut them mid-stream. Thread-safe: one lock guards the rules and streams.
 """
 

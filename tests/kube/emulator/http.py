@@ -132,10 +132,11 @@ class ApiServer:
             raise not_found_path()
         api_path = parse_api_path(*split)
         verb = verb_of(method, api_path, query.flag("watch"))
-        self.faults.before(verb, api_path.resource)
         if verb == "watch":
             self._watch(h, api_path, query)
-        elif verb == "get" and api_path.subresource == "log":
+            return
+        self.faults.before(verb, api_path.resource)
+        if verb == "get" and api_path.subresource == "log":
             self._log(h, api_path, query)
         else:
             code, reply = self._call(verb, api_path, query, body, h.content_type())
@@ -249,6 +250,7 @@ class ApiServer:
             timeout = random.randint(*DEFAULT_WATCH_TIMEOUT)
         bookmarks = query.flag("allowWatchBookmarks")
         try:
+            self.faults.before("watch", p.resource)
             watcher = self.store.watch(
                 p.rtype,
                 p.namespace,
@@ -260,7 +262,8 @@ class ApiServer:
         except ApiError as error:
             if error.code != 410:
                 raise
-            # A real server answers 200 and a single ERROR event carrying the 410 Status.
+            # A real server answers 200 and a single ERROR event carrying the 410 Status (an
+            # injected 410 looks the same; other failures are plain HTTP errors, as on a server).
             response = h.start_stream("application/json")
             response.write(error_event_line(error.status()))
             response.finish()
