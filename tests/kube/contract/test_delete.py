@@ -65,7 +65,10 @@ def test_a_graceful_delete_of_a_bound_pod_waits_for_grace_zero(target: Target) -
         resource_version=bound_rv,
         until=lambda e: e["type"] == "DELETED",
     )
-    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+    # the grace-0 delete first records grace 0 (MODIFIED), then removes the pod (DELETED)
+    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    assert events[0]["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert events[1]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
     assert "deletionTimestamp" in events[0]["object"]["metadata"]
 
 

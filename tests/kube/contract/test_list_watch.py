@@ -155,6 +155,10 @@ def test_timeout_seconds_ends_the_stream(target: Target) -> None:
     assert time.monotonic() - begun < 5
 
 
+@pytest.mark.emulator_only(
+    reason="kube-apiserver 1.20 sends a BOOKMARK only once a minute (measured: the first after "
+    "60 s of a 75 s watch), too slow for this suite; its shape is asserted here"
+)
 def test_watch_bookmarks_carry_a_resource_version(target: Target) -> None:
     ns, core = target.namespace, target.core
     listed = target.raw(core.list_namespaced_config_map, ns)
@@ -168,12 +172,21 @@ def test_watch_bookmarks_carry_a_resource_version(target: Target) -> None:
     )
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
     assert bookmarks, f"no BOOKMARK in {events}"
-    assert bookmarks[0]["object"]["kind"] == "ConfigMap"
+    bookmark = bookmarks[0]["object"]
+    assert bookmark["kind"] == "ConfigMap" and bookmark["apiVersion"] == "v1"
+    assert "name" not in bookmark["metadata"]  # only a resourceVersion, no object
     assert int(bookmarks[0]["object"]["metadata"]["resourceVersion"]) >= int(
         listed["metadata"]["resourceVersion"]
     )
 
 
+TOO_OLD_REASON = (
+    "a real server's watch cache keeps a growing window of recent events (resourceVersion 1 is "
+    "still inside it on a fresh kube-apiserver); only etcd compaction or many writes outrun it"
+)
+
+
+@pytest.mark.emulator_only(reason=TOO_OLD_REASON)
 def test_a_watch_from_a_too_old_version_raises_410(target: Target) -> None:
     for name in ("a", "b"):
         target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest(name))
@@ -188,8 +201,14 @@ def test_a_watch_from_a_too_old_version_raises_410(target: Target) -> None:
     assert raised.value.status == 410
 
 
+@pytest.mark.emulator_only(reason=TOO_OLD_REASON)
 def test_a_too_old_version_arrives_as_an_error_event_in_the_stream(target: Target) -> None:
-    """A real server answers 200 and sends one ERROR event holding an Expired Status."""
+    """As a real server: 200, then one ERROR event holding an Expired Status (410).
+
+    kube-apiserver's watch cache answers a too-old version with an error watcher ("to match the
+    uncached watch implementation ... other errors must fail with a watch event of type ERROR,
+    rather than a directly returned error").
+    """
     target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest("a"))
     target.expire_watch_history()
     response = target.core.list_namespaced_config_map(

@@ -165,7 +165,6 @@ def test_job_defaults_selector_and_labels(target: Target) -> None:
     assert pod_spec["terminationGracePeriodSeconds"] == 30
     assert pod_spec["dnsPolicy"] == "ClusterFirst"
     assert pod_spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
-    assert job["metadata"]["generation"] == 1
 
 
 def test_job_labels_of_its_own_are_kept(target: Target) -> None:

@@ -107,7 +107,7 @@ def test_requests_above_limits_are_invalid(target: Target) -> None:
     assert "spec.containers[0].resources.requests" in _fields(error)
 
 
-def test_quantities_are_kept_as_written(target: Target) -> None:
+def test_quantities_are_kept_as_written_and_requests_default_to_limits(target: Target) -> None:
     resources = {
         "requests": {"cpu": "250m", "memory": "400Mi"},
         "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
@@ -115,7 +115,12 @@ def test_quantities_are_kept_as_written(target: Target) -> None:
     pod = target.raw(
         target.core.create_namespaced_pod, target.namespace, _pod_with_resources(target, resources)
     )
-    assert pod["spec"]["containers"][0]["resources"] == resources
+    # requests default to the limits of resources that name no request (here the GPU)
+    expected = {
+        "requests": {**resources["requests"], "nvidia.com/gpu": "1"},
+        "limits": resources["limits"],
+    }
+    assert pod["spec"]["containers"][0]["resources"] == expected
     assert pod["status"].get("qosClass") in (None, "Burstable")
 
 
