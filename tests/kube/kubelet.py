@@ -288,7 +288,11 @@ def _was_started(pod: dict[str, Any]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.kube.kubelet", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.kube.kubelet",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--kubeconfig", required=True, type=Path)
     parser.add_argument("--image", action="append", default=[], metavar="NAME=PYTHON")
     parser.add_argument("--log-dir", type=Path)

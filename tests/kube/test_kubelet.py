@@ -437,3 +437,16 @@ def test_a_finished_pod_is_deleted_promptly(process_kubelet, core) -> None:
     core.delete_namespaced_pod("done", NS)
 
     assert wait_for_pod(core, "done", lambda pod: pod is None) is None
+
+
+def test_pods_bound_to_another_node_are_left_alone(process_kubelet, core) -> None:
+    elsewhere = python_pod("elsewhere", "print('no')")
+    elsewhere["spec"]["nodeName"] = "another-node"
+    core.create_namespaced_pod(NS, elsewhere)
+
+    run_to_end(core, python_pod("here", "print('yes')"))  # seen after "elsewhere", in order
+
+    untouched = core.read_namespaced_pod("elsewhere", NS)
+    assert untouched.status.phase == "Pending"
+    assert not untouched.status.container_statuses
+    assert not process_kubelet.log_path(NS, "elsewhere", "main").exists()
