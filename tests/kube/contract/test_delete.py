@@ -15,14 +15,14 @@ import pytest
 from tests.kube.contract.conftest import MERGE_PATCH, Target
 
 
-def _bind(target: Target, pod: str, node: str = "node-a") -> None:
+def _bind(target: Target, pod: str, node: str = "node-a") -> Any:
     body = {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": {"name": pod},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
-    target.raw(target.core.create_namespaced_pod_binding, pod, target.namespace, body)
+    return target.raw(target.core.create_namespaced_pod_binding, pod, target.namespace, body)
 
 
 def test_deleting_an_unbound_pod_removes_it_at_once(target: Target) -> None:
@@ -30,19 +30,44 @@ def test_deleting_an_unbound_pod_removes_it_at_once(target: Target) -> None:
     deleted = target.raw(
         target.core.delete_namespaced_pod, "p", target.namespace, grace_period_seconds=30
     )
-    assert deleted["metadata"]["name"] == "p"
+    assert deleted["kind"] == "Pod" and deleted["metadata"]["name"] == "p"
+    assert "deletionTimestamp" in deleted["metadata"]  # the pod as it was removed
     assert not target.exists(target.core.read_namespaced_pod, "p")
+
+
+def test_deleting_a_config_map_answers_a_success_status(target: Target) -> None:
+    created = target.raw(
+        target.core.create_namespaced_config_map,
+        target.namespace,
+        target.config_map_manifest("cm"),
+    )
+    answer = target.raw(target.core.delete_namespaced_config_map, "cm", target.namespace)
+    assert answer["kind"] == "Status" and answer["status"] == "Success"
+    assert answer["details"] == {
+        "name": "cm",
+        "kind": "configmaps",
+        "uid": created["metadata"]["uid"],
+    }
 
 
 def test_binding_sets_the_node_once(target: Target) -> None:
     target.core.create_namespaced_pod(target.namespace, target.pod_manifest("p"))
-    _bind(target, "p")
+    answer = _bind(target, "p")
+    assert answer == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
     assert target.core.read_namespaced_pod("p", target.namespace).spec.node_name == "node-a"
     body = {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "node-b"}}
     status, error = target.error(
         target.core.create_namespaced_pod_binding, "p", target.namespace, body
     )
     assert status == 409 and error["reason"] == "Conflict"
+    assert error["details"] == {"name": "p", "kind": "pods/binding"}
+    assert 'already assigned to node "node-a"' in error["message"]
 
 
 def test_a_graceful_delete_of_a_bound_pod_waits_for_grace_zero(target: Target) -> None:

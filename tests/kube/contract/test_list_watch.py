@@ -236,8 +236,12 @@ def test_objects_leaving_and_entering_a_selector(target: Target) -> None:
     created = target.raw(
         core.create_namespaced_config_map, ns, target.config_map_manifest("x", labels={"k": "a"})
     )
-    core.patch_namespaced_config_map(
-        "x", ns, {"metadata": {"labels": {"k": "b"}}}, _content_type=MERGE_PATCH
+    left = target.raw(
+        core.patch_namespaced_config_map,
+        "x",
+        ns,
+        {"metadata": {"labels": {"k": "b"}}},
+        _content_type=MERGE_PATCH,
     )
     core.patch_namespaced_config_map(
         "x", ns, {"metadata": {"labels": {"k": "a"}}}, _content_type=MERGE_PATCH
@@ -252,4 +256,9 @@ def test_objects_leaving_and_entering_a_selector(target: Target) -> None:
     )
     seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
     assert seen == [("DELETED", "x"), ("ADDED", "x"), ("ADDED", "end")]
+    # the DELETED of an object leaving the selector holds its last matching content, at the
+    # resourceVersion of the change that made it leave
+    leaving = events[0]["object"]["metadata"]
+    assert leaving["labels"] == {"k": "a"}
+    assert leaving["resourceVersion"] == left["metadata"]["resourceVersion"]
     assert events[1]["object"]["metadata"]["labels"] == {"k": "a"}

@@ -228,6 +228,7 @@ def test_dry_run_create_returns_the_object_and_stores_nothing(target: Target) ->
     pod = target.raw(target.core.create_namespaced_pod, ns, target.pod_manifest("p"), dry_run="All")
     assert pod["metadata"]["name"] == "p" and pod["metadata"]["namespace"] == ns
     assert pod["spec"]["restartPolicy"] == "Always" and pod["status"]["phase"] == "Pending"
+    assert not pod["metadata"].get("resourceVersion")  # never stored
     assert target.core.list_namespaced_pod(ns).items == []
     assert not target.exists(target.core.read_namespaced_pod, "p")
 
