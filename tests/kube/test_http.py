@@ -229,6 +229,23 @@ def test_status_subresource_and_dry_run(core: client.CoreV1Api) -> None:
     assert core.read_namespaced_pod("p", NS).metadata.name == "p"
 
 
+def test_graceful_pod_deletion_with_grace_in_the_query_or_the_body(core: client.CoreV1Api) -> None:
+    for name in ("a", "b"):
+        core.create_namespaced_pod(NS, pod_body(name))
+        bind(core, name)
+        start_container(core, name)
+    kept = core.delete_namespaced_pod("a", NS, grace_period_seconds=5)
+    assert kept.metadata.deletion_timestamp is not None
+    assert kept.metadata.deletion_grace_period_seconds == 5
+    core.delete_namespaced_pod("a", NS, grace_period_seconds=0)
+    assert failure(core.read_namespaced_pod, "a", NS)[0] == 404
+
+    core.delete_namespaced_pod("b", NS, body=client.V1DeleteOptions(grace_period_seconds=7))
+    assert core.read_namespaced_pod("b", NS).metadata.deletion_grace_period_seconds == 7
+    core.delete_namespaced_pod("b", NS, body=client.V1DeleteOptions(grace_period_seconds=0))
+    assert failure(core.read_namespaced_pod, "b", NS)[0] == 404
+
+
 def test_namespace_finalize_subresource(core: client.CoreV1Api) -> None:
     created = core.create_namespace({"metadata": {"name": "fin"}})
     assert created.spec.finalizers == ["kubernetes"]
