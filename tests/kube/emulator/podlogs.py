@@ -2,11 +2,11 @@
 
 The process kubelet writes each container's output to ``<log_dir>/<ns>/<pod>/<container>.log``
 (``<container>.previous.log`` for a restarted container's last run). ``resolve`` picks the
-container and refuses as a real API server + kubelet do: 400 when the pod has several containers
-and none is named, for an unknown container, for a container still waiting to start, and for
-``previous`` without a previous run, and for a pod not bound to a node yet (``pod "x" does not
-have a host assigned``, as servers since 1.2x say; 1.20 answered 204 No Content). ``follow`` streams the file as it grows until the container or
-pod is finished and the file is drained, the pod is gone, or the client leaves.
+container and refuses with 400 as a real API server + kubelet do: a pod with several containers
+and none named, an unknown container, a pod not bound to a node yet (``pod "x" does not have a
+host assigned``, as servers since 1.2x say; 1.20 answered 204), a container still waiting to
+start, ``previous`` without a previous run. ``follow`` streams the file as it grows until the
+container or pod is finished and the file is drained, the pod is gone, or the client leaves.
 """
 
 from __future__ import annotations
