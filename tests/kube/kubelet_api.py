@@ -105,7 +105,7 @@ class KubeletApi:
         ends the stream; an ERROR event (such as 410 Expired) raises `ApiException`."""
         core = self.core
 
-        # A wrapper without a return annotation makes Watch hand back raw dicts and still turn
+        # A wrapper returning Any (no model type to find) makes Watch hand back raw dicts and turn
         # ERROR events into ApiException.
         def list_pods(**kwargs: Any) -> Any:
             if namespace is None:

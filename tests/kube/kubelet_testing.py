@@ -48,7 +48,7 @@ def wait_for_pod(
         return current
     version = listing["metadata"]["resourceVersion"]
 
-    def list_pods(**kwargs: Any) -> Any:  # no return annotation: the watch yields raw dicts
+    def list_pods(**kwargs: Any) -> Any:  # no model type to find: the watch yields raw dicts
         return core.list_namespaced_pod(namespace, **kwargs)
 
     while (remaining := deadline - time.monotonic()) > 0:
