@@ -80,7 +80,7 @@ def _rules(*rules: dict[str, Any]) -> dict[str, Any]:
                     {"action": "FailJob", "onExitCodes": {"operator": "In", "values": []}}
                 )
             },
-            {("FieldValueRequired", "spec.podFailurePolicy.rules[0].onExitCodes.values")},
+            {("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values")},
         ),
         (
             {
@@ -96,7 +96,7 @@ def _rules(*rules: dict[str, Any]) -> dict[str, Any]:
                     {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [3, 1]}}
                 )
             },
-            {("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values[1]")},
+            {("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values")},
         ),
         (
             {
@@ -167,6 +167,48 @@ def test_pod_failure_policy_needs_restart_policy_never() -> None:
         message
         == 'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified'
     )
+
+
+def test_pod_failure_policy_rule_details() -> None:
+    obj = job(
+        podFailurePolicy=_rules(
+            {"onExitCodes": {"values": [1]}},
+            {"action": "FailIndex", "onPodConditions": [{"type": "Ready"}]},
+        )
+    )
+    found = causes(JOBS, obj)
+    assert found == [
+        (
+            "FieldValueRequired",
+            "spec.podFailurePolicy.rules[0].action",
+            'Required value: valid values: ["Count" "FailJob" "Ignore"]',
+        ),
+        (
+            "FieldValueRequired",
+            "spec.podFailurePolicy.rules[0].onExitCodes.operator",
+            'Required value: valid values: ["In" "NotIn"]',
+        ),
+        (
+            "FieldValueInvalid",
+            "spec.podFailurePolicy.rules[1].action",
+            'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set',
+        ),
+        (
+            "FieldValueRequired",
+            "spec.podFailurePolicy.rules[1].onPodConditions[0].status",
+            'Required value: valid values: ["False" "True" "Unknown"]',
+        ),
+    ]
+
+
+def test_pod_failure_policy_with_restart_policy_always_reports_the_policy_once() -> None:
+    obj = job(
+        podFailurePolicy=_rules(
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [2]}}
+        )
+    )
+    _template_spec(obj)["restartPolicy"] = "Always"
+    assert fields(JOBS, obj) == {("FieldValueNotSupported", "spec.template.spec.restartPolicy")}
 
 
 def test_job_template_pod_spec_is_validated_with_its_path() -> None:

@@ -78,6 +78,11 @@ class FieldErrors:
     def too_long(self, field: str, limit: int) -> None:
         self._add("FieldValueTooLong", field, f"Too long: must have at most {limit} bytes")
 
+    def too_many(self, field: str, actual: int, limit: int) -> None:
+        self._add(
+            "FieldValueTooMany", field, f"Too many: {actual}: must have at most {limit} items"
+        )
+
     def nonnegative(self, field: str, value: Any) -> None:
         if isinstance(value, int) and value < 0:
             self.invalid(field, value, "must be greater than or equal to 0")

@@ -144,7 +144,7 @@ def _validate_job_spec(
         )
     failure_policy = spec.get("podFailurePolicy")
     if failure_policy is not None:
-        if restart_policy != "Never":
+        if restart_policy == "OnFailure":
             errs.invalid(
                 f"{path}.template.spec.restartPolicy",
                 restart_policy,
@@ -157,7 +157,7 @@ def _validate_job_spec(
             if isinstance(c, dict)
         }
         _validate_failure_policy(
-            errs, rtype, failure_policy, f"{path}.podFailurePolicy", containers
+            errs, rtype, failure_policy, f"{path}.podFailurePolicy", containers, spec
         )
 
 
@@ -190,8 +190,18 @@ def _validate_selector(errs: FieldErrors, rtype: ResourceType, selector: Any, pa
         )
 
 
+def _go_list(values: tuple[str, ...]) -> str:
+    """A string list as Go's ``%q`` prints it: ``["Count" "FailJob" "Ignore"]``."""
+    return "[" + " ".join(f'"{v}"' for v in values) + "]"
+
+
 def _validate_failure_policy(
-    errs: FieldErrors, rtype: ResourceType, policy: Any, path: str, containers: set[Any]
+    errs: FieldErrors,
+    rtype: ResourceType,
+    policy: Any,
+    path: str,
+    containers: set[Any],
+    spec: dict[str, Any],
 ) -> None:
     policy = expect(rtype, policy, dict, "JobSpec.podFailurePolicy", "v1.PodFailurePolicy") or {}
     rules = (
@@ -201,47 +211,54 @@ def _validate_failure_policy(
         or []
     )
     if len(rules) > MAX_FAILURE_POLICY_RULES:
-        errs.invalid(
-            f"{path}.rules", len(rules), f"must have at most {MAX_FAILURE_POLICY_RULES} items"
-        )
+        errs.too_many(f"{path}.rules", len(rules), MAX_FAILURE_POLICY_RULES)
     for i, item in enumerate(rules):
         rule = expect(rtype, item, dict, "PodFailurePolicy.rules", "v1.PodFailurePolicyRule") or {}
         here = f"{path}.rules[{i}]"
         action = rule.get("action") or ""
         if not action:
-            errs.required(f"{here}.action")
+            errs.required(f"{here}.action", f"valid values: {_go_list(FAILURE_POLICY_ACTIONS)}")
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                errs.invalid(
+                    f"{here}.action", action, "requires the backoffLimitPerIndex to be set"
+                )
         elif action not in FAILURE_POLICY_ACTIONS:
             errs.not_supported(f"{here}.action", action, FAILURE_POLICY_ACTIONS)
-        exit_codes, conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
-        if exit_codes is not None and conditions is not None:
+        exit_codes, conditions = rule.get("onExitCodes"), rule.get("onPodConditions") or []
+        if exit_codes is not None:
+            _validate_exit_codes(errs, exit_codes, f"{here}.onExitCodes", containers)
+        for j, pattern in enumerate(conditions):
+            pattern_path = f"{here}.onPodConditions[{j}]"
+            condition_type = pattern.get("type") or ""
+            errs.invalid_each(
+                f"{pattern_path}.type", condition_type, qualified_name_errors(condition_type)
+            )
+            status = pattern.get("status") or ""
+            if not status:
+                errs.required(
+                    f"{pattern_path}.status", f"valid values: {_go_list(CONDITION_STATUSES)}"
+                )
+            elif status not in CONDITION_STATUSES:
+                errs.not_supported(f"{pattern_path}.status", status, CONDITION_STATUSES)
+        if exit_codes is not None and conditions:
             errs.invalid_detail(
                 here, "specifying both OnExitCodes and OnPodConditions is not supported"
             )
-        elif exit_codes is None and conditions is None:
+        if exit_codes is None and not conditions:
             errs.invalid_detail(
                 here, "specifying one of OnExitCodes and OnPodConditions is required"
             )
-        if exit_codes is not None:
-            _validate_exit_codes(errs, exit_codes, f"{here}.onExitCodes", containers)
-        for j, pattern in enumerate(conditions or []):
-            pattern_path = f"{here}.onPodConditions[{j}]"
-            condition_type = pattern.get("type") or ""
-            if not condition_type:
-                errs.required(f"{pattern_path}.type")
-            else:
-                errs.invalid_each(
-                    f"{pattern_path}.type", condition_type, qualified_name_errors(condition_type)
-                )
-            status = pattern.get("status") or ""
-            if not status:
-                errs.required(f"{pattern_path}.status")
-            elif status not in CONDITION_STATUSES:
-                errs.not_supported(f"{pattern_path}.status", status, CONDITION_STATUSES)
 
 
 def _validate_exit_codes(
     errs: FieldErrors, requirement: dict[str, Any], path: str, containers: set[Any]
 ) -> None:
+    operator = requirement.get("operator") or ""
+    if not operator:
+        errs.required(f"{path}.operator", f"valid values: {_go_list(EXIT_CODE_OPERATORS)}")
+    elif operator not in EXIT_CODE_OPERATORS:
+        errs.not_supported(f"{path}.operator", operator, EXIT_CODE_OPERATORS)
     container = requirement.get("containerName")
     if container is not None and container not in containers:
         errs.invalid(
@@ -249,25 +266,17 @@ def _validate_exit_codes(
             container,
             "must be one of the container or initContainer names in the pod template",
         )
-    operator = requirement.get("operator") or ""
-    if not operator:
-        errs.required(f"{path}.operator")
-    elif operator not in EXIT_CODE_OPERATORS:
-        errs.not_supported(f"{path}.operator", operator, EXIT_CODE_OPERATORS)
     values = requirement.get("values") or []
     if not values:
-        errs.required(f"{path}.values")
+        errs.invalid(f"{path}.values", values, "at least one value is required")
     elif len(values) > MAX_EXIT_CODES:
-        errs.invalid(f"{path}.values", len(values), f"must have at most {MAX_EXIT_CODES} items")
+        errs.too_many(f"{path}.values", len(values), MAX_EXIT_CODES)
     seen: set[Any] = set()
-    previous = None
     for j, value in enumerate(values):
-        here = f"{path}.values[{j}]"
         if operator == "In" and value == 0:
-            errs.invalid(here, value, "must not be 0 for the In operator")
+            errs.invalid(f"{path}.values[{j}]", value, "must not be 0 for the In operator")
         if value in seen:
-            errs.duplicate(here, value)
-        elif previous is not None and value < previous:
-            errs.invalid(here, value, "must be ordered")
+            errs.duplicate(f"{path}.values[{j}]", value)
         seen.add(value)
-        previous = value
+    if any(values[j - 1] > values[j] for j in range(1, len(values))):
+        errs.invalid(f"{path}.values", values, "must be ordered")
