@@ -31,6 +31,17 @@ def _wait_pods(target: Target, job: str, count: int) -> list[dict[str, Any]]:
     )
 
 
+def _wait_new_pod(target: Target, job: str, known: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job's pod that is none of ``known`` (pods created in one second sort in any order)."""
+    known_uids = {p["metadata"]["uid"] for p in known}
+    fresh = target.wait_for(
+        lambda: [p for p in _pods_of(target, job) if p["metadata"]["uid"] not in known_uids],
+        what=f"a new pod of job {job}",
+    )
+    assert len(fresh) == 1, fresh
+    return fresh[0]
+
+
 def _end_pod(
     target: Target,
     pod: str,
@@ -112,9 +123,9 @@ def test_failed_pods_are_replaced_until_the_backoff_limit(target: Target) -> Non
     target.batch.create_namespaced_job(target.namespace, target.job_manifest("j", backoffLimit=1))
     [first] = _wait_pods(target, "j", 1)
     _end_pod(target, first["metadata"]["name"], "Failed", 1)
-    pods = _wait_pods(target, "j", 2)
+    second = _wait_new_pod(target, "j", [first])
     assert _condition(_job(target, "j"), "Failed") is None
-    _end_pod(target, pods[1]["metadata"]["name"], "Failed", 1)
+    _end_pod(target, second["metadata"]["name"], "Failed", 1)
     failed = _wait_condition(target, "j", "Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
     assert _job(target, "j")["status"]["failed"] == 2
@@ -134,9 +145,9 @@ def test_pod_failure_policy_fail_job_and_ignore(target: Target) -> None:
     [first] = _wait_pods(target, "j", 1)
     disruption = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByTest"}]
     _end_pod(target, first["metadata"]["name"], "Failed", 137, conditions=disruption)
-    pods = _wait_pods(target, "j", 2)
+    second = _wait_new_pod(target, "j", [first])
     assert not _job(target, "j")["status"].get("failed")  # ignored: not counted
-    _end_pod(target, pods[1]["metadata"]["name"], "Failed", 42)
+    _end_pod(target, second["metadata"]["name"], "Failed", 42)
     failed = _wait_condition(target, "j", "Failed")
     assert failed["reason"] == "PodFailurePolicy"
 
@@ -189,10 +200,4 @@ def test_a_deleted_running_pod_is_replaced(target: Target) -> None:
     target.core.delete_namespaced_pod(
         first["metadata"]["name"], target.namespace, grace_period_seconds=0
     )
-    replacement = target.wait_for(
-        lambda: [
-            p for p in _pods_of(target, "j") if p["metadata"]["uid"] != first["metadata"]["uid"]
-        ],
-        what="a replacement pod",
-    )
-    assert len(replacement) == 1
+    _wait_new_pod(target, "j", [first])

@@ -167,7 +167,7 @@ def test_watch_bookmarks_carry_a_resource_version(target: Target) -> None:
         ns,
         resource_version=listed["metadata"]["resourceVersion"],
         allow_watch_bookmarks=True,
-        timeout_seconds=5,
+        timeout_seconds=2,
         until=lambda e: e["type"] == "BOOKMARK",
     )
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
@@ -262,3 +262,73 @@ def test_objects_leaving_and_entering_a_selector(target: Target) -> None:
     assert leaving["labels"] == {"k": "a"}
     assert leaving["resourceVersion"] == left["metadata"]["resourceVersion"]
     assert events[1]["object"]["metadata"]["labels"] == {"k": "a"}
+
+
+def test_list_pages_with_limit_and_continue(target: Target) -> None:
+    names = [f"cm-{i}" for i in range(5)]
+    for name in reversed(names):
+        target.core.create_namespaced_config_map(target.namespace, target.config_map_manifest(name))
+    first = target.raw(target.core.list_namespaced_config_map, target.namespace, limit=2)
+    assert [i["metadata"]["name"] for i in first["items"]] == names[:2]  # in key (name) order
+    assert first["metadata"]["continue"]
+    assert first["metadata"]["remainingItemCount"] == 3
+    second = target.raw(
+        target.core.list_namespaced_config_map,
+        target.namespace,
+        limit=2,
+        _continue=first["metadata"]["continue"],
+    )
+    assert [i["metadata"]["name"] for i in second["items"]] == names[2:4]
+    last = target.raw(
+        target.core.list_namespaced_config_map,
+        target.namespace,
+        limit=2,
+        _continue=second["metadata"]["continue"],
+    )
+    assert [i["metadata"]["name"] for i in last["items"]] == names[4:]
+    assert not last["metadata"].get("continue")
+    assert "remainingItemCount" not in last["metadata"]
+
+
+def test_a_field_selector_watch_follows_one_pod_through_its_phases(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    listed = target.raw(core.list_namespaced_pod, ns)
+    for name in ("p1", "p2"):
+        core.create_namespaced_pod(ns, target.pod_manifest(name))
+    for phase in ("Running", "Succeeded"):
+        for name in ("p1", "p2"):
+            core.patch_namespaced_pod_status(
+                name, ns, {"status": {"phase": phase}}, _content_type=MERGE_PATCH
+            )
+    events = target.watch_events(
+        core.list_namespaced_pod,
+        ns,
+        field_selector="metadata.name=p2",
+        resource_version=listed["metadata"]["resourceVersion"],
+        until=lambda e: e["object"]["status"]["phase"] == "Succeeded",
+    )
+    assert [(e["type"], e["object"]["status"]["phase"]) for e in events] == [
+        ("ADDED", "Pending"),
+        ("MODIFIED", "Running"),
+        ("MODIFIED", "Succeeded"),
+    ]
+    assert {e["object"]["metadata"]["name"] for e in events} == {"p2"}
+
+
+def test_a_phase_selector_watch_sees_pods_enter_and_leave(target: Target) -> None:
+    ns, core = target.namespace, target.core
+    core.create_namespaced_pod(ns, target.pod_manifest("p"))
+    start = target.raw(core.read_namespaced_pod, "p", ns)["metadata"]["resourceVersion"]
+    for phase in ("Running", "Failed"):
+        core.patch_namespaced_pod_status(
+            "p", ns, {"status": {"phase": phase}}, _content_type=MERGE_PATCH
+        )
+    events = target.watch_events(
+        core.list_namespaced_pod,
+        ns,
+        field_selector="status.phase=Running",
+        resource_version=start,
+        until=lambda e: e["type"] == "DELETED",
+    )
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+    assert events[0]["object"]["status"]["phase"] == "Running"

@@ -253,3 +253,55 @@ def test_dry_run_patch_and_delete_change_nothing(target: Target) -> None:
     assert patched["data"] == {"a": "2"}
     target.core.delete_namespaced_config_map("cm", ns, dry_run="All")
     assert target.core.read_namespaced_config_map("cm", ns).data == {"a": "1"}
+
+
+def test_container_statuses_round_trip_through_the_status_subresource(target: Target) -> None:
+    ns = target.namespace
+    target.core.create_namespaced_pod(ns, target.pod_manifest("p"))
+    waiting = {
+        "phase": "Pending",
+        "containerStatuses": [
+            {"name": "main", "ready": False, "restartCount": 0, "image": "busybox:1.36",
+             "imageID": "", "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                 "message": "Back-off pulling image"}}}
+        ],
+    }  # fmt: skip
+    target.core.patch_namespaced_pod_status("p", ns, {"status": waiting}, _content_type=MERGE_PATCH)
+    pod = target.core.read_namespaced_pod("p", ns)
+    assert pod.status.container_statuses[0].state.waiting.reason == "ImagePullBackOff"
+    terminated = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "main", "ready": False, "restartCount": 0, "image": "busybox:1.36",
+             "imageID": "", "state": {"terminated": {
+                 "exitCode": 3, "reason": "Error",
+                 "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:05Z"}}}
+        ],
+    }  # fmt: skip
+    target.core.patch_namespaced_pod_status(
+        "p", ns, {"status": terminated}, _content_type=MERGE_PATCH
+    )
+    pod = target.core.read_namespaced_pod("p", ns)
+    assert pod.status.phase == "Failed"
+    [status] = pod.status.container_statuses
+    assert status.state.terminated.exit_code == 3
+    assert status.state.terminated.reason == "Error"
+    assert status.state.waiting is None
+
+
+def test_writes_to_a_missing_object_are_not_found(target: Target) -> None:
+    ns = target.namespace
+    status, error = target.error(
+        target.core.patch_namespaced_config_map, "nope", ns, {"data": {"a": "1"}},
+        _content_type=MERGE_PATCH,
+    )  # fmt: skip
+    assert status == 404 and error["reason"] == "NotFound"
+    status, error = target.error(
+        target.core.replace_namespaced_config_map, "nope", ns, target.config_map_manifest("nope")
+    )
+    assert status == 404 and error["reason"] == "NotFound"
+    status, error = target.error(
+        target.core.patch_namespaced_pod_status, "nope", ns, {"status": {"phase": "Running"}},
+        _content_type=MERGE_PATCH,
+    )  # fmt: skip
+    assert status == 404 and error["details"] == {"name": "nope", "kind": "pods"}
