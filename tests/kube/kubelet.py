@@ -32,7 +32,8 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from tests.kube.kubelet_api import TRANSPORT_ERRORS, KubeletApi
-from tests.kube.kubelet_pod import PodWorker, WorkerContext
+from tests.kube.kubelet_launch import WorkerContext
+from tests.kube.kubelet_pod import PodWorker
 from tests.kube.kubelet_process import ProcessTable, resolve_images
 from tests.kube.kubelet_status import TERMINAL_PHASES
 

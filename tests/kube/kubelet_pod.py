@@ -6,7 +6,8 @@ report ``Pending``/``ContainerCreating``; resolve images (an unknown image waits
 (a missing secret/config map/key waits in ``CreateContainerConfigError``, retried); run init
 containers one after the other, then the containers in parallel, each as a local process group;
 report ``Running`` and, when they end, ``Succeeded``/``Failed`` with exit codes, restarting per
-``restartPolicy`` (OnFailure/Always). A graceful deletion (``deletionTimestamp``) sends SIGTERM to
+``restartPolicy`` (OnFailure/Always); a container whose processes hold more resident memory than
+its ``limits.memory`` is SIGKILLed and reported ``OOMKilled`` (exit code 137). A graceful deletion (``deletionTimestamp``) sends SIGTERM to
 every container, SIGKILL after ``deletionGracePeriodSeconds``, reports the terminated states and
 finalises the deletion (delete with grace 0). A pod deleted outright, or the kubelet stopping,
 kills its processes at once and reports nothing. Status writes happen only on this thread, in
@@ -16,27 +17,26 @@ order; the kubelet's watch thread only calls `observe`/`forget`.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tests.kube.kubelet_api import Aborted, KubeletApi
-from tests.kube.kubelet_env import (
-    ContainerConfigError,
-    EnvironmentBuilder,
-    expand_references,
-    resource_variables,
+from tests.kube.kubelet_api import Aborted
+from tests.kube.kubelet_env import ContainerConfigError, EnvironmentBuilder
+from tests.kube.kubelet_launch import (
+    ApiObjects,
+    Launch,
+    WorkerContext,
+    container_run,
+    launch_config,
 )
 from tests.kube.kubelet_process import (
-    ImageRuntime,
-    ProcessTable,
     RuntimeClosed,
     exit_code_of,
+    group_memory_bytes,
     lookup_image,
+    process_memory_bytes,
     signal_group,
 )
 from tests.kube.kubelet_status import (
@@ -48,26 +48,10 @@ from tests.kube.kubelet_status import (
 )
 
 LOG = logging.getLogger("tests.kube.kubelet")
-DEFAULT_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 START_ERROR_CODE = 128
 LOST_CODE = 137
-
-
-@dataclass(frozen=True)
-class WorkerContext:
-    """What every pod worker of one kubelet shares."""
-
-    api: KubeletApi
-    processes: ProcessTable
-    runtimes: dict[str, ImageRuntime]
-    kubeconfig: Path
-    log_dir: Path
-    work_root: Path
-    stopping: threading.Event
-    base_env: dict[str, str]
-    image_pull_backoff: float = 1.0
-    config_retry: float = 0.5
-    restart_backoff: float = 0.2
+MEMORY_POLL_SECONDS = 0.1  # the main process's memory; the whole group's every 10th poll
+GROUP_SCAN_EVERY = 10
 
 
 class _Gone(Exception):
@@ -76,26 +60,6 @@ class _Gone(Exception):
 
 class _DeleteRequested(Exception):
     """The pod is being deleted gracefully: stop the containers, report, finalise."""
-
-
-class _ApiObjects:
-    """`ObjectSource` over the API, giving up when the kubelet stops."""
-
-    def __init__(self, api: KubeletApi, abort: threading.Event) -> None:
-        self._api, self._abort = api, abort
-
-    def secret(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._api.read_secret(namespace, name, self._abort)
-
-    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._api.read_config_map(namespace, name, self._abort)
-
-
-@dataclass(frozen=True)
-class _Launch:
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
 
 
 class PodWorker:
@@ -116,9 +80,10 @@ class PodWorker:
         self._gone = False
         spec = pod.get("spec") or {}
         self._policy = str(spec.get("restartPolicy") or "Always")
-        self._init = [ContainerRun(dict(c)) for c in spec.get("initContainers") or []]
-        self._main = [ContainerRun(dict(c)) for c in spec.get("containers") or []]
+        self._init = [container_run(c) for c in spec.get("initContainers") or []]
+        self._main = [container_run(c) for c in spec.get("containers") or []]
         self._launched: set[str] = set()
+        self._memory_polls = 0
         self._conditions = ConditionBook()
         self._start_time = (pod.get("status") or {}).get("startTime") or timestamp()
         self._thread = threading.Thread(
@@ -279,15 +244,15 @@ class PodWorker:
             self._pause(backoff)
             backoff = min(backoff * 2, 30.0)
 
-    def _configure(self) -> dict[str, _Launch]:
+    def _configure(self) -> dict[str, Launch]:
         """Every container's command, environment and directory; waits out missing references."""
         while True:
-            builder = EnvironmentBuilder(self._pod, _ApiObjects(self._ctx.api, self._ctx.stopping))
-            launches: dict[str, _Launch] = {}
+            builder = EnvironmentBuilder(self._pod, ApiObjects(self._ctx.api, self._ctx.stopping))
+            launches: dict[str, Launch] = {}
             failed = False
             for run in [*self._init, *self._main]:
                 try:
-                    launches[run.name] = self._launch_config(run, builder)
+                    launches[run.name] = launch_config(self._ctx, self._pod, run, builder)
                 except ContainerConfigError as error:
                     run.wait("CreateContainerConfigError", str(error))
                     failed = True
@@ -296,30 +261,9 @@ class PodWorker:
             self._report("Pending")
             self._pause(self._ctx.config_retry)
 
-    def _launch_config(self, run: ContainerRun, builder: EnvironmentBuilder) -> _Launch:
-        defined = builder.container_env(run.spec)
-        command = [expand_references(str(c), defined) for c in run.spec.get("command") or []]
-        args = [expand_references(str(a), defined) for a in run.spec.get("args") or []]
-        runtime = lookup_image(self._ctx.runtimes, str(run.spec.get("image") or ""))
-        assert runtime is not None
-        env = dict(self._ctx.base_env)
-        env["PATH"] = os.pathsep.join([*map(str, runtime.path_dirs), *DEFAULT_PATH])
-        env["HOSTNAME"] = self.name
-        env["KUBECONFIG"] = str(self._ctx.kubeconfig)
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(resource_variables(run.spec))
-        env.update(defined)
-        working_dir = run.spec.get("workingDir")
-        if working_dir:
-            cwd = Path(str(working_dir))
-        else:
-            cwd = self._ctx.work_root / "pods" / f"{self.namespace}_{self.name}_{self.uid[:8]}"
-        cwd.mkdir(parents=True, exist_ok=True)
-        return _Launch(command + args, env, cwd)
-
     # ---- running containers -------------------------------------------------------------------
 
-    def _launch(self, run: ContainerRun, launch: _Launch) -> None:
+    def _launch(self, run: ContainerRun, launch: Launch) -> None:
         """Start the container's process (or record why it could not start)."""
         self._check()
         log_path = self._ctx.log_dir / self.namespace / self.name / f"{run.name}.log"
@@ -359,7 +303,31 @@ class PodWorker:
 
     def _record_exit(self, run: ContainerRun) -> None:
         assert run.process is not None and run.process.returncode is not None
-        run.finish(exit_code_of(run.process.returncode))
+        if run.oom_killed:
+            run.finish(LOST_CODE, reason="OOMKilled")
+        else:
+            run.finish(exit_code_of(run.process.returncode))
+
+    def _enforce_memory_limits(self, runs: list[ContainerRun]) -> None:
+        """SIGKILL a container whose processes hold more memory than its limit (an OOM kill)."""
+        self._memory_polls += 1
+        whole_group = self._memory_polls % GROUP_SCAN_EVERY == 0
+        for run in runs:
+            if run.memory_limit is None or not run.running or run.process is None:
+                continue
+            pid = run.process.pid
+            used = group_memory_bytes(pid) if whole_group else process_memory_bytes(pid)
+            if not run.oom_killed and used > run.memory_limit:
+                run.oom_killed = True
+                signal_group(run.process, signal.SIGKILL)
+
+    def _pause_until(self, restart_at: list[float], runs: list[ContainerRun]) -> None:
+        """Sleep until woken, the next restart is due, or the next memory check."""
+        deadlines = list(restart_at)
+        if any(run.memory_limit is not None and run.running for run in runs):
+            deadlines.append(time.monotonic() + MEMORY_POLL_SECONDS)
+        self._pause(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
+        self._enforce_memory_limits(runs)
 
     def _restarts(self, run: ContainerRun) -> bool:
         if self._policy == "Always":
@@ -375,13 +343,13 @@ class PodWorker:
             f"back-off {delay:.1f}s restarting failed container={run.name} pod={self.name}",
         )
 
-    def _run_init_container(self, run: ContainerRun, launch: _Launch) -> bool:
+    def _run_init_container(self, run: ContainerRun, launch: Launch) -> bool:
         """Run an init container until it succeeds; False when the pod failed instead."""
         while True:
             self._launch(run, launch)
             self._report()
             while run.process is not None and run.running and run.process.poll() is None:
-                self._pause(None)
+                self._pause_until([], [run])
             if run.running:
                 self._record_exit(run)
             if run.exit_code == 0:
@@ -395,7 +363,7 @@ class PodWorker:
             while time.monotonic() < run.restart_at:
                 self._pause(run.restart_at - time.monotonic())
 
-    def _run_containers(self, launches: dict[str, _Launch]) -> None:
+    def _run_containers(self, launches: dict[str, Launch]) -> None:
         for run in self._main:
             self._launch(run, launches[run.name])
             if run.terminated is not None and self._restarts(run):
@@ -420,7 +388,7 @@ class PodWorker:
             if phase in ("Succeeded", "Failed"):
                 return
             pending = [run.restart_at for run in self._main if run.restart_at is not None]
-            self._pause(max(0.0, min(pending) - time.monotonic()) if pending else None)
+            self._pause_until(pending, self._main)
 
     # ---- deletion -------------------------------------------------------------------------
 

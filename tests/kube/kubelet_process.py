@@ -72,6 +72,32 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def process_memory_bytes(pid: int) -> int:
+    """The resident memory of one process (0 once it is gone)."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def group_memory_bytes(pgid: int) -> int:
+    """The resident memory of every process in process group ``pgid`` (a scan of ``/proc``)."""
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+            if int(fields[2]) != pgid:  # state, ppid, pgrp
+                continue
+        except (OSError, ValueError, IndexError):
+            continue
+        total += process_memory_bytes(int(entry.name))
+    return total
+
+
 def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     """Send ``sig`` to the process group the child leads (every process of the "container")."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -37,6 +37,8 @@ class ContainerRun:
     restart_count: int = 0
     process: subprocess.Popen[bytes] | None = None
     restart_at: float | None = None  # monotonic time of a scheduled restart
+    memory_limit: int | None = None  # bytes; the kubelet SIGKILLs the container above it
+    oom_killed: bool = False
 
     @property
     def name(self) -> str:
@@ -63,6 +65,7 @@ class ContainerRun:
             self.last_state = self.state
         self.process = process
         self.restart_at = None
+        self.oom_killed = False
         self.state = {"running": {"startedAt": timestamp()}}
 
     def finish(

@@ -450,3 +450,14 @@ def test_pods_bound_to_another_node_are_left_alone(process_kubelet, core) -> Non
     assert untouched.status.phase == "Pending"
     assert not untouched.status.container_statuses
     assert not process_kubelet.log_path(NS, "elsewhere", "main").exists()
+
+
+def test_a_container_above_its_memory_limit_is_oom_killed(process_kubelet, core) -> None:
+    code = "import time; hog = b'x' * (256 * 1024 * 1024); time.sleep(30)"
+    pod = python_pod("hog", code, resources={"limits": {"memory": "64Mi"}})
+
+    final = run_to_end(core, pod)
+
+    assert final["status"]["phase"] == "Failed"
+    terminated = container_state(final)["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
