@@ -6,7 +6,7 @@ ownerReference), accounts each pod's end exactly once (Succeeded, Failed, or rem
 running), applies ``podFailurePolicy`` (FailJob / Ignore / Count, first matching rule wins),
 ``backoffLimit`` (the job fails when ``failed > backoffLimit``), ``activeDeadlineSeconds``,
 ``spec.suspend`` and ``completions``/``parallelism``, and writes ``status`` only when it
-changes. ``expire(job, now)`` is the TTL-after-finished controller.
+changes. ``expire(job, now)`` is the TTL-after-finished controller (Foreground deletion).
 
 Replacement pods after a counted failure wait ``backoff_seconds * 2**(n-1)`` (capped at 60x)
 after the n-th failure since the last success: a real controller uses 10 s; the emulator
@@ -109,15 +109,25 @@ class JobController:
     # ---- TTL-after-finished -----------------------------------------------------------------
 
     def expire(self, job: dict[str, Any], now: datetime) -> None:
-        """Delete a finished Job whose ``ttlSecondsAfterFinished`` has passed (Background)."""
+        """Delete a finished Job whose ``ttlSecondsAfterFinished`` has passed.
+
+        As the real TTL-after-finished controller: Foreground propagation (the Job goes once its
+        pods are gone) with a uid precondition (a recreated Job of the same name is spared).
+        """
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         finished_at = job_finish_time(job)
         if ttl is None or finished_at is None or is_deleting(job):
             return
         if now >= finished_at + timedelta(seconds=int(ttl)):
-            ns, name = meta(job).get("namespace"), meta(job)["name"]
             tolerate_missing(
-                lambda: self._store.delete(JOBS, ns, name, propagation_policy="Background")
+                partial(
+                    self._store.delete,
+                    JOBS,
+                    meta(job).get("namespace"),
+                    meta(job)["name"],
+                    propagation_policy="Foreground",
+                    preconditions={"uid": uid_of(job)},
+                )
             )
 
     # ---- the reconcile loop ------------------------------------------------------------------
