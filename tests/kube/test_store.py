@@ -327,23 +327,45 @@ def test_update_internal_and_bind(store: ObjectStore) -> None:
 
 def test_delete_unbound_pod_is_immediate(store: ObjectStore) -> None:
     store.create(PODS, "default", pod_body("p1"))
-    deleted = store.delete(PODS, "default", "p1")
+    deleted = store.delete(PODS, "default", "p1", grace_period_seconds=30)
     assert deleted["kind"] == "Pod" and deleted["metadata"]["name"] == "p1"
+    assert deleted["metadata"]["deletionTimestamp"] == "2026-12-04T16:00:00Z"
+    assert deleted["metadata"]["deletionGracePeriodSeconds"] == 0
     raises(404, "NotFound", store.get, PODS, "default", "p1")
     raises(404, "NotFound", store.delete, PODS, "default", "p1")
 
 
-def test_delete_bound_pod_waits_for_the_kubelet(store: ObjectStore) -> None:
+def test_delete_bound_pod_waits_for_the_kubelet(store: ObjectStore, clock: FakeClock) -> None:
     store.create(PODS, "default", pod_body("p1"))
-    store.bind_pod("default", "p1", "node-a")
+    bound = store.bind_pod("default", "p1", "node-a")
+    watcher = store.watch(
+        PODS, "default", resource_version=int(bound["metadata"]["resourceVersion"])
+    )
     marked = store.delete(PODS, "default", "p1")
     assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
     assert marked["metadata"]["deletionTimestamp"] == "2026-12-04T16:00:30Z"
     assert store.get(PODS, "default", "p1")["metadata"]["deletionTimestamp"]
+    clock.advance_to(START + timedelta(seconds=5))
     again = store.delete(PODS, "default", "p1", grace_period_seconds=10)
     assert again["metadata"]["deletionGracePeriodSeconds"] == 10
+    assert again["metadata"]["deletionTimestamp"] == "2026-12-04T16:00:10Z"  # from the request
+    store.patch(
+        PODS, "default", "p1", {"status": {"phase": "Succeeded"}}, MERGE, subresource="status"
+    )
+    unchanged = store.delete(PODS, "default", "p1")  # no shorter grace asked: still pending
+    assert unchanged["metadata"]["deletionGracePeriodSeconds"] == 10
     store.delete(PODS, "default", "p1", grace_period_seconds=0)
     raises(404, "NotFound", store.get, PODS, "default", "p1")
+    events = []
+    while (event := watcher.next(0)) is not None:
+        events.append((event.type, event.object["metadata"]["deletionGracePeriodSeconds"]))
+    assert events == [
+        ("MODIFIED", 30),
+        ("MODIFIED", 10),
+        ("MODIFIED", 10),
+        ("MODIFIED", 0),
+        ("DELETED", 0),
+    ]
 
 
 def test_delete_preconditions_and_dry_run(store: ObjectStore) -> None:
@@ -429,7 +451,12 @@ def test_watch_starts_with_current_objects_then_live_changes(store: ObjectStore)
     store.create(PODS, "default", pod_body("new"))
     store.create(PODS, "kube-system", pod_body("elsewhere"))
     store.delete(PODS, "default", "old")
-    assert drain(watcher) == [("ADDED", "old"), ("ADDED", "new"), ("DELETED", "old")]
+    assert drain(watcher) == [
+        ("ADDED", "old"),
+        ("ADDED", "new"),
+        ("MODIFIED", "old"),  # a pod's deletion is recorded (grace 0), then carried out
+        ("DELETED", "old"),
+    ]
     watcher.close()
     assert watcher.next(0) is None
 
@@ -465,10 +492,18 @@ def test_selector_transitions_are_added_and_deleted(store: ObjectStore) -> None:
     store.create(PODS, "default", pod_body("p", app="web"))
     watcher = store.watch(PODS, "default", label_selector="app=web")
     phase = store.watch(PODS, None, field_selector="status.phase=Running")
-    store.patch(PODS, "default", "p", {"metadata": {"labels": {"app": "db"}}}, MERGE)
+    left = store.patch(PODS, "default", "p", {"metadata": {"labels": {"app": "db"}}}, MERGE)
     store.patch(PODS, "default", "p", {"metadata": {"labels": {"app": "web"}}}, MERGE)
     store.patch(PODS, "default", "p", {"metadata": {"labels": {"v": "2"}}}, MERGE)
-    assert drain(watcher) == [("ADDED", "p"), ("DELETED", "p"), ("ADDED", "p"), ("MODIFIED", "p")]
+    events = []
+    while (event := watcher.next(0)) is not None:
+        events.append(event)
+    assert [e.type for e in events] == ["ADDED", "DELETED", "ADDED", "MODIFIED"]
+    # leaving: the last matching content, at the version of the change that made it leave
+    assert events[1].object["metadata"]["labels"] == {"app": "web"}
+    assert events[1].object["metadata"]["resourceVersion"] == left["metadata"]["resourceVersion"]
+    assert events[1].resource_version == int(left["metadata"]["resourceVersion"])
+    assert events[2].object["metadata"]["labels"] == {"app": "web"}
     store.patch(PODS, "default", "p", {"status": {"phase": "Running"}}, MERGE, subresource="status")
     assert drain(phase) == [("ADDED", "p")]
 

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tests.kube.emulator import errors
-from tests.kube.emulator.clock import rfc3339
+from tests.kube.emulator.clock import parse_rfc3339, rfc3339
 from tests.kube.emulator.resources import (
     CRONJOBS,
     JOBS,
@@ -33,6 +33,8 @@ from tests.kube.emulator.resources import (
 GENERATION_KINDS = frozenset({JOBS, CRONJOBS})
 # Kinds whose DELETE answers with the object; the others answer with a Success Status.
 RETURNS_DELETED_OBJECT = frozenset({PODS, NAMESPACES, SERVICEACCOUNTS})
+# Kinds deleted gracefully (a grace period, recorded before removal).
+GRACEFUL_KINDS = frozenset({PODS})
 # Kinds that can own other objects here (the orphan finalizer only matters for them).
 OWNER_KINDS = frozenset({JOBS, CRONJOBS})
 FOREGROUND_FINALIZER = "foregroundDeletion"
@@ -219,22 +221,21 @@ def mark_for_deletion(
     policy: str | None,
     now: datetime,
 ) -> str:
-    """Apply a DELETE to ``obj`` (a private copy). Returns "removed" (it goes now), "marked"
-    (kept, with a deletionTimestamp) or "unchanged" (already being deleted, nothing new)."""
+    """Apply a DELETE to ``obj`` (a private copy). Returns what the store must do:
+
+    - "removed": remove it now (one DELETED event);
+    - "recorded": a pod going with grace 0 — store the deletion first (MODIFIED: deletionTimestamp
+      and grace 0 recorded), then remove it (DELETED), as a real server's graceful path does;
+    - "marked": keep it with a deletionTimestamp (grace to wait out, finalizers, namespace);
+    - "unchanged": already being deleted and this request changes nothing.
+    """
     metadata = obj["metadata"]
-    grace = pod_grace(obj, grace) if rtype == PODS else 0
+    if grace is not None and grace < 0:
+        grace = 1  # a real server treats a negative grace period as 1 s
     finalizers = list(metadata.get("finalizers") or [])
     if metadata.get("deletionTimestamp"):
-        changed = _switch_policy(finalizers, policy) if policy else False
-        current = metadata.get("deletionGracePeriodSeconds") or 0
-        if rtype == PODS and grace < current:
-            metadata["deletionGracePeriodSeconds"] = grace
-            metadata["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
-            changed = True
-        if not changed:
-            return "unchanged"
-        _set_finalizers(metadata, finalizers)
-        return "removed" if deletion_can_finish(rtype, obj) else "marked"
+        return _delete_again(rtype, obj, finalizers, grace, policy)
+    grace = pod_grace(obj, grace) if rtype in GRACEFUL_KINDS else 0
     if policy is None:
         # batch/v1 Jobs orphan their pods unless told otherwise (kept for compatibility).
         policy = "Orphan" if rtype == JOBS else "Background"
@@ -243,7 +244,7 @@ def mark_for_deletion(
     elif policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
         finalizers.append(FOREGROUND_FINALIZER)
     waiting_namespace = rtype == NAMESPACES and (obj.get("spec") or {}).get("finalizers")
-    if not finalizers and not waiting_namespace and grace == 0:
+    if not finalizers and not waiting_namespace and rtype not in GRACEFUL_KINDS:
         return "removed"
     _set_finalizers(metadata, finalizers)
     metadata["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
@@ -252,7 +253,30 @@ def mark_for_deletion(
         metadata["generation"] = metadata.get("generation", 1) + 1
     if rtype == NAMESPACES:
         obj.setdefault("status", {})["phase"] = "Terminating"
-    return "marked"
+    return "recorded" if deletion_can_finish(rtype, obj) else "marked"
+
+
+def _delete_again(
+    rtype: ResourceType,
+    obj: dict[str, Any],
+    finalizers: list[str],
+    grace: int | None,
+    policy: str | None,
+) -> str:
+    """A DELETE of an object already being deleted: an explicit policy may switch the GC
+    finalizers; a pod's grace may only shrink (its deletionTimestamp moves with it)."""
+    metadata = obj["metadata"]
+    changed = _switch_policy(finalizers, policy) if policy else False
+    _set_finalizers(metadata, finalizers)
+    current = metadata.get("deletionGracePeriodSeconds") or 0
+    if rtype in GRACEFUL_KINDS and grace is not None and 0 <= grace < current:
+        requested_at = parse_rfc3339(metadata["deletionTimestamp"]) - timedelta(seconds=current)
+        metadata["deletionTimestamp"] = rfc3339(requested_at + timedelta(seconds=grace))
+        metadata["deletionGracePeriodSeconds"] = grace
+        return "recorded" if deletion_can_finish(rtype, obj) else "marked"
+    if not changed:
+        return "unchanged"
+    return "removed" if deletion_can_finish(rtype, obj) else "marked"
 
 
 def _switch_policy(finalizers: list[str], policy: str | None) -> bool:

@@ -332,14 +332,14 @@ class ObjectStore:
             )
             if outcome == "unchanged":
                 return copy.deepcopy(old)
-            reply = (
-                object_rules.deleted_reply(rtype, new)
-                if outcome == "removed"
-                else copy.deepcopy(new)
-            )
+            removed = outcome in ("removed", "recorded")
             if dry_run:
-                return reply
-            self._commit(rtype, DELETED if outcome == "removed" else MODIFIED, new, old)
+                return object_rules.deleted_reply(rtype, new) if removed else copy.deepcopy(new)
+            if outcome == "recorded":  # the deletion is stored first, then carried out
+                self._commit(rtype, MODIFIED, new, old)
+                old, new = new, copy.deepcopy(new)
+            self._commit(rtype, DELETED if removed else MODIFIED, new, old)
+            reply = object_rules.deleted_reply(rtype, new) if removed else copy.deepcopy(new)
         self._dispatch()
         return reply
 

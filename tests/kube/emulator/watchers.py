@@ -84,19 +84,27 @@ class Watcher:
         if change.rtype != self.rtype or change.resource_version <= self._after_version:
             return None
         new_matches = self.wants(change.object)
+        obj = change.object
         if change.type == ADDED:
             kind = ADDED if new_matches else None
         elif change.type == DELETED:
             kind = DELETED if new_matches else None
         else:
-            old_matches = change.old_object is not None and self.wants(change.old_object)
+            old = change.old_object
+            old_matches = old is not None and self.wants(old)
             if new_matches:
                 kind = MODIFIED if old_matches else ADDED
+            elif old_matches and old is not None:
+                # Leaving the selector: a real server sends the last matching content, at the
+                # version of the change that made it leave.
+                kind = DELETED
+                version = str(change.resource_version)
+                obj = {**old, "metadata": {**old["metadata"], "resourceVersion": version}}
             else:
-                kind = DELETED if old_matches else None
+                kind = None
         if kind is None:
             return None
-        return WatchEvent(kind, change.object, change.resource_version, change.rtype)
+        return WatchEvent(kind, obj, change.resource_version, change.rtype)
 
     def push(self, event: WatchEvent) -> None:
         with self._cond:
