@@ -5,6 +5,7 @@
   ``FakeClock`` build their own: ``with Emulator(clock=FakeClock(t0)) as emu: ...``.
 - ``kube_client``: an official ``kubernetes.client.ApiClient`` configured from the emulator's
   kubeconfig, never touching the client's global default configuration; closed afterwards.
+- ``core`` / ``batch``: ``CoreV1Api`` / ``BatchV1Api`` on ``kube_client``.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def kube_client(emulator: Emulator) -> Iterator[client.ApiClient]:
         yield api_client
     finally:
         api_client.close()
+
+
+@pytest.fixture
+def core(kube_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(kube_client)
+
+
+@pytest.fixture
+def batch(kube_client: client.ApiClient) -> client.BatchV1Api:
+    return client.BatchV1Api(kube_client)

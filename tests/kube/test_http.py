@@ -1,18 +1,16 @@
 """The emulator's HTTP layer, through the official ``kubernetes`` client only.
 
 Discovery and health, bearer-token authentication, CRUD round trips for every served resource,
-real-shaped ``Status`` errors, list/watch with resource versions, bookmarks and the 410 path of
-``kubernetes.watch.Watch``, pod binding and pod logs (plain, tailed and followed).
+real-shaped ``Status`` errors, pod binding and pod logs (plain, tailed and followed), the
+facade's lifecycle. List/watch are in ``test_http_watch``.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,56 +21,17 @@ from kubernetes.client.rest import ApiException
 from tests.kube.conftest import api_client_for
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.clock import FakeClock
-
-NS = "default"
-IMAGE = "python:3.11"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Poll ``condition`` until it is truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
-
-
-def failure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-    """Call an API method that must fail: (HTTP status, Status body)."""
-    with pytest.raises(ApiException) as caught:
-        fn(*args, **kwargs)
-    return int(caught.value.status), json.loads(caught.value.body)
-
-
-def raw_get(api: client.ApiClient, path: str) -> tuple[int, bytes]:
-    method, url, headers, _, _ = api.param_serialize("GET", path, auth_settings=["BearerToken"])
-    response = api.call_api(method, url, headers)
-    response.read()
-    return response.status, response.data
-
-
-def pod_body(name: str, containers: tuple[str, ...] = ("main",)) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"app": "demo"}},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": c, "image": IMAGE, "command": ["true"]} for c in containers],
-        },
-    }
-
-
-@pytest.fixture
-def core(kube_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(kube_client)
-
-
-@pytest.fixture
-def batch(kube_client: client.ApiClient) -> client.BatchV1Api:
-    return client.BatchV1Api(kube_client)
-
+from tests.kube.http_testing import (
+    IMAGE,
+    NS,
+    bind,
+    failure,
+    pod_body,
+    raw_get,
+    start_container,
+    wait_for,
+    write_log,
+)
 
 # ---------------------------------------------------------------------------------- discovery
 
@@ -338,140 +297,7 @@ def test_unknown_paths_and_verbs_get_status_bodies(kube_client: client.ApiClient
         assert json.loads(response.data)["reason"] == "MethodNotAllowed"
 
 
-# -------------------------------------------------------------------------------- list/watch
-
-
-def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
-    for i in range(5):
-        core.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}})
-    names, token = [], None
-    while True:
-        page = core.list_namespaced_config_map(NS, limit=2, _continue=token)
-        names += [cm.metadata.name for cm in page.items]
-        token = page.metadata._continue
-        if not token:
-            break
-    assert names == [f"cm-{i}" for i in range(5)]
-    selected = core.list_config_map_for_all_namespaces(label_selector="missing=label")
-    assert selected.items == []
-
-
-def test_watch_from_a_version_streams_later_changes_and_ends_at_the_timeout(
-    core: client.CoreV1Api,
-) -> None:
-    core.create_namespaced_pod(NS, pod_body("before"))
-    version = core.list_namespaced_pod(NS).metadata.resource_version
-    core.create_namespaced_pod(NS, pod_body("after"))
-    core.patch_namespaced_pod("after", NS, {"metadata": {"labels": {"x": "1"}}})
-    core.delete_namespaced_pod("after", NS)
-    events = [
-        (e["type"], e["object"].metadata.name)
-        for e in watch.Watch().stream(
-            core.list_namespaced_pod, NS, resource_version=version, timeout_seconds=1
-        )
-    ]
-    assert events == [("ADDED", "after"), ("MODIFIED", "after"), ("DELETED", "after")]
-
-
-def test_watch_with_selectors_and_all_namespaces(core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod(NS, pod_body("one"))
-    other = pod_body("two")
-    other["metadata"]["labels"] = {"app": "other"}
-    core.create_namespaced_pod("kube-system", other)
-    stream = watch.Watch().stream(
-        core.list_pod_for_all_namespaces, label_selector="app=other", timeout_seconds=1
-    )
-    assert [(e["type"], e["object"].metadata.namespace) for e in stream] == [
-        ("ADDED", "kube-system")
-    ]
-
-
-def test_bookmarks_on_request_and_at_the_timeout(
-    emulator: Emulator, core: client.CoreV1Api
-) -> None:
-    version = core.list_namespaced_pod(NS).metadata.resource_version
-    core.create_namespaced_pod(NS, pod_body("p"))
-    w = watch.Watch()
-    stream = w.stream(
-        core.list_namespaced_pod,
-        NS,
-        resource_version=version,
-        allow_watch_bookmarks=True,
-        timeout_seconds=1,
-    )
-    first = next(stream)
-    assert first["type"] == "ADDED"
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "elsewhere"}})
-    emulator.bookmark()
-    bookmark = next(stream)
-    assert bookmark["type"] == "BOOKMARK"
-    assert bookmark["raw_object"]["kind"] == "Pod"
-    assert int(bookmark["raw_object"]["metadata"]["resourceVersion"]) == int(
-        core.list_namespaced_config_map(NS).metadata.resource_version
-    )
-    assert w.resource_version == bookmark["raw_object"]["metadata"]["resourceVersion"]
-    assert [e["type"] for e in stream] == ["BOOKMARK"]  # the timeout end
-
-
-def test_a_watch_the_client_leaves_is_closed_on_the_server(
-    emulator: Emulator, core: client.CoreV1Api
-) -> None:
-    w = watch.Watch()
-    stream = w.stream(core.list_namespace, timeout_seconds=60)
-    assert next(stream)["type"] == "ADDED"
-    assert emulator.open_watches == 1
-    w.stop()
-    stream.close()
-    wait_for(lambda: emulator.open_watches == 0)
-    assert core.list_namespace().items  # the server carries on
-
-
-def test_watch_from_a_compacted_version_raises_410_through_watch(
-    emulator: Emulator, core: client.CoreV1Api
-) -> None:
-    old = core.list_namespaced_pod(NS).metadata.resource_version
-    core.create_namespaced_pod(NS, pod_body("p"))
-    emulator.faults.expire()
-    with pytest.raises(ApiException) as caught:
-        list(
-            watch.Watch().stream(
-                core.list_namespaced_pod, NS, resource_version=old, timeout_seconds=1
-            )
-        )
-    assert caught.value.status == 410 and caught.value.reason.startswith("Expired: too old")
-    # Without timeout_seconds the client retries once from the same version, then gives up.
-    with pytest.raises(ApiException) as caught:
-        next(iter(watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=old)))
-    assert caught.value.status == 410
-    # The raw answer is what a real server sends: 200 and one ERROR event with the Status.
-    response = core.list_namespaced_pod(
-        NS, watch=True, resource_version=old, _preload_content=False
-    )
-    assert response.status == 200
-    event = json.loads(response.data.decode().strip())
-    assert event["type"] == "ERROR" and event["object"]["code"] == 410
-    assert event["object"]["reason"] == "Expired"
-
-
-def test_list_with_a_compacted_continue_token_gets_410(
-    emulator: Emulator, core: client.CoreV1Api
-) -> None:
-    for i in range(3):
-        core.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}})
-    token = core.list_namespaced_config_map(NS, limit=1).metadata._continue
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "later"}})
-    emulator.faults.expire()
-    status, body = failure(core.list_namespaced_config_map, NS, limit=1, _continue=token)
-    assert (status, body["reason"]) == (410, "Expired")
-
-
 # ---------------------------------------------------------------------------- binding, logs
-
-
-def bind(core: client.CoreV1Api, name: str, node: str = "node-1") -> Any:
-    binding = {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}}
-    # A real server answers with a Status, which the client's V1Binding model cannot decode.
-    return core.create_namespaced_pod_binding(name, NS, binding, _preload_content=False)
 
 
 def test_binding_sets_the_node_once(core: client.CoreV1Api) -> None:
@@ -485,22 +311,6 @@ def test_binding_sets_the_node_once(core: client.CoreV1Api) -> None:
     status, body = failure(bind, core, "p", "node-2")
     assert status == 409 and body["reason"] == "Conflict"
     assert 'already assigned to node "node-1"' in body["message"]
-
-
-def start_container(core: client.CoreV1Api, name: str, container: str = "main") -> None:
-    running = {"name": container, "ready": True, "restartCount": 0, "image": IMAGE}
-    running["imageID"], running["state"] = "", {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
-    core.patch_namespaced_pod_status(
-        name, NS, {"status": {"phase": "Running", "containerStatuses": [running]}}
-    )
-
-
-def write_log(emulator: Emulator, pod: str, text: str, container: str = "main") -> Path:
-    path = emulator.pod_log_path(NS, pod, container)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as stream:
-        stream.write(text)
-    return path
 
 
 def test_logs_of_a_running_pod_with_tail(emulator: Emulator, core: client.CoreV1Api) -> None:
