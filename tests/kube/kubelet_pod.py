@@ -156,7 +156,9 @@ class PodWorker:
         self._check()
 
     def _report(self, phase: str | None = None) -> None:
-        self._check_gone()
+        """Patch the pod's status (retried); a graceful deletion does not stop the report."""
+        if self._interrupted():
+            raise _Gone
         status = render_status(
             phase=phase or pod_phase(self._policy, self._init, self._main),
             start_time=self._start_time,
@@ -164,16 +166,9 @@ class PodWorker:
             init=self._init,
             main=self._main,
         )
-        if not self._ctx.api.patch_status(self.namespace, self.name, status, self._abort_event()):
+        if not self._ctx.api.patch_status(self.namespace, self.name, status, self._ctx.stopping):
             self._gone = True
             raise _Gone
-
-    def _check_gone(self) -> None:
-        if self._interrupted():
-            raise _Gone
-
-    def _abort_event(self) -> threading.Event:
-        return self._ctx.stopping
 
     def _execute(self) -> None:
         if not self._main:
