@@ -393,3 +393,25 @@ def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) ->
         assert (status["succeeded"], status["failed"]) == (1, 1), name
         assert len(bed.pods_of(name)) == 2
     assert len(bed.jobs()) == 20
+
+
+def test_attaching_reconciles_what_is_already_stored() -> None:
+    """Controllers attached to a store with content pick it up (a Job, a pending deletion)."""
+    from tests.kube.controller_bed import START, job_body
+    from tests.kube.emulator.clock import FakeClock
+    from tests.kube.emulator.controllers import Controllers
+    from tests.kube.emulator.store import ObjectStore
+
+    clock = FakeClock(START)
+    store = ObjectStore(clock)
+    store.create(JOBS, "default", job_body("early"))
+    store.create(JOBS, "default", job_body("leaving"))
+    store.delete(JOBS, "default", "leaving", propagation_policy="Foreground")
+    assert store.get(JOBS, "default", "leaving")["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert store.list(PODS, "default")["items"] == []
+
+    Controllers(store, clock).attach()
+
+    (pod,) = store.list(PODS, "default")["items"]
+    assert pod["metadata"]["labels"]["job-name"] == "early"
+    assert [j["metadata"]["name"] for j in store.list(JOBS, "default")["items"]] == ["early"]

@@ -30,7 +30,6 @@ from tests.kube.emulator.controllers_jobs import JobController
 from tests.kube.emulator.resources import (
     CRONJOBS,
     JOBS,
-    NAMESPACES,
     PODS,
     RESOURCES,
     ResourceType,
@@ -82,9 +81,10 @@ class Controllers:
         """Reconcile every object as if it had just been added (used on attach)."""
         with self._work:
             now = self._clock.now()
-            for namespace in self._store.list(NAMESPACES, None)["items"]:
-                if is_deleting(namespace):
-                    self._guard("namespace", partial(self._namespace, namespace))
+            for rtype in RESOURCES:
+                for obj in self._store.list(rtype, None)["items"]:
+                    if is_deleting(obj):  # pending foreground/orphan deletion or namespace
+                        self._guard("deletion", partial(self._resume_deletion, rtype, obj))
             for job in self._store.list(JOBS, None)["items"]:
                 self._guard("job", partial(self.jobs.sync, job, now))
             for cronjob in self._store.list(CRONJOBS, None)["items"]:
@@ -140,8 +140,9 @@ class Controllers:
         self.gc.on_event(kind, rtype, obj)
         self.namespaces.on_event(kind, rtype, obj)
 
-    def _namespace(self, namespace: dict[str, Any]) -> None:
-        self.namespaces.on_event("MODIFIED", NAMESPACES, namespace)
+    def _resume_deletion(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        self.gc.on_event("MODIFIED", rtype, obj)
+        self.namespaces.on_event("MODIFIED", rtype, obj)
 
     @staticmethod
     def _guard(what: str, action: Callable[[], object]) -> None:
