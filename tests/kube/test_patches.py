@@ -362,6 +362,7 @@ def test_json_patch(ops: list[dict[str, Any]], path: tuple[Any, ...], expected: 
         [{"op": "copy", "from": "/spec/containers/9", "path": "/x"}],
         [{"op": "frobnicate", "path": "/x"}],
         [{"op": "add", "path": "no-slash", "value": 1}],
+        [{"op": "remove", "path": "/spec/containers/\u0661"}],
     ],
 )
 def test_json_patch_that_does_not_apply_is_422(ops: list[dict[str, Any]]) -> None:

@@ -211,7 +211,7 @@ def test_requests_over_limits_message() -> None:
 
 
 @pytest.mark.parametrize(
-    "quantity", ["abc", "1.5.5", "", "1Q", "Gi", " 1", "1 Gi", True, None, [1]]
+    "quantity", ["abc", "1.5.5", "", "1Q", "Gi", " 1", "1 Gi", "\u0661\u0660", True, None, [1]]
 )
 def test_unparseable_quantities_are_a_400(quantity: Any) -> None:
     with pytest.raises(ApiError) as info:

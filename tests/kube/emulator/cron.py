@@ -37,7 +37,7 @@ DESCRIPTORS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_DURATION_RE = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
+_DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
 
 
 class ScheduleError(ValueError):
@@ -104,7 +104,7 @@ def _every(text: str, duration: str) -> Schedule:
     units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
     seconds = sum(
         float(number) * units[unit]
-        for number, _, unit in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", duration)
+        for number, _, unit in re.findall(r"([0-9]+(\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", duration)
     )
     return Schedule(
         frozenset(),
@@ -166,7 +166,7 @@ def _parse_range(
 def _int_or_name(text: str, names: dict[str, int] | None, expression: str) -> int:
     if names is not None and text.lower() in names:
         return names[text.lower()]
-    if not re.fullmatch(r"[+-]?\d+", text):
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
         raise ScheduleError(
             f'Failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax'
         )

@@ -315,10 +315,14 @@ def _pointer(path: Any, op: str, what: str = "path") -> list[str]:
     return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
 
 
+def _is_index(token: str) -> bool:
+    return token.isascii() and token.isdigit()
+
+
 def _index(container: list[Any], token: str, path: str, *, allow_end: bool) -> int:
     if token == "-" and allow_end:
         return len(container)
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
+    if not _is_index(token) or (len(token) > 1 and token.startswith("0")):
         raise _NotApplicable(f"Unable to access invalid index: {token}: invalid index referenced")
     index = int(token)
     if index > len(container) or (index == len(container) and not allow_end):
@@ -331,7 +335,7 @@ def _parent(document: Any, tokens: list[str], op: str, path: str) -> Any:
     for token in tokens[:-1]:
         if isinstance(current, dict) and token in current:
             current = current[token]
-        elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
+        elif isinstance(current, list) and _is_index(token) and int(token) < len(current):
             current = current[int(token)]
         else:
             raise _NotApplicable(f'{op} operation does not apply: doc is missing path: "{path}"')

@@ -15,8 +15,8 @@ from typing import Any
 QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 QUANTITY_FORMAT_ERROR = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
 
-_QUANTITY_RE = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)(.*)")
-_EXPONENT_RE = re.compile(r"[eE]([+-]?\d+)")
+_QUANTITY_RE = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(.*)")
+_EXPONENT_RE = re.compile(r"[eE]([+-]?[0-9]+)")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
