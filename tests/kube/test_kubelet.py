@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from kubernetes import client
 
 from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
+from tests.kube.kubelet_env import expand_references, parse_quantity
+from tests.kube.kubelet_process import lookup_image, resolve_images
 from tests.kube.kubelet_testing import (
     PYTHON_IMAGE,
     Pod,
@@ -461,3 +464,26 @@ def test_a_container_above_its_memory_limit_is_oom_killed(process_kubelet, core)
     assert final["status"]["phase"] == "Failed"
     terminated = container_state(final)["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
+
+
+def test_an_image_may_name_a_venv_directory_and_a_tag_defaults_to_latest(tmp_path) -> None:
+    venv = Path(sys.executable).parent.parent
+    runtimes = resolve_images({"wharf/venv": str(venv)}, tmp_path)
+
+    runtime = lookup_image(runtimes, "wharf/venv:latest")
+    assert runtime is not None and runtime.python == venv / "bin" / "python"
+    assert lookup_image(runtimes, "wharf/venv:2") is None
+    shim = runtime.path_dirs[0] / "python"
+    printed = subprocess.run(
+        [shim, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True
+    )
+    assert Path(printed.stdout.strip()) == venv
+
+
+def test_quantities_and_variable_references_follow_kubernetes() -> None:
+    assert parse_quantity("500m") == Fraction(1, 2)
+    assert parse_quantity("1Gi") == 1024**3
+    assert parse_quantity("2k") == 2000
+    assert parse_quantity("1e3") == 1000
+    defined = {"A": "x"}
+    assert expand_references("$(A)-$$(A)-$(B)-$$-$", defined) == "x-$(A)-$(B)-$-$"
