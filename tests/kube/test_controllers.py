@@ -415,3 +415,22 @@ def test_attaching_reconciles_what_is_already_stored() -> None:
     (pod,) = store.list(PODS, "default")["items"]
     assert pod["metadata"]["labels"]["job-name"] == "early"
     assert [j["metadata"]["name"] for j in store.list(JOBS, "default")["items"]] == ["early"]
+
+
+def test_on_failure_restarts_count_against_the_backoff_limit(bed: ControllerBed) -> None:
+    """With restartPolicy OnFailure the kubelet restarts containers; the restarts are counted."""
+    from tests.kube.controller_bed import job_body
+
+    body = job_body("restarts", backoffLimit=2)
+    body["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    bed.store.create(JOBS, "default", body)
+    (pod,) = bed.pods_of("restarts")
+    bed.run(pod)
+    running = {"name": "main", "restartCount": 1, "ready": True, "state": {"running": {}}}
+    bed.set_status(pod, {"containerStatuses": [running]})
+    assert condition(bed.job("restarts"), "Failed") is None
+    bed.set_status(pod, {"containerStatuses": [{**running, "restartCount": 2}]})
+    failed = required_condition(bed.job("restarts"), "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+    (stopping,) = bed.pods_of("restarts")
+    assert "deletionTimestamp" in stopping["metadata"]

@@ -4,7 +4,8 @@
 pods from ``spec.template`` (``generateName: <job>-``, template labels/annotations, a controller
 ownerReference), accounts each pod's end exactly once (Succeeded, Failed, or removed while
 running), applies ``podFailurePolicy`` (FailJob / Ignore / Count, first matching rule wins),
-``backoffLimit`` (the job fails when ``failed > backoffLimit``), ``activeDeadlineSeconds``,
+``backoffLimit`` (the job fails when ``failed > backoffLimit``, or for restartPolicy OnFailure
+when its active pods' container restarts reach it), ``activeDeadlineSeconds``,
 ``spec.suspend`` and ``completions``/``parallelism``, and writes ``status`` only when it
 changes. ``expire(job, now)`` is the TTL-after-finished controller (Foreground deletion).
 
@@ -30,7 +31,6 @@ from tests.kube.emulator.clock import rfc3339
 from tests.kube.emulator.controllers_common import (
     condition_true,
     controller_reference,
-    find_condition,
     is_controlled_by,
     is_deleting,
     job_finish_time,
@@ -44,6 +44,7 @@ from tests.kube.emulator.controllers_common import (
     tolerate_missing,
     uid_of,
 )
+from tests.kube.emulator.controllers_pod_failure import as_removed, failure_policy_action
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.resources import JOBS, PODS
 
@@ -155,7 +156,7 @@ class JobController:
         active = [p for p in pods if _is_active(p, tracking)]
         terminating = [p for p in pods if _is_terminating(p, tracking)]
 
-        failure = self._failure(job, counts, now)
+        failure = self._failure(job, counts, active, now)
         conditions = list(status.get("conditions") or [])
         if failure is not None:
             reason, message = failure
@@ -214,7 +215,7 @@ class JobController:
                 ended.append(pod)
         for pod in tracking.vanished.values():
             if uid_of(pod) not in tracking.counted:
-                ended.append(_as_removed(pod, policy is not None))
+                ended.append(as_removed(pod, policy is not None))
         tracking.vanished.clear()
         for pod in ended:
             tracking.counted.add(uid_of(pod))
@@ -222,7 +223,7 @@ class JobController:
                 counts.succeeded += 1
                 tracking.failures_since_success = 0
                 continue
-            action, message = _failure_policy_action(policy, pod)
+            action, message = failure_policy_action(policy, pod)
             if action == "Ignore":
                 continue
             counts.failed += 1
@@ -233,7 +234,7 @@ class JobController:
         return counts
 
     def _failure(
-        self, job: dict[str, Any], counts: _Counts, now: datetime
+        self, job: dict[str, Any], counts: _Counts, active: list[dict[str, Any]], now: datetime
     ) -> tuple[str, str] | None:
         """``(reason, message)`` when the Job has failed, else None."""
         spec = job.get("spec") or {}
@@ -241,7 +242,7 @@ class JobController:
             return "PodFailurePolicy", counts.fail_job_message
         limit = spec.get("backoffLimit")
         limit = DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)
-        if counts.failed > limit:
+        if counts.failed > limit or _past_backoff_limit_on_failure(spec, active, limit):
             return "BackoffLimitExceeded", BACKOFF_MESSAGE
         deadline = spec.get("activeDeadlineSeconds")
         started = timestamp(job, "status", "startTime")
@@ -332,6 +333,23 @@ def _is_terminating(pod: dict[str, Any], tracking: _Tracking) -> bool:
     return not pod_terminal(pod) and is_deleting(pod) and uid_of(pod) not in tracking.counted
 
 
+def _past_backoff_limit_on_failure(
+    spec: dict[str, Any], active: list[dict[str, Any]], limit: int
+) -> bool:
+    """restartPolicy OnFailure: the kubelet restarts containers in place, so the controller
+    counts the restarts of its active pods against backoffLimit (``>=``, or any when it is 0)."""
+    template_spec = (spec.get("template") or {}).get("spec") or {}
+    if template_spec.get("restartPolicy") != "OnFailure":
+        return False
+    restarts = sum(
+        int(container.get("restartCount") or 0)
+        for pod in active
+        for key in ("initContainerStatuses", "containerStatuses")
+        for container in (pod.get("status") or {}).get(key) or []
+    )
+    return restarts > 0 if limit == 0 else restarts >= limit
+
+
 def _completed(spec: dict[str, Any], succeeded: int, active: int) -> bool:
     completions = spec.get("completions")
     if completions is None:
@@ -386,81 +404,3 @@ def _pod_from_template(job: dict[str, Any]) -> dict[str, Any]:
         if template_meta.get(key):
             pod_meta[key] = template_meta[key]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.get("spec")}
-
-
-def _as_removed(pod: dict[str, Any], has_policy: bool) -> dict[str, Any]:
-    """A pod removed before it ended, as the controller then sees it: Failed.
-
-    With a podFailurePolicy a real cluster marks an unscheduled pod deleted this way Failed with
-    a ``DisruptionTarget`` condition (pod GC); a pod already Succeeded/Failed keeps its phase.
-    """
-    if pod_terminal(pod):
-        return pod
-    pod = copy.deepcopy(pod)
-    status = pod.setdefault("status", {})
-    status["phase"] = "Failed"
-    if has_policy and not (pod.get("spec") or {}).get("nodeName"):
-        conditions = [
-            c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"
-        ]
-        conditions.append(
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "reason": "DeletionByPodGC",
-                "message": "PodGC: node no longer exists",
-            }
-        )
-        status["conditions"] = conditions
-    return pod
-
-
-def _failure_policy_action(
-    policy: dict[str, Any] | None, pod: dict[str, Any]
-) -> tuple[str, str | None]:
-    """The action of the first podFailurePolicy rule matching a failed pod (default Count)."""
-    if not policy:
-        return "Count", None
-    pod_ref = f"{meta(pod).get('namespace')}/{meta(pod).get('name')}"
-    for index, rule in enumerate(policy.get("rules") or []):
-        action = rule.get("action")
-        if action not in ("FailJob", "Ignore", "Count"):
-            continue
-        on_exit = rule.get("onExitCodes")
-        if on_exit:
-            match = _matching_exit_code(on_exit, pod)
-            if match is not None:
-                container, code = match
-                return action, (
-                    f"Container {container} for pod {pod_ref} failed with exit code {code} "
-                    f"matching {action} rule at index {index}"
-                )
-        for pattern in rule.get("onPodConditions") or []:
-            cond = find_condition(pod, pattern.get("type", ""))
-            if cond is not None and cond.get("status") == pattern.get("status", "True"):
-                return action, (
-                    f"Pod {pod_ref} has condition {pattern.get('type')} matching {action} rule "
-                    f"at index {index}"
-                )
-    return "Count", None
-
-
-def _matching_exit_code(requirement: dict[str, Any], pod: dict[str, Any]) -> tuple[str, int] | None:
-    """The first terminated container (non-zero exit) matching an ``onExitCodes`` requirement."""
-    status = pod.get("status") or {}
-    wanted_name = requirement.get("containerName")
-    values = {int(v) for v in requirement.get("values") or []}
-    operator = requirement.get("operator")
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for container in status.get(key) or []:
-            terminated = (container.get("state") or {}).get("terminated")
-            if not terminated:
-                continue
-            code = int(terminated.get("exitCode") or 0)
-            if code == 0 or (wanted_name and container.get("name") != wanted_name):
-                continue
-            if (operator == "In" and code in values) or (
-                operator == "NotIn" and code not in values
-            ):
-                return str(container.get("name")), code
-    return None
