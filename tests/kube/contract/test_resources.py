@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import copy
+import json
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from tests.kube.contract.conftest import MERGE_PATCH, Target
 
@@ -91,8 +95,6 @@ def test_service_accounts(target: Target) -> None:
 
 
 def test_version(target: Target) -> None:
-    from kubernetes import client
-
     info = client.VersionApi(target.api_client).get_code()
     assert info.major == "1"
     assert info.git_version.startswith("v1.")
@@ -101,8 +103,6 @@ def test_version(target: Target) -> None:
 
 
 def test_core_and_group_discovery(target: Target) -> None:
-    from kubernetes import client
-
     core_versions = client.CoreApi(target.api_client).get_api_versions()
     assert core_versions.versions == ["v1"]
     groups = client.ApisApi(target.api_client).get_api_versions().groups
@@ -146,3 +146,47 @@ def test_batch_v1_serves_cronjobs(target: Target) -> None:
     resources = {r.name: r for r in target.batch.get_api_resources().resources}
     assert resources["cronjobs"].kind == "CronJob"
     assert "cronjobs/status" in resources
+
+
+def _client_with_token(target: Target, token: str | None) -> client.ApiClient:
+    configuration = copy.deepcopy(target.api_client.configuration)
+    configuration.refresh_api_key_hook = None  # else the kubeconfig's token comes back
+    configuration.api_key = {"BearerToken": f"Bearer {token}"} if token else {}
+    return client.ApiClient(configuration)
+
+
+def test_a_wrong_token_is_unauthorized(target: Target) -> None:
+    with _client_with_token(target, "not-the-token") as api_client:
+        for call in (
+            lambda: client.CoreV1Api(api_client).list_namespaced_pod(target.namespace),
+            lambda: client.VersionApi(api_client).get_code(),
+        ):
+            with pytest.raises(ApiException) as raised:
+                call()
+            assert raised.value.status == 401
+            assert json.loads(raised.value.body) == {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Unauthorized",
+                "reason": "Unauthorized",
+                "code": 401,
+            }
+
+
+def test_no_token_is_the_anonymous_user(target: Target) -> None:
+    """kube-apiserver's default --anonymous-auth: no token is system:anonymous, which RBAC
+    lets read /version but nothing namespaced."""
+    with _client_with_token(target, None) as api_client:
+        assert client.VersionApi(api_client).get_code().major == "1"
+        with pytest.raises(ApiException) as raised:
+            client.CoreV1Api(api_client).list_namespaced_pod(target.namespace)
+    assert raised.value.status == 403
+    body = json.loads(raised.value.body)
+    assert body["reason"] == "Forbidden"
+    assert body["details"] == {"kind": "pods"}
+    assert body["message"] == (
+        'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group ""'
+        f' in the namespace "{target.namespace}"'
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -206,3 +207,88 @@ def test_already_exists_status_body(target: Target) -> None:
     assert status == 409 and error["reason"] == "AlreadyExists"
     assert error["message"] == 'jobs.batch "j" already exists'
     assert error["details"] == {"name": "j", "group": "batch", "kind": "jobs"}
+
+
+@pytest.mark.parametrize("env_name", ["1BAD", "has space", "a=b", ""])
+def test_bad_env_var_names_are_invalid(target: Target, env_name: str) -> None:
+    body = target.pod_manifest(
+        "p",
+        containers=[
+            {"name": "main", "image": "busybox", "env": [{"name": env_name, "value": "x"}]}
+        ],
+    )
+    error = _invalid(target, target.core.create_namespaced_pod, body)
+    assert _fields(error) == ["spec.containers[0].env[0].name"]
+
+
+def test_env_var_names_may_hold_dots_and_dashes(target: Target) -> None:
+    env = [{"name": "WHARF_RUN.id-1", "value": "x"}, {"name": "_x", "value": ""}]
+    body = target.pod_manifest("p", containers=[{"name": "main", "image": "busybox", "env": env}])
+    pod = target.raw(target.core.create_namespaced_pod, target.namespace, body)
+    assert pod["spec"]["containers"][0]["env"] == [
+        {"name": "WHARF_RUN.id-1", "value": "x"},
+        {"name": "_x"},  # an empty value is omitted
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resources", "field", "reason"),
+    [
+        (
+            {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+            "spec.containers[0].resources.requests",
+            "FieldValueInvalid",
+        ),
+        (
+            {"requests": {"nvidia.com/gpu": "1"}},
+            "spec.containers[0].resources.limits",
+            "FieldValueRequired",
+        ),
+        (
+            {"limits": {"nvidia.com/gpu": "0.5"}},
+            "spec.containers[0].resources.limits[nvidia.com/gpu]",
+            "FieldValueInvalid",
+        ),
+    ],
+)
+def test_gpus_are_whole_and_requested_as_limited(
+    target: Target, resources: dict[str, Any], field: str, reason: str
+) -> None:
+    error = _invalid(
+        target, target.core.create_namespaced_pod, _pod_with_resources(target, resources)
+    )
+    causes = [c for c in error["details"]["causes"] if c.get("field") == field]
+    assert causes and causes[0]["reason"] == reason, error
+
+
+def test_quantities_come_back_in_canonical_form(target: Target) -> None:
+    resources = {
+        "requests": {"cpu": "0.5", "memory": "1024Mi"},
+        "limits": {"cpu": "1000m", "memory": "1.5Gi", "ephemeral-storage": "4000M"},
+    }
+    pod = target.raw(
+        target.core.create_namespaced_pod, target.namespace, _pod_with_resources(target, resources)
+    )
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "4G"},
+        "limits": {"cpu": "1", "memory": "1536Mi", "ephemeral-storage": "4G"},
+    }
+
+
+def test_at_most_one_owner_reference_is_the_controller(target: Target) -> None:
+    def owner(name: str, controller: bool) -> dict[str, Any]:
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": name,
+            "uid": str(uuid.uuid4()),
+            "controller": controller,
+        }
+
+    body = target.pod_manifest("p")
+    body["metadata"]["ownerReferences"] = [owner("a", True), owner("b", True)]
+    error = _invalid(target, target.core.create_namespaced_pod, body)
+    assert _fields(error) == ["metadata.ownerReferences"]
+    body["metadata"]["ownerReferences"] = [owner("a", True), owner("b", False)]
+    pod = target.raw(target.core.create_namespaced_pod, target.namespace, body)
+    assert [ref["name"] for ref in pod["metadata"]["ownerReferences"]] == ["a", "b"]
