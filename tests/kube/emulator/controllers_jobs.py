@@ -17,6 +17,11 @@ replacement is created by the tick at or after that time, with the SystemClock i
 Invariants: a pod's end is counted once (``_Tracking.counted`` per job uid, kept in memory for
 the emulator's lifetime); pods deleted by the controller itself are marked counted before the
 delete, so their DELETED event changes nothing; a finished Job never gets new pods.
+
+Not modelled: Indexed completion mode and backoffLimitPerIndex, the pods' job-tracking
+finalizer and ``status.uncountedTerminatedPods`` bookkeeping (always ``{}``), ``status.terminating``,
+Events, and the wait for pods to terminate before ``Failed`` follows ``FailureTarget`` (both are
+written together).
 """
 
 from __future__ import annotations
