@@ -3,8 +3,9 @@
 What a create stamps (uid, timestamps, generation, generateName), what an update keeps from the
 stored object (immutable metadata; status or spec depending on the subresource), when generation
 moves, what a DELETE does to one object (grace, finalizers from the propagation policy, namespace
-termination) and how it answers, and the list continue token. No state and no locking: the
-store calls these on private copies and commits the results.
+termination) and how it answers, what a patch and a pod binding may produce, the list order and
+continue token. No state and no locking: the store calls these on private copies and commits the
+results.
 """
 
 from __future__ import annotations
@@ -42,7 +43,18 @@ ORPHAN_FINALIZER = "orphan"
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
+PATCH_MEDIA_TYPES = (
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/json-patch+json",
+)
+
 Key = tuple[str, str]
+
+
+def storage_key(key: Key) -> str:
+    """The order etcd keeps objects in: ``<namespace>/<name>`` compared as a string."""
+    return f"{key[0]}/{key[1]}"
 
 
 def prepare_body(rtype: ResourceType, namespace: str | None, body: Any) -> dict[str, Any]:
@@ -349,3 +361,64 @@ def list_item(obj: dict[str, Any]) -> dict[str, Any]:
     item.pop("kind", None)
     item.pop("apiVersion", None)
     return item
+
+
+def patch_media_type(content_type: str) -> str:
+    """The patch flavour a Content-Type names (415 for anything but the three patch types)."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in PATCH_MEDIA_TYPES:
+        raise errors.ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types "
+            f"include: {', '.join(PATCH_MEDIA_TYPES)}",
+        )
+    return media_type
+
+
+def patched_object(rtype: ResourceType, name: str, new: Any) -> dict[str, Any]:
+    """Check what a patch produced: an object of the same kind and name."""
+    if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+        raise errors.bad_request("the patch did not produce an object")
+    new.setdefault("metadata", {})
+    new["kind"], new["apiVersion"] = rtype.kind, rtype.api_version
+    patched_name = new["metadata"].get("name", name)
+    if patched_name != name:
+        cause = {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "{patched_name}": field is immutable',
+            "field": "metadata.name",
+        }
+        raise errors.invalid(rtype, name, [cause])
+    return new
+
+
+def bound_pod(pod: dict[str, Any], node_name: str, now: datetime) -> dict[str, Any]:
+    """A copy of ``pod`` bound to ``node_name`` (409 if already bound or being deleted)."""
+    name = pod["metadata"]["name"]
+    bound_to = (pod.get("spec") or {}).get("nodeName")
+    if bound_to or pod["metadata"].get("deletionTimestamp"):
+        why = (
+            f'pod {name} is already assigned to node "{bound_to}"'
+            if bound_to
+            else f"pod {name} is being deleted, cannot be assigned to a host"
+        )
+        raise errors.ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
+            {"name": name, "kind": "pods/binding"},
+        )
+    new = copy.deepcopy(pod)
+    new.setdefault("spec", {})["nodeName"] = node_name
+    conditions = new.setdefault("status", {}).setdefault("conditions", [])
+    conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(now),
+        }
+    )
+    return new

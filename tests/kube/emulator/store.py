@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.kube.emulator import errors, object_rules, patches, selectors, validation
-from tests.kube.emulator.clock import Clock, rfc3339
+from tests.kube.emulator.clock import Clock
 from tests.kube.emulator.defaults import apply_defaults
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.object_rules import Key
@@ -37,11 +37,6 @@ log = logging.getLogger(__name__)
 HISTORY_LIMIT = 10_000
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-_CONTENT_TYPES = (
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/json-patch+json",
-)
 
 Listener = Callable[[WatchEvent], None]
 
@@ -94,12 +89,12 @@ class ObjectStore:
                 )
             if list_version is None:
                 list_version = self.resource_version
-            start = None if after is None else _storage_key(after)
+            start = None if after is None else object_rules.storage_key(after)
             found = [
                 self._objects[rtype][key]
-                for key in sorted(self._objects[rtype], key=_storage_key)
+                for key in sorted(self._objects[rtype], key=object_rules.storage_key)
                 if (namespace is None or key[0] == namespace)
-                and (start is None or _storage_key(key) > start)
+                and (start is None or object_rules.storage_key(key) > start)
                 and matches(self._objects[rtype][key])
             ]
             page = found if not limit or limit <= 0 else found[:limit]
@@ -126,7 +121,7 @@ class ObjectStore:
     def objects_of(self, rtype: ResourceType) -> list[dict[str, Any]]:
         """Test helper: every object of ``rtype`` in key order (deep copies)."""
         with self._lock:
-            keys = sorted(self._objects[rtype], key=_storage_key)
+            keys = sorted(self._objects[rtype], key=object_rules.storage_key)
             return [copy.deepcopy(self._objects[rtype][k]) for k in keys]
 
     # ------------------------------------------------------------------------------ create
@@ -200,24 +195,11 @@ class ObjectStore:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """PATCH with a merge, strategic merge or JSON patch (415 for another content type)."""
-        media_type = content_type.split(";", 1)[0].strip().lower()
-        if media_type not in _CONTENT_TYPES:
-            raise ApiError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types "
-                f"include: {', '.join(_CONTENT_TYPES)}",
-            )
+        media_type = object_rules.patch_media_type(content_type)
 
         def patched(old: dict[str, Any]) -> dict[str, Any]:
             new = patches.apply_patch(copy.deepcopy(old), patch, media_type, rtype.kind)
-            if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
-                raise errors.bad_request("the patch did not produce an object")
-            new.setdefault("metadata", {})
-            new["kind"], new["apiVersion"] = rtype.kind, rtype.api_version
-            if new["metadata"].get("name", name) != name:
-                raise errors.invalid(rtype, name, [_immutable("metadata.name", new)])
-            return new
+            return object_rules.patched_object(rtype, name, new)
 
         return self._update(rtype, namespace, name, patched, subresource, dry_run)
 
@@ -262,31 +244,7 @@ class ObjectStore:
         """POST pods/<name>/binding: sets spec.nodeName once (409 if already bound)."""
         with self._lock:
             old = self._existing(PODS, namespace, name)
-            bound_to = old["spec"].get("nodeName")
-            if bound_to or old["metadata"].get("deletionTimestamp"):
-                why = (
-                    f'pod {name} is already assigned to node "{bound_to}"'
-                    if bound_to
-                    else f"pod {name} is being deleted, cannot be assigned to a host"
-                )
-                raise ApiError(
-                    409,
-                    "Conflict",
-                    f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
-                    {"name": name, "kind": "pods/binding"},
-                )
-            new = copy.deepcopy(old)
-            new["spec"]["nodeName"] = node_name
-            conditions = new.setdefault("status", {}).setdefault("conditions", [])
-            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-            conditions.append(
-                {
-                    "type": "PodScheduled",
-                    "status": "True",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": rfc3339(self.clock.now()),
-                }
-            )
+            new = object_rules.bound_pod(old, node_name, self.clock.now())
             self._commit_update(PODS, old, new)
             result = copy.deepcopy(new)
         self._dispatch()
@@ -369,7 +327,7 @@ class ObjectStore:
         )
         with self._lock:
             if not resource_version:
-                for key in sorted(self._objects[rtype], key=_storage_key):
+                for key in sorted(self._objects[rtype], key=object_rules.storage_key):
                     obj = self._objects[rtype][key]
                     if watcher.wants(obj):
                         version = int(obj["metadata"]["resourceVersion"])
@@ -551,17 +509,3 @@ class ObjectStore:
             finally:
                 with self._lock:
                     self._dispatching = False
-
-
-def _storage_key(key: Key) -> str:
-    """The order etcd keeps objects in: ``<namespace>/<name>`` compared as a string."""
-    return f"{key[0]}/{key[1]}"
-
-
-def _immutable(field: str, obj: dict[str, Any]) -> dict[str, str]:
-    value = obj["metadata"].get("name")
-    return {
-        "reason": "FieldValueInvalid",
-        "message": f'Invalid value: "{value}": field is immutable',
-        "field": field,
-    }
