@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.kube.emulator.errors import ApiError
-from tests.kube.emulator.quantities import QuantityError, parse_quantity
+from tests.kube.emulator.quantities import QuantityError, canonical_quantity, parse_quantity
 from tests.kube.emulator.resources import PODS
 from tests.kube.emulator.validation import validate
 from tests.kube.validation_cases import causes, fields, pod
@@ -242,6 +242,36 @@ def test_unparseable_quantities_are_a_400(quantity: Any) -> None:
 )
 def test_quantity_values(text: Any, value: Any) -> None:
     assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("0.5", "500m"),
+        (0.5, "500m"),
+        ("1000m", "1"),
+        ("100m", "100m"),
+        ("1000", "1k"),
+        (1000, "1k"),
+        ("4000M", "4G"),
+        ("5M", "5M"),
+        ("12345", "12345"),
+        ("1024Mi", "1Gi"),
+        ("1.5Gi", "1536Mi"),
+        ("512Ki", "512Ki"),
+        ("0.5Ki", "512"),
+        ("1.1Gi", "1181116006400m"),
+        ("1e3", "1e3"),
+        ("1500e0", "1500"),
+        ("1E-3", "1e-3"),
+        ("1.0000000001", "1000000001n"),
+        ("0", "0"),
+        ("0Gi", "0"),
+        ("-1", "-1"),
+    ],
+)
+def test_canonical_quantities(given: Any, canonical: str) -> None:
+    assert canonical_quantity(given) == canonical
 
 
 def test_quantity_error_wording() -> None:

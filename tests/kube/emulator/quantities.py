@@ -4,10 +4,13 @@
 number and one optional suffix: binary ``Ki…Ei``, decimal ``n u m k M G T P E`` or an exponent
 ``e3``/``E-2``; a JSON number is a quantity too) and returns its value as a ``Fraction``, so
 requests and limits compare exactly. Anything else raises ``QuantityError`` with the real text.
+``canonical_quantity`` gives the form a real server writes back (``0.5`` → ``500m``, ``1024Mi``
+→ ``1Gi``, ``4000M`` → ``4G``, ``1000`` → ``1k``), keeping the family of the suffix written.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Any
@@ -53,3 +56,40 @@ def is_quantity(value: Any) -> bool:
     except QuantityError:
         return False
     return True
+
+
+_DECIMAL_SUFFIXES = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
+_BINARY_SUFFIXES = {0: "", **{exponent: suffix for suffix, exponent in _BINARY.items()}}
+
+
+def _format_of(value: Any) -> str:
+    match = _QUANTITY_RE.fullmatch(value) if isinstance(value, str) else None
+    if match is not None:
+        suffix = match.group(3)
+        if suffix in _BINARY:
+            return "binary"
+        if _EXPONENT_RE.fullmatch(suffix):
+            return "exponent"
+    return "decimal"
+
+
+def canonical_quantity(value: Any) -> str:
+    """The canonical text of a quantity, as a real server serialises it after a write."""
+    amount = parse_quantity(value)
+    amount = Fraction(math.ceil(amount * 10**9), 10**9)  # servers keep nano precision, rounding up
+    if amount == 0:
+        return "0"
+    sign, magnitude = ("-" if amount < 0 else ""), abs(amount)
+    family = _format_of(value)
+    if family == "binary" and magnitude >= 1024 and magnitude.denominator == 1:
+        number, exponent = int(magnitude), 0
+        while number % 1024 == 0 and exponent < 60:
+            number, exponent = number // 1024, exponent + 10
+        return f"{sign}{number}{_BINARY_SUFFIXES[exponent]}"
+    exponent = -9  # nano precision: the magnitude is a whole number of units of 10**-9
+    while exponent < 18 and (magnitude / Fraction(10) ** (exponent + 3)).denominator == 1:
+        exponent += 3
+    number = int(magnitude / Fraction(10) ** exponent)
+    if family == "exponent":
+        return f"{sign}{number}" + (f"e{exponent}" if exponent else "")
+    return f"{sign}{number}{_DECIMAL_SUFFIXES[exponent]}"
