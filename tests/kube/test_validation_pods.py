@@ -145,6 +145,43 @@ from tests.kube.validation_cases import causes, fields, pod
             {("FieldValueDuplicate", "spec.volumes[1].name")},
         ),
         ({"volumes": [{"name": "v"}]}, {("FieldValueRequired", "spec.volumes[0]")}),
+        (
+            {"tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
+            {("FieldValueInvalid", "spec.tolerations[0].operator")},
+        ),
+        (
+            {"tolerations": [{"operator": "Equal", "value": "v"}]},
+            {("FieldValueInvalid", "spec.tolerations[0].operator")},
+        ),
+        (
+            {"tolerations": [{"key": "k", "operator": "Like"}]},
+            {("FieldValueNotSupported", "spec.tolerations[0].operator")},
+        ),
+        (
+            {"tolerations": [{"key": "k", "operator": "Exists", "effect": "Evict"}]},
+            {("FieldValueNotSupported", "spec.tolerations[0].effect")},
+        ),
+        (
+            {
+                "tolerations": [
+                    {
+                        "key": "k",
+                        "operator": "Exists",
+                        "effect": "NoSchedule",
+                        "tolerationSeconds": 5,
+                    }
+                ]
+            },
+            {("FieldValueInvalid", "spec.tolerations[0].effect")},
+        ),
+        (
+            {"tolerations": [{"key": "bad key", "operator": "Exists"}]},
+            {("FieldValueInvalid", "spec.tolerations[0].key")},
+        ),
+        (
+            {"tolerations": [{"key": "k", "value": "-bad"}]},
+            {("FieldValueInvalid", "spec.tolerations[0].operator")},
+        ),
     ],
 )
 def test_invalid_pod_specs(spec: dict[str, Any], expected: set[tuple[str, str]]) -> None:

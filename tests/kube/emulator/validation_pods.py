@@ -5,7 +5,8 @@ DNS-1123 labels, unique across init and regular containers; image required; pull
 termination-message policies), ports, env (names, exactly one ``valueFrom`` source, the downward
 API fields env may use), volumes and volume mounts, resource requests and limits (quantity
 syntax — a 400 like the server's decoder — names, non-negative, requests ≤ limits),
-``restartPolicy``, ``dnsPolicy``, ``activeDeadlineSeconds``, service account and node names.
+``restartPolicy``, ``dnsPolicy``, ``activeDeadlineSeconds``, tolerations, service account and
+node names.
 A pod update may only change container images, lower ``activeDeadlineSeconds`` and add
 tolerations, as on a real server.
 """
@@ -23,6 +24,7 @@ from tests.kube.emulator.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
     env_var_name_errors,
+    label_value_errors,
     qualified_name_errors,
 )
 from tests.kube.emulator.quantities import QuantityError, parse_quantity
@@ -51,6 +53,7 @@ ENV_RESOURCE_FIELDS = (
     "requests.ephemeral-storage",
     "requests.memory",
 )
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 MAX_INT32 = 2**31 - 1
 POD_UPDATE_FORBIDDEN = (
@@ -96,6 +99,7 @@ def validate_pod_spec(
             deadline,
             f"must be between 1 and {MAX_INT32}, inclusive",
         )
+    _validate_tolerations(errs, rtype, spec.get("tolerations"), f"{path}.tolerations")
     for field in ("serviceAccountName", "nodeName"):
         value = spec.get(field)
         if value:
@@ -115,6 +119,44 @@ def _enum(errs: FieldErrors, value: Any, path: str, supported: tuple[str, ...]) 
         errs.required(path)
     elif value not in supported:
         errs.not_supported(path, value, supported)
+
+
+def _validate_tolerations(errs: FieldErrors, rtype: ResourceType, value: Any, path: str) -> None:
+    for i, toleration in enumerate(_list_of_maps(rtype, value, path, "Toleration")):
+        here = f"{path}[{i}]"
+        key = toleration.get("key") or ""
+        operator = toleration.get("operator") or ""
+        effect = toleration.get("effect") or ""
+        if key:
+            errs.invalid_each(f"{here}.key", key, qualified_name_errors(key))
+        elif operator != "Exists":
+            errs.invalid(
+                f"{here}.operator",
+                operator,
+                'operator must be Exists when `key` is empty, which means "match all values and '
+                'all keys"',
+            )
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.invalid(
+                f"{here}.effect",
+                effect,
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            )
+        if operator in ("Equal", ""):
+            problems = label_value_errors(str(toleration.get("value") or ""))
+            if problems:
+                errs.invalid(f"{here}.operator", toleration.get("value") or "", ";".join(problems))
+        elif operator == "Exists":
+            if toleration.get("value"):
+                errs.invalid(
+                    f"{here}.operator",
+                    toleration,
+                    "value must be empty when `operator` is 'Exists'",
+                )
+        else:
+            errs.not_supported(f"{here}.operator", operator, ("Equal", "Exists"))
+        if effect and effect not in TAINT_EFFECTS:
+            errs.not_supported(f"{here}.effect", effect, TAINT_EFFECTS)
 
 
 def _validate_volumes(errs: FieldErrors, rtype: ResourceType, value: Any, path: str) -> set[str]:
