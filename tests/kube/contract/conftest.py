@@ -81,6 +81,19 @@ class Target:
             return int(exc.status or 0), body
         raise AssertionError(f"{fn.__name__} succeeded but an error was expected")
 
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """A plain request through the target's ``ApiClient`` (for API versions the client has
+        no class for, e.g. batch/v1beta1 CronJobs); returns the status and the parsed body."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        serialized = self.api_client.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        response = self.api_client.call_api(*serialized, _request_timeout=30)
+        response.read()
+        return response.status, json.loads(response.data) if response.data else None
+
     def server_version(self) -> tuple[int, int]:
         info = client.VersionApi(self.api_client).get_code()
         return int(info.major), int("".join(ch for ch in info.minor if ch.isdigit()))
