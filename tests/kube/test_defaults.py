@@ -238,3 +238,61 @@ def test_other_kinds_are_untouched() -> None:
     config_map: dict[str, Any] = {"metadata": {"name": "c"}, "data": {"k": "v"}}
     apply_defaults(CONFIGMAPS, config_map, creating=True)
     assert config_map == {"metadata": {"name": "c"}, "data": {"k": "v"}}
+
+
+def test_the_server_encoding_is_applied() -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                container(
+                    resources={
+                        "requests": {"cpu": "0.5", "memory": "1024Mi"},
+                        "limits": {"cpu": "1000m", "memory": "1.5Gi", "ephemeral-storage": "4000M"},
+                    },
+                    env=[
+                        {"name": "EMPTY", "value": ""},
+                        {
+                            "name": "CPU",
+                            "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}},
+                        },
+                    ],
+                )
+            ],
+            "volumes": [
+                {"name": "scratch", "emptyDir": {"sizeLimit": "1024Mi"}},
+                {
+                    "name": "info",
+                    "downwardAPI": {
+                        "items": [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]
+                    },
+                },
+            ],
+        },
+    }
+    apply_defaults(PODS, pod, creating=True)
+    main = pod["spec"]["containers"][0]
+    assert main["resources"] == {
+        "requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "4G"},
+        "limits": {"cpu": "1", "memory": "1536Mi", "ephemeral-storage": "4G"},
+    }
+    assert main["env"] == [
+        {"name": "EMPTY"},
+        {
+            "name": "CPU",
+            "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "0"}},
+        },
+    ]
+    volumes = pod["spec"]["volumes"]
+    assert volumes[0]["emptyDir"] == {"sizeLimit": "1Gi"}
+    assert volumes[1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1"
+    assert volumes[1]["downwardAPI"]["defaultMode"] == 420
+
+
+def test_an_undecodable_quantity_is_left_for_validation() -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [container(resources={"limits": {"cpu": "lots"}})]},
+    }
+    apply_defaults(PODS, pod, creating=True)
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "lots"}

@@ -3,7 +3,9 @@
 Only the fields Wharf reads or a client commonly relies on are defaulted. ``apply_defaults`` is
 idempotent (it only fills what is missing), so the store runs it on every write; ``creating``
 adds what only a create does (job selector and template labels from the new uid, initial status).
-Secrets' ``stringData`` is folded into base64 ``data`` here, as the real server does on write.
+Secrets' ``stringData`` is folded into base64 ``data`` here, as the real server does on write, and
+what the server's encoding changes is applied too: quantities in canonical form, empty env values
+omitted.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from tests.kube.emulator.quantities import QuantityError, canonical_quantity
 from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES, PODS, SECRETS, ResourceType
 
 _DEFAULT_TOLERATIONS = (
@@ -62,6 +65,18 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         for source in _KEYED_VOLUME_SOURCES:
             if isinstance(volume.get(source), dict):
                 volume[source].setdefault("defaultMode", 420)
+        downward = [volume.get("downwardAPI")] + [
+            source.get("downwardAPI")
+            for source in (volume.get("projected") or {}).get("sources") or []
+            if isinstance(source, dict)
+        ]
+        for items in (d.get("items") for d in downward if isinstance(d, dict)):
+            for item in items or []:
+                if isinstance(item, dict):
+                    _default_object_references(item)
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
+            empty_dir["sizeLimit"] = _canonical(empty_dir["sizeLimit"])
 
 
 def _default_container(container: dict[str, Any]) -> None:
@@ -70,14 +85,40 @@ def _default_container(container: dict[str, Any]) -> None:
         container.setdefault("imagePullPolicy", image_pull_policy_for(image))
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("resources", {})
+    resources = container.setdefault("resources", {})
+    if isinstance(resources, dict):
+        for kind in ("requests", "limits"):
+            if isinstance(resources.get(kind), dict):
+                resources[kind] = {name: _canonical(q) for name, q in resources[kind].items()}
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
     for env in container.get("env") or []:
-        field_ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
-        if isinstance(field_ref, dict):
-            field_ref.setdefault("apiVersion", "v1")
+        if not isinstance(env, dict):
+            continue
+        if env.get("value") == "":
+            del env["value"]  # an empty string is omitted when the server writes the object
+        if isinstance(env.get("valueFrom"), dict):
+            _default_object_references(env["valueFrom"])
+
+
+def _default_object_references(source: dict[str, Any]) -> None:
+    """``fieldRef.apiVersion`` v1 and ``resourceFieldRef.divisor`` 0 (canonical), wherever the
+    downward API is used (env values and downwardAPI volume items)."""
+    field_ref = source.get("fieldRef")
+    if isinstance(field_ref, dict):
+        field_ref.setdefault("apiVersion", "v1")
+    resource_ref = source.get("resourceFieldRef")
+    if isinstance(resource_ref, dict):
+        resource_ref["divisor"] = _canonical(resource_ref.get("divisor", "0"))
+
+
+def _canonical(quantity: Any) -> Any:
+    """The form a server writes a quantity back in; an undecodable one is left for validation."""
+    try:
+        return canonical_quantity(quantity)
+    except QuantityError:
+        return quantity
 
 
 def _default_requests_to_limits(container: dict[str, Any]) -> None:
