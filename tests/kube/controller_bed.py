@@ -197,3 +197,13 @@ def required_condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
     cond = condition(obj, ctype)
     assert cond is not None, f"no {ctype} condition in {obj.get('status')}"
     return cond
+
+
+def events_for(bed: ControllerBed, name: str, ns: str = "default") -> list[tuple[str, str, str]]:
+    """``(type, reason, message)`` of the Events about object ``name``, oldest first."""
+    from tests.kube.emulator.resources import EVENTS
+
+    items: list[dict[str, Any]] = bed.store.list(EVENTS, ns)["items"]
+    mine = [e for e in items if e["involvedObject"]["name"] == name]
+    mine.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return [(e["type"], e["reason"], e["message"]) for e in mine]

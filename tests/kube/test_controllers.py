@@ -434,3 +434,24 @@ def test_on_failure_restarts_count_against_the_backoff_limit(bed: ControllerBed)
     assert failed["reason"] == "BackoffLimitExceeded"
     (stopping,) = bed.pods_of("restarts")
     assert "deletionTimestamp" in stopping["metadata"]
+
+
+def test_the_job_controller_records_events(bed: ControllerBed) -> None:
+    from tests.kube.controller_bed import events_for
+    from tests.kube.emulator.resources import EVENTS
+
+    job = bed.create_job("noted", backoffLimit=0)
+    (pod,) = bed.pods_of("noted")
+    bed.finish(pod, 1)
+    assert events_for(bed, "noted") == [
+        ("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"),
+        ("Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+    ]
+    event = bed.store.list(EVENTS, "default")["items"][0]
+    assert event["involvedObject"]["uid"] == job["metadata"]["uid"]
+    assert event["involvedObject"]["kind"] == "Job"
+    assert event["source"] == {"component": "job-controller"}
+    assert event["count"] == 1 and event["metadata"]["name"].startswith("noted.")
+    bed.create_job("fine")
+    bed.finish(bed.pods_of("fine")[0], 0)
+    assert [reason for _, reason, _ in events_for(bed, "fine")] == ["SuccessfulCreate", "Completed"]

@@ -222,3 +222,21 @@ def test_a_schedule_far_in_the_past_does_not_replay_every_minute(bed: Controller
     bed.advance_to(START + timedelta(days=30))
     assert len(bed.jobs()) == 1
     assert bed.clock.now().tzinfo == UTC
+
+
+def test_the_cronjob_controller_records_events(bed: ControllerBed) -> None:
+    from tests.kube.controller_bed import events_for
+
+    create_cronjob(bed, "noted", "*/5 * * * *", successfulJobsHistoryLimit=1)
+    first, second = job_name_for("noted", at(10, 5)), job_name_for("noted", at(10, 10))
+    bed.advance_to(at(10, 5))
+    complete(bed, first)
+    bed.advance_to(at(10, 10))
+    complete(bed, second)
+    assert events_for(bed, "noted") == [
+        ("Normal", "SuccessfulCreate", f"Created job {first}"),
+        ("Normal", "SawCompletedJob", f"Saw completed job: {first}, status: Complete"),
+        ("Normal", "SuccessfulCreate", f"Created job {second}"),
+        ("Normal", "SawCompletedJob", f"Saw completed job: {second}, status: Complete"),
+        ("Normal", "SuccessfulDelete", f"Deleted job {first}"),
+    ]

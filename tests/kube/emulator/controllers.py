@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.kube.emulator.controllers_common import is_deleting, log
 from tests.kube.emulator.controllers_cron import CronJobController
+from tests.kube.emulator.controllers_events import EventRecorder
 from tests.kube.emulator.controllers_gc import GarbageCollector, NamespaceFinalizer
 from tests.kube.emulator.controllers_jobs import JobController
 from tests.kube.emulator.resources import (
@@ -52,8 +53,14 @@ class Controllers:
         """
         self._store = store
         self._clock = clock
-        self.jobs = JobController(store, backoff_seconds=job_backoff_seconds)
-        self.cronjobs = CronJobController(store)
+        self.jobs = JobController(
+            store,
+            backoff_seconds=job_backoff_seconds,
+            events=EventRecorder(store, clock, "job-controller"),
+        )
+        self.cronjobs = CronJobController(
+            store, events=EventRecorder(store, clock, "cronjob-controller")
+        )
         self.gc = GarbageCollector(store)
         self.namespaces = NamespaceFinalizer(store)
         self._work = threading.RLock()

@@ -12,6 +12,7 @@ active Jobs first. The Job is named ``<cronjob>-<scheduled time in minutes since
 (so a time is never started twice) and carries the CronJob's controller reference and the
 ``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation. A skipped time leaves
 ``lastScheduleTime`` alone, as a real controller does, so it is retried on the next tick.
+Events (with a recorder): SuccessfulCreate, SawCompletedJob, SuccessfulDelete.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tests.kube.emulator.controllers_common import (
     tolerate_missing,
     uid_of,
 )
+from tests.kube.emulator.controllers_events import NORMAL, EventRecorder
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.resources import CRONJOBS, JOBS
 
@@ -50,8 +52,9 @@ DEFAULT_FAILED_HISTORY = 1
 class CronJobController:
     """Starts Jobs from CronJobs on schedule and keeps their status and history."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, *, events: EventRecorder | None = None) -> None:
         self._store = store
+        self._events = events
 
     def tick(self, now: datetime) -> None:
         for cronjob in self._store.list(CRONJOBS, None)["items"]:
@@ -89,6 +92,13 @@ class CronJobController:
             job = by_uid.get(ref.get("uid", ""))
             if job is None:
                 continue  # gone (a real controller records a MissingJob event)
+            if job_finished(job):
+                self._record(
+                    cronjob,
+                    NORMAL,
+                    "SawCompletedJob",
+                    f"Saw completed job: {meta(job)['name']}, status: {job_finished(job)}",
+                )
             if job_finished(job) == "Complete":
                 completed = timestamp(job, "status", "completionTime")
                 if completed is not None and (last_success is None or completed > last_success):
@@ -117,7 +127,7 @@ class CronJobController:
             finished = [j for j in jobs if job_finished(j) == outcome and not is_deleting(j)]
             finished.sort(key=_start_order)
             for job in finished[: max(0, len(finished) - int(limit))]:
-                self._delete_job(job)
+                self._delete_job(cronjob, meta(job)["name"])
 
     # ---- scheduling --------------------------------------------------------------------------
 
@@ -143,18 +153,11 @@ class CronJobController:
             return  # JobAlreadyActive: retried on the next tick
         if policy == "Replace":
             for ref in active:
-                tolerate_missing(
-                    partial(
-                        self._store.delete,
-                        JOBS,
-                        ref.get("namespace"),
-                        ref["name"],
-                        propagation_policy="Background",
-                    )
-                )
+                self._delete_job(cronjob, ref["name"])
         job = self._create_job(cronjob, name, scheduled)
         if job is None:
             return
+        self._record(cronjob, NORMAL, "SuccessfulCreate", f"Created job {name}")
         ref = _object_ref(job)
         replaced = {r.get("uid") for r in active} if policy == "Replace" else set()
         scheduled_stamp = rfc3339(scheduled)
@@ -222,11 +225,17 @@ class CronJobController:
         )
         return current if current is not None and uid_of(current) == uid_of(cronjob) else None
 
-    def _delete_job(self, job: dict[str, Any]) -> None:
-        ns, name = meta(job).get("namespace"), meta(job)["name"]
-        tolerate_missing(
-            lambda: self._store.delete(JOBS, ns, name, propagation_policy="Background")
+    def _delete_job(self, cronjob: dict[str, Any], name: str) -> None:
+        ns = meta(cronjob).get("namespace")
+        deleted = tolerate_missing(
+            partial(self._store.delete, JOBS, ns, name, propagation_policy="Background")
         )
+        if deleted is not None:
+            self._record(cronjob, NORMAL, "SuccessfulDelete", f"Deleted job {name}")
+
+    def _record(self, cronjob: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self._events is not None:
+            self._events.record(cronjob, CRONJOBS, event_type, reason, message)
 
     def _write_status(self, cronjob: dict[str, Any], status: dict[str, Any]) -> None:
         if status == (cronjob.get("status") or {}):

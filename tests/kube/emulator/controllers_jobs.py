@@ -18,9 +18,12 @@ Invariants: a pod's end is counted once (``_Tracking.counted`` per job uid, kept
 the emulator's lifetime); pods deleted by the controller itself are marked counted before the
 delete, so their DELETED event changes nothing; a finished Job never gets new pods.
 
+Events (when given a recorder): SuccessfulCreate/SuccessfulDelete per pod, Completed,
+BackoffLimitExceeded/DeadlineExceeded/PodFailurePolicy (Warning), Suspended/Resumed.
+
 Not modelled: Indexed completion mode and backoffLimitPerIndex, the pods' job-tracking
 finalizer and ``status.uncountedTerminatedPods`` bookkeeping (always ``{}``), ``status.terminating``,
-Events, and the wait for pods to terminate before ``Failed`` follows ``FailureTarget`` (both are
+FailedCreate events, and the wait for pods to terminate before ``Failed`` follows ``FailureTarget`` (both are
 written together).
 """
 
@@ -49,6 +52,7 @@ from tests.kube.emulator.controllers_common import (
     tolerate_missing,
     uid_of,
 )
+from tests.kube.emulator.controllers_events import NORMAL, WARNING, EventRecorder
 from tests.kube.emulator.controllers_pod_failure import as_removed, failure_policy_action
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.resources import JOBS, PODS
@@ -83,8 +87,15 @@ class _Counts:
 class JobController:
     """Creates and accounts the pods of every Job in the store."""
 
-    def __init__(self, store: ObjectStore, *, backoff_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        backoff_seconds: float = 0.0,
+        events: EventRecorder | None = None,
+    ) -> None:
         self._store = store
+        self._events = events
         self._backoff_seconds = backoff_seconds
         self._tracking: dict[str, _Tracking] = {}
 
@@ -173,20 +184,24 @@ class JobController:
                     new_condition("FailureTarget", now, reason=reason, message=message)
                 )
             conditions.append(new_condition("Failed", now, reason=reason, message=message))
+            self._record(job, WARNING, reason, message)
         elif _completed(spec, counts.succeeded, len(active)):
             self._delete_active(job, active, tracking)
             active = []
             conditions.append(new_condition("Complete", now))
             status["completionTime"] = rfc3339(now)
+            self._record(job, NORMAL, "Completed", "Job completed")
         elif spec.get("suspend"):
             self._delete_active(job, active, tracking)
             active = []
             if not condition_true(job, "Suspended"):
                 conditions = _set_suspended(conditions, now, suspended=True)
+                self._record(job, NORMAL, "Suspended", "Job suspended")
         else:
             if condition_true(job, "Suspended"):
                 conditions = _set_suspended(conditions, now, suspended=False)
                 status["startTime"] = rfc3339(now)
+                self._record(job, NORMAL, "Resumed", "Job resumed")
             status.setdefault("startTime", rfc3339(now))
             wanted = _wanted_active(spec, counts.succeeded) - len(active) - len(terminating)
             if wanted > 0 and self._backoff_elapsed(tracking, now):
@@ -274,10 +289,12 @@ class JobController:
         ns = meta(job).get("namespace")
         for _ in range(count):
             try:
-                created.append(self._store.create(PODS, ns, _pod_from_template(job), internal=True))
+                pod = self._store.create(PODS, ns, _pod_from_template(job), internal=True)
             except ApiError as err:
                 log.info("job %s/%s: pod not created: %s", ns, meta(job)["name"], err)
                 break
+            created.append(pod)
+            self._record(job, NORMAL, "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
         return created
 
     def _delete_active(
@@ -288,7 +305,13 @@ class JobController:
             if pod_terminal(pod) or is_deleting(pod):
                 continue
             tracking.counted.add(uid_of(pod))
-            tolerate_missing(partial(self._store.delete, PODS, ns, meta(pod)["name"]))
+            name = meta(pod)["name"]
+            if tolerate_missing(partial(self._store.delete, PODS, ns, name)) is not None:
+                self._record(job, NORMAL, "SuccessfulDelete", f"Deleted pod: {name}")
+
+    def _record(self, job: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self._events is not None:
+            self._events.record(job, JOBS, event_type, reason, message)
 
     def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> None:
         uid = uid_of(job)
