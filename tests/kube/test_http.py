@@ -66,16 +66,37 @@ def test_health_endpoints_answer_ok(kube_client: client.ApiClient) -> None:
 # ------------------------------------------------------------------------------ authentication
 
 
-@pytest.mark.parametrize("token", ["wrong-token", None])
-def test_a_wrong_or_missing_token_gets_401(emulator: Emulator, token: str | None) -> None:
+def client_with_token(emulator: Emulator, token: str | None) -> client.ApiClient:
     configuration = client.Configuration(host=emulator.url)
     if token is not None:
         configuration.api_key = {"BearerToken": token}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    with client.ApiClient(configuration) as api:
-        status, body = failure(client.CoreV1Api(api).list_namespaced_pod, NS)
-    assert status == 401
-    assert body["kind"] == "Status" and body["reason"] == "Unauthorized" and body["code"] == 401
+    return client.ApiClient(configuration)
+
+
+def test_a_wrong_token_gets_401_everywhere(emulator: Emulator) -> None:
+    with client_with_token(emulator, "wrong-token") as api:
+        for call in (client.VersionApi(api).get_code, client.CoreV1Api(api).list_namespace):
+            status, body = failure(call)
+            assert status == 401
+            assert (body["kind"], body["reason"], body["code"]) == ("Status", "Unauthorized", 401)
+
+
+def test_no_token_is_the_anonymous_user_who_reads_only_public_info(emulator: Emulator) -> None:
+    with client_with_token(emulator, None) as api:
+        assert client.VersionApi(api).get_code().major == "1"
+        assert raw_get(api, "/healthz") == (200, b"ok")
+        status, body = failure(client.BatchV1Api(api).read_namespaced_job, "j", NS)
+        assert (status, body["reason"]) == (403, "Forbidden")
+        assert body["message"] == (
+            'jobs.batch "j" is forbidden: User "system:anonymous" cannot get resource "jobs" '
+            'in API group "batch" in the namespace "default"'
+        )
+        assert body["details"] == {"name": "j", "group": "batch", "kind": "jobs"}
+        status, body = failure(client.CoreV1Api(api).list_namespace)
+        assert status == 403 and body["message"].endswith("at the cluster scope")
+        status, body = failure(client.CoreV1Api(api).get_api_resources)
+        assert body["message"] == 'forbidden: User "system:anonymous" cannot get path "/api/v1/"'
 
 
 # ----------------------------------------------------------------------------------- CRUD

@@ -75,11 +75,10 @@ class RequestHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         api = self.server.api
         try:
-            if not api.authenticated(url.path, self.headers.get("Authorization")):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            anonymous = api.is_anonymous(self.headers.get("Authorization"))
             if method in ("HEAD", "OPTIONS"):
                 raise method_not_allowed()
-            api.dispatch(self, method, url.path, Query(url.query), body)
+            api.dispatch(self, method, url.path, Query(url.query), body, anonymous=anonymous)
         except ApiError as error:
             self._fail(error)
         except ConnectionError:

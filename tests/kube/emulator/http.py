@@ -29,6 +29,8 @@ from tests.kube.emulator.routes import (
     ApiPath,
     Query,
     dry_run_of,
+    forbidden_for_anonymous,
+    forbidden_path_for_anonymous,
     method_not_allowed,
     not_found_path,
     parse_api_path,
@@ -44,8 +46,8 @@ from tests.kube.emulator.streams import (
 
 log = logging.getLogger(__name__)
 
-HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
-PUBLIC_PATHS = (*HEALTH_PATHS, "/version")
+# What RBAC's system:public-info-viewer lets anyone read, even without a token.
+PUBLIC_PATHS = ("/healthz", "/readyz", "/livez", "/version")
 # A real server ends a watch after a random 30-60 minutes unless the client asks sooner.
 DEFAULT_WATCH_TIMEOUT = (1800, 3600)
 SUCCESS_BINDING = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
@@ -107,31 +109,53 @@ class ApiServer:
 
     # -- request handling (called on the handler's thread) -------------------------------------
 
-    def authenticated(self, path: str, authorization: str | None) -> bool:
+    def is_anonymous(self, authorization: str | None) -> bool:
+        """True without a token (RBAC's ``system:anonymous``); 401 for a wrong one."""
         if authorization is None:
-            return path in PUBLIC_PATHS
+            return True
         scheme, _, token = authorization.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
+        if scheme.lower() == "bearer" and hmac.compare_digest(
             token.strip().encode(), self.token.encode()
-        )
+        ):
+            return False
+        raise ApiError(401, "Unauthorized", "Unauthorized")
 
     def dispatch(
-        self, h: RequestHandler, method: str, path: str, query: Query, body: bytes
+        self,
+        h: RequestHandler,
+        method: str,
+        path: str,
+        query: Query,
+        body: bytes,
+        *,
+        anonymous: bool,
     ) -> None:
-        if path in HEALTH_PATHS:
+        """Answer one request; ``anonymous`` requests only reach the public info endpoints
+        (health and /version), as under kube-apiserver's default RBAC."""
+        public = path.rstrip("/") or "/"
+        if public in PUBLIC_PATHS:
             _only_get(method)
-            h.send_body(200, b"ok", "text/plain; charset=utf-8")
+            if public == "/version":
+                h.send_json(200, discovery.version())
+            else:
+                h.send_body(200, b"ok", "text/plain; charset=utf-8")
             return
         document = self._discovery(path)
         if document is not None:
+            if anonymous:
+                raise forbidden_path_for_anonymous(method, path)
             _only_get(method)
             h.send_json(200, document)
             return
-        split = split_group_version(path)
-        if split is None or not split[2]:
-            raise not_found_path()
-        api_path = parse_api_path(*split)
-        verb = verb_of(method, api_path, query.flag("watch"))
+        try:
+            api_path = self._api_path(path)
+            verb = verb_of(method, api_path, query.flag("watch"))
+        except ApiError:
+            if anonymous:  # RBAC refuses before the server looks for the resource
+                raise forbidden_path_for_anonymous(method, path) from None
+            raise
+        if anonymous:
+            raise forbidden_for_anonymous(verb, api_path)
         if verb == "watch":
             self._watch(h, api_path, query)
             return
@@ -142,10 +166,15 @@ class ApiServer:
             code, reply = self._call(verb, api_path, query, body, h.content_type())
             h.send_json(code, reply)
 
+    @staticmethod
+    def _api_path(path: str) -> ApiPath:
+        split = split_group_version(path)
+        if split is None or not split[2]:
+            raise not_found_path()
+        return parse_api_path(*split)
+
     def _discovery(self, path: str) -> dict[str, Any] | None:
         path = path.rstrip("/") or "/"
-        if path == "/version":
-            return discovery.version()
         if path == "/api":
             return discovery.api_versions(self.address)
         if path == "/apis":
