@@ -5,14 +5,15 @@ when the schedule is valid), worded as the cron library kube-apiserver uses word
 minute (0-59), hour (0-23), day of month (1-31), month (1-12 or JAN-DEC) and day of week (0-6 or
 SUN-SAT); each is a comma list of ``*``/``?``, ``n``, ``a-b``, optionally ``/step``. Descriptors:
 ``@yearly``/``@annually``, ``@monthly``, ``@weekly``, ``@daily``/``@midnight``, ``@hourly`` and
-``@every <duration>``; a ``TZ=<zone> ``/``CRON_TZ=<zone> `` prefix names a zone. ``parse_schedule`` returns the sets of allowed values (for controllers).
+``@every <duration>``. A ``TZ=<zone>`` prefix is rejected, as kube-apiserver does (1.20 counts
+it as a sixth field; newer servers want ``spec.timeZone``). ``parse_schedule`` returns the sets
+of allowed values (for controllers).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = {
     name: i + 1
@@ -67,11 +68,6 @@ def schedule_errors(text: str) -> str | None:
 
 
 def parse_schedule(text: str) -> Schedule:
-    for prefix in ("CRON_TZ=", "TZ="):  # a zone prefix, as newer servers' cron library takes it
-        if text.startswith(prefix):
-            zone, _, text = text[len(prefix) :].partition(" ")
-            _check_zone(zone)
-            text = text.strip()
     if text.startswith("@"):
         if text.startswith("@every "):
             return _every(text, text[len("@every ") :])
@@ -89,13 +85,6 @@ def parse_schedule(text: str) -> Schedule:
         sets.append(frozenset(values))
         stars.append(star)
     return Schedule(*sets, day_of_month_star=stars[2], day_of_week_star=stars[4])
-
-
-def _check_zone(name: str) -> None:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ScheduleError(f"provided bad location {name}: unknown time zone {name}") from None
 
 
 def _every(text: str, duration: str) -> Schedule:
