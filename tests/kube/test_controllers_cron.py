@@ -240,3 +240,12 @@ def test_the_cronjob_controller_records_events(bed: ControllerBed) -> None:
         ("Normal", "SawCompletedJob", f"Saw completed job: {second}, status: Complete"),
         ("Normal", "SuccessfulDelete", f"Deleted job {first}"),
     ]
+
+
+def test_a_tick_a_fraction_before_the_next_time_still_starts_the_due_one(
+    bed: ControllerBed,
+) -> None:
+    """The system-clock ticker calls with sub-second times; 10:05 is due at 10:09:59.75."""
+    create_cronjob(bed, "fraction", "*/5 * * * *")
+    bed.advance_to(at(10, 9, 59).replace(microsecond=750_000))
+    assert job_names(bed) == [job_name_for("fraction", at(10, 5))]

@@ -294,7 +294,8 @@ def _most_recent_due(cronjob: dict[str, Any], now: datetime) -> datetime | None:
     deadline = (cronjob.get("spec") or {}).get("startingDeadlineSeconds")
     if deadline is not None:
         earliest = max(earliest, now - timedelta(seconds=int(deadline)))
-    start = (now + timedelta(seconds=1)).astimezone(zone or UTC)
+    # croniter's get_prev is strictly before its start: start just after ``now``'s whole second
+    start = (now.replace(microsecond=0) + timedelta(seconds=1)).astimezone(zone or UTC)
     try:
         latest: datetime = croniter(expression, start).get_prev(datetime)
     except (ValueError, KeyError) as err:
