@@ -289,6 +289,22 @@ def test_the_server_encoding_is_applied() -> None:
     assert volumes[1]["downwardAPI"]["defaultMode"] == 420
 
 
+def test_empty_maps_and_lists_the_server_omits() -> None:
+    secret: dict[str, Any] = {
+        "metadata": {"name": "s", "labels": {}, "annotations": {}, "finalizers": []},
+        "data": {},
+    }
+    apply_defaults(SECRETS, secret, creating=True)
+    assert secret == {"metadata": {"name": "s"}, "type": "Opaque"}
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p", "generateName": ""},
+        "spec": {"containers": [container(command=[], args=[], env=[], ports=[])]},
+    }
+    apply_defaults(PODS, pod, creating=True)
+    assert pod["metadata"] == {"name": "p"}
+    assert not {"command", "args", "env", "ports"} & set(pod["spec"]["containers"][0])
+
+
 def test_an_undecodable_quantity_is_left_for_validation() -> None:
     pod: dict[str, Any] = {
         "metadata": {"name": "p"},

@@ -5,7 +5,7 @@ idempotent (it only fills what is missing), so the store runs it on every write;
 adds what only a create does (job selector and template labels from the new uid, initial status).
 Secrets' ``stringData`` is folded into base64 ``data`` here, as the real server does on write, and
 what the server's encoding changes is applied too: quantities in canonical form, empty env values
-omitted.
+omitted, empty metadata maps and lists, config data and container lists omitted.
 """
 
 from __future__ import annotations
@@ -14,12 +14,22 @@ import base64
 from typing import Any
 
 from tests.kube.emulator.quantities import QuantityError, canonical_quantity
-from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES, PODS, SECRETS, ResourceType
+from tests.kube.emulator.resources import (
+    CONFIGMAPS,
+    CRONJOBS,
+    JOBS,
+    NAMESPACES,
+    PODS,
+    SECRETS,
+    ResourceType,
+)
 
 _DEFAULT_TOLERATIONS = (
     ("node.kubernetes.io/not-ready", "NoExecute", 300),
     ("node.kubernetes.io/unreachable", "NoExecute", 300),
 )
+_EMPTY_OMITTED_METADATA = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+_EMPTY_OMITTED_CONTAINER = ("command", "args", "env", "envFrom", "ports", "volumeMounts")
 _KEYED_VOLUME_SOURCES = ("secret", "configMap", "downwardAPI", "projected")
 
 
@@ -36,6 +46,18 @@ def apply_defaults(rtype: ResourceType, obj: dict[str, Any], *, creating: bool) 
         _default_namespace(obj, creating=creating)
     elif rtype == SECRETS:
         _default_secret(obj)
+    _omit_empty(obj["metadata"], _EMPTY_OMITTED_METADATA)
+    if rtype in (SECRETS, CONFIGMAPS):
+        _omit_empty(obj, ("data", "binaryData"))
+
+
+def _omit_empty(fields: Any, names: tuple[str, ...]) -> None:
+    """Drop empty maps, lists and strings the server's encoding omits (``omitempty``)."""
+    if not isinstance(fields, dict):
+        return
+    for name in names:
+        if name in fields and fields[name] in ({}, [], "", None):
+            del fields[name]
 
 
 def image_pull_policy_for(image: str) -> str:
@@ -80,6 +102,7 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
 
 
 def _default_container(container: dict[str, Any]) -> None:
+    _omit_empty(container, _EMPTY_OMITTED_CONTAINER)
     image = container.get("image")
     if isinstance(image, str) and image:
         container.setdefault("imagePullPolicy", image_pull_policy_for(image))
