@@ -188,3 +188,13 @@ def test_a_namespace_with_only_unbound_pods_goes_at_once(bed: ControllerBed) -> 
     bed.store.delete(NAMESPACES, None, "pending")
     assert "pending" not in namespace_names(bed)
     assert bed.store.list(PODS, "pending")["items"] == []
+
+
+def test_re_pointing_a_dependent_at_an_absent_owner_collects_it(bed: ControllerBed) -> None:
+    owner = configmap(bed, "owner")
+    configmap(bed, "dependent", owner)
+    ghost = {**owner_ref(owner), "name": "ghost", "uid": "22222222-0000-0000-0000-000000000000"}
+    patch = {"metadata": {"ownerReferences": [ghost]}}
+    bed.store.patch(CONFIGMAPS, "default", "dependent", patch, "application/merge-patch+json")
+    assert bed.get(CONFIGMAPS, "dependent") is None
+    assert bed.get(CONFIGMAPS, "owner") is not None

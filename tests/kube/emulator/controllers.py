@@ -144,7 +144,7 @@ class Controllers:
             self.cronjobs.job_event(obj)
         elif rtype == CRONJOBS and kind != "DELETED":
             self.cronjobs.sync_status(obj)
-        self.gc.on_event(kind, rtype, obj)
+        self.gc.on_event(kind, rtype, obj, event.old_object)
         self.namespaces.on_event(kind, rtype, obj)
 
     def _resume_deletion(self, rtype: ResourceType, obj: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 ``GarbageCollector``: when an owner is removed (DELETED), each dependent naming its uid is deleted
 (Background) unless another of its owners still exists, in which case only the dangling
-reference is removed; a dependent created with owners that all do not exist is deleted too.
+reference is removed; a dependent created (or re-pointed) with owners that all do not exist is
+deleted too.
 An owner being deleted with ``foregroundDeletion`` (Foreground propagation) gets its dependents
 deleted (Foreground) first; the finalizer is removed once no dependent with
 ``blockOwnerDeletion: true`` remains, so the store then removes the owner. An owner with the
@@ -51,7 +52,14 @@ class GarbageCollector:
     def __init__(self, store: ObjectStore) -> None:
         self._store = store
 
-    def on_event(self, event_type: str, rtype: ResourceType, obj: dict[str, Any]) -> None:
+    def on_event(
+        self,
+        event_type: str,
+        rtype: ResourceType,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None = None,
+    ) -> None:
+        """React to one change; ``old`` is the object before a MODIFIED change, if known."""
         if event_type == "DELETED":
             self._collect_dependents(obj)
             self._recheck_waiting_owners(rtype, obj)
@@ -61,7 +69,7 @@ class GarbageCollector:
                 self.delete_foreground(rtype, obj)
             if ORPHAN in finalizers(obj):
                 self.orphan_dependents(rtype, obj)
-        elif event_type == "ADDED" and owner_refs(obj):
+        elif owner_refs(obj) and (old is None or owner_refs(old) != owner_refs(obj)):
             self._delete_if_all_owners_absent(rtype, obj)
 
     # ---- background ----------------------------------------------------------------------------
