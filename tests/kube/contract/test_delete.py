@@ -247,3 +247,27 @@ def test_a_deleted_namespace_takes_its_objects_along(target: Target) -> None:
         lambda: doomed not in {n.metadata.name for n in target.core.list_namespace().items},
         what="the namespace to go",
     )
+
+
+def test_delete_collection_by_label_answers_the_deleted_list(target: Target) -> None:
+    ns = target.namespace
+    for index, group in enumerate(["x", "x", "y"]):
+        target.core.create_namespaced_config_map(
+            ns, target.config_map_manifest(f"c{index}", labels={"g": group})
+        )
+    answer = target.raw(
+        target.core.delete_collection_namespaced_config_map, ns, label_selector="g=x"
+    )
+    assert answer["kind"] == "ConfigMapList"
+    assert sorted(i["metadata"]["name"] for i in answer["items"]) == ["c0", "c1"]
+    assert [c.metadata.name for c in target.core.list_namespaced_config_map(ns).items] == ["c2"]
+
+
+def test_delete_collection_of_jobs_with_background_propagation(target: Target) -> None:
+    ns = target.namespace
+    for name, run in (("a", "r1"), ("b", "r1"), ("c", "r2")):
+        target.batch.create_namespaced_job(ns, target.job_manifest(name, labels={"run": run}))
+    target.batch.delete_collection_namespaced_job(
+        ns, label_selector="run=r1", propagation_policy="Background"
+    )
+    assert [j.metadata.name for j in target.batch.list_namespaced_job(ns).items] == ["c"]

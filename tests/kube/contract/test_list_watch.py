@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.kube.contract.conftest import MERGE_PATCH, Target
@@ -332,3 +333,23 @@ def test_a_phase_selector_watch_sees_pods_enter_and_leave(target: Target) -> Non
     )
     assert [e["type"] for e in events] == ["ADDED", "DELETED"]
     assert events[0]["object"]["status"]["phase"] == "Running"
+
+
+def test_watched_jobs_and_pods_decode_into_models(target: Target) -> None:
+    """The official Watch decodes each event into the list's item model (V1Job, V1Pod)."""
+    ns = target.namespace
+    start = target.raw(target.batch.list_namespaced_job, ns)["metadata"]["resourceVersion"]
+    target.batch.create_namespaced_job(ns, target.job_manifest("j", labels={"run": "r1"}))
+    target.core.create_namespaced_pod(ns, target.pod_manifest("p", labels={"run": "r1"}))
+    for list_fn, kind in (
+        (target.batch.list_namespaced_job, client.V1Job),
+        (target.core.list_namespaced_pod, client.V1Pod),
+    ):
+        stream = watch.Watch().stream(
+            list_fn, ns, label_selector="run=r1", resource_version=start, timeout_seconds=5
+        )
+        event = next(iter(stream))
+        assert event["type"] == "ADDED"
+        assert isinstance(event["object"], kind)
+        assert event["object"].metadata.labels == {"run": "r1"}
+        assert event["object"].metadata.namespace == ns

@@ -1,17 +1,21 @@
-"""``GET …/pods/{name}/log`` as the orchestrator reads it (emulator only: it needs a kubelet).
+"""``GET …/pods/{name}/log`` as the orchestrator reads it.
 
-The test plays the process kubelet: it binds the pod, reports its container started and writes
-the container's output where the emulator's ``/log`` reads it
-(``<log_dir>/<namespace>/<pod>/<container>.log``).
+The API server itself answers for a missing pod, an unknown or unnamed container and a pod with
+no node; the content needs a kubelet (emulator only): there the test plays the process kubelet —
+it binds the pod, reports its container started and writes the container's output where the
+emulator's ``/log`` reads it (``<log_dir>/<namespace>/<pod>/<container>.log``).
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from kubernetes.client.rest import ApiException
 
 from tests.kube.contract.conftest import MERGE_PATCH, Target
 
-pytestmark = pytest.mark.emulator_only(reason="/log is served by a kubelet")
+NEEDS_KUBELET = pytest.mark.emulator_only(reason="a log's content is served by a kubelet")
 
 
 def _started_pod_with_log(target: Target, name: str, text: str) -> None:
@@ -33,6 +37,7 @@ def _started_pod_with_log(target: Target, name: str, text: str) -> None:
     path.write_text(text)
 
 
+@NEEDS_KUBELET
 def test_a_pod_log_is_read_whole_or_tailed(target: Target) -> None:
     _started_pod_with_log(target, "p", "one\ntwo\nthree\n")
     ns = target.namespace
@@ -42,13 +47,41 @@ def test_a_pod_log_is_read_whole_or_tailed(target: Target) -> None:
 
 
 def test_the_log_of_an_unknown_container_is_a_bad_request(target: Target) -> None:
-    _started_pod_with_log(target, "p", "x\n")
+    target.core.create_namespaced_pod(target.namespace, target.pod_manifest("p"))
     status, error = target.error(
         target.core.read_namespaced_pod_log, "p", target.namespace, container="nope"
     )
     assert status == 400 and error["reason"] == "BadRequest"
+    assert error["message"] == "container nope is not valid for pod p"
+
+
+def test_the_log_of_a_pod_with_several_containers_needs_a_container_name(target: Target) -> None:
+    containers = [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]
+    target.core.create_namespaced_pod(
+        target.namespace, target.pod_manifest("two", containers=containers)
+    )
+    status, error = target.error(target.core.read_namespaced_pod_log, "two", target.namespace)
+    assert status == 400 and error["reason"] == "BadRequest"
+    assert error["message"] == (
+        "a container name must be specified for pod two, choose one of: [a b]"
+    )
 
 
 def test_the_log_of_a_missing_pod_is_not_found(target: Target) -> None:
     status, error = target.error(target.core.read_namespaced_pod_log, "nope", target.namespace)
     assert status == 404 and error["reason"] == "NotFound"
+    assert error["details"] == {"name": "nope", "kind": "pods"}
+
+
+def test_the_log_of_a_pod_without_a_node_is_empty_or_refused(target: Target) -> None:
+    target.core.create_namespaced_pod(target.namespace, target.pod_manifest("p"))
+    _, minor = target.server_version()
+    try:
+        response = target.core.read_namespaced_pod_log(
+            "p", target.namespace, _preload_content=False
+        )
+    except ApiException as exc:  # current servers refuse it
+        assert minor > 20 and exc.status == 400
+        assert "does not have a host assigned" in json.loads(exc.body)["message"]
+    else:  # kube-apiserver 1.20 answers 204 No Content
+        assert response.status == 204 and response.data == b""

@@ -305,3 +305,16 @@ def test_writes_to_a_missing_object_are_not_found(target: Target) -> None:
         _content_type=MERGE_PATCH,
     )  # fmt: skip
     assert status == 404 and error["details"] == {"name": "nope", "kind": "pods"}
+
+
+def test_the_clients_default_for_a_dict_patch_is_a_strategic_merge(target: Target) -> None:
+    """kubernetes.client sends a dict patch without ``_content_type`` as a strategic merge."""
+    _two_container_pod(target)
+    target.core.patch_namespaced_pod(
+        "p", target.namespace, {"spec": {"containers": [{"name": "side", "image": "busybox:1.37"}]}}
+    )
+    pod = target.core.read_namespaced_pod("p", target.namespace)
+    assert [(c.name, c.image) for c in pod.spec.containers] == [
+        ("main", "busybox:1.36"),
+        ("side", "busybox:1.37"),
+    ]
