@@ -216,6 +216,9 @@ class ObjectStore:
             old = self._existing(rtype, namespace, name)
             new = copy.deepcopy(old)
             mutate(new)
+            for field in ("name", "namespace", "uid", "creationTimestamp"):  # the identity stays
+                if field in old["metadata"]:
+                    new["metadata"][field] = old["metadata"][field]
             object_rules.carry_generation(rtype, old, new)
             self._commit_update(rtype, old, new)
             result = copy.deepcopy(new)
