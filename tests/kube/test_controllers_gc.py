@@ -198,3 +198,22 @@ def test_re_pointing_a_dependent_at_an_absent_owner_collects_it(bed: ControllerB
     bed.store.patch(CONFIGMAPS, "default", "dependent", patch, "application/merge-patch+json")
     assert bed.get(CONFIGMAPS, "dependent") is None
     assert bed.get(CONFIGMAPS, "owner") is not None
+
+
+def test_a_foreground_deletion_spares_a_dependent_another_owner_keeps(bed: ControllerBed) -> None:
+    keeper = configmap(bed, "keeper")
+    leaver = bed.create_job("leaver")
+    body: dict[str, Any] = {"metadata": {"name": "shared-state"}, "data": {}}
+    body["metadata"]["ownerReferences"] = [
+        owner_ref(keeper),
+        {
+            **owner_ref({**leaver, "apiVersion": "batch/v1", "kind": "Job"}),
+            "blockOwnerDeletion": True,
+        },
+    ]
+    bed.store.create(CONFIGMAPS, "default", body)
+    bed.store.delete(JOBS, "default", "leaver", propagation_policy="Foreground")
+    assert bed.get(JOBS, "leaver") is None
+    shared = bed.get(CONFIGMAPS, "shared-state")
+    assert shared is not None
+    assert [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["keeper"]

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from tests.kube.emulator.store import ObjectStore
 
 NAMESPACE_FINALIZER = "kubernetes"
+SOLID, ABSENT, WAITING = "solid", "absent", "waiting"
 
 
 class GarbageCollector:
@@ -75,27 +76,27 @@ class GarbageCollector:
     # ---- background ----------------------------------------------------------------------------
 
     def _collect_dependents(self, owner: dict[str, Any]) -> None:
-        uid = uid_of(owner)
         for rtype, dependent in self._dependents(owner):
-            if is_deleting(dependent):
-                continue
-            self._release_or_delete(rtype, dependent, {uid}, waiting=set())
+            if not is_deleting(dependent):
+                self._release_or_delete(rtype, dependent)
 
-    def _release_or_delete(
-        self, rtype: ResourceType, dependent: dict[str, Any], gone: set[str], waiting: set[str]
-    ) -> None:
-        """Drop references to ``gone``/``waiting`` owners if a live owner remains, else delete."""
-        leaving = gone | waiting
-        others = [r for r in owner_refs(dependent) if r.get("uid") not in leaving]
-        if any(self._owner_exists(dependent, ref) for ref in others):
-            self._drop_references(rtype, dependent, leaving)
+    def _release_or_delete(self, rtype: ResourceType, dependent: dict[str, Any]) -> None:
+        """As the real GC: with a solid owner left (exists, not deleting in foreground), only the
+        references to absent or foreground-deleting owners go; otherwise the dependent is
+        deleted, in Foreground when an owner waits for it, else in Background."""
+        states = {
+            ref.get("uid"): self._owner_state(dependent, ref) for ref in owner_refs(dependent)
+        }
+        leaving = {uid for uid, state in states.items() if state != SOLID}
+        if SOLID in states.values():
+            self._drop_references(rtype, dependent, {u for u in leaving if u})
             return
-        policy = "Foreground" if waiting else "Background"
+        policy = "Foreground" if WAITING in states.values() else "Background"
         ns, name = meta(dependent).get("namespace"), meta(dependent)["name"]
         tolerate_missing(lambda: self._store.delete(rtype, ns, name, propagation_policy=policy))
 
     def _delete_if_all_owners_absent(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
-        if any(self._owner_exists(obj, ref) for ref in owner_refs(obj)):
+        if any(self._owner_state(obj, ref) != ABSENT for ref in owner_refs(obj)):
             return
         ns, name = meta(obj).get("namespace"), meta(obj)["name"]
         tolerate_missing(
@@ -108,7 +109,7 @@ class GarbageCollector:
         uid = uid_of(owner)
         for dep_type, dependent in self._dependents(owner):
             if not is_deleting(dependent):
-                self._release_or_delete(dep_type, dependent, set(), waiting={uid})
+                self._release_or_delete(dep_type, dependent)
         blocking = [
             dependent
             for _, dependent in self._dependents(owner)
@@ -161,9 +162,16 @@ class GarbageCollector:
             return owner_type, None
         return owner_type, owner if uid_of(owner) == ref.get("uid") else None
 
-    def _owner_exists(self, dependent: dict[str, Any], ref: dict[str, Any]) -> bool:
+    def _owner_state(self, dependent: dict[str, Any], ref: dict[str, Any]) -> str:
+        """SOLID, ABSENT or WAITING (being deleted in foreground); unknown kinds count SOLID."""
         owner_type, owner = self._lookup_owner(dependent, ref)
-        return owner_type is None or owner is not None
+        if owner_type is None:
+            return SOLID
+        if owner is None:
+            return ABSENT
+        if is_deleting(owner) and FOREGROUND in finalizers(owner):
+            return WAITING
+        return SOLID
 
     def _drop_references(
         self, rtype: ResourceType, dependent: dict[str, Any], uids: set[str]
