@@ -265,8 +265,11 @@ def _zone(cronjob: dict[str, Any]) -> ZoneInfo | None:
 
 def _schedule_and_zone(cronjob: dict[str, Any]) -> tuple[str, ZoneInfo | None]:
     """The cron expression, and its zone (``spec.timeZone`` or a ``TZ=``/``CRON_TZ=`` prefix)."""
-    expression = str((cronjob.get("spec") or {}).get("schedule") or "").strip()
+    spec = cronjob.get("spec") or {}
+    expression = str(spec.get("schedule") or "").strip()
     zone = _zone(cronjob)
+    if spec.get("timeZone") and zone is None:
+        return "", None  # an unknown zone: a real controller records UnknownTimeZone, starts none
     for prefix in ("CRON_TZ=", "TZ="):
         if expression.startswith(prefix):
             tz_name, _, expression = expression[len(prefix) :].partition(" ")
