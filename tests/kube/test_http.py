@@ -41,9 +41,9 @@ def test_discovery_names_what_the_emulator_serves(kube_client: client.ApiClient)
     assert version.git_version == "v1.30.0-wharf-emulator"
     assert (version.major, version.minor) == ("1", "30")
     assert client.CoreApi(kube_client).get_api_versions().versions == ["v1"]
-    groups = client.ApisApi(kube_client).get_api_versions().groups
-    assert [g.name for g in groups] == ["batch"]
-    assert groups[0].preferred_version.group_version == "batch/v1"
+    groups = {g.name: g for g in client.ApisApi(kube_client).get_api_versions().groups}
+    assert sorted(groups) == ["authorization.k8s.io", "batch"]
+    assert groups["batch"].preferred_version.group_version == "batch/v1"
 
     core = {r.name: r for r in client.CoreV1Api(kube_client).get_api_resources().resources}
     for name in ("namespaces", "pods", "secrets", "configmaps", "serviceaccounts", "events"):
@@ -97,6 +97,39 @@ def test_no_token_is_the_anonymous_user_who_reads_only_public_info(emulator: Emu
         assert status == 403 and body["message"].endswith("at the cluster scope")
         status, body = failure(client.CoreV1Api(api).get_api_resources)
         assert body["message"] == 'forbidden: User "system:anonymous" cannot get path "/api/v1/"'
+        status, body = failure(review, api, "get", "pods")
+        assert (status, body["reason"]) == (403, "Forbidden")
+
+
+def review(api: client.ApiClient, verb: str, resource: str, subresource: str = "") -> Any:
+    attributes = client.V1ResourceAttributes(
+        namespace=NS, verb=verb, resource=resource, subresource=subresource or None
+    )
+    spec = client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
+    return client.AuthorizationV1Api(api).create_self_subject_access_review(
+        client.V1SelfSubjectAccessReview(spec=spec)
+    )
+
+
+def test_access_reviews_and_requests_agree_on_what_is_denied(
+    emulator: Emulator, kube_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    assert review(kube_client, "create", "pods").status.allowed
+    emulator.access.deny("get", "pods/log")
+    emulator.access.deny("create", "configmaps")
+    denied = review(kube_client, "get", "pods", "log")
+    assert denied.status.allowed is False
+    assert review(kube_client, "get", "pods").status.allowed
+    status, body = failure(core.create_namespaced_config_map, NS, {"metadata": {"name": "c"}})
+    assert (status, body["reason"], body["details"]) == (403, "Forbidden", {"kind": "configmaps"})
+    assert body["message"] == (
+        'configmaps is forbidden: User "wharf-test" cannot create resource "configmaps" '
+        'in API group "" in the namespace "default"'
+    )
+    emulator.access.reset()
+    assert core.create_namespaced_config_map(NS, {"metadata": {"name": "c"}}).metadata.name == "c"
+    resources = client.AuthorizationV1Api(kube_client).get_api_resources().resources
+    assert [(r.name, r.verbs) for r in resources] == [("selfsubjectaccessreviews", ["create"])]
 
 
 # ----------------------------------------------------------------------------------- CRUD

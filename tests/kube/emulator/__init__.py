@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
+from tests.kube.emulator.access import Access
 from tests.kube.emulator.clock import Clock, FakeClock, SystemClock
 from tests.kube.emulator.controllers import Controllers
 from tests.kube.emulator.faults import Faults
@@ -59,6 +60,7 @@ class Emulator:
         self.controllers = Controllers(self.store, self.clock)
         self.controllers.attach()
         self.faults = Faults(self.store)
+        self.access = Access()
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="wharf-kube-emulator-"))
         self.log_dir = self.workdir / "logs"
@@ -66,7 +68,7 @@ class Emulator:
         self.kubeconfig_path = self.workdir / "kubeconfig"
         self._watches = WatchRegistry()
         self._server = ApiServer(
-            self.store, self.faults, self._watches, token=token, log_dir=self.log_dir
+            self.store, self.faults, self._watches, self.access, token=token, log_dir=self.log_dir
         )
         self.url = ""
         self._ticker_stop = threading.Event()

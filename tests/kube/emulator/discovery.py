@@ -1,7 +1,7 @@
 """The discovery documents the emulator serves: ``/version``, ``/api``, ``/apis``, resource lists.
 
-Built from ``resources.RESOURCES`` so that discovery always names exactly what the emulator
-serves, shaped as a real kube-apiserver shapes them (``APIVersions``, ``APIGroupList``,
+Built from ``resources.RESOURCES`` (plus the access reviews of ``access``) so that discovery
+always names exactly what the emulator serves, shaped as a real kube-apiserver shapes them (``APIVersions``, ``APIGroupList``,
 ``APIGroup``, ``APIResourceList``). Pure functions of the resource table and the server address.
 """
 
@@ -9,11 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.kube.emulator.access import REVIEW_GROUP, REVIEW_KIND, REVIEW_PLURAL, REVIEW_VERSION
 from tests.kube.emulator.resources import RESOURCES, ResourceType
 
 GIT_VERSION = "v1.30.0-wharf-emulator"
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 IN_CATEGORY_ALL = frozenset({"pods", "jobs", "cronjobs"})
+
+# Served resources that are not stored objects: (group, version) -> APIResource entries.
+NON_STORED: dict[tuple[str, str], list[dict[str, Any]]] = {
+    (REVIEW_GROUP, REVIEW_VERSION): [
+        {
+            "name": REVIEW_PLURAL,
+            "singularName": "",
+            "namespaced": False,
+            "kind": REVIEW_KIND,
+            "verbs": ["create"],
+        }
+    ],
+}
 
 # The verbs of each subresource, as a real server lists them.
 SUBRESOURCE_VERBS = {
@@ -49,13 +63,17 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
+def _group_versions() -> set[tuple[str, str]]:
+    return {(r.group, r.version) for r in RESOURCES} | set(NON_STORED)
+
+
 def _groups() -> list[str]:
-    return sorted({r.group for r in RESOURCES if r.group})
+    return sorted({group for group, _ in _group_versions() if group})
 
 
 def api_group(group: str) -> dict[str, Any] | None:
     """``GET /apis/<group>``, or None if the group is not served."""
-    versions = sorted({r.version for r in RESOURCES if r.group == group})
+    versions = sorted({v for g, v in _group_versions() if g == group})
     if not versions:
         return None
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
@@ -81,10 +99,10 @@ def api_group_list() -> dict[str, Any]:
 
 def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
     """``GET /api/v1`` or ``GET /apis/<group>/<version>``, or None if not served."""
-    served = [r for r in RESOURCES if (r.group, r.version) == (group, version)]
-    if not served:
+    if (group, version) not in _group_versions():
         return None
-    resources: list[dict[str, Any]] = []
+    served = [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+    resources: list[dict[str, Any]] = [dict(e) for e in NON_STORED.get((group, version), [])]
     for rtype in served:
         resources.append(_main_resource(rtype))
         subresources = list(rtype.subresources)

@@ -75,10 +75,10 @@ class RequestHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         api = self.server.api
         try:
-            anonymous = api.is_anonymous(self.headers.get("Authorization"))
+            user = api.user_of(self.headers.get("Authorization"))
             if method in ("HEAD", "OPTIONS"):
                 raise method_not_allowed()
-            api.dispatch(self, method, url.path, Query(url.query), body, anonymous=anonymous)
+            api.dispatch(self, method, url.path, Query(url.query), body, user=user)
         except ApiError as error:
             self._fail(error)
         except ConnectionError:

@@ -21,6 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.kube.emulator import discovery, podlogs
+from tests.kube.emulator.access import (
+    ANONYMOUS,
+    REVIEW_PATH,
+    REVIEW_PLURAL,
+    USER,
+    Access,
+    forbidden_path,
+)
 from tests.kube.emulator.errors import ApiError, bad_request
 from tests.kube.emulator.faults import Faults
 from tests.kube.emulator.handler import RequestHandler, Server
@@ -29,8 +37,6 @@ from tests.kube.emulator.routes import (
     ApiPath,
     Query,
     dry_run_of,
-    forbidden_for_anonymous,
-    forbidden_path_for_anonymous,
     method_not_allowed,
     not_found_path,
     parse_api_path,
@@ -61,6 +67,7 @@ class ApiServer:
         store: ObjectStore,
         faults: Faults,
         watches: WatchRegistry,
+        access: Access,
         *,
         token: str,
         log_dir: Path,
@@ -68,6 +75,7 @@ class ApiServer:
         self.store = store
         self.faults = faults
         self.watches = watches
+        self.access = access
         self.token = token
         self.log_dir = log_dir
         self.stopping = threading.Event()
@@ -109,15 +117,15 @@ class ApiServer:
 
     # -- request handling (called on the handler's thread) -------------------------------------
 
-    def is_anonymous(self, authorization: str | None) -> bool:
-        """True without a token (RBAC's ``system:anonymous``); 401 for a wrong one."""
+    def user_of(self, authorization: str | None) -> str:
+        """The token's ``USER``, ``system:anonymous`` without a token; 401 for a wrong one."""
         if authorization is None:
-            return True
+            return ANONYMOUS
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
             token.strip().encode(), self.token.encode()
         ):
-            return False
+            return USER
         raise ApiError(401, "Unauthorized", "Unauthorized")
 
     def dispatch(
@@ -128,22 +136,27 @@ class ApiServer:
         query: Query,
         body: bytes,
         *,
-        anonymous: bool,
+        user: str,
     ) -> None:
-        """Answer one request; ``anonymous`` requests only reach the public info endpoints
-        (health and /version), as under kube-apiserver's default RBAC."""
-        public = path.rstrip("/") or "/"
-        if public in PUBLIC_PATHS:
+        """Answer one request from ``user`` (see ``access`` for who may do what)."""
+        normalised = path.rstrip("/") or "/"
+        if normalised in PUBLIC_PATHS:
             _only_get(method)
-            if public == "/version":
+            if normalised == "/version":
                 h.send_json(200, discovery.version())
             else:
                 h.send_body(200, b"ok", "text/plain; charset=utf-8")
             return
+        if normalised == REVIEW_PATH:
+            if method != "POST":
+                raise method_not_allowed()
+            self.faults.before("create", REVIEW_PLURAL)
+            h.send_json(201, self.access.review(user, _json_body(body)))
+            return
         document = self._discovery(path)
         if document is not None:
-            if anonymous:
-                raise forbidden_path_for_anonymous(method, path)
+            if user == ANONYMOUS:
+                raise forbidden_path(user, method, path)
             _only_get(method)
             h.send_json(200, document)
             return
@@ -151,11 +164,10 @@ class ApiServer:
             api_path = self._api_path(path)
             verb = verb_of(method, api_path, query.flag("watch"))
         except ApiError:
-            if anonymous:  # RBAC refuses before the server looks for the resource
-                raise forbidden_path_for_anonymous(method, path) from None
+            if user == ANONYMOUS:  # RBAC refuses before the server looks for the resource
+                raise forbidden_path(user, method, path) from None
             raise
-        if anonymous:
-            raise forbidden_for_anonymous(verb, api_path)
+        self.access.check(user, verb, api_path)
         if verb == "watch":
             self._watch(h, api_path, query)
             return

@@ -54,32 +54,6 @@ def method_not_allowed() -> ApiError:
     )
 
 
-ANONYMOUS = "system:anonymous"
-
-
-def forbidden_for_anonymous(verb: str, path: ApiPath) -> ApiError:
-    """The 403 RBAC gives ``system:anonymous`` (a request without a token) on a resource."""
-    group = path.rtype.group if path.rtype else ""
-    plural = path.rtype.plural if path.rtype else BINDINGS
-    resource = f"{plural}/{path.subresource}" if path.subresource else plural
-    namespace = path.namespace or (path.name if path.rtype == NAMESPACES else None)
-    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    why = f'User "{ANONYMOUS}" cannot {verb} resource "{resource}" in API group "{group}" {where}'
-    qualified = f"{plural}.{group}" if group else plural
-    subject = f'{qualified} "{path.name}"' if path.name else qualified
-    details: dict[str, str] = {"name": path.name} if path.name else {}
-    if group:
-        details["group"] = group
-    details["kind"] = plural
-    return ApiError(403, "Forbidden", f"{subject} is forbidden: {why}", details)
-
-
-def forbidden_path_for_anonymous(method: str, url_path: str) -> ApiError:
-    """The 403 for ``system:anonymous`` on a non-resource path (discovery, unknown paths)."""
-    why = f'User "{ANONYMOUS}" cannot {method.lower()} path "{url_path}"'
-    return ApiError(403, "Forbidden", f"forbidden: {why}", {})
-
-
 def split_group_version(path: str) -> tuple[str, str, list[str]] | None:
     """``/api/v1/x/y`` -> ("", "v1", ["x", "y"]); ``/apis/batch/v1/x`` -> ("batch", "v1", ["x"])."""
     parts = [p for p in path.split("/") if p]
