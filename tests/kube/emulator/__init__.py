@@ -1,8 +1,9 @@
 """An emulator of the Kubernetes API subset Wharf uses, served over real HTTP on 127.0.0.1.
 
 ``Emulator`` ties the parts together: an ``ObjectStore`` (objects, resourceVersions, watches),
-the controllers (Jobs, CronJobs, garbage collection, namespace finalisation), ``Faults`` and the
-HTTP server. The official ``kubernetes`` client talks to it through ``kubeconfig_path`` (written
+the controllers (Jobs, CronJobs, garbage collection, namespace finalisation), ``Faults`` (failed
+or slow requests, dropped watches, forced 410s), ``Access`` (what the token's user may do) and
+the HTTP server. The official ``kubernetes`` client talks to it through ``kubeconfig_path`` (written
 on ``start()``: ``server: http://127.0.0.1:PORT`` and a bearer token)::
 
     with Emulator() as emu:
@@ -12,7 +13,8 @@ on ``start()``: ``server: http://127.0.0.1:PORT`` and a bearer token)::
 Time: with a ``FakeClock`` time moves only through ``advance_to(t)``, which runs the time-based
 controllers (deadlines, TTLs, CronJob schedules) at once; with the default ``SystemClock`` a
 daemon thread ticks them every 0.25 s. Pod logs are read from ``log_dir`` (``pod_log_path``),
-where the process kubelet writes them. ``stop()`` ends every connection and removes the
+where the process kubelet writes them. ``bookmark()`` makes open watches send a BOOKMARK;
+``open_watches`` counts the watch streams being served. ``stop()`` ends every connection and removes the
 emulator's temporary directory (unless ``workdir`` was given).
 """
 
