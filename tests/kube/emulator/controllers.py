@@ -7,6 +7,7 @@ Job's pod exists as soon as the Job does and a deleted owner's dependents are go
 delete returns. ``tick(now)`` does the time-based work: activeDeadlineSeconds, delayed pod
 replacements (``job_backoff_seconds``), ttlSecondsAfterFinished and CronJob schedules. With a
 FakeClock, ``Emulator.advance_to(t)`` calls it; with the SystemClock a ticker thread does.
+The Job and CronJob controllers record Events on state transitions (``controllers_events``).
 
 Reactions are serialised: events go into one queue drained by one thread at a time (a write made
 while handling an event is handled after it, never recursively); a failing reaction is logged
