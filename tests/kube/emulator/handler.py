@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 class RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Buffered writes, flushed after each answer (and each stream chunk): headers and a small
+    # body leave in one segment.
+    wbufsize = 64 * 1024
     server: Server
 
     def setup(self) -> None:
@@ -133,9 +136,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(data)))
-        # Headers and body in one write: one TCP segment for a small answer.
-        self._headers_buffer.append(b"\r\n" + data)
-        self.flush_headers()
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
 
     def start_stream(self, content_type: str) -> ChunkedResponse:
         self._streaming = True

@@ -244,7 +244,9 @@ class ApiServer:
             return 200, store.delete(rtype, p.namespace, _name(p), **options)
         return 200, self._delete_collection(p, query, options)
 
-    def _delete_collection(self, p: ApiPath, query: Query, options: dict[str, Any]) -> dict:
+    def _delete_collection(
+        self, p: ApiPath, query: Query, options: dict[str, Any]
+    ) -> dict[str, Any]:
         assert p.rtype is not None
         found = self.store.list(
             p.rtype,

@@ -85,10 +85,10 @@ def _choose_container(pod: dict[str, Any], container: str | None) -> str:
 
 
 def _container_status(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
-    status = pod.get("status") or {}
+    status: dict[str, Any] = pod.get("status") or {}
     for key in ("containerStatuses", "initContainerStatuses"):
         for entry in status.get(key) or []:
-            if entry.get("name") == container:
+            if isinstance(entry, dict) and entry.get("name") == container:
                 return entry
     return None
 
