@@ -195,17 +195,23 @@ def test_list_pages_with_limit_and_continue(store: ObjectStore) -> None:
     assert [c["metadata"]["name"] for c in first["items"]] == ["a", "b"]
     assert first["metadata"]["remainingItemCount"] == 3
     version = first["metadata"]["resourceVersion"]
+    # changes after the first page do not show in the later ones (one consistent snapshot)
     store.create(CONFIGMAPS, "default", {"metadata": {"name": "f"}})
+    store.patch(CONFIGMAPS, "default", "c", {"data": {"k": "new"}}, MERGE)
+    store.delete(CONFIGMAPS, "default", "d")
     second = store.list(
         CONFIGMAPS, "default", limit=2, continue_token=first["metadata"]["continue"]
     )
     assert [c["metadata"]["name"] for c in second["items"]] == ["c", "d"]
+    assert "data" not in second["items"][0]
     assert second["metadata"]["resourceVersion"] == version
     third = store.list(
         CONFIGMAPS, "default", limit=2, continue_token=second["metadata"]["continue"]
     )
-    assert [c["metadata"]["name"] for c in third["items"]] == ["e", "f"]
+    assert [c["metadata"]["name"] for c in third["items"]] == ["e"]
     assert "continue" not in third["metadata"]
+    fresh = store.list(CONFIGMAPS, "default")
+    assert [c["metadata"]["name"] for c in fresh["items"]] == ["a", "b", "c", "e", "f"]
     raises(400, "BadRequest", store.list, CONFIGMAPS, "default", continue_token="garbage!")
     store.compact()
     raises(

@@ -88,14 +88,16 @@ class ObjectStore:
                     "the continue value from the response.",
                 )
             if list_version is None:
-                list_version = self.resource_version
+                list_version, objects = self.resource_version, self._objects[rtype]
+            else:  # later pages show the state the first page was cut from, as etcd does
+                objects = self._snapshot(rtype, list_version)
             start = None if after is None else object_rules.storage_key(after)
             found = [
-                self._objects[rtype][key]
-                for key in sorted(self._objects[rtype], key=object_rules.storage_key)
+                objects[key]
+                for key in sorted(objects, key=object_rules.storage_key)
                 if (namespace is None or key[0] == namespace)
                 and (start is None or object_rules.storage_key(key) > start)
-                and matches(self._objects[rtype][key])
+                and matches(objects[key])
             ]
             page = found if not limit or limit <= 0 else found[:limit]
             items = [object_rules.list_item(obj) for obj in page]
@@ -372,6 +374,23 @@ class ObjectStore:
             self._watchers.discard(watcher)
 
     # ------------------------------------------------------------------------------ internals
+
+    def _snapshot(self, rtype: ResourceType, version: int) -> dict[Key, dict[str, Any]]:
+        """The objects of ``rtype`` as they were at ``version`` (lock held; the history must
+        reach back to it): today's objects with every later change undone."""
+        objects = dict(self._objects[rtype])
+        for change in reversed(self._history):
+            if change.resource_version <= version:
+                break
+            if change.rtype != rtype:
+                continue
+            metadata = change.object["metadata"]
+            key = (metadata.get("namespace") or "", metadata["name"])
+            if change.old_object is None:
+                objects.pop(key, None)
+            else:
+                objects[key] = change.old_object
+        return objects
 
     def _existing(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         key = ((namespace or "") if rtype.namespaced else "", name)
