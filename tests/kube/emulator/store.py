@@ -4,8 +4,8 @@
 committed change takes the next global resourceVersion, is appended to a bounded event history
 (watches resume from it; ``compact`` forgets it, so older versions get 410), is offered to the
 open watchers, and is then handed to the subscribed listeners (the controllers) outside the lock,
-in commit order. One lock guards all state; every object crossing the API is a deep copy, and a
-stored dict is never mutated after it is committed (history entries share it safely).
+in commit order (``listeners.py``). One lock guards all state; every object crossing the API is
+a deep copy, and a stored dict is never mutated after it is committed (history entries share it).
 
 Write semantics follow a real kube-apiserver: defaulting and validation on every write,
 ``metadata.namespace`` from the URL, generateName, optimistic concurrency on a stale
@@ -16,7 +16,6 @@ graceful deletion of bound pods, finalizers and deletion propagation, namespace 
 from __future__ import annotations
 
 import copy
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -26,19 +25,16 @@ from tests.kube.emulator import errors, object_rules, patches, selectors, valida
 from tests.kube.emulator.clock import Clock
 from tests.kube.emulator.defaults import apply_defaults
 from tests.kube.emulator.errors import ApiError
+from tests.kube.emulator.listeners import Listener, ListenerQueue
 from tests.kube.emulator.object_rules import Key
 from tests.kube.emulator.resources import NAMESPACES, PODS, RESOURCES, ResourceType
 from tests.kube.emulator.watchers import ADDED, DELETED, MODIFIED, Watcher, WatchEvent
 
 __all__ = ["ObjectStore", "WatchEvent", "Watcher"]
 
-log = logging.getLogger(__name__)
-
 HISTORY_LIMIT = 10_000
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-
-Listener = Callable[[WatchEvent], None]
 
 
 class ObjectStore:
@@ -53,9 +49,7 @@ class ObjectStore:
         self._history_limit = history_limit
         self._compacted_version = 0  # a watch may resume from any version >= this
         self._watchers: set[Watcher] = set()
-        self._listeners: list[Listener] = []
-        self._pending: deque[WatchEvent] = deque()
-        self._dispatching = False
+        self._listeners = ListenerQueue()
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, None, {"metadata": {"name": name}})
 
@@ -161,7 +155,7 @@ class ObjectStore:
                 return copy.deepcopy(obj)
             self._commit(rtype, ADDED, obj, None)
             result = copy.deepcopy(obj)
-        self._dispatch()
+        self._listeners.deliver()
         return result
 
     # ------------------------------------------------------------------------------ updates
@@ -224,7 +218,7 @@ class ObjectStore:
             object_rules.carry_generation(rtype, old, new)
             self._commit_update(rtype, old, new)
             result = copy.deepcopy(new)
-        self._dispatch()
+        self._listeners.deliver()
         return result
 
     def remove_finalizer(
@@ -252,7 +246,7 @@ class ObjectStore:
             new = object_rules.bound_pod(old, node_name, self.clock.now())
             self._commit_update(PODS, old, new)
             result = copy.deepcopy(new)
-        self._dispatch()
+        self._listeners.deliver()
         return result
 
     # ------------------------------------------------------------------------------ delete
@@ -303,7 +297,7 @@ class ObjectStore:
                 old, new = new, copy.deepcopy(new)
             self._commit(rtype, DELETED if removed else MODIFIED, new, old)
             reply = object_rules.deleted_reply(rtype, new) if removed else copy.deepcopy(new)
-        self._dispatch()
+        self._listeners.deliver()
         return reply
 
     # ------------------------------------------------------------------------------ watch
@@ -361,9 +355,8 @@ class ObjectStore:
 
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener`` with every committed change, after the commit, outside the lock,
-        in commit order (one dispatcher at a time; a listener's own writes queue behind)."""
-        with self._lock:
-            self._listeners.append(listener)
+        in commit order (see ``listeners.py``: a listener's own writes queue behind)."""
+        self._listeners.subscribe(listener)
 
     def _current_version(self) -> int:
         with self._lock:
@@ -464,7 +457,7 @@ class ObjectStore:
                 result = copy.deepcopy(new)
         if retry:
             return self._update(rtype, namespace, name, produce, subresource, dry_run)
-        self._dispatch()
+        self._listeners.deliver()
         return result
 
     def _commit_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -502,32 +495,4 @@ class ObjectStore:
             self._compacted_version = dropped.resource_version
         for watcher in self._watchers:
             watcher.offer(change)
-        if self._listeners:
-            self._pending.append(change)
-
-    def _dispatch(self) -> None:
-        """Deliver pending changes to the listeners unless another call is already doing so
-        (that call, possibly further up this thread's stack, delivers ours too, in order)."""
-        while True:
-            with self._lock:
-                if self._dispatching or not self._pending:
-                    return
-                self._dispatching = True
-                change = self._pending.popleft()
-                listeners = list(self._listeners)
-            try:
-                for listener in listeners:
-                    event = WatchEvent(
-                        change.type,
-                        copy.deepcopy(change.object),
-                        change.resource_version,
-                        change.rtype,
-                        copy.deepcopy(change.old_object),
-                    )
-                    try:
-                        listener(event)
-                    except Exception:
-                        log.exception("store listener %r failed on %s", listener, change.type)
-            finally:
-                with self._lock:
-                    self._dispatching = False
+        self._listeners.enqueue(change)
