@@ -1,0 +1,82 @@
+"""The one factory for Kubernetes API clients used by Wharf's Kubernetes integration.
+
+Inside a pod (``KUBERNETES_SERVICE_HOST`` set) the service account's in-cluster configuration is
+used; elsewhere the user's kubeconfig — the file named by the caller, else ``$KUBECONFIG`` (a
+list of files, as kubectl reads it), else ``~/.kube/config`` — with an optional context, so every
+auth plugin the official client supports works. Invariant: each call builds its own
+``Configuration``; the client's process-wide default configuration is never read or changed, so
+two clients for two clusters can live side by side (tests point one at the emulator).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
+from wharf.core.errors import InputError
+
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
+KUBECONFIG_ENV = "KUBECONFIG"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+
+@dataclass(frozen=True)
+class KubeClients:
+    """An API client and the typed APIs on it (close ``api_client`` when done)."""
+
+    api_client: client.ApiClient
+    core: client.CoreV1Api
+    batch: client.BatchV1Api
+
+    def close(self) -> None:
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+def kube_clients(*, context: str | None = None, kubeconfig: str | None = None) -> KubeClients:
+    """Clients for the cluster this process should talk to (see the module docstring).
+
+    ``kubeconfig`` or ``context`` given: the kubeconfig is used even inside a pod. Raises
+    :class:`InputError` with one line when no usable configuration is found."""
+    configuration = client.Configuration()
+    if os.environ.get(IN_CLUSTER_ENV) and kubeconfig is None and context is None:
+        try:
+            config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+        except ConfigException as exc:
+            raise InputError(f"Cannot use the in-cluster Kubernetes configuration: {exc}") from exc
+    else:
+        _load_kubeconfig(configuration, kubeconfig, context)
+    api_client = client.ApiClient(configuration)
+    return KubeClients(api_client, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
+
+
+def _load_kubeconfig(
+    configuration: client.Configuration, kubeconfig: str | None, context: str | None
+) -> None:
+    files = kubeconfig or os.environ.get(KUBECONFIG_ENV) or DEFAULT_KUBECONFIG
+    paths = [str(Path(p).expanduser()) for p in files.split(os.pathsep) if p]
+    if not any(Path(p).is_file() for p in paths):
+        raise InputError(
+            f"No kubeconfig found at {files}: name one with -c kubeconfig=PATH or $KUBECONFIG."
+        )
+    where = f"the kubeconfig {files}" + (f" (context {context})" if context else "")
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=os.pathsep.join(paths),
+            context=context,
+            client_configuration=configuration,
+        )
+    except ConfigException as exc:
+        raise InputError(f"Cannot use {where}: {_one_line(exc)}") from exc
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # unreadable file, malformed YAML
+        raise InputError(f"Cannot read {where}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
