@@ -1,0 +1,1 @@
+"""Tests of the integrations (one package per integration, mirroring src/wharf/integrations)."""
