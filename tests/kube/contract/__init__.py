@@ -9,5 +9,7 @@ by default the emulator (``tests.kube.emulator``), or any API server whose kubec
 ``batch/v1`` CronJobs) and are skipped against it, with the reason.
 
 Run: ``.venv/bin/pytest tests/kube/contract -n 0 -q`` (emulator), or
-``WHARF_KUBE_CONTRACT_KUBECONFIG=/path/to/kubeconfig .venv/bin/pytest tests/kube/contract -n 0``.
+``WHARF_KUBE_CONTRACT_KUBECONFIG=/path/to/kubeconfig .venv/bin/pytest tests/kube/contract -n 0``
+(``scripts/kube-apiserver start DIR`` writes ``DIR/kubeconfig``; see ``conftest.py`` for the two
+opt-in slow checks).
 """

@@ -3,8 +3,14 @@
 ``target`` gives each test an ``ApiClient`` built from the target's own kubeconfig (never the
 client's global default configuration), the official ``CoreV1Api``/``BatchV1Api`` on it, and a
 fresh namespace of its own (deleted afterwards; on a bare kube-apiserver without a controller
-manager it stays ``Terminating`` for ever, so names are unique per test). Tests marked
-``emulator_only(reason)`` are skipped, with their reason, against a real server.
+manager it stays ``Terminating`` for ever, so names are unique per test). ``clocked_target`` is
+the same on an emulator with a ``FakeClock`` (time-based controllers; skipped on a real server).
+Tests marked ``emulator_only(reason)`` are skipped, with their reason, against a real server.
+
+Two real-server checks are slow and opt-in: ``WHARF_KUBE_CONTRACT_COMPACTING=1`` says the server
+runs with ``--etcd-compaction-interval=5s --watch-cache=false`` so a too-old watch (410) can be
+provoked in seconds; ``WHARF_KUBE_CONTRACT_SLOW=1`` waits the minute a 1.20 server takes to send
+a watch BOOKMARK.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from kubernetes.client.rest import ApiException
 
 KUBECONFIG_ENV = "WHARF_KUBE_CONTRACT_KUBECONFIG"
 COMPACTING_ENV = "WHARF_KUBE_CONTRACT_COMPACTING"
+SLOW_ENV = "WHARF_KUBE_CONTRACT_SLOW"  # run real-server checks that take a minute (bookmarks)
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
