@@ -1,0 +1,97 @@
+"""The pod template of Wharf's Jobs: one container ``main``, pod settings applied.
+
+Owns: :func:`pod_template` (a Job's ``spec.template``), :func:`env_entries` (the container's
+env) and :func:`pruned`. Pure; the result shares no mutable container with the inputs.
+
+Invariants: ``restartPolicy`` is ``Never`` (a Job retries by starting a new pod); Wharf's own
+labels, annotations and env vars win over pod settings' entries of the same name; the pod
+settings' service account wins over the one given (it is the more specific setting); empty
+fields are left out, as the API server's own encoding leaves them out.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wharf.integrations.kubernetes.settings import KubernetesPodSettings
+
+MAIN_CONTAINER = "main"
+SecretEnv = Mapping[str, tuple[str, str]]
+"""Env var name -> (Secret name, key in the Secret)."""
+
+
+def env_entries(
+    env: Mapping[str, str],
+    secret_env: SecretEnv,
+    pod_env: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Container env: pod settings' entries (unless Wharf sets the same name), then literal
+    values, then values read from Secrets (``secretKeyRef``)."""
+    ours = set(env) | set(secret_env)
+    entries = [copy.deepcopy(dict(entry)) for entry in pod_env if entry.get("name") not in ours]
+    entries += [{"name": name, "value": str(value)} for name, value in env.items()]
+    entries += [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+        for name, (secret, key) in secret_env.items()
+        if name not in env
+    ]
+    return entries
+
+
+def pruned(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``mapping`` without None and empty values (the API omits them)."""
+    return {key: value for key, value in mapping.items() if value not in (None, {}, [], "")}
+
+
+def pod_template(
+    *,
+    image: str,
+    command: Sequence[str],
+    args: Sequence[str],
+    env: Mapping[str, str],
+    secret_env: SecretEnv,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    pod_settings: KubernetesPodSettings | None,
+    service_account_name: str | None,
+    grace_period_seconds: int,
+    image_pull_policy: str | None,
+    privileged: bool,
+) -> dict[str, Any]:
+    pod = pod_settings or KubernetesPodSettings()
+    container = pruned(
+        {
+            "name": MAIN_CONTAINER,
+            "image": image,
+            "imagePullPolicy": image_pull_policy,
+            "command": list(command),
+            "args": list(args),
+            "env": env_entries(env, secret_env, pod.env),
+            "envFrom": copy.deepcopy(pod.env_from),
+            "resources": copy.deepcopy(pruned(pod.resources)),
+            "volumeMounts": copy.deepcopy(pod.volume_mounts),
+            "securityContext": {"privileged": True} if privileged else None,
+        }
+    )
+    spec = pruned(
+        {
+            "restartPolicy": "Never",
+            "containers": [container],
+            "terminationGracePeriodSeconds": grace_period_seconds,
+            "serviceAccountName": pod.service_account_name or service_account_name,
+            "nodeSelector": dict(pod.node_selectors),
+            "affinity": copy.deepcopy(pod.affinity),
+            "tolerations": copy.deepcopy(pod.tolerations),
+            "volumes": copy.deepcopy(pod.volumes),
+            "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
+        }
+    )
+    metadata = pruned(
+        {
+            "labels": {**pod.labels, **labels},
+            "annotations": {**pod.annotations, **annotations},
+        }
+    )
+    return {"metadata": metadata, "spec": spec}
