@@ -1,0 +1,211 @@
+"""The ``kubernetes`` orchestrator: a run's steps run as Kubernetes Jobs, orchestrated by a pod.
+
+Submitting a run (here, in the caller's process): refuse what it cannot run (before anything is
+recorded where the SDK asks: :meth:`KubernetesOrchestrator.runtime_policy`), create the run's
+token Secret (when the store issues run tokens: a workspace server), then the orchestrator Job,
+whose pod runs ``orchestrator_main`` for the placeholder run the client recorded; record the
+Job's name and namespace in the run's metadata; then either follow the Job to its end,
+streaming its pod's log (``synchronous``, the default) and return the run as the store has it,
+or return at once, printing how to follow it.
+
+Configuration: the component's ``-c`` values, parsed by
+``KubernetesOrchestratorSettings.from_component`` (namespace, context, kubeconfig, image,
+synchronous, ...).
+
+Invariants:
+
+- the pods reach the run's store through the run's ``child_env``: with a workspace server its URL
+  and a token scoped to the run (``services.for_run``; never the caller's own key), the token
+  only through a Secret the pods refer to (``secretKeyRef``); an embedded SQL store's URL is
+  passed as is, which works only where the pods can open that database (the test bed, whose
+  pods are local processes, or a database server the cluster reaches): a real cluster needs a
+  workspace server;
+- the artifact store must be reachable from the pods: a local one is refused unless the
+  component says the cluster mounts it (``mounts_artifact_store``);
+- the run token Secret of a run that is not scheduled is deleted when the run ended (by the
+  orchestrator pod at its end, and by a synchronous submitter once the Job finished).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.config.spec import PipelineSpec
+from wharf.core.enums import ExecutionStatus, MetadataResourceType
+from wharf.core.errors import InputError, WharfError
+from wharf.execution.run_loop import RunJob, StepOperatorLike
+from wharf.execution.runtime import RuntimePolicy
+from wharf.execution.services import for_run
+from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.orchestrator_follow import follow_job
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    OrchestratorArgs,
+    orchestrator_job_name,
+    pod_environment,
+    token_secret_name,
+)
+from wharf.integrations.kubernetes.orchestrator_submit import (
+    SubmittedJob,
+    create_orchestrator_job,
+    delete_token_secret,
+)
+from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.orchestrators.base import BaseOrchestrator
+from wharf.store.models import ComponentRecord, PipelineRunRecord
+
+logger = logging.getLogger(__name__)
+
+FLAVOR = "kubernetes"
+NAMESPACE_KEY = "kubernetes_namespace"
+JOB_KEY = "kubernetes_orchestrator_job"
+"""Run metadata keys: where the run's orchestrator Job is."""
+
+
+class KubernetesOrchestrator(BaseOrchestrator):
+    flavor = FLAVOR
+    supports_isolated_steps = True
+    isolates_static_steps = True
+    starts_runs_in_process = False
+
+    def __init__(self, component: ComponentRecord) -> None:
+        super().__init__(component)
+        try:
+            self.settings = KubernetesOrchestratorSettings.from_component(component.configuration)
+        except InputError as exc:
+            raise InputError(f"Orchestrator '{component.name}': {exc}") from None
+
+    @property
+    def code_travels(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ refusing
+
+    def runtime_policy(
+        self, spec: PipelineSpec, step_operator: StepOperatorLike | None = None
+    ) -> RuntimePolicy:
+        if spec.dynamic:
+            raise InputError(
+                f"Pipeline '{spec.name}' is dynamic: the kubernetes orchestrator runs static "
+                "pipelines only for now (run it on a local stack, or make it static)."
+            )
+        if spec.config.schedule is not None:
+            raise InputError(
+                f"Pipeline '{spec.name}' has a schedule: the kubernetes orchestrator does not "
+                "run schedules yet; call it without one."
+            )
+        return super().runtime_policy(spec, step_operator)
+
+    def check_artifact_store(self, artifact_store: ArtifactStore) -> None:
+        """Refuse an artifact store the pods cannot reach: a local one, unless the component
+        says the cluster mounts it at the same path (``mounts_artifact_store``)."""
+        if self.settings.mounts_artifact_store or not is_local_path(artifact_store.path):
+            return
+        raise InputError(
+            f"Orchestrator '{self.component.name}' runs steps in Kubernetes pods, which cannot "
+            f"read the local artifact store at {artifact_store.path}: use a remote artifact "
+            "store (e.g. 'wharf component register remote --type artifact_store --flavor "
+            "fsspec -c path=s3://BUCKET/PREFIX'), or register the orchestrator with "
+            "-c mounts_artifact_store=true if every pod mounts that path."
+        )
+
+    # ------------------------------------------------------------------ submitting
+
+    def image(self) -> str:
+        image = self.settings.image
+        if not image:
+            raise InputError(
+                f"Orchestrator '{self.component.name}' has no image: register it with "
+                "-c image=REGISTRY/IMAGE:TAG (an image with Wharf and the pipeline's "
+                "dependencies installed)."
+            )
+        return image
+
+    def orchestrator_args(self, job: RunJob) -> OrchestratorArgs:
+        """The command line of the run's orchestrator pod."""
+        run = job.run
+        return OrchestratorArgs(
+            snapshot_id=job.snapshot.id,
+            run_id=run.id,
+            namespace=self.settings.namespace,
+            job_name=orchestrator_job_name(
+                self.settings.job_name_prefix, job.snapshot.spec.name, run.id
+            ),
+            settings_json=self.settings.model_dump_json(exclude_defaults=True),
+            token_secret=None,
+        )
+
+    def submit_run(self, job: RunJob, out: TextIO | None = None) -> PipelineRunRecord:
+        """Submit ``job``'s run as an orchestrator Job; the run as the store has it once the
+        Job finished (``synchronous``) or at once. ``out``: where the pod's log and the hints
+        go (default: standard output)."""
+        out = sys.stdout if out is None else out
+        self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse first
+        self.check_artifact_store(job.services.artifact_store)
+        image = self.image()
+        environment = pod_environment(for_run(job.services, job.run.id).child_env)
+        args = self.orchestrator_args(job)
+        if environment.token is not None:
+            args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(job.run.id)})
+        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        try:
+            submitted = create_orchestrator_job(
+                clients, self.settings, job, args, image=image, environment=environment
+            )
+            job.services.store.run_metadata.add(
+                MetadataResourceType.PIPELINE_RUN,
+                job.run.id,
+                {NAMESPACE_KEY: submitted.namespace, JOB_KEY: submitted.name},
+            )
+            if not self.settings.synchronous:
+                _print_follow_hints(out, job.run, submitted)
+                return job.services.store.runs.get(job.run.id)
+            return self._follow(clients, job, submitted, out)
+        finally:
+            clients.close()
+
+    def _follow(
+        self, clients: KubeClients, job: RunJob, submitted: SubmittedJob, out: TextIO
+    ) -> PipelineRunRecord:
+        store = job.services.store
+        try:
+            end = follow_job(
+                clients,
+                submitted.namespace,
+                submitted.name,
+                out,
+                interval=self.settings.job_monitoring_interval,
+            )
+        except KeyboardInterrupt:
+            out.write(
+                f"\nStopped following run {job.run.name}; it goes on in the cluster "
+                f"(stop it with `wharf runs stop {job.run.name}`).\n"
+            )
+            _print_follow_hints(out, job.run, submitted)
+            return store.runs.get(job.run.id)
+        if submitted.token_secret is not None:
+            delete_token_secret(clients, submitted.namespace, submitted.token_secret)
+        run = store.runs.get(job.run.id)
+        if end.succeeded or run.status.is_finished:
+            return run
+        where = f"The orchestrator Job {submitted.namespace}/{submitted.name} {end.detail}"
+        if run.is_placeholder:  # the pod never started the run: nothing ran
+            raise WharfError(f"{where} before it started run {run.name}.")
+        return store.runs.finish(run.id, ExecutionStatus.FAILED, f"{where}.")
+
+
+def is_local_path(path: str) -> bool:
+    """Whether an artifact store path names this machine's file system."""
+    scheme, separator, _ = path.partition("://")
+    return not separator or scheme in ("file", "local")
+
+
+def _print_follow_hints(out: TextIO, run: PipelineRunRecord, submitted: SubmittedJob) -> None:
+    out.write(
+        f"Submitted run {run.name} as Kubernetes Job {submitted.namespace}/{submitted.name}. "
+        f"Follow it with `wharf runs logs {run.name} --follow` or "
+        f"`kubectl -n {submitted.namespace} logs -f job/{submitted.name}`.\n"
+    )
+    out.flush()

@@ -1,0 +1,166 @@
+"""Following a run's orchestrator Job from the submitting side (``synchronous`` runs).
+
+:func:`follow_job` returns once the Job finished (its ``Complete`` or ``Failed`` condition),
+having copied the log of each of its pods — one per attempt of the Job — to the user's output
+as the pod ran, oldest pod first, each once.
+
+Invariants: it never waits on a fixed sleep: between pods it waits on a watch of the Job
+(``resourceVersion`` from the last read) that ends on the Job's next change or after the
+monitoring interval, so a change is seen at once and a missed one within the interval; a watch
+the server refuses (410 Gone, a dropped stream) only ends that wait. The Job's disappearance
+ends the following (the run's record then says how it ended).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from kubernetes.client import ApiException
+from urllib3.exceptions import HTTPError
+
+from wharf.integrations.kubernetes.clients import KubeClients
+
+LOG_CHUNK = 4096
+WATCH_CONNECT_TIMEOUT = 10.0
+WATCH_READ_SLACK = 10.0
+STARTED_PHASES = frozenset({"Running", "Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    succeeded: bool
+    detail: str
+    """How the Job ended, as a phrase ("completed", "failed: BackoffLimitExceeded ...")."""
+
+
+def job_end(job: dict[str, Any]) -> JobEnd | None:
+    """How ``job`` (as the API returns it) ended; None while it has not."""
+    for condition in job.get("status", {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return JobEnd(True, "completed")
+        if condition.get("type") == "Failed":
+            reason = condition.get("reason") or "failed"
+            message = condition.get("message")
+            return JobEnd(False, f"failed: {reason}" + (f" ({message})" if message else ""))
+    return None
+
+
+def read_job(clients: KubeClients, namespace: str, name: str) -> dict[str, Any] | None:
+    """The Job as the API returns it (plain dict); None when it does not exist."""
+    try:
+        response: Any = clients.batch.read_namespaced_job(name, namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    job: dict[str, Any] = json.loads(response.data)
+    return job
+
+
+def job_pods(clients: KubeClients, namespace: str, job_name: str) -> list[dict[str, Any]]:
+    """The pods of the Job, oldest first (by creation time, then name)."""
+    response: Any = clients.core.list_namespaced_pod(
+        namespace, label_selector=f"job-name={job_name}", _preload_content=False
+    )
+    pods: list[dict[str, Any]] = json.loads(response.data)["items"]
+    return sorted(
+        pods,
+        key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]),
+    )
+
+
+def follow_job(
+    clients: KubeClients,
+    namespace: str,
+    name: str,
+    out: TextIO,
+    *,
+    interval: float,
+    on_wait: Callable[[], None] | None = None,
+) -> JobEnd:
+    """Wait for the Job ``name`` to finish, copying its pods' logs to ``out``; how it ended.
+    ``on_wait``: called before each wait (tests observe progress through it)."""
+    streamed: set[str] = set()
+    while True:
+        job = read_job(clients, namespace, name)
+        if job is None:
+            return JobEnd(False, f"the Job {namespace}/{name} was deleted")
+        progressed = False
+        for pod in job_pods(clients, namespace, name):
+            pod_name = pod["metadata"]["name"]
+            if pod_name in streamed or pod.get("status", {}).get("phase") not in STARTED_PHASES:
+                continue
+            if stream_pod_log(clients, namespace, pod_name, out):
+                streamed.add(pod_name)
+                progressed = True
+        end = job_end(job)
+        if end is not None:
+            return end
+        if not progressed:
+            if on_wait is not None:
+                on_wait()
+            _wait_for_change(clients, namespace, name, job, interval)
+
+
+def stream_pod_log(clients: KubeClients, namespace: str, pod: str, out: TextIO) -> bool:
+    """Copy the pod's log to ``out`` until its container ends; False if the log cannot be
+    read (yet: a container still waiting)."""
+    try:
+        response: Any = clients.core.read_namespaced_pod_log(
+            pod, namespace, follow=True, _preload_content=False
+        )
+    except ApiException as exc:
+        if exc.status in (400, 404):
+            return False
+        raise
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    try:
+        for chunk in response.stream(LOG_CHUNK, decode_content=True):
+            text = decoder.decode(chunk)
+            if text:
+                out.write(text)
+                out.flush()
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            out.write(tail)
+            out.flush()
+    finally:
+        response.release_conn()
+    return True
+
+
+def _wait_for_change(
+    clients: KubeClients, namespace: str, name: str, job: dict[str, Any], interval: float
+) -> None:
+    """Until the Job's next change (the first byte of the next watch event, an error event
+    included), for at most about ``interval`` seconds; a dropped stream ends the wait too."""
+    version = job.get("metadata", {}).get("resourceVersion")
+    seconds = max(1, math.ceil(interval))
+    try:
+        response: Any = clients.batch.list_namespaced_job(
+            namespace,
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            resource_version=version,
+            timeout_seconds=seconds,
+            _preload_content=False,
+            _request_timeout=(WATCH_CONNECT_TIMEOUT, seconds + WATCH_READ_SLACK),
+        )
+    except ApiException as exc:
+        if exc.status == 410:
+            return
+        raise
+    try:
+        for _ in response.stream(1):
+            return
+    except HTTPError:  # dropped or timed out: the caller reads the Job again
+        return
+    finally:
+        response.release_conn()

@@ -1,0 +1,185 @@
+"""Entry point of a run's orchestrator pod (``python -m`` this module).
+
+Given the run's snapshot (and the placeholder run the submitter recorded; without one — a
+scheduled run — it records one itself), it opens the store from its environment (as a step's
+process does: ``wharf.execution.services.open_store``), builds the run's services, job and
+runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
+loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backend: each step
+that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
+collects its step Jobs. The loop decides caching right before each step's launch and starts the
+placeholder run with this Job's orchestrator run id (``kubernetes-<Job uid>``: the same for
+every pod of the Job).
+
+Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
+starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
+a malformed command line. The run's token Secret, when it has one and is not scheduled, is
+deleted when the pod ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wharf.artifacts.materializers.registry import default_registry
+from wharf.config.global_config import WharfConfig, load_config
+from wharf.config.library_logs import quiet_library_loggers
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.errors import InputError
+from wharf.execution.components import instantiate_component
+from wharf.execution.progress import LogListener, ProgressReporter
+from wharf.execution.progress_logging import configure_logging
+from wharf.execution.resources.embedded import connect_configured
+from wharf.execution.run_loop import RunJob, run_pipeline
+from wharf.execution.services import RunServices, open_store, utc_now
+from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.labels import run_labels
+from wharf.integrations.kubernetes.manifests import owner_reference
+from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator
+from wharf.integrations.kubernetes.orchestrator_follow import read_job
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    FAILED_BEFORE_THE_RUN,
+    RUN_ENDED_UNCOMPLETED,
+    SUBMITTER_ONLY_ENV,
+    OrchestratorArgs,
+    parse_orchestrator_args,
+)
+from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
+from wharf.store.models import PipelineRunRecord, RunCreate, SnapshotRecord
+from wharf.store.ports import Store
+
+logger = logging.getLogger("wharf.kubernetes.orchestrator")
+
+POD_KEY = "kubernetes_orchestrator_pod"
+RUN_ID_KEY = "orchestrator_run_id"
+"""Run metadata keys written by the pod (the submitter writes the Job's name and namespace)."""
+CHILD_ENV_PREFIX = "WHARF_"
+
+
+def step_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What a step pod needs to reach the run's stores: this pod's Wharf settings (its run
+    token included, which the run loop replaces by one of its own where the store issues them)."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key.startswith(CHILD_ENV_PREFIX) and key not in SUBMITTER_ONLY_ENV
+    }
+
+
+def run_orchestrator(args: OrchestratorArgs, environ: Mapping[str, str] | None = None) -> int:
+    """Run the run of ``args`` to its end; the exit code (0: completed)."""
+    environ = os.environ if environ is None else environ
+    settings = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
+    config = load_config(environ)
+    configure_logging(config.logging_verbosity, config.logging_format)
+    store = open_store(config)
+    try:
+        clients = kube_clients()  # in-cluster (the test bed: KUBECONFIG)
+        try:
+            return _orchestrate(args, settings, config, store, clients, environ)
+        finally:
+            if args.token_secret is not None and args.run_id is not None:
+                delete_token_secret(clients, args.namespace, args.token_secret)
+            clients.close()
+    finally:
+        store.close()
+
+
+def _orchestrate(
+    args: OrchestratorArgs,
+    settings: KubernetesOrchestratorSettings,
+    config: WharfConfig,
+    store: Store,
+    clients: KubeClients,
+    environ: Mapping[str, str],
+) -> int:
+    snapshot = store.snapshots.get(args.snapshot_id)
+    run = store.runs.get(args.run_id) if args.run_id is not None else _placeholder(store, snapshot)
+    if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
+        logger.info("Run %s already ended %s.", run.name, run.status.value)
+        return _exit_code(run)
+    if snapshot.stack_id is None:
+        raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
+    stack = store.stacks.get_stack(snapshot.stack_id)
+
+    def component(type: ComponentType) -> Any:
+        return instantiate_component(store.stacks.get_component(stack.components[type]))
+
+    orchestrator = component(ComponentType.ORCHESTRATOR)
+    if not isinstance(orchestrator, KubernetesOrchestrator):
+        raise InputError(f"Stack '{stack.name}' does not run on the kubernetes orchestrator.")
+    step_operator = None
+    if ComponentType.STEP_OPERATOR in stack.components:
+        step_operator = component(ComponentType.STEP_OPERATOR)
+    own_job = read_job(clients, args.namespace, args.job_name)
+    if own_job is None:
+        raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
+    orchestrator_run_id = f"kubernetes-{own_job['metadata']['uid']}"
+    store.run_metadata.add(
+        MetadataResourceType.PIPELINE_RUN,
+        run.id,
+        {POD_KEY: environ.get("HOSTNAME", ""), RUN_ID_KEY: orchestrator_run_id},
+    )
+    user = store.users.get(run.user_id) if run.user_id and not config.server_url else None
+    services = RunServices(
+        store=store,
+        artifact_store=component(ComponentType.ARTIFACT_STORE),
+        materializers=default_registry(),
+        project_id=run.project_id,
+        user_id=run.user_id,
+        heartbeat_interval=config.heartbeat_interval,
+        child_env=step_environment(environ),
+        progress=ProgressReporter([LogListener()]),
+        resources=connect_configured(store, config, user, user.name if user else "default"),
+    )
+    runtimes = orchestrator.runtime_policy(snapshot.spec, step_operator)
+    backend = KubernetesStepBackend(
+        clients,
+        settings,
+        image=orchestrator.image(),
+        labels=run_labels(snapshot.spec.name, str(run.id), run.name),
+        owner=owner_reference(own_job),
+    )
+    job = RunJob(snapshot, run, services, step_operator=step_operator)
+    try:
+        return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id))
+    finally:
+        backend.close()
+
+
+def _placeholder(store: Store, snapshot: SnapshotRecord) -> PipelineRunRecord:
+    """A placeholder run of ``snapshot``, for a run nobody recorded (a scheduled one)."""
+    name = f"{snapshot.spec.name}-{utc_now():%Y_%m_%d-%H_%M_%S_%f}"
+    return store.runs.create(
+        RunCreate(
+            project_id=snapshot.project_id,
+            pipeline_id=snapshot.pipeline_id,
+            snapshot_id=snapshot.id,
+            name=name,
+        )
+    )
+
+
+def _exit_code(run: PipelineRunRecord) -> int:
+    return 0 if run.status is ExecutionStatus.COMPLETED else RUN_ENDED_UNCOMPLETED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Wharf's own log format (``run_orchestrator`` sets it up), as a local run prints it.
+    quiet_library_loggers()
+    args = parse_orchestrator_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return run_orchestrator(args)
+    except Exception as exc:  # a run it started is ended by the run loop itself
+        configure_logging(None, "text")  # when it failed before setting up its log
+        logger.exception("The orchestrator failed: %s", exc)
+        return FAILED_BEFORE_THE_RUN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

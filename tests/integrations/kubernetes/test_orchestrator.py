@@ -1,0 +1,255 @@
+"""The kubernetes orchestrator without a cluster: its component configuration parsed, the runs it
+refuses (a local artifact store, dynamic pipelines, schedules, no image) before any pod, and the
+orchestrator pod's command line and environment (the run token never a plain value)."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wharf import pipeline, step
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, load_config
+from wharf.config.settings import Schedule
+from wharf.core.enums import ComponentType
+from wharf.core.errors import InputError
+from wharf.integrations.kubernetes.labels import is_dns1123_label
+from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE
+from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator, is_local_path
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    OrchestratorArgs,
+    orchestrator_command,
+    orchestrator_job_name,
+    parse_orchestrator_args,
+    pod_environment,
+    token_secret_name,
+)
+from wharf.integrations.kubernetes.orchestrator_main import step_environment
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+
+
+@step
+def one() -> int:
+    return 1
+
+
+@pipeline(code_source="image")
+def tiny() -> None:
+    one()
+
+
+@pipeline(dynamic=True, code_source="image")
+def tiny_dynamic() -> None:
+    one()
+
+
+@pipeline(code_source="image", schedule=Schedule(name="nightly", cron_expression="0 3 * * *"))
+def tiny_scheduled() -> None:
+    one()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK", SERVER_URL_ENV):
+        monkeypatch.delenv(name, raising=False)
+    ws = Workspace.open(load_config())
+    yield ws
+    ws.close()
+
+
+def kubernetes_stack(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, **configuration: Any
+) -> KubernetesOrchestrator:
+    """A stack ``k8s`` (kubernetes orchestrator, the default local artifact store), active."""
+    stacks.register_component(ws, "k8s", ComponentType.ORCHESTRATOR, "kubernetes", configuration)
+    stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="default")
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "k8s")
+    ws.config = load_config()
+    orchestrator = ws.component_instance(ws.active_stack(), ComponentType.ORCHESTRATOR)
+    assert isinstance(orchestrator, KubernetesOrchestrator)
+    return orchestrator
+
+
+def test_the_component_configuration_is_parsed_into_settings(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orchestrator = kubernetes_stack(
+        workspace,
+        monkeypatch,
+        namespace="ml",
+        context="prod",
+        kubeconfig="/etc/kube/config",
+        image="registry.example/wharf:1",
+        synchronous="false",
+        max_parallelism="4",
+        pod_settings='{"node_selectors": {"pool": "cpu"}}',
+    )
+    settings = orchestrator.settings
+    assert (settings.namespace, settings.context, settings.kubeconfig) == (
+        "ml",
+        "prod",
+        "/etc/kube/config",
+    )
+    assert settings.image == "registry.example/wharf:1" == orchestrator.image()
+    assert settings.synchronous is False and settings.max_parallelism == 4
+    assert settings.pod_settings is not None
+    assert settings.pod_settings.node_selectors == {"pool": "cpu"}
+    assert orchestrator.flavor == "kubernetes" and orchestrator.code_travels
+    assert not orchestrator.starts_runs_in_process
+    assert orchestrator.supports_isolated_steps and orchestrator.isolates_static_steps
+
+
+def test_a_bad_configuration_names_the_component(tmp_path: Path) -> None:
+    from wharf.store.models import ComponentRecord
+
+    record = ComponentRecord.model_validate(
+        {
+            "id": uuid.uuid4(),
+            "name": "k8s",
+            "type": ComponentType.ORCHESTRATOR,
+            "flavor": "kubernetes",
+            "configuration": {"namespace": "Not_A_Namespace"},
+            "created": "2026-01-01T00:00:00Z",
+        }
+    )
+    with pytest.raises(InputError, match=r"Orchestrator 'k8s'.*namespace"):
+        KubernetesOrchestrator(record)
+
+
+def test_a_local_artifact_store_is_refused_and_nothing_is_left_behind(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubernetes_stack(workspace, monkeypatch, image="wharf/python:3.11")
+    with pytest.raises(InputError, match=r"local artifact store.*mounts_artifact_store=true"):
+        tiny.run_in(workspace)
+    assert workspace.store.runs.list().items == []
+
+
+def test_a_mounted_local_artifact_store_is_accepted(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    orchestrator = kubernetes_stack(workspace, monkeypatch, mounts_artifact_store="true")
+    orchestrator.check_artifact_store(LocalArtifactStore(tmp_path))  # no error
+
+
+@pytest.mark.parametrize(
+    ("path", "local"),
+    [
+        ("/data/artifacts", True),
+        ("file:///data/artifacts", True),
+        ("s3://bucket/prefix", False),
+        ("gs://bucket", False),
+    ],
+)
+def test_which_artifact_store_paths_are_local(path: str, local: bool) -> None:
+    assert is_local_path(path) is local
+
+
+@pytest.mark.parametrize(
+    ("definition", "match"),
+    [(tiny_dynamic, "dynamic"), (tiny_scheduled, "schedule")],
+)
+def test_runs_it_cannot_run_yet_are_refused_before_anything_is_recorded(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, definition: Any, match: str
+) -> None:
+    kubernetes_stack(workspace, monkeypatch, image="wharf/python:3.11")
+    with pytest.raises(InputError, match=match):
+        definition.run_in(workspace)
+    assert workspace.store.runs.list().items == []
+    assert workspace.store.schedules.list().items == []
+
+
+def test_an_orchestrator_without_an_image_says_how_to_set_one(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orchestrator = kubernetes_stack(workspace, monkeypatch, mounts_artifact_store=True)
+    with pytest.raises(InputError, match="-c image="):
+        tiny.run_in(workspace)
+    assert orchestrator.settings.image is None
+    assert workspace.store.runs.list().items == []
+
+
+# ----------------------------------------------------------------------------- the pod's launch
+
+
+def test_the_pod_environment_keeps_the_token_out_of_plain_values() -> None:
+    child_env = {
+        SERVER_URL_ENV: "https://wharf.example",
+        API_KEY_ENV: "run-token",
+        "PYTHONPATH": "/home/me/project",
+        "WHARF_HEARTBEAT_INTERVAL": "15.0",
+    }
+    environment = pod_environment(child_env)
+    assert environment.token == "run-token"
+    assert environment.env == {
+        SERVER_URL_ENV: "https://wharf.example",
+        "WHARF_HEARTBEAT_INTERVAL": "15.0",
+    }
+    embedded = pod_environment({"WHARF_STORE_URL": "sqlite:////data/wharf.db"})
+    assert embedded.token is None and embedded.env == {
+        "WHARF_STORE_URL": "sqlite:////data/wharf.db"
+    }
+
+
+def test_step_pods_get_the_orchestrator_pods_wharf_settings_only() -> None:
+    environ = {
+        "WHARF_STORE_URL": "sqlite:////data/wharf.db",
+        API_KEY_ENV: "run-token",
+        "HOSTNAME": "wharf-tiny-1234",
+        "KUBECONFIG": "/var/run/kube",
+        "PATH": "/usr/bin",
+    }
+    assert step_environment(environ) == {
+        "WHARF_STORE_URL": "sqlite:////data/wharf.db",
+        API_KEY_ENV: "run-token",
+    }
+
+
+def test_the_command_line_round_trips() -> None:
+    run_id, snapshot_id = uuid.uuid4(), uuid.uuid4()
+    args = OrchestratorArgs(
+        snapshot_id=snapshot_id,
+        run_id=run_id,
+        namespace="ml",
+        job_name=orchestrator_job_name(None, "tiny", run_id),
+        settings_json='{"namespace": "ml"}',
+        token_secret=token_secret_name(run_id),
+    )
+    command = orchestrator_command(args)
+    assert command[:3] == ["python", "-m", ORCHESTRATOR_MODULE]
+    assert parse_orchestrator_args(command[3:]) == args
+    scheduled = OrchestratorArgs(**{**vars(args), "run_id": None, "token_secret": None})
+    assert parse_orchestrator_args(orchestrator_command(scheduled)[3:]) == scheduled
+
+
+def test_resource_names_are_valid_and_stable() -> None:
+    run_id = uuid.uuid4()
+    name = orchestrator_job_name("team", "A Pipeline_With Odd Characters " * 4, run_id)
+    assert is_dns1123_label(name) and name.startswith("team-")
+    assert name == orchestrator_job_name("team", "A Pipeline_With Odd Characters " * 4, run_id)
+    assert is_dns1123_label(token_secret_name(run_id))
+
+
+def test_bad_command_lines_exit_with_usage() -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_orchestrator_args(["--run-id", "not-a-uuid"])
+    assert exited.value.code == 2
+
+
+def test_hints_name_both_ways_to_follow() -> None:
+    from wharf.integrations.kubernetes.orchestrator import _print_follow_hints
+    from wharf.integrations.kubernetes.orchestrator_submit import SubmittedJob
+
+    out = io.StringIO()
+    run: Any = type("Run", (), {"name": "tiny-2026"})()
+    _print_follow_hints(out, run, SubmittedJob("ml", "wharf-tiny-ab12", "uid", None))
+    text = out.getvalue()
+    assert "wharf runs logs tiny-2026 --follow" in text
+    assert "kubectl -n ml logs -f job/wharf-tiny-ab12" in text

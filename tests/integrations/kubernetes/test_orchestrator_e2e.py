@@ -1,0 +1,244 @@
+"""A real static pipeline on a Kubernetes stack, end to end on the test bed.
+
+The submitter is a script in a directory of its own (its steps reach the pods only through the
+run's code archive); it creates the orchestrator Job on the API emulator; the process kubelet
+runs the Job's pod, which runs the engine's run loop and each step as a Job/pod of its own.
+Artifacts lie on a real S3 server (moto; the kubelet gives every container the S3 credentials,
+as a cluster's node or service account would); the metadata store is the embedded SQLite file,
+which the pods open directly because they are processes on this machine.
+
+What the emulator saw is recorded by a listener on its object store (every pod and Job created),
+so step Jobs deleted after their run still count as created."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+import tests.artifacts.s3_server as s3
+from tests.artifacts.s3_server import CREDENTIALS, MotoServer
+from tests.kube.conftest import api_client_for
+from tests.kube.emulator import Emulator
+from tests.kube.emulator.watchers import WatchEvent
+from tests.kube.kubelet import Kubelet
+from wharf import Client
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
+from wharf.integrations.kubernetes.orchestrator import JOB_KEY, NAMESPACE_KEY
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, PipelineRunRecord
+
+s3_server = s3.s3_server
+s3_bucket = s3.s3_bucket
+
+IMAGE = "wharf/python:3.11"
+BOUND = 240  # seconds: a hang fails the test instead of blocking it
+
+STEPS_MODULE = """
+from wharf import pipeline, step
+
+
+@step
+def make(value: int) -> int:
+    print("making", value)
+    return value
+
+
+@step
+def double(value: int) -> int:
+    return value * 2
+
+
+@step
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@pipeline
+def on_kubernetes(value: int = 3) -> None:
+    first = make(value)
+    add(first, double(first))
+"""
+
+SCRIPT = """
+from k8s_steps import on_kubernetes
+
+if __name__ == "__main__":
+    run = on_kubernetes()
+    print("RUN", run.id, run.status.value)
+"""
+
+
+@dataclass
+class Seen:
+    """Objects the emulator created, by kind (their state when created)."""
+
+    created: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, event: WatchEvent) -> None:
+        if event.type == "ADDED" and event.rtype is not None:
+            with self.lock:
+                self.created.setdefault(event.rtype.kind, []).append(event.object)
+
+    def of_run(self, kind: str, run_id: str) -> list[dict[str, Any]]:
+        with self.lock:
+            objects = list(self.created.get(kind, []))
+        return [o for o in objects if o["metadata"].get("labels", {}).get(RUN_ID_KEY) == run_id]
+
+
+@dataclass
+class Bed:
+    emulator: Emulator
+    seen: Seen
+    workspace: Workspace
+    project: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def bed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_server: MotoServer, s3_bucket: str
+) -> Iterator[Bed]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("WHARF_HOME", str(home))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_SERVER_URL", "PYTHONPATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "k8s")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "k8s_steps.py").write_text(STEPS_MODULE)
+    (project / "run.py").write_text(SCRIPT)
+    with Emulator() as emulator:
+        seen = Seen()
+        emulator.store.subscribe(seen)
+        with Kubelet(
+            emulator.kubeconfig_path,
+            images={IMAGE: sys.executable},
+            log_dir=emulator.log_dir,
+            extra_env=CREDENTIALS,
+        ) as kubelet:
+            assert kubelet.wait_ready(10)
+            ws = Workspace.open(load_config())
+            try:
+                stacks.register_component(
+                    ws,
+                    "remote",
+                    ComponentType.ARTIFACT_STORE,
+                    "fsspec",
+                    {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint},
+                )
+                stacks.register_component(
+                    ws,
+                    "k8s",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
+                )
+                stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="remote")
+                env = {
+                    **os.environ,
+                    "KUBECONFIG": str(emulator.kubeconfig_path),
+                    "WHARF_HEARTBEAT_INTERVAL": "2",
+                }
+                yield Bed(emulator, seen, ws, project, env)
+            finally:
+                ws.close()
+
+
+def submit(bed: Bed) -> tuple[PipelineRunRecord, str]:
+    """Run the project's script (a fresh process, as a user would); its run and output."""
+    done = subprocess.run(
+        [sys.executable, "run.py"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_lines = [line for line in done.stdout.splitlines() if line.startswith("RUN ")]
+    assert run_lines, done.stdout + done.stderr
+    run_id = run_lines[-1].split()[1]
+    runs = bed.workspace.store.runs.list(page=PageRequest(size=10)).items
+    run = next(r for r in runs if str(r.id) == run_id)
+    return run, done.stdout + done.stderr
+
+
+def remaining_secrets(bed: Bed) -> list[str]:
+    """The names of the Secrets that exist now."""
+    api_client = api_client_for(str(bed.emulator.kubeconfig_path))
+    try:
+        listing = client.CoreV1Api(api_client).list_namespaced_secret("default")
+        return [item.metadata.name for item in listing.items]
+    finally:
+        api_client.close()
+
+
+def step_statuses(workspace: Workspace, run: PipelineRunRecord) -> dict[str, ExecutionStatus]:
+    steps = workspace.store.steps.list(page=PageRequest(size=100)).items
+    return {s.name: s.status for s in steps if s.run_id == run.id}
+
+
+def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
+    bed: Bed,
+) -> None:
+    run, output = submit(bed)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert run.orchestrator_run_id is not None
+    assert run.orchestrator_run_id.startswith("kubernetes-")
+    assert step_statuses(bed.workspace, run) == {
+        "make": ExecutionStatus.COMPLETED,
+        "double": ExecutionStatus.COMPLETED,
+        "add": ExecutionStatus.COMPLETED,
+    }
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "make") == 3
+        assert client.load_step_output(run.id, "double") == 6
+        assert client.load_step_output(run.id, "add") == 9
+
+    # The orchestrator Job, recorded in the run's metadata; its pod's log reached the user.
+    metadata = {
+        m.key: m.value
+        for m in bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+    }
+    jobs = bed.seen.of_run("Job", str(run.id))
+    orchestrator_jobs = [j for j in jobs if STEP_KEY not in j["metadata"]["labels"]]
+    assert [j["metadata"]["name"] for j in orchestrator_jobs] == [metadata[JOB_KEY]]
+    assert metadata[NAMESPACE_KEY] == "default"
+    assert "on_kubernetes" in output and "add" in output
+
+    # Every step ran in a pod of its own, labelled with the run and the step.
+    step_pods = [
+        p for p in bed.seen.of_run("Pod", str(run.id)) if STEP_KEY in p["metadata"]["labels"]
+    ]
+    assert sorted(p["metadata"]["labels"][STEP_KEY] for p in step_pods) == ["add", "double", "make"]
+    step_jobs = [j for j in jobs if STEP_KEY in j["metadata"]["labels"]]
+    assert sorted(j["metadata"]["labels"][STEP_KEY] for j in step_jobs) == ["add", "double", "make"]
+    # The embedded store needs no run token; the step pods' Secret is gone with the run.
+    secrets = bed.seen.created.get("Secret", [])
+    assert not [s for s in secrets if s["metadata"]["name"].startswith("wharf-run-token")]
+    assert remaining_secrets(bed) == []
+
+    # The same run again: every step is cached; the orchestrator pod starts no step pod.
+    again, _ = submit(bed)
+    assert again.status is ExecutionStatus.COMPLETED, again.status_reason
+    assert set(step_statuses(bed.workspace, again).values()) == {ExecutionStatus.CACHED}
+    assert [
+        p for p in bed.seen.of_run("Pod", str(again.id)) if STEP_KEY in p["metadata"]["labels"]
+    ] == []
+    assert len(bed.seen.of_run("Pod", str(again.id))) == 1  # its orchestrator pod
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(again.id, "add") == 9
