@@ -201,3 +201,28 @@ def test_a_deleted_running_pod_is_replaced(target: Target) -> None:
         first["metadata"]["name"], target.namespace, grace_period_seconds=0
     )
     _wait_new_pod(target, "j", [first])
+
+
+def test_step_jobs_owned_by_an_orchestrator_job_are_collected_with_it(target: Target) -> None:
+    """Step Jobs carry a non-controller ownerReference to the orchestrator Job (issue 27)."""
+    ns = target.namespace
+    orchestrator = target.raw(
+        target.batch.create_namespaced_job, ns, target.job_manifest("orchestrator")
+    )
+    step = target.job_manifest("step")
+    step["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "orchestrator",
+         "uid": orchestrator["metadata"]["uid"], "controller": False}
+    ]  # fmt: skip
+    target.batch.create_namespaced_job(ns, step)
+    _wait_pods(target, "step", 1)
+    target.batch.delete_namespaced_job("orchestrator", ns, propagation_policy="Foreground")
+    target.wait_for(
+        lambda: not target.exists(target.batch.read_namespaced_job, "step"),
+        what="the step job to be collected",
+    )
+    target.wait_for(lambda: not _pods_of(target, "step"), what="the step job's pods to go")
+    target.wait_for(
+        lambda: not target.exists(target.batch.read_namespaced_job, "orchestrator"),
+        what="the orchestrator job to go once its dependents are gone",
+    )
