@@ -5,6 +5,7 @@ orchestrator pod's command line and environment (the run token never a plain val
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,8 @@ from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, load_config
 from wharf.config.settings import Schedule
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError
-from wharf.integrations.kubernetes.labels import is_dns1123_label
+from wharf.execution.run_loop import RunJob
+from wharf.integrations.kubernetes.labels import PIPELINE_KEY, RUN_ID_KEY, is_dns1123_label
 from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE
 from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator, is_local_path
 from wharf.integrations.kubernetes.orchestrator_launch import (
@@ -30,8 +32,11 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     token_secret_name,
 )
 from wharf.integrations.kubernetes.orchestrator_main import step_environment
+from wharf.integrations.kubernetes.orchestrator_submit import orchestrator_manifest
+from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import RunStart
 
 
 @step
@@ -253,3 +258,63 @@ def test_hints_name_both_ways_to_follow() -> None:
     text = out.getvalue()
     assert "wharf runs logs tiny-2026 --follow" in text
     assert "kubectl -n ml logs -f job/wharf-tiny-ab12" in text
+
+
+# ----------------------------------------------------------------------------- the Job submitted
+
+
+def test_the_orchestrator_job_runs_the_entry_point_with_the_token_from_a_secret(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orchestrator = kubernetes_stack(
+        workspace, monkeypatch, image="registry.example/wharf:1", namespace="ml"
+    )
+    spec = tiny.compile()
+    stack = workspace.active_stack()
+    _, snapshot, run = workspace.store.runs.record(
+        workspace.project.id, "tiny", stack.id, spec, RunStart(name="tiny-1")
+    )
+    artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+    job = RunJob(snapshot, run, workspace.run_services(artifact_store))
+    args = orchestrator.orchestrator_args(job)
+    args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(run.id)})
+    environment = pod_environment(
+        {
+            **job.services.child_env,
+            SERVER_URL_ENV: "https://wharf.example",
+            API_KEY_ENV: "s3cr3t-run-token",
+        }
+    )
+    manifest = orchestrator_manifest(
+        orchestrator.settings, job, args, image=orchestrator.image(), environment=environment
+    )
+
+    assert manifest["kind"] == "Job"
+    assert manifest["metadata"]["name"] == args.job_name
+    assert manifest["metadata"]["namespace"] == "ml" == args.namespace
+    labels = manifest["metadata"]["labels"]
+    assert labels[RUN_ID_KEY] == str(run.id) and labels[PIPELINE_KEY] == "tiny"
+    pod = manifest["spec"]["template"]
+    assert pod["metadata"]["labels"][RUN_ID_KEY] == str(run.id)
+    assert manifest["spec"]["backoffLimit"] == orchestrator.settings.orchestrator_job_backoff_limit
+    fail_rules = [
+        r for r in manifest["spec"]["podFailurePolicy"]["rules"] if r["action"] == "FailJob"
+    ]
+    assert [r["onExitCodes"]["values"] for r in fail_rules] == [[1]]  # a run that ended failed
+
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "registry.example/wharf:1"
+    assert [*container["command"], *container["args"]] == orchestrator_command(args)
+    assert parse_orchestrator_args(container["args"]) == args
+    settings = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
+    assert settings == orchestrator.settings
+    env = {entry["name"]: entry for entry in container["env"]}
+    assert env[API_KEY_ENV] == {
+        "name": API_KEY_ENV,
+        "valueFrom": {"secretKeyRef": {"name": token_secret_name(run.id), "key": "token"}},
+    }
+    assert env[SERVER_URL_ENV]["value"] == "https://wharf.example"
+    assert "PYTHONPATH" not in env
+    assert "s3cr3t-run-token" not in json.dumps(manifest)  # the token is only in the Secret
+    requests = container["resources"]["requests"]
+    assert requests == {"memory": "400Mi", "cpu": "100m"}  # the orchestrator pod's defaults
