@@ -584,3 +584,20 @@ def test_orchestrator_and_cron_job_for_read_every_setting() -> None:
     assert cron["spec"]["startingDeadlineSeconds"] == 30
     assert cron["spec"]["jobTemplate"]["spec"] == job["spec"]
     server_accepts(cron)
+
+
+def test_more_owner_references_become_non_controller_references_once_per_uid() -> None:
+    controller = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "wharf-1a2b-train",
+        "uid": "0c5e-uid",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "state", "uid": "cm-uid"}
+    job = _step(owner=OWNER_JOB, owner_references=[controller, other])
+    references = job["metadata"]["ownerReferences"]
+    assert [ref["uid"] for ref in references] == ["0c5e-uid", "cm-uid"]
+    assert all(ref["controller"] is False and ref["blockOwnerDeletion"] for ref in references)
+    server_accepts(job)

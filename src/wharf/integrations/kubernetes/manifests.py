@@ -1,11 +1,10 @@
 """Kubernetes manifests Wharf creates, as the plain dicts the API takes (camelCase).
 
 Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), the
-CronJob of a schedule (:func:`cron_job`), the run-scoped token Secret (:func:`run_token_secret`),
-owner references (:func:`owner_reference`) and the default pod failure policy
-(:func:`default_pod_failure_policy`); :func:`step_job_for`, :func:`orchestrator_job_for` and
+run-scoped token Secret (:func:`run_token_secret`), owner references (:func:`owner_reference`)
+and the default pod failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`, :func:`orchestrator_job_for` and
 :func:`cron_job_for` read those builders' arguments from the settings. The pod template is
-:mod:`.pod_template`'s.
+:mod:`.pod_template`'s, the CronJob (:func:`cron_job`, re-exported) :mod:`.cron_manifest`'s.
 
 Invariants:
 - pure: no I/O, no clock, no randomness; every builder returns a new dict that shares nothing
@@ -21,12 +20,11 @@ from __future__ import annotations
 
 import base64
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from wharf.core.errors import InputError
-from wharf.integrations.kubernetes.labels import CRONJOB_NAME_MAX, JOB_NAME_MAX
+from wharf.integrations.kubernetes.cron_manifest import CRON_MACROS, check_cron_schedule, cron_job
+from wharf.integrations.kubernetes.labels import JOB_NAME_MAX
 from wharf.integrations.kubernetes.pod_template import (
     MAIN_CONTAINER,
     SecretEnv,
@@ -67,9 +65,6 @@ ORCHESTRATOR_MODULE = "wharf.integrations.kubernetes.orchestrator_main"
 ORCHESTRATOR_COMMAND = ("python", "-m", ORCHESTRATOR_MODULE)
 TOKEN_KEY = "token"
 """The key of the run token in its Secret."""
-CRON_MACROS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
 
 
 def default_pod_failure_policy(fail_job_exit_codes: Sequence[int] = ()) -> dict[str, Any]:
@@ -177,9 +172,12 @@ def step_job(
     args: Sequence[str] = (),
     image_pull_policy: str | None = None,
     privileged: bool = False,
+    owner_references: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The Job of one step attempt: one pod, container ``main`` running ``command`` + ``args``;
-    ``owner`` (the orchestrator Job, as created or as a reference) garbage-collects it."""
+    ``owner`` (the orchestrator Job, as created or as a reference) garbage-collects it, and so
+    do ``owner_references`` (more owners, e.g. copied from the orchestrator pod; all of them
+    become non-controller references, one per uid)."""
     template = pod_template(
         image=image,
         command=command,
@@ -204,8 +202,18 @@ def step_job(
         active_deadline_seconds=active_deadline_seconds,
         ttl_seconds_after_finished=ttl_seconds_after_finished,
         pod_failure_policy=pod_failure_policy or default_pod_failure_policy(),
-        owners=[owner_reference(owner)] if owner is not None else [],
+        owners=_owner_references(owner, owner_references),
     )
+
+
+def _owner_references(
+    owner: Mapping[str, Any] | None, more: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    references: dict[str, dict[str, Any]] = {}
+    for obj in ([owner] if owner is not None else []) + list(more):
+        reference = owner_reference(obj)
+        references.setdefault(reference["uid"], reference)
+    return list(references.values())
 
 
 def orchestrator_job(
@@ -261,73 +269,6 @@ def orchestrator_job(
     )
 
 
-def check_cron_schedule(schedule: str) -> None:
-    """InputError unless ``schedule`` is a cron expression Kubernetes takes: five fields (or a
-    macro such as ``@daily``), without a ``TZ=`` prefix (the CronJob's timeZone says that)."""
-    text = schedule.strip()
-    if re.match(r"(CRON_)?TZ=", text):
-        raise InputError(
-            f"Schedule '{schedule}': Kubernetes CronJobs take no TZ= prefix; the schedule is "
-            "read in the cluster's time zone."
-        )
-    if text in CRON_MACROS or len(text.split()) == 5:
-        return
-    raise InputError(
-        f"Schedule '{schedule}' is not a cron expression Kubernetes takes: give five fields "
-        "(minute hour day-of-month month day-of-week, e.g. '0 3 * * *') or one of "
-        f"{', '.join(sorted(CRON_MACROS))}."
-    )
-
-
-def cron_job(
-    *,
-    name: str,
-    schedule: str,
-    job: Mapping[str, Any],
-    namespace: str | None = None,
-    successful_jobs_history_limit: int | None = None,
-    failed_jobs_history_limit: int | None = None,
-    concurrency_policy: str | None = None,
-    starting_deadline_seconds: int | None = None,
-    suspend: bool = False,
-) -> dict[str, Any]:
-    """A ``batch/v1`` CronJob whose ``jobTemplate`` is ``job`` (an :func:`orchestrator_job`):
-    its labels, annotations and spec exactly; the CronJob carries the same labels and
-    annotations and lives in the Job's namespace unless ``namespace`` says otherwise."""
-    if len(name) > CRONJOB_NAME_MAX:
-        raise ValueError(f"CronJob name '{name}' is longer than {CRONJOB_NAME_MAX} characters.")
-    check_cron_schedule(schedule)
-    job_metadata = job.get("metadata") or {}
-    template_metadata = pruned(
-        {
-            "labels": dict(job_metadata.get("labels") or {}),
-            "annotations": dict(job_metadata.get("annotations") or {}),
-        }
-    )
-    metadata = pruned(
-        {
-            "name": name,
-            "namespace": namespace or job_metadata.get("namespace"),
-            **copy.deepcopy(template_metadata),
-        }
-    )
-    spec = pruned(
-        {
-            "schedule": schedule.strip(),
-            "suspend": suspend,
-            "concurrencyPolicy": concurrency_policy,
-            "startingDeadlineSeconds": starting_deadline_seconds,
-            "successfulJobsHistoryLimit": successful_jobs_history_limit,
-            "failedJobsHistoryLimit": failed_jobs_history_limit,
-            "jobTemplate": pruned(
-                {"metadata": template_metadata, "spec": copy.deepcopy(dict(job["spec"]))}
-            ),
-        }
-    )
-    spec["suspend"] = suspend  # kept when False, so resuming is a visible change
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": spec}
-
-
 def run_token_secret(
     *,
     name: str,
@@ -376,6 +317,7 @@ def step_job_for(
     owner: Mapping[str, Any] | None = None,
     args: Sequence[str] = (),
     pod_settings: KubernetesPodSettings | None = None,
+    owner_references: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """:func:`step_job` with everything else from ``settings`` (``pod_settings``: instead of
     the settings' own, e.g. after an allocation was applied)."""
@@ -404,6 +346,7 @@ def step_job_for(
         owner=owner,
         image_pull_policy=settings.image_pull_policy,
         privileged=settings.privileged,
+        owner_references=owner_references,
     )
 
 
