@@ -2,8 +2,9 @@
 
 Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), the
 run-scoped token Secret (:func:`run_token_secret`), owner references (:func:`owner_reference`)
-and the default pod failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`, :func:`orchestrator_job_for` and
-:func:`cron_job_for` read those builders' arguments from the settings. The pod template is
+and the default pod failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`,
+:func:`orchestrator_job_for` and :func:`cron_job_for` read those builders' arguments from the
+settings. The pod template is
 :mod:`.pod_template`'s, the CronJob (:func:`cron_job`, re-exported) :mod:`.cron_manifest`'s.
 
 Invariants:
