@@ -576,7 +576,10 @@ def test_orchestrator_and_cron_job_for_read_every_setting() -> None:
     assert spec["terminationGracePeriodSeconds"] == 7
     assert _main(job)["resources"] == {"requests": {"memory": "400Mi", "cpu": "100m"}}
     server_accepts(job)
-    cron = cron_job_for(settings, name="nightly", schedule="0 3 * * *", job=job)
+    cron = cron_job_for(
+        settings, name="nightly", schedule="0 3 * * *", job=job, time_zone="Europe/Paris"
+    )
+    assert cron["spec"]["timeZone"] == "Europe/Paris"
     assert cron["metadata"]["namespace"] == "ml"
     assert cron["spec"]["concurrencyPolicy"] == "Replace"
     assert cron["spec"]["successfulJobsHistoryLimit"] == 1

@@ -54,6 +54,7 @@ def cron_job(
     concurrency_policy: str | None = None,
     starting_deadline_seconds: int | None = None,
     suspend: bool = False,
+    time_zone: str | None = None,
 ) -> dict[str, Any]:
     """A ``batch/v1`` CronJob whose ``jobTemplate`` is ``job`` (an :func:`orchestrator_job`):
     its labels, annotations and spec exactly; the CronJob carries the same labels and
@@ -79,6 +80,7 @@ def cron_job(
         {
             "schedule": schedule.strip(),
             "suspend": suspend,
+            "timeZone": time_zone,
             "concurrencyPolicy": concurrency_policy,
             "startingDeadlineSeconds": starting_deadline_seconds,
             "successfulJobsHistoryLimit": successful_jobs_history_limit,

@@ -387,10 +387,15 @@ def orchestrator_job_for(
 
 
 def cron_job_for(
-    settings: KubernetesOrchestratorSettings, *, name: str, schedule: str, job: Mapping[str, Any]
+    settings: KubernetesOrchestratorSettings,
+    *,
+    name: str,
+    schedule: str,
+    job: Mapping[str, Any],
+    time_zone: str | None = None,
 ) -> dict[str, Any]:
     """:func:`cron_job` of ``job`` with the history limits, concurrency policy and starting
-    deadline of ``settings``."""
+    deadline of ``settings`` (``time_zone``: an IANA name; None: the cluster's)."""
     return cron_job(
         name=name,
         schedule=schedule,
@@ -400,4 +405,5 @@ def cron_job_for(
         failed_jobs_history_limit=settings.failed_jobs_history_limit,
         concurrency_policy=settings.concurrency_policy,
         starting_deadline_seconds=settings.starting_deadline_seconds,
+        time_zone=time_zone,
     )
