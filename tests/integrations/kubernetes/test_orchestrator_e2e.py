@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ import tests.artifacts.s3_server as s3
 from tests.artifacts.s3_server import CREDENTIALS, MotoServer
 from tests.kube.conftest import api_client_for
 from tests.kube.emulator import Emulator
+from tests.kube.emulator.resources import JOBS
 from tests.kube.emulator.watchers import WatchEvent
 from tests.kube.kubelet import Kubelet
 from wharf import Client
@@ -69,13 +71,25 @@ def add(a: int, b: int) -> int:
 def on_kubernetes(value: int = 3) -> None:
     first = make(value)
     add(first, double(first))
+
+
+@step
+def explode(value: int) -> int:
+    raise ValueError(f"no good: {value}")
+
+
+@pipeline(raise_on_failure=False)
+def failing_on_kubernetes() -> None:
+    double(explode(make(1)))
 """
 
 SCRIPT = """
-from k8s_steps import on_kubernetes
+import sys
+
+import k8s_steps
 
 if __name__ == "__main__":
-    run = on_kubernetes()
+    run = getattr(k8s_steps, sys.argv[1])()
     print("RUN", run.id, run.status.value)
 """
 
@@ -147,6 +161,16 @@ def bed(
                     {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
                 )
                 stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="remote")
+                stacks.register_component(
+                    ws,
+                    "k8s-async",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {"image": IMAGE, "synchronous": False},
+                )
+                stacks.register_stack(
+                    ws, "k8s-async", orchestrator="k8s-async", artifact_store="remote"
+                )
                 env = {
                     **os.environ,
                     "KUBECONFIG": str(emulator.kubeconfig_path),
@@ -157,15 +181,18 @@ def bed(
                 ws.close()
 
 
-def submit(bed: Bed) -> tuple[PipelineRunRecord, str]:
-    """Run the project's script (a fresh process, as a user would); its run and output."""
+def submit(
+    bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s"
+) -> tuple[PipelineRunRecord, str]:
+    """Run ``pipeline`` through the project's script (a fresh process, as a user would) on
+    ``stack``; its run (as the store has it when the script ended) and output."""
     done = subprocess.run(
-        [sys.executable, "run.py"],
+        [sys.executable, "run.py", pipeline],
         check=False,
         capture_output=True,
         text=True,
         timeout=BOUND,
-        env=bed.env,
+        env={**bed.env, "WHARF_ACTIVE_STACK": stack},
         cwd=bed.project,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -242,3 +269,55 @@ def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     assert len(bed.seen.of_run("Pod", str(again.id))) == 1  # its orchestrator pod
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert client.load_step_output(again.id, "add") == 9
+
+
+def test_a_failing_step_fails_the_run_and_the_orchestrator_job_without_a_second_pod(
+    bed: Bed,
+) -> None:
+    run, output = submit(bed, "failing_on_kubernetes")
+    assert run.status is ExecutionStatus.FAILED
+    steps = {s.name: s for s in bed.workspace.store.steps.list(page=PageRequest(size=100)).items}
+    assert steps["make"].status is ExecutionStatus.COMPLETED
+    assert steps["explode"].status is ExecutionStatus.FAILED
+    assert "no good: 1" in (steps["explode"].status_reason or "")
+    assert "double" not in steps or steps["double"].status is not ExecutionStatus.COMPLETED
+    assert "RUN" in output and "failed" in output
+    # The orchestrator pod exited 1 (the run ended failed): the Job failed at once, no retry.
+    pods = bed.seen.of_run("Pod", str(run.id))
+    assert len([p for p in pods if STEP_KEY not in p["metadata"]["labels"]]) == 1
+    job = current_job(bed, run)
+    assert any(c["type"] == "Failed" and c["status"] == "True" for c in job["status"]["conditions"])
+
+
+def test_an_asynchronous_run_returns_at_once_and_says_how_to_follow_it(bed: Bed) -> None:
+    run, output = submit(bed, stack="k8s-async")
+    assert not run.status.is_finished  # submitted, not waited for
+    job_name = metadata_of(bed, run)[JOB_KEY]
+    assert f"wharf runs logs {run.name} --follow" in output
+    assert f"kubectl -n default logs -f job/{job_name}" in output
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
+    assert set(step_statuses(bed.workspace, ended).values()) == {ExecutionStatus.COMPLETED}
+
+
+def metadata_of(bed: Bed, run: PipelineRunRecord) -> dict[str, Any]:
+    records = bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+    return {m.key: m.value for m in records}
+
+
+def current_job(bed: Bed, run: PipelineRunRecord) -> dict[str, Any]:
+    """The run's orchestrator Job as the API has it now."""
+    name = metadata_of(bed, run)[JOB_KEY]
+    job: dict[str, Any] = bed.emulator.store.get(JOBS, "default", name)
+    return job
+
+
+def wait_for_run_end(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord:
+    """The run once it ended, read from the store until a deadline."""
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        current = bed.workspace.store.runs.get(run.id)
+        if current.status.is_finished:
+            return current
+        time.sleep(0.1)  # polling the store for a condition, with a deadline
+    raise AssertionError(f"run {run.name} did not end within {BOUND} s")
