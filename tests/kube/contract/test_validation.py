@@ -292,3 +292,14 @@ def test_at_most_one_owner_reference_is_the_controller(target: Target) -> None:
     body["metadata"]["ownerReferences"] = [owner("a", True), owner("b", False)]
     pod = target.raw(target.core.create_namespaced_pod, target.namespace, body)
     assert [ref["name"] for ref in pod["metadata"]["ownerReferences"]] == ["a", "b"]
+
+
+def test_a_job_template_does_not_default_requests_to_limits(target: Target) -> None:
+    """Only a Pod's requests take its limits; a Job's pod template keeps them as written."""
+    body = target.job_manifest("j")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "1", "nvidia.com/gpu": "1"}
+    }
+    job = target.raw(target.batch.create_namespaced_job, target.namespace, body)
+    resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert resources == {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}}
