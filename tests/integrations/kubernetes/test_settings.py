@@ -217,3 +217,17 @@ def test_deep_merge_merges_mappings_and_replaces_the_rest() -> None:
     layer = {"a": {"c": [2], "e": {"f": 1}}, "d": {"x": 1}}
     assert deep_merge(base, layer) == {"a": {"b": 1, "c": [2], "e": {"f": 1}}, "d": {"x": 1}}
     assert base == {"a": {"b": 1, "c": [1]}, "d": 1}
+
+
+def test_pod_failure_policy_conditions_get_the_apis_default_status() -> None:
+    policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    settings = KubernetesOrchestratorSettings(pod_failure_policy=policy)
+    assert settings.pod_failure_policy == {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }
+        ]
+    }
+    assert policy["rules"][0]["onPodConditions"] == [{"type": "DisruptionTarget"}]

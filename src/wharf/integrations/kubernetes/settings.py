@@ -284,9 +284,17 @@ class _KubernetesSettings(BaseModel):
     @field_validator("pod_failure_policy")
     @classmethod
     def _check_policy(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None and not isinstance(value.get("rules"), list):
-            raise ValueError("a pod failure policy needs a list of 'rules'")
-        return value
+        if value is None:
+            return None
+        rules = value.get("rules")
+        if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+            raise ValueError("a pod failure policy needs a list of 'rules' (mappings)")
+        policy = copy.deepcopy(value)
+        for rule in policy["rules"]:
+            for pattern in rule.get("onPodConditions") or []:
+                if isinstance(pattern, dict):
+                    pattern.setdefault("status", "True")  # the API's default, spelt out
+        return policy
 
     @classmethod
     def _title(cls) -> str:
