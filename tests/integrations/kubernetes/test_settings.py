@@ -54,6 +54,11 @@ def test_defaults_follow_the_spec() -> None:
             {"fail_on_container_waiting_reasons": ["ErrImagePull"]},
         ),
         (
+            {"fail_on_container_waiting_reasons": "ErrImagePull, ImagePullBackOff"},
+            {"fail_on_container_waiting_reasons": ["ErrImagePull", "ImagePullBackOff"]},
+        ),
+        ({"fail_on_container_waiting_reasons": "[]"}, {"fail_on_container_waiting_reasons": []}),
+        (
             {"pod_failure_policy": '{"rules": []}'},
             {"pod_failure_policy": {"rules": []}},
         ),

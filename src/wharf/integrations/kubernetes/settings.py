@@ -303,9 +303,9 @@ class _KubernetesSettings(BaseModel):
     @classmethod
     def from_component(cls, configuration: Mapping[str, Any]) -> Self:
         """Settings from a component's configuration, as ``-c key=value`` stores it: text is
-        parsed as JSON for mapping and list fields (``-c 'pod_settings={"labels": ...}'``),
-        booleans and numbers from their text (``true``, ``3``), numbers given to text fields
-        kept as text (``-c namespace=2024``)."""
+        parsed as JSON for mapping and list fields (``-c 'pod_settings={"labels": ...}'``; a
+        list of text may also be comma-separated), booleans and numbers from their text
+        (``true``, ``3``), numbers given to text fields kept as text (``-c namespace=2024``)."""
         values = {key: _component_value(cls, key, value) for key, value in configuration.items()}
         try:
             return cls.model_validate(values)
@@ -373,6 +373,8 @@ def _component_value(model: type[BaseModel], key: str, value: Any) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError:
+            if "text_list" in kinds:  # -c fail_on_container_waiting_reasons=ErrImagePull,Other
+                return [item.strip() for item in value.split(",") if item.strip()]
             title = getattr(model, "_TITLE", model.__name__)
             raise InputError(
                 f"Invalid {title}: '{key}' must be JSON "
@@ -388,7 +390,8 @@ def _json_example(kinds: set[str]) -> str:
 
 
 def _kinds(annotation: Any) -> set[str]:
-    """What a field accepts: ``text``, ``structured`` (+ ``mapping``), ``other``."""
+    """What a field accepts: ``text``, ``structured`` (+ ``mapping`` or ``text_list``),
+    ``other``."""
     origin = get_origin(annotation)
     if origin is Annotated:
         return _kinds(get_args(annotation)[0])
@@ -405,5 +408,5 @@ def _kinds(annotation: Any) -> set[str]:
     if origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
         return {"structured", "mapping"}
     if origin is list:
-        return {"structured"}
+        return {"structured", "text_list"} if get_args(annotation) == (str,) else {"structured"}
     return {"other"}
