@@ -312,3 +312,21 @@ def test_an_undecodable_quantity_is_left_for_validation() -> None:
     }
     apply_defaults(PODS, pod, creating=True)
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "lots"}
+
+
+def test_a_pod_condition_pattern_of_a_failure_policy_defaults_to_status_true() -> None:
+    rules = [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+    ]
+    job_spec = {"podFailurePolicy": {"rules": rules}, "template": {"spec": {}}}
+    job = {"metadata": {"name": "j"}, "spec": copy.deepcopy(job_spec)}
+    cronjob = {"metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": job_spec}}}
+
+    apply_defaults(JOBS, job, creating=False)
+    apply_defaults(CRONJOBS, cronjob, creating=False)
+
+    for spec in (job["spec"], cronjob["spec"]["jobTemplate"]["spec"]):
+        first, second = spec["podFailurePolicy"]["rules"]
+        assert first["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+        assert "status" not in second["onExitCodes"]

@@ -216,6 +216,7 @@ def _default_job(job: dict[str, Any], *, creating: bool) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
+    _default_pod_failure_policy(spec)
     template = spec.setdefault("template", {})
     if not isinstance(template, dict):
         return
@@ -242,6 +243,17 @@ def _default_job(job: dict[str, Any], *, creating: bool) -> None:
         job.setdefault("status", {})
 
 
+def _default_pod_failure_policy(job_spec: dict[str, Any]) -> None:
+    """A pod-condition pattern's ``status`` defaults to "True"."""
+    policy = job_spec.get("podFailurePolicy")
+    rules = policy.get("rules") if isinstance(policy, dict) else None
+    for rule in rules if isinstance(rules, list) else []:
+        patterns = rule.get("onPodConditions") if isinstance(rule, dict) else None
+        for pattern in patterns if isinstance(patterns, list) else []:
+            if isinstance(pattern, dict):
+                pattern.setdefault("status", "True")
+
+
 def _default_cronjob(cronjob: dict[str, Any], *, creating: bool) -> None:
     spec = cronjob.setdefault("spec", {})
     if not isinstance(spec, dict):
@@ -251,6 +263,8 @@ def _default_cronjob(cronjob: dict[str, Any], *, creating: bool) -> None:
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
     job_spec = (spec.get("jobTemplate") or {}).get("spec")
+    if isinstance(job_spec, dict):
+        _default_pod_failure_policy(job_spec)
     template_spec = (job_spec or {}).get("template", {}).get("spec")
     if isinstance(template_spec, dict):
         default_pod_spec(template_spec)
