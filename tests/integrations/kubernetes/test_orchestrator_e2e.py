@@ -12,6 +12,8 @@ so step Jobs deleted after their run still count as created."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
@@ -32,14 +34,28 @@ from tests.kube.emulator import Emulator
 from tests.kube.emulator.resources import JOBS
 from tests.kube.emulator.watchers import WatchEvent
 from tests.kube.kubelet import Kubelet
-from wharf import Client
-from wharf.config.global_config import load_config
+from wharf import Client, pipeline, step
+from wharf.config.global_config import API_KEY_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.errors import WharfError
+from wharf.execution.run_loop import RunJob
+from wharf.integrations.kubernetes.clients import kube_clients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
 from wharf.integrations.kubernetes.orchestrator import JOB_KEY, NAMESPACE_KEY
+from wharf.integrations.kubernetes.orchestrator_follow import read_job
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    OrchestratorArgs,
+    pod_environment,
+    token_secret_name,
+)
+from wharf.integrations.kubernetes.orchestrator_main import ORCHESTRATOR_RUN_ID_KEY, POD_KEY
+from wharf.integrations.kubernetes.orchestrator_submit import (
+    create_orchestrator_job,
+    delete_token_secret,
+)
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, PipelineRunRecord
+from wharf.store.models import PageRequest, PipelineRunRecord, RunStart
 
 s3_server = s3.s3_server
 s3_bucket = s3.s3_bucket
@@ -253,6 +269,13 @@ def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     ]
     assert sorted(p["metadata"]["labels"][STEP_KEY] for p in step_pods) == ["add", "double", "make"]
     step_jobs = [j for j in jobs if STEP_KEY in j["metadata"]["labels"]]
+    owners = {o["name"] for j in step_jobs for o in j["metadata"].get("ownerReferences", [])}
+    assert owners == {metadata[JOB_KEY]}  # collected with the orchestrator Job
+    orchestrator_pods = [
+        p for p in bed.seen.of_run("Pod", str(run.id)) if STEP_KEY not in p["metadata"]["labels"]
+    ]
+    assert [p["metadata"]["name"] for p in orchestrator_pods] == [metadata[POD_KEY]]
+    assert metadata[ORCHESTRATOR_RUN_ID_KEY] == run.orchestrator_run_id
     assert sorted(j["metadata"]["labels"][STEP_KEY] for j in step_jobs) == ["add", "double", "make"]
     # The embedded store needs no run token; the step pods' Secret is gone with the run.
     secrets = bed.seen.created.get("Secret", [])
@@ -321,3 +344,82 @@ def wait_for_run_end(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord:
             return current
         time.sleep(0.1)  # polling the store for a condition, with a deadline
     raise AssertionError(f"run {run.name} did not end within {BOUND} s")
+
+
+# ----------------------------------------------------------------------------- the run token Secret
+
+
+@step
+def constant() -> int:
+    return 1
+
+
+@pipeline(code_source="image")
+def token_pipeline() -> None:
+    constant()
+
+
+def test_the_run_token_travels_in_a_secret_that_a_refused_job_does_not_leave_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(name, raising=False)
+    token = "s3cr3t-run-token"
+    with Emulator() as emulator:
+        ws = Workspace.open(load_config())
+        clients = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
+        try:
+            stacks.register_component(
+                ws, "k8s", ComponentType.ORCHESTRATOR, "kubernetes", {"image": IMAGE}
+            )
+            stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="default")
+            stack = ws.store.stacks.get_stack_by_name("k8s")
+            orchestrator = ws.component_instance(stack, ComponentType.ORCHESTRATOR)
+            artifact_store = ws.component_instance(stack, ComponentType.ARTIFACT_STORE)
+
+            def submit_with_token(name: str) -> tuple[RunJob, OrchestratorArgs, Any]:
+                _, snapshot, run = ws.store.runs.record(
+                    ws.project.id,
+                    "token_pipeline",
+                    stack.id,
+                    token_pipeline.compile(),
+                    RunStart(name=name),
+                )
+                job = RunJob(snapshot, run, ws.run_services(artifact_store))
+                args = orchestrator.orchestrator_args(job)
+                args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(run.id)})
+                environment = pod_environment({**job.services.child_env, API_KEY_ENV: token})
+                return (
+                    job,
+                    args,
+                    lambda: create_orchestrator_job(
+                        clients,
+                        orchestrator.settings,
+                        job,
+                        args,
+                        image=IMAGE,
+                        environment=environment,
+                    ),
+                )
+
+            job, args, create = submit_with_token("first")
+            submitted = create()
+            assert submitted.token_secret == args.token_secret
+            secret = clients.core.read_namespaced_secret(args.token_secret, "default")
+            assert base64.b64decode(secret.data["token"]).decode() == token
+            assert secret.metadata.labels[RUN_ID_KEY] == str(job.run.id)
+            created = read_job(clients, "default", args.job_name)
+            assert created is not None and token not in json.dumps(created)
+            assert delete_token_secret(clients, "default", args.token_secret)
+            assert not delete_token_secret(clients, "default", args.token_secret)
+
+            emulator.access.deny("create", "jobs")
+            _, refused_args, create_refused = submit_with_token("second")
+            with pytest.raises(WharfError, match="Cannot create the orchestrator Job"):
+                create_refused()
+            names = [s.metadata.name for s in clients.core.list_namespaced_secret("default").items]
+            assert refused_args.token_secret not in names
+        finally:
+            clients.close()
+            ws.close()

@@ -32,6 +32,9 @@ import logging
 import sys
 from typing import TextIO
 
+from kubernetes.client import ApiException
+from urllib3.exceptions import HTTPError
+
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
@@ -151,13 +154,14 @@ class KubernetesOrchestrator(BaseOrchestrator):
             args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(job.run.id)})
         clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
         try:
-            submitted = create_orchestrator_job(
-                clients, self.settings, job, args, image=image, environment=environment
-            )
+            # Recorded first: a run whose Job exists always says where it is.
             job.services.store.run_metadata.add(
                 MetadataResourceType.PIPELINE_RUN,
                 job.run.id,
-                {NAMESPACE_KEY: submitted.namespace, JOB_KEY: submitted.name},
+                {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name},
+            )
+            submitted = create_orchestrator_job(
+                clients, self.settings, job, args, image=image, environment=environment
             )
             if not self.settings.synchronous:
                 _print_follow_hints(out, job.run, submitted)
@@ -178,9 +182,11 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 out,
                 interval=self.settings.job_monitoring_interval,
             )
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ApiException, HTTPError) as exc:
+            # The run goes on in the cluster whatever happens to this process's view of it.
+            why = "" if isinstance(exc, KeyboardInterrupt) else f" (lost the Job: {exc})"
             out.write(
-                f"\nStopped following run {job.run.name}; it goes on in the cluster "
+                f"\nStopped following run {job.run.name}{why}; it goes on in the cluster "
                 f"(stop it with `wharf runs stop {job.run.name}`).\n"
             )
             _print_follow_hints(out, job.run, submitted)

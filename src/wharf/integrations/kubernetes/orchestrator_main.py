@@ -56,7 +56,7 @@ from wharf.store.ports import Store
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
 
 POD_KEY = "kubernetes_orchestrator_pod"
-RUN_ID_KEY = "orchestrator_run_id"
+ORCHESTRATOR_RUN_ID_KEY = "orchestrator_run_id"
 """Run metadata keys written by the pod (the submitter writes the Job's name and namespace)."""
 CHILD_ENV_PREFIX = "WHARF_"
 
@@ -123,7 +123,7 @@ def _orchestrate(
     store.run_metadata.add(
         MetadataResourceType.PIPELINE_RUN,
         run.id,
-        {POD_KEY: environ.get("HOSTNAME", ""), RUN_ID_KEY: orchestrator_run_id},
+        {POD_KEY: environ.get("HOSTNAME", ""), ORCHESTRATOR_RUN_ID_KEY: orchestrator_run_id},
     )
     user = store.users.get(run.user_id) if run.user_id and not config.server_url else None
     services = RunServices(
