@@ -378,3 +378,28 @@ def test_watched_jobs_and_pods_decode_into_models(target: Target) -> None:
         assert isinstance(event["object"], kind)
         assert event["object"].metadata.labels == {"run": "r1"}
         assert event["object"].metadata.namespace == ns
+
+
+def test_a_job_watched_by_name_from_a_version(target: Target) -> None:
+    """As a client follows one Job: a metadata.name field selector, from a listed version."""
+    ns = target.namespace
+    listed = target.raw(target.batch.list_namespaced_job, ns, field_selector="metadata.name=j2")
+    assert listed["items"] == []
+    for name in ("j1", "j2"):
+        target.batch.create_namespaced_job(ns, target.job_manifest(name))
+    for name in ("j1", "j2"):
+        target.batch.patch_namespaced_job(
+            name, ns, {"metadata": {"labels": {"seen": "yes"}}}, _content_type=MERGE_PATCH
+        )
+    events = target.watch_events(
+        target.batch.list_namespaced_job,
+        ns,
+        field_selector="metadata.name=j2",
+        resource_version=listed["metadata"]["resourceVersion"],
+        until=lambda e: (
+            e["type"] == "MODIFIED"
+            and e["object"]["metadata"].get("labels", {}).get("seen") == "yes"
+        ),
+    )
+    assert events[0]["type"] == "ADDED"  # then MODIFIED ones (a controller's status too)
+    assert {e["object"]["metadata"]["name"] for e in events} == {"j2"}

@@ -85,3 +85,26 @@ def test_the_log_of_a_pod_without_a_node_is_empty_or_refused(target: Target) -> 
         assert "does not have a host assigned" in json.loads(exc.body)["message"]
     else:  # kube-apiserver 1.20 answers 204 No Content
         assert response.status == 204 and response.data == b""
+
+
+@NEEDS_KUBELET
+def test_a_followed_log_ends_when_the_container_has_finished(target: Target) -> None:
+    _started_pod_with_log(target, "p", "one\ntwo\n")
+    finished = {
+        "phase": "Succeeded",
+        "containerStatuses": [
+            {"name": "main", "ready": False, "restartCount": 0, "image": "busybox:1.36",
+             "imageID": "", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+        ],
+    }  # fmt: skip
+    target.core.patch_namespaced_pod_status(
+        "p", target.namespace, {"status": finished}, _content_type=MERGE_PATCH
+    )
+    response = target.core.read_namespaced_pod_log(
+        "p", target.namespace, follow=True, _preload_content=False, _request_timeout=10
+    )
+    try:
+        text = b"".join(response.stream(1024))
+    finally:
+        response.close()
+    assert text == b"one\ntwo\n"

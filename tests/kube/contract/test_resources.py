@@ -190,3 +190,15 @@ def test_no_token_is_the_anonymous_user(target: Target) -> None:
         'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group ""'
         f' in the namespace "{target.namespace}"'
     )
+
+
+def test_a_strategic_merge_patch_of_secret_data_replaces_only_the_keys_it_names(
+    target: Target,
+) -> None:
+    """What the client sends for a dict patch (a strategic merge) merges a Secret's data keys."""
+    target.core.create_namespaced_secret(
+        target.namespace, {"metadata": {"name": "s"}, "data": {"a": _b64("1"), "b": _b64("2")}}
+    )
+    target.core.patch_namespaced_secret("s", target.namespace, {"data": {"b": _b64("3")}})
+    secret = target.core.read_namespaced_secret("s", target.namespace)
+    assert secret.data == {"a": _b64("1"), "b": _b64("3")}
