@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,13 @@ from wharf.integrations.kubernetes.orchestrator_submit import (
 )
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, PipelineRunRecord, RunStart
+from wharf.store.models import (
+    PageRequest,
+    PipelineRunRecord,
+    RunStart,
+    StepRunFilter,
+    StepRunRecord,
+)
 
 s3_server = s3.s3_server
 s3_bucket = s3.s3_bucket
@@ -97,15 +103,32 @@ def explode(value: int) -> int:
 @pipeline(raise_on_failure=False)
 def failing_on_kubernetes() -> None:
     double(explode(make(1)))
+
+
+@step(enable_cache=False)
+def wait_for(path: str) -> int:
+    import pathlib
+    import time
+
+    print("waiting for", path, flush=True)
+    while not pathlib.Path(path).exists():
+        time.sleep(0.05)
+    return 1
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def stoppable(path: str) -> None:
+    double(wait_for(path))
 """
 
 SCRIPT = """
+import json
 import sys
 
 import k8s_steps
 
 if __name__ == "__main__":
-    run = getattr(k8s_steps, sys.argv[1])()
+    run = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
     print("RUN", run.id, run.status.value)
 """
 
@@ -153,6 +176,7 @@ def bed(
     with Emulator() as emulator:
         seen = Seen()
         emulator.store.subscribe(seen)
+        monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))  # the user's cluster
         with Kubelet(
             emulator.kubeconfig_path,
             images={IMAGE: sys.executable},
@@ -182,28 +206,25 @@ def bed(
                     "k8s-async",
                     ComponentType.ORCHESTRATOR,
                     "kubernetes",
-                    {"image": IMAGE, "synchronous": False},
+                    {"image": IMAGE, "synchronous": False, "pod_stop_grace_period": 5},
                 )
                 stacks.register_stack(
                     ws, "k8s-async", orchestrator="k8s-async", artifact_store="remote"
                 )
-                env = {
-                    **os.environ,
-                    "KUBECONFIG": str(emulator.kubeconfig_path),
-                    "WHARF_HEARTBEAT_INTERVAL": "2",
-                }
+                env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": "2"}
                 yield Bed(emulator, seen, ws, project, env)
             finally:
                 ws.close()
 
 
 def submit(
-    bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s"
+    bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s", **parameters: Any
 ) -> tuple[PipelineRunRecord, str]:
-    """Run ``pipeline`` through the project's script (a fresh process, as a user would) on
-    ``stack``; its run (as the store has it when the script ended) and output."""
+    """Run ``pipeline`` with ``parameters`` through the project's script (a fresh process, as
+    a user would) on ``stack``; its run (as the store has it when the script ended) and
+    output."""
     done = subprocess.run(
-        [sys.executable, "run.py", pipeline],
+        [sys.executable, "run.py", pipeline, json.dumps(parameters)],
         check=False,
         capture_output=True,
         text=True,
@@ -323,6 +344,62 @@ def test_an_asynchronous_run_returns_at_once_and_says_how_to_follow_it(bed: Bed)
     assert set(step_statuses(bed.workspace, ended).values()) == {ExecutionStatus.COMPLETED}
 
 
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stopped_run_starts_no_further_step_pod_and_ends_stopped(
+    bed: Bed, tmp_path: Path, force: bool
+) -> None:
+    release = tmp_path / "release"
+    run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
+    waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        client.stop_run(run.id, force=force)
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
+    stopped = bed.workspace.store.steps.get(waiting.id)
+    assert stopped.status is ExecutionStatus.STOPPED, stopped.status_reason
+    step_pods = [
+        p for p in bed.seen.of_run("Pod", str(run.id)) if STEP_KEY in p["metadata"]["labels"]
+    ]
+    assert [p["metadata"]["labels"][STEP_KEY] for p in step_pods] == ["wait_for"]
+    assert "double" not in step_statuses(bed.workspace, ended)
+    # The stopped step's Job is gone (deleted by the stop, or cleaned up after it ended).
+    name = step_pods[0]["metadata"]["labels"]["job-name"]
+    assert wait_until(lambda: not job_exists(bed, name)), f"step Job {name} is left"
+
+
+def wait_for_step(
+    bed: Bed, run: PipelineRunRecord, name: str, status: ExecutionStatus
+) -> StepRunRecord:
+    """The step run ``name`` of ``run`` once it has ``status``, read until a deadline."""
+    found: list[StepRunRecord] = []
+
+    def reached() -> bool:
+        steps = bed.workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
+        found[:] = [s for s in steps if s.name == name and s.status is status]
+        return bool(found)
+
+    assert wait_until(reached), f"step {name} of run {run.name} never was {status.value}"
+    return found[0]
+
+
+def job_exists(bed: Bed, name: str) -> bool:
+    try:
+        bed.emulator.store.get(JOBS, "default", name)
+    except Exception:  # the emulator's NotFound
+        return False
+    return True
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
+    """Whether ``condition`` became true before ``timeout`` seconds (checked every 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)  # polling a condition, with a deadline
+    return True
+
+
 def metadata_of(bed: Bed, run: PipelineRunRecord) -> dict[str, Any]:
     records = bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
     return {m.key: m.value for m in records}
@@ -337,13 +414,10 @@ def current_job(bed: Bed, run: PipelineRunRecord) -> dict[str, Any]:
 
 def wait_for_run_end(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord:
     """The run once it ended, read from the store until a deadline."""
-    deadline = time.monotonic() + BOUND
-    while time.monotonic() < deadline:
-        current = bed.workspace.store.runs.get(run.id)
-        if current.status.is_finished:
-            return current
-        time.sleep(0.1)  # polling the store for a condition, with a deadline
-    raise AssertionError(f"run {run.name} did not end within {BOUND} s")
+    assert wait_until(lambda: bed.workspace.store.runs.get(run.id).status.is_finished), (
+        f"run {run.name} did not end within {BOUND} s"
+    )
+    return bed.workspace.store.runs.get(run.id)
 
 
 # ----------------------------------------------------------------------------- the run token Secret

@@ -56,6 +56,7 @@ from wharf.integrations.kubernetes.orchestrator_submit import (
     delete_token_secret,
 )
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import ComponentRecord, PipelineRunRecord
 
@@ -83,6 +84,15 @@ class KubernetesOrchestrator(BaseOrchestrator):
     @property
     def code_travels(self) -> bool:
         return True
+
+    def step_backend(self) -> KubernetesStepBackend:
+        """The step Jobs of this orchestrator seen from outside a run: through it
+        ``wharf runs stop --force`` deletes a step's Jobs (``stop_recorded``). The orchestrator
+        pod runs steps through a backend of its own, whose Jobs its own Job owns."""
+        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        return KubernetesStepBackend(
+            clients, self.settings, image=self.settings.image or "", labels={}
+        )
 
     # ------------------------------------------------------------------ refusing
 
