@@ -228,6 +228,7 @@ class ObjectWatch:
         )
         with self._response_lock:
             self._response = response
+        finished = False
         try:
             if self._stopping.is_set():
                 return
@@ -235,10 +236,14 @@ class ObjectWatch:
                 self._apply(json.loads(line))
                 if self._stopping.is_set():
                     return
+            finished = True
         finally:
             with self._response_lock:
                 self._response = None
-            response.release_conn()
+            if finished:  # the server ended it: the connection can serve the next request
+                response.release_conn()
+            else:  # cut short: the connection is closed, so the server sees the watch end
+                response.close()
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

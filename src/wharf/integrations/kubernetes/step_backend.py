@@ -1,0 +1,433 @@
+"""The Kubernetes step backend: each isolated attempt of a step runs as one Kubernetes Job.
+
+Used by the ``kubernetes`` orchestrator (in its orchestrator pod) and step operator through the
+launch interface (``wharf.execution.backends``). :meth:`KubernetesStepBackend.submit` creates
+one Job per attempt whose pod runs ``python -m wharf.execution.entrypoint <step run id>`` with
+the attempt's Wharf settings (credentials through the backend's Secret,
+``step_backend_secret``), labelled with the backend's labels plus the step and its step run id
+(annotations carry the full values). :meth:`~KubernetesStepBackend.poll` answers from two
+shared watches (``pod_watch``: the backend's pods by Job, and its Jobs), never one request
+per step; the rules are ``step_backend_outcome``'s. :meth:`~KubernetesStepBackend.cancel`
+deletes the Job in the foreground with the grace asked for, :meth:`~KubernetesStepBackend.
+cleanup` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes the
+Job, :meth:`~KubernetesStepBackend.close` stops the watches and deletes the Secret.
+
+Retries: the engine records every attempt and submits a new Job for each retry, so a step
+Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
+never saw, e.g. a node lost before it started); a retry inside the Job would re-run an attempt
+the entry point already recorded.
+
+Invariants: a handle names the step run, Job and namespace only (no live object); the backend
+keeps one record per submitted attempt until :meth:`~KubernetesStepBackend.cleanup`; an outcome,
+once answered, does not change.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from kubernetes.client import ApiException
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.execution.backends import AttemptOutcome, StepLaunch
+from wharf.execution.log_capture import write_log
+from wharf.execution.pinning import allocation_env
+from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.labels import (
+    STEP_KEY,
+    STEP_RUN_ID_KEY,
+    label_selector,
+    label_value,
+    resource_name,
+)
+from wharf.integrations.kubernetes.pod_watch import ObjectWatch, job_name_of_pod, name_of
+from wharf.integrations.kubernetes.settings import (
+    KubernetesOrchestratorSettings,
+    KubernetesPodSettings,
+    KubernetesStepOperatorSettings,
+)
+from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
+from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
+from wharf.store.models import StepRunRecord
+
+if TYPE_CHECKING:
+    from wharf.execution.backends import Allocation
+
+logger = logging.getLogger(__name__)
+
+ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
+BACKEND_KEY = "wharf.io/step-backend"
+REQUEST_ID_KEY = "wharf.io/resource-request-id"
+DEFAULT_PREFIX = "wharf"
+NOT_FOUND = 404
+DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
+
+StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
+
+
+@dataclass(frozen=True)
+class KubernetesHandle:
+    step_run_id: UUID
+    job_name: str
+    namespace: str
+
+
+@dataclass
+class _Attempt:
+    logs: ArtifactStore
+    logs_uri: str | None
+    backoff_limit: int
+    cancelled: bool = False
+    outcome: AttemptOutcome | None = None
+
+
+class KubernetesStepBackend:
+    """See the module docstring. ``labels``/``annotations``: put on every Job and pod (e.g.
+    the run's); ``owner``: an owner reference for the Jobs and the Secret (the orchestrator
+    Job); ``watch_labels``: the selector of the watches (default: this backend's own label, so
+    a backend sees only its Jobs; an orchestrator resuming a run may watch the run's)."""
+
+    def __init__(
+        self,
+        clients: KubeClients,
+        settings: StepSettings,
+        *,
+        image: str,
+        labels: Mapping[str, str],
+        owner: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        watch_labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self._clients = clients
+        self.settings = settings
+        self.namespace = settings.namespace
+        self.image = image
+        self.id = uuid.uuid4().hex[:12]
+        self._labels = {**labels, BACKEND_KEY: self.id}
+        self._annotations = dict(annotations or {})
+        self._owners = [dict(owner)] if owner is not None else None
+        selector = label_selector(watch_labels) if watch_labels else f"{BACKEND_KEY}={self.id}"
+        self._condition = threading.Condition()
+        core, batch = clients.core, clients.batch
+        self._pods = ObjectWatch(
+            core.list_namespaced_pod,
+            self.namespace,
+            selector,
+            job_name_of_pod,
+            condition=self._condition,
+            what="step pods",
+        )
+        self._jobs = ObjectWatch(
+            batch.list_namespaced_job,
+            self.namespace,
+            selector,
+            name_of,
+            condition=self._condition,
+            what="step jobs",
+        )
+        prefix = settings.job_name_prefix or DEFAULT_PREFIX
+        self._secret = StepEnvSecret(
+            core,
+            self.namespace,
+            resource_name(prefix, "step-env", self.id),
+            labels=self._labels,
+            owner_references=self._owners,
+        )
+        self._lock = threading.Lock()
+        self._attempts: dict[KubernetesHandle, _Attempt] = {}
+        self._watching = False
+
+    # -- the launch interface ------------------------------------------------------------------
+
+    def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
+        record = attempt.record
+        self._ensure_watching()
+        environment = dict(attempt.environment)
+        pod_settings = self.settings.pod_settings
+        annotations = {**self._annotations, STEP_KEY: record.name, STEP_RUN_ID_KEY: str(record.id)}
+        if allocation is not None:
+            environment = allocation_env(environment, allocation)
+            pod_settings = _allocated_pod_settings(pod_settings, allocation)
+            annotations[REQUEST_ID_KEY] = str(allocation.id)
+        plain, secret_env = self._secret.split(environment)
+        name = self.job_name(record)
+        labels = {
+            **self._labels,
+            STEP_KEY: label_value(record.name),
+            STEP_RUN_ID_KEY: str(record.id),
+        }
+        backoff_limit = self.settings.backoff_limit_margin
+        manifest = _step_job(
+            name=name,
+            namespace=self.namespace,
+            image=self.image,
+            command=[*ENTRYPOINT, str(record.id)],
+            env=plain,
+            secret_env=secret_env,
+            labels=labels,
+            annotations=annotations,
+            pod_settings=pod_settings,
+            service_account_name=self._service_account(),
+            image_pull_policy=self.settings.image_pull_policy,
+            backoff_limit=backoff_limit,
+            active_deadline_seconds=self.settings.active_deadline_seconds,
+            ttl_seconds_after_finished=self.settings.ttl_seconds_after_finished,
+            pod_failure_policy=self.settings.pod_failure_policy,
+            grace_period_seconds=self.settings.pod_stop_grace_period,
+            owner_references=self._owners,
+        )
+        create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
+        create(self.namespace, manifest)
+        handle = KubernetesHandle(record.id, name, self.namespace)
+        with self._lock:
+            self._attempts[handle] = _Attempt(attempt.logs, record.logs_uri, backoff_limit)
+        return handle
+
+    def poll(
+        self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
+    ) -> Mapping[KubernetesHandle, AttemptOutcome]:
+        self._ensure_watching()
+        deadline = time.monotonic() + timeout
+        with self._condition:
+            while True:
+                done = {}
+                for handle in handles:
+                    outcome = self._outcome(handle)
+                    if outcome is not None:
+                        done[handle] = outcome
+                left = deadline - time.monotonic()
+                if done or left <= 0:
+                    return done
+                self._condition.wait(left)
+
+    def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
+        with self._lock:
+            attempt = self._attempts.get(handle)
+        if attempt is None or attempt.outcome is not None:
+            return  # cleaned up, or it ended: nothing to stop
+        with self._condition:
+            attempt.cancelled = True
+        # A pod deleted with grace 0 vanishes from the API before its process is stopped.
+        grace = max(1, math.ceil(grace_seconds))
+        batch, core = self._clients.batch, self._clients.core
+        _ignore_missing(
+            lambda: batch.delete_namespaced_job(
+                handle.job_name,
+                handle.namespace,
+                propagation_policy="Foreground",
+                grace_period_seconds=grace,
+            )
+        )
+        # The garbage collector would give the pods their own grace; the caller's applies.
+        core.delete_collection_namespaced_pod(
+            handle.namespace,
+            label_selector=f"job-name={handle.job_name}",
+            grace_period_seconds=grace,
+        )
+
+    def cleanup(self, handle: KubernetesHandle) -> None:
+        with self._lock:
+            attempt = self._attempts.pop(handle)
+        try:
+            if attempt.logs_uri:
+                pods = self._pods.objects(handle.job_name)
+                write_log(attempt.logs, attempt.logs_uri, self._pod_logs(handle, pods))
+        finally:
+            _ignore_missing(
+                lambda: self._clients.batch.delete_namespaced_job(
+                    handle.job_name, handle.namespace, propagation_policy="Background"
+                )
+            )
+            self._pods.forget(handle.job_name)
+            self._jobs.forget(handle.job_name)
+
+    def stop_recorded(self, step: StepRunRecord) -> bool:
+        batch = self._clients.batch
+        response: Any = batch.list_namespaced_job(
+            self.namespace,
+            label_selector=f"{STEP_RUN_ID_KEY}={step.id}",
+            _preload_content=False,
+        )
+        stopped = False
+        for job in json.loads(response.data).get("items") or []:
+            name = str(job["metadata"]["name"])
+
+            def delete(job_name: str = name) -> Any:
+                return batch.delete_namespaced_job(
+                    job_name, self.namespace, propagation_policy="Foreground"
+                )
+
+            stopped |= _ignore_missing(delete)
+        return stopped
+
+    # -- the rest ------------------------------------------------------------------------------
+
+    def job_name(self, record: StepRunRecord) -> str:
+        """The Job of an attempt: prefix, step name and the step run id (one Job per attempt)."""
+        prefix = self.settings.job_name_prefix or DEFAULT_PREFIX
+        return resource_name(prefix, record.name, record.id.hex[:12])
+
+    def close(self) -> None:
+        """Stop watching and delete the Secret (the Jobs are the attempts' to clean up)."""
+        self._pods.close()
+        self._jobs.close()
+        self._secret.delete()
+
+    @property
+    def watches(self) -> tuple[ObjectWatch, ObjectWatch]:
+        """The (pods, jobs) watches, for those who count their requests."""
+        return self._pods, self._jobs
+
+    def _ensure_watching(self) -> None:
+        with self._lock:
+            if not self._watching:
+                self._pods.start()
+                self._jobs.start()
+                self._watching = True
+
+    def _outcome(self, handle: KubernetesHandle) -> AttemptOutcome | None:
+        """Under ``_condition``: the attempt's outcome once it is known (then kept)."""
+        attempt = self._attempts.get(handle)
+        if attempt is None:
+            raise KeyError(f"{handle} was not submitted here or is cleaned up")
+        if attempt.outcome is None and self._pods.synced and self._jobs.synced:
+            jobs = self._jobs.objects(handle.job_name)
+            attempt.outcome = attempt_outcome(
+                jobs[-1] if jobs else None,
+                self._jobs.deleted(handle.job_name),
+                self._pods.objects(handle.job_name),
+                backoff_limit=attempt.backoff_limit,
+                waiting_reasons=self.settings.fail_on_container_waiting_reasons,
+                cancelled=attempt.cancelled,
+            )
+        return attempt.outcome
+
+    def _pod_logs(self, handle: KubernetesHandle, pods: Sequence[dict[str, Any]]) -> bytes:
+        parts = []
+        for pod in pods:
+            name = str(pod["metadata"]["name"])
+            try:
+                response: Any = self._clients.core.read_namespaced_pod_log(
+                    name, handle.namespace, container="main", _preload_content=False
+                )
+                text = bytes(response.data)
+            except ApiException as exc:
+                text = f"(no log of pod {name}: {exc.status} {exc.reason})\n".encode()
+            if len(pods) > 1:
+                text = f"--- pod {name} ---\n".encode() + text
+            parts.append(text)
+        return b"".join(parts)
+
+    def _service_account(self) -> str | None:
+        if isinstance(self.settings, KubernetesOrchestratorSettings):
+            return self.settings.step_service_account
+        return self.settings.service_account_name
+
+
+def _ignore_missing(call: Any) -> bool:
+    """Run a delete; False when the object was already gone."""
+    try:
+        call()
+    except ApiException as exc:
+        if exc.status == NOT_FOUND:
+            return False
+        raise
+    return True
+
+
+def _allocated_pod_settings(
+    base: KubernetesPodSettings | None, allocation: Allocation
+) -> KubernetesPodSettings | None:
+    return base  # until allocation.py lands: the allocation only reaches the env
+
+
+def _step_job(
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    command: list[str],
+    env: Mapping[str, str],
+    secret_env: Mapping[str, tuple[str, str]],
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    pod_settings: KubernetesPodSettings | None,
+    service_account_name: str | None,
+    image_pull_policy: str | None,
+    backoff_limit: int,
+    active_deadline_seconds: int | None,
+    ttl_seconds_after_finished: int | None,
+    pod_failure_policy: dict[str, Any] | None,
+    grace_period_seconds: int,
+    owner_references: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """A step Job (until ``manifests.step_job`` lands)."""
+    pod = pod_settings or KubernetesPodSettings()
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": image,
+        "command": command,
+        "env": [
+            *({"name": k, "value": v} for k, v in env.items()),
+            *(
+                {"name": k, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+                for k, (secret, key) in secret_env.items()
+            ),
+            *pod.env,
+        ],
+    }
+    if image_pull_policy:
+        container["imagePullPolicy"] = image_pull_policy
+    if pod.resources:
+        container["resources"] = pod.resources
+    if pod.volume_mounts:
+        container["volumeMounts"] = pod.volume_mounts
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": grace_period_seconds,
+        "containers": [container],
+    }
+    for key, value in (
+        ("serviceAccountName", service_account_name or pod.service_account_name),
+        ("nodeSelector", pod.node_selectors),
+        ("affinity", pod.affinity),
+        ("tolerations", pod.tolerations),
+        ("volumes", pod.volumes),
+        ("imagePullSecrets", [{"name": n} for n in pod.image_pull_secrets]),
+    ):
+        if value:
+            spec[key] = value
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels),
+        "annotations": dict(annotations),
+    }
+    if owner_references:
+        metadata["ownerReferences"] = owner_references
+    job_spec: dict[str, Any] = {
+        "backoffLimit": backoff_limit,
+        "podFailurePolicy": pod_failure_policy
+        or {"rules": [{"action": "Ignore", "onPodConditions": [DISRUPTED]}]},
+        "template": {
+            "metadata": {
+                "labels": {**labels, **pod.labels},
+                "annotations": {**annotations, **pod.annotations},
+            },
+            "spec": spec,
+        },
+    }
+    if active_deadline_seconds is not None:
+        job_spec["activeDeadlineSeconds"] = active_deadline_seconds
+    if ttl_seconds_after_finished is not None:
+        job_spec["ttlSecondsAfterFinished"] = ttl_seconds_after_finished
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}

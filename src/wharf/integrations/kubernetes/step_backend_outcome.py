@@ -1,0 +1,160 @@
+"""How a step Job's attempt ended, read from the Job and its pods as the API server reports them.
+
+Pure: :func:`attempt_outcome` looks at plain dicts (the watch's latest states) and answers
+None while the attempt is still going. Rules, in order:
+
+- the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
+- the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once its
+  pods are seen ended (its controller ends them), or more
+  counted pod failures than its ``backoffLimit`` (a failure under a ``DisruptionTarget``
+  condition is not counted, as the default pod failure policy ignores it, nor a pod killed
+  because it was deleted): failed, with the last exit code ("exited with code 2", "was
+  killed by SIGKILL (exit code 137, OOMKilled)");
+- a container of its newest pod waiting for one of the configured reasons (an image that
+  cannot be pulled, a missing secret): failed at once, naming the reason and the image;
+- the Job deleted by someone else (gone, or being deleted and its pods ended): lost. After a
+  cancel: cancelled once the Job is gone or its pods ended.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from wharf.execution.backends import AttemptOutcome, Ended
+
+KubeObject = dict[str, Any]
+MAIN_CONTAINER = "main"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+PLAIN_TERMINATION_REASONS = ("Completed", "Error", "", None)
+
+
+def attempt_outcome(
+    job: KubeObject | None,
+    job_deleted: bool,
+    pods: Sequence[KubeObject],
+    *,
+    backoff_limit: int,
+    waiting_reasons: Collection[str],
+    cancelled: bool = False,
+) -> AttemptOutcome | None:
+    """How the attempt of ``job`` (None: not seen) ended, or None while it runs (see the
+    module docstring). ``pods``: the Job's pods, oldest first."""
+    if cancelled:
+        return _cancelled(job, job_deleted, pods)
+    conditions = _true_conditions(job)
+    if "Complete" in conditions or any(_phase(p) == "Succeeded" for p in pods):
+        return AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")
+    failed = [p for p in pods if _phase(p) == "Failed"]
+    ended_pods = all(_phase(p) in TERMINAL_PHASES for p in pods)
+    if "Failed" in conditions and ended_pods:  # (the pods' watch may be a little behind)
+        return AttemptOutcome(Ended.FAILED, _failure_detail(failed, conditions["Failed"]))
+    counted = [p for p in failed if _failed_by_itself(p)]
+    if len(counted) > backoff_limit:
+        return AttemptOutcome(Ended.FAILED, _failure_detail(counted, None))
+    if pods and _phase(pods[-1]) not in TERMINAL_PHASES:
+        stuck = _waiting_for(pods[-1], waiting_reasons)
+        if stuck is not None:
+            return AttemptOutcome(Ended.FAILED, stuck)
+    if job_deleted or (_being_deleted(job) and ended_pods):
+        return AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
+    return None
+
+
+def _failed_by_itself(pod: KubeObject) -> bool:
+    """A failure the Job counts: not a disruption, not a pod killed because it was deleted."""
+    return "DisruptionTarget" not in _true_conditions(pod) and not _being_deleted(pod)
+
+
+def _being_deleted(obj: KubeObject | None) -> bool:
+    return obj is not None and bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def describe_termination(terminated: KubeObject) -> str:
+    """A container's end as a phrase: "exited with code 1", "was killed by SIGTERM (exit code
+    143)", with the runtime's reason when it says more than "Error"."""
+    code = int(terminated.get("exitCode", 0))
+    reason = terminated.get("reason")
+    extra = "" if reason in PLAIN_TERMINATION_REASONS else f", {reason}"
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = None
+        if name is not None:
+            return f"was killed by {name} (exit code {code}{extra})"
+    return f"exited with code {code}" + (f" ({reason})" if extra else "")
+
+
+def main_termination(pod: KubeObject) -> KubeObject | None:
+    """The ``terminated`` state of the pod's main container (else its first), if it ended."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    ordered = sorted(statuses, key=lambda s: s.get("name") != MAIN_CONTAINER)
+    for status in ordered:
+        terminated = (status.get("state") or {}).get("terminated")
+        if terminated:
+            return dict(terminated)
+    return None
+
+
+def _cancelled(
+    job: KubeObject | None, job_deleted: bool, pods: Sequence[KubeObject]
+) -> AttemptOutcome | None:
+    ended_pods = bool(pods) and all(_phase(p) in TERMINAL_PHASES for p in pods)
+    if not (job_deleted or ended_pods or _true_conditions(job).keys() & {"Complete", "Failed"}):
+        return None
+    for pod in reversed(pods):
+        terminated = main_termination(pod)
+        if terminated is not None:
+            return AttemptOutcome(Ended.CANCELLED, describe_termination(terminated))
+    return AttemptOutcome(Ended.CANCELLED, "was cancelled before it ran")
+
+
+def _failure_detail(failed: Sequence[KubeObject], condition: KubeObject | None) -> str:
+    for pod in reversed(failed):
+        terminated = main_termination(pod)
+        if terminated is not None:
+            return describe_termination(terminated)
+    if condition is not None:
+        reason, message = condition.get("reason") or "Failed", condition.get("message")
+        return f"failed: {reason}" + (f" ({message})" if message else "")
+    status = (failed[-1].get("status") or {}) if failed else {}
+    reason = status.get("reason") or "the pod failed"
+    return f"failed: {reason}" + (f" ({status['message']})" if status.get("message") else "")
+
+
+def _waiting_for(pod: KubeObject, reasons: Collection[str]) -> str | None:
+    status = pod.get("status") or {}
+    images = {
+        c.get("name"): c.get("image")
+        for c in [
+            *((pod.get("spec") or {}).get("initContainers") or []),
+            *((pod.get("spec") or {}).get("containers") or []),
+        ]
+    }
+    for container in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason in reasons:
+            image = images.get(container.get("name")) or container.get("image")
+            message = waiting.get("message")
+            return f'could not start: {reason} for image "{image}"' + (
+                f" ({message})" if message else ""
+            )
+    return None
+
+
+def _phase(pod: KubeObject) -> str | None:
+    phase = (pod.get("status") or {}).get("phase")
+    return None if phase is None else str(phase)
+
+
+def _true_conditions(obj: KubeObject | None) -> dict[str, KubeObject]:
+    if obj is None:
+        return {}
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return {str(c.get("type")): c for c in conditions if c.get("status") == "True"}

@@ -1,0 +1,285 @@
+"""The Kubernetes step backend through its launch interface, on the API emulator and the process
+kubelet: real Jobs whose pods run as local processes, a real SQLite store for the step runs, a
+local artifact store for the logs.
+
+Two images: ``wharf/python:3.11`` is this interpreter (the real step entry point runs), and
+``wharf/stand-in`` is a shell script standing in for ``python -m wharf.execution.entrypoint ID``
+whose behaviour the attempt's environment picks (``STAND_IN``: ok, fail, sleep)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kube.emulator import Emulator
+from tests.kube.kubelet import Kubelet
+from tests.store.conftest import World, make_world
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.spec import StepSpec
+from wharf.execution.backends import Ended, StepLaunch
+from wharf.execution.log_capture import read_log
+from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.store.sql import SqlStore
+
+NS = "default"
+PYTHON_IMAGE = "wharf/python:3.11"
+STAND_IN_IMAGE = "wharf/stand-in"
+SPEC = StepSpec(name="s", source="x:s", code_hash="s")
+STAND_IN = """#!/bin/sh
+# stands in for: python -m wharf.execution.entrypoint STEP_RUN_ID
+case "$STAND_IN" in
+  ok) echo "hello from $3"; echo "token $WHARF_API_KEY"; exit 0 ;;
+  fail) echo "failing"; exit 2 ;;
+  sleep)
+    trap 'echo terminated > "$MARKER"; exit 143' TERM
+    echo started > "$MARKER.started"
+    sleep 60 &
+    wait ;;
+esac
+"""
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
+
+
+@pytest.fixture
+def kubelet(emulator: Emulator, tmp_path: Path) -> Iterator[Kubelet]:
+    stand_in = tmp_path / "stand-in" / "python"
+    stand_in.parent.mkdir()
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    images = {PYTHON_IMAGE: sys.executable, STAND_IN_IMAGE: str(stand_in)}
+    with Kubelet(
+        emulator.kubeconfig_path, images=images, log_dir=emulator.log_dir, image_pull_backoff=0.2
+    ) as running:
+        assert running.wait_ready(5)
+        yield running
+
+
+@pytest.fixture
+def clients(emulator: Emulator) -> Iterator[KubeClients]:
+    made = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        yield make_world(store)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> LocalArtifactStore:
+    return LocalArtifactStore(tmp_path / "artifacts")
+
+
+BackendFactory = Callable[..., KubernetesStepBackend]
+
+
+@pytest.fixture
+def backend_for(clients: KubeClients, kubelet: Kubelet) -> Iterator[BackendFactory]:
+    made: list[KubernetesStepBackend] = []
+
+    def make(image: str = STAND_IN_IMAGE, **settings: object) -> KubernetesStepBackend:
+        backend = KubernetesStepBackend(
+            clients,
+            KubernetesOrchestratorSettings(namespace=NS, **settings),
+            image=image,
+            labels={"wharf.io/pipeline": "training"},
+        )
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+def launch(world: World, logs: LocalArtifactStore, **environment: str) -> StepLaunch:
+    record = world.step(logs_uri=logs.new_uri("p", "r") + ".log", spec=SPEC)
+    return StepLaunch(record, SPEC, environment, logs)
+
+
+def wait_all(
+    backend: KubernetesStepBackend, handles: list[KubernetesHandle], timeout: float = 30
+) -> dict[KubernetesHandle, tuple[Ended, str]]:
+    ended: dict[KubernetesHandle, tuple[Ended, str]] = {}
+    deadline = time.monotonic() + timeout
+    while len(ended) < len(handles):
+        assert time.monotonic() < deadline, f"still running: {set(handles) - set(ended)}"
+        left = [h for h in handles if h not in ended]
+        outcomes = backend.poll(left, timeout=deadline - time.monotonic())
+        ended.update({h: (o.ended, o.detail) for h, o in outcomes.items()})
+    return ended
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for an observable condition (a file, an API object), with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def job_names(clients: KubeClients) -> list[str]:
+    return [job.metadata.name for job in clients.batch.list_namespaced_job(NS).items]
+
+
+def test_the_real_entry_point_runs_in_the_pod_and_its_log_reaches_the_artifact_store(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
+) -> None:
+    """The pod runs ``python -m wharf.execution.entrypoint ID`` with the attempt's settings:
+    it opens the store, finds its step run, and fails it there (the world's snapshot has no
+    stack), exiting 3."""
+    backend = backend_for(PYTHON_IMAGE)
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
+    attempt = launch(world, logs, WHARF_STORE_URL=store_url, WHARF_HOME=str(tmp_path / "home"))
+    handle = backend.submit(attempt, None)
+    assert handle.job_name.startswith("wharf-step-")
+    assert wait_all(backend, [handle], timeout=60) == {handle: (Ended.FAILED, "exited with code 3")}
+    backend.cleanup(handle)
+    assert attempt.record.logs_uri is not None
+    log = read_log(logs, attempt.record.logs_uri)
+    assert f"Snapshot {world.snapshot.id} records no stack to run on" in log
+    eventually(lambda: job_names(backend._clients) == [])
+
+
+def test_an_attempt_that_exits_0_succeeded_and_one_that_exits_2_failed(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore
+) -> None:
+    backend = backend_for()
+    ok, bad = launch(world, logs, STAND_IN="ok"), launch(world, logs, STAND_IN="fail")
+    done, failed = backend.submit(ok, None), backend.submit(bad, None)
+    assert wait_all(backend, [done, failed]) == {
+        done: (Ended.SUCCEEDED, "exited with code 0"),
+        failed: (Ended.FAILED, "exited with code 2"),
+    }
+    for handle in (done, failed):
+        backend.cleanup(handle)
+    assert ok.record.logs_uri is not None and bad.record.logs_uri is not None
+    assert read_log(logs, ok.record.logs_uri).startswith(f"hello from {ok.record.id}\n")
+    assert read_log(logs, bad.record.logs_uri) == "failing\n"
+
+
+def test_many_attempts_are_polled_through_one_pod_watch_and_one_job_watch(
+    backend_for: BackendFactory,
+    world: World,
+    logs: LocalArtifactStore,
+    emulator: Emulator,
+) -> None:
+    backend = backend_for()
+    kinds = ["ok", "fail"] * 4
+    handles = [backend.submit(launch(world, logs, STAND_IN=kind), None) for kind in kinds]
+    ended = wait_all(backend, handles, timeout=60)
+    expected = {"ok": Ended.SUCCEEDED, "fail": Ended.FAILED}
+    assert [ended[h][0] for h in handles] == [expected[k] for k in kinds]
+    pods, jobs = backend.watches
+    assert (pods.lists, jobs.lists) == (1, 1)
+    assert emulator.open_watches == 2 + 1  # this backend's two, and the kubelet's one
+    for handle in handles:
+        backend.cleanup(handle)
+
+
+def test_an_image_that_cannot_be_pulled_fails_at_once_naming_image_and_reason(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for("registry.example/missing:1")
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    ((ended, detail),) = wait_all(backend, [handle]).values()
+    assert ended is Ended.FAILED
+    assert detail.startswith("could not start: ErrImagePull for image")
+    assert '"registry.example/missing:1"' in detail
+    backend.cleanup(handle)
+    eventually(lambda: job_names(clients) == [])
+
+
+def test_cancel_stops_the_running_process_with_sigterm(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
+) -> None:
+    backend = backend_for()
+    marker = tmp_path / "terminated"
+    handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
+    eventually(lambda: Path(f"{marker}.started").exists())
+    assert backend.poll([handle]) == {}
+    backend.cancel(handle, grace_seconds=10)
+    ((ended, detail),) = wait_all(backend, [handle]).values()
+    assert ended is Ended.CANCELLED
+    assert marker.read_text() == "terminated\n"
+    assert detail in ("was killed by SIGTERM (exit code 143)", "was cancelled before it ran")
+    backend.cleanup(handle)
+
+
+def test_a_job_deleted_from_outside_is_lost(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
+) -> None:
+    backend = backend_for()
+    marker = tmp_path / "m"
+    handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
+    eventually(lambda: Path(f"{marker}.started").exists())
+    backend._clients.batch.delete_namespaced_job(
+        handle.job_name, NS, propagation_policy="Background"
+    )
+    assert wait_all(backend, [handle]) == {
+        handle: (Ended.LOST, "was deleted from outside (its Job is gone)")
+    }
+    backend.cleanup(handle)
+
+
+def test_the_token_travels_in_a_secret_that_the_job_only_references(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for()
+    token = "wharf-run-token-0123456789"
+    attempt = launch(world, logs, STAND_IN="ok", WHARF_API_KEY=token)
+    handle = backend.submit(attempt, None)
+    job = clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False)
+    manifest = json.loads(job.data)
+    assert token not in json.dumps(manifest)
+    (env,) = [
+        e
+        for e in manifest["spec"]["template"]["spec"]["containers"][0]["env"]
+        if e["name"] == "WHARF_API_KEY"
+    ]
+    ref = env["valueFrom"]["secretKeyRef"]
+    secret = clients.core.read_namespaced_secret(ref["name"], NS)
+    assert base64.b64decode(secret.data[ref["key"]]).decode() == token
+    assert secret.metadata.labels["wharf.io/pipeline"] == "training"
+    assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
+    backend.cleanup(handle)
+    assert attempt.record.logs_uri is not None
+    assert f"token {token}" in read_log(logs, attempt.record.logs_uri)
+    backend.close()
+    assert clients.core.list_namespaced_secret(NS).items == []
+
+
+def test_stop_recorded_deletes_the_job_of_the_step_run(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
+) -> None:
+    starter = backend_for()
+    marker = tmp_path / "m"
+    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
+    handle = starter.submit(attempt, None)
+    eventually(lambda: Path(f"{marker}.started").exists())
+    elsewhere = backend_for()  # e.g. in the process of `wharf runs stop --force`
+    assert not elsewhere.stop_recorded(world.step())
+    assert elsewhere.stop_recorded(attempt.record)
+    eventually(marker.exists)  # its process got SIGTERM
+    assert starter.poll([handle], timeout=30)[handle].ended is Ended.LOST
+    starter.cleanup(handle)
