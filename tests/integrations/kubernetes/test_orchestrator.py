@@ -23,6 +23,7 @@ from wharf.execution.run_loop import RunJob
 from wharf.integrations.kubernetes.labels import PIPELINE_KEY, RUN_ID_KEY, is_dns1123_label
 from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE
 from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator, is_local_path
+from wharf.integrations.kubernetes.orchestrator_follow import job_end, stuck_container
 from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
     orchestrator_command,
@@ -318,3 +319,38 @@ def test_the_orchestrator_job_runs_the_entry_point_with_the_token_from_a_secret(
     assert "s3cr3t-run-token" not in json.dumps(manifest)  # the token is only in the Secret
     requests = container["resources"]["requests"]
     assert requests == {"memory": "400Mi", "cpu": "100m"}  # the orchestrator pod's defaults
+
+
+# ----------------------------------------------------------------------------- following the Job
+
+
+def test_how_a_job_ended_is_read_from_its_conditions() -> None:
+    def job(*conditions: dict[str, str]) -> dict[str, Any]:
+        return {"status": {"conditions": list(conditions)}}
+
+    assert job_end(job()) is None
+    assert job_end(job({"type": "Complete", "status": "False"})) is None
+    complete = job_end(job({"type": "Complete", "status": "True"}))
+    assert complete is not None and complete.succeeded
+    failed = job_end(
+        job({"type": "Failed", "status": "True", "reason": "PodFailurePolicy", "message": "x"})
+    )
+    assert failed is not None and not failed.succeeded
+    assert failed.detail == "failed: PodFailurePolicy (x)"
+
+
+def test_a_pod_waiting_for_a_configured_reason_is_stuck() -> None:
+    pod = {
+        "spec": {"containers": [{"name": "main", "image": "nope:1"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "main", "state": {"waiting": {"reason": "ErrImagePull", "message": "m"}}}
+            ]
+        },
+    }
+    reasons = KubernetesOrchestratorSettings().fail_on_container_waiting_reasons
+    assert stuck_container(pod, reasons) == "image 'nope:1': ErrImagePull: m"
+    assert stuck_container(pod, ["ImagePullBackOff"]) is None
+    creating = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "X"}}}]}}
+    assert stuck_container(creating, reasons) is None
+    assert stuck_container({}, reasons) is None

@@ -67,6 +67,7 @@ s3_server = s3.s3_server
 s3_bucket = s3.s3_bucket
 
 IMAGE = "wharf/python:3.11"
+MISSING_IMAGE = "registry.example/wharf-missing:1"
 BOUND = 240  # seconds: a hang fails the test instead of blocking it
 
 STEPS_MODULE = """
@@ -211,19 +212,28 @@ def bed(
                 stacks.register_stack(
                     ws, "k8s-async", orchestrator="k8s-async", artifact_store="remote"
                 )
+                stacks.register_component(
+                    ws,
+                    "k8s-no-image",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {"image": MISSING_IMAGE, "job_monitoring_interval": 0.5},
+                )
+                stacks.register_stack(
+                    ws, "k8s-no-image", orchestrator="k8s-no-image", artifact_store="remote"
+                )
                 env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": "2"}
                 yield Bed(emulator, seen, ws, project, env)
             finally:
                 ws.close()
 
 
-def submit(
-    bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s", **parameters: Any
-) -> tuple[PipelineRunRecord, str]:
+def run_script(
+    bed: Bed, pipeline: str, stack: str, **parameters: Any
+) -> subprocess.CompletedProcess[str]:
     """Run ``pipeline`` with ``parameters`` through the project's script (a fresh process, as
-    a user would) on ``stack``; its run (as the store has it when the script ended) and
-    output."""
-    done = subprocess.run(
+    a user would) on ``stack``."""
+    return subprocess.run(
         [sys.executable, "run.py", pipeline, json.dumps(parameters)],
         check=False,
         capture_output=True,
@@ -232,6 +242,14 @@ def submit(
         env={**bed.env, "WHARF_ACTIVE_STACK": stack},
         cwd=bed.project,
     )
+
+
+def submit(
+    bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s", **parameters: Any
+) -> tuple[PipelineRunRecord, str]:
+    """:func:`run_script`, which must succeed; its run (as the store has it when the script
+    ended) and output."""
+    done = run_script(bed, pipeline, stack, **parameters)
     assert done.returncode == 0, done.stdout + done.stderr
     run_lines = [line for line in done.stdout.splitlines() if line.startswith("RUN ")]
     assert run_lines, done.stdout + done.stderr
@@ -342,6 +360,21 @@ def test_an_asynchronous_run_returns_at_once_and_says_how_to_follow_it(bed: Bed)
     ended = wait_for_run_end(bed, run)
     assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
     assert set(step_statuses(bed.workspace, ended).values()) == {ExecutionStatus.COMPLETED}
+
+
+def test_an_orchestrator_image_that_cannot_be_pulled_fails_the_submission_and_leaves_nothing(
+    bed: Bed,
+) -> None:
+    done = run_script(bed, "on_kubernetes", "k8s-no-image")
+    assert done.returncode != 0
+    error = done.stderr.strip().splitlines()[-1]
+    assert "The orchestrator Job default/" in error and MISSING_IMAGE in error, done.stderr
+    assert "ErrImagePull" in error or "ImagePullBackOff" in error
+    assert "did not start (nothing ran)" in error
+    assert bed.workspace.store.runs.list().items == []  # the placeholder was taken away
+    (created,) = bed.seen.created["Job"]
+    name = created["metadata"]["name"]
+    assert wait_until(lambda: not job_exists(bed, name)), f"orchestrator Job {name} is left"
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])

@@ -53,6 +53,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
 from wharf.integrations.kubernetes.orchestrator_submit import (
     SubmittedJob,
     create_orchestrator_job,
+    delete_job,
     delete_token_secret,
 )
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
@@ -191,6 +192,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 submitted.name,
                 out,
                 interval=self.settings.job_monitoring_interval,
+                fail_on_waiting_reasons=self.settings.fail_on_container_waiting_reasons,
             )
         except (KeyboardInterrupt, ApiException, HTTPError) as exc:
             # The run goes on in the cluster whatever happens to this process's view of it.
@@ -201,6 +203,8 @@ class KubernetesOrchestrator(BaseOrchestrator):
             )
             _print_follow_hints(out, job.run, submitted)
             return store.runs.get(job.run.id)
+        if end.stuck:  # it would never start: take it away
+            delete_job(clients, submitted.namespace, submitted.name)
         if submitted.token_secret is not None:
             delete_token_secret(clients, submitted.namespace, submitted.token_secret)
         run = store.runs.get(job.run.id)
@@ -208,7 +212,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
             return run
         where = f"The orchestrator Job {submitted.namespace}/{submitted.name} {end.detail}"
         if run.is_placeholder:  # the pod never started the run: nothing ran
-            raise WharfError(f"{where} before it started run {run.name}.")
+            raise WharfError(f"{where}; run {run.name} did not start (nothing ran).")
         return store.runs.finish(run.id, ExecutionStatus.FAILED, f"{where}.")
 
 

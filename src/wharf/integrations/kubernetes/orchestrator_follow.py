@@ -2,7 +2,9 @@
 
 :func:`follow_job` returns once the Job finished (its ``Complete`` or ``Failed`` condition),
 having copied the log of each of its pods — one per attempt of the Job — to the user's output
-as the pod ran, oldest pod first, each once.
+as the pod ran, oldest pod first, each once — or as soon as a pod of the Job cannot start
+(a container waiting for one of the configured reasons, e.g. an image pull error), which
+would otherwise keep it waiting forever.
 
 Invariants: it never waits on a fixed sleep: between pods it waits on a watch of the Job
 (``resourceVersion`` from the last read) that ends on the Job's next change or after the
@@ -16,7 +18,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -36,6 +38,30 @@ class JobEnd:
     succeeded: bool
     detail: str
     """How the Job ended, as a phrase ("completed", "failed: BackoffLimitExceeded ...")."""
+    stuck: bool = False
+    """The Job has not ended, but its pod cannot start (a configured waiting reason, e.g. an
+    image that cannot be pulled): it would wait forever."""
+
+
+def stuck_container(pod: dict[str, Any], reasons: Collection[str]) -> str | None:
+    """Why ``pod`` cannot start — a container waiting for one of ``reasons`` — as a phrase
+    naming the container's image and the reason; None if it is not so stuck."""
+    status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    images = {
+        c.get("name"): c.get("image")
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    }
+    for container in (status.get("initContainerStatuses") or []) + (
+        status.get("containerStatuses") or []
+    ):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason in reasons:
+            message = waiting.get("message")
+            image = container.get("image") or images.get(container.get("name")) or "?"
+            return f"image '{image}': {reason}" + (f": {message}" if message else "")
+    return None
 
 
 def job_end(job: dict[str, Any]) -> JobEnd | None:
@@ -83,9 +109,11 @@ def follow_job(
     out: TextIO,
     *,
     interval: float,
+    fail_on_waiting_reasons: Collection[str] = (),
     on_wait: Callable[[], None] | None = None,
 ) -> JobEnd:
-    """Wait for the Job ``name`` to finish, copying its pods' logs to ``out``; how it ended.
+    """Wait for the Job ``name`` to finish, copying its pods' logs to ``out``; how it ended,
+    or that it is stuck: a pod's container waits for one of ``fail_on_waiting_reasons``.
     ``on_wait``: called before each wait (tests observe progress through it)."""
     streamed: set[str] = set()
     while True:
@@ -95,6 +123,9 @@ def follow_job(
         progressed = False
         for pod in job_pods(clients, namespace, name):
             pod_name = pod["metadata"]["name"]
+            stuck = stuck_container(pod, fail_on_waiting_reasons)
+            if stuck is not None:
+                return JobEnd(False, f"cannot start its pod {pod_name} ({stuck})", stuck=True)
             if pod_name in streamed or pod.get("status", {}).get("phase") not in STARTED_PHASES:
                 continue
             if stream_pod_log(clients, namespace, pod_name, out):

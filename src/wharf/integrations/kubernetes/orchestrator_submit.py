@@ -121,6 +121,17 @@ def delete_token_secret(clients: KubeClients, namespace: str, name: str) -> bool
     return True
 
 
+def delete_job(clients: KubeClients, namespace: str, name: str) -> bool:
+    """Delete a Job and its pods (background propagation); whether it existed."""
+    try:
+        clients.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise api_error(exc, f"delete the Job {namespace}/{name}") from None
+    return True
+
+
 def api_error(exc: ApiException, action: str) -> WharfError:
     """A one-line error for an API refusal: what could not be done, and the server's reason."""
     message = exc.reason or "refused"
