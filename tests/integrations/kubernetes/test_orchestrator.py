@@ -32,7 +32,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     pod_environment,
     token_secret_name,
 )
-from wharf.integrations.kubernetes.orchestrator_main import step_environment
+from wharf.integrations.kubernetes.orchestrator_main import step_environment, with_parallelism
 from wharf.integrations.kubernetes.orchestrator_submit import orchestrator_manifest
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.sdk import stacks
@@ -354,3 +354,32 @@ def test_a_pod_waiting_for_a_configured_reason_is_stuck() -> None:
     creating = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "X"}}}]}}
     assert stuck_container(creating, reasons) is None
     assert stuck_container({}, reasons) is None
+
+
+def test_the_orchestrators_max_parallelism_caps_the_pipelines(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubernetes_stack(workspace, monkeypatch, image="wharf/python:3.11")
+    stack = workspace.active_stack()
+
+    def snapshot_with(limit: int | None) -> Any:
+        spec = tiny.compile()
+        spec = spec.model_copy(
+            update={"config": spec.config.model_copy(update={"max_parallelism": limit})}
+        )
+        _, snapshot, _ = workspace.store.runs.record(
+            workspace.project.id, "tiny", stack.id, spec, RunStart(name=f"tiny-{limit}")
+        )
+        return snapshot
+
+    def effective(pipeline: int | None, orchestrator: int | None) -> int | None:
+        settings = KubernetesOrchestratorSettings(max_parallelism=orchestrator)
+        capped = with_parallelism(snapshot_with(pipeline), settings)
+        limit: int | None = capped.spec.config.max_parallelism
+        return limit
+
+    assert effective(None, None) is None
+    assert effective(None, 4) == 4
+    assert effective(8, 4) == 4
+    assert effective(2, 4) == 2
+    assert effective(3, None) == 3

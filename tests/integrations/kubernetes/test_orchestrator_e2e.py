@@ -51,6 +51,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
 from wharf.integrations.kubernetes.orchestrator_main import ORCHESTRATOR_RUN_ID_KEY, POD_KEY
 from wharf.integrations.kubernetes.orchestrator_submit import (
     create_orchestrator_job,
+    delete_job,
     delete_token_secret,
 )
 from wharf.sdk import stacks
@@ -518,11 +519,24 @@ def test_the_run_token_travels_in_a_secret_that_a_refused_job_does_not_leave_beh
             assert secret.metadata.labels[RUN_ID_KEY] == str(job.run.id)
             created = read_job(clients, "default", args.job_name)
             assert created is not None and token not in json.dumps(created)
+            (owner,) = secret.metadata.owner_references
+            assert (owner.kind, owner.name) == ("Job", args.job_name)
             assert delete_token_secret(clients, "default", args.token_secret)
             assert not delete_token_secret(clients, "default", args.token_secret)
 
+            # A Secret nobody deleted goes with its Job (the emulator's garbage collector).
+            _, collected_args, create_collected = submit_with_token("second")
+            create_collected()
+            assert delete_job(clients, "default", collected_args.job_name)
+
+            def secret_gone() -> bool:
+                secrets = clients.core.list_namespaced_secret("default").items
+                return collected_args.token_secret not in [s.metadata.name for s in secrets]
+
+            assert wait_until(secret_gone, timeout=30)
+
             emulator.access.deny("create", "jobs")
-            _, refused_args, create_refused = submit_with_token("second")
+            _, refused_args, create_refused = submit_with_token("third")
             with pytest.raises(WharfError, match="Cannot create the orchestrator Job"):
                 create_refused()
             names = [s.metadata.name for s in clients.core.list_namespaced_secret("default").items]

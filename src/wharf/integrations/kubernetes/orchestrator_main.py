@@ -145,11 +145,26 @@ def _orchestrate(
         labels=run_labels(snapshot.spec.name, str(run.id), run.name),
         owner=owner_reference(own_job),
     )
-    job = RunJob(snapshot, run, services, step_operator=step_operator)
+    job = RunJob(with_parallelism(snapshot, settings), run, services, step_operator=step_operator)
     try:
         return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id))
     finally:
         backend.close()
+
+
+def with_parallelism(
+    snapshot: SnapshotRecord, settings: KubernetesOrchestratorSettings
+) -> SnapshotRecord:
+    """``snapshot`` whose pipeline runs at most the orchestrator's ``max_parallelism`` steps at
+    once, when that is set and lower than the pipeline's own."""
+    limit = settings.max_parallelism
+    config = snapshot.spec.config
+    if limit is None or (config.max_parallelism is not None and config.max_parallelism <= limit):
+        return snapshot
+    spec = snapshot.spec.model_copy(
+        update={"config": config.model_copy(update={"max_parallelism": limit})}
+    )
+    return snapshot.model_copy(update={"spec": spec})
 
 
 def _placeholder(store: Store, snapshot: SnapshotRecord) -> PipelineRunRecord:

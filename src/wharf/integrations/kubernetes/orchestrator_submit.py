@@ -1,10 +1,11 @@
 """Creating a run's orchestrator Job and its run token Secret (the submitting side's API calls).
 
-Invariants: the Secret exists before the Job that refers to it; a Job that cannot be created
-leaves no Secret behind; the Secret holds the run token under ``TOKEN_SECRET_KEY`` and the Job's
-pod reads it through ``secretKeyRef`` (never as a plain value in the Job). An API refusal
-becomes a one-line :class:`WharfError` naming the object, the namespace and the server's
-message.
+Invariants: the Secret exists before the Job that refers to it, and is then owned by the Job
+(garbage-collected with it, whatever happens to the run's processes); a Job that cannot be
+created leaves no Secret behind; the Secret holds the run token under ``TOKEN_SECRET_KEY`` and
+the Job's pod reads it through ``secretKeyRef`` (never as a plain value in the Job). An API
+refusal becomes a one-line :class:`WharfError` naming the object, the namespace and the
+server's message.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from wharf.core.errors import WharfError
 from wharf.execution.run_loop import RunJob
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import run_annotations, run_labels
-from wharf.integrations.kubernetes.manifests import orchestrator_job_for, run_token_secret
+from wharf.integrations.kubernetes.manifests import (
+    orchestrator_job_for,
+    owner_reference,
+    run_token_secret,
+)
 from wharf.integrations.kubernetes.orchestrator_launch import (
     RUN_ENDED_UNCOMPLETED,
     TOKEN_SECRET_KEY,
@@ -102,6 +107,12 @@ def create_orchestrator_job(
             delete_token_secret(clients, namespace, secret)
         raise api_error(exc, f"create the orchestrator Job {namespace}/{args.job_name}") from None
     created = json.loads(response.data)
+    if secret is not None:  # collected with the Job, whatever happens to the run's processes
+        owned = {"metadata": {"ownerReferences": [owner_reference(created)]}}
+        try:
+            clients.core.patch_namespaced_secret(secret, namespace, owned)
+        except ApiException as exc:
+            raise api_error(exc, f"let the Job own the run token Secret {secret}") from None
     return SubmittedJob(
         namespace=namespace,
         name=created["metadata"]["name"],
