@@ -41,6 +41,7 @@ from wharf.artifacts.store import ArtifactStore
 from wharf.execution.backends import AttemptOutcome, StepLaunch
 from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
+from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION, allocated_settings
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import (
     STEP_KEY,
@@ -49,10 +50,10 @@ from wharf.integrations.kubernetes.labels import (
     label_value,
     resource_name,
 )
+from wharf.integrations.kubernetes.manifests import owner_reference, step_job_for
 from wharf.integrations.kubernetes.pod_watch import ObjectWatch, job_name_of_pod, name_of
 from wharf.integrations.kubernetes.settings import (
     KubernetesOrchestratorSettings,
-    KubernetesPodSettings,
     KubernetesStepOperatorSettings,
 )
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
@@ -66,10 +67,8 @@ logger = logging.getLogger(__name__)
 
 ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
 BACKEND_KEY = "wharf.io/step-backend"
-REQUEST_ID_KEY = "wharf.io/resource-request-id"
 DEFAULT_PREFIX = "wharf"
 NOT_FOUND = 404
-DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
@@ -86,6 +85,7 @@ class _Attempt:
     logs: ArtifactStore
     logs_uri: str | None
     backoff_limit: int
+    waiting_reasons: tuple[str, ...]
     cancelled: bool = False
     outcome: AttemptOutcome | None = None
 
@@ -114,7 +114,7 @@ class KubernetesStepBackend:
         self.id = uuid.uuid4().hex[:12]
         self._labels = {**labels, BACKEND_KEY: self.id}
         self._annotations = dict(annotations or {})
-        self._owners = [dict(owner)] if owner is not None else None
+        self._owner = owner
         selector = label_selector(watch_labels) if watch_labels else f"{BACKEND_KEY}={self.id}"
         self._condition = threading.Condition()
         core, batch = clients.core, clients.batch
@@ -140,7 +140,7 @@ class KubernetesStepBackend:
             self.namespace,
             resource_name(prefix, "step-env", self.id),
             labels=self._labels,
-            owner_references=self._owners,
+            owner_references=[owner_reference(owner)] if owner is not None else None,
         )
         self._lock = threading.Lock()
         self._attempts: dict[KubernetesHandle, _Attempt] = {}
@@ -152,12 +152,12 @@ class KubernetesStepBackend:
         record = attempt.record
         self._ensure_watching()
         environment = dict(attempt.environment)
-        pod_settings = self.settings.pod_settings
+        settings = self.settings
         annotations = {**self._annotations, STEP_KEY: record.name, STEP_RUN_ID_KEY: str(record.id)}
         if allocation is not None:
             environment = allocation_env(environment, allocation)
-            pod_settings = _allocated_pod_settings(pod_settings, allocation)
-            annotations[REQUEST_ID_KEY] = str(allocation.id)
+            settings = _allocated(settings, allocation)  # target settings, resources
+            annotations[REQUEST_ID_ANNOTATION] = str(allocation.id)
         plain, secret_env = self._secret.split(environment)
         name = self.job_name(record)
         labels = {
@@ -165,31 +165,28 @@ class KubernetesStepBackend:
             STEP_KEY: label_value(record.name),
             STEP_RUN_ID_KEY: str(record.id),
         }
-        backoff_limit = self.settings.backoff_limit_margin
-        manifest = _step_job(
+        manifest = step_job_for(
+            settings,
             name=name,
-            namespace=self.namespace,
             image=self.image,
             command=[*ENTRYPOINT, str(record.id)],
             env=plain,
             secret_env=secret_env,
             labels=labels,
             annotations=annotations,
-            pod_settings=pod_settings,
-            service_account_name=self._service_account(),
-            image_pull_policy=self.settings.image_pull_policy,
-            backoff_limit=backoff_limit,
-            active_deadline_seconds=self.settings.active_deadline_seconds,
-            ttl_seconds_after_finished=self.settings.ttl_seconds_after_finished,
-            pod_failure_policy=self.settings.pod_failure_policy,
-            grace_period_seconds=self.settings.pod_stop_grace_period,
-            owner_references=self._owners,
+            max_retries=None,  # the engine retries: each attempt is a Job of its own
+            owner=self._owner,
         )
         create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
         create(self.namespace, manifest)
         handle = KubernetesHandle(record.id, name, self.namespace)
         with self._lock:
-            self._attempts[handle] = _Attempt(attempt.logs, record.logs_uri, backoff_limit)
+            self._attempts[handle] = _Attempt(
+                attempt.logs,
+                record.logs_uri,
+                backoff_limit=int(manifest["spec"]["backoffLimit"]),
+                waiting_reasons=tuple(settings.fail_on_container_waiting_reasons),
+            )
         return handle
 
     def poll(
@@ -306,7 +303,7 @@ class KubernetesStepBackend:
                 self._jobs.deleted(handle.job_name),
                 self._pods.objects(handle.job_name),
                 backoff_limit=attempt.backoff_limit,
-                waiting_reasons=self.settings.fail_on_container_waiting_reasons,
+                waiting_reasons=attempt.waiting_reasons,
                 cancelled=attempt.cancelled,
             )
         return attempt.outcome
@@ -327,11 +324,6 @@ class KubernetesStepBackend:
             parts.append(text)
         return b"".join(parts)
 
-    def _service_account(self) -> str | None:
-        if isinstance(self.settings, KubernetesOrchestratorSettings):
-            return self.settings.step_service_account
-        return self.settings.service_account_name
-
 
 def _ignore_missing(call: Any) -> bool:
     """Run a delete; False when the object was already gone."""
@@ -344,90 +336,8 @@ def _ignore_missing(call: Any) -> bool:
     return True
 
 
-def _allocated_pod_settings(
-    base: KubernetesPodSettings | None, allocation: Allocation
-) -> KubernetesPodSettings | None:
-    return base  # until allocation.py lands: the allocation only reaches the env
-
-
-def _step_job(
-    *,
-    name: str,
-    namespace: str,
-    image: str,
-    command: list[str],
-    env: Mapping[str, str],
-    secret_env: Mapping[str, tuple[str, str]],
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-    pod_settings: KubernetesPodSettings | None,
-    service_account_name: str | None,
-    image_pull_policy: str | None,
-    backoff_limit: int,
-    active_deadline_seconds: int | None,
-    ttl_seconds_after_finished: int | None,
-    pod_failure_policy: dict[str, Any] | None,
-    grace_period_seconds: int,
-    owner_references: list[dict[str, Any]] | None,
-) -> dict[str, Any]:
-    """A step Job (until ``manifests.step_job`` lands)."""
-    pod = pod_settings or KubernetesPodSettings()
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": image,
-        "command": command,
-        "env": [
-            *({"name": k, "value": v} for k, v in env.items()),
-            *(
-                {"name": k, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-                for k, (secret, key) in secret_env.items()
-            ),
-            *pod.env,
-        ],
-    }
-    if image_pull_policy:
-        container["imagePullPolicy"] = image_pull_policy
-    if pod.resources:
-        container["resources"] = pod.resources
-    if pod.volume_mounts:
-        container["volumeMounts"] = pod.volume_mounts
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": grace_period_seconds,
-        "containers": [container],
-    }
-    for key, value in (
-        ("serviceAccountName", service_account_name or pod.service_account_name),
-        ("nodeSelector", pod.node_selectors),
-        ("affinity", pod.affinity),
-        ("tolerations", pod.tolerations),
-        ("volumes", pod.volumes),
-        ("imagePullSecrets", [{"name": n} for n in pod.image_pull_secrets]),
-    ):
-        if value:
-            spec[key] = value
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "labels": dict(labels),
-        "annotations": dict(annotations),
-    }
-    if owner_references:
-        metadata["ownerReferences"] = owner_references
-    job_spec: dict[str, Any] = {
-        "backoffLimit": backoff_limit,
-        "podFailurePolicy": pod_failure_policy
-        or {"rules": [{"action": "Ignore", "onPodConditions": [DISRUPTED]}]},
-        "template": {
-            "metadata": {
-                "labels": {**labels, **pod.labels},
-                "annotations": {**annotations, **pod.annotations},
-            },
-            "spec": spec,
-        },
-    }
-    if active_deadline_seconds is not None:
-        job_spec["activeDeadlineSeconds"] = active_deadline_seconds
-    if ttl_seconds_after_finished is not None:
-        job_spec["ttlSecondsAfterFinished"] = ttl_seconds_after_finished
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
+def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
+    """``settings`` with the allocation's target settings and resources applied."""
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        return allocated_settings(settings, allocation)
+    return allocated_settings(settings, allocation)

@@ -1,0 +1,167 @@
+"""How a step Job's attempt ended, from Job and pod states as the API server reports them (pure):
+the cases the emulator does not easily produce — deadlines, disruptions, OOM kills, init
+containers, a Job condition ahead of its pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wharf.execution.backends import AttemptOutcome, Ended
+from wharf.integrations.kubernetes.step_backend_outcome import (
+    attempt_outcome,
+    describe_termination,
+)
+
+REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError")
+
+
+def job(*conditions: tuple[str, str, str], deleting: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "j"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {
+        "metadata": metadata,
+        "status": {
+            "conditions": [
+                {"type": kind, "status": "True", "reason": reason, "message": message}
+                for kind, reason, message in conditions
+            ]
+        },
+    }
+
+
+def pod(
+    phase: str,
+    *,
+    exit_code: int | None = None,
+    reason: str | None = None,
+    waiting: str | None = None,
+    init_waiting: str | None = None,
+    disrupted: bool = False,
+    deleting: bool = False,
+    name: str = "j-1",
+) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    if exit_code is not None:
+        state["terminated"] = {"exitCode": exit_code, **({"reason": reason} if reason else {})}
+    if waiting is not None:
+        state["waiting"] = {"reason": waiting, "message": "no such image"}
+    status: dict[str, Any] = {
+        "phase": phase,
+        "containerStatuses": [{"name": "main", "image": "img:1", "state": state}],
+    }
+    if init_waiting is not None:
+        status["initContainerStatuses"] = [
+            {"name": "init", "state": {"waiting": {"reason": init_waiting}}}
+        ]
+    if disrupted:
+        status["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    metadata: dict[str, Any] = {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:01Z"
+    spec = {
+        "containers": [{"name": "main", "image": "img:1"}],
+        "initContainers": [{"name": "init", "image": "init-img:2"}],
+    }
+    return {"metadata": metadata, "spec": spec, "status": status}
+
+
+def outcome(
+    the_job: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    *,
+    deleted: bool = False,
+    backoff_limit: int = 0,
+    cancelled: bool = False,
+) -> AttemptOutcome | None:
+    return attempt_outcome(
+        the_job,
+        deleted,
+        pods,
+        backoff_limit=backoff_limit,
+        waiting_reasons=REASONS,
+        cancelled=cancelled,
+    )
+
+
+def test_a_running_or_unseen_attempt_has_no_outcome() -> None:
+    assert outcome(None, []) is None
+    assert outcome(job(), [pod("Pending")]) is None
+    assert outcome(job(), [pod("Running")]) is None
+
+
+def test_success_from_the_pod_or_the_job() -> None:
+    done = AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")
+    assert outcome(job(), [pod("Succeeded", exit_code=0)]) == done
+    assert outcome(job(("Complete", "", "")), []) == done
+
+
+def test_failures_within_the_backoff_limit_wait_for_the_next_pod() -> None:
+    first = pod("Failed", exit_code=1, name="j-1")
+    assert outcome(job(), [first, pod("Running", name="j-2")], backoff_limit=1) is None
+    second = pod("Failed", exit_code=4, name="j-2")
+    assert outcome(job(), [first, second], backoff_limit=1) == AttemptOutcome(
+        Ended.FAILED, "exited with code 4"
+    )
+
+
+def test_disruptions_and_deleted_pods_are_not_counted() -> None:
+    assert outcome(job(), [pod("Failed", exit_code=143, disrupted=True)]) is None
+    assert outcome(job(), [pod("Failed", exit_code=143, deleting=True)]) is None
+
+
+def test_a_failed_job_waits_for_its_pods_to_be_seen_ended() -> None:
+    failed = job(("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"))
+    assert outcome(failed, [pod("Running")]) is None
+    assert outcome(failed, [pod("Failed", exit_code=2, disrupted=True)]) == AttemptOutcome(
+        Ended.FAILED, "exited with code 2"
+    )
+
+
+def test_a_deadline_names_the_jobs_reason() -> None:
+    expired = job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"))
+    assert outcome(expired, []) == AttemptOutcome(
+        Ended.FAILED,
+        "failed: DeadlineExceeded (Job was active longer than specified deadline)",
+    )
+
+
+def test_waiting_reasons_fail_at_once_naming_the_image_of_that_container() -> None:
+    pulled = outcome(job(), [pod("Pending", waiting="ErrImagePull")])
+    assert pulled == AttemptOutcome(
+        Ended.FAILED, 'could not start: ErrImagePull for image "img:1" (no such image)'
+    )
+    init = outcome(job(), [pod("Pending", init_waiting="CreateContainerConfigError")])
+    assert init is not None
+    assert init.detail == 'could not start: CreateContainerConfigError for image "init-img:2"'
+    assert outcome(job(), [pod("Pending", waiting="ContainerCreating")]) is None
+
+
+def test_a_job_deleted_from_outside_is_lost_once_its_pods_ended() -> None:
+    lost = AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
+    assert outcome(None, [], deleted=True) == lost
+    assert outcome(job(deleting=True), [pod("Running", deleting=True)]) is None
+    assert outcome(job(deleting=True), [pod("Failed", exit_code=143, deleting=True)]) == lost
+
+
+def test_a_cancelled_attempt_ends_cancelled_with_its_exit() -> None:
+    assert outcome(job(deleting=True), [pod("Running")], cancelled=True) is None
+    assert outcome(job(), [pod("Failed", exit_code=143)], cancelled=True) == AttemptOutcome(
+        Ended.CANCELLED, "was killed by SIGTERM (exit code 143)"
+    )
+    assert outcome(None, [], deleted=True, cancelled=True) == AttemptOutcome(
+        Ended.CANCELLED, "was cancelled before it ran"
+    )
+
+
+def test_terminations_read_as_phrases() -> None:
+    assert describe_termination({"exitCode": 1, "reason": "Error"}) == "exited with code 1"
+    assert (
+        describe_termination({"exitCode": 137, "reason": "OOMKilled"})
+        == "was killed by SIGKILL (exit code 137, OOMKilled)"
+    )
+    assert describe_termination({"exitCode": 255}) == "exited with code 255"
+    assert (
+        describe_termination({"exitCode": 3, "reason": "StartError"})
+        == "exited with code 3 (StartError)"
+    )
