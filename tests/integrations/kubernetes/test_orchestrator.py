@@ -190,6 +190,8 @@ def test_the_pod_environment_keeps_the_token_out_of_plain_values() -> None:
         SERVER_URL_ENV: "https://wharf.example",
         API_KEY_ENV: "run-token",
         "PYTHONPATH": "/home/me/project",
+        "WHARF_HOME": "/home/me/.wharf",
+        "WHARF_ARTIFACT_ROOT": "/home/me/.wharf/artifacts",
         "WHARF_HEARTBEAT_INTERVAL": "15.0",
     }
     environment = pod_environment(child_env)
@@ -209,6 +211,7 @@ def test_step_pods_get_the_orchestrator_pods_wharf_settings_only() -> None:
         "WHARF_STORE_URL": "sqlite:////data/wharf.db",
         API_KEY_ENV: "run-token",
         "HOSTNAME": "wharf-tiny-1234",
+        "WHARF_HOME": "/image/home",  # the image's, as the step pods' is
         "KUBECONFIG": "/var/run/kube",
         "PATH": "/usr/bin",
     }
@@ -315,7 +318,7 @@ def test_the_orchestrator_job_runs_the_entry_point_with_the_token_from_a_secret(
         "valueFrom": {"secretKeyRef": {"name": token_secret_name(run.id), "key": "token"}},
     }
     assert env[SERVER_URL_ENV]["value"] == "https://wharf.example"
-    assert "PYTHONPATH" not in env
+    assert not {"PYTHONPATH", "WHARF_HOME", "WHARF_ARTIFACT_ROOT"} & set(env)
     assert "s3cr3t-run-token" not in json.dumps(manifest)  # the token is only in the Secret
     requests = container["resources"]["requests"]
     assert requests == {"memory": "400Mi", "cpu": "100m"}  # the orchestrator pod's defaults

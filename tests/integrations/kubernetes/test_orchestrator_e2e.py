@@ -183,7 +183,7 @@ def bed(
             emulator.kubeconfig_path,
             images={IMAGE: sys.executable},
             log_dir=emulator.log_dir,
-            extra_env=CREDENTIALS,
+            extra_env={**CREDENTIALS, "WHARF_HOME": str(tmp_path / "pod-home")},  # the image's
         ) as kubelet:
             assert kubelet.wait_ready(10)
             ws = Workspace.open(load_config())

@@ -6,10 +6,10 @@ Pure functions shared by the submitting side (``orchestrator``) and the orchestr
 Invariants:
 
 - the pod's environment is the run's ``RunServices.child_env`` (how a process reaches the
-  run's store) without anything that only makes sense on the submitting machine
-  (``PYTHONPATH``: the pipeline's code travels in the run's code archive); a credential in it
-  (``WHARF_API_KEY``, a token scoped to the run) never appears as a plain value: it is split
-  out, to travel in a Kubernetes Secret the pod refers to;
+  run's store) without the paths of the submitting machine (``SUBMITTER_ONLY_ENV``: the
+  pipeline's code travels in the run's code archive, the Wharf home is the image's); a
+  credential in it (``WHARF_API_KEY``, a token scoped to the run) never appears as a plain
+  value: it is split out, to travel in a Kubernetes Secret the pod refers to;
 - names are valid Kubernetes resource names, derived from the run so that a resubmission of
   the same run finds the same objects.
 """
@@ -36,8 +36,9 @@ RUN_ENDED_UNCOMPLETED = 1
 at once (a new pod would find the run ended)."""
 FAILED_BEFORE_THE_RUN = 3
 """Its exit code when it failed before running the run (the Job may start another pod)."""
-SUBMITTER_ONLY_ENV = frozenset({"PYTHONPATH"})
-"""Variables of ``child_env`` that name paths of the submitting machine only."""
+SUBMITTER_ONLY_ENV = frozenset({"PYTHONPATH", "WHARF_HOME", "WHARF_ARTIFACT_ROOT"})
+"""Variables of ``child_env`` that name paths of the submitting machine only: a pod has its
+image's own (its Wharf home, where code archives are unpacked, is the image's to choose)."""
 DEFAULT_JOB_PREFIX = "wharf"
 
 
