@@ -24,6 +24,7 @@ from tests.kube.kubelet import Kubelet
 from tests.store.conftest import World, make_world
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
+from wharf.core.errors import InputError
 from wharf.execution.backends import Ended, StepLaunch
 from wharf.execution.log_capture import read_log
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
@@ -100,12 +101,14 @@ BackendFactory = Callable[..., KubernetesStepBackend]
 def backend_for(clients: KubeClients, kubelet: Kubelet) -> Iterator[BackendFactory]:
     made: list[KubernetesStepBackend] = []
 
-    def make(image: str = STAND_IN_IMAGE, **settings: object) -> KubernetesStepBackend:
+    def make(
+        image: str = STAND_IN_IMAGE, labels: dict[str, str] | None = None, **settings: object
+    ) -> KubernetesStepBackend:
         backend = KubernetesStepBackend(
             clients,
             KubernetesOrchestratorSettings(namespace=NS, **settings),
             image=image,
-            labels={"wharf.io/pipeline": "training"},
+            labels=labels or {"wharf.io/pipeline": "training"},
         )
         made.append(backend)
         return backend
@@ -289,6 +292,49 @@ def test_stop_recorded_deletes_the_job_of_the_step_run(
     eventually(marker.exists)  # its process got SIGTERM
     assert starter.poll([handle], timeout=30)[handle].ended is Ended.LOST
     starter.cleanup(handle)
+
+
+def test_a_restarted_orchestrator_adopts_the_job_of_a_running_step_instead_of_a_second(
+    backend_for: BackendFactory,
+    world: World,
+    logs: LocalArtifactStore,
+    clients: KubeClients,
+    tmp_path: Path,
+) -> None:
+    run_labels = {"wharf.io/pipeline": "training", "wharf.io/run-id": "r1"}
+    marker = tmp_path / "m"
+    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
+    backend_for(labels=run_labels).submit(attempt, None)  # its orchestrator pod dies
+    eventually(lambda: Path(f"{marker}.started").exists())
+    successor = backend_for(labels=run_labels)
+    handle = successor.submit(attempt, None)
+    assert job_names(clients) == [handle.job_name]
+    assert successor.poll([handle], timeout=0.2) == {}  # it runs: the successor sees its pod
+    successor.cancel(handle, grace_seconds=5)
+    assert wait_all(successor, [handle])[handle][0] is Ended.CANCELLED
+    assert marker.read_text() == "terminated\n"
+    successor.cleanup(handle)
+
+
+def test_a_job_of_another_step_run_with_the_same_name_is_refused(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for()
+    attempt = launch(world, logs, STAND_IN="ok")
+    squatter = {
+        "metadata": {"name": backend.job_name(attempt.record), "labels": {"app": "other"}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": STAND_IN_IMAGE}],
+                }
+            }
+        },
+    }
+    clients.batch.create_namespaced_job(NS, squatter)
+    with pytest.raises(InputError, match="already exists in namespace default for another"):
+        backend.submit(attempt, None)
 
 
 def test_an_allocation_shapes_the_pod_and_reaches_the_step(

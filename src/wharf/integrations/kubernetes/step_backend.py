@@ -17,6 +17,10 @@ Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod tha
 never saw, e.g. a node lost before it started); a retry inside the Job would re-run an attempt
 the entry point already recorded.
 
+Submitting an attempt whose Job exists already (same name, same step run id label) adopts that
+Job instead: a restarted orchestrator pod resubmitting a running step run does not start it
+twice (the watches select by the run's labels, so they see its predecessor's Jobs).
+
 Invariants: a handle names the step run, Job and namespace only (no live object); the backend
 keeps one record per submitted attempt until :meth:`~KubernetesStepBackend.cleanup`; an outcome,
 once answered, does not change.
@@ -38,6 +42,7 @@ from uuid import UUID
 from kubernetes.client import ApiException
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
 from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
@@ -69,6 +74,7 @@ ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
 BACKEND_KEY = "wharf.io/step-backend"
 DEFAULT_PREFIX = "wharf"
 NOT_FOUND = 404
+CONFLICT = 409
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
@@ -93,8 +99,9 @@ class _Attempt:
 class KubernetesStepBackend:
     """See the module docstring. ``labels``/``annotations``: put on every Job and pod (e.g.
     the run's); ``owner``: an owner reference for the Jobs and the Secret (the orchestrator
-    Job); ``watch_labels``: the selector of the watches (default: this backend's own label, so
-    a backend sees only its Jobs; an orchestrator resuming a run may watch the run's)."""
+    Job); ``watch_labels``: the selector of the watches (default: ``labels``, e.g. the run's,
+    so that an orchestrator pod restarted for the same run sees the Jobs its predecessor
+    started; without labels, this backend's own)."""
 
     def __init__(
         self,
@@ -115,7 +122,8 @@ class KubernetesStepBackend:
         self._labels = {**labels, BACKEND_KEY: self.id}
         self._annotations = dict(annotations or {})
         self._owner = owner
-        selector = label_selector(watch_labels) if watch_labels else f"{BACKEND_KEY}={self.id}"
+        watched = watch_labels or labels
+        selector = label_selector(watched) if watched else f"{BACKEND_KEY}={self.id}"
         self._condition = threading.Condition()
         core, batch = clients.core, clients.batch
         self._pods = ObjectWatch(
@@ -178,7 +186,12 @@ class KubernetesStepBackend:
             owner=self._owner,
         )
         create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
-        create(self.namespace, manifest)
+        try:
+            create(self.namespace, manifest)
+        except ApiException as exc:
+            if exc.status != CONFLICT:
+                raise
+            self._check_adoptable(name, record)
         handle = KubernetesHandle(record.id, name, self.namespace)
         with self._lock:
             self._attempts[handle] = _Attempt(
@@ -283,6 +296,20 @@ class KubernetesStepBackend:
     def watches(self) -> tuple[ObjectWatch, ObjectWatch]:
         """The (pods, jobs) watches, for those who count their requests."""
         return self._pods, self._jobs
+
+    def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
+        """The Job ``name`` exists already: adopted when it runs this very step run (started
+        by an earlier process of the same run, e.g. a restarted orchestrator pod)."""
+        response: Any = self._clients.batch.read_namespaced_job(
+            name, self.namespace, _preload_content=False
+        )
+        labels = json.loads(response.data)["metadata"].get("labels") or {}
+        if labels.get(STEP_RUN_ID_KEY) != str(record.id):
+            raise InputError(
+                f"A Job named {name} already exists in namespace {self.namespace} for another "
+                f"step run ({labels.get(STEP_RUN_ID_KEY)}); delete it or set job_name_prefix."
+            )
+        logger.info("Step run %s already has its Job %s: adopting it", record.id, name)
 
     def _ensure_watching(self) -> None:
         with self._lock:
