@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -386,3 +388,18 @@ def test_the_orchestrators_max_parallelism_caps_the_pipelines(
     assert effective(8, 4) == 4
     assert effective(2, 4) == 2
     assert effective(3, None) == 3
+
+
+def test_the_cli_registers_a_kubernetes_orchestrator_as_the_issue_shows(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = [sys.executable, "-m", "wharf.cli.main", "component", "register", "k8s"]
+    command += ["--type", "orchestrator", "--flavor", "kubernetes", "-c", "namespace=ml"]
+    command += ["-c", "context=prod", "-c", "image=registry.example/wharf:1"]
+    command += ["-c", "synchronous=false", "-c", "fail_on_container_waiting_reasons=ErrImagePull"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    record = stacks.find_component(workspace, ComponentType.ORCHESTRATOR, "k8s")
+    settings = KubernetesOrchestrator(record).settings
+    assert (settings.namespace, settings.context, settings.synchronous) == ("ml", "prod", False)
+    assert settings.fail_on_container_waiting_reasons == ["ErrImagePull"]

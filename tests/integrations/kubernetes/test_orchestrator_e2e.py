@@ -291,6 +291,7 @@ def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
         assert client.load_step_output(run.id, "make") == 3
         assert client.load_step_output(run.id, "double") == 6
         assert client.load_step_output(run.id, "add") == 9
+        assert "making 3" in client.step_logs("make", run=run.id)  # `wharf runs logs` has it
 
     # The orchestrator Job, recorded in the run's metadata; its pod's log reached the user.
     metadata = {
