@@ -43,7 +43,8 @@ case "$STAND_IN" in
   ok) echo "hello from $3"; echo "token $WHARF_API_KEY"; exit 0 ;;
   fail) echo "failing"; exit 2 ;;
   sleep)
-    trap 'echo terminated > "$MARKER"; exit 143' TERM
+    trap 'echo terminated > "$MARKER"; echo "stopping $3"; exit 143' TERM
+    echo "sleeping $3"
     echo started > "$MARKER.started"
     sleep 60 &
     wait ;;
@@ -224,7 +225,8 @@ def test_cancel_stops_the_running_process_with_sigterm(
 ) -> None:
     backend = backend_for()
     marker = tmp_path / "terminated"
-    handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
+    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
+    handle = backend.submit(attempt, None)
     eventually(lambda: Path(f"{marker}.started").exists())
     assert backend.poll([handle]) == {}
     backend.cancel(handle, grace_seconds=10)
@@ -233,6 +235,10 @@ def test_cancel_stops_the_running_process_with_sigterm(
     assert marker.read_text() == "terminated\n"
     assert detail in ("was killed by SIGTERM (exit code 143)", "was cancelled before it ran")
     backend.cleanup(handle)
+    # the pod is deleted, its log was followed to the end
+    assert attempt.record.logs_uri is not None
+    log = read_log(logs, attempt.record.logs_uri)
+    assert log == f"sleeping {attempt.record.id}\nstopping {attempt.record.id}\n"
 
 
 def test_a_job_deleted_from_outside_is_lost(

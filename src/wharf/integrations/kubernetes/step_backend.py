@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -61,6 +61,7 @@ from wharf.integrations.kubernetes.settings import (
     KubernetesOrchestratorSettings,
     KubernetesStepOperatorSettings,
 )
+from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
 from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
 from wharf.store.models import StepRunRecord
@@ -94,6 +95,8 @@ class _Attempt:
     waiting_reasons: tuple[str, ...]
     cancelled: bool = False
     outcome: AttemptOutcome | None = None
+    followed: dict[str, PodLogFollower] = field(default_factory=dict)
+    """Logs of its pods followed since a cancel (the deleted pods take their logs along)."""
 
 
 class KubernetesStepBackend:
@@ -226,6 +229,11 @@ class KubernetesStepBackend:
             return  # cleaned up, or it ended: nothing to stop
         with self._condition:
             attempt.cancelled = True
+        for pod in self._pods.objects(handle.job_name):
+            name = str(pod["metadata"]["name"])
+            if _started(pod) and name not in attempt.followed:
+                follower = PodLogFollower(self._clients.core, handle.namespace, name)
+                attempt.followed[name] = follower.start()
         # A pod deleted with grace 0 vanishes from the API before its process is stopped.
         grace = max(1, math.ceil(grace_seconds))
         batch, core = self._clients.batch, self._clients.core
@@ -249,8 +257,11 @@ class KubernetesStepBackend:
             attempt = self._attempts.pop(handle)
         try:
             if attempt.logs_uri:
-                pods = self._pods.objects(handle.job_name)
-                write_log(attempt.logs, attempt.logs_uri, self._pod_logs(handle, pods))
+                pods = [str(p["metadata"]["name"]) for p in self._pods.objects(handle.job_name)]
+                text = collect_pod_logs(
+                    self._clients.core, handle.namespace, pods, attempt.followed
+                )
+                write_log(attempt.logs, attempt.logs_uri, text)
         finally:
             _ignore_missing(
                 lambda: self._clients.batch.delete_namespaced_job(
@@ -335,22 +346,6 @@ class KubernetesStepBackend:
             )
         return attempt.outcome
 
-    def _pod_logs(self, handle: KubernetesHandle, pods: Sequence[dict[str, Any]]) -> bytes:
-        parts = []
-        for pod in pods:
-            name = str(pod["metadata"]["name"])
-            try:
-                response: Any = self._clients.core.read_namespaced_pod_log(
-                    name, handle.namespace, container="main", _preload_content=False
-                )
-                text = bytes(response.data)
-            except ApiException as exc:
-                text = f"(no log of pod {name}: {exc.status} {exc.reason})\n".encode()
-            if len(pods) > 1:
-                text = f"--- pod {name} ---\n".encode() + text
-            parts.append(text)
-        return b"".join(parts)
-
 
 def _ignore_missing(call: Any) -> bool:
     """Run a delete; False when the object was already gone."""
@@ -368,3 +363,9 @@ def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
     if isinstance(settings, KubernetesOrchestratorSettings):
         return allocated_settings(settings, allocation)
     return allocated_settings(settings, allocation)
+
+
+def _started(pod: Mapping[str, Any]) -> bool:
+    """Whether a container of the pod has started (so it has a log to follow)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any({"running", "terminated"} & set(s.get("state") or {}) for s in statuses)
