@@ -37,7 +37,7 @@ from tests.kube.kubelet import Kubelet
 from wharf import Client, pipeline, step
 from wharf.config.global_config import API_KEY_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
-from wharf.core.errors import WharfError
+from wharf.core.errors import InputError, WharfError
 from wharf.execution.run_loop import RunJob
 from wharf.integrations.kubernetes.clients import kube_clients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
@@ -48,7 +48,11 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     pod_environment,
     token_secret_name,
 )
-from wharf.integrations.kubernetes.orchestrator_main import ORCHESTRATOR_RUN_ID_KEY, POD_KEY
+from wharf.integrations.kubernetes.orchestrator_main import (
+    ORCHESTRATOR_RUN_ID_KEY,
+    POD_KEY,
+    run_orchestrator,
+)
 from wharf.integrations.kubernetes.orchestrator_submit import (
     create_orchestrator_job,
     delete_job,
@@ -542,6 +546,66 @@ def test_the_run_token_travels_in_a_secret_that_a_refused_job_does_not_leave_beh
                 create_refused()
             names = [s.metadata.name for s in clients.core.list_namespaced_secret("default").items]
             assert refused_args.token_secret not in names
+        finally:
+            clients.close()
+            ws.close()
+
+
+def test_the_orchestrator_pod_deletes_the_token_secret_only_once_the_run_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(name, raising=False)
+    with Emulator() as emulator:
+        monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))  # as in a pod
+        ws = Workspace.open(load_config())
+        clients = kube_clients()
+        try:
+            stacks.register_component(
+                ws, "k8s", ComponentType.ORCHESTRATOR, "kubernetes", {"image": IMAGE}
+            )
+            stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="default")
+            stack = ws.store.stacks.get_stack_by_name("k8s")
+            environ = {"WHARF_HOME": str(ws.config.home), "WHARF_STORE_URL": ws.config.store_url}
+
+            def pod_of(name: str) -> tuple[OrchestratorArgs, PipelineRunRecord]:
+                _, snapshot, run = ws.store.runs.record(
+                    ws.project.id,
+                    "token_pipeline",
+                    stack.id,
+                    token_pipeline.compile(),
+                    RunStart(name=name),
+                )
+                secret = token_secret_name(run.id)
+                body = {"metadata": {"name": secret}, "stringData": {"token": "t"}}
+                clients.core.create_namespaced_secret("default", body)
+                args = OrchestratorArgs(
+                    snapshot_id=snapshot.id,
+                    run_id=run.id,
+                    namespace="default",
+                    job_name=f"orchestrator-{name}",  # never created here
+                    settings_json="{}",
+                    token_secret=secret,
+                )
+                return args, run
+
+            def secrets() -> list[str]:
+                return [
+                    s.metadata.name for s in clients.core.list_namespaced_secret("default").items
+                ]
+
+            # A pod that fails before the run started leaves the token to the Job's next pod.
+            early, _ = pod_of("early")
+            with pytest.raises(InputError, match="does not exist"):
+                run_orchestrator(early, environ)
+            assert early.token_secret in secrets()
+
+            # A pod that finds its run ended (the last pod of a Job) takes the token away.
+            ended, run = pod_of("ended")
+            ws.store.runs.finish(run.id, ExecutionStatus.FAILED, "ended elsewhere")
+            assert run_orchestrator(ended, environ) == 1
+            assert ended.token_secret not in secrets()
         finally:
             clients.close()
             ws.close()

@@ -19,16 +19,19 @@ Invariants:
   only through a Secret the pods refer to (``secretKeyRef``); an embedded SQL store's URL is
   passed as is, which works only where the pods can open that database (the test bed, whose
   pods are local processes, or a database server the cluster reaches): a real cluster needs a
-  workspace server;
+  workspace server (whose run tokens must let the orchestrator pod start, beat for and end its
+  run);
 - the artifact store must be reachable from the pods: a local one is refused unless the
-  component says the cluster mounts it (``mounts_artifact_store``);
+  component says the cluster mounts it (``mounts_artifact_store``). ``runtime_policy`` does not
+  see the stack's artifact store, so :meth:`~KubernetesOrchestrator.submit_run` checks it first
+  thing; the placeholder the client recorded is then deleted by the client, as after any
+  failure before the orchestrator took over;
 - the run token Secret of a run that is not scheduled is deleted when the run ended (by the
   orchestrator pod at its end, and by a synchronous submitter once the Job finished).
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import TextIO
 
@@ -60,8 +63,6 @@ from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSetting
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import ComponentRecord, PipelineRunRecord
-
-logger = logging.getLogger(__name__)
 
 FLAVOR = "kubernetes"
 NAMESPACE_KEY = "kubernetes_namespace"

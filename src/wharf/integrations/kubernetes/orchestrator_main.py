@@ -13,7 +13,8 @@ every pod of the Job).
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
 a malformed command line. The run's token Secret, when it has one and is not scheduled, is
-deleted when the pod ends.
+deleted when the pod ends after the run ended (a pod that failed before leaves it to the next
+pod of its Job; the Job owns it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
+from uuid import UUID
 
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import WharfConfig, load_config
@@ -83,7 +85,10 @@ def run_orchestrator(args: OrchestratorArgs, environ: Mapping[str, str] | None =
         try:
             return _orchestrate(args, settings, config, store, clients, environ)
         finally:
-            if args.token_secret is not None and args.run_id is not None:
+            # Only once the run ended: a pod that failed before may be followed by another
+            # of the Job, which needs the token (the Job owns the Secret in any case).
+            ended = args.run_id is not None and _has_ended(store, args.run_id)
+            if args.token_secret is not None and ended:
                 delete_token_secret(clients, args.namespace, args.token_secret)
             clients.close()
     finally:
@@ -178,6 +183,14 @@ def _placeholder(store: Store, snapshot: SnapshotRecord) -> PipelineRunRecord:
             name=name,
         )
     )
+
+
+def _has_ended(store: Store, run_id: UUID) -> bool:
+    try:
+        return store.runs.get(run_id).status.is_finished
+    except Exception:  # the store is unreachable: keep the Secret (its Job collects it)
+        logger.warning("Cannot read run %s: its token Secret is kept.", run_id, exc_info=True)
+        return False
 
 
 def _exit_code(run: PipelineRunRecord) -> int:
