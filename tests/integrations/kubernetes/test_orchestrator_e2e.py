@@ -38,6 +38,7 @@ from wharf import Client, pipeline, step
 from wharf.config.global_config import API_KEY_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.core.errors import InputError, WharfError
+from wharf.execution.run_lifecycle import start_run
 from wharf.execution.run_loop import RunJob
 from wharf.integrations.kubernetes.clients import kube_clients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
@@ -551,7 +552,7 @@ def test_the_run_token_travels_in_a_secret_that_a_refused_job_does_not_leave_beh
             ws.close()
 
 
-def test_the_orchestrator_pod_deletes_the_token_secret_only_once_the_run_ended(
+def test_the_orchestrator_pod_deletes_the_token_secret_once_the_run_ended_and_never_reruns_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
@@ -606,6 +607,15 @@ def test_the_orchestrator_pod_deletes_the_token_secret_only_once_the_run_ended(
             ws.store.runs.finish(run.id, ExecutionStatus.FAILED, "ended elsewhere")
             assert run_orchestrator(ended, environ) == 1
             assert ended.token_secret not in secrets()
+
+            # A pod restarted after an earlier one started the run ends it: no step runs twice.
+            restarted, run = pod_of("restarted")
+            start_run(ws.store, run, "kubernetes-earlier-pod")
+            assert run_orchestrator(restarted, environ) == 1
+            failed = ws.store.runs.get(run.id)
+            assert failed.status is ExecutionStatus.FAILED
+            assert "restarted mid-run" in (failed.status_reason or "")
+            assert restarted.token_secret not in secrets()
         finally:
             clients.close()
             ws.close()

@@ -8,7 +8,8 @@ loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backen
 that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
 collects its step Jobs. The loop decides caching right before each step's launch and starts the
 placeholder run with this Job's orchestrator run id (``kubernetes-<Job uid>``: the same for
-every pod of the Job).
+every pod of the Job). A pod that finds its run already started (an earlier pod of the Job
+died mid-run) ends the run failed instead of running its steps twice (resuming comes later).
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
@@ -108,6 +109,13 @@ def _orchestrate(
     if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
         logger.info("Run %s already ended %s.", run.name, run.status.value)
         return _exit_code(run)
+    if not run.is_placeholder:  # an earlier pod of the Job started it, then died
+        reason = (
+            "The orchestrator pod was restarted mid-run; resuming a run is not supported yet, "
+            "so it ends here rather than run its steps twice."
+        )
+        logger.error("Run %s: %s", run.name, reason)
+        return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, reason))
     if snapshot.stack_id is None:
         raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
     stack = store.stacks.get_stack(snapshot.stack_id)
