@@ -447,3 +447,17 @@ def allocation(
             "allocations": granted,
         }
     )
+
+
+def test_a_watch_the_server_refuses_is_an_error_not_a_wait(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, emulator: Emulator
+) -> None:
+    emulator.access.deny("list", "pods")
+    backend = backend_for()
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    with pytest.raises(InputError, match=r"Cannot watch the step pods in namespace default: 403"):
+        backend.poll([handle], timeout=30)
+    emulator.access.reset()  # allowed again: the watch recovers by itself
+    eventually(lambda: backend.watches[0].refused is None)
+    assert wait_all(backend, [handle]) == {handle: (Ended.SUCCEEDED, "exited with code 0")}
+    backend.cleanup(handle)

@@ -42,6 +42,8 @@ READ_SLACK_SECONDS = 15.0
 """How long past its ``timeoutSeconds`` a silent watch is given before its connection is
 considered dead."""
 EXPIRED = 410
+REFUSALS = (401, 403, 404)
+"""Answers that mean the watch is not allowed or not possible, not a passing failure."""
 
 
 class _ExpiredError(Exception):
@@ -86,7 +88,7 @@ class ObjectWatch:
         self.label_selector = label_selector
         self._key = key
         self.condition = condition or threading.Condition()
-        self._what = what
+        self.what = what
         self._timeout_seconds = timeout_seconds
         self._objects: dict[str, dict[str, KubeObject]] = {}  # key -> uid -> object
         self._tombstones: set[str] = set()
@@ -96,6 +98,9 @@ class ObjectWatch:
         self._response: Any = None
         self._response_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.refused: str | None = None
+        """Why the server refuses this watch (401, 403, 404: it will not heal by itself), while
+        it does; the watch keeps retrying."""
         self.lists = 0
         """How many times the objects were listed (the first list, then after each 410)."""
         self.watches = 0
@@ -106,7 +111,7 @@ class ObjectWatch:
     def start(self) -> ObjectWatch:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._run, name=f"kube-watch-{self._what}", daemon=True
+                target=self._run, name=f"kube-watch-{self.what}", daemon=True
             )
             self._thread.start()
         return self
@@ -178,13 +183,17 @@ class ObjectWatch:
                     continue
                 if self._stopping.is_set():
                     break
-                logger.warning("Watching %s failed (%s); retrying", self._what, _brief(exc))
+                if exc.status in REFUSALS:
+                    with self.condition:
+                        self.refused = _brief(exc)
+                        self.condition.notify_all()
+                logger.warning("Watching %s failed (%s); retrying", self.what, _brief(exc))
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
             except Exception as exc:  # a cut connection, a refused one, a bad answer
                 if self._stopping.is_set():
                     break
-                logger.debug("Watch of %s interrupted (%s); resuming", self._what, _brief(exc))
+                logger.debug("Watch of %s interrupted (%s); resuming", self.what, _brief(exc))
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
@@ -209,6 +218,7 @@ class ObjectWatch:
             self._objects = objects
             self._version = str(listing["metadata"]["resourceVersion"])
             self._synced = True
+            self.refused = None
             self.condition.notify_all()
 
     def _watch_once(self) -> None:
@@ -228,6 +238,9 @@ class ObjectWatch:
         )
         with self._response_lock:
             self._response = response
+        if self.refused is not None:
+            with self.condition:
+                self.refused = None
         finished = False
         try:
             if self._stopping.is_set():

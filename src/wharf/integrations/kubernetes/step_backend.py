@@ -212,6 +212,7 @@ class KubernetesStepBackend:
         deadline = time.monotonic() + timeout
         with self._condition:
             while True:
+                self._check_watchable()
                 done = {}
                 for handle in handles:
                     outcome = self._outcome(handle)
@@ -321,6 +322,16 @@ class KubernetesStepBackend:
                 f"step run ({labels.get(STEP_RUN_ID_KEY)}); delete it or set job_name_prefix."
             )
         logger.info("Step run %s already has its Job %s: adopting it", record.id, name)
+
+    def _check_watchable(self) -> None:
+        for watch in (self._pods, self._jobs):
+            if watch.refused is not None:
+                raise InputError(
+                    f"Cannot watch the {watch.what} in namespace {self.namespace}: "
+                    f"{watch.refused}. The identity Wharf uses here (the orchestrator pod's "
+                    "service account, or your kubeconfig's user) needs list and watch on pods "
+                    "and jobs."
+                )
 
     def _ensure_watching(self) -> None:
         with self._lock:
