@@ -36,6 +36,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -230,7 +231,8 @@ class KubernetesStepBackend:
             return  # cleaned up, or it ended: nothing to stop
         with self._condition:
             attempt.cancelled = True
-        for pod in self._pods.objects(handle.job_name):
+        pods = [p for p in self._pods.objects(handle.job_name) if not _ended(p)]
+        for pod in pods:
             name = str(pod["metadata"]["name"])
             if _started(pod) and name not in attempt.followed:
                 follower = PodLogFollower(self._clients.core, handle.namespace, name)
@@ -246,12 +248,17 @@ class KubernetesStepBackend:
                 grace_period_seconds=grace,
             )
         )
-        # The garbage collector would give the pods their own grace; the caller's applies.
-        core.delete_collection_namespaced_pod(
-            handle.namespace,
-            label_selector=f"job-name={handle.job_name}",
-            grace_period_seconds=grace,
-        )
+        # The garbage collector would give the pods their own grace; the caller's applies
+        # (a pod not seen yet has not started: the collector's deletion is soon enough).
+        for pod in pods:
+            _ignore_missing(
+                partial(
+                    core.delete_namespaced_pod,
+                    str(pod["metadata"]["name"]),
+                    handle.namespace,
+                    grace_period_seconds=grace,
+                )
+            )
 
     def cleanup(self, handle: KubernetesHandle) -> None:
         with self._lock:
@@ -380,3 +387,7 @@ def _started(pod: Mapping[str, Any]) -> bool:
     """Whether a container of the pod has started (so it has a log to follow)."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return any({"running", "terminated"} & set(s.get("state") or {}) for s in statuses)
+
+
+def _ended(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
