@@ -10,7 +10,9 @@ polled per object. Failed requests are retried with a growing backoff. Objects a
 plain dicts the API server sends (no model decoding).
 
 Invariants: every change is made and every reader reads under one ``threading.Condition``
-(which several watches may share, so a waiter wakes on a change of any of them); an object
+(which several watches may share, so a waiter wakes on a change of any of them), and
+``on_change`` is told which key changed (None: possibly any), so that a waiter for a few keys
+need not wake on every change; an object
 deleted while watched leaves a tombstone for its key (:meth:`ObjectWatch.deleted`);
 :meth:`ObjectWatch.close` ends the thread promptly by shutting its open response down.
 """
@@ -80,6 +82,7 @@ class ObjectWatch:
         key: KeyOf,
         *,
         condition: threading.Condition | None = None,
+        on_change: Callable[[str | None], None] | None = None,
         what: str = "objects",
         timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
     ) -> None:
@@ -88,6 +91,7 @@ class ObjectWatch:
         self.label_selector = label_selector
         self._key = key
         self.condition = condition or threading.Condition()
+        self._on_change = on_change
         self.what = what
         self._timeout_seconds = timeout_seconds
         self._objects: dict[str, dict[str, KubeObject]] = {}  # key -> uid -> object
@@ -123,7 +127,7 @@ class ObjectWatch:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         with self.condition:
-            self.condition.notify_all()
+            self._changed(None)
 
     @property
     def closed(self) -> bool:
@@ -186,7 +190,7 @@ class ObjectWatch:
                 if exc.status in REFUSALS:
                     with self.condition:
                         self.refused = _brief(exc)
-                        self.condition.notify_all()
+                        self._changed(None)
                 logger.warning("Watching %s failed (%s); retrying", self.what, _brief(exc))
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
@@ -219,7 +223,7 @@ class ObjectWatch:
             self._version = str(listing["metadata"]["resourceVersion"])
             self._synced = True
             self.refused = None
-            self.condition.notify_all()
+            self._changed(None)
 
     def _watch_once(self) -> None:
         self.watches += 1
@@ -273,7 +277,7 @@ class ObjectWatch:
                 key = self._key(obj)
                 if key is not None:
                     self._record(kind, key, obj)
-                    self.condition.notify_all()
+                    self._changed(key)
 
     def _record(self, kind: str, key: str, obj: KubeObject) -> None:
         group = self._objects.setdefault(key, {})
@@ -285,6 +289,12 @@ class ObjectWatch:
         else:
             group[_uid(obj)] = obj
             self._tombstones.discard(key)
+
+    def _changed(self, key: str | None) -> None:
+        """Under the condition: wake its waiters and tell ``on_change`` (None: any key)."""
+        self.condition.notify_all()
+        if self._on_change is not None:
+            self._on_change(key)
 
     def _interrupt(self) -> None:
         with self._response_lock:

@@ -7,10 +7,12 @@ the attempt's Wharf settings (credentials through the backend's Secret,
 ``step_backend_secret``), labelled with the backend's labels plus the step and its step run id
 (annotations carry the full values). :meth:`~KubernetesStepBackend.poll` answers from two
 shared watches (``pod_watch``: the backend's pods by Job, and its Jobs), never one request
-per step; the rules are ``step_backend_outcome``'s. :meth:`~KubernetesStepBackend.cancel`
-deletes the Job in the foreground with the grace asked for, :meth:`~KubernetesStepBackend.
-cleanup` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes the
-Job, :meth:`~KubernetesStepBackend.close` stops the watches and deletes the Secret.
+per step, and a poll wakes only on changes of its own attempts' Jobs and pods; the rules
+are ``step_backend_outcome``'s. ``cancel`` deletes the Job in the foreground and its running
+pods with the grace asked for (following their logs to the end, ``step_backend_logs``);
+``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes
+the Job; ``stop_recorded`` deletes the Jobs labelled with a step run's id; ``close`` stops the
+watches and deletes the Secret.
 
 Retries: the engine records every attempt and submits a new Job for each retry, so a step
 Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
@@ -129,6 +131,7 @@ class KubernetesStepBackend:
         watched = watch_labels or labels
         selector = label_selector(watched) if watched else f"{BACKEND_KEY}={self.id}"
         self._condition = threading.Condition()
+        self._waiters: dict[str, set[threading.Event]] = {}  # job name -> its pollers' events
         core, batch = clients.core, clients.batch
         self._pods = ObjectWatch(
             core.list_namespaced_pod,
@@ -136,6 +139,7 @@ class KubernetesStepBackend:
             selector,
             job_name_of_pod,
             condition=self._condition,
+            on_change=self._changed,
             what="step pods",
         )
         self._jobs = ObjectWatch(
@@ -144,6 +148,7 @@ class KubernetesStepBackend:
             selector,
             name_of,
             condition=self._condition,
+            on_change=self._changed,
             what="step jobs",
         )
         prefix = settings.job_name_prefix or DEFAULT_PREFIX
@@ -211,18 +216,33 @@ class KubernetesStepBackend:
     ) -> Mapping[KubernetesHandle, AttemptOutcome]:
         self._ensure_watching()
         deadline = time.monotonic() + timeout
+        wake = threading.Event()  # set on a change of one of these Jobs (or of any)
+        names = {handle.job_name for handle in handles}
         with self._condition:
+            for name in names:
+                self._waiters.setdefault(name, set()).add(wake)
+        try:
             while True:
-                self._check_watchable()
-                done = {}
-                for handle in handles:
-                    outcome = self._outcome(handle)
-                    if outcome is not None:
-                        done[handle] = outcome
+                wake.clear()
+                with self._condition:
+                    self._check_watchable()
+                    done = {}
+                    for handle in handles:
+                        outcome = self._outcome(handle)
+                        if outcome is not None:
+                            done[handle] = outcome
                 left = deadline - time.monotonic()
                 if done or left <= 0:
                     return done
-                self._condition.wait(left)
+                wake.wait(left)
+        finally:
+            with self._condition:
+                for name in names:
+                    waiting = self._waiters.get(name)
+                    if waiting is not None:
+                        waiting.discard(wake)
+                        if not waiting:
+                            del self._waiters[name]
 
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
         with self._lock:
@@ -315,6 +335,16 @@ class KubernetesStepBackend:
     def watches(self) -> tuple[ObjectWatch, ObjectWatch]:
         """The (pods, jobs) watches, for those who count their requests."""
         return self._pods, self._jobs
+
+    def _changed(self, job_name: str | None) -> None:
+        """Under ``_condition`` (from a watch): wake the polls of ``job_name`` (None: all)."""
+        if job_name is None:
+            for waiting in self._waiters.values():
+                for wake in waiting:
+                    wake.set()
+        else:
+            for wake in self._waiters.get(job_name, ()):
+                wake.set()
 
     def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
         """The Job ``name`` exists already: adopted when it runs this very step run (started
