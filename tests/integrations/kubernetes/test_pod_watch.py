@@ -163,3 +163,19 @@ def test_the_watch_decodes_nothing_into_models(clients: KubeClients, pods: Objec
     (seen,) = pods.objects("a")
     assert isinstance(seen, dict) and not isinstance(seen, client.V1Pod)
     assert seen["spec"]["containers"][0]["name"] == "main"
+
+
+def test_on_change_names_the_key_that_changed(clients: KubeClients) -> None:
+    seen: list[str | None] = []
+    watch = ObjectWatch(
+        clients.core.list_namespaced_pod, NS, SELECTOR, job_name_of_pod, on_change=seen.append
+    ).start()
+    try:
+        assert watch.wait_until(lambda: watch.synced, timeout=5)
+        assert seen == [None]  # the first list: any key may have changed
+        clients.core.create_namespaced_pod(NS, pod("a-1", "a"))
+        clients.core.create_namespaced_pod(NS, pod("b-1", "b"))
+        assert watch.wait_until(lambda: seen[-1:] == ["b"], timeout=5)
+        assert seen == [None, "a", "b"]
+    finally:
+        watch.close()

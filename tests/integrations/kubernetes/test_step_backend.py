@@ -461,3 +461,28 @@ def test_a_watch_the_server_refuses_is_an_error_not_a_wait(
     eventually(lambda: backend.watches[0].refused is None)
     assert wait_all(backend, [handle]) == {handle: (Ended.SUCCEEDED, "exited with code 0")}
     backend.cleanup(handle)
+
+
+def test_each_token_is_stored_once_and_jobs_reference_their_own(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    """A backend serving several runs (a step operator) gets each run's token."""
+    backend = backend_for()
+    tokens = ["token-of-run-1", "token-of-run-2", "token-of-run-1"]
+    handles = [
+        backend.submit(launch(world, logs, STAND_IN="ok", WHARF_API_KEY=token), None)
+        for token in tokens
+    ]
+    refs = []
+    for handle in handles:
+        job = clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False)
+        env = json.loads(job.data)["spec"]["template"]["spec"]["containers"][0]["env"]
+        (ref,) = [e["valueFrom"]["secretKeyRef"] for e in env if e["name"] == "WHARF_API_KEY"]
+        refs.append((ref["name"], ref["key"]))
+    assert refs[0] == refs[2] != refs[1] and refs[0][0] == refs[1][0]
+    secret = clients.core.read_namespaced_secret(refs[0][0], NS)
+    stored = {key: base64.b64decode(value).decode() for key, value in secret.data.items()}
+    assert stored == {refs[0][1]: "token-of-run-1", refs[1][1]: "token-of-run-2"}
+    wait_all(backend, handles)
+    for handle in handles:
+        backend.cleanup(handle)
