@@ -1,0 +1,235 @@
+"""The ``kubernetes`` step operator: the steps that name it run as Kubernetes Jobs, one per attempt.
+
+Any orchestrator (the local one included) runs a step that names the operator
+(``@step(step_operator="k8s")``) through :meth:`KubernetesStepOperator.step_backend`, for static
+and dynamic pipelines alike: each attempt is a Job of :class:`KubernetesStepBackend` (entry point,
+credentials through a Secret, outcome from shared watches, the pod's log copied to the artifact
+store at cleanup, allocations applied to the pod). The step imports the pipeline's code from the
+run's code archive (``code_travels``).
+
+Configuration: the component's ``-c`` values, parsed by
+``KubernetesStepOperatorSettings.from_component`` (namespace, context, kubeconfig, image, pod
+settings, service account, backoff margin, ttl, grace period, ``mounts_artifact_store``...).
+
+Invariants:
+
+- nothing touches the cluster until a step is submitted: the run loop asks every stack's step
+  operator for a backend, whether a step names it or not, and ``wharf runs stop --force`` asks
+  for one only to delete Jobs;
+- the artifact store must be one the pods reach: a local one is refused (the step fails with
+  the same rule and words as the orchestrator's, ``KubernetesOrchestrator.check_artifact_store``)
+  unless the component says the cluster mounts it;
+- pods get no paths of the submitting machine (``SUBMITTER_ONLY_ENV``: the Wharf home and
+  Python path are the image's, the code comes from the archive);
+- the Jobs of a run's steps carry the operator's name and the run's id as labels and no owner
+  (the submitting orchestrator is not in the cluster); what a run's steps use in the cluster
+  (the watches, the Secret holding the step's credentials) lives while one of its attempts is
+  in flight: the engine does not close step backends, so the backend closes a run's share
+  once its last attempt is cleaned up, and opens a new one for the next.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.core.errors import InputError
+from wharf.execution.backends import AttemptOutcome, StepLaunch
+from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, label_value
+from wharf.integrations.kubernetes.orchestrator import is_local_path
+from wharf.integrations.kubernetes.orchestrator_launch import SUBMITTER_ONLY_ENV
+from wharf.integrations.kubernetes.settings import KubernetesStepOperatorSettings
+from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.step_operators.base import BaseStepOperator
+from wharf.store.models import ComponentRecord, StepRunRecord
+
+if TYPE_CHECKING:
+    from wharf.execution.backends import Allocation
+
+FLAVOR = "kubernetes"
+STEP_OPERATOR_KEY = "wharf.io/step-operator"
+"""The label naming the step operator whose Job it is."""
+
+
+class KubernetesStepOperator(BaseStepOperator):
+    flavor = FLAVOR
+
+    def __init__(self, component: ComponentRecord) -> None:
+        super().__init__(component)
+        try:
+            self.settings = KubernetesStepOperatorSettings.from_component(component.configuration)
+        except InputError as exc:
+            raise InputError(f"Step operator '{component.name}': {exc}") from None
+
+    @property
+    def code_travels(self) -> bool:
+        return True
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels of every Job and pod of this operator."""
+        return {STEP_OPERATOR_KEY: label_value(self.component.name)}
+
+    def step_backend(self) -> KubernetesStepOperatorBackend:
+        """A new backend (each run gets its own); it reaches the cluster at its first submit."""
+        return KubernetesStepOperatorBackend(self)
+
+    def check_artifact_store(self, artifact_store: ArtifactStore) -> None:
+        """Refuse an artifact store the pods cannot reach: a local one, unless the component
+        says the cluster mounts it at the same path (``mounts_artifact_store``)."""
+        if self.settings.mounts_artifact_store or not is_local_path(artifact_store.path):
+            return
+        raise InputError(
+            f"Step operator '{self.component.name}' runs steps in Kubernetes pods, which cannot "
+            f"read the local artifact store at {artifact_store.path}: use a remote artifact "
+            "store (e.g. 'wharf component register remote --type artifact_store --flavor "
+            "fsspec -c path=s3://BUCKET/PREFIX'), or register the step operator with "
+            "-c mounts_artifact_store=true if every pod mounts that path."
+        )
+
+    def image(self) -> str:
+        image = self.settings.image
+        if not image:
+            raise InputError(
+                f"Step operator '{self.component.name}' has no image: register it with "
+                "-c image=REGISTRY/IMAGE:TAG (an image with Wharf and the pipeline's "
+                "dependencies installed)."
+            )
+        return image
+
+    def clients(self) -> KubeClients:
+        return kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+
+
+@dataclass
+class _RunShare:
+    """What one run's attempts share in the cluster: clients, and a backend (watches, Secret)."""
+
+    clients: KubeClients
+    backend: KubernetesStepBackend
+    in_flight: int = 0
+
+    def close(self) -> None:
+        try:
+            self.backend.close()
+        finally:
+            self.clients.close()
+
+
+class KubernetesStepOperatorBackend:
+    """The step operator's launch interface (``wharf.execution.backends.StepBackend``): each
+    attempt through the :class:`KubernetesStepBackend` of its run, opened at the run's first
+    submit and closed once none of the run's attempts is in flight (see the module
+    docstring)."""
+
+    def __init__(self, operator: KubernetesStepOperator) -> None:
+        self.operator = operator
+        self._lock = threading.Lock()
+        self._runs: dict[UUID, _RunShare] = {}
+        self._handles: dict[KubernetesHandle, UUID] = {}
+
+    def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
+        operator = self.operator
+        operator.check_artifact_store(attempt.logs)
+        image = operator.image()
+        environment = {
+            key: value
+            for key, value in attempt.environment.items()
+            if key not in SUBMITTER_ONLY_ENV
+        }
+        launch = StepLaunch(attempt.record, attempt.spec, environment, attempt.logs)
+        run_id = attempt.record.run_id
+        share = self._reserve(run_id, image)
+        try:
+            handle = share.backend.submit(launch, allocation)
+        except BaseException:
+            self._release(run_id)
+            raise
+        with self._lock:
+            self._handles[handle] = run_id
+        return handle
+
+    def poll(
+        self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
+    ) -> Mapping[KubernetesHandle, AttemptOutcome]:
+        by_run: dict[UUID, list[KubernetesHandle]] = {}
+        with self._lock:
+            for handle in handles:
+                by_run.setdefault(self._run_of(handle), []).append(handle)
+            shares = {run_id: self._runs[run_id] for run_id in by_run}
+        if len(shares) == 1:  # one run's attempts (the engine's case): wait on its watches
+            ((run_id, share),) = shares.items()
+            return share.backend.poll(by_run[run_id], timeout)
+        done: dict[KubernetesHandle, AttemptOutcome] = {}
+        for run_id, share in shares.items():
+            done.update(share.backend.poll(by_run[run_id], 0.0 if done else timeout))
+        return done
+
+    def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
+        with self._lock:
+            run_id = self._handles.get(handle)
+            share = None if run_id is None else self._runs.get(run_id)
+        if share is not None:
+            share.backend.cancel(handle, grace_seconds)
+
+    def cleanup(self, handle: KubernetesHandle) -> None:
+        with self._lock:
+            run_id = self._run_of(handle)
+            share = self._runs[run_id]
+        try:
+            share.backend.cleanup(handle)
+        finally:
+            with self._lock:
+                del self._handles[handle]
+            self._release(run_id)
+
+    def stop_recorded(self, step: StepRunRecord) -> bool:
+        """Delete the Jobs of ``step`` (``wharf runs stop --force`` from any process)."""
+        operator = self.operator
+        clients = operator.clients()
+        try:
+            backend = KubernetesStepBackend(
+                clients, operator.settings, image=operator.settings.image or "", labels={}
+            )
+            return backend.stop_recorded(step)
+        finally:
+            clients.close()
+
+    # -- a run's share -------------------------------------------------------------------------
+
+    def _reserve(self, run_id: UUID, image: str) -> _RunShare:
+        """The share of ``run_id`` (opened if none), counting one more attempt in flight."""
+        with self._lock:
+            share = self._runs.get(run_id)
+            if share is None:
+                operator = self.operator
+                clients = operator.clients()
+                labels = {**operator.labels, RUN_ID_KEY: str(run_id)}
+                backend = KubernetesStepBackend(
+                    clients, operator.settings, image=image, labels=labels
+                )
+                share = self._runs[run_id] = _RunShare(clients, backend)
+            share.in_flight += 1
+            return share
+
+    def _release(self, run_id: UUID) -> None:
+        """One attempt of ``run_id`` less in flight; its share closed when none is left."""
+        with self._lock:
+            share = self._runs[run_id]
+            share.in_flight -= 1
+            if share.in_flight > 0:
+                return
+            del self._runs[run_id]
+        share.close()  # outside the lock: it waits for the watch threads to end
+
+    def _run_of(self, handle: KubernetesHandle) -> UUID:
+        """Under ``_lock``: the run of a submitted, not yet cleaned up attempt."""
+        run_id = self._handles.get(handle)
+        if run_id is None:
+            raise KeyError(f"{handle} was not submitted here or is cleaned up")
+        return run_id
