@@ -5,12 +5,17 @@ with a fake clock and no real sleeps.
 
 ``child_env`` is what a step's own process needs to reach the same stores; for a run on a
 workspace server, :func:`for_run` replaces the caller's credential there with a token scoped to
-the run (the child never sees the user's API key).
+the run (the child never sees the user's API key). A process that already holds a token of that
+run (an orchestrator pod started with one) passes it on as it is: a run token may not ask for
+another, so it never outlives the one it was handed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,10 +76,30 @@ class RunServices:
     (``wharf.execution.resources``); None: no Resource Manager, steps run without requests."""
 
 
+def run_token_scope(credential: str) -> UUID | None:
+    """The run a workspace server's run token is scoped to (its ``run`` claim, read without
+    checking the signature: only the server can, and it does on every request); None for any
+    other credential (an API key, a login's access token, anything malformed)."""
+    parts = credential.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        if not isinstance(claims, dict) or claims.get("typ") != "run":
+            return None
+        return UUID(str(claims["run"]))
+    except (binascii.Error, ValueError, KeyError):
+        return None
+
+
 def for_run(services: RunServices, run_id: UUID) -> RunServices:
     """``services`` whose step processes authenticate with a token scoped to ``run_id``, when
     the store issues such tokens (a workspace server): its URL and the token replace any
-    credential in ``child_env``. Otherwise ``services`` unchanged."""
+    credential in ``child_env``. A ``child_env`` whose credential is a token of ``run_id``
+    already is kept as it is. Otherwise ``services`` unchanged."""
+    held = services.child_env.get(API_KEY_ENV)
+    if held is not None and run_token_scope(held) == run_id:
+        return services
     token = services.store.runs.issue_token(run_id)
     if token is None:
         return services

@@ -11,9 +11,10 @@ Rules:
    service accounts and API keys are managed by admins only; a project's memberships also by
    the project's admins.
 4. A run token reads its run and its snapshot and reads and writes its run's steps (including
-   heartbeats); ``project_wide`` routes (artifact versions, the cache lookup, metadata of the
-   project) are open to it within its project. Anything else is refused (403), anything in
-   another project is missing (404).
+   heartbeats); it starts, beats for and ends its run, nothing else of it (the routes ask with
+   ``run_id``; what exactly: ``wharf.server.auth.own_run``); ``project_wide`` routes (artifact
+   versions, the cache lookup, metadata of the project) are open to it within its project.
+   Anything else is refused (403), anything in another project is missing (404).
 
 Memberships are read once per request, and only when rule 2 or 3 needs them.
 """

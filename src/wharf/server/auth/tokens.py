@@ -10,7 +10,9 @@ Invariants:
 
 Kinds: ``access`` (a user's login; ``sub`` = user id) and ``run`` (run-scoped: ``sub``/``knd``
 name the principal that requested it, ``run``/``prj``/``snp`` its run, ``key`` the API key it
-came through, if any). ``gen`` is a user's token generation when the token was issued.
+came through, if any). ``gen`` is a user's token generation when the token was issued. Clients
+read a run token's ``typ`` and ``run`` claims (unverified) to tell which run it is scoped to
+(``wharf.execution.services.run_token_scope``): those names are part of the interface.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """``/api/v1/runs``: create / get-or-create, read, status, update (stop), delete, run tokens.
 
-Viewers read; members create, update and stop runs. A run token reads its own run only. A run
-created by a user records that user (``user_id`` is the caller's, whatever the body says);
-service accounts may name the user they act for.
+Viewers read; members create, update and stop runs. A run token reads its own run, and starts,
+beats for and ends it (``wharf.server.auth.own_run``), nothing more. A run created by a user
+records that user (``user_id`` is the caller's, whatever the body says); service accounts may
+name the user they act for.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError
-from wharf.server.auth import issue
+from wharf.server.auth import issue, own_run
 from wharf.server.auth.access import missing_project
 from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.auth.principal import RunScope
@@ -69,16 +70,36 @@ def _check_create(ctx: Ctx, run: RunCreate) -> None:
     )
 
 
-def _run_info(ctx: Ctx, run_id: UUID, *, write: bool, action: str) -> RunInfo:
+def _run_info(
+    ctx: Ctx, run_id: UUID, *, write: bool, action: str, its_token_may: bool = False
+) -> RunInfo:
+    """The run's project and snapshot, once the caller may do ``action`` on it. A run token
+    of the run may read it, and write it where ``its_token_may``; of another run, neither."""
     info = ctx.state.scopes.run(run_id)
     ctx.access.check(
         info.project_id,
         write=write,
         action=action,
         missing=missing("pipeline run", run_id),
-        run_id=None if write else run_id,
+        run_id=run_id if its_token_may or not write else None,
     )
     return info
+
+
+def _start_own_run(ctx: Ctx, start: RunCreate, scope: RunScope) -> tuple[PipelineRunRecord, bool]:
+    """``get_or_create`` for a run token: start the token's own run (``own_run.start_update``)
+    -- that run only, never another placeholder, never a new run."""
+    if start.project_id != scope.project_id:
+        raise missing_project(start.project_id)()
+    current = ctx.store.runs.get(scope.run_id)
+    update = own_run.start_update(scope, current, start)
+    if update is None:
+        return current, False
+    run = ctx.store.runs.update(scope.run_id, update)
+    if start.orchestrator is not None:  # its first heartbeat, as a start records it
+        ctx.store.runs.update_heartbeat(scope.run_id, start.orchestrator)
+        run = ctx.store.runs.get(scope.run_id)
+    return run, True
 
 
 def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
@@ -122,6 +143,12 @@ def build_router() -> APIRouter:
 
     @router.post("/get_or_create", response_model=RunGetOrCreateResponse)
     def get_or_create_run(body: RunCreate, ctx: CtxDep) -> Response:
+        """The run ``body`` starts (its placeholder replaced) or creates. A run token may only
+        start its own run."""
+        scope = ctx.principal.run
+        if scope is not None:
+            run, created = _start_own_run(ctx, body, scope)
+            return json_response(RunGetOrCreateResponse(run=run, created=created))
         _check_create(ctx, body)
         run, created = ctx.store.runs.get_or_create(_as_caller(ctx, body))
         _remember(ctx, run)
@@ -187,7 +214,7 @@ def build_router() -> APIRouter:
     @router.put("/{run_id}/heartbeat", response_model=RunHeartbeatResponse)
     def run_heartbeat(run_id: UUID, body: OrchestratorProcess, ctx: CtxDep) -> Response:
         """The orchestrating process of the run is alive; the answer says whether to stop."""
-        _run_info(ctx, run_id, write=True, action="send run heartbeats")
+        _run_info(ctx, run_id, write=True, action="send run heartbeats", its_token_may=True)
         return json_response(ctx.store.runs.update_heartbeat(run_id, body))
 
     @router.get("/{run_id}", response_model=PipelineRunRecord)
@@ -202,8 +229,12 @@ def build_router() -> APIRouter:
 
     @router.patch("/{run_id}", response_model=PipelineRunRecord)
     def update_run(run_id: UUID, body: RunUpdate, ctx: CtxDep) -> Response:
-        """Change a run's status (e.g. ``stopping`` to stop it), reason or orchestrator run id."""
-        _run_info(ctx, run_id, write=True, action="update or stop runs")
+        """Change a run's status (e.g. ``stopping`` to stop it), reason or orchestrator run id.
+        A run token may only end its own run."""
+        scope = ctx.principal.run
+        if scope is not None and scope.run_id == run_id:
+            own_run.check_end(body)
+        _run_info(ctx, run_id, write=True, action="update or stop runs", its_token_may=True)
         return json_response(ctx.store.runs.update(run_id, body))
 
     @router.delete("/{run_id}", status_code=204)
