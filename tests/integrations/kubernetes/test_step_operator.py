@@ -33,7 +33,7 @@ from wharf import Client
 from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
-from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY, STEP_RUN_ID_KEY
 from wharf.integrations.kubernetes.step_operator import STEP_OPERATOR_KEY, KubernetesStepOperator
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
@@ -89,6 +89,38 @@ def crash(value: int) -> int:
 @pipeline(enable_cache=False, raise_on_failure=False)
 def crashing() -> None:
     report(crash(prepare(1)))
+
+
+@step(step_operator="{OPERATOR}", retry={{"max_retries": 1}})
+def flaky(path: str) -> int:
+    import pathlib
+
+    marker = pathlib.Path(path)
+    if not marker.exists():  # the first attempt dies; the retry finds the marker
+        marker.write_text("tried")
+        raise RuntimeError("first attempt fails")
+    return 5
+
+
+@pipeline(enable_cache=False)
+def retried(path: str) -> None:
+    prepare(flaky(path))
+
+
+@step(step_operator="{OPERATOR}")
+def wait_for(path: str) -> int:
+    import pathlib
+    import time
+
+    print("waiting for", path, flush=True)
+    while not pathlib.Path(path).exists():
+        time.sleep(0.05)
+    return 1
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def stoppable(path: str) -> None:
+    prepare(wait_for(path))
 """
 
 SCRIPT = """
@@ -102,7 +134,7 @@ from wharf import Client
 if __name__ == "__main__":
     run = getattr(k8s_op_steps, sys.argv[1])(**json.loads(sys.argv[2]))
     outputs = {}
-    if run.status.value == "completed":
+    if run.status.value == "completed" and sys.argv[1].endswith("_training"):
         with Client() as client:
             outputs = {name: client.load_step_output(run.id, name) for name in ("train", "report")}
     print("RUN", run.id, run.status.value)
@@ -336,6 +368,76 @@ def test_a_local_artifact_store_is_refused_and_no_job_is_created(bed: Bed) -> No
     assert "cannot read the local artifact store" in reason
     assert "-c mounts_artifact_store=true" in reason
     assert bed.seen.of_kind("Job") == []
+
+
+def test_each_attempt_of_a_retried_operator_step_is_a_job_of_its_own(
+    bed: Bed, tmp_path: Path
+) -> None:
+    done = run_script(bed, "retried", "operated", path=str(tmp_path / "tried"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run,) = bed.workspace.store.runs.list().items
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    attempts = [
+        s
+        for s in bed.workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
+        if s.name == "flaky"
+    ]
+    assert sorted((s.attempt, s.status) for s in attempts) == [
+        (1, ExecutionStatus.RETRYING),
+        (2, ExecutionStatus.COMPLETED),
+    ]
+    failed = next(s for s in attempts if s.attempt == 1)
+    assert "first attempt fails" in (failed.status_reason or "")
+    jobs = step_jobs(bed, run)
+    assert sorted(j["metadata"]["annotations"][STEP_RUN_ID_KEY] for j in jobs) == sorted(
+        str(s.id) for s in attempts
+    )
+    assert wait_until(lambda: nothing_left(bed)), "a Job or Secret is left"
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stopped_run_ends_its_operator_step_pod_and_starts_no_further_step(
+    bed: Bed, tmp_path: Path, force: bool
+) -> None:
+    release = tmp_path / "release"  # never created: the step waits until it is stopped
+    script = subprocess.Popen(
+        [sys.executable, "run.py", "stoppable", json.dumps({"path": str(release)})],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    try:
+        running = wait_for_running_step(bed, "wait_for")
+        with Client(bed.workspace.config, bed.workspace.store) as client:
+            client.stop_run(running.run_id, force=force)
+        output, _ = script.communicate(timeout=BOUND)
+    finally:
+        script.kill()
+    run = bed.workspace.store.runs.get(running.run_id)
+    assert run.status is ExecutionStatus.STOPPED, output
+    steps = steps_of(bed, run)
+    assert steps["wait_for"].status is ExecutionStatus.STOPPED, steps["wait_for"].status_reason
+    assert "prepare" not in steps
+    (job,) = step_jobs(bed, run)
+    assert job["metadata"]["labels"][STEP_KEY] == "wait_for"
+    assert wait_until(lambda: nothing_left(bed)), "a Job or Secret is left"
+
+
+def wait_for_running_step(bed: Bed, name: str) -> StepRunRecord:
+    """The step run ``name`` once it runs (and its pod has started), read until a deadline."""
+    found: list[StepRunRecord] = []
+
+    def running() -> bool:
+        steps = bed.workspace.store.steps.list(StepRunFilter(names=(name,))).items
+        found[:] = [s for s in steps if s.status is ExecutionStatus.RUNNING]
+        return bool(found) and any(
+            p["metadata"].get("labels", {}).get(STEP_KEY) == name for p in bed.seen.of_kind("Pod")
+        )
+
+    assert wait_until(running, BOUND), f"step {name} never ran"
+    return found[0]
 
 
 # ---------------------------------------------------------------------- without a cluster
