@@ -25,7 +25,7 @@ from tests.store.conftest import World, make_world
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
-from wharf.execution.backends import Ended, StepLaunch
+from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
 from wharf.execution.log_capture import read_log
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
@@ -330,12 +330,13 @@ def test_a_job_of_another_step_run_with_the_same_name_is_refused(
     squatter = {
         "metadata": {"name": backend.job_name(attempt.record), "labels": {"app": "other"}},
         "spec": {
+            "suspend": True,  # no pod: only its name matters
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [{"name": "main", "image": STAND_IN_IMAGE}],
                 }
-            }
+            },
         },
     }
     clients.batch.create_namespaced_job(NS, squatter)
@@ -486,3 +487,14 @@ def test_each_token_is_stored_once_and_jobs_reference_their_own(
     wait_all(backend, handles)
     for handle in handles:
         backend.cleanup(handle)
+
+
+def test_an_outcome_is_kept_when_the_ttl_deletes_the_job_before_anyone_polls(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for(ttl_seconds_after_finished=0)
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    eventually(lambda: clients.batch.list_namespaced_job(NS).items == [])  # finished, deleted
+    outcome = backend.poll([handle], timeout=10)  # (once the watches caught up)
+    assert outcome == {handle: AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")}
+    backend.cleanup(handle)

@@ -92,6 +92,7 @@ class KubernetesHandle:
 
 @dataclass
 class _Attempt:
+    job_name: str
     logs: ArtifactStore
     logs_uri: str | None
     backoff_limit: int
@@ -159,8 +160,9 @@ class KubernetesStepBackend:
             labels=self._labels,
             owner_references=[owner_reference(owner)] if owner is not None else None,
         )
-        self._lock = threading.Lock()
-        self._attempts: dict[KubernetesHandle, _Attempt] = {}
+        self._lock = threading.Lock()  # starting the watches
+        self._attempts: dict[KubernetesHandle, _Attempt] = {}  # under _condition
+        self._by_job: dict[str, _Attempt] = {}  # the same attempts by Job name
         self._watching = False
 
     # -- the launch interface ------------------------------------------------------------------
@@ -202,8 +204,9 @@ class KubernetesStepBackend:
                 raise
             self._check_adoptable(name, record)
         handle = KubernetesHandle(record.id, name, self.namespace)
-        with self._lock:
-            self._attempts[handle] = _Attempt(
+        with self._condition:
+            self._attempts[handle] = self._by_job[name] = _Attempt(
+                name,
                 attempt.logs,
                 record.logs_uri,
                 backoff_limit=int(manifest["spec"]["backoffLimit"]),
@@ -228,7 +231,7 @@ class KubernetesStepBackend:
                     self._check_watchable()
                     done = {}
                     for handle in handles:
-                        outcome = self._outcome(handle)
+                        outcome = self._outcome_of(handle)
                         if outcome is not None:
                             done[handle] = outcome
                 left = deadline - time.monotonic()
@@ -245,11 +248,10 @@ class KubernetesStepBackend:
                             del self._waiters[name]
 
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
-        with self._lock:
-            attempt = self._attempts.get(handle)
-        if attempt is None or attempt.outcome is not None:
-            return  # cleaned up, or it ended: nothing to stop
         with self._condition:
+            attempt = self._attempts.get(handle)
+            if attempt is None or attempt.outcome is not None:
+                return  # cleaned up, or it ended: nothing to stop
             attempt.cancelled = True
         pods = [p for p in self._pods.objects(handle.job_name) if not _ended(p)]
         for pod in pods:
@@ -281,8 +283,9 @@ class KubernetesStepBackend:
             )
 
     def cleanup(self, handle: KubernetesHandle) -> None:
-        with self._lock:
+        with self._condition:
             attempt = self._attempts.pop(handle)
+            self._by_job.pop(handle.job_name, None)
         try:
             if attempt.logs_uri:
                 pods = [str(p["metadata"]["name"]) for p in self._pods.objects(handle.job_name)]
@@ -337,7 +340,13 @@ class KubernetesStepBackend:
         return self._pods, self._jobs
 
     def _changed(self, job_name: str | None) -> None:
-        """Under ``_condition`` (from a watch): wake the polls of ``job_name`` (None: all)."""
+        """Under ``_condition`` (from a watch): decide the outcome of the attempt of
+        ``job_name`` (None: of all) as soon as it is known, and wake its polls."""
+        if job_name is None:
+            for attempt in self._by_job.values():
+                self._decide(attempt)
+        elif job_name in self._by_job:
+            self._decide(self._by_job[job_name])
         if job_name is None:
             for waiting in self._waiters.values():
                 for wake in waiting:
@@ -377,17 +386,23 @@ class KubernetesStepBackend:
                 self._jobs.start()
                 self._watching = True
 
-    def _outcome(self, handle: KubernetesHandle) -> AttemptOutcome | None:
-        """Under ``_condition``: the attempt's outcome once it is known (then kept)."""
+    def _outcome_of(self, handle: KubernetesHandle) -> AttemptOutcome | None:
+        """Under ``_condition``: the attempt's outcome once it is known."""
         attempt = self._attempts.get(handle)
         if attempt is None:
             raise KeyError(f"{handle} was not submitted here or is cleaned up")
+        return self._decide(attempt)
+
+    def _decide(self, attempt: _Attempt) -> AttemptOutcome | None:
+        """Under ``_condition``: decide the attempt's outcome from what the watches show now,
+        once; then it is kept (a Job deleted after it ended, e.g. by its TTL, changes
+        nothing)."""
         if attempt.outcome is None and self._pods.synced and self._jobs.synced:
-            jobs = self._jobs.objects(handle.job_name)
+            jobs = self._jobs.objects(attempt.job_name)
             attempt.outcome = attempt_outcome(
                 jobs[-1] if jobs else None,
-                self._jobs.deleted(handle.job_name),
-                self._pods.objects(handle.job_name),
+                self._jobs.deleted(attempt.job_name),
+                self._pods.objects(attempt.job_name),
                 backoff_limit=attempt.backoff_limit,
                 waiting_reasons=attempt.waiting_reasons,
                 cancelled=attempt.cancelled,
