@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -31,11 +32,13 @@ from tests.kube.emulator.watchers import WatchEvent
 from tests.kube.kubelet import Kubelet
 from wharf import Client
 from wharf.config.global_config import SERVER_URL_ENV, load_config
-from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.core.errors import InputError
+from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
+from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY, STEP_RUN_ID_KEY
-from wharf.integrations.kubernetes.step_operator import STEP_OPERATOR_KEY, KubernetesStepOperator
+from wharf.integrations.kubernetes.step_operator import STEP_OPERATOR_KEY
+from wharf.resource_manager.contract.models import CapacityClassSpec, PoolUpdate
 from wharf.sdk import stacks
+from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, StepRunFilter, StepRunRecord
 
@@ -105,6 +108,16 @@ def flaky(path: str) -> int:
 @pipeline(enable_cache=False)
 def retried(path: str) -> None:
     prepare(flaky(path))
+
+
+@step(step_operator="{OPERATOR}", settings={{"resources": {{"gpu_count": 1, "gpu_class": "h200"}}}})
+def on_a_gpu() -> str:
+    return os.environ.get("WHARF_KUBELET_LIMIT_NVIDIA_COM_GPU", "none")
+
+
+@pipeline(enable_cache=False)
+def on_gpus() -> None:
+    on_a_gpu()
 
 
 @step(step_operator="{OPERATOR}")
@@ -395,6 +408,33 @@ def test_each_attempt_of_a_retried_operator_step_is_a_job_of_its_own(
     assert wait_until(lambda: nothing_left(bed)), "a Job or Secret is left"
 
 
+def test_an_operator_step_that_asks_for_a_gpu_gets_its_allocation_in_the_pod(bed: Bed) -> None:
+    rm = bed.workspace.resource_manager()
+    ensure_pool(rm, "gpus", {"GPU": 2}, account=bed.workspace.user.name)
+    h200 = CapacityClassSpec(
+        name="h200",
+        capacity={"GPU": 2},
+        target_settings={"node_selectors": {"accelerator": "h200"}},
+    )
+    rm.pools.update("gpus", PoolUpdate(classes=(h200,)))
+    done = run_script(bed, "on_gpus", "operated")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run,) = bed.workspace.store.runs.list().items
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "on_a_gpu") == "1"  # the container's limit
+    (job,) = step_jobs(bed, run)
+    template = job["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "1"
+    assert template["spec"]["nodeSelector"] == {"accelerator": "h200"}  # the class's
+    assert template["metadata"]["labels"]["team"] == "vision"  # the component's, kept
+    request_id = template["metadata"]["annotations"][REQUEST_ID_ANNOTATION]
+    assert rm.requests.get(UUID(request_id)).status is ResourceRequestStatus.RELEASED
+    assert wait_until(lambda: nothing_left(bed)), "a Job or Secret is left"
+
+
 @pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
 def test_a_stopped_run_ends_its_operator_step_pod_and_starts_no_further_step(
     bed: Bed, tmp_path: Path, force: bool
@@ -438,51 +478,3 @@ def wait_for_running_step(bed: Bed, name: str) -> StepRunRecord:
 
     assert wait_until(running, BOUND), f"step {name} never ran"
     return found[0]
-
-
-# ---------------------------------------------------------------------- without a cluster
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    clean_environment(monkeypatch, tmp_path / "home")
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
-
-
-def test_the_cli_registers_a_kubernetes_step_operator(workspace: Workspace, tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    command = [sys.executable, "-m", "wharf.cli.main", "component", "register", OPERATOR]
-    command += ["--type", "step_operator", "--flavor", "kubernetes", "-c", "namespace=default"]
-    command += ["-c", f"image={IMAGE}", "-c", f"kubeconfig={kubeconfig}"]
-    command += ["-c", "backoff_limit_margin=2", "-c", "pod_stop_grace_period=5"]
-    command += ["-c", 'pod_settings={"node_selectors": {"accelerator": "h200"}}']
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
-    assert done.returncode == 0, done.stderr
-    record = stacks.find_component(workspace, ComponentType.STEP_OPERATOR, OPERATOR)
-    operator = KubernetesStepOperator(record)
-    settings = operator.settings
-    assert (settings.namespace, settings.image, settings.kubeconfig) == (
-        "default",
-        IMAGE,
-        str(kubeconfig),
-    )
-    assert (settings.backoff_limit_margin, settings.pod_stop_grace_period) == (2, 5)
-    assert settings.pod_settings is not None
-    assert settings.pod_settings.node_selectors == {"accelerator": "h200"}
-    assert operator.code_travels
-    # The kubeconfig does not exist: a backend is still made (the run loop asks for one even
-    # when no step names the operator); only reaching the cluster says what is wrong.
-    backend = operator.step_backend()
-    assert backend.operator is operator
-    with pytest.raises(InputError, match="No kubeconfig found"):
-        operator.clients()
-
-
-def test_an_invalid_configuration_names_the_step_operator(workspace: Workspace) -> None:
-    record = stacks.register_component(
-        workspace, OPERATOR, ComponentType.STEP_OPERATOR, "kubernetes", {"namespace": "Not_Ok"}
-    )
-    with pytest.raises(InputError, match=f"Step operator '{OPERATOR}'.*namespace"):
-        KubernetesStepOperator(record)
