@@ -43,6 +43,8 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 READ_SLACK_SECONDS = 15.0
 """How long past its ``timeoutSeconds`` a silent watch is given before its connection is
 considered dead."""
+MIN_QUIET_WATCH_SECONDS = 1.0
+"""A watch that ends sooner without an event is retried after a backoff."""
 EXPIRED = 410
 REFUSALS = (401, 403, 404)
 """Answers that mean the watch is not allowed or not possible, not a passing failure."""
@@ -177,8 +179,12 @@ class ObjectWatch:
             try:
                 if self._version is None:
                     self._relist()
-                self._watch_once()
-                backoff = FIRST_BACKOFF_SECONDS
+                started = time.monotonic()
+                if self._watch_once() or time.monotonic() - started >= MIN_QUIET_WATCH_SECONDS:
+                    backoff = FIRST_BACKOFF_SECONDS
+                else:  # answered at once with nothing: do not spin on such a server
+                    self._stopping.wait(backoff)
+                    backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
             except _ExpiredError:
                 self._version = None  # list again at once
             except ApiException as exc:
@@ -225,8 +231,10 @@ class ObjectWatch:
             self.refused = None
             self._changed(None)
 
-    def _watch_once(self) -> None:
+    def _watch_once(self) -> int:
+        """One watch request, until the server ends it; how many events it brought."""
         self.watches += 1
+        events = 0
         response = self._list(
             self.namespace,
             label_selector=self.label_selector,
@@ -248,12 +256,14 @@ class ObjectWatch:
         finished = False
         try:
             if self._stopping.is_set():
-                return
+                return events
             for line in _lines(response):
                 self._apply(json.loads(line))
+                events += 1
                 if self._stopping.is_set():
-                    return
+                    return events
             finished = True
+            return events
         finally:
             with self._response_lock:
                 self._response = None
