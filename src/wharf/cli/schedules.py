@@ -2,6 +2,13 @@
 
 Schedules are named per project; every command takes a schedule's name or id. Deleting a
 schedule keeps the runs it started.
+
+On an orchestrator that fires schedules itself (``BaseOrchestrator.schedules_runs``, e.g. a
+Kubernetes CronJob), pausing, resuming and deleting also change the schedule there, found through
+the schedule's snapshot's stack. Consistency when the platform refuses or cannot be reached (one
+error line, non-zero exit): pause and resume put the store's record back as it was; delete
+changes the platform first and deletes the record only once that worked, so a failure leaves the
+schedule as it was (delete again once the cluster answers).
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import click
 from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
 
 if TYPE_CHECKING:
+    from wharf.orchestrators.base import BaseOrchestrator
+    from wharf.sdk.client import Client
     from wharf.store.models import ScheduleRecord
 
 SCHEDULE_COLUMNS = ("name", "trigger", "active", "start_time", "end_time", "created", "id")
@@ -81,8 +90,30 @@ def _set_active(name_or_id: str, active: bool) -> None:
     from wharf.sdk.client import Client
 
     with Client() as client:
-        record = client.set_schedule_active(name_or_id, active)
+        before = client.get_schedule(name_or_id)
+        record = client.set_schedule_active(before.id, active)
+        try:
+            orchestrator = _orchestrator_of(client, record)
+            if orchestrator is not None:
+                orchestrator.set_schedule_active(record, active)
+        except BaseException:
+            client.set_schedule_active(before.id, before.active)  # the store says what fires
+            raise
     click.echo(f"Schedule '{record.name}' is {'active' if active else 'paused'}.")
+
+
+def _orchestrator_of(client: Client, record: ScheduleRecord) -> BaseOrchestrator | None:
+    """The orchestrator of the stack the schedule's snapshot runs on (None: no stack)."""
+    from wharf.core.enums import ComponentType
+
+    snapshot = client.store.snapshots.get(record.snapshot_id)
+    if snapshot.stack_id is None:
+        return None
+    stack = client.store.stacks.get_stack(snapshot.stack_id)
+    orchestrator: BaseOrchestrator = client.workspace.component_instance(
+        stack, ComponentType.ORCHESTRATOR
+    )
+    return orchestrator
 
 
 @schedule.command("delete")
@@ -96,5 +127,8 @@ def delete_schedule(name_or_id: str, yes: bool) -> None:
         record = client.get_schedule(name_or_id)
         if not yes:
             click.confirm(f"Delete schedule '{record.name}'?", abort=True)
+        orchestrator = _orchestrator_of(client, record)
+        if orchestrator is not None:  # first: a failure here leaves the schedule as it was
+            orchestrator.delete_schedule(record)
         client.delete_schedule(record.id)
     click.echo(f"Deleted schedule '{record.name}'.")

@@ -12,6 +12,12 @@ in the same write as its snapshot.
 Orchestrators that can isolate steps return a step backend (``step_backend``, the launch
 interface of ``wharf.execution.backends``); steps that name a step operator are isolated through
 the stack's step operator's backend instead.
+
+Schedules: an orchestrator whose platform fires runs by itself (``schedules_runs``, e.g.
+Kubernetes CronJobs) is handed each recorded schedule (:meth:`BaseOrchestrator.schedule`) instead
+of a run, and is told when the schedule is paused, resumed or deleted; each fired run is then
+created by the orchestrator's own process. The others (the local ones) keep the default no-ops:
+the client records the schedule and runs the pipeline once, now.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from wharf.core.ids import new_id
 from wharf.execution.backends import StepBackend
 from wharf.execution.run_loop import RunJob, StepOperatorLike, run_pipeline
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
-from wharf.store.models import ComponentRecord, PipelineRunRecord
+from wharf.execution.services import RunServices
+from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
 __all__ = ["BaseOrchestrator", "RunJob"]
 
@@ -86,3 +93,29 @@ class BaseOrchestrator(ABC):
         orchestrator submits it instead and returns the run as submitted."""
         runtimes = self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse first
         return run_pipeline(job, runtimes, self.step_backend(), self.new_run_id())
+
+    # ------------------------------------------------------------ schedules
+
+    schedules_runs: ClassVar[bool] = False
+    """The platform fires scheduled runs by itself: the client records the schedule, hands it
+    to :meth:`schedule` and runs nothing now (False: the client runs the pipeline once, now,
+    and the schedule is only recorded)."""
+
+    def schedule(
+        self, snapshot: SnapshotRecord, schedule: ScheduleRecord, services: RunServices
+    ) -> None:
+        """Make the platform run ``snapshot`` on ``schedule`` (already recorded; ``services``:
+        how the fired runs' processes reach the stores). Idempotent: scheduling an unchanged
+        schedule again leaves it as it is. Raises ``InputError`` for a schedule it cannot
+        fire (the caller then forgets a schedule it has just recorded)."""
+        return  # not an orchestrator that schedules runs
+
+    def set_schedule_active(self, schedule: ScheduleRecord, active: bool) -> None:
+        """Pause (``active=False``) or resume the platform's schedule ``schedule``; nothing
+        for an orchestrator that does not schedule runs, or a schedule it does not know."""
+        return  # not an orchestrator that schedules runs
+
+    def delete_schedule(self, schedule: ScheduleRecord) -> None:
+        """Delete the platform's schedule ``schedule`` (runs it started stay in the store);
+        nothing when it does not exist."""
+        return  # not an orchestrator that schedules runs

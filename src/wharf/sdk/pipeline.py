@@ -18,7 +18,12 @@ there, anything else gets :data:`NOT_RUN` back.
 
 A named :class:`Schedule` is recorded with the run; running the same script again keeps a
 schedule of that name whose definition is unchanged and refuses (one line, naming
-``wharf schedule delete``) one that differs.
+``wharf schedule delete``) one that differs. On an orchestrator that fires schedules itself
+(``BaseOrchestrator.schedules_runs``: Kubernetes) the call records the pipeline, its snapshot
+and the schedule, hands the schedule to the orchestrator and runs nothing: it returns a
+:class:`Scheduled` (its ``schedule`` the record) instead of a run; a schedule the orchestrator
+refuses is not kept, and one it cannot fire at all (Kubernetes: no cron expression) is refused
+before anything is recorded (``runtime_policy``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from uuid import UUID
 
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
@@ -36,6 +42,7 @@ from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.run_heartbeat import orchestrator_process
+from wharf.execution.services import RunServices
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
@@ -48,6 +55,7 @@ from wharf.store.models import (
     ScheduleCreate,
     ScheduleFilter,
     ScheduleRecord,
+    SnapshotCreate,
 )
 from wharf.store.ports import Store
 
@@ -74,6 +82,25 @@ class _NotRun:
 
 NOT_RUN: Any = _NotRun()
 """Returned by a pipeline call made while a step's process loads the user's code."""
+
+
+class Scheduled:
+    """What a call of a scheduled pipeline returns when the stack's orchestrator fires the
+    schedule's runs itself (``schedules_runs``, e.g. Kubernetes): no run was made now; the
+    recorded schedule is :attr:`schedule`. Anything a run would have tells why it is missing."""
+
+    def __init__(self, schedule: ScheduleRecord) -> None:
+        self.schedule = schedule
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"No run was made (so no '{name}'): the pipeline was scheduled as "
+            f"'{self.schedule.name}', and its orchestrator starts its runs; see them with "
+            "`wharf runs list`, and the schedule as `.schedule`."
+        )
+
+    def __repr__(self) -> str:
+        return f"<pipeline scheduled as '{self.schedule.name}': no run now>"
 
 
 class Pipeline(Generic[P]):
@@ -238,6 +265,8 @@ class Pipeline(Generic[P]):
             hashes_dir=workspace.config.code_hashes,
         )
         services = workspace.run_services(artifact_store)
+        if spec.config.schedule is not None and orchestrator.schedules_runs:
+            return self._schedule_on(workspace, orchestrator, stack.id, spec, services)
         name = f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}"
         if orchestrator.starts_runs_in_process:
             # Recorded running at once: no placeholder to replace (one write per call).
@@ -280,6 +309,42 @@ class Pipeline(Generic[P]):
             watch.check(store, finished)
         return finished
 
+    def _schedule_on(
+        self,
+        workspace: Workspace,
+        orchestrator: BaseOrchestrator,
+        stack_id: UUID,
+        spec: PipelineSpec,
+        services: RunServices,
+    ) -> PipelineRunRecord:
+        """Record the pipeline, its snapshot and its schedule and hand the schedule to
+        ``orchestrator``, which fires its runs (nothing runs now, no run is recorded). A
+        schedule this call recorded is deleted again if the orchestrator refuses it."""
+        assert spec.config.schedule is not None
+        store = workspace.store
+        pipeline = store.pipelines.get_or_create(workspace.project.id, self.name)
+        snapshot = store.snapshots.create(
+            SnapshotCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                stack_id=stack_id,
+                spec=spec,
+            )
+        )
+        record, created = self._record_schedule(
+            workspace, pipeline.id, snapshot.id, spec.config.schedule, fired_by_orchestrator=True
+        )
+        if record.snapshot_id != snapshot.id:  # an unchanged schedule keeps its own snapshot
+            snapshot = store.snapshots.get(record.snapshot_id)
+        try:
+            orchestrator.schedule(snapshot, record, services)
+        except BaseException:
+            if created:
+                store.schedules.delete(record.id)
+            raise
+        # Typed as the run a call returns (as NOT_RUN is): callers that only run keep their types.
+        return cast(PipelineRunRecord, Scheduled(record))
+
     def _not_run(self, loading: UserCodeLoad) -> PipelineRunRecord:
         stop = loading.step_defined
         if not loading.told:
@@ -315,8 +380,15 @@ class Pipeline(Generic[P]):
             logger.warning("Could not clean up run %s after a failure.", run.id, exc_info=True)
 
     def _record_schedule(
-        self, workspace: Workspace, pipeline_id: Any, snapshot_id: Any, schedule: Schedule
-    ) -> None:
+        self,
+        workspace: Workspace,
+        pipeline_id: Any,
+        snapshot_id: Any,
+        schedule: Schedule,
+        *,
+        fired_by_orchestrator: bool = False,
+    ) -> tuple[ScheduleRecord, bool]:
+        """The recorded schedule (an unchanged one kept) and whether this call created it."""
         name = schedule.name or f"{self.name}-schedule"
         store = workspace.store
         wanted = ScheduleCreate(
@@ -333,9 +405,10 @@ class Pipeline(Generic[P]):
         )
         found = store.schedules.list(ScheduleFilter(project_id=workspace.project.id, name=name))
         existing = found.items[0] if found.items else None
+        created = None
         if existing is None:
             try:
-                store.schedules.create(wanted)
+                created = store.schedules.create(wanted)
             except EntityExistsError:  # created meanwhile by another process
                 existing = store.schedules.list(
                     ScheduleFilter(project_id=workspace.project.id, name=name)
@@ -347,15 +420,24 @@ class Pipeline(Generic[P]):
                 "another name."
             )
         kept = "kept the existing schedule" if existing is not None else "recorded schedule"
+        then = (
+            "The orchestrator fires its runs; none runs now."
+            if fired_by_orchestrator
+            else "The local orchestrator does not fire schedules yet: it runs the pipeline "
+            "once, now."
+        )
         logger.warning(
-            "Pipeline '%s': %s '%s' (replace it with `wharf schedule delete %s` and a new "
-            "run). The local orchestrator does not fire schedules yet: it runs the pipeline "
-            "once, now.",
+            "Pipeline '%s': %s '%s' (replace it with `wharf schedule delete %s` and a new run). %s",
             self.name,
             kept,
             name,
             name,
+            then,
         )
+        if created is not None:
+            return created, True
+        assert existing is not None
+        return existing, False
 
 
 def _same_schedule(existing: ScheduleRecord, wanted: ScheduleCreate) -> bool:

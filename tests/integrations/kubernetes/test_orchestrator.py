@@ -1,5 +1,5 @@
 """The kubernetes orchestrator without a cluster: its component configuration parsed, the runs it
-refuses (a local artifact store, dynamic pipelines, schedules, no image) before any pod, and the
+refuses (a local artifact store, dynamic pipelines, schedules without cron, no image) before any pod, and the
 orchestrator pod's command line and environment (the run token never a plain value)."""
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def tiny_dynamic() -> None:
     one()
 
 
-@pipeline(code_source="image", schedule=Schedule(name="nightly", cron_expression="0 3 * * *"))
-def tiny_scheduled() -> None:
+@pipeline(code_source="image", schedule=Schedule(name="poll", interval_seconds=600))
+def tiny_every_ten_minutes() -> None:
     one()
 
 
@@ -162,7 +162,7 @@ def test_which_artifact_store_paths_are_local(path: str, local: bool) -> None:
 
 @pytest.mark.parametrize(
     ("definition", "match"),
-    [(tiny_dynamic, "dynamic"), (tiny_scheduled, "schedule")],
+    [(tiny_dynamic, "dynamic"), (tiny_every_ten_minutes, "schedules need cron_expression")],
 )
 def test_runs_it_cannot_run_yet_are_refused_before_anything_is_recorded(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, definition: Any, match: str

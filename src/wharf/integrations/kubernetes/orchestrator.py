@@ -8,6 +8,11 @@ Job's name and namespace in the run's metadata; then either follow the Job to it
 streaming its pod's log (``synchronous``, the default) and return the run as the store has it,
 or return at once, printing how to follow it.
 
+Scheduling (``schedules_runs``): a cron schedule becomes a CronJob whose job template is the
+orchestrator Job of a manual run, without a run (``schedules``); pausing, resuming and deleting
+the schedule suspend, resume and delete it. Other schedules are refused before anything is
+recorded (``runtime_policy``).
+
 Configuration: the component's ``-c`` values, parsed by
 ``KubernetesOrchestratorSettings.from_component`` (namespace, context, kubeconfig, image,
 synchronous, ...).
@@ -44,7 +49,7 @@ from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import InputError, WharfError
 from wharf.execution.run_loop import RunJob, StepOperatorLike
 from wharf.execution.runtime import RuntimePolicy
-from wharf.execution.services import for_run
+from wharf.execution.services import RunServices, for_run
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.orchestrator_follow import follow_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
@@ -59,10 +64,18 @@ from wharf.integrations.kubernetes.orchestrator_submit import (
     delete_job,
     delete_token_secret,
 )
+from wharf.integrations.kubernetes.schedules import (
+    apply_cron_job,
+    check_pod_environment,
+    check_schedulable,
+    delete_cron_jobs,
+    schedule_cron_job,
+    suspend_cron_jobs,
+)
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.orchestrators.base import BaseOrchestrator
-from wharf.store.models import ComponentRecord, PipelineRunRecord
+from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
 FLAVOR = "kubernetes"
 NAMESPACE_KEY = "kubernetes_namespace"
@@ -75,6 +88,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
     supports_isolated_steps = True
     isolates_static_steps = True
     starts_runs_in_process = False
+    schedules_runs = True
 
     def __init__(self, component: ComponentRecord) -> None:
         super().__init__(component)
@@ -107,10 +121,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 "pipelines only for now (run it on a local stack, or make it static)."
             )
         if spec.config.schedule is not None:
-            raise InputError(
-                f"Pipeline '{spec.name}' has a schedule: the kubernetes orchestrator does not "
-                "run schedules yet; call it without one."
-            )
+            check_schedulable(spec.name, spec.config.schedule)
         return super().runtime_policy(spec, step_operator)
 
     def check_artifact_store(self, artifact_store: ArtifactStore) -> None:
@@ -215,6 +226,41 @@ class KubernetesOrchestrator(BaseOrchestrator):
         if run.is_placeholder:  # the pod never started the run: nothing ran
             raise WharfError(f"{where}; run {run.name} did not start (nothing ran).")
         return store.runs.finish(run.id, ExecutionStatus.FAILED, f"{where}.")
+
+    # ------------------------------------------------------------------ schedules
+
+    def schedule(
+        self, snapshot: SnapshotRecord, schedule: ScheduleRecord, services: RunServices
+    ) -> None:
+        """Create (or replace, unchanged) the schedule's CronJob (``schedules``); each run it
+        fires is created by its orchestrator pod."""
+        self.check_artifact_store(services.artifact_store)
+        environment = pod_environment(services.child_env)
+        check_pod_environment(environment)  # a workspace server's credential: not yet
+        manifest = schedule_cron_job(
+            self.settings, snapshot, schedule, image=self.image(), environment=environment
+        )
+        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        try:
+            apply_cron_job(clients, manifest)
+        finally:
+            clients.close()
+
+    def set_schedule_active(self, schedule: ScheduleRecord, active: bool) -> None:
+        """Resume (``active``) or suspend the schedule's CronJob."""
+        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        try:
+            suspend_cron_jobs(clients, self.settings.namespace, schedule.id, not active)
+        finally:
+            clients.close()
+
+    def delete_schedule(self, schedule: ScheduleRecord) -> None:
+        """Delete the schedule's CronJob (its Jobs go with it)."""
+        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        try:
+            delete_cron_jobs(clients, self.settings.namespace, schedule.id)
+        finally:
+            clients.close()
 
 
 def is_local_path(path: str) -> bool:

@@ -1,8 +1,11 @@
 """Entry point of a run's orchestrator pod (``python -m`` this module).
 
-Given the run's snapshot (and the placeholder run the submitter recorded; without one — a
-scheduled run — it records one itself), it opens the store from its environment (as a step's
-process does: ``wharf.execution.services.open_store``), builds the run's services, job and
+Given the run's snapshot (and the placeholder run the submitter recorded; without one — a run
+fired by a schedule's CronJob, ``--schedule-id`` — it creates one itself, before any step, with
+its Job's orchestrator run id and its schedule and CronJob in the run's metadata; its own Job is
+found through its pod, ``HOSTNAME``; a schedule deleted or paused in the store fires nothing),
+it opens the store from its environment (as a step's process does:
+``wharf.execution.services.open_store``), builds the run's services, job and
 runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
 loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backend: each step
 that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
@@ -13,13 +16,14 @@ died mid-run) ends the run failed instead of running its steps twice (resuming c
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
-a malformed command line. The run's token Secret, when it has one and is not scheduled, is
-deleted when the pod ends after the run ended (a pod that failed before leaves it to the next
-pod of its Job; the Job owns it).
+a malformed command line; 0 too when a schedule fired that is gone or paused. The run's token
+Secret, when it has one and is not scheduled, is deleted when the pod ends after the run ended
+(a pod that failed before leaves it to the next pod of its Job; the Job owns it).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -31,7 +35,7 @@ from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
-from wharf.core.errors import InputError
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
 from wharf.execution.components import instantiate_component
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
@@ -40,7 +44,7 @@ from wharf.execution.run_loop import RunJob, run_pipeline
 from wharf.execution.services import RunServices, open_store, utc_now
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.labels import run_labels
-from wharf.integrations.kubernetes.manifests import owner_reference
+from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE, owner_reference
 from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator
 from wharf.integrations.kubernetes.orchestrator_follow import read_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
@@ -51,16 +55,21 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     parse_orchestrator_args,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.schedules import split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
-from wharf.store.models import PipelineRunRecord, RunCreate, SnapshotRecord
+from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, SnapshotRecord
 from wharf.store.ports import Store
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
 
 POD_KEY = "kubernetes_orchestrator_pod"
 ORCHESTRATOR_RUN_ID_KEY = "orchestrator_run_id"
-"""Run metadata keys written by the pod (the submitter writes the Job's name and namespace)."""
+SCHEDULE_ID_KEY = "schedule_id"
+SCHEDULE_NAME_KEY = "schedule_name"
+CRON_JOB_KEY = "kubernetes_cronjob"
+"""Run metadata keys written by the pod (the submitter writes the Job's name and namespace;
+a scheduled run's pod records its schedule and CronJob: runs have no schedule field)."""
 CHILD_ENV_PREFIX = "WHARF_"
 
 
@@ -74,8 +83,13 @@ def step_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def run_orchestrator(args: OrchestratorArgs, environ: Mapping[str, str] | None = None) -> int:
-    """Run the run of ``args`` to its end; the exit code (0: completed)."""
+def run_orchestrator(
+    args: OrchestratorArgs,
+    environ: Mapping[str, str] | None = None,
+    schedule_id: UUID | None = None,
+) -> int:
+    """Run the run of ``args`` to its end; the exit code (0: completed). ``schedule_id``: the
+    schedule that fired this pod (then ``args`` names no run: the pod creates it)."""
     environ = os.environ if environ is None else environ
     settings = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
     config = load_config(environ)
@@ -84,7 +98,7 @@ def run_orchestrator(args: OrchestratorArgs, environ: Mapping[str, str] | None =
     try:
         clients = kube_clients()  # in-cluster (the test bed: KUBECONFIG)
         try:
-            return _orchestrate(args, settings, config, store, clients, environ)
+            return _orchestrate(args, settings, config, store, clients, environ, schedule_id)
         finally:
             # Only once the run ended: a pod that failed before may be followed by another
             # of the Job, which needs the token (the Job owns the Secret in any case).
@@ -103,9 +117,18 @@ def _orchestrate(
     store: Store,
     clients: KubeClients,
     environ: Mapping[str, str],
+    schedule_id: UUID | None,
 ) -> int:
     snapshot = store.snapshots.get(args.snapshot_id)
-    run = store.runs.get(args.run_id) if args.run_id is not None else _placeholder(store, snapshot)
+    own_job: dict[str, Any] | None = None
+    if args.run_id is not None:
+        run = store.runs.get(args.run_id)
+    else:  # fired by a schedule: the run is this pod's to create (one per Job)
+        own_job = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
+        fired = scheduled_run(store, snapshot, schedule_id, own_job)
+        if fired is None:
+            return 0
+        run = fired
     if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
         logger.info("Run %s already ended %s.", run.name, run.status.value)
         return _exit_code(run)
@@ -129,10 +152,11 @@ def _orchestrate(
     step_operator = None
     if ComponentType.STEP_OPERATOR in stack.components:
         step_operator = component(ComponentType.STEP_OPERATOR)
-    own_job = read_job(clients, args.namespace, args.job_name)
     if own_job is None:
-        raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
-    orchestrator_run_id = f"kubernetes-{own_job['metadata']['uid']}"
+        own_job = read_job(clients, args.namespace, args.job_name)
+        if own_job is None:
+            raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
+    orchestrator_run_id = job_run_id(own_job)
     store.run_metadata.add(
         MetadataResourceType.PIPELINE_RUN,
         run.id,
@@ -180,17 +204,80 @@ def with_parallelism(
     return snapshot.model_copy(update={"spec": spec})
 
 
-def _placeholder(store: Store, snapshot: SnapshotRecord) -> PipelineRunRecord:
-    """A placeholder run of ``snapshot``, for a run nobody recorded (a scheduled one)."""
-    name = f"{snapshot.spec.name}-{utc_now():%Y_%m_%d-%H_%M_%S_%f}"
-    return store.runs.create(
-        RunCreate(
-            project_id=snapshot.project_id,
-            pipeline_id=snapshot.pipeline_id,
-            snapshot_id=snapshot.id,
-            name=name,
-        )
-    )
+def job_run_id(job: Mapping[str, Any]) -> str:
+    """The orchestrator run id of the run of a Job: the same for every pod of the Job."""
+    return f"kubernetes-{job['metadata']['uid']}"
+
+
+def own_job_of_pod(clients: KubeClients, namespace: str, pod_name: str) -> dict[str, Any]:
+    """The Job of the pod ``pod_name`` (this one: ``HOSTNAME``), from its controller
+    reference: a Job a CronJob created has a name nobody could pass on the command line."""
+    if not pod_name:
+        raise InputError("HOSTNAME is not set: this pod cannot find its own Job.")
+    response: Any = clients.core.read_namespaced_pod(pod_name, namespace, _preload_content=False)
+    pod = json.loads(response.data)
+    owners = [
+        ref
+        for ref in pod["metadata"].get("ownerReferences") or []
+        if ref.get("kind") == "Job" and ref.get("controller")
+    ]
+    job = read_job(clients, namespace, owners[0]["name"]) if owners else None
+    if job is None:
+        raise InputError(f"Pod {namespace}/{pod_name} belongs to no Job.")
+    return job
+
+
+def scheduled_run(
+    store: Store,
+    snapshot: SnapshotRecord,
+    schedule_id: UUID | None,
+    own_job: Mapping[str, Any],
+) -> PipelineRunRecord | None:
+    """The run of a scheduled Job: the one an earlier pod of the Job created, else a new
+    placeholder with the Job's orchestrator run id (so a concurrent firing's run loop never
+    takes it), recorded with its schedule in the run's metadata before any step. None when
+    the schedule is gone or paused in the store (a CronJob the cluster kept): nothing runs."""
+    schedule = None
+    if schedule_id is not None:
+        try:
+            schedule = store.schedules.get(schedule_id)
+        except EntityNotFoundError:
+            logger.warning("Schedule %s no longer exists: this firing runs nothing.", schedule_id)
+            return None
+        if not schedule.active:
+            logger.warning("Schedule %s is paused: this firing runs nothing.", schedule.name)
+            return None
+    run_id = job_run_id(own_job)
+    wanted = RunFilter(snapshot_id=snapshot.id, orchestrator_run_id=run_id)
+    found = store.runs.list(wanted).items
+    if found:
+        run = found[0]
+    else:
+        try:
+            run = store.runs.create(
+                RunCreate(
+                    project_id=snapshot.project_id,
+                    pipeline_id=snapshot.pipeline_id,
+                    snapshot_id=snapshot.id,
+                    name=f"{snapshot.spec.name}-{utc_now():%Y_%m_%d-%H_%M_%S_%f}",
+                    orchestrator_run_id=run_id,
+                )
+            )
+        except EntityExistsError:  # another pod of the Job, at the same moment
+            run = store.runs.list(wanted).items[0]
+    cron_jobs = [
+        ref["name"]
+        for ref in own_job["metadata"].get("ownerReferences") or []
+        if ref.get("kind") == "CronJob"
+    ]
+    recorded: dict[str, Any] = {}
+    if schedule is not None:
+        recorded |= {SCHEDULE_ID_KEY: str(schedule.id), SCHEDULE_NAME_KEY: schedule.name}
+    if cron_jobs:
+        recorded[CRON_JOB_KEY] = cron_jobs[0]
+    if recorded:
+        store.run_metadata.add(MetadataResourceType.PIPELINE_RUN, run.id, recorded)
+    return run
 
 
 def _has_ended(store: Store, run_id: UUID) -> bool:
@@ -208,9 +295,14 @@ def _exit_code(run: PipelineRunRecord) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     # Wharf's own log format (``run_orchestrator`` sets it up), as a local run prints it.
     quiet_library_loggers()
-    args = parse_orchestrator_args(sys.argv[1:] if argv is None else argv)
     try:
-        return run_orchestrator(args)
+        schedule_id, rest = split_schedule_id(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(f"{ORCHESTRATOR_MODULE}: error: {exc}", file=sys.stderr)
+        return 2
+    args = parse_orchestrator_args(rest)
+    try:
+        return run_orchestrator(args, schedule_id=schedule_id)
     except Exception as exc:  # a run it started is ended by the run loop itself
         configure_logging(None, "text")  # when it failed before setting up its log
         logger.exception("The orchestrator failed: %s", exc)

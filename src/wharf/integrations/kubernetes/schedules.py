@@ -1,0 +1,243 @@
+"""A schedule on Kubernetes: one ``batch/v1`` CronJob per recorded schedule.
+
+Owns: which schedules Kubernetes can fire (:func:`check_schedulable`: cron expressions only),
+the CronJob's name, labels and manifest (:func:`schedule_cron_job`: the orchestrator Job a
+manual run creates, without a run: its pod is given the snapshot and the schedule id and creates
+its run itself), the ``--schedule-id`` argument of the orchestrator pod, and the API calls that
+create, suspend, resume and delete a schedule's CronJob.
+
+Invariants:
+
+- a schedule's CronJob carries ``wharf.io/schedule-id`` (the schedule's id) and is found by
+  that label, never by name alone; its name (≤ 52 characters) holds the schedule's name and a
+  piece of its id, so two projects' schedules of one name never share a CronJob;
+- ``spec.suspend`` is ``not schedule.active``; applying a schedule again replaces its CronJob
+  with the same manifest (idempotent);
+- every failure talking to the cluster is a one-line :class:`WharfError` naming what could not
+  be done.
+
+Out of scope for now: a workspace server's credential for scheduled runs (a token that outlives
+one run); schedules are refused on a workspace server (:func:`check_pod_environment`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from kubernetes.client import ApiException
+from urllib3.exceptions import HTTPError
+
+from wharf.config.settings import Schedule
+from wharf.core.errors import InputError, WharfError
+from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.labels import (
+    CRONJOB_NAME_MAX,
+    label_value,
+    resource_name,
+    run_annotations,
+    run_labels,
+)
+from wharf.integrations.kubernetes.manifests import (
+    check_cron_schedule,
+    cron_job_for,
+    orchestrator_job_for,
+)
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    DEFAULT_JOB_PREFIX,
+    RUN_ENDED_UNCOMPLETED,
+    OrchestratorArgs,
+    PodEnvironment,
+    orchestrator_arguments,
+)
+from wharf.integrations.kubernetes.orchestrator_submit import api_error
+from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.store.models import ScheduleRecord, SnapshotRecord
+
+SCHEDULE_ID_KEY = "wharf.io/schedule-id"
+SCHEDULE_NAME_KEY = "wharf.io/schedule-name"
+"""Label (id, sanitised name) and annotation (full name) keys of a schedule's objects."""
+SCHEDULE_ID_OPTION = "--schedule-id"
+"""The orchestrator pod's argument naming the schedule that fired it (no ``--run-id`` then)."""
+UNSUPPORTED = (
+    "Kubernetes schedules need cron_expression; interval_seconds and run_once_start_time are "
+    "not supported"
+)
+
+
+def check_schedulable(pipeline: str, schedule: Schedule) -> None:
+    """InputError unless Kubernetes can fire ``schedule`` (a cron expression it takes)."""
+    if schedule.cron_expression is None:
+        raise InputError(f"Pipeline '{pipeline}': {UNSUPPORTED}.")
+    check_cron_schedule(schedule.cron_expression)
+
+
+def check_pod_environment(environment: PodEnvironment) -> None:
+    """InputError when the fired runs would need a credential (a workspace server): a token
+    scoped to one run cannot serve runs that do not exist yet."""
+    if environment.token is not None:
+        raise InputError(
+            "Scheduled runs on Kubernetes work with a SQL store the pods reach; with a "
+            "workspace server they need a credential for runs that do not exist yet, which "
+            "is not supported yet."
+        )
+
+
+def cron_job_name(prefix: str | None, schedule: ScheduleRecord) -> str:
+    """The schedule's CronJob name: prefix, schedule name and 8 hex digits of its id."""
+    return resource_name(
+        prefix or DEFAULT_JOB_PREFIX,
+        schedule.name,
+        schedule.id.hex[:8],
+        max_length=CRONJOB_NAME_MAX,
+    )
+
+
+def schedule_selector(schedule_id: UUID) -> str:
+    return f"{SCHEDULE_ID_KEY}={schedule_id}"
+
+
+def scheduled_arguments(args: OrchestratorArgs, schedule_id: UUID) -> list[str]:
+    """The orchestrator container's arguments for runs fired by schedule ``schedule_id``."""
+    return [*orchestrator_arguments(args), SCHEDULE_ID_OPTION, str(schedule_id)]
+
+
+def split_schedule_id(argv: Sequence[str]) -> tuple[UUID | None, list[str]]:
+    """The ``--schedule-id`` of an orchestrator command line (None: a manual run) and the
+    other arguments; ValueError for a malformed id or a missing value."""
+    rest = list(argv)
+    if SCHEDULE_ID_OPTION not in rest:
+        return None, rest
+    at = rest.index(SCHEDULE_ID_OPTION)
+    if at + 1 >= len(rest):
+        raise ValueError(f"{SCHEDULE_ID_OPTION} needs a value.")
+    schedule_id = UUID(rest[at + 1])
+    del rest[at : at + 2]
+    return schedule_id, rest
+
+
+def schedule_cron_job(
+    settings: KubernetesOrchestratorSettings,
+    snapshot: SnapshotRecord,
+    schedule: ScheduleRecord,
+    *,
+    image: str,
+    environment: PodEnvironment,
+) -> dict[str, Any]:
+    """The schedule's CronJob: its ``jobTemplate`` is the orchestrator Job of a manual run
+    (:func:`~wharf.integrations.kubernetes.orchestrator_submit.orchestrator_manifest`, same
+    builder and settings) whose pod gets the snapshot and the schedule id instead of a run."""
+    if schedule.cron_expression is None:
+        raise InputError(f"Schedule '{schedule.name}': {UNSUPPORTED}.")
+    name = cron_job_name(settings.job_name_prefix, schedule)
+    pipeline = snapshot.spec.name
+    args = OrchestratorArgs(
+        snapshot_id=snapshot.id,
+        run_id=None,
+        namespace=settings.namespace,
+        job_name=name,  # the CronJob: each fired pod finds its own Job through its pod
+        settings_json=settings.model_dump_json(exclude_defaults=True),
+        token_secret=None,
+    )
+    labels = {**run_labels(pipeline), SCHEDULE_ID_KEY: str(schedule.id)}
+    labels[SCHEDULE_NAME_KEY] = label_value(schedule.name)
+    annotations = {**run_annotations(pipeline), SCHEDULE_ID_KEY: str(schedule.id)}
+    annotations[SCHEDULE_NAME_KEY] = schedule.name
+    job = orchestrator_job_for(
+        settings,
+        name=name,
+        image=image,
+        args=scheduled_arguments(args, schedule.id),
+        labels=labels,
+        annotations=annotations,
+        env=environment.env,
+        secret_env={},
+        fail_job_exit_codes=(RUN_ENDED_UNCOMPLETED,),
+    )
+    cron = cron_job_for(settings, name=name, schedule=schedule.cron_expression, job=job)
+    cron["spec"]["suspend"] = not schedule.active
+    return cron
+
+
+# ----------------------------------------------------------------------------- API calls
+
+
+@contextmanager
+def cluster_call(action: str) -> Iterator[None]:
+    """Turn a refusal or an unreachable API server into one :class:`WharfError` line."""
+    try:
+        yield
+    except ApiException as exc:
+        raise api_error(exc, action) from None
+    except HTTPError as exc:
+        cause = getattr(exc, "reason", None) or exc  # MaxRetryError: the last attempt's error
+        reason = " ".join(str(cause).split()) or type(exc).__name__
+        raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
+
+
+def apply_cron_job(clients: KubeClients, manifest: dict[str, Any]) -> None:
+    """Create the CronJob, or replace the one of that name (the same schedule applied again)."""
+    namespace = manifest["metadata"]["namespace"]
+    name = manifest["metadata"]["name"]
+    create: Any = clients.batch.create_namespaced_cron_job  # a plain dict as the body
+    replace: Any = clients.batch.replace_namespaced_cron_job
+    with cluster_call(f"create the CronJob {namespace}/{name}"):
+        try:
+            create(namespace, manifest, _preload_content=False)
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        response: Any = clients.batch.read_namespaced_cron_job(
+            name, namespace, _preload_content=False
+        )
+        existing = json.loads(response.data)
+        body = json.loads(json.dumps(manifest))
+        body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        replace(name, namespace, body, _preload_content=False)
+
+
+def schedule_cron_jobs(clients: KubeClients, namespace: str, schedule_id: UUID) -> list[str]:
+    """The names of the CronJobs of schedule ``schedule_id`` in ``namespace``."""
+    with cluster_call(f"list the CronJobs of schedule {schedule_id} in {namespace}"):
+        response: Any = clients.batch.list_namespaced_cron_job(
+            namespace, label_selector=schedule_selector(schedule_id), _preload_content=False
+        )
+    return [item["metadata"]["name"] for item in json.loads(response.data)["items"]]
+
+
+def suspend_cron_jobs(
+    clients: KubeClients, namespace: str, schedule_id: UUID, suspend: bool
+) -> list[str]:
+    """Set ``spec.suspend`` of the schedule's CronJobs (a merge patch); their names."""
+    names = schedule_cron_jobs(clients, namespace, schedule_id)
+    for name in names:
+        with cluster_call(f"{'suspend' if suspend else 'resume'} the CronJob {namespace}/{name}"):
+            clients.batch.patch_namespaced_cron_job(
+                name,
+                namespace,
+                {"spec": {"suspend": suspend}},
+                _content_type="application/merge-patch+json",
+            )
+    return names
+
+
+def delete_cron_jobs(clients: KubeClients, namespace: str, schedule_id: UUID) -> list[str]:
+    """Delete the schedule's CronJobs (Background propagation: its Jobs go with it, a run in
+    flight included); the names of those that existed."""
+    deleted = []
+    for name in schedule_cron_jobs(clients, namespace, schedule_id):
+        with cluster_call(f"delete the CronJob {namespace}/{name}"):
+            try:
+                clients.batch.delete_namespaced_cron_job(
+                    name, namespace, propagation_policy="Background"
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+        deleted.append(name)
+    return deleted

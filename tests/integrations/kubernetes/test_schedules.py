@@ -1,0 +1,453 @@
+"""Schedules on a Kubernetes stack, end to end on the test bed with the emulator's clock.
+
+A script (in a directory of its own, as in ``test_orchestrator_e2e``) calls a cron-scheduled
+pipeline: a CronJob whose job template is a manual run's orchestrator Job is created and no run
+is recorded. Moving the emulator's FakeClock past the schedule fires a Job (the emulator's
+CronJob controller); the process kubelet runs its pod, which creates its own run (recorded with
+its schedule) and runs it; the next firing's run is fully cached. ``wharf schedule pause``,
+``resume`` and ``delete`` suspend, resume and delete the CronJob. Artifacts on moto S3, the
+embedded SQLite store opened by the pods directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+import tests.artifacts.s3_server as s3
+from tests.artifacts.s3_server import CREDENTIALS, MotoServer
+from tests.integrations.kubernetes.test_orchestrator_e2e import Seen, wait_until
+from tests.kube.emulator import Emulator
+from tests.kube.emulator.clock import FakeClock
+from tests.kube.emulator.resources import CRONJOBS, JOBS
+from tests.kube.kubelet import Kubelet
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
+from wharf.integrations.kubernetes.orchestrator_main import (
+    CRON_JOB_KEY,
+    SCHEDULE_ID_KEY,
+    SCHEDULE_NAME_KEY,
+)
+from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY as SCHEDULE_LABEL
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import (
+    PageRequest,
+    PipelineRunRecord,
+    RunFilter,
+    ScheduleRecord,
+    StepRunFilter,
+)
+
+s3_server = s3.s3_server
+s3_bucket = s3.s3_bucket
+
+IMAGE = "wharf/python:3.11"
+BOUND = 240  # seconds: a hang fails the test instead of blocking it
+START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
+
+
+def at(minute: int) -> datetime:
+    return START.replace(minute=minute, second=0)
+
+
+STEPS_MODULE = """
+from wharf import Schedule, pipeline, step
+
+
+@step
+def make(value: int) -> int:
+    return value
+
+
+@step
+def double(value: int) -> int:
+    return value * 2
+
+
+@pipeline(name="nightly", schedule=Schedule(name="every-five", cron_expression="*/5 * * * *"))
+def nightly(value: int = 3) -> None:
+    double(make(value))
+
+
+@pipeline(name="nightly")
+def nightly_now(value: int = 3) -> None:
+    double(make(value))
+
+
+@pipeline(schedule=Schedule(name="poll", interval_seconds=600))
+def polling() -> None:
+    make(1)
+"""
+
+SCRIPT = """
+import json
+import sys
+
+import k8s_steps
+
+if __name__ == "__main__":
+    result = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
+    if hasattr(result, "schedule"):
+        print("SCHEDULED", result.schedule.id)
+    else:
+        print("RUN", result.id, result.status.value)
+"""
+
+
+@dataclass
+class Bed:
+    emulator: Emulator
+    seen: Seen
+    workspace: Workspace
+    project: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def bed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_server: MotoServer, s3_bucket: str
+) -> Iterator[Bed]:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_SERVER_URL", "PYTHONPATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "k8s")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "k8s_steps.py").write_text(STEPS_MODULE)
+    (project / "run.py").write_text(SCRIPT)
+    with Emulator(clock=FakeClock(START)) as emulator:
+        seen = Seen()
+        emulator.store.subscribe(seen)
+        monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))
+        with Kubelet(
+            emulator.kubeconfig_path,
+            images={IMAGE: sys.executable},
+            log_dir=emulator.log_dir,
+            extra_env={**CREDENTIALS, "WHARF_HOME": str(tmp_path / "pod-home")},
+        ) as kubelet:
+            assert kubelet.wait_ready(10)
+            ws = Workspace.open(load_config())
+            try:
+                stacks.register_component(
+                    ws,
+                    "remote",
+                    ComponentType.ARTIFACT_STORE,
+                    "fsspec",
+                    {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint},
+                )
+                stacks.register_component(
+                    ws,
+                    "k8s",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {
+                        "image": IMAGE,
+                        "job_monitoring_interval": 0.5,
+                        "successful_jobs_history_limit": 2,
+                        "failed_jobs_history_limit": 1,
+                        "concurrency_policy": "Forbid",
+                        "starting_deadline_seconds": 600,
+                    },
+                )
+                stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="remote")
+                env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": "2"}
+                yield Bed(emulator, seen, ws, project, env)
+            finally:
+                ws.close()
+
+
+def run_script(bed: Bed, pipeline: str, **parameters: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "run.py", pipeline, json.dumps(parameters)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
+
+
+def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env={**bed.env, **env},
+    )
+
+
+def schedule_it(bed: Bed, **parameters: Any) -> ScheduleRecord:
+    done = run_script(bed, "nightly", **parameters)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
+    return bed.workspace.store.schedules.get(UUID(line.split()[1]))
+
+
+def cron_jobs_of(bed: Bed, schedule: ScheduleRecord) -> list[dict[str, Any]]:
+    selector = f"{SCHEDULE_LABEL}={schedule.id}"
+    items: list[dict[str, Any]] = bed.emulator.store.list(
+        CRONJOBS, "default", label_selector=selector
+    )["items"]
+    return items
+
+
+def fired_jobs(bed: Bed, cron_name: str) -> list[dict[str, Any]]:
+    jobs = bed.emulator.store.list(JOBS, "default")["items"]
+    return [
+        j
+        for j in jobs
+        if any(r["name"] == cron_name for r in j["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def fired_runs(bed: Bed, schedule: ScheduleRecord) -> list[PipelineRunRecord]:
+    runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
+    return sorted(runs, key=lambda r: r.created)
+
+
+def wait_for_fired_run(bed: Bed, schedule: ScheduleRecord, count: int) -> PipelineRunRecord:
+    """The ``count``-th run of the schedule, once it ended (read until a deadline)."""
+
+    def ended() -> bool:
+        runs = fired_runs(bed, schedule)
+        return len(runs) >= count and runs[count - 1].status.is_finished
+
+    assert wait_until(ended, BOUND), f"run {count} of {schedule.name} did not end"
+    return fired_runs(bed, schedule)[count - 1]
+
+
+def normalised_args(args: list[str]) -> list[str]:
+    """The orchestrator's arguments without what names one run or schedule."""
+    out, skip = [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in ("--run-id", "--schedule-id"):
+            skip = True
+            continue
+        named = i > 0 and args[i - 1] in ("--snapshot-id", "--job-name")
+        out.append("<value>" if named else arg)
+    return out
+
+
+def comparable_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A Job spec without its selector and pod labels (the server's, the run's) and with the
+    orchestrator's arguments :func:`normalised_args`."""
+    spec = json.loads(json.dumps(spec))
+    spec.pop("selector", None)
+    template = spec.pop("template")
+    (container,) = template["spec"]["containers"]
+    container["args"] = normalised_args(container["args"])
+    return {"job": spec, "pod": template["spec"]}
+
+
+def step_statuses(bed: Bed, run: PipelineRunRecord) -> dict[str, ExecutionStatus]:
+    steps = bed.workspace.store.steps.list(StepRunFilter(run_id=run.id), PageRequest(size=100))
+    return {s.name: s.status for s in steps.items}
+
+
+def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cache(
+    bed: Bed,
+) -> None:
+    schedule = schedule_it(bed)
+    assert schedule.active and schedule.cron_expression == "*/5 * * * *"
+    assert bed.workspace.store.runs.list().items == []  # nothing ran, no run recorded
+    (cron,) = cron_jobs_of(bed, schedule)
+    name = cron["metadata"]["name"]
+    assert len(name) <= 52 and "every-five" in name
+    spec = cron["spec"]
+    assert spec["schedule"] == "*/5 * * * *" and spec["suspend"] is False
+    assert spec["successfulJobsHistoryLimit"] == 2 and spec["failedJobsHistoryLimit"] == 1
+    assert spec["concurrencyPolicy"] == "Forbid" and spec["startingDeadlineSeconds"] == 600
+    assert cron["metadata"]["labels"]["wharf.io/pipeline"] == "nightly"
+
+    # Scheduling it again (the script run again) keeps the schedule and its one CronJob.
+    assert schedule_it(bed).id == schedule.id
+    assert [c["metadata"]["name"] for c in cron_jobs_of(bed, schedule)] == [name]
+
+    # The template is the orchestrator Job of a manual run (another value: other cache keys).
+    done = run_script(bed, "nightly_now", value=100)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (manual_job,) = [
+        j
+        for j in bed.seen.created.get("Job", [])
+        if RUN_ID_KEY in j["metadata"]["labels"] and STEP_KEY not in j["metadata"]["labels"]
+    ]
+    template = cron_jobs_of(bed, schedule)[0]["spec"]["jobTemplate"]
+    args = template["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--run-id" not in args and args[-2:] == ["--schedule-id", str(schedule.id)]
+    assert args[args.index("--snapshot-id") + 1] == str(schedule.snapshot_id)
+
+    # The clock passes 10:05: a Job fires; its pod creates its run, which completes.
+    bed.emulator.advance_to(at(4))
+    assert fired_jobs(bed, name) == []
+    bed.emulator.advance_to(at(5))
+    (fired_job,) = fired_jobs(bed, name)
+    # As the API server defaulted both: the same Job but for the run-specific arguments.
+    assert comparable_job_spec(fired_job["spec"]) == comparable_job_spec(manual_job["spec"])
+    first = wait_for_fired_run(bed, schedule, 1)
+    assert first.status is ExecutionStatus.COMPLETED, first.status_reason
+    assert first.orchestrator_run_id is not None
+    assert first.orchestrator_run_id.startswith("kubernetes-")
+    assert step_statuses(bed, first) == {
+        "make": ExecutionStatus.COMPLETED,
+        "double": ExecutionStatus.COMPLETED,
+    }
+    metadata = {
+        m.key: m.value
+        for m in bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, first.id)
+    }
+    assert metadata[SCHEDULE_ID_KEY] == str(schedule.id)
+    assert metadata[SCHEDULE_NAME_KEY] == "every-five"
+    assert metadata[CRON_JOB_KEY] == name
+
+    # The next firing (after the first Job finished): a run of its own, fully cached.
+    assert wait_until(
+        lambda: (
+            not bed.emulator.store.get(CRONJOBS, "default", name).get("status", {}).get("active")
+        ),
+        BOUND,
+    )
+    bed.emulator.advance_to(at(10))
+    second = wait_for_fired_run(bed, schedule, 2)
+    assert second.id != first.id and second.status is ExecutionStatus.COMPLETED
+    assert set(step_statuses(bed, second).values()) == {ExecutionStatus.CACHED}
+    step_pods = [
+        p for p in bed.seen.of_run("Pod", str(second.id)) if STEP_KEY in p["metadata"]["labels"]
+    ]
+    assert step_pods == []
+    assert wait_until(
+        lambda: (
+            not bed.emulator.store.get(CRONJOBS, "default", name).get("status", {}).get("active")
+        ),
+        BOUND,
+    )
+
+    # Paused: the CronJob is suspended and the clock fires nothing; resumed: no longer.
+    paused = wharf_cli(bed, "schedule", "pause", "every-five")
+    assert paused.returncode == 0, paused.stderr
+    assert bed.emulator.store.get(CRONJOBS, "default", name)["spec"]["suspend"] is True
+    assert not bed.workspace.store.schedules.get(schedule.id).active
+    fired = len(fired_jobs(bed, name))
+    bed.emulator.advance_to(at(15))
+    assert len(fired_jobs(bed, name)) == fired and len(fired_runs(bed, schedule)) == 2
+    resumed = wharf_cli(bed, "schedule", "resume", "every-five")
+    assert resumed.returncode == 0, resumed.stderr
+    assert bed.emulator.store.get(CRONJOBS, "default", name)["spec"]["suspend"] is False
+    assert bed.workspace.store.schedules.get(schedule.id).active
+
+    # Deleted: the CronJob is gone with the record; the runs it started stay.
+    deleted = wharf_cli(bed, "schedule", "delete", "every-five", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert cron_jobs_of(bed, schedule) == []
+    assert bed.workspace.store.schedules.list().items == []
+    bed.emulator.advance_to(at(20))
+    assert len(fired_runs(bed, schedule)) == 2
+
+
+def test_a_cluster_that_cannot_be_reached_leaves_the_schedule_as_it_was(
+    bed: Bed, tmp_path: Path
+) -> None:
+    schedule = schedule_it(bed)
+    (cron,) = cron_jobs_of(bed, schedule)
+    unreachable = tmp_path / "unreachable-kubeconfig"
+    config = json.loads(bed.emulator.kubeconfig_path.read_text())
+    config["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:9"  # nothing listens
+    unreachable.write_text(json.dumps(config))
+
+    paused = wharf_cli(bed, "schedule", "pause", "every-five", KUBECONFIG=str(unreachable))
+    assert paused.returncode != 0 and "Traceback" not in paused.stderr
+    (line,) = paused.stderr.strip().splitlines()
+    assert "Cannot list the CronJobs of schedule" in line and "unreachable" in line, line
+    assert bed.workspace.store.schedules.get(schedule.id).active  # rolled back
+    assert (
+        bed.emulator.store.get(CRONJOBS, "default", cron["metadata"]["name"])["spec"]["suspend"]
+        is False
+    )
+
+    deleted = wharf_cli(
+        bed, "schedule", "delete", "every-five", "--yes", KUBECONFIG=str(unreachable)
+    )
+    assert deleted.returncode != 0 and len(deleted.stderr.strip().splitlines()) == 1
+    assert bed.workspace.store.schedules.get(schedule.id).active  # kept: nothing changed
+    assert len(cron_jobs_of(bed, schedule)) == 1
+
+
+def test_a_schedule_without_a_cron_expression_is_refused_before_anything_is_recorded(
+    bed: Bed,
+) -> None:
+    done = run_script(bed, "polling")
+    assert done.returncode != 0
+    message = done.stderr.strip().splitlines()[-1]
+    assert (
+        "Kubernetes schedules need cron_expression; interval_seconds and run_once_start_time "
+        "are not supported" in message
+    ), done.stderr
+    assert bed.workspace.store.schedules.list().items == []
+    assert bed.workspace.store.runs.list().items == []
+    assert bed.emulator.store.list(CRONJOBS, "default")["items"] == []
+
+
+# ----------------------------------------------------------------------------- pure parts
+
+
+def test_the_schedule_id_argument_round_trips_and_a_bad_one_is_refused() -> None:
+    from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
+    from wharf.integrations.kubernetes.schedules import scheduled_arguments, split_schedule_id
+
+    schedule_id = UUID(int=7)
+    args = OrchestratorArgs(UUID(int=1), None, "ml", "wharf-nightly", "{}", None)
+    found, rest = split_schedule_id(scheduled_arguments(args, schedule_id))
+    assert found == schedule_id and "--schedule-id" not in rest
+    assert split_schedule_id(["--snapshot-id", "x"]) == (None, ["--snapshot-id", "x"])
+    with pytest.raises(ValueError):
+        split_schedule_id(["--schedule-id", "not-a-uuid"])
+    with pytest.raises(ValueError):
+        split_schedule_id(["--schedule-id"])
+
+
+def test_cron_job_names_fit_and_two_schedules_of_one_name_never_share_one() -> None:
+    from wharf.integrations.kubernetes.labels import is_dns1123_label
+    from wharf.integrations.kubernetes.schedules import cron_job_name
+
+    def record(schedule_id: int, name: str) -> ScheduleRecord:
+        return ScheduleRecord(
+            id=UUID(int=schedule_id << 100),  # differ in their first hex digits
+            project_id=UUID(int=schedule_id + 100),
+            pipeline_id=UUID(int=3),
+            snapshot_id=UUID(int=4),
+            name=name,
+            cron_expression="0 3 * * *",
+            interval_seconds=None,
+            run_once_start_time=None,
+            start_time=None,
+            end_time=None,
+            catchup=False,
+            active=True,
+            created=START,
+        )
+
+    long_name = "The Nightly Training Schedule Of The Vision Team " * 3
+    first, second = (
+        cron_job_name(None, record(1, long_name)),
+        cron_job_name(None, record(2, long_name)),
+    )
+    assert first != second
+    assert all(len(n) <= 52 and is_dns1123_label(n) for n in (first, second))
+    assert cron_job_name("team", record(1, "nightly")).startswith("team-nightly-")
