@@ -1,0 +1,317 @@
+"""A real 3-step pipeline on the Kubernetes orchestrator against a real workspace server.
+
+The server is the server tests' ``world`` (a uvicorn server on a local port, its own SQLite
+database, principals of every role). A project member submits the run from a script in a
+directory of its own (``WHARF_SERVER_URL`` + the member's login token); the orchestrator Job's
+pod and the step pods -- processes of the process kubelet -- reach the server with the run's
+token only, handed to them through Kubernetes Secrets: the pod starts the placeholder run the
+client recorded, beats for it, runs each step as a pod and ends the run. Artifacts lie on a
+real S3 server (moto).
+
+Then the token is taken from the Secret, as someone who can read Secrets in the namespace
+could, and used against everything but its own run: refused."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+
+import tests.artifacts.s3_server as s3
+from tests.artifacts.s3_server import CREDENTIALS, MotoServer
+from tests.kube.emulator import Emulator
+from tests.kube.emulator.resources import SECRETS
+from tests.kube.emulator.watchers import WatchEvent
+from tests.kube.kubelet import Kubelet
+from tests.server.conftest import (  # noqa: F401 (fixtures)
+    World,
+    live,
+    world,
+)
+from wharf.config.global_config import API_KEY_ENV, load_config
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.execution.services import run_token_scope
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, StepRunFilter
+
+s3_server = s3.s3_server
+s3_bucket = s3.s3_bucket
+
+IMAGE = "wharf/python:3.11"
+BOUND = 240  # seconds: a hang fails the test instead of blocking it
+
+STEPS_MODULE = """
+from wharf import pipeline, step
+
+
+@step
+def make(value: int) -> int:
+    print("making", value)
+    return value
+
+
+@step
+def double(value: int) -> int:
+    return value * 2
+
+
+@step
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@pipeline
+def on_kubernetes(value: int = 3) -> None:
+    first = make(value)
+    add(first, double(first))
+"""
+
+SCRIPT = """
+import sys
+
+import team_steps
+
+if __name__ == "__main__":
+    run = team_steps.on_kubernetes(value=int(sys.argv[1]))
+    print("RUN", run.id, run.status.value)
+"""
+
+
+@dataclass
+class Seen:
+    """Pods and Secrets the emulator created (their state when created)."""
+
+    created: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, event: WatchEvent) -> None:
+        if event.type == "ADDED" and event.rtype is not None:
+            with self.lock:
+                self.created.setdefault(event.rtype.kind, []).append(event.object)
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.created.get(kind, []))
+
+
+@dataclass
+class TeamBed:
+    server: World
+    emulator: Emulator
+    seen: Seen
+    workspace: Workspace
+    """The member's workspace, in the test process."""
+    project: Path
+    env: dict[str, str]
+    """The submitting script's environment (the member's)."""
+
+
+@pytest.fixture
+def team_bed(
+    world: World,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    s3_bucket: str,
+) -> Iterator[TeamBed]:
+    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    member = {
+        "WHARF_HOME": str(tmp_path / "home"),
+        "WHARF_SERVER_URL": world.url,
+        "WHARF_API_KEY": str(world.credentials["member"]),
+        "WHARF_PROJECT": "A",
+        "WHARF_ACTIVE_STACK": "k8s",
+        "WHARF_HEARTBEAT_INTERVAL": "2",
+    }
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "team_steps.py").write_text(STEPS_MODULE)
+    (project / "run.py").write_text(SCRIPT)
+    with Emulator() as emulator:
+        seen = Seen()
+        emulator.store.subscribe(seen)
+        with Kubelet(
+            emulator.kubeconfig_path,
+            images={IMAGE: sys.executable},
+            log_dir=emulator.log_dir,
+            extra_env={**CREDENTIALS, "WHARF_HOME": str(tmp_path / "pod-home")},  # the image's
+        ) as kubelet:
+            assert kubelet.wait_ready(10)
+            workspace = Workspace.open(load_config(member))
+            try:
+                stacks.register_component(
+                    workspace,
+                    "remote",
+                    ComponentType.ARTIFACT_STORE,
+                    "fsspec",
+                    {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint},
+                )
+                stacks.register_component(
+                    workspace,
+                    "k8s",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
+                )
+                stacks.register_stack(workspace, "k8s", orchestrator="k8s", artifact_store="remote")
+                env = {
+                    **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
+                    **member,
+                    "KUBECONFIG": str(emulator.kubeconfig_path),  # the member's cluster
+                }
+                yield TeamBed(world, emulator, seen, workspace, project, env)
+            finally:
+                workspace.close()
+
+
+def submit(bed: TeamBed, value: int) -> tuple[PipelineRunRecord, str]:
+    """Run the pipeline through the project's script (a fresh process, as the member would);
+    its run as the server has it once the script ended, and the script's output."""
+    done = subprocess.run(
+        [sys.executable, "run.py", str(value)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    run_lines = [line for line in done.stdout.splitlines() if line.startswith("RUN ")]
+    assert run_lines, output
+    return bed.workspace.store.runs.get(UUID(run_lines[-1].split()[1])), output
+
+
+def remaining_secrets(bed: TeamBed) -> list[str]:
+    listing = bed.emulator.store.list(SECRETS, "default")
+    return [str(item["metadata"]["name"]) for item in listing["items"]]
+
+
+def secret_values(secret: dict[str, Any]) -> list[str]:
+    data = secret.get("data") or {}
+    plain = secret.get("stringData") or {}
+    return [base64.b64decode(v).decode() for v in data.values()] + list(plain.values())
+
+
+def env_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    return [entry for c in containers for entry in c.get("env", [])]
+
+
+def test_a_run_on_kubernetes_uses_its_run_token_only_and_the_token_does_nothing_else(
+    team_bed: TeamBed,
+) -> None:
+    bed = team_bed
+    member_key = str(bed.server.credentials["member"])
+    run, output = submit(bed, 3)
+    assert run.status is ExecutionStatus.COMPLETED, (run.status_reason, output)
+    assert run.orchestrator_run_id is not None
+    assert run.orchestrator_run_id.startswith("kubernetes-")
+    assert run.user_id == bed.server.users["member"].id and run.project_id == bed.server.a.id
+    steps = bed.workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
+    assert {s.name: s.status for s in steps} == {
+        "make": ExecutionStatus.COMPLETED,
+        "double": ExecutionStatus.COMPLETED,
+        "add": ExecutionStatus.COMPLETED,
+    }
+    assert all(s.pid is not None for s in steps)  # recorded by the step pods' run token
+    assert run.orchestrator_host is not None and run.last_heartbeat is not None  # the pod's
+    # The pod started the client's placeholder: one run in the project, no other created.
+    runs = bed.workspace.store.runs.list(RunFilter(project_id=bed.server.a.id)).items
+    assert [r.id for r in runs] == [run.id]
+
+    # Every pod got its credential from a Secret, and every Secret holds the run's token.
+    pods = [
+        p
+        for p in bed.seen.of_kind("Pod")
+        if p["metadata"].get("labels", {}).get(RUN_ID_KEY) == str(run.id)
+    ]
+    assert sorted(p["metadata"]["labels"].get(STEP_KEY, "") for p in pods) == [
+        "",  # the orchestrator pod
+        "add",
+        "double",
+        "make",
+    ]
+    for pod in pods:
+        env = env_of(pod)
+        assert all(member_key not in json.dumps(entry) for entry in env)
+        keys = [e for e in env if e["name"] == API_KEY_ENV]
+        assert keys and all("secretKeyRef" in e.get("valueFrom", {}) for e in keys), keys
+    secrets = bed.seen.of_kind("Secret")
+    tokens = {value for s in secrets for value in secret_values(s)}
+    assert secrets and member_key not in tokens
+    assert all(run_token_scope(token) == run.id for token in tokens), tokens
+    assert len(tokens) == 1  # the orchestrator pod passed its own token on to the step pods
+    (token,) = tokens
+    assert remaining_secrets(bed) == []  # deleted with the run's end
+
+    # The server takes it for the run, acting for the member, not as an admin.
+    leaked = bed.server.client(token)
+    me = leaked.get("/api/v1/auth/me").json()
+    assert me["run_id"] == str(run.id) and me["name"] == "member" and me["is_admin"] is False
+    assert_refused_elsewhere(bed.server, leaked, run)
+
+
+def assert_refused_elsewhere(server: World, leaked: httpx.Client, run: PipelineRunRecord) -> None:
+    """A holder of ``run``'s leaked token may neither start, beat for nor end another run, nor
+    create one, nor restart, stop or delete its own, nor get a fresh token."""
+    store = server.stores.store
+    other = store.runs.create(  # another placeholder of the same snapshot, by the member
+        RunCreate(
+            project_id=run.project_id,
+            pipeline_id=run.pipeline_id,
+            snapshot_id=run.snapshot_id,
+            name="planned-by-member",
+            user_id=run.user_id,
+        )
+    )
+    start = {
+        "project_id": str(run.project_id),
+        "pipeline_id": str(run.pipeline_id),
+        "snapshot_id": str(run.snapshot_id),
+        "status": "running",
+        "orchestrator_run_id": "kubernetes-hostile",
+    }
+    beat = {"host": "h", "pid": 7, "start": "b:1", "liveness_timeout_seconds": 30}
+    refused = [
+        ("POST", "/api/v1/runs/get_or_create", {**start, "name": other.name}),
+        ("POST", "/api/v1/runs/get_or_create", {**start, "name": run.name}),  # a second start
+        ("POST", "/api/v1/runs/get_or_create", {**start, "name": "new", "status": "initializing"}),
+        ("POST", "/api/v1/runs", {**start, "name": "new"}),
+        ("PUT", f"/api/v1/runs/{other.id}/heartbeat", beat),
+        ("PATCH", f"/api/v1/runs/{other.id}", {"status": "failed", "status_reason": "x"}),
+        ("PATCH", f"/api/v1/runs/{run.id}", {"status": "stopping"}),
+        ("DELETE", f"/api/v1/runs/{other.id}", None),
+        ("DELETE", f"/api/v1/runs/{run.id}", None),
+        ("POST", f"/api/v1/runs/{run.id}/token", None),
+        ("POST", f"/api/v1/runs/{other.id}/token", None),
+    ]
+    before = store.runs.list(RunFilter(project_id=run.project_id)).total
+    for method, path, payload in refused:
+        answer = leaked.request(method, path, json=payload)
+        assert answer.status_code == 403, (method, path, payload, answer.text)
+    assert store.runs.list(RunFilter(project_id=run.project_id)).total == before
+    assert store.runs.get(other.id).status is ExecutionStatus.INITIALIZING
+    assert store.runs.get(run.id).status is ExecutionStatus.COMPLETED
+    # Another project's runs are not even seen.
+    foreign = leaked.post(
+        "/api/v1/runs/get_or_create", json={**start, "project_id": str(server.b.id), "name": "x"}
+    )
+    assert foreign.status_code == 404, foreign.text
