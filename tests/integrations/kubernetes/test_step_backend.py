@@ -103,13 +103,17 @@ def backend_for(clients: KubeClients, kubelet: Kubelet) -> Iterator[BackendFacto
     made: list[KubernetesStepBackend] = []
 
     def make(
-        image: str = STAND_IN_IMAGE, labels: dict[str, str] | None = None, **settings: object
+        image: str = STAND_IN_IMAGE,
+        labels: dict[str, str] | None = None,
+        close_when_idle: bool = False,
+        **settings: object,
     ) -> KubernetesStepBackend:
         backend = KubernetesStepBackend(
             clients,
             KubernetesOrchestratorSettings(namespace=NS, **settings),
             image=image,
-            labels=labels or {"wharf.io/pipeline": "training"},
+            labels={"wharf.io/pipeline": "training"} if labels is None else labels,
+            close_when_idle=close_when_idle,
         )
         made.append(backend)
         return backend
@@ -498,3 +502,21 @@ def test_an_outcome_is_kept_when_the_ttl_deletes_the_job_before_anyone_polls(
     outcome = backend.poll([handle], timeout=10)  # (once the watches caught up)
     assert outcome == {handle: AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")}
     backend.cleanup(handle)
+
+
+def test_a_backend_closing_when_idle_leaves_nothing_between_steps_and_starts_again(
+    backend_for: BackendFactory,
+    world: World,
+    logs: LocalArtifactStore,
+    clients: KubeClients,
+    emulator: Emulator,
+) -> None:
+    """As a step operator's backend, which nobody closes: no Secret, no watch once idle."""
+    backend = backend_for(labels={}, close_when_idle=True)
+    for _ in range(2):
+        handle = backend.submit(launch(world, logs, STAND_IN="ok", WHARF_API_KEY="t"), None)
+        assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
+        assert len(clients.core.list_namespaced_secret(NS).items) == 1
+        backend.cleanup(handle)
+        assert clients.core.list_namespaced_secret(NS).items == []
+        eventually(lambda: emulator.open_watches == 1)  # the kubelet's own

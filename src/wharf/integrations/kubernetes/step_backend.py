@@ -108,7 +108,10 @@ class KubernetesStepBackend:
     the run's); ``owner``: an owner reference for the Jobs and the Secret (the orchestrator
     Job); ``watch_labels``: the selector of the watches (default: ``labels``, e.g. the run's,
     so that an orchestrator pod restarted for the same run sees the Jobs its predecessor
-    started; without labels, this backend's own)."""
+    started; without labels, this backend's own); ``close_when_idle``: :meth:`close` itself
+    whenever its last attempt is cleaned up (for a step operator, whose backend nobody closes;
+    the next submit starts again), rather than keeping its watches and Secret for the next
+    step."""
 
     def __init__(
         self,
@@ -120,6 +123,7 @@ class KubernetesStepBackend:
         owner: Mapping[str, Any] | None = None,
         annotations: Mapping[str, str] | None = None,
         watch_labels: Mapping[str, str] | None = None,
+        close_when_idle: bool = False,
     ) -> None:
         self._clients = clients
         self.settings = settings
@@ -130,28 +134,11 @@ class KubernetesStepBackend:
         self._annotations = dict(annotations or {})
         self._owner = owner
         watched = watch_labels or labels
-        selector = label_selector(watched) if watched else f"{BACKEND_KEY}={self.id}"
+        self._selector = label_selector(watched) if watched else f"{BACKEND_KEY}={self.id}"
         self._condition = threading.Condition()
         self._waiters: dict[str, set[threading.Event]] = {}  # job name -> its pollers' events
-        core, batch = clients.core, clients.batch
-        self._pods = ObjectWatch(
-            core.list_namespaced_pod,
-            self.namespace,
-            selector,
-            job_name_of_pod,
-            condition=self._condition,
-            on_change=self._changed,
-            what="step pods",
-        )
-        self._jobs = ObjectWatch(
-            batch.list_namespaced_job,
-            self.namespace,
-            selector,
-            name_of,
-            condition=self._condition,
-            on_change=self._changed,
-            what="step jobs",
-        )
+        self._pods, self._jobs = self._new_watches()
+        core = clients.core
         prefix = settings.job_name_prefix or DEFAULT_PREFIX
         self._secret = StepEnvSecret(
             core,
@@ -160,14 +147,25 @@ class KubernetesStepBackend:
             labels=self._labels,
             owner_references=[owner_reference(owner)] if owner is not None else None,
         )
-        self._lock = threading.Lock()  # starting the watches
+        self._close_when_idle = close_when_idle
+        self._lock = threading.Lock()  # starting and stopping the watches
         self._attempts: dict[KubernetesHandle, _Attempt] = {}  # under _condition
         self._by_job: dict[str, _Attempt] = {}  # the same attempts by Job name
+        self._submitting = 0  # under _condition
         self._watching = False
 
     # -- the launch interface ------------------------------------------------------------------
 
     def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
+        with self._condition:
+            self._submitting += 1  # not idle: its Secret must stay
+        try:
+            return self._submit(attempt, allocation)
+        finally:
+            with self._condition:
+                self._submitting -= 1
+
+    def _submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
         record = attempt.record
         self._ensure_watching()
         environment = dict(attempt.environment)
@@ -217,7 +215,6 @@ class KubernetesStepBackend:
     def poll(
         self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
     ) -> Mapping[KubernetesHandle, AttemptOutcome]:
-        self._ensure_watching()
         deadline = time.monotonic() + timeout
         wake = threading.Event()  # set on a change of one of these Jobs (or of any)
         names = {handle.job_name for handle in handles}
@@ -301,6 +298,11 @@ class KubernetesStepBackend:
             )
             self._pods.forget(handle.job_name)
             self._jobs.forget(handle.job_name)
+            if self._close_when_idle:
+                with self._condition:
+                    idle = not self._attempts and not self._submitting
+                if idle:
+                    self.close()
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
         batch = self._clients.batch
@@ -329,9 +331,12 @@ class KubernetesStepBackend:
         return resource_name(prefix, record.name, record.id.hex[:12])
 
     def close(self) -> None:
-        """Stop watching and delete the Secret (the Jobs are the attempts' to clean up)."""
-        self._pods.close()
-        self._jobs.close()
+        """Stop watching and delete the Secret (the Jobs are the attempts' to clean up). A
+        later submit starts again."""
+        with self._lock:
+            self._pods.close()
+            self._jobs.close()
+            self._watching = False
         self._secret.delete()
 
     @property
@@ -382,9 +387,34 @@ class KubernetesStepBackend:
     def _ensure_watching(self) -> None:
         with self._lock:
             if not self._watching:
+                if self._pods.closed:  # closed before: new watches, listing afresh
+                    self._pods, self._jobs = self._new_watches()
                 self._pods.start()
                 self._jobs.start()
                 self._watching = True
+
+    def _new_watches(self) -> tuple[ObjectWatch, ObjectWatch]:
+        """The (pods, Jobs) watches of this backend's selector (not started)."""
+        core, batch = self._clients.core, self._clients.batch
+        pods = ObjectWatch(
+            core.list_namespaced_pod,
+            self.namespace,
+            self._selector,
+            job_name_of_pod,
+            condition=self._condition,
+            on_change=self._changed,
+            what="step pods",
+        )
+        jobs = ObjectWatch(
+            batch.list_namespaced_job,
+            self.namespace,
+            self._selector,
+            name_of,
+            condition=self._condition,
+            on_change=self._changed,
+            what="step jobs",
+        )
+        return pods, jobs
 
     def _outcome_of(self, handle: KubernetesHandle) -> AttemptOutcome | None:
         """Under ``_condition``: the attempt's outcome once it is known."""
