@@ -47,6 +47,11 @@ s3_bucket = s3.s3_bucket
 
 IMAGE = "wharf/python:3.11"
 OPERATOR = "k8s-op"
+STACKS = (  # name, orchestrator, artifact store; each with the step operator
+    ("operated", "default", "remote"),  # the local orchestrator
+    ("operated-locally", "default", "default"),  # a local artifact store: pods cannot read it
+    ("k8s-operated", "k8s", "remote"),
+)
 BOUND = 240  # seconds: a hang fails the test instead of blocking it
 
 STEPS_MODULE = f"""
@@ -236,20 +241,25 @@ def bed(
                         "pod_settings": '{"labels": {"team": "vision"}}',
                     },
                 )
-                stacks.register_stack(
+                stacks.register_component(
                     ws,
-                    "operated",
-                    orchestrator="default",  # the local orchestrator
-                    artifact_store="remote",
-                    step_operator=OPERATOR,
+                    "k8s",
+                    ComponentType.ORCHESTRATOR,
+                    "kubernetes",
+                    {
+                        "image": IMAGE,
+                        "kubeconfig": str(emulator.kubeconfig_path),
+                        "job_monitoring_interval": 0.5,
+                    },
                 )
-                stacks.register_stack(
-                    ws,
-                    "operated-locally",
-                    orchestrator="default",
-                    artifact_store="default",  # local: the pods cannot read it
-                    step_operator=OPERATOR,
-                )
+                for stack, orchestrator, artifact_store in STACKS:
+                    stacks.register_stack(
+                        ws,
+                        stack,
+                        orchestrator=orchestrator,
+                        artifact_store=artifact_store,
+                        step_operator=OPERATOR,
+                    )
                 env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": "2"}
                 yield Bed(emulator, seen, ws, project, env)
             finally:
@@ -354,6 +364,23 @@ def test_a_static_pipeline_on_the_local_orchestrator_runs_its_operator_step_as_a
 ) -> None:
     submitted = submit(bed, "static_training")
     assert_ran_as_one_job(bed, submitted)
+
+
+def test_the_kubernetes_orchestrator_runs_an_operator_step_through_the_operator(
+    bed: Bed,
+) -> None:
+    submitted = submit(bed, "static_training", stack="k8s-operated")
+    run = submitted.run
+    assert run.status is ExecutionStatus.COMPLETED, submitted.output
+    assert submitted.outputs["train"]["value"] == 20
+    jobs = {j["metadata"]["labels"].get(STEP_KEY): j for j in step_jobs(bed, run)}
+    assert set(jobs) == {None, "prepare", "train", "report"}  # None: the orchestrator Job
+    assert jobs["train"]["metadata"]["labels"][STEP_OPERATOR_KEY] == OPERATOR
+    assert "ownerReferences" not in jobs["train"]["metadata"]
+    for own in ("prepare", "report"):  # the orchestrator's own step Jobs, owned by its Job
+        assert STEP_OPERATOR_KEY not in jobs[own]["metadata"]["labels"]
+        assert jobs[own]["metadata"]["ownerReferences"]
+    assert wait_until(lambda: not bed.emulator.store.list(SECRETS, "default")["items"])
 
 
 def test_a_crashing_operator_step_fails_the_run_with_its_exit_code(bed: Bed) -> None:
