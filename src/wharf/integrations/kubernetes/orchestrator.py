@@ -235,8 +235,8 @@ class KubernetesOrchestrator(BaseOrchestrator):
         """Create (or replace, unchanged) the schedule's CronJob (``schedules``); each run it
         fires is created by its orchestrator pod."""
         self.check_artifact_store(services.artifact_store)
+        check_pod_environment(services.child_env)  # a workspace server's credential: not yet
         environment = pod_environment(services.child_env)
-        check_pod_environment(environment)  # a workspace server's credential: not yet
         manifest = schedule_cron_job(
             self.settings, snapshot, schedule, image=self.image(), environment=environment
         )

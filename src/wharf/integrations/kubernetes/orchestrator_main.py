@@ -3,7 +3,8 @@
 Given the run's snapshot (and the placeholder run the submitter recorded; without one — a run
 fired by a schedule's CronJob, ``--schedule-id`` — it creates one itself, before any step, with
 its Job's orchestrator run id and its schedule and CronJob in the run's metadata; its own Job is
-found through its pod, ``HOSTNAME``; a schedule deleted or paused in the store fires nothing),
+found through its pod, ``HOSTNAME``; a schedule deleted or paused in the store, or outside its
+start and end times, fires nothing),
 it opens the store from its environment (as a step's process does:
 ``wharf.execution.services.open_store``), builds the run's services, job and
 runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
@@ -16,7 +17,7 @@ died mid-run) ends the run failed instead of running its steps twice (resuming c
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
-a malformed command line; 0 too when a schedule fired that is gone or paused. The run's token
+a malformed command line; 0 too when a schedule fired that runs nothing. The run's token
 Secret, when it has one and is not scheduled, is deleted when the pod ends after the run ended
 (a pod that failed before leaves it to the next pod of its Job; the Job owns it).
 """
@@ -55,7 +56,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     parse_orchestrator_args,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
-from wharf.integrations.kubernetes.schedules import split_schedule_id
+from wharf.integrations.kubernetes.schedules import in_window, split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, SnapshotRecord
@@ -246,6 +247,12 @@ def scheduled_run(
             return None
         if not schedule.active:
             logger.warning("Schedule %s is paused: this firing runs nothing.", schedule.name)
+            return None
+        if not in_window(schedule, utc_now()):
+            logger.warning(
+                "Schedule %s fires only between its start and end times: this firing runs nothing.",
+                schedule.name,
+            )
             return None
     run_id = job_run_id(own_job)
     wanted = RunFilter(snapshot_id=snapshot.id, orchestrator_run_id=run_id)

@@ -1,6 +1,7 @@
 """A schedule on Kubernetes: one ``batch/v1`` CronJob per recorded schedule.
 
-Owns: which schedules Kubernetes can fire (:func:`check_schedulable`: cron expressions only),
+Owns: which schedules Kubernetes can fire (:func:`check_schedulable`: cron expressions only,
+no catch-up; start and end times are checked by the fired pod, :func:`in_window`),
 the CronJob's name, labels and manifest (:func:`schedule_cron_job`: the orchestrator Job a
 manual run creates, without a run: its pod is given the snapshot and the schedule id and creates
 its run itself), the ``--schedule-id`` argument of the orchestrator pod, and the API calls that
@@ -17,20 +18,23 @@ Invariants:
   be done.
 
 Out of scope for now: a workspace server's credential for scheduled runs (a token that outlives
-one run); schedules are refused on a workspace server (:func:`check_pod_environment`).
+one run); schedules are refused on a workspace server (:func:`check_pod_environment`), after
+the schedule was recorded, which the client then forgets again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError
 
+from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV
 from wharf.config.settings import Schedule
 from wharf.core.errors import InputError, WharfError
 from wharf.integrations.kubernetes.clients import KubeClients
@@ -72,13 +76,33 @@ def check_schedulable(pipeline: str, schedule: Schedule) -> None:
     """InputError unless Kubernetes can fire ``schedule`` (a cron expression it takes)."""
     if schedule.cron_expression is None:
         raise InputError(f"Pipeline '{pipeline}': {UNSUPPORTED}.")
+    if schedule.catchup:
+        raise InputError(
+            f"Pipeline '{pipeline}': Kubernetes CronJobs do not catch up on missed runs "
+            "(catchup=True is not supported; the orchestrator's starting_deadline_seconds "
+            "bounds how late a run may start)."
+        )
     check_cron_schedule(schedule.cron_expression)
 
 
-def check_pod_environment(environment: PodEnvironment) -> None:
-    """InputError when the fired runs would need a credential (a workspace server): a token
-    scoped to one run cannot serve runs that do not exist yet."""
-    if environment.token is not None:
+def in_window(schedule: ScheduleRecord, now: datetime) -> bool:
+    """Whether ``now`` lies within the schedule's start and end times (a CronJob knows
+    neither: the pod it fires checks them)."""
+    start, end = _utc(schedule.start_time), _utc(schedule.end_time)
+    return (start is None or now >= start) and (end is None or now <= end)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A store may return a naive UTC time."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def check_pod_environment(child_env: Mapping[str, str]) -> None:
+    """InputError when the fired runs would reach a workspace server, which needs a
+    credential: a token scoped to one run cannot serve runs that do not exist yet."""
+    if SERVER_URL_ENV in child_env or API_KEY_ENV in child_env:
         raise InputError(
             "Scheduled runs on Kubernetes work with a SQL store the pods reach; with a "
             "workspace server they need a credential for runs that do not exist yet, which "
