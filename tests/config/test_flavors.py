@@ -19,9 +19,9 @@ OP = ComponentType.STEP_OPERATOR
 
 
 def test_wharf_declares_its_own_flavors() -> None:
-    assert known_flavors(ORCH) == ["local", "local_process"]
+    assert known_flavors(ORCH) == ["kubernetes", "local", "local_process"]
     assert known_flavors(ComponentType.ARTIFACT_STORE) == ["fsspec", "local"]
-    assert known_flavors(OP) == ["local_process"]
+    assert known_flavors(OP) == ["kubernetes", "local_process"]
     assert flavor_class(ORCH, "local") is LocalOrchestrator
 
 
@@ -41,8 +41,8 @@ def test_reading_the_flavors_imports_none_of_them() -> None:
 
 def test_unknown_flavor_is_one_line_naming_the_known_ones_of_that_type() -> None:
     with pytest.raises(InputError) as raised:
-        flavor_class(OP, "k8s")
-    assert str(raised.value) == "Unknown step_operator flavor 'k8s'; known: local_process."
+        flavor_class(OP, "slurm")
+    assert str(raised.value) == "Unknown step_operator flavor 'slurm'; known: kubernetes, local_process."
 
 
 def test_a_third_party_distribution_adds_flavors(
@@ -51,13 +51,13 @@ def test_a_third_party_distribution_adds_flavors(
     assert "tiny" not in known_flavors(ORCH)
     monkeypatch.delitem(sys.modules, TINY_MODULE, raising=False)  # another test may load it
     monkeypatch.syspath_prepend(str(tiny_distribution(tmp_path / "site")))
-    assert known_flavors(ORCH) == ["local", "local_process", "tiny"]
-    assert known_flavors(OP) == ["local_process", "tiny"]
+    assert known_flavors(ORCH) == ["kubernetes", "local", "local_process", "tiny"]
+    assert known_flavors(OP) == ["kubernetes", "local_process", "tiny"]
     assert TINY_MODULE not in sys.modules  # declared, not imported
     orchestrator = flavor_class(ORCH, "tiny")
     assert (orchestrator.__module__, orchestrator.__name__) == (TINY_MODULE, "TinyOrchestrator")
     assert issubclass(orchestrator, LocalOrchestrator)
-    with pytest.raises(InputError, match=r"known: local, local_process, tiny\.$"):
+    with pytest.raises(InputError, match=r"known: kubernetes, local, local_process, tiny\.$"):
         flavor_class(ORCH, "nope")
 
 
@@ -77,7 +77,7 @@ def test_names_that_are_not_type_dot_flavor_are_ignored(
     )
     monkeypatch.syspath_prepend(str(site))
     flavors = declared_flavors()
-    assert sorted(flavors[ORCH]) == ["local", "local_process", "odd"]
+    assert sorted(flavors[ORCH]) == ["kubernetes", "local", "local_process", "odd"]
     assert flavors[ORCH]["local"].value == "wharf.orchestrators.local:LocalOrchestrator"
     assert set(flavors) == set(ComponentType)
 
