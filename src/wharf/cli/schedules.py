@@ -97,7 +97,10 @@ def _set_active(name_or_id: str, active: bool) -> None:
             if orchestrator is not None:
                 orchestrator.set_schedule_active(record, active)
         except BaseException:
-            client.set_schedule_active(before.id, before.active)  # the store says what fires
+            try:  # the store's record says what fires: put it back
+                client.set_schedule_active(before.id, before.active)
+            except Exception as exc:  # the platform's error is the one to report
+                click.echo(f"Warning: could not restore schedule '{record.name}': {exc}", err=True)
             raise
     click.echo(f"Schedule '{record.name}' is {'active' if active else 'paused'}.")
 
