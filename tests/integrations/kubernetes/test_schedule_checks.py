@@ -139,3 +139,15 @@ def test_a_fired_pod_runs_only_within_the_start_and_end_times() -> None:
     assert in_window(windowed, START) and in_window(windowed, later)
     assert not in_window(windowed, later.replace(minute=1))
     assert in_window(record(2), START)
+
+
+def test_a_scheduled_call_returns_its_schedule_and_explains_the_missing_run() -> None:
+    from wharf.sdk.pipeline import Scheduled
+
+    scheduled = Scheduled(record(1))
+    assert scheduled.schedule.name == "nightly"
+    assert "scheduled as 'nightly'" in repr(scheduled)
+    with pytest.raises(
+        AttributeError, match=r"No run was made \(so no 'status'\).*wharf runs list"
+    ):
+        _ = scheduled.status
