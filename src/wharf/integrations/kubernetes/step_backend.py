@@ -314,13 +314,8 @@ class KubernetesStepBackend:
         stopped = False
         for job in json.loads(response.data).get("items") or []:
             name = str(job["metadata"]["name"])
-
-            def delete(job_name: str = name) -> Any:
-                return batch.delete_namespaced_job(
-                    job_name, self.namespace, propagation_policy="Foreground"
-                )
-
-            stopped |= _ignore_missing(delete)
+            delete = partial(batch.delete_namespaced_job, name, self.namespace)
+            stopped |= _ignore_missing(partial(delete, propagation_policy="Foreground"))
         return stopped
 
     # -- the rest ------------------------------------------------------------------------------
