@@ -59,4 +59,4 @@ def test_component_register_lists_the_flavors_of_each_type() -> None:
     text = flavor.help or ""
     for component_type in ComponentType:
         assert f"{component_type.value}: " in text, text
-    assert "orchestrator: local, local_process" in text
+    assert "orchestrator: kubernetes, local, local_process" in text

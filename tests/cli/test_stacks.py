@@ -195,8 +195,8 @@ def test_a_third_party_flavor_is_listed_registered_and_runs(
     without, shown = (
         " ".join(ok("component", "register", "--help", env=e).split()) for e in (None, env)
     )
-    assert "orchestrator: local, local_process;" in without
-    assert "orchestrator: local, local_process, tiny;" in shown
+    assert "orchestrator: kubernetes, local, local_process;" in without
+    assert "orchestrator: kubernetes, local, local_process, tiny;" in shown
     ok("component", "register", "tiny-orch", "-t", "orchestrator", "-f", "tiny", env=env)
     ok("stack", "register", "tiny", "-o", "tiny-orch", "-a", "store", env=env)
     assert as_json("stack", "show", "tiny")["components"]["orchestrator"]["flavor"] == "tiny"

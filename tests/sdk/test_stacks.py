@@ -127,6 +127,7 @@ def test_every_declared_flavor_registers(workspace: Workspace, tiny_flavors: str
             record = stacks.register_component(workspace, name, type, flavor, needs.get(flavor))
             assert record.flavor == flavor
     assert {c.flavor for c in stacks.list_components(workspace, OP).items} == {
+        "kubernetes",
         "local_process",
         tiny_flavors,
     }
@@ -149,8 +150,8 @@ def test_a_third_party_flavor_runs_the_stack(
 
 
 def test_unknown_flavor_lists_known_ones(workspace: Workspace) -> None:
-    with pytest.raises(InputError, match=r"Unknown orchestrator flavor 'k8s'; known: local\b"):
-        stacks.register_component(workspace, "orch", ORCH, "k8s")
+    with pytest.raises(InputError, match=r"Unknown orchestrator flavor 'slurm'; known: kubernetes, local\b"):
+        stacks.register_component(workspace, "orch", ORCH, "slurm")
     known = ", ".join(flavors.known_flavors(OP)) or "none"
     with pytest.raises(InputError, match=f"Unknown step_operator flavor 'nope'; known: {known}."):
         stacks.register_component(workspace, "op", OP, "nope")
