@@ -236,9 +236,11 @@ class Kubelet:
             return
         assert self._ctx is not None
         worker = PodWorker(pod, self._ctx, recovered=_was_started(pod))
-        with self._lock:
+        with self._lock:  # registered and started together: stop() joins only started workers
+            if self._stopping.is_set():
+                return
             self._workers[uid] = worker
-        worker.start()
+            worker.start()
 
     def _bind(self, pod: dict[str, Any]) -> None:
         assert self._api is not None
