@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wharf.config.component_settings import ComponentSettings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig, Schedule
 from wharf.core.enums import ExecutionMode, StepRuntime
 
@@ -48,6 +49,9 @@ class StepConfig(BaseModel):
     environment: dict[str, str] = Field(default_factory=dict)
     caching_parameters: dict[str, Any] = Field(default_factory=dict)
     enable_heartbeat: bool = True
+    settings: ComponentSettings = Field(default_factory=dict)
+    """Stack component settings (``{"orchestrator.kubernetes": {...}}``, plain JSON): the
+    step's own deep-merged over its pipeline's (``wharf.config.component_settings``)."""
 
 
 class StepSpec(BaseModel):
@@ -111,6 +115,9 @@ class PipelineConfig(BaseModel):
     code_source: CodeSource | None = None
     """None: ``archive`` when the orchestrator (or the step operator) runs steps outside this
     file system, else ``local``."""
+    settings: ComponentSettings = Field(default_factory=dict)
+    """Pipeline-level stack component settings (plain JSON), for every step and for the
+    components running the pipeline itself (e.g. the orchestrator pod)."""
 
 
 class PipelineSpec(BaseModel):

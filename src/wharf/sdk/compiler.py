@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from wharf.config.component_settings import ComponentSettings, step_layered
 from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
 from wharf.core.dag import Dag
 from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
@@ -175,6 +176,7 @@ class StepDefaults:
     retry: Any = None
     environment: dict[str, str] = field(default_factory=dict)
     resources: Any = None
+    component_settings: ComponentSettings = field(default_factory=dict)
 
     def merge(self, step: Step[Any, Any]) -> StepConfig:
         values: dict[str, Any] = {
@@ -188,6 +190,7 @@ class StepDefaults:
             "environment": {**self.environment, **step.environment},
             "caching_parameters": step.caching_parameters,
             "enable_heartbeat": step.enable_heartbeat,
+            "settings": step_layered(self.component_settings, step.component_settings),
         }
         policy = step.cache_policy or self.cache_policy
         if policy is not None:

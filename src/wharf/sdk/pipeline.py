@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 from uuid import UUID
 
+from wharf.config.component_settings import check_component_settings, parse_component_settings
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
@@ -150,6 +151,7 @@ class Pipeline(Generic[P]):
             retry=RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry,
             environment=dict(environment or {}),
             resources=parse_settings(f"pipeline '{self.name}'", settings),
+            component_settings=parse_component_settings(f"pipeline '{self.name}'", settings),
         )
         self.config = PipelineConfig(
             enable_cache=enable_cache,
@@ -159,6 +161,7 @@ class Pipeline(Generic[P]):
             schedule=schedule,
             environment=dict(environment or {}),
             code_source=code_source,
+            settings=self.defaults.component_settings,
         )
         self._steps: dict[str, Step[Any, Any]] = {}
         self.__doc__ = func.__doc__
@@ -257,6 +260,7 @@ class Pipeline(Generic[P]):
         if ComponentType.STEP_OPERATOR in stack.components:
             step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
         orchestrator.runtime_policy(spec, step_operator)  # refuse before anything is recorded
+        check_component_settings(spec, (orchestrator, artifact_store, step_operator))
         spec = ship_code(
             spec,
             artifact_store,

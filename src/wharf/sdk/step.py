@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.enums import StepRuntime
 from wharf.core.errors import StepInterfaceError
@@ -56,13 +57,16 @@ def _materializer_path(cls: Any) -> str:
 
 
 def parse_settings(owner: str, settings: Mapping[str, Any] | None) -> ResourceSettings | None:
-    """Validate a ``settings`` mapping; return its resource settings, if any."""
+    """Validate a ``settings`` mapping; return its resource settings, if any (component
+    entries are :func:`~wharf.config.component_settings.parse_component_settings`')."""
     if not settings:
         return None
     for key in settings:
-        if key not in KNOWN_SETTINGS:
+        if key not in KNOWN_SETTINGS and not is_component_key(key):
             raise StepInterfaceError(
-                f"Unknown setting '{key}' on {owner}; known settings: {', '.join(KNOWN_SETTINGS)}."
+                f"Unknown setting '{key}' on {owner}; known settings: {', '.join(KNOWN_SETTINGS)}, "
+                "and '<component type>.<flavor>' for a stack component "
+                "(e.g. 'orchestrator.kubernetes')."
             )
     resources = settings.get("resources")
     if resources is None or isinstance(resources, ResourceSettings):
@@ -115,6 +119,7 @@ class Step(Generic[P, R]):
         self.cache_policy = cache_policy
         self.retry = RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry
         self.resources = parse_settings(f"step '{self.name}'", settings)
+        self.component_settings = parse_component_settings(f"step '{self.name}'", settings)
         try:
             self.runtime = StepRuntime(runtime) if runtime is not None else None
         except ValueError as exc:
