@@ -42,7 +42,10 @@ def test_reading_the_flavors_imports_none_of_them() -> None:
 def test_unknown_flavor_is_one_line_naming_the_known_ones_of_that_type() -> None:
     with pytest.raises(InputError) as raised:
         flavor_class(OP, "slurm")
-    assert str(raised.value) == "Unknown step_operator flavor 'slurm'; known: kubernetes, local_process."
+    assert (
+        str(raised.value)
+        == "Unknown step_operator flavor 'slurm'; known: kubernetes, local_process."
+    )
 
 
 def test_a_third_party_distribution_adds_flavors(

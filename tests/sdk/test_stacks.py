@@ -150,7 +150,9 @@ def test_a_third_party_flavor_runs_the_stack(
 
 
 def test_unknown_flavor_lists_known_ones(workspace: Workspace) -> None:
-    with pytest.raises(InputError, match=r"Unknown orchestrator flavor 'slurm'; known: kubernetes, local\b"):
+    with pytest.raises(
+        InputError, match=r"Unknown orchestrator flavor 'slurm'; known: kubernetes, local\b"
+    ):
         stacks.register_component(workspace, "orch", ORCH, "slurm")
     known = ", ".join(flavors.known_flavors(OP)) or "none"
     with pytest.raises(InputError, match=f"Unknown step_operator flavor 'nope'; known: {known}."):
