@@ -14,6 +14,11 @@ Invariants:
   starting every step that does not depend on a failed one.
 Steps that never start get no step run record.
 
+Resuming a run another process started: the steps it finished are given as ``done`` (recorded
+as if they had just ended, in upstream order, execution mode applied) and never launched; the
+steps it left in flight (``in_flight``) are launched first, even when the schedule is halted
+or full, so that each is taken over (the launcher adopts its attempt) and never left unwatched.
+
 The schedule (which steps may start) is updated under one lock by the thread that ends a step,
 and that thread goes on with one of the steps that became ready: a chain of steps runs on one
 thread, without a hand-over to the calling thread and back between two steps; each other step
@@ -26,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -90,10 +95,16 @@ class DagRunner:
         stop_check: StopCheck | None = None,
         *,
         read_stop_at_end: bool = True,
+        done: Mapping[str, StepOutcome] | None = None,
+        in_flight: Collection[str] = (),
     ) -> None:
         """``read_stop_at_end``: read the run's status once the steps are done, to report a
         stop that no step saw. A caller that ends the run with ``runs.finish`` may pass False:
-        that write reads the status itself and ends a stopping run stopped."""
+        that write reads the status itself and ends a stopping run stopped. ``done`` and
+        ``in_flight``: when resuming a run, the steps an earlier process finished and those it
+        left in flight (see the module docstring)."""
+        self._done = dict(done or {})
+        self._in_flight = frozenset(in_flight)
         self._spec = spec
         self._read_stop_at_end = read_stop_at_end
         self._launch = launch
@@ -108,6 +119,8 @@ class DagRunner:
 
     def run(self) -> DagOutcome:
         schedule = _Schedule(self._dag, self._spec.steps, self._parallelism)
+        if self._done or self._in_flight:
+            schedule.resume(self._done, self._in_flight, self._on_failure)
 
         def work(start: _Start) -> None:
             # A thread that ends a step goes on with one of the steps that became ready (the
@@ -204,8 +217,29 @@ class _Schedule:
         self._blocked: set[str] = set()  # descendants of failed steps
         self._halted = False  # no new steps start (failure, stop or an error)
         self._running: dict[str, InterruptibleRegion] = {}
+        self._taken_over: deque[str] = deque()  # in flight elsewhere: start whatever happens
         self.outcome = DagOutcome()
         self.error: BaseException | None = None
+
+    def resume(
+        self,
+        done: Mapping[str, StepOutcome],
+        in_flight: Collection[str],
+        on_failure: Callable[[str, Mapping[str, InterruptibleRegion]], bool],
+    ) -> None:
+        """Record the steps ``done`` by an earlier process of the run (in upstream order), and
+        have those ``in_flight`` started first, whatever the schedule's state."""
+        with self._cond:
+            for name in self._dag.order:
+                if name in done:
+                    self._record(name, done[name], on_failure)
+            self._taken_over = deque(
+                n
+                for n in self._dag.order
+                if n in in_flight and self._waiting_on[n] == 0 and n not in self._blocked
+            )
+            taken = set(self._taken_over)
+            self._ready = deque(n for n in self._ready if n not in done and n not in taken)
 
     def take_ready(self) -> list[_Start]:
         with self._cond:
@@ -214,8 +248,10 @@ class _Schedule:
     def _take_ready(self) -> list[_Start]:
         starts: list[_Start] = []
         steps = self.outcome.steps
-        while self._ready and not self._halted and len(self._running) < self._parallelism:
-            name = self._ready.popleft()
+        while self._taken_over or (
+            self._ready and not self._halted and len(self._running) < self._parallelism
+        ):
+            name = self._taken_over.popleft() if self._taken_over else self._ready.popleft()
             region = self._running[name] = InterruptibleRegion()
             wiring = self._specs[name].inputs.items()
             inputs = {k: steps[i.step].outputs[i.output] for k, i in wiring}

@@ -28,6 +28,13 @@ failed, except that a graceful stop of the run (``stops``: each wait is register
 it lasts) cuts the wait short and ends the step stopped. Each step run created queued is told
 to the run's :class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end
 settles what a failed write left behind.
+
+A launcher resuming a run another process started (``resumed``,
+:class:`~wharf.execution.run_lifecycle.Resumption`) goes on from each step's latest step run
+instead of deciding caching and creating a first attempt: an attempt in flight that the backend
+can take over is submitted again (the backend adopts it: never a second process for one step
+run), one in flight that lost its process ends failed (stopped if the run is stopping), a
+queued one waits for its allocation again, a retrying one gets its next attempt.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.resources.wait_room import RequestState
+from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.store.models import (
@@ -102,10 +110,14 @@ class StepLauncher:
         runtimes: RuntimePolicy | None = None,
         requests: RunRequests | None = None,
         stops: Stops | None = None,
+        resumed: Resumption | None = None,
     ) -> None:
         """``requests``: told of each step run created queued and of its moving on, so the
         run's end can settle what was left (:mod:`wharf.execution.resources.run_requests`);
-        ``stops``: where waits for resources are registered while they last."""
+        ``stops``: where waits for resources are registered while they last; ``resumed``:
+        the steps an earlier process of the run started (see the module docstring)."""
+        self._resumed = dict(resumed.steps) if resumed is not None else {}
+        self._adoptable = resumed.adoptable if resumed is not None else frozenset()
         self._services = services
         self._stops = stops
         self._requests = requests or RunRequests()
@@ -140,6 +152,9 @@ class StepLauncher:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
     ) -> StepOutcome:
+        earlier = self._resumed.pop(spec.name, None)  # each step is launched once
+        if earlier is not None:
+            return self._resume(spec, inputs, region, earlier)
         holders = self._holders_for(spec)
         # A step that will queue for resources has nothing to run yet: its preparation and
         # creation (step run, request) give way to steps that hold an allocation, and only a
@@ -159,6 +174,56 @@ class StepLauncher:
         if isinstance(first, StepOutcome):
             return first
         return self._run_attempts(spec, inputs, cache_key, region, first)
+
+    def _resume(
+        self,
+        spec: StepSpec,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        region: InterruptibleRegion,
+        record: StepRunRecord,
+    ) -> StepOutcome:
+        """Go on with a step whose latest step run ``record`` an earlier process of the run
+        created (see the module docstring)."""
+        cache_key = record.cache_key or ""
+        status = record.status
+        if status in IN_FLIGHT_STATUSES:
+            if record.id not in self._adoptable or self.executor_for(spec) is self._inline:
+                lost = "its process was lost with the run's earlier orchestrating process"
+                return self._ended(self._lost(spec, record, lost), record.start_time)
+            return self._run_attempts(spec, inputs, cache_key, region, record, adopted=True)
+        if status is ExecutionStatus.QUEUED:
+            self._requests.created(record)
+            return self._run_attempts(spec, inputs, cache_key, region, record)
+        if status is ExecutionStatus.RETRYING:
+            created = self._create_attempt(spec, inputs, cache_key, record.attempt + 1, record)
+            if isinstance(created, StepOutcome):
+                return self._ended(created, record.start_time)
+            return self._run_attempts(spec, inputs, cache_key, region, created)
+        outputs = {}
+        if status.is_successful:
+            outputs = self._services.versions.outputs_of(self._services.store, record)
+        return StepOutcome(spec.name, status, outputs, record, reason=record.status_reason)
+
+    def _lost(self, spec: StepSpec, record: StepRunRecord, what: str) -> StepOutcome:
+        """End ``record``, whose attempt has no process any more: failed, or stopped if the
+        run is stopping (what was recorded meanwhile stands)."""
+        store = self._services.store
+        status = ExecutionStatus.FAILED
+        reason = f"Heartbeat lost: {what}."
+        if store.runs.get_status(self._run_id) in (
+            ExecutionStatus.STOPPING,
+            ExecutionStatus.STOPPED,
+        ):
+            status, reason = ExecutionStatus.STOPPED, f"Stopped: {what}."
+        change = StepRunUpdate(status=status, status_reason=reason)
+        try:
+            final = step_writes.update(self._services, record.id, change)
+        except IllegalTransitionError:
+            final = store.steps.get(record.id)
+        outputs = {}
+        if final.status.is_successful:
+            outputs = self._services.versions.outputs_of(store, final)
+        return StepOutcome(spec.name, final.status, outputs, final, reason=final.status_reason)
 
     def _queued(self, spec: StepSpec) -> bool:
         """The step waits for a resource allocation before it runs."""
@@ -380,8 +445,12 @@ class StepLauncher:
         cache_key: str,
         region: InterruptibleRegion,
         record: StepRunRecord,
+        *,
+        adopted: bool = False,
     ) -> StepOutcome:
-        """Run the attempts of a step whose first step run is ``record``."""
+        """Run the attempts of a step whose first step run is ``record``; ``adopted``: that
+        attempt is in flight already (started by an earlier process of the run, allocation
+        included): the backend takes it over."""
         services = self._services
         executor = self.executor_for(spec)
         runtime = self.runtime_for(spec)
@@ -394,7 +463,7 @@ class StepLauncher:
         while True:
             allocation = None
             try:
-                if resources is not None:
+                if resources is not None and not adopted:
                     try:
                         record, allocation = self._wait_for_resources(spec, record, holders)
                     except (WharfError, StepInterrupted) as exc:  # no allocation, or stopped
@@ -408,6 +477,7 @@ class StepLauncher:
                     self._run_id, spec.name, runtime, record.attempt, max_attempts
                 )
                 result = executor(spec, record, inputs, region, allocation)
+                adopted = False
             finally:
                 if holders is not None:
                     holders.end()

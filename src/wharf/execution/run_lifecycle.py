@@ -8,13 +8,50 @@ orchestrator run id) through ``get_or_create`` (:func:`start_run`). When the ste
 run moves to its final status with ``runs.finish``, which tolerates a concurrent ``wharf runs
 stop``: a run that became stopping ends stopped (or failed), never completed
 (``wharf.core.transitions.run_end``).
+
+A run whose orchestrating process died mid-run may be taken over by another process of the
+same orchestrator run (e.g. a Kubernetes orchestrator pod restarted by its Job): it reads what
+the run's steps did (:func:`latest_step_runs`, one paged read) and hands the run loop a
+:class:`Resumption`, so finished steps are not run again and attempts still in flight are
+taken over, never started twice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
+
 from wharf.core.enums import ExecutionStatus
-from wharf.store.models import OrchestratorProcess, PipelineRunRecord, RunCreate
+from wharf.store.models import (
+    MAX_PAGE_SIZE,
+    OrchestratorProcess,
+    PageRequest,
+    PipelineRunRecord,
+    RunCreate,
+    StepRunFilter,
+    StepRunRecord,
+)
 from wharf.store.ports import Store
+
+IN_FLIGHT_STATUSES = frozenset(
+    {ExecutionStatus.RUNNING, ExecutionStatus.STOPPING, ExecutionStatus.CANCELLING}
+)
+"""Statuses of a step run whose attempt has (or had) a process executing it."""
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """What a process taking over a started run knows of its steps (see the module
+    docstring)."""
+
+    steps: Mapping[str, StepRunRecord]
+    """The latest step run (highest attempt) of each step started so far, by step name."""
+    adoptable: frozenset[UUID] = field(default_factory=frozenset)
+    """Step runs in flight whose attempt the orchestrator's step backend takes over when it
+    is submitted again (e.g. a Kubernetes step Job that still runs). Any other step run in
+    flight lost its process with the earlier orchestrator: it ends failed (stopped if the run
+    is stopping), as an attempt whose process ended without a result does."""
 
 
 def start_run(
@@ -38,3 +75,21 @@ def start_run(
         )
     )
     return run
+
+
+def latest_step_runs(store: Store, run_id: UUID) -> dict[str, StepRunRecord]:
+    """The latest step run (highest attempt) of each step of run ``run_id``, by name: one
+    list call per thousand step runs."""
+    latest: dict[str, StepRunRecord] = {}
+    index = 1
+    while True:
+        page = store.steps.list(
+            StepRunFilter(run_id=run_id), PageRequest(index=index, size=MAX_PAGE_SIZE, sort="asc")
+        )
+        for record in page.items:
+            known = latest.get(record.name)
+            if known is None or record.attempt > known.attempt:
+                latest[record.name] = record
+        if index >= page.total_pages:
+            return latest
+        index += 1

@@ -14,11 +14,16 @@ queued and none of its resource requests pending or held (``resources.run_reques
 stop ends every attempt in flight through the backend that started it; a run that may isolate
 steps on a workspace server runs them with a token scoped to the run (``services.for_run``),
 never with the caller's credential.
+
+A run taken over from an earlier orchestrating process of the same orchestrator run (its
+``resumed`` steps: ``wharf.execution.run_lifecycle.Resumption``) goes on from what that process
+recorded: its finished steps are not run again, its attempts in flight are taken over through
+the backend (static pipelines only; a dynamic pipeline's run cannot be resumed and ends failed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,12 +35,12 @@ from wharf.execution.backends import StepBackend
 from wharf.execution.dag_runner import DagOutcome, DagRunner
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.heartbeat import HeartbeatScheduler, liveness_timeout_for
-from wharf.execution.launcher import StepLauncher
+from wharf.execution.launcher import StepLauncher, StepOutcome
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.port import releaser
 from wharf.execution.resources.run_requests import RunRequests, settle
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
-from wharf.execution.run_lifecycle import start_run
+from wharf.execution.run_lifecycle import Resumption, start_run
 from wharf.execution.run_stop import (
     ForcedOutcome,
     ForcedStop,
@@ -49,7 +54,7 @@ from wharf.execution.signals import RunSignals
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_check import StopCheck
-from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord
+from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
 
 
 class StepOperatorLike(Protocol):
@@ -81,12 +86,24 @@ def run_pipeline(
     runtimes: RuntimePolicy,
     backend: StepBackend[Any] | None,
     orchestrator_run_id: str,
+    resumed: Resumption | None = None,
 ) -> PipelineRunRecord:
     """Run ``job``'s run to its end in this process; the run as it ended. ``runtimes``: where
     its steps run; ``backend``: the orchestrator's step backend for isolated steps (None: it
-    cannot isolate); ``orchestrator_run_id``: the id a placeholder run is started with."""
+    cannot isolate); ``orchestrator_run_id``: the id a placeholder run is started with.
+    ``resumed``: the run is running already, started with ``orchestrator_run_id`` by an
+    earlier process that died; these are its steps (the caller took over the run's liveness
+    record first, and lists as adoptable only attempts that ``backend`` takes over when
+    submitted again)."""
     services = job.services
     run = job.run
+    if resumed is not None and (
+        run.is_placeholder or run.orchestrator_run_id != orchestrator_run_id
+    ):
+        raise InputError(
+            f"Run {run.name} was not started by orchestrator run {orchestrator_run_id}: "
+            "it cannot be resumed here."
+        )
     if run.is_placeholder:
         process = orchestrator_process(services.heartbeat_interval)
         run = start_run(services.store, run, orchestrator_run_id, process)
@@ -109,7 +126,9 @@ def run_pipeline(
     try:
         if runtimes.has_isolation:
             services = for_run(services, run.id)
-        outcome = _run_steps(job, services, run, runtimes, backend, heartbeats, stopper, requests)
+        outcome = _run_steps(
+            job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
+        )
     except ForcedStop:
         outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
         if not signals.forced:  # a run nested in the one being forced: it ends too
@@ -156,8 +175,11 @@ def _run_steps(
     heartbeats: HeartbeatScheduler,
     stopper: RunStopper,
     requests: RunRequests,
+    resumed: Resumption | None = None,
 ) -> DagOutcome | DynamicOutcome:
     spec = job.snapshot.spec
+    if resumed is not None and spec.dynamic:
+        raise InputError(f"The run of dynamic pipeline '{spec.name}' cannot be resumed.")
     runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
     inline = TrackedInline(
         InlineExecutor(services, runner, services.heartbeat_interval, heartbeats), stopper
@@ -175,6 +197,7 @@ def _run_steps(
         runtimes=runtimes,
         requests=requests,
         stops=stopper,
+        resumed=resumed,
     )
     if spec.dynamic:
         if job.pipeline_function is None or job.spec_factory is None:
@@ -191,8 +214,45 @@ def _run_steps(
     )
     # ``runs.finish`` decides the run's end from the status it reads itself (a stop that no
     # step saw included), so the runner need not read it at the end.
-    dag = DagRunner(spec, launcher.launch, services.store, run.id, stop, read_stop_at_end=False)
+    done: dict[str, StepOutcome] = {}
+    in_flight: list[str] = []
+    if resumed is not None:
+        done = _finished_steps(services, job.snapshot, resumed.steps)
+        in_flight = [name for name in resumed.steps if name not in done]
+    dag = DagRunner(
+        spec,
+        launcher.launch,
+        services.store,
+        run.id,
+        stop,
+        read_stop_at_end=False,
+        done=done,
+        in_flight=in_flight,
+    )
     return dag.run()
+
+
+def _finished_steps(
+    services: RunServices, snapshot: SnapshotRecord, steps: Mapping[str, StepRunRecord]
+) -> dict[str, StepOutcome]:
+    """The outcomes of the finished ``steps`` of a resumed run; outputs read only for those
+    that a step still to run takes as input."""
+    finished = {name: r for name, r in steps.items() if r.status.is_finished}
+    wanted = {
+        i.step
+        for name, spec in snapshot.spec.steps.items()
+        if name not in finished
+        for i in spec.inputs.values()
+    }
+    outcomes = {}
+    for name, record in finished.items():
+        outputs = {}
+        if record.status.is_successful and name in wanted:
+            outputs = services.versions.outputs_of(services.store, record)
+        outcomes[name] = StepOutcome(
+            name, record.status, outputs, record, reason=record.status_reason
+        )
+    return outcomes
 
 
 def _backends(
