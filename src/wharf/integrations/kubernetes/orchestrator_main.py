@@ -12,8 +12,11 @@ loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backen
 that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
 collects its step Jobs. The loop decides caching right before each step's launch and starts the
 placeholder run with this Job's orchestrator run id (``kubernetes-<Job uid>``: the same for
-every pod of the Job). A pod that finds its run already started (an earlier pod of the Job
-died mid-run) ends the run failed instead of running its steps twice (resuming comes later).
+every pod of the Job). A pod that finds its run running with that id (an earlier pod of the
+Job died mid-run) resumes it (``orchestrator_resume``): finished steps are not run again,
+step Jobs still running are adopted, never started twice. A run started with another
+orchestrator run id (or whose pod cannot find its own Job) is ended failed rather than have
+its steps run twice; a run that ended already is left as it is.
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
@@ -41,6 +44,7 @@ from wharf.execution.components import instantiate_component
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
 from wharf.execution.resources.embedded import connect_configured
+from wharf.execution.run_lifecycle import Resumption
 from wharf.execution.run_loop import RunJob, run_pipeline
 from wharf.execution.services import RunServices, open_store, utc_now
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
@@ -54,6 +58,10 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     SUBMITTER_ONLY_ENV,
     OrchestratorArgs,
     parse_orchestrator_args,
+)
+from wharf.integrations.kubernetes.orchestrator_resume import (
+    delete_predecessor_secrets,
+    take_over,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
 from wharf.integrations.kubernetes.schedules import in_window, split_schedule_id
@@ -133,13 +141,20 @@ def _orchestrate(
     if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
         logger.info("Run %s already ended %s.", run.name, run.status.value)
         return _exit_code(run)
+    resumed: Resumption | None = None
     if not run.is_placeholder:  # an earlier pod of the Job started it, then died
-        reason = (
-            "The orchestrator pod was restarted mid-run; resuming a run is not supported yet, "
-            "so it ends here rather than run its steps twice."
-        )
-        logger.error("Run %s: %s", run.name, reason)
-        return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, reason))
+        if own_job is None:
+            own_job = read_job(clients, args.namespace, args.job_name)
+        started_here = own_job is not None and run.orchestrator_run_id == job_run_id(own_job)
+        if own_job is None or not started_here or snapshot.spec.dynamic:
+            reason = (
+                "The orchestrator pod was restarted mid-run and cannot resume this run "
+                f"({_why_not_resumable(run, own_job, snapshot)}), so it ends here rather "
+                "than run its steps twice."
+            )
+            logger.error("Run %s: %s", run.name, reason)
+            return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, reason))
+        resumed = take_over(store, clients, args.namespace, run, config.heartbeat_interval)
     if snapshot.stack_id is None:
         raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
     stack = store.stacks.get_stack(snapshot.stack_id)
@@ -185,9 +200,21 @@ def _orchestrate(
     )
     job = RunJob(with_parallelism(snapshot, settings), run, services, step_operator=step_operator)
     try:
-        return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id))
+        return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
     finally:
         backend.close()
+        if resumed is not None:
+            delete_predecessor_secrets(clients, args.namespace, run.id, backend.id)
+
+
+def _why_not_resumable(
+    run: PipelineRunRecord, own_job: Mapping[str, Any] | None, snapshot: SnapshotRecord
+) -> str:
+    if own_job is None:
+        return "this pod's Job does not exist"
+    if snapshot.spec.dynamic:
+        return "a dynamic pipeline's run cannot be resumed"
+    return f"it was started by {run.orchestrator_run_id}, not by this pod's Job"
 
 
 def with_parallelism(
