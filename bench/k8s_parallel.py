@@ -1,0 +1,153 @@
+"""200 independent steps on the Kubernetes orchestrator at max_parallelism 50 (issue 27 §7).
+
+The bed and the orchestrator pod's probe are ``bench/k8s_cached.py``'s (emulator, process
+kubelet, moto S3, embedded SQLite; a ``sitecustomize`` on the kubelet image's ``PYTHONPATH``
+that is active only in an orchestrator pod). A fresh Wharf home, so every step misses the
+cache and runs as a Job/pod of its own. Measured in the orchestrator pod:
+
+- Kubernetes API calls: every HTTP request the pod's official client sends
+  (``RESTClientObject.request``: creates, deletes, reads, lists, each watch opened), by verb and
+  resource, divided by the number of steps. They are counted at the client because every
+  process of the bed (kubelet, submitter, orchestrator pod) talks to the emulator with the same
+  token and user agent, so the emulator could not tell the orchestrator's calls apart;
+- CPU: the pod process's user + system time (``getrusage(RUSAGE_SELF)`` at exit: every thread),
+  whole process and run loop only (``run_pipeline``'s span), per step;
+- slot-to-start latency, per step that waited for a slot: from the moment the DAG runner
+  recorded the end of the step whose slot it took (``_Schedule.done`` returning it as a step
+  to start) to the POST that created its Job (the client call's return), both on the pod's
+  clock; and, wider, from the ended step's ``end_time`` in the store (written by its own pod
+  when it finished) to the same POST, which adds the orchestrator noticing the pod's end
+  through its watches and cleaning the attempt up (log to the artifact store, Job deleted).
+  The kubelet's start of the new pod comes after the POST and is not in either.
+
+    python bench/k8s_parallel.py [--steps 200] [--parallelism 50] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from host_speed import host_figures
+from k8s_cached import k8s_bed, timestamp
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
+    """Per step started in a freed slot: ms from the slot freeing to its Job's creation."""
+    created: dict[str, float] = probe["jobs_created"]
+    from_done: list[float] = []
+    from_end: list[float] = []
+    for slot in probe["slots"]:
+        for name in slot["started"]:
+            if name not in created:
+                continue
+            from_done.append(1000 * (created[name] - slot["at"]))
+            if slot["step_end_time"] is not None:
+                from_end.append(1000 * (created[name] - slot["step_end_time"]))
+
+    def summary(values: list[float]) -> dict[str, float]:
+        if not values:
+            return {}
+        return {
+            "n": len(values),
+            "p50_ms": round(statistics.median(values), 1),
+            "p90_ms": round(percentile(values, 0.9), 1),
+            "max_ms": round(max(values), 1),
+        }
+
+    return {
+        "slot_freed_to_job_created": summary(from_done),
+        "step_end_to_job_created": summary(from_end),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--parallelism", type=int, default=50)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "k8s_parallel.json"
+    )
+    args = parser.parse_args()
+    host_before = host_figures()
+    print(f"host reference loop before: {host_before['reference_loop_ms']} ms")
+    config = {"max_parallelism": args.parallelism, "job_monitoring_interval": 0.5}
+    with k8s_bed(config) as bed:
+        run, submit_wall = bed.submit(args.steps, "k8s")
+        statuses = bed.step_statuses(run)
+        probe = bed.probe_of()
+        step_pods = bed.pods.step_pods
+    host_after = host_figures()
+    reference = (host_before["reference_loop_ms"] + host_after["reference_loop_ms"]) / 2
+    steps = args.steps
+    kube_calls = sum(probe["kube_calls"].values())
+    loop_cpu = probe["loop_end_cpu"] - probe["loop_start_cpu"]
+    latencies = slot_latencies(probe)
+    end = timestamp(run.end_time)
+    worst = latencies["slot_freed_to_job_created"].get("max_ms", 0.0)
+    result = {
+        "benchmark": "k8s_parallel",
+        "steps": steps,
+        "max_parallelism": args.parallelism,
+        "run_status": run.status.value,
+        "step_statuses": statuses,
+        "step_pods_started": step_pods,
+        "kube_calls_total": kube_calls,
+        "kube_calls_per_step": round(kube_calls / steps, 2),
+        "kube_calls_by_kind": probe["kube_calls"],
+        "orchestrator_cpu_s": round(probe["cpu_total"], 3),
+        "orchestrator_cpu_ms_per_step": round(1000 * probe["cpu_total"] / steps, 2),
+        "run_loop_cpu_ms_per_step": round(1000 * loop_cpu / steps, 2),
+        "store_calls_total": sum(probe["store_calls"].values()),
+        "store_calls_by_method": probe["store_calls"],
+        "latency": latencies,
+        "orchestrator_wall_s": round(end - probe["process_start"], 2) if end else None,
+        "run_loop_s": round(probe["loop_end"] - probe["loop_start"], 2),
+        "submitter_wall_s": round(submit_wall, 2),
+        "host_before": host_before,
+        "host_after": host_after,
+        "reference_ms": reference,
+        "at_40ms": {
+            "orchestrator_cpu_ms_per_step": round(
+                40 / reference * 1000 * probe["cpu_total"] / steps, 2
+            ),
+            "run_loop_cpu_ms_per_step": round(40 / reference * 1000 * loop_cpu / steps, 2),
+            "slot_freed_to_job_created_max_ms": round(40 / reference * worst, 1),
+        },
+    }
+    at40 = result["at_40ms"]
+    result["goals"] = {
+        "kube_calls_per_step_le_4": kube_calls / steps <= 4,
+        "orchestrator_cpu_le_5ms_per_step_at_40ms": at40["orchestrator_cpu_ms_per_step"] <= 5,
+        "no_start_later_than_100ms_after_slot": at40["slot_freed_to_job_created_max_ms"] <= 100,
+    }
+    print(
+        f"run {run.status.value}: steps {statuses}, step pods {step_pods}, orchestrator wall "
+        f"{result['orchestrator_wall_s']} s (run loop {result['run_loop_s']} s)\n"
+        f"Kubernetes API calls: {kube_calls} ({result['kube_calls_per_step']} per step): "
+        f"{dict(probe['kube_calls'])}\n"
+        f"orchestrator CPU {probe['cpu_total']:.2f} s = {result['orchestrator_cpu_ms_per_step']}"
+        f" ms per step (run loop {result['run_loop_cpu_ms_per_step']} ms per step)\n"
+        f"slot freed -> Job created: {latencies['slot_freed_to_job_created']}\n"
+        f"step end recorded -> next Job created: {latencies['step_end_to_job_created']}\n"
+        f"reference loop {host_before['reference_loop_ms']} / {host_after['reference_loop_ms']} ms"
+        f" -> at 40 ms: {at40}\ngoals: {result['goals']}"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
