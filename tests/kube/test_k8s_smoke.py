@@ -23,6 +23,7 @@ import tests.artifacts.s3_server as s3
 from tests.artifacts.s3_server import CREDENTIALS, MotoServer
 from tests.kube.emulator import CONTEXT_NAME, Emulator
 from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES, PODS, SECRETS
+from tests.kube.emulator.watchers import WatchEvent
 from tests.kube.kubelet import Kubelet
 from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType
@@ -246,38 +247,46 @@ def test_a_local_artifact_store_is_refused_in_one_line_and_nothing_is_left(
     assert not [c.name for c in components if c.name.startswith("smoke-")]
 
 
-def test_the_overall_timeout_fails_the_stage_and_still_cleans_up(
+def test_the_overall_timeout_fails_the_stage_and_still_cleans_up_a_shared_namespace(
     emulator: Emulator, tmp_path: Path, s3_server: MotoServer
 ) -> None:
     env = wharf_env(tmp_path / "home")
     register_remote_store(env, s3_server)
+    created: list[WatchEvent] = []
+    emulator.store.subscribe(lambda event: created.append(event) if event.type == "ADDED" else None)
     # No kubelet: the orchestrator pod never starts, so the first stage waits until the time
-    # left for the stages (12 s less the clean-up's share) is up.
+    # left for the stages (20 s less the clean-up's share, 10 s) is up.
     result = smoke(
         "--image",
         IMAGE,
         "--artifact-store",
         "remote",
+        "--namespace",
+        "default",
         "--timeout",
-        "12",
+        "20",
         emulator=emulator,
         env=env,
     )
     assert result.returncode == 1, result.stdout + result.stderr
-    assert result.stderr == "k8s-smoke: timed out after 12 s\n"
+    assert result.stderr == "k8s-smoke: timed out after 20 s\n"
     stage_lines = [m for m in map(STAGE_LINE.match, result.stdout.splitlines()) if m]
     assert [(m.group(1), m.group(2)) for m in stage_lines] == [("FAIL", STAGES[0])]
     assert stage_lines[0].group(4).startswith("timed out")
-    assert "cleaned up everything labelled wharf.io/smoke=" in result.stdout
     smoke_id = result.stdout.split("(smoke id ")[1].split(")")[0]
+    assert f"cleaned up everything labelled wharf.io/smoke={smoke_id}" in result.stdout
+    made = [e.object["metadata"]["name"] for e in created if e.rtype is JOBS]
+    assert len(made) == 1  # the orchestrator Job of the first run, its pod labelled
 
     def nothing_left() -> bool:
         store = emulator.store
-        namespaces = [ns["metadata"]["name"] for ns in store.list(NAMESPACES, None)["items"]]
-        jobs = [j for j in store.list(JOBS, None)["items"] if smoke_id in str(j["spec"])]
-        return f"wharf-smoke-{smoke_id}" not in namespaces and not jobs
+        labelled = store.list(PODS, None, label_selector=f"wharf.io/smoke={smoke_id}")["items"]
+        jobs = [j["metadata"]["name"] for j in store.list(JOBS, "default")["items"]]
+        return not labelled and made[0] not in jobs
 
-    assert wait_until(nothing_left), "the timed-out smoke run left objects in the cluster"
+    assert wait_until(nothing_left), "the timed-out smoke run left objects in the namespace"
+    namespaces = [ns["metadata"]["name"] for ns in emulator.store.list(NAMESPACES, None)["items"]]
+    assert "default" in namespaces  # a namespace the script did not create stays
 
 
 def test_an_unknown_context_is_one_clear_line(emulator: Emulator) -> None:
