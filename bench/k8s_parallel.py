@@ -72,6 +72,72 @@ def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def figures(
+    probe: dict[str, Any],
+    steps: int,
+    host_before: dict[str, Any],
+    host_after: dict[str, Any],
+    run: dict[str, Any],
+) -> dict[str, Any]:
+    """The benchmark's figures from an orchestrator pod's probe record."""
+    reference = (host_before["reference_loop_ms"] + host_after["reference_loop_ms"]) / 2
+    kube_calls = sum(probe["kube_calls"].values())
+    cpu, loop_cpu = probe["cpu_total"], probe["loop_end_cpu"] - probe["loop_start_cpu"]
+    latencies = slot_latencies(probe)
+    worst = latencies["slot_freed_to_job_created"].get("max_ms", 0.0)
+    scale = 40 / reference
+    at40 = {
+        "orchestrator_cpu_ms_per_step": round(scale * 1000 * cpu / steps, 2),
+        "run_loop_cpu_ms_per_step": round(scale * 1000 * loop_cpu / steps, 2),
+        "slot_freed_to_job_created_max_ms": round(scale * worst, 1),
+    }
+    return {
+        "benchmark": "k8s_parallel",
+        "steps": steps,
+        **run,
+        "kube_calls_total": kube_calls,
+        "kube_calls_per_step": round(kube_calls / steps, 2),
+        "kube_calls_by_kind": probe["kube_calls"],
+        "orchestrator_cpu_s": round(cpu, 3),
+        "orchestrator_cpu_ms_per_step": round(1000 * cpu / steps, 2),
+        "run_loop_cpu_ms_per_step": round(1000 * loop_cpu / steps, 2),
+        "store_calls_total": sum(probe["store_calls"].values()),
+        "store_calls_by_method": probe["store_calls"],
+        "latency": latencies,
+        "run_loop_s": round(probe["loop_end"] - probe["loop_start"], 2),
+        "host_before": host_before,
+        "host_after": host_after,
+        "reference_ms": reference,
+        "at_40ms": at40,
+        "goals": {
+            "kube_calls_per_step_le_4": kube_calls / steps <= 4,
+            "orchestrator_cpu_le_5ms_per_step_at_40ms": at40["orchestrator_cpu_ms_per_step"] <= 5,
+            "no_start_later_than_100ms_after_slot": at40["slot_freed_to_job_created_max_ms"] <= 100,
+        },
+    }
+
+
+def report(result: dict[str, Any], out: Path) -> None:
+    latencies = result["latency"]
+    print(
+        f"run {result.get('run_status')}: steps {result.get('step_statuses')}, step pods "
+        f"{result.get('step_pods_started')}, run loop {result['run_loop_s']} s\n"
+        f"Kubernetes API calls: {result['kube_calls_total']} ({result['kube_calls_per_step']} "
+        f"per step): {dict(result['kube_calls_by_kind'])}\n"
+        f"orchestrator CPU {result['orchestrator_cpu_s']:.2f} s = "
+        f"{result['orchestrator_cpu_ms_per_step']} ms per step (run loop "
+        f"{result['run_loop_cpu_ms_per_step']} ms per step)\n"
+        f"slot freed -> Job created: {latencies['slot_freed_to_job_created']}\n"
+        f"step end recorded -> next Job created: {latencies['step_end_to_job_created']}\n"
+        f"reference loop {result['host_before']['reference_loop_ms']} / "
+        f"{result['host_after']['reference_loop_ms']} ms -> at 40 ms: {result['at_40ms']}\n"
+        f"goals: {result['goals']}"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -79,7 +145,21 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "k8s_parallel.json"
     )
+    parser.add_argument(
+        "--from-probe",
+        type=Path,
+        nargs=3,
+        metavar=("PROBE_JSON", "HOST_BEFORE_JSON", "HOST_AFTER_JSON"),
+        help="compute the figures from a saved probe record (a run that had to be stopped)",
+    )
     args = parser.parse_args()
+    if args.from_probe is not None:
+        probe, before, after = (json.loads(p.read_text()) for p in args.from_probe)
+        report(
+            figures(probe, args.steps, before, after, {"from_probe": str(args.from_probe[0])}),
+            args.out,
+        )
+        return
     host_before = host_figures()
     print(f"host reference loop before: {host_before['reference_loop_ms']} ms")
     config = {"max_parallelism": args.parallelism, "job_monitoring_interval": 0.5}
@@ -89,64 +169,18 @@ def main() -> None:
         probe = bed.probe_of()
         step_pods = bed.pods.step_pods
     host_after = host_figures()
-    reference = (host_before["reference_loop_ms"] + host_after["reference_loop_ms"]) / 2
-    steps = args.steps
-    kube_calls = sum(probe["kube_calls"].values())
-    loop_cpu = probe["loop_end_cpu"] - probe["loop_start_cpu"]
-    latencies = slot_latencies(probe)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".probe.json").write_text(json.dumps(probe) + "\n")
     end = timestamp(run.end_time)
-    worst = latencies["slot_freed_to_job_created"].get("max_ms", 0.0)
-    result = {
-        "benchmark": "k8s_parallel",
-        "steps": steps,
+    info = {
         "max_parallelism": args.parallelism,
         "run_status": run.status.value,
         "step_statuses": statuses,
         "step_pods_started": step_pods,
-        "kube_calls_total": kube_calls,
-        "kube_calls_per_step": round(kube_calls / steps, 2),
-        "kube_calls_by_kind": probe["kube_calls"],
-        "orchestrator_cpu_s": round(probe["cpu_total"], 3),
-        "orchestrator_cpu_ms_per_step": round(1000 * probe["cpu_total"] / steps, 2),
-        "run_loop_cpu_ms_per_step": round(1000 * loop_cpu / steps, 2),
-        "store_calls_total": sum(probe["store_calls"].values()),
-        "store_calls_by_method": probe["store_calls"],
-        "latency": latencies,
         "orchestrator_wall_s": round(end - probe["process_start"], 2) if end else None,
-        "run_loop_s": round(probe["loop_end"] - probe["loop_start"], 2),
         "submitter_wall_s": round(submit_wall, 2),
-        "host_before": host_before,
-        "host_after": host_after,
-        "reference_ms": reference,
-        "at_40ms": {
-            "orchestrator_cpu_ms_per_step": round(
-                40 / reference * 1000 * probe["cpu_total"] / steps, 2
-            ),
-            "run_loop_cpu_ms_per_step": round(40 / reference * 1000 * loop_cpu / steps, 2),
-            "slot_freed_to_job_created_max_ms": round(40 / reference * worst, 1),
-        },
     }
-    at40 = result["at_40ms"]
-    result["goals"] = {
-        "kube_calls_per_step_le_4": kube_calls / steps <= 4,
-        "orchestrator_cpu_le_5ms_per_step_at_40ms": at40["orchestrator_cpu_ms_per_step"] <= 5,
-        "no_start_later_than_100ms_after_slot": at40["slot_freed_to_job_created_max_ms"] <= 100,
-    }
-    print(
-        f"run {run.status.value}: steps {statuses}, step pods {step_pods}, orchestrator wall "
-        f"{result['orchestrator_wall_s']} s (run loop {result['run_loop_s']} s)\n"
-        f"Kubernetes API calls: {kube_calls} ({result['kube_calls_per_step']} per step): "
-        f"{dict(probe['kube_calls'])}\n"
-        f"orchestrator CPU {probe['cpu_total']:.2f} s = {result['orchestrator_cpu_ms_per_step']}"
-        f" ms per step (run loop {result['run_loop_cpu_ms_per_step']} ms per step)\n"
-        f"slot freed -> Job created: {latencies['slot_freed_to_job_created']}\n"
-        f"step end recorded -> next Job created: {latencies['step_end_to_job_created']}\n"
-        f"reference loop {host_before['reference_loop_ms']} / {host_after['reference_loop_ms']} ms"
-        f" -> at 40 ms: {at40}\ngoals: {result['goals']}"
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"wrote {args.out}")
+    report(figures(probe, args.steps, host_before, host_after, info), args.out)
 
 
 if __name__ == "__main__":
