@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -204,28 +205,43 @@ def prepare_workdir(workdir: Path, wharf: SmokeWharf) -> None:
     )
 
 
+def keep_logs(workdir: Path, smoke_id: str) -> Path | None:
+    """Copy the pipeline calls' output out of ``workdir`` (about to be deleted) into a
+    directory that stays; None when there is none."""
+    logs = sorted(workdir.glob("*.log"))
+    if not logs:
+        return None
+    kept = Path(tempfile.mkdtemp(prefix=f"wharf-smoke-{smoke_id}-logs-"))
+    for log in logs:
+        shutil.copyfile(log, kept / log.name)
+    return kept
+
+
 def run_pipeline(smoke: Smoke, stack: str, pipeline: str, **parameters: Any) -> dict[str, Any]:
     """Call ``pipeline`` on ``stack`` in a process started from the work directory (its source
-    root): what ``smoke_run.py`` reported."""
+    root): what ``smoke_run.py`` reported. Its output goes to ``<pipeline>-<n>.{out,err}.log``
+    there as it comes (so a call cut short by the timeout leaves what it printed)."""
     env = {**os.environ, "WHARF_ACTIVE_STACK": stack}
-    try:
-        done = subprocess.run(
-            [sys.executable, "smoke_run.py", pipeline, json.dumps(parameters)],
-            cwd=smoke.workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=smoke.remaining(),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise SmokeTimeout(f"{pipeline} did not end in time") from None
-    log = smoke.workdir / f"{pipeline}.log"
-    with log.open("a") as out:
-        out.write(done.stdout + done.stderr)
-    results = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    calls = len(list(smoke.workdir.glob(f"{pipeline}-*.out.log")))
+    out_path = smoke.workdir / f"{pipeline}-{calls + 1}.out.log"
+    err_path = smoke.workdir / f"{pipeline}-{calls + 1}.err.log"
+    with out_path.open("w") as out, err_path.open("w") as err:
+        try:
+            done = subprocess.run(
+                [sys.executable, "smoke_run.py", pipeline, json.dumps(parameters)],
+                cwd=smoke.workdir,
+                env=env,
+                stdout=out,
+                stderr=err,
+                timeout=smoke.remaining(),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SmokeTimeout(f"{pipeline} did not end in time") from None
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    results = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if done.returncode != 0 or not results:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise StageError(f"{pipeline} exited with code {done.returncode}: {last}")
     result: dict[str, Any] = json.loads(results[-1][len(RESULT_PREFIX) :])
     return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -275,6 +276,12 @@ def test_the_overall_timeout_fails_the_stage_and_still_cleans_up_a_shared_namesp
     assert stage_lines[0].group(4).startswith("timed out")
     smoke_id = result.stdout.split("(smoke id ")[1].split(")")[0]
     assert f"cleaned up everything labelled wharf.io/smoke={smoke_id}" in result.stdout
+    kept = re.search(r"the pipeline calls' output is kept in (\S+)", result.stdout)
+    assert kept, result.stdout
+    try:
+        assert (Path(kept.group(1)) / "static_pipeline-1.out.log").exists()  # the cut-short call
+    finally:
+        shutil.rmtree(kept.group(1))
     made = [e.object["metadata"]["name"] for e in created if e.rtype is JOBS]
     assert len(made) == 1  # the orchestrator Job of the first run, its pod labelled
 
