@@ -27,7 +27,6 @@ from tests.integrations.kubernetes.test_orchestrator_e2e import (
     Bed,
     bed,
     metadata_of,
-    wait_for_run_end,
     wait_for_step,
     wait_until,
 )
@@ -120,6 +119,16 @@ def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
     return [p for p in pods if STEP_KEY not in p["metadata"]["labels"]]
 
 
+def orchestrator_logs(bed: Bed, run: PipelineRunRecord) -> str:
+    """The logs of the run's orchestrator pods (for a failure's message)."""
+    texts = []
+    for pod in orchestrator_pods(bed, run):
+        name = pod["metadata"]["name"]
+        path = bed.emulator.log_dir / "default" / name / "main.log"
+        texts.append(f"--- {name}\n{path.read_text() if path.exists() else '(no log)'}")
+    return "\n".join(texts)
+
+
 def test_a_killed_orchestrator_pod_is_restarted_and_resumes_without_running_a_step_twice(
     bed: Bed, tmp_path: Path
 ) -> None:
@@ -139,12 +148,14 @@ def test_a_killed_orchestrator_pod_is_restarted_and_resumes_without_running_a_st
         current = bed.workspace.store.runs.get(run.id)
         return current.orchestrator_pid not in (None, started.orchestrator_pid)
 
-    assert wait_until(taken_over), "no pod took the run over"
-    assert metadata_of(bed, run)[POD_KEY] != first_pod
+    assert wait_until(taken_over), f"no pod took the run over:\n{orchestrator_logs(bed, run)}"
+    assert wait_until(lambda: metadata_of(bed, run)[POD_KEY] != first_pod)  # recorded next
     release.touch()
 
-    ended = wait_for_run_end(bed, run)
-    assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
+    runs = bed.workspace.store.runs
+    assert wait_until(lambda: runs.get(run.id).status.is_finished), orchestrator_logs(bed, run)
+    ended = runs.get(run.id)
+    assert ended.status is ExecutionStatus.COMPLETED, orchestrator_logs(bed, run)
     assert ended.orchestrator_run_id == started.orchestrator_run_id  # the same Job's run
     assert log.read_text().split() == ["first", "second", "third"]  # each step's process once
     steps = bed.workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
