@@ -2,8 +2,10 @@
 
 Used by the ``kubernetes`` orchestrator (in its orchestrator pod) and step operator through the
 launch interface (``wharf.execution.backends``). :meth:`KubernetesStepBackend.submit` creates
-one Job per attempt whose pod runs ``python -m wharf.execution.entrypoint <step run id>`` with
-the attempt's Wharf settings (credentials through the backend's Secret,
+one Job per attempt whose pod runs ``python -m wharf.execution.entrypoint <step run id>``, built
+from the backend's settings with the step's own entry layered over them (``step_settings``:
+pod settings, image, service account, backoff margin, deadline, ttl...), with the attempt's
+Wharf settings (credentials through the backend's Secret,
 ``step_backend_secret``), labelled with the backend's labels plus the step and its step run id
 (annotations carry the full values). :meth:`~KubernetesStepBackend.poll` answers from two
 shared watches (``pod_watch``: the backend's pods by Job, and its Jobs), never one request
@@ -45,6 +47,7 @@ from uuid import UUID
 from kubernetes.client import ApiException
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
 from wharf.execution.log_capture import write_log
@@ -67,6 +70,7 @@ from wharf.integrations.kubernetes.settings import (
 from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
 from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
+from wharf.integrations.kubernetes.step_settings import step_settings
 from wharf.store.models import StepRunRecord
 
 if TYPE_CHECKING:
@@ -169,7 +173,7 @@ class KubernetesStepBackend:
         record = attempt.record
         self._ensure_watching()
         environment = dict(attempt.environment)
-        settings = self.settings
+        settings = _for_step(self.settings, attempt.spec)  # the step's own settings layered
         annotations = {**self._annotations, STEP_KEY: record.name, STEP_RUN_ID_KEY: str(record.id)}
         if allocation is not None:
             environment = allocation_env(environment, allocation)
@@ -444,6 +448,13 @@ def _ignore_missing(call: Any) -> bool:
             return False
         raise
     return True
+
+
+def _for_step(settings: StepSettings, spec: StepSpec) -> StepSettings:
+    """``settings`` with the step's ``settings`` entry for this backend's component over them."""
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        return step_settings(settings, spec)
+    return step_settings(settings, spec)
 
 
 def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:

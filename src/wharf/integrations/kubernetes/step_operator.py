@@ -9,7 +9,9 @@ run's code archive (``code_travels``).
 
 Configuration: the component's ``-c`` values, parsed by
 ``KubernetesStepOperatorSettings.from_component`` (namespace, context, kubeconfig, image, pod
-settings, service account, backoff margin, ttl, grace period, ``mounts_artifact_store``...).
+settings, service account, backoff margin, ttl, grace period, ``mounts_artifact_store``...),
+with a step's (and its pipeline's) ``step_operator.kubernetes`` settings layered over them for
+that step's Job (``step_settings``; they may also choose the image, namespace and cluster).
 
 Invariants:
 
@@ -45,6 +47,7 @@ from wharf.integrations.kubernetes.orchestrator import is_local_path
 from wharf.integrations.kubernetes.orchestrator_launch import SUBMITTER_ONLY_ENV
 from wharf.integrations.kubernetes.settings import KubernetesStepOperatorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.integrations.kubernetes.step_settings import layered_for_step
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, StepRunRecord
 
@@ -79,10 +82,14 @@ class KubernetesStepOperator(BaseStepOperator):
         """A new backend (each run gets its own); it reaches the cluster at its first submit."""
         return KubernetesStepOperatorBackend(self)
 
-    def check_artifact_store(self, artifact_store: ArtifactStore) -> None:
+    def check_artifact_store(
+        self, artifact_store: ArtifactStore, settings: KubernetesStepOperatorSettings | None = None
+    ) -> None:
         """Refuse an artifact store the pods cannot reach: a local one, unless the component
-        says the cluster mounts it at the same path (``mounts_artifact_store``)."""
-        if self.settings.mounts_artifact_store or not is_local_path(artifact_store.path):
+        (or the step's ``settings``) says the cluster mounts it at the same path
+        (``mounts_artifact_store``)."""
+        settings = settings or self.settings
+        if settings.mounts_artifact_store or not is_local_path(artifact_store.path):
             return
         raise InputError(
             f"Step operator '{self.component.name}' runs steps in Kubernetes pods, which cannot "
@@ -92,8 +99,9 @@ class KubernetesStepOperator(BaseStepOperator):
             "-c mounts_artifact_store=true if every pod mounts that path."
         )
 
-    def image(self) -> str:
-        image = self.settings.image
+    def image(self, settings: KubernetesStepOperatorSettings | None = None) -> str:
+        """The image of step pods (the step's ``settings``' when given)."""
+        image = (settings or self.settings).image
         if not image:
             raise InputError(
                 f"Step operator '{self.component.name}' has no image: register it with "
@@ -102,13 +110,19 @@ class KubernetesStepOperator(BaseStepOperator):
             )
         return image
 
-    def clients(self) -> KubeClients:
-        return kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+    def clients(self, settings: KubernetesStepOperatorSettings | None = None) -> KubeClients:
+        settings = settings or self.settings
+        return kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+
+
+ShareKey = tuple[UUID, str | None, str | None, str]
+"""A run, and where its Jobs go: (run id, context, kubeconfig, namespace)."""
 
 
 @dataclass
 class _RunShare:
-    """What one run's attempts share in the cluster: clients, and a backend (watches, Secret)."""
+    """What one run's attempts in one namespace of one cluster share there: clients, and a
+    backend (watches, Secret)."""
 
     clients: KubeClients
     backend: KubernetesStepBackend
@@ -123,70 +137,72 @@ class _RunShare:
 
 class KubernetesStepOperatorBackend:
     """The step operator's launch interface (``wharf.execution.backends.StepBackend``): each
-    attempt through the :class:`KubernetesStepBackend` of its run, opened at the run's first
-    submit and closed once none of the run's attempts is in flight (see the module
-    docstring)."""
+    attempt through the :class:`KubernetesStepBackend` of its run (and of the namespace and
+    cluster its settings name: a step's ``step_operator.kubernetes`` settings may choose
+    them), opened at the first such submit and closed once none of its attempts is in flight
+    (see the module docstring)."""
 
     def __init__(self, operator: KubernetesStepOperator) -> None:
         self.operator = operator
         self._lock = threading.Lock()
-        self._runs: dict[UUID, _RunShare] = {}
-        self._handles: dict[KubernetesHandle, UUID] = {}
+        self._runs: dict[ShareKey, _RunShare] = {}
+        self._handles: dict[KubernetesHandle, ShareKey] = {}
 
     def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
         operator = self.operator
-        operator.check_artifact_store(attempt.logs)
-        image = operator.image()
+        settings = layered_for_step(operator.settings, attempt.spec)  # validated, step's own
+        operator.check_artifact_store(attempt.logs, settings)
+        image = operator.image(settings)
         environment = {
             key: value
             for key, value in attempt.environment.items()
             if key not in SUBMITTER_ONLY_ENV
         }
         launch = StepLaunch(attempt.record, attempt.spec, environment, attempt.logs)
-        run_id = attempt.record.run_id
-        share = self._reserve(run_id, image)
+        key = (attempt.record.run_id, settings.context, settings.kubeconfig, settings.namespace)
+        share = self._reserve(key, image)
         try:
             handle = share.backend.submit(launch, allocation)
         except BaseException:
-            self._release(run_id)
+            self._release(key)
             raise
         with self._lock:
-            self._handles[handle] = run_id
+            self._handles[handle] = key
         return handle
 
     def poll(
         self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
     ) -> Mapping[KubernetesHandle, AttemptOutcome]:
-        by_run: dict[UUID, list[KubernetesHandle]] = {}
+        by_share: dict[ShareKey, list[KubernetesHandle]] = {}
         with self._lock:
             for handle in handles:
-                by_run.setdefault(self._run_of(handle), []).append(handle)
-            shares = {run_id: self._runs[run_id] for run_id in by_run}
+                by_share.setdefault(self._share_of(handle), []).append(handle)
+            shares = {key: self._runs[key] for key in by_share}
         if len(shares) == 1:  # one run's attempts (the engine's case): wait on its watches
-            ((run_id, share),) = shares.items()
-            return share.backend.poll(by_run[run_id], timeout)
+            ((key, share),) = shares.items()
+            return share.backend.poll(by_share[key], timeout)
         done: dict[KubernetesHandle, AttemptOutcome] = {}
-        for run_id, share in shares.items():
-            done.update(share.backend.poll(by_run[run_id], 0.0 if done else timeout))
+        for key, share in shares.items():
+            done.update(share.backend.poll(by_share[key], 0.0 if done else timeout))
         return done
 
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
         with self._lock:
-            run_id = self._handles.get(handle)
-            share = None if run_id is None else self._runs.get(run_id)
+            key = self._handles.get(handle)
+            share = None if key is None else self._runs.get(key)
         if share is not None:
             share.backend.cancel(handle, grace_seconds)
 
     def cleanup(self, handle: KubernetesHandle) -> None:
         with self._lock:
-            run_id = self._run_of(handle)
-            share = self._runs[run_id]
+            key = self._share_of(handle)
+            share = self._runs[key]
         try:
             share.backend.cleanup(handle)
         finally:
             with self._lock:
                 del self._handles[handle]
-            self._release(run_id)
+            self._release(key)
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
         """Delete the Jobs of ``step`` (``wharf runs stop --force`` from any process)."""
@@ -202,34 +218,37 @@ class KubernetesStepOperatorBackend:
 
     # -- a run's share -------------------------------------------------------------------------
 
-    def _reserve(self, run_id: UUID, image: str) -> _RunShare:
-        """The share of ``run_id`` (opened if none), counting one more attempt in flight."""
+    def _reserve(self, key: ShareKey, image: str) -> _RunShare:
+        """The share of ``key`` (opened if none), counting one more attempt in flight. Its
+        backend's settings are the component's, in the key's cluster and namespace (each
+        step's own settings are layered over them at its submit)."""
         with self._lock:
-            share = self._runs.get(run_id)
+            share = self._runs.get(key)
             if share is None:
                 operator = self.operator
-                clients = operator.clients()
+                run_id, context, kubeconfig, namespace = key
+                where = {"context": context, "kubeconfig": kubeconfig, "namespace": namespace}
+                settings = operator.settings.model_copy(update=where)
+                clients = operator.clients(settings)
                 labels = {**operator.labels, RUN_ID_KEY: str(run_id)}
-                backend = KubernetesStepBackend(
-                    clients, operator.settings, image=image, labels=labels
-                )
-                share = self._runs[run_id] = _RunShare(clients, backend)
+                backend = KubernetesStepBackend(clients, settings, image=image, labels=labels)
+                share = self._runs[key] = _RunShare(clients, backend)
             share.in_flight += 1
             return share
 
-    def _release(self, run_id: UUID) -> None:
-        """One attempt of ``run_id`` less in flight; its share closed when none is left."""
+    def _release(self, key: ShareKey) -> None:
+        """One attempt of ``key`` less in flight; its share closed when none is left."""
         with self._lock:
-            share = self._runs[run_id]
+            share = self._runs[key]
             share.in_flight -= 1
             if share.in_flight > 0:
                 return
-            del self._runs[run_id]
+            del self._runs[key]
         share.close()  # outside the lock: it waits for the watch threads to end
 
-    def _run_of(self, handle: KubernetesHandle) -> UUID:
-        """Under ``_lock``: the run of a submitted, not yet cleaned up attempt."""
-        run_id = self._handles.get(handle)
-        if run_id is None:
+    def _share_of(self, handle: KubernetesHandle) -> ShareKey:
+        """Under ``_lock``: the share of a submitted, not yet cleaned up attempt."""
+        key = self._handles.get(handle)
+        if key is None:
             raise KeyError(f"{handle} was not submitted here or is cleaned up")
-        return run_id
+        return key

@@ -1,0 +1,93 @@
+"""A step's Kubernetes settings: the component's (and run's) with the step's own layered over.
+
+Steps and pipelines carry component settings as plain JSON in the snapshot's spec
+(``StepConfig.settings``: the pipeline's entry with the step's deep-merged over it;
+``PipelineConfig.settings``: the pipeline's; see ``wharf.config.component_settings``). Here the
+``orchestrator.kubernetes`` and ``step_operator.kubernetes`` entries meet their models: a step
+Job is built from :func:`step_settings` (pod settings, image, service account, backoff margin,
+active deadline, ttl, pod failure policy, waiting reasons, grace period), the orchestrator pod
+from :func:`pipeline_settings` (the component's with the pipeline's entry over it).
+
+Invariants:
+- an invalid entry is one :class:`InputError` naming the step and the field, raised before any
+  object is created in the cluster;
+- :data:`RUN_WIDE` fields (where the Jobs live and how the cluster is reached) cannot differ
+  between a step and the backend that runs it: a step asking for another is refused with a
+  message saying so, never silently run elsewhere;
+- fields only the orchestrator pod reads (``max_parallelism``, ``synchronous``,
+  ``orchestrator_pod_settings``...) take effect from the pipeline level and the component; a
+  step's own are validated and otherwise have no effect on its Job.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from wharf.config.component_settings import settings_key
+from wharf.config.spec import PipelineSpec, StepSpec
+from wharf.core.enums import ComponentType
+from wharf.core.errors import InputError
+from wharf.integrations.kubernetes.settings import (
+    KubernetesOrchestratorSettings,
+    KubernetesStepOperatorSettings,
+)
+
+FLAVOR = "kubernetes"
+ORCHESTRATOR_SETTINGS_KEY = settings_key(ComponentType.ORCHESTRATOR, FLAVOR)
+STEP_OPERATOR_SETTINGS_KEY = settings_key(ComponentType.STEP_OPERATOR, FLAVOR)
+RUN_WIDE = ("namespace", "context", "kubeconfig")
+"""Fields a backend's watches and clients are bound to: one value for all the steps it runs."""
+
+SettingsT = TypeVar("SettingsT", KubernetesOrchestratorSettings, KubernetesStepOperatorSettings)
+
+
+def key_of(settings: KubernetesOrchestratorSettings | KubernetesStepOperatorSettings) -> str:
+    """The ``settings`` key whose entries layer over ``settings``."""
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        return ORCHESTRATOR_SETTINGS_KEY
+    return STEP_OPERATOR_SETTINGS_KEY
+
+
+def layered_for_step(base: SettingsT, spec: StepSpec) -> SettingsT:
+    """``base`` with the step's entry (for ``base``'s component) layered over it, validated;
+    RUN_WIDE fields may differ from ``base``'s (see :func:`step_settings` for a backend)."""
+    key = key_of(base)
+    layer = spec.config.settings.get(key)
+    if not layer:
+        return base
+    try:
+        return base.merged(layer)
+    except InputError as exc:
+        raise InputError(f"Step '{spec.name}': invalid settings['{key}']: {exc}") from None
+
+
+def step_settings(base: SettingsT, spec: StepSpec) -> SettingsT:
+    """The settings of ``spec``'s Job on a backend of ``base`` settings: the step's entry
+    layered over ``base``; a RUN_WIDE field set to another value than ``base``'s is refused."""
+    settings = layered_for_step(base, spec)
+    for name in RUN_WIDE:
+        wanted, current = getattr(settings, name), getattr(base, name)
+        if wanted != current:
+            raise InputError(
+                f"Step '{spec.name}': settings['{key_of(base)}'] sets {name} to "
+                f"{wanted!r}, but the step's Job runs where the run's other steps run "
+                f"({name} {current!r}): set {name} on the component or for the whole pipeline."
+            )
+    return settings
+
+
+def pipeline_settings(
+    base: KubernetesOrchestratorSettings, spec: PipelineSpec
+) -> KubernetesOrchestratorSettings:
+    """The orchestrator's settings for a run of ``spec``: the component's with the pipeline's
+    ``orchestrator.kubernetes`` entry layered over them (the orchestrator pod, its Job, and the
+    base of every step Job)."""
+    layer = spec.config.settings.get(ORCHESTRATOR_SETTINGS_KEY)
+    if not layer:
+        return base
+    try:
+        return base.merged(layer)
+    except InputError as exc:
+        raise InputError(
+            f"Pipeline '{spec.name}': invalid settings['{ORCHESTRATOR_SETTINGS_KEY}']: {exc}"
+        ) from None
