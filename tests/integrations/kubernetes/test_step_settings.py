@@ -2,7 +2,8 @@
 ``orchestrator.kubernetes`` settings (over its pipeline's, over the component's) reach its own
 Job's pod template and no other step's; a step operator step gets its
 ``step_operator.kubernetes`` settings; an invalid setting fails before anything reaches the
-cluster, naming the step and the field.
+cluster, naming the step and the field. Pure checks (no cluster) cover every field a step's
+Job takes from its settings and the refusal of another namespace for one step.
 
 The bed (emulator, process kubelet, S3 artifact store, the ``k8s`` orchestrator and the
 ``k8s-op`` step operator) is :mod:`test_step_operator`'s; this module adds its own pipelines to
@@ -27,13 +28,21 @@ from tests.integrations.kubernetes.test_step_operator import (
     steps_of,
 )
 from wharf import Client
-from wharf.config.spec import StepConfig, StepSpec
+from wharf.config.spec import PipelineConfig, PipelineSpec, StepConfig, StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.integrations.kubernetes.labels import STEP_KEY
-from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+from wharf.integrations.kubernetes.manifests import step_job_for
+from wharf.integrations.kubernetes.settings import (
+    KubernetesOrchestratorSettings,
+    KubernetesPodSettings,
+)
 from wharf.integrations.kubernetes.step_operator import STEP_OPERATOR_KEY
-from wharf.integrations.kubernetes.step_settings import step_settings
+from wharf.integrations.kubernetes.step_settings import (
+    ORCHESTRATOR_SETTINGS_KEY,
+    pipeline_settings,
+    step_settings,
+)
 from wharf.store.models import PipelineRunRecord
 
 bed = operator_bed.bed
@@ -229,3 +238,58 @@ def test_the_run_wide_namespace_cannot_change_for_one_step() -> None:
     with pytest.raises(InputError, match=r"Step 'elsewhere'.*sets namespace to 'other'"):
         step_settings(base, spec)
     assert json.loads(base.model_dump_json())["namespace"] == "ml"
+
+
+def test_a_steps_job_takes_every_field_it_set_over_the_pipelines_and_components() -> None:
+    component = KubernetesOrchestratorSettings(
+        namespace="ml",
+        image="registry/base:1",
+        service_account_name="orchestrator",
+        pod_settings=KubernetesPodSettings(labels={"team": "vision"}),
+    )
+    pipeline_level = PipelineSpec(
+        name="p",
+        config=PipelineConfig(
+            settings={ORCHESTRATOR_SETTINGS_KEY: {"step_pod_service_account_name": "steps"}}
+        ),
+    )
+    base = pipeline_settings(component, pipeline_level)
+    layer = {
+        "step_pod_service_account_name": "steps",  # the pipeline's, merged into the step's
+        "image": "registry/gpu:2",
+        "backoff_limit_margin": 3,
+        "active_deadline_seconds": 120,
+        "ttl_seconds_after_finished": 30,
+        "pod_stop_grace_period": 5,
+        "pod_settings": {"resources": {"limits": {"memory": "1Gi"}}},
+    }
+    spec = StepSpec(
+        name="big",
+        source="m:f",
+        code_hash="0",
+        config=StepConfig(settings={ORCHESTRATOR_SETTINGS_KEY: layer}),
+    )
+    job = step_job_for(
+        step_settings(base, spec),
+        name="j",
+        image="registry/base:1",
+        command=["python"],
+        env={},
+        secret_env={},
+        labels={},
+        annotations={},
+        max_retries=None,
+    )
+    pod = job["spec"]["template"]
+    assert job["metadata"]["namespace"] == "ml"
+    assert job["spec"]["backoffLimit"] == 3
+    assert job["spec"]["activeDeadlineSeconds"] == 120
+    assert job["spec"]["ttlSecondsAfterFinished"] == 30
+    assert pod["spec"]["serviceAccountName"] == "steps"
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 5
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "registry/gpu:2"
+    assert container["resources"]["limits"] == {"memory": "1Gi"}
+    assert pod["metadata"]["labels"]["team"] == "vision"  # the component's, kept
+    # Without an entry of its own a step's Job is the backend's.
+    assert step_settings(base, StepSpec(name="s", source="m:f", code_hash="0")) == base
