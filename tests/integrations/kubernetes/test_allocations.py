@@ -109,6 +109,20 @@ def low_pipe(path: str, started: str, marker: str) -> None:
 @pipeline(name="high_pipe", enable_cache=False, raise_on_failure=False)
 def high_pipe(path: str) -> None:
     hold_licence(path)
+
+
+@step(
+    step_operator="k8s-op",
+    enable_cache=False,
+    settings={"resources": ResourceSettings(resources={"license": 1})},
+)
+def hold_on_operator(path: str, started: str = "") -> str:
+    return _hold(path, started, "")
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def operated(path: str, started: str = "") -> None:
+    hold_on_operator(path, started)
 """
 
 SCRIPT = """
@@ -168,6 +182,7 @@ class Seen:
 @dataclass
 class Bed:
     emulator: Emulator
+    kubelet: Kubelet
     seen: Seen
     workspace: Workspace
     project: Path
@@ -220,8 +235,22 @@ def bed(
                     },
                 )
                 stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="remote")
+                stacks.register_component(
+                    ws,
+                    "k8s-op",
+                    ComponentType.STEP_OPERATOR,
+                    "kubernetes",
+                    {"image": IMAGE, "kubeconfig": str(emulator.kubeconfig_path)},
+                )
+                stacks.register_stack(
+                    ws,
+                    "operated",
+                    orchestrator="default",
+                    artifact_store="remote",
+                    step_operator="k8s-op",
+                )
                 env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": str(HEARTBEAT)}
-                yield Bed(emulator, seen, ws, project, env)
+                yield Bed(emulator, kubelet, seen, ws, project, env)
             finally:
                 ws.close()
 
@@ -457,3 +486,43 @@ def test_a_step_pod_deleted_from_outside_gives_its_licence_back(bed: Bed, tmp_pa
         pod["metadata"]["name"]
     ]
     assert exit_code(bed.seen.last_state(pod)) == 143  # SIGTERM, as a deleted pod gets
+
+
+def test_a_step_pod_on_a_lost_node_gives_its_licence_back(bed: Bed, tmp_path: Path) -> None:
+    """The step operator's pod (the orchestrator is this machine's) on a node that is lost:
+    its process dies with the kubelet, and nobody reports on its pod any more."""
+    ws = bed.workspace
+    ensure_pool(ws.resource_manager(), "licenses", {"license": 1}, account=ws.user.name)
+    release, started = tmp_path / "release", tmp_path / "started"
+    script = subprocess.Popen(
+        [
+            sys.executable,
+            "run.py",
+            "operated",
+            json.dumps({"path": str(release), "started": str(started)}),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    try:
+        assert wait_until(started.exists), "the step never started in its pod"
+        bed.kubelet.stop()  # the node is lost
+        output, _ = script.communicate(timeout=BOUND)
+    finally:
+        script.kill()
+    (run,) = ws.store.runs.list().items
+    assert run.status is ExecutionStatus.FAILED, output
+    (lost,) = attempts(bed, run)
+    assert lost.status is ExecutionStatus.FAILED, lost.status_reason
+    assert (lost.status_reason or "").startswith("Heartbeat lost"), lost.status_reason
+    request = request_of(ws, lost)
+    assert request.status is ResourceRequestStatus.RELEASED, request.status_reason
+    # The cancelled attempt did not wait for ever for a pod nobody reports on: once its grace
+    # period (and a margin) passed, the pod was force-deleted and its Job deleted.
+    pod = pod_of(bed, lost)
+    assert bed.seen.gone("Pod", pod), "the lost node's pod is left"
+    (job,) = bed.seen.step_objects("Job", run)
+    assert wait_until(lambda: bed.seen.gone("Job", job), 30), "the step's Job is left"

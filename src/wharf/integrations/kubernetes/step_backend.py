@@ -11,7 +11,9 @@ Wharf settings (credentials through the backend's Secret,
 shared watches (``pod_watch``: the backend's pods by Job, and its Jobs), never one request
 per step, and a poll wakes only on changes of its own attempts' Jobs and pods; the rules
 are ``step_backend_outcome``'s. ``cancel`` deletes the Job in the foreground and its running
-pods with the grace asked for (following their logs to the end, ``step_backend_logs``);
+pods with the grace asked for (following their logs to the end, ``step_backend_logs``); pods
+that outlive it by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports
+(lost): the attempt is then cancelled all the same and they are force-deleted at cleanup;
 ``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes
 the Job; ``stop_recorded`` deletes the Jobs labelled with a step run's id; ``close`` stops the
 watches and deletes the Secret.
@@ -83,6 +85,9 @@ BACKEND_KEY = "wharf.io/step-backend"
 DEFAULT_PREFIX = "wharf"
 NOT_FOUND = 404
 CONFLICT = 409
+UNREPORTED_END_MARGIN_SECONDS = 30.0
+"""How long after its grace period a cancelled attempt's pods may take to be reported ended;
+past it their node is taken as lost (it no longer reports) and the attempt as cancelled."""
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
@@ -102,6 +107,8 @@ class _Attempt:
     backoff_limit: int
     waiting_reasons: tuple[str, ...]
     cancelled: bool = False
+    cancel_deadline: float | None = None
+    """After a cancel: when (monotonic) its pods should have ended; past it they never will."""
     outcome: AttemptOutcome | None = None
     followed: dict[str, PodLogFollower] = field(default_factory=dict)
     """Logs of its pods followed since a cancel (the deleted pods take their logs along)."""
@@ -262,6 +269,8 @@ class KubernetesStepBackend:
                 attempt.followed[name] = follower.start()
         # A pod deleted with grace 0 vanishes from the API before its process is stopped.
         grace = max(1, math.ceil(grace_seconds))
+        with self._condition:
+            attempt.cancel_deadline = time.monotonic() + grace + UNREPORTED_END_MARGIN_SECONDS
         batch, core = self._clients.batch, self._clients.core
         _ignore_missing(
             lambda: batch.delete_namespaced_job(
@@ -300,6 +309,8 @@ class KubernetesStepBackend:
                     handle.job_name, handle.namespace, propagation_policy="Background"
                 )
             )
+            if _overdue(attempt):  # on a lost node: only a forced delete removes them
+                self._force_delete_pods(handle)
             self._pods.forget(handle.job_name)
             self._jobs.forget(handle.job_name)
             if self._close_when_idle:
@@ -358,6 +369,15 @@ class KubernetesStepBackend:
         else:
             for wake in self._waiters.get(job_name, ()):
                 wake.set()
+
+    def _force_delete_pods(self, handle: KubernetesHandle) -> None:
+        """Delete the attempt's pods that did not end, at once (``--force``: no kubelet will
+        confirm their end), so that neither they nor their Job linger terminating."""
+        for pod in self._pods.objects(handle.job_name):
+            if not _ended(pod):
+                name = str(pod["metadata"]["name"])
+                delete = self._clients.core.delete_namespaced_pod
+                _ignore_missing(partial(delete, name, handle.namespace, grace_period_seconds=0))
 
     def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
         """The Job ``name`` exists already: adopted when it runs this very step run (started
@@ -435,6 +455,7 @@ class KubernetesStepBackend:
                 backoff_limit=attempt.backoff_limit,
                 waiting_reasons=attempt.waiting_reasons,
                 cancelled=attempt.cancelled,
+                cancel_overdue=_overdue(attempt),
             )
         return attempt.outcome
 
@@ -462,6 +483,12 @@ def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
     if isinstance(settings, KubernetesOrchestratorSettings):
         return allocated_settings(settings, allocation)
     return allocated_settings(settings, allocation)
+
+
+def _overdue(attempt: _Attempt) -> bool:
+    """Whether the attempt was cancelled and its pods' grace period (and a margin) passed."""
+    deadline = attempt.cancel_deadline
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _started(pod: Mapping[str, Any]) -> bool:

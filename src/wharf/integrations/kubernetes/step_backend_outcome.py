@@ -13,7 +13,9 @@ None while the attempt is still going. Rules, in order:
 - a container of its newest pod waiting for one of the configured reasons (an image that
   cannot be pulled, a missing secret): failed at once, naming the reason and the image;
 - the Job deleted by someone else (gone, or being deleted and its pods ended): lost. After a
-  cancel: cancelled once the Job is gone or its pods ended.
+  cancel: cancelled once the Job is gone or its pods ended, or once the cancel is overdue (its
+  pods outlived their grace period and a margin: their node no longer reports, e.g. it is
+  lost, and only the pod garbage collector would remove them).
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ def attempt_outcome(
     backoff_limit: int,
     waiting_reasons: Collection[str],
     cancelled: bool = False,
+    cancel_overdue: bool = False,
 ) -> AttemptOutcome | None:
     """How the attempt of ``job`` (None: not seen) ended, or None while it runs (see the
-    module docstring). ``pods``: the Job's pods, oldest first."""
+    module docstring). ``pods``: the Job's pods, oldest first. ``cancel_overdue``: it was
+    cancelled and its pods should have ended by now."""
     if cancelled:
-        return _cancelled(job, job_deleted, pods)
+        return _cancelled(job, job_deleted, pods, cancel_overdue)
     conditions = _true_conditions(job)
     if "Complete" in conditions or any(_phase(p) == "Succeeded" for p in pods):
         return AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")
@@ -99,11 +103,21 @@ def main_termination(pod: KubeObject) -> KubeObject | None:
 
 
 def _cancelled(
-    job: KubeObject | None, job_deleted: bool, pods: Sequence[KubeObject]
+    job: KubeObject | None, job_deleted: bool, pods: Sequence[KubeObject], overdue: bool
 ) -> AttemptOutcome | None:
     ended_pods = bool(pods) and all(_phase(p) in TERMINAL_PHASES for p in pods)
-    if not (job_deleted or ended_pods or _true_conditions(job).keys() & {"Complete", "Failed"}):
+    finished = bool(_true_conditions(job).keys() & {"Complete", "Failed"})
+    if not (job_deleted or ended_pods or finished or overdue):
         return None
+    if overdue and not (job_deleted or ended_pods or finished):
+        running = [p for p in pods if _phase(p) not in TERMINAL_PHASES]
+        names = ", ".join(str((p.get("metadata") or {}).get("name")) for p in running)
+        what = f"its pod {names}" if names else "its Job"
+        return AttemptOutcome(
+            Ended.CANCELLED,
+            f"was cancelled, and {what} did not end within its grace period "
+            "(its node does not report: lost?)",
+        )
     for pod in reversed(pods):
         terminated = main_termination(pod)
         if terminated is not None:
