@@ -3,7 +3,8 @@ Kubernetes stack that ask for a licence, held and waited for across runs, reclai
 
 Each run is submitted asynchronously by a script in a directory of its own (the steps reach the
 pods through the run's code archive); the process kubelet runs the orchestrator pod and the step
-pods as processes of this machine; artifacts lie on a real S3 server (moto); the metadata store
+pods as processes of this machine (for a lost node, the step operator's pod of a local run: the
+kubelet is stopped, killing its processes, and nobody reports on its pods any more); artifacts lie on a real S3 server (moto); the metadata store
 is the embedded SQLite file, and the embedded Resource Manager beside it is the one every pod
 (orchestrator and step) asks, renews and releases through. What the emulator did to pods and
 Jobs is recorded by a listener on its object store (created, last state, deleted), so objects
