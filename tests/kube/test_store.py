@@ -620,3 +620,40 @@ def test_concurrent_writers_keep_one_ordered_history(store: ObjectStore) -> None
         seen.append(event.resource_version)
     assert seen == heard
     assert len(store.objects_of(CONFIGMAPS)) == 160
+
+
+def test_patches_without_a_version_never_conflict_with_concurrent_writes(
+    store: ObjectStore,
+) -> None:
+    """A patch that states no resourceVersion applies to whatever is current (a real server
+    retries it internally); one that states a stale version is a 409."""
+    store.create(PODS, "default", pod_body("busy", app="x"))
+    failures: list[Exception] = []
+
+    def patch_many(writer: int) -> None:
+        for i in range(40):
+            body = {"metadata": {"annotations": {f"w{writer}-{i}": "x"}}}
+            try:
+                store.patch(PODS, "default", "busy", body, MERGE)
+                json_patch = [
+                    {"op": "add", "path": f"/metadata/labels/j{writer}-{i}", "value": "y"}
+                ]
+                store.patch(PODS, "default", "busy", json_patch, "application/json-patch+json")
+            except Exception as error:  # collected: an assertion in a thread would be lost
+                failures.append(error)
+
+    threads = [threading.Thread(target=patch_many, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    pod = store.get(PODS, "default", "busy")
+    assert len(pod["metadata"]["annotations"]) == 240
+    assert len([k for k in pod["metadata"]["labels"] if k.startswith("j")]) == 240
+    stale = {"metadata": {"resourceVersion": "1", "annotations": {"late": "x"}}}
+    raises(409, "Conflict", store.patch, PODS, "default", "busy", stale, MERGE)
+    stale_test = [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"}]
+    with pytest.raises(ApiError):
+        store.patch(PODS, "default", "busy", stale_test, "application/json-patch+json")

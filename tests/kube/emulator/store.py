@@ -193,8 +193,13 @@ class ObjectStore:
         """PATCH with a merge, strategic merge or JSON patch (415 for another content type)."""
         media_type = object_rules.patch_media_type(content_type)
 
+        names_version = _patch_names_version(patch, media_type)
+
         def patched(old: dict[str, Any]) -> dict[str, Any]:
-            new = patches.apply_patch(copy.deepcopy(old), patch, media_type, rtype.kind)
+            base = copy.deepcopy(old)
+            if not names_version:  # unconditional: a concurrent write makes it re-apply, not 409
+                base["metadata"].pop("resourceVersion", None)
+            new = patches.apply_patch(base, patch, media_type, rtype.kind)
             return object_rules.patched_object(rtype, name, new)
 
         return self._update(rtype, namespace, name, patched, subresource, dry_run)
@@ -496,3 +501,16 @@ class ObjectStore:
         for watcher in self._watchers:
             watcher.offer(change)
         self._listeners.enqueue(change)
+
+
+def _patch_names_version(patch: Any, media_type: str) -> bool:
+    """Whether a patch states ``metadata.resourceVersion`` (a precondition, as on a real
+    server); a patch that does not applies to whatever version is current."""
+    if media_type == patches.JSON_PATCH:
+        operations = patch if isinstance(patch, list) else []
+        return any(
+            isinstance(op, dict) and str(op.get("path", "")).startswith("/metadata/resourceVersion")
+            for op in operations
+        )
+    metadata = patch.get("metadata") if isinstance(patch, dict) else None
+    return isinstance(metadata, dict) and "resourceVersion" in metadata
