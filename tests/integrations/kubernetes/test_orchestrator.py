@@ -52,6 +52,21 @@ def tiny() -> None:
     one()
 
 
+@pipeline(
+    code_source="image",
+    settings={
+        "orchestrator.kubernetes": {
+            "namespace": "team-a",
+            "image": "registry.example/team-a:2",
+            "synchronous": False,
+            "orchestrator_pod_settings": {"annotations": {"team": "a"}},
+        }
+    },
+)
+def tiny_for_team_a() -> None:
+    one()
+
+
 @pipeline(dynamic=True, code_source="image")
 def tiny_dynamic() -> None:
     one()
@@ -324,6 +339,40 @@ def test_the_orchestrator_job_runs_the_entry_point_with_the_token_from_a_secret(
     assert "s3cr3t-run-token" not in json.dumps(manifest)  # the token is only in the Secret
     requests = container["resources"]["requests"]
     assert requests == {"memory": "400Mi", "cpu": "100m"}  # the orchestrator pod's defaults
+
+
+def test_a_pipelines_orchestrator_settings_shape_its_orchestrator_pod(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orchestrator = kubernetes_stack(
+        workspace, monkeypatch, image="registry.example/wharf:1", namespace="ml"
+    )
+    spec = tiny_for_team_a.compile()
+    stack = workspace.active_stack()
+    _, snapshot, run = workspace.store.runs.record(
+        workspace.project.id, "tiny_for_team_a", stack.id, spec, RunStart(name="team-a-1")
+    )
+    artifact_store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
+    job = RunJob(snapshot, run, workspace.run_services(artifact_store))
+
+    settings = orchestrator.run_settings(spec)
+    args = orchestrator.orchestrator_args(job)
+    manifest = orchestrator_manifest(
+        settings,
+        job,
+        args,
+        image=settings.image or orchestrator.image(),
+        environment=pod_environment(job.services.child_env),
+    )
+
+    assert (settings.namespace, settings.synchronous) == ("team-a", False)
+    assert args.namespace == "team-a" == manifest["metadata"]["namespace"]
+    pod = manifest["spec"]["template"]
+    assert pod["metadata"]["annotations"]["team"] == "a"
+    assert pod["spec"]["containers"][0]["image"] == "registry.example/team-a:2"
+    passed_on = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
+    assert passed_on == settings  # the pod's step Jobs start from the pipeline's settings too
+    assert orchestrator.settings.namespace == "ml"  # the component is unchanged
 
 
 # ----------------------------------------------------------------------------- following the Job

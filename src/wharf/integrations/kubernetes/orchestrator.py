@@ -74,6 +74,7 @@ from wharf.integrations.kubernetes.schedules import (
 )
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
+from wharf.integrations.kubernetes.step_settings import pipeline_settings
 from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
@@ -149,17 +150,24 @@ class KubernetesOrchestrator(BaseOrchestrator):
             )
         return image
 
+    def run_settings(self, spec: PipelineSpec) -> KubernetesOrchestratorSettings:
+        """The settings of a run of ``spec``: the component's with the pipeline's
+        ``orchestrator.kubernetes`` settings layered over them (``step_settings``)."""
+        return pipeline_settings(self.settings, spec)
+
     def orchestrator_args(self, job: RunJob) -> OrchestratorArgs:
-        """The command line of the run's orchestrator pod."""
+        """The command line of the run's orchestrator pod (its settings: the run's, so the
+        pod's step Jobs start from the pipeline-level settings too)."""
         run = job.run
+        settings = self.run_settings(job.snapshot.spec)
         return OrchestratorArgs(
             snapshot_id=job.snapshot.id,
             run_id=run.id,
-            namespace=self.settings.namespace,
+            namespace=settings.namespace,
             job_name=orchestrator_job_name(
-                self.settings.job_name_prefix, job.snapshot.spec.name, run.id
+                settings.job_name_prefix, job.snapshot.spec.name, run.id
             ),
-            settings_json=self.settings.model_dump_json(exclude_defaults=True),
+            settings_json=settings.model_dump_json(exclude_defaults=True),
             token_secret=None,
         )
 
@@ -170,12 +178,13 @@ class KubernetesOrchestrator(BaseOrchestrator):
         out = sys.stdout if out is None else out
         self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse first
         self.check_artifact_store(job.services.artifact_store)
-        image = self.image()
+        settings = self.run_settings(job.snapshot.spec)
+        image = settings.image or self.image()
         environment = pod_environment(for_run(job.services, job.run.id).child_env)
         args = self.orchestrator_args(job)
         if environment.token is not None:
             args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(job.run.id)})
-        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
             # Recorded first: a run whose Job exists always says where it is.
             job.services.store.run_metadata.add(
@@ -184,9 +193,9 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name},
             )
             submitted = create_orchestrator_job(
-                clients, self.settings, job, args, image=image, environment=environment
+                clients, settings, job, args, image=image, environment=environment
             )
-            if not self.settings.synchronous:
+            if not settings.synchronous:
                 _print_follow_hints(out, job.run, submitted)
                 return job.services.store.runs.get(job.run.id)
             return self._follow(clients, job, submitted, out)
@@ -237,10 +246,15 @@ class KubernetesOrchestrator(BaseOrchestrator):
         self.check_artifact_store(services.artifact_store)
         check_pod_environment(services.child_env)  # a workspace server's credential: not yet
         environment = pod_environment(services.child_env)
+        settings = self.run_settings(snapshot.spec)
         manifest = schedule_cron_job(
-            self.settings, snapshot, schedule, image=self.image(), environment=environment
+            settings,
+            snapshot,
+            schedule,
+            image=settings.image or self.image(),
+            environment=environment,
         )
-        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
             apply_cron_job(clients, manifest)
         finally:
