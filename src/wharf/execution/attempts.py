@@ -8,11 +8,19 @@ records this, used both in the orchestration process (inline) and in a step's ow
 (isolated, see ``wharf.execution.entrypoint``). A completed attempt's outputs are recorded in
 the same store call as its status (``steps.finish``). An isolated attempt's orchestrator waits
 out a store outage shorter than the step's liveness timeout (:mod:`wharf.execution.outages`).
+
+An isolated attempt's liveness clock starts at its submit, allowing it its backend's startup
+timeout (``wharf.execution.backends.startup_timeout_of``) until its own first beat. Once the
+store shows the step finished, its backend gets a grace (:attr:`IsolatedExecutor.finish_grace`,
+by default one heartbeat interval, at least :data:`FINISH_GRACE_MIN` s) to report the attempt
+ended (its process or pod exiting) before it is cancelled; a cancelled attempt that its backend
+never reports ended counts as ended after :data:`CANCEL_PATIENCE` s, so nothing waits forever.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -22,7 +30,13 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
+from wharf.execution.backends import (
+    AttemptOutcome,
+    Ended,
+    StepBackend,
+    StepLaunch,
+    startup_timeout_of,
+)
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
@@ -43,6 +57,13 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+FINISH_GRACE_MIN = 3.0
+"""The least time (s) a step the store shows finished has to end before it is cancelled: its
+process is exiting (a pod is reported terminated a few seconds after its exit under load)."""
+CANCEL_PATIENCE = 300.0
+"""How long (s) a cancelled attempt has to be reported ended by its backend before the engine
+counts it as ended (the Kubernetes backend ends one itself after its pods' grace + 30 s)."""
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -263,6 +284,12 @@ class IsolatedExecutor:
 
     services: RunServices
     backend_for: Callable[[StepSpec], StepBackend[Any]]
+    finish_grace: float | None = None
+    """How long (s) the backend has to report an attempt ended once the store shows its step
+    finished, before the attempt is cancelled; None: one heartbeat interval, at least
+    :data:`FINISH_GRACE_MIN`."""
+    cancel_patience: float = CANCEL_PATIENCE
+    """How long (s) a cancelled attempt has to be reported ended before it counts as ended."""
 
     def __call__(
         self,
@@ -283,9 +310,14 @@ class IsolatedExecutor:
         interval = self.services.heartbeat_interval
         if spec.config.enable_heartbeat:
             # Start the liveness clock now: a process that hangs before its first beat is
-            # then lost like any other.
+            # then lost like any other, once its backend's startup timeout (if longer) passed;
+            # the process's own first beat brings it back to the usual liveness timeout.
+            first = liveness_timeout_for(interval)
+            startup = startup_timeout_of(backend)
+            if startup is not None:
+                first = max(first, startup)
             try:
-                step_writes.heartbeat(self.services, record.id, liveness_timeout_for(interval))
+                step_writes.heartbeat(self.services, record.id, first)
             except WharfError as exc:
                 if not transient(exc):
                     raise
@@ -318,16 +350,49 @@ class IsolatedExecutor:
         A store that cannot be reached (a server or database restarting) is waited out: the
         step's own process keeps beating and records its result when the store is back. The
         first check after an outage only reads: the steps' heartbeats get one interval to
-        arrive before anyone is judged lost."""
+        arrive before anyone is judged lost.
+
+        A step the store shows finished is cancelled only if its backend does not report the
+        attempt ended within ``finish_grace``; a cancelled one counts as ended after
+        ``cancel_patience`` at the latest."""
         store = self.services.store
         interval = self.services.heartbeat_interval
-        cancelled = False
+        grace = self.finish_grace
+        if grace is None:
+            grace = max(interval, FINISH_GRACE_MIN)
+        finished_at: float | None = None  # monotonic time the store first showed it finished
+        cancelled_at: float | None = None
         outage = False
+        timeout = interval
         while True:
-            ended = backend.poll([handle], interval).get(handle)
+            ended = backend.poll([handle], timeout).get(handle)
             if ended is not None:
                 return ended
-            if cancelled:
+            timeout = interval
+            if cancelled_at is not None:
+                waited = time.monotonic() - cancelled_at
+                if waited >= self.cancel_patience:
+                    logger.warning(
+                        "Step %s was cancelled %.0f s ago and its backend has not reported it "
+                        "ended; counting it as ended.",
+                        record.name,
+                        waited,
+                    )
+                    return AttemptOutcome(
+                        Ended.CANCELLED,
+                        f"was cancelled and not reported ended within {waited:.0f} s",
+                    )
+                timeout = min(interval, self.cancel_patience - waited)
+                continue
+            if finished_at is not None:
+                waited = time.monotonic() - finished_at
+                if waited >= grace:
+                    # the step ended in the store but its process did not exit: end it
+                    backend.cancel(handle)
+                    cancelled_at = time.monotonic()
+                    timeout = min(interval, self.cancel_patience)
+                else:
+                    timeout = min(interval, grace - waited)
                 continue
             try:
                 if not outage:
@@ -344,9 +409,9 @@ class IsolatedExecutor:
                 outage = True
                 continue
             outage = False
-            if finished:
-                backend.cancel(handle)
-                cancelled = True
+            if finished:  # its process is likely exiting: the backend gets a grace to say so
+                finished_at = time.monotonic()
+                timeout = min(interval, grace)
 
     def _record_lost(self, record: StepRunRecord, failed: str, stopped: str) -> StepRunRecord:
         """The process is gone without a result: stopped if its run is stopping, else failed."""

@@ -16,7 +16,12 @@ Invariants:
 - :meth:`~StepBackend.cleanup` is called exactly once per submitted attempt, after it finished;
 - :meth:`~StepBackend.stop_recorded` force-stops an attempt from what the store recorded of it
   (for local processes: host, pid and start token), so a process that did not start the
-  attempt (``wharf runs stop --force``) stops it through the kind of backend that did.
+  attempt (``wharf runs stop --force``) stops it through the kind of backend that did;
+- a backend whose attempts may take long to start (an image pull, a node scaling up) says so
+  with a ``startup_timeout_seconds`` attribute (:class:`SlowStarting`, read through
+  :func:`startup_timeout_of`): until an attempt's first heartbeat the engine's liveness check
+  allows it that long instead of the usual liveness timeout. A backend without it (or None)
+  gets the usual one.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
@@ -97,3 +102,20 @@ class StepBackend(Protocol[HandleT]):
         """Force-stop the attempt of ``step``, started by a backend of this kind in any
         process, from what the store recorded of it; whether one was stopped."""
         ...
+
+
+@runtime_checkable
+class SlowStarting(Protocol):
+    """A step backend whose attempts may take long to start (see the module docstring)."""
+
+    startup_timeout_seconds: float | None
+    """How long an attempt may take from its submit to its first heartbeat; None: no longer
+    than the usual liveness timeout."""
+
+
+def startup_timeout_of(backend: object) -> float | None:
+    """``backend``'s startup timeout in seconds, if it declares one (:class:`SlowStarting`)."""
+    if not isinstance(backend, SlowStarting):
+        return None
+    seconds = backend.startup_timeout_seconds
+    return None if seconds is None else float(seconds)

@@ -41,7 +41,12 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
-from wharf.execution.backends import AttemptOutcome, StepBackend, StepLaunch
+from wharf.execution.backends import (
+    AttemptOutcome,
+    StepBackend,
+    StepLaunch,
+    startup_timeout_of,
+)
 from wharf.execution.interrupt import Interruptible, InterruptibleRegion
 from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.models import (
@@ -232,6 +237,11 @@ class TrackedBackend(Generic[H]):
 
     inner: StepBackend[H]
     stopper: RunStopper
+
+    @property
+    def startup_timeout_seconds(self) -> float | None:
+        """The inner backend's (``wharf.execution.backends.SlowStarting``)."""
+        return startup_timeout_of(self.inner)
 
     def submit(self, attempt: StepLaunch, allocation: ResourceRequestInfo | None) -> H:
         handle = self.inner.submit(attempt, allocation)

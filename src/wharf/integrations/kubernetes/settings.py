@@ -253,6 +253,9 @@ class _KubernetesSettings(BaseModel):
     job_monitoring_interval: Annotated[float, Field(gt=0)] = 1.0
     pod_stop_grace_period: NonNegativeInt = 30
     """Seconds a pod has between SIGTERM and SIGKILL (``terminationGracePeriodSeconds``)."""
+    pod_startup_timeout: Annotated[float, Field(ge=0)] = 600.0
+    """Seconds a step pod may take from its Job's creation to its first heartbeat (image pull,
+    node scale-up) before it is lost; waiting reasons above still fail it at once."""
     mounts_artifact_store: bool = False
     """The cluster mounts the local artifact store's path into pods (at the same path)."""
 

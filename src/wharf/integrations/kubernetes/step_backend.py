@@ -140,6 +140,7 @@ class KubernetesStepBackend:
         self.settings = settings
         self.namespace = settings.namespace
         self.image = image
+        self.startup_timeout_seconds: float | None = settings.pod_startup_timeout
         self.id = uuid.uuid4().hex[:12]
         self._labels = {**labels, BACKEND_KEY: self.id}
         self._annotations = dict(annotations or {})
