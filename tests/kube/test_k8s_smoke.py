@@ -217,6 +217,7 @@ def test_the_preflight_passes_with_full_rights(emulator: Emulator) -> None:
     assert lines[0] == "RBAC preflight (namespace default):"
     assert any(line.split() == ["batch/jobs", "watch", "yes"] for line in lines)
     assert any(line.split() == ["pods/log", "get", "yes"] for line in lines)
+    assert any(line.split() == ["batch/jobs/finalizers", "update", "yes"] for line in lines)
     assert lines[-1] == "preflight passed"
 
 
