@@ -20,7 +20,7 @@ from kubernetes.client import ApiException, CoreV1Api
 logger = logging.getLogger(__name__)
 
 MAIN_CONTAINER = "main"
-FOLLOW_WAIT_SECONDS = 5.0
+FOLLOW_WAIT_SECONDS = 15.0
 """How long cleanup waits for a followed log to reach its end."""
 
 
