@@ -302,16 +302,12 @@ class IsolatedExecutor:
         store = self.services.store
         backend = self.backend_for(spec)
         launch = StepLaunch(record, spec, self.services.child_env, self.services.artifact_store)
-        try:
-            handle = backend.submit(launch, allocation)
-        except Exception as exc:
-            reason = f"The step process could not start: {describe_exception(exc)}"
-            return AttemptResult(self._record_lost(record, reason, reason), {})
         interval = self.services.heartbeat_interval
         if spec.config.enable_heartbeat:
-            # Start the liveness clock now: a process that hangs before its first beat is
-            # then lost like any other, once its backend's startup timeout (if longer) passed;
-            # the process's own first beat brings it back to the usual liveness timeout.
+            # Start the liveness clock before the submit: a process that hangs before its first
+            # beat is then lost like any other, once its backend's startup timeout (if longer)
+            # passed; the process's own first beat, always later than this one, brings it back
+            # to the usual liveness timeout.
             first = liveness_timeout_for(interval)
             startup = startup_timeout_of(backend)
             if startup is not None:
@@ -322,6 +318,11 @@ class IsolatedExecutor:
                 if not transient(exc):
                     raise
                 logger.warning("Could not record the first heartbeat of %s: %s", record.name, exc)
+        try:
+            handle = backend.submit(launch, allocation)
+        except Exception as exc:
+            reason = f"The step process could not start: {describe_exception(exc)}"
+            return AttemptResult(self._record_lost(record, reason, reason), {})
         try:
             ended = self._wait(backend, handle, record)
         finally:
