@@ -151,12 +151,12 @@ def test_running_a_scheduled_script_again_keeps_the_same_schedule(
 
         return nightly
 
-    with caplog.at_level(logging.WARNING, logger="wharf.sdk.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="wharf.sdk.scheduling"):
         first = scheduled("0 3 * * *").run_in(workspace)
         second = scheduled("0 3 * * *").run_in(workspace)  # the same script run again
     assert first.status is S.COMPLETED and second.status is S.COMPLETED
     assert [s.name for s in workspace.store.schedules.list().items] == ["every-night"]
-    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.pipeline"]
+    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.scheduling"]
     assert len(told) == 2 and all("\n" not in line for line in told)
     assert "recorded schedule 'every-night'" in told[0]
     assert "kept the existing schedule 'every-night'" in told[1]

@@ -16,14 +16,10 @@ without an ``if __name__ == "__main__":`` guard must not start its pipeline agai
 The call logs once why it was skipped; a script that already defines the step stops executing
 there, anything else gets :data:`NOT_RUN` back.
 
-A named :class:`Schedule` is recorded with the run; running the same script again keeps a
-schedule of that name whose definition is unchanged and refuses (one line, naming
-``wharf schedule delete``) one that differs. On an orchestrator that fires schedules itself
-(``BaseOrchestrator.schedules_runs``: Kubernetes) the call records the pipeline, its snapshot
-and the schedule, hands the schedule to the orchestrator and runs nothing: it returns a
-:class:`Scheduled` (its ``schedule`` the record) instead of a run; a schedule the orchestrator
-refuses is not kept, and one it cannot fire at all (Kubernetes: no cron expression) is refused
-before anything is recorded (``runtime_policy``).
+A pipeline with a :class:`Schedule` records it with the run; on an orchestrator that fires
+schedules itself the call records the schedule and runs nothing (:mod:`wharf.sdk.scheduling`).
+An orchestrator that cannot fire a schedule at all refuses it before anything is recorded
+(``runtime_policy``).
 """
 
 from __future__ import annotations
@@ -32,31 +28,25 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
-from uuid import UUID
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from wharf.config.component_settings import check_component_settings, parse_component_settings
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
-from wharf.core.errors import EntityExistsError, PipelineDefinitionError, StepInterfaceError
+from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.run_heartbeat import orchestrator_process
-from wharf.execution.services import RunServices
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
 from wharf.sdk.run_failure import FailureWatch
+from wharf.sdk.scheduling import record_schedule, schedule_on
 from wharf.sdk.step import Step, parse_settings
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import (
     PipelineRunRecord,
     RunStart,
-    ScheduleCreate,
-    ScheduleFilter,
-    ScheduleRecord,
-    SnapshotCreate,
 )
 from wharf.store.ports import Store
 
@@ -83,25 +73,6 @@ class _NotRun:
 
 NOT_RUN: Any = _NotRun()
 """Returned by a pipeline call made while a step's process loads the user's code."""
-
-
-class Scheduled:
-    """What a call of a scheduled pipeline returns when the stack's orchestrator fires the
-    schedule's runs itself (``schedules_runs``, e.g. Kubernetes): no run was made now; the
-    recorded schedule is :attr:`schedule`. Anything a run would have tells why it is missing."""
-
-    def __init__(self, schedule: ScheduleRecord) -> None:
-        self.schedule = schedule
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(
-            f"No run was made (so no '{name}'): the pipeline was scheduled as "
-            f"'{self.schedule.name}', and its orchestrator starts its runs; see them with "
-            "`wharf runs list`, and the schedule as `.schedule`."
-        )
-
-    def __repr__(self) -> str:
-        return f"<pipeline scheduled as '{self.schedule.name}': no run now>"
 
 
 class Pipeline(Generic[P]):
@@ -270,7 +241,7 @@ class Pipeline(Generic[P]):
         )
         services = workspace.run_services(artifact_store)
         if spec.config.schedule is not None and orchestrator.schedules_runs:
-            return self._schedule_on(workspace, orchestrator, stack.id, spec, services)
+            return schedule_on(self.name, workspace, orchestrator, stack.id, spec, services)
         name = f"{self.name}-{services.clock():%Y_%m_%d-%H_%M_%S_%f}"
         if orchestrator.starts_runs_in_process:
             # Recorded running at once: no placeholder to replace (one write per call).
@@ -300,7 +271,9 @@ class Pipeline(Generic[P]):
         )
         if spec.config.schedule is not None:
             try:
-                self._record_schedule(workspace, pipeline.id, snapshot.id, spec.config.schedule)
+                record_schedule(
+                    self.name, workspace, pipeline.id, snapshot.id, spec.config.schedule
+                )
             except BaseException:
                 store.runs.delete(run.id)  # nothing has run: leave no run behind
                 raise
@@ -312,42 +285,6 @@ class Pipeline(Generic[P]):
         if self.raise_on_failure:
             watch.check(store, finished)
         return finished
-
-    def _schedule_on(
-        self,
-        workspace: Workspace,
-        orchestrator: BaseOrchestrator,
-        stack_id: UUID,
-        spec: PipelineSpec,
-        services: RunServices,
-    ) -> PipelineRunRecord:
-        """Record the pipeline, its snapshot and its schedule and hand the schedule to
-        ``orchestrator``, which fires its runs (nothing runs now, no run is recorded). A
-        schedule this call recorded is deleted again if the orchestrator refuses it."""
-        assert spec.config.schedule is not None
-        store = workspace.store
-        pipeline = store.pipelines.get_or_create(workspace.project.id, self.name)
-        snapshot = store.snapshots.create(
-            SnapshotCreate(
-                project_id=workspace.project.id,
-                pipeline_id=pipeline.id,
-                stack_id=stack_id,
-                spec=spec,
-            )
-        )
-        record, created = self._record_schedule(
-            workspace, pipeline.id, snapshot.id, spec.config.schedule, fired_by_orchestrator=True
-        )
-        if record.snapshot_id != snapshot.id:  # an unchanged schedule keeps its own snapshot
-            snapshot = store.snapshots.get(record.snapshot_id)
-        try:
-            orchestrator.schedule(snapshot, record, services)
-        except BaseException:
-            if created:
-                store.schedules.delete(record.id)
-            raise
-        # Typed as the run a call returns (as NOT_RUN is): callers that only run keep their types.
-        return cast(PipelineRunRecord, Scheduled(record))
 
     def _not_run(self, loading: UserCodeLoad) -> PipelineRunRecord:
         stop = loading.step_defined
@@ -382,87 +319,6 @@ class Pipeline(Generic[P]):
                 store.runs.finish(run.id, ExecutionStatus.FAILED, reason)
         except Exception:  # the original error is the one to raise (e.g. the store is down)
             logger.warning("Could not clean up run %s after a failure.", run.id, exc_info=True)
-
-    def _record_schedule(
-        self,
-        workspace: Workspace,
-        pipeline_id: Any,
-        snapshot_id: Any,
-        schedule: Schedule,
-        *,
-        fired_by_orchestrator: bool = False,
-    ) -> tuple[ScheduleRecord, bool]:
-        """The recorded schedule (an unchanged one kept) and whether this call created it."""
-        name = schedule.name or f"{self.name}-schedule"
-        store = workspace.store
-        wanted = ScheduleCreate(
-            project_id=workspace.project.id,
-            pipeline_id=pipeline_id,
-            snapshot_id=snapshot_id,
-            name=name,
-            cron_expression=schedule.cron_expression,
-            interval_seconds=schedule.interval_seconds,
-            run_once_start_time=schedule.run_once_start_time,
-            start_time=schedule.start_time,
-            end_time=schedule.end_time,
-            catchup=schedule.catchup,
-        )
-        found = store.schedules.list(ScheduleFilter(project_id=workspace.project.id, name=name))
-        existing = found.items[0] if found.items else None
-        created = None
-        if existing is None:
-            try:
-                created = store.schedules.create(wanted)
-            except EntityExistsError:  # created meanwhile by another process
-                existing = store.schedules.list(
-                    ScheduleFilter(project_id=workspace.project.id, name=name)
-                ).items[0]
-        if existing is not None and not _same_schedule(existing, wanted):
-            raise EntityExistsError(
-                f"The project already has a different schedule named '{name}': to replace it, "
-                f"delete it first (`wharf schedule delete {name}`), or give this Schedule "
-                "another name."
-            )
-        kept = "kept the existing schedule" if existing is not None else "recorded schedule"
-        then = (
-            "The orchestrator fires its runs; none runs now."
-            if fired_by_orchestrator
-            else "The local orchestrator does not fire schedules yet: it runs the pipeline "
-            "once, now."
-        )
-        logger.warning(
-            "Pipeline '%s': %s '%s' (replace it with `wharf schedule delete %s` and a new run). %s",
-            self.name,
-            kept,
-            name,
-            name,
-            then,
-        )
-        if created is not None:
-            return created, True
-        assert existing is not None
-        return existing, False
-
-
-def _same_schedule(existing: ScheduleRecord, wanted: ScheduleCreate) -> bool:
-    """Whether a recorded schedule has the definition (pipeline and timing) of ``wanted``."""
-    fields = (
-        "pipeline_id",
-        "cron_expression",
-        "interval_seconds",
-        "run_once_start_time",
-        "start_time",
-        "end_time",
-        "catchup",
-    )
-    return all(_comparable(getattr(existing, f)) == _comparable(getattr(wanted, f)) for f in fields)
-
-
-def _comparable(value: Any) -> Any:
-    """Datetimes compared as UTC instants (a store may return a naive UTC time)."""
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return value
 
 
 def _is_outputs(value: Any) -> bool:

@@ -142,7 +142,7 @@ def test_a_fired_pod_runs_only_within_the_start_and_end_times() -> None:
 
 
 def test_a_scheduled_call_returns_its_schedule_and_explains_the_missing_run() -> None:
-    from wharf.sdk.pipeline import Scheduled
+    from wharf.sdk.scheduling import Scheduled
 
     scheduled = Scheduled(record(1))
     assert scheduled.schedule.name == "nightly"
