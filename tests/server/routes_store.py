@@ -156,6 +156,18 @@ STORE_ROUTES: list[Route] = [
         },
     ),
     R(
+        "POST",
+        "/api/v1/steps/find_cached_or_create_many",
+        "write_a",
+        200,
+        lambda t: "/api/v1/steps/find_cached_or_create_many",
+        lambda t: {
+            "steps": [{**t.step_body(), "cache_key": "k"}],
+            "project_id": str(t.world.a.id),
+            "now": NOW,
+        },
+    ),
+    R(
         "GET",
         "/api/v1/steps",
         "read_a",

@@ -9,9 +9,11 @@ looked up first, and a request made for a step that a concurrent run cached mean
 released); a heartbeat renews it and turns a reclaimed request into a ``cancelling`` step; a
 finished or retrying status releases it. The calls themselves are the engine's
 (:class:`wharf.execution.resources.requester.StepRequester`). The combined calls
-(``create_many``, ``find_cached_or_create``, ``finish``) stay one store call each. A batch in
-which a request fails is written all the same, its asking steps end failed (requests already
-made are released) and the error is raised.
+(``create_many``, ``find_cached_or_create``, ``finish``) stay one store call each;
+``find_cached_or_create_many`` is one store call for its steps that ask for no resources and
+one ``find_cached_or_create`` for each that does. A batch in which a request fails is written
+all the same, its asking steps end failed (requests already made are released) and the error
+is raised.
 
 Invariant: the server's store is never wrapped; a client's ``resource_request_id`` is stripped
 from every step write, so a step only ever points at a request the server made for it.
@@ -32,6 +34,7 @@ from wharf.core.ids import new_id
 from wharf.execution.resources.pairing import recorded_user
 from wharf.execution.resources.requester import StepRequester, StepRequests
 from wharf.execution.step_writes import HOLDING
+from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -202,6 +205,38 @@ class StepResourceService(StepRequester):
             self.fail_unrequested([(found.step, step)], f"{error}")
             raise error
         return found
+
+    def find_cached_or_create_many(
+        self,
+        steps: Sequence[StepRunCreate],
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+        create: Sequence[bool] | None = None,
+    ) -> builtins.list[CachedOrCreated | None]:
+        """One store call for the steps that ask for no resources (or may not be created);
+        each one that does goes through :meth:`find_cached_or_create` (its request made
+        only if it misses). Answers in order."""
+        flags = creation_flags(steps, create)
+        alone = {i for i, s in enumerate(steps) if flags[i] and _asks_for_resources(s)}
+        answers: builtins.list[CachedOrCreated | None] = [None] * len(steps)
+        for i in sorted(alone):
+            answers[i] = self.find_cached_or_create(
+                steps[i], project_id, now, record_hit=record_hit
+            )
+        together = [i for i in range(len(steps)) if i not in alone]
+        if together:
+            found = self._inner.find_cached_or_create_many(
+                [_no_request(steps[i]) for i in together],
+                project_id,
+                now,
+                record_hit=record_hit,
+                create=[flags[i] for i in together],
+            )
+            for i, answer in zip(together, found, strict=True):
+                answers[i] = answer
+        return answers
 
     def finish(
         self,

@@ -7,10 +7,11 @@ The SQL store overrides each of them (one transaction each), the REST store each
 has a route for; the rest (``runs.record`` and ``runs.finish`` over REST) comes from here.
 ``create_many`` has no default: it must be all or nothing.
 
-Invariants (those of the ports): the cache lookup comes before the creation and nothing is
-created on a hit; output versions are created before the update that links them, so a refused
-update leaves them unreferenced, never half-linked; a run's end is decided from the status this
-call read, and decided again if the status changed before the update (a stop request).
+Invariants (those of the ports): the cache lookup comes before the creation (of a batch: every
+lookup before any creation) and nothing is created on a hit; output versions are created before
+the update that links them, so a refused update leaves them unreferenced, never half-linked; a
+run's end is decided from the status this call read, and decided again if the status changed
+before the update (a stop request).
 """
 
 from __future__ import annotations
@@ -131,6 +132,28 @@ class ComposedStepRuns:
         recorded = self.create(step.reusing(cached)) if record_hit else None
         return CachedOrCreated(step=cached, created=False, recorded=recorded)
 
+    def find_cached_or_create_many(
+        self: _PlainSteps,
+        steps: Sequence[StepRunCreate],
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+        create: Sequence[bool] | None = None,
+    ) -> builtins.list[CachedOrCreated | None]:
+        flags = creation_flags(steps, create)
+        found = [self.find_cached(project_id, s.cache_key or "", now) for s in steps]
+        answers: builtins.list[CachedOrCreated | None] = []
+        for step, cached, make in zip(steps, found, flags, strict=True):
+            if cached is not None:
+                recorded = self.create(step.reusing(cached)) if record_hit else None
+                answers.append(CachedOrCreated(step=cached, created=False, recorded=recorded))
+            else:
+                answers.append(
+                    CachedOrCreated(step=self.create(step), created=True) if make else None
+                )
+        return answers
+
     def finish(
         self: _PlainSteps,
         step_run_id: UUID,
@@ -142,6 +165,17 @@ class ComposedStepRuns:
             links = {**(update.outputs or {}), **{n: v.id for n, v in versions.items()}}
             update = update.model_copy(update={"outputs": links})
         return self.update(step_run_id, update), versions
+
+
+def creation_flags(steps: Sequence[StepRunCreate], create: Sequence[bool] | None) -> list[bool]:
+    """The ``create`` flags of ``find_cached_or_create_many`` (default: all True), checked:
+    one per step, and every step has a cache key (else InputError)."""
+    flags = [True] * len(steps) if create is None else list(create)
+    if len(flags) != len(steps):
+        raise InputError(f"{len(flags)} create flags for {len(steps)} steps.")
+    if any(s.cache_key is None for s in steps):
+        raise InputError("find_cached_or_create_many needs step runs with a cache key.")
+    return flags
 
 
 class _PlainArtifacts(Protocol):

@@ -11,11 +11,11 @@ Every backend (SQL now, REST later) implements these exactly; the contract test 
   step first becomes running and ``end_time`` when it reaches a finished status.
 - Lists are ordered by creation time (then id) and paged with :class:`PageRequest`.
 
-Combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/``finish``/
-``create_many``, ``artifacts.create_versions``) are part of the ports: every store has them, so
-no caller asks what a store offers. A store does each in one transaction or one request where it
-can; ``wharf.store.composed`` gives the default made of the plain calls (same effect, more round
-trips) to a store that cannot.
+Combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/
+``find_cached_or_create_many``/``finish``/``create_many``, ``artifacts.create_versions``) are
+part of the ports: every store has them, so no caller asks what a store offers. A store does
+each in one transaction or one request where it can; ``wharf.store.composed`` gives the default
+made of the plain calls (same effect, more round trips) to a store that cannot.
 """
 
 from __future__ import annotations
@@ -254,6 +254,24 @@ class StepRunRepository(Protocol):
         if ``record_hit`` (else nothing is created: the caller records the hit). Else
         ``create(step)`` (``created`` True). The lookup comes before the creation; nothing is
         created on a hit. ``step.cache_key`` must be set (else InputError)."""
+        ...
+
+    def find_cached_or_create_many(
+        self,
+        steps: Sequence[StepRunCreate],
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+        create: Sequence[bool] | None = None,
+    ) -> builtins.list[CachedOrCreated | None]:
+        """:meth:`find_cached_or_create` of each of ``steps`` (one ``now``), answers in order:
+        the engine's cache decisions for several steps at once. ``create`` (default: all
+        True) says per step whether a miss creates it; a miss that may not is answered None
+        and creates nothing (a hit is recorded all the same if ``record_hit``). Every lookup
+        comes before any creation of the call, so two steps of one call with one cache key
+        both miss or both hit. A refused step (``RunStoppingError``, an existing step) fails
+        the whole call: all or nothing where the store has a transaction for it."""
         ...
 
     def finish(

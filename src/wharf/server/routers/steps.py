@@ -18,6 +18,7 @@ from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
+from pydantic import Field
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, InputError
@@ -35,6 +36,8 @@ from wharf.server.routers._common import (
     same_project,
 )
 from wharf.server.schemas.actions import (
+    MAX_BATCH,
+    Body,
     FindCachedOrCreateBody,
     FinishBody,
     HeartbeatBody,
@@ -63,6 +66,23 @@ from wharf.store.models import (
     StepRunRecord,
     StepRunUpdate,
 )
+
+MAX_DECISIONS = 500
+"""Most cache decisions one ``find_cached_or_create_many`` request may hold."""
+
+
+class FindCachedOrCreateManyBody(Body):
+    steps: list[StepRunCreateBody] = Field(max_length=MAX_DECISIONS)
+    project_id: UUID
+    now: WireDatetime
+    record_hit: bool = False
+    create: list[bool] | None = Field(default=None, max_length=MAX_BATCH)
+    """Per step: whether a miss creates it (default: all do); one that may not answers null."""
+
+
+class CachedOrCreatedItems(Body):
+    items: list[CachedOrCreated | None]
+
 
 NAME_FILTER = "A step name, or oneof:[...] with a JSON array of names."
 STATUS_FILTER = "A status, or oneof:[...] with a JSON array of statuses."
@@ -166,6 +186,26 @@ def build_router() -> APIRouter:
         for version in found.outputs.values():
             ctx.state.scopes.version.remember(version.id, version.project_id)
         return json_response(found)
+
+    @router.post("/find_cached_or_create_many", response_model=CachedOrCreatedItems)
+    def find_cached_or_create_many(body: FindCachedOrCreateManyBody, ctx: CtxDep) -> Response:
+        """``find_cached_or_create`` of each step, answers in order (one transaction): the
+        engine's cache decisions of several steps in one request."""
+        scopes = ctx.state.scopes
+        for step in body.steps:
+            _check_create(ctx, step)
+            if scopes.run(step.run_id).project_id != body.project_id:
+                raise InputError("The cache lookup must be in the project of the step's run.")
+        answers = ctx.state.step_runs.find_cached_or_create_many(
+            body.steps, body.project_id, body.now, record_hit=body.record_hit, create=body.create
+        )
+        for found in answers:
+            if found is None:
+                continue
+            _remember(ctx, [found.step] if found.recorded is None else [found.step, found.recorded])
+            for version in found.outputs.values():
+                scopes.version.remember(version.id, version.project_id)
+        return json_response(CachedOrCreatedItems(items=answers))
 
     @router.get("", response_model=Page[StepRunRecord])
     def list_steps(

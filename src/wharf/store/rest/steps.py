@@ -1,4 +1,6 @@
-"""Step runs over REST (``/api/v1/steps``); each batch and combined call is one request.
+"""Step runs over REST (``/api/v1/steps``); each batch and combined call is one request (a
+batch of cache decisions: one per :data:`DECISIONS_PER_REQUEST` steps, so a chunk that fails
+leaves the chunks before it done).
 
 ``list`` sends ``names`` as ``name=oneof:[...]``; a filter too long for the server fails with
 ``RequestTooLargeError`` (414) or ``InputError`` (422): use :func:`list_step_runs_by_names`
@@ -18,6 +20,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from wharf.core.errors import InputError
+from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -35,6 +38,9 @@ from wharf.store.rest.http import HttpSession, page_params
 DEFAULT_PAGE = PageRequest()
 DEFAULT_FILTER = StepRunFilter()
 ONEOF = "oneof:"
+DECISIONS_PER_REQUEST = 200
+"""Most cache decisions one ``find_cached_or_create_many`` request carries (a larger batch is
+sent in several requests, in order)."""
 
 
 class _Items(BaseModel):
@@ -43,6 +49,10 @@ class _Items(BaseModel):
 
 class _Cached(BaseModel):
     step: StepRunRecord | None
+
+
+class _Decisions(BaseModel):
+    items: list[CachedOrCreated | None]
 
 
 class _Finished(BaseModel):
@@ -149,6 +159,30 @@ class RestStepRunRepository:
         }
         path = "/api/v1/steps/find_cached_or_create"
         return self._http.model(CachedOrCreated, "POST", path, body=body)
+
+    def find_cached_or_create_many(
+        self,
+        steps: Sequence[StepRunCreate],
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+        create: Sequence[bool] | None = None,
+    ) -> builtins.list[CachedOrCreated | None]:
+        flags = creation_flags(steps, create)
+        answers: builtins.list[CachedOrCreated | None] = []
+        path = "/api/v1/steps/find_cached_or_create_many"
+        for start in range(0, len(steps), DECISIONS_PER_REQUEST):
+            end = start + DECISIONS_PER_REQUEST
+            body = {
+                "steps": [s.model_dump(mode="json") for s in steps[start:end]],
+                "project_id": str(project_id),
+                "now": now.isoformat(),
+                "record_hit": record_hit,
+                "create": flags[start:end],
+            }
+            answers.extend(self._http.model(_Decisions, "POST", path, body=body).items)
+        return answers
 
     def finish(
         self,

@@ -1,6 +1,7 @@
 """The SQL step-run and artifact repositories with their combined calls: batches of step runs
-and artifact versions, and the engine's per-step calls (``create_many``, ``find_cached_or_create``,
-``finish``, ``create_versions`` of ``wharf.store.ports``), one transaction each.
+and artifact versions, and the engine's per-step calls (``create_many``,
+``find_cached_or_create`` and its batch, ``finish``, ``create_versions`` of
+``wharf.store.ports``), one transaction each.
 
 Invariants:
 - ``create_many`` / ``create_versions`` are one transaction each: on any error nothing of the
@@ -19,6 +20,11 @@ Invariants:
   two. A cache hit also answers the found step's output versions and, when asked, records
   the hit: a cache hit from a process that knows nothing of the found step is one request.
   ``finish`` is atomic: if the step update is refused, no version is created either.
+- ``find_cached_or_create_many`` is one write transaction too: one lookup query for all the
+  batch's cache keys (per chunk of keys), then every step run it writes (created steps and
+  recorded hits) inserted together, each run read once (a stopping run refuses the whole
+  batch), and the hits' output versions in one query; so a batch of cache decisions costs a
+  few statements whatever its size.
 """
 
 from __future__ import annotations
@@ -30,10 +36,13 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, select, tuple_
 
+from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, InputError
 from wharf.core.transitions import check_step_initial
 from wharf.sql.direct import DirectStatement
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.sql.types import as_utc
+from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
@@ -50,6 +59,7 @@ from wharf.store.sql.repositories.artifacts import (
     version_records,
     write_versions,
 )
+from wharf.store.sql.repositories.step_links import load_links, step_record
 from wharf.store.sql.repositories.steps import (
     SqlStepRunRepository,
     find_cached_in,
@@ -96,6 +106,87 @@ def _outputs(conn: Connection, step_run_id: UUID) -> dict[str, ArtifactVersionRe
     return outputs
 
 
+def _insert_steps(
+    conn: Connection, steps: Sequence[StepRunCreate], rows: Sequence[dict[str, Any]]
+) -> None:
+    """Insert ``rows`` (``step_values`` of ``steps``) with their links in the caller's write
+    transaction: each run read once (a missing run is not found, a stopping one refuses its
+    steps), then one multi-row insert per table."""
+    if not steps:
+        return
+    run_ids = list(dict.fromkeys(s.run_id for s in steps))
+    runs: dict[UUID, Any] = {}
+    for chunk in chunks(run_ids):
+        stmt = select(
+            t.pipeline_run.c.id, t.pipeline_run.c.project_id, t.pipeline_run.c.status
+        ).where(t.pipeline_run.c.id.in_(chunk))
+        runs.update({row.id: row for row in conn.execute(stmt)})
+    for step in steps:
+        run = runs.get(step.run_id)
+        if run is None:
+            raise not_found("pipeline run", step.run_id)
+        refuse_stopping(step.run_id, run.status, step.name)
+    for step, row in zip(steps, rows, strict=True):
+        row["project_id"] = runs[step.run_id].project_id
+    conn.execute(_S.insert(), list(rows))
+    inputs = [link for s, r in zip(steps, rows, strict=True) for link in _links(r["id"], s.inputs)]
+    outputs = [
+        link for s, r in zip(steps, rows, strict=True) for link in _links(r["id"], s.outputs)
+    ]
+    if inputs:
+        conn.execute(t.step_run_input.insert(), inputs)
+    if outputs:
+        conn.execute(t.step_run_output.insert(), outputs)
+
+
+def _cached_of_keys(
+    conn: Connection, project_id: UUID, keys: Sequence[str], now: datetime
+) -> dict[str, StepRunRecord]:
+    """``find_cached`` of each of ``keys`` (one query per chunk of keys): the newest completed,
+    unexpired step run of the project by cache key; keys without one are left out."""
+    newest: dict[str, dict[str, Any]] = {}
+    wanted = list(dict.fromkeys(keys))
+    for chunk in chunks(wanted):
+        stmt = (
+            select(_S)
+            .where(
+                _S.c.project_id == project_id,
+                _S.c.cache_key.in_(chunk),
+                _S.c.status == ExecutionStatus.COMPLETED.value,
+                _S.c.cache_expires_at.is_(None) | (_S.c.cache_expires_at > as_utc(now)),
+            )
+            .order_by(_S.c.created.desc(), _S.c.id.desc())
+        )
+        for row in conn.execute(stmt):
+            newest.setdefault(row.cache_key, dict(row._mapping))
+    links = load_links(conn, [row["id"] for row in newest.values()]) if newest else {}
+    return {key: step_record(row, *links[row["id"]]) for key, row in newest.items()}
+
+
+def _outputs_of_many(
+    conn: Connection, step_run_ids: Sequence[UUID]
+) -> dict[UUID, dict[str, ArtifactVersionRecord]]:
+    """The output versions of each of ``step_run_ids`` by output name (one query per chunk)."""
+    outputs: dict[UUID, dict[str, ArtifactVersionRecord]] = {i: {} for i in step_run_ids}
+    wanted = list(outputs)
+    for chunk in chunks(wanted):
+        stmt = (
+            select(_V, _A.c.name, _OUT.c.name.label("output_name"), _OUT.c.step_run_id)
+            .select_from(
+                _OUT.join(_V, _OUT.c.artifact_version_id == _V.c.id).join(
+                    _A, _V.c.artifact_id == _A.c.id
+                )
+            )
+            .where(_OUT.c.step_run_id.in_(chunk))
+        )
+        for row in conn.execute(stmt):
+            values = dict(row._mapping)
+            owner = values.pop("step_run_id")
+            name = values.pop("output_name")
+            outputs[owner][name] = ArtifactVersionRecord.model_validate(values)
+    return outputs
+
+
 class SqlStepRuns(SqlStepRunRepository):
     """Step runs (``wharf.store.ports.StepRunRepository``) with the combined calls."""
 
@@ -117,33 +208,7 @@ class SqlStepRuns(SqlStepRunRepository):
         rows = [step_values(s, now) for s in steps]
 
         def insert(conn: Connection) -> None:
-            run_ids = list(dict.fromkeys(s.run_id for s in steps))
-            runs: dict[UUID, Any] = {}
-            for chunk in chunks(run_ids):
-                stmt = select(
-                    t.pipeline_run.c.id, t.pipeline_run.c.project_id, t.pipeline_run.c.status
-                ).where(t.pipeline_run.c.id.in_(chunk))
-                runs.update({row.id: row for row in conn.execute(stmt)})
-            for step in steps:
-                run = runs.get(step.run_id)
-                if run is None:
-                    raise not_found("pipeline run", step.run_id)
-                refuse_stopping(step.run_id, run.status, step.name)
-            for step, row in zip(steps, rows, strict=True):
-                row["project_id"] = runs[step.run_id].project_id
-            conn.execute(_S.insert(), rows)
-            inputs = [
-                link for s, r in zip(steps, rows, strict=True) for link in _links(r["id"], s.inputs)
-            ]
-            outputs = [
-                link
-                for s, r in zip(steps, rows, strict=True)
-                for link in _links(r["id"], s.outputs)
-            ]
-            if inputs:
-                conn.execute(t.step_run_input.insert(), inputs)
-            if outputs:
-                conn.execute(t.step_run_output.insert(), outputs)
+            _insert_steps(conn, steps, rows)
 
         try:
             self._db.write(insert)
@@ -197,6 +262,68 @@ class SqlStepRuns(SqlStepRunRepository):
             return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
 
         return write_step(self._db, step, find_or_create)
+
+    def find_cached_or_create_many(
+        self,
+        steps: Sequence[StepRunCreate],
+        project_id: UUID,
+        now: datetime,
+        *,
+        record_hit: bool = False,
+        create: Sequence[bool] | None = None,
+    ) -> list[CachedOrCreated | None]:
+        flags = creation_flags(steps, create)
+        _check_size(steps, "step runs")
+        if not steps:
+            return []
+        created_at = self._db.now()
+
+        def decide(conn: Connection) -> list[CachedOrCreated | None]:
+            found = _cached_of_keys(conn, project_id, [s.cache_key or "" for s in steps], now)
+            writes: list[StepRunCreate] = []
+            rows: list[dict[str, Any]] = []
+            plan: list[tuple[StepRunRecord | None, int | None]] = []  # (hit, row written)
+            for step, make in zip(steps, flags, strict=True):
+                cached = found.get(step.cache_key or "")
+                if not (record_hit if cached is not None else make):
+                    plan.append((cached, None))  # nothing to write for it
+                    continue
+                written = step if cached is None else step.reusing(cached)
+                plan.append((cached, len(rows)))
+                writes.append(written)
+                rows.append(step_values(written, created_at))
+            _insert_steps(conn, writes, rows)
+            hits = [cached.id for cached, _ in plan if cached is not None]
+            outputs = _outputs_of_many(conn, list(dict.fromkeys(hits))) if hits else {}
+            answers: list[CachedOrCreated | None] = []
+            for cached, index in plan:
+                record = None if index is None else inserted_record(writes[index], rows[index])
+                if cached is None:
+                    answers.append(
+                        None if record is None else CachedOrCreated(step=record, created=True)
+                    )
+                else:
+                    answers.append(
+                        CachedOrCreated(
+                            step=cached, created=False, outputs=outputs[cached.id], recorded=record
+                        )
+                    )
+            return answers
+
+        try:
+            return self._db.write(decide)
+        except UniqueViolationError:
+            raise self._existing_step(steps) from None
+        except ForeignKeyViolationError as exc:
+            raise (
+                missing_reference(
+                    self._db,
+                    [v for s in steps for v in (*s.inputs.values(), *s.outputs.values())],
+                    [s.original_step_run_id for s in steps],
+                    [s.run_id for s in steps],
+                )
+                or exc
+            ) from None
 
     def finish(
         self,
