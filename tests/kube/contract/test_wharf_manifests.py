@@ -16,6 +16,9 @@ import pytest
 from tests.kube.contract.conftest import Target
 from wharf.integrations.kubernetes.labels import resource_name, run_annotations, run_labels
 from wharf.integrations.kubernetes.manifests import (
+    ORCHESTRATOR_COMMAND,
+    CronJobSpec,
+    JobSpec,
     cron_job,
     orchestrator_job,
     run_token_secret,
@@ -62,21 +65,24 @@ def _annotations(step: str | None = None) -> dict[str, str]:
 
 def _orchestrator_job(target: Target) -> dict[str, Any]:
     return orchestrator_job(
-        name=resource_name("wharf", RUN_ID[:8], PIPELINE),
-        namespace=target.namespace,
-        image="registry.example.com/team/wharf:1.0",
-        args=["--run", RUN_ID],
-        labels=_labels(),
-        annotations=_annotations(),
-        pod_settings=POD_SETTINGS,
-        service_account_name="wharf-orchestrator",
-        backoff_limit=3,
-        active_deadline_seconds=3600,
-        ttl_seconds_after_finished=600,
-        pod_failure_policy=None,
-        grace_period_seconds=30,
-        env={"WHARF_RUN_ID": RUN_ID},
-        secret_env={"WHARF_TOKEN": ("wharf-token-run", "token")},
+        JobSpec(
+            name=resource_name("wharf", RUN_ID[:8], PIPELINE),
+            namespace=target.namespace,
+            image="registry.example.com/team/wharf:1.0",
+            command=ORCHESTRATOR_COMMAND,
+            args=["--run", RUN_ID],
+            labels=_labels(),
+            annotations=_annotations(),
+            pod_settings=POD_SETTINGS,
+            service_account_name="wharf-orchestrator",
+            backoff_limit=3,
+            active_deadline_seconds=3600,
+            ttl_seconds_after_finished=600,
+            pod_failure_policy=None,
+            grace_period_seconds=30,
+            env={"WHARF_RUN_ID": RUN_ID},
+            secret_env={"WHARF_TOKEN": ("wharf-token-run", "token")},
+        )
     )
 
 
@@ -113,22 +119,24 @@ def test_the_orchestrator_job_is_accepted_as_built(target: Target) -> None:
 def test_a_step_job_owned_by_the_orchestrator_job_is_accepted_as_built(target: Target) -> None:
     orchestrator = _created_job(target, _orchestrator_job(target))
     built = step_job(
-        name=resource_name("wharf", RUN_ID[:8], STEP, PIPELINE),
-        namespace=target.namespace,
-        image="registry.example.com/team/wharf:1.0",
-        command=["python", "-m", "wharf.execution.entrypoint", "sr-1"],
-        env={"WHARF_STEP": STEP},
-        secret_env={"WHARF_TOKEN": ("wharf-token-run", "token")},
-        labels=_labels(STEP),
-        annotations=_annotations(STEP),
-        pod_settings=POD_SETTINGS,
-        service_account_name=None,
-        backoff_limit=2,
-        active_deadline_seconds=None,
-        ttl_seconds_after_finished=None,
-        pod_failure_policy=None,
-        grace_period_seconds=45,
-        owner=orchestrator,
+        JobSpec(
+            name=resource_name("wharf", RUN_ID[:8], STEP, PIPELINE),
+            namespace=target.namespace,
+            image="registry.example.com/team/wharf:1.0",
+            command=["python", "-m", "wharf.execution.entrypoint", "sr-1"],
+            env={"WHARF_STEP": STEP},
+            secret_env={"WHARF_TOKEN": ("wharf-token-run", "token")},
+            labels=_labels(STEP),
+            annotations=_annotations(STEP),
+            pod_settings=POD_SETTINGS,
+            service_account_name=None,
+            backoff_limit=2,
+            active_deadline_seconds=None,
+            ttl_seconds_after_finished=None,
+            pod_failure_policy=None,
+            grace_period_seconds=45,
+            owners=[orchestrator],
+        )
     )
     stored = _created_job(target, built)
     _assert_kept(target, built, stored)
@@ -162,13 +170,15 @@ def test_the_run_token_secret_is_accepted_as_built(target: Target, base64_data: 
 
 def test_the_schedules_cronjob_is_accepted_as_built(target: Target) -> None:
     built = cron_job(
-        name=resource_name("wharf", PIPELINE, max_length=52),
-        schedule="0 3 * * 1-5",
-        job=_orchestrator_job(target),
-        successful_jobs_history_limit=2,
-        failed_jobs_history_limit=1,
-        concurrency_policy="Forbid",
-        starting_deadline_seconds=300,
+        CronJobSpec(
+            name=resource_name("wharf", PIPELINE, max_length=52),
+            schedule="0 3 * * 1-5",
+            job=_orchestrator_job(target),
+            successful_jobs_history_limit=2,
+            failed_jobs_history_limit=1,
+            concurrency_policy="Forbid",
+            starting_deadline_seconds=300,
+        )
     )
     _, minor = target.server_version()
     if not target.is_emulator and minor < 21:

@@ -1,6 +1,7 @@
 """The CronJob of a schedule: the orchestrator Job as its template, fired by Kubernetes.
 
-Owns: :func:`cron_job` and :func:`check_cron_schedule`. Pure.
+Owns: :class:`CronJobSpec` (everything a schedule's CronJob is built from), :func:`cron_job`
+and :func:`check_cron_schedule`. Pure.
 
 Invariants: the ``jobTemplate`` is exactly the orchestrator Job a manual run creates (its
 labels, annotations and spec, copied), so scheduled and manual runs start the same pod; the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from wharf.core.errors import InputError
@@ -43,26 +45,35 @@ def check_cron_schedule(schedule: str) -> None:
     )
 
 
-def cron_job(
-    *,
-    name: str,
-    schedule: str,
-    job: Mapping[str, Any],
-    namespace: str | None = None,
-    successful_jobs_history_limit: int | None = None,
-    failed_jobs_history_limit: int | None = None,
-    concurrency_policy: str | None = None,
-    starting_deadline_seconds: int | None = None,
-    suspend: bool = False,
-    time_zone: str | None = None,
-) -> dict[str, Any]:
-    """A ``batch/v1`` CronJob whose ``jobTemplate`` is ``job`` (an :func:`orchestrator_job`):
-    its labels, annotations and spec exactly; the CronJob carries the same labels and
-    annotations and lives in the Job's namespace unless ``namespace`` says otherwise."""
-    if len(name) > CRONJOB_NAME_MAX:
-        raise ValueError(f"CronJob name '{name}' is longer than {CRONJOB_NAME_MAX} characters.")
-    check_cron_schedule(schedule)
-    job_metadata = job.get("metadata") or {}
+@dataclass(frozen=True, kw_only=True)
+class CronJobSpec:
+    """One CronJob: its name and schedule, the Job it starts (an orchestrator Job manifest) and
+    the controller's settings (None: the server's default)."""
+
+    name: str
+    schedule: str
+    job: Mapping[str, Any]
+    namespace: str | None = None
+    """None: the Job's namespace."""
+    successful_jobs_history_limit: int | None = None
+    failed_jobs_history_limit: int | None = None
+    concurrency_policy: str | None = None
+    starting_deadline_seconds: int | None = None
+    suspend: bool = False
+    time_zone: str | None = None
+    """An IANA name; None: the cluster's time zone."""
+
+
+def cron_job(spec: CronJobSpec) -> dict[str, Any]:
+    """A ``batch/v1`` CronJob whose ``jobTemplate`` is ``spec.job`` (an orchestrator Job): its
+    labels, annotations and spec exactly; the CronJob carries the same labels and annotations
+    and lives in the Job's namespace unless ``spec.namespace`` says otherwise."""
+    if len(spec.name) > CRONJOB_NAME_MAX:
+        raise ValueError(
+            f"CronJob name '{spec.name}' is longer than {CRONJOB_NAME_MAX} characters."
+        )
+    check_cron_schedule(spec.schedule)
+    job_metadata = spec.job.get("metadata") or {}
     template_metadata = pruned(
         {
             "labels": dict(job_metadata.get("labels") or {}),
@@ -71,24 +82,24 @@ def cron_job(
     )
     metadata = pruned(
         {
-            "name": name,
-            "namespace": namespace or job_metadata.get("namespace"),
+            "name": spec.name,
+            "namespace": spec.namespace or job_metadata.get("namespace"),
             **copy.deepcopy(template_metadata),
         }
     )
-    spec = pruned(
+    cron_spec = pruned(
         {
-            "schedule": schedule.strip(),
-            "suspend": suspend,
-            "timeZone": time_zone,
-            "concurrencyPolicy": concurrency_policy,
-            "startingDeadlineSeconds": starting_deadline_seconds,
-            "successfulJobsHistoryLimit": successful_jobs_history_limit,
-            "failedJobsHistoryLimit": failed_jobs_history_limit,
+            "schedule": spec.schedule.strip(),
+            "suspend": spec.suspend,
+            "timeZone": spec.time_zone,
+            "concurrencyPolicy": spec.concurrency_policy,
+            "startingDeadlineSeconds": spec.starting_deadline_seconds,
+            "successfulJobsHistoryLimit": spec.successful_jobs_history_limit,
+            "failedJobsHistoryLimit": spec.failed_jobs_history_limit,
             "jobTemplate": pruned(
-                {"metadata": template_metadata, "spec": copy.deepcopy(dict(job["spec"]))}
+                {"metadata": template_metadata, "spec": copy.deepcopy(dict(spec.job["spec"]))}
             ),
         }
     )
-    spec["suspend"] = suspend  # kept when False, so resuming is a visible change
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": spec}
+    cron_spec["suspend"] = spec.suspend  # kept when False, so resuming is a visible change
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": cron_spec}

@@ -1,11 +1,12 @@
 """Kubernetes manifests Wharf creates, as the plain dicts the API takes (camelCase).
 
-Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), the
-run-scoped token Secret (:func:`run_token_secret`), owner references (:func:`owner_reference`)
-and the default pod failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`,
-:func:`orchestrator_job_for` and :func:`cron_job_for` read those builders' arguments from the
-settings. The pod template is
-:mod:`.pod_template`'s, the CronJob (:func:`cron_job`, re-exported) :mod:`.cron_manifest`'s.
+Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), each
+built from one :class:`JobSpec` (:mod:`.job_spec`), the run-scoped token Secret
+(:func:`run_token_secret`), owner references (:func:`owner_reference`) and the default pod
+failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`,
+:func:`orchestrator_job_for` and :func:`cron_job_for` build those specs from the settings. The
+pod template is :mod:`.pod_template`'s, the CronJob (:func:`cron_job` of a :class:`CronJobSpec`,
+re-exported) :mod:`.cron_manifest`'s.
 
 Invariants:
 - pure: no I/O, no clock, no randomness; every builder returns a new dict that shares nothing
@@ -22,13 +23,19 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from wharf.integrations.kubernetes.cron_manifest import CRON_MACROS, check_cron_schedule, cron_job
+from wharf.integrations.kubernetes.cron_manifest import (
+    CRON_MACROS,
+    CronJobSpec,
+    check_cron_schedule,
+    cron_job,
+)
+from wharf.integrations.kubernetes.job_spec import JobSpec, SecretEnv
 from wharf.integrations.kubernetes.labels import JOB_NAME_MAX
 from wharf.integrations.kubernetes.pod_template import (
     MAIN_CONTAINER,
-    SecretEnv,
     env_entries,
     pod_template,
     pruned,
@@ -47,6 +54,8 @@ __all__ = [
     "ORCHESTRATOR_COMMAND",
     "ORCHESTRATOR_MODULE",
     "TOKEN_KEY",
+    "CronJobSpec",
+    "JobSpec",
     "SecretEnv",
     "check_cron_schedule",
     "cron_job",
@@ -116,158 +125,53 @@ def owner_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**reference, "controller": False, "blockOwnerDeletion": True}
 
 
-def _job(
-    *,
-    name: str,
-    namespace: str,
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-    template: dict[str, Any],
-    backoff_limit: int,
-    active_deadline_seconds: int | None,
-    ttl_seconds_after_finished: int | None,
-    pod_failure_policy: Mapping[str, Any],
-    owners: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    if len(name) > JOB_NAME_MAX:
-        raise ValueError(f"Job name '{name}' is longer than {JOB_NAME_MAX} characters.")
+def _job(spec: JobSpec) -> dict[str, Any]:
+    if len(spec.name) > JOB_NAME_MAX:
+        raise ValueError(f"Job name '{spec.name}' is longer than {JOB_NAME_MAX} characters.")
     metadata = pruned(
         {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels),
-            "annotations": dict(annotations),
-            "ownerReferences": list(owners),
+            "name": spec.name,
+            "namespace": spec.namespace,
+            "labels": dict(spec.labels),
+            "annotations": dict(spec.annotations),
+            "ownerReferences": _owner_references(spec.owners),
         }
     )
-    spec = pruned(
+    policy = spec.pod_failure_policy or default_pod_failure_policy(spec.fail_job_exit_codes)
+    job_spec = pruned(
         {
-            "backoffLimit": backoff_limit,
-            "activeDeadlineSeconds": active_deadline_seconds,
-            "ttlSecondsAfterFinished": ttl_seconds_after_finished,
-            "podFailurePolicy": copy.deepcopy(dict(pod_failure_policy)),
-            "template": template,
+            "backoffLimit": spec.backoff_limit,
+            "activeDeadlineSeconds": spec.active_deadline_seconds,
+            "ttlSecondsAfterFinished": spec.ttl_seconds_after_finished,
+            "podFailurePolicy": copy.deepcopy(dict(policy)),
+            "template": pod_template(spec),
         }
     )
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
 
-def step_job(
-    *,
-    name: str,
-    namespace: str,
-    image: str,
-    command: Sequence[str],
-    env: Mapping[str, str],
-    secret_env: SecretEnv,
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-    pod_settings: KubernetesPodSettings | None,
-    service_account_name: str | None,
-    backoff_limit: int,
-    active_deadline_seconds: int | None,
-    ttl_seconds_after_finished: int | None,
-    pod_failure_policy: Mapping[str, Any] | None,
-    grace_period_seconds: int,
-    owner: Mapping[str, Any] | None,
-    args: Sequence[str] = (),
-    image_pull_policy: str | None = None,
-    privileged: bool = False,
-    owner_references: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
-    """The Job of one step attempt: one pod, container ``main`` running ``command`` + ``args``;
-    ``owner`` (the orchestrator Job, as created or as a reference) garbage-collects it, and so
-    do ``owner_references`` (more owners, e.g. copied from the orchestrator pod; all of them
-    become non-controller references, one per uid)."""
-    template = pod_template(
-        image=image,
-        command=command,
-        args=args,
-        env=env,
-        secret_env=secret_env,
-        labels=labels,
-        annotations=annotations,
-        pod_settings=pod_settings,
-        service_account_name=service_account_name,
-        grace_period_seconds=grace_period_seconds,
-        image_pull_policy=image_pull_policy,
-        privileged=privileged,
-    )
-    return _job(
-        name=name,
-        namespace=namespace,
-        labels=labels,
-        annotations=annotations,
-        template=template,
-        backoff_limit=backoff_limit,
-        active_deadline_seconds=active_deadline_seconds,
-        ttl_seconds_after_finished=ttl_seconds_after_finished,
-        pod_failure_policy=pod_failure_policy or default_pod_failure_policy(),
-        owners=_owner_references(owner, owner_references),
-    )
-
-
-def _owner_references(
-    owner: Mapping[str, Any] | None, more: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def _owner_references(owners: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One non-controller reference per owner uid, in the given order."""
     references: dict[str, dict[str, Any]] = {}
-    for obj in ([owner] if owner is not None else []) + list(more):
+    for obj in owners:
         reference = owner_reference(obj)
         references.setdefault(reference["uid"], reference)
     return list(references.values())
 
 
-def orchestrator_job(
-    *,
-    name: str,
-    namespace: str,
-    image: str,
-    args: Sequence[str],
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-    pod_settings: KubernetesPodSettings | None,
-    service_account_name: str | None,
-    backoff_limit: int,
-    active_deadline_seconds: int | None,
-    ttl_seconds_after_finished: int | None,
-    pod_failure_policy: Mapping[str, Any] | None,
-    grace_period_seconds: int,
-    env: Mapping[str, str] | None = None,
-    secret_env: SecretEnv | None = None,
-    image_pull_policy: str | None = None,
-    privileged: bool = False,
-    command: Sequence[str] = ORCHESTRATOR_COMMAND,
-    fail_job_exit_codes: Sequence[int] = (),
-) -> dict[str, Any]:
-    """The Job whose pod runs the orchestrator entry point with ``args``. Its pod gets the
-    default requests (400Mi memory, 100m CPU) where the pod settings set none;
-    ``fail_job_exit_codes`` (with the default policy) end the Job without a restart."""
-    template = pod_template(
-        image=image,
-        command=command,
-        args=args,
-        env=env or {},
-        secret_env=secret_env or {},
-        labels=labels,
-        annotations=annotations,
-        pod_settings=with_default_requests(pod_settings, ORCHESTRATOR_POD_DEFAULT_REQUESTS),
-        service_account_name=service_account_name,
-        grace_period_seconds=grace_period_seconds,
-        image_pull_policy=image_pull_policy,
-        privileged=privileged,
-    )
-    return _job(
-        name=name,
-        namespace=namespace,
-        labels=labels,
-        annotations=annotations,
-        template=template,
-        backoff_limit=backoff_limit,
-        active_deadline_seconds=active_deadline_seconds,
-        ttl_seconds_after_finished=ttl_seconds_after_finished,
-        pod_failure_policy=pod_failure_policy or default_pod_failure_policy(fail_job_exit_codes),
-        owners=[],
-    )
+def step_job(spec: JobSpec) -> dict[str, Any]:
+    """The Job of one step attempt: one pod, container ``main`` running ``spec.command`` +
+    ``spec.args``; its owners (the orchestrator Job, as created or as a reference, and e.g.
+    those copied from the orchestrator pod) garbage-collect it."""
+    return _job(spec)
+
+
+def orchestrator_job(spec: JobSpec) -> dict[str, Any]:
+    """The Job whose pod runs the orchestrator entry point (``spec.command``, normally
+    :data:`ORCHESTRATOR_COMMAND`). Its pod gets the default requests (400Mi memory, 100m CPU)
+    where the pod settings set none."""
+    pod_settings = with_default_requests(spec.pod_settings, ORCHESTRATOR_POD_DEFAULT_REQUESTS)
+    return _job(replace(spec, pod_settings=pod_settings))
 
 
 def run_token_secret(
@@ -320,14 +224,15 @@ def step_job_for(
     pod_settings: KubernetesPodSettings | None = None,
     owner_references: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """:func:`step_job` with everything else from ``settings`` (``pod_settings``: instead of
-    the settings' own, e.g. after an allocation was applied)."""
+    """:func:`step_job` of what the caller says, everything else from ``settings``
+    (``pod_settings``: instead of the settings' own, e.g. after an allocation was applied;
+    ``owner`` first, then ``owner_references``)."""
     account = (
         settings.step_service_account
         if isinstance(settings, KubernetesOrchestratorSettings)
         else settings.service_account_name
     )
-    return step_job(
+    spec = JobSpec(
         name=name,
         namespace=settings.namespace,
         image=settings.image or image,
@@ -339,16 +244,16 @@ def step_job_for(
         annotations=annotations,
         pod_settings=pod_settings or settings.pod_settings,
         service_account_name=account,
+        image_pull_policy=settings.image_pull_policy,
+        privileged=settings.privileged,
+        grace_period_seconds=settings.pod_stop_grace_period,
         backoff_limit=step_backoff_limit(max_retries, settings.backoff_limit_margin),
         active_deadline_seconds=settings.active_deadline_seconds,
         ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
         pod_failure_policy=settings.pod_failure_policy,
-        grace_period_seconds=settings.pod_stop_grace_period,
-        owner=owner,
-        image_pull_policy=settings.image_pull_policy,
-        privileged=settings.privileged,
-        owner_references=owner_references,
+        owners=[*([owner] if owner is not None else []), *owner_references],
     )
+    return step_job(spec)
 
 
 def orchestrator_job_for(
@@ -363,27 +268,29 @@ def orchestrator_job_for(
     secret_env: SecretEnv | None = None,
     fail_job_exit_codes: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """:func:`orchestrator_job` with everything else from ``settings``."""
-    return orchestrator_job(
+    """:func:`orchestrator_job` of what the caller says, everything else from ``settings``."""
+    spec = JobSpec(
         name=name,
         namespace=settings.namespace,
         image=settings.image or image,
+        command=ORCHESTRATOR_COMMAND,
         args=args,
+        env=env or {},
+        secret_env=secret_env or {},
         labels=labels,
         annotations=annotations,
         pod_settings=settings.orchestrator_pod_settings,
         service_account_name=settings.service_account_name,
+        image_pull_policy=settings.image_pull_policy,
+        privileged=settings.privileged,
+        grace_period_seconds=settings.pod_stop_grace_period,
         backoff_limit=settings.orchestrator_job_backoff_limit,
         active_deadline_seconds=settings.active_deadline_seconds,
         ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
         pod_failure_policy=settings.pod_failure_policy,
-        grace_period_seconds=settings.pod_stop_grace_period,
-        env=env,
-        secret_env=secret_env,
-        image_pull_policy=settings.image_pull_policy,
-        privileged=settings.privileged,
         fail_job_exit_codes=fail_job_exit_codes,
     )
+    return orchestrator_job(spec)
 
 
 def cron_job_for(
@@ -392,11 +299,12 @@ def cron_job_for(
     name: str,
     schedule: str,
     job: Mapping[str, Any],
+    suspend: bool = False,
     time_zone: str | None = None,
 ) -> dict[str, Any]:
     """:func:`cron_job` of ``job`` with the history limits, concurrency policy and starting
     deadline of ``settings`` (``time_zone``: an IANA name; None: the cluster's)."""
-    return cron_job(
+    spec = CronJobSpec(
         name=name,
         schedule=schedule,
         job=job,
@@ -405,5 +313,7 @@ def cron_job_for(
         failed_jobs_history_limit=settings.failed_jobs_history_limit,
         concurrency_policy=settings.concurrency_policy,
         starting_deadline_seconds=settings.starting_deadline_seconds,
+        suspend=suspend,
         time_zone=time_zone,
     )
+    return cron_job(spec)

@@ -1,7 +1,8 @@
 """The pod template of Wharf's Jobs: one container ``main``, pod settings applied.
 
-Owns: :func:`pod_template` (a Job's ``spec.template``), :func:`env_entries` (the container's
-env) and :func:`pruned`. Pure; the result shares no mutable container with the inputs.
+Owns: :func:`pod_template` (a Job's ``spec.template``, from its :class:`JobSpec`),
+:func:`env_entries` (the container's env) and :func:`pruned`. Pure; the result shares no
+mutable container with the inputs.
 
 Invariants: ``restartPolicy`` is ``Never`` (a Job retries by starting a new pod); Wharf's own
 labels, annotations and env vars win over pod settings' entries of the same name; the pod
@@ -15,11 +16,12 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from wharf.integrations.kubernetes.job_spec import JobSpec, SecretEnv
 from wharf.integrations.kubernetes.settings import KubernetesPodSettings
 
+__all__ = ["MAIN_CONTAINER", "SecretEnv", "env_entries", "pod_template", "pruned"]
+
 MAIN_CONTAINER = "main"
-SecretEnv = Mapping[str, tuple[str, str]]
-"""Env var name -> (Secret name, key in the Secret)."""
 
 
 def env_entries(
@@ -45,42 +47,29 @@ def pruned(mapping: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if value not in (None, {}, [], "")}
 
 
-def pod_template(
-    *,
-    image: str,
-    command: Sequence[str],
-    args: Sequence[str],
-    env: Mapping[str, str],
-    secret_env: SecretEnv,
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-    pod_settings: KubernetesPodSettings | None,
-    service_account_name: str | None,
-    grace_period_seconds: int,
-    image_pull_policy: str | None,
-    privileged: bool,
-) -> dict[str, Any]:
-    pod = pod_settings or KubernetesPodSettings()
+def pod_template(spec: JobSpec) -> dict[str, Any]:
+    """The ``spec.template`` of ``spec``'s Job."""
+    pod = spec.pod_settings or KubernetesPodSettings()
     container = pruned(
         {
             "name": MAIN_CONTAINER,
-            "image": image,
-            "imagePullPolicy": image_pull_policy,
-            "command": list(command),
-            "args": list(args),
-            "env": env_entries(env, secret_env, pod.env),
+            "image": spec.image,
+            "imagePullPolicy": spec.image_pull_policy,
+            "command": list(spec.command),
+            "args": list(spec.args),
+            "env": env_entries(spec.env, spec.secret_env, pod.env),
             "envFrom": copy.deepcopy(pod.env_from),
             "resources": copy.deepcopy(pruned(pod.resources)),
             "volumeMounts": copy.deepcopy(pod.volume_mounts),
-            "securityContext": {"privileged": True} if privileged else None,
+            "securityContext": {"privileged": True} if spec.privileged else None,
         }
     )
-    spec = pruned(
+    pod_spec = pruned(
         {
             "restartPolicy": "Never",
             "containers": [container],
-            "terminationGracePeriodSeconds": grace_period_seconds,
-            "serviceAccountName": pod.service_account_name or service_account_name,
+            "terminationGracePeriodSeconds": spec.grace_period_seconds,
+            "serviceAccountName": pod.service_account_name or spec.service_account_name,
             "nodeSelector": dict(pod.node_selectors),
             "affinity": copy.deepcopy(pod.affinity),
             "tolerations": copy.deepcopy(pod.tolerations),
@@ -90,8 +79,8 @@ def pod_template(
     )
     metadata = pruned(
         {
-            "labels": {**pod.labels, **labels},
-            "annotations": {**pod.annotations, **annotations},
+            "labels": {**pod.labels, **spec.labels},
+            "annotations": {**pod.annotations, **spec.annotations},
         }
     )
-    return {"metadata": metadata, "spec": spec}
+    return {"metadata": metadata, "spec": pod_spec}

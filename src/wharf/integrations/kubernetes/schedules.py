@@ -181,9 +181,13 @@ def schedule_cron_job(
         secret_env={},
         fail_job_exit_codes=(RUN_ENDED_UNCOMPLETED,),
     )
-    cron = cron_job_for(settings, name=name, schedule=schedule.cron_expression, job=job)
-    cron["spec"]["suspend"] = not schedule.active
-    return cron
+    return cron_job_for(
+        settings,
+        name=name,
+        schedule=schedule.cron_expression,
+        job=job,
+        suspend=not schedule.active,
+    )
 
 
 # ----------------------------------------------------------------------------- API calls
