@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from tests.server.routes_accounts import ACCOUNT_ROUTES
+from tests.server.routes_schedule_tokens import SCHEDULE_TOKEN_ROUTES
 from tests.server.routes_store import STORE_ROUTES
 from tests.server.things import EXPECT, NOW, Route, Things
 
-ROUTES: list[Route] = [*ACCOUNT_ROUTES, *STORE_ROUTES]
+ROUTES: list[Route] = [*ACCOUNT_ROUTES, *STORE_ROUTES, *SCHEDULE_TOKEN_ROUTES]
 
 UNAUTHENTICATED = {
     ("POST", "/api/v1/auth/login"),

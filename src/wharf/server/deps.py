@@ -10,11 +10,15 @@ FastAPI validates a request's parameters and body before any route code runs, so
 fails validation has not been authenticated yet: :func:`refuse_unauthenticated` is what the
 validation error handler calls first, so a caller who is not authenticated on a route that needs
 a principal gets the 401, never a 422 describing the route's schema.
+
+A schedule-scoped token is refused on every route but the few ``own_schedule`` lists, when it is
+authenticated (deny by default: no route needs to know such tokens exist to refuse them).
 """
 
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
@@ -25,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from wharf.server.auth.access import Access
 from wharf.server.auth.authenticate import authenticate
+from wharf.server.auth.own_schedule import RouteKey, check_route
 from wharf.server.auth.principal import Principal
 from wharf.server.state import ServerState
 from wharf.store.ports import Store
@@ -38,19 +43,28 @@ async def get_state(request: Request) -> ServerState:
 class Ctx:
     """The request's authenticated context (authentication happens on first use)."""
 
-    __slots__ = ("_access", "_header", "_state")
+    __slots__ = ("_access", "_header", "_route", "_state")
 
-    def __init__(self, state: ServerState, header: str | None) -> None:
+    def __init__(
+        self, state: ServerState, header: str | None, route: RouteKey | None = None
+    ) -> None:
         self._state = state
         self._header = header
+        self._route = route
         self._access: Access | None = None
 
     @property
     def access(self) -> Access:
         if self._access is None:
             principal = authenticate(self._state, self._header)
+            if principal.schedule is not None:
+                check_route(principal.schedule, self._route, self._project_of)
             self._access = Access(self._state, principal)
         return self._access
+
+    def _project_of(self, kind: str, entity_id: UUID) -> UUID:
+        scopes = self._state.scopes
+        return scopes.schedule(entity_id) if kind == "schedule" else scopes.snapshot(entity_id)
 
     @property
     def principal(self) -> Principal:
@@ -74,7 +88,11 @@ class _BearerContext(HTTPBearer):
     # It returns the context, not the credentials: FastAPI only ever calls it as a dependency.
     async def __call__(self, request: Request) -> Ctx:  # type: ignore[override]
         state: ServerState = request.app.state.wharf
-        return Ctx(state, _authorization(request))
+        route = request.scope.get("route")
+        key = None
+        if isinstance(route, APIRoute):
+            key = RouteKey(request.method, route.path, dict(request.path_params))
+        return Ctx(state, _authorization(request), key)
 
 
 def _authorization(request: Request) -> str | None:

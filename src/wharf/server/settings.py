@@ -30,6 +30,9 @@ class ServerSettings(BaseModel):
     """Lifetime of a login's access token (default 1 h)."""
     run_token_ttl_seconds: float = Field(default=7 * 86400.0, gt=0, le=365 * 86400)
     """Lifetime of a run-scoped token (default 7 days)."""
+    schedule_token_ttl_seconds: float = Field(default=365 * 86400.0, gt=0, le=10 * 365 * 86400)
+    """Lifetime of a schedule-scoped token (default 1 year); deleting the schedule, revoking
+    the key or logging out the user that issued it ends it sooner."""
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     """Largest request body accepted (413 beyond); step source code travels in bodies."""
     max_url_bytes: int = Field(default=8192, ge=256)

@@ -15,6 +15,9 @@ Rules:
    ``run_id``; what exactly: ``wharf.server.auth.own_run``); ``project_wide`` routes (artifact
    versions, the cache lookup, metadata of the project) are open to it within its project.
    Anything else is refused (403), anything in another project is missing (404).
+5. A schedule token reaches only the routes ``wharf.server.auth.own_schedule`` lists (the
+   request's context refuses every other route before it runs); here it is pinned to its
+   project (anything elsewhere is missing) and refused every write and every account's action.
 
 Memberships are read once per request, and only when rule 2 or 3 needs them.
 """
@@ -54,7 +57,7 @@ class Access:
 
     def roles(self) -> dict[UUID, ProjectRole]:
         if self._roles is None:
-            if self.principal.run is not None:
+            if self.principal.scoped:
                 self._roles = {}
             else:
                 self._roles = self.state.accounts.memberships.roles_of(
@@ -69,9 +72,11 @@ class Access:
             raise PermissionDeniedError(f"Only admins may {action}.")
 
     def require_account(self, action: str) -> None:
-        """Any principal except a run token."""
+        """Any principal except a run or schedule token."""
         if self.principal.run is not None:
             raise PermissionDeniedError(f"A run-scoped token may not {action}.")
+        if self.principal.schedule is not None:
+            raise PermissionDeniedError(f"A schedule-scoped token may not {action}.")
 
     def require_global_write(self, action: str) -> None:
         self.require_account(action)
@@ -116,6 +121,13 @@ class Access:
             if project_wide:
                 return
             raise PermissionDeniedError(f"A run-scoped token may not {action} outside its run.")
+        schedule = principal.schedule
+        if schedule is not None:
+            if project_id != schedule.project_id:
+                raise missing()
+            if write:
+                raise PermissionDeniedError(f"A schedule-scoped token may not {action}.")
+            return  # a read the request's route allowed (``own_schedule.check_route``)
         if principal.is_admin:
             return
         role = self.roles().get(project_id)
@@ -133,6 +145,8 @@ class Access:
             if project_id is not None and project_id != scope.project_id:
                 raise missing_project(project_id)()
             return ListScope(scope.project_id)
+        if self.principal.schedule is not None:
+            raise PermissionDeniedError("A schedule-scoped token may not list anything.")
         if self.principal.is_admin:
             return ListScope(project_id)
         roles = self.roles()

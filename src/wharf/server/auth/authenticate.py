@@ -7,7 +7,10 @@ Accepted credentials:
   account is active and, for users, the token is of the current token generation;
 - a run token: the same checks for the principal that requested it (and its API key, if it came
   through one), so revoking that key, deactivating that account or logging that user out
-  revokes the run tokens it handed out too.
+  revokes the run tokens it handed out too;
+- a schedule token: the same checks, and its schedule still exists (with the token's project
+  and snapshot), read on every request and never cached, so deleting the schedule revokes it at
+  once. What it may do is ``own_schedule``'s to say.
 
 Every refusal is ``AuthenticationError`` (401) with a reason that does not say whether an
 account exists. Successful checks of API keys and run tokens -- the credentials of machines,
@@ -18,12 +21,13 @@ token is checked on every request, so logging out takes effect at once everywher
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from uuid import UUID
 
 from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth import api_keys, tokens
 from wharf.server.auth.errors import AuthenticationError
-from wharf.server.auth.principal import Principal, RunScope
+from wharf.server.auth.principal import Principal, RunScope, ScheduleScope
 from wharf.server.state import ServerState
 
 _INVALID_KEY = "Invalid or revoked API key."
@@ -62,9 +66,27 @@ def _token_principal(state: ServerState, claims: tokens.TokenClaims) -> Principa
         if claims.run is None or claims.prj is None or claims.snp is None:
             raise AuthenticationError("Malformed run token.")
         run = RunScope(claims.run, claims.prj, claims.snp)
+    schedule = _schedule_scope(state, claims) if claims.typ == "schedule" else None
     if claims.knd == "user":
-        return _user_principal(state, claims.sub, claims.gen, run)
-    return _account_principal(state, claims.sub, claims.key, run)
+        principal = _user_principal(state, claims.sub, claims.gen, run)
+    else:
+        principal = _account_principal(state, claims.sub, claims.key, run)
+    if schedule is None:
+        return principal
+    return replace(principal, schedule=schedule)
+
+
+def _schedule_scope(state: ServerState, claims: tokens.TokenClaims) -> ScheduleScope:
+    """The scope of a schedule token whose schedule still exists as the token names it."""
+    if claims.sch is None or claims.prj is None or claims.snp is None:
+        raise AuthenticationError("Malformed schedule token.")
+    try:
+        schedule = state.store.schedules.get(claims.sch)
+    except EntityNotFoundError:
+        raise AuthenticationError("The token's schedule has been deleted.") from None
+    if schedule.project_id != claims.prj or schedule.snapshot_id != claims.snp:
+        raise AuthenticationError("Malformed schedule token.")
+    return ScheduleScope(schedule.id, schedule.project_id, schedule.snapshot_id)
 
 
 def _api_key_principal(state: ServerState, key: str) -> Principal:

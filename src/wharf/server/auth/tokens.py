@@ -10,7 +10,9 @@ Invariants:
 
 Kinds: ``access`` (a user's login; ``sub`` = user id) and ``run`` (run-scoped: ``sub``/``knd``
 name the principal that requested it, ``run``/``prj``/``snp`` its run, ``key`` the API key it
-came through, if any). ``gen`` is a user's token generation when the token was issued. Clients
+came through, if any) and ``schedule`` (schedule-scoped, for a schedule's fired runs: the same
+principal claims, ``sch``/``prj``/``snp`` its schedule). ``gen`` is a user's token generation
+when the token was issued. Clients
 read a run token's ``typ`` and ``run`` claims (unverified) to tell which run it is scoped to
 (``wharf.execution.services.run_token_scope``): those names are part of the interface.
 """
@@ -37,13 +39,14 @@ MAX_TOKEN_LENGTH = 4096
 class TokenClaims(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    typ: Literal["access", "run"]
+    typ: Literal["access", "run", "schedule"]
     sub: UUID
     knd: Literal["user", "service_account"]
     iat: float
     exp: float
     jti: str
     run: UUID | None = None
+    sch: UUID | None = None
     prj: UUID | None = None
     snp: UUID | None = None
     key: UUID | None = None
