@@ -14,8 +14,11 @@ cached, so the second run's orchestrator pod starts no step pod. Measured on tha
   each connection by SQLAlchemy's ``connect`` event: the store's own direct statements bypass
   ``before_cursor_execute``). A call counts as a
   cache decision when it is made inside the launcher's first-attempt creation
-  (``StepLauncher._create_attempt``: lookup and record, one call per step today) or while
-  publishing a hit (``_publish_cached``);
+  (``StepLauncher._create_attempt``, attempt 1), inside a batch of the run's cache decisions
+  (``CacheDecisions.run_batch``, on whichever thread runs it: one
+  ``steps.find_cached_or_create_many`` per batch, per ``record_hit`` value) or while publishing
+  a hit (``CacheDecisions.publish``); the batches' sizes (steps with a slot, steps looked at
+  ahead) are recorded too;
 - orchestrator wall time: from the orchestrator pod's process start (``/proc/self/stat``, as
   the probe reads it) to the run's ``end_time`` in the store; and the run loop's own span.
 
@@ -26,7 +29,7 @@ parameters, not the orchestrator), because 1,000 step pods take long on this 2-c
 
     python bench/k8s_cached.py [--steps 1000] [--fill local|kubernetes] [--out PATH]
 
-``bench/k8s_parallel.py`` reuses the bed and the probe defined here.
+``bench/k8s_parallel.py`` reuses the bed defined here and its probe (``bench/k8s_probe.py``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.kube, tests.artifacts
 
 from host_speed import host_figures
+from k8s_probe import PROBE
 from tests.artifacts.s3_server import CREDENTIALS, MotoServer
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.watchers import WatchEvent
@@ -92,188 +96,6 @@ if __name__ == "__main__":
     run = bench_steps.wide(n, parallelism)()
     print("RUN", run.id, run.status.value)
 """
-
-PROBE = r'''
-"""Bench probe (bench/k8s_cached.py): counts what an orchestrator pod does; inert elsewhere."""
-import os
-import sys
-
-_OUT = os.environ.get("WHARF_BENCH_PROBE_DIR")
-if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", [])):
-    import atexit
-    import collections
-    import json
-    import resource
-    import threading
-    import time
-
-    _started_wall = time.time()
-    _ticks = os.sysconf("SC_CLK_TCK")
-    with open("/proc/self/stat") as _f:
-        _start_ticks = int(_f.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/stat") as _f:
-        _boot = next(int(l.split()[1]) for l in _f if l.startswith("btime"))
-    _data = {
-        "pid": os.getpid(),
-        "process_start": _boot + _start_ticks / _ticks,
-        "probe_start": _started_wall,
-        "store_calls": collections.Counter(),
-        "cache_decision_calls": collections.Counter(),
-        "sql_statements": 0,
-        "cache_decision_sql_statements": 0,
-        "kube_calls": collections.Counter(),
-        "slots": [],
-        "jobs_created": {},
-    }
-    _lock = threading.Lock()
-    _local = threading.local()
-
-    def _cpu():
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
-
-    class _Repo:
-        def __init__(self, name, inner):
-            self._name, self._inner = name, inner
-
-        def __getattr__(self, attr):
-            value = getattr(self._inner, attr)
-            if not callable(value):
-                return value
-            key = f"{self._name}.{attr}"
-
-            def counted(*args, **kwargs):
-                with _lock:
-                    _data["store_calls"][key] += 1
-                    if getattr(_local, "deciding", 0):
-                        _data["cache_decision_calls"][key] += 1
-                return value(*args, **kwargs)
-
-            return counted
-
-    import wharf.execution.services as _services
-
-    _open_store = _services.open_store
-
-    def _counting_store(config):
-        store = _open_store(config)
-        for name in ("users", "projects", "stacks", "pipelines", "snapshots", "runs", "steps",
-                     "artifacts", "run_metadata", "schedules"):
-            if hasattr(store, name):
-                setattr(store, name, _Repo(name, getattr(store, name)))
-        return store
-
-    _services.open_store = _counting_store
-
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    def _statement(statement):
-        with _lock:
-            _data["sql_statements"] += 1
-            if getattr(_local, "deciding", 0):
-                _data["cache_decision_sql_statements"] += 1
-
-    @event.listens_for(Engine, "connect")
-    def _trace(dbapi_connection, record):
-        # Every statement SQLite runs on the connection (the store's direct statements bypass
-        # SQLAlchemy's cursor events), BEGIN and COMMIT included.
-        if hasattr(dbapi_connection, "set_trace_callback"):
-            dbapi_connection.set_trace_callback(_statement)
-
-    import wharf.execution.launcher as _launcher
-
-    def _deciding(method, first_only):
-        def wrapped(self, spec, *args, **kwargs):
-            mark = not first_only or args[2] == 1  # _create_attempt(spec, inputs, key, attempt)
-            if mark:
-                _local.deciding = getattr(_local, "deciding", 0) + 1
-            try:
-                return method(self, spec, *args, **kwargs)
-            finally:
-                if mark:
-                    _local.deciding -= 1
-        return wrapped
-
-    _launcher.StepLauncher._create_attempt = _deciding(
-        _launcher.StepLauncher._create_attempt, True
-    )
-    _launcher.StepLauncher._publish_cached = _deciding(
-        _launcher.StepLauncher._publish_cached, False
-    )
-
-    import wharf.execution.dag_runner as _dag
-
-    _done = _dag._Schedule.done
-
-    def _slot_done(self, name, result, on_failure):
-        starts = _done(self, name, result, on_failure)
-        now = time.time()
-        end = getattr(getattr(result, "step_run", None), "end_time", None)
-        with _lock:
-            _data["slots"].append({
-                "ended": name,
-                "at": now,
-                "step_end_time": end.timestamp() if end is not None else None,
-                "started": [s[0] for s in starts],
-            })
-        return starts
-
-    _dag._Schedule.done = _slot_done
-
-    import wharf.execution.run_loop as _loop
-
-    _run_pipeline = _loop.run_pipeline
-
-    def _timed_run_pipeline(*args, **kwargs):
-        _data["loop_start"] = time.time()
-        _data["loop_start_cpu"] = _cpu()
-        try:
-            return _run_pipeline(*args, **kwargs)
-        finally:
-            _data["loop_end"] = time.time()
-            _data["loop_end_cpu"] = _cpu()
-
-    _loop.run_pipeline = _timed_run_pipeline
-
-    import kubernetes.client.rest as _rest
-
-    _request = _rest.RESTClientObject.request
-
-    def _kube_request(self, method, url, *args, **kwargs):
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        path = parts.path.split("/")
-        watch = "watch=true" in (parts.query or "") or "watch=True" in (parts.query or "")
-        # resource kind: the segment after "namespaces/<ns>/" (plus a subresource)
-        kind = path[-1]
-        if "namespaces" in path:
-            rest = path[path.index("namespaces") + 2:]
-            kind = "/".join([rest[0]] + rest[2:]) if rest else "namespaces"
-        key = f"{method} {kind}{' watch' if watch else ''}"
-        body = kwargs.get("body")
-        with _lock:
-            _data["kube_calls"][key] += 1
-        response = _request(self, method, url, *args, **kwargs)
-        if method == "POST" and kind == "jobs" and isinstance(body, dict):
-            step = (body.get("metadata", {}).get("labels") or {}).get("wharf.io/step")
-            if step:
-                with _lock:
-                    _data["jobs_created"][step] = time.time()
-        return response
-
-    _rest.RESTClientObject.request = _kube_request
-
-    def _write():
-        _data["cpu_total"] = _cpu()
-        _data["exit"] = time.time()
-        path = os.path.join(_OUT, f"orchestrator-{os.getpid()}.json")
-        with open(path, "w") as f:
-            json.dump(_data, f)
-
-    atexit.register(_write)
-'''
 
 
 @dataclass
@@ -462,6 +284,7 @@ def main() -> None:
         "cache_decision_store_calls": decisions,
         "cache_decision_store_calls_by_method": probe["cache_decision_calls"],
         "cache_decision_sql_statements": probe["cache_decision_sql_statements"],
+        "decision_batches": probe["decision_batches"],
         "store_calls_total": sum(probe["store_calls"].values()),
         "store_calls_by_method": probe["store_calls"],
         "sql_statements_total": probe["sql_statements"],
@@ -485,7 +308,7 @@ def main() -> None:
         f"cached run: {cached.status.value}, steps {statuses}, step pods started {step_pods}\n"
         f"store calls for cache decisions: {decisions} "
         f"({dict(probe['cache_decision_calls'])}; {probe['cache_decision_sql_statements']} SQL "
-        f"statements)\n"
+        f"statements; batches [slotted, ahead]: {probe['decision_batches']})\n"
         f"store calls in the orchestrator pod: {result['store_calls_total']}, SQL statements "
         f"{probe['sql_statements']}\n"
         f"orchestrator wall (pod process start -> run end): {wall:.2f} s "

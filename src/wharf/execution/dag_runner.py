@@ -14,6 +14,13 @@ Invariants:
   starting every step that does not depend on a failed one.
 Steps that never start get no step run record.
 
+Looking ahead (``look_ahead``, the launcher's
+:class:`~wharf.execution.cache_decisions.CacheDecisions`): while the run lasts, ready steps
+that have no slot yet may be claimed and settled without one -- ended cached (a cached step
+starts nothing) or handed back ready, at the front of the queue. A claimed step never starts;
+the runner waits for claimed steps as for running ones; nothing is claimed once the schedule is
+halted.
+
 Resuming a run another process started: the steps it finished are given as ``done`` (recorded
 as if they had just ended, in upstream order, execution mode applied) and never launched; the
 steps it left in flight (``in_flight``) are launched first, even when the schedule is halted
@@ -31,14 +38,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 from uuid import UUID
 
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.dag import Dag
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import RunStoppingError
+from wharf.execution.cache_decisions import ReadyStep, ReadySteps
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import lost_resources
@@ -54,6 +63,12 @@ DEFAULT_MAX_PARALLELISM = 8
 LaunchFn = Callable[
     [StepSpec, Mapping[str, ArtifactVersionRecord], InterruptibleRegion], StepOutcome
 ]
+
+
+class LooksAhead(Protocol):
+    """What decides ready steps ahead of their slot (the launcher's cache decisions)."""
+
+    def attach(self, ready: ReadySteps | None) -> None: ...
 
 
 @dataclass
@@ -97,12 +112,15 @@ class DagRunner:
         read_stop_at_end: bool = True,
         done: Mapping[str, StepOutcome] | None = None,
         in_flight: Collection[str] = (),
+        look_ahead: LooksAhead | None = None,
     ) -> None:
         """``read_stop_at_end``: read the run's status once the steps are done, to report a
         stop that no step saw. A caller that ends the run with ``runs.finish`` may pass False:
         that write reads the status itself and ends a stopping run stopped. ``done`` and
         ``in_flight``: when resuming a run, the steps an earlier process finished and those it
-        left in flight (see the module docstring)."""
+        left in flight (see the module docstring); ``look_ahead``: given the run's ready steps
+        while the run lasts, to settle those cached before they get a slot."""
+        self._look_ahead = look_ahead
         self._done = dict(done or {})
         self._in_flight = frozenset(in_flight)
         self._spec = spec
@@ -152,6 +170,15 @@ class DagRunner:
             except BaseException as exc:  # no thread for it (it was marked running)
                 schedule.abort(start[0], exc)
 
+        if self._look_ahead is not None:
+            self._look_ahead.attach(_ReadyQueue(schedule, hand_over, self._on_failure))
+        try:
+            return self._run(schedule, hand_over)
+        finally:
+            if self._look_ahead is not None:
+                self._look_ahead.attach(None)
+
+    def _run(self, schedule: _Schedule, hand_over: Callable[[_Start], None]) -> DagOutcome:
         starts = schedule.take_ready()
         try:
             while starts:
@@ -218,6 +245,7 @@ class _Schedule:
         self._halted = False  # no new steps start (failure, stop or an error)
         self._running: dict[str, InterruptibleRegion] = {}
         self._taken_over: deque[str] = deque()  # in flight elsewhere: start whatever happens
+        self._claimed: set[str] = set()  # ready steps being decided ahead of their slot
         self.outcome = DagOutcome()
         self.error: BaseException | None = None
 
@@ -247,16 +275,17 @@ class _Schedule:
 
     def _take_ready(self) -> list[_Start]:
         starts: list[_Start] = []
-        steps = self.outcome.steps
         while self._taken_over or (
             self._ready and not self._halted and len(self._running) < self._parallelism
         ):
             name = self._taken_over.popleft() if self._taken_over else self._ready.popleft()
             region = self._running[name] = InterruptibleRegion()
-            wiring = self._specs[name].inputs.items()
-            inputs = {k: steps[i.step].outputs[i.output] for k, i in wiring}
-            starts.append((name, region, inputs))
+            starts.append((name, region, self._inputs_of(name)))
         return starts
+
+    def _inputs_of(self, name: str) -> dict[str, ArtifactVersionRecord]:
+        steps = self.outcome.steps
+        return {k: steps[i.step].outputs[i.output] for k, i in self._specs[name].inputs.items()}
 
     def done(
         self,
@@ -270,9 +299,46 @@ class _Schedule:
             self._running.pop(name, None)
             self._record(name, result, on_failure)
             starts = self._take_ready()
-            if not self._running:
-                self._cond.notify_all()
+            self._notify_if_idle()
             return starts
+
+    def claim(self, limit: int, wanted: Callable[[StepSpec], bool]) -> list[ReadyStep]:
+        """Up to ``limit`` ready steps (from the front) for which ``wanted`` holds, with their
+        inputs; none starts until :meth:`settle` hands it back. None once halted."""
+        with self._cond:
+            if self._halted:
+                return []
+            taken: list[str] = []
+            passed: list[str] = []
+            while self._ready and len(taken) < limit:
+                name = self._ready.popleft()
+                (taken if wanted(self._specs[name]) else passed).append(name)
+            self._ready.extendleft(reversed(passed))
+            self._claimed.update(taken)
+            return [(self._specs[n], self._inputs_of(n)) for n in taken]
+
+    def settle(
+        self,
+        cached: Mapping[str, StepOutcome],
+        released: Collection[str],
+        on_failure: Callable[[str, Mapping[str, InterruptibleRegion]], bool],
+    ) -> list[_Start]:
+        """Claimed steps handed back: those ``cached`` ended so, those ``released`` are ready
+        again (at the front); the steps that start now, marked running."""
+        with self._cond:
+            for name, outcome in cached.items():
+                self._claimed.discard(name)
+                self._record(name, outcome, on_failure)
+            back = [n for n in released if n in self._claimed]
+            self._claimed.difference_update(back)
+            self._ready.extendleft(reversed(back))
+            starts = self._take_ready()
+            self._notify_if_idle()
+            return starts
+
+    def _notify_if_idle(self) -> None:
+        if not self._running and not self._claimed:
+            self._cond.notify_all()
 
     def _record(
         self,
@@ -302,8 +368,7 @@ class _Schedule:
             self._running.pop(name, None)
             self.error = self.error or error
             self._halted = True
-            if not self._running:
-                self._cond.notify_all()
+            self._notify_if_idle()
 
     def halt(self) -> None:
         with self._cond:
@@ -311,5 +376,28 @@ class _Schedule:
 
     def wait_until_idle(self) -> None:
         with self._cond:
-            while self._running:
+            while self._running or self._claimed:
                 self._cond.wait()
+
+
+class _ReadyQueue:
+    """The schedule's ready steps as the launcher's look-ahead takes them
+    (:class:`~wharf.execution.cache_decisions.ReadySteps`): the steps that start once some
+    are settled go to threads of their own."""
+
+    def __init__(
+        self,
+        schedule: _Schedule,
+        hand_over: Callable[[_Start], None],
+        on_failure: Callable[[str, Mapping[str, InterruptibleRegion]], bool],
+    ) -> None:
+        self._schedule = schedule
+        self._hand_over = hand_over
+        self._on_failure = on_failure
+
+    def claim(self, limit: int, wanted: Callable[[StepSpec], bool]) -> list[ReadyStep]:
+        return self._schedule.claim(limit, wanted)
+
+    def settle(self, cached: Mapping[str, StepOutcome], released: Sequence[str]) -> None:
+        for start in self._schedule.settle(cached, released, self._on_failure):
+            self._hand_over(start)

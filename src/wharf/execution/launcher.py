@@ -10,11 +10,14 @@ be refused with ``RunStoppingError`` when the run is stopping: for a step's firs
 propagates (the step never started; the runner stops starting steps), for a retry the step ends
 stopped with its last attempt.
 
-The cache lookup and the creation of the first attempt's step run are one store call
-(``steps.find_cached_or_create``: one transaction, one HTTP request over REST); the lookup
-still sees the latest store state, right before the step would start. On a hit the same call
-records the cached step run and answers the found step's output versions, so a hit is one
-request too, even in a process that never saw the found step.
+The cache lookup and the creation of the first attempt's step run are one decision, made once
+the step has its parallelism slot, against the store state of that moment; on a hit the same
+call records the cached step run and answers the found step's output versions, so a hit needs
+no other request, even in a process that never saw the found step. The run's decisions
+(:class:`~wharf.execution.cache_decisions.CacheDecisions`, ``decisions``) combine the steps
+that decide at the same moment into one ``steps.find_cached_or_create_many`` call, and look at
+ready steps ahead (the DAG runner attaches them): those cached are recorded in the same call,
+the others are decided again when they get their slot.
 
 Each of these moments is told to ``services.progress`` (started, cached, waiting for resources,
 retrying, ended) from what the launcher holds already: no store call of its own.
@@ -22,10 +25,11 @@ retrying, ended) from what the launcher holds already: no store call of its own.
 A step that asks for resources is queued when ``services.resources`` (the step-resources port,
 :mod:`wharf.execution.resources`) is there: its request is made through that port before its
 queued step run is written (:mod:`wharf.execution.step_writes`; the server makes it in team
-mode), and the launcher waits for the allocation, marks it started and tells the port when the
-step ended, all through that port. A wait that ends without an allocation ends the step
-failed, except that a graceful stop of the run (``stops``: each wait is registered there while
-it lasts) cuts the wait short and ends the step stopped. Each step run created queued is told
+mode), and the launcher waits for the allocation and marks it started
+(:mod:`wharf.execution.allocation_waits`) and tells the port when the step ended, all through
+that port. A wait that ends without an allocation ends the step failed, except that a graceful
+stop of the run (``stops``: each wait is registered there while it lasts) cuts the wait short
+and ends the step stopped. Each step run created queued is told
 to the run's :class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end
 settles what a failed write left behind.
 
@@ -42,60 +46,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import IllegalTransitionError, RunStoppingError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.allocation import AllocationFailedError, WaitStop
+from wharf.execution.allocation_waits import AllocationWaits, Stops
 from wharf.execution.attempts import AttemptExecutor
+from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
-from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.execution.interrupt import Interruptible, InterruptibleRegion, StepInterrupted
-from wharf.execution.outages import retry_through_outage
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
-from wharf.execution.resources.wait_room import RequestState
 from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
+from wharf.execution.step_outcome import StepOutcome
 from wharf.store.models import (
     ArtifactVersionRecord,
-    CachedOrCreated,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,
 )
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    from wharf.resource_manager.contract.models import ResourceRequestInfo
+    pass
+
+__all__ = ["StepLauncher", "StepOutcome"]  # the runners take StepOutcome from here too
 
 logger = logging.getLogger(__name__)
-
-
-class Stops(Protocol):
-    """Where a step's wait for resources is registered, so a graceful stop of the run
-    interrupts it (the run's :class:`~wharf.execution.run_stop.RunStopper`)."""
-
-    def add_region(self, region: Interruptible) -> None: ...
-    def remove_region(self, region: Interruptible) -> None: ...
-
-
-@dataclass(frozen=True)
-class StepOutcome:
-    name: str
-    status: ExecutionStatus
-    outputs: dict[str, ArtifactVersionRecord] = field(default_factory=dict)
-    step_run: StepRunRecord | None = None
-    reason: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status.is_successful
 
 
 class StepLauncher:
@@ -121,6 +103,7 @@ class StepLauncher:
         self._services = services
         self._stops = stops
         self._requests = requests or RunRequests()
+        self._allocations = AllocationWaits(services, run_id, self._requests, stops)
         self._run_id = run_id
         self._pipeline_name = pipeline_name
         self._inline = inline
@@ -128,6 +111,13 @@ class StepLauncher:
         self._record_specs = record_specs
         self._runtimes = runtimes or RuntimePolicy(has_isolation=isolated is not None)
         self._warned: set[str] = set()
+        self.decisions = CacheDecisions(
+            services,
+            run_id,
+            record_specs=record_specs,
+            prepare=self._prepare_ahead,
+            wanted=self._decided_ahead,
+        )
 
     def runtime_for(self, spec: StepSpec) -> StepRuntime:
         choice = self._runtimes.choose(spec.name, spec.config)
@@ -161,13 +151,7 @@ class StepLauncher:
         # few are prepared at once, so a burst of new steps never crowds out running ones.
         with holders.creating() if holders is not None else nullcontext():
             try:
-                self.check_step(spec)
-                cache_key = compute_step_cache_key(
-                    self._services,
-                    spec,
-                    inputs,
-                    {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()},
-                )
+                cache_key = self._checked_cache_key(spec, inputs)
             except WharfError as exc:
                 return self._fail_before_start(spec, inputs, str(exc))
             first = self._create_attempt(spec, inputs, cache_key, 1, None)
@@ -276,130 +260,38 @@ class StepLauncher:
             )
         return outcome
 
-    def _publish_cached(
-        self, spec: StepSpec, create: StepRunCreate, found: CachedOrCreated
-    ) -> StepOutcome:
-        """Record ``create`` as reusing the step run found (unless the lookup did) and take
-        its outputs: those the lookup sent, else remembered by this process, else read."""
-        store = self._services.store
-        record = found.recorded
-        if record is None:
-            own = create.model_copy(update={"spec": spec if self._record_specs else None})
-            record = self._services.store.steps.create(own.reusing(found.step))
-        versions = self._services.versions
-        outputs = versions.outputs_of(store, found.step, found.outputs.values())
-        self._services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
-        return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
+    def _decided_ahead(self, spec: StepSpec) -> bool:
+        """Whether the step may be looked at ahead (:mod:`wharf.execution.cache_decisions`):
+        launched first here (not resumed), cacheable, and asking for no resources."""
+        return spec.name not in self._resumed and cache_enabled(spec) and not self._queued(spec)
 
-    def _wait_for_resources(
-        self, spec: StepSpec, record: StepRunRecord, holders: HoldersFirst | None
-    ) -> tuple[StepRunRecord, ResourceRequestInfo]:
-        """Block until the step's request is allocated; then mark the step running (in a
-        holder's stretch of ``holders`` from the allocation on)."""
-        services = self._services
-        resources = services.resources
-        settings = spec.config.resources
-        assert resources is not None and settings is not None
-        request_id = record.resource_request_id
-        if request_id is None:
-            raise AllocationFailedError(f"Step '{spec.name}' got no resource request.")
-        progress = services.progress
-        run_id = self._run_id
-
-        def on_pending(request: RequestState) -> None:
-            progress.step_waiting(run_id, spec.name, settings, request.status_reason)
-
-        # Woken as soon as a release of this process allocates the request, not at the next
-        # poll; and as soon as the run is stopped (StepInterrupted).
-        stop = WaitStop()
-        if self._stops is not None:
-            self._stops.add_region(stop)
+    def _prepare_ahead(self, spec: StepSpec, inputs: Inputs) -> StepRunCreate | None:
+        """The first attempt's step run of a step looked at ahead (None if its settings or
+        cache key fail: it fails once it gets its slot)."""
         try:
-            resources.wait(
-                request_id,
-                settings,
-                clock=services.clock,
-                sleep=services.sleep,
-                on_pending=on_pending if progress.active else None,
-                stop=stop,
-            )
-        finally:
-            if self._stops is not None:
-                self._stops.remove_region(stop)
-        if holders is not None:
-            # The slot is allocated and idle until the step's code runs: from here this thread
-            # goes before the creation of steps that will wait (the caller ends the stretch).
-            holders.begin()
-        allocated = resources.mark_started(
-            request_id, settings, clock=services.clock, sleep=services.sleep
-        )
-        running = self._mark_running(record)
-        self._requests.moved_on(running)
-        return running, allocated
+            return self._attempt_create(spec, inputs, self._checked_cache_key(spec, inputs), 1)
+        except WharfError:
+            return None
 
-    def _mark_running(self, record: StepRunRecord) -> StepRunRecord:
-        """``record`` moved to running, through a store outage shorter than the liveness
-        timeout (a repeat of a write that was applied before its answer got lost finds the
-        step running already)."""
-        services = self._services
-        running = StepRunUpdate(status=ExecutionStatus.RUNNING)
-        try:
-            return retry_through_outage(
-                lambda: services.store.steps.update(record.id, running),
-                what=f"mark step {record.name} running",
-                patience=liveness_timeout_for(services.heartbeat_interval),
-                clock=services.clock,
-                sleep=services.sleep,
-            )
-        except IllegalTransitionError:
-            current = services.store.steps.get(record.id)
-            if current.status is ExecutionStatus.RUNNING:
-                return current
-            raise
+    def _checked_cache_key(self, spec: StepSpec, inputs: Inputs) -> str:
+        """The step's cache key, once its settings are checked (raises ``WharfError``)."""
+        self.check_step(spec)
+        materializers = {
+            n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()
+        }
+        return compute_step_cache_key(self._services, spec, inputs, materializers)
 
-    def _not_allocated(
-        self, spec: StepSpec, record: StepRunRecord, error: WharfError | StepInterrupted
-    ) -> StepOutcome:
-        """The step ends failed: its wait for an allocation ended with ``error`` (its request
-        is released with that status; if this write fails too, the run's end settles it);
-        or stopped, if the run's stop interrupted the wait."""
-        resources = self._services.resources
-        assert resources is not None
-        status = ExecutionStatus.FAILED
-        reason = str(error)
-        if isinstance(error, StepInterrupted):
-            status = ExecutionStatus.STOPPED
-            reason = str(error) or "Stopped on request."
-        elif not isinstance(error, AllocationFailedError):
-            reason = f"Could not wait for resources: {error}"
-        change = StepRunUpdate(status=status, status_reason=reason)
-        try:
-            final = step_writes.update(self._services, record.id, change)
-        except IllegalTransitionError:  # ended elsewhere meanwhile (a forced stop): theirs stands
-            final = self._services.store.steps.get(record.id)
-            return StepOutcome(spec.name, final.status, step_run=final, reason=final.status_reason)
-        except WharfError as exc:
-            logger.warning("Could not record that step '%s' %s: %s", spec.name, status.value, exc)
-            return StepOutcome(spec.name, status, step_run=record, reason=reason)
-        self._requests.moved_on(final)
-        resources.step_ended(elsewhere=False)
-        return StepOutcome(spec.name, final.status, step_run=final, reason=reason)
-
-    def _create_attempt(
+    def _attempt_create(
         self,
         spec: StepSpec,
         inputs: Mapping[str, ArtifactVersionRecord],
         cache_key: str,
         attempt: int,
-        previous: StepRunRecord | None,
-    ) -> StepRunRecord | StepOutcome:
-        """The step run of ``attempt`` as created; or, for a cache hit or a retry that may
-        not start, the step's outcome. ``previous``: the last attempt's final record."""
+    ) -> StepRunCreate:
         services = self._services
         queued = self._queued(spec)
-        lookup_time = services.clock() if attempt == 1 and cache_enabled(spec) else None
         logs_uri = services.artifact_store.new_uri(self._pipeline_name, str(self._run_id))
-        create = StepRunCreate.model_validate(
+        return StepRunCreate.model_validate(
             {
                 **self._base_create(spec, inputs),
                 "spec": spec if (self._record_specs or queued) else None,
@@ -411,23 +303,30 @@ class StepLauncher:
                 "runtime": self.runtime_for(spec),
             }
         )
-        if lookup_time is not None:
+
+    def _create_attempt(
+        self,
+        spec: StepSpec,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        cache_key: str,
+        attempt: int,
+        previous: StepRunRecord | None,
+    ) -> StepRunRecord | StepOutcome:
+        """The step run of ``attempt`` as created; or, for a cache hit or a retry that may
+        not start, the step's outcome. ``previous``: the last attempt's final record."""
+        create = self._attempt_create(spec, inputs, cache_key, attempt)
+        if attempt == 1 and cache_enabled(spec):
             # The lookup records a hit itself (one call) unless the cached step run would get
             # a different spec: a queued step sends its spec for its resource request only,
             # while a cached step run holds one only where every step run does.
-            found = step_writes.find_cached_or_create(
-                services,
-                create,
-                services.project_id,
-                lookup_time,
-                record_hit=self._record_specs or not queued,
-            )
+            record_hit = self._record_specs or not self._queued(spec)
+            found = self.decisions.decide(spec, create, record_hit=record_hit)
             if not found.created:
-                return self._publish_cached(spec, create, found)
+                return self.decisions.publish(spec, create, found)
             self._requests.created(found.step)
             return found.step
         try:
-            created = step_writes.create(services, create)
+            created = step_writes.create(self._services, create)
         except RunStoppingError as exc:
             if previous is None:
                 raise
@@ -465,9 +364,11 @@ class StepLauncher:
             try:
                 if resources is not None and not adopted:
                     try:
-                        record, allocation = self._wait_for_resources(spec, record, holders)
+                        record, allocation = self._allocations.wait(spec, record, holders)
                     except (WharfError, StepInterrupted) as exc:  # no allocation, or stopped
-                        return self._ended(self._not_allocated(spec, record, exc), started)
+                        return self._ended(
+                            self._allocations.not_allocated(spec, record, exc), started
+                        )
                 if holders is not None and executor is not self._inline:
                     holders.end()  # the step's own process does the rest of its bookkeeping
                 # An inline attempt leaves the holder's stretch while its user code runs and

@@ -228,6 +228,7 @@ def _run_steps(
         read_stop_at_end=False,
         done=done,
         in_flight=in_flight,
+        look_ahead=launcher.decisions,
     )
     return dag.run()
 

@@ -9,6 +9,9 @@ that ends a step (finished or retrying) releases them. Without a port (no Resour
 these are the store's plain calls; with the team adapter its calls do nothing and the
 workspace server does the work in its step routes.
 
+A batch of cache decisions (:func:`find_cached_or_create_many`) is one store call for its steps
+that get no request here, and the single call for each one that does.
+
 Invariant: only these calls set a step's ``resource_request_id`` in embedded mode, and every
 write that ends a step that holds a request goes through :func:`ended` (or the release
 callback of a forced stop or a lost-run sweep), so no request outlives its step's final status.
@@ -17,7 +20,7 @@ callback of a forced stop or a lost-run sweep), so no request outlives its step'
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -185,3 +188,43 @@ def find_cached_or_create(
     if not found[-1].created:  # a run of it finished meanwhile: cached, no request needed
         _release(services, request_id)
     return found[-1]
+
+
+def find_cached_or_create_many(
+    services: RunServices,
+    steps: Sequence[StepRunCreate],
+    project_id: UUID,
+    now: datetime,
+    *,
+    record_hit: bool,
+    create: Sequence[bool] | None = None,
+) -> list[CachedOrCreated | None]:
+    """``store.steps.find_cached_or_create_many``, answers in order: one store call for the
+    steps that get no request here; each one that does (a queued step asking for resources,
+    with a port that makes requests) goes through :func:`find_cached_or_create`."""
+    flags = [True] * len(steps) if create is None else list(create)
+    resources = services.resources
+    alone: set[int] = set()
+    if resources is not None and resources.makes_requests:
+        alone = {
+            i
+            for i, step in enumerate(steps)
+            if flags[i] and step.status is ExecutionStatus.QUEUED and wants_resources(step.spec)
+        }
+    answers: list[CachedOrCreated | None] = [None] * len(steps)
+    for i in sorted(alone):
+        answers[i] = find_cached_or_create(
+            services, steps[i], project_id, now, record_hit=record_hit
+        )
+    together = [i for i in range(len(steps)) if i not in alone]
+    if together:
+        found = services.store.steps.find_cached_or_create_many(
+            [steps[i] for i in together],
+            project_id,
+            now,
+            record_hit=record_hit,
+            create=[flags[i] for i in together],
+        )
+        for i, answer in zip(together, found, strict=True):
+            answers[i] = answer
+    return answers

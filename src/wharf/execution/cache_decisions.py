@@ -1,0 +1,219 @@
+"""The cache decisions of a run's steps, several steps per store call.
+
+Owns :class:`CacheDecisions`, one per launcher (per run). A step that got its parallelism slot
+decides caching with :meth:`CacheDecisions.decide`: the lookup and, on a miss, the creation of
+its first attempt's step run (on a hit, the record of the cached step run). Steps that decide at
+the same moment are combined (:class:`wharf.combining.Combiner`) into one
+``steps.find_cached_or_create_many`` call (:mod:`wharf.execution.step_writes`), whose lookup
+time is taken when the batch runs: never before any of its steps got its slot.
+
+Looking ahead: threads of one run that reach the decision together are few (at most the
+run's parallelism), so a batch also takes, from the runner's ready steps
+(:class:`ReadySteps`, attached by the DAG runner), steps that have no slot yet and may only be
+recorded as cached (``create`` False for them): a hit is recorded and handed back to the
+runner as the step's outcome (it needs no slot: it starts nothing); a miss creates nothing and
+goes back to the ready steps, to be decided again against the latest store state once it gets
+its slot. How far a batch looks ahead adapts to what the last batch found: twice its hits while
+every step looked at ahead was cached, only the hits found ahead after a miss among them, so a
+run whose steps miss soon stops looking ahead, and a fully cached run's batches grow to
+:data:`MAX_BATCH` steps.
+
+Invariants:
+- a step run is created (a step starts) only for a step decided after it got its slot, against
+  the store state at that decision; a ready step looked at ahead is recorded cached or left
+  untouched;
+- a batch refused because the run is stopping (``RunStoppingError``) refuses every step of it,
+  as each alone would be (the step never started); any other error of a batch has each of its
+  steps decided again alone, so it fails only the step it belongs to; the steps looked at ahead
+  are handed back to the runner whatever happens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+from uuid import UUID
+
+from wharf.combining import Combiner
+from wharf.config.spec import StepSpec
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import RunStoppingError
+from wharf.execution import step_writes
+from wharf.execution.services import RunServices
+from wharf.execution.step_outcome import StepOutcome
+from wharf.store.models import ArtifactVersionRecord, CachedOrCreated, StepRunCreate
+
+logger = logging.getLogger(__name__)
+
+MAX_BATCH = 200
+"""Most steps one batch decides (the steps with a slot first, then those looked at ahead)."""
+FIRST_LOOK_AHEAD = 8
+"""Ready steps the first batch of a run looks at ahead."""
+
+Inputs = Mapping[str, ArtifactVersionRecord]
+ReadyStep = tuple[StepSpec, Inputs]
+"""A ready step and its input versions."""
+
+
+class ReadySteps(Protocol):
+    """The runner's ready steps that have no slot yet (the DAG runner's schedule)."""
+
+    def claim(self, limit: int, wanted: Callable[[StepSpec], bool]) -> list[ReadyStep]:
+        """Up to ``limit`` ready steps for which ``wanted`` holds, with their inputs; none of
+        them starts until it is handed back with :meth:`settle`."""
+        ...
+
+    def settle(self, cached: Mapping[str, StepOutcome], released: Sequence[str]) -> None:
+        """The claimed steps handed back: those ``cached`` ended with their outcome, those
+        ``released`` are ready again."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Decision:
+    spec: StepSpec
+    create: StepRunCreate
+    record_hit: bool
+
+
+class CacheDecisions(Combiner[_Decision]):
+    """The cache decisions of one run (see the module docstring).
+
+    ``prepare``: the first attempt's step run of a ready step looked at ahead, or None if it
+    is not to be decided ahead (its cache key cannot be computed); ``wanted``: whether a ready
+    step may be looked at ahead at all (a cacheable step that asks for no resources)."""
+
+    def __init__(
+        self,
+        services: RunServices,
+        run_id: UUID,
+        *,
+        record_specs: bool,
+        prepare: Callable[[StepSpec, Inputs], StepRunCreate | None],
+        wanted: Callable[[StepSpec], bool],
+    ) -> None:
+        super().__init__(MAX_BATCH)
+        self._services = services
+        self._run_id = run_id
+        self._record_specs = record_specs
+        self._prepare = prepare
+        self._wanted = wanted
+        self._ready: ReadySteps | None = None
+        self._look_ahead = FIRST_LOOK_AHEAD  # only the thread running a batch changes it
+
+    def attach(self, ready: ReadySteps | None) -> None:
+        """Look ahead among ``ready`` from the next batch on (None: stop looking ahead)."""
+        self._ready = ready
+
+    def decide(self, spec: StepSpec, create: StepRunCreate, *, record_hit: bool) -> CachedOrCreated:
+        """The step's decision, made in the next batch: a hit (recorded if ``record_hit``),
+        else its step run ``create`` as created. Raises the step's error."""
+        return cast(CachedOrCreated, self.submit(_Decision(spec, create, record_hit)))
+
+    def publish(self, spec: StepSpec, create: StepRunCreate, found: CachedOrCreated) -> StepOutcome:
+        """Record ``create`` as reusing the step run found (unless the lookup did) and take
+        its outputs: those the lookup sent, else remembered by this process, else read."""
+        services = self._services
+        store = services.store
+        record = found.recorded
+        if record is None:
+            own = create.model_copy(update={"spec": spec if self._record_specs else None})
+            record = store.steps.create(own.reusing(found.step))
+        outputs = services.versions.outputs_of(store, found.step, found.outputs.values())
+        services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
+        return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
+
+    # ------------------------------------------------------------------ batches
+
+    def run_batch(self, operations: list[_Decision]) -> Sequence[Any]:
+        ahead = self._claim_ahead(MAX_BATCH - len(operations))
+        try:
+            return self._decide(operations, ahead)
+        except RunStoppingError:
+            raise  # every step of the batch is refused, as it would be alone
+        except Exception as error:  # each step of the batch decided alone
+            if len(operations) == 1 and not ahead:
+                return [error]
+            return [self._alone(operation) for operation in operations]
+
+    def _alone(self, operation: _Decision) -> Any:
+        try:
+            return self._decide([operation], [])[0]
+        except Exception as error:  # the outcome its caller raises
+            return error
+
+    def _claim_ahead(self, room: int) -> list[_Decision]:
+        ready, limit = self._ready, min(self._look_ahead, room)
+        if ready is None or limit <= 0:
+            return []
+        ahead: list[_Decision] = []
+        unprepared: list[str] = []
+        for spec, inputs in ready.claim(limit, self._wanted):
+            try:
+                create = self._prepare(spec, inputs)
+            except Exception:  # decided when it gets its slot instead
+                create = None
+            if create is None:
+                unprepared.append(spec.name)
+            else:
+                ahead.append(_Decision(spec, create, record_hit=True))
+        if unprepared:
+            ready.settle({}, unprepared)
+        return ahead
+
+    def _decide(self, operations: list[_Decision], ahead: list[_Decision]) -> list[Any]:
+        """The answers of ``operations`` (one store call per ``record_hit`` value among them);
+        the steps ``ahead`` settled with the runner, whatever happens."""
+        cached: dict[str, StepOutcome] = {}
+        try:
+            decisions = operations + ahead
+            answers = self._store_call(decisions, slotted=len(operations))
+            for decision, found in zip(ahead, answers[len(operations) :], strict=True):
+                if found is not None:
+                    cached[decision.spec.name] = self._published(decision, found)
+            self._adapt(answers, len(operations))
+            return answers[: len(operations)]
+        finally:
+            if ahead and self._ready is not None:
+                released = [d.spec.name for d in ahead if d.spec.name not in cached]
+                self._ready.settle(cached, released)
+
+    def _store_call(self, decisions: list[_Decision], *, slotted: int) -> list[Any]:
+        services = self._services
+        now = services.clock()  # the batch's lookup time: after every step of it got its slot
+        answers: list[Any] = [None] * len(decisions)
+        for record_hit in (True, False):
+            group = [i for i, d in enumerate(decisions) if d.record_hit is record_hit]
+            if not group:
+                continue
+            found = step_writes.find_cached_or_create_many(
+                services,
+                [decisions[i].create for i in group],
+                services.project_id,
+                now,
+                record_hit=record_hit,
+                create=[i < slotted for i in group],
+            )
+            for i, answer in zip(group, found, strict=True):
+                answers[i] = answer
+        return answers
+
+    def _published(self, decision: _Decision, found: CachedOrCreated) -> StepOutcome:
+        """The outcome of a step found cached ahead (its cached step run is recorded)."""
+        try:
+            return self.publish(decision.spec, decision.create, found)
+        except Exception as exc:  # recorded cached: it may not be decided again
+            logger.exception("Cached step '%s' could not be published.", decision.spec.name)
+            reason = f"Internal error: {exc}"
+            return StepOutcome(decision.spec.name, ExecutionStatus.FAILED, reason=reason)
+
+    def _adapt(self, answers: Sequence[Any], slotted: int) -> None:
+        hits = sum(1 for a in answers if a is not None and not a.created)
+        ahead = answers[slotted:]
+        ahead_hits = sum(1 for a in ahead if a is not None)
+        if ahead_hits < len(ahead):  # some step looked at ahead missed: look less far
+            self._look_ahead = ahead_hits
+        else:
+            self._look_ahead = min(MAX_BATCH, 2 * hits)
