@@ -4,8 +4,10 @@ Given a step run id (whose record is running), it opens the same store (from the
 the parent set: the SQL store's URL, or a workspace server's URL with a token scoped to the
 step's run), loads the step's spec, inputs and code, runs the user function in the main thread
 with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
-beating until that final status is recorded. Exit code: 0 when the attempt completed, 1
-otherwise; a process that dies without recording anything is recorded by its parent.
+beating until that final status is recorded; it beats once before the user code starts when
+the engine allowed the attempt a startup time (``heartbeat.startup_allowance_granted``). Exit
+code: 0 when the attempt completed, 1 otherwise; a process that dies without recording anything
+is recorded by its parent.
 
 When the run's snapshot records a code archive (``PipelineSpec.code``), the step is imported
 from it: downloaded and unpacked into this machine's cache on first use, then first on
@@ -31,6 +33,7 @@ from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
+from wharf.execution.heartbeat import startup_allowance_granted
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
@@ -94,7 +97,10 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
             pin_to_allocation(allocation, _gpu_indices())
         worker = None
         if spec.config.enable_heartbeat:
-            worker = heartbeat_for(services, record, region, services.heartbeat_interval).start()
+            interval = services.heartbeat_interval
+            worker = heartbeat_for(services, record, region, interval)
+            # With a startup allowance (e.g. a pod's), the first beat ends it at once.
+            worker.start(beat_first=startup_allowance_granted(record, interval))
         try:
             code = snapshot.spec.code
             resolve = (

@@ -1,7 +1,10 @@
 """The heartbeat worker: a thread per running step that tells the store the step is alive.
 
 Every ``interval`` seconds (the first time one interval after the start) it calls
-``update_step_heartbeat(step_run_id, liveness_timeout)``.
+``update_step_heartbeat(step_run_id, liveness_timeout)``. A step whose liveness window was
+widened for its start (a backend's startup allowance: :func:`startup_allowance_granted`) beats
+once as it starts (``start(beat_first=True)``), so the allowance covers only the time until its
+process runs; any other step pays for no beat it does not need.
 The response carries the step's and its run's status; when either says stop or cancel, the
 worker calls ``on_stop`` (which interrupts the step's user code) — once per distinct signal,
 and it keeps beating, because the step's shutdown (publishing outputs, the final status) must
@@ -24,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wharf.store.models import HeartbeatResponse
+from wharf.store.models import HeartbeatResponse, StepRunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,16 @@ def liveness_timeout_for(interval: float) -> float:
     missed regular beats plus a second of slack, so transient store errors (retried sooner
     than the interval) never fail a healthy step."""
     return 5 * interval + 1.0
+
+
+def startup_allowance_granted(record: StepRunRecord, interval: float) -> bool:
+    """Whether ``record``'s liveness window, as last recorded, is longer than the usual one for
+    ``interval`` (by more than a second): the engine granted the attempt its backend's startup
+    allowance with its first beat, and the step's own process should beat as it starts."""
+    if record.last_heartbeat is None or record.heartbeat_deadline is None:
+        return False
+    window = (record.heartbeat_deadline - record.last_heartbeat).total_seconds()
+    return window > liveness_timeout_for(interval) + 1.0
 
 
 @dataclass
@@ -113,7 +126,13 @@ class HeartbeatWorker:
         while not self.wait(self.next_delay()):
             self.beat_once()
 
-    def start(self) -> HeartbeatWorker:
+    def start(self, beat_first: bool = False) -> HeartbeatWorker:
+        """Start beating in a thread of its own. ``beat_first``: beat once now, in the
+        caller's thread, before returning (a step whose start was allowed longer than the usual
+        liveness window: see the module docstring); a failed beat is logged and retried by the
+        thread sooner than the interval, as any other."""
+        if beat_first:
+            self.beat_once()
         self._thread = threading.Thread(target=self.run, name=f"heartbeat-{self.name}", daemon=True)
         self._thread.start()
         return self

@@ -144,6 +144,8 @@ class KubernetesStepOperatorBackend:
 
     def __init__(self, operator: KubernetesStepOperator) -> None:
         self.operator = operator
+        self.startup_timeout_seconds: float | None = operator.settings.pod_startup_timeout
+        """How long a step pod may take to start (``pod_startup_timeout``; engine liveness)."""
         self._lock = threading.Lock()
         self._runs: dict[ShareKey, _RunShare] = {}
         self._handles: dict[KubernetesHandle, ShareKey] = {}
