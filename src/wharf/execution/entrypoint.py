@@ -5,9 +5,10 @@ the parent set: the SQL store's URL, or a workspace server's URL with a token sc
 step's run), loads the step's spec, inputs and code, runs the user function in the main thread
 with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
 beating until that final status is recorded; it beats once before the user code starts when
-the engine allowed the attempt a startup time (``heartbeat.startup_allowance_granted``). Exit
-code: 0 when the attempt completed, 1 otherwise; a process that dies without recording anything
-is recorded by its parent.
+the engine allowed the attempt a startup time (``heartbeat.startup_allowance_granted``). A
+cancelled step (its allocation reclaimed) whose user code does not return within its stop
+grace is cut off (``wharf.execution.stop_deadline``). Exit code: 0 when the attempt completed, 1
+otherwise; a process that dies without recording anything is recorded by its parent.
 
 When the run's snapshot records a code archive (``PipelineSpec.code``), the step is imported
 from it: downloaded and unpacked into this machine's cache on first use, then first on
@@ -34,13 +35,14 @@ from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_cod
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
 from wharf.execution.heartbeat import startup_allowance_granted
-from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.resources.embedded import connect_configured
 from wharf.execution.services import RunServices, open_store
 from wharf.execution.step_runner import StepRunner, import_step
-from wharf.store.models import StepRunUpdate
+from wharf.execution.stop_deadline import StopDeadline, stop_grace_from_env
+from wharf.store.models import HeartbeatResponse, StepRunUpdate
 from wharf.store.process_identity import own_start_token, this_host
 
 logger = logging.getLogger("wharf.step")
@@ -95,10 +97,17 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         allocation = allocation_from_env(dict(os.environ))
         if allocation is not None:
             pin_to_allocation(allocation, _gpu_indices())
+        deadline = StopDeadline(
+            stop_grace_from_env(os.environ),
+            lambda reason: finish_attempt(
+                services, spec, record, None, StepInterrupted(reason), reason
+            ),
+        )
         worker = None
         if spec.config.enable_heartbeat:
             interval = services.heartbeat_interval
             worker = heartbeat_for(services, record, region, interval)
+            worker.add_stop_listener(lambda response: _cut_off_if_cancelled(deadline, response))
             # With a startup allowance (e.g. a pod's), the first beat ends it at once.
             worker.start(beat_first=startup_allowance_granted(record, interval))
         try:
@@ -111,6 +120,8 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
             runner = StepRunner(services, snapshot.spec.name, run, resolve)
             inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
             outputs, error = run_user_code(runner, spec, record, inputs, region, allocation)
+            if not deadline.settle():
+                return 1  # cut off: its end is recorded (only reached when the exit is faked)
             final, _ = finish_attempt(services, spec, record, outputs, error, region.reason)
         finally:
             if worker is not None:
@@ -118,6 +129,13 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         return 0 if final.status is ExecutionStatus.COMPLETED else 1
     finally:
         store.close()
+
+
+def _cut_off_if_cancelled(deadline: StopDeadline, response: HeartbeatResponse) -> None:
+    """Start the grace of a cancelled step (a reclaim; not a run's graceful stop, whose steps
+    may take their time, and which ``wharf runs stop --force`` ends)."""
+    if response.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED):
+        deadline.arm(f"step {response.status.value}, run {response.run_status.value}")
 
 
 def _gpu_indices() -> list[int]:

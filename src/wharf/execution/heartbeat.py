@@ -6,13 +6,14 @@ widened for its start (a backend's startup allowance: :func:`startup_allowance_g
 once as it starts (``start(beat_first=True)``), so the allowance covers only the time until its
 process runs; any other step pays for no beat it does not need.
 The response carries the step's and its run's status; when either says stop or cancel, the
-worker calls ``on_stop`` (which interrupts the step's user code) — once per distinct signal,
-and it keeps beating, because the step's shutdown (publishing outputs, the final status) must
-finish while the step is still known to be alive. A failed beat is logged and retried sooner
-than the regular interval, with exponential backoff up to that interval (interval/4, /2, then
-every interval), so a store that is briefly unreachable never costs the step its liveness
-window, while an outage is not hammered. ``stop()`` ends the thread; the owner calls it only after
-the step's final status is recorded.
+worker calls ``on_stop`` (which interrupts the step's user code) once, and its stop listeners
+with every such response (a step's process arms its cut-off on a cancel:
+``wharf.execution.stop_deadline``). It keeps beating, because the step's shutdown (publishing
+outputs, the final status) must finish while the step is still known to be alive. A failed beat
+is logged and retried sooner than the regular interval, with exponential backoff up to that
+interval (interval/4, /2, then every interval), so a store that is briefly unreachable never
+costs the step its liveness window, while an outage is not hammered. ``stop()`` ends the
+thread; the owner calls it only after the step's final status is recorded.
 
 Time is injected: ``wait(seconds) -> bool`` returns True when the worker was stopped, so unit
 tests drive the loop with a fake clock and no real sleeps.
@@ -80,6 +81,12 @@ class HeartbeatWorker:
         self.last_response: HeartbeatResponse | None = None
         self.scheduled = True
         """False once removed from a :class:`HeartbeatScheduler`."""
+        self._stop_listeners: list[Callable[[HeartbeatResponse], None]] = []
+
+    def add_stop_listener(self, listener: Callable[[HeartbeatResponse], None]) -> None:
+        """Also call ``listener`` (after ``on_stop``) with every response that asks the step
+        to stop (a run's stop may come first, a cancel later); it must not raise."""
+        self._stop_listeners.append(listener)
 
     def wait(self, seconds: float) -> bool:
         return self._stopped.wait(seconds)
@@ -108,7 +115,9 @@ class HeartbeatWorker:
         self.stats.beats += 1
         self.stats.consecutive_failures = 0
         self.last_response = response
-        if response.should_stop and not self.stats.stop_signalled:
+        if not response.should_stop:
+            return response
+        if not self.stats.stop_signalled:
             self.stats.stop_signalled = True
             logger.info(
                 "%s was asked to stop (step %s, run %s); interrupting it.",
@@ -117,6 +126,8 @@ class HeartbeatWorker:
                 response.run_status.value,
             )
             self._on_stop(response)
+        for listener in self._stop_listeners:
+            listener(response)
         return response
 
     def run(self) -> None:

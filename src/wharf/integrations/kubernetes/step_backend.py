@@ -54,6 +54,7 @@ from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
 from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
+from wharf.execution.stop_deadline import STOP_GRACE_ENV
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION, allocated_settings
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import (
@@ -187,6 +188,7 @@ class KubernetesStepBackend:
             environment = allocation_env(environment, allocation)
             settings = _allocated(settings, allocation)  # target settings, resources
             annotations[REQUEST_ID_ANNOTATION] = str(allocation.id)
+        environment[STOP_GRACE_ENV] = str(settings.pod_stop_grace_period)  # a cancel's cut-off
         plain, secret_env = self._secret.split(environment)
         name = self.job_name(record)
         labels = {

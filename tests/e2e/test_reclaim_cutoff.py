@@ -1,0 +1,181 @@
+"""A reclaimed local isolated step whose code ignores the stop is cut off after its grace (issue
+27 §3, ``wharf.execution.stop_deadline``), end to end with real processes: SQLite store, the
+embedded Resource Manager, a ``local_process`` stack. A higher-priority pipeline reclaims the
+one licence from a step that catches every interrupt; the step's own process records the
+attempt's end once the grace (30 s for a local process) has passed and exits, which releases
+the licence; the preemptor then runs, and the reclaimed step is retried."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_isolated import make_stack
+from wharf import ResourceSettings, RetryConfig, pipeline, step
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
+from wharf.execution.log_capture import read_log
+from wharf.execution.stop_deadline import DEFAULT_STOP_GRACE_SECONDS
+from wharf.resource_manager.contract.models import PolicyCreate
+from wharf.resource_manager.domain import SubjectSelector, SubjectType
+from wharf.sdk.pools import ensure_pool
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, StepRunRecord
+
+BOUND = 180.0  # seconds: a hang fails the test instead of blocking it
+SLACK = 30.0  # seconds the cut-off may come after its grace on a loaded machine
+LICENSE = ResourceSettings(resources={"license": 1})
+
+
+@step(enable_cache=False)
+def ignores_the_stop(path: str, started: str, marker: str) -> int:
+    """Hold the licence until ``path`` exists, swallowing every interrupt (as code that
+    catches ``BaseException`` in a loop would); ``marker`` records what happened."""
+    import pathlib
+    import time
+
+    pathlib.Path(started).write_text("started")
+    deadline = time.monotonic() + 170
+    try:
+        while not pathlib.Path(path).exists() and time.monotonic() < deadline:
+            try:
+                time.sleep(0.05)
+            except BaseException:  # the stop: ignored
+                with open(marker, "a") as out:
+                    out.write("interrupted\n")
+        return 1
+    finally:
+        with open(marker, "a") as out:
+            out.write("left\n")
+
+
+@step(enable_cache=False)
+def quick(label: str) -> str:
+    return label
+
+
+def contended_pool(workspace: Workspace) -> None:
+    """One reclaimable licence; pipeline ``high_pipe``'s policy outranks ``low_pipe``'s."""
+    rm = workspace.resource_manager()
+    ensure_pool(
+        rm, "shared", {"license": 1}, account=workspace.user.name, reclaimable="coordinated"
+    )
+    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
+    for name, priority in (("low", 0), ("high", 10)):
+        rm.policies.create(
+            PolicyCreate(
+                name=f"shared-{name}",
+                pool="shared",
+                priority=priority,
+                subject_selector=SubjectSelector(
+                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
+                ),
+            )
+        )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)  # polling a condition, with a deadline
+    return True
+
+
+def attempts(workspace: Workspace, run: PipelineRunRecord) -> list[StepRunRecord]:
+    page = PageRequest(sort="asc", size=100)
+    return list(workspace.store.steps.list(StepRunFilter(run_id=run.id), page).items)
+
+
+def test_a_reclaimed_step_that_ignores_the_stop_is_cut_off_after_its_grace(
+    wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # a loaded machine: 11 s liveness
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    setup = Workspace.open(load_config())
+    try:
+        make_stack(setup, "procs", "local_process")
+        contended_pool(setup)
+    finally:
+        setup.close()
+    release, started, marker = tmp_path / "release", tmp_path / "started", tmp_path / "marker"
+    low_step = ignores_the_stop.with_options(
+        runtime="isolated",
+        retry=RetryConfig(max_retries=1),
+        settings={
+            "resources": ResourceSettings(resources={"license": 1}, reclaim_tolerance="coordinated")
+        },
+    )
+    high_step = quick.with_options(runtime="isolated", settings={"resources": LICENSE})
+
+    @pipeline(name="low_pipe", dynamic=True, raise_on_failure=False)
+    def low() -> None:
+        low_step(path=str(release), started=str(started), marker=str(marker))
+
+    @pipeline(name="high_pipe", dynamic=True, raise_on_failure=False)
+    def high() -> None:
+        high_step(label="high")
+
+    runs: dict[str, Any] = {}
+
+    def run(p: Any, key: str) -> None:
+        ws = Workspace.open(load_config())
+        try:
+            runs[key] = p.run_in(ws)
+        finally:
+            ws.close()
+
+    low_thread = threading.Thread(target=run, args=(low, "low"), daemon=True)
+    low_thread.start()
+    assert wait_until(started.exists), "the low step never started"
+    high_thread = threading.Thread(target=run, args=(high, "high"), daemon=True)
+    high_thread.start()
+    high_thread.join(BOUND)
+    assert "high" in runs, "the high run did not end"
+    release.write_text("go")  # the low step's retry may now finish
+    low_thread.join(BOUND)
+    assert "low" in runs, "the low run did not end"
+
+    ws = Workspace.open(load_config())
+    try:
+        high_run, low_run = runs["high"], runs["low"]
+        assert high_run.status is ExecutionStatus.COMPLETED, high_run.status_reason
+        assert low_run.status is ExecutionStatus.COMPLETED, low_run.status_reason
+        reclaimed, retried = attempts(ws, low_run)
+        assert (reclaimed.status, retried.status) == (
+            ExecutionStatus.RETRYING,
+            ExecutionStatus.COMPLETED,
+        ), reclaimed.status_reason
+        assert (reclaimed.status_reason or "").startswith("Cancelling: "), reclaimed.status_reason
+        # The interrupt reached the code, which ignored it; its process was then ended (its
+        # finally block never ran); the retry left normally.
+        lines = marker.read_text().splitlines()
+        assert "interrupted" in lines
+        assert lines.count("left") == 1 and lines[-1] == "left"
+        assert reclaimed.logs_uri is not None
+        log = read_log(LocalArtifactStore(ws.config.artifact_root), reclaimed.logs_uri)
+        assert "did not stop within 30 s of being cancelled" in log, log
+        # The licence was released by the cut-off, once the grace had passed, and went to the
+        # preemptor.
+        (high_step_run,) = attempts(ws, high_run)
+        rm = ws.resource_manager()
+        assert reclaimed.resource_request_id and high_step_run.resource_request_id
+        victim = rm.requests.get(reclaimed.resource_request_id)
+        preemptor = rm.requests.get(high_step_run.resource_request_id)
+        assert victim.status is ResourceRequestStatus.PREEMPTED, victim.status_reason
+        assert victim.released_at is not None and preemptor.allocated_at is not None
+        held_on = (victim.released_at - preemptor.created_at).total_seconds()
+        assert DEFAULT_STOP_GRACE_SECONDS <= held_on <= DEFAULT_STOP_GRACE_SECONDS + SLACK
+        assert preemptor.allocated_at >= victim.released_at
+        assert retried.resource_request_id is not None
+        released = rm.requests.get(retried.resource_request_id)
+        assert released.status is ResourceRequestStatus.RELEASED
+    finally:
+        ws.close()

@@ -1,0 +1,104 @@
+"""The cut-off of a cancelled step that does not stop: real threads and short graces, an exit
+that records instead of ending the test's process. The cut-off of a real step process:
+``tests/e2e/test_reclaim_cutoff.py`` (local) and
+``tests/integrations/kubernetes/test_reclaim_cutoff.py`` (a step pod)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from wharf.core.errors import InputError
+from wharf.execution.stop_deadline import (
+    DEFAULT_STOP_GRACE_SECONDS,
+    EXIT_CODE,
+    STOP_GRACE_ENV,
+    StopDeadline,
+    stop_grace_from_env,
+)
+
+PATIENCE = 30.0  # seconds a condition may take on a loaded machine
+
+
+def eventually(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)  # polling a condition, with a deadline
+    return True
+
+
+class Ends:
+    """What a deadline did: the reasons it recorded an end with, the exit codes it asked for."""
+
+    def __init__(self) -> None:
+        self.given_up: list[str] = []
+        self.exits: list[int] = []
+        self.lock = threading.Lock()
+
+    def give_up(self, reason: str) -> None:
+        with self.lock:
+            self.given_up.append(reason)
+
+    def exit(self, code: int) -> None:
+        with self.lock:
+            self.exits.append(code)
+
+    def deadline(self, grace: float) -> StopDeadline:
+        return StopDeadline(grace, self.give_up, exit_process=self.exit, backstop=False)
+
+
+def test_a_step_that_ignores_the_cancel_is_recorded_ended_and_exits_after_its_grace() -> None:
+    ends = Ends()
+    deadline = ends.deadline(0.2)
+    deadline.arm("step cancelling, run running")
+    deadline.arm("again")  # a later beat: the grace is not restarted
+    assert eventually(lambda: bool(ends.exits))
+    assert ends.given_up == ["step cancelling, run running"]
+    assert ends.exits == [EXIT_CODE]
+    assert deadline.cut_off
+    assert not deadline.settle()  # the user code returned too late: its end is not recorded
+
+
+def test_a_step_whose_code_returns_within_the_grace_ends_by_itself() -> None:
+    ends = Ends()
+    deadline = ends.deadline(3600)
+    deadline.arm("step cancelling, run running")
+    assert deadline.settle()
+    assert not deadline.cut_off
+    assert (ends.given_up, ends.exits) == ([], [])
+
+
+def test_no_cut_off_without_a_cancel_nor_after_the_code_returned() -> None:
+    ends = Ends()
+    never_armed = ends.deadline(0.0)
+    assert never_armed.settle()
+    settled_first = ends.deadline(0.0)
+    assert settled_first.settle()
+    settled_first.arm("a cancel after the user code returned")  # it publishes its outputs
+    assert not settled_first.cut_off
+    assert (ends.given_up, ends.exits) == ([], [])
+
+
+def test_the_end_is_recorded_once_even_if_recording_fails() -> None:
+    exits: list[int] = []
+
+    def failing(reason: str) -> None:
+        raise ConnectionError("store unreachable")
+
+    deadline = StopDeadline(0.0, failing, exit_process=exits.append, backstop=False)
+    deadline.arm("step cancelling, run running")
+    assert eventually(lambda: exits == [EXIT_CODE])  # exits anyway: the engine records it lost
+
+
+def test_the_grace_comes_from_the_environment() -> None:
+    assert stop_grace_from_env({}) == DEFAULT_STOP_GRACE_SECONDS == 30
+    assert stop_grace_from_env({STOP_GRACE_ENV: "5"}) == 5
+    assert stop_grace_from_env({STOP_GRACE_ENV: " "}) == DEFAULT_STOP_GRACE_SECONDS
+    for bad in ("-1", "soon", "nan", "inf"):
+        with pytest.raises(InputError, match=STOP_GRACE_ENV):
+            stop_grace_from_env({STOP_GRACE_ENV: bad})
