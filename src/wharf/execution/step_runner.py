@@ -122,33 +122,41 @@ def _load_script(path: str, load: UserCodeLoad) -> ModuleType:
 
 def import_step(spec: StepSpec) -> StepLike:
     """The step object named by ``spec.source`` (``module:qualname``)."""
-    module_name, _, qualname = spec.source.partition(":")
+    obj = import_user_object("step", spec.name, spec.source, spec.source_file)
+    if not isinstance(obj, StepLike):
+        raise InputError(f"'{spec.source}' is not a Wharf step.")
+    return obj
+
+
+def import_user_object(kind: str, name: str, source: str, source_file: str | None) -> Any:
+    """The object named by ``source`` (``module:qualname``; a ``__main__`` module is the script
+    ``source_file``), imported while pipeline calls do not run (see the module docstring);
+    errors name it as ``kind`` (``step``, ``pipeline``) ``name``, raised as :class:`InputError`."""
+    module_name, _, qualname = source.partition(":")
     if "<locals>" in qualname:
         raise InputError(
-            f"Step '{spec.name}' is defined inside a function ({qualname}); define it at "
-            "module level so that another process can import it."
+            f"{kind.capitalize()} '{name}' is defined inside a function ({qualname}); define it "
+            "at module level so that another process can import it."
         )
-    where = spec.source_file if module_name == "__main__" and spec.source_file else module_name
+    where = source_file if module_name == "__main__" and source_file else module_name
     attribute = qualname.split(".")[0]
     try:
-        with _loading(UserCodeLoad(spec.name, where, attribute)) as load:
-            if module_name == "__main__" and spec.source_file:
+        with _loading(UserCodeLoad(name, where, attribute)) as load:
+            if module_name == "__main__" and source_file:
                 main = sys.modules.get("__main__")
-                has_step = main is not None and hasattr(main, attribute)
-                obj: Any = main if has_step else _load_script(spec.source_file, load)
+                has_it = main is not None and hasattr(main, attribute)
+                obj: Any = main if has_it else _load_script(source_file, load)
             else:
                 obj = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, OSError) as exc:
-        raise InputError(f"Cannot import step '{spec.name}' from '{spec.source}': {exc}") from exc
+        raise InputError(f"Cannot import {kind} '{name}' from '{source}': {exc}") from exc
     except (Exception, SystemExit) as exc:
-        # The user's module raised (or exited) while it was imported: the step cannot load.
+        # The user's module raised (or exited) while it was imported: it cannot load.
         raise InputError(
-            f"Cannot import step '{spec.name}': loading {where} raised {type(exc).__name__}: {exc}"
+            f"Cannot import {kind} '{name}': loading {where} raised {type(exc).__name__}: {exc}"
         ) from exc
-    if not isinstance(obj, StepLike):
-        raise InputError(f"'{spec.source}' is not a Wharf step.")
     return obj
 
 

@@ -1,5 +1,6 @@
 """The kubernetes orchestrator without a cluster: its component configuration parsed, the runs it
-refuses (a local artifact store, dynamic pipelines, schedules without cron, no image) before any pod, and the
+refuses (a local artifact store, schedules without cron, a scheduled dynamic pipeline defined in a
+script, no image) before any pod, dynamic pipelines' steps each in a pod of their own, and the
 orchestrator pod's command line and environment (the run token never a plain value)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from wharf import pipeline, step
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, load_config
 from wharf.config.settings import Schedule
+from wharf.config.spec import PipelineConfig, PipelineSpec
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError
 from wharf.execution.run_loop import RunJob
@@ -64,11 +66,6 @@ def tiny() -> None:
     },
 )
 def tiny_for_team_a() -> None:
-    one()
-
-
-@pipeline(dynamic=True, code_source="image")
-def tiny_dynamic() -> None:
     one()
 
 
@@ -177,7 +174,7 @@ def test_which_artifact_store_paths_are_local(path: str, local: bool) -> None:
 
 @pytest.mark.parametrize(
     ("definition", "match"),
-    [(tiny_dynamic, "dynamic"), (tiny_every_ten_minutes, "schedules need cron_expression")],
+    [(tiny_every_ten_minutes, "schedules need cron_expression")],
 )
 def test_runs_it_cannot_run_yet_are_refused_before_anything_is_recorded(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, definition: Any, match: str
@@ -187,6 +184,23 @@ def test_runs_it_cannot_run_yet_are_refused_before_anything_is_recorded(
         definition.run_in(workspace)
     assert workspace.store.runs.list().items == []
     assert workspace.store.schedules.list().items == []
+
+
+def test_a_dynamic_pipeline_runs_every_step_isolated_and_only_a_script_one_cannot_be_scheduled(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orchestrator = kubernetes_stack(workspace, monkeypatch, image="wharf/python:3.11")
+    in_module = PipelineSpec(name="fan_out", source="project.flows:fan_out", dynamic=True)
+    runtimes = orchestrator.runtime_policy(in_module)
+    assert runtimes.isolate_all and runtimes.has_isolation  # each step in its own pod
+    nightly = PipelineConfig(schedule=Schedule(name="nightly", cron_expression="0 3 * * *"))
+    scheduled = in_module.model_copy(update={"config": nightly})
+    assert orchestrator.runtime_policy(scheduled).isolate_all
+    in_script = scheduled.model_copy(update={"source": "__main__:fan_out"})
+    with pytest.raises(InputError, match="define the pipeline in a module the script imports"):
+        orchestrator.runtime_policy(in_script)
+    # Run now rather than on a schedule, a pipeline of the script is loaded from the script.
+    assert orchestrator.runtime_policy(in_module.model_copy(update={"source": "__main__:f"}))
 
 
 def test_an_orchestrator_without_an_image_says_how_to_set_one(

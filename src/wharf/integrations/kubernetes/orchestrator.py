@@ -8,6 +8,11 @@ Job's name and namespace in the run's metadata; then either follow the Job to it
 streaming its pod's log (``synchronous``, the default) and return the run as the store has it,
 or return at once, printing how to follow it.
 
+Dynamic pipelines run as static ones do: the orchestrator pod runs the pipeline's function
+(``orchestrator_dynamic``) and every step runs in a Job of its own (``runtime_policy`` isolates
+all steps); the submitter records the path of a script that defines one (the pod loads it from
+the code archive), and a scheduled one must be defined in a module (refused otherwise).
+
 Scheduling (``schedules_runs``): a cron schedule becomes a CronJob whose job template is the
 orchestrator Job of a manual run, without a run (``schedules``); pausing, resuming and deleting
 the schedule suspend, resume and delete it. Other schedules are refused before anything is
@@ -38,7 +43,8 @@ Invariants:
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from dataclasses import replace
+from typing import Any, TextIO
 
 from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError
@@ -51,6 +57,11 @@ from wharf.execution.run_loop import RunJob, StepOperatorLike
 from wharf.execution.runtime import RuntimePolicy
 from wharf.execution.services import RunServices, for_run
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.orchestrator_dynamic import (
+    SCRIPT_KEY,
+    defined_in_script,
+    main_script,
+)
 from wharf.integrations.kubernetes.orchestrator_follow import follow_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
@@ -116,14 +127,18 @@ class KubernetesOrchestrator(BaseOrchestrator):
     def runtime_policy(
         self, spec: PipelineSpec, step_operator: StepOperatorLike | None = None
     ) -> RuntimePolicy:
-        if spec.dynamic:
-            raise InputError(
-                f"Pipeline '{spec.name}' is dynamic: the kubernetes orchestrator runs static "
-                "pipelines only for now (run it on a local stack, or make it static)."
-            )
         if spec.config.schedule is not None:
             check_schedulable(spec.name, spec.config.schedule)
-        return super().runtime_policy(spec, step_operator)
+            if spec.dynamic and defined_in_script(spec):
+                raise InputError(
+                    f"Dynamic pipeline '{spec.name}' is defined in the script that runs it: "
+                    "a schedule's runs cannot load it on Kubernetes; define the pipeline in a "
+                    "module the script imports."
+                )
+        runtimes = super().runtime_policy(spec, step_operator)
+        # Every step of a dynamic pipeline runs in a pod of its own too (the pod runs only
+        # the pipeline's function).
+        return replace(runtimes, isolate_all=True)
 
     def check_artifact_store(self, artifact_store: ArtifactStore) -> None:
         """Refuse an artifact store the pods cannot reach: a local one, unless the component
@@ -187,10 +202,12 @@ class KubernetesOrchestrator(BaseOrchestrator):
         clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
             # Recorded first: a run whose Job exists always says where it is.
+            recorded: dict[str, Any] = {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name}
+            script = main_script(job.snapshot.spec)
+            if script is not None:  # the pod loads a dynamic pipeline from it
+                recorded[SCRIPT_KEY] = script
             job.services.store.run_metadata.add(
-                MetadataResourceType.PIPELINE_RUN,
-                job.run.id,
-                {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name},
+                MetadataResourceType.PIPELINE_RUN, job.run.id, recorded
             )
             submitted = create_orchestrator_job(
                 clients, settings, job, args, image=image, environment=environment

@@ -10,13 +10,16 @@ it opens the store from its environment (as a step's process does:
 runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
 loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backend: each step
 that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
-collects its step Jobs. The loop decides caching right before each step's launch and starts the
-placeholder run with this Job's orchestrator run id (``kubernetes-<Job uid>``: the same for
-every pod of the Job). A pod that finds its run running with that id (an earlier pod of the
-Job died mid-run) resumes it (``orchestrator_resume``): finished steps are not run again,
-step Jobs still running are adopted, never started twice. A run started with another
-orchestrator run id (or whose pod cannot find its own Job) is ended failed rather than have
-its steps run twice; a run that ended already is left as it is.
+collects its step Jobs. A dynamic pipeline's function runs here, in the loop's dynamic runner
+(imported by ``orchestrator_dynamic``), and each step it launches runs as a Job too. The loop
+decides caching right before each step's launch and starts the placeholder run with this Job's
+orchestrator run id (``kubernetes-<Job uid>``: the same for every pod of the Job). A pod that
+finds its run running with that id (an earlier pod of the Job died mid-run) resumes it
+(``orchestrator_resume``): finished steps are not run again, step Jobs still running are
+adopted, never started twice. A run started with another orchestrator run id (or whose pod
+cannot find its own Job), and any dynamic pipeline's run (how far its function got is not
+recorded), is ended failed rather than have its steps run twice; a run that ended already is
+left as it is.
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
@@ -51,6 +54,7 @@ from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.labels import run_labels
 from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE, owner_reference
 from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator
+from wharf.integrations.kubernetes.orchestrator_dynamic import SCRIPT_KEY, DynamicBody
 from wharf.integrations.kubernetes.orchestrator_follow import read_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
     FAILED_BEFORE_THE_RUN,
@@ -198,7 +202,18 @@ def _orchestrate(
         labels=run_labels(snapshot.spec.name, str(run.id), run.name),
         owner=owner_reference(own_job),
     )
-    job = RunJob(with_parallelism(snapshot, settings), run, services, step_operator=step_operator)
+    body = None
+    if snapshot.spec.dynamic:  # this pod runs the pipeline's function; its steps run in pods
+        script = _recorded_script(store, run)
+        body = DynamicBody(snapshot.spec, services.artifact_store, config.code_cache, script)
+    job = RunJob(
+        with_parallelism(snapshot, settings),
+        run,
+        services,
+        pipeline_function=body,
+        step_operator=step_operator,
+        spec_factory=body.step_spec if body is not None else None,
+    )
     try:
         return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
     finally:
@@ -215,6 +230,13 @@ def _why_not_resumable(
     if snapshot.spec.dynamic:
         return "a dynamic pipeline's run cannot be resumed"
     return f"it was started by {run.orchestrator_run_id}, not by this pod's Job"
+
+
+def _recorded_script(store: Store, run: PipelineRunRecord) -> str | None:
+    """The submitter's script recorded for the run's dynamic pipeline, if any."""
+    records = store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+    scripts = [str(m.value) for m in records if m.key == SCRIPT_KEY]
+    return scripts[-1] if scripts else None
 
 
 def with_parallelism(
