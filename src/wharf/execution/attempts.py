@@ -15,16 +15,21 @@ store shows the step finished, its backend gets a grace (:attr:`IsolatedExecutor
 by default one heartbeat interval, at least :data:`FINISH_GRACE_MIN` s) to report the attempt
 ended (its process or pod exiting) before it is cancelled; a cancelled attempt that its backend
 never reports ended counts as ended after :data:`CANCEL_PATIENCE` s, so nothing waits forever.
+The store checks made while isolated attempts wait (the run's lost-heartbeat sweep, whether
+their steps finished) are made once per heartbeat interval for all of a run's waiting attempts
+(``wharf.execution.run_checks``), not once per attempt.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
@@ -41,6 +46,7 @@ from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liven
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import capture_output, write_log
 from wharf.execution.outages import retry_through_outage, transient
+from wharf.execution.run_checks import RunChecks
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import StepRunner
 from wharf.store.models import (
@@ -290,6 +296,9 @@ class IsolatedExecutor:
     :data:`FINISH_GRACE_MIN`."""
     cancel_patience: float = CANCEL_PATIENCE
     """How long (s) a cancelled attempt has to be reported ended before it counts as ended."""
+    _checks: dict[UUID, RunChecks] = field(default_factory=dict, init=False, repr=False)
+    """The store checks of each run that has attempts waiting (under ``_checks_lock``)."""
+    _checks_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __call__(
         self,
@@ -346,7 +355,9 @@ class IsolatedExecutor:
         self, backend: StepBackend[Any], handle: Hashable, record: StepRunRecord
     ) -> AttemptOutcome:
         """Wait for the attempt; meanwhile fail steps of this run whose heartbeat was lost,
-        and end this step's attempt if that happened to it (e.g. it hangs).
+        and end this step's attempt if that happened to it (e.g. it hangs). Those store checks
+        are the run's (:class:`~wharf.execution.run_checks.RunChecks`): one sweep per run per
+        heartbeat interval serves all its waiting steps.
 
         A store that cannot be reached (a server or database restarting) is waited out: the
         step's own process keeps beating and records its result when the store is back. The
@@ -356,7 +367,19 @@ class IsolatedExecutor:
         A step the store shows finished is cancelled only if its backend does not report the
         attempt ended within ``finish_grace``; a cancelled one counts as ended after
         ``cancel_patience`` at the latest."""
-        store = self.services.store
+        checks = self._checks_for(record)
+        try:
+            return self._wait_checked(backend, handle, record, checks)
+        finally:
+            self._done_checking(record, checks)
+
+    def _wait_checked(
+        self,
+        backend: StepBackend[Any],
+        handle: Hashable,
+        record: StepRunRecord,
+        checks: RunChecks,
+    ) -> AttemptOutcome:
         interval = self.services.heartbeat_interval
         grace = self.finish_grace
         if grace is None:
@@ -396,10 +419,7 @@ class IsolatedExecutor:
                     timeout = min(interval, grace - waited)
                 continue
             try:
-                if not outage:
-                    now = self.services.clock()
-                    step_writes.fail_lost_heartbeats(self.services, now, record.run_id)
-                finished = store.steps.get(record.id).status.is_finished
+                finished = checks.finished(record)
             except WharfError as exc:
                 if not transient(exc):
                     raise
@@ -413,6 +433,24 @@ class IsolatedExecutor:
             if finished:  # its process is likely exiting: the backend gets a grace to say so
                 finished_at = time.monotonic()
                 timeout = min(interval, grace)
+
+    def _checks_for(self, record: StepRunRecord) -> RunChecks:
+        """The checks of ``record``'s run, with ``record`` among its waiting steps."""
+        with self._checks_lock:
+            checks = self._checks.get(record.run_id)
+            if checks is None:
+                interval = self.services.heartbeat_interval
+                checks = self._checks[record.run_id] = RunChecks(
+                    self.services, record.run_id, interval
+                )
+            checks.add(record)
+            return checks
+
+    def _done_checking(self, record: StepRunRecord, checks: RunChecks) -> None:
+        with self._checks_lock:
+            checks.remove(record)
+            if checks.idle and self._checks.get(record.run_id) is checks:
+                del self._checks[record.run_id]
 
     def _record_lost(self, record: StepRunRecord, failed: str, stopped: str) -> StepRunRecord:
         """The process is gone without a result: stopped if its run is stopping, else failed."""
