@@ -12,11 +12,8 @@ embedded SQLite store opened by the pods directly.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,15 +21,20 @@ from uuid import UUID
 
 import pytest
 
-import tests.artifacts.s3_server as s3
-from tests.artifacts.s3_server import CREDENTIALS, MotoServer
-from tests.integrations.kubernetes.test_orchestrator_e2e import Seen, wait_until
-from tests.kube.emulator import Emulator
+from tests.integrations.kubernetes.testbed import (
+    BOUND,
+    IMAGE,
+    Bed,
+    BedFactory,
+    metadata_of,
+    register_kubernetes_stack,
+    run_script,
+    step_statuses,
+    wait_until,
+)
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, JOBS
-from tests.kube.kubelet import Kubelet
-from wharf.config.global_config import load_config
-from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
 from wharf.integrations.kubernetes.orchestrator_main import (
     CRON_JOB_KEY,
@@ -40,21 +42,8 @@ from wharf.integrations.kubernetes.orchestrator_main import (
     SCHEDULE_NAME_KEY,
 )
 from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY as SCHEDULE_LABEL
-from wharf.sdk import stacks
-from wharf.sdk.workspace import Workspace
-from wharf.store.models import (
-    PageRequest,
-    PipelineRunRecord,
-    RunFilter,
-    ScheduleRecord,
-    StepRunFilter,
-)
+from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord
 
-s3_server = s3.s3_server
-s3_bucket = s3.s3_bucket
-
-IMAGE = "wharf/python:3.11"
-BOUND = 240  # seconds: a hang fails the test instead of blocking it
 START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
 
 
@@ -106,78 +95,27 @@ if __name__ == "__main__":
 """
 
 
-@dataclass
-class Bed:
-    emulator: Emulator
-    seen: Seen
-    workspace: Workspace
-    project: Path
-    env: dict[str, str]
-
-
 @pytest.fixture
-def bed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_server: MotoServer, s3_bucket: str
-) -> Iterator[Bed]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_SERVER_URL", "PYTHONPATH"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WHARF_ACTIVE_STACK", "k8s")
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "k8s_steps.py").write_text(STEPS_MODULE)
-    (project / "run.py").write_text(SCRIPT)
-    with Emulator(clock=FakeClock(START)) as emulator:
-        seen = Seen()
-        emulator.store.subscribe(seen)
-        monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))
-        with Kubelet(
-            emulator.kubeconfig_path,
-            images={IMAGE: sys.executable},
-            log_dir=emulator.log_dir,
-            extra_env={**CREDENTIALS, "WHARF_HOME": str(tmp_path / "pod-home")},
-        ) as kubelet:
-            assert kubelet.wait_ready(10)
-            ws = Workspace.open(load_config())
-            try:
-                stacks.register_component(
-                    ws,
-                    "remote",
-                    ComponentType.ARTIFACT_STORE,
-                    "fsspec",
-                    {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint},
-                )
-                stacks.register_component(
-                    ws,
-                    "k8s",
-                    ComponentType.ORCHESTRATOR,
-                    "kubernetes",
-                    {
-                        "image": IMAGE,
-                        "job_monitoring_interval": 0.5,
-                        "successful_jobs_history_limit": 2,
-                        "failed_jobs_history_limit": 1,
-                        "concurrency_policy": "Forbid",
-                        "starting_deadline_seconds": 600,
-                    },
-                )
-                stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="remote")
-                env = {**os.environ, "WHARF_HEARTBEAT_INTERVAL": "2"}
-                yield Bed(emulator, seen, ws, project, env)
-            finally:
-                ws.close()
-
-
-def run_script(bed: Bed, pipeline: str, **parameters: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "run.py", pipeline, json.dumps(parameters)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-        cwd=bed.project,
+def bed(make_bed: BedFactory) -> Bed:
+    """The bed on the emulator's clock (at ``START``) with the ``k8s`` stack."""
+    made = make_bed(
+        {"k8s_steps.py": STEPS_MODULE, "run.py": SCRIPT},
+        active_stack="k8s",
+        clock=FakeClock(START),
     )
+    register_kubernetes_stack(
+        made.workspace,
+        "k8s",
+        {
+            "image": IMAGE,
+            "job_monitoring_interval": 0.5,
+            "successful_jobs_history_limit": 2,
+            "failed_jobs_history_limit": 1,
+            "concurrency_policy": "Forbid",
+            "starting_deadline_seconds": 600,
+        },
+    )
+    return made
 
 
 def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -257,11 +195,6 @@ def comparable_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     return {"job": spec, "pod": template["spec"]}
 
 
-def step_statuses(bed: Bed, run: PipelineRunRecord) -> dict[str, ExecutionStatus]:
-    steps = bed.workspace.store.steps.list(StepRunFilter(run_id=run.id), PageRequest(size=100))
-    return {s.name: s.status for s in steps.items}
-
-
 def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cache(
     bed: Bed,
 ) -> None:
@@ -309,10 +242,7 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
         "make": ExecutionStatus.COMPLETED,
         "double": ExecutionStatus.COMPLETED,
     }
-    metadata = {
-        m.key: m.value
-        for m in bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, first.id)
-    }
+    metadata = metadata_of(bed, first)
     assert metadata[SCHEDULE_ID_KEY] == str(schedule.id)
     assert metadata[SCHEDULE_NAME_KEY] == "every-five"
     assert metadata[CRON_JOB_KEY] == name
@@ -328,10 +258,7 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     second = wait_for_fired_run(bed, schedule, 2)
     assert second.id != first.id and second.status is ExecutionStatus.COMPLETED
     assert set(step_statuses(bed, second).values()) == {ExecutionStatus.CACHED}
-    step_pods = [
-        p for p in bed.seen.of_run("Pod", str(second.id)) if STEP_KEY in p["metadata"]["labels"]
-    ]
-    assert step_pods == []
+    assert bed.seen.step_objects("Pod", second) == []
     assert wait_until(
         lambda: (
             not bed.emulator.store.get(CRONJOBS, "default", name).get("status", {}).get("active")
