@@ -5,14 +5,18 @@ that records instead of ending the test's process. The cut-off of a real step pr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from wharf.core.errors import InputError
 from wharf.execution.stop_deadline import (
+    BACKSTOP_SECONDS,
     DEFAULT_STOP_GRACE_SECONDS,
     EXIT_CODE,
     STOP_GRACE_ENV,
@@ -102,3 +106,32 @@ def test_the_grace_comes_from_the_environment() -> None:
     for bad in ("-1", "soon", "nan", "inf"):
         with pytest.raises(InputError, match=STOP_GRACE_ENV):
             stop_grace_from_env({STOP_GRACE_ENV: bad})
+
+
+HOLDS_THE_GIL = """
+import pathlib
+import sys
+
+from wharf.execution.stop_deadline import StopDeadline
+
+recorded = pathlib.Path(sys.argv[1])
+deadline = StopDeadline(2.0, lambda reason: recorded.write_text(reason))
+deadline.arm("step cancelling, run running")
+sum(range(10**13))  # native code that never lets another Python thread run
+"""
+
+
+def test_native_code_holding_the_gil_is_ended_by_the_backstop(tmp_path: Path) -> None:
+    """A real process: its deadline's thread cannot run, so nothing is recorded (the engine
+    records the attempt lost); the C-level backstop still ends the process, with its stacks."""
+    recorded = tmp_path / "recorded"
+    done = subprocess.run(
+        [sys.executable, "-c", HOLDS_THE_GIL, str(recorded)],
+        capture_output=True,
+        text=True,
+        timeout=60 + BACKSTOP_SECONDS,
+        check=False,
+    )
+    assert done.returncode == EXIT_CODE, done.stderr
+    assert "Timeout" in done.stderr and "<string>" in done.stderr  # where the code was stuck
+    assert not recorded.exists()
