@@ -68,6 +68,10 @@ from wharf.integrations.kubernetes.orchestrator_resume import (
     take_over,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.schedule_credentials import (
+    fire_scheduled_run,
+    holds_schedule_token,
+)
 from wharf.integrations.kubernetes.schedules import in_window, split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
@@ -111,6 +115,12 @@ def run_orchestrator(
     try:
         clients = kube_clients()  # in-cluster (the test bed: KUBECONFIG)
         try:
+            if schedule_id is not None and holds_schedule_token(environ):  # a server's schedule
+                own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
+                fired = fire_scheduled_run(store, args, environ, schedule_id, own, job_run_id(own))
+                if fired is None:
+                    return 0
+                store, args, environ = fired.store, fired.args, fired.environ  # its run token
             return _orchestrate(args, settings, config, store, clients, environ, schedule_id)
         finally:
             # Only once the run ended: a pod that failed before may be followed by another
