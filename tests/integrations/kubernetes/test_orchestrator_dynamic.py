@@ -1,0 +1,337 @@
+"""Dynamic pipelines on the Kubernetes orchestrator, end to end on the test bed.
+
+The orchestrator pod runs the pipeline's function (imported from the run's code archive) with
+the engine's dynamic runner; every step it launches runs as a Job/pod of its own, its caching
+decided right before its pod. The pipelines here decide their fan-out at run time (from a step's
+output), so their steps exist only once the pod ran that step. One pipeline is defined in a
+module the submitting script imports, one in the script itself (``__main__``). Stopped runs
+(graceful and forced) end stopped with no further step pod. Without a kubelet: a restarted
+orchestrator pod ends a dynamic run failed, naming why, and starts no step Job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integrations.kubernetes.testbed import (
+    BOUND,
+    IMAGE,
+    Bed,
+    BedFactory,
+    metadata_of,
+    register_kubernetes_stack,
+    reported_run_id,
+    run_script,
+    step_statuses,
+    steps_of,
+    wait_for_run_end,
+    wait_for_step,
+)
+from tests.kube.emulator import Emulator
+from wharf import Client, pipeline
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.execution.run_lifecycle import start_run
+from wharf.integrations.kubernetes.clients import kube_clients
+from wharf.integrations.kubernetes.labels import STEP_KEY
+from wharf.integrations.kubernetes.orchestrator_dynamic import SCRIPT_KEY
+from wharf.integrations.kubernetes.orchestrator_launch import (
+    RUN_ENDED_UNCOMPLETED,
+    OrchestratorArgs,
+)
+from wharf.integrations.kubernetes.orchestrator_main import run_orchestrator
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PipelineRunRecord, RunStart
+
+DYNAMIC_MODULE = """
+from wharf import pipeline, step
+
+
+@step
+def count_of(n: int) -> int:
+    return n
+
+
+@step
+def square(x: int) -> int:
+    print("squaring", x)
+    return x * x
+
+
+@step
+def summed(values: list) -> int:
+    return sum(values)
+
+
+@pipeline(dynamic=True)
+def fan_out(n: int = 3) -> None:
+    count = count_of(n)
+    squares = square.map(list(range(count.load())))
+    summed(squares.load())
+
+
+@step
+def explode(x: int) -> int:
+    raise ValueError(f"no good: {x}")
+
+
+@pipeline(dynamic=True, raise_on_failure=False)
+def failing_fan_out() -> None:
+    count = count_of(2)
+    exploded = explode.map(list(range(count.load())))
+    square(sum(exploded.load()))  # never reached: loading a failed step's output raises
+
+
+@step(enable_cache=False)
+def wait_for(path: str) -> int:
+    import pathlib
+    import time
+
+    while not pathlib.Path(path).exists():
+        time.sleep(0.05)
+    return 1
+
+
+@step(enable_cache=False)
+def after_wait(value: int) -> int:
+    return value
+
+
+@pipeline(dynamic=True, enable_cache=False, raise_on_failure=False)
+def stoppable(path: str) -> None:
+    after_wait(wait_for(path))
+"""
+
+MODULE_SCRIPT = """
+import json
+import sys
+from itertools import pairwise
+
+import k8s_dynamic
+
+if __name__ == "__main__":
+    run = getattr(k8s_dynamic, sys.argv[1])(**json.loads(sys.argv[2]))
+    print("RUN", run.id, run.status.value)
+"""
+
+IN_SCRIPT = """
+from wharf import pipeline, step
+
+
+@step
+def halve(x: int) -> int:
+    return x // 2
+
+
+@step
+def count_of(n: int) -> int:
+    return n
+
+
+@pipeline(dynamic=True)
+def in_script(n: int = 2) -> None:
+    halve.map([10 * (i + 1) for i in range(count_of(n).load())])
+
+
+run = in_script()  # no __main__ guard: the pods that load this script must not run it
+print("RUN", run.id, run.status.value)
+"""
+
+
+@pytest.fixture
+def bed(make_bed: BedFactory) -> Bed:
+    """The bed with stacks ``k8s`` (synchronous), ``k8s-async`` and ``k8s-serial`` (one step
+    at a time: ``max_parallelism=1``)."""
+    made = make_bed(
+        {"k8s_dynamic.py": DYNAMIC_MODULE, "run.py": MODULE_SCRIPT, "in_script.py": IN_SCRIPT},
+        active_stack="k8s",
+    )
+    ws = made.workspace
+    register_kubernetes_stack(ws, "k8s", {"image": IMAGE, "job_monitoring_interval": 0.5})
+    register_kubernetes_stack(
+        ws, "k8s-async", {"image": IMAGE, "synchronous": False, "pod_stop_grace_period": 5}
+    )
+    register_kubernetes_stack(
+        ws, "k8s-serial", {"image": IMAGE, "job_monitoring_interval": 0.5, "max_parallelism": 1}
+    )
+    return made
+
+
+def submit(
+    bed: Bed, pipeline: str, stack: str = "k8s", **parameters: Any
+) -> tuple[PipelineRunRecord, str]:
+    """Run ``pipeline`` of ``k8s_dynamic`` through the project's ``run.py`` on ``stack`` (it
+    must succeed); its run as the store has it once the script ended, and its output."""
+    done = run_script(bed, pipeline, stack, **parameters)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    return bed.workspace.store.runs.get(reported_run_id(done)), output
+
+
+def step_pods(bed: Bed, run: PipelineRunRecord) -> list[str]:
+    """The step names of the pods of ``run``'s step Jobs, sorted."""
+    pods = bed.seen.of_run("Pod", str(run.id))
+    return sorted(
+        p["metadata"]["labels"][STEP_KEY] for p in pods if STEP_KEY in p["metadata"]["labels"]
+    )
+
+
+def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
+    pods = bed.seen.of_run("Pod", str(run.id))
+    return [p for p in pods if STEP_KEY not in p["metadata"]["labels"]]
+
+
+def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
+    bed: Bed,
+) -> None:
+    run, output = submit(bed, "fan_out", n=3)
+    assert run.status is ExecutionStatus.COMPLETED, output
+    assert run.orchestrator_run_id is not None
+    assert run.orchestrator_run_id.startswith("kubernetes-")
+    expected = ["count_of", "square_0", "square_1", "square_2", "summed"]
+    assert sorted(step_statuses(bed, run)) == expected
+    assert set(step_statuses(bed, run).values()) == {ExecutionStatus.COMPLETED}
+    assert step_pods(bed, run) == expected  # one pod per step, the fan-out decided in the pod
+    assert len(orchestrator_pods(bed, run)) == 1
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "square_2") == 4
+        assert client.load_step_output(run.id, "summed") == 5
+        assert "squaring 2" in client.step_logs("square_2", run=run.id)
+
+    # The same run again: every step is cached right before its pod, so no step pod starts.
+    again, output = submit(bed, "fan_out", n=3)
+    assert again.status is ExecutionStatus.COMPLETED, output
+    assert sorted(step_statuses(bed, again)) == expected
+    assert set(step_statuses(bed, again).values()) == {ExecutionStatus.CACHED}
+    assert step_pods(bed, again) == []
+    assert len(orchestrator_pods(bed, again)) == 1
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(again.id, "summed") == 5
+
+
+def test_the_orchestrators_max_parallelism_bounds_a_dynamic_fan_out(bed: Bed) -> None:
+    run, output = submit(bed, "fan_out", stack="k8s-serial", n=3)
+    assert run.status is ExecutionStatus.COMPLETED, output
+    assert step_pods(bed, run) == ["count_of", "square_0", "square_1", "square_2", "summed"]
+    squares = sorted(
+        (s for s in steps_of(bed, run).values() if s.name.startswith("square_")),
+        key=lambda s: s.start_time or s.created,
+    )
+    for earlier, later in pairwise(squares):
+        assert earlier.end_time is not None and later.start_time is not None
+        assert later.start_time >= earlier.end_time, (earlier.name, later.name)  # one at a time
+
+
+def test_a_failing_step_of_a_dynamic_pipeline_fails_the_run(bed: Bed) -> None:
+    run, output = submit(bed, "failing_fan_out")
+    assert run.status is ExecutionStatus.FAILED, output
+    assert "explode" in (run.status_reason or ""), run.status_reason
+    steps = steps_of(bed, run)
+    assert steps["count_of"].status is ExecutionStatus.COMPLETED
+    assert {steps["explode_0"].status, steps["explode_1"].status} == {ExecutionStatus.FAILED}
+    assert "no good: 0" in (steps["explode_0"].status_reason or "")
+    assert "square" not in steps  # the body stopped at the failure
+    assert step_pods(bed, run) == ["count_of", "explode_0", "explode_1"]
+    # The orchestrator pod exited 1 (the run ended failed): its Job started no second pod.
+    assert len(orchestrator_pods(bed, run)) == 1
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stopped_dynamic_run_starts_no_further_step_pod_and_ends_stopped(
+    bed: Bed, tmp_path: Path, force: bool
+) -> None:
+    release = tmp_path / "release"
+    run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
+    waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        client.stop_run(run.id, force=force)
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
+    stopped = bed.workspace.store.steps.get(waiting.id)
+    assert stopped.status is ExecutionStatus.STOPPED, stopped.status_reason
+    assert step_pods(bed, run) == ["wait_for"]
+    assert "after_wait" not in step_statuses(bed, ended)
+
+
+def test_a_dynamic_pipeline_defined_in_the_submitting_script_runs_on_kubernetes(
+    bed: Bed,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "in_script.py"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = bed.workspace.store.runs.get(reported_run_id(done))
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert step_pods(bed, run) == ["count_of", "halve_0", "halve_1"]
+    assert metadata_of(bed, run)[SCRIPT_KEY] == str((bed.project / "in_script.py").resolve())
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "halve_1") == 10
+    assert len(orchestrator_pods(bed, run)) == 1
+
+
+@pipeline(dynamic=True, code_source="image")
+def resumed_dynamic() -> None:
+    return None
+
+
+def test_a_restarted_orchestrator_pod_ends_a_dynamic_run_failed_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emulator: Emulator
+) -> None:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))  # as in a pod
+    ws = Workspace.open(load_config())
+    clients = kube_clients()
+    try:
+        stacks.register_component(
+            ws, "k8s", ComponentType.ORCHESTRATOR, "kubernetes", {"image": IMAGE}
+        )
+        stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="default")
+        stack = ws.store.stacks.get_stack_by_name("k8s")
+        _, snapshot, run = ws.store.runs.record(
+            ws.project.id,
+            "resumed_dynamic",
+            stack.id,
+            resumed_dynamic.compile(),
+            RunStart(name="restarted"),
+        )
+        container = {"name": "main", "image": IMAGE}
+        body = {
+            "metadata": {"name": "restarted"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+        }
+        created: Any = clients.batch.create_namespaced_job("default", body)
+        # An earlier pod of this Job started the run, then died.
+        run = start_run(ws.store, run, f"kubernetes-{created.metadata.uid}")
+        args = OrchestratorArgs(
+            snapshot_id=snapshot.id,
+            run_id=run.id,
+            namespace="default",
+            job_name="restarted",
+            settings_json="{}",
+            token_secret=None,
+        )
+        environ = {"WHARF_HOME": str(ws.config.home), "WHARF_STORE_URL": ws.config.store_url}
+        assert run_orchestrator(args, environ) == RUN_ENDED_UNCOMPLETED
+        ended = ws.store.runs.get(run.id)
+        assert ended.status is ExecutionStatus.FAILED
+        assert "a dynamic pipeline's run cannot be resumed" in (ended.status_reason or "")
+        assert [j.metadata.name for j in clients.batch.list_namespaced_job("default").items] == [
+            "restarted"  # it started no step Job
+        ]
+    finally:
+        clients.close()
+        ws.close()
