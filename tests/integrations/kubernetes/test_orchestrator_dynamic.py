@@ -4,8 +4,9 @@ The orchestrator pod runs the pipeline's function (imported from the run's code 
 the engine's dynamic runner; every step it launches runs as a Job/pod of its own, its caching
 decided right before its pod. The pipelines here decide their fan-out at run time (from a step's
 output), so their steps exist only once the pod ran that step. One pipeline is defined in a
-module the submitting script imports, one in the script itself (``__main__``). Stopped runs
-(graceful and forced) end stopped with no further step pod. Without a kubelet: a restarted
+module the submitting script imports, one in the script itself (``__main__``). Each attempt of
+a retried step is a pod of its own; stopped runs (graceful and forced) end stopped with no
+further step pod. Without a kubelet: a restarted
 orchestrator pod ends a dynamic run failed, naming why, and starts no step Job."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.integrations.kubernetes.testbed import (
     IMAGE,
     Bed,
     BedFactory,
+    attempts,
     metadata_of,
     register_kubernetes_stack,
     reported_run_id,
@@ -106,6 +108,22 @@ def after_wait(value: int) -> int:
 @pipeline(dynamic=True, enable_cache=False, raise_on_failure=False)
 def stoppable(path: str) -> None:
     after_wait(wait_for(path))
+
+
+@step(enable_cache=False, retry={"max_retries": 1})
+def flaky(path: str) -> int:
+    import pathlib
+
+    marker = pathlib.Path(path)
+    if not marker.exists():  # the first attempt fails; the retry finds the marker
+        marker.touch()
+        raise RuntimeError("first attempt fails")
+    return 1
+
+
+@pipeline(dynamic=True, enable_cache=False)
+def retried(path: str) -> None:
+    after_wait(flaky.submit(path))
 """
 
 MODULE_SCRIPT = """
@@ -240,6 +258,20 @@ def test_a_failing_step_of_a_dynamic_pipeline_fails_the_run(bed: Bed) -> None:
     assert step_pods(bed, run) == ["count_of", "explode_0", "explode_1"]
     # The orchestrator pod exited 1 (the run ended failed): its Job started no second pod.
     assert len(orchestrator_pods(bed, run)) == 1
+
+
+def test_a_retried_step_of_a_dynamic_pipeline_runs_each_attempt_in_a_pod_of_its_own(
+    bed: Bed, tmp_path: Path
+) -> None:
+    run, output = submit(bed, "retried", path=str(tmp_path / "tried"))
+    assert run.status is ExecutionStatus.COMPLETED, output
+    flaky = [s for s in attempts(bed, run) if s.name == "flaky"]
+    assert sorted((s.attempt, s.status) for s in flaky) == [
+        (1, ExecutionStatus.RETRYING),
+        (2, ExecutionStatus.COMPLETED),
+    ]
+    assert "first attempt fails" in (flaky[0].status_reason or "")
+    assert step_pods(bed, run) == ["after_wait", "flaky", "flaky"]
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
