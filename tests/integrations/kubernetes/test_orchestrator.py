@@ -232,9 +232,8 @@ def test_the_pod_environment_keeps_the_token_out_of_plain_values() -> None:
         "WHARF_HEARTBEAT_INTERVAL": "15.0",
     }
     embedded = pod_environment({"WHARF_STORE_URL": "sqlite:////data/wharf.db"})
-    assert embedded.token is None and embedded.env == {
-        "WHARF_STORE_URL": "sqlite:////data/wharf.db"
-    }
+    assert embedded.token is None and embedded.env == {}  # a store URL is a credential too
+    assert embedded.secrets == {"WHARF_STORE_URL": "sqlite:////data/wharf.db"}
 
 
 def test_step_pods_get_the_orchestrator_pods_wharf_settings_only() -> None:

@@ -170,13 +170,14 @@ def wait_for_fired_run(bed: Bed, schedule: ScheduleRecord, count: int) -> Pipeli
 
 
 def normalised_args(args: list[str]) -> list[str]:
-    """The orchestrator's arguments without what names one run or schedule."""
+    """The orchestrator's arguments without what names one run or schedule (a manual run's
+    pod also names the run's Secret, which it deletes at the run's end)."""
     out, skip = [], False
     for i, arg in enumerate(args):
         if skip:
             skip = False
             continue
-        if arg in ("--run-id", "--schedule-id"):
+        if arg in ("--run-id", "--schedule-id", "--token-secret"):
             skip = True
             continue
         named = i > 0 and args[i - 1] in ("--snapshot-id", "--job-name")
@@ -185,13 +186,17 @@ def normalised_args(args: list[str]) -> list[str]:
 
 
 def comparable_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """A Job spec without its selector and pod labels (the server's, the run's) and with the
-    orchestrator's arguments :func:`normalised_args`."""
+    """A Job spec without its selector and pod labels (the server's, the run's), with the
+    orchestrator's arguments :func:`normalised_args` and without the name of the Secret its
+    credentials come from (the run's, or the schedule's)."""
     spec = json.loads(json.dumps(spec))
     spec.pop("selector", None)
     template = spec.pop("template")
     (container,) = template["spec"]["containers"]
     container["args"] = normalised_args(container["args"])
+    for entry in container.get("env") or []:
+        if "valueFrom" in entry:
+            entry["valueFrom"]["secretKeyRef"]["name"] = "<secret>"
     return {"job": spec, "pod": template["spec"]}
 
 

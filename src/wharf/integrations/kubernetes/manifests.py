@@ -1,9 +1,10 @@
 """Kubernetes manifests Wharf creates, as the plain dicts the API takes (camelCase).
 
 Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), each
-built from one :class:`JobSpec` (:mod:`.job_spec`), the run-scoped token Secret
-(:func:`run_token_secret`), owner references (:func:`owner_reference`) and the default pod
-failure policy (:func:`default_pod_failure_policy`); :func:`step_job_for`,
+built from one :class:`JobSpec` (:mod:`.job_spec`), Secrets of credentials
+(:func:`credentials_secret`, :func:`run_token_secret`), owner references
+(:func:`owner_reference`) and the default pod failure policy
+(:func:`default_pod_failure_policy`); :func:`step_job_for`,
 :func:`orchestrator_job_for` and :func:`cron_job_for` build those specs from the settings. The
 pod template is :mod:`.pod_template`'s, the CronJob (:func:`cron_job` of a :class:`CronJobSpec`,
 re-exported) :mod:`.cron_manifest`'s.
@@ -58,6 +59,7 @@ __all__ = [
     "JobSpec",
     "SecretEnv",
     "check_cron_schedule",
+    "credentials_secret",
     "cron_job",
     "cron_job_for",
     "default_pod_failure_policy",
@@ -174,19 +176,18 @@ def orchestrator_job(spec: JobSpec) -> dict[str, Any]:
     return _job(replace(spec, pod_settings=pod_settings))
 
 
-def run_token_secret(
+def credentials_secret(
     *,
     name: str,
     namespace: str,
-    token: str,
+    data: Mapping[str, str],
     labels: Mapping[str, str],
     annotations: Mapping[str, str] | None = None,
-    key: str = TOKEN_KEY,
     base64_data: bool = False,
     owner: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An ``Opaque`` Secret holding the run-scoped token under ``key`` (as ``stringData``, or
-    base64 ``data`` with ``base64_data``); ``owner`` garbage-collects it with its owner."""
+    """An ``Opaque`` Secret holding ``data`` (key -> value; as ``stringData``, or base64
+    ``data`` with ``base64_data``); ``owner`` garbage-collects it with its owner."""
     metadata = pruned(
         {
             "name": name,
@@ -199,10 +200,35 @@ def run_token_secret(
     secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": metadata}
     secret["type"] = "Opaque"
     if base64_data:
-        secret["data"] = {key: base64.b64encode(token.encode()).decode("ascii")}
+        secret["data"] = {
+            key: base64.b64encode(value.encode()).decode("ascii") for key, value in data.items()
+        }
     else:
-        secret["stringData"] = {key: token}
+        secret["stringData"] = dict(data)
     return secret
+
+
+def run_token_secret(
+    *,
+    name: str,
+    namespace: str,
+    token: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+    key: str = TOKEN_KEY,
+    base64_data: bool = False,
+    owner: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A :func:`credentials_secret` holding the run-scoped token under ``key``."""
+    return credentials_secret(
+        name=name,
+        namespace=namespace,
+        data={key: token},
+        labels=labels,
+        annotations=annotations,
+        base64_data=base64_data,
+        owner=owner,
+    )
 
 
 # ----------------------------------------------------------------------------- from settings

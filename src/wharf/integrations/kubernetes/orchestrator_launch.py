@@ -8,8 +8,10 @@ Invariants:
 - the pod's environment is the run's ``RunServices.child_env`` (how a process reaches the
   run's store) without the paths of the submitting machine (``SUBMITTER_ONLY_ENV``: the
   pipeline's code travels in the run's code archive, the Wharf home is the image's); a
-  credential in it (``WHARF_API_KEY``, a token scoped to the run) never appears as a plain
-  value: it is split out, to travel in a Kubernetes Secret the pod refers to;
+  credential in it (``SECRET_ENV``: ``WHARF_API_KEY``, a token scoped to the run, and
+  ``WHARF_STORE_URL``, which may hold a database password) never appears as a plain value: it
+  is split out, to travel in a Kubernetes Secret the pod refers to (``secretKeyRef``), each
+  variable under its own key (:func:`secret_key`);
 - names are valid Kubernetes resource names, derived from the run so that a resubmission of
   the same run finds the same objects.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from wharf.config.global_config import API_KEY_ENV
@@ -27,10 +29,14 @@ from wharf.integrations.kubernetes.manifests import (
     ORCHESTRATOR_COMMAND,
     ORCHESTRATOR_MODULE,
     TOKEN_KEY,
+    SecretEnv,
 )
+from wharf.integrations.kubernetes.step_backend_secret import SECRET_ENV, STORE_URL_ENV
 
 TOKEN_SECRET_KEY = TOKEN_KEY
 """The key of the run token in the run's Secret."""
+SECRET_KEYS = {API_KEY_ENV: TOKEN_SECRET_KEY, STORE_URL_ENV: "store-url"}
+"""The key of each credential variable in the orchestrator pod's Secret (others: its name)."""
 RUN_ENDED_UNCOMPLETED = 1
 """The orchestrator pod's exit code when the run ended other than completed: the Job fails
 at once (a new pod would find the run ended)."""
@@ -42,22 +48,39 @@ image's own (its Wharf home, where code archives are unpacked, is the image's to
 DEFAULT_JOB_PREFIX = "wharf"
 
 
+def secret_key(variable: str) -> str:
+    """The key of credential ``variable`` in the orchestrator pod's Secret."""
+    return SECRET_KEYS.get(variable, variable)
+
+
 @dataclass(frozen=True)
 class PodEnvironment:
     env: dict[str, str]
-    """Plain environment variables."""
-    token: str | None
-    """The run-scoped credential, to be passed through a Secret (None: the store needs none)."""
+    """Plain environment variables (never a credential)."""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Credential variables (``SECRET_ENV``) and their values, to travel in a Secret."""
+
+    @property
+    def token(self) -> str | None:
+        """The run-scoped credential (None: the store needs none)."""
+        return self.secrets.get(API_KEY_ENV)
+
+    def secret_data(self) -> dict[str, str]:
+        """The Secret's content: each credential under its :func:`secret_key`."""
+        return {secret_key(variable): value for variable, value in self.secrets.items()}
+
+    def secret_env(self, secret: str) -> SecretEnv:
+        """The pod's references to each credential in the Secret named ``secret``."""
+        return {variable: (secret, secret_key(variable)) for variable in self.secrets}
 
 
 def pod_environment(child_env: Mapping[str, str]) -> PodEnvironment:
-    """Split ``child_env`` into the orchestrator pod's plain variables and its credential."""
-    env = {
-        key: value
-        for key, value in child_env.items()
-        if key not in SUBMITTER_ONLY_ENV and key != API_KEY_ENV
-    }
-    return PodEnvironment(env=env, token=child_env.get(API_KEY_ENV))
+    """Split ``child_env`` into the orchestrator pod's plain variables and its credentials."""
+    kept = {key: value for key, value in child_env.items() if key not in SUBMITTER_ONLY_ENV}
+    return PodEnvironment(
+        env={key: value for key, value in kept.items() if key not in SECRET_ENV},
+        secrets={key: value for key, value in kept.items() if key in SECRET_ENV},
+    )
 
 
 def orchestrator_job_name(prefix: str | None, pipeline: str, run_id: UUID) -> str:
@@ -66,8 +89,8 @@ def orchestrator_job_name(prefix: str | None, pipeline: str, run_id: UUID) -> st
 
 
 def token_secret_name(run_id: UUID) -> str:
-    """The Secret that holds the run's token."""
-    return resource_name("wharf-run-token", run_id.hex)
+    """The run's Secret: the credentials of its orchestrator pod (run token, store URL)."""
+    return resource_name("wharf-run-env", run_id.hex)
 
 
 @dataclass(frozen=True)
@@ -83,7 +106,8 @@ class OrchestratorArgs:
     settings_json: str
     """The orchestrator's settings (``KubernetesOrchestratorSettings``) as JSON."""
     token_secret: str | None
-    """The Secret holding the run token, deleted by the pod at the run's end (None: none)."""
+    """The run's Secret (its credentials: run token, store URL), deleted by the pod at the
+    run's end (None: none)."""
 
 
 def orchestrator_arguments(args: OrchestratorArgs) -> list[str]:

@@ -1,37 +1,38 @@
-"""Creating a run's orchestrator Job and its run token Secret (the submitting side's API calls).
+"""Creating a run's orchestrator Job and the run's Secret (the submitting side's API calls).
 
-Invariants: the Secret exists before the Job that refers to it, and is then owned by the Job
+Invariants: whenever the pod's environment holds a credential (``SECRET_ENV``: the run token,
+the store URL), the run has a Secret (``token_secret_name``) holding each one under its
+``secret_key`` and the Job's pod reads them through ``secretKeyRef`` — never as a plain value
+in the Job; the Secret exists before the Job that refers to it, and is then owned by the Job
 (garbage-collected with it, whatever happens to the run's processes); a Job that cannot be
-created leaves no Secret behind; the Secret holds the run token under ``TOKEN_SECRET_KEY`` and
-the Job's pod reads it through ``secretKeyRef`` (never as a plain value in the Job). An API
-refusal becomes a one-line :class:`WharfError` naming the object, the namespace and the
-server's message.
+created leaves no Secret behind. An API refusal becomes a one-line :class:`WharfError` naming
+the object, the namespace and the server's message.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from uuid import UUID
 
 from kubernetes.client import ApiException
 
-from wharf.config.global_config import API_KEY_ENV
 from wharf.core.errors import WharfError
 from wharf.execution.run_loop import RunJob
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import run_annotations, run_labels
 from wharf.integrations.kubernetes.manifests import (
+    credentials_secret,
     orchestrator_job_for,
     owner_reference,
-    run_token_secret,
 )
 from wharf.integrations.kubernetes.orchestrator_launch import (
     RUN_ENDED_UNCOMPLETED,
-    TOKEN_SECRET_KEY,
     OrchestratorArgs,
     PodEnvironment,
     orchestrator_arguments,
+    token_secret_name,
 )
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 
@@ -42,7 +43,19 @@ class SubmittedJob:
     name: str
     uid: str
     token_secret: str | None
-    """The run token Secret created with it (None: the store needs no token)."""
+    """The run's Secret created with it (None: the pod needs no credential)."""
+
+
+def with_run_secret(
+    args: OrchestratorArgs, environment: PodEnvironment, run_id: UUID
+) -> OrchestratorArgs:
+    """``args`` naming the run's Secret (``token_secret``) when the pod needs one: whenever
+    ``environment`` holds a credential; ValueError when a Secret is named with none to hold."""
+    if args.token_secret is None and environment.secrets:
+        return replace(args, token_secret=token_secret_name(run_id))
+    if args.token_secret is not None and not environment.secrets:
+        raise ValueError("A run Secret is named but there is no credential to put in it.")
+    return args
 
 
 def orchestrator_manifest(
@@ -53,11 +66,11 @@ def orchestrator_manifest(
     image: str,
     environment: PodEnvironment,
 ) -> dict[str, Any]:
-    """The orchestrator Job of ``job``'s run, as :func:`create_orchestrator_job` creates it."""
+    """The orchestrator Job of ``job``'s run, as :func:`create_orchestrator_job` creates it
+    (its credentials read from the run's Secret: :func:`with_run_secret`)."""
     spec, run = job.snapshot.spec, job.run
-    secret_env = {}
-    if args.token_secret is not None:
-        secret_env[API_KEY_ENV] = (args.token_secret, TOKEN_SECRET_KEY)
+    args = with_run_secret(args, environment, job.run.id)
+    secret = args.token_secret
     return orchestrator_job_for(
         settings,
         name=args.job_name,
@@ -66,7 +79,7 @@ def orchestrator_manifest(
         labels=run_labels(spec.name, str(run.id), run.name),
         annotations=run_annotations(spec.name, str(run.id), run.name),
         env=environment.env,
-        secret_env=secret_env,
+        secret_env=environment.secret_env(secret) if secret is not None else {},
         fail_job_exit_codes=(RUN_ENDED_UNCOMPLETED,),
     )
 
@@ -80,16 +93,16 @@ def create_orchestrator_job(
     image: str,
     environment: PodEnvironment,
 ) -> SubmittedJob:
-    """Create the run's token Secret (when ``args`` names one) and its orchestrator Job."""
+    """Create the run's Secret (when the pod needs a credential: :func:`with_run_secret`) and
+    its orchestrator Job."""
     namespace = args.namespace
+    args = with_run_secret(args, environment, job.run.id)
     manifest = orchestrator_manifest(settings, job, args, image=image, environment=environment)
     secret = args.token_secret
     if secret is not None:
-        if environment.token is None:
-            raise ValueError("A token Secret is named but there is no token to put in it.")
         labels = run_labels(job.snapshot.spec.name, str(job.run.id), job.run.name)
-        body = run_token_secret(
-            name=secret, namespace=namespace, token=environment.token, labels=labels
+        body = credentials_secret(
+            name=secret, namespace=namespace, data=environment.secret_data(), labels=labels
         )
         create_secret: Any = clients.core.create_namespaced_secret  # a plain dict as the body
         replace_secret: Any = clients.core.replace_namespaced_secret
@@ -97,7 +110,7 @@ def create_orchestrator_job(
             create_secret(namespace, body)
         except ApiException as exc:
             if exc.status != 409:
-                raise api_error(exc, f"create the run token Secret {namespace}/{secret}") from None
+                raise api_error(exc, f"create the run's Secret {namespace}/{secret}") from None
             replace_secret(secret, namespace, body)  # a resubmission of the same run
     try:
         create: Any = clients.batch.create_namespaced_job  # a plain dict as the body
@@ -112,7 +125,7 @@ def create_orchestrator_job(
         try:
             clients.core.patch_namespaced_secret(secret, namespace, owned)
         except ApiException as exc:
-            raise api_error(exc, f"let the Job own the run token Secret {secret}") from None
+            raise api_error(exc, f"let the Job own the run's Secret {secret}") from None
     return SubmittedJob(
         namespace=namespace,
         name=created["metadata"]["name"],
@@ -122,13 +135,13 @@ def create_orchestrator_job(
 
 
 def delete_token_secret(clients: KubeClients, namespace: str, name: str) -> bool:
-    """Delete the run token Secret; whether it existed."""
+    """Delete the run's Secret; whether it existed."""
     try:
         clients.core.delete_namespaced_secret(name, namespace)
     except ApiException as exc:
         if exc.status == 404:
             return False
-        raise api_error(exc, f"delete the run token Secret {namespace}/{name}") from None
+        raise api_error(exc, f"delete the run's Secret {namespace}/{name}") from None
     return True
 
 

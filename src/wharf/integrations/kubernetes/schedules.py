@@ -4,8 +4,9 @@ Owns: which schedules Kubernetes can fire (:func:`check_schedulable`: cron expre
 no catch-up; start and end times are checked by the fired pod, :func:`in_window`),
 the CronJob's name, labels and manifest (:func:`schedule_cron_job`: the orchestrator Job a
 manual run creates, without a run: its pod is given the snapshot and the schedule id and creates
-its run itself), the ``--schedule-id`` argument of the orchestrator pod, and the API calls that
-create, suspend, resume and delete a schedule's CronJob.
+its run itself), the schedule's Secret (the fired pods' credentials), the ``--schedule-id``
+argument of the orchestrator pod, and the API calls that create, suspend, resume and delete a
+schedule's CronJob and Secret.
 
 Invariants:
 
@@ -14,6 +15,10 @@ Invariants:
   piece of its id, so two projects' schedules of one name never share a CronJob;
 - ``spec.suspend`` is ``not schedule.active``; applying a schedule again replaces its CronJob
   with the same manifest (idempotent);
+- a credential of the fired pods (``SECRET_ENV``: the store URL) is never a plain value of the
+  CronJob: it lives in the schedule's Secret (``<CronJob name>-env``, labelled with the
+  schedule's id like the CronJob), created before the CronJob, then owned by it; deleting the
+  schedule's CronJobs deletes their Secrets too;
 - every failure talking to the cluster is a one-line :class:`WharfError` naming what could not
   be done.
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -47,8 +53,10 @@ from wharf.integrations.kubernetes.labels import (
 )
 from wharf.integrations.kubernetes.manifests import (
     check_cron_schedule,
+    credentials_secret,
     cron_job_for,
     orchestrator_job_for,
+    owner_reference,
 )
 from wharf.integrations.kubernetes.orchestrator_launch import (
     DEFAULT_JOB_PREFIX,
@@ -120,6 +128,11 @@ def cron_job_name(prefix: str | None, schedule: ScheduleRecord) -> str:
     )
 
 
+def schedule_secret_name(cron_job: str) -> str:
+    """The Secret of the schedule whose CronJob is named ``cron_job``."""
+    return f"{cron_job}-env"
+
+
 def schedule_selector(schedule_id: UUID) -> str:
     return f"{SCHEDULE_ID_KEY}={schedule_id}"
 
@@ -143,6 +156,15 @@ def split_schedule_id(argv: Sequence[str]) -> tuple[UUID | None, list[str]]:
     return schedule_id, rest
 
 
+@dataclass(frozen=True)
+class ScheduleObjects:
+    """What a schedule is on the cluster, as :func:`apply_cron_job` creates it."""
+
+    cron_job: dict[str, Any]
+    secret: dict[str, Any] | None
+    """The fired pods' credentials (None: they need none)."""
+
+
 def schedule_cron_job(
     settings: KubernetesOrchestratorSettings,
     snapshot: SnapshotRecord,
@@ -150,10 +172,11 @@ def schedule_cron_job(
     *,
     image: str,
     environment: PodEnvironment,
-) -> dict[str, Any]:
-    """The schedule's CronJob: its ``jobTemplate`` is the orchestrator Job of a manual run
-    (:func:`~wharf.integrations.kubernetes.orchestrator_submit.orchestrator_manifest`, same
-    builder and settings) whose pod gets the snapshot and the schedule id instead of a run."""
+) -> ScheduleObjects:
+    """The schedule's CronJob and Secret: the CronJob's ``jobTemplate`` is the orchestrator Job
+    of a manual run (``orchestrator_submit.orchestrator_manifest``: same builder and settings)
+    whose pod gets the snapshot and the schedule id instead of a run, and its credentials from
+    the schedule's Secret."""
     if schedule.cron_expression is None:
         raise InputError(f"Schedule '{schedule.name}': {UNSUPPORTED}.")
     name = cron_job_name(settings.job_name_prefix, schedule)
@@ -170,6 +193,7 @@ def schedule_cron_job(
     labels[SCHEDULE_NAME_KEY] = label_value(schedule.name)
     annotations = {**run_annotations(pipeline), SCHEDULE_ID_KEY: str(schedule.id)}
     annotations[SCHEDULE_NAME_KEY] = schedule.name
+    secret_name = schedule_secret_name(name)
     job = orchestrator_job_for(
         settings,
         name=name,
@@ -178,16 +202,26 @@ def schedule_cron_job(
         labels=labels,
         annotations=annotations,
         env=environment.env,
-        secret_env={},
+        secret_env=environment.secret_env(secret_name),
         fail_job_exit_codes=(RUN_ENDED_UNCOMPLETED,),
     )
-    return cron_job_for(
+    cron = cron_job_for(
         settings,
         name=name,
         schedule=schedule.cron_expression,
         job=job,
         suspend=not schedule.active,
     )
+    secret = None
+    if environment.secrets:
+        secret = credentials_secret(
+            name=secret_name,
+            namespace=settings.namespace,
+            data=environment.secret_data(),
+            labels=labels,
+            annotations=annotations,
+        )
+    return ScheduleObjects(cron_job=cron, secret=secret)
 
 
 # ----------------------------------------------------------------------------- API calls
@@ -206,26 +240,71 @@ def cluster_call(action: str) -> Iterator[None]:
         raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
 
 
-def apply_cron_job(clients: KubeClients, manifest: dict[str, Any]) -> None:
-    """Create the CronJob, or replace the one of that name (the same schedule applied again)."""
+def apply_cron_job(clients: KubeClients, objects: ScheduleObjects) -> None:
+    """Create the schedule's Secret and CronJob, or replace those of that name (the same
+    schedule applied again); the Secret first (the fired pods read it), then owned by the
+    CronJob. A CronJob that cannot be created leaves no new Secret behind."""
+    secret = objects.secret
+    created_secret = secret is not None and _put_secret(clients, secret)
+    try:
+        cron_job = _put_cron_job(clients, objects.cron_job)
+    except WharfError:
+        if created_secret and secret is not None:
+            _delete_secret(clients, secret["metadata"]["namespace"], secret["metadata"]["name"])
+        raise
+    if secret is not None:  # collected with the CronJob, whatever else happens
+        namespace, name = secret["metadata"]["namespace"], secret["metadata"]["name"]
+        owned = {"metadata": {"ownerReferences": [owner_reference(cron_job)]}}
+        with cluster_call(f"let the CronJob own the schedule's Secret {namespace}/{name}"):
+            clients.core.patch_namespaced_secret(name, namespace, owned)
+
+
+def _put_secret(clients: KubeClients, secret: dict[str, Any]) -> bool:
+    """Create ``secret`` or replace the one of its name; whether it was created."""
+    namespace, name = secret["metadata"]["namespace"], secret["metadata"]["name"]
+    create: Any = clients.core.create_namespaced_secret  # a plain dict as the body
+    replace: Any = clients.core.replace_namespaced_secret
+    with cluster_call(f"create the schedule's Secret {namespace}/{name}"):
+        try:
+            create(namespace, secret)
+            return True
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        replace(name, namespace, secret)
+    return False
+
+
+def _put_cron_job(clients: KubeClients, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Create the CronJob, or replace the one of that name; the CronJob as the API has it."""
     namespace = manifest["metadata"]["namespace"]
     name = manifest["metadata"]["name"]
     create: Any = clients.batch.create_namespaced_cron_job  # a plain dict as the body
     replace: Any = clients.batch.replace_namespaced_cron_job
     with cluster_call(f"create the CronJob {namespace}/{name}"):
         try:
-            create(namespace, manifest, _preload_content=False)
-            return
+            response: Any = create(namespace, manifest, _preload_content=False)
+            created: dict[str, Any] = json.loads(response.data)
+            return created
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        response: Any = clients.batch.read_namespaced_cron_job(
-            name, namespace, _preload_content=False
-        )
+        response = clients.batch.read_namespaced_cron_job(name, namespace, _preload_content=False)
         existing = json.loads(response.data)
         body = json.loads(json.dumps(manifest))
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        replace(name, namespace, body, _preload_content=False)
+        response = replace(name, namespace, body, _preload_content=False)
+        replaced: dict[str, Any] = json.loads(response.data)
+        return replaced
+
+
+def _delete_secret(clients: KubeClients, namespace: str, name: str) -> None:
+    with cluster_call(f"delete the schedule's Secret {namespace}/{name}"):
+        try:
+            clients.core.delete_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
 
 def schedule_cron_jobs(clients: KubeClients, namespace: str, schedule_id: UUID) -> list[str]:
@@ -255,7 +334,8 @@ def suspend_cron_jobs(
 
 def delete_cron_jobs(clients: KubeClients, namespace: str, schedule_id: UUID) -> list[str]:
     """Delete the schedule's CronJobs (Background propagation: its Jobs go with it, a run in
-    flight included); the names of those that existed."""
+    flight included) and their Secrets (by name: no ``list`` of Secrets needed); the names of
+    the CronJobs that existed."""
     deleted = []
     for name in schedule_cron_jobs(clients, namespace, schedule_id):
         with cluster_call(f"delete the CronJob {namespace}/{name}"):
@@ -268,4 +348,5 @@ def delete_cron_jobs(clients: KubeClients, namespace: str, schedule_id: UUID) ->
                     raise
                 continue
         deleted.append(name)
+        _delete_secret(clients, namespace, schedule_secret_name(name))
     return deleted

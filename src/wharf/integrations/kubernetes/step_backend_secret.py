@@ -22,7 +22,7 @@ from wharf.config.global_config import API_KEY_ENV
 
 STORE_URL_ENV = "WHARF_STORE_URL"
 SECRET_ENV = frozenset({API_KEY_ENV, STORE_URL_ENV})
-"""The step environment variables whose values are credentials."""
+"""The environment variables whose values are credentials (of step and orchestrator pods)."""
 NOT_FOUND = 404
 CONFLICT = 409
 

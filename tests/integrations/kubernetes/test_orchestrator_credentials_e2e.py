@@ -1,0 +1,201 @@
+"""The store URL (which may hold a database password) is never a plain env value of a Job or
+CronJob, end to end on the test bed (emulator on its FakeClock, process kubelet, moto S3).
+
+The user's store URL carries a password-like marker: it names the bed's SQLite file through a
+directory (a symlink to the bed's home) whose name is the marker, so the pods open the same
+file. A manual run completes with its orchestrator pod reading the URL from the run's Secret,
+which is gone after the run; a schedule's CronJob reads it from the schedule's Secret (owned by
+the CronJob), a fired run completes with it, and ``wharf schedule delete`` takes the Secret
+away with the CronJob. The pure manifests: ``test_orchestrator_credentials``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from tests.integrations.kubernetes.testbed import (
+    BOUND,
+    IMAGE,
+    NAMESPACE,
+    Bed,
+    BedFactory,
+    register_kubernetes_stack,
+    remaining_secrets,
+    reported_run_id,
+    run_script,
+    step_statuses,
+    wait_until,
+)
+from tests.kube.emulator.clock import FakeClock
+from tests.kube.emulator.resources import CRONJOBS, SECRETS
+from wharf.core.enums import ExecutionStatus
+from wharf.integrations.kubernetes.orchestrator_launch import token_secret_name
+from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY, schedule_secret_name
+from wharf.integrations.kubernetes.step_backend_secret import STORE_URL_ENV
+from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord
+
+MARKER = "pa55w0rd-s3cr3t"
+START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
+
+STEPS_MODULE = """
+from wharf import Schedule, pipeline, step
+
+
+@step
+def make(value: int) -> int:
+    return value
+
+
+@step
+def double(value: int) -> int:
+    return value * 2
+
+
+@pipeline(name="guarded")
+def guarded(value: int = 3) -> None:
+    double(make(value))
+
+
+@pipeline(name="guarded", schedule=Schedule(name="guarded-five", cron_expression="*/5 * * * *"))
+def guarded_nightly(value: int = 4) -> None:
+    double(make(value))
+"""
+
+SCRIPT = """
+import json
+import sys
+
+import k8s_steps
+
+if __name__ == "__main__":
+    result = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
+    if hasattr(result, "schedule"):
+        print("SCHEDULED", result.schedule.id)
+    else:
+        print("RUN", result.id, result.status.value)
+"""
+
+
+@pytest.fixture
+def bed(make_bed: BedFactory) -> Bed:
+    """The bed on the emulator's clock with the ``k8s`` stack; the user's store URL names the
+    bed's SQLite file through the marker directory."""
+    made = make_bed(
+        {"k8s_steps.py": STEPS_MODULE, "run.py": SCRIPT},
+        active_stack="k8s",
+        clock=FakeClock(START),
+    )
+    register_kubernetes_stack(
+        made.workspace, "k8s", {"image": IMAGE, "job_monitoring_interval": 0.5}
+    )
+    home = made.workspace.config.home
+    guarded_dir = home.parent / f"db-{MARKER}"
+    guarded_dir.symlink_to(home, target_is_directory=True)
+    made.env[STORE_URL_ENV] = f"sqlite:///{guarded_dir / 'wharf.db'}"
+    return made
+
+
+def manifests_of(bed: Bed) -> list[dict[str, Any]]:
+    """Every Job and CronJob the emulator created, as created."""
+    with bed.seen.lock:
+        return [dict(o) for kind in ("Job", "CronJob") for o in bed.seen.created.get(kind, [])]
+
+
+def plain_values(manifest: dict[str, Any]) -> dict[str, str]:
+    """The plain env values of every container of a Job's or a CronJob's pod template."""
+    spec = manifest["spec"]
+    template = (spec.get("jobTemplate") or {}).get("spec", spec)["template"]
+    return {
+        entry["name"]: entry["value"]
+        for container in template["spec"]["containers"]
+        for entry in container.get("env") or []
+        if "value" in entry
+    }
+
+
+def assert_no_plain_store_url(bed: Bed) -> None:
+    manifests = manifests_of(bed)
+    assert manifests
+    for manifest in manifests:
+        values = plain_values(manifest)
+        assert STORE_URL_ENV not in values, manifest["metadata"]["name"]
+        assert MARKER not in json.dumps(manifest), manifest["metadata"]["name"]
+
+
+def secret_ref(manifest: dict[str, Any]) -> dict[str, str]:
+    """Where the orchestrator container of a Job or CronJob reads the store URL."""
+    spec = manifest["spec"]
+    template = (spec.get("jobTemplate") or {}).get("spec", spec)["template"]
+    (container,) = template["spec"]["containers"]
+    (entry,) = [e for e in container["env"] if e["name"] == STORE_URL_ENV]
+    ref: dict[str, str] = entry["valueFrom"]["secretKeyRef"]
+    return ref
+
+
+def test_a_manual_run_reads_the_store_url_from_its_secret_and_leaves_none(bed: Bed) -> None:
+    done = run_script(bed, "guarded")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = bed.workspace.store.runs.get(reported_run_id(done))
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert set(step_statuses(bed, run).values()) == {ExecutionStatus.COMPLETED}
+    assert_no_plain_store_url(bed)
+    (orchestrator_job,) = [
+        j for j in bed.seen.of_run("Job", str(run.id)) if j not in bed.seen.step_objects("Job", run)
+    ]
+    assert secret_ref(orchestrator_job) == {"name": token_secret_name(run.id), "key": "store-url"}
+    created_secrets = [s["metadata"]["name"] for s in bed.seen.created.get("Secret", [])]
+    assert token_secret_name(run.id) in created_secrets
+    assert wait_until(lambda: remaining_secrets(bed.emulator) == [], BOUND), remaining_secrets(
+        bed.emulator
+    )
+
+
+def wharf_cli(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+    )
+
+
+def fired_run(bed: Bed, schedule: ScheduleRecord) -> PipelineRunRecord | None:
+    runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
+    return runs[0] if runs and runs[0].status.is_finished else None
+
+
+def test_a_schedules_secret_serves_its_fired_runs_and_goes_with_schedule_delete(
+    bed: Bed,
+) -> None:
+    done = run_script(bed, "guarded_nightly")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
+    schedule = bed.workspace.store.schedules.get(UUID(line.split()[1]))
+    selector = f"{SCHEDULE_ID_KEY}={schedule.id}"
+    (cron,) = bed.emulator.store.list(CRONJOBS, NAMESPACE, label_selector=selector)["items"]
+    secret_name = schedule_secret_name(cron["metadata"]["name"])
+    assert secret_ref(cron) == {"name": secret_name, "key": "store-url"}
+    secret = bed.emulator.store.get(SECRETS, NAMESPACE, secret_name)
+    [owner] = secret["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("CronJob", cron["metadata"]["uid"])
+
+    bed.emulator.advance_to(START.replace(minute=5, second=0))  # fires a Job
+    assert wait_until(lambda: fired_run(bed, schedule) is not None, BOUND)
+    run = fired_run(bed, schedule)
+    assert run is not None and run.status is ExecutionStatus.COMPLETED, run
+    assert_no_plain_store_url(bed)
+    assert secret_name in remaining_secrets(bed.emulator)  # every firing needs it
+
+    deleted = wharf_cli(bed, "schedule", "delete", "guarded-five", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert bed.emulator.store.list(CRONJOBS, NAMESPACE, label_selector=selector)["items"] == []
+    assert bed.emulator.store.list(SECRETS, NAMESPACE, label_selector=selector)["items"] == []
