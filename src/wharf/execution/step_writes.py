@@ -201,8 +201,12 @@ def find_cached_or_create_many(
 ) -> list[CachedOrCreated | None]:
     """``store.steps.find_cached_or_create_many``, answers in order: one store call for the
     steps that get no request here; each one that does (a queued step asking for resources,
-    with a port that makes requests) goes through :func:`find_cached_or_create`."""
+    with a port that makes requests) goes through :func:`find_cached_or_create`, and so does
+    a batch of one step that may be created (the plain call: a chain's steps decide one by
+    one)."""
     flags = [True] * len(steps) if create is None else list(create)
+    if len(steps) == 1 and flags[0]:
+        return [find_cached_or_create(services, steps[0], project_id, now, record_hit=record_hit)]
     resources = services.resources
     alone: set[int] = set()
     if resources is not None and resources.makes_requests:
