@@ -15,8 +15,9 @@ pods with the grace asked for (following their logs to the end, ``step_backend_l
 that outlive it by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports
 (lost): the attempt is then cancelled all the same and they are force-deleted at cleanup;
 ``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes
-the Job; ``stop_recorded`` deletes the Jobs labelled with a step run's id; ``close`` stops the
-watches and deletes the Secret.
+the Job; ``stop_recorded`` deletes the Jobs labelled with a step run's id (the deletes are
+``step_backend_deletes``'s); ``close`` stops the watches and deletes the Secret. The API's
+answers to creates and deletes are not decoded (the watches show the objects).
 
 Retries: the engine records every attempt and submits a new Job for each retry, so a step
 Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
@@ -42,7 +43,6 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -70,6 +70,15 @@ from wharf.integrations.kubernetes.settings import (
     KubernetesOrchestratorSettings,
     KubernetesStepOperatorSettings,
 )
+from wharf.integrations.kubernetes.step_backend_deletes import (
+    delete_for_cancel,
+    delete_job,
+    delete_jobs_of_step_run,
+    force_delete_pods,
+    pod_ended,
+    pod_name,
+    pod_started,
+)
 from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
 from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
@@ -84,7 +93,6 @@ logger = logging.getLogger(__name__)
 ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
 BACKEND_KEY = "wharf.io/step-backend"
 DEFAULT_PREFIX = "wharf"
-NOT_FOUND = 404
 CONFLICT = 409
 UNREPORTED_END_MARGIN_SECONDS = 30.0
 """How long after its grace period a cancelled attempt's pods may take to be reported ended;
@@ -209,8 +217,8 @@ class KubernetesStepBackend:
             owner=self._owner,
         )
         create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
-        try:
-            create(self.namespace, manifest)
+        try:  # the answer is not decoded into models (the watches see the Job)
+            create(self.namespace, manifest, _preload_content=False).read()
         except ApiException as exc:
             if exc.status != CONFLICT:
                 raise
@@ -264,10 +272,10 @@ class KubernetesStepBackend:
             if attempt is None or attempt.outcome is not None:
                 return  # cleaned up, or it ended: nothing to stop
             attempt.cancelled = True
-        pods = [p for p in self._pods.objects(handle.job_name) if not _ended(p)]
+        pods = [p for p in self._pods.objects(handle.job_name) if not pod_ended(p)]
         for pod in pods:
-            name = str(pod["metadata"]["name"])
-            if _started(pod) and name not in attempt.followed:
+            name = pod_name(pod)
+            if pod_started(pod) and name not in attempt.followed:
                 follower = PodLogFollower(self._clients.core, handle.namespace, name)
                 attempt.followed[name] = follower.start()
         # A pod deleted with grace 0 vanishes from the API before its process is stopped.
@@ -275,25 +283,7 @@ class KubernetesStepBackend:
         with self._condition:
             attempt.cancel_deadline = time.monotonic() + grace + UNREPORTED_END_MARGIN_SECONDS
         batch, core = self._clients.batch, self._clients.core
-        _ignore_missing(
-            lambda: batch.delete_namespaced_job(
-                handle.job_name,
-                handle.namespace,
-                propagation_policy="Foreground",
-                grace_period_seconds=grace,
-            )
-        )
-        # The garbage collector would give the pods their own grace; the caller's applies
-        # (a pod not seen yet has not started: the collector's deletion is soon enough).
-        for pod in pods:
-            _ignore_missing(
-                partial(
-                    core.delete_namespaced_pod,
-                    str(pod["metadata"]["name"]),
-                    handle.namespace,
-                    grace_period_seconds=grace,
-                )
-            )
+        delete_for_cancel(batch, core, handle.job_name, handle.namespace, pods, grace)
 
     def cleanup(self, handle: KubernetesHandle) -> None:
         with self._condition:
@@ -307,13 +297,10 @@ class KubernetesStepBackend:
                 )
                 write_log(attempt.logs, attempt.logs_uri, text)
         finally:
-            _ignore_missing(
-                lambda: self._clients.batch.delete_namespaced_job(
-                    handle.job_name, handle.namespace, propagation_policy="Background"
-                )
-            )
+            delete_job(self._clients.batch, handle.job_name, handle.namespace, "Background")
             if _overdue(attempt):  # on a lost node: only a forced delete removes them
-                self._force_delete_pods(handle)
+                stuck = self._pods.objects(handle.job_name)
+                force_delete_pods(self._clients.core, handle.namespace, stuck)
             self._pods.forget(handle.job_name)
             self._jobs.forget(handle.job_name)
             if self._close_when_idle:
@@ -323,18 +310,7 @@ class KubernetesStepBackend:
                     self.close()
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
-        batch = self._clients.batch
-        response: Any = batch.list_namespaced_job(
-            self.namespace,
-            label_selector=f"{STEP_RUN_ID_KEY}={step.id}",
-            _preload_content=False,
-        )
-        stopped = False
-        for job in json.loads(response.data).get("items") or []:
-            name = str(job["metadata"]["name"])
-            delete = partial(batch.delete_namespaced_job, name, self.namespace)
-            stopped |= _ignore_missing(partial(delete, propagation_policy="Foreground"))
-        return stopped
+        return delete_jobs_of_step_run(self._clients.batch, self.namespace, step.id)
 
     # -- the rest ------------------------------------------------------------------------------
 
@@ -372,15 +348,6 @@ class KubernetesStepBackend:
         else:
             for wake in self._waiters.get(job_name, ()):
                 wake.set()
-
-    def _force_delete_pods(self, handle: KubernetesHandle) -> None:
-        """Delete the attempt's pods that did not end, at once (``--force``: no kubelet will
-        confirm their end), so that neither they nor their Job linger terminating."""
-        for pod in self._pods.objects(handle.job_name):
-            if not _ended(pod):
-                name = str(pod["metadata"]["name"])
-                delete = self._clients.core.delete_namespaced_pod
-                _ignore_missing(partial(delete, name, handle.namespace, grace_period_seconds=0))
 
     def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
         """The Job ``name`` exists already: adopted when it runs this very step run (started
@@ -463,17 +430,6 @@ class KubernetesStepBackend:
         return attempt.outcome
 
 
-def _ignore_missing(call: Any) -> bool:
-    """Run a delete; False when the object was already gone."""
-    try:
-        call()
-    except ApiException as exc:
-        if exc.status == NOT_FOUND:
-            return False
-        raise
-    return True
-
-
 def _for_step(settings: StepSettings, spec: StepSpec) -> StepSettings:
     """``settings`` with the step's ``settings`` entry for this backend's component over them."""
     if isinstance(settings, KubernetesOrchestratorSettings):
@@ -492,13 +448,3 @@ def _overdue(attempt: _Attempt) -> bool:
     """Whether the attempt was cancelled and its pods' grace period (and a margin) passed."""
     deadline = attempt.cancel_deadline
     return deadline is not None and time.monotonic() >= deadline
-
-
-def _started(pod: Mapping[str, Any]) -> bool:
-    """Whether a container of the pod has started (so it has a log to follow)."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return any({"running", "terminated"} & set(s.get("state") or {}) for s in statuses)
-
-
-def _ended(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
