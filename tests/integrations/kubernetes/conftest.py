@@ -8,6 +8,10 @@
 - ``world``: a store world (:func:`tests.store.conftest.make_world`) on a fresh SQLite file
   ``tmp_path/store.db``, which processes started by a kubelet can open too. (Not the server
   tests' ``world``: a module that wants that one imports it.)
+- The step backend's bed (:mod:`.step_backend_bed`): ``kubelet``, the process kubelet on
+  ``emulator`` with the python and stand-in images; ``logs``, a local artifact store;
+  ``backend_for(image=..., labels=..., close_when_idle=..., **settings)``, step backends on
+  ``clients`` (with ``kubelet`` running), closed after the test.
 
 A module's own fixture of the same name takes precedence over these.
 """
@@ -23,9 +27,16 @@ import pytest
 
 import tests.artifacts.s3_server as s3
 from tests.artifacts.s3_server import MotoServer
+from tests.integrations.kubernetes.step_backend_bed import (
+    BackendFactory,
+    backend_factory,
+    stand_in_kubelet,
+)
 from tests.integrations.kubernetes.testbed import Bed, BedFactory, open_bed
 from tests.kube.emulator import Emulator
+from tests.kube.kubelet import Kubelet
 from tests.store.conftest import World, make_world
+from wharf.artifacts.store import LocalArtifactStore
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.store.sql import SqlStore
 
@@ -73,3 +84,20 @@ def world(tmp_path: Path) -> Iterator[World]:
         yield make_world(store)
     finally:
         store.close()
+
+
+@pytest.fixture
+def kubelet(emulator: Emulator, tmp_path: Path) -> Iterator[Kubelet]:
+    with stand_in_kubelet(emulator, tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> LocalArtifactStore:
+    return LocalArtifactStore(tmp_path / "artifacts")
+
+
+@pytest.fixture
+def backend_for(clients: KubeClients, kubelet: Kubelet) -> Iterator[BackendFactory]:
+    with backend_factory(clients) as make:
+        yield make

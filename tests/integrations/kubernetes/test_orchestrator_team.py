@@ -18,40 +18,38 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import httpx
 import pytest
 
-import tests.artifacts.s3_server as s3
-from tests.artifacts.s3_server import CREDENTIALS, MotoServer
+from tests.artifacts.s3_server import MotoServer
+from tests.integrations.kubernetes.testbed import (
+    BOUND,
+    IMAGE,
+    Seen,
+    cluster,
+    register_kubernetes_stack,
+    register_remote_store,
+    remaining_secrets,
+    reported_run_id,
+    write_project,
+)
 from tests.kube.emulator import Emulator
-from tests.kube.emulator.resources import SECRETS
-from tests.kube.emulator.watchers import WatchEvent
-from tests.kube.kubelet import Kubelet
 from tests.server.conftest import (  # noqa: F401 (fixtures)
     World,
     live,
     world,
 )
 from wharf.config.global_config import API_KEY_ENV, load_config
-from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.enums import ExecutionStatus
 from wharf.execution.services import run_token_scope
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
-from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, StepRunFilter
-
-s3_server = s3.s3_server
-s3_bucket = s3.s3_bucket
-
-IMAGE = "wharf/python:3.11"
-BOUND = 240  # seconds: a hang fails the test instead of blocking it
 
 STEPS_MODULE = """
 from wharf import pipeline, step
@@ -91,23 +89,6 @@ if __name__ == "__main__":
 
 
 @dataclass
-class Seen:
-    """Pods and Secrets the emulator created (their state when created)."""
-
-    created: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, event: WatchEvent) -> None:
-        if event.type == "ADDED" and event.rtype is not None:
-            with self.lock:
-                self.created.setdefault(event.rtype.kind, []).append(event.object)
-
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        with self.lock:
-            return list(self.created.get(kind, []))
-
-
-@dataclass
 class TeamBed:
     server: World
     emulator: Emulator
@@ -138,45 +119,24 @@ def team_bed(
         "WHARF_ACTIVE_STACK": "k8s",
         "WHARF_HEARTBEAT_INTERVAL": "2",
     }
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "team_steps.py").write_text(STEPS_MODULE)
-    (project / "run.py").write_text(SCRIPT)
-    with Emulator() as emulator:
-        seen = Seen()
-        emulator.store.subscribe(seen)
-        with Kubelet(
-            emulator.kubeconfig_path,
-            images={IMAGE: sys.executable},
-            log_dir=emulator.log_dir,
-            extra_env={**CREDENTIALS, "WHARF_HOME": str(tmp_path / "pod-home")},  # the image's
-        ) as kubelet:
-            assert kubelet.wait_ready(10)
-            workspace = Workspace.open(load_config(member))
-            try:
-                stacks.register_component(
-                    workspace,
-                    "remote",
-                    ComponentType.ARTIFACT_STORE,
-                    "fsspec",
-                    {"path": f"s3://{s3_bucket}/wharf", "endpoint_url": s3_server.endpoint},
-                )
-                stacks.register_component(
-                    workspace,
-                    "k8s",
-                    ComponentType.ORCHESTRATOR,
-                    "kubernetes",
-                    {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
-                )
-                stacks.register_stack(workspace, "k8s", orchestrator="k8s", artifact_store="remote")
-                env = {
-                    **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
-                    **member,
-                    "KUBECONFIG": str(emulator.kubeconfig_path),  # the member's cluster
-                }
-                yield TeamBed(world, emulator, seen, workspace, project, env)
-            finally:
-                workspace.close()
+    project = write_project(tmp_path, {"team_steps.py": STEPS_MODULE, "run.py": SCRIPT})
+    with cluster(tmp_path) as running:
+        workspace = Workspace.open(load_config(member))
+        try:
+            register_remote_store(workspace, s3_server, s3_bucket)
+            register_kubernetes_stack(
+                workspace,
+                "k8s",
+                {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
+            )
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
+                **member,
+                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the member's cluster
+            }
+            yield TeamBed(world, running.emulator, running.seen, workspace, project, env)
+        finally:
+            workspace.close()
 
 
 def submit(bed: TeamBed, value: int) -> tuple[PipelineRunRecord, str]:
@@ -193,14 +153,7 @@ def submit(bed: TeamBed, value: int) -> tuple[PipelineRunRecord, str]:
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    run_lines = [line for line in done.stdout.splitlines() if line.startswith("RUN ")]
-    assert run_lines, output
-    return bed.workspace.store.runs.get(UUID(run_lines[-1].split()[1])), output
-
-
-def remaining_secrets(bed: TeamBed) -> list[str]:
-    listing = bed.emulator.store.list(SECRETS, "default")
-    return [str(item["metadata"]["name"]) for item in listing["items"]]
+    return bed.workspace.store.runs.get(reported_run_id(done)), output
 
 
 def secret_values(secret: dict[str, Any]) -> list[str]:
@@ -260,7 +213,7 @@ def test_a_run_on_kubernetes_uses_its_run_token_only_and_the_token_does_nothing_
     assert all(run_token_scope(token) == run.id for token in tokens), tokens
     assert len(tokens) == 1  # the orchestrator pod passed its own token on to the step pods
     (token,) = tokens
-    assert remaining_secrets(bed) == []  # deleted with the run's end
+    assert remaining_secrets(bed.emulator) == []  # deleted with the run's end
 
     # The server takes it for the run, acting for the member, not as an admin.
     leaked = bed.server.client(token)

@@ -1,156 +1,36 @@
 """The Kubernetes step backend through its launch interface, on the API emulator and the process
-kubelet: real Jobs whose pods run as local processes, a real SQLite store for the step runs, a
-local artifact store for the logs.
-
-Two images: ``wharf/python:3.11`` is this interpreter (the real step entry point runs), and
-``wharf/stand-in`` is a shell script standing in for ``python -m wharf.execution.entrypoint ID``
-whose behaviour the attempt's environment picks (``STAND_IN``: ok, fail, sleep)."""
+kubelet (:mod:`.step_backend_bed`): real Jobs whose pods run as local processes, a real SQLite
+store for the step runs, a local artifact store for the logs. Here: what an attempt's outcome
+is (exit codes, an image that cannot be pulled, Kubernetes' own retries, a TTL that deletes the
+Job first), how it arrives (one pod watch and one Job watch, dropped, expired or refused
+watches), and what an allocation makes of the pod."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.integrations.kubernetes.step_backend_bed import (
+    NS,
+    PYTHON_IMAGE,
+    BackendFactory,
+    job_names,
+    launch,
+    wait_all,
+)
+from tests.integrations.kubernetes.testbed import eventually
 from tests.kube.emulator import Emulator
-from tests.kube.kubelet import Kubelet
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.artifacts.store import LocalArtifactStore
-from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
-from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
+from wharf.execution.backends import AttemptOutcome, Ended
 from wharf.execution.log_capture import read_log
-from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
-from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
-from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.resource_manager.contract.models import ResourceRequestInfo
-from wharf.store.sql import SqlStore
-
-NS = "default"
-PYTHON_IMAGE = "wharf/python:3.11"
-STAND_IN_IMAGE = "wharf/stand-in"
-SPEC = StepSpec(name="s", source="x:s", code_hash="s")
-STAND_IN = """#!/bin/sh
-# stands in for: python -m wharf.execution.entrypoint STEP_RUN_ID
-case "$STAND_IN" in
-  ok) echo "hello from $3"; echo "token $WHARF_API_KEY"; exit 0 ;;
-  fail) echo "failing"; exit 2 ;;
-  sleep)
-    trap 'echo terminated > "$MARKER"; echo "stopping $3"; exit 143' TERM
-    echo "sleeping $3"
-    echo started > "$MARKER.started"
-    sleep 60 &
-    wait ;;
-esac
-"""
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
-
-
-@pytest.fixture
-def kubelet(emulator: Emulator, tmp_path: Path) -> Iterator[Kubelet]:
-    stand_in = tmp_path / "stand-in" / "python"
-    stand_in.parent.mkdir()
-    stand_in.write_text(STAND_IN)
-    stand_in.chmod(0o755)
-    images = {PYTHON_IMAGE: sys.executable, STAND_IN_IMAGE: str(stand_in)}
-    with Kubelet(
-        emulator.kubeconfig_path, images=images, log_dir=emulator.log_dir, image_pull_backoff=0.2
-    ) as running:
-        assert running.wait_ready(5)
-        yield running
-
-
-@pytest.fixture
-def clients(emulator: Emulator) -> Iterator[KubeClients]:
-    made = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
-    try:
-        yield made
-    finally:
-        made.close()
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
-
-
-@pytest.fixture
-def logs(tmp_path: Path) -> LocalArtifactStore:
-    return LocalArtifactStore(tmp_path / "artifacts")
-
-
-BackendFactory = Callable[..., KubernetesStepBackend]
-
-
-@pytest.fixture
-def backend_for(clients: KubeClients, kubelet: Kubelet) -> Iterator[BackendFactory]:
-    made: list[KubernetesStepBackend] = []
-
-    def make(
-        image: str = STAND_IN_IMAGE,
-        labels: dict[str, str] | None = None,
-        close_when_idle: bool = False,
-        **settings: object,
-    ) -> KubernetesStepBackend:
-        backend = KubernetesStepBackend(
-            clients,
-            KubernetesOrchestratorSettings(namespace=NS, **settings),
-            image=image,
-            labels={"wharf.io/pipeline": "training"} if labels is None else labels,
-            close_when_idle=close_when_idle,
-        )
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.close()
-
-
-def launch(world: World, logs: LocalArtifactStore, **environment: str) -> StepLaunch:
-    record = world.step(logs_uri=logs.new_uri("p", "r") + ".log", spec=SPEC)
-    return StepLaunch(record, SPEC, environment, logs)
-
-
-def wait_all(
-    backend: KubernetesStepBackend, handles: list[KubernetesHandle], timeout: float = 30
-) -> dict[KubernetesHandle, tuple[Ended, str]]:
-    ended: dict[KubernetesHandle, tuple[Ended, str]] = {}
-    deadline = time.monotonic() + timeout
-    while len(ended) < len(handles):
-        assert time.monotonic() < deadline, f"still running: {set(handles) - set(ended)}"
-        left = [h for h in handles if h not in ended]
-        outcomes = backend.poll(left, timeout=deadline - time.monotonic())
-        ended.update({h: (o.ended, o.detail) for h, o in outcomes.items()})
-    return ended
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait for an observable condition (a file, an API object), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
-
-
-def job_names(clients: KubeClients) -> list[str]:
-    return [job.metadata.name for job in clients.batch.list_namespaced_job(NS).items]
 
 
 def test_the_real_entry_point_runs_in_the_pod_and_its_log_reaches_the_artifact_store(
@@ -224,159 +104,6 @@ def test_an_image_that_cannot_be_pulled_fails_at_once_naming_image_and_reason(
     eventually(lambda: job_names(clients) == [])
 
 
-def test_cancel_stops_the_running_process_with_sigterm(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
-) -> None:
-    backend = backend_for()
-    marker = tmp_path / "terminated"
-    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
-    handle = backend.submit(attempt, None)
-    eventually(lambda: Path(f"{marker}.started").exists())
-    assert backend.poll([handle]) == {}
-    backend.cancel(handle, grace_seconds=10)
-    ((ended, detail),) = wait_all(backend, [handle]).values()
-    assert ended is Ended.CANCELLED
-    assert marker.read_text() == "terminated\n"
-    assert detail in ("was killed by SIGTERM (exit code 143)", "was cancelled before it ran")
-    backend.cleanup(handle)
-    # the pod is deleted, its log was followed to the end
-    assert attempt.record.logs_uri is not None
-    log = read_log(logs, attempt.record.logs_uri)
-    assert log == f"sleeping {attempt.record.id}\nstopping {attempt.record.id}\n"
-
-
-def test_a_job_deleted_from_outside_is_lost(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
-) -> None:
-    backend = backend_for()
-    marker = tmp_path / "m"
-    handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
-    eventually(lambda: Path(f"{marker}.started").exists())
-    backend._clients.batch.delete_namespaced_job(
-        handle.job_name, NS, propagation_policy="Background"
-    )
-    assert wait_all(backend, [handle]) == {
-        handle: (Ended.LOST, "was deleted from outside (its Job is gone)")
-    }
-    backend.cleanup(handle)
-
-
-def test_the_token_travels_in_a_secret_that_the_job_only_references(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
-) -> None:
-    backend = backend_for()
-    token = "wharf-run-token-0123456789"
-    attempt = launch(world, logs, STAND_IN="ok", WHARF_API_KEY=token)
-    handle = backend.submit(attempt, None)
-    job = clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False)
-    manifest = json.loads(job.data)
-    assert token not in json.dumps(manifest)
-    (env,) = [
-        e
-        for e in manifest["spec"]["template"]["spec"]["containers"][0]["env"]
-        if e["name"] == "WHARF_API_KEY"
-    ]
-    ref = env["valueFrom"]["secretKeyRef"]
-    secret = clients.core.read_namespaced_secret(ref["name"], NS)
-    assert base64.b64decode(secret.data[ref["key"]]).decode() == token
-    assert secret.metadata.labels["wharf.io/pipeline"] == "training"
-    assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
-    backend.cleanup(handle)
-    assert attempt.record.logs_uri is not None
-    assert f"token {token}" in read_log(logs, attempt.record.logs_uri)
-    backend.close()
-    assert clients.core.list_namespaced_secret(NS).items == []
-
-
-def test_stop_recorded_deletes_the_job_of_the_step_run(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
-) -> None:
-    starter = backend_for()
-    marker = tmp_path / "m"
-    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
-    handle = starter.submit(attempt, None)
-    eventually(lambda: Path(f"{marker}.started").exists())
-    elsewhere = backend_for()  # e.g. in the process of `wharf runs stop --force`
-    assert not elsewhere.stop_recorded(world.step())
-    assert elsewhere.stop_recorded(attempt.record)
-    eventually(marker.exists)  # its process got SIGTERM
-    assert starter.poll([handle], timeout=30)[handle].ended is Ended.LOST
-    starter.cleanup(handle)
-
-
-def test_a_restarted_orchestrator_adopts_the_job_of_a_running_step_instead_of_a_second(
-    backend_for: BackendFactory,
-    world: World,
-    logs: LocalArtifactStore,
-    clients: KubeClients,
-    tmp_path: Path,
-) -> None:
-    run_labels = {"wharf.io/pipeline": "training", "wharf.io/run-id": "r1"}
-    marker = tmp_path / "m"
-    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
-    backend_for(labels=run_labels).submit(attempt, None)  # its orchestrator pod dies
-    eventually(lambda: Path(f"{marker}.started").exists())
-    successor = backend_for(labels=run_labels)
-    handle = successor.submit(attempt, None)
-    assert job_names(clients) == [handle.job_name]
-    assert successor.poll([handle], timeout=0.2) == {}  # it runs: the successor sees its pod
-    successor.cancel(handle, grace_seconds=5)
-    assert wait_all(successor, [handle])[handle][0] is Ended.CANCELLED
-    assert marker.read_text() == "terminated\n"
-    successor.cleanup(handle)
-
-
-def test_a_job_of_another_step_run_with_the_same_name_is_refused(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
-) -> None:
-    backend = backend_for()
-    attempt = launch(world, logs, STAND_IN="ok")
-    squatter = {
-        "metadata": {"name": backend.job_name(attempt.record), "labels": {"app": "other"}},
-        "spec": {
-            "suspend": True,  # no pod: only its name matters
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": STAND_IN_IMAGE}],
-                }
-            },
-        },
-    }
-    clients.batch.create_namespaced_job(NS, squatter)
-    with pytest.raises(InputError, match="already exists in namespace default for another"):
-        backend.submit(attempt, None)
-
-
-def test_an_allocation_shapes_the_pod_and_reaches_the_step(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
-) -> None:
-    backend = backend_for(
-        pod_settings={"node_selectors": {"accelerator": "a100", "zone": "a"}},
-    )
-    granted = allocation(
-        ("CPU", "cpu", 250, "mCPU", 250),
-        ("memory", "memory", 1, "GiB", 2**30),
-        target_settings={"node_selectors": {"accelerator": "h200"}},
-    )
-    handle = backend.submit(launch(world, logs, STAND_IN="ok"), granted)
-    job = json.loads(
-        clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False).data
-    )
-    template = job["spec"]["template"]
-    (container,) = template["spec"]["containers"]
-    assert container["resources"] == {
-        "requests": {"cpu": "250m", "memory": "1Gi"},
-        "limits": {"cpu": "250m", "memory": "1Gi"},
-    }  # 1024Mi as the API server writes it back
-    assert template["spec"]["nodeSelector"] == {"accelerator": "h200", "zone": "a"}
-    assert template["metadata"]["annotations"]["wharf.io/resource-request-id"] == str(granted.id)
-    env = {e["name"]: e.get("value") for e in container["env"]}
-    assert json.loads(env["WHARF_STEP_ALLOCATION"])["id"] == str(granted.id)
-    assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
-    backend.cleanup(handle)
-
-
 def test_kubernetes_retries_within_the_margin_and_both_pods_logs_are_kept(
     backend_for: BackendFactory, world: World, logs: LocalArtifactStore
 ) -> None:
@@ -419,6 +146,60 @@ def test_outcomes_arrive_through_dropped_and_expired_watches(
         backend.cleanup(handle)
 
 
+def test_a_watch_the_server_refuses_is_an_error_not_a_wait(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, emulator: Emulator
+) -> None:
+    emulator.access.deny("list", "pods")
+    backend = backend_for()
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    with pytest.raises(InputError, match=r"Cannot watch the step pods in namespace default: 403"):
+        backend.poll([handle], timeout=30)
+    emulator.access.reset()  # allowed again: the watch recovers by itself
+    eventually(lambda: backend.watches[0].refused is None)
+    assert wait_all(backend, [handle]) == {handle: (Ended.SUCCEEDED, "exited with code 0")}
+    backend.cleanup(handle)
+
+
+def test_an_outcome_is_kept_when_the_ttl_deletes_the_job_before_anyone_polls(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for(ttl_seconds_after_finished=0)
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    eventually(lambda: clients.batch.list_namespaced_job(NS).items == [])  # finished, deleted
+    outcome = backend.poll([handle], timeout=10)  # (once the watches caught up)
+    assert outcome == {handle: AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")}
+    backend.cleanup(handle)
+
+
+def test_an_allocation_shapes_the_pod_and_reaches_the_step(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
+) -> None:
+    backend = backend_for(
+        pod_settings={"node_selectors": {"accelerator": "a100", "zone": "a"}},
+    )
+    granted = allocation(
+        ("CPU", "cpu", 250, "mCPU", 250),
+        ("memory", "memory", 1, "GiB", 2**30),
+        target_settings={"node_selectors": {"accelerator": "h200"}},
+    )
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), granted)
+    job = json.loads(
+        clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False).data
+    )
+    template = job["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert container["resources"] == {
+        "requests": {"cpu": "250m", "memory": "1Gi"},
+        "limits": {"cpu": "250m", "memory": "1Gi"},
+    }  # 1024Mi as the API server writes it back
+    assert template["spec"]["nodeSelector"] == {"accelerator": "h200", "zone": "a"}
+    assert template["metadata"]["annotations"]["wharf.io/resource-request-id"] == str(granted.id)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert json.loads(env["WHARF_STEP_ALLOCATION"])["id"] == str(granted.id)
+    assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
+    backend.cleanup(handle)
+
+
 def allocation(
     *items: tuple[str, str, int, str, int], target_settings: dict[str, object]
 ) -> ResourceRequestInfo:
@@ -452,71 +233,3 @@ def allocation(
             "allocations": granted,
         }
     )
-
-
-def test_a_watch_the_server_refuses_is_an_error_not_a_wait(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, emulator: Emulator
-) -> None:
-    emulator.access.deny("list", "pods")
-    backend = backend_for()
-    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
-    with pytest.raises(InputError, match=r"Cannot watch the step pods in namespace default: 403"):
-        backend.poll([handle], timeout=30)
-    emulator.access.reset()  # allowed again: the watch recovers by itself
-    eventually(lambda: backend.watches[0].refused is None)
-    assert wait_all(backend, [handle]) == {handle: (Ended.SUCCEEDED, "exited with code 0")}
-    backend.cleanup(handle)
-
-
-def test_each_token_is_stored_once_and_jobs_reference_their_own(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
-) -> None:
-    """A backend serving several runs (a step operator) gets each run's token."""
-    backend = backend_for()
-    tokens = ["token-of-run-1", "token-of-run-2", "token-of-run-1"]
-    handles = [
-        backend.submit(launch(world, logs, STAND_IN="ok", WHARF_API_KEY=token), None)
-        for token in tokens
-    ]
-    refs = []
-    for handle in handles:
-        job = clients.batch.read_namespaced_job(handle.job_name, NS, _preload_content=False)
-        env = json.loads(job.data)["spec"]["template"]["spec"]["containers"][0]["env"]
-        (ref,) = [e["valueFrom"]["secretKeyRef"] for e in env if e["name"] == "WHARF_API_KEY"]
-        refs.append((ref["name"], ref["key"]))
-    assert refs[0] == refs[2] != refs[1] and refs[0][0] == refs[1][0]
-    secret = clients.core.read_namespaced_secret(refs[0][0], NS)
-    stored = {key: base64.b64decode(value).decode() for key, value in secret.data.items()}
-    assert stored == {refs[0][1]: "token-of-run-1", refs[1][1]: "token-of-run-2"}
-    wait_all(backend, handles)
-    for handle in handles:
-        backend.cleanup(handle)
-
-
-def test_an_outcome_is_kept_when_the_ttl_deletes_the_job_before_anyone_polls(
-    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, clients: KubeClients
-) -> None:
-    backend = backend_for(ttl_seconds_after_finished=0)
-    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
-    eventually(lambda: clients.batch.list_namespaced_job(NS).items == [])  # finished, deleted
-    outcome = backend.poll([handle], timeout=10)  # (once the watches caught up)
-    assert outcome == {handle: AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")}
-    backend.cleanup(handle)
-
-
-def test_a_backend_closing_when_idle_leaves_nothing_between_steps_and_starts_again(
-    backend_for: BackendFactory,
-    world: World,
-    logs: LocalArtifactStore,
-    clients: KubeClients,
-    emulator: Emulator,
-) -> None:
-    """As a step operator's backend, which nobody closes: no Secret, no watch once idle."""
-    backend = backend_for(labels={}, close_when_idle=True)
-    for _ in range(2):
-        handle = backend.submit(launch(world, logs, STAND_IN="ok", WHARF_API_KEY="t"), None)
-        assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
-        assert len(clients.core.list_namespaced_secret(NS).items) == 1
-        backend.cleanup(handle)
-        assert clients.core.list_namespaced_secret(NS).items == []
-        eventually(lambda: emulator.open_watches == 1)  # the kubelet's own

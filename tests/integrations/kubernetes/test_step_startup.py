@@ -1,9 +1,9 @@
 """A step pod that takes long to start (no node for it yet) is not lost: the Kubernetes backend's
 ``pod_startup_timeout`` holds off the engine's liveness check until the pod's first beat.
 
-The API emulator and the process kubelet, which here binds no pod by itself (as a cluster whose
-node is still scaling up): the test binds the step's pod once the engine's clock is past the
-usual liveness timeout. The pod's "image" is a script that records its step completed in the
+The API emulator and the process kubelet (the ``emulator``, ``clients`` and ``world`` are
+:mod:`.conftest`'s), which here binds no pod by itself (as a cluster whose node is still scaling
+up): the test binds the step's pod once the engine's clock is past the usual liveness timeout. The pod's "image" is a script that records its step completed in the
 real SQLite store, as the step's entry point would."""
 
 from __future__ import annotations
@@ -26,33 +26,17 @@ from tests.execution.test_isolated_wait import (
 from tests.kube.emulator import Emulator
 from tests.kube.http_testing import bind
 from tests.kube.kubelet import Kubelet
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.attempts import IsolatedExecutor
 from wharf.execution.backends import startup_timeout_of
 from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
-from wharf.store.sql import SqlStore
 
 NS = "default"
 IMAGE = "wharf/records-completed"
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
 
 
 @pytest.fixture
@@ -81,15 +65,6 @@ store.close()
     ) as running:
         assert running.wait_ready(5)
         yield running
-
-
-@pytest.fixture
-def clients(emulator: Emulator) -> Iterator[KubeClients]:
-    made = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def test_the_pod_startup_timeout_is_a_validated_setting_of_600_s_by_default() -> None:
