@@ -12,8 +12,10 @@ out a store outage shorter than the step's liveness timeout (:mod:`wharf.executi
 An isolated attempt's liveness clock starts at its submit, allowing it its backend's startup
 timeout (``wharf.execution.backends.startup_timeout_of``) until its own first beat. Once the
 store shows the step finished, its backend gets a grace (:attr:`IsolatedExecutor.finish_grace`,
-by default one heartbeat interval, at least :data:`FINISH_GRACE_MIN` s) to report the attempt
-ended (its process or pod exiting) before it is cancelled; a cancelled attempt that its backend
+by default the step's liveness timeout, at least :data:`FINISH_GRACE_MIN` s) to report the
+attempt ended (its process or pod exiting) before it is cancelled: a process exiting on a loaded
+machine, and its pod reported ended, can take longer than a heartbeat interval, and a cancel
+then only adds requests; a cancelled attempt that its backend
 never reports ended counts as ended after :data:`CANCEL_PATIENCE` s, so nothing waits forever.
 The store checks made while isolated attempts wait (the run's lost-heartbeat sweep, whether
 their steps finished) are made once per heartbeat interval for all of a run's waiting attempts
@@ -292,8 +294,8 @@ class IsolatedExecutor:
     backend_for: Callable[[StepSpec], StepBackend[Any]]
     finish_grace: float | None = None
     """How long (s) the backend has to report an attempt ended once the store shows its step
-    finished, before the attempt is cancelled; None: one heartbeat interval, at least
-    :data:`FINISH_GRACE_MIN`."""
+    finished, before the attempt is cancelled; None: the liveness timeout of the heartbeat
+    interval (``liveness_timeout_for``), at least :data:`FINISH_GRACE_MIN`."""
     cancel_patience: float = CANCEL_PATIENCE
     """How long (s) a cancelled attempt has to be reported ended before it counts as ended."""
     _checks: dict[UUID, RunChecks] = field(default_factory=dict, init=False, repr=False)
@@ -383,7 +385,7 @@ class IsolatedExecutor:
         interval = self.services.heartbeat_interval
         grace = self.finish_grace
         if grace is None:
-            grace = max(interval, FINISH_GRACE_MIN)
+            grace = max(liveness_timeout_for(interval), FINISH_GRACE_MIN)
         finished_at: float | None = None  # monotonic time the store first showed it finished
         cancelled_at: float | None = None
         outage = False
