@@ -12,13 +12,12 @@ from uuid import UUID
 import pytest
 
 from wharf import Schedule, pipeline, step
-from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, load_config
+from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError
 from wharf.integrations.kubernetes.labels import is_dns1123_label
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.integrations.kubernetes.schedules import (
-    check_pod_environment,
     cron_job_name,
     in_window,
     scheduled_arguments,
@@ -76,14 +75,6 @@ def test_catching_up_is_refused_before_anything_is_recorded(workspace: Workspace
         catching_up.run_in(workspace)
     assert workspace.store.schedules.list().items == []
     assert workspace.store.runs.list().items == []
-
-
-def test_a_workspace_server_is_refused_for_now() -> None:
-    with pytest.raises(InputError, match="workspace server"):
-        check_pod_environment({SERVER_URL_ENV: "https://wharf.example"})
-    with pytest.raises(InputError, match="workspace server"):
-        check_pod_environment({API_KEY_ENV: "key"})
-    check_pod_environment({"WHARF_STORE_URL": "sqlite:////data/wharf.db"})  # no error
 
 
 def test_the_schedule_id_argument_round_trips_and_a_bad_one_is_refused() -> None:

@@ -75,9 +75,9 @@ from wharf.integrations.kubernetes.orchestrator_submit import (
     delete_job,
     delete_token_secret,
 )
+from wharf.integrations.kubernetes.schedule_credentials import schedule_child_env
 from wharf.integrations.kubernetes.schedules import (
     apply_cron_job,
-    check_pod_environment,
     check_schedulable,
     delete_cron_jobs,
     schedule_cron_job,
@@ -261,8 +261,10 @@ class KubernetesOrchestrator(BaseOrchestrator):
         """Create (or replace, unchanged) the schedule's CronJob (``schedules``); each run it
         fires is created by its orchestrator pod."""
         self.check_artifact_store(services.artifact_store)
-        check_pod_environment(services.child_env)  # a workspace server's credential: not yet
-        environment = pod_environment(services.child_env)
+        # On a workspace server the fired pods hold a token of the schedule, not the user's.
+        environment = pod_environment(
+            schedule_child_env(services.store, schedule, services.child_env)
+        )
         settings = self.run_settings(snapshot.spec)
         manifest = schedule_cron_job(
             settings,

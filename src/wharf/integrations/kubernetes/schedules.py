@@ -22,15 +22,14 @@ Invariants:
 - every failure talking to the cluster is a one-line :class:`WharfError` naming what could not
   be done.
 
-Out of scope for now: a workspace server's credential for scheduled runs (a token that outlives
-one run); schedules are refused on a workspace server (:func:`check_pod_environment`), after
-the schedule was recorded, which the client then forgets again.
+On a workspace server the fired pods' credential is a token of the schedule, never the user's
+(``schedule_credentials``), in the schedule's Secret.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,7 +39,6 @@ from uuid import UUID
 from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError
 
-from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV
 from wharf.config.settings import Schedule
 from wharf.core.errors import InputError, WharfError
 from wharf.integrations.kubernetes.clients import KubeClients
@@ -105,17 +103,6 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
-
-
-def check_pod_environment(child_env: Mapping[str, str]) -> None:
-    """InputError when the fired runs would reach a workspace server, which needs a
-    credential: a token scoped to one run cannot serve runs that do not exist yet."""
-    if SERVER_URL_ENV in child_env or API_KEY_ENV in child_env:
-        raise InputError(
-            "Scheduled runs on Kubernetes work with a SQL store the pods reach; with a "
-            "workspace server they need a credential for runs that do not exist yet, which "
-            "is not supported yet."
-        )
 
 
 def cron_job_name(prefix: str | None, schedule: ScheduleRecord) -> str:

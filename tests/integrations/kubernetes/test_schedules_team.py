@@ -1,0 +1,253 @@
+"""A cron schedule on a Kubernetes stack whose store is a real workspace server, fired by the
+emulator's clock.
+
+A project member schedules the pipeline from a script (``WHARF_SERVER_URL`` + the member's login
+token): the CronJob's pods get a token of the schedule, through the schedule's Secret, never the
+member's credential. When the clock passes the schedule, the fired orchestrator pod -- a process
+of the process kubelet -- reads its schedule and snapshot with that token, fires the schedule's
+run on the server (created there, recorded with the schedule) and gets the run's token, which it
+uses for everything else and hands to its step pods. ``wharf schedule delete`` then revokes the
+schedule's token at once. The server is the server tests' ``world``; artifacts on moto S3."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from tests.artifacts.s3_server import MotoServer
+from tests.integrations.kubernetes.testbed import (
+    BOUND,
+    IMAGE,
+    Seen,
+    cluster,
+    register_kubernetes_stack,
+    register_remote_store,
+    wait_until,
+    write_project,
+)
+from tests.kube.emulator import Emulator
+from tests.kube.emulator.clock import FakeClock
+from tests.kube.emulator.resources import CRONJOBS, SECRETS
+from tests.server.conftest import (  # noqa: F401 (fixtures)
+    World,
+    live,
+    world,
+)
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus, MetadataResourceType
+from wharf.execution.services import run_token_scope
+from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
+from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY as SCHEDULE_LABEL
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord, StepRunFilter
+
+START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
+
+STEPS_MODULE = """
+from wharf import Schedule, pipeline, step
+
+
+@step
+def make(value: int) -> int:
+    return value
+
+
+@step
+def double(value: int) -> int:
+    return value * 2
+
+
+@pipeline(name="nightly", schedule=Schedule(name="every-five", cron_expression="*/5 * * * *"))
+def nightly(value: int = 3) -> None:
+    double(make(value))
+"""
+
+SCRIPT = """
+import team_schedule
+
+if __name__ == "__main__":
+    print("SCHEDULED", team_schedule.nightly().schedule.id)
+"""
+
+
+@dataclass
+class ScheduleBed:
+    server: World
+    emulator: Emulator
+    seen: Seen
+    workspace: Workspace
+    """The member's workspace, in the test process."""
+    project: Path
+    env: dict[str, str]
+    """The member's environment (scripts and CLI)."""
+
+
+@pytest.fixture
+def schedule_bed(
+    world: World,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    s3_bucket: str,
+) -> Iterator[ScheduleBed]:
+    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    member = {
+        "WHARF_HOME": str(tmp_path / "home"),
+        "WHARF_SERVER_URL": world.url,
+        "WHARF_API_KEY": str(world.credentials["member"]),
+        "WHARF_PROJECT": "A",
+        "WHARF_ACTIVE_STACK": "k8s",
+        "WHARF_HEARTBEAT_INTERVAL": "2",
+    }
+    project = write_project(tmp_path, {"team_schedule.py": STEPS_MODULE, "run.py": SCRIPT})
+    with cluster(tmp_path, FakeClock(START)) as running:
+        workspace = Workspace.open(load_config(member))
+        try:
+            register_remote_store(workspace, s3_server, s3_bucket)
+            register_kubernetes_stack(
+                workspace,
+                "k8s",
+                {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
+            )
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
+                **member,
+                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the member's cluster
+            }
+            yield ScheduleBed(world, running.emulator, running.seen, workspace, project, env)
+        finally:
+            workspace.close()
+
+
+def run(bed: ScheduleBed, *command: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, *command],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def schedule_it(bed: ScheduleBed) -> ScheduleRecord:
+    done = run(bed, "run.py")
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
+    return bed.workspace.store.schedules.get(UUID(line.split()[1]))
+
+
+def labelled(bed: ScheduleBed, kind: Any, schedule: ScheduleRecord) -> list[dict[str, Any]]:
+    selector = f"{SCHEDULE_LABEL}={schedule.id}"
+    items: list[dict[str, Any]] = bed.emulator.store.list(kind, "default", label_selector=selector)[
+        "items"
+    ]
+    return items
+
+
+def secret_values(secret: dict[str, Any]) -> list[str]:
+    data = secret.get("data") or {}
+    plain = secret.get("stringData") or {}
+    return [base64.b64decode(v).decode() for v in data.values()] + list(plain.values())
+
+
+def token_type(credential: str) -> str | None:
+    """A server token's ``typ`` claim (unverified); None for anything else."""
+    parts = credential.split(".")
+    if len(parts) != 3:
+        return None
+    claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    return str(claims.get("typ"))
+
+
+def env_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    return [entry for c in containers for entry in c.get("env", [])]
+
+
+def fired_runs(bed: ScheduleBed, schedule: ScheduleRecord) -> list[PipelineRunRecord]:
+    runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
+    return sorted(runs, key=lambda r: r.created)
+
+
+def test_a_schedule_on_a_workspace_server_fires_with_its_own_token_and_delete_revokes_it(
+    schedule_bed: ScheduleBed,
+) -> None:
+    bed = schedule_bed
+    member_key = str(bed.server.credentials["member"])
+    schedule = schedule_it(bed)
+    assert fired_runs(bed, schedule) == []  # nothing ran, no run recorded
+    (cron,) = labelled(bed, CRONJOBS, schedule)
+    template = cron["spec"]["jobTemplate"]["spec"]["template"]
+    assert all(e.get("value") != member_key for e in env_of(template))
+    (secret,) = labelled(bed, SECRETS, schedule)
+    values = secret_values(secret)
+    assert member_key not in values
+    (schedule_token,) = [v for v in values if token_type(v) == "schedule"]
+
+    # The clock passes 10:05: the fired pod creates the run on the server and runs it.
+    bed.emulator.advance_to(START.replace(minute=5, second=0))
+
+    def ended() -> bool:
+        runs = fired_runs(bed, schedule)
+        return bool(runs) and runs[0].status.is_finished
+
+    assert wait_until(ended, BOUND), "the fired run did not end"
+    (fired,) = fired_runs(bed, schedule)
+    assert fired.status is ExecutionStatus.COMPLETED, fired.status_reason
+    assert fired.orchestrator_run_id is not None
+    assert fired.orchestrator_run_id.startswith("kubernetes-")
+    assert fired.user_id == bed.server.users["member"].id  # the schedule token's issuer
+    steps = bed.workspace.store.steps.list(StepRunFilter(run_id=fired.id)).items
+    assert {s.name: s.status for s in steps} == {
+        "make": ExecutionStatus.COMPLETED,
+        "double": ExecutionStatus.COMPLETED,
+    }
+    assert all(s.pid is not None for s in steps)  # recorded by the step pods' run token
+    records = bed.workspace.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, fired.id)
+    metadata = {m.key: m.value for m in records}
+    assert metadata["schedule_id"] == str(schedule.id)
+    assert metadata["schedule_name"] == "every-five"
+    assert metadata["kubernetes_cronjob"] == cron["metadata"]["name"]
+
+    # The step pods got the run's token, never the schedule's nor the member's.
+    step_pods = [
+        p
+        for p in bed.seen.of_kind("Pod")
+        if p["metadata"].get("labels", {}).get(RUN_ID_KEY) == str(fired.id)
+        and STEP_KEY in p["metadata"]["labels"]
+    ]
+    assert len(step_pods) == 2
+    step_secrets = [
+        s for s in bed.seen.of_kind("Secret") if s["metadata"]["name"] != secret["metadata"]["name"]
+    ]
+    handed = [v for s in step_secrets for v in secret_values(s) if token_type(v) is not None]
+    assert handed and all(run_token_scope(v) == fired.id for v in handed)
+    assert schedule_token not in handed and member_key not in handed
+
+    # The schedule's token works until the schedule is deleted, then never again.
+    pod = bed.server.client(schedule_token)
+    assert pod.get(f"/api/v1/schedules/{schedule.id}").status_code == 200
+    run(bed, "-m", "wharf.cli.main", "schedule", "delete", "every-five", "--yes")
+    assert labelled(bed, CRONJOBS, schedule) == [] and labelled(bed, SECRETS, schedule) == []
+    refused = pod.get(f"/api/v1/schedules/{schedule.id}")
+    assert refused.status_code == 401 and "deleted" in refused.text
+    fire = {"orchestrator_run_id": "kubernetes-late", "name": "late"}
+    assert pod.post(f"/api/v1/schedules/{schedule.id}/runs", json=fire).status_code == 401
+    assert [r.id for r in fired_runs(bed, schedule)] == [fired.id]
