@@ -22,7 +22,7 @@ from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
 if TYPE_CHECKING:
     from wharf.orchestrators.base import BaseOrchestrator
     from wharf.sdk.client import Client
-    from wharf.store.models import ScheduleRecord
+    from wharf.store.models import ScheduleRecord, SnapshotRecord
 
 SCHEDULE_COLUMNS = ("name", "trigger", "active", "start_time", "end_time", "created", "id")
 
@@ -93,9 +93,10 @@ def _set_active(name_or_id: str, active: bool) -> None:
         before = client.get_schedule(name_or_id)
         record = client.set_schedule_active(before.id, active)
         try:
-            orchestrator = _orchestrator_of(client, record)
-            if orchestrator is not None:
-                orchestrator.set_schedule_active(record, active)
+            found = _orchestrator_of(client, record)
+            if found is not None:
+                orchestrator, snapshot = found
+                orchestrator.set_schedule_active(record, active, snapshot)
         except BaseException:
             try:  # the store's record says what fires: put it back
                 client.set_schedule_active(before.id, before.active)
@@ -105,8 +106,11 @@ def _set_active(name_or_id: str, active: bool) -> None:
     click.echo(f"Schedule '{record.name}' is {'active' if active else 'paused'}.")
 
 
-def _orchestrator_of(client: Client, record: ScheduleRecord) -> BaseOrchestrator | None:
-    """The orchestrator of the stack the schedule's snapshot runs on (None: no stack)."""
+def _orchestrator_of(
+    client: Client, record: ScheduleRecord
+) -> tuple[BaseOrchestrator, SnapshotRecord] | None:
+    """The orchestrator of the stack the schedule's snapshot runs on, and that snapshot (its
+    settings may say where the platform keeps the schedule); None: no stack."""
     from wharf.core.enums import ComponentType
 
     snapshot = client.store.snapshots.get(record.snapshot_id)
@@ -116,7 +120,7 @@ def _orchestrator_of(client: Client, record: ScheduleRecord) -> BaseOrchestrator
     orchestrator: BaseOrchestrator = client.workspace.component_instance(
         stack, ComponentType.ORCHESTRATOR
     )
-    return orchestrator
+    return orchestrator, snapshot
 
 
 @schedule.command("delete")
@@ -130,8 +134,9 @@ def delete_schedule(name_or_id: str, yes: bool) -> None:
         record = client.get_schedule(name_or_id)
         if not yes:
             click.confirm(f"Delete schedule '{record.name}'?", abort=True)
-        orchestrator = _orchestrator_of(client, record)
-        if orchestrator is not None:  # first: a failure here leaves the schedule as it was
-            orchestrator.delete_schedule(record)
+        found = _orchestrator_of(client, record)
+        if found is not None:  # first: a failure here leaves the schedule as it was
+            orchestrator, snapshot = found
+            orchestrator.delete_schedule(record, snapshot)
         client.delete_schedule(record.id)
     click.echo(f"Deleted schedule '{record.name}'.")

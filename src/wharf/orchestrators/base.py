@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from wharf.config.spec import PipelineSpec
@@ -61,6 +62,12 @@ class BaseOrchestrator(ABC):
         """Where this orchestrator runs isolated steps (``wharf.execution.backends``); None
         if it cannot isolate steps. A new backend per call: each run gets its own."""
         return None
+
+    def run_step_backend(self, run_metadata: Mapping[str, Any]) -> StepBackend[Any] | None:
+        """:meth:`step_backend` for the steps of an existing run, from another process
+        (``wharf runs stop --force``); ``run_metadata``: what its submitter recorded (where
+        its steps are, e.g. a pipeline's own Kubernetes namespace). Default: step_backend()."""
+        return self.step_backend()
 
     # ------------------------------------------------------------ running
 
@@ -110,12 +117,17 @@ class BaseOrchestrator(ABC):
         fire (the caller then forgets a schedule it has just recorded)."""
         return  # not an orchestrator that schedules runs
 
-    def set_schedule_active(self, schedule: ScheduleRecord, active: bool) -> None:
-        """Pause (``active=False``) or resume the platform's schedule ``schedule``; nothing
-        for an orchestrator that does not schedule runs, or a schedule it does not know."""
+    def set_schedule_active(
+        self, schedule: ScheduleRecord, active: bool, snapshot: SnapshotRecord | None = None
+    ) -> None:
+        """Pause (``active=False``) or resume the platform's schedule ``schedule`` (``snapshot``:
+        the schedule's, whose settings may say where the platform keeps it); nothing for an
+        orchestrator that does not schedule runs, or a schedule it does not know."""
         return  # not an orchestrator that schedules runs
 
-    def delete_schedule(self, schedule: ScheduleRecord) -> None:
-        """Delete the platform's schedule ``schedule`` (runs it started stay in the store);
-        nothing when it does not exist."""
+    def delete_schedule(
+        self, schedule: ScheduleRecord, snapshot: SnapshotRecord | None = None
+    ) -> None:
+        """Delete the platform's schedule ``schedule`` (runs it started stay in the store;
+        ``snapshot`` as for :meth:`set_schedule_active`); nothing when it does not exist."""
         return  # not an orchestrator that schedules runs

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
-from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
 from wharf.core.ids import MAX_ID_CANDIDATES, only_match, parse_id_prefix, parse_uuid
 from wharf.sdk.workspace import Workspace
@@ -224,7 +224,9 @@ class Client:
             return lambda step: None
         stack = self.store.stacks.get_stack(stack_id)
         instance = self._workspace.component_instance
-        own = instance(stack, ComponentType.ORCHESTRATOR).step_backend()
+        recorded = self.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+        metadata = {m.key: m.value for m in recorded}  # where its submitter put its steps
+        own = instance(stack, ComponentType.ORCHESTRATOR).run_step_backend(metadata)
         operator = None
         if ComponentType.STEP_OPERATOR in stack.components:
             operator = instance(stack, ComponentType.STEP_OPERATOR).step_backend()

@@ -43,6 +43,7 @@ Invariants:
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -92,7 +93,9 @@ from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecor
 FLAVOR = "kubernetes"
 NAMESPACE_KEY = "kubernetes_namespace"
 JOB_KEY = "kubernetes_orchestrator_job"
-"""Run metadata keys: where the run's orchestrator Job is."""
+CONTEXT_KEY = "kubernetes_context"
+"""Run metadata keys: where the run's orchestrator Job is (the namespace and, when the run's
+settings name one, the kubeconfig context actually used, pipeline-level settings included)."""
 
 
 class KubernetesOrchestrator(BaseOrchestrator):
@@ -117,10 +120,14 @@ class KubernetesOrchestrator(BaseOrchestrator):
         """The step Jobs of this orchestrator seen from outside a run: through it
         ``wharf runs stop --force`` deletes a step's Jobs (``stop_recorded``). The orchestrator
         pod runs steps through a backend of its own, whose Jobs its own Job owns."""
-        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
-        return KubernetesStepBackend(
-            clients, self.settings, image=self.settings.image or "", labels={}
-        )
+        return self.run_step_backend({})
+
+    def run_step_backend(self, run_metadata: Mapping[str, Any]) -> KubernetesStepBackend:
+        """:meth:`step_backend` where the run's metadata says its Jobs are (the namespace and
+        context its submitter recorded, a pipeline's own included)."""
+        settings = self.settings.merged(recorded_place(run_metadata))
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+        return KubernetesStepBackend(clients, settings, image=settings.image or "", labels={})
 
     # ------------------------------------------------------------------ refusing
 
@@ -203,6 +210,8 @@ class KubernetesOrchestrator(BaseOrchestrator):
         try:
             # Recorded first: a run whose Job exists always says where it is.
             recorded: dict[str, Any] = {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name}
+            if settings.context is not None:
+                recorded[CONTEXT_KEY] = settings.context
             script = main_script(job.snapshot.spec)
             if script is not None:  # the pod loads a dynamic pipeline from it
                 recorded[SCRIPT_KEY] = script
@@ -279,21 +288,37 @@ class KubernetesOrchestrator(BaseOrchestrator):
         finally:
             clients.close()
 
-    def set_schedule_active(self, schedule: ScheduleRecord, active: bool) -> None:
-        """Resume (``active``) or suspend the schedule's CronJob."""
-        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+    def set_schedule_active(
+        self, schedule: ScheduleRecord, active: bool, snapshot: SnapshotRecord | None = None
+    ) -> None:
+        """Resume (``active``) or suspend the schedule's CronJob (where its snapshot's
+        settings put it, a pipeline-level namespace or context included)."""
+        settings = self.settings if snapshot is None else self.run_settings(snapshot.spec)
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
-            suspend_cron_jobs(clients, self.settings.namespace, schedule.id, not active)
+            suspend_cron_jobs(clients, settings.namespace, schedule.id, not active)
         finally:
             clients.close()
 
-    def delete_schedule(self, schedule: ScheduleRecord) -> None:
-        """Delete the schedule's CronJob (its Jobs go with it)."""
-        clients = kube_clients(context=self.settings.context, kubeconfig=self.settings.kubeconfig)
+    def delete_schedule(
+        self, schedule: ScheduleRecord, snapshot: SnapshotRecord | None = None
+    ) -> None:
+        """Delete the schedule's CronJob (its Jobs go with it) and its Secret, where its
+        snapshot's settings put them."""
+        settings = self.settings if snapshot is None else self.run_settings(snapshot.spec)
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
-            delete_cron_jobs(clients, self.settings.namespace, schedule.id)
+            delete_cron_jobs(clients, settings.namespace, schedule.id)
         finally:
             clients.close()
+
+
+def recorded_place(run_metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The settings (namespace, context) a run's metadata recorded for its Jobs."""
+    keys = {NAMESPACE_KEY: "namespace", CONTEXT_KEY: "context"}
+    return {
+        setting: str(run_metadata[key]) for key, setting in keys.items() if run_metadata.get(key)
+    }
 
 
 def is_local_path(path: str) -> bool:
