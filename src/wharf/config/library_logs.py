@@ -3,15 +3,16 @@
 Owns: :data:`QUIET_LIBRARY_LOGGERS` and :func:`quiet_library_loggers`. Called only at process
 entry points (the ``wharf`` command, a step's own process), never by library code: a Wharf
 process that prints, or captures into a step's log, never shows the one line per HTTP request
-that httpx and httpcore log at INFO/DEBUG, whatever logging the process or the user's code
-set up. Their warnings and errors still show.
+that httpx and httpcore log at INFO/DEBUG, nor the line botocore logs at INFO when it finds
+the S3 credentials, whatever logging the process or the user's code set up. Their warnings and
+errors still show.
 """
 
 from __future__ import annotations
 
 import logging
 
-QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3")
+QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "botocore", "aiobotocore")
 
 
 def quiet_library_loggers() -> None:

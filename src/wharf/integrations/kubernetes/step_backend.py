@@ -14,10 +14,11 @@ are ``step_backend_outcome``'s. ``cancel`` deletes the Job in the foreground and
 pods with the grace asked for (following their logs to the end, ``step_backend_logs``); pods
 that outlive it by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports
 (lost): the attempt is then cancelled all the same and they are force-deleted at cleanup;
-``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` and deletes
-the Job; ``stop_recorded`` deletes the Jobs labelled with a step run's id (the deletes are
-``step_backend_deletes``'s); ``close`` stops the watches and deletes the Secret. The API's
-answers to creates and deletes are not decoded (the watches show the objects).
+``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` (none for a
+silent step, as for an inline one) and deletes the Job; ``stop_recorded`` deletes the Jobs
+labelled with a step run's id (the deletes are ``step_backend_deletes``'s); ``close`` stops the
+watches and deletes the Secret. The API's answers to creates and deletes are not decoded (the
+watches show the objects).
 
 Retries: the engine records every attempt and submits a new Job for each retry, so a step
 Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
@@ -295,7 +296,8 @@ class KubernetesStepBackend:
                 text = collect_pod_logs(
                     self._clients.core, handle.namespace, pods, attempt.followed
                 )
-                write_log(attempt.logs, attempt.logs_uri, text)
+                if text:  # a silent step costs no file, as an inline one
+                    write_log(attempt.logs, attempt.logs_uri, text)
         finally:
             delete_job(self._clients.batch, handle.job_name, handle.namespace, "Background")
             if _overdue(attempt):  # on a lost node: only a forced delete removes them
