@@ -2,9 +2,9 @@
 
 Submitting a run (here, in the caller's process): refuse what it cannot run (before anything is
 recorded where the SDK asks: :meth:`KubernetesOrchestrator.runtime_policy`), create the run's
-token Secret (when the store issues run tokens: a workspace server), then the orchestrator Job,
-whose pod runs ``orchestrator_main`` for the placeholder run the client recorded; record the
-Job's name and namespace in the run's metadata; then either follow the Job to its end,
+Secret (its pod's credentials: a run token, a store URL), then the orchestrator Job, whose pod
+runs ``orchestrator_main`` for the placeholder run the client recorded; record the Job's name,
+namespace and context in the run's metadata; then either follow the Job to its end,
 streaming its pod's log (``synchronous``, the default) and return the run as the store has it,
 or return at once, printing how to follow it.
 
@@ -25,18 +25,16 @@ synchronous, ...).
 Invariants:
 
 - the pods reach the run's store through the run's ``child_env``: with a workspace server its URL
-  and a token scoped to the run (``services.for_run``; never the caller's own key), the token
-  only through a Secret the pods refer to (``secretKeyRef``); an embedded SQL store's URL is
-  passed as is, which works only where the pods can open that database (the test bed, whose
-  pods are local processes, or a database server the cluster reaches): a real cluster needs a
-  workspace server (whose run tokens must let the orchestrator pod start, beat for and end its
-  run);
+  and a token scoped to the run (``services.for_run``; never the caller's own key), else an
+  SQL store's URL, which works only where the pods can open that database (the test bed, whose
+  pods are local processes, or a database server the cluster reaches); every such credential
+  only through a Secret the pods refer to (``secretKeyRef``), never a plain value of a Job;
 - the artifact store must be reachable from the pods: a local one is refused unless the
   component says the cluster mounts it (``mounts_artifact_store``). ``runtime_policy`` does not
   see the stack's artifact store, so :meth:`~KubernetesOrchestrator.submit_run` checks it first
   thing; the placeholder the client recorded is then deleted by the client, as after any
   failure before the orchestrator took over;
-- the run token Secret of a run that is not scheduled is deleted when the run ended (by the
+- the Secret of a run that is not scheduled is deleted when the run ended (by the
   orchestrator pod at its end, and by a synchronous submitter once the Job finished).
 """
 
