@@ -4,8 +4,9 @@ Owns :class:`CacheDecisions`, one per launcher (per run). A step that got its pa
 decides caching with :meth:`CacheDecisions.decide`: the lookup and, on a miss, the creation of
 its first attempt's step run (on a hit, the record of the cached step run). Steps that decide at
 the same moment are combined (:class:`wharf.combining.Combiner`) into one
-``steps.find_cached_or_create_many`` call (:mod:`wharf.execution.step_writes`), whose lookup
-time is taken when the batch runs: never before any of its steps got its slot.
+``steps.find_cached_or_create_many`` call (:mod:`wharf.execution.step_writes`; two if some
+record their hits in it and some do not: a queued step records its hit itself), whose lookup
+time is taken when the call is made: never before any of its steps got its slot.
 
 Looking ahead: threads of one run that reach the decision together are few (at most the
 run's parallelism), so a batch also takes, from the runner's ready steps
@@ -22,10 +23,10 @@ Invariants:
 - a step run is created (a step starts) only for a step decided after it got its slot, against
   the store state at that decision; a ready step looked at ahead is recorded cached or left
   untouched;
-- a batch refused because the run is stopping (``RunStoppingError``) refuses every step of it,
-  as each alone would be (the step never started); any other error of a batch has each of its
-  steps decided again alone, so it fails only the step it belongs to; the steps looked at ahead
-  are handed back to the runner whatever happens.
+- a call refused because the run is stopping (``RunStoppingError``) refuses every step of it,
+  as each alone would be (the step never started); any other error of a call (all or nothing)
+  has each of its steps decided again alone, so it fails only the step it belongs to; the
+  steps looked at ahead are handed back to the runner whatever happens.
 """
 
 from __future__ import annotations
@@ -128,24 +129,38 @@ class CacheDecisions(Combiner[_Decision]):
     # ------------------------------------------------------------------ batches
 
     def run_batch(self, operations: list[_Decision]) -> Sequence[Any]:
-        ahead = self._claim_ahead(MAX_BATCH - len(operations))
+        # One store call per ``record_hit`` value: the steps that record their hits (with the
+        # steps looked at ahead), then the others; each call all or nothing on its own.
+        ready = self._ready  # settled where claimed, even if the runner detaches meanwhile
+        recording = [o for o in operations if o.record_hit]
+        others = [o for o in operations if not o.record_hit]
+        ahead = self._claim_ahead(ready, MAX_BATCH - len(operations)) if recording else []
+        outcomes = self._group(recording, ahead, ready) if recording else []
+        outcomes += self._group(others, [], None) if others else []
+        by_operation = dict(zip(map(id, recording + others), outcomes, strict=True))
+        return [by_operation[id(o)] for o in operations]
+
+    def _group(
+        self, operations: list[_Decision], ahead: list[_Decision], ready: ReadySteps | None
+    ) -> list[Any]:
+        """The outcomes of ``operations`` decided in one store call (see :meth:`_decide`)."""
         try:
-            return self._decide(operations, ahead)
-        except RunStoppingError:
-            raise  # every step of the batch is refused, as it would be alone
-        except Exception as error:  # each step of the batch decided alone
+            return self._decide(operations, ahead, ready)
+        except RunStoppingError as error:  # every step of it is refused, as it would be alone
+            return [error] * len(operations)
+        except Exception as error:  # each step decided alone: an error fails only its own
             if len(operations) == 1 and not ahead:
                 return [error]
             return [self._alone(operation) for operation in operations]
 
     def _alone(self, operation: _Decision) -> Any:
         try:
-            return self._decide([operation], [])[0]
+            return self._decide([operation], [], None)[0]
         except Exception as error:  # the outcome its caller raises
             return error
 
-    def _claim_ahead(self, room: int) -> list[_Decision]:
-        ready, limit = self._ready, min(self._look_ahead, room)
+    def _claim_ahead(self, ready: ReadySteps | None, room: int) -> list[_Decision]:
+        limit = min(self._look_ahead, room)
         if ready is None or limit <= 0:
             return []
         ahead: list[_Decision] = []
@@ -163,9 +178,12 @@ class CacheDecisions(Combiner[_Decision]):
             ready.settle({}, unprepared)
         return ahead
 
-    def _decide(self, operations: list[_Decision], ahead: list[_Decision]) -> list[Any]:
-        """The answers of ``operations`` (one store call per ``record_hit`` value among them);
-        the steps ``ahead`` settled with the runner, whatever happens."""
+    def _decide(
+        self, operations: list[_Decision], ahead: list[_Decision], ready: ReadySteps | None
+    ) -> list[Any]:
+        """The answers of ``operations`` (all with one ``record_hit`` value; one store call
+        with the steps ``ahead``); the steps ``ahead`` (claimed from ``ready``) settled there,
+        whatever happens."""
         cached: dict[str, StepOutcome] = {}
         try:
             decisions = operations + ahead
@@ -176,29 +194,23 @@ class CacheDecisions(Combiner[_Decision]):
             self._adapt(answers, len(operations))
             return answers[: len(operations)]
         finally:
-            if ahead and self._ready is not None:
+            if ahead and ready is not None:
                 released = [d.spec.name for d in ahead if d.spec.name not in cached]
-                self._ready.settle(cached, released)
+                ready.settle(cached, released)
 
     def _store_call(self, decisions: list[_Decision], *, slotted: int) -> list[Any]:
+        """One ``find_cached_or_create_many`` of ``decisions`` (one ``record_hit`` value): the
+        first ``slotted`` have a slot and are created on a miss, the others not."""
         services = self._services
         now = services.clock()  # the batch's lookup time: after every step of it got its slot
-        answers: list[Any] = [None] * len(decisions)
-        for record_hit in (True, False):
-            group = [i for i, d in enumerate(decisions) if d.record_hit is record_hit]
-            if not group:
-                continue
-            found = step_writes.find_cached_or_create_many(
-                services,
-                [decisions[i].create for i in group],
-                services.project_id,
-                now,
-                record_hit=record_hit,
-                create=[i < slotted for i in group],
-            )
-            for i, answer in zip(group, found, strict=True):
-                answers[i] = answer
-        return answers
+        return step_writes.find_cached_or_create_many(
+            services,
+            [d.create for d in decisions],
+            services.project_id,
+            now,
+            record_hit=decisions[0].record_hit,
+            create=[i < slotted for i in range(len(decisions))],
+        )
 
     def _published(self, decision: _Decision, found: CachedOrCreated) -> StepOutcome:
         """The outcome of a step found cached ahead (its cached step run is recorded)."""
