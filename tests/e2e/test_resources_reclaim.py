@@ -1,0 +1,314 @@
+"""Resources taken back from steps, end to end with real processes, in both modes
+(:mod:`tests.e2e.resource_modes`): a higher-priority pipeline reclaims a licence, an admin ends
+requests, the Resource Manager is unreachable during heartbeats, a forced stop releases the
+step's request; and a step's request names only the component that launches it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import steps_lib
+from tests.e2e.resource_modes import (
+    ASC,
+    LICENSE,
+    Mode,
+    assert_no_holder_stretch,
+    mode,
+    rm_workspace,
+    steps,
+)
+from tests.e2e.team import start_team
+from tests.e2e.test_isolated import make_stack
+from wharf import ResourceSettings, RetryConfig, RunFailedError, pipeline
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunFilter
+
+__all__ = ["mode", "rm_workspace"]  # the fixtures
+
+
+def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
+    """One licence; the 'high' pipeline's policy outranks the 'low' one's."""
+    from wharf.resource_manager.contract.models import PolicyCreate
+    from wharf.resource_manager.domain import SubjectSelector, SubjectType
+
+    mode.ensure_pool(workspace, "shared", {"license": 1}, reclaimable=reclaimable)
+    rm = mode.rm(workspace)
+    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
+    for name, priority in (("low", 0), ("high", 10)):
+        rm.policies.create(
+            PolicyCreate(
+                name=f"shared-{name}",
+                pool="shared",
+                priority=priority,
+                subject_selector=SubjectSelector(
+                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
+                ),
+            )
+        )
+
+
+@pytest.mark.parametrize("tolerance", ["coordinated", "none"])
+def test_higher_priority_pipeline_reclaims(
+    mode: Mode, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
+):
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    setup = mode.open()
+    make_stack(setup, "procs", "local_process")
+    # A tolerance-none request only goes to capacity that is never reclaimed.
+    _contended_pool(mode, setup, "never" if tolerance == "none" else "coordinated")
+    setup.close()
+    release = tmp_path / "release"
+    marker = tmp_path / "cleanup"
+    low_step = steps_lib.wait_for_file.with_options(
+        runtime="isolated",
+        retry=RetryConfig(max_retries=1),
+        settings={
+            "resources": ResourceSettings(resources={"license": 1}, reclaim_tolerance=tolerance)
+        },
+    )
+    high_step = steps_lib.hold_license.with_options(
+        runtime="isolated", settings={"resources": LICENSE}
+    )
+
+    @pipeline(name="low_pipe", dynamic=True)
+    def low() -> None:
+        low_step(path=str(release), marker=str(marker))
+
+    @pipeline(name="high_pipe", dynamic=True)
+    def high() -> None:
+        high_step(label="high", seconds=0)
+
+    results = {}
+
+    def run(p, key):
+        ws = mode.open()
+        try:
+            results[key] = (p.run_in(ws), ws)
+            results[key + "_steps"] = steps(ws, results[key][0].id)
+        finally:
+            ws.close()
+
+    low_thread = threading.Thread(target=run, args=(low, "low"))
+    low_thread.start()
+    deadline = time.monotonic() + 30
+    check = mode.open()
+    try:  # wait until the low step holds the licence
+        while time.monotonic() < deadline:
+            running = check.store.steps.list(
+                StepRunFilter(status=ExecutionStatus.RUNNING), ASC
+            ).items
+            if running:
+                break
+            time.sleep(0.05)
+    finally:
+        check.close()
+    high_thread = threading.Thread(target=run, args=(high, "high"))
+    high_thread.start()
+    if tolerance == "none":
+        time.sleep(1.0)  # the high step waits; the low one is never interrupted
+        release.write_text("go")
+    high_thread.join(60)
+    release.write_text("go")
+    low_thread.join(60)
+    high_run = results["high"][0]
+    low_run = results["low"][0]
+    assert high_run.status is ExecutionStatus.COMPLETED, high_run.status_reason
+    assert low_run.status is ExecutionStatus.COMPLETED, low_run.status_reason
+    low_steps = results["low_steps"]
+    if tolerance == "coordinated":
+        assert [s.status for s in low_steps] == [
+            ExecutionStatus.RETRYING,
+            ExecutionStatus.COMPLETED,
+        ]
+        assert "resource request" in low_steps[0].status_reason
+        assert marker.read_text().count("cleanup") == 2  # interrupted gracefully, then rerun
+        assert low_steps[0].resource_request_id != low_steps[1].resource_request_id
+    else:
+        assert [s.status for s in low_steps] == [ExecutionStatus.COMPLETED]
+        assert marker.read_text().count("cleanup") == 1
+
+
+def test_admin_ending_requests_stops_waiting_and_running_steps(
+    mode: Mode, rm_workspace: Workspace, tmp_path: Path
+):
+    """An admin cancels a waiting step's request (the step fails, naming it) and releases a
+    running step's request (the step is cancelled through its heartbeat, never failed)."""
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+    rm = mode.rm(rm_workspace)
+    started, release = tmp_path / "started", tmp_path / "release"
+    holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+    waiter = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+    @pipeline(dynamic=True, execution_mode="continue_on_failure")
+    def p() -> None:
+        held = holder.submit(path=str(release), started=str(started))
+        while not started.exists():
+            time.sleep(0.02)
+        waiting = waiter.submit(label="w")
+        deadline = time.monotonic() + 30
+        pending = []
+        while time.monotonic() < deadline:
+            pending = [
+                r
+                for r in rm_workspace.store.steps.list(StepRunFilter(), ASC).items
+                if r.status is ExecutionStatus.QUEUED and r.resource_request_id
+            ]
+            if pending:
+                break
+            time.sleep(0.02)
+        rm.requests.cancel(pending[0].resource_request_id)
+        running = next(
+            r
+            for r in rm_workspace.store.steps.list(StepRunFilter(), ASC).items
+            if r.status is ExecutionStatus.RUNNING
+        )
+        rm.requests.release(running.resource_request_id)
+        waiting.wait()
+        held.wait()
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(rm_workspace)
+    run = failed.value.run
+    found = {r.name: r for r in steps(rm_workspace, run.id)}
+    assert found["hold_license"].status is ExecutionStatus.FAILED
+    assert "was cancelled" in found["hold_license"].status_reason
+    assert found["wait_for_file"].status is ExecutionStatus.CANCELLED
+    assert "released" in found["wait_for_file"].status_reason
+    assert_no_holder_stretch(rm_workspace)
+
+
+def test_resource_manager_unreachable_during_heartbeats(
+    wharf_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    empty_database_url: Any,
+) -> None:
+    """Team mode: the Resource Manager goes away while a step holds its licence. Heartbeats
+    still answer (the renewal is retried at the next beat), the step keeps running on its
+    valid lease, and it completes normally once the Resource Manager is back."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # liveness, hence lease: 11 s
+    team = start_team(
+        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
+    )
+    try:
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        mode = Mode("team", team)
+        ws = mode.open()
+        mode.ensure_pool(ws, "licenses", {"license": 1})
+        started, release = tmp_path / "started", tmp_path / "release"
+        holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+
+        @pipeline(dynamic=True)
+        def p() -> None:
+            holder(path=str(release), started=str(started))
+
+        result: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: result.update(run=p.run_in(ws)))
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), "the step never started"
+        team.resource_manager.stop()
+        time.sleep(4.5)  # two heartbeats find the Resource Manager gone
+        running = ws.store.steps.list(StepRunFilter(status=ExecutionStatus.RUNNING), ASC).items
+        assert [s.name for s in running] == ["wait_for_file"]
+        team.resource_manager.start()
+        time.sleep(2.5)  # a heartbeat renews the lease again
+        release.write_text("go")
+        thread.join(60)
+        run = result["run"]
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        record = steps(ws, run.id)[0]
+        assert record.status is ExecutionStatus.COMPLETED
+        with team.rm_client() as rm:
+            request = rm.requests.get(record.resource_request_id)
+        assert request.status is ResourceRequestStatus.RELEASED
+        ws.close()
+    finally:
+        team.stop()
+
+
+def test_a_steps_request_names_only_the_component_that_launches_it(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The step operator is the subject of the steps it runs, the orchestrator of the others;
+    no other stack component (the artifact store, the unused one) is a subject."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "with_op")
+    ws = Workspace.open(load_config())
+    try:
+        make_stack(ws, "with_op", "local", step_operator="subproc")
+        Mode("embedded").ensure_pool(ws, "licenses", {"license": 1})
+        holder = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            holder.with_options(step_operator="subproc")(label="op", seconds=0, id="on_op")
+            holder(label="here", seconds=0, id="inline")
+
+        run = p.run_in(ws)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        rm = ws.resource_manager()
+        ids = {
+            type_.value: str(ws.store.stacks.get_component_by_name(type_, name).id)
+            for type_, name in (
+                (ComponentType.ORCHESTRATOR, "with_op"),
+                (ComponentType.STEP_OPERATOR, "subproc"),
+            )
+        }
+        named = {}
+        for record in steps(ws, run.id):
+            info = rm.requests.get(record.resource_request_id)
+            named[record.name] = [
+                (n.subject_id, n.attributes["component_type"])
+                for chain in info.subjects
+                for n in chain.nodes
+                if n.subject_type.value == "component"
+            ]
+    finally:
+        ws.close()
+    assert named == {
+        "on_op": [(ids["step_operator"], "step_operator")],
+        "inline": [(ids["orchestrator"], "orchestrator")],
+    }
+
+
+@pytest.mark.parametrize("stack", ["default", "procs"])
+def test_forced_stop_releases_the_steps_request(
+    wharf_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stack: str
+) -> None:
+    """Embedded mode: a step holding a licence is stopped by force (its thread given up on, or
+    its process killed); the step ends stopped and its request is released, not left to lapse."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    ws = Workspace.open(load_config())
+    try:
+        Mode("embedded").ensure_pool(ws, "licenses", {"license": 1})
+        if stack == "procs":
+            make_stack(ws, "procs", "local_process")
+            ws.config = load_config(active_stack="procs")
+        stubborn = steps_lib.stop_own_run_then_wait.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            stubborn(marker=str(tmp_path / "m"), force=True, stubborn=stack == "procs")
+
+        run = p.run_in(ws)
+        assert run.status is ExecutionStatus.STOPPED, run.status_reason
+        (step,) = steps(ws, run.id)
+        assert step.status is ExecutionStatus.STOPPED, step.status_reason
+        assert step.resource_request_id is not None
+        request = ws.resource_manager().requests.get(step.resource_request_id)
+        assert request.status is ResourceRequestStatus.RELEASED
+        assert_no_holder_stretch(ws)
+    finally:
+        ws.close()
