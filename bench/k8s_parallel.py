@@ -18,7 +18,11 @@ cache and runs as a Job/pod of its own. Measured in the orchestrator pod:
   clock; and, wider, from the ended step's ``end_time`` in the store (written by its own pod
   when it finished) to the same POST, which adds the orchestrator noticing the pod's end
   through its watches and cleaning the attempt up (log to the artifact store, Job deleted).
-  The kubelet's start of the new pod comes after the POST and is not in either.
+  The kubelet's start of the new pod comes after the POST and is not in either. The first span
+  is split in phases (``PHASES_PROBE``, added to the bed's probe here): slot freed -> the
+  attempt's executor called (its step run created: the launcher's cache decision and write)
+  -> Job POST sent (the attempt's first heartbeat written, the manifest built) -> Job created
+  (the POST answered: the API server's own time, on the emulator of this bed).
 
     python bench/k8s_parallel.py [--steps 200] [--parallelism 50] [--out PATH]
 """
@@ -34,8 +38,40 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import k8s_cached
 from host_speed import host_figures
 from k8s_cached import k8s_bed, timestamp
+
+PHASES_PROBE = r"""
+if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", [])):
+    # bench/k8s_parallel.py: when each step's attempt started and its Job's POST was sent
+    _data["attempts_started"] = {}
+    _data["jobs_sent"] = {}
+
+    import wharf.execution.attempts as _attempts
+
+    _isolated_call = _attempts.IsolatedExecutor.__call__
+
+    def _attempt_started(self, spec, *args, **kwargs):
+        with _lock:
+            _data["attempts_started"][spec.name] = time.time()
+        return _isolated_call(self, spec, *args, **kwargs)
+
+    _attempts.IsolatedExecutor.__call__ = _attempt_started
+
+    _counted_request = _rest.RESTClientObject.request
+
+    def _sending(self, method, url, *args, **kwargs):
+        body = kwargs.get("body")
+        if method == "POST" and isinstance(body, dict) and body.get("kind") == "Job":
+            step = (body.get("metadata", {}).get("labels") or {}).get("wharf.io/step")
+            if step:
+                with _lock:
+                    _data["jobs_sent"][step] = time.time()
+        return _counted_request(self, method, url, *args, **kwargs)
+
+    _rest.RESTClientObject.request = _sending
+"""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -44,10 +80,18 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
-    """Per step started in a freed slot: ms from the slot freeing to its Job's creation."""
+    """Per step started in a freed slot: ms from the slot freeing to its Job's creation, and
+    the phases of that span (see the module docstring)."""
     created: dict[str, float] = probe["jobs_created"]
+    started: dict[str, float] = probe.get("attempts_started", {})
+    sent: dict[str, float] = probe.get("jobs_sent", {})
     from_done: list[float] = []
     from_end: list[float] = []
+    phases: dict[str, list[float]] = {
+        "to_attempt": [],
+        "attempt_to_sent": [],
+        "sent_to_created": [],
+    }
     for slot in probe["slots"]:
         for name in slot["started"]:
             if name not in created:
@@ -55,6 +99,10 @@ def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
             from_done.append(1000 * (created[name] - slot["at"]))
             if slot["step_end_time"] is not None:
                 from_end.append(1000 * (created[name] - slot["step_end_time"]))
+            if name in started and name in sent:
+                phases["to_attempt"].append(1000 * (started[name] - slot["at"]))
+                phases["attempt_to_sent"].append(1000 * (sent[name] - started[name]))
+                phases["sent_to_created"].append(1000 * (created[name] - sent[name]))
 
     def summary(values: list[float]) -> dict[str, float]:
         if not values:
@@ -69,6 +117,11 @@ def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
     return {
         "slot_freed_to_job_created": summary(from_done),
         "step_end_to_job_created": summary(from_end),
+        "phases": {
+            "slot_freed_to_attempt_started": summary(phases["to_attempt"]),
+            "attempt_started_to_job_post_sent": summary(phases["attempt_to_sent"]),
+            "job_post_sent_to_created": summary(phases["sent_to_created"]),
+        },
     }
 
 
@@ -129,6 +182,7 @@ def report(result: dict[str, Any], out: Path) -> None:
         f"{result['run_loop_cpu_ms_per_step']} ms per step)\n"
         f"slot freed -> Job created: {latencies['slot_freed_to_job_created']}\n"
         f"step end recorded -> next Job created: {latencies['step_end_to_job_created']}\n"
+        f"  phases: {latencies.get('phases')}\n"
         f"reference loop {result['host_before']['reference_loop_ms']} / "
         f"{result['host_after']['reference_loop_ms']} ms -> at 40 ms: {result['at_40ms']}\n"
         f"goals: {result['goals']}"
@@ -163,6 +217,7 @@ def main() -> None:
     host_before = host_figures()
     print(f"host reference loop before: {host_before['reference_loop_ms']} ms")
     config = {"max_parallelism": args.parallelism, "job_monitoring_interval": 0.5}
+    k8s_cached.PROBE = k8s_cached.PROBE + PHASES_PROBE  # the bed writes it as sitecustomize
     with k8s_bed(config) as bed:
         run, submit_wall = bed.submit(args.steps, "k8s")
         statuses = bed.step_statuses(run)
