@@ -181,6 +181,7 @@ def test_a_forced_stop_finds_the_steps_of_a_run_in_its_pipelines_namespace(
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
     metadata = metadata_of(bed, run)
     assert (metadata[NAMESPACE_KEY], metadata[CONTEXT_KEY]) == (TEAM, CONTEXT_NAME)
+    assert wait_until(lambda: len(bed.seen.step_objects("Job", run)) == 1, BOUND)
     (step_job,) = bed.seen.step_objects("Job", run)
     assert step_job["metadata"]["namespace"] == TEAM
 
