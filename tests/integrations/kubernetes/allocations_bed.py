@@ -18,6 +18,7 @@ from tests.integrations.kubernetes.testbed import (
     register_kubernetes_stack,
     reported_run_id,
     run_script,
+    runner_script,
 )
 from wharf.core.enums import ComponentType
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
@@ -99,16 +100,7 @@ def operated(path: str, started: str = "") -> None:
     hold_on_operator(path, started)
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_alloc_steps
-
-if __name__ == "__main__":
-    run = getattr(k8s_alloc_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    print("RUN", run.id, run.status.value)
-"""
+SCRIPT = runner_script("k8s_alloc_steps")
 
 
 @pytest.fixture

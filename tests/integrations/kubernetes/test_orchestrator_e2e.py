@@ -29,6 +29,7 @@ from tests.integrations.kubernetes.testbed import (
     remaining_secrets,
     reported_run_id,
     run_script,
+    runner_script,
     step_statuses,
     wait_for_run_end,
     wait_for_step,
@@ -101,16 +102,7 @@ def stoppable(path: str) -> None:
     double(wait_for(path))
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_steps
-
-if __name__ == "__main__":
-    run = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    print("RUN", run.id, run.status.value)
-"""
+SCRIPT = runner_script("k8s_steps")
 
 
 @pytest.fixture

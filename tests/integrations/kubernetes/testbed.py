@@ -212,6 +212,22 @@ def open_bed(
 # ----------------------------------------------------------------------------- the user's scripts
 
 
+def runner_script(module: str) -> str:
+    """The text of a project's ``run.py`` that runs the pipeline ``argv[1]`` of ``module`` with
+    the JSON parameters ``argv[2]`` and prints ``RUN <id> <status>`` (see :func:`run_script`,
+    :func:`reported_run_id`)."""
+    return f"""
+import json
+import sys
+
+import {module}
+
+if __name__ == "__main__":
+    run = getattr({module}, sys.argv[1])(**json.loads(sys.argv[2]))
+    print("RUN", run.id, run.status.value)
+"""
+
+
 def run_script(
     bed: Bed, pipeline: str, stack: str | None = None, **parameters: Any
 ) -> subprocess.CompletedProcess[str]:
