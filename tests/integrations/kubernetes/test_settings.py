@@ -89,6 +89,7 @@ def test_from_component_parses_values(
         ({"pod_failure_policy": '{"action": "Count"}'}, "rules"),
         ({"concurrency_policy": "Sometimes"}, "concurrency_policy"),
         ({"service_account_name": "Bad Name"}, "service account"),
+        ({"prevent_orchestrator_pod_caching": "true"}, "decides caching right before"),
     ],
 )
 def test_from_component_refuses_bad_values_in_plain_words(
@@ -190,6 +191,8 @@ def test_merged_with_nothing_is_an_equal_copy_and_bad_overrides_are_input_errors
         base.merged({"max_parallelism": -1})
     with pytest.raises(InputError, match="did you mean 'namespace'"):
         base.merged({"namespac": "x"})
+    with pytest.raises(InputError, match="prevent_orchestrator_pod_caching"):
+        base.merged({"prevent_orchestrator_pod_caching": True})
 
 
 @pytest.mark.parametrize(

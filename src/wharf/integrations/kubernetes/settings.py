@@ -352,6 +352,18 @@ class KubernetesOrchestratorSettings(_KubernetesSettings):
     def _check_step_account(cls, value: str | None) -> str | None:
         return _check_subdomain(value, "service account name")
 
+    @field_validator("prevent_orchestrator_pod_caching")
+    @classmethod
+    def _check_caching_place(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(
+                "true is not supported: Wharf's orchestrator pod decides caching right before "
+                "each step pod (batched, against the latest store state), and step pods never "
+                "decide it themselves; leave it false, or disable caching with "
+                "enable_cache=False on the pipeline or step"
+            )
+        return value
+
     @property
     def step_service_account(self) -> str | None:
         """The service account of step pods: the step one, else the orchestrator's."""
