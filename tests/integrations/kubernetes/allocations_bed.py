@@ -12,6 +12,7 @@ import pytest
 
 from tests.integrations.kubernetes.testbed import (
     IMAGE,
+    NAMESPACE,
     REMOTE_STORE,
     Bed,
     BedFactory,
@@ -110,16 +111,23 @@ def bed(make_bed: BedFactory) -> Bed:
         active_stack="k8s",
         heartbeat_interval=HEARTBEAT,
     )
-    ws = made.workspace
+    register_allocation_stacks(made, GRACE)
+    return made
+
+
+def register_allocation_stacks(bed: Bed, grace: int) -> None:
+    """The asynchronous stack ``k8s`` (its step pods given ``grace`` s to stop) and the stack
+    ``operated`` (the local orchestrator with the ``k8s-op`` step operator)."""
+    ws = bed.workspace
     register_kubernetes_stack(
         ws,
         "k8s",
         {
             "image": IMAGE,
-            "namespace": "default",
+            "namespace": NAMESPACE,
             "synchronous": False,
             "job_monitoring_interval": 0.5,
-            "pod_stop_grace_period": GRACE,
+            "pod_stop_grace_period": grace,
         },
     )
     stacks.register_component(
@@ -127,12 +135,11 @@ def bed(make_bed: BedFactory) -> Bed:
         "k8s-op",
         ComponentType.STEP_OPERATOR,
         "kubernetes",
-        {"image": IMAGE, "kubeconfig": str(made.emulator.kubeconfig_path)},
+        {"image": IMAGE, "kubeconfig": str(bed.emulator.kubeconfig_path)},
     )
     stacks.register_stack(
         ws, "operated", orchestrator="default", artifact_store=REMOTE_STORE, step_operator="k8s-op"
     )
-    return made
 
 
 def submit(bed: Bed, pipeline: str, **parameters: Any) -> PipelineRunRecord:

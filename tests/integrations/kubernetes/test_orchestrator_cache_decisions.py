@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrations.kubernetes.test_orchestrator_e2e import submit
 from tests.integrations.kubernetes.testbed import (
     IMAGE,
     REMOTE_STORE,
     Bed,
     BedFactory,
     register_kubernetes_stack,
+    runner_script,
     steps_of,
+    submit_script,
     wait_for_run_end,
     wait_for_step,
 )
@@ -65,16 +66,7 @@ def only_late(value: int) -> None:
     late(value)
 """
 
-SCRIPT = """
-import json
-import sys
-
-import cache_steps
-
-if __name__ == "__main__":
-    run = getattr(cache_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    print("RUN", run.id, run.status.value)
-"""
+SCRIPT = runner_script("cache_steps")
 
 
 @pytest.fixture
@@ -96,11 +88,11 @@ def test_a_step_cached_by_another_run_after_the_pod_started_is_cached(
     bed: Bed, tmp_path: Path, pipeline: str
 ) -> None:
     release = tmp_path / "release"
-    run, _ = submit(bed, pipeline, stack="k8s-async", path=str(release), value=7)
+    run, _ = submit_script(bed, pipeline, stack="k8s-async", path=str(release), value=7)
     wait_for_step(bed, run, "gate", ExecutionStatus.RUNNING)  # the orchestrator pod is at work
     assert "late" not in steps_of(bed, run)
 
-    other, _ = submit(bed, "only_late", stack="local-remote", value=7)
+    other, _ = submit_script(bed, "only_late", stack="local-remote", value=7)
     assert other.status is ExecutionStatus.COMPLETED, other.status_reason
     original = steps_of(bed, other)["late"]
     assert original.status is ExecutionStatus.COMPLETED

@@ -12,11 +12,8 @@ away with the CronJob. The pure manifests: ``test_orchestrator_credentials``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 import pytest
 
@@ -30,14 +27,18 @@ from tests.integrations.kubernetes.testbed import (
     remaining_secrets,
     reported_run_id,
     run_script,
+    schedule_objects,
+    scheduled_id,
+    scheduling_runner_script,
     step_statuses,
     wait_until,
+    wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, SECRETS
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.orchestrator_launch import token_secret_name
-from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY, schedule_secret_name
+from wharf.integrations.kubernetes.schedules import schedule_secret_name
 from wharf.integrations.kubernetes.step_backend_secret import STORE_URL_ENV
 from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord
 
@@ -68,19 +69,7 @@ def guarded_nightly(value: int = 4) -> None:
     double(make(value))
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_steps
-
-if __name__ == "__main__":
-    result = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    if hasattr(result, "schedule"):
-        print("SCHEDULED", result.schedule.id)
-    else:
-        print("RUN", result.id, result.status.value)
-"""
+SCRIPT = scheduling_runner_script("k8s_steps")
 
 
 @pytest.fixture
@@ -157,17 +146,6 @@ def test_a_manual_run_reads_the_store_url_from_its_secret_and_leaves_none(bed: B
     )
 
 
-def wharf_cli(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-    )
-
-
 def fired_run(bed: Bed, schedule: ScheduleRecord) -> PipelineRunRecord | None:
     runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
     return runs[0] if runs and runs[0].status.is_finished else None
@@ -178,10 +156,8 @@ def test_a_schedules_secret_serves_its_fired_runs_and_goes_with_schedule_delete(
 ) -> None:
     done = run_script(bed, "guarded_nightly")
     assert done.returncode == 0, done.stdout + done.stderr
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
-    schedule = bed.workspace.store.schedules.get(UUID(line.split()[1]))
-    selector = f"{SCHEDULE_ID_KEY}={schedule.id}"
-    (cron,) = bed.emulator.store.list(CRONJOBS, NAMESPACE, label_selector=selector)["items"]
+    schedule = bed.workspace.store.schedules.get(scheduled_id(done))
+    (cron,) = schedule_objects(bed.emulator, CRONJOBS, schedule.id)
     secret_name = schedule_secret_name(cron["metadata"]["name"])
     assert secret_ref(cron) == {"name": secret_name, "key": "store-url"}
     secret = bed.emulator.store.get(SECRETS, NAMESPACE, secret_name)
@@ -197,5 +173,5 @@ def test_a_schedules_secret_serves_its_fired_runs_and_goes_with_schedule_delete(
 
     deleted = wharf_cli(bed, "schedule", "delete", "guarded-five", "--yes")
     assert deleted.returncode == 0, deleted.stderr
-    assert bed.emulator.store.list(CRONJOBS, NAMESPACE, label_selector=selector)["items"] == []
-    assert bed.emulator.store.list(SECRETS, NAMESPACE, label_selector=selector)["items"] == []
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule.id) == []
+    assert schedule_objects(bed.emulator, SECRETS, schedule.id) == []

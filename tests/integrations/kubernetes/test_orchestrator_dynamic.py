@@ -26,11 +26,13 @@ from tests.integrations.kubernetes.testbed import (
     BedFactory,
     attempts,
     metadata_of,
+    orchestrator_pods,
     register_kubernetes_stack,
     reported_run_id,
-    run_script,
+    runner_script,
     step_statuses,
     steps_of,
+    submit_script,
     wait_for_run_end,
     wait_for_step,
 )
@@ -126,17 +128,7 @@ def retried(path: str) -> None:
     after_wait(flaky.submit(path))
 """
 
-MODULE_SCRIPT = """
-import json
-import sys
-from itertools import pairwise
-
-import k8s_dynamic
-
-if __name__ == "__main__":
-    run = getattr(k8s_dynamic, sys.argv[1])(**json.loads(sys.argv[2]))
-    print("RUN", run.id, run.status.value)
-"""
+MODULE_SCRIPT = runner_script("k8s_dynamic")
 
 IN_SCRIPT = """
 from wharf import pipeline, step
@@ -181,17 +173,6 @@ def bed(make_bed: BedFactory) -> Bed:
     return made
 
 
-def submit(
-    bed: Bed, pipeline: str, stack: str = "k8s", **parameters: Any
-) -> tuple[PipelineRunRecord, str]:
-    """Run ``pipeline`` of ``k8s_dynamic`` through the project's ``run.py`` on ``stack`` (it
-    must succeed); its run as the store has it once the script ended, and its output."""
-    done = run_script(bed, pipeline, stack, **parameters)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    return bed.workspace.store.runs.get(reported_run_id(done)), output
-
-
 def step_pods(bed: Bed, run: PipelineRunRecord) -> list[str]:
     """The step names of the pods of ``run``'s step Jobs, sorted."""
     pods = bed.seen.of_run("Pod", str(run.id))
@@ -200,15 +181,10 @@ def step_pods(bed: Bed, run: PipelineRunRecord) -> list[str]:
     )
 
 
-def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
-    pods = bed.seen.of_run("Pod", str(run.id))
-    return [p for p in pods if STEP_KEY not in p["metadata"]["labels"]]
-
-
 def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     bed: Bed,
 ) -> None:
-    run, output = submit(bed, "fan_out", n=3)
+    run, output = submit_script(bed, "fan_out", n=3)
     assert run.status is ExecutionStatus.COMPLETED, output
     assert run.orchestrator_run_id is not None
     assert run.orchestrator_run_id.startswith("kubernetes-")
@@ -223,7 +199,7 @@ def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
         assert "squaring 2" in client.step_logs("square_2", run=run.id)
 
     # The same run again: every step is cached right before its pod, so no step pod starts.
-    again, output = submit(bed, "fan_out", n=3)
+    again, output = submit_script(bed, "fan_out", n=3)
     assert again.status is ExecutionStatus.COMPLETED, output
     assert sorted(step_statuses(bed, again)) == expected
     assert set(step_statuses(bed, again).values()) == {ExecutionStatus.CACHED}
@@ -234,7 +210,7 @@ def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
 
 
 def test_the_orchestrators_max_parallelism_bounds_a_dynamic_fan_out(bed: Bed) -> None:
-    run, output = submit(bed, "fan_out", stack="k8s-serial", n=3)
+    run, output = submit_script(bed, "fan_out", stack="k8s-serial", n=3)
     assert run.status is ExecutionStatus.COMPLETED, output
     assert step_pods(bed, run) == ["count_of", "square_0", "square_1", "square_2", "summed"]
     squares = sorted(
@@ -247,7 +223,7 @@ def test_the_orchestrators_max_parallelism_bounds_a_dynamic_fan_out(bed: Bed) ->
 
 
 def test_a_failing_step_of_a_dynamic_pipeline_fails_the_run(bed: Bed) -> None:
-    run, output = submit(bed, "failing_fan_out")
+    run, output = submit_script(bed, "failing_fan_out")
     assert run.status is ExecutionStatus.FAILED, output
     assert "explode" in (run.status_reason or ""), run.status_reason
     steps = steps_of(bed, run)
@@ -263,7 +239,7 @@ def test_a_failing_step_of_a_dynamic_pipeline_fails_the_run(bed: Bed) -> None:
 def test_a_retried_step_of_a_dynamic_pipeline_runs_each_attempt_in_a_pod_of_its_own(
     bed: Bed, tmp_path: Path
 ) -> None:
-    run, output = submit(bed, "retried", path=str(tmp_path / "tried"))
+    run, output = submit_script(bed, "retried", path=str(tmp_path / "tried"))
     assert run.status is ExecutionStatus.COMPLETED, output
     flaky = [s for s in attempts(bed, run) if s.name == "flaky"]
     assert sorted((s.attempt, s.status) for s in flaky) == [
@@ -279,7 +255,7 @@ def test_a_stopped_dynamic_run_starts_no_further_step_pod_and_ends_stopped(
     bed: Bed, tmp_path: Path, force: bool
 ) -> None:
     release = tmp_path / "release"
-    run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
+    run, _ = submit_script(bed, "stoppable", stack="k8s-async", path=str(release))
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
     with Client(bed.workspace.config, bed.workspace.store) as client:
         client.stop_run(run.id, force=force)

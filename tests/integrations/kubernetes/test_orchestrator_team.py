@@ -13,42 +13,30 @@ could, and used against everything but its own run: refused."""
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.artifacts.s3_server import MotoServer
+from tests.integrations.kubernetes.team_bed import TeamBed, env_of, open_team_bed, secret_values
 from tests.integrations.kubernetes.testbed import (
-    BOUND,
-    IMAGE,
-    Seen,
-    cluster,
-    register_kubernetes_stack,
-    register_remote_store,
     remaining_secrets,
     reported_run_id,
-    write_project,
+    run_script,
+    runner_script,
 )
-from tests.kube.emulator import Emulator
 from tests.server.conftest import (  # noqa: F401 (fixtures)
     World,
     live,
     world,
 )
-from wharf.config.global_config import API_KEY_ENV, load_config
+from wharf.config.global_config import API_KEY_ENV
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.services import run_token_scope
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
-from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, StepRunFilter
 
 STEPS_MODULE = """
@@ -77,28 +65,6 @@ def on_kubernetes(value: int = 3) -> None:
     add(first, double(first))
 """
 
-SCRIPT = """
-import sys
-
-import team_steps
-
-if __name__ == "__main__":
-    run = team_steps.on_kubernetes(value=int(sys.argv[1]))
-    print("RUN", run.id, run.status.value)
-"""
-
-
-@dataclass
-class TeamBed:
-    server: World
-    emulator: Emulator
-    seen: Seen
-    workspace: Workspace
-    """The member's workspace, in the test process."""
-    project: Path
-    env: dict[str, str]
-    """The submitting script's environment (the member's)."""
-
 
 @pytest.fixture
 def team_bed(
@@ -108,64 +74,18 @@ def team_bed(
     s3_server: MotoServer,
     s3_bucket: str,
 ) -> Iterator[TeamBed]:
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    member = {
-        "WHARF_HOME": str(tmp_path / "home"),
-        "WHARF_SERVER_URL": world.url,
-        "WHARF_API_KEY": str(world.credentials["member"]),
-        "WHARF_PROJECT": "A",
-        "WHARF_ACTIVE_STACK": "k8s",
-        "WHARF_HEARTBEAT_INTERVAL": "2",
-    }
-    project = write_project(tmp_path, {"team_steps.py": STEPS_MODULE, "run.py": SCRIPT})
-    with cluster(tmp_path) as running:
-        workspace = Workspace.open(load_config(member))
-        try:
-            register_remote_store(workspace, s3_server, s3_bucket)
-            register_kubernetes_stack(
-                workspace,
-                "k8s",
-                {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
-            )
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
-                **member,
-                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the member's cluster
-            }
-            yield TeamBed(world, running.emulator, running.seen, workspace, project, env)
-        finally:
-            workspace.close()
+    files = {"team_steps.py": STEPS_MODULE, "run.py": runner_script("team_steps")}
+    with open_team_bed(world, tmp_path, monkeypatch, s3_server, s3_bucket, files) as bed:
+        yield bed
 
 
 def submit(bed: TeamBed, value: int) -> tuple[PipelineRunRecord, str]:
     """Run the pipeline through the project's script (a fresh process, as the member would);
     its run as the server has it once the script ended, and the script's output."""
-    done = subprocess.run(
-        [sys.executable, "run.py", str(value)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-        cwd=bed.project,
-    )
+    done = run_script(bed, "on_kubernetes", value=value)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     return bed.workspace.store.runs.get(reported_run_id(done)), output
-
-
-def secret_values(secret: dict[str, Any]) -> list[str]:
-    data = secret.get("data") or {}
-    plain = secret.get("stringData") or {}
-    return [base64.b64decode(v).decode() for v in data.values()] + list(plain.values())
-
-
-def env_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = pod["spec"]
-    containers = [*spec.get("initContainers", []), *spec["containers"]]
-    return [entry for c in containers for entry in c.get("env", [])]
 
 
 def test_a_run_on_kubernetes_uses_its_run_token_only_and_the_token_does_nothing_else(

@@ -11,12 +11,8 @@ for a forced stop is built from them, and the forced stop ends the run and its s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from uuid import UUID
 
 import pytest
 
@@ -25,18 +21,22 @@ from tests.integrations.kubernetes.testbed import (
     IMAGE,
     Bed,
     BedFactory,
+    job_exists,
     metadata_of,
     register_kubernetes_stack,
     reported_run_id,
     run_script,
+    schedule_objects,
+    scheduled_id,
+    scheduling_runner_script,
     wait_for_run_end,
     wait_for_step,
     wait_until,
+    wharf_cli,
 )
 from tests.kube.emulator import CONTEXT_NAME
 from tests.kube.emulator.clock import FakeClock
-from tests.kube.emulator.errors import ApiError
-from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES, SECRETS
+from tests.kube.emulator.resources import CRONJOBS, NAMESPACES, SECRETS
 from wharf import Client
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
@@ -45,7 +45,7 @@ from wharf.integrations.kubernetes.orchestrator import (
     NAMESPACE_KEY,
     KubernetesOrchestrator,
 )
-from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY, schedule_secret_name
+from wharf.integrations.kubernetes.schedules import schedule_secret_name
 
 TEAM = "team-a"
 START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)
@@ -85,19 +85,7 @@ def team_stoppable(path: str) -> None:
     make(wait_for(path))
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_steps
-
-if __name__ == "__main__":
-    result = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    if hasattr(result, "schedule"):
-        print("SCHEDULED", result.schedule.id)
-    else:
-        print("RUN", result.id, result.status.value)
-"""
+SCRIPT = scheduling_runner_script("k8s_steps")
 
 
 @pytest.fixture
@@ -118,32 +106,12 @@ def bed(make_bed: BedFactory) -> Bed:
     return made
 
 
-def wharf_cli(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-    )
-
-
-def labelled(bed: Bed, kind: Any, namespace: str, schedule_id: UUID) -> list[dict[str, Any]]:
-    selector = f"{SCHEDULE_ID_KEY}={schedule_id}"
-    items: list[dict[str, Any]] = bed.emulator.store.list(kind, namespace, label_selector=selector)[
-        "items"
-    ]
-    return items
-
-
 def test_schedule_pause_resume_and_delete_act_in_the_pipelines_namespace(bed: Bed) -> None:
     done = run_script(bed, "team_nightly")
     assert done.returncode == 0, done.stdout + done.stderr
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
-    schedule_id = UUID(line.split()[1])
-    assert labelled(bed, CRONJOBS, "default", schedule_id) == []
-    (cron,) = labelled(bed, CRONJOBS, TEAM, schedule_id)
+    schedule_id = scheduled_id(done)
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule_id, "default") == []
+    (cron,) = schedule_objects(bed.emulator, CRONJOBS, schedule_id, TEAM)
     name = cron["metadata"]["name"]
     assert bed.emulator.store.get(SECRETS, TEAM, schedule_secret_name(name))
 
@@ -159,17 +127,9 @@ def test_schedule_pause_resume_and_delete_act_in_the_pipelines_namespace(bed: Be
 
     deleted = wharf_cli(bed, "schedule", "delete", "team-five", "--yes")
     assert deleted.returncode == 0, deleted.stderr
-    assert labelled(bed, CRONJOBS, TEAM, schedule_id) == []
-    assert labelled(bed, SECRETS, TEAM, schedule_id) == []
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule_id, TEAM) == []
+    assert schedule_objects(bed.emulator, SECRETS, schedule_id, TEAM) == []
     assert bed.workspace.store.schedules.list().items == []
-
-
-def job_gone(bed: Bed, name: str) -> bool:
-    try:
-        bed.emulator.store.get(JOBS, TEAM, name)
-    except ApiError:
-        return True
-    return False
 
 
 def test_a_forced_stop_finds_the_steps_of_a_run_in_its_pipelines_namespace(
@@ -203,4 +163,6 @@ def test_a_forced_stop_finds_the_steps_of_a_run_in_its_pipelines_namespace(
     stopped = bed.workspace.store.steps.get(waiting.id)
     assert stopped.status is ExecutionStatus.STOPPED, stopped.status_reason
     assert STEP_KEY in step_job["metadata"]["labels"]
-    assert wait_until(lambda: job_gone(bed, step_job["metadata"]["name"]), BOUND)
+    assert wait_until(
+        lambda: not job_exists(bed.emulator, step_job["metadata"]["name"], TEAM), BOUND
+    )

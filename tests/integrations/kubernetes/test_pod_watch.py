@@ -1,36 +1,23 @@
-"""The shared pod watch against the API emulator: one list, then one resumable watch, through
-dropped streams, 410 Expired and failing lists; pods grouped by their Job."""
+"""The shared pod watch against the API emulator (conftest's ``emulator`` and ``clients``): one
+list, then one resumable watch, through dropped streams, 410 Expired and failing lists; pods
+grouped by their Job."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from tests.integrations.kubernetes.testbed import eventually
 from tests.kube.emulator import Emulator
-from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.pod_watch import ObjectWatch, job_name_of_pod, name_of
 
 NS = "default"
 SELECTOR = "wharf.io/watched=yes"
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
-
-
-@pytest.fixture
-def clients(emulator: Emulator) -> Iterator[KubeClients]:
-    made = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.fixture
@@ -54,14 +41,6 @@ def pod(name: str, job: str, watched: bool = True) -> dict[str, Any]:
 
 def pod_names(watch: ObjectWatch, job: str) -> list[str | None]:
     return [name_of(p) for p in watch.objects(job)]
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait for an observable condition of the emulator, with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def sees(watch: ObjectWatch, job: str, names: list[str]) -> bool:

@@ -1,44 +1,41 @@
-"""Step pods and their heartbeat, end to end on the test bed (:mod:`.testbed`; issue 27 §3 and
-§5): a reclaimed step pod whose code ignores the stop is cut off after the pod's grace period
-(``pod_stop_grace_period``, passed to the step's process: ``wharf.execution.stop_deadline``),
-and a step operator's pod, allowed ``pod_startup_timeout`` to start, beats as its process
-starts, so its allowance ends there. The embedded Resource Manager beside the bed's SQLite
-store is the one every pod asks, renews and releases through."""
+"""Step pods and their heartbeat, end to end on the allocation tests' bed
+(:mod:`.allocations_bed`: its stacks and pool, with this module's steps and a shorter grace;
+issue 27 §3 and §5): a reclaimed step pod whose code ignores the stop is cut off after the
+pod's grace period (``pod_stop_grace_period``, passed to the step's process:
+``wharf.execution.stop_deadline``), and a step operator's pod, allowed ``pod_startup_timeout``
+to start, beats as its process starts, so its allowance ends there. The embedded Resource
+Manager beside the bed's SQLite store is the one every pod asks, renews and releases through."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.integrations.kubernetes.allocations_bed import (
+    HEARTBEAT,
+    contended_pool,
+    pod_of,
+    register_allocation_stacks,
+    submit,
+)
 from tests.integrations.kubernetes.testbed import (
-    IMAGE,
-    NAMESPACE,
-    REMOTE_STORE,
     Bed,
     BedFactory,
     attempts,
     exit_code,
-    register_kubernetes_stack,
     reported_run_id,
     run_script,
+    runner_script,
     wait_for_run_end,
     wait_until,
 )
-from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
+from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.integrations.kubernetes.labels import STEP_RUN_ID_KEY
-from wharf.resource_manager.contract.models import PolicyCreate
-from wharf.resource_manager.domain import SubjectSelector, SubjectType
-from wharf.sdk import stacks
-from wharf.sdk.pools import ensure_pool
-from wharf.sdk.workspace import Workspace
-from wharf.store.models import PipelineRunRecord, StepRunRecord
+from wharf.store.models import StepRunRecord
 
 GRACE = 8  # the step pods' pod_stop_grace_period
 SLACK = 30  # seconds a cut-off may come after its grace on a loaded machine
-HEARTBEAT = 3  # seconds between a step's heartbeats (a step pod is lost 16 s without one)
 STARTUP = 600  # the step operator's pod_startup_timeout (the default)
 
 STEPS_MODULE = """
@@ -107,16 +104,7 @@ def operated(seen: str) -> None:
     liveness_window(seen)
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_cutoff_steps
-
-if __name__ == "__main__":
-    run = getattr(k8s_cutoff_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    print("RUN", run.id, run.status.value)
-"""
+SCRIPT = runner_script("k8s_cutoff_steps")
 
 
 @pytest.fixture
@@ -126,65 +114,13 @@ def bed(make_bed: BedFactory) -> Bed:
         active_stack="k8s",
         heartbeat_interval=HEARTBEAT,
     )
-    ws = made.workspace
-    register_kubernetes_stack(
-        ws,
-        "k8s",
-        {
-            "image": IMAGE,
-            "namespace": NAMESPACE,
-            "synchronous": False,
-            "job_monitoring_interval": 0.5,
-            "pod_stop_grace_period": GRACE,
-        },
-    )
-    stacks.register_component(
-        ws,
-        "k8s-op",
-        ComponentType.STEP_OPERATOR,
-        "kubernetes",
-        {"image": IMAGE, "kubeconfig": str(made.emulator.kubeconfig_path)},
-    )
-    stacks.register_stack(
-        ws, "operated", orchestrator="default", artifact_store=REMOTE_STORE, step_operator="k8s-op"
-    )
+    register_allocation_stacks(made, GRACE)
     return made
 
 
-def submit(bed: Bed, pipeline: str, **parameters: Any) -> PipelineRunRecord:
-    """Run ``pipeline`` through the project's script (on the asynchronous stack it returns once
-    the orchestrator Job exists); its run."""
-    done = run_script(bed, pipeline, **parameters)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return bed.workspace.store.runs.get(reported_run_id(done))
-
-
-def pod_exit_code(bed: Bed, run: PipelineRunRecord, step: StepRunRecord) -> int | None:
+def pod_exit_code(bed: Bed, step: StepRunRecord) -> int | None:
     """The exit code of the step run's pod, as the emulator last saw it."""
-    for pod in bed.seen.step_objects("Pod", run):
-        if pod["metadata"]["labels"].get(STEP_RUN_ID_KEY) == str(step.id):
-            return exit_code(bed.seen.last_state(pod))
-    return None
-
-
-def contended_pool(workspace: Workspace) -> None:
-    """One reclaimable licence; pipeline ``high_pipe``'s policy outranks ``low_pipe``'s."""
-    rm = workspace.resource_manager()
-    ensure_pool(
-        rm, "shared", {"license": 1}, account=workspace.user.name, reclaimable="coordinated"
-    )
-    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
-    for name, priority in (("low", 0), ("high", 10)):
-        rm.policies.create(
-            PolicyCreate(
-                name=f"shared-{name}",
-                pool="shared",
-                priority=priority,
-                subject_selector=SubjectSelector(
-                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
-                ),
-            )
-        )
+    return exit_code(bed.seen.last_state(pod_of(bed, step)))
 
 
 def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
@@ -213,8 +149,8 @@ def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
     lines = marker.read_text().splitlines()
     assert "interrupted" in lines
     assert lines.count("left") == 1 and lines[-1] == "left"  # the retry's
-    assert wait_until(lambda: pod_exit_code(bed, ended_low, reclaimed) is not None, 60)
-    assert pod_exit_code(bed, ended_low, reclaimed) == 1
+    assert wait_until(lambda: pod_exit_code(bed, reclaimed) is not None, 60)
+    assert pod_exit_code(bed, reclaimed) == 1
     # The licence was released once the pod's grace period had passed, and went to the
     # preemptor.
     (high_step,) = attempts(bed, high)

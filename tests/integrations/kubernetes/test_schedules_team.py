@@ -13,30 +13,23 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from uuid import UUID
 
 import pytest
 
 from tests.artifacts.s3_server import MotoServer
+from tests.integrations.kubernetes.team_bed import TeamBed, env_of, open_team_bed, secret_values
 from tests.integrations.kubernetes.testbed import (
     BOUND,
-    IMAGE,
-    Seen,
-    cluster,
-    register_kubernetes_stack,
-    register_remote_store,
+    run_script,
+    schedule_objects,
+    scheduled_id,
+    scheduling_runner_script,
     wait_until,
-    write_project,
+    wharf_cli,
 )
-from tests.kube.emulator import Emulator
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, SECRETS
 from tests.server.conftest import (  # noqa: F401 (fixtures)
@@ -44,12 +37,9 @@ from tests.server.conftest import (  # noqa: F401 (fixtures)
     live,
     world,
 )
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.execution.services import run_token_scope
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
-from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY as SCHEDULE_LABEL
-from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord, StepRunFilter
 
 START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
@@ -73,25 +63,6 @@ def nightly(value: int = 3) -> None:
     double(make(value))
 """
 
-SCRIPT = """
-import team_schedule
-
-if __name__ == "__main__":
-    print("SCHEDULED", team_schedule.nightly().schedule.id)
-"""
-
-
-@dataclass
-class ScheduleBed:
-    server: World
-    emulator: Emulator
-    seen: Seen
-    workspace: Workspace
-    """The member's workspace, in the test process."""
-    project: Path
-    env: dict[str, str]
-    """The member's environment (scripts and CLI)."""
-
 
 @pytest.fixture
 def schedule_bed(
@@ -100,70 +71,19 @@ def schedule_bed(
     monkeypatch: pytest.MonkeyPatch,
     s3_server: MotoServer,
     s3_bucket: str,
-) -> Iterator[ScheduleBed]:
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    member = {
-        "WHARF_HOME": str(tmp_path / "home"),
-        "WHARF_SERVER_URL": world.url,
-        "WHARF_API_KEY": str(world.credentials["member"]),
-        "WHARF_PROJECT": "A",
-        "WHARF_ACTIVE_STACK": "k8s",
-        "WHARF_HEARTBEAT_INTERVAL": "2",
-    }
-    project = write_project(tmp_path, {"team_schedule.py": STEPS_MODULE, "run.py": SCRIPT})
-    with cluster(tmp_path, FakeClock(START)) as running:
-        workspace = Workspace.open(load_config(member))
-        try:
-            register_remote_store(workspace, s3_server, s3_bucket)
-            register_kubernetes_stack(
-                workspace,
-                "k8s",
-                {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
-            )
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
-                **member,
-                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the member's cluster
-            }
-            yield ScheduleBed(world, running.emulator, running.seen, workspace, project, env)
-        finally:
-            workspace.close()
+) -> Iterator[TeamBed]:
+    files = {"team_schedule.py": STEPS_MODULE, "run.py": scheduling_runner_script("team_schedule")}
+    clock = FakeClock(START)
+    with open_team_bed(
+        world, tmp_path, monkeypatch, s3_server, s3_bucket, files, clock=clock
+    ) as bed:
+        yield bed
 
 
-def run(bed: ScheduleBed, *command: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, *command],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-        cwd=bed.project,
-    )
+def schedule_it(bed: TeamBed) -> ScheduleRecord:
+    done = run_script(bed, "nightly")
     assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
-def schedule_it(bed: ScheduleBed) -> ScheduleRecord:
-    done = run(bed, "run.py")
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
-    return bed.workspace.store.schedules.get(UUID(line.split()[1]))
-
-
-def labelled(bed: ScheduleBed, kind: Any, schedule: ScheduleRecord) -> list[dict[str, Any]]:
-    selector = f"{SCHEDULE_LABEL}={schedule.id}"
-    items: list[dict[str, Any]] = bed.emulator.store.list(kind, "default", label_selector=selector)[
-        "items"
-    ]
-    return items
-
-
-def secret_values(secret: dict[str, Any]) -> list[str]:
-    data = secret.get("data") or {}
-    plain = secret.get("stringData") or {}
-    return [base64.b64decode(v).decode() for v in data.values()] + list(plain.values())
+    return bed.workspace.store.schedules.get(scheduled_id(done))
 
 
 def token_type(credential: str) -> str | None:
@@ -175,28 +95,22 @@ def token_type(credential: str) -> str | None:
     return str(claims.get("typ"))
 
 
-def env_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = pod["spec"]
-    containers = [*spec.get("initContainers", []), *spec["containers"]]
-    return [entry for c in containers for entry in c.get("env", [])]
-
-
-def fired_runs(bed: ScheduleBed, schedule: ScheduleRecord) -> list[PipelineRunRecord]:
+def fired_runs(bed: TeamBed, schedule: ScheduleRecord) -> list[PipelineRunRecord]:
     runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
     return sorted(runs, key=lambda r: r.created)
 
 
 def test_a_schedule_on_a_workspace_server_fires_with_its_own_token_and_delete_revokes_it(
-    schedule_bed: ScheduleBed,
+    schedule_bed: TeamBed,
 ) -> None:
     bed = schedule_bed
     member_key = str(bed.server.credentials["member"])
     schedule = schedule_it(bed)
     assert fired_runs(bed, schedule) == []  # nothing ran, no run recorded
-    (cron,) = labelled(bed, CRONJOBS, schedule)
+    (cron,) = schedule_objects(bed.emulator, CRONJOBS, schedule.id)
     template = cron["spec"]["jobTemplate"]["spec"]["template"]
     assert all(e.get("value") != member_key for e in env_of(template))
-    (secret,) = labelled(bed, SECRETS, schedule)
+    (secret,) = schedule_objects(bed.emulator, SECRETS, schedule.id)
     values = secret_values(secret)
     assert member_key not in values
     (schedule_token,) = [v for v in values if token_type(v) == "schedule"]
@@ -244,8 +158,12 @@ def test_a_schedule_on_a_workspace_server_fires_with_its_own_token_and_delete_re
     # The schedule's token works until the schedule is deleted, then never again.
     pod = bed.server.client(schedule_token)
     assert pod.get(f"/api/v1/schedules/{schedule.id}").status_code == 200
-    run(bed, "-m", "wharf.cli.main", "schedule", "delete", "every-five", "--yes")
-    assert labelled(bed, CRONJOBS, schedule) == [] and labelled(bed, SECRETS, schedule) == []
+    deleted = wharf_cli(bed, "schedule", "delete", "every-five", "--yes")
+    assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+    assert (
+        schedule_objects(bed.emulator, CRONJOBS, schedule.id) == []
+        and schedule_objects(bed.emulator, SECRETS, schedule.id) == []
+    )
     refused = pod.get(f"/api/v1/schedules/{schedule.id}")
     assert refused.status_code == 401 and "deleted" in refused.text
     fire = {"orchestrator_run_id": "kubernetes-late", "name": "late"}

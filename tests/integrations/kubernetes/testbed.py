@@ -43,6 +43,7 @@ from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
 from wharf.integrations.kubernetes.orchestrator import JOB_KEY
+from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, StepRunRecord
@@ -228,6 +229,24 @@ if __name__ == "__main__":
 """
 
 
+def scheduling_runner_script(module: str) -> str:
+    """:func:`runner_script` for pipelines that may have a schedule: calling one of those
+    schedules it and prints ``SCHEDULED <schedule id>`` (see :func:`scheduled_id`)."""
+    return f"""
+import json
+import sys
+
+import {module}
+
+if __name__ == "__main__":
+    result = getattr({module}, sys.argv[1])(**json.loads(sys.argv[2]))
+    if hasattr(result, "schedule"):
+        print("SCHEDULED", result.schedule.id)
+    else:
+        print("RUN", result.id, result.status.value)
+"""
+
+
 def run_script(
     bed: Bed, pipeline: str, stack: str | None = None, **parameters: Any
 ) -> subprocess.CompletedProcess[str]:
@@ -243,6 +262,17 @@ def run_script(
         env=env,
         cwd=bed.project,
     )
+
+
+def submit_script(
+    bed: Bed, pipeline: str, stack: str | None = None, **parameters: Any
+) -> tuple[PipelineRunRecord, str]:
+    """:func:`run_script`, which must succeed; its run (as the store has it when the script
+    ended) and output."""
+    done = run_script(bed, pipeline, stack, **parameters)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    return bed.workspace.store.runs.get(reported_run_id(done)), output
 
 
 def start_script(bed: Bed, pipeline: str, stack: str, **parameters: Any) -> subprocess.Popen[str]:
@@ -262,6 +292,25 @@ def reported_run_id(done: subprocess.CompletedProcess[str]) -> UUID:
     lines = [line for line in done.stdout.splitlines() if line.startswith("RUN ")]
     assert lines, done.stdout + done.stderr
     return UUID(lines[-1].split()[1])
+
+
+def scheduled_id(done: subprocess.CompletedProcess[str]) -> UUID:
+    """The schedule a script reported on its one ``SCHEDULED <id>`` line."""
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
+    return UUID(line.split()[1])
+
+
+def wharf_cli(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
+    """``wharf *args`` in the project directory, with the user's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=bed.env,
+        cwd=bed.project,
+    )
 
 
 # ----------------------------------------------------------------------------- waiting
@@ -343,12 +392,30 @@ def current_job(bed: Bed, run: PipelineRunRecord) -> dict[str, Any]:
     return job
 
 
-def job_exists(emulator: Emulator, name: str) -> bool:
+def job_exists(emulator: Emulator, name: str, namespace: str = NAMESPACE) -> bool:
     try:
-        emulator.store.get(JOBS, NAMESPACE, name)
+        emulator.store.get(JOBS, namespace, name)
     except ApiError:  # NotFound
         return False
     return True
+
+
+def schedule_objects(
+    emulator: Emulator, kind: Any, schedule_id: UUID, namespace: str = NAMESPACE
+) -> list[dict[str, Any]]:
+    """The objects of ``kind`` (CronJobs, Secrets) labelled with the schedule, as they are now."""
+    selector = f"{SCHEDULE_ID_KEY}={schedule_id}"
+    items: list[dict[str, Any]] = emulator.store.list(kind, namespace, label_selector=selector)[
+        "items"
+    ]
+    return items
+
+
+def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
+    """The pods of ``run``'s orchestrator Job (no step's), as created."""
+    return [
+        p for p in bed.seen.of_run("Pod", str(run.id)) if STEP_KEY not in p["metadata"]["labels"]
+    ]
 
 
 def remaining_secrets(emulator: Emulator) -> list[str]:
