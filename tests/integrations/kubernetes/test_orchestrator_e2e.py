@@ -27,10 +27,10 @@ from tests.integrations.kubernetes.testbed import (
     metadata_of,
     register_kubernetes_stack,
     remaining_secrets,
-    reported_run_id,
     run_script,
     runner_script,
     step_statuses,
+    submit_script,
     wait_for_run_end,
     wait_for_step,
     wait_until,
@@ -39,10 +39,12 @@ from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
 from wharf.integrations.kubernetes.orchestrator import JOB_KEY, NAMESPACE_KEY
+from wharf.integrations.kubernetes.orchestrator_launch import secret_key, token_secret_name
 from wharf.integrations.kubernetes.orchestrator_main import (
     ORCHESTRATOR_RUN_ID_KEY,
     POD_KEY,
 )
+from wharf.integrations.kubernetes.step_backend_secret import STORE_URL_ENV
 from wharf.store.models import PageRequest, PipelineRunRecord
 
 __all__ = ["BOUND", "IMAGE", "Bed", "bed", "metadata_of", "wait_for_step", "wait_until"]
@@ -126,11 +128,13 @@ def bed(make_bed: BedFactory) -> Bed:
 def submit(
     bed: Bed, pipeline: str = "on_kubernetes", stack: str = "k8s", **parameters: Any
 ) -> tuple[PipelineRunRecord, str]:
-    """:func:`run_script`, which must succeed; its run (as the store has it when the script
-    ended) and output."""
-    done = run_script(bed, pipeline, stack, **parameters)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return bed.workspace.store.runs.get(reported_run_id(done)), done.stdout + done.stderr
+    """:func:`submit_script` of ``pipeline`` (``on_kubernetes`` unless said) on ``stack``."""
+    return submit_script(bed, pipeline, stack, **parameters)
+
+
+def secret_keys(secret: dict[str, Any]) -> set[str]:
+    """The keys a Secret holds (``data`` or ``stringData``)."""
+    return {*(secret.get("data") or {}), *(secret.get("stringData") or {})}
 
 
 def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
@@ -171,9 +175,15 @@ def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     assert [p["metadata"]["name"] for p in orchestrator_pods] == [metadata[POD_KEY]]
     assert metadata[ORCHESTRATOR_RUN_ID_KEY] == run.orchestrator_run_id
     assert sorted(j["metadata"]["labels"][STEP_KEY] for j in step_jobs) == ["add", "double", "make"]
-    # The embedded store needs no run token; the step pods' Secret is gone with the run.
-    secrets = bed.seen.created.get("Secret", [])
-    assert not [s for s in secrets if s["metadata"]["name"].startswith("wharf-run-token")]
+    # The embedded store needs no run token: the run's Secret holds no token (the store URL
+    # only); it and the step pods' Secret are gone with the run.
+    run_secrets = [
+        s
+        for s in bed.seen.created.get("Secret", [])
+        if s["metadata"]["name"] == token_secret_name(run.id)
+    ]
+    (run_secret,) = run_secrets
+    assert secret_keys(run_secret) == {secret_key(STORE_URL_ENV)}  # no TOKEN_SECRET_KEY
     assert remaining_secrets(bed.emulator) == []
 
     # The same run again: every step is cached; the orchestrator pod starts no step pod.
