@@ -5,12 +5,18 @@ used; elsewhere the user's kubeconfig — the file named by the caller, else ``$
 list of files, as kubectl reads it), else ``~/.kube/config`` — with an optional context, so every
 auth plugin the official client supports works. Invariant: each call builds its own
 ``Configuration``; the client's process-wide default configuration is never read or changed, so
-two clients for two clusters can live side by side (tests point one at the emulator).
+two clients for two clusters can live side by side (tests point one at the emulator). The
+official client's per-request credential hook (which re-checks the token's expiry and re-assigns
+the host, re-reading the proxy environment) runs at most once per
+``CREDENTIAL_CHECK_INTERVAL_S``: the loaders refresh a token well before it expires (five minutes
+ahead for a kubeconfig's, every minute for the in-cluster file), so none is used stale.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +29,7 @@ from wharf.core.errors import InputError
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"
 DEFAULT_KUBECONFIG = "~/.kube/config"
+CREDENTIAL_CHECK_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,27 @@ def kube_clients(*, context: str | None = None, kubeconfig: str | None = None) -
             raise InputError(f"Cannot use the in-cluster Kubernetes configuration: {exc}") from exc
     else:
         _load_kubeconfig(configuration, kubeconfig, context)
+    hook = configuration.refresh_api_key_hook
+    if hook is not None:
+        configuration.refresh_api_key_hook = _at_most_every(CREDENTIAL_CHECK_INTERVAL_S, hook)
     api_client = client.ApiClient(configuration)
     return KubeClients(api_client, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
+
+
+def _at_most_every(
+    interval_s: float, hook: Callable[[client.Configuration], None]
+) -> Callable[[client.Configuration], None]:
+    """``hook``, run on the first call and then only once ``interval_s`` has passed since it last
+    ran (concurrent callers may both run it: it only re-assigns the same settings)."""
+    last_run = [float("-inf")]
+
+    def throttled(configuration: client.Configuration) -> None:
+        now = time.monotonic()
+        if now - last_run[0] >= interval_s:
+            hook(configuration)
+            last_run[0] = now
+
+    return throttled
 
 
 def _load_kubeconfig(

@@ -1,0 +1,49 @@
+"""The client factory's throttle of the official client's per-request credential hook: the hook
+runs on the first request, then at most once per interval, and requests keep their token."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.kube.emulator import Emulator
+from wharf.integrations.kubernetes.clients import IN_CLUSTER_ENV, _at_most_every, kube_clients
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
+
+
+def test_the_hook_runs_once_per_interval() -> None:
+    runs: list[client.Configuration] = []
+    configuration = client.Configuration()
+    throttled = _at_most_every(3600.0, runs.append)
+    for _ in range(3):
+        throttled(configuration)
+    assert runs == [configuration]
+    every_time = _at_most_every(0.0, runs.append)
+    for _ in range(3):
+        every_time(configuration)
+    assert len(runs) == 4
+
+
+def test_requests_keep_their_token_between_checks(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(IN_CLUSTER_ENV, raising=False)
+    clients = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
+    try:
+        configuration = clients.api_client.configuration
+        assert configuration.refresh_api_key_hook is not None
+        first = configuration.get_api_key_with_prefix("BearerToken")
+        for name in ("one", "two", "three"):
+            clients.core.create_namespaced_config_map("default", {"metadata": {"name": name}})
+        assert configuration.get_api_key_with_prefix("BearerToken") == first
+        assert configuration.host == emulator.url
+        assert len(clients.core.list_namespaced_config_map("default").items) == 3
+    finally:
+        clients.close()
