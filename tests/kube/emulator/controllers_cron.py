@@ -216,8 +216,8 @@ class CronJobController:
 
     def _jobs_of(self, cronjob: dict[str, Any]) -> list[dict[str, Any]]:
         uid = uid_of(cronjob)
-        jobs = self._store.list(JOBS, meta(cronjob).get("namespace"))["items"]
-        return [j for j in jobs if is_controlled_by(j, uid)]
+        controlled = partial(is_controlled_by, owner_uid=uid)
+        return self._store.matching(JOBS, meta(cronjob).get("namespace"), controlled)
 
     def _reload(self, cronjob: dict[str, Any]) -> dict[str, Any] | None:
         current = tolerate_missing(

@@ -18,6 +18,7 @@ removes the namespace.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tests.kube.emulator.controllers_common import (
@@ -144,9 +145,8 @@ class GarbageCollector:
         for rtype in RESOURCES:
             if not rtype.namespaced:
                 continue
-            for item in self._store.list(rtype, namespace)["items"]:
-                if is_owned_by(item, uid):
-                    found.append((rtype, item))
+            owned = partial(is_owned_by, owner_uid=uid)
+            found += [(rtype, item) for item in self._store.matching(rtype, namespace, owned)]
         return found
 
     def _lookup_owner(

@@ -327,8 +327,9 @@ class JobController:
 
     def _pods_of(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         uid = uid_of(job)
-        pods = self._store.list(PODS, meta(job).get("namespace"))["items"]
-        mine = [p for p in pods if is_controlled_by(p, uid)]
+        mine = self._store.matching(
+            PODS, meta(job).get("namespace"), partial(is_controlled_by, owner_uid=uid)
+        )
         return sorted(mine, key=lambda p: (meta(p).get("creationTimestamp", ""), meta(p)["name"]))
 
     def _reload(self, job: dict[str, Any]) -> dict[str, Any] | None:

@@ -110,6 +110,22 @@ class ObjectStore:
             "items": items,
         }
 
+    def matching(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        where: Callable[[dict[str, Any]], bool],
+    ) -> list[dict[str, Any]]:
+        """For controllers: the items ``list(rtype, namespace)`` would hold, only those for
+        which ``where`` (shown the stored object: it must not change it) holds; only they are
+        copied, so looking for a few objects among many stays cheap."""
+        with self._lock:
+            objects = self._objects[rtype]
+            keys = [k for k in objects if (namespace is None or k[0] == namespace)]
+            found = [k for k in keys if where(objects[k])]
+            found.sort(key=object_rules.storage_key)
+            return [object_rules.list_item(objects[k]) for k in found]
+
     def namespaces(self) -> list[dict[str, Any]]:
         """Test helper: every namespace (deep copies)."""
         return self.objects_of(NAMESPACES)
