@@ -1,8 +1,9 @@
 """A 1,000-step fully cached pipeline on the Kubernetes orchestrator (issue 27 §7).
 
-The test bed of the end-to-end tests, in this process: the API emulator, the process kubelet
-(pods are local processes), a moto S3 server for artifacts and the embedded SQLite store, which
-the pods open directly. A pipeline of ``--steps`` independent trivial steps (each its own
+The test bed of the end-to-end tests: the API emulator in this process, the process kubelet
+(pods are local processes) and a moto S3 server for artifacts each in a process of its own (so
+they do not compete with the emulator for this process's GIL), and the embedded SQLite store,
+which the pods open directly. A pipeline of ``--steps`` independent trivial steps (each its own
 parameter, so each its own cache key) runs once to fill the cache, then again: every step is
 cached, so the second run's orchestrator pod starts no step pod. Measured on that second run:
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,7 +58,6 @@ from k8s_probe import PROBE
 from tests.artifacts.s3_server import CREDENTIALS, MotoServer
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.watchers import WatchEvent
-from tests.kube.kubelet import Kubelet
 
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
@@ -66,6 +67,7 @@ from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter
 
 IMAGE = "wharf/python:3.11"
 BOUND = 3600.0
+REPO = Path(__file__).resolve().parent.parent
 
 STEPS_MODULE = """
 from wharf import pipeline, step
@@ -167,9 +169,37 @@ class Bed:
 
 
 @contextmanager
+def kubelet_process(emulator: Emulator, image_env: dict[str, str], log: Path) -> Iterator[None]:
+    """The process kubelet (``python -m tests.kube.kubelet``) in a process of its own, ready
+    (its pod watch open: nothing else watches yet) when this enters; SIGTERM on exit (it kills
+    and reaps its pods)."""
+    command = [sys.executable, "-m", "tests.kube.kubelet", "--kubeconfig"]
+    command += [str(emulator.kubeconfig_path), "--image", f"{IMAGE}={sys.executable}"]
+    command += ["--log-dir", str(emulator.log_dir)]
+    command += [f"--env={name}={value}" for name, value in image_env.items()]
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while emulator.open_watches < 1:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the kubelet did not become ready (see {log})")
+            time.sleep(0.05)  # polling another process's readiness, with a deadline
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
 def k8s_bed(orchestrator_config: dict[str, Any] | None = None) -> Iterator[Bed]:
-    """The e2e tests' bed: emulator, process kubelet (with the probe on its PYTHONPATH), moto
-    S3, a Wharf home with stacks ``k8s`` (kubernetes + S3) and ``local`` (local + same S3)."""
+    """The e2e tests' bed: emulator; process kubelet (with the probe on its PYTHONPATH) and moto
+    S3 in processes of their own; a Wharf home with stacks ``k8s`` (kubernetes + S3) and
+    ``local`` (local + same S3)."""
     with tempfile.TemporaryDirectory(prefix="wharf-bench-k8s-") as root_name:
         root = Path(root_name)
         probe_dir = root / "probe"
@@ -195,14 +225,7 @@ def k8s_bed(orchestrator_config: dict[str, Any] | None = None) -> Iterator[Bed]:
                     "PYTHONPATH": str(probe_dir),
                     "WHARF_BENCH_PROBE_DIR": str(probe_dir),
                 }
-                with Kubelet(
-                    emulator.kubeconfig_path,
-                    images={IMAGE: sys.executable},
-                    log_dir=emulator.log_dir,
-                    extra_env=image_env,
-                ) as kubelet:
-                    if not kubelet.wait_ready(30):
-                        raise RuntimeError("the kubelet did not become ready")
+                with kubelet_process(emulator, image_env, root / "kubelet.log"):
                     ws = Workspace.open(load_config())
                     try:
                         stacks.register_component(

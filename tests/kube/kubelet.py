@@ -9,7 +9,7 @@ container's output goes to ``<log_dir>/<namespace>/<pod>/<container>.log``, whic
 serves on ``/log``. `stop()` kills and reaps every process it started. Command line::
 
     python -m tests.kube.kubelet --kubeconfig K --image NAME=PYTHON [--image ...]
-        [--log-dir D] [--namespace NS] [--node-name N] [--no-bind]
+        [--log-dir D] [--namespace NS] [--node-name N] [--no-bind] [--env NAME=VALUE ...]
 
 runs until SIGTERM/SIGINT.
 """
@@ -302,6 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace")
     parser.add_argument("--node-name", default="wharf-kubelet")
     parser.add_argument("--no-bind", action="store_true", help="leave unscheduled pods alone")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the image's own environment, given to every container before the pod's env",
+    )
     options = parser.parse_args(argv)
     images: dict[str, str] = {}
     for item in options.image:
@@ -309,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         if not separator or not name or not python:
             parser.error(f"--image wants NAME=PYTHON, got {item!r}")
         images[name] = python
+    extra_env: dict[str, str] = {}
+    for item in options.env:
+        name, separator, value = item.partition("=")
+        if not separator or not name:
+            parser.error(f"--env wants NAME=VALUE, got {item!r}")
+        extra_env[name] = value
     logging.basicConfig(level=logging.INFO, format="%(asctime)s kubelet %(levelname)s %(message)s")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -320,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         log_dir=options.log_dir,
         namespace=options.namespace,
         bind_unscheduled=not options.no_bind,
+        extra_env=extra_env,
     )
     with kubelet:
         LOG.info(

@@ -363,11 +363,13 @@ def test_the_command_line_kubelet_runs_pods_until_sigterm(
     command = [sys.executable, "-m", "tests.kube.kubelet", "--kubeconfig"]
     command += [str(emulator.kubeconfig_path), "--image", f"{PYTHON_IMAGE}={sys.executable}"]
     command += ["--log-dir", str(emulator.log_dir), "--namespace", NS]
+    command += ["--env", "IMAGE_GREETING=from the image"]
     process = subprocess.Popen(command, cwd=Path(__file__).parents[2], stderr=subprocess.PIPE)
     try:
-        pod = run_to_end(core, python_pod("cli", "print('from the cli')"), timeout=10)
+        code = "import os; print('from the cli,', os.environ['IMAGE_GREETING'])"
+        pod = run_to_end(core, python_pod("cli", code), timeout=10)
         assert pod["status"]["phase"] == "Succeeded"
-        assert core.read_namespaced_pod_log("cli", NS) == "from the cli\n"
+        assert core.read_namespaced_pod_log("cli", NS) == "from the cli, from the image\n"
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=10)
