@@ -24,7 +24,7 @@ cache and runs as a Job/pod of its own. Measured in the orchestrator pod:
   -> Job POST sent (the attempt's first heartbeat written, the manifest built) -> Job created
   (the POST answered: the API server's own time, on the emulator of this bed).
 
-    python bench/k8s_parallel.py [--steps 200] [--parallelism 50] [--out PATH]
+    python bench/k8s_parallel.py [--steps 200] [--parallelism 50] [--out PATH] [--profile PSTATS]
 """
 
 from __future__ import annotations
@@ -71,6 +71,22 @@ if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", []))
         return _counted_request(self, method, url, *args, **kwargs)
 
     _rest.RESTClientObject.request = _sending
+"""
+
+PROFILE_PROBE = r"""
+if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", [])):
+    # bench/k8s_parallel.py --profile: every thread's CPU time by function (yappi), saved as a
+    # pstats file at exit (before the probe's record: atexit runs last-registered first)
+    import yappi
+
+    yappi.set_clock_type("cpu")
+    yappi.start()
+
+    def _save_profile():
+        yappi.stop()
+        yappi.get_func_stats().save(PROFILE_PATH, type="pstat")
+
+    atexit.register(_save_profile)
 """
 
 
@@ -200,6 +216,13 @@ def main() -> None:
         "--out", type=Path, default=Path(__file__).parent / "results" / "k8s_parallel.json"
     )
     parser.add_argument(
+        "--profile",
+        type=Path,
+        help="save the orchestrator pod's CPU profile here (pstats format; needs yappi, not a "
+        "dependency of Wharf: pip install yappi); profiling inflates the CPU figures several "
+        "times, so do not report those of a profiled run",
+    )
+    parser.add_argument(
         "--from-probe",
         type=Path,
         nargs=3,
@@ -218,6 +241,8 @@ def main() -> None:
     print(f"host reference loop before: {host_before['reference_loop_ms']} ms")
     config = {"max_parallelism": args.parallelism, "job_monitoring_interval": 0.5}
     k8s_cached.PROBE = k8s_cached.PROBE + PHASES_PROBE  # the bed writes it as sitecustomize
+    if args.profile is not None:
+        k8s_cached.PROBE += PROFILE_PROBE.replace("PROFILE_PATH", repr(str(args.profile.resolve())))
     with k8s_bed(config) as bed:
         run, submit_wall = bed.submit(args.steps, "k8s")
         statuses = bed.step_statuses(run)
