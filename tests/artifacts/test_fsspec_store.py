@@ -156,3 +156,35 @@ def test_another_store_object_sees_an_existing_artifact(
     assert other.exists(uri) and not other.isdir(uri)
     with pytest.raises(MaterializationError, match="already exists"):
         save_artifact([2], other, uri, registry)
+
+
+def test_threads_reaching_a_new_store_together_build_one_file_system(
+    s3_server: MotoServer, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's steps issue URIs on one store at once: the S3 file system is built once."""
+    import threading
+
+    import fsspec.core
+
+    built: list[str] = []
+    real_url_to_fs = fsspec.core.url_to_fs
+
+    def counting_url_to_fs(url: str, **options: object) -> object:
+        built.append(url)
+        return real_url_to_fs(url, **options)
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", counting_url_to_fs)
+    store = _store(s3_server, s3_bucket)
+    start = threading.Barrier(16)
+    uris: list[str] = []
+
+    def issue() -> None:
+        start.wait()
+        uris.append(store.new_uri("pipe", "run"))
+
+    threads = [threading.Thread(target=issue) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 1 and len(set(uris)) == 16

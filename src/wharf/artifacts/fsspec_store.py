@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import threading
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
@@ -78,6 +79,8 @@ class FsspecArtifactStore:
         self._protocol = self._root.split("://", 1)[0]
         self._fs: Any = None
         self._fs_pid = -1
+        self._fs_lock = threading.Lock()
+        self._fs_lock_pid = os.getpid()
         self._root_fs_path = ""
         self._sizes: dict[str, int] = {}
         self._fresh: set[str] = set()  # paths from new_uri() nothing was written to yet
@@ -112,23 +115,33 @@ class FsspecArtifactStore:
 
     @property
     def fs(self) -> Any:
-        """The fsspec file system, created on first use (and anew in a forked child)."""
-        if self._fs is None or self._fs_pid != os.getpid():
-            try:
-                import fsspec
-            except ImportError:  # pragma: no cover - depends on the installation
-                raise WharfError(
-                    f"The artifact store {self._display} needs fsspec: pip install 'wharf[s3]'"
-                    " (or wharf[gcs], wharf[azure])."
-                ) from None
-            try:
-                fs, root = fsspec.core.url_to_fs(self._root, **self._backend_options())
-            except ImportError as error:
-                raise WharfError(
-                    f"The artifact store {self._display} needs its fsspec backend: {error}"
-                ) from None
-            self._fs, self._root_fs_path, self._fs_pid = fs, root.rstrip("/") or "/", os.getpid()
+        """The fsspec file system, created on first use (and anew in a forked child), once
+        even when several threads (a run's steps) reach it first together."""
+        pid = os.getpid()
+        if self._fs is not None and self._fs_pid == pid:
+            return self._fs
+        if self._fs_lock_pid != pid:  # forked: the parent's lock may have been held at the fork
+            self._fs_lock, self._fs_lock_pid = threading.Lock(), pid
+        with self._fs_lock:
+            if self._fs is None or self._fs_pid != pid:
+                self._create_fs()
         return self._fs
+
+    def _create_fs(self) -> None:
+        try:
+            import fsspec
+        except ImportError:  # pragma: no cover - depends on the installation
+            raise WharfError(
+                f"The artifact store {self._display} needs fsspec: pip install 'wharf[s3]'"
+                " (or wharf[gcs], wharf[azure])."
+            ) from None
+        try:
+            fs, root = fsspec.core.url_to_fs(self._root, **self._backend_options())
+        except ImportError as error:
+            raise WharfError(
+                f"The artifact store {self._display} needs its fsspec backend: {error}"
+            ) from None
+        self._fs, self._root_fs_path, self._fs_pid = fs, root.rstrip("/") or "/", os.getpid()
 
     def _backend_options(self) -> dict[str, Any]:
         options = dict(self._options)
