@@ -92,7 +92,9 @@ def test_a_fully_cached_run_decides_many_steps_per_store_call(
     assert {s.name: s.original_step_run_id for s in steps} == originals
     calls = len({s.created for s in steps})
     # 300 steps, one per call before; the look-ahead doubles from 8 steps up to 200 per call.
-    assert calls <= 12, calls
+    # How many slot-holding threads meet in one call depends on thread timing (12-16 calls
+    # seen at parallelism 50), so the bound is what batching guarantees: ten times fewer.
+    assert calls <= 30, calls
 
 
 def test_steps_found_missing_ahead_are_created_once_they_get_a_slot(
