@@ -8,7 +8,8 @@ limit). The environment, in increasing precedence: the kubelet's pass-through va
 ``KUBECONFIG`` (the kubelet's, standing in for the in-cluster service account);
 ``PYTHONUNBUFFERED=1`` (so output reaches the log line by line); the ``WHARF_KUBELET_LIMIT_*`` /
 ``WHARF_KUBELET_REQUEST_*`` resource variables; the pod's own ``envFrom``/``env``. The working
-directory is ``workingDir`` (created if missing) or a fresh directory per pod.
+directory is ``workingDir`` (created if missing) or a fresh directory per pod. Its CPU weight
+is a nice value that follows its CPU request (`tests.kube.kubelet_cpu_weight`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.kube.kubelet_api import KubeletApi
+from tests.kube.kubelet_cpu_weight import container_nice
 from tests.kube.kubelet_env import (
     EnvironmentBuilder,
     effective_resources,
@@ -70,6 +72,7 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     cwd: Path
+    nice: int = 0
 
 
 def container_run(spec: dict[str, Any]) -> ContainerRun:
@@ -103,4 +106,5 @@ def launch_config(
     else:
         cwd = ctx.work_root / "pods" / f"{namespace}_{name}_{str(uid)[:8]}"
     cwd.mkdir(parents=True, exist_ok=True)
-    return Launch(command + args, env, cwd)
+    requests = {k: parse_quantity(v) for k, v in effective_resources(run.spec)[1].items()}
+    return Launch(command + args, env, cwd, container_nice(requests))

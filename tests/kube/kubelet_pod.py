@@ -286,6 +286,7 @@ class PodWorker:
                 cwd=launch.cwd,
                 log_path=log_path,
                 on_exit=self._wake.set,
+                nice=launch.nice,
             )
         except OSError as error:
             run.finish(

@@ -120,9 +120,11 @@ class ProcessTable:
         cwd: Path,
         log_path: Path,
         on_exit: Callable[[], None],
+        nice: int = 0,
     ) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in a new session, output to ``log_path``; ``on_exit()`` runs once it
-        has exited (on a waiter thread). Raises OSError when the command cannot be started."""
+        """Start ``argv`` in a new session at nice value ``nice``, output to ``log_path``;
+        ``on_exit()`` runs once it has exited (on a waiter thread). Raises OSError when the
+        command cannot be started."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             if self._closed:
@@ -139,6 +141,9 @@ class ProcessTable:
                     close_fds=True,
                 )
             self._children.add(process)
+            if nice:  # before the child has done more than start its interpreter
+                with contextlib.suppress(ProcessLookupError):
+                    os.setpriority(os.PRIO_PROCESS, process.pid, nice)
         threading.Thread(
             target=self._wait_for, args=(process, on_exit), daemon=True, name=f"wait-{process.pid}"
         ).start()

@@ -1,0 +1,39 @@
+"""A container's CPU weight, as the process kubelet approximates it with a nice value.
+
+A real kubelet puts each pod in a cgroup whose CPU weight follows its CPU request (cgroup v1
+``cpu.shares`` = millicores * 1024 / 1000, at least 2; a BestEffort pod, with no request, gets 2).
+Under contention the Linux scheduler then shares a node's CPUs in proportion to those weights,
+and the control plane (the API server) is not among them at all. The process kubelet runs every
+container as a plain process beside the emulator, so without a weight 50 starting step pods would
+take the CPUs from the API server and the orchestrator alike, which no real cluster does. It
+gives each container the nice value whose CFS weight (the kernel's ``sched_prio_to_weight``
+table) is closest to the shares its request would get; the emulator and the kubelet keep nice 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+# The kernel's weight for nice 0..19 (kernel/sched/core.c, sched_prio_to_weight).
+NICE_WEIGHTS = (
+    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+)  # fmt: skip
+MIN_SHARES = 2
+
+
+def cpu_shares(cpu_request: Fraction | None) -> int:
+    """The cgroup v1 ``cpu.shares`` a kubelet gives a container requesting ``cpu_request`` cores."""
+    if cpu_request is None:
+        return MIN_SHARES
+    return max(MIN_SHARES, int(cpu_request * 1024))
+
+
+def nice_for_shares(shares: int) -> int:
+    """The nice value (0..19) whose CFS weight is closest to ``shares``."""
+    return min(range(len(NICE_WEIGHTS)), key=lambda nice: abs(NICE_WEIGHTS[nice] - shares))
+
+
+def container_nice(requests: Mapping[str, Fraction]) -> int:
+    """The nice value of a container with these (parsed) resource requests."""
+    return nice_for_shares(cpu_shares(requests.get("cpu")))
