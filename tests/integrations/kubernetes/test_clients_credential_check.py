@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
+from kubernetes.config.kube_config import KubeConfigLoader
 
 from tests.kube.emulator import Emulator
 from wharf.integrations.kubernetes.clients import IN_CLUSTER_ENV, _at_most_every, kube_clients
@@ -45,5 +46,30 @@ def test_requests_keep_their_token_between_checks(
         assert configuration.get_api_key_with_prefix("BearerToken") == first
         assert configuration.host == emulator.url
         assert len(clients.core.list_namespaced_config_map("default").items) == 3
+    finally:
+        clients.close()
+
+
+def test_the_loader_hook_stays_throttled_after_it_re_installs_itself(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubeconfig loader's hook puts a new copy of itself on the configuration each time it
+    runs; the throttle must survive that, or every later request runs the hook again."""
+    monkeypatch.delenv(IN_CLUSTER_ENV, raising=False)
+    loads: list[object] = []
+    original = KubeConfigLoader._set_config
+
+    def counted(self: KubeConfigLoader, configuration: client.Configuration) -> None:
+        loads.append(configuration)
+        original(self, configuration)
+
+    monkeypatch.setattr(KubeConfigLoader, "_set_config", counted)
+    clients = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
+    try:
+        throttled = clients.api_client.configuration.refresh_api_key_hook
+        for _ in range(5):
+            clients.core.list_namespaced_config_map("default")
+        assert clients.api_client.configuration.refresh_api_key_hook is throttled
+        assert len(loads) == 2  # loading, then the first request's check; no more for 10 s
     finally:
         clients.close()

@@ -70,14 +70,21 @@ def _at_most_every(
     interval_s: float, hook: Callable[[client.Configuration], None]
 ) -> Callable[[client.Configuration], None]:
     """``hook``, run on the first call and then only once ``interval_s`` has passed since it last
-    ran (concurrent callers may both run it: it only re-assigns the same settings)."""
+    ran (concurrent callers may both run it: it only re-assigns the same settings). The
+    kubeconfig loader's hook installs a fresh copy of itself each time it runs; the throttled
+    one is put back in its place, keeping the freshest inner hook."""
     last_run = [float("-inf")]
+    current = [hook]
 
     def throttled(configuration: client.Configuration) -> None:
         now = time.monotonic()
         if now - last_run[0] >= interval_s:
-            hook(configuration)
+            current[0](configuration)
             last_run[0] = now
+            installed = configuration.refresh_api_key_hook
+            if installed is not None and installed is not throttled:
+                current[0] = installed
+                configuration.refresh_api_key_hook = throttled
 
     return throttled
 
