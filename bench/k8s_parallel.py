@@ -11,7 +11,10 @@ cache and runs as a Job/pod of its own. Measured in the orchestrator pod:
   process of the bed (kubelet, submitter, orchestrator pod) talks to the emulator with the same
   token and user agent, so the emulator could not tell the orchestrator's calls apart;
 - CPU: the pod process's user + system time (``getrusage(RUSAGE_SELF)`` at exit: every thread),
-  whole process and run loop only (``run_pipeline``'s span), per step;
+  whole process and run loop only (``run_pipeline``'s span), per step; and the marginal CPU
+  per step: the slope of the pod's CPU time (sampled as each step ends) against the steps
+  ended, over the steady part of the run (``marginal_cpu_per_step``), which leaves out the
+  one-time start (imports, first calls) that a run of more steps spreads thinner;
 - slot-to-start latency, per step that waited for a slot: from the moment the DAG runner
   recorded the end of the step whose slot it took (``_Schedule.done`` returning it as a step
   to start) to the POST that created its Job (the client call's return), both on the pod's
@@ -141,6 +144,22 @@ def slot_latencies(probe: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def marginal_cpu_per_step(probe: dict[str, Any]) -> float | None:
+    """Seconds of orchestrator CPU per further step in the steady part of the run: the slope
+    (least squares) of the pod's CPU time against the number of steps ended, over the steps
+    ending between 25 % and 90 % of the run (every slot busy; the pod's start, its one-time
+    imports and first calls, and the drain at the end left out)."""
+    samples = [s["cpu"] for s in probe["slots"] if "cpu" in s]
+    low, high = len(samples) // 4, (len(samples) * 9) // 10
+    points = list(enumerate(samples))[low:high]
+    if len(points) < 10:
+        return None
+    xs, ys = [float(x) for x, _ in points], [y for _, y in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+
+
 def figures(
     probe: dict[str, Any],
     steps: int,
@@ -153,11 +172,13 @@ def figures(
     kube_calls = sum(probe["kube_calls"].values())
     cpu, loop_cpu = probe["cpu_total"], probe["loop_end_cpu"] - probe["loop_start_cpu"]
     latencies = slot_latencies(probe)
+    marginal = marginal_cpu_per_step(probe)
     worst = latencies["slot_freed_to_job_created"].get("max_ms", 0.0)
     scale = 40 / reference
     at40 = {
         "orchestrator_cpu_ms_per_step": round(scale * 1000 * cpu / steps, 2),
         "run_loop_cpu_ms_per_step": round(scale * 1000 * loop_cpu / steps, 2),
+        "marginal_cpu_ms_per_step": None if marginal is None else round(scale * 1000 * marginal, 2),
         "slot_freed_to_job_created_max_ms": round(scale * worst, 1),
     }
     return {
@@ -170,6 +191,7 @@ def figures(
         "orchestrator_cpu_s": round(cpu, 3),
         "orchestrator_cpu_ms_per_step": round(1000 * cpu / steps, 2),
         "run_loop_cpu_ms_per_step": round(1000 * loop_cpu / steps, 2),
+        "marginal_cpu_ms_per_step": None if marginal is None else round(1000 * marginal, 2),
         "store_calls_total": sum(probe["store_calls"].values()),
         "store_calls_by_method": probe["store_calls"],
         "latency": latencies,
@@ -195,7 +217,8 @@ def report(result: dict[str, Any], out: Path) -> None:
         f"per step): {dict(result['kube_calls_by_kind'])}\n"
         f"orchestrator CPU {result['orchestrator_cpu_s']:.2f} s = "
         f"{result['orchestrator_cpu_ms_per_step']} ms per step (run loop "
-        f"{result['run_loop_cpu_ms_per_step']} ms per step)\n"
+        f"{result['run_loop_cpu_ms_per_step']} ms per step; marginal, steady part "
+        f"{result['marginal_cpu_ms_per_step']} ms per step)\n"
         f"slot freed -> Job created: {latencies['slot_freed_to_job_created']}\n"
         f"step end recorded -> next Job created: {latencies['step_end_to_job_created']}\n"
         f"  phases: {latencies.get('phases')}\n"

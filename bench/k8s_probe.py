@@ -141,6 +141,7 @@ if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", []))
             _data["slots"].append({
                 "ended": name,
                 "at": now,
+                "cpu": _cpu(),
                 "step_end_time": end.timestamp() if end is not None else None,
                 "started": [s[0] for s in starts],
             })
