@@ -16,15 +16,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_isolated import make_stack
+from tests.resource_beds import contended_pool
+from tests.stop_ignoring import ignore_the_stop
 from wharf import ResourceSettings, RetryConfig, pipeline, step
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.execution.log_capture import read_log
 from wharf.execution.stop_deadline import DEFAULT_STOP_GRACE_SECONDS
-from wharf.resource_manager.contract.models import PolicyCreate
-from wharf.resource_manager.domain import SubjectSelector, SubjectType
-from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, StepRunRecord
 
@@ -35,49 +34,14 @@ LICENSE = ResourceSettings(resources={"license": 1})
 
 @step(enable_cache=False)
 def ignores_the_stop(path: str, started: str, marker: str) -> int:
-    """Hold the licence until ``path`` exists, swallowing every interrupt (as code that
-    catches ``BaseException`` in a loop would); ``marker`` records what happened."""
-    import pathlib
-    import time
-
-    pathlib.Path(started).write_text("started")
-    deadline = time.monotonic() + 170
-    try:
-        while not pathlib.Path(path).exists() and time.monotonic() < deadline:
-            try:
-                time.sleep(0.05)
-            except BaseException:  # the stop: ignored
-                with open(marker, "a") as out:
-                    out.write("interrupted\n")
-        return 1
-    finally:
-        with open(marker, "a") as out:
-            out.write("left\n")
+    """Hold the licence until ``path`` exists, swallowing every interrupt; ``marker`` records
+    what happened (:func:`tests.stop_ignoring.ignore_the_stop`)."""
+    return ignore_the_stop(path, started, marker, limit=170)
 
 
 @step(enable_cache=False)
 def quick(label: str) -> str:
     return label
-
-
-def contended_pool(workspace: Workspace) -> None:
-    """One reclaimable licence; pipeline ``high_pipe``'s policy outranks ``low_pipe``'s."""
-    rm = workspace.resource_manager()
-    ensure_pool(
-        rm, "shared", {"license": 1}, account=workspace.user.name, reclaimable="coordinated"
-    )
-    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
-    for name, priority in (("low", 0), ("high", 10)):
-        rm.policies.create(
-            PolicyCreate(
-                name=f"shared-{name}",
-                pool="shared",
-                priority=priority,
-                subject_selector=SubjectSelector(
-                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
-                ),
-            )
-        )
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = BOUND) -> bool:

@@ -25,6 +25,7 @@ from tests.e2e.resource_modes import (
 )
 from tests.e2e.team import start_team
 from tests.e2e.test_isolated import make_stack
+from tests.resource_beds import contended_pool
 from wharf import ResourceSettings, RetryConfig, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
@@ -35,24 +36,14 @@ __all__ = ["mode", "rm_workspace"]  # the fixtures
 
 
 def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
-    """One licence; the 'high' pipeline's policy outranks the 'low' one's."""
-    from wharf.resource_manager.contract.models import PolicyCreate
-    from wharf.resource_manager.domain import SubjectSelector, SubjectType
-
-    mode.ensure_pool(workspace, "shared", {"license": 1}, reclaimable=reclaimable)
+    """One licence; the 'high' pipeline's policy outranks the 'low' one's (set up through the
+    mode's Resource Manager)."""
     rm = mode.rm(workspace)
-    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
-    for name, priority in (("low", 0), ("high", 10)):
-        rm.policies.create(
-            PolicyCreate(
-                name=f"shared-{name}",
-                pool="shared",
-                priority=priority,
-                subject_selector=SubjectSelector(
-                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
-                ),
-            )
-        )
+    try:
+        contended_pool(workspace, reclaimable, rm)
+    finally:
+        if mode.team is not None:
+            rm.close()
 
 
 @pytest.mark.parametrize("tolerance", ["coordinated", "none"])

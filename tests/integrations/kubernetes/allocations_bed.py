@@ -2,7 +2,8 @@
 stack ``k8s`` whose steps ask for a licence, held until a file exists; ``operated`` runs on the
 local orchestrator with the ``k8s-op`` step operator. Every pod (orchestrator and step) asks,
 renews and releases through the embedded Resource Manager beside the SQLite store; a step pod
-beats every ``HEARTBEAT`` s and is given ``GRACE`` s to stop."""
+beats every ``HEARTBEAT`` s and is given ``GRACE`` s to stop. Its contended pool,
+:func:`contended_pool`, is the local reclaim tests' (:mod:`tests.resource_beds`)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,12 @@ from tests.integrations.kubernetes.testbed import (
     run_script,
     runner_script,
 )
+from tests.resource_beds import contended_pool  # noqa: F401 (the bed's pool, re-exported)
 from wharf.core.enums import ComponentType
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
 from wharf.integrations.kubernetes.labels import STEP_RUN_ID_KEY
-from wharf.resource_manager.contract.models import PolicyCreate, ResourceRequestInfo
-from wharf.resource_manager.domain import SubjectSelector, SubjectType
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.sdk import stacks
-from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
@@ -171,24 +171,3 @@ def request_of(workspace: Workspace, step: StepRunRecord) -> ResourceRequestInfo
     """The resource request of ``step`` (which must have one), as the RM has it now."""
     assert step.resource_request_id is not None, f"step run {step.id} has no request"
     return workspace.resource_manager().requests.get(step.resource_request_id)
-
-
-def contended_pool(workspace: Workspace) -> None:
-    """One reclaimable licence; pipeline ``high_pipe``'s policy outranks ``low_pipe``'s (as
-    the local reclaim test, ``tests/e2e/test_resources_reclaim.py``)."""
-    rm = workspace.resource_manager()
-    ensure_pool(
-        rm, "shared", {"license": 1}, account=workspace.user.name, reclaimable="coordinated"
-    )
-    rm.policies.delete(f"shared-{workspace.user.name}")  # ensure_pool's own policy
-    for name, priority in (("low", 0), ("high", 10)):
-        rm.policies.create(
-            PolicyCreate(
-                name=f"shared-{name}",
-                pool="shared",
-                priority=priority,
-                subject_selector=SubjectSelector(
-                    subject_type=SubjectType.PIPELINE, attributes={"name": f"{name}_pipe"}
-                ),
-            )
-        )

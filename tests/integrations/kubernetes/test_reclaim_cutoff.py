@@ -4,7 +4,9 @@ issue 27 §3 and §5): a reclaimed step pod whose code ignores the stop is cut o
 pod's grace period (``pod_stop_grace_period``, passed to the step's process:
 ``wharf.execution.stop_deadline``), and a step operator's pod, allowed ``pod_startup_timeout``
 to start, beats as its process starts, so its allowance ends there. The embedded Resource
-Manager beside the bed's SQLite store is the one every pod asks, renews and releases through."""
+Manager beside the bed's SQLite store is the one every pod asks, renews and releases through.
+The step that ignores the stop is the local test's (:mod:`tests.stop_ignoring`, copied into the
+bed's project, whence it travels in the run's code archive)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import stop_ignoring
 from tests.integrations.kubernetes.allocations_bed import (
     HEARTBEAT,
     contended_pool,
@@ -40,8 +43,8 @@ STARTUP = 600  # the step operator's pod_startup_timeout (the default)
 
 STEPS_MODULE = """
 import pathlib
-import time
 
+from stop_ignoring import ignore_the_stop
 from wharf import ResourceSettings, get_step_context, pipeline, step
 
 
@@ -53,19 +56,7 @@ from wharf import ResourceSettings, get_step_context, pipeline, step
     },
 )
 def ignores_the_stop(path: str, started: str, marker: str) -> int:
-    pathlib.Path(started).write_text("started")
-    deadline = time.monotonic() + 200
-    try:
-        while not pathlib.Path(path).exists() and time.monotonic() < deadline:
-            try:
-                time.sleep(0.05)
-            except BaseException:  # the stop: ignored
-                with open(marker, "a") as out:
-                    out.write("interrupted\\n")
-        return 1
-    finally:
-        with open(marker, "a") as out:
-            out.write("left\\n")
+    return ignore_the_stop(path, started, marker, limit=200)
 
 
 @step(enable_cache=False, settings={"resources": ResourceSettings(resources={"license": 1})})
@@ -105,12 +96,13 @@ def operated(seen: str) -> None:
 """
 
 SCRIPT = runner_script("k8s_cutoff_steps")
+STOP_IGNORING = Path(stop_ignoring.__file__).read_text()  # the project's copy: pods import it
 
 
 @pytest.fixture
 def bed(make_bed: BedFactory) -> Bed:
     made = make_bed(
-        {"k8s_cutoff_steps.py": STEPS_MODULE, "run.py": SCRIPT},
+        {"k8s_cutoff_steps.py": STEPS_MODULE, "stop_ignoring.py": STOP_IGNORING, "run.py": SCRIPT},
         active_stack="k8s",
         heartbeat_interval=HEARTBEAT,
     )
