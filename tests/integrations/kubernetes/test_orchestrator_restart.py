@@ -30,6 +30,7 @@ from tests.integrations.kubernetes.test_orchestrator_e2e import (
     wait_for_step,
     wait_until,
 )
+from tests.integrations.kubernetes.testbed import orchestrator_pods, reported_run_id
 from tests.kube.emulator import Emulator
 from wharf import pipeline, step
 from wharf.config.global_config import load_config
@@ -110,13 +111,7 @@ def submit_restartable(bed: Bed, log: Path, release: Path) -> PipelineRunRecord:
         cwd=bed.project,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    run_id = [line for line in done.stdout.splitlines() if line.startswith("RUN ")][-1].split()[1]
-    return next(r for r in bed.workspace.store.runs.list().items if str(r.id) == run_id)
-
-
-def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
-    pods = bed.seen.of_run("Pod", str(run.id))
-    return [p for p in pods if STEP_KEY not in p["metadata"]["labels"]]
+    return bed.workspace.store.runs.get(reported_run_id(done))
 
 
 def orchestrator_logs(bed: Bed, run: PipelineRunRecord) -> str:

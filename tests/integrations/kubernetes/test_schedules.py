@@ -17,7 +17,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import pytest
 
@@ -29,6 +28,9 @@ from tests.integrations.kubernetes.testbed import (
     metadata_of,
     register_kubernetes_stack,
     run_script,
+    schedule_objects,
+    scheduled_id,
+    scheduling_runner_script,
     step_statuses,
     wait_until,
 )
@@ -41,7 +43,6 @@ from wharf.integrations.kubernetes.orchestrator_main import (
     SCHEDULE_ID_KEY,
     SCHEDULE_NAME_KEY,
 )
-from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY as SCHEDULE_LABEL
 from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord
 
 START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
@@ -80,19 +81,7 @@ def polling() -> None:
     make(1)
 """
 
-SCRIPT = """
-import json
-import sys
-
-import k8s_steps
-
-if __name__ == "__main__":
-    result = getattr(k8s_steps, sys.argv[1])(**json.loads(sys.argv[2]))
-    if hasattr(result, "schedule"):
-        print("SCHEDULED", result.schedule.id)
-    else:
-        print("RUN", result.id, result.status.value)
-"""
+SCRIPT = scheduling_runner_script("k8s_steps")
 
 
 @pytest.fixture
@@ -132,16 +121,11 @@ def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[s
 def schedule_it(bed: Bed, **parameters: Any) -> ScheduleRecord:
     done = run_script(bed, "nightly", **parameters)
     assert done.returncode == 0, done.stdout + done.stderr
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SCHEDULED ")]
-    return bed.workspace.store.schedules.get(UUID(line.split()[1]))
+    return bed.workspace.store.schedules.get(scheduled_id(done))
 
 
 def cron_jobs_of(bed: Bed, schedule: ScheduleRecord) -> list[dict[str, Any]]:
-    selector = f"{SCHEDULE_LABEL}={schedule.id}"
-    items: list[dict[str, Any]] = bed.emulator.store.list(
-        CRONJOBS, "default", label_selector=selector
-    )["items"]
-    return items
+    return schedule_objects(bed.emulator, CRONJOBS, schedule.id)
 
 
 def fired_jobs(bed: Bed, cron_name: str) -> list[dict[str, Any]]:
