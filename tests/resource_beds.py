@@ -2,17 +2,21 @@
 Kubernetes bed (``tests/integrations/kubernetes``).
 
 :func:`contended_pool` is the pool a reclaim test contends for: one licence, the pipeline named
-``high_pipe`` outranking the one named ``low_pipe``. Nothing here starts or stops anything: the
-caller owns the workspace and the Resource Manager client it passes.
+``high_pipe`` outranking the one named ``low_pipe``; :func:`assert_handed_over_after_grace`
+checks how the licence went from a reclaimed step that ignored the stop to its preemptor.
+Nothing here starts or stops anything: the caller owns the workspace and the Resource Manager
+client it passes. (No assertion rewriting here: every assert carries its own message.)
 """
 
 from __future__ import annotations
 
+from wharf.core.enums import ResourceRequestStatus
 from wharf.resource_manager.contract.models import PolicyCreate
 from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunRecord
 
 
 def contended_pool(
@@ -39,3 +43,32 @@ def contended_pool(
                 ),
             )
         )
+
+
+def assert_handed_over_after_grace(
+    workspace: Workspace,
+    reclaimed: StepRunRecord,
+    preemptor_step: StepRunRecord,
+    grace: float,
+    slack: float,
+) -> None:
+    """The ``reclaimed`` step's request was preempted and released no sooner than ``grace`` s
+    (and at most ``slack`` s later) after the preemptor's request was made, and the licence went
+    to the preemptor (``preemptor_step``'s request) only then."""
+    rm = workspace.resource_manager()
+    victim_id, preemptor_id = reclaimed.resource_request_id, preemptor_step.resource_request_id
+    assert victim_id and preemptor_id, f"requests: reclaimed {victim_id}, preemptor {preemptor_id}"
+    victim = rm.requests.get(victim_id)
+    preemptor = rm.requests.get(preemptor_id)
+    assert victim.status is ResourceRequestStatus.PREEMPTED, (victim.status, victim.status_reason)
+    assert victim.released_at is not None and preemptor.allocated_at is not None, (
+        f"victim released at {victim.released_at}, preemptor allocated at {preemptor.allocated_at}"
+    )
+    held_on = (victim.released_at - preemptor.created_at).total_seconds()
+    assert grace <= held_on <= grace + slack, (
+        f"released {held_on:.1f} s after the preemptor asked (grace {grace} s, slack {slack} s)"
+    )
+    assert preemptor.allocated_at >= victim.released_at, (
+        f"preemptor allocated at {preemptor.allocated_at}, before the victim's release at "
+        f"{victim.released_at}"
+    )

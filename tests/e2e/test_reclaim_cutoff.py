@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_isolated import make_stack
-from tests.resource_beds import contended_pool
+from tests.resource_beds import assert_handed_over_after_grace, contended_pool
 from tests.stop_ignoring import ignore_the_stop
 from wharf import ResourceSettings, RetryConfig, pipeline, step
 from wharf.artifacts.store import LocalArtifactStore
@@ -129,17 +129,11 @@ def test_a_reclaimed_step_that_ignores_the_stop_is_cut_off_after_its_grace(
         # The licence was released by the cut-off, once the grace had passed, and went to the
         # preemptor.
         (high_step_run,) = attempts(ws, high_run)
-        rm = ws.resource_manager()
-        assert reclaimed.resource_request_id and high_step_run.resource_request_id
-        victim = rm.requests.get(reclaimed.resource_request_id)
-        preemptor = rm.requests.get(high_step_run.resource_request_id)
-        assert victim.status is ResourceRequestStatus.PREEMPTED, victim.status_reason
-        assert victim.released_at is not None and preemptor.allocated_at is not None
-        held_on = (victim.released_at - preemptor.created_at).total_seconds()
-        assert DEFAULT_STOP_GRACE_SECONDS <= held_on <= DEFAULT_STOP_GRACE_SECONDS + SLACK
-        assert preemptor.allocated_at >= victim.released_at
+        assert_handed_over_after_grace(
+            ws, reclaimed, high_step_run, DEFAULT_STOP_GRACE_SECONDS, SLACK
+        )
         assert retried.resource_request_id is not None
-        released = rm.requests.get(retried.resource_request_id)
+        released = ws.resource_manager().requests.get(retried.resource_request_id)
         assert released.status is ResourceRequestStatus.RELEASED
     finally:
         ws.close()

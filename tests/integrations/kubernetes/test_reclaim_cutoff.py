@@ -33,7 +33,8 @@ from tests.integrations.kubernetes.testbed import (
     wait_for_run_end,
     wait_until,
 )
-from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
+from tests.resource_beds import assert_handed_over_after_grace
+from wharf.core.enums import ExecutionStatus
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.store.models import StepRunRecord
 
@@ -146,15 +147,7 @@ def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
     # The licence was released once the pod's grace period had passed, and went to the
     # preemptor.
     (high_step,) = attempts(bed, high)
-    rm = ws.resource_manager()
-    assert reclaimed.resource_request_id and high_step.resource_request_id
-    victim = rm.requests.get(reclaimed.resource_request_id)
-    preemptor = rm.requests.get(high_step.resource_request_id)
-    assert victim.status is ResourceRequestStatus.PREEMPTED, victim.status_reason
-    assert victim.released_at is not None and preemptor.allocated_at is not None
-    held_on = (victim.released_at - preemptor.created_at).total_seconds()
-    assert GRACE <= held_on <= GRACE + SLACK
-    assert preemptor.allocated_at >= victim.released_at
+    assert_handed_over_after_grace(ws, reclaimed, high_step, GRACE, SLACK)
 
 
 def test_a_step_operator_pod_beats_as_its_process_starts(bed: Bed, tmp_path: Path) -> None:
