@@ -2,15 +2,18 @@
 Kubernetes bed (``tests/integrations/kubernetes``).
 
 :func:`contended_pool` is the pool a reclaim test contends for: one licence, the pipeline named
-``high_pipe`` outranking the one named ``low_pipe``; :func:`assert_handed_over_after_grace`
-checks how the licence went from a reclaimed step that ignored the stop to its preemptor.
+``high_pipe`` outranking the one named ``low_pipe``. :func:`assert_cut_off_then_retried` and
+:func:`assert_handed_over_after_grace` check what became of a reclaimed step that ignored the
+stop (:mod:`tests.stop_ignoring`) and how its licence went to the preemptor.
 Nothing here starts or stops anything: the caller owns the workspace and the Resource Manager
 client it passes. (No assertion rewriting here: every assert carries its own message.)
 """
 
 from __future__ import annotations
 
-from wharf.core.enums import ResourceRequestStatus
+from pathlib import Path
+
+from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.resource_manager.contract.models import PolicyCreate
 from wharf.resource_manager.contract.protocol import ResourceManagerClient
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
@@ -43,6 +46,25 @@ def contended_pool(
                 ),
             )
         )
+
+
+def assert_cut_off_then_retried(
+    reclaimed: StepRunRecord, retried: StepRunRecord, marker: Path
+) -> None:
+    """The ``reclaimed`` attempt of a step that ignored the stop was cancelled (a retry
+    followed, which completed); ``marker`` (:func:`tests.stop_ignoring.ignore_the_stop`'s)
+    shows the interrupt reached the code, which ignored it, and that the reclaimed attempt's
+    process was ended (its ``finally`` never ran): only the retry left normally."""
+    statuses = (reclaimed.status, retried.status)
+    assert statuses == (ExecutionStatus.RETRYING, ExecutionStatus.COMPLETED), (
+        statuses,
+        reclaimed.status_reason,
+    )
+    reason = reclaimed.status_reason or ""
+    assert reason.startswith("Cancelling: "), reason
+    lines = marker.read_text().splitlines()
+    assert "interrupted" in lines, lines
+    assert lines.count("left") == 1 and lines[-1] == "left", lines
 
 
 def assert_handed_over_after_grace(
