@@ -196,10 +196,13 @@ def kubelet_process(emulator: Emulator, image_env: dict[str, str], log: Path) ->
 
 
 @contextmanager
-def k8s_bed(orchestrator_config: dict[str, Any] | None = None) -> Iterator[Bed]:
+def k8s_bed(
+    orchestrator_config: dict[str, Any] | None = None, store_url: str | None = None
+) -> Iterator[Bed]:
     """The e2e tests' bed: emulator; process kubelet (with the probe on its PYTHONPATH) and moto
     S3 in processes of their own; a Wharf home with stacks ``k8s`` (kubernetes + S3) and
-    ``local`` (local + same S3)."""
+    ``local`` (local + same S3). The store: ``store_url`` (an empty database, e.g. PostgreSQL,
+    as a team's deployment has), else the embedded SQLite file of a fresh Wharf home."""
     with tempfile.TemporaryDirectory(prefix="wharf-bench-k8s-") as root_name:
         root = Path(root_name)
         probe_dir = root / "probe"
@@ -212,6 +215,8 @@ def k8s_bed(orchestrator_config: dict[str, Any] | None = None) -> Iterator[Bed]:
         os.environ["WHARF_HOME"] = str(root / "home")
         for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_SERVER_URL", "PYTHONPATH"):
             os.environ.pop(name, None)
+        if store_url is not None:
+            os.environ["WHARF_STORE_URL"] = store_url
         s3 = MotoServer()
         try:
             bucket = s3.new_bucket()
