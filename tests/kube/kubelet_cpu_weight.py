@@ -8,6 +8,10 @@ container as a plain process beside the emulator, so without a weight 50 startin
 take the CPUs from the API server and the orchestrator alike, which no real cluster does. It
 gives each container the nice value whose CFS weight (the kernel's ``sched_prio_to_weight``
 table) is closest to the shares its request would get; the emulator and the kubelet keep nice 0.
+Each container is a session of its own, and where the kernel schedules sessions as groups
+(``/proc/sys/kernel/sched_autogroup_enabled``) only a group's nice weighs against other groups,
+so the value is set on the container's group too (``kubelet_process.set_cpu_weight``): that
+group is then what a pod's cgroup is on a node.
 """
 
 from __future__ import annotations

@@ -98,6 +98,16 @@ def group_memory_bytes(pgid: int) -> int:
     return total
 
 
+def set_cpu_weight(pid: int, nice: int) -> None:
+    """Give the child (a session of its own) the CPU weight of ``nice``: its own nice value, and,
+    where the kernel groups sessions (``sched_autogroup``), its session's group's, since between
+    groups only the group's nice counts."""
+    with contextlib.suppress(ProcessLookupError):
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+
+
 def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     """Send ``sig`` to the process group the child leads (every process of the "container")."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -142,8 +152,7 @@ class ProcessTable:
                 )
             self._children.add(process)
             if nice:  # before the child has done more than start its interpreter
-                with contextlib.suppress(ProcessLookupError):
-                    os.setpriority(os.PRIO_PROCESS, process.pid, nice)
+                set_cpu_weight(process.pid, nice)
         threading.Thread(
             target=self._wait_for, args=(process, on_exit), daemon=True, name=f"wait-{process.pid}"
         ).start()
