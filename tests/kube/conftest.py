@@ -6,16 +6,21 @@
 - ``kube_client``: an official ``kubernetes.client.ApiClient`` configured from the emulator's
   kubeconfig, never touching the client's global default configuration; closed afterwards.
 - ``core`` / ``batch``: ``CoreV1Api`` / ``BatchV1Api`` on ``kube_client``.
+- ``kubelet``: a ready process kubelet for the emulator's pods (node ``wharf-test-node``, image
+  ``PYTHON_IMAGE`` = this interpreter), stopped after the test with every process it started.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
 from kubernetes import client, config
 
 from tests.kube.emulator import Emulator
+from tests.kube.kubelet import Kubelet
+from tests.kube.kubelet_testing import PYTHON_IMAGE
 
 
 @pytest.fixture
@@ -48,3 +53,15 @@ def core(kube_client: client.ApiClient) -> client.CoreV1Api:
 @pytest.fixture
 def batch(kube_client: client.ApiClient) -> client.BatchV1Api:
     return client.BatchV1Api(kube_client)
+
+
+@pytest.fixture
+def kubelet(emulator: Emulator) -> Iterator[Kubelet]:
+    with Kubelet(
+        emulator.kubeconfig_path,
+        node_name="wharf-test-node",
+        images={PYTHON_IMAGE: sys.executable},
+        log_dir=emulator.log_dir,
+    ) as running:
+        assert running.wait_ready(5)
+        yield running

@@ -6,37 +6,18 @@ on a condition read through the API with a deadline.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
 from tests.kube.kubelet_testing import PYTHON_IMAGE, process_alive
 
 NS = "default"
-
-
-@pytest.fixture
-def kubelet(emulator: Emulator) -> Iterator[Kubelet]:
-    with Kubelet(
-        emulator.kubeconfig_path,
-        node_name="wharf-controllers-node",
-        images={PYTHON_IMAGE: sys.executable},
-        log_dir=emulator.log_dir,
-    ) as running:
-        assert running.wait_ready(5)
-        yield running
-
-
-@pytest.fixture
-def batch(kube_client: client.ApiClient) -> client.BatchV1Api:
-    return client.BatchV1Api(kube_client)
 
 
 @pytest.fixture

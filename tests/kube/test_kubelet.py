@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
@@ -37,11 +36,6 @@ from tests.kube.kubelet_testing import (
 
 NODE = "wharf-test-node"
 NS = "default"
-
-
-@pytest.fixture
-def core(kube_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(kube_client)
 
 
 @pytest.fixture

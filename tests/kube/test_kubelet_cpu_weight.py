@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from fractions import Fraction
 
 import pytest
 from kubernetes import client
 
-from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
 from tests.kube.kubelet_cpu_weight import NICE_WEIGHTS, container_nice, cpu_shares, nice_for_shares
-from tests.kube.kubelet_testing import PYTHON_IMAGE, python_pod, run_to_end
+from tests.kube.kubelet_testing import python_pod, run_to_end
 
 NS = "default"
 PRINT_NICE = (
@@ -23,23 +20,6 @@ PRINT_NICE = (
     "    weights.append(int(group.read_text().split()[-1]))\n"
     "print(*weights)"
 )
-
-
-@pytest.fixture
-def core(kube_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(kube_client)
-
-
-@pytest.fixture
-def process_kubelet(emulator: Emulator) -> Iterator[Kubelet]:
-    with Kubelet(
-        emulator.kubeconfig_path,
-        node_name="wharf-test-node",
-        images={PYTHON_IMAGE: sys.executable},
-        log_dir=emulator.log_dir,
-    ) as kubelet:
-        assert kubelet.wait_ready(5)
-        yield kubelet
 
 
 def test_shares_follow_the_cpu_request_as_a_kubelet_sets_them() -> None:
@@ -68,7 +48,7 @@ def test_the_nice_value_is_the_one_of_closest_weight() -> None:
     ],
 )
 def test_a_container_runs_at_the_nice_value_of_its_request(
-    process_kubelet: Kubelet, core: client.CoreV1Api, resources: dict | None, expected: int
+    kubelet: Kubelet, core: client.CoreV1Api, resources: dict | None, expected: int
 ) -> None:
     extra = {"resources": resources} if resources else {}
     run_to_end(core, python_pod("weighted", PRINT_NICE, **extra))
