@@ -36,9 +36,11 @@ parameters, not the orchestrator), because 1,000 step pods take long on this 2-c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -195,14 +197,44 @@ def kubelet_process(emulator: Emulator, image_env: dict[str, str], log: Path) ->
             process.wait()
 
 
+SERVER_ADMIN_PASSWORD = "bench-admin-password"
+
+
+@contextmanager
+def workspace_server(root: Path, home: Path) -> Iterator[str]:
+    """A workspace server on a SQLite database of its own, in processes of its own (``wharf
+    server up``), with its administrator logged in from ``home``: the team's topology, where the
+    server is the store's one writer and pods reach it with run tokens. Yields its URL."""
+    wharf = str(Path(sys.executable).parent / "wharf")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server_env = {**os.environ, "WHARF_HOME": str(root / "server-home")}
+    up = [wharf, "server", "up", "--port", str(port), "--db-url", f"sqlite:///{root}/server.db"]
+    up += ["--admin-username", "admin", "--admin-password", SERVER_ADMIN_PASSWORD]
+    subprocess.run(up, env=server_env, check=True, capture_output=True, timeout=120)
+    try:
+        login = [wharf, "login", url, "-u", "admin", "--password", SERVER_ADMIN_PASSWORD]
+        subprocess.run(
+            login, env={**os.environ, "WHARF_HOME": str(home)}, check=True, capture_output=True
+        )
+        yield url
+    finally:
+        subprocess.run([wharf, "server", "down"], env=server_env, check=False, timeout=120)
+
+
 @contextmanager
 def k8s_bed(
-    orchestrator_config: dict[str, Any] | None = None, store_url: str | None = None
+    orchestrator_config: dict[str, Any] | None = None,
+    store_url: str | None = None,
+    server: bool = False,
 ) -> Iterator[Bed]:
     """The e2e tests' bed: emulator; process kubelet (with the probe on its PYTHONPATH) and moto
     S3 in processes of their own; a Wharf home with stacks ``k8s`` (kubernetes + S3) and
-    ``local`` (local + same S3). The store: ``store_url`` (an empty database, e.g. PostgreSQL,
-    as a team's deployment has), else the embedded SQLite file of a fresh Wharf home."""
+    ``local`` (local + same S3). The store: a workspace server (``server``,
+    :func:`workspace_server`), else ``store_url`` (an empty database, e.g. PostgreSQL), else the
+    embedded SQLite file of a fresh Wharf home."""
     with tempfile.TemporaryDirectory(prefix="wharf-bench-k8s-") as root_name:
         root = Path(root_name)
         probe_dir = root / "probe"
@@ -217,6 +249,9 @@ def k8s_bed(
             os.environ.pop(name, None)
         if store_url is not None:
             os.environ["WHARF_STORE_URL"] = store_url
+        team = contextlib.ExitStack()
+        if server:
+            team.enter_context(workspace_server(root, root / "home"))
         s3 = MotoServer()
         try:
             bucket = s3.new_bucket()
@@ -262,6 +297,7 @@ def k8s_bed(
                         ws.close()
         finally:
             s3.stop()
+            team.close()
 
 
 def timestamp(value: datetime | None) -> float | None:

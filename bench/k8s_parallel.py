@@ -28,7 +28,7 @@ cache and runs as a Job/pod of its own. Measured in the orchestrator pod:
   (the POST answered: the API server's own time, on the emulator of this bed).
 
     python bench/k8s_parallel.py [--steps 200] [--parallelism 50] [--out PATH] [--profile PSTATS]
-        [--store-url postgresql://postgres@127.0.0.1/EMPTY_DB]
+        [--store-url postgresql://postgres@127.0.0.1/EMPTY_DB | --server]
 """
 
 from __future__ import annotations
@@ -245,6 +245,12 @@ def main() -> None:
         "default: the embedded SQLite file, which the orchestrator and the 50 step pods share",
     )
     parser.add_argument(
+        "--server",
+        action="store_true",
+        help="the store is a workspace server (its own processes and SQLite database; pods use "
+        "run tokens), as a team runs it",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         help="save the orchestrator pod's CPU profile here (pstats format; needs yappi, not a "
@@ -272,7 +278,7 @@ def main() -> None:
     k8s_cached.PROBE = k8s_cached.PROBE + PHASES_PROBE  # the bed writes it as sitecustomize
     if args.profile is not None:
         k8s_cached.PROBE += PROFILE_PROBE.replace("PROFILE_PATH", repr(str(args.profile.resolve())))
-    with k8s_bed(config, args.store_url) as bed:
+    with k8s_bed(config, args.store_url, args.server) as bed:
         run, submit_wall = bed.submit(args.steps, "k8s")
         statuses = bed.step_statuses(run)
         probe = bed.probe_of()
@@ -283,7 +289,11 @@ def main() -> None:
     end = timestamp(run.end_time)
     info = {
         "max_parallelism": args.parallelism,
-        "store": "sqlite (embedded)" if args.store_url is None else args.store_url.split(":")[0],
+        "store": "workspace server"
+        if args.server
+        else "sqlite (embedded)"
+        if args.store_url is None
+        else args.store_url.split(":")[0],
         "run_status": run.status.value,
         "step_statuses": statuses,
         "step_pods_started": step_pods,
