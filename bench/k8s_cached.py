@@ -249,11 +249,11 @@ def k8s_bed(
             os.environ.pop(name, None)
         if store_url is not None:
             os.environ["WHARF_STORE_URL"] = store_url
-        team = contextlib.ExitStack()
-        if server:
-            team.enter_context(workspace_server(root, root / "home"))
-        s3 = MotoServer()
-        try:
+        with contextlib.ExitStack() as cleanup:  # the server, if any, stops last
+            if server:
+                cleanup.enter_context(workspace_server(root, root / "home"))
+            s3 = MotoServer()
+            cleanup.callback(s3.stop)
             bucket = s3.new_bucket()
             with Emulator() as emulator:
                 pods = PodTimes()
@@ -295,9 +295,6 @@ def k8s_bed(
                         yield Bed(emulator, ws, project, probe_dir, pods, env)
                     finally:
                         ws.close()
-        finally:
-            s3.stop()
-            team.close()
 
 
 def timestamp(value: datetime | None) -> float | None:
