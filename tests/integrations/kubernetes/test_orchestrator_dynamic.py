@@ -11,7 +11,6 @@ orchestrator pod ends a dynamic run failed, naming why, and starts no step Job."
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from itertools import pairwise
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 
 from tests.integrations.kubernetes.testbed import (
-    BOUND,
     IMAGE,
     Bed,
     BedFactory,
@@ -29,6 +27,7 @@ from tests.integrations.kubernetes.testbed import (
     orchestrator_pods,
     register_kubernetes_stack,
     reported_run_id,
+    run_in_project,
     runner_script,
     step_statuses,
     steps_of,
@@ -270,15 +269,7 @@ def test_a_stopped_dynamic_run_starts_no_further_step_pod_and_ends_stopped(
 def test_a_dynamic_pipeline_defined_in_the_submitting_script_runs_on_kubernetes(
     bed: Bed,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "in_script.py"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-        cwd=bed.project,
-    )
+    done = run_in_project(bed, sys.executable, "in_script.py")
     assert done.returncode == 0, done.stdout + done.stderr
     run = bed.workspace.store.runs.get(reported_run_id(done))
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason

@@ -12,8 +12,6 @@ embedded SQLite store opened by the pods directly.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from tests.integrations.kubernetes.testbed import (
     scheduling_runner_script,
     step_statuses,
     wait_until,
+    wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, JOBS
@@ -105,17 +104,6 @@ def bed(make_bed: BedFactory) -> Bed:
         },
     )
     return made
-
-
-def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env={**bed.env, **env},
-    )
 
 
 def schedule_it(bed: Bed, **parameters: Any) -> ScheduleRecord:

@@ -247,21 +247,27 @@ if __name__ == "__main__":
 """
 
 
+def run_in_project(bed: Bed, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to its end in the project directory, with the user's environment (and
+    ``env`` over it), as a user would in a terminal."""
+    return subprocess.run(
+        list(argv),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env={**bed.env, **env},
+        cwd=bed.project,
+    )
+
+
 def run_script(
     bed: Bed, pipeline: str, stack: str | None = None, **parameters: Any
 ) -> subprocess.CompletedProcess[str]:
     """Run ``pipeline`` with ``parameters`` through the project's ``run.py`` (a fresh process,
     as a user would), on ``stack`` (else the bed's active one)."""
-    env = bed.env if stack is None else {**bed.env, "WHARF_ACTIVE_STACK": stack}
-    return subprocess.run(
-        [sys.executable, "run.py", pipeline, json.dumps(parameters)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=env,
-        cwd=bed.project,
-    )
+    env = {} if stack is None else {"WHARF_ACTIVE_STACK": stack}
+    return run_in_project(bed, sys.executable, "run.py", pipeline, json.dumps(parameters), **env)
 
 
 def submit_script(
@@ -300,17 +306,9 @@ def scheduled_id(done: subprocess.CompletedProcess[str]) -> UUID:
     return UUID(line.split()[1])
 
 
-def wharf_cli(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
-    """``wharf *args`` in the project directory, with the user's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        env=bed.env,
-        cwd=bed.project,
-    )
+def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``wharf *args`` in the project directory, with the user's environment (and ``env``)."""
+    return run_in_project(bed, sys.executable, "-m", "wharf.cli.main", *args, **env)
 
 
 # ----------------------------------------------------------------------------- waiting
