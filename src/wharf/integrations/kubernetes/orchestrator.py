@@ -74,6 +74,7 @@ from wharf.integrations.kubernetes.orchestrator_submit import (
     delete_job,
     delete_token_secret,
 )
+from wharf.integrations.kubernetes.schedule_credentials import schedule_child_env
 from wharf.integrations.kubernetes.schedules import (
     apply_cron_job,
     check_schedulable,
@@ -268,9 +269,6 @@ class KubernetesOrchestrator(BaseOrchestrator):
         fires is created by its orchestrator pod."""
         self.check_artifact_store(services.artifact_store)
         # On a workspace server the fired pods hold a token of the schedule, not the user's.
-        # (Imported here: it brings the REST store's HTTP stack, which a run's pod never needs.)
-        from wharf.integrations.kubernetes.schedule_credentials import schedule_child_env
-
         environment = pod_environment(
             schedule_child_env(services.store, schedule, services.child_env)
         )

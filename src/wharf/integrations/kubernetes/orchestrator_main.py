@@ -68,6 +68,10 @@ from wharf.integrations.kubernetes.orchestrator_resume import (
     take_over,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.schedule_credentials import (
+    fire_scheduled_run,
+    holds_schedule_token,
+)
 from wharf.integrations.kubernetes.schedules import in_window, split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
@@ -96,13 +100,6 @@ def step_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _holds_schedule_token(environ: Mapping[str, str]) -> bool:
-    """``schedule_credentials.holds_schedule_token``, imported only by a scheduled run's pod."""
-    from wharf.integrations.kubernetes.schedule_credentials import holds_schedule_token
-
-    return holds_schedule_token(environ)
-
-
 def run_orchestrator(
     args: OrchestratorArgs,
     environ: Mapping[str, str] | None = None,
@@ -118,11 +115,7 @@ def run_orchestrator(
     try:
         clients = kube_clients()  # in-cluster (the test bed: KUBECONFIG)
         try:
-            if schedule_id is not None and _holds_schedule_token(environ):  # a server's schedule
-                # Imported here: it brings the REST store's HTTP stack, which a run's pod with
-                # a direct store connection never needs.
-                from wharf.integrations.kubernetes.schedule_credentials import fire_scheduled_run
-
+            if schedule_id is not None and holds_schedule_token(environ):  # a server's schedule
                 own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
                 fired = fire_scheduled_run(store, args, environ, schedule_id, own, job_run_id(own))
                 if fired is None:

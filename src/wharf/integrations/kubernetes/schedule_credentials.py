@@ -12,6 +12,9 @@ times, fires nothing) and snapshot, fires the schedule's run with its Job's orch
 the one an earlier pod of that Job created) and switches to the run token it got back: for its
 own store and for its step pods' environment. From then on the pod is the orchestrator of an
 ordinary run; the schedule token serves nothing else (the server would refuse it).
+
+The REST store (and its HTTP stack) is imported only by the two functions that use it, so
+importing this module costs an orchestrator pod with a direct store connection nothing.
 """
 
 from __future__ import annotations
@@ -34,8 +37,6 @@ from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.integrations.kubernetes.schedules import in_window
 from wharf.store.models import ScheduleRecord
 from wharf.store.ports import Store
-from wharf.store.rest.schedule_tokens import fire_schedule, issue_schedule_token
-from wharf.store.rest.store import RestStore
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
 
@@ -51,6 +52,9 @@ def schedule_child_env(
     env = dict(child_env)
     if SERVER_URL_ENV not in env and API_KEY_ENV not in env:
         return env
+    from wharf.store.rest.schedule_tokens import issue_schedule_token
+    from wharf.store.rest.store import RestStore
+
     if not isinstance(store, RestStore):
         raise InputError(
             "Scheduled runs on Kubernetes with a workspace server need the schedule recorded "
@@ -104,6 +108,9 @@ def fire_scheduled_run(
     """Fire the run of ``schedule_id`` for this pod's Job ``own_job`` with the schedule token
     ``store`` holds, and switch to that run's token (``store`` is closed then); None when the
     schedule fires nothing now (paused, or outside its start and end times)."""
+    from wharf.store.rest.schedule_tokens import fire_schedule
+    from wharf.store.rest.store import RestStore
+
     if not isinstance(store, RestStore):
         raise InputError("A schedule token works with a workspace server's store only.")
     schedule = store.schedules.get(schedule_id)
