@@ -5,7 +5,12 @@ from __future__ import annotations
 import uuid
 
 from wharf.core.enums import ExecutionStatus as S
-from wharf.execution.heartbeat import HeartbeatWorker, liveness_timeout_for
+from wharf.execution.heartbeat import (
+    FINISH_ON_RUN_STOP_ENV,
+    HeartbeatWorker,
+    liveness_timeout_for,
+    stops_with_run,
+)
 from wharf.store.models import HeartbeatResponse
 
 STEP = uuid.uuid4()
@@ -69,6 +74,25 @@ def test_cancelling_step_is_a_stop_signal():
         worker = HeartbeatWorker("s", Script([response(status=status)]), stops.append, 1.0)
         run_beats(worker, 1)
         assert len(stops) == 1
+
+
+def test_a_worker_that_lets_its_step_finish_ignores_the_runs_stop_but_not_the_steps():
+    run_stops = [response(run_status=S.STOPPING), response(run_status=S.STOPPED)]
+    cancel = response(status=S.CANCELLING, run_status=S.STOPPING)
+    stops = []
+    worker = HeartbeatWorker(
+        "s", Script([*run_stops, cancel]), stops.append, interval=1.0, stops_with_run=False
+    )
+    run_beats(worker, 2)
+    assert stops == [] and worker.stats.run_stop_seen
+    run_beats(worker, 1)
+    assert stops == [cancel]
+
+
+def test_whether_a_step_process_stops_with_its_run_comes_from_its_environment():
+    assert stops_with_run({})
+    assert stops_with_run({FINISH_ON_RUN_STOP_ENV: "0"})
+    assert not stops_with_run({FINISH_ON_RUN_STOP_ENV: "1"})
 
 
 def test_transient_errors_are_retried_sooner_and_recover():

@@ -172,7 +172,12 @@ def heartbeat_for(
     record: StepRunRecord,
     region: InterruptibleRegion,
     interval: float,
+    *,
+    stops_with_run: bool = True,
 ) -> HeartbeatWorker:
+    """The heartbeat of ``record``'s attempt, interrupting ``region`` when the step (or, with
+    ``stops_with_run``, its run) is asked to stop."""
+
     def beat(liveness_timeout: float) -> HeartbeatResponse:
         return step_writes.heartbeat(services, record.id, liveness_timeout)
 
@@ -180,7 +185,8 @@ def heartbeat_for(
         what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
         region.interrupt(f"Step was {what} on request (run {response.run_status.value}).")
 
-    return HeartbeatWorker(f"step '{record.name}'", beat, on_stop, interval)
+    name = f"step '{record.name}'"
+    return HeartbeatWorker(name, beat, on_stop, interval, stops_with_run=stops_with_run)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ with a heartbeat worker beside it, and records how the attempt ended. The heartb
 beating until that final status is recorded; it beats once before the user code starts when
 the engine allowed the attempt a startup time (``heartbeat.startup_allowance_granted``). A
 cancelled step (its allocation reclaimed) whose user code does not return within its stop
-grace is cut off (``wharf.execution.stop_deadline``). Exit code: 0 when the attempt completed, 1
-otherwise; a process that dies without recording anything is recorded by its parent.
+grace is cut off (``wharf.execution.stop_deadline``). A graceful stop of the run interrupts the
+user code, unless the backend asked the step to finish (``FINISH_ON_RUN_STOP_ENV``). Exit
+code: 0 when the attempt completed, 1 otherwise; a process that dies without recording anything
+is recorded by its parent.
 
 When the run's snapshot records a code archive (``PipelineSpec.code``), the step is imported
 from it: downloaded and unpacked into this machine's cache on first use, then first on
@@ -34,7 +36,7 @@ from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
-from wharf.execution.heartbeat import startup_allowance_granted
+from wharf.execution.heartbeat import startup_allowance_granted, stops_with_run
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
@@ -106,7 +108,9 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         worker = None
         if spec.config.enable_heartbeat:
             interval = services.heartbeat_interval
-            worker = heartbeat_for(services, record, region, interval)
+            worker = heartbeat_for(
+                services, record, region, interval, stops_with_run=stops_with_run(os.environ)
+            )
             worker.add_stop_listener(lambda response: _cut_off_if_cancelled(deadline, response))
             # With a startup allowance (e.g. a pod's), the first beat ends it at once.
             worker.start(beat_first=startup_allowance_granted(record, interval))

@@ -8,7 +8,9 @@ process runs; any other step pays for no beat it does not need.
 The response carries the step's and its run's status; when either says stop or cancel, the
 worker calls ``on_stop`` (which interrupts the step's user code) once, and its stop listeners
 with every such response (a step's process arms its cut-off on a cancel:
-``wharf.execution.stop_deadline``). It keeps beating, because the step's shutdown (publishing
+``wharf.execution.stop_deadline``). A worker made with ``stops_with_run=False`` heeds only the
+step's own status: a graceful stop of its run lets the step finish (a Kubernetes run's step
+pods). It keeps beating, because the step's shutdown (publishing
 outputs, the final status) must finish while the step is still known to be alive. A failed beat
 is logged and retried sooner than the regular interval, with exponential backoff up to that
 interval (interval/4, /2, then every interval), so a store that is briefly unreachable never
@@ -25,7 +27,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from wharf.store.models import HeartbeatResponse, StepRunRecord
@@ -33,7 +35,15 @@ from wharf.store.models import HeartbeatResponse, StepRunRecord
 logger = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_SECONDS = 15.0
+FINISH_ON_RUN_STOP_ENV = "WHARF_STEP_FINISHES_ON_RUN_STOP"
+"""``1`` in a step process's environment: a graceful stop of its run lets the step finish (set
+by the Kubernetes orchestrator on its step pods); otherwise the stop interrupts it."""
 FIRST_RETRY_FRACTION = 0.25
+
+
+def stops_with_run(environ: Mapping[str, str]) -> bool:
+    """Whether a step process with ``environ`` stops when its run stops gracefully."""
+    return environ.get(FINISH_ON_RUN_STOP_ENV, "").strip() != "1"
 
 
 def liveness_timeout_for(interval: float) -> float:
@@ -59,6 +69,8 @@ class HeartbeatStats:
     failures: int = 0
     consecutive_failures: int = 0
     stop_signalled: bool = False
+    run_stop_seen: bool = False
+    """A stopping run was seen by a worker that lets its step finish."""
 
 
 class HeartbeatWorker:
@@ -69,8 +81,13 @@ class HeartbeatWorker:
         on_stop: Callable[[HeartbeatResponse], None],
         interval: float = DEFAULT_INTERVAL_SECONDS,
         liveness_timeout: float | None = None,
+        *,
+        stops_with_run: bool = True,
     ) -> None:
+        """``stops_with_run``: a stopping run stops the step too (else only a stop or cancel
+        of the step itself does)."""
         self.name = name
+        self._stops_with_run = stops_with_run
         self._beat = beat
         self._on_stop = on_stop
         self.interval = interval
@@ -115,7 +132,10 @@ class HeartbeatWorker:
         self.stats.beats += 1
         self.stats.consecutive_failures = 0
         self.last_response = response
-        if not response.should_stop:
+        if not (response.should_stop if self._stops_with_run else response.step_should_stop):
+            if response.should_stop and not self.stats.run_stop_seen:
+                self.stats.run_stop_seen = True
+                logger.info("The run of %s is stopping; the step runs to its end.", self.name)
             return response
         if not self.stats.stop_signalled:
             self.stats.stop_signalled = True

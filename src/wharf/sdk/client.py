@@ -189,7 +189,8 @@ class Client:
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
         """Ask a run to stop gracefully: no new steps start, running steps are interrupted at
         their next safe point (their next heartbeat) and end stopped (one that finishes before
-        then keeps its result), then the run ends stopped. ``force`` also asks the backend
+        then keeps its result; the Kubernetes orchestrator's step pods are not interrupted:
+        they finish), then the run ends stopped. ``force`` also asks the backend
         of each isolated step (by the flavor of the run's orchestrator or step operator) to
         end it at once where it can from here (local processes: only those this machine
         started, never a reused pid), and the run's orchestrating process to end the others

@@ -200,10 +200,16 @@ class HeartbeatResponse(_Frozen):
     @property
     def should_stop(self) -> bool:
         """True when the step must stop: it or its run was asked to stop or cancel."""
-        return self.status in STOP_SIGNALS or self.run_status in (
+        return self.step_should_stop or self.run_status in (
             ExecutionStatus.STOPPING,
             ExecutionStatus.STOPPED,
         )
+
+    @property
+    def step_should_stop(self) -> bool:
+        """True when the step itself was asked to stop or cancel (a forced stop, a reclaim),
+        whatever its run's status."""
+        return self.status in STOP_SIGNALS
 
 
 STOP_SIGNALS = frozenset(

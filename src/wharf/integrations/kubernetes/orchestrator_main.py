@@ -10,8 +10,10 @@ it opens the store from its environment (as a step's process does:
 runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
 loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backend: each step
 that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
-collects its step Jobs. A dynamic pipeline's function runs here, in the loop's dynamic runner
-(imported by ``orchestrator_dynamic``), and each step it launches runs as a Job too. The loop
+collects its step Jobs; a graceful stop of the run (``wharf runs stop``) starts no further step
+and lets the running step pods finish. A dynamic pipeline's function runs here, in the loop's
+dynamic runner (imported by ``orchestrator_dynamic``), and each step it launches runs as a Job
+too. The loop
 decides caching right before each step's launch and starts the placeholder run with this Job's
 orchestrator run id (``kubernetes-<Job uid>``: the same for every pod of the Job). A pod that
 finds its run running with that id (an earlier pod of the Job died mid-run) resumes it
@@ -211,6 +213,7 @@ def _orchestrate(
         image=orchestrator.image(),
         labels=run_labels(snapshot.spec.name, str(run.id), run.name),
         owner=owner_reference(own_job),
+        finish_on_run_stop=True,  # a graceful stop: running step pods finish
     )
     body = None
     if snapshot.spec.dynamic:  # this pod runs the pipeline's function; its steps run in pods

@@ -53,6 +53,7 @@ from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
+from wharf.execution.heartbeat import FINISH_ON_RUN_STOP_ENV
 from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
 from wharf.execution.stop_deadline import STOP_GRACE_ENV
@@ -132,7 +133,8 @@ class KubernetesStepBackend:
     started; without labels, this backend's own); ``close_when_idle``: :meth:`close` itself
     whenever its last attempt is cleaned up (for a step operator, whose backend nobody closes;
     the next submit starts again), rather than keeping its watches and Secret for the next
-    step."""
+    step; ``finish_on_run_stop``: a graceful stop of the run lets its running step pods finish
+    (the orchestrator's) rather than interrupting them at their next heartbeat."""
 
     def __init__(
         self,
@@ -145,8 +147,10 @@ class KubernetesStepBackend:
         annotations: Mapping[str, str] | None = None,
         watch_labels: Mapping[str, str] | None = None,
         close_when_idle: bool = False,
+        finish_on_run_stop: bool = False,
     ) -> None:
         self._clients = clients
+        self._finish_on_run_stop = finish_on_run_stop
         self.settings = settings
         self.namespace = settings.namespace
         self.image = image
@@ -198,6 +202,8 @@ class KubernetesStepBackend:
             settings = _allocated(settings, allocation)  # target settings, resources
             annotations[REQUEST_ID_ANNOTATION] = str(allocation.id)
         environment[STOP_GRACE_ENV] = str(settings.pod_stop_grace_period)  # a cancel's cut-off
+        if self._finish_on_run_stop:
+            environment[FINISH_ON_RUN_STOP_ENV] = "1"
         plain, secret_env = self._secret.split(environment)
         name = self.job_name(record)
         labels = {
