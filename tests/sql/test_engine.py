@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -87,6 +88,46 @@ def test_sqlite_write_transactions_take_the_write_lock_first(sqlite_store: SqlSt
     # ... a read transaction does not block writers.
     assert sqlite_store._db.read(lambda conn: try_to_write()) == "acquired"
     other.close()
+
+
+def test_a_sqlite_writer_tries_for_the_lock_until_it_is_free_then_has_its_full_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "contended.db"
+    store = SqlStore.open(f"sqlite:///{path}")
+    tries: list[str] = []
+    tried = threading.Condition()
+
+    def trace(statement: str) -> None:
+        if statement == "BEGIN IMMEDIATE":
+            with tried:
+                tries.append(statement)
+                tried.notify_all()
+
+    sa.event.listen(store._db.engine, "connect", lambda dbapi, _: dbapi.set_trace_callback(trace))
+    store._db.engine.dispose()  # new connections, traced
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    writer = threading.Thread(target=store.users.create, args=("waited",))
+    writer.start()
+    with tried:  # it tried, and tried again after its short wait in SQLite's busy handler
+        assert tried.wait_for(lambda: len(tries) >= 3, timeout=10)
+    holder.execute("ROLLBACK")
+    writer.join(timeout=10)
+    assert store.users.get_by_name("waited").name == "waited"
+    with store._db.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    holder.close()
+    store.close()
+
+
+def test_beginning_a_write_fails_at_once_on_an_error_other_than_a_lock(tmp_path: Path) -> None:
+    connection = sqlite3.connect(tmp_path / "plain.db", isolation_level=None)
+    connection.execute("BEGIN")
+    with pytest.raises(sqlite3.OperationalError, match="within a transaction"):
+        engine_module._begin_immediate(connection)
+    assert connection.execute("PRAGMA busy_timeout").fetchone() == (30_000,)
+    connection.close()
 
 
 def test_sqlite_lock_timeout_is_a_store_error(

@@ -8,7 +8,7 @@ Invariants:
 - SQLite: WAL mode, ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout; the log is
   checkpointed off the writers' path (:mod:`.checkpoints`). Write transactions start with
   ``BEGIN IMMEDIATE`` (the write lock is taken *before* reading, so processes neither deadlock
-  on a lock upgrade nor lose an update; SQLite's busy handler orders the writers); read-only
+  on a lock upgrade nor lose an update), tried every few ms while other writers hold it; read-only
   transactions use a deferred ``BEGIN`` and never wait for writers.
 - :meth:`Database.autocommit` runs statements that are atomic on their own without a
   surrounding transaction (on MySQL/MariaDB: an ordinary write transaction).
@@ -48,6 +48,9 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+SQLITE_LOCK_TRY_MS = 10
+"""How long one try for SQLite's write lock waits in SQLite's busy handler before the next try
+(:func:`_begin_immediate`)."""
 POOL_TIMEOUT_SECONDS = 10
 MAX_CONFLICT_RETRIES = 10
 POOL_SIZE = 16
@@ -214,12 +217,37 @@ def _sqlite_engine(url: URL) -> Engine:
         statement = "BEGIN" if options.get(_READ_ONLY) else "BEGIN IMMEDIATE"
         # Straight to the driver: this runs once per transaction on the per-step hot path.
         # SQLAlchemy does not wrap exceptions raised by "begin" listeners, so wrap them here.
+        driver = conn.connection.driver_connection
         try:
-            conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
+            if options.get(_READ_ONLY):
+                driver.execute(statement)  # type: ignore[union-attr]
+            else:
+                _begin_immediate(driver)
         except sqlite3.Error as exc:
             raise sa_exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
 
     return engine
+
+
+def _begin_immediate(driver: Any) -> None:
+    """``BEGIN IMMEDIATE``, waiting up to ``SQLITE_BUSY_TIMEOUT_SECONDS`` for the write lock in
+    tries of ``SQLITE_LOCK_TRY_MS``. SQLite's busy handler alone sleeps ever longer between its
+    tries (100 ms each after the first 228 ms), so among many writers one that waited a while
+    keeps missing the lock to writers that just came, for seconds (``bench/sqlite_write_lock.py``);
+    with short tries it sleeps a few ms at most. The connection's full busy timeout is restored
+    for the statements that follow (an autocommit write, a checkpoint)."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+    driver.execute(f"PRAGMA busy_timeout = {SQLITE_LOCK_TRY_MS}")
+    try:
+        while True:
+            try:
+                driver.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+    finally:
+        driver.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
 
 
 class Database:
