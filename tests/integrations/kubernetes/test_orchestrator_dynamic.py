@@ -5,8 +5,8 @@ the engine's dynamic runner; every step it launches runs as a Job/pod of its own
 decided right before its pod. The pipelines here decide their fan-out at run time (from a step's
 output), so their steps exist only once the pod ran that step. One pipeline is defined in a
 module the submitting script imports, one in the script itself (``__main__``). Each attempt of
-a retried step is a pod of its own; stopped runs (graceful and forced) end stopped with no
-further step pod. Without a kubelet: a restarted
+a retried step is a pod of its own; stopped runs end stopped with no further step pod (a
+graceful stop lets the running step pod finish, a forced one ends it). Without a kubelet: a restarted
 orchestrator pod ends a dynamic run failed, naming why, and starts no step Job."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from tests.integrations.kubernetes.testbed import (
     runner_script,
     step_statuses,
     steps_of,
+    stop_gracefully_once_seen,
     submit_script,
     wait_for_run_end,
     wait_for_step,
@@ -249,15 +250,30 @@ def test_a_retried_step_of_a_dynamic_pipeline_runs_each_attempt_in_a_pod_of_its_
     assert step_pods(bed, run) == ["after_wait", "flaky", "flaky"]
 
 
-@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
-def test_a_stopped_dynamic_run_starts_no_further_step_pod_and_ends_stopped(
-    bed: Bed, tmp_path: Path, force: bool
+def test_a_graceful_stop_of_a_dynamic_run_lets_the_running_step_pod_finish(
+    bed: Bed, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    run, _ = submit_script(bed, "stoppable", stack="k8s-async", path=str(release))
+    waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
+    stop_gracefully_once_seen(bed, waiting)
+    release.touch()
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
+    finished = bed.workspace.store.steps.get(waiting.id)
+    assert finished.status is ExecutionStatus.COMPLETED, finished.status_reason
+    assert step_pods(bed, run) == ["wait_for"]
+    assert "after_wait" not in step_statuses(bed, ended)
+
+
+def test_a_forced_stop_of_a_dynamic_run_ends_its_step_pod_and_starts_no_further_one(
+    bed: Bed, tmp_path: Path
 ) -> None:
     release = tmp_path / "release"
     run, _ = submit_script(bed, "stoppable", stack="k8s-async", path=str(release))
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
     with Client(bed.workspace.config, bed.workspace.store) as client:
-        client.stop_run(run.id, force=force)
+        client.stop_run(run.id, force=True)
     ended = wait_for_run_end(bed, run)
     assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
     stopped = bed.workspace.store.steps.get(waiting.id)

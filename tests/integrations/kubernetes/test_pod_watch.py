@@ -81,6 +81,8 @@ def test_410_expired_lists_again_and_misses_nothing(
     core = clients.core
     core.create_namespaced_pod(NS, pod("a-1", "a"))
     assert sees(pods, "a", ["a-1"])
+    # (its watch is open: the drop below ends it, and the next one meets the fault)
+    eventually(lambda: emulator.open_watches == 1)
     # the next watch is answered 410 (an ERROR event), as a server whose history is compacted
     emulator.faults.fail_next("watch", "pods", code=410)
     emulator.faults.drop_watches()
@@ -88,6 +90,7 @@ def test_410_expired_lists_again_and_misses_nothing(
     core.delete_namespaced_pod("a-1", NS, grace_period_seconds=0)
     assert sees(pods, "a", ["a-2"])
     assert pods.lists == 2
+    eventually(lambda: emulator.open_watches == 1)
     # a compacted history: resuming from the old version fails, the watch lists again
     emulator.faults.expire()
     emulator.faults.drop_watches()

@@ -361,6 +361,24 @@ def wait_for_step(
 # ----------------------------------------------------------------------------- the store
 
 
+def stop_gracefully_once_seen(bed: Bed, step: StepRunRecord) -> None:
+    """Stop ``step``'s run gracefully once the step's pod runs it (its process recorded its
+    pid: only that process beats from then on), and return once the pod's heartbeat has
+    answered with the stopping run."""
+    from wharf import Client
+
+    steps = bed.workspace.store.steps
+    assert wait_until(lambda: steps.get(step.id).pid is not None), f"{step.name} never ran"
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        asked = client.stop_run(step.run_id)
+
+    def beaten_since() -> bool:
+        last = steps.get(step.id).last_heartbeat
+        return last is not None and last > asked.updated
+
+    assert wait_until(beaten_since), f"{step.name}'s pod did not beat after the stop"
+
+
 def attempts(bed: Bed, run: PipelineRunRecord) -> list[StepRunRecord]:
     """The step runs of ``run``, oldest first."""
     page = PageRequest(sort="asc", size=100)
