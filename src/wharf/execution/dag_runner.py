@@ -7,7 +7,7 @@ Invariants:
   run in such a run (``RunStoppingError``), in the same write that would start the step, so a
   stop from any process takes effect at the next step boundary without a read per step; steps
   already running are interrupted at their next safe point (their heartbeat, or the
-  orchestrator's ``RunStopper``) and end stopped;
+  orchestrator's ``RunStopper``) and end stopped, unless their backend lets them finish;
 - a forced stop (``ForcedStop`` raised in the calling thread) does not wait for running steps;
 - on a failure: FAIL_FAST starts nothing more and interrupts running steps (they end stopped);
   STOP_ON_FAILURE starts nothing more and lets running steps finish; CONTINUE_ON_FAILURE keeps

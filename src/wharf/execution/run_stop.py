@@ -3,7 +3,9 @@
 One semantics for a graceful stop, whoever asks (``wharf runs stop``, ``Client.stop_run``, a
 Ctrl-C or SIGTERM in the orchestrating process): no new step starts (the store refuses to
 create step runs in a stopping run), running steps are interrupted at their next safe point
-and end stopped, and the run ends stopped. A forced stop also ends isolated attempts at once,
+and end stopped (except isolated steps whose backend lets them finish, such as the Kubernetes
+orchestrator's step pods: ``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run
+ends stopped. A forced stop also ends isolated attempts at once,
 through the backend that started each one.
 
 A :class:`RunStopper` knows the attempts of its run that are in flight, registered by the
