@@ -250,34 +250,25 @@ def test_a_retried_step_of_a_dynamic_pipeline_runs_each_attempt_in_a_pod_of_its_
     assert step_pods(bed, run) == ["after_wait", "flaky", "flaky"]
 
 
-def test_a_graceful_stop_of_a_dynamic_run_lets_the_running_step_pod_finish(
-    bed: Bed, tmp_path: Path
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stopped_dynamic_run_starts_no_further_step_pod_and_ends_stopped(
+    bed: Bed, tmp_path: Path, force: bool
 ) -> None:
+    """A graceful stop lets the running step pod finish; a forced one ends it."""
     release = tmp_path / "release"
     run, _ = submit_script(bed, "stoppable", stack="k8s-async", path=str(release))
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
-    stop_gracefully_once_seen(bed, waiting)
-    release.touch()
+    if force:
+        with Client(bed.workspace.config, bed.workspace.store) as client:
+            client.stop_run(run.id, force=True)
+    else:
+        stop_gracefully_once_seen(bed, waiting)
+        release.touch()
     ended = wait_for_run_end(bed, run)
     assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
-    finished = bed.workspace.store.steps.get(waiting.id)
-    assert finished.status is ExecutionStatus.COMPLETED, finished.status_reason
-    assert step_pods(bed, run) == ["wait_for"]
-    assert "after_wait" not in step_statuses(bed, ended)
-
-
-def test_a_forced_stop_of_a_dynamic_run_ends_its_step_pod_and_starts_no_further_one(
-    bed: Bed, tmp_path: Path
-) -> None:
-    release = tmp_path / "release"
-    run, _ = submit_script(bed, "stoppable", stack="k8s-async", path=str(release))
-    waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
-    with Client(bed.workspace.config, bed.workspace.store) as client:
-        client.stop_run(run.id, force=True)
-    ended = wait_for_run_end(bed, run)
-    assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
-    stopped = bed.workspace.store.steps.get(waiting.id)
-    assert stopped.status is ExecutionStatus.STOPPED, stopped.status_reason
+    step = bed.workspace.store.steps.get(waiting.id)
+    expected = ExecutionStatus.STOPPED if force else ExecutionStatus.COMPLETED
+    assert step.status is expected, step.status_reason
     assert step_pods(bed, run) == ["wait_for"]
     assert "after_wait" not in step_statuses(bed, ended)
 

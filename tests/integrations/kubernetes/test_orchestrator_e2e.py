@@ -243,40 +243,30 @@ def test_an_orchestrator_image_that_cannot_be_pulled_fails_the_submission_and_le
     )
 
 
-def test_a_graceful_stop_starts_no_further_step_pod_and_lets_the_running_one_finish(
-    bed: Bed, tmp_path: Path
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stopped_run_starts_no_further_step_pod_and_ends_stopped(
+    bed: Bed, tmp_path: Path, force: bool
 ) -> None:
+    """A graceful stop lets the running step pod finish; a forced one ends it."""
     release = tmp_path / "release"
     run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
-    stop_gracefully_once_seen(bed, waiting)
     steps = bed.workspace.store.steps
-    assert steps.get(waiting.id).status is ExecutionStatus.RUNNING  # it keeps running
-    release.touch()
+    if force:
+        with Client(bed.workspace.config, bed.workspace.store) as client:
+            client.stop_run(run.id, force=True)
+    else:
+        stop_gracefully_once_seen(bed, waiting)
+        assert steps.get(waiting.id).status is ExecutionStatus.RUNNING  # it keeps running
+        release.touch()
     ended = wait_for_run_end(bed, run)
     assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
-    finished = steps.get(waiting.id)
-    assert finished.status is ExecutionStatus.COMPLETED, finished.status_reason
+    step = steps.get(waiting.id)
+    expected = ExecutionStatus.STOPPED if force else ExecutionStatus.COMPLETED
+    assert step.status is expected, step.status_reason
     step_pods = bed.seen.step_objects("Pod", run)
     assert [p["metadata"]["labels"][STEP_KEY] for p in step_pods] == ["wait_for"]
     assert "double" not in step_statuses(bed, ended)
-
-
-def test_a_forced_stop_ends_the_running_step_pod_and_the_run_stopped(
-    bed: Bed, tmp_path: Path
-) -> None:
-    release = tmp_path / "release"
-    run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
-    waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
-    with Client(bed.workspace.config, bed.workspace.store) as client:
-        client.stop_run(run.id, force=True)
-    ended = wait_for_run_end(bed, run)
-    assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
-    stopped = bed.workspace.store.steps.get(waiting.id)
-    assert stopped.status is ExecutionStatus.STOPPED, stopped.status_reason
-    step_pods = bed.seen.step_objects("Pod", run)
-    assert [p["metadata"]["labels"][STEP_KEY] for p in step_pods] == ["wait_for"]
-    assert "double" not in step_statuses(bed, ended)
-    # The stopped step's Job is gone (deleted by the stop, or cleaned up after it ended).
+    # The step's Job is gone (deleted by the stop, or cleaned up after it ended).
     name = step_pods[0]["metadata"]["labels"]["job-name"]
     assert wait_until(lambda: not job_exists(bed.emulator, name)), f"step Job {name} is left"
