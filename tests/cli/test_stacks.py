@@ -320,3 +320,72 @@ def test_unknown_active_stack_from_env(prod: Path) -> None:
     env = {"WHARF_ACTIVE_STACK": "ghost"}
     assert_one_line_error(wharf("stack", "show", env=env), "No stack named 'ghost'")
     assert not any(s["active"] for s in as_json("stack", "list", env=env))
+
+
+def test_delete_a_stack_then_its_components(prod: Path) -> None:
+    in_use = wharf("component", "delete", "orch", "--type", "orchestrator", "--yes")
+    assert_one_line_error(in_use, "Component 'orch' (orchestrator) is used by stack(s) prod")
+    declined = subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", "stack", "delete", "prod"],
+        input="n\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert declined.returncode != 0
+    assert "Delete stack 'prod'?" in declined.stdout
+    assert "prod" in {s["name"] for s in as_json("stack", "list")}
+    assert ok("stack", "delete", "prod", "-y") == "Deleted stack 'prod'.\n"
+    assert "prod" not in {s["name"] for s in as_json("stack", "list")}
+    confirmed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wharf.cli.main",
+            "component",
+            "delete",
+            "orch",
+            "-t",
+            "orchestrator",
+        ],
+        input="y\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert confirmed.stdout.endswith("Deleted orchestrator 'orch'.\n")
+    ok("component", "delete", "store", "--type", "artifact-store", "--yes")
+    names = {(c["type"], c["name"]) for c in as_json("component", "list")}
+    assert names == {("orchestrator", "default"), ("artifact_store", "default")}
+
+
+def test_bad_deletions(prod: Path) -> None:
+    before = snapshot()
+    cases = [
+        (("stack", "delete", "nope", "-y"), "No stack named 'nope'"),
+        (("stack", "delete", "default", "-y"), "Stack 'default' is the active stack; switch to"),
+        (("component", "delete", "nope", "-t", "orchestrator", "-y"), "No orchestrator component"),
+        (("component", "delete", "orch", "-t", "artifact_store", "-y"), "is of type orchestrator"),
+        (("component", "delete", "orch", "-t", "gpu", "-y"), "Unknown component type 'gpu'"),
+        (
+            ("component", "delete", "default", "-t", "orchestrator", "-y"),
+            "used by stack(s) default",
+        ),
+    ]
+    results = run_all(*(args for args, _ in cases))
+    for result, (_, fragment) in zip(results, cases, strict=True):
+        assert_one_line_error(result, fragment)
+    ok("stack", "set", "prod")
+    assert_one_line_error(
+        wharf("stack", "delete", "prod", "-y"),
+        "Stack 'prod' is the active stack; switch to another first: wharf stack set NAME.",
+    )
+    ok("stack", "set", "default")
+    assert_one_line_error(
+        wharf("stack", "delete", "prod", "-y", env={"WHARF_ACTIVE_STACK": "prod"}),
+        "Stack 'prod' is the active stack; set WHARF_ACTIVE_STACK to another stack first.",
+    )
+    assert snapshot() == before

@@ -160,6 +160,13 @@ ACCOUNT_ROUTES: list[Route] = [
         200,
         lambda t: f"/api/v1/components/{t.component.id}",
     ),
+    R(
+        "DELETE",
+        "/api/v1/components/{component_id}",
+        "global_write",
+        204,
+        lambda t: f"/api/v1/components/{t.fresh_component().id}",
+    ),
     R("GET", "/api/v1/stacks", "account", 200, lambda t: "/api/v1/stacks"),
     R(
         "POST",
@@ -171,4 +178,11 @@ ACCOUNT_ROUTES: list[Route] = [
     ),
     R("GET", "/api/v1/stacks/by-name", "account", 200, lambda t: "/api/v1/stacks/by-name?name=st"),
     R("GET", "/api/v1/stacks/{stack_id}", "account", 200, lambda t: f"/api/v1/stacks/{t.stack.id}"),
+    R(
+        "DELETE",
+        "/api/v1/stacks/{stack_id}",
+        "global_write",
+        204,
+        lambda t: f"/api/v1/stacks/{t.fresh_stack().id}",
+    ),
 ]

@@ -170,6 +170,14 @@ class Things:
             )
         )
 
+    def fresh_component(self) -> Any:
+        return self.world.stores.store.stacks.create_component(
+            ComponentCreate(name=self.name("c"), type=ComponentType.ORCHESTRATOR, flavor="local")
+        )
+
+    def fresh_stack(self) -> Any:
+        return self.world.stores.store.stacks.create_stack(self.name("stack"), {})
+
     def fresh_key(self) -> Any:
         _, digest = api_keys.new_secret()
         return self.world.state.accounts.api_keys.create(self.account.id, self.name("k"), digest)

@@ -1,4 +1,5 @@
-"""``wharf component register NAME --type T --flavor F [-c key=value ...] | list``.
+"""``wharf component register NAME --type T --flavor F [-c key=value ...] | list |
+delete NAME --type T [--yes]``.
 
 A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
 when a command runs, and the declared flavors (``wharf.flavors`` entry points) are read only when
@@ -71,7 +72,7 @@ class FlavorOption(click.Option):
 
 @click.group()
 def component() -> None:
-    """Register and list stack components."""
+    """Register, list and delete stack components."""
 
 
 @component.command("register")
@@ -134,3 +135,25 @@ def list_components(type_: str | None, page: int, size: int, output: str) -> Non
         title="Stack components",
         total=result.total,
     )
+
+
+@component.command("delete")
+@click.argument("name")
+@click.option(
+    "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete_component(name: str, type_: str, yes: bool) -> None:
+    """Delete stack component NAME of type TYPE; refused while a stack uses it."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    component_type = stacks.parse_component_type(type_)
+    with closing(Workspace.open()) as workspace:
+        found = stacks.find_component(workspace, component_type, name)
+        if not yes:
+            click.confirm(f"Delete {component_type.value} '{found.name}'?", abort=True)
+        record = stacks.delete_component(workspace, found.name, component_type)
+    click.echo(f"Deleted {record.type.value} '{record.name}'.")

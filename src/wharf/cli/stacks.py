@@ -1,8 +1,10 @@
-"""``wharf stack register NAME -o ORCH -a STORE [-s OP] | list | set NAME | show [NAME]``.
+"""``wharf stack register NAME -o ORCH -a STORE [-s OP] | list | set NAME | show [NAME] |
+delete NAME [--yes]``.
 
 A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
 when a command runs. ``wharf stack set`` writes ``active_stack`` into the user config file;
-``WHARF_ACTIVE_STACK`` still overrides it.
+``WHARF_ACTIVE_STACK`` still overrides it. ``wharf stack delete`` keeps the stack's components
+and refuses the active stack.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def stack_rows(stacks: Iterable[StackDescription]) -> list[StackRow]:
 
 @click.group()
 def stack() -> None:
-    """Register, list, show and choose stacks."""
+    """Register, list, show, choose and delete stacks."""
 
 
 @stack.command("register")
@@ -166,3 +168,22 @@ def show_stack(name: str | None, output: str) -> None:
         output,
         title="Components",
     )
+
+
+@stack.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete_stack(name: str, yes: bool) -> None:
+    """Delete stack NAME (its components are kept); refused for the active stack and while a run
+    of it is unfinished or a schedule uses it."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    with closing(Workspace.open()) as workspace:
+        record = stacks.stack_to_delete(workspace, name)  # refusals come before the prompt
+        if not yes:
+            click.confirm(f"Delete stack '{record.name}'?", abort=True)
+        stacks.delete_stack(workspace, record.name)
+    click.echo(f"Deleted stack '{record.name}'.")

@@ -25,6 +25,10 @@ Decisions:
 - The active stack is ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file,
   else ``default``. :func:`set_active_stack` writes the config file only; the environment variable
   keeps overriding it, and workspaces already open keep the stack they resolved.
+- Deleting: a component is found by type and name like a stack's slots; the store refuses one a
+  stack uses and a stack with an unfinished run or a schedule. The active stack is refused here
+  (switch first). The ``default`` stack, when not active, may be deleted; it is made again on
+  its next use.
 """
 
 from __future__ import annotations
@@ -41,12 +45,13 @@ from pydantic import BaseModel, ConfigDict
 
 from wharf.config.global_config import write_user_config
 from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.errors import EntityNotFoundError, IllegalOperationError, InputError
 from wharf.sdk import flavors
 from wharf.sdk.workspace import DEFAULT_STACK, Workspace
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 
 LOCAL_FLAVOR = "local"
+ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
 FSSPEC_FLAVOR = "fsspec"
 
 
@@ -195,6 +200,13 @@ def find_component(workspace: Workspace, type: ComponentType, name: str) -> Comp
     raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
 
 
+def delete_component(workspace: Workspace, name: str, type: ComponentType | str) -> ComponentRecord:
+    """Delete the component of that type and name (refused while a stack uses it)."""
+    record = find_component(workspace, parse_component_type(type), name)
+    workspace.store.stacks.delete_component(record.id)
+    return record
+
+
 # ----------------------------------------------------------------------------- stacks
 
 
@@ -284,4 +296,25 @@ def set_active_stack(workspace: Workspace, name: str) -> StackRecord:
     """Make ``name`` the active stack in the user config file; unknown stacks are refused."""
     stack = get_stack(workspace, name)
     write_user_config(workspace.config.home, {"active_stack": stack.name})
+    return stack
+
+
+def stack_to_delete(workspace: Workspace, name: str) -> StackRecord:
+    """Stack ``name`` if it exists and is not the active stack (IllegalOperationError)."""
+    stack = workspace.store.stacks.get_stack_by_name(name)
+    if stack.name == active_stack_name(workspace):
+        how = (
+            f"set {ACTIVE_STACK_ENV} to another stack first"
+            if os.environ.get(ACTIVE_STACK_ENV)
+            else "switch to another first: wharf stack set NAME"
+        )
+        raise IllegalOperationError(f"Stack '{stack.name}' is the active stack; {how}.")
+    return stack
+
+
+def delete_stack(workspace: Workspace, name: str) -> StackRecord:
+    """Delete stack ``name``, keeping its components; the active stack is refused, and the store
+    refuses one with an unfinished run or a schedule."""
+    stack = stack_to_delete(workspace, name)
+    workspace.store.stacks.delete_stack(stack.id)
     return stack

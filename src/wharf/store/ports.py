@@ -104,6 +104,19 @@ class StackRepository(Protocol):
     def get_stack(self, stack_id: UUID) -> StackRecord: ...
     def get_stack_by_name(self, name: str) -> StackRecord: ...
     def list_stacks(self, page: PageRequest = ...) -> Page[StackRecord]: ...
+    def delete_component(self, component_id: UUID) -> None:
+        """Delete an unused component. One that a stack lists is refused with
+        IllegalOperationError naming those stacks (delete them first); an unknown id raises
+        EntityNotFoundError."""
+        ...
+
+    def delete_stack(self, stack_id: UUID) -> None:
+        """Delete a stack; its components are kept. Refused with IllegalOperationError while a
+        run of one of its snapshots is unfinished or a schedule (paused or not; a deleted
+        schedule is gone) uses one of its snapshots. Otherwise, in one transaction, its
+        snapshots get ``stack_id = None`` (finished runs keep their history), then its links
+        and the stack row go. An unknown id raises EntityNotFoundError."""
+        ...
 
 
 class PipelineRepository(Protocol):

@@ -1,4 +1,5 @@
-"""Contract: stack components (unique per type and name) and stacks (validated links)."""
+"""Contract: stack components (unique per type and name) and stacks (validated links); deleting
+them (refused while in use)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,25 @@ import uuid
 
 import pytest
 
-from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
-from wharf.store.models import ComponentCreate, ComponentRecord, PageRequest
+from tests.store.conftest import World, spec
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+)
+from wharf.store.models import (
+    ComponentCreate,
+    ComponentRecord,
+    PageRequest,
+    PipelineRunRecord,
+    RunUpdate,
+    ScheduleCreate,
+    SnapshotCreate,
+    SnapshotRecord,
+    StackRecord,
+)
 from wharf.store.sql import SqlStore
 
 ORCH = ComponentType.ORCHESTRATOR
@@ -70,3 +87,109 @@ def test_create_stack_validates_components(backend: SqlStore) -> None:
     with pytest.raises(InputError, match="is of type orchestrator, not artifact_store"):
         backend.stacks.create_stack("s", {STORE: orch.id})
     assert backend.stacks.list_stacks().total == 0  # nothing was stored
+
+
+# ----------------------------------------------------------------------------- deletion
+
+
+def test_an_unused_component_is_deleted(backend: SqlStore) -> None:
+    orch = component(backend, "typo")
+    kept = component(backend, "typo", STORE)
+    backend.stacks.delete_component(orch.id)
+    with pytest.raises(EntityNotFoundError):
+        backend.stacks.get_component(orch.id)
+    assert [c.id for c in backend.stacks.list_components().items] == [kept.id]
+    again = component(backend, "typo")  # the name is free again
+    assert again.id != orch.id
+
+
+def test_a_component_a_stack_uses_is_refused_naming_the_stacks(backend: SqlStore) -> None:
+    orch = component(backend, "local")
+    store = component(backend, "disk", STORE)
+    backend.stacks.create_stack("beta", {ORCH: orch.id, STORE: store.id})
+    backend.stacks.create_stack("alpha", {ORCH: orch.id})
+    with pytest.raises(
+        IllegalOperationError,
+        match=r"Component 'local' \(orchestrator\) is used by stack\(s\) alpha, beta: "
+        "delete those stacks first",
+    ):
+        backend.stacks.delete_component(orch.id)
+    assert backend.stacks.get_component(orch.id) == orch
+
+
+def _stack_with_snapshot(world: World) -> tuple[StackRecord, SnapshotRecord]:
+    orch = component(world.store, "local")
+    stack = world.store.stacks.create_stack("doomed", {ORCH: orch.id})
+    snapshot = world.store.snapshots.create(
+        SnapshotCreate(
+            project_id=world.project.id,
+            pipeline_id=world.pipeline.id,
+            stack_id=stack.id,
+            spec=spec(),
+        )
+    )
+    return stack, snapshot
+
+
+def _finished(world: World, snapshot: SnapshotRecord, status: ExecutionStatus) -> PipelineRunRecord:
+    run = world.run(snapshot_id=snapshot.id, status=ExecutionStatus.RUNNING)
+    return world.store.runs.update(run.id, RunUpdate(status=status))
+
+
+def test_a_stack_with_finished_runs_is_deleted_and_its_runs_stay(world: World) -> None:
+    stack, snapshot = _stack_with_snapshot(world)
+    done = _finished(world, snapshot, ExecutionStatus.COMPLETED)
+    failed = _finished(world, snapshot, ExecutionStatus.FAILED)
+    store = world.store
+    store.stacks.delete_stack(stack.id)
+    with pytest.raises(EntityNotFoundError):
+        store.stacks.get_stack(stack.id)
+    with pytest.raises(EntityNotFoundError):
+        store.stacks.get_stack_by_name("doomed")
+    assert store.snapshots.get(snapshot.id).stack_id is None
+    assert store.runs.get(done.id) == done
+    assert store.runs.get(failed.id).status is ExecutionStatus.FAILED
+    assert store.stacks.get_component(stack.components[ORCH]).name == "local"  # kept
+    store.stacks.delete_component(stack.components[ORCH])  # and no longer used
+    assert store.stacks.create_stack("doomed", {}).name == "doomed"  # the name is free again
+
+
+def test_a_stack_with_an_unfinished_run_is_refused(world: World) -> None:
+    stack, snapshot = _stack_with_snapshot(world)
+    _finished(world, snapshot, ExecutionStatus.COMPLETED)
+    running = world.run(snapshot_id=snapshot.id, name="busy", status=ExecutionStatus.RUNNING)
+    with pytest.raises(
+        IllegalOperationError, match=r"Stack 'doomed' has unfinished run\(s\) busy: wait"
+    ):
+        world.store.stacks.delete_stack(stack.id)
+    assert world.store.stacks.get_stack(stack.id) == stack
+    assert world.store.snapshots.get(snapshot.id).stack_id == stack.id
+    world.store.runs.update(running.id, RunUpdate(status=ExecutionStatus.COMPLETED))
+    world.store.stacks.delete_stack(stack.id)
+    assert world.store.snapshots.get(snapshot.id).stack_id is None
+
+
+def test_a_stack_a_schedule_uses_is_refused(world: World) -> None:
+    stack, snapshot = _stack_with_snapshot(world)
+    schedule = world.store.schedules.create(
+        ScheduleCreate(
+            project_id=world.project.id,
+            pipeline_id=world.pipeline.id,
+            snapshot_id=snapshot.id,
+            name="nightly",
+            interval_seconds=60,
+        )
+    )
+    world.store.schedules.set_active(schedule.id, False)  # paused still counts
+    with pytest.raises(IllegalOperationError, match=r"used by schedule\(s\) nightly"):
+        world.store.stacks.delete_stack(stack.id)
+    world.store.schedules.delete(schedule.id)
+    world.store.stacks.delete_stack(stack.id)
+
+
+def test_deleting_unknown_ids_is_not_found(backend: SqlStore) -> None:
+    missing = uuid.uuid4()
+    with pytest.raises(EntityNotFoundError, match=f"No stack component with id {missing}"):
+        backend.stacks.delete_component(missing)
+    with pytest.raises(EntityNotFoundError, match=f"No stack with id {missing}"):
+        backend.stacks.delete_stack(missing)

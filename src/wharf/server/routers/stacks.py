@@ -1,5 +1,6 @@
 """``/api/v1/components`` and ``/api/v1/stacks``: global, readable by every principal (a step
-process reads its artifact store's component), written by admins and project members."""
+process reads its artifact store's component), written -- registered and deleted -- by admins and
+project members. The store decides whether a deletion is allowed (409 with the reason)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from wharf.artifacts.fsspec_options import check_configuration
 from wharf.core.enums import ComponentType
 from wharf.sdk.stacks import FSSPEC_FLAVOR
 from wharf.server.deps import CtxDep
-from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
+from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
 from wharf.server.schemas.actions import LookupName, StackCreateBody
 from wharf.server.schemas.filters import page_request
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
@@ -50,6 +51,12 @@ def build_router() -> APIRouter:
     def get_component(component_id: UUID, ctx: CtxDep) -> Response:
         return json_response(ctx.store.stacks.get_component(component_id))
 
+    @router.delete("/components/{component_id}", status_code=204)
+    def delete_component(component_id: UUID, ctx: CtxDep) -> Response:
+        ctx.access.require_global_write("delete stack components")
+        ctx.store.stacks.delete_component(component_id)
+        return no_content()
+
     @router.get("/stacks", response_model=Page[StackRecord])
     def list_stacks(ctx: CtxDep, page: PageDep) -> Response:
         return json_response(ctx.store.stacks.list_stacks(page))
@@ -66,5 +73,11 @@ def build_router() -> APIRouter:
     @router.get("/stacks/{stack_id}", response_model=StackRecord)
     def get_stack(stack_id: UUID, ctx: CtxDep) -> Response:
         return json_response(ctx.store.stacks.get_stack(stack_id))
+
+    @router.delete("/stacks/{stack_id}", status_code=204)
+    def delete_stack(stack_id: UUID, ctx: CtxDep) -> Response:
+        ctx.access.require_global_write("delete stacks")
+        ctx.store.stacks.delete_stack(stack_id)
+        return no_content()
 
     return router

@@ -49,3 +49,9 @@ class RestStackRepository:
         return self._http.model(
             Page[StackRecord], "GET", "/api/v1/stacks", params=page_params(page)
         )
+
+    def delete_component(self, component_id: UUID) -> None:
+        self._http.send("DELETE", f"/api/v1/components/{component_id}")
+
+    def delete_stack(self, stack_id: UUID) -> None:
+        self._http.send("DELETE", f"/api/v1/stacks/{stack_id}")

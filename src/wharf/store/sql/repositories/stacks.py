@@ -4,6 +4,11 @@ Invariants: a component is unique per (type, name); a stack is unique by name an
 one component per type (primary key of ``stack_component``), each of the type it is listed
 under -- checked inside the creating transaction, so a stack never points at a missing or
 mistyped component.
+
+Deletion: a component is deleted only while no stack lists it; a stack only while no run of its
+snapshots is unfinished and no schedule uses one of them. The checks run inside the deleting
+transaction after locking the row to delete; a deleted stack's snapshots keep their runs with
+``stack_id = NULL``.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row, delete, select, update
 
-from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
+from wharf.core.enums import FINISHED_STATUSES, ComponentType
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+)
 from wharf.core.ids import new_id
 from wharf.core.names import lookup_form
 from wharf.sql.errors import UniqueViolationError
@@ -35,6 +45,17 @@ from wharf.store.sql.repositories._base import (
 _C = t.component
 _S = t.stack
 _L = t.stack_component
+_SN = t.pipeline_snapshot
+_R = t.pipeline_run
+_SC = t.schedule
+_FINISHED = sorted(s.value for s in FINISHED_STATUSES)
+_NAMED = 5
+"""At most this many names are listed in a refusal (then "and N more")."""
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_NAMED])
+    return shown if len(names) <= _NAMED else f"{shown} and {len(names) - _NAMED} more"
 
 
 def _component(row: Row[Any]) -> ComponentRecord:
@@ -167,3 +188,59 @@ class SqlStackRepository(SqlRepository):
             return to_page([_stack(r, links[r.id]) for r in rows], total, page)
 
         return self._db.read(query)
+
+    # ----------------------------------------------------------------- deletion
+
+    def delete_component(self, component_id: UUID) -> None:
+        def remove(conn: Connection) -> None:
+            stmt = select(_C.c.name, _C.c.type).where(_C.c.id == component_id).with_for_update()
+            row = conn.execute(stmt).first()
+            if row is None:
+                raise not_found("stack component", component_id)
+            users = select(_S.c.name).join(_L, _L.c.stack_id == _S.c.id)
+            names = list(
+                conn.execute(users.where(_L.c.component_id == component_id).order_by(_S.c.name))
+                .scalars()
+                .all()
+            )
+            if names:
+                raise IllegalOperationError(
+                    f"Component '{row.name}' ({row.type}) is used by stack(s) {_names(names)}: "
+                    "delete those stacks first."
+                )
+            conn.execute(delete(_C).where(_C.c.id == component_id))
+
+        self._db.write(remove)
+
+    def delete_stack(self, stack_id: UUID) -> None:
+        def remove(conn: Connection) -> None:
+            stmt = select(_S.c.name).where(_S.c.id == stack_id).with_for_update()
+            name = conn.execute(stmt).scalar()
+            if name is None:
+                raise not_found("stack", stack_id)
+            of_stack = select(_SN.c.id).where(_SN.c.stack_id == stack_id)
+            runs = (
+                select(_R.c.name)
+                .where(_R.c.snapshot_id.in_(of_stack), _R.c.status.not_in(_FINISHED))
+                .order_by(_R.c.created, _R.c.name)
+            )
+            unfinished = list(conn.execute(runs).scalars().all())
+            if unfinished:
+                raise IllegalOperationError(
+                    f"Stack '{name}' has unfinished run(s) {_names(unfinished)}: "
+                    "wait for them to finish or stop them first."
+                )
+            schedules = (
+                select(_SC.c.name).where(_SC.c.snapshot_id.in_(of_stack)).order_by(_SC.c.name)
+            )
+            scheduled = list(conn.execute(schedules).scalars().all())
+            if scheduled:
+                raise IllegalOperationError(
+                    f"Stack '{name}' is used by schedule(s) {_names(scheduled)}: "
+                    "delete those schedules first."
+                )
+            conn.execute(update(_SN).where(_SN.c.stack_id == stack_id), {"stack_id": None})
+            conn.execute(delete(_L).where(_L.c.stack_id == stack_id))
+            conn.execute(delete(_S).where(_S.c.id == stack_id))
+
+        self._db.write(remove)
