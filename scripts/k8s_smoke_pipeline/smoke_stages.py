@@ -162,9 +162,10 @@ class SmokeWharf:
         return f"{self.prefix}-schedule"
 
     def remove(self, env: dict[str, str], timeout: float) -> list[str]:
-        """Delete what this smoke run left in the store: its schedule, if recorded (through
-        the CLI, so its CronJob goes too), its stacks and components where the store can; the
-        names of what is left."""
+        """Delete what this smoke run left in the store, best effort: its schedule, if recorded
+        (through the CLI, so its CronJob goes too), then its stacks, then its components (a
+        stack holds them); what could not be deleted, each with the reason."""
+        from wharf.core.errors import WharfError
         from wharf.store.models import ScheduleFilter
 
         left: list[str] = []
@@ -175,18 +176,16 @@ class SmokeWharf:
             except StageError as error:
                 left.append(f"schedule {schedule.name} ({error})")
         repository = self.workspace.store.stacks
-        delete_stack = getattr(repository, "delete_stack", None)  # no store has it yet
-        delete_component = getattr(repository, "delete_component", None)
         for name in reversed(self.stacks):
-            if delete_stack is None:
-                left.append(f"stack {name}")
-            else:
-                delete_stack(repository.get_stack_by_name(name).id)
+            try:
+                repository.delete_stack(repository.get_stack_by_name(name).id)
+            except WharfError as error:
+                left.append(f"stack {name} ({error})")
         for type, name in reversed(self.registered):
-            if delete_component is None:
-                left.append(f"{type.value.replace('_', ' ')} {name}")
-            else:
-                delete_component(repository.get_component_by_name(type, name).id)
+            try:
+                repository.delete_component(repository.get_component_by_name(type, name).id)
+            except WharfError as error:
+                left.append(f"{type.value.replace('_', ' ')} {name} ({error})")
         return left
 
 
