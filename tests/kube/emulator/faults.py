@@ -119,6 +119,11 @@ class Faults:
         """Compact the store: a later watch from an older resourceVersion gets 410 Expired."""
         self._store.compact()
 
+    def pending_failures(self) -> int:
+        """How many injected failures have not fired yet."""
+        with self._lock:
+            return sum(rule.times for rule in self._failures)
+
     def reset(self) -> None:
         """Forget every pending failure and delay."""
         with self._lock:

@@ -10,6 +10,14 @@ official client's per-request credential hook (which re-checks the token's expir
 the host, re-reading the proxy environment) runs at most once per
 ``CREDENTIAL_CHECK_INTERVAL_S``: the loaders refresh a token well before it expires (five minutes
 ahead for a kubeconfig's, every minute for the in-cluster file), so none is used stale.
+
+Clients made with ``ride_out_outages`` (the orchestrator pod's, the step operator's: they run a
+pipeline's steps) retry a request that meets an API server gone or answering 429/5xx, through
+urllib3's ``Retry`` (:func:`outage_retries`: backing off from 1 s to 5 s, honouring
+``Retry-After``, for about a minute), so a control plane restarting does not fail the steps
+being started or cleaned up. Every verb is retried: Wharf's creates name their objects (a
+repeated create meets 409 and adopts what the first made) and a repeated delete meets 404. A
+client for a command the user waits on (submit, schedules) fails at once instead.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
+from urllib3.util.retry import Retry
 
 from wharf.core.errors import InputError
 
@@ -30,6 +39,10 @@ IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"
 DEFAULT_KUBECONFIG = "~/.kube/config"
 CREDENTIAL_CHECK_INTERVAL_S = 10.0
+OUTAGE_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""Answers of an API server that is overloaded or restarting (its load balancer's included)."""
+OUTAGE_RETRIES = 15
+"""Retries of a request in an outage: with the backoff of :func:`outage_retries`, about 62 s."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,13 @@ class KubeClients:
         self.api_client.close()  # type: ignore[no-untyped-call]
 
 
-def kube_clients(*, context: str | None = None, kubeconfig: str | None = None) -> KubeClients:
+def kube_clients(
+    *, context: str | None = None, kubeconfig: str | None = None, ride_out_outages: bool = False
+) -> KubeClients:
     """Clients for the cluster this process should talk to (see the module docstring).
 
-    ``kubeconfig`` or ``context`` given: the kubeconfig is used even inside a pod. Raises
+    ``kubeconfig`` or ``context`` given: the kubeconfig is used even inside a pod;
+    ``ride_out_outages``: requests are retried through a short API outage. Raises
     :class:`InputError` with one line when no usable configuration is found."""
     configuration = client.Configuration()
     if os.environ.get(IN_CLUSTER_ENV) and kubeconfig is None and context is None:
@@ -62,8 +78,32 @@ def kube_clients(*, context: str | None = None, kubeconfig: str | None = None) -
     hook = configuration.refresh_api_key_hook
     if hook is not None:
         configuration.refresh_api_key_hook = _at_most_every(CREDENTIAL_CHECK_INTERVAL_S, hook)
+    if ride_out_outages:
+        configuration.retries = outage_retries()
     api_client = client.ApiClient(configuration)
     return KubeClients(api_client, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
+
+
+def outage_retries() -> Retry:
+    """urllib3's retry policy for a short API outage (see the module docstring): connection
+    failures and :data:`OUTAGE_STATUSES`, on every verb, :data:`OUTAGE_RETRIES` times, backing
+    off 1, 2, 4, then 5 s; once spent, the last answer is returned (the client raises it as an
+    ``ApiException``)."""
+    retries = OUTAGE_RETRIES
+    return Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        other=0,
+        redirect=0,
+        allowed_methods=None,
+        status_forcelist=OUTAGE_STATUSES,
+        backoff_factor=0.5,
+        backoff_max=5.0,
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
 
 
 def _at_most_every(

@@ -115,7 +115,7 @@ def run_orchestrator(
     configure_logging(config.logging_verbosity, config.logging_format)
     store = open_store(config)
     try:
-        clients = kube_clients()  # in-cluster (the test bed: KUBECONFIG)
+        clients = kube_clients(ride_out_outages=True)  # in-cluster (the test bed: KUBECONFIG)
         try:
             if schedule_id is not None and holds_schedule_token(environ):  # a server's schedule
                 own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))

@@ -110,9 +110,15 @@ class KubernetesStepOperator(BaseStepOperator):
             )
         return image
 
-    def clients(self, settings: KubernetesStepOperatorSettings | None = None) -> KubeClients:
+    def clients(
+        self, settings: KubernetesStepOperatorSettings | None = None, *, for_steps: bool = False
+    ) -> KubeClients:
+        """Clients for ``settings``' cluster; ``for_steps``: those that start and clean up a
+        run's steps, which ride out a short API outage."""
         settings = settings or self.settings
-        return kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+        return kube_clients(
+            context=settings.context, kubeconfig=settings.kubeconfig, ride_out_outages=for_steps
+        )
 
 
 ShareKey = tuple[UUID, str | None, str | None, str]
@@ -231,7 +237,7 @@ class KubernetesStepOperatorBackend:
                 run_id, context, kubeconfig, namespace = key
                 where = {"context": context, "kubeconfig": kubeconfig, "namespace": namespace}
                 settings = operator.settings.model_copy(update=where)
-                clients = operator.clients(settings)
+                clients = operator.clients(settings, for_steps=True)
                 labels = {**operator.labels, RUN_ID_KEY: str(run_id)}
                 backend = KubernetesStepBackend(clients, settings, image=image, labels=labels)
                 share = self._runs[key] = _RunShare(clients, backend)
