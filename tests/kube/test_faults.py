@@ -173,3 +173,17 @@ def test_expire_forces_410_on_a_later_watch(emulator: Emulator, core: client.Cor
         core.list_namespaced_config_map, NS, resource_version=fresh, timeout_seconds=1
     )
     assert [e["object"].metadata.name for e in events] == ["c"]
+
+
+def test_an_outage_refuses_connections_and_the_api_comes_back_with_its_objects(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_config_map(NS, config_map("kept"))
+    emulator.go_down()
+    try:
+        with pytest.raises(urllib3.exceptions.MaxRetryError):
+            core.list_namespaced_config_map(NS, _request_timeout=2)
+    finally:
+        emulator.come_back()
+    names = [m.metadata.name for m in core.list_namespaced_config_map(NS).items]
+    assert names == ["kept"]

@@ -14,8 +14,9 @@ Time: with a ``FakeClock`` time moves only through ``advance_to(t)``, which runs
 controllers (deadlines, TTLs, CronJob schedules) at once; with the default ``SystemClock`` a
 daemon thread ticks them every 0.25 s. Pod logs are read from ``log_dir`` (``pod_log_path``),
 where the process kubelet writes them. ``bookmark()`` makes open watches send a BOOKMARK;
-``open_watches`` counts the watch streams being served. ``stop()`` ends every connection and removes the
-emulator's temporary directory (unless ``workdir`` was given).
+``open_watches`` counts the watch streams being served. ``go_down()`` and ``come_back()`` make an
+outage of the API (nothing listens between them). ``stop()`` ends every connection and removes
+the emulator's temporary directory (unless ``workdir`` was given).
 """
 
 from __future__ import annotations
@@ -115,6 +116,15 @@ class Emulator:
         self.stop()
 
     # -- what tests drive ----------------------------------------------------------------------
+
+    def go_down(self) -> None:
+        """An outage: stop listening and cut every connection, watches included (clients then
+        meet "connection refused"); the objects, controllers and clock go on."""
+        self._server.stop()
+
+    def come_back(self) -> None:
+        """End an outage: listen again on the same address (the kubeconfig stays right)."""
+        self._server.start(port=int(self.url.rsplit(":", 1)[1]))
 
     def advance_to(self, t: datetime) -> None:
         """Move the FakeClock to ``t`` and run the time-based controllers (FakeClock only)."""

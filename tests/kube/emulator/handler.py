@@ -149,8 +149,8 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, api: ApiServer) -> None:
-        super().__init__(("127.0.0.1", 0), RequestHandler)
+    def __init__(self, api: ApiServer, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), RequestHandler)
         self.api = api
         self._connections_lock = threading.Lock()
         self._connections: set[socket.socket] = set()

@@ -88,8 +88,10 @@ class ApiServer:
         host, port = self._httpd.server_address[:2]
         return f"{host!s}:{port}"
 
-    def start(self) -> str:
-        self._httpd = Server(self)
+    def start(self, port: int = 0) -> str:
+        """Listen on ``port`` (0: a free one); the URL."""
+        self.stopping.clear()
+        self._httpd = Server(self, port)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
