@@ -10,8 +10,8 @@ worker calls ``on_stop`` (which interrupts the step's user code) once, and its s
 with every such response (a step's process arms its cut-off on a cancel:
 ``wharf.execution.stop_deadline``). A worker made with ``stops_with_run=False`` heeds only the
 step's own status: a graceful stop of its run lets the step finish (a Kubernetes run's step
-pods). It keeps beating, because the step's shutdown (publishing
-outputs, the final status) must finish while the step is still known to be alive. A failed beat
+pods). It keeps beating, because the step's shutdown (publishing outputs, the final status)
+must finish while the step is still known to be alive. A failed beat
 is logged and retried sooner than the regular interval, with exponential backoff up to that
 interval (interval/4, /2, then every interval), so a store that is briefly unreachable never
 costs the step its liveness window, while an outage is not hammered. ``stop()`` ends the

@@ -5,8 +5,8 @@ Ctrl-C or SIGTERM in the orchestrating process): no new step starts (the store r
 create step runs in a stopping run), running steps are interrupted at their next safe point
 and end stopped (except isolated steps whose backend lets them finish, such as the Kubernetes
 orchestrator's step pods: ``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run
-ends stopped. A forced stop also ends isolated attempts at once,
-through the backend that started each one.
+ends stopped. A forced stop also ends isolated attempts at once, through the backend that
+started each one.
 
 A :class:`RunStopper` knows the attempts of its run that are in flight, registered by the
 executor and backend wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) while each
