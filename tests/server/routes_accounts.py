@@ -161,6 +161,14 @@ ACCOUNT_ROUTES: list[Route] = [
         lambda t: f"/api/v1/components/{t.component.id}",
     ),
     R(
+        "PATCH",
+        "/api/v1/components/{component_id}",
+        "global_write",
+        200,
+        lambda t: f"/api/v1/components/{t.fresh_component().id}",
+        lambda t: {"configuration": {"parallelism": 2}},
+    ),
+    R(
         "DELETE",
         "/api/v1/components/{component_id}",
         "global_write",

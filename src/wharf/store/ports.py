@@ -104,6 +104,16 @@ class StackRepository(Protocol):
     def get_stack(self, stack_id: UUID) -> StackRecord: ...
     def get_stack_by_name(self, name: str) -> StackRecord: ...
     def list_stacks(self, page: PageRequest = ...) -> Page[StackRecord]: ...
+    def update_component(
+        self, component_id: UUID, configuration: dict[str, Any]
+    ) -> ComponentRecord:
+        """Replace the component's whole configuration (name, type and flavor stay); the caller
+        validates and merges. Refused with IllegalOperationError, naming the runs, while a run is
+        unfinished on a stack that lists the component (its steps read the component as they
+        start, so a change could split the run across two configurations). An unknown id raises
+        EntityNotFoundError."""
+        ...
+
     def delete_component(self, component_id: UUID) -> None:
         """Delete an unused component. One that a stack lists is refused with
         IllegalOperationError naming those stacks (delete them first); an unknown id raises

@@ -1,4 +1,5 @@
-"""Contract: stack components (unique per type and name) and stacks (validated links); deleting
+"""Contract: stack components (unique per type and name) and stacks (validated links); updating
+a component's configuration (refused while a run on a stack using it is unfinished); deleting
 them (refused while in use)."""
 
 from __future__ import annotations
@@ -193,3 +194,77 @@ def test_deleting_unknown_ids_is_not_found(backend: SqlStore) -> None:
         backend.stacks.delete_component(missing)
     with pytest.raises(EntityNotFoundError, match=f"No stack with id {missing}"):
         backend.stacks.delete_stack(missing)
+
+
+# ----------------------------------------------------------------------------- update
+
+
+def _snapshot_of(world: World, stack: StackRecord) -> SnapshotRecord:
+    return world.store.snapshots.create(
+        SnapshotCreate(
+            project_id=world.project.id,
+            pipeline_id=world.pipeline.id,
+            stack_id=stack.id,
+            spec=spec(),
+        )
+    )
+
+
+def test_an_update_replaces_the_configuration(world: World) -> None:
+    store = world.store
+    orch = component(store, "k8s", namespace="wrong", parallelism=4)
+    other = component(store, "k8s", STORE, path="/data")
+    stack = store.stacks.create_stack("prod", {ORCH: orch.id, STORE: other.id})
+    _finished(world, _snapshot_of(world, stack), ExecutionStatus.COMPLETED)  # finished: no bar
+    world.run(status=ExecutionStatus.RUNNING)  # unfinished, but on no stack
+    updated = store.stacks.update_component(orch.id, {"namespace": "prod", "nested": {"a": [1]}})
+    assert updated == orch.model_copy(
+        update={"configuration": {"namespace": "prod", "nested": {"a": [1]}}}
+    )
+    assert store.stacks.get_component(orch.id) == updated
+    assert store.stacks.get_component_by_name(ORCH, "k8s") == updated
+    assert store.stacks.get_component(other.id) == other
+    assert store.stacks.update_component(orch.id, {}).configuration == {}
+    assert store.stacks.get_stack(stack.id) == stack
+
+
+def test_an_update_is_refused_while_a_run_on_a_stack_using_it_is_unfinished(world: World) -> None:
+    store = world.store
+    orch = component(store, "k8s", namespace="wrong")
+    unrelated = component(store, "other")
+    store.stacks.create_stack("alpha", {ORCH: orch.id})
+    beta = store.stacks.create_stack("beta", {ORCH: orch.id})
+    gamma = store.stacks.create_stack("gamma", {ORCH: unrelated.id})
+    snapshot = _snapshot_of(world, beta)
+    busy = [
+        world.run(snapshot_id=snapshot.id, name=f"busy-{i}", status=ExecutionStatus.RUNNING)
+        for i in range(6)
+    ]
+    elsewhere = _snapshot_of(world, gamma).id
+    world.run(snapshot_id=elsewhere, name="elsewhere", status=ExecutionStatus.RUNNING)
+    with pytest.raises(
+        IllegalOperationError,
+        match=r"Component 'k8s' \(orchestrator\) is used by unfinished run\(s\) "
+        r"busy-0, busy-1, busy-2, busy-3, busy-4 and 1 more: wait for them",
+    ):
+        store.stacks.update_component(orch.id, {"namespace": "prod"})
+    assert store.stacks.get_component(orch.id) == orch
+    with pytest.raises(IllegalOperationError, match=r"unfinished run\(s\) elsewhere: wait"):
+        store.stacks.update_component(unrelated.id, {"n": 1})
+    for run in busy[:-1]:
+        store.runs.update(run.id, RunUpdate(status=ExecutionStatus.COMPLETED))
+    with pytest.raises(IllegalOperationError, match=r"unfinished run\(s\) busy-5: wait"):
+        store.stacks.update_component(orch.id, {"namespace": "prod"})
+    store.runs.update(busy[-1].id, RunUpdate(status=ExecutionStatus.STOPPED))
+    updated = store.stacks.update_component(orch.id, {"namespace": "prod"})
+    assert (
+        store.stacks.get_component(orch.id).configuration
+        == {"namespace": "prod"}
+        == (updated.configuration)
+    )
+
+
+def test_updating_an_unknown_id_is_not_found(backend: SqlStore) -> None:
+    missing = uuid.uuid4()
+    with pytest.raises(EntityNotFoundError, match=f"No stack component with id {missing}"):
+        backend.stacks.update_component(missing, {"a": 1})

@@ -1,6 +1,8 @@
 """``/api/v1/components`` and ``/api/v1/stacks``: global, readable by every principal (a step
-process reads its artifact store's component), written -- registered and deleted -- by admins and
-project members. The store decides whether a deletion is allowed (409 with the reason)."""
+process reads its artifact store's component), written -- registered, reconfigured and deleted --
+by admins and project members. The store decides whether a deletion or a new configuration is
+allowed (409 with the reason); an fsspec artifact store's configuration is checked here for
+clear-text secrets on registration and update alike."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from wharf.core.enums import ComponentType
 from wharf.sdk.stacks import FSSPEC_FLAVOR
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
-from wharf.server.schemas.actions import LookupName, StackCreateBody
+from wharf.server.schemas.actions import ComponentUpdateBody, LookupName, StackCreateBody
 from wharf.server.schemas.filters import page_request
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 
@@ -50,6 +52,15 @@ def build_router() -> APIRouter:
     @router.get("/components/{component_id}", response_model=ComponentRecord)
     def get_component(component_id: UUID, ctx: CtxDep) -> Response:
         return json_response(ctx.store.stacks.get_component(component_id))
+
+    @router.patch("/components/{component_id}", response_model=ComponentRecord)
+    def update_component(component_id: UUID, body: ComponentUpdateBody, ctx: CtxDep) -> Response:
+        ctx.access.require_global_write("reconfigure stack components")
+        configuration = body.configuration
+        current = ctx.store.stacks.get_component(component_id)
+        if current.type is ComponentType.ARTIFACT_STORE and current.flavor == FSSPEC_FLAVOR:
+            configuration = check_configuration(configuration)  # as on registration
+        return json_response(ctx.store.stacks.update_component(component_id, configuration))
 
     @router.delete("/components/{component_id}", status_code=204)
     def delete_component(component_id: UUID, ctx: CtxDep) -> Response:

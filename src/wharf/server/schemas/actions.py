@@ -115,6 +115,12 @@ class StackCreateBody(Body):
     components: dict[ComponentType, UUID] = Field(default_factory=dict)
 
 
+class ComponentUpdateBody(Body):
+    """The component's new configuration, replacing the whole of the old one."""
+
+    configuration: dict[str, Any]
+
+
 class PipelineBody(Body):
     project_id: UUID
     name: NameStr

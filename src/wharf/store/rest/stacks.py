@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from wharf.core.enums import ComponentType
@@ -49,6 +50,13 @@ class RestStackRepository:
         return self._http.model(
             Page[StackRecord], "GET", "/api/v1/stacks", params=page_params(page)
         )
+
+    def update_component(
+        self, component_id: UUID, configuration: dict[str, Any]
+    ) -> ComponentRecord:
+        body = {"configuration": configuration}
+        path = f"/api/v1/components/{component_id}"
+        return self._http.model(ComponentRecord, "PATCH", path, body=body)
 
     def delete_component(self, component_id: UUID) -> None:
         self._http.send("DELETE", f"/api/v1/components/{component_id}")

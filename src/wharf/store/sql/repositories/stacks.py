@@ -5,6 +5,10 @@ one component per type (primary key of ``stack_component``), each of the type it
 under -- checked inside the creating transaction, so a stack never points at a missing or
 mistyped component.
 
+Updating a component replaces its configuration only while no run is unfinished on a stack
+that lists it (checked after locking the component row, in the same transaction), so a run's
+steps all see one configuration.
+
 Deletion: a component is deleted only while no stack lists it; a stack only while no run of its
 snapshots is unfinished and no schedule uses one of them. The checks run inside the deleting
 transaction after locking the row to delete; a deleted stack's snapshots keep their runs with
@@ -118,6 +122,34 @@ class SqlStackRepository(SqlRepository):
     ) -> Page[ComponentRecord]:
         conditions = [] if type is None else [_C.c.type == type.value]
         return list_page(self._db, _C, conditions, page, _component)
+
+    def update_component(
+        self, component_id: UUID, configuration: dict[str, Any]
+    ) -> ComponentRecord:
+        def change(conn: Connection) -> ComponentRecord:
+            stmt = select(_C).where(_C.c.id == component_id).with_for_update()
+            row = conn.execute(stmt).first()
+            if row is None:
+                raise not_found("stack component", component_id)
+            stacks = select(_L.c.stack_id).where(_L.c.component_id == component_id)
+            snapshots = select(_SN.c.id).where(_SN.c.stack_id.in_(stacks))
+            runs = (
+                select(_R.c.name)
+                .where(_R.c.snapshot_id.in_(snapshots), _R.c.status.not_in(_FINISHED))
+                .order_by(_R.c.created, _R.c.name)
+            )
+            unfinished = list(conn.execute(runs).scalars().all())
+            if unfinished:
+                raise IllegalOperationError(
+                    f"Component '{row.name}' ({row.type}) is used by unfinished run(s) "
+                    f"{_names(unfinished)}: wait for them to finish or stop them first."
+                )
+            conn.execute(
+                update(_C).where(_C.c.id == component_id), {"configuration": configuration}
+            )
+            return _component(conn.execute(select(_C).where(_C.c.id == component_id)).one())
+
+        return self._db.write(change)
 
     # ----------------------------------------------------------------- stacks
 
