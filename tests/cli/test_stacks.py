@@ -14,9 +14,11 @@ import pytest
 
 from tests.config.flavor_dist import TINY_MODULE, tiny_distribution
 from wharf.config.global_config import load_config
-from wharf.core.enums import ComponentType
+from wharf.config.spec import PipelineSpec
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.sdk.flavors import known_flavors
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import RunCreate, RunUpdate, SnapshotCreate
 
 
 def wharf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -389,3 +391,112 @@ def test_bad_deletions(prod: Path) -> None:
         "Stack 'prod' is the active stack; set WHARF_ACTIVE_STACK to another stack first.",
     )
     assert snapshot() == before
+
+
+# ----------------------------------------------------------------------------- update
+
+
+def _configuration(type: str, name: str) -> Any:
+    listed = as_json("component", "list", "--type", type)
+    return next(c["configuration"] for c in listed if c["name"] == name)
+
+
+def test_update_a_component(prod: Path, home: Path, tmp_path: Path) -> None:
+    out = ok("component", "update", "orch", "-t", "orchestrator", "-c", "namespace=wrong")
+    assert out == "Updated orchestrator component 'orch': namespace=wrong.\n"
+    out = ok(
+        "component",
+        "update",
+        "orch",
+        "--type",
+        "orchestrator",
+        "-c",
+        "namespace=prod",
+        "-c",
+        "parallelism=4",
+        "-c",
+        'nested={"a": [1]}',
+    )
+    assert out == (
+        "Updated orchestrator component 'orch': namespace=prod, nested={\"a\": [1]}, "
+        "parallelism=4.\n"
+    )
+    assert _configuration("orchestrator", "orch") == {
+        "namespace": "prod",
+        "parallelism": 4,
+        "nested": {"a": [1]},
+    }
+    out = ok("component", "update", "orch", "-t", "orchestrator", "--remove", "nested")
+    assert out == "Updated orchestrator component 'orch': namespace=prod, parallelism=4.\n"
+    out = ok("component", "update", "orch", "-t", "orchestrator", "-r", "namespace", "-c", "x=1")
+    assert out == "Updated orchestrator component 'orch': parallelism=4, x=1.\n"
+    out = ok("component", "update", "orch", "-t", "orchestrator", "-r", "parallelism", "-r", "x")
+    assert out == "Updated orchestrator component 'orch': no configuration.\n"
+    assert _configuration("orchestrator", "orch") == {}
+    # validated like a new component: a local store's path is made absolute, and defaults
+    out = ok("component", "update", "store", "-t", "artifact-store", "-c", "path=rel/new")
+    assert out == f"Updated artifact_store component 'store': path={tmp_path / 'rel' / 'new'}.\n"
+    ok("component", "update", "store", "-t", "artifact_store", "-r", "path")
+    assert _configuration("artifact_store", "store") == {"path": str(home / "artifacts")}
+    (described,) = [s for s in as_json("stack", "list") if s["name"] == "prod"]
+    assert described["components"]["orchestrator"]["configuration"] == {}
+
+
+def test_bad_updates(prod: Path, tmp_path: Path) -> None:
+    from wharf.sdk import stacks
+
+    ok("component", "update", "orch", "-t", "orchestrator", "-c", "namespace=wrong")
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    before = snapshot()
+    update = ("component", "update")
+    cases = [
+        (("orch", "-t", "orchestrator"), "Nothing to change: give -c KEY=VALUE or --remove KEY."),
+        (
+            ("orch", "-t", "orchestrator", "-r", "ghost"),
+            "Component 'orch' has no configuration key 'ghost' to remove; its keys: namespace.",
+        ),
+        (("orch", "-t", "orchestrator", "-r", "a", "-c", "a=1"), "'a' is both set and removed"),
+        (("orch", "-t", "orchestrator", "-c", "novalue"), "key=value"),
+        (("orch", "-t", "gpu", "-c", "a=1"), "Unknown component type 'gpu'"),
+        (("nope", "-t", "orchestrator", "-c", "a=1"), "No orchestrator component named 'nope'"),
+        (("orch", "-t", "artifact_store", "-c", "a=1"), "is of type orchestrator"),
+        (("store", "-t", "artifact_store", "-c", "path=42"), "directory path"),
+        (("store", "-t", "artifact_store", "-c", f"path={file}"), "not a directory"),
+    ]
+    results = run_all(*((*update, *args) for args, _ in cases))
+    for result, (_, fragment) in zip(results, cases, strict=True):
+        assert_one_line_error(result, fragment)
+    # a run on the stack is unfinished: refused, naming it; allowed once it finished
+    workspace = Workspace.open(load_config())
+    try:
+        store = workspace.store
+        stack = stacks.get_stack(workspace, "prod")
+        pipeline = store.pipelines.get_or_create(workspace.project.id, "training")
+        snapshot_ = store.snapshots.create(
+            SnapshotCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                stack_id=stack.id,
+                spec=PipelineSpec(name="training", steps={}),
+            )
+        )
+        run = store.runs.create(
+            RunCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                snapshot_id=snapshot_.id,
+                name="busy",
+                status=ExecutionStatus.RUNNING,
+            )
+        )
+        assert_one_line_error(
+            wharf(*update, "orch", "-t", "orchestrator", "-c", "namespace=prod"),
+            "Component 'orch' (orchestrator) is used by unfinished run(s) busy: wait for them",
+        )
+        assert snapshot() == before
+        store.runs.update(run.id, RunUpdate(status=ExecutionStatus.FAILED))
+    finally:
+        workspace.close()
+    ok(*update, "orch", "-t", "orchestrator", "-c", "namespace=prod")
+    assert _configuration("orchestrator", "orch") == {"namespace": "prod"}

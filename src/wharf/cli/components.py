@@ -1,9 +1,11 @@
 """``wharf component register NAME --type T --flavor F [-c key=value ...] | list |
-delete NAME --type T [--yes]``.
+update NAME --type T [-c key=value ...] [--remove KEY ...] | delete NAME --type T [--yes]``.
 
 A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
 when a command runs, and the declared flavors (``wharf.flavors`` entry points) are read only when
-``--flavor``'s help is shown.
+``--flavor``'s help is shown. ``update`` changes a component's configuration only (its name, type
+and flavor stay) and prints the new configuration unmasked, like ``list`` (secrets are not stored
+in components: an fsspec store refuses them).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import click
@@ -72,7 +74,7 @@ class FlavorOption(click.Option):
 
 @click.group()
 def component() -> None:
-    """Register, list and delete stack components."""
+    """Register, list, update and delete stack components."""
 
 
 @component.command("register")
@@ -134,6 +136,53 @@ def list_components(type_: str | None, page: int, size: int, output: str) -> Non
         output,
         title="Stack components",
         total=result.total,
+    )
+
+
+def _shown(configuration: dict[str, Any]) -> str:
+    """``key=value, ...`` in key order; text as is, other values as JSON."""
+    if not configuration:
+        return "no configuration"
+    return ", ".join(
+        f"{key}={value if isinstance(value, str) else json.dumps(value, sort_keys=True)}"
+        for key, value in sorted(configuration.items())
+    )
+
+
+@component.command("update")
+@click.argument("name")
+@click.option(
+    "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
+)
+@click.option(
+    "--config",
+    "-c",
+    "config",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A configuration value to set (repeatable), parsed like `register`'s.",
+)
+@click.option(
+    "--remove", "-r", multiple=True, metavar="KEY", help="A configuration key to drop (repeatable)."
+)
+def update_component(
+    name: str, type_: str, config: tuple[str, ...], remove: tuple[str, ...]
+) -> None:
+    """Change the configuration of stack component NAME of type TYPE; refused while a run on a
+    stack using it is unfinished."""
+    from contextlib import closing
+
+    from wharf.sdk import stacks
+    from wharf.sdk.workspace import Workspace
+
+    if not config and not remove:
+        raise click.UsageError("Nothing to change: give -c KEY=VALUE or --remove KEY.")
+    component_type = stacks.parse_component_type(type_)
+    configuration = stacks.parse_configuration(config)
+    with closing(Workspace.open()) as workspace:
+        record = stacks.update_component(workspace, name, component_type, configuration, remove)
+    click.echo(
+        f"Updated {record.type.value} component '{record.name}': {_shown(record.configuration)}."
     )
 
 

@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pipelines": ("wharf.cli.pipelines:pipelines", "List pipelines."),
     "artifacts": ("wharf.cli.artifacts:artifacts", "List artifacts and their versions."),
     "stack": ("wharf.cli.stacks:stack", "Register, list, show, choose and delete stacks."),
-    "component": ("wharf.cli.components:component", "Register, list and delete stack components."),
+    "component": (
+        "wharf.cli.components:component",
+        "Register, list, update and delete stack components.",
+    ),
     "server": ("wharf.cli.server:server", "Run the workspace server (serve, up, down, status)."),
     "login": ("wharf.cli.auth:login", "Log in to a Wharf server."),
     "logout": ("wharf.cli.auth:logout", "Forget the Wharf server credentials."),

@@ -25,6 +25,11 @@ Decisions:
 - The active stack is ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file,
   else ``default``. :func:`set_active_stack` writes the config file only; the environment variable
   keeps overriding it, and workspaces already open keep the stack they resolved.
+- Updating a component changes its configuration only (name, type and flavor stay): the given
+  options are merged over the stored ones, removed keys must exist, and the result is checked by
+  the same function as a new component's (:func:`checked_configuration`) before the store
+  replaces the whole configuration -- which it refuses while a run on a stack using the
+  component is unfinished.
 - Deleting: a component is found by type and name like a stack's slots; the store refuses one a
   stack uses and a stack with an unfinished run or a schedule. The active stack is refused here
   (switch first). The ``default`` stack, when not active, may be deleted; it is made again on
@@ -153,16 +158,26 @@ def register_component(
 ) -> ComponentRecord:
     """Register a stack component; its name must be new among components of its type."""
     component_type = parse_component_type(type)
-    flavors.check_flavor(component_type, flavor)
-    config = dict(configuration or {})
-    if component_type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
+    config = checked_configuration(workspace, component_type, flavor, configuration or {})
+    create = ComponentCreate(name=name, type=component_type, flavor=flavor, configuration=config)
+    return workspace.store.stacks.create_component(create)
+
+
+def checked_configuration(
+    workspace: Workspace, type: ComponentType, flavor: str, configuration: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The configuration to store for a component of that type and flavor (a local artifact
+    store's path made absolute, an fsspec store's checked); InputError for an unknown flavor or
+    an invalid value."""
+    flavors.check_flavor(type, flavor)
+    config = dict(configuration)
+    if type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
         config["path"] = _local_artifact_path(workspace, config)
-    if component_type is ComponentType.ARTIFACT_STORE and flavor == FSSPEC_FLAVOR:
+    if type is ComponentType.ARTIFACT_STORE and flavor == FSSPEC_FLAVOR:
         from wharf.artifacts.fsspec_options import check_configuration
 
         config = check_configuration(config)  # a URL; no clear-text secrets
-    create = ComponentCreate(name=name, type=component_type, flavor=flavor, configuration=config)
-    return workspace.store.stacks.create_component(create)
+    return config
 
 
 def list_components(
@@ -198,6 +213,37 @@ def find_component(workspace: Workspace, type: ComponentType, name: str) -> Comp
     if others:
         raise InputError(f"Component '{name}' is of type {' and '.join(others)}, not {type.value}.")
     raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
+
+
+def update_component(
+    workspace: Workspace,
+    name: str,
+    type: ComponentType | str,
+    set_options: Mapping[str, Any],
+    remove: Iterable[str] = (),
+) -> ComponentRecord:
+    """Set ``set_options`` and drop the ``remove`` keys in the configuration of the component of
+    that type and name; the result is validated like a new component's, and the store refuses
+    it while a run on a stack using the component is unfinished."""
+    removed = list(dict.fromkeys(remove))
+    if not set_options and not removed:
+        raise InputError("Nothing to change: give options to set or keys to remove.")
+    both = [key for key in removed if key in set_options]
+    if both:
+        raise InputError(f"Configuration key '{both[0]}' is both set and removed.")
+    record = find_component(workspace, parse_component_type(type), name)
+    config = dict(record.configuration)
+    for key in removed:
+        if key not in config:
+            known = ", ".join(sorted(record.configuration)) or "none"
+            raise InputError(
+                f"Component '{record.name}' has no configuration key '{key}' to remove; "
+                f"its keys: {known}."
+            )
+        del config[key]
+    config.update(set_options)
+    config = checked_configuration(workspace, record.type, record.flavor, config)
+    return workspace.store.stacks.update_component(record.id, config)
 
 
 def delete_component(workspace: Workspace, name: str, type: ComponentType | str) -> ComponentRecord:
