@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, Row, delete, select, update
+from sqlalchemy import Connection, Row, Select, delete, select, update
 
 from wharf.core.enums import FINISHED_STATUSES, ComponentType
 from wharf.core.errors import (
@@ -60,6 +60,17 @@ _NAMED = 5
 def _names(names: Sequence[str]) -> str:
     shown = ", ".join(names[:_NAMED])
     return shown if len(names) <= _NAMED else f"{shown} and {len(names) - _NAMED} more"
+
+
+def _unfinished_runs(conn: Connection, snapshots: Select[Any]) -> list[str]:
+    """The names of the unfinished runs of ``snapshots`` (a query of snapshot ids), oldest
+    first."""
+    runs = (
+        select(_R.c.name)
+        .where(_R.c.snapshot_id.in_(snapshots), _R.c.status.not_in(_FINISHED))
+        .order_by(_R.c.created, _R.c.name)
+    )
+    return list(conn.execute(runs).scalars().all())
 
 
 def _component(row: Row[Any]) -> ComponentRecord:
@@ -132,13 +143,7 @@ class SqlStackRepository(SqlRepository):
             if row is None:
                 raise not_found("stack component", component_id)
             stacks = select(_L.c.stack_id).where(_L.c.component_id == component_id)
-            snapshots = select(_SN.c.id).where(_SN.c.stack_id.in_(stacks))
-            runs = (
-                select(_R.c.name)
-                .where(_R.c.snapshot_id.in_(snapshots), _R.c.status.not_in(_FINISHED))
-                .order_by(_R.c.created, _R.c.name)
-            )
-            unfinished = list(conn.execute(runs).scalars().all())
+            unfinished = _unfinished_runs(conn, select(_SN.c.id).where(_SN.c.stack_id.in_(stacks)))
             if unfinished:
                 raise IllegalOperationError(
                     f"Component '{row.name}' ({row.type}) is used by unfinished run(s) "
@@ -251,12 +256,7 @@ class SqlStackRepository(SqlRepository):
             if name is None:
                 raise not_found("stack", stack_id)
             of_stack = select(_SN.c.id).where(_SN.c.stack_id == stack_id)
-            runs = (
-                select(_R.c.name)
-                .where(_R.c.snapshot_id.in_(of_stack), _R.c.status.not_in(_FINISHED))
-                .order_by(_R.c.created, _R.c.name)
-            )
-            unfinished = list(conn.execute(runs).scalars().all())
+            unfinished = _unfinished_runs(conn, of_stack)
             if unfinished:
                 raise IllegalOperationError(
                     f"Stack '{name}' has unfinished run(s) {_names(unfinished)}: "
