@@ -11,9 +11,9 @@ in components: an fsspec store refuses them).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import click
@@ -72,6 +72,14 @@ class FlavorOption(click.Option):
         """Ignored: the text above is built when it is read."""
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def config_option(help: str) -> Callable[[F], F]:
+    """The repeatable ``--config/-c KEY=VALUE`` option of ``register`` and ``update``."""
+    return click.option("--config", "-c", "config", multiple=True, metavar="KEY=VALUE", help=help)
+
+
 @click.group()
 def component() -> None:
     """Register, list, update and delete stack components."""
@@ -89,14 +97,9 @@ def component() -> None:
     required=True,
     metavar="FLAVOR",
 )
-@click.option(
-    "--config",
-    "-c",
-    "config",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A configuration value (repeatable); parsed as JSON when it parses, else kept as text. "
-    "A local artifact store's `path` defaults to the configured artifact root.",
+@config_option(
+    "A configuration value (repeatable); parsed as JSON when it parses, else kept as text. "
+    "A local artifact store's `path` defaults to the configured artifact root."
 )
 def register_component(name: str, type_: str, flavor: str, config: tuple[str, ...]) -> None:
     """Register a stack component NAME."""
@@ -154,14 +157,7 @@ def _shown(configuration: dict[str, Any]) -> str:
 @click.option(
     "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
 )
-@click.option(
-    "--config",
-    "-c",
-    "config",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A configuration value to set (repeatable), parsed like `register`'s.",
-)
+@config_option("A configuration value to set (repeatable), parsed like `register`'s.")
 @click.option(
     "--remove", "-r", multiple=True, metavar="KEY", help="A configuration key to drop (repeatable)."
 )
