@@ -1,9 +1,13 @@
-"""What an allocation grants to pin: whole CPUs (rounded up from mCPU) and GPUs, by kind."""
+"""What an allocation grants to pin: whole CPUs (rounded up from mCPU) and GPUs, by kind; the
+allocation's way to a step's process (its environment); a step process without one never
+imports the Resource Manager's contract models."""
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from uuid import uuid4
 
-from wharf.execution.pinning import allocated_amounts
+from wharf.execution.pinning import allocated_amounts, allocation_env, allocation_from_env
 from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 
@@ -24,8 +28,8 @@ def _allocation(resource: str, kind: str, base: int) -> dict[str, object]:
     }
 
 
-def test_allocated_amounts_sum_by_kind():
-    info = ResourceRequestInfo.model_validate(
+def _info() -> ResourceRequestInfo:
+    return ResourceRequestInfo.model_validate(
         {
             "id": str(uuid4()),
             "subjects": [{"nodes": [{"subject_type": "account", "subject_id": "me"}]}],
@@ -40,4 +44,29 @@ def test_allocated_amounts_sum_by_kind():
             ],
         }
     )
-    assert allocated_amounts(info) == (2, 2)
+
+
+def test_allocated_amounts_sum_by_kind():
+    assert allocated_amounts(_info()) == (2, 2)
+
+
+def test_an_allocation_reaches_the_step_through_its_environment():
+    info = _info()
+    env = allocation_env({"KEPT": "1"}, info)
+    assert env["KEPT"] == "1"
+    assert allocation_from_env(env) == info
+    assert allocation_from_env({"KEPT": "1"}) is None
+
+
+def test_the_step_process_start_imports_no_resource_manager_models():
+    probe = (
+        "import sys\n"
+        "import wharf.execution.entrypoint\n"
+        "from wharf.execution.pinning import allocation_from_env\n"
+        "assert allocation_from_env({}) is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith('wharf.resource_manager')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"

@@ -22,9 +22,12 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wharf.core.resource_kinds import CPU, GPU
-from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+if TYPE_CHECKING:  # imported where an allocation is read: a step without one never needs it
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +45,11 @@ def allocation_env(child_env: dict[str, str], allocation: ResourceRequestInfo) -
 
 def allocation_from_env(environ: dict[str, str]) -> ResourceRequestInfo | None:
     raw = environ.get(ALLOCATION_ENV)
-    return None if raw is None else ResourceRequestInfo.model_validate_json(raw)
+    if raw is None:
+        return None
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+    return ResourceRequestInfo.model_validate_json(raw)
 
 
 def allocated_amounts(allocation: ResourceRequestInfo) -> tuple[int, int]:

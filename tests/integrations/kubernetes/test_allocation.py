@@ -1,7 +1,10 @@
-"""An allocation becomes pod resources and target settings over the step's settings (§5.6)."""
+"""An allocation becomes pod resources and target settings over the step's settings (§5.6); the
+orchestrator pod's start imports no Resource Manager models."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 from uuid import UUID
 
@@ -329,3 +332,16 @@ def test_merged_settings_for_the_step_operator_and_bad_values() -> None:
     assert merged_settings(settings, {}) == settings
     with pytest.raises(InputError, match="pod_stop_grace_period"):
         merged_settings(settings, {"pod_stop_grace_period": -1}, source="pool 'gpu'")
+
+
+def test_the_orchestrator_pod_start_imports_no_resource_manager_models() -> None:
+    # A run whose steps request no resources never reads an allocation's model.
+    probe = (
+        "import sys\n"
+        "import wharf.integrations.kubernetes.orchestrator_main\n"
+        "print(sorted(m for m in sys.modules if m.startswith('wharf.resource_manager')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -40,7 +40,9 @@ from wharf.integrations.kubernetes.settings import (
     KubernetesStepOperatorSettings,
     deep_merge,
 )
-from wharf.resource_manager.contract.models import ResourceRequestInfo
+
+if TYPE_CHECKING:  # only annotations here: the allocation arrives built
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
 
 GPU_RESOURCE = "nvidia.com/gpu"
 REQUEST_ID_ANNOTATION = "wharf.io/resource-request-id"
