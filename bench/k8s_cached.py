@@ -36,6 +36,7 @@ parameters, not the orchestrator), because 1,000 step pods take long on this 2-c
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import json
 import os
@@ -61,6 +62,7 @@ from tests.artifacts.s3_server import CREDENTIALS, MotoServer
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.watchers import WatchEvent
 
+import wharf
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
 from wharf.sdk import stacks
@@ -234,7 +236,10 @@ def k8s_bed(
     S3 in processes of their own; a Wharf home with stacks ``k8s`` (kubernetes + S3) and
     ``local`` (local + same S3). The store: a workspace server (``server``,
     :func:`workspace_server`), else ``store_url`` (an empty database, e.g. PostgreSQL), else the
-    embedded SQLite file of a fresh Wharf home."""
+    embedded SQLite file of a fresh Wharf home. Wharf's modules are compiled to bytecode first,
+    as in an image that installed Wharf with pip (the pods would otherwise compile every module
+    they import at each start when bytecode is not written, e.g. ``PYTHONDONTWRITEBYTECODE``)."""
+    compileall.compile_dir(str(Path(wharf.__file__).parent), quiet=1)
     with tempfile.TemporaryDirectory(prefix="wharf-bench-k8s-") as root_name:
         root = Path(root_name)
         probe_dir = root / "probe"
