@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import steps_lib
+from tests.import_probe import loaded_after
 from wharf import pipeline
 from wharf.config.global_config import load_config
 from wharf.sdk.workspace import Workspace
@@ -66,16 +67,8 @@ def test_version_and_help() -> None:
 
 
 def test_help_does_not_import_the_engine() -> None:
-    code = (
-        "import sys; from wharf.cli.main import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "bad = [m for m in ('sqlalchemy', 'wharf.execution', 'wharf.sdk', 'pydantic') "
-        "if m in sys.modules]\nprint(bad)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    code = "from wharf.cli.main import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    assert loaded_after(code, ["sqlalchemy", "wharf.execution", "wharf.sdk", "pydantic"]) == []
 
 
 def test_lists_as_json(finished_run) -> None:
@@ -201,12 +194,5 @@ def test_listing_an_up_to_date_store_imports_no_migration_or_rendering_machinery
     home: Path,
 ) -> None:
     assert wharf("runs", "list").returncode == 0  # creates and migrates the store
-    code = (
-        "import sys\nfrom wharf.cli.main import main\nmain(['runs', 'list'])\n"
-        "heavy = ('alembic', 'sqlalchemy.orm', 'rich.console', 'rich.table')\n"
-        "print([m for m in heavy if m in sys.modules])"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    code = "from wharf.cli.main import main\nmain(['runs', 'list'])\n"
+    assert loaded_after(code, ["alembic", "sqlalchemy.orm", "rich.console", "rich.table"]) == []

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FakeClock
+from tests.import_probe import loaded_after
 from wharf.cli.quick_reads import DEFAULT_PROJECT, SCHEMA_REVISION, QuickReadError, QuickReads
 from wharf.cli.reads import Reads, read
 from wharf.config.global_config import WharfConfig, load_config
@@ -389,17 +390,7 @@ def test_commands_print_what_the_normal_path_prints(home: Path) -> None:
 
 
 def test_listing_imports_neither_sqlalchemy_nor_the_engine(home: Path) -> None:
-    code = (
-        "import sys\nfrom wharf.cli.main import main\nmain(['runs', 'list'])\n"
-        "heavy = ('sqlalchemy', 'wharf.sdk', 'wharf.execution', 'wharf.store.sql', 'rich')\n"
-        "print([m for m in heavy if m in sys.modules])"
-    )
+    code = "from wharf.cli.main import main\nmain(['runs', 'list'])\n"
+    heavy = ["sqlalchemy", "wharf.sdk", "wharf.execution", "wharf.store.sql", "rich"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**env, "WHARF_HOME": str(home)},
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert loaded_after(code, heavy, env={**env, "WHARF_HOME": str(home)}) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.flavor_dist import TINY_MODULE, tiny_distribution, write_distribution
+from tests.import_probe import loaded_after
 from wharf.config.flavors import declared_flavors, flavor_class, known_flavors
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError, WharfError
@@ -26,17 +27,9 @@ def test_wharf_declares_its_own_flavors() -> None:
 
 
 def test_reading_the_flavors_imports_none_of_them() -> None:
-    code = (
-        "import sys\n"
-        "from wharf.config.flavors import declared_flavors\n"
-        "assert declared_flavors()\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('wharf.orchestrators', "
-        "'wharf.step_operators', 'wharf.artifacts'))))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert result.stdout.strip() == "[]"
+    code = "from wharf.config.flavors import declared_flavors\nassert declared_flavors()\n"
+    watched = ["wharf.orchestrators", "wharf.step_operators", "wharf.artifacts"]
+    assert loaded_after(code, watched) == []
 
 
 def test_unknown_flavor_is_one_line_naming_the_known_ones_of_that_type() -> None:

@@ -2,11 +2,10 @@
 allocation's way to a step's process (its environment); a step process without one never
 imports the Resource Manager's contract models."""
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 from uuid import uuid4
 
+from tests.import_probe import loaded_after
 from wharf.execution.pinning import allocated_amounts, allocation_env, allocation_from_env
 from wharf.resource_manager.contract.models import ResourceRequestInfo
 
@@ -59,14 +58,9 @@ def test_an_allocation_reaches_the_step_through_its_environment():
 
 
 def test_the_step_process_start_imports_no_resource_manager_models():
-    probe = (
-        "import sys\n"
+    code = (
         "import wharf.execution.entrypoint\n"
         "from wharf.execution.pinning import allocation_from_env\n"
         "assert allocation_from_env({}) is None\n"
-        "print(sorted(m for m in sys.modules if m.startswith('wharf.resource_manager')))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"
+    assert loaded_after(code, ["wharf.resource_manager"]) == []

@@ -3,13 +3,12 @@ orchestrator pod's start imports no Resource Manager models."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 from uuid import UUID
 
 import pytest
 
+from tests.import_probe import loaded_after
 from tests.integrations.kubernetes.manifest_checks import server_accepts
 from wharf.core.errors import InputError
 from wharf.integrations.kubernetes.allocation import (
@@ -336,12 +335,5 @@ def test_merged_settings_for_the_step_operator_and_bad_values() -> None:
 
 def test_the_orchestrator_pod_start_imports_no_resource_manager_models() -> None:
     # A run whose steps request no resources never reads an allocation's model.
-    probe = (
-        "import sys\n"
-        "import wharf.integrations.kubernetes.orchestrator_main\n"
-        "print(sorted(m for m in sys.modules if m.startswith('wharf.resource_manager')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"
+    code = "import wharf.integrations.kubernetes.orchestrator_main\n"
+    assert loaded_after(code, ["wharf.resource_manager"]) == []

@@ -3,12 +3,10 @@ contract (with machine discovery) loads neither the service nor an HTTP library.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import wharf.resource_manager.contract as contract
 import wharf.resource_manager.contract.models as models
 import wharf.resource_manager.service as service
+from tests.import_probe import loaded_after
 
 
 def test_contract_api() -> None:
@@ -36,16 +34,17 @@ def test_service_api() -> None:
 
 
 def test_the_contract_and_machine_discovery_pull_in_no_service_and_no_http() -> None:
-    probe = (
-        "import sys\n"
+    code = (
         "import wharf.resource_manager.contract.models\n"
         "import wharf.resource_manager.contract.http_errors\n"
         "import wharf.resource_manager.embedded.machine\n"
-        "heavy = ('wharf.resource_manager.service', 'wharf.resource_manager.client',\n"
-        "         'wharf.resource_manager.embedded.inprocess', 'httpx', 'httpcore', 'sqlalchemy')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"
+    heavy = [
+        "wharf.resource_manager.service",
+        "wharf.resource_manager.client",
+        "wharf.resource_manager.embedded.inprocess",
+        "httpx",
+        "httpcore",
+        "sqlalchemy",
+    ]
+    assert loaded_after(code, heavy) == []
