@@ -11,12 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_for
 from wharf import Client
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
@@ -52,17 +52,6 @@ if __name__ == "__main__":
 DEADLINE_SECONDS = 120
 
 
-def wait_until(condition, what: str, timeout: float = DEADLINE_SECONDS):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def killed_run(
     wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -78,7 +67,7 @@ def killed_run(
         [sys.executable, str(script), str(release), str(started)], cwd=tmp_path
     )
     try:
-        wait_until(started.exists, "the step to start")
+        wait_for(started.exists, "the step to start", DEADLINE_SECONDS)
         with Client(load_config()) as client:
             (run,) = client.list_pipeline_runs().items
             assert run.status is ExecutionStatus.RUNNING
@@ -103,7 +92,7 @@ def test_a_killed_orchestrator_fails_its_run_and_gives_back_its_resources(
             run = client.get_pipeline_run(killed_run.id)
             return run if run.status.is_finished else None
 
-        run = wait_until(ended, "the run to end")
+        run = wait_for(ended, "the run to end", DEADLINE_SECONDS)
         assert run.status is ExecutionStatus.FAILED
         assert run.status_reason is not None
         assert run.status_reason.startswith("orchestrator lost (last seen ")

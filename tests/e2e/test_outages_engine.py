@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from tests.conftest import _server
 from tests.e2e import steps_lib
 from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
+from tests.waiting import wait_for
 from wharf import ResourceSettings, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
@@ -43,6 +44,8 @@ restart's own seconds."""
 SERVER_OUTAGE_SECONDS = 20.0
 SERVER_HEARTBEAT_SECONDS = 10.0
 """Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
+PATIENCE = 60.0
+"""Seconds a test waits for a step to start or queue, on a loaded machine."""
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +72,6 @@ def team(_team: Team, wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
         for service in (_team.resource_manager, _team.server):
             if service.process is None:
                 service.start()
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def outage(seconds: float, run: threading.Thread) -> None:
@@ -157,13 +150,13 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
         @pipeline(dynamic=True)
         def p() -> None:
             held = holder.submit(path=str(release), started=str(started))
-            wait_for(started.exists, "the holder to start")
+            wait_for(started.exists, "the holder to start", PATIENCE)
             waiting = waiter.submit(label="w", seconds=0)
             waiting.wait()
             held.wait()
 
         thread, result = run_in_thread(p, ws)
-        wait_for(lambda: queued_with_request(ws, "hold_license"), "the waiter to queue")
+        wait_for(lambda: queued_with_request(ws, "hold_license"), "the waiter to queue", PATIENCE)
         team.resource_manager.stop()  # SIGKILL
         outage(RM_OUTAGE_SECONDS, thread)
         team.resource_manager.start()
@@ -227,7 +220,7 @@ def test_a_wait_that_times_out_during_an_outage_ends_its_step_and_its_request(
         @pipeline(dynamic=True, execution_mode="continue_on_failure")
         def p() -> None:
             held = holder.submit(path=str(release), started=str(started))
-            wait_for(started.exists, "the holder to start")
+            wait_for(started.exists, "the holder to start", PATIENCE)
             waiting = waiter.submit(label="w", seconds=0)
             try:
                 waiting.wait()
@@ -235,7 +228,7 @@ def test_a_wait_that_times_out_during_an_outage_ends_its_step_and_its_request(
                 held.wait()
 
         thread, result = run_in_thread(p, ws)
-        wait_for(lambda: queued_with_request(ws, "hold_license"), "the waiter to queue")
+        wait_for(lambda: queued_with_request(ws, "hold_license"), "the waiter to queue", PATIENCE)
         team.resource_manager.stop()  # SIGKILL
         wait_for(
             lambda: not queued_with_request(ws, "hold_license"), "the waiter to give up", timeout=30
@@ -273,7 +266,7 @@ def test_an_isolated_step_and_its_run_ride_out_a_workspace_server_outage(
             steps_lib.double(steps_lib.wait_for_file(path=str(release), started=str(started)))
 
         thread, result = run_in_thread(p, ws)
-        wait_for(started.exists, "the isolated step to start")
+        wait_for(started.exists, "the isolated step to start", PATIENCE)
         team.server.stop()  # SIGKILL
         outage(SERVER_OUTAGE_SECONDS / 4, thread)
         release.write_text("go")  # the step ends while the server is down

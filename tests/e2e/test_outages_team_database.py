@@ -28,13 +28,14 @@ from tests.e2e.test_outages_database import CUT_SECONDS, TIMEOUTS
 from tests.e2e.test_outages_engine import (
     ASC,
     LICENSE,
+    PATIENCE,
     assert_nothing_held,
     finished,
     run_in_thread,
     steps_of,
-    wait_for,
 )
 from tests.faults.tcp_proxy import TcpProxy
+from tests.waiting import wait_for
 from wharf import pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
@@ -123,7 +124,7 @@ def test_a_run_rides_out_a_15_s_cut_of_the_workspace_servers_database(
             holder(path=str(release), started=str(started))
 
         thread, result = run_in_thread(p, ws)
-        wait_for(started.exists, "the step to start")
+        wait_for(started.exists, "the step to start", PATIENCE)
         started_at = datetime.now(UTC)
         running = ws.store.steps.list(StepRunFilter(status=ExecutionStatus.RUNNING), ASC).items
         assert len(running) == 1 and running[0].resource_request_id is not None

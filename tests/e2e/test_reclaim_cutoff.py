@@ -8,8 +8,6 @@ the licence; the preemptor then runs, and the reclaimed step is retried."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from tests.resource_beds import (
     contended_pool,
 )
 from tests.stop_ignoring import ignore_the_stop
+from tests.waiting import wait_until
 from wharf import ResourceSettings, RetryConfig, pipeline, step
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import load_config
@@ -46,15 +45,6 @@ def ignores_the_stop(path: str, started: str, marker: str) -> int:
 @step(enable_cache=False)
 def quick(label: str) -> str:
     return label
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)  # polling a condition, with a deadline
-    return True
 
 
 def attempts(workspace: Workspace, run: PipelineRunRecord) -> list[StepRunRecord]:
@@ -102,7 +92,7 @@ def test_a_reclaimed_step_that_ignores_the_stop_is_cut_off_after_its_grace(
 
     low_thread = threading.Thread(target=run, args=(low, "low"), daemon=True)
     low_thread.start()
-    assert wait_until(started.exists), "the low step never started"
+    assert wait_until(started.exists, BOUND), "the low step never started"
     high_thread = threading.Thread(target=run, args=(high, "high"), daemon=True)
     high_thread.start()
     high_thread.join(BOUND)

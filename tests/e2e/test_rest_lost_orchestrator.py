@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_lost_orchestrator import wait_until
+from tests.e2e.test_lost_orchestrator import DEADLINE_SECONDS
 from tests.server.conftest import (  # noqa: F401 (fixtures)
     World,
     live,
     world,
 )
+from tests.waiting import wait_for
 from wharf import Client
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
@@ -102,7 +103,7 @@ def test_a_killed_orchestrator_in_team_mode(member: WharfConfig, tmp_path: Path)
         [sys.executable, str(script), str(release), str(started)], cwd=tmp_path
     )
     try:
-        wait_until(started.exists, "the step to start")
+        wait_for(started.exists, "the step to start", DEADLINE_SECONDS)
         with Client(member) as client:
             (run,) = client.list_pipeline_runs().items
             assert run.orchestrator_pid == process.pid and run.heartbeat_deadline is not None

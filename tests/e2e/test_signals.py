@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_isolated import make_stack
+from tests.waiting import wait_for
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
@@ -77,14 +77,6 @@ FINAL = {
     ExecutionStatus.CANCELLED,
     ExecutionStatus.CACHED,
 }
-
-
-def wait_for(condition: Callable[[], object], what: str, bound: float = BOUND) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -147,7 +139,9 @@ class Script:
 
     def wait_until_step_runs(self) -> int:
         """The pid of the process running the step."""
-        wait_for(lambda: self.started.exists() or self.process.poll() is not None, "the step")
+        wait_for(
+            lambda: self.started.exists() or self.process.poll() is not None, "the step", BOUND
+        )
         assert self.started.exists(), self.process.communicate()
         return int(self.started.read_text())
 
@@ -220,7 +214,7 @@ def test_second_ctrl_c_forces_the_stop(
     script = Script(scripts, tmp_path, stack, stubborn=True)
     step_pid = script.wait_until_step_runs()
     script.signal(signal.SIGINT)
-    wait_for(script.interrupted.exists, "the step to be interrupted")
+    wait_for(script.interrupted.exists, "the step to be interrupted", BOUND)
     script.signal(signal.SIGINT)
     code, _, err = script.finish()
     assert code == -signal.SIGINT, err
@@ -231,7 +225,7 @@ def test_second_ctrl_c_forces_the_stop(
     assert {s for s, _ in steps.values()} <= FINAL, steps
     assert steps["block"][0] is ExecutionStatus.STOPPED
     if stack == "procs":
-        wait_for(lambda: not alive(step_pid), "the step process to be gone", bound=10)
+        wait_for(lambda: not alive(step_pid), "the step process to be gone", timeout=10)
 
 
 def alive(pid: int) -> bool:
@@ -275,7 +269,7 @@ def test_nothing_outlives_a_killed_pipeline_process(
     script.signal(signal.SIGKILL)
     script.finish()
     for pid in [step_pid, *helpers]:
-        wait_for(lambda pid=pid: not alive(pid), f"process {pid} to end", bound=30)
+        wait_for(lambda pid=pid: not alive(pid), f"process {pid} to end", timeout=30)
     _, steps = the_run(home)
     assert steps["block"][0] is ExecutionStatus.STOPPED
     assert "orchestrating process" in steps["block"][1]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from tests.e2e.test_resources import (  # noqa: F401 (fixtures)
     rm_workspace,
     steps,
 )
+from tests.waiting import wait_for
 from wharf import Client, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
@@ -60,15 +60,6 @@ def hold_until(go: str, started: str, interrupted: str) -> int:
     if stopped is not None:
         raise stopped
     return 1
-
-
-def wait_for(condition: Callable[[], Any], what: str, bound: float = BOUND) -> Any:
-    deadline = time.monotonic() + bound
-    while not (result := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-    return result
 
 
 class Contention:
@@ -119,12 +110,12 @@ class Contention:
         the waiter ended stopped at once while the holder held on; let the holder go. The
         holder."""
         try:
-            holder, waiter = wait_for(self.holder_and_waiter, "a holder and a waiter")
+            holder, waiter = wait_for(self.holder_and_waiter, "a holder and a waiter", BOUND)
             stop(holder.run_id)
             ended = wait_for(
-                lambda: (w := self.get(waiter)).status.is_finished and w,
+                lambda: w if (w := self.get(waiter)).status.is_finished else None,
                 "the waiting step to end",
-                bound=PROMPT,
+                timeout=PROMPT,
             )
             assert ended.status is ExecutionStatus.STOPPED, ended.status_reason
             assert "Stopped" in (ended.status_reason or ""), ended.status_reason
@@ -132,14 +123,16 @@ class Contention:
             wait_for(
                 lambda: self.request_status(ended.resource_request_id) in given_back,
                 "the waiting step's request to be given back",
-                bound=PROMPT,
+                timeout=PROMPT,
             )
             # The holder holds on meanwhile: the waiter did not wait for its licence.
             assert not self.get(holder).status.is_finished
             assert self.request_status(holder.resource_request_id) is (
                 ResourceRequestStatus.ALLOCATED
             )
-            wait_for((self.tmp / f"{holder.name}.interrupted").exists, "the holder's interrupt")
+            wait_for(
+                (self.tmp / f"{holder.name}.interrupted").exists, "the holder's interrupt", BOUND
+            )
             return holder
         finally:
             self.go.write_text("go")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.store.conftest import World, make_world
+from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution import started_here
 from wharf.execution.local_process import LocalProcessBackend
@@ -23,6 +23,7 @@ from wharf.store.process_identity import start_token, this_host
 from wharf.store.sql import SqlStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+PATIENCE = 60.0  # seconds a beat may take on a loaded machine
 
 
 @pytest.fixture
@@ -48,14 +49,6 @@ def sleeper(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     started.append(child)
     return child
-
-
-def wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 60
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_a_forced_stop_from_elsewhere_ends_only_processes_this_machine_started(
@@ -94,15 +87,15 @@ def test_the_orchestrator_beats_and_ends_its_attempts_once_when_the_stop_is_forc
     first = store.runs.get(run.id).last_heartbeat
     heartbeat = RunHeartbeat.start(store, run.id, 0.05, on_forced=forced.release)
     try:
-        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat")
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat", PATIENCE)
         store.runs.update(run.id, RunUpdate(status=S.STOPPING))
         beaten = store.runs.get(run.id).last_heartbeat
-        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat", PATIENCE)
         assert not forced.acquire(blocking=False)  # a plain stop ends nothing
         store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
         assert forced.acquire(timeout=60)
         beaten = store.runs.get(run.id).last_heartbeat
-        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat", PATIENCE)
         assert not forced.acquire(blocking=False)  # once
     finally:
         heartbeat.close()
@@ -146,12 +139,12 @@ def test_a_beat_that_finds_the_run_stopping_tells_it_once(world: World) -> None:
     first = store.runs.get(run.id).last_heartbeat
     heartbeat = RunHeartbeat.start(store, run.id, 0.05, on_stopping=stopping.release)
     try:
-        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat")
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != first, "a beat", PATIENCE)
         assert not stopping.acquire(blocking=False)  # running: nothing to tell
         store.runs.update(run.id, RunUpdate(status=S.STOPPING))
         assert stopping.acquire(timeout=60)
         beaten = store.runs.get(run.id).last_heartbeat
-        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat")
+        wait_for(lambda: store.runs.get(run.id).last_heartbeat != beaten, "a beat", PATIENCE)
         assert not stopping.acquire(blocking=False)  # once
     finally:
         heartbeat.close()

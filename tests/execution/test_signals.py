@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.run_stop import ForcedStop, RunStopper
@@ -44,13 +44,6 @@ def signals(store: Store) -> Iterator[RunSignals]:
     installed = RunSignals(RunStopper(store, uuid.uuid4()), "my-run")  # type: ignore[arg-type]
     yield installed
     installed.restore()
-
-
-def eventually(condition: Any) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_handlers_are_installed_for_the_run_and_restored(signals: RunSignals) -> None:
@@ -90,8 +83,8 @@ def test_first_signal_stops_gracefully_second_forces(
     signals._stopper.add_region(region)
     signals.install()
     signal.raise_signal(signal.SIGINT)  # handled: no KeyboardInterrupt here
-    eventually(lambda: store.runs.updates == [ExecutionStatus.STOPPING])
-    eventually(lambda: region.interrupted)
+    wait_for(lambda: store.runs.updates == [ExecutionStatus.STOPPING], "the run to stop")
+    wait_for(lambda: region.interrupted, "the region's interrupt")
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and "Stopping run 'my-run' (Ctrl-C)" in err
     assert not signals.forced
@@ -106,7 +99,7 @@ def test_the_call_ends_as_the_signal_asked(signals: RunSignals, store: Store) ->
     signals.install()
     signals.raise_if_signalled("completed")  # no signal: nothing
     signal.raise_signal(signal.SIGTERM)
-    eventually(lambda: store.runs.updates == [ExecutionStatus.STOPPING])
+    wait_for(lambda: store.runs.updates == [ExecutionStatus.STOPPING], "the run to stop")
     signals.restore()
     with pytest.raises(SystemExit) as exited:
         signals.raise_if_signalled("stopped")

@@ -8,12 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wharf.core.errors import InputError
 from wharf.execution.stop_deadline import (
     BACKSTOP_SECONDS,
@@ -25,15 +24,6 @@ from wharf.execution.stop_deadline import (
 )
 
 PATIENCE = 30.0  # seconds a condition may take on a loaded machine
-
-
-def eventually(condition: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)  # polling a condition, with a deadline
-    return True
 
 
 class Ends:
@@ -61,7 +51,7 @@ def test_a_step_that_ignores_the_cancel_is_recorded_ended_and_exits_after_its_gr
     deadline = ends.deadline(0.2)
     deadline.arm("step cancelling, run running")
     deadline.arm("again")  # a later beat: the grace is not restarted
-    assert eventually(lambda: bool(ends.exits))
+    assert wait_until(lambda: bool(ends.exits), PATIENCE)
     assert ends.given_up == ["step cancelling, run running"]
     assert ends.exits == [EXIT_CODE]
     assert deadline.cut_off
@@ -96,7 +86,9 @@ def test_the_end_is_recorded_once_even_if_recording_fails() -> None:
 
     deadline = StopDeadline(0.0, failing, exit_process=exits.append, backstop=False)
     deadline.arm("step cancelling, run running")
-    assert eventually(lambda: exits == [EXIT_CODE])  # exits anyway: the engine records it lost
+    assert wait_until(
+        lambda: exits == [EXIT_CODE], PATIENCE
+    )  # exits anyway: the engine records it lost
 
 
 def test_the_grace_comes_from_the_environment() -> None:

@@ -1,4 +1,4 @@
-"""Helpers for the emulator's HTTP tests: polling waits, failed calls, pods that look started.
+"""Helpers for the emulator's HTTP tests: failed calls, pods that look started.
 
 ``failure`` calls a client method that must fail and returns its HTTP status and ``Status`` body;
 ``bind``/``start_container``/``write_log`` play the kubelet's part for a pod (bind it, report its
@@ -8,7 +8,6 @@ container running, write its output where the emulator's ``/log`` reads it).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,6 @@ from tests.kube.emulator import Emulator
 
 NS = "default"
 IMAGE = "python:3.11"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Poll ``condition`` until it is truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def failure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:

@@ -12,8 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,16 +63,6 @@ def open_workspace(env: dict[str, str]) -> Workspace:
             patch.delenv(name, raising=False)
         patch.setenv("WHARF_HOME", env["WHARF_HOME"])
         return Workspace.open(load_config())
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30) -> bool:
-    """Whether ``condition`` became true before ``timeout`` seconds (checked every 0.1 s)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)  # polling a condition, with a deadline
-    return True
 
 
 def register_remote_store(env: dict[str, str], s3_server: MotoServer) -> None:

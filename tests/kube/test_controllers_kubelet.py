@@ -6,8 +6,6 @@ on a condition read through the API with a deadline.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from kubernetes import client
 
 from tests.kube.kubelet import Kubelet
 from tests.kube.kubelet_testing import PYTHON_IMAGE, process_alive
+from tests.waiting import wait_for
 
 NS = "default"
 
@@ -23,16 +22,6 @@ NS = "default"
 @pytest.fixture
 def core(kube_client: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(kube_client)
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def python_job(name: str, code: str, **spec: Any) -> dict[str, Any]:
@@ -67,7 +56,7 @@ def test_a_job_retries_a_failing_pod_then_completes(
         "if not mark.exists():\n    mark.write_text('x'); sys.exit(3)\nprint('second try')\n"
     )
     batch.create_namespaced_job(NS, python_job("retry", code, backoffLimit=2))
-    done = wait_until(lambda: finished_condition(batch, "retry"), "the job to finish")
+    done = wait_for(lambda: finished_condition(batch, "retry"), "the job to finish")
     assert done["type"] == "Complete"
     status = batch.read_namespaced_job("retry", NS).status
     assert (status.succeeded, status.failed, status.active) == (1, 1, None)
@@ -82,7 +71,7 @@ def test_a_job_fails_after_its_backoff_limit_with_the_exit_code_readable(
     kubelet: Kubelet, batch: client.BatchV1Api, core: client.CoreV1Api
 ) -> None:
     batch.create_namespaced_job(NS, python_job("doomed", "import sys; sys.exit(7)", backoffLimit=1))
-    failed = wait_until(lambda: finished_condition(batch, "doomed"), "the job to fail")
+    failed = wait_for(lambda: finished_condition(batch, "doomed"), "the job to fail")
     assert (failed["type"], failed["reason"]) == ("Failed", "BackoffLimitExceeded")
     assert batch.read_namespaced_job("doomed", NS).status.failed == 2
     pods = job_pods(core, "doomed")
@@ -95,16 +84,16 @@ def test_foreground_deletion_of_a_running_job_stops_its_process(
 ) -> None:
     code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
     batch.create_namespaced_job(NS, python_job("stopme", code))
-    pod = wait_until(
+    pod = wait_for(
         lambda: [p for p in job_pods(core, "stopme") if p.status.phase == "Running"],
         "the pod to run",
     )[0]
     pid = int(
-        wait_until(
+        wait_for(
             lambda: core.read_namespaced_pod_log(pod.metadata.name, NS).strip(), "the pid"
         ).split()[0]
     )
     batch.delete_namespaced_job("stopme", NS, propagation_policy="Foreground")
-    wait_until(lambda: not job_pods(core, "stopme"), "the pod to go")
-    wait_until(lambda: not batch.list_namespaced_job(NS).items, "the job to go")
-    wait_until(lambda: not process_alive(pid), "the process to end")
+    wait_for(lambda: not job_pods(core, "stopme"), "the pod to go")
+    wait_for(lambda: not batch.list_namespaced_job(NS).items, "the job to go")
+    wait_for(lambda: not process_alive(pid), "the process to end")

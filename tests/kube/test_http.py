@@ -29,9 +29,9 @@ from tests.kube.http_testing import (
     pod_body,
     raw_get,
     start_container,
-    wait_for,
     write_log,
 )
+from tests.waiting import wait_for
 
 # ---------------------------------------------------------------------------------- discovery
 
@@ -221,7 +221,7 @@ def test_crud_round_trip(kube_client: client.ApiClient, kind: Kind) -> None:
             return error.status == 404
         return False
 
-    wait_for(gone)
+    wait_for(gone, "the object to be gone")
 
 
 def test_generate_name_and_namespace_from_the_url(core: client.CoreV1Api) -> None:

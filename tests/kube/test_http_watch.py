@@ -14,7 +14,8 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.kube.emulator import Emulator
-from tests.kube.http_testing import NS, failure, pod_body, wait_for
+from tests.kube.http_testing import NS, failure, pod_body
+from tests.waiting import wait_for
 
 
 def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
@@ -101,7 +102,7 @@ def test_a_watch_the_client_leaves_is_closed_on_the_server(
     assert emulator.open_watches == 1
     w.stop()
     stream.close()
-    wait_for(lambda: emulator.open_watches == 0)
+    wait_for(lambda: emulator.open_watches == 0, "the watch to close")
     assert core.list_namespace().items  # the server carries on
 
 

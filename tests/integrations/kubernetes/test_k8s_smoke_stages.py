@@ -31,9 +31,9 @@ from tests.kube.smoke_testing import (
     open_workspace,
     register_remote_store,
     smoke,
-    wait_until,
     wharf_env,
 )
+from tests.waiting import wait_until
 from wharf.store.models import PageRequest
 
 
