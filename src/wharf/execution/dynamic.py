@@ -12,6 +12,8 @@ steps whose outputs it actually received. Invariants: invocation ids are unique 
 no step starts once the run is stopping; the run ends only after every
 submitted step ended. A body that raises ends the run failed, its traceback shown once: logged
 here, unless the caller raises it again (see :data:`CALLER_RAISES_BODY_ERROR`).
+A resumed run runs the function again from its start; a step call made differently from the
+earlier process's, or one it leaves out, ends the run failed (``wharf.execution.launcher``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from wharf.core.errors import (
 from wharf.execution.attempts import describe_exception
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
-from wharf.execution.launcher import StepLauncher, StepOutcome
+from wharf.execution.launcher import ReplayDivergedError, StepLauncher, StepOutcome
 from wharf.execution.lost_resources import lost_resources
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
@@ -181,10 +183,14 @@ class DynamicOutcome:
     steps: dict[str, StepOutcome] = field(default_factory=dict)
     stop_requested: bool = False
     error: str | None = None
+    diverged: str | None = None
+    """Why a resumed run's replayed function did not make the earlier process's calls."""
 
     def final_status(self) -> tuple[ExecutionStatus, str | None]:
         if self.stop_requested:
             return ExecutionStatus.STOPPED, "Stopped on request."
+        if self.diverged is not None:
+            return ExecutionStatus.FAILED, self.diverged
         failed = [n for n, o in self.steps.items() if o.status is ExecutionStatus.FAILED]
         if self.error is not None:
             return ExecutionStatus.FAILED, self.error
@@ -266,8 +272,11 @@ class DynamicRunner:
                 with contextlib.suppress(Exception):  # failures are in the outcome already
                     future.exception()
             self._pool.shutdown(wait=not forced, cancel_futures=forced)
+            left_out = self._launcher.end_unreached()
         if not self.outcome.stop_requested:
             self.outcome.stop_requested = self._stop_requested()
+        if left_out is not None and self.outcome.error is None:
+            self.outcome.diverged = self.outcome.diverged or left_out
         return self.outcome
 
     def _stop_requested(self) -> bool:
@@ -426,6 +435,10 @@ class DynamicRunner:
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
         try:
             outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
+        except ReplayDivergedError as exc:
+            with self._lock:
+                self.outcome.diverged = self.outcome.diverged or str(exc)
+            raise
         except RunStoppingError:
             raise RunStoppedError(
                 f"Run '{self._run.name}' is stopping; step '{spec.name}' was not started."

@@ -38,13 +38,21 @@ A launcher resuming a run another process started (``resumed``,
 instead of deciding caching and creating a first attempt: an attempt in flight that the backend
 can take over is submitted again (the backend adopts it: never a second process for one step
 run), one in flight that lost its process ends failed (stopped if the run is stopping), a
-queued one waits for its allocation again, a retrying one gets its next attempt.
+queued one waits for its allocation again, a retrying one gets its next attempt. When the
+run's steps are called by a dynamic pipeline's function run again (``check_replay``), an
+earlier step run is gone on from only for the same call
+(:func:`~wharf.execution.run_lifecycle.replay_differs`); the first call that differs raises
+:class:`ReplayDivergedError` (as does every launch after it: the run ends failed), and an
+earlier attempt that will not be gone on from (that call's, or one the function never calls
+again: :meth:`StepLauncher.end_unreached`) is ended, failed (stopped if the run is stopping),
+its process ended through ``stop_recorded``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -52,7 +60,12 @@ from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
-from wharf.core.errors import IllegalTransitionError, RunStoppingError, WharfError
+from wharf.core.errors import (
+    IllegalTransitionError,
+    RunStoppingError,
+    StepExecutionError,
+    WharfError,
+)
 from wharf.execution import step_writes
 from wharf.execution.allocation_waits import AllocationWaits, Stops
 from wharf.execution.attempts import AttemptExecutor
@@ -61,7 +74,7 @@ from wharf.execution.caching import cache_enabled, compute_step_cache_key, expir
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
-from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption
+from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, replay_differs
 from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
@@ -75,9 +88,16 @@ from wharf.store.models import (
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
     pass
 
-__all__ = ["StepLauncher", "StepOutcome"]  # the runners take StepOutcome from here too
+__all__ = ["ReplayDivergedError", "StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
 
 logger = logging.getLogger(__name__)
+
+NOT_CALLED_AGAIN = "not called again after the orchestrator pod restarted"
+
+
+class ReplayDivergedError(StepExecutionError):
+    """A dynamic pipeline's function, run again to resume its run, called a step differently
+    from the earlier process (see the module docstring)."""
 
 
 class StepLauncher:
@@ -93,12 +113,21 @@ class StepLauncher:
         requests: RunRequests | None = None,
         stops: Stops | None = None,
         resumed: Resumption | None = None,
+        check_replay: bool = False,
+        stop_recorded: Callable[[StepRunRecord], object] | None = None,
     ) -> None:
         """``requests``: told of each step run created queued and of its moving on, so the
         run's end can settle what was left (:mod:`wharf.execution.resources.run_requests`);
         ``stops``: where waits for resources are registered while they last; ``resumed``:
-        the steps an earlier process of the run started (see the module docstring)."""
+        the steps an earlier process of the run started; ``check_replay``: its steps are
+        called again by a dynamic pipeline's function; ``stop_recorded``: ends an earlier
+        attempt that still runs (through the kind of backend that started it) when it is not
+        gone on from (see the module docstring)."""
         self._resumed = dict(resumed.steps) if resumed is not None else {}
+        self._check_replay = check_replay
+        self._stop_recorded = stop_recorded
+        self._diverged: str | None = None
+        self._replay_lock = threading.Lock()
         self._adoptable = resumed.adoptable if resumed is not None else frozenset()
         self._services = services
         self._stops = stops
@@ -143,6 +172,8 @@ class StepLauncher:
         region: InterruptibleRegion,
     ) -> StepOutcome:
         earlier = self._resumed.pop(spec.name, None)  # each step is launched once
+        if self._check_replay:
+            self._check_call(spec, inputs, earlier)
         if earlier is not None:
             return self._resume(spec, inputs, region, earlier)
         holders = self._holders_for(spec)
@@ -159,6 +190,63 @@ class StepLauncher:
             return first
         return self._run_attempts(spec, inputs, cache_key, region, first)
 
+    def end_unreached(self) -> str | None:
+        """Once a replayed function ended: end the earlier step runs it did not call again
+        that are unfinished; why the run fails if it left any out (None: it did not)."""
+        with self._replay_lock:
+            unreached = dict(self._resumed) if self._check_replay else {}
+            self._resumed.clear()
+        for record in unreached.values():
+            try:
+                self._abandon(record, NOT_CALLED_AGAIN)
+            except Exception:  # the run ends all the same
+                logger.warning("Could not end step run %s", record.id, exc_info=True)
+        if not unreached:
+            return None
+        return (
+            f"The pipeline function did not call step(s) {', '.join(sorted(unreached))} again "
+            "after the orchestrator pod restarted; a dynamic run is resumed only when its "
+            "function replays the same calls."
+        )
+
+    def _check_call(
+        self,
+        spec: StepSpec,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        earlier: StepRunRecord | None,
+    ) -> None:
+        """Raise :class:`ReplayDivergedError` unless the replayed call ``spec`` is the one
+        the earlier process made under its invocation id (if any), or once one was not."""
+        with self._replay_lock:
+            diverged = self._diverged
+            if diverged is None and earlier is not None:
+                differs = replay_differs(earlier, spec, {n: v.id for n, v in inputs.items()})
+                if differs is not None:
+                    diverged = self._diverged = (
+                        f"The pipeline function called step '{spec.name}' differently ({differs}) "
+                        "after the orchestrator pod restarted; a dynamic run is resumed only "
+                        "when its function replays the same calls."
+                    )
+        if diverged is None:
+            return
+        if earlier is not None:
+            self._abandon(earlier, "called differently after the orchestrator pod restarted")
+        raise ReplayDivergedError(diverged)
+
+    def _abandon(self, record: StepRunRecord, what: str) -> None:
+        """End the earlier step run ``record`` if it is unfinished: it is not gone on from."""
+        if record.status not in IN_FLIGHT_STATUSES and record.status is not ExecutionStatus.QUEUED:
+            return
+        outcome = self._lost(record.name, record, f"Not resumed: {what}", f"Stopped: {what}")
+        self._ended(outcome, record.start_time)
+        if outcome.status.is_successful:  # it ended meanwhile: its Job is collected as usual
+            return
+        if record.id in self._adoptable and self._stop_recorded is not None:
+            try:  # its attempt still runs (e.g. a step Job): end it
+                self._stop_recorded(record)
+            except Exception:
+                logger.warning("Could not end the attempt of step run %s", record.id, exc_info=True)
+
     def _resume(
         self,
         spec: StepSpec,
@@ -173,7 +261,10 @@ class StepLauncher:
         if status in IN_FLIGHT_STATUSES:
             if record.id not in self._adoptable or self.executor_for(spec) is self._inline:
                 lost = "its process was lost with the run's earlier orchestrating process"
-                return self._ended(self._lost(spec, record, lost), record.start_time)
+                outcome = self._lost(
+                    spec.name, record, f"Heartbeat lost: {lost}", f"Stopped: {lost}"
+                )
+                return self._ended(outcome, record.start_time)
             return self._run_attempts(spec, inputs, cache_key, region, record, adopted=True)
         if status is ExecutionStatus.QUEUED:
             self._requests.created(record)
@@ -188,17 +279,18 @@ class StepLauncher:
             outputs = self._services.versions.outputs_of(self._services.store, record)
         return StepOutcome(spec.name, status, outputs, record, reason=record.status_reason)
 
-    def _lost(self, spec: StepSpec, record: StepRunRecord, what: str) -> StepOutcome:
-        """End ``record``, whose attempt has no process any more: failed, or stopped if the
-        run is stopping (what was recorded meanwhile stands)."""
+    def _lost(self, name: str, record: StepRunRecord, failed: str, stopped: str) -> StepOutcome:
+        """End ``record`` of step ``name``, whose attempt is not gone on from: failed (with
+        reason ``failed``), or stopped (``stopped``) if the run is stopping (what was recorded
+        meanwhile stands)."""
         store = self._services.store
         status = ExecutionStatus.FAILED
-        reason = f"Heartbeat lost: {what}."
+        reason = f"{failed}."
         if store.runs.get_status(self._run_id) in (
             ExecutionStatus.STOPPING,
             ExecutionStatus.STOPPED,
         ):
-            status, reason = ExecutionStatus.STOPPED, f"Stopped: {what}."
+            status, reason = ExecutionStatus.STOPPED, f"{stopped}."
         change = StepRunUpdate(status=status, status_reason=reason)
         try:
             final = step_writes.update(self._services, record.id, change)
@@ -207,7 +299,7 @@ class StepLauncher:
         outputs = {}
         if final.status.is_successful:
             outputs = self._services.versions.outputs_of(store, final)
-        return StepOutcome(spec.name, final.status, outputs, final, reason=final.status_reason)
+        return StepOutcome(name, final.status, outputs, final, reason=final.status_reason)
 
     def _queued(self, spec: StepSpec) -> bool:
         """The step waits for a resource allocation before it runs."""

@@ -13,7 +13,10 @@ A run whose orchestrating process died mid-run may be taken over by another proc
 same orchestrator run (e.g. a Kubernetes orchestrator pod restarted by its Job): it reads what
 the run's steps did (:func:`latest_step_runs`, one paged read) and hands the run loop a
 :class:`Resumption`, so finished steps are not run again and attempts still in flight are
-taken over, never started twice.
+taken over, never started twice. A dynamic pipeline's run is taken over by running its
+function again: each step call whose invocation id has a step run from the earlier process goes
+on from it only when it is the same call (:func:`replay_differs`: same spec, same input
+versions), so a function that takes another path never gets an earlier call's outputs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
+from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.store.models import (
     MAX_PAGE_SIZE,
@@ -52,6 +56,32 @@ class Resumption:
     is submitted again (e.g. a Kubernetes step Job that still runs). Any other step run in
     flight lost its process with the earlier orchestrator: it ends failed (stopped if the run
     is stopping), as an attempt whose process ended without a result does."""
+
+
+def replay_differs(record: StepRunRecord, spec: StepSpec, inputs: Mapping[str, UUID]) -> str | None:
+    """How the step call ``spec`` with input versions ``inputs`` (by input name), made by a
+    dynamic pipeline's function replayed after a restart, differs from ``record``, the step
+    run of the same invocation id an earlier process created; None: it is the same call.
+    The whole recorded spec is compared (step function and code, parameters, settings, where
+    its inputs come from), not the cache key: a cache policy may leave parameters or inputs
+    out of the key, and its file digests or cache function may change between processes."""
+    if record.spec is None:
+        return "its earlier step run records no spec to compare with"
+    earlier = record.spec.model_dump(mode="json")
+    now = spec.model_dump(mode="json")
+    for key, what in (
+        ("source", "another step function"),
+        ("code_hash", "other step code"),
+        ("parameters", "other parameters"),
+        ("inputs", "inputs from other steps"),
+    ):
+        if earlier.get(key) != now.get(key):
+            return what
+    if earlier != now:
+        return "other step settings"
+    if dict(record.inputs) != dict(inputs):
+        return "other input artifact versions"
+    return None
 
 
 def start_run(

@@ -18,7 +18,11 @@ never with the caller's credential.
 A run taken over from an earlier orchestrating process of the same orchestrator run (its
 ``resumed`` steps: ``wharf.execution.run_lifecycle.Resumption``) goes on from what that process
 recorded: its finished steps are not run again, its attempts in flight are taken over through
-the backend (static pipelines only; a dynamic pipeline's run cannot be resumed and ends failed).
+the backend. A dynamic pipeline's function is run again from its start: a step call goes on
+from the earlier step run of its invocation id only when it is the same call, and the run ends
+failed when the function calls a step differently or leaves one of the earlier calls out
+(``wharf.execution.dynamic``); an earlier attempt not gone on from is ended through the
+backend that started it, never left running.
 """
 
 from __future__ import annotations
@@ -178,15 +182,16 @@ def _run_steps(
     resumed: Resumption | None = None,
 ) -> DagOutcome | DynamicOutcome:
     spec = job.snapshot.spec
-    if resumed is not None and spec.dynamic:
-        raise InputError(f"The run of dynamic pipeline '{spec.name}' cannot be resumed.")
     runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
     inline = TrackedInline(
         InlineExecutor(services, runner, services.heartbeat_interval, heartbeats), stopper
     )
     isolated = None
+    stop_recorded = None
     if runtimes.has_isolation:
-        isolated = IsolatedExecutor(services, _backends(job, backend, stopper))
+        backend_for = _backends(job, backend, stopper)
+        isolated = IsolatedExecutor(services, backend_for)
+        stop_recorded = _stopper_of_recorded(backend_for)
     launcher = StepLauncher(
         services,
         run.id,
@@ -198,6 +203,8 @@ def _run_steps(
         requests=requests,
         stops=stopper,
         resumed=resumed,
+        check_replay=spec.dynamic and resumed is not None,
+        stop_recorded=stop_recorded,
     )
     if spec.dynamic:
         if job.pipeline_function is None or job.spec_factory is None:
@@ -254,6 +261,18 @@ def _finished_steps(
             name, record.status, outputs, record, reason=record.status_reason
         )
     return outcomes
+
+
+def _stopper_of_recorded(
+    backend_for: Callable[[StepSpec], StepBackend[Any]],
+) -> Callable[[StepRunRecord], bool]:
+    """Ends the attempt of a step run an earlier process started, through the kind of backend
+    that runs its step (from the spec it recorded); whether one was ended."""
+
+    def stop(record: StepRunRecord) -> bool:
+        return record.spec is not None and backend_for(record.spec).stop_recorded(record)
+
+    return stop
 
 
 def _backends(
