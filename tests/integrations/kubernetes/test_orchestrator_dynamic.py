@@ -6,15 +6,17 @@ decided right before its pod. The pipelines here decide their fan-out at run tim
 output), so their steps exist only once the pod ran that step. One pipeline is defined in a
 module the submitting script imports, one in the script itself (``__main__``). Each attempt of
 a retried step is a pod of its own; stopped runs end stopped with no further step pod (a
-graceful stop lets the running step pod finish, a forced one ends it). Without a kubelet: a restarted
-orchestrator pod ends a dynamic run failed, naming why, and starts no step Job."""
+graceful stop lets the running step pod finish, a forced one ends it). A killed orchestrator
+pod is restarted by its Job and resumes the run by running the function again: the steps that
+finished are not run again, the running step's pod is adopted; a function that calls a step
+differently on the restarted pod, or returns without calling one the earlier pod called, ends
+the run failed, naming the step, and the earlier step pod still running is ended."""
 
 from __future__ import annotations
 
 import sys
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,7 +25,9 @@ from tests.integrations.kubernetes.testbed import (
     Bed,
     BedFactory,
     attempts,
+    kill_orchestrator_pod,
     metadata_of,
+    orchestrator_logs,
     orchestrator_pods,
     register_kubernetes_stack,
     reported_run_id,
@@ -35,23 +39,13 @@ from tests.integrations.kubernetes.testbed import (
     submit_script,
     wait_for_run_end,
     wait_for_step,
+    wait_until,
 )
-from tests.kube.emulator import Emulator
-from wharf import Client, pipeline
-from wharf.config.global_config import load_config
-from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.execution.run_lifecycle import start_run
-from wharf.integrations.kubernetes.clients import kube_clients
+from wharf import Client
+from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
 from wharf.integrations.kubernetes.orchestrator_dynamic import SCRIPT_KEY
-from wharf.integrations.kubernetes.orchestrator_launch import (
-    RUN_ENDED_UNCOMPLETED,
-    OrchestratorArgs,
-)
-from wharf.integrations.kubernetes.orchestrator_main import run_orchestrator
-from wharf.sdk import stacks
-from wharf.sdk.workspace import Workspace
-from wharf.store.models import PipelineRunRecord, RunStart
+from wharf.store.models import PipelineRunRecord
 
 DYNAMIC_MODULE = """
 from wharf import pipeline, step
@@ -126,6 +120,38 @@ def flaky(path: str) -> int:
 @pipeline(dynamic=True, enable_cache=False)
 def retried(path: str) -> None:
     after_wait(flaky.submit(path))
+
+
+def ran(log: str, line: str) -> None:
+    with open(log, "a") as f:
+        f.write(line + "\\n")
+
+
+@step(enable_cache=False)
+def bumped(log: str, value: int) -> int:
+    ran(log, f"bumped {value}")
+    return value + 1
+
+
+@step(enable_cache=False)
+def held(log: str, release: str, value: int) -> int:
+    import pathlib
+    import time
+
+    ran(log, f"held {value}")
+    while not pathlib.Path(release).exists():
+        time.sleep(0.05)
+    return value + 1
+
+
+@pipeline(dynamic=True, enable_cache=False, raise_on_failure=False)
+def replayed(log: str, release: str, start: str) -> None:
+    import pathlib
+
+    first = pathlib.Path(start).read_text()  # read again by a restarted orchestrator pod
+    twice = bumped(log, bumped(log, 1 if first == "skip" else int(first)))
+    if first != "skip":
+        bumped(log, held(log, release, twice))
 """
 
 MODULE_SCRIPT = runner_script("k8s_dynamic")
@@ -287,57 +313,76 @@ def test_a_dynamic_pipeline_defined_in_the_submitting_script_runs_on_kubernetes(
     assert len(orchestrator_pods(bed, run)) == 1
 
 
-@pipeline(dynamic=True, code_source="image")
-def resumed_dynamic() -> None:
-    return None
+def start_replayed(bed: Bed, tmp_path: Path) -> tuple[PipelineRunRecord, Path, Path, Path]:
+    """Submit ``replayed`` (its function reads 1 from its start file) on the asynchronous
+    stack and return once its orchestrator pod was killed while ``held``'s pod runs (called
+    as ``bumped``, ``bumped_2``, ``held``, ``bumped_3``); the run, its log (each step's process
+    appends a line), the release file and the start file."""
+    log, release, start = tmp_path / "ran.log", tmp_path / "release", tmp_path / "start"
+    start.write_text("1")
+    parameters = {"log": str(log), "release": str(release), "start": str(start)}
+    run, _ = submit_script(bed, "replayed", stack="k8s-async", **parameters)
+    wait_for_step(bed, run, "held", ExecutionStatus.RUNNING)
+    assert wait_until(lambda: log.exists() and "held 3" in log.read_text().splitlines())
+    return run, log, release, start
 
 
-def test_a_restarted_orchestrator_pod_ends_a_dynamic_run_failed_with_its_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emulator: Emulator
+def test_a_killed_orchestrator_pod_resumes_a_dynamic_run_by_replaying_its_function(
+    bed: Bed, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for name in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig_path))  # as in a pod
-    ws = Workspace.open(load_config())
-    clients = kube_clients()
-    try:
-        stacks.register_component(
-            ws, "k8s", ComponentType.ORCHESTRATOR, "kubernetes", {"image": IMAGE}
-        )
-        stacks.register_stack(ws, "k8s", orchestrator="k8s", artifact_store="default")
-        stack = ws.store.stacks.get_stack_by_name("k8s")
-        _, snapshot, run = ws.store.runs.record(
-            ws.project.id,
-            "resumed_dynamic",
-            stack.id,
-            resumed_dynamic.compile(),
-            RunStart(name="restarted"),
-        )
-        container = {"name": "main", "image": IMAGE}
-        body = {
-            "metadata": {"name": "restarted"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
-        }
-        created: Any = clients.batch.create_namespaced_job("default", body)
-        # An earlier pod of this Job started the run, then died.
-        run = start_run(ws.store, run, f"kubernetes-{created.metadata.uid}")
-        args = OrchestratorArgs(
-            snapshot_id=snapshot.id,
-            run_id=run.id,
-            namespace="default",
-            job_name="restarted",
-            settings_json="{}",
-            token_secret=None,
-        )
-        environ = {"WHARF_HOME": str(ws.config.home), "WHARF_STORE_URL": ws.config.store_url}
-        assert run_orchestrator(args, environ) == RUN_ENDED_UNCOMPLETED
-        ended = ws.store.runs.get(run.id)
-        assert ended.status is ExecutionStatus.FAILED
-        assert "a dynamic pipeline's run cannot be resumed" in (ended.status_reason or "")
-        assert [j.metadata.name for j in clients.batch.list_namespaced_job("default").items] == [
-            "restarted"  # it started no step Job
-        ]
-    finally:
-        clients.close()
-        ws.close()
+    run, log, release, _ = start_replayed(bed, tmp_path)
+    started = kill_orchestrator_pod(bed, run)
+    release.touch()
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.COMPLETED, orchestrator_logs(bed, run)
+    assert ended.orchestrator_run_id == started.orchestrator_run_id  # the same Job's run
+    # Each step's process ran once: the finished ones were not run again, held was adopted.
+    assert log.read_text().splitlines() == ["bumped 1", "bumped 2", "held 3", "bumped 4"]
+    assert sorted((s.name, s.attempt, s.status) for s in attempts(bed, run)) == [
+        ("bumped", 1, ExecutionStatus.COMPLETED),
+        ("bumped_2", 1, ExecutionStatus.COMPLETED),
+        ("bumped_3", 1, ExecutionStatus.COMPLETED),
+        ("held", 1, ExecutionStatus.COMPLETED),
+    ]
+    assert step_pods(bed, run) == ["bumped", "bumped_2", "bumped_3", "held"]  # one pod each
+    assert len(orchestrator_pods(bed, run)) == 2
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "held") == 4
+        assert client.load_step_output(run.id, "bumped_3") == 5
+
+
+@pytest.mark.parametrize(
+    ("start_with", "reason"),
+    [
+        ("7", "called step 'bumped' differently (other parameters)"),  # calls bumped(7)
+        ("skip", "did not call step(s) held again"),  # returns after bumped_2
+    ],
+    ids=["called-differently", "left-out"],
+)
+def test_a_restarted_orchestrator_pod_whose_function_calls_its_steps_differently_fails_the_run(
+    bed: Bed, tmp_path: Path, start_with: str, reason: str
+) -> None:
+    run, log, _, start = start_replayed(bed, tmp_path)
+    start.write_text(start_with)  # what the restarted pod's function reads
+    kill_orchestrator_pod(bed, run)
+    ended = wait_for_run_end(bed, run)
+    assert ended.status is ExecutionStatus.FAILED, orchestrator_logs(bed, run)
+    assert reason in (ended.status_reason or ""), ended.status_reason
+    assert "replays the same calls" in (ended.status_reason or "")
+    # Nothing was run again and no call's outputs reused for another; the running step was
+    # ended, its Job deleted.
+    steps = steps_of(bed, run)
+    assert sorted((s.name, s.attempt, s.status) for s in steps.values()) == [
+        ("bumped", 1, ExecutionStatus.COMPLETED),
+        ("bumped_2", 1, ExecutionStatus.COMPLETED),
+        ("held", 1, ExecutionStatus.FAILED),
+    ]
+    held_reason = steps["held"].status_reason or ""
+    assert "not called again after the orchestrator pod restarted" in held_reason
+    assert step_pods(bed, run) == ["bumped", "bumped_2", "held"]
+    (held_job,) = [
+        j for j in bed.seen.step_objects("Job", run) if j["metadata"]["labels"][STEP_KEY] == "held"
+    ]
+    assert wait_until(lambda: bed.seen.gone("Job", held_job)), orchestrator_logs(bed, run)
+    assert log.read_text().splitlines() == ["bumped 1", "bumped 2", "held 3"]
+    assert len(orchestrator_pods(bed, run)) == 2

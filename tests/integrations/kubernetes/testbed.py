@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -43,6 +44,7 @@ from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
 from wharf.integrations.kubernetes.orchestrator import JOB_KEY
+from wharf.integrations.kubernetes.orchestrator_main import POD_KEY
 from wharf.integrations.kubernetes.schedules import SCHEDULE_ID_KEY
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
@@ -432,6 +434,34 @@ def orchestrator_pods(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:
     return [
         p for p in bed.seen.of_run("Pod", str(run.id)) if STEP_KEY not in p["metadata"]["labels"]
     ]
+
+
+def orchestrator_logs(bed: Bed, run: PipelineRunRecord) -> str:
+    """The logs of the run's orchestrator pods (for a failure's message)."""
+    texts = []
+    for pod in orchestrator_pods(bed, run):
+        name = pod["metadata"]["name"]
+        path = bed.emulator.log_dir / "default" / name / "main.log"
+        texts.append(f"--- {name}\n{path.read_text() if path.exists() else '(no log)'}")
+    return "\n".join(texts)
+
+
+def kill_orchestrator_pod(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord:
+    """Kill (SIGKILL) the process of ``run``'s orchestrator pod (its pid is the run's
+    orchestrating process) and return once another pod of its Job took the run over (its own
+    process beats for it, and it recorded its pod); the run as it was before the kill."""
+    runs = bed.workspace.store.runs
+    started = runs.get(run.id)
+    first_pod = metadata_of(bed, run)[POD_KEY]
+    assert started.orchestrator_pid is not None
+    os.kill(started.orchestrator_pid, signal.SIGKILL)
+
+    def taken_over() -> bool:
+        return runs.get(run.id).orchestrator_pid not in (None, started.orchestrator_pid)
+
+    assert wait_until(taken_over), f"no pod took the run over:\n{orchestrator_logs(bed, run)}"
+    assert wait_until(lambda: metadata_of(bed, run)[POD_KEY] != first_pod)  # recorded next
+    return started
 
 
 def remaining_secrets(emulator: Emulator) -> list[str]:

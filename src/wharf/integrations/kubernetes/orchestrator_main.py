@@ -18,10 +18,11 @@ decides caching right before each step's launch and starts the placeholder run w
 orchestrator run id (``kubernetes-<Job uid>``: the same for every pod of the Job). A pod that
 finds its run running with that id (an earlier pod of the Job died mid-run) resumes it
 (``orchestrator_resume``): finished steps are not run again, step Jobs still running are
-adopted, never started twice. A run started with another orchestrator run id (or whose pod
-cannot find its own Job), and any dynamic pipeline's run (how far its function got is not
-recorded), is ended failed rather than have its steps run twice; a run that ended already is
-left as it is.
+adopted, never started twice; a dynamic pipeline's function is run again, each step call
+going on from the earlier step run of its invocation id only when it is the same call (a
+function that calls its steps differently ends the run failed: ``wharf.execution.dynamic``). A
+run started with another orchestrator run id (or whose pod cannot find its own Job) is ended
+failed rather than have its steps run twice; a run that ended already is left as it is.
 
 Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
 starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
@@ -162,10 +163,10 @@ def _orchestrate(
         if own_job is None:
             own_job = read_job(clients, args.namespace, args.job_name)
         started_here = own_job is not None and run.orchestrator_run_id == job_run_id(own_job)
-        if own_job is None or not started_here or snapshot.spec.dynamic:
+        if own_job is None or not started_here:
             reason = (
                 "The orchestrator pod was restarted mid-run and cannot resume this run "
-                f"({_why_not_resumable(run, own_job, snapshot)}), so it ends here rather "
+                f"({_why_not_resumable(run, own_job)}), so it ends here rather "
                 "than run its steps twice."
             )
             logger.error("Run %s: %s", run.name, reason)
@@ -235,13 +236,9 @@ def _orchestrate(
             delete_predecessor_secrets(clients, args.namespace, run.id, backend.id)
 
 
-def _why_not_resumable(
-    run: PipelineRunRecord, own_job: Mapping[str, Any] | None, snapshot: SnapshotRecord
-) -> str:
+def _why_not_resumable(run: PipelineRunRecord, own_job: Mapping[str, Any] | None) -> str:
     if own_job is None:
         return "this pod's Job does not exist"
-    if snapshot.spec.dynamic:
-        return "a dynamic pipeline's run cannot be resumed"
     return f"it was started by {run.orchestrator_run_id}, not by this pod's Job"
 
 
