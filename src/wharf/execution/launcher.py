@@ -55,7 +55,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from wharf.config.spec import StepSpec, wants_resources
@@ -85,14 +85,11 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 
-if TYPE_CHECKING:  # the RM's models are only needed for type checking here
-    pass
-
 __all__ = ["ReplayDivergedError", "StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
 
 logger = logging.getLogger(__name__)
 
-NOT_CALLED_AGAIN = "not called again after the orchestrator pod restarted"
+NOT_CALLED_AGAIN = "not called again after the run's orchestrator restarted"
 
 
 class ReplayDivergedError(StepExecutionError):
@@ -205,7 +202,7 @@ class StepLauncher:
             return None
         return (
             f"The pipeline function did not call step(s) {', '.join(sorted(unreached))} again "
-            "after the orchestrator pod restarted; a dynamic run is resumed only when its "
+            "after the run's orchestrator restarted; a dynamic run is resumed only when its "
             "function replays the same calls."
         )
 
@@ -224,13 +221,13 @@ class StepLauncher:
                 if differs is not None:
                     diverged = self._diverged = (
                         f"The pipeline function called step '{spec.name}' differently ({differs}) "
-                        "after the orchestrator pod restarted; a dynamic run is resumed only "
+                        "after the run's orchestrator restarted; a dynamic run is resumed only "
                         "when its function replays the same calls."
                     )
         if diverged is None:
             return
         if earlier is not None:
-            self._abandon(earlier, "called differently after the orchestrator pod restarted")
+            self._abandon(earlier, "called differently after the run's orchestrator restarted")
         raise ReplayDivergedError(diverged)
 
     def _abandon(self, record: StepRunRecord, what: str) -> None:

@@ -378,7 +378,7 @@ def test_a_restarted_orchestrator_pod_whose_function_calls_its_steps_differently
         ("held", 1, ExecutionStatus.FAILED),
     ]
     held_reason = steps["held"].status_reason or ""
-    assert "not called again after the orchestrator pod restarted" in held_reason
+    assert "not called again after the run's orchestrator restarted" in held_reason
     assert step_pods(bed, run) == ["bumped", "bumped_2", "held"]
     (held_job,) = [
         j for j in bed.seen.step_objects("Job", run) if j["metadata"]["labels"][STEP_KEY] == "held"
