@@ -157,17 +157,34 @@ class SmokeWharf:
         self.stacks.append(name)
         return name
 
+    def _unfinished_runs(self) -> list[str]:
+        """The names of the unfinished runs on this smoke run's stacks."""
+        from wharf.core.enums import ExecutionStatus
+        from wharf.store.models import PageRequest, RunFilter
+
+        store = self.workspace.store
+        stack_ids = {store.stacks.get_stack_by_name(name).id for name in self.stacks}
+        names = []
+        for status in (s for s in ExecutionStatus if not s.is_finished):
+            for run in store.runs.list(RunFilter(status=status), PageRequest(size=100)).items:
+                if store.snapshots.get(run.snapshot_id).stack_id in stack_ids:
+                    names.append(run.name)
+        return names
+
     @property
     def schedule_name(self) -> str:
         return f"{self.prefix}-schedule"
 
     def remove(self, env: dict[str, str], timeout: float) -> list[str]:
         """Delete what this smoke run left in the store, best effort: its schedule, if recorded
-        (through the CLI, so its CronJob goes too), then its stacks, then its components (a
-        stack holds them); what could not be deleted, each with the reason."""
+        (through the CLI, so its CronJob goes too), the runs a cut-short stage left unfinished
+        (stopped with ``--force``: a stack with an unfinished run cannot be deleted), then its
+        stacks, then its components (a stack holds them); what could not be deleted, each with
+        the reason."""
         from wharf.core.errors import WharfError
         from wharf.store.models import ScheduleFilter
 
+        deadline = time.monotonic() + timeout
         left: list[str] = []
         found = self.workspace.store.schedules.list(ScheduleFilter(name=self.schedule_name))
         for schedule in found.items:
@@ -175,6 +192,13 @@ class SmokeWharf:
                 delete_schedule(str(schedule.id), env, timeout)
             except StageError as error:
                 left.append(f"schedule {schedule.name} ({error})")
+        for run in self._unfinished_runs():
+            try:
+                stop_run(run, env, max(deadline - time.monotonic(), 1.0))
+            except StageError as error:
+                left.append(f"run {run} ({error})")
+        while self._unfinished_runs() and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)  # the run's orchestrator ends it; polled, with a deadline
         repository = self.workspace.store.stacks
         for name in reversed(self.stacks):
             try:
@@ -259,6 +283,22 @@ def delete_schedule(schedule: str, env: dict[str, str], timeout: float) -> None:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise StageError(f"wharf schedule delete {schedule}: {last}")
+
+
+def stop_run(run: str, env: dict[str, str], timeout: float) -> None:
+    """``wharf runs stop RUN --force``: its step pods deleted, the run ended by its orchestrator
+    (at once when no orchestrator ever beat for it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", "runs", "stop", run, "--force"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise StageError(f"wharf runs stop {run} --force: {last}")
 
 
 def expect_run(result: dict[str, Any], status: str, steps: dict[str, str]) -> None:

@@ -34,7 +34,8 @@ from tests.kube.smoke_testing import (
     wharf_env,
 )
 from tests.waiting import wait_until
-from wharf.store.models import PageRequest
+from wharf.core.enums import ExecutionStatus
+from wharf.store.models import PageRequest, RunFilter
 
 
 @dataclass
@@ -153,14 +154,19 @@ def test_the_overall_timeout_fails_the_stage_and_still_cleans_up_a_shared_namesp
     assert stage_lines[0].group(4).startswith("timed out")
     smoke_id = result.stdout.split("(smoke id ")[1].split(")")[0]
     assert f"cleaned up everything labelled wharf.io/smoke={smoke_id}" in result.stdout
-    # The cut-short run is unfinished in the store: its stack (and so its orchestrator) stays,
-    # and a warning says why.
-    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
-    assert [w.split(" (")[0] for w in warnings] == [
-        f"warning: left in the Wharf store: stack smoke-{smoke_id}-k8s",
-        f"warning: left in the Wharf store: orchestrator smoke-{smoke_id}-orchestrator",
-    ], result.stdout
-    assert "has unfinished run(s)" in warnings[0]
+    # The cut-short run was stopped (its orchestrator pod never ran), so its stacks and
+    # components could go too.
+    assert "warning: " not in result.stdout, result.stdout
+    workspace = open_workspace(env)
+    try:
+        runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+        stacks_left = workspace.store.stacks.list_stacks(PageRequest(size=100)).items
+        components = workspace.store.stacks.list_components(None, PageRequest(size=100)).items
+    finally:
+        workspace.close()
+    assert [r.status for r in runs] == [ExecutionStatus.STOPPED]
+    assert not [s.name for s in stacks_left if s.name.startswith("smoke-")]
+    assert not [c.name for c in components if c.name.startswith("smoke-")]
     kept = re.search(r"the pipeline calls' output is kept in (\S+)", result.stdout)
     assert kept, result.stdout
     try:
