@@ -11,14 +11,14 @@ from __future__ import annotations
 import stat
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.store.conftest import World, make_world
+from tests.waiting import wait_for
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
@@ -64,13 +64,6 @@ class SlowStartingBackend(LocalProcessBackend):
     """The local-process backend declaring a startup timeout, as a cluster's backend does."""
 
     startup_timeout_seconds: float | None = STARTUP
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -157,7 +150,7 @@ class Attempt:
 def checks_after_now(clock: AheadClock) -> None:
     """Wait until the engine ran at least one full lost-heartbeat sweep at the current time."""
     seen = clock.read_count()
-    wait_for(lambda: clock.read_count() >= seen + 2, "the engine's next checks")
+    wait_for(lambda: clock.read_count() >= seen + 2, "the engine's next checks", DEADLINE)
 
 
 def status(world: World, record: StepRunRecord) -> ExecutionStatus:
@@ -177,6 +170,7 @@ def test_an_attempt_without_a_beat_is_lost_only_after_its_backends_startup_timeo
     wait_for(
         lambda: world.store.steps.get(attempt.record.id).last_heartbeat is not None,
         "the liveness clock to start at submit",
+        DEADLINE,
     )
     clock.advance(liveness_timeout_for(INTERVAL) + 5)  # past the usual liveness timeout
     checks_after_now(clock)
@@ -200,6 +194,7 @@ def test_after_its_first_beat_an_attempt_has_the_usual_liveness_timeout(
     wait_for(
         lambda: world.store.steps.get(record.id).last_heartbeat is not None,
         "the liveness clock to start at submit",
+        DEADLINE,
     )
     # the step's first beat, as its process sends it
     world.store.steps.update_heartbeat(record.id, liveness_timeout_for(INTERVAL))

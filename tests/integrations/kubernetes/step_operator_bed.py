@@ -17,14 +17,15 @@ from typing import Any
 import pytest
 
 from tests.integrations.kubernetes.testbed import (
+    BOUND,
     IMAGE,
     REMOTE_STORE,
     Bed,
     BedFactory,
     reported_run_id,
     run_script,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
 from wharf.sdk import stacks
@@ -215,5 +216,5 @@ def wait_for_running_step(bed: Bed, name: str) -> StepRunRecord:
             p["metadata"].get("labels", {}).get(STEP_KEY) == name for p in bed.seen.of_kind("Pod")
         )
 
-    assert wait_until(running), f"step {name} never ran"
+    assert wait_until(running, BOUND), f"step {name} never ran"
     return found[0]

@@ -27,13 +27,14 @@ from tests.integrations.kubernetes.allocations_bed import (
     submit,
 )
 from tests.integrations.kubernetes.testbed import (
+    BOUND,
     Bed,
     attempts,
     exit_code,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf.core.enums import (
     ExecutionStatus,
     ResourceRequestRuntimeState,
@@ -53,7 +54,7 @@ def test_a_step_waits_without_a_pod_for_a_licence_another_run_holds(
     release_a, started_a = tmp_path / "release-a", tmp_path / "started-a"
     run_a = submit(bed, "licensed", path=str(release_a), started=str(started_a))
     holding = wait_for_step(bed, run_a, "hold_licence", ExecutionStatus.RUNNING)
-    assert wait_until(started_a.exists), "run A's step never started in its pod"
+    assert wait_until(started_a.exists, BOUND), "run A's step never started in its pod"
 
     release_b = tmp_path / "release-b"
     release_b.write_text("go")  # B's step ends as soon as it runs
@@ -62,7 +63,8 @@ def test_a_step_waits_without_a_pod_for_a_licence_another_run_holds(
     assert queued.resource_request_id is not None
     # B's orchestrator pod is waiting: it renews its pending request, reporting it pending.
     assert wait_until(
-        lambda: request_of(ws, queued).runtime_state is ResourceRequestRuntimeState.PENDING
+        lambda: request_of(ws, queued).runtime_state is ResourceRequestRuntimeState.PENDING,
+        BOUND,
     ), "run B's orchestrator never waited for its request"
     assert request_of(ws, queued).status is ResourceRequestStatus.PENDING
     assert bed.seen.step_objects("Job", run_b) == [], "B's step got a Job while A holds"
@@ -92,7 +94,7 @@ def test_a_reclaimed_step_pod_stops_through_its_heartbeat_and_is_retried(
     release, started, marker = tmp_path / "release", tmp_path / "started", tmp_path / "cleanup"
     low = submit(bed, "low_pipe", path=str(release), started=str(started), marker=str(marker))
     first = wait_for_step(bed, low, "hold_reclaimable", ExecutionStatus.RUNNING)
-    assert wait_until(started.exists), "the low step never started in its pod"
+    assert wait_until(started.exists, BOUND), "the low step never started in its pod"
 
     high_release = tmp_path / "high-release"
     high_release.write_text("go")

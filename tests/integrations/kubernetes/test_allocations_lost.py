@@ -22,8 +22,8 @@ from tests.integrations.kubernetes.testbed import (
     start_script,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf.core.enums import (
     ExecutionStatus,
     ResourceRequestStatus,
@@ -41,7 +41,7 @@ def test_a_step_pod_deleted_from_outside_gives_its_licence_back(bed: Bed, tmp_pa
     release, started = tmp_path / "release", tmp_path / "started"
     run = submit(bed, "licensed", path=str(release), started=str(started))
     holding = wait_for_step(bed, run, "hold_licence", ExecutionStatus.RUNNING)
-    assert wait_until(started.exists), "the step never started in its pod"
+    assert wait_until(started.exists, BOUND), "the step never started in its pod"
     pod = pod_of(bed, holding)
     clients = kube_clients(kubeconfig=str(bed.emulator.kubeconfig_path))
     try:  # as `kubectl delete pod --grace-period=1` would
@@ -75,7 +75,7 @@ def test_a_step_pod_on_a_lost_node_gives_its_licence_back(bed: Bed, tmp_path: Pa
     release, started = tmp_path / "release", tmp_path / "started"
     script = start_script(bed, "operated", "operated", path=str(release), started=str(started))
     try:
-        assert wait_until(started.exists), "the step never started in its pod"
+        assert wait_until(started.exists, BOUND), "the step never started in its pod"
         bed.kubelet.stop()  # the node is lost
         output, _ = script.communicate(timeout=BOUND)
     finally:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from tests.integrations.kubernetes.test_orchestrator_e2e import Bed, bed, submit
 from tests.integrations.kubernetes.testbed import (
+    BOUND,
     step_statuses,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
@@ -47,12 +48,14 @@ def test_a_run_outlives_the_api_server_gone_for_20_seconds(bed: Bed, tmp_path: P
     run, _ = submit(bed, "stoppable", stack="k8s-async", path=str(release))
     waiting = wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)
     steps = bed.workspace.store.steps
-    assert wait_until(lambda: steps.get(waiting.id).pid is not None)  # its pod's process runs
+    assert wait_until(
+        lambda: steps.get(waiting.id).pid is not None, BOUND
+    )  # its pod's process runs
     went_down = time.monotonic()
     bed.emulator.go_down()
     try:
         release.touch()  # the step ends while nobody can report its pod's end
-        assert wait_until(lambda: steps.get(waiting.id).status is ExecutionStatus.COMPLETED)
+        assert wait_until(lambda: steps.get(waiting.id).status is ExecutionStatus.COMPLETED, BOUND)
         time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - went_down)))  # the outage
     finally:
         bed.emulator.come_back()

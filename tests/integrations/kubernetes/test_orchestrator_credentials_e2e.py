@@ -31,11 +31,11 @@ from tests.integrations.kubernetes.testbed import (
     scheduled_id,
     scheduling_runner_script,
     step_statuses,
-    wait_until,
     wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, SECRETS
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.orchestrator_launch import token_secret_name
 from wharf.integrations.kubernetes.schedules import schedule_secret_name

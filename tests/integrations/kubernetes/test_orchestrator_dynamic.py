@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.integrations.kubernetes.testbed import (
+    BOUND,
     IMAGE,
     Bed,
     BedFactory,
@@ -39,8 +40,8 @@ from tests.integrations.kubernetes.testbed import (
     submit_script,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
@@ -323,7 +324,7 @@ def start_replayed(bed: Bed, tmp_path: Path) -> tuple[PipelineRunRecord, Path, P
     parameters = {"log": str(log), "release": str(release), "start": str(start)}
     run, _ = submit_script(bed, "replayed", stack="k8s-async", **parameters)
     wait_for_step(bed, run, "held", ExecutionStatus.RUNNING)
-    assert wait_until(lambda: log.exists() and "held 3" in log.read_text().splitlines())
+    assert wait_until(lambda: log.exists() and "held 3" in log.read_text().splitlines(), BOUND)
     return run, log, release, start
 
 
@@ -383,6 +384,6 @@ def test_a_restarted_orchestrator_pod_whose_function_calls_its_steps_differently
     (held_job,) = [
         j for j in bed.seen.step_objects("Job", run) if j["metadata"]["labels"][STEP_KEY] == "held"
     ]
-    assert wait_until(lambda: bed.seen.gone("Job", held_job)), orchestrator_logs(bed, run)
+    assert wait_until(lambda: bed.seen.gone("Job", held_job), BOUND), orchestrator_logs(bed, run)
     assert log.read_text().splitlines() == ["bumped 1", "bumped 2", "held 3"]
     assert len(orchestrator_pods(bed, run)) == 2

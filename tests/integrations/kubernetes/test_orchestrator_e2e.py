@@ -34,8 +34,8 @@ from tests.integrations.kubernetes.testbed import (
     submit_script,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
@@ -48,7 +48,7 @@ from wharf.integrations.kubernetes.orchestrator_main import (
 from wharf.integrations.kubernetes.step_backend_secret import STORE_URL_ENV
 from wharf.store.models import PageRequest, PipelineRunRecord
 
-__all__ = ["BOUND", "IMAGE", "Bed", "bed", "metadata_of", "wait_for_step", "wait_until"]
+__all__ = ["BOUND", "IMAGE", "Bed", "bed", "metadata_of", "wait_for_step"]
 # (the bed and helpers other modules import from here)
 
 MISSING_IMAGE = "registry.example/wharf-missing:1"
@@ -238,7 +238,7 @@ def test_an_orchestrator_image_that_cannot_be_pulled_fails_the_submission_and_le
     assert bed.workspace.store.runs.list().items == []  # the placeholder was taken away
     (created,) = bed.seen.created["Job"]
     name = created["metadata"]["name"]
-    assert wait_until(lambda: not job_exists(bed.emulator, name)), (
+    assert wait_until(lambda: not job_exists(bed.emulator, name), BOUND), (
         f"orchestrator Job {name} is left"
     )
 
@@ -269,4 +269,4 @@ def test_a_stopped_run_starts_no_further_step_pod_and_ends_stopped(
     assert "double" not in step_statuses(bed, ended)
     # The step's Job is gone (deleted by the stop, or cleaned up after it ended).
     name = step_pods[0]["metadata"]["labels"]["job-name"]
-    assert wait_until(lambda: not job_exists(bed.emulator, name)), f"step Job {name} is left"
+    assert wait_until(lambda: not job_exists(bed.emulator, name), BOUND), f"step Job {name} is left"

@@ -25,7 +25,6 @@ from tests.integrations.kubernetes.test_orchestrator_e2e import (
     Bed,
     bed,
     wait_for_step,
-    wait_until,
 )
 from tests.integrations.kubernetes.testbed import (
     kill_orchestrator_pod,
@@ -34,6 +33,7 @@ from tests.integrations.kubernetes.testbed import (
     reported_run_id,
 )
 from tests.kube.emulator import Emulator
+from tests.waiting import wait_until
 from wharf import pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, StepRuntime
@@ -122,14 +122,16 @@ def test_a_killed_orchestrator_pod_is_restarted_and_resumes_without_running_a_st
     log, release = tmp_path / "ran.log", tmp_path / "release"
     run = submit_restartable(bed, log, release)
     wait_for_step(bed, run, "second", ExecutionStatus.RUNNING)
-    assert wait_until(lambda: log.exists() and "second" in log.read_text().split())
+    assert wait_until(lambda: log.exists() and "second" in log.read_text().split(), BOUND)
 
     # Kill the orchestrator pod's process; the Job starts another pod, which takes over.
     started = kill_orchestrator_pod(bed, run)
     release.touch()
 
     runs = bed.workspace.store.runs
-    assert wait_until(lambda: runs.get(run.id).status.is_finished), orchestrator_logs(bed, run)
+    assert wait_until(lambda: runs.get(run.id).status.is_finished, BOUND), orchestrator_logs(
+        bed, run
+    )
     ended = runs.get(run.id)
     assert ended.status is ExecutionStatus.COMPLETED, orchestrator_logs(bed, run)
     assert ended.orchestrator_run_id == started.orchestrator_run_id  # the same Job's run

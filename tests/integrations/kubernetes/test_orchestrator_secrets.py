@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.kubernetes.test_orchestrator_e2e import IMAGE, wait_until
+from tests.integrations.kubernetes.test_orchestrator_e2e import IMAGE
 from tests.kube.emulator import Emulator
+from tests.waiting import wait_until
 from wharf import pipeline, step
 from wharf.config.global_config import API_KEY_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus

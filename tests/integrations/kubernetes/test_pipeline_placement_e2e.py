@@ -31,12 +31,12 @@ from tests.integrations.kubernetes.testbed import (
     scheduling_runner_script,
     wait_for_run_end,
     wait_for_step,
-    wait_until,
     wharf_cli,
 )
 from tests.kube.emulator import CONTEXT_NAME
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, NAMESPACES, SECRETS
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.integrations.kubernetes.testbed import eventually
 from tests.kube.emulator import Emulator
+from tests.waiting import wait_for
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.pod_watch import ObjectWatch, job_name_of_pod, name_of
 
@@ -68,7 +68,7 @@ def test_a_dropped_stream_resumes_from_the_last_version_without_listing_again(
     emulator: Emulator, clients: KubeClients, pods: ObjectWatch
 ) -> None:
     assert pods.wait_until(lambda: pods.synced, timeout=5)
-    eventually(lambda: emulator.open_watches == 1)
+    wait_for(lambda: emulator.open_watches == 1, "one open watch", 10.0)
     assert emulator.faults.drop_watches() == 1
     clients.core.create_namespaced_pod(NS, pod("a-1", "a"))
     assert sees(pods, "a", ["a-1"])
@@ -82,7 +82,7 @@ def test_410_expired_lists_again_and_misses_nothing(
     core.create_namespaced_pod(NS, pod("a-1", "a"))
     assert sees(pods, "a", ["a-1"])
     # (its watch is open: the drop below ends it, and the next one meets the fault)
-    eventually(lambda: emulator.open_watches == 1)
+    wait_for(lambda: emulator.open_watches == 1, "one open watch", 10.0)
     # the next watch is answered 410 (an ERROR event), as a server whose history is compacted
     emulator.faults.fail_next("watch", "pods", code=410)
     emulator.faults.drop_watches()
@@ -90,7 +90,7 @@ def test_410_expired_lists_again_and_misses_nothing(
     core.delete_namespaced_pod("a-1", NS, grace_period_seconds=0)
     assert sees(pods, "a", ["a-2"])
     assert pods.lists == 2
-    eventually(lambda: emulator.open_watches == 1)
+    wait_for(lambda: emulator.open_watches == 1, "one open watch", 10.0)
     # a compacted history: resuming from the old version fails, the watch lists again
     emulator.faults.expire()
     emulator.faults.drop_watches()
@@ -112,11 +112,11 @@ def test_failing_lists_are_retried_with_backoff(emulator: Emulator, clients: Kub
 
 def test_close_ends_the_open_watch_promptly(emulator: Emulator, pods: ObjectWatch) -> None:
     assert pods.wait_until(lambda: pods.synced, timeout=5)
-    eventually(lambda: emulator.open_watches == 1)
+    wait_for(lambda: emulator.open_watches == 1, "one open watch", 10.0)
     started = time.monotonic()
     pods.close()
     assert time.monotonic() - started < 1.0
-    eventually(lambda: emulator.open_watches == 0)
+    wait_for(lambda: emulator.open_watches == 0, "no open watch", 10.0)
     assert not pods.wait_until(lambda: False, timeout=0.01)
 
 

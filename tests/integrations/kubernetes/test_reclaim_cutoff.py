@@ -23,6 +23,7 @@ from tests.integrations.kubernetes.allocations_bed import (
     submit,
 )
 from tests.integrations.kubernetes.testbed import (
+    BOUND,
     Bed,
     BedFactory,
     attempts,
@@ -31,9 +32,9 @@ from tests.integrations.kubernetes.testbed import (
     run_script,
     runner_script,
     wait_for_run_end,
-    wait_until,
 )
 from tests.resource_beds import assert_cut_off_then_retried, assert_handed_over_after_grace
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.store.models import StepRunRecord
@@ -123,7 +124,7 @@ def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
     contended_pool(ws)
     release, started, marker = tmp_path / "release", tmp_path / "started", tmp_path / "marker"
     low = submit(bed, "low_pipe", path=str(release), started=str(started), marker=str(marker))
-    assert wait_until(started.exists), "the low step never started in its pod"
+    assert wait_until(started.exists, BOUND), "the low step never started in its pod"
     high = submit(bed, "high_pipe")
     ended_high = wait_for_run_end(bed, high)
     assert ended_high.status is ExecutionStatus.COMPLETED, ended_high.status_reason

@@ -30,11 +30,11 @@ from tests.integrations.kubernetes.testbed import (
     scheduled_id,
     scheduling_runner_script,
     step_statuses,
-    wait_until,
     wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
 from tests.kube.emulator.resources import CRONJOBS, JOBS
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
 from wharf.integrations.kubernetes.orchestrator_main import (

@@ -27,7 +27,6 @@ from tests.integrations.kubernetes.testbed import (
     schedule_objects,
     scheduled_id,
     scheduling_runner_script,
-    wait_until,
     wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
@@ -37,6 +36,7 @@ from tests.server.conftest import (  # noqa: F401 (fixtures)
     live,
     world,
 )
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.execution.services import run_token_scope
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY

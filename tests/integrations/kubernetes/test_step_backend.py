@@ -22,9 +22,9 @@ from tests.integrations.kubernetes.step_backend_bed import (
     launch,
     wait_all,
 )
-from tests.integrations.kubernetes.testbed import eventually
 from tests.kube.emulator import Emulator
 from tests.store.conftest import World
+from tests.waiting import wait_for
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, Ended
@@ -49,7 +49,7 @@ def test_the_real_entry_point_runs_in_the_pod_and_its_log_reaches_the_artifact_s
     assert attempt.record.logs_uri is not None
     log = read_log(logs, attempt.record.logs_uri)
     assert f"Snapshot {world.snapshot.id} records no stack to run on" in log
-    eventually(lambda: job_names(backend._clients) == [])
+    wait_for(lambda: job_names(backend._clients) == [], "the Jobs to go", 10.0)
 
 
 def test_an_attempt_that_exits_0_succeeded_and_one_that_exits_2_failed(
@@ -101,7 +101,7 @@ def test_an_image_that_cannot_be_pulled_fails_at_once_naming_image_and_reason(
         detail,
     ), detail
     backend.cleanup(handle)
-    eventually(lambda: job_names(clients) == [])
+    wait_for(lambda: job_names(clients) == [], "the Jobs to go", 10.0)
 
 
 def test_kubernetes_retries_within_the_margin_and_both_pods_logs_are_kept(
@@ -130,7 +130,7 @@ def test_outcomes_arrive_through_dropped_and_expired_watches(
     backend = backend_for()
     marker = tmp_path / "m"
     slow = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
-    eventually(lambda: Path(f"{marker}.started").exists())
+    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
     emulator.faults.drop_watches()
     done = backend.submit(launch(world, logs, STAND_IN="ok"), None)
     assert wait_all(backend, [done]) == {done: (Ended.SUCCEEDED, "exited with code 0")}
@@ -141,7 +141,8 @@ def test_outcomes_arrive_through_dropped_and_expired_watches(
     backend.cancel(slow, grace_seconds=5)
     assert wait_all(backend, [slow])[slow][0] is Ended.CANCELLED
     pods, jobs = backend.watches
-    eventually(lambda: pods.lists >= 2 and jobs.lists >= 2)  # each listed again after a 410
+    # each listed again after a 410
+    wait_for(lambda: pods.lists >= 2 and jobs.lists >= 2, "pods and Jobs listed again", 10.0)
     for handle in (slow, done):
         backend.cleanup(handle)
 
@@ -155,7 +156,7 @@ def test_a_watch_the_server_refuses_is_an_error_not_a_wait(
     with pytest.raises(InputError, match=r"Cannot watch the step pods in namespace default: 403"):
         backend.poll([handle], timeout=30)
     emulator.access.reset()  # allowed again: the watch recovers by itself
-    eventually(lambda: backend.watches[0].refused is None)
+    wait_for(lambda: backend.watches[0].refused is None, "the watch to be accepted", 10.0)
     assert wait_all(backend, [handle]) == {handle: (Ended.SUCCEEDED, "exited with code 0")}
     backend.cleanup(handle)
 
@@ -165,7 +166,8 @@ def test_an_outcome_is_kept_when_the_ttl_deletes_the_job_before_anyone_polls(
 ) -> None:
     backend = backend_for(ttl_seconds_after_finished=0)
     handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
-    eventually(lambda: clients.batch.list_namespaced_job(NS).items == [])  # finished, deleted
+    # finished, deleted
+    wait_for(lambda: clients.batch.list_namespaced_job(NS).items == [], "the Job to go", 10.0)
     outcome = backend.poll([handle], timeout=10)  # (once the watches caught up)
     assert outcome == {handle: AttemptOutcome(Ended.SUCCEEDED, "exited with code 0")}
     backend.cleanup(handle)

@@ -18,8 +18,8 @@ from tests.integrations.kubernetes.step_backend_bed import (
     launch,
     wait_all,
 )
-from tests.integrations.kubernetes.testbed import eventually
 from tests.store.conftest import World
+from tests.waiting import wait_for
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.errors import InputError
 from wharf.execution.backends import Ended
@@ -34,7 +34,7 @@ def test_cancel_stops_the_running_process_with_sigterm(
     marker = tmp_path / "terminated"
     attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
     handle = backend.submit(attempt, None)
-    eventually(lambda: Path(f"{marker}.started").exists())
+    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
     assert backend.poll([handle]) == {}
     backend.cancel(handle, grace_seconds=10)
     ((ended, detail),) = wait_all(backend, [handle]).values()
@@ -54,7 +54,7 @@ def test_a_job_deleted_from_outside_is_lost(
     backend = backend_for()
     marker = tmp_path / "m"
     handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
-    eventually(lambda: Path(f"{marker}.started").exists())
+    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
     backend._clients.batch.delete_namespaced_job(
         handle.job_name, NS, propagation_policy="Background"
     )
@@ -71,11 +71,11 @@ def test_stop_recorded_deletes_the_job_of_the_step_run(
     marker = tmp_path / "m"
     attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
     handle = starter.submit(attempt, None)
-    eventually(lambda: Path(f"{marker}.started").exists())
+    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
     elsewhere = backend_for()  # e.g. in the process of `wharf runs stop --force`
     assert not elsewhere.stop_recorded(world.step())
     assert elsewhere.stop_recorded(attempt.record)
-    eventually(marker.exists)  # its process got SIGTERM
+    wait_for(marker.exists, "the SIGTERM marker", 10.0)  # its process got SIGTERM
     assert starter.poll([handle], timeout=30)[handle].ended is Ended.LOST
     starter.cleanup(handle)
 
@@ -91,7 +91,7 @@ def test_a_restarted_orchestrator_adopts_the_job_of_a_running_step_instead_of_a_
     marker = tmp_path / "m"
     attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
     backend_for(labels=run_labels).submit(attempt, None)  # its orchestrator pod dies
-    eventually(lambda: Path(f"{marker}.started").exists())
+    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
     successor = backend_for(labels=run_labels)
     handle = successor.submit(attempt, None)
     assert job_names(clients) == [handle.job_name]

@@ -14,9 +14,9 @@ from tests.integrations.kubernetes.step_backend_bed import (
     launch,
     wait_all,
 )
-from tests.integrations.kubernetes.testbed import eventually
 from tests.kube.emulator import Emulator
 from tests.store.conftest import World
+from tests.waiting import wait_for
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.execution.backends import Ended
 from wharf.execution.log_capture import read_log
@@ -90,4 +90,4 @@ def test_a_backend_closing_when_idle_leaves_nothing_between_steps_and_starts_aga
         assert len(clients.core.list_namespaced_secret(NS).items) == 1
         backend.cleanup(handle)
         assert clients.core.list_namespaced_secret(NS).items == []
-        eventually(lambda: emulator.open_watches == 1)  # the kubelet's own
+        wait_for(lambda: emulator.open_watches == 1, "one open watch", 10.0)  # the kubelet's own

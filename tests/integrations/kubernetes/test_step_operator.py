@@ -27,8 +27,8 @@ from tests.integrations.kubernetes.testbed import (
     remaining_secrets,
     run_script,
     steps_of,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY

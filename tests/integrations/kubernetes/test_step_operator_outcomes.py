@@ -24,8 +24,8 @@ from tests.integrations.kubernetes.testbed import (
     run_script,
     start_script,
     steps_of,
-    wait_until,
 )
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION

@@ -16,17 +16,18 @@ import pytest
 from pydantic import ValidationError
 
 from tests.execution.test_isolated_wait import (
+    DEADLINE,
     INTERVAL,
     AheadClock,
     Attempt,
     checks_after_now,
     services_for,
-    wait_for,
 )
 from tests.kube.emulator import Emulator
 from tests.kube.http_testing import bind
 from tests.kube.kubelet import Kubelet
 from tests.store.conftest import World
+from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.attempts import IsolatedExecutor
 from wharf.execution.backends import startup_timeout_of
@@ -93,6 +94,7 @@ def test_a_step_pod_waiting_for_a_node_past_the_liveness_timeout_runs_to_complet
         wait_for(
             lambda: world.store.steps.get(record.id).last_heartbeat is not None,
             "the liveness clock to start at submit",
+            DEADLINE,
         )
         pods: list[str] = []
 
@@ -101,7 +103,7 @@ def test_a_step_pod_waiting_for_a_node_past_the_liveness_timeout_runs_to_complet
             pods[:] = [p.metadata.name for p in listed if p.metadata and p.metadata.name]
             return bool(pods)
 
-        wait_for(pod_created, "the step's pod")
+        wait_for(pod_created, "the step's pod", DEADLINE)
         clock.advance(liveness_timeout_for(INTERVAL) + 60)  # no node yet, a minute later
         checks_after_now(clock)
         assert world.store.steps.get(record.id).status is ExecutionStatus.RUNNING

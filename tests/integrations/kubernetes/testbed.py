@@ -12,7 +12,7 @@ when the test ends; the test process's environment names no store URL, server, a
 ``PYTHONPATH`` of the caller, and ``KUBECONFIG`` is the emulator's (or unset); every container
 gets the S3 credentials and a ``WHARF_HOME`` of its own (``pod-home``); :class:`Seen` records
 every object the emulator created or deleted, so objects deleted after their step still count;
-waiting is polling a condition with a deadline (:func:`wait_until`), never a bare sleep.
+waiting polls a condition with a deadline (:func:`tests.waiting.wait_until`), never a bare sleep.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.resources import JOBS, SECRETS
 from tests.kube.emulator.watchers import WatchEvent
 from tests.kube.kubelet import Kubelet
+from tests.waiting import wait_until
 from wharf.config.global_config import SERVER_URL_ENV, load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
@@ -316,25 +316,10 @@ def wharf_cli(bed: Bed, *args: str, **env: str) -> subprocess.CompletedProcess[s
 # ----------------------------------------------------------------------------- waiting
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = BOUND, every: float = 0.1) -> bool:
-    """Whether ``condition`` became true before ``timeout`` seconds (checked ``every`` s)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(every)  # polling a condition, with a deadline
-    return True
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait for an observable condition (a file, an API object), with a deadline."""
-    assert wait_until(check, timeout, every=0.02), "condition not met in time"
-
-
 def wait_for_run_end(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord:
     """The run once it ended, read from the store until a deadline."""
     runs = bed.workspace.store.runs
-    assert wait_until(lambda: runs.get(run.id).status.is_finished), (
+    assert wait_until(lambda: runs.get(run.id).status.is_finished, BOUND), (
         f"run {run.name} did not end within {BOUND} s"
     )
     return runs.get(run.id)
@@ -352,7 +337,7 @@ def wait_for_step(
         ]
         return bool(found)
 
-    assert wait_until(reached), (
+    assert wait_until(reached, BOUND), (
         f"no step of run {run.name} was ever {status.value}"
         if name is None
         else f"step {name} of run {run.name} never was {status.value}"
@@ -370,7 +355,7 @@ def stop_gracefully_once_seen(bed: Bed, step: StepRunRecord) -> None:
     from wharf import Client
 
     steps = bed.workspace.store.steps
-    assert wait_until(lambda: steps.get(step.id).pid is not None), f"{step.name} never ran"
+    assert wait_until(lambda: steps.get(step.id).pid is not None, BOUND), f"{step.name} never ran"
     with Client(bed.workspace.config, bed.workspace.store) as client:
         asked = client.stop_run(step.run_id)
 
@@ -378,7 +363,7 @@ def stop_gracefully_once_seen(bed: Bed, step: StepRunRecord) -> None:
         last = steps.get(step.id).last_heartbeat
         return last is not None and last > asked.updated
 
-    assert wait_until(beaten_since), f"{step.name}'s pod did not beat after the stop"
+    assert wait_until(beaten_since, BOUND), f"{step.name}'s pod did not beat after the stop"
 
 
 def attempts(bed: Bed, run: PipelineRunRecord) -> list[StepRunRecord]:
@@ -459,8 +444,10 @@ def kill_orchestrator_pod(bed: Bed, run: PipelineRunRecord) -> PipelineRunRecord
     def taken_over() -> bool:
         return runs.get(run.id).orchestrator_pid not in (None, started.orchestrator_pid)
 
-    assert wait_until(taken_over), f"no pod took the run over:\n{orchestrator_logs(bed, run)}"
-    assert wait_until(lambda: metadata_of(bed, run)[POD_KEY] != first_pod)  # recorded next
+    assert wait_until(taken_over, BOUND), (
+        f"no pod took the run over:\n{orchestrator_logs(bed, run)}"
+    )
+    assert wait_until(lambda: metadata_of(bed, run)[POD_KEY] != first_pod, BOUND)  # recorded next
     return started
 
 
