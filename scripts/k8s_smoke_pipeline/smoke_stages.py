@@ -270,10 +270,10 @@ def run_pipeline(smoke: Smoke, stack: str, pipeline: str, **parameters: Any) -> 
     return result
 
 
-def delete_schedule(schedule: str, env: dict[str, str], timeout: float) -> None:
-    """``wharf schedule delete SCHEDULE --yes``: its CronJob, then its record."""
+def wharf_cli(args: list[str], env: dict[str, str], timeout: float) -> None:
+    """Run ``wharf ARGS...``; StageError with its last error line unless it succeeded."""
     done = subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", "schedule", "delete", schedule, "--yes"],
+        [sys.executable, "-m", "wharf.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -282,23 +282,18 @@ def delete_schedule(schedule: str, env: dict[str, str], timeout: float) -> None:
     )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise StageError(f"wharf schedule delete {schedule}: {last}")
+        raise StageError(f"wharf {' '.join(args)}: {last}")
+
+
+def delete_schedule(schedule: str, env: dict[str, str], timeout: float) -> None:
+    """``wharf schedule delete SCHEDULE --yes``: its CronJob, then its record."""
+    wharf_cli(["schedule", "delete", schedule, "--yes"], env, timeout)
 
 
 def stop_run(run: str, env: dict[str, str], timeout: float) -> None:
     """``wharf runs stop RUN --force``: its step pods deleted, the run ended by its orchestrator
     (at once when no orchestrator ever beat for it)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", "runs", "stop", run, "--force"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise StageError(f"wharf runs stop {run} --force: {last}")
+    wharf_cli(["runs", "stop", run, "--force"], env, timeout)
 
 
 def expect_run(result: dict[str, Any], status: str, steps: dict[str, str]) -> None:

@@ -9,11 +9,10 @@ steps whose outputs it actually received. Invariants: invocation ids are unique 
 (a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
 ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
 ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the call);
-no step starts once the run is stopping; the run ends only after every
-submitted step ended. A body that raises ends the run failed, its traceback shown once: logged
-here, unless the caller raises it again (see :data:`CALLER_RAISES_BODY_ERROR`).
-A resumed run runs the function again from its start; a step call made differently from the
-earlier process's, or one it leaves out, ends the run failed (``wharf.execution.launcher``).
+no step starts once the run is stopping; the run ends only after every submitted step ended. A
+body that raises ends the run failed, its traceback shown once: logged here, unless the caller
+raises it again (:data:`CALLER_RAISES_BODY_ERROR`). A resumed run replays the function; a call
+made differently, or one left out, fails the run (``launcher``).
 """
 
 from __future__ import annotations
