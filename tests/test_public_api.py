@@ -25,6 +25,6 @@ def test_public_names():
 
 
 def test_unmapped_is_the_dynamic_wrapper():
-    from wharf.execution.dynamic import unmapped
+    from wharf.execution.dynamic_futures import unmapped
 
     assert wharf.unmapped is unmapped

@@ -24,7 +24,7 @@ _EXPORTS = {
     "ExecutionMode": "wharf.core.enums",
     "ExecutionStatus": "wharf.core.enums",
     "StepRuntime": "wharf.core.enums",
-    "unmapped": "wharf.execution.dynamic",
+    "unmapped": "wharf.execution.dynamic_futures",
 }
 
 __all__ = [
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     )
     from wharf.core.enums import ExecutionMode, ExecutionStatus, StepRuntime
     from wharf.execution.context import get_step_context
-    from wharf.execution.dynamic import unmapped
+    from wharf.execution.dynamic_futures import unmapped
     from wharf.sdk.client import Client
     from wharf.sdk.pipeline import pipeline
     from wharf.sdk.run_failure import RunFailedError

@@ -14,7 +14,7 @@ from wharf import RunFailedError, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError, StepExecutionError, StepInterfaceError
-from wharf.execution.dynamic import OutputArtifact, StepFuture, unmapped
+from wharf.execution.dynamic_futures import OutputArtifact, StepFuture, unmapped
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, StepRunFilter
 

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e import steps_lib
 from wharf import Client, RunFailedError, get_step_context, pipeline, step
 from wharf.core.enums import ExecutionStatus
-from wharf.execution.dynamic import unmapped
+from wharf.execution.dynamic_futures import unmapped
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, StepRunFilter
 

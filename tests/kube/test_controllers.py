@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from tests.kube.controller_bed import ControllerBed, condition, required_condition
 from tests.kube.emulator.clock import rfc3339
 from tests.kube.emulator.resources import JOBS, PODS
+from tests.waiting import wait_for
 
 ZENML_DEFAULT_POLICY = {
     "rules": [
@@ -343,16 +343,6 @@ def test_a_job_in_another_namespace_gets_its_pod_there(bed: ControllerBed) -> No
     assert bed.pods_of("step") == []
 
 
-def _wait_for(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.005)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _complete_condition(bed: ControllerBed, name: str) -> dict[str, Any] | None:
     return condition(bed.job(name), "Complete")
 
@@ -372,9 +362,9 @@ def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) ->
         for n in range(5):
             name = f"w{index}-{n}"
             bed.create_job(name, backoffLimit=1)
-            first = _wait_for(partial(bed.waiting_pods, name), f"{name}'s pod")[0]
+            first = wait_for(partial(bed.waiting_pods, name), f"{name}'s pod", timeout=10)[0]
             bed.finish(first, 1)
-            second = _wait_for(partial(bed.waiting_pods, name), f"{name}'s replacement")
+            second = wait_for(partial(bed.waiting_pods, name), f"{name}'s replacement", timeout=10)
             bed.finish(second[0], 0)
 
     tick_thread = threading.Thread(target=ticker)
@@ -389,7 +379,7 @@ def test_concurrent_writers_and_ticks_settle_consistently(bed: ControllerBed) ->
     assert not any(t.is_alive() for t in [*writers, tick_thread])
     for job in bed.jobs():
         name = job["metadata"]["name"]
-        done = _wait_for(partial(_complete_condition, bed, name), f"{name} to complete")
+        done = wait_for(partial(_complete_condition, bed, name), f"{name} to complete", timeout=10)
         assert done["status"] == "True"
         status = bed.job(name)["status"]
         assert (status["succeeded"], status["failed"]) == (1, 1), name

@@ -1,13 +1,13 @@
 """Dynamic pipelines: the pipeline function runs here and launches steps as it goes.
 
-While a :class:`DynamicRunner` runs the function, calling a step runs it and returns its
-outputs as :class:`OutputArtifact` handles (loaded lazily); ``step.submit(...)`` returns a
-:class:`StepFuture`; ``step.map(...)`` submits one step per element and returns a
-:class:`MapResultsFuture`. Steps go through the same launcher as static ones (cache lookup right
-before each starts, retries, inline or isolated runtime), and each step's upstream edges are the
-steps whose outputs it actually received. Invariants: invocation ids are unique within the run
-(a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
-``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
+While a :class:`DynamicRunner` runs the function, calling a step runs it and returns its outputs
+as ``OutputArtifact`` handles (loaded lazily); ``step.submit(...)`` returns a ``StepFuture``;
+``step.map(...)`` submits one step per element and returns a ``MapResultsFuture`` (the handles
+are ``dynamic_futures``'s). Steps go through the same launcher as static ones (cache lookup
+right before each starts, retries, inline or isolated runtime), and each step's upstream edges
+are the steps whose outputs it actually received. Invariants: invocation ids are unique within
+the run (a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps
+of a ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
 ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the call);
 no step starts once the run is stopping; the run ends only after every submitted step ended. A
 body that raises ends the run failed, its traceback shown once: logged here, unless the caller
@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,6 +36,13 @@ from wharf.core.errors import (
     StepInterfaceError,
 )
 from wharf.execution.attempts import describe_exception
+from wharf.execution.dynamic_futures import (
+    MapResultsFuture,
+    OutputArtifact,
+    StepFuture,
+    StepOutputs,
+    Unmapped,
+)
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import ReplayDivergedError, StepLauncher, StepOutcome
@@ -63,118 +70,6 @@ _ACTIVE: ContextVar[DynamicRunner | None] = ContextVar("wharf_dynamic_run", defa
 
 def active_dynamic_run() -> DynamicRunner | None:
     return _ACTIVE.get()
-
-
-class OutputArtifact:
-    """One output of a step that ran in this dynamic pipeline; ``load()`` reads its value."""
-
-    def __init__(
-        self,
-        step_name: str,
-        output_name: str,
-        version: ArtifactVersionRecord,
-        runner: DynamicRunner,
-    ) -> None:
-        self.step_name = step_name
-        self.output_name = output_name
-        self.version = version
-        self._runner = runner
-        self._lock = threading.Lock()
-        self._loaded = False
-        self._value: Any = None
-
-    @property
-    def id(self) -> Any:
-        return self.version.id
-
-    def load(self) -> Any:
-        with self._lock:
-            if not self._loaded:
-                self._value = self._runner.load(self.version)
-                self._loaded = True
-            return self._value
-
-    def __repr__(self) -> str:
-        return f"<OutputArtifact {self.step_name}.{self.output_name} {self.version.id}>"
-
-
-StepOutputs = None | OutputArtifact | tuple[OutputArtifact, ...]
-
-
-@dataclass(frozen=True)
-class Unmapped:
-    value: Any
-
-
-def unmapped(value: Any) -> Unmapped:
-    """Pass ``value`` whole to every step of a ``step.map(...)``."""
-    return Unmapped(value)
-
-
-class StepFuture:
-    """A step submitted with ``step.submit(...)``."""
-
-    def __init__(self, invocation_id: str, future: Future[StepOutputs]) -> None:
-        self.invocation_id = invocation_id
-        self._future = future
-
-    def running(self) -> bool:
-        return not self._future.done()
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until the step ended (successfully or not)."""
-        try:
-            self._future.exception(timeout)
-        except Exception:  # a cancelled future: nothing to wait for
-            return
-
-    def result(self, timeout: float | None = None) -> StepOutputs:
-        """The step's outputs; raises :class:`StepExecutionError` if it did not succeed."""
-        return self._future.result(timeout)
-
-    def load(self) -> Any:
-        outputs = self.result()
-        if outputs is None:
-            return None
-        if isinstance(outputs, OutputArtifact):
-            return outputs.load()
-        return tuple(o.load() for o in outputs)
-
-    def __repr__(self) -> str:
-        state = "done" if self.done() else "running"
-        return f"<StepFuture {self.invocation_id} {state}>"
-
-
-class MapResultsFuture(Sequence[StepFuture]):
-    """The steps submitted by one ``step.map(...)``, in input order."""
-
-    def __init__(self, futures: list[StepFuture]) -> None:
-        self.futures = futures
-
-    def __getitem__(self, index: int) -> StepFuture:  # type: ignore[override]
-        return self.futures[index]
-
-    def __len__(self) -> int:
-        return len(self.futures)
-
-    def __iter__(self) -> Iterator[StepFuture]:
-        return iter(self.futures)
-
-    def running(self) -> bool:
-        return any(f.running() for f in self.futures)
-
-    def wait(self) -> None:
-        for f in self.futures:
-            f.wait()
-
-    def result(self) -> list[StepOutputs]:
-        return [f.result() for f in self.futures]
-
-    def load(self) -> list[Any]:
-        return [f.load() for f in self.futures]
 
 
 @dataclass
@@ -449,7 +344,8 @@ class DynamicRunner:
         if not outcome.succeeded:
             raise StepExecutionError(f"Step '{spec.name}' failed: {outcome.reason}")
         handles = tuple(
-            OutputArtifact(spec.name, name, outcome.outputs[name], self) for name in spec.outputs
+            OutputArtifact(spec.name, name, outcome.outputs[name], self.load)
+            for name in spec.outputs
         )
         if not handles:
             return None
@@ -489,12 +385,4 @@ def _as_sequence(value: Any) -> list[Any]:
     return [value]
 
 
-__all__ = [
-    "DynamicRunner",
-    "MapResultsFuture",
-    "OutputArtifact",
-    "StepFuture",
-    "Unmapped",
-    "active_dynamic_run",
-    "unmapped",
-]
+__all__ = ["DynamicOutcome", "DynamicRunner", "active_dynamic_run"]

@@ -19,7 +19,8 @@ from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.enums import StepRuntime
 from wharf.core.errors import StepInterfaceError
 from wharf.core.step_interface import StepInterface, parse_interface
-from wharf.execution.dynamic import MapResultsFuture, StepFuture, active_dynamic_run
+from wharf.execution.dynamic import active_dynamic_run
+from wharf.execution.dynamic_futures import MapResultsFuture, StepFuture
 from wharf.sdk import compiler
 
 P = ParamSpec("P")

@@ -1,0 +1,141 @@
+"""What a dynamic pipeline's function gets back from its step calls.
+
+:class:`OutputArtifact` is one output of a step that ran (its value loaded once, on the first
+``load()``, through the loader it was given); a call returns ``None``, one artifact or a tuple of
+them (:data:`StepOutputs`); ``step.submit(...)`` returns a :class:`StepFuture`, ``step.map(...)``
+a :class:`MapResultsFuture` of them in input order; :func:`unmapped` marks a ``map`` argument
+passed whole to every step. These handles hold no run state: the runner
+(``wharf.execution.dynamic``) creates them and settles their futures.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from wharf.store.models import ArtifactVersionRecord
+
+
+class OutputArtifact:
+    """One output of a step that ran in this dynamic pipeline; ``load()`` reads its value."""
+
+    def __init__(
+        self,
+        step_name: str,
+        output_name: str,
+        version: ArtifactVersionRecord,
+        loader: Callable[[ArtifactVersionRecord], Any],
+    ) -> None:
+        self.step_name = step_name
+        self.output_name = output_name
+        self.version = version
+        self._loader = loader
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._value: Any = None
+
+    @property
+    def id(self) -> Any:
+        return self.version.id
+
+    def load(self) -> Any:
+        with self._lock:
+            if not self._loaded:
+                self._value = self._loader(self.version)
+                self._loaded = True
+            return self._value
+
+    def __repr__(self) -> str:
+        return f"<OutputArtifact {self.step_name}.{self.output_name} {self.version.id}>"
+
+
+StepOutputs = None | OutputArtifact | tuple[OutputArtifact, ...]
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    value: Any
+
+
+def unmapped(value: Any) -> Unmapped:
+    """Pass ``value`` whole to every step of a ``step.map(...)``."""
+    return Unmapped(value)
+
+
+class StepFuture:
+    """A step submitted with ``step.submit(...)``."""
+
+    def __init__(self, invocation_id: str, future: Future[StepOutputs]) -> None:
+        self.invocation_id = invocation_id
+        self._future = future
+
+    def running(self) -> bool:
+        return not self._future.done()
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the step ended (successfully or not)."""
+        try:
+            self._future.exception(timeout)
+        except Exception:  # a cancelled future: nothing to wait for
+            return
+
+    def result(self, timeout: float | None = None) -> StepOutputs:
+        """The step's outputs; raises :class:`StepExecutionError` if it did not succeed."""
+        return self._future.result(timeout)
+
+    def load(self) -> Any:
+        outputs = self.result()
+        if outputs is None:
+            return None
+        if isinstance(outputs, OutputArtifact):
+            return outputs.load()
+        return tuple(o.load() for o in outputs)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "running"
+        return f"<StepFuture {self.invocation_id} {state}>"
+
+
+class MapResultsFuture(Sequence[StepFuture]):
+    """The steps submitted by one ``step.map(...)``, in input order."""
+
+    def __init__(self, futures: list[StepFuture]) -> None:
+        self.futures = futures
+
+    def __getitem__(self, index: int) -> StepFuture:  # type: ignore[override]
+        return self.futures[index]
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def __iter__(self) -> Iterator[StepFuture]:
+        return iter(self.futures)
+
+    def running(self) -> bool:
+        return any(f.running() for f in self.futures)
+
+    def wait(self) -> None:
+        for f in self.futures:
+            f.wait()
+
+    def result(self) -> list[StepOutputs]:
+        return [f.result() for f in self.futures]
+
+    def load(self) -> list[Any]:
+        return [f.load() for f in self.futures]
+
+
+__all__ = [
+    "MapResultsFuture",
+    "OutputArtifact",
+    "StepFuture",
+    "StepOutputs",
+    "Unmapped",
+    "unmapped",
+]
