@@ -18,22 +18,30 @@ urllib3's ``Retry`` (:func:`outage_retries`: backing off from 1 s to 5 s, honour
 being started or cleaned up. Every verb is retried: Wharf's creates name their objects (a
 repeated create meets 409 and adopts what the first made) and a repeated delete meets 404. A
 client for a command the user waits on (submit, schedules) fails at once instead.
+
+An API refusal or an unreachable API server meets the user as one :class:`WharfError` line
+saying what could not be done and why (:func:`cluster_call`, :func:`api_error`), never as the
+client's own exception.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from kubernetes import client, config
+from kubernetes.client import ApiException
 from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
-from wharf.core.errors import InputError
+from wharf.core.errors import InputError, WharfError
 
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"
@@ -43,6 +51,10 @@ OUTAGE_STATUSES = frozenset({429, 500, 502, 503, 504})
 """Answers of an API server that is overloaded or restarting (its load balancer's included)."""
 OUTAGE_RETRIES = 15
 """Retries of a request in an outage: with the backoff of :func:`outage_retries`, about 62 s."""
+CREDENTIALS_REFUSED = (
+    " (the cluster refused the kubeconfig's credentials: renew them, e.g. log in to the "
+    "cluster again, or check -c context / -c kubeconfig)"
+)
 
 
 @dataclass(frozen=True)
@@ -153,3 +165,29 @@ def _load_kubeconfig(
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@contextmanager
+def cluster_call(action: str) -> Iterator[None]:
+    """Turn a refusal or an unreachable API server into one :class:`WharfError` line saying
+    that ``action`` could not be done, and why."""
+    try:
+        yield
+    except ApiException as exc:
+        raise api_error(exc, action) from None
+    except HTTPError as exc:
+        cause = getattr(exc, "reason", None) or exc  # MaxRetryError: the last attempt's error
+        reason = " ".join(str(cause).split()) or type(exc).__name__
+        raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
+
+
+def api_error(exc: ApiException, action: str) -> WharfError:
+    """A one-line error for an API refusal: what could not be done, and the server's reason."""
+    message = exc.reason or "refused"
+    try:
+        body = json.loads(exc.body or "{}")
+        message = body.get("message") or message
+    except (TypeError, ValueError):
+        pass
+    hint = CREDENTIALS_REFUSED if exc.status == 401 else ""
+    return WharfError(f"Cannot {action} (HTTP {exc.status}): {message}{hint}")

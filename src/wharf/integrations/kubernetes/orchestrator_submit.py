@@ -5,13 +5,16 @@ the store URL), the run has a Secret (``token_secret_name``) holding each one un
 ``secret_key`` and the Job's pod reads them through ``secretKeyRef`` — never as a plain value
 in the Job; the Secret exists before the Job that refers to it, and is then owned by the Job
 (garbage-collected with it, whatever happens to the run's processes); a Job that cannot be
-created leaves no Secret behind. An API refusal becomes a one-line :class:`WharfError` naming
-the object, the namespace and the server's message.
+created leaves no Secret behind (whether the API refused it or could not be reached). An API
+refusal or an unreachable API server becomes a one-line :class:`WharfError` naming what could
+not be done (the object, the namespace) and the server's message or the connection's error
+(:func:`cluster_call`).
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -20,7 +23,7 @@ from kubernetes.client import ApiException
 
 from wharf.core.errors import WharfError
 from wharf.execution.run_loop import RunJob
-from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 from wharf.integrations.kubernetes.labels import run_annotations, run_labels
 from wharf.integrations.kubernetes.manifests import (
     credentials_secret,
@@ -106,26 +109,26 @@ def create_orchestrator_job(
         )
         create_secret: Any = clients.core.create_namespaced_secret  # a plain dict as the body
         replace_secret: Any = clients.core.replace_namespaced_secret
-        try:
-            create_secret(namespace, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise api_error(exc, f"create the run's Secret {namespace}/{secret}") from None
-            replace_secret(secret, namespace, body)  # a resubmission of the same run
+        with cluster_call(f"create the run's Secret {namespace}/{secret}"):
+            try:
+                create_secret(namespace, body)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                replace_secret(secret, namespace, body)  # a resubmission of the same run
     try:
-        create: Any = clients.batch.create_namespaced_job  # a plain dict as the body
-        response: Any = create(namespace, manifest, _preload_content=False)
-    except ApiException as exc:
+        with cluster_call(f"create the orchestrator Job {namespace}/{args.job_name}"):
+            create: Any = clients.batch.create_namespaced_job  # a plain dict as the body
+            response: Any = create(namespace, manifest, _preload_content=False)
+    except WharfError:
         if secret is not None:
-            delete_token_secret(clients, namespace, secret)
-        raise api_error(exc, f"create the orchestrator Job {namespace}/{args.job_name}") from None
+            _delete_quietly(clients, namespace, secret)
+        raise
     created = json.loads(response.data)
     if secret is not None:  # collected with the Job, whatever happens to the run's processes
         owned = {"metadata": {"ownerReferences": [owner_reference(created)]}}
-        try:
+        with cluster_call(f"let the Job own the run's Secret {secret}"):
             clients.core.patch_namespaced_secret(secret, namespace, owned)
-        except ApiException as exc:
-            raise api_error(exc, f"let the Job own the run's Secret {secret}") from None
     return SubmittedJob(
         namespace=namespace,
         name=created["metadata"]["name"],
@@ -136,32 +139,30 @@ def create_orchestrator_job(
 
 def delete_token_secret(clients: KubeClients, namespace: str, name: str) -> bool:
     """Delete the run's Secret; whether it existed."""
-    try:
-        clients.core.delete_namespaced_secret(name, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise api_error(exc, f"delete the run's Secret {namespace}/{name}") from None
+    with cluster_call(f"delete the run's Secret {namespace}/{name}"):
+        try:
+            clients.core.delete_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
     return True
+
+
+def _delete_quietly(clients: KubeClients, namespace: str, secret: str) -> None:
+    """Delete the run's Secret after its Job could not be created; a failure here (the API
+    just went away) must not hide that error, which is the one the user should see."""
+    with suppress(WharfError):
+        delete_token_secret(clients, namespace, secret)
 
 
 def delete_job(clients: KubeClients, namespace: str, name: str) -> bool:
     """Delete a Job and its pods (background propagation); whether it existed."""
-    try:
-        clients.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise api_error(exc, f"delete the Job {namespace}/{name}") from None
+    with cluster_call(f"delete the Job {namespace}/{name}"):
+        try:
+            clients.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
     return True
-
-
-def api_error(exc: ApiException, action: str) -> WharfError:
-    """A one-line error for an API refusal: what could not be done, and the server's reason."""
-    message = exc.reason or "refused"
-    try:
-        body = json.loads(exc.body or "{}")
-        message = body.get("message") or message
-    except (TypeError, ValueError):
-        pass
-    return WharfError(f"Cannot {action} (HTTP {exc.status}): {message}")

@@ -29,19 +29,17 @@ On a workspace server the fired pods' credential is a token of the schedule, nev
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from kubernetes.client import ApiException
-from urllib3.exceptions import HTTPError
 
 from wharf.config.settings import Schedule
 from wharf.core.errors import InputError, WharfError
-from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 from wharf.integrations.kubernetes.labels import (
     CRONJOB_NAME_MAX,
     label_value,
@@ -63,7 +61,6 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     PodEnvironment,
     orchestrator_arguments,
 )
-from wharf.integrations.kubernetes.orchestrator_submit import api_error
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.store.models import ScheduleRecord, SnapshotRecord
 
@@ -212,19 +209,6 @@ def schedule_cron_job(
 
 
 # ----------------------------------------------------------------------------- API calls
-
-
-@contextmanager
-def cluster_call(action: str) -> Iterator[None]:
-    """Turn a refusal or an unreachable API server into one :class:`WharfError` line."""
-    try:
-        yield
-    except ApiException as exc:
-        raise api_error(exc, action) from None
-    except HTTPError as exc:
-        cause = getattr(exc, "reason", None) or exc  # MaxRetryError: the last attempt's error
-        reason = " ".join(str(cause).split()) or type(exc).__name__
-        raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
 
 
 def apply_cron_job(clients: KubeClients, objects: ScheduleObjects) -> None:

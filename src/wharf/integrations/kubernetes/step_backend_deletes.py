@@ -17,6 +17,7 @@ from uuid import UUID
 
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
+from wharf.integrations.kubernetes.clients import cluster_call
 from wharf.integrations.kubernetes.labels import STEP_RUN_ID_KEY
 
 NOT_FOUND = 404
@@ -79,13 +80,16 @@ def force_delete_pods(core: CoreV1Api, namespace: str, pods: Iterable[KubeObject
 
 
 def delete_jobs_of_step_run(batch: BatchV1Api, namespace: str, step_run_id: UUID) -> bool:
-    """Delete (foreground) the Jobs labelled with ``step_run_id``; whether any was deleted."""
-    response: Any = batch.list_namespaced_job(
-        namespace, label_selector=f"{STEP_RUN_ID_KEY}={step_run_id}", _preload_content=False
-    )
-    stopped = False
-    for job in json.loads(response.data).get("items") or []:
-        stopped |= delete_job(batch, str(job["metadata"]["name"]), namespace, "Foreground")
+    """Delete (foreground) the Jobs labelled with ``step_run_id``; whether any was deleted.
+    A refusal or an unreachable API server is one :class:`WharfError` line (a user's
+    ``wharf runs stop --force`` meets it)."""
+    with cluster_call(f"delete the Jobs of step run {step_run_id} in {namespace}"):
+        response: Any = batch.list_namespaced_job(
+            namespace, label_selector=f"{STEP_RUN_ID_KEY}={step_run_id}", _preload_content=False
+        )
+        stopped = False
+        for job in json.loads(response.data).get("items") or []:
+            stopped |= delete_job(batch, str(job["metadata"]["name"]), namespace, "Foreground")
     return stopped
 
 
