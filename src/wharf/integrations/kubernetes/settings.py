@@ -48,6 +48,9 @@ DEFAULT_WAITING_REASONS = (
 ORCHESTRATOR_POD_DEFAULT_REQUESTS = {"memory": "400Mi", "cpu": "100m"}
 JOB_NAME_PREFIX_MAX = 32
 RESOURCE_SECTIONS = ("requests", "limits")
+TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 _QUANTITY = re.compile(r"\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?")
 
@@ -156,6 +159,15 @@ class KubernetesPodSettings(BaseModel):
                 raise ValueError(f"'{key}' is not a valid annotation key")
         return value
 
+    @field_validator("tolerations")
+    @classmethod
+    def _check_tolerations(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, toleration in enumerate(value):
+            problem = toleration_problem(toleration)
+            if problem is not None:
+                raise ValueError(f"entry {index} ({json.dumps(toleration)[:80]}): {problem}")
+        return value
+
     @field_validator("env", "volumes", "volume_mounts")
     @classmethod
     def _named_entries(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,6 +207,37 @@ class KubernetesPodSettings(BaseModel):
     @classmethod
     def _check_account(cls, value: str | None) -> str | None:
         return _check_subdomain(value, "service account name")
+
+
+def toleration_problem(toleration: Mapping[str, Any]) -> str | None:
+    """What the API server would refuse in a pod toleration (the API's shape: ``key``,
+    ``operator``, ``value``, ``effect``, ``tolerationSeconds``), in plain words; None if
+    nothing."""
+    unknown = sorted(set(toleration) - set(TOLERATION_FIELDS))
+    if unknown:
+        return f"unknown field '{unknown[0]}' (known: {', '.join(TOLERATION_FIELDS)})"
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    value = toleration.get("value") or ""
+    effect = toleration.get("effect") or ""
+    seconds = toleration.get("tolerationSeconds")
+    if not isinstance(key, str) or (key and not is_label_key(key)):
+        return f"key {key!r} is not a valid label key"
+    if operator not in TOLERATION_OPERATORS:
+        return f"operator {operator!r} must be one of {', '.join(TOLERATION_OPERATORS)}"
+    if not key and operator != "Exists":
+        return "a toleration without a key needs operator Exists (it then tolerates every taint)"
+    if operator == "Exists" and value:
+        return "value must be empty with operator Exists"
+    if not isinstance(value, str) or not is_label_value(value):
+        return f"value {value!r} is not a valid label value"
+    if effect not in ("", *TAINT_EFFECTS):
+        return f"effect {effect!r} must be one of {', '.join(TAINT_EFFECTS)} (or empty: all)"
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+        return f"tolerationSeconds {seconds!r} must be a whole number of seconds"
+    if seconds is not None and effect != "NoExecute":
+        return "tolerationSeconds needs effect NoExecute"
+    return None
 
 
 def _check_subdomain(value: str | None, what: str) -> str | None:
