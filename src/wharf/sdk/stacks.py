@@ -10,8 +10,11 @@ leaves nothing half-written.
 Decisions:
 
 - A flavor is valid iff a ``wharf.flavors`` entry point declares it for the component type
-  (:mod:`wharf.sdk.flavors`); the flavor's class is not imported at registration (it may belong
-  to an integration that is installed only where the stack runs).
+  (:mod:`wharf.sdk.flavors`). Its class checks the configuration at registration and update when
+  it has a ``check_configuration(configuration)`` class method (the ``kubernetes`` orchestrator
+  and step operator: unknown keys, bad types, an invalid namespace) and can be imported here; a
+  flavor whose integration is installed only where the stack runs is stored unchecked and
+  checked when it is first used.
 - The ``local`` artifact store needs a ``path``. Without one it defaults to the configured
   artifact root (``WHARF_ARTIFACT_ROOT`` / ``artifact_root`` / ``<home>/artifacts``), the
   directory the ``default`` stack uses; sharing it is safe because every artifact URI ends in a
@@ -50,7 +53,12 @@ from pydantic import BaseModel, ConfigDict
 
 from wharf.config.global_config import write_user_config
 from wharf.core.enums import ComponentType
-from wharf.core.errors import EntityNotFoundError, IllegalOperationError, InputError
+from wharf.core.errors import (
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+    WharfError,
+)
 from wharf.sdk import flavors
 from wharf.sdk.workspace import DEFAULT_STACK, Workspace
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
@@ -171,6 +179,7 @@ def checked_configuration(
     an invalid value."""
     flavors.check_flavor(type, flavor)
     config = dict(configuration)
+    _check_with_flavor_class(type, flavor, config)
     if type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
         config["path"] = _local_artifact_path(workspace, config)
     if type is ComponentType.ARTIFACT_STORE and flavor == FSSPEC_FLAVOR:
@@ -178,6 +187,18 @@ def checked_configuration(
 
         config = check_configuration(config)  # a URL; no clear-text secrets
     return config
+
+
+def _check_with_flavor_class(type: ComponentType, flavor: str, config: Mapping[str, Any]) -> None:
+    """The flavor class's own check of ``config`` (its ``check_configuration``, if it has one);
+    nothing when the class cannot be imported here (see the module docstring)."""
+    try:
+        flavor_class = flavors.flavor_class(type, flavor)
+    except WharfError:
+        return
+    check = getattr(flavor_class, "check_configuration", None)
+    if callable(check):
+        check(config)
 
 
 def list_components(

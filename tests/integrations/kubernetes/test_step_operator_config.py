@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from wharf.core.errors import InputError
 from wharf.integrations.kubernetes.step_operator import KubernetesStepOperator
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import ComponentRecord
 
 IMAGE = "wharf/python:3.11"
 OPERATOR = "k8s-op"
@@ -74,8 +77,19 @@ def test_the_cli_registers_a_kubernetes_step_operator(workspace: Workspace, tmp_
 
 
 def test_an_invalid_configuration_names_the_step_operator(workspace: Workspace) -> None:
-    record = stacks.register_component(
-        workspace, OPERATOR, ComponentType.STEP_OPERATOR, "kubernetes", {"namespace": "Not_Ok"}
+    """Refused at registration; one stored before that check names the operator when used."""
+    with pytest.raises(InputError, match="step operator settings: 'namespace'"):
+        stacks.register_component(
+            workspace, OPERATOR, ComponentType.STEP_OPERATOR, "kubernetes", {"namespace": "Not_Ok"}
+        )
+    assert stacks.list_components(workspace, ComponentType.STEP_OPERATOR).items == []
+    record = ComponentRecord(
+        id=uuid.uuid4(),
+        name=OPERATOR,
+        type=ComponentType.STEP_OPERATOR,
+        flavor="kubernetes",
+        configuration={"namespace": "Not_Ok"},
+        created=datetime.now(UTC),
     )
     with pytest.raises(InputError, match=f"Step operator '{OPERATOR}'.*namespace"):
         KubernetesStepOperator(record)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from wharf.artifacts.store import ArtifactStore
@@ -68,6 +68,12 @@ class KubernetesStepOperator(BaseStepOperator):
             self.settings = KubernetesStepOperatorSettings.from_component(component.configuration)
         except InputError as exc:
             raise InputError(f"Step operator '{component.name}': {exc}") from None
+
+    @classmethod
+    def check_configuration(cls, configuration: Mapping[str, Any]) -> None:
+        """Refuse at registration what no step could use (as the orchestrator's: the
+        kubeconfig and its context are checked when a step needs them)."""
+        KubernetesStepOperatorSettings.from_component(configuration)
 
     @property
     def code_travels(self) -> bool:
