@@ -114,5 +114,6 @@ def stop_run(run: str, force: bool) -> None:
 
     with Client() as client:
         record = client.stop_run(run, force=force)
-    why = f": {record.status_reason}" if record.status.is_finished and record.status_reason else ""
+    reason = (record.status_reason or "").rstrip(".")
+    why = f": {reason}" if record.status.is_finished and reason else ""
     click.echo(f"Run '{record.name}' is {record.status.value}{why}.")

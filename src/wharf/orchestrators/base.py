@@ -69,6 +69,13 @@ class BaseOrchestrator(ABC):
         its steps are, e.g. a pipeline's own Kubernetes namespace). Default: step_backend()."""
         return self.step_backend()
 
+    def end_unstarted_run(self, run: PipelineRunRecord, run_metadata: Mapping[str, Any]) -> None:
+        """Remove what the platform still holds for ``run``, which a forced stop ended before
+        any orchestrating process took it over (``wharf runs stop --force``; a Kubernetes
+        orchestrator Job whose pod never started, and its Secret); ``run_metadata`` as for
+        :meth:`run_step_backend`. Default: nothing (the local orchestrators hold nothing)."""
+        return
+
     # ------------------------------------------------------------ running
 
     starts_runs_in_process: ClassVar[bool] = True

@@ -214,8 +214,22 @@ class Client:
             run = self.store.runs.update(run.id, update)
         if force:
             stop_recorded_steps(self.store, run.id, self._step_backends(run))
+            never_taken_over = run.orchestrator_host is None
             run = end_unattended(self.store, run, release=self._release)
+            if never_taken_over and run.status.is_finished:
+                self._end_unstarted_run(run)
         return run
+
+    def _end_unstarted_run(self, run: PipelineRunRecord) -> None:
+        """Have the run's orchestrator remove what its platform still holds for a run no
+        process took over (a Kubernetes Job whose pod never started)."""
+        stack_id = self.store.snapshots.get(run.snapshot_id).stack_id
+        if stack_id is None:
+            return
+        stack = self.store.stacks.get_stack(stack_id)
+        orchestrator = self._workspace.component_instance(stack, ComponentType.ORCHESTRATOR)
+        recorded = self.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+        orchestrator.end_unstarted_run(run, {m.key: m.value for m in recorded})
 
     def _step_backends(self, run: PipelineRunRecord) -> Callable[[StepRunRecord], Any]:
         """The kind of backend that started each step of ``run``: its stack's step operator's

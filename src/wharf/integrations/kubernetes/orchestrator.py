@@ -110,6 +110,14 @@ class KubernetesOrchestrator(BaseOrchestrator):
         except InputError as exc:
             raise InputError(f"Orchestrator '{component.name}': {exc}") from None
 
+    @classmethod
+    def check_configuration(cls, configuration: Mapping[str, Any]) -> None:
+        """Refuse at registration what no run could use (an unknown key, a value of the wrong
+        type, an invalid namespace...): the parsing a run does. The kubeconfig and its context
+        are not read: they are the submitting user's (another machine, or set up later) and
+        are checked when a run, stop or schedule needs them."""
+        KubernetesOrchestratorSettings.from_component(configuration)
+
     @property
     def code_travels(self) -> bool:
         return True
@@ -126,6 +134,29 @@ class KubernetesOrchestrator(BaseOrchestrator):
         settings = self.settings.merged(recorded_place(run_metadata))
         clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         return KubernetesStepBackend(clients, settings, image=settings.image or "", labels={})
+
+    def end_unstarted_run(self, run: PipelineRunRecord, run_metadata: Mapping[str, Any]) -> None:
+        """Delete the orchestrator Job of a run a forced stop ended before its pod took it
+        over (its pods go with it) and the run's Secret, where its metadata says they are;
+        one error line, naming what is left, if the cluster refuses or cannot be reached."""
+        name = run_metadata.get(JOB_KEY)
+        if not name:
+            return  # never submitted
+        settings = self.settings.merged(recorded_place(run_metadata))
+        namespace = settings.namespace
+        try:
+            clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+            try:
+                delete_job(clients, namespace, str(name))
+                delete_token_secret(clients, namespace, token_secret_name(run.id))
+            finally:
+                clients.close()
+        except WharfError as exc:
+            raise WharfError(
+                f"Run '{run.name}' is {run.status.value}, but its orchestrator Job "
+                f"{namespace}/{name} is left: {exc} (delete it with `kubectl -n {namespace} "
+                f"delete job {name}`)"
+            ) from None
 
     # ------------------------------------------------------------------ refusing
 
@@ -290,13 +321,21 @@ class KubernetesOrchestrator(BaseOrchestrator):
         self, schedule: ScheduleRecord, active: bool, snapshot: SnapshotRecord | None = None
     ) -> None:
         """Resume (``active``) or suspend the schedule's CronJob (where its snapshot's
-        settings put it, a pipeline-level namespace or context included)."""
+        settings put it, a pipeline-level namespace or context included); a schedule whose
+        CronJob is gone (deleted outside Wharf) is an error saying how to schedule it again:
+        nothing would fire it, whatever its record says."""
         settings = self.settings if snapshot is None else self.run_settings(snapshot.spec)
         clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
-            suspend_cron_jobs(clients, settings.namespace, schedule.id, not active)
+            changed = suspend_cron_jobs(clients, settings.namespace, schedule.id, not active)
         finally:
             clients.close()
+        if not changed:
+            raise WharfError(
+                f"Schedule '{schedule.name}' has no CronJob in namespace {settings.namespace} "
+                "(deleted outside Wharf?): nothing fires it. Delete it with `wharf schedule "
+                f"delete {schedule.name}` and call the pipeline again to schedule it anew."
+            )
 
     def delete_schedule(
         self, schedule: ScheduleRecord, snapshot: SnapshotRecord | None = None
