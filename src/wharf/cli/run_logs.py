@@ -5,9 +5,11 @@ A step's output reaches the artifact store once, when the step ends (``wharf.exe
 log_capture``; an isolated step's file is copied then), so a step is printed whole when it has
 ended. For a step still running, a note says its output appears when it ends; ``--follow`` then
 keeps polling (every :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes)
-and prints each step as it ends, until the run has finished. Invariants: each step run is
-printed at most once; the run's status is read before its steps, so the last poll (the run
-finished) sees every step's final state; Ctrl-C ends the loop between two reads.
+and prints each step as it ends, until the run has finished. A run no orchestrating process has
+taken over yet (a Kubernetes run whose orchestrator pod has not started) gets one note saying so,
+so that a follower does not wait in silence. Invariants: each step run is printed at most
+once; the run's status is read before its steps, so the last poll (the run finished) sees every
+step's final state; Ctrl-C ends the loop between two reads.
 
 A cached step ran in another run: a note names that run instead of repeating its output.
 """
@@ -55,11 +57,21 @@ class RunLogs:
         self._spec = client.get_snapshot(self.run.snapshot_id).spec
         self._printed: set[UUID] = set()
         self._noted: set[UUID] = set()
+        self._noted_start = False
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
         """Print what is new; (whether the run has finished, whether anything was printed)."""
-        finished = self._client.get_pipeline_run(self.run.id).status.is_finished
+        current = self._client.get_pipeline_run(self.run.id)
+        finished = current.status.is_finished
         printed = False
+        if current.is_placeholder and not self._noted_start:
+            self._noted_start = True
+            later = " (--follow waits for it)" if not following else ""
+            self._echo(
+                f"Run '{current.name}' is {current.status.value}: its orchestrator has not "
+                f"started it yet{later}; `wharf runs stop {current.name} --force` ends it."
+            )
+            printed = True
         for step in in_pipeline_order(_steps(self._client, self.run.id), self._spec):
             if step.id in self._printed:
                 continue
