@@ -60,6 +60,16 @@ def badly_tolerant() -> None:
     tolerant()
 
 
+@step(settings={"orchestrator.kubernetes": {"namespace": "elsewhere"}})
+def moved() -> int:
+    return 1
+
+
+@pipeline(code_source="image")
+def with_a_moved_step() -> None:
+    moved()
+
+
 @pipeline(code_source="image", schedule=Schedule(name="nightly", cron_expression="0 3 * * *"))
 def nightly() -> None:
     one()
@@ -236,6 +246,21 @@ def test_an_invalid_toleration_of_a_step_is_refused_before_anything_is_recorded(
     assert message.startswith("Invalid settings['orchestrator.kubernetes'] of step 'tolerant'")
     assert "'pod_settings.tolerations': entry 0" in message
     assert "operator 'Sometimes' must be one of Equal, Exists" in message
+    assert workspace.store.runs.list().items == []
+    assert names(emulator, SECRETS) == [] and names(emulator, JOBS) == []
+
+
+def test_a_step_moving_its_job_to_another_namespace_is_refused_before_anything_is_recorded(
+    workspace: Workspace, emulator: Emulator
+) -> None:
+    """The orchestrator pod would fail the step before its pod; the user learns it now."""
+    with pytest.raises(InputError) as raised:
+        with_a_moved_step.run_in(workspace)
+    assert str(raised.value) == (
+        "Step 'moved': settings['orchestrator.kubernetes'] sets namespace to 'elsewhere', but "
+        "the step's Job runs where the run's other steps run (namespace 'default'): set "
+        "namespace on the component or for the whole pipeline."
+    )
     assert workspace.store.runs.list().items == []
     assert names(emulator, SECRETS) == [] and names(emulator, JOBS) == []
 

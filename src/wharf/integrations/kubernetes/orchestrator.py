@@ -84,7 +84,10 @@ from wharf.integrations.kubernetes.schedules import (
 )
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
-from wharf.integrations.kubernetes.step_settings import pipeline_settings
+from wharf.integrations.kubernetes.step_settings import (
+    check_orchestrated_steps,
+    pipeline_settings,
+)
 from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
@@ -171,6 +174,12 @@ class KubernetesOrchestrator(BaseOrchestrator):
                     "a schedule's runs cannot load it on Kubernetes; define the pipeline in a "
                     "module the script imports."
                 )
+        try:
+            run_settings = self.run_settings(spec)
+        except InputError:
+            pass  # the SDK's settings check names it
+        else:
+            check_orchestrated_steps(run_settings, spec)
         runtimes = super().runtime_policy(spec, step_operator)
         # Every step of a dynamic pipeline runs in a pod of its own too (the pod runs only
         # the pipeline's function).

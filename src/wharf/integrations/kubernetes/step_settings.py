@@ -65,6 +65,27 @@ def step_settings(base: SettingsT, spec: StepSpec) -> SettingsT:
     """The settings of ``spec``'s Job on a backend of ``base`` settings: the step's entry
     layered over ``base``; a RUN_WIDE field set to another value than ``base``'s is refused."""
     settings = layered_for_step(base, spec)
+    _check_run_wide(base, settings, spec)
+    return settings
+
+
+def check_orchestrated_steps(base: KubernetesOrchestratorSettings, spec: PipelineSpec) -> None:
+    """Refuse, before a run of ``spec`` is recorded, a step the orchestrator pod would fail
+    before its pod because its entry moves its Job elsewhere (RUN_WIDE; a step that names a
+    step operator runs there, and may); ``base``: the run's settings. An invalid entry is left
+    to the caller's settings check, which names it. The steps a dynamic pipeline's function
+    calls are known only as it runs: they are checked then."""
+    for step in spec.steps.values():
+        if step.config.step_operator is not None:
+            continue
+        try:
+            settings = layered_for_step(base, step)
+        except InputError:
+            continue
+        _check_run_wide(base, settings, step)
+
+
+def _check_run_wide(base: SettingsT, settings: SettingsT, spec: StepSpec) -> None:
     for name in RUN_WIDE:
         wanted, current = getattr(settings, name), getattr(base, name)
         if wanted != current:
@@ -73,7 +94,6 @@ def step_settings(base: SettingsT, spec: StepSpec) -> SettingsT:
                 f"{wanted!r}, but the step's Job runs where the run's other steps run "
                 f"({name} {current!r}): set {name} on the component or for the whole pipeline."
             )
-    return settings
 
 
 def pipeline_settings(
