@@ -204,6 +204,7 @@ def test_a_context_the_kubeconfig_lacks_is_registered_and_refused_by_the_run(
         ("wrong token", "(HTTP 401): Unauthorized (the cluster refused the kubeconfig's"),
         ("no such namespace", '(HTTP 404): namespaces "ml-team" not found'),
         ("jobs forbidden", '(HTTP 403): jobs.batch is forbidden: User "wharf-test" cannot'),
+        ("secrets unpatchable", "Cannot let the Job own the run's Secret default/wharf-run-env"),
     ],
 )
 def test_a_run_the_cluster_cannot_take_fails_in_one_line_and_leaves_nothing(
@@ -227,14 +228,17 @@ def test_a_run_the_cluster_cannot_take_fails_in_one_line_and_leaves_nothing(
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig_variant(emulator, tmp_path, token="x")))
     elif case == "no such namespace":
         update_orchestrator(workspace, namespace="ml-team")
-    else:  # the run's Secret is created, then its Job refused
+    elif case == "jobs forbidden":  # the run's Secret is created, then its Job refused
         emulator.access.deny("create", "jobs")
+    else:  # the Job is created, then the Secret cannot be given to it: both go
+        emulator.access.deny("patch", "secrets")
     with pytest.raises(WharfError) as raised:
         tiny.run_in(workspace)
     message = str(raised.value)
     assert "\n" not in message and expected in message, message
     assert workspace.store.runs.list().items == []  # the placeholder went with the failure
-    assert names(emulator, SECRETS) == [] and names(emulator, JOBS) == []
+    assert names(emulator, SECRETS) == []
+    assert wait_until(lambda: not names(emulator, JOBS), 30)  # a created Job: its pod first
 
 
 def test_an_invalid_toleration_of_a_step_is_refused_before_anything_is_recorded(

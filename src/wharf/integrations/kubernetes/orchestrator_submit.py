@@ -5,10 +5,11 @@ the store URL), the run has a Secret (``token_secret_name``) holding each one un
 ``secret_key`` and the Job's pod reads them through ``secretKeyRef`` — never as a plain value
 in the Job; the Secret exists before the Job that refers to it, and is then owned by the Job
 (garbage-collected with it, whatever happens to the run's processes); a Job that cannot be
-created leaves no Secret behind (whether the API refused it or could not be reached). An API
-refusal or an unreachable API server becomes a one-line :class:`WharfError` naming what could
-not be done (the object, the namespace) and the server's message or the connection's error
-(:func:`cluster_call`).
+created leaves no Secret behind (whether the API refused it or could not be reached), and a
+Secret the Job cannot be made to own takes the Job away with it (the submission failed: the
+client forgets the run, whose pod must not start). An API refusal or an unreachable API server
+becomes a one-line :class:`WharfError` naming what could not be done (the object, the
+namespace) and the server's message or the connection's error (:func:`cluster_call`).
 """
 
 from __future__ import annotations
@@ -127,8 +128,14 @@ def create_orchestrator_job(
     created = json.loads(response.data)
     if secret is not None:  # collected with the Job, whatever happens to the run's processes
         owned = {"metadata": {"ownerReferences": [owner_reference(created)]}}
-        with cluster_call(f"let the Job own the run's Secret {secret}"):
-            clients.core.patch_namespaced_secret(secret, namespace, owned)
+        try:
+            with cluster_call(f"let the Job own the run's Secret {namespace}/{secret}"):
+                clients.core.patch_namespaced_secret(secret, namespace, owned)
+        except WharfError:  # the run is forgotten: its Job must not start it
+            with suppress(WharfError):
+                delete_job(clients, namespace, args.job_name)
+            _delete_quietly(clients, namespace, secret)
+            raise
     return SubmittedJob(
         namespace=namespace,
         name=created["metadata"]["name"],
