@@ -205,6 +205,7 @@ def test_a_context_the_kubeconfig_lacks_is_registered_and_refused_by_the_run(
         ("no such namespace", '(HTTP 404): namespaces "ml-team" not found'),
         ("jobs forbidden", '(HTTP 403): jobs.batch is forbidden: User "wharf-test" cannot'),
         ("secrets unpatchable", "Cannot let the Job own the run's Secret default/wharf-run-env"),
+        ("failing exec plugin", 'User "system:anonymous" cannot create resource "secrets"'),
     ],
 )
 def test_a_run_the_cluster_cannot_take_fails_in_one_line_and_leaves_nothing(
@@ -226,6 +227,16 @@ def test_a_run_the_cluster_cannot_take_fails_in_one_line_and_leaves_nothing(
         )
     elif case == "wrong token":
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig_variant(emulator, tmp_path, token="x")))
+    elif case == "failing exec plugin":  # the client goes on without credentials
+        config = json.loads(emulator.kubeconfig_path.read_text())
+        config["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": str(tmp_path / "no-such-cloud-cli"),
+            }
+        }
+        (tmp_path / "exec").write_text(json.dumps(config))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "exec"))
     elif case == "no such namespace":
         update_orchestrator(workspace, namespace="ml-team")
     elif case == "jobs forbidden":  # the run's Secret is created, then its Job refused
@@ -236,6 +247,10 @@ def test_a_run_the_cluster_cannot_take_fails_in_one_line_and_leaves_nothing(
         tiny.run_in(workspace)
     message = str(raised.value)
     assert "\n" not in message and expected in message, message
+    if case == "failing exec plugin":
+        assert message.endswith(
+            "an exec plugin such as a cloud CLI may have failed, see the message above)"
+        ), message
     assert workspace.store.runs.list().items == []  # the placeholder went with the failure
     assert names(emulator, SECRETS) == []
     assert wait_until(lambda: not names(emulator, JOBS), 30)  # a created Job: its pod first

@@ -51,6 +51,11 @@ OUTAGE_STATUSES = frozenset({429, 500, 502, 503, 504})
 """Answers of an API server that is overloaded or restarting (its load balancer's included)."""
 OUTAGE_RETRIES = 15
 """Retries of a request in an outage: with the backoff of :func:`outage_retries`, about 62 s."""
+ANONYMOUS = "system:anonymous"
+NO_CREDENTIALS = (
+    " (the request carried no credentials: the kubeconfig's user gave none; an exec plugin "
+    "such as a cloud CLI may have failed, see the message above)"
+)
 CREDENTIALS_REFUSED = (
     " (the cluster refused the kubeconfig's credentials: renew them, e.g. log in to the "
     "cluster again, or check -c context / -c kubeconfig)"
@@ -189,5 +194,9 @@ def api_error(exc: ApiException, action: str) -> WharfError:
         message = body.get("message") or message
     except (TypeError, ValueError):
         pass
-    hint = CREDENTIALS_REFUSED if exc.status == 401 else ""
+    hint = ""
+    if exc.status == 401:
+        hint = CREDENTIALS_REFUSED
+    elif ANONYMOUS in message:
+        hint = NO_CREDENTIALS
     return WharfError(f"Cannot {action} (HTTP {exc.status}): {message}{hint}")
