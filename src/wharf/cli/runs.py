@@ -116,4 +116,10 @@ def stop_run(run: str, force: bool) -> None:
         record = client.stop_run(run, force=force)
     reason = (record.status_reason or "").rstrip(".")
     why = f": {reason}" if record.status.is_finished and reason else ""
+    if not record.status.is_finished and record.orchestrator_host is None:
+        why = (
+            ": no orchestrating process has taken it over yet (e.g. a Kubernetes run whose pod "
+            f"has not started); it ends when one does, or now with `wharf runs stop {record.name} "
+            "--force`"
+        )
     click.echo(f"Run '{record.name}' is {record.status.value}{why}.")

@@ -341,6 +341,13 @@ def test_a_forced_stop_of_a_run_whose_pod_never_started_removes_its_job_and_secr
         f"Run '{name}' is initializing: its orchestrator has not started it yet (--follow waits "
         f"for it); `wharf runs stop {name} --force` ends it."
     ]
+    asked = wharf("runs", "stop", name)  # gracefully: nothing runs it yet to end it
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.strip() == (
+        f"Run '{name}' is stopping: no orchestrating process has taken it over yet (e.g. a "
+        "Kubernetes run whose pod has not started); it ends when one does, or now with "
+        f"`wharf runs stop {name} --force`."
+    )
     stopped = wharf("runs", "stop", name, "--force")
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.startswith(f"Run '{name}' is stopped: Stopped by force")
@@ -355,6 +362,8 @@ def test_a_forced_stop_with_the_cluster_unreachable_says_what_is_left_in_one_lin
 ) -> None:
     name = submitted_async(workspace, emulator)
     unreachable = kubeconfig_variant(emulator, tmp_path, server=closed_port_url())
+    logs = wharf("runs", "logs", name, env={"KUBECONFIG": str(unreachable)})  # the store's only
+    assert logs.returncode == 0 and logs.stderr == "" and "is initializing" in logs.stdout
     stopped = wharf("runs", "stop", name, "--force", env={"KUBECONFIG": str(unreachable)})
     (job,) = names(emulator, JOBS)
     assert_one_line_error(
