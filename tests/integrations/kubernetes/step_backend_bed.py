@@ -6,7 +6,8 @@ instances made by a factory (closed after the test); as fixtures (``emulator``, 
 ``wharf/python:3.11`` is this interpreter (the real step entry point runs), and
 ``wharf/stand-in`` is a shell script standing in for ``python -m wharf.execution.entrypoint ID``
 whose behaviour the attempt's environment picks (``STAND_IN``: ok, fail, sleep; a sleeping one
-writes ``$MARKER.started``, and ``$MARKER`` once it got SIGTERM)."""
+writes ``$MARKER.started``, and ``$MARKER`` once it got SIGTERM, then takes ``$STOP_SECONDS``
+to stop)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ case "$STAND_IN" in
   ok) echo "hello from $3"; echo "token $WHARF_API_KEY"; exit 0 ;;
   fail) echo "failing"; exit 2 ;;
   sleep)
-    trap 'echo terminated > "$MARKER"; echo "stopping $3"; exit 143' TERM
+    trap 'echo terminated > "$MARKER"; echo "stopping $3"; sleep "${STOP_SECONDS:-0}"; exit 143' TERM
     echo "sleeping $3"
     echo started > "$MARKER.started"
     sleep 60 &

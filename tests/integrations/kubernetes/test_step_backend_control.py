@@ -1,6 +1,6 @@
 """The Kubernetes step backend's control of running attempts, on the API emulator and the
 process kubelet (:mod:`.step_backend_bed`): cancelling stops the process with SIGTERM, a Job
-deleted from outside is lost, ``stop_recorded`` (another process) deletes a step run's Job, a
+deleted from outside is lost (its log kept), ``stop_recorded`` (another process) deletes a step run's Job, a
 restarted orchestrator adopts the Job of a running step, and a Job of another step run with the
 same name is refused."""
 
@@ -22,9 +22,11 @@ from tests.store.conftest import World
 from tests.waiting import wait_for
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.errors import InputError
-from wharf.execution.backends import Ended
+from wharf.execution.backends import Ended, StepLaunch
 from wharf.execution.log_capture import read_log
 from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend_deletes import pod_started
 
 
 def test_cancel_stops_the_running_process_with_sigterm(
@@ -48,13 +50,20 @@ def test_cancel_stops_the_running_process_with_sigterm(
     assert log == f"sleeping {attempt.record.id}\nstopping {attempt.record.id}\n"
 
 
+STOPPING_TAKES = "1"
+"""How long the stand-in takes to stop once it got SIGTERM, as a step process does (its log is
+followed from the moment its pod's deletion is seen; a process that ends at once can be gone
+before that)."""
+
+
 def test_a_job_deleted_from_outside_is_lost(
     backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
 ) -> None:
     backend = backend_for()
     marker = tmp_path / "m"
-    handle = backend.submit(launch(world, logs, STAND_IN="sleep", MARKER=str(marker)), None)
-    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
+    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker), STOP_SECONDS=STOPPING_TAKES)
+    handle = backend.submit(attempt, None)
+    wait_until_seen_running(backend, handle)
     backend._clients.batch.delete_namespaced_job(
         handle.job_name, NS, propagation_policy="Background"
     )
@@ -62,6 +71,8 @@ def test_a_job_deleted_from_outside_is_lost(
         handle: (Ended.LOST, "was deleted from outside (its Job is gone)")
     }
     backend.cleanup(handle)
+    # the pod's log was followed from the moment its deletion was seen, to its end
+    assert_log_kept_to_the_end(logs, attempt)
 
 
 def test_stop_recorded_deletes_the_job_of_the_step_run(
@@ -69,15 +80,31 @@ def test_stop_recorded_deletes_the_job_of_the_step_run(
 ) -> None:
     starter = backend_for()
     marker = tmp_path / "m"
-    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker))
+    attempt = launch(world, logs, STAND_IN="sleep", MARKER=str(marker), STOP_SECONDS=STOPPING_TAKES)
     handle = starter.submit(attempt, None)
-    wait_for(lambda: Path(f"{marker}.started").exists(), "the step to start", 10.0)
+    wait_until_seen_running(starter, handle)
     elsewhere = backend_for()  # e.g. in the process of `wharf runs stop --force`
     assert not elsewhere.stop_recorded(world.step())
     assert elsewhere.stop_recorded(attempt.record)
     wait_for(marker.exists, "the SIGTERM marker", 10.0)  # its process got SIGTERM
     assert starter.poll([handle], timeout=30)[handle].ended is Ended.LOST
     starter.cleanup(handle)
+    assert_log_kept_to_the_end(logs, attempt)  # the starter followed the deleted pod's log
+
+
+def wait_until_seen_running(backend: KubernetesStepBackend, handle: KubernetesHandle) -> None:
+    """Until the backend's watch shows the attempt's container started (its process may print
+    before the kubelet reports it running)."""
+    pods = backend.watches[0]
+    wait_for(
+        lambda: any(pod_started(p) for p in pods.objects(handle.job_name)), "the pod running", 10
+    )
+
+
+def assert_log_kept_to_the_end(logs: LocalArtifactStore, attempt: StepLaunch) -> None:
+    assert attempt.record.logs_uri is not None
+    log = read_log(logs, attempt.record.logs_uri)
+    assert log == f"sleeping {attempt.record.id}\nstopping {attempt.record.id}\n"
 
 
 def test_a_restarted_orchestrator_adopts_the_job_of_a_running_step_instead_of_a_second(

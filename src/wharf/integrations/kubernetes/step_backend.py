@@ -3,22 +3,22 @@
 Used by the ``kubernetes`` orchestrator (in its orchestrator pod) and step operator through the
 launch interface (``wharf.execution.backends``). :meth:`KubernetesStepBackend.submit` creates
 one Job per attempt whose pod runs ``python -m wharf.execution.entrypoint <step run id>``, built
-from the backend's settings with the step's own entry layered over them (``step_settings``:
-pod settings, image, service account, backoff margin, deadline, ttl...), with the attempt's
-Wharf settings (credentials through the backend's Secret,
-``step_backend_secret``), labelled with the backend's labels plus the step and its step run id
-(annotations carry the full values). :meth:`~KubernetesStepBackend.poll` answers from two
-shared watches (``pod_watch``: the backend's pods by Job, and its Jobs), never one request
-per step, and a poll wakes only on changes of its own attempts' Jobs and pods; the rules
-are ``step_backend_outcome``'s. ``cancel`` deletes the Job in the foreground and its running
-pods with the grace asked for (following their logs to the end, ``step_backend_logs``); pods
-that outlive it by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports
-(lost): the attempt is then cancelled all the same and they are force-deleted at cleanup;
-``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri`` (none for a
-silent step, as for an inline one) and deletes the Job; ``stop_recorded`` deletes the Jobs
-labelled with a step run's id (the deletes are ``step_backend_deletes``'s); ``close`` stops the
-watches and deletes the Secret. The API's answers to creates and deletes are not decoded (the
-watches show the objects).
+from the backend's settings with the step's own entry layered over them (``step_settings``: pod
+settings, image, service account, backoff margin, deadline, ttl...), with the attempt's Wharf
+settings (credentials through the backend's Secret, ``step_backend_secret``), labelled with the
+backend's labels plus the step and its step run id (annotations carry the full values).
+:meth:`~KubernetesStepBackend.poll` answers from two shared watches (``pod_watch``: the
+backend's pods by Job, and its Jobs), never one request per step, and a poll wakes only on
+changes of its own attempts' Jobs and pods; the rules are ``step_backend_outcome``'s. ``cancel``
+deletes the Job in the foreground and its running pods with the grace asked for; the log of a
+pod being deleted, by a cancel or from outside, is followed to its end (``step_backend_logs``);
+pods that outlive a cancel by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer
+reports (lost): the attempt is then cancelled all the same and they are force-deleted at
+cleanup; ``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri``
+(none for a silent step, as for an inline one) and deletes the Job; ``stop_recorded`` deletes
+the Jobs labelled with a step run's id (the deletes are ``step_backend_deletes``'s); ``close``
+stops the watches and deletes the Secret. The API's answers to creates and deletes are not
+decoded (the watches show the objects).
 
 Retries: the engine records every attempt and submits a new Job for each retry, so a step
 Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
@@ -122,7 +122,8 @@ class _Attempt:
     """After a cancel: when (monotonic) its pods should have ended; past it they never will."""
     outcome: AttemptOutcome | None = None
     followed: dict[str, PodLogFollower] = field(default_factory=dict)
-    """Logs of its pods followed since a cancel (the deleted pods take their logs along)."""
+    """Logs of its pods followed since they began to be deleted or were cancelled (a deleted
+    pod takes its log along)."""
 
 
 class KubernetesStepBackend:
@@ -279,12 +280,8 @@ class KubernetesStepBackend:
             if attempt is None or attempt.outcome is not None:
                 return  # cleaned up, or it ended: nothing to stop
             attempt.cancelled = True
-        pods = [p for p in self._pods.objects(handle.job_name) if not pod_ended(p)]
-        for pod in pods:
-            name = pod_name(pod)
-            if pod_started(pod) and name not in attempt.followed:
-                follower = PodLogFollower(self._clients.core, handle.namespace, name)
-                attempt.followed[name] = follower.start()
+            pods = [p for p in self._pods.objects(handle.job_name) if not pod_ended(p)]
+            self._follow_logs(attempt, pods)
         # A pod deleted with grace 0 vanishes from the API before its process is stopped.
         grace = max(1, math.ceil(grace_seconds))
         with self._condition:
@@ -296,11 +293,14 @@ class KubernetesStepBackend:
         with self._condition:
             attempt = self._attempts.pop(handle)
             self._by_job.pop(handle.job_name, None)
+            pods = self._pods.objects(handle.job_name)
+            if attempt.logs_uri:  # e.g. a Job deleted from outside, its pod not stopped yet
+                self._follow_logs(attempt, [p for p in pods if not pod_ended(p)])
         try:
             if attempt.logs_uri:
-                pods = [str(p["metadata"]["name"]) for p in self._pods.objects(handle.job_name)]
+                names = [pod_name(p) for p in pods]
                 text = collect_pod_logs(
-                    self._clients.core, handle.namespace, pods, attempt.followed
+                    self._clients.core, handle.namespace, names, attempt.followed
                 )
                 if text:  # a silent step costs no file, as an inline one
                     write_log(attempt.logs, attempt.logs_uri, text)
@@ -344,11 +344,12 @@ class KubernetesStepBackend:
     def _changed(self, job_name: str | None) -> None:
         """Under ``_condition`` (from a watch): decide the outcome of the attempt of
         ``job_name`` (None: of all) as soon as it is known, and wake its polls."""
-        if job_name is None:
-            for attempt in self._by_job.values():
+        changed = self._by_job.values() if job_name is None else [self._by_job.get(job_name)]
+        for attempt in changed:
+            if attempt is not None:
                 self._decide(attempt)
-        elif job_name in self._by_job:
-            self._decide(self._by_job[job_name])
+                deleting = [p for p in self._pods.objects(attempt.job_name) if _deleting(p)]
+                self._follow_logs(attempt, deleting)
         if job_name is None:
             for waiting in self._waiters.values():
                 for wake in waiting:
@@ -356,6 +357,16 @@ class KubernetesStepBackend:
         else:
             for wake in self._waiters.get(job_name, ()):
                 wake.set()
+
+    def _follow_logs(self, attempt: _Attempt, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Under ``_condition``: follow the logs of those of ``pods`` that have one and are not
+        followed yet, so that they outlive the pods' deletion (by a cancel, or from outside:
+        ``wharf runs stop --force``, an eviction, ``kubectl delete``)."""
+        for pod in pods:
+            name = pod_name(pod)
+            if pod_started(pod) and name not in attempt.followed:
+                follower = PodLogFollower(self._clients.core, self.namespace, name)
+                attempt.followed[name] = follower.start()
 
     def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
         """The Job ``name`` exists already: adopted when it runs this very step run (started
@@ -450,6 +461,11 @@ def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
     if isinstance(settings, KubernetesOrchestratorSettings):
         return allocated_settings(settings, allocation)
     return allocated_settings(settings, allocation)
+
+
+def _deleting(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod is being deleted (its log goes with it)."""
+    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _overdue(attempt: _Attempt) -> bool:
