@@ -58,7 +58,7 @@ from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
 from wharf.execution.stop_deadline import STOP_GRACE_ENV
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION, allocated_settings
-from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 from wharf.integrations.kubernetes.labels import (
     STEP_KEY,
     STEP_RUN_ID_KEY,
@@ -205,8 +205,32 @@ class KubernetesStepBackend:
         environment[STOP_GRACE_ENV] = str(settings.pod_stop_grace_period)  # a cancel's cut-off
         if self._finish_on_run_stop:
             environment[FINISH_ON_RUN_STOP_ENV] = "1"
-        plain, secret_env = self._secret.split(environment)
         name = self.job_name(record)
+        with cluster_call(f"create the Job {name} of step {record.name} in {self.namespace}"):
+            backoff_limit = self._create_job(attempt, settings, name, environment, annotations)
+        handle = KubernetesHandle(record.id, name, self.namespace)
+        with self._condition:
+            self._attempts[handle] = self._by_job[name] = _Attempt(
+                name,
+                attempt.logs,
+                record.logs_uri,
+                backoff_limit=backoff_limit,
+                waiting_reasons=tuple(settings.fail_on_container_waiting_reasons),
+            )
+        return handle
+
+    def _create_job(
+        self,
+        attempt: StepLaunch,
+        settings: StepSettings,
+        name: str,
+        environment: dict[str, str],
+        annotations: dict[str, str],
+    ) -> int:
+        """Create the attempt's Job (its Secret entries first), or adopt it if it is there; its
+        ``backoffLimit``."""
+        record = attempt.record
+        plain, secret_env = self._secret.split(environment)
         labels = {
             **self._labels,
             STEP_KEY: label_value(record.name),
@@ -231,16 +255,7 @@ class KubernetesStepBackend:
             if exc.status != CONFLICT:
                 raise
             self._check_adoptable(name, record)
-        handle = KubernetesHandle(record.id, name, self.namespace)
-        with self._condition:
-            self._attempts[handle] = self._by_job[name] = _Attempt(
-                name,
-                attempt.logs,
-                record.logs_uri,
-                backoff_limit=int(manifest["spec"]["backoffLimit"]),
-                waiting_reasons=tuple(settings.fail_on_container_waiting_reasons),
-            )
-        return handle
+        return int(manifest["spec"]["backoffLimit"])
 
     def poll(
         self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
