@@ -322,6 +322,34 @@ def test_valid_tolerations_are_kept_as_given() -> None:
     assert settings.pod_settings.tolerations == tolerations
 
 
+def test_a_step_job_the_cluster_cannot_take_is_one_line(
+    emulator: Emulator, tmp_path: Path, world: World, logs: LocalArtifactStore
+) -> None:
+    """What a step's reason says when its Job cannot be created (here, once the client's
+    retries are spent: a ``kubernetes`` step operator or orchestrator pod retries for a minute)."""
+    unreachable = kubeconfig_variant(emulator, tmp_path, server=closed_port_url())
+    clients = kube_clients(kubeconfig=str(unreachable))
+    backend = KubernetesStepBackend(
+        clients,
+        KubernetesOrchestratorSettings(namespace=NAMESPACE),
+        image="wharf/python:3.11",
+        labels={"wharf.io/pipeline": "training"},
+    )
+    attempt = launch(world, logs, STAND_IN="ok")
+    try:
+        with pytest.raises(WharfError) as raised:
+            backend.submit(attempt, None)
+    finally:
+        backend.close()
+        clients.close()
+    message = str(raised.value)
+    assert "\n" not in message
+    job = backend.job_name(attempt.record)
+    step_name = attempt.record.name
+    assert message.startswith(f"Cannot create the Job {job} of step {step_name} in {NAMESPACE}")
+    assert "the Kubernetes API is unreachable" in message
+
+
 # ----------------------------------------------------------------------------- stopping
 
 
@@ -418,31 +446,3 @@ def test_a_schedule_whose_cronjob_was_deleted_by_hand_cannot_be_resumed_and_is_d
     deleted = wharf("schedule", "delete", "nightly", "--yes")
     assert deleted.returncode == 0 and deleted.stdout.strip() == "Deleted schedule 'nightly'."
     assert workspace.store.schedules.list().items == []
-
-
-def test_a_step_job_the_cluster_cannot_take_is_one_line(
-    emulator: Emulator, tmp_path: Path, world: World, logs: LocalArtifactStore
-) -> None:
-    """What a step's reason says when its Job cannot be created (here, once the client's
-    retries are spent: a ``kubernetes`` step operator or orchestrator pod retries for a minute)."""
-    unreachable = kubeconfig_variant(emulator, tmp_path, server=closed_port_url())
-    clients = kube_clients(kubeconfig=str(unreachable))
-    backend = KubernetesStepBackend(
-        clients,
-        KubernetesOrchestratorSettings(namespace=NAMESPACE),
-        image="wharf/python:3.11",
-        labels={"wharf.io/pipeline": "training"},
-    )
-    attempt = launch(world, logs, STAND_IN="ok")
-    try:
-        with pytest.raises(WharfError) as raised:
-            backend.submit(attempt, None)
-    finally:
-        backend.close()
-        clients.close()
-    message = str(raised.value)
-    assert "\n" not in message
-    job = backend.job_name(attempt.record)
-    step_name = attempt.record.name
-    assert message.startswith(f"Cannot create the Job {job} of step {step_name} in {NAMESPACE}")
-    assert "the Kubernetes API is unreachable" in message

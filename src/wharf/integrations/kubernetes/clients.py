@@ -182,7 +182,7 @@ def cluster_call(action: str) -> Iterator[None]:
         raise api_error(exc, action) from None
     except HTTPError as exc:
         cause = getattr(exc, "reason", None) or exc  # MaxRetryError: the last attempt's error
-        reason = " ".join(str(cause).split()) or type(exc).__name__
+        reason = _one_line(cause)
         raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
 
 
