@@ -30,6 +30,7 @@ from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, latest
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_RUN_ID_KEY, label_value
 from wharf.integrations.kubernetes.step_backend import BACKEND_KEY
+from wharf.integrations.kubernetes.step_backend_outcome import being_deleted
 from wharf.store.models import PipelineRunRecord
 from wharf.store.ports import Store
 
@@ -82,7 +83,7 @@ def step_jobs(clients: KubeClients, namespace: str, run_id: UUID) -> dict[str, d
 
 def is_live(job: Mapping[str, Any] | None) -> bool:
     """Whether ``job`` exists, is not being deleted and has not finished."""
-    if job is None or job["metadata"].get("deletionTimestamp"):
+    if job is None or being_deleted(job):
         return False
     conditions = (job.get("status") or {}).get("conditions") or []
     return not any(

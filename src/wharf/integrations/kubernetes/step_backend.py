@@ -82,7 +82,7 @@ from wharf.integrations.kubernetes.step_backend_deletes import (
     pod_started,
 )
 from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
-from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome
+from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome, being_deleted
 from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
 from wharf.integrations.kubernetes.step_settings import step_settings
 from wharf.store.models import StepRunRecord
@@ -363,7 +363,7 @@ class KubernetesStepBackend:
         for attempt in changed:
             if attempt is not None:
                 self._decide(attempt)
-                deleting = [p for p in self._pods.objects(attempt.job_name) if _deleting(p)]
+                deleting = [p for p in self._pods.objects(attempt.job_name) if being_deleted(p)]
                 self._follow_logs(attempt, deleting)
         if job_name is None:
             for waiting in self._waiters.values():
@@ -476,11 +476,6 @@ def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
     if isinstance(settings, KubernetesOrchestratorSettings):
         return allocated_settings(settings, allocation)
     return allocated_settings(settings, allocation)
-
-
-def _deleting(pod: Mapping[str, Any]) -> bool:
-    """Whether the pod is being deleted (its log goes with it)."""
-    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _overdue(attempt: _Attempt) -> bool:

@@ -21,7 +21,7 @@ None while the attempt is still going. Rules, in order:
 from __future__ import annotations
 
 import signal
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from wharf.execution.backends import AttemptOutcome, Ended
@@ -61,17 +61,18 @@ def attempt_outcome(
         stuck = _waiting_for(pods[-1], waiting_reasons)
         if stuck is not None:
             return AttemptOutcome(Ended.FAILED, stuck)
-    if job_deleted or (_being_deleted(job) and ended_pods):
+    if job_deleted or (being_deleted(job) and ended_pods):
         return AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
     return None
 
 
 def _failed_by_itself(pod: KubeObject) -> bool:
     """A failure the Job counts: not a disruption, not a pod killed because it was deleted."""
-    return "DisruptionTarget" not in _true_conditions(pod) and not _being_deleted(pod)
+    return "DisruptionTarget" not in _true_conditions(pod) and not being_deleted(pod)
 
 
-def _being_deleted(obj: KubeObject | None) -> bool:
+def being_deleted(obj: Mapping[str, Any] | None) -> bool:
+    """Whether the object (a Job or a pod) is being deleted: it has a deletionTimestamp."""
     return obj is not None and bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
