@@ -1,30 +1,10 @@
 """Waiting for a step's resource allocation before it launches.
 
-The launcher polls the Resource Manager by *renewing* the pending request's lease (never a
-plain get), so a waiter that dies stops renewing and its request lapses instead of holding a
-place in the queue forever. Polls back off exponentially with jitter (1 s, doubling, at most
-20 s), each reporting runtime state ``pending``. A request this process has just created
-pending is not polled at once: its first lease (a minute) outlives the first wait by more than
-a poll would give it, so the first poll comes after the first delay. It fails fast, naming
-the request and the reason, when the request ends without an allocation (rejected, cancelled,
-expired, released) or is being reclaimed already (preempting, preempted), and when
-``allocation_wait_timeout_seconds`` passes. A poll that finds the Resource Manager (or the
-workspace server in between) unreachable is not an answer: the waiter keeps waiting on the same
-schedule and gives up only at the timeout, so a restart of either costs a step nothing. Time
-and randomness are injected.
-
-Between polls the waiter sits in a wait room (:class:`WaitRoomLike`: the step-resources port's
-:class:`wharf.execution.resources.wait_room.WaitRoom`) that hands it its request as soon as the
-request leaves the queue, so a freed slot is taken at once while the polls keep the lease alive.
-A room that already knows the request left the queue (it was created allocated) wakes the waiter
-as it enters: no poll at all, the launcher marks the step started next.
-A poll that finds the request still queued is told once to ``on_pending`` (the launcher reports
-the wait, with the Resource Manager's reason, as progress): a request allocated before its first
-poll is never reported as waiting.
-A wait can be cut short from any thread through a :class:`WaitStop` (a graceful stop of the
-run): the waiter wakes at once and raises :class:`~wharf.execution.interrupt.StepInterrupted`
-with the stop's reason, before it looks at what woke it.
-Invariant: the waiter enters the room before its first renewal reads the status and leaves it
+Owns :class:`AllocationWaiter` (polls by renewing the pending request's lease, between polls
+sits in a wait room), :class:`WaitStop` (cuts a wait short) and :class:`AllocationFailedError`.
+Invariants: a waiter polls only by renewing (never a plain get), so a dead waiter's request
+lapses; an unreachable Resource Manager is not an answer (the waiter gives up only at the
+timeout); the waiter enters the room before its first renewal reads the status and leaves it
 only when it returns or raises, so no wake-up between a poll and the next wait is lost.
 """
 
@@ -133,6 +113,26 @@ class WaitStop:
 
 @dataclass
 class AllocationWaiter:
+    """Waits for one request's allocation (:meth:`wait`).
+
+    Polls renew the pending request's lease and back off exponentially with jitter
+    (:data:`INITIAL_POLL_SECONDS`, doubling, at most :data:`MAX_POLL_SECONDS`), each reporting
+    runtime state ``pending``. A request this process has just created pending is first polled
+    after the first delay (its first lease outlives it). The wait fails fast, naming the
+    request and the reason, when the request ends without an allocation or is being reclaimed
+    (:data:`FAIL_FAST`), and when ``allocation_wait_timeout_seconds`` passes. A poll that finds
+    the Resource Manager (or the workspace server in between) unreachable keeps the same
+    schedule, so a restart of either costs a step nothing.
+
+    Between polls the waiter sits in the wait room (:class:`WaitRoomLike`:
+    :class:`wharf.execution.resources.wait_room.WaitRoom`), which hands it its request as soon
+    as it leaves the queue; a room that already knows it left (created allocated) wakes the
+    waiter as it enters, with no poll at all. A poll that finds the request still queued is
+    told once to ``on_pending``: a request allocated before its first poll is never reported
+    as waiting. On a stop (``stop``) the waiter wakes at once and raises
+    :class:`~wharf.execution.interrupt.StepInterrupted` before it looks at what woke it.
+    """
+
     requests: RenewRequests
     clock: Callable[[], datetime]
     sleep: Callable[[float], object]

@@ -1,32 +1,14 @@
 """The cache decisions of a run's steps, several steps per store call.
 
-Owns :class:`CacheDecisions`, one per launcher (per run). A step that got its parallelism slot
-decides caching with :meth:`CacheDecisions.decide`: the lookup and, on a miss, the creation of
-its first attempt's step run (on a hit, the record of the cached step run). Steps that decide at
-the same moment are combined (:class:`wharf.combining.Combiner`) into one
-``steps.find_cached_or_create_many`` call (:mod:`wharf.execution.step_writes`; two if some
-record their hits in it and some do not: a queued step records its hit itself), whose lookup
-time is taken when the call is made: never before any of its steps got its slot.
-
-Looking ahead: threads of one run that reach the decision together are few (at most the
-run's parallelism), so a batch also takes, from the runner's ready steps
-(:class:`ReadySteps`, attached by the DAG runner), steps that have no slot yet and may only be
-recorded as cached (``create`` False for them): a hit is recorded and handed back to the
-runner as the step's outcome (it needs no slot: it starts nothing); a miss creates nothing and
-goes back to the ready steps, to be decided again against the latest store state once it gets
-its slot. How far a batch looks ahead adapts to what the last batch found: twice its hits while
-every step looked at ahead was cached, only the hits found ahead after a miss among them, so a
-run whose steps miss soon stops looking ahead, and a fully cached run's batches grow to
-:data:`MAX_BATCH` steps.
-
-Invariants:
+Owns :class:`CacheDecisions`, one per launcher (per run); a step that got its parallelism slot
+decides caching with :meth:`CacheDecisions.decide`. Invariants:
 - a step run is created (a step starts) only for a step decided after it got its slot, against
   the store state at that decision; a ready step looked at ahead is recorded cached or left
   untouched;
 - a call refused because the run is stopping (``RunStoppingError``) refuses every step of it,
-  as each alone would be (the step never started); any other error of a call (all or nothing)
-  has each of its steps decided again alone, so it fails only the step it belongs to; the
-  steps looked at ahead are handed back to the runner whatever happens.
+  as each alone would be; any other error of a call (all or nothing) has each of its steps
+  decided again alone, so it fails only its own step; the steps looked at ahead are handed
+  back to the runner whatever happens.
 """
 
 from __future__ import annotations
@@ -80,7 +62,22 @@ class _Decision:
 
 
 class CacheDecisions(Combiner[_Decision]):
-    """The cache decisions of one run (see the module docstring).
+    """The cache decisions of one run.
+
+    A decision is the lookup and, on a miss, the creation of the step's first attempt's step
+    run (on a hit, the record of the cached step run). Steps that decide at the same moment are
+    combined (:class:`wharf.combining.Combiner`) into one ``steps.find_cached_or_create_many``
+    call (two if some record their hits in it and some do not: a queued step records its hit
+    itself), whose lookup time is taken when the call is made: never before any of its steps
+    got its slot.
+
+    Looking ahead: a batch also takes, from the runner's ready steps (:class:`ReadySteps`,
+    attached by the DAG runner), steps that have no slot yet and may only be recorded as
+    cached: a hit is handed back to the runner as the step's outcome (it starts nothing); a
+    miss creates nothing and goes back to the ready steps, to be decided again once it gets
+    its slot. How far a batch looks ahead adapts to the last batch: twice its hits while every
+    step looked at ahead was cached, only the hits found ahead after a miss among them, up to
+    :data:`MAX_BATCH` steps.
 
     ``prepare``: the first attempt's step run of a ready step looked at ahead, or None if it
     is not to be decided ahead (its cache key cannot be computed); ``wanted``: whether a ready

@@ -1,36 +1,15 @@
 """Running a static pipeline's steps in upstream order, in threads of this process.
 
-Invariants:
-- a step starts only after all its upstream steps succeeded (completed or cached);
-- at most ``max_parallelism`` steps run at once;
-- once the run is stopping (or stopped), no new step starts: the store refuses to create a step
-  run in such a run (``RunStoppingError``), in the same write that would start the step, so a
-  stop from any process takes effect at the next step boundary without a read per step; steps
-  already running are interrupted at their next safe point (their heartbeat, or the
-  orchestrator's ``RunStopper``) and end stopped, unless their backend lets them finish;
+Owns :class:`DagRunner` (one per run) and its schedule. Invariants:
+- a step starts only after all its upstream steps succeeded (completed or cached), and at most
+  ``max_parallelism`` steps run at once; a step that never starts gets no step run record;
+- once the run is stopping, no new step starts: the store refuses the step run's creation
+  (``RunStoppingError``) in the write that would start it; running steps are interrupted at
+  their next safe point and end stopped, unless their backend lets them finish;
 - a forced stop (``ForcedStop`` raised in the calling thread) does not wait for running steps;
 - on a failure: FAIL_FAST starts nothing more and interrupts running steps (they end stopped);
   STOP_ON_FAILURE starts nothing more and lets running steps finish; CONTINUE_ON_FAILURE keeps
   starting every step that does not depend on a failed one.
-Steps that never start get no step run record.
-
-Looking ahead (``look_ahead``, the launcher's
-:class:`~wharf.execution.cache_decisions.CacheDecisions`): while the run lasts, ready steps
-that have no slot yet may be claimed and settled without one -- ended cached (a cached step
-starts nothing) or handed back ready, at the front of the queue. A claimed step never starts;
-the runner waits for claimed steps as for running ones; nothing is claimed once the schedule is
-halted.
-
-Resuming a run another process started: the steps it finished are given as ``done`` (recorded
-as if they had just ended, in upstream order, execution mode applied) and never launched; the
-steps it left in flight (``in_flight``) are launched first, even when the schedule is halted
-or full, so that each is taken over (the launcher adopts its attempt) and never left unwatched.
-
-The schedule (which steps may start) is updated under one lock by the thread that ends a step,
-and that thread goes on with one of the steps that became ready: a chain of steps runs on one
-thread, without a hand-over to the calling thread and back between two steps; each other step
-that became ready gets a thread of its own, which ends with its branch (no thread is kept
-between runs). The calling thread only starts the first steps and waits for the last one.
 """
 
 from __future__ import annotations
@@ -101,6 +80,21 @@ class DagOutcome:
 
 
 class DagRunner:
+    """Runs the steps of one run (:meth:`run`).
+
+    The schedule (which steps may start) is updated under one lock by the thread that ends a
+    step, and that thread goes on with one of the steps that became ready: a chain of steps
+    runs on one thread; each other step that became ready gets a thread of its own, which ends
+    with its branch (no thread is kept between runs). The calling thread only starts the
+    first steps and waits for the last one.
+
+    Looking ahead (``look_ahead``, the launcher's
+    :class:`~wharf.execution.cache_decisions.CacheDecisions`): while the run lasts, ready steps
+    that have no slot yet may be claimed and settled without one -- ended cached or handed
+    back ready, at the front of the queue. A claimed step never starts; the runner waits for
+    claimed steps as for running ones; nothing is claimed once the schedule is halted.
+    """
+
     def __init__(
         self,
         spec: PipelineSpec,
@@ -117,9 +111,11 @@ class DagRunner:
         """``read_stop_at_end``: read the run's status once the steps are done, to report a
         stop that no step saw. A caller that ends the run with ``runs.finish`` may pass False:
         that write reads the status itself and ends a stopping run stopped. ``done`` and
-        ``in_flight``: when resuming a run, the steps an earlier process finished and those it
-        left in flight (see the module docstring); ``look_ahead``: given the run's ready steps
-        while the run lasts, to settle those cached before they get a slot."""
+        ``in_flight``: when resuming a run, the steps an earlier process finished (recorded
+        as if they had just ended, in upstream order, execution mode applied; never launched)
+        and those it left in flight (launched first, even when the schedule is halted or full,
+        so that each is taken over and never left unwatched); ``look_ahead``: given the run's
+        ready steps while the run lasts, to settle those cached before they get a slot."""
         self._look_ahead = look_ahead
         self._done = dict(done or {})
         self._in_flight = frozenset(in_flight)

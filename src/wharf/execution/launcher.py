@@ -1,51 +1,11 @@
 """Launching one step of a run: decide caching right before it runs, then run its attempts.
 
-Order of events for a step (each arrow is a store write):
-    compute cache key -> cached run found?  -> step run CACHED (outputs reused)        [done]
-                      -> step run RUNNING   -> attempt (inline or isolated) ends:
-                           completed / failed / stopped / cancelled                   [done]
-                           retrying -> wait (delay x backoff) -> new step run attempt+1 [again]
-A retry is a new step run; an interrupted step is never retried. Every step-run creation can
-be refused with ``RunStoppingError`` when the run is stopping: for a step's first attempt it
-propagates (the step never started; the runner stops starting steps), for a retry the step ends
-stopped with its last attempt.
-
-The cache lookup and the creation of the first attempt's step run are one decision, made once
-the step has its parallelism slot, against the store state of that moment; on a hit the same
-call records the cached step run and answers the found step's output versions, so a hit needs
-no other request, even in a process that never saw the found step. The run's decisions
-(:class:`~wharf.execution.cache_decisions.CacheDecisions`, ``decisions``) combine the steps
-that decide at the same moment into one ``steps.find_cached_or_create_many`` call, and look at
-ready steps ahead (the DAG runner attaches them): those cached are recorded in the same call,
-the others are decided again when they get their slot.
-
-Each of these moments is told to ``services.progress`` (started, cached, waiting for resources,
-retrying, ended) from what the launcher holds already: no store call of its own.
-
-A step that asks for resources is queued when ``services.resources`` (the step-resources port,
-:mod:`wharf.execution.resources`) is there: its request is made through that port before its
-queued step run is written (:mod:`wharf.execution.step_writes`; the server makes it in team
-mode), and the launcher waits for the allocation and marks it started
-(:mod:`wharf.execution.allocation_waits`) and tells the port when the step ended, all through
-that port. A wait that ends without an allocation ends the step failed, except that a graceful
-stop of the run (``stops``: each wait is registered there while it lasts) cuts the wait short
-and ends the step stopped. Each step run created queued is told
-to the run's :class:`~wharf.execution.resources.run_requests.RunRequests`, so the run's end
-settles what a failed write left behind.
-
-A launcher resuming a run another process started (``resumed``,
-:class:`~wharf.execution.run_lifecycle.Resumption`) goes on from each step's latest step run
-instead of deciding caching and creating a first attempt: an attempt in flight that the backend
-can take over is submitted again (the backend adopts it: never a second process for one step
-run), one in flight that lost its process ends failed (stopped if the run is stopping), a
-queued one waits for its allocation again, a retrying one gets its next attempt. When the
-run's steps are called by a dynamic pipeline's function run again (``check_replay``), an
-earlier step run is gone on from only for the same call
-(:func:`~wharf.execution.run_lifecycle.replay_differs`); the first call that differs raises
-:class:`ReplayDivergedError` (as does every launch after it: the run ends failed), and an
-earlier attempt that will not be gone on from (that call's, or one the function never calls
-again: :meth:`StepLauncher.end_unreached`) is ended, failed (stopped if the run is stopping),
-its process ended through ``stop_recorded``.
+Owns :class:`StepLauncher` (one per run: :meth:`StepLauncher.launch` per step,
+:meth:`StepLauncher.end_unreached` once a replayed function ended) and
+:class:`ReplayDivergedError`. Invariants: a retry is a new step run and an interrupted step is
+never retried; the cache lookup and the creation of a step's first attempt are one decision,
+made once the step has its parallelism slot (:mod:`wharf.execution.cache_decisions`); an
+attempt in flight that is resumed is adopted by its backend, never run in a second process.
 """
 
 from __future__ import annotations
@@ -94,10 +54,38 @@ NOT_CALLED_AGAIN = "not called again after the run's orchestrator restarted"
 
 class ReplayDivergedError(StepExecutionError):
     """A dynamic pipeline's function, run again to resume its run, called a step differently
-    from the earlier process (see the module docstring)."""
+    from the earlier process (:func:`~wharf.execution.run_lifecycle.replay_differs`).
+
+    An earlier step run is gone on from only for the same call; the first call that differs
+    raises this, as does every launch after it (the run ends failed)."""
 
 
 class StepLauncher:
+    """Launches the steps of one run, each with its attempts.
+
+    Order of events for a step (each arrow is a store write)::
+
+        compute cache key -> cached run found? -> step run CACHED (outputs reused)    [done]
+                          -> step run RUNNING  -> attempt (inline or isolated) ends:
+                               completed / failed / stopped / cancelled               [done]
+                               retrying -> wait (delay x backoff) -> attempt+1        [again]
+
+    Every step-run creation can be refused with ``RunStoppingError`` when the run is stopping:
+    for a step's first attempt it propagates (the step never started; the runner stops
+    starting steps), for a retry the step ends stopped with its last attempt. On a cache hit
+    the decision (``decisions``) records the cached step run and answers the found step's
+    output versions, so a hit needs no other request, even in a process that never saw the
+    found step. Each moment (started, cached, waiting for resources, retrying, ended) is told
+    to ``services.progress`` from what the launcher holds already: no store call of its own.
+
+    A step that asks for resources is queued when ``services.resources`` (the step-resources
+    port, :mod:`wharf.execution.resources`) is there: its request is made through that port
+    before its queued step run is written (:mod:`wharf.execution.step_writes`), the launcher
+    waits for the allocation (:mod:`wharf.execution.allocation_waits`) and tells the port when
+    the step ended. A wait that ends without an allocation ends the step failed, except that a
+    graceful stop of the run (``stops``) cuts it short and ends the step stopped.
+    """
+
     def __init__(
         self,
         services: RunServices,
@@ -119,7 +107,9 @@ class StepLauncher:
         the steps an earlier process of the run started; ``check_replay``: its steps are
         called again by a dynamic pipeline's function; ``stop_recorded``: ends an earlier
         attempt that still runs (through the kind of backend that started it) when it is not
-        gone on from (see the module docstring)."""
+        gone on from (that call differs, or the function never calls it again:
+        :meth:`end_unreached`); such an attempt is ended failed, stopped if the run is
+        stopping."""
         self._resumed = dict(resumed.steps) if resumed is not None else {}
         self._check_replay = check_replay
         self._stop_recorded = stop_recorded
@@ -252,7 +242,10 @@ class StepLauncher:
         record: StepRunRecord,
     ) -> StepOutcome:
         """Go on with a step whose latest step run ``record`` an earlier process of the run
-        created (see the module docstring)."""
+        created, instead of deciding caching and creating a first attempt: an attempt in
+        flight that the backend can take over is submitted again (the backend adopts it), one
+        in flight that lost its process ends failed (stopped if the run is stopping), a queued
+        one waits for its allocation again, a retrying one gets its next attempt."""
         cache_key = record.cache_key or ""
         status = record.status
         if status in IN_FLIGHT_STATUSES:

@@ -1,32 +1,15 @@
 """Stopping a run from the process that orchestrates it: gracefully, or by force.
 
-One semantics for a graceful stop, whoever asks (``wharf runs stop``, ``Client.stop_run``, a
-Ctrl-C or SIGTERM in the orchestrating process): no new step starts (the store refuses to
-create step runs in a stopping run), running steps are interrupted at their next safe point
-and end stopped (except isolated steps whose backend lets them finish, such as the Kubernetes
-orchestrator's step pods: ``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run
-ends stopped. A forced stop also ends isolated attempts at once, through the backend that
-started each one.
+Owns :class:`RunStopper` (the run's attempts in flight, registered by :class:`TrackedInline`
+and :class:`TrackedBackend`), and :func:`stop_recorded_steps` for a forced stop from another
+process. A graceful stop means the same whoever asks (``wharf runs stop``,
+``Client.stop_run``, Ctrl-C or SIGTERM): no new step starts, running steps are interrupted at
+their next safe point and end stopped (except isolated steps whose backend lets them finish:
+``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run ends stopped. A forced stop
+also ends isolated attempts at once, through the backend that started each one.
 
-A :class:`RunStopper` knows the attempts of its run that are in flight, registered by the
-executor and backend wrappers (:class:`TrackedInline`, :class:`TrackedBackend`) while each
-one runs:
-
-- :meth:`RunStopper.stop` moves the run to stopping (isolated steps learn it from their
-  heartbeat, as with ``wharf runs stop``) and interrupts every inline attempt and every wait
-  for resources at once, and any that registers afterwards (an attempt before its user code
-  starts); the run's heartbeat calls it too when it learns of a stop recorded elsewhere;
-- :meth:`RunStopper.force` ends every isolated attempt through the backend that started it,
-  waits (bounded) for their waiters to record them, then records every step run of the run
-  that is still unfinished (e.g. inline code stuck in native code) as stopped: a finished run
-  never has a step left running.
-
-Another process (``wharf runs stop --force``) force-stops attempts with
-:func:`stop_recorded_steps`, through the kind of backend that started each one; the
-orchestrating process learns of the forced stop from its run's heartbeat and ends its attempts
-itself (:meth:`RunStopper.end_attempts`).
-
-Invariant: once stopping, always stopping (both methods are idempotent).
+Invariants: once stopping, always stopping (both stops are idempotent); a finished run never
+has a step left running.
 """
 
 from __future__ import annotations
@@ -91,6 +74,12 @@ class ForcedOutcome:
 
 
 class RunStopper:
+    """Stops one run's attempts in flight in this process (:meth:`stop`, :meth:`force`).
+
+    Another process (``wharf runs stop --force``) force-stops attempts with
+    :func:`stop_recorded_steps`; this process learns of it from its run's heartbeat and ends
+    its attempts itself (:meth:`end_attempts`)."""
+
     def __init__(self, store: Store, run_id: UUID, *, release: ReleaseEnded | None = None) -> None:
         """``release``: told of each step a forced stop ended (releases its request)."""
         self._store = store
@@ -132,8 +121,11 @@ class RunStopper:
     # ------------------------------------------------------------------ stopping
 
     def stop(self, *, recorded: bool = False) -> None:
-        """Stop gracefully (see the module docstring). Safe to call from any thread.
-        ``recorded``: the run is stopping in the store already (a stop asked elsewhere)."""
+        """Stop gracefully: move the run to stopping (isolated steps learn it from their
+        heartbeat) and interrupt every inline attempt and every wait for resources at once,
+        and any that registers afterwards. Safe to call from any thread (the run's heartbeat
+        calls it when it learns of a stop recorded elsewhere). ``recorded``: the run is
+        stopping in the store already (a stop asked elsewhere)."""
         with self._cond:
             first = not self.stopping
             self.stopping = True
@@ -149,8 +141,11 @@ class RunStopper:
             region.interrupt(STOP_REASON)
 
     def force(self) -> ForcedOutcome:
-        """Stop by force (see the module docstring); call from the orchestrating thread once
-        it no longer waits for the run's steps. Returns how the run ends."""
+        """Stop by force: stop, end every isolated attempt through the backend that started
+        it, wait (bounded) for their waiters to record them, then record every step run still
+        unfinished (e.g. inline code stuck in native code) as stopped. Call from the
+        orchestrating thread once it no longer waits for the run's steps. Returns how the run
+        ends."""
         self.stop()
         self.end_attempts()
         deadline = time.monotonic() + RECORD_WAIT_SECONDS

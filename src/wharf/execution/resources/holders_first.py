@@ -1,31 +1,12 @@
 """Holders first: the bookkeeping of steps that hold an allocation goes before the creation of
 steps that will wait for one.
 
-Owns :class:`HoldersFirst`. A step that holds its resources spends a short, latency-critical
-stretch on bookkeeping at each end of its allocation: from "allocated" to its user code
-(renew the lease to ``submitted``, publish running, set up) and from its user code's return to
-"released" (save outputs, record its end, release). Its slot sits idle all that time. A burst
-of new steps (``step.map`` over hundreds of items) competes with it for the GIL and for the
-database's single writer, although a step being created has nothing to run yet.
-
-So a holder's thread marks its stretch (:meth:`HoldersFirst.begin` / :meth:`HoldersFirst.end`,
-or :meth:`HoldersFirst.holding`), and a step that will queue for resources is prepared and
-created inside :meth:`HoldersFirst.creating`: only :data:`CREATING_AT_ONCE` threads create at
-once, and each first waits while any holder is in its stretch, unless no step of the process
-waits for an allocation (``queued``): then capacity may be free and the creation is what fills
-it. So the first wave of a burst starts without waiting for the stretches of its first steps,
-the slots start (and end) nearly together, and a step created behind waiting ones, which could
-not be allocated before them anyway, gives way. The rest of a burst sleeps on a
-semaphore or a condition, taking neither the GIL nor the database. Waiters' keep-alive polls
-are deliberately not held back: the Resource Manager combines concurrent renewals into one
-transaction, and releasing a crowd of deferred polls at once cost more than it saved.
-
-Invariants:
-- a stretch belongs to a thread: :meth:`begin` and :meth:`end` are idempotent per thread, so
-  the layers an attempt passes through can each open, pause or close it without double
-  counting, and the outermost one closes it in a ``finally`` (a holder count never leaks);
-- creation is delayed, never starved nor skipped: :meth:`creating` waits at most
-  ``max_queue`` seconds for a turn and ``max_wait`` more for holders, whatever others do;
+Owns :class:`HoldersFirst`. Invariants:
+- a stretch belongs to a thread: :meth:`HoldersFirst.begin` and :meth:`HoldersFirst.end` are
+  idempotent per thread, and the outermost layer closes it in a ``finally`` (a holder count
+  never leaks);
+- creation is delayed, never starved nor skipped: :meth:`HoldersFirst.creating` waits at most
+  ``max_queue`` seconds for a turn and ``max_wait`` more for holders;
 - holders never wait, for each other or for creations: a stretch only counts.
 """
 
@@ -39,15 +20,27 @@ from contextlib import contextmanager
 MAX_DEFER_SECONDS = 0.25
 """Longest a creation waits for holders once it has its turn."""
 CREATING_AT_ONCE = 1
-"""Threads preparing and creating queued steps at once. One creation takes a few milliseconds,
-far ahead of the rate at which slots free up; concurrent creations only race each other for
-the database's write lock, whose busy handler sleeps (with four, a creation took 10-25 ms)."""
+"""Threads preparing and creating queued steps at once: concurrent creations only race each
+other for the database's write lock."""
 MAX_QUEUE_SECONDS = 2.0
 """Longest a creation waits for its turn among :data:`CREATING_AT_ONCE` (then it goes anyway)."""
 
 
 class HoldersFirst:
-    """Counts the threads in a holder's stretch; lets optional work wait for them."""
+    """Counts the threads in a holder's stretch; lets optional work wait for them.
+
+    A step that holds its resources spends a short, latency-critical stretch on bookkeeping at
+    each end of its allocation: from "allocated" to its user code (renew the lease, publish
+    running, set up) and from its user code's return to "released" (save outputs, record its
+    end, release). A burst of new steps (``step.map`` over hundreds of items) competes with it
+    for the GIL and the database's single writer, although a step being created has nothing
+    to run yet. So a holder's thread marks its stretch (:meth:`begin` / :meth:`end`, or
+    :meth:`holding`), and a step that will queue for resources is prepared and created inside
+    :meth:`creating`: only :data:`CREATING_AT_ONCE` threads create at once, and each first
+    waits while any holder is in its stretch, unless no step of the process waits for an
+    allocation (``queued``): then capacity may be free and the creation is what fills it.
+    Waiters' keep-alive polls are not held back: the Resource Manager combines concurrent
+    renewals into one transaction."""
 
     def __init__(
         self,
