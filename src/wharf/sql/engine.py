@@ -1,28 +1,12 @@
 """Database URLs, engines, and the transaction helper every repository goes through (the
-store's and the Resource Manager's).
+store's and the Resource Manager's): :func:`create_sql_engine` and :class:`Database`.
 
 Invariants:
 - One engine (one connection pool) per opened database; nothing here runs at import time.
-- A SQLite file's directory must exist: a mistyped path is refused, never created silently
-  (the default store's directory is made by ``wharf.config``).
-- SQLite: WAL mode, ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout; the log is
-  checkpointed off the writers' path (:mod:`.checkpoints`). Write transactions start with
-  ``BEGIN IMMEDIATE`` (the write lock is taken *before* reading, so processes neither deadlock
-  on a lock upgrade nor lose an update), tried every few ms while other writers hold it; read-only
-  transactions use a deferred ``BEGIN`` and never wait for writers.
-- :meth:`Database.autocommit` runs statements that are atomic on their own without a
-  surrounding transaction (on MySQL/MariaDB: an ordinary write transaction).
-- Pools keep ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for peaks (SQLAlchemy's
-  5 + 10 made a busy server worker reopen PostgreSQL backends); a PostgreSQL/MySQL connection
-  idle for over ``PING_AFTER_IDLE_SECONDS`` is pinged before use, one in steady use is not
-  (after a database restart its first failure invalidates the whole pool).
-- MySQL/MariaDB connections use ``READ COMMITTED``, as PostgreSQL does by default.
-- PostgreSQL/MySQL connections have connect, statement and socket timeouts
-  (:mod:`.timeouts`, set in the URL's query): a database that stops answering fails the request
-  in seconds with ``StoreUnavailableError`` and the pool replaces the connection; a request
-  waits at most ``POOL_TIMEOUT_SECONDS`` for a pooled connection.
-- :meth:`Database.read` / :meth:`Database.write` are the only places where SQLAlchemy exceptions
-  are caught and converted (see :mod:`wharf.sql.errors`).
+- On SQLite, write transactions take the write lock before reading (``BEGIN IMMEDIATE``);
+  read-only transactions use a deferred ``BEGIN`` and never wait for writers.
+- :class:`Database` is the only place where SQLAlchemy exceptions are caught and converted
+  (see :mod:`wharf.sql.errors`).
 """
 
 from __future__ import annotations
@@ -105,7 +89,15 @@ def mask_url(url: str | URL) -> str:
 
 
 def create_sql_engine(url: str | URL) -> Engine:
-    """An engine for ``url`` configured as described in the module docstring.
+    """An engine for ``url``: a pool of ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for
+    peaks (SQLAlchemy's 5 + 10 made a busy server worker reopen PostgreSQL backends), waited for
+    at most ``POOL_TIMEOUT_SECONDS``.
+
+    SQLite is configured by :func:`_sqlite_engine`. PostgreSQL/MySQL connections have connect,
+    statement and socket timeouts (:mod:`.timeouts`, set in the URL's query), so a database that
+    stops answering fails the request in seconds with ``StoreUnavailableError`` and the pool
+    replaces the connection; they are pinged only after sitting idle (:func:`_ping_when_idle`).
+    MySQL/MariaDB connections use ``READ COMMITTED``, as PostgreSQL does by default.
 
     Public so that other components sharing the embedded SQLite file (the in-process Resource
     Manager) get the same locking discipline.
@@ -137,8 +129,10 @@ def create_sql_engine(url: str | URL) -> Engine:
 
 
 def _ping_when_idle(engine: Engine) -> None:
-    """Ping a pooled connection on checkout only if it sat idle for a while (see the module
-    docstring); SQLAlchemy's ``pool_pre_ping`` pings on every checkout."""
+    """Ping a pooled connection on checkout only if it sat idle for over
+    ``PING_AFTER_IDLE_SECONDS``; one in steady use is not pinged (after a database restart its
+    first failure invalidates the whole pool), whereas SQLAlchemy's ``pool_pre_ping`` pings on
+    every checkout."""
 
     @event.listens_for(engine, "checkin")
     def _checked_in(_dbapi_connection: Any, record: Any) -> None:
@@ -172,6 +166,14 @@ def _enable_wal(cursor: Any) -> None:
 
 
 def _sqlite_engine(url: URL) -> Engine:
+    """An engine for a SQLite file, whose directory must exist: a mistyped path is refused, never
+    created silently (the default store's directory is made by ``wharf.config``).
+
+    WAL mode, ``synchronous=NORMAL``, foreign keys on, a ``SQLITE_BUSY_TIMEOUT_SECONDS`` busy
+    timeout; the log is checkpointed off the writers' path (:mod:`.checkpoints`). Write
+    transactions start with ``BEGIN IMMEDIATE`` (:func:`_begin_immediate`), so processes neither
+    deadlock on a lock upgrade nor lose an update.
+    """
     database = url.database
     if not database or database == ":memory:" or url.query.get("mode") == "memory":
         raise InputError(
@@ -233,8 +235,8 @@ def _begin_immediate(driver: Any) -> None:
     """``BEGIN IMMEDIATE``, waiting up to ``SQLITE_BUSY_TIMEOUT_SECONDS`` for the write lock in
     tries of ``SQLITE_LOCK_TRY_MS``. SQLite's busy handler alone sleeps ever longer between its
     tries (100 ms each after the first 228 ms), so among many writers one that waited a while
-    keeps missing the lock to writers that just came, for seconds (``bench/sqlite_write_lock.py``);
-    with short tries it sleeps a few ms at most. The connection's full busy timeout is restored
+    keeps missing the lock to writers that just came (``bench/sqlite_write_lock.py``); with short
+    tries it sleeps a few ms at most. The connection's full busy timeout is restored
     for the statements that follow (an autocommit write, a checkpoint)."""
     deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
     driver.execute(f"PRAGMA busy_timeout = {SQLITE_LOCK_TRY_MS}")
@@ -251,7 +253,11 @@ def _begin_immediate(driver: Any) -> None:
 
 
 class Database:
-    """An engine plus the store's clock; runs functions in converted, retried transactions."""
+    """An engine plus the store's clock; runs functions in converted, retried transactions.
+
+    :meth:`autocommit` runs statements that are atomic on their own without a surrounding
+    transaction (on MySQL/MariaDB: an ordinary write transaction).
+    """
 
     def __init__(self, engine: Engine, masked_url: str, clock: Clock | None = None) -> None:
         self.engine = engine

@@ -2,28 +2,15 @@
 
 ``migrations/versions`` must create exactly this schema (a test runs Alembic's autogenerate
 comparison against every backend). Invariants kept by the database itself:
-
-- names are unique where users address things by name: users, projects, stacks, components per
-  type, pipelines / artifacts / schedules per project;
-- a run is unique per (snapshot, orchestrator run id) -- NULL ids never collide -- which is what
-  makes ``RunRepository.get_or_create`` race-safe;
-- artifact versions are unique per (artifact, version), so concurrent writers cannot hand out the
-  same number twice;
-- a step run is unique per (run, name, attempt), so one step attempt cannot be launched twice;
-  its ``heartbeat_deadline`` index lets the lost-heartbeat sweep read only the steps whose
-  deadline has passed: the store clears the deadline when a step's status becomes final, so the
-  index range holds live steps only. No other query has a deadline condition, so the planners
-  (SQLite's has no statistics) never pick this index for the hot-path lookups; an index leading
-  with ``status`` would tempt SQLite away from the cache-key and run-id indexes; a run's
-  ``heartbeat_deadline`` (its orchestrating process's liveness) is indexed and cleared alike,
-  for the lost-orchestrator sweep;
-- every reference is a foreign key (except ``artifact_version.artifact_store_id``: artifact
-  stores may be configured outside the store), and every foreign key column is indexed (MySQL
-  would otherwise create its own indexes, which would differ from the migrations).
-
-Enumerations are stored as short strings, never as database enums, so adding a status needs no
-migration. Names of constraints and indexes and the MySQL/MariaDB table options (utf8mb4, binary
-collation, so names compare case-sensitively there too) come from :mod:`wharf.sql.conventions`.
+- names are unique where users address things by name (users, projects, stacks, components per
+  type, pipelines / artifacts / schedules per project);
+- a run is unique per (snapshot, orchestrator run id), an artifact version per (artifact,
+  version), a step run per (run, name, attempt), so concurrent writers cannot duplicate them;
+- every reference is a foreign key (except ``artifact_version.artifact_store_id``), and every
+  foreign key column is indexed (MySQL would otherwise add its own, unlike the migrations);
+- enumerations are short strings, never database enums (a new status needs no migration);
+  constraint and index names and the MySQL/MariaDB table options come from
+  :mod:`wharf.sql.conventions`.
 """
 
 from __future__ import annotations
@@ -168,6 +155,7 @@ pipeline_run = Table(
     Column("last_heartbeat", UtcDateTime(), nullable=True),
     Column("heartbeat_deadline", UtcDateTime(), nullable=True),
     Column("stop_forced", Boolean(), nullable=True),
+    # NULL ids never collide; this makes ``RunRepository.get_or_create`` race-safe.
     UniqueConstraint("snapshot_id", "orchestrator_run_id"),
     Index(None, "project_id", "created"),
     Index(None, "pipeline_id"),
@@ -212,6 +200,11 @@ step_run = Table(
     Index(None, "project_id", "cache_key", "status", "created", "id"),  # the cache lookup
     Index(None, "original_step_run_id"),
     Index(None, "created"),
+    # The lost-heartbeat sweep's range scan: the store clears the deadline when a step's status
+    # becomes final, so the range holds live steps only. No other query has a deadline
+    # condition, so the planners never pick it for the hot-path lookups (an index leading with
+    # ``status`` would tempt SQLite, which has no statistics, away from the cache-key and run-id
+    # indexes).
     Index(None, "heartbeat_deadline"),
     **TABLE_OPTIONS,
 )
@@ -255,6 +248,7 @@ artifact_version = Table(
     Column("materializer", Text(), nullable=False),
     Column("content_hash", String(NAME_LENGTH), nullable=True),
     _fk("producer_step_run_id", "step_run.id", nullable=True),
+    # Not a foreign key: artifact stores may be configured outside the store.
     Column("artifact_store_id", UUID, nullable=True),
     _created(),
     UniqueConstraint("artifact_id", "version"),

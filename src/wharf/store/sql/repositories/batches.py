@@ -1,30 +1,10 @@
-"""The SQL step-run and artifact repositories with their combined calls: batches of step runs
-and artifact versions, and the engine's per-step calls (``create_many``,
-``find_cached_or_create`` and its batch, ``finish``, ``create_versions`` of
-``wharf.store.ports``), one transaction each.
+"""The SQL step-run and artifact repositories with their combined calls (``SqlStepRuns``,
+``SqlArtifacts``): the batches and per-step calls of ``wharf.store.ports``, one transaction each.
 
-Invariants:
-- ``create_many`` / ``create_versions`` are one transaction each: on any error nothing of the
-  batch is stored. The records they build are the ones ``create`` / ``create_version`` build
-  for the same input (both build step rows with ``steps.step_values``), and those
-  repositories' invariants hold unchanged: unique
-  (run, name, attempt); versions numbered 1, 2, ... per artifact without gaps, also under
-  concurrent writers. Artifacts are locked in sorted (project, name) order, so two batches
-  never deadlock on each other; a conflict (two writers creating one artifact) restarts the
-  whole batch.
-- ``find_cached_or_create`` and ``finish`` are each one write transaction composed of the
-  step repository's connection-level functions (``wharf.store.sql.repositories.steps``, the
-  single source of their rules) and the version insertion below: they save HTTP round trips
-  and transactions. The lookup runs in the write transaction that creates the step run, so
-  on SQLite (``BEGIN IMMEDIATE``) nothing can complete a step with the same key between the
-  two. A cache hit also answers the found step's output versions and, when asked, records
-  the hit: a cache hit from a process that knows nothing of the found step is one request.
-  ``finish`` is atomic: if the step update is refused, no version is created either.
-- ``find_cached_or_create_many`` is one write transaction too: one lookup query for all the
-  batch's cache keys (per chunk of keys), then every step run it writes (created steps and
-  recorded hits) inserted together, each run read once (a stopping run refuses the whole
-  batch), and the hits' output versions in one query; so a batch of cache decisions costs a
-  few statements whatever its size.
+Invariants: on any error nothing of a call is stored; the records built are the ones
+``create`` / ``create_version`` build for the same input, and those repositories' invariants
+hold unchanged (they are composed from the connection-level functions of
+:mod:`.steps`, the single source of their rules, and the version insertion of the artifacts).
 """
 
 from __future__ import annotations
@@ -191,6 +171,8 @@ class SqlStepRuns(SqlStepRunRepository):
     """Step runs (``wharf.store.ports.StepRunRepository``) with the combined calls."""
 
     def create_many(self, steps: Sequence[StepRunCreate]) -> list[StepRunRecord]:
+        """Create ``steps`` in one transaction (rows built by ``steps.step_values``, as
+        ``create`` builds them): unique per (run, name, attempt), nothing stored on any error."""
         _check_size(steps, "step runs")
         seen: set[tuple[UUID, str, int]] = set()
         for step in steps:
@@ -241,6 +223,13 @@ class SqlStepRuns(SqlStepRunRepository):
     def find_cached_or_create(
         self, step: StepRunCreate, project_id: UUID, now: datetime, *, record_hit: bool = False
     ) -> CachedOrCreated:
+        """Find the cached step run of ``step``'s key or create ``step``, in one write transaction.
+
+        The lookup runs in the transaction that creates the step run, so on SQLite (``BEGIN
+        IMMEDIATE``) nothing can complete a step with the same key between the two. A hit also
+        answers the found step's output versions and, with ``record_hit``, records the hit, so a
+        process that knows nothing of the found step needs one request.
+        """
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
         key = step.cache_key
@@ -272,6 +261,10 @@ class SqlStepRuns(SqlStepRunRepository):
         record_hit: bool = False,
         create: Sequence[bool] | None = None,
     ) -> list[CachedOrCreated | None]:
+        """``find_cached_or_create`` for a batch, in one write transaction of a few statements
+        whatever its size: one lookup for all cache keys (per chunk), every step run written
+        (created steps and recorded hits) inserted together with each run read once (a stopping
+        run refuses the whole batch), and the hits' output versions in one query."""
         flags = creation_flags(steps, create)
         _check_size(steps, "step runs")
         if not steps:
@@ -331,6 +324,8 @@ class SqlStepRuns(SqlStepRunRepository):
         update: StepRunUpdate,
         outputs: Mapping[str, ArtifactVersionCreate],
     ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+        """Create the output versions and update the step in one write transaction: if the step
+        update is refused, no version is created either."""
         names = list(outputs)
         versions = [outputs[n] for n in names]
         _check_size(versions, "artifact versions")
@@ -355,6 +350,10 @@ class SqlArtifacts(SqlArtifactRepository):
     def create_versions(
         self, versions: Sequence[ArtifactVersionCreate]
     ) -> list[ArtifactVersionRecord]:
+        """Create ``versions`` in one transaction, numbered 1, 2, ... per artifact without gaps
+        also under concurrent writers. Artifacts are locked in sorted (project, name) order, so
+        two batches never deadlock on each other; a conflict (two writers creating one artifact)
+        restarts the whole batch."""
         _check_size(versions, "artifact versions")
         if not versions:
             return []

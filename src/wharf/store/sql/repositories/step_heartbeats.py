@@ -1,11 +1,9 @@
-"""Step heartbeats and the lost-heartbeat sweep (the invariants are those of
-:mod:`wharf.store.sql.repositories.steps`, whose repository delegates here).
+"""Step heartbeats (``beat``) and the lost-heartbeat sweep (``fail_lost``), for
+:mod:`wharf.store.sql.repositories.steps`, whose repository delegates here.
 
-A beat is atomic by itself and runs without a transaction around it (``Database.autocommit``):
-on PostgreSQL one ``UPDATE ... RETURNING`` committed without waiting for the WAL flush; on
-SQLite the ``UPDATE`` then a read; on MySQL/MariaDB both in one transaction. The sweep locks its
-candidates and repeats its checks in each ``UPDATE`` (compare-and-set), so two sweepers fail a
-step once.
+Invariants: a beat never modifies a step whose status is final (``FINAL_STATUSES``) and is not a
+change of the step (``updated`` stays); two sweepers fail a lost step once, and only steps that
+have a deadline (have beaten) are ever swept.
 """
 
 from __future__ import annotations
@@ -90,7 +88,17 @@ def lost_reason(last_heartbeat: datetime | None, deadline: datetime) -> str:
 
 
 def beat(db: Database, step_run_id: UUID, liveness_timeout_seconds: float) -> HeartbeatResponse:
-    """Record a heartbeat; the step's status, resource request and run status after it."""
+    """Record a heartbeat; the step's status, resource request and run status after it.
+
+    Sets ``last_heartbeat = now`` and ``heartbeat_deadline = now + timeout`` (store clock) in one
+    ``UPDATE`` guarded by the step's status, so a final step (finished, or retrying) is never
+    modified. The beat is atomic by itself and runs without a transaction around it
+    (``Database.autocommit``): on PostgreSQL one ``UPDATE ... RETURNING`` (a second read only for
+    a final or unknown step), committed without waiting for the WAL flush -- a database crash may
+    lose the last beats, which only makes those deadlines earlier than asked; on SQLite the
+    ``UPDATE`` then a read, so the write lock is held only inside SQLite, never across Python
+    code; on MySQL/MariaDB (no ``UPDATE ... RETURNING``) both in one transaction.
+    """
     timeout = _liveness_timeout(liveness_timeout_seconds)
     returning = _BEAT_RETURNING if db.engine.dialect.name == "postgresql" else None
 
@@ -123,7 +131,16 @@ def beat(db: Database, step_run_id: UUID, liveness_timeout_seconds: float) -> He
 
 
 def fail_lost(db: Database, now: datetime, run_id: UUID | None = None) -> list[StepRunRecord]:
-    """Fail the steps (of ``run_id``) whose heartbeat deadline passed before ``now``."""
+    """Fail the steps (of ``run_id``) whose heartbeat deadline passed before ``now``.
+
+    Only steps that can have a heartbeat (running, stopping, cancelling) are candidates. They are
+    locked (``FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite) by a read that checks deadline and
+    status, which PostgreSQL and InnoDB evaluate on the latest committed row after any wait, and
+    each ``UPDATE`` repeats both checks (compare-and-set): two sweepers fail a step once, and a
+    step that beat or finished before the sweeper held its row is left alone. The deadline is
+    cleared, so the deadline index only holds steps that can still be lost; the reason names the
+    last beat and the deadline that passed.
+    """
     cutoff = as_utc(now)
 
     def sweep(conn: Connection) -> list[StepRunRecord]:

@@ -1,47 +1,15 @@
 """Step runs with their input and output artifact links, and the cache lookup.
 
-Invariants:
-- A step run belongs to an existing run and takes its project from it; it is unique per
-  (run, name, attempt). A run that is stopping or stopped gets no new step runs
-  (``RunStoppingError``): the run is read in the write transaction that inserts the step, so
-  a stop committed before that transaction is always seen.
-- Inputs and outputs are rows of ``step_run_input`` / ``step_run_output`` keyed by
-  (step run, name); each names an existing artifact version (foreign key). ``update`` only adds
-  outputs: re-adding the same link is a no-op, pointing an existing name elsewhere is refused.
-- Status changes are checked by ``wharf.core.transitions`` with the row locked; ``start_time``
-  is set when the step first becomes running, ``end_time`` when it first finishes.
-- ``find_cached`` returns the newest completed step run of the project with the cache key that
-  has not expired; the ``(project_id, cache_key, status, created, id)`` index serves it.
-- ``spec`` is stored as ``StepSpec.model_dump(mode="json")`` (SQL NULL when absent) and read back
-  with ``model_validate``, so a step read in another process carries an equal spec.
-- Heartbeats: ``update_heartbeat`` sets ``last_heartbeat = now`` and ``heartbeat_deadline = now +
-  timeout`` (store clock) on a step whose status can still change, in one ``UPDATE`` guarded by
-  that status, and answers the step's status, resource request and its run's status as they are
-  after the beat. A beat is not a change of the step: ``updated`` stays. A step whose status is
-  final (finished, or retrying) is never modified by a beat. The beat is atomic by itself, so it
-  runs without a transaction around it (``Database.autocommit``): on PostgreSQL one
-  ``UPDATE ... RETURNING`` (a second read only for a final or unknown step), committed without
-  waiting for the WAL flush -- a database crash may lose the last fraction of a second of beats,
-  which only makes those deadlines that much earlier than the liveness timeout asked; on SQLite
-  the ``UPDATE`` then a read, so the write lock is held only inside SQLite (never across Python
-  code, which other threads may keep off the GIL); on MySQL/MariaDB (no ``UPDATE ...
-  RETURNING``) the ``UPDATE`` then the read in one transaction.
-- ``heartbeat_deadline`` is cleared (NULL) when a step's status becomes final, by ``update`` and
-  by the sweep, so the deadline index only holds steps that can still be lost and the sweep's
-  range scan does not grow with history. ``last_heartbeat`` is kept.
-- The lost-heartbeat sweep fails steps that can have a heartbeat (running, stopping,
-  cancelling) whose deadline passed. It locks the candidates (``FOR UPDATE``; ``BEGIN IMMEDIATE``
-  on SQLite) with the deadline and status checked by that locking read, which PostgreSQL and
-  InnoDB evaluate on the latest committed row after any wait; each ``UPDATE`` repeats both checks
-  (compare-and-set). So two sweepers fail a step once, and a step that beat, or finished, before
-  the sweeper held its row is left alone. Steps without a deadline (never beat) are never swept.
-  The reason names the last beat and the deadline that passed.
+Entry points: ``SqlStepRunRepository`` and the connection-level functions (``insert_step``,
+``update_in``, ``find_cached_in``), the single source of these rules, which the batch operations
+(:mod:`.batches`) compose inside their own transactions; heartbeats and the lost-heartbeat sweep
+are in :mod:`.step_heartbeats`.
 
-This is the engine's per-step hot path, so statements are built once per module and each call
-costs the fewest round trips: create = run read + inserts; update = locked read + update + link
-read (+ output insert); records are assembled from values already in hand. The functions that
-take a ``Connection`` are the single source of these rules; the batch operations compose them
-inside their own transactions.
+Invariants:
+- A step run is unique per (run, name, attempt) and takes its project from its run; a stopping
+  or stopped run gets no new step runs (``RunStoppingError``).
+- ``update`` only adds outputs; status changes are checked by ``wharf.core.transitions`` with
+  the row locked; ``heartbeat_deadline`` is cleared when the status becomes final.
 """
 
 from __future__ import annotations
@@ -120,7 +88,8 @@ def find_cached_in(
     conn: Connection, project_id: UUID, cache_key: str, now: datetime
 ) -> StepRunRecord | None:
     """``find_cached`` on an open connection (the batch operations read more in the same
-    transaction)."""
+    transaction): the newest completed step run of the project with ``cache_key`` that has not
+    expired at ``now``, served by the ``(project_id, cache_key, status, created, id)`` index."""
     params = {"project_id": project_id, "cache_key": cache_key, "now": as_utc(now)}
     row = _FIND_CACHED.first(conn, params)
     if row is None:
@@ -131,7 +100,9 @@ def find_cached_in(
 
 def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
     """The row ``create`` inserts for ``step`` (``project_id`` is filled from the run by
-    :func:`insert_step`)."""
+    :func:`insert_step`). ``spec`` is stored as ``StepSpec.model_dump(mode="json")`` (NULL when
+    absent) and read back with ``model_validate``, so a step read in another process carries an
+    equal spec."""
     check_step_initial(step.status)
     values: dict[str, Any] = {
         "id": step.id or new_id(),
@@ -173,8 +144,10 @@ def refuse_stopping(run_id: UUID, status: str, step_name: str) -> None:
 def insert_step(conn: Connection, step: StepRunCreate, values: dict[str, Any]) -> None:
     """Insert ``values`` (from :func:`step_values`) and the step's links, in the caller's write
     transaction. The run is read in the same transaction: a missing run is not found, a
-    stopping or stopped one refuses the step (so a stop takes effect at the next step
-    boundary without a read of its own)."""
+    stopping or stopped one refuses the step, and a stop committed before this transaction is
+    always seen (so a stop takes effect at the next step boundary without a read of its own).
+    Input and output links are rows of ``step_run_input`` / ``step_run_output`` keyed by (step
+    run, name), each naming an existing artifact version (foreign key)."""
     run = _RUN_STATE.first(conn, {"run_id": step.run_id})
     if run is None:
         raise not_found("pipeline run", step.run_id)
@@ -197,7 +170,13 @@ def inserted_record(step: StepRunCreate, values: dict[str, Any]) -> StepRunRecor
 def update_in(
     conn: Connection, now: datetime, step_run_id: UUID, update: StepRunUpdate
 ) -> StepRunRecord:
-    """``update`` in the caller's write transaction (``now``: the store's time of the change)."""
+    """``update`` in the caller's write transaction (``now``: the store's time of the change).
+
+    The step row is locked before the transition is checked; ``start_time`` is set when the step
+    first becomes running, ``end_time`` when it first finishes, and ``heartbeat_deadline`` is
+    cleared when the status becomes final (``last_heartbeat`` is kept). Outputs are only added:
+    re-adding the same link is a no-op, pointing an existing name elsewhere is refused.
+    """
     current = _LOCK_STEP.first(conn, {"step_id": step_run_id})
     if current is None:
         raise not_found("step run", step_run_id)
@@ -287,6 +266,10 @@ def write_step(db: Database, step: StepRunCreate, fn: Callable[[Connection], T])
 
 
 class SqlStepRunRepository(SqlRepository):
+    """The step runs of the engine's per-step hot path: statements are built once per module and
+    each call costs the fewest round trips (create = run read + inserts; update = locked read +
+    update + link read, + output insert), with records assembled from values already in hand."""
+
     def create(self, step: StepRunCreate) -> StepRunRecord:
         values = step_values(step, self._db.now())
         write_step(self._db, step, lambda conn: insert_step(conn, step, values))
