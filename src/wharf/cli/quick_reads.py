@@ -1,35 +1,14 @@
 """The CLI's read-only commands on the embedded SQLite store, over the stdlib's ``sqlite3``.
 
-Why: start-up time; importing SQLAlchemy (the normal store) costs ``wharf runs list`` far more
-than its query (see docs/benchmarks.md, CLI start-up). This module answers ``runs
-list``/``show``, ``steps list``, ``pipelines list`` and ``artifacts list [--versions]`` without
-it, with the :mod:`wharf.store.models` records that ``Client`` returns.
+Answers ``runs list``/``show``, ``steps list``, ``pipelines list`` and ``artifacts list
+[--versions]`` without importing SQLAlchemy (start-up time; see docs/benchmarks.md), with the
+:mod:`wharf.store.models` records that ``Client`` returns. Entry point: :meth:`QuickReads.open`.
 
-Invariants:
-
-- It only reads an existing file, opened read-only (``mode=ro``, ``PRAGMA query_only``; as the
-  last connection to close, it leaves SQLite's ``-wal``/``-shm`` files in place).
-- :meth:`QuickReads.open` answers None, and the caller uses the normal store (which creates,
-  migrates or refuses as always), unless the normal path would only read: no server, a plain
-  ``sqlite:///PATH`` URL naming an existing file, a known Resource Manager mode, an existing
-  project, and exactly :data:`SCHEMA_REVISION`. So a schema newer than the code gets the normal
-  store's one-line ``SchemaVersionError``; an empty or older database gets migrated.
-- Nor when a run's orchestrating process is gone (its heartbeat deadline passed, or it ran on
-  this machine and died: one read of the live runs, ``wharf.store.process_identity``): the
-  normal path's ``Client`` sweeps such runs (``wharf.store.lost_runs``) before it reads, and
-  these reads never write.
-- :data:`SCHEMA_REVISION` is the revision these queries were written for; a test keeps it equal
-  to ``wharf.store.sql.schema.HEAD_REVISION``, so each new migration brings a review here.
-- Same answers as the SQL repositories and ``Client``: filters (project; pipeline or run by id,
-  name or id prefix), order (``created`` then ``id``, in the page's direction), paging,
-  ``COUNT`` totals, one transaction per call, values decoded as the repositories' column types
-  decode them.
-  ``tests/cli/test_quick_reads.py`` compares both paths for every combination the CLI uses.
-- A driver error raises :class:`QuickReadError`; reads have no side effects, so the caller
-  repeats them on the normal store, which reports real problems in its own words.
-
-It imports only core, config and store models (no SQLAlchemy, SDK or engine), so it can move
-to ``wharf.store.sql`` once importing that package no longer imports SQLAlchemy.
+Invariants: it only reads an existing file, opened read-only, and never writes; it gives the
+same answers as the SQL repositories and ``Client`` (``tests/cli/test_quick_reads.py`` compares
+both paths); :data:`SCHEMA_REVISION` is the revision the queries were written for, kept equal to
+``wharf.store.sql.schema.HEAD_REVISION`` by a test, so each new migration brings a review here.
+It imports no SQLAlchemy, SDK or engine.
 """
 
 from __future__ import annotations
@@ -87,7 +66,11 @@ _LINK_CHUNK = 500  # ``repositories._base.IN_CHUNK``: the same chunks give the s
 
 
 class QuickReadError(Exception):
-    """The SQLite driver failed; read through the normal store instead."""
+    """The SQLite driver failed; read through the normal store instead.
+
+    Reads have no side effects, so the caller repeats them on the normal store, which reports
+    real problems in its own words.
+    """
 
 
 def _time(value: str) -> datetime:
@@ -121,7 +104,13 @@ def _sqlite_path(config: WharfConfig) -> Path | None:
 
 
 class QuickReads:
-    """The read-only commands' queries on one SQLite connection. Build with :meth:`open`."""
+    """The read-only commands' queries on one SQLite connection. Build with :meth:`open`.
+
+    Same answers as the SQL repositories and ``Client``: filters (project; pipeline or run by id,
+    name or id prefix), order (``created`` then ``id``, in the page's direction), paging,
+    ``COUNT`` totals, one transaction per call, values decoded as the repositories' column types
+    decode them.
+    """
 
     def __init__(self, conn: sqlite3.Connection, project_id: UUID) -> None:
         self._conn = conn
@@ -129,7 +118,18 @@ class QuickReads:
 
     @classmethod
     def open(cls, config: WharfConfig) -> QuickReads | None:
-        """Quick reads of ``config``'s workspace; None where the normal store must answer."""
+        """Quick reads of ``config``'s workspace; None where the normal store must answer.
+
+        None (and the caller uses the normal store, which creates, migrates or refuses as
+        always) unless the normal path would only read: no server, a plain ``sqlite:///PATH``
+        URL naming an existing file, a known Resource Manager mode, an existing project and
+        exactly :data:`SCHEMA_REVISION` (so a newer schema gets the normal store's one-line
+        ``SchemaVersionError`` and an older one gets migrated). Also None when a run's
+        orchestrating process is gone (:func:`_needs_sweep`): the normal path's ``Client`` sweeps
+        such runs before it reads. The file is opened with ``mode=ro`` and ``PRAGMA
+        query_only``; as the last connection to close, it leaves SQLite's ``-wal``/``-shm``
+        files in place.
+        """
         path = _sqlite_path(config)
         mode = config.resource_manager  # an unknown mode is the normal path's error to report
         if path is None or (mode != "none" and mode not in RESOURCE_MANAGERS):
@@ -327,7 +327,9 @@ _LIVE_RUNS = (
 
 
 def _needs_sweep(conn: sqlite3.Connection) -> bool:
-    """Whether a run's orchestrating process is gone (the sweep is the normal path's)."""
+    """Whether a run's orchestrating process is gone: its heartbeat deadline passed, or it ran
+    on this machine and died (one read of the live runs, ``wharf.store.process_identity``). The
+    sweep itself is the normal path's (``wharf.store.lost_runs``)."""
     from wharf.store.process_identity import is_gone
 
     try:

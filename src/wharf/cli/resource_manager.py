@@ -1,21 +1,6 @@
 """``wharf resource-manager serve | credential``, and what the ``pool``, ``policy`` and
-``request`` commands share: reaching the RM and reading resource quantities.
-
-Which Resource Manager a command talks to:
-- ``WHARF_RM_URL`` (or ``--rm-url``, on the group or on the command) set: the RM server over
-  HTTP, logging in with ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and ``WHARF_RM_PASSWORD``;
-- else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``): the
-  team's RM through that server (:mod:`wharf.cli.workspace_rm`: pools, their queues and
-  allocations, and the caller's own requests; read-only, with the caller's rights there);
-- otherwise: the embedded RM in this process, over the embedded SQLite file
-  (``load_config().store_url``), opened as the engine opens it: as the embedded store's
-  ``default`` user (an administrator of their own machine), with the ``local`` pool describing
-  this machine made or brought up to date first.
-
-Quantities are read exactly as the RM reads them (``64`` is 64 of the resource's default unit:
-64 CPU; ``512GiB``; ``500mCPU``) against the descriptors the RM knows, so unknown units,
-negative or fractional quantities fail here, before anything is sent. Resource names match
-descriptors exactly or, failing that, case-insensitively (``gpu`` is ``GPU``).
+``request`` commands share: reaching the RM (:func:`open_rm`) and reading resource quantities
+(:class:`Resources`).
 
 Invariant: every command makes at most one change, so a refused command changed nothing.
 """
@@ -97,7 +82,17 @@ def rm_command_options(group: click.Group) -> None:
 
 @contextmanager
 def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
-    """The client this command talks to (see the module docstring); closed afterwards."""
+    """The client this command talks to; closed afterwards.
+
+    - ``WHARF_RM_URL`` (or ``--rm-url``, on the group or on the command) set: the RM server over
+      HTTP, logging in with ``WHARF_RM_API_KEY``, or ``WHARF_RM_USERNAME`` and
+      ``WHARF_RM_PASSWORD``;
+    - else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``): the
+      team's RM through that server (:mod:`wharf.cli.workspace_rm`);
+    - otherwise: the embedded RM over the embedded SQLite file, opened as the engine opens it:
+      as the embedded store's ``default`` user, with the ``local`` pool describing this machine
+      made or brought up to date first.
+    """
     connection: dict[str, str | None] = ctx.find_object(dict) or {}
     url = connection.get("rm_url")
     client: Any
@@ -177,7 +172,13 @@ def split_assignment(text: str, what: str) -> tuple[str, str]:
 
 
 class Resources:
-    """The RM's descriptors, for resolving names and quantities typed by a person."""
+    """The RM's descriptors, for resolving names and quantities typed by a person.
+
+    Quantities are read exactly as the RM reads them (``64`` is 64 of the resource's default
+    unit: 64 CPU; ``512GiB``; ``500mCPU``), so unknown units, negative or fractional quantities
+    fail here, before anything is sent. Resource names match descriptors exactly or, failing
+    that, case-insensitively (``gpu`` is ``GPU``).
+    """
 
     def __init__(self, descriptors: Sequence[ResourceDescriptor]) -> None:
         self._by_name = {d.name: d for d in descriptors}

@@ -1,20 +1,12 @@
 """``wharf server serve | up | down | status``: run the workspace server.
 
-``serve`` runs in the foreground (uvicorn; ``--workers`` processes). ``up`` runs the same command
-in the background and waits for ``/health``; ``down`` stops it; ``status`` reports it. Options
-also come from ``WHARF_SERVER_*`` environment variables (click reads them). Without
-``--db-url`` the server uses this machine's embedded store; without ``--secret-key`` it creates
-one in ``<user data dir>/server/secret_key`` (replicas on other machines must be given the same
-key). With ``--resource-manager-url`` and ``--resource-manager-token`` (an RM API key) the
-server requests resources for the steps that ask for them; without, such steps fail. With
-``--artifact-root`` the shared ``default`` stack stores artifacts in that directory (one every
-client and step reaches under that path); without, it has no artifact store until members
-register one (``wharf.server.default_stack``). ``serve``
-checks the token at start and refuses one the RM rejects. ``status`` also finds a server started
-in the foreground (``serve``) on the default (or given) port.
+``serve`` runs in the foreground (uvicorn); ``up`` runs the same command in the background
+(``wharf.server.daemon``) and waits for ``/health``; ``down`` stops it; ``status`` reports it,
+also finding a foreground server on the default (or given) port. Options also come from
+``WHARF_SERVER_*`` environment variables.
 
-``up`` hands secrets (signing key, passwords, the RM token) to the background process through its
-environment, never its command line, which other users of the machine can read.
+Invariant: ``up`` hands secrets (signing key, passwords, the RM token) to the background process
+through its environment, never its command line, which other users of the machine can read.
 """
 
 from __future__ import annotations
@@ -115,6 +107,8 @@ def _home() -> Path:
 
 
 def _secret(home: Path, given: str | None) -> str:
+    """The token signing key: ``given``, else the one in ``<user data dir>/server/secret_key``,
+    created there (0600) on first use; replicas on other machines must be given the same key."""
     if given:
         return given
     path = home / "server" / "secret_key"
@@ -131,11 +125,18 @@ def _secret(home: Path, given: str | None) -> str:
 
 
 def _absolute(path: str | None) -> str | None:
-    """The directory as an absolute path (a relative one is taken from where the server starts)."""
+    """The directory as an absolute path (a relative one is taken from where the server starts).
+
+    With ``--artifact-root`` the shared ``default`` stack stores artifacts in that directory (one
+    every client and step reaches under that path); without, it has no artifact store until
+    members register one (``wharf.server.default_stack``).
+    """
     return None if not path else str(Path(path).expanduser().absolute())
 
 
 def _check_resource_manager(url: str | None, token: str | None) -> None:
+    """The RM URL and token come together: with both, the server requests resources for the
+    steps that ask for them; without, such steps fail."""
     from wharf.core.errors import InputError
 
     if url and not token:

@@ -1,21 +1,14 @@
-"""Settings for stack components given on steps and pipelines.
+"""Settings for stack components given on steps and pipelines
+(``@step(settings={"orchestrator.kubernetes": {...}})``, the same on ``@pipeline``).
 
-``@step(settings={"orchestrator.kubernetes": {...}})`` and the same on ``@pipeline`` reach the
-component of that type and flavor: pipeline-level settings apply to every step, a step's own
-are deep-merged over them, and the component layers the result over its own configuration when
-it runs the step. This module owns the keys' rules, turning values into the plain JSON the
-spec stores (``PipelineConfig.settings``, ``StepConfig.settings``), the layering, and checking
-a spec's settings against the stack's components before a run is recorded.
+Owns the keys' rules and parsing (:func:`parse_component_settings`), the layering (pipeline
+settings apply to every step, a step's own are deep-merged over them: :func:`step_layered`),
+and the check against the stack's components before a run is recorded
+(:func:`check_component_settings`).
 
-Invariants:
-- keys are ``<component type>.<flavor>`` with a known component type; values are mappings
-  stored as plain JSON, never as an integration's model (the engine imports no integration);
-- a pydantic model a user gives counts only with the fields it set (``exclude_unset``, at every
-  depth), so it overrides only what its user chose;
-- settings for a flavor that is not the stack's are kept and ignored; those for the stack's
-  flavor are validated by the component itself (:class:`SettingsLayering`: its ``settings``
-  model's ``merged``), and an invalid value is one :class:`InputError` naming the step (or
-  pipeline), the key and the component's own words about the field.
+Invariants: keys are ``<component type>.<flavor>`` with a known component type; values are
+stored as plain JSON, never as an integration's model (the engine imports no integration);
+settings for a flavor that is not the stack's are kept and ignored.
 """
 
 from __future__ import annotations
@@ -53,7 +46,9 @@ def settings_key(component_type: ComponentType | str, flavor: str) -> str:
 
 def parse_component_settings(owner: str, settings: Mapping[str, Any] | None) -> ComponentSettings:
     """The component entries of a ``settings`` mapping (keys with a dot) as plain JSON.
-    ``owner`` names where they were given (``step 'train'``) in errors."""
+    ``owner`` names where they were given (``step 'train'``) in errors. A pydantic model counts
+    only with the fields its user set (``exclude_unset``, at every depth), so it overrides only
+    what its user chose."""
     parsed: ComponentSettings = {}
     for key, value in (settings or {}).items():
         if not is_component_key(key):
@@ -113,7 +108,8 @@ def check_component_settings(spec: PipelineSpec, components: Iterable[object | N
     from their records, None skipped): one whose ``settings`` is a :class:`SettingsLayering`
     validates the pipeline's entry for its key and each step's (already merged over the
     pipeline's). Raises one :class:`InputError` for the first invalid entry, naming the step
-    (or pipeline) and the key. Dynamic pipelines' steps are checked when they run."""
+    (or pipeline), the key and the component's own words about the field. Dynamic pipelines'
+    steps are checked when they run."""
     for component in components:
         record = getattr(component, "component", None)
         own = getattr(component, "settings", None)

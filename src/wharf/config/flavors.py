@@ -1,21 +1,11 @@
-"""Which class implements each component flavor: the ``wharf.flavors`` entry points.
+"""Which class implements each component flavor: the ``wharf.flavors`` entry points, one per
+``<component type>.<flavor>`` name (``orchestrator.local =
+"wharf.orchestrators.local:LocalOrchestrator"``; Wharf declares its own in ``pyproject.toml``).
+Also :data:`RESOURCE_MANAGERS`, how to reach a Resource Manager by mode.
 
-Every installed distribution may declare flavors in the entry-point group ``wharf.flavors``,
-one per ``<component type>.<flavor>`` name (``orchestrator.local =
-"wharf.orchestrators.local:LocalOrchestrator"``); Wharf declares its own in ``pyproject.toml``.
-
-Invariants:
-
-- Reading the flavors imports none of them: a class is imported only by :func:`flavor_class`,
-  so a stack's integration (Kubernetes) is imported only where the stack runs.
-- A name that is not ``<known component type>.<flavor>`` is ignored; when two distributions
-  declare the same name, the first on ``sys.path`` wins (as for imports).
-- The scan is cached per ``sys.path``: a path entry added later is seen, a distribution
-  installed into an existing entry while the process runs is not.
-
-It lives in ``config`` so that every layer (the SDK, a step's own process) can resolve a
-stack's components. ``importlib.metadata`` is imported on the first read, not with this module,
-which the CLI's quick reads import for :data:`RESOURCE_MANAGERS`.
+Invariant: reading the flavors imports none of them (nor ``importlib.metadata`` until the first
+read); a class is imported only by :func:`flavor_class`, so a stack's integration (Kubernetes)
+is imported only where the stack runs. It lives in ``config`` so every layer can use it.
 """
 
 from __future__ import annotations
@@ -41,7 +31,13 @@ NOT_INSTALLED = (
 
 
 def declared_flavors() -> dict[ComponentType, dict[str, EntryPoint]]:
-    """Every declared flavor, by component type then flavor name (nothing is imported)."""
+    """Every declared flavor, by component type then flavor name (nothing is imported).
+
+    A name that is not ``<known component type>.<flavor>`` is ignored; when two distributions
+    declare the same name, the first on ``sys.path`` wins (as for imports). The scan is cached
+    per ``sys.path``: a path entry added later is seen, a distribution installed into an
+    existing entry while the process runs is not.
+    """
     return {type: dict(points) for type, points in _scan(tuple(sys.path)).items()}
 
 

@@ -1,24 +1,9 @@
-"""Wharf's error hierarchy.
+"""Wharf's error hierarchy, rooted at :class:`WharfError`.
 
-Every adapter (SQL, HTTP, Kubernetes) converts its library's exceptions into these at its
-boundary, so callers never catch ``sqlalchemy`` or ``httpx`` errors. The CLI prints
-``str(error)`` of any ``WharfError`` as one line.
-
-    WharfError
-    ├── EntityNotFoundError        (HTTP 404)
-    ├── EntityExistsError          (HTTP 409)
-    ├── IllegalOperationError      (HTTP 409)
-    │   ├── IllegalTransitionError
-    │   └── RunStoppingError
-    ├── InputError                 (HTTP 400/422; also ValueError)
-    │   ├── AmbiguousIdError
-    │   ├── StepInterfaceError
-    │   ├── PipelineDefinitionError
-    │   └── MaterializationError
-    ├── StoreError
-    │   ├── StoreUnavailableError
-    │   └── SchemaVersionError
-    └── StepExecutionError
+Invariants: every adapter (SQL, HTTP, Kubernetes) converts its library's exceptions into these
+at its boundary, so callers never catch ``sqlalchemy`` or ``httpx`` errors; the CLI prints
+``str(error)`` of any ``WharfError`` as one line. The HTTP status of each (not found 404,
+exists and illegal operation 409, input 400) is ``wharf.server.errors``'s table.
 """
 
 from __future__ import annotations

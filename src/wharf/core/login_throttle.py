@@ -1,32 +1,13 @@
 """Login throttling: how many failed logins an account and a client address may make before
-further attempts are refused for a while. Both HTTP services (the workspace server and the
-Resource Manager) use it for their password and API-key logins.
+further attempts are refused for a while, for the password and API-key logins of both HTTP
+services (the workspace server and the Resource Manager).
 
 Owns :class:`LoginLimits`, :class:`LoginThrottle` and :class:`Refused`.
 
-Design and invariants:
-
-- Two tables, one keyed by account name, one by client address. An entry counts failures in a
-  window that opens at its first failure and lasts ``window_seconds``; once the count reaches
-  the limit, every attempt for that key is refused until the window closes (``Refused.retry_after``
-  is the whole seconds left, for ``Retry-After``). Then the key starts afresh.
-- :meth:`LoginThrottle.attempt` runs before the credentials are verified and counts the attempt
-  as a failure against both keys at once, so concurrent attempts cannot all slip past a limit;
-  a refused attempt is not verified at all (no argon2 work, so no answer about the password)
-  and counts nothing. :meth:`~LoginThrottle.succeeded` then forgets the account's entry and
-  takes the attempt back from the address's count (the address's other failures stay: one valid
-  account must not reset what guesses at other accounts built up).
-- Bounded memory whatever callers send: each table holds at most ``max_entries`` keys; when a
-  new key does not fit, closed windows are dropped, then the entry that failed least recently.
-  Keys are stored as fixed-size digests (of the NFC form: equivalent spellings of a name are one
-  key), so a long account name costs no more than a short one.
-- Trade-off, accepted: anyone can lock an account for one window by failing on purpose; the
-  address limit bounds how many accounts one address can lock.
-- In-process state, per server process: each worker and each replica counts on its own, so N of
-  them allow up to N times the attempts. Acceptable for limits meant to stop bursts; a shared
-  store would be needed for exact global limits.
-- Pure: the time (``now``, seconds) is passed in by the caller; thread-safe (logins run in worker
-  threads).
+Invariants: memory is bounded whatever callers send (``max_entries`` keys per table, stored as
+fixed-size digests); a refused attempt is never verified; the state is per process (N workers
+or replicas allow up to N times the attempts, acceptable for limits meant to stop bursts); the
+time is passed in by the caller, and the throttle is thread-safe.
 """
 
 from __future__ import annotations
@@ -73,7 +54,13 @@ class _Entry:
 
 
 class _Table:
-    """Failure windows per key, at most ``max_entries`` of them (see the module docstring)."""
+    """Failure windows per key, at most ``max_entries`` of them.
+
+    An entry counts failures in a window that opens at its first failure and lasts ``window``;
+    once the count reaches ``limit``, the key is refused until the window closes, then starts
+    afresh. When a new key does not fit, closed windows are dropped, then the entry that failed
+    least recently.
+    """
 
     def __init__(self, limit: int, window: float, max_entries: int) -> None:
         self._limit = limit
@@ -131,7 +118,13 @@ def _key(value: str) -> bytes:
 
 
 class LoginThrottle:
-    """Per-account and per-address failed-login limits; see the module docstring."""
+    """Per-account and per-address failed-login limits: two :class:`_Table` s, one keyed by
+    account name, one by client address (keys are NFC-normalised digests, so a long name costs
+    no more than a short one).
+
+    Trade-off, accepted: anyone can lock an account for one window by failing on purpose; the
+    address limit bounds how many accounts one address can lock.
+    """
 
     def __init__(self, limits: LoginLimits | None = None) -> None:
         self.limits = limits = limits or LoginLimits()
@@ -143,7 +136,12 @@ class LoginThrottle:
     def attempt(self, account: str | None, address: str | None, now: float) -> Refused | None:
         """A login for ``account`` from ``address`` (either unknown: None) is about to be
         verified: a :class:`Refused` if a limit was reached (nothing counted), else None and
-        the attempt counted as a failure until :meth:`succeeded` says otherwise."""
+        the attempt counted as a failure until :meth:`succeeded` says otherwise.
+
+        Counting before verification, against both keys at once, keeps concurrent attempts
+        from all slipping past a limit; a refused attempt must not be verified at all (no
+        argon2 work, so no answer about the password).
+        """
         with self._lock:
             waits = []
             if address is not None:
@@ -165,7 +163,8 @@ class LoginThrottle:
 
     def succeeded(self, account: str | None, address: str | None) -> None:
         """The attempt succeeded: the account's failures are forgotten, and the attempt no
-        longer counts against the address (its other failures do)."""
+        longer counts against the address (its other failures do: one valid account must not
+        reset what guesses at other accounts built up)."""
         with self._lock:
             if account is not None:
                 self._accounts.forget(_key(account))

@@ -1,22 +1,11 @@
 """What a stored name may be, and how two names compare: one rule on every database.
 
-Owns :func:`normalize_name`, :func:`lookup_form` and :data:`MAX_NAME_LENGTH`.
+Owns :func:`normalize_name` (the rule), :func:`lookup_form` and :data:`MAX_NAME_LENGTH`.
 
-The rule:
-
-- a name is kept in Unicode NFC form (canonically equivalent spellings are one name);
-- it has 1 to 255 characters, and neither starts nor ends with whitespace;
-- it holds no control or invisible characters: Unicode categories Cc, Cf, Cs, Co and Cn, line and
-  paragraph separators (Zl, Zp), and space separators other than the plain space U+0020 (no-break
-  and zero-width spaces included);
-- names compare case-sensitively and code point by code point.
-
-Why this makes uniqueness the same everywhere: SQLite and PostgreSQL compare the stored strings
-exactly; MySQL/MariaDB tables use the binary collation ``utf8mb4_bin``, which compares code
-points too but pads with spaces (``'dup'`` equals ``'dup '``). A name never ends with whitespace,
-so that difference can never arise, and NFC makes equivalent spellings identical bytes.
-
-Pure: no I/O; errors are :class:`~wharf.core.errors.InputError`.
+Invariant: names compare case-sensitively, code point by code point, and uniqueness is the same
+on every database: SQLite and PostgreSQL compare stored strings exactly, and MySQL/MariaDB's
+``utf8mb4_bin`` pads with spaces (``'dup'`` equals ``'dup '``), which cannot matter since a name
+never ends with whitespace; NFC makes equivalent spellings identical bytes. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -37,7 +26,13 @@ def _refused(char: str) -> bool:
 
 def normalize_name(value: str, what: str) -> str:
     """``value`` in NFC form, or InputError naming ``what`` ("user", "project"...) if the
-    result breaks the rule in the module docstring."""
+    result breaks the rule.
+
+    The rule: the NFC form has 1 to :data:`MAX_NAME_LENGTH` characters, neither starts nor ends
+    with whitespace, and holds no control or invisible characters: Unicode categories Cc, Cf,
+    Cs, Co and Cn, line and paragraph separators (Zl, Zp), and space separators other than the
+    plain space U+0020 (no-break and zero-width spaces included).
+    """
     name = unicodedata.normalize("NFC", value)
     if not name or len(name) > MAX_NAME_LENGTH:
         raise InputError(

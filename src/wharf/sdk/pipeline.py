@@ -1,25 +1,11 @@
 """The ``@pipeline`` decorator: compile the definition, record it, and run it on the stack.
 
-Calling a pipeline: compile to a :class:`PipelineSpec` -> the orchestrator's checks (a refused
-run records nothing) -> pipeline, snapshot and run records, in one write
-(``runs.record``): the run running at once when the orchestrator starts it in this process
-(the local ones), else a placeholder (initializing) it replaces -> the active stack's
-orchestrator runs it -> the finished run record is returned. If anything fails before the
-orchestrator takes over, a placeholder is deleted and a run recorded running is ended failed,
-so no half-made run is left behind. A run that ended failed then raises
-:class:`~wharf.sdk.run_failure.RunFailedError` unless the pipeline says
-``raise_on_failure=False``.
+Owns :class:`Pipeline` (built by :func:`pipeline`; calling it is :meth:`Pipeline.run_in` on a
+freshly opened workspace) and :data:`NOT_RUN`.
 
-While a step's process imports the user's code to find its step (see
-``wharf.execution.step_runner.loading_user_code``), calling a pipeline runs nothing: a script
-without an ``if __name__ == "__main__":`` guard must not start its pipeline again in every step.
-The call logs once why it was skipped; a script that already defines the step stops executing
-there, anything else gets :data:`NOT_RUN` back.
-
-A pipeline with a :class:`Schedule` records it with the run; on an orchestrator that fires
-schedules itself the call records the schedule and runs nothing (:mod:`wharf.sdk.scheduling`).
-An orchestrator that cannot fire a schedule at all refuses it before anything is recorded
-(``runtime_policy``).
+Invariants: a run the orchestrator refuses records nothing, and no half-made run is left behind
+when anything fails before the orchestrator takes over; while a step's process imports the
+user's code, calling a pipeline runs nothing.
 """
 
 from __future__ import annotations
@@ -216,7 +202,18 @@ class Pipeline(Generic[P]):
             workspace.close()
 
     def run_in(self, workspace: Workspace, *args: Any, **kwargs: Any) -> PipelineRunRecord:
-        """Run this pipeline with an already open workspace (tests and embedding use this)."""
+        """Run this pipeline with an already open workspace (tests and embedding use this).
+
+        Compile to a :class:`PipelineSpec` -> the orchestrator's checks (``runtime_policy``: a
+        refused run, or a schedule it cannot fire, records nothing) -> pipeline, snapshot and
+        run records in one write (``runs.record``): the run recorded running at once when the
+        orchestrator starts it in this process (the local ones), else a placeholder
+        (initializing) it replaces -> the orchestrator runs it -> the finished run record. A
+        run that ended failed raises :class:`~wharf.sdk.run_failure.RunFailedError` unless
+        ``raise_on_failure=False``. With a :class:`Schedule` the schedule is recorded with the
+        run; on an orchestrator that fires schedules itself, the call records the schedule and
+        runs nothing (:mod:`wharf.sdk.scheduling`).
+        """
         loading = loading_user_code()
         if loading is not None:
             return self._not_run(loading)
@@ -287,6 +284,11 @@ class Pipeline(Generic[P]):
         return finished
 
     def _not_run(self, loading: UserCodeLoad) -> PipelineRunRecord:
+        """A call made while a step's process imports the user's code (see
+        ``wharf.execution.step_runner.loading_user_code``): a script without an ``if __name__
+        == "__main__":`` guard must not start its pipeline again in every step. Logs once why
+        it was skipped; a script that already defines the step stops executing there, anything
+        else gets :data:`NOT_RUN` back."""
         stop = loading.step_defined
         if not loading.told:
             loading.told = True

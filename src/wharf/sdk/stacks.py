@@ -1,42 +1,11 @@
 """Registering stack components and stacks, choosing the active stack, describing stacks.
 
-The logic behind ``wharf component ...`` and ``wharf stack ...``, kept here so that it is testable
-without a subprocess and reusable by the REST server. Every function takes an open
-:class:`~wharf.sdk.workspace.Workspace` and validates all of its input before it writes
-anything, so bad input (an unknown type or flavor, a duplicate name, a component of the wrong
-type for a slot, an unknown stack) raises a one-line :class:`~wharf.core.errors.WharfError` and
-leaves nothing half-written.
+The logic behind ``wharf component ...`` and ``wharf stack ...``, shared with the REST server.
+Entry points: :func:`register_component`, :func:`update_component`, :func:`register_stack`,
+:func:`set_active_stack`, :func:`describe_stack`, :func:`delete_stack`.
 
-Decisions:
-
-- A flavor is valid iff a ``wharf.flavors`` entry point declares it for the component type
-  (:mod:`wharf.sdk.flavors`). Its class checks the configuration at registration and update when
-  it has a ``check_configuration(configuration)`` class method (the ``kubernetes`` orchestrator
-  and step operator: unknown keys, bad types, an invalid namespace) and can be imported here; a
-  flavor whose integration is installed only where the stack runs is stored unchecked and
-  checked when it is first used.
-- The ``local`` artifact store needs a ``path``. Without one it defaults to the configured
-  artifact root (``WHARF_ARTIFACT_ROOT`` / ``artifact_root`` / ``<home>/artifacts``), the
-  directory the ``default`` stack uses; sharing it is safe because every artifact URI ends in a
-  random component. The path is stored absolute (``~`` expanded, relative paths resolved against
-  the current directory at registration), so later runs do not depend on their working
-  directory or environment.
-- The ``fsspec`` artifact store needs a ``path`` URL (``s3://bucket/prefix`` ...); options that
-  look like secrets are refused, ``<name>_env=VARIABLE`` stores a variable's name instead
-  (:mod:`wharf.artifacts.fsspec_options`); the workspace server's component route checks the
-  same.
-- The active stack is ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file,
-  else ``default``. :func:`set_active_stack` writes the config file only; the environment variable
-  keeps overriding it, and workspaces already open keep the stack they resolved.
-- Updating a component changes its configuration only (name, type and flavor stay): the given
-  options are merged over the stored ones, removed keys must exist, and the result is checked by
-  the same function as a new component's (:func:`checked_configuration`) before the store
-  replaces the whole configuration -- which it refuses while a run on a stack using the
-  component is unfinished.
-- Deleting: a component is found by type and name like a stack's slots; the store refuses one a
-  stack uses and a stack with an unfinished run or a schedule. The active stack is refused here
-  (switch first). The ``default`` stack, when not active, may be deleted; it is made again on
-  its next use.
+Invariant: every function validates all of its input before it writes anything, so bad input
+raises a one-line :class:`~wharf.core.errors.WharfError` and leaves nothing half-written.
 """
 
 from __future__ import annotations
@@ -174,9 +143,18 @@ def register_component(
 def checked_configuration(
     workspace: Workspace, type: ComponentType, flavor: str, configuration: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The configuration to store for a component of that type and flavor (a local artifact
-    store's path made absolute, an fsspec store's checked); InputError for an unknown flavor or
-    an invalid value."""
+    """The configuration to store for a component of that type and flavor; InputError for an
+    unknown flavor or an invalid value.
+
+    A flavor is valid iff a ``wharf.flavors`` entry point declares it for the type
+    (:mod:`wharf.sdk.flavors`). A ``local`` artifact store's ``path`` defaults to the configured
+    artifact root (the ``default`` stack's; sharing it is safe because every artifact URI ends in
+    a random component) and is stored absolute (``~`` expanded, relative paths resolved against
+    the current directory), so later runs do not depend on their working directory. An
+    ``fsspec`` store needs a ``path`` URL; options that look like secrets are refused and
+    ``<name>_env=VARIABLE`` stores a variable's name instead
+    (:mod:`wharf.artifacts.fsspec_options`).
+    """
     flavors.check_flavor(type, flavor)
     config = dict(configuration)
     _check_with_flavor_class(type, flavor, config)
@@ -190,8 +168,12 @@ def checked_configuration(
 
 
 def _check_with_flavor_class(type: ComponentType, flavor: str, config: Mapping[str, Any]) -> None:
-    """The flavor class's own check of ``config`` (its ``check_configuration``, if it has one);
-    nothing when the class cannot be imported here (see the module docstring)."""
+    """The flavor class's own check of ``config`` (its ``check_configuration``, if it has one:
+    the ``kubernetes`` orchestrator and step operator check unknown keys, types, the namespace).
+
+    Nothing when the class cannot be imported here: a flavor whose integration is installed only
+    where the stack runs is stored unchecked and checked when it is first used.
+    """
     try:
         flavor_class = flavors.flavor_class(type, flavor)
     except WharfError:
@@ -244,7 +226,8 @@ def update_component(
     remove: Iterable[str] = (),
 ) -> ComponentRecord:
     """Set ``set_options`` and drop the ``remove`` keys in the configuration of the component of
-    that type and name; the result is validated like a new component's, and the store refuses
+    that type and name (its name, type and flavor stay); removed keys must exist, the result is
+    validated by :func:`checked_configuration` like a new component's, and the store refuses
     it while a run on a stack using the component is unfinished."""
     removed = list(dict.fromkeys(remove))
     if not set_options and not removed:
@@ -278,7 +261,9 @@ def delete_component(workspace: Workspace, name: str, type: ComponentType | str)
 
 
 def active_stack_name(workspace: Workspace) -> str:
-    """The name of the stack the workspace runs pipelines on (it may not exist)."""
+    """The name of the stack the workspace runs pipelines on (it may not exist):
+    ``WHARF_ACTIVE_STACK`` if set, else ``active_stack`` in the user config file, else
+    ``default``."""
     return workspace.config.active_stack or DEFAULT_STACK
 
 
@@ -360,7 +345,11 @@ def list_stacks(workspace: Workspace, *, page: int = 1, size: int = 50) -> Page[
 
 
 def set_active_stack(workspace: Workspace, name: str) -> StackRecord:
-    """Make ``name`` the active stack in the user config file; unknown stacks are refused."""
+    """Make ``name`` the active stack in the user config file; unknown stacks are refused.
+
+    ``WHARF_ACTIVE_STACK`` keeps overriding the file, and workspaces already open keep the stack
+    they resolved.
+    """
     stack = get_stack(workspace, name)
     write_user_config(workspace.config.home, {"active_stack": stack.name})
     return stack
@@ -380,8 +369,9 @@ def stack_to_delete(workspace: Workspace, name: str) -> StackRecord:
 
 
 def delete_stack(workspace: Workspace, name: str) -> StackRecord:
-    """Delete stack ``name``, keeping its components; the active stack is refused, and the store
-    refuses one with an unfinished run or a schedule."""
+    """Delete stack ``name``, keeping its components; the active stack is refused (switch
+    first), and the store refuses one with an unfinished run or a schedule. The ``default``
+    stack, when not active, may be deleted; it is made again on its next use."""
     stack = stack_to_delete(workspace, name)
     workspace.store.stacks.delete_stack(stack.id)
     return stack
