@@ -1,27 +1,13 @@
-"""The Resource Manager's FastAPI application: :func:`create_app`.
+"""The Resource Manager's FastAPI application: :func:`create_app` (nothing is built at import).
 
-Nothing is built at import time. ``create_app(settings)`` returns an app whose lifespan opens
-(and migrates) the service on ``settings.database_url``, builds the token signer, the
-credential checker and the metrics reader, sizes the thread pool that runs service calls, and
-records the service as serving (a takeover after a restart extends live leases by the downtime
-before any request is served), and starts a timer thread that records it again every
-``liveness_interval_seconds`` and expires lapsed leases every ``sweep_interval_seconds`` even when
-nobody calls; shutdown stops the timer and closes everything.
-
-Routes: the resource-request routes are lean Starlette routes matched first (:mod:`.lean`: they
-are the per-step and per-heartbeat hot path); the rare administrative ones are ordinary FastAPI
-routes, added flat (no per-router matching layer).
-
-FastAPI's built-in OpenTelemetry hooks stay on only for signals an OpenTelemetry provider is set
-up for when the app is built (:func:`_telemetry`).
+The resource-request routes are lean Starlette routes matched first (:mod:`.lean`, the hot
+path); the administrative ones are ordinary FastAPI routes, added flat.
 
 Invariants: every route but ``/health`` and ``/v1/auth/login`` needs a valid bearer token (and
 ``/metrics`` too unless ``metrics_public``), checked before a body is read; a body over
-``max_body_bytes`` is refused before any of it is read, on every route (:mod:`.gate`); the principal
-a token names is passed to the service, which owns every rule about who may do what; blocking
-service calls run in the thread pool (never on the event loop); the per-request writes (create,
-renew, release, cancel) are queued for the service's combiner and awaited, so concurrent calls are
-combined into one transaction without a thread each.
+``max_body_bytes`` is refused before any of it is read (:mod:`.gate`); the service owns every
+rule about who may do what; blocking service calls run in the thread pool, never on the event
+loop; the per-request writes are awaited on the service's combiner, without a thread each.
 """
 
 from __future__ import annotations
@@ -87,6 +73,13 @@ def create_app(
 ) -> FastAPI:
     """The API over the RM database in ``settings``; ``clock`` drives the service (aware UTC),
     ``token_clock`` token issue and expiry (seconds since the epoch); both default to real time.
+
+    The app's lifespan opens (and migrates) the service, builds the token signer, the credential
+    checker and the metrics reader, sizes the thread pool that runs service calls and records
+    the service as serving before any request is served (a takeover after a restart extends
+    live leases by the downtime); then a :class:`_Sweeper` records it again every
+    ``liveness_interval_seconds`` and expires lapsed leases every ``sweep_interval_seconds``
+    even when nobody calls. Shutdown stops the sweeper and closes everything.
     """
 
     @asynccontextmanager
@@ -157,11 +150,9 @@ _UNSET_PROVIDERS = frozenset(
 
 def _telemetry() -> dict[str, Any]:
     """FastAPI's own OpenTelemetry hooks (FastAPI >= 0.165), on for the signals whose provider
-    is set up when the app is built, or all of them when FastAPI is asked to set them up.
-
-    Why: with no provider anywhere FastAPI still asks OpenTelemetry for the three global
-    providers on every request (each lookup reads the environment), about a tenth of the
-    server's CPU per lease renewal."""
+    is set up when the app is built, or all of them when FastAPI is asked to set them up:
+    with no provider anywhere FastAPI would still ask OpenTelemetry for the three global
+    providers on every request (each lookup reads the environment)."""
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
         return {}
     if os.environ.get("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":

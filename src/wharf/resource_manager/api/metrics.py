@@ -3,25 +3,10 @@ database (so every worker and replica reports the same figures) and the service.
 
 Owns: :class:`MetricsReader`.
 
-Series (quantities in each resource's base unit: mCPU, bytes, GPUs):
-- ``wharf_rm_queue_length{pool}``: pending requests queued in the pool, as one read-only
-  scheduling cycle over the committed state sees them (the scheduler's own view, as
-  ``/v1/pools/{id}/queue``; a scrape decides nothing and takes no write lock);
-- ``wharf_rm_allocated{pool,class,resource}`` and ``wharf_rm_capacity{...}`` (``+Inf`` for
-  unlimited): what allocated and preempting requests hold, and what the classes offer;
-- ``wharf_rm_requests{status}``: requests per status;
-- ``wharf_rm_time_to_admit_seconds``: histogram of creation -> allocation over every admitted
-  request;
-- ``wharf_rm_preemptions_total`` (requests ever asked to give capacity back) and
-  ``wharf_rm_expiries_total`` (leases that lapsed while holding capacity).
-
-Figures are the committed state: a lease that lapsed counts as expired once a scheduling
-transaction expired it (any call that schedules, or the sweeper within one sweep interval).
-
-Invariants: request rows are never deleted, so the counters never go down; the figures are
-recomputed at most every ``metrics_cache_seconds`` per worker, one computation at a time; the
-database reads are the service's (:mod:`wharf.resource_manager.service.metrics_reads`, an engine
-of its own that only reads): this module only shapes them for Prometheus.
+Invariants: the figures are the committed state, and request rows are never deleted, so the
+counters never go down; a scrape decides nothing and takes no write lock; the database reads are
+the service's (:mod:`wharf.resource_manager.service.metrics_reads`): this module only shapes
+them for Prometheus.
 """
 
 from __future__ import annotations
@@ -56,6 +41,22 @@ class _Snapshot(Collector):
 
 
 class MetricsReader:
+    """Renders the series, recomputed at most every ``cache_seconds`` per worker, one
+    computation at a time. Quantities are in each resource's base unit (mCPU, bytes, GPUs):
+
+    - ``wharf_rm_queue_length{pool}``: pending requests queued in the pool, as one read-only
+      scheduling cycle over the committed state sees them (as ``/v1/pools/{id}/queue``);
+    - ``wharf_rm_allocated{pool,class,resource}`` and ``wharf_rm_capacity{...}`` (``+Inf`` for
+      unlimited): what allocated and preempting requests hold, and what the classes offer;
+    - ``wharf_rm_requests{status}``: requests per status;
+    - ``wharf_rm_time_to_admit_seconds``: histogram of creation -> allocation over every
+      admitted request;
+    - ``wharf_rm_preemptions_total`` (requests ever asked to give capacity back) and
+      ``wharf_rm_expiries_total`` (leases that lapsed while holding capacity; a lapsed lease
+      counts once a scheduling transaction expired it: any call that schedules, or the sweeper
+      within one sweep interval).
+    """
+
     def __init__(
         self,
         url: str,

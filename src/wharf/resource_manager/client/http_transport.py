@@ -1,36 +1,12 @@
 """The HTTP transport under :class:`~wharf.resource_manager.client.http.HttpResourceManager`:
-login and token caching, idempotency keys, retries, error mapping.
+login and token caching, idempotency keys, retries and error mapping, above one
+:mod:`.http_wire` wire per transport.
 
 Owns: :class:`RetryPolicy`, :class:`Transport`.
 
-Behaviour (modelled on the reference RM client, zenml_spec §7.2):
-- **Login**: ``POST /v1/auth/login`` with the API key (or username and password); the token is
-  cached and reused until five minutes before it expires (half its lifetime for tokens shorter
-  than ten minutes), measured on this process's monotonic clock from ``expires_in``, so clock
-  skew between client and server does not matter. One login at a time (a lock).
-- **401**: the cached token is dropped, the client logs in again and retries the call once, with
-  the same idempotency key; a second 401 is an :class:`AuthenticationError`.
-- **Idempotency**: every mutating call carries ``X-Idempotency-Key``: the caller's key, or a
-  fresh one per logical call; every retry and the re-login retry reuse it, so the server applies
-  the call at most once. Calls that are idempotent by nature (``natural=True``: renewing a lease,
-  releasing or cancelling a request — repeating them changes nothing more) get a key only when
-  the caller gives one: a heartbeat then costs the server no key lookup and no stored answer.
-- **Connections** are kept alive and sent with ``TCP_NODELAY``: httpcore writes a request's
-  headers and body separately, and Nagle's algorithm would hold the body back until the
-  server acknowledged the headers. Each attempt goes out over a :mod:`.http_wire` wire
-  (``httpcore`` directly, or ``httpx`` when a client is injected or the environment names a
-  proxy); everything here sits above the wire, once.
-- **Retries**: 408, 429, 502, 503, 504 and connection errors/timeouts are retried with
-  exponential backoff and jitter (a random delay between half and all of ``backoff * 2**n``;
-  ``Retry-After`` is honoured up to the cap), at most
-  ``RetryPolicy.attempts`` attempts in all; then a 503, a gateway's 502 or 504 or a
-  connection failure is a ``StoreUnavailableError`` (an outage, which the engine's wait and
-  heartbeat paths wait out) and other codes map as
-  :mod:`wharf.resource_manager.contract.http_errors` says.
-
-Invariant: no ``httpx``/``httpcore`` exception leaves this module; every failure is a
-``WharfError``. The hot path reads the cached token without the lock (a reference read), and
-takes the lock only to log in.
+Invariants: no ``httpx``/``httpcore`` exception leaves this module, every failure is a
+``WharfError``; a mutating call is applied by the server at most once (every retry of it,
+the re-login retry included, carries the same ``X-Idempotency-Key``).
 """
 
 from __future__ import annotations
@@ -65,10 +41,13 @@ Params = Mapping[str, str | int | list[str]] | None
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
+    """How a call is retried: 408, 429, 502, 503, 504 and connection errors or timeouts, with
+    exponential backoff and jitter, at most ``attempts`` attempts in all."""
+
     attempts: int = 6
     """Most attempts per call, the first included."""
     backoff_seconds: float = 0.2
-    """First delay; doubled each retry (see the module docstring for the jitter)."""
+    """First delay; doubled each retry (see :meth:`delay` for the jitter)."""
     max_backoff_seconds: float = 10.0
 
     def __post_init__(self) -> None:
@@ -76,6 +55,8 @@ class RetryPolicy:
             raise InputError("A retry policy needs at least one attempt and no negative delay.")
 
     def delay(self, retry: int, retry_after: str | None) -> float:
+        """The wait before retry number ``retry``: ``Retry-After`` if given (up to the cap),
+        else a random delay between half and all of ``backoff * 2**retry`` (capped)."""
         cap = min(self.max_backoff_seconds, self.backoff_seconds * 2**retry)
         if retry_after is not None:
             try:
@@ -86,6 +67,24 @@ class RetryPolicy:
 
 
 class Transport:
+    """Sends the client's calls to one RM (modelled on the reference RM client, zenml_spec §7.2).
+
+    - Login: ``POST /v1/auth/login`` with the API key (or username and password); the token is
+      cached until five minutes before it expires (half its lifetime for shorter tokens),
+      measured on this process's monotonic clock from ``expires_in``, so clock skew does not
+      matter. The hot path reads the cached token without the lock (a reference read) and
+      takes the lock only to log in, one login at a time.
+    - 401: the token is dropped, the client logs in again and retries the call once with the
+      same idempotency key; a second 401 is an :class:`AuthenticationError`.
+    - Idempotency: every mutating call carries ``X-Idempotency-Key``, the caller's or a fresh
+      one per logical call. Calls idempotent by nature (``natural=True``: renew, release,
+      cancel) get one only from the caller, so a heartbeat costs the server no key lookup.
+    - Retries (:class:`RetryPolicy`): once they are spent, a 503, a gateway's 502 or 504 or a
+      connection failure is a ``StoreUnavailableError`` (an outage, which the engine's wait and
+      heartbeat paths wait out); other codes map as
+      :mod:`wharf.resource_manager.contract.http_errors` says.
+    """
+
     def __init__(
         self,
         url: str,

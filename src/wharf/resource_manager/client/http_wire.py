@@ -1,17 +1,11 @@
 """One HTTP attempt against the Resource Manager, over ``httpcore`` (the fast path) or ``httpx``.
 
 Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface), :class:`CoreWire`,
-:class:`HttpxWire` and :func:`open_wire`. Retries, login, idempotency keys and error mapping
-live once in :mod:`.http_transport`; a wire only sends one request. :class:`CoreWire` exists
-because ``httpx.Client`` spent most of a heartbeat's client CPU: it sends through ``httpcore``
-with the URL and fixed headers prepared once and one connection per calling thread (no pool),
-reproducing what :class:`HttpxWire` configures (keep-alive expiry, ``TCP_NODELAY``, one timeout,
-TLS verified as ``httpx`` does). :func:`open_wire` falls back to :class:`HttpxWire` for an
-injected ``httpx.Client``, an environment proxy or credentials in the URL.
+:class:`HttpxWire` and :func:`open_wire`. A wire only sends one request: retries, login,
+idempotency keys and error mapping live once in :mod:`.http_transport`.
 
-Invariants: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
-:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`);
-:class:`CoreWire` never asks for a compressed answer.
+Invariant: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
+:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`).
 """
 
 from __future__ import annotations
@@ -29,6 +23,8 @@ from wharf.core.errors import InputError, StoreError
 
 Headers = list[tuple[bytes, bytes]]
 NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+"""A request's headers and body go out in separate writes; Nagle's algorithm would hold the body
+back until the server acknowledged the headers."""
 KEEPALIVE_EXPIRY = httpx.Limits().keepalive_expiry
 """How long an idle connection is kept: what an ``httpx.Client`` gets by default."""
 DEFAULT_PORTS = {b"http": 80, b"https": 443}
@@ -75,7 +71,10 @@ class Wire(Protocol):
 
 class CoreWire:
     """Requests straight through ``httpcore``, one keep-alive connection per calling thread
-    (thread-safe: no two threads share a connection)."""
+    (thread-safe: no two threads share a connection), with the URL and fixed headers prepared
+    once and no pool: the fast path, lighter than an ``httpx.Client``. It reproduces what
+    :class:`HttpxWire` configures (keep-alive expiry, ``TCP_NODELAY``, one timeout, TLS verified
+    as ``httpx`` does) and never asks for a compressed answer."""
 
     def __init__(self, url: httpx.URL, timeout: float) -> None:
         self._scheme = url.raw_scheme
@@ -200,8 +199,8 @@ class HttpxWire:
 
 
 def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
-    """The wire for ``url``: the caller's client, else the fast path unless something in the
-    URL or the environment needs ``httpx`` (see the module docstring)."""
+    """The wire for ``url``: an :class:`HttpxWire` over the caller's client, or over a new one
+    when the URL holds credentials or the environment names a proxy; else a :class:`CoreWire`."""
     if http is not None:
         return HttpxWire(http)
     try:

@@ -1,34 +1,11 @@
-"""Walking on from the last cycle for requests appended behind every queue.
+"""Walking on from the last cycle for requests appended behind every queue, so a burst of
+creations into a deep queue does not rerun the full cycle per creation.
 
 Owns: :func:`continue_cycle`.
 
-Every event runs a cycle over every pending request, so creating requests into a deep queue
-cost in proportion to its depth (a burst of N creations: quadratic). Most of those creations
-change nothing ahead of them: a new request of a pool that is not fair-sharing sorts behind
-every waiting request of its queue (it is the newest, and nobody ahead has a lower lane or
-priority), and what it meets at the end of the walk — usage, claims, blocked shapes — is what
-the last walk left. So its outcome is that walk continued by one step.
-
-:func:`continue_cycle` takes the :class:`~.cycle.CycleRun` of the last cycle and the requests
-created since, and returns the decisions a full cycle would make for them, or None when it
-cannot tell (then the caller runs the full cycle). Conditions, all checked here except the
-first, which only the caller knows:
-
-- since that cycle's decisions were applied, the live requests changed only by these
-  appended ones (no release, cancellation, expiry, configuration change, or creation other
-  than these);
-- that cycle was :attr:`~.cycle.CycleRun.continuable` (it changed no holder: its walk's end
-  state is that of a fresh cycle over the same requests), and so was every continuation since;
-- each appended request can be queued in exactly one pool, which is not fair-sharing (its
-  order follows shares that change as the walk admits), and its queue key sorts after the key
-  of the last request of that pool's walk. The key's "fits its unused reserved share" part is
-  read from the walk's ledger, which is exact: a policy's usage changes only by admissions and
-  preemptions, and a continuable walk made none.
-
 Invariant: the decisions equal those of :func:`~.cycle.schedule` over the snapshot with the
 appended requests, restricted to them; the requests already waiting keep their reasons and
-positions (they are ahead of every appended one, so nothing they saw changed). An admission
-or preemption here changes the holders: the run is no longer continuable after it.
+positions (they are ahead of every appended one, so nothing they saw changed).
 """
 
 from __future__ import annotations
@@ -47,9 +24,26 @@ from wharf.resource_manager.scheduler.phase3_order import QueueKey, policy_order
 def continue_cycle(
     run: CycleRun, appended: Sequence[ResourceRequest], now: datetime
 ) -> CycleDecisions | None:
-    """The decisions for ``appended`` as the continuation of ``run``'s walk, or None when the
-    conditions in the module docstring do not hold. Walks ``run`` on (it stays the state of the
-    walk for the next continuation)."""
+    """The decisions for ``appended`` as the continuation of ``run``'s walk, or None when this
+    cannot tell (then the caller runs the full cycle). Walks ``run`` on (it stays the state of
+    the walk for the next continuation).
+
+    A new request of a pool that is not fair-sharing sorts behind every waiting request of its
+    queue, and what it meets at the end of the walk (usage, claims, blocked shapes) is what the
+    last walk left, so its outcome is that walk continued by one step. Conditions, all checked
+    here except the first, which only the caller knows:
+
+    - since ``run``'s decisions were applied, the live requests changed only by ``appended``
+      (no release, cancellation, expiry, configuration change or other creation);
+    - ``run`` was :attr:`~.cycle.CycleRun.continuable` (it changed no holder, so its walk's end
+      state is that of a fresh cycle over the same requests), and so was every continuation
+      since; an admission or preemption here changes the holders and ends that;
+    - each appended request can be queued in exactly one pool, which is not fair-sharing (its
+      order follows shares that change as the walk admits), and its queue key sorts after the
+      key of the last request of that pool's walk. The key's "fits its unused reserved share"
+      part is read from the walk's ledger, which is exact: a policy's usage changes only by
+      admissions and preemptions, and a continuable walk made none.
+    """
     require_aware(now)
     if not run.continuable:
         return None

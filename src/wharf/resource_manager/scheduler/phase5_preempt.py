@@ -3,31 +3,10 @@
 Owns: :func:`plan_preemption`, :func:`victim_rule`, :func:`returning_covers`,
 :class:`PreemptionPlan`.
 
-Given a head blocked by capacity on its primary route:
-
-1. *Deficits* per slot: what is missing after counting capacity that preempting requests will
-   return. If returning capacity covers everything, wait: never preempt twice for one gap.
-2. *Candidates*: allocated (not already preempting) holders of a deficit slot that
-   :func:`victim_rule` allows, looked for only where it could allow one (:func:`_candidates`:
-   groups that borrow, policies the waiter may preempt), so holders that can never yield are
-   not read in every cycle.
-3. *Order*: lowest priority first; then borrowers of the waiter's unused reserved share; then
-   the newest allocation; then request id.
-4. *Greedy, then trim*: take candidates in order until every deficit is covered, then walk
-   the chosen ones backwards and drop each one the others already cover.
-5. *Trial*: on a copy of the ledger, remove the victims and everything already returning and
-   run the real fit check; only a plan whose trial admits the head is returned.
-
-Victim rules (:func:`victim_rule`) — what makes preemption cycle-free:
-- never: priority-lane allocations; tolerance ``none`` or never-reclaimable classes; members of
-  the waiter's preemption group (its subject selector, or the same policy preemption group);
-- a priority-lane waiter may take any other reclaimable allocation;
-- otherwise the victim must *borrow* in a deficit slot (use beyond its policy's reserved
-  share), and either have strictly lower priority, or borrow the waiter's unused reserved share
-  while the waiter fits inside that share in every slot it lacks (reclaim).
-A victim's re-submission therefore cannot take back from its preemptor: after a priority
-preemption it has lower priority; after a reclaim, the preemptor borrows nothing in the slots
-that were short, and the other slots had room for it, so they have room for the victim again.
+Invariants: preemption is cycle-free (a victim's re-submission can never take back from its
+preemptor, see :func:`victim_rule`); never preempt twice for one gap (capacity already being
+returned counts first); a plan is returned only if a trial fit on a copy of the ledger admits
+the head.
 """
 
 from __future__ import annotations
@@ -92,7 +71,21 @@ def make_waiter(
 
 
 def victim_rule(waiter: Waiter, holder: Holder) -> str | None:
-    """Why ``holder`` may be preempted for ``waiter``, or None if it may not."""
+    """Why ``holder`` may be preempted for ``waiter``, or None if it may not.
+
+    - never: priority-lane allocations; tolerance ``none`` or never-reclaimable classes; members
+      of the waiter's preemption group (its subject selector, or the same policy preemption
+      group);
+    - a priority-lane waiter may take any other reclaimable allocation;
+    - otherwise the victim must *borrow* in a deficit slot (use beyond its policy's reserved
+      share), and either have strictly lower priority, or borrow the waiter's unused reserved
+      share while the waiter fits inside that share in every slot it lacks (reclaim).
+
+    A victim's re-submission therefore cannot take back from its preemptor: after a priority
+    preemption it has lower priority; after a reclaim, the preemptor borrows nothing in the
+    slots that were short, and the other slots had room for it, so they have room for the
+    victim again.
+    """
     request = waiter.candidate.request
     if holder.request.id == request.id or holder.policy.lane or not holder.reclaimable:
         return None
@@ -165,6 +158,9 @@ def returning_covers(catalog: Catalog, ledger: Ledger, blocker: Blocker) -> bool
 
 
 def victim_order(waiter: Waiter, holders: list[Holder]) -> list[Holder]:
+    """Lowest priority first; then borrowers of the waiter's unused reserved share; then the
+    newest allocation; then request id."""
+
     def key(holder: Holder) -> tuple[int, int, object, object]:
         reclaims = any(holder.borrowed.get(s, 0) > 0 for s in waiter.unused_share_slots)
         return (holder.policy.priority, 0 if reclaims else 1, holder.age_key, holder.request.id.int)
@@ -206,7 +202,17 @@ def plan_preemption(
     *,
     taken: set[UUID],
 ) -> PreemptionPlan | str:
-    """A plan to preempt, or the reason to keep waiting without preempting."""
+    """A plan to preempt, or the reason to keep waiting without preempting.
+
+    1. Deficits per slot, after counting capacity that preempting requests will return; if
+       returning capacity covers everything, wait.
+    2. Candidates: allocated, not already preempting holders of a deficit slot that
+       :func:`victim_rule` allows, looked for only where it could allow one (:func:`_candidates`).
+    3. Order them (:func:`victim_order`), take them greedily until every deficit is covered,
+       then drop each chosen one the others already cover (:func:`cover`).
+    4. Trial: on a copy of the ledger, remove the victims and everything already returning and
+       run the real fit check; only a plan whose trial admits the head is returned.
+    """
     catalog, ledger = fitter.catalog, fitter.ledger
     missing = deficits(catalog, ledger, blocker)
     outstanding = _outstanding(ledger, missing)

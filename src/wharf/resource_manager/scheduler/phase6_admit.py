@@ -2,30 +2,11 @@
 
 Owns: :class:`Admitter`.
 
-Pools are visited in rank order and each pool's queue in queue order (phase 3). For every
-candidate not yet admitted elsewhere this cycle:
-
-- if a route fits (phase 4), admit it: one allocation per demand (plus grant defaults), with
-  target settings merged pool < class < policy < grant, and charge the ledger;
-- if it is blocked by capacity and none of the slots it lacks is claimed yet, it is the *head*
-  of those slots: unless it fits right now in a lower-ranked pool, it may preempt
-  (phase 5) and it *claims* the free part of every slot of its route, so requests behind it
-  can only backfill capacity it cannot use and it is never starved. When its path to fitting
-  is preemption, the slots it lacks are claimed softly (:mod:`.soft_claims`): requests it
-  could preempt later may use them meanwhile, nobody else may;
-- otherwise it waits, with the reason of the most useful blocker.
-
-A deep queue is mostly a few groups of identical requests (a ``map`` over one step): once a
-request of a group is blocked for good in a pool's walk (a non-capacity block, or a gap an
-earlier head claimed), the rest of its group in that walk get the same reason without being
-tried again (:meth:`Admitter._settle`); a group is one shape *and* one plan list, so requests
-that queue under other policies are always tried.
-
 Invariants: a request is admitted at most once and claims in at most one pool per cycle; a
 request that claimed or was admitted is never a victim in the same cycle (victims come only
 from allocations that existed at the start of the cycle); each victim is taken at most once;
-the walk's shortcut changes no decision (usage and claims only grow within a cycle, so blocked
-stays blocked and a claimed gap stays claimed by the same head).
+a blocked head is never starved (it claims the free part of its route); the walk's shortcut
+(:meth:`Admitter._settle`) changes no decision.
 """
 
 from __future__ import annotations
@@ -81,6 +62,20 @@ def _derived_id(request_bytes: bytes, prefix: int, key: str) -> UUID:
 
 @dataclass(slots=True)
 class Admitter:
+    """One cycle's walk: pools in rank order, each pool's queue in queue order (phase 3). For
+    every candidate not yet admitted elsewhere this cycle:
+
+    - if a route fits (phase 4), admit it: one allocation per demand (plus grant defaults),
+      with target settings merged pool < class < policy < grant, and charge the ledger;
+    - if it is blocked by capacity and none of the slots it lacks is claimed yet, it is the
+      *head* of those slots: unless it fits right now in a lower-ranked pool, it may preempt
+      (phase 5) and it *claims* the free part of every slot of its route, so requests behind
+      it can only backfill capacity it cannot use. When its path to fitting is preemption, the
+      slots it lacks are claimed softly (:mod:`.soft_claims`): requests it could preempt later
+      may use them meanwhile, nobody else may;
+    - otherwise it waits, with the reason of the most useful blocker.
+    """
+
     catalog: Catalog
     fitter: Fitter
     holders: HolderIndex
@@ -336,10 +331,12 @@ class Admitter:
 
     def _settle(self, candidate: Candidate, pool_index: int, reason: str) -> None:
         """Every later candidate of this pool's walk with the same shape and plans waits for
-        the same ``reason``: its policies are blocked by the memo (blocked stays blocked within
-        a cycle, see :mod:`.phase4_fit`), and the outcome was a plain wait, a non-capacity
-        block or a gap claimed by an earlier head (claims only grow), which depend on nothing
-        else."""
+        the same ``reason`` without being tried again (a deep queue is mostly a few groups of
+        identical requests, a ``map`` over one step; a group is one shape *and* one plan list,
+        so requests that queue under other policies are always tried). This changes no
+        decision: its policies are blocked by the memo (blocked stays blocked within a cycle,
+        see :mod:`.phase4_fit`), and the outcome was a plain wait, a non-capacity block or a
+        gap claimed by an earlier head (claims only grow), which depend on nothing else."""
         key = (candidate.shape, id(candidate.plans[pool_index]))
         self._settled[pool_index][key] = reason
 

@@ -3,25 +3,9 @@
 Owns: :class:`SlotChoice`, :class:`Route`, :func:`search_route` and :func:`slot_fits`.
 
 A *route* is one complete, all-or-nothing assignment for a request under one policy of one
-pool: a slot per demand, plus grant-default allocations. :func:`search_route` walks the
-demands in order and, for each, the candidate slots in preference order (class rank, then
-name, then descriptor name), backtracking when a later demand cannot be placed. The first
-route found is therefore the best by class rank, which is how "class rank decides when no
-class was asked" is implemented.
-
-With ``ledger=None`` the search runs against an empty pool: that is the *static* check (can
-this ever fit?) used to reject requests. With a ledger it is the live fit check.
-
-Invariants of a returned route, checked against the ledger given:
-- capacity: used + claimed + route amount ≤ capacity per slot (None = unlimited);
-- the policy's explicit limit per slot;
-- never-reclaimable slots: Σ over policies of usage above reserved ≤ unreserved capacity;
-- a *pinned* route (reclaim tolerance ``none``) in a reclaimable slot of limited capacity: the
-  policy's pinned usage plus the route's amount ≤ its reserved share — it never borrows, so
-  Σ pinned ≤ Σ reserved ≤ capacity and every reserved share stays recoverable by preempting
-  reclaimable holders only (an unlimited slot has no share to protect);
-- concurrency limits of the pool, each class used, and the policy (one per request);
-- grant ``missing_action``: ``reject`` excludes the class, ``default`` adds an allocation.
+pool: a slot per demand, plus grant-default allocations. Invariant: a returned route keeps
+every fit rule (:func:`search_route`) against the ledger given; with ``ledger=None`` that is
+the *static* check against an empty pool (can this ever fit?), with a ledger the live one.
 """
 
 from __future__ import annotations
@@ -53,7 +37,7 @@ class Route:
     amounts: tuple[tuple[int, int], ...]
     class_indices: tuple[int, ...]
     pinned: bool = False
-    """For a request with reclaim tolerance ``none`` (see the module docstring)."""
+    """For a request with reclaim tolerance ``none`` (see :func:`slot_fits`)."""
 
 
 class SearchBudgetError(Exception):
@@ -68,7 +52,16 @@ def slot_fits(
     total: int,
     pinned: bool = False,
 ) -> bool:
-    """Whether adding ``total`` (this request's whole amount in ``slot``) keeps every rule."""
+    """Whether adding ``total`` (this request's whole amount in ``slot``) keeps every rule:
+
+    - capacity: used + claimed + amount ≤ capacity (None = unlimited);
+    - the policy's explicit limit in the slot;
+    - a never-reclaimable slot: Σ over policies of usage above reserved ≤ unreserved capacity;
+    - a *pinned* route (reclaim tolerance ``none``) in a reclaimable slot of limited capacity:
+      the policy's pinned usage plus the amount ≤ its reserved share. It never borrows, so
+      Σ pinned ≤ Σ reserved ≤ capacity and every reserved share stays recoverable by
+      preempting reclaimable holders only (an unlimited slot has no share to protect).
+    """
     info = catalog.slots[slot]
     capacity = info.capacity
     if ledger is None:
@@ -167,6 +160,13 @@ def search_route(
     pinned: bool = False,
 ) -> Route | None:
     """The first route in preference order that fits, or None. Raises on budget exhaustion.
+
+    Walks the demands in order and, for each, the candidate slots in preference order (class
+    rank, then name, then descriptor name), backtracking when a later demand cannot be placed:
+    the first route found is the best by class rank ("class rank decides when no class was
+    asked"). A route keeps :func:`slot_fits` in every slot, the concurrency limits of the pool,
+    of each class used and of the policy (one per request), and the grants' ``missing_action``
+    (``reject`` excludes the class, ``default`` adds an allocation).
 
     ``pinned``: the request has reclaim tolerance ``none`` (it never borrows in reclaimable
     slots)."""

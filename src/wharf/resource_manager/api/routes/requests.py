@@ -1,41 +1,11 @@
-"""Resource requests: any valid token; a request belongs to the principal that created it, and
-only it and administrators see it (list, get and explain show nobody else's: 404).
+"""Resource request routes (``/v1/resource-requests``): create, list, get, renew (one or many),
+release, cancel and explain; lean routes (:mod:`..lean`) that await the service's ``*_async``
+combiner for the writes and run the reads in the thread pool.
 
-Routes:
-
-    POST /v1/resource-requests                      create (201; allocated if it fit at once)
-    GET  /v1/resource-requests                      list: status (repeatable), subject_id,
-                                                    subject_type, pool, requester,
-                                                    metadata[key]=value, page, size, sort
-    GET  /v1/resource-requests/{id}                 get
-    POST /v1/resource-requests/renew                bulk renewal: body {renewals: [{id,
-                                                    lease_seconds, runtime_state?}, ...]}
-                                                    (at most MAX_RENEWALS), 200 with one
-                                                    outcome per item, in order
-    POST /v1/resource-requests/{id}/renew           body {lease_seconds, runtime_state?}
-    POST /v1/resource-requests/{id}/release         give the allocation back
-    POST /v1/resource-requests/{id}/cancel          withdraw a pending request
-    GET  /v1/resource-requests/{id}/explain         why it is where it is
-
-These are the per-step and per-heartbeat calls of every pipeline, so they are lean routes
-(:mod:`..lean`): same contract, without FastAPI's per-request dependency injection. Create,
-renew, release and cancel await the service's combiner directly (``*_async``): no thread is
-taken per request; the reads run in the thread pool.
-
-The bulk renewal is the workspace server's heartbeat path (it coalesces its steps' renewals):
-each item is renewed as a single renewal would be, in the service's shared renewal
-transactions, and answered alone — the request, or ``{status, error, detail}`` with the status
-and error a single renewal would have got (404 not found, 403 someone else's ...), so one bad
-id never fails the others. Only a malformed body, an oversized batch (422) or a bad token
-(401) fail the whole call.
-
-Invariants: only the requester or an administrator may renew, release or cancel (403 otherwise,
-checked by the service, per item in a bulk renewal); a request is created and renewed only with
-a lease of at most ``ApiSettings.max_lease_seconds`` (400 otherwise, per item in a bulk
-renewal); every single-request POST honours
-``X-Idempotency-Key`` (a retried create with the same key returns the first request and never
-creates a second one); the bulk renewal refuses one (400): renewing is idempotent by nature, a
-retry moves each lease to now + ``lease_seconds`` again.
+Invariants: any valid token may call them, but a request is seen only by the principal that
+created it and administrators (404 for anyone else) and only they may renew, release or cancel
+it (403); a lease is at most ``ApiSettings.max_lease_seconds`` (400); every single-request POST
+honours ``X-Idempotency-Key`` (a retried create returns the first request, never a second).
 """
 
 from __future__ import annotations
@@ -119,6 +89,14 @@ def _metadata(request: Request) -> dict[str, str]:
     body=ResourceRequestRenewMany, response=ResourceRequestRenewals,
 )  # fmt: skip
 async def renew_requests(request: Request) -> Response:
+    """Renew many leases (the workspace server's coalesced heartbeat), one outcome per item.
+
+    Each item is renewed as a single renewal would be, in the service's shared renewal
+    transactions, and answered alone: the request, or ``{status, error, detail}`` with what a
+    single renewal would have got (404, 403, 400 for too long a lease ...), so one bad id never
+    fails the others. Only a malformed body, an oversized batch (422) or a bad token (401) fail
+    the whole call. ``X-Idempotency-Key`` is refused (400): renewing is idempotent by nature.
+    """
     call = Call.of(request)
     if call.key is not None:
         raise InputError(
