@@ -1,33 +1,14 @@
 """An :class:`~wharf.artifacts.store.ArtifactStore` on any fsspec URL: S3, GCS, Azure, ``file://``.
 
 The only module that imports ``fsspec`` (and, through it, s3fs / gcsfs / adlfs), lazily: on the
-first use of a store, never on import. Install the backend with ``wharf[s3]``, ``wharf[gcs]``
-or ``wharf[azure]``. Configuration and credentials: :mod:`wharf.artifacts.fsspec_options`.
+first use of a store, never on import. Configuration and credentials:
+:mod:`wharf.artifacts.fsspec_options`.
 
-Invariants (those of :mod:`wharf.artifacts.store`, plus):
-
-- URIs are full URLs under the root (``s3://bucket/prefix/<pipeline>/<run>/<hex>``), so a record
-  names its bytes wherever it is read. A URI outside the root, or with empty, ``.`` or ``..``
-  segments, is refused with ``InputError`` before any I/O.
-- Complete or absent. On an object store (S3, GCS, Azure) a written object is published by the
-  backend only when its upload completes (a single PUT for a small file, the completion of the
-  multipart upload for a large one), so a reader sees the whole object or nothing; leaving the
-  ``with`` block with an exception, or dropping the writer unclosed, aborts the upload instead.
-  On ``file://`` the bytes go to a hidden temporary file next to the target, renamed over it on
-  close (as ``LocalArtifactStore``).
-- Streaming: a writer holds a few parts (on S3 ``default_block_size``, 16 MiB unless set) in
-  memory, never the whole artifact; readers fetch ranges. A small artifact is one object; no
-  directory marker objects are written (``makedirs`` is a no-op on object stores, where
-  directories are key prefixes). Saving into a URI this object issued (``new_uri``) and nothing
-  was written to since asks the store nothing (:meth:`FsspecArtifactStore.issued_unwritten`); on
-  S3 an artifact that is an object is found by one HEAD request, whose size the next read
-  reuses.
-- Failures are ``OSError`` (``FileNotFoundError`` for a missing object or bucket,
-  ``PermissionError`` for refused credentials, :class:`ArtifactStoreError` otherwise) with one
-  line naming the store (and its endpoint), the operation, the URI and the backend's error.
-  S3 clients get short timeouts and one retry (``connect_timeout`` 5 s, ``read_timeout`` 60 s,
-  ``retries`` 2 attempts), so an unreachable store fails within seconds instead of retrying
-  for minutes; options given by the user win.
+Invariants (those of :mod:`wharf.artifacts.store`, plus): URIs are full URLs under the root, and
+any other is refused with ``InputError`` before any I/O; a written object is complete or absent
+(:class:`_PublishingWriter`); a writer holds a few parts in memory, never the whole artifact;
+failures are ``OSError`` with one line naming the store, operation and URI
+(:meth:`FsspecArtifactStore.error`).
 """
 
 from __future__ import annotations
@@ -63,10 +44,19 @@ class ArtifactStoreError(OSError):
 
 
 class FsspecArtifactStore:
-    """Artifacts under an fsspec URL (see the module docstring).
+    """Artifacts under an fsspec URL. Install the backend with ``wharf[s3]``, ``wharf[gcs]``
+    or ``wharf[azure]``.
 
     ``options`` go to the fsspec backend (``endpoint_url=…`` for an S3-compatible server);
     ``<name>_env`` options are read from the environment here, at construction.
+
+    URIs are full URLs under the root (``s3://bucket/prefix/<pipeline>/<run>/<hex>``), so a
+    record names its bytes wherever it is read; a URI outside the root, or with empty, ``.``
+    or ``..`` segments, is refused. A small artifact is one object; no directory marker
+    objects are written (``makedirs`` is a no-op on object stores, where directories are key
+    prefixes); readers fetch ranges. Failures are ``FileNotFoundError`` for a missing object
+    or bucket, ``PermissionError`` for refused credentials, :class:`ArtifactStoreError`
+    otherwise.
     """
 
     def __init__(
@@ -144,6 +134,9 @@ class FsspecArtifactStore:
         self._fs, self._root_fs_path, self._fs_pid = fs, root.rstrip("/") or "/", os.getpid()
 
     def _backend_options(self) -> dict[str, Any]:
+        """The backend's options: on S3, short timeouts and one retry, so that an unreachable
+        store fails within seconds instead of retrying for minutes; options given by the user
+        win."""
         options = dict(self._options)
         if self._protocol in _S3_PROTOCOLS:
             config = dict(options.get("config_kwargs") or {})
@@ -299,7 +292,9 @@ class FsspecArtifactStore:
 class _PublishingWriter(PublishingFile):
     """A write-only file that is published at its URI by ``close()`` and nowhere before.
 
-    Object stores: the backend's writer, whose upload completes on close; abandoning it (see
+    Object stores: the backend's writer, whose upload completes on close (a single PUT for a
+    small file, the completion of the multipart upload for a large one, each part of
+    ``default_block_size``), so a reader sees the whole object or nothing; abandoning it (see
     :class:`~wharf.artifacts.publishing.PublishingFile`) aborts the upload (the backend file is
     then marked closed so that its own finaliser cannot publish a partial object).
     ``file://``: a hidden temporary file in the target's directory, renamed over it on close.

@@ -1,35 +1,10 @@
 """The :class:`Materializer` base class: how one kind of value becomes files and back.
 
-A materializer instance is bound to one artifact URI in one artifact store. ``save`` writes the
-value as one or more named files; ``load`` reads them back.
+A materializer instance is bound to one artifact URI in one artifact store; the contract for
+implementations is the class docstring.
 
-Layouts. An artifact is a directory at its URI holding the named files, except for materializers
-that declare ``SINGLE_FILE = True``: their artifacts are written as that one file at the URI itself.
-Most step outputs are one small file, and a directory of its own would double the inodes created per
-output, each as costly as the file's write. Which layout an artifact has is read from the store (a
-directory at the URI is the directory layout), so artifacts written in the directory layout before a
-materializer became ``SINGLE_FILE`` still load. Content hashes cover file names
-(:mod:`wharf.artifacts.hashing`), so equal bytes in the two layouts hash differently: a step whose
-input is produced anew in the single-file layout misses a cache entry made from a directory-layout
-input, once.
-
-Contract for implementations:
-
-- ``ASSOCIATED_TYPES`` lists the types the materializer is registered for; the registry also
-  offers it every subclass of those types, and :meth:`Materializer.can_save` may then decline a
-  value (for example a subclass it cannot rebuild, or a container holding non-JSON values) so
-  that the next candidate, finally the pickle fallback, is used.
-- ``save`` writes only through ``self.artifact_store`` and only to :meth:`file_uri` names; it
-  does not need to create the directory (writes create their parents). Each file write is
-  atomic, and the engine removes whatever was written if ``save`` raises.
-- ``SINGLE_FILE = True`` promises that ``save`` writes exactly one file (its name may depend on
-  the value) and that ``load`` can tell from ``data_type`` alone which name it wrote: in the
-  single-file layout every name maps to the URI itself.
-- ``load(data_type)`` returns a value equal to the one saved, of type ``data_type`` (the type
-  recorded at save time). ``NEEDS_DATA_TYPE = False`` declares that the files alone suffice, so
-  an artifact can be loaded even where its recorded type cannot be imported.
-- The import path of a materializer class is stored with every artifact it wrote; moving or
-  renaming a class makes those artifacts unloadable.
+Invariant: the import path of a materializer class is stored with every artifact it wrote;
+moving or renaming a class makes those artifacts unloadable.
 """
 
 from __future__ import annotations
@@ -41,7 +16,30 @@ from wharf.artifacts.store import ArtifactStore, join_uri
 
 
 class Materializer(ABC):
-    """Saves values of ``ASSOCIATED_TYPES`` under ``uri`` and loads them back."""
+    """Saves values of ``ASSOCIATED_TYPES`` under ``uri`` and loads them back.
+
+    Layouts: an artifact is a directory at its URI holding the named files, except with
+    ``SINGLE_FILE = True``: then it is that one file at the URI itself (one inode per output
+    rather than two). The layout is read from the store (a directory at the URI is the
+    directory layout), so directory-layout artifacts still load. Content hashes cover file
+    names (:mod:`wharf.artifacts.hashing`), so equal bytes in the two layouts hash differently.
+
+    Contract for implementations:
+
+    - ``ASSOCIATED_TYPES`` lists the types the materializer is registered for; the registry
+      also offers it every subclass of those types, and :meth:`can_save` may then decline a
+      value (a subclass it cannot rebuild, a container holding non-JSON values...) so that the
+      next candidate, finally the pickle fallback, is used.
+    - ``save`` writes only through ``self.artifact_store`` and only to :meth:`file_uri` names;
+      it need not create the directory (writes create their parents). Each file write is
+      atomic, and the engine removes whatever was written if ``save`` raises.
+    - ``SINGLE_FILE = True`` promises that ``save`` writes exactly one file (its name may
+      depend on the value) and that ``load`` can tell from ``data_type`` alone which name it
+      wrote: in the single-file layout every name maps to the URI itself.
+    - ``load(data_type)`` returns a value equal to the one saved, of type ``data_type`` (the
+      type recorded at save time). ``NEEDS_DATA_TYPE = False`` declares that the files alone
+      suffice, so an artifact can be loaded even where its recorded type cannot be imported.
+    """
 
     ASSOCIATED_TYPES: ClassVar[tuple[type, ...]] = ()
     NEEDS_DATA_TYPE: ClassVar[bool] = True

@@ -1,30 +1,12 @@
 """Which materializer saves a value, and the import paths recorded with each artifact.
 
-This module owns :class:`MaterializerRegistry`, :func:`default_registry` and the
-``module:qualname`` import-path helpers. There is no module-level registry: build one with
-:func:`default_registry` at an entry point and pass it on (one per process is typical).
+Owns :class:`MaterializerRegistry`, :func:`default_registry` and the ``module:qualname``
+import-path helpers. There is no module-level registry: build one with :func:`default_registry`
+at an entry point and pass it on (one per process is typical).
 
-Selection rules (:meth:`MaterializerRegistry.for_value`):
-
-1. Walk ``type(value).__mro__`` from the most specific class. For each class, try the
-   materializers registered for exactly that class, most recently registered first.
-2. The first candidate whose ``can_save(value)`` is true wins.
-3. Otherwise the fallback (cloudpickle by default) is used, with a ``UserWarning`` emitted once
-   per type per registry. Without a fallback, ``MaterializationError`` is raised.
-   ``save_artifact`` asks with ``warn=False`` and warns (:meth:`MaterializerRegistry.warn_pickled`)
-   only once the fallback has saved the value: a value it cannot save fails with one clean
-   error, with no warning about how it would have been stored.
-
-Lazy registration: :meth:`MaterializerRegistry.register_lazy` ties a materializer's import
-path to a top-level package name (``"numpy"``). The materializer module is imported, and its
-``ASSOCIATED_TYPES`` registered (keeping its original priority), only when a type defined in
-that package is looked up, so a registry never imports numpy or pandas by itself.
-
-Loading by recorded import path (:func:`load_materializer`, :func:`load_type`) never imports a
-module named by stored data: a materializer path must name a :class:`Materializer` subclass
-already defined in this process (every registered one is) or one of Wharf's own lazily loaded
-materializers; a type path must name a class in a module already imported. Anything else is a
-``MaterializationError`` telling the caller to import the defining module first.
+Invariants: a registry never imports numpy or pandas by itself (lazy registration); loading by
+recorded import path (:func:`load_materializer`, :func:`load_type`) never imports a module named
+by stored data.
 """
 
 from __future__ import annotations
@@ -147,7 +129,8 @@ def _attribute(obj: object, qualname: str, path: str, what: str) -> object:
 
 
 class MaterializerRegistry:
-    """Chooses a materializer class for a value or a type; see the module docstring."""
+    """Chooses a materializer class for a value or a type (:meth:`for_value`,
+    :meth:`for_type`)."""
 
     def __init__(self, fallback: type[Materializer] | None = CloudpickleMaterializer) -> None:
         self._fallback = fallback
@@ -174,15 +157,24 @@ class MaterializerRegistry:
 
     def register_lazy(self, package: str, materializer: str) -> None:
         """Register the materializer at import path ``materializer`` for its
-        ``ASSOCIATED_TYPES``, importing it only once a type from ``package`` is looked up."""
+        ``ASSOCIATED_TYPES``, importing it only once a type defined in the top-level package
+        ``package`` (``"numpy"``) is looked up; it keeps the priority of this call."""
         with self._lock:
             self._sequence += 1
             self._lazy.setdefault(package, []).append((self._sequence, materializer))
             self._candidates.clear()
 
     def for_value(self, value: object, *, warn: bool = True) -> type[Materializer]:
-        """The materializer for ``value`` (see the selection rules in the module docstring);
-        ``warn=False``: no warning when it is the fallback (see :meth:`warn_pickled`)."""
+        """The materializer for ``value``; ``warn=False``: no warning when it is the fallback
+        (see :meth:`warn_pickled`).
+
+        Selection: walk ``type(value).__mro__`` from the most specific class, trying for each
+        class the materializers registered for exactly that class, most recently registered
+        first; the first whose ``can_save(value)`` is true wins. Otherwise the fallback
+        (cloudpickle by default) is used, with a ``UserWarning`` once per type per registry;
+        without a fallback, ``MaterializationError``. ``save_artifact`` asks with
+        ``warn=False`` and warns only once the fallback has saved the value, so a value it
+        cannot save fails with one clean error and no warning."""
         t = type(value)
         candidates = self._candidates.get(t)
         if candidates is None:

@@ -1,27 +1,12 @@
 """The one factory for Kubernetes API clients used by Wharf's Kubernetes integration.
 
-Inside a pod (``KUBERNETES_SERVICE_HOST`` set) the service account's in-cluster configuration is
-used; elsewhere the user's kubeconfig — the file named by the caller, else ``$KUBECONFIG`` (a
-list of files, as kubectl reads it), else ``~/.kube/config`` — with an optional context, so every
-auth plugin the official client supports works. Invariant: each call builds its own
-``Configuration``; the client's process-wide default configuration is never read or changed, so
-two clients for two clusters can live side by side (tests point one at the emulator). The
-official client's per-request credential hook (which re-checks the token's expiry and re-assigns
-the host, re-reading the proxy environment) runs at most once per
-``CREDENTIAL_CHECK_INTERVAL_S``: the loaders refresh a token well before it expires (five minutes
-ahead for a kubeconfig's, every minute for the in-cluster file), so none is used stale.
+Owns :func:`kube_clients` (in-cluster configuration or the user's kubeconfig), the retry policy
+for a short API outage (:func:`outage_retries`) and the one-line errors for a refused or
+unreachable API server (:func:`cluster_call`, :func:`api_error`).
 
-Clients made with ``ride_out_outages`` (the orchestrator pod's, the step operator's: they run a
-pipeline's steps) retry a request that meets an API server gone or answering 429/5xx, through
-urllib3's ``Retry`` (:func:`outage_retries`: backing off from 1 s to 5 s, honouring
-``Retry-After``, for about a minute), so a control plane restarting does not fail the steps
-being started or cleaned up. Every verb is retried: Wharf's creates name their objects (a
-repeated create meets 409 and adopts what the first made) and a repeated delete meets 404. A
-client for a command the user waits on (submit, schedules) fails at once instead.
-
-An API refusal or an unreachable API server meets the user as one :class:`WharfError` line
-saying what could not be done and why (:func:`cluster_call`, :func:`api_error`), never as the
-client's own exception.
+Invariants: each call builds its own ``Configuration`` (the client's process-wide default is
+never read or changed, so clients for two clusters live side by side); an API failure meets the
+user as one :class:`WharfError` line, never as the client's own exception.
 """
 
 from __future__ import annotations
@@ -77,11 +62,20 @@ class KubeClients:
 def kube_clients(
     *, context: str | None = None, kubeconfig: str | None = None, ride_out_outages: bool = False
 ) -> KubeClients:
-    """Clients for the cluster this process should talk to (see the module docstring).
+    """Clients for the cluster this process should talk to.
 
-    ``kubeconfig`` or ``context`` given: the kubeconfig is used even inside a pod;
-    ``ride_out_outages``: requests are retried through a short API outage. Raises
-    :class:`InputError` with one line when no usable configuration is found."""
+    Inside a pod (``KUBERNETES_SERVICE_HOST`` set) the service account's in-cluster
+    configuration is used; elsewhere the user's kubeconfig (``kubeconfig``, else
+    ``$KUBECONFIG``, a list of files as kubectl reads it, else ``~/.kube/config``) with an
+    optional ``context``, so every auth plugin of the official client works. ``kubeconfig`` or
+    ``context`` given: the kubeconfig is used even inside a pod. The client's per-request
+    credential hook runs at most once per ``CREDENTIAL_CHECK_INTERVAL_S`` (the loaders refresh
+    a token well before it expires, so none is used stale).
+
+    ``ride_out_outages`` (the orchestrator pod's and the step operator's clients, which start
+    and clean up steps): requests are retried through a short API outage
+    (:func:`outage_retries`); a client for a command the user waits on fails at once instead.
+    Raises :class:`InputError` with one line when no usable configuration is found."""
     configuration = client.Configuration()
     if os.environ.get(IN_CLUSTER_ENV) and kubeconfig is None and context is None:
         try:
@@ -102,10 +96,12 @@ def kube_clients(
 
 
 def outage_retries() -> Retry:
-    """urllib3's retry policy for a short API outage (see the module docstring): connection
+    """urllib3's retry policy for a short API outage (a control plane restarting): connection
     failures and :data:`OUTAGE_STATUSES`, on every verb, :data:`OUTAGE_RETRIES` times, backing
-    off 1, 2, 4, then 5 s; once spent, the last answer is returned (the client raises it as an
-    ``ApiException``)."""
+    off 1, 2, 4, then 5 s and honouring ``Retry-After``; once spent, the last answer is
+    returned (the client raises it as an ``ApiException``). Every verb is safe to repeat:
+    Wharf's creates name their objects (a repeated create meets 409 and adopts what the first
+    made) and a repeated delete meets 404."""
     retries = OUTAGE_RETRIES
     return Retry(
         total=retries,

@@ -1,41 +1,17 @@
 """The ``kubernetes`` orchestrator: a run's steps run as Kubernetes Jobs, orchestrated by a pod.
 
-Submitting a run (here, in the caller's process): refuse what it cannot run (before anything is
-recorded where the SDK asks: :meth:`KubernetesOrchestrator.runtime_policy`), create the run's
-Secret (its pod's credentials: a run token, a store URL), then the orchestrator Job, whose pod
-runs ``orchestrator_main`` for the placeholder run the client recorded; record the Job's name,
-namespace and context in the run's metadata; then either follow the Job to its end,
-streaming its pod's log (``synchronous``, the default) and return the run as the store has it,
-or return at once, printing how to follow it.
-
-Dynamic pipelines run as static ones do: the orchestrator pod runs the pipeline's function
-(``orchestrator_dynamic``) and every step runs in a Job of its own (``runtime_policy`` isolates
-all steps); the submitter records the path of a script that defines one (the pod loads it from
-the code archive), and a scheduled one must be defined in a module (refused otherwise).
-
-Scheduling (``schedules_runs``): a cron schedule becomes a CronJob whose job template is the
-orchestrator Job of a manual run, without a run (``schedules``); pausing, resuming and deleting
-the schedule suspend, resume and delete it. Other schedules are refused before anything is
-recorded (``runtime_policy``).
-
-Configuration: the component's ``-c`` values, parsed by
-``KubernetesOrchestratorSettings.from_component`` (namespace, context, kubeconfig, image,
-synchronous, ...).
+Owns :class:`KubernetesOrchestrator`: submitting a run (``submit_run``), refusing what it cannot
+run (``runtime_policy``, ``check_artifact_store``) and scheduling runs as CronJobs.
 
 Invariants:
 
-- the pods reach the run's store through the run's ``child_env``: with a workspace server its URL
-  and a token scoped to the run (``services.for_run``; never the caller's own key), else an
-  SQL store's URL, which works only where the pods can open that database (the test bed, whose
-  pods are local processes, or a database server the cluster reaches); every such credential
-  only through a Secret the pods refer to (``secretKeyRef``), never a plain value of a Job;
-- the artifact store must be reachable from the pods: a local one is refused unless the
-  component says the cluster mounts it (``mounts_artifact_store``). ``runtime_policy`` does not
-  see the stack's artifact store, so :meth:`~KubernetesOrchestrator.submit_run` checks it first
-  thing; the placeholder the client recorded is then deleted by the client, as after any
-  failure before the orchestrator took over;
-- the Secret of a run that is not scheduled is deleted when the run ended (by the
-  orchestrator pod at its end, and by a synchronous submitter once the Job finished).
+- the pods reach the run's store only through the run's ``child_env`` (never the caller's own
+  key), and every credential only through a Secret the pods refer to (``secretKeyRef``), never
+  a plain value of a Job;
+- the artifact store must be reachable from the pods (a local one only with
+  ``mounts_artifact_store``);
+- the Secret of a run that is not scheduled is deleted when the run ended (by the orchestrator
+  pod at its end, and by a synchronous submitter once the Job finished).
 """
 
 from __future__ import annotations
@@ -100,6 +76,23 @@ settings name one, the kubeconfig context actually used, pipeline-level settings
 
 
 class KubernetesOrchestrator(BaseOrchestrator):
+    """Runs a pipeline's run in an orchestrator Job whose pod runs ``orchestrator_main``.
+
+    Dynamic pipelines run as static ones do: the pod runs the pipeline's function
+    (``orchestrator_dynamic``) and every step runs in a Job of its own (``runtime_policy``
+    isolates all steps); the submitter records the path of a script that defines one (the pod
+    loads it from the code archive), and a scheduled one must be defined in a module.
+
+    Scheduling: a cron schedule becomes a CronJob whose job template is the orchestrator Job of
+    a manual run, without a run (``schedules``); pausing, resuming and deleting the schedule
+    suspend, resume and delete it. Other schedules are refused by ``runtime_policy``.
+
+    Configuration: the component's ``-c`` values, parsed by
+    ``KubernetesOrchestratorSettings.from_component``. The pods reach the store with a workspace
+    server's URL and a token scoped to the run (``services.for_run``), else an SQL store's URL,
+    which works only where the pods can open that database.
+    """
+
     flavor = FLAVOR
     supports_isolated_steps = True
     isolates_static_steps = True
@@ -234,7 +227,14 @@ class KubernetesOrchestrator(BaseOrchestrator):
     def submit_run(self, job: RunJob, out: TextIO | None = None) -> PipelineRunRecord:
         """Submit ``job``'s run as an orchestrator Job; the run as the store has it once the
         Job finished (``synchronous``) or at once. ``out``: where the pod's log and the hints
-        go (default: standard output)."""
+        go (default: standard output).
+
+        Refuses first what it cannot run (``runtime_policy``, then the artifact store, which
+        ``runtime_policy`` does not see; the client then deletes its placeholder run, as after
+        any failure before the orchestrator took over). Then creates the run's Secret and the
+        orchestrator Job for the placeholder run, recording the Job's name, namespace and
+        context in the run's metadata, and either follows the Job to its end, streaming its
+        pod's log, or returns at once, printing how to follow it."""
         out = sys.stdout if out is None else out
         self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse first
         self.check_artifact_store(job.services.artifact_store)

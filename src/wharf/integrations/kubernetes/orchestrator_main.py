@@ -1,34 +1,13 @@
-"""Entry point of a run's orchestrator pod (``python -m`` this module).
+"""Entry point of a run's orchestrator pod (``python -m`` this module; :func:`main`).
 
-Given the run's snapshot (and the placeholder run the submitter recorded; without one — a run
-fired by a schedule's CronJob, ``--schedule-id`` — it creates one itself, before any step, with
-its Job's orchestrator run id and its schedule and CronJob in the run's metadata; its own Job is
-found through its pod, ``HOSTNAME``; a schedule deleted or paused in the store, or outside its
-start and end times, fires nothing),
-it opens the store from its environment (as a step's process does:
-``wharf.execution.services.open_store``), builds the run's services, job and
-runtime policy as the local orchestrators do (``BaseOrchestrator``), and runs the engine's run
-loop (``wharf.execution.run_loop.run_pipeline``) with the Kubernetes step backend: each step
-that is not cached runs as its own Job, owned by this pod's Job so that deleting the run's Job
-collects its step Jobs; a graceful stop of the run (``wharf runs stop``) starts no further step
-and lets the running step pods finish. A dynamic pipeline's function runs here, in the loop's
-dynamic runner (imported by ``orchestrator_dynamic``), and each step it launches runs as a Job
-too. The loop
-decides caching right before each step's launch and starts the placeholder run with this Job's
-orchestrator run id (``kubernetes-<Job uid>``: the same for every pod of the Job). A pod that
-finds its run running with that id (an earlier pod of the Job died mid-run) resumes it
-(``orchestrator_resume``): finished steps are not run again, step Jobs still running are
-adopted, never started twice; a dynamic pipeline's function is run again, each step call
-going on from the earlier step run of its invocation id only when it is the same call (a
-function that calls its steps differently ends the run failed: ``wharf.execution.dynamic``). A
-run started with another orchestrator run id (or whose pod cannot find its own Job) is ended
-failed rather than have its steps run twice; a run that ended already is left as it is.
+:func:`run_orchestrator` runs the run with the engine's run loop
+(``wharf.execution.run_loop.run_pipeline``) and the Kubernetes step backend, its services built
+as the local orchestrators build them (``BaseOrchestrator``); a run fired by a schedule's
+CronJob is created by the pod itself (:func:`scheduled_run`).
 
-Exit code: 0 when the run completed, 1 when it ended otherwise (the Job then fails without
-starting another pod), 3 when the pod failed before running the run (the Job may retry), 2 for
-a malformed command line; 0 too when a schedule fired that runs nothing. The run's token
-Secret, when it has one and is not scheduled, is deleted when the pod ends after the run ended
-(a pod that failed before leaves it to the next pod of its Job; the Job owns it).
+Invariants: every step that is not cached runs as its own Job, owned by this pod's Job (deleting
+the run's Job collects them); a run is resumed only by a pod of the Job that started it, so no
+step runs twice; the run's token Secret is deleted only once the run ended.
 """
 
 from __future__ import annotations
@@ -109,7 +88,19 @@ def run_orchestrator(
     schedule_id: UUID | None = None,
 ) -> int:
     """Run the run of ``args`` to its end; the exit code (0: completed). ``schedule_id``: the
-    schedule that fired this pod (then ``args`` names no run: the pod creates it)."""
+    schedule that fired this pod (then ``args`` names no run: the pod creates it).
+
+    The store is opened from the environment (as a step's process does:
+    ``wharf.execution.services.open_store``). The run loop decides caching right before each
+    step's launch and starts the placeholder run with this Job's orchestrator run id
+    (``kubernetes-<Job uid>``, the same for every pod of the Job). A pod that finds its run
+    running with that id (an earlier pod of the Job died mid-run) resumes it
+    (``orchestrator_resume``): finished steps are not run again and step Jobs still running
+    are adopted; a dynamic pipeline's function runs again (``wharf.execution.dynamic``). A run
+    started with another orchestrator run id (or whose pod cannot find its own Job) is ended
+    failed; a run that ended already is left as it is. A graceful stop (``wharf runs stop``)
+    starts no further step and lets the running step pods finish. The token Secret is left to
+    the next pod of the Job when this one fails before the run ended (the Job owns it)."""
     environ = os.environ if environ is None else environ
     settings = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
     config = load_config(environ)
@@ -296,7 +287,8 @@ def scheduled_run(
     """The run of a scheduled Job: the one an earlier pod of the Job created, else a new
     placeholder with the Job's orchestrator run id (so a concurrent firing's run loop never
     takes it), recorded with its schedule in the run's metadata before any step. None when
-    the schedule is gone or paused in the store (a CronJob the cluster kept): nothing runs."""
+    the schedule is gone or paused in the store (a CronJob the cluster kept) or the time is
+    outside its start and end times: nothing runs."""
     schedule = None
     if schedule_id is not None:
         try:
@@ -359,6 +351,10 @@ def _exit_code(run: PipelineRunRecord) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The pod's command line. Exit code: 0 when the run completed (or a schedule fired that
+    runs nothing), 1 when it ended otherwise (the Job then fails without starting another
+    pod), 3 when the pod failed before running the run (the Job may retry), 2 for a malformed
+    command line."""
     # Wharf's own log format (``run_orchestrator`` sets it up), as a local run prints it.
     quiet_library_loggers()
     try:

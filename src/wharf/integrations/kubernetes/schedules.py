@@ -1,29 +1,19 @@
 """A schedule on Kubernetes: one ``batch/v1`` CronJob per recorded schedule.
 
-Owns: which schedules Kubernetes can fire (:func:`check_schedulable`: cron expressions only,
-no catch-up; start and end times are checked by the fired pod, :func:`in_window`),
-the CronJob's name, labels and manifest (:func:`schedule_cron_job`: the orchestrator Job a
-manual run creates, without a run: its pod is given the snapshot and the schedule id and creates
-its run itself), the schedule's Secret (the fired pods' credentials), the ``--schedule-id``
-argument of the orchestrator pod, and the API calls that create, suspend, resume and delete a
-schedule's CronJob and Secret.
+Owns which schedules Kubernetes can fire (:func:`check_schedulable`), the CronJob and its Secret
+(:func:`schedule_cron_job`), the orchestrator pod's ``--schedule-id`` argument, and the API calls
+that create, suspend, resume and delete them.
 
 Invariants:
 
-- a schedule's CronJob carries ``wharf.io/schedule-id`` (the schedule's id) and is found by
-  that label, never by name alone; its name (≤ 52 characters) holds the schedule's name and a
-  piece of its id, so two projects' schedules of one name never share a CronJob;
-- ``spec.suspend`` is ``not schedule.active``; applying a schedule again replaces its CronJob
-  with the same manifest (idempotent);
-- a credential of the fired pods (``SECRET_ENV``: the store URL) is never a plain value of the
-  CronJob: it lives in the schedule's Secret (``<CronJob name>-env``, labelled with the
-  schedule's id like the CronJob), created before the CronJob, then owned by it; deleting the
-  schedule's CronJobs deletes their Secrets too;
-- every failure talking to the cluster is a one-line :class:`WharfError` naming what could not
-  be done.
-
-On a workspace server the fired pods' credential is a token of the schedule, never the user's
-(``schedule_credentials``), in the schedule's Secret.
+- a schedule's CronJob carries ``wharf.io/schedule-id`` and is found by that label, never by
+  name alone; its name holds a piece of the id, so two projects' schedules of one name never
+  share a CronJob;
+- ``spec.suspend`` is ``not schedule.active``; applying a schedule again is idempotent;
+- a credential of the fired pods is never a plain value of the CronJob, only in the schedule's
+  Secret (on a workspace server a token of the schedule, never the user's:
+  ``schedule_credentials``);
+- every failure talking to the cluster is a one-line :class:`WharfError`.
 """
 
 from __future__ import annotations
@@ -76,7 +66,8 @@ UNSUPPORTED = (
 
 
 def check_schedulable(pipeline: str, schedule: Schedule) -> None:
-    """InputError unless Kubernetes can fire ``schedule`` (a cron expression it takes)."""
+    """InputError unless Kubernetes can fire ``schedule`` (a cron expression it takes, no
+    catch-up; start and end times are checked by the fired pod: :func:`in_window`)."""
     if schedule.cron_expression is None:
         raise InputError(f"Pipeline '{pipeline}': {UNSUPPORTED}.")
     if schedule.catchup:

@@ -1,33 +1,9 @@
 """The Kubernetes step backend: each isolated attempt of a step runs as one Kubernetes Job.
 
-Used by the ``kubernetes`` orchestrator (in its orchestrator pod) and step operator through the
-launch interface (``wharf.execution.backends``). :meth:`KubernetesStepBackend.submit` creates
-one Job per attempt whose pod runs ``python -m wharf.execution.entrypoint <step run id>``, built
-from the backend's settings with the step's own entry layered over them (``step_settings``: pod
-settings, image, service account, backoff margin, deadline, ttl...), with the attempt's Wharf
-settings (credentials through the backend's Secret, ``step_backend_secret``), labelled with the
-backend's labels plus the step and its step run id (annotations carry the full values).
-:meth:`~KubernetesStepBackend.poll` answers from two shared watches (``pod_watch``: the
-backend's pods by Job, and its Jobs), never one request per step, and a poll wakes only on
-changes of its own attempts' Jobs and pods; the rules are ``step_backend_outcome``'s. ``cancel``
-deletes the Job in the foreground and its running pods with the grace asked for; the log of a
-pod being deleted, by a cancel or from outside, is followed to its end (``step_backend_logs``);
-pods that outlive a cancel by ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer
-reports (lost): the attempt is then cancelled all the same and they are force-deleted at
-cleanup; ``cleanup`` copies the pods' logs to the artifact store at the step's ``logs_uri``
-(none for a silent step, as for an inline one) and deletes the Job; ``stop_recorded`` deletes
-the Jobs labelled with a step run's id (the deletes are ``step_backend_deletes``'s); ``close``
-stops the watches and deletes the Secret. The API's answers to creates and deletes are not
-decoded (the watches show the objects).
-
-Retries: the engine records every attempt and submits a new Job for each retry, so a step
-Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
-never saw, e.g. a node lost before it started); a retry inside the Job would re-run an attempt
-the entry point already recorded.
-
-Submitting an attempt whose Job exists already (same name, same step run id label) adopts that
-Job instead: a restarted orchestrator pod resubmitting a running step run does not start it
-twice (the watches select by the run's labels, so they see its predecessor's Jobs).
+Owns :class:`KubernetesStepBackend`, the launch interface (``wharf.execution.backends``) the
+``kubernetes`` orchestrator (in its orchestrator pod) and step operator run steps through. The
+outcome rules are ``step_backend_outcome``'s, the deletes ``step_backend_deletes``'s, the log
+following ``step_backend_logs``'s and the credentials ``step_backend_secret``'s.
 
 Invariants: a handle names the step run, Job and namespace only (no live object); the backend
 keeps one record per submitted attempt until :meth:`~KubernetesStepBackend.cleanup`; an outcome,
@@ -127,7 +103,20 @@ class _Attempt:
 
 
 class KubernetesStepBackend:
-    """See the module docstring. ``labels``/``annotations``: put on every Job and pod (e.g.
+    """Runs each attempt as one Job whose pod runs ``python -m wharf.execution.entrypoint``.
+
+    A Job is built from the backend's settings with the step's own entry layered over them
+    (``step_settings``), the attempt's Wharf settings (credentials through the backend's
+    Secret) and the backend's labels plus the step and its step run id (annotations carry the
+    full values). The API's answers to creates and deletes are not decoded (the watches show
+    the objects).
+
+    Retries: the engine records every attempt and submits a new Job for each retry, so a step
+    Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
+    never saw, e.g. a node lost before it started); a retry inside the Job would re-run an
+    attempt the entry point already recorded.
+
+    ``labels``/``annotations``: put on every Job and pod (e.g.
     the run's); ``owner``: an owner reference for the Jobs and the Secret (the orchestrator
     Job); ``watch_labels``: the selector of the watches (default: ``labels``, e.g. the run's,
     so that an orchestrator pod restarted for the same run sees the Jobs its predecessor
@@ -184,6 +173,9 @@ class KubernetesStepBackend:
     # -- the launch interface ------------------------------------------------------------------
 
     def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> KubernetesHandle:
+        """Create the attempt's Job. A Job that exists already for the same step run (same
+        name, same step run id label) is adopted instead: a restarted orchestrator pod
+        resubmitting a running step run does not start it twice."""
         with self._condition:
             self._submitting += 1  # not idle: its Secret must stay
         try:
@@ -260,6 +252,9 @@ class KubernetesStepBackend:
     def poll(
         self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
     ) -> Mapping[KubernetesHandle, AttemptOutcome]:
+        """The outcomes known of ``handles``, waiting up to ``timeout``. Answered from the two
+        shared watches (pods by Job, and Jobs), never one request per step; a poll wakes only
+        on changes of its own attempts' Jobs and pods."""
         deadline = time.monotonic() + timeout
         wake = threading.Event()  # set on a change of one of these Jobs (or of any)
         names = {handle.job_name for handle in handles}
@@ -290,6 +285,10 @@ class KubernetesStepBackend:
                             del self._waiters[name]
 
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
+        """Delete the Job in the foreground and its running pods with ``grace_seconds``,
+        following their logs to their end. Pods that outlive the grace by
+        ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports (lost): the
+        attempt is then cancelled all the same and they are force-deleted at cleanup."""
         with self._condition:
             attempt = self._attempts.get(handle)
             if attempt is None or attempt.outcome is not None:
@@ -305,6 +304,8 @@ class KubernetesStepBackend:
         delete_for_cancel(batch, core, handle.job_name, handle.namespace, pods, grace)
 
     def cleanup(self, handle: KubernetesHandle) -> None:
+        """Copy the pods' logs to the artifact store at the step's ``logs_uri`` (none for a
+        silent step, as for an inline one) and delete the Job."""
         with self._condition:
             attempt = self._attempts.pop(handle)
             self._by_job.pop(handle.job_name, None)
@@ -333,6 +334,7 @@ class KubernetesStepBackend:
                     self.close()
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
+        """Delete the Jobs labelled with ``step``'s step run id."""
         return delete_jobs_of_step_run(self._clients.batch, self.namespace, step.id)
 
     # -- the rest ------------------------------------------------------------------------------

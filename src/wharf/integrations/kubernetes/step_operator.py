@@ -1,33 +1,17 @@
 """The ``kubernetes`` step operator: the steps that name it run as Kubernetes Jobs, one per attempt.
 
-Any orchestrator (the local one included) runs a step that names the operator
-(``@step(step_operator="k8s")``) through :meth:`KubernetesStepOperator.step_backend`, for static
-and dynamic pipelines alike: each attempt is a Job of :class:`KubernetesStepBackend` (entry point,
-credentials through a Secret, outcome from shared watches, the pod's log copied to the artifact
-store at cleanup, allocations applied to the pod). The step imports the pipeline's code from the
-run's code archive (``code_travels``).
-
-Configuration: the component's ``-c`` values, parsed by
-``KubernetesStepOperatorSettings.from_component`` (namespace, context, kubeconfig, image, pod
-settings, service account, backoff margin, ttl, grace period, ``mounts_artifact_store``...),
-with a step's (and its pipeline's) ``step_operator.kubernetes`` settings layered over them for
-that step's Job (``step_settings``; they may also choose the image, namespace and cluster).
+Owns :class:`KubernetesStepOperator` (configuration, image, artifact store check) and its launch
+interface :class:`KubernetesStepOperatorBackend`, which runs each attempt through the
+:class:`KubernetesStepBackend` of its run.
 
 Invariants:
 
-- nothing touches the cluster until a step is submitted: the run loop asks every stack's step
-  operator for a backend, whether a step names it or not, and ``wharf runs stop --force`` asks
-  for one only to delete Jobs;
-- the artifact store must be one the pods reach: a local one is refused (the step fails with
-  the same rule and words as the orchestrator's, ``KubernetesOrchestrator.check_artifact_store``)
-  unless the component says the cluster mounts it;
-- pods get no paths of the submitting machine (``SUBMITTER_ONLY_ENV``: the Wharf home and
-  Python path are the image's, the code comes from the archive);
-- the Jobs of a run's steps carry the operator's name and the run's id as labels and no owner
-  (the submitting orchestrator is not in the cluster); what a run's steps use in the cluster
-  (the watches, the Secret holding the step's credentials) lives while one of its attempts is
-  in flight: the engine does not close step backends, so the backend closes a run's share
-  once its last attempt is cleaned up, and opens a new one for the next.
+- nothing touches the cluster until a step is submitted (the run loop asks every stack's step
+  operator for a backend, and ``wharf runs stop --force`` asks for one only to delete Jobs);
+- the artifact store must be one the pods reach (a local one only with
+  ``mounts_artifact_store``), and pods get no paths of the submitting machine
+  (``SUBMITTER_ONLY_ENV``: the code comes from the run's code archive);
+- a run's step Jobs carry the operator's name and the run's id as labels and no owner.
 """
 
 from __future__ import annotations
@@ -60,6 +44,17 @@ STEP_OPERATOR_KEY = "wharf.io/step-operator"
 
 
 class KubernetesStepOperator(BaseStepOperator):
+    """Runs the steps that name it (``@step(step_operator="k8s")``), under any orchestrator
+    and for static and dynamic pipelines alike, through :meth:`step_backend`.
+
+    Configuration: the component's ``-c`` values, parsed by
+    ``KubernetesStepOperatorSettings.from_component``, with a step's (and its pipeline's)
+    ``step_operator.kubernetes`` settings layered over them for that step's Job
+    (``step_settings``; they may also choose the image, namespace and cluster). A local
+    artifact store fails the step with the same rule and words as the orchestrator's
+    (``KubernetesOrchestrator.check_artifact_store``).
+    """
+
     flavor = FLAVOR
 
     def __init__(self, component: ComponentRecord) -> None:
@@ -151,8 +146,10 @@ class KubernetesStepOperatorBackend:
     """The step operator's launch interface (``wharf.execution.backends.StepBackend``): each
     attempt through the :class:`KubernetesStepBackend` of its run (and of the namespace and
     cluster its settings name: a step's ``step_operator.kubernetes`` settings may choose
-    them), opened at the first such submit and closed once none of its attempts is in flight
-    (see the module docstring)."""
+    them), opened at the first such submit and closed once none of its attempts is in flight:
+    the engine does not close step backends, so the watches and the Secret holding the
+    step's credentials live only while one of the run's attempts is in flight (the
+    submitting orchestrator is not in the cluster, so the Jobs have no owner)."""
 
     def __init__(self, operator: KubernetesStepOperator) -> None:
         self.operator = operator
