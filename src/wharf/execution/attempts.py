@@ -1,25 +1,11 @@
 """Running one attempt of a step, inline or isolated, and recording how it ended.
 
-An attempt starts from a step run record in status running and ends in exactly one of:
-completed (outputs linked), retrying (it failed and the step has attempts left), failed,
-stopped (interrupted because it or its run was asked to stop) or cancelled (interrupted after a
-cancel, e.g. a resource reclaim). :func:`finish_attempt` is the single place that decides and
-records this, used both in the orchestration process (inline) and in a step's own process
-(isolated, see ``wharf.execution.entrypoint``). A completed attempt's outputs are recorded in
-the same store call as its status (``steps.finish``). An isolated attempt's orchestrator waits
-out a store outage shorter than the step's liveness timeout (:mod:`wharf.execution.outages`).
-
-An isolated attempt's liveness clock starts at its submit, allowing it its backend's startup
-timeout (``wharf.execution.backends.startup_timeout_of``) until its own first beat. Once the
-store shows the step finished, its backend gets a grace (:attr:`IsolatedExecutor.finish_grace`,
-by default the step's liveness timeout, at least :data:`FINISH_GRACE_MIN` s) to report the
-attempt ended (its process or pod exiting) before it is cancelled: a process exiting on a loaded
-machine, and its pod reported ended, can take longer than a heartbeat interval, and a cancel
-then only adds requests; a cancelled attempt that its backend
-never reports ended counts as ended after :data:`CANCEL_PATIENCE` s, so nothing waits forever.
-The store checks made while isolated attempts wait (the run's lost-heartbeat sweep, whether
-their steps finished) are made once per heartbeat interval for all of a run's waiting attempts
-(``wharf.execution.run_checks``), not once per attempt.
+Owns :func:`finish_attempt`, :class:`InlineExecutor` and :class:`IsolatedExecutor`.
+Invariants: an attempt starts from a step run in status running and ends in exactly one of
+completed (outputs linked, in the same store call as its status), retrying, failed, stopped or
+cancelled; :func:`finish_attempt` is the single place that decides and records this, in the
+orchestrating process (inline) and in a step's own process (isolated,
+``wharf.execution.entrypoint``); nothing waits forever for an attempt to be reported ended.
 """
 
 from __future__ import annotations
@@ -95,7 +81,11 @@ def finish_attempt(
     stop_reason: str | None = None,
 ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
     """Record the end of an attempt: its saved ``outputs`` on success, else ``error``. Returns
-    the step run as recorded and, if it completed, its output versions."""
+    the step run as recorded and, if it completed, its output versions.
+
+    The end is one of completed, retrying (it failed and the step has attempts left), failed,
+    stopped (it or its run was asked to stop) or cancelled (interrupted after a cancel, e.g. a
+    resource reclaim)."""
     store = services.store
     if error is None:
         completed = StepRunUpdate(status=ExecutionStatus.COMPLETED)
@@ -294,7 +284,15 @@ def run_user_code(
 @dataclass
 class IsolatedExecutor:
     """Runs the attempt through the step's backend (``wharf.execution.backends``) and records
-    it if the attempt could not."""
+    it if the attempt could not.
+
+    An attempt's liveness clock starts at its submit, allowing it its backend's startup
+    timeout until its own first beat. Once the store shows the step finished, its backend gets
+    ``finish_grace`` to report the attempt ended before it is cancelled; a cancelled attempt
+    never reported ended counts as ended after ``cancel_patience``. The orchestrator waits out
+    a store outage shorter than the step's liveness timeout (:mod:`wharf.execution.outages`).
+    The store checks made while attempts wait are made once per heartbeat interval for all of
+    a run's waiting attempts (``wharf.execution.run_checks``), not once per attempt."""
 
     services: RunServices
     backend_for: Callable[[StepSpec], StepBackend[Any]]

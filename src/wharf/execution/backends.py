@@ -1,27 +1,13 @@
 """The one launch interface: where an isolated step's attempt runs.
 
-A :class:`StepBackend` starts an attempt (:meth:`~StepBackend.submit`, with the step's resource
-allocation when it has one), tells which of many attempts have finished
-(:meth:`~StepBackend.poll`), ends one (:meth:`~StepBackend.cancel`) and collects what it left
-(:meth:`~StepBackend.cleanup`, logs). Orchestrators and step operators that isolate steps each
-provide one (``step_backend()``, free of any run's context); the engine
-(``wharf.execution.attempts``) drives it and records the attempt.
-
-Invariants:
-
-- a handle is a frozen, hashable value the backend defines: it names the attempt, it holds no
-  live object (the backend keeps those), so it may be logged, compared and used as a key;
+Owns :class:`StepBackend` (submit, poll, cancel, cleanup, stop_recorded), provided by each
+orchestrator and step operator that isolates steps (``step_backend()``, free of any run's
+context) and driven by ``wharf.execution.attempts``, and :class:`SlowStarting`. Invariants:
+- a handle is a frozen, hashable value the backend defines: it names the attempt and holds no
+  live object, so it may be logged, compared and used as a key;
 - :meth:`~StepBackend.poll` answers only the attempts that finished; the step's own process
   records the step's result in the store, the outcome only says how its execution ended;
-- :meth:`~StepBackend.cleanup` is called exactly once per submitted attempt, after it finished;
-- :meth:`~StepBackend.stop_recorded` force-stops an attempt from what the store recorded of it
-  (for local processes: host, pid and start token), so a process that did not start the
-  attempt (``wharf runs stop --force``) stops it through the kind of backend that did;
-- a backend whose attempts may take long to start (an image pull, a node scaling up) says so
-  with a ``startup_timeout_seconds`` attribute (:class:`SlowStarting`, read through
-  :func:`startup_timeout_of`): until an attempt's first heartbeat the engine's liveness check
-  allows it that long instead of the usual liveness timeout. A backend without it (or None)
-  gets the usual one.
+- :meth:`~StepBackend.cleanup` is called exactly once per submitted attempt, after it finished.
 """
 
 from __future__ import annotations
@@ -77,7 +63,9 @@ HandleT = TypeVar("HandleT", bound=Hashable)
 
 
 class StepBackend(Protocol[HandleT]):
-    """Runs isolated attempts somewhere (see the module docstring)."""
+    """Runs isolated attempts somewhere: starts one (with the step's resource allocation
+    when it has one), tells which of many have finished, ends one and collects what it left
+    (logs)."""
 
     def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> HandleT:
         """Start the attempt (honouring ``allocation`` where the backend can); its handle."""
@@ -100,13 +88,18 @@ class StepBackend(Protocol[HandleT]):
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
         """Force-stop the attempt of ``step``, started by a backend of this kind in any
-        process, from what the store recorded of it; whether one was stopped."""
+        process, from what the store recorded of it (for local processes: host, pid and start
+        token), so a process that did not start it (``wharf runs stop --force``) can stop it;
+        whether one was stopped."""
         ...
 
 
 @runtime_checkable
 class SlowStarting(Protocol):
-    """A step backend whose attempts may take long to start (see the module docstring)."""
+    """A step backend whose attempts may take long to start (an image pull, a node scaling
+    up): until an attempt's first heartbeat the engine's liveness check allows it
+    ``startup_timeout_seconds`` instead of the usual liveness timeout (read through
+    :func:`startup_timeout_of`; a backend without it, or None, gets the usual one)."""
 
     startup_timeout_seconds: float | None
     """How long an attempt may take from its submit to its first heartbeat; None: no longer

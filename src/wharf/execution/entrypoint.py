@@ -1,24 +1,12 @@
 """Entry point of an isolated step's own process: ``python -m wharf.execution.entrypoint ID``.
 
-Given a step run id (whose record is running), it opens the same store (from the environment
-the parent set: the SQL store's URL, or a workspace server's URL with a token scoped to the
-step's run), loads the step's spec, inputs and code, runs the user function in the main thread
-with a heartbeat worker beside it, and records how the attempt ended. The heartbeat keeps
-beating until that final status is recorded; it beats once before the user code starts when
-the engine allowed the attempt a startup time (``heartbeat.startup_allowance_granted``). A
-cancelled step (its allocation reclaimed) whose user code does not return within its stop
-grace is cut off (``wharf.execution.stop_deadline``). A graceful stop of the run interrupts the
-user code, unless the backend asked the step to finish (``FINISH_ON_RUN_STOP_ENV``). Exit
-code: 0 when the attempt completed, 1 otherwise; a process that dies without recording anything
-is recorded by its parent.
-
-When the run's snapshot records a code archive (``PipelineSpec.code``), the step is imported
-from it: downloaded and unpacked into this machine's cache on first use, then first on
-``sys.path`` and the working directory (``wharf.execution.code_fetch``); a failure to get it
-fails the step with its message.
-
-A run token reads only its run, its snapshot, stacks and the project's artifacts, so nothing
-else (e.g. users) is read over REST.
+Owns :func:`run_step_process`: given a step run id (whose record is running), it opens the
+store the parent set in the environment (with a token scoped to the step's run when over
+REST), loads the step's spec, inputs and code (from the run's code archive when the snapshot
+records one: ``wharf.execution.code_fetch``), runs the user function in the main thread with a
+heartbeat beside it, and records how the attempt ended. Invariants: the heartbeat beats until
+the final status is recorded; exit code 0 when the attempt completed, 1 otherwise (a process
+that dies without recording anything is recorded by its parent).
 """
 
 from __future__ import annotations
@@ -51,6 +39,14 @@ logger = logging.getLogger("wharf.step")
 
 
 def run_step_process(step_run_id: UUID) -> int:
+    """Run the attempt of step run ``step_run_id``; the process's exit code.
+
+    The heartbeat beats once before the user code starts when the engine allowed the attempt
+    a startup time (``heartbeat.startup_allowance_granted``). A cancelled step whose user code
+    does not return within its stop grace is cut off (``wharf.execution.stop_deadline``); a
+    graceful stop of the run interrupts the user code, unless the backend asked the step to
+    finish (``FINISH_ON_RUN_STOP_ENV``). A failure to get the code archive fails the step
+    with its message."""
     # Never outlive the orchestrator: once it is gone the step is interrupted (and the
     # process exits if it does not end in time).
     region = InterruptibleRegion()

@@ -1,24 +1,10 @@
 """The heartbeat worker: a thread per running step that tells the store the step is alive.
 
-Every ``interval`` seconds (the first time one interval after the start) it calls
-``update_step_heartbeat(step_run_id, liveness_timeout)``. A step whose liveness window was
-widened for its start (a backend's startup allowance: :func:`startup_allowance_granted`) beats
-once as it starts (``start(beat_first=True)``), so the allowance covers only the time until its
-process runs; any other step pays for no beat it does not need.
-The response carries the step's and its run's status; when either says stop or cancel, the
-worker calls ``on_stop`` (which interrupts the step's user code) once, and its stop listeners
-with every such response (a step's process arms its cut-off on a cancel:
-``wharf.execution.stop_deadline``). A worker made with ``stops_with_run=False`` heeds only the
-step's own status: a graceful stop of its run lets the step finish (a Kubernetes run's step
-pods). It keeps beating, because the step's shutdown (publishing outputs, the final status)
-must finish while the step is still known to be alive. A failed beat
-is logged and retried sooner than the regular interval, with exponential backoff up to that
-interval (interval/4, /2, then every interval), so a store that is briefly unreachable never
-costs the step its liveness window, while an outage is not hammered. ``stop()`` ends the
-thread; the owner calls it only after the step's final status is recorded.
-
-Time is injected: ``wait(seconds) -> bool`` returns True when the worker was stopped, so unit
-tests drive the loop with a fake clock and no real sleeps.
+Owns :class:`HeartbeatWorker`, :class:`HeartbeatScheduler` (many steps' beats from one
+thread) and the liveness timeout (:func:`liveness_timeout_for`). Invariants: a step keeps
+beating until its final status is recorded (the owner calls ``stop()`` only then), even when
+asked to stop; ``on_stop`` is called at most once; a failed beat never costs the step its
+liveness window. Time is injected (``wait(seconds) -> bool``), so tests need no real sleeps.
 """
 
 from __future__ import annotations
@@ -74,6 +60,20 @@ class HeartbeatStats:
 
 
 class HeartbeatWorker:
+    """Beats for one step: every ``interval`` seconds it calls ``beat(liveness_timeout)``
+    (``update_step_heartbeat``).
+
+    The response carries the step's and its run's status; when either says stop or cancel,
+    the worker calls ``on_stop`` (which interrupts the step's user code) once, and its stop
+    listeners with every such response (a step's process arms its cut-off on a cancel:
+    ``wharf.execution.stop_deadline``). With ``stops_with_run=False`` it heeds only the step's
+    own status: a graceful stop of its run lets the step finish (a Kubernetes run's step
+    pods). It keeps beating after a stop, because the step's shutdown (publishing outputs, the
+    final status) must finish while the step is known to be alive. A failed beat is logged and
+    retried sooner, with exponential backoff up to the interval (interval/4, /2, then every
+    interval), so a briefly unreachable store never costs the step its liveness window, while
+    an outage is not hammered."""
+
     def __init__(
         self,
         name: str,
@@ -160,8 +160,9 @@ class HeartbeatWorker:
     def start(self, beat_first: bool = False) -> HeartbeatWorker:
         """Start beating in a thread of its own. ``beat_first``: beat once now, in the
         caller's thread, before returning (a step whose start was allowed longer than the usual
-        liveness window: see the module docstring); a failed beat is logged and retried by the
-        thread sooner than the interval, as any other."""
+        liveness window, :func:`startup_allowance_granted`, so the allowance covers only the
+        time until its process runs); a failed beat is logged and retried by the thread sooner
+        than the interval, as any other."""
         if beat_first:
             self.beat_once()
         self._thread = threading.Thread(target=self.run, name=f"heartbeat-{self.name}", daemon=True)

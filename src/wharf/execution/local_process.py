@@ -1,23 +1,9 @@
 """The local-process step backend: each isolated attempt in its own process on this machine.
 
-Used by both the ``local_process`` orchestrator and the ``local_process`` step operator. The
-process starts with the attempt's Wharf settings and, for an allocated step, its allocation
-(``WHARF_STEP_ALLOCATION``, by which it pins itself: ``wharf.execution.pinning``); its output
-goes to a temporary file copied to the artifact store at cleanup
-(``wharf.execution.subprocesses``).
-
-With ``code_travels`` the backend runs each step as if on another machine, for testing what
-remote orchestrators do: a new interpreter in an empty working directory of its own, without
-the submitter's ``PYTHONPATH``, so the step imports the pipeline's code from the run's code
-archive (``wharf.execution.code_fetch``) and from nowhere else.
-
-Invariants: a handle names the step run and the pid; the backend keeps the live process for
-each handle until :meth:`LocalProcessBackend.cleanup`. A step's process records its own host,
-pid and start token in its step run (``wharf.execution.entrypoint``), which is what
-:meth:`LocalProcessBackend.stop_recorded` signals, and only when the backend that started it
-left the same pid and start token in this user's marker directory
-(``wharf.execution.started_here``) and ``wharf.store.process_identity`` vouches the process
-is that very one on this machine: what the store says alone never gets a process signalled.
+Owns :class:`LocalProcessBackend`, used by both the ``local_process`` orchestrator and step
+operator. Invariants: a handle names the step run and the pid; the backend keeps the live
+process for each handle until :meth:`LocalProcessBackend.cleanup`; what the store says alone
+never gets a process signalled (:meth:`LocalProcessBackend.stop_recorded`).
 """
 
 from __future__ import annotations
@@ -91,8 +77,17 @@ def describe_exit(code: int) -> str:
 
 
 class LocalProcessBackend:
-    """See the module docstring. ``python``: the interpreter that runs steps (None: a fork of
-    a warm process of this interpreter, or this interpreter when ``code_travels``)."""
+    """Runs each isolated attempt in its own process on this machine.
+
+    The process starts with the attempt's Wharf settings and, for an allocated step, its
+    allocation (``WHARF_STEP_ALLOCATION``, by which it pins itself:
+    ``wharf.execution.pinning``); its output goes to a temporary file copied to the artifact
+    store at cleanup (``wharf.execution.subprocesses``). ``python``: the interpreter that runs
+    steps (None: a fork of a warm process of this interpreter, or this interpreter when
+    ``code_travels``). With ``code_travels`` each step runs as if on another machine, to test
+    what remote orchestrators do: a new interpreter in an empty working directory of its own,
+    without the submitter's ``PYTHONPATH``, so the step imports the pipeline's code from the
+    run's code archive (``wharf.execution.code_fetch``) and from nowhere else."""
 
     def __init__(self, python: str | None = None, *, code_travels: bool = False) -> None:
         self._python = python
@@ -166,6 +161,11 @@ class LocalProcessBackend:
                 shutil.rmtree(attempt.workdir, ignore_errors=True)
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
+        """Signal the process a step's own process recorded in its step run (host, pid and
+        start token: ``wharf.execution.entrypoint``), only when the backend that started it
+        left the same pid and start token in this user's marker directory
+        (``wharf.execution.started_here``) and ``wharf.store.process_identity`` vouches the
+        process is that very one on this machine."""
         if step.pid is None or started_here.started(step.id) != (step.pid, step.pid_start):
             return False  # not a process this machine started for this step
         return kill_if_ours(step.pid_host, step.pid, step.pid_start)

@@ -1,28 +1,15 @@
 """The run loop: running one pipeline run's steps in this process, from start to end.
 
-Every orchestrator that runs a run's steps itself calls :func:`run_pipeline` in the process that
-orchestrates the run: the local orchestrators in the caller's process, a remote orchestrator's
-own process (an orchestrator pod) where it was submitted. It starts the run if it is a
-placeholder, beats for it (``wharf.execution.run_heartbeat``), installs the stop signals
-(``wharf.execution.signals``), runs the steps (static: ``wharf.execution.dag_runner``; dynamic:
-``wharf.execution.dynamic``) inline or isolated through step backends
-(``wharf.execution.backends``), and ends the run.
-
-Invariants: a started run always ends (a failure of the loop itself ends it failed), through
-a store outage shorter than its liveness timeout; when it ends, none of its steps is left
-queued and none of its resource requests pending or held (``resources.run_requests``); a forced
-stop ends every attempt in flight through the backend that started it; a run that may isolate
-steps on a workspace server runs them with a token scoped to the run (``services.for_run``),
-never with the caller's credential.
-
-A run taken over from an earlier orchestrating process of the same orchestrator run (its
-``resumed`` steps: ``wharf.execution.run_lifecycle.Resumption``) goes on from what that process
-recorded: its finished steps are not run again, its attempts in flight are taken over through
-the backend. A dynamic pipeline's function is run again from its start: a step call goes on
-from the earlier step run of its invocation id only when it is the same call, and the run ends
-failed when the function calls a step differently or leaves one of the earlier calls out
-(``wharf.execution.dynamic``); an earlier attempt not gone on from is ended through the
-backend that started it, never left running.
+Owns :func:`run_pipeline`, called by every orchestrator that runs a run's steps itself, in the
+process that orchestrates the run. It starts a placeholder run, beats for it
+(``wharf.execution.run_heartbeat``), installs the stop signals (``wharf.execution.signals``),
+runs the steps (``wharf.execution.dag_runner`` or ``wharf.execution.dynamic``) inline or
+through step backends, and ends the run. Invariants: a started run always ends (a failure of
+the loop itself ends it failed), through a store outage shorter than its liveness timeout; when
+it ends, none of its steps is left queued and none of its resource requests pending or held;
+a forced stop ends every attempt in flight through the backend that started it; isolated steps
+on a workspace server run with a token scoped to the run (``services.for_run``), never with the
+caller's credential.
 """
 
 from __future__ import annotations
@@ -98,7 +85,11 @@ def run_pipeline(
     ``resumed``: the run is running already, started with ``orchestrator_run_id`` by an
     earlier process that died; these are its steps (the caller took over the run's liveness
     record first, and lists as adoptable only attempts that ``backend`` takes over when
-    submitted again)."""
+    submitted again). A resumed run goes on from what that process recorded: its finished
+    steps are not run again, its attempts in flight are taken over through the backend; a
+    dynamic pipeline's function is run again from its start (see
+    :class:`~wharf.execution.launcher.ReplayDivergedError`), and an earlier attempt not gone
+    on from is ended through the backend that started it, never left running."""
     services = job.services
     run = job.run
     if resumed is not None and (

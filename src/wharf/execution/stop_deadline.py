@@ -1,24 +1,11 @@
 """How long an isolated step's process may take to end once it is cancelled, and the cut-off.
 
-A step is cancelled (its status ``cancelling``) when the Resource Manager reclaims its
-allocation or its request ends: its heartbeat learns it and interrupts the user code at its
-next safe point (``wharf.execution.attempts.heartbeat_for``). :class:`StopDeadline` gives the
-user code ``grace`` seconds from then to return. User code that ignores the interrupt (it
-catches it, or sleeps in a loop) is cut off: once the grace has passed, the deadline records
-the attempt's end as any interrupted attempt's (``give_up``: retrying or cancelled, its request
-released) and exits the process at once, so its pod ends too and the allocation is free.
-Native code that holds the GIL keeps the deadline's thread from running: a C-level backstop
-(``faulthandler``) then writes the threads' stacks to the step's log and exits the process
-:data:`BACKSTOP_SECONDS` later; the engine records the attempt lost and releases its request.
-
-The grace is the step pod's stop grace period (``WHARF_STEP_STOP_GRACE``, which the Kubernetes
-step backend sets from ``pod_stop_grace_period``); a local process gets
-:data:`DEFAULT_STOP_GRACE_SECONDS`, the grace it has when its orchestrator is gone
-(``wharf.execution.parent_watch``).
-
-Invariant: exactly one of the step's own end (:meth:`StopDeadline.settle`, called once its user
-code returned) and the cut-off happens; a step whose user code returned in time is never cut
-off, even while it publishes its outputs.
+Owns :class:`StopDeadline` and the stop grace (:func:`stop_grace_from_env`: the step pod's
+``WHARF_STEP_STOP_GRACE``, set by the Kubernetes step backend from ``pod_stop_grace_period``;
+a local process gets :data:`DEFAULT_STOP_GRACE_SECONDS`, as when its orchestrator is gone:
+``wharf.execution.parent_watch``). Invariant: exactly one of the step's own end
+(:meth:`StopDeadline.settle`) and the cut-off happens; a step whose user code returned in time
+is never cut off, even while it publishes its outputs.
 """
 
 from __future__ import annotations
@@ -64,8 +51,18 @@ def stop_grace_from_env(environ: Mapping[str, str]) -> float:
 
 
 class StopDeadline:
-    """See the module docstring. ``give_up(reason)`` records the attempt's end; ``exit_process``
-    ends the process (tests pass one that returns); ``backstop``: arm the C-level backstop."""
+    """Cuts off a cancelled step's user code that does not return within ``grace`` seconds.
+
+    A step is cancelled (``cancelling``) when the Resource Manager reclaims its allocation or
+    its request ends: its heartbeat interrupts the user code at its next safe point
+    (``wharf.execution.attempts.heartbeat_for``). User code that ignores the interrupt is cut
+    off once the grace has passed: the deadline records the attempt's end as any interrupted
+    attempt's (``give_up(reason)``: retrying or cancelled, its request released) and exits the
+    process at once (``exit_process``; tests pass one that returns), so its pod ends too and
+    the allocation is free. Native code that holds the GIL keeps the deadline's thread from
+    running: a C-level backstop (``backstop``: ``faulthandler``) then writes the threads'
+    stacks to the step's log and exits the process :data:`BACKSTOP_SECONDS` later; the engine
+    records the attempt lost and releases its request."""
 
     def __init__(
         self,
