@@ -1,35 +1,12 @@
 """The batch runner: every scheduling operation of this process, combined into transactions.
 
-Owns: :class:`BatchRunner`.
-
-Operations that change scheduling state (create, release, cancel, configuration changes,
-sweeps; on SQLite also renewals) are submitted here. While one thread runs a transaction, the
-others queue their operations; the next thread to get the lock runs *all* queued operations in
-one transaction with one cycle (:class:`wharf.combining.Combiner`). Under load this turns N
-concurrent calls into one lock acquisition, one cache refresh, one scheduler run and a few
-``executemany`` statements.
-
-One transaction, in order (see :mod:`.cycle`): take the scheduling lock and read ``rm_state`` ->
-on a takeover, extend live leases by the downtime (:mod:`.leader`) -> read the lapsed leases and
-the batch's stored idempotency keys -> refresh the working copy -> expire lapsed leases -> each
-operation's ``run`` (idempotent replays answered from stored keys) -> the cycle -> flush (status
-changes, then new requests inserted in their final state, with allocations) -> finishers build
-results -> store idempotency responses and record versions and the leader -> commit. A
-transaction that changed nothing, such as a batch of renewals, records only when the row names
-another leader or is half a liveness interval (sweep interval) old. Within a batch, creations
-are therefore ordered after the checks of the batch's other operations.
+Owns :class:`BatchRunner` (see it for the steps of one transaction) and :class:`Beat`.
 
 Invariants:
 - an operation that fails its checks changes nothing and does not affect the others in the
-  batch; any other failure rolls the whole transaction back and each operation is then retried
-  alone, so one bad operation never fails its neighbours;
-- the cache adopts the working copy only after commit; a stale compare-and-set invalidates it
-  and the batch is retried once from a full reload;
-- callers get their results only after the transaction committed;
-- after a commit and before any caller of the batch is answered, the listeners added with
-  :meth:`BatchRunner.on_left_queue` get the requests that left the queue in it (pending before,
-  allocated or ended now), so a waiter of this process hears of its allocation without asking;
-  a failing listener is logged and never fails the batch;
+  batch; any other failure rolls the transaction back and each operation is retried alone;
+- the cache adopts the working copy only after commit (a stale compare-and-set invalidates it
+  and the batch is retried once from a full reload); callers get results only after commit;
 - :meth:`BatchRunner.produced` knows every state version this process committed lately, from
   before its commit on, and no version whose transaction rolled back.
 """
@@ -96,7 +73,23 @@ class _Run:
 
 
 class BatchRunner(Combiner[Operation]):
-    """Every scheduling operation of this process, combined into scheduling transactions."""
+    """Every scheduling operation of this process, combined into scheduling transactions.
+
+    Operations that change scheduling state (create, release, cancel, configuration changes,
+    sweeps; on SQLite also renewals) are submitted here. While one thread runs a transaction,
+    the others queue theirs; the next thread to get the lock runs all queued operations in one
+    transaction with one cycle (:class:`wharf.combining.Combiner`): one lock acquisition, one
+    cache refresh, one scheduler run and a few ``executemany`` statements for N calls.
+
+    One transaction, in order (see :mod:`.cycle`): take the scheduling lock and read
+    ``rm_state`` -> on a takeover, extend live leases by the downtime (:mod:`.leader`) -> read
+    the lapsed leases and the batch's stored idempotency keys -> refresh the working copy ->
+    expire lapsed leases -> each operation's ``run`` (replays answered from stored keys) -> the
+    cycle -> flush (status changes, then new requests in their final state, with allocations)
+    -> finishers build results -> store idempotency responses, record versions and the leader
+    -> commit. A transaction that changed nothing, such as a batch of renewals, records only
+    when :func:`.leader.needs_record` says so.
+    """
 
     def __init__(self, db: Database, options: ServiceOptions) -> None:
         super().__init__(options.max_batch)
@@ -124,7 +117,12 @@ class BatchRunner(Combiner[Operation]):
             return state_version in self._own_versions
 
     def on_left_queue(self, listener: LeftQueueListener) -> None:
-        """Call ``listener`` after each commit with the requests that left the queue in it."""
+        """Call ``listener`` after each commit with the requests that left the queue in it.
+
+        It gets the requests pending before and allocated or ended now, after the commit and
+        before any caller of the batch is answered, so a waiter of this process hears of its
+        allocation without asking. A failing listener is logged and never fails the batch.
+        """
         self._listeners.append(listener)
 
     # -- one batch --------------------------------------------------------------------------

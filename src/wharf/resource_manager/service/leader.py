@@ -1,29 +1,16 @@
 """The scheduling lock and the bookkeeping row (``rm_state``): one scheduling leader at a time.
 
-Owns: :func:`acquire` (take the lock, read the row, and what the transaction reads first),
-:func:`read` (without the lock), :func:`downtime`, :func:`extended_lease`, :func:`record`,
-:func:`needs_record`.
-
-Every scheduling transaction starts with :func:`acquire`, which serialises it against every other
-scheduling transaction of every process:
-
-- SQLite: the transaction already began with ``BEGIN IMMEDIATE`` (the database write lock);
-- PostgreSQL: ``pg_advisory_xact_lock`` on a constant key, released by commit or rollback;
-- MySQL/MariaDB: ``SELECT ... FOR UPDATE`` on the singleton row (``GET_LOCK`` would belong to
-  the session, not the transaction).
+Owns :func:`acquire` (every scheduling transaction starts with it), :func:`read`,
+:func:`downtime`, :func:`extended_lease`, :func:`record`, :func:`needs_record`.
 
 Invariants:
 - the row's ``state_version`` / ``config_version`` only grow and change only under the lock,
   together with the rows they describe (see :mod:`.state`);
-- ``last_cycle_at`` is the last time an instance was known to serve. A serving instance with a
+- ``last_cycle_at`` is the last time an instance was known to serve; a serving instance with a
   liveness interval (the API server's timer) records at least that often;
 - time during which no instance served does not count against lease holders (they could not
-  renew): a *takeover* transaction extends every lease that was live at the last record by the
-  whole downtime (:func:`downtime`, :func:`extended_lease`) before anything is expired. With a
-  liveness interval it is the first transaction of a process (a start, whatever the gap) or any
-  transaction after a gap of over :data:`LIVENESS_GRACE` intervals (a database outage); without
-  one (embedded mode, no timer) the first cycle of another instance after a whole sweep
-  interval without a record. A handover between live processes is not a takeover.
+  renew): a takeover (:func:`downtime`) extends every lease live at the last record by the
+  whole downtime before anything is expired.
 """
 
 from __future__ import annotations
@@ -65,7 +52,13 @@ _READ_LOCKED = _READ_QUERY.with_for_update()
 
 def acquire(conn: Connection) -> StateRow:
     """Take the scheduling lock for this transaction and read the bookkeeping row (every
-    scheduling transaction starts this way, while the lock serialises them all)."""
+    scheduling transaction starts this way, while the lock serialises them all).
+
+    SQLite: the transaction already began with ``BEGIN IMMEDIATE`` (the database write lock);
+    PostgreSQL: ``pg_advisory_xact_lock`` on a constant key, released by commit or rollback;
+    MySQL/MariaDB: ``SELECT ... FOR UPDATE`` on the singleton row (``GET_LOCK`` would belong
+    to the session, not the transaction).
+    """
     if conn.dialect.name == "postgresql":
         conn.execute(_PG_LOCK, {"key": _PG_LOCK_KEY})
     read = _READ_LOCKED if is_mysql(conn.dialect) else _READ_QUERY
@@ -93,8 +86,14 @@ def downtime(
     row: StateRow, instance_id: str, now: datetime, options: ServiceOptions, *, first: bool
 ) -> timedelta | None:
     """How long no instance served before this transaction, when the transaction is a takeover
-    (see the module docstring; ``first``: this process has committed no transaction yet);
-    None when it is not one."""
+    (``first``: this process has committed no transaction yet); None when it is not one.
+
+    With a liveness interval, a takeover is the first transaction of a process (a start,
+    whatever the gap) or any transaction after a gap of over :data:`LIVENESS_GRACE` intervals
+    (a database outage); without one (embedded mode, no timer), the first cycle of another
+    instance after a whole sweep interval without a record. A handover between live processes
+    is not a takeover.
+    """
     if row.last_cycle_at is None:
         return None  # no instance ever served: no lease to keep
     gap = max(now - row.last_cycle_at, timedelta(0))

@@ -1,32 +1,13 @@
 """Lease renewals on servers with row locks (PostgreSQL, MySQL/MariaDB), combined per batch.
 
-Owns: :class:`Renewal` (one call), :class:`RenewalRunner`, :data:`LAPSED`.
+Owns :class:`Renewal` (one call), :class:`RenewalRunner` (see it for why a renewal needs
+neither the scheduling lock nor a cycle), :data:`LAPSED`.
 
-A renewal only moves a lease: it changes nothing the scheduler reads (``seq`` is not bumped,
-the scheduling cache holds no leases), so it needs neither the scheduling lock nor a cycle. It
-is one compare-and-set ``UPDATE`` of the request's row (:func:`lease_store.renew`): live,
-not lapsed (``lapse_at > now``), and the caller's. Concurrent renewals of this process are
-combined (:class:`wharf.combining.Combiner`) into one transaction, which on a server costs one
-commit (one log flush) for the whole batch instead of one per heartbeat; the batch's updates
-are made in request-id order (:func:`lease_store.renew_many`).
-
-Why this can never over-allocate: capacity is only granted by scheduling transactions, which
-hold the scheduling lock and read the rows they change under row locks; a renewal never
-changes a status or an allocation. The only race is with the sweep that expires lapsed leases
-(:func:`cycle.expire_lapsed` reads lapsed rows ``FOR UPDATE``): a renewal that commits first
-has moved ``lapse_at`` into the future, so the sweep no longer sees the row as lapsed; one that
-comes after finds the row terminal (or ``lapse_at <= now``) and changes nothing. A lapsed lease
-is therefore never revived (:data:`LAPSED` tells the caller to let a cycle expire it).
-
-Answers are built from the scheduling cache's published view where the row's ``seq`` proves it
-current (:func:`request_store.current_from`), the row's other columns as the ``UPDATE`` returned
-them (SQLite, PostgreSQL; MySQL/MariaDB read them with one ``SELECT`` for the batch), else from
-the whole row.
-
-Invariants: each renewal's checks (existence, ownership, idempotency key reuse) fail that
-renewal alone; rows are updated in request-id order, so two batches cannot deadlock on each
-other; a database failure retries each renewal of the batch alone; an idempotent replay returns
-the first answer and stores nothing new.
+Invariants: a renewal changes no status and no allocation, so it can never over-allocate, and
+never revives a lapsed lease (:data:`LAPSED` lets a cycle expire it); each renewal's checks
+(existence, ownership, idempotency key reuse) fail that renewal alone; rows are updated in
+request-id order, so two batches cannot deadlock on each other; a database failure retries
+each renewal of the batch alone; an idempotent replay returns the first answer, storing nothing.
 """
 
 from __future__ import annotations
@@ -76,7 +57,26 @@ class _Result:
 
 
 class RenewalRunner(Combiner[Renewal]):
-    """Renewals of this process, one transaction (and one commit) per batch."""
+    """Renewals of this process, one transaction (and one commit) per batch.
+
+    A renewal only moves a lease: it changes nothing the scheduler reads (``seq`` is not
+    bumped, the scheduling cache holds no leases), so it is one compare-and-set ``UPDATE`` of
+    the request's row (:func:`lease_store.renew`): live, not lapsed (``lapse_at > now``), and
+    the caller's. Concurrent renewals are combined (:class:`wharf.combining.Combiner`), so a
+    server makes one commit (one log flush) per batch, its updates in request-id order
+    (:func:`lease_store.renew_many`).
+
+    Capacity is only granted by scheduling transactions, under the scheduling lock and row
+    locks. The only race is with the sweep (:func:`cycle.expire_lapsed` reads lapsed rows
+    ``FOR UPDATE``): a renewal that commits first has moved ``lapse_at`` into the future, so
+    the sweep no longer sees the row as lapsed; one that comes after finds the row terminal (or
+    ``lapse_at <= now``) and changes nothing.
+
+    Answers come from the scheduling cache's published view where the row's ``seq`` proves it
+    current (:func:`request_store.current_from`), with the row's other columns as the
+    ``UPDATE`` returned them (SQLite, PostgreSQL; MySQL/MariaDB read them with one ``SELECT``
+    for the batch), else from the whole row.
+    """
 
     def __init__(self, db: Database, max_batch: int, view: Callable[[], CacheView]) -> None:
         super().__init__(max_batch)

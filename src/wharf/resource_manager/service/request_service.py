@@ -1,25 +1,6 @@
 """The request part of the service API: create, get, list, renew, release, cancel, explain.
 
-Create, release and cancel are batched operations (:mod:`.request_ops`) that run in scheduling
-transactions with a cycle, so ``create`` returns the request already allocated when it fits.
-Explain runs the scheduler on the committed state in a read transaction (it decides nothing, so
-it takes no write lock). Renewal is the hot path of every heartbeat and never needs a scheduling
-cycle (it changes no status and no allocation): on PostgreSQL and MySQL it does *not* take the
-scheduling lock, it is one compare-and-set UPDATE on the request's lease (see
-:func:`lease_store.renew`), and concurrent renewals share one transaction (:mod:`.renewals`),
-so they run in parallel with cycles. On SQLite every write transaction holds the database's
-single write lock anyway, and writers waiting for it sleep in SQLite's busy handler; there
-renewals join this process's batches instead (a batch of renewals alone runs no cycle), so a
-process never competes with itself for the lock.
-
-``renew_many`` renews a list of requests (the bulk endpoint, and the workspace server that
-coalesces its steps' heartbeats): every item is submitted to the same combiner at once, so they
-share its transactions, and each is answered alone, the request or the error a single renewal
-would have raised.
-
-Create, renew, release and cancel also have ``*_async`` twins for callers on an event loop (the
-API server): they queue the operation and await its outcome, so a request in flight holds no
-thread (:meth:`wharf.combining.Combiner.submit_async`).
+Owns :class:`RequestService` (see it for which calls run in scheduling transactions).
 
 Invariants:
 - durations come from the client, instants from the server's clock;
@@ -27,9 +8,8 @@ Invariants:
   and returns the request in its final state; renewing a terminal request returns it unchanged;
 - a renewal of a still-pending request runs a cycle when this process has not run one for
   ``ServiceOptions.lazy_sweep_interval``, so waiters progress without any timer;
-- get, list and explain given a ``viewer`` show it only the requests it may see
-  (:func:`~.principal.may_see`), the others as not found; create makes an untrusted principal's
-  request for its own account only (:func:`~.principal.own_subjects`).
+- get, list and explain show a ``viewer`` only what :func:`~.principal.may_see` allows (the
+  rest as not found); an untrusted principal creates requests for its own account only.
 """
 
 from __future__ import annotations
@@ -74,6 +54,21 @@ def _demands(spec: ResourceRequestCreate) -> tuple[Demand, ...]:
 
 
 class RequestService:
+    """Requests over the batch runner (scheduling transactions) and the renewal runner.
+
+    Create, release and cancel are batched operations (:mod:`.request_ops`) run in scheduling
+    transactions with a cycle, so ``create`` returns the request already allocated when it
+    fits. Explain runs the scheduler on the committed state in a read transaction (no write
+    lock). A renewal, the hot path of every heartbeat, needs no cycle (it changes no status
+    and no allocation): on PostgreSQL and MySQL it takes no scheduling lock but is one
+    compare-and-set UPDATE of the lease, concurrent renewals sharing a transaction
+    (:mod:`.renewals`); on SQLite, whose single write lock every writer holds anyway, renewals
+    join this process's batches (a batch of renewals alone runs no cycle), so a process never
+    competes with itself for the lock. The ``*_async`` twins queue the operation and await its
+    outcome (:meth:`wharf.combining.Combiner.submit_async`), so a call in flight holds no
+    thread. Create uses :func:`~.principal.own_subjects` for an untrusted principal.
+    """
+
     def __init__(self, db: Database, runner: BatchRunner, options: ServiceOptions) -> None:
         self._db = db
         self._runner = runner
@@ -93,9 +88,8 @@ class RequestService:
 
         The stored version is read first and the catch-ups after it, so a commit of another
         writer shows in one or the other; a version this process wrote counts as unchanged
-        even while its commit is still being adopted (comparing with the cache's version
-        read a commit of this process in that moment as another writer's, and the watch then
-        listed every waiter for nothing)."""
+        even while its commit is still being adopted (the cache's version would read such a
+        commit as another writer's, and the watch would list every waiter for nothing)."""
         stored = self._db.read(lambda conn: leader.read(conn).state_version)
         runner = self._runner
         return runner.catch_ups, None if runner.produced(stored) else stored
@@ -187,10 +181,11 @@ class RequestService:
         self, principal: Principal, renewals: Sequence[RenewalItem]
     ) -> list[ResourceRequestInfo | WharfError]:
         """Each renewal as :meth:`renew` does it, answered in order: the request, or the error
-        that renewal alone would have raised (one bad id never fails the others). A blocking
-        caller submits them one after the other (``Combiner`` has no multi-slot submit), so
-        they share transactions only with other threads' operations; :meth:`renew_many_async`
-        queues them all at once."""
+        that renewal alone would have raised (one bad id never fails the others). It serves
+        the bulk endpoint and the workspace server, which coalesces its steps' heartbeats. A
+        blocking caller submits them one after the other (``Combiner`` has no multi-slot
+        submit), so they share transactions only with other threads' operations;
+        :meth:`renew_many_async` queues them all at once."""
         combiner, due = self._renewal_combiner(), self._sweep_due()
         outcomes: list[object] = []
         for item in renewals:
@@ -223,8 +218,8 @@ class RequestService:
 
     def _item_renewal(self, principal: Principal, item: RenewalItem, sweep_due: bool) -> Any:
         """The operation renewing ``item``: it was validated as a :class:`RenewalItem`, whose
-        fields are :class:`ResourceRequestRenew`'s, so it is not validated again (a sizeable
-        share of a bulk renewal's CPU)."""
+        fields are :class:`ResourceRequestRenew`'s, so it is not validated again (validation
+        is a sizeable share of a bulk renewal's CPU)."""
         body = ResourceRequestRenew.model_construct(
             lease_seconds=item.lease_seconds, runtime_state=item.runtime_state
         )

@@ -1,32 +1,16 @@
 """The per-process scheduling cache, and the working copy one transaction schedules from.
 
-Owns: :class:`SchedulingCache`, :class:`CacheView`, :class:`Working`, :func:`open_working`.
-
-Reloading every live request for every cycle would cost more than the cycle itself, so each
-process keeps the configuration and its live requests in memory and refreshes them
-incrementally, *inside* the scheduling transaction (under the scheduling lock):
-
-- the configuration is reloaded when ``rm_state.config_version`` differs from the cached one;
-- requests whose ``seq`` is above the cached ``state_version`` are reloaded (or dropped when
-  terminal); everything else is known to be unchanged, because every scheduler-relevant write
-  (creation, status, allocations) happens under the lock and stamps ``seq`` with the version it
-  publishes in the same commit;
-- a cold cache, or a version that went backwards (the database was replaced), loads everything.
-
-The cache also keeps the scheduler's :class:`~wharf.resource_manager.scheduler.Prepared`
-index of the cached configuration, so cycles do not rebuild it while the configuration is
-unchanged (only the combiner, which holds the batch lock, uses it).
+Owns :class:`SchedulingCache` (see it for the incremental refresh), :class:`CacheView`,
+:class:`Working`, :func:`open_working`.
 
 Invariants:
-- cached requests are *neutral* (no lease fields, see :func:`codec.neutral`): renewals change
-  leases without the lock, so the cache never pretends to know them; lapses are found with SQL
-  (``rm_requests.lapse_at``) at the start of each cycle instead;
-- a :class:`Working` copy is adopted by the cache only after its transaction committed; a
-  rollback leaves the cache as it was (or invalidated, when a compare-and-set found it stale);
-- what the cache knows is published as one immutable :class:`CacheView` (its dicts are never
-  changed once published: a transaction changes its own copies), so readers without the batch
-  lock (renewal answers, explain) read a consistent state version and the requests of exactly
-  that version.
+- cached requests are *neutral* (no lease fields, :func:`codec.neutral`): renewals change
+  leases without the lock, so lapses are found with SQL (``rm_requests.lapse_at``) each cycle;
+- a :class:`Working` copy is adopted only after its transaction committed; a rollback leaves
+  the cache as it was (or invalidated, when a compare-and-set found it stale);
+- what the cache knows is published as one immutable :class:`CacheView` (a transaction changes
+  its own copies), so readers without the batch lock (renewal answers, explain) read one state
+  version and exactly its requests.
 """
 
 from __future__ import annotations
@@ -66,7 +50,21 @@ class CacheView:
 @dataclass(slots=True)
 class SchedulingCache:
     """What this process knows. :attr:`view` may be read by any thread; everything else is
-    only touched while holding the service's batch lock."""
+    only touched while holding the service's batch lock.
+
+    The configuration and the live requests are kept in memory and refreshed incrementally
+    *inside* the scheduling transaction (under the scheduling lock), which costs far less than
+    reloading every live request for every cycle:
+
+    - the configuration is reloaded when ``rm_state.config_version`` differs from the cached one;
+    - requests whose ``seq`` is above the cached ``state_version`` are reloaded (or dropped when
+      terminal); everything else is unchanged, because every scheduler-relevant write happens
+      under the lock and stamps ``seq`` with the version it publishes in the same commit;
+    - a cold cache, or a version that went backwards (the database was replaced), loads all.
+
+    The scheduler's :class:`~wharf.resource_manager.scheduler.Prepared` index is kept with the
+    configuration, so cycles do not rebuild it while the configuration is unchanged.
+    """
 
     view: CacheView = field(default_factory=CacheView)
     prepared: Prepared | None = None

@@ -1,35 +1,15 @@
 """The Resource Manager's schema as SQLAlchemy Core tables: the single source of truth.
 
-Every table is prefixed ``rm_`` and lives in its own :class:`MetaData`, with its own Alembic
-history (version table ``rm_alembic_version``), so the RM can share the embedded SQLite file with
-the workspace store without the two schemas or migration histories touching.
-``migrations/versions`` must create exactly this schema (a test compares them on every backend).
+Every table is prefixed ``rm_`` and has its own :class:`MetaData` and Alembic history (version
+table ``rm_alembic_version``), so the RM can share the embedded SQLite file with the workspace
+store; ``migrations/versions`` must create exactly this schema (a test compares them). Column
+types come from :mod:`wharf.sql.types` (quantities are exact integers in base units), names of
+constraints and indexes and the MySQL table options from :mod:`wharf.sql.conventions`.
 
-Invariants kept by the database itself:
-
-- descriptor names, pool names and policy names are unique; capacity classes are unique per
-  pool and grants per (policy, class); deleting a pool deletes its classes and policies, deleting
-  a policy deletes its grants;
-- a request's subjects and metadata are rows of their own (so lists can filter on them) and
-  are written once, with the request; its demands are a JSON column of the request row, written
-  with it, and its allocations a JSON column written once, when it is admitted (``[]`` before),
-  referencing no pool or policy row (history outlives them). Nothing selects requests by a
-  demand or an allocation field, so child rows for them would only cost every creation and
-  admission their index entries and foreign-key checks;
-- ``rm_requests.pool_id`` is the pool the request named (if any) and, once it is admitted, the
-  pool that admitted it: a pool's allocations are found through it;
-- ``rm_requests.lapse_at`` is the earliest instant a *live* request lapses (its lease, or for a
-  pending request also its allocation deadline) and NULL once the request is terminal, so the
-  sweep reads only lapsed live requests through its index;
-- ``rm_requests.seq`` is the ``rm_state.state_version`` of the last scheduler-relevant change
-  (creation, status, allocations); every such change happens under the scheduling lock and bumps
-  the version, which lets each process refresh its scheduling cache incrementally;
-- ``rm_state`` holds exactly one row (id 1): versions, the scheduling leader and its last cycle;
-- idempotency keys are unique per (principal, operation, key).
-
-Enumerations are short strings, quantities exact integers in base units (BIGINT), JSON documents
-are text (see :mod:`wharf.sql.types`); names of constraints and indexes and the MySQL table
-options come from :mod:`wharf.sql.conventions`, as for the store's schema.
+Invariants kept by the database: descriptor, pool and policy names are unique, capacity classes
+per pool and grants per (policy, class); deleting a pool deletes its classes and policies, a
+policy its grants; ``rm_state`` holds exactly one row (id 1); idempotency keys are unique per
+(principal, operation, key). The meaning of ``rm_requests`` columns is noted at them.
 """
 
 from __future__ import annotations
@@ -159,6 +139,8 @@ requests = Table(
     Column("pool", String(KEY_LENGTH), nullable=True),
     Column("pool_selector", NullableJsonText(), nullable=True),
     Column("preemption_group", NullableJsonText(), nullable=True),
+    # The pool the request named (if any) and, once admitted, the pool that admitted it: a
+    # pool's allocations are found through it.
     Column("pool_id", UUID, nullable=True),
     Column("created_at", UtcDateTime(), nullable=False),
     Column("lease_expires_at", UtcDateTime(), nullable=True),
@@ -167,9 +149,17 @@ requests = Table(
     Column("allocated_at", UtcDateTime(), nullable=True),
     Column("released_at", UtcDateTime(), nullable=True),
     Column("preemption_initiated_by_id", UUID, nullable=True),
+    # The earliest instant a live request lapses (its lease, or for a pending request also its
+    # allocation deadline); NULL once terminal, so the sweep reads only lapsed live requests.
     Column("lapse_at", UtcDateTime(), nullable=True),
+    # The rm_state.state_version of the last scheduler-relevant change (creation, status,
+    # allocations); each is made under the scheduling lock and bumps the version, so every
+    # process refreshes its scheduling cache incrementally.
     Column("seq", BigInteger(), nullable=False),
-    # Never NULL (see migration 0002 for why they are nullable).
+    # Never NULL (see migration 0002 for why they are nullable). Demands are written with the
+    # request, allocations once, at admission ("[]" before), referencing no pool or policy row
+    # (history outlives them). Nothing selects requests by them, so they are JSON, not child
+    # rows; subjects and metadata, which lists filter on, are rows of their own.
     Column("demands", JsonText(), nullable=True),
     Column("allocations", JsonText(), nullable=True),
     Index(None, "status"),
