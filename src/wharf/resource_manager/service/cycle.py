@@ -1,26 +1,17 @@
 """The scheduling cycle inside a transaction: extend leases after a downtime, expire lapsed
 leases, schedule, stage the decisions.
 
-Owns: :func:`extend_after_downtime`, :func:`expire_lapsed`, :func:`run_cycle`.
-
-Each transaction of the batch runner (:mod:`.batch`) holds the scheduling lock and calls, in
-this order: :func:`extend_after_downtime` (a takeover only, see :mod:`.leader`), then reads the
-lapsed leases, :func:`expire_lapsed`, the batched operations, then :func:`run_cycle`. Everything
-is written by the transaction's flush, so the whole cycle — expiries, admissions with their
-allocations, preemptions, rejections, wait reasons — commits or rolls back as one.
+Owns :func:`extend_after_downtime`, :func:`expire_lapsed`, :func:`run_cycle`, which every
+transaction of :class:`.batch.BatchRunner` calls in that order under the scheduling lock; the
+transaction's flush writes everything, so the whole cycle commits or rolls back as one.
 
 Invariants:
-- lapses follow the domain's rule (:func:`wharf.resource_manager.domain.lapse`): found through
-  the ``lapse_at`` index and applied to the rows read *under row locks*, so a renewal racing
-  with the sweep either commits first (and the request is not lapsed) or waits for the sweep;
-  nothing lapses before its deadline;
+- lapses follow :func:`wharf.resource_manager.domain.lapse`, applied to rows read *under row
+  locks*, so a renewal racing with the sweep either commits first or waits for the sweep;
 - the scheduler sees the neutral working copy (no leases), so it never expires or extends
-  anything itself; a takeover extends leases in SQL before the lapsed ones are read, so lease
-  time that passed while no instance served never expires a holder;
+  anything itself; a takeover extends leases in SQL before the lapsed ones are read;
 - decisions are applied with the scheduler's own :func:`apply_decisions` (the in-memory twin),
-  so the service cannot interpret a decision differently from the scheduler's tests;
-- the scheduler's configuration index (:class:`Prepared`) is reused from the working copy while
-  the configuration is unchanged; the scheduler itself checks that it serves the snapshot.
+  so the service cannot interpret a decision differently from the scheduler's tests.
 """
 
 from __future__ import annotations
@@ -90,7 +81,12 @@ def expire_lapsed(tx: Tx, rows: list[request_store.LeaseRow]) -> None:
 
 
 def run_cycle(tx: Tx) -> CycleDecisions | None:
-    """Schedule the working copy and stage every decision; None when there was nothing to do."""
+    """Schedule the working copy and stage every decision; None when there was nothing to do.
+
+    The scheduler's configuration index (:class:`Prepared`) is reused from the working copy
+    while the configuration is unchanged; the scheduler itself checks that it serves the
+    snapshot.
+    """
     work = tx.work
     appended, work.appended = work.appended, []
     if not work.pending:

@@ -1,22 +1,16 @@
 """Idempotency keys: a retried mutating call returns the first call's result.
 
-Owns: :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many`,
+Owns :class:`IdempotencyKey`, :func:`fingerprint`, :func:`lookup`, :func:`lookup_many`,
 :func:`find`, :func:`replay`, :func:`store`, :func:`forget_before`.
-
-A scheduling batch looks up the keys of all its operations with one query (:func:`lookup_many`),
-not one per operation: over HTTP every mutating call carries a key, and on PostgreSQL each
-lookup is a round trip made with the scheduling lock held. (The renewal runner looks keys up
-one by one.)
 
 Invariants:
 - keys are scoped by (principal, operation): two callers, or two operations, never collide;
 - the first *successful* result is stored in the same transaction as the change it describes,
   so a key exists iff its change committed; failed calls store nothing and may be retried;
 - a key reused with different arguments is an :class:`IllegalOperationError`, never a silent
-  replay of an unrelated result;
-- keys older than the configured TTL are forgotten by the sweep;
-- a response is stored as the JSON text its caller encoded (pydantic's encoder) and handed back
-  as that text: it is never decoded to Python objects and encoded again on the way.
+  replay of an unrelated result; keys older than the configured TTL are forgotten by the sweep;
+- a response is stored as the JSON text its caller encoded and handed back as that text, never
+  decoded and encoded again on the way.
 """
 
 from __future__ import annotations
@@ -121,7 +115,12 @@ def _lookup(count: int) -> Select[Any]:
 
 def lookup_many(conn: Connection, keys: Iterable[IdempotencyKey]) -> Stored:
     """Every stored key among ``keys`` (one query per hundred keys; none without keys); pass
-    an entry to :func:`replay` with its key."""
+    an entry to :func:`replay` with its key.
+
+    A scheduling batch looks up the keys of all its operations with it, not one query per
+    operation: over HTTP every mutating call carries a key, and on PostgreSQL each lookup is a
+    round trip made with the scheduling lock held. (The renewal runner looks keys up one by
+    one with :func:`lookup`.)"""
     padded = conn.dialect.name in ("mysql", "mariadb")
     scopes = list(dict.fromkeys(key.scope for key in keys))
     wanted = {stored_scope(scope, padded) for scope in scopes}

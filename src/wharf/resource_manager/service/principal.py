@@ -1,18 +1,14 @@
 """Who is calling the service: the identity every operation is checked against.
 
-Owns: :class:`Principal`, :func:`require_admin`, :func:`require_owner`, :func:`may_see`,
-:func:`own_subjects`.
-
-The service never authenticates anybody. The layer in front of it does (the HTTP API from an
-access token, the in-process client from the local user) and passes the resulting principal.
+Owns :class:`Principal`, :func:`require_admin`, :func:`require_owner`, :func:`may_see`,
+:func:`own_subjects`. The service never authenticates anybody: the layer in front of it does
+(the HTTP API from an access token, the in-process client from the local user).
 
 Invariants:
-- a request belongs to the principal that created it (``requester`` = ``Principal.name``);
-  only that principal or an admin may renew, release or cancel it, and only they may read it
-  (to anybody else a read answers as for an unknown id, and lists leave it out);
-- only admins and principals trusted to assert subjects (the workspace server's, which makes
-  requests for its users) name whatever subjects they like; anybody else's request is made for
-  the account subject of its own name only, and naming any other subject is refused;
+- a request belongs to the principal that created it (``requester`` = ``Principal.name``); only
+  it or an admin may renew, release, cancel or read it (to anybody else a read answers as for
+  an unknown id, and lists leave it out);
+- only admins and principals trusted to assert subjects name any subjects (:func:`own_subjects`);
 - descriptors, pools and policies are changed by admins only; everybody may read them;
 - violations raise :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`.
 """

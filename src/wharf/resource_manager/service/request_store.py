@@ -1,15 +1,12 @@
 """SQL for resource requests: bulk inserts, bulk loads, lapsed leases and lists.
 
 Owns every statement on ``rm_requests`` and its child tables (subjects, metadata) but the lease
-writes (renewals, :mod:`.lease_store`) and the status writes (:mod:`.status_writes`); the rules
-live in the domain and in :mod:`.batch` / :mod:`.cycle`, which call these functions inside their
-transactions.
+writes (:mod:`.lease_store`) and the status writes (:mod:`.status_writes`); the rules live in
+the domain and in :mod:`.batch` / :mod:`.cycle`, which call these inside their transactions.
 
 Invariants:
 - loads are bulk (one ``IN`` query per table per chunk of ids), never one query per request;
   inserts are one driver ``executemany`` per table (:class:`~wharf.sql.direct.DirectStatement`);
-- every status write is a compare-and-set on the previous status (:mod:`.status_writes`), which
-  raises :class:`StaleStateError` when a row did not match;
 - :func:`current` trusts a cached model only while the row's ``seq`` shows no change after the
   cache's state version, so answers read without the scheduling lock are never stale;
 - ``lapse_at`` is kept equal to the request's earliest lapse while live and NULL once terminal.

@@ -1,19 +1,8 @@
 """``ResourceManagerService``: the Resource Manager over one SQL database, as a sync Python API.
 
-It wires the parts together; each part owns its rules:
-:mod:`.config_service` (descriptors, pools, policies), :mod:`.request_service` (requests),
-:mod:`.batch` (scheduling transactions), :mod:`.cycle` (expire, schedule, apply).
-
-Deployment: ``open`` it on its own database (team mode, one or more replicas on PostgreSQL or
-MySQL/MariaDB) or on the embedded SQLite file next to the workspace store (the RM's tables and
-migration history are its own). Any number of processes may open the same database: one
-scheduling transaction runs at a time (the scheduling lock), and whichever process needs a
-decision runs the cycle, so no daemon is required. Call :meth:`sweep` from a timer every
-``ServiceOptions.sweep_interval`` where one exists (the API server), so lapsed leases are expired
-even when nobody asks; without a timer, lapses are found by the next cycle or renewal. A
-serving instance with such a timer also calls :meth:`beat` before serving and every
-``ServiceOptions.liveness_interval``, so a restart or an outage extends live leases by the time
-nobody served.
+It wires the parts together; each part owns its rules: :mod:`.config_service` (descriptors,
+pools, policies), :mod:`.request_service` (requests), :mod:`.batch` (scheduling transactions),
+:mod:`.cycle` (expire, schedule, apply).
 
 Invariants: the clock is injected and is the only time source (clients send durations); every
 method takes the calling :class:`~.principal.Principal` where it matters, so the API layer can
@@ -39,7 +28,17 @@ from wharf.sql.engine import Database, create_sql_engine, mask_url
 
 
 class ResourceManagerService:
-    """The Resource Manager on SQLite, PostgreSQL or MySQL/MariaDB. Create with :meth:`open`."""
+    """The Resource Manager on SQLite, PostgreSQL or MySQL/MariaDB. Create with :meth:`open`.
+
+    Open it on its own database (team mode, one or more replicas on PostgreSQL or
+    MySQL/MariaDB) or on the embedded SQLite file next to the workspace store (the RM's tables
+    and migration history are its own). Any number of processes may open the same database:
+    one scheduling transaction runs at a time (the scheduling lock), and whichever process
+    needs a decision runs the cycle, so no daemon is required. Where a timer exists (the API
+    server), call :meth:`sweep` every ``ServiceOptions.sweep_interval`` so lapsed leases are
+    expired even when nobody asks (without one, the next cycle or renewal finds them), and
+    :meth:`beat` before serving and every ``ServiceOptions.liveness_interval``.
+    """
 
     descriptors: DescriptorService
     pools: PoolService

@@ -1,20 +1,14 @@
 """One scheduling transaction: what the batched operations and the cycle share while it runs.
 
-Owns: :class:`Tx`, :class:`Operation` (the interface every batched operation implements) and
+Owns :class:`Tx`, :class:`Operation` (the interface every batched operation implements) and
 :data:`Finisher`.
 
-An operation runs in two steps inside the transaction: :meth:`Operation.run` checks and stages
-its change (raising a :class:`~wharf.core.errors.WharfError` *before* writing anything when it
-must fail), then, after the cycle, the :data:`Finisher` it returned builds its result — so a
-created request comes back already allocated when the cycle admitted it.
-
 Invariants:
-- writes are staged and flushed in bulk after the cycle: status transitions first
-  (compare-and-set, see :func:`status_writes.write_transitions`; an admission writes its
-  allocations), then the new requests in their final state (allocations included) and their
-  child rows (one ``executemany`` per table);
-- every request change also updates the working copy, so later operations and the cycle see it;
-- every change is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
+- an operation raises a :class:`~wharf.core.errors.WharfError` *before* writing anything when
+  it must fail;
+- writes are staged and flushed in bulk after the cycle (:meth:`Tx.flush`);
+- every request change also updates the working copy, so later operations and the cycle see
+  it, and is stamped with :attr:`Tx.seq`, the state version this transaction publishes.
 """
 
 from __future__ import annotations
@@ -61,6 +55,10 @@ class Created:
 
 
 class Operation(Protocol):
+    """A batched operation, in two steps inside the transaction: :meth:`run` checks and stages
+    its change, then, after the cycle, the :data:`Finisher` it returned builds its result, so a
+    created request comes back already allocated when the cycle admitted it."""
+
     name: ClassVar[str]
     """``<aggregate>.<verb>``; scopes idempotency keys."""
     result_type: ClassVar[Any]
@@ -152,8 +150,10 @@ class Tx:
         self.changed = True
 
     def flush(self) -> None:
-        """Write everything staged: status changes (compare-and-set), then new requests in
-        their final state (with their allocations) and their child rows."""
+        """Write everything staged: status changes (compare-and-set, see
+        :func:`status_writes.write_transitions`; an admission writes its allocations), then new
+        requests in their final state (with their allocations) and their child rows, one
+        ``executemany`` per table."""
         rows: list[dict[str, Any]] = []
         children = request_store.Children.empty()
         for request_id, created in self.created.items():
