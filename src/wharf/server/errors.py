@@ -1,27 +1,13 @@
 """The one place where errors become HTTP responses: status, JSON ``detail`` and error ``type``.
 
 Every error response is ``{"detail": "<one line>", "type": "<error class>"}`` (422 adds
-``errors``, the validation details). The REST store maps ``type`` back to the same Wharf error
-class (see ``wharf.store.rest.errors``), so callers see what the SQL store would raise.
+``errors``); the REST store maps ``type`` back to the same Wharf error class
+(``wharf.store.rest.errors``), so callers see what the SQL store would raise. Entry point:
+:func:`install`; the statuses are in ``_STATUS``.
 
-    EntityNotFoundError            404      AuthenticationError    401 (WWW-Authenticate)
-                                            LoginThrottledError    429 (Retry-After)
-    EntityExistsError              409      PermissionDeniedError        403
-    IllegalOperationError (+sub)   409      request validation      422 (RequestValidationError)
-    InputError (+sub)              400      StoreUnavailableError   503
-    FilterError (bad filter value) 422
-    other StoreError / WharfError  500      anything else           500, logged, no details
-
-A request that fails validation on a route needing a principal is first authenticated: an
-unauthenticated caller gets the 401, never the 422 and its schema details.
-
-Bad input must never produce a 5xx: validation happens in the wire schemas (422) and in the
-store (InputError, 400); a 500 means a bug or a broken database.
-
-A 503 (the database is unreachable, too slow, or has no schema) says only that, in fixed words:
-the driver's message names the database's host, port, user and name, so it goes to the log,
-never into a body. A database without Wharf's tables (re-created empty under the server)
-answers "schema missing; run migrations".
+Invariants: bad input never produces a 5xx (the wire schemas answer 422, the store
+``InputError``, 400), so a 500 means a bug or a broken database; a 503 says only that, in fixed
+words; an unauthenticated caller gets the 401 before any 422.
 """
 
 from __future__ import annotations
@@ -67,6 +53,16 @@ _STATUS: tuple[tuple[type[WharfError], int], ...] = (
     (PermissionDeniedError, 403),
     (StoreUnavailableError, 503),
 )
+"""The status of each error class, the first match winning (subclasses included)::
+
+    EntityNotFoundError            404      AuthenticationError    401 (WWW-Authenticate)
+                                            LoginThrottledError    429 (Retry-After)
+    EntityExistsError              409      PermissionDeniedError        403
+    IllegalOperationError (+sub)   409      request validation      422 (RequestValidationError)
+    InputError (+sub)              400      StoreUnavailableError   503
+    FilterError (bad filter value) 422
+    other StoreError / WharfError  500      anything else           500, logged, no details
+"""
 
 
 _SERVER_TYPES = (AuthenticationError, PermissionDeniedError)
@@ -98,6 +94,9 @@ def _public_type(error: WharfError) -> str:
 
 
 def _public_detail(error: WharfError) -> str:
+    """The error's one-line message, except for a database outage (unreachable, too slow, or
+    without Wharf's tables), which gets fixed words: the driver's message names the database's
+    host, port, user and name, so it goes to the log, never into a body."""
     return outage_detail(error, "workspace server", restart="server") or _one_line(str(error))
 
 
@@ -115,6 +114,8 @@ async def _wharf_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """422 with the validation details; a request on a route needing a principal is first
+    authenticated, so an unauthenticated caller gets the 401, never the schema details."""
     assert isinstance(exc, RequestValidationError)
     try:
         await refuse_unauthenticated(request)  # authentication comes before validation

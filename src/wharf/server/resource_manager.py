@@ -1,35 +1,16 @@
-"""The workspace server's link to the Resource Manager: the HTTP client it logs in with, the
-step-resource service built on it, and what it knows about each request's project and run.
-
-Owns: :func:`connect` (the client of ``ServerSettings.resource_manager_*``, or None),
-:func:`pair` (the state gets the step-resource application service its step routes write
-through, for the user each run records), :class:`RequestScope` / :func:`scope_of`,
-:class:`ServerRequests` and :class:`RenewalCoalescer`, :func:`server_credentials` (the RM's
-401 as the server's outage).
-
-Lease renewals are coalesced: every step heartbeat renews its request, and concurrent ones
-(heartbeats are served on the thread pool) go to the RM as one bulk renewal
-(:class:`RenewalCoalescer`, a :class:`wharf.combining.Combiner`): the first caller sends
-whatever is queued, the others sleep until their own answer is in. A lone caller sends its
-renewal alone, as a single renewal, at once, so coalescing adds no latency where there is
-nothing to combine.
+"""The workspace server's link to the Resource Manager: the HTTP client it logs in with
+(:func:`connect`), the step-resource service built on it (:func:`pair`), and what it knows about
+each request's project and run (:class:`ServerRequests`, :func:`scope_of`).
 
 Invariants:
 - the server reaches the RM only through its client interface
-  (:mod:`wharf.resource_manager.contract`; the HTTP client is built in :func:`connect`);
-  it creates, renews and releases every request of its steps as the one RM principal of its
-  token, and decides itself which of its callers may see or change which request;
+  (:mod:`wharf.resource_manager.contract`), as the one RM principal of its token, and decides
+  itself which of its callers may see or change which request;
 - without a Resource Manager the server is still paired: every request operation fails with
-  :data:`NO_RESOURCE_MANAGER` (a queued step asking for resources fails at creation, saying
-  so) while steps without a request never touch it;
-- the RM's refusal of the server's own credentials is the server's outage, reported as
-  ``StoreUnavailableError`` (503), never as the caller's authentication failure (401);
-- a request's scope (project and run, from its subject chain) never changes, so it is cached
-  per process once seen: renewing a request costs one RM call, not a read and a write;
-- a coalesced renewal answers its caller exactly as a single one would: the request, or the
-  same error raised in the caller's thread (an item's not found / forbidden fails that item
-  alone; a failure of the whole bulk call fails each of its callers); renewals with an
-  idempotency key are never coalesced (the bulk call takes none).
+  :data:`NO_RESOURCE_MANAGER` (a queued step asking for resources fails at creation), while
+  steps without a request never touch it;
+- the RM's refusal of the server's own credentials is the server's outage
+  (``StoreUnavailableError``, 503, :func:`server_credentials`), never the caller's 401.
 """
 
 from __future__ import annotations
@@ -135,7 +116,11 @@ def scope_of(info: ResourceRequestInfo) -> RequestScope:
 
 class ServerRequests:
     """The server's requests client: the RM's (or, without one, a refusal), remembering the
-    scope of every request it sees and mapping the RM's refusal of the server's credentials."""
+    scope of every request it sees and mapping the RM's refusal of the server's credentials.
+
+    A request's scope (project and run, from its subject chain) never changes, so it is cached
+    per process once seen: renewing a request costs one RM call, not a read and a write.
+    """
 
     def __init__(self, client: ResourceManagerClient | None) -> None:
         self._client = client
@@ -169,10 +154,18 @@ class ServerRequests:
 
 
 class RenewalCoalescer(Combiner["RenewalItem"]):
-    """Concurrent renewals sent as bulk renewals (see the module docstring).
+    """Concurrent renewals sent as bulk renewals (a :class:`wharf.combining.Combiner`).
+
+    Every step heartbeat renews its request, and heartbeats are served on the thread pool: the
+    first caller sends whatever is queued, the others sleep until their own answer is in. A lone
+    caller sends its renewal alone, at once, so coalescing adds no latency where there is nothing
+    to combine. A coalesced renewal answers its caller exactly as a single one would: the
+    request, or the same error raised in the caller's thread (an item's not found / forbidden
+    fails that item alone; a failure of the whole bulk call fails each of its callers).
 
     ``single`` renews one request (its errors raised), ``bulk`` many (an answer or an error per
-    item, errors of the whole call raised)."""
+    item, errors of the whole call raised). Renewals with an idempotency key are never coalesced
+    (the bulk call takes none)."""
 
     def __init__(
         self,

@@ -1,25 +1,9 @@
-"""The authorization rules, applied by every route through one :class:`Access` per request.
+"""The authorization rules, applied by every route through one :class:`Access` per request (the
+rules themselves are listed on :class:`Access`).
 
-Rules:
-1. A global admin (user or service account with ``is_admin``) may do everything, unless the
-   request uses a run token.
-2. Project-scoped data (pipelines, snapshots, runs, steps, artifacts, metadata, schedules):
-   viewers read, members and project admins also write. A principal without a role in the
-   project gets the same 404 as for a missing id (existence does not leak).
-3. Global data: users are readable by any account; stacks and components by any principal,
-   writable by admins and by principals that may write in some project. Users, projects,
-   service accounts and API keys are managed by admins only; a project's memberships also by
-   the project's admins.
-4. A run token reads its run and its snapshot and reads and writes its run's steps (including
-   heartbeats); it starts, beats for and ends its run, nothing else of it (the routes ask with
-   ``run_id``; what exactly: ``wharf.server.auth.own_run``); ``project_wide`` routes (artifact
-   versions, the cache lookup, metadata of the project) are open to it within its project.
-   Anything else is refused (403), anything in another project is missing (404).
-5. A schedule token reaches only the routes ``wharf.server.auth.own_schedule`` lists (the
-   request's context refuses every other route before it runs); here it is pinned to its
-   project (anything elsewhere is missing) and refused every write and every account's action.
-
-Memberships are read once per request, and only when rule 2 or 3 needs them.
+Invariants: a principal without a role in a project gets the same 404 as for a missing id
+(existence does not leak); a run token or schedule token never reaches outside its project and
+is refused every account's action; memberships are read at most once per request.
 """
 
 from __future__ import annotations
@@ -50,6 +34,32 @@ class ListScope:
 
 
 class Access:
+    """The authorization of one request's principal.
+
+    Rules:
+    1. A global admin (user or service account with ``is_admin``) may do everything, unless the
+       request uses a run token.
+    2. Project-scoped data (pipelines, snapshots, runs, steps, artifacts, metadata, schedules):
+       viewers read, members and project admins also write. A principal without a role in the
+       project gets the same 404 as for a missing id.
+    3. Global data: users are readable by any account; stacks and components by any principal,
+       writable by admins and by principals that may write in some project. Users, projects,
+       service accounts and API keys are managed by admins only; a project's memberships also
+       by the project's admins.
+    4. A run token reads its run and its snapshot and reads and writes its run's steps
+       (including heartbeats); it starts, beats for and ends its run, nothing else of it (the
+       routes ask with ``run_id``; what exactly: ``wharf.server.auth.own_run``);
+       ``project_wide`` routes (artifact versions, the cache lookup, metadata of the project)
+       are open to it within its project. Anything else is refused (403), anything in another
+       project is missing (404).
+    5. A schedule token reaches only the routes ``wharf.server.auth.own_schedule`` lists (the
+       request's context refuses every other route before it runs); here it is pinned to its
+       project (anything elsewhere is missing) and refused every write and every account's
+       action.
+
+    Memberships are read once per request, and only when rule 2 or 3 needs them.
+    """
+
     def __init__(self, state: ServerState, principal: Principal) -> None:
         self.state = state
         self.principal = principal

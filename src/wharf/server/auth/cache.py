@@ -1,27 +1,11 @@
-"""A short-lived, per-process cache of authenticated credentials.
-
-Checking a credential costs one or two database reads; a running step sends a heartbeat every
-few seconds with the same run token, so the server remembers what an API key or a run token
-resolved to for ``settings.auth_cache_seconds`` (default 5 s; 0 turns the cache off). Users'
+"""A short-lived, per-process cache of authenticated credentials (:class:`AuthCache`): what an API
+key or a run token resolved to, kept for ``settings.auth_cache_seconds`` (0 turns it off); users'
 access tokens are not cached (see ``authenticate``).
 
-Revocation semantics (what ``tests/server/test_auth_cache.py`` pins down):
-- Through the same worker process: immediate. Every change made through this server that can
-  revoke or demote a credential (logout, user or service account deactivation, key revocation,
-  admin flag) clears this process's cache.
-- Through another worker process of the same server, another replica, or straight in the
-  database: an API key, or a run token issued through it or to a service account, stays
-  accepted by a worker that checked it recently for at most ``auth_cache_seconds`` more. A
-  user's own access token is never cached, so logging out is immediate everywhere (a run token
-  issued to a user follows the API-key rule).
-- Expiry of signed tokens is checked on every request (the cache keeps the token's ``exp``), so
-  an expired token is never served from the cache.
-
-Invariants: only successful authentications are cached (a refused credential is checked again
-each time); an entry is dropped once its ``auth_cache_seconds`` have passed on this process's
-monotonic clock; a check that was under way when the cache was cleared is not cached (its
-caller passes the ``generation`` it started at), so a revocation through this process cannot be
-undone by a concurrent request that read the credential just before it.
+Invariants: only successful authentications are cached; an entry is dropped once its time has
+passed on this process's monotonic clock, and a token past its own expiry is never served; a
+check under way when the cache was cleared is not cached (its caller passes the ``generation`` it
+started at), so a revocation through this process cannot be undone by a concurrent request.
 """
 
 from __future__ import annotations
@@ -46,6 +30,23 @@ class _Entry:
 
 
 class AuthCache:
+    """Credentials mapped to the principal they resolved to, for ``ttl_seconds``.
+
+    Checking a credential costs one or two database reads, and a running step sends a heartbeat
+    every few seconds with the same run token. Revocation semantics (pinned down by
+    ``tests/server/test_auth_cache.py``):
+    - through the same worker process: immediate. Every change made through this server that
+      can revoke or demote a credential (logout, user or service account deactivation, key
+      revocation, admin flag) clears this process's cache;
+    - through another worker process, another replica, or straight in the database: an API key,
+      or a run token issued through it or to a service account, stays accepted by a worker that
+      checked it recently for at most ``ttl_seconds`` more. A user's own access token is never
+      cached, so logging out is immediate everywhere (a run token issued to a user follows the
+      API-key rule);
+    - the expiry of signed tokens is checked on every request (the cache keeps the token's
+      ``exp``), so an expired token is never served from the cache.
+    """
+
     def __init__(self, ttl_seconds: float, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl_seconds
         self._monotonic = monotonic

@@ -1,25 +1,14 @@
 """What a schedule-scoped token may do: fire its schedule's runs, and nothing else.
 
-A schedule handed to a cluster (a Kubernetes CronJob) needs a credential for runs that do not
-exist yet. It holds a token of its schedule, issued by an account that may create runs in the
-schedule's project (``POST /schedules/{id}/token``), never that account's own credential. With
-it, the process a firing starts may only:
+A schedule handed to a cluster (a Kubernetes CronJob) holds a token of its schedule, issued by an
+account that may create runs in the schedule's project (``POST /schedules/{id}/token``), never
+that account's own credential. It may read its schedule and snapshot and fire a run (``routes``,
+:func:`check_route`); the run token a firing returns serves everything else (``own_run``).
 
-- read its schedule (``GET /schedules/{id}``: paused or not, its start and end times) and the
-  schedule's snapshot (``GET /snapshots/{id}``);
-- fire a run (``POST /schedules/{id}/runs``): get or create the run of the schedule's snapshot
-  with the orchestrator run id it names, recorded with the schedule (run metadata
-  ``schedule_id`` and ``schedule_name``, written by the server with the run), together with a
-  run token for that run. A run of that orchestrator run id that is not recorded with this
-  schedule is refused (so is a run of another snapshot: it is never found); a paused schedule
-  creates no run (a run it fired before may still get a token: its pod may restart); the account
-  that issued the token must still be allowed to create runs in the project.
-
-The run token then serves everything else (``own_run``). Every other route is refused before it
-runs (403; 404 for a schedule or snapshot of another project, or unknown): a schedule token never
-lists, writes or reads anything else, and never issues a token but through a firing. It is valid
-while its schedule exists (checked on every request, never cached: deleting the schedule revokes
-it at once) and is bound to the issuing API key or user token generation as a run token is.
+Invariants: every other route is refused before it runs (403; 404 for a schedule or snapshot of
+another project, or unknown); a schedule token never issues a token but through a firing; it is
+valid while its schedule exists (checked on every request, never cached) and is bound to the
+issuing API key or user token generation as a run token is.
 """
 
 from __future__ import annotations
@@ -54,7 +43,10 @@ _ROUTES: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/api/v1/snapshots/{snapshot_id}"): ("snapshot", "snapshot_id"),
 }
 """The routes open to a schedule token: (kind, path parameter) of the one thing each reaches,
-which must be the token's own schedule or snapshot."""
+which must be the token's own schedule or snapshot. Reading the schedule tells the firing process
+whether it is paused and its start and end times; ``POST .../runs`` gets or creates the run of
+the schedule's snapshot with the orchestrator run id it names, recorded with the schedule
+(:func:`fired_metadata`), together with a run token for that run."""
 
 ProjectOf = Callable[[str, UUID], UUID]
 """The project of a schedule or snapshot id (``EntityNotFoundError`` for an unknown one)."""
@@ -88,7 +80,8 @@ def check_route(scope: ScheduleScope, route: RouteKey | None, project_of: Projec
 
 
 def check_may_create(schedule: ScheduleRecord) -> None:
-    """A paused schedule fires no new run."""
+    """A paused schedule fires no new run (a run it fired before may still get a token: its pod
+    may restart)."""
     if not schedule.active:
         raise PermissionDeniedError(f"Schedule '{schedule.name}' is paused: it fires no run.")
 
@@ -114,7 +107,8 @@ def fired_by(records: Sequence[RunMetadataRecord]) -> UUID | None:
 
 
 def check_fired_run(schedule: ScheduleRecord, records: Sequence[RunMetadataRecord]) -> None:
-    """A found run of the firing's orchestrator run id must be one ``schedule`` fired."""
+    """A found run of the firing's orchestrator run id must be one ``schedule`` fired (a run of
+    another snapshot is never found)."""
     if fired_by(records) != schedule.id:
         raise PermissionDeniedError(
             f"That orchestrator run id names a run that schedule '{schedule.name}' did not "
