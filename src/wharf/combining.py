@@ -1,18 +1,12 @@
 """Concurrent calls served in batches: the first caller runs the batch for everyone.
 
 Owns :class:`Combiner`, used by the Resource Manager service (its scheduling transactions and
-renewals) and by the workspace server (coalesced lease renewals). A call queues its operation
-under a lock; the caller that found nobody running becomes the runner: it takes up to
-``max_batch`` queued operations, runs them as one batch (:meth:`Combiner.run_batch`) and hands
-every caller its outcome, until its own is answered. Operations still queued then are carried
-on by a new thread, so no caller runs batches for longer than it takes to answer its own. A
-caller on an event loop (:meth:`Combiner.submit_async`) never blocks it: a thread runs for it.
+renewals) and by the workspace server (coalesced lease renewals).
 
-Invariants:
-- every queued operation runs in exactly one batch, and its caller gets its outcome: the value
-  :meth:`Combiner.run_batch` gave for it, raised if it is an exception, or the error that
-  batch raised as a whole;
-- while operations are queued, a runner is at work (``_running`` changes only under the lock).
+Invariants: every queued operation runs in exactly one batch, and its caller gets its outcome
+(the value :meth:`Combiner.run_batch` gave for it, raised if it is an exception, or the error
+that batch raised as a whole); while operations are queued, a runner is at work (``_running``
+changes only under the lock).
 """
 
 from __future__ import annotations
@@ -49,7 +43,15 @@ class _Pending:
 
 
 class Combiner(ABC, Generic[OperationT]):
-    """Runs submitted operations in batches of at most ``max_batch``; see the module docstring."""
+    """Runs submitted operations in batches of at most ``max_batch``.
+
+    A call queues its operation under a lock; the caller that found nobody running becomes the
+    runner: it takes up to ``max_batch`` queued operations, runs them as one batch
+    (:meth:`run_batch`) and hands every caller its outcome, until its own is answered.
+    Operations still queued then are carried on by a new thread, so no caller runs batches for
+    longer than it takes to answer its own. A caller on an event loop (:meth:`submit_async`)
+    never blocks it: a thread runs for it.
+    """
 
     def __init__(self, max_batch: int) -> None:
         self.max_batch = max_batch

@@ -1,19 +1,9 @@
-"""Request size limits as plain ASGI middleware, for the workspace server and the Resource
-Manager's API alike, checked before any routing, authentication or parsing.
+"""Request size limits as plain ASGI middleware (:class:`SizeLimits`), for the workspace server
+and the Resource Manager's API alike, checked before any routing, authentication or parsing.
 
-Owns :class:`SizeLimits`.
-
-- A request target (path + query string) longer than ``max_url_bytes`` gets 414 (when a bound
-  is given): clients split ``oneof:[...]`` filters into smaller requests on it.
-- A body larger than ``max_body_bytes`` gets 413. A ``Content-Length`` over the limit is refused
-  from the head alone: nothing of the body is read or waited for, and the connection is closed.
-  A body sent without one (chunked) is counted while it is buffered, and refused as soon as it
-  passes the limit; within it, the buffered body is replayed to the app. So the app never reads
-  more than the limit, and the middleware holds at most the limit (plus one read) per request.
-
-Both answer ``{"detail": ..., <error_key>: <name>}``, the error shape of the service using it.
-ASGI's types are spelled here (they are plain callables and mappings), so this module imports
-no web framework.
+Invariants: the app never reads more than the body limit, and the middleware holds at most the
+limit (plus one read) per request. ASGI's types are spelled here, so this module imports no web
+framework.
 """
 
 from __future__ import annotations
@@ -36,7 +26,16 @@ DEFAULT_ERROR_NAMES: Mapping[int, str] = {
 
 
 class SizeLimits:
-    """``app`` behind the size limits; see the module docstring."""
+    """``app`` behind the size limits.
+
+    A request target (path + query string) longer than ``max_url_bytes`` gets 414 (when a bound
+    is given): clients split ``oneof:[...]`` filters into smaller requests on it. A body larger
+    than ``max_body_bytes`` gets 413: a ``Content-Length`` over the limit is refused from the
+    head alone (nothing of the body is read, the connection is closed); a body sent without one
+    (chunked) is counted while it is buffered and refused as soon as it passes the limit, else
+    replayed to the app. Both answer ``{"detail": ..., <error_key>: <name>}``, the error shape
+    of the service using it.
+    """
 
     def __init__(
         self,

@@ -1,12 +1,5 @@
-"""Serving an ASGI app in the foreground with uvicorn, for the workspace server and the
-Resource Manager's API alike.
-
-Owns :func:`config` (uvicorn's settings) and :func:`serve`. One worker is a ``uvicorn.Server``;
-several are uvicorn's own supervisor (``Multiprocess``: a socket bound once, handed to spawned
-workers, restarted if they die). Each worker builds its app by calling the factory it is given,
-a picklable object holding the settings, so no import string, environment variable or
-module-level app is needed to pass the settings along. SIGINT and SIGTERM stop it gracefully
-(uvicorn's handlers): requests in flight get up to ``GRACEFUL_SHUTDOWN_SECONDS`` to finish.
+"""Serving an ASGI app in the foreground with uvicorn (:func:`serve`, :func:`config`), for the
+workspace server and the Resource Manager's API alike.
 
 Invariant: HTTP is parsed by h11 with a bound on request heads (uvicorn's
 ``h11_max_incomplete_event_size``): a head is buffered only until more than
@@ -56,7 +49,9 @@ def config(
     log_level: str = "info",
     access_log: bool = False,
 ) -> uvicorn.Config:
-    """uvicorn's settings for the app ``app_factory`` builds (see the module docstring)."""
+    """uvicorn's settings for the app ``app_factory`` builds: h11 with the request-head bound,
+    and requests in flight given up to ``GRACEFUL_SHUTDOWN_SECONDS`` to finish on SIGINT or
+    SIGTERM (uvicorn's handlers)."""
     import uvicorn
 
     return uvicorn.Config(
@@ -83,7 +78,13 @@ def serve(
     log_level: str = "info",
     access_log: bool = False,
 ) -> None:
-    """Serve the app ``factory`` builds (in each worker) until interrupted: blocks."""
+    """Serve the app ``factory`` builds (in each worker) until interrupted: blocks.
+
+    One worker is a ``uvicorn.Server``; several are uvicorn's own supervisor (``Multiprocess``:
+    a socket bound once, handed to spawned workers, restarted if they die). ``factory`` is a
+    picklable object holding the settings, so no import string, environment variable or
+    module-level app is needed to pass them to the workers.
+    """
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 

@@ -1,18 +1,10 @@
 """``wharf pool create | list | show | update | delete | queue``.
 
-Capacities are given inline as ``RESOURCE[:CLASS]=QUANTITY`` (repeatable): ``--capacity
-gpu:h100=8 --capacity cpu=64 --capacity memory=512GiB`` makes class ``h100`` with 8 GPUs and
-class ``default`` with 64 CPUs and 512 GiB (entries without a class go to ``default``;
-``unlimited`` means no limit, still accounted). Or from a file: ``-f pool.yaml`` holds the
-API's pool body (``name``, ``rank``, ``classes: [{name, capacity: {GPU: 8, CPU: "64CPU"}, rank,
-reclaimable, ...}]``, ...; integer quantities are base units — mCPU, bytes — strings take
-units); inline options are applied on top of the file.
-
-``update`` changes only what is given; ``--capacity`` edits the pool's current classes (other
-classes and resources stay), ``--remove-class`` drops one.
-
-Logged in to a workspace server (and without ``--rm-url``), ``list``, ``show`` and ``queue`` show
-the team's pools through it; changes are made on the Resource Manager itself.
+Pool fields come inline (:func:`apply_classes`) or from a file (``-f pool.yaml``, the API's pool
+body, see :data:`POOL_FILE_HELP`); inline options are applied on top of the file, and
+``update`` changes only what is given. Logged in to a workspace server (and without
+``--rm-url``), ``list``, ``show`` and ``queue`` show the team's pools through it; changes are
+made on the Resource Manager itself.
 """
 
 from __future__ import annotations
@@ -115,7 +107,13 @@ def apply_classes(
     reclaimable: tuple[str, ...],
     class_ranks: tuple[str, ...],
 ) -> None:
-    """Apply the inline class options to ``classes`` (name -> class body), in place."""
+    """Apply the inline class options to ``classes`` (name -> class body), in place.
+
+    ``--capacity gpu:h100=8 --capacity cpu=64 --capacity memory=512GiB`` makes class ``h100``
+    with 8 GPUs and class ``default`` with 64 CPUs and 512 GiB (entries without a class go to
+    ``default``; ``unlimited`` means no limit, still accounted). On ``update`` the options edit
+    the pool's current classes; other classes and resources stay.
+    """
     from wharf.core.errors import InputError
 
     for item in classes.values():  # file or current classes: resource names as the RM knows

@@ -1,17 +1,11 @@
 """``wharf runs logs RUN [--follow]``: every step's captured output, each line prefixed with
-the step's name (``[train] epoch 1``), steps in the pipeline's order as ``runs show`` lists them.
+the step's name (``[train] epoch 1``), steps in the pipeline's order as ``runs show`` lists them
+(:class:`RunLogs`).
 
 A step's output reaches the artifact store once, when the step ends (``wharf.execution.
-log_capture``; an isolated step's file is copied then), so a step is printed whole when it has
-ended. For a step still running, a note says its output appears when it ends; ``--follow`` then
-keeps polling (every :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes)
-and prints each step as it ends, until the run has finished. A run no orchestrating process has
-taken over yet (a Kubernetes run whose orchestrator pod has not started) gets one note saying so,
-so that a follower does not wait in silence. Invariants: each step run is printed at most
-once; the run's status is read before its steps, so the last poll (the run finished) sees every
-step's final state; Ctrl-C ends the loop between two reads.
-
-A cached step ran in another run: a note names that run instead of repeating its output.
+log_capture``), so a step is printed whole when it has ended. Invariants: each step run is
+printed at most once; the run's status is read before its steps, so the last poll (the run
+finished) sees every step's final state; Ctrl-C ends the loop between two reads.
 """
 
 from __future__ import annotations
@@ -60,7 +54,13 @@ class RunLogs:
         self._noted_start = False
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
-        """Print what is new; (whether the run has finished, whether anything was printed)."""
+        """Print what is new; (whether the run has finished, whether anything was printed).
+
+        A step still running gets a note that its output appears when it ends; a run no
+        orchestrating process has taken over yet (a Kubernetes run whose orchestrator pod has
+        not started) gets one note saying so, so a follower does not wait in silence; a cached
+        step gets a note naming the run it ran in instead of repeating its output.
+        """
         current = self._client.get_pipeline_run(self.run.id)
         finished = current.status.is_finished
         printed = False
@@ -88,6 +88,8 @@ class RunLogs:
         return finished, printed
 
     def follow(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Poll until the run has finished, printing each step as it ends: every
+        :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes."""
         interval = MIN_POLL
         while True:
             finished, printed = self.poll(following=True)

@@ -1,17 +1,8 @@
-"""What ``wharf runs show`` prints: a run's header and its steps as an indented tree.
+"""What ``wharf runs show`` prints: a run's header and its steps as an indented tree
+(:func:`render`, from a :class:`RunView`; :func:`tree_rows`).
 
-Pure: it renders records it is given (``runs.py`` reads them) and the time ``now`` (for the
-duration of what still runs); it never reads a store or a clock.
-
-Steps are listed in the pipeline's order (the order its function called them, from the compiled
-spec), then the steps only the run's data knows (dynamic, mapped) in the order they started:
-siblings that started together (two cached steps, say) keep one order from run to run.
-
-The tree: each step (its latest attempt) is listed under its first upstream step, in that
-order; a step with several upstream steps is listed once, under the first, and each other
-parent shows it as a reference line (``↳ NAME (listed under FIRST)``). A step's upstream steps
-are those its compiled spec names plus those whose outputs it read (mapped and dynamic steps
-are known by their data only), restricted to the steps of this run.
+Invariant: pure; it renders the records it is given (``runs.py`` reads them) and the time
+``now`` (for the duration of what still runs); it never reads a store or a clock.
 """
 
 from __future__ import annotations
@@ -45,8 +36,10 @@ class RunView:
 def in_pipeline_order(
     steps: Sequence[StepRunRecord], spec: PipelineSpec | None
 ) -> list[StepRunRecord]:
-    """``steps`` (in the order they started) sorted by their step's place in ``spec``; steps
-    the spec does not name follow, in the order they started; attempts keep their order."""
+    """``steps`` (in the order they started) sorted by their step's place in ``spec`` (the
+    order the pipeline's function called them); steps the spec does not name (dynamic, mapped)
+    follow, in the order they started, so siblings that started together keep one order from
+    run to run; attempts keep their order."""
     place = {name: i for i, name in enumerate(spec.steps)} if spec is not None else {}
     return sorted(steps, key=lambda s: place.get(s.name, len(place)))
 
@@ -69,7 +62,9 @@ def step_spec(step: StepRunRecord, spec: PipelineSpec | None) -> StepSpec | None
 def upstream_steps(
     steps: Sequence[StepRunRecord], spec: PipelineSpec | None
 ) -> dict[str, list[str]]:
-    """Step name -> its upstream steps' names in this run (spec order, then data order)."""
+    """Step name -> its upstream steps' names in this run (spec order, then data order): those
+    its compiled spec names plus those whose outputs it read (mapped and dynamic steps are known
+    by their data only), restricted to the steps of this run."""
     names = {s.name for s in steps}
     producers: dict[UUID, str] = {}
     for step in steps:
@@ -154,7 +149,10 @@ def _details(view: RunView, step: StepRunRecord) -> str:
 
 
 def tree_rows(view: RunView, now: datetime) -> list[list[str]]:
-    """The rows of the steps table, the step column indented as the tree."""
+    """The rows of the steps table, the step column indented as the tree: each step (its latest
+    attempt) is listed under its first upstream step; a step with several upstream steps is
+    listed once, under the first, and each other parent shows it as a reference line
+    (``↳ NAME (listed under FIRST)``)."""
     steps = latest_attempts(view.steps)
     by_name = {s.name: s for s in steps}
     upstream = upstream_steps(steps, view.spec)

@@ -1,17 +1,10 @@
-"""Where Wharf keeps its state on this machine, and which store and stack it uses.
+"""Where Wharf keeps its state on this machine, and which store and stack it uses:
+:func:`load_config` resolves a :class:`WharfConfig`; the user config file is
+``<home>/config.json`` (``WHARF_HOME`` moves everything; tests use it).
 
-Resolution order for every value: explicit argument > environment variable > user config
-file (``<home>/config.json``) > default. ``WHARF_HOME`` moves everything (tests use it).
-The config file can hold a bearer credential: it is written 0600 in a 0700 home (atomically,
-never readable by others, even briefly), and one left readable by an older version is made
-private when read.
-The home directory is created when the default store (``<home>/wharf.db``) is chosen; a store
-URL given explicitly must name an existing directory (the store refuses to make one).
-
-Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
-``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
-``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``,
-``WHARF_LOGGING_VERBOSITY``, ``WHARF_LOGGING_FORMAT``, ``WHARF_CODE_ARCHIVE_LIMIT_MIB``.
+Invariants: every value resolves as explicit argument > environment variable > user config
+file > default; the config file can hold a bearer credential, so it is written 0600 in a 0700
+home, atomically, never readable by others even briefly (:func:`write_private_file`).
 """
 
 from __future__ import annotations
@@ -101,7 +94,7 @@ def read_user_config(home: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise InputError(f"Cannot read Wharf config file {path}: {exc.strerror}.") from None
-    if mode & 0o077:  # written by an older Wharf (0644): it may hold a credential
+    if mode & 0o077:  # readable by others (0644): it may hold a credential
         _tighten(path)
     try:
         data = json.loads(path.read_text())
@@ -151,7 +144,7 @@ def write_private_file(path: Path, text: str) -> None:
 
 
 def _tighten(path: Path) -> None:
-    """Make a config file written readable by others private (its directory too), if ours."""
+    """Make a config file readable by others private (its directory too), if ours (on read)."""
     try:
         private_directory(path.parent)
         path.chmod(PRIVATE_FILE_MODE)
@@ -160,6 +153,16 @@ def _tighten(path: Path) -> None:
 
 
 def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> WharfConfig:
+    """The configuration of this process: ``overrides`` > ``environ`` > the user config file >
+    defaults.
+
+    Environment variables: ``WHARF_HOME``, ``WHARF_STORE_URL``, ``WHARF_ARTIFACT_ROOT``,
+    ``WHARF_ACTIVE_STACK``, ``WHARF_SERVER_URL``, ``WHARF_API_KEY``, ``WHARF_PROJECT``,
+    ``WHARF_HEARTBEAT_INTERVAL``, ``WHARF_RESOURCE_MANAGER``, ``WHARF_LOCAL_STEP_SLOTS``,
+    ``WHARF_LOGGING_VERBOSITY``, ``WHARF_LOGGING_FORMAT``, ``WHARF_CODE_ARCHIVE_LIMIT_MIB``.
+    The home directory is created when the default store (``<home>/wharf.db``) is chosen; a
+    store URL given explicitly must name an existing directory (the store refuses to make one).
+    """
     env = os.environ if environ is None else environ
     home = Path(overrides.get("home") or env.get("WHARF_HOME") or default_home()).expanduser()
     user = read_user_config(home)

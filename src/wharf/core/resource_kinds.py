@@ -1,18 +1,12 @@
-"""The resource-kind registry: the first-class kinds (cpu, memory, gpu) and custom kinds.
+"""The resource-kind registry: the first-class kinds (:data:`CPU`, :data:`MEMORY`, :data:`GPU`,
+in :data:`FIRST_CLASS_KINDS`) and custom kinds (:func:`custom_kind`), with :func:`kind_named`
+and :func:`is_basic`.
 
-Owns: :class:`ResourceKind`, the first-class kinds :data:`CPU`, :data:`MEMORY`, :data:`GPU`,
-:data:`FIRST_CLASS_KINDS`, :func:`kind_named`, :func:`is_basic` and :func:`custom_kind`.
-
-A kind says which stock resource stands for it (its descriptor's name), its units (name and
-multiplier to the base unit), the unit a bare number means, and whether it is *basic
-infrastructure*: a step asking for a basic kind runs isolated (in its own process), since only
-a process can be pinned to what it was given; custom kinds (licences, ...) alone stay inline.
-
-Invariants: kind names are unique; each kind has exactly one base unit (multiplier 1) and its
-default unit is one of its units. Everything that special-cases cpu, memory or gpu (settings
-shortcuts, the RM's stock descriptors, the local pool, runtime selection, pinning) reads it from
-here, so adding a first-class kind means adding it to :data:`FIRST_CLASS_KINDS` (and, for an
-existing Resource Manager database, a migration seeding its stock descriptor).
+Invariants: kind names are unique; each kind has exactly one base unit and its default unit is
+one of its units. Everything that special-cases cpu, memory or gpu (settings shortcuts, the RM's
+stock descriptors, the local pool, runtime selection, pinning) reads it from here, so adding a
+first-class kind means adding it to :data:`FIRST_CLASS_KINDS` (and, for an existing Resource
+Manager database, a migration seeding its stock descriptor).
 """
 
 from __future__ import annotations
@@ -26,7 +20,10 @@ from wharf.core.resources import ByteUnit
 
 @dataclass(frozen=True, slots=True)
 class ResourceKind:
-    """One kind of resource and the stock resource that stands for it."""
+    """One kind of resource and the stock resource that stands for it: its units, the unit a
+    bare number means, and whether it is *basic infrastructure* (a step asking for a basic kind
+    runs isolated in its own process, since only a process can be pinned to what it was given;
+    custom kinds such as licences alone stay inline)."""
 
     name: str
     """The kind as demands and descriptors spell it (``cpu``)."""

@@ -1,19 +1,11 @@
-"""The ONE resource demand model and byte units, shared by settings, the engine and the RM.
+"""The one resource demand model and byte units, shared by settings, the engine and the RM.
 
-Owns: :class:`ResourceDemand` (what a step or a client asks for: a resource by name, a kind or a
-selector, and how much of it in a unit of that resource), :class:`ByteUnit`, :func:`parse_memory`
-and :data:`NAME_PATTERN` (descriptor, pool and class names).
+Owns :class:`ResourceDemand`, :class:`ByteUnit`, :func:`parse_memory` and :data:`NAME_PATTERN`
+(descriptor, pool and class names).
 
-One model, two spellings, both kept stable:
-- in Python and in stored step settings (field names): ``name``, ``class_name``;
-- on the Resource Manager's wire (aliases, ``by_alias=True``): ``resource``, ``class``.
-Both are accepted when validating. The wire field order is the RM contract's, so request bodies
-stay byte-identical.
-
-Invariants: a demand names something (a resource, a kind or a resource selector), never both a
-class and a class selector; its quantity is a strict positive ``int`` (``1.5`` or ``true`` is an
-input error, never rounded). Selectors are plain JSON here; the RM parses them (its domain's
-``Demand.from_core`` is the one conversion).
+Invariants: one model, two stable spellings (Python and stored settings: ``name``,
+``class_name``; the RM's wire: ``resource``, ``class``); a demand names something and its
+quantity is a strict positive ``int``. Selectors are plain JSON here; the RM parses them.
 """
 
 from __future__ import annotations
@@ -72,6 +64,14 @@ class ResourceDemand(BaseModel):
 
     ``quantity`` is in ``unit`` (the resource's default unit when omitted); ``kind`` is a
     resource kind (see :mod:`wharf.core.resource_kinds`).
+
+    Field names (``name``, ``class_name``) are the Python and stored-settings spelling, aliases
+    (``resource``, ``class``, ``by_alias=True``) the RM wire's; both are accepted when
+    validating, and the wire field order is the RM contract's, so request bodies stay
+    byte-identical. A demand names a resource, a kind or a resource selector, never both a class
+    and a class selector; its quantity is a strict positive ``int`` (``1.5`` or ``true`` is an
+    input error, never rounded). Selectors stay plain JSON; the RM domain's
+    ``Demand.from_core`` is the one conversion.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -1,17 +1,8 @@
-"""The session of one process with its metadata store: config, store, user, project, stack,
-and the link to its steps' resource requests (the store only stores; embedded, the link is the
-configured Resource Manager's requests client; team, the workspace server's request routes).
+"""The session of one process with its metadata store: :class:`Workspace` (config, store, user,
+project, stack, and the link to its steps' resource requests).
 
-Built at entry points (a pipeline call, ``Client()``, the CLI) and passed down; nothing here is
-a module-level singleton. On first use the embedded default creates the default user, project
-and ``default`` stack (local orchestrator + local artifact store under the user data dir).
-
-The project is ``config.project`` (``WHARF_PROJECT``, ``wharf login --project``), else the
-default project. On the embedded store a named project is created on first use, like the
-default one. Over a workspace server nothing is created but the default project (by admins):
-a project that does not exist or that the caller is not a member of is an ``InputError`` that
-says how to choose one (the server answers both with the same 404). The workspace's user over
-a server is the logged-in user; a service account acts for the default user.
+Built at entry points (a pipeline call, ``Client()``, the CLI) and passed down. Invariant:
+nothing here is a module-level singleton.
 """
 
 from __future__ import annotations
@@ -74,6 +65,11 @@ def _as_rest(store: Store) -> RestStore | None:
 
 
 def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord, ProjectRecord]:
+    """The user and project over a workspace server: the logged-in user (a service account
+    acts for the default user) and ``config.project`` (``WHARF_PROJECT``, ``wharf login
+    --project``) else the default project. Nothing is created but the default project, by an
+    admin; a project that does not exist or that the caller is not a member of is an
+    ``InputError`` saying how to choose one (the server answers both with the same 404)."""
     from wharf.store.defaults import DEFAULT_PROJECT, ensure_default_user
     from wharf.store.rest.session import current_principal
 
@@ -104,6 +100,8 @@ def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord,
 
 
 def _embedded_identity(store: Store, config: WharfConfig) -> tuple[UserRecord, ProjectRecord]:
+    """The default user and ``config.project`` (else the default project) on the embedded
+    store, each created on first use like the default ones."""
     from wharf.store.defaults import DEFAULT_PROJECT, ensure_defaults
 
     user, project = ensure_defaults(store)
@@ -122,6 +120,14 @@ def _embedded_identity(store: Store, config: WharfConfig) -> tuple[UserRecord, P
 
 @dataclass
 class Workspace:
+    """One process's session with its store; build with :meth:`open`.
+
+    The link to its steps' resource requests (the store only stores): embedded, the configured
+    Resource Manager's requests client; team, the workspace server's request routes. On first
+    use the embedded store gets the default user, project and ``default`` stack (local
+    orchestrator + local artifact store under the user data dir).
+    """
+
     config: WharfConfig
     store: Store
     user: UserRecord
