@@ -1,21 +1,14 @@
 """The Resource Manager's scheduler: a pure, deterministic cycle ``(snapshot, now) -> decisions``.
 
-Imports only :mod:`wharf.resource_manager.domain` and :mod:`wharf.core` (import-linter checks).
+Public API: :func:`schedule` (one cycle; :class:`CycleDecisions`), :func:`explain` (why one
+request is pending), :func:`apply_decisions` (the in-memory application of a cycle, for
+simulations and tests), :func:`continue_cycle` (the decisions for requests appended since the
+last cycle), :class:`Snapshot`, :class:`SchedulerOptions` and :class:`Prepared` (the
+configuration's index, reusable by every cycle over the same configuration). The phases live
+in numbered modules (``phase1_expire`` … ``phase6_admit``), see :mod:`.cycle`.
 
-Public API:
-
-- :func:`schedule` — one cycle; :class:`CycleDecisions` lists expiries, admissions (with per-demand
-  allocations), preemptions, rejections and waits, each with a reason;
-- :func:`explain` — why one request is pending: queue positions, the blocking rule, and which
-  allocations would have to end;
-- :func:`apply_decisions` — the in-memory application of a cycle (simulations, tests);
-- :func:`continue_cycle` — the decisions for requests appended behind every queue since the
-  last cycle, as that cycle's walk continued (None when a full cycle is needed);
-- :class:`Snapshot`, :class:`SchedulerOptions`;
-- :class:`Prepared` — the configuration's index, reusable by every cycle over the same
-  configuration (callers that schedule repeatedly keep one per configuration version).
-
-The phases live in numbered modules (``phase1_expire`` … ``phase6_admit``), see :mod:`.cycle`.
+Invariant: imports only :mod:`wharf.resource_manager.domain` and :mod:`wharf.core`
+(import-linter checks).
 """
 
 from wharf.resource_manager.scheduler.apply import apply_decisions

@@ -3,21 +3,10 @@
 Owns: :class:`Catalog` and its views (:class:`PoolView`, :class:`ClassView`, :class:`SlotInfo`,
 :class:`PolicyView`) and :class:`PolicyMatcher`.
 
-A *slot* is one (pool, class, resource) triple: the unit of capacity accounting. Slots, classes
-and policies get dense integer indices so the ledger can use lists and small tuples as keys.
-
-Invariants:
-- pools are ordered by rank (higher first), then name, then id; classes by rank, then name;
-  policies of a pool by priority lane, effective priority (higher first), then name, then id.
-  These orders are total, so every later phase is deterministic;
-- policies whose pool is not in the snapshot, and grants for unknown classes, are ignored
-  (the service validates on save; a snapshot taken mid-change must not crash the cycle);
-- :class:`PolicyMatcher` returns exactly the policies whose selector matches, in policy order;
-  the anchor index only avoids evaluating selectors that cannot match;
-- a catalog depends on the configuration only, so one can serve many cycles: each cycle works
-  on a :meth:`Catalog.fork`, which shares everything static and copies (on first write) the
-  two collections a cycle may add to (detached stand-in policies), so no cycle's stand-ins
-  leak into the next.
+A *slot* is one (pool, class, resource) triple, the unit of capacity accounting; slots, classes
+and policies get dense integer indices. Invariants: every order is total (see :class:`Catalog`),
+so every later phase is deterministic; a catalog depends on the configuration only, and each
+cycle works on a :meth:`Catalog.fork`, so no cycle's stand-in policies leak into the next.
 """
 
 from __future__ import annotations
@@ -102,7 +91,10 @@ class PoolView:
 
 
 class PolicyMatcher:
-    """Which policies match a request's subjects, using the selectors' anchors as an index."""
+    """Which policies match a request's subjects, using the selectors' anchors as an index.
+
+    :meth:`match` returns exactly the policies whose selector matches, in policy order; the
+    anchor index only avoids evaluating selectors that cannot match."""
 
     def __init__(self, policies: Iterable[PolicyView]) -> None:
         self._by_anchor: dict[Anchor, list[int]] = {}
@@ -132,7 +124,13 @@ class PolicyMatcher:
 
 
 class Catalog:
-    """Dense, ordered indices over the static part of a snapshot."""
+    """Dense, ordered indices over the static part of a snapshot.
+
+    Pools are ordered by rank (higher first), then name, then id; classes by rank, then name;
+    policies of a pool by priority lane, effective priority (higher first), then name, then id.
+    Policies whose pool is not in the snapshot, and grants for unknown classes, are ignored
+    (the service validates on save; a snapshot taken mid-change must not crash the cycle).
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.descriptors: dict[str, ResourceDescriptor] = {d.name: d for d in snapshot.descriptors}
@@ -156,7 +154,8 @@ class Catalog:
         """False in a fork until it adds a stand-in (its lists are the base's until then)."""
 
     def fork(self) -> Catalog:
-        """A catalog for one cycle: static indices shared, stand-in policies its own."""
+        """A catalog for one cycle: static indices shared, stand-in policies its own (the two
+        collections a cycle may add detached stand-in policies to are copied on first write)."""
         clone = copy.copy(self)
         clone._owns_policies = False
         return clone

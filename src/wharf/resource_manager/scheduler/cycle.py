@@ -3,19 +3,9 @@
 Owns: :func:`schedule` and :func:`run_cycle` (which also returns the cycle's internals, for
 :mod:`.explain` and tests).
 
-The cycle, as in Kueue's scheduler, is a fixed sequence of small phases over one snapshot:
-
-0. index the configuration (catalog; reused from a :class:`~.prepared.Prepared` when the
-   caller keeps one for this configuration), the holders and the usage ledger (brought up to
-   date from the previous cycle's when the caller keeps a :class:`~.prepared.Prepared`: only
-   requests that changed are indexed again);
-1. expire lapsed leases and allocation deadlines (or extend leases after a restart), and split
-   the live requests into pending and holding;
-2. nominate: resolve demands, match policies, reject what can never be admitted;
-3. order each pool's queue;
-4. fit each candidate in each pool (all-or-nothing, one policy path);
-5. preempt for blocked heads, on a copy of the ledger;
-6. admit, claim or wait, and give every non-admitted request a reason.
+As in Kueue's scheduler, a cycle is a fixed sequence of small phases over one snapshot:
+0. index (:mod:`.catalog`, :mod:`.holders`, :mod:`.ledger`), 1. expire, 2. nominate, 3. order,
+4. fit, 5. preempt, 6. admit, claim or wait (the ``phaseN_*`` modules).
 
 Invariants: pure and deterministic — no clock reads (``now`` is an argument), no I/O, no
 randomness, no dependence on input order (everything is sorted by total keys), and the
@@ -77,7 +67,16 @@ def run_cycle(
     """One cycle, keeping its internals; ``trace`` records one request's notes in every pool.
 
     ``prepared``: the configuration's index from earlier cycles; ignored unless it was built
-    from this snapshot's very configuration tuples (:meth:`Prepared.serves`).
+    from this snapshot's very configuration tuples (:meth:`Prepared.serves`). When it is used,
+    its catalog is reused and the holders and ledger are brought up to date from the previous
+    cycle's (only requests that changed are indexed again).
+
+    Phases: 0. index the configuration, the holders and the usage ledger; 1. expire lapsed
+    leases and allocation deadlines (or extend leases after a restart) and split the live
+    requests into pending and holding; 2. nominate: resolve demands, match policies, reject what
+    can never be admitted; 3. order each pool's queue; 4. fit each candidate in each pool
+    (all-or-nothing, one policy path); 5. preempt for blocked heads, on a copy of the ledger;
+    6. admit, claim or wait, and give every non-admitted request a reason.
     """
     options = options or SchedulerOptions()
     require_aware(now)

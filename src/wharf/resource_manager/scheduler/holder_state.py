@@ -1,21 +1,12 @@
 """The holders and their usage, kept between cycles of one configuration and changed only where
 requests changed.
 
-Owns: :class:`HolderState`, which lives in a configuration's :class:`~.prepared.Prepared` index
-so that a cycle does not rebuild the holder index and ledger for every live allocation when one
-request changed.
+Owns: :class:`HolderState` (it lives in a configuration's :class:`~.prepared.Prepared` index).
 
-Invariants:
-- a holder is kept only while its request is the *very object* it was made from (requests are
-  immutable), so a kept holder is what :func:`.holders.make_holder` would make from it now;
-- after :meth:`HolderState.update` the index and ledger equal what :func:`.holders.build_holders`
-  and ``Ledger.add`` would give from the holding requests (every counter is a sum, so order
-  does not matter; ``borrowed`` is recomputed per changed (policy, slot) group);
-- a holder whose policy was deleted makes :meth:`update` return None and forget everything; the
-  cycle then builds its holders from scratch;
-- a request holding the very allocations tuple an admission of the latest cycle made
-  (:attr:`admitted`) gets that admission's holding instead of one derived again from its
-  allocations: the route it was admitted on is exactly what they hold.
+Invariants: a holder is kept only while its request is the *very object* it was made from
+(requests are immutable), so a kept holder is what :func:`.holders.make_holder` would make from
+it now; after :meth:`HolderState.update` the index and ledger equal what
+:func:`.holders.build_holders` and ``Ledger.add`` would give from the holding requests.
 """
 
 from __future__ import annotations
@@ -41,7 +32,9 @@ class HolderState:
         self._catalog = catalog
         self.admitted: dict[int, tuple[tuple[Allocation, ...], Holding]] = {}
         """The latest cycle's admissions (``Admitter.held``): ``request.id.int`` ->
-        (allocations, holding)."""
+        (allocations, holding). A request holding the very allocations tuple of one gets that
+        admission's holding instead of one derived again from its allocations: the route it was
+        admitted on is exactly what they hold."""
         self._reset()
 
     def _reset(self) -> None:
@@ -57,7 +50,9 @@ class HolderState:
 
     def update(self, holding: Sequence[ResourceRequest]) -> HolderIndex | None:
         """Make the state hold exactly ``holding`` (requests that hold capacity); the index,
-        or None if one of them needs a stand-in policy (then the state is emptied)."""
+        or None if one of them needs a stand-in policy (its policy was deleted: then the state
+        is emptied and the cycle builds its holders from scratch). Every counter is a sum, so
+        order does not matter; ``borrowed`` is recomputed per changed (policy, slot) group."""
         current = dict(zip(map(id, holding), holding, strict=True))
         known, ignored = self._by_object, self._ignored
         # Set operations on the keys: most holders are unchanged, and touching each one in

@@ -2,20 +2,13 @@
 
 Owns: :class:`Holder`, :class:`HolderIndex`, :func:`build_holders`.
 
-Each allocated or preempting request becomes a :class:`Holder`: its per-slot amounts, the
-policy that admitted it, whether it can be reclaimed at all, and how much of it is *borrowed*.
-Borrowed is computed per (policy, slot) by walking the policy's holders in allocation order
-(then request id): the part of the cumulative usage above the policy's reserved share is
-borrowed, so the newest allocations are the borrowers, as in ZenML's v1 window function.
-Tolerance-``none`` holders are walked first: they fit the reserved share by construction and
-can never give it back, so whatever exceeds the share is borrowed by reclaimable holders.
-
 Invariants:
 - a holder is reclaimable only if its tolerance is above ``none`` and none of its slots is in
   a never-reclaimable class (an all-or-nothing allocation cannot be partly taken back);
-- allocations whose pool, class or resource no longer exists are ignored for accounting (the
-  configuration changed under them); allocations whose policy was deleted are charged to a
-  detached stand-in policy that keeps their admitted priority.
+- the newest allocations of a policy are its borrowers (:func:`compute_borrowed`);
+- allocations whose pool, class or resource no longer exists are ignored for accounting;
+  allocations whose policy was deleted are charged to a detached stand-in policy that keeps
+  their admitted priority.
 """
 
 from __future__ import annotations
@@ -43,6 +36,9 @@ class BorrowedOwner(Protocol):
 
 @dataclass(slots=True, eq=False)
 class Holder:
+    """One allocated or preempting request: its per-slot amounts, the policy that admitted it,
+    whether it can be reclaimed at all, and how much of it is *borrowed*."""
+
     request: ResourceRequest
     holding: Holding
     reclaimable: bool
@@ -232,7 +228,13 @@ def build_holders(catalog: Catalog, requests: Iterable[ResourceRequest]) -> Hold
 
 def compute_borrowed(holders: Iterable[Holder]) -> None:
     """Set the ``borrowed`` amounts of ``holders``, which must be every holder of each
-    (policy, slot) pair they hold in."""
+    (policy, slot) pair they hold in.
+
+    Per (policy, slot), the policy's holders are walked in :func:`allocation_order`: the part
+    of the cumulative usage above the policy's reserved share is borrowed, so the newest
+    allocations are the borrowers, as in ZenML's v1 window function. Tolerance-``none``
+    holders come first: they fit the reserved share by construction and can never give it
+    back, so whatever exceeds the share is borrowed by reclaimable holders."""
     cumulative: dict[tuple[int, int], int] = {}
     for holder in sorted(holders, key=allocation_order):
         policy = holder.policy

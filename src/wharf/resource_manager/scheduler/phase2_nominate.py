@@ -2,21 +2,11 @@
 
 Owns: :class:`Candidate`, :class:`RoutePlan`, :class:`Nominator` and the rejection reasons.
 
-For each pending request: resolve every demand to descriptors and exact base quantities; find
-the eligible pools (its ``pool`` or ``pool_selector``, else all); find the matching policies
-(indexed by selector anchors); and for each (pool, policy) build the candidate slots per demand
-and check that some route fits an *empty* pool. A request with no such route is rejected now,
-with the reason of the most promising policy; the others become candidates for this cycle.
-A request with reclaim tolerance ``none`` qualifies for a never-reclaimable class through its
-reserved share or the unreserved capacity, and for a reclaimable class only through its
-policy's reserved share there (it never borrows, see :mod:`.routes`).
-
 Invariants:
-- work is shared between identical requests: demand resolution is cached per demand
-  signature, a request's shape per reclaim tolerance and demand signatures, and route plans
-  per (policy, request shape), so cost grows with distinct shapes, not with queue length;
 - rejections are permanent judgements about the configuration (unknown resource or unit, no
-  matching pool or policy, a demand larger than any allowed share), never about current usage.
+  matching pool or policy, a demand larger than any allowed share), never about current usage;
+- work is shared between identical requests (demand resolution, request shapes and route
+  plans are cached), so cost grows with distinct shapes, not with queue length.
 """
 
 from __future__ import annotations
@@ -111,6 +101,10 @@ class _Failure:
 
 
 class Nominator:
+    """Nominates pending requests against one catalog, caching demand resolution per demand
+    signature, a request's shape per reclaim tolerance and demand signatures, and route plans
+    per (policy, request shape)."""
+
     def __init__(self, catalog: Catalog, budget: int) -> None:
         self.catalog = catalog
         self.budget = budget
@@ -152,7 +146,16 @@ class Nominator:
 
     def nominate(self, request: ResourceRequest) -> Candidate | str:
         """A candidate, or the rejection reason. A candidate handed out in the cycle before is
-        reset and handed out again: the caller must be done with that cycle's candidates."""
+        reset and handed out again: the caller must be done with that cycle's candidates.
+
+        Resolves every demand to descriptors and exact base quantities; finds the eligible
+        pools (the request's ``pool`` or ``pool_selector``, else all) and the matching policies
+        (indexed by selector anchors); and for each (pool, policy) builds the candidate slots
+        per demand and checks that some route fits an *empty* pool. A request with no such
+        route is rejected, with the reason of the most promising policy. A request with
+        reclaim tolerance ``none`` qualifies for a never-reclaimable class through its reserved
+        share or the unreserved capacity, and for a reclaimable class only through its
+        policy's reserved share there (it never borrows, see :func:`.routes.slot_fits`)."""
         key = request.id.int
         known = self._previous_candidates.get(key)
         if known is not None and known.request is request:

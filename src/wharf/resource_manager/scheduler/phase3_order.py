@@ -1,22 +1,13 @@
 """Phase 3: the queue order of one pool.
 
-Owns: :class:`PoolQueue`.
+Owns: :class:`PoolQueue` and :func:`policy_order`.
 
 Order (first wins): priority lane; then requests whose whole primary route fits in their
-policy's *unused reserved share* (they take nothing from anyone); then higher policy priority;
-then, in fair-sharing pools, the lower dominant resource share the policy would have after
-admitting the request (its primary route's amounts added to the policy's usage); then FIFO on
-enqueue time; then request id, so the order is total.
-
-A request is queued under its best matching policy in the pool (the first in policy order that
-could ever admit it); that policy gives its priority, lane and share.
-
-Invariants: the order is computed from the ledger at the start of the pool's turn and is
-deterministic. In a fair-sharing pool the queue is a k-way merge of per-policy queues (each
-in the order above without shares), keyed by the share after admitting each queue's head; a
-policy's current share is recomputed only after an admission it makes (its usage is the only
-one that changed), and a head's share after admission adds its amounts to it in O(its slots),
-so the merge always picks by shares after admission on the live ledger.
+policy's *unused reserved share*; then higher policy priority; then, in fair-sharing pools, the
+lower dominant resource share the policy would have after admitting the request; then FIFO on
+enqueue time; then request id. Invariants: the order is total and deterministic, computed from
+the ledger at the start of the pool's turn; a request is queued under its best matching policy
+in the pool (the first in policy order that could ever admit it).
 """
 
 from __future__ import annotations
@@ -49,7 +40,14 @@ def policy_order(plans: Sequence[RoutePlan], ledger: Ledger) -> tuple[int, int, 
 
 
 class PoolQueue:
-    """Iterate a pool's candidates in queue order; tell it about admissions (fair sharing)."""
+    """Iterate a pool's candidates in queue order; tell it about admissions (fair sharing).
+
+    In a fair-sharing pool the queue is a k-way merge of per-policy queues (each in the order
+    without shares), keyed by the share after admitting each queue's head: a policy's current
+    share is recomputed only after an admission it makes (its usage is the only one that
+    changed), and a head's share after admission adds its amounts to it in O(its slots), so the
+    merge always picks by shares after admission on the live ledger.
+    """
 
     def __init__(
         self,

@@ -2,23 +2,12 @@
 
 Owns: :class:`SoftClaims`.
 
-A head blocked by capacity claims the free part of its route, so requests behind it only use
-what it cannot (phase 6). When its path to fitting is preemption — it planned victims this
-cycle, or capacity that preempted holders are returning covers what it lacks — holding the
-free part of the slots it lacks idle would gain it nothing against requests it may preempt:
-it takes their capacity back when it needs it, as it does from its victims. There the claim
-is *soft*: a later request may use a softly claimed slot if its allocation is one the head
-could preempt (:func:`~.phase5_preempt.victim_rule`: it would borrow there, outside the
-priority lane and the head's preemption groups, at lower priority or inside the head's
-unused reserved share). For any other request the slot has no free capacity, as under a
-hard claim, so a head is never starved by requests it could not take back from.
-
 Invariants: a slot is softly claimed only if its class is reclaimable and the head lacks
-capacity there, so the soft claim covered all of its free capacity and any later use of it
-eats into the claim; within a cycle soft claims only grow, so the *hard view* (soft claims
-counted as claimed) only tightens and a block in it stays a block. Whether a request is
-refused depends only on its shape and plans, the ledger, and which heads' preemption groups
-match its subjects: an outcome is reused for the same inputs while the ledger is unchanged.
+capacity there, so any later use of it eats into the claim; within a cycle soft claims only
+grow, so the *hard view* (soft claims counted as claimed) only tightens and a block in it stays
+a block; a refusal depends only on the request's shape and plans, the ledger and which heads'
+preemption groups match its subjects (:meth:`SoftClaims.key`), so it is reused for the same
+inputs while the ledger is unchanged.
 """
 
 from __future__ import annotations
@@ -38,6 +27,18 @@ from wharf.resource_manager.scheduler.routes import Route
 
 @dataclass(slots=True)
 class SoftClaims:
+    """The soft claims of one cycle's blocked heads.
+
+    A head blocked by capacity claims the free part of its route, so requests behind it only
+    use what it cannot (phase 6). When its path to fitting is preemption (it planned victims
+    this cycle, or capacity being returned covers what it lacks), holding the free part of the
+    slots it lacks idle would gain it nothing against requests it may preempt: it takes their
+    capacity back when it needs it. There the claim is soft: a later request may use the slot
+    if its allocation is one the head could preempt (:func:`~.phase5_preempt.victim_rule`);
+    for any other request the slot has no free capacity, as under a hard claim, so a head is
+    never starved by requests it could not take back from.
+    """
+
     by_slot: dict[int, Waiter] = field(default_factory=dict)
     """Slot -> the head that claimed it softly (the first one; claims only grow)."""
     grouped: dict[int, list[Callable[[SubjectSet], bool]]] = field(default_factory=dict)
