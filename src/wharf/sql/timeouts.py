@@ -1,23 +1,11 @@
-"""How long a PostgreSQL or MySQL/MariaDB connection may take to connect, to run a statement
-and to answer at all, so a database that stops answering fails requests in seconds instead of
-hanging them.
+"""How long a PostgreSQL or MySQL/MariaDB connection may take to connect, to run a statement and to
+answer at all, so a database that stops answering fails requests in seconds instead of hanging
+them: :class:`Timeouts`, :func:`connect_args`, :func:`install` (per-driver wiring on an engine)
+and :func:`lifted` (no statement or socket limit, for migrations).
 
-Owns: :class:`Timeouts` (defaults, and the URL query parameters that override them),
-:func:`connect_args`, :func:`install` (per-driver wiring on an engine) and :func:`lifted`
-(no statement or socket limit, for migrations).
-
-- ``connect``: opening a connection (libpq / PyMySQL ``connect_timeout``);
-- ``statement``: the server cancels a statement running longer (PostgreSQL
-  ``statement_timeout``, MariaDB ``max_statement_time``, MySQL ``max_execution_time``);
-- ``socket``: the client gives up on a connection that sent nothing back for this long while a
-  statement or commit waits (psycopg's wait loop; PyMySQL's read/write timeouts), closes it,
-  and the error is a disconnect: SQLAlchemy invalidates the connection and its pool, and the
-  next checkout opens a fresh one. It is longer than ``statement``, so a statement that is
-  merely slow is cancelled by the server first and the connection stays usable.
-
-A database URL may set each (seconds) as ``connect_timeout``, ``statement_timeout`` and
-``socket_timeout`` query parameters; Wharf removes them from the URL before the driver sees it.
-SQLite has none of these (its busy timeout bounds lock waits).
+Invariants: Wharf's timeout query parameters are removed from the URL before the driver sees it;
+a socket timeout the URL does not set stays above the statement timeout. SQLite has none of
+these (its busy timeout bounds lock waits).
 """
 
 from __future__ import annotations
@@ -43,6 +31,19 @@ _WAIT_TIMEOUT = "_wharf_wait_timeout"
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
+    """The three limits, in seconds; a database URL may set each as the ``connect_timeout``,
+    ``statement_timeout`` and ``socket_timeout`` query parameter.
+
+    - ``connect``: opening a connection (libpq / PyMySQL ``connect_timeout``);
+    - ``statement``: the server cancels a statement running longer (PostgreSQL
+      ``statement_timeout``, MariaDB ``max_statement_time``, MySQL ``max_execution_time``);
+    - ``socket``: the client gives up on a connection that sent nothing back for this long while
+      a statement or commit waits (psycopg's wait loop; PyMySQL's read/write timeouts), closes
+      it, and the error is a disconnect: SQLAlchemy invalidates the connection and its pool, and
+      the next checkout opens a fresh one. It is longer than ``statement``, so a statement that
+      is merely slow is cancelled by the server first and the connection stays usable.
+    """
+
     connect: float = CONNECT_SECONDS
     statement: float = STATEMENT_SECONDS
     socket: float = SOCKET_SECONDS

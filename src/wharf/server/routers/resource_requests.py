@@ -2,22 +2,9 @@
 read, explained, renewed, released and cancelled through the server, which made them under its
 own RM principal.
 
-Who sees what (the RM cannot tell the server's callers apart, so the server decides):
-- admins see and change every request, including ones that belong to no project;
-- members and viewers see (and have explained) the requests of their projects (members also
-  renew, release and cancel them); a request of another project, or of none, is missing
-  (404), like an unknown id;
-- a run token sees, renews and releases the requests of its own run only (the launcher waits
-  for its allocation through these routes with the run's credentials).
-
-A request belongs to the project and run of its subject chain (project -> pipeline -> pipeline
-run -> step run); lists are narrowed in the RM's own query by the ``project_id`` (and, for run
-tokens, ``pipeline_run_id``) metadata the server writes on every request, so other projects'
-requests never leave the RM. Lists take the RM's filters (``status`` repeated, ``subject_id``,
-``subject_type``, ``pool``, ``requester``, ``metadata[KEY]=VALUE``) and the workspace's paging.
-
-RM errors keep their Wharf types (not found 404, refused 409, bad input 400); an RM that cannot
-be reached is 503 with a detail naming it; a server without an RM answers 409 saying so.
+Invariants: the server decides who sees what (:func:`_visible`, :func:`_narrowed`; the RM cannot
+tell the server's callers apart), and other projects' requests never leave the RM; RM errors keep
+their Wharf types, an unreachable RM is 503 naming it, and a server without an RM answers 409.
 """
 
 from __future__ import annotations
@@ -97,7 +84,12 @@ IDS_FILTER = "Only these requests (repeat the parameter; a waiting engine asks f
 
 
 def _narrowed(ctx: Ctx, project_id: UUID | None) -> dict[str, str] | None:
-    """The metadata every listed request must have for this caller; None: nothing visible."""
+    """The metadata every listed request must have for this caller; None: nothing visible.
+
+    Lists are narrowed in the RM's own query by the ``project_id`` (and, for run tokens,
+    ``pipeline_run_id``) metadata the server writes on every request, so other projects'
+    requests never leave the RM.
+    """
     run = ctx.principal.run
     if run is not None:
         ctx.access.list_scope(project_id)  # another project is missing, as elsewhere
@@ -112,7 +104,14 @@ def _visible(
     ctx: Ctx, link: ServerRequests, request_id: UUID, *, write: bool, action: str
 ) -> ResourceRequestInfo | None:
     """Allow ``action`` on the request or raise (404 / 403); the request if it had to be read
-    to find out where it belongs."""
+    to find out where it belongs (the project and run of its subject chain).
+
+    Admins see and change every request, including ones that belong to no project; members and
+    viewers see (and have explained) the requests of their projects, members also renew,
+    release and cancel them; a run token reaches the requests of its own run only (the launcher
+    waits for its allocation through these routes). A request of another project, or of none,
+    is missing (404), like an unknown id.
+    """
     if ctx.principal.acts_as_admin:
         return None
     not_visible = missing("resource request", request_id)

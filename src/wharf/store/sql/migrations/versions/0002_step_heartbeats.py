@@ -4,20 +4,9 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-30
 
-Adds to ``step_run`` (all nullable, so existing rows need no backfill):
-
-- ``heartbeat_deadline``: when the step counts as lost without a new heartbeat (NULL once the
-  step's status is final). Steps that beat before this revision have none and are never swept;
-- ``spec``: the step's ``StepSpec`` as JSON text;
-- ``logs_uri``: where the step's captured output is stored;
-- ``pid``: the process id of an isolated step;
-
-and the ``heartbeat_deadline`` index that serves the lost-heartbeat sweep.
-
-Written by hand to match ``wharf/store/sql/tables.py``; like every migration it uses only
-SQLAlchemy types. Plain ``ADD COLUMN`` / ``DROP COLUMN`` on every backend (SQLite >= 3.35 drops
-columns in place; the index is dropped first because SQLite refuses to drop an indexed column),
-so no table is copied and no foreign key is touched.
+Adds nullable columns to ``step_run`` (no backfill: steps that beat before this revision have no
+deadline and are never swept) and the ``heartbeat_deadline`` index of the lost-heartbeat sweep.
+Written by hand to match ``wharf/store/sql/tables.py``, with SQLAlchemy types only.
 """
 
 from __future__ import annotations
@@ -42,6 +31,9 @@ _INDEX = "ix_step_run_heartbeat_deadline"
 
 
 def _columns() -> list[sa.Column[Any]]:
+    """``heartbeat_deadline`` (when the step counts as lost without a new heartbeat; NULL once its
+    status is final), ``spec`` (its ``StepSpec`` as JSON text), ``logs_uri`` (where its captured
+    output is stored) and ``pid`` (the process id of an isolated step)."""
     return [
         sa.Column("heartbeat_deadline", DATETIME, nullable=True),
         sa.Column("spec", JSON_TEXT, nullable=True),
@@ -57,6 +49,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Plain ``DROP COLUMN`` on every backend (SQLite >= 3.35 drops columns in place), the index
+    first because SQLite refuses to drop an indexed column: no table is copied and no foreign
+    key is touched."""
     op.drop_index(_INDEX, table_name=_TABLE)
     for column in reversed(_columns()):
         op.drop_column(_TABLE, column.name)

@@ -4,13 +4,9 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-30
 
-The lookup asks for the newest *completed* step run with a project's cache key. The old
-``(project_id, cache_key)`` index also held every step run that reused that result (status
-``cached``), so after k cached re-runs each lookup read k rows and sorted them;
-``(project_id, cache_key, status, created, id)`` reaches the newest completed one directly, in
-the order the lookup sorts by. The new index is created before the old one is dropped: MySQL
-needs an index that starts with ``project_id`` for its foreign key at every moment.
-Written by hand to match ``wharf/store/sql/tables.py``.
+``(project_id, cache_key, status, created, id)`` replaces ``(project_id, cache_key)``, so the
+lookup reaches the newest completed step run directly instead of also reading every step run
+that reused it. Written by hand to match ``wharf/store/sql/tables.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +23,8 @@ NEW = "ix_step_run_project_id_cache_key_status_created_id"
 
 
 def upgrade() -> None:
+    """The new index is created before the old one is dropped: MySQL needs an index that starts
+    with ``project_id`` for its foreign key at every moment."""
     with op.batch_alter_table("step_run") as batch:
         batch.create_index(NEW, ["project_id", "cache_key", "status", "created", "id"])
         batch.drop_index(OLD)

@@ -4,19 +4,9 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-03
 
-Adds to ``pipeline_run`` (all nullable, so existing rows need no backfill and are never swept):
-
-- ``orchestrator_host``, ``orchestrator_pid``, ``orchestrator_start``: the process that runs
-  the run (host name, pid, start token of ``wharf.store.process_identity``);
-- ``last_heartbeat``, ``heartbeat_deadline``: its liveness (the deadline is NULL once the run
-  has finished), with the indexes that serve the lost-orchestrator sweep: ``heartbeat_deadline``
-  (runs past their deadline) and ``(orchestrator_host, heartbeat_deadline)`` (a host's runs);
-- ``stop_forced``: a forced stop asks the orchestrating process to kill its steps' processes;
-
-and to ``step_run``: ``pid_host`` and ``pid_start``, which name the process ``pid`` means.
-
-Written by hand to match ``wharf/store/sql/tables.py``; plain ``ADD COLUMN`` / ``DROP COLUMN``
-on every backend (the index is dropped first: SQLite refuses to drop an indexed column).
+Adds nullable columns to ``pipeline_run`` (existing rows need no backfill and are never swept)
+with the indexes of the lost-orchestrator sweep, and ``pid_host`` / ``pid_start`` to
+``step_run``. Written by hand to match ``wharf/store/sql/tables.py``.
 """
 
 from __future__ import annotations
@@ -39,6 +29,10 @@ _HOST_INDEX = "ix_pipeline_run_orchestrator_host_heartbeat_deadline"
 
 
 def _run_columns() -> list[sa.Column[Any]]:
+    """The process that runs the run (host name, pid, start token of
+    ``wharf.store.process_identity``), its liveness (``last_heartbeat``, ``heartbeat_deadline``:
+    NULL once the run has finished), and ``stop_forced`` (a forced stop asks the orchestrating
+    process to kill its steps' processes)."""
     return [
         sa.Column("orchestrator_host", sa.String(255), nullable=True),
         sa.Column("orchestrator_pid", sa.Integer(), nullable=True),
@@ -50,6 +44,7 @@ def _run_columns() -> list[sa.Column[Any]]:
 
 
 def _step_columns() -> list[sa.Column[Any]]:
+    """The host and start token that name the process a step's ``pid`` means."""
     return [
         sa.Column("pid_host", sa.String(255), nullable=True),
         sa.Column("pid_start", sa.String(255), nullable=True),
@@ -66,6 +61,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Plain ``DROP COLUMN`` on every backend, the indexes first: SQLite refuses to drop an
+    indexed column."""
     for column in reversed(_step_columns()):
         op.drop_column("step_run", column.name)
     op.drop_index(_HOST_INDEX, table_name="pipeline_run")
