@@ -1,23 +1,13 @@
 """Artifact stores, materializers and content hashes.
 
 The engine's view, per step output: ``uri = store.new_uri(...)``, then
-``save_artifact(value, store, uri, registry)`` returns the :class:`SavedArtifact` (uri, data
-type, materializer, content hash) to record; per step input, ``load_artifact(store, uri,
-data_type, materializer)`` returns the value.
+``save_artifact(value, store, uri, registry)`` returns the :class:`SavedArtifact` to record; per
+step input, ``load_artifact(store, uri, data_type, materializer)`` returns the value
+(:mod:`~wharf.artifacts.artifact_io`). Stores: :mod:`~wharf.artifacts.store` and
+:mod:`~wharf.artifacts.fsspec_store`; materializers and their registry:
+:mod:`~wharf.artifacts.materializers`; hashes: :mod:`~wharf.artifacts.hashing`.
 
-Module map (each module's docstring states its invariants):
-
-- :mod:`~wharf.artifacts.store`: the ``ArtifactStore`` protocol and ``LocalArtifactStore``.
-- :mod:`~wharf.artifacts.fsspec_store`: ``FsspecArtifactStore`` (S3, GCS, Azure, ``file://``;
-  the ``fsspec`` flavor), configured as :mod:`~wharf.artifacts.fsspec_options` checks. Not
-  imported by this package: fsspec is loaded only where such a store is used.
-- :mod:`~wharf.artifacts.materializers`: the ``Materializer`` base class, implementations
-  and (in ``materializers.registry``) ``MaterializerRegistry``, ``default_registry`` and the
-  import-path helpers.
-- :mod:`~wharf.artifacts.hashing`: ``content_hash``.
-- :mod:`~wharf.artifacts.artifact_io`: ``save_artifact``, ``load_artifact``.
-
-Importing this package imports neither numpy, pandas nor cloudpickle.
+Invariant: importing this package imports neither fsspec, numpy, pandas nor cloudpickle.
 """
 
 from wharf.artifacts.artifact_io import SavedArtifact, load_artifact, save_artifact

@@ -1,22 +1,12 @@
 """The configuration of an ``fsspec`` artifact store: checked at registration, resolved at use.
 
-A component of flavor ``fsspec`` is configured with ``path`` (an fsspec URL: ``s3://bucket/prefix``,
-``gs://…``, ``az://…``/``abfs://…``, ``file:///absolute/dir``) and any other keys, which are passed
-to the fsspec backend as keyword arguments (``endpoint_url`` for an S3-compatible server,
-``anon``, ``client_kwargs`` …).
+A component of flavor ``fsspec`` has a ``path`` (an fsspec URL: ``s3://bucket/prefix``,
+``gs://…``, ``az://…``/``abfs://…``, ``file:///absolute/dir``) and any other keys, passed to the
+fsspec backend as keyword arguments (``endpoint_url``, ``anon``, ``client_kwargs`` …).
+Entry points: :func:`check_configuration`, :func:`resolve_options`.
 
-Secrets never reach the metadata store in clear text:
-
-- A key (at any depth of the configuration) whose name looks like a secret (``key``, ``secret``,
-  ``token``, ``password``, ``credential``, ``sas_token``, ``account_key``, ``connection_string``,
-  ``aws_secret_access_key`` …) is refused at registration with a message saying what to do.
-- ``<name>_env=VARIABLE`` stores only the name of an environment variable; the store reads it
-  where it runs and passes its value as ``<name>`` (``secret_env=MY_S3_SECRET`` gives s3fs
-  ``secret=$MY_S3_SECRET``). A variable that is not set is an error naming it.
-- Without either, each backend finds credentials its usual way (``AWS_*`` variables, profiles
-  and instance roles for S3; application-default credentials for GCS; ``AZURE_*`` for Azure).
-
-This module imports only the standard library, so registering a store does not need fsspec.
+Invariants: secrets never reach the metadata store in clear text; this module imports only the
+standard library, so registering a store does not need fsspec.
 """
 
 from __future__ import annotations
@@ -49,7 +39,12 @@ def check_configuration(configuration: Mapping[str, Any]) -> dict[str, Any]:
     """The configuration to store for an fsspec artifact store; ``InputError`` if it is not one.
 
     ``path`` must be a URL with a scheme (``file://`` ones absolute); it is stored without a
-    trailing ``/``. Clear-text secrets are refused (see the module docstring).
+    trailing ``/``. A key (at any depth) whose name looks like a secret (``key``, ``secret``,
+    ``token``, ``password``, ``credential``, ``sas_token``, ``account_key``,
+    ``connection_string`` …) is refused with a message saying what to do: name an environment
+    variable with ``<name>_env=VARIABLE`` instead, or give neither and let each backend find
+    credentials its usual way (``AWS_*`` variables, profiles and instance roles for S3;
+    application-default credentials for GCS; ``AZURE_*`` for Azure).
     """
     config = dict(configuration)
     config["path"] = check_path(config.get("path"))
@@ -117,7 +112,8 @@ def resolve_options(
     configuration: Mapping[str, Any], environ: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The keyword arguments for the fsspec backend: every option but ``path``, with each
-    ``<name>_env=VARIABLE`` replaced by ``<name>=<value of VARIABLE>``."""
+    ``<name>_env=VARIABLE`` replaced by ``<name>=<value of VARIABLE>`` (``secret_env=MY_S3_SECRET``
+    gives s3fs ``secret=$MY_S3_SECRET``); a variable that is not set is an error naming it."""
     env = os.environ if environ is None else environ
     options: dict[str, Any] = {}
     for name, value in configuration.items():

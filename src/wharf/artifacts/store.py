@@ -1,23 +1,16 @@
 """Artifact stores: where artifact bytes live.
 
-This module owns the :class:`ArtifactStore` contract and its local-disk implementation.
+Owns the :class:`ArtifactStore` contract (the subset of ``fsspec.AbstractFileSystem`` the
+materializers need, so :mod:`wharf.artifacts.fsspec_store` implements it by delegating) and its
+local-disk implementation :class:`LocalArtifactStore`.
 
 Invariants every store keeps:
 
-- A URI is an absolute location under the store's root (``store.path``). Any URI outside the
-  root, including one that escapes it with ``..``, is refused with
-  :class:`~wharf.core.errors.InputError` before any I/O happens.
-- A file opened for writing (``"wb"`` or ``"w"``) becomes visible under its URI only when it is
-  closed without an error. Until then the bytes go to a hidden temporary file next to it; an
-  exception inside a ``with`` block, or a writer that is never closed, leaves no file at the URI.
-  A file seen at its URI is therefore always complete.
+- a URI is an absolute location under the store's root (``store.path``), ``/`` between parent
+  and child (:func:`join_uri`); any other URI is refused with ``InputError`` before any I/O;
+- a file opened for writing becomes visible at its URI only when closed without an error, so a
+  file seen at its URI is always complete;
 - ``new_uri`` returns a URI nobody else will get (128 random bits) and does no I/O.
-
-The contract is deliberately the subset of ``fsspec.AbstractFileSystem`` the materializers need,
-so a remote store (:mod:`wharf.artifacts.fsspec_store`) implements it by delegating to an
-fsspec filesystem: object stores publish an object only once its upload completes, which gives
-the same "complete or absent" guarantee for writes. URIs use ``/`` between a parent and a child
-(see :func:`join_uri`) for that reason.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """The orchestrator interface: the submit side of a run.
 
-An orchestrator receives a :class:`RunJob` (the snapshot to run, the run the client recorded,
-the services, and the stack's step operator) in :meth:`BaseOrchestrator.submit_run` and returns
-the run record once the run has finished (local orchestrators, which run the run loop of
-``wharf.execution.run_loop`` in the calling process) or has been submitted (remote ones, whose
-own process calls that loop). The client records a placeholder run, which the run loop replaces
-when it starts the run, unless the orchestrator starts runs at once in the calling process
-(``starts_runs_in_process``, the local ones): then the run is recorded running from the start,
-in the same write as its snapshot.
+Owns :class:`BaseOrchestrator`: :meth:`~BaseOrchestrator.submit_run` receives a :class:`RunJob`
+and returns the run once it finished (local orchestrators, which run ``wharf.execution.run_loop``
+in the calling process) or was submitted (remote ones, whose own process calls that loop);
+:meth:`~BaseOrchestrator.step_backend` isolates steps; the schedule hooks hand recorded schedules
+to a platform that fires runs by itself (``schedules_runs``).
 
-Orchestrators that can isolate steps return a step backend (``step_backend``, the launch
-interface of ``wharf.execution.backends``); steps that name a step operator are isolated through
-the stack's step operator's backend instead.
-
-Schedules: an orchestrator whose platform fires runs by itself (``schedules_runs``, e.g.
-Kubernetes CronJobs) is handed each recorded schedule (:meth:`BaseOrchestrator.schedule`) instead
-of a run, and is told when the schedule is paused, resumed or deleted; each fired run is then
-created by the orchestrator's own process. The others (the local ones) keep the default no-ops:
-the client records the schedule and runs the pipeline once, now.
+Invariant: steps that name a step operator are isolated through the stack's step operator's
+backend, not the orchestrator's.
 """
 
 from __future__ import annotations
@@ -39,6 +29,15 @@ __all__ = ["BaseOrchestrator", "RunJob"]
 
 
 class BaseOrchestrator(ABC):
+    """Base of every orchestrator. The client records a placeholder run, which the run loop
+    replaces when it starts the run, unless the orchestrator starts runs at once in the
+    calling process (``starts_runs_in_process``, the local ones): then the run is recorded
+    running from the start, in the same write as its snapshot. An orchestrator whose platform
+    fires runs by itself (``schedules_runs``, e.g. Kubernetes CronJobs) is handed each
+    recorded schedule (:meth:`schedule`) instead of a run and told when it is paused, resumed
+    or deleted; each fired run is created by the orchestrator's own process. The others keep
+    the default no-ops: the client records the schedule and runs the pipeline once, now."""
+
     flavor: ClassVar[str]
     supports_isolated_steps: ClassVar[bool] = False
     """:meth:`step_backend` returns a backend."""

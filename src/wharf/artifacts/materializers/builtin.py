@@ -1,22 +1,11 @@
 """Materializers for built-in scalars and plain containers; no third-party imports.
 
-Files (persisted format: change it only in ways this class still reads everything written
-before, otherwise add a new materializer class):
+Both are single-file materializers: an artifact is one file at its URI, ``data.bin`` for
+``bytes``, else ``data.json`` (the name is implied by the recorded type).
 
-- :class:`BuiltInMaterializer`: ``bytes`` as raw ``data.bin``; ``None``, ``bool``, ``int``,
-  ``float``, ``str`` and members of ``Enum`` types whose value is one of those, as ``data.json``.
-  An enum is stored as its value and rebuilt from the recorded type.
-- :class:`BuiltInContainerMaterializer`: ``dict``, ``list``, ``tuple``, ``set``, ``frozenset``
-  and named tuples, as ``data.json`` in the lossless encoding of
-  :mod:`~wharf.artifacts.materializers.json_codec`, which restores every nested container type.
-  Only plain data is accepted; any other content declines the value so it falls through.
-
-Both are single-file materializers: a new artifact is its one file stored at the artifact's URI
-(its name is implied by the recorded type: ``data.bin`` for ``bytes``, else ``data.json``);
-artifacts written earlier as a directory holding that file still load.
-
-Subclasses of these types (other than enums and named tuples) are declined too: they could not
-be rebuilt faithfully, and the pickle fallback keeps them exact.
+Invariants: the persisted format changes only in ways these classes still read everything
+written before (otherwise add a new materializer class); subclasses of these types (other than
+enums and named tuples) are declined, so the pickle fallback keeps them exact.
 """
 
 from __future__ import annotations
@@ -34,7 +23,9 @@ _JSON_SCALARS = frozenset({type(None), bool, int, float, str})
 
 
 class BuiltInMaterializer(Materializer):
-    """``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` and scalar-valued enums."""
+    """``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` and scalar-valued enums:
+    ``bytes`` as raw ``data.bin``, the others as ``data.json``; an enum is stored as its value
+    and rebuilt from the recorded type."""
 
     ASSOCIATED_TYPES = (type(None), bool, int, float, str, bytes, enum.Enum)
     SINGLE_FILE = True
@@ -69,7 +60,9 @@ class BuiltInMaterializer(Materializer):
 
 
 class BuiltInContainerMaterializer(Materializer):
-    """``dict``, ``list``, ``tuple``, ``set``, ``frozenset`` and named tuples of plain data."""
+    """``dict``, ``list``, ``tuple``, ``set``, ``frozenset`` and named tuples of plain data, as
+    ``data.json`` in the lossless encoding of :mod:`~wharf.artifacts.materializers.json_codec`
+    (every nested container type is restored); any other content declines the value."""
 
     ASSOCIATED_TYPES = (dict, list, tuple, set, frozenset)
     SINGLE_FILE = True

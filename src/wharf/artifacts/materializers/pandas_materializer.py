@@ -1,25 +1,11 @@
 """Materializer for pandas ``DataFrame`` and ``Series``. Importing it imports pandas and numpy.
 
-The registry imports this module lazily, the first time it meets a type from ``pandas``.
+The registry imports this module lazily, the first time it meets a type from ``pandas``. The
+format (``values.npz`` and ``schema.json``, no pickle) is described on
+:class:`PandasMaterializer`.
 
-Format choice. Without pyarrow, pandas has no lossless columnar format: CSV and Excel lose
-dtypes, JSON rounds floats to 15 significant digits, HDF5 needs PyTables, and pickle ties the
-artifact to the pandas and Python versions. So this materializer writes its own small format,
-built only on numpy's stable ``.npy`` format and JSON (both written without pickle):
-
-- ``values.npz``: one ``.npy`` member per numeric, boolean, datetime or timedelta array (any
-  unit), plus the codes of categoricals and the data and mask of nullable ``Int*``/``UInt*``/
-  ``Float*``/``boolean`` arrays and the UTC epoch values of tz-aware datetimes;
-- ``schema.json``, written last: kind, length, column and row index (``RangeIndex``,
-  ``MultiIndex``, or any index of a supported dtype with its name and ``freq``), the dtype of
-  each column, string columns (``str``/``string``) and ``object`` columns as JSON items in the
-  lossless encoding of :mod:`~wharf.artifacts.materializers.json_codec`, and ``attrs``.
-
-Columns are stored by position, so duplicate labels survive. Frames this cannot represent
-exactly are declined and fall through to the pickle fallback: subclasses of ``DataFrame`` or
-``Series``, ``object`` columns holding non-plain values (``Decimal``, custom objects),
-period, interval, sparse and pyarrow-backed dtypes, and labels or ``attrs`` that are not plain
-data. Flags (``allows_duplicate_labels``) are not stored.
+Invariant: a frame is saved only if it loads back exactly; anything else is declined and falls
+through to the pickle fallback.
 """
 
 from __future__ import annotations
@@ -43,7 +29,26 @@ _ArrayLike = np.ndarray[Any, Any] | ExtensionArray
 
 
 class PandasMaterializer(Materializer):
-    """``pandas.DataFrame`` and ``pandas.Series`` (exact types) in a lossless npz+JSON format."""
+    """``pandas.DataFrame`` and ``pandas.Series`` (exact types) in a lossless npz+JSON format.
+
+    Without pyarrow, pandas has no lossless columnar format (CSV and Excel lose dtypes, JSON
+    rounds floats, HDF5 needs PyTables, pickle ties the artifact to the pandas and Python
+    versions), so this writes its own, built only on numpy's ``.npy`` format and JSON:
+
+    - ``values.npz``: one ``.npy`` member per numeric, boolean, datetime or timedelta array
+      (any unit), plus the codes of categoricals, the data and mask of nullable
+      ``Int*``/``UInt*``/``Float*``/``boolean`` arrays and the UTC epoch values of tz-aware
+      datetimes;
+    - ``schema.json``, written last: kind, length, column and row index (``RangeIndex``,
+      ``MultiIndex``, or any index of a supported dtype with its name and ``freq``), each
+      column's dtype, string and ``object`` columns as JSON items in the lossless encoding of
+      :mod:`~wharf.artifacts.materializers.json_codec`, and ``attrs``.
+
+    Columns are stored by position, so duplicate labels survive. Declined (pickle fallback):
+    subclasses, ``object`` columns holding non-plain values (``Decimal``, custom objects),
+    period, interval, sparse and pyarrow-backed dtypes, and labels or ``attrs`` that are not
+    plain data. Flags (``allows_duplicate_labels``) are not stored.
+    """
 
     ASSOCIATED_TYPES = (pd.DataFrame, pd.Series)
 

@@ -1,25 +1,20 @@
-"""What a step's allocation means for its pod (ZenML spec §5.6, improved).
+"""What a step's allocation means for its pod (ZenML spec §5.6).
 
-Owns: the allocated amounts of an allocation (:func:`allocated_amounts`), their pod resources
-(:func:`pod_resources`), the Resource Manager's target settings merged over the step's
-settings (:func:`target_settings_of`, :func:`merged_pod_settings`, :func:`merged_settings`) and
-the whole path from an allocation to pod settings (:func:`allocated_pod_settings`).
+Owns the allocated amounts (:func:`allocated_amounts`), their pod resources
+(:func:`pod_resources`), the Resource Manager's target settings merged over the step's settings
+(:func:`merged_pod_settings`, :func:`merged_settings`) and the whole path
+(:func:`allocated_pod_settings`).
 
 Invariants:
-- allocated CPU, memory and GPUs are written to *both* requests and limits, replacing only
-  ``cpu``, ``memory`` and the GPU resource (``nvidia.com/gpu``); every other key is kept.
-  Several allocations of one kind add up. Amounts come from each allocation's exact
-  ``base_quantity`` (mCPU, bytes, GPUs), never from a guess about a unitless number: CPU as
-  whole cores when it is a whole number of cores, else millicores (``"500m"``); memory in MiB,
-  rounded up (``"1024Mi"``); GPUs as a count. Custom kinds (licences) are not pod resources;
-- target settings (pool < class < policy < grant, merged by the RM per allocation) are merged
-  *deeply* over the step's settings — a class's ``node_selectors: {accelerator: h200}``
-  replaces that one selector and keeps the others (ZenML replaced the whole pod settings) —
-  then validated; invalid results are an :class:`InputError` naming the request and its
-  classes. Order: target settings first, then the allocated resources on top;
-- target settings may use pod-setting keys (``node_selectors``, ``tolerations``...) at the top
-  level or under ``pod_settings``, plus the per-step Job settings of :data:`STEP_SETTINGS`
-  (``image``...). Any other key is refused: a pool cannot move a step to another namespace.
+
+- allocated CPU, memory and GPUs go to *both* requests and limits, replacing only ``cpu``,
+  ``memory`` and the GPU resource; amounts come from each allocation's exact ``base_quantity``;
+  custom kinds (licences) are not pod resources;
+- target settings are merged *deeply* over the step's settings, then validated (an
+  :class:`InputError` naming the request and its classes); the allocated resources go on top;
+- target settings may hold only pod-setting keys (at the top level or under ``pod_settings``)
+  and the per-step Job settings of :data:`STEP_SETTINGS`: a pool cannot move a step to
+  another namespace.
 """
 
 from __future__ import annotations
@@ -101,7 +96,8 @@ def pod_resources(
 ) -> dict[str, dict[str, str]]:
     """``base`` (``{"requests": ..., "limits": ...}``) with the allocated ``amounts`` — keyed by
     kind in base units: ``cpu`` mCPU, ``memory`` bytes, ``gpu`` count — written to both
-    requests and limits. Zero or missing amounts leave ``base`` as it is."""
+    requests and limits; every other key of ``base`` is kept, and several allocations of one
+    kind add up (:func:`allocated_amounts`). Zero or missing amounts leave ``base`` as it is."""
     allocated: dict[str, str] = {}
     if amounts.get(CPU.name):
         allocated["cpu"] = cpu_quantity(amounts[CPU.name])
@@ -167,9 +163,11 @@ def merged_pod_settings(
     *,
     source: str = "the resource request",
 ) -> KubernetesPodSettings:
-    """``target_settings``' pod settings deep-merged over ``base`` and validated (its step
-    settings, e.g. ``image``, are checked but not applied here: see :func:`merged_settings`).
-    ``source`` names where the target settings come from in error messages."""
+    """``target_settings``' pod settings deep-merged over ``base`` (a class's
+    ``node_selectors: {accelerator: h200}`` replaces that one selector and keeps the others)
+    and validated (its step settings, e.g. ``image``, are checked but not applied here: see
+    :func:`merged_settings`). ``source`` names where the target settings come from in error
+    messages."""
     pod, _ = _split(target_settings, source)
     if not pod:
         return base.model_copy(deep=True) if base is not None else KubernetesPodSettings()

@@ -1,22 +1,17 @@
 """Kubernetes manifests Wharf creates, as the plain dicts the API takes (camelCase).
 
-Owns: the step Job (:func:`step_job`), the orchestrator Job (:func:`orchestrator_job`), each
-built from one :class:`JobSpec` (:mod:`.job_spec`), Secrets of credentials
-(:func:`credentials_secret`, :func:`run_token_secret`), owner references
-(:func:`owner_reference`) and the default pod failure policy
-(:func:`default_pod_failure_policy`); :func:`step_job_for`,
-:func:`orchestrator_job_for` and :func:`cron_job_for` build those specs from the settings. The
-pod template is :mod:`.pod_template`'s, the CronJob (:func:`cron_job` of a :class:`CronJobSpec`,
-re-exported) :mod:`.cron_manifest`'s.
+Owns the step and orchestrator Jobs (:func:`step_job`, :func:`orchestrator_job`, each from one
+:class:`JobSpec`, built from the settings by :func:`step_job_for`, :func:`orchestrator_job_for`
+and :func:`cron_job_for`), credential Secrets, owner references and the default pod failure
+policy. The pod template is :mod:`.pod_template`'s, the CronJob :mod:`.cron_manifest`'s.
 
 Invariants:
-- pure: no I/O, no clock, no randomness; every builder returns a new dict that shares nothing
-  with its inputs, and never emits a field a real API server would refuse for valid input;
-- a Job's pod runs one container named ``main`` with ``restartPolicy: Never`` (retries are the
-  Job's ``backoffLimit``); Wharf's own labels, annotations and env vars win over pod settings'
-  entries of the same name (the orchestrator selects pods by those labels);
-- a CronJob's ``jobTemplate`` is exactly the orchestrator Job a manual run creates (its labels,
-  annotations and spec), so scheduled and manual runs start the same pod.
+
+- pure: no I/O, no clock, no randomness; every builder returns a new dict sharing nothing with
+  its inputs, and never emits a field a real API server would refuse for valid input;
+- a Job's pod runs one container named ``main`` with ``restartPolicy: Never``; Wharf's own
+  labels, annotations and env vars win over pod settings' entries of the same name;
+- a CronJob's ``jobTemplate`` is exactly the orchestrator Job a manual run creates.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """A step's Kubernetes settings: the component's (and run's) with the step's own layered over.
 
-Steps and pipelines carry component settings as plain JSON in the snapshot's spec
-(``StepConfig.settings``: the pipeline's entry with the step's deep-merged over it;
-``PipelineConfig.settings``: the pipeline's; see ``wharf.config.component_settings``). Here the
-``orchestrator.kubernetes`` and ``step_operator.kubernetes`` entries meet their models: a step
-Job is built from :func:`step_settings` (pod settings, image, service account, backoff margin,
-active deadline, ttl, pod failure policy, waiting reasons, grace period), the orchestrator pod
-from :func:`pipeline_settings` (the component's with the pipeline's entry over it).
+Here the ``orchestrator.kubernetes`` and ``step_operator.kubernetes`` entries of a snapshot's
+spec (plain JSON: ``wharf.config.component_settings``) meet their models: a step Job is built
+from :func:`step_settings`, the orchestrator pod from :func:`pipeline_settings`.
 
 Invariants:
+
 - an invalid entry is one :class:`InputError` naming the step and the field, raised before any
   object is created in the cluster;
-- :data:`RUN_WIDE` fields (where the Jobs live and how the cluster is reached) cannot differ
-  between a step and the backend that runs it: a step asking for another is refused with a
-  message saying so, never silently run elsewhere;
-- fields only the orchestrator pod reads (``max_parallelism``, ``synchronous``,
-  ``orchestrator_pod_settings``...) take effect from the pipeline level and the component; a
-  step's own are validated and otherwise have no effect on its Job.
+- :data:`RUN_WIDE` fields cannot differ between a step and the backend that runs it: a step
+  asking for another is refused, never silently run elsewhere;
+- fields only the orchestrator pod reads (``max_parallelism``, ``synchronous``...) take effect
+  from the pipeline level and the component; a step's own are validated and otherwise ignored.
 """
 
 from __future__ import annotations
