@@ -1,21 +1,11 @@
 """The pipeline's code packaged for steps that run elsewhere (the submitting side).
 
-Owns which directory is the pipeline's source (the enclosing git repository's root, else the
-entry module's directory), which of its files travel (``.gitignore`` honoured: ``git ls-files``
-in a repository, ``pathspec`` elsewhere), the content digest, the archive and its upload.
-
-Invariants:
-
-- The digest is SHA-256 over the sorted files' relative paths, executable bits and SHA-256s:
-  the same content gives the same digest wherever it lies and whenever it was touched.
-- The archive is a deterministic tar.gz: sorted entries, mtime 0, owner 0, modes 0644/0755,
-  a gzip header without name or time; the same files give the same bytes.
-- An archive lies at ``<store root>/code/<digest>.tar.gz`` and is written only when absent
-  (checked first), through the store's atomic write: a reader sees it whole or not at all (an
-  interrupted upload, or code that changed while packaged, leaves nothing at the URI). What
-  it holds is what its name says: its content is hashed again as it is written.
-- The size limit is checked on the files' sizes before any file is read; exceeding it is one
-  :class:`InputError` line naming the size, the limit, the largest files and how to exclude.
+Owns which directory is the pipeline's source (:func:`source_root`), which of its files travel
+(``.gitignore`` honoured), the content digest, the archive and its upload (:func:`ship_code`).
+Invariants: the same content gives the same digest wherever it lies and whenever it was
+touched, and the same files give the same archive bytes; an archive at
+``<store root>/code/<digest>.tar.gz`` is seen whole or not at all, and holds what its name
+says; the size limit is checked before any file is read.
 """
 
 from __future__ import annotations
@@ -186,7 +176,8 @@ def scan(
     known: FileHashes | None = None,
 ) -> CodeManifest:
     """The manifest of the regular files among ``names`` under ``root``; ``InputError`` over
-    ``limit_bytes`` (checked before any file is read). ``known``: file hashes remembered from
+    ``limit_bytes`` (checked before any file is read; one line naming the size, the limit,
+    the largest files and how to exclude). ``known``: file hashes remembered from
     earlier scans, reused for files whose size, times and inode are unchanged."""
     prefix = os.path.join(str(root), "")
     files, stats = [], []
@@ -225,7 +216,8 @@ class Digest(Protocol):
 
 
 def entry_digest(digest: Digest, path: str, executable: bool, file_hash: bytes) -> None:
-    """Add one file to a content digest (the unpacking side recomputes it the same way)."""
+    """Add one file to a content digest (the unpacking side recomputes it the same way): the
+    digest is SHA-256 over the sorted files' relative paths, executable bits and SHA-256s."""
     encoded = path.encode("utf-8", "surrogateescape")
     digest.update(len(encoded).to_bytes(4, "big") + encoded)
     digest.update(b"x" if executable else b"-")
@@ -233,8 +225,10 @@ def entry_digest(digest: Digest, path: str, executable: bool, file_hash: bytes) 
 
 
 def write_archive(manifest: CodeManifest, out: IO[bytes]) -> str:
-    """Write the deterministic tar.gz of ``manifest``'s files to ``out``; returns the content
-    digest of what it wrote (other than ``manifest.digest`` if a file changed meanwhile)."""
+    """Write the deterministic tar.gz of ``manifest``'s files to ``out`` (sorted entries,
+    mtime 0, owner 0, modes 0644/0755, a gzip header without name or time); returns the
+    content digest of what it wrote (other than ``manifest.digest`` if a file changed
+    meanwhile)."""
     digest = hashlib.sha256()
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as zipped,
@@ -280,7 +274,9 @@ def archive_uri(store: ArtifactStore, digest: str) -> str:
 
 def upload(manifest: CodeManifest, store: ArtifactStore) -> tuple[CodeArchiveRef, bool]:
     """The archive of ``manifest`` in ``store``, and whether this call wrote it (False: an
-    archive with the same digest was there already)."""
+    archive with the same digest was there already). It is written only when absent (checked
+    first), through the store's atomic write, its content hashed again as it is written: an
+    interrupted upload, or code that changed while packaged, leaves nothing at the URI."""
     uri = archive_uri(store, manifest.digest)
     written = not store.exists(uri)
     if written:

@@ -1,21 +1,10 @@
 """The orchestrating process's heartbeat: the run's liveness record, renewed while it runs.
 
-A run started in a process records that process (:func:`orchestrator_process`: host, pid,
-start token, liveness timeout) with a first beat in the write that starts it. While the run
-goes on, :class:`RunHeartbeat` beats every heartbeat interval from a daemon thread
-(``RunRepository.update_heartbeat``); a beat that fails is logged and retried sooner than the
-interval (a quarter of it, then half, then every interval: the liveness timeout allows four
-missed beats, and a beat lands soon after a store outage ends). Each beat also sweeps the runs whose
-orchestrator is gone (``wharf.store.lost_runs``), as does the start of every run, so no daemon
-is needed for that. When a beat learns that the run is stopping (``wharf runs stop`` from
-another process), it tells ``on_stopping`` (the run loop stops the run here as a Ctrl-C would:
-running inline steps and steps waiting for resources are interrupted) -- once; when it learns
-that the stop is forced, it tells ``on_forced`` (the run loop ends the attempts in flight
-through the backends that started them) -- once. A run that no process beats for (recorded
-before runs had a liveness record) is ended by a forced stop itself (:func:`end_unattended`),
-since nothing else would ever end it.
-
-``close()`` ends the thread; the owner calls it when the run's steps are done.
+Owns :func:`orchestrator_process` (host, pid, start token, liveness timeout, recorded with a
+first beat in the write that starts the run), :class:`RunHeartbeat` and :func:`end_unattended`.
+Invariants: ``on_stopping`` and ``on_forced`` are each told once; every beat and every run's
+start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no daemon is
+needed for that; a stopping run that no process beats for is ended by a forced stop itself.
 """
 
 from __future__ import annotations
@@ -75,7 +64,8 @@ def end_unattended(
     store: Store, run: PipelineRunRecord, *, release: ReleaseEnded | None = None
 ) -> PipelineRunRecord:
     """End stopped a stopping run that no orchestrating process beats for, and its unfinished
-    steps (``release`` told of each, to release its request); the run as it ends."""
+    steps (``release`` told of each, to release its request); the run as it ends. Nothing
+    else would ever end such a run."""
     if run.orchestrator_host is not None or run.status is not ExecutionStatus.STOPPING:
         return run
     unfinished = store.steps.list(
@@ -97,7 +87,14 @@ def end_unattended(
 
 
 class RunHeartbeat:
-    """Beats for one run from a daemon thread (see the module docstring)."""
+    """Beats for one run from a daemon thread (``RunRepository.update_heartbeat``) every
+    heartbeat interval, until :meth:`close` (called when the run's steps are done).
+
+    A failed beat is retried sooner (:func:`retry_delay`: the liveness timeout allows four
+    missed beats). When a beat learns that the run is stopping (``wharf runs stop`` from
+    another process), it tells ``on_stopping`` (the run loop stops the run here as a Ctrl-C
+    would); when it learns that the stop is forced, it tells ``on_forced`` (the run loop ends
+    the attempts in flight through the backends that started them)."""
 
     def __init__(
         self,

@@ -1,22 +1,10 @@
-"""Starting a pipeline run that was recorded as a placeholder.
+"""Starting a pipeline run that was recorded as a placeholder, and taking over a started one.
 
-A pipeline call records its pipeline, snapshot and run together (``runs.record`` of
-``wharf.store.ports``). An orchestrator that starts the run at once, in this process, has it
-recorded running from the start (one write instead of a placeholder and its replacement); any
-other gets a placeholder (initializing) that it replaces with the real run (running, with its
-orchestrator run id) through ``get_or_create`` (:func:`start_run`). When the steps are done the
-run moves to its final status with ``runs.finish``, which tolerates a concurrent ``wharf runs
-stop``: a run that became stopping ends stopped (or failed), never completed
-(``wharf.core.transitions.run_end``).
-
-A run whose orchestrating process died mid-run may be taken over by another process of the
-same orchestrator run (e.g. a Kubernetes orchestrator pod restarted by its Job): it reads what
-the run's steps did (:func:`latest_step_runs`, one paged read) and hands the run loop a
-:class:`Resumption`, so finished steps are not run again and attempts still in flight are
-taken over, never started twice. A dynamic pipeline's run is taken over by running its
-function again: each step call whose invocation id has a step run from the earlier process goes
-on from it only when it is the same call (:func:`replay_differs`: same spec, same input
-versions), so a function that takes another path never gets an earlier call's outputs.
+Owns :func:`start_run` (a placeholder, initializing, replaced with the real run through
+``get_or_create``), :class:`Resumption` with :func:`latest_step_runs` (what a process taking
+over a run reads of its steps) and :func:`replay_differs`; the run's end is ``runs.finish``
+(``wharf.core.transitions.run_end``). Invariant: a taken-over run's finished steps are not run
+again and its attempts in flight are taken over, never started twice.
 """
 
 from __future__ import annotations
@@ -46,8 +34,14 @@ IN_FLIGHT_STATUSES = frozenset(
 
 @dataclass(frozen=True)
 class Resumption:
-    """What a process taking over a started run knows of its steps (see the module
-    docstring)."""
+    """What a process taking over a started run knows of its steps.
+
+    A run whose orchestrating process died mid-run may be taken over by another process of the
+    same orchestrator run (e.g. a Kubernetes orchestrator pod restarted by its Job). A dynamic
+    pipeline's run is taken over by running its function again: a step call goes on from the
+    earlier step run of its invocation id only when it is the same call
+    (:func:`replay_differs`), so a function that takes another path never gets an earlier
+    call's outputs."""
 
     steps: Mapping[str, StepRunRecord]
     """The latest step run (highest attempt) of each step started so far, by step name."""
@@ -91,7 +85,9 @@ def start_run(
     orchestrator: OrchestratorProcess | None = None,
 ) -> PipelineRunRecord:
     """Replace ``placeholder`` with the run started (running) by the process ``orchestrator``
-    (recorded with a first heartbeat: ``wharf.execution.run_heartbeat``)."""
+    (recorded with a first heartbeat: ``wharf.execution.run_heartbeat``). An orchestrator
+    that starts the run at once, in this process, has it recorded running from the start
+    (``runs.record``) and needs no placeholder."""
     run, _created = store.runs.get_or_create(
         RunCreate(
             project_id=placeholder.project_id,

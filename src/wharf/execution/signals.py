@@ -1,22 +1,10 @@
 """Ctrl-C and SIGTERM while a run is orchestrated in this process's main thread.
 
-:meth:`RunSignals.install` takes over the signals, only in the main thread and only those whose
-handler is Python's default (a handler the application set, or an ignored signal, is left
-alone); :meth:`RunSignals.restore` gives them back once the run's steps are done. Meanwhile:
-
-- the first SIGINT or SIGTERM prints one line to stderr and stops the run gracefully
-  (:meth:`RunStopper.stop`: no new steps, running steps interrupted at their next safe point).
-  The stop's store writes are done by a helper thread, never inside the handler (the main
-  thread may hold a lock the writes need);
-- a second one forces: the handler raises :class:`ForcedStop` in the main thread, which stops
-  waiting for the steps; the orchestrator then calls :meth:`RunStopper.force`;
-- a third one raises a plain ``KeyboardInterrupt`` (a way out if the forced stop hangs).
-
-Once the run is recorded, :meth:`RunSignals.raise_if_signalled` ends the call the way the signal
-asked: ``KeyboardInterrupt`` for SIGINT (uncaught, the interpreter prints no traceback for it --
-the progress output has said how the run ended -- and exits as killed by SIGINT, status 130 in
-a shell; caught, e.g. in a notebook, it is an ordinary ``KeyboardInterrupt``),
-``SystemExit(143)`` for SIGTERM.
+Owns :class:`RunSignals`: the first signal stops the run gracefully, a second forces the stop,
+a third raises a plain ``KeyboardInterrupt``. Invariants: only the main thread's handlers that
+are Python's default are taken over, and given back once the run's steps are done; a handler
+never writes to the store itself (a helper thread does: the main thread may hold a lock the
+writes need).
 """
 
 from __future__ import annotations
@@ -81,6 +69,21 @@ _HELPER = _Helper()
 
 
 class RunSignals:
+    """SIGINT and SIGTERM for one run, between :meth:`install` and :meth:`restore`.
+
+    - the first SIGINT or SIGTERM prints one line to stderr and stops the run gracefully
+      (:meth:`RunStopper.stop`: no new steps, running steps interrupted at their next safe
+      point), its store writes done by a helper thread;
+    - a second one forces: the handler raises :class:`ForcedStop` in the main thread, which
+      stops waiting for the steps; the orchestrator then calls :meth:`RunStopper.force`;
+    - a third one raises a plain ``KeyboardInterrupt`` (a way out if the forced stop hangs).
+
+    Once the run is recorded, :meth:`raise_if_signalled` ends the call the way the signal
+    asked: ``KeyboardInterrupt`` for SIGINT (uncaught, the interpreter prints no traceback for
+    it and exits as killed by SIGINT, status 130 in a shell; caught, e.g. in a notebook, it is
+    an ordinary ``KeyboardInterrupt``), ``SystemExit(143)`` for SIGTERM.
+    """
+
     def __init__(self, stopper: RunStopper, run_name: str) -> None:
         self._stopper = stopper
         self._run_name = run_name
@@ -90,8 +93,9 @@ class RunSignals:
         """A second signal came while the steps ran: the orchestrator must force the stop."""
 
     def install(self) -> RunSignals:
-        """Take over SIGINT and SIGTERM (see the module docstring); a no-op outside the main
-        thread."""
+        """Take over SIGINT and SIGTERM, only those whose handler is Python's default (a
+        handler the application set, or an ignored signal, is left alone); a no-op outside the
+        main thread."""
         if threading.current_thread() is not threading.main_thread():
             return self
         for handled in HANDLED:

@@ -1,21 +1,12 @@
 """One attempt of one step, in this thread: load inputs, call the user function, publish outputs.
 
-This is the user-code error boundary. Invariants: the user function runs inside the step context
-and an :class:`InterruptibleRegion`; the step's ``environment=`` variables are set from the
-loading of its inputs to the saving of its outputs (:mod:`wharf.execution.step_variables`);
-outputs are all saved to the artifact store before any is recorded in the metadata store, and if
-one fails to save the others are removed, so a failed step never leaves half its outputs behind.
-:meth:`StepRunner.run` only saves them: the caller records them together with the step's end
-(``attempts.finish_attempt``, one store call).
-
-Loading a step by its source imports the user's module (or executes their script under the name
-``__wharf_script__``). While that import runs, :func:`loading_user_code` tells a pipeline call
-not to run: a script that calls its pipeline at top level (no ``__main__`` guard) must never
-start a pipeline again inside a step's process. A script whose step is defined by the time it
-calls a pipeline stops executing there (the step's process sees the script as it was when the
-parent called the pipeline; code using the run's result does not run); otherwise the call does
-nothing and the script goes on. Whatever the import raises (``SystemExit`` included) becomes an
-:class:`InputError` naming the step, so the step fails at once.
+Owns :class:`StepRunner` (the user-code error boundary) and the import of user code
+(:func:`import_step`, :func:`import_user_object`, :func:`loading_user_code`). Invariants: the
+user function runs inside the step context and an :class:`InterruptibleRegion`; the step's
+``environment=`` variables are set from the loading of its inputs to the saving of its outputs
+(:mod:`wharf.execution.step_variables`); outputs are all saved to the artifact store before any
+is recorded, and if one fails to save the others are removed; :meth:`StepRunner.run` only saves
+them: the caller records them with the step's end (``attempts.finish_attempt``).
 """
 
 from __future__ import annotations
@@ -55,7 +46,8 @@ SCRIPT_MODULE = "__wharf_script__"
 
 
 class _ScriptStopped(BaseException):
-    """Ends the execution of a script at a pipeline call (not an error: see the module doc)."""
+    """Ends the execution of a script at a pipeline call (not an error: see
+    :func:`import_user_object`)."""
 
 
 @dataclass
@@ -130,8 +122,14 @@ def import_step(spec: StepSpec) -> StepLike:
 
 def import_user_object(kind: str, name: str, source: str, source_file: str | None) -> Any:
     """The object named by ``source`` (``module:qualname``; a ``__main__`` module is the script
-    ``source_file``), imported while pipeline calls do not run (see the module docstring);
-    errors name it as ``kind`` (``step``, ``pipeline``) ``name``, raised as :class:`InputError`."""
+    ``source_file``, executed under the name ``__wharf_script__``), imported while pipeline
+    calls do not run; errors name it as ``kind`` (``step``, ``pipeline``) ``name``, raised as
+    :class:`InputError` (whatever the import raises, ``SystemExit`` included).
+
+    A script that calls its pipeline at top level (no ``__main__`` guard) must never start a
+    pipeline again inside a step's process: a script whose step is defined by the time it
+    calls a pipeline stops executing there (the step's process sees the script as it was when
+    the parent called the pipeline); otherwise the call does nothing and the script goes on."""
     module_name, _, qualname = source.partition(":")
     if "<locals>" in qualname:
         raise InputError(

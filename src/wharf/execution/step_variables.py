@@ -1,21 +1,11 @@
 """A step's ``environment=`` variables, set in ``os.environ`` while the step runs.
 
-Owns: :func:`step_variables`, the one place where a step's variables (the pipeline's, overridden
+Owns :func:`step_variables`, the one place where a step's variables (the pipeline's, overridden
 by the step's own: ``StepConfig.environment``) enter the process environment, and the
-process-wide table of who set what. A step's own process (isolated) and a thread of the
-orchestrating process (inline) go through the same code: the variables are set from before the
-step's inputs are loaded until its outputs are saved, then the previous values come back.
-
-``os.environ`` is one per process while inline steps run in threads, so invariants hold over
-concurrent steps: a variable is set only to one value at a time (a step whose variables
-conflict with those of a running step, same name and another value, waits until that step
-ended; steps whose variables agree or do not overlap run together); a variable goes back to
-its value from before the first step that set it once the last such step ended. A step that
-sets no variable is never held back and sees those of the steps running beside it. A wait ends
-early, raising :class:`StepInterrupted`, when the step is asked to stop.
-
-This module writes the process environment and reads it only to restore it; configuration is
-read by :mod:`wharf.config` alone.
+process-wide table of who set what. Invariants, over concurrent inline steps: a variable is set
+to only one value at a time; it goes back to its value from before the first step that set it
+once the last such step ended. This module reads the environment only to restore it;
+configuration is read by :mod:`wharf.config` alone.
 """
 
 from __future__ import annotations
@@ -98,8 +88,16 @@ _PROCESS = _ProcessVariables()
 def step_variables(
     step_name: str, variables: Mapping[str, str], region: InterruptibleRegion
 ) -> Iterator[None]:
-    """Set ``variables`` in ``os.environ`` for the block (see the module docstring); call it
-    outside ``region`` (its bookkeeping must not be cut by an interrupt)."""
+    """Set ``variables`` in ``os.environ`` for the block; call it outside ``region`` (its
+    bookkeeping must not be cut by an interrupt).
+
+    A step's own process (isolated) and a thread of the orchestrating process (inline) go
+    through it alike: the variables are set from before the step's inputs are loaded until its
+    outputs are saved. A step whose variables conflict with those of a running step (same name,
+    another value) waits until that step ended; steps whose variables agree or do not overlap
+    run together; a step that sets no variable is never held back and sees those of the steps
+    running beside it. A wait ends early, raising :class:`StepInterrupted`, when the step is
+    asked to stop."""
     if not variables:
         yield
         return

@@ -1,22 +1,12 @@
 """The engine's port for a step's resources: what the launcher asks of whoever provides them.
 
-Owns the :class:`StepResources` protocol, implemented by the embedded adapter (an in-process or
-configured Resource Manager, :mod:`wharf.execution.resources.embedded`) and the team adapter (a
-workspace server's request routes, :mod:`wharf.execution.resources.team`). The launcher gets it
-explicitly (``RunServices.resources``; None: steps run without requests) and never reaches for a
-Resource Manager client through the store.
-
-A step's request is made (:meth:`StepResources.request`) before its queued step run is written,
-renewed on its heartbeats and released wherever the step ends; the engine makes these calls
-itself (:mod:`wharf.execution.step_writes`), and the team adapter's do nothing (the workspace
-server's step routes do the work). Through this port the launcher also waits for the
-allocation, marks the step started, and tells the port when a step that held resources ended,
-so the waiters of this process whose request left the queue are woken at once. When a run
-ends, the port releases whatever its steps' requests still hold or wait for
-(:meth:`StepResources.release_left`), so nothing is allocated to a finished run.
-
-Invariant: one port per process's workspace, shared by all its runs: its wait room and holders'
-gate see every step of the process that asks for resources.
+Owns the :class:`StepResources` protocol, implemented by the embedded adapter
+(:mod:`wharf.execution.resources.embedded`) and the team adapter
+(:mod:`wharf.execution.resources.team`), and :func:`releaser`. The launcher gets it explicitly
+(``RunServices.resources``; None: steps run without requests), never through the store.
+Invariants: one port per process's workspace, shared by all its runs, so its wait room and
+holders' gate see every step of the process that asks for resources; when a run ends, nothing
+stays allocated to it (:meth:`StepResources.release_left`).
 """
 
 from __future__ import annotations
@@ -37,7 +27,14 @@ if TYPE_CHECKING:
 
 
 class StepResources(Protocol):
-    """A step's resources as the engine sees them (see the module docstring)."""
+    """A step's resources as the engine sees them.
+
+    A step's request is made (:meth:`request`) before its queued step run is written, renewed
+    on its heartbeats and released wherever the step ends; the engine makes these calls itself
+    (:mod:`wharf.execution.step_writes`), and the team adapter's do nothing (the workspace
+    server's step routes do the work). The launcher also waits here for the allocation, marks
+    the step started, and tells the port when a step that held resources ended, so the waiters
+    of this process whose request left the queue are woken at once."""
 
     makes_requests: bool
     """Whether :meth:`request` makes requests here (False in team mode: the server does)."""

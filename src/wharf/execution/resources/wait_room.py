@@ -1,18 +1,8 @@
 """The wait room: where this process's steps that wait for an allocation learn that their
 request left the queue.
 
-Owns :class:`WaitRoom` and :class:`Ticket`. A waiter enters with its request id and is woken
-with its request once the room learns that it left the queue: from an in-process Resource
-Manager after each of its commits (:meth:`WaitRoom.wake_left`), or from a check
-(:meth:`WaitRoom.check`: one ``list`` per :data:`IDS_PER_LIST` waiters) after a release of
-this process and, while anyone waits, every :data:`WATCH_SECONDS` on a watch thread. Requests
-that left the queue before their waiter entered are remembered (a bounded number), so that
-waiter does not wait at all.
-
-The room also carries the process's :class:`~wharf.execution.resources.holders_first.HoldersFirst`
-gate (:attr:`WaitRoom.holders`), the one object every step of the process that asks for
-resources reaches.
-
+Owns :class:`WaitRoom` and :class:`Ticket`; the room also carries the process's
+:class:`~wharf.execution.resources.holders_first.HoldersFirst` gate (:attr:`WaitRoom.holders`).
 Invariants: no lost wake-up (a waiter enters before it reads its request's status, and a
 wake-up stays on its ticket); one check at a time; a failing check is logged, never raised
 (waiters still poll by renewing their lease).
@@ -123,7 +113,14 @@ class Ticket:
 
 
 class WaitRoom:
-    """The waiters of this process, by request id (see the module docstring).
+    """The waiters of this process, by request id.
+
+    A waiter enters with its request id and is woken with its request once the room learns
+    that it left the queue: from an in-process Resource Manager after each of its commits
+    (:meth:`wake_left`), or from a check (:meth:`check`: one ``list`` per
+    :data:`IDS_PER_LIST` waiters) after a release of this process and, while anyone waits,
+    every :data:`WATCH_SECONDS` on a watch thread. Requests that left the queue before their
+    waiter entered are remembered (a bounded number), so that waiter does not wait at all.
 
     ``watch_seconds``: while the room is occupied, a daemon thread checks this often, for
     what no release of this process announces (a step process or another process released,
