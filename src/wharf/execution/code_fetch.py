@@ -1,19 +1,10 @@
 """A run's code archive on the machine that executes a step: download, unpack, cache, import.
 
-Owns the per-machine cache of unpacked archives (``<cache>/<digest>``) and how a step's
-process loads its step from one.
-
-Invariants:
-
-- A cache entry is complete or absent: an archive is unpacked into a fresh temporary directory
-  beside the entry, its content digest checked against the recorded one, and only then renamed
-  into place (one atomic rename); when two processes race, one rename wins and the other's
-  tree is removed. An entry is never modified after it appears, so it is reused as it is.
-- Unpacking refuses absolute paths, ``..``, links and devices (only regular files and
-  directories are written), and streams the archive (no whole-archive copy in memory).
-- A step loaded from an archive sees the unpacked tree first on ``sys.path`` and as its
-  working directory; a script's file under the submitter's source root is found at the same
-  relative path in the tree.
+Owns the per-machine cache of unpacked archives (``<cache>/<digest>``, :func:`cached_code`) and
+how a step's process loads its step from one (:func:`archive_resolver`). Invariants: a cache
+entry is complete or absent, and never modified after it appears; unpacking writes only regular
+files and directories inside the target; a step loaded from an archive sees the unpacked tree
+first on ``sys.path`` and as its working directory.
 """
 
 from __future__ import annotations
@@ -38,7 +29,10 @@ _CHUNK = 1024 * 1024
 
 
 def cached_code(store: ArtifactStore, ref: CodeArchiveRef, cache_dir: Path) -> Path:
-    """The unpacked tree of ``ref``, from the cache or downloaded into it now."""
+    """The unpacked tree of ``ref``, from the cache or downloaded into it now: unpacked into a
+    fresh temporary directory beside the entry, its content digest checked against the
+    recorded one, and only then renamed into place (when two processes race, one rename wins
+    and the other's tree is removed)."""
     final = cache_dir / ref.digest
     if final.is_dir():
         return final
@@ -71,7 +65,9 @@ def cached_code(store: ArtifactStore, ref: CodeArchiveRef, cache_dir: Path) -> P
 
 
 def unpack(archive: object, target: Path) -> str:
-    """Unpack the tar.gz stream ``archive`` into ``target``; returns its content digest."""
+    """Unpack the tar.gz stream ``archive`` into ``target``; returns its content digest.
+    Refuses absolute paths, ``..``, links and devices, and streams the archive (no
+    whole-archive copy in memory)."""
     digest = hashlib.sha256()
     entries: list[tuple[str, bool, bytes]] = []
     with tarfile.open(fileobj=archive, mode="r|gz") as tar:  # type: ignore[call-overload]
@@ -107,7 +103,8 @@ def _safe_name(name: str) -> str:
 
 
 def relocated(spec: StepSpec, ref: CodeArchiveRef, tree: Path) -> StepSpec:
-    """``spec`` with its script file (if any) found in ``tree`` instead of the source root."""
+    """``spec`` with its script file (if any) found in ``tree`` instead of the source root (at
+    the same path relative to the submitter's source root)."""
     if spec.source_file is None:
         return spec
     with contextlib.suppress(ValueError):

@@ -1,20 +1,9 @@
 """A step process notices when the process that started it (its orchestrator) is gone.
 
-An isolated step must not outlive its run's orchestrator: a killed pipeline process (SIGKILL,
-a closed terminal, ``timeout``) would otherwise leave its step processes running for ever, and
-with them the multiprocessing fork server and resource tracker, which stay up while any
-process they served holds their pipes.
-
-How the end of the orchestrator is seen, without polling where possible:
-- a step forked by the fork server holds the read end of a pipe whose write end only the
-  orchestrator holds (``multiprocessing.parent_process().sentinel``): it becomes readable (EOF)
-  the moment the orchestrator dies;
-- a step started as a new interpreter (``python -m wharf.execution.entrypoint``) is the
-  orchestrator's child: its parent pid changes when the orchestrator dies (polled).
-
-When that happens :class:`ParentWatch` calls ``on_gone`` once (the step interrupts its user
-code and records itself stopped); if the process is still alive ``grace`` seconds later (user
-code stuck in native code, or ignoring the interrupt), it exits the process at once.
+Owns :class:`ParentWatch`. Invariant: an isolated step never outlives its run's orchestrator
+(else a killed pipeline process would leave its step processes, and with them the
+multiprocessing fork server and resource tracker, running for ever): ``on_gone`` is called once,
+and a process still alive ``grace`` seconds later exits at once.
 """
 
 from __future__ import annotations
@@ -36,6 +25,16 @@ EXIT_CODE = 4
 
 
 class ParentWatch:
+    """Watches for the end of this process's orchestrator, without polling where possible.
+
+    A step forked by the fork server holds the read end of a pipe whose write end only the
+    orchestrator holds (``multiprocessing.parent_process().sentinel``): it becomes readable
+    (EOF) the moment the orchestrator dies. A step started as a new interpreter is the
+    orchestrator's child: its parent pid changes when the orchestrator dies (polled). Then
+    ``on_gone`` is called (the step interrupts its user code and records itself stopped); if
+    the process is still alive ``grace`` seconds later (user code stuck in native code, or
+    ignoring the interrupt), it exits the process at once."""
+
     def __init__(
         self,
         on_gone: Callable[[int], object],

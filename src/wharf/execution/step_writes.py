@@ -1,20 +1,12 @@
 """The engine's step-run writes that a step's resources go with, made through the port.
 
-Owns the explicit calls of the resource path: a queued step that asks for resources gets its
-request (:meth:`StepResources.request`) before its row is written, so the row is written once,
-request id included (a cache hit gets none: the cache is looked up first, and a request made
-for a step that another run cached meanwhile is released); a heartbeat of a step that holds
-its resources renews them and turns a reclaimed request into a ``cancelling`` step; a write
-that ends a step (finished or retrying) releases them. Without a port (no Resource Manager)
-these are the store's plain calls; with the team adapter its calls do nothing and the
-workspace server does the work in its step routes.
-
-A batch of cache decisions (:func:`find_cached_or_create_many`) is one store call for its steps
-that get no request here, and the single call for each one that does.
-
-Invariant: only these calls set a step's ``resource_request_id`` in embedded mode, and every
-write that ends a step that holds a request goes through :func:`ended` (or the release
-callback of a forced stop or a lost-run sweep), so no request outlives its step's final status.
+Owns the explicit calls of the resource path (:func:`create`, :func:`find_cached_or_create`,
+:func:`find_cached_or_create_many`, :func:`heartbeat`, :func:`update`, :func:`finish`,
+:func:`ended`). Without a port these are the store's plain calls; with the team adapter its
+calls do nothing and the workspace server does the work in its step routes. Invariant: only
+these calls set a step's ``resource_request_id`` in embedded mode, and every write that ends a
+step that holds a request goes through :func:`ended` (or the release callback of a forced stop
+or a lost-run sweep), so no request outlives its step's final status.
 """
 
 from __future__ import annotations
@@ -153,7 +145,8 @@ def _written(
 
 
 def create(services: RunServices, step: StepRunCreate) -> StepRunRecord:
-    """``store.steps.create``, a queued step that asks for resources with its request."""
+    """``store.steps.create``, a queued step that asks for resources with its request (made
+    before its row is written, so the row is written once, request id included)."""
     return _written(services, step, services.store.steps.create)[0]
 
 

@@ -1,20 +1,10 @@
 """Starting, waiting for and ending a step's own process (the local-process backend's part).
 
-Two ways to start it, same entry point (``wharf.execution.entrypoint.main([step_run_id])``):
-
-- **forked from a warm zygote** (default): a ``multiprocessing`` fork server that has already
-  imported Wharf and SQLAlchemy forks a fresh process per step, so a step does not pay
-  Python's start-up and imports every time. The child starts with the parent's
-  ``sys.path`` and working directory, and ``RunServices.child_env`` in its environment.
-- **a new interpreter**, ``<python> -m wharf.execution.entrypoint ID``, when the component names
-  another interpreter (e.g. a different virtualenv).
-
-Either way the child's stdout and stderr go to a temporary file, copied into the artifact
-store at the step's ``logs_uri`` once the process has ended, then deleted.
-
-The zygote also preloads the REST store when the first step it serves reaches a workspace
-server (``child_env`` names one); there is one fork server per process, so its preload list is
-fixed by that first step (a later step of the other kind imports what it misses itself).
+Owns :func:`start_step_process`, :class:`StepProcess` and :func:`collect_logs`. Invariants: both
+ways to start a step (forked from a warm zygote, or a new interpreter) run the same entry point
+(``wharf.execution.entrypoint``) with ``RunServices.child_env`` and no inherited Wharf setting;
+the child's stdout and stderr go to a temporary file, copied into the artifact store at the
+step's ``logs_uri`` once the process has ended, then deleted.
 """
 
 from __future__ import annotations
@@ -182,7 +172,16 @@ def start_step_process(
     cwd: str | None = None,
 ) -> StepProcess:
     """Start the step's process: forked from the zygote when ``python`` is None, else a new
-    ``python`` interpreter, in ``cwd`` if given (else this process's working directory)."""
+    ``python`` interpreter, in ``cwd`` if given (else this process's working directory).
+
+    The zygote is a ``multiprocessing`` fork server that has already imported Wharf and
+    SQLAlchemy, so a step does not pay Python's start-up and imports every time; its child
+    starts with the parent's ``sys.path`` and working directory. A new interpreter
+    (``<python> -m wharf.execution.entrypoint ID``) is for a component that names another
+    interpreter (e.g. a different virtualenv). The zygote also preloads the REST store when the
+    first step it serves reaches a workspace server; there is one fork server per process, so
+    its preload list is fixed by that first step (a later step of the other kind imports what
+    it misses itself)."""
     if cwd is not None and python is None:
         python = sys.executable  # a fork keeps the parent's working directory and sys.path
     fd, log_name = tempfile.mkstemp(prefix=f"wharf-step-{record.id}-", suffix=".log")

@@ -1,20 +1,11 @@
 """Making, renewing and releasing a step's Resource Manager request: the calls behind the
 step-resources port's ``request``, ``renew`` and ``release``.
 
-Owns :class:`StepRequester`. A request is enriched with its step's context (subjects: account
-with ``is_superuser``, project -> pipeline -> pipeline run -> step run, the component that
-launches the step; metadata: names and ids; the pipeline run as preemption group; built in
-:mod:`.step_requests`) and made with the step run's id as idempotency key. A renewal extends
-the lease for the liveness timeout (runtime state running) and says why the step must be
-cancelled when the request was reclaimed, is gone or otherwise over. Making a request rides
-out an unreachable RM for :data:`CREATE_PATIENCE_SECONDS`. RM errors on renewal and
-release are logged: the step keeps running while its lease is valid, and an unreleased lease
-lapses on its own. The requesting account comes from an :data:`AccountOf` resolver: the
-workspace's own user in embedded mode (:func:`.pairing.fixed_account`), the user each run
-records on the workspace server (:func:`.pairing.recorded_user`).
-
-Used by the embedded adapter (:mod:`.embedded`) and the workspace server's step-resource
-service (:mod:`wharf.server.step_resources`); never installed on a store.
+Owns :class:`StepRequester`, used by the embedded adapter (:mod:`.embedded`) and the workspace
+server's step-resource service (:mod:`wharf.server.step_resources`); never installed on a
+store. Invariants: a request's idempotency key is its step run's id; RM errors on renewal and
+release are only logged (the step keeps running while its lease is valid, and an unreleased
+lease lapses on its own).
 """
 
 from __future__ import annotations
@@ -81,8 +72,16 @@ RUNS_REMEMBERED = 256
 
 
 class StepRequester:
-    """Makes, renews and releases the requests of steps through ``requests`` (see the module
-    docstring): the explicit calls the embedded step-resources port makes for the engine."""
+    """Makes, renews and releases the requests of steps through ``requests``: the explicit
+    calls the embedded step-resources port makes for the engine.
+
+    A request is enriched with its step's context (subjects: account with ``is_superuser``,
+    project -> pipeline -> pipeline run -> step run, the component that launches the step;
+    metadata: names and ids; the pipeline run as preemption group; built in
+    :mod:`.step_requests`). Making one rides out an unreachable RM for
+    :data:`CREATE_PATIENCE_SECONDS`. The requesting account comes from an :data:`AccountOf`
+    resolver: the workspace's own user in embedded mode (:func:`.pairing.fixed_account`), the
+    user each run records on the workspace server (:func:`.pairing.recorded_user`)."""
 
     def __init__(
         self,
