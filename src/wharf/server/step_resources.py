@@ -2,18 +2,9 @@
 storing a step run.
 
 Owns :class:`StepResourceService`, on ``ServerState.step_runs``: the step routes and the
-lost-run sweeps write step runs through it. A queued step that asks for resources gets its
-Resource Manager request (for the user its run records) before its row is written, so the row
-is written once, request id included (a step that turns out cached makes none: the cache is
-looked up first, and a request made for a step that a concurrent run cached meanwhile is
-released); a heartbeat renews it and turns a reclaimed request into a ``cancelling`` step; a
-finished or retrying status releases it. The calls themselves are the engine's
-(:class:`wharf.execution.resources.requester.StepRequester`). The combined calls
-(``create_many``, ``find_cached_or_create``, ``finish``) stay one store call each;
-``find_cached_or_create_many`` is one store call for its steps that ask for no resources and
-one ``find_cached_or_create`` for each that does. A batch in which a request fails is written
-all the same, its asking steps end failed (requests already made are released) and the error
-is raised.
+lost-run sweeps write step runs through it, getting, renewing and releasing their steps'
+Resource Manager requests (the calls themselves are the engine's
+:class:`wharf.execution.resources.requester.StepRequester`).
 
 Invariant: the server's store is never wrapped; a client's ``resource_request_id`` is stripped
 from every step write, so a step only ever points at a request the server made for it.
@@ -69,8 +60,17 @@ def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
 
 
 class StepResourceService(StepRequester):
-    """The step writes of the server's routes, with their steps' requests (see the module
-    docstring)."""
+    """The step writes of the server's routes, with their steps' requests.
+
+    A queued step that asks for resources gets its request (for the user its run records) before
+    its row is written, so the row is written once, request id included. A step that turns out
+    cached makes none: the cache is looked up first, and a request made for a step that a
+    concurrent run cached meanwhile is released. A heartbeat renews the request and turns a
+    reclaimed one into a ``cancelling`` step; a finished or retrying status releases it. The
+    combined calls (``create_many``, ``find_cached_or_create``, ``finish``) stay one store call
+    each. A batch in which a request fails is written all the same, its asking steps end failed
+    (requests already made are released) and the error is raised.
+    """
 
     def __init__(self, store: Store, requests: StepRequests) -> None:
         super().__init__(store, requests, recorded_user(store))

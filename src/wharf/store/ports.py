@@ -1,21 +1,14 @@
 """The store's behavioural contract: one Protocol per aggregate, plus the :class:`Store` bundle.
 
-Every backend (SQL now, REST later) implements these exactly; the contract test suite in
+Every backend (SQL and REST) implements these exactly; the contract suite in
 ``tests/store/contract`` checks each rule on every backend. Shared rules:
-
-- ``get`` of an unknown id raises :class:`~wharf.core.errors.EntityNotFoundError` whose message
-  names the kind and the id; creating a duplicate unique name raises ``EntityExistsError``.
+- ``get`` of an unknown id raises :class:`~wharf.core.errors.EntityNotFoundError` naming the
+  kind and the id; creating a duplicate unique name raises ``EntityExistsError``.
 - Every write is atomic: on any error nothing of it is stored.
-- Status updates are checked against ``wharf.core.transitions``; an illegal one raises
-  ``IllegalTransitionError`` and changes nothing. The store sets ``start_time`` when a run or
-  step first becomes running and ``end_time`` when it reaches a finished status.
+- Status updates are checked against ``wharf.core.transitions`` (an illegal one raises
+  ``IllegalTransitionError`` and changes nothing); ``start_time`` is set when a run or step
+  first becomes running, ``end_time`` when it reaches a finished status.
 - Lists are ordered by creation time (then id) and paged with :class:`PageRequest`.
-
-Combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/
-``find_cached_or_create_many``/``finish``/``create_many``, ``artifacts.create_versions``) are
-part of the ports: every store has them, so no caller asks what a store offers. A store does
-each in one transaction or one request where it can; ``wharf.store.composed`` gives the default
-made of the plain calls (same effect, more round trips) to a store that cannot.
 """
 
 from __future__ import annotations
@@ -356,7 +349,14 @@ class ScheduleRepository(Protocol):
 
 
 class Store(Protocol):
-    """All repositories of one metadata store; the unit the engine and Client depend on."""
+    """All repositories of one metadata store; the unit the engine and Client depend on.
+
+    The combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/
+    ``find_cached_or_create_many``/``finish``/``create_many``, ``artifacts.create_versions``) are
+    part of the ports, so no caller asks what a store offers. A store does each in one
+    transaction or one request where it can; ``wharf.store.composed`` gives the default made of
+    the plain calls (same effect, more round trips) to a store that cannot.
+    """
 
     users: UserRepository
     projects: ProjectRepository

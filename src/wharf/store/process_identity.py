@@ -1,20 +1,10 @@
-"""Which process a recorded process id names: host, pid and a start token.
+"""Which process a recorded process id names: host, pid and a start token; the only module that
+inspects processes of other pids.
 
-A pid alone names a process only on the machine that recorded it, and only until the process
-ends and the pid is reused. So every pid the store keeps (an orchestrating process, an isolated
-step's process) comes with the host name and a *start token*: on Linux the boot id and the
-process's start time in clock ticks since boot (``/proc/<pid>/stat``, field 22), elsewhere the
-start time ``ps`` reports. Invariants:
-
-- :func:`is_ours` is True only when the host is this machine's, the start token is known and
-  the live process with that pid has that very token: it never vouches for a process this
-  machine did not start, nor for a reused pid;
-- :func:`is_gone` is True only when the host is this machine's, the token was taken on this
-  boot (Linux) and no process with that pid and token lives: a process of another machine
-  that happens to share the host name is never declared gone (its heartbeat deadline decides);
-- :func:`kill_if_ours` signals only processes :func:`is_ours` vouches for.
-
-The only module that inspects processes of other pids.
+Invariants: :func:`is_ours` never vouches for a process this machine did not start, nor for a
+reused pid; :func:`is_gone` never declares gone a process of another machine that shares the
+host name (its heartbeat deadline decides); :func:`kill_if_ours` signals only processes
+:func:`is_ours` vouches for.
 """
 
 from __future__ import annotations
@@ -46,7 +36,13 @@ def _boot_id() -> str | None:
 
 
 def start_token(pid: int) -> str | None:
-    """The start token of the live process ``pid``; None if there is none (or it is unknown)."""
+    """The start token of the live process ``pid``; None if there is none (or it is unknown).
+
+    A pid alone names a process only on the machine that recorded it, and only until the pid is
+    reused, so every pid the store keeps comes with the host name and this token: on Linux the
+    boot id and the process's start time in clock ticks since boot (``/proc/<pid>/stat``, field
+    22), elsewhere the start time ``ps`` reports.
+    """
     if pid <= 0:
         return None
     boot = _boot_id()
@@ -90,14 +86,17 @@ def _start_token_of_own(pid: int) -> str | None:  # keyed by pid: a forked child
 
 
 def is_ours(host: str | None, pid: int | None, token: str | None) -> bool:
-    """Whether (host, pid, token) names a process alive on this machine right now."""
+    """Whether (host, pid, token) names a process alive on this machine right now: the host is
+    this machine's, the token is known and the live process with that pid has that very token."""
     if host != this_host() or pid is None or token is None:
         return False
     return start_token(pid) == token
 
 
 def is_gone(host: str | None, pid: int | None, token: str | None) -> bool:
-    """Whether (host, pid, token) names a process of this machine that no longer lives."""
+    """Whether (host, pid, token) names a process of this machine that no longer lives: the host
+    is this machine's, the token was taken on this boot (Linux) and no process with that pid and
+    token lives."""
     if host != this_host() or pid is None or token is None:
         return False
     boot = _boot_id()

@@ -1,21 +1,10 @@
-"""Resolve a request's ``Authorization: Bearer ...`` into a :class:`Principal`, or refuse it.
+"""Resolve a request's ``Authorization: Bearer ...`` into a :class:`Principal`, or refuse it
+(:func:`authenticate`).
 
-Accepted credentials:
-- an API key ``wharf_<id>_<secret>``: the key exists, is not revoked, its digest matches and its
-  service account is active (one read; ``last_used`` written at most once per interval);
-- an access token (a user's or a service account's login): valid signature, not expired, the
-  account is active and, for users, the token is of the current token generation;
-- a run token: the same checks for the principal that requested it (and its API key, if it came
-  through one), so revoking that key, deactivating that account or logging that user out
-  revokes the run tokens it handed out too;
-- a schedule token: the same checks, and its schedule still exists (with the token's project
-  and snapshot), read on every request and never cached, so deleting the schedule revokes it at
-  once. What it may do is ``own_schedule``'s to say.
-
-Every refusal is ``AuthenticationError`` (401) with a reason that does not say whether an
-account exists. Successful checks of API keys and run tokens -- the credentials of machines,
-sent with every heartbeat -- are remembered for a few seconds (``auth.cache``); a user's access
-token is checked on every request, so logging out takes effect at once everywhere.
+Invariants: every refusal is ``AuthenticationError`` (401) with a reason that does not say
+whether an account exists; only API keys and run tokens -- the credentials of machines, sent with
+every heartbeat -- are cached (``auth.cache``), so logging a user out takes effect at once
+everywhere.
 """
 
 from __future__ import annotations
@@ -35,6 +24,19 @@ _INVALID_ACCOUNT = "The token's account is unknown, inactive or logged out; log 
 
 
 def authenticate(state: ServerState, authorization: str | None) -> Principal:
+    """The principal of an accepted credential:
+
+    - an API key ``wharf_<id>_<secret>``: the key exists, is not revoked, its digest matches and
+      its service account is active (one read; ``last_used`` written at most once per interval);
+    - an access token (a user's or a service account's login): valid signature, not expired,
+      the account is active and, for users, the token is of the current token generation;
+    - a run token: the same checks for the principal that requested it (and its API key, if it
+      came through one), so revoking that key, deactivating that account or logging that user
+      out revokes the run tokens it handed out too;
+    - a schedule token: the same checks, and its schedule still exists (with the token's project
+      and snapshot), read on every request and never cached, so deleting the schedule revokes
+      it at once. What it may do is ``own_schedule``'s to say.
+    """
     if not authorization:
         raise AuthenticationError(
             "Not authenticated: send 'Authorization: Bearer <access token or API key>'."

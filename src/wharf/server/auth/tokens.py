@@ -3,18 +3,10 @@
 Invariants:
 - The signature is HMAC-SHA256 over ``header.payload`` with the server's secret, compared in
   constant time; only ``alg: HS256`` is accepted (no ``none``, no key confusion).
-- Every token carries ``iat`` and ``exp`` (seconds since the epoch, floats) and a random ``jti``;
-  a token is refused at or after ``exp``. Times come from the caller's clock.
+- Every token carries ``iat``, ``exp`` and a random ``jti``; a token is refused at or after
+  ``exp`` (times from the caller's clock).
 - Claims are parsed into :class:`TokenClaims`; any malformed part raises ``AuthenticationError``
   with a one-line reason, never another exception.
-
-Kinds: ``access`` (a user's login; ``sub`` = user id) and ``run`` (run-scoped: ``sub``/``knd``
-name the principal that requested it, ``run``/``prj``/``snp`` its run, ``key`` the API key it
-came through, if any) and ``schedule`` (schedule-scoped, for a schedule's fired runs: the same
-principal claims, ``sch``/``prj``/``snp`` its schedule). ``gen`` is a user's token generation
-when the token was issued. Clients
-read a run token's ``typ`` and ``run`` claims (unverified) to tell which run it is scoped to
-(``wharf.execution.services.run_token_scope``): those names are part of the interface.
 """
 
 from __future__ import annotations
@@ -37,6 +29,18 @@ MAX_TOKEN_LENGTH = 4096
 
 
 class TokenClaims(BaseModel):
+    """A token's claims (``iat`` / ``exp``: seconds since the epoch, floats).
+
+    Kinds (``typ``): ``access`` (a login; ``sub``/``knd`` name the user or service account),
+    ``run`` (run-scoped: ``sub``/``knd`` name the principal that requested it, ``run``/``prj``/
+    ``snp`` its run, ``key`` the API key it came through, if any) and ``schedule``
+    (schedule-scoped, for a schedule's fired runs: the same principal claims, ``sch``/``prj``/
+    ``snp`` its schedule). ``gen`` is a user's token generation when the token was issued.
+    Clients read a run token's ``typ`` and ``run`` claims (unverified) to tell which run it is
+    scoped to (``wharf.execution.services.run_token_scope``): those names are part of the
+    interface.
+    """
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     typ: Literal["access", "run", "schedule"]
