@@ -4,18 +4,9 @@ Owns: :class:`ApiSettings`, :class:`Credential`, :func:`load_credentials_file`.
 
 Nothing here reads the environment: ``wharf resource-manager serve`` builds the settings from its
 options (click maps the ``WHARF_RM_*`` variables onto them) and passes them to
-:func:`~wharf.resource_manager.api.app.create_app`.
-
-Who may log in (the design, in one place): the operator lists principals in a credentials file
-(YAML or JSON) that the server reads at start-up. Each entry holds a principal name, whether it
-is an administrator, and the argon2 hash of its API key and/or password; plain secrets are never
-stored. ``wharf resource-manager credential NAME`` makes a key and prints the entry. API keys have
-the form ``wrm.<name>.<secret>``, so the server finds the one entry to verify without trying every
-hash. A bootstrap ``admin_api_key`` (principal ``admin``) can be given instead, for a first start
-or tests. Changing the file needs a restart; issued tokens stay valid until they expire.
-
-Invariants: credential names are unique; every hash is an argon2 hash; the token key has at
-least 32 characters and is shared by every worker and replica (tokens are verified statelessly).
+:func:`~wharf.resource_manager.api.app.create_app`. Invariants: credential names are unique;
+every hash is an argon2 hash; the token key has at least 32 characters and is shared by every
+worker and replica (tokens are verified statelessly).
 """
 
 from __future__ import annotations
@@ -37,7 +28,16 @@ ARGON2_PREFIX = "$argon2"
 
 
 class Credential(BaseModel):
-    """One principal that may log in; see the module docstring."""
+    """One principal that may log in: an entry of the credentials file (YAML or JSON) the
+    operator lists principals in and the server reads at start-up.
+
+    An entry holds the argon2 hash of the principal's API key and/or password; plain secrets
+    are never stored (``wharf resource-manager credential NAME`` makes a key and prints the
+    entry). API keys have the form ``wrm.<name>.<secret>``, so the server finds the one entry
+    to verify without trying every hash. A bootstrap ``admin_api_key`` (principal ``admin``)
+    can be given instead, for a first start or tests. Changing the file needs a restart;
+    issued tokens stay valid until they expire.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -2,20 +2,10 @@
 
 Owns: :class:`TokenSigner`.
 
-Claims: ``sub`` (principal name), ``adm`` (administrator), ``sbj`` (trusted to assert subjects;
-left out when false), ``iat`` and ``exp`` (seconds since the epoch, server clock), ``jti``
-(random). Tokens are stateless: any worker or replica holding the
-same key verifies them, and they cannot be revoked before ``exp`` (keep the TTL short).
-
-Invariants:
-- the signature is HMAC-SHA256 over ``header.payload``, compared in constant time; only this
-  module's own header is accepted (no ``alg`` negotiation, so no ``none`` and no key confusion);
-- a token is refused at or after ``exp``; times come from the injected clock;
-- any malformed token raises :class:`AuthenticationError` with a one-line reason, never another
-  exception;
-- a token verified once is remembered (up to :data:`VERIFIED_KEPT` of them) with its principal
-  and expiry, so a client's next calls skip the HMAC and the JSON parse; expiry is still
-  checked on every call.
+Invariants: the signature is HMAC-SHA256 over ``header.payload``, compared in constant time,
+and only this module's own header is accepted (no ``alg`` negotiation, so no ``none`` and no key
+confusion); a token is refused at or after ``exp`` (times from the injected clock); a malformed
+token raises :class:`AuthenticationError` with a one-line reason, never another exception.
 """
 
 from __future__ import annotations
@@ -34,6 +24,9 @@ from wharf.resource_manager.service import Principal
 
 MAX_TOKEN_LENGTH = 4096
 VERIFIED_KEPT = 4096
+"""Verified tokens remembered with their principal and expiry, so a client's next calls skip the
+HMAC and the JSON parse (expiry is still checked on every call); forgotten all at once when
+full."""
 _HEADER = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
 
 
@@ -46,6 +39,12 @@ def _unb64(text: str) -> bytes:
 
 
 class TokenSigner:
+    """Issues and verifies tokens with one key. Claims: ``sub`` (principal name), ``adm``
+    (administrator), ``sbj`` (trusted to assert subjects; left out when false), ``iat`` and
+    ``exp`` (seconds since the epoch, server clock), ``jti`` (random). Tokens are stateless:
+    any worker or replica holding the same key verifies them, and they cannot be revoked
+    before ``exp`` (keep the TTL short)."""
+
     def __init__(
         self, secret: bytes, ttl_seconds: float, clock: Callable[[], float] = time.time
     ) -> None:

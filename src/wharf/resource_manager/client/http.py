@@ -1,20 +1,12 @@
 """``HttpResourceManager``: the client interface over the Resource Manager's HTTP API (team and
-production modes).
+production modes), one small client per resource over one :class:`~.http_transport.Transport`.
 
-One small client per resource (``descriptors``, ``pools``, ``policies``, ``requests``) over one
-:class:`~.http_transport.Transport`, which owns login, token caching, idempotency keys, retries
-and error mapping. Requests and responses are the wire models of
-:mod:`wharf.resource_manager.contract.models`, so callers
-see exactly what the in-process client returns, and the same Wharf errors.
-
-Invariants: the caller's identity is the credential given here (an API key, or a username and
-password), never passed per call; each mutating call sends one idempotency key (the caller's or
-a fresh one) for all its attempts, except that renew, release and cancel — idempotent by
-nature — send one only when the caller gives it, and ``renew_many`` never sends one; pools and
-policies are addressed by id or name (URL-quoted).
-
-Importing it needs ``httpx`` (the ``server`` extra), which the engine must not require: the
-engine knows only :class:`~wharf.resource_manager.contract.ResourceManagerClient`.
+Invariants: callers see exactly the wire models and Wharf errors the in-process client gives;
+each mutating call sends one idempotency key for all its attempts, except renew, release and
+cancel (idempotent by nature), which send one only when the caller gives it, and ``renew_many``,
+which never sends one; pools and policies are addressed by id or name (URL-quoted). Importing
+it needs ``httpx`` (the ``server`` extra), which the engine must not require: the engine knows
+only :class:`~wharf.resource_manager.contract.ResourceManagerClient`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """What every side of the Resource Manager shares: the client interface, wire models, errors.
 
-Public API:
+Public API: :class:`ResourceManagerClient` (with :class:`DescriptorsClient`,
+:class:`PoolsClient`, :class:`PoliciesClient`, :class:`RequestsClient`, and
+:class:`RequestsLink`, the part of the requests client a workspace offers of its steps'
+requests); :mod:`.models` (the wire models); :mod:`.values` (the domain's value types the other
+sides name); :class:`PermissionDeniedError` (403), :class:`AuthenticationError` (401) and
+:mod:`.http_errors` (how errors travel by name on the HTTP wire).
 
-- :class:`ResourceManagerClient` (with :class:`DescriptorsClient`, :class:`PoolsClient`,
-  :class:`PoliciesClient`, :class:`RequestsClient`): the interface the workspace server and the
-  engine use, implemented in-process (:mod:`wharf.resource_manager.embedded`) and over HTTP
-  (:mod:`wharf.resource_manager.client`); :class:`RequestsLink`, the part of the requests
-  client a workspace offers of its steps' requests (get, list, renew, release);
-- :mod:`.models`: the request and response models of every mode (service, API, clients);
-- :mod:`.values`: the domain's value types the other sides name (subjects, pools, policies);
-- :class:`PermissionDeniedError` (403), :class:`AuthenticationError` (401) and, in
-  :mod:`.http_errors`, how errors travel by name on the HTTP wire, both ways.
-
-Invariant: the contract depends only on :mod:`wharf.core`, pydantic and the pure RM domain
-(whose frozen models are already wire-shaped); never on the service, API, scheduler, clients or
-the embedded mode (import-linter), so any side can import it without pulling in another.
+Invariant: the contract depends only on :mod:`wharf.core`, pydantic and the pure RM domain,
+never on the service, API, scheduler, clients or the embedded mode (import-linter), so any side
+can import it without pulling in another.
 """
 
 from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError

@@ -1,17 +1,8 @@
 """Errors on the Resource Manager's HTTP wire, both ways, without any HTTP library.
 
 Owns: :data:`WIRE_ERRORS`, :func:`wire_name` (what the API puts in an error body) and
-:func:`error_from_response` (what the HTTP client raises for one).
-
-An error response is ``{"detail": "<one line>", "error": "<Wharf error class name>"}``. The
-``error`` field lets the client raise exactly the class the service raised (an
-``EntityExistsError`` and an ``IllegalOperationError`` are both 409); without it (a proxy's
-page, an older server) the status code decides:
-
-    400, 422 -> InputError               404 -> EntityNotFoundError
-    401      -> AuthenticationError      403 -> PermissionDeniedError
-    409      -> EntityExistsError if the text says "already exists", else IllegalOperationError
-    503      -> StoreUnavailableError    other -> StoreError("<code> HTTP error ...")
+:func:`error_from_response` (what the HTTP client raises for one). An error response is
+``{"detail": "<one line>", "error": "<Wharf error class name>"}``.
 
 Invariant: every HTTP error becomes a :class:`~wharf.core.errors.WharfError`, so callers of
 the HTTP client catch the same types as callers of the in-process one.
@@ -72,7 +63,18 @@ def detail_text(body: Any, fallback: str) -> str:
 
 
 def error_from_response(status: int, body: Any, text: str) -> WharfError:
-    """The Wharf error for an HTTP error response (``body``: parsed JSON or None)."""
+    """The Wharf error for an HTTP error response (``body``: parsed JSON or None).
+
+    The body's ``error`` field names exactly the class the service raised (an
+    ``EntityExistsError`` and an ``IllegalOperationError`` are both 409); without it (a proxy's
+    page, an older server) the status code decides::
+
+        400, 413, 414, 422, 431 -> InputError     404 -> EntityNotFoundError
+        401 -> AuthenticationError                403 -> PermissionDeniedError
+        409 -> EntityExistsError if the text says "already exists" or "duplicate",
+               else IllegalOperationError
+        503 -> StoreUnavailableError              other -> StoreError("<code> HTTP error ...")
+    """
     message = detail_text(body, text.strip()[:500] or f"HTTP {status}")
     name = body.get("error") if isinstance(body, dict) else None
     cls = WIRE_ERRORS.get(name) if isinstance(name, str) else None

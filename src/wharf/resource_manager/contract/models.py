@@ -1,21 +1,12 @@
-"""Wire models of the Resource Manager: what clients send and what they get back.
+"""Wire models of the Resource Manager: what clients send and what they get back, shared by the
+service, the in-process client, the HTTP API and the HTTP client, so every mode speaks the same
+shapes (domain models are reused where already wire-shaped; pages are :mod:`wharf.core.paging`'s).
 
-Shared by the service, the in-process client, the HTTP API and the httpx client, so every mode
-speaks the same shapes. Requests and responses reuse the domain's frozen models where those are
-already wire-shaped (descriptors, pools, policies, subjects, selectors, allocations); the models
-here add what only the wire needs: create/update inputs without ids, durations instead of
-timestamps, filters and the requester. Pages are :mod:`wharf.core.paging`'s, as the store's.
-
-Invariants:
-- clients send durations in whole seconds (``lease_seconds``), never timestamps; every instant
-  in a response comes from the server's clock;
-- numbers are strict: a quantity or duration is an ``int`` (never a float or a bool), so
-  ``1.5`` GPUs or ``true`` seconds are input errors, not silently rounded;
-- a :data:`QuantityValue` is either a whole number of the resource's *base* unit (``8000`` mCPU)
-  or a string with a unit (``"8CPU"``, ``"512GiB"``; a bare ``"8"`` means the descriptor's
-  default unit). The server converts it exactly or rejects it;
-- update models are partial: only the fields a client set are applied (an explicit ``null``
-  sets a limit to unlimited).
+Invariants: clients send durations in whole seconds (``lease_seconds``), never timestamps, and
+every instant in a response comes from the server's clock; numbers are strict (a quantity or
+duration is an ``int``, never a float or a bool, so ``1.5`` GPUs is an input error, not
+rounded); update models are partial: only the fields a client set are applied (an explicit
+``null`` sets a limit to unlimited).
 """
 
 from __future__ import annotations
@@ -65,7 +56,9 @@ DurationSeconds = Annotated[int, Field(strict=True, gt=0, le=MAX_DURATION_SECOND
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 Key = Annotated[str, Field(min_length=1, max_length=KEY_LENGTH)]
 QuantityValue = NonNegativeStrictInt | Annotated[str, Field(min_length=1, max_length=64)]
-"""Base units as an int, or a number with a unit as a string (see the module docstring)."""
+"""A whole number of the resource's *base* unit (``8000`` mCPU), or a string with a unit
+(``"8CPU"``, ``"512GiB"``; a bare ``"8"`` means the descriptor's default unit). The server
+converts it exactly or rejects it."""
 TargetSettings = dict[str, Any]
 
 

@@ -1,21 +1,15 @@
 """``ResourceManagerClient``: the interface the workspace server and the engine use to reach the
-Resource Manager, whichever way it runs.
+Resource Manager, whichever way it runs (in process, or over HTTP); one small client per
+resource: ``descriptors``, ``pools``, ``policies``, ``requests``.
 
-Implementations: :class:`~wharf.resource_manager.embedded.inprocess.InProcessResourceManager`
-(embedded mode, over the service in this process) and the HTTP client (team and production
-modes). The client is composed of one small client per resource: ``descriptors``, ``pools``,
-``policies``, ``requests``.
-
-Contract (every implementation):
-- the caller's identity is bound to the client (a token, or the local principal), never passed
-  per call; it owns the requests it creates;
-- every mutating method takes an optional ``idempotency_key``: a retried call with the same key
-  returns the first call's result and never applies the change twice (no second request);
-- clients send durations, never timestamps; every instant returned is the server's;
-- errors are Wharf's: ``EntityNotFoundError``, ``EntityExistsError``, ``IllegalOperationError``
-  (with :class:`~wharf.resource_manager.contract.errors.PermissionDeniedError`), ``InputError``,
-  ``StoreError``/``StoreUnavailableError``; no library exception escapes;
-- pools and policies are addressed by id or name, descriptors by name, requests by id.
+Invariants (every implementation): the caller's identity is bound to the client, never passed
+per call, and it owns the requests it creates; every mutating method takes an optional
+``idempotency_key`` (a retried call with the same key returns the first result and never
+applies the change twice); clients send durations, never timestamps, and every instant returned
+is the server's; errors are Wharf's (``EntityNotFoundError``, ``EntityExistsError``,
+``IllegalOperationError`` with :class:`~.errors.PermissionDeniedError`, ``InputError``,
+``StoreError``/``StoreUnavailableError``), no library exception escapes; pools and policies are
+addressed by id or name, descriptors by name, requests by id.
 """
 
 from __future__ import annotations
@@ -147,6 +141,10 @@ class RequestsClient(RequestsLink, Protocol):
 
 
 class ResourceManagerClient(Protocol):
+    """Implemented by :class:`~wharf.resource_manager.embedded.inprocess.InProcessResourceManager`
+    (embedded mode, over the service in this process) and
+    :class:`~wharf.resource_manager.client.http.HttpResourceManager` (team and production)."""
+
     @property
     def descriptors(self) -> DescriptorsClient: ...
 

@@ -2,15 +2,6 @@
 
 Owns: :class:`Ledger` (and :class:`Holding`, one request's usage as the ledger sees it).
 
-Counters per slot (pool, class, resource): ``used`` (allocated + preempting), ``returning``
-(the part held by preempting requests: it comes back when they release or lapse), ``claimed``
-(capacity set aside this cycle for blocked queue heads) and ``over`` (Σ over policies of their
-usage above their reserved share: for never-reclaimable slots this must stay ≤ the unreserved
-capacity, which is what keeps every reserved share honourable). Per (policy, slot): ``used``,
-and ``pinned`` — the part held by tolerance-``none`` requests, which can never be taken back,
-so in reclaimable slots it must stay within the policy's reserved share (it never borrows).
-Per pool, class and policy: number of holding requests (for concurrency limits).
-
 Invariants: counters only change through :meth:`Ledger.add` / :meth:`Ledger.remove`, so
 ``over`` is always consistent with per-policy usage; :meth:`Ledger.copy` gives an independent
 ledger for trying a preemption without touching the real one.
@@ -46,6 +37,16 @@ def merge_amounts(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ..
 
 
 class Ledger:
+    """Counters per slot (pool, class, resource): ``used`` (allocated + preempting),
+    ``returning`` (the part held by preempting requests: it comes back when they release or
+    lapse), ``claimed`` (capacity set aside this cycle for blocked queue heads) and ``over``
+    (Σ over policies of their usage above their reserved share: for never-reclaimable slots it
+    must stay ≤ the unreserved capacity, which keeps every reserved share honourable). Per
+    (policy, slot): ``policy_used`` and ``pinned_used`` (the part held by tolerance-``none``
+    requests, which can never be taken back, so in reclaimable slots it stays within the
+    policy's reserved share). Per pool, class and policy: the number of holding requests (for
+    concurrency limits)."""
+
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         size = len(catalog.slots)
