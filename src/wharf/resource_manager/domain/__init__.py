@@ -1,19 +1,14 @@
 """The Resource Manager's domain: pure models and rules, no I/O, no clock reads, no globals.
 
-Modules, each owning one concern:
+Modules: :mod:`.units` (descriptors, units, exact integer quantities), :mod:`.subjects`
+(root-first subject chains), :mod:`.selectors` (subject and pool/class/resource selectors),
+:mod:`.pools` (pools, capacity classes), :mod:`.policies` (policies, grants, Σ reserved ≤
+capacity), :mod:`.requests` (requests, demands, allocations), :mod:`.lifecycle` (the status
+machine, release, cancel), :mod:`.leases` (lapse, renewal, restart grace),
+:mod:`.target_settings` (pool < class < policy < grant merge), :mod:`.errors` (pydantic errors
+→ InputError).
 
-- :mod:`.units`            descriptors, units, exact integer quantities
-- :mod:`.subjects`         root-first subject chains
-- :mod:`.selectors`        subject selectors and pool/class/resource selectors
-- :mod:`.pools`            pools, capacity classes, tolerance/class compatibility
-- :mod:`.policies`         policies, grants, Σ reserved ≤ capacity
-- :mod:`.requests`         requests, demands, allocations
-- :mod:`.lifecycle`        the status machine and client operations (release, cancel)
-- :mod:`.leases`           lease lapse, renewal and restart grace
-- :mod:`.target_settings`  pool < class < policy < grant merge
-- :mod:`.errors`           pydantic errors → InputError
-
-Everything a service needs to persist is a plain frozen pydantic model with an id (pools,
+Invariant: everything a service persists is a plain frozen pydantic model with an id (pools,
 policies, requests, allocations) or a name (descriptors, classes).
 """
 

@@ -1,17 +1,14 @@
 """Lease rules: when a request lapses and how renewal works.
 
-Owns: :func:`lease_lapsed`, :func:`lapse`, :func:`renew` and the reason texts they produce.
+Owns :func:`lease_lapsed`, :func:`lapse`, :func:`renew` and the reason texts they produce.
 
 Invariants:
 - only the server's clock counts: ``now`` is passed in, clients send durations;
-- a lease never lapses before its deadline: it lapses when ``now >= lease_expires_at``
-  (the lease covers the half-open interval up to its deadline, as etcd's "at least TTL");
-- a pending request whose lease lapses is *cancelled* (nobody is waiting for it any more); an
-  allocated or preempting one is *expired* and its capacity is freed; a pending request past
-  its allocation deadline is *expired*;
+- a lease lapses when ``now >= lease_expires_at``, never before (as etcd's "at least TTL");
+- a pending request whose lease lapses is *cancelled* (nobody waits for it any more); an
+  allocated or preempting one is *expired* and its capacity freed; a pending request past its
+  allocation deadline is *expired*;
 - renewing a terminal request returns it unchanged; renewal records the runtime state.
-Time during which no Resource Manager served is given back to holders by the service
-(:mod:`wharf.resource_manager.service.leader`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """The request status machine and the client-driven operations on it, as pure functions.
 
-Owns: :data:`REQUEST_TRANSITIONS`, :func:`check_request_transition`, :func:`transition`,
-:func:`new_request`, :func:`release`, :func:`cancel`.
-
-Status machine::
-
-    pending ──► allocated ──► preempting ──► preempted | released | expired
-       │            └──► released | expired
-       └──► rejected | cancelled | expired
+Owns :data:`REQUEST_TRANSITIONS` (the status machine), :func:`check_request_transition`,
+:func:`transition`, :func:`new_request`, :func:`release`, :func:`cancel`.
 
 Invariants:
 - terminal statuses (preempted, rejected, cancelled, released, expired) are final;
@@ -43,6 +37,12 @@ REQUEST_TRANSITIONS: Mapping[S, frozenset[S]] = {
     S.RELEASED: _FINAL,
     S.EXPIRED: _FINAL,
 }
+"""The status machine::
+
+    pending ──► allocated ──► preempting ──► preempted | released | expired
+       │            └──► released | expired
+       └──► rejected | cancelled | expired
+"""
 
 TERMINAL_STATUSES: frozenset[S] = frozenset(
     status for status, targets in REQUEST_TRANSITIONS.items() if not targets

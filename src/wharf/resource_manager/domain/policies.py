@@ -1,18 +1,13 @@
 """Resource policies and their grants, and the rules checked when they are saved.
 
-Owns: :class:`Policy`, :class:`Grant`, :class:`GrantResource`, :class:`MissingAction`,
-:func:`validate_policy`, :func:`validate_reserved_totals`.
-
-A policy says which subjects (selector) may use which pool, at what priority, with what grants.
-A grant covers one capacity class: per resource a ``reserved`` share (guaranteed: others may
-borrow it while it is unused, and it is reclaimed by preemption) and a ``limit`` (hard cap for
-this policy; None = the class quantity). A policy without grants admits to every class with
-reserved 0 and limit = class quantity.
+Owns :class:`Policy`, :class:`Grant`, :class:`GrantResource`, :class:`MissingAction`,
+:func:`validate_policy`, :func:`validate_reserved_totals`. A policy says which subjects
+(selector) may use which pool, at what priority, with what grants (one per capacity class); a
+policy without grants admits to every class with reserved 0 and limit = class quantity.
 
 Invariants:
-- Σ reserved over all policies of a pool ≤ capacity, per (class, resource), so every reserved
-  share can be honoured at once (:func:`validate_reserved_totals`, run on every save of a
-  policy or pool);
+- Σ reserved over all policies of a pool ≤ capacity, per (class, resource)
+  (:func:`validate_reserved_totals`, run on every save of a policy or pool);
 - reserved ≤ limit ≤ class quantity; grant classes exist in the pool and grant resources are
   offered by the class; one grant per class;
 - a priority-lane policy outranks every normal priority (:data:`PRIORITY_LANE_PRIORITY`).
@@ -58,6 +53,8 @@ class GrantResource(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reserved: NonNegativeInt = 0
+    """Guaranteed share: others may borrow it while it is unused, and it is reclaimed by
+    preemption."""
     limit: NonNegativeInt | None = None
     """Hard cap for the policy in this class; None means the class quantity."""
     missing_action: MissingAction = MissingAction.OMIT
@@ -161,7 +158,8 @@ def validate_reserved_totals(
     policies: Iterable[Policy],
     descriptors: Mapping[str, ResourceDescriptor] | None = None,
 ) -> None:
-    """InputError unless Σ reserved ≤ capacity for every (class, resource) of ``pool``.
+    """InputError unless Σ reserved ≤ capacity for every (class, resource) of ``pool``, so
+    every reserved share can be honoured at once.
 
     Pass the policies as they would be after the save (including the new or changed one).
     """

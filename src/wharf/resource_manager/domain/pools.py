@@ -1,22 +1,14 @@
 """Pools and their capacity classes.
 
-Owns: :class:`Reclaimable`, :class:`CapacityClass`, :class:`Pool`, :func:`validate_pool` and the
-tolerance/class compatibility rule :func:`class_accepts`.
-
-A capacity class is a bundle of descriptor quantities (a node shape, or a GPU model such as
-``h100``). Every quantity is in base units; ``None`` means unlimited, but usage is still
-accounted so it shows in the ledger and metrics.
+Owns :class:`Reclaimable`, :class:`CapacityClass`, :class:`Pool`, :func:`validate_pool` and the
+tolerance/class compatibility rule :func:`class_accepts`. A capacity class is a bundle of
+descriptor quantities (a node shape, or a GPU model such as ``h100``).
 
 Invariants:
 - class names are unique within a pool and each class offers at least one resource;
-- quantities are non-negative integers or None; concurrency limits are non-negative;
-- a class's ``reclaimable`` says how its allocations may be taken back: ``never`` (not at all),
-  ``coordinated`` (the holder is asked to stop and releases) or ``unsafe`` (may be killed).
-  A request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`).
-  Tolerance ``none`` is accepted by every class, because such a request is never preempted
-  wherever it sits; the scheduler admits it into a reclaimable class only within its policy's
-  reserved share there (it never borrows), so the capacity other policies reserved can always
-  be recovered from reclaimable holders (issue 4 §2).
+- quantities are non-negative integers in base units or None (unlimited, but usage is still
+  accounted so it shows in the ledger and metrics); concurrency limits are non-negative;
+- a request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`).
 """
 
 from __future__ import annotations
@@ -48,7 +40,15 @@ _ACCEPTED: Mapping[ReclaimTolerance, frozenset[Reclaimable]] = {
 
 
 def class_accepts(reclaimable: Reclaimable, tolerance: ReclaimTolerance) -> bool:
-    """Whether a request with ``tolerance`` may be placed in a class that is ``reclaimable``."""
+    """Whether a request with ``tolerance`` may be placed in a class that is ``reclaimable``.
+
+    A class's ``reclaimable`` says how its allocations may be taken back: ``never`` (not at
+    all), ``coordinated`` (the holder is asked to stop and releases) or ``unsafe`` (may be
+    killed). Tolerance ``none`` is accepted by every class, because such a request is never
+    preempted wherever it sits; the scheduler admits it into a reclaimable class only within
+    its policy's reserved share there (it never borrows), so the capacity other policies
+    reserved can always be recovered from reclaimable holders.
+    """
     return reclaimable in _ACCEPTED[tolerance]
 
 

@@ -1,15 +1,14 @@
 """Resource requests, their demands, and the allocations made for them.
 
-Owns: :class:`Demand`, :class:`ResourceRequest`, :class:`Allocation`.
-
-A request asks for all of its demands at once, on behalf of its subjects. It is admitted
-all-or-nothing: one allocation per demand (plus grant-default allocations, whose
-``demand_index`` is None), all from one pool and one policy.
+Owns :class:`Demand`, :class:`ResourceRequest`, :class:`Allocation`. A request asks for all of
+its demands at once, on behalf of its subjects, and is admitted all-or-nothing: one allocation
+per demand (plus grant-default allocations, whose ``demand_index`` is None), all from one pool
+and one policy.
 
 Invariants:
 - demands name something (a resource, a kind or a resource selector) and quantities are
-  positive integers in the demand's unit;
-- ``pool`` (id or name) and ``pool_selector`` are mutually exclusive;
+  positive integers in the demand's unit; ``pool`` (id or name) and ``pool_selector`` are
+  mutually exclusive;
 - timestamps are timezone-aware and come from the server's clock only;
 - allocations carry both the requested ``quantity``/``unit`` and the exact ``base_quantity``.
 """

@@ -1,16 +1,8 @@
 """Selectors for subjects (policies, preemption groups) and for pools, classes and resources.
 
-Owns: :class:`SubjectSelector`, :class:`AttributeSelector`, :class:`SubjectSet` (the indexed
-subjects of one request), the parse helpers and :meth:`SubjectSelector.anchors` (what the
-scheduler indexes policies by).
-
-Semantics:
-- An *atom* (the plain fields of a selector) matches when **one node** satisfies all its
-  criteria: type, id, every listed attribute and every listed metadata entry (exact equality).
-- A subject selector is evaluated against **all subjects of a request** (every node of every
-  chain), so ``all`` can combine facts from different chains (a project *and* a component).
-- ``all`` (every member), ``any`` (at least one) and ``not`` (the member does not match) combine
-  selectors; when atom fields and combinators are both present they must all hold.
+Owns :class:`SubjectSelector` (see it for the matching rules), :class:`AttributeSelector`,
+:class:`SubjectSet` (the indexed subjects of one request), the parse helpers and
+:meth:`SubjectSelector.anchors` (what the scheduler indexes policies by).
 
 Invariants: a selector is never empty (it would silently match everything or nothing), an
 ``all``/``any`` list given alone is never empty (next to other criteria an empty one is ignored,
@@ -60,7 +52,15 @@ def _check_shape(
 
 
 class SubjectSelector(BaseModel):
-    """Selects requests by their subjects."""
+    """Selects requests by their subjects.
+
+    An *atom* (the plain fields) matches when **one node** satisfies all its criteria: type,
+    id, every listed attribute and every listed metadata entry (exact equality). A selector is
+    evaluated against **all subjects of a request** (every node of every chain), so ``all`` can
+    combine facts from different chains (a project *and* a component). ``all`` (every member),
+    ``any`` (at least one) and ``not`` (the member does not match) combine selectors; when atom
+    fields and combinators are both present they must all hold.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

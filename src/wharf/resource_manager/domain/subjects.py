@@ -1,16 +1,12 @@
 """Subjects: who a request is made on behalf of, as root-first chains.
 
-Owns: :class:`SubjectType`, :class:`SubjectNode`, :class:`SubjectChain`.
+Owns :class:`SubjectType`, :class:`SubjectNode`, :class:`SubjectChain`. A chain lists the path
+from the root to the leaf (``organization → workspace → project → pipeline_run → step_run``);
+selecting a node selects every chain through it, so a policy on a project covers its step runs.
 
-A chain lists the path from the root to the leaf, for example
-``organization → workspace → project → pipeline_run → step_run``. Selecting a node selects every
-chain that passes through it, which is how a policy on a project covers each step run in it.
-
-Invariants (checked on construction):
-- a chain is non-empty and each subject type appears at most once;
-- the hierarchical types appear in root-first order (gaps allowed: a step-run chain may skip
-  ``pipeline``);
-- ``account`` and ``component`` are leaves: they can only be the last node.
+Invariants (checked on construction): a chain is non-empty and each subject type appears at most
+once; the hierarchical types appear in root-first order (gaps allowed: a step-run chain may skip
+``pipeline``); ``account`` and ``component`` are leaves: they can only be the last node.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """Resource descriptors, their units, and exact integer quantities.
 
-Owns: :class:`Unit`, :class:`ResourceDescriptor`, the stock descriptors (``CPU``, ``memory``,
+Owns :class:`Unit`, :class:`ResourceDescriptor`, the stock descriptors (``CPU``, ``memory``,
 ``GPU``: one per first-class kind of :mod:`wharf.core.resource_kinds`, built by
 :func:`descriptor_of`) and the conversion API (:class:`Quantity`, :func:`to_base`,
 :func:`parse_quantity`, :func:`format_base`, and :func:`format_human` for people).
 
-Invariants:
-- Every quantity the Resource Manager stores or compares is a non-negative ``int`` in the
-  descriptor's base unit (multiplier 1). Conversions are exact: a value that is not a whole
-  number of base units is rejected, never rounded.
-- A descriptor has exactly one base unit, unit names are unique and case-sensitive (``mCPU`` is
-  not ``MCPU``), and every multiplier is a positive integer.
-- Errors are :class:`~wharf.core.errors.InputError` with a message that names the resource and
-  lists the known units.
+Invariants: every quantity the Resource Manager stores or compares is a non-negative ``int`` in
+the descriptor's base unit, converted exactly (a value that is no whole number of base units is
+rejected, never rounded); a descriptor has exactly one base unit, unique case-sensitive unit
+names (``mCPU`` is not ``MCPU``) and positive integer multipliers; errors are
+:class:`~wharf.core.errors.InputError` naming the resource and listing the known units.
 """
 
 from __future__ import annotations
