@@ -1,13 +1,10 @@
 """``wharf login URL`` and ``wharf logout``: connect this machine's SDK and CLI to a server.
 
-``login`` checks the credentials with the server, then stores the URL and the credential (an
-access token from a password login, or the API key) in the user config file, where the store
-selection (``open_store``) finds them; ``WHARF_SERVER_URL`` / ``WHARF_API_KEY`` override them.
-Access tokens are short-lived: log in again when one expires.
-
-``--project NAME`` also stores the project the SDK and CLI work in (checked to exist and be
-visible to the credential); ``WHARF_PROJECT`` overrides it. Logging in to another server
-forgets a stored project; ``logout`` forgets it too.
+``login`` checks the credentials with the server, then stores the URL, the credential (an
+access token from a password login, or the API key) and, with ``--project``, the project in the
+user config file, where the store selection (``open_store``) finds them; ``WHARF_SERVER_URL``,
+``WHARF_API_KEY`` and ``WHARF_PROJECT`` override them. Invariant: a stored project belongs to
+the stored server: logging in to another server, or ``logout``, forgets it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Entry point of the ``wharf`` command.
+"""Entry point of the ``wharf`` command: :func:`main`, the :class:`LazyGroup` of sub-command
+groups listed in :data:`COMMANDS`.
 
-Sub-command groups are listed by import string and imported only when invoked, so ``wharf
---help`` loads neither the engine nor SQLAlchemy. Every ``WharfError`` (and invalid input) is
-printed as one line on stderr with exit code 1 — never a traceback; a usage error is one line
-too (exit code 2), and an unknown command names the closest known ones. Library loggers that
-log every HTTP request (httpx, httpcore) are held at WARNING, so no command's output is padded
-with request lines.
-
-Start-up: the cyclic garbage collector is off while the commands in :data:`SHORT_LIVED` run
-(imports create many objects and almost no garbage, yet trigger many collections); every other
-command runs with it on. ``main()`` without arguments (the process's entry point) leaves the
-collector off until exit; ``main(argv)`` called inside another program restores its state.
+Invariants: ``wharf --help`` loads neither the engine nor SQLAlchemy (groups are imported only
+when invoked); every ``WharfError`` (and invalid input) is printed as one line on stderr with
+exit code 1, never a traceback; a usage error is one line too (exit code 2).
 """
 
 from __future__ import annotations
@@ -69,6 +62,11 @@ SHORT_LIVED = frozenset(
 
 
 class LazyGroup(click.Group):
+    """The ``wharf`` group: a sub-command group is imported by its import string only when
+    invoked. Invoking one turns the garbage collector back on unless it is in
+    :data:`SHORT_LIVED`, and holds library loggers that log every HTTP request (httpx,
+    httpcore) at WARNING, so no command's output is padded with request lines."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -98,8 +96,15 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """Run the ``wharf`` command with ``argv`` (None: the process's arguments).
+
+    The cyclic garbage collector is off while the commands in :data:`SHORT_LIVED` run (imports
+    create many objects and almost no garbage, yet trigger many collections). ``main()`` without
+    arguments (the process's entry point) leaves it off until exit; ``main(argv)`` called inside
+    another program restores its state.
+    """
     collecting = gc.isenabled()
-    gc.disable()  # see the module docstring; LazyGroup turns it back on unless SHORT_LIVED
+    gc.disable()  # LazyGroup turns it back on unless SHORT_LIVED
     try:
         return _run(argv)
     finally:

@@ -1,15 +1,10 @@
-"""Rendering records as a plain-text table or JSON for every list/show command.
+"""Rendering records as a plain-text table or JSON for every list/show command (:func:`emit`,
+:func:`emit_one`, :func:`echo_fields`, :func:`format_table`).
 
-Tables are plain, aligned columns (as ``kubectl`` and ``docker`` print them): one header line
-of upper-case column names, one line per record, columns separated by two spaces, never
-truncated and never wrapped, so they read the same on a terminal, in a pipe and under
-``grep``/``awk``. Column widths are measured in terminal cells (``rich.cells``), so wide
-characters keep the columns aligned. Cell text is shown literally: no markup is interpreted,
-and line breaks and other control characters become spaces so that one record stays one line.
-A missing value (None, an empty text, list or mapping) is ``-`` in every table and detail view.
-
-Rendering is deliberately cheap: listing commands are judged by their start-up time
-(``bench/cli_startup.py``), and laying out a ``rich.table.Table`` cost as much as the query.
+Invariants: one record is one line, never truncated or wrapped, so tables read the same on a
+terminal, in a pipe and under ``grep``/``awk``; a missing value is :data:`MISSING` (``-``) in
+every table and detail view. Rendering stays cheap: listing commands are judged by their
+start-up time (``bench/cli_startup.py``).
 """
 
 from __future__ import annotations
@@ -105,7 +100,13 @@ def _width(text: str) -> int:
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """The lines of a plain table: the header (``columns`` upper-cased), then one per row."""
+    """The lines of a plain table: the header (``columns`` upper-cased), then one per row.
+
+    Aligned columns separated by two spaces (as ``kubectl`` and ``docker`` print them), widths
+    measured in terminal cells (``rich.cells``) so wide characters keep the columns aligned.
+    Cell text is shown literally: no markup is interpreted, and line breaks and other control
+    characters become spaces.
+    """
     header = [c.upper() for c in columns]
     cells = [[(t := _one_line(text), _width(t)) for text in row] for row in (header, *rows)]
     widths = [max(width for _, width in column) for column in zip(*cells, strict=True)]

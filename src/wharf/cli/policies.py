@@ -1,16 +1,9 @@
 """``wharf policy create | list | show | update | delete``.
 
-A policy admits requests whose subjects match its selector to one pool. The selector is built
-from ``--subject-type``, ``--subject-id`` and ``--subject-attribute KEY=VALUE`` (all must hold
-on one subject), or given whole as YAML/JSON with ``--selector '{any: [...]}'``. Grants are
-given inline per resource and class — ``--reserved gpu:h100=2 --limit gpu:h100=4`` — or
-``--grant CLASS`` for a grant with no per-resource figures; or from a file: ``-f policy.yaml``
-holds the API's policy body (``grants: [{class: h100, resources: {GPU: {reserved: 2}}}]``),
-and inline options are applied on top of it. The RM refuses a policy whose reserved shares
-would exceed a class's capacity.
-
-``update`` changes only what is given; ``--reserved``/``--limit``/``--grant`` edit the current
-grants, ``--remove-grant CLASS`` drops one.
+A policy admits requests whose subjects match its selector (:func:`_selector`) to one pool, with
+grants per class (:func:`_apply_grants`). Fields come inline or from a file (``-f policy.yaml``,
+the API's policy body; inline options are applied on top of it), and ``update`` changes only
+what is given. The RM refuses a policy whose reserved shares would exceed a class's capacity.
 """
 
 from __future__ import annotations
@@ -120,6 +113,9 @@ def _scalar(text: str) -> str | int | bool:
 
 
 def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
+    """The subject selector: built from ``--subject-type``, ``--subject-id`` and
+    ``--subject-attribute KEY=VALUE`` (all must hold on one subject), or given whole as
+    YAML/JSON with ``--selector '{any: [...]}'``; None if none is given."""
     import yaml
 
     from wharf.core.errors import InputError
@@ -151,7 +147,12 @@ def _grant_list(grants: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _apply_grants(
     res: Resources, grants: dict[str, dict[str, Any]], options: dict[str, Any]
 ) -> None:
-    """Apply ``--grant``/``--reserved``/``--limit`` to ``grants`` (class -> grant), in place."""
+    """Apply ``--grant``/``--reserved``/``--limit`` to ``grants`` (class -> grant), in place.
+
+    ``--reserved gpu:h100=2 --limit gpu:h100=4`` per resource and class, ``--grant CLASS`` for a
+    grant with no per-resource figures (file form: ``grants: [{class: h100, resources: {GPU:
+    {reserved: 2}}}]``). On ``update`` they edit the current grants.
+    """
     from wharf.core.errors import InputError
 
     for grant in grants.values():  # file or current grants: resource names as the RM knows

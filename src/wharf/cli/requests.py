@@ -1,16 +1,9 @@
-"""``wharf request list | show ID | release ID | cancel ID | explain ID``.
+"""``wharf request list | show ID | release ID | cancel ID | explain ID``, and the table rows
+shared with ``wharf pool`` (:func:`request_row`, :class:`QueueRow`).
 
-Lists filter like the API (``--status`` repeatable, ``--pool``, ``--subject``, ``--requester``,
-``--metadata KEY=VALUE`` repeatable, ``--project``) and page with ``--page``/``--size``.
-``release`` gives an allocation back (a pending request is cancelled); ``cancel`` withdraws a
-pending request. Also the table rows shared with ``wharf pool``.
-
-Where the commands go: to the Resource Manager named by ``--rm-url`` (``WHARF_RM_URL``) when one
-is given; else, when a workspace server is configured (``wharf login`` / ``WHARF_SERVER_URL``),
-through it, with its visibility rules (the requests of the caller's projects); else to the
-embedded RM, as the local administrator. Pools are shown by name everywhere.
-
-``cancel`` of a request that already finished changes nothing and fails, saying how it ended.
+The commands go where ``wharf.cli.resource_manager.open_rm`` says; through a workspace server
+(:func:`_workspace`) they follow its visibility rules (the requests of the caller's projects).
+Pools are shown by name everywhere.
 """
 
 from __future__ import annotations
@@ -118,7 +111,9 @@ def request(ctx: click.Context, /, **connection: str | None) -> None:
 
 @contextmanager
 def _workspace(ctx: click.Context) -> Iterator[RestStore | None]:
-    """The configured workspace server's store, unless the command names an RM itself."""
+    """The configured workspace server's store (``wharf login`` / ``WHARF_SERVER_URL``), unless
+    the command names an RM itself (``--rm-url``, ``WHARF_RM_URL``); else None (the embedded
+    RM, as the local administrator)."""
     connection: dict[str, str | None] = ctx.find_object(dict) or {}
     if connection.get("rm_url"):
         yield None

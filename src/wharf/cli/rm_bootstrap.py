@@ -1,10 +1,6 @@
 """``wharf resource-manager serve --bootstrap-pool NAME=RESOURCE[:CLASS]=QTY[,...]``: what a
-fresh Resource Manager needs before users can run steps that ask for resources.
-
-For each pool given: the pool (capacities read like ``wharf pool create --capacity``) and a
-policy ``NAME-everyone`` that lets every account use it (selector: subject type ``account``;
-every request of a workspace server's step carries its user's account). Both are made before
-the server starts, in the RM database, as its administrator.
+fresh Resource Manager needs before users can run steps that ask for resources
+(:func:`bootstrap`).
 
 Invariant: idempotent. A pool or policy that exists is left exactly as it is (an administrator
 may have changed it since), and a concurrent creator (another replica starting) wins quietly,
@@ -46,7 +42,13 @@ def policy_name(pool: str) -> str:
 
 
 def bootstrap(database_url: str, pools: Sequence[PoolSpec]) -> list[str]:
-    """Make the missing pools and policies; one line per pool saying what was done."""
+    """Make the missing pools and policies; one line per pool saying what was done.
+
+    For each pool given: the pool (capacities read like ``wharf pool create --capacity``) and a
+    policy ``NAME-everyone`` that lets every account use it (selector: subject type
+    ``account``; every request of a workspace server's step carries its user's account). Both
+    are made before the server starts, in the RM database, as its administrator.
+    """
     from wharf.cli.pools import apply_classes
     from wharf.cli.resource_manager import resources
     from wharf.core.errors import EntityExistsError, EntityNotFoundError

@@ -1,14 +1,11 @@
-"""``wharf schedule list | show | pause | resume | delete``: the project's recorded schedules.
-
-Schedules are named per project; every command takes a schedule's name or id. Deleting a
-schedule keeps the runs it started.
+"""``wharf schedule list | show | pause | resume | delete``: the project's recorded schedules,
+by name (unique per project) or id. Deleting a schedule keeps the runs it started.
 
 On an orchestrator that fires schedules itself (``BaseOrchestrator.schedules_runs``, e.g. a
-Kubernetes CronJob), pausing, resuming and deleting also change the schedule there, found through
-the schedule's snapshot's stack. Consistency when the platform refuses or cannot be reached (one
-error line, non-zero exit): pause and resume put the store's record back as it was; delete
-changes the platform first and deletes the record only once that worked, so a failure leaves the
-schedule as it was (delete again once the cluster answers).
+Kubernetes CronJob), pause, resume and delete also change the schedule there
+(:func:`_orchestrator_of`). Invariant: when the platform refuses or cannot be reached, the
+schedule is left as it was: pause and resume put the store's record back, and delete changes
+the platform first and deletes the record only once that worked.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The team's Resource Manager as a logged-in user reaches it: through the workspace server.
-
-:class:`WorkspaceResourceManager` offers what ``wharf pool``, ``wharf policy`` and ``wharf
-request`` read — descriptors, pools with their queues and allocations, policies, and the
-caller's own requests (get, list, explain, release, cancel) — over the server's routes
-(``/api/v1/resource_pools`` …), with the caller's workspace credential and rights. No RM
+"""The team's Resource Manager as a logged-in user reaches it: through the workspace server
+(:class:`WorkspaceResourceManager`), with the caller's workspace credential and rights; no RM
 credential is needed.
 
 Invariant: read-only for configuration. Creating, changing or deleting descriptors, pools or
@@ -141,7 +137,10 @@ class _Requests(WorkspaceRequests):
 
 
 class WorkspaceResourceManager:
-    """See the module docstring; ``close()`` closes its HTTP session."""
+    """What ``wharf pool``, ``wharf policy`` and ``wharf request`` read (descriptors, pools
+    with their queues and allocations, policies, and the caller's own requests: get, list,
+    explain, release, cancel) over the server's routes (``/api/v1/resource_pools`` ...);
+    ``close()`` closes its HTTP session."""
 
     def __init__(self, url: str, credential: str | None) -> None:
         self._http = HttpSession(url, credential)

@@ -1,14 +1,9 @@
-"""``Client``: read and steer what the metadata store records (runs, steps, artifacts).
+"""``Client``: read and steer what the metadata store records (runs, steps, artifacts,
+schedules, resource requests) within one project.
 
-Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns a
-:class:`~wharf.store.models.Page`. Runs, pipelines and schedules are looked up by id or name,
-within the client's project; where a full id is accepted, so is a short one: the first digits
-of its hex form (at least four; ``wharf.core.ids``), when they match one record of the project
-(several raise ``AmbiguousIdError`` naming them). A name that exists wins over a prefix.
-
-Reads and stops of runs first sweep the runs whose orchestrating process is gone
-(``wharf.store.lost_runs``; at most once a second per client), so a run whose process died is
-shown failed, never running forever.
+Invariant: reads and stops of runs first sweep the runs whose orchestrating process is gone
+(``wharf.store.lost_runs``; at most once every :data:`SWEEP_EVERY_SECONDS` per client), so a run
+whose process died is shown failed, never running forever.
 """
 
 from __future__ import annotations
@@ -59,6 +54,16 @@ SWEEP_EVERY_SECONDS = 1.0
 
 
 class Client:
+    """Reads and steers the records of the workspace's project; a context manager.
+
+    Every list method is paged (``page`` is 1-based, ``size`` ≤ 1000) and returns a
+    :class:`~wharf.store.models.Page`. Runs, pipelines and schedules are looked up by id or
+    name within the project; where a full id is accepted, so is a short one: the first digits
+    of its hex form (at least four; ``wharf.core.ids``), when they match one record of the
+    project (several raise ``AmbiguousIdError`` naming them). A name that exists wins over a
+    prefix.
+    """
+
     def __init__(self, config: WharfConfig | None = None, store: Store | None = None) -> None:
         self._workspace = Workspace.open(config, store)
         self._swept_at: float | None = None

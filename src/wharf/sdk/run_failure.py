@@ -1,12 +1,7 @@
-"""A pipeline call whose run ended failed raises :class:`RunFailedError`.
-
-:class:`FailureWatch` is made for one pipeline call: it wraps the step lookup used in this
-process and a dynamic pipeline's body so that the exceptions the user's code raised here are
-kept (the engine records only their text). Once the run is recorded as finished,
-:meth:`FailureWatch.check` raises :class:`RunFailedError` if it failed, with the failed steps'
-reasons read from the store and the user's own exception chained as ``__cause__`` where it was
-raised in this process (a dynamic body's exception first, else the first failed step's). A run
-ended ``stopped`` (or anything but ``failed``) raises nothing.
+"""A pipeline call whose run ended failed raises :class:`RunFailedError`, with the user's own
+exception chained where it was raised in this process (kept by a :class:`FailureWatch`, since
+the engine records only its text). A run ended ``stopped`` (or anything but ``failed``) raises
+nothing.
 """
 
 from __future__ import annotations
@@ -51,7 +46,8 @@ class _WatchedStep:
 
 @dataclass
 class FailureWatch:
-    """What the user's code raised in this process during one pipeline call."""
+    """What the user's code raised in this process during one pipeline call: it wraps the step
+    lookup used in this process (:meth:`steps`) and a dynamic pipeline's body (:meth:`body`)."""
 
     step_errors: dict[str, BaseException] = field(default_factory=dict)
     body_error: BaseException | None = None
@@ -91,7 +87,9 @@ class FailureWatch:
         return watched
 
     def check(self, store: Store, run: PipelineRunRecord) -> None:
-        """Raise :class:`RunFailedError` if ``run`` (as recorded at its end) failed."""
+        """Raise :class:`RunFailedError` if ``run`` (as recorded at its end) failed, with the
+        failed steps' reasons read from the store and the exception kept here chained as
+        ``__cause__`` (a dynamic body's first, else the first failed step's)."""
         if run.status is not ExecutionStatus.FAILED:
             return
         failed = store.steps.list(
