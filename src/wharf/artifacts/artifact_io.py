@@ -1,22 +1,12 @@
 """Save and load one artifact: the two calls the execution engine makes per step output/input.
 
-Invariants:
+Owns :func:`save_artifact`, :func:`load_artifact` and :class:`SavedArtifact`.
 
-- :func:`save_artifact` writes into a URI that must not exist yet and, on any failure, removes
-  everything it wrote there before raising, so a URI either holds a complete artifact (and the
-  :class:`SavedArtifact` describing it was returned) or nothing.
-- Every failure to save or load surfaces as one
-  :class:`~wharf.core.errors.MaterializationError` whose message is a single line naming the
-  type, the materializer and the cause; the original exception is chained.
-- The recorded ``data_type`` and ``materializer`` are ``module:qualname`` import paths (see
-  :mod:`wharf.artifacts.materializers.registry`); ``content_hash`` is
-  :func:`wharf.artifacts.hashing.content_hash` of what was stored (for a single file, computed
-  from the bytes as they are written when :mod:`wharf.artifacts.watched` can vouch for them).
-- Crash safety without fsync: files are published by atomic rename (:mod:`wharf.artifacts.store`)
-  and the engine records a version only after :func:`save_artifact` returned, so no record ever
-  points at a partial or missing file; ``LocalArtifactStore(fsync=True)`` adds power-loss safety.
-- Hot path: no imports, one dict lookup for an already-seen type, no extra file-system round
-  trips (a single-file materializer's artifact is one file, no directory of its own).
+Invariants: a URI holds either a complete artifact (whose :class:`SavedArtifact` was returned)
+or nothing; every failure to save or load is one single-line
+:class:`~wharf.core.errors.MaterializationError` naming the type, the materializer and the cause
+(the original exception chained); the recorded ``data_type`` and ``materializer`` are
+``module:qualname`` import paths (:mod:`wharf.artifacts.materializers.registry`).
 """
 
 from __future__ import annotations
@@ -41,7 +31,10 @@ from wharf.core.errors import MaterializationError
 
 @dataclass(frozen=True, slots=True)
 class SavedArtifact:
-    """What the metadata store records about a saved artifact."""
+    """What the metadata store records about a saved artifact. ``content_hash`` is
+    :func:`wharf.artifacts.hashing.content_hash` of what was stored (for a single file,
+    computed from the bytes as they are written when :mod:`wharf.artifacts.watched` can vouch
+    for them)."""
 
     uri: str
     data_type: str
@@ -61,6 +54,11 @@ def save_artifact(
     """Save ``value`` as a new artifact at ``uri`` (e.g. from ``store.new_uri(...)``).
 
     ``materializer`` (a class or its ``module:qualname`` path) overrides the registry's choice.
+    ``uri`` must not exist yet; on any failure everything written there is removed before
+    raising. Crash safety without fsync: files are published by atomic rename and the engine
+    records a version only after this returned, so no record points at a partial or missing
+    file (``LocalArtifactStore(fsync=True)`` adds power-loss safety). A single-file
+    materializer's artifact is one file, no directory of its own.
     """
     data_type = type(value)
     if materializer is None:

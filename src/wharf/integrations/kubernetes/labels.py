@@ -1,17 +1,13 @@
 """Kubernetes names, label values and the labels and annotations Wharf puts on its objects.
 
-Owns: the syntax checks of Kubernetes names (:func:`is_label_value`, :func:`is_label_key`,
-:func:`is_dns1123_label`, :func:`is_dns1123_subdomain`), turning any text into a valid label
-value (:func:`label_value`) or resource name (:func:`resource_name`), the run labels and
-annotations (:func:`run_labels`, :func:`run_annotations`) and label selectors.
+Owns the syntax checks of Kubernetes names (``is_*``), turning any text into a valid label value
+(:func:`label_value`) or resource name (:func:`resource_name`), the run labels and annotations
+(:func:`run_labels`, :func:`run_annotations`) and label selectors.
 
-Invariants:
-- a value that is already valid is kept as it is; any other value (too long, or with a
-  character Kubernetes refuses) is rewritten *and* gets a suffix hashed from the original text,
-  so two different inputs never map to the same output unless their hashes collide (8 hex
-  digits of SHA-256) — two long names sharing a 60-character prefix stay apart;
-- the result depends only on the input: no clock, no randomness;
-- annotations carry the full, unchanged values under the same ``wharf.io/...`` keys.
+Invariants: a valid value is kept as it is; any other is rewritten *and* suffixed with a hash of
+the original text (:func:`short_hash`), so two different inputs stay apart even when they share
+a long prefix; the result depends only on the input; annotations carry the full, unchanged
+values under the same ``wharf.io/...`` keys.
 """
 
 from __future__ import annotations

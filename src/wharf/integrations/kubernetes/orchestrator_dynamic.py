@@ -1,20 +1,11 @@
 """A dynamic pipeline's body in its orchestrator pod, for the engine's dynamic runner.
 
-The pod runs a dynamic pipeline's function itself (``wharf.execution.dynamic``, through the run
-loop: ``RunJob.pipeline_function`` and ``RunJob.spec_factory``), so it imports the pipeline the
-snapshot names (``PipelineSpec.source``): from the run's code archive when the snapshot records
-one (fetched into this pod's code cache and put first on ``sys.path``, as a step pod does:
-``wharf.execution.code_fetch``), else from the image. The import happens when the run loop first
-calls the body, so a pipeline that cannot be imported ends its run failed with the reason (not
-a pod failure its Job would retry), and top-level pipeline calls of the user's module do not run
-while it is imported (``step_runner.import_user_object``).
+Owns :class:`DynamicBody` (the run loop's ``RunJob.pipeline_function`` and
+``RunJob.spec_factory``) and the submitter's side of a pipeline defined in its script
+(:func:`main_script`, :data:`SCRIPT_KEY`).
 
-A pipeline defined in the submitter's script (``__main__``) is loaded from that script's copy in
-the code archive: the submitter records the script's path in the run's metadata
-(:data:`SCRIPT_KEY`). Steps defined in that script get the specs they get in a local run
-(``__main__:name`` with the submitter's path), which step pods resolve in their own tree.
-Steps launched at run time get the specs a local run gives them (``sdk.compiler.build_step_spec``
-with the pipeline's defaults).
+Invariant: the pipeline is imported when the run loop first calls the body, so a pipeline that
+cannot be imported ends its run failed with the reason (not a pod failure its Job would retry).
 """
 
 from __future__ import annotations
@@ -53,7 +44,18 @@ def defined_in_script(spec: PipelineSpec) -> bool:
 
 
 class DynamicBody:
-    """The function of a dynamic pipeline and its step-spec builder, imported on first use."""
+    """The function of a dynamic pipeline and its step-spec builder, imported on first use.
+
+    The pipeline the snapshot names (``PipelineSpec.source``) is imported from the run's code
+    archive when the snapshot records one (fetched into this pod's code cache and put first on
+    ``sys.path``, as a step pod does: ``wharf.execution.code_fetch``), else from the image;
+    top-level pipeline calls of the user's module do not run while it is imported
+    (``step_runner.import_user_object``). A pipeline defined in the submitter's script
+    (``__main__``) is loaded from that script's copy in the archive (``script``); steps defined
+    there get the specs of a local run (``__main__:name`` with the submitter's path), which
+    step pods resolve in their own tree. Steps launched at run time get the specs a local run
+    gives them (``sdk.compiler.build_step_spec`` with the pipeline's defaults).
+    """
 
     def __init__(
         self,

@@ -1,15 +1,10 @@
 """Following a run's orchestrator Job from the submitting side (``synchronous`` runs).
 
-:func:`follow_job` returns once the Job finished (its ``Complete`` or ``Failed`` condition),
-having copied the log of each of its pods — one per attempt of the Job — to the user's output
-as the pod ran, oldest pod first, each once — or as soon as a pod of the Job cannot start
-(a container waiting for one of the configured reasons, e.g. an image pull error), which
-would otherwise keep it waiting forever.
+Owns :func:`follow_job` and the reads it is built on (:func:`read_job`, :func:`job_pods`,
+:func:`stream_pod_log`).
 
-Invariants: it never waits on a fixed sleep: between pods it waits on a watch of the Job
-(``resourceVersion`` from the last read) that ends on the Job's next change or after the
-monitoring interval, so a change is seen at once and a missed one within the interval; a watch
-the server refuses (410 Gone, a dropped stream) only ends that wait. The Job's disappearance
+Invariants: it never waits on a fixed sleep (a change is seen at once, a missed one within the
+monitoring interval); each pod's log is copied once, oldest pod first; the Job's disappearance
 ends the following (the run's record then says how it ended).
 """
 
@@ -113,8 +108,12 @@ def follow_job(
     on_wait: Callable[[], None] | None = None,
 ) -> JobEnd:
     """Wait for the Job ``name`` to finish, copying its pods' logs to ``out``; how it ended,
-    or that it is stuck: a pod's container waits for one of ``fail_on_waiting_reasons``.
-    ``on_wait``: called before each wait (tests observe progress through it)."""
+    or that it is stuck: a pod's container waits for one of ``fail_on_waiting_reasons`` (e.g.
+    an image pull error, which would otherwise keep it waiting forever). The log of each pod
+    (one per attempt of the Job) is copied as the pod runs. Between pods it waits on a watch
+    of the Job (``resourceVersion`` from the last read) that ends on the Job's next change or
+    after ``interval``; a watch the server refuses (410 Gone, a dropped stream) only ends that
+    wait. ``on_wait``: called before each wait (tests observe progress through it)."""
     streamed: set[str] = set()
     while True:
         job = read_job(clients, namespace, name)

@@ -1,19 +1,16 @@
 """What the orchestrator pod of a run is started with: its names, command and environment.
 
 Pure functions shared by the submitting side (``orchestrator``) and the orchestrator pod
-(``orchestrator_main``), which parses the command line built here.
+(``orchestrator_main``), which parses the command line built here (:func:`orchestrator_command`,
+:func:`parse_orchestrator_args`).
 
 Invariants:
 
-- the pod's environment is the run's ``RunServices.child_env`` (how a process reaches the
-  run's store) without the paths of the submitting machine (``SUBMITTER_ONLY_ENV``: the
-  pipeline's code travels in the run's code archive, the Wharf home is the image's); a
-  credential in it (``SECRET_ENV``: ``WHARF_API_KEY``, a token scoped to the run, and
-  ``WHARF_STORE_URL``, which may hold a database password) never appears as a plain value: it
-  is split out, to travel in a Kubernetes Secret the pod refers to (``secretKeyRef``), each
-  variable under its own key (:func:`secret_key`);
-- names are valid Kubernetes resource names, derived from the run so that a resubmission of
-  the same run finds the same objects.
+- the pod's environment (:func:`pod_environment`) is the run's ``RunServices.child_env`` without
+  the submitting machine's paths (``SUBMITTER_ONLY_ENV``), and a credential in it
+  (``SECRET_ENV``) never appears as a plain value: it travels in a Secret the pod refers to;
+- names are valid Kubernetes resource names, derived from the run so that a resubmission of the
+  same run finds the same objects.
 """
 
 from __future__ import annotations
@@ -75,7 +72,13 @@ class PodEnvironment:
 
 
 def pod_environment(child_env: Mapping[str, str]) -> PodEnvironment:
-    """Split ``child_env`` into the orchestrator pod's plain variables and its credentials."""
+    """Split ``child_env`` into the orchestrator pod's plain variables and its credentials.
+
+    The paths of the submitting machine (``SUBMITTER_ONLY_ENV``) are left out: the pipeline's
+    code travels in the run's code archive, the Wharf home is the image's. Credentials
+    (``SECRET_ENV``: ``WHARF_API_KEY``, a token scoped to the run, and ``WHARF_STORE_URL``,
+    which may hold a database password) are split out to travel in a Kubernetes Secret the pod
+    refers to (``secretKeyRef``), each variable under its own key (:func:`secret_key`)."""
     kept = {key: value for key, value in child_env.items() if key not in SUBMITTER_ONLY_ENV}
     return PodEnvironment(
         env={key: value for key, value in kept.items() if key not in SECRET_ENV},

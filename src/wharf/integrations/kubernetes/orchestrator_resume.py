@@ -1,18 +1,12 @@
 """Taking over a run from an orchestrator pod that died mid-run (its Job started another pod).
 
-Every pod of an orchestrator Job runs the run with the same orchestrator run id
-(``kubernetes-<Job uid>``), so a pod that finds its run running with that id resumes it
-(:func:`take_over`): it first claims the run's liveness record (a beat naming this pod's
-process, before any sweep could judge the run lost with the dead pod), then lists the run's
-step Jobs by the run's label, then reads the run's step runs (one paged read, after the Jobs:
-a Job seen finished whose step run is still running afterwards lost its process). A step run in
-flight whose Job exists, is not being deleted and has not finished is adoptable: the run loop
-submits it again and the step backend takes over that Job (``step_backend``), never a second
-Job for one step run; the engine ends any other step run in flight as lost, does not run
-finished steps again and launches the rest as usual (caching decided right before each).
+Owns :func:`take_over` (what the run's steps did, and which step Jobs are adoptable) and
+:func:`delete_predecessor_secrets` (the step-env Secrets the earlier pods' backends left, once
+the resumed run ended; the Job would collect them anyway).
 
-When the resumed run ended, :func:`delete_predecessor_secrets` deletes the step-env Secrets
-the earlier pods' backends left (their pods are gone; the Job would collect them anyway).
+Invariant: a step run in flight is adopted only when its Job exists, is not being deleted and
+has not finished (:func:`is_live`); the step backend then takes over that Job, never starting a
+second one for one step run.
 """
 
 from __future__ import annotations
@@ -46,7 +40,16 @@ def take_over(
     run: PipelineRunRecord,
     heartbeat_interval: float,
 ) -> Resumption:
-    """Claim ``run`` for this process and say what its steps did (see the module docstring)."""
+    """Claim ``run`` for this process and say what its steps did.
+
+    Every pod of an orchestrator Job runs the run with the same orchestrator run id, so a pod
+    that finds its run running with that id resumes it here: it first claims the run's
+    liveness record (a beat naming this pod's process, before any sweep could judge the run
+    lost with the dead pod), then lists the run's step Jobs by the run's label, then reads the
+    run's step runs (after the Jobs: a Job seen finished whose step run is still running
+    afterwards lost its process). The run loop submits adoptable step runs again; the engine
+    ends any other step run in flight as lost, does not run finished steps again and launches
+    the rest as usual."""
     store.runs.update_heartbeat(run.id, orchestrator_process(heartbeat_interval))
     jobs = step_jobs(clients, namespace, run.id)  # before the step runs: see the docstring
     steps = latest_step_runs(store, run.id)

@@ -1,20 +1,13 @@
 """One shared, resumable list-and-watch over the objects of a label selector (pods or Jobs).
 
-An :class:`ObjectWatch` keeps, in one daemon thread, the latest state of every object of one
-kind in one namespace that matches a label selector, grouped by a key (a pod by the name of the
-Job that owns it — a Job may have several pods, one per Kubernetes retry — a Job by its own
-name). It lists once, then watches from the list's resourceVersion with ``timeoutSeconds``; a
-watch that ends or is cut resumes from the last resourceVersion it saw, and a 410 Expired (an
-``ERROR`` event or the HTTP status) makes it list again, so no change is missed and nothing is
-polled per object. Failed requests are retried with a growing backoff. Objects are kept as the
-plain dicts the API server sends (no model decoding).
+Owns :class:`ObjectWatch` and the keys it groups objects by (:func:`job_name_of_pod`,
+:func:`name_of`).
 
 Invariants: every change is made and every reader reads under one ``threading.Condition``
-(which several watches may share, so a waiter wakes on a change of any of them), and
-``on_change`` is told which key changed (None: possibly any), so that a waiter for a few keys
-need not wake on every change; an object
-deleted while watched leaves a tombstone for its key (:meth:`ObjectWatch.deleted`);
-:meth:`ObjectWatch.close` ends the thread promptly by shutting its open response down.
+(which several watches may share), and ``on_change`` is told which key changed (None: possibly
+any); no change is missed and nothing is polled per object; an object deleted while watched
+leaves a tombstone for its key (:meth:`ObjectWatch.deleted`); :meth:`ObjectWatch.close` ends the
+thread promptly by shutting its open response down.
 """
 
 from __future__ import annotations
@@ -73,8 +66,17 @@ def name_of(obj: KubeObject) -> str | None:
 
 
 class ObjectWatch:
-    """See the module docstring. ``list_call``: e.g. ``core.list_namespaced_pod``; ``key``:
-    how objects are grouped; ``condition``: shared with other watches to wait on both."""
+    """The latest state of every object of one kind in one namespace that matches a label
+    selector, kept by one daemon thread and grouped by a key (a pod by the name of the Job
+    that owns it, a Job may have several; a Job by its own name).
+
+    It lists once, then watches from the list's resourceVersion with ``timeoutSeconds``; a
+    watch that ends or is cut resumes from the last resourceVersion it saw, and a 410 Expired
+    (an ``ERROR`` event or the HTTP status) makes it list again. Failed requests are retried
+    with a growing backoff. Objects are kept as the plain dicts the API server sends.
+
+    ``list_call``: e.g. ``core.list_namespaced_pod``; ``key``: how objects are grouped;
+    ``condition``: shared with other watches so that a waiter wakes on a change of any."""
 
     def __init__(
         self,

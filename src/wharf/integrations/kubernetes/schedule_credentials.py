@@ -1,20 +1,11 @@
 """The credential of a schedule's fired runs when the store is a workspace server.
 
-Submitting side (:func:`schedule_child_env`): a schedule handed to Kubernetes gets a
-schedule-scoped token issued to the submitter's credential (``POST /schedules/{id}/token``),
-which replaces that credential in the fired pods' environment: the user's own key never goes to
-the cluster. A SQL store's environment is left as it is (its pods need no token).
+Owns the submitting side (:func:`schedule_child_env`) and the fired side
+(:func:`fire_scheduled_run`) of a schedule's token.
 
-Fired side (:func:`fire_scheduled_run`): an orchestrator pod started by the CronJob with a
-schedule token and no run reads its schedule (a paused one, or one outside its start and end
-times, fires nothing) and snapshot, fires the schedule's run with its Job's orchestrator run id
-(``POST /schedules/{id}/runs``: the server creates the run, recorded with the schedule, or finds
-the one an earlier pod of that Job created) and switches to the run token it got back: for its
-own store and for its step pods' environment. From then on the pod is the orchestrator of an
-ordinary run; the schedule token serves nothing else (the server would refuse it).
-
-The REST store (and its HTTP stack) is imported only by the two functions that use it, so
-importing this module costs an orchestrator pod with a direct store connection nothing.
+Invariants: the user's own key never goes to the cluster; a schedule token serves only to fire
+the schedule's run (the server would refuse it otherwise); the REST store is imported only by
+the two functions that use it, so a pod with a direct store connection does not import it.
 """
 
 from __future__ import annotations
@@ -48,7 +39,8 @@ def schedule_child_env(
     store: Store, schedule: ScheduleRecord, child_env: Mapping[str, str]
 ) -> dict[str, str]:
     """``child_env`` for the pods ``schedule`` fires: on a workspace server, its credential
-    replaced by a token of the schedule (issued now, to ``store``'s credential); else as is."""
+    replaced by a token of the schedule (issued now, to ``store``'s credential:
+    ``POST /schedules/{id}/token``); else as is (a SQL store's pods need no token)."""
     env = dict(child_env)
     if SERVER_URL_ENV not in env and API_KEY_ENV not in env:
         return env
@@ -107,7 +99,12 @@ def fire_scheduled_run(
 ) -> FiredRun | None:
     """Fire the run of ``schedule_id`` for this pod's Job ``own_job`` with the schedule token
     ``store`` holds, and switch to that run's token (``store`` is closed then); None when the
-    schedule fires nothing now (paused, or outside its start and end times)."""
+    schedule fires nothing now (paused, or outside its start and end times).
+
+    The server creates the run (``POST /schedules/{id}/runs``), recorded with the schedule,
+    or finds the one an earlier pod of that Job created; the run token it gives back serves
+    the pod's own store and its step pods' environment. From then on the pod is the
+    orchestrator of an ordinary run."""
     from wharf.store.rest.schedule_tokens import fire_schedule
     from wharf.store.rest.store import RestStore
 

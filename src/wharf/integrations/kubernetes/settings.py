@@ -1,18 +1,14 @@
 """Settings of the Kubernetes orchestrator and step operator, and of the pods they create.
 
-Owns: :class:`KubernetesPodSettings`, :class:`KubernetesOrchestratorSettings`,
-:class:`KubernetesStepOperatorSettings` (meanings as in the ZenML spec §5.5), parsing a
-component's ``-c key=value`` configuration (:meth:`from_component`), layering step-level
-settings over the component's (:meth:`merged`), the orchestrator pod's default requests
-(:func:`with_default_requests`) and :func:`deep_merge`.
+Owns :class:`KubernetesPodSettings`, :class:`KubernetesOrchestratorSettings` and
+:class:`KubernetesStepOperatorSettings` (meanings as in the ZenML spec §5.5), with their parsing
+(``from_component``) and layering (``merged``, :func:`deep_merge`).
 
 Invariants:
-- every model forbids unknown fields, and invalid input is an :class:`InputError` in plain words
-  naming the field (from :meth:`from_component` and :meth:`merged`);
-- merging never mutates its inputs: mappings merge key by key at every depth (a step adds one
-  node selector without repeating the component's), lists and scalars are replaced whole;
-  only the fields an override *set* take part (a step's ``KubernetesOrchestratorSettings(
-  namespace="x")`` changes the namespace and nothing else);
+
+- every model forbids unknown fields; invalid input is an :class:`InputError` in plain words
+  naming the field;
+- merging never mutates its inputs, and only the fields an override *set* take part;
 - pod settings hold plain dicts in the shape the Kubernetes API takes (camelCase inside
   ``affinity``, ``tolerations``, ``env``, ``volumes``...); quantities are strings.
 """
@@ -360,8 +356,9 @@ class _KubernetesSettings(BaseModel):
 
     def merged(self, override: Mapping[str, Any] | BaseModel | None) -> Self:
         """These settings with ``override`` (step- or run-level) layered over them: only the
-        fields it set count; mappings merge at every depth (pod settings field by field, node
-        selectors key by key), lists and scalars replace."""
+        fields it set count (a step's ``KubernetesOrchestratorSettings(namespace="x")``
+        changes the namespace and nothing else); mappings merge at every depth (pod settings
+        field by field, node selectors key by key), lists and scalars replace."""
         if override is None:
             return self.model_copy(deep=True)
         layer = _plain(override)

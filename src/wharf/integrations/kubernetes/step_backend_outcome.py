@@ -1,21 +1,9 @@
 """How a step Job's attempt ended, read from the Job and its pods as the API server reports them.
 
-Pure: :func:`attempt_outcome` looks at plain dicts (the watch's latest states) and answers
-None while the attempt is still going. Rules, in order:
+Owns :func:`attempt_outcome` (the rules) and the shared :func:`being_deleted` predicate.
 
-- the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
-- the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once its
-  pods are seen ended (its controller ends them), or more
-  counted pod failures than its ``backoffLimit`` (a failure under a ``DisruptionTarget``
-  condition is not counted, as the default pod failure policy ignores it, nor a pod killed
-  because it was deleted): failed, with the last exit code ("exited with code 2", "was
-  killed by SIGKILL (exit code 137, OOMKilled)");
-- a container of its newest pod waiting for one of the configured reasons (an image that
-  cannot be pulled, a missing secret): failed at once, naming the reason and the image;
-- the Job deleted by someone else (gone, or being deleted and its pods ended): lost. After a
-  cancel: cancelled once the Job is gone or its pods ended, or once the cancel is overdue (its
-  pods outlived their grace period and a margin: their node no longer reports, e.g. it is
-  lost, and only the pod garbage collector would remove them).
+Invariant: pure; it looks at plain dicts (the watch's latest states) and answers None while the
+attempt is still going.
 """
 
 from __future__ import annotations
@@ -42,9 +30,23 @@ def attempt_outcome(
     cancelled: bool = False,
     cancel_overdue: bool = False,
 ) -> AttemptOutcome | None:
-    """How the attempt of ``job`` (None: not seen) ended, or None while it runs (see the
-    module docstring). ``pods``: the Job's pods, oldest first. ``cancel_overdue``: it was
-    cancelled and its pods should have ended by now."""
+    """How the attempt of ``job`` (None: not seen) ended, or None while it runs. ``pods``: the
+    Job's pods, oldest first. ``cancel_overdue``: it was cancelled and its pods should have
+    ended by now. Rules, in order:
+
+    - the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
+    - the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once
+      its pods are seen ended, or more counted pod failures than ``backoff_limit`` (a failure
+      under a ``DisruptionTarget`` condition is not counted, nor a pod killed because it was
+      deleted): failed, with the last exit code ("exited with code 2", "was killed by SIGKILL
+      (exit code 137, OOMKilled)");
+    - a container of its newest pod waiting for one of ``waiting_reasons`` (an image that
+      cannot be pulled, a missing secret): failed at once, naming the reason and the image;
+    - the Job deleted by someone else (gone, or being deleted and its pods ended): lost.
+
+    After a cancel: cancelled once the Job is gone or its pods ended, or once the cancel is
+    overdue (the pods' node no longer reports, and only the pod garbage collector would remove
+    them)."""
     if cancelled:
         return _cancelled(job, job_deleted, pods, cancel_overdue)
     conditions = _true_conditions(job)
