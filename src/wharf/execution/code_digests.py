@@ -1,18 +1,9 @@
 """File hashes remembered between code archive scans, so an unchanged code base is not re-read.
 
-One JSON file per source root (``<dir>/<sha256 of the root's path>.json``) maps each relative
-path to its size, modification and change times (ns), inode and SHA-256, as they were when it
-was hashed, and records when the file was written.
-
-Invariants:
-
-- A remembered hash is used only when size, both times and inode are all unchanged, and the
-  file's modification time lies at least :data:`RACY_SECONDS` before the record was written:
-  a file changed within the same timestamp tick as its hashing is never trusted (it is re-read
-  next time, as git does with "racily clean" entries).
-- The record is replaced atomically (a temporary file renamed over it); a missing, unreadable
-  or malformed record means "nothing remembered", never an error. It is written only when
-  something changed.
+Owns :class:`FileHashes`: one JSON file per source root (``<dir>/<sha256 of the root's
+path>.json``). Invariants: a remembered hash is used only for a file unchanged since and not
+changed within the tick of its hashing; the record is replaced atomically, and a missing,
+unreadable or malformed record means "nothing remembered", never an error.
 """
 
 from __future__ import annotations
@@ -35,7 +26,9 @@ def _signature(info: os.stat_result) -> list[int]:
 
 
 class FileHashes:
-    """The remembered hashes of one source root; see the module docstring."""
+    """The remembered hashes of one source root: each relative path's size, modification and
+    change times (ns), inode and SHA-256, as they were when it was hashed, and when the record
+    was written (only when something changed)."""
 
     def __init__(
         self, path: Path, root: str, entries: dict[str, list[Any]], written_ns: int
@@ -59,7 +52,10 @@ class FileHashes:
         return cls(path, str(root), {}, 0)
 
     def get(self, name: str, info: os.stat_result) -> bytes | None:
-        """The remembered hash of ``name`` if the file is unchanged since, else None."""
+        """The remembered hash of ``name`` if the file is unchanged since, else None: size,
+        both times and inode all unchanged, and its modification time at least
+        :data:`RACY_SECONDS` before the record was written (a file changed within the same
+        timestamp tick as its hashing is re-read, as git does with "racily clean" entries)."""
         entry = self._entries.get(name)
         if entry is None or entry[:4] != _signature(info):
             return None

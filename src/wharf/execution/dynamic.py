@@ -1,18 +1,11 @@
 """Dynamic pipelines: the pipeline function runs here and launches steps as it goes.
 
-While a :class:`DynamicRunner` runs the function, calling a step runs it and returns its outputs
-as ``OutputArtifact`` handles (loaded lazily); ``step.submit(...)`` returns a ``StepFuture``;
-``step.map(...)`` submits one step per element and returns a ``MapResultsFuture`` (the handles
-are ``dynamic_futures``'s). Steps go through the same launcher as static ones (cache lookup
-right before each starts, retries, inline or isolated runtime), and each step's upstream edges
-are the steps whose outputs it actually received. Invariants: invocation ids are unique within
-the run (a step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps
-of a ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
-``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the call);
-no step starts once the run is stopping; the run ends only after every submitted step ended. A
-body that raises ends the run failed, its traceback shown once: logged here, unless the caller
-raises it again (:data:`CALLER_RAISES_BODY_ERROR`). A resumed run replays the function; a call
-made differently, or one left out, fails the run (``launcher``).
+Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
+upstream edges are the steps whose outputs it actually received. Invariants: invocation ids are
+unique within the run; no step starts once the run is stopping; the run ends only after every
+submitted step ended; a body that raises ends the run failed, its traceback shown once (logged
+here, unless the caller raises it again: :data:`CALLER_RAISES_BODY_ERROR`). A resumed run
+replays the function; a call made differently, or one left out, fails the run (``launcher``).
 """
 
 from __future__ import annotations
@@ -102,6 +95,16 @@ class DynamicOutcome:
 
 
 class DynamicRunner:
+    """Runs a dynamic pipeline's function (:meth:`run`), launching steps as it calls them.
+
+    Calling a step runs it and returns its outputs as ``OutputArtifact`` handles (loaded
+    lazily); ``step.submit(...)`` returns a ``StepFuture``; ``step.map(...)`` submits one step
+    per element and returns a ``MapResultsFuture`` (handles from ``dynamic_futures``). A
+    step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
+    ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
+    ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the
+    call."""
+
     def __init__(
         self,
         spec: PipelineSpec,

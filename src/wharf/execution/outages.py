@@ -1,15 +1,9 @@
 """Riding out a short outage of the store, the workspace server or the Resource Manager on the
 engine's wait, heartbeat and end-of-run paths.
 
-Owns :func:`transient` (which errors an outage raises: ``StoreUnavailableError``, what the REST
-store, the workspace server's 503 and the Resource Manager's client raise when nobody answers)
-and :func:`retry_through_outage` (call again, backing off from :data:`FIRST_DELAY_SECONDS`
-doubling up to :data:`MAX_DELAY_SECONDS`, until the call succeeds or ``patience`` seconds have
-passed on the injected clock; then the last error is raised). Any other error is raised at
-once.
-
-Invariant: only calls that are safe to repeat go through it (reads, heartbeats, lease renewals,
-releases, and ending a run, which returns a finished run unchanged).
+Owns :func:`transient` (which errors an outage raises) and :func:`retry_through_outage`.
+Invariant: only calls that are safe to repeat go through it (reads, heartbeats, lease
+renewals, releases, and ending a run, which returns a finished run unchanged).
 """
 
 from __future__ import annotations
@@ -31,7 +25,9 @@ MAX_DELAY_SECONDS = 5.0
 
 def transient(error: BaseException) -> bool:
     """Whether ``error`` says that a service could not be reached or is briefly unavailable
-    (connection refused or reset, timeout, 503), rather than that the call is wrong."""
+    (connection refused or reset, timeout, 503: ``StoreUnavailableError``, raised by the REST
+    store, the workspace server and the Resource Manager's client), rather than that the call
+    is wrong."""
     return isinstance(error, StoreUnavailableError)
 
 
@@ -44,7 +40,9 @@ def retry_through_outage(
     sleep: Callable[[float], object],
 ) -> T:
     """``call()``'s answer, calling again through a transient outage of up to ``patience``
-    seconds (``what`` names the call in the log); the last error once patience runs out."""
+    seconds (``what`` names the call in the log); the last error once patience runs out.
+    Backs off from :data:`FIRST_DELAY_SECONDS` doubling up to :data:`MAX_DELAY_SECONDS`, on
+    the injected clock; any other error is raised at once."""
     started = clock()
     delay = FIRST_DELAY_SECONDS
     failures = 0

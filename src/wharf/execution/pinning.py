@@ -1,16 +1,11 @@
 """Pinning an isolated step's process to the CPUs and GPUs its allocation grants.
 
-The Resource Manager decides *how many* CPUs and GPUs a step gets, not *which* ones; on one
-machine the step processes share out devices themselves: each claims free devices by taking a
-non-blocking ``flock`` on one lock file per device (in a per-user directory). The OS drops a
-process's locks when it exits, however it exits, so a killed step never leaks a device. Since
-the RM never allocates more than the machine has, free devices exist for every allocated step
-that Wharf manages; when they do not (processes outside Wharf hold some), the step runs
-unpinned and says so.
-
-Pinning: CPU affinity (``os.sched_setaffinity``, where the OS has it) and
-``CUDA_VISIBLE_DEVICES`` for GPUs. The allocation itself reaches the step as JSON in
-``WHARF_STEP_ALLOCATION`` and through ``get_step_context().allocation``.
+Owns :func:`claim` and :func:`pin_to_allocation` (CPU affinity where the OS has it,
+``CUDA_VISIBLE_DEVICES`` for GPUs). The Resource Manager decides how many devices a step gets,
+not which: step processes on one machine claim free devices with a non-blocking ``flock`` on
+one lock file per device (in a per-user directory). Invariants: the OS drops a process's locks
+when it exits, so a killed step never leaks a device; when too few devices are free (processes
+outside Wharf hold some), the step runs unpinned and says so.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Progress of a run as events: what the engine already knows, told to listeners as it happens.
 
-The engine calls a :class:`ProgressReporter` (``RunServices.progress``) when a run starts, when
-each step starts (inline or in its own process), is cached, waits for resources, retries, ends,
-and when the run ends; the reporter turns each call into a :class:`ProgressEvent` and hands it to
-its listeners. :class:`LogListener` is the usual listener: it logs the event on the
-``wharf.progress`` logger (one line per event; the event itself rides on the record as
-``wharf_event`` for structured output, see ``progress_logging``).
-
-Invariants: a reporter never reads the store (every fact comes from what the caller passes), so
-an event costs no round trip; a reporter without listeners does nothing (step processes get
-one: their events are reported by the orchestrating process, which sees each step's end); the
-final summary counts the step events this reporter told for the run.
+Owns :class:`ProgressReporter` (``RunServices.progress``, called by the engine at each moment
+of a run and its steps), :class:`ProgressEvent` and :class:`LogListener` (the usual listener,
+on the ``wharf.progress`` logger). Invariants: a reporter never reads the store, so an event
+costs no round trip; a reporter without listeners does nothing (step processes get one: the
+orchestrating process reports their events); the final summary counts the step events this
+reporter told for the run.
 """
 
 from __future__ import annotations
@@ -80,8 +75,10 @@ ProgressListener = Callable[[ProgressEvent], None]
 
 
 class LogListener:
-    """Logs each event on the ``wharf.progress`` logger at the event's level; events that the
-    logger would drop are not even built (:meth:`wants`)."""
+    """Logs each event on the ``wharf.progress`` logger at the event's level, one line per
+    event (the event rides on the record as ``wharf_event`` for structured output:
+    ``progress_logging``); events that the logger would drop are not even built
+    (:meth:`wants`)."""
 
     def wants(self, level: int) -> bool:
         return logger.isEnabledFor(level)

@@ -1,15 +1,9 @@
 """Where Wharf's log lines go when the application did not say: stderr, as text or JSON lines.
 
-:func:`configure_logging` is called when a pipeline is about to run (``Workspace.run_services``).
-It installs one handler of its own on the ``wharf`` logger, writing to the current
-``sys.stderr``, only while the application has configured no logging itself (no handler on the
-root logger, none but this one on ``wharf``); once the application has, this handler is taken
-away again, so a line is never printed twice. The level from ``WHARF_LOGGING_VERBOSITY``, when
-set, applies to the ``wharf`` logger either way; unset, Wharf's own output shows INFO and above.
-
-Formats: ``text`` is ``HH:MM:SS [wharf] message`` (the level is named from WARNING up); ``json``
-is one object per line: ``time``, ``level``, ``logger``, ``message`` and, for a progress event,
-its fields (``event``, ``run``, ``step``, ``status``, ``duration_s``, ...).
+Owns :func:`configure_logging` (called when a pipeline is about to run) and the ``text``
+(``HH:MM:SS [wharf] message``) and ``json`` formats (one object per line, a progress event's
+fields as top-level keys). Invariant: its handler on the ``wharf`` logger is there only while
+the application has configured no logging itself, so a line is never printed twice.
 """
 
 from __future__ import annotations
@@ -80,7 +74,13 @@ def _own_handlers(wharf: logging.Logger) -> list[logging.Handler]:
 
 def configure_logging(verbosity: str | None, fmt: str) -> None:
     """Send Wharf's log to stderr in ``fmt`` (``text`` or ``json``) at ``verbosity`` (a level
-    name; None: INFO), unless the application configured logging itself."""
+    name; None: INFO), unless the application configured logging itself.
+
+    One handler of its own goes on the ``wharf`` logger, writing to the current
+    ``sys.stderr``, only while the application has configured no logging (no handler on the
+    root logger, none but this one on ``wharf``); once it has, the handler is taken away
+    again. The level (``WHARF_LOGGING_VERBOSITY``) applies to the ``wharf`` logger either
+    way."""
     with _CONFIGURING:
         _configure(logging.getLogger(WHARF_LOGGER), verbosity, fmt)
 

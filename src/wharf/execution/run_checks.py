@@ -1,18 +1,10 @@
 """The store checks made for a run's waiting isolated attempts: one sweep per run per interval.
 
-While a run's isolated attempts run, the orchestrating process fails the run's steps whose
-heartbeat was lost (``steps.fail_lost_heartbeats``) and reads which of its waiting steps the
-store shows finished (their processes should be exiting). :class:`RunChecks` does both for all
-the run's waiting steps at once: a waiting step whose check is due (its backend reported
-nothing for an interval) uses the latest sweep if it began less than an interval ago, else
-runs one; meanwhile the others wait for it and use its answer.
-
-Invariants: at most one sweep of a run is in progress, and sweeps begin at least one interval
-apart, however many steps wait; one sweep is one ``fail_lost_heartbeats`` and one listing of the
-waiting steps that finished (by id: an earlier attempt of the same step does not count). A sweep
-that the store did not answer (an outage) is raised to the step that ran it and does not count
-as a sweep; the first sweep after it only reads, so the steps' heartbeats get one interval to
-arrive before anyone is judged lost.
+Owns :class:`RunChecks`. Invariants: at most one sweep of a run is in progress, and sweeps
+begin at least one interval apart, however many steps wait; one sweep is one
+``fail_lost_heartbeats`` and one listing of the waiting steps that finished (by id: an earlier
+attempt of the same step does not count); the first sweep after an outage only reads, so the
+steps' heartbeats get one interval to arrive before anyone is judged lost.
 """
 
 from __future__ import annotations
@@ -30,7 +22,15 @@ from wharf.store.models import PageRequest, StepRunFilter, StepRunRecord
 
 
 class RunChecks:
-    """See the module docstring: the checks of one run's waiting steps, shared by them."""
+    """The checks of one run's waiting steps, shared by them.
+
+    While a run's isolated attempts run, the orchestrating process fails the run's steps
+    whose heartbeat was lost and reads which of its waiting steps the store shows finished
+    (their processes should be exiting). A waiting step whose check is due (its backend
+    reported nothing for an interval) uses the latest sweep if it began less than an interval
+    ago, else runs one; meanwhile the others wait for it and use its answer. A sweep that the
+    store did not answer (an outage) is raised to the step that ran it and does not count as a
+    sweep."""
 
     def __init__(
         self,

@@ -1,16 +1,11 @@
 """Which step processes this machine started, as this OS user: a force stop signals only those.
 
-What the store records of a step's process (pid, host, start token) is written over the network
-and could name any process; a force stop from ``wharf runs stop --force`` must never signal a
-process that Wharf did not start here. So the backend that starts a step's process leaves a
-marker, one file per step run holding the pid and start token it started, in a directory only
-this user can write (``$XDG_RUNTIME_DIR/wharf-steps``, else ``<temp dir>/wharf-<uid>-steps``,
-0700, owned by this user: one made or changed by anyone else is never trusted). A force stop
-from any process of the same user on this machine reads the marker of the step it stops.
-
-Invariants: a marker is written 0600 and atomically (never half-read), removed when its
-attempt is cleaned up; :func:`started` answers only from a trusted directory, so nothing
-another account writes can make a process look started here.
+What the store records of a step's process (pid, host, start token) could name any process, so
+the backend that starts one leaves a marker (:func:`record`: one file per step run holding the
+pid and start token) in a directory only this user can write (:func:`directory`). Invariants: a
+marker is written 0600 and atomically, removed when its attempt is cleaned up; :func:`started`
+answers only from a trusted directory (0700, owned by this user), so nothing another account
+writes can make a process look started here.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The embedded adapter of the step-resources port: a Resource Manager this process reaches
 itself (in-process by default, or whatever ``WharfConfig.resource_manager`` names).
 
-Owns :class:`LazyResourceManager` (the RM client, connected on first use; its requests client
-is the workspace's requests link, telling the process's
-:class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests created,
-released, or announced by an in-process RM as having left the queue),
-:class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured` (the port
-over the configured RM for a SQL store: its ``request``, ``renew`` and ``release`` are the
-engine's explicit calls, made through :mod:`.requester`). The store is never involved: the
-workspace keeps the link for ``wharf request`` and ``Client``.
-
-Invariant: a release through :class:`LazyResourceManager` wakes the room after it committed
-(checked, or announced by the in-process RM), so a step of this process that ends needs no
-extra check.
+Owns :class:`LazyResourceManager` (the RM client, connected on first use),
+:class:`EmbeddedStepResources` (the port over it) and :func:`connect_configured`. The store is
+never involved: the workspace keeps the link for ``wharf request`` and ``Client``. Invariant:
+a release through :class:`LazyResourceManager` wakes the room after it committed, so a step of
+this process that ends needs no extra check.
 """
 
 from __future__ import annotations
@@ -56,7 +49,10 @@ if TYPE_CHECKING:  # the RM's models load only when a step actually asks for res
 
 class LazyResourceManager:
     """The Resource Manager, connected on first use (most runs never need it), and its requests
-    client as the workspace's requests link, telling the wait room what it learns."""
+    client as the workspace's requests link, telling the process's
+    :class:`~wharf.execution.resources.wait_room.WaitRoom` what it learns: requests created,
+    released (checked, or announced by an in-process RM), or announced as having left the
+    queue."""
 
     def __init__(
         self,
@@ -147,8 +143,9 @@ class LazyResourceManager:
 
 
 class EmbeddedStepResources(RoomedResources):
-    """The port over a Resource Manager this process reaches itself (see the module
-    docstring); it owns ``requests`` and closes it."""
+    """The port over a Resource Manager this process reaches itself; its ``request``,
+    ``renew`` and ``release`` are the engine's explicit calls, made through
+    :mod:`.requester`; it owns ``requests`` and closes it."""
 
     def __init__(self, requests: LazyResourceManager, *, requester: StepRequester) -> None:
         super().__init__(lambda: requests, requests.wait_room, releases_seen_here=True)

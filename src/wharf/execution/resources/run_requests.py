@@ -1,15 +1,9 @@
 """What one run's steps asked of the Resource Manager, settled when the run ends.
 
-Owns :class:`RunRequests` (the request of each step run the launcher created queued, and which
-of those steps are still queued as far as this process knows) and :func:`settle` (at the run's
-end: a step still queued ends, and every request of the run that is still pending or held is
-released through the step-resources port). A step is normally ended and its request released
-by the write that ends it; settling covers what that missed: a wait cut short by an error, a
-release that failed while the Resource Manager was unreachable, a run that ended early.
-
-Invariant: once a run is settled, none of its steps is queued and none of its requests is
-pending or allocated, unless the store or the Resource Manager stayed unreachable for longer
-than the port's patience (then the leases lapse on their own).
+Owns :class:`RunRequests` and :func:`settle`. Invariant: once a run is settled, none of its
+steps is queued and none of its requests is pending or allocated, unless the store or the
+Resource Manager stayed unreachable for longer than the port's patience (then the leases lapse
+on their own).
 """
 
 from __future__ import annotations
@@ -32,7 +26,8 @@ NEVER_STARTED = "The run ended before the step got its resources."
 
 
 class RunRequests:
-    """The requests of one run's queued steps (see the module docstring); thread-safe."""
+    """The request of each step run the launcher created queued, and which of those steps
+    are still queued as far as this process knows; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -69,7 +64,10 @@ class RunRequests:
 def settle(services: RunServices, requests: RunRequests, run_status: ExecutionStatus) -> None:
     """The run ends ``run_status`` (as far as this process knows): end its steps still queued
     (stopped if the run was stopped, else failed) and release its requests still pending or
-    held. Never raises a ``WharfError`` (logged)."""
+    held. Never raises a ``WharfError`` (logged). A step is normally ended and its request
+    released by the write that ends it; settling covers what that missed: a wait cut short by
+    an error, a release that failed while the Resource Manager was unreachable, a run that
+    ended early."""
     status = (
         ExecutionStatus.STOPPED
         if run_status in (ExecutionStatus.STOPPED, ExecutionStatus.STOPPING)

@@ -1,16 +1,10 @@
 """The team adapter of the step-resources port: a workspace server's request routes.
 
-Owns :class:`WorkspaceRequests` (``/api/v1/resource_requests``: get, list, renew, release over
-the REST store's HTTP session; the workspace's requests link in team mode, also what ``wharf
-request`` and ``Client`` use) and :class:`TeamStepResources` (the port over it). The server
-makes a queued step's request when the step run is created, renews it on the step's heartbeats
-and releases it with the step's final status (see :mod:`wharf.server.step_resources`); this
-process polls and marks started through the renew route and keeps its own wait room, checked
-with one list call whenever a step of this process that held resources ended, since the
-release happened on the server.
-
-Answers are the RM's own wire models. A filter the workspace does not offer is refused
-(``InputError``) rather than dropped, so a list never silently matches more.
+Owns :class:`WorkspaceRequests` (``/api/v1/resource_requests`` over the REST store's HTTP
+session; the workspace's requests link in team mode) and :class:`TeamStepResources` (the port
+over it). Invariants: the server makes, renews and releases a step's request
+(:mod:`wharf.server.step_resources`), this process only polls and marks started; a filter the
+workspace does not offer is refused (``InputError``) rather than dropped.
 """
 
 from __future__ import annotations
@@ -58,7 +52,8 @@ def list_params(
 
 
 class WorkspaceRequests:
-    """A workspace server's steps' requests over ``http`` (see the module docstring)."""
+    """A workspace server's steps' requests over ``http``: get, list, renew, release (also
+    what ``wharf request`` and ``Client`` use); answers are the RM's own wire models."""
 
     def __init__(self, http: HttpSession) -> None:
         self._http = http
@@ -108,7 +103,9 @@ class WorkspaceRequests:
 
 
 class TeamStepResources(RoomedResources):
-    """The port over a workspace server's ``requests`` (see the module docstring)."""
+    """The port over a workspace server's ``requests``: polls and marks started through the
+    renew route, and keeps its own wait room, checked with one list call whenever a step of
+    this process that held resources ended (the release happened on the server)."""
 
     def __init__(self, requests: RequestsLink) -> None:
         super().__init__(
