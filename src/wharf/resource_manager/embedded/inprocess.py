@@ -4,10 +4,8 @@ mode).
 It binds one :class:`~wharf.resource_manager.service.Principal` (in embedded mode, the local
 user) and forwards every call to the service, which already speaks the wire models and raises
 Wharf's errors. Build it at an entry point (CLI, embedded client) and pass it down: the engine
-and the workspace server only know :class:`~wharf.resource_manager.contract.ResourceManagerClient`.
-
-Not re-exported by :mod:`wharf.resource_manager.embedded` on purpose: importing this module pulls
-in the service, which the workspace server and the engine must not depend on (import-linter).
+and the workspace server only know :class:`~wharf.resource_manager.contract.ResourceManagerClient`
+and must not import this module, which pulls in the service (import-linter).
 """
 
 from __future__ import annotations

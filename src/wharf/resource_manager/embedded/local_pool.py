@@ -1,22 +1,12 @@
 """The embedded default pool: ``local``, describing this machine, and a policy admitting the
 local user.
 
-Owns: :func:`ensure_local_pool`, :func:`local_pool_spec`, :func:`gpu_class_name`.
+Owns :func:`ensure_local_pool`, :func:`local_pool_spec` (see it for the pool's shape),
+:func:`gpu_class_name`.
 
-Shape of the pool:
-- class ``default``: every CPU (in mCPU) and all memory, never reclaimable;
-- one class per GPU model (``gpu-<model>``): that many GPUs, attributes ``model`` and
-  ``memory_bytes``, never reclaimable;
-- pool concurrency limit ``isolated_step_slots``: at most that many requests hold capacity at
-  once (each isolated step holds one request);
-- policy ``local-default``: selects the ``account`` subject ``account_subject``, no grants (so
-  the whole machine is unreserved and any of the user's requests may use it).
-
-Invariant: idempotent and race-safe: calling it again (from any process) converges to the
-same pool and policy, updating the pool when the machine's figures changed. The figures the pool
-was last made from are kept in its ``machine`` attribute (a digest), so an administrator's edit
-of the pool (``wharf pool update local``) stays until the figures change, instead of being undone
-by the next command or run that opens the embedded Resource Manager.
+Invariant: :func:`ensure_local_pool` is idempotent and race-safe: calling it again (from any
+process) converges to the same pool and policy, updating the pool only when the machine's
+figures changed.
 """
 
 from __future__ import annotations
@@ -54,6 +44,14 @@ def gpu_class_name(model: str) -> str:
 def local_pool_spec(
     *, cpus: int, memory_bytes: int, gpus: Sequence[Mapping[str, Any]], isolated_step_slots: int
 ) -> PoolCreate:
+    """The ``local`` pool for these figures.
+
+    - class ``default``: every CPU (in mCPU) and all memory, never reclaimable;
+    - one class per GPU model (``gpu-<model>``): that many GPUs, attributes ``model`` and
+      ``memory_bytes``, never reclaimable;
+    - pool concurrency limit ``isolated_step_slots``: at most that many requests hold capacity
+      at once (each isolated step holds one request).
+    """
     by_model: dict[str, list[Mapping[str, Any]]] = {}
     for gpu in gpus:
         by_model.setdefault(str(gpu.get("model") or gpu.get("name") or "unknown"), []).append(gpu)
@@ -101,7 +99,15 @@ def ensure_local_pool(
     isolated_step_slots: int,
     account_subject: str,
 ) -> Pool:
-    """Create or update the ``local`` pool and its ``local-default`` policy; the pool."""
+    """Create or update the ``local`` pool and its ``local-default`` policy; the pool.
+
+    The policy selects the ``account`` subject ``account_subject`` and has no grants, so the
+    whole machine is unreserved and any of the user's requests may use it. The figures the
+    pool was last made from are kept in its ``machine`` attribute (a digest), so an
+    administrator's edit of the pool (``wharf pool update local``) stays until the figures
+    change, instead of being undone by the next command or run that opens the embedded
+    Resource Manager.
+    """
     spec = local_pool_spec(
         cpus=cpus, memory_bytes=memory_bytes, gpus=gpus, isolated_step_slots=isolated_step_slots
     )

@@ -4,16 +4,12 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-30
 
-``rm_request_demands`` and ``rm_allocations`` held one row per demand and per allocation, each
-with its own index entries and a foreign-key check, written with every creation and admission
-although nothing ever selected requests through them. Their rows move, in order, into
+The rows of ``rm_request_demands`` and ``rm_allocations`` move, in order, into
 ``rm_requests.demands`` and ``rm_requests.allocations`` (JSON lists of objects keyed by the old
 column names, ``None`` values left out, ``request_id`` implied by the row); a request without
 allocations gets ``[]``. The columns are nullable only so that they can be added without
 rebuilding the table (which SQLite would need for NOT NULL); Wharf never writes NULL into them.
-The downgrade moves them back.
-
-Frozen history: only SQLAlchemy types and literal data, never Wharf's own code.
+The downgrade moves them back. Frozen history: only SQLAlchemy types and literal data.
 """
 
 from __future__ import annotations
