@@ -1,19 +1,12 @@
 """Column types that behave the same on SQLite, PostgreSQL and MySQL/MariaDB.
 
 Invariants:
-- :class:`UtcDateTime` always returns timezone-aware UTC datetimes and keeps microseconds on every
-  backend (``DATETIME(6)`` on MySQL/MariaDB, whose plain ``DATETIME`` drops them). Naive values
-  handed in are taken to be UTC already.
-- :class:`JsonText` stores JSON as text (``LONGTEXT`` on MySQL/MariaDB). Text rather than the
-  native JSON types because MariaDB's JSON is an alias of ``LONGTEXT`` that reflects back as such,
-  and because we never query inside the documents: one representation keeps the three backends
-  and the Alembic comparison identical. :class:`NullableJsonText` is the same column type for
-  optional documents: there None is SQL ``NULL`` rather than JSON ``null``.
-- :data:`UUID` is native on PostgreSQL and ``CHAR(32)`` hex elsewhere -- also on MariaDB, whose
-  native ``UUID`` type (10.7+) sorts differently from PostgreSQL and would make the column type,
-  and how SQLAlchemy binds values, depend on the server version. Hex strings sort like bytes, so
-  "ties broken by id" orders rows identically on all backends.
-- :data:`LONG_TEXT` holds source code and other unbounded text; MySQL's ``TEXT`` stops at 64 KiB.
+- :class:`UtcDateTime` always returns timezone-aware UTC datetimes with microseconds on every
+  backend; naive values handed in are taken to be UTC already.
+- :class:`JsonText` / :class:`NullableJsonText` store JSON as text, never a native JSON type.
+- :data:`UUID` is native on PostgreSQL and ``CHAR(32)`` hex elsewhere, so "ties broken by id"
+  orders rows identically on all backends.
+- :data:`LONG_TEXT` holds source code and other unbounded text (MySQL's ``TEXT`` stops at 64 KiB).
 """
 
 from __future__ import annotations
@@ -38,6 +31,9 @@ def is_mysql(dialect: Dialect) -> bool:
 # Variants rather than ``load_dialect_impl`` overrides: ``dialect.type_descriptor(Text())`` adapts
 # to VARCHAR on psycopg, which would make the DDL differ from the migrations.
 UUID: TypeEngine[uuid.UUID] = Uuid().with_variant(Uuid(native_uuid=False), *_MYSQL)
+"""Native on PostgreSQL, ``CHAR(32)`` hex elsewhere -- also on MariaDB, whose native ``UUID``
+type (10.7+) sorts differently from PostgreSQL and would make the column type, and how
+SQLAlchemy binds values, depend on the server version. Hex strings sort like bytes."""
 LONG_TEXT: TypeEngine[str] = Text().with_variant(mysql.LONGTEXT(), *_MYSQL)
 _DATETIME: TypeEngine[datetime] = DateTime(timezone=True).with_variant(
     mysql.DATETIME(fsp=6), *_MYSQL
@@ -52,7 +48,8 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 
 class UtcDateTime(TypeDecorator[datetime]):
-    """An instant, stored as UTC; ``TIMESTAMP WITH TIME ZONE`` on PostgreSQL."""
+    """An instant, stored as UTC; ``TIMESTAMP WITH TIME ZONE`` on PostgreSQL, ``DATETIME(6)`` on
+    MySQL/MariaDB (whose plain ``DATETIME`` drops microseconds)."""
 
     impl = _DATETIME
     cache_ok = True
@@ -73,7 +70,12 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class JsonText(TypeDecorator[Any]):
-    """Any JSON-serialisable value, stored as compact JSON text."""
+    """Any JSON-serialisable value, stored as compact JSON text (``LONGTEXT`` on MySQL/MariaDB).
+
+    Text rather than the native JSON types because MariaDB's JSON is an alias of ``LONGTEXT``
+    that reflects back as such, and because nothing queries inside the documents: one
+    representation keeps the three backends and the Alembic comparison identical.
+    """
 
     impl = LONG_TEXT
     cache_ok = True

@@ -1,18 +1,10 @@
-"""The liveness of a run's orchestrating process: its record, its beats, the lost-run sweep.
+"""The liveness of a run's orchestrating process: its record (:func:`liveness_values`), its beats
+(:func:`beat`), the lost-run sweep (:func:`candidates`, :func:`fail_lost`).
 
-Invariants:
-- a run started in a process records that process (host, pid, start token) and a first beat
-  in the write that starts it (:func:`liveness_values`); each beat moves ``last_heartbeat``
-  and ``heartbeat_deadline`` and only while the run is running or stopping, so a finished run
-  never regains a deadline;
-- every write that ends a run clears its ``heartbeat_deadline`` (:func:`ended_values`): the
-  deadline index then holds unfinished runs only, and the sweep's candidate read
-  (:func:`candidates`) is a range of that index;
-- :func:`fail_lost` locks its candidates and repeats its conditions in each ``UPDATE``
-  (compare-and-set), so two sweepers end a run once; it ends the run failed with the reason
-  ``orchestrator lost (last seen <time>)`` and every unfinished step of it failed, in one
-  transaction. Releasing those steps' resource requests is the caller's
-  (``wharf.store.lost_runs``).
+Invariants: a finished run never regains a deadline (beats move it only while the run is running
+or stopping), and every write that ends a run clears it (:func:`ended_values`), so the deadline
+index holds unfinished runs only; two sweepers end a run once. Releasing the lost steps'
+resource requests is the caller's (``wharf.store.lost_runs``).
 """
 
 from __future__ import annotations
@@ -68,7 +60,8 @@ def _deadline(now: datetime, seconds: float) -> datetime:
 
 
 def liveness_values(process: OrchestratorProcess | None, now: datetime) -> dict[str, Any]:
-    """The columns that record ``process`` running a run, with a beat at ``now``."""
+    """The columns that record ``process`` (host, pid, start token) running a run, with a beat
+    at ``now``: written by the write that starts the run."""
     if process is None:
         return {}
     return {
@@ -88,7 +81,9 @@ def ended_values(status: ExecutionStatus, current_deadline: datetime | None) -> 
 
 
 def beat(db: Database, run_id: UUID, process: OrchestratorProcess) -> RunHeartbeatResponse:
-    """Record that ``process`` is alive and running the run; the run's status after it."""
+    """Record that ``process`` is alive and running the run; the run's status after it. The beat
+    moves ``last_heartbeat`` and ``heartbeat_deadline`` only while the run is running or
+    stopping."""
 
     def run(conn: Connection) -> RunHeartbeatResponse:
         values = liveness_values(process, db.now())
@@ -122,7 +117,12 @@ def fail_lost(
 ) -> list[LostRun]:
     """End failed the unfinished runs whose deadline passed before ``now`` and those of
     ``orphaned`` (runs whose orchestrating process the caller saw gone), with their steps;
-    never those of ``spared`` (runs whose process the caller saw alive)."""
+    never those of ``spared`` (runs whose process the caller saw alive).
+
+    The candidates are locked and each ``UPDATE`` repeats the conditions (compare-and-set), so
+    two sweepers end a run once. A run is ended failed with the reason ``orchestrator lost (last
+    seen <time>)`` and every unfinished step of it failed, in one transaction.
+    """
     cutoff = as_utc(now)
     which = _R.c.heartbeat_deadline < cutoff
     if orphaned:

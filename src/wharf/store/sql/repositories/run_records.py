@@ -1,17 +1,9 @@
-"""The records of a pipeline call and its end, one write transaction each
-(``record`` and ``finish`` of the ``RunRepository`` port, for the SQL run repository).
+"""The records of a pipeline call and its end, one write transaction each: :func:`record` and
+:func:`finish` of the ``RunRepository`` port, for the SQL run repository.
 
-Invariants:
-- ``record`` is all or nothing: the pipeline (got or created), the snapshot and the run are
-  written in one transaction, by the rules of their repositories (unique pipeline per project
-  and name; the run's initial status checked; ``start_time`` set when created running). Two
-  concurrent creators of one pipeline are reconciled by its unique constraint: the loser's
-  transaction rolls back and starts over, finding the winner's pipeline.
-- ``finish`` reads the run with its row locked (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE``
-  on SQLite) and decides its end from that status (``wharf.core.transitions.run_end``), so a
-  stop committed before it is always honoured and a finished run is never changed.
-
-They are on the per-run path of every pipeline call, so their statements run on the driver's
+Invariants: ``record`` is all or nothing and follows the rules of the pipeline, snapshot and run
+repositories; ``finish`` never changes a finished run and always honours a stop committed before
+it. Both are on the per-run path of every pipeline call, so their statements run on the driver's
 cursor (``wharf.sql.direct``) and records are assembled from values already in hand.
 """
 
@@ -96,6 +88,11 @@ def record(
     spec: PipelineSpec,
     run: RunStart,
 ) -> Recorded:
+    """Write the pipeline (got or created), the snapshot and the run in one transaction, by the
+    rules of their repositories (unique pipeline per project and name; the run's initial status
+    checked; ``start_time`` set when created running). Two concurrent creators of one pipeline
+    are reconciled by its unique constraint: the loser's transaction rolls back and starts over,
+    finding the winner's pipeline."""
     check_name(pipeline_name, "pipeline")
     check_run_initial(run.status)
     spec_json = spec.model_dump_json()  # once, outside the transaction (retries reuse it)
@@ -143,6 +140,10 @@ def record(
 def finish(
     db: Database, run_id: UUID, status: ExecutionStatus, reason: str | None
 ) -> PipelineRunRecord:
+    """End the run: read it with its row locked (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE``
+    on SQLite) and decide its end from that status (``wharf.core.transitions.run_end``), so a
+    stop committed before it is always honoured and a finished run is never changed."""
+
     def apply(conn: Connection) -> PipelineRunRecord:
         row = _LOCK_RUN.first(conn, {"run_id": run_id})
         if row is None:

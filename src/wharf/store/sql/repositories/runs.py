@@ -4,16 +4,9 @@ Invariants:
 - A run is unique per (snapshot, orchestrator run id); the orchestrator run id is set at most
   once and never changed.
 - Every status change is checked by ``wharf.core.transitions`` while the run's row is locked
-  (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so concurrent updates are applied
-  one after the other and an illegal one changes nothing.
-- ``start_time`` is set when the run first becomes running (also when created running);
-  ``end_time`` when it first reaches a finished status.
-- ``get_or_create`` implements the rules documented on ``RunRepository.get_or_create``. The
-  placeholder preference (matching orchestrator run id first, then NULL, then oldest) is an
-  explicit ``CASE`` in ``ORDER BY`` -- never the backends' different NULL orderings. Replacing a
-  placeholder counts as creating the run (``created`` is True): the caller is the one who turned
-  the placeholder into the real run. Concurrent callers are reconciled by the unique constraint:
-  a loser's transaction rolls back and it starts over, finding the winner's run.
+  (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so concurrent updates apply one
+  after the other and an illegal one changes nothing; ``start_time`` is set when the run first
+  becomes running (also when created running), ``end_time`` when it first finishes.
 """
 
 from __future__ import annotations
@@ -160,6 +153,12 @@ class SqlRunRepository(SqlRepository):
             ) from None
 
     def get_or_create(self, run: RunCreate) -> tuple[PipelineRunRecord, bool]:
+        """The rules of ``RunRepository.get_or_create``. The placeholder preference (matching
+        orchestrator run id first, then NULL, then oldest) is an explicit ``CASE`` in ``ORDER
+        BY``, never the backends' different NULL orderings. Replacing a placeholder counts as
+        creating the run (``created`` is True): the caller turned it into the real run.
+        Concurrent callers are reconciled by the unique constraint: a loser's transaction rolls
+        back and it starts over, finding the winner's run."""
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
                 return self._db.write(lambda c: self._get_or_create_once(c, run))

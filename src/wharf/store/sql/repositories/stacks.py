@@ -1,18 +1,9 @@
 """Stack components and stacks.
 
 Invariants: a component is unique per (type, name); a stack is unique by name and holds at most
-one component per type (primary key of ``stack_component``), each of the type it is listed
-under -- checked inside the creating transaction, so a stack never points at a missing or
-mistyped component.
-
-Updating a component replaces its configuration only while no run is unfinished on a stack
-that lists it (checked after locking the component row, in the same transaction), so a run's
-steps all see one configuration.
-
-Deletion: a component is deleted only while no stack lists it; a stack only while no run of its
-snapshots is unfinished and no schedule uses one of them. The checks run inside the deleting
-transaction after locking the row to delete; a deleted stack's snapshots keep their runs with
-``stack_id = NULL``.
+one component per type, each of the type it is listed under (checked inside the creating
+transaction). Updates and deletions check what depends on the row after locking it, in the same
+transaction: a run's steps all see one configuration, and nothing in use is deleted.
 """
 
 from __future__ import annotations
@@ -137,6 +128,9 @@ class SqlStackRepository(SqlRepository):
     def update_component(
         self, component_id: UUID, configuration: dict[str, Any]
     ) -> ComponentRecord:
+        """Replace the configuration, only while no run is unfinished on a stack that lists the
+        component (checked after locking its row), so a run's steps all see one configuration."""
+
         def change(conn: Connection) -> ComponentRecord:
             stmt = select(_C).where(_C.c.id == component_id).with_for_update()
             row = conn.execute(stmt).first()
@@ -229,6 +223,8 @@ class SqlStackRepository(SqlRepository):
     # ----------------------------------------------------------------- deletion
 
     def delete_component(self, component_id: UUID) -> None:
+        """Delete the component, only while no stack lists it (checked after locking its row)."""
+
         def remove(conn: Connection) -> None:
             stmt = select(_C.c.name, _C.c.type).where(_C.c.id == component_id).with_for_update()
             row = conn.execute(stmt).first()
@@ -250,6 +246,10 @@ class SqlStackRepository(SqlRepository):
         self._db.write(remove)
 
     def delete_stack(self, stack_id: UUID) -> None:
+        """Delete the stack, only while no run of its snapshots is unfinished and no schedule
+        uses one of them (checked after locking its row); its snapshots keep their runs with
+        ``stack_id = NULL``."""
+
         def remove(conn: Connection) -> None:
             stmt = select(_S.c.name).where(_S.c.id == stack_id).with_for_update()
             name = conn.execute(stmt).scalar()
