@@ -5,12 +5,9 @@ Owns: :class:`AppState`, :func:`authenticate`, :func:`idempotency_key`, the Fast
 dependencies :data:`StateDep`, :data:`CallerDep`, :data:`AdminDep`, :data:`IdempotencyDep`, and
 :func:`json_response`.
 
-Invariants:
-- the principal comes only from a valid bearer token (:class:`~.tokens.TokenSigner`); it is what
-  the service checks ownership and admin rights against;
-- ``X-Idempotency-Key`` is passed to the service unchanged (1-255 characters, else 400);
-- responses are serialised once, by alias (``class``), from the model the service returned;
-  FastAPI does not validate them again.
+Invariants: the principal comes only from a valid bearer token; ``X-Idempotency-Key`` is passed
+to the service unchanged (1-255 characters, else 400); responses are serialised once, by alias
+(``class``), and FastAPI does not validate them again.
 """
 
 from __future__ import annotations

@@ -2,17 +2,11 @@
 
 Owns: :func:`install_error_handlers`, :func:`status_for`, :func:`error_response`.
 
-The body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}`` (see
-:mod:`wharf.resource_manager.contract.http_errors`, which turns it back into the same class):
-
-    EntityNotFoundError 404     EntityExistsError 409     IllegalOperationError 409
-    PermissionDeniedError 403   InputError 400            malformed request (validation) 422
-    AuthenticationError 401 (+ WWW-Authenticate: Bearer)  StoreUnavailableError 503
-    other StoreError / WharfError 500                     anything else 500, logged
-
-Invariant: no traceback or library exception text reaches a client for an unexpected error;
-a database that cannot be reached, answers too slowly or lacks its tables is a 503 in fixed
-words (the driver's message, which names the database's host, port, user and name, is logged).
+Invariants: the body is always ``{"detail": "<one line>", "error": "<Wharf error class>"}``,
+which :mod:`wharf.resource_manager.contract.http_errors` turns back into the same class; no
+traceback or library exception text reaches a client; a database that cannot be reached,
+answers too slowly or lacks its tables is a 503 in fixed words (the driver's message, which
+names the database's host, port, user and name, is logged).
 """
 
 from __future__ import annotations
@@ -101,6 +95,15 @@ async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Map every error to its status::
+
+        EntityNotFoundError 404     EntityExistsError 409     IllegalOperationError 409
+        PermissionDeniedError 403   InputError 400            malformed request (validation) 422
+        AuthenticationError 401     StoreUnavailableError 503
+        other StoreError / WharfError 500                     anything else 500
+
+    A 401 carries ``WWW-Authenticate: Bearer``; anything unexpected is logged.
+    """
     app.add_exception_handler(WharfError, _wharf_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

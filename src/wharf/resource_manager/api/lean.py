@@ -1,18 +1,13 @@
-"""Lean routes: the per-request hot path (create, renew, release ...) without FastAPI's
-per-request dependency injection.
+"""Lean routes: the per-request hot path (create, renew, release ...) as plain Starlette endpoints
+served ahead of FastAPI's middleware stack, without its per-request dependency injection.
 
 Owns: :class:`LeanRoutes` (a route table with its OpenAPI description), :class:`Call` (the
 authenticated caller of one request), :func:`parse_body`, :func:`path_uuid`.
 
-A lean route is a plain Starlette endpoint served ahead of FastAPI's middleware stack (and
-registered before FastAPI's routes, for 405s); the app's exception handlers still map its
-errors, and :meth:`LeanRoutes.document` adds each route to ``/openapi.json`` from the models it
-was declared with.
-
 Invariants (the same as the FastAPI routes'): a request is served only for a valid bearer token;
-a malformed body or path parameter is a 422 in FastAPI's format (``RequestValidationError``);
-blocking service calls run in the thread pool, never on the event loop (the combined writes
-are awaited through the service's ``*_async`` methods instead, which block no thread).
+the app's exception handlers still map its errors, and a malformed body or path parameter is a
+422 in FastAPI's format; blocking service calls run in the thread pool, never on the event loop
+(the combined writes are awaited through the service's ``*_async`` methods, blocking no thread).
 """
 
 from __future__ import annotations
@@ -144,7 +139,7 @@ class LeanRoutes:
 
     def mount(self, app: FastAPI) -> None:
         """Serve these routes ahead of FastAPI's middleware stack and every FastAPI route, and
-        describe them in OpenAPI.
+        describe them in ``/openapi.json`` from the models they were declared with.
 
         They stay in the router too, so a wrong method on their paths gets FastAPI's 405."""
         app.router.routes[:0] = self.routes

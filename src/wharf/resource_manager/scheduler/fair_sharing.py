@@ -2,17 +2,11 @@
 
 Owns: :func:`borrowed_share`, :func:`share_after`.
 
-As in Kueue's fair sharing, a tenant's share counts only what it *borrows*: usage above its
-reserved share. Its dominant resource share is the largest borrowed fraction of any slot's
-capacity in the pool, divided by the policy's ``fair_share_weight``. Among requests of equal
-priority, the one whose policy would have the lowest share *after admitting it* goes first, so
-a tenant that already borrowed a lot, or asks for a lot, yields to one that would stay lower.
-
-Invariants: shares are exact integers (parts per million of capacity, floor-divided), so
-ordering by them is deterministic across platforms; unlimited slots never contribute. Adding
-usage never lowers a slot's borrowed fraction, so the share after adding amounts is the larger
-of the current unweighted share and the new fractions of the slots they touch: computed in
-O(slots of the amounts), never by walking the pool again.
+As in Kueue's fair sharing, a share counts only what a policy *borrows* (usage above its
+reserved share): its largest borrowed fraction of any slot's capacity in the pool, divided by
+its ``fair_share_weight``; the request whose policy would have the lowest share *after
+admitting it* goes first among equals. Invariants: shares are exact integers (parts per million
+of capacity, floor-divided), so ordering by them is deterministic; unlimited slots never count.
 """
 
 from __future__ import annotations
@@ -47,7 +41,9 @@ def share_after(
     amounts: Sequence[tuple[int, int]],
 ) -> int:
     """The policy's weighted dominant share once ``amounts`` are added to its usage;
-    ``current`` is its :func:`borrowed_share` on ``ledger``."""
+    ``current`` is its :func:`borrowed_share` on ``ledger``. Adding usage never lowers a slot's
+    borrowed fraction, so this is the larger of ``current`` and the new fractions of the slots
+    ``amounts`` touch: O(slots of the amounts), never a walk over the pool."""
     best = current
     for slot, amount in amounts:
         capacity = catalog.slots[slot].capacity

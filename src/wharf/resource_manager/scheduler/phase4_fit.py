@@ -2,17 +2,10 @@
 
 Owns: :class:`Fitter`, :class:`Blocker`, :class:`BlockKind`.
 
-:meth:`Fitter.try_pool` tries the candidate's policies in the pool in policy order and returns
-the first route that fits the live ledger (all-or-nothing, one policy path). When none fits,
-each policy's *primary* route is diagnosed: the first rule it breaks, checking the policy's own
-rules (its concurrency limit, limits, never-reclaimable shares, the reserved share a tolerance
-``none`` request must fit) before the shared ones (pool and class concurrency, capacity).
-Only a capacity block lets the request claim capacity or preempt.
-
-Invariant that makes the memo sound: within one cycle, usage, claims and concurrency counts
-only grow (capacity is returned only by releases and lapses, which the service applies between
-cycles). So once a (policy, request shape) is blocked in this cycle it stays blocked, and
-identical requests further down the queue are answered from the memo in O(1).
+Invariants: only a capacity block lets a request claim capacity or preempt; within one cycle
+usage, claims and concurrency counts only grow (capacity is returned only by releases and
+lapses, which the service applies between cycles), so a (policy, request shape) blocked in a
+cycle stays blocked and identical requests further down the queue are answered from the memo.
 """
 
 from __future__ import annotations
@@ -112,7 +105,15 @@ class Fitter:
         self.memo_hits = 0
 
     def try_pool(self, candidate: Candidate, pool_index: int) -> Route | list[Blocker]:
-        """A route that fits now, or one blocker per policy (policy order)."""
+        """A route that fits now, or one blocker per policy (policy order).
+
+        Tries the policies in policy order and returns the first route that fits the live
+        ledger (all-or-nothing, one policy path). When none fits, each policy's *primary* route
+        is diagnosed (:func:`diagnose`): the first rule it breaks, checking the policy's own
+        rules (its concurrency limit, limits, never-reclaimable shares, the reserved share a
+        tolerance ``none`` request must fit) before the shared ones (pool and class
+        concurrency, capacity). A blocked (policy, request shape) is remembered for the cycle.
+        """
         blockers: list[Blocker] = []
         memo = self._blocked
         for plan in candidate.plans[pool_index]:

@@ -1,18 +1,10 @@
-"""Descriptors, pools and policies: reads for any valid token, changes for administrators.
+"""Configuration routes: descriptors (``/v1/descriptors``), pools (``/v1/pools``, with their
+``queue`` and ``allocations``) and policies (``/v1/policies``), addressed by name or id.
 
-Routes (``{pool}``/``{policy}`` is an id or a name, ``{name}`` a descriptor name):
-
-    GET    /v1/descriptors            GET /v1/descriptors/{name}
-    POST   /v1/descriptors            PATCH /v1/descriptors/{name}    DELETE /v1/descriptors/{name}
-    GET    /v1/pools                  GET /v1/pools/{pool}
-    POST   /v1/pools                  PATCH /v1/pools/{pool}          DELETE /v1/pools/{pool}
-    GET    /v1/pools/{pool}/queue     GET /v1/pools/{pool}/allocations          (administrators)
-    GET    /v1/policies[?pool=]       GET /v1/policies/{policy}
-    POST   /v1/policies               PATCH /v1/policies/{policy}     DELETE /v1/policies/{policy}
-
-Creates answer 201, deletes 204. PATCH bodies are partial (only the fields sent change). The
-service refuses changes by non-administrators (403); this module checks only the two reads that
-are for administrators. Every change honours ``X-Idempotency-Key``.
+Invariants: reads are for any valid token, changes for administrators (refused with 403 by the
+service; this module checks only the two administrators' reads, a pool's queue and
+allocations); creates answer 201, deletes 204; PATCH bodies are partial (only the fields sent
+change); every change honours ``X-Idempotency-Key``.
 """
 
 from __future__ import annotations
