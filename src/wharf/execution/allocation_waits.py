@@ -1,13 +1,10 @@
 """Waiting for the allocation of a queued step (one that asks for resources), and ending a
 step whose wait ended without one.
 
-Owns :class:`AllocationWaits`, one per launcher (per run): a step's wait is registered with the
-run's ``stops`` while it lasts, so a graceful stop cuts it short (``StepInterrupted``); an
-allocated step is marked started at the port and running in the store (through a store outage
-shorter than the liveness timeout), and told to the run's
-:class:`~wharf.execution.resources.run_requests.RunRequests` as moved on; a step whose wait
-ended without an allocation ends failed (stopped, if the run's stop interrupted it), its request
-released with that status.
+Owns :class:`AllocationWaits`, one per launcher (per run). Invariants: a step's wait is
+registered with the run's ``stops`` while it lasts, so a graceful stop cuts it short
+(``StepInterrupted``); a step whose wait ended without an allocation ends failed (stopped, if
+the run's stop interrupted it), its request released with that status.
 """
 
 from __future__ import annotations
@@ -46,7 +43,10 @@ class Stops(Protocol):
 
 
 class AllocationWaits:
-    """The allocation waits of one run's queued steps (see the module docstring)."""
+    """The allocation waits of one run's queued steps: an allocated step is marked started at
+    the port and running in the store (through a store outage shorter than the liveness
+    timeout), and told to the run's
+    :class:`~wharf.execution.resources.run_requests.RunRequests` as moved on."""
 
     def __init__(
         self, services: RunServices, run_id: UUID, requests: RunRequests, stops: Stops | None

@@ -1,10 +1,9 @@
 """What a dynamic pipeline's function gets back from its step calls.
 
-:class:`OutputArtifact` is one output of a step that ran (its value loaded once, on the first
-``load()``, through the loader it was given); a call returns ``None``, one artifact or a tuple of
-them (:data:`StepOutputs`); ``step.submit(...)`` returns a :class:`StepFuture`, ``step.map(...)``
-a :class:`MapResultsFuture` of them in input order; :func:`unmapped` marks a ``map`` argument
-passed whole to every step. These handles hold no run state: the runner
+Owns :class:`OutputArtifact` (its value loaded once, on the first ``load()``), a call's
+:data:`StepOutputs` (``None``, one artifact or a tuple of them), :class:`StepFuture`
+(``step.submit``), :class:`MapResultsFuture` (``step.map``, in input order) and
+:func:`unmapped`. Invariant: these handles hold no run state: the runner
 (``wharf.execution.dynamic``) creates them and settles their futures.
 """
 

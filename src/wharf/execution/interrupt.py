@@ -1,14 +1,10 @@
 """Interrupting a step function that runs in another thread of this process.
 
-An :class:`InterruptibleRegion` wraps exactly the user function call. ``interrupt()`` raises
-:class:`StepInterrupted` asynchronously in the worker thread while the thread is inside the
-region; leaving the region clears an interrupt that was sent but not yet delivered, so Wharf's
-own bookkeeping (publishing outputs, final status) is never cut in half. An interrupt that comes
-before the thread entered the region is kept: entering raises it, so the user function never
-starts (a step of a fail-fast run whose thread was slower to start than a failing sibling);
-one that comes after the region was left (and before a retry enters it again) does nothing.
-``StepInterrupted`` derives from ``BaseException`` so that a user's ``except Exception`` does
-not swallow it, while ``finally`` blocks and context managers still run.
+Owns :class:`InterruptibleRegion` (wraps exactly the user function call) and
+:class:`StepInterrupted` (a ``BaseException``, so a user's ``except Exception`` does not
+swallow it, while ``finally`` blocks and context managers still run). Invariant: an interrupt
+is delivered only inside the region, so Wharf's own bookkeeping (publishing outputs, final
+status) is never cut in half.
 """
 
 from __future__ import annotations
@@ -36,6 +32,15 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
 
 
 class InterruptibleRegion:
+    """Where a step's user code may be interrupted (:meth:`interrupt`).
+
+    ``interrupt()`` raises :class:`StepInterrupted` asynchronously in the worker thread while
+    the thread is inside the region; leaving the region clears an interrupt that was sent but
+    not yet delivered. An interrupt that comes before the thread entered the region is kept:
+    entering raises it, so the user function never starts (a step of a fail-fast run whose
+    thread was slower to start than a failing sibling); one that comes after the region was
+    left (and before a retry enters it again) does nothing."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._thread_id: int | None = None

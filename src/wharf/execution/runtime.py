@@ -1,13 +1,9 @@
 """Choosing where a step runs: inline (a thread of the orchestration process) or isolated
 (its own process), as a pure function of the step's settings and the orchestrator.
 
-Rules, first match wins:
-1. a step with a step operator is isolated;
-2. an explicit ``runtime`` is honoured when the orchestrator can isolate steps;
-3. an explicit ``isolated`` on an orchestrator that cannot isolate runs inline, with a warning;
-4. otherwise a step is isolated iff the orchestrator can isolate and the step demands a kind the
-   resource-kind registry (:mod:`wharf.core.resource_kinds`) marks basic infrastructure (cpu,
-   memory, gpu); custom resources alone stay inline.
+Owns :class:`RuntimePolicy`, :func:`select_runtime` and :func:`check_reclaim_tolerance`.
+Invariant: a step with a step operator is always isolated; a step an orchestrator cannot
+isolate runs inline, with a warning if it asked to be isolated.
 """
 
 from __future__ import annotations
@@ -46,6 +42,16 @@ class RuntimeChoice:
 
 
 def select_runtime(step_name: str, config: StepConfig, supports_isolated: bool) -> RuntimeChoice:
+    """Where the step runs; first match wins:
+
+    1. a step with a step operator is isolated;
+    2. an explicit ``runtime`` is honoured when the orchestrator can isolate steps;
+    3. an explicit ``isolated`` on an orchestrator that cannot isolate runs inline, with a
+       warning;
+    4. otherwise a step is isolated iff the orchestrator can isolate and the step demands a
+       kind the resource-kind registry (:mod:`wharf.core.resource_kinds`) marks basic
+       infrastructure (cpu, memory, gpu); custom resources alone stay inline.
+    """
     if config.step_operator is not None:
         return RuntimeChoice(StepRuntime.ISOLATED)
     if config.runtime is not None:

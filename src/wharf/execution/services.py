@@ -1,13 +1,9 @@
 """What the engine needs from the outside world, passed explicitly (no globals).
 
-``clock`` and ``sleep`` are injected so that retries, cache expiry and stop handling are tested
-with a fake clock and no real sleeps.
-
-``child_env`` is what a step's own process needs to reach the same stores; for a run on a
-workspace server, :func:`for_run` replaces the caller's credential there with a token scoped to
-the run (the child never sees the user's API key). A process that already holds a token of that
-run (an orchestrator pod started with one) passes it on as it is: a run token may not ask for
-another, so it never outlives the one it was handed.
+Owns :class:`RunServices`, :func:`open_store` and :func:`for_run`. Invariants: ``clock`` and
+``sleep`` are injected, so retries, cache expiry and stop handling are tested with a fake clock
+and no real sleeps; for a run on a workspace server, a step's own process never sees the
+user's credential, only a token scoped to the run (:func:`for_run`).
 """
 
 from __future__ import annotations
@@ -54,6 +50,9 @@ def open_store(config: WharfConfig) -> Store:
 
 @dataclass(frozen=True)
 class RunServices:
+    """The engine's outside world for a run; ``child_env``: what a step's own process needs
+    to reach the same stores."""
+
     store: Store
     artifact_store: ArtifactStore
     materializers: MaterializerRegistry
@@ -96,7 +95,9 @@ def for_run(services: RunServices, run_id: UUID) -> RunServices:
     """``services`` whose step processes authenticate with a token scoped to ``run_id``, when
     the store issues such tokens (a workspace server): its URL and the token replace any
     credential in ``child_env``. A ``child_env`` whose credential is a token of ``run_id``
-    already is kept as it is. Otherwise ``services`` unchanged."""
+    already is kept as it is (an orchestrator pod started with one: a run token may not ask
+    for another, so it never outlives the one it was handed). Otherwise ``services``
+    unchanged."""
     held = services.child_env.get(API_KEY_ENV)
     if held is not None and run_token_scope(held) == run_id:
         return services

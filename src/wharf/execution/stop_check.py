@@ -1,13 +1,9 @@
 """Whether a run was asked to stop, as the engine asks once its steps are done.
 
-``wharf runs stop`` (from any process) moves the run to stopping. At step boundaries the engine
-does not need to ask: the store refuses to create a step run in a stopping or stopped run
-(``RunStoppingError``), in the very write that would start the step. This check reads the run's
-status for what the store cannot tell: how a run whose last steps ended meanwhile should end.
-
-A read waits out a store outage shorter than the ``patience`` it was given (the run loop
-gives the run's liveness timeout). Invariant: once a stop has been seen it stays seen (a
-stopping run never runs again).
+Owns :class:`StopCheck`. At step boundaries the engine does not need to ask: the store refuses
+to create a step run in a stopping or stopped run (``RunStoppingError``); this check reads the
+run's status for what the store cannot tell: how a run whose last steps ended meanwhile should
+end. Invariant: once a stop has been seen it stays seen (a stopping run never runs again).
 """
 
 from __future__ import annotations
@@ -36,7 +32,8 @@ class StopCheck:
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
-        """``patience``: how long a read waits out a store outage (0: not at all)."""
+        """``patience``: how long a read waits out a store outage (0: not at all; the run loop
+        gives the run's liveness timeout)."""
         self._store = store
         self._run_id = run_id
         self._stopping = False

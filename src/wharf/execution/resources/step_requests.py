@@ -1,14 +1,9 @@
 """What a step's Resource Manager request says: its subjects, demands, lease and metadata.
 
-Subjects: the account (``is_superuser`` from ``is_admin``), project -> pipeline -> pipeline run
--> step run, and the stack component that launches the step: its step operator if it names one,
-else the orchestrator (the other components do not run it, so policies on them must not apply).
-Metadata: step and run names
-and ids, project name and id, user. The pipeline run is the preemption group, so a run never
-preempts its own steps. The RM's allocation-wait deadline is one pending lease later than the
-launcher's, so the launcher's timeout message is the one users see.
-
-The RM's models load only when a step actually asks for resources (imported inside).
+Owns :func:`step_request` and :class:`RunSubjects`. Invariants: the pipeline run is the
+preemption group, so a run never preempts its own steps; the RM's allocation-wait deadline is
+one pending lease later than the launcher's, so the launcher's timeout message is the one users
+see; the RM's models load only when a step actually asks for resources (imported inside).
 """
 
 from __future__ import annotations
@@ -104,7 +99,13 @@ def step_request(
     subjects: RunSubjects, step_id: UUID, step: StepRunCreate
 ) -> ResourceRequestCreate:
     """The Resource Manager request of a queued step that asks for resources, made before its
-    step run ``step_id`` is written."""
+    step run ``step_id`` is written.
+
+    Subjects: the account (``is_superuser`` from ``is_admin``), project -> pipeline ->
+    pipeline run -> step run, and the stack component that launches the step: its step
+    operator if it names one, else the orchestrator (the other components do not run it, so
+    policies on them must not apply). Metadata: step and run names and ids, project name and
+    id, user."""
     from wharf.resource_manager.contract.models import ResourceRequestCreate
     from wharf.resource_manager.contract.values import (
         SubjectChain,

@@ -2,13 +2,10 @@
 releasing what a run left.
 
 Owns :class:`RoomedResources`: a requests link (renew, list, release) with the process's
-:class:`~wharf.execution.resources.wait_room.WaitRoom`. A waiter polls by renewing its pending
-request (:class:`~wharf.execution.allocation.AllocationWaiter`) and sits in the room between
-polls, so a release of this process wakes it at once. Marking started and releasing what an
-ended run left are retried through a short outage (:mod:`wharf.execution.outages`).
-Invariant: after a step that held resources ended, the room is checked unless the release was
-made through this process's own requests client (which checks, or is told by its in-process
-Resource Manager, itself).
+:class:`~wharf.execution.resources.wait_room.WaitRoom`, in which a waiter
+(:class:`~wharf.execution.allocation.AllocationWaiter`) sits between polls. Invariant: after a
+step that held resources ended, the room is checked unless the release was made through this
+process's own requests client (which wakes the room itself).
 """
 
 from __future__ import annotations
@@ -96,7 +93,8 @@ class RoomedResources:
         clock: Callable[[], datetime],
         sleep: Callable[[float], object],
     ) -> ResourceRequestInfo:
-        """Renewed through an outage for as long as the lease of the last poll surely lasts."""
+        """Renewed through an outage (:mod:`wharf.execution.outages`) for as long as the lease
+        of the last poll surely lasts."""
         requests = self._requests()
         return retry_through_outage(
             lambda: requests.renew(
