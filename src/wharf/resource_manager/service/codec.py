@@ -7,11 +7,7 @@ Invariants:
 - round trips are exact: ``pool_from_rows(pool_row(p), class_rows(p)) == p`` (and likewise for
   policies, descriptors and requests); class and grant order is kept through ``position``;
 - selectors are stored as JSON with their wire aliases (``all``/``any``/``not``) and without
-  defaults, so re-validating them yields the same model;
-- :func:`neutral` strips the lease fields from a request: the scheduling cache keeps requests
-  in that form (see :mod:`.state`), because renewals change leases without the scheduling lock;
-- :func:`updated` copies a request with changed fields without validating them: its callers
-  pass values of the fields' types that come from validated models or stored rows.
+  defaults, so re-validating them yields the same model.
 """
 
 from __future__ import annotations
@@ -366,14 +362,16 @@ def request_from_rows(
 
 
 def neutral(request: ResourceRequest) -> ResourceRequest:
-    """``request`` without lease fields: how the scheduling cache holds it."""
+    """``request`` without lease fields: how the scheduling cache holds it (see :mod:`.state`),
+    because renewals change leases without the scheduling lock."""
     if request.lease_expires_at is None and request.allocation_deadline is None:
         return request
     return updated(request, {"lease_expires_at": None, "allocation_deadline": None})
 
 
 def updated(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
-    """``request`` with ``changes`` (valid values of its fields), not validated again."""
+    """``request`` with ``changes`` (valid values of its fields), not validated again: callers
+    pass values of the fields' types that come from validated models or stored rows."""
     return request.model_copy(update=changes)
 
 

@@ -1,17 +1,14 @@
 """Batched configuration operations: descriptors, pools and policies (create, update, delete).
 
-Configuration changes run in scheduling transactions because they change what the scheduler
-may decide: each one bumps ``config_version`` and triggers a cycle in the same transaction (a
-new pool can admit waiting requests at once; a removed policy can reject them).
+They run in scheduling transactions because they change what the scheduler may decide: each
+bumps ``config_version`` and triggers a cycle in the same transaction (a new pool can admit
+waiting requests at once; a removed policy can reject them).
 
-Invariants:
-- only admins change the configuration (:func:`~.principal.require_admin`);
-- names are unique (descriptors, pools, policies): :class:`EntityExistsError`;
-- stock descriptors are read-only, and a descriptor a pool still offers cannot be deleted;
-- Σ reserved ≤ capacity per (pool, class, resource) holds after every pool or policy save
-  (:func:`~wharf.resource_manager.domain.validate_reserved_totals`);
-- a pool with live (pending, allocated or preempting) requests cannot be deleted; deleting a
-  pool deletes its policies.
+Invariants: only admins change the configuration (:func:`~.principal.require_admin`); names
+are unique (:class:`EntityExistsError`); stock descriptors are read-only and a descriptor a pool
+still offers cannot be deleted; Σ reserved ≤ capacity holds after every pool or policy save
+(:func:`~wharf.resource_manager.domain.validate_reserved_totals`); a pool with live requests
+cannot be deleted, and deleting a pool deletes its policies.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Wire specs of pools and policies -> validated domain models.
 
-Owns: :func:`pool_from_spec`, :func:`updated_pool`, :func:`policy_from_spec`,
+Owns :func:`pool_from_spec`, :func:`updated_pool`, :func:`policy_from_spec`,
 :func:`updated_policy`, :func:`updated_descriptor`.
 
-Invariants:
-- every quantity is converted exactly with its resource's descriptor (ints are base units,
-  strings carry a unit); an unknown resource or unit, a fraction of a base unit or a negative
-  value is an :class:`~wharf.core.errors.InputError` naming the pool/policy, class and resource;
-- the result went through the domain's validation (:func:`~wharf.resource_manager.domain.load`,
-  ``validate_pool`` / ``validate_policy``), so only consistent aggregates reach the database;
-  Σ reserved ≤ capacity across policies is checked by the caller, which knows the other policies.
+Invariants: every quantity is converted exactly with its resource's descriptor (ints are base
+units, strings carry a unit), else an :class:`~wharf.core.errors.InputError` names the
+pool/policy, class and resource; results went through the domain's validation, so only
+consistent aggregates reach the database; Σ reserved ≤ capacity across policies is checked by
+the caller, which knows the other policies.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Identifiers of new requests: time-ordered UUIDs (the version 7 layout of RFC 9562).
 
-Owns: :func:`request_id`.
+Owns :func:`request_id` (see it for why they are ordered) and :func:`entropy`.
 
-Why ordered: a request's id is the key of ``rm_requests`` and, through ``request_id``, of its
-demands, subjects and allocations (whose ids start with the request's timestamp too, see
-:func:`wharf.resource_manager.scheduler.phase6_admit.allocation_id`). Random (version 4) keys
-land every insert on a different B-tree leaf of each of those indexes, so every commit rewrites
-many pages in the WAL; keys that grow with time append to a few hot pages.
-
-Invariants: the timestamp is the service's injected clock (the batch's ``now``), never a
-clock read here; 74 random bits (``os.urandom``) keep ids unique and unguessable within one
+Invariants: the timestamp is the service's injected clock (the batch's ``now``), never a clock
+read here; 74 random bits (``os.urandom``) keep ids unique and unguessable within one
 millisecond; ids are valid RFC 9562 version 7 UUIDs. Nothing relies on the order for
 correctness: ties between requests of one batch are broken by the id, arbitrarily.
 """
@@ -33,7 +27,13 @@ def entropy() -> bytes:
 
 def request_id(now: datetime, random_part: bytes | None = None) -> UUID:
     """A new id whose first 48 bits are ``now`` in Unix milliseconds (aware datetime);
-    ``random_part``: 10 bytes from :func:`entropy` (read here when not given)."""
+    ``random_part``: 10 bytes from :func:`entropy` (read here when not given).
+
+    Ordered because the id is the key of ``rm_requests`` and, through ``request_id``, of its
+    subject and metadata rows: random (version 4) keys land every insert on a different B-tree
+    leaf of each of those indexes, so every commit rewrites many pages in the WAL; keys that
+    grow with time append to a few hot pages.
+    """
     millis = int(now.timestamp() * 1000) & ((1 << 48) - 1)
     rand = int.from_bytes(random_part if random_part is not None else entropy(), "big")
     value = (millis << 80) | _VERSION_7 | (rand & _RAND_A) | _VARIANT | (rand & _RAND_B)

@@ -3,13 +3,11 @@
 Owns :func:`renew` (:func:`renew_many`, :class:`LeaseRenewal`) and :func:`extend_leases`, the
 only writes of the lease columns of ``rm_requests`` besides inserts.
 
-Invariants:
-- a renewal changes only the lease columns (and the runtime state), and only of a live request
-  whose lease has not lapsed (``lapse_at > now``): a lapsed lease is never revived, it is
-  expired by the next cycle; a renewal of someone else's request matches no row;
-- ``lapse_at`` stays the request's earliest lapse: the lease, or for a pending request whose
-  allocation deadline comes first, that deadline;
-- an extension never shortens a lease.
+Invariants: a renewal changes only the lease columns (and the runtime state), and only of a
+live request of the caller whose lease has not lapsed (``lapse_at > now``), so a lapsed lease
+is never revived but expired by the next cycle; ``lapse_at`` stays the request's earliest lapse
+(the lease, or a pending request's earlier allocation deadline); an extension never shortens a
+lease.
 """
 
 from __future__ import annotations

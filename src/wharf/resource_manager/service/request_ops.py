@@ -3,13 +3,11 @@
 Owns the operation classes the service submits to the :class:`~.batch.BatchRunner`, and
 :func:`check_demands` (the input checks that need the descriptors).
 
-Invariants:
-- every check (ownership, existence, units, the status machine) runs before anything is staged,
-  so a failing operation changes nothing;
-- a request is created with the server's clock (``created_at`` is the batch's ``now``) and its
-  deadlines are computed from the durations the client sent;
-- release, cancel and renewal of a terminal request return it unchanged; only the requester or
-  an admin may change a request (:func:`~.principal.require_owner`).
+Invariants: every check (ownership, existence, units, the status machine) runs before anything
+is staged, so a failing operation changes nothing; a request's ``created_at`` is the batch's
+``now`` and its deadlines come from the durations the client sent; release, cancel and renewal
+of a terminal request return it unchanged; only the requester or an admin may change a request
+(:func:`~.principal.require_owner`).
 """
 
 from __future__ import annotations

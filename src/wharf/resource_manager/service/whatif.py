@@ -1,17 +1,14 @@
 """Questions answered by running the scheduler without deciding anything: explain, pool queues.
 
-Owns: :func:`explain_request`, :func:`pool_queue`, :func:`queue_lengths`.
+Owns :func:`explain_request`, :func:`pool_queue`, :func:`queue_lengths`. Each gives the pure
+scheduler the committed state (the cache's published view brought up to the database's state
+version, plus the leases that lapsed but are not expired yet) in a *read* transaction and only
+looks at its decisions: the answer is what the next cycle would do with the state as it is now.
 
-Each answer runs in a *read* transaction: the committed state (the scheduling cache's published view
-brought up to the database's state version, plus the leases that have lapsed but are not expired
-yet) is given to the pure scheduler, and its decisions are only looked at. Nothing is written, so
-these calls take no write lock and never delay admissions or renewals. The answer is what the next
-cycle would do with the state as it is now.
-
-Invariants: read-only (no statement here writes or locks rows); the scheduling cache is only
-read through its immutable view, never adopted; the scheduler gets its own configuration index
-(the combiner's :class:`~wharf.resource_manager.scheduler.Prepared` is not shared between
-threads).
+Invariants: read-only (no statement here writes or locks rows, so these calls never delay
+admissions or renewals); the scheduling cache is only read through its immutable view, never
+adopted; the scheduler gets its own configuration index (the combiner's
+:class:`~wharf.resource_manager.scheduler.Prepared` is not shared between threads).
 """
 
 from __future__ import annotations
