@@ -1,18 +1,12 @@
 """Request-scoped dependencies: the server state, the authenticated principal and its access.
 
-``Ctx`` is what every authenticated route takes (``ctx: CtxDep``). The dependency itself runs on
-the event loop and only reads the ``Authorization`` header; the credential is checked on first
-use of anything the context holds (``principal``, ``access``, ``store``, ``state``), which every
-route does before its first store call -- so authentication runs in the route's worker thread
-(one thread hop per request instead of two) and no store data is reached unauthenticated.
+``Ctx`` is what every authenticated route takes (``ctx: CtxDep``); :func:`refuse_unauthenticated`
+is what the validation error handler calls first.
 
-FastAPI validates a request's parameters and body before any route code runs, so a request that
-fails validation has not been authenticated yet: :func:`refuse_unauthenticated` is what the
-validation error handler calls first, so a caller who is not authenticated on a route that needs
-a principal gets the 401, never a 422 describing the route's schema.
-
-A schedule-scoped token is refused on every route but the few ``own_schedule`` lists, when it is
-authenticated (deny by default: no route needs to know such tokens exist to refuse them).
+Invariants: no store data is reached unauthenticated; a caller who is not authenticated on a
+route that needs a principal gets the 401, never a 422 describing the route's schema; a
+schedule-scoped token is refused on every route but the few ``own_schedule`` lists (deny by
+default: no route needs to know such tokens exist to refuse them).
 """
 
 from __future__ import annotations
@@ -41,7 +35,13 @@ async def get_state(request: Request) -> ServerState:
 
 
 class Ctx:
-    """The request's authenticated context (authentication happens on first use)."""
+    """The request's authenticated context.
+
+    The dependency runs on the event loop and only reads the ``Authorization`` header; the
+    credential is checked on first use of anything the context holds (``principal``,
+    ``access``, ``store``, ``state``), which every route does before its first store call, so
+    authentication runs in the route's worker thread (one thread hop per request, not two).
+    """
 
     __slots__ = ("_access", "_header", "_route", "_state")
 
@@ -124,7 +124,11 @@ authenticated context. The route is kept with its answer, so its id is never reu
 
 async def refuse_unauthenticated(request: Request) -> None:
     """Raise ``AuthenticationError`` if the request's route needs a principal and the request's
-    credential does not authenticate (checked in a worker thread: it may read the store)."""
+    credential does not authenticate (checked in a worker thread: it may read the store).
+
+    FastAPI validates parameters and body before any route code runs, so a request that fails
+    validation has not been authenticated yet: this check comes first.
+    """
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return

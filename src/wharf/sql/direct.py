@@ -1,10 +1,6 @@
-"""Hot statements run on the driver's cursor, below SQLAlchemy's execution layer: the store's
-per-step path and the Resource Manager's request inserts (kept for the chain-step and RM
-admission goals; see docs/benchmarks.md).
-
-A :class:`DirectStatement` is a Core construct compiled by SQLAlchemy for the connection's
-dialect, its values converted by the column types' own processors; only the sending bypasses
-``Connection.execute``, whose per-call bookkeeping dominated a cached step.
+"""Hot statements run on the driver's cursor, below SQLAlchemy's execution layer
+(:class:`DirectStatement`): the store's per-step path and the Resource Manager's request inserts
+(kept for the goals in docs/benchmarks.md).
 
 Invariants:
 - statements run on the caller's DBAPI connection, inside the transaction its ``Connection``
@@ -92,7 +88,9 @@ class _Compiled:
 class DirectStatement:
     """A Core statement executed on the DBAPI cursor of a SQLAlchemy connection, compiled once
     per dialect and set of given value names (an insert or update writes exactly the columns
-    it is given, as ``Connection.execute`` does).
+    it is given, as ``Connection.execute`` does). SQLAlchemy compiles it for the connection's
+    dialect and the column types' own processors convert its values; only the sending bypasses
+    ``Connection.execute`` and its per-call bookkeeping.
 
     ``returning``: for an INSERT, UPDATE or DELETE, columns it returns (``RETURNING``), read by
     :meth:`rows` like a select's. They are given here rather than with ``.returning()``, whose

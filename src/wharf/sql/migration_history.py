@@ -1,18 +1,10 @@
-"""Checking and upgrading one Alembic migration history (the store's, or the Resource
-Manager's, which keeps its own version table so it can share a database with the store).
+"""Checking and upgrading one Alembic migration history (:class:`MigrationHistory`): the store's,
+or the Resource Manager's, which keeps its own version table so it can share a database with
+the store.
 
-Opening costs one plain query on the version table; Alembic is imported only when the revision
-found is not the history's head. Outcomes of :meth:`MigrationHistory.ensure`:
-- revision is head: nothing to do;
-- no schema yet, or an older revision known to this code: upgrade to head if ``migrate``,
-  otherwise :class:`SchemaVersionError`;
-- a revision this code does not know (written by a newer Wharf): :class:`SchemaVersionError`,
-  never an attempt to migrate.
-
-Concurrent upgrades are serialised: by ``BEGIN IMMEDIATE`` on SQLite, a transaction-scoped
-advisory lock on PostgreSQL and a named lock (``GET_LOCK``) on MySQL/MariaDB, held on its own
-connection until the upgrade has committed. Alembic re-reads the revision once it holds the
-lock, so the second opener finds head and does nothing.
+Invariants: opening costs one plain query on the version table (Alembic is imported only when
+the revision found is not head); a revision this code does not know is never migrated; concurrent
+upgrades are serialised, so the second opener finds head and does nothing.
 """
 
 from __future__ import annotations
@@ -90,6 +82,10 @@ class MigrationHistory:
         return revisions[0] if revisions else None
 
     def ensure(self, db: Database, *, migrate: bool) -> None:
+        """Make sure the database is at head: nothing to do if it is; no schema yet, or an older
+        revision known to this code, is upgraded if ``migrate`` (else :class:`SchemaVersionError`);
+        a revision this code does not know (written by a newer Wharf) is a
+        :class:`SchemaVersionError`, never an attempt to migrate."""
         revision = self.current_revision(db)
         if revision == self.head:
             return
@@ -107,7 +103,13 @@ class MigrationHistory:
         self.upgrade(db)
 
     def upgrade(self, db: Database) -> None:
-        """Upgrade to head, holding the migration lock until the upgrade committed."""
+        """Upgrade to head, holding the migration lock until the upgrade committed.
+
+        The lock is ``BEGIN IMMEDIATE`` on SQLite, a transaction-scoped advisory lock on
+        PostgreSQL and a named lock (``GET_LOCK``) on MySQL/MariaDB, held on its own connection.
+        Alembic re-reads the revision once it holds the lock, so the second opener finds head
+        and does nothing.
+        """
         from alembic import command
 
         def run(conn: Connection) -> None:

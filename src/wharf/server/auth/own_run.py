@@ -1,18 +1,10 @@
-"""What a run-scoped token may do to the run it is scoped to, besides reading it.
+"""What a run-scoped token may do to the run it is scoped to, besides reading it: start it
+(:func:`start_update`), beat for it (``PUT /runs/{id}/heartbeat``) and end it (:func:`check_end`).
 
 A run's orchestrating process (e.g. the orchestrator pod of a Kubernetes run) holds a token of
-the run the client recorded as a placeholder, never the user's own credential. With it, it may:
-
-- start that run: the ``get_or_create`` a start makes (the placeholder's own project, pipeline,
-  snapshot and name; status running; an orchestrator run id) moves *that* placeholder to
-  running, and a repeated start with the same orchestrator run id returns it unchanged. It never
-  creates a run and never takes another placeholder, even of the same snapshot;
-- beat for it (``PUT /runs/{id}/heartbeat``);
-- end it: a ``PATCH`` of its status to completed, failed or stopped (with a reason), nothing
-  else -- not ``stopping``, not a forced stop, not its orchestrator run id.
-
-Everything else about runs stays refused to run tokens: creating, deleting, stopping or renaming
-runs, issuing tokens, and any of the above on another run (403; 404 in another project).
+the run the client recorded as a placeholder, never the user's own credential. Invariant:
+everything else about runs stays refused to run tokens -- creating, deleting, stopping or
+renaming runs, issuing tokens, and any of the above on another run (403; 404 in another project).
 """
 
 from __future__ import annotations
@@ -29,7 +21,9 @@ END_STATUSES = frozenset(
 
 
 def check_end(update: RunUpdate) -> None:
-    """Allow ``update`` of the token's own run only if it ends the run (and sets its reason)."""
+    """Allow ``update`` of the token's own run only if it ends the run (and sets its reason):
+    a status of ``END_STATUSES``, nothing else -- not ``stopping``, not a forced stop, not its
+    orchestrator run id."""
     if (
         update.status not in END_STATUSES
         or update.stop_forced is not None
@@ -43,7 +37,9 @@ def check_end(update: RunUpdate) -> None:
 
 def start_update(scope: RunScope, current: PipelineRunRecord, start: RunCreate) -> RunUpdate | None:
     """The change that starts the token's own run ``current`` as ``start`` asks; None when it
-    was started already with ``start``'s orchestrator run id (a repeated start).
+    was started already with ``start``'s orchestrator run id (a repeated start). The start moves
+    *that* placeholder to running; it never creates a run and never takes another placeholder,
+    even of the same snapshot.
 
     Raises ``PermissionDeniedError`` when ``start`` is not a start of ``current`` (another
     snapshot, pipeline or name, a placeholder or finished status, no orchestrator run id), or
