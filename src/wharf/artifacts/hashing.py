@@ -1,14 +1,8 @@
-"""Content hashes of artifacts.
+"""Content hashes of artifacts: :func:`content_hash`, the cache key's value of an input artifact.
 
-:func:`content_hash` is what the cache key uses as an input artifact's value, so it must be a
-pure function of the bytes: the same files give the same hash on every machine, store and Python
-version, and any change to a file's bytes, name or location changes it.
-
-Definition (version 1): SHA-256 over the header ``b"wharf-content-v1\\0"`` followed by, for each
-file under the URI in the order of its relative path (``/``-separated, compared as strings),
-the 8-byte big-endian length of the UTF-8 relative path, the path, and the SHA-256 digest of the
-file's bytes. A URI that is a single file has the relative path ``""``. Directories contribute
-only through their files (empty directories are ignored). Files are read in chunks, so memory
+Invariants: a pure function of the bytes (the same files give the same hash on every machine,
+store and Python version, and any change to a file's bytes, name or location changes it); the
+definition is versioned (``wharf-content-v1``) and :func:`single_file_hash` agrees with it; memory
 use does not grow with artifact size.
 """
 
@@ -24,7 +18,14 @@ _CHUNK_SIZE = 1 << 20
 
 
 def content_hash(store: ArtifactStore, uri: str) -> str:
-    """The hex SHA-256 content hash of the file or directory tree at ``uri``."""
+    """The hex SHA-256 content hash of the file or directory tree at ``uri``.
+
+    Definition (version 1): SHA-256 over the header ``b"wharf-content-v1\\0"`` followed by,
+    for each file under the URI in the order of its relative path (``/``-separated, compared
+    as strings), the 8-byte big-endian length of the UTF-8 relative path, the path, and the
+    SHA-256 digest of the file's bytes (read in chunks). A URI that is a single file has the
+    relative path ``""``. Directories contribute only through their files (empty directories
+    are ignored)."""
     outer = hashlib.sha256(_HEADER)
     # A single file has the relative path ""; a missing URI fails with FileNotFoundError.
     files = sorted(_walk(store, uri, "")) if store.isdir(uri) else [("", uri)]

@@ -1,13 +1,12 @@
 """The write-only file every artifact store hands out for ``"wb"`` and ``"w"``.
 
-Owns :class:`PublishingFile`, the part of a store's writer that is the same for every store:
-the file is published at its final place by ``close()`` and nowhere before. Leaving a ``with``
-block with an exception, calling :meth:`~PublishingFile.discard`, or dropping the object unclosed
-abandons what was written instead. Each store supplies only how it publishes and how it abandons
-(:mod:`wharf.artifacts.store`: rename a temporary file; :mod:`wharf.artifacts.fsspec_store`:
-complete or abort an upload).
+Owns :class:`PublishingFile`, the part of a store's writer that is the same for every store; each
+store supplies only how it publishes and how it abandons (:mod:`wharf.artifacts.store`: rename a
+temporary file; :mod:`wharf.artifacts.fsspec_store`: complete or abort an upload).
 
-Invariant: a file is published or abandoned at most once, whichever comes first.
+Invariants: the file is published at its final place by ``close()`` and nowhere before; leaving
+a ``with`` block with an exception, :meth:`~PublishingFile.discard` or dropping the object
+unclosed abandons it; a file is published or abandoned at most once, whichever comes first.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Hashing an artifact's file while it is written, so that saving it does not read it back.
 
-:func:`wharf.artifacts.artifact_io.save_artifact` hands a single-file materializer a
-:class:`WatchedStore` instead of the store itself. Reads pass through. The file the artifact is
-(the artifact's URI) may be opened for writing in binary mode, and what is written to it is
-hashed on the way, in order. Anything the watch cannot vouch for -- a second write of the file,
-a write to any other URI, text mode, a partial write, any call outside the store's and the
-writer's plain contract (``fileno``, ``seek``, a store's ``local_path`` ...) -- marks the save
-unwatched, and the content hash is then computed from the stored file. So the fast
-path only ever answers what :func:`wharf.artifacts.hashing.content_hash` would: the hash of the
-one file published at the URI, from exactly the bytes that went into it.
+Owns :class:`WatchedStore`, which :func:`wharf.artifacts.artifact_io.save_artifact` hands a
+single-file materializer instead of the store itself.
+
+Invariant: the watched hash is only ever what :func:`wharf.artifacts.hashing.content_hash` would
+answer (the hash of the one file published at the URI, from exactly the bytes that went into
+it); anything the watch cannot vouch for marks the save unwatched.
 """
 
 from __future__ import annotations
@@ -25,8 +22,14 @@ if TYPE_CHECKING:  # kept out of import time
 
 
 class WatchedStore:
-    """``store`` as one single-file save sees it (see the module docstring). ``uri`` is known to
-    be empty (save_artifact checked), so asking whether it is a directory needs no I/O."""
+    """``store`` as one single-file save sees it. ``uri`` is known to be empty (save_artifact
+    checked), so asking whether it is a directory needs no I/O.
+
+    Reads pass through. The artifact's file (at ``uri``) may be opened for writing in binary
+    mode, and what is written to it is hashed on the way, in order. A second write of the
+    file, a write to any other URI, text mode, a partial write, or any call outside the
+    store's and the writer's plain contract (``fileno``, ``seek``, a store's ``local_path``
+    ...) marks the save unwatched: the content hash is then computed from the stored file."""
 
     def __init__(self, store: ArtifactStore, uri: str) -> None:
         self._store = store

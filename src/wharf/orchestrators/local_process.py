@@ -1,12 +1,7 @@
 """The ``local_process`` orchestrator: isolated steps run in their own processes on this machine.
 
-Static pipelines run every step isolated; in dynamic pipelines the runtime rules decide
-(``wharf.execution.runtime``) and inline steps run in threads of the orchestration process.
-Its steps run through the local-process backend (``wharf.execution.local_process``), the one
-the ``local_process`` step operator uses too.
-Configuration: ``python`` — the interpreter that runs steps (default: this one);
-``code_travels`` — run steps as if on another machine, with the pipeline's code from the run's
-code archive (default false; for testing what remote orchestrators do).
+Owns :class:`LocalProcessOrchestrator`; its steps run through the local-process backend
+(``wharf.execution.local_process``), the one the ``local_process`` step operator uses too.
 """
 
 from __future__ import annotations
@@ -16,6 +11,14 @@ from wharf.orchestrators.base import BaseOrchestrator
 
 
 class LocalProcessOrchestrator(BaseOrchestrator):
+    """Static pipelines run every step isolated; in dynamic pipelines the runtime rules decide
+    (``wharf.execution.runtime``) and inline steps run in threads of the orchestration process.
+
+    Configuration: ``python``, the interpreter that runs steps (default: this one);
+    ``code_travels``, run steps as if on another machine, with the pipeline's code from the
+    run's code archive (default false; for testing what remote orchestrators do).
+    """
+
     flavor = "local_process"
     supports_isolated_steps = True
     isolates_static_steps = True

@@ -1,12 +1,8 @@
 """The fallback materializer: any picklable value, via cloudpickle.
 
-Files: ``data.pkl`` (the cloudpickle bytes) and ``versions.json`` (the Python and cloudpickle
-versions that wrote it, quoted when loading fails). A pickle can only be loaded with compatible
-Python and library versions, and loading it runs code, so the registry warns when it falls back
-to this materializer. ``cloudpickle`` is imported on first use, not at import time.
-
-The pickle embeds the value's classes (by reference, or by value for classes defined in
-``__main__``), so loading needs no recorded type (``NEEDS_DATA_TYPE = False``).
+Invariants: ``cloudpickle`` is imported on first use, not at import time; a pickle can only be
+loaded with compatible Python and library versions, and loading it runs code, so the registry
+warns when it falls back to this materializer.
 """
 
 from __future__ import annotations
@@ -26,7 +22,12 @@ def _python_version() -> str:
 
 
 class CloudpickleMaterializer(Materializer):
-    """Pickles any value with cloudpickle; the registry's fallback."""
+    """Pickles any value with cloudpickle; the registry's fallback.
+
+    Files: ``data.pkl`` (the cloudpickle bytes) and ``versions.json`` (the Python and
+    cloudpickle versions that wrote it, quoted when loading fails). The pickle embeds the
+    value's classes (by reference, or by value for classes defined in ``__main__``), so
+    loading needs no recorded type (``NEEDS_DATA_TYPE = False``)."""
 
     ASSOCIATED_TYPES = (object,)
     NEEDS_DATA_TYPE = False

@@ -1,16 +1,11 @@
 """A lossless JSON encoding of plain Python data, shared by the built-in and pandas materializers.
 
 "Plain data" is ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` and ``list``,
-``tuple``, ``dict``, ``set``, ``frozenset`` of plain data, with *exact* types (subclasses are not
-plain: they could not be rebuilt). Anything else makes :func:`encode` raise
-:class:`NotPlainDataError`.
+``tuple``, ``dict``, ``set``, ``frozenset`` of plain data, with *exact* types (subclasses could
+not be rebuilt). Entry points: :func:`encode`/:func:`decode`, :func:`dumps`/:func:`loads`.
 
-Lists and dicts whose keys are all strings are written as native JSON. Everything else is a
-tagged object ``{"$type": <tag>, ...}``: tuples, sets and frozensets (``items``), dicts with a
-non-string key or a ``"$type"`` key (``items``: ``[key, value]`` pairs) and bytes (``base64``).
-Set items are sorted by their canonical JSON, so equal sets encode to equal text whatever the
-hash seed. Floats keep every bit (``repr``), including ``NaN`` and ``Infinity`` as Python's
-``json`` module writes them. Dict order is preserved.
+Invariants: ``decode(encode(value))`` rebuilds ``value`` with the same types and every float
+bit; anything not plain makes :func:`encode` raise :class:`NotPlainDataError`.
 """
 
 from __future__ import annotations
@@ -47,7 +42,15 @@ def is_plain(value: object) -> bool:
 
 
 def encode(value: object) -> Any:
-    """``value`` as a JSON-compatible tree (see the module docstring)."""
+    """``value`` as a JSON-compatible tree; :class:`NotPlainDataError` if it is not plain.
+
+    Lists and dicts whose keys are all strings are written as native JSON. Everything else is
+    a tagged object ``{"$type": <tag>, ...}``: tuples, sets and frozensets (``items``), dicts
+    with a non-string key or a ``"$type"`` key (``items``: ``[key, value]`` pairs) and bytes
+    (``base64``). Set items are sorted by their canonical JSON, so equal sets encode to equal
+    text whatever the hash seed. Floats keep every bit (``repr``), including ``NaN`` and
+    ``Infinity`` as Python's ``json`` module writes them. Dict order is preserved.
+    """
     encoder = _ENCODERS.get(type(value))
     if encoder is None:
         t = type(value)

@@ -3,13 +3,8 @@
 The registry imports it lazily, the first time it meets a type from the ``numpy`` package, so
 ``import wharf.artifacts`` never loads numpy.
 
-File: ``data.npy`` in numpy's own ``.npy`` format (a single-file materializer: new artifacts
-are that file at the artifact's URI, older ones a directory holding it), written and read with
-``allow_pickle=False``: portable across numpy versions and never executes code on load. A numpy
-scalar is stored as a 0-d array and returned as a scalar of the same dtype when the recorded
-type is a numpy scalar type. Arrays whose dtype holds Python objects would need pickle, and
-subclasses of ``ndarray`` (masked arrays, matrices) would lose their extra state, so both are
-declined and fall through to the pickle fallback.
+Invariant: files are written and read with ``allow_pickle=False``: portable across numpy
+versions, and loading never executes code.
 """
 
 from __future__ import annotations
@@ -24,7 +19,11 @@ _FILE = "data.npy"
 
 
 class NumpyMaterializer(Materializer):
-    """``numpy.ndarray`` (exact type, no object dtypes) and numpy scalars."""
+    """``numpy.ndarray`` (exact type, no object dtypes) and numpy scalars, as ``data.npy``
+    in numpy's ``.npy`` format (a single-file materializer). A numpy scalar is stored as a 0-d
+    array and returned as a scalar of the same dtype when the recorded type is a numpy scalar
+    type. Object dtypes (they would need pickle) and subclasses of ``ndarray`` (masked arrays,
+    matrices: their extra state would be lost) are declined: the pickle fallback takes them."""
 
     ASSOCIATED_TYPES = (np.ndarray, np.generic)
     SINGLE_FILE = True
