@@ -1,13 +1,10 @@
 """The CronJob of a schedule: the orchestrator Job as its template, fired by Kubernetes.
 
-Owns: :class:`CronJobSpec` (everything a schedule's CronJob is built from), :func:`cron_job`
-and :func:`check_cron_schedule`. Pure.
+Owns :class:`CronJobSpec`, :func:`cron_job` and :func:`check_cron_schedule`. Pure.
 
-Invariants: the ``jobTemplate`` is exactly the orchestrator Job a manual run creates (its
-labels, annotations and spec, copied), so scheduled and manual runs start the same pod; the
-name is at most 52 characters (the controller appends ``-<11 digits>`` to name each Job);
-schedules are five-field cron expressions or a macro, never with a ``TZ=`` prefix (a real
-server refuses one).
+Invariants: the ``jobTemplate`` is exactly the orchestrator Job a manual run creates; the name
+is at most 52 characters (the controller appends ``-<11 digits>`` to name each Job); schedules
+are five-field cron expressions or a macro, never with a ``TZ=`` prefix.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Creating a run's orchestrator Job and the run's Secret (the submitting side's API calls).
 
-Invariants: whenever the pod's environment holds a credential (``SECRET_ENV``: the run token,
-the store URL), the run has a Secret (``token_secret_name``) holding each one under its
-``secret_key`` and the Job's pod reads them through ``secretKeyRef`` — never as a plain value
-in the Job; the Secret exists before the Job that refers to it, and is then owned by the Job
-(garbage-collected with it, whatever happens to the run's processes); a Job that cannot be
-created leaves no Secret behind (whether the API refused it or could not be reached), and a
-Secret the Job cannot be made to own takes the Job away with it (the submission failed: the
-client forgets the run, whose pod must not start). An API refusal or an unreachable API server
-becomes a one-line :class:`WharfError` naming what could not be done (the object, the
-namespace) and the server's message or the connection's error (:func:`cluster_call`).
+Owns :func:`create_orchestrator_job` and the deletes of the Job and Secret.
+
+Invariants: a credential of the pod (``SECRET_ENV``) lives only in the run's Secret, read
+through ``secretKeyRef``, never a plain value in the Job; the Secret exists before the Job and
+is then owned by it; a failed submission leaves neither behind; every API failure is a one-line
+:class:`WharfError` (:func:`cluster_call`).
 """
 
 from __future__ import annotations
@@ -98,7 +94,13 @@ def create_orchestrator_job(
     environment: PodEnvironment,
 ) -> SubmittedJob:
     """Create the run's Secret (when the pod needs a credential: :func:`with_run_secret`) and
-    its orchestrator Job."""
+    its orchestrator Job.
+
+    The Secret holds each credential under its ``secret_key`` and, once the Job exists, is
+    owned by it (garbage-collected with it, whatever happens to the run's processes). A Job
+    that cannot be created (refused, or the API unreachable) leaves no Secret behind, and a
+    Secret the Job cannot be made to own takes the Job away with it (the client then forgets
+    the run, whose pod must not start)."""
     namespace = args.namespace
     args = with_run_secret(args, environment, job.run.id)
     manifest = orchestrator_manifest(settings, job, args, image=image, environment=environment)

@@ -1,13 +1,10 @@
 """The pod template of Wharf's Jobs: one container ``main``, pod settings applied.
 
-Owns: :func:`pod_template` (a Job's ``spec.template``, from its :class:`JobSpec`),
-:func:`env_entries` (the container's env) and :func:`pruned`. Pure; the result shares no
-mutable container with the inputs.
+Owns :func:`pod_template` (a Job's ``spec.template``), :func:`env_entries` and :func:`pruned`.
 
-Invariants: ``restartPolicy`` is ``Never`` (a Job retries by starting a new pod); Wharf's own
-labels, annotations and env vars win over pod settings' entries of the same name; the pod
-settings' service account wins over the one given (it is the more specific setting); empty
-fields are left out, as the API server's own encoding leaves them out.
+Invariants: pure, sharing no mutable container with the inputs; ``restartPolicy`` is ``Never``;
+Wharf's own labels, annotations and env vars win over pod settings' entries of the same name,
+and the pod settings' service account wins over the one given; empty fields are left out.
 """
 
 from __future__ import annotations
@@ -48,7 +45,10 @@ def pruned(mapping: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pod_template(spec: JobSpec) -> dict[str, Any]:
-    """The ``spec.template`` of ``spec``'s Job."""
+    """The ``spec.template`` of ``spec``'s Job (``restartPolicy: Never``: a Job retries by
+    starting a new pod). The pod settings' service account wins over ``spec``'s, being the
+    more specific setting; empty fields are left out, as the API server's own encoding leaves
+    them out."""
     pod = spec.pod_settings or KubernetesPodSettings()
     container = pruned(
         {

@@ -1,11 +1,10 @@
 """Removing a step attempt's Kubernetes objects, for the Kubernetes step backend.
 
-A cancel deletes the attempt's Job in the foreground and its running pods with the grace
-asked for (:func:`delete_for_cancel`); a cleanup deletes the Job in the background
-(:func:`delete_job`); pods that outlived a cancel on a node that no longer reports go by force
-(:func:`force_delete_pods`); ``stop_recorded`` deletes the Jobs labelled with a step run's id
-(:func:`delete_jobs_of_step_run`). Every delete tolerates an object already gone (404) and
-reads no object back (the answer is not decoded into models).
+Owns the deletes of a cancel (:func:`delete_for_cancel`), a cleanup (:func:`delete_job`), pods on
+a lost node (:func:`force_delete_pods`) and ``stop_recorded`` (:func:`delete_jobs_of_step_run`).
+
+Invariants: every delete tolerates an object already gone (404) and reads no object back (the
+answer is not decoded into models).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Step pods' logs, for the artifact store: read once an attempt ended, or followed to the end
 when the attempt is being stopped (a deleted pod's log is gone with the pod).
 
-:class:`PodLogFollower` follows one pod's ``main`` container log (``follow=true``) in a daemon
-thread from the moment it is started until the container ends or :meth:`PodLogFollower.close`
-is called; :func:`collect_pod_logs` puts together the logs of an attempt's pods, oldest first,
-from what was followed and, for the others, one read each. A log that cannot be had is a line
-saying why, never an exception: the attempt's outcome does not depend on its log.
+Owns :class:`PodLogFollower` and :func:`collect_pod_logs`. Invariant: a log that cannot be had
+is a line saying why, never an exception: the attempt's outcome does not depend on its log.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ FOLLOW_WAIT_SECONDS = 15.0
 
 
 class PodLogFollower:
-    """See the module docstring."""
+    """Follows one pod's ``main`` container log (``follow=true``) in a daemon thread from the
+    moment it is started until the container ends or :meth:`close` is called."""
 
     def __init__(self, core: CoreV1Api, namespace: str, pod: str) -> None:
         self._core = core
@@ -106,7 +104,8 @@ def collect_pod_logs(
     followed: Mapping[str, PodLogFollower],
 ) -> bytes:
     """The logs of ``pods`` (oldest first) and of the ``followed`` ones, each pod's under a
-    header line when there are several."""
+    header line when there are several: what was followed and, for the others, one read
+    each."""
     names = list(pods) + [name for name in followed if name not in pods]
     parts = []
     for name in names:

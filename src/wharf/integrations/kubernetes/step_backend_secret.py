@@ -1,12 +1,9 @@
 """The Secret through which a step backend's Jobs get credentials (never in a Job's manifest).
 
-A step's environment (``RunServices.child_env``) may hold a credential: the run-scoped API
-token (``WHARF_API_KEY``) or a store URL with a password (``WHARF_STORE_URL``). A
-:class:`StepEnvSecret` keeps each such value in one Kubernetes Secret per backend — created on
-the first submit that needs it, labelled (and owned by the orchestrator Job when there is one),
-extended when a new value appears, deleted by :meth:`StepEnvSecret.delete` — and gives back the
-``secretKeyRef`` for each variable. Invariants: a value is stored once, under a key that says
-nothing of it (``WHARF_API_KEY.1``); Job manifests only ever reference keys.
+Owns :class:`StepEnvSecret` and :data:`SECRET_ENV` (the variables whose values are credentials).
+
+Invariants: a value is stored once, under a key that says nothing of it (``WHARF_API_KEY.1``);
+Job manifests only ever reference keys.
 """
 
 from __future__ import annotations
@@ -28,7 +25,12 @@ CONFLICT = 409
 
 
 class StepEnvSecret:
-    """See the module docstring."""
+    """One Kubernetes Secret per step backend holding the credentials of its steps'
+    environments (``RunServices.child_env``: the run-scoped API token ``WHARF_API_KEY``, a
+    store URL with a password ``WHARF_STORE_URL``), giving back the ``secretKeyRef`` for each
+    variable. Created on the first submit that needs it, labelled (and owned by the
+    orchestrator Job when there is one), extended when a new value appears, deleted by
+    :meth:`delete`."""
 
     def __init__(
         self,
