@@ -2,7 +2,7 @@
 
 A step is a plain function plus configuration. Called inside a static pipeline's definition it
 records an invocation and returns output handles; called inside a running dynamic pipeline it
-runs (later issue); called anywhere else it is just the function.
+runs as a step of that run; called anywhere else it is just the function.
 """
 
 from __future__ import annotations
