@@ -118,9 +118,9 @@ def _key(value: str) -> bytes:
 
 
 class LoginThrottle:
-    """Per-account and per-address failed-login limits: two :class:`_Table` s, one keyed by
-    account name, one by client address (keys are NFC-normalised digests, so a long name costs
-    no more than a short one).
+    """Per-account and per-address failed-login limits: two tables (:class:`_Table`), one keyed
+    by account name, one by client address (keys are NFC-normalised digests, so a long name
+    costs no more than a short one).
 
     Trade-off, accepted: anyone can lock an account for one window by failing on purpose; the
     address limit bounds how many accounts one address can lock.
