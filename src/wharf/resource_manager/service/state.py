@@ -114,8 +114,7 @@ class Working:
     pending: dict[UUID, ResourceRequest]
     holding: dict[UUID, ResourceRequest]
     """:attr:`requests` split by status, kept with it by :meth:`put` and :meth:`drop`: a cycle
-    reads the queue and hands the scheduler the holders without looking at each request
-    (with thousands of allocations live, that alone cost more than the rest of a transaction)."""
+    reads the queue and hands the scheduler the holders without looking at each request."""
     config_dirty: bool = False
     """A configuration write happened in this transaction: reload before the next use."""
     prepared: Prepared | None = None
