@@ -1,17 +1,12 @@
-"""Checkpoints of a SQLite file's write-ahead log, run by a thread of their own.
-
-Owns :class:`WalCheckpoints` and :func:`checkpoints_for`. Engines raise SQLite's own
-auto-checkpoint threshold to a safety net (:data:`AUTOCHECKPOINT_PAGES`) so that no writer's
-commit pays for a checkpoint (it holds the write lock meanwhile); this module checkpoints in
-``PASSIVE`` mode after :data:`COMMITS_PER_CHECKPOINT` commits or :data:`MAX_DELAY_SECONDS`,
-whichever comes first (never at exit: that would make every short process sync the files).
+"""Checkpoints of a SQLite file's write-ahead log, run by a thread of their own
+(:class:`WalCheckpoints`, :func:`checkpoints_for`), so that no writer's commit pays for a
+checkpoint (it would hold the write lock meanwhile).
 
 Invariants:
 - one checkpointer per file (by real path) per process; a forked child starts with none running
   and free locks (``os.register_at_fork``);
 - recording a commit never waits; a failed checkpoint is logged, never raised to a writer;
-- the thread exits after :data:`IDLE_SECONDS` without commits;
-- the checkpointer never creates a database file.
+- the thread exits after :data:`IDLE_SECONDS` without commits; it never creates a database file.
 """
 
 from __future__ import annotations
@@ -35,7 +30,13 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 
 class WalCheckpoints:
-    """Background checkpoints of one SQLite file's write-ahead log (see the module docstring)."""
+    """Background checkpoints of one SQLite file's write-ahead log.
+
+    Checkpoints run in ``PASSIVE`` mode after ``commits_per_checkpoint`` commits or ``max_delay``
+    seconds, whichever comes first, never at exit (that would make every short process sync the
+    files). Engines raise SQLite's own auto-checkpoint threshold to a safety net
+    (:data:`AUTOCHECKPOINT_PAGES`).
+    """
 
     def __init__(
         self,

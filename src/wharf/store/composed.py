@@ -1,17 +1,13 @@
-"""The default combined calls of the store ports, composed from the plain calls.
+"""The default combined calls of the store ports, composed from the plain calls: mixins a store
+inherits when it cannot do a combined call of ``wharf.store.ports`` in one transaction or one
+request (today the REST store's ``runs.record`` and ``runs.finish``). ``create_many`` has no
+default: it must be all or nothing.
 
-A store that cannot do a combined call of ``wharf.store.ports`` in one transaction or one
-request inherits it from these mixins: the same effect from one plain call after another (more
-round trips, and no transaction around them: an error leaves what the calls before it wrote).
-The SQL store overrides each of them (one transaction each), the REST store each one the server
-has a route for; the rest (``runs.record`` and ``runs.finish`` over REST) comes from here.
-``create_many`` has no default: it must be all or nothing.
-
-Invariants (those of the ports): the cache lookup comes before the creation (of a batch: every
-lookup before any creation) and nothing is created on a hit; output versions are created before
-the update that links them, so a refused update leaves them unreferenced, never half-linked; a
-run's end is decided from the status this call read, and decided again if the status changed
-before the update (a stop request).
+Invariants (those of the ports): the cache lookup comes before any creation and nothing is
+created on a hit; output versions are created before the update that links them, so a refused
+update leaves them unreferenced, never half-linked; a run's end is decided from the status the
+call read, and decided again if it changed before the update (a stop request). Unlike a
+transaction, an error leaves what the calls before it wrote.
 """
 
 from __future__ import annotations

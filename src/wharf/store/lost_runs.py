@@ -1,12 +1,6 @@
-"""The lost-orchestrator sweep: runs whose orchestrating process is gone end failed.
-
-A run's orchestrating process beats (``RunRepository.update_heartbeat``); the run is lost when
-its heartbeat deadline passed, or at once when its process ran on this machine and is gone
-(pid dead, or reused by another process: ``wharf.store.process_identity``). A run past its
-deadline whose process this machine sees alive (its beating thread starved) is spared. No
-daemon runs the sweep: every pipeline run sweeps when it starts and while it beats, ``Client``
-reads and stops of runs sweep, and the workspace server sweeps periodically. Each sweep is one
-indexed read when nothing is lost.
+"""The lost-orchestrator sweep (:func:`sweep_lost_runs`): runs whose orchestrating process is gone
+end failed. No daemon runs it: every pipeline run sweeps when it starts and while it beats,
+``Client`` reads and stops of runs sweep, and the workspace server sweeps periodically.
 
 Invariant: the steps a sweep ends give back their Resource Manager requests: the caller passes
 a ``release`` callback (the embedded step-resources port's, or the workspace server's
@@ -36,7 +30,13 @@ def sweep_lost_runs(
     store: Store, now: datetime | None = None, *, release: ReleaseEnded | None = None
 ) -> list[LostRun]:
     """End the runs of ``store`` whose orchestrating process is gone; those it ended.
-    ``release``: told of each step it ended (None: nothing to release here)."""
+    ``release``: told of each step it ended (None: nothing to release here).
+
+    A run is lost when its heartbeat deadline passed, or at once when its process ran on this
+    machine and is gone (pid dead, or reused: ``wharf.store.process_identity``). A run past its
+    deadline whose process this machine sees alive (its beating thread starved) is spared. When
+    nothing is lost the sweep is one indexed read.
+    """
     now = now or datetime.now(UTC)
     candidates = store.runs.list_sweep_candidates(now, this_host())
     if not candidates:

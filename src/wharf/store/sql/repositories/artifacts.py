@@ -2,14 +2,9 @@
 
 Invariants:
 - An artifact is unique per (project, name) and is created by the first version written for it.
-- Versions of an artifact are numbered 1, 2, ... without gaps or duplicates, also with concurrent
-  writers in several processes. The writer locks the artifact row (``SELECT ... FOR UPDATE``)
-  and only then reads the highest version in a *separate* statement: under READ COMMITTED
-  (PostgreSQL, and MySQL as we configure it) that statement sees the previous lock holder's
-  committed version. The unique (artifact, version) constraint backs this up, and the rare
-  conflict (two writers creating the same new artifact) is retried from scratch. On SQLite the
-  transaction already holds the database write lock (``BEGIN IMMEDIATE``), so lookup and
-  maximum are one statement there -- this is on the engine's per-step hot path.
+- Versions of an artifact are numbered 1, 2, ... without gaps or duplicates, also with
+  concurrent writers in several processes (:func:`_lookup`; the unique (artifact, version)
+  constraint backs it up).
 - ``ArtifactVersionRecord.name`` is the artifact's name, joined in on read.
 """
 
@@ -126,7 +121,14 @@ def insert_versions(
 
 
 def _lookup(conn: Connection, key: dict[str, Any]) -> tuple[UUID | None, int | None]:
-    """The artifact's id (locked) and its highest version; Nones if it does not exist."""
+    """The artifact's id (locked) and its highest version; Nones if it does not exist.
+
+    The artifact row is locked (``SELECT ... FOR UPDATE``) and only then is the highest version
+    read in a *separate* statement: under READ COMMITTED (PostgreSQL, and MySQL as configured)
+    that statement sees the previous lock holder's committed version. On SQLite the transaction
+    already holds the database write lock (``BEGIN IMMEDIATE``), so lookup and maximum are one
+    statement there (this is on the engine's per-step hot path).
+    """
     if conn.dialect.name == "sqlite":  # the transaction holds the file's write lock
         row = _ARTIFACT_AND_MAX.first(conn, key)
         return (None, None) if row is None else (row["id"], row["top"])
@@ -144,8 +146,8 @@ def write_versions(
     linked: Iterable[UUID] = (),
 ) -> T:
     """Run ``fn`` (which inserts ``versions``, and may link versions ``linked`` to a step) in a
-    write transaction: a conflict on a new artifact runs it again, a missing reference becomes
-    not found."""
+    write transaction: a conflict on a new artifact (two writers creating it) runs it again from
+    scratch, a missing reference becomes not found."""
     for version in versions:
         check_name(version.name, "artifact")
     for _ in range(MAX_CONFLICT_RETRIES):
