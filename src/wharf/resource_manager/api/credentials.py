@@ -3,12 +3,10 @@
 Owns: :class:`CredentialChecker`, :func:`new_api_key`, :func:`hash_secret`,
 :func:`api_key_owner`.
 
-Invariants:
-- secrets are compared only through argon2 verification (or, for the bootstrap admin key, in
-  constant time); a failed login takes about as long whether or not the name exists (an unknown
-  name is verified against a dummy hash), and says nothing about which part was wrong;
-- an API key ``wrm.<name>.<secret>`` is verified only against the entry named ``<name>``;
-- verification never raises: every outcome is a principal or None.
+Invariants: secrets are compared only through argon2 verification (the bootstrap admin key in
+constant time); a failed login takes about as long whether or not the name exists (an unknown
+name is verified against a dummy hash) and says nothing about which part was wrong; an API key
+``wrm.<name>.<secret>`` is verified only against the entry ``<name>``; verification never raises.
 """
 
 from __future__ import annotations

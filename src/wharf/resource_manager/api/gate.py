@@ -1,14 +1,9 @@
-"""What the API checks of a request before any route reads its body: its size, then who sent
-it.
+"""What the API checks of a request before any route reads its body: its size, then who sent it.
 
 Owns :func:`guard` (wraps the app in both checks) and :data:`PUBLIC_BODY_PATHS`.
 
-- Every request, lean routes included, passes :class:`wharf.request_limits.SizeLimits` first:
-  a body over ``ApiSettings.max_body_bytes`` gets 413 before any of it is read.
-- A request with a body for a FastAPI route that needs a principal (every one but login) is
-  authenticated before the route reads the body: without a valid token it gets 401 whatever
-  the body holds, never a 422 describing the schema, and its body is never read. Lean routes
-  authenticate before reading their body themselves (:class:`.lean.Call`), so they skip it.
+Invariant: no body over ``ApiSettings.max_body_bytes`` is read (413), and no route reads a body
+before its sender is authenticated (401, never a 422 describing the schema).
 """
 
 from __future__ import annotations
@@ -54,7 +49,13 @@ def _has_body(scope: Scope) -> bool:
 
 def guard(app: FastAPI, max_body_bytes: int) -> None:
     """Authenticate FastAPI's routes before their bodies are read, and put the size limits in
-    front of everything, lean routes included (call after the lean routes are mounted)."""
+    front of everything, lean routes included (call after the lean routes are mounted).
+
+    A body over ``max_body_bytes`` gets 413 before any of it is read
+    (:class:`wharf.request_limits.SizeLimits`). A request with a body for a FastAPI route that
+    needs a principal (every one but login) without a valid token gets 401 whatever the body
+    holds, never a 422 describing the schema. Lean routes authenticate before reading their
+    body themselves (:class:`.lean.Call`), so they skip that check."""
     app.add_middleware(_AuthenticateFirst)
     build = app.build_middleware_stack
 

@@ -2,11 +2,6 @@
 
 Owns: :func:`apply_decisions`.
 
-The SQL service applies the same decisions in one transaction; this function is what tests,
-benchmarks and simulations use to run many cycles without a database. Every status change goes
-through the domain's transition table, so an inconsistent decision raises instead of being
-silently applied.
-
 Invariant: the input snapshot is not modified; the result shares unchanged models with it.
 """
 
@@ -22,6 +17,10 @@ from wharf.resource_manager.scheduler.snapshot import Snapshot
 
 
 def apply_decisions(snapshot: Snapshot, decisions: CycleDecisions) -> Snapshot:
+    """``snapshot`` with ``decisions`` applied, as the SQL service applies them in one
+    transaction: what tests, benchmarks and simulations use to run many cycles without a
+    database. Every status change goes through the domain's transition table, so an
+    inconsistent decision raises instead of being silently applied."""
     now = decisions.now
     requests: dict[UUID, ResourceRequest] = {r.id: r for r in snapshot.requests}
     for expiry in decisions.expiries:

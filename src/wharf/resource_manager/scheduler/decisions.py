@@ -2,13 +2,9 @@
 
 Owns: the decision records and :class:`CycleDecisions`.
 
-Invariants:
-- each request appears in at most one of expiries, admissions, rejections and waits; a victim
-  appears in ``preemptions`` at most once and is never also a preemptor in the same cycle;
-- status changes implied: admission pending → allocated, rejection pending → rejected,
-  preemption allocated → preempting (``preemption_initiated_by_id`` = preemptor), expiry as
-  stated; waits change no status (the service may store the reason if it changed);
-- every collection is sorted deterministically, so equal inputs give equal outputs.
+Invariants: each request appears in at most one of expiries, admissions, rejections and waits;
+a victim appears in ``preemptions`` at most once and is never also a preemptor in the same
+cycle; every collection is sorted deterministically, so equal inputs give equal outputs.
 """
 
 from __future__ import annotations
@@ -67,6 +63,11 @@ class Wait(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class CycleDecisions:
+    """What one cycle decided. Status changes implied: admission pending → allocated,
+    rejection pending → rejected, preemption allocated → preempting
+    (``preemption_initiated_by_id`` = preemptor), expiry as stated; waits change no status (the
+    service may store the reason if it changed)."""
+
     now: datetime
     expiries: tuple[Expiry, ...] = ()
     admissions: tuple[Admission, ...] = ()

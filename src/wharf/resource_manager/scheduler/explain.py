@@ -2,14 +2,9 @@
 
 Owns: :func:`explain`, :class:`Explanation`, :class:`QueuePosition`.
 
-It runs the same cycle as :func:`~.cycle.schedule` (so the answer can never disagree with what
-the scheduler would do) and then looks closer at one request: its position in each pool's
-queue, the rule that blocks it (a limit, a concurrency limit, a reserved share, capacity, or a
-queue head ahead of it), and which allocations would have to end for it to fit — with the
-subset that the scheduler is allowed to preempt for it.
-
-Invariant: pure; the result is computed from the state *after* the cycle's admissions, without
-other heads' claims, i.e. what blocks this request itself.
+Invariants: pure; it runs the same cycle as :func:`~.cycle.schedule`, so the answer can never
+disagree with what the scheduler would do; what blocks the request is computed from the state
+*after* the cycle's admissions, without other heads' claims.
 """
 
 from __future__ import annotations
@@ -66,6 +61,10 @@ class Explanation:
 def explain(
     snapshot: Snapshot, request_id: UUID, now: datetime, options: SchedulerOptions | None = None
 ) -> Explanation:
+    """Run the cycle, then look closer at one request: its position in each pool's queue, the
+    rule that blocks it (a limit, a concurrency limit, a reserved share, capacity, or a queue
+    head ahead of it), and which allocations would have to end for it to fit, with the subset
+    the scheduler may preempt for it. EntityNotFoundError if it is not in ``snapshot``."""
     request = next((r for r in snapshot.requests if r.id == request_id), None)
     if request is None:
         raise EntityNotFoundError(f"Resource request {request_id} not found.")

@@ -2,12 +2,11 @@
 
 Owns: :func:`expire`.
 
-Invariants:
-- the rules are the domain's (:func:`wharf.resource_manager.domain.leases.lapse`): nothing
-  expires before its deadline; a pending request whose lease lapses is cancelled; an allocated
-  or preempting one is expired and its capacity is not counted by later phases of this cycle.
-Lease time that passed while no Resource Manager served is given back by the service before a
-cycle runs (:mod:`wharf.resource_manager.service.leader`), not here.
+Invariants: the rules are the domain's (:func:`wharf.resource_manager.domain.leases.lapse`):
+nothing expires before its deadline; a pending request whose lease lapses is cancelled; an
+allocated or preempting one is expired and its capacity is not counted by later phases of this
+cycle. Lease time lost while no Resource Manager served is given back by the service
+(:mod:`wharf.resource_manager.service.leader`), not here.
 """
 
 from __future__ import annotations

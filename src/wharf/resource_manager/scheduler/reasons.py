@@ -3,9 +3,8 @@
 Owns: the canonical sentences (``NO_POLICY_MATCHES`` ...) and the builders that add details.
 
 Invariant: each rejection or wait starts with a stable, canonical sentence that clients and
-tests may match on; details (names, amounts) follow in further sentences. Amounts are rendered
-for people (``8 GPU``, ``512 GiB``, ``23.5 GiB`` rather than ``24683664 KiB``: see
-:func:`~wharf.resource_manager.domain.units.format_human`).
+tests may match on; details follow in further sentences, amounts rendered for people
+(``8 GPU``, ``23.5 GiB``: :func:`~wharf.resource_manager.domain.units.format_human`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Owns: :class:`Snapshot`, :class:`SchedulerOptions`.
 
 Invariants: a snapshot is never mutated by the scheduler; ids are unique within each
 collection (checked by :meth:`Snapshot.of`); requests in terminal statuses may be present and
-are ignored. The service builds a snapshot inside the transaction that will apply the cycle's
-decisions, so the decisions are consistent with exactly this state.
+are ignored. The service builds it inside the transaction that applies the cycle's decisions.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """``POST /v1/auth/login``: exchange an API key or a username and password for an access token.
 
 Invariants: a failed login is a 401 that does not say which part was wrong; verification
-(argon2, deliberately slow) runs in a worker thread, never on the event loop. Logins are
-throttled per principal name (the username, or the name inside an API key) and per client
-address (:mod:`wharf.core.login_throttle`, one throttle per API process): past a limit the
-login is refused with 429 and ``Retry-After`` before any credential is checked; a success
-resets the principal's count.
+(argon2, deliberately slow) runs in a worker thread, never on the event loop; logins are
+throttled per principal name and per client address (:mod:`wharf.core.login_throttle`, per API
+process): past a limit they get 429 and ``Retry-After`` before any credential is checked.
 """
 
 from __future__ import annotations
