@@ -1,13 +1,8 @@
 """The workspace server: the metadata store over REST, with users, API keys and project RBAC.
 
-Layout (Prefect-style layering; nothing is built at import time):
-
-- ``settings``: :class:`ServerSettings`, passed explicitly to :func:`wharf.server.app.create_app`;
-- ``app``: the app factory, lifespan (opens the database, bootstrap) and middleware wiring;
-- ``errors``: the one place where Wharf errors become HTTP statuses with a JSON ``detail``;
-- ``limits``: body size and URI length limits (413 / 414) as ASGI middleware;
-- ``schemas``: wire models split by role (``actions`` bodies, ``responses``, ``filters``);
-- ``auth``: tokens, password hashing, API keys, external identity, principals and access checks;
-- ``routers``: one module per aggregate, all under ``/api/v1``;
-- ``serve`` / ``daemon``: running it (uvicorn, workers) in the foreground or in the background.
+Modules (nothing is built at import time): ``settings`` (:class:`ServerSettings`, passed to
+:func:`wharf.server.app.create_app`), ``app`` (factory, lifespan, middleware wiring, with the
+body and URI limits of ``wharf.request_limits``), ``errors`` (errors as HTTP responses),
+``schemas`` (wire models by role), ``auth`` (credentials, principals, access checks),
+``routers`` (one per aggregate, under ``/api/v1``), ``serve`` / ``daemon`` (running it).
 """

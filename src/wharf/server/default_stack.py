@@ -1,15 +1,10 @@
-"""The workspace server's ``default`` stack: made by the server from its own settings.
+"""The workspace server's ``default`` stack, made by the server from its own settings at start-up
+(:func:`ensure_default_stack`).
 
-Every member runs on the ``default`` stack unless they choose another, so nothing in it may
-come from one member's machine. The server makes it at start-up: the ``local`` orchestrator
-and, when it was given ``artifact_root`` (``--artifact-root``: a directory every client and
-step process reaches under that path, e.g. a shared file system), a ``local`` artifact store
-there. Without it the stack has no artifact store, and running a pipeline on it fails saying
-how to register one (``wharf.sdk.workspace``). Clients of a server never make the stack with a
-path of theirs (``Workspace.create_default_stack``).
-
-Idempotent and race-safe (replicas may start together). A ``default`` stack that exists already
-is kept as it is; a warning says when its artifact store is not the one the settings name.
+Invariants: nothing in it comes from one member's machine (clients of a server never make the
+stack with a path of theirs); making it is idempotent and race-safe (replicas may start
+together), and a ``default`` stack that exists already is kept as it is (a warning says when its
+artifact store is not the one the settings name).
 """
 
 from __future__ import annotations
@@ -28,7 +23,11 @@ LOCAL = "local"
 
 
 def ensure_default_stack(store: Store, artifact_root: str | None) -> StackRecord:
-    """The ``default`` stack, made from the server's settings if missing."""
+    """The ``default`` stack, made from the server's settings if missing: the ``local``
+    orchestrator and, given ``artifact_root`` (``--artifact-root``: a directory every client and
+    step process reaches under that path, e.g. a shared file system), a ``local`` artifact store
+    there. Without it the stack has no artifact store, and running a pipeline on it fails saying
+    how to register one (``wharf.sdk.workspace``)."""
     try:
         stack = store.stacks.get_stack_by_name(DEFAULT)
     except EntityNotFoundError:

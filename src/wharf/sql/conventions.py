@@ -1,16 +1,10 @@
 """The naming convention and table options every Wharf schema uses (the metadata store's and
-the Resource Manager's).
+the Resource Manager's): :data:`NAMING_CONVENTION`, :data:`TABLE_OPTIONS`, :func:`new_metadata`.
 
-Owns :data:`NAMING_CONVENTION`, :data:`TABLE_OPTIONS` and :func:`new_metadata`. Invariants:
-
-- constraint and index names derive from table and column names only, so every backend gets
-  the same names and the migrations (which spell them out) keep matching the tables; changing
-  a pattern here renames constraints and needs a migration for every schema;
-- every table is InnoDB with utf8mb4 and a binary collation on MySQL/MariaDB, so names compare
-  case-sensitively there as they do on SQLite and PostgreSQL (other backends ignore these).
-
-Migrations keep their own frozen copies of these values: a migration describes the schema as it
-was when written, not as this module says today.
+Invariants: constraint and index names derive from table and column names only, so every
+backend gets the same names and the migrations keep matching the tables (changing a pattern
+renames constraints and needs a migration for every schema); migrations keep their own frozen
+copies of these values.
 """
 
 from __future__ import annotations
@@ -26,13 +20,17 @@ NAMING_CONVENTION: dict[str, str] = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+"""Names of constraints and indexes, from table and column names only (the migrations spell them
+out)."""
 
 TABLE_OPTIONS: dict[str, Any] = {
     "mysql_engine": "InnoDB",
     "mysql_charset": "utf8mb4",
     "mysql_collate": "utf8mb4_bin",
 }
-"""Keyword arguments of every table: ``Table(name, metadata, *columns, **TABLE_OPTIONS)``."""
+"""Keyword arguments of every table: ``Table(name, metadata, *columns, **TABLE_OPTIONS)``.
+InnoDB with utf8mb4 and a binary collation on MySQL/MariaDB, so names compare case-sensitively
+there as they do on SQLite and PostgreSQL (other backends ignore these)."""
 
 
 def new_metadata() -> MetaData:

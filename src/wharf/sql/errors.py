@@ -1,15 +1,11 @@
-"""Conversion of SQLAlchemy/driver exceptions into Wharf's error hierarchy.
+"""Conversion of SQLAlchemy/driver exceptions into Wharf's error hierarchy (:func:`convert`).
 
-This is the only module that looks inside driver exceptions (SQLite error names, PostgreSQL
-SQLSTATEs, MySQL error numbers). Nothing from SQLAlchemy escapes :mod:`wharf.sql`:
-:func:`convert` maps every ``sqlalchemy.exc.SQLAlchemyError`` to a ``WharfError`` whose message is
-one line. A lost connection, a statement cancelled at its timeout and a missing table (a database
-replaced under a running process: :class:`SchemaMissingError`) are ``StoreUnavailableError``;
-:func:`outage_detail` is what a service tells its clients of one, in fixed words.
-
-The two internal subclasses below let repositories tell *which* integrity rule failed and re-raise
-with a message naming the entity; when a repository does not, callers still get the public base
-class (``EntityExistsError`` / ``EntityNotFoundError``) with a generic message.
+Invariants: this is the only module that looks inside driver exceptions (SQLite error names,
+PostgreSQL SQLSTATEs, MySQL error numbers); every ``SQLAlchemyError`` becomes a ``WharfError``
+with a one-line message; a lost connection, a statement cancelled at its timeout and a missing
+table are ``StoreUnavailableError``, which :func:`outage_detail` describes to clients in fixed
+words. Repositories may catch the internal subclasses to name the entity; callers otherwise get
+the public base class (``EntityExistsError`` / ``EntityNotFoundError``) with a generic message.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""External identity: token introspection at a configured URL, and the user it maps to.
+"""External identity: token introspection at a configured URL (:func:`introspect`), and the user
+it maps to (:func:`sync_principal`).
 
-The server POSTs ``token=<external token>`` (form-encoded, RFC 7662) to
-``settings.introspection_url`` and expects JSON. Accepted fields (others ignored): ``active``
-(False refuses the token), ``id`` or ``sub``, ``username``, ``is_service_account``,
-``is_superuser``.
-
-Mapping (ZenML's ``authenticate_external_user``): a human account is found by its external id,
-or created (name = ``username``); its ``is_admin`` is set to the provider's ``is_superuser`` on
-every login. A local user of the same name that has no password and no external id is linked; a
-name taken otherwise is a conflict (409). Service accounts are found or created by name and
-never get ``is_admin`` from the provider.
+Invariants: a human account's ``is_admin`` follows the provider's ``is_superuser`` on every
+login; service accounts never get ``is_admin`` from the provider; a local name is linked only if
+its user has no password and no external id (else 409).
 """
 
 from __future__ import annotations
@@ -39,6 +33,10 @@ class ExternalUser(BaseModel):
 
 
 def introspect(state: ServerState, token: str) -> ExternalUser:
+    """POST ``token=<external token>`` (form-encoded, RFC 7662) to
+    ``settings.introspection_url`` and read its JSON. Accepted fields (others ignored):
+    ``active`` (False refuses the token), ``id`` or ``sub``, ``username``,
+    ``is_service_account``, ``is_superuser``."""
     import httpx
 
     settings = state.settings
@@ -76,7 +74,12 @@ def introspect(state: ServerState, token: str) -> ExternalUser:
 
 
 def sync_principal(state: ServerState, external: ExternalUser) -> Principal:
-    """The Wharf account of ``external``, created or updated as described above."""
+    """The Wharf account of ``external``, created or updated (ZenML's
+    ``authenticate_external_user``): a human account is found by its external id, or created
+    (name = ``username``); its ``is_admin`` is set to the provider's ``is_superuser`` on every
+    login. A local user of the same name that has no password and no external id is linked; a
+    name taken otherwise is a conflict (409). Service accounts are found or created by name and
+    never get ``is_admin`` from the provider."""
     if external.is_service_account:
         accounts = state.accounts.service_accounts
         try:

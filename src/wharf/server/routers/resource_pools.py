@@ -1,15 +1,10 @@
 """``/api/v1/resource_pools``, ``/api/v1/resource_policies``, ``/api/v1/resource_descriptors``:
 the team's Resource Manager configuration and queues, read through the workspace server.
 
-Any authenticated caller reads them (``wharf pool list|show|queue`` of a logged-in user): the
-pools, policies and descriptors the RM has, a pool's queue (pending requests in queue order)
-and its current allocations. Nothing here changes the RM: pools and policies are managed on the
-RM itself by its administrators. The server reads with its own RM credential; queues and
-allocations need that credential to be an RM administrator's, and a server whose credential is
-not says so (409) rather than failing obscurely.
-
-Errors: a pool or policy the RM does not know is 404; a server without an RM answers 409 saying
-so; an RM that cannot be reached is 503.
+Invariants: any authenticated caller reads them, and nothing here changes the RM (pools and
+policies are managed on the RM itself). Errors: a pool or policy the RM does not know is 404; a
+server without an RM, or whose RM credential may not read queues, answers 409 saying so; an RM
+that cannot be reached is 503.
 """
 
 from __future__ import annotations
@@ -44,7 +39,12 @@ _PoolFilter = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENG
 
 
 def _read(ctx: Ctx, call: Callable[[Any], T], *, admin_read: bool = False) -> T:
-    """``call(client)`` with the server's RM client, its refusals worded for the caller."""
+    """``call(client)`` with the server's RM client, its refusals worded for the caller.
+
+    The server reads with its own RM credential; queues and allocations (``admin_read``) need
+    that credential to be an RM administrator's, and a server whose credential is not says so
+    (409) rather than failing obscurely.
+    """
     from wharf.resource_manager.contract.errors import PermissionDeniedError
 
     link = ctx.state.resource_requests  # authenticates before anything reaches the RM
