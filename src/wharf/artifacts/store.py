@@ -4,13 +4,11 @@ Owns the :class:`ArtifactStore` contract (the subset of ``fsspec.AbstractFileSys
 materializers need, so :mod:`wharf.artifacts.fsspec_store` implements it by delegating) and its
 local-disk implementation :class:`LocalArtifactStore`.
 
-Invariants every store keeps:
-
-- a URI is an absolute location under the store's root (``store.path``), ``/`` between parent
-  and child (:func:`join_uri`); any other URI is refused with ``InputError`` before any I/O;
-- a file opened for writing becomes visible at its URI only when closed without an error, so a
-  file seen at its URI is always complete;
-- ``new_uri`` returns a URI nobody else will get (128 random bits) and does no I/O.
+Invariants every store keeps: a URI is an absolute location under the store's root, ``/``
+between parent and child (:func:`join_uri`), and any other URI is refused with ``InputError``
+before any I/O; a file opened for writing becomes visible at its URI only when closed without an
+error, so a file seen at its URI is always complete; ``new_uri`` returns a URI nobody else will
+get (128 random bits) and does no I/O.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """What a step's allocation means for its pod (ZenML spec §5.6).
 
-Owns the allocated amounts (:func:`allocated_amounts`), their pod resources
-(:func:`pod_resources`), the Resource Manager's target settings merged over the step's settings
+Owns the allocated amounts and their pod resources (:func:`allocated_amounts`,
+:func:`pod_resources`), the Resource Manager's target settings merged over the step's settings
 (:func:`merged_pod_settings`, :func:`merged_settings`) and the whole path
 (:func:`allocated_pod_settings`).
 
-Invariants:
-
-- allocated CPU, memory and GPUs go to *both* requests and limits, replacing only ``cpu``,
-  ``memory`` and the GPU resource; amounts come from each allocation's exact ``base_quantity``;
-  custom kinds (licences) are not pod resources;
-- target settings are merged *deeply* over the step's settings, then validated (an
-  :class:`InputError` naming the request and its classes); the allocated resources go on top;
-- target settings may hold only pod-setting keys (at the top level or under ``pod_settings``)
-  and the per-step Job settings of :data:`STEP_SETTINGS`: a pool cannot move a step to
-  another namespace.
+Invariants: allocated CPU, memory and GPUs go to *both* requests and limits, from each
+allocation's exact ``base_quantity``; target settings are merged *deeply* over the step's
+settings, then validated, and the allocated resources go on top; target settings may hold only
+pod-setting keys and :data:`STEP_SETTINGS` (a pool cannot move a step to another namespace).
 """
 
 from __future__ import annotations
@@ -96,8 +90,10 @@ def pod_resources(
 ) -> dict[str, dict[str, str]]:
     """``base`` (``{"requests": ..., "limits": ...}``) with the allocated ``amounts`` — keyed by
     kind in base units: ``cpu`` mCPU, ``memory`` bytes, ``gpu`` count — written to both
-    requests and limits; every other key of ``base`` is kept, and several allocations of one
-    kind add up (:func:`allocated_amounts`). Zero or missing amounts leave ``base`` as it is."""
+    requests and limits, replacing only ``cpu``, ``memory`` and ``gpu_resource`` (custom kinds
+    such as licences are not pod resources); every other key of ``base`` is kept, and several
+    allocations of one kind add up (:func:`allocated_amounts`). Zero or missing amounts leave
+    ``base`` as it is."""
     allocated: dict[str, str] = {}
     if amounts.get(CPU.name):
         allocated["cpu"] = cpu_quantity(amounts[CPU.name])
@@ -127,7 +123,9 @@ def target_settings_of(allocation: ResourceRequestInfo) -> dict[str, Any]:
 def _split(
     target_settings: Mapping[str, Any], source: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(pod settings layer, step settings layer) of ``target_settings``."""
+    """(pod settings layer, step settings layer) of ``target_settings``: pod-setting keys at
+    the top level or under ``pod_settings``, and :data:`STEP_SETTINGS` (``image``...); any
+    other key is refused."""
     pod: dict[str, Any] = {}
     step: dict[str, Any] = {}
     unknown: list[str] = []

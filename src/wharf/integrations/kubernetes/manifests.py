@@ -1,17 +1,13 @@
 """Kubernetes manifests Wharf creates, as the plain dicts the API takes (camelCase).
 
 Owns the step and orchestrator Jobs (:func:`step_job`, :func:`orchestrator_job`, each from one
-:class:`JobSpec`, built from the settings by :func:`step_job_for`, :func:`orchestrator_job_for`
-and :func:`cron_job_for`), credential Secrets, owner references and the default pod failure
-policy. The pod template is :mod:`.pod_template`'s, the CronJob :mod:`.cron_manifest`'s.
+:class:`JobSpec` built by :func:`step_job_for`, :func:`orchestrator_job_for`,
+:func:`cron_job_for`), credential Secrets, owner references and the default pod failure policy.
 
-Invariants:
-
-- pure: no I/O, no clock, no randomness; every builder returns a new dict sharing nothing with
-  its inputs, and never emits a field a real API server would refuse for valid input;
-- a Job's pod runs one container named ``main`` with ``restartPolicy: Never``; Wharf's own
-  labels, annotations and env vars win over pod settings' entries of the same name;
-- a CronJob's ``jobTemplate`` is exactly the orchestrator Job a manual run creates.
+Invariants: pure (no I/O, clock or randomness; a new dict sharing nothing with the inputs, never
+a field a real API server would refuse for valid input); a Job's pod runs one container ``main``
+with ``restartPolicy: Never``, Wharf's own labels, annotations and env vars winning over pod
+settings'; a CronJob's ``jobTemplate`` is exactly the orchestrator Job a manual run creates.
 """
 
 from __future__ import annotations

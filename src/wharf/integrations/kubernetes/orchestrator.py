@@ -3,15 +3,11 @@
 Owns :class:`KubernetesOrchestrator`: submitting a run (``submit_run``), refusing what it cannot
 run (``runtime_policy``, ``check_artifact_store``) and scheduling runs as CronJobs.
 
-Invariants:
-
-- the pods reach the run's store only through the run's ``child_env`` (never the caller's own
-  key), and every credential only through a Secret the pods refer to (``secretKeyRef``), never
-  a plain value of a Job;
-- the artifact store must be reachable from the pods (a local one only with
-  ``mounts_artifact_store``);
-- the Secret of a run that is not scheduled is deleted when the run ended (by the orchestrator
-  pod at its end, and by a synchronous submitter once the Job finished).
+Invariants: the pods reach the run's store only through the run's ``child_env`` (never the
+caller's own key), every credential only through a Secret the pods refer to (``secretKeyRef``);
+the artifact store must be reachable from the pods (a local one only with
+``mounts_artifact_store``); the Secret of a run that is not scheduled is deleted when the run
+ended (by the orchestrator pod, and by a synchronous submitter once the Job finished).
 """
 
 from __future__ import annotations

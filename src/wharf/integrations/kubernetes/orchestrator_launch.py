@@ -1,16 +1,12 @@
 """What the orchestrator pod of a run is started with: its names, command and environment.
 
 Pure functions shared by the submitting side (``orchestrator``) and the orchestrator pod
-(``orchestrator_main``), which parses the command line built here (:func:`orchestrator_command`,
-:func:`parse_orchestrator_args`).
+(``orchestrator_main``), which parses the command line built here.
 
-Invariants:
-
-- the pod's environment (:func:`pod_environment`) is the run's ``RunServices.child_env`` without
-  the submitting machine's paths (``SUBMITTER_ONLY_ENV``), and a credential in it
-  (``SECRET_ENV``) never appears as a plain value: it travels in a Secret the pod refers to;
-- names are valid Kubernetes resource names, derived from the run so that a resubmission of the
-  same run finds the same objects.
+Invariants: the pod's environment (:func:`pod_environment`) is the run's ``child_env`` without
+the submitting machine's paths, and a credential in it (``SECRET_ENV``) never appears as a plain
+value; names are valid Kubernetes resource names, derived from the run so that a resubmission of
+the same run finds the same objects.
 """
 
 from __future__ import annotations

@@ -4,16 +4,11 @@ Owns which schedules Kubernetes can fire (:func:`check_schedulable`), the CronJo
 (:func:`schedule_cron_job`), the orchestrator pod's ``--schedule-id`` argument, and the API calls
 that create, suspend, resume and delete them.
 
-Invariants:
-
-- a schedule's CronJob carries ``wharf.io/schedule-id`` and is found by that label, never by
-  name alone; its name holds a piece of the id, so two projects' schedules of one name never
-  share a CronJob;
-- ``spec.suspend`` is ``not schedule.active``; applying a schedule again is idempotent;
-- a credential of the fired pods is never a plain value of the CronJob, only in the schedule's
-  Secret (on a workspace server a token of the schedule, never the user's:
-  ``schedule_credentials``);
-- every failure talking to the cluster is a one-line :class:`WharfError`.
+Invariants: a schedule's CronJob carries ``wharf.io/schedule-id`` and is found by that label,
+never by name alone; ``spec.suspend`` is ``not schedule.active`` and applying a schedule again is
+idempotent; a credential of the fired pods lives only in the schedule's Secret (on a workspace
+server a token of the schedule, never the user's: ``schedule_credentials``); every failure
+talking to the cluster is a one-line :class:`WharfError`.
 """
 
 from __future__ import annotations
@@ -94,7 +89,8 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def cron_job_name(prefix: str | None, schedule: ScheduleRecord) -> str:
-    """The schedule's CronJob name: prefix, schedule name and 8 hex digits of its id."""
+    """The schedule's CronJob name: prefix, schedule name and 8 hex digits of its id (so two
+    projects' schedules of one name never share a CronJob)."""
     return resource_name(
         prefix or DEFAULT_JOB_PREFIX,
         schedule.name,

@@ -4,13 +4,9 @@ Owns :class:`KubernetesPodSettings`, :class:`KubernetesOrchestratorSettings` and
 :class:`KubernetesStepOperatorSettings` (meanings as in the ZenML spec §5.5), with their parsing
 (``from_component``) and layering (``merged``, :func:`deep_merge`).
 
-Invariants:
-
-- every model forbids unknown fields; invalid input is an :class:`InputError` in plain words
-  naming the field;
-- merging never mutates its inputs, and only the fields an override *set* take part;
-- pod settings hold plain dicts in the shape the Kubernetes API takes (camelCase inside
-  ``affinity``, ``tolerations``, ``env``, ``volumes``...); quantities are strings.
+Invariants: every model forbids unknown fields, and invalid input is an :class:`InputError`
+naming the field; merging never mutates its inputs, and only the fields an override *set* take
+part; pod settings hold plain dicts in the shape the Kubernetes API takes; quantities are strings.
 """
 
 from __future__ import annotations
@@ -83,7 +79,9 @@ def _invalid(model: type[BaseModel], error: ValidationError, title: str) -> Inpu
 
 
 class KubernetesPodSettings(BaseModel):
-    """What Wharf lets a user add to a pod (step pods, the orchestrator pod)."""
+    """What Wharf lets a user add to a pod (step pods, the orchestrator pod), as plain dicts
+    in the shape the Kubernetes API takes (camelCase inside ``affinity``, ``tolerations``,
+    ``env``, ``volumes``...)."""
 
     model_config = ConfigDict(extra="forbid")
 

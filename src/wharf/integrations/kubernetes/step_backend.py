@@ -285,8 +285,8 @@ class KubernetesStepBackend:
                             del self._waiters[name]
 
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
-        """Delete the Job in the foreground and its running pods with ``grace_seconds``,
-        following their logs to their end. Pods that outlive the grace by
+        """Delete the Job in the foreground and its running pods with ``grace_seconds`` (at
+        least one second), following their logs to their end. Pods that outlive the grace by
         ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports (lost): the
         attempt is then cancelled all the same and they are force-deleted at cleanup."""
         with self._condition:

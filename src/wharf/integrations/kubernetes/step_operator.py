@@ -1,17 +1,14 @@
 """The ``kubernetes`` step operator: the steps that name it run as Kubernetes Jobs, one per attempt.
 
-Owns :class:`KubernetesStepOperator` (configuration, image, artifact store check) and its launch
-interface :class:`KubernetesStepOperatorBackend`, which runs each attempt through the
+Owns :class:`KubernetesStepOperator` and its launch interface
+:class:`KubernetesStepOperatorBackend`, which runs each attempt through the
 :class:`KubernetesStepBackend` of its run.
 
-Invariants:
-
-- nothing touches the cluster until a step is submitted (the run loop asks every stack's step
-  operator for a backend, and ``wharf runs stop --force`` asks for one only to delete Jobs);
-- the artifact store must be one the pods reach (a local one only with
-  ``mounts_artifact_store``), and pods get no paths of the submitting machine
-  (``SUBMITTER_ONLY_ENV``: the code comes from the run's code archive);
-- a run's step Jobs carry the operator's name and the run's id as labels and no owner.
+Invariants: nothing touches the cluster until a step is submitted (the run loop asks every
+stack's step operator for a backend); the artifact store must be one the pods reach (a local one
+only with ``mounts_artifact_store``); pods get no paths of the submitting machine
+(``SUBMITTER_ONLY_ENV``); a run's step Jobs carry the operator's name and the run's id as labels
+and no owner.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """A step's Kubernetes settings: the component's (and run's) with the step's own layered over.
 
 Here the ``orchestrator.kubernetes`` and ``step_operator.kubernetes`` entries of a snapshot's
-spec (plain JSON: ``wharf.config.component_settings``) meet their models: a step Job is built
-from :func:`step_settings`, the orchestrator pod from :func:`pipeline_settings`.
+spec (``wharf.config.component_settings``) meet their models: a step Job is built from
+:func:`step_settings`, the orchestrator pod from :func:`pipeline_settings`.
 
-Invariants:
-
-- an invalid entry is one :class:`InputError` naming the step and the field, raised before any
-  object is created in the cluster;
-- :data:`RUN_WIDE` fields cannot differ between a step and the backend that runs it: a step
-  asking for another is refused, never silently run elsewhere;
-- fields only the orchestrator pod reads (``max_parallelism``, ``synchronous``...) take effect
-  from the pipeline level and the component; a step's own are validated and otherwise ignored.
+Invariants: an invalid entry is one :class:`InputError` naming the step and the field, raised
+before any object is created in the cluster; a step asking for other :data:`RUN_WIDE` fields than
+its backend's is refused, never silently run elsewhere; fields only the orchestrator pod reads
+(``max_parallelism``, ``synchronous``...) take effect from the pipeline level and the component.
 """
 
 from __future__ import annotations
