@@ -1,13 +1,10 @@
-"""Everything a request handler needs, built once per app by the factory or its lifespan.
+"""Everything a request handler needs (:class:`ServerState`), built once per app by the factory or
+its lifespan, held on ``app.state.wharf`` and reached through ``wharf.server.deps``.
 
-Held on ``app.state.wharf``; handlers reach it through ``wharf.server.deps``. It owns no global
-state: two apps in one process (tests) have two of these.
-
-``resource_requests`` is the server's link to the Resource Manager (or its absence) and
-``step_runs`` the step-resource application service built on it
-(``wharf.server.resource_manager.pair``, :mod:`wharf.server.step_resources`): the step routes
-write step runs through it, so they are resource-aware whenever a state serves requests, while
-``store`` itself only stores.
+Invariants: it owns no global state (two apps in one process have two of these); the step routes
+write step runs through ``step_runs`` (the step-resource service,
+:mod:`wharf.server.step_resources`), so they are resource-aware whenever a state serves
+requests, while ``store`` itself only stores.
 """
 
 from __future__ import annotations
@@ -46,7 +43,8 @@ class ServerState:
     key_touches: dict[UUID, float] = field(default_factory=dict)
     """API key id -> when this process last wrote its ``last_used`` (monotonic seconds)."""
     resource_requests: ServerRequests | None = None
-    """Set by ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
+    """The server's link to the Resource Manager (or its absence); set by
+    ``wharf.server.resource_manager.pair`` (``build_state`` always pairs)."""
     step_runs: StepRunRepository | StepResourceService = field(init=False)
     """The step runs as the step routes write them (``store.steps`` until paired)."""
     release_ended: ReleaseEnded | None = None

@@ -1,14 +1,9 @@
 """``/api/v1/steps``: step runs, their heartbeats, the cache lookup, the lost-heartbeat sweep,
 and the batch / combined calls that keep the engine's per-step path at a few requests.
 
-A run token reads and writes the steps of its own run; the cache lookup is open to it within
-its project (caching reuses other runs' steps).
-
-A step's process id (with its host and start token) is what ``wharf runs stop --force``
-signals, so no generic update sets it: ``PUT /{step_id}/process`` records it, and only with a
-run token of the step's run issued to that run's user (or to a service account, whose runs a
-machine runs); a member of the project, an admin's own login or another user's run token for
-the same run are refused.
+Invariants: a run token reads and writes the steps of its own run, and the cache lookup is open
+to it within its project (caching reuses other runs' steps); no generic update sets a step's
+process id, which only the step's own process records (:func:`_check_own_process`).
 """
 
 from __future__ import annotations
@@ -124,7 +119,10 @@ def _step(ctx: Ctx, step_id: UUID, *, write: bool, action: str) -> StepInfo:
 
 
 def _check_own_process(ctx: Ctx, step: StepInfo) -> None:
-    """Refuse anyone but the step's own process (see the module docstring)."""
+    """Refuse anyone but the step's own process: a run token of the step's run issued to that
+    run's user (or to a service account, whose runs a machine runs). A member of the project,
+    an admin's own login or another user's run token for the same run are refused, since the
+    process id (with its host and start token) is what ``wharf runs stop --force`` signals."""
     principal = ctx.principal
     run = principal.run
     own = run is not None and run.run_id == step.run_id

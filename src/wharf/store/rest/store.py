@@ -1,14 +1,11 @@
 """``RestStore``: the :class:`~wharf.store.ports.Store` bundle over a workspace server.
 
-Each repository is a thin client of one resource (Prefect's client-per-resource layout); they
-share one :class:`HttpSession` (connection pool, credentials). Every combined call of the ports
-is one request where the server has a route for it (the step runs' and artifacts'), else the
-plain calls composed (a run's records and end). Its steps' resource requests are not the
-store's: the workspace reaches them over the same session
-(:class:`wharf.execution.resources.team.WorkspaceRequests`).
-
-Credentials: an access token (``wharf login`` with a password), a run token or an API key, sent
-as ``Authorization: Bearer``. Nothing is contacted before the first call.
+Each repository is a thin client of one resource, all sharing one :class:`HttpSession`
+(connection pool, credentials: an access token, a run token or an API key, sent as
+``Authorization: Bearer``). Invariants: nothing is contacted before the first call; a combined
+call of the ports is one request where the server has a route for it (the step runs' and
+artifacts'), else the plain calls composed (a run's records and end). Its steps' resource
+requests are not the store's (:class:`wharf.execution.resources.team.WorkspaceRequests`).
 """
 
 from __future__ import annotations

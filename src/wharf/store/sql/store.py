@@ -1,12 +1,10 @@
 """``SqlStore``: the :class:`~wharf.store.ports.Store` bundle over one SQL database.
 
 It only wires the repositories to one :class:`Database` (engine + clock); each aggregate's rules
-live in its own module under ``repositories/``. Opening a store builds the engine (no connection
-pool work happens before the first query), checks the schema revision with one query and
-migrates when asked to. Build stores at entry points and pass them down: nothing here is global.
-
-Every combined call of the ports is one transaction here (``repositories/batches.py`` for the
-step runs' and artifacts', ``repositories/run_records.py`` for the runs').
+live in its own module under ``repositories/``, and every combined call of the ports is one
+transaction (``repositories/batches.py``, ``repositories/run_records.py``). Invariants: opening
+builds the engine, checks the schema revision with one query and migrates only when asked;
+nothing here is global (build stores at entry points and pass them down).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Users' login data: password hashes, external identities, activation, token revocation.
 
-Invariants:
-- At most one credential row per user (its primary key is the user id); a user without one
-  cannot log in. Every change creates the row (active) on first use; a concurrent creator's
-  row is updated instead.
-- An external id belongs to at most one user (unique constraint).
-- ``revoke_tokens`` increments ``token_generation`` under the row lock: every token issued in
-  an earlier generation is refused by the server from then on.
-- ``set_admin`` is the only change ever made to a ``user_account`` row (external identity maps
-  the provider's superuser flag on every login).
+Invariants: at most one credential row per user (keyed by the user id; a user without one cannot
+log in), created (active) by its first change, a concurrent creator's row being updated instead;
+an external id belongs to at most one user; ``set_admin`` is the only change ever made to a
+``user_account`` row (external identity maps the provider's superuser flag on every login).
 """
 
 from __future__ import annotations
@@ -67,6 +62,8 @@ class SqlCredentialRepository(SqlRepository):
         return self._upsert(user_id, lambda _: {"active": active})
 
     def revoke_tokens(self, user_id: UUID) -> UserCredentialRecord:
+        """Increment ``token_generation`` under the row lock: every token issued in an earlier
+        generation is refused by the server from then on."""
         return self._upsert(user_id, lambda row: {"token_generation": row + 1})
 
     def set_admin(self, user_id: UUID, is_admin: bool) -> UserRecord:
