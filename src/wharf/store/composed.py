@@ -1,6 +1,6 @@
 """The default combined calls of the store ports, composed from the plain calls: mixins a store
 inherits when it cannot do a combined call of ``wharf.store.ports`` in one transaction or one
-request (today the REST store's ``runs.record`` and ``runs.finish``). ``create_many`` has no
+request (the REST store's ``runs.record`` and ``runs.finish``). ``create_many`` has no
 default: it must be all or nothing.
 
 Invariants (those of the ports): the cache lookup comes before any creation and nothing is

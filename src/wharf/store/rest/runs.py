@@ -1,7 +1,7 @@
 """Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes.
 
 The server has no route for a pipeline call's records or a run's end: ``record`` and ``finish``
-are the plain calls composed (``wharf.store.composed``), as the engine always made them here.
+are the plain calls composed (``wharf.store.composed``).
 """
 
 from __future__ import annotations
