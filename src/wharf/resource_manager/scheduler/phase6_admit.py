@@ -46,9 +46,8 @@ def allocation_id(request_id: UUID, key: str) -> UUID:
 
     An RFC 9562 version 8 (custom) UUID: the first 48 bits are the request id's (its timestamp,
     for the time-ordered ids the service gives new requests), 74 more come from a SHA-1 of the
-    request id and ``key``. Allocations of recent requests thus sit next to each other in the
-    primary-key index instead of on random pages; two picks of one request, or of requests of
-    one millisecond, differ in 74 hashed bits.
+    request id and ``key``; two picks of one request, or of requests of one millisecond, differ
+    in 74 hashed bits.
     """
     return _derived_id(request_id.bytes, (request_id.int & _HEAD) | _VERSION_8 | _VARIANT, key)
 
