@@ -21,9 +21,9 @@ END_STATUSES = frozenset(
 
 
 def check_end(update: RunUpdate) -> None:
-    """Allow ``update`` of the token's own run only if it ends the run (and sets its reason):
-    a status of ``END_STATUSES``, nothing else -- not ``stopping``, not a forced stop, not its
-    orchestrator run id."""
+    """Allow ``update`` of the token's own run only if it ends the run: a status of
+    ``END_STATUSES`` (with a reason, if any), nothing else -- not ``stopping``, not a forced
+    stop, not its orchestrator run id."""
     if (
         update.status not in END_STATUSES
         or update.stop_forced is not None
