@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
-from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
 from wharf.core.ids import MAX_ID_CANDIDATES, only_match, parse_id_prefix, parse_uuid
 from wharf.sdk.workspace import Workspace
@@ -30,7 +30,6 @@ from wharf.store.models import (
     PipelineRecord,
     PipelineRunRecord,
     RunFilter,
-    RunUpdate,
     ScheduleFilter,
     ScheduleRecord,
     SnapshotRecord,
@@ -203,8 +202,7 @@ class Client:
         ends failed at once ("orchestrator lost") and is returned so; a forced stop of a run
         that no process beats for (recorded before runs had a liveness record) ends it
         stopped at once, with its steps."""
-        from wharf.execution.run_heartbeat import end_unattended
-        from wharf.execution.run_stop import stop_recorded_steps
+        from wharf.sdk.run_stopping import request_stop
 
         ended = self._sweep_lost_runs(now=True)
         run = self.get_pipeline_run(name_or_id)
@@ -214,48 +212,7 @@ class Client:
             raise IllegalOperationError(
                 f"Run '{run.name}' has already finished ({run.status.value})."
             )
-        if run.status is not ExecutionStatus.STOPPING or (force and not run.stop_forced):
-            update = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=force or None)
-            run = self.store.runs.update(run.id, update)
-        if force:
-            stop_recorded_steps(self.store, run.id, self._step_backends(run))
-            never_taken_over = run.orchestrator_host is None
-            run = end_unattended(self.store, run, release=self._release)
-            if never_taken_over and run.status.is_finished:
-                self._end_unstarted_run(run)
-        return run
-
-    def _end_unstarted_run(self, run: PipelineRunRecord) -> None:
-        """Have the run's orchestrator remove what its platform still holds for a run no
-        process took over (a Kubernetes Job whose pod never started)."""
-        stack_id = self.store.snapshots.get(run.snapshot_id).stack_id
-        if stack_id is None:
-            return
-        stack = self.store.stacks.get_stack(stack_id)
-        orchestrator = self._workspace.component_instance(stack, ComponentType.ORCHESTRATOR)
-        recorded = self.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
-        orchestrator.end_unstarted_run(run, {m.key: m.value for m in recorded})
-
-    def _step_backends(self, run: PipelineRunRecord) -> Callable[[StepRunRecord], Any]:
-        """The kind of backend that started each step of ``run``: its stack's step operator's
-        for a step that names one, else its orchestrator's (None: the flavor has none)."""
-        stack_id = self.store.snapshots.get(run.snapshot_id).stack_id
-        if stack_id is None:
-            return lambda step: None
-        stack = self.store.stacks.get_stack(stack_id)
-        instance = self._workspace.component_instance
-        recorded = self.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
-        metadata = {m.key: m.value for m in recorded}  # where its submitter put its steps
-        own = instance(stack, ComponentType.ORCHESTRATOR).run_step_backend(metadata)
-        operator = None
-        if ComponentType.STEP_OPERATOR in stack.components:
-            operator = instance(stack, ComponentType.STEP_OPERATOR).step_backend()
-
-        def backend_for(step: StepRunRecord) -> Any:
-            named = step.spec is not None and step.spec.config.step_operator is not None
-            return operator if named else own
-
-        return backend_for
+        return request_stop(self._workspace, run, force=force, release=self._release)
 
     def step_logs(self, step: str | UUID | StepRunRecord, *, run: str | UUID | None = None) -> str:
         """The captured stdout/stderr of a step run ("" if it has none yet: a step's output is
