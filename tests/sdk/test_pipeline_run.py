@@ -4,7 +4,6 @@ when something fails before the orchestrator has taken the run over."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,6 @@ from wharf.orchestrators.local import LocalOrchestrator
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
-    ws = Workspace.open(load_config({}, home=tmp_path / "home"))
-    yield ws
-    ws.close()
 
 
 @pipeline

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from tests.e2e import steps_lib
 from wharf import pipeline
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.run_heartbeat import UNATTENDED_REASON
 from wharf.sdk.run_stopping import request_stop
@@ -19,26 +13,19 @@ from wharf.store.models import OrchestratorProcess, PipelineRunRecord, RunStart,
 ELSEWHERE = OrchestratorProcess(host="another-host", pid=7, liveness_timeout_seconds=60)
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
-    ws = Workspace.open(load_config({}, home=tmp_path / "home"))
-    yield ws
-    ws.close()
-
-
 @pipeline
-def chain(value: int = 1) -> None:
-    steps_lib.double(steps_lib.produce(value=value))
+def produce() -> None:
+    steps_lib.produce(value=1)
 
 
 def recorded(workspace: Workspace) -> PipelineRunRecord:
     """A run recorded as a submitter records it, before any process took it over."""
     _, _, run = workspace.store.runs.record(
         workspace.project.id,
-        "chain",
+        "produce",
         workspace.active_stack().id,
-        chain.compile(),
-        RunStart(name="chain-1"),
+        produce.compile(),
+        RunStart(name="produce-1"),
     )
     return run
 
