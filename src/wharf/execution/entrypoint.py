@@ -4,9 +4,10 @@ Owns :func:`run_step_process`: given a step run id (whose record is running), it
 store the parent set in the environment (with a token scoped to the step's run when over
 REST), loads the step's spec, inputs and code (from the run's code archive when the snapshot
 records one: ``wharf.execution.code_fetch``), runs the user function in the main thread with a
-heartbeat beside it, and records how the attempt ended. Invariants: the heartbeat beats until
-the final status is recorded; exit code 0 when the attempt completed, 1 otherwise (a process
-that dies without recording anything is recorded by its parent).
+heartbeat beside it, and records how the attempt ended; a store outage as it starts (shorter
+than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the heartbeat
+beats until the final status is recorded; exit code 0 when the attempt completed, 1 otherwise (a
+process that dies without recording anything is recorded by its parent).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
 from uuid import UUID
 
 from wharf.artifacts.materializers.registry import default_registry
@@ -24,15 +28,28 @@ from wharf.core.errors import InputError
 from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
-from wharf.execution.heartbeat import startup_allowance_granted, stops_with_run
+from wharf.execution.heartbeat import (
+    liveness_timeout_for,
+    startup_allowance_granted,
+    stops_with_run,
+)
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.resources.embedded import connect_configured
-from wharf.execution.services import RunServices, open_store
+from wharf.execution.services import RunServices, open_store, utc_now
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_deadline import StopDeadline, stop_grace_from_env
-from wharf.store.models import HeartbeatResponse, StepRunUpdate
+from wharf.store.models import (
+    ComponentRecord,
+    HeartbeatResponse,
+    PipelineRunRecord,
+    SnapshotRecord,
+    StepRunRecord,
+    StepRunUpdate,
+)
+from wharf.store.ports import Store
 from wharf.store.process_identity import own_start_token, this_host
 
 logger = logging.getLogger("wharf.step")
@@ -63,22 +80,16 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
     config = load_config()
     store = open_store(config)
     try:
-        record = store.steps.get(step_run_id)
-        run = store.runs.get(record.run_id)
+        patience = liveness_timeout_for(config.heartbeat_interval)
+        record, run, snapshot, artifact_store_record = read_step(store, step_run_id, patience)
         resources = None
         if not config.server_url:  # over REST the server pairs steps with the RM
             user = store.users.get(run.user_id) if run.user_id else None
             account = user.name if user else "default"
             # its heartbeats renew its request and its end releases it (the launcher waited)
             resources = connect_configured(store, config, user, account)
-        snapshot = store.snapshots.get(run.snapshot_id)
         spec = record.spec or snapshot.spec.steps[record.name]
-        if snapshot.stack_id is None:
-            raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
-        stack = store.stacks.get_stack(snapshot.stack_id)
-        artifact_store = instantiate_component(
-            store.stacks.get_component(stack.components[ComponentType.ARTIFACT_STORE])
-        )
+        artifact_store = instantiate_component(artifact_store_record)
         services = RunServices(
             store=store,
             artifact_store=artifact_store,
@@ -91,7 +102,13 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         # The pid with its host and start token: a force stop signals it only from this
         # machine and only while this process lives (never a reused pid).
         me = StepRunUpdate(pid=os.getpid(), pid_host=this_host(), pid_start=own_start_token())
-        store.steps.update(record.id, me)
+        retry_through_outage(
+            lambda: store.steps.update(record.id, me),
+            what=f"record the process of step run {record.id}",
+            patience=patience,
+            clock=utc_now,
+            sleep=time.sleep,
+        )
         allocation = allocation_from_env(dict(os.environ))
         if allocation is not None:
             pin_to_allocation(allocation, _gpu_indices())
@@ -129,6 +146,34 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         return 0 if final.status is ExecutionStatus.COMPLETED else 1
     finally:
         store.close()
+
+
+def read_step(
+    store: Store,
+    step_run_id: UUID,
+    patience: float,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    sleep: Callable[[float], object] = time.sleep,
+) -> tuple[StepRunRecord, PipelineRunRecord, SnapshotRecord, ComponentRecord]:
+    """The step run, its run, the run's snapshot and the artifact store of the snapshot's
+    stack, read through a store outage of up to ``patience`` seconds: the process (a pod's)
+    may start while the workspace server is briefly down, and the engine waits for it as long
+    (the reads are safe to repeat; any other error is raised at once)."""
+
+    def read() -> tuple[StepRunRecord, PipelineRunRecord, SnapshotRecord, ComponentRecord]:
+        record = store.steps.get(step_run_id)
+        run = store.runs.get(record.run_id)
+        snapshot = store.snapshots.get(run.snapshot_id)
+        if snapshot.stack_id is None:
+            raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
+        stack = store.stacks.get_stack(snapshot.stack_id)
+        component = store.stacks.get_component(stack.components[ComponentType.ARTIFACT_STORE])
+        return record, run, snapshot, component
+
+    return retry_through_outage(
+        read, what=f"read step run {step_run_id}", patience=patience, clock=clock, sleep=sleep
+    )
 
 
 def _cut_off_if_cancelled(deadline: StopDeadline, response: HeartbeatResponse) -> None:
