@@ -9,6 +9,7 @@ renaming or deleting its own run, and getting a fresh token (which would outlive
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV
 from wharf.core.enums import ExecutionStatus
+from wharf.execution.run_heartbeat import RunHeartbeat
 from wharf.execution.run_lifecycle import start_run
 from wharf.execution.services import RunServices, for_run, run_token_scope
 from wharf.store.models import (
@@ -99,6 +101,35 @@ def test_a_run_token_starts_beats_for_and_ends_its_own_run(
     ended = store.runs.finish(planned.id, ExecutionStatus.COMPLETED, None)
     assert ended.status is ExecutionStatus.COMPLETED and ended.end_time is not None
     assert world.stores.store.runs.get(planned.id).status is ExecutionStatus.COMPLETED
+
+
+def test_a_run_tokens_heartbeat_leaves_the_sweep_to_the_server_after_one_refusal(
+    world: World,
+    pod_store: tuple[PipelineRunRecord, RestStore],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An orchestrator pod's heartbeat may not sweep lost runs (the server sweeps itself): it
+    asks once, and neither asks again nor warns on each beat."""
+    planned, store = pod_store
+    start_run(store, planned, "kubernetes-uid-3", PROCESS)
+    asked: list[object] = []
+    candidates = store.runs.list_sweep_candidates
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(args)
+        return candidates(*args, **kwargs)
+
+    monkeypatch.setattr(store.runs, "list_sweep_candidates", counted)
+    caplog.set_level(logging.DEBUG, logger="wharf")
+    heartbeat = RunHeartbeat.start(store, planned.id, 30.0)
+    try:
+        assert heartbeat.beat_once() and heartbeat.beat_once()
+    finally:
+        heartbeat.close()
+    assert len(asked) == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert "may not sweep runs" in caplog.text  # said once, at debug level
 
 
 def test_a_run_token_ends_its_run_failed_or_stopped_as_finish_decides(

@@ -58,6 +58,10 @@ class StoreError(WharfError):
     pass
 
 
+class PermissionDeniedError(WharfError):
+    """The store (a workspace server: 403) refused the request to the caller's credential."""
+
+
 class StoreUnavailableError(StoreError):
     """The metadata store cannot be reached."""
 

@@ -4,7 +4,8 @@ Owns :func:`orchestrator_process` (host, pid, start token, liveness timeout, rec
 first beat in the write that starts the run), :class:`RunHeartbeat` and :func:`end_unattended`.
 Invariants: ``on_stopping`` and ``on_forced`` are each told once; every beat and every run's
 start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no daemon is
-needed for that; a stopping run that no process beats for is ended by a forced stop itself.
+needed for that (unless the store refuses it to the run's credential: a workspace server
+sweeps itself); a stopping run that no process beats for is ended by a forced stop itself.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ class RunHeartbeat:
         self._process = orchestrator_process(interval)
         self._stopped = threading.Event()
         self._forced = False
+        self._sweeps = True
+        """False once the store refused a sweep (a workspace server's run token)."""
         self._thread = threading.Thread(
             target=self._loop, name=f"wharf-run-heartbeat-{run_id}", daemon=True
         )
@@ -136,12 +139,17 @@ class RunHeartbeat:
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
-        sweep_quietly(store, release=release)
         heartbeat = cls(
             store, run_id, interval, release=release, on_forced=on_forced, on_stopping=on_stopping
         )
+        heartbeat._sweep()
         heartbeat._thread.start()
         return heartbeat
+
+    def _sweep(self) -> None:
+        """Sweep lost runs, unless the store refused it to this credential before."""
+        if self._sweeps:
+            self._sweeps = sweep_quietly(self._store, release=self._release)
 
     def beat_once(self) -> bool:
         """One beat (and sweep); False if the beat failed (logged)."""
@@ -164,7 +172,7 @@ class RunHeartbeat:
                     self._on_forced()
                 except Exception as exc:
                     logger.warning("Could not force the stop of run %s: %s", self._run_id, exc)
-        sweep_quietly(self._store, release=self._release)
+        self._sweep()
         return True
 
     def _loop(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
+from wharf.core.errors import PermissionDeniedError
 from wharf.store.models import LostRun, StepRunRecord
 from wharf.store.ports import Store
 from wharf.store.process_identity import is_gone, is_ours, this_host
@@ -76,9 +77,15 @@ def end_lost_runs(
     return lost
 
 
-def sweep_quietly(store: Store, *, release: ReleaseEnded | None = None) -> None:
-    """:func:`sweep_lost_runs` where a failure must not stop the caller (logged)."""
+def sweep_quietly(store: Store, *, release: ReleaseEnded | None = None) -> bool:
+    """:func:`sweep_lost_runs` where a failure must not stop the caller (logged). False when
+    the store refused the sweep to this credential (a run-scoped token of a workspace server,
+    which sweeps itself): sweeping again with it is pointless."""
     try:
         sweep_lost_runs(store, release=release)
+    except PermissionDeniedError as exc:
+        logger.debug("Not sweeping runs whose orchestrator is gone: %s", exc)
+        return False
     except Exception as exc:
         logger.warning("Could not sweep runs whose orchestrator is gone: %s", exc)
+    return True

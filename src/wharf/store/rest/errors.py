@@ -4,7 +4,7 @@ The server's error body is ``{"detail": ..., "type": <class name>}``. A known cl
 raised as that very class (so ``IllegalTransitionError`` stays one, as on SQL); otherwise the
 status decides (503, and a proxy's 502 or 504 while the server restarts, are
 ``StoreUnavailableError``: an outage, which the engine's wait and heartbeat paths wait out).
-REST-only conditions get their own classes:
+REST-only conditions get their own classes (a 403 is ``wharf.core.errors.PermissionDeniedError``):
 
     NotAuthenticatedError (401)    PermissionDeniedError (403)    RequestTooLargeError (413/414)
 """
@@ -19,6 +19,7 @@ from wharf.core.errors import (
     IllegalOperationError,
     IllegalTransitionError,
     InputError,
+    PermissionDeniedError,
     RunStoppingError,
     SchemaVersionError,
     StoreError,
@@ -29,10 +30,6 @@ from wharf.core.errors import (
 
 class NotAuthenticatedError(WharfError):
     """The server refused the credentials (missing, invalid, expired or revoked): log in."""
-
-
-class PermissionDeniedError(WharfError):
-    """The server knows the caller, whose role does not allow the request."""
 
 
 class RequestTooLargeError(InputError):
