@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.execution.clocks import Clock
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
@@ -50,19 +51,6 @@ class FakeRM:
         if isinstance(status, Exception):
             raise status
         return Reply(request_id, status, self.reason)
-
-
-class Clock:
-    def __init__(self):
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-        self.sleeps: list[float] = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += timedelta(seconds=seconds)
 
 
 def waiter(rm, clock, jitter=0.999999):

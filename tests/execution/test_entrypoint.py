@@ -4,29 +4,16 @@ server is briefly down), any other error at once (fake store and clock, no sleep
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 from uuid import uuid4
 
 import pytest
 
+from tests.execution.clocks import Clock
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError, StoreUnavailableError
 from wharf.execution.entrypoint import read_step
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += timedelta(seconds=seconds)
 
 
 def answering(value: object, failures: int = 0) -> Any:

@@ -3,25 +3,11 @@ backoff until the patience runs out, anything else is raised at once (fake clock
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
+from tests.execution.clocks import Clock
 from wharf.core.errors import IllegalTransitionError, StoreError, StoreUnavailableError
 from wharf.execution.outages import MAX_DELAY_SECONDS, retry_through_outage, transient
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += timedelta(seconds=seconds)
 
 
 class Flaky:

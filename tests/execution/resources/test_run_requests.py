@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.execution.clocks import Clock
 from tests.execution.resources.test_wait_room_embedded import (  # noqa: F401 (fixture)
     embedded_rm,
     license_request,
@@ -23,19 +23,6 @@ from wharf.execution.resources.requester import StepRequester
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
 from wharf.store.models import StepRunRecord
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += timedelta(seconds=seconds)
 
 
 def record(status: ExecutionStatus, request_id: uuid.UUID | None) -> StepRunRecord:

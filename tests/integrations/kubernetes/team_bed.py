@@ -57,9 +57,6 @@ def open_team_bed(
     clock: FakeClock | None = None,
 ) -> Iterator[TeamBed]:
     """The member's bed on ``server`` (the cluster on ``clock``, else the system's)."""
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     member = {
         "WHARF_HOME": str(tmp_path / "home"),
         "WHARF_SERVER_URL": server.url,
@@ -68,9 +65,35 @@ def open_team_bed(
         "WHARF_ACTIVE_STACK": "k8s",
         "WHARF_HEARTBEAT_INTERVAL": "2",
     }
+    beds = open_user_bed(
+        member, tmp_path, monkeypatch, s3_server, s3_bucket, project_files, clock=clock
+    )
+    with beds as bed:
+        yield TeamBed(
+            bed.emulator, bed.kubelet, bed.seen, bed.workspace, bed.project, bed.env, server
+        )
+
+
+@contextmanager
+def open_user_bed(
+    user: Mapping[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    s3_bucket: str,
+    project_files: Mapping[str, str],
+    *,
+    clock: FakeClock | None = None,
+) -> Iterator[Bed]:
+    """The cluster and the project of a user whose environment is ``user`` (a server URL and
+    credential among it), with stack ``k8s`` (the Kubernetes orchestrator, the bed's remote
+    artifact store) registered in the user's workspace."""
+    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     project = write_project(tmp_path, project_files)
     with cluster(tmp_path, clock) as running:
-        workspace = Workspace.open(load_config(member))
+        workspace = Workspace.open(load_config(dict(user)))
         try:
             register_remote_store(workspace, s3_server, s3_bucket)
             register_kubernetes_stack(
@@ -80,12 +103,10 @@ def open_team_bed(
             )
             env = {
                 **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
-                **member,
-                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the member's cluster
+                **user,
+                "KUBECONFIG": str(running.emulator.kubeconfig_path),  # the user's cluster
             }
-            yield TeamBed(
-                running.emulator, running.kubelet, running.seen, workspace, project, env, server
-            )
+            yield Bed(running.emulator, running.kubelet, running.seen, workspace, project, env)
         finally:
             workspace.close()
 

@@ -27,27 +27,21 @@ import pytest
 
 from tests.artifacts.s3_server import MotoServer
 from tests.e2e.team import ADMIN, ADMIN_PASSWORD, Service, free_port
+from tests.integrations.kubernetes.team_bed import open_user_bed
 from tests.integrations.kubernetes.testbed import (
-    IMAGE,
     NAMESPACE,
     Bed,
     attempts,
-    cluster,
     orchestrator_logs,
-    register_kubernetes_stack,
-    register_remote_store,
     remaining_secrets,
     runner_script,
     start_script,
-    write_project,
 )
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.resources import PODS
 from tests.waiting import wait_for, wait_until
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
-from wharf.sdk.workspace import Workspace
 
 OUTAGE_SECONDS = 20.0
 HEARTBEAT_SECONDS = 10.0
@@ -168,9 +162,6 @@ def bed(
     s3_bucket: str,
 ) -> Iterator[Bed]:
     """The cluster, the project and the user's workspace on ``server`` (stack ``k8s``)."""
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_API_KEY", "WHARF_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     user = {
         "WHARF_HOME": str(tmp_path / "home"),
         "WHARF_SERVER_URL": server_url(server),
@@ -179,24 +170,8 @@ def bed(
         "WHARF_HEARTBEAT_INTERVAL": f"{HEARTBEAT_SECONDS:g}",
     }
     files = {"outage_steps.py": STEPS_MODULE, "run.py": runner_script("outage_steps")}
-    project = write_project(tmp_path, files)
-    with cluster(tmp_path) as running:
-        workspace = Workspace.open(load_config(user))
-        try:
-            register_remote_store(workspace, s3_server, s3_bucket)
-            register_kubernetes_stack(
-                workspace,
-                "k8s",
-                {"image": IMAGE, "namespace": "default", "job_monitoring_interval": 0.5},
-            )
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("WHARF_")},
-                **user,
-                "KUBECONFIG": str(running.emulator.kubeconfig_path),
-            }
-            yield Bed(running.emulator, running.kubelet, running.seen, workspace, project, env)
-        finally:
-            workspace.close()
+    with open_user_bed(user, tmp_path, monkeypatch, s3_server, s3_bucket, files) as opened:
+        yield opened
 
 
 def step_pods(bed: Bed) -> dict[str, list[dict[str, Any]]]:
