@@ -1,6 +1,7 @@
-"""What a step's own process reads as it starts (:func:`wharf.execution.entrypoint.read_step`):
-read through a store outage shorter than its patience (a pod may start while the workspace
-server is briefly down), any other error at once (fake store and clock, no sleeps)."""
+"""What a step's own process reads as it starts (:func:`wharf.execution.entrypoint.read_step`:
+its step run, run, snapshot, artifact store and inputs): read through a store outage shorter
+than its patience (a pod may start while the workspace server is briefly down), any other
+error at once (fake store and clock, no sleeps)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from tests.execution.clocks import Clock
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError, StoreUnavailableError
-from wharf.execution.entrypoint import read_step
+from wharf.execution.entrypoint import StepStart, read_step
 
 
 def answering(value: object, failures: int = 0) -> Any:
@@ -29,12 +30,15 @@ def answering(value: object, failures: int = 0) -> Any:
     return read
 
 
-def fake_store(*, step_failures: int = 0, run_failures: int = 0, stack: bool = True) -> Any:
+def fake_store(
+    *, step_failures: int = 0, run_failures: int = 0, input_failures: int = 0, stack: bool = True
+) -> Any:
     component = SimpleNamespace(name="remote")
     snapshot = SimpleNamespace(id=uuid4(), stack_id=uuid4() if stack else None)
     stack_record = SimpleNamespace(components={ComponentType.ARTIFACT_STORE: uuid4()})
     run = SimpleNamespace(snapshot_id=snapshot.id)
-    record = SimpleNamespace(run_id=uuid4())
+    record = SimpleNamespace(run_id=uuid4(), inputs={"data": uuid4()})
+    version = SimpleNamespace(name="data-version")
     return SimpleNamespace(
         steps=SimpleNamespace(get=answering(record, step_failures)),
         runs=SimpleNamespace(get=answering(run, run_failures)),
@@ -42,7 +46,8 @@ def fake_store(*, step_failures: int = 0, run_failures: int = 0, stack: bool = T
         stacks=SimpleNamespace(
             get_stack=answering(stack_record), get_component=answering(component)
         ),
-        expected=(record, run, snapshot, component),
+        artifacts=SimpleNamespace(get_version=answering(version, input_failures)),
+        expected=StepStart(record, run, snapshot, component, {"data": version}),
     )
 
 
@@ -51,6 +56,13 @@ def test_a_step_process_started_during_an_outage_waits_for_the_store() -> None:
     store = fake_store(step_failures=4, run_failures=1)  # down at start, and once more after
     assert read_step(store, uuid4(), 51.0, clock=clock, sleep=clock.sleep) == store.expected
     assert clock.sleeps == [0.25, 0.5, 1.0, 2.0, 4.0]
+
+
+def test_an_outage_while_it_reads_its_inputs_is_waited_out_too() -> None:
+    clock = Clock()
+    store = fake_store(input_failures=2)
+    assert read_step(store, uuid4(), 51.0, clock=clock, sleep=clock.sleep) == store.expected
+    assert clock.sleeps == [0.25, 0.5]
 
 
 def test_an_outage_longer_than_the_patience_fails_the_start() -> None:

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -42,6 +43,7 @@ from wharf.execution.services import RunServices, open_store, utc_now
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_deadline import StopDeadline, stop_grace_from_env
 from wharf.store.models import (
+    ArtifactVersionRecord,
     ComponentRecord,
     HeartbeatResponse,
     PipelineRunRecord,
@@ -81,7 +83,8 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
     store = open_store(config)
     try:
         patience = liveness_timeout_for(config.heartbeat_interval)
-        record, run, snapshot, artifact_store_record = read_step(store, step_run_id, patience)
+        start = read_step(store, step_run_id, patience)
+        record, run, snapshot = start.record, start.run, start.snapshot
         resources = None
         if not config.server_url:  # over REST the server pairs steps with the RM
             user = store.users.get(run.user_id) if run.user_id else None
@@ -89,7 +92,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
             # its heartbeats renew its request and its end releases it (the launcher waited)
             resources = connect_configured(store, config, user, account)
         spec = record.spec or snapshot.spec.steps[record.name]
-        artifact_store = instantiate_component(artifact_store_record)
+        artifact_store = instantiate_component(start.artifact_store)
         services = RunServices(
             store=store,
             artifact_store=artifact_store,
@@ -135,8 +138,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
                 else archive_resolver(artifact_store, code, config.code_cache)
             )
             runner = StepRunner(services, snapshot.spec.name, run, resolve)
-            inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
-            outputs, error = run_user_code(runner, spec, record, inputs, region, allocation)
+            outputs, error = run_user_code(runner, spec, record, start.inputs, region, allocation)
             if not deadline.settle():
                 return 1  # cut off: its end is recorded (only reached when the exit is faked)
             final, _ = finish_attempt(services, spec, record, outputs, error, region.reason)
@@ -148,6 +150,18 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
         store.close()
 
 
+@dataclass(frozen=True)
+class StepStart:
+    """What a step's process reads before it runs the step."""
+
+    record: StepRunRecord
+    run: PipelineRunRecord
+    snapshot: SnapshotRecord
+    artifact_store: ComponentRecord
+    """The artifact store component of the snapshot's stack."""
+    inputs: dict[str, ArtifactVersionRecord]
+
+
 def read_step(
     store: Store,
     step_run_id: UUID,
@@ -155,13 +169,13 @@ def read_step(
     *,
     clock: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], object] = time.sleep,
-) -> tuple[StepRunRecord, PipelineRunRecord, SnapshotRecord, ComponentRecord]:
-    """The step run, its run, the run's snapshot and the artifact store of the snapshot's
-    stack, read through a store outage of up to ``patience`` seconds: the process (a pod's)
-    may start while the workspace server is briefly down, and the engine waits for it as long
-    (the reads are safe to repeat; any other error is raised at once)."""
+) -> StepStart:
+    """The step run, its run, snapshot, artifact store and input artifact versions, read
+    through a store outage of up to ``patience`` seconds: the process (a pod's) may start while
+    the workspace server is briefly down, and the engine waits for it as long (the reads are
+    safe to repeat; any other error is raised at once)."""
 
-    def read() -> tuple[StepRunRecord, PipelineRunRecord, SnapshotRecord, ComponentRecord]:
+    def read() -> StepStart:
         record = store.steps.get(step_run_id)
         run = store.runs.get(record.run_id)
         snapshot = store.snapshots.get(run.snapshot_id)
@@ -169,7 +183,8 @@ def read_step(
             raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
         stack = store.stacks.get_stack(snapshot.stack_id)
         component = store.stacks.get_component(stack.components[ComponentType.ARTIFACT_STORE])
-        return record, run, snapshot, component
+        inputs = {name: store.artifacts.get_version(v) for name, v in record.inputs.items()}
+        return StepStart(record, run, snapshot, component, inputs)
 
     return retry_through_outage(
         read, what=f"read step run {step_run_id}", patience=patience, clock=clock, sleep=sleep
