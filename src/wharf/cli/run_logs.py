@@ -3,9 +3,10 @@ the step's name (``[train] epoch 1``), steps in the pipeline's order as ``runs s
 (:class:`RunLogs`).
 
 A step's output reaches the artifact store once, when the step ends (``wharf.execution.
-log_capture``), so a step is printed whole when it has ended. Invariants: each step run is
-printed at most once; the run's status is read before its steps, so the last poll (the run
-finished) sees every step's final state; Ctrl-C ends the loop between two reads.
+log_capture``), so a step is printed whole when it has ended; an attempt that failed and was
+retried (``retrying``, final: the next attempt is a new step run) has ended too. Invariants:
+each step run is printed at most once; the run's status is read before its steps, so the last
+poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.cli.run_view import in_pipeline_order
+from wharf.core.enums import ExecutionStatus
 from wharf.store.models import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -35,6 +37,11 @@ def _steps(client: Client, run_id: UUID) -> list[StepRunRecord]:
         if len(steps) >= found.total or not found.items:
             return steps
         page += 1
+
+
+def _ended(step: StepRunRecord) -> bool:
+    """Whether the step run's output is stored: it finished, or failed and was retried."""
+    return step.status.is_finished or step.status is ExecutionStatus.RETRYING
 
 
 def _label(step: StepRunRecord) -> str:
@@ -75,7 +82,7 @@ class RunLogs:
         for step in in_pipeline_order(_steps(self._client, self.run.id), self._spec):
             if step.id in self._printed:
                 continue
-            if step.status.is_finished:
+            if _ended(step):
                 self._printed.add(step.id)
                 self._print(step)
                 printed = True
