@@ -8,6 +8,7 @@ never gets a process signalled (:meth:`LocalProcessBackend.stop_recorded`).
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import signal
 import tempfile
@@ -35,6 +36,30 @@ NO_SENTINEL_POLL_SECONDS = 0.05
 """How often :meth:`LocalProcessBackend.poll` looks at a process the OS gives no descriptor for."""
 CODE_TRAVELS = "code_travels"
 """The configuration key of the ``local_process`` components that run steps as if elsewhere."""
+PYTHON = "python"
+"""The configuration key of the interpreter that runs the steps (default: this one)."""
+OPTIONS = (PYTHON, CODE_TRAVELS)
+"""Every configuration key of the ``local_process`` orchestrator and step operator."""
+
+
+def check_configuration(configuration: Mapping[str, Any]) -> None:
+    """Refuse at registration what no run of a ``local_process`` component could use: an
+    unknown key (a typo would be ignored), a ``python`` that is not a path, a ``code_travels``
+    that is not yes or no. Whether the interpreter exists is seen when a step starts."""
+    for key in configuration:
+        if key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise InputError(
+                f"Unknown local_process option '{key}'{hint}; known: {', '.join(OPTIONS)}."
+            )
+    python = configuration.get(PYTHON, "default")
+    if not isinstance(python, str) or not python.strip():
+        raise InputError(
+            f"The component option {PYTHON} must be the path of a Python interpreter, "
+            f"not {python!r}."
+        )
+    configured_flag(configuration, CODE_TRAVELS)
 
 
 def configured_flag(configuration: Mapping[str, Any], key: str) -> bool:

@@ -6,7 +6,15 @@ Owns :class:`LocalProcessOrchestrator`; its steps run through the local-process 
 
 from __future__ import annotations
 
-from wharf.execution.local_process import CODE_TRAVELS, LocalProcessBackend, configured_flag
+from collections.abc import Mapping
+from typing import Any
+
+from wharf.execution.local_process import (
+    CODE_TRAVELS,
+    LocalProcessBackend,
+    check_configuration,
+    configured_flag,
+)
 from wharf.orchestrators.base import BaseOrchestrator
 
 
@@ -22,6 +30,11 @@ class LocalProcessOrchestrator(BaseOrchestrator):
     flavor = "local_process"
     supports_isolated_steps = True
     isolates_static_steps = True
+
+    @classmethod
+    def check_configuration(cls, configuration: Mapping[str, Any]) -> None:
+        """Refuse an unknown key or an unusable value when the component is registered."""
+        check_configuration(configuration)
 
     @property
     def code_travels(self) -> bool:

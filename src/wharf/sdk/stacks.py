@@ -169,7 +169,8 @@ def checked_configuration(
 
 def _check_with_flavor_class(type: ComponentType, flavor: str, config: Mapping[str, Any]) -> None:
     """The flavor class's own check of ``config`` (its ``check_configuration``, if it has one:
-    the ``kubernetes`` orchestrator and step operator check unknown keys, types, the namespace).
+    the ``kubernetes`` and ``local_process`` orchestrators and step operators check unknown keys
+    and values).
 
     Nothing when the class cannot be imported here: a flavor whose integration is installed only
     where the stack runs is stored unchecked and checked when it is first used.

@@ -6,12 +6,25 @@ code archive (default false; for testing what remote orchestrators do)."""
 
 from __future__ import annotations
 
-from wharf.execution.local_process import CODE_TRAVELS, LocalProcessBackend, configured_flag
+from collections.abc import Mapping
+from typing import Any
+
+from wharf.execution.local_process import (
+    CODE_TRAVELS,
+    LocalProcessBackend,
+    check_configuration,
+    configured_flag,
+)
 from wharf.step_operators.base import BaseStepOperator
 
 
 class LocalProcessStepOperator(BaseStepOperator):
     flavor = "local_process"
+
+    @classmethod
+    def check_configuration(cls, configuration: Mapping[str, Any]) -> None:
+        """Refuse an unknown key or an unusable value when the component is registered."""
+        check_configuration(configuration)
 
     @property
     def code_travels(self) -> bool:
