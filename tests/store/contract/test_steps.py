@@ -206,6 +206,20 @@ def test_update_status_times_and_outputs(world: World, clock: FakeClock) -> None
     assert steps.get(step.id) == done
 
 
+@pytest.mark.parametrize("via", [(), (S.CANCELLING,)], ids=["failed", "reclaimed"])
+def test_a_retried_attempt_gets_its_end_time(
+    world: World, clock: FakeClock, via: tuple[S, ...]
+) -> None:
+    """``retrying`` is final (the next attempt is a new step run): the attempt has ended."""
+    steps = world.store.steps
+    step = world.step()
+    for status in via:
+        steps.update(step.id, StepRunUpdate(status=status))
+    retried = steps.update(step.id, StepRunUpdate(status=S.RETRYING, status_reason="flaky"))
+    assert retried.end_time == retried.updated == clock.now
+    assert retried.start_time == step.start_time and steps.get(step.id) == retried
+
+
 def test_update_refuses_relinking_and_illegal_transitions(world: World) -> None:
     steps = world.store.steps
     first, second = world.version("a"), world.version("a")

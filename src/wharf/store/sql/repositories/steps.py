@@ -173,9 +173,10 @@ def update_in(
     """``update`` in the caller's write transaction (``now``: the store's time of the change).
 
     The step row is locked before the transition is checked; ``start_time`` is set when the step
-    first becomes running, ``end_time`` when it first finishes, and ``heartbeat_deadline`` is
-    cleared when the status becomes final (``last_heartbeat`` is kept). Outputs are only added:
-    re-adding the same link is a no-op, pointing an existing name elsewhere is refused.
+    first becomes running, ``end_time`` when it first finishes or is retried (a final status),
+    and ``heartbeat_deadline`` is cleared when the status becomes final (``last_heartbeat`` is
+    kept). Outputs are only added: re-adding the same link is a no-op, pointing an existing name
+    elsewhere is refused.
     """
     current = _LOCK_STEP.first(conn, {"step_id": step_run_id})
     if current is None:
@@ -185,6 +186,8 @@ def update_in(
         check_step_transition(ExecutionStatus(current["status"]), update.status)
         values["status"] = update.status.value
         values.update(status_times(update.status, current["start_time"], current["end_time"], now))
+        if update.status in FINAL_STATUSES and current["end_time"] is None:
+            values["end_time"] = now  # a retried attempt (retrying) has ended too
         if update.status in FINAL_STATUSES and current["heartbeat_deadline"] is not None:
             values["heartbeat_deadline"] = None
     if update.status_reason is not None:
