@@ -46,6 +46,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     parse_orchestrator_args,
 )
 from wharf.integrations.kubernetes.orchestrator_resume import (
+    collect_left_jobs,
     delete_predecessor_secrets,
     take_over,
 )
@@ -95,10 +96,11 @@ def run_orchestrator(
     step's launch and starts the placeholder run with this Job's orchestrator run id
     (``kubernetes-<Job uid>``, the same for every pod of the Job). A pod that finds its run
     running with that id (an earlier pod of the Job died mid-run) resumes it
-    (``orchestrator_resume``): finished steps are not run again and step Jobs still running
-    are adopted; a dynamic pipeline's function runs again (``wharf.execution.dynamic``). A run
-    started with another orchestrator run id (or whose pod cannot find its own Job) is ended
-    failed; a run that ended already is left as it is. A graceful stop (``wharf runs stop``)
+    (``orchestrator_resume``): finished steps are not run again, step Jobs still running
+    are adopted, the other step Jobs' logs are kept and those Jobs deleted; a dynamic
+    pipeline's function runs again (``wharf.execution.dynamic``). A run started with another
+    orchestrator run id (or whose pod cannot find its own Job) is ended failed; a run that
+    ended already is left as it is. A graceful stop (``wharf runs stop``)
     starts no further step and lets the running step pods finish. The token Secret is left to
     the next pod of the Job when this one fails before the run ended (the Job owns it)."""
     environ = os.environ if environ is None else environ
@@ -198,6 +200,8 @@ def _orchestrate(
         progress=ProgressReporter([LogListener()]),
         resources=connect_configured(store, config, user, user.name if user else "default"),
     )
+    if resumed is not None:  # the step Jobs it does not adopt: their logs kept, then deleted
+        collect_left_jobs(clients, args.namespace, store, services.artifact_store, run.id, resumed)
     runtimes = orchestrator.runtime_policy(snapshot.spec, step_operator)
     backend = KubernetesStepBackend(
         clients,

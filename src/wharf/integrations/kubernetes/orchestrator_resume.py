@@ -1,31 +1,44 @@
 """Taking over a run from an orchestrator pod that died mid-run (its Job started another pod).
 
-Owns :func:`take_over` (what the run's steps did, and which step Jobs are adoptable) and
+Owns :func:`take_over` (what the run's steps did, and which step Jobs are adoptable),
+:func:`collect_left_jobs` (the step Jobs nobody adopts: their logs copied, then deleted) and
 :func:`delete_predecessor_secrets` (the step-env Secrets the earlier pods' backends left, once
 the resumed run ended; the Job would collect them anyway).
 
-Invariant: a step run in flight is adopted only when its Job exists, is not being deleted and
+Invariants: a step run in flight is adopted only when its Job exists, is not being deleted and
 has not finished (:func:`is_live`); the step backend then takes over that Job, never starting a
-second one for one step run.
+second one for one step run. Every other step Job of the run has its pods' log copied to its
+step run's ``logs_uri`` (as the backend's cleanup would have) and is deleted; a log that cannot
+be had is a warning, never a failed run.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from kubernetes.client import ApiException
+from kubernetes.client import ApiException, CoreV1Api
 
+from wharf.artifacts.store import ArtifactStore
+from wharf.execution.log_capture import write_log
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, latest_step_runs
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_RUN_ID_KEY, label_value
+from wharf.integrations.kubernetes.pod_watch import job_name_of_pod
 from wharf.integrations.kubernetes.step_backend import BACKEND_KEY
+from wharf.integrations.kubernetes.step_backend_deletes import (
+    delete_job,
+    pod_ended,
+    pod_name,
+    pod_started,
+)
+from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import being_deleted
-from wharf.store.models import PipelineRunRecord
+from wharf.store.models import PipelineRunRecord, StepRunRecord
 from wharf.store.ports import Store
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
@@ -92,6 +105,94 @@ def is_live(job: Mapping[str, Any] | None) -> bool:
     return not any(
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
     )
+
+
+def collect_left_jobs(
+    clients: KubeClients,
+    namespace: str,
+    store: Store,
+    logs: ArtifactStore,
+    run_id: UUID,
+    resumed: Resumption,
+) -> None:
+    """Copy the logs of the step Jobs of run ``run_id`` that this pod does not adopt (their
+    step run ended, or they finished, while no orchestrator pod was alive) to the artifact
+    store ``logs`` at their step run's ``logs_uri``, as the step backend's cleanup would have
+    (unless a log is there already), then delete them (Background, as cleanup does). A pod
+    still running is followed to its end first (a bounded wait: its step run ended). Called
+    once the run is taken over, before its steps go on; failures are logged, the run goes on."""
+    try:
+        left = left_jobs(step_jobs(clients, namespace, run_id), resumed.adoptable)
+        if not left:
+            return
+        response: Any = clients.core.list_namespaced_pod(
+            namespace,
+            label_selector=f"{RUN_ID_KEY}={label_value(str(run_id))}",
+            _preload_content=False,
+        )
+        pods = pods_by_job(json.loads(response.data).get("items") or [])
+    except Exception:
+        logger.warning("Could not list the step Jobs left by earlier pods.", exc_info=True)
+        return
+    records = {str(record.id): record for record in resumed.steps.values()}
+    for step_run_id, job in left.items():
+        name = str(job["metadata"]["name"])
+        try:
+            record = records.get(step_run_id) or store.steps.get(UUID(step_run_id))
+            _copy_log(clients.core, namespace, logs, record, pods.get(name, []))
+        except Exception:
+            logger.warning("Could not keep the log of step Job %s.", name, exc_info=True)
+        try:
+            delete_job(clients.batch, name, namespace, "Background")
+        except Exception:
+            logger.warning("Could not delete the step Job %s.", name, exc_info=True)
+    logger.info("Collected %d step Job(s) left by earlier pods.", len(left))
+
+
+def left_jobs(
+    jobs: Mapping[str, Mapping[str, Any]], adoptable: frozenset[UUID]
+) -> dict[str, Mapping[str, Any]]:
+    """Those of ``jobs`` (by step run id) that are neither adopted nor being deleted."""
+    adopted = {str(step_run_id) for step_run_id in adoptable}
+    return {
+        step_run_id: job
+        for step_run_id, job in jobs.items()
+        if step_run_id not in adopted and not being_deleted(job)
+    }
+
+
+def pods_by_job(pods: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``pods`` by the name of their Job, oldest first (pods of no Job are left out)."""
+    by_job: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        job = job_name_of_pod(pod)
+        if job is not None:
+            by_job.setdefault(job, []).append(pod)
+    for of_job in by_job.values():
+        of_job.sort(key=lambda p: (str(p["metadata"].get("creationTimestamp", "")), pod_name(p)))
+    return by_job
+
+
+def _copy_log(
+    core: CoreV1Api,
+    namespace: str,
+    logs: ArtifactStore,
+    record: StepRunRecord,
+    pods: Sequence[Mapping[str, Any]],
+) -> None:
+    """Write the log of ``pods`` to ``record``'s ``logs_uri`` unless there is one there already
+    (no file when they printed nothing, as with cleanup)."""
+    uri = record.logs_uri
+    if not uri or logs.exists(uri):
+        return
+    followed = {
+        pod_name(pod): PodLogFollower(core, namespace, pod_name(pod)).start()
+        for pod in pods
+        if pod_started(pod) and not pod_ended(pod)
+    }
+    text = collect_pod_logs(core, namespace, [pod_name(pod) for pod in pods], followed)
+    if text:  # a silent step costs no file, as with cleanup
+        write_log(logs, uri, text)
 
 
 def delete_predecessor_secrets(
