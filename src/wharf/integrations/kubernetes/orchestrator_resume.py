@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -36,7 +37,11 @@ from wharf.integrations.kubernetes.step_backend_deletes import (
     pod_name,
     pod_started,
 )
-from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
+from wharf.integrations.kubernetes.step_backend_logs import (
+    FOLLOW_WAIT_SECONDS,
+    PodLogFollower,
+    collect_pod_logs,
+)
 from wharf.integrations.kubernetes.step_backend_outcome import being_deleted
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 from wharf.store.ports import Store
@@ -118,8 +123,9 @@ def collect_left_jobs(
     """Copy the logs of the step Jobs of run ``run_id`` that this pod does not adopt (their
     step run ended, or they finished, while no orchestrator pod was alive) to the artifact
     store ``logs`` at their step run's ``logs_uri``, as the step backend's cleanup would have
-    (unless a log is there already), then delete them (Background, as cleanup does). A pod
-    still running is followed to its end first (a bounded wait: its step run ended). Called
+    (unless a log is there already), then delete them (Background, as cleanup does). Pods
+    still running are followed to their end first, all at once within one bounded wait (their
+    step runs ended), so the run's liveness deadline is never at stake. Called
     once the run is taken over, before its steps go on; failures are logged, the run goes on."""
     try:
         left = left_jobs(step_jobs(clients, namespace, run_id), resumed.adoptable)
@@ -135,13 +141,24 @@ def collect_left_jobs(
         logger.warning("Could not list the step Jobs left by earlier pods.", exc_info=True)
         return
     records = {str(record.id): record for record in resumed.steps.values()}
+    to_copy: dict[str, tuple[StepRunRecord, list[dict[str, Any]]]] = {}
     for step_run_id, job in left.items():
         name = str(job["metadata"]["name"])
         try:
             record = records.get(step_run_id) or store.steps.get(UUID(step_run_id))
-            _copy_log(clients.core, namespace, logs, record, pods.get(name, []))
+            if record.logs_uri and not logs.exists(record.logs_uri):
+                to_copy[name] = (record, pods.get(name, []))
         except Exception:
             logger.warning("Could not keep the log of step Job %s.", name, exc_info=True)
+    followed = _follow_running(clients.core, namespace, to_copy.values())
+    for job in left.values():
+        name = str(job["metadata"]["name"])
+        if name in to_copy:
+            record, of_job = to_copy[name]
+            try:
+                _copy_log(clients.core, namespace, logs, record, of_job, followed)
+            except Exception:
+                logger.warning("Could not keep the log of step Job %s.", name, exc_info=True)
         try:
             delete_job(clients.batch, name, namespace, "Background")
         except Exception:
@@ -173,26 +190,41 @@ def pods_by_job(pods: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     return by_job
 
 
+def _follow_running(
+    core: CoreV1Api,
+    namespace: str,
+    jobs: Iterable[tuple[StepRunRecord, Sequence[Mapping[str, Any]]]],
+) -> dict[str, PodLogFollower]:
+    """Follow the log of every pod of ``jobs`` still running, all at once, and wait for them
+    to end, all within one :data:`FOLLOW_WAIT_SECONDS` (their step runs ended, so the wait is
+    for processes exiting; a pod that takes longer is cut short)."""
+    followed = {
+        pod_name(pod): PodLogFollower(core, namespace, pod_name(pod)).start()
+        for _, pods in jobs
+        for pod in pods
+        if pod_started(pod) and not pod_ended(pod)
+    }
+    deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
+    for follower in followed.values():
+        follower.result(max(0.0, deadline - time.monotonic()))
+    return followed
+
+
 def _copy_log(
     core: CoreV1Api,
     namespace: str,
     logs: ArtifactStore,
     record: StepRunRecord,
     pods: Sequence[Mapping[str, Any]],
+    followed: Mapping[str, PodLogFollower],
 ) -> None:
-    """Write the log of ``pods`` to ``record``'s ``logs_uri`` unless there is one there already
-    (no file when they printed nothing, as with cleanup)."""
-    uri = record.logs_uri
-    if not uri or logs.exists(uri):
-        return
-    followed = {
-        pod_name(pod): PodLogFollower(core, namespace, pod_name(pod)).start()
-        for pod in pods
-        if pod_started(pod) and not pod_ended(pod)
-    }
-    text = collect_pod_logs(core, namespace, [pod_name(pod) for pod in pods], followed)
-    if text:  # a silent step costs no file, as with cleanup
-        write_log(logs, uri, text)
+    """Write the log of ``pods`` (those running were ``followed``) to ``record``'s
+    ``logs_uri`` (no file when they printed nothing, as with cleanup)."""
+    names = [pod_name(pod) for pod in pods]
+    own = {name: followed[name] for name in names if name in followed}
+    text = collect_pod_logs(core, namespace, names, own)
+    if text and record.logs_uri:  # a silent step costs no file, as with cleanup
+        write_log(logs, record.logs_uri, text)
 
 
 def delete_predecessor_secrets(
