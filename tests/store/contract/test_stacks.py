@@ -41,6 +41,18 @@ def component(
     )
 
 
+@pytest.mark.parametrize(
+    ("type", "article"), [(STORE, "An"), (ComponentType.STEP_OPERATOR, "A")], ids=str
+)
+def test_a_taken_component_name_is_refused_in_plain_words(
+    backend: SqlStore, type: ComponentType, article: str
+) -> None:
+    component(backend, "mine", type)
+    with pytest.raises(EntityExistsError) as taken:
+        component(backend, "mine", type)
+    assert str(taken.value) == f"{article} {type.value} component named 'mine' already exists."
+
+
 def test_components(backend: SqlStore) -> None:
     orch = component(backend, "local", ORCH, parallelism=4, nested={"a": [1, 2]})
     assert orch.configuration == {"parallelism": 4, "nested": {"a": [1, 2]}}
@@ -48,8 +60,9 @@ def test_components(backend: SqlStore) -> None:
     assert backend.stacks.get_component_by_name(ORCH, "local") == orch
     same_name_other_type = component(backend, "local", STORE)
     assert same_name_other_type.type is STORE
-    with pytest.raises(EntityExistsError, match="orchestrator component named 'local'"):
+    with pytest.raises(EntityExistsError) as taken:
         component(backend, "local", ORCH)
+    assert str(taken.value) == "An orchestrator component named 'local' already exists."
     with pytest.raises(EntityNotFoundError, match="No step_operator component named 'local'"):
         backend.stacks.get_component_by_name(ComponentType.STEP_OPERATOR, "local")
     missing = uuid.uuid4()

@@ -99,8 +99,10 @@ class SqlStackRepository(SqlRepository):
         try:
             self._db.write(lambda c: c.execute(_C.insert(), values))
         except UniqueViolationError:
+            kind = component.type.value
+            article = "An" if kind[0] in "aeiou" else "A"
             raise EntityExistsError(
-                f"A {component.type.value} component named '{name}' already exists."
+                f"{article} {kind} component named '{name}' already exists."
             ) from None
         return ComponentRecord.model_validate(values)
 
