@@ -290,6 +290,28 @@ def test_runs_logs_without_follow_says_when_a_running_steps_output_appears(
     ]
 
 
+def test_steps_logs_of_a_running_step_says_when_its_output_comes(waiting_run) -> None:
+    run, release = waiting_run
+    running = wharf("steps", "logs", run.name, "wait")
+    assert running.returncode == 0 and running.stdout == ""
+    assert running.stderr == (
+        "Step 'wait' is running: its output is stored when it ends "
+        "(wharf runs logs RUN --follow prints it then).\n"
+    )
+    release.touch()
+    deadline = time.monotonic() + DEADLINE
+    with Client(load_config()) as client:
+        while not client.get_pipeline_run(run.id).status.is_finished:
+            assert time.monotonic() < deadline, "the run never finished"
+            time.sleep(0.05)
+    ended = wharf("steps", "logs", run.name, "wait")
+    assert (ended.returncode, ended.stdout, ended.stderr) == (
+        0,
+        "waiting for release\nreleased\n",
+        "",
+    )
+
+
 def test_runs_logs_follow_streams_each_step_until_the_run_finishes(waiting_run) -> None:
     run, release = waiting_run
     follower = _follow(run)

@@ -221,7 +221,7 @@ class Client:
         from wharf.execution.log_capture import read_log
 
         if not isinstance(step, StepRunRecord):
-            step = self._step_of(step, run)
+            step = self.find_step_run(step, run=run)
         if step.logs_uri is None:
             return ""
         artifact_store = self._run_artifact_store(step.run_id)
@@ -363,8 +363,9 @@ class Client:
             raise EntityNotFoundError(f"No step run with id or id prefix '{step_run_id}'.")
         return found[0]
 
-    def _step_of(self, step: str | UUID, run: str | UUID | None) -> StepRunRecord:
-        """A step run by id (or id prefix), or by name within ``run``."""
+    def find_step_run(self, step: str | UUID, *, run: str | UUID | None = None) -> StepRunRecord:
+        """A step run by id (or id prefix), or with ``run`` by name within that run (its last
+        attempt)."""
         if run is None:
             return self.get_step_run(step)
         found = self.get_pipeline_run(run)
