@@ -3,7 +3,8 @@ share between threads), bearer authentication, JSON in and out, errors converted
 
 Invariants:
 - Every response is checked here: an error status becomes a Wharf error (``errors``); a
-  transport failure becomes ``StoreUnavailableError``; no httpx exception escapes.
+  transport failure becomes ``StoreUnavailableError``; no httpx exception escapes. A URL that
+  is not ``http(s)://`` or does not parse is an ``InputError`` at once, not an outage.
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
   ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
 - ``request_count`` counts the HTTP requests sent (benchmarks read it).
@@ -72,20 +73,25 @@ class HttpSession:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        if not self.url.startswith(("http://", "https://")):
+            raise InputError(f"A Wharf server URL must start with http:// or https://: {url!r}.")
         headers = {"user-agent": "wharf-rest-store"}
         if credential:
             headers["authorization"] = f"Bearer {credential}"
-        self._client = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=timeout,
-            transport=transport,
-            # Idle connections live longer than a heartbeat interval (15 s by default), so a
-            # step's heartbeats reuse one connection instead of opening one each time.
-            limits=httpx.Limits(
-                max_connections=64, max_keepalive_connections=32, keepalive_expiry=60.0
-            ),
-        )
+        try:
+            self._client = httpx.Client(
+                base_url=self.url,
+                headers=headers,
+                timeout=timeout,
+                transport=transport,
+                # Idle connections live longer than a heartbeat interval (15 s by default), so a
+                # step's heartbeats reuse one connection instead of opening one each time.
+                limits=httpx.Limits(
+                    max_connections=64, max_keepalive_connections=32, keepalive_expiry=60.0
+                ),
+            )
+        except httpx.InvalidURL as exc:
+            raise InputError(f"Invalid Wharf server URL {url!r}: {exc}") from None
         self._counter = itertools.count(1)
         self.request_count = 0
 

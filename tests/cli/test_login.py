@@ -1,0 +1,26 @@
+"""``wharf login URL`` with a URL that cannot be a Wharf server's: one line, non-zero exit, no
+traceback, and nothing written to the user config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error, wharf
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://[::1", "Invalid Wharf server URL"),
+        ("127.0.0.1:8237", "must start with http:// or https://"),
+    ],
+)
+def test_login_refuses_a_malformed_url_in_one_line(tmp_path: Path, url: str, fragment: str) -> None:
+    home = tmp_path / "home"
+    result = wharf(
+        "login", url, "-u", "admin", "--password", "secret-password", env={"WHARF_HOME": str(home)}
+    )
+    assert_one_line_error(result, fragment)
+    assert not (home / "config.json").exists()
