@@ -3,20 +3,28 @@ the settings of :func:`wharf.serving.config`, on a real socket.
 
 A trivial ASGI app: long request targets reach the app, oversized request heads are refused by
 the HTTP parser before they reach it (and the connection closed), and keep-alive connections
-carry many requests with bodies (the bound counts per request).
+carry many requests with bodies (the bound counts per request). And ``wharf server serve`` as
+a real process: Ctrl-C ends it with exit status 0, with one worker or several.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import uvicorn
 
+from tests.waiting import wait_until
+from wharf.server.daemon import healthy
 from wharf.serving import MAX_REQUEST_HEAD_BYTES, config
 
 
@@ -120,3 +128,36 @@ def test_keep_alive_connections_carry_many_requests(port: int) -> None:
     answer = _exchange(port, b"".join(requests), answers=count)
     assert answer.count(b"HTTP/1.1 200") == count
     assert answer.endswith(b"1000")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_ends_a_foreground_server_normally(tmp_path: Path, workers: int) -> None:
+    """SIGINT to the terminal's process group, as Ctrl-C sends it: the server shuts down and
+    ``wharf server serve`` exits 0 without click's "Aborted." (one worker used to exit 1)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    free = int(sock.getsockname()[1])
+    sock.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    env["WHARF_HOME"] = str(tmp_path / "home")
+    command = [sys.executable, "-m", "wharf.cli.main", "server", "serve", "--port", str(free)]
+    command += ["--workers", str(workers), "--db-url", f"sqlite:///{tmp_path / 'ws.db'}"]
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        up = wait_until(lambda: healthy(f"http://127.0.0.1:{free}") or process.poll() is not None)
+        assert up and process.poll() is None, process.communicate()
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 0, stderr
+    assert "Aborted" not in stderr and "Traceback" not in stderr, stderr

@@ -9,6 +9,7 @@ closed); anything within the bound reaches the app.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,7 +82,8 @@ def serve(
     """Serve the app ``factory`` builds (in each worker) until interrupted: blocks.
 
     One worker is a ``uvicorn.Server``; several are uvicorn's own supervisor (``Multiprocess``:
-    a socket bound once, handed to spawned workers, restarted if they die). ``factory`` is a
+    a socket bound once, handed to spawned workers, restarted if they die). Either way SIGINT
+    (Ctrl-C) ends it normally: it returns once the server has shut down. ``factory`` is a
     picklable object holding the settings, so no import string, environment variable or
     module-level app is needed to pass them to the workers.
     """
@@ -97,7 +99,10 @@ def serve(
         access_log=access_log,
     )
     if workers <= 1:
-        uvicorn.Server(settings).run()
+        # Once shut down, uvicorn raises the SIGINT it caught again (KeyboardInterrupt here):
+        # Ctrl-C is how a foreground server is meant to end, as with several workers.
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.Server(settings).run()
         return
     sock = settings.bind_socket()
     try:
