@@ -1,6 +1,7 @@
 # ruff: noqa: F811  (fixtures imported from the server tests)
 """``wharf server status`` finds a server started in the foreground with ``wharf server serve``,
-and ``serve`` refuses a Resource Manager token the RM rejects. Real processes."""
+and ``serve`` refuses a Resource Manager token the RM rejects, or a database it cannot open, in
+one line. Real processes."""
 
 from __future__ import annotations
 
@@ -102,3 +103,12 @@ def test_serve_refuses_a_token_the_resource_manager_rejects(
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_serve_refuses_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = str(free_port())
+    missing = f"sqlite:///{tmp_path / 'missing' / 'ws.db'}"
+    for url, fragment in ((missing, "does not exist"), ("nonsense://x", "Unsupported store URL")):
+        refused = wharf(home, "server", "serve", "--port", port, "--db-url", url)
+        assert_one_line_error(refused, fragment)

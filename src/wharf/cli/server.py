@@ -5,7 +5,8 @@
 also finding a foreground server on the default (or given) port. Options also come from
 ``WHARF_SERVER_*`` environment variables.
 
-Invariant: ``up`` hands secrets (signing key, passwords, the RM token) to the background process
+Invariants: ``serve`` starts serving only on a database it could open (else one line says why);
+``up`` hands secrets (signing key, passwords, the RM token) to the background process
 through its environment, never its command line, which other users of the machine can read.
 """
 
@@ -207,6 +208,7 @@ def serve(
     from wharf.config.global_config import load_config
     from wharf.server.serve import run
     from wharf.server.settings import ServerSettings
+    from wharf.store.sql.server_stores import open_server_stores
 
     _check_resource_manager(resource_manager_url, resource_manager_token)
     if resource_manager_url and resource_manager_token:
@@ -223,6 +225,9 @@ def serve(
         resource_manager_url=resource_manager_url or None,
         resource_manager_token=resource_manager_token or None,
     )
+    # Opened (and migrated) once here first: a database that cannot be opened is one line
+    # saying why, not a traceback of each worker's start-up.
+    open_server_stores(settings.database_url).close()
     click.echo(f"Wharf server on {_url(host, port)} ({workers} worker(s)).", err=True)
     run(settings, host=host, port=port, workers=workers, log_level=log_level)
 
