@@ -16,6 +16,7 @@ from tests.resource_manager.api.live import ALICE_KEY
 from tests.resource_manager.api.live import LiveServer as RmServer
 from tests.server.resource_world import _rm_sqlite_template, rm_server  # noqa: F401
 from tests.server.test_cli_server import free_port, wharf
+from tests.waiting import wait_until
 
 START_TIMEOUT = 60.0
 
@@ -112,3 +113,30 @@ def test_serve_refuses_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> 
     for url, fragment in ((missing, "does not exist"), ("nonsense://x", "Unsupported store URL")):
         refused = wharf(home, "server", "serve", "--port", port, "--db-url", url)
         assert_one_line_error(refused, fragment)
+
+
+def test_up_refuses_a_port_where_a_foreground_server_answers(tmp_path: Path) -> None:
+    """``up`` used to take the foreground server's answers for its own (whose process had
+    failed to bind) and report it running."""
+    home = tmp_path / "home"
+    port = str(free_port())
+    db = f"sqlite:///{tmp_path / 'ws.db'}"
+    command = [sys.executable, "-m", "wharf.cli.main", "server", "serve", "--port", port]
+    process = subprocess.Popen(
+        [*command, "--db-url", db, "--log-level", "warning"],
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        answering = wait_until(
+            lambda: "healthy" in wharf(home, "server", "status", "--port", port).stdout,
+            timeout=START_TIMEOUT,
+        )
+        assert answering and process.poll() is None
+        refused = wharf(home, "server", "up", "--port", port, "--db-url", db)
+        assert_one_line_error(refused, f"A server already answers at http://127.0.0.1:{port}")
+        assert "No Wharf server is running." in wharf(home, "server", "down").stdout
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -5,6 +5,7 @@ Files (in ``<user data dir>/server/``): ``server.json`` (pid, URL, log path, com
 - ``up`` starts ``wharf server serve ...`` in a new session (so ``down`` can signal its whole
   process group, workers included) and returns only once ``/health`` answers, or fails with
   the log's last lines if the process exits or does not answer in time (then it is stopped);
+  it starts nothing where a server answers already (that one's answers are not the new one's);
 - a pid file whose process is gone is stale and is removed by ``status`` / ``up`` / ``down``;
 - ``down`` sends SIGTERM to the group, waits, and sends SIGKILL after the grace period.
 """
@@ -102,6 +103,11 @@ def start(
         raise IllegalOperationError(
             f"A Wharf server is already running at {running.url} (pid {running.pid}); "
             "stop it with 'wharf server down'."
+        )
+    if healthy(url):  # else its answers would pass for the new server's, which cannot bind
+        raise IllegalOperationError(
+            f"A server already answers at {url} (one started with 'wharf server serve'?); stop "
+            "it or choose another --port."
         )
     directory = server_dir(home)
     directory.mkdir(parents=True, exist_ok=True)
