@@ -1,0 +1,84 @@
+"""The step launcher's wait before a retry ends at once when the run is stopped: Ctrl-C in the
+terminal of a pipeline whose failed step waits a long delay to retry stops the run right away,
+in a real process, instead of after the delay."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.sdk.client import Client
+from wharf.store.models import StepRunRecord
+
+DELAY = 300
+"""The retry delay of the script's step: far longer than the test may take."""
+BOUND = 60.0
+
+SCRIPT = f"""
+from wharf import pipeline, step
+
+@step(enable_cache=False, retry={{"max_retries": 2, "delay": {DELAY}}})
+def flaky() -> int:
+    raise RuntimeError("always")
+
+@pipeline(name="waits_to_retry")
+def waits_to_retry() -> None:
+    flaky()
+
+if __name__ == "__main__":
+    waits_to_retry()
+"""
+
+
+def _retrying_step(process: subprocess.Popen[str]) -> StepRunRecord:
+    deadline = time.monotonic() + BOUND
+    with Client(load_config()) as client:
+        while time.monotonic() < deadline:
+            assert process.poll() is None, "the pipeline ended early"
+            runs = client.list_pipeline_runs().items
+            if runs:
+                steps = client.list_run_steps(runs[0].id).items
+                if steps and steps[0].status is ExecutionStatus.RETRYING:
+                    return steps[0]
+            time.sleep(0.05)
+    raise TimeoutError("the step never failed its first attempt")
+
+
+def test_ctrl_c_ends_the_wait_before_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "waits_to_retry.py"
+    script.write_text(SCRIPT)
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = _retrying_step(process)
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, err = process.communicate(timeout=BOUND)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == -signal.SIGINT, err  # what a shell shows as 130
+    assert time.monotonic() - started < BOUND < DELAY
+    with Client(load_config()) as client:
+        run = client.get_pipeline_run(first.run_id)
+        steps = client.list_run_steps(run.id).items
+    assert run.status is ExecutionStatus.STOPPED, run.status_reason
+    assert [(s.attempt, s.status) for s in steps] == [(1, ExecutionStatus.RETRYING)]
