@@ -3,6 +3,8 @@ change their own password.
 
 A password change (a reset by an admin or the user's own) and a deactivation revoke every
 access and run token the user was issued: a session never outlives the password it came from.
+No user deactivates or demotes their own account (409): another admin does, so the last admin
+cannot lock everyone out of the server by mistake.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Response
 
+from wharf.core.errors import IllegalOperationError
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
 from wharf.server.schemas.actions import LookupName, UserCreateBody, UserUpdateBody
@@ -53,6 +56,10 @@ def build_router() -> APIRouter:
         only_password = body.active is None and body.is_admin is None
         if not (is_self and only_password):
             ctx.access.require_admin("administer other users")
+        if is_self and (body.active is False or body.is_admin is False):
+            # An admin locking themselves out may leave no one able to administer the server.
+            change = "deactivate" if body.active is False else "take the admin role from"
+            raise IllegalOperationError(f"You cannot {change} your own account; another admin can.")
         user = ctx.store.users.get(user_id)
         credentials = ctx.state.accounts.credentials
         if body.password is not None:
