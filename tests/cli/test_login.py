@@ -24,3 +24,11 @@ def test_login_refuses_a_malformed_url_in_one_line(tmp_path: Path, url: str, fra
     )
     assert_one_line_error(result, fragment)
     assert not (home / "config.json").exists()
+
+
+def test_login_refuses_an_api_key_with_a_line_break_in_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = wharf(
+        "login", "http://127.0.0.1:8237", "--api-key", "wharf_abc\nx", env={"WHARF_HOME": str(home)}
+    )
+    assert_one_line_error(result, "copy it again")

@@ -1,7 +1,7 @@
 """The REST store's HTTP session (:mod:`wharf.store.rest.http`): a server URL that is not
 ``http(s)://`` or does not parse is refused at once as an ``InputError`` that names it, never an
 httpx exception and never ``StoreUnavailableError`` (which the engine would wait out as an
-outage)."""
+outage); so is a credential with characters no HTTP header can carry (a pasted line break)."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def test_a_good_url_loses_its_trailing_slash() -> None:
     session = HttpSession("https://wharf.example:8237/", None)
     assert session.url == "https://wharf.example:8237"
     session.close()
+
+
+@pytest.mark.parametrize("credential", ["wharf_abc\n", "wharf_a bc", "wharf_abcé", "tab\tkey"])
+def test_a_credential_no_header_can_carry_is_an_input_error(credential: str) -> None:
+    """It used to fail at the first request as 'Cannot reach the Wharf server' (an outage) or
+    as an 'ascii' codec error."""
+    with pytest.raises(InputError, match="copy it again"):
+        HttpSession("http://127.0.0.1:8237", credential)

@@ -4,7 +4,8 @@ share between threads), bearer authentication, JSON in and out, errors converted
 Invariants:
 - Every response is checked here: an error status becomes a Wharf error (``errors``); a
   transport failure becomes ``StoreUnavailableError``; no httpx exception escapes. A URL that
-  is not ``http(s)://`` or does not parse is an ``InputError`` at once, not an outage.
+  is not ``http(s)://`` or does not parse, or a credential that cannot be sent in a header, is
+  an ``InputError`` at once, not an outage.
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
   ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
 - ``request_count`` counts the HTTP requests sent (benchmarks read it).
@@ -77,6 +78,11 @@ class HttpSession:
             raise InputError(f"A Wharf server URL must start with http:// or https://: {url!r}.")
         headers = {"user-agent": "wharf-rest-store"}
         if credential:
+            if not all("!" <= char <= "~" for char in credential):
+                raise InputError(
+                    "The API key or token has a space, a line break or a non-ASCII character, "
+                    "which no Wharf credential has: copy it again, exactly as it was shown."
+                )
             headers["authorization"] = f"Bearer {credential}"
         try:
             self._client = httpx.Client(
