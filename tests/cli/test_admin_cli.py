@@ -74,6 +74,10 @@ def test_projects_and_members(team: Team, tmp_path: Path) -> None:
     assert_one_line_error(
         run("project", "add-member", "nowhere", "--user", "member", env=env), "nowhere"
     )
+    assert_one_line_error(  # by name, not the ids the server's message has
+        run("project", "remove-member", "vision", "--user", "member", env=env),
+        "User 'member' is not a member of project 'vision'.",
+    )
 
 
 def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
@@ -93,6 +97,10 @@ def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
     me = httpx.get(f"{url}/api/v1/auth/me", headers={"authorization": f"Bearer {secret}"})
     assert me.status_code == 401
     assert_one_line_error(run("api-key", "revoke", "ci", "deploy", env=env), "no active API key")
+    assert_one_line_error(
+        run("api-key", "create", "ci", "--name", "deploy", env=env),
+        "Service account 'ci' already has an API key named 'deploy' (a revoked key keeps its name)",
+    )
     assert_one_line_error(run("api-key", "create", "ghost", env=env), "No service account")
 
 

@@ -208,9 +208,15 @@ def add_member(name: str, user_name: str | None, account_name: str | None, role:
 def remove_member(name: str, user_name: str | None, account_name: str | None) -> None:
     """Take a user or service account out of project NAME."""
     from wharf.cli.admin_client import project, session
+    from wharf.core.errors import EntityNotFoundError
 
     with session() as http:
         found = project(http, name)
         key, member_id, label = _member(http, user_name, account_name)
-        http.send("DELETE", f"{API}/projects/{found['id']}/members", params={key: member_id})
+        try:
+            http.send("DELETE", f"{API}/projects/{found['id']}/members", params={key: member_id})
+        except EntityNotFoundError:  # the server's message names both by id
+            raise EntityNotFoundError(
+                f"{label[0].upper()}{label[1:]} is not a member of project '{found['name']}'."
+            ) from None
     click.echo(f"Removed {label} from project '{found['name']}'.")

@@ -62,12 +62,19 @@ def create_key(account: str, key_name: str, output: str) -> None:
     import json
 
     from wharf.cli.admin_client import service_account, session
+    from wharf.core.errors import EntityExistsError
 
     with session() as http:
         found = service_account(http, account)
-        made = http.send(
-            "POST", f"{API}/service_accounts/{found['id']}/api_keys", body={"name": key_name}
-        )
+        try:
+            made = http.send(
+                "POST", f"{API}/service_accounts/{found['id']}/api_keys", body={"name": key_name}
+            )
+        except EntityExistsError:  # the server's message names the account by id
+            raise EntityExistsError(
+                f"Service account '{found['name']}' already has an API key named '{key_name}' "
+                "(a revoked key keeps its name): choose another with --name."
+            ) from None
     if output == "json":
         click.echo(json.dumps(made, indent=2))
         return
