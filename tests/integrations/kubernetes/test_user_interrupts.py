@@ -4,9 +4,9 @@ step operator's bed (:mod:`.step_operator_bed`): the user's script is a process 
 
 - Ctrl-C to a synchronous run on the Kubernetes orchestrator only stops following (as
   documented): the call returns the run as it is, having said how to follow it, without a
-  traceback; the run completes in the cluster and its step Jobs and Secrets go (the
-  orchestrator Job stays, as after any synchronous run, unless ``ttl_seconds_after_finished``
-  is set);
+  traceback (a second Ctrl-C while it says so included); the run completes in the cluster
+  and its step Jobs and Secrets go (the orchestrator Job stays, as after any synchronous run,
+  unless ``ttl_seconds_after_finished`` is set);
 - Ctrl-C to a local run whose step runs on the Kubernetes step operator stops the run as for
   local steps: the step's pod is interrupted, the run ends stopped, nothing is left, and the
   process exits as interrupted;
@@ -89,6 +89,36 @@ def step_pod_gone(bed: Bed, run: PipelineRunRecord) -> bool:
 # ----------------------------------------------------------------------------- orchestrator
 
 
+SECOND_CTRL_C = """
+import os
+import runpy
+import signal
+import sys
+
+
+class SecondCtrlC:
+    \"\"\"Standard output that gets a second Ctrl-C the moment it is told that following stopped
+    (a user pressing Ctrl-C again while it says so).\"\"\"
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.sent = False
+
+    def write(self, text):
+        if "Stopped following" in text and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return self.inner.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+sys.stdout = SecondCtrlC(sys.stdout)
+runpy.run_path("run.py", run_name="__main__")
+"""
+
+
 def start_following(bed: Bed, release: Path, script: str) -> subprocess.Popen[str]:
     """The project's ``script`` running ``stoppable`` (its step waits for ``release``) on the
     Kubernetes orchestrator, synchronously (its output, stderr included, on ``stdout``)."""
@@ -137,6 +167,15 @@ def test_ctrl_c_stops_following_a_synchronous_run_which_completes_in_the_cluster
     bed: Bed, tmp_path: Path
 ) -> None:
     ctrl_c_while_following(bed, tmp_path, "run.py")
+
+
+def test_a_second_ctrl_c_while_it_says_so_neither_fails_the_run_nor_prints_a_traceback(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """Before, the second Ctrl-C escaped the call, which took the run for one that failed to
+    start: it ended the run failed in the store while its pods ran on."""
+    (bed.project / "second_ctrl_c.py").write_text(SECOND_CTRL_C)
+    ctrl_c_while_following(bed, tmp_path, "second_ctrl_c.py")
 
 
 # ----------------------------------------------------------------------------- step operator

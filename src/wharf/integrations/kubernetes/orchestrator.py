@@ -12,8 +12,11 @@ ended (by the orchestrator pod, and by a synchronous submitter once the Job fini
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -276,14 +279,17 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 fail_on_waiting_reasons=self.settings.fail_on_container_waiting_reasons,
             )
         except (KeyboardInterrupt, ApiException, HTTPError) as exc:
-            # The run goes on in the cluster whatever happens to this process's view of it.
-            why = "" if isinstance(exc, KeyboardInterrupt) else f" (lost the Job: {exc})"
-            out.write(
-                f"\nStopped following run {job.run.name}{why}; it goes on in the cluster "
-                f"(stop it with `wharf runs stop {job.run.name}`).\n"
-            )
-            _print_follow_hints(out, job.run, submitted)
-            return store.runs.get(job.run.id)
+            # The run goes on in the cluster whatever happens to this process's view of it. A
+            # second Ctrl-C while this is said must not escape: the caller would take the
+            # run for one that failed to start (a traceback, and the running run failed).
+            with _ctrl_c_ignored():
+                why = "" if isinstance(exc, KeyboardInterrupt) else f" (lost the Job: {exc})"
+                out.write(
+                    f"\nStopped following run {job.run.name}{why}; it goes on in the cluster "
+                    f"(stop it with `wharf runs stop {job.run.name}`).\n"
+                )
+                _print_follow_hints(out, job.run, submitted)
+                return store.runs.get(job.run.id)
         if end.stuck:  # it would never start: take it away
             delete_job(clients, submitted.namespace, submitted.name)
         if submitted.token_secret is not None:
@@ -367,6 +373,21 @@ def is_local_path(path: str) -> bool:
     """Whether an artifact store path names this machine's file system."""
     scheme, separator, _ = path.partition("://")
     return not separator or scheme in ("file", "local")
+
+
+@contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored (in the main thread; elsewhere nothing changes), then given back to the
+    handler it had."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which stays ignored
+            signal.signal(signal.SIGINT, previous)
 
 
 def _print_follow_hints(out: TextIO, run: PipelineRunRecord, submitted: SubmittedJob) -> None:
