@@ -34,6 +34,7 @@ from wharf.core.ids import (
     only_match,
     parse_id_prefix,
     parse_uuid,
+    run_not_found,
 )
 from wharf.store.models import (
     MAX_PAGE_SIZE,
@@ -183,7 +184,15 @@ class QuickReads:
 
     def get_pipeline_run(self, name_or_id: str | UUID) -> PipelineRunRecord:
         unnamed = "No pipeline run with id or name '{}'."
-        return self._get(PipelineRunRecord, "pipeline_run", "pipeline run", name_or_id, unnamed)
+        try:
+            return self._get(PipelineRunRecord, "pipeline_run", "pipeline run", name_or_id, unnamed)
+        except EntityNotFoundError:
+            if isinstance(name_or_id, UUID) or parse_uuid(name_or_id) is not None:
+                raise
+            text = str(name_or_id)
+            where = self._in_project(name=text)
+            pipelines = self._page(PipelineRecord, "pipeline", where, _desc(1, 1)).total
+            raise run_not_found(text, names_a_pipeline=pipelines > 0) from None
 
     def list_run_steps(
         self, run: str | UUID, *, page: int = 1, size: int = 50

@@ -1,9 +1,10 @@
 """Identifier helpers: new ids, parsing, and the short id prefixes users type.
 
-Owns :func:`new_id`, :func:`parse_uuid`, :func:`parse_id_prefix`, :func:`id_prefix_bounds` and
-:func:`only_match`. Ids are random (version 4) UUIDs from :func:`uuid.uuid4`; nothing orders by
-them. An id prefix is the start of the id's 32-digit lower-case hex form, and every id starting
-with it lies between the two UUIDs :func:`id_prefix_bounds` returns (one range query in stores).
+Owns :func:`new_id`, :func:`parse_uuid`, :func:`parse_id_prefix`, :func:`id_prefix_bounds`,
+:func:`only_match` and :func:`run_not_found` (the message for a run that nothing matches). Ids
+are random (version 4) UUIDs from :func:`uuid.uuid4`; nothing orders by them. An id prefix is
+the start of the id's 32-digit lower-case hex form, and every id starting with it lies between
+the two UUIDs :func:`id_prefix_bounds` returns (one range query in stores).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from wharf.core.errors import AmbiguousIdError
+from wharf.core.errors import AmbiguousIdError, EntityNotFoundError
 
 
 def new_id() -> uuid.UUID:
@@ -75,3 +76,15 @@ def only_match(kind: str, text: str, matches: Sequence[R]) -> R | None:
 def _candidate(record: _Identified) -> str:
     name = getattr(record, "name", None)
     return f"{record.id}" + (f" ({name})" if isinstance(name, str) else "")
+
+
+def run_not_found(text: str, *, names_a_pipeline: bool) -> EntityNotFoundError:
+    """The error for a run name, id or id prefix ``text`` that matches no run; when ``text`` is
+    a pipeline's name (``wharf runs show training``) it says how to list that pipeline's runs,
+    and when it is a hex prefix too short to be one, how long one must be."""
+    message = f"No pipeline run with id or name '{text}'."
+    if names_a_pipeline:
+        message += f" '{text}' is a pipeline: wharf runs list --pipeline '{text}' lists its runs."
+    elif 0 < len(text) < MIN_ID_PREFIX and _HEX.issuperset(text.lower()):
+        message += f" An id prefix needs at least {MIN_ID_PREFIX} hex digits."
+    return EntityNotFoundError(message)

@@ -17,7 +17,13 @@ from uuid import UUID
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
-from wharf.core.ids import MAX_ID_CANDIDATES, only_match, parse_id_prefix, parse_uuid
+from wharf.core.ids import (
+    MAX_ID_CANDIDATES,
+    only_match,
+    parse_id_prefix,
+    parse_uuid,
+    run_not_found,
+)
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import (
     ArtifactFilter,
@@ -187,7 +193,9 @@ class Client:
         if not found:
             found = self._by_prefix("pipeline run", name_or_id, self.store.runs.list, RunFilter)
         if not found:
-            raise EntityNotFoundError(f"No pipeline run with id or name '{name_or_id}'.")
+            text = str(name_or_id)
+            pipelines = self.list_pipelines(name=text, size=1).total
+            raise run_not_found(text, names_a_pipeline=pipelines > 0)
         return found[0]
 
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
