@@ -9,7 +9,8 @@ step operator's bed (:mod:`.step_operator_bed`): the user's script is a process 
   unless ``ttl_seconds_after_finished`` is set);
 - Ctrl-C to a local run whose step runs on the Kubernetes step operator stops the run as for
   local steps: the step's pod is interrupted, the run ends stopped, nothing is left, and the
-  process exits as interrupted;
+  process exits as interrupted; a second Ctrl-C forces it (a step that ignores the graceful
+  stop: its Job is deleted);
 - kill -9 of that local process: the sweep ends the run lost; then the step's pod should learn
   it through its heartbeat and stop, and its Job and Secret should not stay. Neither happens
   yet (strict ``xfail``: the reasons say where the defects are).
@@ -31,6 +32,7 @@ import pytest
 
 from tests.integrations.kubernetes.step_operator_bed import (
     CLEANUP,
+    OPERATOR,
     bed,
     step_jobs,
     wait_for_running_step,
@@ -198,6 +200,72 @@ def test_ctrl_c_stops_a_local_run_and_its_operator_step_pod(bed: Bed, tmp_path: 
     steps = steps_of(bed, run)
     assert steps["wait_for"].status is ExecutionStatus.STOPPED, steps["wait_for"].status_reason
     assert "prepare" not in steps
+    assert step_pod_gone(bed, run)
+    assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
+    assert took < PROMPT
+
+
+STUBBORN_STEPS = f"""
+import pathlib
+import sys
+import time
+
+from wharf import pipeline, step
+
+
+@step(step_operator="{OPERATOR}")
+def stubborn(path: str) -> int:
+    print("waiting for", path, flush=True)
+    while True:
+        try:
+            while not pathlib.Path(path).exists():
+                time.sleep(0.05)
+            return 1
+        except BaseException:  # the graceful stop's interrupt: ignored
+            pathlib.Path(path + ".interrupted").write_text("yes")
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def stubbornly(path: str) -> None:
+    stubborn(path)
+
+
+if __name__ == "__main__":
+    stubbornly(sys.argv[1])
+"""
+
+
+def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """A step that ignores the graceful stop: the second Ctrl-C deletes its Job (its pod is
+    killed), the run ends stopped, nothing is left, the process exits as interrupted."""
+    (bed.project / "stubborn_steps.py").write_text(STUBBORN_STEPS)
+    release = tmp_path / "release"  # never created
+    interrupted = tmp_path / "release.interrupted"
+    script = subprocess.Popen(
+        [sys.executable, "stubborn_steps.py", str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    try:
+        running = wait_for_running_step(bed, "stubborn")
+        assert wait_until(lambda: bed.workspace.store.steps.get(running.id).pid, BOUND)
+        os.kill(script.pid, signal.SIGINT)
+        assert wait_until(interrupted.exists, LEARN), "the step never saw the graceful stop"
+        code, output, took = interrupt(script)
+    finally:
+        script.kill()
+    assert "Traceback" not in output, output
+    assert "Forcing the stop" in output, output
+    assert code == -signal.SIGINT, output
+    run = run_of(bed, running)
+    assert run.status is ExecutionStatus.STOPPED, run.status_reason
+    step = bed.workspace.store.steps.get(running.id)
+    assert step.status is ExecutionStatus.STOPPED, step.status_reason
     assert step_pod_gone(bed, run)
     assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
     assert took < PROMPT
