@@ -1,4 +1,5 @@
-"""Authentication: logins, token expiry and revocation, API keys, run-token revocation."""
+"""Authentication: logins, token expiry and revocation, API keys, run-token revocation; how a
+role's refusal names its project."""
 
 from __future__ import annotations
 
@@ -273,3 +274,12 @@ def test_the_auth_cache_keeps_revocation_and_expiry(world: World) -> None:
     assert me(world, token) == 200
     world.clock.advance(7 * 86400)
     assert me(world, token) == 401  # a cached token still expires on time
+
+
+def test_a_viewer_refused_a_write_is_told_the_project_by_name(world: World) -> None:
+    refused = world.as_role("viewer").post(
+        "/api/v1/pipelines", json={"project_id": str(world.a.id), "name": "p"}
+    )
+    assert refused.status_code == 403
+    detail = refused.json()["detail"]
+    assert detail == "The viewer role in project 'A' does not allow to create pipelines."

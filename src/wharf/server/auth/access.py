@@ -145,8 +145,16 @@ class Access:
             raise missing()
         if write and not role.can_write:
             raise PermissionDeniedError(
-                f"The {role.value} role in project {project_id} does not allow to {action}."
+                f"The {role.value} role in project {self._project_name(project_id)} does not "
+                f"allow to {action}."
             )
+
+    def _project_name(self, project_id: UUID) -> str:
+        """``'NAME'`` of a project the principal has a role in (read only to word a refusal)."""
+        try:
+            return f"'{self.state.store.projects.get(project_id).name}'"
+        except EntityNotFoundError:  # deleted meanwhile
+            return str(project_id)
 
     def list_scope(self, project_id: UUID | None) -> ListScope:
         """The project a list must be restricted to for this principal."""
