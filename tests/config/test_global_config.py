@@ -72,3 +72,51 @@ def test_an_unwritable_home_is_one_line(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(InputError, match="Cannot write Wharf config file"):
         write_user_config(blocker / "home", {"api_key": "x"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("heartbeat_interval", "often", "must be a number of seconds, not 'often'"),
+        ("heartbeat_interval", 0, "must be positive, not 0"),
+        ("local_step_slots", "two", "must be a whole number, not 'two'"),
+        ("logging_verbosity", "loud", "must be one of DEBUG"),
+        ("code_archive_limit_mib", -1, "must be positive, not -1"),
+    ],
+)
+def test_a_bad_value_in_the_config_file_names_the_file_and_key(
+    tmp_path: Path, key: str, value: object, problem: str
+) -> None:
+    from wharf.core.errors import InputError
+
+    write_user_config(tmp_path, {key: value})
+    with pytest.raises(InputError) as caught:
+        load_config({"WHARF_HOME": str(tmp_path)})
+    message = str(caught.value)
+    assert message.startswith(f"'{key}' in {tmp_path / 'config.json'} {problem}"), message
+    assert "WHARF_" not in message
+
+
+def test_a_bad_value_in_the_environment_names_the_variable(tmp_path: Path) -> None:
+    from wharf.core.errors import InputError
+
+    write_user_config(tmp_path, {"heartbeat_interval": 5})
+    environ = {"WHARF_HOME": str(tmp_path), "WHARF_HEARTBEAT_INTERVAL": "often"}
+    with pytest.raises(InputError) as caught:
+        load_config(environ)
+    assert str(caught.value) == (
+        "WHARF_HEARTBEAT_INTERVAL must be a number of seconds, not 'often'."
+    )
+
+
+def test_the_environment_wins_over_a_bad_value_in_the_file(tmp_path: Path) -> None:
+    write_user_config(tmp_path, {"heartbeat_interval": "often"})
+    environ = {"WHARF_HOME": str(tmp_path), "WHARF_HEARTBEAT_INTERVAL": "2"}
+    assert load_config(environ).heartbeat_interval == 2.0
+
+
+def test_a_bad_explicit_argument_names_the_argument(tmp_path: Path) -> None:
+    from wharf.core.errors import InputError
+
+    with pytest.raises(InputError, match=r"^The heartbeat_interval argument must be positive"):
+        load_config({"WHARF_HOME": str(tmp_path)}, heartbeat_interval=-1)

@@ -174,6 +174,14 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
             return env[env_name]
         return user.get(key, default)
 
+    def origin(key: str, env_name: str) -> str:
+        """Where ``pick(key, env_name)`` took its value from, for a message about a bad one."""
+        if overrides.get(key) is not None:
+            return f"The {key} argument"
+        if env.get(env_name) or key not in user:
+            return env_name
+        return f"'{key}' in {home / 'config.json'}"
+
     default_store = f"sqlite:///{home / 'wharf.db'}"
     store_url = pick("store_url", "WHARF_STORE_URL", default_store)
     if store_url == default_store:  # the default store's directory is Wharf's own to make
@@ -188,23 +196,27 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         project=pick("project", "WHARF_PROJECT"),
         resource_manager=pick("resource_manager", "WHARF_RESOURCE_MANAGER", "embedded"),
         local_step_slots=_optional_int(
-            pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"), "WHARF_LOCAL_STEP_SLOTS"
+            pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"),
+            origin("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"),
         ),
         logging_verbosity=_choice(
             pick("logging_verbosity", "WHARF_LOGGING_VERBOSITY"),
-            "WHARF_LOGGING_VERBOSITY",
+            origin("logging_verbosity", "WHARF_LOGGING_VERBOSITY"),
             LOGGING_LEVELS,
         ),
         logging_format=_choice(
-            pick("logging_format", "WHARF_LOGGING_FORMAT"), "WHARF_LOGGING_FORMAT", LOGGING_FORMATS
+            pick("logging_format", "WHARF_LOGGING_FORMAT"),
+            origin("logging_format", "WHARF_LOGGING_FORMAT"),
+            LOGGING_FORMATS,
         )
         or "text",
         heartbeat_interval=_positive_float(
-            pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0), "WHARF_HEARTBEAT_INTERVAL"
+            pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0),
+            origin("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL"),
         ),
         code_archive_limit_mib=_positive_float(
             pick("code_archive_limit_mib", "WHARF_CODE_ARCHIVE_LIMIT_MIB", 64.0),
-            "WHARF_CODE_ARCHIVE_LIMIT_MIB",
+            origin("code_archive_limit_mib", "WHARF_CODE_ARCHIVE_LIMIT_MIB"),
             "MiB",
         ),
     )
