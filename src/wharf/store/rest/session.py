@@ -1,10 +1,13 @@
 """Logging in and out of a workspace server (used by ``wharf login`` / ``wharf logout``), and
-who a credential is."""
+who a credential is. A login refused by something that is not a workspace server says so."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from wharf.core.errors import InputError, StoreUnavailableError, WharfError
 from wharf.store.rest.http import HttpSession
 
 
@@ -13,7 +16,8 @@ def login_with_password(url: str, username: str, password: str) -> str:
     session = HttpSession(url, None)
     try:
         body = {"username": username, "password": password}
-        data = session.send("POST", "/api/v1/auth/login", body=body)
+        with _on_a_workspace_server(session):
+            data = session.send("POST", "/api/v1/auth/login", body=body)
     finally:
         session.close()
     token: str = data["access_token"]
@@ -24,9 +28,32 @@ def whoami(url: str, credential: str) -> dict[str, Any]:
     """The server's view of a credential (raises ``NotAuthenticatedError`` if refused)."""
     session = HttpSession(url, credential)
     try:
-        return current_principal(session)
+        with _on_a_workspace_server(session):
+            return current_principal(session)
     finally:
         session.close()
+
+
+@contextmanager
+def _on_a_workspace_server(session: HttpSession) -> Iterator[None]:
+    """Refusals as they are, unless what answered is no workspace server (another program, the
+    Resource Manager, a URL with a path): then an ``InputError`` saying so, as its refusals
+    (404, 401 without a login route, 501) would only mislead. Asked only once refused."""
+    try:
+        yield
+    except StoreUnavailableError:
+        raise
+    except WharfError:
+        try:
+            health = session.send("GET", "/health/live")
+        except WharfError:
+            health = None
+        if isinstance(health, dict) and "version" in health:
+            raise
+        raise InputError(
+            f"No Wharf workspace server answers at {session.url}: give the URL 'wharf server "
+            "serve' prints, such as http://HOST:8237 (no /api/v1)."
+        ) from None
 
 
 def current_principal(http: HttpSession) -> dict[str, Any]:
