@@ -140,3 +140,11 @@ def test_up_refuses_a_port_where_a_foreground_server_answers(tmp_path: Path) -> 
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_serve_and_up_refuse_a_short_secret_key_in_one_line(tmp_path: Path) -> None:
+    """It was "'secret_key' needs 32+ entries" (serve) or a server that never started (up)."""
+    home = tmp_path / "home"
+    for command in ("serve", "up"):
+        refused = wharf(home, "server", command, "--port", str(free_port()), "--secret-key", "k")
+        assert_one_line_error(refused, "'--secret-key': needs 32+ characters (it has 1)")

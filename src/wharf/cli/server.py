@@ -111,6 +111,13 @@ def _secret(home: Path, given: str | None) -> str:
     """The token signing key: ``given``, else the one in ``<user data dir>/server/secret_key``,
     created there (0600) on first use; replicas on other machines must be given the same key."""
     if given:
+        from wharf.server.settings import MIN_SECRET_LENGTH
+
+        if len(given) < MIN_SECRET_LENGTH:
+            raise click.BadParameter(
+                f"needs {MIN_SECRET_LENGTH}+ characters (it has {len(given)}).",
+                param_hint="'--secret-key'",
+            )
         return given
     path = home / "server" / "secret_key"
     if path.exists():
