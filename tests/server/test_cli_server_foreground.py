@@ -148,3 +148,19 @@ def test_serve_and_up_refuse_a_short_secret_key_in_one_line(tmp_path: Path) -> N
     for command in ("serve", "up"):
         refused = wharf(home, "server", command, "--port", str(free_port()), "--secret-key", "k")
         assert_one_line_error(refused, "'--secret-key': needs 32+ characters (it has 1)")
+
+
+def test_serve_and_up_refuse_an_admin_password_they_would_ignore_or_set_too_short(
+    tmp_path: Path,
+) -> None:
+    """Without --admin-username it was ignored; with a 1-character one the admin got it, though
+    every other password needs 8."""
+    home = tmp_path / "home"
+    for command in ("serve", "up"):
+        port = ["--port", str(free_port())]
+        alone = wharf(home, "server", command, *port, "--admin-password", "long enough pw")
+        assert_one_line_error(alone, "--admin-password needs --admin-username")
+        short = wharf(
+            home, "server", command, *port, "--admin-username", "root", "--admin-password", "x"
+        )
+        assert_one_line_error(short, "'--admin-password': needs 8 to 1024 characters")

@@ -142,6 +142,22 @@ def _absolute(path: str | None) -> str | None:
     return None if not path else str(Path(path).expanduser().absolute())
 
 
+def _check_admin(username: str | None, password: str | None) -> None:
+    """The bootstrap admin's password goes with a username and follows the password rule of
+    every other user (else it was ignored, or set however short)."""
+    from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+
+    if password is None:
+        return
+    if not username:
+        raise click.UsageError("--admin-password needs --admin-username (the admin it is for).")
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise click.BadParameter(
+            f"needs {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            param_hint="'--admin-password'",
+        )
+
+
 def _check_resource_manager(url: str | None, token: str | None) -> None:
     """The RM URL and token come together: with both, the server requests resources for the
     steps that ask for them; without, such steps fail."""
@@ -217,6 +233,7 @@ def serve(
     from wharf.server.settings import ServerSettings
     from wharf.store.sql.server_stores import open_server_stores
 
+    _check_admin(admin_username, admin_password)
     _check_resource_manager(resource_manager_url, resource_manager_token)
     if resource_manager_url and resource_manager_token:
         _check_rm_token(resource_manager_url, resource_manager_token)
@@ -267,6 +284,7 @@ def up(
     """Start the server in the background; return once it answers."""
     from wharf.server import daemon
 
+    _check_admin(admin_username, admin_password)
     _check_resource_manager(resource_manager_url, resource_manager_token)
     home = _home()
     args = ["--host", host, "--port", str(port), "--workers", str(workers)]
