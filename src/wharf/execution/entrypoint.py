@@ -7,7 +7,8 @@ records one: ``wharf.execution.code_fetch``), runs the user function in the main
 heartbeat beside it, and records how the attempt ended; a store outage as it starts (shorter
 than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the heartbeat
 beats until the final status is recorded; exit code 0 when the attempt completed, 1 otherwise (a
-process that dies without recording anything is recorded by its parent).
+process that dies without recording anything is recorded by its parent); once its parent is gone
+the process stores its own log and deletes its temporary file (``log_capture.OwnLog``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from wharf.execution.heartbeat import (
     stops_with_run,
 )
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.log_capture import STEP_LOG_ENV, OwnLog
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
@@ -67,18 +69,23 @@ def run_step_process(step_run_id: UUID) -> int:
     finish (``FINISH_ON_RUN_STOP_ENV``). A failure to get the code archive fails the step
     with its message."""
     # Never outlive the orchestrator: once it is gone the step is interrupted (and the
-    # process exits if it does not end in time).
+    # process exits if it does not end in time), and stores its own log (no one else will).
     region = InterruptibleRegion()
-    watch = ParentWatch(
-        lambda pid: region.interrupt(f"Stopped: the orchestrating process (pid {pid}) ended.")
-    ).start()
+    own_log = OwnLog(os.environ.get(STEP_LOG_ENV))
+
+    def orchestrator_gone(pid: int) -> None:
+        own_log.orphan()
+        region.interrupt(f"Stopped: the orchestrating process (pid {pid}) ended.")
+
+    watch = ParentWatch(orchestrator_gone, exit_process=own_log.store_then_exit).start()
     try:
-        return _run_step(step_run_id, region)
+        return _run_step(step_run_id, region, own_log)
     finally:
         watch.stop()
+        own_log.store_if_orphaned()
 
 
-def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
+def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -> int:
     config = load_config()
     store = open_store(config)
     try:
@@ -93,6 +100,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion) -> int:
             resources = connect_configured(store, config, user, account)
         spec = record.spec or snapshot.spec.steps[record.name]
         artifact_store = instantiate_component(start.artifact_store)
+        own_log.destination(artifact_store, record.logs_uri)
         services = RunServices(
             store=store,
             artifact_store=artifact_store,

@@ -3,22 +3,30 @@
 Inline steps share the process's ``sys.stdout``/``sys.stderr``; :func:`install_routing` wraps
 both once with a stream that still writes to the console and also copies each write to the
 capture buffer of the step running in the current thread (a ``ContextVar``). Isolated steps
-write to a file that the parent copies into the artifact store when the process ends.
+write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
+store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
 Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended.
 """
 
 from __future__ import annotations
 
 import io
+import logging
+import os
 import posixpath
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import TextIO
 
 from wharf.artifacts.store import ArtifactStore
+
+logger = logging.getLogger(__name__)
+
+STEP_LOG_ENV = "WHARF_STEP_LOG_FILE"
+"""The temporary file an isolated step's process writes its output to (set by its parent)."""
 
 _SINK: ContextVar[io.StringIO | None] = ContextVar("wharf_log_sink", default=None)
 _INSTALL_LOCK = threading.Lock()
@@ -80,3 +88,52 @@ def read_log(store: ArtifactStore, uri: str) -> str:
     with store.open(uri, "rb") as f:
         data: bytes = f.read()
     return data.decode(errors="replace")
+
+
+class OwnLog:
+    """An isolated step's output file, seen from the step's own process.
+
+    Its parent copies the file into the artifact store and deletes it once the process ended
+    (``wharf.execution.subprocesses.collect_logs``); a parent that is gone (killed) cannot, so
+    the step's process does it, once, at its end: :meth:`orphan` says the parent is gone,
+    :meth:`destination` where the log belongs (once known), :meth:`store_if_orphaned` stores
+    what the process wrote up to then and deletes the file."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path or None
+        self._store: ArtifactStore | None = None
+        self._uri: str | None = None
+        self._orphaned = False
+        self._done = False
+        self._lock = threading.Lock()
+
+    def destination(self, store: ArtifactStore, uri: str | None) -> None:
+        self._store, self._uri = store, uri
+
+    def orphan(self) -> None:
+        self._orphaned = True
+
+    def store_if_orphaned(self) -> None:
+        """Once the parent is gone: store the file at the step's ``logs_uri`` (if known by
+        then) and delete it. Safe to call from any thread, more than once."""
+        with self._lock:
+            if not self._orphaned or self._done or self._path is None:
+                return
+            self._done = True
+            for stream in (sys.stdout, sys.stderr):
+                with suppress(OSError, ValueError):  # closed or broken: nothing to flush
+                    stream.flush()
+            try:
+                if self._store is not None and self._uri:
+                    with open(self._path, "rb") as f:
+                        write_log(self._store, self._uri, f.read())
+            except Exception as exc:  # the step's end is recorded: only its log is lost
+                logger.warning("The step's log could not be stored: %s", exc)
+            finally:
+                with suppress(FileNotFoundError):
+                    os.unlink(self._path)
+
+    def store_then_exit(self, code: int) -> None:
+        """``ParentWatch``'s way out of a step that did not end in time: store, then exit."""
+        self.store_if_orphaned()
+        os._exit(code)

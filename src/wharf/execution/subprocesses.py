@@ -3,8 +3,9 @@
 Owns :func:`start_step_process`, :class:`StepProcess` and :func:`collect_logs`. Invariants: both
 ways to start a step (forked from a warm zygote, or a new interpreter) run the same entry point
 (``wharf.execution.entrypoint``) with ``RunServices.child_env`` and no inherited Wharf setting;
-the child's stdout and stderr go to a temporary file, copied into the artifact store at the
-step's ``logs_uri`` once the process has ended, then deleted.
+the child's stdout and stderr go to a temporary file (named to it in ``STEP_LOG_ENV``), copied
+into the artifact store at the step's ``logs_uri`` once the process has ended, then deleted (by
+the step's process itself when this one is gone: ``log_capture.OwnLog``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.global_config import SERVER_URL_ENV
-from wharf.execution.log_capture import write_log
+from wharf.execution.log_capture import STEP_LOG_ENV, write_log
 from wharf.store.models import StepRunRecord
 
 WHARF_PREFIX = "WHARF_"
@@ -69,6 +70,7 @@ def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) ->
     os.dup2(fd, 2)
     os.close(fd)
     environment = step_environment(os.environ, child_env)
+    environment[STEP_LOG_ENV] = log_path
     os.environ.clear()
     os.environ.update(environment)
     from wharf.execution.entrypoint import main
@@ -205,7 +207,7 @@ def start_step_process(
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=step_environment(os.environ, child_env),
+                    env={**step_environment(os.environ, child_env), STEP_LOG_ENV: log_name},
                     start_new_session=True,  # a Ctrl-C in the parent's terminal is not the step's
                     cwd=cwd,
                 )
