@@ -56,6 +56,8 @@ def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: 
     assert _login(url, "carol", "carol-pw-5678") == 200
     assert_one_line_error(run("user", "create", "carol", "--no-password", env=env), "carol")
     assert_one_line_error(run("user", "update", "nobody", "--admin", env=env), "nobody")
+    # said at once, not after a question answered with "Aborted." (no input here)
+    assert_one_line_error(run("user", "delete", "nobody", env=env), "No user named 'nobody'")
     assert_one_line_error(run("user", "update", "carol", env=env), "Nothing to change")
 
 

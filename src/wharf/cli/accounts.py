@@ -121,10 +121,10 @@ def delete_user(name: str, yes: bool) -> None:
     """Deactivate user NAME: they can no longer log in; their runs are kept."""
     from wharf.cli.admin_client import session, user
 
-    if not yes:
-        click.confirm(f"Deactivate user '{name}' (their runs are kept)?", abort=True)
     with session() as http:
-        found = user(http, name)
+        found = user(http, name)  # a user that does not exist is said before any question
+        if not yes:
+            click.confirm(f"Deactivate user '{name}' (their runs are kept)?", abort=True)
         http.send("PATCH", f"{API}/users/{found['id']}", body={"active": False})
     click.echo(
         f"Deactivated user '{found['name']}': they can no longer log in; their runs are kept "
