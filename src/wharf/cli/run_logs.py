@@ -6,7 +6,8 @@ A step's output reaches the artifact store once, when the step ends (``wharf.exe
 log_capture``), so a step is printed whole when it has ended; an attempt that failed and was
 retried (``retrying``, final: the next attempt is a new step run) has ended too. Invariants:
 each step run is printed at most once; the run's status is read before its steps, so the last
-poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads.
+poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads;
+``--follow`` outlasts a short outage of the store (a workspace server restarting).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 MIN_POLL = 0.2
 MAX_POLL = 2.0
+OUTAGE_LIMIT = 300.0
+"""Seconds ``--follow`` waits for a store it cannot reach before it gives up."""
 
 
 def _steps(client: Client, run_id: UUID) -> list[StepRunRecord]:
@@ -83,8 +86,8 @@ class RunLogs:
             if step.id in self._printed:
                 continue
             if _ended(step):
+                self._print(step)  # before it counts as printed: an outage may interrupt it
                 self._printed.add(step.id)
-                self._print(step)
                 printed = True
             elif step.id not in self._noted:
                 self._noted.add(step.id)
@@ -94,12 +97,34 @@ class RunLogs:
                 printed = True
         return finished, printed
 
-    def follow(self, sleep: Callable[[float], None] = time.sleep) -> None:
+    def follow(
+        self,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         """Poll until the run has finished, printing each step as it ends: every
-        :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes."""
+        :data:`MIN_POLL` s, slowing to :data:`MAX_POLL` s while nothing changes. A store that
+        cannot be reached (a workspace server restarting) is waited for, with one note, for up
+        to :data:`OUTAGE_LIMIT` s, as the run itself waits it out."""
+        from wharf.core.errors import StoreUnavailableError
+
         interval = MIN_POLL
+        lost_since: float | None = None
         while True:
-            finished, printed = self.poll(following=True)
+            try:
+                finished, printed = self.poll(following=True)
+            except StoreUnavailableError as exc:
+                now = clock()
+                if lost_since is None:
+                    lost_since = now
+                    self._echo(f"Lost the store ({exc}); still following for {OUTAGE_LIMIT:.0f} s.")
+                elif now - lost_since > OUTAGE_LIMIT:
+                    raise
+                sleep(MAX_POLL)
+                continue
+            if lost_since is not None:
+                lost_since = None
+                self._echo("Reached the store again; following.")
             if finished:
                 return
             interval = MIN_POLL if printed else min(MAX_POLL, interval * 1.5)
