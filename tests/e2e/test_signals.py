@@ -210,7 +210,8 @@ def test_second_ctrl_c_forces_the_stop(
     home: Workspace, scripts: list[Script], tmp_path: Path, stack: str
 ) -> None:
     """A step that ignores its interrupt: the second Ctrl-C kills its process (isolated) or
-    gives up on its thread (inline); every step is recorded final, the run stopped."""
+    gives up on its thread (inline); every step is recorded final, the run stopped, and the
+    summary the pipeline call prints counts the step stopped, as the store has it."""
     script = Script(scripts, tmp_path, stack, stubborn=True)
     step_pid = script.wait_until_step_runs()
     script.signal(signal.SIGINT)
@@ -224,6 +225,9 @@ def test_second_ctrl_c_forces_the_stop(
     assert status is ExecutionStatus.STOPPED
     assert {s for s, _ in steps.values()} <= FINAL, steps
     assert steps["block"][0] is ExecutionStatus.STOPPED
+    assert len([line for line in err.splitlines() if "Step 'block' stopped" in line]) == 1, err
+    (summary,) = [line for line in err.splitlines() if "Run 'blocking-" in line and " in " in line]
+    assert " stopped in " in summary and summary.endswith(": 1 stopped. Stopped on request."), err
     if stack == "procs":
         wait_for(lambda: not alive(step_pid), "the step process to be gone", timeout=10)
 

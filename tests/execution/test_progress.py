@@ -105,6 +105,26 @@ def test_step_events_and_the_summary_of_a_run():
     assert events[6].level == logging.WARNING
 
 
+def test_a_steps_end_is_told_once_and_never_after_the_summary():
+    """A forced stop tells the ends it recorded; a waiter it left behind may tell its own end
+    of the same step too, before or after the summary: counted and told once, before it."""
+    events: list[ProgressEvent] = []
+    reporter = ProgressReporter([events.append])
+    run = run_record(ExecutionStatus.RUNNING)
+    reporter.run_started(run, "train")
+    reporter.step_ended(run.id, "a", ExecutionStatus.STOPPED, "killed by SIGKILL", T0, T0)
+    reporter.step_ended(run.id, "a", ExecutionStatus.STOPPED, "Force-stopped on request.", T0, T0)
+    reporter.step_ended(run.id, "b", ExecutionStatus.STOPPED, "Force-stopped on request.", T0, T0)
+    reporter.run_finished(run_record(ExecutionStatus.STOPPED).model_copy(update={"id": run.id}))
+    reporter.step_ended(run.id, "b", ExecutionStatus.STOPPED, "killed by SIGKILL", T0, T0)
+
+    assert [e.message for e in events][1:] == [
+        "Step 'a' stopped in 0.00 s: killed by SIGKILL",
+        "Step 'b' stopped in 0.00 s: Force-stopped on request.",
+        "Run 'train-1' stopped in 1 min 15 s: 2 stopped.",
+    ]
+
+
 def test_durations_and_demands_read_naturally():
     assert format_duration(0.123) == "0.12 s"
     assert format_duration(12.34) == "12.3 s"

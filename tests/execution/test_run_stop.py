@@ -1,5 +1,5 @@
-"""A graceful stop in the orchestrating process: what :class:`RunStopper` interrupts and
-records (a real SQLite store)."""
+"""A graceful or forced stop in the orchestrating process: what :class:`RunStopper`
+interrupts, records and returns (a real SQLite store)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.allocation import WaitStop
-from wharf.execution.run_stop import STOP_REASON, RunStopper
-from wharf.store.models import RunUpdate
+from wharf.execution.run_stop import FORCED_REASON, FORCED_RUN_REASON, STOP_REASON, RunStopper
+from wharf.store.models import RunUpdate, StepRunUpdate
 from wharf.store.sql import SqlStore
 
 
@@ -53,3 +53,23 @@ def test_a_stop_recorded_elsewhere_is_not_written_again(world: World) -> None:
     stopper.stop(recorded=True)
     assert waiting.reason == STOP_REASON
     assert world.store.runs.get(run.id) == before
+
+
+def test_a_forced_stop_returns_the_steps_it_ended_as_recorded(world: World) -> None:
+    """The run loop tells the progress reporter of them (no waiter is left to): a step stuck
+    in its code, and one waiting to start, end stopped; a finished one is left as it was."""
+    run = world.run(status=S.RUNNING)
+    stuck = world.step(run.id, name="stuck", status=S.RUNNING)
+    queued = world.step(run.id, name="queued", status=S.QUEUED)
+    done = world.step(run.id, name="done", status=S.RUNNING)
+    world.store.steps.update(done.id, StepRunUpdate(status=S.COMPLETED))
+    stopper = RunStopper(world.store, run.id)
+    outcome = stopper.force()
+    assert {step.id: step.status for step in outcome.steps} == {
+        stuck.id: S.STOPPED,
+        queued.id: S.STOPPED,
+    }
+    assert all(step.status_reason == FORCED_REASON for step in outcome.steps)
+    assert all(step.end_time is not None for step in outcome.steps)
+    assert world.store.steps.get(done.id).status is S.COMPLETED
+    assert outcome.final_status() == (S.STOPPED, FORCED_RUN_REASON)

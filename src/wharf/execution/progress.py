@@ -5,7 +5,8 @@ of a run and its steps), :class:`ProgressEvent` and :class:`LogListener` (the us
 on the ``wharf.progress`` logger). Invariants: a reporter never reads the store, so an event
 costs no round trip; a reporter without listeners does nothing (step processes get one: the
 orchestrating process reports their events); the final summary counts the step events this
-reporter told for the run.
+reporter told for the run; a step's end is told once, before the summary (a forced stop's
+and its waiter's alike).
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def _where(runtime: StepRuntime) -> str:
 class _Tally:
     name: str
     counts: Counter[str] = field(default_factory=Counter)
+    ended: set[str] = field(default_factory=set)
+    """The steps whose end was told."""
 
 
 class ProgressReporter:
@@ -143,6 +146,9 @@ class ProgressReporter:
         )
         self._lock = threading.Lock()
         self._runs: dict[UUID, _Tally] = {}
+        self._finished: set[UUID] = set()
+        """Runs whose summary was told: a step end told late (a waiter a forced stop left
+        behind) is not told again after it."""
 
     @property
     def active(self) -> bool:
@@ -164,6 +170,19 @@ class ProgressReporter:
         for listener, wants in zip(self._listeners, self._wants, strict=True):
             if wants is None or wants(event.level):
                 listener(event)
+
+    def _first_end(self, run_id: UUID, step: str) -> bool:
+        """Whether this is the first end told of ``step`` in the run (noted if so)."""
+        with self._lock:
+            if run_id in self._finished:
+                return False
+            tally = self._runs.get(run_id)
+            if tally is None:
+                return True
+            if step in tally.ended:
+                return False
+            tally.ended.add(step)
+            return True
 
     def _run_name(self, run_id: UUID) -> str:
         tally = self._runs.get(run_id)
@@ -196,6 +215,7 @@ class ProgressReporter:
             return
         with self._lock:
             tally = self._runs.pop(run.id, None)
+            self._finished.add(run.id)
         level = _ENDED_LEVEL.get(run.status, logging.INFO)
         if not self._wanted(run.id, level):
             return
@@ -330,7 +350,9 @@ class ProgressReporter:
         ended: datetime | None = None,
     ) -> None:
         """Step ``step`` ended with ``status`` (completed, failed, stopped, cancelled);
-        ``started``/``ended`` as recorded give its duration."""
+        ``started``/``ended`` as recorded give its duration. Told once per step of a run."""
+        if not self._first_end(run_id, step):
+            return
         level = _ENDED_LEVEL.get(status, logging.WARNING)
         if not self._wanted(run_id, level, status.value):
             return

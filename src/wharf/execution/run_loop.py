@@ -126,6 +126,10 @@ def run_pipeline(
         )
     except ForcedStop:
         outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
+        for step in outcome.steps:  # no waiter tells of them: the summary would miss them
+            services.progress.step_ended(
+                run.id, step.name, step.status, step.status_reason, step.start_time, step.end_time
+            )
         if not signals.forced:  # a run nested in the one being forced: it ends too
             settle(services, requests, outcome.final_status()[0])
             _finish(services, run, *outcome.final_status())

@@ -66,8 +66,12 @@ class ForcedStop(KeyboardInterrupt):
     """Raised in the orchestrating thread by a second Ctrl-C: stop waiting for running steps."""
 
 
+@dataclass(frozen=True)
 class ForcedOutcome:
-    """How a run whose stop was forced ends."""
+    """How a run whose stop was forced ends; ``steps``: the step runs the force ended, as
+    recorded (their progress is told by the run loop: no waiter is left to tell it)."""
+
+    steps: tuple[StepRunRecord, ...] = ()
 
     def final_status(self) -> tuple[ExecutionStatus, str | None]:
         return ExecutionStatus.STOPPED, FORCED_RUN_REASON
@@ -90,6 +94,10 @@ class RunStopper:
         """Inline attempts in flight and steps waiting for resources."""
         self._attempts: dict[Hashable, StepBackend[Any]] = {}
         """The isolated attempts in flight: handle -> the backend that started it."""
+        self._attempt_steps: dict[Hashable, UUID] = {}
+        """The step run of each attempt in flight, where known."""
+        self._ended_steps: set[UUID] = set()
+        """The step runs whose attempts a forced stop ended."""
         self.stopping = False
         self.forced = False
 
@@ -106,16 +114,23 @@ class RunStopper:
         with self._cond:
             self._regions.discard(region)
 
-    def add_attempt(self, backend: StepBackend[Any], handle: Hashable) -> None:
+    def add_attempt(
+        self, backend: StepBackend[Any], handle: Hashable, step_run_id: UUID | None = None
+    ) -> None:
         with self._cond:
             self._attempts[handle] = backend
+            if step_run_id is not None:
+                self._attempt_steps[handle] = step_run_id
             forced = self.forced
+            if forced and step_run_id is not None:
+                self._ended_steps.add(step_run_id)
         if forced:
             backend.cancel(handle)
 
     def remove_attempt(self, handle: Hashable) -> None:
         with self._cond:
             self._attempts.pop(handle, None)
+            self._attempt_steps.pop(handle, None)
             self._cond.notify_all()
 
     # ------------------------------------------------------------------ stopping
@@ -143,17 +158,27 @@ class RunStopper:
     def force(self) -> ForcedOutcome:
         """Stop by force: stop, end every isolated attempt through the backend that started
         it, wait (bounded) for their waiters to record them, then record every step run still
-        unfinished (e.g. inline code stuck in native code) as stopped. Call from the
-        orchestrating thread once it no longer waits for the run's steps. Returns how the run
-        ends."""
+        unfinished (e.g. inline code stuck in native code, or waiting to retry) as stopped.
+        Call from the orchestrating thread once it no longer waits for the run's steps.
+        Returns how the run ends, with the step runs it ended as recorded."""
         self.stop()
         self.end_attempts()
         deadline = time.monotonic() + RECORD_WAIT_SECONDS
         with self._cond:  # their waiters record them (status, logs) once the attempts ended
             while self._attempts and (left := deadline - time.monotonic()) > 0:
                 self._cond.wait(left)
-        self.end_unfinished_steps()
-        return ForcedOutcome()
+            killed = set(self._ended_steps)
+        ended = self.end_unfinished_steps()
+        recorded = {step.id for step in ended}
+        for step_run_id in killed - recorded:  # recorded by their waiters
+            try:
+                step = self._store.steps.get(step_run_id)
+            except Exception as exc:
+                logger.warning("Could not read step run %s: %s", step_run_id, exc)
+                continue
+            if step.status.is_finished:
+                ended.append(step)
+        return ForcedOutcome(tuple(ended))
 
     def end_attempts(self) -> None:
         """End every isolated attempt in flight, and any submitted from now on, through the
@@ -161,6 +186,7 @@ class RunStopper:
         with self._cond:
             self.forced = True
             attempts = list(self._attempts.items())
+            self._ended_steps.update(self._attempt_steps.values())
         for handle, backend in attempts:
             try:
                 backend.cancel(handle)
@@ -242,7 +268,7 @@ class TrackedBackend(Generic[H]):
 
     def submit(self, attempt: StepLaunch, allocation: ResourceRequestInfo | None) -> H:
         handle = self.inner.submit(attempt, allocation)
-        self.stopper.add_attempt(self.inner, handle)
+        self.stopper.add_attempt(self.inner, handle, attempt.record.id)
         return handle
 
     def poll(self, handles: Sequence[H], timeout: float = 0.0) -> Mapping[H, AttemptOutcome]:
