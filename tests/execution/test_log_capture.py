@@ -1,10 +1,13 @@
 """An isolated step's own process stores its output file only once its orchestrator is gone
 (:class:`wharf.execution.log_capture.OwnLog`): while the parent lives the file is the parent's
 to copy and delete; once gone, the process stores what it wrote at the step's ``logs_uri``
-(once, whoever asks first) and deletes the file, even when it never learnt where it belongs."""
+(once, whoever asks first) and deletes the file, even when it never learnt where it belongs,
+and before the exit its parent watch forces on a step that does not end in time."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from wharf.artifacts.store import LocalArtifactStore
@@ -56,3 +59,32 @@ def test_a_process_without_an_output_file_has_nothing_to_do() -> None:
     log = OwnLog(None)  # e.g. a step pod: its output is the container's
     log.orphan()
     log.store_if_orphaned()
+
+
+def test_a_step_cut_off_after_its_grace_stores_its_log_before_it_exits(tmp_path: Path) -> None:
+    """``ParentWatch`` exits a step that did not end in time through ``store_then_exit``: the
+    output, flushed, is stored before the process exits with the watch's code (a real
+    process, whose last print is still in its buffer)."""
+    path = tmp_path / "wharf-step-1-x.log"
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    uri = store.new_uri("logs", "step.log")
+    code = f"""
+import os, sys
+fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+os.dup2(fd, 1)
+sys.stdout = open(1, "w", buffering=8192, closefd=False)
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.execution.log_capture import OwnLog
+store = LocalArtifactStore({store.path!r})
+log = OwnLog({str(path)!r})
+log.destination(store, {uri!r})
+print("still in the buffer")
+log.orphan()
+log.store_then_exit(4)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 4, done.stderr
+    assert not path.exists()
+    assert read_log(store, uri) == "still in the buffer\n"
