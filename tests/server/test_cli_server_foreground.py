@@ -6,6 +6,7 @@ one line. Real processes."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -164,3 +165,13 @@ def test_serve_and_up_refuse_an_admin_password_they_would_ignore_or_set_too_shor
             home, "server", command, *port, "--admin-username", "root", "--admin-password", "x"
         )
         assert_one_line_error(short, "'--admin-password': needs 8 to 1024 characters")
+
+
+def test_serve_refuses_a_port_in_use_in_one_line(tmp_path: Path) -> None:
+    """It used to start, log uvicorn's bind error among its start-up lines and exit 3."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        refused = wharf(tmp_path / "home", "server", "serve", "--port", port)
+    assert_one_line_error(refused, f"Cannot listen on 127.0.0.1:{port}: Address already in use")
