@@ -89,6 +89,19 @@ def test_a_worker_that_lets_its_step_finish_ignores_the_runs_stop_but_not_the_st
     assert stops == [cancel]
 
 
+def test_a_step_ended_failed_by_someone_else_stops_even_when_it_finishes_on_a_run_stop():
+    """The lost-run sweep ends a run and its steps failed when the run's orchestrating process
+    is gone: a step process still beating is then orphaned, and must stop on its own."""
+    for stops_with in (True, False):
+        failed = response(status=S.FAILED, run_status=S.FAILED)
+        stops = []
+        worker = HeartbeatWorker(
+            "s", Script([response(), failed]), stops.append, 1.0, stops_with_run=stops_with
+        )
+        run_beats(worker, 2)
+        assert stops == [failed]
+
+
 def test_whether_a_step_process_stops_with_its_run_comes_from_its_environment():
     assert stops_with_run({})
     assert stops_with_run({FINISH_ON_RUN_STOP_ENV: "0"})

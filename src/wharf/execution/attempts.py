@@ -172,6 +172,12 @@ def heartbeat_for(
         return step_writes.heartbeat(services, record.id, liveness_timeout)
 
     def on_stop(response: HeartbeatResponse) -> None:
+        if response.status is ExecutionStatus.FAILED:
+            region.interrupt(
+                f"Step was ended failed elsewhere while it ran (run {response.run_status.value}), "
+                "e.g. judged lost: its result could no longer be recorded."
+            )
+            return
         what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
         region.interrupt(f"Step was {what} on request (run {response.run_status.value}).")
 

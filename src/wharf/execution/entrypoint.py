@@ -200,9 +200,11 @@ def read_step(
 
 
 def _cut_off_if_cancelled(deadline: StopDeadline, response: HeartbeatResponse) -> None:
-    """Start the grace of a cancelled step (a reclaim; not a run's graceful stop, whose steps
-    may take their time, and which ``wharf runs stop --force`` ends)."""
-    if response.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED):
+    """Start the grace of a cancelled step (a reclaim) or of one ended failed while it ran
+    (judged lost); not of a run's graceful stop, whose steps may take their time, and which
+    ``wharf runs stop --force`` ends."""
+    cut = (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED, ExecutionStatus.FAILED)
+    if response.status in cut:
         deadline.arm(f"step {response.status.value}, run {response.run_status.value}")
 
 

@@ -207,9 +207,10 @@ class HeartbeatResponse(_Frozen):
 
     @property
     def step_should_stop(self) -> bool:
-        """True when the step itself was asked to stop or cancel (a forced stop, a reclaim),
-        whatever its run's status."""
-        return self.status in STOP_SIGNALS
+        """True when the step itself was asked to stop or cancel (a forced stop, a reclaim), or
+        was ended ``failed`` while it still beats (judged lost by a sweep, e.g. its run's
+        orchestrator gone: no one else will stop it), whatever its run's status."""
+        return self.status in STOP_SIGNALS or self.status is ExecutionStatus.FAILED
 
 
 STOP_SIGNALS = frozenset(

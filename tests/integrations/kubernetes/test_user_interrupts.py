@@ -11,9 +11,9 @@ step operator's bed (:mod:`.step_operator_bed`): the user's script is a process 
   local steps: the step's pod is interrupted, the run ends stopped, nothing is left, and the
   process exits as interrupted; a second Ctrl-C forces it (a step that ignores the graceful
   stop: its Job is deleted);
-- kill -9 of that local process: the sweep ends the run lost; then the step's pod should learn
-  it through its heartbeat and stop, and its Job and Secret should not stay. Neither happens
-  yet (strict ``xfail``: the reasons say where the defects are).
+- kill -9 of that local process: the sweep ends the run lost and its step failed; the step's
+  pod learns it through its heartbeat and stops. Its Job and Secret should not stay either;
+  that does not happen yet (strict ``xfail``: the reason says where the defect is).
 
 Every wait polls a condition with a deadline.
 """
@@ -271,13 +271,16 @@ def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
     assert took < PROMPT
 
 
-def kill_the_local_process_once_its_step_pod_runs(bed: Bed, release: Path) -> PipelineRunRecord:
+def kill_the_local_process_once_its_step_pod_runs(
+    bed: Bed, release: Path, script: subprocess.Popen[str] | None = None, step: str = "wait_for"
+) -> PipelineRunRecord:
     """Start ``stoppable`` on the local orchestrator (its step, on the operator, waits for
-    ``release``), kill -9 the script once the step's pod runs it, and sweep: the run as the
-    sweep ended it."""
-    script = start_script(bed, "stoppable", "operated", path=str(release))
+    ``release``) unless ``script`` runs already, kill -9 the script once the step's pod runs
+    ``step``, and sweep: the run as the sweep ended it."""
+    if script is None:
+        script = start_script(bed, "stoppable", "operated", path=str(release))
     try:
-        running = wait_for_running_step(bed, "wait_for")
+        running = wait_for_running_step(bed, step)
         assert wait_until(lambda: bed.workspace.store.steps.get(running.id).pid, BOUND)
         os.kill(script.pid, signal.SIGKILL)
         script.communicate(timeout=BOUND)
@@ -292,16 +295,40 @@ def kill_the_local_process_once_its_step_pod_runs(bed: Bed, release: Path) -> Pi
     return run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a step pod's heartbeat heeds only a stopping or stopped run or step "
-    "(HeartbeatResponse.should_stop): the sweep ends run and step failed, so the pod runs on",
-)
 def test_a_killed_local_process_s_operator_step_pod_stops_once_its_run_is_lost(
     bed: Bed, tmp_path: Path
 ) -> None:
     run = kill_the_local_process_once_its_step_pod_runs(bed, tmp_path / "release")
     assert wait_until(lambda: step_pod_gone(bed, run), LEARN), "the step pod runs on"
+
+
+def test_a_killed_local_process_s_stubborn_operator_step_pod_is_cut_off_after_its_grace(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """The step ignores the interrupt its pod's heartbeat raises once the run is lost: the
+    step process exits once its ``pod_stop_grace_period`` (2 s here) has passed."""
+    grace = 'settings={"step_operator.kubernetes": {"pod_stop_grace_period": 2}}'
+    steps = STUBBORN_STEPS.replace(
+        f'@step(step_operator="{OPERATOR}")', f'@step(step_operator="{OPERATOR}", {grace})'
+    )
+    assert grace in steps
+    (bed.project / "stubborn_steps.py").write_text(steps)
+    release = tmp_path / "release"  # never created
+    script = subprocess.Popen(
+        [sys.executable, "stubborn_steps.py", str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    run = kill_the_local_process_once_its_step_pod_runs(bed, release, script, "stubborn")
+    interrupted = tmp_path / "release.interrupted"
+    assert wait_until(interrupted.exists, LEARN), "the step never learnt its run was lost"
+    assert wait_until(lambda: step_pod_gone(bed, run), LEARN), "the step pod runs on"
+    (step,) = steps_of(bed, run).values()
+    assert step.status is ExecutionStatus.FAILED, step.status_reason  # the sweep's end stands
+    assert "orchestrator lost" in (step.status_reason or ""), step.status_reason
 
 
 @pytest.mark.xfail(
