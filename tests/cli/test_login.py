@@ -32,3 +32,11 @@ def test_login_refuses_an_api_key_with_a_line_break_in_one_line(tmp_path: Path) 
         "login", "http://127.0.0.1:8237", "--api-key", "wharf_abc\nx", env={"WHARF_HOME": str(home)}
     )
     assert_one_line_error(result, "copy it again")
+
+
+def test_login_refuses_an_empty_api_key_instead_of_asking_for_a_username(tmp_path: Path) -> None:
+    """``--api-key "$KEY"`` with KEY unset used to fall back to a password login's prompts."""
+    home = tmp_path / "home"
+    result = wharf("login", "http://127.0.0.1:8237", "--api-key", "", env={"WHARF_HOME": str(home)})
+    assert_one_line_error(result, "'--api-key': is empty.")
+    assert "Username" not in result.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import click
+from click.core import ParameterSource
 
 
 @click.command("login")
@@ -32,6 +33,10 @@ def login(
     from wharf.store.rest.session import login_with_password, visible_project, whoami
 
     url = url.rstrip("/")
+    source = click.get_current_context().get_parameter_source("api_key")
+    if api_key is not None and not api_key.strip() and source is ParameterSource.COMMANDLINE:
+        # an empty key ("$KEY" of an unset variable) would silently turn into a password login
+        raise click.BadParameter("is empty.", param_hint="'--api-key'")
     if api_key:
         credential = api_key
     else:
