@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -127,6 +127,10 @@ def _where(runtime: StepRuntime) -> str:
     return "in its own process" if runtime is StepRuntime.ISOLATED else "inline"
 
 
+FINISHED_KEPT = 1000
+"""How many finished runs a reporter remembers (late step ends of older ones are told)."""
+
+
 @dataclass
 class _Tally:
     name: str
@@ -146,9 +150,9 @@ class ProgressReporter:
         )
         self._lock = threading.Lock()
         self._runs: dict[UUID, _Tally] = {}
-        self._finished: set[UUID] = set()
-        """Runs whose summary was told: a step end told late (a waiter a forced stop left
-        behind) is not told again after it."""
+        self._finished: OrderedDict[UUID, None] = OrderedDict()
+        """The last :data:`FINISHED_KEPT` runs whose summary was told: a step end told late (a
+        waiter a forced stop left behind) is not told again after it."""
 
     @property
     def active(self) -> bool:
@@ -215,7 +219,9 @@ class ProgressReporter:
             return
         with self._lock:
             tally = self._runs.pop(run.id, None)
-            self._finished.add(run.id)
+            self._finished[run.id] = None
+            if len(self._finished) > FINISHED_KEPT:  # a long-lived process runs many runs
+                self._finished.popitem(last=False)
         level = _ENDED_LEVEL.get(run.status, logging.INFO)
         if not self._wanted(run.id, level):
             return
