@@ -107,7 +107,8 @@ LINE = re.compile(r"^\d\d:\d\d:\d\d \[wharf\] ")
 def script(wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("WHARF_LOGGING_VERBOSITY", "WHARF_LOGGING_FORMAT"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    # 1 s: a liveness timeout of 6 s, which a step process started on a busy machine meets
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")
     path = tmp_path / "pipelines.py"
     path.write_text(SCRIPT)
     return path
