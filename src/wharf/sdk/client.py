@@ -72,6 +72,7 @@ class Client:
     def __init__(self, config: WharfConfig | None = None, store: Store | None = None) -> None:
         self._workspace = Workspace.open(config, store)
         self._swept_at: float | None = None
+        self._sweep_failing = False
 
     @property
     def _release(self) -> Callable[[StepRunRecord], None] | None:
@@ -90,10 +91,15 @@ class Client:
             return set()
         self._swept_at = at
         try:
-            return {lost.run.id for lost in sweep_lost_runs(self.store, release=self._release)}
+            swept = {lost.run.id for lost in sweep_lost_runs(self.store, release=self._release)}
         except Exception as exc:  # a read must not fail because the sweep did
-            logger.warning("Could not sweep lost runs: %s", exc)
+            # said once per outage: a follower polling through one would repeat it each time
+            level = logging.DEBUG if self._sweep_failing else logging.WARNING
+            logger.log(level, "Could not sweep lost runs: %s", exc)
+            self._sweep_failing = True
             return set()
+        self._sweep_failing = False
+        return swept
 
     @property
     def store(self) -> Store:
