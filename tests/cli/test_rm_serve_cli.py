@@ -1,4 +1,5 @@
-"""``wharf resource-manager serve``: the admin key's minimum length, and ``--bootstrap-pool``
+"""``wharf resource-manager serve``: the admin key's minimum length, a database it cannot open
+(one line, before serving), and ``--bootstrap-pool``
 (a fresh RM users can run steps on at once; the same options again change nothing). Real
 server processes on a SQLite database."""
 
@@ -75,6 +76,16 @@ def test_bad_bootstrap_pools_are_one_line(tmp_path: Path) -> None:
         result = run(
             "resource-manager", "serve", "--admin-api-key", KEY, "--bootstrap-pool", spec,
             "--db-url", f"sqlite:///{tmp_path / 'rm.db'}", env=_env(tmp_path),
+        )  # fmt: skip
+        assert_one_line_error(result, words)
+
+
+def test_a_database_it_cannot_open_is_one_line(tmp_path: Path) -> None:
+    missing = f"sqlite:///{tmp_path / 'missing' / 'rm.db'}"
+    for url, words in ((missing, "does not exist"), ("nonsense://x", "Unsupported store URL")):
+        result = run(
+            "resource-manager", "serve", "--admin-api-key", KEY, "--db-url", url,
+            env=_env(tmp_path),
         )  # fmt: skip
         assert_one_line_error(result, words)
 

@@ -393,6 +393,11 @@ def serve(
             "metrics_public": metrics_public,
         },
     )
+    # Opened (and migrated) once here first: a database that cannot be opened is one line
+    # saying why, not a traceback of each worker's start-up.
+    from wharf.resource_manager.service.service import ResourceManagerService
+
+    ResourceManagerService.open(settings.database_url).close()
     if bootstrap_pools:
         from wharf.cli.rm_bootstrap import bootstrap, parse_pool
 
