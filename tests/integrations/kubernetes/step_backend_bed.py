@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
@@ -67,13 +68,15 @@ BackendFactory = Callable[..., KubernetesStepBackend]
 @contextmanager
 def backend_factory(clients: KubeClients) -> Iterator[BackendFactory]:
     """Makes step backends on ``clients`` (each closed on exit): the stand-in image and the
-    ``wharf.io/pipeline: training`` label unless told otherwise, ``settings`` for the rest."""
+    ``wharf.io/pipeline: training`` label unless told otherwise, no ``owner`` (as the step
+    operator's: a Secret per Job) unless given one, ``settings`` for the rest."""
     made: list[KubernetesStepBackend] = []
 
     def make(
         image: str = STAND_IN_IMAGE,
         labels: dict[str, str] | None = None,
         close_when_idle: bool = False,
+        owner: Mapping[str, Any] | None = None,
         **settings: object,
     ) -> KubernetesStepBackend:
         backend = KubernetesStepBackend(
@@ -82,6 +85,7 @@ def backend_factory(clients: KubeClients) -> Iterator[BackendFactory]:
             image=image,
             labels={"wharf.io/pipeline": "training"} if labels is None else labels,
             close_when_idle=close_when_idle,
+            owner=owner,
         )
         made.append(backend)
         return backend

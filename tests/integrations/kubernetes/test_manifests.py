@@ -12,6 +12,7 @@ from tests.integrations.kubernetes.manifest_checks import server_accepts
 from tests.kube.emulator.errors import ApiError
 from wharf.integrations.kubernetes.labels import run_annotations, run_labels
 from wharf.integrations.kubernetes.manifests import (
+    STEP_OPERATOR_JOB_TTL_SECONDS,
     JobSpec,
     default_pod_failure_policy,
     env_entries,
@@ -389,6 +390,38 @@ def test_step_job_for_a_step_operator_uses_its_service_account_and_image() -> No
     )
     assert _pod_spec(job)["serviceAccountName"] == "gpu-sa"
     assert _main(job)["image"] == "cuda:12"
+    server_accepts(job)
+
+
+@pytest.mark.parametrize(
+    ("settings", "ttl"),
+    [
+        (KubernetesStepOperatorSettings(), STEP_OPERATOR_JOB_TTL_SECONDS),
+        (KubernetesStepOperatorSettings(ttl_seconds_after_finished=1), 1),
+        (KubernetesStepOperatorSettings(ttl_seconds_after_finished=0), 0),
+        (KubernetesOrchestratorSettings(), None),
+        (KubernetesOrchestratorSettings(ttl_seconds_after_finished=60), 60),
+    ],
+)
+def test_a_step_operator_job_is_deleted_a_day_after_it_finished_unless_its_settings_say(
+    settings: KubernetesOrchestratorSettings | KubernetesStepOperatorSettings, ttl: int | None
+) -> None:
+    """The step operator's process deletes its Jobs at cleanup; the default TTL only removes
+    those of a process that died first. The orchestrator's step Jobs (owned by its Job) get
+    none unless set."""
+    assert STEP_OPERATOR_JOB_TTL_SECONDS == 86400
+    job = step_job_for(
+        settings,
+        name="s",
+        image="img:1",
+        command=["python"],
+        env={},
+        secret_env={},
+        labels={},
+        annotations={},
+        max_retries=0,
+    )
+    assert job["spec"].get("ttlSecondsAfterFinished") == ttl
     server_accepts(job)
 
 

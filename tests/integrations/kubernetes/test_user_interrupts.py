@@ -12,8 +12,9 @@ step operator's bed (:mod:`.step_operator_bed`): the user's script is a process 
   process exits as interrupted; a second Ctrl-C forces it (a step that ignores the graceful
   stop: its Job is deleted);
 - kill -9 of that local process: the sweep ends the run lost and its step failed; the step's
-  pod learns it through its heartbeat and stops. Its Job and Secret should not stay either;
-  that does not happen yet (strict ``xfail``: the reason says where the defect is).
+  pod learns it through its heartbeat and stops. Its Job goes once its
+  ``ttl_seconds_after_finished`` has passed (a day by default; 1 s here, a per-step setting)
+  and takes its own Secret of credentials along (the Job owns it): nothing is left.
 
 Every wait polls a condition with a deadline.
 """
@@ -27,8 +28,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 from tests.integrations.kubernetes.step_operator_bed import (
     CLEANUP,
@@ -331,16 +330,51 @@ def test_a_killed_local_process_s_stubborn_operator_step_pod_is_cut_off_after_it
     assert "orchestrator lost" in (step.status_reason or ""), step.status_reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the step operator's Jobs have no owner and no TTL by default, and its Secret no "
-    "owner: only the submitting process deletes them",
-)
+EXPIRING_STEPS = f"""
+import pathlib
+import sys
+import time
+
+from wharf import pipeline, step
+
+TTL = {{"step_operator.kubernetes": {{"ttl_seconds_after_finished": 1}}}}
+
+
+@step(step_operator="{OPERATOR}", settings=TTL)
+def wait_for(path: str) -> int:
+    print("waiting for", path, flush=True)
+    while not pathlib.Path(path).exists():
+        time.sleep(0.05)
+    return 1
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def expiring(path: str) -> None:
+    wait_for(path)
+
+
+if __name__ == "__main__":
+    expiring(sys.argv[1])
+"""
+
+
 def test_a_killed_local_process_leaves_no_job_or_secret_once_its_step_pod_ended(
     bed: Bed, tmp_path: Path
 ) -> None:
+    """Nobody is left to delete the step's Job: its TTL does (1 s after it finished, set for
+    the step), and the garbage collector its Secret, which the Job owns."""
+    (bed.project / "expiring_steps.py").write_text(EXPIRING_STEPS)
     release = tmp_path / "release"
-    run = kill_the_local_process_once_its_step_pod_runs(bed, release)
-    release.touch()  # the step ends by itself
+    script = subprocess.Popen(
+        [sys.executable, "expiring_steps.py", str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    run = kill_the_local_process_once_its_step_pod_runs(bed, release, script)
+    assert remaining_secrets(bed.emulator), "the step's Secret went before its Job ended"
+    release.touch()  # the step ends by itself (unless its pod learnt first that the run is lost)
     assert wait_until(lambda: step_pod_gone(bed, run), BOUND), "the step pod runs on"
     assert wait_until(lambda: nothing_left(bed.emulator), LEARN), "a Job or Secret is left"

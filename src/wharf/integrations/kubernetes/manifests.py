@@ -2,7 +2,8 @@
 
 Owns the step and orchestrator Jobs (:func:`step_job`, :func:`orchestrator_job`, each from one
 :class:`JobSpec` built by :func:`step_job_for`, :func:`orchestrator_job_for`,
-:func:`cron_job_for`), credential Secrets, owner references and the default pod failure policy.
+:func:`cron_job_for`), credential Secrets, owner references, the default pod failure policy and
+the default TTL of a step operator's Jobs (:data:`STEP_OPERATOR_JOB_TTL_SECONDS`).
 
 Invariants: pure (no I/O, clock or randomness; a new dict sharing nothing with the inputs, never
 a field a real API server would refuse for valid input); a Job's pod runs one container ``main``
@@ -45,6 +46,7 @@ __all__ = [
     "MAIN_CONTAINER",
     "ORCHESTRATOR_COMMAND",
     "ORCHESTRATOR_MODULE",
+    "STEP_OPERATOR_JOB_TTL_SECONDS",
     "TOKEN_KEY",
     "CronJobSpec",
     "JobSpec",
@@ -68,6 +70,10 @@ ORCHESTRATOR_MODULE = "wharf.integrations.kubernetes.orchestrator_main"
 ORCHESTRATOR_COMMAND = ("python", "-m", ORCHESTRATOR_MODULE)
 TOKEN_KEY = "token"
 """The key of the run token in its Secret."""
+STEP_OPERATOR_JOB_TTL_SECONDS = 86400
+"""``ttlSecondsAfterFinished`` of a step operator's Job whose settings set none (one day): its
+submitting process deletes it at cleanup anyway, so this only removes the Jobs (and, through
+their owner references, the Secrets) of a process that died before it could."""
 
 
 def default_pod_failure_policy(fail_job_exit_codes: Sequence[int] = ()) -> dict[str, Any]:
@@ -243,12 +249,14 @@ def step_job_for(
 ) -> dict[str, Any]:
     """:func:`step_job` of what the caller says, everything else from ``settings``
     (``pod_settings``: instead of the settings' own, e.g. after an allocation was applied;
-    ``owner`` first, then ``owner_references``)."""
-    account = (
-        settings.step_service_account
-        if isinstance(settings, KubernetesOrchestratorSettings)
-        else settings.service_account_name
-    )
+    ``owner`` first, then ``owner_references``). A step operator's Job gets
+    :data:`STEP_OPERATOR_JOB_TTL_SECONDS` unless its settings set a TTL."""
+    ttl = settings.ttl_seconds_after_finished
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        account = settings.step_service_account
+    else:
+        account = settings.service_account_name
+        ttl = STEP_OPERATOR_JOB_TTL_SECONDS if ttl is None else ttl
     spec = JobSpec(
         name=name,
         namespace=settings.namespace,
@@ -266,7 +274,7 @@ def step_job_for(
         grace_period_seconds=settings.pod_stop_grace_period,
         backoff_limit=step_backoff_limit(max_retries, settings.backoff_limit_margin),
         active_deadline_seconds=settings.active_deadline_seconds,
-        ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
+        ttl_seconds_after_finished=ttl,
         pod_failure_policy=settings.pod_failure_policy,
         owners=[*([owner] if owner is not None else []), *owner_references],
     )

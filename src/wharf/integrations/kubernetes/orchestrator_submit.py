@@ -1,6 +1,7 @@
 """Creating a run's orchestrator Job and the run's Secret (the submitting side's API calls).
 
-Owns :func:`create_orchestrator_job` and the deletes of the Job and Secret.
+Owns :func:`create_orchestrator_job` and :func:`delete_token_secret` (the Secret's owner patch
+and the deletes are ``owned_secret``'s, shared with the step operator's per-Job Secrets).
 
 Invariants: a credential of the pod (``SECRET_ENV``) lives only in the run's Secret, read
 through ``secretKeyRef``, never a plain value in the Job; the Secret exists before the Job and
@@ -11,7 +12,6 @@ is then owned by it; a failed submission leaves neither behind; every API failur
 from __future__ import annotations
 
 import json
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -25,7 +25,6 @@ from wharf.integrations.kubernetes.labels import run_annotations, run_labels
 from wharf.integrations.kubernetes.manifests import (
     credentials_secret,
     orchestrator_job_for,
-    owner_reference,
 )
 from wharf.integrations.kubernetes.orchestrator_launch import (
     RUN_ENDED_UNCOMPLETED,
@@ -34,7 +33,24 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     orchestrator_arguments,
     token_secret_name,
 )
+from wharf.integrations.kubernetes.owned_secret import (
+    delete_job,
+    delete_secret,
+    delete_secret_quietly,
+    own_secret_or_undo,
+)
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
+
+__all__ = [
+    "SubmittedJob",
+    "create_orchestrator_job",
+    "delete_job",
+    "delete_token_secret",
+    "orchestrator_manifest",
+    "with_run_secret",
+]
+
+RUN_SECRET = "the run's Secret"
 
 
 @dataclass(frozen=True)
@@ -125,19 +141,12 @@ def create_orchestrator_job(
             response: Any = create(namespace, manifest, _preload_content=False)
     except WharfError:
         if secret is not None:
-            _delete_quietly(clients, namespace, secret)
+            delete_secret_quietly(clients, namespace, secret, what=RUN_SECRET)
         raise
     created = json.loads(response.data)
     if secret is not None:  # collected with the Job, whatever happens to the run's processes
-        owned = {"metadata": {"ownerReferences": [owner_reference(created)]}}
-        try:
-            with cluster_call(f"let the Job own the run's Secret {namespace}/{secret}"):
-                clients.core.patch_namespaced_secret(secret, namespace, owned)
-        except WharfError:  # the run is forgotten: its Job must not start it
-            with suppress(WharfError):
-                delete_job(clients, namespace, args.job_name)
-            _delete_quietly(clients, namespace, secret)
-            raise
+        # On failure the run is forgotten: its Job must not start it (both are deleted).
+        own_secret_or_undo(clients, namespace, secret, created, what=RUN_SECRET)
     return SubmittedJob(
         namespace=namespace,
         name=created["metadata"]["name"],
@@ -148,30 +157,4 @@ def create_orchestrator_job(
 
 def delete_token_secret(clients: KubeClients, namespace: str, name: str) -> bool:
     """Delete the run's Secret; whether it existed."""
-    with cluster_call(f"delete the run's Secret {namespace}/{name}"):
-        try:
-            clients.core.delete_namespaced_secret(name, namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-    return True
-
-
-def _delete_quietly(clients: KubeClients, namespace: str, secret: str) -> None:
-    """Delete the run's Secret after its Job could not be created; a failure here (the API
-    just went away) must not hide that error, which is the one the user should see."""
-    with suppress(WharfError):
-        delete_token_secret(clients, namespace, secret)
-
-
-def delete_job(clients: KubeClients, namespace: str, name: str) -> bool:
-    """Delete a Job and its pods (background propagation); whether it existed."""
-    with cluster_call(f"delete the Job {namespace}/{name}"):
-        try:
-            clients.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-    return True
+    return delete_secret(clients, namespace, name, what=RUN_SECRET)

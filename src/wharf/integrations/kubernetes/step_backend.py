@@ -59,7 +59,11 @@ from wharf.integrations.kubernetes.step_backend_deletes import (
 )
 from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome, being_deleted
-from wharf.integrations.kubernetes.step_backend_secret import StepEnvSecret
+from wharf.integrations.kubernetes.step_backend_secret import (
+    StepEnvSecret,
+    create_with_own_secret,
+    job_secret_env,
+)
 from wharf.integrations.kubernetes.step_settings import step_settings
 from wharf.store.models import StepRunRecord
 
@@ -106,25 +110,26 @@ class KubernetesStepBackend:
     """Runs each attempt as one Job whose pod runs ``python -m wharf.execution.entrypoint``.
 
     A Job is built from the backend's settings with the step's own entry layered over them
-    (``step_settings``), the attempt's Wharf settings (credentials through the backend's
-    Secret) and the backend's labels plus the step and its step run id (annotations carry the
-    full values). The API's answers to creates and deletes are not decoded (the watches show
-    the objects).
+    (``step_settings``), the attempt's Wharf settings (credentials through a Secret: the
+    backend's, owned by its owner, or without an owner the Job's own, which the Job owns) and
+    the backend's labels plus the step and its step run id (annotations carry the full
+    values). The API's answers are not decoded into models (the watches show the objects).
 
     Retries: the engine records every attempt and submits a new Job for each retry, so a step
     Job's ``backoffLimit`` is only ``backoff_limit_margin`` (restarts of the pod that the step
     never saw, e.g. a node lost before it started); a retry inside the Job would re-run an
     attempt the entry point already recorded.
 
-    ``labels``/``annotations``: put on every Job and pod (e.g.
-    the run's); ``owner``: an owner reference for the Jobs and the Secret (the orchestrator
-    Job); ``watch_labels``: the selector of the watches (default: ``labels``, e.g. the run's,
-    so that an orchestrator pod restarted for the same run sees the Jobs its predecessor
-    started; without labels, this backend's own); ``close_when_idle``: :meth:`close` itself
-    whenever its last attempt is cleaned up (for a step operator, whose backend nobody closes;
-    the next submit starts again), rather than keeping its watches and Secret for the next
-    step; ``finish_on_run_stop``: a graceful stop of the run lets its running step pods finish
-    (the orchestrator's) rather than interrupting them at their next heartbeat."""
+    ``labels``/``annotations``: put on every Job and pod (e.g. the run's); ``owner``: an owner
+    reference for the Jobs and the shared Secret (the orchestrator Job; without one, each Job
+    gets a Secret of its own); ``watch_labels``: the selector of the watches (default:
+    ``labels``, e.g. the run's, so that an orchestrator pod restarted for the same run sees the
+    Jobs its predecessor started; without labels, this backend's own); ``close_when_idle``:
+    :meth:`close` itself whenever its last attempt is cleaned up (for a step operator, whose
+    backend nobody closes; the next submit starts again), rather than keeping its watches and
+    Secret for the next step; ``finish_on_run_stop``: a graceful stop of the run lets its
+    running step pods finish (the orchestrator's) rather than interrupting them at their next
+    heartbeat."""
 
     def __init__(
         self,
@@ -222,7 +227,10 @@ class KubernetesStepBackend:
         """Create the attempt's Job (its Secret entries first), or adopt it if it is there; its
         ``backoffLimit``."""
         record = attempt.record
-        plain, secret_env = self._secret.split(environment)
+        if self._owner is None:  # nothing would collect a shared Secret: one per Job
+            plain, secret_env, values = job_secret_env(name, environment)
+        else:
+            (plain, secret_env), values = self._secret.split(environment), {}
         labels = {
             **self._labels,
             STEP_KEY: label_value(record.name),
@@ -241,12 +249,21 @@ class KubernetesStepBackend:
             owner=self._owner,
         )
         create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
-        try:  # the answer is not decoded into models (the watches see the Job)
-            create(self.namespace, manifest, _preload_content=False).read()
-        except ApiException as exc:
-            if exc.status != CONFLICT:
-                raise
-            self._check_adoptable(name, record)
+
+        def create_or_adopt() -> dict[str, Any]:
+            try:  # the answer as JSON, not decoded into models (its uid owns the Secret)
+                response = create(self.namespace, manifest, _preload_content=False)
+            except ApiException as exc:
+                if exc.status != CONFLICT:
+                    raise
+                return self._check_adoptable(name, record)
+            return dict(json.loads(response.data))
+
+        if values:  # the Secret first, the Job, then the Job owns it
+            ns = self.namespace
+            create_with_own_secret(self._clients, ns, name, values, labels, create_or_adopt)
+        else:
+            create_or_adopt()
         return int(manifest["spec"]["backoffLimit"])
 
     def poll(
@@ -385,19 +402,21 @@ class KubernetesStepBackend:
                 follower = PodLogFollower(self._clients.core, self.namespace, name)
                 attempt.followed[name] = follower.start()
 
-    def _check_adoptable(self, name: str, record: StepRunRecord) -> None:
-        """The Job ``name`` exists already: adopted when it runs this very step run (started
-        by an earlier process of the same run, e.g. a restarted orchestrator pod)."""
+    def _check_adoptable(self, name: str, record: StepRunRecord) -> dict[str, Any]:
+        """The Job ``name`` exists already: adopted (given back) when it runs this very step
+        run (started by an earlier process of the run, e.g. a restarted orchestrator pod)."""
         response: Any = self._clients.batch.read_namespaced_job(
             name, self.namespace, _preload_content=False
         )
-        labels = json.loads(response.data)["metadata"].get("labels") or {}
+        job: dict[str, Any] = json.loads(response.data)
+        labels = job["metadata"].get("labels") or {}
         if labels.get(STEP_RUN_ID_KEY) != str(record.id):
             raise InputError(
                 f"A Job named {name} already exists in namespace {self.namespace} for another "
                 f"step run ({labels.get(STEP_RUN_ID_KEY)}); delete it or set job_name_prefix."
             )
         logger.info("Step run %s already has its Job %s: adopting it", record.id, name)
+        return job
 
     def _check_watchable(self) -> None:
         for watch in (self._pods, self._jobs):

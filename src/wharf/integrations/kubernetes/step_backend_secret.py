@@ -1,36 +1,49 @@
-"""The Secret through which a step backend's Jobs get credentials (never in a Job's manifest).
+"""The Secrets through which a step backend's Jobs get credentials (never in a Job's manifest).
 
-Owns :class:`StepEnvSecret` and :data:`SECRET_ENV` (the variables whose values are credentials).
+Owns :class:`StepEnvSecret` (one Secret shared by the Jobs of a backend with an owner: the
+Kubernetes orchestrator's, all owned by its Job), the per-Job Secrets of a backend without one
+(the step operator's: :func:`job_secret_env`, :func:`create_with_own_secret`) and
+:data:`SECRET_ENV` (the variables whose values are credentials).
 
-Invariants: a value is stored once, under a key that says nothing of it (``WHARF_API_KEY.1``);
-Job manifests only ever reference keys.
+Invariants: a value is stored once per Secret, under a key that says nothing of it
+(``WHARF_API_KEY.1``, or the variable's name in a Job's own Secret); Job manifests only ever
+reference keys; a Job's own Secret is named after it, exists before it and is then owned by it
+(garbage-collected with it: by a cleanup, a TTL or ``kubectl delete``), and a Job that cannot
+be created or made to own it leaves neither behind.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client import ApiException, CoreV1Api
 
 from wharf.config.global_config import API_KEY_ENV
+from wharf.core.errors import InputError
+from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
+from wharf.integrations.kubernetes.labels import STEP_RUN_ID_KEY
+from wharf.integrations.kubernetes.manifests import credentials_secret
+from wharf.integrations.kubernetes.owned_secret import delete_secret_quietly, own_secret_or_undo
 
 STORE_URL_ENV = "WHARF_STORE_URL"
 SECRET_ENV = frozenset({API_KEY_ENV, STORE_URL_ENV})
 """The environment variables whose values are credentials (of step and orchestrator pods)."""
 NOT_FOUND = 404
 CONFLICT = 409
+JOB_SECRET = "the step's Secret"
 
 
 class StepEnvSecret:
-    """One Kubernetes Secret per step backend holding the credentials of its steps'
-    environments (``RunServices.child_env``: the run-scoped API token ``WHARF_API_KEY``, a
-    store URL with a password ``WHARF_STORE_URL``), giving back the ``secretKeyRef`` for each
-    variable. Created on the first submit that needs it, labelled (and owned by the
-    orchestrator Job when there is one), extended when a new value appears, deleted by
-    :meth:`delete`."""
+    """One Kubernetes Secret per step backend with an owner holding the credentials of its
+    steps' environments (``RunServices.child_env``: the run-scoped API token ``WHARF_API_KEY``,
+    a store URL with a password ``WHARF_STORE_URL``), giving back the ``secretKeyRef`` for each
+    variable. Created on the first submit that needs it, labelled and owned by the backend's
+    owner (the orchestrator Job), extended when a new value appears, deleted by
+    :meth:`delete` (or with its owner)."""
 
     def __init__(
         self,
@@ -106,3 +119,62 @@ class StepEnvSecret:
                 raise
             self._core.patch_namespaced_secret(self.name, self.namespace, {"data": data})
         self._created = True
+
+
+def job_secret_env(
+    job_name: str, environment: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str]]:
+    """``environment`` of a Job with a Secret of its own (named ``job_name``, as the Job): its
+    plain variables, credential variable -> (secret, key) and the Secret's key -> value (each
+    variable under its own name; empty: the Job needs no Secret)."""
+    plain = {k: v for k, v in environment.items() if k not in SECRET_ENV}
+    values = {k: v for k, v in environment.items() if k in SECRET_ENV}
+    return plain, {var: (job_name, var) for var in values}, values
+
+
+def create_with_own_secret(
+    clients: KubeClients,
+    namespace: str,
+    name: str,
+    values: Mapping[str, str],
+    labels: Mapping[str, str],
+    create_job: Callable[[], Mapping[str, Any]],
+) -> None:
+    """Create the Secret ``name`` holding ``values`` (one there already gets them if it is of
+    an earlier submit of the same step run, by its label; else an :class:`InputError`), then
+    the Job (``create_job``: creates or adopts it, and gives it back as the API has it, uid
+    included), then let the Job own the Secret. A Job that cannot be created takes the Secret
+    away, a Secret the Job cannot be made to own takes the Job away (a :class:`WharfError`)."""
+    body = credentials_secret(
+        name=name, namespace=namespace, data=values, labels=labels, base64_data=True
+    )
+    create: Any = clients.core.create_namespaced_secret  # a plain dict as the body
+    with cluster_call(f"create {JOB_SECRET} {namespace}/{name}"):
+        try:
+            create(namespace, body)
+        except ApiException as exc:
+            if exc.status != CONFLICT:
+                raise
+            _check_same_step_run(clients, namespace, name, labels)
+            clients.core.patch_namespaced_secret(name, namespace, {"data": body["data"]})
+    try:
+        job = create_job()
+    except BaseException:
+        delete_secret_quietly(clients, namespace, name, what=JOB_SECRET)
+        raise
+    own_secret_or_undo(clients, namespace, name, job, what=JOB_SECRET)
+
+
+def _check_same_step_run(
+    clients: KubeClients, namespace: str, name: str, labels: Mapping[str, str]
+) -> None:
+    """The Secret ``name`` exists already: refused unless it is of the same step run (an
+    earlier submit of it), whose Job's Secret it is."""
+    read: Any = clients.core.read_namespaced_secret
+    existing = json.loads(read(name, namespace, _preload_content=False).data)
+    theirs = (existing["metadata"].get("labels") or {}).get(STEP_RUN_ID_KEY)
+    if theirs != labels.get(STEP_RUN_ID_KEY):
+        raise InputError(
+            f"A Secret named {name} already exists in namespace {namespace} for another step "
+            f"run ({theirs}); delete it or set job_name_prefix."
+        )
