@@ -7,9 +7,9 @@ runs the steps (``wharf.execution.dag_runner`` or ``wharf.execution.dynamic``) i
 through step backends, and ends the run. Invariants: a started run always ends (a failure of
 the loop itself ends it failed), through a store outage shorter than its liveness timeout; when
 it ends, none of its steps is left queued and none of its resource requests pending or held;
-a forced stop ends every attempt in flight through the backend that started it; isolated steps
-on a workspace server run with a token scoped to the run (``services.for_run``), never with the
-caller's credential.
+a forced stop ends every attempt in flight through the backend that started it; on a workspace
+server, once the run started, the loop and its steps use a token scoped to the run
+(``services.run_scoped``), never the caller's credential.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from wharf.execution.run_stop import (
     TrackedInline,
 )
 from wharf.execution.runtime import RuntimePolicy
-from wharf.execution.services import RunServices, for_run
+from wharf.execution.services import RunServices, run_scoped
 from wharf.execution.signals import RunSignals
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
@@ -102,6 +102,28 @@ def run_pipeline(
     if run.is_placeholder:
         process = orchestrator_process(services.heartbeat_interval)
         run = start_run(services.store, run, orchestrator_run_id, process)
+    try:
+        services, own_store = run_scoped(services, run.id)  # from here on, the run's own token
+    except BaseException as exc:
+        ended = _finish(services, run, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}")
+        services.progress.run_finished(ended)
+        raise
+    try:
+        return _orchestrate(job, services, run, runtimes, backend, resumed)
+    finally:
+        if own_store is not None:
+            own_store.close()
+
+
+def _orchestrate(
+    job: RunJob,
+    services: RunServices,
+    run: PipelineRunRecord,
+    runtimes: RuntimePolicy,
+    backend: StepBackend[Any] | None,
+    resumed: Resumption | None,
+) -> PipelineRunRecord:
+    """:func:`run_pipeline` once its run is started: beat for it, run its steps, end it."""
     heartbeats = HeartbeatScheduler()
     # The run's liveness record: a run whose process dies is swept (wharf.store.lost_runs).
     release = releaser(services.resources)
@@ -119,8 +141,6 @@ def run_pipeline(
     requests = RunRequests()
     outcome: DagOutcome | DynamicOutcome | ForcedOutcome
     try:
-        if runtimes.has_isolation:
-            services = for_run(services, run.id)
         outcome = _run_steps(
             job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
         )

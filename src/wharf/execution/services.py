@@ -1,9 +1,10 @@
 """What the engine needs from the outside world, passed explicitly (no globals).
 
-Owns :class:`RunServices`, :func:`open_store` and :func:`for_run`. Invariants: ``clock`` and
-``sleep`` are injected, so retries, cache expiry and stop handling are tested with a fake clock
-and no real sleeps; for a run on a workspace server, a step's own process never sees the
-user's credential, only a token scoped to the run (:func:`for_run`).
+Owns :class:`RunServices`, :func:`open_store`, :func:`run_scoped` and :func:`for_run`.
+Invariants: ``clock`` and ``sleep`` are injected, so retries, cache expiry and stop handling are
+tested with a fake clock and no real sleeps; for a run on a workspace server, a step's own
+process never sees the user's credential, and the run's own calls once it started use a token
+scoped to the run too (:func:`run_scoped`).
 """
 
 from __future__ import annotations
@@ -89,6 +90,23 @@ def run_token_scope(credential: str) -> UUID | None:
         return UUID(str(claims["run"]))
     except (binascii.Error, ValueError, KeyError):
         return None
+
+
+def run_scoped(services: RunServices, run_id: UUID) -> tuple[RunServices, Store | None]:
+    """``services`` for orchestrating run ``run_id``: on a workspace server the orchestrating
+    process, like its steps' processes (:func:`for_run`), reaches the store with a token scoped
+    to the run, through a store of its own (returned too, for the caller to close once the run
+    ended), so a run outlives the credential that started it (a password login's access token
+    expires within hours; a run token lasts days). Elsewhere, or in a process that holds the
+    run's token already (an orchestrator pod), :func:`for_run`'s answer and None."""
+    scoped = for_run(services, run_id)
+    token = scoped.child_env.get(API_KEY_ENV)
+    if scoped is services or token is None:
+        return scoped, None
+    from wharf.store.rest import RestStore
+
+    store = RestStore(services.store.url, token)
+    return dataclasses.replace(scoped, store=store), store
 
 
 def for_run(services: RunServices, run_id: UUID) -> RunServices:
