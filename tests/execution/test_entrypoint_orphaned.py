@@ -58,7 +58,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("WHARF_HOME", str(home))
     for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")  # 6 s to beat first, on a busy machine too
     workspace = Workspace.open(load_config())
     try:  # a stack whose orchestrator runs isolated steps in processes of their own
         stacks = workspace.store.stacks
