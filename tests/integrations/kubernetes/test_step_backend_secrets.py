@@ -76,6 +76,7 @@ def test_the_token_travels_in_a_secret_of_the_job_s_own_that_the_job_owns(
     assert secret.metadata.labels["wharf.io/pipeline"] == "training"
     assert secret.metadata.labels["wharf.io/step-run-id"] == str(attempt.record.id)
     (owner,) = secret.metadata.owner_references
+    assert owner.block_owner_deletion is False  # no jobs/finalizers right needed
     assert (owner.kind, owner.name, owner.uid) == (
         "Job",
         job["metadata"]["name"],

@@ -31,11 +31,15 @@ def own_secret_or_undo(
     job: Mapping[str, Any],
     *,
     what: str = "its Secret",
+    block_owner_deletion: bool = True,
 ) -> None:
     """Let ``job`` (as the API returned it at its create, with its uid) own the Secret
     ``secret``; when that fails, delete the Job and the Secret and raise the
-    :class:`WharfError` (``what`` names the Secret in it)."""
-    owned = {"metadata": {"ownerReferences": [owner_reference(job)]}}
+    :class:`WharfError` (``what`` names the Secret in it). Without ``block_owner_deletion``
+    a foreground delete of the Job does not wait for the Secret, and setting the reference
+    needs no ``update`` on ``jobs/finalizers`` (``OwnerReferencesPermissionEnforcement``)."""
+    reference = {**owner_reference(job), "blockOwnerDeletion": block_owner_deletion}
+    owned = {"metadata": {"ownerReferences": [reference]}}
     try:
         with cluster_call(f"let the Job own {what} {namespace}/{secret}"):
             clients.core.patch_namespaced_secret(secret, namespace, owned)

@@ -162,7 +162,8 @@ def create_with_own_secret(
     except BaseException:
         delete_secret_quietly(clients, namespace, name, what=JOB_SECRET)
         raise
-    own_secret_or_undo(clients, namespace, name, job, what=JOB_SECRET)
+    # Not blocking the Job's deletion: no jobs/finalizers right needed (the step operator's).
+    own_secret_or_undo(clients, namespace, name, job, what=JOB_SECRET, block_owner_deletion=False)
 
 
 def _check_same_step_run(
