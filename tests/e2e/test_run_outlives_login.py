@@ -14,8 +14,8 @@ from tests.e2e.test_rest_projects import open_as, server  # noqa: F401 (fixture)
 from tests.server.conftest import World, live, world  # noqa: F401 (fixtures)
 from wharf import pipeline, step
 from wharf.core.enums import ExecutionStatus
-from wharf.store.rest.errors import NotAuthenticatedError
 from wharf.store.models import StepRunFilter
+from wharf.store.rest.errors import NotAuthenticatedError
 
 LOGIN_LIFETIME = 3600.0
 """The server's access tokens last an hour (its default)."""

@@ -55,8 +55,8 @@ __all__ = ["bed"]  # the fixture
 
 PROMPT = 20.0
 """Seconds: how soon an interrupted script must have exited."""
-LEARN = 20.0
-"""Seconds: ample for a step pod to learn its run's end (heartbeat every 2 s)."""
+LEARN = 60.0
+"""Seconds: ample for a step pod to learn its run's end (heartbeat every 2 s), on a busy machine too."""
 
 
 def interrupt(script: subprocess.Popen[str]) -> tuple[int, str, float]:
