@@ -105,7 +105,11 @@ def run_scoped(services: RunServices, run_id: UUID) -> tuple[RunServices, Store 
         return scoped, None
     from wharf.store.rest import RestStore
 
-    store = RestStore(services.store.url, token)
+    current = services.store
+    if isinstance(current, RestStore):  # over the same connections
+        store: Store = current.with_credential(token)
+    else:
+        store = RestStore(current.url, token)
     return dataclasses.replace(scoped, store=store), store
 
 

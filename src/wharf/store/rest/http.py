@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from datetime import UTC, datetime
@@ -78,12 +79,7 @@ class HttpSession:
             raise InputError(f"A Wharf server URL must start with http:// or https://: {url!r}.")
         headers = {"user-agent": "wharf-rest-store"}
         if credential:
-            if not all("!" <= char <= "~" for char in credential):
-                raise InputError(
-                    "The API key or token has a space, a line break or a non-ASCII character, "
-                    "which no Wharf credential has: copy it again, exactly as it was shown."
-                )
-            headers["authorization"] = f"Bearer {credential}"
+            headers["authorization"] = _bearer(credential)
         try:
             self._client = httpx.Client(
                 base_url=self.url,
@@ -100,6 +96,18 @@ class HttpSession:
             raise InputError(f"Invalid Wharf server URL {url!r}: {exc}") from None
         self._counter = itertools.count(1)
         self.request_count = 0
+        self._auth: dict[str, str] = {}
+        """Headers that replace the client's own (a session over another's connections)."""
+        self._owns_client = True
+
+    def with_credential(self, credential: str) -> HttpSession:
+        """A session over this one's connections (and transport) that authenticates with
+        ``credential`` instead; closing it leaves them open for this session, which owns
+        them."""
+        other = copy.copy(self)
+        other._auth = {"authorization": _bearer(credential)}
+        other._owns_client = False
+        return other
 
     def send(
         self,
@@ -121,8 +129,9 @@ class HttpSession:
         query = None if params is None else {k: v for k, v in params.items() if v is not None}
         self.request_count = next(self._counter)
         try:
+            headers = {**_JSON, **self._auth} if content else self._auth or None
             response = self._client.request(
-                method, path, params=query, content=content, headers=_JSON if content else None
+                method, path, params=query, content=content, headers=headers
             )
         except httpx.HTTPError as exc:
             raise StoreUnavailableError(
@@ -143,7 +152,18 @@ class HttpSession:
         return result
 
     def close(self) -> None:
-        self._client.close()
+        if self._owns_client:
+            self._client.close()
+
+
+def _bearer(credential: str) -> str:
+    """The ``authorization`` header of ``credential``; InputError for one no header can carry."""
+    if not all("!" <= char <= "~" for char in credential):
+        raise InputError(
+            "The API key or token has a space, a line break or a non-ASCII character, "
+            "which no Wharf credential has: copy it again, exactly as it was shown."
+        )
+    return f"Bearer {credential}"
 
 
 def page_params(page: Any) -> dict[str, Any]:

@@ -10,6 +10,8 @@ requests are not the store's (:class:`wharf.execution.resources.team.WorkspaceRe
 
 from __future__ import annotations
 
+import copy
+
 import httpx
 
 from wharf.store.ports import (
@@ -55,7 +57,10 @@ class RestStore:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.http = HttpSession(url, credential, timeout=timeout, transport=transport)
+        self._build(HttpSession(url, credential, timeout=timeout, transport=transport))
+
+    def _build(self, http: HttpSession) -> None:
+        self.http = http
         self.users = RestUserRepository(self.http)
         self.projects = RestProjectRepository(self.http)
         self.stacks = RestStackRepository(self.http)
@@ -66,6 +71,13 @@ class RestStore:
         self.artifacts = RestArtifactRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
+
+    def with_credential(self, credential: str) -> RestStore:
+        """This store as ``credential`` sees it, over the same connections (closing it leaves
+        them to this store): how a run's orchestrating process switches to the run's token."""
+        store = copy.copy(self)
+        store._build(self.http.with_credential(credential))
+        return store
 
     @property
     def url(self) -> str:
