@@ -7,14 +7,16 @@ runs; waits are on conditions with deadlines."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.waiting import wait_for, wait_until
+from tests.waiting import wait_until
 from wharf import Client
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
@@ -99,21 +101,27 @@ def step_logs(run_id: str, step: str) -> subprocess.CompletedProcess[str]:
 def test_a_step_whose_orchestrator_is_killed_stores_its_log_and_leaves_no_temp_file(
     home: Path, tmp_path: Path
 ) -> None:
-    temp_dir = tmp_path / "tmp"  # where the pipeline's processes make their temporary files
-    temp_dir.mkdir()
+    # Where the pipeline's processes make their temporary files: short, as the fork server's
+    # socket lives there too and a socket path is at most 107 bytes (pytest-xdist's are long).
+    temp_dir = Path(tempfile.mkdtemp(prefix="wharf-orphan-"))
     script = tmp_path / "orphaned.py"
     script.write_text(SCRIPT)
     release, started = tmp_path / "release", tmp_path / "started"
     environment = {**os.environ, "TMPDIR": str(temp_dir)}
-    process = subprocess.Popen(
-        [sys.executable, str(script), str(release), str(started)],
-        cwd=tmp_path,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    output = tmp_path / "output.txt"
+    with output.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(script), str(release), str(started)],
+            cwd=tmp_path,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        wait_for(started.exists, "the step to start", DEADLINE_SECONDS)
+        started_or_ended = lambda: started.exists() or process.poll() is not None  # noqa: E731
+        assert wait_until(started_or_ended, DEADLINE_SECONDS) and started.exists(), (
+            output.read_text()
+        )
         with Client(load_config()) as client:
             (run,) = client.list_pipeline_runs().items
             (step,) = client.list_run_steps(run.id).items
@@ -130,6 +138,7 @@ def test_a_step_whose_orchestrator_is_killed_stores_its_log_and_leaves_no_temp_f
         if process.poll() is None:
             process.kill()
             process.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
     shown = step_logs(str(run.id), "wait_for_release")
     assert shown.returncode == 0, shown.stderr
     assert "the step printed this before its orchestrator was killed" in shown.stdout
