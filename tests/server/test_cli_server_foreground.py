@@ -34,6 +34,7 @@ def test_status_finds_a_foreground_server(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     nothing = wharf(home, "server", "status", "--port", str(port))
     assert f"No Wharf server is running at {url}" in nothing.stdout
+    assert nothing.returncode == 3  # as a service's status command says "not running"
     process = subprocess.Popen(
         [
             sys.executable,
@@ -62,6 +63,7 @@ def test_status_finds_a_foreground_server(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert f"Wharf server at {url}: healthy" in found.stdout
         assert "wharf server serve" in found.stdout
+        assert found.returncode == 0
     finally:
         process.terminate()
         process.wait(timeout=30)

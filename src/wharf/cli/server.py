@@ -356,19 +356,24 @@ def down() -> None:
 )
 def status(host: str, port: int) -> None:
     """Say whether a server runs and answers: the background one ('up'), else one on --host and
-    --port (started in the foreground with 'serve')."""
+    --port (started in the foreground with 'serve'). Exit code 0 when it answers, 1 when the
+    background server's process is recorded but does not answer, 3 when none runs (as a
+    service's status command does), so scripts can wait on it."""
     from wharf.server import daemon
 
     info = daemon.read_info(_home())
     if info is None:
         url = _url(host, port)
-        if daemon.healthy(url):
-            click.echo(
-                f"Wharf server at {url}: healthy (started with 'wharf server serve'; stop it "
-                "where it runs)."
-            )
-        else:
+        if not daemon.healthy(url):
             click.echo(f"No Wharf server is running at {url}.")
+            raise SystemExit(3)
+        click.echo(
+            f"Wharf server at {url}: healthy (started with 'wharf server serve'; stop it "
+            "where it runs)."
+        )
         return
-    state = "healthy" if daemon.healthy(info.url) else "not answering"
+    healthy = daemon.healthy(info.url)
+    state = "healthy" if healthy else "not answering"
     click.echo(f"Wharf server at {info.url} (pid {info.pid}): {state}; log: {info.log_file}")
+    if not healthy:
+        raise SystemExit(1)
