@@ -120,6 +120,21 @@ runpy.run_path("run.py", run_name="__main__")
 """
 
 
+def start_steps(bed: Bed, name: str, text: str, release: Path) -> subprocess.Popen[str]:
+    """The project's script ``name`` (written from ``text``) run on the local orchestrator with
+    the operator (stack ``operated``), its step waiting for ``release``; its output, stderr
+    included, on ``stdout``."""
+    (bed.project / name).write_text(text)
+    return subprocess.Popen(
+        [sys.executable, name, str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+
+
 def start_following(bed: Bed, release: Path, script: str) -> subprocess.Popen[str]:
     """The project's ``script`` running ``stoppable`` (its step waits for ``release``) on the
     Kubernetes orchestrator, synchronously (its output, stderr included, on ``stdout``)."""
@@ -239,17 +254,9 @@ def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
 ) -> None:
     """A step that ignores the graceful stop: the second Ctrl-C deletes its Job (its pod is
     killed), the run ends stopped, nothing is left, the process exits as interrupted."""
-    (bed.project / "stubborn_steps.py").write_text(STUBBORN_STEPS)
     release = tmp_path / "release"  # never created
     interrupted = tmp_path / "release.interrupted"
-    script = subprocess.Popen(
-        [sys.executable, "stubborn_steps.py", str(release)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
-        cwd=bed.project,
-    )
+    script = start_steps(bed, "stubborn_steps.py", STUBBORN_STEPS, release)
     try:
         running = wait_for_running_step(bed, "stubborn")
         assert wait_until(lambda: bed.workspace.store.steps.get(running.id).pid, BOUND)
@@ -311,16 +318,8 @@ def test_a_killed_local_process_s_stubborn_operator_step_pod_is_cut_off_after_it
         f'@step(step_operator="{OPERATOR}")', f'@step(step_operator="{OPERATOR}", {grace})'
     )
     assert grace in steps
-    (bed.project / "stubborn_steps.py").write_text(steps)
     release = tmp_path / "release"  # never created
-    script = subprocess.Popen(
-        [sys.executable, "stubborn_steps.py", str(release)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
-        cwd=bed.project,
-    )
+    script = start_steps(bed, "stubborn_steps.py", steps, release)
     run = kill_the_local_process_once_its_step_pod_runs(bed, release, script, "stubborn")
     interrupted = tmp_path / "release.interrupted"
     assert wait_until(interrupted.exists, LEARN), "the step never learnt its run was lost"
@@ -363,16 +362,8 @@ def test_a_killed_local_process_leaves_no_job_or_secret_once_its_step_pod_ended(
 ) -> None:
     """Nobody is left to delete the step's Job: its TTL does (1 s after it finished, set for
     the step), and the garbage collector its Secret, which the Job owns."""
-    (bed.project / "expiring_steps.py").write_text(EXPIRING_STEPS)
     release = tmp_path / "release"
-    script = subprocess.Popen(
-        [sys.executable, "expiring_steps.py", str(release)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
-        cwd=bed.project,
-    )
+    script = start_steps(bed, "expiring_steps.py", EXPIRING_STEPS, release)
     run = kill_the_local_process_once_its_step_pod_runs(bed, release, script)
     assert remaining_secrets(bed.emulator), "the step's Secret went before its Job ended"
     release.touch()  # the step ends by itself (unless its pod learnt first that the run is lost)
