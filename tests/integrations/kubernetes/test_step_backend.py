@@ -142,7 +142,7 @@ def test_outcomes_arrive_through_dropped_and_expired_watches(
     assert wait_all(backend, [slow])[slow][0] is Ended.CANCELLED
     pods, jobs = backend.watches
     # each listed again after a 410
-    wait_for(lambda: pods.lists >= 2 and jobs.lists >= 2, "pods and Jobs listed again", 10.0)
+    wait_for(lambda: pods.lists >= 2 and jobs.lists >= 2, "pods and Jobs listed again", 60.0)
     for handle in (slow, done):
         backend.cleanup(handle)
 
