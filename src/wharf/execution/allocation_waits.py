@@ -1,15 +1,18 @@
 """Waiting for the allocation of a queued step (one that asks for resources), and ending a
-step whose wait ended without one.
+step whose wait ended without one; the wait before a retry.
 
-Owns :class:`AllocationWaits`, one per launcher (per run). Invariants: a step's wait is
-registered with the run's ``stops`` while it lasts, so a graceful stop cuts it short
-(``StepInterrupted``); a step whose wait ended without an allocation ends failed (stopped, if
-the run's stop interrupted it), its request released with that status.
+Owns :class:`AllocationWaits`, one per launcher (per run), and :func:`wait_to_retry`.
+Invariants: a step's wait is registered with the run's ``stops`` while it lasts, so a graceful
+stop cuts it short (``StepInterrupted``); a step whose wait ended without an allocation ends
+failed (stopped, if the run's stop interrupted it), its request released with that status.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
@@ -149,3 +152,20 @@ class AllocationWaits:
         self._requests.moved_on(final)
         resources.step_ended(elsewhere=False)
         return StepOutcome(spec.name, final.status, step_run=final, reason=reason)
+
+
+def wait_to_retry(stops: Stops | None, sleep: Callable[[float], object], delay: float) -> None:
+    """Wait ``delay`` s before a step's retry, as an event a graceful stop (``stops``) sets, so
+    the wait ends at once and the store refuses the attempt; an injected (fake) ``sleep`` is
+    called as it is."""
+    if stops is None or sleep is not time.sleep:
+        sleep(delay)
+        return
+    woken = threading.Event()
+    stop = WaitStop()
+    stop.waking(woken.set)
+    stops.add_region(stop)
+    try:
+        woken.wait(delay)
+    finally:
+        stops.remove_region(stop)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import datetime
@@ -28,8 +27,7 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.execution import step_writes
-from wharf.execution.allocation import WaitStop
-from wharf.execution.allocation_waits import AllocationWaits, Stops
+from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_retry
 from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
@@ -421,22 +419,6 @@ class StepLauncher:
         self._requests.created(created)
         return created
 
-    def _wait_to_retry(self, delay: float) -> None:
-        """Wait ``delay`` s before a retry, as an event a graceful stop (``stops``) sets, so the
-        wait ends at once and the store refuses the attempt; an injected (fake) sleep is used
-        as it is."""
-        if self._stops is None or self._services.sleep is not time.sleep:
-            self._services.sleep(delay)
-            return
-        woken = threading.Event()
-        stop = WaitStop()
-        stop.waking(woken.set)
-        self._stops.add_region(stop)
-        try:
-            woken.wait(delay)
-        finally:
-            self._stops.remove_region(stop)
-
     def _run_attempts(
         self,
         spec: StepSpec,
@@ -498,7 +480,7 @@ class StepLauncher:
                 self._run_id, spec.name, final.attempt, max_attempts, final.status_reason, delay
             )
             if retry is not None:
-                self._wait_to_retry(delay)
+                wait_to_retry(self._stops, services.sleep, delay)
             with holders.creating() if holders is not None else nullcontext():
                 created = self._create_attempt(spec, inputs, cache_key, attempt, final)
             if isinstance(created, StepOutcome):

@@ -251,13 +251,13 @@ class KubernetesStepBackend:
         create: Any = self._clients.batch.create_namespaced_job  # a plain dict as the body
 
         def create_or_adopt() -> dict[str, Any]:
-            try:  # the answer as JSON, not decoded into models (its uid owns the Secret)
-                response = create(self.namespace, manifest, _preload_content=False)
+            try:  # the answer decoded only for the uid that owns the Job's own Secret
+                data = create(self.namespace, manifest, _preload_content=False).data
             except ApiException as exc:
                 if exc.status != CONFLICT:
                     raise
                 return self._check_adoptable(name, record)
-            return dict(json.loads(response.data))
+            return dict(json.loads(data)) if values else {}
 
         if values:  # the Secret first, the Job, then the Job owns it
             ns = self.namespace
