@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
+
+import pytest
 
 from tests.conftest import FakeClock
 from tests.resource_manager.service.helpers import (
@@ -181,6 +184,32 @@ def test_after_a_restart_leases_get_the_downtime_and_one_sweep_interval_at_least
     after.sweep()
     assert after.requests.get(short.id).status is S.EXPIRED
     assert after.requests.get(long.id).status is S.ALLOCATED
+
+
+def test_a_takeover_is_news_only_when_it_extended_a_lease(
+    open_rm: Callable[..., ResourceManagerService],
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An embedded RM starts with each script: after idle time with nothing held, its
+    takeover is a debug line, not an INFO line the user sees before every run."""
+    idle = open_rm()
+    setup_pool(idle)
+    idle.close()
+    clock.advance(900)
+    with caplog.at_level(logging.INFO, logger="wharf.resource_manager"):
+        open_rm().sweep()
+    assert not [r for r in caplog.records if "Taking over" in r.message]
+
+    holding = open_rm()
+    holding.requests.create(ALICE, request_spec(gpus(1), lease=3600))
+    holding.close()
+    clock.advance(900)
+    with caplog.at_level(logging.INFO, logger="wharf.resource_manager"):
+        open_rm().sweep()
+    assert [r.message for r in caplog.records if "Taking over" in r.message] == [
+        "Taking over: no Resource Manager served for 900.0 s; 1 live lease(s) extended."
+    ]
 
 
 LIVENESS = timedelta(seconds=2)

@@ -180,7 +180,9 @@ class BatchRunner(Combiner[Operation]):
             extended = cycle.extend_after_downtime(
                 conn, now - down, now, self.options.sweep_interval
             )
-            logger.info(
+            # Only news when a lease was extended: an embedded RM "takes over" at every start.
+            logger.log(
+                logging.INFO if extended else logging.DEBUG,
                 "Taking over: no Resource Manager served for %.1f s; %d live lease(s) extended.",
                 down.total_seconds(),
                 extended,
