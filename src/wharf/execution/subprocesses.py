@@ -5,14 +5,19 @@ ways to start a step (forked from a warm zygote, or a new interpreter) run the s
 (``wharf.execution.entrypoint``) with ``RunServices.child_env`` and no inherited Wharf setting;
 the child's stdout and stderr go to a temporary file (named to it in ``STEP_LOG_ENV``), copied
 into the artifact store at the step's ``logs_uri`` once the process has ended, then deleted (by
-the step's process itself when this one is gone: ``log_capture.OwnLog``).
+the step's process itself when this one is gone: ``log_capture.OwnLog``). The fork server's
+socket lives in ``multiprocessing``'s temporary directory, kept short whatever TMPDIR is
+(:func:`fit_fork_server_socket`); the step's own code still sees the user's TMPDIR.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.process as mp_process
 import multiprocessing.spawn as mp_spawn
+import multiprocessing.util as mp_util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,14 +39,61 @@ ENTRYPOINT_MODULE = "wharf.execution.entrypoint"
 ZYGOTE_PRELOAD = [ENTRYPOINT_MODULE, "wharf.store.sql.store", "wharf.artifacts"]
 REST_PRELOAD = ["wharf.store.rest"]
 
+SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+"""The longest path an AF_UNIX socket can be bound to (``sun_path`` holds 108 bytes on Linux,
+104 on macOS and the BSDs, with the closing NUL)."""
+SHORT_TEMP_BASES = ("/tmp", "/var/tmp", "/usr/tmp")
+"""Where ``multiprocessing``'s temporary directory goes when TMPDIR is too long for a socket."""
+_MP_TEMP_DIR = "/pymp-12345678"
+_MP_SOCKET = "/listener-12345678"
+"""The names ``multiprocessing`` gives its temporary directory and the fork server's socket in
+it (``tempfile``'s random part is 8 characters)."""
+
 _zygote_lock = threading.Lock()
 _zygote: ForkServerContext | None = None
+
+
+def fit_fork_server_socket() -> str | None:
+    """Make sure the fork server's socket path fits :data:`SUN_PATH_MAX`; the short directory
+    made for it, or None when the usual one fits (or no short one could be made).
+
+    ``multiprocessing`` binds the fork server's socket in its own temporary directory,
+    ``$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX``: under a TMPDIR longer than about 75
+    characters (pytest-xdist's, a batch system's) every start would fail with "AF_UNIX path
+    too long". Then this process's ``multiprocessing`` temporary directory becomes a private
+    ``pymp-`` directory under ``/tmp`` instead (removed at exit, as ``multiprocessing`` removes
+    its own), through the one setting ``multiprocessing.util.get_temp_dir`` reads: the process
+    config's ``tempdir``. TMPDIR itself, ``tempfile``, and so the step's own code, are left
+    alone. Python 3.11's ``multiprocessing`` has no such fallback (newer ones do: CPython
+    gh-132124)."""
+    config: dict[str, object] = mp_process.current_process()._config  # type: ignore[attr-defined]
+    current = config.get("tempdir")
+    if isinstance(current, str):  # made already (by an earlier use of multiprocessing)
+        socket_path = current + _MP_SOCKET
+    else:
+        socket_path = tempfile.gettempdir() + _MP_TEMP_DIR + _MP_SOCKET
+    if len(os.fsencode(socket_path)) <= SUN_PATH_MAX:
+        return None
+    for base in SHORT_TEMP_BASES:
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            short = tempfile.mkdtemp(prefix="pymp-", dir=base)
+            mp_util.Finalize(
+                None,
+                shutil.rmtree,
+                args=(short,),
+                kwargs={"ignore_errors": True},
+                exitpriority=-100,
+            )
+            config["tempdir"] = short
+            return short
+    return None  # nowhere shorter: the start fails as before, with the OS's message
 
 
 def _zygote_context(rest: bool = False) -> ForkServerContext:
     global _zygote
     with _zygote_lock:
         if _zygote is None:
+            fit_fork_server_socket()
             context = multiprocessing.get_context("forkserver")
             assert isinstance(context, ForkServerContext)
             context.set_forkserver_preload(ZYGOTE_PRELOAD + (REST_PRELOAD if rest else []))
