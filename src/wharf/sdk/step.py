@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from wharf.artifacts.materializers.base import Materializer
 from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.enums import StepRuntime
@@ -51,9 +52,16 @@ def _script_file(func: Callable[..., Any]) -> str | None:
     return os.path.abspath(path) if path else None
 
 
-def _materializer_path(cls: Any) -> str:
+def _materializer_path(owner: str, cls: Any) -> str:
+    """The import path of an output materializer given as a class or a ``module:name`` path;
+    anything else is refused here rather than when the step saves its output."""
     if isinstance(cls, str):
         return cls
+    if not (isinstance(cls, type) and issubclass(cls, Materializer)):
+        raise StepInterfaceError(
+            f"output_materializers of {owner} must be Materializer subclasses or "
+            f"'module:name' import paths, not {cls!r}."
+        )
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -152,6 +160,7 @@ class Step(Generic[P, R]):
         if value is None:
             return {}
         names = self.interface.output_names
+        owner = f"step '{self.name}'"
         if isinstance(value, Mapping):
             unknown = set(value) - set(names)
             if unknown:
@@ -159,8 +168,8 @@ class Step(Generic[P, R]):
                     f"output_materializers of step '{self.name}' name unknown outputs: "
                     f"{sorted(unknown)}; outputs are {list(names)}."
                 )
-            return {k: _materializer_path(v) for k, v in value.items()}
-        return {n: _materializer_path(value) for n in names}
+            return {k: _materializer_path(owner, v) for k, v in value.items()}
+        return {n: _materializer_path(owner, value) for n in names}
 
     def with_options(self, **changes: Any) -> Step[P, R]:
         """A copy of this step with some options changed (same function, same source)."""
