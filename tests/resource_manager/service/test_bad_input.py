@@ -11,6 +11,7 @@ from tests.resource_manager.service.helpers import (
     ALICE,
     gpus,
     klass,
+    policy_spec,
     pool_spec,
     request_count,
     request_spec,
@@ -137,3 +138,32 @@ def test_bad_renewals(rm: ResourceManagerService) -> None:
         with pytest.raises(InputError, match="lease_seconds"):
             rm.requests.renew(ALICE, held.id, seconds)  # type: ignore[arg-type]
     assert rm.requests.get(held.id) == held
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"rank": 2**31}, "'rank' must be at most 2147483647"),
+        ({"rank": -(2**40)}, "'rank' must be at least -2147483647"),
+        ({"concurrency_limit": 10**23}, "'concurrency_limit' must be at most 2147483647"),
+    ],
+)
+def test_ranks_and_limits_beyond_an_sql_integer_are_input_errors(
+    rm: ResourceManagerService, fields: dict[str, Any], message: str
+) -> None:
+    """A number no SQL INTEGER column holds is refused with its field named, not a database
+    error (an OverflowError on SQLite: a 500 from the API, a traceback from the CLI)."""
+    body = {"name": "p", "classes": [{"name": "c", "capacity": {"GPU": 1}}]}
+    with pytest.raises(InputError, match=message):
+        rm.pools.create(ADMIN, {**body, **fields})
+    with pytest.raises(InputError, match=message.replace("'", r"'classes\[0\]\.", 1)):
+        rm.pools.create(ADMIN, {**body, "classes": [{**body["classes"][0], **fields}]})
+    rm.pools.create(ADMIN, pool_spec())
+    with pytest.raises(InputError, match=message):
+        rm.pools.update(ADMIN, "gpus", fields)
+    for policy in ({"concurrency_limit": 10**23}, {"fair_share_weight": 2**31}):
+        with pytest.raises(InputError, match="must be at most 2147483647"):
+            rm.policies.create(ADMIN, {**policy_spec().model_dump(by_alias=True), **policy})
+    assert [p.name for p in rm.pools.list()] == ["gpus"]
+    assert rm.pools.get("gpus").rank == 0
+    assert rm.policies.list() == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
+from typing import Annotated
 from uuid import UUID
 
 from pydantic import (
@@ -30,11 +31,11 @@ from pydantic import (
 
 from wharf.core.errors import InputError
 from wharf.core.resources import NAME_PATTERN
-from wharf.resource_manager.domain.pools import Pool, TargetSettings
+from wharf.resource_manager.domain.pools import MAX_STORED_INT, Pool, StoredLimit, TargetSettings
 from wharf.resource_manager.domain.selectors import SubjectSelector
 from wharf.resource_manager.domain.units import ResourceDescriptor, format_human
 
-PRIORITY_LANE_PRIORITY = 2_147_483_647
+PRIORITY_LANE_PRIORITY = MAX_STORED_INT
 """The effective priority of a priority-lane policy (as in ZenML's transport models)."""
 
 
@@ -91,11 +92,11 @@ class Policy(BaseModel):
     """Queued before everything else; may preempt normal work; is never preempted."""
     preemption_group: str | None = Field(default=None, min_length=1)
     """Allocations admitted by policies of the same group never preempt each other."""
-    concurrency_limit: NonNegativeInt | None = None
+    concurrency_limit: StoredLimit | None = None
     """Most requests this policy may have allocated at once."""
     grants: tuple[Grant, ...] = ()
     target_settings: TargetSettings = Field(default_factory=dict)
-    fair_share_weight: PositiveInt = 1
+    fair_share_weight: Annotated[int, Field(gt=0, le=MAX_STORED_INT)] = 1
     """Weight of this policy's share when its pool uses fair sharing."""
 
     @model_validator(mode="after")

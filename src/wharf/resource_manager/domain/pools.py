@@ -8,6 +8,8 @@ Invariants:
 - class names are unique within a pool and each class offers at least one resource;
 - quantities are non-negative integers in base units or None (unlimited, but usage is still
   accounted so it shows in the ledger and metrics); concurrency limits are non-negative;
+- ranks and limits fit a 32-bit SQL ``INTEGER`` column (:data:`MAX_STORED_INT`), so a huge
+  number is an input error, not a database failure;
 - a request is placed only in classes its reclaim tolerance accepts (:func:`class_accepts`).
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
@@ -24,6 +26,12 @@ from wharf.core.enums import ReclaimTolerance
 from wharf.core.errors import InputError
 from wharf.core.resources import NAME_PATTERN
 from wharf.resource_manager.domain.units import AttributeValue, ResourceDescriptor
+
+MAX_STORED_INT = 2_147_483_647
+"""The largest rank, limit or weight a pool or policy may have: what every SQL database's
+``INTEGER`` column holds."""
+StoredInt = Annotated[int, Field(ge=-MAX_STORED_INT, le=MAX_STORED_INT)]
+StoredLimit = Annotated[int, Field(ge=0, le=MAX_STORED_INT)]
 
 
 class Reclaimable(StrEnum):
@@ -62,11 +70,11 @@ class CapacityClass(BaseModel):
     name: str = Field(pattern=NAME_PATTERN)
     capacity: dict[str, NonNegativeInt | None] = Field(min_length=1)
     """Resource descriptor name -> quantity in base units (None: unlimited, still accounted)."""
-    rank: int = 0
+    rank: StoredInt = 0
     """Higher is tried first when a demand names no class."""
     reclaimable: Reclaimable = Reclaimable.NEVER
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
-    concurrency_limit: NonNegativeInt | None = None
+    concurrency_limit: StoredLimit | None = None
     """Most requests that may hold an allocation in this class at once."""
     target_settings: TargetSettings = Field(default_factory=dict)
 
@@ -76,11 +84,11 @@ class Pool(BaseModel):
 
     id: UUID
     name: str = Field(pattern=NAME_PATTERN)
-    rank: int = 0
+    rank: StoredInt = 0
     """Higher is tried first when several pools could admit a request."""
     classes: tuple[CapacityClass, ...] = Field(min_length=1)
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
-    concurrency_limit: NonNegativeInt | None = None
+    concurrency_limit: StoredLimit | None = None
     """Most requests that may hold an allocation in this pool at once."""
     target_settings: TargetSettings = Field(default_factory=dict)
     fair_sharing: bool = False
