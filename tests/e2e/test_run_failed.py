@@ -52,6 +52,59 @@ def test_a_failed_run_raises_with_the_steps_own_exception(workspace: Workspace) 
     assert "step 'diverge': TrainingDiverged: loss is nan at rate 0.5" in str(error)
 
 
+def attempt_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    names = ("wharf.execution.attempts", "wharf.sdk.run_failure")
+    return [r for r in caplog.records if r.name in names]
+
+
+@step(enable_cache=False, retry={"max_retries": 1})
+def diverge_twice() -> float:
+    raise TrainingDiverged(f"attempt {get_step_context().step_run.attempt}")
+
+
+def test_a_failed_steps_traceback_is_shown_once(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    @pipeline
+    def p() -> None:
+        diverge_twice()
+        diverge(rate=3.0)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    cause = failed.value.__cause__
+    assert isinstance(cause, TrainingDiverged)
+    logs = {r.getMessage(): r.exc_info for r in attempt_logs(caplog)}
+    follows = " (its traceback follows with the RunFailedError)"
+    # A retried attempt's traceback is logged at once; a last attempt's follows with the
+    # RunFailedError if chained there, else it is logged at the run's end.
+    assert logs.pop("Step 'diverge_twice' attempt 1 failed: TrainingDiverged: attempt 1")
+    assert not logs.pop(
+        f"Step 'diverge_twice' attempt 2 failed: TrainingDiverged: attempt 2{follows}"
+    )
+    assert not logs.pop(
+        f"Step 'diverge' attempt 1 failed: TrainingDiverged: loss is nan at rate 3.0{follows}"
+    )
+    [(message, at_end)] = logs.items()  # the one not chained
+    assert at_end and at_end[1] is not cause and message.endswith(str(at_end[1]))
+    assert message.startswith(
+        "Step 'diverge' failed: " if str(cause) == "attempt 2" else "Step 'diverge_twice' failed: "
+    )
+
+
+def test_raise_on_failure_false_logs_the_steps_traceback(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        diverge(rate=0.2)
+
+    with caplog.at_level(logging.ERROR):
+        p.run_in(workspace)
+    [logged] = attempt_logs(caplog)
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], TrainingDiverged)
+
+
 def test_raise_on_failure_false_returns_the_run(workspace: Workspace) -> None:
     @pipeline(raise_on_failure=False)
     def p() -> None:

@@ -277,12 +277,14 @@ def run_user_code(
     except StepInterrupted as exc:
         return None, exc
     except Exception as exc:
+        later = runner.caller_shows(spec, record.attempt, exc)
         logger.error(
-            "Step '%s' attempt %d failed: %s",
+            "Step '%s' attempt %d failed: %s%s",
             spec.name,
             record.attempt,
             describe_exception(exc),
-            exc_info=not isinstance(exc, WharfError),
+            " (its traceback follows with the RunFailedError)" if later else "",
+            exc_info=not (later or isinstance(exc, WharfError)),
         )
         return None, exc
 

@@ -41,6 +41,12 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 
 StepResolver = Callable[[StepSpec], StepLike]
 
+CALLER_SHOWS_STEP_ERROR = "wharf_caller_shows_step_error"
+"""Set on a step resolver whose caller raises a step's exception again after the run (chained
+to ``RunFailedError``): a function ``(exception) -> bool``, true if the caller takes over
+showing that exception of the user's code (it then shows its traceback). The failure of a
+step's last attempt is then logged in one line, so that its traceback is shown once."""
+
 
 SCRIPT_MODULE = "__wharf_script__"
 
@@ -174,6 +180,15 @@ class StepRunner:
         self._pipeline_name = pipeline_name
         self._run = run
         self._resolve_step = resolve_step
+
+    def caller_shows(self, spec: StepSpec, attempt: int, error: BaseException) -> bool:
+        """Whether the caller shows ``error``, raised by attempt ``attempt`` of ``spec``, after
+        the run (only the last attempt's: see :data:`CALLER_SHOWS_STEP_ERROR`)."""
+        retry = spec.config.retry
+        if attempt < 1 + (retry.max_retries if retry is not None else 0):
+            return False
+        shows = getattr(self._resolve_step, CALLER_SHOWS_STEP_ERROR, None)
+        return bool(shows is not None and shows(error))
 
     def load_inputs(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]

@@ -259,7 +259,7 @@ class Pipeline(Generic[P]):
             snapshot,
             run,
             services,
-            resolve_step=watch.steps(self._resolve_step),
+            resolve_step=watch.steps(self._resolve_step, raises=self.raise_on_failure),
             pipeline_function=(
                 watch.body(self.func, raises=self.raise_on_failure) if self.dynamic else None
             ),

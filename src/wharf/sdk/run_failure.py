@@ -1,11 +1,13 @@
 """A pipeline call whose run ended failed raises :class:`RunFailedError`, with the user's own
 exception chained where it was raised in this process (kept by a :class:`FailureWatch`, since
 the engine records only its text). A run ended ``stopped`` (or anything but ``failed``) raises
-nothing.
+nothing. The engine leaves the traceback of a step's last failed attempt here to the watch
+(``CALLER_SHOWS_STEP_ERROR``), which shows it once: chained, else logged at the run's end.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,10 +17,14 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError, WharfError
 from wharf.core.step_interface import StepInterface
+from wharf.execution.attempts import describe_exception
 from wharf.execution.dynamic import CALLER_RAISES_BODY_ERROR
 from wharf.execution.step_like import StepLike
+from wharf.execution.step_runner import CALLER_SHOWS_STEP_ERROR
 from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter
 from wharf.store.ports import Store
+
+logger = logging.getLogger(__name__)
 
 
 class RunFailedError(WharfError):
@@ -51,10 +57,15 @@ class FailureWatch:
 
     step_errors: dict[str, BaseException] = field(default_factory=dict)
     body_error: BaseException | None = None
+    shown_here: list[tuple[str, BaseException]] = field(default_factory=list)
+    """The step errors whose traceback the engine left to :meth:`check`, with their step."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def steps(self, resolve: Callable[[StepSpec], StepLike]) -> Callable[[StepSpec], StepLike]:
-        """``resolve`` whose steps keep the exception of their last failed attempt."""
+    def steps(
+        self, resolve: Callable[[StepSpec], StepLike], raises: bool = False
+    ) -> Callable[[StepSpec], StepLike]:
+        """``resolve`` whose steps keep the exception of their last failed attempt; ``raises``:
+        the call raises it again (chained), so the engine leaves its traceback here."""
 
         def resolve_watched(spec: StepSpec) -> StepLike:
             step = resolve(spec)
@@ -70,7 +81,17 @@ class FailureWatch:
 
             return _WatchedStep(call, step.interface)
 
+        if raises:
+            setattr(resolve_watched, CALLER_SHOWS_STEP_ERROR, self._take_over)
         return resolve_watched
+
+    def _take_over(self, error: BaseException) -> bool:
+        with self._lock:
+            for name, kept in self.step_errors.items():
+                if kept is error:
+                    self.shown_here.append((name, error))
+                    return True
+        return False
 
     def body(self, function: Callable[..., Any], raises: bool) -> Callable[..., Any]:
         """A dynamic pipeline's ``function`` whose exception is kept; ``raises``: the call
@@ -91,6 +112,7 @@ class FailureWatch:
         failed steps' reasons read from the store and the exception kept here chained as
         ``__cause__`` (a dynamic body's first, else the first failed step's)."""
         if run.status is not ExecutionStatus.FAILED:
+            self._log_shown_here(None)
             return
         failed = store.steps.list(
             StepRunFilter(run_id=run.id, status=ExecutionStatus.FAILED),
@@ -98,7 +120,17 @@ class FailureWatch:
         ).items
         reasons = {s.name: s.status_reason or "failed" for s in failed}
         error = RunFailedError(run, reasons)
-        raise error from self._cause(list(reasons))
+        cause = self._cause(list(reasons))
+        self._log_shown_here(cause)
+        raise error from cause
+
+    def _log_shown_here(self, cause: BaseException | None) -> None:
+        """Log the tracebacks left here but not chained as ``cause``."""
+        for name, error in self.shown_here:
+            if error is not cause:
+                logger.error(
+                    "Step '%s' failed: %s", name, describe_exception(error), exc_info=error
+                )
 
     def _cause(self, failed_steps: list[str]) -> BaseException | None:
         body = self.body_error
