@@ -44,6 +44,14 @@ class StepOutput:
             "handle; it cannot be unpacked while the pipeline is being defined."
         )
 
+    def __bool__(self) -> bool:
+        # Without this every handle is true: `if step_output:` would silently take one branch.
+        raise PipelineDefinitionError(
+            f"Output '{self.output_name}' of step '{self.invocation_id}' has no value while a "
+            "static pipeline is being defined, so it cannot decide a condition; use "
+            "@pipeline(dynamic=True) and branch on its .load()."
+        )
+
 
 @dataclass
 class Invocation:
@@ -72,7 +80,9 @@ class Compilation:
         invocation_id = kwargs.pop("id", None) or self._fresh_id(step.name)
         if invocation_id in self.invocations:
             raise PipelineDefinitionError(f"Duplicate step id '{invocation_id}'.")
-        after = kwargs.pop("after", None) or []
+        after = kwargs.pop("after", None)
+        if after is None:
+            after = []
         if isinstance(after, StepOutput | str):
             after = [after]
         after_ids = [a.invocation_id if isinstance(a, StepOutput) else str(a) for a in after]
