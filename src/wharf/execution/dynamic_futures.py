@@ -47,6 +47,13 @@ class OutputArtifact:
                 self._loaded = True
             return self._value
 
+    def __bool__(self) -> bool:
+        # Without this every handle is true: `if output:` would silently take one branch.
+        raise TypeError(
+            f"Output '{self.output_name}' of step '{self.step_name}' is an artifact handle, "
+            "not its value; branch on its .load()."
+        )
+
     def __repr__(self) -> str:
         return f"<OutputArtifact {self.step_name}.{self.output_name} {self.version.id}>"
 

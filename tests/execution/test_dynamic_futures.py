@@ -1,0 +1,35 @@
+"""The handles a dynamic pipeline's function gets back from its step calls."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from wharf.execution.dynamic_futures import OutputArtifact
+from wharf.store.models import ArtifactVersionRecord
+
+
+def version() -> ArtifactVersionRecord:
+    return ArtifactVersionRecord(
+        id=uuid.uuid4(),
+        artifact_id=uuid.uuid4(),
+        project_id=uuid.uuid4(),
+        name="p::score::output",
+        version=1,
+        uri="/a/score",
+        data_type="builtins:float",
+        materializer="m",
+        content_hash=None,
+        producer_step_run_id=None,
+        artifact_store_id=None,
+        created=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def test_an_output_handle_cannot_decide_a_condition() -> None:
+    output = OutputArtifact("score", "output", version(), lambda _: 0.0)
+    with pytest.raises(TypeError, match=r"Output 'output' of step 'score' .*\.load\(\)"):
+        bool(output)
+    assert output.load() == 0.0  # the value, false here, is what a condition should read
