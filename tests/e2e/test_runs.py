@@ -234,6 +234,26 @@ def test_unserialisable_output_fails_the_step_cleanly(workspace: Workspace) -> N
     assert workspace.store.artifacts.list_versions().total == 0
 
 
+class Opaque:
+    """A type only the warning test saves (the registry warns once per type)."""
+
+
+def test_a_pickled_outputs_warning_points_at_the_step(workspace: Workspace) -> None:
+    @step(enable_cache=False)
+    def opaque() -> Opaque:
+        return Opaque()
+
+    @pipeline
+    def p() -> None:
+        opaque()
+
+    with pytest.warns(UserWarning, match="Opaque' has no dedicated materializer") as caught:
+        p.run_in(workspace)
+    [warning] = caught.list
+    code = opaque.func.__code__
+    assert (warning.filename, warning.lineno) == (code.co_filename, code.co_firstlineno)
+
+
 def test_wrong_number_of_outputs(workspace: Workspace) -> None:
     @step
     def short() -> tuple[int, int]:

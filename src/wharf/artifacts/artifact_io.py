@@ -50,6 +50,8 @@ def save_artifact(
     uri: str,
     registry: MaterializerRegistry,
     materializer: type[Materializer] | str | None = None,
+    *,
+    warn_at: tuple[str, int] | None = None,
 ) -> SavedArtifact:
     """Save ``value`` as a new artifact at ``uri`` (e.g. from ``store.new_uri(...)``).
 
@@ -58,7 +60,9 @@ def save_artifact(
     raising. Crash safety without fsync: files are published by atomic rename and the engine
     records a version only after this returned, so no record points at a partial or missing
     file (``LocalArtifactStore(fsync=True)`` adds power-loss safety). A single-file
-    materializer's artifact is one file, no directory of its own.
+    materializer's artifact is one file, no directory of its own. A value pickled by the
+    registry's fallback warns (once per type), attributed to ``warn_at`` (file, line: the
+    step's function) if given, else to the caller.
     """
     data_type = type(value)
     if materializer is None:
@@ -102,7 +106,7 @@ def save_artifact(
             f"{cls.__name__}: {_one_line(exc)}"
         ) from exc
     if materializer is None and cls is registry.fallback:
-        registry.warn_pickled(value)
+        registry.warn_pickled(value, warn_at)
     return SavedArtifact(uri, type_path(data_type), materializer_path(cls), digest)
 
 

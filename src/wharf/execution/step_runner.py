@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -164,6 +165,13 @@ def import_user_object(kind: str, name: str, source: str, source_file: str | Non
     return obj
 
 
+def _defined_at(func: Callable[..., Any]) -> tuple[str, int] | None:
+    """Where the user's function behind ``func`` is defined (file, first line), if known: a
+    pickled output's warning points there."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return None if code is None else (code.co_filename, code.co_firstlineno)
+
+
 def artifact_name(pipeline_name: str, step_name: str, output: str) -> str:
     return f"{pipeline_name}::{step_name}::{output}"
 
@@ -244,7 +252,7 @@ class StepRunner:
             if resume and holders is not None:
                 holders.begin()
         values = split_step_outputs(step, spec.name, value)
-        saved = self._save_all(spec, values, uris)
+        saved = self._save_all(spec, values, uris, _defined_at(step.func))
         return {
             name: ArtifactVersionCreate(
                 project_id=self._services.project_id,
@@ -260,7 +268,11 @@ class StepRunner:
         }
 
     def _save_all(
-        self, spec: StepSpec, values: Mapping[str, Any], uris: Mapping[str, str]
+        self,
+        spec: StepSpec,
+        values: Mapping[str, Any],
+        uris: Mapping[str, str],
+        warn_at: tuple[str, int] | None,
     ) -> dict[str, SavedArtifact]:
         services = self._services
         saved: dict[str, SavedArtifact] = {}
@@ -273,6 +285,7 @@ class StepRunner:
                     uris[name],
                     services.materializers,
                     materializer=materializer,
+                    warn_at=warn_at,
                 )
         except BaseException as exc:
             for s in saved.values():

@@ -7,6 +7,7 @@ nothing. The engine leaves the traceback of a step's last failed attempt here to
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -71,6 +72,7 @@ class FailureWatch:
             step = resolve(spec)
             func = step.func
 
+            @functools.wraps(func)
             def call(*args: Any, **kwargs: Any) -> Any:
                 try:
                     return func(*args, **kwargs)

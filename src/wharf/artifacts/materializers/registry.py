@@ -184,14 +184,15 @@ class MaterializerRegistry:
                 return candidate
         return self._use_fallback(t, declined=bool(candidates), warn=warn)
 
-    def warn_pickled(self, value: object) -> None:
+    def warn_pickled(self, value: object, at: tuple[str, int] | None = None) -> None:
         """The fallback warning for ``value``'s type (once per type), after the fallback saved
-        it."""
+        it; ``at``: the (file, line) it is attributed to (a step's function), else the caller
+        of ``save_artifact``."""
         t = type(value)
         candidates = self._candidates.get(t)
         if candidates is None:
             candidates = self._resolve(t)
-        self._warn_fallback(t, declined=bool(candidates), stacklevel=4)
+        self._warn_fallback(t, declined=bool(candidates), stacklevel=4, at=at)
 
     def for_type(self, data_type: Any) -> type[Materializer]:
         """The materializer normally used for values of ``data_type``.
@@ -245,7 +246,9 @@ class MaterializerRegistry:
             self._warn_fallback(t, declined, stacklevel=4)
         return self._fallback
 
-    def _warn_fallback(self, t: Any, declined: bool, stacklevel: int) -> None:
+    def _warn_fallback(
+        self, t: Any, declined: bool, stacklevel: int, at: tuple[str, int] | None = None
+    ) -> None:
         if self._fallback is None:
             return
         if t not in self._warned:
@@ -259,13 +262,15 @@ class MaterializerRegistry:
                     if declined
                     else "has no dedicated materializer"
                 )
-                warnings.warn(
+                message = (
                     f"Type {_describe(t)!r} {reason} and is pickled with "
                     f"{self._fallback.__name__}; the artifact can only be loaded with compatible "
-                    "Python and library versions. Register a materializer for it to avoid this.",
-                    UserWarning,
-                    stacklevel=stacklevel,
+                    "Python and library versions. Register a materializer for it to avoid this."
                 )
+                if at is None:
+                    warnings.warn(message, UserWarning, stacklevel=stacklevel)
+                else:
+                    warnings.warn_explicit(message, UserWarning, *at)
 
 
 def _check_materializer(materializer: object) -> None:
