@@ -25,9 +25,9 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.attempts import AttemptResult, IsolatedExecutor
 from wharf.execution.backends import startup_timeout_of
-from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.heartbeat import DEFAULT_INTERVAL_SECONDS, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
-from wharf.execution.local_process import LocalProcessBackend
+from wharf.execution.local_process import STARTUP_SECONDS, LocalProcessBackend
 from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import StepRunRecord
 from wharf.store.sql import SqlStore
@@ -61,7 +61,7 @@ class AheadClock:
 
 
 class SlowStartingBackend(LocalProcessBackend):
-    """The local-process backend declaring a startup timeout, as a cluster's backend does."""
+    """The local-process backend declaring a startup timeout of its own, as a cluster's does."""
 
     startup_timeout_seconds: float | None = STARTUP
 
@@ -179,6 +179,37 @@ def test_an_attempt_without_a_beat_is_lost_only_after_its_backends_startup_timeo
     ended = attempt.ended().record
     assert ended.status is ExecutionStatus.FAILED
     assert (ended.status_reason or "").startswith("Heartbeat lost"), ended.status_reason
+
+
+def test_a_local_process_slow_to_start_is_not_lost_at_a_short_interval(
+    world: World, tmp_path: Path
+) -> None:
+    """At a 0.2 s interval the usual liveness timeout is 2 s, shorter than a step's process may
+    take to start on a busy machine: the local-process backend allows its processes
+    ``STARTUP_SECONDS`` to send their first beat, whatever the interval."""
+    clock = AheadClock()
+    backend = LocalProcessBackend(never_beats(tmp_path))
+    assert startup_timeout_of(backend) == STARTUP_SECONDS
+    executor = IsolatedExecutor(
+        services_for(world, tmp_path, clock), lambda spec: backend, finish_grace=0.1
+    )
+    attempt = Attempt(executor, world.step())
+    wait_for(
+        lambda: world.store.steps.get(attempt.record.id).last_heartbeat is not None,
+        "the liveness clock to start at submit",
+        DEADLINE,
+    )
+    clock.advance(liveness_timeout_for(INTERVAL) + 5)  # a slow start, past the usual timeout
+    checks_after_now(clock)
+    assert status(world, attempt.record) is ExecutionStatus.RUNNING
+    clock.advance(STARTUP_SECONDS)  # no first beat within the allowance: lost
+    ended = attempt.ended().record
+    assert ended.status is ExecutionStatus.FAILED
+    assert (ended.status_reason or "").startswith("Heartbeat lost"), ended.status_reason
+
+
+def test_at_the_default_interval_the_startup_allowance_changes_nothing() -> None:
+    assert liveness_timeout_for(DEFAULT_INTERVAL_SECONDS) > STARTUP_SECONDS
 
 
 def test_after_its_first_beat_an_attempt_has_the_usual_liveness_timeout(

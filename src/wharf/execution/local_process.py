@@ -40,6 +40,13 @@ PYTHON = "python"
 """The configuration key of the interpreter that runs the steps (default: this one)."""
 OPTIONS = (PYTHON, CODE_TRAVELS)
 """Every configuration key of the ``local_process`` orchestrator and step operator."""
+STARTUP_SECONDS = 60.0
+"""How long a step's process may take from its submit to its first heartbeat, whatever the
+heartbeat interval (``backends.SlowStarting``: the engine allows the longer of this and the
+usual liveness timeout). A fork server's first start, a new interpreter's imports or a busy
+machine can take seconds, more than the usual timeout at a short interval (2 s at 0.2 s); at the
+default 15 s (76 s) it changes nothing. A process allowed it beats as it starts
+(``heartbeat.startup_allowance_granted``), so a hang after its start is seen as soon as before."""
 
 
 def check_configuration(configuration: Mapping[str, Any]) -> None:
@@ -112,7 +119,11 @@ class LocalProcessBackend:
     ``code_travels``). With ``code_travels`` each step runs as if on another machine, to test
     what remote orchestrators do: a new interpreter in an empty working directory of its own,
     without the submitter's ``PYTHONPATH``, so the step imports the pipeline's code from the
-    run's code archive (``wharf.execution.code_fetch``) and from nowhere else."""
+    run's code archive (``wharf.execution.code_fetch``) and from nowhere else. An attempt's
+    process has :data:`STARTUP_SECONDS` to send its first heartbeat."""
+
+    startup_timeout_seconds: float | None = STARTUP_SECONDS
+    """``backends.SlowStarting``: the engine's liveness check waits this long for the first beat."""
 
     def __init__(self, python: str | None = None, *, code_travels: bool = False) -> None:
         self._python = python
