@@ -2,7 +2,8 @@
 
 Owns :class:`KubernetesStepBackend`, the launch interface (``wharf.execution.backends``) the
 ``kubernetes`` orchestrator (in its orchestrator pod) and step operator run steps through. The
-outcome rules are ``step_backend_outcome``'s, the deletes ``step_backend_deletes``'s, the log
+outcome rules are ``step_backend_outcome``'s, the adoption check of a Job that exists
+already ``step_backend_adopt``'s, the deletes ``step_backend_deletes``'s, the log
 following ``step_backend_logs``'s and the credentials ``step_backend_secret``'s.
 
 Invariants: a handle names the step run, Job and namespace only (no live object); the backend
@@ -13,7 +14,6 @@ once answered, does not change.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import threading
 import time
@@ -48,6 +48,7 @@ from wharf.integrations.kubernetes.settings import (
     KubernetesOrchestratorSettings,
     KubernetesStepOperatorSettings,
 )
+from wharf.integrations.kubernetes.step_backend_adopt import check_adoptable
 from wharf.integrations.kubernetes.step_backend_deletes import (
     delete_for_cancel,
     delete_job,
@@ -69,8 +70,6 @@ from wharf.store.models import StepRunRecord
 
 if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
-
-logger = logging.getLogger(__name__)
 
 ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
 BACKEND_KEY = "wharf.io/step-backend"
@@ -256,7 +255,7 @@ class KubernetesStepBackend:
             except ApiException as exc:
                 if exc.status != CONFLICT:
                     raise
-                return self._check_adoptable(name, record)
+                return check_adoptable(self._clients.batch, self.namespace, name, record)
             return dict(json.loads(data)) if values else {}
 
         if values:  # the Secret first, the Job, then the Job owns it
@@ -401,22 +400,6 @@ class KubernetesStepBackend:
             if pod_started(pod) and name not in attempt.followed:
                 follower = PodLogFollower(self._clients.core, self.namespace, name)
                 attempt.followed[name] = follower.start()
-
-    def _check_adoptable(self, name: str, record: StepRunRecord) -> dict[str, Any]:
-        """The Job ``name`` exists already: adopted (given back) when it runs this very step
-        run (started by an earlier process of the run, e.g. a restarted orchestrator pod)."""
-        response: Any = self._clients.batch.read_namespaced_job(
-            name, self.namespace, _preload_content=False
-        )
-        job: dict[str, Any] = json.loads(response.data)
-        labels = job["metadata"].get("labels") or {}
-        if labels.get(STEP_RUN_ID_KEY) != str(record.id):
-            raise InputError(
-                f"A Job named {name} already exists in namespace {self.namespace} for another "
-                f"step run ({labels.get(STEP_RUN_ID_KEY)}); delete it or set job_name_prefix."
-            )
-        logger.info("Step run %s already has its Job %s: adopting it", record.id, name)
-        return job
 
     def _check_watchable(self) -> None:
         for watch in (self._pods, self._jobs):
