@@ -23,6 +23,7 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     rm_server,
     team,
 )
+from wharf.store.account_models import ProjectRole
 from wharf.store.models import StepRunRecord
 
 
@@ -77,6 +78,24 @@ def test_workspace_errors_are_one_line(
         ),
         "does not allow",
     )
+
+
+def test_list_asks_for_a_project_when_it_cannot_tell_which(
+    team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
+) -> None:
+    world = team.world
+    env = workspace_env(team, tmp_path, "member")
+    loner = {**env, "WHARF_API_KEY": world.token_for(world.user("loner"))}
+    assert_one_line_error(run("request", "list", env=loner), "(loner) are a member of no project")
+    both = {**env, "WHARF_API_KEY": world.member("both", world.a, ProjectRole.MEMBER)}
+    world.state.accounts.memberships.set_role(
+        world.b.id, ProjectRole.MEMBER, user_id=world.users["both"].id
+    )
+    assert_one_line_error(run("request", "list", env=both), "(both) belong to several projects")
+    # the selected project, as the other project-scoped commands use it
+    listed = run("request", "list", "-o", "json", env={**both, "WHARF_PROJECT": "B"})
+    assert listed.returncode == 0, listed.stderr
+    assert [r["id"] for r in json.loads(listed.stdout)] == [str(steps[1].resource_request_id)]
 
 
 def test_rm_url_still_reaches_the_resource_manager(

@@ -151,6 +151,33 @@ def _project_id(store: RestStore, project: str) -> UUID:
         return store.projects.get_by_name(project).id
 
 
+def _listed_project(store: RestStore, project: str | None) -> UUID | None:
+    """The project a list through the workspace is limited to: ``--project``, else the
+    selected one (``WHARF_PROJECT``, ``wharf login --project``), as the other project-scoped
+    commands; with neither, an admin lists every project's requests and a member of one
+    project that project's, and anyone else is told to choose one (``InputError``)."""
+    from wharf.config.global_config import load_config
+    from wharf.core.errors import InputError
+    from wharf.store.rest.session import current_principal
+
+    chosen = project or load_config().project
+    if chosen is not None:
+        return _project_id(store, chosen)
+    me = current_principal(store.http)
+    projects = me.get("projects") or {}
+    if me.get("is_admin") or len(projects) == 1:
+        return None
+    if projects:
+        raise InputError(
+            f"You ({me.get('name')}) belong to several projects on the server at {store.url}: "
+            "choose one with --project, WHARF_PROJECT or `wharf login URL --project NAME`."
+        )
+    raise InputError(
+        f"You ({me.get('name')}) are a member of no project on the server at {store.url}: "
+        "a project's admin adds you with `wharf project add-member NAME`."
+    )
+
+
 def _project_metadata(project: str) -> tuple[str, str]:
     """The metadata entry naming ``project`` (an id or a name) on the requests of its steps."""
     try:
@@ -222,7 +249,7 @@ def list_requests(
     pools: dict[UUID, str] = {}
     with _workspace(ctx) as store:
         if store is not None:
-            project_id = None if project is None else _project_id(store, project)
+            project_id = _listed_project(store, project)
             query = load(RequestFilter, filters)
             found = _requests_of(store).list(query, paging, project_id=project_id)
             if output != "json" and found.items:
