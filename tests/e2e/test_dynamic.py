@@ -100,6 +100,32 @@ def test_map_errors(workspace: Workspace):
     assert "different lengths" in errors[1]
 
 
+def test_a_list_of_step_outputs_passed_to_one_input_is_refused_with_what_to_do(
+    workspace: Workspace,
+):
+    errors = []
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        outputs = [add(1), add(2)]
+        mapped = add.map([1, 2])
+        for value in (outputs, mapped, (add(3), 4)):
+            try:
+                total(value)
+            except StepInterfaceError as exc:
+                errors.append(str(exc))
+        total([o.load() for o in outputs])  # their values are a parameter
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert [e.split(" got ")[1].split(" of ")[0] for e in errors] == [
+        "a list",
+        "a MapResultsFuture",
+        "a tuple",
+    ]
+    assert all("Input 'values' of step 'total" in e and ".load()" in e for e in errors), errors
+
+
 def test_a_duplicate_explicit_id_is_an_error_at_the_call(workspace: Workspace):
     errors: list[Exception] = []
 

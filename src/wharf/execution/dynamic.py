@@ -369,6 +369,15 @@ def _artifact_of(value: Any, step_id: str, input_name: str) -> OutputArtifact | 
             f"Input '{input_name}' of step '{step_id}' got several outputs at once; "
             "pass one of them."
         )
+    if isinstance(value, MapResultsFuture) or (
+        isinstance(value, list | tuple)
+        and any(isinstance(v, OutputArtifact | StepFuture | MapResultsFuture) for v in value)
+    ):
+        raise StepInterfaceError(
+            f"Input '{input_name}' of step '{step_id}' got a {type(value).__name__} of step "
+            "outputs; an input takes one output: pass each to its own input, or pass their "
+            "values (.load())."
+        )
     return None
 
 
