@@ -1,5 +1,6 @@
-"""``wharf login URL`` with a URL that cannot be a Wharf server's: one line, non-zero exit, no
-traceback, and nothing written to the user config."""
+# ruff: noqa: F811  (fixtures imported from the server tests)
+"""``wharf login URL`` with a URL that cannot be a Wharf server's, or credentials the server
+refuses: one line, non-zero exit, no traceback, and nothing written to the user config."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
+from tests.cli.workspace_cli import live  # noqa: F401 (fixture)
+from tests.server.resource_world import Team, team_without_rm  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize(
@@ -40,3 +43,20 @@ def test_login_refuses_an_empty_api_key_instead_of_asking_for_a_username(tmp_pat
     result = wharf("login", "http://127.0.0.1:8237", "--api-key", "", env={"WHARF_HOME": str(home)})
     assert_one_line_error(result, "'--api-key': is empty.")
     assert "Username" not in result.stdout
+
+
+def test_refused_credentials_are_said_without_advice_to_log_in(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """The user just ran ``wharf login``: "run 'wharf login URL'" would only repeat it."""
+    world = team_without_rm.world
+    world.user("pat", password="right-password")
+    env = {"WHARF_HOME": str(tmp_path / "home")}
+    url = world.url
+    password = wharf("login", url, "-u", "pat", "--password", "wrong-password", env=env)
+    assert_one_line_error(password, f"Invalid username or password. (server {url})")
+    key = wharf("login", url, "--api-key", "wharf_not-a-key", env=env)
+    assert_one_line_error(key, f"(server {url})")
+    for refused in (password, key):
+        assert "wharf login" not in refused.stderr
+    assert not (tmp_path / "home" / "config.json").exists()

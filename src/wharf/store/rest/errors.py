@@ -29,7 +29,12 @@ from wharf.core.errors import (
 
 
 class NotAuthenticatedError(WharfError):
-    """The server refused the credentials (missing, invalid, expired or revoked): log in."""
+    """The server refused the credentials (missing, invalid, expired or revoked): log in.
+    ``detail``: the server's own words, without the advice to log in."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
 
 
 class RequestTooLargeError(InputError):
@@ -76,9 +81,12 @@ def from_response(status: int, body: Any, url: str) -> WharfError:
     message = detail if isinstance(detail, str) and detail else f"HTTP {status} from {url}."
     if status in (413, 414):
         return RequestTooLargeError(message, status)
-    if status == 401:
-        message = f"{message} (server {url}; run 'wharf login {url}')"
     cls = _BY_TYPE.get(kind) if isinstance(kind, str) else None
     if cls is None:
         cls = _BY_STATUS.get(status, StoreError)
+    if status == 401:
+        hinted = f"{message} (server {url}; run 'wharf login {url}')"
+        return (
+            NotAuthenticatedError(hinted, message) if cls is NotAuthenticatedError else cls(hinted)
+        )
     return cls(message)

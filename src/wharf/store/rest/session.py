@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from wharf.core.errors import InputError, StoreUnavailableError, WharfError
+from wharf.store.rest.errors import NotAuthenticatedError
 from wharf.store.rest.http import HttpSession
 
 
@@ -36,19 +37,22 @@ def whoami(url: str, credential: str) -> dict[str, Any]:
 
 @contextmanager
 def _on_a_workspace_server(session: HttpSession) -> Iterator[None]:
-    """Refusals as they are, unless what answered is no workspace server (another program, the
-    Resource Manager, a URL with a path): then an ``InputError`` saying so, as its refusals
-    (404, 401 without a login route, 501) would only mislead. Asked only once refused."""
+    """Refusals as they are (refused credentials without the advice to log in: this is the
+    login), unless what answered is no workspace server (another program, the Resource
+    Manager, a URL with a path): then an ``InputError`` saying so, as its refusals (404, 401
+    without a login route, 501) would only mislead. Asked only once refused."""
     try:
         yield
     except StoreUnavailableError:
         raise
-    except WharfError:
+    except WharfError as exc:
         try:
             health = session.send("GET", "/health/live")
         except WharfError:
             health = None
         if isinstance(health, dict) and "version" in health:
+            if isinstance(exc, NotAuthenticatedError):
+                raise NotAuthenticatedError(f"{exc.detail} (server {session.url})") from None
             raise
         raise InputError(
             f"No Wharf workspace server answers at {session.url}: give the URL 'wharf server "
