@@ -88,6 +88,10 @@ def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
     ok("service-account", "create", "ci", "--description", "the CI", env=env)
     listed = json.loads(ok("service-account", "list", "-o", "json", env=env))
     assert any(a["name"] == "ci" and a["description"] == "the CI" for a in listed)
+    assert_one_line_error(
+        run("service-account", "create", "ci2", "--description", "the\nCI", env=env),
+        "'description': must be one line without control characters (found U+000A)",
+    )
     made = run("api-key", "create", "ci", "--name", "deploy", env=env)
     assert made.returncode == 0, made.stderr
     secret = made.stdout.strip()

@@ -127,3 +127,27 @@ def test_names_are_stored_in_nfc(world: World) -> None:
     assert created.status_code == 201, created.text
     assert created.json()["name"] == "caf\u00e9"
     check(admin.post("/api/v1/projects", json={"name": "caf\u00e9"}), 409)
+
+
+# ----------------------------------------------------------------------------- descriptions
+
+
+@pytest.mark.parametrize(
+    ("description", "fragment"),
+    [
+        ("two\nlines", "U+000A"),
+        ("a\ttab", "U+0009"),
+        ("para\u2029graph", "U+2029"),
+        ("x" * 1001, "at most 1000 characters"),
+    ],
+    ids=["newline", "tab", "separator", "long"],
+)
+def test_a_service_account_description_is_one_line_of_text(
+    world: World, description: str, fragment: str
+) -> None:
+    admin = world.as_role("admin")
+    body = {"name": "ci", "description": description}
+    answer = check(admin.post("/api/v1/service_accounts", json=body), 422)
+    assert "'description'" in answer["detail"] and fragment in answer["detail"]
+    made = admin.post("/api/v1/service_accounts", json={**body, "description": "CI, café ☕"})
+    assert made.status_code == 201, made.text

@@ -8,6 +8,7 @@ narrowing only what the wire needs narrowed.
 from __future__ import annotations
 
 import math
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -45,6 +46,20 @@ def _utc(value: datetime) -> datetime:
 
 
 WireDatetime = Annotated[datetime, AfterValidator(_utc)]
+
+MAX_DESCRIPTION_LENGTH = 1000
+
+
+def _one_line(value: str) -> str:
+    """Refuse control characters (line breaks and tabs included), line and paragraph separators
+    and lone surrogates: a description is one line of a table."""
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"must be one line without control characters (found U+{ord(bad):04X})")
+    return value
+
+
+DescriptionStr = Annotated[str, Field(max_length=MAX_DESCRIPTION_LENGTH), AfterValidator(_one_line)]
 
 
 class Body(BaseModel):
@@ -95,7 +110,7 @@ class MemberBody(Body):
 
 class ServiceAccountCreateBody(Body):
     name: NameStr
-    description: str | None = Field(default=None, max_length=10_000)
+    description: DescriptionStr | None = None
     is_admin: bool = False
 
 
