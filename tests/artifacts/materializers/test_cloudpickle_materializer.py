@@ -4,6 +4,7 @@ import json
 import os
 import re
 import sys
+import types
 from typing import Any
 
 import pytest
@@ -61,6 +62,24 @@ def test_unpickling_failure_names_both_versions(store: LocalArtifactStore) -> No
     ) as info:
         load_artifact(store, uri, "builtins:str", PATH)
     assert "\n" not in str(info.value)
+
+
+def test_unpickling_failure_with_the_same_versions_blames_a_missing_name(
+    store: LocalArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("wharf_test_gone_module")
+    exec("class Gone:\n    pass\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    uri = store.new_uri("p")
+    CloudpickleMaterializer(uri, store).save(module.Gone())  # by reference: an importable module
+    monkeypatch.delitem(sys.modules, module.__name__)
+    with pytest.raises(MaterializationError) as info:
+        load_artifact(store, uri, "wharf_test_gone_module:Gone", PATH)
+    message = str(info.value)
+    assert "No module named 'wharf_test_gone_module'" in message
+    assert "pickled with these same versions" in message
+    assert "a module or class it refers to by name is missing" in message
+    assert ", this is Python" not in message
 
 
 def test_unpickling_failure_without_versions_file(store: LocalArtifactStore) -> None:

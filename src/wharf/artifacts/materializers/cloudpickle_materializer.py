@@ -47,11 +47,16 @@ class CloudpickleMaterializer(Materializer):
         try:
             return cloudpickle.loads(payload)
         except Exception as exc:
-            raise RuntimeError(
-                f"unpickling failed ({type(exc).__name__}: {exc}); the value was pickled with "
-                f"{self._written_with()}, this is Python {_python_version()} with "
-                f"cloudpickle {cloudpickle.__version__}"
-            ) from exc
+            written = self._written_with()
+            here = f"Python {_python_version()} with cloudpickle {cloudpickle.__version__}"
+            if written == here:  # the versions are not the cause: say what else is
+                cause = (
+                    f"the value was pickled with these same versions ({here}), so a module or "
+                    "class it refers to by name is missing or different in this process"
+                )
+            else:
+                cause = f"the value was pickled with {written}, this is {here}"
+            raise RuntimeError(f"unpickling failed ({type(exc).__name__}: {exc}); {cause}") from exc
 
     def _written_with(self) -> str:
         try:
