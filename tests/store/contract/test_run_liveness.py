@@ -88,6 +88,31 @@ def test_an_ended_run_has_no_deadline_and_ignores_beats(world: World, final: S) 
     assert runs.get(run.id).heartbeat_deadline is None
 
 
+def test_a_lost_run_and_its_steps_end_when_they_were_last_seen(
+    world: World, clock: FakeClock
+) -> None:
+    """Not when the sweep noticed: their durations are the time they lived."""
+    runs, steps = world.store.runs, world.store.steps
+    lost = world.run(status=S.RUNNING, orchestrator=ELSEWHERE)
+    clock.advance(5)
+    runs.update_heartbeat(lost.id, ELSEWHERE)
+    run_beat = clock.now
+    queued = world.step(lost.id, status=S.QUEUED)
+    clock.advance(3)
+    running = world.step(lost.id)
+    clock.advance(2)
+    steps.update_heartbeat(running.id, 300)
+    step_beat = clock.now
+    clock.advance(2)
+    done = world.step(lost.id)
+    done_at = steps.update(done.id, StepRunUpdate(status=S.COMPLETED)).end_time
+    clock.advance(600)
+    [swept] = runs.fail_lost_orchestrators(clock.now)
+    assert swept.run.end_time == runs.get(lost.id).end_time == done_at  # its last step's end
+    assert {s.id: s.end_time for s in swept.steps} == {running.id: step_beat, queued.id: run_beat}
+    assert steps.get(running.id).end_time == step_beat
+
+
 def test_sweep_candidates_are_expired_runs_and_runs_of_the_host(
     world: World, clock: FakeClock
 ) -> None:

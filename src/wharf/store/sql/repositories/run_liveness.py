@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, and_, bindparam, or_, select
+from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
@@ -28,7 +28,7 @@ from wharf.store.models import (
     StepRunRecord,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.repositories._base import not_found, status_times
+from wharf.store.sql.repositories._base import not_found
 from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES
 from wharf.store.sql.repositories.step_links import load_links, step_record
 
@@ -121,7 +121,8 @@ def fail_lost(
 
     The candidates are locked and each ``UPDATE`` repeats the conditions (compare-and-set), so
     two sweepers end a run once. A run is ended failed with the reason ``orchestrator lost (last
-    seen <time>)`` and every unfinished step of it failed, in one transaction.
+    seen <time>)`` and every unfinished step of it failed, in one transaction. Their end time is
+    their last sign of life, not the sweep's time (:func:`_last_seen`).
     """
     cutoff = as_utc(now)
     which = _R.c.heartbeat_deadline < cutoff
@@ -141,9 +142,7 @@ def fail_lost(
                 "status_reason": lost_reason(current["last_heartbeat"]),
                 "heartbeat_deadline": None,
                 "updated": at,
-                **status_times(
-                    ExecutionStatus.FAILED, current["start_time"], current["end_time"], at
-                ),
+                "end_time": _last_seen(at, current, *_steps_last_seen(conn, current["id"])),
             }
             done = conn.execute(
                 _R.update().where(_R.c.id == current["id"], *_LIVE, which).values(values)
@@ -171,10 +170,24 @@ def _end_steps(
             "status_reason": step_lost_reason(last_seen),
             "heartbeat_deadline": None,
             "updated": at,
-            **status_times(ExecutionStatus.FAILED, current["start_time"], current["end_time"], at),
+            "end_time": _last_seen(at, current, last_seen),
         }
         conn.execute(_S.update().where(_S.c.id == current["id"], *unfinished).values(values))
         current.update(values)
         ended.append(current)
     links = load_links(conn, [c["id"] for c in ended]) if ended else {}
     return [step_record(c, *links[c["id"]]) for c in ended]
+
+
+def _steps_last_seen(conn: Connection, run_id: UUID) -> tuple[datetime | None, ...]:
+    """The latest start, beat and end of the run's steps (signs of its orchestrator's life)."""
+    columns = (_S.c.start_time, _S.c.last_heartbeat, _S.c.end_time)
+    row = conn.execute(select(*(func.max(c) for c in columns)).where(_S.c.run_id == run_id))
+    return tuple(None if value is None else as_utc(value) for value in row.one())
+
+
+def _last_seen(at: datetime, row: dict[str, Any], *more: datetime | None) -> datetime:
+    """When a lost run or step was last seen alive: the latest of its start, its last beat and
+    ``more``, never after ``at`` (the sweep's time, also when nothing was recorded)."""
+    seen = [t for t in (row["start_time"], row["last_heartbeat"], *more) if t is not None]
+    return min(at, max(seen)) if seen else at
