@@ -94,13 +94,24 @@ def test_cache_policy():
     with pytest.raises(ValueError, match="Unknown cache policy"):
         CachePolicy.from_string("fast")
 
-    def my_func() -> str:
+    policy = CachePolicy(cache_func=module_cache_func, source_dependencies=[module_cache_func])
+    assert policy.cache_func == "tests.config.test_settings:module_cache_func"
+    assert policy.source_dependencies == ("tests.config.test_settings:module_cache_func",)
+
+
+def module_cache_func() -> str:
+    return "x"
+
+
+def test_a_cache_policy_refuses_functions_no_import_path_reaches() -> None:
+    def local_func() -> str:
         return "x"
 
-    policy = CachePolicy(cache_func=my_func)
-    assert policy.cache_func is not None and policy.cache_func.endswith(
-        ":test_cache_policy.<locals>.my_func"
-    )
+    for func in (local_func, lambda: "x"):
+        with pytest.raises(ValidationError, match="defined at module level"):
+            CachePolicy(cache_func=func)
+        with pytest.raises(ValidationError, match="cannot be imported by its path"):
+            CachePolicy(source_dependencies=[func])
 
 
 def test_schedule_validation():

@@ -186,6 +186,11 @@ def _import_path_of(obj: Any) -> Any:
     if isinstance(obj, str) or not callable(obj):
         return obj
     fn: Callable[..., Any] = obj
+    if "<" in fn.__qualname__:  # <lambda>, <locals>: no import path reaches it at run time
+        raise ValueError(
+            f"{fn.__qualname__} cannot be imported by its path when the step runs; a cache "
+            "policy needs a function defined at module level."
+        )
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
