@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from wharf import step
+from wharf import CachePolicy, step
 from wharf.artifacts.materializers.builtin import BuiltInMaterializer
 from wharf.core.errors import StepInterfaceError
 
@@ -39,3 +39,16 @@ def test_output_materializers_are_recorded_as_import_paths() -> None:
         "output": "wharf.artifacts.materializers.builtin:BuiltInMaterializer"
     }
     assert by_path.output_materializers == {"output": "pkg.module:Saver"}
+
+
+def consume(data: int, seed: int = 0) -> int:
+    return data + seed
+
+
+def test_a_step_cache_policy_that_ignores_an_unknown_input_is_refused() -> None:
+    with pytest.raises(StepInterfaceError, match=r"ignores unknown inputs \['dta'\]") as info:
+        step(cache_policy=CachePolicy(ignored_inputs=("dta",)))(consume)
+    assert "inputs are ['data', 'seed']" in str(info.value)
+    ignoring = step(cache_policy=CachePolicy(ignored_inputs=("seed",)))(consume)
+    assert ignoring.cache_policy is not None
+    assert ignoring.cache_policy.ignored_inputs == ("seed",)

@@ -125,6 +125,14 @@ class Step(Generic[P, R]):
         self.enable_cache = enable_cache
         if isinstance(cache_policy, str):
             cache_policy = CachePolicy.from_string(cache_policy)
+        unknown = set(cache_policy.ignored_inputs if cache_policy else ()) - set(
+            self.interface.inputs
+        )
+        if unknown:  # a misspelt input would silently stay in the cache key
+            raise StepInterfaceError(
+                f"The cache policy of step '{self.name}' ignores unknown inputs "
+                f"{sorted(unknown)}; inputs are {list(self.interface.inputs)}."
+            )
         self.cache_policy = cache_policy
         self.retry = RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry
         self.resources = parse_settings(f"step '{self.name}'", settings)
