@@ -186,3 +186,32 @@ def test_a_forked_child_starts_with_no_checkpoint_running_and_free_locks(tmp_pat
     with held_by_another_thread(lambda: checkpoints._changed):  # inside the checkpointer
         assert exit_code_in_fork(in_child) == 0
     database.engine.dispose()
+
+
+def test_a_fork_waits_for_a_checkpoint_under_way(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread inside SQLite at a fork may hold SQLite's process-wide mutexes (its allocator's):
+    the child would inherit them held, and its first SQLite call, on any file, would wait for
+    ever. Here the checkpoint waits in SQLite's busy handler until it gives up."""
+    path = tmp_path / "a.db"
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("CREATE TABLE t (v TEXT)")
+    locker.execute("BEGIN EXCLUSIVE")  # the checkpoint cannot read the file until its timeout
+    monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.5)
+    checkpoints = WalCheckpoints(str(path), commits_per_checkpoint=1)
+
+    def given_up() -> bool:
+        return "Could not checkpoint the SQLite log" in caplog.text
+
+    def in_child() -> None:
+        assert given_up()  # the fork waited for the checkpoint to end
+
+    try:
+        with caplog.at_level(logging.WARNING, logger=module.__name__):
+            checkpoints.committed()
+            # Under way (or, on a starved host, already over: the test then proves nothing).
+            assert until(lambda: module._checkpointing.locked() or given_up())
+            assert exit_code_in_fork(in_child) == 0
+    finally:
+        locker.close()

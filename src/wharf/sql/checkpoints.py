@@ -4,7 +4,9 @@ checkpoint (it would hold the write lock meanwhile).
 
 Invariants:
 - one checkpointer per file (by real path) per process; a forked child starts with none running
-  and free locks (``os.register_at_fork``);
+  and free locks (``os.register_at_fork``): a fork waits for a checkpoint under way, since a
+  thread inside SQLite may hold SQLite's process-wide mutexes (its allocator's), which the child
+  would inherit held (its first SQLite call, on any file, would wait for ever);
 - recording a commit never waits; a failed checkpoint is logged, never raised to a writer;
 - the thread exits after :data:`IDLE_SECONDS` without commits; it never creates a database file.
 """
@@ -60,7 +62,6 @@ class WalCheckpoints:
         self._pending = 0
         self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
-        self._checkpointing = threading.Lock()
 
     def committed(self) -> None:
         """Record one committed write transaction on the file."""
@@ -87,7 +88,7 @@ class WalCheckpoints:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        with self._checkpointing:  # one checkpoint at a time (a test may call this too)
+        with _checkpointing:  # one at a time in the process, and none across a fork
             if not os.path.exists(self.path):
                 return  # the file is gone (a removed temporary store): nothing to checkpoint
             try:
@@ -107,6 +108,8 @@ class WalCheckpoints:
 
 _by_path: dict[str, WalCheckpoints] = {}
 _registry = threading.Lock()
+_checkpointing = threading.Lock()
+"""Held by every checkpoint's SQLite calls, and by a forking thread across the fork."""
 
 
 def checkpoints_for(path: str) -> WalCheckpoints:
@@ -120,12 +123,26 @@ def checkpoints_for(path: str) -> WalCheckpoints:
         return found
 
 
+def _before_fork() -> None:
+    """Wait for a checkpoint under way (at most its busy timeout and its I/O), and start none
+    until the fork is done. Other threads' SQLite calls (an engine's) are their owners' to keep
+    off a fork."""
+    _checkpointing.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _checkpointing.release()
+
+
 def _after_fork_in_child() -> None:
     """The child has one thread: whatever the parent's others held or ran is gone."""
-    global _registry
+    global _registry, _checkpointing
     _registry = threading.Lock()
+    _checkpointing = threading.Lock()
     for checkpoints in _by_path.values():
         checkpoints.reset()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)
