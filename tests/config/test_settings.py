@@ -35,6 +35,14 @@ def test_resource_inputs_normalise():
     assert ResourceSettings(resources=[one, one]).normalized_resources == [one, one]
 
 
+@pytest.mark.parametrize("resources", ["lïcense", "", "a b", {"lïcense": 1}, {"": 2}])
+def test_a_bad_resource_name_is_an_error_where_it_is_written(resources):
+    """Not later, when the step is launched (it failed there with a traceback, and the run
+    with 'no steps')."""
+    with pytest.raises(ValidationError, match="should match pattern"):
+        ResourceSettings(resources=resources)
+
+
 def test_canonical_demands_order_and_units():
     settings = ResourceSettings(
         resources={"license": 1}, gpu_count=2, gpu_class="h100", cpu_count=1.5, memory="2GiB"

@@ -27,12 +27,21 @@ from pydantic import (
 
 from wharf.core import resource_kinds as kinds
 from wharf.core.enums import ReclaimTolerance, StepRuntime
-from wharf.core.resources import MEMORY_PATTERN, ByteUnit, ResourceDemand, parse_memory
+from wharf.core.resources import (
+    MEMORY_PATTERN,
+    ByteUnit,
+    ResourceDemand,
+    ResourceName,
+    parse_memory,
+)
 
 PoolResourceDemand = ResourceDemand
 """The public name of the one demand model (:class:`wharf.core.resources.ResourceDemand`)."""
 
-ResourceInput = str | dict[str, PositiveInt] | ResourceDemand | list[ResourceDemand]
+ResourceInput = (
+    ResourceName | dict[ResourceName, PositiveInt] | ResourceDemand | list[ResourceDemand]
+)
+"""A resource name is checked where it is written, as a demand's is (not when the step runs)."""
 
 
 class ResourceSettings(BaseModel):
