@@ -461,6 +461,11 @@ class Client:
     def load_step_output(self, run: str | UUID, step_name: str, output: str | None = None) -> Any:
         """The value a step of a run produced (its only output unless ``output`` is named)."""
         step = self.get_run_step(run, step_name)
+        if not step.outputs:  # nothing to name: say why there is nothing
+            produced = step.status in (ExecutionStatus.COMPLETED, ExecutionStatus.CACHED)
+            why = "" if produced else f": it is {step.status.value}"
+            wanted = "no outputs" if output is None else f"no output '{output}'"
+            raise EntityNotFoundError(f"Step '{step_name}' has {wanted}{why}.")
         if output is None:
             if len(step.outputs) != 1:
                 raise EntityNotFoundError(

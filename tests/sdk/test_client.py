@@ -1,0 +1,39 @@
+"""The Client's reads of a step's outputs: what it answers when there is nothing to load."""
+
+from __future__ import annotations
+
+import pytest
+
+from wharf import Client, pipeline, step
+from wharf.core.errors import EntityNotFoundError
+from wharf.sdk.workspace import Workspace
+
+
+@step(enable_cache=False)
+def broken() -> int:
+    raise ValueError("no value today")
+
+
+@step(enable_cache=False)
+def quiet() -> None:
+    return None
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def outputs_missing() -> None:
+    quiet()
+    broken()
+
+
+def test_a_step_without_outputs_says_why_there_is_none(workspace: Workspace) -> None:
+    run = outputs_missing.run_in(workspace)
+    client = Client(workspace.config, workspace.store)
+    with pytest.raises(EntityNotFoundError) as failed:
+        client.load_step_output(run.id, "broken")
+    assert str(failed.value) == "Step 'broken' has no outputs: it is failed."
+    with pytest.raises(EntityNotFoundError) as named:
+        client.load_step_output(run.id, "broken", "output")
+    assert str(named.value) == "Step 'broken' has no output 'output': it is failed."
+    with pytest.raises(EntityNotFoundError) as none:
+        client.load_step_output(run.id, "quiet")
+    assert str(none.value) == "Step 'quiet' has no outputs."
