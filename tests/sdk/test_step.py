@@ -52,3 +52,18 @@ def test_a_step_cache_policy_that_ignores_an_unknown_input_is_refused() -> None:
     ignoring = step(cache_policy=CachePolicy(ignored_inputs=("seed",)))(consume)
     assert ignoring.cache_policy is not None
     assert ignoring.cache_policy.ignored_inputs == ("seed",)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("a::b", "must not contain '::'"),
+        ("x" * 256, "1 to 255 characters"),
+        ("tab\there", "control or invisible"),
+    ],
+)
+def test_a_step_name_that_would_make_artifact_names_ambiguous_is_refused(
+    name: str, message: str
+) -> None:
+    with pytest.raises(StepInterfaceError, match=message):
+        step(name=name)(make)

@@ -1,6 +1,7 @@
 """What a stored name may be, and how two names compare: one rule on every database.
 
-Owns :func:`normalize_name` (the rule), :func:`lookup_form` and :data:`MAX_NAME_LENGTH`.
+Owns :func:`normalize_name` (the rule), :func:`lookup_form`, :data:`MAX_NAME_LENGTH` and
+:func:`definition_name` (the stricter rule for the pipeline and step names a script defines).
 
 Invariant: names compare case-sensitively, code point by code point, and uniqueness is the same
 on every database: SQLite and PostgreSQL compare stored strings exactly, and MySQL/MariaDB's
@@ -56,3 +57,27 @@ def lookup_form(value: str) -> str | None:
         return normalize_name(value, "")
     except InputError:
         return None
+
+
+ARTIFACT_NAME_SEPARATOR = "::"
+"""Joins pipeline, step and output into an artifact's name (``pipeline::step::output``)."""
+
+
+def definition_name(value: str, what: str, *, folder: bool = False) -> str:
+    """``value`` as a ``what`` ("pipeline", "step") name given in code, or InputError: the
+    stored-name rule (:func:`normalize_name`) and no ``::``, which would make two artifacts'
+    names equal (pipeline ``a::b`` with step ``c``, pipeline ``a`` with step ``b::c``); a name
+    that is also a ``folder`` of the artifact store (a pipeline's) has no slash or backslash and
+    is not ``.`` or ``..``."""
+    name = normalize_name(value, what)
+    if ARTIFACT_NAME_SEPARATOR in name:
+        raise InputError(
+            f"A {what} name must not contain '{ARTIFACT_NAME_SEPARATOR}' (it separates the parts "
+            f"of an artifact's name): {name!r}."
+        )
+    if folder and (name in (".", "..") or "/" in name or "\\" in name):
+        raise InputError(
+            f"A {what} name must not contain a slash or backslash or be '.' or '..' (it names "
+            f"a folder of the artifact store): {name!r}."
+        )
+    return name

@@ -20,7 +20,8 @@ from wharf.config.component_settings import check_component_settings, parse_comp
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
-from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
+from wharf.core.names import definition_name
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
@@ -82,7 +83,10 @@ class Pipeline(Generic[P]):
         code_source: CodeSource | None = None,
     ) -> None:
         self.func = func
-        self.name = name or func.__name__
+        try:
+            self.name = definition_name(name or func.__name__, "pipeline", folder=True)
+        except InputError as exc:
+            raise PipelineDefinitionError(str(exc)) from None
         self.dynamic = dynamic
         self.raise_on_failure = raise_on_failure
         """A call whose run ends failed raises ``RunFailedError`` (False: returns the run)."""

@@ -18,7 +18,8 @@ from wharf.artifacts.materializers.base import Materializer
 from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.enums import StepRuntime
-from wharf.core.errors import StepInterfaceError
+from wharf.core.errors import InputError, StepInterfaceError
+from wharf.core.names import definition_name
 from wharf.core.step_interface import StepInterface, parse_interface
 from wharf.execution.dynamic import active_dynamic_run
 from wharf.execution.dynamic_futures import MapResultsFuture, StepFuture
@@ -116,7 +117,10 @@ class Step(Generic[P, R]):
                 f"Step '{func.__name__}' must be a plain function, not a coroutine or generator."
             )
         self.func = func
-        self.name = name or func.__name__
+        try:
+            self.name = definition_name(name or func.__name__, "step")
+        except InputError as exc:
+            raise StepInterfaceError(str(exc)) from None
         self.interface: StepInterface = parse_interface(func, self.name)
         self.source = f"{func.__module__}:{func.__qualname__}"
         self.source_file = _script_file(func)
