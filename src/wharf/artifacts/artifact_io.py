@@ -126,10 +126,24 @@ def load_artifact(
     except MaterializationError:
         raise
     except Exception as exc:
+        gone = isinstance(exc, FileNotFoundError) and not _exists(store, uri)
         raise MaterializationError(
             f"Cannot load artifact {uri!r} of type {data_type_path!r} with "
-            f"{cls.__name__}: {_one_line(exc)}"
+            f"{cls.__name__}: {_one_line(exc)}" + (MISSING_FILES_HINT if gone else "")
         ) from exc
+
+
+MISSING_FILES_HINT = (
+    " Its files are gone from the artifact store; the step that produced it stays a cache hit"
+    " until it runs with enable_cache=False."
+)
+
+
+def _exists(store: ArtifactStore, uri: str) -> bool:
+    try:
+        return store.exists(uri)
+    except OSError:
+        return True  # unknown: no hint rather than a wrong one
 
 
 def _one_line(exc: BaseException) -> str:
