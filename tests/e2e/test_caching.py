@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -320,6 +321,31 @@ def test_cache_func_and_source_dependencies(workspace: Workspace) -> None:
     assert status_map(workspace, p.run_in(workspace).id)["guarded"] is ExecutionStatus.CACHED
     CACHE_FUNC_VALUE["value"] = "b"
     assert status_map(workspace, p.run_in(workspace).id)["guarded"] is ExecutionStatus.COMPLETED
+
+
+def test_a_whole_module_as_a_source_dependency(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's own code is in its key, not the helpers it calls: naming their module (the
+    object or its import path) puts the module's whole source in the key."""
+    helpers = tmp_path / "cache_dep_helpers.py"
+    helpers.write_text("FACTOR = 3\n\ndef scale(x):\n    return x * FACTOR\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("cache_dep_helpers")
+    assert CachePolicy(source_dependencies=[module]).source_dependencies == ("cache_dep_helpers",)
+
+    @step(cache_policy=CachePolicy(source_dependencies=["cache_dep_helpers"]))
+    def scaled() -> int:
+        return int(module.scale(2))
+
+    @pipeline
+    def p() -> None:
+        scaled()
+
+    p.run_in(workspace)
+    assert status_map(workspace, p.run_in(workspace).id)["scaled"] is ExecutionStatus.CACHED
+    helpers.write_text("FACTOR = 4\n\ndef scale(x):\n    return x * FACTOR\n")
+    assert status_map(workspace, p.run_in(workspace).id)["scaled"] is ExecutionStatus.COMPLETED
 
 
 def test_cached_step_takes_source_from_original(workspace: Workspace) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime
+from types import ModuleType
 from typing import Any
 
 from pydantic import (
@@ -167,7 +168,8 @@ class CachePolicy(BaseModel):
     file_dependencies: tuple[str, ...] = ()
     """Paths relative to the source root whose bytes are part of the key."""
     source_dependencies: tuple[str, ...] = ()
-    """Import paths (``module:attr`` or ``module.attr``) whose source code is part of the key."""
+    """Import paths (``module:attr``, ``module.attr`` or a whole ``module``) whose source code is
+    part of the key."""
     cache_func: str | None = None
     """Import path of a zero-argument function returning a string that is part of the key."""
     expires_after: PositiveInt | None = None
@@ -192,6 +194,8 @@ class CachePolicy(BaseModel):
 
 
 def _import_path_of(obj: Any) -> Any:
+    if isinstance(obj, ModuleType):
+        return obj.__name__
     if isinstance(obj, str) or not callable(obj):
         return obj
     fn: Callable[..., Any] = obj

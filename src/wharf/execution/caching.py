@@ -29,6 +29,12 @@ def cache_enabled(spec: StepSpec) -> bool:
 
 
 def _import_object(path: str) -> Any:
+    """The object at ``module:attr`` or ``module.attr``, or the module ``path`` itself."""
+    if ":" not in path:
+        try:
+            return importlib.import_module(path)
+        except ImportError:
+            pass  # module.attr
     module_name, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
     try:
         obj: Any = importlib.import_module(module_name)
