@@ -3,6 +3,7 @@ request." (nobody asked for a stop)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,12 @@ from wharf.core.enums import ExecutionStatus
 from wharf.execution.dag_runner import DagOutcome
 from wharf.execution.dynamic import DynamicOutcome
 from wharf.execution.launcher import StepOutcome
-from wharf.execution.lost_resources import RESOURCES_LOST, lost_resources
+from wharf.execution.lost_resources import (
+    RESOURCES_LOST,
+    lost_resources,
+    reclaimed,
+    reclaimed_resources,
+)
 from wharf.execution.resources.embedded import LazyResourceManager
 from wharf.execution.resources.pairing import fixed_account
 from wharf.execution.resources.requester import StepRequester
@@ -45,6 +51,29 @@ def test_a_stop_request_still_reads_as_one() -> None:
         "Stopped on request.",
     )
     assert lost_resources([("s", CANCELLED, "Cancelling: preempted.")]) is None
+
+
+def test_a_run_whose_step_was_preempted_says_so_not_stopped_on_request() -> None:
+    """Nobody asked for a stop: the Resource Manager took the step's resources for another."""
+    why = reclaimed(uuid.uuid4(), "Preempted to free resources for request r: higher priority.")
+    steps = {
+        "train": StepOutcome("train", CANCELLED, reason=f"Cancelling: {why}."),
+        "done": StepOutcome("done", ExecutionStatus.COMPLETED),
+    }
+    expected = (
+        ExecutionStatus.STOPPED,
+        "Step(s) train cancelled: their resources were reclaimed by the Resource Manager.",
+    )
+    assert DagOutcome(steps=steps).final_status() == expected
+    assert DynamicOutcome(steps=steps).final_status() == expected
+    # A stop asked for here, or another step stopped from elsewhere, still reads as a stop.
+    stopped = StepOutcome("s", ExecutionStatus.STOPPED, reason="Stopped on request.")
+    assert DagOutcome(steps=steps, stop_requested=True).final_status() == (
+        ExecutionStatus.STOPPED,
+        "Stopped on request.",
+    )
+    assert DagOutcome(steps={**steps, "s": stopped}).final_status()[1] == "Stopped on request."
+    assert reclaimed_resources([("done", ExecutionStatus.COMPLETED, None)]) is None
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from wharf.core.enums import (
     ResourceRequestStatus,
 )
 from wharf.core.errors import IllegalOperationError, InputError, StoreUnavailableError
+from wharf.execution.lost_resources import RESOURCES_RECLAIMED
 from wharf.resource_manager.contract.models import ResourceRequestCreate
 from wharf.resource_manager.domain import SubjectSelector, SubjectType
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER
@@ -218,7 +219,11 @@ def test_heartbeat_maps_a_preempting_request_to_cancelling(team: Team) -> None:
     assert team.rm_admin.requests.get(holder.resource_request_id).status is (
         ResourceRequestStatus.PREEMPTING
     )
-    assert "preempting" in _reclaim_reason(team, holder)
+    # Its request was taken back for another: "was reclaimed", with the RM's reason (it said
+    # "is preempting", which reads as if this step were preempting others).
+    reason = _reclaim_reason(team, holder)
+    assert f"resource request {holder.resource_request_id} {RESOURCES_RECLAIMED} (" in reason
+    assert f"Preempted to free resources for request {urgent.resource_request_id}" in reason
 
 
 def test_a_cancelling_step_keeps_renewing_until_its_shutdown_completes(team: Team) -> None:
@@ -230,7 +235,7 @@ def test_a_cancelling_step_keeps_renewing_until_its_shutdown_completes(team: Tea
     _running(team, holder)
     assert team.rm_admin is not None and holder.resource_request_id is not None
     team.rest("boss").steps.create(team.queued(team.run("boss")))
-    assert "preempting" in _reclaim_reason(team, holder)
+    assert RESOURCES_RECLAIMED in _reclaim_reason(team, holder)
     before = team.rm_admin.requests.get(holder.resource_request_id).lease_expires_at
     time.sleep(0.05)  # real seconds: the RM service stamps renewals with its own clock
     beat = team.rest("member").steps.update_heartbeat(holder.id, 600)

@@ -29,7 +29,7 @@ from wharf.core.errors import RunStoppingError
 from wharf.execution.cache_decisions import ReadyStep, ReadySteps
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
-from wharf.execution.lost_resources import lost_resources
+from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
@@ -67,6 +67,9 @@ class DagOutcome:
         lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if lost is not None and not self.stop_requested:
             return ExecutionStatus.FAILED, lost
+        reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if reclaimed is not None and not self.stop_requested:
+            return ExecutionStatus.STOPPED, reclaimed
         stopped = [
             n
             for n, o in self.steps.items()

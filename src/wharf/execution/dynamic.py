@@ -39,7 +39,7 @@ from wharf.execution.dynamic_futures import (
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import ReplayDivergedError, StepLauncher, StepOutcome
-from wharf.execution.lost_resources import lost_resources
+from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
@@ -86,6 +86,9 @@ class DynamicOutcome:
         lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if lost is not None:
             return ExecutionStatus.FAILED, lost
+        reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if reclaimed is not None:
+            return ExecutionStatus.STOPPED, reclaimed
         if any(
             o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
             for o in self.steps.values()

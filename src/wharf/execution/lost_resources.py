@@ -1,19 +1,40 @@
 """How a step and its run say that the step lost its resources.
 
-Owns :data:`RESOURCES_LOST` and :func:`lost_resources`. A running step whose lease expired
-(its renewals did not reach the Resource Manager in time) is cancelled with a reason holding
-:data:`RESOURCES_LOST`; a run that ends with such a step failed for that reason, never
-"Stopped on request." (nobody asked for a stop).
+Owns :data:`RESOURCES_LOST`, :func:`lost_resources`, :func:`reclaimed` and
+:func:`reclaimed_resources`. A running step whose lease expired (its renewals did not reach the
+Resource Manager in time) is cancelled with a reason holding :data:`RESOURCES_LOST`; a run that
+ends with such a step failed for that reason. A step whose request the Resource Manager
+reclaimed (preempted) is cancelled with a reason holding :data:`RESOURCES_RECLAIMED`; a run
+whose only stopped steps are such steps ends stopped for that reason. Neither says "Stopped on
+request." (nobody asked for a stop).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
 
 RESOURCES_LOST = "resources lost: lease expired while the Resource Manager was unavailable"
+RESOURCES_RECLAIMED = "was reclaimed by the Resource Manager"
 _ENDED = (ExecutionStatus.CANCELLED, ExecutionStatus.STOPPED)
+
+
+def reclaimed(request_id: UUID, why: str | None) -> str:
+    """Why a step is cancelled when its request ``request_id`` is preempted (the RM's ``why``)."""
+    because = f" ({why.rstrip('.')})" if why else ""
+    return f"its resource request {request_id} {RESOURCES_RECLAIMED}{because}"
+
+
+def reclaimed_resources(steps: Iterable[tuple[str, ExecutionStatus, str | None]]) -> str | None:
+    """The run's reason when the steps of ``steps`` (name, status, reason) that ended stopped
+    or cancelled all did so because their requests were reclaimed, else None."""
+    ended = [(name, reason or "") for name, status, reason in steps if status in _ENDED]
+    if not ended or any(RESOURCES_RECLAIMED not in reason for _, reason in ended):
+        return None
+    names = ", ".join(name for name, _ in ended)
+    return f"Step(s) {names} cancelled: their resources were reclaimed by the Resource Manager."
 
 
 def lost_resources(steps: Iterable[tuple[str, ExecutionStatus, str | None]]) -> str | None:

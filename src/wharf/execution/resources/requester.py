@@ -22,7 +22,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
-from wharf.execution.lost_resources import RESOURCES_LOST
+from wharf.execution.lost_resources import RESOURCES_LOST, reclaimed
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
@@ -64,6 +64,9 @@ RECLAIMED = frozenset(
         ResourceRequestStatus.EXPIRED,
     }
 )
+PREEMPTED = frozenset({ResourceRequestStatus.PREEMPTING, ResourceRequestStatus.PREEMPTED})
+"""Statuses of a request the RM took back for another (its step "was reclaimed", not "is
+preempting", which reads as if it were preempting others)."""
 CREATE_PATIENCE_SECONDS = 10.0
 """How long making a request rides out an unreachable RM (a restart): on the workspace server
 this holds the step's creation call, whose client waits 30 s for an answer."""
@@ -116,6 +119,8 @@ class StepRequester:
             return None
         if request.status is ResourceRequestStatus.EXPIRED:
             return RESOURCES_LOST
+        if request.status in PREEMPTED:
+            return reclaimed(request.id, request.status_reason)
         if request.status in RECLAIMED:
             return f"its resource request {request.id} is {request.status.value}"
         return None
