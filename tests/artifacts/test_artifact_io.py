@@ -68,6 +68,20 @@ class OneFileThenFails(Materializer):
         raise NotImplementedError
 
 
+class TwoFilesInOne(Materializer):
+    """Declares the single-file layout, then writes two files (both would be the URI)."""
+
+    ASSOCIATED_TYPES = (object,)
+    SINGLE_FILE = True
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("first", b"1")
+        self.write_bytes("second", b"2")
+
+    def load(self, data_type: type[Any]) -> Any:
+        return int(self.read_bytes("first"))
+
+
 class Failing(Materializer):
     ASSOCIATED_TYPES = (object,)
 
@@ -277,3 +291,13 @@ def test_loading_an_artifact_whose_files_are_gone_says_how_to_make_it_again(
     assert "FileNotFoundError" in message
     assert "stays a cache hit until it runs with enable_cache=False" in message
     assert "\n" not in message
+
+
+def test_a_single_file_materializer_that_writes_two_files_is_refused_and_leaves_nothing(
+    store: LocalArtifactStore, registry: MaterializerRegistry
+) -> None:
+    """The second file would silently replace the first (the run would load the wrong bytes)."""
+    uri = store.new_uri("two")
+    with pytest.raises(MaterializationError, match="declares SINGLE_FILE = True but uses two"):
+        save_artifact(1, store, uri, registry, materializer=TwoFilesInOne)
+    assert os.listdir(os.path.dirname(uri)) == []

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from wharf.artifacts.store import ArtifactStore, join_uri
+from wharf.core.errors import MaterializationError
 
 
 class Materializer(ABC):
@@ -49,6 +50,7 @@ class Materializer(ABC):
         self.uri = uri
         self.artifact_store = artifact_store
         self._is_file: bool | None = None
+        self._file_name: str | None = None  # the one name used in the single-file layout
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -70,6 +72,13 @@ class Materializer(ABC):
         """The URI of the file ``name`` of this artifact: ``uri`` itself in the single-file
         layout, else ``uri/name``."""
         if self.SINGLE_FILE and self._single_file_layout():
+            if self._file_name is None:
+                self._file_name = name
+            elif name != self._file_name:  # both would be the URI: one would overwrite the other
+                raise MaterializationError(
+                    f"{type(self).__name__} declares SINGLE_FILE = True but uses two files, "
+                    f"{self._file_name!r} and {name!r}; set SINGLE_FILE = False."
+                )
             return self.uri
         return join_uri(self.uri, name)
 
