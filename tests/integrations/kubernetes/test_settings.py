@@ -119,12 +119,49 @@ def test_the_step_operator_has_no_orchestrator_only_settings() -> None:
         ({"volume_mounts": [{"name": "data"}]}, "mountPath"),
         ({"image_pull_secrets": ["Not Valid"]}, "not a valid secret name"),
         ({"host_network": True}, "host_network"),
+        (
+            {"affinity": {"nodeAffinity": 3}},
+            "'pod_settings.affinity': nodeAffinity: Input should be a valid dictionary",
+        ),
+        ({"affinity": {"nodeAffinty": {}}}, "'nodeAffinty' is not a known field"),
+        ({"env": [{"name": "A", "value": 5}]}, 'entry 0 ({"name": "A", "value": 5}): value'),
+        ({"env_from": [{"secretref": {"name": "s"}}]}, "'secretref' is not a known field"),
+        ({"volumes": [{"name": "d", "emptydir": {}}]}, "'emptydir' is not a known field"),
+        ({"volume_mounts": [{"name": "d", "mountPath": "/d", "readonly": True}]}, "'readonly'"),
     ],
 )
 def test_pod_settings_refuse_what_a_server_would(pod: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as raised:
         KubernetesOrchestratorSettings.from_component({"pod_settings": pod})
     assert message in str(raised.value)
+
+
+def test_pod_settings_in_the_apis_shape_are_kept_as_given() -> None:
+    pod = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
+                    ]
+                }
+            }
+        },
+        "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}}],
+        "env_from": [{"secretRef": {"name": "s3-credentials"}}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        "volume_mounts": [{"name": "data", "mountPath": "/data", "readOnly": True}],
+    }
+    settings = KubernetesOrchestratorSettings.from_component({"pod_settings": pod})
+    assert settings.pod_settings is not None
+    assert settings.pod_settings.model_dump(exclude_unset=True) == pod
+
+
+def test_a_pod_failure_policy_the_client_would_refuse_is_refused_naming_the_field() -> None:
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": "1"}}]}
+    with pytest.raises(InputError) as raised:
+        KubernetesOrchestratorSettings.from_component({"pod_failure_policy": policy})
+    assert "'pod_failure_policy': rules.0.onExitCodes.values" in str(raised.value)
 
 
 def test_pod_settings_take_numbers_as_quantities_and_the_api_shape_of_pull_secrets() -> None:

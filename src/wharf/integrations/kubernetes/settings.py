@@ -19,10 +19,11 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from wharf.core.errors import InputError
 from wharf.core.validation import describe_validation_error
+from wharf.integrations.kubernetes.api_shapes import api_shape_problem
 from wharf.integrations.kubernetes.labels import (
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -44,6 +45,13 @@ TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
+API_ENTRY_MODELS = {
+    "env": "V1EnvVar",
+    "env_from": "V1EnvFromSource",
+    "volumes": "V1Volume",
+    "volume_mounts": "V1VolumeMount",
+}
+"""The Kubernetes client's model of each entry of these pod settings (checked as given)."""
 _QUANTITY = re.compile(r"\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?")
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -168,6 +176,24 @@ class KubernetesPodSettings(BaseModel):
         for entry in value:
             if not isinstance(entry.get("name"), str) or not entry["name"]:
                 raise ValueError(f"every entry needs a 'name'; got {json.dumps(entry)[:80]}")
+        return value
+
+    @field_validator("affinity")
+    @classmethod
+    def _check_affinity(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = api_shape_problem("V1Affinity", value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("env", "env_from", "volumes", "volume_mounts")
+    @classmethod
+    def _check_entries(cls, value: list[dict[str, Any]], info: ValidationInfo) -> Any:
+        model = API_ENTRY_MODELS[str(info.field_name)]
+        for index, entry in enumerate(value):
+            problem = api_shape_problem(model, entry)
+            if problem is not None:
+                raise ValueError(f"entry {index} ({json.dumps(entry)[:80]}): {problem}")
         return value
 
     @field_validator("volume_mounts")
@@ -329,6 +355,9 @@ class _KubernetesSettings(BaseModel):
         rules = value.get("rules")
         if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
             raise ValueError("a pod failure policy needs a list of 'rules' (mappings)")
+        problem = api_shape_problem("V1PodFailurePolicy", value)
+        if problem is not None:
+            raise ValueError(problem)
         policy = copy.deepcopy(value)
         for rule in policy["rules"]:
             for pattern in rule.get("onPodConditions") or []:
