@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client
 
 from tests.kube.emulator import Emulator
-from wharf.core.errors import InputError
-from wharf.integrations.kubernetes.clients import IN_CLUSTER_ENV, kube_clients
+from wharf.core.errors import InputError, WharfError
+from wharf.integrations.kubernetes.clients import IN_CLUSTER_ENV, cluster_call, kube_clients
 
 
 @pytest.fixture
@@ -84,3 +84,33 @@ def test_inside_a_pod_without_a_service_account_the_error_says_so(
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     with pytest.raises(InputError, match="in-cluster Kubernetes configuration"):
         kube_clients()
+
+
+def test_a_body_the_client_itself_refuses_is_one_clear_line(emulator: Emulator) -> None:
+    """The client (33 and newer) checks a body against its models before sending it."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "probe"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "affinity": {"nodeAffinity": 3},
+                    "containers": [{"name": "main", "image": "python:3.11"}],
+                    "restartPolicy": "Never",
+                }
+            }
+        },
+    }
+    clients = kube_clients(kubeconfig=str(emulator.kubeconfig_path))
+    try:
+        with pytest.raises(WharfError) as caught, cluster_call("create the Job default/probe"):
+            clients.batch.create_namespaced_job("default", job, _preload_content=False)
+        assert clients.batch.list_namespaced_job("default").items == []
+    finally:
+        clients.close()
+    assert str(caught.value) == (
+        "Cannot create the Job default/probe: the Kubernetes client refused the request: "
+        "spec.template.spec.affinity.nodeAffinity: Input should be a valid dictionary or "
+        "instance of V1NodeAffinity"
+    )

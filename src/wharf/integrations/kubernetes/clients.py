@@ -23,6 +23,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client import ApiException
 from kubernetes.config.config_exception import ConfigException
+from pydantic import ValidationError
 from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
@@ -170,8 +171,8 @@ def _one_line(exc: BaseException) -> str:
 
 @contextmanager
 def cluster_call(action: str) -> Iterator[None]:
-    """Turn a refusal or an unreachable API server into one :class:`WharfError` line saying
-    that ``action`` could not be done, and why."""
+    """Turn a refusal, an unreachable API server or a body the client itself refuses into one
+    :class:`WharfError` line saying that ``action`` could not be done, and why."""
     try:
         yield
     except ApiException as exc:
@@ -180,6 +181,12 @@ def cluster_call(action: str) -> Iterator[None]:
         cause = getattr(exc, "reason", None) or exc  # MaxRetryError: the last attempt's error
         reason = _one_line(cause)
         raise WharfError(f"Cannot {action}: the Kubernetes API is unreachable ({reason})") from None
+    except ValidationError as exc:  # the client (33 and newer) checks a body before sending it
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:])  # [0]: the body's argument
+        raise WharfError(
+            f"Cannot {action}: the Kubernetes client refused the request: {where}: {first['msg']}"
+        ) from None
 
 
 def api_error(exc: ApiException, action: str) -> WharfError:
