@@ -131,8 +131,14 @@ def test_format_base_uses_the_largest_exact_unit(descriptor, base, text):
         (CPU, 1500, "1.5 CPU"),
         (CPU, 1234, "1234 mCPU"),
         (CPU, 12345, "12.3 CPU"),
+        (CPU, 12350, "12.35 CPU"),
+        (CPU, 123456, "123.5 CPU"),
         (GPU, 0, "0 GPU"),
         (GPU, None, "unlimited GPU"),
+        # Past 2**53 a float loses digits: these showed as 100000000000000004764729344 GPU
+        # and 97656249999999991633936384.0 PiB (the exact value rounds to this one).
+        (GPU, 10**26 - 1, f"{10**26 - 1} GPU"),
+        (MEMORY, (10**29 - 1) * 1024**4, "97656250000000000000000000.0 PiB"),
     ],
 )
 def test_format_human_is_exact_when_short_else_one_decimal(descriptor, base, text):

@@ -166,12 +166,16 @@ def format_human(descriptor: ResourceDescriptor, base_quantity: int | None) -> s
         return exact
     units = sorted(descriptor.units, key=lambda u: (-u.multiplier, u.name))
     unit = next((u for u in units if base_quantity >= u.multiplier), units[-1])
+    # Integer arithmetic throughout: a float loses digits past 2**53 (a pool of 10**26 GPUs
+    # showed as 100000000000000004764729344 GPU).
     if (base_quantity * 100) % unit.multiplier == 0:  # whole, or exact with two decimals
-        value = f"{base_quantity / unit.multiplier:.2f}".rstrip("0").rstrip(".")
+        whole, cents = divmod(base_quantity * 100 // unit.multiplier, 100)
+        value = f"{whole}.{cents:02d}".rstrip("0").rstrip(".")
         return f"{value} {unit.name}"
     if len(exact.split(" ", 1)[0]) <= HUMAN_DIGITS:
         return exact
-    return f"{base_quantity / unit.multiplier:.1f} {unit.name}"
+    whole, tenth = divmod((base_quantity * 20 + unit.multiplier) // (2 * unit.multiplier), 10)
+    return f"{whole}.{tenth} {unit.name}"
 
 
 @dataclass(frozen=True, slots=True)
