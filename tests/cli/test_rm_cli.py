@@ -258,6 +258,46 @@ def test_bad_input_is_one_line_and_changes_nothing(
     assert (rm.pools.list(), rm.policies.list(), rm.requests.list().total) == before
 
 
+BAD_FILES: list[tuple[str, str, str]] = [
+    ("pool", "name: x\nclasses: nope\n", "Invalid pool: 'classes' must be a list (got 'nope')"),
+    ("pool", "name: x\nclasses: [1]\n", "'classes[0]' must be a mapping"),
+    ("pool", "name: x\nclasses: {name: c}\n", "'classes' must be a list"),
+    (
+        "pool",  # the second class silently replaced the first
+        "name: x\nclasses: [{name: c, capacity: {GPU: 1}}, {name: c, capacity: {GPU: 5}}]\n",
+        "'classes' names 'c' more than once",
+    ),
+    ("policy", "name: y\npool: gpus\nsubject_selector: {}\ngrants: nope\n", "'grants' must"),
+    ("policy", "name: y\npool: gpus\nsubject_selector: {}\ngrants: [1]\n", "'grants[0]'"),
+    (
+        "policy",
+        "name: y\npool: gpus\nsubject_selector: {subject_type: project}\n"
+        "grants: [{class: h100}, {class: h100}]\n",
+        "'grants' names 'h100' more than once",
+    ),
+]
+
+
+def test_malformed_files_are_one_line_and_change_nothing(
+    env: dict[str, str], rm: HttpResourceManager, tmp_path: Path
+) -> None:
+    """A file whose classes or grants are not a list of mappings with distinct names (it was
+    an AttributeError traceback, or a duplicate silently dropped)."""
+    _setup(rm, gpus=8)
+    before = (rm.pools.list(), rm.policies.list())
+    for index, (command, text, fragment) in enumerate(BAD_FILES):
+        path = tmp_path / f"{index}.yaml"
+        path.write_text(text)
+        assert_one_line_error(run(command, "create", "-f", str(path), env=env), fragment)
+    path = tmp_path / "update.yaml"
+    path.write_text("classes: nope\n")
+    assert_one_line_error(
+        run("pool", "update", "gpus", "-f", str(path), "-c", "gpu:h100=2", env=env),
+        "'classes' must be a list",
+    )
+    assert (rm.pools.list(), rm.policies.list()) == before
+
+
 def test_requests(env: dict[str, str], rm: HttpResourceManager) -> None:
     _setup(rm, gpus=1)
     held = rm.requests.create(_request("p1"))

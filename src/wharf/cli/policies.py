@@ -18,6 +18,7 @@ from wharf.cli.output import OUTPUT_OPTION
 from wharf.cli.resource_manager import (
     Resources,
     echo_json,
+    entries_by_name,
     load_yaml,
     open_rm,
     remember_rm,
@@ -140,8 +141,8 @@ def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
     return selector or None
 
 
-def _grant_list(grants: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str(g.get("class", g.get("class_name"))): dict(g) for g in grants}
+def _grant_list(grants: Any) -> dict[str, dict[str, Any]]:
+    return entries_by_name(grants, model="policy", field="grants", names=("class", "class_name"))
 
 
 def _apply_grants(
@@ -223,7 +224,7 @@ def create(ctx: click.Context, /, **options: Any) -> None:
         if field not in body:
             raise InputError(f"A policy needs {how} (or {field} in -f FILE).")
     with open_rm(ctx) as rm:
-        grants = _grant_list(list(body.get("grants") or []))
+        grants = _grant_list(body.get("grants"))
         _apply_grants(resources(rm), grants, options)
         body["grants"] = list(grants.values())
         _show(rm, rm.policies.create(load(PolicyCreate, body)), options["output"])
@@ -251,7 +252,7 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
             current = body.get("grants")
             if current is None:
                 current = [_grant_body(g) for g in rm.policies.get(name).grants]
-            grants = _grant_list(list(current))
+            grants = _grant_list(current)
             for class_name in options["remove_grant"]:
                 if grants.pop(class_name, None) is None:
                     raise InputError(f"--remove-grant: the policy has no grant for '{class_name}'.")

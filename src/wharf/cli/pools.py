@@ -19,6 +19,7 @@ from wharf.cli.output import OUTPUT_OPTION, echo_fields
 from wharf.cli.resource_manager import (
     Resources,
     echo_json,
+    entries_by_name,
     load_yaml,
     open_rm,
     remember_rm,
@@ -96,8 +97,8 @@ def _class_options(func: Any) -> Any:
     return func
 
 
-def _by_name(classes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str(item.get("name")): dict(item) for item in classes}
+def _by_name(classes: Any) -> dict[str, dict[str, Any]]:
+    return entries_by_name(classes, model="pool", field="classes")
 
 
 def apply_classes(
@@ -185,7 +186,7 @@ def create(
         body, name=name, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
     )
     with open_rm(ctx) as rm:
-        classes = _by_name(list(body.get("classes") or []))
+        classes = _by_name(body.get("classes"))
         apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
         body["classes"] = list(classes.values())
         created = rm.pools.create(load(PoolCreate, body))
@@ -229,7 +230,7 @@ def update(
             current = body.get("classes") or [
                 c.model_dump(mode="json") for c in rm.pools.get(name).classes
             ]
-            classes = _by_name(list(current))
+            classes = _by_name(current)
             for class_name in remove_class:
                 if classes.pop(class_name, None) is None:
                     raise InputError(f"--remove-class: the pool has no class '{class_name}'.")

@@ -161,6 +161,33 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def entries_by_name(
+    items: Any, *, model: str, field: str, names: tuple[str, ...] = ("name",)
+) -> dict[str, dict[str, Any]]:
+    """A file's list field (a pool's ``classes``, a policy's ``grants``; ``None``: empty) by
+    each entry's name (its first key of ``names``). InputError naming the field, as the
+    models word it, unless it is a list of mappings with distinct names: a name given twice
+    would silently keep only the last entry."""
+    from wharf.core.errors import InputError
+
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise InputError(f"Invalid {model}: '{field}' must be a list (got {items!r})")
+    found: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InputError(
+                f"Invalid {model}: '{field}[{index}]' must be a mapping (KEY: VALUE entries) "
+                f"(got {item!r})"
+            )
+        name = str(next((item[key] for key in names if key in item), None))
+        if name in found:
+            raise InputError(f"Invalid {model}: '{field}' names '{name}' more than once")
+        found[name] = dict(item)
+    return found
+
+
 def split_assignment(text: str, what: str) -> tuple[str, str]:
     """``KEY=VALUE`` -> (KEY, VALUE); InputError naming ``what`` otherwise."""
     from wharf.core.errors import InputError
