@@ -206,7 +206,12 @@ def test_a_context_the_kubeconfig_lacks_is_registered_and_refused_by_the_run(
         ("malformed kubeconfig", "Cannot read the kubeconfig"),
         ("unreachable", "the Kubernetes API is unreachable (HTTPConnection(host='127.0.0.1'"),
         ("wrong token", "(HTTP 401): Unauthorized (the cluster refused the kubeconfig's"),
-        ("no such namespace", '(HTTP 404): namespaces "ml-team" not found'),
+        (
+            "no such namespace",
+            '(HTTP 404): namespaces "ml-team" not found (create it, e.g. '
+            "`kubectl create namespace ml-team`, or set the component's or the pipeline's "
+            "`namespace` to one that exists)",
+        ),
         ("jobs forbidden", '(HTTP 403): jobs.batch is forbidden: User "wharf-test" cannot'),
         ("secrets unpatchable", "Cannot let the Job own the run's Secret default/wharf-run-env"),
         ("failing exec plugin", 'User "system:anonymous" cannot create resource "secrets"'),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from kubernetes import client, config
@@ -45,6 +46,11 @@ NO_CREDENTIALS = (
 CREDENTIALS_REFUSED = (
     " (the cluster refused the kubeconfig's credentials: renew them, e.g. log in to the "
     "cluster again, or check -c context / -c kubeconfig)"
+)
+
+NO_NAMESPACE = (
+    " (create it, e.g. `kubectl create namespace {namespace}`, or set the component's or the "
+    "pipeline's `namespace` to one that exists)"
 )
 
 
@@ -192,14 +198,18 @@ def cluster_call(action: str) -> Iterator[None]:
 def api_error(exc: ApiException, action: str) -> WharfError:
     """A one-line error for an API refusal: what could not be done, and the server's reason."""
     message = exc.reason or "refused"
+    details: dict[str, Any] = {}
     try:
         body = json.loads(exc.body or "{}")
         message = body.get("message") or message
-    except (TypeError, ValueError):
+        details = body.get("details") or {}
+    except (TypeError, ValueError, AttributeError):
         pass
     hint = ""
     if exc.status == 401:
         hint = CREDENTIALS_REFUSED
     elif ANONYMOUS in message:
         hint = NO_CREDENTIALS
+    elif exc.status == 404 and details.get("kind") == "namespaces":
+        hint = NO_NAMESPACE.format(namespace=details.get("name"))
     return WharfError(f"Cannot {action} (HTTP {exc.status}): {message}{hint}")
