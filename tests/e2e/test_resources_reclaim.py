@@ -69,9 +69,11 @@ def test_higher_priority_pipeline_reclaims(
         runtime="isolated", settings={"resources": LICENSE}
     )
 
+    started = tmp_path / "started"
+
     @pipeline(name="low_pipe", dynamic=True)
     def low() -> None:
-        low_step(path=str(release), marker=str(marker))
+        low_step(path=str(release), marker=str(marker), started=str(started))
 
     @pipeline(name="high_pipe", dynamic=True)
     def high() -> None:
@@ -91,12 +93,13 @@ def test_higher_priority_pipeline_reclaims(
     low_thread.start()
     deadline = time.monotonic() + 30
     check = mode.open()
-    try:  # wait until the low step holds the licence
+    try:  # wait until the low step holds the licence and is inside its body (an interrupt
+        # before it enters skips the body, and so its cleanup)
         while time.monotonic() < deadline:
             running = check.store.steps.list(
                 StepRunFilter(status=ExecutionStatus.RUNNING), ASC
             ).items
-            if running:
+            if running and started.exists():
                 break
             time.sleep(0.05)
     finally:
