@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
+from wharf.artifacts.materializers import script_classes
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError, MaterializationError, StepInterfaceError
 from wharf.execution.context import StepContext, step_context
@@ -48,8 +49,8 @@ to ``RunFailedError``): a function ``(exception) -> bool``, true if the caller t
 showing that exception of the user's code (it then shows its traceback). The failure of a
 step's last attempt is then logged in one line, so that its traceback is shown once."""
 
-
-SCRIPT_MODULE = "__wharf_script__"
+SCRIPT_MODULE = script_classes.SCRIPT_MODULE
+"""The user's script's module name in a step's own process (artifacts find its classes)."""
 
 
 class _ScriptStopped(BaseException):

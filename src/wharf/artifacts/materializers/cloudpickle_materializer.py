@@ -3,15 +3,30 @@
 Invariants: ``cloudpickle`` is imported on first use, not at import time; a pickle can only be
 loaded with compatible Python and library versions, and loading it runs code, so the registry
 warns when it falls back to this materializer.
+
+A class of the user's script (:mod:`~wharf.artifacts.materializers.script_classes`) is pickled
+as a call to :func:`script_class`: loaded where that script is loaded (the script's process, a
+step's own process), it is the script's live class, so ``isinstance`` holds whether the value
+was just made or comes from a cached step; anywhere else it is the class pickled by value. The
+script's module in a step's process (``__wharf_script__``) is pickled by value, as cloudpickle
+pickles ``__main__``: no other process can import it.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import json
+import pickle
 import sys
 from typing import Any
 
 from wharf.artifacts.materializers.base import Materializer
+from wharf.artifacts.materializers.script_classes import (
+    SCRIPT_MODULE,
+    live_script_class,
+    script_file_of,
+)
 
 _PICKLE_FILE = "data.pkl"
 _VERSIONS_FILE = "versions.json"
@@ -21,13 +36,53 @@ def _python_version() -> str:
     return ".".join(str(part) for part in sys.version_info[:3])
 
 
+def script_class(file_name: str, qualname: str, by_value: bytes) -> type:
+    """Unpickles a class of the script ``file_name``: the class ``qualname`` of that script if
+    this process has it loaded, else the class pickled by value in ``by_value``. Its import
+    path is recorded in pickles: keep it."""
+    live = live_script_class(file_name, qualname)
+    if live is not None:
+        return live
+    pickled: type = pickle.loads(by_value)
+    return pickled
+
+
+@functools.cache
+def _pickler() -> type[Any]:
+    """cloudpickle's pickler, with the script's classes reduced to :func:`script_class`."""
+    import cloudpickle
+
+    class ScriptClassPickler(cloudpickle.Pickler):  # type: ignore[misc]
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, type):
+                file_name = script_file_of(obj)
+                if file_name is not None:
+                    by_value = cloudpickle.dumps(obj, protocol=cloudpickle.DEFAULT_PROTOCOL)
+                    return script_class, (file_name, obj.__qualname__, by_value)
+            return super().reducer_override(obj)
+
+    return ScriptClassPickler
+
+
+def _dumps(data: Any) -> bytes:
+    import cloudpickle
+
+    script = sys.modules.get(SCRIPT_MODULE)
+    if script is not None:  # by value, as __main__ is: only this process has it (idempotent)
+        cloudpickle.register_pickle_by_value(script)
+    buffer = io.BytesIO()
+    _pickler()(buffer, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(data)
+    return buffer.getvalue()
+
+
 class CloudpickleMaterializer(Materializer):
     """Pickles any value with cloudpickle; the registry's fallback.
 
     Files: ``data.pkl`` (the cloudpickle bytes) and ``versions.json`` (the Python and
     cloudpickle versions that wrote it, quoted when loading fails). The pickle embeds the
-    value's classes (by reference, or by value for classes defined in ``__main__``), so
-    loading needs no recorded type (``NEEDS_DATA_TYPE = False``)."""
+    value's classes (by reference, by value for classes of no importable module, by
+    :func:`script_class` for the script's), so loading needs no recorded type
+    (``NEEDS_DATA_TYPE = False``)."""
 
     ASSOCIATED_TYPES = (object,)
     NEEDS_DATA_TYPE = False
@@ -35,7 +90,7 @@ class CloudpickleMaterializer(Materializer):
     def save(self, data: Any) -> None:
         import cloudpickle
 
-        payload = cloudpickle.dumps(data, protocol=cloudpickle.DEFAULT_PROTOCOL)
+        payload = _dumps(data)
         self.write_bytes(_PICKLE_FILE, payload)
         versions = {"python": _python_version(), "cloudpickle": cloudpickle.__version__}
         self.write_bytes(_VERSIONS_FILE, json.dumps(versions, sort_keys=True).encode())

@@ -6,7 +6,9 @@ at an entry point and pass it on (one per process is typical).
 
 Invariants: a registry never imports numpy or pandas by itself (lazy registration); loading by
 recorded import path (:func:`load_materializer`, :func:`load_type`) never imports a module named
-by stored data.
+by stored data; it finds a class of the user's script under either of the script's module names
+(``__main__``, ``__wharf_script__``: :mod:`~wharf.artifacts.materializers.script_classes`),
+whichever process recorded the path.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from wharf.artifacts.materializers.base import Materializer
 from wharf.artifacts.materializers.builtin import BuiltInContainerMaterializer, BuiltInMaterializer
 from wharf.artifacts.materializers.cloudpickle_materializer import CloudpickleMaterializer
+from wharf.artifacts.materializers.script_classes import script_aliases
 from wharf.core.errors import MaterializationError
 
 _MATERIALIZERS = "wharf.artifacts.materializers"
@@ -42,12 +45,14 @@ def load_type(path: str) -> type:
     if path == "builtins:NoneType":
         return type(None)
     module_name, qualname = _split_path(path, "type")
-    module = sys.modules.get(module_name)
-    if module is None:
+    modules = [sys.modules[n] for n in script_aliases(module_name) if n in sys.modules]
+    if not modules:
         raise MaterializationError(
             f"Cannot load type {path!r}: module {module_name!r} is not imported in this process "
             "(recorded import paths are never imported); import it first."
         )
+    # the first that has it: a script's class may be under its other name (script_classes)
+    module = next((m for m in modules if _has_attribute(m, qualname)), modules[0])
     obj = _attribute(module, qualname, path, "type")
     if not isinstance(obj, type):
         raise MaterializationError(f"{path!r} is not a class.")
@@ -73,10 +78,12 @@ def load_materializer(path: str) -> type[Materializer]:
     must be a :class:`Materializer` subclass defined in this process
     (:func:`known_materializers`) or one of Wharf's lazily loaded ones; ``MaterializationError``
     otherwise."""
-    _split_path(path, "materializer")
-    known = known_materializers().get(path)
-    if known is not None:
-        return known
+    module_name, qualname = _split_path(path, "materializer")
+    known = known_materializers()
+    for name in script_aliases(module_name):  # a script's, under either of its names
+        found = known.get(f"{name}:{qualname}")
+        if found is not None:
+            return found
     if path not in _WHARF_LAZY_PATHS:
         raise MaterializationError(
             f"Unknown materializer {path!r}: no Materializer subclass with this import path is "
@@ -117,6 +124,15 @@ def _split_path(path: str, what: str) -> tuple[str, str]:
     if not (module_name and sep and qualname):
         raise MaterializationError(f"Invalid {what} import path {path!r}: expected 'module:name'.")
     return module_name, qualname
+
+
+def _has_attribute(obj: object, qualname: str) -> bool:
+    try:
+        for attribute in qualname.split("."):
+            obj = getattr(obj, attribute)
+    except AttributeError:
+        return False
+    return True
 
 
 def _attribute(obj: object, qualname: str, path: str, what: str) -> object:
