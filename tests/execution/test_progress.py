@@ -17,6 +17,7 @@ from wharf.config.global_config import load_config
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import InputError
+from wharf.execution.lost_resources import reclaimed
 from wharf.execution.progress import (
     PROGRESS_LOGGER,
     LogListener,
@@ -103,6 +104,21 @@ def test_step_events_and_the_summary_of_a_run():
     waiting = events[4].fields()
     assert waiting["event"] == "step_waiting" and waiting["pool"] == "local"
     assert events[6].level == logging.WARNING
+
+
+def test_a_reclaimed_attempt_is_told_cancelled_not_failed():
+    """docs/resources.md: a reclaimed step ends cancelled, never failed."""
+    events: list[ProgressEvent] = []
+    reporter = ProgressReporter([events.append])
+    run = run_record(ExecutionStatus.RUNNING)
+    reporter.run_started(run, "train")
+    why = reclaimed(uuid.UUID(int=1), "Preempted to free resources for request r: higher priority.")
+    reporter.step_retrying(run.id, "a", 1, 2, f"Cancelling: {why}.", 0.0)
+    assert events[-1].message == (
+        "Step 'a' attempt 1 of 2 was cancelled, retrying: Cancelling: its resource request "
+        "00000000-0000-0000-0000-000000000001 was reclaimed by the Resource Manager (Preempted "
+        "to free resources for request r: higher priority)."
+    )
 
 
 def test_a_steps_end_is_told_once_and_never_after_the_summary():

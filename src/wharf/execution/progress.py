@@ -23,6 +23,7 @@ from uuid import UUID
 
 from wharf.config.settings import ResourceSettings
 from wharf.core.enums import ExecutionStatus, StepRuntime
+from wharf.execution.lost_resources import RESOURCES_RECLAIMED
 from wharf.store.models import PipelineRunRecord
 
 PROGRESS_LOGGER = "wharf.progress"
@@ -327,12 +328,14 @@ class ProgressReporter:
             return
         error = first_line(reason)
         after = f" in {format_duration(retry_in)}" if retry_in > 0 else ""
+        # A reclaimed attempt was cancelled, never failed (docs/resources.md).
+        ended = "was cancelled" if error and RESOURCES_RECLAIMED in error else "failed"
         self._tell(
             ProgressEvent(
                 "step_retrying",
                 self._run_name(run_id),
                 run_id,
-                f"Step '{step}' attempt {attempt} of {max_attempts} failed, retrying{after}: "
+                f"Step '{step}' attempt {attempt} of {max_attempts} {ended}, retrying{after}: "
                 f"{error or 'no reason given'}",
                 level=logging.WARNING,
                 step=step,
