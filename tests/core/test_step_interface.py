@@ -83,3 +83,13 @@ def test_split_outputs_checks_arity():
     assert split_outputs("two", iface, (1, "x")) == {"a": 1, "b": "x"}
     with pytest.raises(StepInterfaceError, match="declares 2 outputs"):
         split_outputs("two", iface, 5)
+
+
+def test_a_value_returned_by_a_step_annotated_none_is_an_error_not_dropped():
+    def f() -> None:
+        return None
+
+    iface = parse_interface(f, "f")
+    assert split_outputs("f", iface, None) == {}
+    with pytest.raises(StepInterfaceError, match=r"annotated '-> None' but returned int 5"):
+        split_outputs("f", iface, 5)

@@ -134,6 +134,11 @@ def split_outputs(step_name: str, interface: StepInterface, value: Any) -> dict[
     """Map a step function's return value to its named outputs."""
     outputs = interface.outputs
     if not outputs:
+        if value is not None:  # dropped silently, it would be lost
+            raise StepInterfaceError(
+                f"Step '{step_name}' is annotated '-> None' but returned "
+                f"{type(value).__name__} {value!r:.80}; annotate its return type to keep it."
+            )
         return {}
     if len(outputs) == 1:
         return {outputs[0].name: value}
