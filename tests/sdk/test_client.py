@@ -1,11 +1,11 @@
-"""The Client's reads of a step's outputs: what it answers when there is nothing to load."""
+"""The Client's reads of a step's outputs (what it answers when there is nothing to load) and\nits resource-pool shortcut."""
 
 from __future__ import annotations
 
 import pytest
 
 from wharf import Client, pipeline, step
-from wharf.core.errors import EntityNotFoundError
+from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.sdk.workspace import Workspace
 
 
@@ -37,3 +37,12 @@ def test_a_step_without_outputs_says_why_there_is_none(workspace: Workspace) -> 
     with pytest.raises(EntityNotFoundError) as none:
         client.load_step_output(run.id, "quiet")
     assert str(none.value) == "Step 'quiet' has no outputs."
+
+
+def test_a_pool_offering_cpu_by_a_custom_name_is_refused(workspace: Workspace) -> None:
+    client = Client(workspace.config, workspace.store)
+    with pytest.raises(InputError, match="built-in cpu kind: use its stock resource 'CPU'"):
+        client.ensure_resource_pool("x", {"cpu": 2})
+    names = [d.name for d in client.resource_manager.descriptors.list()]
+    assert "cpu" not in names
+    assert client.ensure_resource_pool("x", {"CPU": 2}).name == "x"

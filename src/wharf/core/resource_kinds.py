@@ -91,6 +91,16 @@ def kind_named(name: str | None) -> ResourceKind | None:
     return None if name is None else _BY_NAME.get(name)
 
 
+def builtin_named_like(name: str) -> ResourceKind | None:
+    """The first-class kind whose name or stock resource is ``name`` case-insensitively
+    (``cpu``, ``Cpu`` and ``CPU`` are all the CPU kind); None for any other name."""
+    folded = name.casefold()
+    return next(
+        (k for k in FIRST_CLASS_KINDS if folded in (k.name.casefold(), k.resource.casefold())),
+        None,
+    )
+
+
 def is_basic(kind: str | None) -> bool:
     """True when a demand of ``kind`` is basic infrastructure (it isolates a step)."""
     found = kind_named(kind)

@@ -67,6 +67,18 @@ def test_stock_descriptors_are_read_only(rm: ResourceManagerService) -> None:
         rm.descriptors.delete(ADMIN, "CPU")
 
 
+@pytest.mark.parametrize(
+    ("name", "stock"), [("cpu", "CPU"), ("Memory", "memory"), ("gpu", "GPU"), ("MEMORY", "memory")]
+)
+def test_a_custom_resource_named_like_a_built_in_kind_is_refused(
+    rm: ResourceManagerService, name: str, stock: str
+) -> None:
+    custom = LICENSE.model_copy(update={"name": name})
+    with pytest.raises(InputError, match=f"built-in .* kind: use its stock resource '{stock}'"):
+        rm.descriptors.create(ADMIN, custom)
+    assert [d.name for d in rm.descriptors.list()] == ["CPU", "GPU", "memory"]
+
+
 def test_invalid_descriptor_update_changes_nothing(rm: ResourceManagerService) -> None:
     rm.descriptors.create(ADMIN, LICENSE)
     with pytest.raises(InputError, match="Default unit 'crate'"):

@@ -220,6 +220,18 @@ def descriptor_of(kind: ResourceKind) -> ResourceDescriptor:
     )
 
 
+def check_custom_name(name: str) -> None:
+    """Refuse a custom resource named like a first-class kind (``cpu``, ``Memory``, ``gpu``):
+    demands of the kind (a step's ``cpu_count=``) never use it, so it would sit beside the
+    stock resource unused. Every descriptor creation goes through here."""
+    kind = kinds.builtin_named_like(name)
+    if kind is not None:
+        raise InputError(
+            f"Resource '{name}' clashes with the built-in {kind.name} kind: use its stock "
+            f"resource '{kind.resource}' instead of creating a custom one."
+        )
+
+
 STOCK_DESCRIPTORS: tuple[ResourceDescriptor, ...] = tuple(
     descriptor_of(kind) for kind in FIRST_CLASS_KINDS
 )

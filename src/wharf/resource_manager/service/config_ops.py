@@ -30,6 +30,7 @@ from wharf.resource_manager.domain import (
     Policy,
     Pool,
     ResourceDescriptor,
+    check_custom_name,
     descriptors_by_name,
     validate_reserved_totals,
 )
@@ -86,6 +87,7 @@ class CreateDescriptor:
 
     def run(self, tx: Tx) -> Finisher:
         require_admin(self.principal, "create resource descriptors")
+        check_custom_name(self.descriptor.name)
         if store.find_descriptor(tx.conn, self.descriptor.name) is not None:
             raise EntityExistsError(f"Resource descriptor '{self.descriptor.name}' already exists.")
         store.insert_descriptor(tx.conn, self.descriptor, tx.now)
