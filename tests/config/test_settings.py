@@ -39,8 +39,23 @@ def test_resource_inputs_normalise():
 def test_a_bad_resource_name_is_an_error_where_it_is_written(resources):
     """Not later, when the step is launched (it failed there with a traceback, and the run
     with 'no steps')."""
-    with pytest.raises(ValidationError, match="should match pattern"):
+    with pytest.raises(ValidationError, match="should match pattern") as failed:
         ResourceSettings(resources=resources)
+    assert failed.value.error_count() == 1
+
+
+@pytest.mark.parametrize(
+    ("quantity", "shown"), [(-1, "-1"), (0, "0"), (1.5, "1.5"), ("two", "'two'")]
+)
+def test_a_bad_resource_quantity_is_one_clear_error(quantity, shown):
+    """Not one error per input form of the union ("Input should be a valid string", ...)."""
+    with pytest.raises(ValidationError) as failed:
+        ResourceSettings(resources={"license": quantity})
+    assert failed.value.error_count() == 1
+    message = failed.value.errors()[0]["msg"]
+    assert message == (
+        f"Value error, resources['license'] must be a positive whole quantity, got {shown}"
+    )
 
 
 def test_canonical_demands_order_and_units():

@@ -9,6 +9,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from datetime import datetime
 from types import ModuleType
@@ -22,6 +23,8 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    TypeAdapter,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -30,6 +33,7 @@ from wharf.core import resource_kinds as kinds
 from wharf.core.enums import ReclaimTolerance, StepRuntime
 from wharf.core.resources import (
     MEMORY_PATTERN,
+    NAME_PATTERN,
     ByteUnit,
     ResourceDemand,
     ResourceName,
@@ -43,6 +47,14 @@ ResourceInput = (
     ResourceName | dict[ResourceName, PositiveInt] | ResourceDemand | list[ResourceDemand]
 )
 """A resource name is checked where it is written, as a demand's is (not when the step runs)."""
+
+
+_POSITIVE_INT: TypeAdapter[int] = TypeAdapter(PositiveInt)
+
+
+def _check_resource_name(name: str, what: str) -> None:
+    if re.fullmatch(NAME_PATTERN, name) is None:
+        raise ValueError(f"{what} is not a resource name: it should match pattern '{NAME_PATTERN}'")
 
 
 class ResourceSettings(BaseModel):
@@ -80,6 +92,26 @@ class ResourceSettings(BaseModel):
         if data.get("reclaim_tolerance", "") is None:
             data.pop("reclaim_tolerance")
         return data
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _one_error_per_entry(cls, value: Any) -> Any:
+        # The union of input forms made pydantic report one error per form ("Input should be
+        # a valid string", "... a valid list", ...) for a single bad entry; say what is wrong.
+        if isinstance(value, str):
+            _check_resource_name(value, f"resources {value!r}")
+        elif isinstance(value, dict) and not ({"name", "resource", "kind"} & set(value)):
+            for name, quantity in value.items():
+                if not isinstance(name, str):
+                    raise ValueError(f"resources keys must be resource names, got {name!r}")
+                _check_resource_name(name, f"resources key {name!r}")
+                try:
+                    _POSITIVE_INT.validate_python(quantity)
+                except ValidationError:
+                    raise ValueError(
+                        f"resources[{name!r}] must be a positive whole quantity, got {quantity!r}"
+                    ) from None
+        return value
 
     @property
     def reclaim_tolerance_explicitly_set(self) -> bool:
