@@ -184,6 +184,25 @@ def test_the_stacks_components_validate_their_entries_naming_the_step_and_field(
         check_component_settings(negative.compile(), (orchestrator, operator))
 
 
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("orchestrator.kubernets", "orchestrator.kubernetes"),
+        ("step_operator.Kubernetes", "step_operator.kubernetes"),
+    ],
+)
+def test_a_misspelt_installed_flavor_is_refused_at_definition(key: str, meant: str) -> None:
+    with pytest.raises(InputError) as caught:
+
+        @step(settings={key: {"pod_settings": {"labels": {"team": "ml"}}}})
+        def misspelt() -> None: ...
+
+    assert str(caught.value) == (
+        f"settings['{key}'] of step 'misspelt' names no installed "
+        f"{key.partition('.')[0]} flavor: did you mean '{meant}'?"
+    )
+
+
 def test_entries_for_flavors_not_in_the_stack_are_kept_and_ignored() -> None:
     @pipeline(settings={"orchestrator.airflow": {"anything": json.dumps({"at": 1})}})
     def elsewhere() -> None:

@@ -8,12 +8,14 @@ and the check against the stack's components before a run is recorded
 
 Invariants: keys are ``<component type>.<flavor>`` with a known component type; values are
 stored as plain JSON, never as an integration's model (the engine imports no integration);
-settings for a flavor that is not the stack's are kept and ignored.
+settings for a flavor that is not the stack's are kept and ignored, unless its name is a near
+miss of an installed flavor's (a typo).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from wharf.config.flavors import known_flavors
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError
 
@@ -65,8 +68,24 @@ def parse_component_settings(owner: str, settings: Mapping[str, Any] | None) -> 
                 f"settings['{key}'] of {owner} names no flavor: use "
                 f"'{component_type}.<flavor>' (e.g. '{component_type}.kubernetes')."
             )
+        _refuse_a_misspelt_flavor(owner, key, ComponentType(component_type), flavor)
         parsed[key] = _plain_mapping(owner, key, value)
     return parsed
+
+
+def _refuse_a_misspelt_flavor(owner: str, key: str, type: ComponentType, flavor: str) -> None:
+    """A flavor that is not installed but close to one that is (``kubernets``) is a typo that
+    would silently drop the entry: refused, naming the installed one. Other unknown flavors are
+    kept (a pipeline may carry settings for another stack's components)."""
+    known = known_flavors(type)
+    if flavor in known:
+        return
+    close = difflib.get_close_matches(flavor, known, n=1, cutoff=0.8)
+    if close:
+        raise InputError(
+            f"settings['{key}'] of {owner} names no installed {type.value} flavor: "
+            f"did you mean '{type.value}.{close[0]}'?"
+        )
 
 
 def layered(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
