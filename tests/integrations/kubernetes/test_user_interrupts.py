@@ -7,6 +7,10 @@ step operator's bed (:mod:`.step_operator_bed`): the user's script is a process 
   traceback (a second Ctrl-C while it says so included); the run completes in the cluster
   and its step Jobs and Secrets go (the orchestrator Job stays, as after any synchronous run,
   unless ``ttl_seconds_after_finished`` is set);
+- Ctrl-C while the orchestrator Job is being created (the emulator holds its create) waits
+  for the cluster's answer, then stops following as above: the run is kept for the Job's pod
+  and completes; a second Ctrl-C stops waiting: the call returns the run, kept as its Job may
+  exist, and says how to check and stop it (the Job, created after all, runs it);
 - Ctrl-C to a local run whose step runs on the Kubernetes step operator stops the run as for
   local steps: the step's pod is interrupted, the run ends stopped, nothing is left, and the
   process exits as interrupted; a second Ctrl-C forces it (a step that ignores the graceful
@@ -26,8 +30,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from uuid import UUID
 
 from tests.integrations.kubernetes.step_operator_bed import (
     CLEANUP,
@@ -192,6 +198,78 @@ def test_a_second_ctrl_c_while_it_says_so_neither_fails_the_run_nor_prints_a_tra
     start: it ended the run failed in the store while its pods ran on."""
     (bed.project / "second_ctrl_c.py").write_text(SECOND_CTRL_C)
     ctrl_c_while_following(bed, tmp_path, "second_ctrl_c.py")
+
+
+HOLD = 5.0
+"""Seconds the emulator holds the orchestrator Job's create: ample to press Ctrl-C during it."""
+
+
+def ctrl_c_during_the_job_create(
+    bed: Bed, tmp_path: Path, presses: int
+) -> tuple[int, str, float, PipelineRunRecord]:
+    """Ctrl-C ``presses`` times (each once the script said it got the one before) to a
+    synchronous run on the Kubernetes orchestrator while the cluster holds the create of its
+    orchestrator Job; the script's exit code, its output, how long it took to exit after the
+    first Ctrl-C and its run (which must still exist)."""
+    bed.emulator.faults.delay("create", HOLD, "jobs")  # the first Job: the orchestrator's
+    release = tmp_path / "release"
+    script = start_following(bed, release, "run.py")
+    lines: list[str] = []
+
+    def read() -> None:
+        assert script.stdout is not None
+        for line in script.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert wait_until(lambda: bed.emulator.faults.pending_delays() == 0, BOUND), "no create"
+        sent = time.monotonic()
+        for press in range(presses):
+            if press:  # as a user does: once told that the first one was taken
+                assert wait_until(lambda: any("Ctrl-C again" in x for x in lines), PROMPT)
+            os.kill(script.pid, signal.SIGINT)
+        code = script.wait(timeout=HOLD + PROMPT)
+        took = time.monotonic() - sent
+    finally:
+        script.kill()
+    reader.join(PROMPT)
+    output = "".join(lines)
+    reported = [line for line in lines if line.startswith("RUN ")]
+    assert reported, output
+    run = bed.workspace.store.runs.get(UUID(reported[-1].split()[1]))  # kept
+    release.touch()  # the run goes on in the cluster: its steps complete
+    ended = wait_for_run_end(bed, run)
+    steps = {name: step.status_reason for name, step in steps_of(bed, ended).items()}
+    assert ended.status is ExecutionStatus.COMPLETED, f"{ended.status_reason} {steps}\n{output}"
+    return code, output, took, run
+
+
+def test_ctrl_c_while_the_orchestrator_job_is_created_waits_for_it_then_stops_following(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """Before, the Ctrl-C cut the create short and the client deleted the run as one that
+    failed to start, while the cluster created its Job: its pod found no run."""
+    code, output, _, run = ctrl_c_during_the_job_create(bed, tmp_path, presses=1)
+    assert "Traceback" not in output, output
+    assert code == 0, output
+    assert "Ctrl-C: waiting for the cluster to create the orchestrator Job" in output, output
+    assert f"Stopped following run {run.name} before it started" in output, output
+    assert f"wharf runs logs {run.name} --follow" in output, output
+
+
+def test_a_second_ctrl_c_while_the_orchestrator_job_is_created_keeps_the_run_for_it(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """The create's answer never came: the Job may exist, so the run is kept (and the Job,
+    created after all, runs it)."""
+    code, output, took, run = ctrl_c_during_the_job_create(bed, tmp_path, presses=2)
+    assert "Traceback" not in output, output
+    assert code == 0, output
+    assert took < HOLD, output  # it did not wait for the create
+    assert f"of run {run.name}: the Job may exist and run it, so the run is kept" in output
+    assert f"wharf runs stop --force {run.name}" in output, output
 
 
 # ----------------------------------------------------------------------------- step operator

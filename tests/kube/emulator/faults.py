@@ -124,6 +124,11 @@ class Faults:
         with self._lock:
             return sum(rule.times for rule in self._failures)
 
+    def pending_delays(self) -> int:
+        """How many injected delays have not started yet (0: each delayed request arrived)."""
+        with self._lock:
+            return sum(rule.times for rule in self._delays)
+
     def reset(self) -> None:
         """Forget every pending failure and delay."""
         with self._lock:

@@ -7,7 +7,8 @@ Invariants: the pods reach the run's store only through the run's ``child_env`` 
 caller's own key), every credential only through a Secret the pods refer to (``secretKeyRef``);
 the artifact store must be reachable from the pods (a local one only with
 ``mounts_artifact_store``); the Secret of a run that is not scheduled is deleted when the run
-ended (by the orchestrator pod, and by a synchronous submitter once the Job finished).
+ended (by the orchestrator pod, and by a synchronous submitter once the Job finished); once the
+orchestrator Job's create was sent, an interrupted submitter keeps the run for the Job's pod.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from kubernetes.client import ApiException
@@ -37,6 +38,7 @@ from wharf.integrations.kubernetes.orchestrator_dynamic import (
     main_script,
 )
 from wharf.integrations.kubernetes.orchestrator_follow import follow_job
+from wharf.integrations.kubernetes.orchestrator_interrupts import CtrlCDeferred
 from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
     orchestrator_job_name,
@@ -233,7 +235,13 @@ class KubernetesOrchestrator(BaseOrchestrator):
         any failure before the orchestrator took over). Then creates the run's Secret and the
         orchestrator Job for the placeholder run, recording the Job's name, namespace and
         context in the run's metadata, and either follows the Job to its end, streaming its
-        pod's log, or returns at once, printing how to follow it."""
+        pod's log, or returns at once, printing how to follow it.
+
+        Ctrl-C from the Job's create on never makes the run one that failed to start (the client
+        would delete it while the Job's pod is about to run it): a first Ctrl-C during the
+        create waits for the cluster's answer, then the call returns the run, which goes on in
+        the cluster, as a Ctrl-C while following does; a second one stops waiting and the call
+        returns the run, kept since its Job may exist, saying how to check and stop it."""
         out = sys.stdout if out is None else out
         self.runtime_policy(job.snapshot.spec, job.step_operator)  # refuse first
         self.check_artifact_store(job.services.artifact_store)
@@ -244,6 +252,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
         if environment.token is not None:
             args = OrchestratorArgs(**{**vars(args), "token_secret": token_secret_name(job.run.id)})
         clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+        state = _Submission()
         try:
             # Recorded first: a run whose Job exists always says where it is.
             recorded: dict[str, Any] = {NAMESPACE_KEY: args.namespace, JOB_KEY: args.job_name}
@@ -255,21 +264,43 @@ class KubernetesOrchestrator(BaseOrchestrator):
             job.services.store.run_metadata.add(
                 MetadataResourceType.PIPELINE_RUN, job.run.id, recorded
             )
-            submitted = create_orchestrator_job(
-                clients, settings, job, args, image=image, environment=environment
+            # From the create on, a Ctrl-C never gives the run back as one that failed to
+            # start (its placeholder would be deleted while the Job's pod is about to run it).
+            state.creating = True
+            creating = (
+                f"the cluster to create the orchestrator Job {args.namespace}/{args.job_name}"
             )
+            with CtrlCDeferred(creating) as ctrl_c:
+                state.submitted = create_orchestrator_job(
+                    clients, settings, job, args, image=image, environment=environment
+                )
             if not settings.synchronous:
-                _print_follow_hints(out, job.run, submitted)
-                return job.services.store.runs.get(job.run.id)
-            return self._follow(clients, job, submitted, out)
+                with _ctrl_c_ignored():  # it is said how to follow it: the run goes on
+                    state.handed_over = True
+                    _print_follow_hints(out, job.run, state.submitted)
+                    return job.services.store.runs.get(job.run.id)
+            if ctrl_c.pressed:
+                raise KeyboardInterrupt
+            return self._follow(clients, job, state.submitted, out, state)
+        except KeyboardInterrupt:
+            if not state.creating or state.handed_over:
+                raise  # nothing in the cluster yet, or said already
+            with _ctrl_c_ignored():
+                return _interrupted_submission(job, args, state.submitted, out)
         finally:
             clients.close()
 
     def _follow(
-        self, clients: KubeClients, job: RunJob, submitted: SubmittedJob, out: TextIO
+        self,
+        clients: KubeClients,
+        job: RunJob,
+        submitted: SubmittedJob,
+        out: TextIO,
+        state: _Submission,
     ) -> PipelineRunRecord:
         store = job.services.store
         try:
+            state.handed_over = True  # a Ctrl-C from here on stops following
             end = follow_job(
                 clients,
                 submitted.namespace,
@@ -388,6 +419,41 @@ def _ctrl_c_ignored() -> Iterator[None]:
     finally:
         if previous is not None:  # None: a handler set outside Python, which stays ignored
             signal.signal(signal.SIGINT, previous)
+
+
+@dataclass
+class _Submission:
+    """How far ``submit_run`` got: the orchestrator Job's create was sent (``creating``), the
+    cluster answered it (``submitted``), the user was told how to follow the run or its Job is
+    followed (``handed_over``)."""
+
+    creating: bool = False
+    submitted: SubmittedJob | None = None
+    handed_over: bool = False
+
+
+def _interrupted_submission(
+    job: RunJob, args: OrchestratorArgs, submitted: SubmittedJob | None, out: TextIO
+) -> PipelineRunRecord:
+    """Ctrl-C once the orchestrator Job's create was sent, before the Job was followed: the run
+    as the store has it, kept for the Job's pod, having said how to follow and stop it."""
+    name = job.run.name
+    if submitted is None:  # a second Ctrl-C cut the create short: the Job may exist
+        where = f"{args.namespace}/{args.job_name}"
+        out.write(
+            f"\nInterrupted while creating the orchestrator Job {where} of run {name}: the "
+            f"Job may exist and run it, so the run is kept (`kubectl -n {args.namespace} get "
+            f"job {args.job_name}` tells; `wharf runs stop --force {name}` ends the run and "
+            "deletes its Job if there is one).\n"
+        )
+    else:
+        out.write(
+            f"\nStopped following run {name} before it started; it goes on in the cluster "
+            f"(stop it with `wharf runs stop {name}`).\n"
+        )
+        _print_follow_hints(out, job.run, submitted)
+    out.flush()
+    return job.services.store.runs.get(job.run.id)
 
 
 def _print_follow_hints(out: TextIO, run: PipelineRunRecord, submitted: SubmittedJob) -> None:
