@@ -305,9 +305,10 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 @click.pass_context
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete policy NAME."""
-    if not yes:
-        click.confirm(f"Delete policy '{name}'?", abort=True)
     with open_rm(ctx) as rm:
+        rm.policies.get(name)  # an unknown name is said before asking to confirm
+        if not yes:
+            click.confirm(f"Delete policy '{name}'?", abort=True)
         rm.policies.delete(name)
     click.echo(f"Deleted policy '{name}'.")
 
