@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_isolated import make_stack
 from tests.waiting import wait_until
 from wharf import Client
 from wharf.config.global_config import load_config
-from wharf.core.enums import ComponentType
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import ComponentCreate
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -63,25 +62,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")  # 6 s to beat first, on a busy machine too
     workspace = Workspace.open(load_config())
     try:  # a stack whose orchestrator runs isolated steps in processes of their own
-        stacks = workspace.store.stacks
-        orchestrator = stacks.create_component(
-            ComponentCreate(name="procs", type=ComponentType.ORCHESTRATOR, flavor="local_process")
-        )
-        artifacts = stacks.create_component(
-            ComponentCreate(
-                name="procs",
-                type=ComponentType.ARTIFACT_STORE,
-                flavor="local",
-                configuration={"path": str(workspace.config.artifact_root)},
-            )
-        )
-        stacks.create_stack(
-            "procs",
-            {
-                ComponentType.ORCHESTRATOR: orchestrator.id,
-                ComponentType.ARTIFACT_STORE: artifacts.id,
-            },
-        )
+        make_stack(workspace, "procs", "local_process")
     finally:
         workspace.close()
     monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
