@@ -1,8 +1,10 @@
 """``wharf pool | policy`` on the embedded RM, as real subprocesses: what they refuse before
-doing anything (an unknown name before asking to confirm), each as one line on stderr."""
+doing anything (an unknown name before asking to confirm, flags that contradict each other),
+each as one line on stderr."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -33,3 +35,23 @@ def test_a_known_pool_is_still_confirmed_before_deletion(env: dict[str, str]) ->
     assert declined.returncode != 0
     assert "gpus" in ok("pool", "list", env=env)
     assert "Deleted pool 'gpus'" in run("pool", "delete", "gpus", env=env, stdin="y\n").stdout
+
+
+def test_a_priority_with_the_priority_lane_is_refused(env: dict[str, str], tmp_path: Path) -> None:
+    """The lane is served before every priority: the priority was stored and never used."""
+    create = ("policy", "create", "p", "--pool", "local", "--subject-type", "account")
+    refused = run(*create, "--priority-lane", "--priority", "5", env=env)
+    assert_one_line_error(refused, "Priority 5 has no effect in the priority lane")
+    path = tmp_path / "p.yaml"
+    path.write_text("priority: 5\n")
+    assert_one_line_error(
+        run(*create, "-f", str(path), "--priority-lane", env=env), "Priority 5 has no effect"
+    )
+    assert "'p' not found" in run("policy", "show", "p", env=env).stderr
+    ok(*create, "--priority-lane", env=env)
+    shown = json.loads(ok("policy", "show", "p", "-o", "json", env=env))
+    assert shown["priority_lane"] is True and shown["priority"] == 0
+    moved = json.loads(
+        ok("policy", "update", "p", "--no-priority-lane", "--priority", "5", "-o", "json", env=env)
+    )
+    assert (moved["priority_lane"], moved["priority"]) == (False, 5)

@@ -178,9 +178,18 @@ def _apply_grants(
 
 def _fields(options: dict[str, Any], *, name_key: str) -> dict[str, Any]:
     body = load_yaml(options["file"]) if options["file"] else {}
+    from wharf.core.errors import InputError
+
     for key in ("priority", "priority_lane", "preemption_group", "concurrency_limit"):
         if options[key] is not None:
             body[key] = options[key]
+    if body.get("priority_lane") is True and body.get("priority", 0) != 0:
+        # The lane is served before every priority: a priority given with it would be stored
+        # and shown as 'lane', doing nothing.
+        raise InputError(
+            f"Priority {body['priority']} has no effect in the priority lane (served before "
+            "every priority): give --priority or --priority-lane, not both."
+        )
     if options["fair_share_weight"] is not None:
         body["fair_share_weight"] = options["fair_share_weight"]
     if options.get(name_key):
