@@ -1,6 +1,6 @@
 """``wharf pool | policy`` on the embedded RM, as real subprocesses: what they refuse before
-doing anything (an unknown name before asking to confirm, flags that contradict each other),
-each as one line on stderr."""
+doing anything (an unknown name before asking to confirm, flags that contradict each other, a
+Resource Manager mode that does not exist), each as one line on stderr."""
 
 from __future__ import annotations
 
@@ -55,3 +55,11 @@ def test_a_priority_with_the_priority_lane_is_refused(env: dict[str, str], tmp_p
         ok("policy", "update", "p", "--no-priority-lane", "--priority", "5", "-o", "json", env=env)
     )
     assert (moved["priority_lane"], moved["priority"]) == (False, 5)
+
+
+def test_an_unknown_resource_manager_mode_is_refused(env: dict[str, str]) -> None:
+    """As a pipeline run refuses it (the CLI used the embedded RM whatever the mode said)."""
+    env["WHARF_RESOURCE_MANAGER"] = "bogus"
+    assert_one_line_error(
+        run("pool", "list", env=env), "Unknown Resource Manager mode 'bogus'; known: embedded"
+    )

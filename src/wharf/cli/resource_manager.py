@@ -119,6 +119,7 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
 
         client = WorkspaceResourceManager(*workspace)
     else:
+        from wharf.config.flavors import resource_manager_connector
         from wharf.config.global_config import load_config
         from wharf.resource_manager.embedded.connect import connect_embedded
         from wharf.store.defaults import DEFAULT_USER
@@ -126,6 +127,8 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         # The engine's embedded RM, as the engine opens it: the same account, and the
         # ``local`` pool made on first use, whichever of the two uses it first.
         config = load_config()
+        if config.resource_manager != "none":  # refused as a pipeline run refuses it
+            resource_manager_connector(config.resource_manager, load=False)
         client = connect_embedded(config.store_url, DEFAULT_USER, config.local_step_slots)
     try:
         yield client
