@@ -24,6 +24,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.execution import step_writes
 from wharf.execution.backends import (
+    NOT_STARTED,
     AttemptOutcome,
     Ended,
     StepBackend,
@@ -358,8 +359,7 @@ class IsolatedExecutor:
             sleep=self.services.sleep,
         )
         if not (final.status.is_finished or final.status is ExecutionStatus.RETRYING):
-            what = f"the step process {ended.detail} before reporting its result."
-            final = self._record_lost(record, f"Heartbeat lost: {what}", f"Stopped: {what}")
+            final = self._record_lost(record, *_ended_without_result(ended))
         outputs = {}
         if final.status is ExecutionStatus.COMPLETED:
             outputs = self.services.versions.outputs_of(store, final)
@@ -478,3 +478,12 @@ class IsolatedExecutor:
             return step_writes.update(self.services, record.id, update)
         except IllegalTransitionError:
             return store.steps.get(record.id)
+
+
+def _ended_without_result(ended: AttemptOutcome) -> tuple[str, str]:
+    """The reasons (failed, stopped) of an attempt whose process ended without recording its
+    result: one that never started lost no heartbeat, and says only why it did not start."""
+    if ended.detail.startswith(NOT_STARTED):
+        return f"The step process {ended.detail}.", f"Stopped: the step process {ended.detail}."
+    what = f"the step process {ended.detail} before reporting its result."
+    return f"Heartbeat lost: {what}", f"Stopped: {what}"

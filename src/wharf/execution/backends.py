@@ -56,7 +56,13 @@ class AttemptOutcome:
 
     ended: Ended
     detail: str
-    """What happened, as a phrase: "exited with code 1", "was killed by SIGKILL"."""
+    """What happened, as a phrase: "exited with code 1", "was killed by SIGKILL"; one that
+    begins with :data:`NOT_STARTED` says the attempt's code never ran."""
+
+
+NOT_STARTED = "could not start"
+"""How an :class:`AttemptOutcome`'s detail begins when its process never started (an image that
+cannot be pulled: ``could not start: ErrImagePull for image "…"``)."""
 
 
 HandleT = TypeVar("HandleT", bound=Hashable)

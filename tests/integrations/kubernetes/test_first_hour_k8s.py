@@ -20,6 +20,7 @@ from tests.cli.test_cli import assert_one_line_error, wharf
 from tests.integrations.kubernetes.step_backend_bed import launch
 from tests.kube.emulator import Emulator
 from tests.kube.emulator.resources import CRONJOBS, JOBS, SECRETS
+from tests.kube.kubelet import Kubelet
 from tests.store.conftest import World
 from tests.waiting import wait_until
 from wharf import Schedule, pipeline, step
@@ -32,7 +33,9 @@ from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSetting
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.integrations.kubernetes.step_backend_deletes import delete_jobs_of_step_run
 from wharf.sdk import stacks
+from wharf.sdk.run_failure import RunFailedError
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunFilter
 
 IMAGE = "wharf/python:3.11"
 NAMESPACE = "default"
@@ -77,6 +80,16 @@ def with_a_moved_step() -> None:
 @pipeline(code_source="image", schedule=Schedule(name="nightly", cron_expression="0 3 * * *"))
 def nightly() -> None:
     one()
+
+
+@step(step_operator="gpu")
+def on_the_cluster() -> int:
+    return 1
+
+
+@pipeline(code_source="image", enable_cache=False)
+def sends_a_step() -> None:
+    on_the_cluster()
 
 
 @pytest.fixture
@@ -353,6 +366,32 @@ def test_a_step_job_the_cluster_cannot_take_is_one_line(
     step_name = attempt.record.name
     assert message.startswith(f"Cannot create the Job {job} of step {step_name} in {NAMESPACE}")
     assert "the Kubernetes API is unreachable" in message
+
+
+def test_a_step_whose_image_cannot_be_pulled_says_so_and_not_that_a_heartbeat_was_lost(
+    workspace: Workspace, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local run whose step goes to the step operator with an image the node cannot pull."""
+    missing = "registry.example/wharf-missing:1"
+    config = {"image": missing, "mounts_artifact_store": True}
+    stacks.register_component(workspace, "gpu", ComponentType.STEP_OPERATOR, "kubernetes", config)
+    stacks.register_stack(
+        workspace, "operated", orchestrator="default", artifact_store="default", step_operator="gpu"
+    )
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "operated")
+    operated = Workspace.open(load_config())
+    try:
+        with pytest.raises(RunFailedError) as raised:
+            sends_a_step.run_in(operated)
+    finally:
+        operated.close()
+    run = raised.value.run
+    (step_run,) = workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
+    reason = step_run.status_reason or ""
+    assert reason.startswith(
+        f'The step process could not start: ErrImagePull for image "{missing}" ('
+    ), reason
+    assert reason.endswith(").") and "\n" not in reason, reason
 
 
 # ----------------------------------------------------------------------------- stopping
