@@ -394,6 +394,26 @@ def test_a_step_whose_image_cannot_be_pulled_says_so_and_not_that_a_heartbeat_wa
     assert reason.endswith(").") and "\n" not in reason, reason
 
 
+def test_a_refusal_while_following_a_run_is_one_line_and_the_run_goes_on(
+    workspace: Workspace,
+    emulator: Emulator,
+    kubelet: Kubelet,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A submitter allowed to create Jobs but not to read pod logs: the run is not lost."""
+    emulator.access.deny("get", "pods/log")
+    run = tiny.run_in(workspace)
+    out = capsys.readouterr().out
+    (stopped,) = [line for line in out.splitlines() if line.startswith("Stopped following")]
+    assert "(Cannot follow the orchestrator Job (HTTP 403): " in stopped, out
+    assert stopped.endswith(
+        f"it goes on in the cluster (stop it with `wharf runs stop {run.name}`)."
+    )
+    assert "HTTP response headers" not in out
+    # Kept and run by its pod to its end (here its step cannot import this test's module).
+    assert wait_until(lambda: workspace.store.runs.get(run.id).status.is_finished, 60)
+
+
 # ----------------------------------------------------------------------------- stopping
 
 

@@ -31,7 +31,7 @@ from wharf.core.errors import InputError, WharfError
 from wharf.execution.run_loop import RunJob, StepOperatorLike
 from wharf.execution.runtime import RuntimePolicy
 from wharf.execution.services import RunServices, for_run
-from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
+from wharf.integrations.kubernetes.clients import KubeClients, api_error, kube_clients
 from wharf.integrations.kubernetes.orchestrator_dynamic import (
     SCRIPT_KEY,
     defined_in_script,
@@ -314,7 +314,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
             # second Ctrl-C while this is said must not escape: the caller would take the
             # run for one that failed to start (a traceback, and the running run failed).
             with _ctrl_c_ignored():
-                why = "" if isinstance(exc, KeyboardInterrupt) else f" (lost the Job: {exc})"
+                why = "" if isinstance(exc, KeyboardInterrupt) else f" ({_lost_job(exc)})"
                 out.write(
                     f"\nStopped following run {job.run.name}{why}; it goes on in the cluster "
                     f"(stop it with `wharf runs stop {job.run.name}`).\n"
@@ -454,6 +454,13 @@ def _interrupted_submission(
         _print_follow_hints(out, job.run, submitted)
     out.flush()
     return job.services.store.runs.get(job.run.id)
+
+
+def _lost_job(exc: ApiException | HTTPError) -> str:
+    """Why following the Job stopped, in one line (an API refusal carries headers and body)."""
+    if isinstance(exc, ApiException):
+        return str(api_error(exc, "follow the orchestrator Job"))
+    return "lost the Job: " + " ".join(str(exc).split())
 
 
 def _print_follow_hints(out: TextIO, run: PipelineRunRecord, submitted: SubmittedJob) -> None:
