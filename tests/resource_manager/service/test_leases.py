@@ -132,6 +132,40 @@ def test_a_lapsed_lease_is_not_revived_by_a_late_renewal(
     assert late.lease_expires_at == held.lease_expires_at
 
 
+def test_a_request_that_ends_keeps_no_runtime_state_and_no_lease_past_its_end(
+    rm: ResourceManagerService, clock: FakeClock
+) -> None:
+    """A released or cancelled request said 'running' with a lease still minutes ahead."""
+    setup_pool(rm, gpus_total=2)
+    held = rm.requests.create(ALICE, request_spec(gpus(1), lease=600))
+    lapsing = rm.requests.create(ALICE, request_spec(gpus(1), lease=10))
+    waiting = rm.requests.create(ALICE, request_spec(gpus(1), lease=600))
+    for request, lease in ((held, 600), (lapsing, 10), (waiting, 600)):
+        assert rm.requests.renew(ALICE, request.id, lease, RS.RUNNING).runtime_state is RS.RUNNING
+    start = clock.advance(2)
+    cancelled = rm.requests.cancel(ALICE, waiting.id)
+    released = rm.requests.release(ALICE, held.id)
+    assert (released.status, cancelled.status) == (S.RELEASED, S.CANCELLED)
+    assert released.lease_expires_at == released.released_at
+    for ended in (released, cancelled):
+        assert ended.runtime_state is RS.UNKNOWN
+        assert ended.lease_expires_at is not None
+        assert start < ended.lease_expires_at <= clock.now  # when it ended
+        assert rm.requests.get(ended.id) == ended  # the answer is what was stored
+    deadline = rm.requests.get(lapsing.id).lease_expires_at
+    clock.advance(20)
+    rm.sweep()
+    expired = rm.requests.get(lapsing.id)
+    assert (expired.status, expired.runtime_state) == (S.EXPIRED, RS.UNKNOWN)
+    assert expired.lease_expires_at == deadline  # when it lapsed
+    start = clock.now
+    too_big = rm.requests.create(ALICE, request_spec(gpus(3), lease=600))
+    assert (too_big.status, too_big.runtime_state) == (S.REJECTED, RS.UNKNOWN)
+    assert too_big.lease_expires_at is not None
+    assert start < too_big.lease_expires_at <= clock.now
+    assert rm.requests.get(too_big.id) == too_big
+
+
 def test_allocation_wait_timeout(rm: ResourceManagerService, clock: FakeClock) -> None:
     setup_pool(rm, gpus_total=1)
     rm.requests.create(ALICE, request_spec(gpus(1), lease=600))

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from tests.resource_manager.service.helpers import ALICE, request_spec, setup_pool
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain import ResourceRequest
+from wharf.resource_manager.domain import ENDED_RUNTIME_STATE, ResourceRequest
 from wharf.resource_manager.domain.lifecycle import release
 from wharf.resource_manager.service import ResourceManagerService, request_store
 from wharf.resource_manager.service import tables as t
@@ -38,8 +38,10 @@ def _statuses(rm: ResourceManagerService) -> dict[object, str]:
 
 def test_requests_that_end_alike_are_written_and_returned(rm: ResourceManagerService) -> None:
     held = _held(rm, 3)
+    assert held[0].lease_expires_at is not None
+    ended = held[0].lease_expires_at - timedelta(seconds=30)  # before the leases end
     with rm._db.engine.begin() as conn:
-        written = write_transitions(conn, [(r, release(r, LATER)) for r in held], seq=99)
+        written = write_transitions(conn, [(r, release(r, LATER)) for r in held], 99, ended)
     assert set(_statuses(rm).values()) == {S.RELEASED.value}
     if not rm._db.engine.dialect.update_returning:  # MariaDB: written, nothing returned
         assert written == {}
@@ -47,7 +49,8 @@ def test_requests_that_end_alike_are_written_and_returned(rm: ResourceManagerSer
     assert set(written) == {r.id for r in held}
     assert {requester for requester, _ in written.values()} == {"alice"}
     for request in held:
-        assert written[request.id][1]["lease_expires_at"] == request.lease_expires_at
+        assert written[request.id][1]["lease_expires_at"] == ended  # the lease ended with it
+        assert written[request.id][1]["runtime_state"] is ENDED_RUNTIME_STATE
 
 
 def test_one_row_changed_under_the_lock_refuses_the_batch(rm: ResourceManagerService) -> None:
@@ -57,6 +60,6 @@ def test_one_row_changed_under_the_lock_refuses_the_batch(rm: ResourceManagerSer
         pytest.raises(StaleStateError, match="1 of 3 requests changed"),
         rm._db.engine.begin() as conn,
     ):
-        write_transitions(conn, [(r, release(r, LATER)) for r in held], seq=99)
+        write_transitions(conn, [(r, release(r, LATER)) for r in held], 99, LATER)
     statuses = _statuses(rm)
     assert [statuses[r.id] for r in held] == ["allocated", "released", "allocated"]

@@ -23,11 +23,13 @@ from wharf.resource_manager.domain.leases import (
     renew,
 )
 from wharf.resource_manager.domain.lifecycle import (
+    ENDED_RUNTIME_STATE,
     REQUEST_TRANSITIONS,
     TERMINAL_STATUSES,
     cancel,
     check_request_transition,
     is_terminal,
+    lease_at_end,
     new_request,
     release,
     transition,
@@ -83,6 +85,7 @@ from wharf.resource_manager.domain.units import (
 __all__ = [
     "ALLOCATION_WAIT_TIMED_OUT",
     "CPU",
+    "ENDED_RUNTIME_STATE",
     "GPU",
     "HOLDING_STATUSES",
     "LEASE_EXPIRED",
@@ -122,6 +125,7 @@ __all__ = [
     "format_human",
     "is_terminal",
     "lapse",
+    "lease_at_end",
     "lease_lapsed",
     "load",
     "merge_target_settings",

@@ -7,6 +7,9 @@ Invariants:
 - terminal statuses (preempted, rejected, cancelled, released, expired) are final;
 - "setting" a request to its current status is allowed (idempotent retries), and the client
   operations on a terminal request return it unchanged instead of failing;
+- a request that ends (a terminal status) keeps no runtime state (``unknown``: nothing runs
+  for it any more) and no lease past its end (``lease_expires_at`` at most the end time; an
+  expired lease keeps the deadline it lapsed at), see :func:`lease_at_end`;
 - every function takes ``now`` from the caller (the server's clock) and returns a new model;
   nothing here reads a clock or mutates its input.
 """
@@ -18,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from wharf.core.enums import ReclaimTolerance
+from wharf.core.enums import ReclaimTolerance, ResourceRequestRuntimeState
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import IllegalOperationError, IllegalTransitionError, InputError
 from wharf.resource_manager.domain.requests import Demand, ResourceRequest
@@ -67,10 +70,23 @@ def require_aware(now: datetime) -> datetime:
     return now
 
 
+ENDED_RUNTIME_STATE = ResourceRequestRuntimeState.UNKNOWN
+"""The runtime state a request ends with: nothing runs for it any more."""
+
+
+def lease_at_end(lease_expires_at: datetime | None, ended_at: datetime) -> datetime | None:
+    """The lease of a request that ended at ``ended_at``: it ran no longer than the request (a
+    released request's lease ends with it; an expired one keeps the deadline it lapsed at)."""
+    if lease_expires_at is None:
+        return None
+    return min(lease_expires_at, ended_at)
+
+
 def transition(
     request: ResourceRequest, new: S, now: datetime, reason: str | None, **changes: Any
 ) -> ResourceRequest:
-    """``request`` moved to ``new`` (checked against the table); releases stamp released_at."""
+    """``request`` moved to ``new`` (checked against the table); releases stamp released_at,
+    and an ending clears the runtime state and ends the lease (see :func:`lease_at_end`)."""
     require_aware(now)
     check_request_transition(request.status, new)
     if request.status == new:
@@ -78,8 +94,11 @@ def transition(
     update: dict[str, Any] = {"status": new, "status_reason": reason, **changes}
     if new is S.ALLOCATED:
         update.setdefault("allocated_at", now)
-    if is_terminal(new) and request.holds_capacity:
-        update.setdefault("released_at", now)
+    if is_terminal(new):
+        if request.holds_capacity:
+            update.setdefault("released_at", now)
+        update.setdefault("runtime_state", ENDED_RUNTIME_STATE)
+        update.setdefault("lease_expires_at", lease_at_end(request.lease_expires_at, now))
     return request.model_copy(update=update)
 
 

@@ -1,7 +1,8 @@
 """SQL that moves leases: renewals and the extension of every lease after a takeover.
 
 Owns :func:`renew` (:func:`renew_many`, :class:`LeaseRenewal`) and :func:`extend_leases`, the
-only writes of the lease columns of ``rm_requests`` besides inserts.
+only writes of the lease columns of ``rm_requests`` besides inserts and endings (which end the
+lease, see :mod:`.status_writes`).
 
 Invariants: a renewal changes only the lease columns (and the runtime state), and only of a
 live request of the caller whose lease has not lapsed (``lapse_at > now``), so a lapsed lease

@@ -6,19 +6,32 @@ Owns :func:`write_transitions`.
 Invariants: every write is a compare-and-set on the previous status (``WHERE status = :prev``)
 and raises :class:`~.request_store.StaleStateError` when a row did not match, so a stale cache
 can never write over a change it did not see; ``lapse_at`` becomes NULL when a request ends and
-the lease's deadline when it is admitted.
+the lease's deadline when it is admitted; an ending also clears the runtime state and ends the
+lease (:func:`~wharf.resource_manager.domain.lease_at_end`, in SQL: renewals change the lease
+columns without the scheduling lock, so the cached model does not know them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import BindParameter, Connection, Executable, Update, and_, bindparam, update
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    Executable,
+    Update,
+    and_,
+    bindparam,
+    case,
+    literal_column,
+    update,
+)
 
 from wharf.core.enums import ResourceRequestStatus as S
-from wharf.resource_manager.domain import ResourceRequest, is_terminal
+from wharf.resource_manager.domain import ENDED_RUNTIME_STATE, ResourceRequest, is_terminal
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.request_store import (
@@ -28,6 +41,7 @@ from wharf.resource_manager.service.request_store import (
     first_written,
     volatile,
 )
+from wharf.sql.types import UtcDateTime
 
 _C = t.requests.c
 _BY_ID = and_(_C.id == bindparam("b_id"), _C.status == bindparam("b_prev"))
@@ -39,6 +53,14 @@ _ENDED: dict[str, Any] = {
     "released_at": bindparam("b_released_at"),
     "seq": bindparam("b_seq"),
     "lapse_at": None,
+    "runtime_state": literal_column(f"'{ENDED_RUNTIME_STATE.value}'"),
+    "lease_expires_at": case(
+        (
+            _C.lease_expires_at > bindparam("b_ended_at", type_=UtcDateTime()),
+            bindparam("b_ended_at", type_=UtcDateTime()),
+        ),
+        else_=_C.lease_expires_at,
+    ),
 }
 """What an ending writes (by one id or by an id list)."""
 
@@ -91,9 +113,13 @@ _ENDING_RETURNING = {
 
 
 def write_transitions(
-    conn: Connection, changes: Iterable[tuple[ResourceRequest, ResourceRequest]], seq: int
+    conn: Connection,
+    changes: Iterable[tuple[ResourceRequest, ResourceRequest]],
+    seq: int,
+    now: datetime,
 ) -> dict[UUID, tuple[str, dict[str, Any]]]:
-    """Write ``(before, after)`` request changes with compare-and-set on the previous status.
+    """Write ``(before, after)`` request changes with compare-and-set on the previous status;
+    ``now`` is when requests that end here end.
 
     Returns (requester, lease columns) of the rows the database handed back as written, which
     saves reading them again to answer their callers: where the database has
@@ -136,6 +162,7 @@ def write_transitions(
             "b_reason": reason,
             "b_released_at": released_at,
             "b_seq": seq,
+            "b_ended_at": now,
         }
         _end_alike(conn, ids, common, written)
     for statement, batch in ((_ADMIT, admitted), (_OTHER, other)):

@@ -24,7 +24,7 @@ from sqlalchemy import Connection
 from wharf.core.enums import ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.contract.models import ResourceRequestInfo
-from wharf.resource_manager.domain import ResourceRequest, is_terminal
+from wharf.resource_manager.domain import ResourceRequest, is_terminal, lease_at_end
 from wharf.resource_manager.scheduler import CycleDecisions
 from wharf.resource_manager.service import codec, request_store, status_writes
 from wharf.resource_manager.service.config_store import Configuration
@@ -161,19 +161,25 @@ class Tx:
             # lease are the whole request.
             final = self.final[request_id]
             pool_id = final.allocations[0].pool_id if final.allocations else created.pool_id
+            lease = created.lease
+            if is_terminal(final.status):  # ended in the transaction that created it
+                ended = lease_at_end(lease["lease_expires_at"], self.now)
+                lease = {**lease, "lease_expires_at": ended}
             rows.append(
                 codec.request_row(
                     final,
                     requester=created.requester,
                     pool_id=pool_id,
                     seq=self.seq,
-                    lease=created.lease,
+                    lease=lease,
                 )
             )
             children.add(final)
-            self._loaded[request_id] = (final, created.requester, created.lease)
+            self._loaded[request_id] = (final, created.requester, lease)
         # Status changes first (their compare-and-set fails early), then every new row at once.
-        written = status_writes.write_transitions(self.conn, self.transitions.values(), self.seq)
+        written = status_writes.write_transitions(
+            self.conn, self.transitions.values(), self.seq, self.now
+        )
         for request_id, (requester, columns) in written.items():
             self.lease_columns_written(request_id, requester, columns)
         # Finishers answer created requests from their models, kept in ``_loaded`` above.
