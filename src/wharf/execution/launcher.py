@@ -35,7 +35,7 @@ from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, replay_differs
-from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
+from wharf.execution.runtime import RuntimePolicy
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
 from wharf.store.models import (
@@ -148,9 +148,9 @@ class StepLauncher:
         return self._inline
 
     def check_step(self, spec: StepSpec) -> None:
-        """Raise if the step's settings cannot be honoured where it would run."""
-        runtime = self._runtimes.choose(spec.name, spec.config).runtime
-        check_reclaim_tolerance(spec.name, spec.config, runtime)
+        """Raise if the step's settings cannot be honoured where it would run (a step
+        operator the stack lacks, reclaim settings its runtime cannot honour)."""
+        self._runtimes.check(spec.name, spec.config)
 
     def launch(
         self,

@@ -1,7 +1,8 @@
 """Choosing where a step runs: inline (a thread of the orchestration process) or isolated
 (its own process), as a pure function of the step's settings and the orchestrator.
 
-Owns :class:`RuntimePolicy`, :func:`select_runtime` and :func:`check_reclaim_tolerance`.
+Owns :class:`RuntimePolicy`, :func:`select_runtime`, :func:`check_step_operator` and
+:func:`check_reclaim_tolerance`.
 Invariant: a step with a step operator is always isolated; a step an orchestrator cannot
 isolate runs inline, with a warning if it asked to be isolated.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from wharf.config.spec import StepConfig
 from wharf.core.enums import ReclaimTolerance, StepRuntime
-from wharf.core.errors import IllegalOperationError
+from wharf.core.errors import IllegalOperationError, InputError
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class RuntimePolicy:
     """Some isolation is available (the orchestrator's, or a step operator's)."""
     isolate_all: bool = False
     """Run every step isolated (static pipelines on process orchestrators)."""
+    step_operator: str | None = None
+    """The name of the stack's step operator (None: the stack has none)."""
 
     def choose(self, step_name: str, config: StepConfig) -> RuntimeChoice:
         if self.isolate_all and self.has_isolation:
@@ -33,6 +36,12 @@ class RuntimePolicy:
         if choice.runtime is StepRuntime.ISOLATED and not self.has_isolation:
             return RuntimeChoice(StepRuntime.INLINE, choice.warning)
         return choice
+
+    def check(self, step_name: str, config: StepConfig) -> None:
+        """Raise ``WharfError`` if the step cannot run as configured: it names a step operator
+        the stack does not have, or resource settings its runtime cannot honour."""
+        check_step_operator(step_name, config, self.step_operator)
+        check_reclaim_tolerance(step_name, config, self.choose(step_name, config).runtime)
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,20 @@ def select_runtime(step_name: str, config: StepConfig, supports_isolated: bool) 
     if supports_isolated and resources is not None and resources.has_basic_resource_demands:
         return RuntimeChoice(StepRuntime.ISOLATED)
     return RuntimeChoice(StepRuntime.INLINE)
+
+
+def check_step_operator(step_name: str, config: StepConfig, available: str | None) -> None:
+    """Refuse a step that names a step operator other than the stack's (``available``; None:
+    the stack has no step operator), before the run is recorded, or before a step launched
+    at run time starts."""
+    wanted = config.step_operator
+    if wanted is None or wanted == available:
+        return
+    has = f"its step operator is '{available}'" if available else "it has no step operator"
+    raise InputError(
+        f"Step '{step_name}' asks for step operator '{wanted}', which is not in the active "
+        f"stack ({has})."
+    )
 
 
 def check_reclaim_tolerance(step_name: str, config: StepConfig, runtime: StepRuntime) -> None:

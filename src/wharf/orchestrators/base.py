@@ -21,7 +21,7 @@ from wharf.config.spec import PipelineSpec
 from wharf.core.ids import new_id
 from wharf.execution.backends import StepBackend
 from wharf.execution.run_loop import RunJob, StepOperatorLike, run_pipeline
-from wharf.execution.runtime import RuntimePolicy, check_reclaim_tolerance
+from wharf.execution.runtime import RuntimePolicy
 from wharf.execution.services import RunServices
 from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
@@ -95,10 +95,10 @@ class BaseOrchestrator(ABC):
             can_isolate=self.supports_isolated_steps,
             has_isolation=self.supports_isolated_steps or step_operator is not None,
             isolate_all=self.isolates_static_steps and not spec.dynamic,
+            step_operator=step_operator.component.name if step_operator is not None else None,
         )
         for step_spec in spec.steps.values():
-            runtime = runtimes.choose(step_spec.name, step_spec.config).runtime
-            check_reclaim_tolerance(step_spec.name, step_spec.config, runtime)
+            runtimes.check(step_spec.name, step_spec.config)
         return runtimes
 
     def submit_run(self, job: RunJob) -> PipelineRunRecord:
