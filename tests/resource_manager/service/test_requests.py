@@ -21,7 +21,7 @@ from tests.resource_manager.service.helpers import (
 )
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
-from wharf.resource_manager.contract.models import PageRequest, RequestFilter
+from wharf.resource_manager.contract.models import CapacityClassSpec, PageRequest, RequestFilter
 from wharf.resource_manager.service import ResourceManagerService, queries
 from wharf.resource_manager.service import tables as t
 
@@ -43,6 +43,32 @@ def test_create_admits_at_once_when_it_fits(rm: ResourceManagerService) -> None:
     )
     assert allocation.pool_id == rm.pools.get("gpus").id
     assert rm.requests.get(created.id) == created
+
+
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ("pool", "the concurrency limit of pool 'gpus' is 0"),
+        ("policy", "the concurrency limit of policy 'team' is 0"),
+        ("class", "the concurrency limit of class 'h100' is 0"),
+    ],
+)
+def test_a_concurrency_limit_of_0_is_named_in_the_rejection(
+    rm: ResourceManagerService, where: str, named: str
+) -> None:
+    """It said "the demands together exceed what its classes, limits, reserved shares or
+    concurrency limits allow", leaving the administrator to find which."""
+    zero = {"concurrency_limit": 0}
+    h100 = CapacityClassSpec.model_validate(
+        {"name": "h100", "capacity": {"GPU": 4}, **(zero if where == "class" else {})}
+    )
+    rm.pools.create(ADMIN, pool_spec("gpus", h100, **(zero if where == "pool" else {})))
+    rm.policies.create(ADMIN, policy_spec("team", **(zero if where == "policy" else {})))
+    rejected = rm.requests.create(ALICE, request_spec(gpus(1)))
+    assert rejected.status is S.REJECTED
+    assert rejected.status_reason == (
+        f"No resource policy admitted this request. Policy 'team' in pool 'gpus': {named}."
+    )
 
 
 def test_release_admits_the_next_waiter(rm: ResourceManagerService) -> None:

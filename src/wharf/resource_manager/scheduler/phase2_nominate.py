@@ -29,6 +29,7 @@ from wharf.resource_manager.scheduler.routes import (
     SearchBudgetError,
     SlotChoice,
     search_route,
+    zero_concurrency_limit,
 )
 
 Options = tuple[tuple[ResourceDescriptor, int], ...]
@@ -355,7 +356,8 @@ class Nominator:
         if primary is None:
             return _Failure(
                 _CAPACITY,
-                "the demands together exceed what its classes, limits, reserved shares or "
+                zero_concurrency_limit(self.catalog, policy, all_choices)
+                or "the demands together exceed what its classes, limits, reserved shares or "
                 "concurrency limits allow",
             )
         return RoutePlan(policy=policy, choices=tuple(all_choices), primary=primary, pinned=pinned)

@@ -107,6 +107,26 @@ def concurrency_fits(
     return True
 
 
+def zero_concurrency_limit(
+    catalog: Catalog, policy: PolicyView, choices: Sequence[Sequence[SlotChoice]]
+) -> str | None:
+    """Which concurrency limit of 0 keeps every route of ``choices`` out, if one does: the
+    policy's, the pool's, or that of every class a demand could use (to name it in a rejection
+    instead of the list of everything that can)."""
+    pool = catalog.pools[policy.pool_index].pool
+    if policy.policy.concurrency_limit == 0:
+        return f"the concurrency limit of policy '{policy.policy.name}' is 0"
+    if pool.concurrency_limit == 0:
+        return f"the concurrency limit of pool '{pool.name}' is 0"
+    for options in choices:
+        specs = [catalog.classes[index].spec for index in {c.class_index for c in options}]
+        if specs and all(spec.concurrency_limit == 0 for spec in specs):
+            names = ", ".join(sorted(f"'{spec.name}'" for spec in specs))
+            plural = "es" if len(specs) > 1 else ""
+            return f"the concurrency limit of class{plural} {names} is 0"
+    return None
+
+
 def _grant_defaults(
     catalog: Catalog,
     policy: PolicyView,
