@@ -1,9 +1,10 @@
-"""Helpers shared by the routers: JSON responses, error documentation, list scopes and the
-cross-project reference check."""
+"""Helpers shared by the routers: JSON responses, error documentation, list scopes, the
+cross-project reference check and the instant sweeps compare deadlines with."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -85,3 +86,11 @@ def same_project(
             raise missing(kind, ref)() from None
         if owner != project_id:
             raise missing(kind, ref)()
+
+
+def sweep_time(ctx: Ctx, now: datetime) -> datetime:
+    """The instant a sweep of lost runs or steps compares deadlines with: the server's own clock,
+    or an admin's earlier ``now`` (tests drive a fake clock). Never a later one: a caller whose
+    clock runs ahead would end runs and steps that are alive."""
+    server_now = datetime.now(UTC)
+    return min(now, server_now) if ctx.principal.acts_as_admin else server_now

@@ -8,7 +8,6 @@ name the user they act for.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
@@ -31,6 +30,7 @@ from wharf.server.routers._common import (
     missing,
     no_content,
     same_project,
+    sweep_time,
 )
 from wharf.server.schemas.actions import LostRunsBody, WireDatetime
 from wharf.server.schemas.filters import IdPrefixQuery, page_request
@@ -113,12 +113,6 @@ def _remember(ctx: Ctx, run: PipelineRunRecord) -> None:
     ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
 
 
-def _sweep_time(ctx: Ctx, now: datetime) -> datetime:
-    """The instant a sweep compares deadlines with: the caller's for admins (tests drive a
-    fake clock), the server's own for anyone else (no one ends other runs early)."""
-    return now if ctx.principal.acts_as_admin else datetime.now(UTC)
-
-
 def _visible(ctx: Ctx, project_id: UUID) -> bool:
     return ctx.principal.is_admin or project_id in ctx.access.roles()
 
@@ -196,7 +190,7 @@ def build_router() -> APIRouter:
         """Running or stopping runs whose orchestrator's heartbeat deadline passed before
         ``now``, or whose orchestrator runs on ``host`` (the caller checks those processes)."""
         ctx.access.require_account("sweep runs")
-        found = ctx.store.runs.list_sweep_candidates(_sweep_time(ctx, now), host)
+        found = ctx.store.runs.list_sweep_candidates(sweep_time(ctx, now), host)
         return items_response([r for r in found if _visible(ctx, r.project_id)])
 
     @router.post("/lost", response_model=Items[LostRun])
@@ -207,7 +201,7 @@ def build_router() -> APIRouter:
         their unfinished steps end failed and give back their resource requests."""
         ctx.access.require_account("sweep runs")
         orphaned = [run_id for run_id in body.orphaned if _writable(ctx, run_id)]
-        now = _sweep_time(ctx, body.now)
+        now = sweep_time(ctx, body.now)
         lost = end_lost_runs(ctx.store, now, orphaned, body.spared, release=ctx.state.release_ended)
         return items_response([r for r in lost if _visible(ctx, r.run.project_id)])
 

@@ -29,6 +29,7 @@ from wharf.server.routers._common import (
     list_scope,
     missing,
     same_project,
+    sweep_time,
 )
 from wharf.server.schemas.actions import (
     MAX_BATCH,
@@ -274,7 +275,8 @@ def build_router() -> APIRouter:
                 )
             except EntityNotFoundError:
                 return items_response([])
-        return items_response(ctx.state.step_runs.fail_lost_heartbeats(body.now, body.run_id))
+        now = sweep_time(ctx, body.now)
+        return items_response(ctx.state.step_runs.fail_lost_heartbeats(now, body.run_id))
 
     @router.get("/{step_id}", response_model=StepRunRecord)
     def get_step(step_id: UUID, ctx: CtxDep) -> Response:
