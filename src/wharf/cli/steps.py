@@ -1,16 +1,26 @@
 """``wharf steps list --run RUN`` and ``wharf steps logs RUN STEP`` (or ``STEP_RUN_ID``).
 
-``steps logs`` prints a step's stored output as it is (nothing for none); for a step that has
-not ended yet it says on stderr that its output comes when it ends, instead of printing nothing.
+``steps logs`` prints a step's stored output as it is (nothing for a step that ran and printed
+nothing). Where there is no output to print it says why on stderr, in one line, and exits 0: a
+step that has not ended yet (its output comes when it ends; a queued one has not started), and a
+step that never started (it failed or was stopped before it started, or a step of the pipeline
+that its run never reached).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 
+if TYPE_CHECKING:
+    from wharf.sdk.client import Client
+    from wharf.store.models import StepRunRecord
+
 STEP_COLUMNS = ("name", "status", "attempt", "start_time", "end_time", "id")
+LATER = "its output is stored when it ends (wharf runs logs RUN --follow prints it then)"
 
 
 @click.group()
@@ -37,17 +47,62 @@ def step_logs(run: str, step: str | None) -> None:
     """Print the captured stdout/stderr of STEP of RUN: RUN is a run's name, id or id prefix,
     STEP the name of one of its steps (its last attempt). Given alone, RUN is a step run's id
     or id prefix (as in: wharf steps logs STEP_RUN_ID). A step's output is stored when it ends."""
-    from wharf.core.enums import ExecutionStatus
+    from wharf.core.errors import EntityNotFoundError
     from wharf.sdk.client import Client
 
     with Client() as client:
-        record = client.find_step_run(run) if step is None else client.find_step_run(step, run=run)
+        try:
+            record = (
+                client.find_step_run(run) if step is None else client.find_step_run(step, run=run)
+            )
+        except EntityNotFoundError:
+            note = None if step is None else _unreached(client, run, step)
+            if note is None:
+                raise
+            click.echo(note, err=True)
+            return
         text = client.step_logs(record)
     if text:
         click.echo(text, nl=not text.endswith("\n"))
-    if not (record.status.is_finished or record.status is ExecutionStatus.RETRYING):
-        click.echo(
-            f"Step '{record.name}' is {record.status.value}: its output is stored when it ends "
-            "(wharf runs logs RUN --follow prints it then).",
-            err=True,
-        )
+    note = _why_no_logs(record) if not text else _not_ended(record)
+    if note is not None:
+        click.echo(note, err=True)
+
+
+def _not_ended(record: StepRunRecord) -> str | None:
+    """The note for a step run that has not ended yet (None if it has)."""
+    from wharf.core.enums import ExecutionStatus
+
+    status = record.status
+    if status.is_finished or status is ExecutionStatus.RETRYING:
+        return None
+    if record.start_time is None:
+        return f"Step '{record.name}' is {status.value}: it has not started yet; {LATER}."
+    return f"Step '{record.name}' is {status.value}: {LATER}."
+
+
+def _why_no_logs(record: StepRunRecord) -> str | None:
+    """Why a step run has no output to print (None: it ran and printed nothing, or it was
+    cached)."""
+    from wharf.core.enums import ExecutionStatus
+
+    note = _not_ended(record)
+    if note is not None or record.start_time is not None:
+        return note
+    if record.status is ExecutionStatus.CACHED or record.original_step_run_id is not None:
+        return None
+    reason = (record.status_reason or "").strip().splitlines()
+    why = f" Reason: {reason[0]}" if reason else ""
+    return f"Step '{record.name}' has no logs: it never started ({record.status.value}).{why}"
+
+
+def _unreached(client: Client, run: str, step: str) -> str | None:
+    """The note for STEP of RUN when the run has no step run of that name but its pipeline has
+    that step (None if it does not): the run never reached it, or has not yet."""
+    found = client.get_pipeline_run(run)
+    if step not in client.get_snapshot(found.snapshot_id).spec.steps:
+        return None
+    status = found.status.value
+    if found.status.is_finished:
+        return f"Step '{step}' has no logs: it never started (run '{found.name}' {status})."
+    return f"Step '{step}' has not started yet (run '{found.name}' is {status}); {LATER}."
