@@ -20,19 +20,13 @@ from wharf.config.component_settings import check_component_settings, parse_comp
 from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
-from wharf.core.errors import (
-    InputError,
-    PipelineDefinitionError,
-    StepInterfaceError,
-    WharfError,
-)
+from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
 from wharf.core.names import definition_name
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
-from wharf.sdk.refusals import is_refused, mark_refused, quiet_refusals
 from wharf.sdk.run_failure import FailureWatch
 from wharf.sdk.scheduling import record_schedule, schedule_on
 from wharf.sdk.step import Step, parse_settings
@@ -208,10 +202,6 @@ class Pipeline(Generic[P]):
         workspace = Workspace.open()
         try:
             return self.run_in(workspace, *args, **kwargs)
-        except WharfError as exc:
-            if is_refused(exc):
-                quiet_refusals()  # uncaught, the script shows it in one line
-            raise
         finally:
             workspace.close()
 
@@ -241,12 +231,8 @@ class Pipeline(Generic[P]):
         step_operator = None
         if ComponentType.STEP_OPERATOR in stack.components:
             step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
-        try:  # refuse before anything is recorded
-            orchestrator.runtime_policy(spec, step_operator)
-            check_component_settings(spec, (orchestrator, artifact_store, step_operator))
-        except WharfError as exc:
-            mark_refused(exc)
-            raise
+        orchestrator.runtime_policy(spec, step_operator)  # refuse before anything is recorded
+        check_component_settings(spec, (orchestrator, artifact_store, step_operator))
         spec = ship_code(
             spec,
             artifact_store,
