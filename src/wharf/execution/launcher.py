@@ -32,6 +32,7 @@ from wharf.execution.attempts import AttemptExecutor
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.launch_errors import end_after_error
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, replay_differs
@@ -431,58 +432,68 @@ class StepLauncher:
     ) -> StepOutcome:
         """Run the attempts of a step whose first step run is ``record``; ``adopted``: that
         attempt is in flight already (started by an earlier process of the run, allocation
-        included): the backend takes it over."""
+        included): the backend takes it over. An unexpected error before the step ends (a bug,
+        a failing collaborator: backend selection, a backend, the progress reporter) ends the
+        step failed, never leaving its step run in flight (``launch_errors``)."""
         services = self._services
-        executor = self.executor_for(spec)
-        runtime = self.runtime_for(spec)
         resources = services.resources if self._queued(spec) else None
         holders = self._holders_for(spec)
         progress = services.progress
         retry = spec.config.retry
         max_attempts = 1 + (retry.max_retries if retry is not None else 0)
         started: datetime | None = None
-        while True:
-            allocation = None
-            try:
-                if resources is not None and not adopted:
-                    try:
-                        record, allocation = self._allocations.wait(spec, record, holders)
-                    except (WharfError, StepInterrupted) as exc:  # no allocation, or stopped
-                        return self._ended(
-                            self._allocations.not_allocated(spec, record, exc), started
-                        )
-                if holders is not None and executor is not self._inline:
-                    holders.end()  # the step's own process does the rest of its bookkeeping
-                # An inline attempt leaves the holder's stretch while its user code runs and
-                # is back in it from the code's return to the release (step_runner, attempts).
-                started = started or record.start_time
-                progress.step_started(
-                    self._run_id, spec.name, runtime, record.attempt, max_attempts
+        try:
+            executor = self.executor_for(spec)
+            runtime = self.runtime_for(spec)
+            while True:
+                allocation = None
+                try:
+                    if resources is not None and not adopted:
+                        try:
+                            record, allocation = self._allocations.wait(spec, record, holders)
+                        except (WharfError, StepInterrupted) as exc:  # no allocation, or stopped
+                            return self._ended(
+                                self._allocations.not_allocated(spec, record, exc), started
+                            )
+                    if holders is not None and executor is not self._inline:
+                        holders.end()  # its own process does the rest of its bookkeeping
+                    # An inline attempt leaves the holder's stretch while its user code runs
+                    # and is back in it from the code's return to the release (step_runner,
+                    # attempts).
+                    started = started or record.start_time
+                    progress.step_started(
+                        self._run_id, spec.name, runtime, record.attempt, max_attempts
+                    )
+                    result = executor(spec, record, inputs, region, allocation)
+                    adopted = False
+                finally:
+                    if holders is not None:
+                        holders.end()
+                if resources is not None:
+                    # Its request was released with its final status (by its own process if
+                    # it had one): wake this process's waiters now, not at their next poll.
+                    resources.step_ended(elsewhere=runtime is StepRuntime.ISOLATED)
+                final = result.record
+                if final.status is not ExecutionStatus.RETRYING or region.interrupted:
+                    outcome = StepOutcome(
+                        spec.name, final.status, result.outputs, final, reason=final.status_reason
+                    )
+                    return self._ended(outcome, started)
+                attempt = final.attempt + 1
+                delay = retry.delay_before(attempt) if retry is not None else 0.0
+                progress.step_retrying(
+                    self._run_id, spec.name, final.attempt, max_attempts, final.status_reason, delay
                 )
-                result = executor(spec, record, inputs, region, allocation)
-                adopted = False
-            finally:
-                if holders is not None:
-                    holders.end()
-            if resources is not None:
-                # Its request was released with its final status (by its own process if it
-                # had one): wake this process's waiters now rather than at their next poll.
-                resources.step_ended(elsewhere=runtime is StepRuntime.ISOLATED)
-            final = result.record
-            if final.status is not ExecutionStatus.RETRYING or region.interrupted:
-                outcome = StepOutcome(
-                    spec.name, final.status, result.outputs, final, reason=final.status_reason
-                )
-                return self._ended(outcome, started)
-            attempt = final.attempt + 1
-            delay = retry.delay_before(attempt) if retry is not None else 0.0
-            progress.step_retrying(
-                self._run_id, spec.name, final.attempt, max_attempts, final.status_reason, delay
-            )
-            if retry is not None:
-                wait_to_retry(self._stops, services.sleep, delay)
-            with holders.creating() if holders is not None else nullcontext():
-                created = self._create_attempt(spec, inputs, cache_key, attempt, final)
-            if isinstance(created, StepOutcome):
-                return self._ended(created, started)
-            record = created
+                if retry is not None:
+                    wait_to_retry(self._stops, services.sleep, delay)
+                with holders.creating() if holders is not None else nullcontext():
+                    created = self._create_attempt(spec, inputs, cache_key, attempt, final)
+                if isinstance(created, StepOutcome):
+                    return self._ended(created, started)
+                record = created
+        except Exception as exc:  # not the step's own error: it never stays in flight
+            outcome = end_after_error(services, spec.name, record, exc)
+        try:
+            return self._ended(outcome, started or record.start_time)
+        except Exception:  # the reporter may be what failed: the error is logged already
+            return outcome
