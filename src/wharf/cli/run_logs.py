@@ -47,6 +47,23 @@ def _ended(step: StepRunRecord) -> bool:
     return step.status.is_finished or step.status is ExecutionStatus.RETRYING
 
 
+def is_cached(step: StepRunRecord) -> bool:
+    """Whether the step run reuses another's outputs (that one's run may have been deleted)."""
+    return step.status is ExecutionStatus.CACHED or step.original_step_run_id is not None
+
+
+def cached_from(client: Client, step: StepRunRecord) -> str:
+    """The name of the run a cached step run was cached from; ``(deleted)`` if it is gone."""
+    from wharf.core.errors import EntityNotFoundError
+
+    if step.original_step_run_id is None:  # its run was deleted
+        return "(deleted)"
+    try:
+        return client.get_pipeline_run(client.get_step_run(step.original_step_run_id).run_id).name
+    except EntityNotFoundError:
+        return "(deleted)"
+
+
 def _label(step: StepRunRecord) -> str:
     return step.name if step.attempt == 1 else f"{step.name} (attempt {step.attempt})"
 
@@ -132,17 +149,9 @@ class RunLogs:
 
     def _print(self, step: StepRunRecord) -> None:
         label = _label(step)
-        if step.original_step_run_id is not None:
-            self._echo(f"[{label}] cached from run {self._origin(step.original_step_run_id)}.")
+        if is_cached(step):
+            self._echo(f"[{label}] cached from run {cached_from(self._client, step)}.")
             return
         text = self._client.step_logs(step)
         for line in text.splitlines():
             self._echo(f"[{label}] {line}")
-
-    def _origin(self, step_run_id: UUID) -> str:
-        from wharf.core.errors import EntityNotFoundError
-
-        try:
-            return self._client.get_pipeline_run(self._client.get_step_run(step_run_id).run_id).name
-        except EntityNotFoundError:
-            return "(deleted)"

@@ -4,7 +4,8 @@
 nothing). Where there is no output to print it says why on stderr, in one line, and exits 0: a
 step that has not ended yet (its output comes when it ends; a queued one has not started), and a
 step that never started (it failed or was stopped before it started, or a step of the pipeline
-that its run never reached).
+that its run never reached). A cached step gets one line naming the run it was cached from (as
+``wharf runs logs`` names it), followed by the logs of the step run it reuses, if stored.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def step_logs(run: str, step: str | None) -> None:
     """Print the captured stdout/stderr of STEP of RUN: RUN is a run's name, id or id prefix,
     STEP the name of one of its steps (its last attempt). Given alone, RUN is a step run's id
     or id prefix (as in: wharf steps logs STEP_RUN_ID). A step's output is stored when it ends."""
+    from wharf.cli.run_logs import cached_from, is_cached
     from wharf.core.errors import EntityNotFoundError
     from wharf.sdk.client import Client
 
@@ -62,9 +64,14 @@ def step_logs(run: str, step: str | None) -> None:
             click.echo(note, err=True)
             return
         text = client.step_logs(record)
+        origin = cached_from(client, record) if is_cached(record) else None
+    note = _why_no_logs(record) if not text else _not_ended(record)
+    if origin is not None:  # as `wharf runs logs` says; then the reused step run's logs
+        there = "its logs there:" if text else "it has no logs there."
+        click.echo(f"Step '{record.name}' was cached from run {origin}; {there}", err=True)
+        note = None
     if text:
         click.echo(text, nl=not text.endswith("\n"))
-    note = _why_no_logs(record) if not text else _not_ended(record)
     if note is not None:
         click.echo(note, err=True)
 
@@ -82,15 +89,11 @@ def _not_ended(record: StepRunRecord) -> str | None:
 
 
 def _why_no_logs(record: StepRunRecord) -> str | None:
-    """Why a step run has no output to print (None: it ran and printed nothing, or it was
-    cached)."""
-    from wharf.core.enums import ExecutionStatus
-
+    """Why a step run that was not cached has no output to print (None: it ran and printed
+    nothing)."""
     note = _not_ended(record)
     if note is not None or record.start_time is not None:
         return note
-    if record.status is ExecutionStatus.CACHED or record.original_step_run_id is not None:
-        return None
     reason = (record.status_reason or "").strip().splitlines()
     why = f" Reason: {reason[0]}" if reason else ""
     return f"Step '{record.name}' has no logs: it never started ({record.status.value}).{why}"
