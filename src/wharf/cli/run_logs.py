@@ -4,7 +4,10 @@ the step's name (``[train] epoch 1``), steps in the pipeline's order as ``runs s
 
 A step's output reaches the artifact store once, when the step ends (``wharf.execution.
 log_capture``), so a step is printed whole when it has ended; an attempt that failed and was
-retried (``retrying``, final: the next attempt is a new step run) has ended too. Invariants:
+retried (``retrying``, final: the next attempt is a new step run) has ended too. A step that
+never started gets one note instead, worded as ``wharf steps logs`` words it: one that failed
+or was stopped before it started, and, once the run has finished, a step of its pipeline that
+the run never reached. Invariants:
 each step run is printed at most once; the run's status is read before its steps, so the last
 poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads;
 ``--follow`` outlasts a short outage of the store (a workspace server restarting).
@@ -23,7 +26,7 @@ from wharf.store.models import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from wharf.sdk.client import Client
-    from wharf.store.models import StepRunRecord
+    from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 MIN_POLL = 0.2
 MAX_POLL = 2.0
@@ -64,6 +67,22 @@ def cached_from(client: Client, step: StepRunRecord) -> str:
         return "(deleted)"
 
 
+def never_started(step: StepRunRecord) -> str | None:
+    """Why a step run that ended has no logs, if it never started (it failed or was stopped
+    before it started), with its reason's first line (None if it started or was cached)."""
+    if step.start_time is not None or not _ended(step) or is_cached(step):
+        return None
+    reason = (step.status_reason or "").strip().splitlines()
+    why = f" Reason: {reason[0]}" if reason else ""
+    return f"has no logs: it never started ({step.status.value}).{why}"
+
+
+def never_reached(run: PipelineRunRecord) -> str:
+    """Why a step of ``run``'s pipeline that has no step run in the run (which has finished)
+    has no logs."""
+    return f"has no logs: it never started (run '{run.name}' {run.status.value})."
+
+
 def _label(step: StepRunRecord) -> str:
     return step.name if step.attempt == 1 else f"{step.name} (attempt {step.attempt})"
 
@@ -86,7 +105,8 @@ class RunLogs:
         A step still running gets a note that its output appears when it ends; a run no
         orchestrating process has taken over yet (a Kubernetes run whose orchestrator pod has
         not started) gets one note saying so, so a follower does not wait in silence; a cached
-        step gets a note naming the run it ran in instead of repeating its output.
+        step gets a note naming the run it ran in instead of repeating its output; a step
+        that never started gets a note saying so (:func:`never_started`, :func:`never_reached`).
         """
         current = self._client.get_pipeline_run(self.run.id)
         finished = current.status.is_finished
@@ -99,7 +119,8 @@ class RunLogs:
                 f"started it yet{later}; `wharf runs stop {current.name} --force` ends it."
             )
             printed = True
-        for step in in_pipeline_order(_steps(self._client, self.run.id), self._spec):
+        steps = _steps(self._client, self.run.id)
+        for step in in_pipeline_order(steps, self._spec):
             if step.id in self._printed:
                 continue
             if _ended(step):
@@ -112,6 +133,12 @@ class RunLogs:
                 when = "its output appears when it ends"
                 self._echo(f"[{_label(step)}] {step.status.value}: {when}{later}.")
                 printed = True
+        if finished:  # the steps of its pipeline that it never reached
+            reached = {step.name for step in steps}
+            for name in self._spec.steps:
+                if name not in reached:
+                    self._echo(f"[{name}] {never_reached(current)}")
+                    printed = True
         return finished, printed
 
     def follow(
@@ -149,6 +176,10 @@ class RunLogs:
 
     def _print(self, step: StepRunRecord) -> None:
         label = _label(step)
+        never = never_started(step)
+        if never is not None:
+            self._echo(f"[{label}] {never}")
+            return
         if is_cached(step):
             self._echo(f"[{label}] cached from run {cached_from(self._client, step)}.")
             return

@@ -91,12 +91,13 @@ def _not_ended(record: StepRunRecord) -> str | None:
 def _why_no_logs(record: StepRunRecord) -> str | None:
     """Why a step run that was not cached has no output to print (None: it ran and printed
     nothing)."""
+    from wharf.cli.run_logs import never_started
+
     note = _not_ended(record)
-    if note is not None or record.start_time is not None:
+    if note is not None:
         return note
-    reason = (record.status_reason or "").strip().splitlines()
-    why = f" Reason: {reason[0]}" if reason else ""
-    return f"Step '{record.name}' has no logs: it never started ({record.status.value}).{why}"
+    never = never_started(record)  # as `wharf runs logs` says it
+    return None if never is None else f"Step '{record.name}' {never}"
 
 
 def _unreached(client: Client, run: str, step: str) -> str | None:
@@ -105,7 +106,9 @@ def _unreached(client: Client, run: str, step: str) -> str | None:
     found = client.get_pipeline_run(run)
     if step not in client.get_snapshot(found.snapshot_id).spec.steps:
         return None
-    status = found.status.value
+    from wharf.cli.run_logs import never_reached
+
     if found.status.is_finished:
-        return f"Step '{step}' has no logs: it never started (run '{found.name}' {status})."
+        return f"Step '{step}' {never_reached(found)}"  # as `wharf runs logs` says it
+    status = found.status.value
     return f"Step '{step}' has not started yet (run '{found.name}' is {status}); {LATER}."
