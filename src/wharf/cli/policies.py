@@ -315,8 +315,8 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete policy NAME."""
     with open_rm(ctx) as rm:
-        rm.policies.get(name)  # an unknown name is said before asking to confirm
         if not yes:
+            rm.policies.get(name)  # an unknown name is said before asking to confirm
             click.confirm(f"Delete policy '{name}'?", abort=True)
         rm.policies.delete(name)
     click.echo(f"Deleted policy '{name}'.")

@@ -295,8 +295,8 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete pool NAME and its policies (refused while it has live requests)."""
     with open_rm(ctx) as rm:
-        rm.pools.get(name)  # an unknown name is said before asking to confirm
         if not yes:
+            rm.pools.get(name)  # an unknown name is said before asking to confirm
             click.confirm(f"Delete pool '{name}' and its policies?", abort=True)
         rm.pools.delete(name)
     click.echo(f"Deleted pool '{name}'.")
