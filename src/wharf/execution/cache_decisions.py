@@ -6,9 +6,10 @@ decides caching with :meth:`CacheDecisions.decide`. Invariants:
   the store state at that decision; a ready step looked at ahead is recorded cached or left
   untouched;
 - a call refused because the run is stopping (``RunStoppingError``) refuses every step of it,
-  as each alone would be; any other error of a call (all or nothing) has each of its steps
-  decided again alone, so it fails only its own step; the steps looked at ahead are handed
-  back to the runner whatever happens.
+  as each alone would be, and so does a store outage that outlasted the call's retries
+  (:mod:`wharf.execution.step_writes` rides out a shorter one); any other error of a call
+  (all or nothing) has each of its steps decided again alone, so it fails only its own step;
+  the steps looked at ahead are handed back to the runner whatever happens.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import RunStoppingError
 from wharf.execution import step_writes
+from wharf.execution.outages import transient
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
 from wharf.store.models import ArtifactVersionRecord, CachedOrCreated, StepRunCreate
@@ -118,7 +120,7 @@ class CacheDecisions(Combiner[_Decision]):
         record = found.recorded
         if record is None:
             own = create.model_copy(update={"spec": spec if self._record_specs else None})
-            record = store.steps.create(own.reusing(found.step))
+            record = step_writes.create(services, own.reusing(found.step))
         outputs = services.versions.outputs_of(store, found.step, found.outputs.values())
         services.progress.step_cached(self._run_id, spec.name, found.step.run_id)
         return StepOutcome(spec.name, ExecutionStatus.CACHED, outputs, record)
@@ -146,6 +148,8 @@ class CacheDecisions(Combiner[_Decision]):
         except RunStoppingError as error:  # every step of it is refused, as it would be alone
             return [error] * len(operations)
         except Exception as error:  # each step decided alone: an error fails only its own
+            if transient(error):  # alone, each would wait out the same outage again
+                return [error] * len(operations)
             if len(operations) == 1 and not ahead:
                 return [error]
             return [self._alone(operation) for operation in operations]

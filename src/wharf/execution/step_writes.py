@@ -7,6 +7,11 @@ calls do nothing and the workspace server does the work in its step routes. Inva
 these calls set a step's ``resource_request_id`` in embedded mode, and every write that ends a
 step that holds a request goes through :func:`ended` (or the release callback of a forced stop
 or a lost-run sweep), so no request outlives its step's final status.
+
+Creating step runs rides out a store outage shorter than the liveness timeout: each step run is
+named (given its id) before the first try, and the store answers a repeated create of an id it
+wrote with what it wrote, so a retry never writes a step twice; a step's request is made once,
+before the first try, and released only if the write failed for good.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TypeVar
 from uuid import UUID
 
 from wharf.config.spec import wants_resources
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.core.ids import new_id
+from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.services import RunServices
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -32,6 +40,8 @@ from wharf.store.models import (
 )
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 HOLDING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.CANCELLING, ExecutionStatus.STOPPING})
 """Step statuses whose heartbeats renew the lease: a step that was asked to stop still holds
@@ -95,6 +105,35 @@ def fail_lost_heartbeats(services: RunServices, now: datetime, run_id: UUID) -> 
     return failed
 
 
+def _named(step: StepRunCreate) -> StepRunCreate:
+    """``step`` with its id chosen (kept if it has one): the id that makes its creation
+    idempotent, the same on every try."""
+    return step if step.id is not None else step.model_copy(update={"id": new_id()})
+
+
+def _live(step: StepRunCreate, record: StepRunRecord) -> StepRunRecord:
+    """``record``, the step run written for ``step``; raises if it has ended already: a
+    repeated create answers the step run the lost try wrote, which the workspace server may
+    have ended (its resource request failed, the error being the outage that was retried)."""
+    if record.status.is_finished and not step.status.is_finished:
+        raise WharfError(
+            record.status_reason or f"Step run {record.name} ended {record.status.value}."
+        )
+    return record
+
+
+def _through_outage(services: RunServices, call: Callable[[], T], what: str) -> T:
+    """``call()`` (a lookup, or a creation of named step runs: safe to repeat), repeated
+    through a store outage shorter than the run's liveness timeout."""
+    return retry_through_outage(
+        call,
+        what=what,
+        patience=liveness_timeout_for(services.heartbeat_interval),
+        clock=services.clock,
+        sleep=services.sleep,
+    )
+
+
 def _requested(services: RunServices, create: StepRunCreate) -> StepRunCreate:
     """``create`` with its request made, if it is a queued step that asks for resources and the
     port makes requests here (raises the port's ``WharfError``)."""
@@ -122,13 +161,18 @@ def _written(
     create: StepRunCreate,
     write: Callable[[StepRunCreate], StepRunRecord],
 ) -> tuple[StepRunRecord, UUID | None]:
-    """Write ``create`` with its request; the record and the id of the request made for it.
-    If the request fails, the step is written all the same and ends failed with the reason,
-    and the error is raised; if the write fails, the request is released."""
+    """Write ``create`` (named) with its request; the record and the id of the request made
+    for it. If the request fails, the step is written all the same and ends failed with the
+    reason, and the error is raised; if the write fails (also after riding out an outage), the
+    request is released. ``write`` is repeated through an outage."""
+
+    def written(step: StepRunCreate) -> StepRunRecord:
+        return _through_outage(services, lambda: write(step), f"create step run {step.name}")
+
     try:
         ready = _requested(services, create)
     except WharfError as exc:
-        record = write(create)
+        record = written(create)
         reason = f"Could not request resources: {exc}"
         try:
             services.store.steps.update(
@@ -138,7 +182,7 @@ def _written(
             logger.warning("Could not mark step %s failed: %s", record.name, failed)
         raise
     try:
-        return write(ready), ready.resource_request_id
+        return written(ready), ready.resource_request_id
     except BaseException:
         _release(services, ready.resource_request_id)
         raise
@@ -147,7 +191,8 @@ def _written(
 def create(services: RunServices, step: StepRunCreate) -> StepRunRecord:
     """``store.steps.create``, a queued step that asks for resources with its request (made
     before its row is written, so the row is written once, request id included)."""
-    return _written(services, step, services.store.steps.create)[0]
+    step = _named(step)
+    return _live(step, _written(services, step, services.store.steps.create)[0])
 
 
 def find_cached_or_create(
@@ -162,15 +207,29 @@ def find_cached_or_create(
     cache is looked up first), released if another run cached the step meanwhile."""
     steps = services.store.steps
     resources = services.resources
+    step = _named(step)
+    key = step.cache_key
     if (
         resources is None
         or not resources.makes_requests
-        or step.cache_key is None
+        or key is None
         or step.status is not ExecutionStatus.QUEUED
         or not wants_resources(step.spec)
-        or steps.find_cached(project_id, step.cache_key, now) is not None
+        or _through_outage(
+            services,
+            lambda: steps.find_cached(project_id, key, now),
+            f"look up the cached step run of step {step.name}",
+        )
+        is not None
     ):
-        return steps.find_cached_or_create(step, project_id, now, record_hit=record_hit)
+        plain = _through_outage(
+            services,
+            lambda: steps.find_cached_or_create(step, project_id, now, record_hit=record_hit),
+            f"create step run {step.name}",
+        )
+        if plain.created:
+            _live(step, plain.step)
+        return plain
     found: list[CachedOrCreated] = []
 
     def write(ready: StepRunCreate) -> StepRunRecord:
@@ -180,6 +239,8 @@ def find_cached_or_create(
     _, request_id = _written(services, step, write)
     if not found[-1].created:  # a run of it finished meanwhile: cached, no request needed
         _release(services, request_id)
+    else:
+        _live(step, found[-1].step)
     return found[-1]
 
 
@@ -198,6 +259,7 @@ def find_cached_or_create_many(
     a batch of one step that may be created (the plain call: a chain's steps decide one by
     one)."""
     flags = [True] * len(steps) if create is None else list(create)
+    steps = [_named(step) for step in steps]
     if len(steps) == 1 and flags[0]:
         return [find_cached_or_create(services, steps[0], project_id, now, record_hit=record_hit)]
     resources = services.resources
@@ -215,13 +277,16 @@ def find_cached_or_create_many(
         )
     together = [i for i in range(len(steps)) if i not in alone]
     if together:
-        found = services.store.steps.find_cached_or_create_many(
-            [steps[i] for i in together],
-            project_id,
-            now,
-            record_hit=record_hit,
-            create=[flags[i] for i in together],
+        batch = [steps[i] for i in together]
+        found = _through_outage(
+            services,
+            lambda: services.store.steps.find_cached_or_create_many(
+                batch, project_id, now, record_hit=record_hit, create=[flags[i] for i in together]
+            ),
+            f"create the step runs of {len(batch)} step(s)",
         )
         for i, answer in zip(together, found, strict=True):
+            if answer is not None and answer.created:
+                _live(steps[i], answer.step)
             answers[i] = answer
     return answers

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from wharf.config.spec import wants_resources
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, WharfError
 from wharf.core.ids import new_id
 from wharf.execution.resources.pairing import recorded_user
 from wharf.execution.resources.requester import StepRequester, StepRequests
@@ -51,6 +51,15 @@ def _no_request(step: StepRunCreate) -> StepRunCreate:
     return step.model_copy(update={"resource_request_id": None})
 
 
+def _unused(ready: StepRunCreate, record: StepRunRecord) -> bool:
+    """Whether the request made for ``ready`` is not the one of ``record``, the step run the
+    store answered for it (written by another call of a repeated create)."""
+    return (
+        ready.resource_request_id is not None
+        and record.resource_request_id != ready.resource_request_id
+    )
+
+
 def without_request_id(update: StepRunUpdate) -> StepRunUpdate:
     """``update`` minus any request id: pointing a step at another request would let its
     heartbeats and its finish renew or release a request it does not hold."""
@@ -70,6 +79,11 @@ class StepResourceService(StepRequester):
     combined calls (``create_many``, ``find_cached_or_create``, ``finish``) stay one store call
     each. A batch in which a request fails is written all the same, its asking steps end failed
     (requests already made are released) and the error is raised.
+
+    A create repeated with the id of a step run that was written (a client's retry whose answer
+    was lost) makes no request: the store answers the step run as written, with its request. A
+    request made for a step the store answers as written by another call (the two raced) is
+    released; one made for a write that failed is released too, and a retry makes a fresh one.
     """
 
     def __init__(self, store: Store, requests: StepRequests) -> None:
@@ -110,6 +124,7 @@ class StepResourceService(StepRequester):
         except BaseException:
             self.release_requests(ready)
             raise
+        self.release_requests([s for s, r in zip(ready, records, strict=True) if _unused(s, r)])
         if error is not None:
             self.fail_unrequested(list(zip(records, steps, strict=True)), f"{error}")
             raise error
@@ -124,7 +139,7 @@ class StepResourceService(StepRequester):
         ready: builtins.list[StepRunCreate] = []
         error: WharfError | None = None
         for step in steps:
-            if error is not None or not _asks_for_resources(step):
+            if error is not None or not _asks_for_resources(step) or self._written(step):
                 ready.append(_no_request(step))
                 continue
             step_id = step.id or new_id()
@@ -198,9 +213,12 @@ class StepResourceService(StepRequester):
         except BaseException:
             self.release_requests(ready)
             raise
-        if not found.created:  # a run of it finished meanwhile: cached, no request needed
+        if not found.created or _unused(ready[0], found.step):
+            # a run of it finished meanwhile (cached, no request needed), or another call
+            # wrote the step with its own request
             self.release_requests(ready)
-            return found
+            if not found.created:
+                return found
         if error is not None:
             self.fail_unrequested([(found.step, step)], f"{error}")
             raise error
@@ -248,6 +266,16 @@ class StepResourceService(StepRequester):
         return self.updated(record), versions
 
     # -------------------------------------------------------------- internals
+
+    def _written(self, step: StepRunCreate) -> bool:
+        """Whether a step run is stored under ``step``'s id already (a repeated create)."""
+        if step.id is None:
+            return False
+        try:
+            self._inner.get(step.id)
+        except EntityNotFoundError:
+            return False
+        return True
 
     def fail_unrequested(
         self, created: Sequence[tuple[StepRunRecord, StepRunCreate]], error: str

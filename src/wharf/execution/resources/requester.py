@@ -3,9 +3,9 @@ step-resources port's ``request``, ``renew`` and ``release``.
 
 Owns :class:`StepRequester`, used by the embedded adapter (:mod:`.embedded`) and the workspace
 server's step-resource service (:mod:`wharf.server.step_resources`); never installed on a
-store. Invariants: a request's idempotency key is its step run's id; RM errors on renewal and
-release are only logged (the step keeps running while its lease is valid, and an unreleased
-lease lapses on its own).
+store. Invariants: a request's idempotency key is its step run's id and a nonce of the one
+call that makes it; RM errors on renewal and release are only logged (the step keeps running
+while its lease is valid, and an unreleased lease lapses on its own).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from uuid import UUID
 
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.core.ids import new_id
 from wharf.execution.lost_resources import RESOURCES_LOST, reclaimed
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.waiting import Renews
@@ -148,9 +149,13 @@ class StepRequester:
         from wharf.execution.resources.step_requests import step_request
 
         spec = step_request(self._run_subjects(step.run_id), step_id, step)
-        # The idempotency key makes a repeated creation answer the first one's request.
+        # The idempotency key makes a creation repeated through an RM outage answer the first
+        # one's request. It is this call's own: a step's creation retried after its write
+        # failed (its request released then) names the step the same and needs a fresh
+        # request, not the released one replayed.
+        key = f"step-run-{step_id}-{new_id().hex}"
         return retry_through_outage(
-            lambda: self._requests.create(spec, idempotency_key=f"step-run-{step_id}").id,
+            lambda: self._requests.create(spec, idempotency_key=key).id,
             what=f"request resources for step {step.name}",
             patience=CREATE_PATIENCE_SECONDS,
             clock=self._clock,

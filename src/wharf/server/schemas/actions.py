@@ -145,7 +145,10 @@ class PipelineBody(Body):
 
 
 class StepRunCreateBody(StepRunCreate):
-    id: SkipJsonSchema[None] = None  # the server names the step runs it creates
+    id: UUID | None = None
+    """The id the client chose for the step run (None: the server picks one). A create
+    repeated with the id of a step run it wrote answers that step run: a client retries a
+    create whose answer it lost without writing the step twice."""
     attempt: int = Field(default=1, ge=1, le=MAX_INT)
     cache_expires_at: WireDatetime | None = None
     resource_request_id: SkipJsonSchema[None] = None  # the server's resource wrapper sets it

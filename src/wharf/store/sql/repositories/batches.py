@@ -17,7 +17,7 @@ from uuid import UUID
 from sqlalchemy import Connection, bindparam, select, tuple_
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import EntityExistsError, InputError
+from wharf.core.errors import EntityExistsError, InputError, RunStoppingError
 from wharf.core.transitions import check_step_initial
 from wharf.sql.direct import DirectStatement
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
@@ -50,6 +50,7 @@ from wharf.store.sql.repositories.steps import (
     step_values,
     update_in,
     write_step,
+    written_before,
 )
 
 _S = t.step_run
@@ -143,6 +144,35 @@ def _cached_of_keys(
     return {key: step_record(row, *links[row["id"]]) for key, row in newest.items()}
 
 
+def _answer_before(conn: Connection, step: StepRunCreate) -> CachedOrCreated | None:
+    """The answer of a repeated cache decision of ``step`` that wrote its step run already
+    (see ``written_before``): the step run as created, or the hit it was recorded as (the
+    cached step run with its outputs, and the record); None if nothing is stored for it."""
+    record = written_before(conn, step)
+    if record is None:
+        return None
+    original = record.original_step_run_id
+    if record.status is not ExecutionStatus.CACHED or original is None:
+        return CachedOrCreated(step=record, created=True)
+    cached = _record_of(conn, original)
+    return CachedOrCreated(
+        step=cached, created=False, outputs=_outputs(conn, original), recorded=record
+    )
+
+
+def _record_of(conn: Connection, step_run_id: UUID) -> StepRunRecord:
+    row = conn.execute(select(_S).where(_S.c.id == step_run_id)).first()
+    if row is None:
+        raise not_found("step run", step_run_id)
+    return step_record(dict(row._mapping), *load_links(conn, [step_run_id])[step_run_id])
+
+
+def _recorded_hit(step: StepRunCreate, cached: StepRunRecord) -> StepRunCreate:
+    """The step run that records ``step`` reusing ``cached``, under the id ``step`` was given
+    (if any), so a repeated decision finds it."""
+    return step.reusing(cached).model_copy(update={"id": step.id})
+
+
 def _outputs_of_many(
     conn: Connection, step_run_ids: Sequence[UUID]
 ) -> dict[UUID, dict[str, ArtifactVersionRecord]]:
@@ -228,7 +258,8 @@ class SqlStepRuns(SqlStepRunRepository):
         The lookup runs in the transaction that creates the step run, so on SQLite (``BEGIN
         IMMEDIATE``) nothing can complete a step with the same key between the two. A hit also
         answers the found step's output versions and, with ``record_hit``, records the hit, so a
-        process that knows nothing of the found step needs one request.
+        process that knows nothing of the found step needs one request. Repeated with the id
+        of a step run it wrote (a retry whose answer was lost), it answers what it wrote.
         """
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
@@ -243,14 +274,20 @@ class SqlStepRuns(SqlStepRunRepository):
                 return CachedOrCreated(step=inserted_record(step, values), created=True)
             recorded = None
             if record_hit:
-                reuse = step.reusing(cached)
+                reuse = _recorded_hit(step, cached)
                 values = step_values(reuse, created_at)
                 insert_step(conn, reuse, values)
                 recorded = inserted_record(reuse, values)
             outputs = _outputs(conn, cached.id)
             return CachedOrCreated(step=cached, created=False, outputs=outputs, recorded=recorded)
 
-        return write_step(self._db, step, find_or_create)
+        try:
+            return write_step(self._db, step, find_or_create)
+        except (EntityExistsError, RunStoppingError):  # written already by a lost try?
+            answer = self._db.read(lambda conn: _answer_before(conn, step))
+            if answer is None:
+                raise
+            return answer
 
     def find_cached_or_create_many(
         self,
@@ -264,24 +301,27 @@ class SqlStepRuns(SqlStepRunRepository):
         """``find_cached_or_create`` for a batch, in one write transaction of a few statements
         whatever its size: one lookup for all cache keys (per chunk), every step run written
         (created steps and recorded hits) inserted together with each run read once (a stopping
-        run refuses the whole batch), and the hits' output versions in one query."""
+        run refuses the whole batch), and the hits' output versions in one query. Repeated (a
+        retry whose answer was lost), each step run it wrote, known by its id, is answered as
+        written (see ``find_cached_or_create``) and the others are decided again."""
         flags = creation_flags(steps, create)
         _check_size(steps, "step runs")
         if not steps:
             return []
         created_at = self._db.now()
 
-        def decide(conn: Connection) -> list[CachedOrCreated | None]:
+        def decide(conn: Connection, repeated: bool) -> list[CachedOrCreated | None]:
+            before = {i: _answer_before(conn, s) for i, s in enumerate(steps)} if repeated else {}
             found = _cached_of_keys(conn, project_id, [s.cache_key or "" for s in steps], now)
             writes: list[StepRunCreate] = []
             rows: list[dict[str, Any]] = []
             plan: list[tuple[StepRunRecord | None, int | None]] = []  # (hit, row written)
-            for step, make in zip(steps, flags, strict=True):
+            for i, (step, make) in enumerate(zip(steps, flags, strict=True)):
                 cached = found.get(step.cache_key or "")
-                if not (record_hit if cached is not None else make):
+                if before.get(i) is not None or not (record_hit if cached is not None else make):
                     plan.append((cached, None))  # nothing to write for it
                     continue
-                written = step if cached is None else step.reusing(cached)
+                written = step if cached is None else _recorded_hit(step, cached)
                 plan.append((cached, len(rows)))
                 writes.append(written)
                 rows.append(step_values(written, created_at))
@@ -289,7 +329,11 @@ class SqlStepRuns(SqlStepRunRepository):
             hits = [cached.id for cached, _ in plan if cached is not None]
             outputs = _outputs_of_many(conn, list(dict.fromkeys(hits))) if hits else {}
             answers: list[CachedOrCreated | None] = []
-            for cached, index in plan:
+            for i, (cached, index) in enumerate(plan):
+                answer = before.get(i)
+                if answer is not None:
+                    answers.append(answer)
+                    continue
                 record = None if index is None else inserted_record(writes[index], rows[index])
                 if cached is None:
                     answers.append(
@@ -304,7 +348,12 @@ class SqlStepRuns(SqlStepRunRepository):
             return answers
 
         try:
-            return self._db.write(decide)
+            try:
+                return self._db.write(lambda conn: decide(conn, False))
+            except UniqueViolationError:
+                if all(s.id is None for s in steps):
+                    raise
+                return self._db.write(lambda conn: decide(conn, True))  # a repeated batch?
         except UniqueViolationError:
             raise self._existing_step(steps) from None
         except ForeignKeyViolationError as exc:

@@ -249,6 +249,23 @@ def missing_reference(
     )
 
 
+def written_before(conn: Connection, step: StepRunCreate) -> StepRunRecord | None:
+    """The step run a repeated create of ``step`` wrote already: the one stored under
+    ``step.id`` for the same run, name and attempt (a retry whose first answer was lost), or
+    None (no id, none stored, or another step's)."""
+    if step.id is None:
+        return None
+    row = _GET_STEP.first(conn, {"step_id": step.id})
+    if row is None or (row["run_id"], row["name"], row["attempt"]) != (
+        step.run_id,
+        step.name,
+        step.attempt,
+    ):
+        return None
+    inputs, outputs = load_links(conn, [step.id])[step.id]
+    return step_record(row, inputs, outputs)
+
+
 def write_step(db: Database, step: StepRunCreate, fn: Callable[[Connection], T]) -> T:
     """Run ``fn`` (which inserts ``step``) in a write transaction; constraint violations
     become the repository's errors."""
@@ -274,8 +291,16 @@ class SqlStepRunRepository(SqlRepository):
     update + link read, + output insert), with records assembled from values already in hand."""
 
     def create(self, step: StepRunCreate) -> StepRunRecord:
+        """A step run created with an id that is stored already for the same step (a retry
+        whose answer was lost) is answered as stored, not created twice."""
         values = step_values(step, self._db.now())
-        write_step(self._db, step, lambda conn: insert_step(conn, step, values))
+        try:
+            write_step(self._db, step, lambda conn: insert_step(conn, step, values))
+        except (EntityExistsError, RunStoppingError):  # written already by a lost try?
+            existing = self._db.read(lambda conn: written_before(conn, step))
+            if existing is None:
+                raise
+            return existing
         return inserted_record(step, values)
 
     def get(self, step_run_id: UUID) -> StepRunRecord:
