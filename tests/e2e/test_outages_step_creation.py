@@ -1,0 +1,102 @@
+# ruff: noqa: F811  (the fixture imported from test_outages_team_database)
+"""A step created while the workspace server's database is cut away (real ``wharf server
+serve`` and ``wharf resource-manager serve`` processes, the server's PostgreSQL behind
+:mod:`tests.faults.tcp_proxy`).
+
+A dynamic pipeline calls its step during a 15 s cut: creating the step run (its cache decision,
+and for a step that asks for resources its request) fails with 503 until the database is back
+and is retried meanwhile, so the run completes with the step run written once and nothing left
+held at the Resource Manager.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import steps_lib
+from tests.e2e.team import Team
+from tests.e2e.test_outages_database import CUT_SECONDS
+from tests.e2e.test_outages_engine import (
+    LICENSE,
+    PATIENCE,
+    assert_nothing_held,
+    finished,
+    run_in_thread,
+    steps_of,
+)
+from tests.e2e.test_outages_team_database import (  # noqa: F401 (fixture)
+    HEARTBEAT_SECONDS,
+    _ready,
+    proxied_team,
+)
+from tests.faults.tcp_proxy import TcpProxy
+from tests.waiting import wait_for
+from wharf import pipeline
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.sdk.pools import ensure_pool
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunFilter
+
+CREATE_RETRIED = "Could not create step run produce (retrying"
+CREATE_DONE = "Managed to create step run produce"
+
+
+@pytest.mark.parametrize("asks", ["no resources", "a license"])
+def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
+    asks: str,
+    proxied_team: tuple[Team, TcpProxy],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    """The pipeline function calls its step once the cut began; without retries the run fails
+    with "The pipeline function raised The workspace server's database is unavailable"."""
+    team, proxy = proxied_team
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))  # patience 26 s
+    caplog.set_level(logging.INFO, logger="wharf.execution")
+    ws = Workspace.open(load_config())
+    try:
+        step = steps_lib.produce
+        if asks == "a license":
+            with team.rm_client() as rm:
+                ensure_pool(rm, "licenses", {"license": 1}, account=ws.user.name)
+            step = steps_lib.produce.with_options(settings={"resources": LICENSE})
+        waiting, go = threading.Event(), threading.Event()
+
+        @pipeline(dynamic=True)
+        def p() -> None:
+            waiting.set()
+            go.wait(PATIENCE)
+            step(value=2)
+
+        thread, result = run_in_thread(p, ws)
+        assert waiting.wait(PATIENCE), "the pipeline function did not start"
+        proxy.cut("blackhole")
+        until = time.monotonic() + CUT_SECONDS
+        go.set()  # the step's creation meets the cut
+        unavailable = 0
+        while time.monotonic() < until:
+            assert thread.is_alive(), "the run ended during the cut"
+            unavailable += _ready(team, max(0.5, until - time.monotonic())) == 503
+        assert unavailable >= 2, "the server still reached its database during the cut"
+        assert thread.is_alive(), "the run ended during the cut"
+        proxy.restore()
+        wait_for(lambda: _ready(team) == 200, "the server to reach its database again", 30)
+        run = finished(thread, result)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        found = steps_of(ws, run.id)
+        assert {n: s.status for n, s in found.items()} == {"produce": ExecutionStatus.COMPLETED}
+        assert ws.store.steps.list(StepRunFilter(run_id=run.id)).total == 1  # written once
+        messages = [r.getMessage() for r in caplog.records]
+        assert any(m.startswith(CREATE_RETRIED) for m in messages), messages
+        assert any(m.startswith(CREATE_DONE) for m in messages), messages
+        if asks == "a license":
+            assert_nothing_held(team, run)
+    finally:
+        ws.close()
