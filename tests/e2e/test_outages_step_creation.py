@@ -1,7 +1,7 @@
 # ruff: noqa: F811  (the fixture imported from test_outages_team_database)
-"""A step created while the workspace server's database is cut away (real ``wharf server
-serve`` and ``wharf resource-manager serve`` processes, the server's PostgreSQL behind
-:mod:`tests.faults.tcp_proxy`).
+"""A step created while the store's database is cut away: the workspace server's (real ``wharf
+server serve`` and ``wharf resource-manager serve`` processes) or a direct PostgreSQL store's,
+behind :mod:`tests.faults.tcp_proxy`.
 
 A dynamic pipeline calls its step during a 15 s cut: creating the step run (its cache decision,
 and for a step that asks for resources its request) fails with 503 until the database is back
@@ -14,18 +14,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from tests.e2e import steps_lib
 from tests.e2e.team import Team
-from tests.e2e.test_outages_database import CUT_SECONDS
+from tests.e2e.test_outages_database import CUT_SECONDS, TIMEOUTS
 from tests.e2e.test_outages_engine import (
     LICENSE,
     PATIENCE,
     assert_nothing_held,
     finished,
+    outage,
     run_in_thread,
     steps_of,
 )
@@ -98,5 +101,52 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
         assert any(m.startswith(CREATE_DONE) for m in messages), messages
         if asks == "a license":
             assert_nothing_held(team, run)
+    finally:
+        ws.close()
+
+
+@pytest.fixture
+def proxied_store(
+    empty_database_url: Callable[[str], str], wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TcpProxy]:
+    """This test's store: a new PostgreSQL database reached directly, through a proxy (with
+    short database timeouts, so a cut fails calls in seconds)."""
+    database = make_url(empty_database_url("postgresql"))
+    assert database.host is not None and database.port is not None
+    with TcpProxy(database.host, database.port) as proxy:
+        proxied = database.set(host="127.0.0.1", port=proxy.port).update_query_dict(TIMEOUTS)
+        monkeypatch.setenv("WHARF_STORE_URL", proxied.render_as_string(hide_password=False))
+        monkeypatch.setenv("WHARF_RESOURCE_MANAGER", "none")
+        yield proxy
+
+
+def test_a_step_created_during_a_cut_of_a_direct_postgresql_store_is_created_once(
+    proxied_store: TcpProxy, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))  # patience 26 s
+    caplog.set_level(logging.INFO, logger="wharf.execution")
+    ws = Workspace.open(load_config())
+    try:
+        waiting, go = threading.Event(), threading.Event()
+
+        @pipeline(dynamic=True)
+        def p() -> None:
+            waiting.set()
+            go.wait(PATIENCE)
+            steps_lib.produce(value=3)
+
+        thread, result = run_in_thread(p, ws)
+        assert waiting.wait(PATIENCE), "the pipeline function did not start"
+        proxied_store.cut("blackhole")
+        go.set()  # the step's creation meets the cut
+        outage(CUT_SECONDS, thread)
+        proxied_store.restore()
+        run = finished(thread, result)
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        steps = ws.store.steps.list(StepRunFilter(run_id=run.id)).items
+        assert [(s.name, s.status) for s in steps] == [("produce", ExecutionStatus.COMPLETED)]
+        messages = [r.getMessage() for r in caplog.records]
+        assert any(m.startswith(CREATE_RETRIED) for m in messages), messages
+        assert any(m.startswith(CREATE_DONE) for m in messages), messages
     finally:
         ws.close()
