@@ -1,10 +1,12 @@
+# ruff: noqa: F811  (the workspace fixture of test_cache_decisions)
 """Creating step runs through a short store outage (:mod:`wharf.execution.step_writes`): the
 engine names each step run before the first try and retries its creation until the outage
 ends or the liveness timeout runs out; a try whose answer was lost is not written twice, and a
 step's resource request is made once (released only if the write failed for good).
 
 A real SQLite store whose step-run writes fail as in an outage (before writing, or after: the
-answer lost); a fake clock, so the retries' backoff costs no time.
+answer lost); a fake clock, so the retries' backoff costs no time. Last, a real local run of a
+static pipeline whose batched cache decisions lose their answers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from uuid import UUID, uuid4
 import pytest
 
 from tests.execution.clocks import Clock
+from tests.execution.test_cache_decisions import steps_of as cached_steps_of
+from tests.execution.test_cache_decisions import workspace  # noqa: F401 (fixture)
 from tests.server.resource_world import step_spec
 from tests.store.conftest import World, make_world
 from tests.store.contract.test_step_cache_batches import completed
@@ -28,6 +32,7 @@ from wharf.core.errors import StoreUnavailableError
 from wharf.execution import step_writes
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.services import RunServices
+from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunCreate, StepRunFilter
 from wharf.store.sql import SqlStore
 from wharf.store.sql.repositories.batches import SqlStepRuns
@@ -198,3 +203,23 @@ def test_a_queued_step_whose_write_failed_for_good_releases_its_request(
     with pytest.raises(StoreUnavailableError):
         step_writes.create(services_for(world, tmp_path, clock, port), create)
     assert port.released == port.requested and len(port.requested) == 1
+
+
+def test_a_static_run_whose_cache_decisions_lost_answers_writes_each_step_once(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real local run (embedded store): every other batch of cache decisions is written but
+    its answer lost, first on a run that creates its steps, then on one that finds them all
+    cached (the hits recorded in the lost tries)."""
+    import cache_steps_mod  # type: ignore[import-not-found]
+
+    workspace.sleep = lambda seconds: None  # the retries' backoff costs no time
+    for status in (S.COMPLETED, S.CACHED):
+        calls = outage(monkeypatch, "find_cached_or_create_many", ["after", "ok"] * 50)
+        run = cache_steps_mod.pairs(12).run_in(workspace)
+        assert run.status is S.COMPLETED, run.status_reason
+        assert calls.count("after") >= 2
+        steps = cached_steps_of(workspace, run)
+        assert len(steps) == 24 and len({s.name for s in steps}) == 24  # each step once
+        assert {s.status for s in steps} == {status}
+        monkeypatch.undo()
