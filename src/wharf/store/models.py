@@ -336,9 +336,9 @@ class RunStart(_Frozen):
 
 class StepRunCreate(_Frozen):
     id: UUID | None = None
-    """A fresh id chosen before the step run is written (None: the store picks one). The
-    workspace names a queued step this way to make its resource request first and then write
-    the step run once, request id included."""
+    """A fresh id chosen before the step run is written (None: the store picks one): a create
+    repeated with it (its answer was lost in an outage) gets what was written, not a second
+    step run."""
     run_id: UUID
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus
@@ -374,7 +374,7 @@ class StepRunCreate(_Frozen):
                 "docstring": self.docstring or cached.docstring,
                 "logs_uri": cached.logs_uri,
                 "runtime": None,  # it never runs
-                "id": None,  # a record of its own, never the id meant for a run of it
+                "id": None,  # a record of its own; whoever writes it names it (step_writes)
                 "resource_request_id": None,
             }
         )
