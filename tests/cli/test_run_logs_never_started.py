@@ -5,28 +5,18 @@ reason)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.cli.test_cli import wharf
 from tests.e2e import steps_lib
 from wharf import pipeline
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus as S
 from wharf.sdk.workspace import Workspace
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
+def workspace(logs_workspace: Workspace) -> Workspace:
+    return logs_workspace
 
 
 def notes(run: str, step: str, *follow: str) -> tuple[str, str]:

@@ -4,14 +4,10 @@ the store has them (exit 0), instead of printing nothing or that step's logs una
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.cli.test_cli import wharf
 from wharf import pipeline, step
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus as S
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PipelineRunRecord, StepRunFilter, StepRunRecord
@@ -39,14 +35,8 @@ def quiet() -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
+def workspace(logs_workspace: Workspace) -> Workspace:
+    return logs_workspace
 
 
 def only_step(workspace: Workspace, run: PipelineRunRecord) -> StepRunRecord:
