@@ -24,7 +24,7 @@ from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.attempts import AttemptResult, IsolatedExecutor
-from wharf.execution.backends import startup_timeout_of
+from wharf.execution.backends import StepBackend, startup_timeout_of
 from wharf.execution.heartbeat import DEFAULT_INTERVAL_SECONDS, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.local_process import STARTUP_SECONDS, LocalProcessBackend
@@ -157,12 +157,13 @@ def status(world: World, record: StepRunRecord) -> ExecutionStatus:
     return world.store.steps.get(record.id).status
 
 
-def test_an_attempt_without_a_beat_is_lost_only_after_its_backends_startup_timeout(
-    world: World, tmp_path: Path
+def lost_only_after_startup(
+    world: World, tmp_path: Path, backend: StepBackend, startup: float
 ) -> None:
+    """An attempt of ``backend`` that never beats is still running past the usual liveness
+    timeout and is lost once its backend's startup timeout ``startup`` passed."""
     clock = AheadClock()
-    backend = SlowStartingBackend(never_beats(tmp_path))
-    assert startup_timeout_of(backend) == STARTUP
+    assert startup_timeout_of(backend) == startup
     executor = IsolatedExecutor(
         services_for(world, tmp_path, clock), lambda spec: backend, finish_grace=0.1
     )
@@ -175,10 +176,16 @@ def test_an_attempt_without_a_beat_is_lost_only_after_its_backends_startup_timeo
     clock.advance(liveness_timeout_for(INTERVAL) + 5)  # past the usual liveness timeout
     checks_after_now(clock)
     assert status(world, attempt.record) is ExecutionStatus.RUNNING
-    clock.advance(STARTUP)  # past the startup timeout
+    clock.advance(startup)  # no first beat within the startup timeout: lost
     ended = attempt.ended().record
     assert ended.status is ExecutionStatus.FAILED
     assert (ended.status_reason or "").startswith("Heartbeat lost"), ended.status_reason
+
+
+def test_an_attempt_without_a_beat_is_lost_only_after_its_backends_startup_timeout(
+    world: World, tmp_path: Path
+) -> None:
+    lost_only_after_startup(world, tmp_path, SlowStartingBackend(never_beats(tmp_path)), STARTUP)
 
 
 def test_a_local_process_slow_to_start_is_not_lost_at_a_short_interval(
@@ -187,25 +194,8 @@ def test_a_local_process_slow_to_start_is_not_lost_at_a_short_interval(
     """At a 0.2 s interval the usual liveness timeout is 2 s, shorter than a step's process may
     take to start on a busy machine: the local-process backend allows its processes
     ``STARTUP_SECONDS`` to send their first beat, whatever the interval."""
-    clock = AheadClock()
     backend = LocalProcessBackend(never_beats(tmp_path))
-    assert startup_timeout_of(backend) == STARTUP_SECONDS
-    executor = IsolatedExecutor(
-        services_for(world, tmp_path, clock), lambda spec: backend, finish_grace=0.1
-    )
-    attempt = Attempt(executor, world.step())
-    wait_for(
-        lambda: world.store.steps.get(attempt.record.id).last_heartbeat is not None,
-        "the liveness clock to start at submit",
-        DEADLINE,
-    )
-    clock.advance(liveness_timeout_for(INTERVAL) + 5)  # a slow start, past the usual timeout
-    checks_after_now(clock)
-    assert status(world, attempt.record) is ExecutionStatus.RUNNING
-    clock.advance(STARTUP_SECONDS)  # no first beat within the allowance: lost
-    ended = attempt.ended().record
-    assert ended.status is ExecutionStatus.FAILED
-    assert (ended.status_reason or "").startswith("Heartbeat lost"), ended.status_reason
+    lost_only_after_startup(world, tmp_path, backend, STARTUP_SECONDS)
 
 
 def test_at_the_default_interval_the_startup_allowance_changes_nothing() -> None:
