@@ -60,3 +60,23 @@ def test_component_register_lists_the_flavors_of_each_type() -> None:
     for component_type in ComponentType:
         assert f"{component_type.value}: " in text, text
     assert "orchestrator: kubernetes, local, local_process" in text
+
+
+def test_every_output_option_is_o_output_with_its_default_shown() -> None:
+    odd = [
+        path
+        for path, command in COMMANDS.items()
+        for p in command.params
+        if isinstance(p, click.Option)
+        and "--output" in p.opts
+        and (sorted(p.opts) != ["--output", "-o"] or p.default != "table" or not p.show_default)
+    ]
+    assert not odd, f"--output differs from the other commands' in: {', '.join(odd)}"
+
+
+def test_runs_list_offers_only_the_statuses_a_run_can_have() -> None:
+    status = next(p for p in COMMANDS["wharf runs list"].params if p.name == "status")
+    assert isinstance(status.type, click.Choice)
+    run_statuses = {"initializing", "provisioning", "queued", "running", "stopping"}
+    run_statuses |= {"completed", "failed", "stopped"}  # never cached, skipped, cancelled ...
+    assert set(status.type.choices) == run_statuses

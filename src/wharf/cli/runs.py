@@ -6,8 +6,15 @@ import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ExecutionStatus
+from wharf.core.transitions import RUN_INITIAL_STATUSES, RUN_TRANSITIONS
 
 RUN_COLUMNS = ("name", "status", "created", "end_time", "id")
+RUN_STATUSES = [
+    s.value
+    for s in ExecutionStatus
+    if s in RUN_INITIAL_STATUSES or any(s in targets for targets in RUN_TRANSITIONS.values())
+]
+"""The statuses a run can have (``cached``, ``skipped``, ``cancelled`` ... are steps' only)."""
 
 
 @click.group()
@@ -19,7 +26,7 @@ def runs() -> None:
 @click.option("--pipeline", help="Only runs of this pipeline (name or id).")
 @click.option(
     "--status",
-    type=click.Choice([s.value for s in ExecutionStatus]),
+    type=click.Choice(RUN_STATUSES),
     help="Only runs in this status.",
 )
 @paged
