@@ -34,9 +34,13 @@ if TYPE_CHECKING:
 
 def _policy_options(func: Any) -> Any:
     options = [
-        click.option("--pool", help="Pool id or name."),
-        click.option("--subject-type", help="account, project, pipeline, step_run, ..."),
-        click.option("--subject-id", help="Subject id."),
+        click.option("--pool", help="The pool (id or name) the policy admits to."),
+        click.option(
+            "--subject-type",
+            help="The type of subject the policy matches: account, project, pipeline, "
+            "pipeline_run, step_run or component (the subjects every request names).",
+        ),
+        click.option("--subject-id", help="The id of the subject the policy matches."),
         click.option(
             "--subject-attribute",
             multiple=True,
@@ -82,7 +86,8 @@ def _policy_options(func: Any) -> Any:
             "grants",
             multiple=True,
             metavar="CLASS",
-            help="Let the policy use class CLASS without reserved amounts (repeatable).",
+            help="Let the policy use class CLASS without reserved amounts (repeatable); a "
+            "policy with no grant (--grant, --reserved, --limit) may use every class.",
         ),
         click.option(
             "-f",
@@ -91,13 +96,7 @@ def _policy_options(func: Any) -> Any:
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
             help="Policy fields as YAML.",
         ),
-        click.option(
-            "--output",
-            "-o",
-            type=click.Choice(["table", "json"]),
-            default="table",
-            help="Output format.",
-        ),
+        OUTPUT_OPTION,
     ]
     for option in reversed(options):
         func = option(func)

@@ -72,12 +72,22 @@ def _class_options(func: Any) -> Any:
             "--reclaimable",
             multiple=True,
             metavar="CLASS=never|coordinated|unsafe",
-            help="How a class's allocations may be taken back.",
+            help="How a class's allocations may be taken back (repeatable).",
         ),
-        click.option("--class-rank", multiple=True, metavar="CLASS=N", help="Class rank."),
-        click.option("--rank", type=int, help="Pool rank (higher is tried first)."),
         click.option(
-            "--concurrency-limit", type=click.IntRange(min=0), help="Most holders at once."
+            "--class-rank",
+            multiple=True,
+            metavar="CLASS=N",
+            help="Rank of a class: higher is tried first when a demand names no class "
+            "(repeatable; default 0).",
+        ),
+        click.option(
+            "--rank", type=int, help="Pool rank: pools of higher rank are tried first (default 0)."
+        ),
+        click.option(
+            "--concurrency-limit",
+            type=click.IntRange(min=0),
+            help="Most requests holding an allocation at once.",
         ),
         click.option(
             "--fair-sharing/--no-fair-sharing",
@@ -161,9 +171,7 @@ def pool(ctx: click.Context, /, **connection: str | None) -> None:
 @pool.command("create", epilog=POOL_FILE_HELP)
 @click.argument("name", required=False)
 @_class_options
-@click.option(
-    "--output", "-o", type=click.Choice(["table", "json"]), default="table", help="Output format."
-)
+@OUTPUT_OPTION
 @click.pass_context
 def create(
     ctx: click.Context,
@@ -198,9 +206,7 @@ def create(
 @_class_options
 @click.option("--remove-class", multiple=True, metavar="CLASS", help="Drop a class.")
 @click.option("--rename", help="New pool name.")
-@click.option(
-    "--output", "-o", type=click.Choice(["table", "json"]), default="table", help="Output format."
-)
+@OUTPUT_OPTION
 @click.pass_context
 def update(
     ctx: click.Context,

@@ -195,9 +195,11 @@ def _project_metadata(project: str) -> tuple[str, str]:
     type=click.Choice(STATUSES),
     help="Only requests in this status (repeatable).",
 )
-@click.option("--pool", help="Pool id or name.")
-@click.option("--subject", help="Subject id (a project, run, step, account ...).")
-@click.option("--requester", help="Principal that created the request.")
+@click.option("--pool", help="Only requests allocated from this pool (id or name).")
+@click.option(
+    "--subject", help="Only requests naming this subject id (a project, run, step, account ...)."
+)
+@click.option("--requester", help="Only requests this principal created.")
 @click.option(
     "--metadata",
     "-m",
@@ -205,7 +207,7 @@ def _project_metadata(project: str) -> tuple[str, str]:
     metavar="KEY=VALUE",
     help="Only requests with this metadata entry (repeatable; all must match).",
 )
-@click.option("--project", help="Project name or id (of the steps that made the requests).")
+@click.option("--project", help="Only requests of this project's steps (name or id).")
 @click.option(
     "--sort",
     type=click.Choice(["asc", "desc"]),

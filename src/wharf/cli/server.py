@@ -48,7 +48,8 @@ def _server_options(func: Any) -> Any:
         click.option(
             "--secret-key",
             envvar="WHARF_SERVER_SECRET_KEY",
-            help="Token signing key (>= 32 chars).",
+            help="Token signing key (at least 32 characters; default: one kept in <user data "
+            "dir>/server/secret_key; replicas on other machines must be given the same key).",
         ),
         click.option(
             "--admin-username",
@@ -86,7 +87,7 @@ def _server_options(func: Any) -> Any:
             type=click.FloatRange(min=1),
             default=3600.0,
             show_default=True,
-            help="Seconds.",
+            help="Seconds an access token stays valid.",
         ),
         click.option(
             "--log-level",
