@@ -30,7 +30,7 @@ def steps() -> None:
 
 
 @steps.command("list")
-@click.option("--run", "run", required=True, help="Run id or name.")
+@click.option("--run", "run", required=True, help="The run: its name, id or id prefix.")
 @paged
 @OUTPUT_OPTION
 def list_steps(run: str, page: int, size: int, output: str) -> None:
