@@ -93,3 +93,19 @@ def test_a_value_returned_by_a_step_annotated_none_is_an_error_not_dropped():
     assert split_outputs("f", iface, None) == {}
     with pytest.raises(StepInterfaceError, match=r"annotated '-> None' but returned int 5"):
         split_outputs("f", iface, 5)
+
+
+def test_split_outputs_checks_each_output_against_its_annotation():
+    def two() -> tuple[Annotated[int, "a"], Annotated[str, "b"]]:
+        return 1, "x"
+
+    def one() -> float:
+        return 1
+
+    iface = parse_interface(two, "two")
+    assert split_outputs("two", iface, [1, "x"]) == {"a": 1, "b": "x"}
+    with pytest.raises(StepInterfaceError, match="output 'b' is annotated str but returned int"):
+        split_outputs("two", iface, (1, 2))
+    assert split_outputs("one", parse_interface(one, "one"), 1) == {"output": 1}
+    with pytest.raises(StepInterfaceError, match=r"^Step 'one' output 'output' is annotated float"):
+        split_outputs("one", parse_interface(one, "one"), "1")

@@ -270,6 +270,23 @@ def test_wrong_number_of_outputs(workspace: Workspace) -> None:
     assert "declares 2 outputs" in (record.status_reason or "")
 
 
+def test_an_output_of_the_wrong_type_fails_the_step(workspace: Workspace) -> None:
+    @step
+    def train() -> int:
+        return "7"  # type: ignore[return-value]
+
+    @pipeline
+    def p() -> None:
+        train()
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    [record] = workspace.store.steps.list(StepRunFilter(run_id=failed.value.run.id)).items
+    assert record.status is ExecutionStatus.FAILED and not record.outputs
+    reason = "Step 'train' output 'output' is annotated int but returned str."
+    assert reason in (record.status_reason or "")
+
+
 def test_unknown_step_input_wiring(workspace: Workspace) -> None:
     @pipeline
     def p() -> None:

@@ -5,7 +5,8 @@ Rules:
 - no return annotation -> one output named ``output``; ``-> None`` -> no outputs;
 - ``Annotated[T, "name"]`` names a single output; ``tuple[A, B]`` gives several outputs named
   ``output_0``, ``output_1`` unless each element is ``Annotated[..., "name"]``;
-- a bare ``tuple`` or ``tuple[T, ...]`` is one output.
+- a bare ``tuple`` or ``tuple[T, ...]`` is one output;
+- each returned output must fit its annotation (``wharf.core.output_types``), else the step fails.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from wharf.core.errors import StepInterfaceError
+from wharf.core.output_types import check_output_type
 
 DEFAULT_OUTPUT = "output"
 
@@ -131,7 +133,8 @@ def parse_interface(func: Callable[..., Any], step_name: str) -> StepInterface:
 
 
 def split_outputs(step_name: str, interface: StepInterface, value: Any) -> dict[str, Any]:
-    """Map a step function's return value to its named outputs."""
+    """Map a step function's return value to its named outputs, each checked against its
+    annotation (:func:`~wharf.core.output_types.check_output_type`)."""
     outputs = interface.outputs
     if not outputs:
         if value is not None:  # dropped silently, it would be lost
@@ -141,11 +144,15 @@ def split_outputs(step_name: str, interface: StepInterface, value: Any) -> dict[
             )
         return {}
     if len(outputs) == 1:
-        return {outputs[0].name: value}
-    if not isinstance(value, tuple | list) or len(value) != len(outputs):
+        values: tuple[Any, ...] = (value,)
+    elif not isinstance(value, tuple | list) or len(value) != len(outputs):
         raise StepInterfaceError(
             f"Step '{step_name}' declares {len(outputs)} outputs "
             f"({', '.join(o.name for o in outputs)}) but returned "
             f"{type(value).__name__} {value!r:.80}."
         )
-    return {o.name: v for o, v in zip(outputs, value, strict=True)}
+    else:
+        values = tuple(value)
+    for o, v in zip(outputs, values, strict=True):
+        check_output_type(step_name, o.name, o.annotation, v)
+    return {o.name: v for o, v in zip(outputs, values, strict=True)}
