@@ -317,15 +317,11 @@ class StepLauncher:
     def _fail_before_start(
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord], reason: str
     ) -> StepOutcome:
-        record = self._services.store.steps.create(
-            StepRunCreate.model_validate(
-                {
-                    **self._base_create(spec, inputs),
-                    "status": ExecutionStatus.FAILED,
-                    "status_reason": reason,
-                }
-            )
-        )
+        failed = {"status": ExecutionStatus.FAILED, "status_reason": reason}
+        # Named before the first try and retried through a store outage (step_writes): a try
+        # whose answer was lost is answered as written, never written twice.
+        create = StepRunCreate.model_validate({**self._base_create(spec, inputs), **failed})
+        record = step_writes.create(self._services, create)
         outcome = StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
         return self._ended(outcome, None)
 

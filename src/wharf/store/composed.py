@@ -8,6 +8,11 @@ created on a hit; output versions are created before the update that links them,
 update leaves them unreferenced, never half-linked; a run's end is decided from the status the
 call read, and decided again if it changed before the update (a stop request). Unlike a
 transaction, an error leaves what the calls before it wrote.
+
+A cache decision is idempotent by id as the plain ``create`` is: the step run it writes (the
+step, or its recorded hit) keeps the id the caller chose, and a decision repeated with it (a
+retry whose answer was lost) answers what was written, as created or as the recorded hit,
+whatever the lookup finds now (the plain ``create`` answers a repeated create as stored).
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ class _PlainSteps(Protocol):
     @property
     def _artifacts(self) -> ArtifactRepository: ...
     def create(self, step: StepRunCreate) -> StepRunRecord: ...
+    def get(self, step_run_id: UUID) -> StepRunRecord: ...
     def update(self, step_run_id: UUID, update: StepRunUpdate) -> StepRunRecord: ...
     def find_cached(
         self, project_id: UUID, cache_key: str, now: datetime
@@ -123,10 +129,7 @@ class ComposedStepRuns:
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
         cached = self.find_cached(project_id, step.cache_key, now)
-        if cached is None:
-            return CachedOrCreated(step=self.create(step), created=True)
-        recorded = self.create(step.reusing(cached)) if record_hit else None
-        return CachedOrCreated(step=cached, created=False, recorded=recorded)
+        return _decided(self, step, cached, record_hit)
 
     def find_cached_or_create_many(
         self: _PlainSteps,
@@ -139,16 +142,10 @@ class ComposedStepRuns:
     ) -> builtins.list[CachedOrCreated | None]:
         flags = creation_flags(steps, create)
         found = [self.find_cached(project_id, s.cache_key or "", now) for s in steps]
-        answers: builtins.list[CachedOrCreated | None] = []
-        for step, cached, make in zip(steps, found, flags, strict=True):
-            if cached is not None:
-                recorded = self.create(step.reusing(cached)) if record_hit else None
-                answers.append(CachedOrCreated(step=cached, created=False, recorded=recorded))
-            else:
-                answers.append(
-                    CachedOrCreated(step=self.create(step), created=True) if make else None
-                )
-        return answers
+        return [
+            None if cached is None and not make else _decided(self, step, cached, record_hit)
+            for step, cached, make in zip(steps, found, flags, strict=True)
+        ]
 
     def finish(
         self: _PlainSteps,
@@ -161,6 +158,31 @@ class ComposedStepRuns:
             links = {**(update.outputs or {}), **{n: v.id for n, v in versions.items()}}
             update = update.model_copy(update={"outputs": links})
         return self.update(step_run_id, update), versions
+
+
+def _decided(
+    steps: _PlainSteps, step: StepRunCreate, cached: StepRunRecord | None, record_hit: bool
+) -> CachedOrCreated:
+    """The cache decision of ``step`` once its lookup found ``cached``: the step created on a
+    miss, the hit (recorded under ``step``'s id if ``record_hit``). What the plain ``create``
+    answers decides: a repeated decision gets the step run a lost try wrote, which may be the
+    other of the two."""
+    if cached is not None and not record_hit:
+        return CachedOrCreated(step=cached, created=False)
+    write = step if cached is None else step.reusing(cached).model_copy(update={"id": step.id})
+    return _as_written(steps, steps.create(write), cached)
+
+
+def _as_written(
+    steps: _PlainSteps, record: StepRunRecord, cached: StepRunRecord | None
+) -> CachedOrCreated:
+    """The decision whose written step run is ``record``: the hit it records (of ``cached``,
+    or of the step run it names, read), else the step created."""
+    original = record.original_step_run_id
+    if record.status is not ExecutionStatus.CACHED or original is None:
+        return CachedOrCreated(step=record, created=True)
+    found = cached if cached is not None and cached.id == original else steps.get(original)
+    return CachedOrCreated(step=found, created=False, recorded=record)
 
 
 def creation_flags(steps: Sequence[StepRunCreate], create: Sequence[bool] | None) -> list[bool]:

@@ -160,6 +160,44 @@ def _answer_before(conn: Connection, step: StepRunCreate) -> CachedOrCreated | N
     )
 
 
+def _written_before_many(
+    conn: Connection, steps: Sequence[StepRunCreate]
+) -> list[StepRunRecord | None]:
+    """``written_before`` of each of ``steps``, in order (one query per chunk of ids, one for
+    the links): the step run stored under its id for the same run, name and attempt, or None."""
+    ids = [s.id for s in steps if s.id is not None]
+    rows: dict[UUID, dict[str, Any]] = {}
+    for chunk in chunks(ids):
+        rows.update(
+            {
+                row.id: dict(row._mapping)
+                for row in conn.execute(select(_S).where(_S.c.id.in_(chunk)))
+            }
+        )
+    same = {
+        s.id: rows[s.id]
+        for s in steps
+        if s.id in rows
+        and (rows[s.id]["run_id"], rows[s.id]["name"], rows[s.id]["attempt"])
+        == (s.run_id, s.name, s.attempt)
+    }
+    links = load_links(conn, list(same)) if same else {}
+    return [step_record(same[s.id], *links[s.id]) if s.id in same else None for s in steps]
+
+
+def _partly_written(
+    steps: Sequence[StepRunCreate], stored: Sequence[StepRunRecord | None]
+) -> EntityExistsError:
+    """The refusal of a batch only some of whose step runs are stored under their ids (see
+    ``written_before``): it is not a repeat of the batch that wrote them."""
+    written = [repr(s.name) for s, r in zip(steps, stored, strict=True) if r is not None]
+    others = [repr(s.name) for s, r in zip(steps, stored, strict=True) if r is None]
+    return EntityExistsError(
+        f"Step run(s) {', '.join(written)} of the batch are stored under their ids already, "
+        f"{', '.join(others)} not: a repeated batch must be the one written; nothing was created."
+    )
+
+
 def _record_of(conn: Connection, step_run_id: UUID) -> StepRunRecord:
     row = conn.execute(select(_S).where(_S.c.id == step_run_id)).first()
     if row is None:
@@ -202,9 +240,14 @@ class SqlStepRuns(SqlStepRunRepository):
 
     def create_many(self, steps: Sequence[StepRunCreate]) -> list[StepRunRecord]:
         """Create ``steps`` in one transaction (rows built by ``steps.step_values``, as
-        ``create`` builds them): unique per (run, name, attempt), nothing stored on any error."""
+        ``create`` builds them): unique per (run, name, attempt), nothing stored on any error.
+
+        Repeated with the ids of step runs it wrote (a retry whose answer was lost), it answers
+        them as stored, as ``create`` does, also once their run is stopping; a batch of which
+        only some step runs are stored so (it is not the one written) is refused whole."""
         _check_size(steps, "step runs")
         seen: set[tuple[UUID, str, int]] = set()
+        ids: set[UUID] = set()
         for step in steps:
             check_step_initial(step.status)
             key = (step.run_id, step.name, step.attempt)
@@ -214,6 +257,10 @@ class SqlStepRuns(SqlStepRunRepository):
                     f"{step.run_id} twice."
                 )
             seen.add(key)
+            if step.id is not None:
+                if step.id in ids:
+                    raise EntityExistsError(f"The batch names step run {step.id} twice.")
+                ids.add(step.id)
         if not steps:
             return []
         now = self._db.now()
@@ -224,7 +271,14 @@ class SqlStepRuns(SqlStepRunRepository):
 
         try:
             self._db.write(insert)
-        except UniqueViolationError:
+        except (UniqueViolationError, RunStoppingError) as exc:  # written already by a lost try?
+            stored = self._db.read(lambda conn: _written_before_many(conn, steps)) if ids else []
+            if stored and all(record is not None for record in stored):
+                return [record for record in stored if record is not None]
+            if isinstance(exc, RunStoppingError):
+                raise
+            if any(record is not None for record in stored):
+                raise _partly_written(steps, stored) from None
             raise self._existing_step(steps) from None
         except ForeignKeyViolationError as exc:
             raise (
