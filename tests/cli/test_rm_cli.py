@@ -208,6 +208,13 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
         "'any' needs at least one selector",
     ),
     (("policy", "create", "y", "--pool", "gpus", "--selector", "[1"), "not valid YAML"),
+    (  # the selector is whole: --subject-* beside it would be dropped unsaid
+        (
+            *("policy", "create", "y", "--pool", "gpus"),
+            *("--selector", "{subject_type: account}", "--subject-type", "project"),
+        ),
+        "Give --selector or --subject-type/--subject-id/--subject-attribute, not both",
+    ),
     (("policy", "create", "y", "--pool", "gpus", "--subject-type", "planet"), "subject_type"),
     (
         (

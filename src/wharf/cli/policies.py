@@ -47,7 +47,11 @@ def _policy_options(func: Any) -> Any:
             metavar="KEY=VALUE",
             help="An attribute the subject must have (repeatable; all must hold).",
         ),
-        click.option("--selector", help="Whole subject selector as YAML/JSON."),
+        click.option(
+            "--selector",
+            help="The whole subject selector as YAML/JSON, with all / any / not (instead of "
+            "--subject-type, --subject-id and --subject-attribute).",
+        ),
         click.option(
             "--priority", type=int, help="Higher is queued first and may preempt lower (default 0)."
         ),
@@ -122,6 +126,11 @@ def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
 
     text = options["selector"]
     if text is not None:
+        if options["subject_type"] or options["subject_id"] or options["subject_attribute"]:
+            raise InputError(
+                "Give --selector or --subject-type/--subject-id/--subject-attribute, not both: "
+                "--selector is the whole selector."
+            )
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError:
