@@ -74,3 +74,17 @@ def test_requests_list_their_demands_as_runs_show_does(home: Path) -> None:
     listed = wharf("request", "list")
     assert listed.returncode == 0, listed.stderr
     assert "1 CPU, 1 GiB memory" in listed.stdout and "CPU cpu" not in listed.stdout
+
+
+def test_docs_resources_prints_the_pool_file_example_the_help_prints() -> None:
+    """docs/resources.md says ``wharf pool create --help`` prints its pool file example."""
+    import re
+
+    from wharf.cli.pools import POOL_FILE_HELP
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "resources.md"
+    found = re.search(r"prints\s+this example.*?```yaml\n(.*?)\n```", docs.read_text(), re.S)
+    assert found is not None, "docs/resources.md no longer shows the pool file example"
+    lines = POOL_FILE_HELP.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("name: gpus"))
+    assert textwrap.dedent("\n".join(lines[start:])).strip() == found[1].strip()
