@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
+import pytest
+
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus as S
+from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
 from wharf.execution.heartbeat import (
     FINISH_ON_RUN_STOP_ENV,
     HeartbeatWorker,
@@ -129,6 +134,35 @@ def test_an_outage_shorter_than_the_liveness_timeout_is_survived():
     worker = HeartbeatWorker("s", Script([OSError("x")]), lambda r: None, interval=interval)
     waits = run_beats(worker, 5)
     assert max(waits) <= interval < liveness_timeout_for(interval) - 2 * interval
+
+
+def test_a_refused_credential_is_the_last_beat(caplog: pytest.LogCaptureFixture) -> None:
+    """A revoked key stays revoked: the worker tells ``on_refused`` once (which interrupts the
+    step), logs no warning, and beats no more, in its own loop as in a scheduler."""
+    refusal = CredentialsRefusedError("The API key behind this token has been revoked.")
+    script = Script([response(), refusal, response()])
+    refusals: list[CredentialsRefusedError] = []
+    worker = HeartbeatWorker("s", script, lambda r: None, 1.0, on_refused=refusals.append)
+    with caplog.at_level(logging.WARNING):
+        waits = run_beats(worker, 5)
+    assert refusals == [refusal] and worker.stats.refused
+    assert len(script.timeouts) == 2 and len(waits) == 2  # the loop ended with the refusal
+    assert worker.beat_once() is None and len(script.timeouts) == 2
+    assert caplog.records == []
+
+
+def test_a_scheduler_drops_a_worker_refused_its_credential():
+    from wharf.execution.heartbeat import HeartbeatScheduler
+
+    refusals: list[CredentialsRefusedError] = []
+    refusal = PermissionDeniedError("Members only.")
+    script = Script([refusal])
+    worker = HeartbeatWorker("s", script, lambda r: None, 0.01, on_refused=refusals.append)
+    scheduler = HeartbeatScheduler()
+    scheduler.add(worker)
+    assert wait_until(lambda: refusals)
+    scheduler.close()
+    assert refusals == [refusal] and len(script.timeouts) == 1
 
 
 def test_start_and_stop_thread():

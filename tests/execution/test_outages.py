@@ -1,13 +1,20 @@
 """Riding out a short outage (:mod:`wharf.execution.outages`): transient errors are retried with
-backoff until the patience runs out, anything else is raised at once (fake clock, no sleeps)."""
+backoff until the patience runs out, anything else (a refused credential above all) is raised at
+once (fake clock, no sleeps)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.execution.clocks import Clock
-from wharf.core.errors import IllegalTransitionError, StoreError, StoreUnavailableError
-from wharf.execution.outages import MAX_DELAY_SECONDS, retry_through_outage, transient
+from wharf.core.errors import (
+    CredentialsRefusedError,
+    IllegalTransitionError,
+    PermissionDeniedError,
+    StoreError,
+    StoreUnavailableError,
+)
+from wharf.execution.outages import MAX_DELAY_SECONDS, refused, retry_through_outage, transient
 
 
 class Flaky:
@@ -58,3 +65,22 @@ def test_other_errors_are_raised_at_once() -> None:
     with pytest.raises(IllegalTransitionError):
         retried(call, clock)
     assert call.calls == 1 and clock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [CredentialsRefusedError("The API key has been revoked."), PermissionDeniedError("No.")],
+)
+def test_a_refused_credential_is_never_waited_out(error: CredentialsRefusedError) -> None:
+    assert refused(error) and not transient(error)
+    clock = Clock()
+    call = Flaky(error)
+    with pytest.raises(type(error)):
+        retried(call, clock)
+    assert call.calls == 1 and clock.sleeps == []
+
+
+def test_only_a_refused_credential_is_refused() -> None:
+    assert not refused(StoreUnavailableError("503"))
+    assert not refused(StoreError("500"))
+    assert not refused(IllegalTransitionError("ended"))

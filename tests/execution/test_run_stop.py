@@ -10,6 +10,7 @@ import pytest
 
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
+from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
 from wharf.execution.allocation import WaitStop
 from wharf.execution.run_stop import FORCED_REASON, FORCED_RUN_REASON, STOP_REASON, RunStopper
 from wharf.store.models import RunUpdate, StepRunUpdate
@@ -73,3 +74,22 @@ def test_a_forced_stop_returns_the_steps_it_ended_as_recorded(world: World) -> N
     assert all(step.end_time is not None for step in outcome.steps)
     assert world.store.steps.get(done.id).status is S.COMPLETED
     assert outcome.final_status() == (S.STOPPED, FORCED_RUN_REASON)
+
+
+def test_a_refused_credential_stops_the_run_here_without_writing(world: World) -> None:
+    """The store accepts no write any more: waits and inline attempts are interrupted, the run
+    is left as recorded, and the first refusal is kept for the run loop to report."""
+    run = world.run(status=S.RUNNING)
+    before = world.store.runs.get(run.id)
+    stopper = RunStopper(world.store, run.id)
+    waiting = WaitStop()
+    stopper.add_region(waiting)
+    first = CredentialsRefusedError("The API key behind this token has been revoked.")
+    stopper.refuse(first)
+    stopper.refuse(PermissionDeniedError("Members only."))
+    assert stopper.refusal is first and stopper.stopping and stopper.forced
+    assert waiting.reason == STOP_REASON
+    later = WaitStop()
+    stopper.add_region(later)
+    assert later.reason == STOP_REASON
+    assert world.store.runs.get(run.id) == before

@@ -58,8 +58,23 @@ class StoreError(WharfError):
     pass
 
 
-class PermissionDeniedError(WharfError):
+class CredentialsRefusedError(WharfError):
+    """The store (a workspace server) refused the caller's credential: it is no longer valid
+    (401: missing, expired or revoked) or no longer allows the call (403). Permanent: the same
+    call with the same credential cannot succeed, so it is never retried as an outage is.
+    ``status``: the HTTP status; ``detail``: the server's own words."""
+
+    status: int = 401
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
+
+
+class PermissionDeniedError(CredentialsRefusedError):
     """The store (a workspace server: 403) refused the request to the caller's credential."""
+
+    status = 403
 
 
 class StoreUnavailableError(StoreError):

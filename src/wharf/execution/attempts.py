@@ -21,7 +21,7 @@ from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import IllegalTransitionError, WharfError
+from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
 from wharf.execution.backends import (
     NOT_STARTED,
@@ -167,7 +167,7 @@ def heartbeat_for(
     stops_with_run: bool = True,
 ) -> HeartbeatWorker:
     """The heartbeat of ``record``'s attempt, interrupting ``region`` when the step (or, with
-    ``stops_with_run``, its run) is asked to stop."""
+    ``stops_with_run``, its run) is asked to stop, or when the store refuses its credential."""
 
     def beat(liveness_timeout: float) -> HeartbeatResponse:
         return step_writes.heartbeat(services, record.id, liveness_timeout)
@@ -182,8 +182,16 @@ def heartbeat_for(
         what = "cancelled" if response.status is ExecutionStatus.CANCELLING else "stopped"
         region.interrupt(f"Step was {what} on request (run {response.run_status.value}).")
 
+    def on_refused(error: CredentialsRefusedError) -> None:
+        region.interrupt(
+            f"The workspace server refused the step's credentials ({error.status}): "
+            "its result could not be recorded."
+        )
+
     name = f"step '{record.name}'"
-    return HeartbeatWorker(name, beat, on_stop, interval, stops_with_run=stops_with_run)
+    return HeartbeatWorker(
+        name, beat, on_stop, interval, stops_with_run=stops_with_run, on_refused=on_refused
+    )
 
 
 @dataclass(frozen=True)
@@ -349,6 +357,9 @@ class IsolatedExecutor:
             return AttemptResult(self._record_lost(record, reason, reason), {})
         try:
             ended = self._wait(backend, handle, record)
+        except CredentialsRefusedError:  # nothing about the attempt can be recorded: end it
+            backend.cancel(handle)
+            raise
         finally:
             backend.cleanup(handle)
         final = retry_through_outage(

@@ -30,6 +30,7 @@ from wharf.execution.cache_decisions import ReadyStep, ReadySteps
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
@@ -203,12 +204,15 @@ class DagRunner:
         self, name: str, region: InterruptibleRegion, inputs: dict[str, ArtifactVersionRecord]
     ) -> StepOutcome | BaseException | None:
         """The step's outcome; None if it never started because its run is stopping; an
-        exception that is not an ``Exception`` (it ends the run) as the value."""
+        exception that is not an ``Exception``, or a refusal of the run's credential (either
+        ends the run), as the value."""
         try:
             return self._launch(self._spec.steps[name], inputs, region)
         except RunStoppingError:
             return None
         except Exception as exc:  # a bug or a store failure outside the user-code boundary
+            if refused(exc):  # the store refuses the run's credential: the run loop stops it
+                return exc
             logger.exception("Step '%s' could not be run.", name)
             return StepOutcome(name, ExecutionStatus.FAILED, reason=f"Internal error: {exc}")
         except BaseException as exc:

@@ -4,8 +4,10 @@ Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, 
 upstream edges are the steps whose outputs it actually received. Invariants: invocation ids are
 unique within the run; no step starts once the run is stopping; the run ends only after every
 submitted step ended; a body that raises ends the run failed, its traceback shown once (logged
-here, unless the caller raises it again: :data:`CALLER_RAISES_BODY_ERROR`). A resumed run
-replays the function; a call made differently, or one left out, fails the run (``launcher``).
+here, unless the caller raises it again: :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of
+the run's credential, which propagates (the run loop stops the run: no write can succeed). A
+resumed run replays the function; a call made differently, or one left out, fails the run
+(``launcher``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import ReplayDivergedError, StepLauncher, StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
@@ -157,6 +160,8 @@ class DynamicRunner:
         except StepExecutionError as exc:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except Exception as exc:
+            if refused(exc):  # the store refuses the run's credential: the run loop stops it
+                raise
             self.outcome.error = f"The pipeline function raised {describe_exception(exc)}"
             caller_shows = getattr(self._function, CALLER_RAISES_BODY_ERROR, False)
             logger.error(

@@ -3,8 +3,10 @@
 Owns :class:`HeartbeatWorker`, :class:`HeartbeatScheduler` (many steps' beats from one
 thread) and the liveness timeout (:func:`liveness_timeout_for`). Invariants: a step keeps
 beating until its final status is recorded (the owner calls ``stop()`` only then), even when
-asked to stop; ``on_stop`` is called at most once; a failed beat never costs the step its
-liveness window. Time is injected (``wait(seconds) -> bool``), so tests need no real sleeps.
+asked to stop, unless the store refused its credential (a revoked API key: beating again
+cannot succeed); ``on_stop`` and ``on_refused`` are each called at most once; a failed beat
+never costs the step its liveness window. Time is injected (``wait(seconds) -> bool``), so
+tests need no real sleeps.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from wharf.core.errors import CredentialsRefusedError
+from wharf.execution.outages import refused
 from wharf.store.models import HeartbeatResponse, StepRunRecord
 
 logger = logging.getLogger(__name__)
@@ -57,6 +61,8 @@ class HeartbeatStats:
     stop_signalled: bool = False
     run_stop_seen: bool = False
     """A stopping run was seen by a worker that lets its step finish."""
+    refused: bool = False
+    """The store refused the step's credential: the worker beats no more."""
 
 
 class HeartbeatWorker:
@@ -72,7 +78,8 @@ class HeartbeatWorker:
     final status) must finish while the step is known to be alive. A failed beat is logged and
     retried sooner, with exponential backoff up to the interval (interval/4, /2, then every
     interval), so a briefly unreachable store never costs the step its liveness window, while
-    an outage is not hammered."""
+    an outage is not hammered. A beat refused the step's credential (401 or 403: revoked, or
+    its permission withdrawn) is the last: the worker calls ``on_refused`` once and stops."""
 
     def __init__(
         self,
@@ -83,10 +90,13 @@ class HeartbeatWorker:
         liveness_timeout: float | None = None,
         *,
         stops_with_run: bool = True,
+        on_refused: Callable[[CredentialsRefusedError], None] | None = None,
     ) -> None:
         """``stops_with_run``: a stopping run stops the step too (else only a stop or cancel
-        of the step itself does)."""
+        of the step itself does); ``on_refused``: told once when the store refuses the step's
+        credential (it interrupts the step: its result could not be recorded)."""
         self.name = name
+        self._on_refused = on_refused
         self._stops_with_run = stops_with_run
         self._beat = beat
         self._on_stop = on_stop
@@ -116,10 +126,19 @@ class HeartbeatWorker:
         return min(self.interval, retry_after)
 
     def beat_once(self) -> HeartbeatResponse | None:
-        """One heartbeat; returns the response, or None if it failed (logged)."""
+        """One heartbeat; returns the response, or None if it failed (logged) or the store
+        refused the step's credential (told to ``on_refused``, once; no beat after it)."""
+        if self.stats.refused:
+            return None
         try:
             response = self._beat(self.liveness_timeout)
         except Exception as exc:
+            if refused(exc):
+                self.stats.refused = True
+                logger.debug("Heartbeat of %s refused: %s", self.name, exc)
+                if self._on_refused is not None:
+                    self._on_refused(exc)
+                return None
             self.stats.failures += 1
             self.stats.consecutive_failures += 1
             logger.warning(
@@ -154,7 +173,7 @@ class HeartbeatWorker:
         """The loop: beat every interval (sooner after a failure) until stopped. The first
         beat comes after one interval: a step's record was just written, and short steps
         should not pay for a beat they do not need."""
-        while not self.wait(self.next_delay()):
+        while not self.stats.refused and not self.wait(self.next_delay()):
             self.beat_once()
 
     def start(self, beat_first: bool = False) -> HeartbeatWorker:
@@ -242,5 +261,5 @@ class HeartbeatScheduler:
                 del self._due[worker]
             worker.beat_once()
             with self._cond:
-                if worker.scheduled and not self._closed:
+                if worker.scheduled and not self._closed and not worker.stats.refused:
                     self._due[worker] = time.monotonic() + worker.next_delay()

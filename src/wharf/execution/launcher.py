@@ -33,6 +33,7 @@ from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.launch_errors import end_after_error
+from wharf.execution.outages import refused
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
 from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, replay_differs
@@ -430,7 +431,8 @@ class StepLauncher:
         attempt is in flight already (started by an earlier process of the run, allocation
         included): the backend takes it over. An unexpected error before the step ends (a bug,
         a failing collaborator: backend selection, a backend, the progress reporter) ends the
-        step failed, never leaving its step run in flight (``launch_errors``)."""
+        step failed, never leaving its step run in flight (``launch_errors``); a refusal of the
+        run's credential propagates (the store accepts no write: the run loop stops the run)."""
         services = self._services
         resources = services.resources if self._queued(spec) else None
         holders = self._holders_for(spec)
@@ -488,6 +490,8 @@ class StepLauncher:
                     return self._ended(created, started)
                 record = created
         except Exception as exc:  # not the step's own error: it never stays in flight
+            if refused(exc):  # nothing can be written: the run loop stops the run
+                raise
             outcome = end_after_error(services, spec.name, record, exc)
         try:
             return self._ended(outcome, started or record.start_time)

@@ -1,9 +1,12 @@
 """Riding out a short outage of the store, the workspace server or the Resource Manager on the
 engine's wait, heartbeat and end-of-run paths.
 
-Owns :func:`transient` (which errors an outage raises) and :func:`retry_through_outage`.
-Invariant: only calls that are safe to repeat go through it (reads, heartbeats, lease
-renewals, releases, and ending a run, which returns a finished run unchanged).
+Owns :func:`transient` (which errors an outage raises), :func:`refused` (which errors say that
+the caller's credential is refused for good) and :func:`retry_through_outage`. Invariants: only
+calls that are safe to repeat go through it (reads, heartbeats, lease renewals, releases, and
+ending a run, which returns a finished run unchanged); a refused credential is never waited
+out (a revoked API key stays revoked): the engine stops the run instead
+(``wharf.execution.refusal``).
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
-from wharf.core.errors import StoreUnavailableError
+from wharf.core.errors import CredentialsRefusedError, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,13 @@ def transient(error: BaseException) -> bool:
     store, the workspace server and the Resource Manager's client), rather than that the call
     is wrong."""
     return isinstance(error, StoreUnavailableError)
+
+
+def refused(error: BaseException) -> TypeGuard[CredentialsRefusedError]:
+    """Whether ``error`` says that the store refused the caller's credential for good: 401
+    (revoked, expired, the account deactivated) or 403 (its permission withdrawn). Never
+    :func:`transient`: calling again with the same credential cannot succeed."""
+    return isinstance(error, CredentialsRefusedError)
 
 
 def retry_through_outage(

@@ -2,10 +2,12 @@
 
 Owns :func:`orchestrator_process` (host, pid, start token, liveness timeout, recorded with a
 first beat in the write that starts the run), :class:`RunHeartbeat` and :func:`end_unattended`.
-Invariants: ``on_stopping`` and ``on_forced`` are each told once; every beat and every run's
-start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no daemon is
-needed for that (unless the store refuses it to the run's credential: a workspace server
-sweeps itself); a stopping run that no process beats for is ended by a forced stop itself.
+Invariants: ``on_stopping``, ``on_forced`` and ``on_refused`` are each told once, and a beat
+refused the run's credential (``wharf.execution.outages.refused``) is the last; every beat and
+every run's start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no
+daemon is needed for that (unless the store refuses it to the run's credential: a workspace
+server sweeps itself); a stopping run that no process beats for is ended by a forced stop
+itself.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from collections.abc import Callable
 from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import IllegalTransitionError
+from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.execution.heartbeat import FIRST_RETRY_FRACTION, liveness_timeout_for
+from wharf.execution.outages import refused
 from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
 from wharf.store.models import (
     OrchestratorProcess,
@@ -95,7 +98,9 @@ class RunHeartbeat:
     missed beats). When a beat learns that the run is stopping (``wharf runs stop`` from
     another process), it tells ``on_stopping`` (the run loop stops the run here as a Ctrl-C
     would); when it learns that the stop is forced, it tells ``on_forced`` (the run loop ends
-    the attempts in flight through the backends that started them)."""
+    the attempts in flight through the backends that started them). When the store refuses
+    the run's credential (revoked, or its permission withdrawn), it tells ``on_refused`` and
+    beats no more: beating again cannot succeed."""
 
     def __init__(
         self,
@@ -106,11 +111,15 @@ class RunHeartbeat:
         release: ReleaseEnded | None = None,
         on_forced: Callable[[], object] | None = None,
         on_stopping: Callable[[], object] | None = None,
+        on_refused: Callable[[CredentialsRefusedError], object] | None = None,
     ) -> None:
         """``release``: told of each step a sweep ended (releases its request); ``on_forced``:
         called once when a beat learns that the run's stop is forced; ``on_stopping``: called
-        once when a beat learns that the run is stopping."""
+        once when a beat learns that the run is stopping; ``on_refused``: called once, with the
+        store's error, when a beat is refused the run's credential."""
         self._store = store
+        self._on_refused = on_refused
+        self.refusal: CredentialsRefusedError | None = None
         self._release = release
         self._on_forced = on_forced
         self._on_stopping = on_stopping
@@ -136,11 +145,18 @@ class RunHeartbeat:
         release: ReleaseEnded | None = None,
         on_forced: Callable[[], object] | None = None,
         on_stopping: Callable[[], object] | None = None,
+        on_refused: Callable[[CredentialsRefusedError], object] | None = None,
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
         heartbeat = cls(
-            store, run_id, interval, release=release, on_forced=on_forced, on_stopping=on_stopping
+            store,
+            run_id,
+            interval,
+            release=release,
+            on_forced=on_forced,
+            on_stopping=on_stopping,
+            on_refused=on_refused,
         )
         heartbeat._sweep()
         heartbeat._thread.start()
@@ -152,10 +168,15 @@ class RunHeartbeat:
             self._sweeps = sweep_quietly(self._store, release=self._release)
 
     def beat_once(self) -> bool:
-        """One beat (and sweep); False if the beat failed (logged)."""
+        """One beat (and sweep); False if the beat failed (logged, or told to ``on_refused``)."""
+        if self.refusal is not None:
+            return False
         try:
             response = self._store.runs.update_heartbeat(self._run_id, self._process)
         except Exception as exc:
+            if refused(exc):
+                self._refused(exc)
+                return False
             logger.warning("Heartbeat of run %s failed: %s", self._run_id, exc)
             return False
         if response.status in _STOP_STATUSES and not self._stopping:
@@ -175,9 +196,20 @@ class RunHeartbeat:
         self._sweep()
         return True
 
+    def _refused(self, error: CredentialsRefusedError) -> None:
+        self.refusal = error
+        logger.debug("Heartbeat of run %s refused: %s", self._run_id, error)
+        if self._on_refused is not None:
+            try:
+                self._on_refused(error)
+            except Exception as exc:
+                logger.warning("Could not stop run %s here: %s", self._run_id, exc)
+
     def _loop(self) -> None:
         failures = 0
-        while not self._stopped.wait(retry_delay(self._interval, failures)):
+        while self.refusal is None and not self._stopped.wait(
+            retry_delay(self._interval, failures)
+        ):
             failures = 0 if self.beat_once() else failures + 1
 
     def close(self) -> None:

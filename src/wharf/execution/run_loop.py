@@ -9,7 +9,11 @@ the loop itself ends it failed), through a store outage shorter than its livenes
 it ends, none of its steps is left queued and none of its resource requests pending or held;
 a forced stop ends every attempt in flight through the backend that started it; on a workspace
 server, once the run started, the loop and its steps use a token scoped to the run
-(``services.run_scoped``), never the caller's credential.
+(``services.run_scoped``), never the caller's credential. When the store refuses that
+credential while the run runs (its API key revoked, its permission withdrawn: 401 or 403), no
+write can succeed: the loop stops the run's steps here without writing and raises
+:class:`~wharf.execution.refusal.RunRefusedError` (one line), leaving the run's end to the
+server's sweep.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ from typing import Any, Protocol
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import InputError
+from wharf.core.errors import CredentialsRefusedError, InputError
 from wharf.execution.attempts import InlineExecutor, IsolatedExecutor
 from wharf.execution.backends import StepBackend
-from wharf.execution.dag_runner import DagOutcome, DagRunner
+from wharf.execution.dag_runner import DagOutcome, DagRunner, LaunchFn
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.heartbeat import HeartbeatScheduler, liveness_timeout_for
+from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher, StepOutcome
-from wharf.execution.outages import retry_through_outage
+from wharf.execution.outages import refused, retry_through_outage
+from wharf.execution.refusal import run_refused
 from wharf.execution.resources.port import releaser
 from wharf.execution.resources.run_requests import RunRequests, settle
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
@@ -45,7 +51,13 @@ from wharf.execution.signals import RunSignals
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_check import StopCheck
-from wharf.store.models import ComponentRecord, PipelineRunRecord, SnapshotRecord, StepRunRecord
+from wharf.store.models import (
+    ArtifactVersionRecord,
+    ComponentRecord,
+    PipelineRunRecord,
+    SnapshotRecord,
+    StepRunRecord,
+)
 
 
 class StepOperatorLike(Protocol):
@@ -135,6 +147,7 @@ def _orchestrate(
         release=release,
         on_forced=stopper.end_attempts,
         on_stopping=lambda: stopper.stop(recorded=True),  # `wharf runs stop` from elsewhere
+        on_refused=stopper.refuse,  # its API key revoked: nothing can be written any more
     )
     services.progress.run_started(run, job.snapshot.spec.name)
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
@@ -155,6 +168,10 @@ def _orchestrate(
             _finish(services, run, *outcome.final_status())
             raise
     except BaseException as exc:
+        refusal = stopper.refusal or (exc if refused(exc) else None)
+        if refusal is not None:  # no write can succeed: neither settling nor ending the run
+            stopper.refuse(refusal)
+            raise run_refused(run.name, refusal) from None
         settle(services, requests, ExecutionStatus.FAILED)
         ended = _finish(services, run, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}")
         services.progress.run_finished(ended)  # the summary line
@@ -163,9 +180,14 @@ def _orchestrate(
         signals.restore()
         heartbeats.close()
         liveness.close()
+    if stopper.refusal is not None:  # a beat was refused: no write can succeed
+        raise run_refused(run.name, stopper.refusal)
     status, reason = outcome.final_status()
-    settle(services, requests, status)
-    ended = _finish(services, run, status, reason)
+    try:
+        settle(services, requests, status)
+        ended = _finish(services, run, status, reason)
+    except CredentialsRefusedError as exc:
+        raise run_refused(run.name, exc) from None
     services.progress.run_finished(ended)  # the summary line
     signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
     return ended
@@ -227,6 +249,7 @@ def _run_steps(
         return DynamicRunner(
             spec, launcher, services, run, job.pipeline_function, job.spec_factory
         ).run()
+    launch = _stopping_when_refused(launcher.launch, stopper)
     stop = StopCheck(
         services.store,
         run.id,
@@ -243,7 +266,7 @@ def _run_steps(
         in_flight = [name for name in resumed.steps if name not in done]
     dag = DagRunner(
         spec,
-        launcher.launch,
+        launch,
         services.store,
         run.id,
         stop,
@@ -253,6 +276,23 @@ def _run_steps(
         look_ahead=launcher.decisions,
     )
     return dag.run()
+
+
+def _stopping_when_refused(launch: LaunchFn, stopper: RunStopper) -> LaunchFn:
+    """``launch``, stopping the run here (``stopper.refuse``: every other step too) as soon as
+    the launch of a step is refused the run's credential."""
+
+    def launch_or_stop(
+        spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord], region: InterruptibleRegion
+    ) -> StepOutcome:
+        try:
+            return launch(spec, inputs, region)
+        except Exception as exc:
+            if refused(exc):
+                stopper.refuse(exc)
+            raise
+
+    return launch_or_stop
 
 
 def _finished_steps(

@@ -8,6 +8,9 @@ their next safe point and end stopped (except isolated steps whose backend lets 
 ``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run ends stopped. A forced stop
 also ends isolated attempts at once, through the backend that started each one.
 
+A refused credential (``RunStopper.refuse``) stops the run as a forced stop would, without
+writing anything: the store refuses every write.
+
 Invariants: once stopping, always stopping (both stops are idempotent); a finished run never
 has a step left running.
 """
@@ -24,7 +27,7 @@ from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import IllegalTransitionError
+from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
     AttemptOutcome,
@@ -100,6 +103,8 @@ class RunStopper:
         """The step runs whose attempts a forced stop ended."""
         self.stopping = False
         self.forced = False
+        self.refusal: CredentialsRefusedError | None = None
+        """The first refusal of the run's credential (:meth:`refuse`), if any."""
 
     # ------------------------------------------------------------------ registration
 
@@ -154,6 +159,18 @@ class RunStopper:
                 logger.warning("Could not record run %s as stopping: %s", self._run_id, exc)
         for region in regions:
             region.interrupt(STOP_REASON)
+
+    def refuse(self, error: CredentialsRefusedError) -> None:
+        """The store refused the run's credential (``error``: revoked, or its permission
+        withdrawn): nothing about the run can be written any more. Stop here without writing:
+        interrupt every inline attempt and wait for resources, and end every isolated attempt
+        through its backend (its own process is refused too). Safe from any thread; the first
+        refusal is kept (:attr:`refusal`)."""
+        with self._cond:
+            if self.refusal is None:
+                self.refusal = error
+        self.stop(recorded=True)
+        self.end_attempts()
 
     def force(self) -> ForcedOutcome:
         """Stop by force: stop, end every isolated attempt through the backend that started

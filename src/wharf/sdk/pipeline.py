@@ -23,6 +23,7 @@ from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
 from wharf.core.names import definition_name
 from wharf.execution.code_archive import code_travels, ship_code
+from wharf.execution.refusal import RunRefusedError
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
@@ -214,7 +215,9 @@ class Pipeline(Generic[P]):
         orchestrator starts it in this process (the local ones), else a placeholder
         (initializing) it replaces -> the orchestrator runs it -> the finished run record. A
         run that ended failed raises :class:`~wharf.sdk.run_failure.RunFailedError` unless
-        ``raise_on_failure=False``. With a :class:`Schedule` the schedule is recorded with the
+        ``raise_on_failure=False``; a run whose credential the store refused while it ran (its
+        API key revoked) raises :class:`~wharf.execution.refusal.RunRefusedError` either way (its
+        end cannot be recorded). With a :class:`Schedule` the schedule is recorded with the
         run; on an orchestrator that fires schedules itself, the call records the schedule and
         runs nothing (:mod:`wharf.sdk.scheduling`).
         """
@@ -280,6 +283,8 @@ class Pipeline(Generic[P]):
                 raise
         try:
             finished = orchestrator.submit_run(job)
+        except RunRefusedError:  # started, and refused its credential: nothing can be written
+            raise
         except BaseException as exc:
             self._forget_unstarted(store, run, exc)
             raise

@@ -4,7 +4,8 @@ The server's error body is ``{"detail": ..., "type": <class name>}``. A known cl
 raised as that very class (so ``IllegalTransitionError`` stays one, as on SQL); otherwise the
 status decides (503, and a proxy's 502 or 504 while the server restarts, are
 ``StoreUnavailableError``: an outage, which the engine's wait and heartbeat paths wait out).
-REST-only conditions get their own classes (a 403 is ``wharf.core.errors.PermissionDeniedError``):
+REST-only conditions get their own classes (a 403 is ``wharf.core.errors.PermissionDeniedError``;
+it and a 401 are ``CredentialsRefusedError``: permanent, never waited out as an outage):
 
     NotAuthenticatedError (401)    PermissionDeniedError (403)    RequestTooLargeError (413/414)
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from wharf.core.errors import (
+    CredentialsRefusedError,
     EntityExistsError,
     EntityNotFoundError,
     IllegalOperationError,
@@ -28,13 +30,11 @@ from wharf.core.errors import (
 )
 
 
-class NotAuthenticatedError(WharfError):
+class NotAuthenticatedError(CredentialsRefusedError):
     """The server refused the credentials (missing, invalid, expired or revoked): log in.
     ``detail``: the server's own words, without the advice to log in."""
 
-    def __init__(self, message: str, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.detail = message if detail is None else detail
+    status = 401
 
 
 class RequestTooLargeError(InputError):
