@@ -1,6 +1,7 @@
 """One attempt of one step, in this thread: load inputs, call the user function, publish outputs.
 
-Owns :class:`StepRunner` (the user-code error boundary) and the import of user code
+Owns :class:`StepRunner` (the user-code error boundary: :class:`StepExitError` turns a
+``sys.exit`` in a step into its failure) and the import of user code
 (:func:`import_step`, :func:`import_user_object`, :func:`loading_user_code`). Invariants: the
 user function runs inside the step context and an :class:`InterruptibleRegion`; the step's
 ``environment=`` variables are set from the loading of its inputs to the saving of its outputs
@@ -15,6 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
 from wharf.artifacts.materializers import script_classes
 from wharf.config.spec import StepSpec
-from wharf.core.errors import InputError, MaterializationError, StepInterfaceError
+from wharf.core.errors import (
+    InputError,
+    MaterializationError,
+    StepInterfaceError,
+    WharfError,
+)
 from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.services import RunServices
@@ -51,6 +58,21 @@ step's last attempt is then logged in one line, so that its traceback is shown o
 
 SCRIPT_MODULE = script_classes.SCRIPT_MODULE
 """The user's script's module name in a step's own process (artifacts find its classes)."""
+
+
+class StepExitError(WharfError):
+    """The step's code exited (``sys.exit``) or raised ``KeyboardInterrupt`` in a step thread:
+    its step fails like on any other error, instead of the exception ending the process that
+    runs the pipeline (inline) or the step's process before it records its end (isolated)."""
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _described(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class _ScriptStopped(BaseException):
@@ -249,6 +271,10 @@ class StepRunner:
         try:
             with step_context(context), region:
                 value = step.func(**kwargs)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            if isinstance(exc, KeyboardInterrupt) and _in_main_thread():
+                raise  # a Ctrl-C (or a forced stop) of the process: not the step's doing
+            raise StepExitError(_described(exc)) from exc
         finally:
             if resume and holders is not None:
                 holders.begin()

@@ -1,0 +1,125 @@
+"""A step's user code that exits (``sys.exit``) or raises ``KeyboardInterrupt`` in a step
+thread fails its step like any other error (``wharf.execution.step_runner.StepExitError``):
+the pipeline call returns or raises ``RunFailedError``, nothing is left running, and the
+process running the pipeline does not exit."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_isolated import make_stack
+from wharf import pipeline, step
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, StepRunFilter
+
+
+@step(enable_cache=False)
+def exits(code: int | str | None = 3) -> int:
+    sys.exit(code)
+
+
+@step(enable_cache=False)
+def interrupts() -> int:
+    raise KeyboardInterrupt
+
+
+@step(enable_cache=False)
+def thread_name() -> str:
+    return threading.current_thread().name
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh Wharf home, in the environment (an isolated step's process reads it there)."""
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def workspace(home: Path) -> Iterator[Workspace]:
+    ws = Workspace.open(load_config())
+    yield ws
+    ws.close()
+
+
+def step_reasons(workspace: Workspace, run_id: object) -> dict[str, tuple[str, str | None]]:
+    page = PageRequest(sort="asc", size=100)
+    listed = workspace.store.steps.list(StepRunFilter(run_id=run_id), page).items  # type: ignore[arg-type]
+    return {s.name: (s.status.value, s.status_reason) for s in listed}
+
+
+def test_an_inline_step_that_calls_sys_exit_fails_and_nothing_is_left_running(
+    workspace: Workspace,
+) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        exits(code=3)
+        exits(code=0, id="exits_zero")
+        exits(code="bad config", id="exits_message")
+
+    run = p.run_in(workspace)  # no SystemExit out of the call
+    assert run.status is ExecutionStatus.FAILED
+    assert step_reasons(workspace, run.id) == {
+        "exits": ("failed", "SystemExit: 3"),
+        "exits_zero": ("failed", "SystemExit: 0"),
+        "exits_message": ("failed", "SystemExit: bad config"),
+    }
+
+
+def test_keyboard_interrupt_raised_by_a_step_in_a_step_thread_fails_the_step(
+    workspace: Workspace,
+) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        thread_name()
+        interrupts()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert step_reasons(workspace, run.id)["interrupts"] == ("failed", "KeyboardInterrupt")
+    assert workspace.store.runs.get(run.id).status_reason == "Step(s) failed: interrupts."
+
+
+def test_a_dynamic_step_in_the_main_thread_that_calls_sys_exit_fails(
+    workspace: Workspace,
+) -> None:
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def p() -> None:
+        assert thread_name().load() == "MainThread"  # a dynamic body's single step runs here
+        exits(code=5)
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert step_reasons(workspace, run.id)["exits"] == ("failed", "SystemExit: 5")
+
+
+@pytest.fixture
+def process_workspace(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.5")
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    ws = Workspace.open(load_config())
+    make_stack(ws, "procs", "local_process")
+    yield ws
+    ws.close()
+
+
+def test_an_isolated_step_that_calls_sys_exit_fails_with_its_exit_not_a_lost_heartbeat(
+    process_workspace: Workspace,
+) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        exits(code=3)
+
+    run = p.run_in(process_workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert step_reasons(process_workspace, run.id) == {"exits": ("failed", "SystemExit: 3")}
