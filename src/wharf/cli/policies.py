@@ -28,6 +28,28 @@ from wharf.cli.resource_manager import (
     split_assignment,
 )
 
+POLICY_FILE_HELP = """\b
+Policy file (-f FILE): YAML holding the policy's fields; options given as well are applied
+on top of it. Quantities are written as in a pool file ("2", "64CPU", "512GiB").
+
+\b
+  name: research            # needed unless NAME is given
+  pool: gpus                # needed unless --pool is given (an id or a name)
+  subject_selector:         # whom it admits; all / any / not combine selectors
+    any:
+      - {subject_type: account, subject_id: alice}
+      - {subject_type: project, attributes: {name: vision}}
+  priority: 10              # higher is queued first and may preempt lower (default 0)
+  concurrency_limit: 4      # most requests allocated at once
+  fair_share_weight: 2      # its share's weight in a pool with fair sharing (default 1)
+  grants:                   # none at all: every class, nothing reserved
+    - class: h100
+      resources: {GPU: {reserved: 2, limit: 6}}
+    - class: spot           # a grant without figures: the class, nothing reserved
+"""
+"""The policy file's format with an example, as ``policy create --help`` and ``update --help``
+print it (the example is created by a test exactly as printed, on the pool file's example)."""
+
 if TYPE_CHECKING:
     from wharf.resource_manager.domain import Policy
 
@@ -222,7 +244,7 @@ def policy(ctx: click.Context, /, **connection: str | None) -> None:
     remember_rm(ctx, **connection)
 
 
-@policy.command("create")
+@policy.command("create", epilog=POLICY_FILE_HELP)
 @click.argument("name", required=False)
 @_policy_options
 @click.pass_context
@@ -247,7 +269,7 @@ def create(ctx: click.Context, /, **options: Any) -> None:
         _show(rm, rm.policies.create(load(PolicyCreate, body)), options["output"])
 
 
-@policy.command("update")
+@policy.command("update", epilog=POLICY_FILE_HELP)
 @click.argument("name")
 @_policy_options
 @click.option(
