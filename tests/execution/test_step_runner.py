@@ -1,5 +1,5 @@
-"""A step's user code that exits (``sys.exit``) or raises ``KeyboardInterrupt`` in a step
-thread fails its step like any other error (``wharf.execution.step_runner.StepExitError``):
+"""A step's user code that exits (``sys.exit``), raises ``KeyboardInterrupt`` in a step thread
+or another ``BaseException`` fails its step like any other error (``wharf.execution.step_runner.StepAbortError``):
 the pipeline call returns or raises ``RunFailedError``, nothing is left running, and the
 process running the pipeline does not exit."""
 
@@ -123,3 +123,25 @@ def test_an_isolated_step_that_calls_sys_exit_fails_with_its_exit_not_a_lost_hea
     run = p.run_in(process_workspace)
     assert run.status is ExecutionStatus.FAILED
     assert step_reasons(process_workspace, run.id) == {"exits": ("failed", "SystemExit: 3")}
+
+
+class Abort(BaseException):
+    """An exception that is not an ``Exception`` (as some libraries raise)."""
+
+
+@step(enable_cache=False)
+def aborts() -> int:
+    raise Abort("custom base exception")
+
+
+def test_a_step_that_raises_a_base_exception_fails_and_the_run_ends_with_it(
+    workspace: Workspace,
+) -> None:
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        aborts()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason == "Step(s) failed: aborts."
+    assert step_reasons(workspace, run.id) == {"aborts": ("failed", "Abort: custom base exception")}

@@ -1,6 +1,6 @@
 """One attempt of one step, in this thread: load inputs, call the user function, publish outputs.
 
-Owns :class:`StepRunner` (the user-code error boundary: :class:`StepExitError` turns a
+Owns :class:`StepRunner` (the user-code error boundary: :class:`StepAbortError` turns a
 ``sys.exit`` in a step into its failure) and the import of user code
 (:func:`import_step`, :func:`import_user_object`, :func:`loading_user_code`). Invariants: the
 user function runs inside the step context and an :class:`InterruptibleRegion`; the step's
@@ -34,7 +34,7 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.execution.context import StepContext, step_context
-from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
 from wharf.execution.step_variables import step_variables
@@ -60,10 +60,12 @@ SCRIPT_MODULE = script_classes.SCRIPT_MODULE
 """The user's script's module name in a step's own process (artifacts find its classes)."""
 
 
-class StepExitError(WharfError):
-    """The step's code exited (``sys.exit``) or raised ``KeyboardInterrupt`` in a step thread:
-    its step fails like on any other error, instead of the exception ending the process that
-    runs the pipeline (inline) or the step's process before it records its end (isolated)."""
+class StepAbortError(WharfError):
+    """The step's code raised what is not an ``Exception``: it exited (``sys.exit``), raised
+    ``KeyboardInterrupt`` in a step thread, or a ``BaseException`` of its own. Its step fails
+    like on any other error, instead of the exception ending the process that runs the
+    pipeline (inline, its step left running) or the step's process before it records its end
+    (isolated)."""
 
 
 def _in_main_thread() -> bool:
@@ -271,10 +273,12 @@ class StepRunner:
         try:
             with step_context(context), region:
                 value = step.func(**kwargs)
-        except (SystemExit, KeyboardInterrupt) as exc:
+        except (StepInterrupted, Exception):
+            raise  # asked to stop, or an ordinary error (the caller records either)
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt) and _in_main_thread():
                 raise  # a Ctrl-C (or a forced stop) of the process: not the step's doing
-            raise StepExitError(_described(exc)) from exc
+            raise StepAbortError(_described(exc)) from exc
         finally:
             if resume and holders is not None:
                 holders.begin()
