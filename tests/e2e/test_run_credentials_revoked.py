@@ -1,7 +1,8 @@
 """A run whose service account's API key is revoked while it runs (a pipeline script of a real
 process, over a real workspace server): the script stops its run at once and exits non-zero
-with one line that names the cause, no traceback; the server, which it can no longer write to,
-ends the run as lost once its heartbeat deadline has passed (nothing is left running)."""
+with one error whose one-line message names the cause (no warnings, no other traceback); the
+server, which it can no longer write to, ends the run as lost once its heartbeat deadline has
+passed (nothing is left running)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def bot(request: pytest.FixtureRequest, world: World, tmp_path: Path) -> Iterato
     yield Bot(str(account.id), str(parsed[0]), env, isolated=request.param == "local_process")
 
 
-def test_a_run_whose_api_key_is_revoked_stops_with_one_line(
+def test_a_run_whose_api_key_is_revoked_stops_with_one_error(
     world: World,  # noqa: F811
     bot: Bot,
     tmp_path: Path,
@@ -117,15 +118,17 @@ def test_a_run_whose_api_key_is_revoked_stops_with_one_line(
             process.kill()
             process.communicate()
     assert process.returncode == 1, err
-    assert "Traceback" not in err and "WARNING" not in err, err
+    assert err.count("Traceback") == 1 and "WARNING" not in err, err  # the script's own error
     (run,) = world.stores.store.runs.list().items
     line = (
         f"Run '{run.name}' stopped: the workspace server refused its credentials (401: The API "
         "key behind this token has been revoked). Nothing was written after that; the server "
         "ends the run as 'orchestrator lost' once its heartbeat deadline passes."
     )
-    assert [x for x in err.splitlines() if "stopped" in x or "refused" in x] == [line]
-    assert err.splitlines()[-1] == line
+    assert [x for x in err.splitlines() if "stopped:" in x] == [
+        f"wharf.execution.refusal.RunRefusedError: {line}"
+    ]
+    assert err.splitlines()[-1] == f"wharf.execution.refusal.RunRefusedError: {line}"
     # Nothing was written after the revocation: the run and its step are as they were.
     assert run.status is ExecutionStatus.RUNNING and run.heartbeat_deadline is not None
     (step,) = world.stores.store.steps.list(StepRunFilter(run_id=run.id)).items
