@@ -188,3 +188,16 @@ def test_units_and_durations() -> None:
     assert duration(None, None, T0) == "-"
     assert duration(T0, T0 + timedelta(milliseconds=850), T0) == "850 ms"
     assert duration(T0, T0 + timedelta(seconds=59.94), T0) == "59.9 s"
+
+
+def test_a_run_its_orchestrator_has_not_started_says_how_to_follow_it() -> None:
+    waiting = render(
+        RunView(run(status=S.INITIALIZING, start_time=None, end_time=None), "p", []), T0
+    )
+    assert waiting[-3:] == [
+        "Steps (0)",
+        "(none yet)",
+        "Its orchestrator has not started it yet: `wharf runs logs nightly-1 --follow` follows "
+        "it and says why if it never will.",
+    ]
+    assert render(RunView(run(), "p", []), T0)[-1] == "(none yet)"

@@ -7,7 +7,10 @@ log_capture``), so a step is printed whole when it has ended; an attempt that fa
 retried (``retrying``, final: the next attempt is a new step run) has ended too. A step that
 never started gets one note instead, worded as ``wharf steps logs`` words it: one that failed
 or was stopped before it started, and, once the run has finished, a step of its pipeline that
-the run never reached. Invariants:
+the run never reached. While a followed run waits to start, its orchestrator's platform is asked
+whether it ever will (``wharf.sdk.unstarted_runs``): one that never will (a Kubernetes
+orchestrator pod whose image cannot be pulled) is ended failed and the following ends with that
+reason, as an error. Invariants:
 each step run is printed at most once; the run's status is read before its steps, so the last
 poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads;
 ``--follow`` outlasts a short outage of the store (a workspace server restarting).
@@ -98,6 +101,7 @@ class RunLogs:
         self._printed: set[UUID] = set()
         self._noted: set[UUID] = set()
         self._noted_start = False
+        self._ask_platform = True
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
         """Print what is new; (whether the run has finished, whether anything was printed).
@@ -107,8 +111,12 @@ class RunLogs:
         not started) gets one note saying so, so a follower does not wait in silence; a cached
         step gets a note naming the run it ran in instead of repeating its output; a step
         that never started gets a note saying so (:func:`never_started`, :func:`never_reached`).
+        ``following`` a run waiting to start: raises :class:`WharfError` with the reason if its
+        orchestrator's platform says it never will (it has been ended failed).
         """
         current = self._client.get_pipeline_run(self.run.id)
+        if following and current.is_placeholder and self._ask_platform:
+            self._never_starting(current)
         finished = current.status.is_finished
         printed = False
         if current.is_placeholder and not self._noted_start:
@@ -173,6 +181,27 @@ class RunLogs:
                 return
             interval = MIN_POLL if printed else min(MAX_POLL, interval * 1.5)
             sleep(interval)
+
+    def _never_starting(self, run: PipelineRunRecord) -> None:
+        """Raise :class:`WharfError` with the reason if the run, waiting to start, never will
+        (it has then been ended failed); a platform that cannot be asked is said once and not
+        asked again (the run is still followed through the store)."""
+        from wharf.core.errors import StoreUnavailableError, WharfError
+        from wharf.sdk.unstarted_runs import fail_if_never_starting
+
+        try:
+            ended = fail_if_never_starting(self._client.workspace, run)
+        except StoreUnavailableError:
+            raise  # the store's outage, which :meth:`follow` waits out
+        except WharfError as exc:
+            self._ask_platform = False
+            self._echo(f"Cannot tell whether run '{run.name}' will ever start: {exc}; following.")
+            return
+        if ended is None:
+            return
+        if ended.left is not None:
+            self._echo(ended.left)
+        raise WharfError(f"Run '{run.name}' failed: {ended.run.status_reason}")
 
     def _print(self, step: StepRunRecord) -> None:
         label = _label(step)

@@ -214,6 +214,11 @@ def render(view: RunView, now: datetime) -> list[str]:
     lines += ["", f"Steps ({len(names)})"]
     if not names:
         lines.append("(none yet)")
+        if run.is_placeholder:  # e.g. a Kubernetes run whose orchestrator pod has not started
+            lines.append(
+                f"Its orchestrator has not started it yet: `wharf runs logs {run.name} --follow` "
+                "follows it and says why if it never will."
+            )
         return lines
     return lines + format_table(STEP_COLUMNS, tree_rows(view, now))
 

@@ -84,7 +84,9 @@ def show_run(run: str, output: str) -> None:
 def run_logs(run: str, follow: bool) -> None:
     """Print the captured output of every step of RUN (a run's name, id or id prefix), each
     line prefixed with the step's name. A step's output is stored when the step ends; with
-    --follow, steps still running are printed as they end (Ctrl-C stops following)."""
+    --follow, steps still running are printed as they end (Ctrl-C stops following), and a run
+    its orchestrator will never start (e.g. a Kubernetes orchestrator image that cannot be
+    pulled) is ended failed, with the reason as an error (exit code 1)."""
     from wharf.cli.run_logs import RunLogs
     from wharf.sdk.client import Client
 

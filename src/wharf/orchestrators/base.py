@@ -75,6 +75,15 @@ class BaseOrchestrator(ABC):
         :meth:`run_step_backend`. Default: nothing (the local orchestrators hold nothing)."""
         return
 
+    def why_never_starts(
+        self, run: PipelineRunRecord, run_metadata: Mapping[str, Any]
+    ) -> str | None:
+        """Why ``run``, which no orchestrating process has taken over, never will, as its
+        platform tells now (a Kubernetes orchestrator pod whose image cannot be pulled), in one
+        sentence; None while it may still start. ``run_metadata`` as for
+        :meth:`run_step_backend`. Default: None (the local orchestrators start runs at once)."""
+        return None
+
     # ------------------------------------------------------------ running
 
     starts_runs_in_process: ClassVar[bool] = True

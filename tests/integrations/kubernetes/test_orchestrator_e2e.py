@@ -34,6 +34,7 @@ from tests.integrations.kubernetes.testbed import (
     submit_script,
     wait_for_run_end,
     wait_for_step,
+    wharf_cli,
 )
 from tests.waiting import wait_until
 from wharf import Client
@@ -110,8 +111,8 @@ SCRIPT = runner_script("k8s_steps")
 
 @pytest.fixture
 def bed(make_bed: BedFactory) -> Bed:
-    """The bed with stacks ``k8s`` (synchronous), ``k8s-async`` and ``k8s-no-image`` (an
-    orchestrator image no registry has)."""
+    """The bed with stacks ``k8s`` (synchronous), ``k8s-async``, and ``k8s-no-image`` and
+    ``k8s-async-no-image`` (an orchestrator image no registry has)."""
     made = make_bed({"k8s_steps.py": STEPS_MODULE, "run.py": SCRIPT}, active_stack="k8s")
     ws = made.workspace
     register_kubernetes_stack(
@@ -122,6 +123,9 @@ def bed(make_bed: BedFactory) -> Bed:
     )
     register_kubernetes_stack(
         ws, "k8s-no-image", {"image": MISSING_IMAGE, "job_monitoring_interval": 0.5}
+    )
+    register_kubernetes_stack(
+        ws, "k8s-async-no-image", {"image": MISSING_IMAGE, "synchronous": False}
     )
     return made
 
@@ -240,6 +244,32 @@ def test_an_orchestrator_image_that_cannot_be_pulled_fails_the_submission_and_le
     name = created["metadata"]["name"]
     assert wait_until(lambda: not job_exists(bed.emulator, name), BOUND), (
         f"orchestrator Job {name} is left"
+    )
+
+
+def test_following_an_asynchronous_run_whose_orchestrator_image_cannot_be_pulled_fails_it(
+    bed: Bed,
+) -> None:
+    """The command the asynchronous submitter prints says why the run never starts, in one
+    line, and ends it failed as a synchronous submitter would; its Job is taken away."""
+    run, _ = submit(bed, stack="k8s-async-no-image")
+    assert run.status is ExecutionStatus.INITIALIZING
+    job_name = metadata_of(bed, run)[JOB_KEY]
+    followed = wharf_cli(bed, "runs", "logs", run.name, "--follow")
+    assert followed.returncode == 1, followed.stdout + followed.stderr
+    (error,) = followed.stderr.strip().splitlines()
+    assert error.startswith(
+        f"Error: Run '{run.name}' failed: The orchestrator Job default/{job_name} cannot start "
+        f"its pod {job_name}-"
+    ), error
+    assert f"image '{MISSING_IMAGE}': " in error
+    assert "ErrImagePull" in error or "ImagePullBackOff" in error
+    assert error.endswith(f"run {run.name} did not start (nothing ran).")
+    ended = bed.workspace.store.runs.get(run.id)
+    assert ended.status is ExecutionStatus.FAILED
+    assert error.endswith(str(ended.status_reason))
+    assert wait_until(lambda: not job_exists(bed.emulator, job_name), BOUND), (
+        f"orchestrator Job {job_name} is left"
     )
 
 

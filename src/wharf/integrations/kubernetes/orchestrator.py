@@ -37,7 +37,7 @@ from wharf.integrations.kubernetes.orchestrator_dynamic import (
     defined_in_script,
     main_script,
 )
-from wharf.integrations.kubernetes.orchestrator_follow import follow_job
+from wharf.integrations.kubernetes.orchestrator_follow import follow_job, unstartable_job
 from wharf.integrations.kubernetes.orchestrator_interrupts import CtrlCDeferred
 from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
@@ -154,6 +154,25 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 f"{namespace}/{name} is left: {exc} (delete it with `kubectl -n {namespace} "
                 f"delete job {name}`)"
             ) from None
+
+    def why_never_starts(
+        self, run: PipelineRunRecord, run_metadata: Mapping[str, Any]
+    ) -> str | None:
+        """Why the run's orchestrator Job, where its metadata says it is, will never start the
+        run (its pod waits for one of ``fail_on_container_waiting_reasons``, e.g. an image that
+        cannot be pulled, or the Job failed), worded as a synchronous submitter words it; None
+        while it may still (or the run has no Job yet)."""
+        name = run_metadata.get(JOB_KEY)
+        if not name:
+            return None
+        settings = self.settings.merged(recorded_place(run_metadata))
+        clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
+        try:
+            reasons = self.settings.fail_on_container_waiting_reasons
+            where = unstartable_job(clients, settings.namespace, str(name), reasons)
+        finally:
+            clients.close()
+        return None if where is None else did_not_start(where, run.name)
 
     # ------------------------------------------------------------------ refusing
 
@@ -330,7 +349,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
             return run
         where = f"The orchestrator Job {submitted.namespace}/{submitted.name} {end.detail}"
         if run.is_placeholder:  # the pod never started the run: nothing ran
-            raise WharfError(f"{where}; run {run.name} did not start (nothing ran).")
+            raise WharfError(did_not_start(where, run.name))
         return store.runs.finish(run.id, ExecutionStatus.FAILED, f"{where}.")
 
     # ------------------------------------------------------------------ schedules
@@ -398,6 +417,12 @@ def recorded_place(run_metadata: Mapping[str, Any]) -> dict[str, str]:
     return {
         setting: str(run_metadata[key]) for key, setting in keys.items() if run_metadata.get(key)
     }
+
+
+def did_not_start(where: str, run_name: str) -> str:
+    """Why a run whose orchestrator Job is in trouble (``where``: a sentence naming the Job)
+    never started."""
+    return f"{where}; run {run_name} did not start (nothing ran)."
 
 
 def is_local_path(path: str) -> bool:

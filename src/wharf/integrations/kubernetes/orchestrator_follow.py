@@ -1,4 +1,6 @@
-"""Following a run's orchestrator Job from the submitting side (``synchronous`` runs).
+"""Following a run's orchestrator Job from the submitting side (``synchronous`` runs), and
+seeing from outside that its pod will never start the run (:func:`unstartable_job`, for
+``wharf runs logs --follow`` of an asynchronous run; :func:`never_starts`).
 
 Owns :func:`follow_job` and the reads it is built on (:func:`read_job`, :func:`job_pods`,
 :func:`stream_pod_log`).
@@ -20,7 +22,7 @@ from typing import Any, TextIO
 from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError
 
-from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 
 LOG_CHUNK = 4096
 WATCH_CONNECT_TIMEOUT = 10.0
@@ -57,6 +59,47 @@ def stuck_container(pod: dict[str, Any], reasons: Collection[str]) -> str | None
             image = container.get("image") or images.get(container.get("name")) or "?"
             return f"image '{image}': {reason}" + (f": {message}" if message else "")
     return None
+
+
+def cannot_start(pod: dict[str, Any], reasons: Collection[str]) -> str | None:
+    """Why the Job's ``pod`` cannot start (:func:`stuck_container`), as a phrase following
+    "The orchestrator Job NAMESPACE/NAME"; None if it is not so stuck."""
+    stuck = stuck_container(pod, reasons)
+    if stuck is None:
+        return None
+    return f"cannot start its pod {pod['metadata']['name']} ({stuck})"
+
+
+def never_starts(
+    job: dict[str, Any], pods: list[dict[str, Any]], reasons: Collection[str]
+) -> str | None:
+    """Why the orchestrator Job ``job`` (with its ``pods``) will never start a run that no pod
+    has taken over, as :func:`cannot_start` words it (a pod stuck on one of ``reasons``) or as
+    :func:`job_end` words a failed Job; None while it may still."""
+    for pod in pods:
+        stuck = cannot_start(pod, reasons)
+        if stuck is not None:
+            return stuck
+    end = job_end(job)
+    if end is not None and not end.succeeded:
+        return end.detail
+    return None
+
+
+def unstartable_job(
+    clients: KubeClients, namespace: str, name: str, reasons: Collection[str]
+) -> str | None:
+    """:func:`never_starts` for the orchestrator Job ``name`` as the API has it now, as a
+    sentence naming the Job ("The orchestrator Job NAMESPACE/NAME cannot start its pod ...");
+    None while it may still start the run, or when the Job does not exist (not created yet).
+    A cluster that cannot be read is one :class:`WharfError` line."""
+    with cluster_call(f"read the orchestrator Job {namespace}/{name}"):
+        job = read_job(clients, namespace, name)
+        if job is None:
+            return None
+        pods = job_pods(clients, namespace, name)
+    detail = never_starts(job, pods, reasons)
+    return None if detail is None else f"The orchestrator Job {namespace}/{name} {detail}"
 
 
 def job_end(job: dict[str, Any]) -> JobEnd | None:
@@ -122,9 +165,9 @@ def follow_job(
         progressed = False
         for pod in job_pods(clients, namespace, name):
             pod_name = pod["metadata"]["name"]
-            stuck = stuck_container(pod, fail_on_waiting_reasons)
+            stuck = cannot_start(pod, fail_on_waiting_reasons)
             if stuck is not None:
-                return JobEnd(False, f"cannot start its pod {pod_name} ({stuck})", stuck=True)
+                return JobEnd(False, stuck, stuck=True)
             if pod_name in streamed or pod.get("status", {}).get("phase") not in STARTED_PHASES:
                 continue
             if stream_pod_log(clients, namespace, pod_name, out):
