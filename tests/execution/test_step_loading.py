@@ -46,13 +46,14 @@ def test_the_script_stops_at_the_pipeline_call(
 ) -> None:
     script = tmp_path / "train.py"
     script.write_text(HEADER + "run = training()\nprint(run.status)\nraise SystemExit('after')\n")
-    with caplog.at_level(logging.INFO, logger="wharf.sdk.pipeline"):
+    with caplog.at_level(logging.DEBUG, logger="wharf.sdk.pipeline"):
         step = import_step(spec_for(script))
     assert step.func() == 1
-    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.pipeline"]
-    assert len(told) == 1
-    assert told[0].startswith("Not running pipeline 'training' in the process of step 'load'")
-    assert "the rest of the script is skipped" in told[0]
+    told = [r for r in caplog.records if r.name == "wharf.sdk.pipeline"]
+    assert len(told) == 1 and told[0].levelno == logging.DEBUG  # as documented: no nag
+    message = told[0].getMessage()
+    assert message.startswith("Not running pipeline 'training' in the process of step 'load'")
+    assert "the rest of the script is skipped" in message and "__main__" not in message
 
 
 def test_a_call_before_the_step_is_defined_does_nothing(
@@ -67,8 +68,10 @@ def test_a_call_before_the_step_is_defined_does_nothing(
     with caplog.at_level(logging.INFO, logger="wharf.sdk.pipeline"):
         step = import_step(spec_for(script, "later"))
     assert step.func() == 2
-    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.pipeline"]
-    assert len(told) == 1 and "the script goes on" in told[0]
+    told = [r for r in caplog.records if r.name == "wharf.sdk.pipeline"]
+    assert len(told) == 1 and told[0].levelno == logging.INFO
+    assert "the script goes on" in told[0].getMessage()
+    assert '`if __name__ == "__main__":`' in told[0].getMessage()
 
 
 def test_a_script_that_raises_names_the_step_and_the_error(tmp_path: Path) -> None:

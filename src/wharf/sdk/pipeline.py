@@ -296,21 +296,25 @@ class Pipeline(Generic[P]):
         """A call made while a step's process imports the user's code (see
         ``wharf.execution.step_runner.loading_user_code``): a script without an ``if __name__
         == "__main__":`` guard must not start its pipeline again in every step. Logs once why
-        it was skipped; a script that already defines the step stops executing there, anything
-        else gets :data:`NOT_RUN` back."""
+        it was skipped (at DEBUG where the script stops there, as documented; at INFO with a
+        hint where the rest of the script goes on); a script that already defines the step stops
+        executing there, anything else gets :data:`NOT_RUN` back."""
         stop = loading.step_defined
         if not loading.told:
             loading.told = True
-            rest = "the rest of the script is skipped" if stop else "the script goes on"
-            logger.info(
-                "Not running pipeline '%s' in the process of step '%s': the step is loaded "
-                "from %s, whose top level calls the pipeline (%s here). Put the call under "
-                '`if __name__ == "__main__":` to avoid this.',
-                self.name,
-                loading.step_name,
-                loading.source,
-                rest,
+            told = (
+                "Not running pipeline '%s' in the process of step '%s': the step is loaded from "
+                "%s, whose top level calls the pipeline"
             )
+            if stop:
+                told += " (the rest of the script is skipped here)."
+            else:
+                told += (
+                    ' (the script goes on here). Put the call under `if __name__ == "__main__":` '
+                    "or define the step before it."
+                )
+            level = logging.DEBUG if stop else logging.INFO
+            logger.log(level, told, self.name, loading.step_name, loading.source)
         if stop:
             loading.stop_script()
         result: PipelineRunRecord = NOT_RUN
