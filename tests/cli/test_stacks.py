@@ -94,42 +94,38 @@ def test_help_lists_the_groups() -> None:
 
 
 def test_register_and_list_components(home: Path, tmp_path: Path) -> None:
-    out = ok(
-        "component",
-        "register",
-        "store",
-        "--type",
-        "artifact-store",
-        "--flavor",
-        "local",
-        "-c",
-        "path=rel/dir",
-        "-c",
-        "fsync=true",
-        "-c",
-        'label="7"',
-        "-c",
-        "retries=3",
+    register = ("component", "register")
+    local, remote = run_all(
+        (*register, "store", "--type", "artifact-store", "--flavor", "local", "-c", "path=rel/dir"),
+        # values are JSON, else text; fsspec passes every other key to its backend
+        (
+            *register,
+            *("remote", "-t", "artifact_store", "-f", "fsspec", "-c", "path=s3://bucket/arts"),
+            *("-c", "anon=true", "-c", 'profile="7"', "-c", "default_block_size=3"),
+        ),
     )
-    assert "Registered artifact_store 'store'" in out
+    assert "Registered artifact_store 'store'" in local.stdout, local.stderr
+    assert "Registered artifact_store 'remote'" in remote.stdout, remote.stderr
     components = as_json("component", "list")
     assert {(c["name"], c["type"]) for c in components} == {
         ("store", "artifact_store"),
+        ("remote", "artifact_store"),
         ("default", "artifact_store"),  # the default stack's components exist from first use
         ("default", "orchestrator"),
     }
-    (store,) = [
-        c for c in as_json("component", "list", "-t", "artifact_store") if c["name"] == "store"
-    ]
-    assert store["configuration"] == {
+    stores = {c["name"]: c for c in as_json("component", "list", "-t", "artifact_store")}
+    assert stores["store"]["configuration"] == {
         "path": str(home.parent / "rel" / "dir"),  # resolved against the caller's directory
-        "fsync": True,
-        "label": "7",
-        "retries": 3,
+    }
+    assert stores["remote"]["configuration"] == {
+        "path": "s3://bucket/arts",
+        "anon": True,
+        "profile": "7",
+        "default_block_size": 3,
     }
     assert [c["name"] for c in as_json("component", "list", "-t", "orchestrator")] == ["default"]
     table = ok("component", "list")
-    assert "store" in table and '"retries": 3' in table and "artifact_store" in table
+    assert "store" in table and '"default_block_size": 3' in table and "artifact_store" in table
 
 
 def test_local_artifact_store_path_defaults_to_artifact_root(home: Path) -> None:
@@ -289,6 +285,12 @@ def test_bad_components(prod: Path, tmp_path: Path) -> None:
         (("x", "-t", "orchestrator", "-f", "local", "-c", "a=1", "-c", "a=2"), "more than once"),
         (("x", "-t", "artifact_store", "-f", "local", "-c", "path=42"), "directory path"),
         (("x", "-t", "artifact_store", "-f", "local", "-c", f"path={file}"), "not a directory"),
+        # a typo is refused, as by local_process, not stored and ignored
+        (("x", "-t", "orchestrator", "-f", "local", "-c", "bogus=1"), "Unknown local option"),
+        (
+            ("x", "-t", "artifact_store", "-f", "local", "-c", "pth=/tmp"),
+            "Unknown local option 'pth' (did you mean 'path'?); known: path.",
+        ),
     ]
     calls = [("component", "register", *args) for args, _ in cases]
     results = run_all(*calls, ("component", "list", "--type", "gpu"))
@@ -402,59 +404,73 @@ def _configuration(type: str, name: str) -> Any:
 
 
 def test_update_a_component(prod: Path, home: Path, tmp_path: Path) -> None:
-    out = ok("component", "update", "orch", "-t", "orchestrator", "-c", "namespace=wrong")
-    assert out == "Updated orchestrator component 'orch': namespace=wrong.\n"
+    from wharf.sdk import stacks
+
+    workspace = Workspace.open(load_config())
+    try:  # flavors with options to set (the local orchestrator has none)
+        stacks.register_component(
+            workspace, "remote", ComponentType.ARTIFACT_STORE, "fsspec", {"path": "s3://b/a"}
+        )
+        stacks.register_component(
+            workspace, "procs", ComponentType.ORCHESTRATOR, "local_process", {"python": "py"}
+        )
+    finally:
+        workspace.close()
+    update = ("component", "update")
+    out = ok(*update, "remote", "-t", "artifact_store", "-c", "profile=wrong")
+    assert out == "Updated artifact_store component 'remote': path=s3://b/a, profile=wrong.\n"
     out = ok(
-        "component",
-        "update",
-        "orch",
-        "--type",
-        "orchestrator",
-        "-c",
-        "namespace=prod",
-        "-c",
-        "parallelism=4",
-        "-c",
-        'nested={"a": [1]}',
+        *update,
+        *("remote", "--type", "artifact-store", "-c", "profile=prod"),
+        *("-c", "default_block_size=4", "-c", 'client_kwargs={"a": [1]}'),
     )
     assert out == (
-        "Updated orchestrator component 'orch': namespace=prod, nested={\"a\": [1]}, "
-        "parallelism=4.\n"
+        "Updated artifact_store component 'remote': client_kwargs={\"a\": [1]}, "
+        "default_block_size=4, path=s3://b/a, profile=prod.\n"
     )
-    assert _configuration("orchestrator", "orch") == {
-        "namespace": "prod",
-        "parallelism": 4,
-        "nested": {"a": [1]},
+    assert _configuration("artifact_store", "remote") == {
+        "path": "s3://b/a",
+        "profile": "prod",
+        "default_block_size": 4,
+        "client_kwargs": {"a": [1]},
     }
-    out = ok("component", "update", "orch", "-t", "orchestrator", "--remove", "nested")
-    assert out == "Updated orchestrator component 'orch': namespace=prod, parallelism=4.\n"
-    out = ok("component", "update", "orch", "-t", "orchestrator", "-r", "namespace", "-c", "x=1")
-    assert out == "Updated orchestrator component 'orch': parallelism=4, x=1.\n"
-    out = ok("component", "update", "orch", "-t", "orchestrator", "-r", "parallelism", "-r", "x")
-    assert out == "Updated orchestrator component 'orch': no configuration.\n"
-    assert _configuration("orchestrator", "orch") == {}
+    out = ok(*update, "remote", "-t", "artifact_store", "--remove", "client_kwargs")
+    assert out == (
+        "Updated artifact_store component 'remote': default_block_size=4, path=s3://b/a, "
+        "profile=prod.\n"
+    )
+    out = ok(*update, "remote", "-t", "artifact_store", "-r", "profile", "-c", "anon=true")
+    assert out == (
+        "Updated artifact_store component 'remote': anon=true, default_block_size=4, "
+        "path=s3://b/a.\n"
+    )
+    out = ok(*update, "procs", "-t", "orchestrator", "-r", "python")
+    assert out == "Updated orchestrator component 'procs': no configuration.\n"
+    assert _configuration("orchestrator", "procs") == {}
     # validated like a new component: a local store's path is made absolute, and defaults
     out = ok("component", "update", "store", "-t", "artifact-store", "-c", "path=rel/new")
     assert out == f"Updated artifact_store component 'store': path={tmp_path / 'rel' / 'new'}.\n"
     ok("component", "update", "store", "-t", "artifact_store", "-r", "path")
     assert _configuration("artifact_store", "store") == {"path": str(home / "artifacts")}
     (described,) = [s for s in as_json("stack", "list") if s["name"] == "prod"]
-    assert described["components"]["orchestrator"]["configuration"] == {}
+    assert described["components"]["artifact_store"]["configuration"] == {
+        "path": str(home / "artifacts")
+    }
 
 
 def test_bad_updates(prod: Path, tmp_path: Path) -> None:
     from wharf.sdk import stacks
 
-    ok("component", "update", "orch", "-t", "orchestrator", "-c", "namespace=wrong")
     file = tmp_path / "a-file"
     file.write_text("x")
+    moved = tmp_path / "moved"
     before = snapshot()
     update = ("component", "update")
     cases = [
         (("orch", "-t", "orchestrator"), "Nothing to change: give -c KEY=VALUE or --remove KEY."),
         (
-            ("orch", "-t", "orchestrator", "-r", "ghost"),
-            "Component 'orch' has no configuration key 'ghost' to remove; its keys: namespace.",
+            ("store", "-t", "artifact_store", "-r", "ghost"),
+            "Component 'store' has no configuration key 'ghost' to remove; its keys: path.",
         ),
         (("orch", "-t", "orchestrator", "-r", "a", "-c", "a=1"), "'a' is both set and removed"),
         (("orch", "-t", "orchestrator", "-c", "novalue"), "key=value"),
@@ -491,12 +507,12 @@ def test_bad_updates(prod: Path, tmp_path: Path) -> None:
             )
         )
         assert_one_line_error(
-            wharf(*update, "orch", "-t", "orchestrator", "-c", "namespace=prod"),
-            "Component 'orch' (orchestrator) is used by unfinished run(s) busy: wait for them",
+            wharf(*update, "store", "-t", "artifact_store", "-c", f"path={moved}"),
+            "Component 'store' (artifact_store) is used by unfinished run(s) busy: wait for them",
         )
         assert snapshot() == before
         store.runs.update(run.id, RunUpdate(status=ExecutionStatus.FAILED))
     finally:
         workspace.close()
-    ok(*update, "orch", "-t", "orchestrator", "-c", "namespace=prod")
-    assert _configuration("orchestrator", "orch") == {"namespace": "prod"}
+    ok(*update, "store", "-t", "artifact_store", "-c", f"path={moved}")
+    assert _configuration("artifact_store", "store") == {"path": str(moved)}

@@ -110,8 +110,10 @@ def test_parse_component_type() -> None:
 
 
 def test_register_and_list_components(workspace: Workspace, tmp_path: Path) -> None:
-    orch = stacks.register_component(workspace, "orch", "orchestrator", "local", {"x": 1})
-    assert (orch.type, orch.flavor, orch.configuration) == (ORCH, "local", {"x": 1})
+    orch = stacks.register_component(
+        workspace, "orch", "orchestrator", "local_process", {"python": "py"}
+    )
+    assert (orch.type, orch.flavor, orch.configuration) == (ORCH, "local_process", {"python": "py"})
     store = stacks.register_component(workspace, "orch", STORE, "local", {"path": str(tmp_path)})
     assert store.configuration == {"path": str(tmp_path)}  # same name, other type: allowed
     assert {c.name for c in stacks.list_components(workspace, ORCH).items} == {"orch"}
@@ -161,19 +163,18 @@ def test_unknown_flavor_lists_known_ones(workspace: Workspace) -> None:
 
 
 def test_duplicate_component(workspace: Workspace, tmp_path: Path) -> None:
-    stacks.register_component(workspace, "orch", ORCH, "local", {"a": 1})
+    stacks.register_component(workspace, "orch", ORCH, "local_process", {"python": "a"})
     with pytest.raises(EntityExistsError, match="orch"):
-        stacks.register_component(workspace, "orch", ORCH, "local", {"a": 2})
+        stacks.register_component(workspace, "orch", ORCH, "local_process", {"python": "b"})
     (only,) = stacks.list_components(workspace).items
-    assert only.configuration == {"a": 1}
+    assert only.configuration == {"python": "a"}
 
 
 def test_local_artifact_store_path_defaults_to_artifact_root(workspace: Workspace) -> None:
-    record = stacks.register_component(workspace, "store", STORE, "local", {"other": "kept"})
-    assert record.configuration == {
-        "path": str(workspace.config.artifact_root.absolute()),
-        "other": "kept",
-    }
+    record = stacks.register_component(workspace, "store", STORE, "local", {})
+    assert record.configuration == {"path": str(workspace.config.artifact_root.absolute())}
+    with pytest.raises(InputError, match=r"Unknown local option 'other'; known: path\."):
+        stacks.register_component(workspace, "other", STORE, "local", {"other": "dropped"})
 
 
 def test_local_artifact_store_path_is_made_absolute(

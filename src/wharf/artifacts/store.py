@@ -14,6 +14,7 @@ get (128 random bits) and does no I/O.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import shutil
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -23,6 +24,7 @@ from wharf.core.errors import InputError
 from wharf.core.ids import new_id
 
 if TYPE_CHECKING:  # kept out of import time
+    from collections.abc import Mapping
     from pathlib import Path
     from uuid import UUID
 
@@ -92,11 +94,27 @@ class LocalArtifactStore:
     loss at the cost of a disk flush per file; the default survives process crashes only.
     """
 
+    OPTIONS = ("path",)
+    """Every configuration key of a ``local`` artifact store component."""
+
     def __init__(self, root: Path | str, id: UUID | None = None, *, fsync: bool = False) -> None:
         self._root = os.path.abspath(os.fspath(root))
         self._prefix = os.path.join(self._root, "")
         self._id = id
         self._fsync = fsync
+
+    @classmethod
+    def check_configuration(cls, configuration: Mapping[str, Any]) -> None:
+        """Refuse an unknown key when the component is registered (a typo would be ignored), as
+        the ``local_process`` flavor does; the ``path`` itself is checked by
+        ``wharf.sdk.stacks``."""
+        for key in configuration:
+            if key not in cls.OPTIONS:
+                close = difflib.get_close_matches(key, cls.OPTIONS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise InputError(
+                    f"Unknown local option '{key}'{hint}; known: {', '.join(cls.OPTIONS)}."
+                )
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({self._root!r}, id={self._id!r})"
