@@ -1,4 +1,5 @@
-"""The ``@step`` decorator's checks of its options, made when the step is defined."""
+"""The ``@step`` decorator's checks of its options, made when the step is defined, and of a
+step call's reserved keywords (``id=``, ``after=``) in a pipeline."""
 
 from __future__ import annotations
 
@@ -67,3 +68,62 @@ def test_a_step_name_that_would_make_artifact_names_ambiguous_is_refused(
 ) -> None:
     with pytest.raises(StepInterfaceError, match=message):
         step(name=name)(make)
+
+
+@step(enable_cache=False)
+def fetch(id: int, after: str = "") -> int:
+    return id
+
+
+@pytest.mark.parametrize(
+    ("reserved", "positional"), [("id", ()), ("after", (7,))], ids=["id", "after"]
+)
+def test_a_parameter_named_like_a_reserved_call_argument_is_refused_in_a_pipeline_by_keyword(
+    reserved: str, positional: tuple[int, ...]
+) -> None:
+    from wharf import pipeline
+
+    @pipeline
+    def p() -> None:
+        fetch(*positional, **{reserved: "x"})
+
+    message = (
+        f"Step 'fetch' has a parameter named '{reserved}', which a step call in a pipeline "
+        f"takes as its own '{reserved}='"
+    )
+    with pytest.raises(StepInterfaceError, match=message):
+        p.compile()
+
+
+def test_a_parameter_named_id_is_passed_positionally_and_outside_a_pipeline_by_keyword() -> None:
+    from wharf import pipeline
+
+    @pipeline
+    def p() -> None:
+        fetch(7, "", id="first")  # bound positionally: id= names the invocation
+
+    spec = p.compile()
+    assert spec.steps["first"].parameters == {"id": 7, "after": ""}
+    assert fetch(id=7) == 7  # outside a pipeline the step is just the function
+
+
+def test_a_parameter_named_id_given_by_keyword_in_a_dynamic_pipeline_is_refused(
+    tmp_path: Any,
+) -> None:
+    from wharf import RunFailedError, pipeline
+    from wharf.config.global_config import load_config
+    from wharf.sdk.workspace import Workspace
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        fetch(id=7)
+
+    workspace = Workspace.open(load_config({}, home=tmp_path / "home"))
+    try:
+        with pytest.raises(RunFailedError) as failed:
+            p.run_in(workspace)
+    finally:
+        workspace.close()
+    cause = failed.value.__cause__
+    assert isinstance(cause, StepInterfaceError)
+    assert "Step 'fetch' has a parameter named 'id'" in str(cause)

@@ -29,6 +29,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 KNOWN_SETTINGS = ("resources",)
+RESERVED_CALL_ARGUMENTS = {
+    "id": "the step's name in the run",
+    "after": "the steps it runs after",
+}
+"""The keywords a step call in a pipeline takes for itself, not for the step's function."""
 
 
 def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
@@ -189,6 +194,8 @@ class Step(Generic[P, R]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         context = compiler.active_compilation()
+        if context is not None or active_dynamic_run() is not None:
+            self._check_reserved(args, kwargs)
         if context is not None:
             result: Any = context.invoke(self, args, dict(kwargs))
             return result  # type: ignore[no-any-return]
@@ -198,6 +205,19 @@ class Step(Generic[P, R]):
             return outputs  # type: ignore[no-any-return]
         return self.func(*args, **kwargs)
 
+    def _check_reserved(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        """Refuse a keyword that a step call in a pipeline takes as its own (``id=``,
+        ``after=``) where it can only have been meant for the step's parameter of that name
+        (not bound positionally): it would be taken away from the parameter."""
+        positional = list(self.interface.inputs)[: len(args)]
+        for name, meaning in RESERVED_CALL_ARGUMENTS.items():
+            if name in kwargs and name in self.interface.inputs and name not in positional:
+                raise StepInterfaceError(
+                    f"Step '{self.name}' has a parameter named '{name}', which a step call in a "
+                    f"pipeline takes as its own '{name}=' ({meaning}): "
+                    "pass the parameter positionally, or rename it."
+                )
+
     def submit(self, *args: Any, **kwargs: Any) -> StepFuture:
         """Launch this step concurrently inside a dynamic pipeline; returns a future."""
         dynamic_run = active_dynamic_run()
@@ -205,6 +225,7 @@ class Step(Generic[P, R]):
             raise StepInterfaceError(
                 "Submitting a step is only possible within a dynamic pipeline."
             )
+        self._check_reserved(args, kwargs)
         return dynamic_run.submit(self, args, kwargs)
 
     def map(self, *args: Any, **kwargs: Any) -> MapResultsFuture:
@@ -214,6 +235,7 @@ class Step(Generic[P, R]):
             raise StepInterfaceError(
                 "Mapping over step inputs is only possible within a dynamic pipeline."
             )
+        self._check_reserved(args, kwargs)
         return dynamic_run.map(self, args, kwargs)
 
     def __repr__(self) -> str:
