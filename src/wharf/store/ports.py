@@ -266,10 +266,15 @@ class StepRunRepository(Protocol):
     ) -> CachedOrCreated:
         """The engine's start of a step. A hit (``created`` False) if ``find_cached(project_id,
         step.cache_key, now)`` finds a step run (with its output versions where the store
-        reads them in the same call), and with ``create(step.reusing(found))`` as ``recorded``
-        if ``record_hit`` (else nothing is created: the caller records the hit). Else
-        ``create(step)`` (``created`` True). The lookup comes before the creation; nothing is
-        created on a hit. ``step.cache_key`` must be set (else InputError)."""
+        reads them in the same call), and, if ``record_hit``, with the step run recording it
+        as ``recorded``: ``step.reusing(found)`` created under ``step``'s id (else nothing is
+        created: the caller records the hit). Else ``create(step)`` (``created`` True). The
+        lookup comes before the creation. ``step.cache_key`` must be set (else InputError).
+
+        Repeated with the id of a step run it wrote (a retry whose answer was lost), it
+        answers what it wrote, as ``create`` does, whatever the lookup finds now: the miss
+        created (also once another run cached its key, and whatever ``record_hit``), or the
+        hit recorded (the step run found then, also once it expired)."""
         ...
 
     def find_cached_or_create_many(
@@ -287,7 +292,9 @@ class StepRunRepository(Protocol):
         and creates nothing (a hit is recorded all the same if ``record_hit``). Every lookup
         comes before any creation of the call, so two steps of one call with one cache key
         both miss or both hit. A refused step (``RunStoppingError``, an existing step) fails
-        the whole call: all or nothing where the store has a transaction for it."""
+        the whole call: all or nothing where the store has a transaction for it. Repeated, a
+        step whose step run it wrote is answered as written (see :meth:`find_cached_or_create`),
+        also where a miss it may not create now would be answered None."""
         ...
 
     def finish(

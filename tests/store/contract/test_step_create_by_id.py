@@ -3,10 +3,14 @@
 The engine retries a step run's creation through a store outage; a retry whose first answer was
 lost must find what the first try wrote, never a second step run: ``create``,
 ``find_cached_or_create`` and ``find_cached_or_create_many`` asked again with the id of a step
-run they wrote answer it (as created, or as the hit it was recorded as).
+run they wrote answer it (as created, or as the hit it was recorded as), whatever the lookup
+finds now: a miss written is answered created also once another run cached its key (a hit
+answered instead would leave it behind, running or queued for ever).
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 
@@ -16,7 +20,7 @@ from tests.store.contract.test_step_cache_batches import completed
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import EntityExistsError, RunStoppingError
 from wharf.core.ids import new_id
-from wharf.store.models import RunUpdate, StepRunCreate, StepRunFilter
+from wharf.store.models import RunUpdate, StepRunCreate, StepRunFilter, StepRunUpdate
 
 
 def named(run_id: object, name: str, key: str | None = None) -> StepRunCreate:
@@ -115,3 +119,75 @@ def test_a_batch_again_answers_what_it_wrote_and_decides_the_rest(
     assert later is not None and not later.created and later.recorded is not None
     assert later.recorded.id == steps[2].id
     assert count(world, run.id) == 3
+
+
+@pytest.mark.parametrize("record_hit", [False, True])
+def test_a_decision_again_once_its_key_was_cached_answers_the_miss_written(
+    world: World, clock: FakeClock, record_hit: bool
+) -> None:
+    """The first try wrote a miss and its answer was lost; another run completed the key
+    meanwhile: the retry answers the step run written, not the hit (which would orphan it)."""
+    run = world.run(status=S.RUNNING)
+    step = named(run.id, "train", "key")
+    decide = world.store.steps.find_cached_or_create
+    first = decide(step, world.project.id, clock.now, record_hit=record_hit)
+    completed(world, "key")
+    again = decide(step, world.project.id, clock.now, record_hit=record_hit)
+    assert first.created and again.created and again.recorded is None
+    assert again.step == world.store.steps.get(step.id)
+    assert again.step.status is S.RUNNING
+    assert count(world, run.id) == 1
+
+
+@pytest.mark.parametrize("record_hit", [False, True])
+def test_a_batch_again_once_its_keys_were_cached_answers_the_misses_written(
+    world: World, clock: FakeClock, record_hit: bool
+) -> None:
+    run = world.run(status=S.RUNNING)
+    steps = [named(run.id, "a", "x"), named(run.id, "b", "y")]
+    many = world.store.steps.find_cached_or_create_many
+    first = many(steps, world.project.id, clock.now, record_hit=record_hit, create=[True, False])
+    assert first[0] is not None and first[0].created and first[1] is None
+    completed(world, "x")
+    cached_y = completed(world, "y")
+    again = many(steps, world.project.id, clock.now, record_hit=record_hit, create=[True, False])
+    written, decided = again
+    assert written is not None and written.created and written.recorded is None
+    assert written.step == world.store.steps.get(steps[0].id)
+    assert decided is not None and not decided.created and decided.step == cached_y
+    assert (decided.recorded is not None) is record_hit
+    assert count(world, run.id) == (2 if record_hit else 1)
+
+
+def test_a_batch_again_once_the_hit_it_recorded_expired_answers_the_hit(
+    world: World, clock: FakeClock
+) -> None:
+    """A step that may not be created (``create`` False) whose hit was recorded: its retry,
+    once the hit expired, answers the recorded hit rather than None."""
+    expires = clock.now + timedelta(hours=1)
+    first = world.step(cache_key="key", cache_expires_at=expires)
+    cached = world.store.steps.update(first.id, StepRunUpdate(status=S.COMPLETED))
+    run = world.run(status=S.RUNNING)
+    step = named(run.id, "train", "key")
+    many = world.store.steps.find_cached_or_create_many
+    many([step], world.project.id, clock.now, record_hit=True, create=[False])
+    later = expires + timedelta(hours=1)  # the lookup finds nothing now
+    [again] = many([step], world.project.id, later, record_hit=True, create=[False])
+    assert again is not None and not again.created and again.step == cached
+    assert again.recorded == world.store.steps.get(step.id)
+    assert count(world, run.id) == 1
+
+
+def test_a_batch_again_on_a_stopping_run_answers_what_it_wrote(
+    world: World, clock: FakeClock
+) -> None:
+    completed(world, "hit")
+    run = world.run(status=S.RUNNING)
+    steps = [named(run.id, "a", "hit"), named(run.id, "b", "miss")]
+    many = world.store.steps.find_cached_or_create_many
+    first = many(steps, world.project.id, clock.now, record_hit=True)
+    world.store.runs.update(run.id, RunUpdate(status=S.STOPPING))
+    assert many(steps, world.project.id, clock.now, record_hit=True) == first
+    with pytest.raises(RunStoppingError):  # a step it had not written: refused
+        many([*steps, named(run.id, "c", "new")], world.project.id, clock.now, record_hit=True)
+    assert count(world, run.id) == 2

@@ -149,8 +149,20 @@ def _answer_before(conn: Connection, step: StepRunCreate) -> CachedOrCreated | N
     (see ``written_before``): the step run as created, or the hit it was recorded as (the
     cached step run with its outputs, and the record); None if nothing is stored for it."""
     record = written_before(conn, step)
-    if record is None:
-        return None
+    return None if record is None else _answer_of(conn, record)
+
+
+def _answers_before(
+    conn: Connection, steps: Sequence[StepRunCreate]
+) -> list[CachedOrCreated | None]:
+    """``_answer_before`` of each of ``steps``, in order (the step runs read together)."""
+    stored = _written_before_many(conn, steps) if steps else []
+    return [None if record is None else _answer_of(conn, record) for record in stored]
+
+
+def _answer_of(conn: Connection, record: StepRunRecord) -> CachedOrCreated:
+    """The decision whose written step run is ``record``: the hit it records (the cached step
+    run read, with its outputs), else the step run created."""
     original = record.original_step_run_id
     if record.status is not ExecutionStatus.CACHED or original is None:
         return CachedOrCreated(step=record, created=True)
@@ -312,8 +324,13 @@ class SqlStepRuns(SqlStepRunRepository):
         The lookup runs in the transaction that creates the step run, so on SQLite (``BEGIN
         IMMEDIATE``) nothing can complete a step with the same key between the two. A hit also
         answers the found step's output versions and, with ``record_hit``, records the hit, so a
-        process that knows nothing of the found step needs one request. Repeated with the id
-        of a step run it wrote (a retry whose answer was lost), it answers what it wrote.
+        process that knows nothing of the found step needs one request.
+
+        Repeated with the id of a step run it wrote (a retry whose answer was lost), it answers
+        what it wrote, whatever the lookup finds now: a miss written is answered created even
+        once another run cached its key (answering that hit would leave the step run written
+        behind, running or queued for ever). A call that writes learns of the repeat from its
+        insert's conflict; one that would write nothing (a hit not recorded) reads the id.
         """
         if step.cache_key is None:
             raise InputError("find_cached_or_create needs a step run with a cache key.")
@@ -322,6 +339,10 @@ class SqlStepRuns(SqlStepRunRepository):
 
         def find_or_create(conn: Connection) -> CachedOrCreated:
             cached = find_cached_in(conn, project_id, key, now)
+            if cached is not None and not record_hit:  # nothing to write: written before?
+                before = _answer_before(conn, step)
+                if before is not None:
+                    return before
             if cached is None:
                 values = step_values(step, created_at)
                 insert_step(conn, step, values)
@@ -357,7 +378,10 @@ class SqlStepRuns(SqlStepRunRepository):
         (created steps and recorded hits) inserted together with each run read once (a stopping
         run refuses the whole batch), and the hits' output versions in one query. Repeated (a
         retry whose answer was lost), each step run it wrote, known by its id, is answered as
-        written (see ``find_cached_or_create``) and the others are decided again."""
+        written whatever the lookup finds now (see ``find_cached_or_create``), also once its
+        run is stopping, and the others are decided again: a step it would write nothing for
+        (a hit not recorded, a miss not created) has its id read in the decision; a write's
+        conflict (or its run's refusal) has the whole batch decided again with every id read."""
         flags = creation_flags(steps, create)
         _check_size(steps, "step runs")
         if not steps:
@@ -365,14 +389,20 @@ class SqlStepRuns(SqlStepRunRepository):
         created_at = self._db.now()
 
         def decide(conn: Connection, repeated: bool) -> list[CachedOrCreated | None]:
-            before = {i: _answer_before(conn, s) for i, s in enumerate(steps)} if repeated else {}
             found = _cached_of_keys(conn, project_id, [s.cache_key or "" for s in steps], now)
+            idle = [
+                not (record_hit if found.get(s.cache_key or "") is not None else make)
+                for s, make in zip(steps, flags, strict=True)
+            ]
+            check = [i for i, s in enumerate(steps) if s.id is not None and (repeated or idle[i])]
+            answered = _answers_before(conn, [steps[i] for i in check])
+            before = dict(zip(check, answered, strict=True))
             writes: list[StepRunCreate] = []
             rows: list[dict[str, Any]] = []
             plan: list[tuple[StepRunRecord | None, int | None]] = []  # (hit, row written)
-            for i, (step, make) in enumerate(zip(steps, flags, strict=True)):
+            for i, step in enumerate(steps):
                 cached = found.get(step.cache_key or "")
-                if before.get(i) is not None or not (record_hit if cached is not None else make):
+                if before.get(i) is not None or idle[i]:
                     plan.append((cached, None))  # nothing to write for it
                     continue
                 written = step if cached is None else _recorded_hit(step, cached)
@@ -404,7 +434,7 @@ class SqlStepRuns(SqlStepRunRepository):
         try:
             try:
                 return self._db.write(lambda conn: decide(conn, False))
-            except UniqueViolationError:
+            except (UniqueViolationError, RunStoppingError):
                 if all(s.id is None for s in steps):
                     raise
                 return self._db.write(lambda conn: decide(conn, True))  # a repeated batch?
