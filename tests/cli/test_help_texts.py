@@ -80,3 +80,25 @@ def test_runs_list_offers_only_the_statuses_a_run_can_have() -> None:
     run_statuses = {"initializing", "provisioning", "queued", "running", "stopping"}
     run_statuses |= {"completed", "failed", "stopped"}  # never cached, skipped, cancelled ...
     assert set(status.type.choices) == run_statuses
+
+
+def test_no_group_listing_cuts_a_summary_short() -> None:
+    """A group's ``--help`` lists each command with its summary (``short_help``, else the first
+    sentence of its help) cut to what fits beside the names in 80 columns, as click does."""
+    cut = []
+    for path, group in COMMANDS.items():
+        if not isinstance(group, click.Group) or path == "wharf":  # wharf lists COMMANDS' texts
+            continue
+        listed = {
+            name: command
+            for name, command in COMMANDS.items()
+            if name.rpartition(" ")[0] == path and not command.hidden
+        }
+        width = click.Context(group, terminal_width=80).make_formatter().width
+        limit = width - 6 - max(len(name.rpartition(" ")[2]) for name in listed)
+        cut += [
+            f"{name}: {command.get_short_help_str(limit)!r}"
+            for name, command in listed.items()
+            if command.get_short_help_str(limit) != command.get_short_help_str(10_000)
+        ]
+    assert not cut, "summaries cut short (give a short_help):\n" + "\n".join(cut)

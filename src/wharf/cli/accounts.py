@@ -114,7 +114,7 @@ def update_user(
     click.echo(f"Updated user '{found['name']}'.{note}")
 
 
-@user.command("delete")
+@user.command("delete", short_help="Deactivate a user; their runs are kept.")
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def delete_user(name: str, yes: bool) -> None:
@@ -177,7 +177,7 @@ def _member(http: Any, user_name: str | None, account_name: str | None) -> tuple
     return "service_account_id", found["id"], f"service account '{found['name']}'"
 
 
-@project.command("add-member")
+@project.command("add-member", short_help="Give a user or service account a role.")
 @click.argument("name")
 @click.option("--user", "user_name", help="The user to add.")
 @click.option("--service-account", "account_name", help="Or the service account to add.")

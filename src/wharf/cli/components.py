@@ -152,7 +152,7 @@ def _shown(configuration: dict[str, Any]) -> str:
     )
 
 
-@component.command("update")
+@component.command("update", short_help="Change a stack component's configuration.")
 @click.argument("name")
 @click.option(
     "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
@@ -182,7 +182,7 @@ def update_component(
     )
 
 
-@component.command("delete")
+@component.command("delete", short_help="Delete a stack component.")
 @click.argument("name")
 @click.option(
     "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."

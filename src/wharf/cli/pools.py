@@ -294,7 +294,7 @@ def show(ctx: click.Context, name: str, output: str) -> None:
             _allocations(rm, held, output)
 
 
-@pool.command("delete")
+@pool.command("delete", short_help="Delete a pool and its policies.")
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context

@@ -338,7 +338,7 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
         emit(rows, ("pool", "class", "resource", "quantity", "policy"), output)
 
 
-@request.command("release")
+@request.command("release", short_help="Give a request's allocation back.")
 @click.argument("request_id")
 @click.pass_context
 def release(ctx: click.Context, request_id: str) -> None:
@@ -352,7 +352,7 @@ def release(ctx: click.Context, request_id: str) -> None:
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
-@request.command("cancel")
+@request.command("cancel", short_help="Withdraw a pending request.")
 @click.argument("request_id")
 @click.pass_context
 def cancel(ctx: click.Context, request_id: str) -> None:
@@ -378,7 +378,7 @@ def cancel(ctx: click.Context, request_id: str) -> None:
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
-@request.command("explain")
+@request.command("explain", short_help="Say why a request is where it is.")
 @click.argument("request_id")
 @OUTPUT_OPTION
 @click.pass_context

@@ -455,7 +455,7 @@ def _stored_secret(home: Path) -> str:
     return key
 
 
-@resource_manager.command("credential")
+@resource_manager.command("credential", short_help="Make an entry of the credentials file.")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="The principal administers pools and policies.")
 @click.option(

@@ -41,7 +41,7 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
     emit(result.items, RUN_COLUMNS, output, title="Pipeline runs", total=result.total)
 
 
-@runs.command("show")
+@runs.command("show", short_help="Show a run and its steps.")
 @click.argument("run")
 @OUTPUT_OPTION
 def show_run(run: str, output: str) -> None:
@@ -73,7 +73,7 @@ def show_run(run: str, output: str) -> None:
     click.echo("\n".join(render(view, datetime.now(UTC))))
 
 
-@runs.command("logs")
+@runs.command("logs", short_help="Print the output of every step of a run.")
 @click.argument("run")
 @click.option(
     "--follow",
@@ -104,7 +104,7 @@ def run_logs(run: str, follow: bool) -> None:
             logs.poll(following=False)
 
 
-@runs.command("stop")
+@runs.command("stop", short_help="Stop a run gracefully; --force kills steps.")
 @click.argument("run")
 @click.option(
     "--force",

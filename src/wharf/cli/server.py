@@ -346,7 +346,7 @@ def down() -> None:
         click.echo(f"Stopped the Wharf server at {info.url} (pid {info.pid}).")
 
 
-@server.command("status")
+@server.command("status", short_help="Say whether a server runs and answers.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Where to look for a server.")
 @click.option(
     "--port",

@@ -22,7 +22,7 @@ def service_account() -> None:
     """Create and list service accounts (admins)."""
 
 
-@service_account.command("create")
+@service_account.command("create", short_help="Create a service account.")
 @click.argument("name")
 @click.option("--description", help="What the account is for.")
 @click.option("--admin", is_flag=True, help="The account administers the whole server.")
@@ -53,7 +53,7 @@ def api_key() -> None:
     """Create and revoke the API keys of service accounts (admins)."""
 
 
-@api_key.command("create")
+@api_key.command("create", short_help="Make an API key for a service account.")
 @click.argument("account")
 @click.option("--name", "key_name", default="default", show_default=True, help="Key name.")
 @OUTPUT_OPTION

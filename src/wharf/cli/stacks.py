@@ -139,7 +139,7 @@ class _StackHeader(BaseModel):
     created: datetime
 
 
-@stack.command("show")
+@stack.command("show", short_help="Show a stack and its components.")
 @click.argument("name", required=False)
 @OUTPUT_OPTION
 def show_stack(name: str | None, output: str) -> None:
@@ -170,7 +170,7 @@ def show_stack(name: str | None, output: str) -> None:
     )
 
 
-@stack.command("delete")
+@stack.command("delete", short_help="Delete a stack (its components are kept).")
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def delete_stack(name: str, yes: bool) -> None:

@@ -41,7 +41,7 @@ def list_steps(run: str, page: int, size: int, output: str) -> None:
     emit(result.items, STEP_COLUMNS, output, title="Step runs", total=result.total)
 
 
-@steps.command("logs")
+@steps.command("logs", short_help="Print the output of one step of a run.")
 @click.argument("run")
 @click.argument("step", required=False)
 def step_logs(run: str, step: str | None) -> None:
