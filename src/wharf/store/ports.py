@@ -361,8 +361,8 @@ class Store(Protocol):
     The combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/
     ``find_cached_or_create_many``/``finish``/``create_many``, ``artifacts.create_versions``) are
     part of the ports, so no caller asks what a store offers. A store does each in one
-    transaction or one request where it can; ``wharf.store.composed`` gives the default made of
-    the plain calls (same effect, more round trips) to a store that cannot.
+    transaction or one request (the REST store composes its run calls from the plain ones,
+    ``wharf.store.composed``: same effect, more round trips).
     """
 
     users: UserRepository
