@@ -64,7 +64,12 @@ def test_workspace_errors_are_one_line(
         run("request", "show", str(theirs.resource_request_id), env=env),
         "No resource request with id",
     )
-    assert_one_line_error(run("request", "list", "--project", "B", env=env), "No project")
+    assert_one_line_error(
+        run("request", "list", "--project", "B", env=env), "Project 'B' not found."
+    )
+    assert_one_line_error(
+        run("request", "list", "--pool", "nosuch", env=env), "Pool 'nosuch' not found."
+    )
     assert_one_line_error(  # through the workspace now: the RM's own refusal
         run("request", "cancel", str(mine.resource_request_id), env=env),
         "Only a pending request can be cancelled",

@@ -1,6 +1,6 @@
-"""``wharf pool | policy`` on the embedded RM, as real subprocesses: what they refuse before
-doing anything (an unknown name before asking to confirm, flags that contradict each other, a
-Resource Manager mode that does not exist), each as one line on stderr."""
+"""``wharf pool | policy | request`` on the embedded RM, as real subprocesses: what they refuse
+before doing anything (an unknown name before asking to confirm or listing, flags that contradict
+each other, a Resource Manager mode that does not exist), each as one line on stderr."""
 
 from __future__ import annotations
 
@@ -63,3 +63,13 @@ def test_an_unknown_resource_manager_mode_is_refused(env: dict[str, str]) -> Non
     assert_one_line_error(
         run("pool", "list", env=env), "Unknown Resource Manager mode 'bogus'; known: embedded"
     )
+
+
+def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str, str]) -> None:
+    """As ``policy list --pool`` and ``runs list --pipeline`` do, rather than an empty list."""
+    unknown_pool = run("request", "list", "--pool", "nosuch", env=env)
+    assert_one_line_error(unknown_pool, "Pool 'nosuch' not found.")
+    unknown_project = run("request", "list", "--project", "nosuch", env=env)
+    assert_one_line_error(unknown_project, "Project 'nosuch' not found.")
+    # the default project exists before its first run: listed, not refused
+    assert "STATUS" in ok("request", "list", "--pool", "local", "--project", "default", env=env)

@@ -145,10 +145,47 @@ def _pool_names(store: RestStore, *, policies: bool = False) -> dict[UUID, str]:
 
 
 def _project_id(store: RestStore, project: str) -> UUID:
+    from wharf.core.errors import EntityNotFoundError
+
     try:
         return UUID(project)
     except ValueError:
+        pass
+    try:
         return store.projects.get_by_name(project).id
+    except EntityNotFoundError:  # or not the caller's: the server answers both alike
+        raise EntityNotFoundError(f"Project '{project}' not found.") from None
+
+
+def _check_local_project(project: str) -> None:
+    """``--project`` on the embedded RM names a project of the local store: one it has, or
+    the default or selected one (created on first use); else ``EntityNotFoundError``."""
+    from wharf.config.global_config import load_config
+    from wharf.core.errors import EntityNotFoundError
+    from wharf.execution.services import open_store
+    from wharf.store.defaults import DEFAULT_PROJECT
+
+    config = load_config()
+    if project in (DEFAULT_PROJECT, config.project):
+        return
+    store = open_store(config)
+    try:
+        try:
+            project_id = UUID(project)
+        except ValueError:
+            store.projects.get_by_name(project)
+        else:
+            store.projects.get(project_id)
+    except EntityNotFoundError:
+        raise EntityNotFoundError(f"Project '{project}' not found.") from None
+    finally:
+        store.close()
+
+
+def _pool_not_found(pool: str) -> Exception:
+    from wharf.core.errors import EntityNotFoundError
+
+    return EntityNotFoundError(f"Pool '{pool}' not found.")
 
 
 def _listed_project(store: RestStore, project: str | None) -> UUID | None:
@@ -234,6 +271,7 @@ def list_requests(
     """List resource requests, newest first."""
     from wharf.cli.output import emit
     from wharf.cli.resource_manager import split_assignment
+    from wharf.core.errors import EntityNotFoundError
     from wharf.core.paging import Page, PageRequest
     from wharf.resource_manager.contract.models import RequestFilter
     from wharf.resource_manager.domain import load
@@ -252,16 +290,27 @@ def list_requests(
     with _workspace(ctx) as store:
         if store is not None:
             project_id = _listed_project(store, project)
+            if pool is not None:  # unless the server cannot say which pools there are
+                pools = _pool_names(store)
+                if pools and pool not in pools.values() and pool not in map(str, pools):
+                    raise _pool_not_found(pool)
             query = load(RequestFilter, filters)
             found = _requests_of(store).list(query, paging, project_id=project_id)
-            if output != "json" and found.items:
+            if output != "json" and found.items and not pools:
                 pools = _pool_names(store)
         else:
             if project is not None:
+                if not (ctx.find_object(dict) or {}).get("rm_url"):  # else: any workspace's
+                    _check_local_project(project)
                 key, value = _project_metadata(project)
                 filters["metadata"] = {**pairs, key: value}
             query = load(RequestFilter, filters)
             with open_rm(ctx) as rm:
+                if pool is not None:
+                    try:
+                        rm.pools.get(pool)
+                    except EntityNotFoundError:
+                        raise _pool_not_found(pool) from None
                 found = rm.requests.list(query, paging)
                 if output != "json":
                     pools = {p.id: p.name for p in rm.pools.list()}
