@@ -46,6 +46,19 @@ def test_bad_demands_fail_where_they_are_written(fields, message):
         ResourceDemand(**fields)
 
 
+def test_a_class_and_a_class_selector_are_refused_in_the_spelling_written():
+    """``class_name`` in Python and stored settings (``ResourceSettings(resources=...)``),
+    ``class`` on the RM wire: the error names the field its writer wrote."""
+    selector = {"class_selector": {"name": "a"}}
+    with pytest.raises(ValidationError, match=r"Give either class_name or class_selector, not"):
+        ResourceDemand(kind="gpu", class_name="a", **selector)
+    with pytest.raises(ValidationError, match=r"Give either class_name or class_selector, not"):
+        ResourceSettings(resources=[{"kind": "gpu", "class_name": "a", **selector}])
+    wire = '{"kind": "gpu", "class": "a", "class_selector": {"name": "a"}}'
+    with pytest.raises(ValidationError, match=r"Give either class or class_selector, not both"):
+        ResourceDemand.model_validate_json(wire)
+
+
 def test_selectors_travel_in_their_canonical_form_and_bad_ones_are_input_errors():
     subjects = [{"nodes": [{"subject_type": "account", "subject_id": "me"}]}]
     demand = {"quantity": 1, "resource_selector": {"attributes": {"vendor": "nvidia"}}}

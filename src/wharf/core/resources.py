@@ -91,6 +91,17 @@ class ResourceDemand(BaseModel):
         # A parsed selector model (the RM's AttributeSelector) travels as its own dump.
         return value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_class_as_written(cls, data: Any) -> Any:
+        # Named as its writer spelled it: ``class_name`` in Python and stored settings, ``class``
+        # on the RM wire (the check after validation no longer knows which).
+        if isinstance(data, dict) and data.get("class_selector") is not None:
+            for written in ("class_name", "class"):
+                if data.get(written) is not None:
+                    raise ValueError(f"Give either {written} or class_selector, not both.")
+        return data
+
     @model_validator(mode="after")
     def _names_something(self) -> ResourceDemand:
         if self.name is None and self.kind is None and self.resource_selector is None:
@@ -98,5 +109,5 @@ class ResourceDemand(BaseModel):
                 "Resource demands require a resource name, resource kind, or resource selector."
             )
         if self.class_name is not None and self.class_selector is not None:
-            raise ValueError("Give either class or class_selector, not both.")
+            raise ValueError("Give either class_name or class_selector, not both.")
         return self
