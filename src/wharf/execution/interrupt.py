@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
@@ -41,11 +42,15 @@ class InterruptibleRegion:
     thread was slower to start than a failing sibling); one that comes after the region was
     left (and before a retry enters it again) does nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, wake: Callable[[int], None] | None = None) -> None:
+        """``wake``: called with the id of the thread an interrupt was sent to, to make a
+        system call it blocks in return (the interrupt is raised only once Python code runs
+        in the thread again; a step's own process wakes its main thread with a signal)."""
         self._lock = threading.Lock()
         self._thread_id: int | None = None
         self._sent = False
         self._left = False
+        self._wake = wake
         self.reason: str | None = None
 
     def __enter__(self) -> InterruptibleRegion:
@@ -81,4 +86,6 @@ class InterruptibleRegion:
             self.reason = reason
             if self._thread_id is not None:
                 _set_async_exc(self._thread_id, StepInterrupted)
+                if self._wake is not None:
+                    self._wake(self._thread_id)
             return True
