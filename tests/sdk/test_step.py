@@ -127,3 +127,23 @@ def test_a_parameter_named_id_given_by_keyword_in_a_dynamic_pipeline_is_refused(
     cause = failed.value.__cause__
     assert isinstance(cause, StepInterfaceError)
     assert "Step 'fetch' has a parameter named 'id'" in str(cause)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retry": {"max_retries": -1}}, "Invalid retry settings of step 'make': max_retries"),
+        ({"retry": {"max_retrys": 2}}, "Invalid retry settings of step 'make': max_retrys"),
+        (
+            {"environment": {"SEED": 1}},
+            "environment of step 'make' maps names to strings; 'SEED' is 1",
+        ),
+        ({"enable_cache": "no"}, "enable_cache of step 'make' must be True, False or None"),
+    ],
+    ids=["negative-retries", "misspelt-retry-option", "int-variable", "str-enable-cache"],
+)
+def test_bad_step_options_are_refused_at_definition_in_one_line(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(StepInterfaceError, match=message):
+        step(**options)(make)

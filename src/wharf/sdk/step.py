@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from pydantic import ValidationError
+
 from wharf.artifacts.materializers.base import Materializer
 from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
@@ -56,6 +58,13 @@ def _script_file(func: Callable[..., Any]) -> str | None:
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     return os.path.abspath(path) if path else None
+
+
+def _one_line(error: ValidationError) -> str:
+    """A validation error's problems on one line (``field: message; ...``)."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'value'}: {e['msg']}" for e in error.errors()
+    )
 
 
 def _materializer_path(owner: str, cls: Any) -> str:
@@ -131,6 +140,11 @@ class Step(Generic[P, R]):
         self.source_file = _script_file(func)
         self.source_code, self.code_hash = _source_of(func)
         self.docstring = inspect.getdoc(func)
+        if enable_cache is not None and not isinstance(enable_cache, bool):
+            raise StepInterfaceError(
+                f"enable_cache of step '{self.name}' must be True, False or None, "
+                f"not {enable_cache!r}."
+            )
         self.enable_cache = enable_cache
         if isinstance(cache_policy, str):
             cache_policy = CachePolicy.from_string(cache_policy)
@@ -143,7 +157,12 @@ class Step(Generic[P, R]):
                 f"{sorted(unknown)}; inputs are {list(self.interface.inputs)}."
             )
         self.cache_policy = cache_policy
-        self.retry = RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry
+        try:
+            self.retry = RetryConfig.model_validate(retry) if isinstance(retry, Mapping) else retry
+        except ValidationError as exc:
+            raise StepInterfaceError(
+                f"Invalid retry settings of step '{self.name}': {_one_line(exc)}"
+            ) from None
         self.resources = parse_settings(f"step '{self.name}'", settings)
         self.component_settings = parse_component_settings(f"step '{self.name}'", settings)
         try:
@@ -155,6 +174,12 @@ class Step(Generic[P, R]):
         self.step_operator = step_operator
         self.output_materializers = self._parse_materializers(output_materializers)
         self.environment = dict(environment or {})
+        for key, value in self.environment.items():
+            if not (isinstance(key, str) and isinstance(value, str)):
+                raise StepInterfaceError(
+                    f"environment of step '{self.name}' maps names to strings; "
+                    f"{key!r} is {value!r}."
+                )
         self.caching_parameters = dict(caching_parameters or {})
         self.enable_heartbeat = enable_heartbeat
         self._options: dict[str, Any] = {
