@@ -49,3 +49,16 @@ def test_a_step_output_orders_a_step_with_after() -> None:
 
     spec = ordered.compile()
     assert spec.steps["produce_2"].upstream == ("produce",)
+
+
+def test_loading_a_step_output_in_a_static_pipeline_says_to_make_it_dynamic() -> None:
+    @pipeline
+    def loading() -> None:
+        consume(produce().load())
+
+    message = (
+        "Output 'output' of step 'produce' has no value while a static pipeline is being "
+        "defined, so it cannot be loaded; use @pipeline\\(dynamic=True\\)"
+    )
+    with pytest.raises(PipelineDefinitionError, match=message):
+        loading.compile()

@@ -52,6 +52,15 @@ class StepOutput:
             "@pipeline(dynamic=True) and branch on its .load()."
         )
 
+    def load(self) -> Any:
+        # A dynamic pipeline's step result has .load(): say why this one has none.
+        raise PipelineDefinitionError(
+            f"Output '{self.output_name}' of step '{self.invocation_id}' has no value while a "
+            "static pipeline is being defined, so it cannot be loaded; use "
+            "@pipeline(dynamic=True) to use step results in the pipeline's code, or pass the "
+            "output to another step."
+        )
+
 
 @dataclass
 class Invocation:
