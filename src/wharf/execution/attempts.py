@@ -354,7 +354,7 @@ class IsolatedExecutor:
             handle = backend.submit(launch, allocation)
         except Exception as exc:
             reason = f"The step process could not start: {describe_exception(exc)}"
-            return AttemptResult(self._record_lost(record, reason, reason), {})
+            return AttemptResult(self._record_lost(spec, record, reason, reason), {})
         try:
             ended = self._wait(backend, handle, record)
         except CredentialsRefusedError:  # nothing about the attempt can be recorded: end it
@@ -370,7 +370,7 @@ class IsolatedExecutor:
             sleep=self.services.sleep,
         )
         if not (final.status.is_finished or final.status is ExecutionStatus.RETRYING):
-            final = self._record_lost(record, *_ended_without_result(ended))
+            final = self._record_lost(spec, record, *_ended_without_result(ended))
         outputs = {}
         if final.status is ExecutionStatus.COMPLETED:
             outputs = self.services.versions.outputs_of(store, final)
@@ -477,14 +477,20 @@ class IsolatedExecutor:
             if checks.idle and self._checks.get(record.run_id) is checks:
                 del self._checks[record.run_id]
 
-    def _record_lost(self, record: StepRunRecord, failed: str, stopped: str) -> StepRunRecord:
-        """The process is gone without a result: stopped if its run is stopping, else failed."""
+    def _record_lost(
+        self, spec: StepSpec, record: StepRunRecord, failed: str, stopped: str
+    ) -> StepRunRecord:
+        """The process is gone without a result: stopped if its run is stopping, else failed,
+        or retrying if the step has attempts left (a process killed, e.g. by the OOM killer,
+        or that could not start, is retried like a step that raised)."""
         store = self.services.store
         run_status = store.runs.get_status(record.run_id)
         if run_status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED):
             update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=stopped)
         else:
-            update = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=failed)
+            retry = attempts_left(spec, record.attempt)
+            status = ExecutionStatus.RETRYING if retry else ExecutionStatus.FAILED
+            update = StepRunUpdate(status=status, status_reason=failed)
         try:
             return step_writes.update(self.services, record.id, update)
         except IllegalTransitionError:
