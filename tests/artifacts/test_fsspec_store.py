@@ -188,3 +188,24 @@ def test_threads_reaching_a_new_store_together_build_one_file_system(
     for thread in threads:
         thread.join()
     assert len(built) == 1 and len(set(uris)) == 16
+
+
+@pytest.mark.filterwarnings("ignore:Type .* is pickled")
+def test_one_large_write_is_uploaded_in_parts_and_read_back_exactly(
+    s3_server: MotoServer, s3_bucket: str, registry: MaterializerRegistry
+) -> None:
+    # One write() of a whole bytes value (and of a pickled array) crosses several 5 MiB parts.
+    store = FsspecArtifactStore(
+        f"s3://{s3_bucket}/root",
+        options={"endpoint_url": s3_server.endpoint, "default_block_size": 5 * 2**20},
+    )
+    data = np.random.default_rng(0).bytes(11 * 2**20 + 5)
+    saved = save_artifact(data, store, store.new_uri("bytes"), registry)
+    key = saved.uri.removeprefix(f"s3://{s3_bucket}/")
+    etag = s3_server.client().head_object(Bucket=s3_bucket, Key=key)["ETag"]
+    assert etag.strip('"').endswith("-3")  # a multipart upload of three parts
+    assert load_artifact(store, saved.uri, saved.data_type, saved.materializer) == data
+    value = {"weights": np.random.default_rng(1).random(1_500_001)}  # 11.4 MiB
+    saved = save_artifact(value, store, store.new_uri("pickled"), registry)
+    loaded = load_artifact(store, saved.uri, saved.data_type, saved.materializer)
+    assert np.array_equal(loaded["weights"], value["weights"])

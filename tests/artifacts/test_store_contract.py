@@ -20,10 +20,12 @@ from wharf.artifacts import (
     LocalArtifactStore,
     MaterializerRegistry,
     content_hash,
+    fsspec_store,
     load_artifact,
     save_artifact,
 )
 from wharf.artifacts.fsspec_store import FsspecArtifactStore
+from wharf.artifacts.materializers import base, cloudpickle_materializer
 from wharf.core.errors import InputError, MaterializationError
 
 STORES = ["local", "fsspec-file", "s3"]
@@ -217,3 +219,46 @@ def test_a_uri_handed_in_twice_is_refused(
     save_artifact(value, any_store, uri, registry)
     with pytest.raises(MaterializationError, match="already exists"):
         save_artifact(value, any_store, uri, registry)
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes and reads cut in odd-sized parts, so that a few MiB cross many part boundaries
+    (inside numpy elements, pickle opcodes and UTF-8 characters)."""
+    monkeypatch.setattr(fsspec_store, "_WRITE_CHUNK", 2**20 + 7)
+    monkeypatch.setattr(base, "READ_CHUNK", 2**16 + 3)
+    monkeypatch.setattr(cloudpickle_materializer, "READ_CHUNK", 2**16 + 3)
+
+
+LARGE_VALUES: list[Any] = [
+    np.random.default_rng(1).bytes(3 * 2**20 + 11),
+    np.asfortranarray(np.random.default_rng(2).random((1001, 517))),
+    {"weights": np.random.default_rng(3).random(400_003), "blob": b"\x01" * (2**20 + 5)},
+    "ü€😀" * 300_001,
+]
+
+
+@pytest.mark.usefixtures("small_parts")
+@pytest.mark.filterwarnings("ignore:Type .* is pickled")
+@pytest.mark.parametrize("value", LARGE_VALUES, ids=lambda v: type(v).__name__)
+def test_a_large_value_round_trips_across_part_boundaries(
+    any_store: ArtifactStore, registry: MaterializerRegistry, value: Any
+) -> None:
+    saved = save_artifact(value, any_store, any_store.new_uri("big"), registry)
+    loaded = load_artifact(any_store, saved.uri, saved.data_type, saved.materializer)
+    if isinstance(value, dict):
+        assert loaded.keys() == value.keys() and loaded["blob"] == value["blob"]
+        assert np.array_equal(loaded["weights"], value["weights"])
+    else:
+        assert _equal(value, loaded)
+    assert saved.content_hash == content_hash(any_store, saved.uri)
+
+
+@pytest.mark.usefixtures("small_parts")
+def test_a_large_text_file_round_trips_across_part_boundaries(any_store: ArtifactStore) -> None:
+    text = "ü€😀a" * 500_003
+    uri = any_store.new_uri("text")
+    with any_store.open(uri, "w") as f:
+        assert f.write(text) == len(text)
+    with any_store.open(uri, "r") as f:
+        assert f.read() == text

@@ -37,6 +37,9 @@ _ABSENT, _DIRECTORY = -2, -1
 _MAX_REMEMBERED = 4096
 DEFAULT_BLOCK_SIZE = 16 * 2**20
 """Bytes buffered per part of an upload (S3 accepts parts of 5 MiB and more)."""
+_WRITE_CHUNK = DEFAULT_BLOCK_SIZE
+"""The most bytes handed to the backend's writer at once (see :meth:`_PublishingWriter.write`);
+less on an object store whose parts are smaller."""
 
 
 class ArtifactStoreError(OSError):
@@ -316,17 +319,30 @@ class _PublishingWriter(PublishingFile):
             store._call("create", uri, lambda: fs.makedirs(parent, exist_ok=True))
         self._text = not binary  # encoded here: the backend's file stays binary (discardable)
         self._file = store._call("write", uri, lambda: fs.open(target, "wb"))
+        # An object store's writer uploads a part per block it buffered: handed a block at a
+        # time, it holds one, whatever the size of one write() (a local file buffers nothing).
+        part = getattr(self._file, "blocksize", 0) if store.is_object_store else 0
+        self._chunk = (
+            min(part, _WRITE_CHUNK) if isinstance(part, int) and part > 0 else _WRITE_CHUNK
+        )
         self._done = False
 
     def write(self, data: Any) -> int:
+        """Write ``data`` a part at a time: the backend's writer copies what it is given into
+        its buffer, so one write of a whole artifact would hold it there (and in the part cut
+        from it) at once."""
         try:
             if self._text:
-                self._file.write(data.encode("utf-8"))
+                step = max(self._chunk // 4, 1)  # UTF-8: at most 4 bytes a character
+                for start in range(0, len(data), step):
+                    self._file.write(data[start : start + step].encode("utf-8"))
                 return len(data)
-            written: int = self._file.write(data)
+            view = memoryview(data).cast("B")
+            for start in range(0, view.nbytes, self._chunk):
+                self._file.write(view[start : start + self._chunk])
         except Exception as error:
             raise self._store.error("write", self._uri, error) from error
-        return written
+        return view.nbytes
 
     def _publish(self) -> None:
         """Complete the upload (or rename the temporary file): the artifact file appears."""

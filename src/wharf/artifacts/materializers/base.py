@@ -9,11 +9,16 @@ moving or renaming a class makes those artifacts unloadable.
 
 from __future__ import annotations
 
+import io
+import shutil
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from wharf.artifacts.store import ArtifactStore, join_uri
 from wharf.core.errors import MaterializationError
+
+READ_CHUNK = 2**20
+"""Bytes read from a store at once by :meth:`Materializer.read_bytes`."""
 
 
 class Materializer(ABC):
@@ -94,6 +99,14 @@ class Materializer(ABC):
             f.write(data)
 
     def read_bytes(self, name: str) -> bytes:
+        """The bytes of the file ``name``. A local file is read at once (into the one
+        ``bytes`` returned); any other a part at a time, since a remote store's reader would
+        hold the whole file twice while fetching it. The parts go to a ``BytesIO`` whose
+        ``getvalue()`` hands over its own buffer, not a copy."""
+        buffer = io.BytesIO()
         with self.artifact_store.open(self.file_uri(name), "rb") as f:
-            data: bytes = f.read()
-        return data
+            if isinstance(f, io.BufferedReader):
+                data: bytes = f.read()
+                return data
+            shutil.copyfileobj(f, buffer, READ_CHUNK)
+        return buffer.getvalue()

@@ -2,7 +2,8 @@
 
 Invariants: ``cloudpickle`` is imported on first use, not at import time; a pickle can only be
 loaded with compatible Python and library versions, and loading it runs code, so the registry
-warns when it falls back to this materializer.
+warns when it falls back to this materializer; the pickle streams to and from the store, so a
+big ``bytes`` or array in the value is never held twice in memory.
 
 A class of the user's script (:mod:`~wharf.artifacts.materializers.script_classes`) is pickled
 as a call to :func:`script_class`: loaded where that script is loaded (the script's process, a
@@ -15,13 +16,12 @@ pickles ``__main__``: no other process can import it.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import pickle
 import sys
-from typing import Any
+from typing import IO, Any
 
-from wharf.artifacts.materializers.base import Materializer
+from wharf.artifacts.materializers.base import READ_CHUNK, Materializer
 from wharf.artifacts.materializers.script_classes import (
     SCRIPT_MODULE,
     live_script_class,
@@ -64,15 +64,15 @@ def _pickler() -> type[Any]:
     return ScriptClassPickler
 
 
-def _dumps(data: Any) -> bytes:
+def _dump(data: Any, file: IO[bytes]) -> None:
+    """Pickle ``data`` into ``file`` as it goes: big buffers (``bytes``, numpy arrays) are
+    written straight from the value, never gathered into one pickle in memory first."""
     import cloudpickle
 
     script = sys.modules.get(SCRIPT_MODULE)
     if script is not None:  # by value, as __main__ is: only this process has it (idempotent)
         cloudpickle.register_pickle_by_value(script)
-    buffer = io.BytesIO()
-    _pickler()(buffer, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(data)
-    return buffer.getvalue()
+    _pickler()(file, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(data)
 
 
 class CloudpickleMaterializer(Materializer):
@@ -90,28 +90,33 @@ class CloudpickleMaterializer(Materializer):
     def save(self, data: Any) -> None:
         import cloudpickle
 
-        payload = _dumps(data)
-        self.write_bytes(_PICKLE_FILE, payload)
+        with self.artifact_store.open(self.file_uri(_PICKLE_FILE), "wb") as f:
+            _dump(data, f)
         versions = {"python": _python_version(), "cloudpickle": cloudpickle.__version__}
         self.write_bytes(_VERSIONS_FILE, json.dumps(versions, sort_keys=True).encode())
 
     def load(self, data_type: type[Any]) -> Any:
         import cloudpickle
 
-        payload = self.read_bytes(_PICKLE_FILE)
-        try:
-            return cloudpickle.loads(payload)
-        except Exception as exc:
-            written = self._written_with()
-            here = f"Python {_python_version()} with cloudpickle {cloudpickle.__version__}"
-            if written == here:  # the versions are not the cause: say what else is
-                cause = (
-                    f"the value was pickled with these same versions ({here}), so a module or "
-                    "class it refers to by name is missing or different in this process"
-                )
-            else:
-                cause = f"the value was pickled with {written}, this is {here}"
-            raise RuntimeError(f"unpickling failed ({type(exc).__name__}: {exc}); {cause}") from exc
+        with self.artifact_store.open(self.file_uri(_PICKLE_FILE), "rb") as f:
+            try:
+                return cloudpickle.load(_PartReader(f))
+            except OSError:  # the store failed, not the pickle
+                raise
+            except Exception as exc:
+                error = exc  # explained once the file is closed
+        written = self._written_with()
+        here = f"Python {_python_version()} with cloudpickle {cloudpickle.__version__}"
+        if written == here:  # the versions are not the cause: say what else is
+            cause = (
+                f"the value was pickled with these same versions ({here}), so a module or "
+                "class it refers to by name is missing or different in this process"
+            )
+        else:
+            cause = f"the value was pickled with {written}, this is {here}"
+        raise RuntimeError(
+            f"unpickling failed ({type(error).__name__}: {error}); {cause}"
+        ) from error
 
     def _written_with(self) -> str:
         try:
@@ -119,3 +124,25 @@ class CloudpickleMaterializer(Materializer):
             return f"Python {versions['python']} with cloudpickle {versions['cloudpickle']}"
         except (OSError, ValueError, KeyError, TypeError):
             return "unknown versions"
+
+
+class _PartReader:
+    """The pickle file as the unpickler reads it, a part at a time: it reads each big
+    ``bytes``/array straight into the value it builds (``readinto``), which a remote store's
+    reader would otherwise fetch whole into memory first."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+        self.read = file.read
+        self.readline = file.readline
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        done = 0
+        while done < view.nbytes:
+            part = self._file.read(min(READ_CHUNK, view.nbytes - done))
+            if not part:
+                break
+            view[done : done + len(part)] = part
+            done += len(part)
+        return done
