@@ -3,7 +3,9 @@
 server serve`` and ``wharf resource-manager serve`` processes) or a direct PostgreSQL store's,
 behind :mod:`tests.faults.tcp_proxy`.
 
-A dynamic pipeline calls its step during a 15 s cut: creating the step run (its cache decision,
+A dynamic pipeline calls its step during an 8 s cut (long enough for several failed tries; the
+15 s cuts of ``test_outages_database`` and ``test_outages_team_database`` show the rest of a
+run riding one out): creating the step run (its cache decision,
 and for a step that asks for resources its request) fails with 503 until the database is back
 and is retried meanwhile, so the run completes with the step run written once and nothing left
 held at the Resource Manager.
@@ -22,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from tests.e2e import steps_lib
 from tests.e2e.team import Team
-from tests.e2e.test_outages_database import CUT_SECONDS, TIMEOUTS
+from tests.e2e.test_outages_database import TIMEOUTS
 from tests.e2e.test_outages_engine import (
     LICENSE,
     PATIENCE,
@@ -46,6 +48,7 @@ from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunFilter
 
+CUT_SECONDS = 8.0
 CREATE_RETRIED = "Could not create step run produce (retrying"
 CREATE_DONE = "Managed to create step run produce"
 
