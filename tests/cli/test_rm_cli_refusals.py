@@ -51,6 +51,12 @@ def test_a_priority_with_the_priority_lane_is_refused(env: dict[str, str], tmp_p
     ok(*create, "--priority-lane", env=env)
     shown = json.loads(ok("policy", "show", "p", "-o", "json", env=env))
     assert shown["priority_lane"] is True and shown["priority"] == 0
+    # a priority given alone to a policy in the lane is refused too (it was stored, unused)
+    assert_one_line_error(
+        run("policy", "update", "p", "--priority", "5", env=env),
+        "Policy 'p' is in the priority lane",
+    )
+    assert json.loads(ok("policy", "show", "p", "-o", "json", env=env))["priority"] == 0
     moved = json.loads(
         ok("policy", "update", "p", "--no-priority-lane", "--priority", "5", "-o", "json", env=env)
     )

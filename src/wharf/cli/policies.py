@@ -287,6 +287,8 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
         raise InputError("A policy cannot move to another pool; create a new one.")
     body = _fields(options, name_key="rename")
     with open_rm(ctx) as rm:
+        if body.get("priority", 0) != 0 and "priority_lane" not in body:
+            _refuse_priority_in_lane(rm.policies.get(name), body["priority"])
         if _edits_grants(options) or options["remove_grant"]:
             current = body.get("grants")
             if current is None:
@@ -300,6 +302,18 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
         if not body:
             raise InputError("Nothing to change: give at least one option.")
         _show(rm, rm.policies.update(name, load(PolicyUpdate, body)), options["output"])
+
+
+def _refuse_priority_in_lane(current: Policy, priority: int) -> None:
+    """A priority given alone to a policy in the priority lane would be stored unused (the
+    lane is served before every priority), as ``_fields`` refuses when both are given."""
+    from wharf.core.errors import InputError
+
+    if current.priority_lane:
+        raise InputError(
+            f"Policy '{current.name}' is in the priority lane (served before every priority): "
+            f"priority {priority} would have no effect; give --no-priority-lane with --priority."
+        )
 
 
 def _grant_body(grant: Any) -> dict[str, Any]:
