@@ -184,11 +184,19 @@ def test_deactivated_service_accounts_are_locked_out(world: World) -> None:
         "wharf_not-a-key",
         "wharf_" + "0" * 32 + "_secret",
         "x" * 5000,
+        # an unsigned payload nested too deeply to decode: refused before it is parsed
+        base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode()
+        + "."
+        + base64.urlsafe_b64encode(b"[" * 2000).decode()
+        + ".c2ln",
     ],
+    ids=["garbage", "dots", "key", "unknown-key", "long", "deep-payload"],
 )
 def test_malformed_credentials_are_401(world: World, credential: str) -> None:
-    response = world.client(credential).get("/api/v1/auth/me")
-    assert response.status_code == 401 and response.json()["type"] == "AuthenticationError"
+    for path in ("/api/v1/auth/me", "/api/v1/runs/not-a-uuid"):
+        response = world.client(credential).get(path)
+        assert response.status_code == 401, response.text
+        assert response.json()["type"] == "AuthenticationError"
 
 
 def test_tampered_and_foreign_tokens_are_refused(world: World) -> None:

@@ -2,7 +2,8 @@
 
 Invariants:
 - The signature is HMAC-SHA256 over ``header.payload`` with the server's secret, compared in
-  constant time; only ``alg: HS256`` is accepted (no ``none``, no key confusion).
+  constant time before any part is parsed; only ``alg: HS256`` is accepted (no ``none``, no
+  key confusion).
 - Every token carries ``iat``, ``exp`` and a random ``jti``; a token is refused at or after
   ``exp`` (times from the caller's clock).
 - Claims are parsed into :class:`TokenClaims`; any malformed part raises ``AuthenticationError``
@@ -88,12 +89,15 @@ def decode(token: str, secret: bytes, now: float) -> TokenClaims:
     expected = hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest()
     try:
         given = _unb64(signature)
-        head = json.loads(_unb64(header))
-        body = json.loads(_unb64(payload))
     except (binascii.Error, ValueError):
         raise AuthenticationError("Malformed token.") from None
-    if not hmac.compare_digest(expected, given):
+    if not hmac.compare_digest(expected, given):  # before any JSON of an unsigned token is parsed
         raise AuthenticationError("Invalid token signature.")
+    try:
+        head = json.loads(_unb64(header))
+        body = json.loads(_unb64(payload))
+    except (binascii.Error, ValueError, RecursionError):
+        raise AuthenticationError("Malformed token.") from None
     if head != _HEADER:
         raise AuthenticationError("Unsupported token header.")
     try:
