@@ -106,6 +106,26 @@ def test_step_events_and_the_summary_of_a_run():
     assert events[6].level == logging.WARNING
 
 
+def test_an_isolated_start_says_where_its_backend_runs_it():
+    """A backend that says where an attempt runs (a Kubernetes Job) is named in the line; the
+    placement is never given for an inline step."""
+    events: list[ProgressEvent] = []
+    reporter = ProgressReporter([events.append])
+    run = run_record(ExecutionStatus.RUNNING)
+    reporter.run_started(run, "train")
+    where = "as Kubernetes Job wharf-train-ab12 (namespace ml)"
+    reporter.step_started(run.id, "train", StepRuntime.ISOLATED, 1, 2, where)
+    reporter.step_started(run.id, "train", StepRuntime.ISOLATED, 2, 2, where)
+    reporter.step_started(run.id, "load", StepRuntime.INLINE, 1, 1, None)
+    assert [e.message for e in events[1:]] == [
+        "Step 'train' started as Kubernetes Job wharf-train-ab12 (namespace ml).",
+        "Step 'train' started (attempt 2 of 2, as Kubernetes Job wharf-train-ab12 (namespace ml)).",
+        "Step 'load' started (inline).",
+    ]
+    assert events[1].fields()["placement"] == where
+    assert "placement" not in events[3].fields()
+
+
 def test_a_reclaimed_attempt_is_told_cancelled_not_failed():
     """docs/resources.md: a reclaimed step ends cancelled, never failed."""
     events: list[ProgressEvent] = []

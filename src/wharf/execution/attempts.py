@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from uuid import UUID
 
 from wharf.config.spec import StepSpec
@@ -29,6 +29,7 @@ from wharf.execution.backends import (
     Ended,
     StepBackend,
     StepLaunch,
+    placement_of,
     startup_timeout_of,
 )
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
@@ -215,6 +216,16 @@ class AttemptExecutor(Protocol):
         ...
 
 
+@runtime_checkable
+class PlacesAttempts(Protocol):
+    """An executor that says where an attempt runs (an isolated one, as its backend says)."""
+
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str | None:
+        """Where the attempt of ``record`` runs, as a phrase that follows "started"; None:
+        not said."""
+        ...
+
+
 @dataclass
 class InlineExecutor:
     """Runs the attempt in this thread, with a heartbeat and captured output."""
@@ -322,6 +333,10 @@ class IsolatedExecutor:
     _checks: dict[UUID, RunChecks] = field(default_factory=dict, init=False, repr=False)
     """The store checks of each run that has attempts waiting (under ``_checks_lock``)."""
     _checks_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str | None:
+        """Where the attempt of ``record`` runs, as its backend says (None: it does not say)."""
+        return placement_of(self.backend_for(spec), spec, record)
 
     def __call__(
         self,

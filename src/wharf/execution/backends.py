@@ -2,7 +2,8 @@
 
 Owns :class:`StepBackend` (submit, poll, cancel, cleanup, stop_recorded), provided by each
 orchestrator and step operator that isolates steps (``step_backend()``, free of any run's
-context) and driven by ``wharf.execution.attempts``, and :class:`SlowStarting`. Invariants:
+context) and driven by ``wharf.execution.attempts``, :class:`SlowStarting` and
+:class:`DescribesPlacement`. Invariants:
 - a handle is a frozen, hashable value the backend defines: it names the attempt and holds no
   live object, so it may be logged, compared and used as a key;
 - :meth:`~StepBackend.poll` answers only the attempts that finished; the step's own process
@@ -118,3 +119,24 @@ def startup_timeout_of(backend: object) -> float | None:
         return None
     seconds = backend.startup_timeout_seconds
     return None if seconds is None else float(seconds)
+
+
+@runtime_checkable
+class DescribesPlacement(Protocol):
+    """A step backend that says where its attempts run, for the progress line of an attempt's
+    start (read through :func:`placement_of`; without it, or with None, the line says the
+    step runs "in its own process")."""
+
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str | None:
+        """Where the attempt of ``record`` (a step run of ``spec``) runs, as a phrase that
+        follows "started" (e.g. ``as Kubernetes Job JOB (namespace NS)``), known before its
+        submit; None: not said."""
+        ...
+
+
+def placement_of(backend: object, spec: StepSpec, record: StepRunRecord) -> str | None:
+    """Where ``backend`` runs the attempt of ``record``, if it says
+    (:class:`DescribesPlacement`)."""
+    if not isinstance(backend, DescribesPlacement):
+        return None
+    return backend.placement(spec, record)

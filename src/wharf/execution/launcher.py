@@ -28,7 +28,7 @@ from wharf.core.errors import (
 )
 from wharf.execution import step_writes
 from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_retry
-from wharf.execution.attempts import AttemptExecutor
+from wharf.execution.attempts import AttemptExecutor, PlacesAttempts
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
@@ -459,8 +459,13 @@ class StepLauncher:
                     # and is back in it from the code's return to the release (step_runner,
                     # attempts).
                     started = started or record.start_time
+                    where = (
+                        executor.placement(spec, record)
+                        if isinstance(executor, PlacesAttempts)
+                        else None
+                    )
                     progress.step_started(
-                        self._run_id, spec.name, runtime, record.attempt, max_attempts
+                        self._run_id, spec.name, runtime, record.attempt, max_attempts, where
                     )
                     result = executor(spec, record, inputs, region, allocation)
                     adopted = False

@@ -56,8 +56,8 @@ class ProgressEvent:
     status: str | None = None
     duration_s: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    """Further facts by event: runtime, attempt, max_attempts, from_run_id, pool, demands,
-    reason, retry_in_s, counts, pipeline."""
+    """Further facts by event: runtime, attempt, max_attempts, placement, from_run_id, pool,
+    demands, reason, retry_in_s, counts, pipeline."""
 
     def fields(self) -> dict[str, Any]:
         """The event as a flat JSON-ready object (None values left out)."""
@@ -124,8 +124,10 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
-def _where(runtime: StepRuntime) -> str:
-    return "in its own process" if runtime is StepRuntime.ISOLATED else "inline"
+def _where(runtime: StepRuntime, placement: str | None) -> str:
+    if runtime is not StepRuntime.ISOLATED:
+        return "inline"
+    return placement or "in its own process"
 
 
 FINISHED_KEPT = 1000
@@ -253,11 +255,19 @@ class ProgressReporter:
     # ------------------------------------------------------------------ steps
 
     def step_started(
-        self, run_id: UUID, step: str, runtime: StepRuntime, attempt: int, max_attempts: int
+        self,
+        run_id: UUID,
+        step: str,
+        runtime: StepRuntime,
+        attempt: int,
+        max_attempts: int,
+        placement: str | None = None,
     ) -> None:
+        """``placement``: where an isolated attempt runs, as its backend says (``as Kubernetes
+        Job JOB (namespace NS)``); None: "in its own process"."""
         if not self._wanted(run_id, logging.INFO):
             return
-        where = _where(runtime)
+        where = _where(runtime, placement)
         if attempt > 1:
             text = f"(attempt {attempt} of {max_attempts}, {where})"
         else:
@@ -274,6 +284,7 @@ class ProgressReporter:
                     "runtime": runtime.value,
                     "attempt": attempt,
                     "max_attempts": max_attempts,
+                    "placement": placement if runtime is StepRuntime.ISOLATED else None,
                 },
             )
         )

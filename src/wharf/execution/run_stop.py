@@ -33,6 +33,7 @@ from wharf.execution.backends import (
     AttemptOutcome,
     StepBackend,
     StepLaunch,
+    placement_of,
     startup_timeout_of,
 )
 from wharf.execution.interrupt import Interruptible, InterruptibleRegion
@@ -282,6 +283,10 @@ class TrackedBackend(Generic[H]):
     def startup_timeout_seconds(self) -> float | None:
         """The inner backend's (``wharf.execution.backends.SlowStarting``)."""
         return startup_timeout_of(self.inner)
+
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str | None:
+        """The inner backend's (``wharf.execution.backends.DescribesPlacement``)."""
+        return placement_of(self.inner, spec, record)
 
     def submit(self, attempt: StepLaunch, allocation: ResourceRequestInfo | None) -> H:
         handle = self.inner.submit(attempt, allocation)

@@ -88,6 +88,12 @@ def test_a_static_pipeline_on_the_local_orchestrator_runs_its_operator_step_as_a
 ) -> None:
     submitted = submit(bed, "static_training")
     assert_ran_as_one_job(bed, submitted)
+    # Its progress line says where it ran: as the Job (the others inline).
+    (job,) = step_jobs(bed, submitted.run)
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    started = f"Step 'train' started as Kubernetes Job {name} (namespace {namespace})."
+    assert started in submitted.output, submitted.output
+    assert "in its own process" not in submitted.output
 
 
 def test_the_kubernetes_orchestrator_runs_an_operator_step_through_the_operator(

@@ -82,6 +82,17 @@ past it their node is taken as lost (it no longer reports) and the attempt as ca
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
 
+def job_name_for(settings: StepSettings, record: StepRunRecord) -> str:
+    """The Job of an attempt: prefix, step name and the step run id (one Job per attempt)."""
+    prefix = settings.job_name_prefix or DEFAULT_PREFIX
+    return resource_name(prefix, record.name, record.id.hex[:12])
+
+
+def job_placement(job: str, namespace: str) -> str:
+    """Where an attempt run as Job ``job`` runs, as its progress line says it."""
+    return f"as Kubernetes Job {job} (namespace {namespace})"
+
+
 @dataclass(frozen=True)
 class KubernetesHandle:
     step_run_id: UUID
@@ -355,10 +366,14 @@ class KubernetesStepBackend:
 
     # -- the rest ------------------------------------------------------------------------------
 
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str:
+        """Where the attempt of ``record`` runs, for its progress line
+        (``wharf.execution.backends.DescribesPlacement``)."""
+        return job_placement(self.job_name(record), self.namespace)
+
     def job_name(self, record: StepRunRecord) -> str:
-        """The Job of an attempt: prefix, step name and the step run id (one Job per attempt)."""
-        prefix = self.settings.job_name_prefix or DEFAULT_PREFIX
-        return resource_name(prefix, record.name, record.id.hex[:12])
+        """The Job of an attempt (:func:`job_name_for` this backend's settings)."""
+        return job_name_for(self.settings, record)
 
     def close(self) -> None:
         """Stop watching and delete the Secret (the Jobs are the attempts' to clean up). A

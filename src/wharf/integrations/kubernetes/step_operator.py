@@ -27,12 +27,18 @@ from wharf.integrations.kubernetes.labels import RUN_ID_KEY, label_value
 from wharf.integrations.kubernetes.orchestrator import is_local_path
 from wharf.integrations.kubernetes.orchestrator_launch import SUBMITTER_ONLY_ENV
 from wharf.integrations.kubernetes.settings import KubernetesStepOperatorSettings
-from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend import (
+    KubernetesHandle,
+    KubernetesStepBackend,
+    job_name_for,
+    job_placement,
+)
 from wharf.integrations.kubernetes.step_settings import layered_for_step
 from wharf.step_operators.base import BaseStepOperator
 from wharf.store.models import ComponentRecord, StepRunRecord
 
 if TYPE_CHECKING:
+    from wharf.config.spec import StepSpec
     from wharf.execution.backends import Allocation
 
 FLAVOR = "kubernetes"
@@ -177,6 +183,13 @@ class KubernetesStepOperatorBackend:
         with self._lock:
             self._handles[handle] = key
         return handle
+
+    def placement(self, spec: StepSpec, record: StepRunRecord) -> str:
+        """Where the attempt of ``record`` runs: its Job, in the namespace the step's settings
+        choose (``wharf.execution.backends.DescribesPlacement``)."""
+        settings = layered_for_step(self.operator.settings, spec)
+        name = job_name_for(self.operator.settings, record)  # the share's backend's settings
+        return job_placement(name, settings.namespace)
 
     def poll(
         self, handles: Sequence[KubernetesHandle], timeout: float = 0.0
