@@ -81,6 +81,7 @@ def _other_run(world: World, things: Things, project: Any) -> Any:
 def test_is_refused_everything_else(world: World, scoped: tuple[Things, httpx.Client]) -> None:
     things, runner = scoped
     snapshot, run, step = _other_run(world, things, world.a)  # same project, other run
+    version = things.version_create().model_dump(mode="json")
     forbidden = [
         ("GET", f"/api/v1/runs/{run.id}", None),
         ("GET", f"/api/v1/snapshots/{snapshot.id}", None),
@@ -98,6 +99,13 @@ def test_is_refused_everything_else(world: World, scoped: tuple[Things, httpx.Cl
         ("POST", "/api/v1/components", {"name": "c", "type": "orchestrator", "flavor": "local"}),
         ("GET", f"/api/v1/schedules/{things.schedule.id}", None),
         ("POST", "/api/v1/pipelines", {"project_id": str(world.a.id), "name": "p"}),
+        # a version of its project, said to be produced by another run's step
+        ("POST", "/api/v1/artifact_versions", {**version, "producer_step_run_id": str(step.id)}),
+        (
+            "POST",
+            "/api/v1/artifact_versions/batch",
+            {"versions": [version, {**version, "producer_step_run_id": str(step.id)}]},
+        ),
     ]
     for method, path, payload in forbidden:
         response = runner.request(method, path, json=payload)
@@ -107,6 +115,7 @@ def test_is_refused_everything_else(world: World, scoped: tuple[Things, httpx.Cl
         assert runner.get(path).status_code == 404
     assert runner.get(f"/api/v1/artifact_versions?project_id={world.b.id}").status_code == 404
     assert world.stores.store.runs.get(things.run.id).status.value == "running"
+    assert world.stores.store.artifacts.list_versions().total == 1  # the fixture's only
 
 
 def test_runs_record_the_user_who_created_them(world: World) -> None:

@@ -1,5 +1,6 @@
 """Helpers shared by the routers: JSON responses, error documentation, list scopes, the
-cross-project reference check and the instant sweeps compare deadlines with."""
+cross-project reference check, the producer check of new artifact versions and the instant
+sweeps compare deadlines with."""
 
 from __future__ import annotations
 
@@ -86,6 +87,25 @@ def same_project(
             raise missing(kind, ref)() from None
         if owner != project_id:
             raise missing(kind, ref)()
+
+
+def check_producer(ctx: Ctx, project_id: UUID, producer: UUID | None) -> None:
+    """A new artifact version of ``project_id`` names as its producer a step run of that
+    project (else it is missing, as in :func:`same_project`) and, for a run token, of its own
+    run (else 403)."""
+    if producer is None:
+        return
+    scopes = ctx.state.scopes
+    same_project(ctx, project_id, [("step run", producer, lambda i: scopes.step(i).project_id)])
+    if ctx.principal.run is not None:
+        step = scopes.step(producer)
+        ctx.access.check(
+            step.project_id,
+            write=True,
+            action="record versions produced by step runs",
+            missing=missing("step run", producer),
+            run_id=step.run_id,
+        )
 
 
 def sweep_time(ctx: Ctx, now: datetime) -> datetime:

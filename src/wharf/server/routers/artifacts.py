@@ -1,7 +1,8 @@
 """``/api/v1/artifacts`` and ``/api/v1/artifact_versions`` (single and batch creation).
 
 Artifact versions are project-wide for a run token: its steps read their inputs (possibly
-produced by other runs, for cached steps) and write their outputs in the run's project.
+produced by other runs, for cached steps) and write their outputs in the run's project; a
+version it writes is produced by a step of its own run, or by none.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
+    check_producer,
     empty_page,
     items_response,
     json_response,
     list_scope,
     missing,
-    same_project,
 )
 from wharf.server.schemas.actions import ArtifactVersionBatchBody
 from wharf.server.schemas.filters import IdPrefixQuery, page_request
@@ -48,12 +49,7 @@ def _check_create(ctx: Ctx, version: ArtifactVersionCreate) -> None:
         missing=missing_project(version.project_id),
         project_wide=True,
     )
-    scopes = ctx.state.scopes
-    same_project(
-        ctx,
-        version.project_id,
-        [("step run", version.producer_step_run_id, lambda i: scopes.step(i).project_id)],
-    )
+    check_producer(ctx, version.project_id, version.producer_step_run_id)
 
 
 def _remember(ctx: Ctx, records: Sequence[ArtifactVersionRecord]) -> None:

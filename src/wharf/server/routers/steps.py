@@ -23,6 +23,7 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
+    check_producer,
     empty_page,
     items_response,
     json_response,
@@ -147,6 +148,7 @@ def _check_versions(ctx: Ctx, versions: Sequence[ArtifactVersionCreate], step: S
     for version in versions:
         if version.project_id != step.project_id:
             raise InputError("The outputs of a step run belong to the step run's project.")
+        check_producer(ctx, step.project_id, version.producer_step_run_id)
 
 
 def build_router() -> APIRouter:
