@@ -83,6 +83,15 @@ def test_workspace_errors_are_one_line(
         ),
         "does not allow",
     )
+    assert_one_line_error(  # a teammate's request (boss is a member of A too)
+        run(
+            "request",
+            "release",
+            str(mine.resource_request_id),
+            env=workspace_env(team, tmp_path, "boss"),
+        ),
+        "is held by user 'member'; only they or a project admin can release it.",
+    )
 
 
 def test_list_asks_for_a_project_when_it_cannot_tell_which(

@@ -112,6 +112,26 @@ def test_release_by_role(made: Requests) -> None:
     assert made.clients["member"].post(a2).json()["status"] == "released"
 
 
+def test_only_the_holder_or_a_project_admin_releases_a_request(made: Requests) -> None:
+    """Another member of the project may not end a teammate's step by releasing or cancelling
+    its request (403 naming the holder); a project admin and a global admin may."""
+    from wharf.store.account_models import ProjectRole
+
+    world = made.team.world
+    boss = made.clients["boss"]  # a member of A, as ``member`` who made the runs
+    lead = world.client(world.member("lead", world.a, ProjectRole.ADMIN))
+    a1, a2 = made.id(made.a1), made.id(made.a2)
+    for action in ("release", "cancel"):
+        refused = boss.post(f"{PATH}/{a1}/{action}")
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == (
+            f"Request {a1} is held by user 'member'; only they or a project admin can {action} it."
+        )
+    assert made.clients["member"].get(f"{PATH}/{a1}").json()["status"] == "allocated"
+    assert lead.post(f"{PATH}/{a1}/release").json()["status"] == "released"
+    assert made.clients["admin"].post(f"{PATH}/{a2}/release").json()["status"] == "released"
+
+
 def test_lists_show_only_what_the_caller_may_see(made: Requests) -> None:
     a1, a2, b = made.id(made.a1), made.id(made.a2), made.id(made.b)
     assert made.listed("admin") == {a1, a2, b}

@@ -27,6 +27,7 @@ from wharf.resource_manager.contract.models import (
 )
 from wharf.resource_manager.domain import SubjectType, load
 from wharf.server.deps import Ctx, CtxDep
+from wharf.server.request_holders import releaser
 from wharf.server.resource_manager import NO_RESOURCE_MANAGER, ServerRequests
 from wharf.server.routers._common import API_PREFIX, ERRORS, list_scope, missing
 from wharf.server.schemas.filters import page_request
@@ -107,10 +108,10 @@ def _visible(
     to find out where it belongs (the project and run of its subject chain).
 
     Admins see and change every request, including ones that belong to no project; members and
-    viewers see (and have explained) the requests of their projects, members also renew,
-    release and cancel them; a run token reaches the requests of its own run only (the launcher
-    waits for its allocation through these routes). A request of another project, or of none,
-    is missing (404), like an unknown id.
+    viewers see (and have explained) the requests of their projects, members also renew
+    them (release and cancel: :func:`_releaser`); a run token reaches the requests of its own
+    run only (the launcher waits for its allocation through these routes). A request of
+    another project, or of none, is missing (404), like an unknown id.
     """
     if ctx.principal.acts_as_admin:
         return None
@@ -129,6 +130,14 @@ def _visible(
         scope.project_id, write=write, action=action, missing=not_visible, run_id=scope.run_id
     )
     return info
+
+
+def _releaser(ctx: Ctx, link: ServerRequests, request_id: UUID, verb: str) -> str | None:
+    """Allow releasing or cancelling (``verb``) the request or raise (404 / 403): only its
+    holder, a project admin or an admin may (:mod:`wharf.server.request_holders`); who does,
+    as its reason will say."""
+    info = _visible(ctx, link, request_id, write=True, action=f"{verb} resource requests")
+    return releaser(ctx, link, request_id, info, verb=verb)
 
 
 def build_router() -> APIRouter:
@@ -202,7 +211,7 @@ def build_router() -> APIRouter:
     ) -> Response:
         """Give the allocation back (a pending request is cancelled)."""
         link = _link(ctx)
-        _visible(ctx, link, request_id, write=True, action="release resource requests")
+        _releaser(ctx, link, request_id, "release")
         key = body.idempotency_key if body is not None else None
         return _response(link.requests.release(request_id, idempotency_key=key))
 
@@ -212,7 +221,7 @@ def build_router() -> APIRouter:
     ) -> Response:
         """Withdraw a pending request (a finished one comes back unchanged)."""
         link = _link(ctx)
-        _visible(ctx, link, request_id, write=True, action="cancel resource requests")
+        _releaser(ctx, link, request_id, "cancel")
         key = body.idempotency_key if body is not None else None
         return _response(link.requests.cancel(request_id, idempotency_key=key))
 
