@@ -1,7 +1,8 @@
 """The ONE paging model: a page request (1-based index, size, sort by creation time) and a page
 of items with the total count, shared by the metadata store and the Resource Manager.
 
-Invariants: ``index`` starts at 1; ``size`` is between 1 and :data:`MAX_PAGE_SIZE`; the wire
+Invariants: ``index`` is between 1 and :data:`MAX_PAGE_INDEX` (so no offset overflows a
+database's integers); ``size`` is between 1 and :data:`MAX_PAGE_SIZE`; the wire
 format (field names, defaults) is the same on every API that pages.
 """
 
@@ -14,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 T = TypeVar("T")
 
 MAX_PAGE_SIZE = 1000
+MAX_PAGE_INDEX = 1_000_000
 
 
 class PageRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    index: int = Field(default=1, ge=1)
+    index: int = Field(default=1, ge=1, le=MAX_PAGE_INDEX)
     """1-based page number."""
     size: int = Field(default=50, ge=1, le=MAX_PAGE_SIZE)
     sort: Literal["asc", "desc"] = "desc"

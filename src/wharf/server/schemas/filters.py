@@ -14,10 +14,10 @@ from typing import Annotated, Literal, TypeVar
 from fastapi import Query
 
 from wharf.core.errors import InputError
+from wharf.core.paging import MAX_PAGE_INDEX
 from wharf.store.models import MAX_PAGE_SIZE, PageRequest
 
 T = TypeVar("T")
-MAX_PAGE_INDEX = 1_000_000
 ONEOF = "oneof:"
 
 
