@@ -56,6 +56,20 @@ def test_fail_next_create(
     assert created.metadata.name == "a"
 
 
+def test_lose_answer_applies_the_request_and_cuts_its_connection(
+    emulator: Emulator, core: client.CoreV1Api
+) -> None:
+    """The client meets a connection cut before any answer (it does not repeat a create); the
+    object was created all the same, and the next request is answered."""
+    emulator.faults.lose_answer("create", "configmaps")
+    with pytest.raises(urllib3.exceptions.HTTPError):
+        core.create_namespaced_config_map(NS, config_map("a"))
+    assert emulator.faults.pending_lost_answers() == 0
+    assert core.read_namespaced_config_map("a", NS).metadata.name == "a"
+    created = core.create_namespaced_config_map(NS, config_map("b"))
+    assert created.metadata.name == "b"
+
+
 def test_fail_next_matches_verb_and_resource_and_counts(
     emulator: Emulator, core: client.CoreV1Api
 ) -> None:

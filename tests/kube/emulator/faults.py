@@ -1,7 +1,10 @@
-"""Fault injection for the emulator: failed and delayed requests, dropped watches, forced 410s.
+"""Fault injection for the emulator: failed and delayed requests, answers lost after the request
+was applied, dropped watches, forced 410s.
 
 ``Faults`` is consulted by the HTTP layer before each API request (``before(verb, resource)``),
-which sleeps for a matching delay and raises a matching failure. A rule matches a request by
+which sleeps for a matching delay and raises a matching failure, and once it applied one
+(``answer_lost(verb, resource)``), whether to cut its connection without an answer (as a reset
+connection or a client timeout after the server applied the request). A rule matches a request by
 verb (``create``, ``get``, ``list``, ``watch``, ``update``, ``patch``, ``delete``,
 ``deletecollection``) and, optionally, by resource: ``"pods"`` matches requests on pods
 themselves, ``"pods/status"`` or ``"pods/log"`` only that subresource. Each rule fires ``times``
@@ -83,6 +86,7 @@ class Faults:
         self._lock = threading.Lock()
         self._failures: list[_FailRule] = []
         self._delays: list[_DelayRule] = []
+        self._lost: list[_Rule] = []
         self._streams: set[DroppableStream] = set()
 
     # -- what tests call -----------------------------------------------------------------------
@@ -106,6 +110,13 @@ class Faults:
         with self._lock:
             self._delays.append(_DelayRule(verb, plural, times, seconds))
 
+    def lose_answer(self, verb: str, plural: str | None = None, times: int = 1) -> None:
+        """Apply the next ``times`` requests of ``verb`` (on ``plural``), then cut their
+        connection without an answer: the client cannot tell whether they were applied."""
+        _check(verb, times)
+        with self._lock:
+            self._lost.append(_Rule(verb, plural, times))
+
     def drop_watches(self) -> int:
         """Cut every open watch stream abruptly (no terminating chunk); returns how many."""
         with self._lock:
@@ -124,6 +135,11 @@ class Faults:
         with self._lock:
             return sum(rule.times for rule in self._failures)
 
+    def pending_lost_answers(self) -> int:
+        """How many answers to lose are still due."""
+        with self._lock:
+            return sum(rule.times for rule in self._lost)
+
     def pending_delays(self) -> int:
         """How many injected delays have not started yet (0: each delayed request arrived)."""
         with self._lock:
@@ -134,6 +150,7 @@ class Faults:
         with self._lock:
             self._failures.clear()
             self._delays.clear()
+            self._lost.clear()
 
     # -- what the HTTP layer calls -------------------------------------------------------------
 
@@ -146,6 +163,11 @@ class Faults:
             time.sleep(delay.seconds)
         if failure is not None:
             raise _failure_error(failure.code, failure.reason, verb, resource)
+
+    def answer_lost(self, verb: str, resource: str) -> bool:
+        """Whether the answer to this request, applied already, is to be lost."""
+        with self._lock:
+            return _take(self._lost, verb, resource) is not None
 
     def open_stream(self, stream: DroppableStream) -> None:
         with self._lock:

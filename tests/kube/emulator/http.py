@@ -178,6 +178,8 @@ class ApiServer:
             self._log(h, api_path, query)
         else:
             code, reply = self._call(verb, api_path, query, body, h.content_type())
+            if self.faults.answer_lost(verb, api_path.resource):  # applied, never answered
+                raise ConnectionResetError(f"injected fault: the answer to {verb} is lost")
             h.send_json(code, reply)
 
     @staticmethod

@@ -8,7 +8,9 @@ caller's own key), every credential only through a Secret the pods refer to (``s
 the artifact store must be reachable from the pods (a local one only with
 ``mounts_artifact_store``); the Secret of a run that is not scheduled is deleted when the run
 ended (by the orchestrator pod, and by a synchronous submitter once the Job finished); once the
-orchestrator Job's create was sent, an interrupted submitter keeps the run for the Job's pod.
+orchestrator Job's create was sent, an interrupted submitter keeps the run for the Job's pod,
+as does one whose create failed without saying whether the Job was made, when the Job cannot be
+read back (``orchestrator_submit``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     token_secret_name,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import (
+    JobMayExistError,
     SubmittedJob,
     create_orchestrator_job,
     delete_job,
     delete_token_secret,
+    kept_for_its_job,
 )
 from wharf.integrations.kubernetes.schedule_credentials import schedule_child_env
 from wharf.integrations.kubernetes.schedules import (
@@ -306,6 +310,9 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 raise  # nothing in the cluster yet, or said already
             with _ctrl_c_ignored():
                 return _interrupted_submission(job, args, state.submitted, out)
+        except JobMayExistError as exc:  # its create's answer was lost and the Job cannot be read
+            out.write(f"\n{exc}\n")
+            return job.services.store.runs.get(job.run.id)
         finally:
             clients.close()
 
@@ -464,13 +471,9 @@ def _interrupted_submission(
     as the store has it, kept for the Job's pod, having said how to follow and stop it."""
     name = job.run.name
     if submitted is None:  # a second Ctrl-C cut the create short: the Job may exist
-        where = f"{args.namespace}/{args.job_name}"
-        out.write(
-            f"\nInterrupted while creating the orchestrator Job {where} of run {name}: the "
-            f"Job may exist and run it, so the run is kept (`kubectl -n {args.namespace} get "
-            f"job {args.job_name}` tells; `wharf runs stop --force {name}` ends the run and "
-            "deletes its Job if there is one).\n"
-        )
+        ns, job_name = args.namespace, args.job_name
+        what = f"Interrupted while creating the orchestrator Job {ns}/{job_name} of run {name}"
+        out.write(f"\n{kept_for_its_job(what, ns, job_name, name)}\n")
     else:
         out.write(
             f"\nStopped following run {name} before it started; it goes on in the cluster "
