@@ -199,11 +199,24 @@ def _reclaim_reason(team: Team, step: StepRunRecord) -> str:
 
 
 def test_heartbeat_maps_a_released_request_to_cancelling(team: Team) -> None:
-    step = team.rest("member").steps.create(team.queued(team.run()))
+    """The step's reason says who released its request: an operator on the RM, or a project
+    admin through the workspace server (recorded by the RM as the request's reason)."""
+    from wharf.store.account_models import ProjectRole
+
+    step, other = (team.rest("member").steps.create(team.queued(team.run())) for _ in "ab")
     _running(team, step)
+    _running(team, other)
     assert team.rm_admin is not None and step.resource_request_id is not None
     team.rm_admin.requests.release(step.resource_request_id)  # an operator takes it back
-    assert "released" in _reclaim_reason(team, step)
+    reason = _reclaim_reason(team, step)
+    assert f"resource request {step.resource_request_id} is released" in reason
+    assert "Released by Resource Manager administrator 'admin'" in reason
+    world = team.world
+    lead = world.client(world.member("lead", world.a, ProjectRole.ADMIN))
+    path = f"/api/v1/resource_requests/{other.resource_request_id}/release"
+    released = lead.post(path).json()
+    assert released["status_reason"] == "Released by user 'lead' (project admin)."
+    assert "Released by user 'lead' (project admin)" in _reclaim_reason(team, other)
 
 
 def test_heartbeat_maps_a_preempting_request_to_cancelling(team: Team) -> None:

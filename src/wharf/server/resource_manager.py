@@ -270,16 +270,19 @@ class _Remembering:
         return answers
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
         with server_credentials():
-            return self._seen(self._inner.release(request_id, idempotency_key=idempotency_key))
+            released = self._inner.release(request_id, idempotency_key=idempotency_key, by=by)
+        return self._seen(released)
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
         with server_credentials():
-            return self._seen(self._inner.cancel(request_id, idempotency_key=idempotency_key))
+            return self._seen(
+                self._inner.cancel(request_id, idempotency_key=idempotency_key, by=by)
+            )
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
         with server_credentials():

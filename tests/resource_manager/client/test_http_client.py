@@ -109,7 +109,9 @@ def test_a_full_round_trip_through_the_protocol(
     assert rm.pools.update("gpus", PoolUpdate(rank=3)).rank == 3
     assert rm.policies.update("users", PolicyUpdate(priority=7)).priority == 7
     third = alice.requests.create(_request("alice"))
-    assert alice.requests.cancel(third.id).status is S.CANCELLED
+    cancelled = alice.requests.cancel(third.id, by="user 'carol' (project admin)")
+    assert cancelled.status is S.CANCELLED  # who ended it goes over the wire as its reason
+    assert cancelled.status_reason == "Cancelled by user 'carol' (project admin)."
     alice.requests.release(waiting.id)
     rm.policies.delete("users")
     rm.pools.delete("gpus")

@@ -228,6 +228,13 @@ def test_queue_allocations_and_explain(rm: ResourceManagerService) -> None:
     assert rm.requests.explain(held.id).outcome == "not_pending"
     rm.requests.release(ALICE, held.id)
     assert rm.requests.explain(held.id).reason == "Released by the holder."
+    # who ended it, when not its holder: an administrator, or whom a trusted caller names
+    rm.requests.release(ADMIN, w1.id)  # allocated once ``held`` was released
+    assert rm.requests.get(w1.id).status_reason == (
+        "Released by Resource Manager administrator 'admin'."
+    )
+    rm.requests.release(BOB, w2.id, by="user 'carol' (project admin)")
+    assert rm.requests.get(w2.id).status_reason == "Released by user 'carol' (project admin)."
     with pytest.raises(EntityNotFoundError):
         rm.pools.queue("nope")
 

@@ -122,8 +122,9 @@ class StepRequester:
             return RESOURCES_LOST
         if request.status in PREEMPTED:
             return reclaimed(request.id, request.status_reason)
-        if request.status in RECLAIMED:
-            return f"its resource request {request.id} is {request.status.value}"
+        if request.status in RECLAIMED:  # with the RM's reason: who released it, why
+            because = f": {request.status_reason.rstrip('.')}" if request.status_reason else ""
+            return f"its resource request {request.id} is {request.status.value}{because}"
         return None
 
     def request(self, step_id: UUID, step: StepRunCreate) -> UUID:

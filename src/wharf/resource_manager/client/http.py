@@ -72,6 +72,13 @@ def _body(model: BaseModel, *, partial: bool = False) -> bytes:
     return model.model_dump_json(by_alias=True, exclude_unset=partial).encode()
 
 
+def _ended_by(by: str | None) -> bytes | None:
+    """The body of a release or cancellation naming who ends it (none: its holder)."""
+    from wharf.resource_manager.contract.models import ResourceRequestEnd
+
+    return None if by is None else _body(ResourceRequestEnd(by=by))
+
+
 _RENEWALS: dict[tuple[int, ResourceRequestRuntimeState | None], bytes] = {}
 _RENEWALS_KEPT = 64
 
@@ -247,14 +254,14 @@ class _Requests:
         return answers
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        return self._post(request_id, "release", idempotency_key)
+        return self._post(request_id, "release", idempotency_key, _ended_by(by))
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        return self._post(request_id, "cancel", idempotency_key)
+        return self._post(request_id, "cancel", idempotency_key, _ended_by(by))
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
         return _parse(ExplanationInfo, self._call("GET", f"{self.PATH}/{request_id}/explain"))

@@ -46,6 +46,8 @@ MAX_DURATION_SECONDS = 10 * 365 * 24 * 3600
 """Longest lease or wait a client may ask for (ten years)."""
 KEY_LENGTH = 255
 MAX_RENEWALS = 1000
+MAX_BY_LENGTH = 512
+"""Longest ``by`` of a release or cancellation (who ended a request, in its status reason)."""
 """Most renewals in one bulk call: bounds the request's body (about 100 KB) and the time one
 call holds the service's renewal transaction."""
 
@@ -208,6 +210,13 @@ class ResourceRequestRenew(_Wire):
 
     lease_seconds: DurationSeconds
     runtime_state: ResourceRequestRuntimeState | None = None
+
+
+class ResourceRequestEnd(_Wire):
+    """Optional body of a release or cancellation: who ends the request, for its status reason
+    (``user 'alice' (project admin)``: a workspace server releasing for one of its users)."""
+
+    by: str | None = Field(default=None, min_length=1, max_length=MAX_BY_LENGTH)
 
 
 class ResourceRequestInfo(ResourceRequest):
@@ -391,6 +400,7 @@ __all__ = [
     "ResourceDemand",
     "ResourceDescriptor",
     "ResourceRequestCreate",
+    "ResourceRequestEnd",
     "ResourceRequestInfo",
     "ResourceRequestRenew",
     "ResourceRequestRenewMany",

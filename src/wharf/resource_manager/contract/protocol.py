@@ -132,10 +132,17 @@ class RequestsClient(RequestsLink, Protocol):
         :meth:`renew` would have raised for that item alone (one bad id never fails the
         others). Errors of the whole call (the RM unreachable, bad credentials) are raised."""
 
-    def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+    def release(
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        """Withdraw a pending request."""
+        """Give the allocation back (pending requests are cancelled). ``by``: who, when not
+        its holder (``user 'alice' (project admin)``), for its status reason (an RM
+        administrator releasing another principal's request is named anyway)."""
+
+    def cancel(
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+    ) -> ResourceRequestInfo:
+        """Withdraw a pending request (``by``: as for :meth:`release`)."""
 
     def explain(self, request_id: UUID) -> ExplanationInfo: ...
 

@@ -143,22 +143,26 @@ def new_request(
     )
 
 
-def release(request: ResourceRequest, now: datetime) -> ResourceRequest:
+def release(request: ResourceRequest, now: datetime, by: str | None = None) -> ResourceRequest:
     """The holder is done: allocated → released, preempting → preempted, pending → cancelled.
+    ``by``: who released it when not its holder (``user 'alice' (project admin)``), for the
+    status reason its holder's step reports.
 
     Releasing a terminal request returns it unchanged (retries are safe).
     """
     if is_terminal(request.status):
         return request
     if request.status is S.PENDING:
-        return transition(request, S.CANCELLED, now, "Released while pending.")
+        pending = "Released while pending." if by is None else f"Released by {by} while pending."
+        return transition(request, S.CANCELLED, now, pending)
     if request.status is S.PREEMPTING:
         return transition(request, S.PREEMPTED, now, request.status_reason)
-    return transition(request, S.RELEASED, now, "Released by the holder.")
+    return transition(request, S.RELEASED, now, f"Released by {by or 'the holder'}.")
 
 
-def cancel(request: ResourceRequest, now: datetime) -> ResourceRequest:
-    """Withdraw a pending request. Terminal: unchanged. Holding capacity: use release()."""
+def cancel(request: ResourceRequest, now: datetime, by: str | None = None) -> ResourceRequest:
+    """Withdraw a pending request (``by``: who, as for :func:`release`). Terminal: unchanged.
+    Holding capacity: use release()."""
     if is_terminal(request.status):
         return request
     if request.status is not S.PENDING:
@@ -166,4 +170,4 @@ def cancel(request: ResourceRequest, now: datetime) -> ResourceRequest:
             f"Only a pending request can be cancelled; this one is {request.status.value}. "
             "Release it instead."
         )
-    return transition(request, S.CANCELLED, now, "Cancelled by the client.")
+    return transition(request, S.CANCELLED, now, f"Cancelled by {by or 'the client'}.")

@@ -162,14 +162,18 @@ class _Requests:
         return self._service.renew_many(self._principal, renewals)
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        return self._service.release(self._principal, request_id, idempotency_key=idempotency_key)
+        return self._service.release(
+            self._principal, request_id, idempotency_key=idempotency_key, by=by
+        )
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        return self._service.cancel(self._principal, request_id, idempotency_key=idempotency_key)
+        return self._service.cancel(
+            self._principal, request_id, idempotency_key=idempotency_key, by=by
+        )
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
         return self._service.explain(request_id)

@@ -176,6 +176,17 @@ def _owned(tx: Tx, principal: Principal, request_id: UUID) -> ResourceRequest | 
     return neutral(loaded.request)
 
 
+def _ender(tx: Tx, principal: Principal, request_id: UUID, by: str | None) -> str | None:
+    """Who ends the request, for its status reason: ``by`` as given (a workspace server names
+    its user), else an administrator ending another principal's request, else None (its
+    holder)."""
+    if by is not None:
+        return by
+    if principal.admin and tx.work.requesters.get(request_id, principal.name) != principal.name:
+        return f"Resource Manager administrator '{principal.name}'"
+    return None
+
+
 @dataclass(slots=True)
 class ReleaseRequest:
     name: ClassVar[str] = "requests.release"
@@ -183,11 +194,13 @@ class ReleaseRequest:
     principal: Principal
     request_id: UUID
     idempotency: IdempotencyKey | None = None
+    by: str | None = None
 
     def run(self, tx: Tx) -> Finisher:
         current = _owned(tx, self.principal, self.request_id)
         if current is not None:
-            tx.transition(current, release(current, tx.now))
+            by = _ender(tx, self.principal, self.request_id, self.by)
+            tx.transition(current, release(current, tx.now, by))
             tx.needs_cycle = True
         tx.want([self.request_id])
         return lambda: tx.info(self.request_id)
@@ -200,11 +213,13 @@ class CancelRequest:
     principal: Principal
     request_id: UUID
     idempotency: IdempotencyKey | None = None
+    by: str | None = None
 
     def run(self, tx: Tx) -> Finisher:
         current = _owned(tx, self.principal, self.request_id)
         if current is not None:
-            tx.transition(current, cancel(current, tx.now))
+            by = _ender(tx, self.principal, self.request_id, self.by)
+            tx.transition(current, cancel(current, tx.now, by))
             tx.needs_cycle = True
         tx.want([self.request_id])
         return lambda: tx.info(self.request_id)

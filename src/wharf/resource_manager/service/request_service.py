@@ -304,57 +304,78 @@ class RequestService:
         return last is None or self._db.now() - last >= self._options.lazy_sweep_interval
 
     def release(
-        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
     ) -> ResourceRequestInfo:
         """The holder is done: allocated -> released, preempting -> preempted, pending ->
-        cancelled; a terminal request is returned unchanged."""
+        cancelled; a terminal request is returned unchanged. ``by``: who, when not its holder
+        (for its status reason; an administrator releasing another's is named anyway)."""
         result: ResourceRequestInfo = self._runner.submit(
-            self._release(principal, request_id, idempotency_key)
+            self._release(principal, request_id, idempotency_key, by)
         )
         return result
 
     async def release_async(
-        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
     ) -> ResourceRequestInfo:
         """:meth:`release` for callers on an event loop."""
         result: ResourceRequestInfo = await self._runner.submit_async(
-            self._release(principal, request_id, idempotency_key)
+            self._release(principal, request_id, idempotency_key, by)
         )
         return result
 
     def _release(
-        self, principal: Principal, request_id: UUID, idempotency_key: str | None
+        self, principal: Principal, request_id: UUID, idempotency_key: str | None, by: str | None
     ) -> ReleaseRequest:
         key = IdempotencyKey.of(
             principal.name, ReleaseRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        return ReleaseRequest(principal, request_id, key)
+        return ReleaseRequest(principal, request_id, key, by)
 
     def cancel(
-        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
     ) -> ResourceRequestInfo:
         """Withdraw a pending request (IllegalOperationError if it holds capacity)."""
         result: ResourceRequestInfo = self._runner.submit(
-            self._cancellation(principal, request_id, idempotency_key)
+            self._cancellation(principal, request_id, idempotency_key, by)
         )
         return result
 
     async def cancel_async(
-        self, principal: Principal, request_id: UUID, *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
     ) -> ResourceRequestInfo:
         """:meth:`cancel` for callers on an event loop."""
         result: ResourceRequestInfo = await self._runner.submit_async(
-            self._cancellation(principal, request_id, idempotency_key)
+            self._cancellation(principal, request_id, idempotency_key, by)
         )
         return result
 
     def _cancellation(
-        self, principal: Principal, request_id: UUID, idempotency_key: str | None
+        self, principal: Principal, request_id: UUID, idempotency_key: str | None, by: str | None
     ) -> CancelRequest:
         key = IdempotencyKey.of(
             principal.name, CancelRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        return CancelRequest(principal, request_id, key)
+        return CancelRequest(principal, request_id, key, by)
 
     def explain(self, request_id: UUID, *, viewer: Principal | None = None) -> ExplanationInfo:
         """Why the request is where it is: what the next cycle would do with it (read-only);

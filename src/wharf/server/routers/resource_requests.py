@@ -211,9 +211,9 @@ def build_router() -> APIRouter:
     ) -> Response:
         """Give the allocation back (a pending request is cancelled)."""
         link = _link(ctx)
-        _releaser(ctx, link, request_id, "release")
+        by = _releaser(ctx, link, request_id, "release")
         key = body.idempotency_key if body is not None else None
-        return _response(link.requests.release(request_id, idempotency_key=key))
+        return _response(link.requests.release(request_id, idempotency_key=key, by=by))
 
     @router.post("/{request_id}/cancel", response_model=ResourceRequestInfo)
     def cancel_request(
@@ -221,9 +221,9 @@ def build_router() -> APIRouter:
     ) -> Response:
         """Withdraw a pending request (a finished one comes back unchanged)."""
         link = _link(ctx)
-        _releaser(ctx, link, request_id, "cancel")
+        by = _releaser(ctx, link, request_id, "cancel")
         key = body.idempotency_key if body is not None else None
-        return _response(link.requests.cancel(request_id, idempotency_key=key))
+        return _response(link.requests.cancel(request_id, idempotency_key=key, by=by))
 
     @router.get("/{request_id}/explain", response_model=ExplanationInfo)
     def explain_request(request_id: UUID, ctx: CtxDep) -> Response:

@@ -27,6 +27,7 @@ from wharf.resource_manager.contract.models import (
     RenewalOutcome,
     RequestFilter,
     ResourceRequestCreate,
+    ResourceRequestEnd,
     ResourceRequestInfo,
     ResourceRequestRenew,
     ResourceRequestRenewals,
@@ -152,22 +153,34 @@ async def renew_request(request: Request) -> Response:
     return json_response(renewed)
 
 
-@routes.add("POST", ONE + "/release", "Release the allocation", response=ResourceRequestInfo)
+async def _ended_by(request: Request) -> str | None:
+    """The optional body's ``by`` (who ends the request, for its status reason)."""
+    body = await request.body()
+    return parse_body(ResourceRequestEnd, body).by if body.strip() else None
+
+
+@routes.add(
+    "POST", ONE + "/release", "Release the allocation", body=ResourceRequestEnd,
+    response=ResourceRequestInfo,
+)  # fmt: skip
 async def release_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
     released = await call.service.requests.release_async(
-        call.caller, request_id, idempotency_key=call.key
+        call.caller, request_id, idempotency_key=call.key, by=await _ended_by(request)
     )
     return json_response(released)
 
 
-@routes.add("POST", ONE + "/cancel", "Cancel a pending request", response=ResourceRequestInfo)
+@routes.add(
+    "POST", ONE + "/cancel", "Cancel a pending request", body=ResourceRequestEnd,
+    response=ResourceRequestInfo,
+)  # fmt: skip
 async def cancel_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
     cancelled = await call.service.requests.cancel_async(
-        call.caller, request_id, idempotency_key=call.key
+        call.caller, request_id, idempotency_key=call.key, by=await _ended_by(request)
     )
     return json_response(cancelled)
 
