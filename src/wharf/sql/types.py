@@ -3,7 +3,8 @@
 Invariants:
 - :class:`UtcDateTime` always returns timezone-aware UTC datetimes with microseconds on every
   backend; naive values handed in are taken to be UTC already.
-- :class:`JsonText` / :class:`NullableJsonText` store JSON as text, never a native JSON type.
+- :class:`JsonText` / :class:`NullableJsonText` store JSON as text, never a native JSON type,
+  and refuse a document holding a lone surrogate (ValueError) before any driver sees it.
 - :data:`UUID` is native on PostgreSQL and ``CHAR(32)`` hex elsewhere, so "ties broken by id"
   orders rows identically on all backends.
 - :data:`LONG_TEXT` holds source code and other unbounded text (MySQL's ``TEXT`` stops at 64 KiB).
@@ -69,6 +70,16 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """``json.dumps`` with these options, without building an encoder for every value."""
 
 
+def _check_encodable(text: str) -> None:
+    """Refuse a string no backend can store: one with a lone surrogate (JSON's ``"\\ud800"``
+    decodes to one; ValueError, as for a value that is not JSON-serialisable)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = ord(text[error.start])
+        raise ValueError(f"a JSON value holds a lone surrogate (U+{bad:04X}), not text") from None
+
+
 class JsonText(TypeDecorator[Any]):
     """Any JSON-serialisable value, stored as compact JSON text (``LONGTEXT`` on MySQL/MariaDB).
 
@@ -86,7 +97,10 @@ class JsonText(TypeDecorator[Any]):
             return "null"
         if not value and type(value) is dict:  # the usual empty attributes or metadata
             return "{}"
-        return _ENCODE(value)
+        text = _ENCODE(value)
+        if not text.isascii():
+            _check_encodable(text)
+        return text
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
         return None if value is None else json.loads(value)
