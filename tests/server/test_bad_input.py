@@ -167,3 +167,20 @@ def test_batches_are_all_or_nothing(db_world: World) -> None:
     orphan = {**version, "producer_step_run_id": str(db_world.a.id)}
     check(member.post("/api/v1/artifact_versions/batch", json={"versions": [version, orphan]}), 404)
     assert db_world.stores.store.artifacts.list_versions().total == 1  # the fixture's only
+
+
+def test_a_body_not_sent_as_json_is_told_so(world: World) -> None:
+    admin = world.as_role("admin")
+    body = b'{"name": "sent-as-text"}'
+    for headers, said in (
+        ({}, "no Content-Type"),
+        ({"content-type": "text/plain"}, "'text/plain'"),
+    ):
+        answer = check(admin.post("/api/v1/projects", content=body, headers=headers), 422)
+        assert "Content-Type: application/json" in answer["detail"], answer
+        assert said in answer["detail"], answer
+    check(world.client().post("/api/v1/auth/login", content=b"{}"), 422)
+    as_json = {"content-type": "application/json"}
+    listed = check(admin.post("/api/v1/projects", content=b"[1]", headers=as_json), 422)
+    assert "Content-Type" not in listed["detail"]  # JSON, just not an object
+    assert world.stores.store.projects.list().total == 2  # A and B only

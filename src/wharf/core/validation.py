@@ -1,7 +1,8 @@
 """Pydantic validation errors as one line of plain words.
 
 Owns: :func:`describe_errors` and :func:`describe_validation_error`, used wherever user input
-(CLI options, YAML files, API bodies and query parameters) is validated with pydantic.
+(CLI options, YAML files, API bodies and query parameters) is validated with pydantic, and
+:func:`body_not_json` (an API body that was not sent as JSON).
 Invariant: the text is one line, names each bad field as the user wrote it (``classes[0].name``;
 never pydantic's union branch tags such as ``constrained-int``), says what a valid value looks
 like in plain words, and reports each field once; messages our own validators raise are kept,
@@ -88,6 +89,25 @@ def describe_validation_error(
 ) -> str:
     """``error`` in plain words on one line, prefixed with ``Invalid {title}: `` if given."""
     return describe_errors(error.errors(include_url=False), title=title, model=model)
+
+
+def body_not_json(errors: Sequence[Mapping[str, Any]], content_type: str | None) -> str | None:
+    """What to tell an API caller whose body the framework did not parse because it was not
+    sent as JSON (no ``Content-Type``, or another one): the whole body is then its only error,
+    "not an object". None when it was sent as JSON, or when something else is wrong."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return None
+    if [tuple(e.get("loc", ())) for e in errors] != [("body",)]:
+        return None
+    if errors[0].get("type") not in ("model_attributes_type", "dict_type", "model_type"):
+        return None
+    got = f"'{content_type[:100]}'" if content_type else "no Content-Type"
+    return (
+        f"Invalid request: send the body as JSON with 'Content-Type: application/json' (got {got})."
+    )
 
 
 def describe_errors(

@@ -30,7 +30,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.core.validation import REQUEST_PARTS, describe_errors
+from wharf.core.validation import REQUEST_PARTS, body_not_json, describe_errors
 from wharf.server.auth.errors import (
     AuthenticationError,
     LoginThrottledError,
@@ -125,7 +125,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     for error in errors:
         error.pop("input", None)  # may be huge, and echoes secrets (passwords)
         error.pop("url", None)
-    detail = describe_errors(exc.errors(), title="request", drop_prefix=REQUEST_PARTS)
+    detail = body_not_json(exc.errors(), request.headers.get("content-type")) or describe_errors(
+        exc.errors(), title="request", drop_prefix=REQUEST_PARTS
+    )
     return error_response(422, _one_line(detail), "RequestValidationError", errors=errors)
 
 

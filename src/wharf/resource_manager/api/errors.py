@@ -26,7 +26,7 @@ from wharf.core.errors import (
     StoreUnavailableError,
     WharfError,
 )
-from wharf.core.validation import REQUEST_PARTS, describe_errors
+from wharf.core.validation import REQUEST_PARTS, body_not_json, describe_errors
 from wharf.resource_manager.contract.errors import AuthenticationError, PermissionDeniedError
 from wharf.resource_manager.contract.http_errors import wire_name
 from wharf.sql.errors import outage_detail
@@ -75,9 +75,11 @@ def error_response(exc: WharfError) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    detail = describe_errors(exc.errors(), title="request", drop_prefix=REQUEST_PARTS)
+    detail = body_not_json(exc.errors(), request.headers.get("content-type")) or describe_errors(
+        exc.errors(), title="request", drop_prefix=REQUEST_PARTS
+    )
     return JSONResponse(_body(detail, InputError.__name__), status_code=422)
 
 
