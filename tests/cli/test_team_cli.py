@@ -94,11 +94,18 @@ def test_explain_and_cancel_go_through_the_workspace(
     )
 
 
-def test_connection_options_work_on_the_commands(team: Team, tmp_path: Path) -> None:
+def test_connection_options_work_on_the_commands(
+    team: Team, steps: list[StepRunRecord], tmp_path: Path
+) -> None:
     assert team.rm is not None
     env = workspace_env(team, tmp_path, "member")
     direct = run("pool", "list", "--rm-url", team.rm.url, "--api-key", ADMIN_KEY, env=env)
     assert direct.returncode == 0 and POOL in direct.stdout, direct.stderr
+    # the allocations name the workspace user each request was made for, not only the
+    # server's RM principal (alice) that made them all
+    shown = run("pool", "show", POOL, "--rm-url", team.rm.url, "--api-key", ADMIN_KEY, env=env)
+    held = [line for line in shown.stdout.splitlines() if str(steps[0].resource_request_id) in line]
+    assert len(held) == 1 and "member (via alice)" in held[0], shown.stdout
     made = run(
         "pool", "create", "extra", "-c", "license=1", "--rm-url", team.rm.url,
         "--api-key", ADMIN_KEY, env=env,

@@ -373,7 +373,7 @@ def _show(rm: Any, pool: Pool, output: str) -> None:
 def _allocations(rm: Any, held: list[PoolAllocation], output: str) -> None:
     """The pool's current allocations, one row per request and class (or a line saying none)."""
     from wharf.cli.output import emit
-    from wharf.cli.requests import Row
+    from wharf.cli.requests import Row, requester_of
 
     if not held:
         click.echo("No current allocations.")
@@ -384,7 +384,7 @@ def _allocations(rm: Any, held: list[PoolAllocation], output: str) -> None:
             {
                 "request": str(a.request_id),
                 "status": a.request_status.value,
-                "requester": a.requester,
+                "requester": requester_of(a.requester, a.metadata),
                 "class": a.class_name,
                 "resource": a.resource,
                 "quantity": f"{a.quantity} {a.unit}",

@@ -8,7 +8,7 @@ Pools are shown by name everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -63,10 +63,14 @@ def _demands(info: ResourceRequestInfo) -> str:
 def requester(info: ResourceRequestInfo) -> str:
     """Who asked: the RM principal, and the workspace user a server asked for (``alice (via
     wharf-server)``) when they differ."""
-    user = info.metadata.get("user")
-    return (
-        info.requester if not user or user == info.requester else f"{user} (via {info.requester})"
-    )
+    return requester_of(info.requester, info.metadata)
+
+
+def requester_of(principal: str, metadata: Mapping[str, str]) -> str:
+    """:func:`requester` of a request made by ``principal`` with ``metadata`` (also a pool
+    allocation's)."""
+    user = metadata.get("user")
+    return principal if not user or user == principal else f"{user} (via {principal})"
 
 
 def _short(text: str | None) -> str | None:

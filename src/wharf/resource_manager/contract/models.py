@@ -312,6 +312,9 @@ class PoolAllocation(Allocation):
 
     request_status: ResourceRequestStatus
     requester: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """The request's metadata: ``user`` names the workspace user a workspace server asked
+    for (the requester is then the server's own principal)."""
     allocated_at: AwareDatetime | None = None
 
 

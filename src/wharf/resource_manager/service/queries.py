@@ -108,17 +108,25 @@ def pool_allocations(conn: Connection, pool: str | UUID) -> list[PoolAllocation]
     found = config_store.find_pool(conn, pool)
     if found is None:
         raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
-    r = t.requests.c
+    r, m = t.requests.c, t.request_metadata.c
+    holding = (r.pool_id == found.id, r.status.in_(request_store.HOLDING))
     statement = (
         select(r.id, r.allocations, r.status, r.requester, r.allocated_at)
-        .where(r.pool_id == found.id, r.status.in_(request_store.HOLDING))
+        .where(*holding)
         .order_by(r.allocated_at, r.id)
     )
+    # Each request's metadata: whom a workspace server asked for (``user``), beside its own
+    # principal (the requester).
+    metadata: dict[UUID, dict[str, str]] = {}
+    labels = select(m.request_id, m.key, m.value).join(t.requests, r.id == m.request_id)
+    for label in conn.execute(labels.where(*holding)):
+        metadata.setdefault(label.request_id, {})[label.key] = label.value
     return [
         PoolAllocation(
             **dict(allocation),
             request_status=row.status,
             requester=row.requester,
+            metadata=metadata.get(row.id, {}),
             allocated_at=row.allocated_at,
         )
         for row in conn.execute(statement)
