@@ -36,11 +36,12 @@ from tests.integrations.kubernetes.testbed import (
     wait_for_step,
     wharf_cli,
 )
+from tests.kube.emulator.resources import JOBS
 from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
-from wharf.integrations.kubernetes.orchestrator import JOB_KEY, NAMESPACE_KEY
+from wharf.integrations.kubernetes.orchestrator import JOB_KEY, JOB_UID_KEY, NAMESPACE_KEY
 from wharf.integrations.kubernetes.orchestrator_launch import secret_key, token_secret_name
 from wharf.integrations.kubernetes.orchestrator_main import (
     ORCHESTRATOR_RUN_ID_KEY,
@@ -271,6 +272,27 @@ def test_following_an_asynchronous_run_whose_orchestrator_image_cannot_be_pulled
     assert wait_until(lambda: not job_exists(bed.emulator, job_name), BOUND), (
         f"orchestrator Job {job_name} is left"
     )
+
+
+def test_following_an_asynchronous_run_whose_orchestrator_job_was_deleted_fails_it(
+    bed: Bed,
+) -> None:
+    """Before, ``runs logs --follow`` followed forever: a Job not there could not be told from
+    one not created yet. The run records its Job's uid once the create answered."""
+    run, _ = submit(bed, stack="k8s-async-no-image")  # its pod never takes the run over
+    job_name = metadata_of(bed, run)[JOB_KEY]
+    assert metadata_of(bed, run)[JOB_UID_KEY] == current_job(bed, run)["metadata"]["uid"]
+    # by hand, as `kubectl delete job` does
+    bed.emulator.store.delete(JOBS, "default", job_name, propagation_policy="Background")
+    assert wait_until(lambda: not job_exists(bed.emulator, job_name), BOUND)
+    followed = wharf_cli(bed, "runs", "logs", run.name, "--follow")
+    assert followed.returncode == 1, followed.stdout + followed.stderr
+    (error,) = followed.stderr.strip().splitlines()
+    assert error == (
+        f"Error: Run '{run.name}' failed: The orchestrator Job default/{job_name} was deleted "
+        f"before its pod took the run over; run {run.name} did not start (nothing ran)."
+    ), error
+    assert bed.workspace.store.runs.get(run.id).status is ExecutionStatus.FAILED
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])

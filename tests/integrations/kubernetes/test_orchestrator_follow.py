@@ -83,6 +83,14 @@ def test_a_job_that_does_not_exist_yet_may_still_start_its_run(clients: KubeClie
     assert unstartable_job(clients, "default", "absent", REASONS) is None
 
 
+def test_a_job_whose_create_answered_and_that_is_gone_was_deleted(clients: KubeClients) -> None:
+    """A recorded uid says the create answered: a missing Job was deleted, never to come."""
+    said = unstartable_job(clients, "default", "absent", REASONS, uid="0f3c")
+    assert said == (
+        "The orchestrator Job default/absent was deleted before its pod took the run over"
+    )
+
+
 def test_a_cluster_that_cannot_be_reached_is_one_line(emulator: Emulator, tmp_path: Path) -> None:
     unreachable = kubeconfig_variant(emulator, tmp_path, server=closed_port_url())
     clients = kube_clients(kubeconfig=str(unreachable))

@@ -15,11 +15,9 @@ read back (``orchestrator_submit``).
 
 from __future__ import annotations
 
-import signal
+import logging
 import sys
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
@@ -40,7 +38,7 @@ from wharf.integrations.kubernetes.orchestrator_dynamic import (
     main_script,
 )
 from wharf.integrations.kubernetes.orchestrator_follow import follow_job, unstartable_job
-from wharf.integrations.kubernetes.orchestrator_interrupts import CtrlCDeferred
+from wharf.integrations.kubernetes.orchestrator_interrupts import CtrlCDeferred, ctrl_c_ignored
 from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
     orchestrator_job_name,
@@ -73,8 +71,11 @@ from wharf.orchestrators.base import BaseOrchestrator
 from wharf.store.models import ComponentRecord, PipelineRunRecord, ScheduleRecord, SnapshotRecord
 
 FLAVOR = "kubernetes"
+logger = logging.getLogger(__name__)
+
 NAMESPACE_KEY = "kubernetes_namespace"
 JOB_KEY = "kubernetes_orchestrator_job"
+JOB_UID_KEY = "kubernetes_orchestrator_job_uid"  # once created: a missing Job was deleted
 CONTEXT_KEY = "kubernetes_context"
 """Run metadata keys: where the run's orchestrator Job is (the namespace and, when the run's
 settings name one, the kubeconfig context actually used, pipeline-level settings included)."""
@@ -173,7 +174,8 @@ class KubernetesOrchestrator(BaseOrchestrator):
         clients = kube_clients(context=settings.context, kubeconfig=settings.kubeconfig)
         try:
             reasons = self.settings.fail_on_container_waiting_reasons
-            where = unstartable_job(clients, settings.namespace, str(name), reasons)
+            uid = str(run_metadata.get(JOB_UID_KEY) or "") or None  # created: see JOB_UID_KEY
+            where = unstartable_job(clients, settings.namespace, str(name), reasons, uid)
         finally:
             clients.close()
         return None if where is None else did_not_start(where, run.name)
@@ -297,8 +299,9 @@ class KubernetesOrchestrator(BaseOrchestrator):
                 state.submitted = create_orchestrator_job(
                     clients, settings, job, args, image=image, environment=environment
                 )
+            _record_uid(job, state.submitted)
             if not settings.synchronous:
-                with _ctrl_c_ignored():  # it is said how to follow it: the run goes on
+                with ctrl_c_ignored():  # it is said how to follow it: the run goes on
                     state.handed_over = True
                     _print_follow_hints(out, job.run, state.submitted)
                     return job.services.store.runs.get(job.run.id)
@@ -308,7 +311,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
         except KeyboardInterrupt:
             if not state.creating or state.handed_over:
                 raise  # nothing in the cluster yet, or said already
-            with _ctrl_c_ignored():
+            with ctrl_c_ignored():
                 return _interrupted_submission(job, args, state.submitted, out)
         except JobMayExistError as exc:  # its create's answer was lost and the Job cannot be read
             out.write(f"\n{exc}\n")
@@ -339,7 +342,7 @@ class KubernetesOrchestrator(BaseOrchestrator):
             # The run goes on in the cluster whatever happens to this process's view of it. A
             # second Ctrl-C while this is said must not escape: the caller would take the
             # run for one that failed to start (a traceback, and the running run failed).
-            with _ctrl_c_ignored():
+            with ctrl_c_ignored():
                 why = "" if isinstance(exc, KeyboardInterrupt) else f" ({_lost_job(exc)})"
                 out.write(
                     f"\nStopped following run {job.run.name}{why}; it goes on in the cluster "
@@ -438,21 +441,6 @@ def is_local_path(path: str) -> bool:
     return not separator or scheme in ("file", "local")
 
 
-@contextmanager
-def _ctrl_c_ignored() -> Iterator[None]:
-    """SIGINT ignored (in the main thread; elsewhere nothing changes), then given back to the
-    handler it had."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        if previous is not None:  # None: a handler set outside Python, which stays ignored
-            signal.signal(signal.SIGINT, previous)
-
-
 @dataclass
 class _Submission:
     """How far ``submit_run`` got: the orchestrator Job's create was sent (``creating``), the
@@ -482,6 +470,18 @@ def _interrupted_submission(
         _print_follow_hints(out, job.run, submitted)
     out.flush()
     return job.services.store.runs.get(job.run.id)
+
+
+def _record_uid(job: RunJob, submitted: SubmittedJob) -> None:
+    """Record the Job's uid (:data:`JOB_UID_KEY`); a failure is logged (the run is its pod's)."""
+    if not submitted.uid:
+        return
+    try:
+        job.services.store.run_metadata.add(
+            MetadataResourceType.PIPELINE_RUN, job.run.id, {JOB_UID_KEY: submitted.uid}
+        )
+    except WharfError as exc:
+        logger.warning("Could not record the uid of orchestrator Job %s: %s", submitted.name, exc)
 
 
 def _lost_job(exc: ApiException | HTTPError) -> str:

@@ -87,16 +87,26 @@ def never_starts(
 
 
 def unstartable_job(
-    clients: KubeClients, namespace: str, name: str, reasons: Collection[str]
+    clients: KubeClients,
+    namespace: str,
+    name: str,
+    reasons: Collection[str],
+    uid: str | None = None,
 ) -> str | None:
     """:func:`never_starts` for the orchestrator Job ``name`` as the API has it now, as a
     sentence naming the Job ("The orchestrator Job NAMESPACE/NAME cannot start its pod ...");
-    None while it may still start the run, or when the Job does not exist (not created yet).
+    None while it may still start the run. A Job that does not exist was deleted if its
+    create answered (``uid``: the uid the run recorded then), else may not be created yet.
     A cluster that cannot be read is one :class:`WharfError` line."""
     with cluster_call(f"read the orchestrator Job {namespace}/{name}"):
         job = read_job(clients, namespace, name)
         if job is None:
-            return None
+            if not uid:
+                return None
+            return (
+                f"The orchestrator Job {namespace}/{name} was deleted before its pod took the "
+                "run over"
+            )
         pods = job_pods(clients, namespace, name)
     detail = never_starts(job, pods, reasons)
     return None if detail is None else f"The orchestrator Job {namespace}/{name} {detail}"

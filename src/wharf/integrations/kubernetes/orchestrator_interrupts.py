@@ -2,7 +2,8 @@
 
 Owns :class:`CtrlCDeferred`: during the few API calls that create the run's Secret and Job
 (``orchestrator_submit``), a first Ctrl-C waits for the cluster's answer instead of cutting the
-call, so that the submitter knows whether the Job exists; a second one stops waiting.
+call, so that the submitter knows whether the Job exists; a second one stops waiting. And
+:func:`ctrl_c_ignored`, while the submitter says how the run goes on.
 
 Invariants: only Python's default SIGINT handler, in the main thread, is ever replaced (a
 handler of the caller's own, or another thread, sees no change), and it is given back on exit.
@@ -14,6 +15,7 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -51,6 +53,21 @@ class CtrlCDeferred:
             raise KeyboardInterrupt
         self.pressed = True
         _say(f"Ctrl-C: waiting for {self._waiting_for} (Ctrl-C again to stop waiting).")
+
+
+@contextlib.contextmanager
+def ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored (in the main thread; elsewhere nothing changes), then given back to the
+    handler it had."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which stays ignored
+            signal.signal(signal.SIGINT, previous)
 
 
 def _say(line: str) -> None:
