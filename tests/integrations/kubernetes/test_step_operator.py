@@ -110,6 +110,9 @@ def test_the_kubernetes_orchestrator_runs_an_operator_step_through_the_operator(
     for own in ("prepare", "report"):  # the orchestrator's own step Jobs, owned by its Job
         assert STEP_OPERATOR_KEY not in jobs[own]["metadata"]["labels"]
         assert jobs[own]["metadata"]["ownerReferences"]
+    for name in ("prepare", "train"):  # the pod's progress lines, as the submitter streams them
+        started = f"Step '{name}' started as Kubernetes Job {jobs[name]['metadata']['name']} "
+        assert started + "(namespace default)." in submitted.output, submitted.output
     assert wait_until(lambda: not remaining_secrets(bed.emulator), CLEANUP)
 
 
