@@ -31,6 +31,7 @@ from wharf.store.models import (
     PipelineRunRecord,
     RunCreate,
     RunFilter,
+    RunUpdate,
     SnapshotCreate,
 )
 from wharf.store.rest.errors import PermissionDeniedError
@@ -301,3 +302,31 @@ def test_run_token_scope_is_none_for_anything_but_a_run_token(credential: str) -
 def test_run_token_scope_is_none_for_a_login(world: World) -> None:
     assert run_token_scope(str(world.credentials["member"])) is None  # an access token
     assert run_token_scope(str(world.credentials["admin"])) is None  # an API key
+
+
+def test_a_start_with_an_unstorable_orchestrator_writes_nothing(db_world: World) -> None:
+    things = Things(db_world)
+    mine = placeholder(db_world, things)
+    runner = db_world.client(token_of(db_world, mine))
+    process = {**PROCESS.model_dump(mode="json"), "host": "pod\x00-1"}
+    answer = runner.post("/api/v1/runs/get_or_create", json=start_body(mine, orchestrator=process))
+    assert answer.status_code == 422, answer.text
+    run = db_world.stores.store.runs.get(mine.id)
+    assert run.status is ExecutionStatus.INITIALIZING and run.orchestrator_run_id is None
+
+
+def test_a_repeated_start_records_the_orchestrator_a_first_one_did_not(
+    world: World, things: Things
+) -> None:
+    """What a start cut short between its two writes left (the run started, its orchestrator
+    not recorded) is completed by the client's retry of the same start."""
+    mine = placeholder(world, things)
+    started = RunUpdate(status=ExecutionStatus.RUNNING, orchestrator_run_id="kubernetes-uid-3")
+    world.stores.store.runs.update(mine.id, started)
+    runner = world.client(token_of(world, mine))
+    body = start_body(mine, orchestrator=PROCESS.model_dump(mode="json"))
+    again = runner.post("/api/v1/runs/get_or_create", json=body)
+    assert again.status_code == 200 and again.json()["created"] is False, again.text
+    run = world.stores.store.runs.get(mine.id)
+    assert run.orchestrator_host == "pod-1" and run.heartbeat_deadline is not None
+    assert again.json()["run"]["orchestrator_host"] == "pod-1"

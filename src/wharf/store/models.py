@@ -6,6 +6,7 @@ store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -125,6 +126,15 @@ class OrchestratorProcess(_Frozen):
     start: str | None = Field(default=None, max_length=255)
     """Its start token (``wharf.store.process_identity``); None where unknown."""
     liveness_timeout_seconds: float = Field(gt=0, le=366 * 86400)
+
+    @field_validator("host", "start")
+    @classmethod
+    def _no_control_characters(cls, value: str | None) -> str | None:
+        """A host name or start token holds no control characters (PostgreSQL cannot even store
+        a NUL): refused here, before a start or a beat writes anything."""
+        if value is not None and any(unicodedata.category(c) == "Cc" for c in value):
+            raise ValueError("must not contain control characters")
+        return value
 
 
 class RunHeartbeatResponse(_Frozen):

@@ -93,13 +93,13 @@ def _start_own_run(ctx: Ctx, start: RunCreate, scope: RunScope) -> tuple[Pipelin
         raise missing_project(start.project_id)()
     current = ctx.store.runs.get(scope.run_id)
     update = own_run.start_update(scope, current, start)
-    if update is None:
-        return current, False
-    run = ctx.store.runs.update(scope.run_id, update)
-    if start.orchestrator is not None:  # its first heartbeat, as a start records it
+    run = current if update is None else ctx.store.runs.update(scope.run_id, update)
+    if start.orchestrator is not None:
+        # Its first heartbeat, as a start records it; a repeated start records it too, so a
+        # start cut short between these two writes is completed by the client's retry.
         ctx.store.runs.update_heartbeat(scope.run_id, start.orchestrator)
         run = ctx.store.runs.get(scope.run_id)
-    return run, True
+    return run, update is not None
 
 
 def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
