@@ -4,26 +4,24 @@ Owns :func:`run_step_process`: given a step run id (whose record is running), it
 store the parent set in the environment (with a token scoped to the step's run when over
 REST), loads the step's spec, inputs and code (from the run's code archive when the snapshot
 records one: ``wharf.execution.code_fetch``), runs the user function in the main thread with a
-heartbeat beside it (an interrupt wakes that thread from a blocking system call with
-:data:`WAKE_SIGNAL`), and records how the attempt ended; a store outage as it starts (shorter
-than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the heartbeat
-beats until the final status is recorded; exit code 0 when the attempt completed, 1 otherwise (a
-process that dies without recording anything is recorded by its parent); once its parent is gone
-the process stores its own log and deletes its temporary file (``log_capture.OwnLog``).
+heartbeat beside it (an interrupt wakes that thread from a blocking system call:
+``interrupt.wake_main_thread``), and records how the attempt ended; a store outage as it starts
+(shorter than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the
+heartbeat beats until the final status is recorded; exit code 0 when the attempt completed, 1
+otherwise (a process that dies without recording anything is recorded by its parent); once its
+parent is gone the process stores its own log and deletes its temporary file
+(``log_capture.OwnLog``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from types import FrameType
 from uuid import UUID
 
 from wharf.artifacts.materializers.registry import default_registry
@@ -39,7 +37,7 @@ from wharf.execution.heartbeat import (
     startup_allowance_granted,
     stops_with_run,
 )
-from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted, wake_main_thread
 from wharf.execution.log_capture import STEP_LOG_ENV, OwnLog
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.parent_watch import ParentWatch
@@ -74,7 +72,8 @@ def run_step_process(step_run_id: UUID) -> int:
     with its message."""
     # Never outlive the orchestrator: once it is gone the step is interrupted (and the
     # process exits if it does not end in time), and stores its own log (no one else will).
-    region = InterruptibleRegion(wake=_main_thread_waker())
+    region = InterruptibleRegion()
+    wake_main_thread()  # an interrupt wakes the user code from a blocking call
     own_log = OwnLog(os.environ.get(STEP_LOG_ENV))
 
     def orchestrator_gone(pid: int) -> None:
@@ -87,35 +86,6 @@ def run_step_process(step_run_id: UUID) -> int:
     finally:
         watch.stop()
         own_log.store_if_orphaned()
-
-
-WAKE_SIGNAL = signal.SIGUSR1
-"""The signal that wakes the step's main thread from a blocking system call when its user code
-is interrupted (taken only if its handler is the default one)."""
-
-
-def _ignore_wake(signum: int, frame: FrameType | None) -> None:
-    """Runs in the main thread: the interrupt waiting there is raised as this returns."""
-
-
-def _main_thread_waker() -> Callable[[int], None] | None:
-    """What wakes the main thread (where the user code runs) when the step is interrupted: a
-    system call it blocks in (a read, a sleep, a wait) returns, and the interrupt is raised
-    there, rather than once the call ends on its own. None where the signal is not ours to
-    take (a handler is set already, or this is not the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(WAKE_SIGNAL) is not signal.SIG_DFL:
-        return None
-    signal.signal(WAKE_SIGNAL, _ignore_wake)
-    main = threading.main_thread().ident
-
-    def wake(thread_id: int) -> None:
-        # Only while the handler is still ours: the default action would end the process.
-        if thread_id == main and signal.getsignal(WAKE_SIGNAL) is _ignore_wake:
-            signal.pthread_kill(thread_id, WAKE_SIGNAL)
-
-    return wake
 
 
 def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -> int:

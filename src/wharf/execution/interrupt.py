@@ -2,17 +2,19 @@
 
 Owns :class:`InterruptibleRegion` (wraps exactly the user function call) and
 :class:`StepInterrupted` (a ``BaseException``, so a user's ``except Exception`` does not
-swallow it, while ``finally`` blocks and context managers still run). Invariant: an interrupt
-is delivered only inside the region, so Wharf's own bookkeeping (publishing outputs, final
-status) is never cut in half.
+swallow it, while ``finally`` blocks and context managers still run), and
+:func:`wake_main_thread` (an interrupt of the main thread also makes a system call it blocks
+in return, with :data:`WAKE_SIGNAL`). Invariant: an interrupt is delivered only inside the
+region, so Wharf's own bookkeeping (publishing outputs, final status) is never cut in half.
 """
 
 from __future__ import annotations
 
 import ctypes
+import signal
 import threading
 from collections.abc import Callable
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Protocol
 
 
@@ -32,6 +34,55 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
     )
 
 
+WAKE_SIGNAL = signal.SIGUSR1
+"""The signal that wakes the main thread from a blocking system call (a read, a sleep, a wait)
+when a step running there is interrupted: the interrupt is raised once the thread runs Python
+code again, which a blocked call would otherwise delay until it returns on its own."""
+
+
+def _ignore_wake(signum: int, frame: FrameType | None) -> None:
+    """Runs in the main thread: the interrupt sent to it is raised as this returns."""
+
+
+def wake_main_thread() -> Callable[[], None] | None:
+    """Let interrupts of a step in the main thread wake it with :data:`WAKE_SIGNAL` (a step's
+    own process, a run orchestrated in the main thread); call only from the main thread. The
+    signal is taken only if its handler is the default one. Returns what gives it back, or
+    None if it was not taken."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(WAKE_SIGNAL) is not signal.SIG_DFL:
+        return None
+    signal.signal(WAKE_SIGNAL, _ignore_wake)
+
+    def give_back() -> None:
+        if signal.getsignal(WAKE_SIGNAL) is _ignore_wake:
+            signal.signal(WAKE_SIGNAL, signal.SIG_DFL)
+
+    return give_back
+
+
+WAKE_REPEAT_SECONDS = 0.5
+"""How often a wake is repeated while the interrupted thread stays in its region: a signal that
+lands just before the thread enters a blocking call is handled only once that call returns."""
+
+
+def _wakes(thread_id: int) -> bool:
+    """Whether interrupts of ``thread_id`` wake it: the main thread, with the wake on (never
+    otherwise: the signal's default action would end the process)."""
+    return (
+        thread_id == threading.main_thread().ident and signal.getsignal(WAKE_SIGNAL) is _ignore_wake
+    )
+
+
+def _keep_waking(thread_id: int, left: threading.Event) -> None:
+    """Wake ``thread_id`` now and again until it leaves its region (``left``)."""
+    while _wakes(thread_id):
+        signal.pthread_kill(thread_id, WAKE_SIGNAL)
+        if left.wait(WAKE_REPEAT_SECONDS):
+            return
+
+
 class InterruptibleRegion:
     """Where a step's user code may be interrupted (:meth:`interrupt`).
 
@@ -42,15 +93,13 @@ class InterruptibleRegion:
     thread was slower to start than a failing sibling); one that comes after the region was
     left (and before a retry enters it again) does nothing."""
 
-    def __init__(self, wake: Callable[[int], None] | None = None) -> None:
-        """``wake``: called with the id of the thread an interrupt was sent to, to make a
-        system call it blocks in return (the interrupt is raised only once Python code runs
-        in the thread again; a step's own process wakes its main thread with a signal)."""
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._thread_id: int | None = None
         self._sent = False
         self._left = False
-        self._wake = wake
+        self._left_event = threading.Event()
+        """Set when the thread leaves the region (ends the repeated wakes of an interrupt)."""
         self.reason: str | None = None
 
     def __enter__(self) -> InterruptibleRegion:
@@ -59,6 +108,7 @@ class InterruptibleRegion:
                 raise StepInterrupted(self.reason)
             self._thread_id = threading.get_ident()
             self._left = False  # a retry enters the step's region again
+            self._left_event = threading.Event()
         return self
 
     def __exit__(
@@ -72,6 +122,7 @@ class InterruptibleRegion:
                 _set_async_exc(self._thread_id, None)
             self._thread_id = None
             self._left = True
+            self._left_event.set()
 
     @property
     def interrupted(self) -> bool:
@@ -86,6 +137,12 @@ class InterruptibleRegion:
             self.reason = reason
             if self._thread_id is not None:
                 _set_async_exc(self._thread_id, StepInterrupted)
-                if self._wake is not None:
-                    self._wake(self._thread_id)
+                if _wakes(self._thread_id):
+                    waker = threading.Thread(
+                        target=_keep_waking,
+                        args=(self._thread_id, self._left_event),
+                        name="wharf-wake",
+                        daemon=True,
+                    )
+                    waker.start()
             return True

@@ -19,6 +19,7 @@ from queue import SimpleQueue
 from types import FrameType, TracebackType
 from typing import Any
 
+from wharf.execution.interrupt import wake_main_thread
 from wharf.execution.run_stop import ForcedStop, RunStopper
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -88,6 +89,7 @@ class RunSignals:
         self._stopper = stopper
         self._run_name = run_name
         self._previous: dict[int, Any] = {}
+        self._give_back_wake: Callable[[], None] | None = None
         self.received: list[int] = []
         self.forced = False
         """A second signal came while the steps ran: the orchestrator must force the stop."""
@@ -106,6 +108,9 @@ class RunSignals:
             _HELPER.ensure_started()
             for signum in self._previous:
                 signal.signal(signum, self._handle)
+        # A step of this run in the main thread (a dynamic pipeline's) that blocks in a system
+        # call is woken by its interrupt, not only once the call returns.
+        self._give_back_wake = wake_main_thread()
         return self
 
     def restore(self) -> None:
@@ -113,6 +118,9 @@ class RunSignals:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+        if self._give_back_wake is not None:
+            self._give_back_wake()
+            self._give_back_wake = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.received.append(signum)
