@@ -91,6 +91,7 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
         "name": "s",
     }
     metadata = {"resource_type": "pipeline_run", "resource_id": str(things.run.id)}
+    version = things.version_create().model_dump(mode="json")
     refused = [  # invalid on every backend: 4xx
         ("/api/v1/projects", {"name": "x" * 256}),
         # a caller may name a step run (to repeat a create whose answer was lost), not with
@@ -102,6 +103,8 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
         ("/api/v1/schedules", {**schedule, "interval_seconds": 2**40}),
         # a lone surrogate is not text any backend can store, also inside a JSON document
         ("/api/v1/steps", {**step, "name": "g", "parameters": {"p": "a\udc00b"}}),
+        ("/api/v1/steps", {**step, "name": "h", "status_reason": "a\udc00b"}),
+        ("/api/v1/artifact_versions", {**version, "uri": "/a/\ud800"}),
         ("/api/v1/run_metadata", {**metadata, "values": {"k": ["\ud800"]}}),
         (
             "/api/v1/snapshots",

@@ -6,7 +6,7 @@ Invariants:
 - On SQLite, write transactions take the write lock before reading (``BEGIN IMMEDIATE``);
   read-only transactions use a deferred ``BEGIN`` and never wait for writers.
 - :class:`Database` is the only place where SQLAlchemy exceptions are caught and converted
-  (see :mod:`wharf.sql.errors`).
+  (see :mod:`wharf.sql.errors`), and a text the driver cannot encode (a lone surrogate) too.
 """
 
 from __future__ import annotations
@@ -336,6 +336,8 @@ class Database:
                 return fn(conn)
         except sa_exc.SQLAlchemyError as exc:
             raise errors.convert(exc, self.masked_url) from exc
+        except UnicodeEncodeError as exc:  # the driver's, raised unwrapped by SQLAlchemy too
+            raise errors.unencodable(exc) from exc
 
     def dispose(self) -> None:
         self.engine.dispose()

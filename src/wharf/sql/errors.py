@@ -156,6 +156,17 @@ def unavailable(error: BaseException, masked_url: str) -> DatabaseUnavailableErr
     )
 
 
+def unencodable(error: UnicodeEncodeError) -> InputError:
+    """A value the driver could not encode for the database: a string with a lone surrogate
+    (JSON's ``"\\udc00"`` decodes to one), which no backend stores. The transaction rolled
+    back; nothing was written."""
+    bad = error.object[error.start : error.end]
+    code = f"U+{ord(bad[0]):04X}" if bad else "a character"
+    return InputError(
+        f"A value cannot be stored: a string holds a lone surrogate ({code}), not text."
+    )
+
+
 def convert(error: sa_exc.SQLAlchemyError, masked_url: str) -> WharfError:
     """The Wharf error for ``error``, raised by a statement against the store at ``masked_url``."""
     if isinstance(error, sa_exc.IntegrityError):
