@@ -88,6 +88,16 @@ class Pipeline(Generic[P]):
             self.name = definition_name(name or func.__name__, "pipeline", folder=True)
         except InputError as exc:
             raise PipelineDefinitionError(str(exc)) from None
+        for option, value in (("dynamic", dynamic), ("raise_on_failure", raise_on_failure)):
+            if not isinstance(value, bool):
+                raise PipelineDefinitionError(
+                    f"{option} of pipeline '{self.name}' must be True or False, not {value!r}."
+                )
+        if enable_cache is not None and not isinstance(enable_cache, bool):
+            raise PipelineDefinitionError(
+                f"enable_cache of pipeline '{self.name}' must be True, False or None, "
+                f"not {enable_cache!r}."
+            )
         self.dynamic = dynamic
         self.raise_on_failure = raise_on_failure
         """A call whose run ends failed raises ``RunFailedError`` (False: returns the run)."""
