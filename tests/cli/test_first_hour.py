@@ -16,15 +16,6 @@ from tests.cli.test_cli import assert_one_line_error, wharf
 PYDANTIC_WORDING = ("should be", "should have", "after validation", "validation error", "[type=")
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("WHARF_HOME", str(home))
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_RM_URL", "WHARF_RM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    return home
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

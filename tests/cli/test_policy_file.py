@@ -7,18 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.cli.test_cli import wharf
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("WHARF_HOME", str(home))
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_RM_URL", "WHARF_RM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    return home
 
 
 def example(help_text: str, first_line: str) -> str:

@@ -7,19 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.cli.test_cli import wharf
 from tests.cli.test_first_hour import write
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("WHARF_HOME", str(home))
-    for name in ("WHARF_STORE_URL", "WHARF_SERVER_URL", "WHARF_RM_URL", "WHARF_RM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    return home
 
 
 def test_the_pool_file_example_in_the_help_creates_that_pool(home: Path, tmp_path: Path) -> None:
