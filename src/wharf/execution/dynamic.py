@@ -201,14 +201,10 @@ class DynamicRunner:
         spec, inputs = self._prepare(step, args, kwargs)
         return self._execute(spec, inputs)
 
-    def submit(
-        self,
-        step: StepLike,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        reserved_id: str | None = None,
-    ) -> StepFuture:
-        spec, inputs = self._prepare(step, args, kwargs, reserved_id)
+    def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
+        return self._start(*self._prepare(step, args, kwargs))
+
+    def _start(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepFuture:
         future = self._pool.submit(self._execute, spec, inputs)
         with self._lock:
             self._futures.append(future)
@@ -241,11 +237,9 @@ class DynamicRunner:
         after = kwargs.get("after")
         ids = self._fresh_map_ids(step_name, count)
         futures = []
-        for i in range(count):
-            call_kwargs = {**fixed, **{k: v[i] for k, v in mapped.items()}}
-            if after is not None:
-                call_kwargs["after"] = after
-            futures.append(self.submit(step, (), call_kwargs, reserved_id=ids[i]))
+        for i in range(count):  # bound already: an input named id or after is no call option
+            arguments = {**fixed, **{k: v[i] for k, v in mapped.items()}}
+            futures.append(self._start(*self._prepare_bound(step, ids[i], arguments, after)))
         return MapResultsFuture(futures)
 
     # ------------------------------------------------------------------ internals
@@ -285,23 +279,25 @@ class DynamicRunner:
             self._taken.add(invocation_id)
 
     def _prepare(
-        self,
-        step: StepLike,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        reserved_id: str | None = None,
+        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
-        """``reserved_id``: an id given out already (a map's steps); else ``id=`` or a fresh one."""
+        """A step call's spec: its ``id=`` (or a fresh id) and ``after=`` are the call's own,
+        the other arguments the step's."""
         kwargs = dict(kwargs)
         invocation_id = kwargs.pop("id", None)
-        if reserved_id is not None:
-            invocation_id = reserved_id
-        elif invocation_id is None:
+        if invocation_id is None:
             invocation_id = self._fresh_id(_name_of(step))
         else:
             self._take_id(invocation_id, step)
         after = kwargs.pop("after", None)
         bound = step.interface.bind(invocation_id, args, kwargs)
+        return self._prepare_bound(step, invocation_id, bound, after)
+
+    def _prepare_bound(
+        self, step: StepLike, invocation_id: str, bound: dict[str, Any], after: Any
+    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
+        """The spec of a step call whose id is given out and whose arguments are bound to the
+        step's inputs (each one of them)."""
         inputs: dict[str, InputSpec] = {}
         versions: dict[str, ArtifactVersionRecord] = {}
         parameters: dict[str, Any] = {}

@@ -1,0 +1,56 @@
+"""The dynamic runner (``wharf.execution.dynamic``): how a map hands its values to its steps, and
+how a run whose pipeline function raised says why it failed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wharf import pipeline, step
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.execution.dynamic_futures import unmapped
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, StepRunFilter
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
+    ws = Workspace.open(load_config({}, home=tmp_path / "home"))
+    yield ws
+    ws.close()
+
+
+def steps_of(workspace: Workspace, run_id: Any) -> dict[str, Any]:
+    page = workspace.store.steps.list(StepRunFilter(run_id=run_id), PageRequest(size=100))
+    return {s.name: s for s in page.items}
+
+
+@step(enable_cache=False)
+def fetch(id: int, after: str = "") -> str:
+    return f"{id}{after}"
+
+
+def test_a_map_binds_its_values_to_parameters_named_like_call_options(
+    workspace: Workspace,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def p() -> None:
+        first = fetch(0)
+        seen["ids"] = fetch.map([1, 2]).load()
+        seen["both"] = fetch.map([3, 4], ["a", "b"]).load()
+        seen["after"] = fetch.map([5], unmapped("z"), after=first).load()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert seen == {"ids": ["1", "2"], "both": ["3a", "4b"], "after": ["5z"]}
+    found = steps_of(workspace, run.id)
+    assert found["fetch_0"].spec.parameters == {"id": 1, "after": ""}
+    assert found["fetch_2_1"].spec.parameters == {"id": 4, "after": "b"}
+    assert found["fetch_3_0"].spec.parameters == {"id": 5, "after": "z"}
+    assert found["fetch_3_0"].spec.upstream == ("fetch",)
