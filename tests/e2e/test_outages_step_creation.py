@@ -62,7 +62,7 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
     tmp_path: Path,
 ) -> None:
     """The pipeline function calls its step once the cut began; without retries the run fails
-    with "The pipeline function raised The workspace server's database is unavailable"."""
+    with "The pipeline function raised: The workspace server's database is unavailable"."""
     team, proxy = proxied_team
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))  # patience 26 s
     caplog.set_level(logging.INFO, logger="wharf.execution")

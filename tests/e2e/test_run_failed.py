@@ -151,13 +151,13 @@ def test_a_dynamic_body_that_raises_fails_the_run_and_the_call_raises_it(
     assert isinstance(cause, ValueError) and "empty" in str(cause)
     run = failed.value.run
     assert run.status is ExecutionStatus.FAILED
-    assert run.status_reason == f"The pipeline function raised ValueError: {cause}"
+    assert run.status_reason == f"The pipeline function raised: ValueError: {cause}"
     assert step_names(workspace, run.id) == ["add"]
     # The traceback is shown once: with the raised error, not also in the log.
     [logged] = body_logs(caplog)
     assert logged.exc_info is None
     assert logged.getMessage() == (
-        f"The body of dynamic pipeline 'p' raised ValueError: {cause} "
+        f"The body of dynamic pipeline 'p' raised: ValueError: {cause} "
         "(its traceback follows with the RunFailedError)"
     )
 

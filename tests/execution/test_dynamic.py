@@ -54,3 +54,31 @@ def test_a_map_binds_its_values_to_parameters_named_like_call_options(
     assert found["fetch_2_1"].spec.parameters == {"id": 4, "after": "b"}
     assert found["fetch_3_0"].spec.parameters == {"id": 5, "after": "z"}
     assert found["fetch_3_0"].spec.upstream == ("fetch",)
+
+
+@step(enable_cache=False)
+def pair(a: int, b: int) -> int:
+    return a + b
+
+
+@pytest.mark.parametrize(
+    ("call", "reason"),
+    [
+        (
+            lambda: pair(1),
+            "The pipeline function raised: Step 'pair' is missing a value for argument 'b'.",
+        ),
+        (lambda: int("x"), "The pipeline function raised: ValueError: invalid literal"),
+    ],
+    ids=["wharf-error", "other-error"],
+)
+def test_a_run_whose_function_raised_says_so_before_a_colon(
+    workspace: Workspace, call: Any, reason: str
+) -> None:
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def p() -> None:
+        call()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason is not None and run.status_reason.startswith(reason)

@@ -162,10 +162,10 @@ class DynamicRunner:
         except Exception as exc:
             if refused(exc):  # the store refuses the run's credential: the run loop stops it
                 raise
-            self.outcome.error = f"The pipeline function raised {describe_exception(exc)}"
+            self.outcome.error = f"The pipeline function raised: {describe_exception(exc)}"
             caller_shows = getattr(self._function, CALLER_RAISES_BODY_ERROR, False)
             logger.error(
-                "The body of dynamic pipeline '%s' raised %s%s",
+                "The body of dynamic pipeline '%s' raised: %s%s",
                 self._spec.name,
                 describe_exception(exc),
                 " (its traceback follows with the RunFailedError)" if caller_shows else "",
