@@ -8,6 +8,7 @@ format (field names, defaults) is the same on every API that pages.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +30,9 @@ class PageRequest(BaseModel):
 
 
 class Page(BaseModel, Generic[T]):
+    """One page of a listing; iterating it (``for run in page``) and ``len`` go over its items,
+    not over its fields as a model's iteration would."""
+
     model_config = ConfigDict(frozen=True)
 
     items: list[T]
@@ -39,3 +43,9 @@ class Page(BaseModel, Generic[T]):
     @property
     def total_pages(self) -> int:
         return max(1, -(-self.total // self.size))
+
+    def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
