@@ -46,3 +46,23 @@ def test_a_pool_offering_cpu_by_a_custom_name_is_refused(workspace: Workspace) -
     names = [d.name for d in client.resource_manager.descriptors.list()]
     assert "cpu" not in names
     assert client.ensure_resource_pool("x", {"CPU": 2}).name == "x"
+
+
+def test_the_runs_listed_are_what_a_loop_over_the_page_gets(workspace: Workspace) -> None:
+    run = outputs_missing.run_in(workspace)
+    client = Client(workspace.config, workspace.store)
+    assert [r.id for r in client.list_pipeline_runs()] == [run.id]
+
+
+def test_an_artifact_given_as_neither_a_version_nor_its_id_is_refused(
+    workspace: Workspace,
+) -> None:
+    client = Client(workspace.config, workspace.store)
+    with pytest.raises(TypeError) as refused:
+        client.load_artifact(("output", "1234"))  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "load_artifact takes an artifact version (ArtifactVersionRecord) or its id "
+        "(a UUID, or a str: the id or an id prefix), not a tuple."
+    )
+    with pytest.raises(TypeError, match=r"get_artifact_version takes an artifact version's id"):
+        client.get_artifact_version(7)  # type: ignore[arg-type]

@@ -428,6 +428,11 @@ class Client:
         )
 
     def get_artifact_version(self, version_id: str | UUID) -> ArtifactVersionRecord:
+        if not isinstance(version_id, str | UUID):
+            raise TypeError(
+                "get_artifact_version takes an artifact version's id (a UUID, or a str: the id "
+                f"or an id prefix), not a {type(version_id).__name__}."
+            )
         uid = version_id if isinstance(version_id, UUID) else parse_uuid(version_id)
         if uid is not None:
             return self.store.artifacts.get_version(uid)
@@ -446,6 +451,11 @@ class Client:
         """The Python value of an artifact version."""
         from wharf.artifacts import load_artifact
 
+        if not isinstance(version, ArtifactVersionRecord | str | UUID):
+            raise TypeError(
+                "load_artifact takes an artifact version (ArtifactVersionRecord) or its id "
+                f"(a UUID, or a str: the id or an id prefix), not a {type(version).__name__}."
+            )
         if not isinstance(version, ArtifactVersionRecord):
             version = self.get_artifact_version(version)
         if version.artifact_store_id is not None:  # the store that wrote it, wherever it is
