@@ -61,10 +61,14 @@ def test_illegal_run_transitions(current, new):
         check_run_transition(current, new)
 
 
-def test_step_retrying_is_final_and_reached_from_running():
+def test_step_retrying_is_reached_from_running_and_ends_only_when_its_retry_never_starts():
     check_step_transition(S.RUNNING, S.RETRYING)
-    with pytest.raises(IllegalTransitionError):
-        check_step_transition(S.RETRYING, S.RUNNING)
+    # Its run stopped or was lost before the retry started: the attempt ends failed or stopped.
+    check_step_transition(S.RETRYING, S.FAILED)
+    check_step_transition(S.RETRYING, S.STOPPED)
+    for new in (S.RUNNING, S.COMPLETED, S.QUEUED, S.STOPPING, S.CANCELLED):
+        with pytest.raises(IllegalTransitionError):
+            check_step_transition(S.RETRYING, new)
 
 
 def test_initial_statuses():

@@ -122,8 +122,12 @@ def test_a_retry_does_not_start_once_the_run_is_stopping(workspace: Workspace) -
     assert run.status is ExecutionStatus.STOPPED
     attempts = workspace.store.steps.list(StepRunFilter(run_id=run.id), ASC).items
     assert [(s.name, s.attempt, s.status) for s in attempts] == [
-        ("flaky", 1, ExecutionStatus.RETRYING)
+        ("flaky", 1, ExecutionStatus.STOPPED)  # not left retrying: the retry never started
     ]
+    assert attempts[0].status_reason == (
+        "Stopped on request: its retry never started (attempt 1 failed: "
+        "ValueError: attempt 1 failed)."
+    )
 
 
 def test_retries_exhausted(workspace: Workspace) -> None:

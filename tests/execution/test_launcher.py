@@ -1,6 +1,7 @@
 """The step launcher's wait before a retry ends at once when the run is stopped: Ctrl-C in the
 terminal of a pipeline whose failed step waits a long delay to retry stops the run right away,
-in a real process, instead of after the delay."""
+in a real process, instead of after the delay, and the retry that never started ends the step's
+last attempt stopped (never left retrying in a finished run)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_for
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.client import Client
@@ -38,17 +40,17 @@ if __name__ == "__main__":
 
 
 def _retrying_step(process: subprocess.Popen[str]) -> StepRunRecord:
-    deadline = time.monotonic() + BOUND
     with Client(load_config()) as client:
-        while time.monotonic() < deadline:
+
+        def retrying() -> StepRunRecord | None:
             assert process.poll() is None, "the pipeline ended early"
             runs = client.list_pipeline_runs().items
-            if runs:
-                steps = client.list_run_steps(runs[0].id).items
-                if steps and steps[0].status is ExecutionStatus.RETRYING:
-                    return steps[0]
-            time.sleep(0.05)
-    raise TimeoutError("the step never failed its first attempt")
+            steps = client.list_run_steps(runs[0].id).items if runs else []
+            if steps and steps[0].status is ExecutionStatus.RETRYING:
+                return steps[0]
+            return None
+
+        return wait_for(retrying, "the step to fail its first attempt", BOUND)
 
 
 def test_ctrl_c_ends_the_wait_before_a_retry(
@@ -81,4 +83,7 @@ def test_ctrl_c_ends_the_wait_before_a_retry(
         run = client.get_pipeline_run(first.run_id)
         steps = client.list_run_steps(run.id).items
     assert run.status is ExecutionStatus.STOPPED, run.status_reason
-    assert [(s.attempt, s.status) for s in steps] == [(1, ExecutionStatus.RETRYING)]
+    assert [(s.attempt, s.status) for s in steps] == [(1, ExecutionStatus.STOPPED)]
+    reason = steps[0].status_reason or ""
+    assert "retry never started" in reason and "always" in reason, reason
+    assert steps[0].end_time == first.end_time  # the attempt ended when it failed

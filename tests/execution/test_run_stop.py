@@ -93,3 +93,30 @@ def test_a_refused_credential_stops_the_run_here_without_writing(world: World) -
     stopper.add_region(later)
     assert later.reason == STOP_REASON
     assert world.store.runs.get(run.id) == before
+
+
+def test_a_forced_stop_ends_a_pending_retry_and_leaves_retried_attempts(world: World) -> None:
+    """A step waiting to retry when the stop is forced: its last attempt (retrying) ends
+    stopped; an earlier attempt that was retried stays retrying (final)."""
+    run = world.run(status=S.RUNNING)
+    steps = world.store.steps
+    retried = world.step(run.id, name="flaky", attempt=1)
+    retried = steps.update(retried.id, StepRunUpdate(status=S.RETRYING, status_reason="1"))
+    pending = world.step(run.id, name="flaky", attempt=2)
+    steps.update(pending.id, StepRunUpdate(status=S.RETRYING, status_reason="2"))
+    outcome = RunStopper(world.store, run.id).force()
+    assert [(step.id, step.status) for step in outcome.steps] == [(pending.id, S.STOPPED)]
+    assert steps.get(retried.id) == retried
+
+
+def test_steps_in_flight_end_with_the_status_and_reason_given(world: World) -> None:
+    """After an internal error the run loop ends them failed with the run's reason."""
+    run = world.run(status=S.RUNNING)
+    running = world.step(run.id, name="running", status=S.RUNNING)
+    waiting = world.step(run.id, name="waiting", status=S.RUNNING)
+    world.store.steps.update(waiting.id, StepRunUpdate(status=S.RETRYING))
+    ended = RunStopper(world.store, run.id).end_unfinished_steps(S.FAILED, "The loop failed.")
+    assert {(s.id, s.status, s.status_reason) for s in ended} == {
+        (running.id, S.FAILED, "The loop failed."),
+        (waiting.id, S.FAILED, "The loop failed."),
+    }

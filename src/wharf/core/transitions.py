@@ -52,8 +52,10 @@ STEP_TRANSITIONS: Mapping[S, frozenset[S]] = {
     # A step that was asked to stop or cancel may still finish its work before it notices.
     S.STOPPING: frozenset({S.STOPPED, S.COMPLETED, S.FAILED}),
     S.CANCELLING: frozenset({S.CANCELLED, S.RETRYING, S.COMPLETED, S.FAILED, S.STOPPED}),
-    # A retrying step run is final: the next attempt is a new step run.
-    S.RETRYING: _FINAL,
+    # A retrying attempt has ended: the next attempt is a new step run. A retry that never
+    # starts (its run was stopped or lost during the delay) ends the attempt failed or stopped,
+    # so a finished run never leaves a step retrying.
+    S.RETRYING: frozenset({S.FAILED, S.STOPPED}),
     S.COMPLETED: _FINAL,
     S.FAILED: _FINAL,
     S.CACHED: _FINAL,

@@ -74,7 +74,8 @@ class StepLauncher:
 
     Every step-run creation can be refused with ``RunStoppingError`` when the run is stopping:
     for a step's first attempt it propagates (the step never started; the runner stops
-    starting steps), for a retry the step ends stopped with its last attempt. On a cache hit
+    starting steps), for a retry the step ends stopped with its last attempt (retrying ->
+    stopped). On a cache hit
     the decision (``decisions``) records the cached step run and answers the found step's
     output versions, so a hit needs no other request, even in a process that never saw the
     found step. Each moment (started, cached, waiting for resources, retrying, ended) is told
@@ -410,9 +411,17 @@ class StepLauncher:
         except RunStoppingError as exc:
             if previous is None:
                 raise
-            # A retry that may not start: the step ends with its last attempt.
+            # A retry that may not start: the step ends stopped with its last attempt, which
+            # leaves retrying (a finished run never leaves a step in a non-final status).
+            failed = f"attempt {previous.attempt} failed: {previous.status_reason or exc}"
+            reason = f"Stopped on request: its retry never started ({failed})."
+            change = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=reason)
+            try:
+                previous = step_writes.update(self._services, previous.id, change)
+            except IllegalTransitionError:  # ended meanwhile (a forced stop, a sweep)
+                previous = self._services.store.steps.get(previous.id)
             return StepOutcome(
-                spec.name, ExecutionStatus.STOPPED, step_run=previous, reason=str(exc)
+                spec.name, previous.status, step_run=previous, reason=previous.status_reason
             )
         self._requests.created(created)
         return created

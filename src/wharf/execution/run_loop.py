@@ -18,6 +18,7 @@ server's sweep.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -58,6 +59,8 @@ from wharf.store.models import (
     SnapshotRecord,
     StepRunRecord,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class StepOperatorLike(Protocol):
@@ -172,8 +175,10 @@ def _orchestrate(
         if refusal is not None:  # no write can succeed: neither settling nor ending the run
             stopper.refuse(refusal)
             raise run_refused(run.name, refusal) from None
+        failure = f"The orchestrator failed: {exc!r}"
+        _end_steps_in_flight(services, run, stopper, failure)
         settle(services, requests, ExecutionStatus.FAILED)
-        ended = _finish(services, run, ExecutionStatus.FAILED, f"The orchestrator failed: {exc!r}")
+        ended = _finish(services, run, ExecutionStatus.FAILED, failure)
         services.progress.run_finished(ended)  # the summary line
         raise
     finally:
@@ -191,6 +196,24 @@ def _orchestrate(
     services.progress.run_finished(ended)  # the summary line
     signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
     return ended
+
+
+def _end_steps_in_flight(
+    services: RunServices, run: PipelineRunRecord, stopper: RunStopper, reason: str
+) -> None:
+    """After an internal error of the loop: end the isolated attempts in flight through
+    their backends, and record every step still in flight (or waiting to retry) failed with
+    the run's ``reason``, told to the progress as no waiter will. Best effort: the run still
+    ends failed if this fails (logged)."""
+    try:
+        stopper.end_attempts()
+        steps = stopper.end_unfinished_steps(ExecutionStatus.FAILED, reason)
+        for step in steps:
+            services.progress.step_ended(
+                run.id, step.name, step.status, step.status_reason, step.start_time, step.end_time
+            )
+    except Exception as exc:
+        logger.warning("Could not end the steps in flight of run %s: %s", run.name, exc)
 
 
 def _finish(

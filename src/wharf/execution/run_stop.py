@@ -211,13 +211,14 @@ class RunStopper:
             except Exception as exc:
                 logger.warning("Could not end step attempt %s: %s", handle, exc)
 
-    def end_unfinished_steps(self) -> list[StepRunRecord]:
-        """Record every unfinished step run of the run as stopped; those it ended."""
-        steps = self._store.steps.list(
-            StepRunFilter(run_id=self._run_id, statuses=UNFINISHED), PageRequest(size=1000)
-        ).items
+    def end_unfinished_steps(
+        self, status: ExecutionStatus = ExecutionStatus.STOPPED, reason: str = FORCED_REASON
+    ) -> list[StepRunRecord]:
+        """Record every unfinished step run of the run, and every retry that will not start
+        (a step's latest attempt, retrying), as ``status`` with ``reason``; those it ended."""
+        steps = unfinished_steps(self._store, self._run_id)
         ended = []
-        update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=FORCED_REASON)
+        update = StepRunUpdate(status=status, status_reason=reason)
         for step in steps:
             try:
                 stopped = self._store.steps.update(step.id, update)
@@ -227,6 +228,29 @@ class RunStopper:
             if self._release is not None:
                 self._release(stopped)
         return ended
+
+
+def unfinished_steps(store: Store, run_id: UUID) -> list[StepRunRecord]:
+    """The run's step runs in flight, and those retrying whose next attempt was not created
+    (an earlier retrying attempt is final: the step went on with its next one)."""
+    wanted = (*UNFINISHED, ExecutionStatus.RETRYING)
+    steps = store.steps.list(
+        StepRunFilter(run_id=run_id, statuses=wanted), PageRequest(size=1000)
+    ).items
+    retrying = [s for s in steps if s.status is ExecutionStatus.RETRYING]
+    if not retrying:
+        return list(steps)
+    names = tuple(sorted({s.name for s in retrying}))
+    latest: dict[str, int] = {}
+    for step in store.steps.list(
+        StepRunFilter(run_id=run_id, names=names), PageRequest(size=1000)
+    ).items:
+        latest[step.name] = max(latest.get(step.name, 0), step.attempt)
+    return [
+        s
+        for s in steps
+        if s.status is not ExecutionStatus.RETRYING or s.attempt >= latest.get(s.name, 0)
+    ]
 
 
 def stop_recorded_steps(

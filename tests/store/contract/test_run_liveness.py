@@ -200,3 +200,25 @@ def test_the_sweep_spares_runs_the_caller_saw_alive(world: World, clock: FakeClo
     assert runs.get(late.id).status is S.RUNNING
     # Orphaned and spared at once: spared wins (the caller's latest word is that it lives).
     assert runs.fail_lost_orchestrators(clock.now, [late.id], [late.id]) == []
+
+
+def test_the_sweep_ends_a_pending_retry_failed_and_leaves_retried_attempts(
+    world: World, clock: FakeClock
+) -> None:
+    """A step waiting to retry when its run was lost: its last attempt (retrying) ends failed,
+    naming its own failure; an earlier attempt that was retried stays retrying (final)."""
+    runs, steps = world.store.runs, world.store.steps
+    lost = world.run(status=S.RUNNING, orchestrator=ELSEWHERE)
+    first = world.step(lost.id, name="flaky", attempt=1)
+    first = steps.update(first.id, StepRunUpdate(status=S.RETRYING, status_reason="boom 1"))
+    second = world.step(lost.id, name="flaky", attempt=2)
+    second = steps.update(second.id, StepRunUpdate(status=S.RETRYING, status_reason="boom 2"))
+    clock.advance(600)
+    [swept] = runs.fail_lost_orchestrators(clock.now)
+    assert [s.id for s in swept.steps] == [second.id]
+    assert steps.get(first.id) == first
+    ended = steps.get(second.id)
+    assert ended.status is S.FAILED and ended.end_time == second.end_time
+    assert ended.status_reason is not None
+    assert "orchestrator lost" in ended.status_reason
+    assert "retry never started" in ended.status_reason and "boom 2" in ended.status_reason

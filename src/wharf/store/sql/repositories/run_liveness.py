@@ -35,7 +35,10 @@ from wharf.store.sql.repositories.step_links import load_links, step_record
 _R, _S = t.pipeline_run, t.step_run
 LIVE_STATUSES = (ExecutionStatus.RUNNING.value, ExecutionStatus.STOPPING.value)
 """The statuses of a run whose orchestrating process can be lost."""
-_FINAL_STEPS = tuple(sorted(status.value for status in FINAL_STATUSES))
+_FINAL_STEPS = tuple(
+    sorted(status.value for status in FINAL_STATUSES if status is not ExecutionStatus.RETRYING)
+)
+"""The statuses of steps a lost run leaves as they are: a retrying step's retry never starts."""
 _LIVE = (_R.c.status.in_(LIVE_STATUSES), _R.c.heartbeat_deadline.is_not(None))
 
 _BEAT = _R.update().where(_R.c.id == bindparam("run_id"), _R.c.status.in_(LIVE_STATUSES))
@@ -50,6 +53,12 @@ def lost_reason(last_heartbeat: datetime | None) -> str:
 
 def step_lost_reason(last_heartbeat: datetime | None) -> str:
     return f"The step's run ended: its {lost_reason(last_heartbeat)}."
+
+
+def retry_lost_reason(last_heartbeat: datetime | None, failure: str | None) -> str:
+    """The ``status_reason`` of a retrying step whose run was lost before its retry started."""
+    why = f" (it failed: {failure})" if failure else ""
+    return f"{step_lost_reason(last_heartbeat)[:-1]}; its retry never started{why}."
 
 
 def _deadline(now: datetime, seconds: float) -> datetime:
@@ -121,7 +130,8 @@ def fail_lost(
 
     The candidates are locked and each ``UPDATE`` repeats the conditions (compare-and-set), so
     two sweepers end a run once. A run is ended failed with the reason ``orchestrator lost (last
-    seen <time>)`` and every unfinished step of it failed, in one transaction. Their end time is
+    seen <time>)`` and every unfinished step of it failed (a retrying one too: its retry never
+    starts), in one transaction. Their end time is
     their last sign of life, not the sweep's time (:func:`_last_seen`).
     """
     cutoff = as_utc(now)
@@ -162,9 +172,14 @@ def _end_steps(
 ) -> list[StepRunRecord]:
     unfinished = (_S.c.run_id == run_id, *(_S.c.status != s for s in _FINAL_STEPS))
     rows = conn.execute(select(_S).where(*unfinished).with_for_update()).all()
+    latest = _latest_attempts(conn, run_id)
     ended: list[dict[str, Any]] = []
     for row in sorted(rows, key=lambda r: (r.created, r.id)):
         current = row._asdict()
+        if current["status"] == ExecutionStatus.RETRYING.value and (
+            current["attempt"] < latest.get(current["name"], 0)
+        ):
+            continue  # retried: its next attempt is the step's
         values: dict[str, Any] = {
             "status": ExecutionStatus.FAILED.value,
             "status_reason": step_lost_reason(last_seen),
@@ -172,11 +187,20 @@ def _end_steps(
             "updated": at,
             "end_time": _last_seen(at, current, last_seen),
         }
+        if current["status"] == ExecutionStatus.RETRYING.value:  # its attempt ended already
+            values["status_reason"] = retry_lost_reason(last_seen, current["status_reason"])
+            values["end_time"] = current["end_time"] or values["end_time"]
         conn.execute(_S.update().where(_S.c.id == current["id"], *unfinished).values(values))
         current.update(values)
         ended.append(current)
     links = load_links(conn, [c["id"] for c in ended]) if ended else {}
     return [step_record(c, *links[c["id"]]) for c in ended]
+
+
+def _latest_attempts(conn: Connection, run_id: UUID) -> dict[str, int]:
+    """The latest attempt of each step of the run, by name."""
+    stmt = select(_S.c.name, func.max(_S.c.attempt)).where(_S.c.run_id == run_id)
+    return {name: int(attempt) for name, attempt in conn.execute(stmt.group_by(_S.c.name))}
 
 
 def _steps_last_seen(conn: Connection, run_id: UUID) -> tuple[datetime | None, ...]:

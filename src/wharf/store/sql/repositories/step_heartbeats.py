@@ -27,9 +27,12 @@ from wharf.store.sql.repositories.step_links import load_links, step_record
 
 _S = t.step_run
 
-FINAL_STATUSES = frozenset(status for status, after in STEP_TRANSITIONS.items() if not after)
-"""Statuses a step never leaves (finished, retrying): a heartbeat does not modify such a step,
-and reaching one clears the step's heartbeat deadline."""
+FINAL_STATUSES = frozenset(
+    {*(status for status, after in STEP_TRANSITIONS.items() if not after), ExecutionStatus.RETRYING}
+)
+"""Statuses whose attempt has ended (finished, retrying): a heartbeat does not modify such a
+step, and reaching one clears the step's heartbeat deadline. A retrying step run leaves its
+status only when its retry never starts (it ends failed or stopped)."""
 _FINAL = tuple(sorted(status.value for status in FINAL_STATUSES))
 BEATING_STATUSES = (
     ExecutionStatus.RUNNING,
