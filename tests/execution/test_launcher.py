@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -71,14 +70,12 @@ def test_ctrl_c_ends_the_wait_before_a_retry(
     try:
         first = _retrying_step(process)
         process.send_signal(signal.SIGINT)
-        started = time.monotonic()
-        _, err = process.communicate(timeout=BOUND)
+        _, err = process.communicate(timeout=BOUND)  # BOUND < DELAY: the delay was cut short
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
     assert process.returncode == -signal.SIGINT, err  # what a shell shows as 130
-    assert time.monotonic() - started < BOUND < DELAY
     with Client(load_config()) as client:
         run = client.get_pipeline_run(first.run_id)
         steps = client.list_run_steps(run.id).items

@@ -14,11 +14,10 @@ from __future__ import annotations
 import logging
 
 from wharf.core.enums import ExecutionStatus
-from wharf.core.errors import IllegalTransitionError
 from wharf.execution import step_writes
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
-from wharf.store.models import StepRunRecord, StepRunUpdate
+from wharf.store.models import StepRunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +35,8 @@ def end_after_error(
     step's outcome (the end recorded meanwhile, if it ended; failed if the store fails too)."""
     reason = internal_error_reason(exc)
     logger.error("Step '%s' could not be run: %s", name, reason, exc_info=exc)
-    change = StepRunUpdate(status=ExecutionStatus.FAILED, status_reason=reason)
     try:
-        try:
-            final = step_writes.update(services, record.id, change)
-        except IllegalTransitionError:  # it ended meanwhile
-            final = services.store.steps.get(record.id)
+        final = step_writes.end(services, record.id, ExecutionStatus.FAILED, reason)
         outputs = {}
         if final.status.is_successful:
             outputs = services.versions.outputs_of(services.store, final)

@@ -21,7 +21,6 @@ from uuid import UUID
 from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import (
-    IllegalTransitionError,
     RunStoppingError,
     StepExecutionError,
     WharfError,
@@ -44,7 +43,6 @@ from wharf.store.models import (
     ArtifactVersionRecord,
     StepRunCreate,
     StepRunRecord,
-    StepRunUpdate,
 )
 
 __all__ = ["ReplayDivergedError", "StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
@@ -75,11 +73,11 @@ class StepLauncher:
     Every step-run creation can be refused with ``RunStoppingError`` when the run is stopping:
     for a step's first attempt it propagates (the step never started; the runner stops
     starting steps), for a retry the step ends stopped with its last attempt (retrying ->
-    stopped). On a cache hit
-    the decision (``decisions``) records the cached step run and answers the found step's
-    output versions, so a hit needs no other request, even in a process that never saw the
-    found step. Each moment (started, cached, waiting for resources, retrying, ended) is told
-    to ``services.progress`` from what the launcher holds already: no store call of its own.
+    stopped). On a cache hit the decision (``decisions``) records the cached step run and
+    answers the found step's output versions, so a hit needs no other request, even in a
+    process that never saw the found step. Each moment (started, cached, waiting for
+    resources, retrying, ended) is told to ``services.progress`` from what the launcher holds
+    already: no store call of its own.
 
     A step that asks for resources is queued when ``services.resources`` (the step-resources
     port, :mod:`wharf.execution.resources`) is there: its request is made through that port
@@ -277,18 +275,13 @@ class StepLauncher:
         reason ``failed``), or stopped (``stopped``) if the run is stopping (what was recorded
         meanwhile stands)."""
         store = self._services.store
-        status = ExecutionStatus.FAILED
-        reason = f"{failed}."
+        status, reason = ExecutionStatus.FAILED, f"{failed}."
         if store.runs.get_status(self._run_id) in (
             ExecutionStatus.STOPPING,
             ExecutionStatus.STOPPED,
         ):
             status, reason = ExecutionStatus.STOPPED, f"{stopped}."
-        change = StepRunUpdate(status=status, status_reason=reason)
-        try:
-            final = step_writes.update(self._services, record.id, change)
-        except IllegalTransitionError:
-            final = store.steps.get(record.id)
+        final = step_writes.end(self._services, record.id, status, reason)
         outputs = {}
         if final.status.is_successful:
             outputs = self._services.versions.outputs_of(store, final)
@@ -331,13 +324,10 @@ class StepLauncher:
         """``outcome``, once told to the progress reporter (from ``started``, if known)."""
         record = outcome.step_run
         if outcome.status.is_finished:
-            self._services.progress.step_ended(
-                self._run_id,
-                outcome.name,
-                outcome.status,
-                outcome.reason,
-                started,
-                record.end_time if record is not None else None,
+            ended = record.end_time if record is not None else None
+            progress = self._services.progress
+            progress.step_ended(
+                self._run_id, outcome.name, outcome.status, outcome.reason, started, ended
             )
         return outcome
 
@@ -411,15 +401,10 @@ class StepLauncher:
         except RunStoppingError as exc:
             if previous is None:
                 raise
-            # A retry that may not start: the step ends stopped with its last attempt, which
-            # leaves retrying (a finished run never leaves a step in a non-final status).
+            # A retry that may not start: its last attempt leaves retrying, ended stopped.
             failed = f"attempt {previous.attempt} failed: {previous.status_reason or exc}"
             reason = f"Stopped on request: its retry never started ({failed})."
-            change = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=reason)
-            try:
-                previous = step_writes.update(self._services, previous.id, change)
-            except IllegalTransitionError:  # ended meanwhile (a forced stop, a sweep)
-                previous = self._services.store.steps.get(previous.id)
+            previous = step_writes.end(self._services, previous.id, ExecutionStatus.STOPPED, reason)
             return StepOutcome(
                 spec.name, previous.status, step_run=previous, reason=previous.status_reason
             )

@@ -65,6 +65,18 @@ def update(services: RunServices, step_id: UUID, change: StepRunUpdate) -> StepR
     return ended(services, services.store.steps.update(step_id, change))
 
 
+def end(
+    services: RunServices, step_id: UUID, status: ExecutionStatus, reason: str
+) -> StepRunRecord:
+    """End the step run with ``status`` and ``reason`` (:func:`update`); if it ended meanwhile
+    (a forced stop, a sweep), the end recorded first stands and is returned."""
+    change = StepRunUpdate(status=status, status_reason=reason)
+    try:
+        return update(services, step_id, change)
+    except IllegalTransitionError:
+        return services.store.steps.get(step_id)
+
+
 def finish(
     services: RunServices,
     step_id: UUID,
