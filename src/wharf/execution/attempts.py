@@ -1,11 +1,11 @@
-"""Running one attempt of a step, inline or isolated, and recording how it ended.
+"""Running one attempt of a step, inline or isolated.
 
-Owns :func:`finish_attempt`, :class:`InlineExecutor` and :class:`IsolatedExecutor`.
-Invariants: an attempt starts from a step run in status running and ends in exactly one of
-completed (outputs linked, in the same store call as its status), retrying, failed, stopped or
-cancelled; :func:`finish_attempt` is the single place that decides and records this, in the
-orchestrating process (inline) and in a step's own process (isolated,
-``wharf.execution.entrypoint``); nothing waits forever for an attempt to be reported ended.
+Owns :class:`InlineExecutor`, :class:`IsolatedExecutor` and a step's heartbeat
+(:func:`heartbeat_for`). Invariants: an attempt starts from a step run in status running; its
+end is recorded by :func:`~wharf.execution.attempt_ends.finish_attempt`, in the orchestrating
+process (inline) and in a step's own process (isolated, ``wharf.execution.entrypoint``), or
+here when its process ended without recording it; nothing waits forever for an attempt to be
+reported ended.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
+from wharf.execution.attempt_ends import attempts_left, describe_exception, finish_attempt
 from wharf.execution.backends import (
     NOT_STARTED,
     AttemptOutcome,
@@ -52,111 +53,12 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 FINISH_GRACE_MIN = 3.0
 """The least time (s) a step the store shows finished has to end before it is cancelled: its
 process is exiting (a pod is reported terminated a few seconds after its exit under load)."""
 CANCEL_PATIENCE = 300.0
 """How long (s) a cancelled attempt has to be reported ended by its backend before the engine
 counts it as ended (the Kubernetes backend ends one itself after its pods' grace + 30 s)."""
-
-
-def describe_exception(exc: BaseException) -> str:
-    if isinstance(exc, WharfError):
-        return str(exc)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def attempts_left(spec: StepSpec, attempt: int) -> bool:
-    retry = spec.config.retry
-    return retry is not None and attempt < 1 + retry.max_retries
-
-
-def finish_attempt(
-    services: RunServices,
-    spec: StepSpec,
-    record: StepRunRecord,
-    outputs: Mapping[str, ArtifactVersionCreate] | None,
-    error: BaseException | None,
-    stop_reason: str | None = None,
-) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-    """Record the end of an attempt: its saved ``outputs`` on success, else ``error``. Returns
-    the step run as recorded and, if it completed, its output versions.
-
-    The end is one of completed, retrying (it failed and the step has attempts left), failed,
-    stopped (it or its run was asked to stop) or cancelled (interrupted after a cancel, e.g. a
-    resource reclaim)."""
-    store = services.store
-    if error is None:
-        completed = StepRunUpdate(status=ExecutionStatus.COMPLETED)
-        try:
-            final, versions = _through_outage(
-                services,
-                lambda: step_writes.finish(services, record.id, completed, outputs or {}),
-                f"record the result of step {record.name}",
-            )
-        except IllegalTransitionError:
-            # Someone else finished it first (e.g. the lost-heartbeat sweep); theirs stands.
-            return store.steps.get(record.id), {}
-        services.versions.remember(versions.values())
-        return final, versions
-    if isinstance(error, StepInterrupted):
-        current = _through_outage(
-            services, lambda: store.steps.get(record.id), f"read step {record.name}"
-        )
-        cancelled = current.status in (ExecutionStatus.CANCELLING, ExecutionStatus.CANCELLED)
-        reason = (current.status_reason if cancelled else None) or stop_reason
-        if (
-            cancelled
-            and attempts_left(spec, record.attempt)
-            and not _run_stopping(services, record)
-        ):
-            # a reclaim, not a stop: the next attempt asks for resources afresh
-            status = ExecutionStatus.RETRYING
-        else:
-            status = ExecutionStatus.CANCELLED if cancelled else ExecutionStatus.STOPPED
-        update = StepRunUpdate(status=status, status_reason=reason or "Stopped on request.")
-    else:
-        reason = describe_exception(error)
-        retry = attempts_left(spec, record.attempt) and not _run_stopping(services, record)
-        update = StepRunUpdate(
-            status=ExecutionStatus.RETRYING if retry else ExecutionStatus.FAILED,
-            status_reason=reason,
-        )
-    try:
-        ended = _through_outage(
-            services,
-            lambda: step_writes.update(services, record.id, update),
-            f"record the end of step {record.name}",
-        )
-        return ended, {}
-    except IllegalTransitionError:
-        return store.steps.get(record.id), {}
-
-
-def _through_outage(services: RunServices, write: Callable[[], T], what: str) -> T:
-    """``write()``, repeated through a store outage shorter than the step's liveness timeout
-    (the step keeps beating meanwhile). Safe: a write that was applied before its answer got
-    lost is refused when repeated (``IllegalTransitionError``: the step has ended), and the
-    callers then read what was recorded."""
-    return retry_through_outage(
-        write,
-        what=what,
-        patience=liveness_timeout_for(services.heartbeat_interval),
-        clock=services.clock,
-        sleep=services.sleep,
-    )
-
-
-def _run_stopping(services: RunServices, record: StepRunRecord) -> bool:
-    status = _through_outage(
-        services,
-        lambda: services.store.runs.get_status(record.run_id),
-        f"read the status of run {record.run_id}",
-    )
-    return status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
 
 
 def heartbeat_for(

@@ -30,7 +30,7 @@ from wharf.core.errors import (
     StepExecutionError,
     StepInterfaceError,
 )
-from wharf.execution.attempts import describe_exception
+from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
     OutputArtifact,

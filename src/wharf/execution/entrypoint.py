@@ -29,7 +29,8 @@ from wharf.config.global_config import load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
-from wharf.execution.attempts import finish_attempt, heartbeat_for, run_user_code
+from wharf.execution.attempt_ends import finish_attempt
+from wharf.execution.attempts import heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
 from wharf.execution.heartbeat import (

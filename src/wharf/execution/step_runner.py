@@ -7,7 +7,7 @@ user function runs inside the step context and an :class:`InterruptibleRegion`; 
 ``environment=`` variables are set from the loading of its inputs to the saving of its outputs
 (:mod:`wharf.execution.step_variables`); outputs are all saved to the artifact store before any
 is recorded, and if one fails to save the others are removed; :meth:`StepRunner.run` only saves
-them: the caller records them with the step's end (``attempts.finish_attempt``).
+them: the caller records them with the step's end (``attempt_ends.finish_attempt``).
 """
 
 from __future__ import annotations

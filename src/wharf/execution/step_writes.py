@@ -134,9 +134,10 @@ def _live(step: StepRunCreate, record: StepRunRecord) -> StepRunRecord:
     return record
 
 
-def _through_outage(services: RunServices, call: Callable[[], T], what: str) -> T:
-    """``call()`` (a lookup, or a creation of named step runs: safe to repeat), repeated
-    through a store outage shorter than the run's liveness timeout."""
+def through_outage(services: RunServices, call: Callable[[], T], what: str) -> T:
+    """``call()`` (safe to repeat: a lookup, a creation of named step runs, or a write that a
+    repeat after a lost answer gets refused), repeated through a store outage shorter than the
+    run's liveness timeout."""
     return retry_through_outage(
         call,
         what=what,
@@ -179,7 +180,7 @@ def _written(
     request is released. ``write`` is repeated through an outage."""
 
     def written(step: StepRunCreate) -> StepRunRecord:
-        return _through_outage(services, lambda: write(step), f"create step run {step.name}")
+        return through_outage(services, lambda: write(step), f"create step run {step.name}")
 
     try:
         ready = _requested(services, create)
@@ -227,14 +228,14 @@ def find_cached_or_create(
         or key is None
         or step.status is not ExecutionStatus.QUEUED
         or not wants_resources(step.spec)
-        or _through_outage(
+        or through_outage(
             services,
             lambda: steps.find_cached(project_id, key, now),
             f"look up the cached step run of step {step.name}",
         )
         is not None
     ):
-        plain = _through_outage(
+        plain = through_outage(
             services,
             lambda: steps.find_cached_or_create(step, project_id, now, record_hit=record_hit),
             f"create step run {step.name}",
@@ -290,7 +291,7 @@ def find_cached_or_create_many(
     together = [i for i in range(len(steps)) if i not in alone]
     if together:
         batch = [steps[i] for i in together]
-        found = _through_outage(
+        found = through_outage(
             services,
             lambda: services.store.steps.find_cached_or_create_many(
                 batch, project_id, now, record_hit=record_hit, create=[flags[i] for i in together]

@@ -18,7 +18,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError, WharfError
 from wharf.core.step_interface import StepInterface
-from wharf.execution.attempts import describe_exception
+from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.dynamic import CALLER_RAISES_BODY_ERROR
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import CALLER_SHOWS_STEP_ERROR
