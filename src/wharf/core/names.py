@@ -1,7 +1,8 @@
 """What a stored name may be, and how two names compare: one rule on every database.
 
-Owns :func:`normalize_name` (the rule), :func:`lookup_form`, :data:`MAX_NAME_LENGTH` and
-:func:`definition_name` (the stricter rule for the pipeline and step names a script defines).
+Owns :func:`normalize_name` (the rule), :func:`lookup_form`, :data:`MAX_NAME_LENGTH`,
+:func:`definition_name` (the stricter rule for the pipeline and step names a script defines)
+and :func:`one_line` (the rule of one-line texts that are not names: descriptions, hosts).
 
 Invariant: names compare case-sensitively, code point by code point, and uniqueness is the same
 on every database: SQLite and PostgreSQL compare stored strings exactly, and MySQL/MariaDB's
@@ -48,6 +49,16 @@ def normalize_name(value: str, what: str) -> str:
             f"(found U+{ord(bad):04X}): {name!r}."
         )
     return name
+
+
+def one_line(value: str) -> str:
+    """``value``, if it is one line that every database stores (else ValueError, for a model's
+    validator): no control characters (line breaks and tabs included, and NUL, which PostgreSQL
+    cannot store), no line or paragraph separators, no lone surrogates."""
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"must be one line without control characters (found U+{ord(bad):04X})")
+    return value
 
 
 def lookup_form(value: str) -> str | None:

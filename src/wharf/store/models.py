@@ -6,15 +6,15 @@ store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType, StepRuntime
+from wharf.core.names import one_line
 
 # The store's lists page with the one paging model, re-exported (callers name it from here).
 from wharf.core.paging import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # noqa: PLC0414
@@ -121,20 +121,12 @@ class PipelineRunRecord(_Frozen):
 class OrchestratorProcess(_Frozen):
     """The process that runs a run, and how long the store waits for its next beat."""
 
-    host: str = Field(min_length=1, max_length=255)
+    host: Annotated[str, Field(min_length=1, max_length=255), AfterValidator(one_line)]
+    """One line (refused before a start or a beat writes anything)."""
     pid: int = Field(ge=1, le=MAX_PID)
-    start: str | None = Field(default=None, max_length=255)
+    start: Annotated[str, Field(max_length=255), AfterValidator(one_line)] | None = None
     """Its start token (``wharf.store.process_identity``); None where unknown."""
     liveness_timeout_seconds: float = Field(gt=0, le=366 * 86400)
-
-    @field_validator("host", "start")
-    @classmethod
-    def _no_control_characters(cls, value: str | None) -> str | None:
-        """A host name or start token holds no control characters (PostgreSQL cannot even store
-        a NUL): refused here, before a start or a beat writes anything."""
-        if value is not None and any(unicodedata.category(c) == "Cc" for c in value):
-            raise ValueError("must not contain control characters")
-        return value
 
 
 class RunHeartbeatResponse(_Frozen):

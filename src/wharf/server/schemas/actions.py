@@ -8,7 +8,6 @@ narrowing only what the wire needs narrowed.
 from __future__ import annotations
 
 import math
-import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -18,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.json_schema import SkipJsonSchema
 
 from wharf.core.enums import ComponentType, MetadataResourceType
+from wharf.core.names import one_line
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from wharf.store.account_models import ProjectRole
 from wharf.store.models import (
@@ -50,16 +50,7 @@ WireDatetime = Annotated[datetime, AfterValidator(_utc)]
 MAX_DESCRIPTION_LENGTH = 1000
 
 
-def _one_line(value: str) -> str:
-    """Refuse control characters (line breaks and tabs included), line and paragraph separators
-    and lone surrogates: a description is one line of a table."""
-    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
-    if bad is not None:
-        raise ValueError(f"must be one line without control characters (found U+{ord(bad):04X})")
-    return value
-
-
-DescriptionStr = Annotated[str, Field(max_length=MAX_DESCRIPTION_LENGTH), AfterValidator(_one_line)]
+DescriptionStr = Annotated[str, Field(max_length=MAX_DESCRIPTION_LENGTH), AfterValidator(one_line)]
 
 
 class Body(BaseModel):
