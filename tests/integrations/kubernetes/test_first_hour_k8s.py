@@ -30,7 +30,7 @@ from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError, WharfError
 from wharf.integrations.kubernetes.clients import kube_clients
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
-from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend, job_name_for
 from wharf.integrations.kubernetes.step_backend_deletes import delete_jobs_of_step_run
 from wharf.sdk import stacks
 from wharf.sdk.run_failure import RunFailedError
@@ -362,7 +362,7 @@ def test_a_step_job_the_cluster_cannot_take_is_one_line(
         clients.close()
     message = str(raised.value)
     assert "\n" not in message
-    job = backend.job_name(attempt.record)
+    job = job_name_for(backend.settings, attempt.record)
     step_name = attempt.record.name
     assert message.startswith(f"Cannot create the Job {job} of step {step_name} in {NAMESPACE}")
     assert "the Kubernetes API is unreachable" in message

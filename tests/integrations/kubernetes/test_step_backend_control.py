@@ -25,7 +25,11 @@ from wharf.core.errors import InputError
 from wharf.execution.backends import Ended, StepLaunch
 from wharf.execution.log_capture import read_log
 from wharf.integrations.kubernetes.clients import KubeClients
-from wharf.integrations.kubernetes.step_backend import KubernetesHandle, KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend import (
+    KubernetesHandle,
+    KubernetesStepBackend,
+    job_name_for,
+)
 from wharf.integrations.kubernetes.step_backend_deletes import pod_started
 
 
@@ -135,7 +139,10 @@ def test_a_job_of_another_step_run_with_the_same_name_is_refused(
     backend = backend_for()
     attempt = launch(world, logs, STAND_IN="ok")
     squatter = {
-        "metadata": {"name": backend.job_name(attempt.record), "labels": {"app": "other"}},
+        "metadata": {
+            "name": job_name_for(backend.settings, attempt.record),
+            "labels": {"app": "other"},
+        },
         "spec": {
             "suspend": True,  # no pod: only its name matters
             "template": {

@@ -33,6 +33,7 @@ from wharf.core.errors import WharfError
 from wharf.execution.backends import Ended
 from wharf.execution.log_capture import read_log
 from wharf.integrations.kubernetes.clients import KubeClients
+from wharf.integrations.kubernetes.step_backend import job_name_for
 
 GC = 10.0
 """Seconds: ample for the garbage collector to delete a removed Job's Secret."""
@@ -197,7 +198,7 @@ def test_a_secret_there_already_is_taken_over_only_for_the_same_step_run(
     the Secret and the Job): it gets the token and its Job; ``another``: refused, untouched."""
     backend = backend_for()
     attempt = launch(world, logs, STAND_IN="ok", WHARF_API_KEY="new-token")
-    name = backend.job_name(attempt.record)
+    name = job_name_for(backend.settings, attempt.record)
     owner_id = str(attempt.record.id) if step_run == "same" else "someone-else"
     stale = {
         "apiVersion": "v1",

@@ -212,7 +212,7 @@ class KubernetesStepBackend:
         environment[STOP_GRACE_ENV] = str(settings.pod_stop_grace_period)  # a cancel's cut-off
         if self._finish_on_run_stop:
             environment[FINISH_ON_RUN_STOP_ENV] = "1"
-        name = self.job_name(record)
+        name = job_name_for(self.settings, record)
         with cluster_call(f"create the Job {name} of step {record.name} in {self.namespace}"):
             backoff_limit = self._create_job(attempt, settings, name, environment, annotations)
         handle = KubernetesHandle(record.id, name, self.namespace)
@@ -369,11 +369,7 @@ class KubernetesStepBackend:
     def placement(self, spec: StepSpec, record: StepRunRecord) -> str:
         """Where the attempt of ``record`` runs, for its progress line
         (``wharf.execution.backends.DescribesPlacement``)."""
-        return job_placement(self.job_name(record), self.namespace)
-
-    def job_name(self, record: StepRunRecord) -> str:
-        """The Job of an attempt (:func:`job_name_for` this backend's settings)."""
-        return job_name_for(self.settings, record)
+        return job_placement(job_name_for(self.settings, record), self.namespace)
 
     def close(self) -> None:
         """Stop watching and delete the Secret (the Jobs are the attempts' to clean up). A
