@@ -73,12 +73,19 @@ def member(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     config = load_config()
+    register_plain_stack(config, "local")
+    yield config
+
+
+def register_plain_stack(config: WharfConfig, orchestrator_flavor: str) -> None:
+    """Register the stack ``plain`` (an orchestrator of ``orchestrator_flavor``, the local
+    artifact store at ``config``'s artifact root) through ``config``'s store."""
     workspace = Workspace.open(config)
     try:
         stacks = workspace.store.stacks
         components = {
             ComponentType.ORCHESTRATOR: ComponentCreate(
-                name="plain", type=ComponentType.ORCHESTRATOR, flavor="local"
+                name="plain", type=ComponentType.ORCHESTRATOR, flavor=orchestrator_flavor
             ),
             ComponentType.ARTIFACT_STORE: ComponentCreate(
                 name="plain",
@@ -92,7 +99,6 @@ def member(
         )
     finally:
         workspace.close()
-    yield config
 
 
 def test_a_killed_orchestrator_in_team_mode(member: WharfConfig, tmp_path: Path) -> None:

@@ -16,18 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_rest_lost_orchestrator import SCRIPT
+from tests.e2e.test_rest_lost_orchestrator import SCRIPT, register_plain_stack
 from tests.e2e.test_signals import alive
 from tests.server.conftest import World, live, world  # noqa: F401 (fixtures)
 from tests.server.live import service_key
 from tests.waiting import wait_for
 from wharf.config.global_config import load_config
-from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.sdk.workspace import Workspace
+from wharf.core.enums import ExecutionStatus
 from wharf.server.auth import api_keys
 from wharf.store.account_models import ProjectRole
 from wharf.store.defaults import ensure_default_user
-from wharf.store.models import ComponentCreate, StepRunFilter
+from wharf.store.models import StepRunFilter
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
@@ -66,25 +65,7 @@ def bot(request: pytest.FixtureRequest, world: World, tmp_path: Path) -> Iterato
         "WHARF_HEARTBEAT_INTERVAL": "0.2",
     }
     config = load_config(env)
-    workspace = Workspace.open(config)
-    try:
-        stacks = workspace.store.stacks
-        components = {
-            ComponentType.ORCHESTRATOR: ComponentCreate(
-                name="plain", type=ComponentType.ORCHESTRATOR, flavor=request.param
-            ),
-            ComponentType.ARTIFACT_STORE: ComponentCreate(
-                name="plain",
-                type=ComponentType.ARTIFACT_STORE,
-                flavor="local",
-                configuration={"path": str(config.artifact_root)},
-            ),
-        }
-        stacks.create_stack(
-            "plain", {t: stacks.create_component(c).id for t, c in components.items()}
-        )
-    finally:
-        workspace.close()
+    register_plain_stack(config, request.param)
     parsed = api_keys.parse(key)
     assert parsed is not None
     yield Bot(str(account.id), str(parsed[0]), env, isolated=request.param == "local_process")
