@@ -37,11 +37,29 @@ def free_port() -> int:
         return port
 
 
+PORT_TRIES = 5
+"""Ports a server start tries: a free port can be taken by another process before moto binds it."""
+
+
+class PortTakenError(RuntimeError):
+    """The moto server could not bind its port."""
+
+
 class MotoServer:
     """``python -m moto.server`` on a free port of 127.0.0.1 until :meth:`stop`."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        for tries_left in reversed(range(PORT_TRIES)):
+            self._start(free_port())
+            try:
+                self._wait_ready(deadline=time.monotonic() + 30)
+                return
+            except PortTakenError:  # another process bound the free port first: pick another
+                if not tries_left:
+                    raise
+
+    def _start(self, port: int) -> None:
+        self.port = port
         self.endpoint = f"http://127.0.0.1:{self.port}"
         # werkzeug logs every request: a file, never a pipe that could fill up
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
@@ -51,14 +69,15 @@ class MotoServer:
             stderr=self._log,
             env={**os.environ, **CREDENTIALS},
         )
-        self._wait_ready(deadline=time.monotonic() + 30)
 
     def _wait_ready(self, deadline: float) -> None:
         while True:
             if self.process.poll() is not None:
                 self._log.seek(0)
                 err = self._log.read().decode(errors="replace")[-2000:]
-                raise RuntimeError(f"moto server exited with {self.process.returncode}: {err}")
+                self._log.close()
+                error = PortTakenError if "in use" in err else RuntimeError
+                raise error(f"moto server exited with {self.process.returncode}: {err}")
             try:
                 with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
                     return
