@@ -196,13 +196,16 @@ def build_router() -> APIRouter:
     @router.post("/lost", response_model=Items[LostRun])
     def fail_lost_orchestrators(body: LostRunsBody, ctx: CtxDep) -> Response:
         """End failed the runs whose orchestrator's heartbeat deadline passed, but those of
-        ``spared`` (whose orchestrator the caller saw alive on its machine), and those of
-        ``orphaned`` (runs the caller may write whose orchestrator it saw gone on its machine);
-        their unfinished steps end failed and give back their resource requests."""
+        ``spared`` (runs the caller may write whose orchestrator it saw alive on its machine),
+        and those of ``orphaned`` (runs the caller may write whose orchestrator it saw gone on
+        its machine); their unfinished steps end failed and give back their resource requests.
+        Ids of runs the caller may not write are ignored, as unknown ones are: a caller neither
+        keeps another project's runs alive nor learns whether they exist."""
         ctx.access.require_account("sweep runs")
         orphaned = [run_id for run_id in body.orphaned if _writable(ctx, run_id)]
+        spared = [run_id for run_id in body.spared if _writable(ctx, run_id)]
         now = sweep_time(ctx, body.now)
-        lost = end_lost_runs(ctx.store, now, orphaned, body.spared, release=ctx.state.release_ended)
+        lost = end_lost_runs(ctx.store, now, orphaned, spared, release=ctx.state.release_ended)
         return items_response([r for r in lost if _visible(ctx, r.run.project_id)])
 
     @router.put("/{run_id}/heartbeat", response_model=RunHeartbeatResponse)
