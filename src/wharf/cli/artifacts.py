@@ -1,15 +1,31 @@
-"""``wharf artifacts list [--versions]``."""
+"""``wharf artifacts list [--versions]`` and ``wharf artifacts load NAME [--version N]``.
+
+``artifacts load`` prints the value of one version of an artifact (the latest unless
+``--version`` names one), loaded as a step would load it; a ``str`` is printed as it is, any
+other value in its ``pprint`` form. Bytes are not printed: ``--out FILE`` writes them (and any
+other value: a ``str`` as UTF-8 text, other values in their printed form) to a new file.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 
+if TYPE_CHECKING:
+    from wharf.sdk.client import Client
+    from wharf.store.models import ArtifactVersionRecord
+
+_VERSIONS_PAGE = 200
+"""Artifact versions read per store call while looking for a ``--version``."""
+
 
 @click.group()
 def artifacts() -> None:
-    """List artifacts and their versions."""
+    """List artifacts and their versions; load a version's value."""
 
 
 @artifacts.command("list")
@@ -33,3 +49,75 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
         return
     result = read(lambda r: r.list_artifacts(name=name, page=page, size=size))
     emit(result.items, ("name", "created", "id"), output, title="Artifacts", total=result.total)
+
+
+@artifacts.command("load", short_help="Print (or write to a file) an artifact version's value.")
+@click.argument("name")
+@click.option(
+    "--version",
+    "number",
+    type=click.IntRange(min=1),
+    help="The version number (as `wharf artifacts list --versions` shows); default: the latest.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the value to this new file instead of printing it (needed for bytes).",
+)
+def load_artifact(name: str, number: int | None, out: Path | None) -> None:
+    """Load version --version (default: the latest) of the artifact NAME and print its value:
+    a str as it is, any other value in its pprint form; with --out, write it to a new file
+    (bytes as they are, a str as UTF-8 text, other values in their printed form)."""
+    from wharf.sdk.client import Client
+
+    if out is not None and out.exists():
+        raise click.ClickException(f"'{out}' exists already; name a new file with --out.")
+    with Client() as client:
+        version = _version_of(client, name, number)
+        value = client.load_artifact(version)
+    if out is None:
+        if isinstance(value, bytes | bytearray):
+            raise click.ClickException(
+                f"Version {version.version} of artifact '{name}' holds {len(value)} bytes of "
+                "binary data; write them to a file with --out FILE."
+            )
+        click.echo(_printed(value), nl=not (isinstance(value, str) and value.endswith("\n")))
+        return
+    data = bytes(value) if isinstance(value, bytes | bytearray) else _printed(value).encode()
+    try:
+        with out.open("xb") as file:
+            file.write(data)
+    except OSError as exc:
+        raise click.ClickException(f"Cannot write '{out}': {exc.strerror or exc}.") from None
+    click.echo(f"Wrote version {version.version} of artifact '{name}' to {out}.", err=True)
+
+
+def _printed(value: Any) -> str:
+    import pprint
+
+    return value if isinstance(value, str) else pprint.pformat(value)
+
+
+def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersionRecord:
+    """The version ``number`` of the artifact ``name`` (None: its latest); a one-line
+    ``EntityNotFoundError`` if the artifact or that version does not exist."""
+    from wharf.core.errors import EntityNotFoundError
+
+    page = 1
+    latest: int | None = None
+    while True:
+        found = client.list_artifact_versions(name=name, page=page, size=_VERSIONS_PAGE)
+        for version in found.items:
+            latest = version.version if latest is None else max(latest, version.version)
+            if number is None or version.version == number:  # newest first: the latest
+                return version
+        if page * _VERSIONS_PAGE >= found.total or not found.items:
+            break
+        page += 1
+    if latest is None:
+        raise EntityNotFoundError(
+            f"No artifact named '{name}' (wharf artifacts list shows the artifacts)."
+        )
+    raise EntityNotFoundError(
+        f"Artifact '{name}' has no version {number}; its latest version is {latest}."
+    )

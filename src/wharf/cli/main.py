@@ -22,7 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("wharf.cli.runs:runs", "Inspect and stop pipeline runs."),
     "steps": ("wharf.cli.steps:steps", "Inspect the step runs of a run."),
     "pipelines": ("wharf.cli.pipelines:pipelines", "List pipelines."),
-    "artifacts": ("wharf.cli.artifacts:artifacts", "List artifacts and their versions."),
+    "artifacts": (
+        "wharf.cli.artifacts:artifacts",
+        "List artifacts and their versions; load a version's value.",
+    ),
     "stack": ("wharf.cli.stacks:stack", "Register, list, show, choose and delete stacks."),
     "component": (
         "wharf.cli.components:component",

@@ -1,0 +1,76 @@
+"""``wharf artifacts load NAME [--version N] [--out FILE]``: an artifact version's value by the
+artifact's name, the latest version unless one is named; bytes only to a file; a one-line
+error (non-zero exit, no traceback) for an unknown artifact or version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error, wharf
+from wharf import pipeline, step
+from wharf.sdk.workspace import Workspace
+
+NUMBERS = "numbers_pipeline::numbers::output"
+BLOB = "blob_pipeline::blob::output"
+
+
+@step(enable_cache=False)
+def numbers(top: int) -> dict[str, list[int]]:
+    return {"numbers": list(range(top))}
+
+
+@pipeline(name="numbers_pipeline")
+def numbers_pipeline(top: int) -> None:
+    numbers(top=top)
+
+
+@step
+def blob() -> bytes:
+    return bytes(range(256))
+
+
+@pipeline(name="blob_pipeline")
+def blob_pipeline() -> None:
+    blob()
+
+
+@pytest.fixture
+def workspace(logs_workspace: Workspace) -> Workspace:
+    return logs_workspace
+
+
+def test_the_latest_version_by_default_or_the_one_named(workspace: Workspace) -> None:
+    numbers_pipeline.run_in(workspace, top=3)
+    numbers_pipeline.run_in(workspace, top=5)
+
+    latest = wharf("artifacts", "load", NUMBERS)
+    assert (latest.returncode, latest.stdout) == (0, "{'numbers': [0, 1, 2, 3, 4]}\n")
+    first = wharf("artifacts", "load", NUMBERS, "--version", "1")
+    assert (first.returncode, first.stdout) == (0, "{'numbers': [0, 1, 2]}\n"), first.stderr
+
+
+def test_bytes_go_to_a_new_file_with_out(workspace: Workspace, tmp_path: Path) -> None:
+    blob_pipeline.run_in(workspace)
+
+    printed = wharf("artifacts", "load", BLOB)
+    assert_one_line_error(printed, "256 bytes of binary data; write them to a file with --out")
+    out = tmp_path / "blob.bin"
+    written = wharf("artifacts", "load", BLOB, "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    assert out.read_bytes() == bytes(range(256))
+    again = wharf("artifacts", "load", BLOB, "--out", str(out))
+    assert_one_line_error(again, "exists already")
+    assert out.read_bytes() == bytes(range(256))
+
+
+def test_unknown_names_and_versions_are_one_line_errors(workspace: Workspace) -> None:
+    numbers_pipeline.run_in(workspace, top=2)
+
+    assert_one_line_error(wharf("artifacts", "load", "nope"), "No artifact named 'nope'")
+    assert_one_line_error(
+        wharf("artifacts", "load", NUMBERS, "--version", "7"),
+        f"Artifact '{NUMBERS}' has no version 7; its latest version is 1.",
+    )
+    assert_one_line_error(wharf("artifacts", "load", NUMBERS, "--version", "0"), "--version")
