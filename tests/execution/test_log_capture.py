@@ -2,16 +2,21 @@
 (:class:`wharf.execution.log_capture.OwnLog`): while the parent lives the file is the parent's
 to copy and delete; once gone, the process stores what it wrote at the step's ``logs_uri``
 (once, whoever asks first) and deletes the file, even when it never learnt where it belongs,
-and before the exit its parent watch forces on a step that does not end in time."""
+and before the exit its parent watch forces on a step that does not end in time. An inline
+step's capture (:func:`capture_output`) takes what its thread and the threads it starts print
+while it runs."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from wharf.artifacts.store import LocalArtifactStore
-from wharf.execution.log_capture import OwnLog, read_log
+from wharf.execution.log_capture import OwnLog, capture_output, read_log
 
 
 def output_file(tmp_path: Path) -> Path:
@@ -88,3 +93,88 @@ log.store_then_exit(4)
     assert done.returncode == 4, done.stderr
     assert not path.exists()
     assert read_log(store, uri) == "still in the buffer\n"
+
+
+# ---------------------------------------------------------------- inline steps: capture_output
+
+
+def run_in_thread(target: Callable[[], None]) -> None:
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+
+
+def test_a_thread_started_in_the_block_and_its_own_threads_print_into_it() -> None:
+    def child() -> None:
+        print("from the child")
+        run_in_thread(lambda: print("from the grandchild"))
+
+    with capture_output() as log:
+        print("from the step")
+        run_in_thread(child)
+        with ThreadPoolExecutor(2) as pool:
+            pool.submit(print, "from a pool").result()
+    assert log.getvalue().splitlines() == [
+        "from the step",
+        "from the child",
+        "from the grandchild",
+        "from a pool",
+    ]
+
+
+def test_concurrent_blocks_keep_their_threads_output_apart() -> None:
+    both_started = threading.Barrier(2, timeout=60)
+    logs: dict[str, str] = {}
+
+    def step(label: str) -> None:
+        def child() -> None:
+            both_started.wait()  # both steps run now: each child prints while the other runs
+            print(f"child of {label}")
+
+        with capture_output() as log:
+            run_in_thread(child)
+        logs[label] = log.getvalue()
+
+    steps = [threading.Thread(target=step, args=(label,)) for label in ("a", "b")]
+    for thread in steps:
+        thread.start()
+    for thread in steps:
+        thread.join()
+    assert logs == {"a": "child of a\n", "b": "child of b\n"}
+
+
+def test_a_thread_outliving_its_block_prints_into_it_no_longer() -> None:
+    printed = threading.Event()
+    block_ended = threading.Event()
+
+    def late() -> None:
+        print("during")
+        printed.set()
+        block_ended.wait(timeout=60)
+        print("after")
+
+    with capture_output() as log:
+        thread = threading.Thread(target=late)
+        thread.start()
+        printed.wait(timeout=60)
+    block_ended.set()
+    thread.join()
+    assert log.getvalue() == "during\n"
+
+
+def test_a_thread_started_before_the_block_is_not_its_thread() -> None:
+    block_running = threading.Event()
+    printed = threading.Event()
+
+    def earlier() -> None:
+        block_running.wait(timeout=60)
+        print("from an earlier thread")
+        printed.set()
+
+    thread = threading.Thread(target=earlier)
+    thread.start()
+    with capture_output() as log:
+        block_running.set()
+        printed.wait(timeout=60)
+    thread.join()
+    assert log.getvalue() == ""

@@ -2,7 +2,13 @@
 
 Inline steps share the process's ``sys.stdout``/``sys.stderr``; :func:`install_routing` wraps
 both once with a stream that still writes to the console and also copies each write to the
-capture buffer of the step running in the current thread (a ``ContextVar``). Isolated steps
+capture buffer of the step running in the current thread (a ``ContextVar``). Rule for threads:
+a thread started while a step runs, by the step's thread or by a thread that inherited the
+step's log, inherits that log (``threading.Thread``s, a ``ThreadPoolExecutor``'s workers
+among them); contextvars do not reach a new thread, so ``install_routing`` also wraps
+``Thread.start`` to hand the starting thread's capture to the new one. What such a thread
+prints after its step ended is in no step's log (only on the console); a thread started before
+the step (a pool's worker made earlier) keeps what it inherited then. Isolated steps
 write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
 store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
 Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended.
@@ -10,13 +16,14 @@ Invariant: a step's log is written to its ``logs_uri`` exactly once, after the s
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
 import posixpath
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import TextIO
@@ -28,8 +35,55 @@ logger = logging.getLogger(__name__)
 STEP_LOG_ENV = "WHARF_STEP_LOG_FILE"
 """The temporary file an isolated step's process writes its output to (set by its parent)."""
 
-_SINK: ContextVar[io.StringIO | None] = ContextVar("wharf_log_sink", default=None)
 _INSTALL_LOCK = threading.Lock()
+
+
+class _StepSink:
+    """One step's capture buffer, open while the step runs; written by its thread and by the
+    threads started from it."""
+
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self._lock = threading.Lock()
+        self._open = True
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            if self._open:
+                self.buffer.write(text)
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
+
+
+_SINK: ContextVar[_StepSink | None] = ContextVar("wharf_log_sink", default=None)
+_INHERITED_SINK = "_wharf_step_log_sink"
+"""The attribute of a ``threading.Thread`` holding the capture it inherited when started."""
+
+
+def _current_sink() -> _StepSink | None:
+    """The capture of the step this thread runs, or else the one the thread inherited."""
+    sink = _SINK.get()
+    if sink is None:
+        sink = getattr(threading.current_thread(), _INHERITED_SINK, None)
+    return sink
+
+
+def _inheriting_capture(start: Callable[[threading.Thread], None]) -> Callable[..., None]:
+    """``Thread.start`` that first hands the starting thread's capture (if any) to the thread."""
+
+    @functools.wraps(start)
+    def start_inheriting_capture(thread: threading.Thread) -> None:
+        sink = _current_sink()
+        if sink is not None:
+            setattr(thread, _INHERITED_SINK, sink)
+        start(thread)
+
+    return start_inheriting_capture
+
+
+_threads_inherit = False
 
 
 class _RoutingStream(io.TextIOBase):
@@ -37,7 +91,7 @@ class _RoutingStream(io.TextIOBase):
         self.original = original
 
     def write(self, text: str) -> int:
-        sink = _SINK.get()
+        sink = _current_sink()
         if sink is not None:
             sink.write(text)
         return self.original.write(text)
@@ -57,8 +111,13 @@ class _RoutingStream(io.TextIOBase):
 
 
 def install_routing() -> None:
-    """Route this process's stdout/stderr through per-step capture (idempotent)."""
+    """Route this process's stdout/stderr through per-step capture, and let new threads
+    inherit their starter's capture (idempotent)."""
+    global _threads_inherit
     with _INSTALL_LOCK:
+        if not _threads_inherit:
+            setattr(threading.Thread, "start", _inheriting_capture(threading.Thread.start))  # noqa: B010
+            _threads_inherit = True
         if not isinstance(sys.stdout, _RoutingStream):
             sys.stdout = _RoutingStream(sys.stdout)
         if not isinstance(sys.stderr, _RoutingStream):
@@ -67,13 +126,14 @@ def install_routing() -> None:
 
 @contextmanager
 def capture_output() -> Iterator[io.StringIO]:
-    """Collect what this thread prints while the block runs."""
+    """Collect what this thread, and the threads it starts, print while the block runs."""
     install_routing()
-    buffer = io.StringIO()
-    token = _SINK.set(buffer)
+    sink = _StepSink()
+    token = _SINK.set(sink)
     try:
-        yield buffer
+        yield sink.buffer
     finally:
+        sink.close()
         _SINK.reset(token)
 
 
