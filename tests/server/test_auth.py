@@ -246,6 +246,23 @@ def test_run_tokens_die_with_their_users_logout_and_expire(world: World) -> None
     assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 401
 
 
+def test_a_run_token_cannot_log_out_and_is_told_how_it_ends(world: World) -> None:
+    from tests.server.matrix import Things
+
+    things = Things(world)
+    member = world.as_role("member")
+    token = member.post(f"/api/v1/runs/{things.run.id}/token").json()["access_token"]
+    runner = world.client(token)
+    refused = runner.post("/api/v1/auth/logout")
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["detail"] == (
+        "A run-scoped token cannot log out: it ends when it expires, or when the account that "
+        "requested it logs out, is deactivated or loses its API key."
+    )
+    assert runner.get(f"/api/v1/runs/{things.run.id}").status_code == 200  # nothing revoked
+    assert member.get("/api/v1/auth/me").status_code == 200
+
+
 def test_only_health_and_login_are_open(world: World) -> None:
     anonymous = world.client()
     assert anonymous.get("/health").json()["status"] == "ok"

@@ -12,7 +12,11 @@ from fastapi import APIRouter, Request, Response
 
 from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth import external, issue
-from wharf.server.auth.errors import AuthenticationError, LoginThrottledError
+from wharf.server.auth.errors import (
+    AuthenticationError,
+    LoginThrottledError,
+    PermissionDeniedError,
+)
 from wharf.server.auth.principal import Principal
 from wharf.server.deps import CtxDep, StateDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
@@ -73,9 +77,15 @@ def build_router() -> APIRouter:
     @router.post("/logout", status_code=204)
     def logout(ctx: CtxDep) -> Response:
         """Revoke every access and run token of the calling user (API keys are revoked
-        through their service account)."""
+        through their service account). A run token is refused (403): it cannot be revoked
+        alone, and answering 204 would tell its holder it was."""
         principal = ctx.principal
-        if principal.kind == "user" and principal.run is None:
+        if principal.run is not None:
+            raise PermissionDeniedError(
+                "A run-scoped token cannot log out: it ends when it expires, or when the account "
+                "that requested it logs out, is deactivated or loses its API key."
+            )
+        if principal.kind == "user":
             ctx.state.accounts.credentials.revoke_tokens(principal.id)
             ctx.state.auth_cache.clear()
         return no_content()
