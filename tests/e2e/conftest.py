@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,11 @@ class FakeSleep:
         self.calls.append(seconds)
         self.clock.advance(seconds)
 
+    def wait(self, woken: threading.Event, seconds: float) -> None:
+        """``RunServices.wait``: the whole delay on the fake clock, unless woken before it."""
+        if not woken.is_set():
+            self(seconds)
+
 
 @pytest.fixture
 def wharf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -53,5 +59,6 @@ def workspace(wharf_home: Path, clock: FakeClock) -> Iterator[Workspace]:
     ws = Workspace.open(load_config())
     ws.clock = clock
     ws.sleep = FakeSleep(clock)
+    ws.wait = ws.sleep.wait
     yield ws
     ws.close()

@@ -108,11 +108,11 @@ def test_a_retry_does_not_start_once_the_run_is_stopping(workspace: Workspace) -
     flaky = steps_lib.flaky.with_options(retry=RetryConfig(max_retries=3, delay=1))
     client = Client(workspace.config, workspace.store)
 
-    def stop_during_the_delay(seconds: float) -> None:
+    def stop_during_the_delay(woken: threading.Event, seconds: float) -> None:
         running = workspace.store.runs.list(RunFilter(status=ExecutionStatus.RUNNING)).items
         client.stop_run(running[0].id)
 
-    workspace.sleep = stop_during_the_delay
+    workspace.wait = stop_during_the_delay
 
     @pipeline
     def p() -> None:

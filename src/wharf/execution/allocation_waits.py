@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
@@ -154,18 +153,20 @@ class AllocationWaits:
         return StepOutcome(spec.name, final.status, step_run=final, reason=reason)
 
 
-def wait_to_retry(stops: Stops | None, sleep: Callable[[float], object], delay: float) -> None:
-    """Wait ``delay`` s before a step's retry, as an event a graceful stop (``stops``) sets, so
-    the wait ends at once and the store refuses the attempt; an injected (fake) ``sleep`` is
-    called as it is."""
-    if stops is None or sleep is not time.sleep:
-        sleep(delay)
-        return
+def wait_to_retry(
+    stops: Stops | None, wait: Callable[[threading.Event, float], object], delay: float
+) -> None:
+    """Wait ``delay`` s before a step's retry with ``wait`` (the run's ``RunServices.wait``),
+    cut short by an event a graceful stop (``stops``) sets, so the wait ends at once and the
+    store refuses the attempt."""
     woken = threading.Event()
+    if stops is None:
+        wait(woken, delay)
+        return
     stop = WaitStop()
     stop.waking(woken.set)
     stops.add_region(stop)
     try:
-        woken.wait(delay)
+        wait(woken, delay)
     finally:
         stops.remove_region(stop)

@@ -482,7 +482,7 @@ class StepLauncher:
                     self._run_id, spec.name, final.attempt, max_attempts, final.status_reason, delay
                 )
                 if retry is not None:
-                    wait_to_retry(self._stops, services.sleep, delay)
+                    wait_to_retry(self._stops, services.wait, delay)
                 with holders.creating() if holders is not None else nullcontext():
                     created = self._create_attempt(spec, inputs, cache_key, attempt, final)
                 if isinstance(created, StepOutcome):

@@ -1,10 +1,11 @@
 """What the engine needs from the outside world, passed explicitly (no globals).
 
 Owns :class:`RunServices`, :func:`open_store`, :func:`run_scoped` and :func:`for_run`.
-Invariants: ``clock`` and ``sleep`` are injected, so retries, cache expiry and stop handling are
-tested with a fake clock and no real sleeps; for a run on a workspace server, a step's own
-process never sees the user's credential, and the run's own calls once it started use a token
-scoped to the run too (:func:`run_scoped`).
+Invariants: ``clock``, ``sleep`` and ``wait`` are injected, so retries, cache expiry and stop
+handling are tested with a fake clock and no real sleeps (the engine never tells a real
+``sleep`` from a fake one); for a run on a workspace server, a step's own process never sees
+the user's credential, and the run's own calls once it started use a token scoped to the run
+too (:func:`run_scoped`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import base64
 import binascii
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +36,11 @@ if TYPE_CHECKING:  # kept out of import time: the CLI imports this module
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def wait_unless_woken(woken: threading.Event, seconds: float) -> None:
+    """Wait ``seconds``, or less once ``woken`` is set (the real ``RunServices.wait``)."""
+    woken.wait(seconds)
 
 
 def open_store(config: WharfConfig) -> Store:
@@ -61,6 +68,9 @@ class RunServices:
     user_id: UUID | None = None
     clock: Callable[[], datetime] = utc_now
     sleep: Callable[[float], None] = time.sleep
+    wait: Callable[[threading.Event, float], None] = wait_unless_woken
+    """Waits a delay that an event cuts short (a graceful stop during the wait before a
+    retry); a fake one moves a fake clock instead."""
     source_root: Path = field(default_factory=Path.cwd)
     """Where ``CachePolicy.file_dependencies`` are resolved."""
     heartbeat_interval: float = 15.0

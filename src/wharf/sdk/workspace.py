@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from wharf.config.global_config import SERVER_URL_ENV, WharfConfig, load_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
 from wharf.execution.known_versions import KnownVersions
-from wharf.execution.services import RunServices, open_store, utc_now
+from wharf.execution.services import RunServices, open_store, utc_now, wait_unless_woken
 from wharf.store.models import (
     ComponentCreate,
     ComponentRecord,
@@ -135,7 +136,9 @@ class Workspace:
     clock: Callable[[], datetime] = field(default=utc_now)
     """The engine's clock (cache expiry); tests inject a fake one."""
     sleep: Callable[[float], None] = field(default=time.sleep)
-    """How the engine waits (retry delays); tests inject a fake one."""
+    """How the engine sleeps (backoff through store outages, polls); tests inject a fake one."""
+    wait: Callable[[threading.Event, float], None] = field(default=wait_unless_woken)
+    """How the engine waits a delay a stop cuts short (retry delays); tests inject a fake one."""
     versions: KnownVersions = field(default_factory=KnownVersions, repr=False)
     """Artifact versions this workspace's runs created or read (saves reading them again)."""
     _rm: EmbeddedStepResources | None = field(default=None, repr=False)
@@ -288,6 +291,7 @@ class Workspace:
             user_id=self.user.id,
             clock=self.clock,
             sleep=self.sleep,
+            wait=self.wait,
             heartbeat_interval=config.heartbeat_interval,
             child_env={
                 "WHARF_HOME": str(config.home),
