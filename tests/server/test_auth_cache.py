@@ -102,6 +102,29 @@ def test_logging_out_locks_a_user_out_of_every_worker_at_once(
         assert worker.status(token, "/api/v1/auth/me") == 401
 
 
+def test_a_removed_members_run_token_expires_from_other_workers_caches(
+    world: World, workers: tuple[Worker, Worker]
+) -> None:
+    """The membership check of a run token is remembered with the token (no read per call)."""
+    a, b = workers
+    run = Things(world).run
+    member = world.as_role("member")
+    token = member.post(f"/api/v1/runs/{run.id}/token").json()["access_token"]
+    path = f"/api/v1/runs/{run.id}"
+    for worker in (a, b):
+        assert worker.status(token, path) == 200
+    removed = world.as_role("padmin").delete(
+        f"/api/v1/projects/{world.a.id}/members", params={"user_id": str(world.users["member"].id)}
+    )
+    assert removed.status_code == 204, removed.text
+
+    assert a.status(token, path) == 403  # the worker that removed the member: at once
+    b.clock.now += TTL - 0.01
+    assert b.status(token, path) == 200  # still cached there...
+    b.clock.now += 0.01
+    assert b.status(token, path) == 403  # ...for at most the TTL
+
+
 def test_a_check_under_way_when_the_cache_is_cleared_is_not_remembered() -> None:
     clock = Monotonic()
     cache = AuthCache(TTL, clock)

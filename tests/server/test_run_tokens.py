@@ -129,3 +129,45 @@ def test_runs_record_the_user_who_created_them(world: World) -> None:
     }
     run = world.as_role("member").post("/api/v1/runs", json=body).json()
     assert run["user_id"] == str(world.users["member"].id)
+
+
+def _member_role_change(world: World, method: str, role: str | None = None) -> None:
+    """``method`` on project A's membership of "member", by project A's admin."""
+    user_id = str(world.users["member"].id)
+    members = f"/api/v1/projects/{world.a.id}/members"
+    padmin = world.as_role("padmin")
+    if role is None:
+        response = padmin.request(method, members, params={"user_id": user_id})
+    else:
+        response = padmin.request(method, members, json={"user_id": user_id, "role": role})
+    assert response.status_code in (200, 204), response.text
+
+
+@pytest.mark.parametrize("change", ["removed", "made viewer"])
+def test_dies_in_its_project_once_its_user_may_no_longer_write_there(
+    world: World, scoped: tuple[Things, httpx.Client], change: str
+) -> None:
+    from wharf.server.auth.cache import AuthCache
+
+    world.state.auth_cache = AuthCache(60)  # a token checked just before is refused at once
+    things, runner = scoped
+    run_path = f"/api/v1/runs/{things.run.id}"
+    assert runner.get(run_path).status_code == 200
+    if change == "removed":
+        _member_role_change(world, "DELETE")
+    else:
+        _member_role_change(world, "PUT", "viewer")
+    expected = (
+        "The account that requested this run token may no longer write in project 'A': the "
+        "token is refused."
+    )
+    for method, path, payload in (
+        ("GET", run_path, None),
+        ("PUT", f"{run_path}/heartbeat", {"host": "h", "pid": 1, "liveness_timeout_seconds": 30}),
+        ("POST", "/api/v1/steps", things.step_body()),
+    ):
+        refused = runner.request(method, path, json=payload)
+        assert refused.status_code == 403, (method, path, refused.text)
+        assert refused.json()["detail"] == expected
+    _member_role_change(world, "PUT", "member")
+    assert runner.get(run_path).status_code == 200  # nothing else about it was revoked

@@ -2,9 +2,10 @@
 (:func:`authenticate`).
 
 Invariants: every refusal is ``AuthenticationError`` (401) with a reason that does not say
-whether an account exists; only API keys and run tokens -- the credentials of machines, sent with
-every heartbeat -- are cached (``auth.cache``), so logging a user out takes effect at once
-everywhere.
+whether an account exists, but that of a run token whose account may no longer write in its
+project (``PermissionDeniedError``, 403: the account's permission was withdrawn); only API keys
+and run tokens -- the credentials of machines, sent with every heartbeat -- are cached
+(``auth.cache``), so logging a user out takes effect at once everywhere.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from uuid import UUID
 
 from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth import api_keys, tokens
-from wharf.server.auth.errors import AuthenticationError
+from wharf.server.auth.errors import AuthenticationError, PermissionDeniedError
 from wharf.server.auth.principal import Principal, RunScope, ScheduleScope
 from wharf.server.state import ServerState
 
@@ -32,7 +33,10 @@ def authenticate(state: ServerState, authorization: str | None) -> Principal:
       the account is active and, for users, the token is of the current token generation;
     - a run token: the same checks for the principal that requested it (and its API key, if it
       came through one), so revoking that key, deactivating that account or logging that user
-      out revokes the run tokens it handed out too;
+      out revokes the run tokens it handed out too; and that principal may still write in the
+      token's project (a global admin, or a member or admin of it): removing the member or
+      making it a viewer ends its run tokens there (403) -- checked with the token, so the
+      answer is cached with it (``projects`` clears the cache on every membership change);
     - a schedule token: the same checks, and its schedule still exists (with the token's project
       and snapshot), read on every request and never cached, so deleting the schedule revokes
       it at once. What it may do is ``own_schedule``'s to say.
@@ -73,9 +77,28 @@ def _token_principal(state: ServerState, claims: tokens.TokenClaims) -> Principa
         principal = _user_principal(state, claims.sub, claims.gen, run)
     else:
         principal = _account_principal(state, claims.sub, claims.key, run)
+    if run is not None:
+        _check_may_still_write(state, principal, run)
     if schedule is None:
         return principal
     return replace(principal, schedule=schedule)
+
+
+def _check_may_still_write(state: ServerState, principal: Principal, run: RunScope) -> None:
+    """Refuse a run token whose principal may no longer write in its run's project."""
+    if principal.is_admin:
+        return
+    role = state.accounts.memberships.role_of(run.project_id, **principal.member_ids())
+    if role is not None and role.can_write:
+        return
+    try:
+        project = f"'{state.store.projects.get(run.project_id).name}'"
+    except EntityNotFoundError:
+        project = str(run.project_id)
+    raise PermissionDeniedError(
+        f"The account that requested this run token may no longer write in project {project}: "
+        "the token is refused."
+    )
 
 
 def _schedule_scope(state: ServerState, claims: tokens.TokenClaims) -> ScheduleScope:

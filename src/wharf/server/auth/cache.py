@@ -37,7 +37,8 @@ class AuthCache:
     ``tests/server/test_auth_cache.py``):
     - through the same worker process: immediate. Every change made through this server that
       can revoke or demote a credential (logout, user or service account deactivation, key
-      revocation, admin flag) clears this process's cache;
+      revocation, admin flag, a project membership removed or changed) clears this process's
+      cache;
     - through another worker process, another replica, or straight in the database: an API key,
       or a run token issued through it or to a service account, stays accepted by a worker that
       checked it recently for at most ``ttl_seconds`` more. A user's own access token is never

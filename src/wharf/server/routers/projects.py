@@ -1,7 +1,9 @@
 """``/api/v1/projects`` and their members.
 
 Non-admins see only the projects they belong to (others are 404). Projects are created by
-admins; memberships are managed by admins and by the project's own admins.
+admins; memberships are managed by admins and by the project's own admins. A membership change
+clears the auth cache: a member removed or made a viewer loses its run tokens of the project at
+once (``wharf.server.auth.authenticate``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ def build_router() -> APIRouter:
             user_id=body.user_id,
             service_account_id=body.service_account_id,
         )
+        ctx.state.auth_cache.clear()  # a demotion ends the member's run tokens here
         return json_response(record)
 
     @router.delete("/{project_id}/members", status_code=204)
@@ -112,6 +115,7 @@ def build_router() -> APIRouter:
         ctx.state.accounts.memberships.remove(
             project_id, user_id=user_id, service_account_id=service_account_id
         )
+        ctx.state.auth_cache.clear()  # the member's run tokens end here
         return no_content()
 
     return router
