@@ -9,9 +9,11 @@ after its schedule was deleted, its key revoked or its issuer removed from the p
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import pytest
 
+from tests.faults.refused_metadata import refusing_metadata_key
 from tests.server.conftest import World
 from tests.server.live import service_key
 from tests.server.matrix import Things
@@ -257,3 +259,25 @@ def test_an_account_may_fire_a_schedule_it_may_create_runs_for(world: World) -> 
     answer = world.as_role("member").post(path, json=fire)
     assert answer.status_code == 200, answer.text
     assert run_token_scope(answer.json()["access_token"]) is not None
+
+
+def test_a_firing_that_failed_midway_is_completed_by_its_retry(db_world: World) -> None:
+    """The database refuses the fired run's schedule metadata (a trigger): the firing fails and
+    leaves no run behind, so its retry creates the run, recorded with its schedule (a run
+    without that record would refuse every retry: 403)."""
+    world = db_world
+    schedule = schedule_of(world, world.a, "flaky")
+    pod = world.client(token_of(world, schedule))
+    path = f"/api/v1/schedules/{schedule.id}/runs"
+    fire = {"orchestrator_run_id": "kubernetes-flaky", "name": "flaky-1"}
+    with refusing_metadata_key(world.stores.db.engine, "schedule_id"):
+        failed = pod.post(path, json=fire)
+    assert failed.status_code >= 400, failed.text
+    assert run_count(world) == 0
+    retried = pod.post(path, json=fire)
+    assert retried.status_code == 200, retried.text
+    run = retried.json()["run"]
+    assert retried.json()["created"] and run["orchestrator_run_id"] == "kubernetes-flaky"
+    run_id = UUID(run["id"])
+    recorded = world.stores.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run_id)
+    assert {m.key: m.value for m in recorded}["schedule_id"] == str(schedule.id)

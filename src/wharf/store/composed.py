@@ -1,6 +1,7 @@
 """The run calls of the store ports composed from the plain calls (:class:`ComposedRuns`, the
-REST store's ``runs.record`` and ``runs.finish``), and the checked ``create`` flags of a batched
-cache decision (:func:`creation_flags`), shared by the stores that decide one.
+REST store's ``runs.record``, ``runs.finish`` and ``runs.create_with_metadata``), and the
+checked ``create`` flags of a batched cache decision (:func:`creation_flags`), shared by the
+stores that decide one.
 
 Invariants (those of the ports): a run's end is decided from the status the call read, and
 decided again if it changed before the update (a stop request). Unlike a transaction, an error
@@ -10,11 +11,11 @@ leaves what the calls before it wrote.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from wharf.config.spec import PipelineSpec
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import IllegalTransitionError, InputError
 from wharf.core.transitions import run_end
 from wharf.store.models import (
@@ -27,7 +28,7 @@ from wharf.store.models import (
     SnapshotRecord,
     StepRunCreate,
 )
-from wharf.store.ports import PipelineRepository, SnapshotRepository
+from wharf.store.ports import PipelineRepository, RunMetadataRepository, SnapshotRepository
 
 RUN_END_ATTEMPTS = 3
 """Times a composed ``runs.finish`` decides again when the run's status changed under it."""
@@ -40,15 +41,26 @@ class _PlainRuns(Protocol):
     def _pipelines(self) -> PipelineRepository: ...
     @property
     def _snapshots(self) -> SnapshotRepository: ...
+    @property
+    def _metadata(self) -> RunMetadataRepository: ...
     def create(self, run: RunCreate) -> PipelineRunRecord: ...
     def get(self, run_id: UUID) -> PipelineRunRecord: ...
     def update(self, run_id: UUID, update: RunUpdate) -> PipelineRunRecord: ...
 
 
 class ComposedRuns:
-    """``record``, ``finish`` and ``issue_token`` of a ``RunRepository`` (no run tokens).
-    A subclass has the plain run calls and sets ``_pipelines`` and ``_snapshots`` when it is
-    constructed (only ``record`` uses them)."""
+    """``record``, ``finish``, ``create_with_metadata`` and ``issue_token`` of a
+    ``RunRepository`` (no run tokens). A subclass has the plain run calls and sets
+    ``_pipelines``, ``_snapshots`` (used by ``record``) and ``_metadata`` (used by
+    ``create_with_metadata``) when it is constructed."""
+
+    def create_with_metadata(
+        self: _PlainRuns, run: RunCreate, metadata: dict[str, Any]
+    ) -> PipelineRunRecord:
+        created = self.create(run)
+        if metadata:
+            self._metadata.add(MetadataResourceType.PIPELINE_RUN, created.id, metadata)
+        return created
 
     def record(
         self: _PlainRuns,

@@ -143,6 +143,11 @@ class RunRepository(Protocol):
         """Raises EntityExistsError if (snapshot, orchestrator_run_id) is taken."""
         ...
 
+    def create_with_metadata(self, run: RunCreate, metadata: dict[str, Any]) -> PipelineRunRecord:
+        """``create``, with the run's metadata ``metadata`` (``run_metadata.add``'s checks): both
+        or neither where the store has transactions (composed, an error leaves the run)."""
+        ...
+
     def get(self, run_id: UUID) -> PipelineRunRecord: ...
     def get_status(self, run_id: UUID) -> ExecutionStatus:
         """Just the status: the engine reads it before starting each step."""
@@ -358,11 +363,11 @@ class ScheduleRepository(Protocol):
 class Store(Protocol):
     """All repositories of one metadata store; the unit the engine and Client depend on.
 
-    The combined calls (``runs.record``/``finish``, ``steps.find_cached_or_create``/
-    ``find_cached_or_create_many``/``finish``/``create_many``, ``artifacts.create_versions``) are
-    part of the ports, so no caller asks what a store offers. A store does each in one
-    transaction or one request (the REST store composes its run calls from the plain ones,
-    ``wharf.store.composed``: same effect, more round trips).
+    The combined calls (``runs.record``/``finish``/``create_with_metadata``,
+    ``steps.find_cached_or_create``/``find_cached_or_create_many``/``finish``/``create_many``,
+    ``artifacts.create_versions``) are part of the ports, so no caller asks what a store offers.
+    A store does each in one transaction or one request (the REST store composes its run calls
+    from the plain ones, ``wharf.store.composed``: same effect, more round trips).
     """
 
     users: UserRepository

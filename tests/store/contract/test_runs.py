@@ -162,3 +162,18 @@ def test_delete_removes_steps_links_and_metadata(world: World) -> None:
     assert store.runs.get(later_run.id) == later_run
     with pytest.raises(EntityNotFoundError, match="No pipeline run with id"):
         store.runs.delete(run.id)
+
+
+def test_create_with_metadata(world: World) -> None:
+    store = world.store
+    fired_by = {"schedule_id": "s-1", "attempt": 2}
+    run = store.runs.create_with_metadata(world.run_create(orchestrator_run_id="o-1"), fired_by)
+    assert store.runs.get(run.id) == run and run.orchestrator_run_id == "o-1"
+    recorded = store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+    assert {m.key: m.value for m in recorded} == fired_by
+    plain = store.runs.create_with_metadata(world.run_create(), {})
+    assert store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, plain.id) == []
+    with pytest.raises(EntityExistsError):  # the same (snapshot, orchestrator run id)
+        store.runs.create_with_metadata(world.run_create(orchestrator_run_id="o-1"), {"x": 1})
+    again = store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run.id)
+    assert {m.key: m.value for m in again} == fired_by

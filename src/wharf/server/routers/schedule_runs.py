@@ -100,16 +100,13 @@ def _fired_run(
         orchestrator_run_id=body.orchestrator_run_id,
         user_id=principal.id if principal.kind == "user" else None,
     )
-    try:
-        run = store.runs.create(create)
+    try:  # the run and its schedule together: a run without them would refuse every retry
+        run = store.runs.create_with_metadata(create, own_schedule.fired_metadata(schedule))
     except EntityExistsError:
         raced = found()  # another firing of that orchestrator run id, at the same moment
         if raced is None:
             raise
         return raced, False
-    store.run_metadata.add(
-        MetadataResourceType.PIPELINE_RUN, run.id, own_schedule.fired_metadata(schedule)
-    )
     ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
     return run, True
 

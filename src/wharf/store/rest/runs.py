@@ -1,7 +1,8 @@
 """Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes.
 
-The server has no route for a pipeline call's records or a run's end: ``record`` and ``finish``
-are the plain calls composed (``wharf.store.composed``).
+The server has no route for a pipeline call's records, a run's end or a run created with its
+metadata: ``record``, ``finish`` and ``create_with_metadata`` are the plain calls composed
+(``wharf.store.composed``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from wharf.store.models import (
     RunHeartbeatResponse,
     RunUpdate,
 )
-from wharf.store.ports import PipelineRepository, SnapshotRepository
+from wharf.store.ports import PipelineRepository, RunMetadataRepository, SnapshotRepository
 from wharf.store.rest.http import HttpSession, page_params
 
 DEFAULT_PAGE = PageRequest()
@@ -59,11 +60,16 @@ class RestRunRepository(ComposedRuns):
     ``snapshots``."""
 
     def __init__(
-        self, http: HttpSession, pipelines: PipelineRepository, snapshots: SnapshotRepository
+        self,
+        http: HttpSession,
+        pipelines: PipelineRepository,
+        snapshots: SnapshotRepository,
+        metadata: RunMetadataRepository,
     ) -> None:
         self._http = http
         self._pipelines = pipelines
         self._snapshots = snapshots
+        self._metadata = metadata
 
     def create(self, run: RunCreate) -> PipelineRunRecord:
         return self._http.model(PipelineRunRecord, "POST", "/api/v1/runs", body=run)

@@ -66,10 +66,10 @@ class RestStore:
         self.stacks = RestStackRepository(self.http)
         self.pipelines = RestPipelineRepository(self.http)
         self.snapshots = RestSnapshotRepository(self.http)
-        self.runs = RestRunRepository(self.http, self.pipelines, self.snapshots)
+        self.run_metadata = RestRunMetadataRepository(self.http)
+        self.runs = RestRunRepository(self.http, self.pipelines, self.snapshots, self.run_metadata)
         self.steps = RestStepRunRepository(self.http)
         self.artifacts = RestArtifactRepository(self.http)
-        self.run_metadata = RestRunMetadataRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
 
     def with_credential(self, credential: str) -> RestStore:

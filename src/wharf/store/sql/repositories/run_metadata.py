@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -32,36 +33,52 @@ _RESOURCES: dict[MetadataResourceType, tuple[str, Table]] = {
 }
 
 
+def check_values(values: dict[str, Any]) -> None:
+    """Every key a valid name and every value JSON-serialisable (else ``InputError``)."""
+    for key, value in values.items():
+        check_name(key, "metadata key")
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"Metadata value of '{key}' is not JSON-serialisable: {exc}") from None
+
+
+def insert_values(
+    conn: Connection,
+    now: datetime,
+    resource_type: MetadataResourceType,
+    resource_id: UUID,
+    values: dict[str, Any],
+) -> builtins.list[dict[str, Any]]:
+    """Insert ``values`` (checked by :func:`check_values`) of a resource that has none of their
+    keys yet, in the caller's transaction; the rows written."""
+    rows = [
+        {
+            "id": new_id(),
+            "resource_type": resource_type.value,
+            "resource_id": resource_id,
+            "key": key,
+            "value": value,
+            "created": now,
+        }
+        for key, value in values.items()
+    ]
+    if rows:
+        conn.execute(_M.insert(), rows)
+    return rows
+
+
 class SqlRunMetadataRepository(SqlRepository):
     def add(
         self, resource_type: MetadataResourceType, resource_id: UUID, values: dict[str, Any]
     ) -> builtins.list[RunMetadataRecord]:
-        for key, value in values.items():
-            check_name(key, "metadata key")
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError) as exc:
-                raise InputError(
-                    f"Metadata value of '{key}' is not JSON-serialisable: {exc}"
-                ) from None
+        check_values(values)
         kind, table = _RESOURCES[MetadataResourceType(resource_type)]
 
         def write(conn: Connection) -> builtins.list[dict[str, Any]]:
             if conn.execute(select(table.c.id).where(table.c.id == resource_id)).first() is None:
                 raise not_found(kind, resource_id)
-            now = self._db.now()
-            rows = [
-                {
-                    "id": new_id(),
-                    "resource_type": resource_type.value,
-                    "resource_id": resource_id,
-                    "key": key,
-                    "value": value,
-                    "created": now,
-                }
-                for key, value in values.items()
-            ]
-            if rows:
+            if values:
                 conn.execute(
                     delete(_M).where(
                         _M.c.resource_type == resource_type.value,
@@ -69,8 +86,7 @@ class SqlRunMetadataRepository(SqlRepository):
                         _M.c.key.in_(builtins.list(values)),
                     )
                 )
-                conn.execute(_M.insert(), rows)
-            return rows
+            return insert_values(conn, self._db.now(), resource_type, resource_id, values)
 
         for _ in range(MAX_CONFLICT_RETRIES):
             try:

@@ -38,7 +38,7 @@ from wharf.store.models import (
     RunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.repositories import run_liveness, run_records
+from wharf.store.sql.repositories import run_liveness, run_metadata, run_records
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -66,9 +66,20 @@ _STATUS = select(_R.c.status).where(_R.c.id == bindparam("run_id"))
 
 class SqlRunRepository(SqlRepository):
     def create(self, run: RunCreate) -> PipelineRunRecord:
+        return self.create_with_metadata(run, {})
+
+    def create_with_metadata(self, run: RunCreate, metadata: dict[str, Any]) -> PipelineRunRecord:
         check_run_initial(run.status)
+        run_metadata.check_values(metadata)
+
+        def write(conn: Connection) -> PipelineRunRecord:
+            created = self._insert(conn, run)
+            kind = MetadataResourceType.PIPELINE_RUN  # the metadata dated as the run
+            run_metadata.insert_values(conn, created.created, kind, created.id, metadata)
+            return created
+
         try:
-            return self._db.write(lambda c: self._insert(c, run))
+            return self._db.write(write)
         except UniqueViolationError:
             raise EntityExistsError(
                 f"A run of snapshot {run.snapshot_id} with orchestrator run id "
