@@ -1,15 +1,16 @@
 """The dynamic runner (``wharf.execution.dynamic``): how a map hands its values to its steps, and
-how a run whose pipeline function raised says why it failed."""
+how a run whose pipeline function raised (or exited) says why it failed."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wharf import pipeline, step
+from wharf import RunFailedError, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.dynamic_futures import unmapped
@@ -82,3 +83,41 @@ def test_a_run_whose_function_raised_says_so_before_a_colon(
     run = p.run_in(workspace)
     assert run.status is ExecutionStatus.FAILED
     assert run.status_reason is not None and run.status_reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (3, "The pipeline function exited with code 3 (sys.exit)"),
+        (None, "The pipeline function exited with code 0 (sys.exit)"),
+        ("bad config", "The pipeline function exited (sys.exit): bad config"),
+    ],
+)
+def test_a_run_whose_function_calls_sys_exit_fails_saying_it_exited(
+    workspace: Workspace, code: int | str | None, reason: str
+) -> None:
+    """Not 'The orchestrator failed: SystemExit(3)': the body ended the run, and the call
+    returns (no SystemExit out of it)."""
+
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def p() -> None:
+        fetch(1)
+        sys.exit(code)
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason == reason
+    assert steps_of(workspace, run.id)["fetch"].status is ExecutionStatus.COMPLETED
+
+
+def test_a_body_that_calls_sys_exit_raises_run_failed_with_the_exit_as_its_cause(
+    workspace: Workspace,
+) -> None:
+    @pipeline(dynamic=True)
+    def p() -> None:
+        sys.exit(4)
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    assert failed.value.run.status_reason == "The pipeline function exited with code 4 (sys.exit)"
+    assert isinstance(failed.value.__cause__, SystemExit)

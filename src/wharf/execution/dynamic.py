@@ -3,11 +3,11 @@
 Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
 upstream edges are the steps whose outputs it actually received. Invariants: invocation ids are
 unique within the run; no step starts once the run is stopping; the run ends only after every
-submitted step ended; a body that raises ends the run failed, its traceback shown once (logged
-here, unless the caller raises it again: :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of
-the run's credential, which propagates (the run loop stops the run: no write can succeed). A
-resumed run replays the function; a call made differently, or one left out, fails the run
-(``launcher``).
+submitted step ended; a body that raises (or exits: ``sys.exit``) ends the run failed, its
+traceback shown once (logged here, unless the caller raises it again:
+:data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates
+(the run loop stops the run: no write can succeed). A resumed run replays the function; a call
+made differently, or one left out, fails the run (``launcher``).
 """
 
 from __future__ import annotations
@@ -100,6 +100,17 @@ class DynamicOutcome:
         return ExecutionStatus.COMPLETED, None
 
 
+def _what_the_body_did(exc: Exception | SystemExit) -> str:
+    """How a pipeline function ended the run, as a phrase after "The pipeline function":
+    "raised: ValueError: …", or for ``sys.exit`` "exited with code 3" (``sys.exit()``: code 0;
+    ``sys.exit("bad config")``: "exited (sys.exit): bad config")."""
+    if not isinstance(exc, SystemExit):
+        return f"raised: {describe_exception(exc)}"
+    if exc.code is None or isinstance(exc.code, int):
+        return f"exited with code {exc.code or 0} (sys.exit)"
+    return f"exited (sys.exit): {exc.code}"
+
+
 class DynamicRunner:
     """Runs a dynamic pipeline's function (:meth:`run`), launching steps as it calls them.
 
@@ -159,15 +170,16 @@ class DynamicRunner:
             self.outcome.stop_requested = True
         except StepExecutionError as exc:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit ends the run, not the process
             if refused(exc):  # the store refuses the run's credential: the run loop stops it
                 raise
-            self.outcome.error = f"The pipeline function raised: {describe_exception(exc)}"
+            what = _what_the_body_did(exc)
+            self.outcome.error = f"The pipeline function {what}"
             caller_shows = getattr(self._function, CALLER_RAISES_BODY_ERROR, False)
             logger.error(
-                "The body of dynamic pipeline '%s' raised: %s%s",
+                "The body of dynamic pipeline '%s' %s%s",
                 self._spec.name,
-                describe_exception(exc),
+                what,
                 " (its traceback follows with the RunFailedError)" if caller_shows else "",
                 exc_info=None if caller_shows else exc,
             )

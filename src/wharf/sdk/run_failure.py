@@ -102,7 +102,7 @@ class FailureWatch:
         def watched(*args: Any, **kwargs: Any) -> Any:
             try:
                 return function(*args, **kwargs)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit fails the run like an error
                 self.body_error = exc
                 raise
 
