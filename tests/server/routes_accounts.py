@@ -163,7 +163,7 @@ ACCOUNT_ROUTES: list[Route] = [
     R(
         "PATCH",
         "/api/v1/components/{component_id}",
-        "global_write",
+        "admin",
         200,
         lambda t: f"/api/v1/components/{t.fresh_component().id}",
         lambda t: {"configuration": {"parallelism": 2}},
@@ -171,7 +171,7 @@ ACCOUNT_ROUTES: list[Route] = [
     R(
         "DELETE",
         "/api/v1/components/{component_id}",
-        "global_write",
+        "admin",
         204,
         lambda t: f"/api/v1/components/{t.fresh_component().id}",
     ),

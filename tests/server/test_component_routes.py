@@ -1,9 +1,14 @@
-"""``POST /api/v1/components`` over real HTTP: an fsspec artifact store is checked as the CLI
-and SDK check it, so no clear-text secret reaches the store through the raw route."""
+"""``/api/v1/components`` over real HTTP: an fsspec artifact store is checked as the CLI and SDK
+check it, so no clear-text secret reaches the store through the raw route; components are global
+(the default stack's too): every principal reads them, only admins change or delete them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.server.conftest import World, body
+from tests.server.live import shared_default_stack
+from wharf.core.enums import ComponentType
 
 
 def _fsspec(configuration: dict[str, object]) -> dict[str, object]:
@@ -34,3 +39,26 @@ def test_a_variable_name_and_a_url_are_stored(world: World) -> None:
     configuration = {"path": "s3://bucket/prefix/", "secret_env": "MY_SECRET"}
     created = body(admin.post("/api/v1/components", json=_fsspec(configuration)))
     assert created["configuration"] == {"path": "s3://bucket/prefix", "secret_env": "MY_SECRET"}
+
+
+def test_only_admins_change_or_delete_the_default_stacks_components(
+    world: World, tmp_path: Path
+) -> None:
+    shared_default_stack(world.state, tmp_path / "artifacts")
+    store = world.stores.store
+    stack = store.stacks.get_stack_by_name("default")
+    artifacts = store.stacks.get_component(stack.components[ComponentType.ARTIFACT_STORE])
+    url = f"/api/v1/components/{artifacts.id}"
+    moved = {"configuration": {"path": str(tmp_path / "elsewhere")}}
+    for role in ("member", "padmin", "other", "viewer"):
+        client = world.as_role(role)
+        assert client.get(url).status_code == 200  # every principal reads and uses it
+        changed = client.patch(url, json=moved)
+        assert changed.status_code == 403, (role, changed.text)
+        assert changed.json()["detail"] == "Only admins may reconfigure stack components."
+        deleted = client.delete(url)
+        assert deleted.status_code == 403, (role, deleted.text)
+        assert deleted.json()["detail"] == "Only admins may delete stack components."
+    assert store.stacks.get_component(artifacts.id) == artifacts
+    admin = world.as_role("admin")
+    assert body(admin.patch(url, json=moved))["configuration"] == moved["configuration"]

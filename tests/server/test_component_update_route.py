@@ -61,7 +61,7 @@ def test_an_unfinished_run_is_a_conflict_naming_it(world: World) -> None:
             status=ExecutionStatus.RUNNING,
         )
     )
-    response = world.as_role("member").patch(
+    response = world.as_role("admin").patch(
         f"/api/v1/components/{orch.id}", json={"configuration": {"namespace": "prod"}}
     )
     assert response.status_code == 409, response.text

@@ -43,7 +43,8 @@ class Access:
        viewers read, members and project admins also write. A principal without a role in the
        project gets the same 404 as for a missing id.
     3. Global data: users are readable by any account; stacks and components by any principal,
-       writable by admins and by principals that may write in some project. Users, projects,
+       registered (and stacks deleted) by admins and by principals that may write in some
+       project; components are reconfigured and deleted by admins only. Users, projects,
        service accounts and API keys are managed by admins only; a project's memberships also
        by the project's admins.
     4. A run token reads its run and its snapshot and reads and writes its run's steps

@@ -1,8 +1,9 @@
 """``/api/v1/components`` and ``/api/v1/stacks``: global, readable by every principal (a step
-process reads its artifact store's component), written -- registered, reconfigured and deleted --
-by admins and project members. The store decides whether a deletion or a new configuration is
-allowed (409 with the reason); an fsspec artifact store's configuration is checked here for
-clear-text secrets on registration and update alike."""
+process reads its artifact store's component). Admins and project members register components
+and stacks and delete stacks; only admins reconfigure or delete a component, which the stacks of
+every project (the server's ``default`` stack among them) may use. The store decides whether a
+deletion or a new configuration is allowed (409 with the reason); an fsspec artifact store's
+configuration is checked here for clear-text secrets on registration and update alike."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def build_router() -> APIRouter:
 
     @router.patch("/components/{component_id}", response_model=ComponentRecord)
     def update_component(component_id: UUID, body: ComponentUpdateBody, ctx: CtxDep) -> Response:
-        ctx.access.require_global_write("reconfigure stack components")
+        ctx.access.require_admin("reconfigure stack components")
         configuration = body.configuration
         current = ctx.store.stacks.get_component(component_id)
         if current.type is ComponentType.ARTIFACT_STORE and current.flavor == FSSPEC_FLAVOR:
@@ -64,7 +65,7 @@ def build_router() -> APIRouter:
 
     @router.delete("/components/{component_id}", status_code=204)
     def delete_component(component_id: UUID, ctx: CtxDep) -> Response:
-        ctx.access.require_global_write("delete stack components")
+        ctx.access.require_admin("delete stack components")
         ctx.store.stacks.delete_component(component_id)
         return no_content()
 
