@@ -12,6 +12,7 @@ socket lives in ``multiprocessing``'s temporary directory, kept short whatever T
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import multiprocessing.process as mp_process
 import multiprocessing.spawn as mp_spawn
@@ -121,6 +122,7 @@ def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) ->
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    _write_through_std_streams()
     environment = step_environment(os.environ, child_env)
     environment[STEP_LOG_ENV] = log_path
     os.environ.clear()
@@ -131,6 +133,20 @@ def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) ->
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # skip atexit handlers inherited from the zygote
+
+
+def _write_through_std_streams() -> None:
+    """Make ``sys.stdout`` and ``sys.stderr`` write each write to the log at once, as
+    ``PYTHONUNBUFFERED`` does for a new interpreter. A forked child inherits the fork server's
+    streams, made when their file was another one (block-buffered unless a terminal), and the
+    variable set now changes nothing: a step ended by a signal's default action (SIGTERM) lost
+    what it had printed, still in the buffer."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        inherited = getattr(sys, name)
+        encoding = getattr(inherited, "encoding", None) or "utf-8"
+        errors = getattr(inherited, "errors", None) or "backslashreplace"
+        raw = io.FileIO(fd, "w", closefd=False)
+        setattr(sys, name, io.TextIOWrapper(raw, encoding, errors, write_through=True))
 
 
 _start_lock = threading.Lock()
