@@ -109,3 +109,19 @@ def test_split_outputs_checks_each_output_against_its_annotation():
     assert split_outputs("one", parse_interface(one, "one"), 1) == {"output": 1}
     with pytest.raises(StepInterfaceError, match=r"^Step 'one' output 'output' is annotated float"):
         split_outputs("one", parse_interface(one, "one"), "1")
+
+
+def test_check_parameter_refuses_a_value_that_does_not_fit_but_not_the_default():
+    def train(epochs: int, seed: int = None, name: str = "x"):  # noqa: RUF013 (sloppy, as found)
+        return epochs
+
+    iface = parse_interface(train, "train")
+    iface.check_parameter("train_2", "epochs", 3)
+    iface.check_parameter("train_2", "seed", None)  # the step's own default: not checked
+    with pytest.raises(StepInterfaceError) as info:
+        iface.check_parameter("train_2", "epochs", "ten")
+    assert (
+        str(info.value) == "Step 'train_2' parameter 'epochs' is annotated int but was given str."
+    )
+    with pytest.raises(StepInterfaceError, match="parameter 'name' is annotated str but was given"):
+        iface.check_parameter("train_2", "name", 1)

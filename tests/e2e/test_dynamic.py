@@ -126,6 +126,49 @@ def test_a_list_of_step_outputs_passed_to_one_input_is_refused_with_what_to_do(
     assert all("Input 'values' of step 'total" in e and ".load()" in e for e in errors), errors
 
 
+@step(enable_cache=False)
+def word():  # no annotation: what it returns is known once it ran
+    return "ten"
+
+
+def test_values_that_do_not_fit_an_annotation_are_refused_at_the_call(workspace: Workspace):
+    errors: list[str] = []
+
+    @pipeline(dynamic=True)
+    def p() -> None:
+        three = add(1, 2).load()
+        add(three, b=1)  # a value known at call time, that fits
+        for call in (
+            lambda: add("one"),
+            lambda: add.submit(1, b=2.5),
+            lambda: add.map([1, "two", 3]),  # refused before any of the map's steps starts
+            lambda: add.map([1, 2], b=unmapped("x")),
+            lambda: add(word()),  # an upstream artifact, stored as a str
+        ):
+            try:
+                call()
+            except StepInterfaceError as exc:
+                errors.append(str(exc))
+        add("uncaught")  # the run fails
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    assert errors == [
+        "Step 'add_3' parameter 'a' is annotated int but was given str.",
+        "Step 'add_4' parameter 'b' is annotated int but was given float.",
+        "Step 'add_2_1' parameter 'a' is annotated int but was given str.",
+        "Step 'add_0' parameter 'b' is annotated int but was given str.",
+        "Step 'add_5' parameter 'a' is annotated int but was given str "
+        "(output 'output' of step 'word').",
+    ]
+    run = failed.value.run
+    assert run.status_reason == (
+        "The pipeline function raised: "
+        "Step 'add_6' parameter 'a' is annotated int but was given str."
+    )
+    assert sorted(steps(workspace, run.id)) == ["add", "add_2", "word"]
+
+
 def test_a_duplicate_explicit_id_is_an_error_at_the_call(workspace: Workspace):
     errors: list[Exception] = []
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 import warnings
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 
@@ -210,6 +210,64 @@ def test_non_json_parameter_is_rejected(workspace: Workspace) -> None:
 
     with pytest.raises(StepInterfaceError, match="not JSON-serialisable"):
         p.run_in(workspace)
+
+
+def test_a_parameter_that_does_not_fit_its_annotation_is_refused_before_the_run(
+    workspace: Workspace,
+) -> None:
+    @pipeline
+    def p(epochs: Any = 3) -> None:
+        steps_lib.double(steps_lib.produce())
+        steps_lib.produce(value=epochs)
+
+    with pytest.raises(StepInterfaceError) as refused:
+        p.run_in(workspace, epochs="ten")
+    assert str(refused.value) == (
+        "Step 'produce_2' parameter 'value' is annotated int but was given str."
+    )
+    assert workspace.store.runs.list(RunFilter()).items == []  # no run, no step started
+    run = p.run_in(workspace, epochs=4)
+    client = Client(workspace.config, workspace.store)
+    assert client.load_step_output(run.id, "produce_2") == 4
+
+
+def test_parameters_that_fit_by_the_rules_of_outputs_run(workspace: Workspace) -> None:
+    @step
+    def scale(factor: float, offset: int = None) -> float:  # noqa: RUF013 (its own default)
+        return factor + (offset or 0)
+
+    @pipeline
+    def p() -> None:
+        scale(factor=2)  # an int is a float (the numeric tower)
+        scale(factor=True, offset=False)  # a bool is an int
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED
+    assert Client(workspace.config, workspace.store).load_step_output(run.id, "scale") == 2
+
+
+def test_an_upstream_output_annotated_so_that_no_value_fits_is_refused(
+    workspace: Workspace,
+) -> None:
+    @step
+    def label() -> str:
+        return "ten"
+
+    @step
+    def unknown():  # no annotation: its value's type is unknown until it runs
+        return 3
+
+    @pipeline
+    def p() -> None:
+        steps_lib.double(unknown())
+        steps_lib.double(label())
+
+    with pytest.raises(StepInterfaceError) as refused:
+        p.run_in(workspace)
+    assert str(refused.value) == (
+        "Step 'double_2' parameter 'x' is annotated int but was given str "
+        "(output 'output' of step 'label')."
+    )
 
 
 def test_unserialisable_output_fails_the_step_cleanly(workspace: Workspace) -> None:

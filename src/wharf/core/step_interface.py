@@ -6,7 +6,9 @@ Rules:
 - ``Annotated[T, "name"]`` names a single output; ``tuple[A, B]`` gives several outputs named
   ``output_0``, ``output_1`` unless each element is ``Annotated[..., "name"]``;
 - a bare ``tuple`` or ``tuple[T, ...]`` is one output;
-- each returned output must fit its annotation (``wharf.core.output_types``), else the step fails.
+- each returned output must fit its annotation (``wharf.core.type_checks``), else the step fails;
+  so must each value a step call gives a parameter (:meth:`StepInterface.check_parameter`),
+  else the call is refused (its default is the step's own: not checked).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from wharf.core.errors import StepInterfaceError
-from wharf.core.output_types import check_output_type
+from wharf.core.type_checks import check_output_type, check_parameter_type
 
 DEFAULT_OUTPUT = "output"
 
@@ -70,6 +72,15 @@ class StepInterface:
                     )
                 bound[name] = param.default
         return bound
+
+    def check_parameter(self, step_name: str, name: str, value: Any) -> None:
+        """Refuse a value given to input ``name`` that does not fit its annotation
+        (:func:`~wharf.core.type_checks.check_parameter_type`); the input's default, the step's
+        own choice (``x: int = None``), is not checked."""
+        param = self.inputs[name]
+        if param.has_default and value is param.default:
+            return
+        check_parameter_type(step_name, name, param.annotation, value)
 
 
 def _annotated_name(annotation: Any) -> tuple[Any, str | None]:
@@ -134,7 +145,7 @@ def parse_interface(func: Callable[..., Any], step_name: str) -> StepInterface:
 
 def split_outputs(step_name: str, interface: StepInterface, value: Any) -> dict[str, Any]:
     """Map a step function's return value to its named outputs, each checked against its
-    annotation (:func:`~wharf.core.output_types.check_output_type`)."""
+    annotation (:func:`~wharf.core.type_checks.check_output_type`)."""
     outputs = interface.outputs
     if not outputs:
         if value is not None:  # dropped silently, it would be lost

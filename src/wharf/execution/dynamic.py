@@ -22,14 +22,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from wharf.artifacts.materializers.registry import load_type
 from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import (
+    MaterializationError,
     RunStoppedError,
     RunStoppingError,
     StepExecutionError,
     StepInterfaceError,
 )
+from wharf.core.type_checks import check_input_class
 from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
@@ -120,7 +123,9 @@ class DynamicRunner:
     step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
     ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
     ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the
-    call."""
+    call. A value given to a step's parameter that does not fit its annotation, or another
+    step's output whose stored value cannot, is refused at the call (``wharf.core.type_checks``;
+    a map checks its values before any of its steps starts)."""
 
     def __init__(
         self,
@@ -248,10 +253,15 @@ class DynamicRunner:
         }
         after = kwargs.get("after")
         ids = self._fresh_map_ids(step_name, count)
+        arguments = [{**fixed, **{k: v[i] for k, v in mapped.items()}} for i in range(count)]
+        for step_id, values in zip(ids, arguments, strict=True):  # refused before any starts
+            for name, value in values.items():
+                if not _is_upstream(value):
+                    step.interface.check_parameter(step_id, name, value)
         futures = []
-        for i in range(count):  # bound already: an input named id or after is no call option
-            arguments = {**fixed, **{k: v[i] for k, v in mapped.items()}}
-            futures.append(self._start(*self._prepare_bound(step, ids[i], arguments, after)))
+        for step_id, values in zip(ids, arguments, strict=True):
+            # bound already: an input named id or after is no call option
+            futures.append(self._start(*self._prepare_bound(step, step_id, values, after)))
         return MapResultsFuture(futures)
 
     # ------------------------------------------------------------------ internals
@@ -317,6 +327,7 @@ class DynamicRunner:
         for name, value in bound.items():
             artifact = _artifact_of(value, invocation_id, name)
             if artifact is not None:
+                _check_artifact(step, invocation_id, name, artifact)
                 inputs[name] = InputSpec(step=artifact.step_name, output=artifact.output_name)
                 versions[name] = artifact.version
                 upstream.append(artifact.step_name)
@@ -329,6 +340,7 @@ class DynamicRunner:
                     "which is not JSON-serialisable; pass JSON values as parameters and other "
                     "objects as outputs of a step."
                 ) from exc
+            step.interface.check_parameter(invocation_id, name, value)
             parameters[name] = value
         for item in _as_sequence(after):
             if isinstance(item, StepFuture | MapResultsFuture):
@@ -395,6 +407,33 @@ def _artifact_of(value: Any, step_id: str, input_name: str) -> OutputArtifact | 
             "values (.load())."
         )
     return None
+
+
+def _check_artifact(
+    step: StepLike, step_id: str, input_name: str, artifact: OutputArtifact
+) -> None:
+    """Refuse an upstream artifact whose stored value's class cannot fit the input's annotation
+    (:func:`~wharf.core.type_checks.check_input_class`; a class not imported here is not
+    checked)."""
+    try:
+        value_class = load_type(artifact.version.data_type)
+    except MaterializationError:
+        return
+    check_input_class(
+        step_id,
+        input_name,
+        step.interface.inputs[input_name].annotation,
+        value_class,
+        f"output '{artifact.output_name}' of step '{artifact.step_name}'",
+    )
+
+
+def _is_upstream(value: Any) -> bool:
+    """Whether a step argument is (or holds) another step's output, not a literal value."""
+    upstream = OutputArtifact | StepFuture | MapResultsFuture
+    return isinstance(value, upstream) or (
+        isinstance(value, list | tuple) and any(isinstance(v, upstream) for v in value)
+    )
 
 
 def _is_mappable(value: Any) -> bool:

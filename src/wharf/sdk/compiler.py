@@ -3,8 +3,9 @@
 The pipeline function is called once with a :class:`Compilation` active; every step call
 records an invocation and returns :class:`StepOutput` handles that later invocations take as
 inputs. Invariants of the result: invocation ids are unique (``name``, ``name_2``, ...), every
-input names an earlier invocation's declared output, parameters are JSON-serialisable, and
-the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
+input names an earlier invocation's declared output, parameters are JSON-serialisable and fit
+their annotations, as do upstream outputs whose annotation is known (``wharf.core.type_checks``),
+and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from wharf.config.component_settings import ComponentSettings, step_layered
 from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
 from wharf.core.dag import Dag
 from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.core.type_checks import check_input_annotation
 
 if TYPE_CHECKING:
     from wharf.sdk.step import Step
@@ -100,6 +102,7 @@ class Compilation:
         parameters: dict[str, Any] = {}
         for name, value in bound.items():
             if isinstance(value, StepOutput):
+                self._check_input(step, invocation_id, name, value)
                 inputs[name] = value
             elif isinstance(value, tuple | list) and any(isinstance(v, StepOutput) for v in value):
                 raise StepInterfaceError(
@@ -115,6 +118,7 @@ class Compilation:
                         f"{type(value).__name__}, which is not JSON-serialisable; pass JSON "
                         "values as parameters and other objects as outputs of a step."
                     ) from exc
+                step.interface.check_parameter(invocation_id, name, value)
                 parameters[name] = value
         self.invocations[invocation_id] = Invocation(
             invocation_id, step, inputs, parameters, after_ids
@@ -123,6 +127,24 @@ class Compilation:
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _check_input(
+        self, step: Step[Any, Any], invocation_id: str, name: str, output: StepOutput
+    ) -> None:
+        """Refuse an upstream output whose annotation no value of can fit input ``name``'s
+        (:func:`~wharf.core.type_checks.check_input_annotation`)."""
+        upstream = self.invocations.get(output.invocation_id)
+        if upstream is None:  # not of this pipeline: step_specs says so
+            return
+        annotations = {o.name: o.annotation for o in upstream.step.interface.outputs}
+        if output.output_name in annotations:
+            check_input_annotation(
+                invocation_id,
+                name,
+                step.interface.inputs[name].annotation,
+                annotations[output.output_name],
+                f"output '{output.output_name}' of step '{output.invocation_id}'",
+            )
 
     def _fresh_id(self, name: str) -> str:
         if name not in self.invocations:
