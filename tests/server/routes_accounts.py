@@ -166,7 +166,7 @@ ACCOUNT_ROUTES: list[Route] = [
         "admin",
         200,
         lambda t: f"/api/v1/components/{t.fresh_component().id}",
-        lambda t: {"configuration": {"parallelism": 2}},
+        lambda t: {"configuration": {}},
     ),
     R(
         "DELETE",

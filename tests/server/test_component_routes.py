@@ -1,6 +1,7 @@
-"""``/api/v1/components`` over real HTTP: an fsspec artifact store is checked as the CLI and SDK
-check it, so no clear-text secret reaches the store through the raw route; components are global
-(the default stack's too): every principal reads them, only admins change or delete them."""
+"""``/api/v1/components`` over real HTTP: a configuration is checked as the CLI and SDK check
+it, so no unknown key (an fsspec store's options are open-ended) and no clear-text secret reaches
+the store through the raw route; components are global (the default stack's too): every
+principal reads them, only admins change or delete them."""
 
 from __future__ import annotations
 
@@ -62,3 +63,57 @@ def test_only_admins_change_or_delete_the_default_stacks_components(
     assert store.stacks.get_component(artifacts.id) == artifacts
     admin = world.as_role("admin")
     assert body(admin.patch(url, json=moved))["configuration"] == moved["configuration"]
+
+
+def _component(
+    name: str, type: str, flavor: str, configuration: dict[str, object]
+) -> dict[str, object]:
+    return {"name": name, "type": type, "flavor": flavor, "configuration": configuration}
+
+
+def test_an_unknown_key_is_refused_naming_it_and_nothing_is_stored(world: World) -> None:
+    admin = world.as_role("admin")
+    for component, key, hint in (
+        (_component("o1", "orchestrator", "local", {"namespace": "prod"}), "namespace", ""),
+        (
+            _component("o2", "orchestrator", "local_process", {"pyton": "/usr/bin/python3"}),
+            "pyton",
+            "did you mean 'python'?",
+        ),
+        (_component("s1", "step_operator", "local_process", {"parallel": 2}), "parallel", ""),
+        (_component("a1", "artifact_store", "local", {"paht": "/data"}), "paht", "'path'"),
+        (_component("k1", "orchestrator", "kubernetes", {"namespaec": "ml"}), "namespaec", ""),
+    ):
+        response = admin.post("/api/v1/components", json=component)
+        assert response.status_code == 400, response.text
+        assert f"'{key}'" in response.json()["detail"] and hint in response.json()["detail"]
+    assert body(admin.get("/api/v1/components"))["items"] == []
+
+
+def test_known_keys_and_open_ended_options_are_stored(world: World) -> None:
+    admin = world.as_role("admin")
+    for component in (
+        _component("o1", "orchestrator", "local", {}),
+        _component("o2", "orchestrator", "local_process", {"python": "/usr/bin/python3"}),
+        _component("a1", "artifact_store", "local", {"path": "/data"}),
+        _component("a2", "artifact_store", "fsspec", {"path": "s3://b/p", "anon": True}),
+        _component("k1", "orchestrator", "kubernetes", {"namespace": "ml"}),
+    ):
+        response = admin.post("/api/v1/components", json=component)
+        assert response.status_code == 201, response.text
+        assert response.json()["configuration"] == component["configuration"]
+
+
+def test_an_update_with_an_unknown_key_is_refused_and_changes_nothing(world: World) -> None:
+    admin = world.as_role("admin")
+    created = body(
+        admin.post(
+            "/api/v1/components",
+            json=_component("o", "orchestrator", "local_process", {"python": "/usr/bin/python3"}),
+        )
+    )
+    url = f"/api/v1/components/{created['id']}"
+    refused = admin.patch(url, json={"configuration": {"python": "/x", "code_travel": True}})
+    assert refused.status_code == 400, refused.text
+    assert "'code_travel'" in refused.json()["detail"]
+    assert body(admin.get(url)) == created

@@ -1,6 +1,6 @@
-"""``PATCH /api/v1/components/{id}`` over real HTTP: an fsspec artifact store's new configuration
-is checked as on registration (no clear-text secret is stored), a refusal by the store is a 409
-with its reason, and bad bodies and ids are 4xx."""
+"""``PATCH /api/v1/components/{id}`` over real HTTP: a new configuration is checked as on
+registration (an fsspec artifact store's: no clear-text secret is stored), a refusal by the store
+is a 409 with its reason, and bad bodies and ids are 4xx."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_an_fsspec_store_is_checked_and_a_secret_is_refused(world: World) -> Non
 
 def test_an_unfinished_run_is_a_conflict_naming_it(world: World) -> None:
     store = world.stores.store
-    orch = _component(world, "local", ComponentType.ORCHESTRATOR, namespace="wrong")
+    orch = _component(world, "local_process", ComponentType.ORCHESTRATOR, python="/old/python")
     stack = store.stacks.create_stack("prod", {ComponentType.ORCHESTRATOR: orch.id})
     pipeline = store.pipelines.get_or_create(world.a.id, "training")
     snapshot = store.snapshots.create(
@@ -62,7 +62,7 @@ def test_an_unfinished_run_is_a_conflict_naming_it(world: World) -> None:
         )
     )
     response = world.as_role("admin").patch(
-        f"/api/v1/components/{orch.id}", json={"configuration": {"namespace": "prod"}}
+        f"/api/v1/components/{orch.id}", json={"configuration": {"python": "/new/python"}}
     )
     assert response.status_code == 409, response.text
     assert "unfinished run(s) busy" in response.text

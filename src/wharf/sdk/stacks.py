@@ -2,7 +2,8 @@
 
 The logic behind ``wharf component ...`` and ``wharf stack ...``, shared with the REST server.
 Entry points: :func:`register_component`, :func:`update_component`, :func:`register_stack`,
-:func:`set_active_stack`, :func:`describe_stack`, :func:`delete_stack`.
+:func:`set_active_stack`, :func:`describe_stack`, :func:`delete_stack`; the server's component
+routes check configurations with :func:`checked_flavor_configuration`.
 
 Invariant: every function validates all of its input before it writes anything, so bad input
 raises a one-line :class:`~wharf.core.errors.WharfError` and leaves nothing half-written.
@@ -156,10 +157,22 @@ def checked_configuration(
     (:mod:`wharf.artifacts.fsspec_options`).
     """
     flavors.check_flavor(type, flavor)
-    config = dict(configuration)
-    _check_with_flavor_class(type, flavor, config)
+    config = checked_flavor_configuration(type, flavor, configuration)
     if type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
         config["path"] = _local_artifact_path(workspace, config)
+    return config
+
+
+def checked_flavor_configuration(
+    type: ComponentType, flavor: str, configuration: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The checks of a component's configuration that need no workspace, made wherever a
+    component is registered or reconfigured (:func:`checked_configuration` for the CLI and SDK,
+    the REST server's component routes): the flavor class's own check, and an ``fsspec``
+    store's (a URL; no clear-text secrets). The configuration to store; InputError naming the
+    first unknown key or invalid value."""
+    config = dict(configuration)
+    _check_with_flavor_class(type, flavor, config)
     if type is ComponentType.ARTIFACT_STORE and flavor == FSSPEC_FLAVOR:
         from wharf.artifacts.fsspec_options import check_configuration
 
@@ -169,8 +182,9 @@ def checked_configuration(
 
 def _check_with_flavor_class(type: ComponentType, flavor: str, config: Mapping[str, Any]) -> None:
     """The flavor class's own check of ``config`` (its ``check_configuration``, if it has one:
-    the ``kubernetes`` and ``local_process`` orchestrators and step operators check unknown keys
-    and values).
+    the ``local`` flavors refuse unknown keys, the ``kubernetes`` and ``local_process``
+    orchestrators and step operators unknown keys and values; ``fsspec`` options are
+    open-ended).
 
     Nothing when the class cannot be imported here: a flavor whose integration is installed only
     where the stack runs is stored unchecked and checked when it is first used.

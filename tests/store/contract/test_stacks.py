@@ -31,13 +31,16 @@ from wharf.store.sql import SqlStore
 
 ORCH = ComponentType.ORCHESTRATOR
 STORE = ComponentType.ARTIFACT_STORE
+OPAQUE_FLAVOR = "opaque"
+"""A flavor no class implements: the store keeps any configuration, and the server, which checks
+a configuration by its flavor's class (``wharf.sdk.stacks``), has nothing to check."""
 
 
 def component(
     store: SqlStore, name: str, type: ComponentType = ORCH, **config: object
 ) -> ComponentRecord:
     return store.stacks.create_component(
-        ComponentCreate(name=name, type=type, flavor="local", configuration=dict(config))
+        ComponentCreate(name=name, type=type, flavor=OPAQUE_FLAVOR, configuration=dict(config))
     )
 
 

@@ -2,8 +2,9 @@
 process reads its artifact store's component). Admins and project members register components
 and stacks and delete stacks; only admins reconfigure or delete a component, which the stacks of
 every project (the server's ``default`` stack among them) may use. The store decides whether a
-deletion or a new configuration is allowed (409 with the reason); an fsspec artifact store's
-configuration is checked here for clear-text secrets on registration and update alike."""
+deletion or a new configuration is allowed (409 with the reason); a configuration is checked
+here as the CLI checks it, on registration and update alike (``checked_flavor_configuration``:
+unknown keys and values, an fsspec artifact store's clear-text secrets)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from wharf.artifacts.fsspec_options import check_configuration
 from wharf.core.enums import ComponentType
-from wharf.sdk.stacks import FSSPEC_FLAVOR
+from wharf.sdk.stacks import checked_flavor_configuration
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
 from wharf.server.schemas.actions import ComponentUpdateBody, LookupName, StackCreateBody
@@ -36,12 +36,10 @@ def build_router() -> APIRouter:
     @router.post("/components", response_model=ComponentRecord, status_code=201)
     def create_component(body: ComponentCreate, ctx: CtxDep) -> Response:
         ctx.access.require_global_write("register stack components")
-        if body.type is ComponentType.ARTIFACT_STORE and body.flavor == FSSPEC_FLAVOR:
-            # What the CLI and SDK check, for callers of the raw route too: no clear-text secret
-            # is stored (InputError: 400).
-            body = body.model_copy(
-                update={"configuration": check_configuration(body.configuration)}
-            )
+        # What the CLI and SDK check, for callers of the raw route too: no unknown key, no
+        # clear-text secret is stored (InputError: 400).
+        configuration = checked_flavor_configuration(body.type, body.flavor, body.configuration)
+        body = body.model_copy(update={"configuration": configuration})
         return json_response(ctx.store.stacks.create_component(body), 201)
 
     @router.get("/components/by-name", response_model=ComponentRecord)
@@ -57,10 +55,10 @@ def build_router() -> APIRouter:
     @router.patch("/components/{component_id}", response_model=ComponentRecord)
     def update_component(component_id: UUID, body: ComponentUpdateBody, ctx: CtxDep) -> Response:
         ctx.access.require_admin("reconfigure stack components")
-        configuration = body.configuration
         current = ctx.store.stacks.get_component(component_id)
-        if current.type is ComponentType.ARTIFACT_STORE and current.flavor == FSSPEC_FLAVOR:
-            configuration = check_configuration(configuration)  # as on registration
+        configuration = checked_flavor_configuration(  # as on registration
+            current.type, current.flavor, body.configuration
+        )
         return json_response(ctx.store.stacks.update_component(component_id, configuration))
 
     @router.delete("/components/{component_id}", status_code=204)
