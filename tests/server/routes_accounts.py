@@ -189,7 +189,7 @@ ACCOUNT_ROUTES: list[Route] = [
     R(
         "DELETE",
         "/api/v1/stacks/{stack_id}",
-        "global_write",
+        "admin",
         204,
         lambda t: f"/api/v1/stacks/{t.fresh_stack().id}",
     ),

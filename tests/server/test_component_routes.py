@@ -1,7 +1,7 @@
 """``/api/v1/components`` over real HTTP: a configuration is checked as the CLI and SDK check
 it, so no unknown key (an fsspec store's options are open-ended) and no clear-text secret reaches
 the store through the raw route; components are global (the default stack's too): every
-principal reads them, only admins change or delete them."""
+principal reads them, only admins change or delete them or delete a stack."""
 
 from __future__ import annotations
 
@@ -63,6 +63,17 @@ def test_only_admins_change_or_delete_the_default_stacks_components(
     assert store.stacks.get_component(artifacts.id) == artifacts
     admin = world.as_role("admin")
     assert body(admin.patch(url, json=moved))["configuration"] == moved["configuration"]
+
+
+def test_only_admins_delete_the_default_stack(world: World, tmp_path: Path) -> None:
+    shared_default_stack(world.state, tmp_path / "artifacts")
+    stack = world.stores.store.stacks.get_stack_by_name("default")
+    url = f"/api/v1/stacks/{stack.id}"
+    for role in ("member", "padmin", "other", "viewer"):
+        deleted = world.as_role(role).delete(url)
+        assert deleted.status_code == 403, (role, deleted.text)
+        assert deleted.json()["detail"] == "Only admins may delete stacks."
+    assert world.stores.store.stacks.get_stack(stack.id) == stack
 
 
 def _component(

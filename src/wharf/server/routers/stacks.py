@@ -1,7 +1,7 @@
 """``/api/v1/components`` and ``/api/v1/stacks``: global, readable by every principal (a step
 process reads its artifact store's component). Admins and project members register components
-and stacks and delete stacks; only admins reconfigure or delete a component, which the stacks of
-every project (the server's ``default`` stack among them) may use. The store decides whether a
+and stacks; only admins reconfigure or delete a component or delete a stack, which every
+project (the server's ``default`` stack among them) may use. The store decides whether a
 deletion or a new configuration is allowed (409 with the reason); a configuration is checked
 here as the CLI checks it, on registration and update alike (``checked_flavor_configuration``:
 unknown keys and values, an fsspec artifact store's clear-text secrets)."""
@@ -86,7 +86,7 @@ def build_router() -> APIRouter:
 
     @router.delete("/stacks/{stack_id}", status_code=204)
     def delete_stack(stack_id: UUID, ctx: CtxDep) -> Response:
-        ctx.access.require_global_write("delete stacks")
+        ctx.access.require_admin("delete stacks")
         ctx.store.stacks.delete_stack(stack_id)
         return no_content()
 
