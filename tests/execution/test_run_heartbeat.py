@@ -14,11 +14,12 @@ import pytest
 from tests.store.conftest import World, make_world
 from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus as S
+from wharf.core.paging import MAX_PAGE_SIZE
 from wharf.execution import started_here
 from wharf.execution.local_process import LocalProcessBackend
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process, retry_delay
 from wharf.execution.run_stop import stop_recorded_steps
-from wharf.store.models import RunUpdate, StepRunUpdate
+from wharf.store.models import RunUpdate, StepRunFilter, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
 from wharf.store.sql import SqlStore
 
@@ -121,6 +122,24 @@ def test_a_forced_stop_ends_a_run_no_process_beats_for(world: World) -> None:
     beaten = world.run(status=S.RUNNING, orchestrator=orchestrator_process(15))
     beaten = store.runs.update(beaten.id, RunUpdate(status=S.STOPPING, stop_forced=True))
     assert end_unattended(store, beaten) == beaten  # its orchestrator ends it (or the sweep)
+
+
+def test_a_forced_stop_from_elsewhere_reaches_every_step_of_a_run_with_more_than_a_page(
+    world: World,
+) -> None:
+    """More step runs than one listing page holds (``MAX_PAGE_SIZE``): every unfinished one is
+    offered to its backend, and a run no process beats for ends with none left running."""
+    from wharf.execution.run_heartbeat import end_unattended
+
+    store = world.store
+    run = world.run(status=S.RUNNING)
+    unfinished = {world.step(run.id, name=f"step-{i}").id for i in range(MAX_PAGE_SIZE + 1)}
+    offered: list[object] = []
+    assert stop_recorded_steps(store, run.id, lambda step: offered.append(step.id)) == []
+    assert sorted(offered) == sorted(unfinished)  # each once
+    stopping = store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
+    assert end_unattended(store, stopping).status is S.STOPPED
+    assert store.steps.list(StepRunFilter(run_id=run.id, status=S.RUNNING)).total == 0
 
 
 def test_a_failed_beat_is_retried_sooner_so_one_lands_soon_after_an_outage() -> None:

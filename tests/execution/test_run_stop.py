@@ -11,6 +11,7 @@ import pytest
 from tests.store.conftest import World, make_world
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
+from wharf.core.paging import MAX_PAGE_SIZE
 from wharf.execution.allocation import WaitStop
 from wharf.execution.run_stop import FORCED_REASON, FORCED_RUN_REASON, STOP_REASON, RunStopper
 from wharf.store.models import RunUpdate, StepRunUpdate
@@ -120,3 +121,21 @@ def test_steps_in_flight_end_with_the_status_and_reason_given(world: World) -> N
         (running.id, S.FAILED, "The loop failed."),
         (waiting.id, S.FAILED, "The loop failed."),
     }
+
+
+def test_a_forced_stop_ends_every_step_of_a_run_with_more_than_a_page_of_them(
+    world: World,
+) -> None:
+    """A run with more step runs than one listing page holds (``MAX_PAGE_SIZE``): none is left
+    running, on whichever page it is, and a retry waiting on a later page ends too."""
+    run = world.run(status=S.RUNNING)
+    steps = world.store.steps
+    retried = world.step(run.id, name="flaky", attempt=1)
+    retried = steps.update(retried.id, StepRunUpdate(status=S.RETRYING, status_reason="1"))
+    pending = world.step(run.id, name="flaky", attempt=2)
+    steps.update(pending.id, StepRunUpdate(status=S.RETRYING, status_reason="2"))
+    running = [world.step(run.id, name=f"step-{i}").id for i in range(MAX_PAGE_SIZE + 1)]
+    outcome = RunStopper(world.store, run.id).force()
+    assert {step.id for step in outcome.steps} == {pending.id, *running}
+    assert all(step.status is S.STOPPED for step in outcome.steps)
+    assert steps.get(retried.id) == retried

@@ -22,10 +22,10 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.execution.heartbeat import FIRST_RETRY_FRACTION, liveness_timeout_for
 from wharf.execution.outages import refused
+from wharf.execution.run_stop import all_step_runs
 from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
 from wharf.store.models import (
     OrchestratorProcess,
-    PageRequest,
     PipelineRunRecord,
     RunUpdate,
     StepRunFilter,
@@ -72,9 +72,7 @@ def end_unattended(
     else would ever end such a run."""
     if run.orchestrator_host is not None or run.status is not ExecutionStatus.STOPPING:
         return run
-    unfinished = store.steps.list(
-        StepRunFilter(run_id=run.id, statuses=_NOT_ENDED), PageRequest(size=1000)
-    ).items
+    unfinished = all_step_runs(store, StepRunFilter(run_id=run.id, statuses=_NOT_ENDED))
     stopped = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=UNATTENDED_REASON)
     for step in unfinished:
         try:

@@ -28,6 +28,7 @@ from uuid import UUID
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
+from wharf.core.paging import MAX_PAGE_INDEX, MAX_PAGE_SIZE
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
     AttemptOutcome,
@@ -215,36 +216,50 @@ class RunStopper:
         self, status: ExecutionStatus = ExecutionStatus.STOPPED, reason: str = FORCED_REASON
     ) -> list[StepRunRecord]:
         """Record every unfinished step run of the run, and every retry that will not start
-        (a step's latest attempt, retrying), as ``status`` with ``reason``; those it ended."""
-        steps = unfinished_steps(self._store, self._run_id)
+        (a step's latest attempt, retrying), as ``status`` with ``reason``; those it ended.
+        Read again once they are ended, until no other is found: a step that ended meanwhile
+        moves those after it to an earlier page of the listing, where it was already read."""
         ended = []
+        seen: set[UUID] = set()
         update = StepRunUpdate(status=status, status_reason=reason)
-        for step in steps:
-            try:
-                stopped = self._store.steps.update(step.id, update)
-            except IllegalTransitionError:
-                continue  # it ended meanwhile
-            ended.append(stopped)
-            if self._release is not None:
-                self._release(stopped)
+        while steps := [s for s in unfinished_steps(self._store, self._run_id) if s.id not in seen]:
+            for step in steps:
+                seen.add(step.id)
+                try:
+                    stopped = self._store.steps.update(step.id, update)
+                except IllegalTransitionError:
+                    continue  # it ended meanwhile
+                ended.append(stopped)
+                if self._release is not None:
+                    self._release(stopped)
         return ended
+
+
+def all_step_runs(store: Store, query: StepRunFilter) -> list[StepRunRecord]:
+    """Every step run ``query`` selects, oldest first, read page after page (a run may have
+    more step runs than one page holds); each once, though the listing changes meanwhile."""
+    found: dict[UUID, StepRunRecord] = {}
+    index = 1
+    while True:
+        page = store.steps.list(query, PageRequest(index=index, size=MAX_PAGE_SIZE, sort="asc"))
+        for step in page.items:
+            found.setdefault(step.id, step)
+        if index >= min(page.total_pages, MAX_PAGE_INDEX):
+            return list(found.values())
+        index += 1
 
 
 def unfinished_steps(store: Store, run_id: UUID) -> list[StepRunRecord]:
     """The run's step runs in flight, and those retrying whose next attempt was not created
     (an earlier retrying attempt is final: the step went on with its next one)."""
     wanted = (*UNFINISHED, ExecutionStatus.RETRYING)
-    steps = store.steps.list(
-        StepRunFilter(run_id=run_id, statuses=wanted), PageRequest(size=1000)
-    ).items
+    steps = all_step_runs(store, StepRunFilter(run_id=run_id, statuses=wanted))
     retrying = [s for s in steps if s.status is ExecutionStatus.RETRYING]
     if not retrying:
-        return list(steps)
+        return steps
     names = tuple(sorted({s.name for s in retrying}))
     latest: dict[str, int] = {}
-    for step in store.steps.list(
-        StepRunFilter(run_id=run_id, names=names), PageRequest(size=1000)
-    ).items:
+    for step in all_step_runs(store, StepRunFilter(run_id=run_id, names=names)):
         latest[step.name] = max(latest.get(step.name, 0), step.attempt)
     return [
         s
@@ -260,9 +275,7 @@ def stop_recorded_steps(
     that started them: each through ``backend_for(step)``, the kind of backend that started it
     (None: it has none, e.g. an inline step), from what the store recorded of it (a backend
     stops only what it vouches for). The steps stopped."""
-    steps = store.steps.list(
-        StepRunFilter(run_id=run_id, statuses=UNFINISHED), PageRequest(size=1000)
-    ).items
+    steps = all_step_runs(store, StepRunFilter(run_id=run_id, statuses=UNFINISHED))
     stopped = []
     for step in steps:
         backend = backend_for(step)
