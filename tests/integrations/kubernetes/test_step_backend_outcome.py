@@ -137,6 +137,32 @@ def test_waiting_reasons_fail_at_once_naming_the_image_of_that_container() -> No
     assert outcome(job(), [pod("Pending", waiting="ContainerCreating")]) is None
 
 
+def test_a_pod_waiting_a_moment_for_its_job_s_own_secret_has_not_failed() -> None:
+    """A step operator's Job is created before its Secret (owned by it from its create on): its
+    pod may wait for that Secret a moment, as a kubelet waits for one (retried), which must not
+    fail the step. A missing Secret of another name still fails it at once."""
+    waiting = pod("Pending", waiting="CreateContainerConfigError")
+    status = waiting["status"]["containerStatuses"][0]["state"]["waiting"]
+    status["message"] = 'secret "wharf-train-0123" not found'
+
+    def decided(awaited: str | None) -> AttemptOutcome | None:
+        reasons = REASONS
+        return attempt_outcome(
+            job(),
+            False,
+            [waiting],
+            backoff_limit=0,
+            waiting_reasons=reasons,
+            awaited_secret=awaited,
+        )
+
+    assert decided("wharf-train-0123") is None
+    failed = decided("wharf-train-9999")
+    assert failed is not None and failed.ended is Ended.FAILED, failed
+    assert 'secret "wharf-train-0123" not found' in failed.detail
+    assert decided(None) == failed
+
+
 def test_a_job_deleted_from_outside_is_lost_once_its_pods_ended() -> None:
     lost = AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
     assert outcome(None, [], deleted=True) == lost

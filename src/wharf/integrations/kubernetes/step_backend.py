@@ -234,8 +234,8 @@ class KubernetesStepBackend:
         environment: dict[str, str],
         annotations: dict[str, str],
     ) -> int:
-        """Create the attempt's Job (its Secret entries first), or adopt it if it is there; its
-        ``backoffLimit``."""
+        """Create the attempt's Job, or adopt it if it is there (the shared Secret's entries
+        first; a Secret of its own after it); its ``backoffLimit``."""
         record = attempt.record
         if self._owner is None:  # nothing would collect a shared Secret: one per Job
             plain, secret_env, values = job_secret_env(name, environment)
@@ -269,7 +269,7 @@ class KubernetesStepBackend:
                 return check_adoptable(self._clients.batch, self.namespace, name, record)
             return dict(json.loads(data)) if values else {}
 
-        if values:  # the Secret first, the Job, then the Job owns it
+        if values:  # the Job, then its Secret owned by it
             ns = self.namespace
             create_with_own_secret(self._clients, ns, name, values, labels, create_or_adopt)
         else:
@@ -475,6 +475,7 @@ class KubernetesStepBackend:
                 waiting_reasons=attempt.waiting_reasons,
                 cancelled=attempt.cancelled,
                 cancel_overdue=_overdue(attempt),
+                awaited_secret=None if self._owner else attempt.job_name,  # its own Secret
             )
         return attempt.outcome
 

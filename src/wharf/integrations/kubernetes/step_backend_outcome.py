@@ -29,10 +29,12 @@ def attempt_outcome(
     waiting_reasons: Collection[str],
     cancelled: bool = False,
     cancel_overdue: bool = False,
+    awaited_secret: str | None = None,
 ) -> AttemptOutcome | None:
     """How the attempt of ``job`` (None: not seen) ended, or None while it runs. ``pods``: the
     Job's pods, oldest first. ``cancel_overdue``: it was cancelled and its pods should have
-    ended by now. Rules, in order:
+    ended by now. ``awaited_secret``: the Job's own Secret, created right after the Job (its
+    pod may wait for it a moment: that wait is not a failure). Rules, in order:
 
     - the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
     - the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once
@@ -41,7 +43,8 @@ def attempt_outcome(
       deleted): failed, with the last exit code ("exited with code 2", "was killed by SIGKILL
       (exit code 137, OOMKilled)");
     - a container of its newest pod waiting for one of ``waiting_reasons`` (an image that
-      cannot be pulled, a missing secret): failed at once, naming the reason and the image;
+      cannot be pulled, a missing secret other than ``awaited_secret``): failed at once,
+      naming the reason and the image;
     - the Job deleted by someone else (gone, or being deleted and its pods ended): lost.
 
     After a cancel: cancelled once the Job is gone or its pods ended, or once the cancel is
@@ -60,7 +63,7 @@ def attempt_outcome(
     if len(counted) > backoff_limit:
         return AttemptOutcome(Ended.FAILED, _failure_detail(counted, None))
     if pods and _phase(pods[-1]) not in TERMINAL_PHASES:
-        stuck = _waiting_for(pods[-1], waiting_reasons)
+        stuck = _waiting_for(pods[-1], waiting_reasons, awaited_secret)
         if stuck is not None:
             return AttemptOutcome(Ended.FAILED, stuck)
     if job_deleted or (being_deleted(job) and ended_pods):
@@ -141,7 +144,9 @@ def _failure_detail(failed: Sequence[KubeObject], condition: KubeObject | None) 
     return f"failed: {reason}" + (f" ({status['message']})" if status.get("message") else "")
 
 
-def _waiting_for(pod: KubeObject, reasons: Collection[str]) -> str | None:
+def _waiting_for(
+    pod: KubeObject, reasons: Collection[str], awaited_secret: str | None
+) -> str | None:
     status = pod.get("status") or {}
     images = {
         c.get("name"): c.get("image")
@@ -156,13 +161,23 @@ def _waiting_for(pod: KubeObject, reasons: Collection[str]) -> str | None:
     ]:
         waiting = (container.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")
-        if reason in reasons:
+        if reason in reasons and not _awaits(waiting, awaited_secret):
             image = images.get(container.get("name")) or container.get("image")
             message = waiting.get("message")
             return f'could not start: {reason} for image "{image}"' + (
                 f" ({message})" if message else ""
             )
     return None
+
+
+def _awaits(waiting: KubeObject, secret: str | None) -> bool:
+    """Whether a container waits only for ``secret`` to be created (a kubelet's
+    ``CreateContainerConfigError``: ``secret "NAME" not found``, retried until it exists)."""
+    return (
+        secret is not None
+        and waiting.get("reason") == "CreateContainerConfigError"
+        and f'secret "{secret}" not found' in str(waiting.get("message") or "")
+    )
 
 
 def _phase(pod: KubeObject) -> str | None:

@@ -7,9 +7,11 @@ Kubernetes orchestrator's, all owned by its Job), the per-Job Secrets of a backe
 
 Invariants: a value is stored once per Secret, under a key that says nothing of it
 (``WHARF_API_KEY.1``, or the variable's name in a Job's own Secret); Job manifests only ever
-reference keys; a Job's own Secret is named after it, exists before it and is then owned by it
-(garbage-collected with it: by a cleanup, a TTL or ``kubectl delete``), and a Job that cannot
-be created or made to own it leaves neither behind.
+reference keys; a Job's own Secret is named after it and created after it, owned by it from its
+create on (garbage-collected with it: by a cleanup, a TTL or ``kubectl delete``; no moment when
+a process that dies leaves it owned by nothing), its pod waiting for it meanwhile (as a kubelet
+waits for a missing Secret: ``CreateContainerConfigError``, retried); a Secret that cannot be
+created takes its Job away.
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ import base64
 import json
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import Any
 
 from kubernetes.client import ApiException, CoreV1Api
 
 from wharf.config.global_config import API_KEY_ENV
-from wharf.core.errors import InputError
+from wharf.core.errors import InputError, WharfError
 from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 from wharf.integrations.kubernetes.labels import STEP_RUN_ID_KEY
-from wharf.integrations.kubernetes.manifests import credentials_secret
-from wharf.integrations.kubernetes.owned_secret import delete_secret_quietly, own_secret_or_undo
+from wharf.integrations.kubernetes.manifests import credentials_secret, owner_reference
+from wharf.integrations.kubernetes.owned_secret import delete_job
 
 STORE_URL_ENV = "WHARF_STORE_URL"
 SECRET_ENV = frozenset({API_KEY_ENV, STORE_URL_ENV})
@@ -140,30 +143,34 @@ def create_with_own_secret(
     labels: Mapping[str, str],
     create_job: Callable[[], Mapping[str, Any]],
 ) -> None:
-    """Create the Secret ``name`` holding ``values`` (one there already gets them if it is of
-    an earlier submit of the same step run, by its label; else an :class:`InputError`), then
-    the Job (``create_job``: creates or adopts it, and gives it back as the API has it, uid
-    included), then let the Job own the Secret. A Job that cannot be created takes the Secret
-    away, a Secret the Job cannot be made to own takes the Job away (a :class:`WharfError`)."""
+    """Create the Job (``create_job``: creates or adopts it, and gives it back as the API has
+    it, uid included), then the Secret ``name`` holding ``values``, owned by the Job from its
+    create on (one there already gets them and the Job as its owner if it is of an earlier
+    submit of the same step run, by its label; else an :class:`InputError`). The Job's pod
+    waits for its Secret meanwhile; a Secret that cannot be created or given to the Job takes
+    the Job away (a :class:`WharfError`)."""
+    job = create_job()
+    # Not blocking the Job's deletion: no jobs/finalizers right needed (the step operator's).
+    reference = {**owner_reference(job), "blockOwnerDeletion": False}
     body = credentials_secret(
         name=name, namespace=namespace, data=values, labels=labels, base64_data=True
     )
+    body["metadata"]["ownerReferences"] = [reference]
     create: Any = clients.core.create_namespaced_secret  # a plain dict as the body
-    with cluster_call(f"create {JOB_SECRET} {namespace}/{name}"):
-        try:
-            create(namespace, body)
-        except ApiException as exc:
-            if exc.status != CONFLICT:
-                raise
-            _check_same_step_run(clients, namespace, name, labels)
-            clients.core.patch_namespaced_secret(name, namespace, {"data": body["data"]})
     try:
-        job = create_job()
-    except BaseException:
-        delete_secret_quietly(clients, namespace, name, what=JOB_SECRET)
+        with cluster_call(f"create {JOB_SECRET} {namespace}/{name}"):
+            try:
+                create(namespace, body)
+            except ApiException as exc:
+                if exc.status != CONFLICT:
+                    raise
+                _check_same_step_run(clients, namespace, name, labels)
+                update = {"metadata": {"ownerReferences": [reference]}, "data": body["data"]}
+                clients.core.patch_namespaced_secret(name, namespace, update)
+    except BaseException:  # its pod would wait for it for good
+        with suppress(WharfError):
+            delete_job(clients, namespace, str(job["metadata"]["name"]))
         raise
-    # Not blocking the Job's deletion: no jobs/finalizers right needed (the step operator's).
-    own_secret_or_undo(clients, namespace, name, job, what=JOB_SECRET, block_owner_deletion=False)
 
 
 def _check_same_step_run(
