@@ -447,3 +447,30 @@ def test_the_job_controller_records_events(bed: ControllerBed) -> None:
     bed.create_job("fine")
     bed.finish(bed.pods_of("fine")[0], 0)
     assert [reason for _, reason, _ in events_for(bed, "fine")] == ["SuccessfulCreate", "Completed"]
+
+
+def test_a_pod_refused_for_a_missing_service_account_is_a_failed_create_event(
+    bed: ControllerBed,
+) -> None:
+    """As a real cluster: the ServiceAccount admission refuses the Job's pod, the Job gets no
+    pod and one FailedCreate Warning (not one per retry); once the account exists, its pod."""
+    from tests.kube.controller_bed import events_for, pod_template
+    from tests.kube.emulator.resources import SERVICEACCOUNTS
+
+    bed.store.service_account_admission = True
+    template = pod_template()
+    template["spec"]["serviceAccountName"] = "trainer"
+    bed.create_job("refused", template=template)
+    bed.advance(1)
+    assert bed.pods_of("refused") == []
+    assert events_for(bed, "refused") == [
+        (
+            "Warning",
+            "FailedCreate",
+            'Error creating: pods "refused-" is forbidden: error looking up service account '
+            'default/trainer: serviceaccount "trainer" not found',
+        )
+    ]
+    bed.store.create(SERVICEACCOUNTS, "default", {"metadata": {"name": "trainer"}})
+    bed.advance(1)
+    assert len(bed.pods_of("refused")) == 1

@@ -83,7 +83,8 @@ def test_many_attempts_are_polled_through_one_pod_watch_and_one_job_watch(
     assert [ended[h][0] for h in handles] == [expected[k] for k in kinds]
     pods, jobs = backend.watches
     assert (pods.lists, jobs.lists) == (1, 1)
-    assert emulator.open_watches == 2 + 1  # this backend's two, and the kubelet's one
+    # this backend's three (pods, Jobs, the Jobs' FailedCreate Events), and the kubelet's one
+    assert emulator.open_watches == 3 + 1
     for handle in handles:
         backend.cleanup(handle)
 
@@ -102,6 +103,44 @@ def test_an_image_that_cannot_be_pulled_fails_at_once_naming_image_and_reason(
     ), detail
     backend.cleanup(handle)
     wait_for(lambda: job_names(clients) == [], "the Jobs to go", 10.0)
+
+
+def test_a_pod_the_api_refuses_fails_the_attempt_at_once_naming_the_refusal(
+    backend_for: BackendFactory,
+    world: World,
+    logs: LocalArtifactStore,
+    clients: KubeClients,
+    emulator: Emulator,
+) -> None:
+    """Before, a Job whose pod the API refused (here its service account does not exist) had
+    no pod and no condition: the attempt waited until its startup timeout. The Job
+    controller's FailedCreate Event now fails it at once, saying why."""
+    emulator.store.service_account_admission = True
+    backend = backend_for(service_account_name="no-such-account")
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    ((ended, detail),) = wait_all(backend, [handle]).values()
+    assert ended is Ended.FAILED
+    assert detail == (
+        f'could not start: the API refused its pod (Error creating: pods "{handle.job_name}-" '
+        "is forbidden: error looking up service account default/no-such-account: "
+        'serviceaccount "no-such-account" not found)'
+    ), detail
+    backend.cleanup(handle)
+    wait_for(lambda: job_names(clients) == [], "the Jobs to go", 10.0)
+
+
+def test_without_the_right_to_watch_events_steps_run_as_before(
+    backend_for: BackendFactory, world: World, logs: LocalArtifactStore, emulator: Emulator
+) -> None:
+    """The documented Roles before FailedCreate was read had no right on events: the watch
+    of FailedCreate events stops at its refusal (rather than retrying it for good)."""
+    emulator.access.deny("list", "events")
+    emulator.access.deny("watch", "events")
+    backend = backend_for()
+    handle = backend.submit(launch(world, logs, STAND_IN="ok"), None)
+    assert wait_all(backend, [handle])[handle][0] is Ended.SUCCEEDED
+    assert emulator.open_watches == 2 + 1  # pods and Jobs, and the kubelet's
+    backend.cleanup(handle)
 
 
 def test_kubernetes_retries_within_the_margin_and_both_pods_logs_are_kept(

@@ -163,6 +163,24 @@ def test_a_pod_waiting_a_moment_for_its_job_s_own_secret_has_not_failed() -> Non
     assert decided(None) == failed
 
 
+def test_a_job_whose_pod_the_api_refuses_fails_naming_the_refusal() -> None:
+    """Only while the Job has no pod and has not ended (its FailedCreate Event says why)."""
+    refusal = 'Error creating: pods "j-" is forbidden: serviceaccount "sa" not found'
+
+    def decided(the_job: dict[str, Any], pods: list[dict[str, Any]]) -> AttemptOutcome | None:
+        return attempt_outcome(
+            the_job, False, pods, backoff_limit=0, waiting_reasons=REASONS, create_refused=refusal
+        )
+
+    assert decided(job(), []) == AttemptOutcome(
+        Ended.FAILED, f"could not start: the API refused its pod ({refusal})"
+    )
+    assert decided(job(), [pod("Running")]) is None  # an earlier refusal, then its pod
+    expired = job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"))
+    failed = decided(expired, [])
+    assert failed is not None and "DeadlineExceeded" in failed.detail
+
+
 def test_a_job_deleted_from_outside_is_lost_once_its_pods_ended() -> None:
     lost = AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
     assert outcome(None, [], deleted=True) == lost

@@ -19,11 +19,14 @@ the emulator's lifetime); pods deleted by the controller itself are marked count
 delete, so their DELETED event changes nothing; a finished Job never gets new pods.
 
 Events (when given a recorder): SuccessfulCreate/SuccessfulDelete per pod, Completed,
-BackoffLimitExceeded/DeadlineExceeded/PodFailurePolicy (Warning), Suspended/Resumed.
+BackoffLimitExceeded/DeadlineExceeded/PodFailurePolicy (Warning), Suspended/Resumed, and
+FailedCreate (Warning, ``Error creating: <the API's refusal>``) when a pod cannot be created (e.g.
+its service account is missing: ``admission``); the create is retried at every sync, and the
+event recorded once per Job and refusal (a real recorder aggregates repeats into one Event).
 
 Not modelled: Indexed completion mode and backoffLimitPerIndex, the pods' job-tracking
 finalizer and ``status.uncountedTerminatedPods`` bookkeeping (always ``{}``), ``status.terminating``,
-FailedCreate events, and the wait for pods to terminate before ``Failed`` follows ``FailureTarget`` (both are
+and the wait for pods to terminate before ``Failed`` follows ``FailureTarget`` (both are
 written together).
 """
 
@@ -75,6 +78,7 @@ class _Tracking:
     vanished: dict[str, dict[str, Any]] = field(default_factory=dict)  # removed before counted
     last_failure: datetime | None = None
     failures_since_success: int = 0
+    create_refusals: set[str] = field(default_factory=set)  # FailedCreate messages recorded
 
 
 @dataclass
@@ -205,7 +209,7 @@ class JobController:
             status.setdefault("startTime", rfc3339(now))
             wanted = _wanted_active(spec, counts.succeeded) - len(active) - len(terminating)
             if wanted > 0 and self._backoff_elapsed(tracking, now):
-                active += self._create_pods(job, wanted)
+                active += self._create_pods(job, wanted, tracking)
 
         status["conditions"] = conditions
         if not conditions:
@@ -284,7 +288,9 @@ class JobController:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def _create_pods(self, job: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    def _create_pods(
+        self, job: dict[str, Any], count: int, tracking: _Tracking
+    ) -> list[dict[str, Any]]:
         created = []
         ns = meta(job).get("namespace")
         for _ in range(count):
@@ -292,6 +298,9 @@ class JobController:
                 pod = self._store.create(PODS, ns, _pod_from_template(job), internal=True)
             except ApiError as err:
                 log.info("job %s/%s: pod not created: %s", ns, meta(job)["name"], err)
+                if err.message not in tracking.create_refusals:
+                    tracking.create_refusals.add(err.message)
+                    self._record(job, WARNING, "FailedCreate", f"Error creating: {err.message}")
                 break
             created.append(pod)
             self._record(job, NORMAL, "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")

@@ -22,12 +22,19 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.kube.emulator import errors, object_rules, patches, selectors, validation
+from tests.kube.emulator.admission import check_service_account
 from tests.kube.emulator.clock import Clock
 from tests.kube.emulator.defaults import apply_defaults
 from tests.kube.emulator.errors import ApiError
 from tests.kube.emulator.listeners import Listener, ListenerQueue
 from tests.kube.emulator.object_rules import Key
-from tests.kube.emulator.resources import NAMESPACES, PODS, RESOURCES, ResourceType
+from tests.kube.emulator.resources import (
+    NAMESPACES,
+    PODS,
+    RESOURCES,
+    SERVICEACCOUNTS,
+    ResourceType,
+)
 from tests.kube.emulator.watchers import ADDED, DELETED, MODIFIED, Watcher, WatchEvent
 
 __all__ = ["ObjectStore", "WatchEvent", "Watcher"]
@@ -50,6 +57,8 @@ class ObjectStore:
         self._compacted_version = 0  # a watch may resume from any version >= this
         self._watchers: set[Watcher] = set()
         self._listeners = ListenerQueue()
+        self.service_account_admission = False
+        """Refuse pods naming a service account their namespace lacks (``admission``)."""
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, None, {"metadata": {"name": name}})
 
@@ -158,6 +167,8 @@ class ObjectStore:
         validation.validate(rtype, obj)
         with self._lock:
             self._check_namespace_open(rtype, namespace, metadata["name"])
+            if rtype is PODS and self.service_account_admission:
+                check_service_account(self._objects[SERVICEACCOUNTS], obj, generate_name)
             key = (metadata.get("namespace", ""), metadata["name"])
             while key in self._objects[rtype] and generate_name:
                 metadata["name"] = object_rules.generated_name(generate_name)

@@ -58,6 +58,7 @@ from wharf.integrations.kubernetes.step_backend_deletes import (
     pod_name,
     pod_started,
 )
+from wharf.integrations.kubernetes.step_backend_events import CreateRefusals
 from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower, collect_pod_logs
 from wharf.integrations.kubernetes.step_backend_outcome import attempt_outcome, being_deleted
 from wharf.integrations.kubernetes.step_backend_secret import (
@@ -168,7 +169,7 @@ class KubernetesStepBackend:
         self._selector = label_selector(watched) if watched else f"{BACKEND_KEY}={self.id}"
         self._condition = threading.Condition()
         self._waiters: dict[str, set[threading.Event]] = {}  # job name -> its pollers' events
-        self._pods, self._jobs = self._new_watches()
+        self._pods, self._jobs, self._refusals = self._new_watches()
         core = clients.core
         prefix = settings.job_name_prefix or DEFAULT_PREFIX
         self._secret = StepEnvSecret(
@@ -352,8 +353,8 @@ class KubernetesStepBackend:
             if _overdue(attempt):  # on a lost node: only a forced delete removes them
                 stuck = self._pods.objects(handle.job_name)
                 force_delete_pods(self._clients.core, handle.namespace, stuck)
-            self._pods.forget(handle.job_name)
-            self._jobs.forget(handle.job_name)
+            for watch in (self._pods, self._jobs, self._refusals.watch):
+                watch.forget(handle.job_name)
             if self._close_when_idle:
                 with self._condition:
                     idle = not self._attempts and not self._submitting
@@ -375,8 +376,8 @@ class KubernetesStepBackend:
         """Stop watching and delete the Secret (the Jobs are the attempts' to clean up). A
         later submit starts again."""
         with self._lock:
-            self._pods.close()
-            self._jobs.close()
+            for watch in (self._pods, self._jobs, self._refusals.watch):
+                watch.close()
             self._watching = False
         self._secret.delete()
 
@@ -426,33 +427,22 @@ class KubernetesStepBackend:
         with self._lock:
             if not self._watching:
                 if self._pods.closed:  # closed before: new watches, listing afresh
-                    self._pods, self._jobs = self._new_watches()
-                self._pods.start()
-                self._jobs.start()
+                    self._pods, self._jobs, self._refusals = self._new_watches()
+                for watch in (self._pods, self._jobs, self._refusals.watch):
+                    watch.start()
                 self._watching = True
 
-    def _new_watches(self) -> tuple[ObjectWatch, ObjectWatch]:
-        """The (pods, Jobs) watches of this backend's selector (not started)."""
-        core, batch = self._clients.core, self._clients.batch
+    def _new_watches(self) -> tuple[ObjectWatch, ObjectWatch, CreateRefusals]:
+        """The (pods, Jobs) watches of this backend's selector and the Jobs' FailedCreate
+        Events (not started)."""
+        core, batch, ns = self._clients.core, self._clients.batch, self.namespace
+        shared: dict[str, Any] = {"condition": self._condition, "on_change": self._changed}
+        list_pods, list_jobs = core.list_namespaced_pod, batch.list_namespaced_job
         pods = ObjectWatch(
-            core.list_namespaced_pod,
-            self.namespace,
-            self._selector,
-            job_name_of_pod,
-            condition=self._condition,
-            on_change=self._changed,
-            what="step pods",
+            list_pods, ns, self._selector, job_name_of_pod, what="step pods", **shared
         )
-        jobs = ObjectWatch(
-            batch.list_namespaced_job,
-            self.namespace,
-            self._selector,
-            name_of,
-            condition=self._condition,
-            on_change=self._changed,
-            what="step jobs",
-        )
-        return pods, jobs
+        jobs = ObjectWatch(list_jobs, ns, self._selector, name_of, what="step jobs", **shared)
+        return pods, jobs, CreateRefusals(core, ns, **shared)
 
     def _outcome_of(self, handle: KubernetesHandle) -> AttemptOutcome | None:
         """Under ``_condition``: the attempt's outcome once it is known."""
@@ -467,8 +457,9 @@ class KubernetesStepBackend:
         nothing)."""
         if attempt.outcome is None and self._pods.synced and self._jobs.synced:
             jobs = self._jobs.objects(attempt.job_name)
+            job = jobs[-1] if jobs else None
             attempt.outcome = attempt_outcome(
-                jobs[-1] if jobs else None,
+                job,
                 self._jobs.deleted(attempt.job_name),
                 self._pods.objects(attempt.job_name),
                 backoff_limit=attempt.backoff_limit,
@@ -476,6 +467,7 @@ class KubernetesStepBackend:
                 cancelled=attempt.cancelled,
                 cancel_overdue=_overdue(attempt),
                 awaited_secret=None if self._owner else attempt.job_name,  # its own Secret
+                create_refused=self._refusals.refusal(job),
             )
         return attempt.outcome
 

@@ -12,7 +12,7 @@ import signal
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from wharf.execution.backends import AttemptOutcome, Ended
+from wharf.execution.backends import NOT_STARTED, AttemptOutcome, Ended
 
 KubeObject = dict[str, Any]
 MAIN_CONTAINER = "main"
@@ -30,11 +30,13 @@ def attempt_outcome(
     cancelled: bool = False,
     cancel_overdue: bool = False,
     awaited_secret: str | None = None,
+    create_refused: str | None = None,
 ) -> AttemptOutcome | None:
     """How the attempt of ``job`` (None: not seen) ended, or None while it runs. ``pods``: the
     Job's pods, oldest first. ``cancel_overdue``: it was cancelled and its pods should have
     ended by now. ``awaited_secret``: the Job's own Secret, created right after the Job (its
-    pod may wait for it a moment: that wait is not a failure). Rules, in order:
+    pod may wait for it a moment: that wait is not a failure). ``create_refused``: why the API
+    refuses the Job's pod (its ``FailedCreate`` Event). Rules, in order:
 
     - the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
     - the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once
@@ -45,6 +47,8 @@ def attempt_outcome(
     - a container of its newest pod waiting for one of ``waiting_reasons`` (an image that
       cannot be pulled, a missing secret other than ``awaited_secret``): failed at once,
       naming the reason and the image;
+    - the Job without any pod and its pod refused by the API (``create_refused``): failed at
+      once, naming the refusal;
     - the Job deleted by someone else (gone, or being deleted and its pods ended): lost.
 
     After a cancel: cancelled once the Job is gone or its pods ended, or once the cancel is
@@ -66,6 +70,10 @@ def attempt_outcome(
         stuck = _waiting_for(pods[-1], waiting_reasons, awaited_secret)
         if stuck is not None:
             return AttemptOutcome(Ended.FAILED, stuck)
+    if create_refused is not None and job is not None and not pods and not conditions:
+        return AttemptOutcome(
+            Ended.FAILED, f"{NOT_STARTED}: the API refused its pod ({create_refused})"
+        )
     if job_deleted or (being_deleted(job) and ended_pods):
         return AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
     return None
