@@ -281,3 +281,32 @@ def test_a_firing_that_failed_midway_is_completed_by_its_retry(db_world: World) 
     run_id = UUID(run["id"])
     recorded = world.stores.store.run_metadata.list(MetadataResourceType.PIPELINE_RUN, run_id)
     assert {m.key: m.value for m in recorded}["schedule_id"] == str(schedule.id)
+
+
+def test_a_schedule_token_reads_nothing_once_its_issuer_left_the_project(world: World) -> None:
+    """Removing the issuer from the project ends the schedule token on every route (as it ends
+    the issuer's run tokens), not only its firings: it no longer reads the schedule or its
+    snapshot (the pipeline's spec); demoted to viewer, the same (it may no longer fire)."""
+    schedule = schedule_of(world, world.a, "orphaned")
+    token = token_of(world, schedule)
+    pod = world.client(token)
+    reads = [f"/api/v1/schedules/{schedule.id}", f"/api/v1/snapshots/{schedule.snapshot_id}"]
+    for path in reads:
+        assert pod.get(path).status_code == 200
+    member = world.users["member"]
+    removed = world.as_role("admin").delete(
+        f"/api/v1/projects/{world.a.id}/members", params={"user_id": str(member.id)}
+    )
+    assert removed.status_code == 204, removed.text
+    for path in reads:
+        answer = pod.get(path)
+        assert answer.status_code == 403, (path, answer.text)
+        assert "may no longer create runs in project 'A'" in answer.json()["detail"]
+    fire = {"orchestrator_run_id": "kubernetes-gone", "name": "gone"}
+    assert pod.post(f"/api/v1/schedules/{schedule.id}/runs", json=fire).status_code == 403
+
+    world.state.accounts.memberships.set_role(world.a.id, ProjectRole.VIEWER, user_id=member.id)
+    assert pod.get(reads[0]).status_code == 403
+    world.state.accounts.memberships.set_role(world.a.id, ProjectRole.MEMBER, user_id=member.id)
+    assert pod.get(reads[0]).status_code == 200  # back in the project: the token works again
+    assert run_count(world) == 0

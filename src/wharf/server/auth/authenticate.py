@@ -2,9 +2,9 @@
 (:func:`authenticate`).
 
 Invariants: every refusal is ``AuthenticationError`` (401) with a reason that does not say
-whether an account exists, but that of a run token whose account may no longer write in its
-project (``PermissionDeniedError``, 403: the account's permission was withdrawn); only API keys
-and run tokens -- the credentials of machines, sent with every heartbeat -- are cached
+whether an account exists, but that of a run or schedule token whose account may no longer
+write in its project (``PermissionDeniedError``, 403: the account's permission was withdrawn);
+only API keys and run tokens -- the credentials of machines, sent with every heartbeat -- are cached
 (``auth.cache``), so logging a user out takes effect at once everywhere.
 """
 
@@ -37,9 +37,11 @@ def authenticate(state: ServerState, authorization: str | None) -> Principal:
       token's project (a global admin, or a member or admin of it): removing the member or
       making it a viewer ends its run tokens there (403) -- checked with the token, so the
       answer is cached with it (``projects`` clears the cache on every membership change);
-    - a schedule token: the same checks, and its schedule still exists (with the token's project
-      and snapshot), read on every request and never cached, so deleting the schedule revokes
-      it at once. What it may do is ``own_schedule``'s to say.
+    - a schedule token: the same checks (its issuer may still write in the schedule's project:
+      removed or made a viewer, its schedule tokens are refused on every route, 403), and its
+      schedule still exists (with the token's project and snapshot), read on every request and
+      never cached, so deleting the schedule revokes it at once. What it may do is
+      ``own_schedule``'s to say.
     """
     if not authorization:
         raise AuthenticationError(
@@ -77,28 +79,34 @@ def _token_principal(state: ServerState, claims: tokens.TokenClaims) -> Principa
         principal = _user_principal(state, claims.sub, claims.gen, run)
     else:
         principal = _account_principal(state, claims.sub, claims.key, run)
-    if run is not None:
-        _check_may_still_write(state, principal, run)
+    if run is not None and not _may_still_write(state, principal, run.project_id):
+        raise PermissionDeniedError(
+            "The account that requested this run token may no longer write in project "
+            f"{_project_name(state, run.project_id)}: the token is refused."
+        )
     if schedule is None:
         return principal
+    if not _may_still_write(state, principal, schedule.project_id):
+        raise PermissionDeniedError(
+            "The account that issued this schedule token may no longer create runs in project "
+            f"{_project_name(state, schedule.project_id)}: the token is refused."
+        )
     return replace(principal, schedule=schedule)
 
 
-def _check_may_still_write(state: ServerState, principal: Principal, run: RunScope) -> None:
-    """Refuse a run token whose principal may no longer write in its run's project."""
+def _may_still_write(state: ServerState, principal: Principal, project_id: UUID) -> bool:
+    """Whether the account behind a run or schedule token may still write in its project."""
     if principal.is_admin:
-        return
-    role = state.accounts.memberships.role_of(run.project_id, **principal.member_ids())
-    if role is not None and role.can_write:
-        return
+        return True
+    role = state.accounts.memberships.role_of(project_id, **principal.member_ids())
+    return role is not None and role.can_write
+
+
+def _project_name(state: ServerState, project_id: UUID) -> str:
     try:
-        project = f"'{state.store.projects.get(run.project_id).name}'"
+        return f"'{state.store.projects.get(project_id).name}'"
     except EntityNotFoundError:
-        project = str(run.project_id)
-    raise PermissionDeniedError(
-        f"The account that requested this run token may no longer write in project {project}: "
-        "the token is refused."
-    )
+        return str(project_id)
 
 
 def _schedule_scope(state: ServerState, claims: tokens.TokenClaims) -> ScheduleScope:

@@ -7,8 +7,9 @@ that account's own credential. It may read its schedule and snapshot and fire a 
 
 Invariants: every other route is refused before it runs (403; 404 for a schedule or snapshot of
 another project, or unknown); a schedule token never issues a token but through a firing; it is
-valid while its schedule exists (checked on every request, never cached) and is bound to the
-issuing API key or user token generation as a run token is.
+valid while its schedule exists and its issuer may still write in the schedule's project (both
+checked on every request, never cached), and is bound to the issuing API key or user token
+generation as a run token is.
 """
 
 from __future__ import annotations
