@@ -74,3 +74,25 @@ def test_unknown_names_and_versions_are_one_line_errors(workspace: Workspace) ->
         f"Artifact '{NUMBERS}' has no version 7; its latest version is 1.",
     )
     assert_one_line_error(wharf("artifacts", "load", NUMBERS, "--version", "0"), "--version")
+
+
+@step(enable_cache=False)
+def ranking() -> dict[str, int]:
+    return {"zebra": 1, "apple": 2, "mango": 3}
+
+
+@pipeline(name="ranking_pipeline")
+def ranking_pipeline() -> None:
+    ranking()
+
+
+def test_a_dict_is_printed_in_its_own_order(workspace: Workspace, tmp_path: Path) -> None:
+    # pprint sorts dict keys by default: the printed value would not be the stored one
+    ranking_pipeline.run_in(workspace)
+    name = "ranking_pipeline::ranking::output"
+
+    printed = wharf("artifacts", "load", name)
+    assert (printed.returncode, printed.stdout) == (0, "{'zebra': 1, 'apple': 2, 'mango': 3}\n")
+    out = tmp_path / "ranking.txt"
+    assert wharf("artifacts", "load", name, "--out", str(out)).returncode == 0
+    assert out.read_text() == "{'zebra': 1, 'apple': 2, 'mango': 3}"

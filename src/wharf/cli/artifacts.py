@@ -2,8 +2,9 @@
 
 ``artifacts load`` prints the value of one version of an artifact (the latest unless
 ``--version`` names one), loaded as a step would load it; a ``str`` is printed as it is, any
-other value in its ``pprint`` form. Bytes are not printed: ``--out FILE`` writes them (and any
-other value: a ``str`` as UTF-8 text, other values in their printed form) to a new file.
+other value in its ``pprint`` form (a dict in its own order, not sorted). Bytes are not
+printed: ``--out FILE`` writes them (and any other value: a ``str`` as UTF-8 text, other values
+in their printed form) to a new file.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
 def _printed(value: Any) -> str:
     import pprint
 
-    return value if isinstance(value, str) else pprint.pformat(value)
+    # sort_dicts=False: a dict is printed in its own order, as it was stored
+    return value if isinstance(value, str) else pprint.pformat(value, sort_dicts=False)
 
 
 def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersionRecord:
