@@ -143,6 +143,9 @@ def test_schedule_validation():
         Schedule()
     with pytest.raises(ValidationError, match="Invalid cron"):
         Schedule(cron_expression="not a cron")
+    assert Schedule(cron_expression="0 0 29 2 *").cron_expression  # leap days only
+    with pytest.raises(ValidationError, match="'0 0 30 2 \\*' never fires"):
+        Schedule(cron_expression="0 0 30 2 *")
 
 
 def test_wants_resources_is_any_demand():

@@ -52,6 +52,17 @@ def test_a_schedule_with_an_invalid_cron_expression_is_422_and_not_stored(
     assert listed.status_code == 200 and listed.json()["items"] == []
 
 
+@pytest.mark.parametrize("cron", ["0 0 30 2 *", "0 12 31 4,6,9,11 *"])
+def test_a_cron_expression_that_never_fires_is_422_and_not_stored(world: World, cron: str) -> None:
+    """It parses, but names no date that exists (February 30th): such a schedule never fires."""
+    member = world.as_role("member")
+    answer = check(
+        member.post("/api/v1/schedules", json=_schedule_body(world, cron_expression=cron)), 422
+    )
+    assert f"Cron expression {cron!r} never fires" in answer["detail"]
+    assert world.stores.store.schedules.list().total == 0
+
+
 def test_a_schedule_with_a_valid_cron_expression_is_stored(world: World) -> None:
     member = world.as_role("member")
     created = member.post(

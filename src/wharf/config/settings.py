@@ -265,10 +265,11 @@ class Schedule(BaseModel):
                 "or run_once_start_time."
             )
         if self.cron_expression is not None:
-            from croniter import croniter
+            from wharf.config.cron import cron_problem
 
-            if not croniter.is_valid(self.cron_expression):
-                raise ValueError(f"Invalid cron expression '{self.cron_expression}'.")
+            problem = cron_problem(self.cron_expression)
+            if problem is not None:
+                raise ValueError(problem)
         if self.start_time and self.end_time and self.end_time <= self.start_time:
             raise ValueError("A schedule's end_time must be after its start_time.")
         return self

@@ -409,13 +409,14 @@ class ScheduleCreate(_Frozen):
     @field_validator("cron_expression")
     @classmethod
     def _valid_cron(cls, value: str | None) -> str | None:
-        """A schedule's cron expression must parse: one that never fires is refused, never
-        stored."""
+        """A schedule's cron expression must parse and fire: one that never fires is refused,
+        never stored (``wharf.config.cron``)."""
         if value is not None:
-            from croniter import croniter
+            from wharf.config.cron import cron_problem
 
-            if not croniter.is_valid(value):
-                raise ValueError(f"Invalid cron expression {value[:100]!r}.")
+            problem = cron_problem(value)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
 
