@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
-from wharf import pipeline, step
+from wharf import Client, pipeline, step
 from wharf.sdk.workspace import Workspace
 
 NUMBERS = "numbers_pipeline::numbers::output"
@@ -96,3 +96,28 @@ def test_a_dict_is_printed_in_its_own_order(workspace: Workspace, tmp_path: Path
     out = tmp_path / "ranking.txt"
     assert wharf("artifacts", "load", name, "--out", str(out)).returncode == 0
     assert out.read_text() == "{'zebra': 1, 'apple': 2, 'mango': 3}"
+
+
+def test_an_artifact_is_named_by_its_id_or_a_version_by_its_id(workspace: Workspace) -> None:
+    # The README: an artifact is named by its name, its id or a prefix of its id; the ids are
+    # those `wharf artifacts list` (artifacts) and `list --versions` (versions) show.
+    numbers_pipeline.run_in(workspace, top=3)
+    numbers_pipeline.run_in(workspace, top=5)
+    with Client() as client:
+        (artifact,) = client.list_artifacts(name=NUMBERS).items
+        _latest, first = client.list_artifact_versions(name=NUMBERS).items
+
+    by_artifact = wharf("artifacts", "load", artifact.id.hex[:8])
+    assert (by_artifact.returncode, by_artifact.stdout) == (0, "{'numbers': [0, 1, 2, 3, 4]}\n")
+    older = wharf("artifacts", "load", str(artifact.id), "--version", "1")
+    assert (older.returncode, older.stdout) == (0, "{'numbers': [0, 1, 2]}\n"), older.stderr
+    by_version = wharf("artifacts", "load", str(first.id))
+    assert (by_version.returncode, by_version.stdout) == (0, "{'numbers': [0, 1, 2]}\n")
+    assert_one_line_error(
+        wharf("artifacts", "load", first.id.hex[:8], "--version", "2"),
+        f"'{first.id.hex[:8]}' is version 1 of artifact '{NUMBERS}'",
+    )
+    assert_one_line_error(
+        wharf("artifacts", "load", "0000abcd"),
+        "No artifact named '0000abcd', and no artifact or artifact version has an id that",
+    )

@@ -68,7 +68,8 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
 def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     """Load version --version (default: the latest) of the artifact NAME and print its value:
     a str as it is, any other value in its pprint form; with --out, write it to a new file
-    (bytes as they are, a str as UTF-8 text, other values in their printed form)."""
+    (bytes as they are, a str as UTF-8 text, other values in their printed form). NAME is an
+    artifact's name, its id or id prefix, or the id (prefix) of one artifact version."""
     from wharf.sdk.client import Client
 
     if out is not None and out.exists():
@@ -104,6 +105,7 @@ def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersio
     """The version ``number`` of the artifact ``name`` (None: its latest); a one-line
     ``EntityNotFoundError`` if the artifact or that version does not exist."""
     from wharf.core.errors import EntityNotFoundError
+    from wharf.core.ids import parse_id_prefix
 
     page = 1
     latest: int | None = None
@@ -117,9 +119,51 @@ def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersio
             break
         page += 1
     if latest is None:
+        by_id = _version_by_id(client, name, number)
+        if by_id is not None:
+            return by_id
+        also = (
+            ", and no artifact or artifact version has an id that starts so"
+            if parse_id_prefix(name) is not None
+            else ""
+        )
         raise EntityNotFoundError(
-            f"No artifact named '{name}' (wharf artifacts list shows the artifacts)."
+            f"No artifact named '{name}'{also} (wharf artifacts list shows the artifacts)."
         )
     raise EntityNotFoundError(
         f"Artifact '{name}' has no version {number}; its latest version is {latest}."
     )
+
+
+def _version_by_id(client: Client, text: str, number: int | None) -> ArtifactVersionRecord | None:
+    """The version ``text`` names by id (or id prefix): the latest (or ``number``) of the
+    artifact with that id, or the artifact version with that id; None if no id starts so."""
+    from wharf.core.errors import AmbiguousIdError, InputError
+    from wharf.core.ids import MAX_ID_CANDIDATES, only_match, parse_id_prefix
+    from wharf.store.models import ArtifactFilter, ArtifactVersionFilter, PageRequest
+
+    prefix = parse_id_prefix(text)
+    if prefix is None:
+        return None
+    candidates = PageRequest(size=MAX_ID_CANDIDATES + 1)
+    artifacts = client.store.artifacts.list(
+        ArtifactFilter(project_id=client.project_id, id_prefix=prefix), candidates
+    )
+    versions = client.store.artifacts.list_versions(
+        ArtifactVersionFilter(project_id=client.project_id, id_prefix=prefix), candidates
+    )
+    artifact = only_match("artifact", text, artifacts.items)
+    version = only_match("artifact version", text, versions.items)
+    if artifact is not None and version is not None:
+        raise AmbiguousIdError(
+            f"'{text}' is the start of the id of artifact '{artifact.name}' and of version "
+            f"{version.version} of artifact '{version.name}'; give more digits."
+        )
+    if artifact is not None:
+        return _version_of(client, artifact.name, number)
+    if version is not None and number is not None and number != version.version:
+        raise InputError(
+            f"'{text}' is version {version.version} of artifact '{version.name}', not version "
+            f"{number}; leave out --version, or name the artifact instead."
+        )
+    return version
