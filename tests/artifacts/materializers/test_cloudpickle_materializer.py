@@ -82,6 +82,27 @@ def test_unpickling_failure_with_the_same_versions_blames_a_missing_name(
     assert ", this is Python" not in message
 
 
+@pytest.mark.parametrize("keep", [20, 0], ids=["cut-short", "empty"])
+def test_a_damaged_pickle_is_called_damaged_not_a_missing_name(
+    store: LocalArtifactStore, keep: int
+) -> None:
+    # same versions: the blame went to "a module or class it refers to by name", which sends
+    # the user looking for code when the file itself is cut short
+    uri = store.new_uri("p")
+    CloudpickleMaterializer(uri, store).save({"weights": list(range(1000))})
+    pickle_path = join_uri(uri, "data.pkl")
+    with open(pickle_path, "rb") as f:
+        head = f.read(keep)
+    with open(pickle_path, "wb") as f:
+        f.write(head)
+    with pytest.raises(MaterializationError) as info:
+        load_artifact(store, uri, "builtins:dict", PATH)
+    message = str(info.value)
+    assert "the pickle file is damaged (cut short or not a pickle)" in message
+    assert "refers to by name" not in message
+    assert "\n" not in message
+
+
 def test_unpickling_failure_without_versions_file(store: LocalArtifactStore) -> None:
     uri = store.new_uri("p")
     CloudpickleMaterializer(uri, store).save("x")

@@ -107,7 +107,13 @@ class CloudpickleMaterializer(Materializer):
                 error = exc  # explained once the file is closed
         written = self._written_with()
         here = f"Python {_python_version()} with cloudpickle {cloudpickle.__version__}"
-        if written == here:  # the versions are not the cause: say what else is
+        if written == here and isinstance(error, EOFError | pickle.UnpicklingError):
+            # the pickle stream itself is broken (ends early, bad opcode): no name is to blame
+            cause = (
+                f"the pickle file is damaged (cut short or not a pickle); it was written with "
+                f"these same versions ({here})"
+            )
+        elif written == here:  # the versions are not the cause: say what else is
             cause = (
                 f"the value was pickled with these same versions ({here}), so a module or "
                 "class it refers to by name is missing or different in this process"
