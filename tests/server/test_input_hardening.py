@@ -1,5 +1,6 @@
-"""Input the server refuses over real HTTP: invalid cron expressions, unsafe names, and bodies
-sent by callers who are not authenticated (401 before any validation detail)."""
+"""Input the server refuses over real HTTP: schedules with an invalid or never-firing cron
+expression, without exactly one trigger or of another pipeline's snapshot, unsafe names, and
+bodies sent by callers who are not authenticated (401 before any validation detail)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,43 @@ def test_a_cron_expression_that_never_fires_is_422_and_not_stored(world: World, 
     )
     assert f"Cron expression {cron!r} never fires" in answer["detail"]
     assert world.stores.store.schedules.list().total == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({}, "exactly one of"),  # no trigger: it would never fire, yet list as 'once'
+        ({"cron_expression": "0 3 * * *", "interval_seconds": 60}, "exactly one of"),
+        (
+            {
+                "interval_seconds": 60,
+                "start_time": "2030-01-02T00:00:00Z",
+                "end_time": "2030-01-01T00:00:00Z",
+            },
+            "end_time must be after its start_time",
+        ),
+    ],
+)
+def test_a_schedule_without_one_trigger_or_ending_before_it_starts_is_422(
+    world: World, fields: dict[str, Any], said: str
+) -> None:
+    """The rules of the SDK's ``Schedule`` hold for a schedule created over the API too."""
+    member = world.as_role("member")
+    answer = check(member.post("/api/v1/schedules", json=_schedule_body(world, **fields)), 422)
+    assert said in answer["detail"]
+    assert world.stores.store.schedules.list().total == 0
+
+
+def test_a_schedule_of_another_pipelines_snapshot_is_400(world: World) -> None:
+    """Its runs would be recorded as runs of one pipeline made from another's snapshot."""
+    store = world.stores.store
+    body = _schedule_body(world, interval_seconds=60)
+    other = store.pipelines.get_or_create(world.a.id, "other")
+    body["pipeline_id"] = str(other.id)
+    for credential in ("member", "admin"):
+        answer = check(world.as_role(credential).post("/api/v1/schedules", json=body), 400)
+        assert "is of pipeline 'pipe', not of pipeline 'other'" in answer["detail"]
+    assert store.schedules.list().total == 0
 
 
 def test_a_schedule_with_a_valid_cron_expression_is_stored(world: World) -> None:

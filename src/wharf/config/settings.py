@@ -254,22 +254,40 @@ class Schedule(BaseModel):
 
     @model_validator(mode="after")
     def _one_trigger(self) -> Schedule:
-        triggers = [
-            self.cron_expression is not None,
-            self.interval_seconds is not None,
-            self.run_once_start_time is not None,
-        ]
-        if sum(triggers) != 1:
-            raise ValueError(
-                "A schedule needs exactly one of cron_expression, interval_seconds "
-                "or run_once_start_time."
-            )
-        if self.cron_expression is not None:
-            from wharf.config.cron import cron_problem
-
-            problem = cron_problem(self.cron_expression)
-            if problem is not None:
-                raise ValueError(problem)
-        if self.start_time and self.end_time and self.end_time <= self.start_time:
-            raise ValueError("A schedule's end_time must be after its start_time.")
+        problem = schedule_problem(
+            self.cron_expression,
+            self.interval_seconds,
+            self.run_once_start_time,
+            self.start_time,
+            self.end_time,
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
+
+
+def schedule_problem(
+    cron_expression: str | None,
+    interval_seconds: int | None,
+    run_once_start_time: datetime | None,
+    start_time: datetime | None,
+    end_time: datetime | None,
+) -> str | None:
+    """Why these cannot be a schedule's trigger and times (one line), or None: exactly one
+    trigger, a cron expression that fires, an end after the start. The SDK's ``Schedule`` and
+    the server's ``POST /schedules`` apply this same rule."""
+    triggers = [cron_expression, interval_seconds, run_once_start_time]
+    if sum(trigger is not None for trigger in triggers) != 1:
+        return (
+            "A schedule needs exactly one of cron_expression, interval_seconds "
+            "or run_once_start_time."
+        )
+    if cron_expression is not None:
+        from wharf.config.cron import cron_problem
+
+        problem = cron_problem(cron_expression)
+        if problem is not None:
+            return problem
+    if start_time and end_time and end_time <= start_time:
+        return "A schedule's end_time must be after its start_time."
+    return None

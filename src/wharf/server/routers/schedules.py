@@ -7,6 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from wharf.core.errors import InputError
 from wharf.server.auth.access import missing_project
 from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
@@ -33,6 +34,21 @@ def _check(ctx: Ctx, schedule_id: UUID, *, write: bool, action: str) -> None:
     )
 
 
+def _check_snapshot_of_pipeline(ctx: Ctx, body: ScheduleCreateBody) -> None:
+    """A schedule fires runs of its pipeline from its snapshot: the snapshot must be one of that
+    pipeline (400; a missing one is 404)."""
+    store = ctx.store
+    snapshot = store.snapshots.get(body.snapshot_id)
+    if snapshot.pipeline_id == body.pipeline_id:
+        return
+    of_snapshot = store.pipelines.get(snapshot.pipeline_id).name
+    wanted = store.pipelines.get(body.pipeline_id).name
+    raise InputError(
+        f"Snapshot {body.snapshot_id} is of pipeline '{of_snapshot}', not of pipeline "
+        f"'{wanted}': a schedule fires its own pipeline's snapshot."
+    )
+
+
 def build_router() -> APIRouter:
     router = APIRouter(prefix=f"{API_PREFIX}/schedules", tags=["schedules"], responses=ERRORS)
 
@@ -53,6 +69,7 @@ def build_router() -> APIRouter:
                 ("pipeline snapshot", body.snapshot_id, scopes.snapshot),
             ],
         )
+        _check_snapshot_of_pipeline(ctx, body)
         return json_response(ctx.store.schedules.create(body), 201)
 
     @router.get("", response_model=Page[ScheduleRecord])

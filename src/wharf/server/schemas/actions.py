@@ -16,6 +16,7 @@ from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from wharf.config.settings import schedule_problem
 from wharf.core.enums import ComponentType, MetadataResourceType
 from wharf.core.names import one_line
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
@@ -231,10 +232,26 @@ class MetadataBody(Body):
 
 
 class ScheduleCreateBody(ScheduleCreate):
+    """A schedule as the SDK's ``Schedule`` allows it: exactly one trigger, a cron expression
+    that fires, an end after the start."""
+
     interval_seconds: int | None = Field(default=None, ge=1, le=MAX_INT)
     run_once_start_time: WireDatetime | None = None
     start_time: WireDatetime | None = None
     end_time: WireDatetime | None = None
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> ScheduleCreateBody:
+        problem = schedule_problem(
+            self.cron_expression,
+            self.interval_seconds,
+            self.run_once_start_time,
+            self.start_time,
+            self.end_time,
+        )
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class ScheduleActiveBody(Body):
