@@ -9,11 +9,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e.test_isolated import make_stack
 from wharf import pipeline, step
+from wharf.artifacts.materializers.base import Materializer
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
@@ -145,3 +147,67 @@ def test_a_step_that_raises_a_base_exception_fails_and_the_run_ends_with_it(
     assert run.status is ExecutionStatus.FAILED
     assert run.status_reason == "Step(s) failed: aborts."
     assert step_reasons(workspace, run.id) == {"aborts": ("failed", "Abort: custom base exception")}
+
+
+class Exiting:
+    """A value whose materializer exits, as user code that ends with ``sys.exit`` does."""
+
+
+class ExitsOnSave(Materializer):
+    ASSOCIATED_TYPES = (Exiting,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("partial", b"1")
+        sys.exit(7)
+
+    def load(self, data_type: type[Any]) -> Any:
+        return Exiting()
+
+
+class ExitsOnLoad(Materializer):
+    ASSOCIATED_TYPES = (Exiting,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("value", b"1")
+
+    def load(self, data_type: type[Any]) -> Any:
+        raise Abort("no loading today")
+
+
+@step(enable_cache=False, output_materializers=ExitsOnSave)
+def saved_with_an_exit() -> Exiting:
+    return Exiting()
+
+
+@step(enable_cache=False, output_materializers=ExitsOnLoad)
+def loaded_with_an_abort() -> Exiting:
+    return Exiting()
+
+
+@step(enable_cache=False)
+def takes(value: Exiting) -> int:
+    return 1
+
+
+def test_a_materializer_that_exits_fails_its_step_not_the_process(workspace: Workspace) -> None:
+    # The step's function is user code, and so is a materializer's save or load: one that
+    # exits failed "the orchestrator" and ended the process running the pipeline.
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        saved_with_an_exit()
+        takes(loaded_with_an_abort())
+        thread_name()
+
+    run = p.run_in(workspace)  # no SystemExit out of the call
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason in (
+        "Step(s) failed: saved_with_an_exit, takes.",
+        "Step(s) failed: takes, saved_with_an_exit.",
+    )
+    reasons = step_reasons(workspace, run.id)
+    assert reasons["saved_with_an_exit"] == (
+        "failed",
+        "Output 'output' of step 'saved_with_an_exit': SystemExit: 7",
+    )
+    assert reasons["takes"] == ("failed", "Input 'value' of step 'takes': Abort: no loading today")
+    assert reasons["thread_name"][0] == "completed"

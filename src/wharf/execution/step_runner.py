@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
 from wharf.artifacts.materializers import script_classes
@@ -75,6 +75,16 @@ def _in_main_thread() -> bool:
 def _described(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _abort(exc: BaseException, where: str = "") -> NoReturn:
+    """Raise what user code's (the step's function's, a materializer's) ``BaseException``
+    that is not an ``Exception`` becomes: a :class:`StepAbortError` failing the step, ``where``
+    (e.g. "Output 'x' of step 's'") before its description; a ``KeyboardInterrupt`` in the
+    main thread (a Ctrl-C or forced stop of the process, not the step's doing) stays itself."""
+    if isinstance(exc, KeyboardInterrupt) and _in_main_thread():
+        raise exc
+    raise StepAbortError(f"{where}: {_described(exc)}" if where else _described(exc)) from exc
 
 
 class _ScriptStopped(BaseException):
@@ -227,10 +237,15 @@ class StepRunner:
         self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
     ) -> dict[str, Any]:
         store = self._services.artifact_store
-        return {
-            name: load_artifact(store, v.uri, v.data_type, v.materializer)
-            for name, v in inputs.items()
-        }
+        loaded: dict[str, Any] = {}
+        for name, v in inputs.items():
+            try:
+                loaded[name] = load_artifact(store, v.uri, v.data_type, v.materializer)
+            except (StepInterrupted, Exception):
+                raise
+            except BaseException as exc:  # a materializer's load is user code too
+                _abort(exc, f"Input '{name}' of step '{spec.name}'")
+        return loaded
 
     def run(
         self,
@@ -276,9 +291,7 @@ class StepRunner:
         except (StepInterrupted, Exception):
             raise  # asked to stop, or an ordinary error (the caller records either)
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt) and _in_main_thread():
-                raise  # a Ctrl-C (or a forced stop) of the process: not the step's doing
-            raise StepAbortError(_described(exc)) from exc
+            _abort(exc)
         finally:
             if resume and holders is not None:
                 holders.begin()
@@ -329,5 +342,8 @@ class StepRunner:
                 raise MaterializationError(
                     f"Output '{name}' of step '{spec.name}' could not be saved: {exc}"
                 ) from exc
-            raise
+            if isinstance(exc, StepInterrupted):
+                raise
+            # a materializer's save is user code too
+            _abort(exc, f"Output '{name}' of step '{spec.name}'")
         return saved
