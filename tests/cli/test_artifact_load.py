@@ -4,6 +4,9 @@ error (non-zero exit, no traceback) for an unknown artifact or version."""
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +124,40 @@ def test_an_artifact_is_named_by_its_id_or_a_version_by_its_id(workspace: Worksp
         wharf("artifacts", "load", "0000abcd"),
         "No artifact named '0000abcd', and no artifact or artifact version has an id that",
     )
+
+
+@step(enable_cache=False)
+def big_blob() -> bytes:
+    return bytes(2 * 2**20)
+
+
+@pipeline(name="big_blob_pipeline")
+def big_blob_pipeline() -> None:
+    big_blob()
+
+
+def _with_file_size_limit(limit: int) -> None:
+    """In the child: a write past ``limit`` bytes fails (EFBIG; Python ignores SIGXFSZ), as a
+    full disk fails it."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_write_that_fails_leaves_no_partial_file(workspace: Workspace, tmp_path: Path) -> None:
+    # the partial file stayed, and the retry was refused with "exists already"
+    big_blob_pipeline.run_in(workspace)
+    name = "big_blob_pipeline::big_blob::output"
+    out = tmp_path / "blob.bin"
+
+    failed = subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", "artifacts", "load", name, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=lambda: _with_file_size_limit(2**20),
+    )
+    assert_one_line_error(failed, f"Cannot write '{out}'")
+    assert not out.exists()
+    retried = wharf("artifacts", "load", name, "--out", str(out))
+    assert retried.returncode == 0, retried.stderr
+    assert out.read_bytes() == bytes(2 * 2**20)

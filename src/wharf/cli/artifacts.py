@@ -9,6 +9,7 @@ in their printed form) to a new file.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,9 +88,17 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
         return
     data = bytes(value) if isinstance(value, bytes | bytearray) else _printed(value).encode()
     try:
-        with out.open("xb") as file:
-            file.write(data)
+        file = out.open("xb")
     except OSError as exc:
+        raise click.ClickException(f"Cannot write '{out}': {exc.strerror or exc}.") from None
+    try:
+        with file:
+            file.write(data)
+    except BaseException as exc:  # a full disk, Ctrl-C: the file is ours and partial, so it goes
+        with contextlib.suppress(OSError):
+            out.unlink()
+        if not isinstance(exc, OSError):
+            raise
         raise click.ClickException(f"Cannot write '{out}': {exc.strerror or exc}.") from None
     click.echo(f"Wrote version {version.version} of artifact '{name}' to {out}.", err=True)
 
