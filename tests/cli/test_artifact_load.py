@@ -4,11 +4,15 @@ error (non-zero exit, no traceback) for an unknown artifact or version."""
 
 from __future__ import annotations
 
+import re
 import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
@@ -161,3 +165,36 @@ def test_a_write_that_fails_leaves_no_partial_file(workspace: Workspace, tmp_pat
     retried = wharf("artifacts", "load", name, "--out", str(out))
     assert retried.returncode == 0, retried.stderr
     assert out.read_bytes() == bytes(2 * 2**20)
+
+
+@step(enable_cache=False)
+def weights() -> tuple[Annotated[np.ndarray, "weights"], Annotated[pd.DataFrame, "table"]]:
+    return np.arange(5000), pd.DataFrame({"row": range(300), "label": ["x"] * 300})
+
+
+@pipeline(name="weights_pipeline")
+def weights_pipeline() -> None:
+    weights()
+
+
+def test_a_file_gets_every_item_of_a_big_array_or_table(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # numpy and pandas print big values abridged ("..."): the file held a summary, silently
+    weights_pipeline.run_in(workspace)
+
+    out = tmp_path / "weights.txt"
+    written = wharf("artifacts", "load", "weights_pipeline::weights::weights", "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    text = out.read_text()
+    assert "..." not in text
+    assert [int(n) for n in re.findall(r"\d+", text.partition("(")[2])] == list(range(5000))
+    table = tmp_path / "table.txt"
+    written = wharf("artifacts", "load", "weights_pipeline::weights::table", "--out", str(table))
+    assert written.returncode == 0, written.stderr
+    lines = table.read_text().splitlines()
+    assert "..." not in table.read_text()
+    assert len(lines) == 301
+    assert lines[-1].split() == ["299", "299", "x"]
+    printed = wharf("artifacts", "load", "weights_pipeline::weights::weights")
+    assert "..." in printed.stdout  # on the terminal a summary is what one wants

@@ -4,12 +4,14 @@
 ``--version`` names one), loaded as a step would load it; a ``str`` is printed as it is, any
 other value in its ``pprint`` form (a dict in its own order, not sorted). Bytes are not
 printed: ``--out FILE`` writes them (and any other value: a ``str`` as UTF-8 text, other values
-in their printed form) to a new file.
+in their printed form, a numpy array or pandas table unabridged) to a new file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +71,8 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
 def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     """Load version --version (default: the latest) of the artifact NAME and print its value:
     a str as it is, any other value in its pprint form; with --out, write it to a new file
-    (bytes as they are, a str as UTF-8 text, other values in their printed form). NAME is an
+    (bytes as they are, a str as UTF-8 text, other values in their printed form, a big numpy
+    array or pandas table with every item). NAME is an
     artifact's name, its id or id prefix, or the id (prefix) of one artifact version."""
     from wharf.sdk.client import Client
 
@@ -86,7 +89,11 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
             )
         click.echo(_printed(value), nl=not (isinstance(value, str) and value.endswith("\n")))
         return
-    data = bytes(value) if isinstance(value, bytes | bytearray) else _printed(value).encode()
+    if isinstance(value, bytes | bytearray):
+        data = bytes(value)
+    else:
+        with _unabridged():
+            data = _printed(value).encode()
     try:
         file = out.open("xb")
     except OSError as exc:
@@ -101,6 +108,23 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
             raise
         raise click.ClickException(f"Cannot write '{out}': {exc.strerror or exc}.") from None
     click.echo(f"Wrote version {version.version} of artifact '{name}' to {out}.", err=True)
+
+
+@contextlib.contextmanager
+def _unabridged() -> Iterator[None]:
+    """numpy and pandas print a big array or table abridged (``...``): fine on a terminal, a
+    silent loss in a file. Within this block they print every item (only if already imported:
+    loading the value imported them)."""
+    with contextlib.ExitStack() as stack:
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            stack.enter_context(numpy.printoptions(threshold=sys.maxsize))
+        pandas = sys.modules.get("pandas")
+        if pandas is not None:
+            unlimited = ("max_rows", "max_columns", "max_colwidth", "width", "max_seq_items")
+            options = [part for key in unlimited for part in (f"display.{key}", None)]
+            stack.enter_context(pandas.option_context(*options))
+        yield
 
 
 def _printed(value: Any) -> str:
