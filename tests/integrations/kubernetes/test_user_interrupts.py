@@ -310,6 +310,7 @@ def stubborn(path: str) -> int:
     print("waiting for", path, flush=True)
     while True:
         try:
+            pathlib.Path(path + ".started").touch()  # from here on, an interrupt is caught
             while not pathlib.Path(path).exists():
                 time.sleep(0.05)
             return 1
@@ -331,13 +332,19 @@ def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
     bed: Bed, tmp_path: Path
 ) -> None:
     """A step that ignores the graceful stop: the second Ctrl-C deletes its Job (its pod is
-    killed), the run ends stopped, nothing is left, the process exits as interrupted."""
+    killed), the run ends stopped, nothing is left, the process exits as interrupted.
+
+    The first Ctrl-C comes once the step's code runs inside its ``try``. Its pod's process
+    records its pid before it fetches the run's code and imports the step (tens of seconds on
+    a busy machine); a stop it learns meanwhile is kept and ends the step as its code would
+    start (``InterruptibleRegion``), so the step itself would never see it."""
     release = tmp_path / "release"  # never created
+    started = tmp_path / "release.started"
     interrupted = tmp_path / "release.interrupted"
     script = start_steps(bed, "stubborn_steps.py", STUBBORN_STEPS, release)
     try:
         running = wait_for_running_step(bed, "stubborn")
-        assert wait_until(lambda: bed.workspace.store.steps.get(running.id).pid, BOUND)
+        assert wait_until(started.exists, BOUND), "the step's code never ran"
         os.kill(script.pid, signal.SIGINT)
         assert wait_until(interrupted.exists, LEARN), "the step never saw the graceful stop"
         code, output, took = interrupt(script)
