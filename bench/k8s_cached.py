@@ -16,10 +16,11 @@ cached, so the second run's orchestrator pod starts no step pod. Measured on tha
   ``before_cursor_execute``). A call counts as a
   cache decision when it is made inside the launcher's first-attempt creation
   (``StepLauncher._create_attempt``, attempt 1), inside a batch of the run's cache decisions
-  (``CacheDecisions.run_batch``, on whichever thread runs it: one
-  ``steps.find_cached_or_create_many`` per batch, per ``record_hit`` value) or while publishing
-  a hit (``CacheDecisions.publish``); the batches' sizes (steps with a slot, steps looked at
-  ahead) are recorded too;
+  (``CacheDecisions.run_batch``, on whichever thread runs it: per batch and ``record_hit``
+  value, one ``steps.find_cached_or_create_many`` looking its steps up and, once the hits'
+  outputs are seen in the artifact store, one recording them) or while publishing a hit
+  (``CacheDecisions.publish``); the batches' sizes (steps with a slot, steps looked at ahead)
+  are recorded too;
 - orchestrator wall time: from the orchestrator pod's process start (``/proc/self/stat``, as
   the probe reads it) to the run's ``end_time`` in the store; and the run loop's own span.
 

@@ -122,10 +122,11 @@ if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", []))
     _decisions.CacheDecisions.publish = _deciding(_decisions.CacheDecisions.publish, False)
     _store_call = _decisions.CacheDecisions._store_call
 
-    def _batch(self, decisions, *, slotted):
-        with _lock:
-            _data["decision_batches"].append([slotted, len(decisions) - slotted])
-        return _store_call(self, decisions, slotted=slotted)
+    def _batch(self, decisions, *, slotted, **kwargs):
+        if not kwargs.get("record_hit"):  # a batch's lookup (its hits are recorded after)
+            with _lock:
+                _data["decision_batches"].append([slotted, len(decisions) - slotted])
+        return _store_call(self, decisions, slotted=slotted, **kwargs)
 
     _decisions.CacheDecisions._store_call = _batch
 

@@ -282,14 +282,14 @@ class TestLoadErrors:
 def test_loading_an_artifact_whose_files_are_gone_says_how_to_make_it_again(
     store: LocalArtifactStore, registry: MaterializerRegistry
 ) -> None:
-    """Deleted from the store by hand: the producing step would be a cache hit for ever."""
+    """Deleted from the store by hand: the producing step runs again when next needed."""
     saved = save_artifact({"a": 1}, store, store.new_uri("gone"), registry)
     store.rmtree(saved.uri)
     with pytest.raises(MaterializationError) as info:
         load_artifact(store, saved.uri, saved.data_type, saved.materializer)
     message = str(info.value)
     assert "FileNotFoundError" in message
-    assert "stays a cache hit until it runs with enable_cache=False" in message
+    assert "the next run that needs it runs the step that produced it again" in message
     assert "\n" not in message
 
 

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from wharf.config.global_config import load_config
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, StepRunRecord
+
+CACHED = ExecutionStatus.CACHED
 
 STEPS = """
 from wharf import pipeline, step
@@ -43,6 +45,21 @@ def wide(n: int, parallelism: int | None, new_from: int | None = None):
             trivial(1000 + i if fresh else i)
 
     return wide_pipeline
+
+
+@step(enable_cache=False)
+def consume(i: int) -> int:
+    return i * 10
+
+
+def consumed(n: int, parallelism: int | None):
+    # n chains of a cacheable step and an uncached one that loads its output.
+    @pipeline(name="consumed", max_parallelism=parallelism)
+    def consumed_pipeline() -> None:
+        for i in range(n):
+            consume(trivial(i))
+
+    return consumed_pipeline
 
 
 def pairs(n: int):
@@ -127,3 +144,39 @@ def test_steps_that_become_ready_when_cached_ones_end_are_decided_ahead_too(
     steps = steps_of(workspace, again)
     assert len(steps) == 200 and {s.status for s in steps} == {ExecutionStatus.CACHED}
     assert len({s.created for s in steps}) <= 20
+
+
+@pytest.mark.parametrize("parallelism", [None, 1])
+def test_a_cached_step_whose_output_files_are_gone_runs_again(
+    workspace: Workspace, parallelism: int | None
+) -> None:
+    """Files deleted from the artifact store by hand: the steps that made them are no hits (a
+    consumer would fail to load them), so they run again; the others stay cached."""
+    import cache_steps_mod
+
+    pipeline = cache_steps_mod.consumed(30, parallelism)
+    first = pipeline.run_in(workspace)
+    assert first.status is ExecutionStatus.COMPLETED
+    store = workspace.component_instance(workspace.active_stack(), ComponentType.ARTIFACT_STORE)
+    made = {s.name: s for s in steps_of(workspace, first) if s.name.startswith("trivial")}
+    deleted = sorted(made)[::7]  # a few, among the first decided and those looked at ahead
+    for name in deleted:
+        (version_id,) = made[name].outputs.values()
+        store.rmtree(workspace.store.artifacts.get_version(version_id).uri)
+
+    again = pipeline.run_in(workspace)
+    assert again.status is ExecutionStatus.COMPLETED, again.status_reason
+    steps = {s.name: s for s in steps_of(workspace, again)}
+    assert len(steps) == 60 and all(s.attempt == 1 for s in steps.values())
+    ran = {n for n, s in steps.items() if n.startswith("trivial") and s.status is not CACHED}
+    assert ran == set(deleted)
+    assert all(steps[n].status is ExecutionStatus.COMPLETED for n in deleted)
+    assert all(
+        s.original_step_run_id == made[n].id
+        for n, s in steps.items()
+        if n not in ran and n.startswith("trivial")
+    )
+    third = pipeline.run_in(workspace)  # the outputs made again are reused
+    assert {s.status for s in steps_of(workspace, third) if s.name.startswith("trivial")} == {
+        CACHED
+    }

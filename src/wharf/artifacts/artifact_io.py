@@ -134,8 +134,8 @@ def load_artifact(
 
 
 MISSING_FILES_HINT = (
-    " Its files are gone from the artifact store; the step that produced it stays a cache hit"
-    " until it runs with enable_cache=False."
+    " Its files are gone from the artifact store; the next run that needs it runs the step"
+    " that produced it again (a cached step whose outputs are gone is not reused)."
 )
 
 

@@ -9,7 +9,12 @@ decides caching with :meth:`CacheDecisions.decide`. Invariants:
   as each alone would be, and so does a store outage that outlasted the call's retries
   (:mod:`wharf.execution.step_writes` rides out a shorter one); any other error of a call
   (all or nothing) has each of its steps decided again alone, so it fails only its own step;
-  the steps looked at ahead are handed back to the runner whatever happens.
+  the steps looked at ahead are handed back to the runner whatever happens;
+- a hit is one only while its outputs' files are in the artifact store
+  (:mod:`wharf.execution.cached_outputs`): a batch looks its steps up first, recording no hit,
+  then records the hits whose outputs are there in one more call (only a batch with hits makes
+  it); a hit whose files are gone is a miss, created alone (a step looked at ahead is left
+  ready, to be decided again once it gets its slot).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from wharf.combining import Combiner
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import RunStoppingError
+from wharf.core.ids import new_id
 from wharf.execution import step_writes
+from wharf.execution.cached_outputs import Listings, gone_outputs
 from wharf.execution.outages import transient
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
@@ -102,6 +109,7 @@ class CacheDecisions(Combiner[_Decision]):
         self._wanted = wanted
         self._ready: ReadySteps | None = None
         self._look_ahead = FIRST_LOOK_AHEAD  # only the thread running a batch changes it
+        self._listings = Listings()  # the artifact store's, shared by the run's decisions
 
     def attach(self, ready: ReadySteps | None) -> None:
         """Look ahead among ``ready`` from the next batch on (None: stop looking ahead)."""
@@ -110,7 +118,7 @@ class CacheDecisions(Combiner[_Decision]):
     def decide(self, spec: StepSpec, create: StepRunCreate, *, record_hit: bool) -> CachedOrCreated:
         """The step's decision, made in the next batch: a hit (recorded if ``record_hit``),
         else its step run ``create`` as created. Raises the step's error."""
-        return cast(CachedOrCreated, self.submit(_Decision(spec, create, record_hit)))
+        return cast(CachedOrCreated, self.submit(_Decision(spec, _named(create), record_hit)))
 
     def publish(self, spec: StepSpec, create: StepRunCreate, found: CachedOrCreated) -> StepOutcome:
         """Record ``create`` as reusing the step run found (unless the lookup did) and take
@@ -174,7 +182,7 @@ class CacheDecisions(Combiner[_Decision]):
             if create is None:
                 unprepared.append(spec.name)
             else:
-                ahead.append(_Decision(spec, create, record_hit=True))
+                ahead.append(_Decision(spec, _named(create), record_hit=True))
         if unprepared:
             ready.settle({}, unprepared)
         return ahead
@@ -188,7 +196,7 @@ class CacheDecisions(Combiner[_Decision]):
         cached: dict[str, StepOutcome] = {}
         try:
             decisions = operations + ahead
-            answers = self._store_call(decisions, slotted=len(operations))
+            answers = self._checked(decisions, slotted=len(operations))
             for decision, found in zip(ahead, answers[len(operations) :], strict=True):
                 if found is not None:
                     cached[decision.spec.name] = self._published(decision, found)
@@ -199,9 +207,79 @@ class CacheDecisions(Combiner[_Decision]):
                 released = [d.spec.name for d in ahead if d.spec.name not in cached]
                 ready.settle(cached, released)
 
-    def _store_call(self, decisions: list[_Decision], *, slotted: int) -> list[Any]:
-        """One ``find_cached_or_create_many`` of ``decisions`` (one ``record_hit`` value): the
-        first ``slotted`` have a slot and are created on a miss, the others not."""
+    def _checked(self, decisions: list[_Decision], *, slotted: int) -> list[Any]:
+        """The answers of ``decisions`` (one ``record_hit`` value; the first ``slotted`` have a
+        slot): looked up recording no hit (misses with a slot created: raises only if this
+        call does), the hits whose outputs are gone from the artifact store made misses, then
+        the others recorded (if asked) in one more call. Past the lookup a step's error is its
+        answer (a step looked at ahead is then answered None), so no step run created is lost."""
+        answers = self._store_call(decisions, slotted=slotted, record_hit=False)
+        hits = [i for i, found in enumerate(answers) if found is not None and not found.created]
+        if not hits:
+            return answers
+        try:
+            found = [answers[i] for i in hits]
+            gone = gone_outputs(self._services, found, self._listings)
+        except Exception:  # not knowing, keep the hits (a load tells what is wrong)
+            logger.exception("Could not check that the outputs of cached steps exist.")
+            gone = [None] * len(hits)
+        kept = []
+        for i, uri in zip(hits, gone, strict=True):
+            if uri is None:
+                kept.append(i)
+            else:
+                answers[i] = self._gone(decisions[i], answers[i], uri, slotted=i < slotted)
+        if kept and decisions[0].record_hit:
+            recorded = self._recorded([decisions[i] for i in kept])
+            for i, record in zip(kept, recorded, strict=True):
+                if i >= slotted:  # looked at ahead: left ready unless recorded
+                    answers[i] = record if isinstance(record, CachedOrCreated) else None
+                elif record is None:  # no longer cached: decided again
+                    answers[i] = self._answer_alone(decisions[i])
+                else:
+                    answers[i] = record
+        return answers
+
+    def _recorded(self, decisions: list[_Decision]) -> list[Any]:
+        """The hits of ``decisions`` recorded (None: no longer cached), in one call; on its
+        error each step's own answer (the error, or its decision again alone)."""
+        try:
+            return self._store_call(decisions, slotted=0, record_hit=True)
+        except Exception as error:
+            if isinstance(error, RunStoppingError) or transient(error) or len(decisions) == 1:
+                return [error] * len(decisions)
+            return [self._answer_alone(decision) for decision in decisions]
+
+    def _answer_alone(self, decision: _Decision) -> Any:
+        try:
+            return self._checked([decision], slotted=1)[0]
+        except Exception as error:  # the outcome its caller raises
+            return error
+
+    def _gone(self, decision: _Decision, found: CachedOrCreated, uri: str, *, slotted: bool) -> Any:
+        """The answer of a step whose cached step run's outputs are gone: a miss, created if
+        the step has its slot (else left for its own decision, which says so); the error of
+        its creation if that fails."""
+        if not slotted:
+            return None
+        logger.warning(
+            "Step '%s' is not cached: an output of step run %s (%s) is gone from the artifact "
+            "store; the step runs.",
+            decision.spec.name,
+            found.step.id,
+            uri,
+        )
+        try:
+            created = step_writes.create(self._services, decision.create)
+        except Exception as error:  # the outcome its caller raises
+            return error
+        return CachedOrCreated(step=created, created=True)
+
+    def _store_call(
+        self, decisions: list[_Decision], *, slotted: int, record_hit: bool
+    ) -> list[Any]:
+        """One ``find_cached_or_create_many`` of ``decisions``: the first ``slotted`` have a
+        slot and are created on a miss, the others not; hits recorded if ``record_hit``."""
         services = self._services
         now = services.clock()  # the batch's lookup time: after every step of it got its slot
         return step_writes.find_cached_or_create_many(
@@ -209,7 +287,7 @@ class CacheDecisions(Combiner[_Decision]):
             [d.create for d in decisions],
             services.project_id,
             now,
-            record_hit=decisions[0].record_hit,
+            record_hit=record_hit,
             create=[i < slotted for i in range(len(decisions))],
         )
 
@@ -223,10 +301,16 @@ class CacheDecisions(Combiner[_Decision]):
             return StepOutcome(decision.spec.name, ExecutionStatus.FAILED, reason=reason)
 
     def _adapt(self, answers: Sequence[Any], slotted: int) -> None:
-        hits = sum(1 for a in answers if a is not None and not a.created)
+        hits = sum(1 for a in answers if isinstance(a, CachedOrCreated) and not a.created)
         ahead = answers[slotted:]
         ahead_hits = sum(1 for a in ahead if a is not None)
         if ahead_hits < len(ahead):  # some step looked at ahead missed: look less far
             self._look_ahead = ahead_hits
         else:
             self._look_ahead = min(MAX_BATCH, 2 * hits)
+
+
+def _named(create: StepRunCreate) -> StepRunCreate:
+    """``create`` with its id chosen, so each store call of its decision (the lookup, the
+    record of its hit, a decision again after an error) is the same step run's."""
+    return create if create.id is not None else create.model_copy(update={"id": new_id()})
