@@ -363,16 +363,23 @@ def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
 
 
 def kill_the_local_process_once_its_step_pod_runs(
-    bed: Bed, release: Path, script: subprocess.Popen[str] | None = None, step: str = "wait_for"
+    bed: Bed,
+    release: Path,
+    script: subprocess.Popen[str] | None = None,
+    step: str = "wait_for",
+    started: Path | None = None,
 ) -> PipelineRunRecord:
     """Start ``stoppable`` on the local orchestrator (its step, on the operator, waits for
     ``release``) unless ``script`` runs already, kill -9 the script once the step's pod runs
-    ``step``, and sweep: the run as the sweep ended it."""
+    ``step`` (and, given ``started``, once the step's code has created that file), and sweep:
+    the run as the sweep ended it."""
     if script is None:
         script = start_script(bed, "stoppable", "operated", path=str(release))
     try:
         running = wait_for_running_step(bed, step)
         assert wait_until(lambda: bed.workspace.store.steps.get(running.id).pid, BOUND)
+        if started is not None:
+            assert wait_until(started.exists, BOUND), "the step's code never ran"
         os.kill(script.pid, signal.SIGKILL)
         script.communicate(timeout=BOUND)
     finally:
@@ -405,7 +412,8 @@ def test_a_killed_local_process_s_stubborn_operator_step_pod_is_cut_off_after_it
     assert grace in steps
     release = tmp_path / "release"  # never created
     script = start_steps(bed, "stubborn_steps.py", steps, release)
-    run = kill_the_local_process_once_its_step_pod_runs(bed, release, script, "stubborn")
+    started = tmp_path / "release.started"  # a loss learnt before the step's code runs ends it
+    run = kill_the_local_process_once_its_step_pod_runs(bed, release, script, "stubborn", started)
     interrupted = tmp_path / "release.interrupted"
     assert wait_until(interrupted.exists, LEARN), "the step never learnt its run was lost"
     assert wait_until(lambda: step_pod_gone(bed, run), LEARN), "the step pod runs on"
