@@ -7,11 +7,15 @@ test bed (the emulator's injected faults, the bed of :mod:`.test_orchestrator_e2
   submission as usual), an asynchronous one keeps the run for it and says how to follow it;
 - the Job cannot be read back either: it may exist, so the run is kept (and its Job, there
   after all, runs it), the submitter saying how to check and stop it;
+- the same, the Job there after all: its pod lets the Job own the run's Secret (the
+  submitter could not), so that the Secret goes with the Job;
 - the create was refused before anything was created (a 503): the Job is not there when read
   back, so the run is forgotten as before, and nothing is left.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from tests.integrations.kubernetes.test_orchestrator_e2e import Bed, bed, submit
 from tests.integrations.kubernetes.testbed import (
@@ -19,10 +23,14 @@ from tests.integrations.kubernetes.testbed import (
     job_exists,
     nothing_left,
     run_script,
+    wait_for_run_end,
+    wait_for_step,
 )
+from tests.kube.emulator.resources import JOBS, SECRETS
 from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import STEP_KEY
+from wharf.integrations.kubernetes.orchestrator_launch import token_secret_name
 
 __all__ = ["bed"]
 
@@ -87,3 +95,24 @@ def test_a_create_refused_before_the_job_was_made_forgets_the_run(bed: Bed) -> N
     assert bed.workspace.store.runs.list().items == []  # the placeholder was taken away
     assert not any(job_exists(bed.emulator, job) for job in orchestrator_jobs(bed))
     assert wait_until(lambda: nothing_left(bed.emulator), BOUND)
+
+
+def test_a_run_kept_for_a_job_that_could_not_be_read_back_has_its_secret_owned_by_the_job(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """Before, the run's Secret of a Job whose create lost its answer and that could not be
+    read back was owned by nothing: it outlived the Job (deleted by hand, by its TTL, or
+    failed before its pods ended the run). The Job's pod now lets its Job own it."""
+    bed.emulator.faults.lose_answer("create", "jobs")
+    bed.emulator.faults.fail_next("get", "jobs", code=503)
+    release = tmp_path / "release"
+    run, output = submit(bed, "stoppable", stack="k8s-async", path=str(release))
+    assert "the Job may exist and run it, so the run is kept" in output, output
+    wait_for_step(bed, run, "wait_for", ExecutionStatus.RUNNING)  # its pod took the run over
+    (job,) = orchestrator_jobs(bed)
+    secret = bed.emulator.store.get(SECRETS, "default", token_secret_name(run.id))
+    owners = secret["metadata"].get("ownerReferences") or []
+    job_uid = bed.emulator.store.get(JOBS, "default", job)["metadata"]["uid"]
+    assert [(o["kind"], o["name"], o["uid"]) for o in owners] == [("Job", job, job_uid)]
+    release.touch()
+    wait_for_run_end(bed, run)

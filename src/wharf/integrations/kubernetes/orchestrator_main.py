@@ -24,7 +24,7 @@ from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import WharfConfig, load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
-from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
+from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
 from wharf.execution.components import instantiate_component
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
@@ -51,6 +51,7 @@ from wharf.integrations.kubernetes.orchestrator_resume import (
     take_over,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.owned_secret import own_secret
 from wharf.integrations.kubernetes.schedule_credentials import (
     fire_scheduled_run,
     holds_schedule_token,
@@ -182,6 +183,8 @@ def _orchestrate(
         own_job = read_job(clients, args.namespace, args.job_name)
         if own_job is None:
             raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
+    if args.token_secret is not None:
+        _own_run_secret(clients, args.namespace, args.token_secret, own_job)
     orchestrator_run_id = job_run_id(own_job)
     store.run_metadata.add(
         MetadataResourceType.PIPELINE_RUN,
@@ -262,6 +265,19 @@ def with_parallelism(
 def job_run_id(job: Mapping[str, Any]) -> str:
     """The orchestrator run id of the run of a Job: the same for every pod of the Job."""
     return f"kubernetes-{job['metadata']['uid']}"
+
+
+def _own_run_secret(
+    clients: KubeClients, namespace: str, secret: str, own_job: Mapping[str, Any]
+) -> None:
+    """Let this pod's Job own the run's Secret. The submitter did, unless its create of the Job
+    lost its answer and the Job could not be read back (the run was kept for the Job, its
+    Secret owned by nothing): the Secret must still go with the Job, e.g. when the Job fails
+    before its pods end the run or is deleted by hand. A failure is logged: the run goes on."""
+    try:
+        own_secret(clients, namespace, secret, own_job, what="the run's Secret")
+    except WharfError as exc:
+        logger.warning("The run's Secret may outlive its Job: %s", exc)
 
 
 def own_job_of_pod(clients: KubeClients, namespace: str, pod_name: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A Secret of credentials owned by the Job that reads it (garbage-collected with the Job).
 
 Owns :func:`own_secret_or_undo` (the run's Secret of an orchestrator Job, a step operator Job's
-Secret of its own), :func:`delete_job` and :func:`delete_secret`, shared by the orchestrator's
-submission and the step backend.
+Secret of its own), :func:`own_secret` (the same reference set without an undo: the orchestrator
+pod's own Job taking its run's Secret over), :func:`delete_job` and :func:`delete_secret`,
+shared by the orchestrator's submission, its pod and the step backend.
 
 Invariants: a Secret its Job cannot be made to own takes the Job away with it (a Job must not
 run whose Secret would outlive it); every API failure is a one-line :class:`WharfError`
@@ -38,16 +39,32 @@ def own_secret_or_undo(
     :class:`WharfError` (``what`` names the Secret in it). Without ``block_owner_deletion``
     a foreground delete of the Job does not wait for the Secret, and setting the reference
     needs no ``update`` on ``jobs/finalizers`` (``OwnerReferencesPermissionEnforcement``)."""
-    reference = {**owner_reference(job), "blockOwnerDeletion": block_owner_deletion}
-    owned = {"metadata": {"ownerReferences": [reference]}}
     try:
-        with cluster_call(f"let the Job own {what} {namespace}/{secret}"):
-            clients.core.patch_namespaced_secret(secret, namespace, owned)
+        own_secret(
+            clients, namespace, secret, job, what=what, block_owner_deletion=block_owner_deletion
+        )
     except WharfError:  # its Job must not run: nothing would collect the Secret
         with suppress(WharfError):
             delete_job(clients, namespace, job["metadata"]["name"])
         delete_secret_quietly(clients, namespace, secret, what=what)
         raise
+
+
+def own_secret(
+    clients: KubeClients,
+    namespace: str,
+    secret: str,
+    job: Mapping[str, Any],
+    *,
+    what: str = "its Secret",
+    block_owner_deletion: bool = True,
+) -> None:
+    """Make ``job`` (with its uid) the one owner of the Secret ``secret`` (a merge patch: one
+    the Job owns already is left as it is); a failure is a one-line :class:`WharfError`."""
+    reference = {**owner_reference(job), "blockOwnerDeletion": block_owner_deletion}
+    owned = {"metadata": {"ownerReferences": [reference]}}
+    with cluster_call(f"let the Job own {what} {namespace}/{secret}"):
+        clients.core.patch_namespaced_secret(secret, namespace, owned)
 
 
 def delete_job(clients: KubeClients, namespace: str, name: str) -> bool:
