@@ -4,8 +4,9 @@ by name (unique per project) or id. Deleting a schedule keeps the runs it starte
 On an orchestrator that fires schedules itself (``BaseOrchestrator.schedules_runs``, e.g. a
 Kubernetes CronJob), pause, resume and delete also change the schedule there
 (:func:`_orchestrator_of`). Invariant: when the platform refuses or cannot be reached, the
-schedule is left as it was: pause and resume put the store's record back, and delete changes
-the platform first and deletes the record only once that worked.
+schedule is left as it was: pause and resume put the store's record back, and delete pauses
+the record first (so an account the server refuses never reaches the platform), then changes
+the platform, and deletes the record only once that worked (else resumes it).
 """
 
 from __future__ import annotations
@@ -132,8 +133,25 @@ def delete_schedule(name_or_id: str, yes: bool) -> None:
         if not yes:
             click.confirm(f"Delete schedule '{record.name}'?", abort=True)
         found = _orchestrator_of(client, record)
-        if found is not None:  # first: a failure here leaves the schedule as it was
-            orchestrator, snapshot = found
-            orchestrator.delete_schedule(record, snapshot)
+        if found is not None and found[0].schedules_runs:
+            _delete_on_platform(client, record, *found)
         client.delete_schedule(record.id)
     click.echo(f"Deleted schedule '{record.name}'.")
+
+
+def _delete_on_platform(
+    client: Client, record: ScheduleRecord, orchestrator: BaseOrchestrator, snapshot: SnapshotRecord
+) -> None:
+    """Delete the platform's schedule, once the store let this account pause it (the same
+    right as deleting it: one refused, e.g. a viewer, leaves the platform untouched); paused, it
+    fires nothing while it goes. A platform failure puts the record back as it was."""
+    client.set_schedule_active(record.id, False)
+    try:
+        orchestrator.delete_schedule(record, snapshot)
+    except BaseException:
+        if record.active:
+            try:
+                client.set_schedule_active(record.id, True)
+            except Exception as exc:  # the platform's error is the one to report
+                click.echo(f"Warning: could not resume schedule '{record.name}': {exc}", err=True)
+        raise

@@ -169,3 +169,23 @@ def test_a_schedule_on_a_workspace_server_fires_with_its_own_token_and_delete_re
     fire = {"orchestrator_run_id": "kubernetes-late", "name": "late"}
     assert pod.post(f"/api/v1/schedules/{schedule.id}/runs", json=fire).status_code == 401
     assert [r.id for r in fired_runs(bed, schedule)] == [fired.id]
+
+
+def test_a_viewer_deleting_a_schedule_leaves_its_cron_job(schedule_bed: TeamBed) -> None:
+    """``wharf schedule delete`` changes the platform before the record: it must first learn
+    that the server lets this account change the schedule, or a viewer (who may reach the
+    cluster) deletes the CronJob and is then refused, leaving a recorded, active schedule that
+    never fires."""
+    bed = schedule_bed
+    schedule = schedule_it(bed)
+    viewer = str(bed.server.credentials["viewer"])
+    refused = wharf_cli(bed, "schedule", "delete", "every-five", "--yes", WHARF_API_KEY=viewer)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert "viewer role" in refused.stderr, refused.stderr
+    assert len(schedule_objects(bed.emulator, CRONJOBS, schedule.id)) == 1
+    assert len(schedule_objects(bed.emulator, SECRETS, schedule.id)) == 1
+    assert bed.workspace.store.schedules.get(schedule.id).active  # left as it was
+
+    deleted = wharf_cli(bed, "schedule", "delete", "every-five", "--yes")  # the member
+    assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule.id) == []
