@@ -4,12 +4,13 @@ error (non-zero exit, no traceback) for an unknown artifact or version."""
 
 from __future__ import annotations
 
+import enum
 import re
 import resource
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
 from wharf import Client, pipeline, step
+from wharf.artifacts.materializers.base import Materializer
 from wharf.sdk.workspace import Workspace
 
 NUMBERS = "numbers_pipeline::numbers::output"
@@ -198,3 +200,45 @@ def test_a_file_gets_every_item_of_a_big_array_or_table(
     assert lines[-1].split() == ["299", "299", "x"]
     printed = wharf("artifacts", "load", "weights_pipeline::weights::weights")
     assert "..." in printed.stdout  # on the terminal a summary is what one wants
+
+
+class Grade(enum.Enum):
+    """A class of the user's code: the CLI process never imports its module."""
+
+    PASS = "pass"
+
+
+class GradeMaterializer(Materializer):
+    ASSOCIATED_TYPES = (Grade,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("grade.txt", data.value.encode())
+
+    def load(self, data_type: type[Any]) -> Any:
+        return data_type(self.read_bytes("grade.txt").decode())
+
+
+@step(enable_cache=False)
+def grades() -> tuple[Annotated[Grade, "plain"], Annotated[Grade, "custom"]]:
+    return Grade.PASS, Grade.PASS
+
+
+@pipeline(name="grades_pipeline")
+def grades_pipeline() -> None:
+    grades.with_options(output_materializers={"custom": GradeMaterializer})()
+
+
+def test_a_class_of_the_users_code_says_how_to_load_it_in_python(workspace: Workspace) -> None:
+    # "import it first" / "import the module that defines it first": no CLI user can
+    grades_pipeline.run_in(workspace)
+    with Client() as client:
+        (plain,) = client.list_artifact_versions(name="grades_pipeline::grades::plain").items
+        (custom,) = client.list_artifact_versions(name="grades_pipeline::grades::custom").items
+
+    for version in (plain, custom):
+        assert_one_line_error(
+            wharf("artifacts", "load", version.name),
+            "'wharf artifacts load' imports none of your code: load it in Python where that "
+            "class is defined (the pipeline's script, or after importing its module) with "
+            f"wharf.Client().load_artifact('{version.id}').",
+        )

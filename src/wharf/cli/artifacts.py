@@ -78,9 +78,18 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
 
     if out is not None and out.exists():
         raise click.ClickException(f"'{out}' exists already; name a new file with --out.")
+    from wharf.artifacts.materializers.registry import UnresolvedClassError
+
     with Client() as client:
         version = _version_of(client, name, number)
-        value = client.load_artifact(version)
+        try:
+            value = client.load_artifact(version)
+        except UnresolvedClassError as exc:  # "import it first": not in this command
+            raise click.ClickException(
+                f"{exc} 'wharf artifacts load' imports none of your code: load it in Python "
+                "where that class is defined (the pipeline's script, or after importing its "
+                f"module) with wharf.Client().load_artifact('{version.id}')."
+            ) from None
     if out is None:
         if isinstance(value, bytes | bytearray):
             raise click.ClickException(

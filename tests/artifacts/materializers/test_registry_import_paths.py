@@ -20,6 +20,7 @@ from wharf.artifacts import (
 from wharf.artifacts.materializers import BuiltInMaterializer
 from wharf.artifacts.materializers.numpy_materializer import NumpyMaterializer
 from wharf.artifacts.materializers.pandas_materializer import PandasMaterializer
+from wharf.artifacts.materializers.registry import UnresolvedClassError
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.errors import MaterializationError
 
@@ -55,6 +56,23 @@ class TestImportPaths:
     )
     def test_load_type_errors(self, path: str, message: str) -> None:
         with pytest.raises(MaterializationError, match=message):
+            load_type(path)
+
+    @pytest.mark.parametrize(
+        ("path", "message"),
+        [
+            ("wharf.no_such_module:X", "is not imported in this process"),
+            ("builtins:no_such_name", "has no attribute 'no_such_name'"),
+            ("__main__:NoSuchClass", "a class of the pipeline's script, which this process"),
+            ("__wharf_script__:NoSuchClass", "a class of the pipeline's script"),
+        ],
+    )
+    def test_a_class_this_process_lacks_is_an_unresolved_class(
+        self, path: str, message: str
+    ) -> None:
+        # the CLI tells these apart (it imports no user code) from a failing materializer; a
+        # script's class was "module '__main__' has no attribute ...": the CLI's own __main__
+        with pytest.raises(UnresolvedClassError, match=message):
             load_type(path)
 
     def test_materializer_paths_round_trip(self) -> None:

@@ -34,6 +34,11 @@ _LAZY_DEFAULTS = (
 )
 
 
+class UnresolvedClassError(MaterializationError):
+    """A recorded type or materializer names a class this process does not have: its module is
+    not imported here, or it is a class of the pipeline's script that this process lacks."""
+
+
 def type_path(t: type) -> str:
     """The ``module:qualname`` import path of a class (recorded as an artifact's data type)."""
     return f"{t.__module__}:{t.__qualname__}"
@@ -47,13 +52,21 @@ def load_type(path: str) -> type:
     module_name, qualname = _split_path(path, "type")
     modules = [sys.modules[n] for n in script_aliases(module_name) if n in sys.modules]
     if not modules:
-        raise MaterializationError(
+        raise UnresolvedClassError(
             f"Cannot load type {path!r}: module {module_name!r} is not imported in this process "
             "(recorded import paths are never imported); import it first."
         )
     # the first that has it: a script's class may be under its other name (script_classes)
-    module = next((m for m in modules if _has_attribute(m, qualname)), modules[0])
-    obj = _attribute(module, qualname, path, "type")
+    module = next((m for m in modules if _has_attribute(m, qualname)), None)
+    if module is None and len(script_aliases(module_name)) > 1:
+        raise UnresolvedClassError(
+            f"Cannot import type {path!r}: a class of the pipeline's script, which this process "
+            "does not define."
+        )
+    try:
+        obj = _attribute(module or modules[0], qualname, path, "type")
+    except MaterializationError as exc:
+        raise UnresolvedClassError(str(exc)) from exc.__cause__
     if not isinstance(obj, type):
         raise MaterializationError(f"{path!r} is not a class.")
     return obj
@@ -85,7 +98,7 @@ def load_materializer(path: str) -> type[Materializer]:
         if found is not None:
             return found
     if path not in _WHARF_LAZY_PATHS:
-        raise MaterializationError(
+        raise UnresolvedClassError(
             f"Unknown materializer {path!r}: no Materializer subclass with this import path is "
             "defined in this process (recorded import paths are never imported); import the "
             "module that defines it first."
