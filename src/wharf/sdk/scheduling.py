@@ -5,7 +5,8 @@ that name whose definition (pipeline and timing) is unchanged and refuses, namin
 ``wharf schedule delete``, one that differs. On an orchestrator that fires schedules itself
 (``BaseOrchestrator.schedules_runs``: Kubernetes), :func:`schedule_on` records the pipeline,
 its snapshot and the schedule, hands the schedule to the orchestrator and runs nothing: the
-call returns a :class:`Scheduled`. A schedule the orchestrator refuses is not kept.
+call returns a :class:`Scheduled`. A schedule the orchestrator refuses is not kept; a kept one
+called on another stack than its own is refused (it would fire from both).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def schedule_on(
     )
     if record.snapshot_id != snapshot.id:  # an unchanged schedule keeps its own snapshot
         snapshot = store.snapshots.get(record.snapshot_id)
+        _check_same_stack(record, snapshot.stack_id, stack_id, workspace)
     try:
         orchestrator.schedule(snapshot, record, services)
     except BaseException:
@@ -102,6 +104,23 @@ def schedule_on(
         raise
     # Typed as the run a call returns (as NOT_RUN is): callers that only run keep their types.
     return cast(PipelineRunRecord, Scheduled(record))
+
+
+def _check_same_stack(
+    record: ScheduleRecord, kept_on: UUID | None, called_on: UUID, workspace: Workspace
+) -> None:
+    """A kept schedule stays on the stack it was scheduled on (the one ``wharf schedule
+    pause/resume/delete`` reach, through its snapshot): handing it to another stack's
+    orchestrator too would fire it twice, once from a place those commands never find."""
+    if kept_on == called_on:
+        return
+    stacks = workspace.store.stacks
+    there = "no stack" if kept_on is None else f"stack '{stacks.get_stack(kept_on).name}'"
+    raise EntityExistsError(
+        f"Schedule '{record.name}' is on {there}, not on stack "
+        f"'{stacks.get_stack(called_on).name}': to move it, delete it first "
+        f"(`wharf schedule delete {record.name}`), or give this Schedule another name."
+    )
 
 
 def record_schedule(

@@ -33,7 +33,7 @@ from tests.integrations.kubernetes.testbed import (
     wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
-from tests.kube.emulator.resources import CRONJOBS, JOBS
+from tests.kube.emulator.resources import CRONJOBS, JOBS, NAMESPACES
 from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, STEP_KEY
@@ -306,3 +306,31 @@ def test_a_schedule_without_a_cron_expression_is_refused_before_anything_is_reco
     assert bed.workspace.store.schedules.list().items == []
     assert bed.workspace.store.runs.list().items == []
     assert bed.emulator.store.list(CRONJOBS, "default")["items"] == []
+
+
+def test_an_unchanged_schedule_called_on_another_stack_is_refused(bed: Bed) -> None:
+    """The schedule is kept with its own snapshot, whose stack is the one ``wharf schedule
+    pause/delete`` then reach: calling it again on another Kubernetes stack must not hand it to
+    that stack's cluster too (a second CronJob, in another namespace, that delete never finds)."""
+    bed.emulator.store.create(NAMESPACES, None, {"metadata": {"name": "other"}})
+    register_kubernetes_stack(
+        bed.workspace,
+        "k8s-other",
+        {"image": IMAGE, "namespace": "other", "job_monitoring_interval": 0.5},
+    )
+    schedule = schedule_it(bed)
+    again = run_script(bed, "nightly", stack="k8s-other")
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule.id, namespace="other") == []
+    assert again.returncode != 0
+    assert "is on stack 'k8s'" in again.stderr and "wharf schedule delete every-five" in (
+        again.stderr
+    ), again.stderr
+    assert len(cron_jobs_of(bed, schedule)) == 1
+    assert bed.workspace.store.schedules.get(schedule.id).snapshot_id == schedule.snapshot_id
+
+    deleted = wharf_cli(bed, "schedule", "delete", "every-five", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert cron_jobs_of(bed, schedule) == []
+    moved = run_script(bed, "nightly", stack="k8s-other")  # now scheduled there, and only there
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert len(schedule_objects(bed.emulator, CRONJOBS, scheduled_id(moved), "other")) == 1
