@@ -192,7 +192,7 @@ def takes(value: Exiting) -> int:
 def test_a_materializer_that_exits_fails_its_step_not_the_process(workspace: Workspace) -> None:
     # The step's function is user code, and so is a materializer's save or load: one that
     # exits failed "the orchestrator" and ended the process running the pipeline.
-    @pipeline(raise_on_failure=False)
+    @pipeline(raise_on_failure=False, execution_mode="continue_on_failure")
     def p() -> None:
         saved_with_an_exit()
         takes(loaded_with_an_abort())
@@ -211,3 +211,60 @@ def test_a_materializer_that_exits_fails_its_step_not_the_process(workspace: Wor
     )
     assert reasons["takes"] == ("failed", "Input 'value' of step 'takes': Abort: no loading today")
     assert reasons["thread_name"][0] == "completed"
+
+
+TRAINED: list[str] = []
+
+
+@step(enable_cache=False)
+def trains() -> int:
+    TRAINED.append("hours of work")
+    return 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "no_such_package.materializers:ModelMaterializer",  # a misspelt module
+        f"{__name__}:ModelMaterialiser",  # a misspelt class of an imported module
+    ],
+)
+def test_an_unknown_output_materializer_fails_the_step_before_its_code_runs(
+    workspace: Workspace, path: str
+) -> None:
+    # it failed only when the output was saved: the step's work was done, then thrown away
+    TRAINED.clear()
+    misspelt = trains.with_options(output_materializers=path)
+
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        misspelt()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    status, reason = step_reasons(workspace, run.id)["trains"]
+    assert status == "failed"
+    assert reason is not None
+    assert reason.startswith(f"Output 'output' of step 'trains': Unknown materializer '{path}'")
+    assert TRAINED == []
+
+
+def test_an_output_materializer_the_steps_code_imports_is_found_when_it_saves(
+    workspace: Workspace,
+) -> None:
+    # its module exists but is imported only by the step's code: not refused before it runs
+    module = "tests.execution.body_imported_materializer"
+    assert module not in sys.modules
+
+    @step(enable_cache=False, output_materializers=f"{module}:MarkedMaterializer")
+    def imports_its_materializer() -> object:
+        from tests.execution.body_imported_materializer import Marked
+
+        return Marked()
+
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        imports_its_materializer()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED, step_reasons(workspace, run.id)

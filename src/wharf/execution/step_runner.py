@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from wharf.artifacts import SavedArtifact, load_artifact, save_artifact
+from wharf.artifacts import SavedArtifact, load_artifact, load_materializer, save_artifact
 from wharf.artifacts.materializers import script_classes
 from wharf.config.spec import StepSpec
 from wharf.core.errors import (
@@ -85,6 +85,32 @@ def _abort(exc: BaseException, where: str = "") -> NoReturn:
     if isinstance(exc, KeyboardInterrupt) and _in_main_thread():
         raise exc
     raise StepAbortError(f"{where}: {_described(exc)}" if where else _described(exc)) from exc
+
+
+def _check_output_materializers(spec: StepSpec) -> None:
+    """Refuse a step whose chosen output materializer (an import path) cannot be there when its
+    output is saved, before its code runs rather than once its work is done: its module is
+    imported but lacks it (a misspelt name), or its top-level package does not exist (a
+    misspelt module). A module that exists but is not imported yet is left alone: the step's
+    code may import it. Nothing is imported here."""
+    for name, output in spec.outputs.items():
+        path = output.materializer
+        if path is None or _may_be_imported_later(path):
+            continue
+        try:
+            load_materializer(path)
+        except MaterializationError as exc:
+            raise MaterializationError(f"Output '{name}' of step '{spec.name}': {exc}") from exc
+
+
+def _may_be_imported_later(path: str) -> bool:
+    module_name = path.partition(":")[0]
+    if any(name in sys.modules for name in script_classes.script_aliases(module_name)):
+        return False
+    try:
+        return importlib.util.find_spec(module_name.partition(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class _ScriptStopped(BaseException):
@@ -269,6 +295,7 @@ class StepRunner:
         region: InterruptibleRegion,
         allocation: ResourceRequestInfo | None,
     ) -> dict[str, ArtifactVersionCreate]:
+        _check_output_materializers(spec)
         kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
         artifact_store = self._services.artifact_store
         uris = {
