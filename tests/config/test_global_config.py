@@ -120,3 +120,41 @@ def test_a_bad_explicit_argument_names_the_argument(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match=r"^The heartbeat_interval argument must be positive"):
         load_config({"WHARF_HOME": str(tmp_path)}, heartbeat_interval=-1)
+
+
+def test_a_relative_artifact_root_is_made_absolute_where_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default stack recorded the relative path: each process then put the artifact store
+    # under its own working directory, and a run's artifacts could not be loaded from another
+    # one ("... is outside the artifact store '<other dir>/arts'").
+    from wharf import Client, pipeline, step
+    from wharf.sdk.workspace import Workspace
+
+    @step(enable_cache=False)
+    def produce() -> int:
+        return 42
+
+    @pipeline(name="relative_root")
+    def relative_root() -> None:
+        produce()
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WHARF_ARTIFACT_ROOT", "arts")
+    for var in ("WHARF_STORE_URL", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path / "a")
+    assert load_config().artifact_root == tmp_path / "a" / "arts"
+    workspace = Workspace.open(load_config())
+    try:
+        relative_root.run_in(workspace)
+    finally:
+        workspace.close()
+
+    monkeypatch.chdir(tmp_path / "b")
+    with Client() as client:
+        (version,) = client.list_artifact_versions(name="relative_root::produce::output").items
+        assert version.uri.startswith(str(tmp_path / "a" / "arts"))
+        assert client.load_artifact(version) == 42

@@ -189,7 +189,13 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
     return WharfConfig(
         home=home,
         store_url=store_url,
-        artifact_root=Path(pick("artifact_root", "WHARF_ARTIFACT_ROOT", home / "artifacts")),
+        # absolute where it is read: the default stack records it, and a relative path would
+        # put each process's artifact store under its own working directory
+        artifact_root=Path(
+            os.path.abspath(
+                Path(pick("artifact_root", "WHARF_ARTIFACT_ROOT", home / "artifacts")).expanduser()
+            )
+        ),
         active_stack=pick("active_stack", "WHARF_ACTIVE_STACK"),
         server_url=pick("server_url", SERVER_URL_ENV),
         api_key=pick("api_key", API_KEY_ENV),
