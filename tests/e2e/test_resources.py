@@ -191,7 +191,7 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
     run = failed.value.run
     found = {r.name: r for r in steps(rm_workspace, run.id)}
     assert found["self_kill"].status is ExecutionStatus.FAILED
-    assert found["self_kill"].status_reason.startswith("Heartbeat lost")
+    assert found["self_kill"].status_reason.startswith("The step process was killed by SIGKILL")
     request = rm_workspace.requests.get(found["self_kill"].resource_request_id)
     assert request.status is ResourceRequestStatus.RELEASED
     assert found["hold_license"].status is ExecutionStatus.COMPLETED

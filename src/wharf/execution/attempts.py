@@ -416,8 +416,10 @@ class IsolatedExecutor:
 
 def _ended_without_result(ended: AttemptOutcome) -> tuple[str, str]:
     """The reasons (failed, stopped) of an attempt whose process ended without recording its
-    result: one that never started lost no heartbeat, and says only why it did not start."""
-    if ended.detail.startswith(NOT_STARTED):
-        return f"The step process {ended.detail}.", f"Stopped: the step process {ended.detail}."
-    what = f"the step process {ended.detail} before reporting its result."
-    return f"Heartbeat lost: {what}", f"Stopped: {what}"
+    result, as its backend saw it end ("The step process exited with code 7 before reporting
+    its result.", "… was killed by SIGKILL …"; one that never started says only why). Not a lost
+    heartbeat: the store's liveness check, which says "Heartbeat lost", did not end it."""
+    what = ended.detail
+    if not what.startswith(NOT_STARTED):
+        what += " before reporting its result"
+    return f"The step process {what}.", f"Stopped: the step process {what}."
