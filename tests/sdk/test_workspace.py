@@ -103,3 +103,46 @@ def test_another_store_starts_afresh(
     assert second.name == DEFAULT_STACK and second.id != first.id
     assert other.stacks.get_stack(second.id) == second
     assert workspace.component_instance(second, STORE).id == second.components[STORE]
+
+
+def test_an_artifact_root_the_default_stack_does_not_use_is_not_silently_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The default stack keeps the artifact root it was made with: WHARF_ARTIFACT_ROOT set
+    # later (say, to a bigger disk) changed nothing, and nothing said so.
+    from wharf import pipeline, step
+
+    @step(enable_cache=False)
+    def produce() -> int:
+        return 1
+
+    @pipeline(name="moved_root")
+    def moved_root() -> None:
+        produce()
+
+    home = tmp_path / "home"
+    for var in ("WHARF_STORE_URL", "WHARF_ACTIVE_STACK", "WHARF_ARTIFACT_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    first = Workspace.open(load_config({}, home=home))
+    try:
+        with caplog.at_level("WARNING", logger="wharf"):
+            moved_root.run_in(first)
+        assert not [r for r in caplog.records if "artifact root" in r.getMessage()]
+    finally:
+        first.close()
+
+    bigger = tmp_path / "bigger"
+    again = Workspace.open(load_config({"WHARF_ARTIFACT_ROOT": str(bigger)}, home=home))
+    try:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="wharf"):
+            moved_root.run_in(again)
+    finally:
+        again.close()
+    messages = [r.getMessage() for r in caplog.records if "artifact root" in r.getMessage()]
+    assert messages == [
+        f"The artifact root {bigger} (WHARF_ARTIFACT_ROOT) is not used: the default stack keeps "
+        f"its artifacts where it was made, {home / 'artifacts'}. To keep them at {bigger}, "
+        "register an artifact store there (wharf component register NAME --type "
+        f"artifact_store --flavor local -c path={bigger}) and a stack that uses it."
+    ]

@@ -7,6 +7,7 @@ nothing here is a module-level singleton.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -267,6 +268,32 @@ class Workspace:
         except EntityExistsError:
             return self.store.stacks.get_stack_by_name(DEFAULT_STACK)
 
+    def _warn_of_an_unused_artifact_root(self, artifact_store: Any) -> None:
+        """The default stack's artifact store keeps the path it was made with (its artifacts'
+        URIs lie under it); an artifact root configured since is not used: say so at each run
+        rather than write elsewhere in silence."""
+        from wharf.artifacts.store import LocalArtifactStore
+
+        config = self.config
+        if (
+            self.server_url is not None
+            or (config.active_stack or DEFAULT_STACK) != DEFAULT_STACK
+            or not isinstance(artifact_store, LocalArtifactStore)
+            or os.path.abspath(artifact_store.path) == os.path.abspath(config.artifact_root)
+        ):
+            return
+        wanted = config.artifact_root
+        logging.getLogger(__name__).warning(
+            "The artifact root %s (WHARF_ARTIFACT_ROOT) is not used: the default stack keeps its "
+            "artifacts where it was made, %s. To keep them at %s, register an artifact store "
+            "there (wharf component register NAME --type artifact_store --flavor local -c "
+            "path=%s) and a stack that uses it.",
+            wanted,
+            artifact_store.path,
+            wanted,
+            wanted,
+        )
+
     def run_services(self, artifact_store: Any) -> RunServices:
         """What the engine needs to run steps against this workspace's store; its run's
         progress goes to the ``wharf.progress`` logger (to stderr unless the application
@@ -277,6 +304,7 @@ class Workspace:
 
         config = self.config
         configure_logging(config.logging_verbosity, config.logging_format)
+        self._warn_of_an_unused_artifact_root(artifact_store)
         server_url = self.server_url
         # Over a server the orchestrator adds a run-scoped token (``services.for_run``); the
         # caller's own credential never reaches a step process.
