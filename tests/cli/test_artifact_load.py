@@ -238,7 +238,43 @@ def test_a_class_of_the_users_code_says_how_to_load_it_in_python(workspace: Work
     for version in (plain, custom):
         assert_one_line_error(
             wharf("artifacts", "load", version.name),
-            "'wharf artifacts load' imports none of your code: load it in Python where that "
-            "class is defined (the pipeline's script, or after importing its module) with "
-            f"wharf.Client().load_artifact('{version.id}').",
+            "'wharf artifacts load' never imports a recorded class path: load it in Python "
+            "where that class is defined (the pipeline's script, or after importing its module) "
+            f"with wharf.Client().load_artifact('{version.id}').",
         )
+
+
+def test_a_value_whose_module_the_cli_cannot_import_says_where_to_run_it(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dataclass of the user's project module: pickled by reference, and the `wharf` script
+    # does not have the project's directory on its path ("No module named 'project_types'")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "project_types.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass Config:\n    rate: float\n"
+    )
+    monkeypatch.syspath_prepend(str(project))
+    import project_types  # type: ignore[import-not-found]
+
+    @step(enable_cache=False)
+    def configure() -> object:
+        return project_types.Config(rate=0.5)
+
+    @pipeline(name="config_pipeline")
+    def config_pipeline() -> None:
+        configure()
+
+    config_pipeline.run_in(workspace)
+    name = "config_pipeline::configure::output"
+
+    failed = wharf("artifacts", "load", name)
+    assert_one_line_error(
+        failed,
+        "'wharf artifacts load' imports your modules only from its path: run it where module "
+        "'project_types' is importable (from your project's directory: PYTHONPATH=. wharf "
+        "artifacts load ...).",
+    )
+    assert "No module named 'project_types'" in failed.stderr
+    loaded = wharf("artifacts", "load", name, env={"PYTHONPATH": str(project)})
+    assert (loaded.returncode, loaded.stdout) == (0, "Config(rate=0.5)\n"), loaded.stderr

@@ -72,13 +72,14 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     """Load version --version (default: the latest) of the artifact NAME and print its value:
     a str as it is, any other value in its pprint form; with --out, write it to a new file
     (bytes as they are, a str as UTF-8 text, other values in their printed form, a big numpy
-    array or pandas table with every item). NAME is an
-    artifact's name, its id or id prefix, or the id (prefix) of one artifact version."""
+    array or pandas table with every item). NAME is an artifact's name, its id or id prefix,
+    or the id (prefix) of one artifact version."""
+    from wharf.artifacts.materializers.registry import UnresolvedClassError
+    from wharf.core.errors import MaterializationError
     from wharf.sdk.client import Client
 
     if out is not None and out.exists():
         raise click.ClickException(f"'{out}' exists already; name a new file with --out.")
-    from wharf.artifacts.materializers.registry import UnresolvedClassError
 
     with Client() as client:
         version = _version_of(client, name, number)
@@ -86,9 +87,18 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
             value = client.load_artifact(version)
         except UnresolvedClassError as exc:  # "import it first": not in this command
             raise click.ClickException(
-                f"{exc} 'wharf artifacts load' imports none of your code: load it in Python "
-                "where that class is defined (the pipeline's script, or after importing its "
-                f"module) with wharf.Client().load_artifact('{version.id}')."
+                f"{exc} 'wharf artifacts load' never imports a recorded class path: load it in "
+                "Python where that class is defined (the pipeline's script, or after importing "
+                f"its module) with wharf.Client().load_artifact('{version.id}')."
+            ) from None
+        except MaterializationError as exc:
+            missing = _missing_module(exc)
+            if missing is None:
+                raise
+            raise click.ClickException(  # a pickle names its classes' modules; none is ours
+                f"{exc}. 'wharf artifacts load' imports your modules only from its path: run it "
+                f"where module '{missing}' is importable (from your project's directory: "
+                "PYTHONPATH=. wharf artifacts load ...)."
             ) from None
     if out is None:
         if isinstance(value, bytes | bytearray):
@@ -117,6 +127,16 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
             raise
         raise click.ClickException(f"Cannot write '{out}': {exc.strerror or exc}.") from None
     click.echo(f"Wrote version {version.version} of artifact '{name}' to {out}.", err=True)
+
+
+def _missing_module(error: BaseException) -> str | None:
+    """The name of the module whose absence made loading fail, if that was the cause."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ModuleNotFoundError) and cause.name:
+            return cause.name
+        cause = cause.__cause__
+    return None
 
 
 @contextlib.contextmanager
