@@ -74,7 +74,7 @@ def static_training(value: int = 1) -> None:
 
 
 @step(step_operator="{OPERATOR}")
-def crash(value: int) -> int:
+def crash(value: int) -> dict:  # feeds report (a dict) as train does
     print("crashing with", value, flush=True)
     os._exit(7)
 
