@@ -63,8 +63,15 @@ def blocking_dynamic(go: str, stubborn: bool = False) -> None:
     after(block(go=go, stubborn=stubborn))  # block runs in this (the main) thread
 
 
+@pipeline(dynamic=True)
+def blocking_submitted(go: str, stubborn: bool = False) -> None:
+    block.submit(go=go, stubborn=stubborn).wait()  # block runs in a thread of the run's pool
+
+
 if __name__ == "__main__":
-    chosen = blocking_dynamic if sys.argv[3] == "dynamic" else blocking
+    chosen = {"dynamic": blocking_dynamic, "submitted": blocking_submitted}.get(
+        sys.argv[3], blocking
+    )
     chosen(go=sys.argv[1], stubborn=sys.argv[2] == "stubborn")
     print("the pipeline call returned")
 """
@@ -114,7 +121,10 @@ class Script:
         stack: str,
         stubborn: bool = False,
         dynamic: bool = False,
+        shape: str | None = None,
     ) -> None:
+        """``shape``: the pipeline, ``static``, ``dynamic`` (the step in the main thread) or
+        ``submitted`` (a dynamic pipeline's step in a pool thread); None: as ``dynamic`` says."""
         (tmp_path / "script.py").write_text(SCRIPT)
         self.go = tmp_path / "go"
         env = {**os.environ, "WHARF_ACTIVE_STACK": stack}
@@ -124,7 +134,7 @@ class Script:
                 "script.py",
                 str(self.go),
                 "stubborn" if stubborn else "plain",
-                "dynamic" if dynamic else "static",
+                shape or ("dynamic" if dynamic else "static"),
             ],
             cwd=tmp_path,
             env=env,
@@ -230,6 +240,36 @@ def test_second_ctrl_c_forces_the_stop(
     assert " stopped in " in summary and summary.endswith(": 1 stopped. Stopped on request."), err
     if stack == "procs":
         wait_for(lambda: not alive(step_pid), "the step process to be gone", timeout=10)
+
+
+@pytest.mark.parametrize("shape", ["static", "submitted"])
+def test_a_forced_stop_from_another_terminal_ends_a_stubborn_inline_step(
+    home: Workspace, scripts: list[Script], tmp_path: Path, shape: str
+) -> None:
+    """`wharf runs stop RUN --force` from another process while an inline step (in a step
+    thread) ignores its interrupt: the orchestrating process stops waiting for it at once, as
+    a second Ctrl-C does, instead of until its code returns (never, here): the step ends
+    stopped, the run stopped, and the pipeline call returns."""
+    script = Script(scripts, tmp_path, "default", stubborn=True, shape=shape)
+    script.wait_until_step_runs()
+    (run,) = home.store.runs.list(RunFilter(), PageRequest()).items
+    stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"]
+    stopping = subprocess.run(stop, check=False, capture_output=True, text=True, timeout=BOUND)
+    assert stopping.returncode == 0, stopping.stderr
+    wait_for(lambda: the_run(home)[0] in FINAL, "the run to end", BOUND)
+    status, steps = the_run(home)
+    assert status is ExecutionStatus.STOPPED
+    assert steps["block"][0] is ExecutionStatus.STOPPED, steps
+    assert "after" not in steps
+    assert script.interrupted.exists()  # the graceful interrupt came first, and was ignored
+    if shape == "submitted":
+        # The step's thread, of the dynamic run's pool, keeps the process from exiting (as
+        # after a second Ctrl-C): the pool's threads are joined when the interpreter exits.
+        return
+    code, out, err = script.finish()
+    assert code == 0, err
+    assert "the pipeline call returned" in out, err
+    assert len([line for line in err.splitlines() if "Step 'block' stopped" in line]) == 1, err
 
 
 def alive(pid: int) -> bool:

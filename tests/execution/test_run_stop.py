@@ -3,6 +3,7 @@ interrupts, records and returns (a real SQLite store)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,14 @@ from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
 from wharf.core.paging import MAX_PAGE_SIZE
 from wharf.execution.allocation import WaitStop
-from wharf.execution.run_stop import FORCED_REASON, FORCED_RUN_REASON, STOP_REASON, RunStopper
+from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.run_stop import (
+    FORCED_REASON,
+    FORCED_RUN_REASON,
+    STOP_REASON,
+    ForcedStop,
+    RunStopper,
+)
 from wharf.store.models import RunUpdate, StepRunUpdate
 from wharf.store.sql import SqlStore
 
@@ -139,3 +147,36 @@ def test_a_forced_stop_ends_every_step_of_a_run_with_more_than_a_page_of_them(
     assert {step.id for step in outcome.steps} == {pending.id, *running}
     assert all(step.status is S.STOPPED for step in outcome.steps)
     assert steps.get(retried.id) == retried
+
+
+def test_a_forced_stop_from_elsewhere_stops_the_orchestrating_wait_for_inline_steps(
+    world: World,
+) -> None:
+    """``wharf runs stop --force`` (told by the run's heartbeat): with only isolated attempts
+    in flight (ended through their backends) the orchestrating thread goes on waiting; with an
+    inline one, which may never return, ``ForcedStop`` ends its wait, as a second Ctrl-C does."""
+    run = world.run(status=S.RUNNING)
+    stopper = RunStopper(world.store, run.id)
+    entered, done = threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def orchestrate() -> None:
+        try:
+            with stopper.orchestrating():
+                entered.set()
+                while not done.wait(0.01):  # the run's steps, running
+                    pass
+            ended.append("returned")
+        except ForcedStop:
+            ended.append("forced")
+
+    thread = threading.Thread(target=orchestrate, daemon=True)
+    thread.start()
+    assert entered.wait(30)
+    stopper.forced_elsewhere()
+    assert not stopper.stopped_waiting and stopper.forced
+    stopper.add_region(InterruptibleRegion(), inline=True)
+    stopper.forced_elsewhere()
+    thread.join(30)
+    done.set()
+    assert ended == ["forced"] and stopper.stopped_waiting

@@ -91,9 +91,13 @@ class InterruptibleRegion:
     not yet delivered. An interrupt that comes before the thread entered the region is kept:
     entering raises it, so the user function never starts (a step of a fail-fast run whose
     thread was slower to start than a failing sibling); one that comes after the region was
-    left (and before a retry enters it again) does nothing."""
+    left (and before a retry enters it again) does nothing.
 
-    def __init__(self) -> None:
+    ``raises``: what an interrupt raises in the thread (the run loop's wait for a run's steps
+    is such a region too, interrupted with ``ForcedStop`` by a forced stop asked elsewhere)."""
+
+    def __init__(self, raises: type[BaseException] = StepInterrupted) -> None:
+        self._raises = raises
         self._lock = threading.Lock()
         self._thread_id: int | None = None
         self._sent = False
@@ -105,7 +109,7 @@ class InterruptibleRegion:
     def __enter__(self) -> InterruptibleRegion:
         with self._lock:
             if self._sent:  # interrupted before it started: the user code never runs
-                raise StepInterrupted(self.reason)
+                raise self._raises(self.reason)
             self._thread_id = threading.get_ident()
             self._left = False  # a retry enters the step's region again
             self._left_event = threading.Event()
@@ -136,7 +140,7 @@ class InterruptibleRegion:
             self._sent = True
             self.reason = reason
             if self._thread_id is not None:
-                _set_async_exc(self._thread_id, StepInterrupted)
+                _set_async_exc(self._thread_id, self._raises)
                 if _wakes(self._thread_id):
                     waker = threading.Thread(
                         target=_keep_waking,

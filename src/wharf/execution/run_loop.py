@@ -148,7 +148,7 @@ def _orchestrate(
         run.id,
         services.heartbeat_interval,
         release=release,
-        on_forced=stopper.end_attempts,
+        on_forced=stopper.forced_elsewhere,
         on_stopping=lambda: stopper.stop(recorded=True),  # `wharf runs stop` from elsewhere
         on_refused=stopper.refuse,  # its API key revoked: nothing can be written any more
     )
@@ -157,16 +157,17 @@ def _orchestrate(
     requests = RunRequests()
     outcome: DagOutcome | DynamicOutcome | ForcedOutcome
     try:
-        outcome = _run_steps(
-            job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
-        )
+        with stopper.orchestrating():  # `wharf runs stop --force` raises ForcedStop here
+            outcome = _run_steps(
+                job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
+            )
     except ForcedStop:
         outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
         for step in outcome.steps:  # no waiter tells of them: the summary would miss them
             services.progress.step_ended(
                 run.id, step.name, step.status, step.status_reason, step.start_time, step.end_time
             )
-        if not signals.forced:  # a run nested in the one being forced: it ends too
+        if not (signals.forced or stopper.stopped_waiting):  # a run nested in one forced
             settle(services, requests, outcome.final_status()[0])
             _finish(services, run, *outcome.final_status())
             raise

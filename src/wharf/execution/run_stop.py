@@ -6,7 +6,9 @@ process. A graceful stop means the same whoever asks (``wharf runs stop``,
 ``Client.stop_run``, Ctrl-C or SIGTERM): no new step starts, running steps are interrupted at
 their next safe point and end stopped (except isolated steps whose backend lets them finish:
 ``wharf.execution.heartbeat.FINISH_ON_RUN_STOP_ENV``), and the run ends stopped. A forced stop
-also ends isolated attempts at once, through the backend that started each one.
+also ends isolated attempts at once, through the backend that started each one; one asked
+from another process also stops the orchestrating thread's wait for inline attempts in flight
+(:meth:`RunStopper.forced_elsewhere`), as a second Ctrl-C does, and records them stopped.
 
 A refused credential (``RunStopper.refuse``) stops the run as a forced stop would, without
 writing anything: the store refuses every write.
@@ -20,7 +22,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from uuid import UUID
@@ -97,6 +100,10 @@ class RunStopper:
         self._cond = threading.Condition()
         self._regions: set[Interruptible] = set()
         """Inline attempts in flight and steps waiting for resources."""
+        self._inline: set[Interruptible] = set()
+        """The inline attempts in flight (of :attr:`_regions`)."""
+        self._waiting: InterruptibleRegion | None = None
+        """The orchestrating thread's wait for the run's steps (:meth:`orchestrating`)."""
         self._attempts: dict[Hashable, StepBackend[Any]] = {}
         """The isolated attempts in flight: handle -> the backend that started it."""
         self._attempt_steps: dict[Hashable, UUID] = {}
@@ -110,9 +117,12 @@ class RunStopper:
 
     # ------------------------------------------------------------------ registration
 
-    def add_region(self, region: Interruptible) -> None:
+    def add_region(self, region: Interruptible, *, inline: bool = False) -> None:
+        """``inline``: the region of an inline attempt (not a wait for resources)."""
         with self._cond:
             self._regions.add(region)
+            if inline:
+                self._inline.add(region)
             stopping = self.stopping
         if stopping:
             region.interrupt(STOP_REASON)
@@ -120,6 +130,26 @@ class RunStopper:
     def remove_region(self, region: Interruptible) -> None:
         with self._cond:
             self._regions.discard(region)
+            self._inline.discard(region)
+
+    @contextmanager
+    def orchestrating(self) -> Iterator[None]:
+        """Wrap the orchestrating thread's run of the steps: a forced stop asked elsewhere
+        (:meth:`forced_elsewhere`) raises :class:`ForcedStop` there, as a second Ctrl-C does,
+        and wakes the thread like an interrupted step (``wharf.execution.interrupt``);
+        :attr:`stopped_waiting` then tells that it did."""
+        waiting = InterruptibleRegion(raises=ForcedStop)
+        with self._cond:
+            self._waiting = waiting  # kept once left (an interrupt then does nothing)
+        with waiting:
+            yield
+
+    @property
+    def stopped_waiting(self) -> bool:
+        """A forced stop asked elsewhere raised ``ForcedStop`` in the orchestrating thread."""
+        with self._cond:
+            waiting = self._waiting
+        return waiting is not None and waiting.interrupted
 
     def add_attempt(
         self, backend: StepBackend[Any], handle: Hashable, step_run_id: UUID | None = None
@@ -198,6 +228,18 @@ class RunStopper:
             if step.status.is_finished:
                 ended.append(step)
         return ForcedOutcome(tuple(ended))
+
+    def forced_elsewhere(self) -> None:
+        """The run's stop was forced from another process (``wharf runs stop --force``, told
+        by the run's heartbeat): end the isolated attempts through their backends and, while
+        inline attempts are in flight (their code may not return for long, or ever: blocked in
+        a thread, or ignoring its interrupt), stop the orchestrating thread's wait for them
+        (:meth:`orchestrating`), so that it ends them (:meth:`force`) and the run at once."""
+        self.end_attempts()
+        with self._cond:
+            waiting = self._waiting if self._inline else None
+        if waiting is not None:
+            waiting.interrupt(FORCED_RUN_REASON)
 
     def end_attempts(self) -> None:
         """End every isolated attempt in flight, and any submitted from now on, through the
@@ -299,7 +341,7 @@ class TrackedInline:
         region: InterruptibleRegion,
         allocation: ResourceRequestInfo | None = None,
     ) -> AttemptResult:
-        self.stopper.add_region(region)
+        self.stopper.add_region(region, inline=True)
         try:
             return self.inner(spec, record, inputs, region, allocation)
         finally:
