@@ -218,6 +218,20 @@ class TestMroRules:
             MaterializerRegistry().register(NotAMaterializer)  # type: ignore[arg-type]
 
 
+class Gadget:
+    """A type only a materializer of the user's (never registered) lists."""
+
+
+class GadgetMaterializer(Materializer):
+    ASSOCIATED_TYPES = (Gadget,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("gadget", b"")
+
+    def load(self, data_type: type[Any]) -> Any:
+        return Gadget()
+
+
 class TestFallbackWarning:
     def test_warns_once_per_type_per_registry(self, registry: MaterializerRegistry) -> None:
         with warnings.catch_warnings(record=True) as caught:
@@ -231,6 +245,29 @@ class TestFallbackWarning:
         assert "Base" in messages[0] and "Child" in messages[1] and "Base" in messages[2]
         assert "has no dedicated materializer and is pickled" in messages[0]
         assert "Python and library versions" in messages[0]
+
+    def test_says_how_a_step_uses_a_materializer(self, registry: MaterializerRegistry) -> None:
+        # "Register a materializer for it": there is no registration a user can make; a step
+        # uses a materializer of the user's only when its output_materializers names it
+        class Unlisted:
+            pass
+
+        with pytest.warns(UserWarning) as caught:
+            registry.for_value(Unlisted())
+        assert "@step(output_materializers=YourMaterializer)" in str(caught[0].message)
+        assert "Register a materializer" not in str(caught[0].message)
+
+    def test_names_the_materializer_that_lists_the_type(
+        self, registry: MaterializerRegistry
+    ) -> None:
+        # defining one with the type in ASSOCIATED_TYPES is not enough: say so, by name
+        with pytest.warns(UserWarning) as caught:
+            registry.for_value(Gadget())
+        assert (
+            "GadgetMaterializer lists it in its ASSOCIATED_TYPES, but a step uses a "
+            "materializer of yours only when it names it: "
+            "@step(output_materializers=GadgetMaterializer)."
+        ) in str(caught[0].message)
 
     def test_message_for_a_declined_value(self, registry: MaterializerRegistry) -> None:
         with pytest.warns(UserWarning, match="no materializer that can save this value"):

@@ -275,6 +275,29 @@ class MaterializerRegistry:
             self._warn_fallback(t, declined, stacklevel=4)
         return self._fallback
 
+    def _how_to_avoid(self, t: Any) -> str:
+        """How the user makes a step save ``t`` otherwise: a materializer of theirs is used
+        only where a step names it (nothing registers one with the engine's registry)."""
+        registered = {m for entries in self._by_type.values() for _, m in entries}
+        listing = sorted(
+            cls.__name__
+            for cls in known_materializers().values()
+            if cls is not self._fallback
+            and cls not in registered
+            and isinstance(t, type)
+            and any(base in cls.ASSOCIATED_TYPES for base in t.__mro__[:-1])
+        )
+        if listing:
+            name = listing[0]
+            return (
+                f"{name} lists it in its ASSOCIATED_TYPES, but a step uses a materializer of "
+                f"yours only when it names it: @step(output_materializers={name})."
+            )
+        return (
+            "To avoid this, write a Materializer for it and name it in the step: "
+            "@step(output_materializers=YourMaterializer)."
+        )
+
     def _warn_fallback(
         self, t: Any, declined: bool, stacklevel: int, at: tuple[str, int] | None = None
     ) -> None:
@@ -294,7 +317,7 @@ class MaterializerRegistry:
                 message = (
                     f"Type {_describe(t)!r} {reason} and is pickled with "
                     f"{self._fallback.__name__}; the artifact can only be loaded with compatible "
-                    "Python and library versions. Register a materializer for it to avoid this."
+                    f"Python and library versions. {self._how_to_avoid(t)}"
                 )
                 if at is None:
                     warnings.warn(message, UserWarning, stacklevel=stacklevel)
