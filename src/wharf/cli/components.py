@@ -165,7 +165,7 @@ def update_component(
     name: str, type_: str, config: tuple[str, ...], remove: tuple[str, ...]
 ) -> None:
     """Change the configuration of stack component NAME of type TYPE; refused while a run on a
-    stack using it is unfinished."""
+    stack using it is unfinished (an orchestrator's, also while a schedule uses such a stack)."""
     from contextlib import closing
 
     from wharf.sdk import stacks

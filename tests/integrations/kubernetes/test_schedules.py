@@ -334,3 +334,25 @@ def test_an_unchanged_schedule_called_on_another_stack_is_refused(bed: Bed) -> N
     moved = run_script(bed, "nightly", stack="k8s-other")  # now scheduled there, and only there
     assert moved.returncode == 0, moved.stdout + moved.stderr
     assert len(schedule_objects(bed.emulator, CRONJOBS, scheduled_id(moved), "other")) == 1
+
+
+def test_an_orchestrator_with_a_schedule_keeps_its_configuration(bed: Bed) -> None:
+    """A CronJob lives where, and runs what, the orchestrator's configuration said when it was
+    scheduled, and ``wharf schedule pause/delete`` look for it where the configuration says now:
+    changing the namespace would leave the CronJob firing where delete never finds it."""
+    bed.emulator.store.create(NAMESPACES, None, {"metadata": {"name": "other"}})
+    schedule = schedule_it(bed)
+    moved = wharf_cli(
+        bed, "component", "update", "k8s", "--type", "orchestrator", "-c", "namespace=other"
+    )
+    assert moved.returncode != 0 and "Traceback" not in moved.stderr, moved.stderr
+    assert "used by schedule(s) every-five" in moved.stderr, moved.stderr
+    deleted = wharf_cli(bed, "schedule", "delete", "every-five", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert cron_jobs_of(bed, schedule) == []
+    assert schedule_objects(bed.emulator, CRONJOBS, schedule.id, namespace="other") == []
+    # Without schedules, the orchestrator changes as before.
+    changed = wharf_cli(
+        bed, "component", "update", "k8s", "--type", "orchestrator", "-c", "namespace=other"
+    )
+    assert changed.returncode == 0, changed.stderr

@@ -131,7 +131,10 @@ class SqlStackRepository(SqlRepository):
         self, component_id: UUID, configuration: dict[str, Any]
     ) -> ComponentRecord:
         """Replace the configuration, only while no run is unfinished on a stack that lists the
-        component (checked after locking its row), so a run's steps all see one configuration."""
+        component (checked after locking its row), so a run's steps all see one configuration;
+        an orchestrator's, also only while no schedule uses such a stack: the platform keeps the
+        schedule (a CronJob) where and as the configuration said when it was scheduled, and
+        ``wharf schedule pause/delete`` would look for it where the new one says."""
 
         def change(conn: Connection) -> ComponentRecord:
             stmt = select(_C).where(_C.c.id == component_id).with_for_update()
@@ -139,12 +142,24 @@ class SqlStackRepository(SqlRepository):
             if row is None:
                 raise not_found("stack component", component_id)
             stacks = select(_L.c.stack_id).where(_L.c.component_id == component_id)
-            unfinished = _unfinished_runs(conn, select(_SN.c.id).where(_SN.c.stack_id.in_(stacks)))
+            snapshots = select(_SN.c.id).where(_SN.c.stack_id.in_(stacks))
+            unfinished = _unfinished_runs(conn, snapshots)
             if unfinished:
                 raise IllegalOperationError(
                     f"Component '{row.name}' ({row.type}) is used by unfinished run(s) "
                     f"{_names(unfinished)}: wait for them to finish or stop them first."
                 )
+            if row.type == ComponentType.ORCHESTRATOR.value:
+                schedules = (
+                    select(_SC.c.name).where(_SC.c.snapshot_id.in_(snapshots)).order_by(_SC.c.name)
+                )
+                scheduled = list(conn.execute(schedules).scalars().all())
+                if scheduled:
+                    raise IllegalOperationError(
+                        f"Component '{row.name}' ({row.type}) is used by schedule(s) "
+                        f"{_names(scheduled)}, which it keeps as it was configured: delete those "
+                        "schedules first."
+                    )
             conn.execute(
                 update(_C).where(_C.c.id == component_id), {"configuration": configuration}
             )
