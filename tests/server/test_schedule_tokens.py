@@ -8,6 +8,7 @@ after its schedule was deleted, its key revoked or its issuer removed from the p
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -19,6 +20,7 @@ from tests.server.live import service_key
 from tests.server.matrix import Things
 from tests.store.conftest import spec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
+from wharf.core.errors import IllegalOperationError
 from wharf.execution.run_lifecycle import start_run
 from wharf.execution.services import run_token_scope
 from wharf.store.account_models import ProjectRole
@@ -41,8 +43,16 @@ def things(world: World) -> Things:
     return Things(world)
 
 
-def schedule_of(world: World, project: Any, name: str) -> ScheduleRecord:
-    """A schedule of its own snapshot in ``project``."""
+def schedule_of(
+    world: World,
+    project: Any,
+    name: str,
+    *,
+    start_time: datetime | None = None,
+    end_time: datetime | None = None,
+) -> ScheduleRecord:
+    """A schedule of its own snapshot in ``project`` (firing between its start and end
+    times)."""
     store = world.stores.store
     pipeline = store.pipelines.get_or_create(project.id, f"pipe-{name}")
     snapshot = store.snapshots.create(
@@ -55,6 +65,8 @@ def schedule_of(world: World, project: Any, name: str) -> ScheduleRecord:
             snapshot_id=snapshot.id,
             name=name,
             cron_expression="*/5 * * * *",
+            start_time=start_time,
+            end_time=end_time,
         )
     )
 
@@ -218,6 +230,31 @@ def test_a_paused_schedule_fires_no_new_run(world: World) -> None:
         # A run it fired before (its pod restarted) still gets its token.
         again = fire_schedule(pod, schedule.id, "kubernetes-early", "early")
     assert again.run.id == fired.run.id and not again.created
+
+
+def test_a_schedule_fires_no_new_run_outside_its_start_and_end_times(world: World) -> None:
+    """The server applies the schedule's window itself (the rule a fired pod applies, on the
+    server's clock): a firing before the start or after the end is refused (409) and creates
+    no run; a run the schedule fired within its window (its pod restarted) still gets its
+    token."""
+    now = datetime.fromtimestamp(world.clock.now, UTC)
+    future = schedule_of(world, world.a, "future", start_time=now + timedelta(days=1))
+    ending = schedule_of(world, world.a, "ending", end_time=now + timedelta(minutes=10))
+    soon = {"orchestrator_run_id": "kubernetes-soon", "name": "soon"}
+    for client in (world.client(token_of(world, future)), world.as_role("member")):
+        answer = client.post(f"/api/v1/schedules/{future.id}/runs", json=soon)
+        assert answer.status_code == 409, answer.text
+        assert "fires only between its start and end times" in answer.json()["detail"]
+    assert run_count(world) == 0
+
+    with RestStore(world.url, token_of(world, ending)) as pod:
+        within = fire_schedule(pod, ending.id, "kubernetes-within", "within")
+        world.clock.advance(20 * 60)  # past the end time
+        with pytest.raises(IllegalOperationError, match="start and end times"):
+            fire_schedule(pod, ending.id, "kubernetes-late", "late")
+        again = fire_schedule(pod, ending.id, "kubernetes-within", "within")
+    assert within.created and again.run.id == within.run.id and not again.created
+    assert run_count(world) == 1
 
 
 def test_revoking_the_issuing_key_or_role_revokes_the_schedule_token(world: World) -> None:

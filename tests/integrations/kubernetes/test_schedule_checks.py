@@ -19,13 +19,13 @@ from wharf.integrations.kubernetes.labels import is_dns1123_label
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.integrations.kubernetes.schedules import (
     cron_job_name,
-    in_window,
     scheduled_arguments,
     split_schedule_id,
 )
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import ScheduleRecord
+from wharf.store.schedule_window import in_window
 
 START = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 

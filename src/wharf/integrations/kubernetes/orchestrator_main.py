@@ -56,11 +56,12 @@ from wharf.integrations.kubernetes.schedule_credentials import (
     fire_scheduled_run,
     holds_schedule_token,
 )
-from wharf.integrations.kubernetes.schedules import in_window, split_schedule_id
+from wharf.integrations.kubernetes.schedules import split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
 from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, SnapshotRecord
 from wharf.store.ports import Store
+from wharf.store.schedule_window import in_window
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
 

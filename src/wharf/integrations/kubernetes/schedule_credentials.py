@@ -25,9 +25,9 @@ from wharf.core.enums import MetadataResourceType
 from wharf.core.errors import InputError
 from wharf.execution.services import utc_now
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
-from wharf.integrations.kubernetes.schedules import in_window
 from wharf.store.models import ScheduleRecord
 from wharf.store.ports import Store
+from wharf.store.schedule_window import in_window
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -62,7 +61,8 @@ UNSUPPORTED = (
 
 def check_schedulable(pipeline: str, schedule: Schedule) -> None:
     """InputError unless Kubernetes can fire ``schedule`` (a cron expression it takes, no
-    catch-up; start and end times are checked by the fired pod: :func:`in_window`)."""
+    catch-up; start and end times are checked by the fired pod:
+    ``wharf.store.schedule_window.in_window``)."""
     if schedule.cron_expression is None:
         raise InputError(f"Pipeline '{pipeline}': {UNSUPPORTED}.")
     if schedule.catchup:
@@ -72,20 +72,6 @@ def check_schedulable(pipeline: str, schedule: Schedule) -> None:
             "bounds how late a run may start)."
         )
     check_cron_schedule(schedule.cron_expression)
-
-
-def in_window(schedule: ScheduleRecord, now: datetime) -> bool:
-    """Whether ``now`` lies within the schedule's start and end times (a CronJob knows
-    neither: the pod it fires checks them)."""
-    start, end = _utc(schedule.start_time), _utc(schedule.end_time)
-    return (start is None or now >= start) and (end is None or now <= end)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """A store may return a naive UTC time."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
 
 
 def cron_job_name(prefix: str | None, schedule: ScheduleRecord) -> str:

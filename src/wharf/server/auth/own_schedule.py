@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
-from wharf.core.errors import EntityNotFoundError
+from wharf.core.errors import EntityNotFoundError, IllegalOperationError
 from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.auth.principal import ScheduleScope
 from wharf.store.models import RunMetadataRecord, ScheduleRecord
+from wharf.store.schedule_window import OUTSIDE_WINDOW, in_window
 
 SCHEDULE_ID_KEY = "schedule_id"
 SCHEDULE_NAME_KEY = "schedule_name"
@@ -85,6 +87,21 @@ def check_may_create(schedule: ScheduleRecord) -> None:
     may restart)."""
     if not schedule.active:
         raise PermissionDeniedError(f"Schedule '{schedule.name}' is paused: it fires no run.")
+
+
+def check_in_window(schedule: ScheduleRecord, now: datetime) -> None:
+    """A schedule fires no new run before its start time or after its end time (409; the rule
+    its fired pod applies: ``wharf.store.schedule_window``)."""
+    if not in_window(schedule, now):
+        raise IllegalOperationError(
+            f"Schedule '{schedule.name}' {OUTSIDE_WINDOW} "
+            f"({_shown(schedule.start_time)} to {_shown(schedule.end_time)}): it fires no run "
+            "now."
+        )
+
+
+def _shown(moment: datetime | None) -> str:
+    return "unbounded" if moment is None else moment.isoformat()
 
 
 def check_issuer_may_create(can_write: bool, schedule: ScheduleRecord) -> None:

@@ -9,6 +9,7 @@ and a run token for it (``wharf.server.auth.own_schedule`` says what else the to
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from uuid import UUID
 
 from fastapi import APIRouter, Response
@@ -91,6 +92,7 @@ def _fired_run(
     if existing is not None:
         return existing, False
     own_schedule.check_may_create(schedule)
+    own_schedule.check_in_window(schedule, datetime.fromtimestamp(ctx.state.clock(), UTC))
     principal = ctx.principal
     create = RunCreate(
         project_id=schedule.project_id,
@@ -128,7 +130,7 @@ def build_router() -> APIRouter:
     def fire_schedule(schedule_id: UUID, body: ScheduledRunBody, ctx: CtxDep) -> Response:
         """The run this firing runs (created, recorded with the schedule, unless an earlier
         firing with that orchestrator run id created it) and a run token for it. A paused
-        schedule creates no run."""
+        schedule creates no run (403), nor one outside its start and end times (409)."""
         schedule = _check_firer(ctx, schedule_id)
         run, created = _fired_run(ctx, schedule, body)
         scope = RunScope(run.id, run.project_id, run.snapshot_id)
