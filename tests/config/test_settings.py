@@ -148,6 +148,16 @@ def test_schedule_validation():
         Schedule(cron_expression="0 0 30 2 *")
 
 
+@pytest.mark.parametrize("cron", ["* * * * * *", "0 0 3 * * * 2030", "*/5 * * * * 30"])
+def test_a_schedule_refuses_a_seconds_or_years_field(cron: str) -> None:
+    """croniter reads a sixth field as seconds (a seventh as years); no scheduler Wharf hands a
+    schedule to fires on those (a Kubernetes CronJob takes five fields), so such a schedule
+    would be stored and never fire as written."""
+    with pytest.raises(ValidationError, match=r"takes five fields .*seconds and years"):
+        Schedule(cron_expression=cron)
+    assert Schedule(cron_expression="@daily").cron_expression == "@daily"
+
+
 def test_wants_resources_is_any_demand():
     from wharf.config.spec import StepSpec, wants_resources
 

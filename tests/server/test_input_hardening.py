@@ -39,7 +39,7 @@ def _schedule_body(world: World, **fields: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("cron", ["not a cron", "99 * * * *", "", "* * *"])
+@pytest.mark.parametrize("cron", ["not a cron", "99 * * * *", "", "* * *", "* * * * * *"])
 def test_a_schedule_with_an_invalid_cron_expression_is_422_and_not_stored(
     world: World, cron: str
 ) -> None:

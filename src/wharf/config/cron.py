@@ -1,8 +1,12 @@
 """Which cron expressions a schedule may carry (:func:`cron_problem`): the SDK's ``Schedule`` and
 the store's ``ScheduleCreate`` (so the server's ``POST /schedules``) apply the same rule.
 
-Invariant: an accepted expression parses and names a time that comes: one that names only dates
-that do not exist (``0 0 30 2 *``, February 30th) never fires and is refused, never stored.
+Invariants: an accepted expression parses and names a time that comes: one that names only dates
+that do not exist (``0 0 30 2 *``, February 30th) never fires and is refused, never stored. It
+has the five standard fields or is a macro (``@daily``): croniter reads a sixth field as seconds
+and a seventh as years, which no scheduler Wharf hands a schedule to fires on (a Kubernetes
+CronJob takes five fields; other orchestrators run the pipeline once and fire nothing), so such
+an expression is refused rather than stored to fire differently or never.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ def cron_problem(expression: str) -> str | None:
     shown = repr(expression[:100])
     if not croniter.is_valid(expression):
         return f"Invalid cron expression {shown}."
+    fields = len(expression.split())
+    if not expression.strip().startswith("@") and fields != 5:
+        return (
+            f"Cron expression {shown} has {fields} fields: a schedule takes five fields "
+            "(minute hour day-of-month month day-of-week, e.g. '0 3 * * *') or a macro such as "
+            "@daily; seconds and years are not supported."
+        )
     try:
         croniter(expression, datetime.now(UTC)).get_next(datetime)
     except Exception:  # croniter's CroniterBadDateError: it found no such date

@@ -18,6 +18,7 @@ from wharf.core.errors import InputError
 from wharf.integrations.kubernetes.labels import is_dns1123_label
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.integrations.kubernetes.schedules import (
+    check_schedulable,
     cron_job_name,
     scheduled_arguments,
     split_schedule_id,
@@ -75,6 +76,15 @@ def test_catching_up_is_refused_before_anything_is_recorded(workspace: Workspace
         catching_up.run_in(workspace)
     assert workspace.store.schedules.list().items == []
     assert workspace.store.runs.list().items == []
+
+
+def test_kubernetes_refuses_a_cron_expression_with_seconds_saying_what_it_takes() -> None:
+    """A schedule that skipped validation (say, recorded by an older Wharf) with croniter's
+    seconds field is refused before any CronJob, naming the five fields Kubernetes takes."""
+    seconds = Schedule.model_construct(cron_expression="*/10 * * * * *", catchup=False)
+    with pytest.raises(InputError, match=r"not a cron expression Kubernetes takes: give five"):
+        check_schedulable("nightly", seconds)
+    check_schedulable("nightly", Schedule(cron_expression="0 3 * * *"))
 
 
 def test_the_schedule_id_argument_round_trips_and_a_bad_one_is_refused() -> None:
