@@ -251,9 +251,9 @@ class StepLauncher:
         status = record.status
         if status in IN_FLIGHT_STATUSES:
             if record.id not in self._adoptable or self.executor_for(spec) is self._inline:
-                lost = "its process was lost with the run's earlier orchestrating process"
-                outcome = self._lost(
-                    spec.name, record, f"Heartbeat lost: {lost}", f"Stopped: {lost}"
+                lost = "process was lost with the run's earlier orchestrating process"
+                outcome = self._lost(  # no beat was missed: not "Heartbeat lost"
+                    spec.name, record, f"The step's {lost}", f"Stopped: its {lost}"
                 )
                 return self._ended(outcome, record.start_time)
             return self._run_attempts(spec, inputs, cache_key, region, record, adopted=True)

@@ -229,8 +229,8 @@ def test_a_restarted_pod_leaves_an_ended_run_alone_and_fails_a_step_whose_pod_is
             assert run_orchestrator(args, environ) == 1
             failed = ws.store.steps.get(lost.id)
             assert failed.status is ExecutionStatus.FAILED
-            assert "lost with the run's earlier orchestrating process" in (
-                failed.status_reason or ""
+            assert failed.status_reason == (
+                "The step's process was lost with the run's earlier orchestrating process."
             )
             ended = ws.store.runs.get(run.id)
             assert ended.status is ExecutionStatus.FAILED
