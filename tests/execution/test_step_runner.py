@@ -268,3 +268,51 @@ def test_an_output_materializer_the_steps_code_imports_is_found_when_it_saves(
 
     run = p.run_in(workspace)
     assert run.status is ExecutionStatus.COMPLETED, step_reasons(workspace, run.id)
+
+
+class TextMaterializer(Materializer):
+    """Saves strings: anything else would come back as its ``str()``."""
+
+    ASSOCIATED_TYPES = (str,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("text", str(data).encode())
+
+    def load(self, data_type: type[Any]) -> Any:
+        return self.read_bytes("text").decode()
+
+
+RECEIVED: list[object] = []
+
+
+@step(enable_cache=False)
+def receives(values: Any) -> None:
+    RECEIVED.append(values)
+
+
+def test_an_output_its_named_materializer_does_not_save_fails_the_step(
+    workspace: Workspace,
+) -> None:
+    """An unannotated output (or a materializer named by path) is checked when it is saved:
+    the step fails with one line, rather than its list reaching the next step as a string."""
+    RECEIVED.clear()
+
+    @step(enable_cache=False, output_materializers=f"{__name__}:TextMaterializer")
+    def lists():  # type: ignore[no-untyped-def]
+        return [1, 2]
+
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        receives(lists())
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    status, reason = step_reasons(workspace, run.id)["lists"]
+    assert status == "failed"
+    assert reason == (
+        "Output 'output' of step 'lists': Cannot save a value of type 'builtins:list' with "
+        "TextMaterializer: it saves only str (its ASSOCIATED_TYPES); name a materializer for "
+        "that type, or list the type in TextMaterializer.ASSOCIATED_TYPES ((object,) for any "
+        "type)."
+    )
+    assert RECEIVED == []

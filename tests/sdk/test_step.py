@@ -3,17 +3,38 @@ step call's reserved keywords (``id=``, ``after=``) in a pipeline."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
 from wharf import CachePolicy, step
+from wharf.artifacts.materializers.base import Materializer
 from wharf.artifacts.materializers.builtin import BuiltInMaterializer
 from wharf.core.errors import StepInterfaceError
 
 
 class NotAMaterializer:
     pass
+
+
+class TextMaterializer(Materializer):
+    """Saves strings (and only says so): anything else would come back as its ``str()``."""
+
+    ASSOCIATED_TYPES = (str,)
+
+    def save(self, data: Any) -> None:
+        self.write_bytes("text", str(data).encode())
+
+    def load(self, data_type: type[Any]) -> Any:
+        return self.read_bytes("text").decode()
+
+
+class AnyTypeMaterializer(TextMaterializer):
+    ASSOCIATED_TYPES = (object,)
+
+
+class UndeclaredMaterializer(TextMaterializer):
+    ASSOCIATED_TYPES = ()
 
 
 def make() -> int:
@@ -31,6 +52,42 @@ def test_an_output_materializer_that_is_no_materializer_is_refused_at_definition
     with pytest.raises(StepInterfaceError, match="must be Materializer subclasses") as info:
         step(output_materializers=materializers)(make)
     assert "step 'make'" in str(info.value)
+
+
+def test_a_materializer_named_for_an_output_of_a_type_it_does_not_save_is_refused() -> None:
+    """The registry offers a materializer only values of its ASSOCIATED_TYPES; one a step names
+    skips the registry, so a ``-> list`` output would be saved as text and reach the next step
+    as a ``str``: refused when the step is defined, in one line."""
+
+    def listed() -> list[int]:
+        return [1, 2]
+
+    def pair() -> tuple[Annotated[str, "name"], Annotated[list[int], "values"]]:
+        return "a", [1]
+
+    with pytest.raises(StepInterfaceError) as info:
+        step(output_materializers=TextMaterializer)(listed)
+    assert str(info.value) == (
+        "Output 'output' of step 'listed' is annotated list[int], which TextMaterializer does "
+        "not save (its ASSOCIATED_TYPES: str); name a materializer for that type, or list the "
+        "type in TextMaterializer.ASSOCIATED_TYPES ((object,) for any type)."
+    )
+    with pytest.raises(StepInterfaceError, match="'values' of step 'pair' is annotated list"):
+        step(output_materializers={"values": TextMaterializer})(pair)
+    with pytest.raises(StepInterfaceError, match="UndeclaredMaterializer lists no type"):
+        step(output_materializers=UndeclaredMaterializer)(listed)
+    # What it saves, a type it declares it saves any of, or one known only once it is returned.
+    assert step(output_materializers={"name": TextMaterializer})(pair).output_materializers
+    assert step(output_materializers=AnyTypeMaterializer)(listed).output_materializers
+
+    def unannotated():  # type: ignore[no-untyped-def]
+        return [1]
+
+    def maybe_text() -> str | None:
+        return None
+
+    for func in (unannotated, maybe_text):
+        assert step(output_materializers=TextMaterializer)(func).output_materializers
 
 
 def test_output_materializers_are_recorded_as_import_paths() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wharf.artifacts.hashing import content_hash
+from wharf.artifacts.materializers.associated_types import value_problem
 from wharf.artifacts.materializers.base import Materializer
 from wharf.artifacts.materializers.registry import (
     MaterializerRegistry,
@@ -55,7 +56,9 @@ def save_artifact(
 ) -> SavedArtifact:
     """Save ``value`` as a new artifact at ``uri`` (e.g. from ``store.new_uri(...)``).
 
-    ``materializer`` (a class or its ``module:qualname`` path) overrides the registry's choice.
+    ``materializer`` (a class or its ``module:qualname`` path) overrides the registry's choice;
+    it must save ``value``'s type (:mod:`~wharf.artifacts.materializers.associated_types`),
+    else nothing is written.
     ``uri`` must not exist yet; on any failure everything written there is removed before
     raising. Crash safety without fsync: files are published by atomic rename and the engine
     records a version only after this returned, so no record points at a partial or missing
@@ -71,6 +74,13 @@ def save_artifact(
         cls = load_materializer(materializer)
     else:
         cls = materializer
+    if materializer is not None:  # named, not chosen by the registry: check what it saves
+        problem = value_problem(cls, value)
+        if problem is not None:
+            raise MaterializationError(
+                f"Cannot save a value of type {type_path(data_type)!r} with {cls.__name__}: "
+                f"{problem}"
+            )
     try:
         if cls.SINGLE_FILE:
             # URIs from new_uri() are unique; this catches a URI handed in twice. A store that

@@ -73,6 +73,17 @@ def _classes(annotation: Any) -> tuple[type, ...] | None:
     return _NUMERIC.get(annotation, (annotation,))
 
 
+def annotation_classes(annotation: Any) -> tuple[type, ...] | None:
+    """The classes a value annotated ``annotation`` must be an instance of, by the rules above
+    (the numeric tower's ABCs included); None: the annotation is not checked."""
+    return _classes(annotation)
+
+
+def describe_annotation(annotation: Any) -> str:
+    """``annotation`` as a message names it (``list[int]``, ``Model``, ``None``)."""
+    return _describe(_unannotated(annotation))
+
+
 def _unannotated(annotation: Any) -> Any:
     while get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]

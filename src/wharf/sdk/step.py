@@ -16,6 +16,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic import ValidationError
 
+from wharf.artifacts.materializers.associated_types import annotation_problem
 from wharf.artifacts.materializers.base import Materializer
 from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
@@ -23,6 +24,7 @@ from wharf.core.enums import StepRuntime
 from wharf.core.errors import InputError, StepInterfaceError
 from wharf.core.names import definition_name
 from wharf.core.step_interface import StepInterface, parse_interface
+from wharf.core.type_checks import annotation_classes, describe_annotation
 from wharf.execution.dynamic import active_dynamic_run
 from wharf.execution.dynamic_futures import MapResultsFuture, StepFuture
 from wharf.sdk import compiler
@@ -210,8 +212,28 @@ class Step(Generic[P, R]):
                     f"output_materializers of step '{self.name}' name unknown outputs: "
                     f"{sorted(unknown)}; outputs are {list(names)}."
                 )
-            return {k: _materializer_path(owner, v) for k, v in value.items()}
-        return {n: _materializer_path(owner, value) for n in names}
+            chosen = dict(value)
+        else:
+            chosen = dict.fromkeys(names, value)
+        for output in self.interface.outputs:
+            if output.name in chosen:
+                self._check_saves(output.name, output.annotation, chosen[output.name])
+        return {k: _materializer_path(owner, v) for k, v in chosen.items()}
+
+    def _check_saves(self, output: str, annotation: Any, materializer: Any) -> None:
+        """Refuse a materializer class named for an output whose annotation names no type it
+        saves (a path, or an annotation that is not checked, is checked when it saves)."""
+        if not (isinstance(materializer, type) and issubclass(materializer, Materializer)):
+            return
+        classes = annotation_classes(annotation)
+        if classes is None:
+            return
+        subject = f"Output '{output}' of step '{self.name}'"
+        problem = annotation_problem(
+            subject, materializer, classes, describe_annotation(annotation)
+        )
+        if problem is not None:
+            raise StepInterfaceError(problem)
 
     def with_options(self, **changes: Any) -> Step[P, R]:
         """A copy of this step with some options changed (same function, same source)."""

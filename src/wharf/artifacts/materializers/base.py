@@ -35,7 +35,9 @@ class Materializer(ABC):
     - ``ASSOCIATED_TYPES`` lists the types the materializer is registered for; the registry
       also offers it every subclass of those types, and :meth:`can_save` may then decline a
       value (a subclass it cannot rebuild, a container holding non-JSON values...) so that the
-      next candidate, finally the pickle fallback, is used.
+      next candidate, finally the pickle fallback, is used. A step that names the
+      materializer for an output must output those types too (``(object,)``: any type;
+      :mod:`~wharf.artifacts.materializers.associated_types`).
     - ``save`` writes only through ``self.artifact_store`` and only to :meth:`file_uri` names;
       it need not create the directory (writes create their parents). Each file write is
       atomic, and the engine removes whatever was written if ``save`` raises.
