@@ -166,7 +166,7 @@ class Workspace:
                 from wharf.execution.resources.team import TeamStepResources, WorkspaceRequests
 
                 user, project = _server_identity(rest, config)
-                requests = WorkspaceRequests(rest.http)
+                requests = WorkspaceRequests(rest.http, project.id)
                 resources = TeamStepResources(requests)
             else:
                 user, project = _embedded_identity(store, config)

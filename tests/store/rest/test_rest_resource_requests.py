@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -20,11 +21,14 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     rm_server,
     team,
 )
+from wharf.config.global_config import load_config
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
 from wharf.execution.allocation import AllocationWaiter
 from wharf.execution.resources.team import WorkspaceRequests
 from wharf.resource_manager.contract.models import PageRequest, RequestFilter
+from wharf.sdk.workspace import Workspace
+from wharf.store.account_models import ProjectRole
 from wharf.store.rest.errors import PermissionDeniedError
 
 
@@ -93,3 +97,29 @@ def test_the_launchers_allocation_wait_renews_with_the_runs_token(team: Team) ->
     assert team.rm_admin is not None
     info = team.rm_admin.requests.get(step.resource_request_id)
     assert info.runtime_state is ResourceRequestRuntimeState.PENDING  # renewed, never just read
+
+
+def test_a_pipelines_process_lists_its_projects_requests_when_its_user_has_several(
+    team: Team, tmp_path: Path
+) -> None:
+    """A member of two projects runs a pipeline in one: the engine's wait room and its
+    end-of-run release list the run's requests by id through the workspace's link, which
+    names the workspace's project (the server refuses a list naming none from such a user)."""
+    team.world.state.accounts.memberships.set_role(
+        team.world.b.id, ProjectRole.MEMBER, user_id=team.world.users["member"].id
+    )
+    step = team.rest("member").steps.create(team.queued(team.run()))
+    assert step.resource_request_id is not None
+    env = {
+        "WHARF_HOME": str(tmp_path),
+        "WHARF_SERVER_URL": team.world.url,
+        "WHARF_API_KEY": team.world.credentials["member"] or "",
+        "WHARF_PROJECT": "A",
+    }
+    workspace = Workspace.open(load_config(env))
+    try:
+        assert workspace.requests is not None
+        found = workspace.requests.list(RequestFilter(ids=(step.resource_request_id,)))
+        assert [r.id for r in found.items] == [step.resource_request_id]
+    finally:
+        workspace.close()

@@ -53,10 +53,13 @@ def list_params(
 
 class WorkspaceRequests:
     """A workspace server's steps' requests over ``http``: get, list, renew, release (also
-    what ``wharf request`` and ``Client`` use); answers are the RM's own wire models."""
+    what ``wharf request`` and ``Client`` use); answers are the RM's own wire models.
+    ``project_id``: the project a list names when its caller names none (a pipeline's
+    process lists its own project's requests; a member of several projects must name one)."""
 
-    def __init__(self, http: HttpSession) -> None:
+    def __init__(self, http: HttpSession, project_id: UUID | None = None) -> None:
         self._http = http
+        self._project_id = project_id
 
     def _info(self, data: Any) -> ResourceRequestInfo:
         from wharf.resource_manager.contract.models import ResourceRequestInfo
@@ -73,10 +76,12 @@ class WorkspaceRequests:
         *,
         project_id: UUID | None = None,
     ) -> Page[ResourceRequestInfo]:
-        """``project_id``: the project to list (members of several projects must name one)."""
+        """``project_id``: the project to list (members of several projects must name one);
+        None: this link's own project, if it has one."""
         from wharf.core.paging import Page
         from wharf.resource_manager.contract.models import ResourceRequestInfo
 
+        project_id = self._project_id if project_id is None else project_id
         data = self._http.send("GET", PATH, params=list_params(query, page, project_id))
         return Page[ResourceRequestInfo].model_validate(data)
 
