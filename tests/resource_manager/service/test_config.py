@@ -145,6 +145,24 @@ def test_deleting_a_pool_with_live_requests_is_refused(rm: ResourceManagerServic
     assert rm.requests.get(held.id).status is S.RELEASED  # history is kept
 
 
+def test_dropping_a_class_that_live_allocations_hold_is_refused(
+    rm: ResourceManagerService,
+) -> None:
+    """Usage counts only against the pool's classes: a dropped class's allocations would be
+    forgotten, and a renamed class handed out again while they run (overcommit)."""
+    setup_pool(rm)
+    held = rm.requests.create(ALICE, request_spec(gpus(3)))
+    assert held.status is S.ALLOCATED
+    renamed = PoolUpdate(classes=(klass("a100", GPU=4),))
+    with pytest.raises(IllegalOperationError, match="cannot drop GPU of class 'h100': 1 live"):
+        rm.pools.update(ADMIN, "gpus", renamed)
+    assert [c.name for c in rm.pools.get("gpus").classes] == ["h100"]
+    assert rm.requests.create(ALICE, request_spec(gpus(3))).status is S.PENDING
+    rm.pools.update(ADMIN, "gpus", PoolUpdate(classes=(klass("h100", GPU=2),)))  # shrinks
+    rm.requests.release(ALICE, held.id)
+    assert [c.name for c in rm.pools.update(ADMIN, "gpus", renamed).classes] == ["a100"]
+
+
 def test_pending_request_naming_the_pool_blocks_its_deletion(rm: ResourceManagerService) -> None:
     setup_pool(rm, gpus_total=1)
     rm.requests.create(ALICE, request_spec(gpus(1)))

@@ -8,7 +8,8 @@ Invariants: only admins change the configuration (:func:`~.principal.require_adm
 are unique (:class:`EntityExistsError`); stock descriptors are read-only and a descriptor a pool
 still offers cannot be deleted; Σ reserved ≤ capacity holds after every pool or policy save
 (:func:`~wharf.resource_manager.domain.validate_reserved_totals`); a pool with live requests
-cannot be deleted, and deleting a pool deletes its policies.
+cannot be deleted, nor a class (or a class's resource) that live allocations hold dropped;
+deleting a pool deletes its policies.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from wharf.resource_manager.domain import (
     descriptors_by_name,
     validate_reserved_totals,
 )
-from wharf.resource_manager.service import config_specs, request_store
+from wharf.resource_manager.service import config_specs, queries, request_store
 from wharf.resource_manager.service import config_store as store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.idempotency import IdempotencyKey
@@ -173,9 +174,28 @@ class UpdatePool:
         if store.name_taken(tx.conn, t.pools, updated.name, except_id=updated.id):
             raise EntityExistsError(f"Resource pool '{updated.name}' already exists.")
         validate_reserved_totals(updated, store.list_policies(tx.conn, updated.id), descriptors)
+        _keep_held_classes(tx, updated)
         store.replace_pool(tx.conn, updated, tx.now)
         tx.config_written()
         return _done(updated)
+
+
+def _keep_held_classes(tx: Tx, updated: Pool) -> None:
+    """Refuse an update that drops a class, or a resource of a class, that live allocations
+    hold: the scheduler counts usage only against the pool's classes, so what they hold would
+    no longer be accounted and the pool would be overcommitted while they run."""
+    offered = {(c.name, resource) for c in updated.classes for resource in c.capacity}
+    held: dict[tuple[str, str], set[UUID]] = {}
+    for allocation in queries.pool_allocations(tx.conn, updated.id):
+        key = (allocation.class_name, allocation.resource)
+        if key not in offered:
+            held.setdefault(key, set()).add(allocation.request_id)
+    if held:
+        (class_name, resource), requests = min(held.items())
+        raise IllegalOperationError(
+            f"Resource pool '{updated.name}' cannot drop {resource} of class '{class_name}': "
+            f"{len(requests)} live resource request(s) hold it; release them first."
+        )
 
 
 @dataclass(slots=True)
