@@ -84,6 +84,15 @@ def allocations(client: Client, steps: list[StepRunRecord]) -> dict[UUID, str]:
 
 
 def _pool_name(client: Client, pool_id: UUID) -> str:
+    """The pool's name: through the workspace server in team mode (the workspace has no RM
+    client of its own there), else from the workspace's RM; its id if neither can say."""
+    if client.workspace.server_url is not None:
+        from wharf.cli.workspace_rm import pool_names
+        from wharf.store.rest.store import RestStore
+
+        store = client.store
+        if isinstance(store, RestStore):
+            return pool_names(store.http).get(pool_id, str(pool_id))
     try:
         return client.resource_manager.pools.get(pool_id).name
     except WharfError:
