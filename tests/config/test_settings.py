@@ -23,6 +23,15 @@ def test_memory_units():
             ResourceSettings(memory=bad)
 
 
+@pytest.mark.parametrize("memory", ["0GiB", "0B", "000MiB"])
+def test_no_memory_is_an_error_where_it_is_written(memory):
+    """Not later, when the step is launched: its demand failed there (quantity must be
+    positive) with a traceback, and the run failed with no step and no reason."""
+    with pytest.raises(ValidationError, match="memory must be more than 0 bytes"):
+        ResourceSettings(memory=memory)
+    assert ResourceSettings(memory="1B").canonical_demands()[0].quantity == 1
+
+
 def test_resource_inputs_normalise():
     assert ResourceSettings(resources="license").normalized_resources == [
         PoolResourceDemand(name="license", quantity=1)

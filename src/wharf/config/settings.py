@@ -93,6 +93,15 @@ class ResourceSettings(BaseModel):
             data.pop("reclaim_tolerance")
         return data
 
+    @field_validator("memory")
+    @classmethod
+    def _some_memory(cls, value: str | None) -> str | None:
+        # "0GiB" matched the pattern, then failed the step at launch (its demand must be
+        # positive) with a traceback and a run that said nothing: refuse it where it is written.
+        if value is not None and parse_memory(value)[0] == 0:
+            raise ValueError(f"memory must be more than 0 bytes, got {value!r} (omit it for none)")
+        return value
+
     @field_validator("resources", mode="before")
     @classmethod
     def _one_error_per_entry(cls, value: Any) -> Any:
