@@ -32,6 +32,16 @@ def test_no_memory_is_an_error_where_it_is_written(memory):
     assert ResourceSettings(memory="1B").canonical_demands()[0].quantity == 1
 
 
+@pytest.mark.parametrize("cpus", [float("inf"), float("nan"), 0, -1])
+def test_cpus_must_be_a_positive_finite_number(cpus):
+    """Infinity used to be accepted, then stored as null (JSON has no infinity): the step ran
+    without asking for any resource."""
+    with pytest.raises(ValidationError, match="cpu_count"):
+        ResourceSettings(cpu_count=cpus)
+    stored = ResourceSettings(cpu_count=1e6).model_dump(mode="json")
+    assert ResourceSettings.model_validate(stored).canonical_demands()[0].quantity == 10**6
+
+
 def test_resource_inputs_normalise():
     assert ResourceSettings(resources="license").normalized_resources == [
         PoolResourceDemand(name="license", quantity=1)

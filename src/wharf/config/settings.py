@@ -21,7 +21,6 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     TypeAdapter,
     ValidationError,
@@ -62,8 +61,9 @@ class ResourceSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    cpu_count: PositiveFloat | None = None
-    """CPUs; fractions are allowed (0.5 = 500 mCPU)."""
+    cpu_count: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """CPUs; fractions are allowed (0.5 = 500 mCPU); finite (infinity was stored as no
+    demand at all, so the step ran without asking)."""
     gpu_count: NonNegativeInt | None = None
     gpu_class: str | None = None
     """Capacity class of the GPUs, e.g. ``h100``."""
