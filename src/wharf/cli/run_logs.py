@@ -11,9 +11,11 @@ the run never reached. While a followed run waits to start, its orchestrator's p
 whether it ever will (``wharf.sdk.unstarted_runs``): one that never will (a Kubernetes
 orchestrator pod whose image cannot be pulled) is ended failed and the following ends with that
 reason, as an error. Invariants:
-each step run is printed at most once; the run's status is read before its steps, so the last
-poll (the run finished) sees every step's final state; Ctrl-C ends the loop between two reads;
-``--follow`` outlasts a short outage of the store (a workspace server restarting).
+each step run is printed at most once, and not before its log is stored while its run goes on
+(a Kubernetes step's log is copied a moment after the step ended); the run's status is read
+before its steps, so the last poll (the run finished) sees every step's final state; Ctrl-C
+ends the loop between two reads; ``--follow`` outlasts a short outage of the store (a workspace
+server restarting).
 """
 
 from __future__ import annotations
@@ -132,7 +134,9 @@ class RunLogs:
             if step.id in self._printed:
                 continue
             if _ended(step):
-                self._print(step)  # before it counts as printed: an outage may interrupt it
+                # before it counts as printed: an outage may interrupt it
+                if not self._print(step, run_finished=finished):
+                    continue  # its log is not stored yet
                 self._printed.add(step.id)
                 printed = True
             elif step.id not in self._noted:
@@ -203,15 +207,22 @@ class RunLogs:
             self._echo(ended.left)
         raise WharfError(f"Run '{run.name}' failed: {ended.run.status_reason}")
 
-    def _print(self, step: StepRunRecord) -> None:
+    def _print(self, step: StepRunRecord, *, run_finished: bool) -> bool:
+        """Print an ended step; False (nothing printed) if its run goes on and its log is not
+        stored yet: it may be stored a moment after the step's end (a Kubernetes step pod's log
+        is copied when its Job is cleaned up). A silent step stores none: it is printed (as
+        nothing) once the run has finished."""
         label = _label(step)
         never = never_started(step)
         if never is not None:
             self._echo(f"[{label}] {never}")
-            return
+            return True
         if is_cached(step):
             self._echo(f"[{label}] cached from run {cached_from(self._client, step)}.")
-            return
+            return True
         text = self._client.step_logs(step)
+        if not text and step.logs_uri is not None and not run_finished:
+            return False
         for line in text.splitlines():
             self._echo(f"[{label}] {line}")
+        return True
