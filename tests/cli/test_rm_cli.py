@@ -322,6 +322,11 @@ def test_requests(env: dict[str, str], rm: HttpResourceManager) -> None:
     assert "cancelled" in ok("request", "cancel", str(waiting.id), env=env)
     assert "released" in ok("request", "release", str(held.id), env=env)
     assert rm.requests.get(held.id).status.value == "released"
+    # A finished request is left as it is, and said to be (it printed 'released.', exit 0,
+    # as if this release had ended it)
+    again = run("request", "release", str(waiting.id), env=env)
+    assert_one_line_error(again, "was already finished (cancelled")
+    assert rm.requests.get(waiting.id).status.value == "cancelled"
 
 
 def test_credentials_are_checked(env: dict[str, str]) -> None:

@@ -395,14 +395,33 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
 @click.argument("request_id")
 @click.pass_context
 def release(ctx: click.Context, request_id: str) -> None:
-    """Give the allocation of request REQUEST_ID back (a pending request is cancelled)."""
+    """Give the allocation of request REQUEST_ID back (a pending request is cancelled; one
+    that already finished is left as it is: an error, as for cancel)."""
+    key = _request_id(request_id)
     with _workspace(ctx) as store:
         if store is not None:
-            info = _requests_of(store).release(_request_id(request_id))
+            requests = _requests_of(store)
+            _refuse_finished(requests.get(key), "release")
+            info = requests.release(key)
         else:
             with open_rm(ctx) as rm:
-                info = rm.requests.release(_request_id(request_id))
+                _refuse_finished(rm.requests.get(key), "release")
+                info = rm.requests.release(key)
     click.echo(f"Request {info.id}: {info.status.value}.")
+
+
+def _refuse_finished(info: ResourceRequestInfo, verb: str) -> None:
+    """An error naming how ``info`` ended, unless it is still pending or holds capacity (the
+    RM answers a finished request unchanged, which read as if this command had ended it)."""
+    from wharf.core.enums import ResourceRequestStatus as S
+    from wharf.core.errors import IllegalOperationError
+
+    if info.status not in (S.PENDING, S.ALLOCATED, S.PREEMPTING):
+        reason = f": {info.status_reason}" if info.status_reason else ""
+        raise IllegalOperationError(
+            f"Request {info.id} was already finished ({info.status.value}{reason}); nothing "
+            f"to {verb}."
+        )
 
 
 @request.command("cancel", short_help="Withdraw a pending request.")
