@@ -42,6 +42,18 @@ def test_cpus_must_be_a_positive_finite_number(cpus):
     assert ResourceSettings.model_validate(stored).canonical_demands()[0].quantity == 10**6
 
 
+@pytest.mark.parametrize(
+    "field", ["allocation_wait_timeout_seconds", "initialization_lease_seconds"]
+)
+def test_waits_longer_than_the_resource_manager_takes_are_errors_where_written(field):
+    """A wait of 10**12 s was accepted here, then the workspace server failed to make the
+    step's request (500, an internal error) and the run failed with no step."""
+    with pytest.raises(ValidationError, match=field):
+        ResourceSettings(cpu_count=1, **{field: 10**12})
+    nine_years = 9 * 365 * 24 * 3600  # the RM takes ten, and the wait gets a margin
+    assert getattr(ResourceSettings(**{field: nine_years}), field) == nine_years
+
+
 def test_resource_inputs_normalise():
     assert ResourceSettings(resources="license").normalized_resources == [
         PoolResourceDemand(name="license", quantity=1)

@@ -56,6 +56,12 @@ def _check_resource_name(name: str, what: str) -> None:
         raise ValueError(f"{what} is not a resource name: it should match pattern '{NAME_PATTERN}'")
 
 
+LONGEST_WAIT_SECONDS = 9 * 365 * 24 * 3600
+"""Longest allocation wait or initialization lease a step may ask for: the Resource Manager
+takes durations up to ten years, and the wait it is sent has a margin added (a longer wait
+failed the step's creation on the workspace server with an internal error)."""
+
+
 class ResourceSettings(BaseModel):
     """What a step needs to run. Validated and stored with the step; used by the scheduler."""
 
@@ -72,8 +78,8 @@ class ResourceSettings(BaseModel):
     resources: ResourceInput = Field(default_factory=list)
     reclaim_tolerance: ReclaimTolerance | None = None
     """None means "the default for the step's runtime" (none inline, any isolated)."""
-    allocation_wait_timeout_seconds: PositiveInt = 3600
-    initialization_lease_seconds: PositiveInt = 3600
+    allocation_wait_timeout_seconds: PositiveInt = Field(default=3600, le=LONGEST_WAIT_SECONDS)
+    initialization_lease_seconds: PositiveInt = Field(default=3600, le=LONGEST_WAIT_SECONDS)
 
     @model_validator(mode="before")
     @classmethod
