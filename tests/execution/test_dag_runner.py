@@ -150,7 +150,7 @@ def test_a_failure_blocks_descendants(mode: ExecutionMode, started: set[str]) ->
     outcome = runner(spec(edges, max_parallelism=1, execution_mode=mode), launch).run()
     assert set(launch.order) == started
     assert outcome.failed == ["b"] and "c" in outcome.not_started
-    assert outcome.final_status() == (S.FAILED, "Step(s) failed: b.")
+    assert outcome.final_status() == (S.FAILED, "Step(s) failed: b (boom).")  # no step run
 
 
 def test_a_refused_step_stops_the_run() -> None:

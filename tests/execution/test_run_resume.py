@@ -59,7 +59,7 @@ def test_a_failed_done_step_halts_new_steps_but_those_in_flight_are_taken_over()
     pipeline = spec(edges, execution_mode=ExecutionMode.STOP_ON_FAILURE)
     outcome = runner(pipeline, launch, done=done, in_flight=["c"]).run()
     assert launch.order == ["c"]  # taken over; d and e never start
-    assert outcome.final_status() == (S.FAILED, "Step(s) failed: b.")
+    assert outcome.final_status() == (S.FAILED, "Step(s) failed: b (boom).")  # no step run
     assert sorted(outcome.not_started) == ["d", "e"]
 
 

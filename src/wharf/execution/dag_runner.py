@@ -32,6 +32,7 @@ from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
+from wharf.execution.step_outcome import failed_steps_reason
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
 from wharf.store.ports import Store
@@ -62,9 +63,9 @@ class DagOutcome:
         return [n for n, o in self.steps.items() if o.status is ExecutionStatus.FAILED]
 
     def final_status(self) -> tuple[ExecutionStatus, str | None]:
-        failed = self.failed
-        if failed:
-            return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
+        failed = failed_steps_reason(self.steps)
+        if failed is not None:
+            return ExecutionStatus.FAILED, failed
         lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if lost is not None and not self.stop_requested:
             return ExecutionStatus.FAILED, lost

@@ -49,6 +49,7 @@ from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
+from wharf.execution.step_outcome import failed_steps_reason
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 
@@ -84,11 +85,11 @@ class DynamicOutcome:
             return ExecutionStatus.STOPPED, "Stopped on request."
         if self.diverged is not None:
             return ExecutionStatus.FAILED, self.diverged
-        failed = [n for n, o in self.steps.items() if o.status is ExecutionStatus.FAILED]
         if self.error is not None:
             return ExecutionStatus.FAILED, self.error
-        if failed:
-            return ExecutionStatus.FAILED, f"Step(s) failed: {', '.join(failed)}."
+        failed = failed_steps_reason(self.steps)
+        if failed is not None:
+            return ExecutionStatus.FAILED, failed
         lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if lost is not None:
             return ExecutionStatus.FAILED, lost

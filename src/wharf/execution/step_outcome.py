@@ -7,6 +7,7 @@ reason of its status.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wharf.core.enums import ExecutionStatus
@@ -24,3 +25,15 @@ class StepOutcome:
     @property
     def succeeded(self) -> bool:
         return self.status.is_successful
+
+
+def failed_steps_reason(outcomes: Mapping[str, StepOutcome]) -> str | None:
+    """A run's reason when steps failed: ``Step(s) failed: a, b.``, or None if none did. A step
+    that failed before its step run was recorded (its launch raised) is named with its reason,
+    which nothing else records: ``b (Internal error: ValueError: …)``."""
+    named = [
+        name if outcome.step_run is not None or not outcome.reason else f"{name} ({outcome.reason})"
+        for name, outcome in outcomes.items()
+        if outcome.status is ExecutionStatus.FAILED
+    ]
+    return f"Step(s) failed: {', '.join(named)}." if named else None
