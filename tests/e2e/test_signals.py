@@ -28,15 +28,17 @@ SCRIPT = """
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 
-from wharf import pipeline, step
+from wharf import pipeline, step, unmapped
 
 
 @step(enable_cache=False)
 def block(go: str, stubborn: bool) -> int:
-    Path(go + ".starting").write_text(str(os.getpid()))
-    os.replace(go + ".starting", go + ".started")  # seen whole or not at all
+    starting = f"{go}.{uuid.uuid4().hex}.starting"  # one per step: a map runs several
+    Path(starting).write_text(str(os.getpid()))
+    os.replace(starting, go + ".started")  # seen whole or not at all
     while True:
         try:
             while not Path(go).exists():
@@ -68,10 +70,17 @@ def blocking_submitted(go: str, stubborn: bool = False) -> None:
     block.submit(go=go, stubborn=stubborn).wait()  # block runs in a thread of the run's pool
 
 
+@pipeline(dynamic=True)
+def blocking_mapped(go: str, stubborn: bool = False) -> None:
+    block.map([go, go], stubborn=unmapped(stubborn)).wait()  # block_0, block_1 in pool threads
+
+
 if __name__ == "__main__":
-    chosen = {"dynamic": blocking_dynamic, "submitted": blocking_submitted}.get(
-        sys.argv[3], blocking
-    )
+    chosen = {
+        "dynamic": blocking_dynamic,
+        "submitted": blocking_submitted,
+        "mapped": blocking_mapped,
+    }.get(sys.argv[3], blocking)
     chosen(go=sys.argv[1], stubborn=sys.argv[2] == "stubborn")
     print("the pipeline call returned")
 """
@@ -123,8 +132,9 @@ class Script:
         dynamic: bool = False,
         shape: str | None = None,
     ) -> None:
-        """``shape``: the pipeline, ``static``, ``dynamic`` (the step in the main thread) or
-        ``submitted`` (a dynamic pipeline's step in a pool thread); None: as ``dynamic`` says."""
+        """``shape``: the pipeline, ``static``, ``dynamic`` (the step in the main thread),
+        ``submitted`` (a dynamic pipeline's step in a pool thread) or ``mapped`` (two of them,
+        by ``block.map``); None: as ``dynamic`` says."""
         (tmp_path / "script.py").write_text(SCRIPT)
         self.go = tmp_path / "go"
         env = {**os.environ, "WHARF_ACTIVE_STACK": stack}
@@ -242,6 +252,28 @@ def test_second_ctrl_c_forces_the_stop(
         wait_for(lambda: not alive(step_pid), "the step process to be gone", timeout=10)
 
 
+@pytest.mark.parametrize("shape", ["submitted", "mapped"])
+def test_second_ctrl_c_ends_the_process_despite_stuck_pool_steps(
+    home: Workspace, scripts: list[Script], tmp_path: Path, shape: str
+) -> None:
+    """Stubborn steps started by ``.submit`` or ``.map`` run in threads of the dynamic run's
+    pool: after the second Ctrl-C those threads do not keep the process alive (the steps are
+    given up on, recorded stopped), and it exits as interrupted, at once."""
+    script = Script(scripts, tmp_path, "default", stubborn=True, shape=shape)
+    script.wait_until_step_runs()
+    script.signal(signal.SIGINT)
+    wait_for(script.interrupted.exists, "the step to be interrupted", BOUND)
+    script.signal(signal.SIGINT)
+    code, out, err = script.finish()
+    assert code == -signal.SIGINT, err
+    assert "Traceback" not in err, err
+    assert "Forcing the stop" in err
+    assert "the pipeline call returned" not in out
+    status, steps = the_run(home)
+    assert status is ExecutionStatus.STOPPED
+    assert steps and {s for s, _ in steps.values()} == {ExecutionStatus.STOPPED}, steps
+
+
 @pytest.mark.parametrize("shape", ["static", "submitted"])
 def test_a_forced_stop_from_another_terminal_ends_a_stubborn_inline_step(
     home: Workspace, scripts: list[Script], tmp_path: Path, shape: str
@@ -262,10 +294,8 @@ def test_a_forced_stop_from_another_terminal_ends_a_stubborn_inline_step(
     assert steps["block"][0] is ExecutionStatus.STOPPED, steps
     assert "after" not in steps
     assert script.interrupted.exists()  # the graceful interrupt came first, and was ignored
-    if shape == "submitted":
-        # The step's thread, of the dynamic run's pool, keeps the process from exiting (as
-        # after a second Ctrl-C): the pool's threads are joined when the interpreter exits.
-        return
+    # The step's thread (for "submitted", of the dynamic run's pool) never keeps the process
+    # from exiting.
     code, out, err = script.finish()
     assert code == 0, err
     assert "the pipeline call returned" in out, err

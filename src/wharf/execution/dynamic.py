@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ from wharf.core.errors import (
 )
 from wharf.core.type_checks import check_input_class
 from wharf.execution.attempt_ends import describe_exception
+from wharf.execution.daemon_pool import DaemonThreadPool
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
     OutputArtifact,
@@ -144,9 +145,9 @@ class DynamicRunner:
         self._run = run
         self._function = function
         self._spec_factory = spec_factory
-        self._pool = ThreadPoolExecutor(
-            max_workers=workers or spec.config.max_parallelism or DEFAULT_WORKERS,
-            thread_name_prefix="wharf-dynamic",
+        # Daemon threads: a step given up on after a forced stop never keeps the process alive.
+        self._pool = DaemonThreadPool(
+            workers or spec.config.max_parallelism or DEFAULT_WORKERS, "wharf-dynamic"
         )
         self._lock = threading.Lock()
         self._stop = StopCheck(
