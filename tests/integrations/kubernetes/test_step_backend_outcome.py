@@ -126,6 +126,17 @@ def test_a_deadline_names_the_jobs_reason() -> None:
     )
 
 
+def test_a_deadline_that_killed_the_pod_is_named_with_the_pods_end() -> None:
+    """The Job controller stops the pod at the deadline: its SIGTERM is not the cause."""
+    expired = job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"))
+    killed = pod("Failed", exit_code=143, deleting=True)
+    assert outcome(expired, [killed]) == AttemptOutcome(
+        Ended.FAILED,
+        "was stopped at its Job's active deadline (active_deadline_seconds; DeadlineExceeded: "
+        "Job was active longer than specified deadline): it was killed by SIGTERM (exit code 143)",
+    )
+
+
 def test_waiting_reasons_fail_at_once_naming_the_image_of_that_container() -> None:
     pulled = outcome(job(), [pod("Pending", waiting="ErrImagePull")])
     assert pulled == AttemptOutcome(

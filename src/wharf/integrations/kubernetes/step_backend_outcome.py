@@ -18,6 +18,8 @@ KubeObject = dict[str, Any]
 MAIN_CONTAINER = "main"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PLAIN_TERMINATION_REASONS = ("Completed", "Error", "", None)
+DEADLINE_REASON = "DeadlineExceeded"
+"""The reason of a Job's ``Failed`` condition once its ``activeDeadlineSeconds`` passed."""
 
 
 def attempt_outcome(
@@ -140,9 +142,13 @@ def _cancelled(
 
 
 def _failure_detail(failed: Sequence[KubeObject], condition: KubeObject | None) -> str:
+    """The last failed pod's end; a Job that failed at its active deadline says so first (the
+    pod's SIGTERM came from the Job controller, not from the step)."""
     for pod in reversed(failed):
         terminated = main_termination(pod)
         if terminated is not None:
+            if condition is not None and condition.get("reason") == DEADLINE_REASON:
+                return f"{_at_deadline(condition)}: it {describe_termination(terminated)}"
             return describe_termination(terminated)
     if condition is not None:
         reason, message = condition.get("reason") or "Failed", condition.get("message")
@@ -150,6 +156,12 @@ def _failure_detail(failed: Sequence[KubeObject], condition: KubeObject | None) 
     status = (failed[-1].get("status") or {}) if failed else {}
     reason = status.get("reason") or "the pod failed"
     return f"failed: {reason}" + (f" ({status['message']})" if status.get("message") else "")
+
+
+def _at_deadline(condition: KubeObject) -> str:
+    message = condition.get("message")
+    why = f"{DEADLINE_REASON}: {message}" if message else DEADLINE_REASON
+    return f"was stopped at its Job's active deadline (active_deadline_seconds; {why})"
 
 
 def _waiting_for(
