@@ -374,3 +374,26 @@ def test_the_server_store_only_stores(team: Team) -> None:
     assert not isinstance(state.store.steps, StepResourceService)
     assert not hasattr(state.store, "resource_requests")
     assert isinstance(state.step_runs, StepResourceService)
+
+
+@pytest.mark.parametrize(
+    ("resources", "named"),
+    [
+        (ResourceSettings(resources=[{"kind": "license", "resource_selector": {"x": 1}}]), "x"),
+        (ResourceSettings(resources={f"r{i}": 1 for i in range(65)}), "demands"),
+    ],
+    ids=["bad-selector", "too-many-demands"],
+)
+def test_settings_the_rm_would_refuse_are_a_400_naming_them(
+    team: Team, resources: ResourceSettings, named: str
+) -> None:
+    run = team.run()
+    step = team.queued(run, "odd", resources=resources)
+    answer = team.world.as_role("member").post(
+        "/api/v1/steps", json=step.model_dump(mode="json", exclude_none=True)
+    )
+    assert answer.status_code == 400, answer.text
+    detail = answer.json()["detail"]
+    assert "\n" not in detail and "'odd'" in detail and named in detail, detail
+    (stored,) = team.rest("member").steps.list().items
+    assert stored.status is ExecutionStatus.FAILED

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from wharf.core.enums import ComponentType, StepRuntime
+from wharf.core.errors import InputError
+from wharf.core.validation import describe_errors
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
 
@@ -105,7 +107,12 @@ def step_request(
     pipeline run -> step run, and the stack component that launches the step: its step
     operator if it names one, else the orchestrator (the other components do not run it, so
     policies on them must not apply). Metadata: step and run names and ids, project name and
-    id, user."""
+    id, user.
+
+    InputError (naming the step and what is wrong) if the RM would refuse the request: its
+    settings hold something only the RM checks (a selector, more demands than it takes)."""
+    from pydantic import ValidationError
+
     from wharf.resource_manager.contract.models import ResourceRequestCreate
     from wharf.resource_manager.contract.values import (
         SubjectChain,
@@ -125,28 +132,34 @@ def step_request(
     )
     demands = tuple(settings.canonical_demands())  # the one demand model: sent as it is
     launcher = subjects.launcher_of(spec.config.step_operator)
-    return ResourceRequestCreate(
-        subjects=(
-            subjects.account,
-            SubjectChain(nodes=(*subjects.path, step_node)),
-            *(() if launcher is None else (launcher,)),
-        ),
-        demands=demands,
-        reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
-        lease_seconds=PENDING_LEASE_SECONDS,
-        # The launcher gives up at the timeout and says why; the RM's own deadline only
-        # cleans up after a launcher that died, so it comes a little later.
-        allocation_wait_timeout_seconds=settings.allocation_wait_timeout_seconds
-        + PENDING_LEASE_SECONDS,
-        metadata={
-            "step_name": step.name,
-            "step_run_id": str(step_id),
-            **subjects.metadata,
-        },
-        preemption_group=SubjectSelector(
-            subject_type=SubjectType.PIPELINE_RUN, subject_id=str(subjects.run_id)
-        ),
-    )
+    try:
+        return ResourceRequestCreate(
+            subjects=(
+                subjects.account,
+                SubjectChain(nodes=(*subjects.path, step_node)),
+                *(() if launcher is None else (launcher,)),
+            ),
+            demands=demands,
+            reclaim_tolerance=settings.effective_reclaim_tolerance(runtime),
+            lease_seconds=PENDING_LEASE_SECONDS,
+            # The launcher gives up at the timeout and says why; the RM's own deadline only
+            # cleans up after a launcher that died, so it comes a little later.
+            allocation_wait_timeout_seconds=settings.allocation_wait_timeout_seconds
+            + PENDING_LEASE_SECONDS,
+            metadata={
+                "step_name": step.name,
+                "step_run_id": str(step_id),
+                **subjects.metadata,
+            },
+            preemption_group=SubjectSelector(
+                subject_type=SubjectType.PIPELINE_RUN, subject_id=str(subjects.run_id)
+            ),
+        )
+    except ValidationError as error:
+        raise InputError(
+            f"The resources of step '{step.name}' cannot be requested from the Resource "
+            f"Manager: {describe_errors(error.errors())}."
+        ) from None
 
 
 def component_chains(
