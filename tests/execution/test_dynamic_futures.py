@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import Future
 from datetime import UTC, datetime
 
 import pytest
 
-from wharf.execution.dynamic_futures import OutputArtifact
+from wharf.execution.dynamic_futures import OutputArtifact, StepFuture, StepOutputs
 from wharf.store.models import ArtifactVersionRecord
 
 
@@ -33,3 +34,13 @@ def test_an_output_handle_cannot_decide_a_condition() -> None:
     with pytest.raises(TypeError, match=r"Output 'output' of step 'score' .*\.load\(\)"):
         bool(output)
     assert output.load() == 0.0  # the value, false here, is what a condition should read
+
+
+def test_a_submitted_step_cannot_decide_a_condition() -> None:
+    """``if score.submit(...):`` was always true, whatever the step returns."""
+    done: Future[StepOutputs] = Future()
+    done.set_result(OutputArtifact("score", "output", version(), lambda _: 0.0))
+    submitted = StepFuture("score", done)
+    with pytest.raises(TypeError, match=r"Step 'score' was submitted: .*\.load\(\)"):
+        bool(submitted)
+    assert submitted.load() == 0.0

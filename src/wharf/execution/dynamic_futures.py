@@ -103,6 +103,13 @@ class StepFuture:
             return outputs.load()
         return tuple(o.load() for o in outputs)
 
+    def __bool__(self) -> bool:
+        # Without this every future is true: `if step.submit(...):` would take one branch.
+        raise TypeError(
+            f"Step '{self.invocation_id}' was submitted: its future is not its value; "
+            "branch on its .load()."
+        )
+
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
         return f"<StepFuture {self.invocation_id} {state}>"
