@@ -1,8 +1,10 @@
 """What a stored name may be, and how two names compare: one rule on every database.
 
 Owns :func:`normalize_name` (the rule), :func:`lookup_form`, :data:`MAX_NAME_LENGTH`,
-:func:`definition_name` (the stricter rule for the pipeline and step names a script defines)
-and :func:`one_line` (the rule of one-line texts that are not names: descriptions, hosts).
+:func:`definition_name` (the stricter rule for the pipeline and step names a script defines),
+:func:`pipeline_name` and :func:`check_artifact_names` (the room the names a pipeline's runs and
+artifacts are built from leave) and :func:`one_line` (the rule of one-line texts that are not
+names: descriptions, hosts).
 
 Invariant: names compare case-sensitively, code point by code point, and uniqueness is the same
 on every database: SQLite and PostgreSQL compare stored strings exactly, and MySQL/MariaDB's
@@ -13,10 +15,17 @@ never ends with whitespace; NFC makes equivalent spellings identical bytes. Pure
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 
 from wharf.core.errors import InputError
 
 MAX_NAME_LENGTH = 255
+"""Longest stored name (the store's name columns)."""
+RUN_NAME_TIME_FORMAT = "%Y_%m_%d-%H_%M_%S_%f"
+"""A pipeline's run is named ``PIPELINE-START``, its start in this format."""
+RUN_NAME_SUFFIX_LENGTH = len("-2026_01_01-00_00_00_000000")
+MAX_PIPELINE_NAME_LENGTH = MAX_NAME_LENGTH - RUN_NAME_SUFFIX_LENGTH
+"""Longest pipeline name: its runs' names (:data:`RUN_NAME_TIME_FORMAT` appended) must fit."""
 
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
@@ -92,3 +101,43 @@ def definition_name(value: str, what: str, *, folder: bool = False) -> str:
             f"a folder of the artifact store): {name!r}."
         )
     return name
+
+
+def pipeline_name(value: str) -> str:
+    """``value`` as a pipeline's name (:func:`definition_name`), or InputError if its runs'
+    names would be longer than a stored name."""
+    name = definition_name(value, "pipeline", folder=True)
+    if len(name) > MAX_PIPELINE_NAME_LENGTH:
+        raise InputError(
+            f"A pipeline name must have at most {MAX_PIPELINE_NAME_LENGTH} characters (its runs "
+            f"are named after it plus a {RUN_NAME_SUFFIX_LENGTH}-character start time, at most "
+            f"{MAX_NAME_LENGTH} in all), got {len(name)}: {_shortened(name)}."
+        )
+    return name
+
+
+def check_artifact_names(pipeline: str, step: str, outputs: Iterable[str]) -> None:
+    """InputError if step ``step`` of ``pipeline`` (its step run's name) or an artifact it
+    outputs (``pipeline::step::output``) would be named longer than a stored name."""
+    if len(step) > MAX_NAME_LENGTH:
+        raise InputError(
+            f"A step id must have at most {MAX_NAME_LENGTH} characters, got {len(step)}: "
+            f"{_shortened(step)}."
+        )
+    for output in outputs:
+        length = len(ARTIFACT_NAME_SEPARATOR.join((pipeline, step, output)))
+        if length > MAX_NAME_LENGTH:
+            raise InputError(
+                f"Output '{output}' of step {_shortened(step)} in pipeline "
+                f"{_shortened(pipeline)} would be stored as an artifact named "
+                f"'PIPELINE{ARTIFACT_NAME_SEPARATOR}STEP{ARTIFACT_NAME_SEPARATOR}OUTPUT' of "
+                f"{length} characters, more than the {MAX_NAME_LENGTH} a name may have: "
+                "shorten the pipeline, step or output name."
+            )
+
+
+def _shortened(name: str) -> str:
+    """``name`` quoted, its middle elided if it is long (an error message stays readable)."""
+    if len(name) <= 60:
+        return repr(name)
+    return repr(f"{name[:30]}...{name[-20:]}")

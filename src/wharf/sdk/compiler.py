@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from wharf.config.component_settings import ComponentSettings, step_layered
 from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
 from wharf.core.dag import Dag
-from wharf.core.errors import PipelineDefinitionError, StepInterfaceError
+from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
+from wharf.core.names import check_artifact_names
 from wharf.core.type_checks import check_input_annotation
 
 if TYPE_CHECKING:
@@ -91,6 +92,10 @@ class Compilation:
         invocation_id = kwargs.pop("id", None) or self._fresh_id(step.name)
         if invocation_id in self.invocations:
             raise PipelineDefinitionError(f"Duplicate step id '{invocation_id}'.")
+        try:
+            check_artifact_names(self.pipeline_name, invocation_id, step.interface.output_names)
+        except InputError as exc:
+            raise PipelineDefinitionError(str(exc)) from None
         after = kwargs.pop("after", None)
         if after is None:
             after = []
