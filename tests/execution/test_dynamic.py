@@ -121,3 +121,32 @@ def test_a_body_that_calls_sys_exit_raises_run_failed_with_the_exit_as_its_cause
         p.run_in(workspace)
     assert failed.value.run.status_reason == "The pipeline function exited with code 4 (sys.exit)"
     assert isinstance(failed.value.__cause__, SystemExit)
+
+
+@step(enable_cache=False)
+def plus_one(x: int) -> int:
+    return x + 1
+
+
+@step(enable_cache=False)
+def plus_one_times_ten(x: int) -> int:
+    return plus_one(x) * 10  # a step's code calling a step: a plain function call
+
+
+def test_a_step_called_in_a_steps_code_is_a_plain_call_however_the_step_runs(
+    workspace: Workspace,
+) -> None:
+    """Called (in the pipeline's thread) or submitted (in a pool thread), a step's own code
+    gets the value of a step it calls, as outside any pipeline; before, a called step's code got
+    an artifact handle (and the inner call was recorded as a step of the run)."""
+    got = {}
+
+    @pipeline(dynamic=True)
+    def nested() -> None:
+        got["called"] = plus_one_times_ten(1).load()
+        got["submitted"] = plus_one_times_ten.submit(2).load()
+
+    run = nested.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert got == {"called": 20, "submitted": 30}
+    assert set(steps_of(workspace, run.id)) == {"plus_one_times_ten", "plus_one_times_ten_2"}

@@ -360,6 +360,9 @@ class DynamicRunner:
         return spec, versions
 
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
+        # The step's own code runs outside the run: a step it calls is a plain function call,
+        # in this thread (a called step) as in a pool thread (a submitted one).
+        token = _ACTIVE.set(None)
         try:
             outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
         except ReplayDivergedError as exc:
@@ -370,6 +373,8 @@ class DynamicRunner:
             raise RunStoppedError(
                 f"Run '{self._run.name}' is stopping; step '{spec.name}' was not started."
             ) from None
+        finally:
+            _ACTIVE.reset(token)
         with self._lock:
             self.outcome.steps[spec.name] = outcome
         if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):
