@@ -24,6 +24,7 @@ from wharf.core.errors import WharfError
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.orchestrator_follow import (
     cannot_start,
+    job_end,
     never_starts,
     unstartable_job,
 )
@@ -131,3 +132,28 @@ def test_a_follower_that_cannot_reach_the_cluster_says_so_once_and_follows_the_s
     assert "the Kubernetes API is unreachable" in cannot[0] and cannot[0].endswith("; following.")
     assert f"Run '{name}' is initializing: its orchestrator has not started it yet" in lines[1]
     assert workspace.store.runs.get(logs.run.id).status is ExecutionStatus.STOPPED
+
+
+def ended_pod(name: str, exit_code: int, reason: str) -> dict[str, Any]:
+    terminated = {"exitCode": exit_code, "reason": reason}
+    return {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "img:1"}]},
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "main", "state": {"terminated": terminated}}],
+        },
+    }
+
+
+def test_a_failed_job_names_how_its_last_pod_ended() -> None:
+    """An orchestrator pod killed for its memory limit, retried up to the backoff limit, used
+    to be reported as the bare 'failed: BackoffLimitExceeded', which does not say why."""
+    pods = [ended_pod("j-1", 137, "OOMKilled"), ended_pod("j-2", 137, "OOMKilled")]
+    said = never_starts(job(FAILED), pods, REASONS)
+    assert said == (
+        "failed: BackoffLimitExceeded; its last pod j-2 was killed by SIGKILL (exit code 137, "
+        "OOMKilled)"
+    )
+    end = job_end(job(FAILED), [ended_pod("j-1", 2, "Error")])
+    assert end is not None and end.detail.endswith("; its last pod j-1 exited with code 2")

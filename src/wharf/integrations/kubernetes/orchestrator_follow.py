@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -23,6 +23,10 @@ from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError
 
 from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
+from wharf.integrations.kubernetes.step_backend_outcome import (
+    describe_termination,
+    main_termination,
+)
 
 LOG_CHUNK = 4096
 WATCH_CONNECT_TIMEOUT = 10.0
@@ -80,7 +84,7 @@ def never_starts(
         stuck = cannot_start(pod, reasons)
         if stuck is not None:
             return stuck
-    end = job_end(job)
+    end = job_end(job, pods)
     if end is not None and not end.succeeded:
         return end.detail
     return None
@@ -112,8 +116,11 @@ def unstartable_job(
     return None if detail is None else f"The orchestrator Job {namespace}/{name} {detail}"
 
 
-def job_end(job: dict[str, Any]) -> JobEnd | None:
-    """How ``job`` (as the API returns it) ended; None while it has not."""
+def job_end(job: dict[str, Any], pods: Sequence[dict[str, Any]] = ()) -> JobEnd | None:
+    """How ``job`` (as the API returns it) ended; None while it has not. A failed Job's
+    phrase also says how the last of its ``pods`` (oldest first) that ended did ("failed:
+    BackoffLimitExceeded; its last pod P was killed by SIGKILL (exit code 137, OOMKilled)"):
+    the Job's reason alone does not say why its pods failed."""
     for condition in job.get("status", {}).get("conditions") or []:
         if condition.get("status") != "True":
             continue
@@ -122,8 +129,18 @@ def job_end(job: dict[str, Any]) -> JobEnd | None:
         if condition.get("type") == "Failed":
             reason = condition.get("reason") or "failed"
             message = condition.get("message")
-            return JobEnd(False, f"failed: {reason}" + (f" ({message})" if message else ""))
+            detail = f"failed: {reason}" + (f" ({message})" if message else "")
+            return JobEnd(False, detail + _last_pod_end(pods))
     return None
+
+
+def _last_pod_end(pods: Sequence[dict[str, Any]]) -> str:
+    for pod in reversed(pods):
+        terminated = main_termination(pod)
+        if terminated is not None:
+            name = (pod.get("metadata") or {}).get("name")
+            return f"; its last pod {name} {describe_termination(terminated)}"
+    return ""
 
 
 def read_job(clients: KubeClients, namespace: str, name: str) -> dict[str, Any] | None:
@@ -173,7 +190,8 @@ def follow_job(
         if job is None:
             return JobEnd(False, f"the Job {namespace}/{name} was deleted")
         progressed = False
-        for pod in job_pods(clients, namespace, name):
+        pods = job_pods(clients, namespace, name)
+        for pod in pods:
             pod_name = pod["metadata"]["name"]
             stuck = cannot_start(pod, fail_on_waiting_reasons)
             if stuck is not None:
@@ -183,7 +201,7 @@ def follow_job(
             if stream_pod_log(clients, namespace, pod_name, out):
                 streamed.add(pod_name)
                 progressed = True
-        end = job_end(job)
+        end = job_end(job, pods)
         if end is not None:
             return end
         if not progressed:
