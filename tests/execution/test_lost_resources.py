@@ -17,6 +17,8 @@ from wharf.execution.dynamic import DynamicOutcome
 from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import (
     RESOURCES_LOST,
+    RM_UNREACHABLE,
+    lease_lost,
     lost_resources,
     reclaimed,
     reclaimed_resources,
@@ -101,4 +103,14 @@ def test_a_renewal_that_finds_the_lease_expired_says_resources_lost(
         LazyResourceManager(lambda: rm, watch_seconds=None),
         fixed_account(None),
     )
-    assert requester.renew(held, 10) == RESOURCES_LOST
+    # no renewal failed to reach the RM: the step's heartbeats did not come, not an RM outage
+    assert requester.renew(held, 10) == lease_lost(StepRequester.MISSED_RENEWALS)
+    assert "Resource Manager" not in StepRequester.MISSED_RENEWALS
+
+
+def test_a_run_whose_steps_lost_their_leases_says_what_kept_the_renewals() -> None:
+    why = lease_lost(RM_UNREACHABLE)
+    steps = [("a", CANCELLED, f"Cancelling: {why}."), ("b", CANCELLED, f"Cancelling: {why}.")]
+    assert lost_resources(steps) == f"Step(s) a, b: {why}."
+    mixed = [*steps, ("c", CANCELLED, f"Cancelling: {lease_lost('for another reason')}.")]
+    assert lost_resources(mixed) == f"Step(s) a, b, c: {RESOURCES_LOST}."

@@ -1,12 +1,12 @@
 """How a step and its run say that the step lost its resources.
 
-Owns :data:`RESOURCES_LOST`, :func:`lost_resources`, :func:`reclaimed` and
+Owns :data:`RESOURCES_LOST`, :func:`lease_lost`, :func:`lost_resources`, :func:`reclaimed` and
 :func:`reclaimed_resources`. A running step whose lease expired (its renewals did not reach the
-Resource Manager in time) is cancelled with a reason holding :data:`RESOURCES_LOST`; a run that
-ends with such a step failed for that reason. A step whose request the Resource Manager
-reclaimed (preempted) is cancelled with a reason holding :data:`RESOURCES_RECLAIMED`; a run
-whose only stopped steps are such steps ends stopped for that reason. Neither says "Stopped on
-request." (nobody asked for a stop).
+Resource Manager in time) is cancelled with a reason holding :data:`RESOURCES_LOST` and what kept
+them from it (:func:`lease_lost`); a run that ends with such a step failed for that reason. A
+step whose request the Resource Manager reclaimed (preempted) is cancelled with a reason holding
+:data:`RESOURCES_RECLAIMED`; a run whose only stopped steps are such steps ends stopped for that
+reason. Neither says "Stopped on request." (nobody asked for a stop).
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
 
-RESOURCES_LOST = "resources lost: lease expired while the Resource Manager was unavailable"
+RESOURCES_LOST = "resources lost: its lease expired"
+RM_UNREACHABLE = "while the Resource Manager was unreachable"
+"""Why a lease expired when renewals of it failed to reach the Resource Manager."""
 RESOURCES_RECLAIMED = "was reclaimed by the Resource Manager"
 _ENDED = (ExecutionStatus.CANCELLED, ExecutionStatus.STOPPED)
+
+
+def lease_lost(cause: str) -> str:
+    """Why a step is cancelled when its lease expired, ``cause`` saying what kept renewals from
+    the Resource Manager (:data:`RM_UNREACHABLE`, or the step's heartbeats missing)."""
+    return f"{RESOURCES_LOST} {cause}"
 
 
 def reclaimed(request_id: UUID, why: str | None) -> str:
@@ -40,11 +48,13 @@ def reclaimed_resources(steps: Iterable[tuple[str, ExecutionStatus, str | None]]
 def lost_resources(steps: Iterable[tuple[str, ExecutionStatus, str | None]]) -> str | None:
     """The run's reason when some of ``steps`` (name, status, reason) ended because they lost
     their resources, else None."""
-    names = [
-        name
+    lost = [
+        (name, reason[reason.index(RESOURCES_LOST) :].rstrip("."))
         for name, status, reason in steps
         if status in _ENDED and reason is not None and RESOURCES_LOST in reason
     ]
-    if not names:
+    if not lost:
         return None
-    return f"Step(s) {', '.join(names)}: {RESOURCES_LOST}."
+    causes = {why for _, why in lost}
+    why = causes.pop() if len(causes) == 1 else RESOURCES_LOST
+    return f"Step(s) {', '.join(name for name, _ in lost)}: {why}."

@@ -86,6 +86,11 @@ class StepResourceService(StepRequester):
     released; one made for a write that failed is released too, and a retry makes a fresh one.
     """
 
+    MISSED_RENEWALS = (
+        "because no heartbeat of the step reached the workspace server in time (the server "
+        "was unreachable, or the step stalled)"
+    )
+
     def __init__(self, store: Store, requests: StepRequests) -> None:
         super().__init__(store, requests, recorded_user(store))
         self._inner = store.steps

@@ -23,7 +23,7 @@ from uuid import UUID
 from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.core.ids import new_id
-from wharf.execution.lost_resources import RESOURCES_LOST, reclaimed
+from wharf.execution.lost_resources import RM_UNREACHABLE, lease_lost, reclaimed
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
@@ -73,6 +73,8 @@ CREATE_PATIENCE_SECONDS = 10.0
 this holds the step's creation call, whose client waits 30 s for an answer."""
 RUNS_REMEMBERED = 256
 """Runs whose shared request subjects one requester remembers (least recently used go first)."""
+UNREACHED_REMEMBERED = 50_000
+"""Requests whose last renewal failed that one requester remembers (then it forgets them all)."""
 
 
 class StepRequester:
@@ -85,7 +87,15 @@ class StepRequester:
     :mod:`.step_requests`). Making one rides out an unreachable RM for
     :data:`CREATE_PATIENCE_SECONDS`. The requesting account comes from an :data:`AccountOf`
     resolver: the workspace's own user in embedded mode (:func:`.pairing.fixed_account`), the
-    user each run records on the workspace server (:func:`.pairing.recorded_user`)."""
+    user each run records on the workspace server (:func:`.pairing.recorded_user`).
+
+    A renewal that finds the lease expired says what kept renewals from the RM: its last
+    renewal attempts failed (the RM was unreachable), or none was made in time
+    (:attr:`MISSED_RENEWALS`: the step's heartbeats did not come)."""
+
+    MISSED_RENEWALS = "because no heartbeat of the step renewed it in time"
+    """Why a lease expired that no failed renewal explains (a requester remembers the requests
+    whose last renewal failed)."""
 
     def __init__(
         self,
@@ -102,6 +112,9 @@ class StepRequester:
         self._account = account
         self._runs: OrderedDict[UUID, RunSubjects] = OrderedDict()
         self._runs_lock = threading.Lock()
+        self._unreached: set[UUID] = set()
+        self._unreached_lock = threading.Lock()
+        """Requests whose last renewal failed to reach the RM."""
 
     def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
         """Renew ``request_id``'s lease for the liveness timeout (runtime state running); why
@@ -117,15 +130,30 @@ class StepRequester:
             return f"its resource request {request_id} is gone"
         except WharfError as exc:  # the RM is unreachable: keep running while the lease holds
             logger.warning("Could not renew the lease of request %s: %s", request_id, exc)
+            self._note_unreached(request_id, True)
             return None
+        unreached = self._note_unreached(request_id, False)
         if request.status is ResourceRequestStatus.EXPIRED:
-            return RESOURCES_LOST
+            return lease_lost(RM_UNREACHABLE if unreached else self.MISSED_RENEWALS)
         if request.status in PREEMPTED:
             return reclaimed(request.id, request.status_reason)
         if request.status in RECLAIMED:  # with the RM's reason: who released it, why
             because = f": {request.status_reason.rstrip('.')}" if request.status_reason else ""
             return f"its resource request {request.id} is {request.status.value}{because}"
         return None
+
+    def _note_unreached(self, request_id: UUID, failed: bool) -> bool:
+        """Note whether the latest renewal of ``request_id`` failed; whether the one before
+        it did."""
+        with self._unreached_lock:
+            before = request_id in self._unreached
+            if not failed:
+                self._unreached.discard(request_id)
+            elif not before:
+                if len(self._unreached) >= UNREACHED_REMEMBERED:
+                    self._unreached.clear()
+                self._unreached.add(request_id)
+            return before
 
     def request(self, step_id: UUID, step: StepRunCreate) -> UUID:
         """Make the request of the queued step ``step`` that will be written as ``step_id``."""
