@@ -150,3 +150,26 @@ def test_a_step_called_in_a_steps_code_is_a_plain_call_however_the_step_runs(
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     assert got == {"called": 20, "submitted": 30}
     assert set(steps_of(workspace, run.id)) == {"plus_one_times_ten", "plus_one_times_ten_2"}
+
+
+def test_an_output_of_another_run_is_refused_as_an_input(workspace: Workspace) -> None:
+    """A handle kept from an earlier run named a step of that run as the input's producer: in
+    the new run it became an edge to whatever step had that name (here the step itself)."""
+    kept = {}
+
+    @pipeline(dynamic=True)
+    def first() -> None:
+        kept["called"] = plus_one(1)
+        kept["submitted"] = plus_one.submit(2)
+
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def second(which: str) -> None:
+        plus_one(kept[which])
+
+    first.run_in(workspace)
+    for which in ("called", "submitted"):
+        run = second.run_in(workspace, which=which)
+        assert run.status is ExecutionStatus.FAILED
+        assert "of another run" in (run.status_reason or ""), run.status_reason
+        assert ".load()" in (run.status_reason or "")
+        assert steps_of(workspace, run.id) == {}

@@ -127,7 +127,8 @@ class DynamicRunner:
     ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the
     call. A value given to a step's parameter that does not fit its annotation, or another
     step's output whose stored value cannot, is refused at the call (``wharf.core.type_checks``;
-    a map checks its values before any of its steps starts)."""
+    a map checks its values before any of its steps starts); so is an output of another run (a
+    handle kept from it)."""
 
     def __init__(
         self,
@@ -161,6 +162,8 @@ class DynamicRunner:
         self._taken: set[str] = set()
         """Every invocation id given out in this run."""
         self._futures: list[Future[StepOutputs]] = []
+        self._produced: set[Any] = set()
+        """The ids of the artifact versions this run's steps output (an input takes one)."""
         self.outcome = DynamicOutcome()
 
     # ------------------------------------------------------------------ the run
@@ -329,6 +332,7 @@ class DynamicRunner:
         for name, value in bound.items():
             artifact = _artifact_of(value, invocation_id, name)
             if artifact is not None:
+                self._check_produced_here(invocation_id, name, artifact)
                 _check_artifact(step, invocation_id, name, artifact)
                 inputs[name] = InputSpec(step=artifact.step_name, output=artifact.output_name)
                 versions[name] = artifact.version
@@ -359,6 +363,18 @@ class DynamicRunner:
         )
         return spec, versions
 
+    def _check_produced_here(self, step_id: str, input_name: str, artifact: OutputArtifact) -> None:
+        """Refuse an output of another run (a handle kept from it): its producer is no step of
+        this run, so the input would name (and depend on) whichever step here has its name."""
+        with self._lock:
+            if artifact.version.id in self._produced:
+                return
+        raise StepInterfaceError(
+            f"Input '{input_name}' of step '{step_id}' got output '{artifact.output_name}' of "
+            f"step '{artifact.step_name}' of another run; an input takes an output of this "
+            "run's steps: pass its value (.load()) instead."
+        )
+
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
         # The step's own code runs outside the run: a step it calls is a plain function call,
         # in this thread (a called step) as in a pool thread (a submitted one).
@@ -377,6 +393,7 @@ class DynamicRunner:
             _ACTIVE.reset(token)
         with self._lock:
             self.outcome.steps[spec.name] = outcome
+            self._produced.update(v.id for v in outcome.outputs.values())
         if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):
             raise RunStoppedError(f"Step '{spec.name}' was {outcome.status.value}.")
         if not outcome.succeeded:
