@@ -248,6 +248,7 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("policy", "create", "z", "--pool", "gpus"), "--subject-type, --subject-id"),
     (("policy", "create", "z", "--subject-type", "project"), "A policy needs --pool"),
     (("pool", "delete", "gpus", "--yes"), "still has 1 live resource request"),
+    (("policy", "delete", "team", "--yes"), "1 live resource request(s) allocated under it"),
     (("pool", "show", "nope"), "'nope' not found"),
     (("request", "show", "not-an-id"), "not a resource request id"),
     (("request", "list", "--metadata", "x"), "KEY=VALUE"),

@@ -194,6 +194,30 @@ def test_policy_create_get_list_update_delete(rm: ResourceManagerService) -> Non
         rm.policies.get("team")
 
 
+def test_deleting_a_policy_live_allocations_were_made_under_is_refused(
+    rm: ResourceManagerService,
+) -> None:
+    """As for a pool: the allocations would name a policy that is gone (its raw id in
+    ``pool show`` and ``request show``)."""
+    setup_pool(rm)
+    rm.policies.create(ADMIN, policy_spec("spare"))
+    held = rm.requests.create(ALICE, request_spec(gpus(1)))
+    assert held.status is S.ALLOCATED
+    under = rm.policies.get(held.allocations[0].policy_id).name
+    with pytest.raises(IllegalOperationError) as refused:
+        rm.policies.delete(ADMIN, under)
+    assert str(refused.value) == (
+        f"Resource policy '{under}' still has 1 live resource request(s) allocated under it; "
+        "release or cancel them before deleting it."
+    )
+    assert rm.policies.get(under)  # nothing deleted
+    other = "spare" if under == "team" else "team"
+    rm.policies.delete(ADMIN, other)  # no allocation made under it
+    rm.requests.release(ALICE, held.id)
+    rm.policies.delete(ADMIN, under)
+    assert rm.policies.list() == []
+
+
 def test_policy_quantities_accept_units(rm: ResourceManagerService) -> None:
     rm.pools.create(ADMIN, pool_spec())
     grants = [{"class": "h100", "resources": {"memory": {"reserved": "64GiB", "limit": 128 * GIB}}}]

@@ -8,8 +8,8 @@ Invariants: only admins change the configuration (:func:`~.principal.require_adm
 are unique (:class:`EntityExistsError`); stock descriptors are read-only and a descriptor a pool
 still offers cannot be deleted; Σ reserved ≤ capacity holds after every pool or policy save
 (:func:`~wharf.resource_manager.domain.validate_reserved_totals`); a pool with live requests
-cannot be deleted, nor a class (or a class's resource) that live allocations hold dropped;
-deleting a pool deletes its policies.
+cannot be deleted, nor a policy live allocations were made under, nor a class (or a class's
+resource) that live allocations hold dropped; deleting a pool deletes its policies.
 """
 
 from __future__ import annotations
@@ -280,6 +280,17 @@ class DeletePolicy:
     def run(self, tx: Tx) -> Finisher:
         require_admin(self.principal, "delete resource policies")
         current = _policy(tx, self.policy)
+        # As for a pool: what they hold would name a policy that is gone (its raw id).
+        holders = {
+            allocation.request_id
+            for allocation in queries.pool_allocations(tx.conn, current.pool_id)
+            if allocation.policy_id == current.id
+        }
+        if holders:
+            raise IllegalOperationError(
+                f"Resource policy '{current.name}' still has {len(holders)} live resource "
+                "request(s) allocated under it; release or cancel them before deleting it."
+            )
         store.delete_policy(tx.conn, current.id)
         tx.config_written()
         return _done(None)
