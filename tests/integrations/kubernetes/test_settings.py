@@ -100,6 +100,30 @@ def test_from_component_refuses_bad_values_in_plain_words(
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("field", "largest"),
+    [
+        ("backoff_limit_margin", 2**31 - 1),
+        ("ttl_seconds_after_finished", 2**31 - 1),
+        ("orchestrator_job_backoff_limit", 2**31 - 1),
+        ("successful_jobs_history_limit", 2**31 - 1),
+        ("failed_jobs_history_limit", 2**31 - 1),
+        ("active_deadline_seconds", 2**63 - 1),
+        ("pod_stop_grace_period", 2**63 - 1),
+        ("starting_deadline_seconds", 2**63 - 1),
+    ],
+)
+def test_numbers_the_api_cannot_hold_are_refused_naming_the_largest(
+    field: str, largest: int
+) -> None:
+    """The API's int32 and int64 fields: a larger number used to be registered and then
+    refused by the API server when the run's Job (or CronJob) was created."""
+    assert getattr(KubernetesOrchestratorSettings(**{field: largest}), field) == largest
+    with pytest.raises(InputError) as raised:
+        KubernetesOrchestratorSettings.from_component({field: str(largest + 1)})
+    assert f"'{field}' must be at most {largest}" in str(raised.value)
+
+
 def test_the_step_operator_has_no_orchestrator_only_settings() -> None:
     assert KubernetesStepOperatorSettings.from_component({"namespace": "gpu"}).namespace == "gpu"
     with pytest.raises(InputError, match="Kubernetes step operator settings"):

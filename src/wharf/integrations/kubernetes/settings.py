@@ -54,8 +54,14 @@ API_ENTRY_MODELS = {
 """The Kubernetes client's model of each entry of these pod settings (checked as given)."""
 _QUANTITY = re.compile(r"\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?")
 
-NonNegativeInt = Annotated[int, Field(ge=0)]
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+"""An API ``int32`` field (``backoffLimit``, ``ttlSecondsAfterFinished``, history limits)."""
+NonNegativeInt64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+PositiveInt64 = Annotated[int, Field(gt=0, le=INT64_MAX)]
+"""API ``int64`` fields (deadlines, ``terminationGracePeriodSeconds``)."""
 
 
 def deep_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
@@ -304,17 +310,17 @@ class _KubernetesSettings(BaseModel):
     pod_settings: KubernetesPodSettings | None = None
     """Settings of step pods."""
     job_name_prefix: str | None = None
-    backoff_limit_margin: NonNegativeInt = 0
+    backoff_limit_margin: NonNegativeInt32 = 0
     """Pod restarts allowed beyond the step's retries."""
-    ttl_seconds_after_finished: NonNegativeInt | None = None
-    active_deadline_seconds: PositiveInt | None = None
+    ttl_seconds_after_finished: NonNegativeInt32 | None = None
+    active_deadline_seconds: PositiveInt64 | None = None
     pod_failure_policy: dict[str, Any] | None = None
     """A Job ``podFailurePolicy`` (None: count main-container failures, ignore disruptions)."""
     fail_on_container_waiting_reasons: list[str] = Field(
         default_factory=lambda: list(DEFAULT_WAITING_REASONS)
     )
     job_monitoring_interval: Annotated[float, Field(gt=0)] = 1.0
-    pod_stop_grace_period: NonNegativeInt = 30
+    pod_stop_grace_period: NonNegativeInt64 = 30
     """Seconds a pod has between SIGTERM and SIGKILL (``terminationGracePeriodSeconds``)."""
     pod_startup_timeout: Annotated[float, Field(ge=0)] = 600.0
     """Seconds a step pod may take from its Job's creation to its first heartbeat (image pull,
@@ -407,12 +413,12 @@ class KubernetesOrchestratorSettings(_KubernetesSettings):
     step_pod_service_account_name: str | None = None
     orchestrator_pod_settings: KubernetesPodSettings | None = None
     max_parallelism: PositiveInt | None = None
-    orchestrator_job_backoff_limit: NonNegativeInt = 3
+    orchestrator_job_backoff_limit: NonNegativeInt32 = 3
     prevent_orchestrator_pod_caching: bool = False
-    successful_jobs_history_limit: NonNegativeInt | None = None
-    failed_jobs_history_limit: NonNegativeInt | None = None
+    successful_jobs_history_limit: NonNegativeInt32 | None = None
+    failed_jobs_history_limit: NonNegativeInt32 | None = None
     concurrency_policy: Literal["Allow", "Forbid", "Replace"] | None = None
-    starting_deadline_seconds: NonNegativeInt | None = None
+    starting_deadline_seconds: NonNegativeInt64 | None = None
 
     @field_validator("step_pod_service_account_name")
     @classmethod
