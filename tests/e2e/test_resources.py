@@ -195,3 +195,22 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
     request = rm_workspace.requests.get(found["self_kill"].resource_request_id)
     assert request.status is ResourceRequestStatus.RELEASED
     assert found["hold_license"].status is ExecutionStatus.COMPLETED
+
+
+def test_settings_the_resource_manager_would_refuse_fail_the_step_saying_why(
+    mode: Mode, rm_workspace: Workspace
+) -> None:
+    selector = [{"kind": "license", "resource_selector": {"x": 1}}]  # no such selector form
+    odd = steps_lib.hold_license.with_options(
+        settings={"resources": ResourceSettings(resources=selector)}
+    )
+
+    @pipeline(raise_on_failure=False)
+    def p() -> None:
+        odd(label="odd")
+
+    run = p.run_in(rm_workspace)
+    assert run.status is ExecutionStatus.FAILED, run.status_reason
+    said = [run.status_reason or ""] + [s.status_reason or "" for s in steps(rm_workspace, run.id)]
+    assert any("cannot be requested from the Resource Manager" in r for r in said), said
+    assert not any("Internal error" in r for r in said), said  # the user's settings, not a bug

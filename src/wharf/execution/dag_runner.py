@@ -28,6 +28,7 @@ from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import RunStoppingError
 from wharf.execution.cache_decisions import ReadyStep, ReadySteps
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.launch_errors import launch_error_reason, log_launch_error
 from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.outages import refused
@@ -214,8 +215,9 @@ class DagRunner:
         except Exception as exc:  # a bug or a store failure outside the user-code boundary
             if refused(exc):  # the store refuses the run's credential: the run loop stops it
                 return exc
-            logger.exception("Step '%s' could not be run.", name)
-            return StepOutcome(name, ExecutionStatus.FAILED, reason=f"Internal error: {exc}")
+            reason = launch_error_reason(exc)
+            log_launch_error(name, reason, exc)
+            return StepOutcome(name, ExecutionStatus.FAILED, reason=reason)
         except BaseException as exc:
             return exc
 

@@ -1,12 +1,14 @@
-"""Ending a step whose launch raised unexpectedly once its step run was recorded.
+"""Ending a step whose launch raised unexpectedly, and the reason such an error gives.
 
 Owns :func:`end_after_error`, used by the launcher (``wharf.execution.launcher``) when an
 error that is neither the step's own (user errors end their attempt in
 ``wharf.execution.attempts``) nor a stop escapes between the creation of a step run and the
 step's end: a bug, or a failing collaborator (backend selection, a backend, the progress
 reporter). Invariant: such a step run is never left in flight; it ends failed with a one-line
-reason (the error's type and message), unless it ended meanwhile (that end stands), and the
-traceback is logged here, once.
+reason (:func:`launch_error_reason`: the error's type and message, or a refused input's
+message), unless it ended meanwhile (that end stands), and the error is logged here, once
+(with its traceback unless it is a refused input). The DAG runner gives a step whose launch
+raised before its step run was recorded the same reason and log line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import InputError
 from wharf.execution import step_writes
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
@@ -22,10 +25,21 @@ from wharf.store.models import StepRunRecord
 logger = logging.getLogger(__name__)
 
 
-def internal_error_reason(exc: BaseException) -> str:
-    """``Internal error: <type>: <first line of its message>``."""
+def launch_error_reason(exc: BaseException) -> str:
+    """A refusal of the step's own input (an :class:`InputError`, such as resources the
+    Resource Manager cannot be asked for): its message; anything else: ``Internal error:
+    <type>: <first line of its message>``."""
     lines = str(exc).strip().splitlines()
+    if isinstance(exc, InputError) and lines:
+        return lines[0]
     return f"Internal error: {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
+
+
+def log_launch_error(name: str, reason: str, exc: BaseException) -> None:
+    """Log why step ``name`` could not be run: with the traceback unless the step's own input
+    was refused (its one line says it all)."""
+    traceback = None if isinstance(exc, InputError) else exc
+    logger.error("Step '%s' could not be run: %s", name, reason, exc_info=traceback)
 
 
 def end_after_error(
@@ -33,8 +47,8 @@ def end_after_error(
 ) -> StepOutcome:
     """End step run ``record`` of step ``name`` failed after ``exc`` escaped its launch; the
     step's outcome (the end recorded meanwhile, if it ended; failed if the store fails too)."""
-    reason = internal_error_reason(exc)
-    logger.error("Step '%s' could not be run: %s", name, reason, exc_info=exc)
+    reason = launch_error_reason(exc)
+    log_launch_error(name, reason, exc)
     try:
         final = step_writes.end(services, record.id, ExecutionStatus.FAILED, reason)
         outputs = {}
@@ -48,4 +62,4 @@ def end_after_error(
     return StepOutcome(name, final.status, outputs, final, reason=final.status_reason)
 
 
-__all__ = ["end_after_error", "internal_error_reason"]
+__all__ = ["end_after_error", "launch_error_reason", "log_launch_error"]
