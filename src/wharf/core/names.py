@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
+from datetime import datetime
 
 from wharf.core.errors import InputError
 
 MAX_NAME_LENGTH = 255
 """Longest stored name (the store's name columns)."""
 RUN_NAME_TIME_FORMAT = "%Y_%m_%d-%H_%M_%S_%f"
-"""A pipeline's run is named ``PIPELINE-START``, its start in this format."""
+"""A pipeline's run is named ``PIPELINE-START``, its start in this format (:func:`run_name`)."""
 RUN_NAME_SUFFIX_LENGTH = len("-2026_01_01-00_00_00_000000")
 MAX_PIPELINE_NAME_LENGTH = MAX_NAME_LENGTH - RUN_NAME_SUFFIX_LENGTH
 """Longest pipeline name: its runs' names (:data:`RUN_NAME_TIME_FORMAT` appended) must fit."""
+
+
+def run_name(pipeline: str, start: datetime) -> str:
+    """The name of a run of ``pipeline`` started at ``start``: ``PIPELINE-START``."""
+    return f"{pipeline}-{start:{RUN_NAME_TIME_FORMAT}}"
+
 
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 

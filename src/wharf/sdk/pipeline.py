@@ -21,7 +21,7 @@ from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
-from wharf.core.names import RUN_NAME_TIME_FORMAT, pipeline_name
+from wharf.core.names import pipeline_name, run_name
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.refusal import RunRefusedError
 from wharf.execution.run_heartbeat import orchestrator_process
@@ -256,7 +256,7 @@ class Pipeline(Generic[P]):
         services = workspace.run_services(artifact_store)
         if spec.config.schedule is not None and orchestrator.schedules_runs:
             return schedule_on(self.name, workspace, orchestrator, stack.id, spec, services)
-        name = f"{self.name}-{services.clock():{RUN_NAME_TIME_FORMAT}}"
+        name = run_name(self.name, services.clock())
         if orchestrator.starts_runs_in_process:
             # Recorded running at once: no placeholder to replace (one write per call).
             start = RunStart(

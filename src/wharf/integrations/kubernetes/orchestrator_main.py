@@ -25,6 +25,7 @@ from wharf.config.global_config import WharfConfig, load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
+from wharf.core.names import run_name
 from wharf.execution.components import instantiate_component
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
@@ -338,7 +339,7 @@ def scheduled_run(
                     project_id=snapshot.project_id,
                     pipeline_id=snapshot.pipeline_id,
                     snapshot_id=snapshot.id,
-                    name=f"{snapshot.spec.name}-{utc_now():%Y_%m_%d-%H_%M_%S_%f}",
+                    name=run_name(snapshot.spec.name, utc_now()),
                     orchestrator_run_id=run_id,
                 )
             )

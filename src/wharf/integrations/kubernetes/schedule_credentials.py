@@ -23,6 +23,7 @@ from uuid import UUID
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV
 from wharf.core.enums import MetadataResourceType
 from wharf.core.errors import InputError
+from wharf.core.names import run_name
 from wharf.execution.services import utc_now
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.store.models import ScheduleRecord
@@ -121,7 +122,7 @@ def fire_scheduled_run(
         )
         return None
     snapshot = store.snapshots.get(schedule.snapshot_id)
-    name = f"{snapshot.spec.name}-{utc_now():%Y_%m_%d-%H_%M_%S_%f}"
+    name = run_name(snapshot.spec.name, utc_now())
     fired = fire_schedule(store, schedule.id, orchestrator_run_id, name)
     run_store = RestStore(store.url, fired.access_token)
     try:
