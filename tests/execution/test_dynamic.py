@@ -173,3 +173,50 @@ def test_an_output_of_another_run_is_refused_as_an_input(workspace: Workspace) -
         assert "of another run" in (run.status_reason or ""), run.status_reason
         assert ".load()" in (run.status_reason or "")
         assert steps_of(workspace, run.id) == {}
+
+
+@step(enable_cache=False)
+def fails_on_two(x: int) -> int:
+    if x == 2:
+        raise ValueError("two")
+    return x
+
+
+@pytest.mark.parametrize(
+    ("mode", "started"),
+    [("stop_on_failure", 4), ("fail_fast", 4), ("continue_on_failure", 6)],
+)
+def test_the_steps_waiting_to_start_do_not_start_after_a_failure_unless_the_run_continues(
+    workspace: Workspace, mode: str, started: int
+) -> None:
+    """The pipeline's execution mode holds for a dynamic run's submitted steps: those still
+    waiting for a thread (one at a time here) all started after one of them failed. A step the
+    function calls after it caught the failure still runs: the function decides."""
+    got: dict[str, str] = {}
+
+    @pipeline(dynamic=True, max_parallelism=1, execution_mode=mode, raise_on_failure=False)
+    def sweep() -> None:
+        mapped = fails_on_two.map([0, 1, 2, 3, 4])
+        try:
+            mapped.load()
+        except Exception as exc:
+            got["map"] = str(exc)
+        try:
+            got["last"] = str(mapped[4].load())
+        except Exception as exc:
+            got["last"] = str(exc)
+        got["later"] = str(fails_on_two(5).load())
+
+    run = sweep.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason == "Step(s) failed: fails_on_two_2.", run.status_reason
+    assert len(steps_of(workspace, run.id)) == started, steps_of(workspace, run.id)
+    assert got["map"] == "Step 'fails_on_two_2' failed: ValueError: two"
+    assert got["later"] == "5"
+    if mode == "continue_on_failure":
+        assert got["last"] == "4"
+    else:
+        assert got["last"] == (
+            "Step 'fails_on_two_4' was not started: step 'fails_on_two_2' failed while it "
+            f"waited ({mode}; execution_mode='continue_on_failure' starts it)."
+        )

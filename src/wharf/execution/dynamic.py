@@ -3,8 +3,9 @@
 Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
 upstream edges are the steps whose outputs it actually received. Invariants: invocation ids are
 unique within the run; no step starts once the run is stopping; the run ends only after every
-submitted step ended; a body that raises (or exits: ``sys.exit``) ends the run failed, its
-traceback shown once (logged here, unless the caller raises it again:
+submitted step ended; once a step failed (unless the run continues on failure) no submitted step
+still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) ends the run
+failed, its traceback shown once (logged here, unless the caller raises it again:
 :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates
 (the run loop stops the run: no write can succeed). A resumed run replays the function; a call
 made differently, or one left out, fails the run (``launcher``).
@@ -24,7 +25,7 @@ from typing import Any
 
 from wharf.artifacts.materializers.registry import load_type
 from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import (
     MaterializationError,
     RunStoppedError,
@@ -105,6 +106,12 @@ class DynamicOutcome:
         return ExecutionStatus.COMPLETED, None
 
 
+class StepNotStartedError(StepExecutionError):
+    """A submitted step still waiting for a thread of the run's pool when another step of the
+    run failed, in a run whose execution mode starts no waiting steps then; the failed step is
+    the run's reason, not this."""
+
+
 def _what_the_body_did(exc: Exception | SystemExit) -> str:
     """How a pipeline function ended the run, as a phrase after "The pipeline function":
     "raised: ValueError: …", or for ``sys.exit`` "exited with code 3" (``sys.exit()``: code 0;
@@ -162,6 +169,10 @@ class DynamicRunner:
         self._taken: set[str] = set()
         """Every invocation id given out in this run."""
         self._futures: list[Future[StepOutputs]] = []
+        self._failed_step: str | None = None
+        self._failures = 0
+        """Steps failed (unless the run continues on failure): a submitted step that waited
+        while one failed does not start; a step called or submitted later does."""
         self._produced: set[Any] = set()
         """The ids of the artifact versions this run's steps output (an input takes one)."""
         self.outcome = DynamicOutcome()
@@ -178,6 +189,8 @@ class DynamicRunner:
             raise
         except RunStoppedError:
             self.outcome.stop_requested = True
+        except StepNotStartedError:
+            pass  # the step that failed is the run's reason
         except StepExecutionError as exc:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except (Exception, SystemExit) as exc:  # sys.exit ends the run, not the process
@@ -227,7 +240,9 @@ class DynamicRunner:
         return self._start(*self._prepare(step, args, kwargs))
 
     def _start(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepFuture:
-        future = self._pool.submit(self._execute, spec, inputs)
+        with self._lock:
+            failures = self._failures
+        future = self._pool.submit(self._execute_queued, spec, inputs, failures)
         with self._lock:
             self._futures.append(future)
         return StepFuture(spec.name, future)
@@ -375,6 +390,21 @@ class DynamicRunner:
             "run's steps: pass its value (.load()) instead."
         )
 
+    def _execute_queued(
+        self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord], failures: int
+    ) -> StepOutputs:
+        """A submitted step, in a thread of the pool: not started if a step failed while it
+        waited (``failures``: how many had failed when it was submitted)."""
+        with self._lock:
+            failed = self._failed_step if self._failures != failures else None
+        if failed is not None:
+            mode = self._spec.config.execution_mode.value
+            raise StepNotStartedError(
+                f"Step '{spec.name}' was not started: step '{failed}' failed while it waited "
+                f"({mode}; execution_mode='{ExecutionMode.CONTINUE_ON_FAILURE.value}' starts it)."
+            )
+        return self._execute(spec, inputs)
+
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
         # The step's own code runs outside the run: a step it calls is a plain function call,
         # in this thread (a called step) as in a pool thread (a submitted one).
@@ -394,6 +424,10 @@ class DynamicRunner:
         with self._lock:
             self.outcome.steps[spec.name] = outcome
             self._produced.update(v.id for v in outcome.outputs.values())
+            halts = self._spec.config.execution_mode is not ExecutionMode.CONTINUE_ON_FAILURE
+            if halts and outcome.status is ExecutionStatus.FAILED:
+                self._failed_step = spec.name
+                self._failures += 1
         if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):
             raise RunStoppedError(f"Step '{spec.name}' was {outcome.status.value}.")
         if not outcome.succeeded:
