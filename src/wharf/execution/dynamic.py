@@ -23,19 +23,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from wharf.artifacts.materializers.registry import load_type
 from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import (
-    MaterializationError,
     RunStoppedError,
     RunStoppingError,
     StepExecutionError,
     StepInterfaceError,
 )
-from wharf.core.type_checks import check_input_class
 from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.daemon_pool import DaemonThreadPool
+from wharf.execution.dynamic_arguments import (
+    artifact_of,
+    as_list,
+    as_sequence,
+    check_artifact,
+    is_mappable,
+    is_upstream,
+)
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
     OutputArtifact,
@@ -254,7 +259,7 @@ class DynamicRunner:
         bound = step.interface.bind(
             step_name, args, {k: v for k, v in kwargs.items() if k not in ("after",)}
         )
-        mapped = {k: _as_list(v) for k, v in bound.items() if _is_mappable(v)}
+        mapped = {k: as_list(v) for k, v in bound.items() if is_mappable(v)}
         if not mapped:
             raise StepInterfaceError(
                 f"step.map of '{step_name}' needs at least one list (or map result) to map "
@@ -276,7 +281,7 @@ class DynamicRunner:
         arguments = [{**fixed, **{k: v[i] for k, v in mapped.items()}} for i in range(count)]
         for step_id, values in zip(ids, arguments, strict=True):  # refused before any starts
             for name, value in values.items():
-                if not _is_upstream(value):
+                if not is_upstream(value):
                     step.interface.check_parameter(step_id, name, value)
         futures = []
         for step_id, values in zip(ids, arguments, strict=True):
@@ -345,10 +350,10 @@ class DynamicRunner:
         parameters: dict[str, Any] = {}
         upstream: list[str] = []
         for name, value in bound.items():
-            artifact = _artifact_of(value, invocation_id, name)
+            artifact = artifact_of(value, invocation_id, name)
             if artifact is not None:
                 self._check_produced_here(invocation_id, name, artifact)
-                _check_artifact(step, invocation_id, name, artifact)
+                check_artifact(step, invocation_id, name, artifact)
                 inputs[name] = InputSpec(step=artifact.step_name, output=artifact.output_name)
                 versions[name] = artifact.version
                 upstream.append(artifact.step_name)
@@ -363,7 +368,7 @@ class DynamicRunner:
                 ) from exc
             step.interface.check_parameter(invocation_id, name, value)
             parameters[name] = value
-        for item in _as_sequence(after):
+        for item in as_sequence(after):
             if isinstance(item, StepFuture | MapResultsFuture):
                 item.wait()
                 upstream.extend(
@@ -443,71 +448,6 @@ class DynamicRunner:
 
 def _name_of(step: StepLike) -> str:
     return str(getattr(step, "name", getattr(step.func, "__name__", "step")))
-
-
-def _artifact_of(value: Any, step_id: str, input_name: str) -> OutputArtifact | None:
-    if isinstance(value, StepFuture):
-        value = value.result()
-    if isinstance(value, OutputArtifact):
-        return value
-    if isinstance(value, tuple) and value and all(isinstance(v, OutputArtifact) for v in value):
-        raise StepInterfaceError(
-            f"Input '{input_name}' of step '{step_id}' got several outputs at once; "
-            "pass one of them."
-        )
-    if isinstance(value, MapResultsFuture) or (
-        isinstance(value, list | tuple)
-        and any(isinstance(v, OutputArtifact | StepFuture | MapResultsFuture) for v in value)
-    ):
-        raise StepInterfaceError(
-            f"Input '{input_name}' of step '{step_id}' got a {type(value).__name__} of step "
-            "outputs; an input takes one output: pass each to its own input, or pass their "
-            "values (.load())."
-        )
-    return None
-
-
-def _check_artifact(
-    step: StepLike, step_id: str, input_name: str, artifact: OutputArtifact
-) -> None:
-    """Refuse an upstream artifact whose stored value's class cannot fit the input's annotation
-    (:func:`~wharf.core.type_checks.check_input_class`; a class not imported here is not
-    checked)."""
-    try:
-        value_class = load_type(artifact.version.data_type)
-    except MaterializationError:
-        return
-    check_input_class(
-        step_id,
-        input_name,
-        step.interface.inputs[input_name].annotation,
-        value_class,
-        f"output '{artifact.output_name}' of step '{artifact.step_name}'",
-    )
-
-
-def _is_upstream(value: Any) -> bool:
-    """Whether a step argument is (or holds) another step's output, not a literal value."""
-    upstream = OutputArtifact | StepFuture | MapResultsFuture
-    return isinstance(value, upstream) or (
-        isinstance(value, list | tuple) and any(isinstance(v, upstream) for v in value)
-    )
-
-
-def _is_mappable(value: Any) -> bool:
-    return isinstance(value, list | MapResultsFuture) and not isinstance(value, Unmapped)
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value.futures) if isinstance(value, MapResultsFuture) else list(value)
-
-
-def _as_sequence(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, list | tuple):
-        return list(value)
-    return [value]
 
 
 __all__ = ["DynamicOutcome", "DynamicRunner", "active_dynamic_run"]

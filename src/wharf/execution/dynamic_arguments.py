@@ -1,0 +1,83 @@
+"""How a dynamic pipeline reads the arguments of a step call.
+
+Owns the rules that tell another step's output (an artifact handle, a future, a map's
+futures) from a literal value, which arguments a ``.map`` maps over, and the check of an
+upstream artifact's stored class against the input's annotation. Invariant: an input takes one
+upstream output; several at once, or a container of them, are refused naming the input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wharf.artifacts.materializers.registry import load_type
+from wharf.core.errors import MaterializationError, StepInterfaceError
+from wharf.core.type_checks import check_input_class
+from wharf.execution.dynamic_futures import MapResultsFuture, OutputArtifact, StepFuture, Unmapped
+from wharf.execution.step_like import StepLike
+
+
+def artifact_of(value: Any, step_id: str, input_name: str) -> OutputArtifact | None:
+    if isinstance(value, StepFuture):
+        value = value.result()
+    if isinstance(value, OutputArtifact):
+        return value
+    if isinstance(value, tuple) and value and all(isinstance(v, OutputArtifact) for v in value):
+        raise StepInterfaceError(
+            f"Input '{input_name}' of step '{step_id}' got several outputs at once; "
+            "pass one of them."
+        )
+    if isinstance(value, MapResultsFuture) or (
+        isinstance(value, list | tuple)
+        and any(isinstance(v, OutputArtifact | StepFuture | MapResultsFuture) for v in value)
+    ):
+        raise StepInterfaceError(
+            f"Input '{input_name}' of step '{step_id}' got a {type(value).__name__} of step "
+            "outputs; an input takes one output: pass each to its own input, or pass their "
+            "values (.load())."
+        )
+    return None
+
+
+def check_artifact(step: StepLike, step_id: str, input_name: str, artifact: OutputArtifact) -> None:
+    """Refuse an upstream artifact whose stored value's class cannot fit the input's annotation
+    (:func:`~wharf.core.type_checks.check_input_class`; a class not imported here is not
+    checked)."""
+    try:
+        value_class = load_type(artifact.version.data_type)
+    except MaterializationError:
+        return
+    check_input_class(
+        step_id,
+        input_name,
+        step.interface.inputs[input_name].annotation,
+        value_class,
+        f"output '{artifact.output_name}' of step '{artifact.step_name}'",
+    )
+
+
+def is_upstream(value: Any) -> bool:
+    """Whether a step argument is (or holds) another step's output, not a literal value."""
+    upstream = OutputArtifact | StepFuture | MapResultsFuture
+    return isinstance(value, upstream) or (
+        isinstance(value, list | tuple) and any(isinstance(v, upstream) for v in value)
+    )
+
+
+def is_mappable(value: Any) -> bool:
+    return isinstance(value, list | MapResultsFuture) and not isinstance(value, Unmapped)
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value.futures) if isinstance(value, MapResultsFuture) else list(value)
+
+
+def as_sequence(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+__all__ = ["artifact_of", "as_list", "as_sequence", "check_artifact", "is_mappable", "is_upstream"]
