@@ -54,3 +54,11 @@ def test_detail_views_render_values_as_tables_do(capsys: pytest.CaptureFixture[s
     ]
     echo_fields([("limit", None), ("rank", 0), ("fair", False)])
     assert capsys.readouterr().out.splitlines() == ["limit  -", "rank   0", "fair   False"]
+
+
+def test_a_page_past_the_end_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    emit([], ("name",), "table", title="Things", total=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["Things", "NAME", "No records on this page: 2 in all; use a lower --page."]
+    emit([RECORD], ("name",), "table", total=2)  # a page that shows some: as before
+    assert capsys.readouterr().out.splitlines()[-1] == "1 of 2 shown; use --page/--size for more."

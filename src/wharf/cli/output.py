@@ -140,7 +140,9 @@ def emit(
     lines = format_table(columns, rows)
     if title:
         lines.insert(0, title)
-    if total is not None and total > len(records):
+    if total is not None and total > 0 and not records:
+        lines.append(f"No records on this page: {total} in all; use a lower --page.")
+    elif total is not None and total > len(records):
         lines.append(f"{len(records)} of {total} shown; use --page/--size for more.")
     click.echo("\n".join(lines))
 
