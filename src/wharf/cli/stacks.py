@@ -112,10 +112,11 @@ def list_stacks(page: int, size: int, output: str) -> None:
     emit(stack_rows(result.items), STACK_COLUMNS, output, title="Stacks", total=result.total)
 
 
-@stack.command("set")
+@stack.command("set", short_help="Make NAME the active stack (saved in the user config file).")
 @click.argument("name")
 def set_stack(name: str) -> None:
-    """Make NAME the active stack (saved in the user config file)."""
+    """Make NAME the active stack (saved in the user config file); NAME is a stack's name, id
+    or id prefix."""
     from contextlib import closing
 
     from wharf.sdk import stacks
@@ -143,7 +144,8 @@ class _StackHeader(BaseModel):
 @click.argument("name", required=False)
 @OUTPUT_OPTION
 def show_stack(name: str | None, output: str) -> None:
-    """Show stack NAME (the active one by default), its components and their configuration."""
+    """Show stack NAME (a name, id or id prefix; the active one by default), its components and
+    their configuration."""
     from contextlib import closing
 
     from wharf.sdk import stacks
@@ -174,8 +176,8 @@ def show_stack(name: str | None, output: str) -> None:
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def delete_stack(name: str, yes: bool) -> None:
-    """Delete stack NAME (its components are kept); refused for the active stack and while a run
-    of it is unfinished or a schedule uses it."""
+    """Delete stack NAME (a name, id or id prefix; its components are kept); refused for the
+    active stack and while a run of it is unfinished or a schedule uses it."""
     from contextlib import closing
 
     from wharf.sdk import stacks

@@ -29,9 +29,18 @@ from wharf.core.errors import (
     InputError,
     WharfError,
 )
+from wharf.core.ids import only_match, parse_id_prefix, parse_uuid
 from wharf.sdk import flavors
 from wharf.sdk.workspace import DEFAULT_STACK, Workspace
-from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
+from wharf.store.models import (
+    MAX_PAGE_SIZE,
+    ComponentCreate,
+    ComponentRecord,
+    Page,
+    PageRequest,
+    StackRecord,
+)
+from wharf.store.ports import StackRepository
 
 LOCAL_FLAVOR = "local"
 ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
@@ -291,10 +300,44 @@ def ensure_default_stack(workspace: Workspace) -> StackRecord:
 
 
 def get_stack(workspace: Workspace, name: str) -> StackRecord:
-    """The stack of that name; ``default`` is created on first use like everywhere else."""
+    """The stack of that name (or id, or id prefix: :func:`find_stack`); ``default`` is created
+    on first use like everywhere else."""
     if name == DEFAULT_STACK:
         return ensure_default_stack(workspace)
-    return workspace.store.stacks.get_stack_by_name(name)
+    return find_stack(workspace, name)
+
+
+def find_stack(workspace: Workspace, text: str) -> StackRecord:
+    """The stack named ``text``, else the one whose id is ``text`` or starts with it (at least
+    :data:`~wharf.core.ids.MIN_ID_PREFIX` hex digits), as ``wharf stack list`` shows ids; a
+    prefix of several ids raises ``AmbiguousIdError``, none the not-found error of the name."""
+    stacks = workspace.store.stacks
+    try:
+        return stacks.get_stack_by_name(text)
+    except EntityNotFoundError as not_named:
+        uid = parse_uuid(text)
+        if uid is not None:
+            try:
+                return stacks.get_stack(uid)
+            except EntityNotFoundError:
+                raise not_named from None
+        prefix = parse_id_prefix(text)
+        matches = [] if prefix is None else _stacks_by_prefix(stacks, prefix)
+        found = only_match("stack", text, matches)
+        if found is None:
+            raise
+        return found
+
+
+def _stacks_by_prefix(stacks: StackRepository, prefix: str) -> list[StackRecord]:
+    matches: list[StackRecord] = []
+    index = 1
+    while True:
+        page = stacks.list_stacks(PageRequest(index=index, size=MAX_PAGE_SIZE))
+        matches += [s for s in page.items if s.id.hex.startswith(prefix)]
+        if index * MAX_PAGE_SIZE >= page.total or not page.items:
+            return matches
+        index += 1
 
 
 def register_stack(
@@ -372,7 +415,7 @@ def set_active_stack(workspace: Workspace, name: str) -> StackRecord:
 
 def stack_to_delete(workspace: Workspace, name: str) -> StackRecord:
     """Stack ``name`` if it exists and is not the active stack (IllegalOperationError)."""
-    stack = workspace.store.stacks.get_stack_by_name(name)
+    stack = find_stack(workspace, name)
     if stack.name == active_stack_name(workspace):
         how = (
             f"set {ACTIVE_STACK_ENV} to another stack first"
