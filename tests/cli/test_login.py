@@ -60,3 +60,20 @@ def test_refused_credentials_are_said_without_advice_to_log_in(
     for refused in (password, key):
         assert "wharf login" not in refused.stderr
     assert not (tmp_path / "home" / "config.json").exists()
+
+
+def test_a_password_login_is_not_overridden_by_an_api_key_in_the_environment(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """``WHARF_API_KEY`` left set used to win over ``-u NAME --password ...`` (the key was
+    tried, and a stale one refused the login); giving both on the command line is refused."""
+    world = team_without_rm.world
+    world.user("kim", password="kims-password")
+    env = {"WHARF_HOME": str(tmp_path / "home"), "WHARF_API_KEY": "wharf_stale-key"}
+    url = world.url
+    result = wharf("login", url, "-u", "kim", "--password", "kims-password", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"Logged in to {url} as user 'kim'."
+    assert "WHARF_API_KEY is set in this environment" in result.stderr
+    both = wharf("login", url, "-u", "kim", "--password", "x", "--api-key", "wharf_k", env=env)
+    assert_one_line_error(both, "Give either --api-key or --username/--password, not both.")

@@ -28,7 +28,8 @@ def login(
     api_key: str | None,
     project: str | None,
 ) -> None:
-    """Log in to the Wharf server at URL."""
+    """Log in to the Wharf server at URL, with a user's password or a service account's API
+    key (--api-key, else WHARF_API_KEY unless --username or --password is given)."""
     from wharf.config.global_config import load_config, read_user_config, write_user_config
     from wharf.store.rest.session import login_with_password, visible_project, whoami
 
@@ -37,6 +38,15 @@ def login(
     if api_key is not None and not api_key.strip() and source is ParameterSource.COMMANDLINE:
         # an empty key ("$KEY" of an unset variable) would silently turn into a password login
         raise click.BadParameter("is empty.", param_hint="'--api-key'")
+    if api_key and (username is not None or password is not None):
+        if source is ParameterSource.COMMANDLINE:
+            raise click.UsageError("Give either --api-key or --username/--password, not both.")
+        api_key = None  # a WHARF_API_KEY left in the environment: the user named wins
+        click.echo(
+            "Note: WHARF_API_KEY is set in this environment: commands run here use it, not "
+            "this login, until it is unset.",
+            err=True,
+        )
     if api_key:
         credential = api_key
     else:
