@@ -24,6 +24,10 @@ PYDANTIC_WORDING = ("should be", "should have", "after validation", "validation 
         (("pool", "craete"), "Error: No such command 'craete'. Did you mean 'create'?"),
         (("xyzzy",), "Error: No such command 'xyzzy'. Try 'wharf --help'."),
         (("runs", "show"), "Error: Missing argument 'RUN'. Try 'wharf runs show --help'."),
+        (
+            ("runs", "show", "a", "b"),
+            "Error: Got unexpected extra argument (b). Try 'wharf runs show --help'.",
+        ),
     ],
 )
 def test_usage_errors_are_one_line_and_typos_name_the_closest_command(

@@ -154,7 +154,9 @@ def usage_error_line(exc: click.UsageError) -> str:
     help_hint = f" Try '{ctx.command_path} --help'." if ctx is not None else ""
     name = _unknown_command(exc)
     if name is None or ctx is None or not isinstance(ctx.command, click.Group):
-        return f"{exc.format_message()}{help_hint}"
+        message = exc.format_message()
+        ended = message.endswith((".", "!", "?"))  # click's 'unexpected extra argument (b)'
+        return f"{message}{'' if ended else '.'}{help_hint}"
     known = ctx.command.list_commands(ctx)
     close = difflib.get_close_matches(name, known, n=3)
     if not close:
