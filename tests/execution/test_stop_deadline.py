@@ -18,6 +18,7 @@ from wharf.execution.stop_deadline import (
     BACKSTOP_SECONDS,
     DEFAULT_STOP_GRACE_SECONDS,
     EXIT_CODE,
+    MAX_STOP_GRACE_SECONDS,
     STOP_GRACE_ENV,
     StopDeadline,
     stop_grace_from_env,
@@ -98,6 +99,16 @@ def test_the_grace_comes_from_the_environment() -> None:
     for bad in ("-1", "soon", "nan", "inf"):
         with pytest.raises(InputError, match=STOP_GRACE_ENV):
             stop_grace_from_env({STOP_GRACE_ENV: bad})
+
+
+def test_a_grace_longer_than_the_waits_can_time_is_the_longest_they_can() -> None:
+    """``pod_stop_grace_period`` takes any int64: 1e15 seconds overflowed the timed waits."""
+    assert stop_grace_from_env({STOP_GRACE_ENV: "1000000000000000"}) == MAX_STOP_GRACE_SECONDS
+    assert MAX_STOP_GRACE_SECONDS + BACKSTOP_SECONDS < threading.TIMEOUT_MAX
+    exits: list[int] = []
+    deadline = StopDeadline(1e15, lambda reason: None, exit_process=exits.append)
+    deadline.arm("step cancelling, run running")  # the backstop too: it took 1e15 + 5
+    assert deadline.settle() and exits == []
 
 
 HOLDS_THE_GIL = """

@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 STOP_GRACE_ENV = "WHARF_STEP_STOP_GRACE"
 """Seconds a cancelled step's process has to end (its pod's stop grace period)."""
 DEFAULT_STOP_GRACE_SECONDS = DEFAULT_GRACE_SECONDS
+MAX_STOP_GRACE_SECONDS = 1e9
+"""Longest grace timed (about 31 years): a longer one (``pod_stop_grace_period`` takes any
+int64) is the same in practice, and the waits that time it overflow far below int64."""
 BACKSTOP_SECONDS = 5.0
 """How long after the grace the C-level backstop exits a process whose Python threads could not
 run (native code holding the GIL)."""
@@ -47,7 +50,7 @@ def stop_grace_from_env(environ: Mapping[str, str]) -> float:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds >= 0):
         raise InputError(f"{STOP_GRACE_ENV} must be a number of seconds >= 0, got {text!r}.")
-    return seconds
+    return min(seconds, MAX_STOP_GRACE_SECONDS)
 
 
 class StopDeadline:
@@ -72,7 +75,7 @@ class StopDeadline:
         exit_process: Callable[[int], None] = os._exit,
         backstop: bool = True,
     ) -> None:
-        self.grace = grace
+        self.grace = min(grace, MAX_STOP_GRACE_SECONDS)
         self._give_up = give_up
         self._exit = exit_process
         self._backstop = backstop
