@@ -12,6 +12,7 @@ import difflib
 import gc
 import importlib
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> Any:
 def _run(argv: list[str] | None) -> Any:
     from wharf.core.errors import WharfError
 
+    # A password prompt with no terminal (CI, a piped password) says "Warning: Password input
+    # may be echoed." itself; Python's GetPassWarning would repeat it with a source line.
+    warnings.filterwarnings("ignore", message="Can not control echo on the terminal")
     try:
         return cli.main(args=argv, prog_name="wharf", standalone_mode=False)
     except click.exceptions.Exit as exc:
