@@ -10,9 +10,9 @@ from pathlib import Path
 
 
 def test_a_piped_password_without_a_terminal_warns_in_plain_lines(tmp_path: Path) -> None:
+    command = ("resource-manager", "credential", "bob", "--password")
     result = subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", "resource-manager", "credential", "bob"]
-        + ["--password"],
+        [sys.executable, "-m", "wharf.cli.main", *command],
         input="a-long-password\na-long-password\n",
         capture_output=True,
         text=True,
