@@ -8,7 +8,8 @@ still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) e
 failed, its traceback shown once (logged here, unless the caller raises it again:
 :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates
 (the run loop stops the run: no write can succeed). A resumed run replays the function; a call
-made differently, or one left out, fails the run (``launcher``).
+made differently, or one left out, fails the run (``launcher``); each call is checked when it is
+made, against the call order the earlier process recorded (``call_order``).
 """
 
 from __future__ import annotations
@@ -381,6 +382,12 @@ class DynamicRunner:
         spec = self._spec_factory(
             step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
         )
+        try:  # in the function's own thread: the calls' order is the function's
+            self._launcher.called(spec, versions)
+        except ReplayDivergedError as exc:
+            with self._lock:
+                self.outcome.diverged = self.outcome.diverged or str(exc)
+            raise
         return spec, versions
 
     def _check_produced_here(self, step_id: str, input_name: str, artifact: OutputArtifact) -> None:

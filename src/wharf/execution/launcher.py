@@ -30,6 +30,7 @@ from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_ret
 from wharf.execution.attempts import AttemptExecutor, PlacesAttempts
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
+from wharf.execution.call_order import CallOrder, diverged_reason
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.launch_errors import end_after_error
 from wharf.execution.outages import refused
@@ -57,7 +58,8 @@ class ReplayDivergedError(StepExecutionError):
     from the earlier process (:func:`~wharf.execution.run_lifecycle.replay_differs`).
 
     An earlier step run is gone on from only for the same call; the first call that differs
-    raises this, as does every launch after it (the run ends failed)."""
+    (or comes where the earlier process made another: ``call_order``) raises this when it is
+    made, as does every launch after it (the run ends failed)."""
 
 
 class StepLauncher:
@@ -116,6 +118,7 @@ class StepLauncher:
         self._stop_recorded = stop_recorded
         self._diverged: str | None = None
         self._replay_lock = threading.Lock()
+        self._calls = CallOrder(self._resumed.values())
         self._adoptable = resumed.adoptable if resumed is not None else frozenset()
         self._services = services
         self._stops = stops
@@ -153,6 +156,24 @@ class StepLauncher:
         operator the stack lacks, reclaim settings its runtime cannot honour)."""
         self._runtimes.check(spec.name, spec.config)
 
+    def called(self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]) -> None:
+        """A dynamic pipeline's function made the call ``spec``, launched later (its position
+        is recorded with step runs: ``call_order``). A replay raises :class:`ReplayDivergedError`
+        here, before any later call starts a step, if the earlier process made another call at
+        that position, or this one elsewhere or differently."""
+        differs = self._calls.call(spec.name)
+        if not self._check_replay:
+            return
+        with self._replay_lock:
+            earlier = self._resumed.get(spec.name)
+            if self._diverged is None and differs is None and earlier is not None:
+                differs = replay_differs(earlier, spec, {n: v.id for n, v in inputs.items()})
+            if self._diverged is None and differs is not None:
+                self._diverged = diverged_reason(spec.name, differs)
+            diverged = self._diverged
+        if diverged is not None:
+            raise ReplayDivergedError(diverged)
+
     def launch(
         self,
         spec: StepSpec,
@@ -161,7 +182,7 @@ class StepLauncher:
     ) -> StepOutcome:
         earlier = self._resumed.pop(spec.name, None)  # each step is launched once
         if self._check_replay:
-            self._check_call(spec, inputs, earlier)
+            self._check_call(earlier)
         if earlier is not None:
             return self._resume(spec, inputs, region, earlier)
         holders = self._holders_for(spec)
@@ -174,6 +195,8 @@ class StepLauncher:
             except WharfError as exc:
                 return self._fail_before_start(spec, inputs, str(exc))
             first = self._create_attempt(spec, inputs, cache_key, 1, None)
+        written = first if isinstance(first, StepRunRecord) else first.step_run
+        self._calls.written(written.calls if written is not None else None)
         if isinstance(first, StepOutcome):
             return first
         return self._run_attempts(spec, inputs, cache_key, region, first)
@@ -197,24 +220,11 @@ class StepLauncher:
             "function replays the same calls."
         )
 
-    def _check_call(
-        self,
-        spec: StepSpec,
-        inputs: Mapping[str, ArtifactVersionRecord],
-        earlier: StepRunRecord | None,
-    ) -> None:
-        """Raise :class:`ReplayDivergedError` unless the replayed call ``spec`` is the one
-        the earlier process made under its invocation id (if any), or once one was not."""
+    def _check_call(self, earlier: StepRunRecord | None) -> None:
+        """Raise :class:`ReplayDivergedError` once the replay diverged (:meth:`called` checked
+        each call when it was made), ending the earlier step run of this call."""
         with self._replay_lock:
             diverged = self._diverged
-            if diverged is None and earlier is not None:
-                differs = replay_differs(earlier, spec, {n: v.id for n, v in inputs.items()})
-                if differs is not None:
-                    diverged = self._diverged = (
-                        f"The pipeline function called step '{spec.name}' differently ({differs}) "
-                        "after the run's orchestrator restarted; a dynamic run is resumed only "
-                        "when its function replays the same calls."
-                    )
         if diverged is None:
             return
         if earlier is not None:
@@ -307,6 +317,7 @@ class StepLauncher:
             "parameters": spec.parameters,
             "inputs": {name: v.id for name, v in inputs.items()},
             "spec": spec if self._record_specs else None,
+            "calls": self._calls.for_create(spec.name),
         }
 
     def _fail_before_start(
@@ -317,6 +328,7 @@ class StepLauncher:
         # whose answer was lost is answered as written, never written twice.
         create = StepRunCreate.model_validate({**self._base_create(spec, inputs), **failed})
         record = step_writes.create(self._services, create)
+        self._calls.written(record.calls)
         outcome = StepOutcome(spec.name, ExecutionStatus.FAILED, step_run=record, reason=reason)
         return self._ended(outcome, None)
 
@@ -386,6 +398,8 @@ class StepLauncher:
         """The step run of ``attempt`` as created; or, for a cache hit or a retry that may
         not start, the step's outcome. ``previous``: the last attempt's final record."""
         create = self._attempt_create(spec, inputs, cache_key, attempt)
+        if previous is not None:  # a retry: the calls its first attempt recorded
+            create = create.model_copy(update={"calls": previous.calls})
         if attempt == 1 and cache_enabled(spec):
             # The lookup records a hit itself (one call) unless the cached step run would get
             # a different spec: a queued step sends its spec for its resource request only,

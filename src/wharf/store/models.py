@@ -185,6 +185,13 @@ class StepRunRecord(_Frozen):
     """The step's Resource Manager request (steps that ask for resources)."""
     runtime: StepRuntime | None = None
     """Where the step runs (inline or isolated), when known."""
+    calls: dict[int, str] | None = None
+    """A dynamic pipeline's call order as known when this step run was created: position of
+    a call in the function's calls (0 for the first) -> its invocation id. Holds the step's
+    own call and the earlier calls not yet recorded on another step run (a retry: its first
+    attempt's), so the calls up to each started step are recorded before it starts and a
+    replay of the function (its run resumed) is checked against them (``launcher``). None:
+    a static pipeline's step, or one recorded before call positions were."""
     created: datetime
     updated: datetime
 
@@ -358,6 +365,8 @@ class StepRunCreate(_Frozen):
     spec: StepSpec | None = None
     logs_uri: str | None = None
     runtime: StepRuntime | None = None
+    calls: dict[int, str] | None = None
+    """See :attr:`StepRunRecord.calls`."""
     resource_request_id: UUID | None = None
     """Set only where the request is made (:mod:`wharf.execution.step_writes` in embedded mode,
     :mod:`wharf.server.step_resources` on the server, which drops any client's value)."""

@@ -108,6 +108,17 @@ def test_spec_logs_uri_and_pid_round_trip(world: World, clock: FakeClock) -> Non
     assert steps.find_cached(world.project.id, "k", clock.now) == done
 
 
+def test_call_positions_round_trip(world: World) -> None:
+    """A dynamic step run's ``calls`` (position -> invocation id) come back as written, also
+    from a list; a step run written without them has none."""
+    calls = {0: "load", 1: "train_0", 2: "train_1"}
+    step = world.step(name="train_1", calls=calls)
+    assert step.calls == calls
+    assert world.store.steps.get(step.id).calls == calls
+    assert world.store.steps.list(StepRunFilter(names=("train_1",))).items == [step]
+    assert world.step().calls is None
+
+
 def test_pid_round_trip(world: World, clock: FakeClock) -> None:
     """The store records a step's process; over REST only the step's own process may (its run
     token), which ``tests/server/test_step_process.py`` covers."""

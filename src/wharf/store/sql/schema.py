@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy import Connection
 
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 """The newest migration in ``migrations/versions``; bump it with every new migration."""
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"

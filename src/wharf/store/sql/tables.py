@@ -194,6 +194,7 @@ step_run = Table(
     Column("pid_start", String(NAME_LENGTH), nullable=True),
     Column("resource_request_id", UUID, nullable=True),
     Column("runtime", String(STATUS_LENGTH), nullable=True),
+    Column("calls", NullableJsonText(), nullable=True),
     _created(),
     Column("updated", UtcDateTime(), nullable=False),
     UniqueConstraint("run_id", "name", "attempt"),

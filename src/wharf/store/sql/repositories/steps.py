@@ -128,6 +128,7 @@ def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
         "pid": None,
         "resource_request_id": step.resource_request_id,
         "runtime": None if step.runtime is None else step.runtime.value,
+        "calls": None if step.calls is None else {str(k): v for k, v in step.calls.items()},
         "created": now,
         "updated": now,
     }
