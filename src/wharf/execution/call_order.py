@@ -15,7 +15,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 
+from wharf.core.errors import StepExecutionError
 from wharf.store.models import StepRunRecord
+
+
+class ReplayDivergedError(StepExecutionError):
+    """A dynamic pipeline's function, run again to resume its run, called a step differently
+    from the earlier process (:func:`~wharf.execution.run_lifecycle.replay_differs`), or at a
+    position where the earlier process made another call (:class:`CallOrder`).
+
+    An earlier step run is gone on from only for the same call; the first call that differs
+    raises this when it is made, as does every launch after it (the run ends failed)."""
 
 
 class CallOrder:
@@ -71,6 +81,15 @@ def diverged_reason(name: str, differs: str) -> str:
     """Why a resumed run fails whose replayed function called step ``name`` differently."""
     return (
         f"The pipeline function called step '{name}' differently ({differs}) after the run's "
+        "orchestrator restarted; a dynamic run is resumed only when its function replays the "
+        "same calls."
+    )
+
+
+def unreached_reason(names: list[str]) -> str:
+    """Why a resumed run fails whose replayed function ended without calling ``names`` again."""
+    return (
+        f"The pipeline function did not call step(s) {', '.join(names)} again after the run's "
         "orchestrator restarted; a dynamic run is resumed only when its function replays the "
         "same calls."
     )

@@ -33,6 +33,7 @@ from wharf.core.errors import (
     StepInterfaceError,
 )
 from wharf.execution.attempt_ends import describe_exception
+from wharf.execution.call_order import ReplayDivergedError
 from wharf.execution.daemon_pool import DaemonThreadPool
 from wharf.execution.dynamic_arguments import (
     artifact_of,
@@ -51,7 +52,7 @@ from wharf.execution.dynamic_futures import (
 )
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
-from wharf.execution.launcher import ReplayDivergedError, StepLauncher, StepOutcome
+from wharf.execution.launcher import StepLauncher, StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop

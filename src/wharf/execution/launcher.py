@@ -1,11 +1,11 @@
 """Launching one step of a run: decide caching right before it runs, then run its attempts.
 
 Owns :class:`StepLauncher` (one per run: :meth:`StepLauncher.launch` per step,
-:meth:`StepLauncher.end_unreached` once a replayed function ended) and
-:class:`ReplayDivergedError`. Invariants: a retry is a new step run and an interrupted step is
-never retried; the cache lookup and the creation of a step's first attempt are one decision,
-made once the step has its parallelism slot (:mod:`wharf.execution.cache_decisions`); an
-attempt in flight that is resumed is adopted by its backend, never run in a second process.
+:meth:`StepLauncher.end_unreached` once a replayed function ended). Invariants: a retry is a
+new step run and an interrupted step is never retried; the cache lookup and the creation of a
+step's first attempt are one decision, made once the step has its parallelism slot
+(:mod:`wharf.execution.cache_decisions`); an attempt in flight that is resumed is adopted by
+its backend, never run in a second process; a replay that diverges fails (``call_order``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from wharf.config.spec import StepSpec, wants_resources
 from wharf.core.enums import ExecutionStatus, StepRuntime
 from wharf.core.errors import (
     RunStoppingError,
-    StepExecutionError,
     WharfError,
 )
 from wharf.execution import step_writes
@@ -30,7 +29,12 @@ from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_ret
 from wharf.execution.attempts import AttemptExecutor, PlacesAttempts
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
-from wharf.execution.call_order import CallOrder, diverged_reason
+from wharf.execution.call_order import (
+    CallOrder,
+    ReplayDivergedError,
+    diverged_reason,
+    unreached_reason,
+)
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.launch_errors import end_after_error
 from wharf.execution.outages import refused
@@ -46,20 +50,11 @@ from wharf.store.models import (
     StepRunRecord,
 )
 
-__all__ = ["ReplayDivergedError", "StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
+__all__ = ["StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
 
 logger = logging.getLogger(__name__)
 
 NOT_CALLED_AGAIN = "not called again after the run's orchestrator restarted"
-
-
-class ReplayDivergedError(StepExecutionError):
-    """A dynamic pipeline's function, run again to resume its run, called a step differently
-    from the earlier process (:func:`~wharf.execution.run_lifecycle.replay_differs`).
-
-    An earlier step run is gone on from only for the same call; the first call that differs
-    (or comes where the earlier process made another: ``call_order``) raises this when it is
-    made, as does every launch after it (the run ends failed)."""
 
 
 class StepLauncher:
@@ -158,9 +153,8 @@ class StepLauncher:
 
     def called(self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]) -> None:
         """A dynamic pipeline's function made the call ``spec``, launched later (its position
-        is recorded with step runs: ``call_order``). A replay raises :class:`ReplayDivergedError`
-        here, before any later call starts a step, if the earlier process made another call at
-        that position, or this one elsewhere or differently."""
+        is recorded with step runs: ``call_order``). A replay raises ReplayDivergedError here,
+        before a later call starts a step, if the earlier process called otherwise."""
         differs = self._calls.call(spec.name)
         if not self._check_replay:
             return
@@ -212,13 +206,7 @@ class StepLauncher:
                 self._abandon(record, NOT_CALLED_AGAIN)
             except Exception:  # the run ends all the same
                 logger.warning("Could not end step run %s", record.id, exc_info=True)
-        if not unreached:
-            return None
-        return (
-            f"The pipeline function did not call step(s) {', '.join(sorted(unreached))} again "
-            "after the run's orchestrator restarted; a dynamic run is resumed only when its "
-            "function replays the same calls."
-        )
+        return unreached_reason(sorted(unreached)) if unreached else None
 
     def _check_call(self, earlier: StepRunRecord | None) -> None:
         """Raise :class:`ReplayDivergedError` once the replay diverged (:meth:`called` checked
