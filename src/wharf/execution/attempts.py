@@ -258,7 +258,7 @@ class IsolatedExecutor:
             # passed; the process's own first beat, always later than this one, brings it back
             # to the usual liveness timeout.
             first = liveness_timeout_for(interval)
-            startup = startup_timeout_of(backend)
+            startup = startup_timeout_of(backend, spec)
             if startup is not None:
                 first = max(first, startup)
             try:

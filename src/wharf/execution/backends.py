@@ -113,11 +113,26 @@ class SlowStarting(Protocol):
     than the usual liveness timeout."""
 
 
-def startup_timeout_of(backend: object) -> float | None:
-    """``backend``'s startup timeout in seconds, if it declares one (:class:`SlowStarting`)."""
-    if not isinstance(backend, SlowStarting):
+@runtime_checkable
+class SlowStartingPerStep(Protocol):
+    """A step backend whose startup timeout depends on the step (a step's own settings may
+    set it): :func:`startup_timeout_of` asks it for the step at hand."""
+
+    def startup_timeout_for(self, spec: StepSpec) -> float | None:
+        """How long an attempt of ``spec`` may take from its submit to its first heartbeat;
+        None: no longer than the usual liveness timeout."""
+        ...
+
+
+def startup_timeout_of(backend: object, spec: StepSpec | None = None) -> float | None:
+    """``backend``'s startup timeout in seconds for an attempt of ``spec``, if it declares one
+    (:class:`SlowStartingPerStep` when a step is given, else :class:`SlowStarting`)."""
+    if spec is not None and isinstance(backend, SlowStartingPerStep):
+        seconds = backend.startup_timeout_for(spec)
+    elif isinstance(backend, SlowStarting):
+        seconds = backend.startup_timeout_seconds
+    else:
         return None
-    seconds = backend.startup_timeout_seconds
     return None if seconds is None else float(seconds)
 
 

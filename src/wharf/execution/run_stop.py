@@ -363,6 +363,10 @@ class TrackedBackend(Generic[H]):
         """The inner backend's (``wharf.execution.backends.SlowStarting``)."""
         return startup_timeout_of(self.inner)
 
+    def startup_timeout_for(self, spec: StepSpec) -> float | None:
+        """The inner backend's for ``spec`` (``wharf.execution.backends.SlowStartingPerStep``)."""
+        return startup_timeout_of(self.inner, spec)
+
     def placement(self, spec: StepSpec, record: StepRunRecord) -> str | None:
         """The inner backend's (``wharf.execution.backends.DescribesPlacement``)."""
         return placement_of(self.inner, spec, record)

@@ -220,3 +220,49 @@ def test_terminations_read_as_phrases() -> None:
         describe_termination({"exitCode": 3, "reason": "StartError"})
         == "exited with code 3 (StartError)"
     )
+
+
+def unschedulable(the_pod: dict[str, Any]) -> dict[str, Any]:
+    the_pod["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        }
+    ]
+    the_pod["status"]["containerStatuses"] = []
+    return the_pod
+
+
+def started_by(timeout: float, pods: list[dict[str, Any]]) -> AttemptOutcome | None:
+    return attempt_outcome(
+        job(), False, pods, backoff_limit=0, waiting_reasons=REASONS, startup_timeout_passed=timeout
+    )
+
+
+def test_a_pod_that_never_started_within_its_startup_timeout_fails_saying_why() -> None:
+    pending = unschedulable(pod("Pending"))
+    assert outcome(job(), [pending]) is None  # the timeout has not passed
+    ended = started_by(8, [pending])
+    assert ended == AttemptOutcome(
+        Ended.FAILED,
+        "could not start within its pod_startup_timeout (8 s): its pod j-1 is Pending; "
+        "Unschedulable (0/3 nodes are available: 3 Insufficient nvidia.com/gpu.)",
+    )
+    creating = pod("Pending", waiting="ContainerCreating")
+    creating["spec"]["nodeName"] = "node-1"
+    assert started_by(8, [creating]) == AttemptOutcome(
+        Ended.FAILED,
+        "could not start within its pod_startup_timeout (8 s): its pod j-1 is Pending; "
+        "container main waiting: ContainerCreating (no such image)",
+    )
+    assert started_by(2.5, []) == AttemptOutcome(
+        Ended.FAILED, "could not start within its pod_startup_timeout (2.5 s): its Job has no pod"
+    )
+
+
+def test_a_pod_that_started_is_not_failed_by_the_startup_timeout() -> None:
+    running = pod("Running")
+    running["status"]["containerStatuses"][0]["state"] = {"running": {}}
+    assert started_by(8, [running]) is None

@@ -9,7 +9,9 @@ real SQLite store, as the step's entry point would."""
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,18 +25,26 @@ from tests.execution.test_isolated_wait import (
     checks_after_now,
     services_for,
 )
+from tests.integrations.kubernetes.step_backend_bed import launch, wait_all
 from tests.kube.emulator import Emulator
 from tests.kube.http_testing import bind
 from tests.kube.kubelet import Kubelet
 from tests.store.conftest import World
 from tests.waiting import wait_for
-from wharf.core.enums import ExecutionStatus
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.spec import StepConfig, StepSpec
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.execution.attempts import IsolatedExecutor
-from wharf.execution.backends import startup_timeout_of
+from wharf.execution.backends import Ended, StepLaunch, startup_timeout_of
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
-from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend import (
+    STARTUP_REPORT_MARGIN_SECONDS,
+    KubernetesStepBackend,
+)
+from wharf.integrations.kubernetes.step_operator import KubernetesStepOperator
+from wharf.store.models import ComponentRecord
 
 NS = "default"
 IMAGE = "wharf/records-completed"
@@ -48,7 +58,9 @@ def kubelet(emulator: Emulator, tmp_path: Path) -> Iterator[Kubelet]:
         f"""#!{sys.executable}
 import sys
 from uuid import UUID
-from wharf.core.enums import ExecutionStatus
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.config.spec import StepConfig, StepSpec
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.store.models import StepRunUpdate
 from wharf.store.sql import SqlStore
 
@@ -74,6 +86,60 @@ def test_the_pod_startup_timeout_is_a_validated_setting_of_600_s_by_default() ->
     assert configured.pod_startup_timeout == 120
     with pytest.raises(ValidationError, match="pod_startup_timeout"):
         KubernetesOrchestratorSettings(pod_startup_timeout=-1)
+
+
+def step_with(key: str, **settings: object) -> StepSpec:
+    return StepSpec(
+        name="s", source="x:s", code_hash="s", config=StepConfig(settings={key: settings})
+    )
+
+
+def test_a_steps_own_pod_startup_timeout_is_the_engines_allowance_until_its_first_beat(
+    clients: KubeClients,
+) -> None:
+    """The step's entry is layered over the component's (600 s), for the orchestrator's step
+    backend and for the step operator's; the backend reports a pod that never started at the
+    timeout, so the engine's liveness check waits a margin longer."""
+    plain = StepSpec(name="s", source="x:s", code_hash="s")
+    backend = KubernetesStepBackend(
+        clients, KubernetesOrchestratorSettings(namespace=NS), image=IMAGE, labels={}
+    )
+    eight = step_with("orchestrator.kubernetes", pod_startup_timeout=8)
+    assert startup_timeout_of(backend, eight) == 8 + STARTUP_REPORT_MARGIN_SECONDS
+    assert startup_timeout_of(backend, plain) == 600 + STARTUP_REPORT_MARGIN_SECONDS
+    operator = KubernetesStepOperator(
+        ComponentRecord(
+            id=uuid.uuid4(),
+            name="op",
+            type=ComponentType.STEP_OPERATOR,
+            flavor="kubernetes",
+            configuration={"namespace": NS, "image": IMAGE},
+            created=datetime.now(UTC),
+        )
+    ).step_backend()
+    eight = step_with("step_operator.kubernetes", pod_startup_timeout=8)
+    assert startup_timeout_of(operator, eight) == 8 + STARTUP_REPORT_MARGIN_SECONDS
+    assert startup_timeout_of(operator, plain) == 600 + STARTUP_REPORT_MARGIN_SECONDS
+
+
+def test_a_pod_never_scheduled_within_its_steps_startup_timeout_fails_saying_so(
+    world: World, clients: KubeClients, logs: LocalArtifactStore
+) -> None:
+    """No node takes the pod (no kubelet): at the step's 1 s, not the component's 600 s, the
+    attempt fails, naming the timeout and the pod left Pending unscheduled."""
+    backend = KubernetesStepBackend(
+        clients, KubernetesOrchestratorSettings(namespace=NS), image=IMAGE, labels={"p": "t"}
+    )
+    try:
+        plain = launch(world, logs)
+        spec = step_with("orchestrator.kubernetes", pod_startup_timeout=1)
+        handle = backend.submit(StepLaunch(plain.record, spec, {}, logs), None)
+        ((ended, detail),) = wait_all(backend, [handle], timeout=15).values()
+        assert ended is Ended.FAILED
+        assert detail.startswith("could not start within its pod_startup_timeout (1 s): its pod ")
+        assert detail.endswith(" is Pending; not scheduled to a node"), detail
+    finally:
+        backend.close()
 
 
 def test_a_step_pod_waiting_for_a_node_past_the_liveness_timeout_runs_to_completion(

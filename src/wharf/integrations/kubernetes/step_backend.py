@@ -79,6 +79,10 @@ CONFLICT = 409
 UNREPORTED_END_MARGIN_SECONDS = 30.0
 """How long after its grace period a cancelled attempt's pods may take to be reported ended;
 past it their node is taken as lost (it no longer reports) and the attempt as cancelled."""
+STARTUP_REPORT_MARGIN_SECONDS = 30.0
+"""How much longer than a step's ``pod_startup_timeout`` the engine's liveness check waits for
+its first heartbeat: the backend fails a pod that never started at the timeout itself, saying
+why, before the engine would call it a lost heartbeat."""
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
@@ -108,6 +112,10 @@ class _Attempt:
     logs_uri: str | None
     backoff_limit: int
     waiting_reasons: tuple[str, ...]
+    startup_timeout: float
+    startup_deadline: float
+    """When (monotonic) its pods must have started a container: its submit plus the step's
+    ``pod_startup_timeout``."""
     cancelled: bool = False
     cancel_deadline: float | None = None
     """After a cancel: when (monotonic) its pods should have ended; past it they never will."""
@@ -224,8 +232,20 @@ class KubernetesStepBackend:
                 record.logs_uri,
                 backoff_limit=backoff_limit,
                 waiting_reasons=tuple(settings.fail_on_container_waiting_reasons),
+                startup_timeout=settings.pod_startup_timeout,
+                startup_deadline=time.monotonic() + settings.pod_startup_timeout,
             )
         return handle
+
+    def startup_timeout_for(self, spec: StepSpec) -> float | None:
+        """The engine's allowance until the first heartbeat of an attempt of ``spec``: its own
+        ``pod_startup_timeout`` (the step's settings layered) plus a margin in which this
+        backend reports a pod that never started (``wharf.execution.backends``)."""
+        try:
+            timeout = _for_step(self.settings, spec).pod_startup_timeout
+        except InputError:  # the submit refuses the settings, naming them
+            timeout = self.settings.pod_startup_timeout
+        return timeout + STARTUP_REPORT_MARGIN_SECONDS
 
     def _create_job(
         self,
@@ -299,10 +319,12 @@ class KubernetesStepBackend:
                         outcome = self._outcome_of(handle)
                         if outcome is not None:
                             done[handle] = outcome
-                left = deadline - time.monotonic()
+                    starts = [self._attempts[h].startup_deadline for h in handles]
+                now = time.monotonic()
+                left = deadline - now
                 if done or left <= 0:
                     return done
-                wake.wait(left)
+                wake.wait(min([left, *(s - now for s in starts if s > now)]))
         finally:
             with self._condition:
                 for name in names:
@@ -468,6 +490,11 @@ class KubernetesStepBackend:
                 cancel_overdue=_overdue(attempt),
                 awaited_secret=None if self._owner else attempt.job_name,  # its own Secret
                 create_refused=self._refusals.refusal(job),
+                startup_timeout_passed=(
+                    attempt.startup_timeout
+                    if time.monotonic() >= attempt.startup_deadline
+                    else None
+                ),
             )
         return attempt.outcome
 

@@ -33,12 +33,14 @@ def attempt_outcome(
     cancel_overdue: bool = False,
     awaited_secret: str | None = None,
     create_refused: str | None = None,
+    startup_timeout_passed: float | None = None,
 ) -> AttemptOutcome | None:
     """How the attempt of ``job`` (None: not seen) ended, or None while it runs. ``pods``: the
     Job's pods, oldest first. ``cancel_overdue``: it was cancelled and its pods should have
     ended by now. ``awaited_secret``: the Job's own Secret, created right after the Job (its
     pod may wait for it a moment: that wait is not a failure). ``create_refused``: why the API
-    refuses the Job's pod (its ``FailedCreate`` Event). Rules, in order:
+    refuses the Job's pod (its ``FailedCreate`` Event). ``startup_timeout_passed``: the
+    ``pod_startup_timeout`` (s), once that long passed since the submit. Rules, in order:
 
     - the Job's ``Complete`` condition, or any of its pods ``Succeeded``: succeeded;
     - the Job's ``Failed`` condition (backoff limit, active deadline, pod failure policy) once
@@ -51,6 +53,8 @@ def attempt_outcome(
       naming the reason and the image;
     - the Job without any pod and its pod refused by the API (``create_refused``): failed at
       once, naming the refusal;
+    - ``startup_timeout_passed`` and no container of its pods ever started: failed, naming the
+      timeout and why its newest pod waits (unschedulable, a container's waiting reason);
     - the Job deleted by someone else (gone, or being deleted and its pods ended): lost.
 
     After a cancel: cancelled once the Job is gone or its pods ended, or once the cancel is
@@ -76,9 +80,50 @@ def attempt_outcome(
         return AttemptOutcome(
             Ended.FAILED, f"{NOT_STARTED}: the API refused its pod ({create_refused})"
         )
+    if startup_timeout_passed is not None and not any(map(_container_started, pods)):
+        return AttemptOutcome(Ended.FAILED, not_started_detail(pods, startup_timeout_passed))
     if job_deleted or (being_deleted(job) and ended_pods):
         return AttemptOutcome(Ended.LOST, "was deleted from outside (its Job is gone)")
     return None
+
+
+def not_started_detail(pods: Sequence[KubeObject], timeout: float) -> str:
+    """Why an attempt whose pods never ran a container within ``timeout`` (its
+    ``pod_startup_timeout``) did not start, as an outcome's detail: the newest pod's phase, its
+    scheduling refusal and its containers' waiting reasons, as far as they are known."""
+    what = f"{NOT_STARTED} within its pod_startup_timeout ({timeout:g} s)"
+    if not pods:
+        return f"{what}: its Job has no pod"
+    pod = pods[-1]
+    status = pod.get("status") or {}
+    name = (pod.get("metadata") or {}).get("name")
+    why = [f"its pod {name} is {status.get('phase') or 'Pending'}"]
+    scheduled = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+    )
+    if scheduled is not None and scheduled.get("status") == "False":
+        reason, message = scheduled.get("reason") or "not scheduled", scheduled.get("message")
+        why.append(f"{reason}" + (f" ({message})" if message else ""))
+    elif not (pod.get("spec") or {}).get("nodeName"):
+        why.append("not scheduled to a node")
+    for container in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            message = waiting.get("message")
+            why.append(
+                f"container {container.get('name')} waiting: {waiting['reason']}"
+                + (f" ({message})" if message else "")
+            )
+    return f"{what}: " + "; ".join(why)
+
+
+def _container_started(pod: KubeObject) -> bool:
+    """Whether a container of the pod has run (is running or ended)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any({"running", "terminated"} & set(s.get("state") or {}) for s in statuses)
 
 
 def _failed_by_itself(pod: KubeObject) -> bool:

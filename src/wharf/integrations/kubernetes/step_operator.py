@@ -28,6 +28,7 @@ from wharf.integrations.kubernetes.orchestrator import is_local_path
 from wharf.integrations.kubernetes.orchestrator_launch import SUBMITTER_ONLY_ENV
 from wharf.integrations.kubernetes.settings import KubernetesStepOperatorSettings
 from wharf.integrations.kubernetes.step_backend import (
+    STARTUP_REPORT_MARGIN_SECONDS,
     KubernetesHandle,
     KubernetesStepBackend,
     job_name_for,
@@ -183,6 +184,15 @@ class KubernetesStepOperatorBackend:
         with self._lock:
             self._handles[handle] = key
         return handle
+
+    def startup_timeout_for(self, spec: StepSpec) -> float | None:
+        """The step's own ``pod_startup_timeout`` (its settings layered) plus the margin in
+        which its backend reports a pod that never started (``SlowStartingPerStep``)."""
+        try:
+            timeout = layered_for_step(self.operator.settings, spec).pod_startup_timeout
+        except InputError:  # the submit refuses the settings, naming them
+            timeout = self.operator.settings.pod_startup_timeout
+        return timeout + STARTUP_REPORT_MARGIN_SECONDS
 
     def placement(self, spec: StepSpec, record: StepRunRecord) -> str:
         """Where the attempt of ``record`` runs: its Job, in the namespace the step's settings
