@@ -27,6 +27,7 @@ from wharf.cli.resource_manager import (
     rm_options,
     split_assignment,
 )
+from wharf.cli.rm_names import find_policy
 
 POLICY_FILE_HELP = """\b
 Policy file (-f FILE): YAML holding the policy's fields; options given as well are applied
@@ -287,6 +288,7 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
         raise InputError("A policy cannot move to another pool; create a new one.")
     body = _fields(options, name_key="rename")
     with open_rm(ctx) as rm:
+        name = find_policy(rm, name).name
         if body.get("priority", 0) != 0 and "priority_lane" not in body:
             _refuse_priority_in_lane(rm.policies.get(name), body["priority"])
         if _edits_grants(options) or options["remove_grant"]:
@@ -347,9 +349,9 @@ def list_policies(ctx: click.Context, pool: str | None, output: str) -> None:
 @OUTPUT_OPTION
 @click.pass_context
 def show(ctx: click.Context, name: str, output: str) -> None:
-    """Show policy NAME."""
+    """Show policy NAME (a name, id or id prefix)."""
     with open_rm(ctx) as rm:
-        _show(rm, rm.policies.get(name), output)
+        _show(rm, find_policy(rm, name), output)
 
 
 @policy.command("delete")
@@ -359,8 +361,8 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete policy NAME."""
     with open_rm(ctx) as rm:
+        name = find_policy(rm, name).name  # an unknown name is said before asking to confirm
         if not yes:
-            rm.policies.get(name)  # an unknown name is said before asking to confirm
             click.confirm(f"Delete policy '{name}'?", abort=True)
         rm.policies.delete(name)
     click.echo(f"Deleted policy '{name}'.")

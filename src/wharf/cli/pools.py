@@ -28,6 +28,7 @@ from wharf.cli.resource_manager import (
     rm_options,
     split_assignment,
 )
+from wharf.cli.rm_names import find_pool
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import PoolAllocation
@@ -232,6 +233,7 @@ def update(
         body, name=rename, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
     )
     with open_rm(ctx) as rm:
+        name = find_pool(rm, name).name
         if capacities or reclaimable or class_rank or remove_class:
             current = body.get("classes") or [
                 c.model_dump(mode="json") for c in rm.pools.get(name).classes
@@ -265,16 +267,16 @@ def list_pools(ctx: click.Context, output: str) -> None:
         emit(rows, columns, output)
 
 
-@pool.command("show")
+@pool.command("show", short_help="Show pool NAME with its classes and current allocations.")
 @click.argument("name")
 @OUTPUT_OPTION
 @click.pass_context
 def show(ctx: click.Context, name: str, output: str) -> None:
-    """Show pool NAME with its classes and current allocations."""
+    """Show pool NAME (a name, id or id prefix) with its classes and current allocations."""
     from wharf.core.errors import IllegalOperationError
 
     with open_rm(ctx) as rm:
-        found = rm.pools.get(name)
+        found = find_pool(rm, name)
         held: list[PoolAllocation] | None = None
         try:
             held = rm.pools.allocations(found.id)
@@ -301,8 +303,8 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete pool NAME and its policies (refused while it has live requests)."""
     with open_rm(ctx) as rm:
+        name = find_pool(rm, name).name  # an unknown name is said before asking to confirm
         if not yes:
-            rm.pools.get(name)  # an unknown name is said before asking to confirm
             click.confirm(f"Delete pool '{name}' and its policies?", abort=True)
         rm.pools.delete(name)
     click.echo(f"Deleted pool '{name}'.")
@@ -318,6 +320,7 @@ def queue(ctx: click.Context, name: str, output: str) -> None:
     from wharf.cli.requests import QueueRow
 
     with open_rm(ctx) as rm:
+        name = find_pool(rm, name).name
         entries = rm.pools.queue(name)
     if output == "json":
         echo_json(entries)
