@@ -115,3 +115,17 @@ def test_without_a_server_the_commands_say_how_to_log_in(tmp_path: Path) -> None
     env["WHARF_HOME"] = str(tmp_path / "home")
     for args in (("user", "list"), ("project", "list"), ("service-account", "list")):
         assert_one_line_error(run(*args, env=env), "wharf login")
+
+
+def test_a_password_and_its_opposite_flag_are_refused_before_any_request(tmp_path: Path) -> None:
+    """``--no-password --password X`` used to create the user with password X (and
+    ``--password X --set-password`` to skip the prompt): contradictory options are one line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    env["WHARF_HOME"] = str(tmp_path / "home")
+    for args, message in [
+        (("user", "create", "kim", "--no-password", "--password", "a-long-one"), "--no-password"),
+        (("user", "update", "kim", "--password", "a-long-one", "--set-password"), "--set-password"),
+    ]:
+        result = run(*args, env=env)
+        assert_one_line_error(result, f"Give --password or {message}, not both.")
+        assert result.returncode == 2

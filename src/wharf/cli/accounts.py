@@ -69,6 +69,8 @@ def create_user(name: str, admin: bool, password: str | None, no_password: bool)
     """Create user NAME."""
     from wharf.cli.admin_client import session
 
+    if no_password and password is not None:
+        raise click.UsageError("Give --password or --no-password, not both.")
     body = {"name": name, "is_admin": admin, "password": _password(password, not no_password)}
     with session() as http:
         made = http.send("POST", f"{API}/users", body=body)
@@ -100,6 +102,8 @@ def update_user(
     from wharf.cli.admin_client import session, user
     from wharf.core.errors import InputError
 
+    if set_password and password is not None:
+        raise click.UsageError("Give --password or --set-password, not both.")
     password = _password(password, set_password)
     if admin is None and active is None and password is None:
         raise InputError(
