@@ -155,17 +155,22 @@ def _shown(configuration: dict[str, Any]) -> str:
 @component.command("update", short_help="Change a stack component's configuration.")
 @click.argument("name")
 @click.option(
-    "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
+    "--type",
+    "-t",
+    "type_",
+    metavar="TYPE",
+    help=f"One of: {COMPONENT_TYPES}; needed only when several types use NAME.",
 )
 @config_option("A configuration value to set (repeatable), parsed like `register`'s.")
 @click.option(
     "--remove", "-r", multiple=True, metavar="KEY", help="A configuration key to drop (repeatable)."
 )
 def update_component(
-    name: str, type_: str, config: tuple[str, ...], remove: tuple[str, ...]
+    name: str, type_: str | None, config: tuple[str, ...], remove: tuple[str, ...]
 ) -> None:
-    """Change the configuration of stack component NAME of type TYPE; refused while a run on a
-    stack using it is unfinished (an orchestrator's, also while a schedule uses such a stack)."""
+    """Change the configuration of stack component NAME (a name, id or id prefix; of type TYPE
+    when several types use the name); refused while a run on a stack using it is unfinished (an
+    orchestrator's, also while a schedule uses such a stack)."""
     from contextlib import closing
 
     from wharf.sdk import stacks
@@ -173,9 +178,12 @@ def update_component(
 
     if not config and not remove:
         raise click.UsageError("Nothing to change: give -c KEY=VALUE or --remove KEY.")
-    component_type = stacks.parse_component_type(type_)
+    component_type = None if type_ is None else stacks.parse_component_type(type_)
     configuration = stacks.parse_configuration(config)
     with closing(Workspace.open()) as workspace:
+        if component_type is None:
+            found = stacks.find_any_component(workspace, name)
+            name, component_type = found.name, found.type
         record = stacks.update_component(workspace, name, component_type, configuration, remove)
     click.echo(
         f"Updated {record.type.value} component '{record.name}': {_shown(record.configuration)}."
@@ -185,20 +193,28 @@ def update_component(
 @component.command("delete", short_help="Delete a stack component.")
 @click.argument("name")
 @click.option(
-    "--type", "-t", "type_", required=True, metavar="TYPE", help=f"One of: {COMPONENT_TYPES}."
+    "--type",
+    "-t",
+    "type_",
+    metavar="TYPE",
+    help=f"One of: {COMPONENT_TYPES}; needed only when several types use NAME.",
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def delete_component(name: str, type_: str, yes: bool) -> None:
-    """Delete stack component NAME of type TYPE; refused while a stack uses it."""
+def delete_component(name: str, type_: str | None, yes: bool) -> None:
+    """Delete stack component NAME (a name, id or id prefix; of type TYPE when several types use
+    the name); refused while a stack uses it."""
     from contextlib import closing
 
     from wharf.sdk import stacks
     from wharf.sdk.workspace import Workspace
 
-    component_type = stacks.parse_component_type(type_)
+    component_type = None if type_ is None else stacks.parse_component_type(type_)
     with closing(Workspace.open()) as workspace:
-        found = stacks.find_component(workspace, component_type, name)
+        if component_type is None:
+            found = stacks.find_any_component(workspace, name)
+        else:
+            found = stacks.find_component(workspace, component_type, name)
         if not yes:
-            click.confirm(f"Delete {component_type.value} '{found.name}'?", abort=True)
-        record = stacks.delete_component(workspace, found.name, component_type)
+            click.confirm(f"Delete {found.type.value} '{found.name}'?", abort=True)
+        record = stacks.delete_component(workspace, found.name, found.type)
     click.echo(f"Deleted {record.type.value} '{record.name}'.")

@@ -242,6 +242,47 @@ def find_component(workspace: Workspace, type: ComponentType, name: str) -> Comp
     raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
 
 
+def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
+    """The component ``text`` names without a type: the one component of that name, else the
+    one whose id is ``text`` or starts with it (as ``wharf component list`` shows ids). A name
+    that several types use asks for the type (InputError)."""
+    stacks = workspace.store.stacks
+    named = []
+    for type in ComponentType:
+        try:
+            named.append(stacks.get_component_by_name(type, text))
+        except EntityNotFoundError:
+            continue
+    if len(named) > 1:
+        types = " and ".join(c.type.value for c in named)
+        raise InputError(f"Components named '{text}' are of types {types}: give --type.")
+    if named:
+        return named[0]
+    uid = parse_uuid(text)
+    if uid is not None:
+        try:
+            return stacks.get_component(uid)
+        except EntityNotFoundError:
+            pass
+    prefix = parse_id_prefix(text)
+    matches = [] if prefix is None else _components_by_prefix(stacks, prefix)
+    found = only_match("component", text, matches)
+    if found is None:
+        raise EntityNotFoundError(f"No component named '{text}'.")
+    return found
+
+
+def _components_by_prefix(stacks: StackRepository, prefix: str) -> list[ComponentRecord]:
+    matches: list[ComponentRecord] = []
+    index = 1
+    while True:
+        page = stacks.list_components(page=PageRequest(index=index, size=MAX_PAGE_SIZE))
+        matches += [c for c in page.items if c.id.hex.startswith(prefix)]
+        if index * MAX_PAGE_SIZE >= page.total or not page.items:
+            return matches
+        index += 1
+
+
 def update_component(
     workspace: Workspace,
     name: str,

@@ -1,0 +1,70 @@
+"""``wharf component update | delete`` take a component's name, id or id prefix, as
+``wharf component list`` shows ids; ``--type`` is needed only when several types use a name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def wharf(*args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "wharf.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+        timeout=60,
+    )
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def ok(*args: str) -> str:
+    result = wharf(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def component_ids(kind: str) -> dict[str, str]:
+    listed = json.loads(ok("component", "list", "--type", kind, "-o", "json"))
+    return {c["name"]: c["id"] for c in listed}
+
+
+def test_components_are_updated_and_deleted_by_name_id_or_prefix(
+    home: Path, tmp_path: Path
+) -> None:
+    ok("component", "register", "orch", "-t", "orchestrator", "-f", "local")
+    store_path = str(tmp_path / "a")
+    ok(
+        "component",
+        "register",
+        "store",
+        "-t",
+        "artifact_store",
+        "-f",
+        "local",
+        "-c",
+        f"path={store_path}",
+    )
+    store_id = component_ids("artifact_store")["store"]
+    updated = ok("component", "update", store_id[:8], "-c", f"path={tmp_path / 'b'}")
+    assert updated.startswith("Updated artifact_store component 'store'")
+    assert ok("component", "delete", "orch", "--yes").strip() == "Deleted orchestrator 'orch'."
+    assert ok("component", "delete", store_id, "--yes").strip() == "Deleted artifact_store 'store'."
+
+
+def test_a_name_several_types_use_still_needs_the_type(home: Path) -> None:
+    ok("stack", "list")  # the default stack: an orchestrator and an artifact store 'default'
+    result = wharf("component", "delete", "default", "--yes")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "Error: Components named 'default' are of types orchestrator and artifact_store: "
+        "give --type."
+    )
+    unknown = wharf("component", "delete", "nosuch", "--yes")
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip() == "Error: No component named 'nosuch'."
