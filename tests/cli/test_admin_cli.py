@@ -108,6 +108,14 @@ def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
         "Service account 'ci' already has an API key named 'deploy' (a revoked key keeps its name)",
     )
     assert_one_line_error(run("api-key", "create", "ghost", env=env), "No service account")
+    # the keys 'revoke' takes, by name or id, can be looked up: never their secrets
+    (key,) = json.loads(ok("api-key", "list", "ci", "-o", "json", env=env))
+    assert key["name"] == "deploy" and key["revoked_at"] is not None and "secret" not in key
+    table = ok("api-key", "list", "ci", env=env).splitlines()
+    assert table[0].split() == ["NAME", "CREATED", "LAST_USED", "REVOKED_AT", "ID"]
+    assert table[1].startswith("deploy ") and table[1].endswith(key["id"])
+    assert secret not in "".join(table)
+    assert_one_line_error(run("api-key", "list", "ghost", env=env), "No service account")
 
 
 def test_without_a_server_the_commands_say_how_to_log_in(tmp_path: Path) -> None:

@@ -55,7 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "wharf.cli.service_accounts:service_account",
         "Create and list service accounts.",
     ),
-    "api-key": ("wharf.cli.service_accounts:api_key", "Create and revoke service account keys."),
+    "api-key": (
+        "wharf.cli.service_accounts:api_key",
+        "Create, list and revoke service account keys.",
+    ),
 }
 
 SHORT_LIVED = frozenset(

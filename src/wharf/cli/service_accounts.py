@@ -1,6 +1,6 @@
-"""``wharf service-account create | list`` and ``wharf api-key create | revoke``: non-human
-principals (CI, schedulers) of the workspace server this machine is logged in to, and their API
-keys (admins).
+"""``wharf service-account create | list`` and ``wharf api-key create | list | revoke``:
+non-human principals (CI, schedulers) of the workspace server this machine is logged in to, and
+their API keys (admins).
 
 A key's secret is printed once, at creation, on stdout (so it can be captured); the server keeps
 only its hash. ``api-key revoke`` names the key by name or id; a revoked key stops working at
@@ -50,7 +50,7 @@ def list_accounts(output: str) -> None:
 
 @click.group("api-key")
 def api_key() -> None:
-    """Create and revoke the API keys of service accounts (admins)."""
+    """Create, list and revoke the API keys of service accounts (admins)."""
 
 
 @api_key.command("create", short_help="Make an API key for a service account.")
@@ -84,6 +84,20 @@ def create_key(account: str, key_name: str, output: str) -> None:
         "'wharf login URL --api-key KEY').",
         err=True,
     )
+
+
+@api_key.command("list", short_help="List the API keys of a service account.")
+@click.argument("account")
+@OUTPUT_OPTION
+def list_keys(account: str, output: str) -> None:
+    """List the API keys of service account ACCOUNT (names and ids, as 'revoke' takes them;
+    never their secrets)."""
+    from wharf.cli.admin_client import all_items, service_account, session
+
+    with session() as http:
+        found = service_account(http, account)
+        keys = all_items(http, f"{API}/service_accounts/{found['id']}/api_keys")
+    emit_items(keys, ("name", "created", "last_used", "revoked_at", "id"), output)
 
 
 @api_key.command("revoke")
