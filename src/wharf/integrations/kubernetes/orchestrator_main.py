@@ -37,6 +37,10 @@ from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
 from wharf.integrations.kubernetes.labels import run_labels
 from wharf.integrations.kubernetes.manifests import ORCHESTRATOR_MODULE, owner_reference
 from wharf.integrations.kubernetes.orchestrator import KubernetesOrchestrator
+from wharf.integrations.kubernetes.orchestrator_deadline import (
+    DeadlineSignal,
+    OrchestratorDeadlineExceeded,
+)
 from wharf.integrations.kubernetes.orchestrator_dynamic import SCRIPT_KEY, DynamicBody
 from wharf.integrations.kubernetes.orchestrator_follow import read_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
@@ -228,8 +232,12 @@ def _orchestrate(
         step_operator=step_operator,
         spec_factory=body.step_spec if body is not None else None,
     )
-    try:
-        return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
+    try:  # at the Job's active deadline: the run fails and its step Jobs are cancelled
+        with DeadlineSignal(own_job):
+            return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
+    except OrchestratorDeadlineExceeded as exc:  # the run loop ended the run failed already
+        logger.error("Run %s: %s", run.name, exc)
+        return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, str(exc)))
     finally:
         backend.close()
         if resumed is not None:
