@@ -117,3 +117,21 @@ def test_bootstrap_pools_let_every_account_in_and_are_idempotent(tmp_path: Path)
             assert len(rm.policies.list("team")) == 1
             gpus = rm.pools.get("gpus")
             assert [c.name for c in gpus.classes] == ["h100"]
+
+
+def test_a_port_in_use_is_one_line_and_opens_nothing(tmp_path: Path) -> None:
+    """As ``wharf server serve``: not uvicorn's start-up log ending in a bind error (exit 3)."""
+    taken = free_socket()
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        result = run(
+            *("resource-manager", "serve", "--port", str(port), "--admin-api-key", KEY),
+            *("--db-url", f"sqlite:///{tmp_path / 'rm.db'}"),
+            env=_env(tmp_path),
+        )
+    finally:
+        taken.close()
+    assert_one_line_error(result, f"Cannot listen on 127.0.0.1:{port}: Address already in use")
+    assert result.returncode == 1
+    assert not (tmp_path / "rm.db").exists()

@@ -389,6 +389,7 @@ def serve(
     run steps at once on a fresh database; a pool or policy that exists is left as it is, so
     restarts and replicas may all pass the same options.
     """
+    from wharf.cli.listen import check_address
     from wharf.config.global_config import load_config
     from wharf.core.errors import InputError
     from wharf.resource_manager.api import ApiSettings, load_credentials_file
@@ -409,6 +410,7 @@ def serve(
             f"--secret-key must be at least {MIN_SECRET_LENGTH} characters long (it has "
             f"{len(secret_key)}); make one with: openssl rand -hex 32"
         )
+    check_address(host, port, in_use_hint=" (another server there?)")
     settings = load(
         ApiSettings,
         {

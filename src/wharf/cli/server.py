@@ -201,28 +201,10 @@ def _check_rm_token(url: str, token: str) -> None:
 
 
 def _check_address(host: str, port: int) -> None:
-    """``host``:``port`` can be listened on now (as uvicorn binds: SO_REUSEADDR), else one line
-    saying why, rather than uvicorn's start-up log ending in a bind error (exit 3)."""
-    import errno
-    import socket
+    from wharf.cli.listen import check_address
 
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        raise click.BadParameter(f"{host!r}: {exc.strerror}.", param_hint="'--host'") from None
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            hint = ""
-            if exc.errno == errno.EADDRINUSE:
-                hint = f" (a server there? 'wharf server status --host {host} --port {port}')"
-            raise click.ClickException(
-                f"Cannot listen on {host}:{port}: {exc.strerror}{hint}."
-            ) from None
+    hint = f" (a server there? 'wharf server status --host {host} --port {port}')"
+    check_address(host, port, in_use_hint=hint)
 
 
 def _url(host: str, port: int) -> str:
