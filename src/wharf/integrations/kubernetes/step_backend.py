@@ -4,7 +4,8 @@ Owns :class:`KubernetesStepBackend`, the launch interface (``wharf.execution.bac
 ``kubernetes`` orchestrator (in its orchestrator pod) and step operator run steps through. The
 outcome rules are ``step_backend_outcome``'s, the adoption check of a Job that exists
 already ``step_backend_adopt``'s, the deletes ``step_backend_deletes``'s, the log
-following ``step_backend_logs``'s and the credentials ``step_backend_secret``'s.
+following ``step_backend_logs``'s, the credentials ``step_backend_secret``'s, and the record
+of a submitted attempt and the settings merges ``step_backend_attempt``'s.
 
 Invariants: a handle names the step run, Job and namespace only (no live object); the backend
 keeps one record per submitted attempt until :meth:`~KubernetesStepBackend.cleanup`; an outcome,
@@ -19,13 +20,12 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from kubernetes.client import ApiException
 
-from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
@@ -33,7 +33,7 @@ from wharf.execution.heartbeat import FINISH_ON_RUN_STOP_ENV
 from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
 from wharf.execution.stop_deadline import STOP_GRACE_ENV
-from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION, allocated_settings
+from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
 from wharf.integrations.kubernetes.clients import KubeClients, cluster_call
 from wharf.integrations.kubernetes.labels import (
     STEP_KEY,
@@ -44,11 +44,14 @@ from wharf.integrations.kubernetes.labels import (
 )
 from wharf.integrations.kubernetes.manifests import owner_reference, step_job_for
 from wharf.integrations.kubernetes.pod_watch import ObjectWatch, job_name_of_pod, name_of
-from wharf.integrations.kubernetes.settings import (
-    KubernetesOrchestratorSettings,
-    KubernetesStepOperatorSettings,
-)
 from wharf.integrations.kubernetes.step_backend_adopt import check_adoptable
+from wharf.integrations.kubernetes.step_backend_attempt import (
+    StepSettings,
+    SubmittedAttempt,
+    allocated,
+    cancel_overdue,
+    for_step,
+)
 from wharf.integrations.kubernetes.step_backend_deletes import (
     delete_for_cancel,
     delete_job,
@@ -66,7 +69,6 @@ from wharf.integrations.kubernetes.step_backend_secret import (
     create_with_own_secret,
     job_secret_env,
 )
-from wharf.integrations.kubernetes.step_settings import step_settings
 from wharf.store.models import StepRunRecord
 
 if TYPE_CHECKING:
@@ -83,8 +85,6 @@ STARTUP_REPORT_MARGIN_SECONDS = 30.0
 """How much longer than a step's ``pod_startup_timeout`` the engine's liveness check waits for
 its first heartbeat: the backend fails a pod that never started at the timeout itself, saying
 why, before the engine would call it a lost heartbeat."""
-
-StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
 
 def job_name_for(settings: StepSettings, record: StepRunRecord) -> str:
@@ -103,26 +103,6 @@ class KubernetesHandle:
     step_run_id: UUID
     job_name: str
     namespace: str
-
-
-@dataclass
-class _Attempt:
-    job_name: str
-    logs: ArtifactStore
-    logs_uri: str | None
-    backoff_limit: int
-    waiting_reasons: tuple[str, ...]
-    startup_timeout: float
-    startup_deadline: float
-    """When (monotonic) its pods must have started a container: its submit plus the step's
-    ``pod_startup_timeout``."""
-    cancelled: bool = False
-    cancel_deadline: float | None = None
-    """After a cancel: when (monotonic) its pods should have ended; past it they never will."""
-    outcome: AttemptOutcome | None = None
-    followed: dict[str, PodLogFollower] = field(default_factory=dict)
-    """Logs of its pods followed since they began to be deleted or were cancelled (a deleted
-    pod takes its log along)."""
 
 
 class KubernetesStepBackend:
@@ -189,8 +169,8 @@ class KubernetesStepBackend:
         )
         self._close_when_idle = close_when_idle
         self._lock = threading.Lock()  # starting and stopping the watches
-        self._attempts: dict[KubernetesHandle, _Attempt] = {}  # under _condition
-        self._by_job: dict[str, _Attempt] = {}  # the same attempts by Job name
+        self._attempts: dict[KubernetesHandle, SubmittedAttempt] = {}  # under _condition
+        self._by_job: dict[str, SubmittedAttempt] = {}  # the same attempts by Job name
         self._submitting = 0  # under _condition
         self._watching = False
 
@@ -212,11 +192,11 @@ class KubernetesStepBackend:
         record = attempt.record
         self._ensure_watching()
         environment = dict(attempt.environment)
-        settings = _for_step(self.settings, attempt.spec)  # the step's own settings layered
+        settings = for_step(self.settings, attempt.spec)  # the step's own settings layered
         annotations = {**self._annotations, STEP_KEY: record.name, STEP_RUN_ID_KEY: str(record.id)}
         if allocation is not None:
             environment = allocation_env(environment, allocation)
-            settings = _allocated(settings, allocation)  # target settings, resources
+            settings = allocated(settings, allocation)  # target settings, resources
             annotations[REQUEST_ID_ANNOTATION] = str(allocation.id)
         environment[STOP_GRACE_ENV] = str(settings.pod_stop_grace_period)  # a cancel's cut-off
         if self._finish_on_run_stop:
@@ -226,7 +206,7 @@ class KubernetesStepBackend:
             backoff_limit = self._create_job(attempt, settings, name, environment, annotations)
         handle = KubernetesHandle(record.id, name, self.namespace)
         with self._condition:
-            self._attempts[handle] = self._by_job[name] = _Attempt(
+            self._attempts[handle] = self._by_job[name] = SubmittedAttempt(
                 name,
                 attempt.logs,
                 record.logs_uri,
@@ -242,7 +222,7 @@ class KubernetesStepBackend:
         ``pod_startup_timeout`` (the step's settings layered) plus a margin in which this
         backend reports a pod that never started (``wharf.execution.backends``)."""
         try:
-            timeout = _for_step(self.settings, spec).pod_startup_timeout
+            timeout = for_step(self.settings, spec).pod_startup_timeout
         except InputError:  # the submit refuses the settings, naming them
             timeout = self.settings.pod_startup_timeout
         return timeout + STARTUP_REPORT_MARGIN_SECONDS
@@ -372,7 +352,7 @@ class KubernetesStepBackend:
                     write_log(attempt.logs, attempt.logs_uri, text)
         finally:
             delete_job(self._clients.batch, handle.job_name, handle.namespace, "Background")
-            if _overdue(attempt):  # on a lost node: only a forced delete removes them
+            if cancel_overdue(attempt):  # on a lost node: only a forced delete removes them
                 stuck = self._pods.objects(handle.job_name)
                 force_delete_pods(self._clients.core, handle.namespace, stuck)
             for watch in (self._pods, self._jobs, self._refusals.watch):
@@ -425,7 +405,7 @@ class KubernetesStepBackend:
             for wake in self._waiters.get(job_name, ()):
                 wake.set()
 
-    def _follow_logs(self, attempt: _Attempt, pods: Sequence[Mapping[str, Any]]) -> None:
+    def _follow_logs(self, attempt: SubmittedAttempt, pods: Sequence[Mapping[str, Any]]) -> None:
         """Under ``_condition``: follow the logs of those of ``pods`` that have one and are not
         followed yet, so that they outlive the pods' deletion (by a cancel, or from outside:
         ``wharf runs stop --force``, an eviction, ``kubectl delete``)."""
@@ -473,7 +453,7 @@ class KubernetesStepBackend:
             raise KeyError(f"{handle} was not submitted here or is cleaned up")
         return self._decide(attempt)
 
-    def _decide(self, attempt: _Attempt) -> AttemptOutcome | None:
+    def _decide(self, attempt: SubmittedAttempt) -> AttemptOutcome | None:
         """Under ``_condition``: decide the attempt's outcome from what the watches show now,
         once; then it is kept (a Job deleted after it ended, e.g. by its TTL, changes
         nothing)."""
@@ -487,7 +467,7 @@ class KubernetesStepBackend:
                 backoff_limit=attempt.backoff_limit,
                 waiting_reasons=attempt.waiting_reasons,
                 cancelled=attempt.cancelled,
-                cancel_overdue=_overdue(attempt),
+                cancel_overdue=cancel_overdue(attempt),
                 awaited_secret=None if self._owner else attempt.job_name,  # its own Secret
                 create_refused=self._refusals.refusal(job),
                 startup_timeout_passed=(
@@ -497,23 +477,3 @@ class KubernetesStepBackend:
                 ),
             )
         return attempt.outcome
-
-
-def _for_step(settings: StepSettings, spec: StepSpec) -> StepSettings:
-    """``settings`` with the step's ``settings`` entry for this backend's component over them."""
-    if isinstance(settings, KubernetesOrchestratorSettings):
-        return step_settings(settings, spec)
-    return step_settings(settings, spec)
-
-
-def _allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
-    """``settings`` with the allocation's target settings and resources applied."""
-    if isinstance(settings, KubernetesOrchestratorSettings):
-        return allocated_settings(settings, allocation)
-    return allocated_settings(settings, allocation)
-
-
-def _overdue(attempt: _Attempt) -> bool:
-    """Whether the attempt was cancelled and its pods' grace period (and a margin) passed."""
-    deadline = attempt.cancel_deadline
-    return deadline is not None and time.monotonic() >= deadline

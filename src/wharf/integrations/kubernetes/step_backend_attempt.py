@@ -1,0 +1,72 @@
+"""What the Kubernetes step backend keeps of one submitted attempt, and the settings it runs
+with.
+
+Owns :class:`SubmittedAttempt` (the backend's record of an attempt until its cleanup) and the
+merges of a step's settings (:func:`for_step`: the step's entry over the component's;
+:func:`allocated`: an allocation's target settings and resources over those). Invariant: an
+attempt's outcome, once set, is not changed here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wharf.artifacts.store import ArtifactStore
+from wharf.config.spec import StepSpec
+from wharf.execution.backends import AttemptOutcome
+from wharf.integrations.kubernetes.allocation import allocated_settings
+from wharf.integrations.kubernetes.settings import (
+    KubernetesOrchestratorSettings,
+    KubernetesStepOperatorSettings,
+)
+from wharf.integrations.kubernetes.step_backend_logs import PodLogFollower
+from wharf.integrations.kubernetes.step_settings import step_settings
+
+if TYPE_CHECKING:
+    from wharf.execution.backends import Allocation
+
+StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
+
+
+@dataclass
+class SubmittedAttempt:
+    """One attempt the backend submitted as Job ``job_name``, until its cleanup."""
+
+    job_name: str
+    logs: ArtifactStore
+    logs_uri: str | None
+    backoff_limit: int
+    waiting_reasons: tuple[str, ...]
+    startup_timeout: float
+    startup_deadline: float
+    """When (monotonic) its pods must have started a container: its submit plus the step's
+    ``pod_startup_timeout``."""
+    cancelled: bool = False
+    cancel_deadline: float | None = None
+    """After a cancel: when (monotonic) its pods should have ended; past it they never will."""
+    outcome: AttemptOutcome | None = None
+    followed: dict[str, PodLogFollower] = field(default_factory=dict)
+    """Logs of its pods followed since they began to be deleted or were cancelled (a deleted
+    pod takes its log along)."""
+
+
+def for_step(settings: StepSettings, spec: StepSpec) -> StepSettings:
+    """``settings`` with the step's ``settings`` entry for this backend's component over them."""
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        return step_settings(settings, spec)
+    return step_settings(settings, spec)
+
+
+def allocated(settings: StepSettings, allocation: Allocation) -> StepSettings:
+    """``settings`` with the allocation's target settings and resources applied."""
+    if isinstance(settings, KubernetesOrchestratorSettings):
+        return allocated_settings(settings, allocation)
+    return allocated_settings(settings, allocation)
+
+
+def cancel_overdue(attempt: SubmittedAttempt) -> bool:
+    """Whether the attempt was cancelled and its pods' grace period (and a margin) passed."""
+    deadline = attempt.cancel_deadline
+    return deadline is not None and time.monotonic() >= deadline
