@@ -171,7 +171,7 @@ def test_an_internal_error_fails_the_step() -> None:
 
     outcome = runner(spec(CHAIN), launch).run()
     assert outcome.steps["a"].status is S.FAILED and outcome.not_started == ["b", "c", "d"]
-    assert "Internal error: bug" in (outcome.steps["a"].reason or "")
+    assert "Internal error: ValueError: bug" in (outcome.steps["a"].reason or "")
 
 
 def test_a_base_exception_ends_the_run_after_running_steps() -> None:

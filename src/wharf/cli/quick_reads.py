@@ -50,7 +50,7 @@ from wharf.store.models import (
 
 M = TypeVar("M", bound=BaseModel)
 
-SCHEMA_REVISION = "0006"  # see the module docstring
+SCHEMA_REVISION = "0007"  # see the module docstring
 DEFAULT_PROJECT = "default"  # ``store.defaults``' (which imports the ports); a test compares
 BUSY_TIMEOUT = 30.0  # seconds; only WAL recovery or a checkpoint can hold a reader up
 
@@ -62,7 +62,7 @@ _UUID_COLUMNS = frozenset(
 )
 _TIME_COLUMNS = frozenset({"created", "updated", "start_time", "end_time", "cache_expires_at"})
 _TIME_COLUMNS |= {"last_heartbeat", "heartbeat_deadline"}
-_JSON_COLUMNS = frozenset({"parameters", "spec"})
+_JSON_COLUMNS = frozenset({"parameters", "spec", "calls"})
 _LINK_CHUNK = 500  # ``repositories._base.IN_CHUNK``: the same chunks give the same order
 
 
