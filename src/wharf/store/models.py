@@ -186,12 +186,7 @@ class StepRunRecord(_Frozen):
     runtime: StepRuntime | None = None
     """Where the step runs (inline or isolated), when known."""
     calls: dict[int, str] | None = None
-    """A dynamic pipeline's call order as known when this step run was created: position of
-    a call in the function's calls (0 for the first) -> its invocation id. Holds the step's
-    own call and the earlier calls not yet recorded on another step run (a retry: its first
-    attempt's), so the calls up to each started step are recorded before it starts and a
-    replay of the function (its run resumed) is checked against them (``launcher``). None:
-    a static pipeline's step, or one recorded before call positions were."""
+    """Dynamic calls recorded with it, position -> invocation id (``execution.call_order``)."""
     created: datetime
     updated: datetime
 
@@ -365,8 +360,7 @@ class StepRunCreate(_Frozen):
     spec: StepSpec | None = None
     logs_uri: str | None = None
     runtime: StepRuntime | None = None
-    calls: dict[int, str] | None = None
-    """See :attr:`StepRunRecord.calls`."""
+    calls: dict[int, str] | None = None  # as StepRunRecord.calls
     resource_request_id: UUID | None = None
     """Set only where the request is made (:mod:`wharf.execution.step_writes` in embedded mode,
     :mod:`wharf.server.step_resources` on the server, which drops any client's value)."""
@@ -418,8 +412,7 @@ class ScheduleCreate(_Frozen):
     @field_validator("cron_expression")
     @classmethod
     def _valid_cron(cls, value: str | None) -> str | None:
-        """A schedule's cron expression must parse and fire: one that never fires is refused,
-        never stored (``wharf.config.cron``)."""
+        """A cron expression that does not parse or never fires is refused (``config.cron``)."""
         if value is not None:
             from wharf.config.cron import cron_problem
 
