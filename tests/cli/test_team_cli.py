@@ -56,7 +56,8 @@ def test_changes_are_refused_through_the_workspace(team: Team, tmp_path: Path) -
     for args in (
         ("pool", "create", "more", "-c", "license=1"),
         ("pool", "delete", POOL, "--yes"),
-        ("policy", "delete", "anything", "--yes"),
+        ("policy", "delete", "anything", "--yes"),  # refused before the name is looked up
+        ("pool", "delete", "nosuch", "--yes"),
     ):
         assert_one_line_error(run(*args, env=env), "an RM administrator does that")
 

@@ -21,6 +21,7 @@ from wharf.cli.resource_manager import (
     entries_by_name,
     load_yaml,
     open_rm,
+    refuse_changes_here,
     remember_rm,
     resources,
     rm_command_options,
@@ -288,6 +289,7 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
         raise InputError("A policy cannot move to another pool; create a new one.")
     body = _fields(options, name_key="rename")
     with open_rm(ctx) as rm:
+        refuse_changes_here(rm)
         name = find_policy(rm, name).name
         if body.get("priority", 0) != 0 and "priority_lane" not in body:
             _refuse_priority_in_lane(rm.policies.get(name), body["priority"])
@@ -361,6 +363,7 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete policy NAME."""
     with open_rm(ctx) as rm:
+        refuse_changes_here(rm)
         name = find_policy(rm, name).name  # an unknown name is said before asking to confirm
         if not yes:
             click.confirm(f"Delete policy '{name}'?", abort=True)

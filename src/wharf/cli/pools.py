@@ -22,6 +22,7 @@ from wharf.cli.resource_manager import (
     entries_by_name,
     load_yaml,
     open_rm,
+    refuse_changes_here,
     remember_rm,
     resources,
     rm_command_options,
@@ -233,6 +234,7 @@ def update(
         body, name=rename, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
     )
     with open_rm(ctx) as rm:
+        refuse_changes_here(rm)
         name = find_pool(rm, name).name
         if capacities or reclaimable or class_rank or remove_class:
             current = body.get("classes") or [
@@ -303,6 +305,7 @@ def show(ctx: click.Context, name: str, output: str) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete pool NAME and its policies (refused while it has live requests)."""
     with open_rm(ctx) as rm:
+        refuse_changes_here(rm)
         name = find_pool(rm, name).name  # an unknown name is said before asking to confirm
         if not yes:
             click.confirm(f"Delete pool '{name}' and its policies?", abort=True)

@@ -488,3 +488,11 @@ def credential(name: str, admin: bool, asserts_subjects: bool, password: bool) -
     entry = {**role, "api_key_hash": hash_secret(key)}
     click.echo(credential_entry(load(Credential, entry)))
     click.echo(f"API key (shown once): {key}", err=True)
+
+
+def refuse_changes_here(rm: object) -> None:
+    """Refuse a change of pools or policies through the workspace server before anything is
+    looked up (``workspace_rm.refuse_changes_here``)."""
+    from wharf.cli.workspace_rm import refuse_changes_here as refuse
+
+    refuse(rm)

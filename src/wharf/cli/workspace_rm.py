@@ -154,6 +154,14 @@ class WorkspaceResourceManager:
         self._http.close()
 
 
+def refuse_changes_here(rm: object) -> None:
+    """Refuse a change of pools or policies (one line, nothing sent) when ``rm`` is the
+    workspace server's view: call it before looking anything up, so the refusal, not a lookup's
+    not-found, is what the user reads."""
+    if isinstance(rm, WorkspaceResourceManager):
+        _managed_on_the_rm(rm.url)
+
+
 def pool_names(http: HttpSession, *, policies: bool = False) -> dict[UUID, str]:
     """Pool (and policy) names by id, for showing allocations (empty if the server cannot
     say)."""
