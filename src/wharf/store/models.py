@@ -24,10 +24,8 @@ from wharf.core.paging import PageRequest as PageRequest  # noqa: PLC0414
 MAX_PID = 2**31 - 1
 """Largest process id the store holds (a 32-bit signed integer column on every backend)."""
 
-
 IdPrefix = Annotated[str, Field(pattern=r"^[0-9a-f]{1,32}$")]
-"""The start of ids' lower-case hex form (``wharf.core.ids``): a filter keeps the records
-whose id starts with it."""
+"""The start of ids' hex form (``wharf.core.ids``): a filter keeps ids that start with it."""
 
 
 class _Frozen(BaseModel):
