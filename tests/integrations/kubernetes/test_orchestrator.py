@@ -36,7 +36,11 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     pod_environment,
     token_secret_name,
 )
-from wharf.integrations.kubernetes.orchestrator_main import step_environment, with_parallelism
+from wharf.integrations.kubernetes.orchestrator_main import (
+    STEP_POD_ENV,
+    step_environment,
+    with_parallelism,
+)
 from wharf.integrations.kubernetes.orchestrator_submit import orchestrator_manifest
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.sdk import stacks
@@ -240,6 +244,8 @@ def test_step_pods_get_the_orchestrator_pods_wharf_settings_only() -> None:
     environ = {
         "WHARF_STORE_URL": "sqlite:////data/wharf.db",
         API_KEY_ENV: "run-token",
+        "WHARF_PROJECT": "vision",
+        "WHARF_HEARTBEAT_INTERVAL": "5",
         "HOSTNAME": "wharf-tiny-1234",
         "WHARF_HOME": "/image/home",  # the image's, as the step pods' is
         "KUBECONFIG": "/var/run/kube",
@@ -248,7 +254,28 @@ def test_step_pods_get_the_orchestrator_pods_wharf_settings_only() -> None:
     assert step_environment(environ) == {
         "WHARF_STORE_URL": "sqlite:////data/wharf.db",
         API_KEY_ENV: "run-token",
+        "WHARF_PROJECT": "vision",
+        "WHARF_HEARTBEAT_INTERVAL": "5",
     }
+
+
+def test_step_pods_get_only_the_wharf_settings_named_in_the_allow_list() -> None:
+    """Before, every ``WHARF_*`` variable of the orchestrator pod went on to its step pods: a
+    pod setting's ``WHARF_SERVER_SECRET_KEY`` or a code-cache path of the image as well."""
+    environ = {
+        SERVER_URL_ENV: "https://wharf.example",
+        API_KEY_ENV: "run-token",
+        "WHARF_SERVER_SECRET_KEY": "not-for-steps",
+        "WHARF_RM_API_KEY": "not-for-steps-either",
+        "WHARF_CODE_ARCHIVE_LIMIT_MIB": "64",
+        "WHARF_ACTIVE_STACK": "k8s",
+        "WHARF_SOMETHING_NEW": "1",
+    }
+    assert step_environment(environ) == {
+        SERVER_URL_ENV: "https://wharf.example",
+        API_KEY_ENV: "run-token",
+    }
+    assert {SERVER_URL_ENV, API_KEY_ENV, "WHARF_STORE_URL"} <= STEP_POD_ENV
 
 
 def test_the_command_line_round_trips() -> None:

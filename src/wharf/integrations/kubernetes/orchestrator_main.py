@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from wharf.artifacts.materializers.registry import default_registry
-from wharf.config.global_config import WharfConfig, load_config
+from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, WharfConfig, load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
@@ -46,7 +46,6 @@ from wharf.integrations.kubernetes.orchestrator_follow import read_job
 from wharf.integrations.kubernetes.orchestrator_launch import (
     FAILED_BEFORE_THE_RUN,
     RUN_ENDED_UNCOMPLETED,
-    SUBMITTER_ONLY_ENV,
     OrchestratorArgs,
     parse_orchestrator_args,
 )
@@ -64,6 +63,7 @@ from wharf.integrations.kubernetes.schedule_credentials import (
 from wharf.integrations.kubernetes.schedules import split_schedule_id
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import KubernetesStepBackend
+from wharf.integrations.kubernetes.step_backend_secret import STORE_URL_ENV
 from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, SnapshotRecord
 from wharf.store.ports import Store
 from wharf.store.schedule_window import in_window
@@ -77,17 +77,30 @@ SCHEDULE_NAME_KEY = "schedule_name"
 CRON_JOB_KEY = "kubernetes_cronjob"
 """Run metadata keys written by the pod (the submitter writes the Job's name and namespace;
 a scheduled run's pod records its schedule and CronJob: runs have no schedule field)."""
-CHILD_ENV_PREFIX = "WHARF_"
+STEP_POD_ENV = frozenset(
+    {
+        STORE_URL_ENV,
+        SERVER_URL_ENV,
+        API_KEY_ENV,
+        "WHARF_PROJECT",
+        "WHARF_HEARTBEAT_INTERVAL",
+        "WHARF_RESOURCE_MANAGER",
+        "WHARF_LOCAL_STEP_SLOTS",
+        "WHARF_LOGGING_VERBOSITY",
+        "WHARF_LOGGING_FORMAT",
+    }
+)
+"""The Wharf settings of this pod that its step pods get (what a step's entry point reads:
+the store and its credential, the project, heartbeats, the Resource Manager, the log format);
+no other variable of this pod reaches them (e.g. the image's ``WHARF_HOME``, or anything the
+pod settings' ``env`` sets)."""
 
 
 def step_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """What a step pod needs to reach the run's stores: this pod's Wharf settings (its run
-    token included, which the run loop replaces by one of its own where the store issues them)."""
-    return {
-        key: value
-        for key, value in environ.items()
-        if key.startswith(CHILD_ENV_PREFIX) and key not in SUBMITTER_ONLY_ENV
-    }
+    """What a step pod needs to reach the run's stores: this pod's Wharf settings named in
+    :data:`STEP_POD_ENV` (its run token included, which the run loop replaces by one of its
+    own where the store issues them)."""
+    return {key: value for key, value in environ.items() if key in STEP_POD_ENV}
 
 
 def run_orchestrator(
