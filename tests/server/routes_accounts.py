@@ -10,7 +10,7 @@ ACCOUNT_ROUTES: list[Route] = [
     R("GET", "/health/live", "public", 200, lambda t: "/health/live"),
     R("GET", "/health/ready", "public", 200, lambda t: "/health/ready"),
     R("GET", "/api/v1/auth/me", "account", 200, lambda t: "/api/v1/auth/me"),
-    R("POST", "/api/v1/auth/logout", "account", 204, lambda t: "/api/v1/auth/logout"),
+    R("POST", "/api/v1/auth/logout", "user_login", 204, lambda t: "/api/v1/auth/logout"),
     # users
     R("GET", "/api/v1/users", "account", 200, lambda t: "/api/v1/users"),
     R(

@@ -263,6 +263,22 @@ def test_a_run_token_cannot_log_out_and_is_told_how_it_ends(world: World) -> Non
     assert member.get("/api/v1/auth/me").status_code == 200
 
 
+def test_an_api_key_cannot_log_out_and_is_told_how_it_is_revoked(world: World) -> None:
+    """Answering 204 would tell the key's holder it was revoked, while it kept working."""
+    account = world.state.accounts.service_accounts.create("ci")
+    world.state.accounts.memberships.set_role(
+        world.a.id, ProjectRole.MEMBER, service_account_id=account.id
+    )
+    robot = world.client(service_key(world.state, account.id))
+    refused = robot.post("/api/v1/auth/logout")
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["detail"] == (
+        "An API key cannot log out: it stays valid until an admin revokes it "
+        "(`wharf api-key revoke ACCOUNT KEY`)."
+    )
+    assert robot.get("/api/v1/auth/me").status_code == 200  # nothing revoked, as it says
+
+
 def test_only_health_and_login_are_open(world: World) -> None:
     anonymous = world.client()
     assert anonymous.get("/health").json()["status"] == "ok"

@@ -40,6 +40,15 @@ EXPECT: dict[str, dict[str, int | None]] = {
         "other": OK,
         "admin": OK,
     },
+    # Logging out ends a user's logins: an API key (the admin role's) is refused, never revoked.
+    "user_login": {
+        "anonymous": 401,
+        "viewer": OK,
+        "member": OK,
+        "padmin": OK,
+        "other": OK,
+        "admin": 403,
+    },
     "read_a": {
         "anonymous": 401,
         "viewer": OK,

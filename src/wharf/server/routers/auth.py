@@ -76,14 +76,20 @@ def build_router() -> APIRouter:
 
     @router.post("/logout", status_code=204)
     def logout(ctx: CtxDep) -> Response:
-        """Revoke every access and run token of the calling user (API keys are revoked
-        through their service account). A run token is refused (403): it cannot be revoked
-        alone, and answering 204 would tell its holder it was."""
+        """Revoke every access and run token of the calling user. A run token and an API key
+        are refused (403), as answering 204 would tell their holder they were revoked: a run
+        token cannot be revoked alone, and an API key is revoked with ``wharf api-key
+        revoke``."""
         principal = ctx.principal
         if principal.run is not None:
             raise PermissionDeniedError(
                 "A run-scoped token cannot log out: it ends when it expires, or when the account "
                 "that requested it logs out, is deactivated or loses its API key."
+            )
+        if principal.key_id is not None:
+            raise PermissionDeniedError(
+                "An API key cannot log out: it stays valid until an admin revokes it "
+                "(`wharf api-key revoke ACCOUNT KEY`)."
             )
         if principal.kind == "user":
             ctx.state.accounts.credentials.revoke_tokens(principal.id)

@@ -68,7 +68,7 @@ def current_principal(http: HttpSession) -> dict[str, Any]:
 
 
 def logout(url: str, credential: str) -> None:
-    """Revoke the user's tokens on the server (a no-op for API keys)."""
+    """Revoke the user's tokens on the server (an API key is refused: `wharf api-key revoke`)."""
     session = HttpSession(url, credential)
     try:
         session.send("POST", "/api/v1/auth/logout")
