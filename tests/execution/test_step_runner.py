@@ -311,8 +311,8 @@ def test_an_output_its_named_materializer_does_not_save_fails_the_step(
     assert status == "failed"
     assert reason == (
         "Output 'output' of step 'lists': Cannot save a value of type 'builtins:list' with "
-        "TextMaterializer: it saves only str (its ASSOCIATED_TYPES); name a materializer for "
-        "that type, or list the type in TextMaterializer.ASSOCIATED_TYPES ((object,) for any "
-        "type)."
+        "TextMaterializer: it saves only str (its ASSOCIATED_TYPES); return one of those, name "
+        "a materializer for that type, or list the type in TextMaterializer.ASSOCIATED_TYPES "
+        "((object,) for any type)."
     )
     assert RECEIVED == []

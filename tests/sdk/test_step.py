@@ -69,8 +69,9 @@ def test_a_materializer_named_for_an_output_of_a_type_it_does_not_save_is_refuse
         step(output_materializers=TextMaterializer)(listed)
     assert str(info.value) == (
         "Output 'output' of step 'listed' is annotated list[int], which TextMaterializer does "
-        "not save (its ASSOCIATED_TYPES: str); name a materializer for that type, or list the "
-        "type in TextMaterializer.ASSOCIATED_TYPES ((object,) for any type)."
+        "not save (its ASSOCIATED_TYPES: str); annotate it with one of those, name a "
+        "materializer for that type, or list the type in TextMaterializer.ASSOCIATED_TYPES "
+        "((object,) for any type)."
     )
     with pytest.raises(StepInterfaceError, match="'values' of step 'pair' is annotated list"):
         step(output_materializers={"values": TextMaterializer})(pair)
