@@ -3,8 +3,11 @@
 Owns :class:`OutputArtifact` (its value loaded once, on the first ``load()``), a call's
 :data:`StepOutputs` (``None``, one artifact or a tuple of them), :class:`StepFuture`
 (``step.submit``), :class:`MapResultsFuture` (``step.map``, in input order) and
-:func:`unmapped`. Invariant: these handles hold no run state: the runner
-(``wharf.execution.dynamic``) creates them and settles their futures.
+:func:`unmapped`. Invariants: these handles hold no run state: the runner
+(``wharf.execution.dynamic``) creates them and settles their futures; a handle is never taken
+for its value: testing it (``if``) or comparing it with anything but a handle (``==``, ``<``)
+raises ``TypeError`` naming ``.load()``, where Python would silently answer (always true,
+never equal).
 """
 
 from __future__ import annotations
@@ -18,7 +21,46 @@ from typing import Any
 from wharf.store.models import ArtifactVersionRecord
 
 
-class OutputArtifact:
+class _NoValue:
+    """A handle that is not its step's value: a comparison with a value raises ``TypeError``
+    (``handle == 5`` was silently False, ``handle != 5`` True) naming ``.load()``; a handle
+    equals only itself (hashable by identity, so handles still go in sets and dicts)."""
+
+    def _not_its_value(self) -> str:
+        raise NotImplementedError
+
+    def _compared(self, other: object, operator: str) -> TypeError:
+        return TypeError(
+            f"{self._not_its_value()}; compare its .load() instead "
+            f"(it was compared {operator} {type(other).__name__})."
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _NoValue):
+            return self is other
+        raise self._compared(other, "==")
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, _NoValue):
+            return self is not other
+        raise self._compared(other, "!=")
+
+    def __lt__(self, other: object) -> bool:
+        raise self._compared(other, "<")
+
+    def __le__(self, other: object) -> bool:
+        raise self._compared(other, "<=")
+
+    def __gt__(self, other: object) -> bool:
+        raise self._compared(other, ">")
+
+    def __ge__(self, other: object) -> bool:
+        raise self._compared(other, ">=")
+
+    __hash__ = object.__hash__
+
+
+class OutputArtifact(_NoValue):
     """One output of a step that ran in this dynamic pipeline; ``load()`` reads its value."""
 
     def __init__(
@@ -47,12 +89,15 @@ class OutputArtifact:
                 self._loaded = True
             return self._value
 
+    def _not_its_value(self) -> str:
+        return (
+            f"Output '{self.output_name}' of step '{self.step_name}' is an artifact handle, "
+            "not its value"
+        )
+
     def __bool__(self) -> bool:
         # Without this every handle is true: `if output:` would silently take one branch.
-        raise TypeError(
-            f"Output '{self.output_name}' of step '{self.step_name}' is an artifact handle, "
-            "not its value; branch on its .load()."
-        )
+        raise TypeError(f"{self._not_its_value()}; branch on its .load().")
 
     def __repr__(self) -> str:
         return f"<OutputArtifact {self.step_name}.{self.output_name} {self.version.id}>"
@@ -71,7 +116,7 @@ def unmapped(value: Any) -> Unmapped:
     return Unmapped(value)
 
 
-class StepFuture:
+class StepFuture(_NoValue):
     """A step submitted with ``step.submit(...)``."""
 
     def __init__(self, invocation_id: str, future: Future[StepOutputs]) -> None:
@@ -103,20 +148,21 @@ class StepFuture:
             return outputs.load()
         return tuple(o.load() for o in outputs)
 
+    def _not_its_value(self) -> str:
+        return f"Step '{self.invocation_id}' was submitted: its future is not its value"
+
     def __bool__(self) -> bool:
         # Without this every future is true: `if step.submit(...):` would take one branch.
-        raise TypeError(
-            f"Step '{self.invocation_id}' was submitted: its future is not its value; "
-            "branch on its .load()."
-        )
+        raise TypeError(f"{self._not_its_value()}; branch on its .load().")
 
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
         return f"<StepFuture {self.invocation_id} {state}>"
 
 
-class MapResultsFuture(Sequence[StepFuture]):
-    """The steps submitted by one ``step.map(...)``, in input order."""
+class MapResultsFuture(_NoValue, Sequence[StepFuture]):
+    """The steps submitted by one ``step.map(...)``, in input order (an empty map is false, as
+    an empty list; ``len`` tells how many)."""
 
     def __init__(self, futures: list[StepFuture]) -> None:
         self.futures = futures
@@ -142,6 +188,11 @@ class MapResultsFuture(Sequence[StepFuture]):
 
     def load(self) -> list[Any]:
         return [f.load() for f in self.futures]
+
+    def _not_its_value(self) -> str:
+        ids = [f.invocation_id for f in self.futures[:1]]
+        first = f" (steps {ids[0]}...)" if ids else ""
+        return f"A step.map(...){first} is its steps' futures, not their values"
 
 
 __all__ = [
