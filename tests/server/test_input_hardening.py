@@ -101,6 +101,33 @@ def test_a_schedule_of_another_pipelines_snapshot_is_400(world: World) -> None:
     assert store.schedules.list().total == 0
 
 
+def test_an_admins_schedule_of_another_projects_pipeline_or_snapshot_is_400(
+    world: World,
+) -> None:
+    """An admin may name anything, but a schedule of project B firing A's pipeline would record
+    B's runs of A's pipeline (a member is told they are missing, as elsewhere)."""
+    store = world.stores.store
+    admin = world.as_role("admin")
+    of_a = _schedule_body(world, interval_seconds=60)
+    in_b = {**of_a, "project_id": str(world.b.id)}
+    answer = check(admin.post("/api/v1/schedules", json=in_b), 400)
+    assert answer["detail"] == (
+        "Pipeline 'pipe' is of project 'A', not of project 'B': a schedule fires a pipeline of "
+        "its own project."
+    )
+    b_pipeline = store.pipelines.get_or_create(world.b.id, "pipe")
+    b_snapshot = store.snapshots.create(
+        SnapshotCreate(project_id=world.b.id, pipeline_id=b_pipeline.id, spec=spec())
+    )
+    mixed = {**in_b, "pipeline_id": str(b_pipeline.id)}  # B's pipeline, A's snapshot
+    answer = check(admin.post("/api/v1/schedules", json=mixed), 400)
+    assert answer["detail"].startswith(f"Snapshot {of_a['snapshot_id']} is of project 'A'")
+    assert check(world.as_role("other").post("/api/v1/schedules", json=mixed), 404)
+    assert store.schedules.list().total == 0
+    fine = {**mixed, "snapshot_id": str(b_snapshot.id)}
+    assert admin.post("/api/v1/schedules", json=fine).status_code == 201
+
+
 def test_a_schedule_with_a_valid_cron_expression_is_stored(world: World) -> None:
     member = world.as_role("member")
     created = member.post(

@@ -35,17 +35,29 @@ def _check(ctx: Ctx, schedule_id: UUID, *, write: bool, action: str) -> None:
 
 
 def _check_snapshot_of_pipeline(ctx: Ctx, body: ScheduleCreateBody) -> None:
-    """A schedule fires runs of its pipeline from its snapshot: the snapshot must be one of that
-    pipeline (400; a missing one is 404)."""
+    """A schedule fires runs of its pipeline from its snapshot: both must be of the schedule's
+    project (an admin may name any; a member's of another project are missing, 404) and the
+    snapshot one of that pipeline (400; a missing one is 404)."""
     store = ctx.store
+    pipeline = store.pipelines.get(body.pipeline_id)
     snapshot = store.snapshots.get(body.snapshot_id)
+    for kind, named, of in (
+        ("Pipeline", f"'{pipeline.name}'", pipeline.project_id),
+        ("Snapshot", str(snapshot.id), snapshot.project_id),
+    ):
+        if of != body.project_id:
+            projects = store.projects
+            raise InputError(
+                f"{kind} {named} is of project '{projects.get(of).name}', not of project "
+                f"'{projects.get(body.project_id).name}': a schedule fires a pipeline of its "
+                "own project."
+            )
     if snapshot.pipeline_id == body.pipeline_id:
         return
     of_snapshot = store.pipelines.get(snapshot.pipeline_id).name
-    wanted = store.pipelines.get(body.pipeline_id).name
     raise InputError(
         f"Snapshot {body.snapshot_id} is of pipeline '{of_snapshot}', not of pipeline "
-        f"'{wanted}': a schedule fires its own pipeline's snapshot."
+        f"'{pipeline.name}': a schedule fires its own pipeline's snapshot."
     )
 
 
