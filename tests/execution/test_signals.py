@@ -6,6 +6,8 @@ Real signals sent to this (pytest's) process; the run's store is a stand-in for 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.run_stop import ForcedStop, RunStopper
-from wharf.execution.signals import RunSignals
+from wharf.execution.signals import RunSignals, sigterm_hook
 
 
 class Runs:
@@ -104,3 +106,56 @@ def test_the_call_ends_as_the_signal_asked(signals: RunSignals, store: Store) ->
     with pytest.raises(SystemExit) as exited:
         signals.raise_if_signalled("stopped")
     assert exited.value.code == 128 + signal.SIGTERM
+
+
+def test_a_sigterm_hook_is_asked_first_inside_a_run(signals: RunSignals, store: Store) -> None:
+    """A hook (e.g. the Kubernetes orchestrator pod's Job deadline) registers what a SIGTERM
+    may mean without knowing the run's handlers: the run still takes SIGTERM over (before,
+    the deadline took SIGTERM itself and handed early ones to the run's SIGINT handler)."""
+    asked: list[str] = []
+    take = {"now": False}
+
+    def hook() -> bool:
+        asked.append("hook")
+        return take["now"]
+
+    with sigterm_hook(hook):
+        signals.install()
+        assert signal.getsignal(signal.SIGTERM) == signals._handle  # the run's own
+        take["now"] = True
+        signal.raise_signal(signal.SIGTERM)  # the hook's: nothing for the run
+        assert asked == ["hook"] and signals.received == []
+        take["now"] = False
+        signal.raise_signal(signal.SIGTERM)  # not the hook's: the run stops gracefully
+        assert asked == ["hook", "hook"] and signals.received == [signal.SIGTERM]
+        wait_for(lambda: store.runs.updates == [ExecutionStatus.STOPPING], "the run to stop")
+        signals.restore()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_sigterm_hook_that_raises_interrupts_the_main_thread_outside_a_run() -> None:
+    class Deadline(BaseException):
+        pass
+
+    def hook() -> bool:
+        raise Deadline("passed")
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with pytest.raises(Deadline), sigterm_hook(hook):
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        signal.raise_signal(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # given back
+
+
+def test_a_sigterm_no_hook_takes_ends_the_process_as_by_default() -> None:
+    code = (
+        "import os, signal\n"
+        "from wharf.execution.signals import sigterm_hook\n"
+        "with sigterm_hook(lambda: False):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('survived')\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM, (done.returncode, done.stderr)
+    assert "survived" not in done.stdout

@@ -1,10 +1,12 @@
 """Ctrl-C and SIGTERM while a run is orchestrated in this process's main thread.
 
 Owns :class:`RunSignals`: the first signal stops the run gracefully, a second forces the stop,
-a third raises a plain ``KeyboardInterrupt``. Invariants: only the main thread's handlers that
-are Python's default are taken over, and given back once the run's steps are done; a handler
-never writes to the store itself (a helper thread does: the main thread may hold a lock the
-writes need).
+a third raises a plain ``KeyboardInterrupt``; and :func:`sigterm_hook`: what else a SIGTERM may
+mean, asked first (e.g. the Kubernetes orchestrator pod's Job deadline), inside a run or not.
+Invariants: only the main thread's handlers that are Python's default (or this module's
+stand-in for it, :func:`sigterm_hook`'s) are taken over, and given back once the run's steps are
+done; a handler never writes to the store itself (a helper thread does: the main thread may
+hold a lock the writes need).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from queue import SimpleQueue
 from types import FrameType, TracebackType
 from typing import Any
@@ -27,6 +29,11 @@ _DEFAULTS: dict[int, object] = {
     signal.SIGINT: signal.default_int_handler,
     signal.SIGTERM: signal.SIG_DFL,
 }
+SigtermHook = Callable[[], bool]
+"""Asked first about a SIGTERM, in the main thread's signal handler: it may raise (into the main
+thread, wherever it is), return True when it took the signal (nothing else is done), or False
+(the signal does what it does without the hook)."""
+_SIGTERM_HOOKS: list[SigtermHook] = []  # the main thread's only; the newest last
 _MARK = "wharf_stopped_run"
 """Attribute of the ``KeyboardInterrupt`` that ends a call after a Ctrl-C stopped its run."""
 
@@ -69,8 +76,53 @@ class _Helper:
 _HELPER = _Helper()
 
 
+@contextlib.contextmanager
+def sigterm_hook(hook: SigtermHook) -> Iterator[None]:
+    """While in the context, ask ``hook`` first about each SIGTERM of the main thread
+    (:data:`SigtermHook`): a run's :class:`RunSignals` does, and outside a run a handler
+    installed here over Python's default does, which ends the process as by default when no
+    hook takes the signal. Nothing is installed over an application's own handler (its hook is
+    then asked only inside a run, if ever); a no-op outside the main thread. The newest hook is
+    asked first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installed = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    if installed:
+        signal.signal(signal.SIGTERM, _hooked_default)
+    _SIGTERM_HOOKS.append(hook)
+    try:
+        yield
+    finally:
+        _SIGTERM_HOOKS.remove(hook)
+        if installed and signal.getsignal(signal.SIGTERM) is _hooked_default:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _hooks_take_sigterm() -> bool:
+    """Ask the hooks, newest first, about a SIGTERM (one may raise); whether one took it."""
+    return any(hook() for hook in reversed(list(_SIGTERM_HOOKS)))
+
+
+def _hooked_default(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM outside a run while hooks are registered: theirs, else as by default."""
+    if _hooks_take_sigterm():
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _takes_over(signum: int, handler: object) -> bool:
+    """Whether a run takes ``signum`` over from ``handler``: Python's default, or the stand-in
+    for it while SIGTERM hooks are registered."""
+    return handler is _DEFAULTS[signum] or (signum == signal.SIGTERM and handler is _hooked_default)
+
+
 class RunSignals:
     """SIGINT and SIGTERM for one run, between :meth:`install` and :meth:`restore`.
+
+    A SIGTERM goes to the :func:`sigterm_hook` hooks first; one they take counts for nothing
+    here.
 
     - the first SIGINT or SIGTERM prints one line to stderr and stops the run gracefully
       (:meth:`RunStopper.stop`: no new steps, running steps interrupted at their next safe
@@ -95,14 +147,14 @@ class RunSignals:
         """A second signal came while the steps ran: the orchestrator must force the stop."""
 
     def install(self) -> RunSignals:
-        """Take over SIGINT and SIGTERM, only those whose handler is Python's default (a
-        handler the application set, or an ignored signal, is left alone); a no-op outside the
-        main thread."""
+        """Take over SIGINT and SIGTERM, only those whose handler is Python's default (or
+        :func:`sigterm_hook`'s stand-in for it; a handler the application set, or an ignored
+        signal, is left alone); a no-op outside the main thread."""
         if threading.current_thread() is not threading.main_thread():
             return self
         for handled in HANDLED:
             current = signal.getsignal(handled)
-            if current is _DEFAULTS[handled]:
+            if _takes_over(handled, current):
                 self._previous[handled] = current
         if self._previous:
             _HELPER.ensure_started()
@@ -123,6 +175,8 @@ class RunSignals:
             self._give_back_wake = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGTERM and _hooks_take_sigterm():
+            return
         self.received.append(signum)
         count = len(self.received)
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,10 @@ from tests.integrations.kubernetes.testbed import (
     wait_for_run_end,
     wait_for_step,
 )
-from tests.waiting import wait_until
+from tests.waiting import wait_for, wait_until
 from wharf.core.enums import ExecutionStatus
+from wharf.execution.run_stop import RunStopper
+from wharf.execution.signals import RunSignals
 from wharf.integrations.kubernetes.labels import STEP_KEY
 from wharf.integrations.kubernetes.orchestrator_deadline import (
     CLOCK_SKEW_SECONDS,
@@ -78,6 +81,67 @@ def test_a_sigterm_past_the_deadline_raises_naming_the_jobs_active_deadline() ->
 def test_without_a_deadline_sigterm_is_left_alone() -> None:
     with DeadlineSignal(job(None)):
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+class _Runs:
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    def update(self, run_id: Any, update: Any) -> None:
+        self.updates.append(update.status)
+
+
+class _Store:
+    """The run's store as :class:`RunStopper` writes to it (a stand-in for the port)."""
+
+    def __init__(self) -> None:
+        self.runs = _Runs()
+
+
+def test_the_run_loop_takes_sigterm_itself_and_the_deadline_only_hooks_into_it() -> None:
+    """Before, the deadline took SIGTERM over and handed an early one to whatever handled
+    SIGINT (the run loop's, when it was the run loop's): now it registers a SIGTERM hook and
+    the run loop handles SIGTERM as anywhere else, asking the hook first."""
+    now = {"t": at("2026-12-06T10:01:00")}
+    store = _Store()
+    run_signals = RunSignals(RunStopper(store, uuid.uuid4()), "r")  # type: ignore[arg-type]
+    deadline = DeadlineSignal(job(90), clock=lambda: now["t"])
+    try:
+        with deadline:
+            run_signals.install()
+            assert signal.getsignal(signal.SIGTERM) == run_signals._handle
+            now["t"] = at("2026-12-06T10:02:00")  # past the deadline: the run fails
+            with pytest.raises(OrchestratorDeadlineExceeded):
+                signal.raise_signal(signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)  # a second: the run is ending already
+            assert run_signals.received == [] and deadline.exceeded
+            run_signals.restore()
+    finally:
+        run_signals.restore()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_an_early_sigterm_in_the_run_loop_stops_the_run_gracefully() -> None:
+    store = _Store()
+    run_signals = RunSignals(RunStopper(store, uuid.uuid4()), "r")  # type: ignore[arg-type]
+    early = DeadlineSignal(job(90), clock=lambda: at("2026-12-06T10:00:30"))
+    try:
+        with early:
+            run_signals.install()
+            signal.raise_signal(signal.SIGTERM)
+            assert run_signals.received == [signal.SIGTERM] and not early.exceeded
+            wait_for(lambda: store.runs.updates == [ExecutionStatus.STOPPING], "the stop")
+    finally:
+        run_signals.restore()
+
+
+def test_a_deadline_that_passes_before_the_run_loop_raises_outside_it_too() -> None:
+    """The pod enters the deadline as soon as it read its Job, before the run loop (which
+    installs its handlers later): a SIGTERM there at the deadline fails the run as well."""
+    past = DeadlineSignal(job(90), clock=lambda: at("2026-12-06T10:02:00"))
+    with pytest.raises(OrchestratorDeadlineExceeded), past:
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # no run loop
+        signal.raise_signal(signal.SIGTERM)
 
 
 @pytest.fixture

@@ -15,16 +15,14 @@ is given back on exit; without a deadline on the Job nothing changes.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from datetime import datetime, timedelta
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
-from wharf.execution.signals import RunSignals
+from wharf.execution.signals import sigterm_hook
 
 CLOCK_SKEW_SECONDS = 5.0
 """How far this pod's clock may trail the Job controller's: a SIGTERM this close before the
@@ -63,23 +61,24 @@ def deadline_reason(job: Mapping[str, Any]) -> str:
 
 class DeadlineSignal:
     """A context in which a SIGTERM at or past the deadline of ``job`` (this pod's Job)
-    raises :class:`OrchestratorDeadlineExceeded` (once); an earlier one goes to the run loop's
-    handler, or without one (outside the run loop) ends the process as by default.
-    ``clock``: seconds since the epoch (``time.time``)."""
+    raises :class:`OrchestratorDeadlineExceeded` in the main thread (once; a later one is
+    taken and ignored: the run is ending already), through a
+    :func:`~wharf.execution.signals.sigterm_hook`: inside the run loop as before it, so that a
+    deadline that passes while the pod still prepares the run fails it too. An earlier SIGTERM
+    is not this context's: the run loop's handler takes it (a graceful stop), or outside the
+    run loop it ends the process as by default. ``clock``: seconds since the epoch
+    (``time.time``)."""
 
     def __init__(self, job: Mapping[str, Any], clock: Callable[[], float] = time.time) -> None:
         self._job = job
         self._deadline = job_deadline(job)
         self._clock = clock
-        self._installed = False
+        self._hooked = ExitStack()
         self.exceeded = False
 
     def __enter__(self) -> DeadlineSignal:
-        main = threading.current_thread() is threading.main_thread()
-        default = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-        if self._deadline is not None and main and default:
-            signal.signal(signal.SIGTERM, self._handle)
-            self._installed = True
+        if self._deadline is not None:
+            self._hooked.enter_context(sigterm_hook(self._take))
         return self
 
     def __exit__(
@@ -88,9 +87,7 @@ class DeadlineSignal:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            self._installed = False
+        self._hooked.close()
 
     def passed(self) -> bool:
         """Whether the Job's deadline passed (within :data:`CLOCK_SKEW_SECONDS`)."""
@@ -98,15 +95,11 @@ class DeadlineSignal:
             return False
         return self._clock() >= self._deadline.timestamp() - CLOCK_SKEW_SECONDS
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.passed():
-            if not self.exceeded:  # a second SIGTERM: the run is ending already
-                self.exceeded = True
-                raise OrchestratorDeadlineExceeded(deadline_reason(self._job))
-            return
-        run_loops = signal.getsignal(signal.SIGINT)  # the run loop takes both signals alike
-        if isinstance(getattr(run_loops, "__self__", None), RunSignals) and callable(run_loops):
-            run_loops(signum, frame)
-            return
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+    def _take(self) -> bool:
+        """The SIGTERM hook: whether the signal is the deadline's (raising the first time)."""
+        if not self.passed():
+            return False
+        if not self.exceeded:
+            self.exceeded = True
+            raise OrchestratorDeadlineExceeded(deadline_reason(self._job))
+        return True

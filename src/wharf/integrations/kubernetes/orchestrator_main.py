@@ -171,10 +171,9 @@ def _orchestrate(
     if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
         logger.info("Run %s already ended %s.", run.name, run.status.value)
         return _exit_code(run)
-    resumed: Resumption | None = None
+    if own_job is None:
+        own_job = read_job(clients, args.namespace, args.job_name)
     if not run.is_placeholder:  # an earlier pod of the Job started it, then died
-        if own_job is None:
-            own_job = read_job(clients, args.namespace, args.job_name)
         started_here = own_job is not None and run.orchestrator_run_id == job_run_id(own_job)
         if own_job is None or not started_here:
             reason = (
@@ -184,6 +183,32 @@ def _orchestrate(
             )
             logger.error("Run %s: %s", run.name, reason)
             return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, reason))
+    if own_job is None:
+        raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
+    try:  # at the Job's active deadline, from here on: the run fails
+        with DeadlineSignal(own_job):
+            return _run_in_pod(
+                args, settings, config, store, clients, environ, snapshot, run, own_job
+            )
+    except OrchestratorDeadlineExceeded as exc:  # in the run loop: it ended the run already
+        logger.error("Run %s: %s", run.name, exc)
+        return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, str(exc)))
+
+
+def _run_in_pod(
+    args: OrchestratorArgs,
+    settings: KubernetesOrchestratorSettings,
+    config: WharfConfig,
+    store: Store,
+    clients: KubeClients,
+    environ: Mapping[str, str],
+    snapshot: SnapshotRecord,
+    run: PipelineRunRecord,
+    own_job: dict[str, Any],
+) -> int:
+    """Run ``run`` (resumed if an earlier pod of ``own_job`` started it) in this pod."""
+    resumed: Resumption | None = None
+    if not run.is_placeholder:
         resumed = take_over(store, clients, args.namespace, run, config.heartbeat_interval)
     if snapshot.stack_id is None:
         raise InputError(f"Snapshot {snapshot.id} records no stack to run on.")
@@ -198,10 +223,6 @@ def _orchestrate(
     step_operator = None
     if ComponentType.STEP_OPERATOR in stack.components:
         step_operator = component(ComponentType.STEP_OPERATOR)
-    if own_job is None:
-        own_job = read_job(clients, args.namespace, args.job_name)
-        if own_job is None:
-            raise InputError(f"This pod's Job {args.namespace}/{args.job_name} does not exist.")
     if args.token_secret is not None:
         _own_run_secret(clients, args.namespace, args.token_secret, own_job)
     orchestrator_run_id = job_run_id(own_job)
@@ -245,12 +266,8 @@ def _orchestrate(
         step_operator=step_operator,
         spec_factory=body.step_spec if body is not None else None,
     )
-    try:  # at the Job's active deadline: the run fails and its step Jobs are cancelled
-        with DeadlineSignal(own_job):
-            return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
-    except OrchestratorDeadlineExceeded as exc:  # the run loop ended the run failed already
-        logger.error("Run %s: %s", run.name, exc)
-        return _exit_code(store.runs.finish(run.id, ExecutionStatus.FAILED, str(exc)))
+    try:  # at the Job's active deadline the run loop fails the run, cancelling its step Jobs
+        return _exit_code(run_pipeline(job, runtimes, backend, orchestrator_run_id, resumed))
     finally:
         backend.close()
         if resumed is not None:
