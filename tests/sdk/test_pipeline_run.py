@@ -4,6 +4,7 @@ when something fails before the orchestrator has taken the run over."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from wharf.config.global_config import load_config
 from wharf.config.settings import Schedule
 from wharf.core.enums import ComponentType
 from wharf.core.enums import ExecutionStatus as S
-from wharf.core.errors import EntityExistsError, PipelineDefinitionError
+from wharf.core.errors import EntityExistsError, InputError, PipelineDefinitionError
 from wharf.orchestrators.base import RunJob
 from wharf.orchestrators.local import LocalOrchestrator
 from wharf.sdk import stacks
@@ -105,6 +106,27 @@ def test_a_schedule_that_cannot_be_recorded_leaves_no_run(
     with pytest.raises(RuntimeError, match="schedules are down"):
         scheduled.run_in(workspace)
     assert workspace.store.runs.list().total == 0
+
+
+def test_a_schedule_that_has_already_ended_is_refused_and_leaves_nothing(
+    workspace: Workspace,
+) -> None:
+    """It would never fire. Its snapshot's ``Schedule`` is still read back after it ends."""
+    ended = datetime(2020, 1, 1, 6, tzinfo=UTC)
+
+    @pipeline(schedule=Schedule(cron_expression="0 * * * *", end_time=ended))
+    def expired() -> None:
+        steps_lib.produce(value=3)
+
+    with pytest.raises(InputError) as refused:
+        expired.run_in(workspace)
+    assert str(refused.value) == (
+        "The schedule's end_time (2020-01-01 06:00:00 UTC) has already passed, so it would "
+        "never fire: give a later end_time, or none."
+    )
+    assert workspace.store.runs.list().total == 0
+    assert workspace.store.schedules.list().total == 0
+    assert Schedule(interval_seconds=60, end_time=ended).end_time == ended
 
 
 def test_runs_follow_a_change_of_active_stack(workspace: Workspace, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ bodies sent by callers who are not authenticated (401 before any validation deta
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -126,6 +127,27 @@ def test_an_admins_schedule_of_another_projects_pipeline_or_snapshot_is_400(
     assert store.schedules.list().total == 0
     fine = {**mixed, "snapshot_id": str(b_snapshot.id)}
     assert admin.post("/api/v1/schedules", json=fine).status_code == 201
+
+
+def test_a_schedule_whose_end_time_has_passed_is_400_and_not_stored(world: World) -> None:
+    """It would never fire: refused on the server's clock (the one its firings are checked on),
+    while an end time still to come is stored."""
+    member = world.as_role("member")
+    now = datetime.fromtimestamp(world.clock.now, UTC)
+    ended = _schedule_body(world, interval_seconds=60, end_time=(now - timedelta(minutes=1)))
+    answer = check(member.post("/api/v1/schedules", json=_jsonable(ended)), 400)
+    shown = (now - timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M:%S")
+    assert answer["detail"] == (
+        f"The schedule's end_time ({shown} UTC) has already passed, so it would never fire: "
+        "give a later end_time, or none."
+    )
+    assert world.stores.store.schedules.list().total == 0
+    ending = {**ended, "end_time": (now + timedelta(minutes=1)).isoformat()}
+    assert member.post("/api/v1/schedules", json=_jsonable(ending)).status_code == 201
+
+
+def _jsonable(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in body.items()}
 
 
 def test_a_schedule_with_a_valid_cron_expression_is_stored(world: World) -> None:

@@ -7,6 +7,11 @@ has the five standard fields or is a macro (``@daily``): croniter reads a sixth 
 and a seventh as years, which no scheduler Wharf hands a schedule to fires on (a Kubernetes
 CronJob takes five fields; other orchestrators run the pipeline once and fire nothing), so such
 an expression is refused rather than stored to fire differently or never.
+
+:func:`ended_problem`: a schedule whose end time has passed fires nothing, so it is refused when
+it is created (the server's ``POST /schedules`` on its clock, the SDK's call of a scheduled
+pipeline). Not by ``Schedule`` itself: a snapshot's spec is read back (and its ``Schedule``
+validated again) long after its schedule ended.
 """
 
 from __future__ import annotations
@@ -33,3 +38,18 @@ def cron_problem(expression: str) -> str | None:
     except Exception:  # croniter's CroniterBadDateError: it found no such date
         return f"Cron expression {shown} never fires: it names no date that exists."
     return None
+
+
+def ended_problem(end_time: datetime | None, now: datetime) -> str | None:
+    """Why a schedule ending at ``end_time`` cannot be created at ``now`` (one line), or None.
+    A naive time is UTC, as everywhere in Wharf."""
+    if end_time is None:
+        return None
+    end = end_time.replace(tzinfo=UTC) if end_time.tzinfo is None else end_time
+    if end > now:
+        return None
+    shown = end.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        f"The schedule's end_time ({shown}) has already passed, so it would never fire: give a "
+        "later end_time, or none."
+    )

@@ -2,7 +2,8 @@
 
 A named schedule is recorded with the run; calling the same pipeline again keeps a schedule of
 that name whose definition (pipeline and timing) is unchanged and refuses, naming
-``wharf schedule delete``, one that differs. On an orchestrator that fires schedules itself
+``wharf schedule delete``, one that differs; a new one whose end time has passed is refused
+(it would never fire). On an orchestrator that fires schedules itself
 (``BaseOrchestrator.schedules_runs``: Kubernetes), :func:`schedule_on` records the pipeline,
 its snapshot and the schedule, hands the schedule to the orchestrator and runs nothing: the
 call returns a :class:`Scheduled`. A schedule the orchestrator refuses is not kept; a kept one
@@ -16,9 +17,10 @@ from datetime import UTC, datetime
 from typing import Any, cast
 from uuid import UUID
 
+from wharf.config.cron import ended_problem
 from wharf.config.settings import Schedule
 from wharf.config.spec import PipelineSpec
-from wharf.core.errors import EntityExistsError
+from wharf.core.errors import EntityExistsError, InputError
 from wharf.execution.services import RunServices
 from wharf.orchestrators.base import BaseOrchestrator
 from wharf.sdk.workspace import Workspace
@@ -151,6 +153,9 @@ def record_schedule(
     existing = found.items[0] if found.items else None
     created = None
     if existing is None:
+        ended = ended_problem(schedule.end_time, datetime.now(UTC))
+        if ended is not None:
+            raise InputError(ended)
         try:
             created = store.schedules.create(wanted)
         except EntityExistsError:  # created meanwhile by another process

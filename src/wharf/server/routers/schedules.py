@@ -1,12 +1,15 @@
-"""``/api/v1/schedules``."""
+"""``/api/v1/schedules``: a new schedule fires its own project's pipeline from one of that
+pipeline's snapshots, and has not ended already (:func:`wharf.config.cron.ended_problem`)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from wharf.config.cron import ended_problem
 from wharf.core.errors import InputError
 from wharf.server.auth.access import missing_project
 from wharf.server.deps import Ctx, CtxDep
@@ -82,6 +85,9 @@ def build_router() -> APIRouter:
             ],
         )
         _check_snapshot_of_pipeline(ctx, body)
+        ended = ended_problem(body.end_time, datetime.fromtimestamp(ctx.state.clock(), UTC))
+        if ended is not None:  # on the server's clock, as its firings are checked
+            raise InputError(ended)
         return json_response(ctx.store.schedules.create(body), 201)
 
     @router.get("", response_model=Page[ScheduleRecord])
