@@ -6,6 +6,7 @@ from wharf.core.enums import FINISHED_STATUSES
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import IllegalTransitionError
 from wharf.core.transitions import (
+    FORCE_STOPPED_ON_REQUEST,
     RUN_TRANSITIONS,
     STEP_TRANSITIONS,
     STOPPED_ON_REQUEST,
@@ -96,8 +97,14 @@ def test_run_end_of_a_stopping_run_is_stopped(wanted):
     assert run_end(S.STOPPING, wanted, None) == (S.STOPPED, STOPPED_ON_REQUEST)
 
 
+@pytest.mark.parametrize("wanted", [S.COMPLETED, S.STOPPED])
+def test_run_end_of_a_run_whose_stop_was_forced_says_so(wanted):
+    assert run_end(S.STOPPING, wanted, None, forced=True) == (S.STOPPED, FORCE_STOPPED_ON_REQUEST)
+
+
 def test_run_end_keeps_a_failure_of_a_stopping_run():
     assert run_end(S.STOPPING, S.FAILED, "boom") == (S.FAILED, "boom")
+    assert run_end(S.STOPPING, S.FAILED, "boom", forced=True) == (S.FAILED, "boom")
 
 
 @pytest.mark.parametrize("current", [S.COMPLETED, S.FAILED, S.STOPPED])

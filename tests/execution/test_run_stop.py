@@ -85,6 +85,24 @@ def test_a_forced_stop_returns_the_steps_it_ended_as_recorded(world: World) -> N
     assert outcome.final_status() == (S.STOPPED, FORCED_RUN_REASON)
 
 
+@pytest.mark.parametrize("graceful_first", [False, True])
+def test_a_forced_stop_is_recorded_forced_and_the_run_ends_saying_so(
+    world: World, graceful_first: bool
+) -> None:
+    """A second Ctrl-C (``force``; after a first one, ``stop``, or not): the run's stop is
+    recorded forced, so that its end says so (``runs.finish`` decides the reason of a stopping
+    run), not "Stopped on request." as a graceful stop's."""
+    run = world.run(status=S.RUNNING)
+    stopper = RunStopper(world.store, run.id)
+    if graceful_first:
+        stopper.stop()
+    stopper.force()
+    assert world.store.runs.get(run.id).stop_forced
+    ended = world.store.runs.finish(run.id, *stopper.force().final_status())
+    assert (ended.status, ended.status_reason) == (S.STOPPED, FORCED_RUN_REASON)
+    assert FORCED_RUN_REASON != STOP_REASON
+
+
 def test_a_refused_credential_stops_the_run_here_without_writing(world: World) -> None:
     """The store accepts no write any more: waits and inline attempts are interrupted, the run
     is left as recorded, and the first refusal is kept for the run loop to report."""

@@ -99,17 +99,22 @@ def check_step_initial(status: S) -> None:
 
 
 STOPPED_ON_REQUEST = "Stopped on request."
+FORCE_STOPPED_ON_REQUEST = "Force-stopped on request."
+"""The reason of a run whose stop was forced (``wharf runs stop --force``, a second Ctrl-C)."""
 
 
-def run_end(current: S, wanted: S, reason: str | None) -> tuple[S, str | None] | None:
+def run_end(
+    current: S, wanted: S, reason: str | None, *, forced: bool = False
+) -> tuple[S, str | None] | None:
     """The status (and reason) a run in ``current`` ends with when its engine is done and
     would end it ``wanted``; None if it has ended already (a finished run is left as it is).
 
     A run that was asked to stop meanwhile (``stopping``) ends stopped, unless it failed: a
-    stop must never be reported as a success, and a failure is more than a stop.
+    stop must never be reported as a success, and a failure is more than a stop. ``forced``:
+    the stop was forced (the run's ``stop_forced``), which its reason says.
     """
     if current.is_finished:
         return None
     if current is S.STOPPING and wanted is not S.FAILED:
-        return S.STOPPED, STOPPED_ON_REQUEST
+        return S.STOPPED, FORCE_STOPPED_ON_REQUEST if forced else STOPPED_ON_REQUEST
     return wanted, reason

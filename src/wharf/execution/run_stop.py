@@ -32,6 +32,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.core.paging import MAX_PAGE_INDEX, MAX_PAGE_SIZE
+from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST, STOPPED_ON_REQUEST
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
     AttemptOutcome,
@@ -57,9 +58,11 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 
 logger = logging.getLogger(__name__)
 
-STOP_REASON = "Stopped on request."
+STOP_REASON = STOPPED_ON_REQUEST
 FORCED_REASON = "Force-stopped on request: the step did not end in time."
-FORCED_RUN_REASON = "Force-stopped on request."
+FORCED_RUN_REASON = FORCE_STOPPED_ON_REQUEST
+"""How a run whose stop was forced ends (``runs.finish`` says so too of a run whose stop
+was recorded forced: ``wharf.core.transitions.run_end``)."""
 UNFINISHED = (
     ExecutionStatus.QUEUED,
     ExecutionStatus.RUNNING,
@@ -112,6 +115,8 @@ class RunStopper:
         """The step runs whose attempts a forced stop ended."""
         self.stopping = False
         self.forced = False
+        self._recorded_forced = False
+        """:meth:`force` recorded the run's stop forced (once)."""
         self.refusal: CredentialsRefusedError | None = None
         """The first refusal of the run's credential (:meth:`refuse`), if any."""
 
@@ -183,14 +188,19 @@ class RunStopper:
             self.stopping = True
             regions = list(self._regions)
         if first and not recorded:
-            try:
-                self._store.runs.update(self._run_id, RunUpdate(status=ExecutionStatus.STOPPING))
-            except IllegalTransitionError:
-                pass  # already stopping, or finished meanwhile
-            except Exception as exc:  # the interrupts below still stop this process's steps
-                logger.warning("Could not record run %s as stopping: %s", self._run_id, exc)
+            self._record_stopping(RunUpdate(status=ExecutionStatus.STOPPING))
         for region in regions:
             region.interrupt(STOP_REASON)
+
+    def _record_stopping(self, update: RunUpdate, level: int = logging.WARNING) -> None:
+        """Record the run stopping (``update``), as far as the store lets it (a failure is
+        logged at ``level``)."""
+        try:
+            self._store.runs.update(self._run_id, update)
+        except IllegalTransitionError:
+            pass  # already stopping, or finished meanwhile
+        except Exception as exc:  # the interrupts still stop this process's steps
+            logger.log(level, "Could not record run %s as stopping: %s", self._run_id, exc)
 
     def refuse(self, error: CredentialsRefusedError) -> None:
         """The store refused the run's credential (``error``: revoked, or its permission
@@ -211,6 +221,14 @@ class RunStopper:
         Call from the orchestrating thread once it no longer waits for the run's steps.
         Returns how the run ends, with the step runs it ended as recorded."""
         self.stop()
+        with self._cond:
+            first = not self._recorded_forced
+            self._recorded_forced = True
+        if first:  # the run's end says it was forced (``runs.finish`` reads it); a run
+            # token may not record it, but its run is not stopping either: its end keeps
+            # the forced reason (``ForcedOutcome``)
+            forced = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=True)
+            self._record_stopping(forced, logging.DEBUG)
         self.end_attempts()
         deadline = time.monotonic() + RECORD_WAIT_SECONDS
         with self._cond:  # their waiters record them (status, logs) once the attempts ended

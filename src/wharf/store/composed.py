@@ -83,7 +83,7 @@ class ComposedRuns:
     ) -> PipelineRunRecord:
         for _ in range(RUN_END_ATTEMPTS):
             current = self.get(run_id)
-            end = run_end(current.status, status, reason)
+            end = run_end(current.status, status, reason, forced=current.stop_forced)
             if end is None:
                 return current
             target, why = end

@@ -12,7 +12,7 @@ from tests.store.conftest import World, spec
 from tests.store.contract.test_concurrency import THREADS, race
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, InputError
-from wharf.core.transitions import STOPPED_ON_REQUEST
+from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST, STOPPED_ON_REQUEST
 from wharf.store.models import PipelineFilter, RunStart, RunUpdate
 from wharf.store.ports import RunRepository
 
@@ -99,6 +99,15 @@ def test_finish_honours_a_stop(world: World, wanted: S, ends: S, reason: str) ->
     world.store.runs.update(run.id, RunUpdate(status=S.STOPPING))
     done = records(world).finish(run.id, wanted, "boom")
     assert (done.status, done.status_reason) == (ends, reason)
+    assert world.store.runs.get(run.id) == done
+
+
+@pytest.mark.parametrize("wanted", [S.COMPLETED, S.STOPPED])
+def test_finish_of_a_run_whose_stop_was_forced_says_so(world: World, wanted: S) -> None:
+    run = world.run(status=S.RUNNING)
+    world.store.runs.update(run.id, RunUpdate(status=S.STOPPING, stop_forced=True))
+    done = records(world).finish(run.id, wanted, "why")
+    assert (done.status, done.status_reason) == (S.STOPPED, FORCE_STOPPED_ON_REQUEST)
     assert world.store.runs.get(run.id) == done
 
 

@@ -149,7 +149,7 @@ def finish(
         if row is None:
             raise not_found("pipeline run", run_id)
         current = ExecutionStatus(row["status"])
-        end = run_end(current, status, reason)
+        end = run_end(current, status, reason, forced=bool(row["stop_forced"]))
         if end is None:
             return run_record(row)
         target, why = end
