@@ -68,6 +68,7 @@ from wharf.integrations.kubernetes.step_backend_secret import (
     StepEnvSecret,
     create_with_own_secret,
     job_secret_env,
+    secret_wait_deadline,
 )
 from wharf.store.models import StepRunRecord
 
@@ -270,9 +271,21 @@ class KubernetesStepBackend:
                 return check_adoptable(self._clients.batch, self.namespace, name, record)
             return dict(json.loads(data)) if values else {}
 
-        if values:  # the Job, then its Secret owned by it
-            ns = self.namespace
-            create_with_own_secret(self._clients, ns, name, values, labels, create_or_adopt)
+        if values:  # the Job, then its Secret owned by it; a deadline bounds the wait for it
+            own = settings.active_deadline_seconds
+            waiting = secret_wait_deadline(settings.pod_startup_timeout, own)
+            if waiting is not None:
+                manifest["spec"]["activeDeadlineSeconds"] = waiting
+            create_with_own_secret(
+                self._clients,
+                self.namespace,
+                name,
+                values,
+                labels,
+                create_or_adopt,
+                awaiting_deadline=waiting is not None,
+                own_deadline=own,
+            )
         else:
             create_or_adopt()
         return int(manifest["spec"]["backoffLimit"])

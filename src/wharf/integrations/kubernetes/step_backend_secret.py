@@ -10,14 +10,18 @@ Invariants: a value is stored once per Secret, under a key that says nothing of 
 reference keys; a Job's own Secret is named after it and created after it, owned by it from its
 create on (garbage-collected with it: by a cleanup, a TTL or ``kubectl delete``; no moment when
 a process that dies leaves it owned by nothing), its pod waiting for it meanwhile (as a kubelet
-waits for a missing Secret: ``CreateContainerConfigError``, retried); a Secret that cannot be
-created takes its Job away.
+waits for a missing Secret: ``CreateContainerConfigError``, retried, for good); a Secret that
+cannot be created takes its Job away. Until its Secret is there, such a Job has an active
+deadline of its ``pod_startup_timeout`` (:func:`secret_wait_deadline`), given back to the
+Job's own once the Secret is made: a Job whose submitting process died between the two creates
+ends (``DeadlineExceeded``) rather than wait for good.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -135,6 +139,16 @@ def job_secret_env(
     return plain, {var: (job_name, var) for var in values}, values
 
 
+def secret_wait_deadline(startup_timeout: float, own_deadline: int | None) -> int | None:
+    """The ``activeDeadlineSeconds`` a Job with a Secret of its own is created with, so that it
+    ends should its Secret never come (its submitting process died between the two creates):
+    ``startup_timeout`` (``pod_startup_timeout``, whole seconds, at least one), within which a
+    pod without its credential could never report anyway. None: the Job's own deadline
+    (``own_deadline``) is as short, it bounds the wait already."""
+    bound = max(1, math.ceil(startup_timeout))
+    return None if own_deadline is not None and own_deadline <= bound else bound
+
+
 def create_with_own_secret(
     clients: KubeClients,
     namespace: str,
@@ -142,13 +156,18 @@ def create_with_own_secret(
     values: Mapping[str, str],
     labels: Mapping[str, str],
     create_job: Callable[[], Mapping[str, Any]],
+    *,
+    awaiting_deadline: bool = False,
+    own_deadline: int | None = None,
 ) -> None:
     """Create the Job (``create_job``: creates or adopts it, and gives it back as the API has
     it, uid included), then the Secret ``name`` holding ``values``, owned by the Job from its
     create on (one there already gets them and the Job as its owner if it is of an earlier
     submit of the same step run, by its label; else an :class:`InputError`). The Job's pod
-    waits for its Secret meanwhile; a Secret that cannot be created or given to the Job takes
-    the Job away (a :class:`WharfError`)."""
+    waits for its Secret meanwhile; ``awaiting_deadline``: the Job was made with a deadline
+    bounding that wait (:func:`secret_wait_deadline`), replaced by ``own_deadline`` (None:
+    none) once the Secret is there. A Secret that cannot be created or given to the Job, or a
+    deadline that cannot be given back, takes the Job away (a :class:`WharfError`)."""
     job = create_job()
     # Not blocking the Job's deletion: no jobs/finalizers right needed (the step operator's).
     reference = {**owner_reference(job), "blockOwnerDeletion": False}
@@ -167,7 +186,11 @@ def create_with_own_secret(
                 _check_same_step_run(clients, namespace, name, labels)
                 update = {"metadata": {"ownerReferences": [reference]}, "data": body["data"]}
                 clients.core.patch_namespaced_secret(name, namespace, update)
-    except BaseException:  # its pod would wait for it for good
+        if awaiting_deadline:
+            own = {"spec": {"activeDeadlineSeconds": own_deadline}}  # None: removed
+            with cluster_call(f"give the Job {namespace}/{name} its own active deadline back"):
+                clients.batch.patch_namespaced_job(name, namespace, own)
+    except BaseException:  # its pod would wait for it, or be cut short at the wait's deadline
         with suppress(WharfError):
             delete_job(clients, namespace, str(job["metadata"]["name"]))
         raise
