@@ -22,7 +22,7 @@ from wharf.artifacts.materializers.registry import (
     MaterializerRegistry,
     load_materializer,
     load_type,
-    materializer_path,
+    recorded_path,
     type_path,
 )
 from wharf.artifacts.store import ArtifactStore
@@ -39,9 +39,10 @@ class SavedArtifact:
 
     uri: str
     data_type: str
-    """Import path of the value's type, ``module:qualname``."""
+    """Import path of the value's type, ``module:qualname`` (``@`` and the script's file name
+    for a class of the user's script: :func:`~.registry.recorded_path`)."""
     materializer: str
-    """Import path of the materializer class that wrote it."""
+    """Import path of the materializer class that wrote it (the same way)."""
     content_hash: str
 
 
@@ -117,7 +118,7 @@ def save_artifact(
         ) from exc
     if materializer is None and cls is registry.fallback:
         registry.warn_pickled(value, warn_at)
-    return SavedArtifact(uri, type_path(data_type), materializer_path(cls), digest)
+    return SavedArtifact(uri, recorded_path(data_type), recorded_path(cls), digest)
 
 
 def load_artifact(

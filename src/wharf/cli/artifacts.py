@@ -74,7 +74,7 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     (bytes as they are, a str as UTF-8 text, other values in their printed form, a big numpy
     array or pandas table with every item). NAME is an artifact's name, its id or id prefix,
     or the id (prefix) of one artifact version."""
-    from wharf.artifacts.materializers.registry import UnresolvedClassError
+    from wharf.artifacts.materializers.registry import ScriptClassError, UnresolvedClassError
     from wharf.core.errors import MaterializationError
     from wharf.sdk.client import Client
 
@@ -85,6 +85,11 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
         version = _version_of(client, name, number)
         try:
             value = client.load_artifact(version)
+        except ScriptClassError as exc:  # only that script has the class
+            raise click.ClickException(
+                f"{exc} To read this version, run wharf.Client().load_artifact('{version.id}') "
+                f"in {exc.script}."
+            ) from None
         except UnresolvedClassError as exc:  # "import it first": not in this command
             raise click.ClickException(
                 f"{exc} 'wharf artifacts load' never imports a recorded class path: load it in "

@@ -17,7 +17,7 @@ import pytest
 
 from wharf.artifacts import LocalArtifactStore, load_artifact, save_artifact
 from wharf.artifacts.materializers import CloudpickleMaterializer
-from wharf.artifacts.materializers.registry import load_materializer, load_type
+from wharf.artifacts.materializers.registry import ScriptClassError, load_materializer, load_type
 from wharf.artifacts.materializers.script_classes import SCRIPT_MODULE
 
 PICKLE = "wharf.artifacts.materializers.cloudpickle_materializer:CloudpickleMaterializer"
@@ -151,11 +151,107 @@ def test_a_materializer_and_type_of_the_script_resolve_under_either_name(
     monkeypatch.setitem(sys.modules, defined_in, module)
     name = f"PointMaterializerIn{defined_in.strip('_').title()}"  # one per case: classes live on
     exec(MATERIALIZER_SOURCE.replace("ScriptPointMaterializer", name), module.__dict__)
-    materializer_path = f"{recorded_as}:{name}"
+    materializer_path = f"{recorded_as}:{name}"  # as a step names it
 
     assert load_materializer(materializer_path) is getattr(module, name)
-    assert load_type(f"{recorded_as}:Point") is module.Point
+    assert load_type(f"{recorded_as}:Point@train.py") is module.Point
     uri = store.new_uri("p")
     saved = save_artifact(module.Point(4), store, uri, registry, materializer=materializer_path)
-    assert load_artifact(store, uri, f"{recorded_as}:Point", materializer_path).x == 4
-    assert saved.materializer == f"{defined_in}:{name}"
+    assert (saved.data_type, saved.materializer) == (
+        f"{defined_in}:Point@train.py",
+        f"{defined_in}:{name}@train.py",
+    )
+    recorded = (f"{recorded_as}:Point@train.py", f"{recorded_as}:{name}@train.py")
+    assert load_artifact(store, uri, *recorded).x == 4
+
+
+ENUM_SOURCE = """
+import enum
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+"""
+
+OTHER_ENUM_SOURCE = """
+import enum
+
+
+class Color(enum.Enum):  # another script's class of that name: 1 is BLUE here
+    BLUE = 1
+    RED = 2
+"""
+
+
+def script_of(
+    monkeypatch: pytest.MonkeyPatch, name: str, path: str, source: str
+) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = path
+    monkeypatch.setitem(sys.modules, name, module)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def test_a_class_of_the_script_is_recorded_with_the_scripts_file_name_and_loads_only_there(
+    store: LocalArtifactStore, registry: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another script's ``__main__`` may define another class of that name: it was used
+    silently (an enum member of the same value, a named tuple with other fields)."""
+    train = script_of(monkeypatch, "__main__", "/work/train.py", ENUM_SOURCE)
+    saved = save_artifact(train.Color.RED, store, store.new_uri("c"), registry)
+    assert saved.data_type == "__main__:Color@train.py"
+    args = (store, saved.uri, saved.data_type, saved.materializer)
+
+    analyse = script_of(monkeypatch, "__main__", "/work/analyse.py", OTHER_ENUM_SOURCE)
+    with pytest.raises(ScriptClassError) as info:
+        load_artifact(*args)
+    assert str(info.value) == (
+        "Cannot load type '__main__:Color@train.py': Color was defined in the __main__ of "
+        "train.py, the script that made the artifact, so only a process running train.py has "
+        "it (this process runs analyse.py, whose own Color is another class). Define the "
+        "classes your steps return (and your materializers) in a module that your scripts "
+        "import: artifacts saved after that load wherever it is imported."
+    )
+    assert info.value.script == "train.py"
+    assert analyse.Color.BLUE  # untouched
+
+    monkeypatch.delitem(sys.modules, "__main__")  # a notebook's __main__ has no file
+    with pytest.raises(ScriptClassError, match=r"\(this process runs no script\)"):
+        load_artifact(*args)
+
+    # train.py again: in a step's process, from a code archive at another path
+    live = script_of(monkeypatch, SCRIPT_MODULE, "/tmp/code/train.py", ENUM_SOURCE)
+    assert load_artifact(*args) is live.Color.RED
+
+
+def test_a_materializer_of_another_script_of_that_name_is_refused(
+    tmp_path: Path, store: LocalArtifactStore, registry: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = MATERIALIZER_SOURCE.replace("ScriptPointMaterializer", "ProvenancePoints")
+    train = script_of(monkeypatch, "__main__", str(tmp_path / "train.py"), source)
+    uri = store.new_uri("p")
+    saved = save_artifact(train.Point(4), store, uri, registry, train.ProvenancePoints)
+    assert saved.materializer == "__main__:ProvenancePoints@train.py"
+
+    script_of(monkeypatch, "__main__", str(tmp_path / "other.py"), source)
+    with pytest.raises(ScriptClassError, match=r"^Cannot load materializer '__main__:Prov"):
+        load_artifact(store, uri, saved.data_type, saved.materializer)
+
+
+def test_a_script_class_recorded_without_its_script_warns_that_it_may_be_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Recorded by an older Wharf (or a script without a file): which script is not known."""
+    analyse = script_of(monkeypatch, "__main__", "/work/analyse.py", OTHER_ENUM_SOURCE)
+    with pytest.warns(UserWarning) as warned:
+        assert load_type("__main__:Color") is analyse.Color
+    (warning,) = warned
+    assert str(warning.message).startswith(
+        "Type '__main__:Color' was defined in the __main__ of the script that made the "
+        "artifact, and its record does not say which script (saved by an older Wharf, or by a "
+        "script without a file): this process uses the Color of analyse.py, another class of "
+        "that name unless that is the same script."
+    )
+    assert warning.filename == __file__  # the caller's line, not Wharf's

@@ -8,12 +8,15 @@ Invariants: a registry never imports numpy or pandas by itself (lazy registratio
 recorded import path (:func:`load_materializer`, :func:`load_type`) never imports a module named
 by stored data; it finds a class of the user's script under either of the script's module names
 (``__main__``, ``__wharf_script__``: :mod:`~wharf.artifacts.materializers.script_classes`),
-whichever process recorded the path.
+whichever process recorded the path, and only in a process running the script that recorded it
+(:func:`recorded_path` names it; a path recorded without it warns that the class may be
+another script's).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 import types
@@ -24,7 +27,14 @@ from typing import Any
 from wharf.artifacts.materializers.base import Materializer
 from wharf.artifacts.materializers.builtin import BuiltInContainerMaterializer, BuiltInMaterializer
 from wharf.artifacts.materializers.cloudpickle_materializer import CloudpickleMaterializer
-from wharf.artifacts.materializers.script_classes import script_aliases
+from wharf.artifacts.materializers.script_classes import (
+    live_script_class,
+    running_script,
+    script_aliases,
+    script_file_of,
+    split_script_file,
+    with_script_file,
+)
 from wharf.core.errors import MaterializationError
 
 _MATERIALIZERS = "wharf.artifacts.materializers"
@@ -39,17 +49,37 @@ class UnresolvedClassError(MaterializationError):
     not imported here, or it is a class of the pipeline's script that this process lacks."""
 
 
+class ScriptClassError(UnresolvedClassError):
+    """A recorded class was defined in the ``__main__`` of the script ``script`` (its file name)
+    that made the artifact, and this process does not run that script."""
+
+    def __init__(self, message: str, script: str) -> None:
+        super().__init__(message)
+        self.script = script
+
+
 def type_path(t: type) -> str:
     """The ``module:qualname`` import path of a class (recorded as an artifact's data type)."""
     return f"{t.__module__}:{t.__qualname__}"
 
 
+def recorded_path(t: type) -> str:
+    """The import path recorded with an artifact for its data type or materializer: the
+    ``module:qualname`` of :func:`type_path`, and for a class of the user's script the script's
+    file name (``__main__:Point@train.py``), so that it loads only where that script runs."""
+    return with_script_file(type_path(t), t)
+
+
 def load_type(path: str) -> type:
     """The class at ``module:qualname`` in an already imported module; ``MaterializationError``
-    otherwise (the module is never imported: the path may come from stored data)."""
+    otherwise (the module is never imported: the path may come from stored data). A class of a
+    script (``__main__:Point@train.py``) is found only in a process running that script."""
     if path == "builtins:NoneType":
         return type(None)
     module_name, qualname = _split_path(path, "type")
+    qualname, script = split_script_file(module_name, qualname)
+    if script is not None:
+        return _script_class(path, qualname, script, "type")
     modules = [sys.modules[n] for n in script_aliases(module_name) if n in sys.modules]
     if not modules:
         raise UnresolvedClassError(
@@ -61,7 +91,7 @@ def load_type(path: str) -> type:
     if module is None and len(script_aliases(module_name)) > 1:
         raise UnresolvedClassError(
             f"Cannot import type {path!r}: a class of the pipeline's script, which this process "
-            "does not define."
+            f"does not define. {_IN_A_MODULE}"
         )
     try:
         obj = _attribute(module or modules[0], qualname, path, "type")
@@ -69,7 +99,57 @@ def load_type(path: str) -> type:
         raise UnresolvedClassError(str(exc)) from exc.__cause__
     if not isinstance(obj, type):
         raise MaterializationError(f"{path!r} is not a class.")
+    if len(script_aliases(module_name)) > 1 and script_file_of(obj) is not None:
+        warnings.warn(
+            f"Type {path!r} was defined in the __main__ of the script that made the artifact, "
+            f"and its record does not say which script (saved by an older Wharf, or by a script "
+            f"without a file): this process uses the {qualname} of {running_script()}, another "
+            f"class of that name unless that is the same script. {_IN_A_MODULE}",
+            UserWarning,
+            stacklevel=_caller_outside_wharf(),
+        )
     return obj
+
+
+_IN_A_MODULE = (
+    "Define the classes your steps return (and your materializers) in a module that your "
+    "scripts import: artifacts saved after that load wherever it is imported."
+)
+
+
+def _script_class(path: str, qualname: str, script: str, what: str) -> type:
+    """The class ``qualname`` of the script ``script`` loaded in this process; a
+    :class:`ScriptClassError` that says why there is none."""
+    found = live_script_class(script, qualname)
+    if found is not None:
+        return found
+    running = running_script()
+    if running is None:
+        here = "this process runs no script"
+    else:
+        here = f"this process runs {running}"
+        main = sys.modules.get("__main__")
+        if main is not None and _has_attribute(main, qualname):
+            here += f", whose own {qualname} is another class"
+    raise ScriptClassError(
+        f"Cannot load {what} {path!r}: {qualname} was defined in the __main__ of {script}, the "
+        f"script that made the artifact, so only a process running {script} has it ({here}). "
+        f"{_IN_A_MODULE}",
+        script,
+    )
+
+
+_WHARF_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _caller_outside_wharf() -> int:
+    """The ``stacklevel`` of the first caller of this function's caller outside Wharf."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_WHARF_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _describe(t: Any) -> str:
@@ -92,6 +172,12 @@ def load_materializer(path: str) -> type[Materializer]:
     (:func:`known_materializers`) or one of Wharf's lazily loaded ones; ``MaterializationError``
     otherwise."""
     module_name, qualname = _split_path(path, "materializer")
+    qualname, script = split_script_file(module_name, qualname)
+    if script is not None:
+        cls = _script_class(path, qualname, script, "materializer")
+        if not issubclass(cls, Materializer):
+            raise MaterializationError(f"{path!r} is not a Materializer subclass.")
+        return cls
     known = known_materializers()
     for name in script_aliases(module_name):  # a script's, under either of its names
         found = known.get(f"{name}:{qualname}")

@@ -7,6 +7,10 @@ found under either name: :func:`script_aliases` gives both for import paths reco
 process, :func:`script_file_of` tells whether a class is one of the loaded script's, and
 :func:`live_script_class` finds a class of the script loaded in this process.
 
+An artifact records such a class with the script's file name (``__main__:Point@train.py``:
+:func:`with_script_file`, :func:`split_script_file`), so that another script, whose
+``__main__`` may define another class of that name, is never given it by mistake.
+
 Invariants: nothing here imports or executes a module; a ``__main__`` without a file (``python
 -c``, a notebook) is no script; a class matches by the script's file name and the class's
 qualified name. The file name, not its path, because a step operator or the Kubernetes
@@ -75,4 +79,35 @@ def live_script_class(file_name: str, qualname: str) -> type | None:
             found = _attribute(module, qualname)
             if isinstance(found, type):
                 return found
+    return None
+
+
+SCRIPT_FILE_MARK = "@"
+"""Separates a recorded script class's qualified name from its script's file name (a qualified
+name never holds it)."""
+
+
+def with_script_file(path: str, cls: type) -> str:
+    """``path`` (``cls``'s ``module:qualname``) with ``@<script file name>`` appended when ``cls``
+    is a class of the script loaded in this process (:func:`script_file_of`)."""
+    file_name = script_file_of(cls)
+    return path if file_name is None else f"{path}{SCRIPT_FILE_MARK}{file_name}"
+
+
+def split_script_file(module_name: str, qualname: str) -> tuple[str, str | None]:
+    """A recorded ``qualname`` without its script's file name, and that file name (None: not
+    recorded, as in records made before it was, or a module's class)."""
+    if module_name not in (MAIN, SCRIPT_MODULE):
+        return qualname, None
+    name, mark, file_name = qualname.partition(SCRIPT_FILE_MARK)
+    return (name, file_name) if mark and file_name else (name, None)
+
+
+def running_script() -> str | None:
+    """The file name of the script this process runs (in a step's process the script it
+    executes, else ``__main__``'s); None for a ``__main__`` without a file (a notebook)."""
+    for name in (SCRIPT_MODULE, MAIN):
+        path = _script_path(sys.modules.get(name))
+        if path is not None:
+            return os.path.basename(path)
     return None
