@@ -128,3 +128,45 @@ def test_an_update_with_an_unknown_key_is_refused_and_changes_nothing(world: Wor
     assert refused.status_code == 400, refused.text
     assert "'code_travel'" in refused.json()["detail"]
     assert body(admin.get(url)) == created
+
+
+def test_an_unknown_flavor_is_refused_listing_the_known_ones(world: World) -> None:
+    """As the CLI refuses it: stored, no stack using it could ever run."""
+    member = world.as_role("member")
+    for component, known in (
+        (_component("o", "orchestrator", "kubernets", {}), "kubernetes, local, local_process"),
+        (_component("a", "artifact_store", "s3", {"path": "s3://b/p"}), "fsspec, local"),
+    ):
+        refused = member.post("/api/v1/components", json=component)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["detail"] == (
+            f"Unknown {component['type']} flavor '{component['flavor']}'; known: {known}."
+        )
+    assert body(member.get("/api/v1/components"))["items"] == []
+
+
+def test_a_local_artifact_store_needs_an_absolute_path(world: World, tmp_path: Path) -> None:
+    """The CLI makes a relative path absolute against its own directory; the server cannot
+    know the caller's, so it refuses one rather than store a path that means nothing."""
+    member, admin = world.as_role("member"), world.as_role("admin")
+    for path in ("artifacts", "./data", "~/artifacts", None):
+        configuration = {} if path is None else {"path": path}
+        refused = member.post(
+            "/api/v1/components", json=_component("a", "artifact_store", "local", configuration)
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["detail"] == (
+            f"The 'path' of a local artifact store must be an absolute directory path, got "
+            f"{path!r}: the server cannot resolve it against your working directory "
+            "(`wharf component register` makes a relative path absolute)."
+        )
+    assert body(member.get("/api/v1/components"))["items"] == []
+    good = {"path": str(tmp_path / "artifacts")}
+    created = body(
+        member.post("/api/v1/components", json=_component("a", "artifact_store", "local", good))
+    )
+    url = f"/api/v1/components/{created['id']}"
+    moved = admin.patch(url, json={"configuration": {"path": "elsewhere"}})
+    assert moved.status_code == 400, moved.text
+    assert "got 'elsewhere'" in moved.json()["detail"]
+    assert body(admin.get(url)) == created

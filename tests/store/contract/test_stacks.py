@@ -33,7 +33,8 @@ ORCH = ComponentType.ORCHESTRATOR
 STORE = ComponentType.ARTIFACT_STORE
 OPAQUE_FLAVOR = "opaque"
 """A flavor no class implements: the store keeps any configuration, and the server, which checks
-a configuration by its flavor's class (``wharf.sdk.stacks``), has nothing to check."""
+a configuration by its flavor's class (``wharf.sdk.stacks``), has nothing to check (it must
+declare the flavor: ``tests/store/rest/test_rest_stacks.py`` does)."""
 
 
 def component(

@@ -4,17 +4,24 @@ and stacks; only admins reconfigure or delete a component or delete a stack, whi
 project (the server's ``default`` stack among them) may use. The store decides whether a
 deletion or a new configuration is allowed (409 with the reason); a configuration is checked
 here as the CLI checks it, on registration and update alike (``checked_flavor_configuration``:
-unknown keys and values, an fsspec artifact store's clear-text secrets)."""
+unknown keys and values, an fsspec artifact store's clear-text secrets). A new component's flavor
+must be one this server declares (400 listing them; a flavor declared here whose integration
+cannot be imported here is stored unchecked), and a ``local`` artifact store's ``path``
+absolute: the CLI resolves a relative one against its own directory, which the server cannot
+know."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import os
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from wharf.config.flavors import check_flavor
 from wharf.core.enums import ComponentType
-from wharf.sdk.stacks import checked_flavor_configuration
+from wharf.core.errors import InputError
+from wharf.sdk.stacks import LOCAL_FLAVOR, checked_flavor_configuration
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, no_content
 from wharf.server.schemas.actions import ComponentUpdateBody, LookupName, StackCreateBody
@@ -22,6 +29,21 @@ from wharf.server.schemas.filters import page_request
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
+
+
+def _checked(type: ComponentType, flavor: str, configuration: dict[str, Any]) -> dict[str, Any]:
+    """The configuration to store (as the CLI checks it, on registration and update alike),
+    with a ``local`` artifact store's ``path`` absolute; else InputError (400)."""
+    checked = checked_flavor_configuration(type, flavor, configuration)
+    if type is ComponentType.ARTIFACT_STORE and flavor == LOCAL_FLAVOR:
+        path = checked.get("path")
+        if not isinstance(path, str) or not os.path.isabs(path):
+            raise InputError(
+                f"The 'path' of a local artifact store must be an absolute directory path, got "
+                f"{path!r}: the server cannot resolve it against your working directory "
+                "(`wharf component register` makes a relative path absolute)."
+            )
+    return checked
 
 
 def build_router() -> APIRouter:
@@ -38,7 +60,8 @@ def build_router() -> APIRouter:
         ctx.access.require_global_write("register stack components")
         # What the CLI and SDK check, for callers of the raw route too: no unknown key, no
         # clear-text secret is stored (InputError: 400).
-        configuration = checked_flavor_configuration(body.type, body.flavor, body.configuration)
+        check_flavor(body.type, body.flavor)  # unknown: InputError naming the known ones
+        configuration = _checked(body.type, body.flavor, body.configuration)
         body = body.model_copy(update={"configuration": configuration})
         return json_response(ctx.store.stacks.create_component(body), 201)
 
@@ -56,9 +79,7 @@ def build_router() -> APIRouter:
     def update_component(component_id: UUID, body: ComponentUpdateBody, ctx: CtxDep) -> Response:
         ctx.access.require_admin("reconfigure stack components")
         current = ctx.store.stacks.get_component(component_id)
-        configuration = checked_flavor_configuration(  # as on registration
-            current.type, current.flavor, body.configuration
-        )
+        configuration = _checked(current.type, current.flavor, body.configuration)
         return json_response(ctx.store.stacks.update_component(component_id, configuration))
 
     @router.delete("/components/{component_id}", status_code=204)
