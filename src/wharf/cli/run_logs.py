@@ -82,6 +82,20 @@ def never_started(step: StepRunRecord) -> str | None:
     return f"has no logs: it never started ({step.status.value}).{why}"
 
 
+def stored_nothing(step: StepRunRecord) -> str | None:
+    """Why a step run that started and did not succeed has no stored output, with its reason's
+    first line: nothing tells it from a step that printed nothing (a silent step stores no log)
+    or one whose output was lost with its process (a force-stopped step). None for a step that
+    succeeded (it printed nothing), was cached or never started."""
+    if step.start_time is None or not _ended(step) or is_cached(step):
+        return None
+    if step.status.is_successful:
+        return None
+    reason = (step.status_reason or "").strip().splitlines()
+    why = f" Reason: {reason[0]}" if reason else ""
+    return f"has no stored output ({step.status.value}).{why}"
+
+
 def never_reached(run: PipelineRunRecord) -> str:
     """Why a step of ``run``'s pipeline that has no step run in the run (which has finished)
     has no logs."""
@@ -225,4 +239,7 @@ class RunLogs:
             return False
         for line in text.splitlines():
             self._echo(f"[{label}] {line}")
+        nothing = None if text else stored_nothing(step)
+        if nothing is not None:  # else a stopped step would not show at all
+            self._echo(f"[{label}] {nothing}")
         return True

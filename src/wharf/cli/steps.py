@@ -10,13 +10,14 @@ that its run never reached). A cached step gets one line naming the run it was c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 
 if TYPE_CHECKING:
+    from wharf.core.errors import EntityNotFoundError
     from wharf.sdk.client import Client
     from wharf.store.models import StepRunRecord
 
@@ -57,8 +58,10 @@ def step_logs(run: str, step: str | None) -> None:
             record = (
                 client.find_step_run(run) if step is None else client.find_step_run(step, run=run)
             )
-        except EntityNotFoundError:
-            note = None if step is None else _unreached(client, run, step)
+        except EntityNotFoundError as exc:
+            if step is None:
+                _refuse_a_run(client, run, exc)
+            note = _unreached(client, run, step)
             if note is None:
                 raise
             click.echo(note, err=True)
@@ -91,12 +94,12 @@ def _not_ended(record: StepRunRecord) -> str | None:
 def _why_no_logs(record: StepRunRecord) -> str | None:
     """Why a step run that was not cached has no output to print (None: it ran and printed
     nothing)."""
-    from wharf.cli.run_logs import never_started
+    from wharf.cli.run_logs import never_started, stored_nothing
 
     note = _not_ended(record)
     if note is not None:
         return note
-    never = never_started(record)  # as `wharf runs logs` says it
+    never = never_started(record) or stored_nothing(record)  # as `wharf runs logs` says it
     return None if never is None else f"Step '{record.name}' {never}"
 
 
@@ -112,3 +115,20 @@ def _unreached(client: Client, run: str, step: str) -> str | None:
         return f"Step '{step}' {never_reached(found)}"  # as `wharf runs logs` says it
     status = found.status.value
     return f"Step '{step}' has not started yet (run '{found.name}' is {status}); {LATER}."
+
+
+def _refuse_a_run(client: Client, given: str, error: EntityNotFoundError) -> NoReturn:
+    """RUN given alone names no step run: if it names a run, say how to name one of its steps
+    (an error all the same); else re-raise ``error``."""
+    from wharf.core.errors import EntityNotFoundError, InputError
+
+    try:
+        found = client.get_pipeline_run(given)
+    except EntityNotFoundError:
+        raise error from None
+    names = list(dict.fromkeys(s.name for s in client.list_run_steps(found.id, size=50).items))
+    listed = f" (its steps: {', '.join(names)})" if names else ""
+    raise InputError(
+        f"'{given}' is run '{found.name}', not a step run: wharf steps logs {given} STEP prints "
+        f"one of its steps{listed}; wharf runs logs {given} prints them all."
+    ) from None
