@@ -3,6 +3,9 @@ exception chained where it was raised in this process (kept by a :class:`Failure
 the engine records only its text). A run ended ``stopped`` (or anything but ``failed``) raises
 nothing. The engine leaves the traceback of a step's last failed attempt here to the watch
 (``CALLER_SHOWS_STEP_ERROR``), which shows it once: chained, else logged at the run's end.
+Invariant: the error's message stays readable whatever failed: it names at most
+:data:`LISTED_STEPS` failed steps, each reason cut to :data:`REASON_CHARACTERS`, and says how
+many it left out; ``step_reasons`` holds up to :data:`MAX_PAGE_SIZE` of them, in full.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError, WharfError
+from wharf.core.paging import MAX_PAGE_SIZE
 from wharf.core.step_interface import StepInterface
 from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.dynamic import CALLER_RAISES_BODY_ERROR
@@ -27,18 +31,46 @@ from wharf.store.ports import Store
 
 logger = logging.getLogger(__name__)
 
+LISTED_STEPS = 20
+"""The most failed steps a :class:`RunFailedError`'s message names, one line each (a sweep of
+thousands of failed steps would otherwise print a message of megabytes)."""
+REASON_CHARACTERS = 500
+"""The most characters of a reason that message shows (a step's reason is its error's text,
+of any length); ``step_reasons`` holds them whole."""
+
+
+def _cut(reason: str) -> str:
+    if len(reason) <= REASON_CHARACTERS:
+        return reason
+    return f"{reason[:REASON_CHARACTERS]}... ({len(reason) - REASON_CHARACTERS} more characters)"
+
 
 class RunFailedError(WharfError):
     """A pipeline run ended failed. ``run`` is the run as recorded; ``step_reasons`` maps each
     failed step to its reason (empty when the run failed outside any step, e.g. in a dynamic
-    pipeline's body). Where the failure was raised in this process (an inline step, a dynamic
+    pipeline's body), the first :data:`MAX_PAGE_SIZE` of them (``failed_steps``: how many
+    failed in all). Where the failure was raised in this process (an inline step, a dynamic
     body), that exception is chained as ``__cause__``."""
 
-    def __init__(self, run: PipelineRunRecord, step_reasons: dict[str, str]) -> None:
+    def __init__(
+        self,
+        run: PipelineRunRecord,
+        step_reasons: dict[str, str],
+        failed_steps: int | None = None,
+    ) -> None:
         self.run = run
         self.step_reasons = dict(step_reasons)
-        lines = [f"Pipeline run '{run.name}' failed: {run.status_reason or 'no reason recorded'}"]
-        lines += [f"  step '{name}': {reason}" for name, reason in self.step_reasons.items()]
+        self.failed_steps = max(failed_steps or 0, len(self.step_reasons))
+        reason = _cut(run.status_reason or "no reason recorded")
+        lines = [f"Pipeline run '{run.name}' failed: {reason}"]
+        listed = list(self.step_reasons.items())[:LISTED_STEPS]
+        lines += [f"  step '{name}': {_cut(reason)}" for name, reason in listed]
+        left_out = self.failed_steps - len(listed)
+        if left_out:
+            lines.append(
+                f"  ... and {left_out} more failed step{'s' if left_out > 1 else ''} "
+                f"({self.failed_steps} in all)"
+            )
         lines.append(f"  (see `wharf runs show {run.id}`)")
         super().__init__("\n".join(lines))
 
@@ -118,10 +150,10 @@ class FailureWatch:
             return
         failed = store.steps.list(
             StepRunFilter(run_id=run.id, status=ExecutionStatus.FAILED),
-            PageRequest(sort="asc", size=1000),
-        ).items
-        reasons = {s.name: s.status_reason or "failed" for s in failed}
-        error = RunFailedError(run, reasons)
+            PageRequest(sort="asc", size=MAX_PAGE_SIZE),
+        )
+        reasons = {s.name: s.status_reason or "failed" for s in failed.items}
+        error = RunFailedError(run, reasons, failed.total)
         cause = self._cause(list(reasons))
         self._log_shown_here(cause)
         raise error from cause
