@@ -2,6 +2,7 @@
 
 Owns :func:`normalize_name` (the rule), :func:`lookup_form`, :data:`MAX_NAME_LENGTH`,
 :func:`definition_name` (the stricter rule for the pipeline and step names a script defines),
+:func:`account_name` (the rule for new user, project and service account names),
 :func:`pipeline_name` and :func:`check_artifact_names` (the room the names a pipeline's runs and
 artifacts are built from leave) and :func:`one_line` (the rule of one-line texts that are not
 names: descriptions, hosts).
@@ -65,6 +66,32 @@ def normalize_name(value: str, what: str) -> str:
             f"(found U+{ord(bad):04X}): {name!r}."
         )
     return name
+
+
+ACCOUNT_NAME_PUNCTUATION = "._-@"
+"""The characters other than letters and digits a new account name may hold."""
+
+
+def account_name(value: str, what: str) -> str:
+    """``value`` as the name of a new ``what`` ("user", "project", "service account"), or
+    InputError: the stored-name rule (:func:`normalize_name`), then letters (with their marks),
+    digits and ``. _ - @`` only (no spaces, slashes or other punctuation: such names are typed
+    in commands and logins), starting with a letter or digit. Only creation checks it: accounts
+    named before the rule keep working, since lookups use :func:`lookup_form`."""
+    name = normalize_name(value, what)
+    bad = next((c for c in name if not (_word_char(c) or c in ACCOUNT_NAME_PUNCTUATION)), None)
+    if bad is not None or unicodedata.category(name[0])[0] not in "LN":
+        found = f"found {bad!r}" if bad is not None else f"starts with {name[0]!r}"
+        raise InputError(
+            f"A {what} name may hold only letters, digits, '.', '_', '-' and '@', starting "
+            f"with a letter or digit ({found}): {_shortened(name)}."
+        )
+    return name
+
+
+def _word_char(char: str) -> bool:
+    """A letter, a digit or a combining mark (which some scripts' letters need)."""
+    return unicodedata.category(char)[0] in "LNM"
 
 
 def one_line(value: str) -> str:

@@ -3,7 +3,8 @@
 Non-admins see only the projects they belong to (others are 404). Projects are created by
 admins; memberships are managed by admins and by the project's own admins. A membership change
 clears the auth cache: a member removed or made a viewer loses its run tokens of the project at
-once (``wharf.server.auth.authenticate``).
+once (``wharf.server.auth.authenticate``). A new project's name follows
+:func:`wharf.core.names.account_name` (400 otherwise); projects named before keep working.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 
 from wharf.core.errors import EntityNotFoundError, WharfError
+from wharf.core.names import account_name
 from wharf.server.auth.access import missing_project
 from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.deps import Ctx, CtxDep
@@ -55,7 +57,8 @@ def build_router() -> APIRouter:
     @router.post("", response_model=ProjectRecord, status_code=201)
     def create_project(body: ProjectCreateBody, ctx: CtxDep) -> Response:
         ctx.access.require_admin("create projects")
-        return json_response(ctx.store.projects.create(body.name), 201)
+        name = account_name(body.name, "project")
+        return json_response(ctx.store.projects.create(name), 201)
 
     @router.get("/by-name", response_model=ProjectRecord)
     def get_project_by_name(name: LookupName, ctx: CtxDep) -> Response:

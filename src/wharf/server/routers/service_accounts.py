@@ -1,6 +1,7 @@
 """``/api/v1/service_accounts`` and their API keys: admins only.
 
-A new key's secret is returned once, by the creating call; the store keeps its digest.
+A new key's secret is returned once, by the creating call; the store keeps its digest. A new
+account's name follows :func:`wharf.core.names.account_name` (400 otherwise).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Response
 
 from wharf.core.errors import EntityNotFoundError
+from wharf.core.names import account_name
 from wharf.server.auth import api_keys
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
@@ -41,7 +43,9 @@ def build_router() -> APIRouter:
     def create_account(body: ServiceAccountCreateBody, ctx: CtxDep) -> Response:
         ctx.access.require_admin("create service accounts")
         record = ctx.state.accounts.service_accounts.create(
-            body.name, description=body.description, is_admin=body.is_admin
+            account_name(body.name, "service account"),
+            description=body.description,
+            is_admin=body.is_admin,
         )
         return json_response(record, 201)
 

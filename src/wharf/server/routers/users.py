@@ -4,7 +4,8 @@ change their own password.
 A password change (a reset by an admin or the user's own) and a deactivation revoke every
 access and run token the user was issued: a session never outlives the password it came from.
 No user deactivates or demotes their own account (409): another admin does, so the last admin
-cannot lock everyone out of the server by mistake.
+cannot lock everyone out of the server by mistake. A new user's name follows
+:func:`wharf.core.names.account_name` (400 otherwise); users named before keep working.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Response
 
 from wharf.core.errors import IllegalOperationError
+from wharf.core.names import account_name
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
 from wharf.server.schemas.actions import LookupName, UserCreateBody, UserUpdateBody
@@ -33,8 +35,9 @@ def build_router() -> APIRouter:
     @router.post("", response_model=UserRecord, status_code=201)
     def create_user(body: UserCreateBody, ctx: CtxDep) -> Response:
         ctx.access.require_admin("create users")
+        name = account_name(body.name, "user")
         password_hash = None if body.password is None else ctx.state.passwords.hash(body.password)
-        user = ctx.store.users.create(body.name, is_admin=body.is_admin)
+        user = ctx.store.users.create(name, is_admin=body.is_admin)
         if password_hash is not None:
             ctx.state.accounts.credentials.set_password(user.id, password_hash)
         return json_response(user, 201)
