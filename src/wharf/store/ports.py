@@ -311,7 +311,8 @@ class StepRunRepository(Protocol):
         """The engine's end of a step: create the ``outputs`` artifact versions, then apply
         ``update`` with them added to its outputs. The versions are created first: if the
         update is refused they remain unreferenced (or, in one transaction, are not created),
-        never half-linked."""
+        never half-linked. A repeat of a finish that completed the step (a retry whose answer
+        was lost) creates nothing and answers the step run and output versions it recorded."""
         ...
 
 

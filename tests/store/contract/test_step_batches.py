@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import FakeClock
 from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus as S
-from wharf.core.errors import IllegalTransitionError, RunStoppingError
+from wharf.core.errors import IllegalOperationError, IllegalTransitionError, RunStoppingError
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionFilter,
@@ -106,6 +106,38 @@ def test_finish_is_atomic(world: World) -> None:
         )
     # The refused update took its versions with it.
     assert world.store.artifacts.list_versions(ArtifactVersionFilter(name="model")).total == before
+
+
+def test_a_finish_repeated_after_its_answer_was_lost_answers_what_it_recorded(
+    world: World,
+) -> None:
+    """The engine repeats a finish whose answer was lost (a workspace server replica killed
+    after its commit, a dropped connection): the repeat creates no version and answers the
+    step run and output versions the first one recorded, so the step's result is neither lost
+    nor refused as a relink (which made the engine take a completed step for an internal
+    error)."""
+    step = world.step()
+    done, versions = batches(world).finish(
+        step.id, StepRunUpdate(status=S.COMPLETED), {"model": output(world, step.id)}
+    )
+    again, repeated = batches(world).finish(
+        step.id, StepRunUpdate(status=S.COMPLETED), {"model": output(world, step.id)}
+    )
+    assert again == done and repeated == versions
+    assert world.store.artifacts.list_versions(ArtifactVersionFilter(name="model")).total == 1
+
+
+def test_a_finish_of_a_step_completed_with_other_outputs_is_still_refused(world: World) -> None:
+    step = world.step()
+    batches(world).finish(
+        step.id, StepRunUpdate(status=S.COMPLETED), {"model": output(world, step.id)}
+    )
+    with pytest.raises(IllegalOperationError, match="cannot be relinked"):
+        batches(world).finish(
+            step.id,
+            StepRunUpdate(status=S.COMPLETED),
+            {"model": output(world, step.id), "other": output(world, step.id, "other")},
+        )
 
 
 def test_finish_numbers_versions_and_links_them(world: World) -> None:

@@ -43,6 +43,7 @@ from wharf.store.sql.repositories.step_links import load_links, step_record
 from wharf.store.sql.repositories.steps import (
     SqlStepRunRepository,
     find_cached_in,
+    finished_before,
     insert_step,
     inserted_record,
     missing_reference,
@@ -457,13 +458,16 @@ class SqlStepRuns(SqlStepRunRepository):
         update: StepRunUpdate,
         outputs: Mapping[str, ArtifactVersionCreate],
     ) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
-        """Create the output versions and update the step in one write transaction: if the step
-        update is refused, no version is created either."""
+        """Create the output versions and update the step in one write transaction (none if the
+        update is refused); a repeat of a finish that completed the step answers what it did."""
         names = list(outputs)
         versions = [outputs[n] for n in names]
         _check_size(versions, "artifact versions")
 
-        def apply(conn: Connection) -> tuple[StepRunRecord, list[dict[str, Any]]]:
+        def apply(conn: Connection) -> tuple[StepRunRecord, dict[str, ArtifactVersionRecord]]:
+            repeated = finished_before(conn, step_run_id, update, names)
+            if repeated is not None:
+                return repeated, _outputs(conn, step_run_id)
             now = self._db.now()  # the versions' and the update's instant
             rows = insert_versions(conn, versions, now)
             links = {
@@ -471,10 +475,10 @@ class SqlStepRuns(SqlStepRunRepository):
                 **{n: r["id"] for n, r in zip(names, rows, strict=True)},
             }
             linked = update.model_copy(update={"outputs": links}) if rows else update
-            return update_in(conn, now, step_run_id, linked), rows
+            created = dict(zip(names, version_records(rows, versions), strict=True))
+            return update_in(conn, now, step_run_id, linked), created
 
-        record, rows = write_versions(self._db, apply, versions, (update.outputs or {}).values())
-        return record, dict(zip(names, version_records(rows, versions), strict=True))
+        return write_versions(self._db, apply, versions, (update.outputs or {}).values())
 
 
 class SqlArtifacts(SqlArtifactRepository):

@@ -267,6 +267,25 @@ def written_before(conn: Connection, step: StepRunCreate) -> StepRunRecord | Non
     return step_record(row, inputs, outputs)
 
 
+def finished_before(
+    conn: Connection, step_run_id: UUID, update: StepRunUpdate, names: Iterable[str]
+) -> StepRunRecord | None:
+    """The step run a repeated finish of ``step_run_id`` completed already (a retry whose
+    answer was lost: its replica was killed, or its connection dropped, after the commit):
+    completed, as ``update`` completes it, with outputs ``names`` and ``update.outputs``
+    linked; else None (the finish goes on, and its rules refuse what is not a repeat)."""
+    if update.status is not ExecutionStatus.COMPLETED:
+        return None
+    row = _GET_STEP.first(conn, {"step_id": step_run_id})
+    if row is None or row["status"] != ExecutionStatus.COMPLETED.value:
+        return None
+    inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
+    linked = update.outputs or {}
+    if any(n not in outputs for n in names) or any(outputs.get(n) != v for n, v in linked.items()):
+        return None
+    return step_record(row, inputs, outputs)
+
+
 def write_step(db: Database, step: StepRunCreate, fn: Callable[[Connection], T]) -> T:
     """Run ``fn`` (which inserts ``step``) in a write transaction; constraint violations
     become the repository's errors."""
