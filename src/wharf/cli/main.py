@@ -3,7 +3,8 @@ groups listed in :data:`COMMANDS`.
 
 Invariants: ``wharf --help`` loads neither the engine nor SQLAlchemy (groups are imported only
 when invoked); every ``WharfError`` (and invalid input) is printed as one line on stderr with
-exit code 1, never a traceback; a usage error is one line too (exit code 2).
+exit code 1, never a traceback (a server's refusal of no credential at all says how to log
+in); a usage error is one line too (exit code 2).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _run(argv: list[str] | None) -> Any:
         exc.show()
         sys.exit(exc.exit_code)
     except WharfError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {_not_logged_in(exc) or exc}", err=True)
         sys.exit(1)
     except ValueError as exc:  # pydantic validation of user input
         click.echo(f"Error: {_one_line(exc)}", err=True)
@@ -152,6 +153,30 @@ def _run(argv: list[str] | None) -> Any:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+
+
+def _not_logged_in(exc: Exception) -> str | None:
+    """How to log in, for the workspace server's refusal of a request sent with no credential
+    (``WHARF_SERVER_URL`` set, no API key or login): the server's own words name the
+    ``Authorization`` header, which a CLI user never sends by hand. None for any other error."""
+    from wharf.core.errors import WharfError
+    from wharf.store.rest.errors import NotAuthenticatedError
+
+    if not isinstance(exc, NotAuthenticatedError):
+        return None
+    from wharf.config.global_config import load_config
+
+    try:
+        config = load_config()
+    except WharfError:
+        return None
+    url = (config.server_url or "").rstrip("/")
+    if not url or config.api_key or f"(server {url}; " not in str(exc):
+        return None  # a refused credential, or another server's refusal: its words
+    return (
+        f"Not logged in to {url}: run 'wharf login {url}' (a user's password, or --api-key KEY "
+        "for a service account), or set WHARF_API_KEY."
+    )
 
 
 def usage_error_line(exc: click.UsageError) -> str:
