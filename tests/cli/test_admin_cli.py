@@ -69,7 +69,7 @@ def test_projects_and_members(team: Team, tmp_path: Path) -> None:
     assert "User 'member' is now viewer of project 'vision'" in added
     member_env = workspace_env(team, tmp_path, "member")
     assert "vision" in ok("project", "list", env=member_env)  # members see their projects
-    ok("project", "remove-member", "vision", "--user", "member", env=env)
+    ok("project", "remove-member", "vision", "--user", "member", "--yes", env=env)
     assert "vision" not in ok("project", "list", env=member_env)
     assert_one_line_error(run("project", "add-member", "vision", env=env), "exactly one of")
     assert_one_line_error(run("project", "create", "nope", env=member_env), "admin")
@@ -99,9 +99,10 @@ def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
     ok("project", "add-member", "A", "--service-account", "ci", env=env)
     me = httpx.get(f"{url}/api/v1/auth/me", headers={"authorization": f"Bearer {secret}"})
     assert me.status_code == 200 and me.json()["name"] == "ci"
-    assert "Revoked API key 'deploy'" in ok("api-key", "revoke", "ci", "deploy", env=env)
+    assert "Revoked API key 'deploy'" in ok("api-key", "revoke", "ci", "deploy", "-y", env=env)
     me = httpx.get(f"{url}/api/v1/auth/me", headers={"authorization": f"Bearer {secret}"})
     assert me.status_code == 401
+    # said at once, before any question (no terminal here)
     assert_one_line_error(run("api-key", "revoke", "ci", "deploy", env=env), "no active API key")
     assert_one_line_error(
         run("api-key", "create", "ci", "--name", "deploy", env=env),

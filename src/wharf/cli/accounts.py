@@ -4,7 +4,9 @@ remove-member``: administer the workspace server this machine is logged in to.
 Users and projects are named by name (or id). ``user delete`` deactivates the user: their
 tokens are revoked and they can no longer log in, while the runs they made are kept (a user is
 never removed, so nothing they made loses its owner); ``user update NAME --active`` undoes it.
-Passwords are prompted for (hidden, twice) unless ``--password`` is given.
+Passwords are prompted for (hidden, twice) unless ``--password`` is given. New names follow
+:func:`wharf.core.names.account_name` (checked here too, before anything is sent); lists page
+as every list does (``--page``/``--size``); ``remove-member`` asks first unless ``--yes``.
 """
 
 from __future__ import annotations
@@ -13,22 +15,29 @@ from typing import Any
 
 import click
 
-from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.confirm import YES_OPTION
+from wharf.cli.output import OUTPUT_OPTION, paged
 
 API = "/api/v1"
 ROLES = ("viewer", "member", "admin")
 
 
-def emit_items(items: list[dict[str, Any]], columns: tuple[str, ...], output: str) -> None:
+def emit_items(
+    items: list[dict[str, Any]], columns: tuple[str, ...], output: str, total: int | None = None
+) -> None:
+    """``items`` (JSON records) as JSON or a table; ``total``: how many the whole list has (the
+    table then says when a page shows fewer, as every paged list does)."""
     import json
 
-    from wharf.cli.output import format_table
+    from wharf.cli.output import format_table, page_note
 
     if output == "json":
         click.echo(json.dumps(items, indent=2))
         return
     rows = [[_cell(item.get(c)) for c in columns] for item in items]
-    click.echo("\n".join(format_table(columns, rows)))
+    lines = format_table(columns, rows)
+    note = None if total is None else page_note(len(items), total)
+    click.echo("\n".join(lines if note is None else [*lines, note]))
 
 
 def _cell(value: Any) -> str:
@@ -66,11 +75,13 @@ def user() -> None:
 @click.option("--password", help="Initial password (prompted when omitted).")
 @click.option("--no-password", is_flag=True, help="No password (the user logs in otherwise).")
 def create_user(name: str, admin: bool, password: str | None, no_password: bool) -> None:
-    """Create user NAME."""
+    """Create user NAME (letters, digits, '.', '_', '-' and '@')."""
     from wharf.cli.admin_client import session
+    from wharf.core.names import account_name
 
     if no_password and password is not None:
         raise click.UsageError("Give --password or --no-password, not both.")
+    name = account_name(name, "user")  # before the password prompt
     body = {"name": name, "is_admin": admin, "password": _password(password, not no_password)}
     with session() as http:
         made = http.send("POST", f"{API}/users", body=body)
@@ -79,14 +90,15 @@ def create_user(name: str, admin: bool, password: str | None, no_password: bool)
 
 
 @user.command("list")
+@paged
 @OUTPUT_OPTION
-def list_users(output: str) -> None:
-    """List the users."""
-    from wharf.cli.admin_client import all_items, session
+def list_users(page: int, size: int, output: str) -> None:
+    """List the users, newest first."""
+    from wharf.cli.admin_client import one_page, session
 
     with session() as http:
-        users = all_items(http, f"{API}/users")
-    emit_items(users, ("name", "is_admin", "created", "id"), output)
+        users, total = one_page(http, f"{API}/users", page, size)
+    emit_items(users, ("name", "is_admin", "created", "id"), output, total)
 
 
 @user.command("update")
@@ -144,26 +156,29 @@ def project() -> None:
     """Create and list projects of the workspace server; manage their members."""
 
 
-@project.command("create")
+@project.command("create", short_help="Create a project (admins).")
 @click.argument("name")
 def create_project(name: str) -> None:
-    """Create project NAME (admins)."""
+    """Create project NAME (admins; letters, digits, '.', '_', '-' and '@')."""
     from wharf.cli.admin_client import session
+    from wharf.core.names import account_name
 
+    name = account_name(name, "project")
     with session() as http:
         made = http.send("POST", f"{API}/projects", body={"name": name})
     click.echo(f"Created project '{made['name']}' ({made['id']}).")
 
 
 @project.command("list")
+@paged
 @OUTPUT_OPTION
-def list_projects(output: str) -> None:
-    """List the projects you can see."""
-    from wharf.cli.admin_client import all_items, session
+def list_projects(page: int, size: int, output: str) -> None:
+    """List the projects you can see, newest first."""
+    from wharf.cli.admin_client import one_page, session
 
     with session() as http:
-        projects = all_items(http, f"{API}/projects")
-    emit_items(projects, ("name", "created", "id"), output)
+        projects, total = one_page(http, f"{API}/projects", page, size)
+    emit_items(projects, ("name", "created", "id"), output, total)
 
 
 def _member(http: Any, user_name: str | None, account_name: str | None) -> tuple[str, str, str]:
@@ -205,22 +220,30 @@ def add_member(name: str, user_name: str | None, account_name: str | None, role:
     click.echo(f"{label[0].upper()}{label[1:]} is now {role} of project '{found['name']}'.")
 
 
-@project.command("remove-member")
+@project.command("remove-member", short_help="Take a user or service account out of a project.")
 @click.argument("name")
 @click.option("--user", "user_name", help="The user to remove.")
 @click.option("--service-account", "account_name", help="Or the service account to remove.")
-def remove_member(name: str, user_name: str | None, account_name: str | None) -> None:
-    """Take a user or service account out of project NAME."""
-    from wharf.cli.admin_client import project, session
+@YES_OPTION
+def remove_member(name: str, user_name: str | None, account_name: str | None, yes: bool) -> None:
+    """Take a user or service account out of project NAME (asks first unless --yes)."""
+    from wharf.cli.admin_client import all_items, project, session
+    from wharf.cli.confirm import confirm
     from wharf.core.errors import EntityNotFoundError
 
     with session() as http:
         found = project(http, name)
         key, member_id, label = _member(http, user_name, account_name)
+        path = f"{API}/projects/{found['id']}/members"
+        # the server's message names both by id; and one that is no member is said before asking
+        missing = EntityNotFoundError(
+            f"{label[0].upper()}{label[1:]} is not a member of project '{found['name']}'."
+        )
+        if not any(m.get(key) == member_id for m in all_items(http, path)):
+            raise missing
+        confirm(f"Remove {label} from project '{found['name']}'?", yes=yes)
         try:
-            http.send("DELETE", f"{API}/projects/{found['id']}/members", params={key: member_id})
-        except EntityNotFoundError:  # the server's message names both by id
-            raise EntityNotFoundError(
-                f"{label[0].upper()}{label[1:]} is not a member of project '{found['name']}'."
-            ) from None
+            http.send("DELETE", path, params={key: member_id})
+        except EntityNotFoundError:  # removed meanwhile
+            raise missing from None
     click.echo(f"Removed {label} from project '{found['name']}'.")

@@ -78,6 +78,14 @@ def all_items(http: HttpSession, path: str) -> list[dict[str, Any]]:
         index += 1
 
 
+def one_page(
+    http: HttpSession, path: str, page: int, size: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Page ``page`` of ``size`` items of a paged list route (newest first), and the total."""
+    found = http.send("GET", path, params={"index": page, "size": size})
+    return found["items"], found["total"]
+
+
 def service_account(http: HttpSession, name: str) -> dict[str, Any]:
     """The service account named ``name`` (or with that id)."""
     account_id = _uuid(name)

@@ -1,5 +1,6 @@
 """Rendering records as a plain-text table or JSON for every list/show command (:func:`emit`,
-:func:`emit_one`, :func:`echo_fields`, :func:`format_table`).
+:func:`emit_one`, :func:`echo_fields`, :func:`format_table`), and the paging options and
+messages every list shares (:func:`paged`, :func:`page_note`, :func:`page_slice`).
 
 Invariants: one record is one line, never truncated or wrapped, so tables read the same on a
 terminal, in a pipe and under ``grep``/``awk``; a missing value is :data:`MISSING` (``-``) in
@@ -140,11 +141,27 @@ def emit(
     lines = format_table(columns, rows)
     if title:
         lines.insert(0, title)
-    if total is not None and total > 0 and not records:
-        lines.append(f"No records on this page: {total} in all; use a lower --page.")
-    elif total is not None and total > len(records):
-        lines.append(f"{len(records)} of {total} shown; use --page/--size for more.")
+    note = None if total is None else page_note(len(records), total)
+    if note is not None:
+        lines.append(note)
     click.echo("\n".join(lines))
+
+
+def page_note(shown: int, total: int) -> str | None:
+    """The line under a table of ``shown`` records out of ``total`` (None if all are shown):
+    the one message of every paged list."""
+    if total > 0 and not shown:
+        return f"No records on this page: {total} in all; use a lower --page."
+    if total > shown:
+        return f"{shown} of {total} shown; use --page/--size for more."
+    return None
+
+
+def page_slice(items: Sequence[Any], page: int, size: int) -> list[Any]:
+    """Page ``page`` of ``size`` of ``items``, for lists a server returns whole (pools and
+    policies: the Resource Manager does not page them)."""
+    start = (page - 1) * size
+    return list(items[start : start + size])
 
 
 def emit_one(record: BaseModel, output: str, fields: Sequence[str] | None = None) -> None:

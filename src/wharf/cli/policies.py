@@ -4,6 +4,7 @@ A policy admits requests whose subjects match its selector (:func:`_selector`) t
 grants per class (:func:`_apply_grants`). Fields come inline or from a file (``-f policy.yaml``,
 the API's policy body; inline options are applied on top of it), and ``update`` changes only
 what is given. The RM refuses a policy whose reserved shares would exceed a class's capacity.
+``list`` pages as every list does (``--page``/``--size``), here: the RM sends every policy.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.output import OUTPUT_OPTION, paged
 from wharf.cli.resource_manager import (
     Resources,
     echo_json,
@@ -328,14 +329,16 @@ def _grant_body(grant: Any) -> dict[str, Any]:
 
 @policy.command("list")
 @click.option("--pool", help="Only the policies of this pool.")
+@paged
 @OUTPUT_OPTION
 @click.pass_context
-def list_policies(ctx: click.Context, pool: str | None, output: str) -> None:
-    """List policies."""
-    from wharf.cli.output import emit
+def list_policies(ctx: click.Context, pool: str | None, page: int, size: int, output: str) -> None:
+    """List policies, by name."""
+    from wharf.cli.output import emit, page_slice
 
     with open_rm(ctx) as rm:
-        policies = rm.policies.list(pool)
+        every = rm.policies.list(pool)  # the Resource Manager sends them all: paged here
+        policies = page_slice(every, page, size)
         if output == "json":
             echo_json(policies)
             return
@@ -343,7 +346,7 @@ def list_policies(ctx: click.Context, pool: str | None, output: str) -> None:
         res = resources(rm)
     rows = [_row(res, pools, p) for p in policies]
     columns = ("name", "pool", "selector", "priority", "grants", "concurrency_limit", "id")
-    emit(rows, columns, output)
+    emit(rows, columns, output, total=len(every))
 
 
 @policy.command("show")

@@ -4,7 +4,8 @@ Pool fields come inline (:func:`apply_classes`) or from a file (``-f pool.yaml``
 body, see :data:`POOL_FILE_HELP`); inline options are applied on top of the file, and
 ``update`` changes only what is given. Logged in to a workspace server (and without
 ``--rm-url``), ``list``, ``show`` and ``queue`` show the team's pools through it; changes are
-made on the Resource Manager itself.
+made on the Resource Manager itself. ``list`` pages as every list does (``--page``/``--size``),
+here: the Resource Manager's API sends every pool at once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wharf.cli.output import OUTPUT_OPTION, echo_fields
+from wharf.cli.output import OUTPUT_OPTION, echo_fields, paged
 from wharf.cli.resource_manager import (
     Resources,
     echo_json,
@@ -252,21 +253,23 @@ def update(
 
 
 @pool.command("list")
+@paged
 @OUTPUT_OPTION
 @click.pass_context
-def list_pools(ctx: click.Context, output: str) -> None:
-    """List pools."""
-    from wharf.cli.output import emit
+def list_pools(ctx: click.Context, page: int, size: int, output: str) -> None:
+    """List pools, by name."""
+    from wharf.cli.output import emit, page_slice
 
     with open_rm(ctx) as rm:
-        pools = rm.pools.list()
+        every = rm.pools.list()  # the Resource Manager sends them all: paged here
+        pools = page_slice(every, page, size)
         if output == "json":
             echo_json(pools)
             return
         res = resources(rm)
         rows = [_row(res, p) for p in pools]
         columns = ("name", "rank", "classes", "concurrency_limit", "fair_sharing", "id")
-        emit(rows, columns, output)
+        emit(rows, columns, output, total=len(every))
 
 
 @pool.command("show", short_help="Show pool NAME with its classes and current allocations.")

@@ -4,7 +4,8 @@ their API keys (admins).
 
 A key's secret is printed once, at creation, on stdout (so it can be captured); the server keeps
 only its hash. ``api-key revoke`` names the key by name or id; a revoked key stops working at
-once. Log in with a key: ``wharf login URL --api-key KEY`` (or ``WHARF_API_KEY``).
+once, and ``revoke`` asks first unless ``--yes``. Log in with a key: ``wharf login URL --api-key
+KEY`` (or ``WHARF_API_KEY``). Lists page as every list does (``--page``/``--size``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import click
 
 from wharf.cli.accounts import emit_items
-from wharf.cli.output import OUTPUT_OPTION
+from wharf.cli.confirm import YES_OPTION
+from wharf.cli.output import OUTPUT_OPTION, paged
 
 API = "/api/v1"
 
@@ -30,7 +32,9 @@ def create_account(name: str, description: str | None, admin: bool) -> None:
     """Create service account NAME (then: 'wharf api-key create NAME', 'wharf project
     add-member PROJECT --service-account NAME')."""
     from wharf.cli.admin_client import session
+    from wharf.core.names import account_name
 
+    name = account_name(name, "service account")
     body = {"name": name, "description": description, "is_admin": admin}
     with session() as http:
         made = http.send("POST", f"{API}/service_accounts", body=body)
@@ -38,14 +42,16 @@ def create_account(name: str, description: str | None, admin: bool) -> None:
 
 
 @service_account.command("list")
+@paged
 @OUTPUT_OPTION
-def list_accounts(output: str) -> None:
-    """List the service accounts."""
-    from wharf.cli.admin_client import all_items, session
+def list_accounts(page: int, size: int, output: str) -> None:
+    """List the service accounts, newest first."""
+    from wharf.cli.admin_client import one_page, session
 
     with session() as http:
-        accounts = all_items(http, f"{API}/service_accounts")
-    emit_items(accounts, ("name", "is_admin", "active", "description", "created", "id"), output)
+        accounts, total = one_page(http, f"{API}/service_accounts", page, size)
+    columns = ("name", "is_admin", "active", "description", "created", "id")
+    emit_items(accounts, columns, output, total)
 
 
 @click.group("api-key")
@@ -88,24 +94,28 @@ def create_key(account: str, key_name: str, output: str) -> None:
 
 @api_key.command("list", short_help="List the API keys of a service account.")
 @click.argument("account")
+@paged
 @OUTPUT_OPTION
-def list_keys(account: str, output: str) -> None:
-    """List the API keys of service account ACCOUNT (names and ids, as 'revoke' takes them;
-    never their secrets)."""
-    from wharf.cli.admin_client import all_items, service_account, session
+def list_keys(account: str, page: int, size: int, output: str) -> None:
+    """List the API keys of service account ACCOUNT, newest first (names and ids, as 'revoke'
+    takes them; never their secrets)."""
+    from wharf.cli.admin_client import one_page, service_account, session
 
     with session() as http:
         found = service_account(http, account)
-        keys = all_items(http, f"{API}/service_accounts/{found['id']}/api_keys")
-    emit_items(keys, ("name", "created", "last_used", "revoked_at", "id"), output)
+        path = f"{API}/service_accounts/{found['id']}/api_keys"
+        keys, total = one_page(http, path, page, size)
+    emit_items(keys, ("name", "created", "last_used", "revoked_at", "id"), output, total)
 
 
-@api_key.command("revoke")
+@api_key.command("revoke", short_help="Revoke an API key of a service account.")
 @click.argument("account")
 @click.argument("key")
-def revoke_key(account: str, key: str) -> None:
-    """Revoke KEY (a key name or id) of service account ACCOUNT."""
+@YES_OPTION
+def revoke_key(account: str, key: str, yes: bool) -> None:
+    """Revoke KEY (a key name or id) of service account ACCOUNT (asks first unless --yes)."""
     from wharf.cli.admin_client import all_items, service_account, session
+    from wharf.cli.confirm import confirm
     from wharf.core.errors import EntityNotFoundError
 
     with session() as http:
@@ -116,6 +126,11 @@ def revoke_key(account: str, key: str) -> None:
             raise EntityNotFoundError(
                 f"Service account '{found['name']}' has no active API key '{key}'."
             )
+        confirm(
+            f"Revoke API key '{key}' of service account '{found['name']}' (it stops working at "
+            "once)?",
+            yes=yes,
+        )
         for item in matching:
             http.send("POST", f"{API}/service_accounts/{found['id']}/api_keys/{item['id']}/revoke")
     click.echo(f"Revoked API key '{key}' of service account '{found['name']}'.")

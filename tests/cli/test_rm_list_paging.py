@@ -1,0 +1,75 @@
+# ruff: noqa: F811  (fixtures imported from the RM API conftest)
+"""``wharf pool list`` and ``wharf policy list`` page as every list does (``--page``/``--size``
+and the same notes under the table), against the embedded Resource Manager; and requests are
+found by id prefix (:func:`wharf.cli.rm_names.find_request`) against a real RM server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error
+from tests.cli.test_rm_cli import _request, _setup, ok, rm, run  # noqa: F401 (fixture rm)
+from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
+    _rm_sqlite_template,
+    server,
+    sqlite_rm_url,
+)
+from wharf.cli.rm_names import find_request
+from wharf.core.errors import AmbiguousIdError, EntityNotFoundError, InputError
+from wharf.resource_manager.client.http import HttpResourceManager
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    values = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    values["WHARF_HOME"] = str(tmp_path / "home")
+    return values
+
+
+def _names(table: str) -> list[str]:
+    return [line.split()[0] for line in table.splitlines()[1:] if not line.endswith("more.")]
+
+
+def test_pool_and_policy_lists_page(env: dict[str, str]) -> None:
+    for name in ("p1", "p2", "p3"):
+        ok("pool", "create", name, "-c", "cpu=2", env=env)
+        ok("policy", "create", f"{name}-all", "--pool", name, "--subject-type", "account", env=env)
+    for entity in ("pool", "policy"):
+        every = [item["name"] for item in json.loads(ok(entity, "list", "-o", "json", env=env))]
+        count = len(every)  # the embedded RM has the machine's own pool and policy too
+        assert count >= 3 and "more" not in ok(entity, "list", env=env)  # one default page
+        first = ok(entity, "list", "--size", "2", env=env)
+        assert first.splitlines()[-1] == f"2 of {count} shown; use --page/--size for more."
+        rest = [
+            ok(entity, "list", "--size", "2", "--page", str(page), env=env)
+            for page in range(2, (count + 1) // 2 + 1)
+        ]
+        assert [n for table in [first, *rest] for n in _names(table)] == every  # each once
+        past = ok(entity, "list", "--size", "2", "--page", "99", env=env).splitlines()
+        assert past[-1] == f"No records on this page: {count} in all; use a lower --page."
+        page = json.loads(ok(entity, "list", "--size", "2", "--page", "2", "-o", "json", env=env))
+        assert [item["name"] for item in page] == every[2:4]
+        assert_one_line_error(run(entity, "list", "--size", "0", env=env), "--size")
+
+
+def test_a_request_is_found_by_id_or_id_prefix(rm: HttpResourceManager) -> None:
+    _setup(rm, gpus=8)
+    made = [rm.requests.create(_request(f"p{i}")) for i in range(3)]
+    for request in made:
+        assert find_request(rm.requests, request.id.hex[:12]).id == request.id
+        assert find_request(rm.requests, str(request.id)).id == request.id
+    with pytest.raises(EntityNotFoundError):
+        find_request(rm.requests, "0000-dead" if made[0].id.hex[:4] != "0000" else "ffff-dead")
+    with pytest.raises(InputError, match="not a resource request id or id prefix"):
+        find_request(rm.requests, "abc")
+    hexes = [r.id.hex for r in made]
+    shared = next(
+        (hexes[0][:n] for n in range(32, 0, -1) if all(h[:n] == hexes[0][:n] for h in hexes)), ""
+    )
+    if len(shared) >= 4:  # rarely: three random ids that share four digits
+        with pytest.raises(AmbiguousIdError):
+            find_request(rm.requests, shared)
