@@ -74,6 +74,8 @@ class Gateway:
         self.upstream = upstream
         self.wire = wire
         self.plan: list[str] = []
+        self.login_plan: list[str] = []
+        """The actions for logins (else forwarded)."""
         self.seen: list[Seen] = []
         self.app = FastAPI()
         self.app.add_api_route(
@@ -92,7 +94,8 @@ class Gateway:
         key = request.headers.get("x-idempotency-key")
         peer = request.client.port if request.client else 0
         self.seen.append(Seen(request.method, path, key, auth, peer))
-        action = self.plan.pop(0) if self.plan and path != LOGIN else "forward"
+        plan = self.login_plan if path == LOGIN else self.plan
+        action = plan.pop(0) if plan else "forward"
         if action.isdigit():
             return Response(status_code=int(action), headers={"Retry-After": "0"})
         if action.startswith("plain:"):
@@ -233,6 +236,22 @@ def test_a_gateway_whose_resource_manager_is_down_is_an_outage(
         with pytest.raises(StoreUnavailableError, match=f"unavailable: HTTP {status}"):
             client.pools.list()
         assert len(gate.calls()) == 3
+
+
+@pytest.mark.parametrize("status", ["502", "504"])
+def test_a_login_through_a_gateway_whose_resource_manager_is_down_is_an_outage(
+    gateway: tuple[Gateway, LiveServer], status: str
+) -> None:
+    """The client's first call logs in: while every RM replica behind the proxy is down, that
+    login is an outage too (the workspace server answers 503 and the engine waits it out), not
+    a ``StoreError`` that failed the step being created with a 500."""
+    gate, live = gateway
+    gate.login_plan = [status] * 3
+    with _client(gate, live, retry=RetryPolicy(attempts=3)) as client:
+        with pytest.raises(StoreUnavailableError, match=f"unavailable: HTTP {status}"):
+            client.pools.list()
+        assert gate.logins() == 3 and gate.calls() == []
+        assert client.pools.list() == []  # the RM is back: the next call logs in and goes on
 
 
 @pytest.mark.parametrize(

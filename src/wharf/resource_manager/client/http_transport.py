@@ -139,7 +139,12 @@ class Transport:
         if answer.status == 401:
             token, bearer = self._access_token(stale=token)
             answer = self._send(method, target, content, headers + bearer)
-        if answer.status in GATEWAY_STATUSES:  # a proxy whose RM is down: an outage too
+        return self._result(answer)
+
+    def _result(self, answer: Answer) -> bytes | None:
+        """``answer``'s JSON (None for 204), or its error; a gateway's 502 or 504 (a proxy
+        whose RM is down) is an outage, for a login as for any call."""
+        if answer.status in GATEWAY_STATUSES:
             raise StoreUnavailableError(
                 f"The Resource Manager at {self.url} is unavailable: HTTP {answer.status} "
                 f"from a gateway ({_text(answer.body).strip()[:200] or 'no detail'})"
@@ -186,7 +191,7 @@ class Transport:
             detail = error_from_response(401, _json(answer.body), _text(answer.body))
             raise AuthenticationError(f"Resource Manager login failed: {detail}")
         try:
-            issued = AccessToken.model_validate_json(_result(answer) or b"")
+            issued = AccessToken.model_validate_json(self._result(answer) or b"")
         except ValidationError:
             raise StoreError(
                 "The Resource Manager's login answer is not an access token."
