@@ -42,6 +42,8 @@ STATUSES = (
     "expired",
 )
 REASON_WIDTH = 60
+DEMANDS_WIDTH = 40
+"""Table cells longer than these are cut with ``…``; ``request show`` and JSON keep them whole."""
 REQUEST_COLUMNS = ("id", "status", "requester", "pool", "demands", "created_at", "reason")
 
 
@@ -73,8 +75,8 @@ def requester_of(principal: str, metadata: Mapping[str, str]) -> str:
     return principal if not user or user == principal else f"{user} (via {principal})"
 
 
-def _short(text: str | None) -> str | None:
-    return text if text is None or len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
+def _short(text: str | None, width: int = REASON_WIDTH) -> str | None:
+    return text if text is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def request_row(info: ResourceRequestInfo, pools: dict[UUID, str]) -> Row:
@@ -85,7 +87,7 @@ def request_row(info: ResourceRequestInfo, pools: dict[UUID, str]) -> Row:
         status=info.status.value,
         requester=requester(info),
         pool=", ".join(held) or info.pool,
-        demands=_demands(info),
+        demands=_short(_demands(info), DEMANDS_WIDTH),
         created_at=info.created_at,
         reason=_short(info.status_reason),
     )
@@ -99,7 +101,7 @@ class QueueRow(Row):
             position=entry.position,
             id=str(info.id),
             requester=requester(info),
-            demands=_demands(info),
+            demands=_short(_demands(info), DEMANDS_WIDTH),
             created_at=info.created_at,
             reason=entry.reason,
         )
@@ -365,6 +367,7 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
     row = request_row(info, pools)
     fields: dict[str, Any] = dict(row.model_extra or {})
     fields.update(
+        demands=_demands(info),
         reason=info.status_reason,
         runtime_state=info.runtime_state.value,
         reclaim_tolerance=info.reclaim_tolerance.value,
