@@ -9,7 +9,12 @@ failed, its traceback shown once (logged here, unless the caller raises it again
 :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates
 (the run loop stops the run: no write can succeed). A resumed run replays the function; a call
 made differently, or one left out, fails the run (``launcher``); each call is checked when it is
-made, against the call order the earlier process recorded (``call_order``).
+made, against the call order the earlier process recorded (``call_order``). A ``fail_fast`` run
+interrupts its running steps once one fails, as a static one does (they end stopped; the failed
+step is the run's reason). A forced stop (``forced``: asked elsewhere, raising ``ForcedStop`` in
+the function's thread) ends the run even where a step's code or the function swallowed it: the
+runner raises it again at the next step boundary (the step's end, the next call, the
+function's end). Steps are called from the function's own thread (``dynamic_threads``).
 """
 
 from __future__ import annotations
@@ -20,8 +25,6 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
@@ -32,7 +35,6 @@ from wharf.core.errors import (
     StepExecutionError,
     StepInterfaceError,
 )
-from wharf.execution.attempt_ends import describe_exception
 from wharf.execution.call_order import ReplayDivergedError
 from wharf.execution.daemon_pool import DaemonThreadPool
 from wharf.execution.dynamic_arguments import (
@@ -50,15 +52,22 @@ from wharf.execution.dynamic_futures import (
     StepOutputs,
     Unmapped,
 )
+from wharf.execution.dynamic_ids import StepIds
+from wharf.execution.dynamic_outcome import (
+    DynamicOutcome,
+    StepHaltedError,
+    StepNotStartedError,
+    StepStoppedByFailureError,
+    what_the_body_did,
+)
+from wharf.execution.dynamic_threads import current_run, outside_run, run_context
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
-from wharf.execution.launcher import StepLauncher, StepOutcome
-from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.launcher import StepLauncher
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
-from wharf.execution.step_outcome import failed_steps_reason
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 
@@ -74,60 +83,13 @@ traceback to that exception, so that the traceback is shown once."""
 SpecFactory = Callable[[StepLike, str, dict[str, InputSpec], dict[str, Any], list[str]], StepSpec]
 """(step, invocation id, inputs, parameters, upstream ids) -> the step's spec."""
 
-_ACTIVE: ContextVar[DynamicRunner | None] = ContextVar("wharf_dynamic_run", default=None)
-
 
 def active_dynamic_run() -> DynamicRunner | None:
-    return _ACTIVE.get()
-
-
-@dataclass
-class DynamicOutcome:
-    steps: dict[str, StepOutcome] = field(default_factory=dict)
-    stop_requested: bool = False
-    error: str | None = None
-    diverged: str | None = None
-    """Why a resumed run's replayed function did not make the earlier process's calls."""
-
-    def final_status(self) -> tuple[ExecutionStatus, str | None]:
-        if self.stop_requested:
-            return ExecutionStatus.STOPPED, "Stopped on request."
-        if self.diverged is not None:
-            return ExecutionStatus.FAILED, self.diverged
-        if self.error is not None:
-            return ExecutionStatus.FAILED, self.error
-        failed = failed_steps_reason(self.steps)
-        if failed is not None:
-            return ExecutionStatus.FAILED, failed
-        lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
-        if lost is not None:
-            return ExecutionStatus.FAILED, lost
-        reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
-        if reclaimed is not None:
-            return ExecutionStatus.STOPPED, reclaimed
-        if any(
-            o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
-            for o in self.steps.values()
-        ):
-            return ExecutionStatus.STOPPED, "Some steps were stopped."
-        return ExecutionStatus.COMPLETED, None
-
-
-class StepNotStartedError(StepExecutionError):
-    """A submitted step still waiting for a thread of the run's pool when another step of the
-    run failed, in a run whose execution mode starts no waiting steps then; the failed step is
-    the run's reason, not this."""
-
-
-def _what_the_body_did(exc: Exception | SystemExit) -> str:
-    """How a pipeline function ended the run, as a phrase after "The pipeline function":
-    "raised: ValueError: …", or for ``sys.exit`` "exited with code 3" (``sys.exit()``: code 0;
-    ``sys.exit("bad config")``: "exited (sys.exit): bad config")."""
-    if not isinstance(exc, SystemExit):
-        return f"raised: {describe_exception(exc)}"
-    if exc.code is None or isinstance(exc.code, int):
-        return f"exited with code {exc.code or 0} (sys.exit)"
-    return f"exited (sys.exit): {exc.code}"
+    """The dynamic run a step called in this thread belongs to; None outside any (a plain
+    function call); :class:`StepInterfaceError` in a thread a running pipeline function may
+    have started (``dynamic_threads``)."""
+    run: DynamicRunner | None = current_run()
+    return run
 
 
 class DynamicRunner:
@@ -138,10 +100,11 @@ class DynamicRunner:
     per element and returns a ``MapResultsFuture`` (handles from ``dynamic_futures``). A
     step's first call is named after it, later ones ``name_2``, ``name_3``...; the steps of a
     ``map`` are named by index, ``name_0``, ``name_1``..., a later map of the same step
-    ``name_2_0``...; an explicit ``id=`` already given out is an :class:`InputError` at the
-    call. A value given to a step's parameter that does not fit its annotation, or another
-    step's output whose stored value cannot, is refused at the call (``wharf.core.type_checks``;
-    a map checks its values before any of its steps starts); so is an output of another run (a
+    ``name_2_0``...; an explicit ``id=`` already given out, or an id too long for its step run
+    or output artifact names, is a :class:`StepInterfaceError` at the call (``dynamic_ids``).
+    A value given to a step's parameter that does not fit its annotation, or another step's
+    output whose stored value cannot, is refused at the call (``wharf.core.type_checks``; a map
+    checks its values before any of its steps starts); so is an output of another run (a
     handle kept from it)."""
 
     def __init__(
@@ -153,7 +116,10 @@ class DynamicRunner:
         function: Callable[..., Any],
         spec_factory: SpecFactory,
         workers: int | None = None,
+        forced: Callable[[], bool] | None = None,
     ) -> None:
+        """``forced``: whether the run's stop was forced while its function runs (a
+        ``ForcedStop`` raised in the function's thread, which user code may have swallowed)."""
         self._spec = spec
         self._launcher = launcher
         self._services = services
@@ -172,9 +138,14 @@ class DynamicRunner:
             clock=services.clock,
             sleep=services.sleep,
         )
-        self._ids: dict[str, int] = {}
-        self._taken: set[str] = set()
-        """Every invocation id given out in this run."""
+        self._forced = forced or (lambda: False)
+        self._ids = StepIds(spec.name)
+        self._thread: int | None = None
+        """The thread the function runs in."""
+        self._running: dict[str, InterruptibleRegion] = {}
+        """The steps launched and not ended yet: a ``fail_fast`` failure interrupts them."""
+        self._halted_by: dict[str, str] = {}
+        """Step -> the failed step for which ``fail_fast`` interrupted it."""
         self._futures: list[Future[StepOutputs]] = []
         self._failed_step: str | None = None
         self._failures = 0
@@ -187,23 +158,24 @@ class DynamicRunner:
     # ------------------------------------------------------------------ the run
 
     def run(self) -> DynamicOutcome:
-        token = _ACTIVE.set(self)
         forced = False
+        self._thread = threading.get_ident()
         try:
-            self._function(**self._spec.parameters)
+            with run_context(self, self._spec.name):
+                self._run_function()
         except ForcedStop:  # a second Ctrl-C: the orchestrator ends the running steps itself
             forced = True
             raise
         except RunStoppedError:
             self.outcome.stop_requested = True
-        except StepNotStartedError:
+        except StepHaltedError:
             pass  # the step that failed is the run's reason
         except StepExecutionError as exc:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except (Exception, SystemExit) as exc:  # sys.exit ends the run, not the process
             if refused(exc):  # the store refuses the run's credential: the run loop stops it
                 raise
-            what = _what_the_body_did(exc)
+            what = what_the_body_did(exc)
             self.outcome.error = f"The pipeline function {what}"
             caller_shows = getattr(self._function, CALLER_RAISES_BODY_ERROR, False)
             logger.error(
@@ -214,7 +186,6 @@ class DynamicRunner:
                 exc_info=None if caller_shows else exc,
             )
         finally:
-            _ACTIVE.reset(token)
             for future in [] if forced else list(self._futures):
                 with contextlib.suppress(Exception):  # failures are in the outcome already
                     future.exception()
@@ -225,6 +196,25 @@ class DynamicRunner:
         if left_out is not None and self.outcome.error is None:
             self.outcome.diverged = self.outcome.diverged or left_out
         return self.outcome
+
+    def _run_function(self) -> None:
+        """The pipeline function; a forced stop it (or a step's code) swallowed is raised
+        again once it ended, instead of what it raised or returned."""
+        try:
+            self._function(**self._spec.parameters)
+        except ForcedStop:
+            raise
+        except BaseException as exc:
+            if self._forced():
+                raise ForcedStop() from exc
+            raise
+        self._raise_if_forced()
+
+    def _raise_if_forced(self) -> None:
+        """At a step boundary in the function's thread: raise the run's forced stop again if
+        it was asked (the function or a step's code swallowed the ``ForcedStop``)."""
+        if self._forced() and threading.get_ident() == self._thread:
+            raise ForcedStop()
 
     def _stop_requested(self) -> bool:
         return self._stop.requested()
@@ -240,10 +230,12 @@ class DynamicRunner:
 
     def call(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepOutputs:
         """Run a step now, in this thread, and return its outputs."""
+        self._raise_if_forced()
         spec, inputs = self._prepare(step, args, kwargs)
         return self._execute(spec, inputs)
 
     def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
+        self._raise_if_forced()
         return self._start(*self._prepare(step, args, kwargs))
 
     def _start(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepFuture:
@@ -257,6 +249,7 @@ class DynamicRunner:
     def map(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> MapResultsFuture:
+        self._raise_if_forced()
         step_name = _name_of(step)
         bound = step.interface.bind(
             step_name, args, {k: v for k, v in kwargs.items() if k not in ("after",)}
@@ -279,7 +272,7 @@ class DynamicRunner:
             if k not in mapped
         }
         after = kwargs.get("after")
-        ids = self._fresh_map_ids(step_name, count)
+        ids = self._ids.fresh_map(step_name, count, step.interface.output_names)
         arguments = [{**fixed, **{k: v[i] for k, v in mapped.items()}} for i in range(count)]
         for step_id, values in zip(ids, arguments, strict=True):  # refused before any starts
             for name, value in values.items():
@@ -293,40 +286,6 @@ class DynamicRunner:
 
     # ------------------------------------------------------------------ internals
 
-    def _fresh_id(self, name: str) -> str:
-        """``name`` for its first call, then ``name_2``, ``name_3``... (skipping taken ids)."""
-        with self._lock:
-            while True:
-                n = self._ids.get(name, 0) + 1
-                self._ids[name] = n
-                candidate = name if n == 1 else f"{name}_{n}"
-                if candidate not in self._taken:
-                    self._taken.add(candidate)
-                    return candidate
-
-    def _fresh_map_ids(self, name: str, count: int) -> list[str]:
-        """The ids of one map's ``count`` steps: ``name_0``...; for a later map of the same
-        step, the first free prefix among ``name_2``, ``name_3``... (``name_2_0``...)."""
-        with self._lock:
-            prefix, k = name, 1
-            while any(f"{prefix}_{i}" in self._taken for i in range(count)):
-                k += 1
-                prefix = f"{name}_{k}"
-            ids = [f"{prefix}_{i}" for i in range(count)]
-            self._taken.update(ids)
-            return ids
-
-    def _take_id(self, invocation_id: str, step: StepLike) -> None:
-        """Reserve an id the caller chose; one already given out is an error, at the call
-        (two steps under one id would leave only one of them in the run)."""
-        with self._lock:
-            if invocation_id in self._taken:
-                raise StepInterfaceError(
-                    f"Step id '{invocation_id}' (step '{_name_of(step)}') is already used in "
-                    "this run; give each call of a dynamic pipeline a unique id=."
-                )
-            self._taken.add(invocation_id)
-
     def _prepare(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
@@ -334,10 +293,11 @@ class DynamicRunner:
         the other arguments the step's."""
         kwargs = dict(kwargs)
         invocation_id = kwargs.pop("id", None)
+        outputs = step.interface.output_names
         if invocation_id is None:
-            invocation_id = self._fresh_id(_name_of(step))
+            invocation_id = self._ids.fresh(_name_of(step), outputs)
         else:
-            self._take_id(invocation_id, step)
+            self._ids.take(invocation_id, _name_of(step), outputs)
         after = kwargs.pop("after", None)
         bound = step.interface.bind(invocation_id, args, kwargs)
         return self._prepare_bound(step, invocation_id, bound, after)
@@ -421,9 +381,12 @@ class DynamicRunner:
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
         # The step's own code runs outside the run: a step it calls is a plain function call,
         # in this thread (a called step) as in a pool thread (a submitted one).
-        token = _ACTIVE.set(None)
+        region = InterruptibleRegion()
+        with self._lock:
+            self._running[spec.name] = region
         try:
-            outcome = self._launcher.launch(spec, inputs, InterruptibleRegion())
+            with outside_run():
+                outcome = self._launcher.launch(spec, inputs, region)
         except ReplayDivergedError as exc:
             with self._lock:
                 self.outcome.diverged = self.outcome.diverged or str(exc)
@@ -433,7 +396,9 @@ class DynamicRunner:
                 f"Run '{self._run.name}' is stopping; step '{spec.name}' was not started."
             ) from None
         finally:
-            _ACTIVE.reset(token)
+            with self._lock:
+                self._running.pop(spec.name, None)
+        self._raise_if_forced()  # its code may have swallowed the forced stop
         with self._lock:
             self.outcome.steps[spec.name] = outcome
             self._produced.update(v.id for v in outcome.outputs.values())
@@ -441,7 +406,16 @@ class DynamicRunner:
             if halts and outcome.status is ExecutionStatus.FAILED:
                 self._failed_step = spec.name
                 self._failures += 1
+                if self._spec.config.execution_mode is ExecutionMode.FAIL_FAST:
+                    self._fail_fast(spec.name)
+            halted_by = self._halted_by.get(spec.name)
         if outcome.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED):
+            if halted_by is not None and outcome.status is ExecutionStatus.STOPPED:
+                raise StepStoppedByFailureError(
+                    f"Step '{spec.name}' was stopped: step '{halted_by}' failed "
+                    f"({ExecutionMode.FAIL_FAST.value}; execution_mode="
+                    f"'{ExecutionMode.STOP_ON_FAILURE.value}' lets it finish)."
+                )
             raise RunStoppedError(f"Step '{spec.name}' was {outcome.status.value}.")
         if not outcome.succeeded:
             raise StepExecutionError(f"Step '{spec.name}' failed: {outcome.reason}")
@@ -453,9 +427,18 @@ class DynamicRunner:
             return None
         return handles[0] if len(handles) == 1 else handles
 
+    def _fail_fast(self, failed: str) -> None:
+        """Interrupt every other running step (under the lock): step ``failed`` failed in a
+        ``fail_fast`` run. A step not in its code yet never starts it."""
+        reason = f"Stopped because step '{failed}' failed (fail-fast)."
+        for name, region in self._running.items():
+            if name != failed and name not in self._halted_by and region.interrupt(reason):
+                self._halted_by[name] = failed
+                logger.info("Interrupting step '%s' (fail-fast).", name)
+
 
 def _name_of(step: StepLike) -> str:
     return str(getattr(step, "name", getattr(step.func, "__name__", "step")))
 
 
-__all__ = ["DynamicOutcome", "DynamicRunner", "active_dynamic_run"]
+__all__ = ["DynamicOutcome", "DynamicRunner", "StepNotStartedError", "active_dynamic_run"]

@@ -271,7 +271,13 @@ def _run_steps(
         if job.pipeline_function is None or job.spec_factory is None:
             raise InputError(f"Dynamic pipeline '{spec.name}' has no function to run.")
         return DynamicRunner(
-            spec, launcher, services, run, job.pipeline_function, job.spec_factory
+            spec,
+            launcher,
+            services,
+            run,
+            job.pipeline_function,
+            job.spec_factory,
+            forced=lambda: stopper.stopped_waiting,  # user code may swallow the ForcedStop
         ).run()
     launch = _stopping_when_refused(launcher.launch, stopper)
     stop = StopCheck(

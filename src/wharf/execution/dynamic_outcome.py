@@ -1,0 +1,85 @@
+"""How a dynamic run ended, and the errors its step calls raise when another step failed.
+
+Owns :class:`DynamicOutcome` (the run's final status and reason, from its steps and its
+function), the step-call errors of a run's execution mode (:class:`StepHaltedError`: a step
+not started, or stopped by ``fail_fast``, because another step failed) and how a pipeline
+function that raised or exited is told (:func:`what_the_body_did`). Invariant: a step halted
+by another's failure is never the run's reason; the failed step is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import StepExecutionError
+from wharf.execution.attempt_ends import describe_exception
+from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.step_outcome import StepOutcome, failed_steps_reason
+
+
+@dataclass
+class DynamicOutcome:
+    steps: dict[str, StepOutcome] = field(default_factory=dict)
+    stop_requested: bool = False
+    error: str | None = None
+    diverged: str | None = None
+    """Why a resumed run's replayed function did not make the earlier process's calls."""
+
+    def final_status(self) -> tuple[ExecutionStatus, str | None]:
+        if self.stop_requested:
+            return ExecutionStatus.STOPPED, "Stopped on request."
+        if self.diverged is not None:
+            return ExecutionStatus.FAILED, self.diverged
+        if self.error is not None:
+            return ExecutionStatus.FAILED, self.error
+        failed = failed_steps_reason(self.steps)
+        if failed is not None:
+            return ExecutionStatus.FAILED, failed
+        lost = lost_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if lost is not None:
+            return ExecutionStatus.FAILED, lost
+        reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
+        if reclaimed is not None:
+            return ExecutionStatus.STOPPED, reclaimed
+        if any(
+            o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
+            for o in self.steps.values()
+        ):
+            return ExecutionStatus.STOPPED, "Some steps were stopped."
+        return ExecutionStatus.COMPLETED, None
+
+
+class StepHaltedError(StepExecutionError):
+    """A step call of a run whose execution mode halts on a failure, cut short because another
+    step of the run failed; the failed step is the run's reason, not this."""
+
+
+class StepNotStartedError(StepHaltedError):
+    """A submitted step still waiting for a thread of the run's pool when another step of the
+    run failed, in a run whose execution mode starts no waiting steps then."""
+
+
+class StepStoppedByFailureError(StepHaltedError):
+    """A step running when another step of the run failed, in a ``fail_fast`` run: it was
+    interrupted, as a static pipeline's running steps are, and ended stopped."""
+
+
+def what_the_body_did(exc: Exception | SystemExit) -> str:
+    """How a pipeline function ended the run, as a phrase after "The pipeline function":
+    "raised: ValueError: …", or for ``sys.exit`` "exited with code 3" (``sys.exit()``: code 0;
+    ``sys.exit("bad config")``: "exited (sys.exit): bad config")."""
+    if not isinstance(exc, SystemExit):
+        return f"raised: {describe_exception(exc)}"
+    if exc.code is None or isinstance(exc.code, int):
+        return f"exited with code {exc.code or 0} (sys.exit)"
+    return f"exited (sys.exit): {exc.code}"
+
+
+__all__ = [
+    "DynamicOutcome",
+    "StepHaltedError",
+    "StepNotStartedError",
+    "StepStoppedByFailureError",
+    "what_the_body_did",
+]
