@@ -210,6 +210,11 @@ def test_unserialisable_values_raise_one_clear_line_and_leave_nothing(
     assert "\n" not in message
     assert f"Cannot save a value of type '{type_name}' with CloudpickleMaterializer" in message
     assert "TypeError" in message
+    assert message.endswith(  # what a newcomer can do about it
+        ". No materializer saves this type, and the pickle fallback cannot: return what can be "
+        "stored instead (plain data, the object's state), or write a Materializer for it and "
+        "name it in the step: @step(output_materializers=YourMaterializer)."
+    )
     assert isinstance(info.value.__cause__, TypeError)
     assert not os.path.lexists(uri)
 

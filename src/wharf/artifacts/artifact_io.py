@@ -112,9 +112,11 @@ def save_artifact(
             store.rmtree(uri)
         if not isinstance(exc, Exception) or isinstance(exc, MaterializationError):
             raise
+        unpicklable = materializer is None and cls is registry.fallback
         raise MaterializationError(
             f"Cannot save a value of type {type_path(data_type)!r} with "
             f"{cls.__name__}: {_one_line(exc)}"
+            + (UNPICKLABLE_HINT if unpicklable and not isinstance(exc, OSError) else "")
         ) from exc
     if materializer is None and cls is registry.fallback:
         registry.warn_pickled(value, warn_at)
@@ -143,6 +145,12 @@ def load_artifact(
             f"{cls.__name__}: {_one_line(exc)}" + (MISSING_FILES_HINT if gone else "")
         ) from exc
 
+
+UNPICKLABLE_HINT = (
+    ". No materializer saves this type, and the pickle fallback cannot: return what can be"
+    " stored instead (plain data, the object's state), or write a Materializer for it and name"
+    " it in the step: @step(output_materializers=YourMaterializer)."
+)
 
 MISSING_FILES_HINT = (
     " Its files are gone from the artifact store; the next run that needs it runs the step"
