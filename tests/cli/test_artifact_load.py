@@ -85,6 +85,18 @@ def test_unknown_names_and_versions_are_one_line_errors(workspace: Workspace) ->
     assert_one_line_error(wharf("artifacts", "load", NUMBERS, "--version", "0"), "--version")
 
 
+def test_a_step_name_or_a_misspelt_name_is_answered_with_the_artifacts_it_may_mean(
+    workspace: Workspace,
+) -> None:
+    # an artifact is <pipeline>::<step>::<output>: a newcomer types the step's name
+    numbers_pipeline.run_in(workspace, top=2)
+    for given in ("numbers", "numbers_pipeline::numbers", "numbers_pipeline::number::output"):
+        assert_one_line_error(
+            wharf("artifacts", "load", given),
+            f"No artifact named '{given}'; did you mean '{NUMBERS}'?",
+        )
+
+
 @step(enable_cache=False)
 def ranking() -> dict[str, int]:
     return {"zebra": 1, "apple": 2, "mango": 3}

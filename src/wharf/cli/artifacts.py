@@ -194,12 +194,40 @@ def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersio
             if parse_id_prefix(name) is not None
             else ""
         )
-        raise EntityNotFoundError(
-            f"No artifact named '{name}'{also} (wharf artifacts list shows the artifacts)."
+        similar = _similar_names(client, name)
+        hint = (
+            f"; did you mean {' or '.join(repr(n) for n in similar)}?"
+            if similar
+            else " (wharf artifacts list shows the artifacts)."
         )
+        raise EntityNotFoundError(f"No artifact named '{name}'{also}{hint}")
     raise EntityNotFoundError(
         f"Artifact '{name}' has no version {number}; its latest version is {latest}."
     )
+
+
+_SUGGESTED = 3
+"""At most this many artifact names are suggested for one not found."""
+
+
+def _similar_names(client: Client, name: str) -> list[str]:
+    """Names of artifacts (among the newest page) that ``name`` may have meant: those it is a
+    part of between ``::`` (``mean`` or ``training::mean`` for ``training::mean::output``),
+    else the closest spellings (a typo)."""
+    import difflib
+
+    names = [a.name for a in client.list_artifacts(size=_NAMES_PAGE).items]
+    parts = name.split("::")
+    found = [
+        n
+        for n in names
+        if any(n.split("::")[i : i + len(parts)] == parts for i in range(n.count("::") + 1))
+    ]
+    return (found or difflib.get_close_matches(name, names, n=_SUGGESTED, cutoff=0.9))[:_SUGGESTED]
+
+
+_NAMES_PAGE = 1000
+"""Artifact names read to suggest one (the newest)."""
 
 
 def _version_by_id(client: Client, text: str, number: int | None) -> ArtifactVersionRecord | None:
