@@ -1,7 +1,8 @@
 """A run's code archive on the machine that executes a step: download, unpack, cache, import.
 
 Owns the per-machine cache of unpacked archives (``<cache>/<digest>``, :func:`cached_code`) and
-how a step's process loads its step from one (:func:`archive_resolver`). Invariants: a cache
+how a step's process loads its step from one (:func:`archive_resolver`; not fetched once the
+step was asked to stop). Invariants: a cache
 entry is complete or absent, and never modified after it appears; unpacking writes only regular
 files and directories inside the target; a step loaded from an archive sees the unpacked tree
 first on ``sys.path`` and as its working directory.
@@ -22,6 +23,7 @@ from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import CodeArchiveRef, StepSpec
 from wharf.core.errors import InputError
 from wharf.execution.code_archive import entry_digest
+from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepResolver, import_step
 
@@ -122,11 +124,20 @@ def use_tree(tree: Path) -> None:
     os.chdir(location)
 
 
-def archive_resolver(store: ArtifactStore, ref: CodeArchiveRef, cache_dir: Path) -> StepResolver:
+def archive_resolver(
+    store: ArtifactStore,
+    ref: CodeArchiveRef,
+    cache_dir: Path,
+    region: InterruptibleRegion | None = None,
+) -> StepResolver:
     """A step resolver that imports steps from ``ref``'s tree (fetched on the first call): its
-    errors fail the step with their message, as an import error does."""
+    errors fail the step with their message, as an import error does. ``region``: the step's;
+    once it is interrupted (a stop learnt before the step's code starts) nothing is fetched:
+    :class:`StepInterrupted` is raised, as entering the region would after the fetch."""
 
     def resolve(spec: StepSpec) -> StepLike:
+        if region is not None and region.interrupted:  # stopping: not worth a download
+            raise StepInterrupted(region.reason)
         tree = cached_code(store, ref, cache_dir)
         use_tree(tree)
         return import_step(relocated(spec, ref, tree))

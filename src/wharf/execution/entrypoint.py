@@ -3,8 +3,9 @@
 Owns :func:`run_step_process`: given a step run id (whose record is running), it opens the
 store the parent set in the environment (with a token scoped to the step's run when over
 REST), loads the step's spec, inputs and code (from the run's code archive when the snapshot
-records one: ``wharf.execution.code_fetch``), runs the user function in the main thread with a
-heartbeat beside it (an interrupt wakes that thread from a blocking system call:
+records one: ``wharf.execution.code_fetch``; the step's first beat comes before the fetch,
+and a step asked to stop by then fetches nothing), runs the user function in the main thread
+with a heartbeat beside it (an interrupt wakes that thread from a blocking system call:
 ``interrupt.wake_main_thread``), and records how the attempt ended; a store outage as it starts
 (shorter than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the
 heartbeat beats until the final status is recorded; exit code 0 when the attempt completed, 1
@@ -134,20 +135,22 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
             ),
         )
         worker = None
+        code = snapshot.spec.code
         if spec.config.enable_heartbeat:
             interval = services.heartbeat_interval
             worker = heartbeat_for(
                 services, record, region, interval, stops_with_run=stops_with_run(os.environ)
             )
             worker.add_stop_listener(lambda response: _cut_off_if_cancelled(deadline, response))
-            # With a startup allowance (e.g. a pod's), the first beat ends it at once.
-            worker.start(beat_first=startup_allowance_granted(record, interval))
+            # With a startup allowance (e.g. a pod's), the first beat ends it at once; before
+            # a code archive is fetched, it tells of a stop asked meanwhile (no fetch then).
+            first = startup_allowance_granted(record, interval) or code is not None
+            worker.start(beat_first=first)
         try:
-            code = snapshot.spec.code
             resolve = (
                 import_step
                 if code is None
-                else archive_resolver(artifact_store, code, config.code_cache)
+                else archive_resolver(artifact_store, code, config.code_cache, region)
             )
             runner = StepRunner(services, snapshot.spec.name, run, resolve)
             outputs, error = run_user_code(runner, spec, record, start.inputs, region, allocation)
