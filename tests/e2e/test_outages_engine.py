@@ -38,9 +38,10 @@ RM_OUTAGE_SECONDS = 8.0
 """Longer than the server's own retries of a call to the RM (a few tenths of a second), than a
 waiter's first polls (1 s, 2 s) and than a holder's lease at the short heartbeat (6 s: the RM
 does not count its downtime against holders), shorter than the lease at the default one."""
-CREATION_OUTAGE_SECONDS = 3.0
-"""Shorter than a request creation's patience (``CREATE_PATIENCE_SECONDS``, 10 s) with the
-restart's own seconds."""
+CREATION_OUTAGE_SECONDS = 12.0
+"""Longer than the workspace server's patience for a request's creation
+(``CREATE_PATIENCE_SECONDS``, 10 s): the server answers 503 and writes nothing, and the engine
+retries the step's creation (its patience, the liveness timeout at a 3 s heartbeat: 16 s)."""
 SERVER_OUTAGE_SECONDS = 20.0
 SERVER_HEARTBEAT_SECONDS = 10.0
 """Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
@@ -176,9 +177,10 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
 def test_a_step_created_while_the_resource_manager_restarts_gets_its_request(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The RM is down when a step asking for resources is created: the workspace server keeps
-    making its request through the restart (a few seconds), and the step and run complete."""
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")
+    """The RM is down when a step asking for resources is created, for longer than the
+    workspace server waits for it: the server answers 503 without writing the step, the
+    engine retries its creation through the restart, and the step and run complete."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "3")
     ws = Workspace.open(load_config())
     try:
         with team.rm_client() as rm:

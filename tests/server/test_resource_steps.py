@@ -308,7 +308,9 @@ def test_the_request_is_released_when_the_step_ends(team: Team, end: str) -> Non
     assert released.status is ResourceRequestStatus.RELEASED
 
 
-def test_rm_down_heartbeats_keep_running_and_creation_fails_with_503(team: Team) -> None:
+def test_rm_down_heartbeats_keep_running_and_creation_answers_503_writing_nothing(
+    team: Team,
+) -> None:
     rest = team.rest("member")
     run = team.run()
     step = rest.steps.create(team.queued(run))
@@ -321,9 +323,9 @@ def test_rm_down_heartbeats_keep_running_and_creation_fails_with_503(team: Team)
     assert time.monotonic() - started < 5
     with pytest.raises(StoreUnavailableError, match="Resource Manager"):
         rest.steps.create(team.queued(run, "late"))
-    late = next(s for s in rest.steps.list().items if s.name == "late")
-    assert late.status is ExecutionStatus.FAILED
-    assert "Could not request resources" in (late.status_reason or "")
+    # An outage, not the step's end: nothing is written, so the engine's retry of the same step
+    # asks again (a step written failed here would fail its run, however short the outage).
+    assert [s.name for s in rest.steps.list().items] == [step.name]
     rest.steps.update(step.id, StepRunUpdate(status=ExecutionStatus.COMPLETED))  # logged only
 
 

@@ -22,6 +22,7 @@ from wharf.config.spec import wants_resources
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, WharfError
 from wharf.core.ids import new_id
+from wharf.execution.outages import transient
 from wharf.execution.resources.pairing import recorded_user
 from wharf.execution.resources.requester import StepRequester, StepRequests
 from wharf.execution.step_writes import HOLDING
@@ -78,7 +79,9 @@ class StepResourceService(StepRequester):
     reclaimed one into a ``cancelling`` step; a finished or retrying status releases it. The
     combined calls (``create_many``, ``find_cached_or_create``, ``finish``) stay one store call
     each. A batch in which a request fails is written all the same, its asking steps end failed
-    (requests already made are released) and the error is raised.
+    (requests already made are released) and the error is raised; unless the RM was only
+    unreachable (an outage, 503): then nothing is written, so the caller's retry of the same
+    steps asks again, and an RM outage as long as the engine's patience costs no step.
 
     A create repeated with the id of a step run that was written (a client's retry whose answer
     was lost) makes no request: the store answers the step run as written, with its request. A
@@ -124,6 +127,9 @@ class StepResourceService(StepRequester):
         error is raised: a batch is all or nothing for the caller, even where the RM could
         not take part. If the write fails, the requests made for it are released."""
         ready, error = self.with_requests(steps)
+        if error is not None and transient(error):
+            self.release_requests(ready)  # an outage: write nothing, a retry asks again
+            raise error
         try:
             records = write(ready)
         except BaseException:
@@ -213,6 +219,8 @@ class StepResourceService(StepRequester):
                 _no_request(step), project_id, now, record_hit=record_hit
             )
         ready, error = self.with_requests([step])
+        if error is not None and transient(error):
+            raise error  # an outage: nothing made, nothing written; a retry asks again
         try:
             found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
         except BaseException:
