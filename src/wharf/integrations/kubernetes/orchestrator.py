@@ -35,6 +35,7 @@ from wharf.integrations.kubernetes.clients import KubeClients, api_error, kube_c
 from wharf.integrations.kubernetes.orchestrator_dynamic import (
     SCRIPT_KEY,
     defined_in_script,
+    known_steps,
     main_script,
 )
 from wharf.integrations.kubernetes.orchestrator_follow import follow_job, unstartable_job
@@ -197,11 +198,10 @@ class KubernetesOrchestrator(BaseOrchestrator):
             run_settings = self.run_settings(spec)
         except InputError:
             pass  # the SDK's settings check names it
-        else:
-            check_orchestrated_steps(run_settings, spec)
+        else:  # and the steps a dynamic pipeline's function names, as this process has them
+            check_orchestrated_steps(run_settings, spec, step_operator, known_steps(spec))
         runtimes = super().runtime_policy(spec, step_operator)
-        # Every step of a dynamic pipeline runs in a pod of its own too (the pod runs only
-        # the pipeline's function).
+        # A dynamic pipeline's steps run in pods of their own too (its pod runs its function).
         return replace(runtimes, isolate_all=True)
 
     def check_artifact_store(self, artifact_store: ArtifactStore) -> None:

@@ -1,8 +1,9 @@
 """A dynamic pipeline's body in its orchestrator pod, for the engine's dynamic runner.
 
 Owns :class:`DynamicBody` (the run loop's ``RunJob.pipeline_function`` and
-``RunJob.spec_factory``) and the submitter's side of a pipeline defined in its script
-(:func:`main_script`, :data:`SCRIPT_KEY`).
+``RunJob.spec_factory``), the submitter's side of a pipeline defined in its script
+(:func:`main_script`, :data:`SCRIPT_KEY`) and what the submitter knows of a dynamic pipeline's
+steps before it runs (:func:`known_steps`).
 
 Invariant: the pipeline is imported when the run loop first calls the body, so a pipeline that
 cannot be imported ends its run failed with the reason (not a pod failure its Job would retry).
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import CodeType, ModuleType
 from typing import Any
 
 from wharf.artifacts.store import ArtifactStore
@@ -23,6 +26,7 @@ from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import SCRIPT_MODULE, import_user_object
 from wharf.sdk.compiler import build_step_spec
 from wharf.sdk.pipeline import Pipeline
+from wharf.sdk.step import Step
 
 SCRIPT_KEY = "pipeline_script"
 """Run metadata key: the submitter's script that defines a ``__main__`` dynamic pipeline."""
@@ -41,6 +45,50 @@ def main_script(spec: PipelineSpec) -> str | None:
 def defined_in_script(spec: PipelineSpec) -> bool:
     """Whether ``spec``'s pipeline is defined in the submitter's script (``__main__``)."""
     return (spec.source or "").partition(":")[0] == MAIN
+
+
+def known_steps(spec: PipelineSpec) -> list[StepSpec]:
+    """The specs (with the pipeline's defaults, as at run time) of the steps a dynamic
+    pipeline's function names, as this process has them: the pipeline is looked up among the
+    modules imported already (the submitter's; never imported here: nothing runs), its steps
+    among the names its code uses (globals, closures, attributes of modules). Empty for a
+    pipeline not found; steps it gets otherwise (as arguments, built at run time) are checked
+    when they run."""
+    module, _, qualname = (spec.source or "").partition(":")
+    found: Any = sys.modules.get(module)
+    for part in qualname.split(".") if found is not None else ():
+        found = getattr(found, part, None)
+    if not spec.dynamic or not isinstance(found, Pipeline):
+        return []
+    specs: dict[str, StepSpec] = {}
+    for step in _named_steps(found.func):
+        if step.name not in specs:
+            specs[step.name] = build_step_spec(step, step.name, {}, {}, [], found.defaults)
+    return list(specs.values())
+
+
+def _named_steps(func: Callable[..., Any]) -> Iterator[Step[Any, Any]]:
+    """The steps among the names ``func``'s code (nested code included) uses."""
+    code: CodeType | None = getattr(func, "__code__", None)
+    if code is None:
+        return
+    names: set[str] = set(code.co_freevars)
+    codes = [code]
+    while codes:
+        current = codes.pop()
+        names.update(current.co_names)
+        codes.extend(c for c in current.co_consts if isinstance(c, CodeType))
+    scope: dict[str, Any] = dict(getattr(func, "__globals__", {}))
+    cells = zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False)
+    for name, cell in cells:
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    values = [scope[name] for name in sorted(names) if name in scope]
+    modules = [value for value in values if isinstance(value, ModuleType)]  # ``mod.step()``
+    values += [getattr(module, name, None) for module in modules for name in sorted(names)]
+    yield from (value for value in values if isinstance(value, Step))
 
 
 class DynamicBody:

@@ -12,6 +12,7 @@ its backend's is refused, never silently run elsewhere; fields only the orchestr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeVar
 
 from wharf.config.component_settings import settings_key
@@ -60,12 +61,20 @@ def step_settings(base: SettingsT, spec: StepSpec) -> SettingsT:
     return settings
 
 
-def check_orchestrated_steps(base: KubernetesOrchestratorSettings, spec: PipelineSpec) -> None:
+def check_orchestrated_steps(
+    base: KubernetesOrchestratorSettings,
+    spec: PipelineSpec,
+    step_operator: object | None = None,
+    called: Iterable[StepSpec] = (),
+) -> None:
     """Refuse, before a run of ``spec`` is recorded, a step the orchestrator pod would fail
     before its pod because its entry moves its Job elsewhere (RUN_WIDE; a step that names a
-    step operator runs there, and may); ``base``: the run's settings. An invalid entry is left
-    to the caller's settings check, which names it. The steps a dynamic pipeline's function
-    calls are known only as it runs: they are checked then."""
+    step operator runs there, and may); ``base``: the run's settings. An invalid entry of
+    ``spec``'s steps is left to the caller's settings check, which names it. The steps a
+    dynamic pipeline's function calls are known only as it runs; ``called``: those known
+    before (``orchestrator_dynamic.known_steps``), whose entries are checked here as the pod
+    would check them: over ``base``, or over the settings of ``step_operator`` (the stack's)
+    when it is a Kubernetes one and the step names a step operator."""
     for step in spec.steps.values():
         if step.config.step_operator is not None:
             continue
@@ -74,6 +83,12 @@ def check_orchestrated_steps(base: KubernetesOrchestratorSettings, spec: Pipelin
         except InputError:
             continue
         _check_run_wide(base, settings, step)
+    operator_settings = getattr(step_operator, "settings", None)
+    for step in called:
+        if step.config.step_operator is None:
+            step_settings(base, step)
+        elif isinstance(operator_settings, KubernetesStepOperatorSettings):
+            layered_for_step(operator_settings, step)
 
 
 def _check_run_wide(base: SettingsT, settings: SettingsT, spec: StepSpec) -> None:
