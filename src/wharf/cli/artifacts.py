@@ -20,6 +20,7 @@ import click
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 
 if TYPE_CHECKING:
+    from wharf.cli.reads import Reads
     from wharf.sdk.client import Client
     from wharf.store.models import ArtifactVersionRecord
 
@@ -33,7 +34,7 @@ def artifacts() -> None:
 
 
 @artifacts.command("list")
-@click.option("--name", help="Only this artifact.")
+@click.option("--name", help="Only this artifact (its whole name: PIPELINE::STEP::OUTPUT).")
 @click.option("--versions", is_flag=True, help="List artifact versions instead of artifacts.")
 @paged
 @OUTPUT_OPTION
@@ -50,9 +51,15 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
             title="Artifact versions",
             total=vresult.total,
         )
-        return
-    result = read(lambda r: r.list_artifacts(name=name, page=page, size=size))
-    emit(result.items, ("name", "created", "id"), output, title="Artifacts", total=result.total)
+        total = vresult.total
+    else:
+        result = read(lambda r: r.list_artifacts(name=name, page=page, size=size))
+        emit(result.items, ("name", "created", "id"), output, title="Artifacts", total=result.total)
+        total = result.total
+    if name is not None and total == 0:  # a part of a name, or a typo: say which it may be
+        similar = read(lambda r: _similar_names(r, name))
+        if similar:
+            click.echo(f"No artifact named '{name}'; {_did_you_mean(similar)}", err=True)
 
 
 @artifacts.command("load", short_help="Print (or write to a file) an artifact version's value.")
@@ -72,8 +79,9 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     """Load version --version (default: the latest) of the artifact NAME and print its value:
     a str as it is, any other value in its pprint form; with --out, write it to a new file
     (bytes as they are, a str as UTF-8 text, other values in their printed form, a big numpy
-    array or pandas table with every item). NAME is an artifact's name, its id or id prefix,
-    or the id (prefix) of one artifact version."""
+    array or pandas table with every item). NAME is an artifact's name
+    (PIPELINE::STEP::OUTPUT, as `wharf artifacts list` shows), its id or id prefix, or the id
+    (prefix) of one artifact version."""
     from wharf.artifacts.materializers.registry import ScriptClassError, UnresolvedClassError
     from wharf.core.errors import MaterializationError
     from wharf.sdk.client import Client
@@ -196,7 +204,7 @@ def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersio
         )
         similar = _similar_names(client, name)
         hint = (
-            f"; did you mean {' or '.join(repr(n) for n in similar)}?"
+            f"; {_did_you_mean(similar)}"
             if similar
             else " (wharf artifacts list shows the artifacts)."
         )
@@ -210,13 +218,17 @@ _SUGGESTED = 3
 """At most this many artifact names are suggested for one not found."""
 
 
-def _similar_names(client: Client, name: str) -> list[str]:
+def _did_you_mean(names: list[str]) -> str:
+    return f"did you mean {' or '.join(repr(n) for n in names)}?"
+
+
+def _similar_names(reads: Reads, name: str) -> list[str]:
     """Names of artifacts (among the newest page) that ``name`` may have meant: those it is a
     part of between ``::`` (``mean`` or ``training::mean`` for ``training::mean::output``),
     else the closest spellings (a typo)."""
     import difflib
 
-    names = [a.name for a in client.list_artifacts(size=_NAMES_PAGE).items]
+    names = [a.name for a in reads.list_artifacts(size=_NAMES_PAGE).items]
     parts = name.split("::")
     found = [
         n
