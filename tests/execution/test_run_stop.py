@@ -4,6 +4,7 @@ interrupts, records and returns (a real SQLite store)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.run_stop import (
     FORCED_REASON,
     FORCED_RUN_REASON,
+    FORCED_WAKE_SECONDS,
     STOP_REASON,
     ForcedStop,
     RunStopper,
@@ -198,3 +200,37 @@ def test_a_forced_stop_from_elsewhere_stops_the_orchestrating_wait_for_inline_st
     thread.join(30)
     done.set()
     assert ended == ["forced"] and stopper.stopped_waiting
+
+
+def test_a_forced_stop_that_cannot_wake_the_orchestrating_thread_ends_the_run_without_it(
+    world: World,
+) -> None:
+    """The orchestrating thread (not the main one) blocks where nothing wakes it (a wait with
+    no timeout): ``unwoken`` ends the run from another thread once
+    ``FORCED_WAKE_SECONDS`` passed; a thread that stops waiting in time is left to end it."""
+    run = world.run(status=S.RUNNING)
+    stopper = RunStopper(world.store, run.id)
+    entered, release, unwoken = threading.Event(), threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def orchestrate() -> None:
+        try:
+            with stopper.orchestrating(unwoken=unwoken.set):
+                entered.set()
+                release.wait()  # blocked in a lock: the ForcedStop waits for it to return
+            ended.append("returned")
+        except ForcedStop:
+            ended.append("forced")
+
+    thread = threading.Thread(target=orchestrate, daemon=True)
+    thread.start()
+    assert entered.wait(30)
+    stopper.add_region(InterruptibleRegion(), inline=True)
+    asked = time.monotonic()
+    stopper.forced_elsewhere()
+    assert unwoken.wait(30)
+    assert time.monotonic() - asked >= FORCED_WAKE_SECONDS
+    assert ended == []  # still blocked
+    release.set()
+    thread.join(30)
+    assert ended == ["forced"] and stopper.stopped_waiting  # raised once it ran Python again

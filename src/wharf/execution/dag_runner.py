@@ -27,7 +27,7 @@ from wharf.core.dag import Dag
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import RunStoppingError
 from wharf.execution.cache_decisions import ReadyStep, ReadySteps
-from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS, InterruptibleRegion
 from wharf.execution.launch_errors import launch_error_reason, log_launch_error
 from wharf.execution.launcher import StepOutcome
 from wharf.execution.lost_resources import lost_resources, reclaimed_resources
@@ -381,9 +381,11 @@ class _Schedule:
             self._halted = True
 
     def wait_until_idle(self) -> None:
+        """Return once no step runs; a ``ForcedStop`` sent to a calling thread that no signal
+        wakes (a run orchestrated off the main thread) is raised within a short wait."""
         with self._cond:
             while self._running or self._claimed:
-                self._cond.wait()
+                self._cond.wait(UNWOKEN_WAIT_SECONDS)
 
 
 class _ReadyQueue:

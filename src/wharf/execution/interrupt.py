@@ -4,7 +4,9 @@ Owns :class:`InterruptibleRegion` (wraps exactly the user function call) and
 :class:`StepInterrupted` (a ``BaseException``, so a user's ``except Exception`` does not
 swallow it, while ``finally`` blocks and context managers still run), and
 :func:`wake_main_thread` (an interrupt of the main thread also makes a system call it blocks
-in return, with :data:`WAKE_SIGNAL`). Invariant: an interrupt is delivered only inside the
+in return, with :data:`WAKE_SIGNAL`; any other thread blocked in a system call or a lock
+sees its interrupt only once it runs Python code again: such waits of Wharf's are bounded,
+:data:`UNWOKEN_WAIT_SECONDS`). Invariant: an interrupt is delivered only inside the
 region, so Wharf's own bookkeeping (publishing outputs, final status) is never cut in half.
 """
 
@@ -61,6 +63,12 @@ def wake_main_thread() -> Callable[[], None] | None:
 
     return give_back
 
+
+UNWOKEN_WAIT_SECONDS = 0.25
+"""The longest a thread that no signal wakes (any but the main thread) should block in one
+wait where it may be interrupted (e.g. a run's orchestrating thread waiting for its steps):
+an interrupt sent to it is raised only once it runs Python code again, so such a wait is a
+loop of waits this long (``Condition.wait(UNWOKEN_WAIT_SECONDS)``)."""
 
 WAKE_REPEAT_SECONDS = 0.5
 """How often a wake is repeated while the interrupted thread stays in its region: a signal that
@@ -131,6 +139,15 @@ class InterruptibleRegion:
     @property
     def interrupted(self) -> bool:
         return self._sent
+
+    def wait_left(self, timeout: float) -> bool:
+        """Whether the thread left the region (or never entered it: interrupted first) within
+        ``timeout`` seconds."""
+        with self._lock:
+            left = self._left_event
+            if self._left or (self._sent and self._thread_id is None):
+                return True
+        return left.wait(timeout)
 
     def interrupt(self, reason: str) -> bool:
         """Ask the step to stop; True if its user code got the signal or will never start."""

@@ -19,6 +19,7 @@ server's sweep.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -156,17 +157,16 @@ def _orchestrate(
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run
     requests = RunRequests()
     outcome: DagOutcome | DynamicOutcome | ForcedOutcome
+    forced_end = _ForcedEnd(services, run, stopper, requests)
     try:
-        with stopper.orchestrating():  # `wharf runs stop --force` raises ForcedStop here
+        # `wharf runs stop --force` raises ForcedStop here; a thread it cannot wake (blocked
+        # off the main thread) has the run ended without it, a second later (forced_end.run)
+        with stopper.orchestrating(unwoken=forced_end.run):
             outcome = _run_steps(
                 job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
             )
     except ForcedStop:
-        outcome = stopper.force()  # a second Ctrl-C: end isolated attempts, end every step
-        for step in outcome.steps:  # no waiter tells of them: the summary would miss them
-            services.progress.step_ended(
-                run.id, step.name, step.status, step.status_reason, step.start_time, step.end_time
-            )
+        outcome = forced_end.steps()  # a second Ctrl-C: end isolated attempts, every step
         if not (signals.forced or stopper.stopped_waiting):  # a run nested in one forced
             settle(services, requests, outcome.final_status()[0])
             _finish(services, run, *outcome.final_status())
@@ -188,15 +188,81 @@ def _orchestrate(
         liveness.close()
     if stopper.refusal is not None:  # a beat was refused: no write can succeed
         raise run_refused(run.name, stopper.refusal)
-    status, reason = outcome.final_status()
-    try:
-        settle(services, requests, status)
-        ended = _finish(services, run, status, reason)
-    except CredentialsRefusedError as exc:
-        raise run_refused(run.name, exc) from None
-    services.progress.run_finished(ended)  # the summary line
+    if isinstance(outcome, ForcedOutcome) or forced_end.started:
+        ended = forced_end.run()  # ended once, here or by the forced stop's thread
+    else:
+        status, reason = outcome.final_status()
+        try:
+            settle(services, requests, status)
+            ended = _finish(services, run, status, reason)
+        except CredentialsRefusedError as exc:
+            raise run_refused(run.name, exc) from None
+        services.progress.run_finished(ended)  # the summary line
     signals.raise_if_signalled(ended.status.value)  # after a Ctrl-C: KeyboardInterrupt
     return ended
+
+
+class _ForcedEnd:
+    """The end of a run whose stop was forced, made once: by the orchestrating thread once it
+    stops waiting for the run's steps, or by another thread when a forced stop asked elsewhere
+    cannot wake it (:meth:`RunStopper.orchestrating`; that thread may never wake, e.g. blocked
+    off the main thread until a stuck step returns). Either ends the steps in flight stopped,
+    tells the progress of them, settles the run's requests and ends the run stopped."""
+
+    def __init__(
+        self,
+        services: RunServices,
+        run: PipelineRunRecord,
+        stopper: RunStopper,
+        requests: RunRequests,
+    ) -> None:
+        self._services, self._run, self._stopper, self._requests = (
+            services,
+            run,
+            stopper,
+            requests,
+        )
+        self._lock = threading.RLock()
+        self._outcome: ForcedOutcome | None = None
+        self._ended: PipelineRunRecord | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the steps were ended (the run is being, or was, ended here)."""
+        with self._lock:
+            return self._outcome is not None
+
+    def steps(self) -> ForcedOutcome:
+        """End every attempt and step in flight (``RunStopper.force``), once; the steps it
+        ended are told to the progress (no waiter tells of them: the summary would miss them)."""
+        with self._lock:
+            if self._outcome is None:
+                self._outcome = self._stopper.force()
+                for step in self._outcome.steps:
+                    self._services.progress.step_ended(
+                        self._run.id,
+                        step.name,
+                        step.status,
+                        step.status_reason,
+                        step.start_time,
+                        step.end_time,
+                    )
+            return self._outcome
+
+    def run(self) -> PipelineRunRecord:
+        """End the steps (:meth:`steps`), then the run, once, with its summary line; the run as
+        it ended."""
+        with self._lock:
+            if self._ended is None:
+                status, reason = self.steps().final_status()
+                try:
+                    settle(self._services, self._requests, status)
+                    ended = _finish(self._services, self._run, status, reason)
+                except CredentialsRefusedError as exc:
+                    raise run_refused(self._run.name, exc) from None
+                self._services.progress.run_finished(ended)  # the summary line
+                self._ended = ended
+            return self._ended
 
 
 def _end_steps_in_flight(

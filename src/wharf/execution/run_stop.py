@@ -10,6 +10,18 @@ also ends isolated attempts at once, through the backend that started each one; 
 from another process also stops the orchestrating thread's wait for inline attempts in flight
 (:meth:`RunStopper.forced_elsewhere`), as a second Ctrl-C does, and records them stopped.
 
+A run orchestrated off the main thread (a pipeline called from a thread of the user's
+program): no signal can wake that thread from a blocking call, so the ``ForcedStop`` sent to it
+is raised only once it runs Python code again. The run loop's own waits return to Python
+code often (``interrupt.UNWOKEN_WAIT_SECONDS``): a static pipeline's call ends within a
+fraction of a second. Where the thread stays blocked (a dynamic pipeline's function waiting
+for a submitted step that never returns, or in a system call of its own, or its code
+swallowing the ``ForcedStop``), the run is ended without it :data:`FORCED_WAKE_SECONDS`
+later: its steps and the run are recorded stopped and its summary line shown, as the thread
+would (``RunStopper.orchestrating(unwoken=...)``). The limit: the pipeline call itself returns
+only when that thread next runs Python code (Python cannot interrupt a thread other than the
+main one inside a blocking call), and the stuck step's code goes on in its thread.
+
 A refused credential (``RunStopper.refuse``) stops the run as a forced stop would, without
 writing anything: the store refuses every write.
 
@@ -70,6 +82,9 @@ UNFINISHED = (
     ExecutionStatus.CANCELLING,
 )
 RECORD_WAIT_SECONDS = 10.0
+FORCED_WAKE_SECONDS = 1.0
+"""How long a forced stop asked elsewhere waits for the orchestrating thread to stop waiting
+for the run's inline steps before the run is ended without it (:meth:`RunStopper.orchestrating`)."""
 """How long a forced stop waits for killed processes' waiters to record them."""
 
 
@@ -107,6 +122,8 @@ class RunStopper:
         """The inline attempts in flight (of :attr:`_regions`)."""
         self._waiting: InterruptibleRegion | None = None
         """The orchestrating thread's wait for the run's steps (:meth:`orchestrating`)."""
+        self._unwoken: Callable[[], object] | None = None
+        """What ends the run when a forced stop cannot wake that thread (:meth:`orchestrating`)."""
         self._attempts: dict[Hashable, StepBackend[Any]] = {}
         """The isolated attempts in flight: handle -> the backend that started it."""
         self._attempt_steps: dict[Hashable, UUID] = {}
@@ -138,14 +155,18 @@ class RunStopper:
             self._inline.discard(region)
 
     @contextmanager
-    def orchestrating(self) -> Iterator[None]:
+    def orchestrating(self, unwoken: Callable[[], object] | None = None) -> Iterator[None]:
         """Wrap the orchestrating thread's run of the steps: a forced stop asked elsewhere
         (:meth:`forced_elsewhere`) raises :class:`ForcedStop` there, as a second Ctrl-C does,
         and wakes the thread like an interrupted step (``wharf.execution.interrupt``);
-        :attr:`stopped_waiting` then tells that it did."""
+        :attr:`stopped_waiting` then tells that it did. ``unwoken``: called from another
+        thread when the orchestrating thread has not stopped waiting
+        :data:`FORCED_WAKE_SECONDS` after (blocked where nothing wakes it: it ends the run's
+        steps and the run in the store, as that thread would)."""
         waiting = InterruptibleRegion(raises=ForcedStop)
         with self._cond:
             self._waiting = waiting  # kept once left (an interrupt then does nothing)
+            self._unwoken = unwoken
         with waiting:
             yield
 
@@ -256,8 +277,14 @@ class RunStopper:
         self.end_attempts()
         with self._cond:
             waiting = self._waiting if self._inline else None
-        if waiting is not None:
-            waiting.interrupt(FORCED_RUN_REASON)
+            unwoken = self._unwoken
+        if waiting is not None and waiting.interrupt(FORCED_RUN_REASON) and unwoken is not None:
+            threading.Thread(
+                target=_end_if_unwoken,
+                args=(waiting, unwoken, self._run_id),
+                name=f"wharf-forced-stop-{self._run_id}",
+                daemon=True,
+            ).start()
 
     def end_attempts(self) -> None:
         """End every isolated attempt in flight, and any submitted from now on, through the
@@ -293,6 +320,20 @@ class RunStopper:
                 if self._release is not None:
                     self._release(stopped)
         return ended
+
+
+def _end_if_unwoken(waiting: InterruptibleRegion, unwoken: Callable[[], object], run: UUID) -> None:
+    """Call ``unwoken`` unless the orchestrating thread stopped ``waiting`` for the run's steps
+    within :data:`FORCED_WAKE_SECONDS` of a forced stop (a thread that no signal wakes, blocked
+    in a wait or a system call: the ``ForcedStop`` sent to it is raised only once it runs
+    Python code again)."""
+    if waiting.wait_left(FORCED_WAKE_SECONDS):
+        return
+    logger.info("Run %s: the forced stop ends its steps without its orchestrating thread.", run)
+    try:
+        unwoken()
+    except Exception as exc:
+        logger.warning("Could not end run %s after its forced stop: %s", run, exc)
 
 
 def all_step_runs(store: Store, query: StepRunFilter) -> list[StepRunRecord]:

@@ -1,0 +1,163 @@
+"""``wharf runs stop RUN --force`` from another process, while the run is orchestrated off the
+main thread of the user's program (``wharf.execution.run_stop``): real processes, a pipeline
+script that calls the pipeline from a thread of its own, and the CLI. Every wait polls a
+condition with a deadline."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.waiting import wait_for
+from wharf.config.global_config import load_config
+from wharf.core.enums import ExecutionStatus
+from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST
+from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, PipelineRunRecord, RunFilter, StepRunFilter
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+
+SCRIPT = """
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from wharf import pipeline, step
+
+
+@step(enable_cache=False)
+def block(go: str) -> int:
+    Path(go + ".started").write_text(str(os.getpid()))
+    while True:  # stubborn: ignores its interrupt, never returns
+        try:
+            while True:
+                time.sleep(0.02)
+        except BaseException:
+            Path(go + ".interrupted").write_text("yes")
+
+
+@step(enable_cache=False)
+def after(x: int) -> int:
+    return x
+
+
+@pipeline
+def blocking(go: str) -> None:
+    after(block(go=go))
+
+
+@pipeline(dynamic=True)
+def blocking_dynamic(go: str) -> None:
+    after(block(go=go))  # block runs in this thread (the orchestrating one)
+
+
+@pipeline(dynamic=True)
+def blocking_submitted(go: str) -> None:
+    block.submit(go=go).wait()  # this thread waits for a thread of the run's pool
+
+
+def orchestrate() -> None:
+    chosen = {"dynamic": blocking_dynamic, "submitted": blocking_submitted}.get(
+        sys.argv[2], blocking
+    )
+    chosen(go=sys.argv[1])
+    print("the pipeline call returned", flush=True)
+
+
+if __name__ == "__main__":
+    thread = threading.Thread(target=orchestrate, name="not-main", daemon=True)
+    thread.start()
+    thread.join()
+    os._exit(0)  # the stubborn step's thread would keep the interpreter from exiting
+"""
+
+BOUND = 60.0  # seconds: a hang fails the test instead of blocking it
+PROMPT = 10.0
+"""How soon (s) after the forced stop returned the run must have ended (about a second, with
+room for a loaded machine)."""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    ws = Workspace.open(load_config())
+    yield ws
+    ws.close()
+
+
+def the_run(ws: Workspace) -> PipelineRunRecord | None:
+    runs = ws.store.runs.list(RunFilter(), PageRequest()).items
+    return runs[0] if runs else None
+
+
+@pytest.mark.parametrize("shape", ["static", "dynamic", "submitted"])
+def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_thread_at_once(
+    home: Workspace, tmp_path: Path, shape: str
+) -> None:
+    """The pipeline runs in a thread of the user's program (no signal can wake it) and its
+    inline step ignores its interrupt: the forced stop still ends the step and the run
+    stopped within about a second, and the run says it was forced. A static pipeline's call
+    returns at once; a dynamic one's function is left where it is (swallowing the
+    ``ForcedStop`` in the step's code, or blocked in a wait for a submitted step that never
+    returns), its run ended without it."""
+    (tmp_path / "script.py").write_text(SCRIPT)
+    go = tmp_path / "go"
+    process = subprocess.Popen(
+        [sys.executable, "script.py", str(go), shape],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        started = Path(f"{go}.started")
+        wait_for(lambda: started.exists() or process.poll() is not None, "the step", BOUND)
+        assert started.exists(), process.communicate()
+        run = the_run(home)
+        assert run is not None
+        stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"]
+        stopping = subprocess.run(stop, check=False, capture_output=True, text=True, timeout=BOUND)
+        assert stopping.returncode == 0, stopping.stderr
+        asked = time.monotonic()
+        ended = wait_for(
+            lambda: (r := the_run(home)) is not None and r.status.is_finished and r,
+            "the run to end",
+            BOUND,
+        )
+        took = time.monotonic() - asked
+        if shape == "static":  # the pipeline call returns, and the script exits
+            process.wait(timeout=BOUND)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate(timeout=BOUND)
+        print(err)  # shown when the test fails
+    assert took < PROMPT, f"the run ended {took:.1f} s after the forced stop"
+    assert (ended.status, ended.status_reason) == (
+        ExecutionStatus.STOPPED,
+        FORCE_STOPPED_ON_REQUEST,
+    )
+    steps = home.store.steps.list(StepRunFilter(run_id=ended.id), PageRequest()).items
+    assert [(s.name, s.status) for s in steps] == [("block", ExecutionStatus.STOPPED)], steps
+    assert Path(f"{go}.interrupted").exists()  # the graceful interrupt came first, ignored
+    assert "Traceback" not in err, err
+    summaries = [line for line in err.splitlines() if "Run 'blocking" in line and " in " in line]
+    assert len(summaries) == 1, err  # shown once, whichever thread ended the run
+    assert summaries[0].endswith(": 1 stopped. Force-stopped on request."), err
+    if shape == "static":
+        assert process.returncode == 0, err
+        assert "the pipeline call returned" in out, err
