@@ -129,8 +129,8 @@ def test_a_class_of_the_pipeline_script_loads_there_and_is_refused_elsewhere(
     assert analysed == [
         f"REFUSED Cannot load type '__wharf_script__:{name}@pipeline.py': {name} was defined "
         "in the __main__ of pipeline.py, the script that made the artifact, so only a process "
-        f"running pipeline.py has it (this process runs analyse.py, whose own {name} is another "
-        "class). Define the classes your steps return (and your materializers) in a module "
+        f"running pipeline.py has it (this process runs analyse.py, which has a {name} of its "
+        "own). Define the classes your steps return (and your materializers) in a module "
         "that your scripts import: artifacts saved after that load wherever it is imported."
         for name in ("Color", "Point")
     ]

@@ -210,7 +210,7 @@ def test_a_class_of_the_script_is_recorded_with_the_scripts_file_name_and_loads_
     assert str(info.value) == (
         "Cannot load type '__main__:Color@train.py': Color was defined in the __main__ of "
         "train.py, the script that made the artifact, so only a process running train.py has "
-        "it (this process runs analyse.py, whose own Color is another class). Define the "
+        "it (this process runs analyse.py, which has a Color of its own). Define the "
         "classes your steps return (and your materializers) in a module that your scripts "
         "import: artifacts saved after that load wherever it is imported."
     )

@@ -130,7 +130,7 @@ def _script_class(path: str, qualname: str, script: str, what: str) -> type:
         here = f"this process runs {running}"
         main = sys.modules.get("__main__")
         if main is not None and _has_attribute(main, qualname):
-            here += f", whose own {qualname} is another class"
+            here += f", which has a {qualname} of its own"
     raise ScriptClassError(
         f"Cannot load {what} {path!r}: {qualname} was defined in the __main__ of {script}, the "
         f"script that made the artifact, so only a process running {script} has it ({here}). "
