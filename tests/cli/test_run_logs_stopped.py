@@ -1,6 +1,7 @@
 """``wharf runs logs`` and ``wharf steps logs`` on a step that was force-stopped with no output
 stored: each says so with the step's status and reason, instead of printing nothing (the step
-did not show at all in ``runs logs``); and ``wharf steps logs RUN`` given a run's id alone says
+did not show at all in ``runs logs``); ``runs logs --follow`` ends saying how the run ended;
+and ``wharf steps logs RUN`` given a run's id alone says
 how to name one of its steps. Real pipeline processes, real ``wharf`` commands."""
 
 from __future__ import annotations
@@ -78,7 +79,10 @@ def test_a_force_stopped_silent_step_says_it_has_no_stored_output(
     assert lines[0] == "[load] loading"
     assert lines[1].startswith("[block] has no stored output (stopped). Reason: Force-stopped")
     followed = wharf("runs", "logs", run.name, "--follow")
-    assert followed.stdout == logs.stdout
+    assert followed.returncode == 0 and followed.stdout == logs.stdout
+    # following ends saying how the run ended: before, it just stopped printing
+    assert followed.stderr == f"Run '{run.name}' ended stopped: Force-stopped on request.\n"
+    assert wharf("runs", "logs", run.name).stderr == ""  # not following: nothing to say
 
     step = wharf("steps", "logs", run.name, "block")
     assert step.returncode == 0 and step.stdout == ""

@@ -102,6 +102,13 @@ def never_reached(run: PipelineRunRecord) -> str:
     return f"has no logs: it never started (run '{run.name}' {run.status.value})."
 
 
+def ended_line(run: PipelineRunRecord) -> str:
+    """How a followed run ended, with its reason's first line (said once following ends)."""
+    reason = (run.status_reason or "").strip().splitlines()
+    why = f": {reason[0].rstrip('.')}" if reason and not run.status.is_successful else ""
+    return f"Run '{run.name}' ended {run.status.value}{why}."
+
+
 def _label(step: StepRunRecord) -> str:
     return step.name if step.attempt == 1 else f"{step.name} (attempt {step.attempt})"
 
@@ -118,6 +125,8 @@ class RunLogs:
         self._noted: set[UUID] = set()
         self._noted_start = False
         self._ask_platform = True
+        self.latest = self.run
+        """The run as the last poll read it."""
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
         """Print what is new; (whether the run has finished, whether anything was printed).
@@ -131,6 +140,7 @@ class RunLogs:
         orchestrator's platform says it never will (it has been ended failed).
         """
         current = self._client.get_pipeline_run(self.run.id)
+        self.latest = current
         if following and current.is_placeholder and self._ask_platform:
             self._never_starting(current)
         finished = current.status.is_finished

@@ -86,7 +86,8 @@ def run_logs(run: str, follow: bool) -> None:
     line prefixed with the step's name. A step's output is stored when the step ends; with
     --follow, steps still running are printed as they end (Ctrl-C stops following), and a run
     its orchestrator will never start (e.g. a Kubernetes orchestrator image that cannot be
-    pulled) is ended failed, with the reason as an error (exit code 1)."""
+    pulled) is ended failed, with the reason as an error (exit code 1). Following ends with
+    one line on stderr saying how the run ended (its status and reason)."""
     from wharf.cli.run_logs import RunLogs
     from wharf.sdk.client import Client
 
@@ -100,6 +101,9 @@ def run_logs(run: str, follow: bool) -> None:
                 logs.follow()
             except KeyboardInterrupt:
                 return  # Ctrl-C is how one stops following: no message, exit code 0
+            from wharf.cli.run_logs import ended_line
+
+            click.echo(ended_line(logs.latest), err=True)  # else a follower cannot tell how
         else:
             logs.poll(following=False)
 
