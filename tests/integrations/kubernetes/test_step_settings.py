@@ -82,7 +82,7 @@ def plain(result: dict) -> dict:
                 "node_selectors": {{"accelerator": "h200"}},
                 "tolerations": [{{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}}],
             }},
-            "active_deadline_seconds": 900,
+            "active_deadline_seconds": 300,
             "backoff_limit_margin": 2,
         }}
     }},
@@ -198,7 +198,9 @@ def test_step_settings_reach_that_steps_job_only(bed: Bed) -> None:
     ]
     assert operated_meta["labels"]["team"] == "vision"  # the component's pod settings
     assert "kind" not in operated_meta["labels"]
-    assert operated["spec"]["activeDeadlineSeconds"] == 900
+    # (at most its pod_startup_timeout, 600 s: the Job is created with it, not with the
+    # deadline that bounds its wait for its Secret meanwhile, test_step_backend_secret_wait)
+    assert operated["spec"]["activeDeadlineSeconds"] == 300
     assert operated["spec"]["backoffLimit"] == 2
 
 
