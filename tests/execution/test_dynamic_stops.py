@@ -22,6 +22,8 @@ from wharf.store.models import PageRequest, StepRunFilter
 
 BOUND = 20.0
 """Seconds a step below runs at most when nothing stops it (the test then fails, not hangs)."""
+FORCED_BOUND = 60.0
+"""Seconds a step waits at most for its run's forced stop (a CLI process's start included)."""
 
 
 @pytest.fixture
@@ -126,12 +128,12 @@ def test_stop_on_failure_lets_the_running_steps_finish(workspace: Workspace) -> 
 @step(enable_cache=False)
 def force_own_stop_and_swallow_it(marker: str) -> str:
     """Ask for this run's forced stop (as ``wharf runs stop --force`` from another terminal),
-    and swallow each interrupt until the forced one came (at most ``BOUND`` seconds)."""
+    and swallow each interrupt until the forced one came (at most ``FORCED_BOUND`` seconds)."""
     run_id = str(get_step_context().pipeline_run.id)
     command = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", run_id, "--force"]
     stopping = subprocess.Popen(command)
     swallowed: list[str] = []
-    deadline = time.monotonic() + BOUND
+    deadline = time.monotonic() + FORCED_BOUND
     try:
         while time.monotonic() < deadline and "ForcedStop" not in swallowed:
             try:
@@ -144,7 +146,7 @@ def force_own_stop_and_swallow_it(marker: str) -> str:
     return "done"
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(2 * FORCED_BOUND)
 def test_a_forced_stop_swallowed_by_a_step_in_the_main_thread_still_ends_the_run(
     workspace: Workspace, tmp_path: Path
 ) -> None:
