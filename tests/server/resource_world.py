@@ -137,12 +137,15 @@ def start_resource_manager(tmp_path: Path, template: Path) -> RmServer:
     return start_rm(f"sqlite:///{path}")
 
 
-def make_team(live: LiveServer, database_url: str, rm: RmServer | None) -> Iterator[Team]:
-    """A :class:`Team` whose workspace uses ``rm`` (None: a server without an RM)."""
+def make_team(
+    live: LiveServer, database_url: str, rm: RmServer | None, rm_key: str = ALICE_KEY
+) -> Iterator[Team]:
+    """A :class:`Team` whose workspace uses ``rm`` (None: a server without an RM), logged in to
+    it with ``rm_key`` (``ADMIN_KEY``: the README's set-up, as the RM administrator)."""
     server_settings = settings(
         database_url=database_url,
         resource_manager_url=None if rm is None else rm.url,
-        resource_manager_token=None if rm is None else ALICE_KEY,
+        resource_manager_token=None if rm is None else rm_key,
     )
     client = connect(server_settings)
     stores = open_server_stores(database_url)
@@ -216,6 +219,16 @@ def team(
 
 
 @pytest.fixture
+def admin_keyed_team(
+    live: LiveServer, rm_server: RmServer, tmp_path: Path, _sqlite_template: Path
+) -> Iterator[Team]:
+    """``team`` with the workspace logged in to the RM as its administrator (the README's
+    set-up: ``--resource-manager-token`` is the RM's ``--admin-api-key``)."""
+    url = _sqlite_url(tmp_path, _sqlite_template)
+    yield from make_team(live, url, rm_server, ADMIN_KEY)
+
+
+@pytest.fixture
 def team_without_rm(live: LiveServer, tmp_path: Path, _sqlite_template: Path) -> Iterator[Team]:
     yield from make_team(live, _sqlite_url(tmp_path, _sqlite_template), None)
 
@@ -247,6 +260,7 @@ __all__ = [
     "LICENSE",
     "Team",
     "_rm_sqlite_template",
+    "admin_keyed_team",
     "db_team",
     "rm_server",
     "team",

@@ -120,20 +120,25 @@ def _workspace(ctx: click.Context) -> Iterator[RestStore | None]:
     """The configured workspace server's store (``wharf login`` / ``WHARF_SERVER_URL``), unless
     the command names an RM itself (``--rm-url``, ``WHARF_RM_URL``); else None (the embedded
     RM, as the local administrator)."""
-    connection: dict[str, str | None] = ctx.find_object(dict) or {}
-    if connection.get("rm_url"):
+    url = _server_url(ctx)
+    if url is None:
         yield None
         return
     from wharf.config.global_config import load_config
-
-    config = load_config()
-    if not config.server_url:
-        yield None
-        return
     from wharf.store.rest import RestStore
 
-    with RestStore(config.server_url, config.api_key) as store:
+    with RestStore(url, load_config().api_key) as store:
         yield store
+
+
+def _server_url(ctx: click.Context) -> str | None:
+    """The workspace server :func:`_workspace` goes through, or None (the RM directly)."""
+    connection: dict[str, str | None] = ctx.find_object(dict) or {}
+    if connection.get("rm_url"):
+        return None
+    from wharf.config.global_config import load_config
+
+    return load_config().server_url or None
 
 
 def _requests_of(store: RestStore) -> WorkspaceRequests:
@@ -409,7 +414,7 @@ def release(ctx: click.Context, request_id: str) -> None:
         else:
             with open_rm(ctx) as rm:
                 _refuse_finished(rm.requests.get(key), "release")
-                info = rm.requests.release(key)
+                info = rm.requests.release(key, manual=True)  # the reason names the caller
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
@@ -437,10 +442,14 @@ def cancel(ctx: click.Context, request_id: str) -> None:
     from wharf.core.errors import IllegalOperationError
 
     live = (S.PENDING, S.ALLOCATED, S.PREEMPTING)  # the RM refuses to cancel the last two
+    direct = _server_url(ctx) is None  # else the workspace server names the caller itself
     with open_rm(ctx) as rm:
         info = rm.requests.get(_request_id(request_id))
         if info.status in live:
-            info = rm.requests.cancel(info.id)
+            if direct:
+                info = rm.requests.cancel(info.id, manual=True)  # the reason names the caller
+            else:
+                info = rm.requests.cancel(info.id)
             finished = info.status is not S.CANCELLED  # it ended another way meanwhile
         else:
             finished = True

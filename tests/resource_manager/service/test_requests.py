@@ -280,3 +280,26 @@ def test_someone_elses_request_is_not_ours_to_change(rm: ResourceManagerService)
     assert rm.requests.get(held.id) == held
     assert rm.requests.get(waiting.id).status is S.PENDING
     assert rm.requests.release(ADMIN, held.id).status is S.RELEASED  # admins may
+
+
+def test_a_manual_end_names_its_caller_even_on_its_own_request(
+    rm: ResourceManagerService,
+) -> None:
+    """``manual``: an operator's ``wharf request release`` / ``cancel``, told from its holder's
+    own end of a request the same principal made (a workspace server sharing the RM
+    administrator's key)."""
+    setup_pool(rm, gpus_total=2)
+    mine = rm.requests.create(ADMIN, request_spec(gpus(1), step="a"))
+    alices = rm.requests.create(ALICE, request_spec(gpus(1), step="b"))
+    waiting = rm.requests.create(ALICE, request_spec(gpus(1), step="c"))
+    assert waiting.status is S.PENDING
+    admin = "Resource Manager administrator 'admin'"
+    assert rm.requests.cancel(ALICE, waiting.id, manual=True).status_reason == (
+        "Cancelled by its requester 'alice'."
+    )
+    assert rm.requests.release(ADMIN, mine.id, manual=True).status_reason == (
+        f"Released by {admin}."
+    )
+    assert rm.requests.release(ALICE, alices.id, manual=True).status_reason == (
+        "Released by its requester 'alice'."
+    )

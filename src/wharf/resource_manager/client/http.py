@@ -72,11 +72,13 @@ def _body(model: BaseModel, *, partial: bool = False) -> bytes:
     return model.model_dump_json(by_alias=True, exclude_unset=partial).encode()
 
 
-def _ended_by(by: str | None) -> bytes | None:
+def _ended_by(by: str | None, manual: bool) -> bytes | None:
     """The body of a release or cancellation naming who ends it (none: its holder)."""
     from wharf.resource_manager.contract.models import ResourceRequestEnd
 
-    return None if by is None else _body(ResourceRequestEnd(by=by))
+    if by is None and not manual:
+        return None
+    return _body(ResourceRequestEnd(by=by, manual=manual), partial=True)
 
 
 _RENEWALS: dict[tuple[int, ResourceRequestRuntimeState | None], bytes] = {}
@@ -254,14 +256,24 @@ class _Requests:
         return answers
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
-        return self._post(request_id, "release", idempotency_key, _ended_by(by))
+        return self._post(request_id, "release", idempotency_key, _ended_by(by, manual))
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
-        return self._post(request_id, "cancel", idempotency_key, _ended_by(by))
+        return self._post(request_id, "cancel", idempotency_key, _ended_by(by, manual))
 
     def explain(self, request_id: UUID) -> ExplanationInfo:
         return _parse(ExplanationInfo, self._call("GET", f"{self.PATH}/{request_id}/explain"))

@@ -217,6 +217,10 @@ class ResourceRequestEnd(_Wire):
     (``user 'alice' (project admin)``: a workspace server releasing for one of its users)."""
 
     by: str | None = Field(default=None, min_length=1, max_length=MAX_BY_LENGTH)
+    manual: bool = False
+    """An operator's command (``wharf request release``), not its holder ending its own work:
+    the caller is named even when it made the request (a workspace server sharing the RM
+    administrator's key makes its requests as that administrator)."""
 
 
 class ResourceRequestInfo(ResourceRequest):

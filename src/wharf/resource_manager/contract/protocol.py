@@ -133,16 +133,27 @@ class RequestsClient(RequestsLink, Protocol):
         others). Errors of the whole call (the RM unreachable, bad credentials) are raised."""
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         """Give the allocation back (pending requests are cancelled). ``by``: who, when not
         its holder (``user 'alice' (project admin)``), for its status reason (an RM
-        administrator releasing another principal's request is named anyway)."""
+        administrator releasing another principal's request is named anyway); ``manual``: an
+        operator's command, whose caller is named even on a request it made itself."""
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
-        """Withdraw a pending request (``by``: as for :meth:`release`)."""
+        """Withdraw a pending request (``by``, ``manual``: as for :meth:`release`)."""
 
     def explain(self, request_id: UUID) -> ExplanationInfo: ...
 

@@ -162,17 +162,27 @@ class _Requests:
         return self._service.renew_many(self._principal, renewals)
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         return self._service.release(
-            self._principal, request_id, idempotency_key=idempotency_key, by=by
+            self._principal, request_id, idempotency_key=idempotency_key, by=by, manual=manual
         )
 
     def cancel(
-        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
+        self,
+        request_id: UUID,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         return self._service.cancel(
-            self._principal, request_id, idempotency_key=idempotency_key, by=by
+            self._principal, request_id, idempotency_key=idempotency_key, by=by, manual=manual
         )
 
     def explain(self, request_id: UUID) -> ExplanationInfo:

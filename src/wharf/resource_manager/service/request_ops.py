@@ -176,14 +176,20 @@ def _owned(tx: Tx, principal: Principal, request_id: UUID) -> ResourceRequest | 
     return neutral(loaded.request)
 
 
-def _ender(tx: Tx, principal: Principal, request_id: UUID, by: str | None) -> str | None:
+def _ender(
+    tx: Tx, principal: Principal, request_id: UUID, by: str | None, manual: bool
+) -> str | None:
     """Who ends the request, for its status reason: ``by`` as given (a workspace server names
-    its user), else an administrator ending another principal's request, else None (its
-    holder)."""
+    its user); else an administrator ending another principal's request, or any caller's
+    ``manual`` command (``wharf request release``: the request may be its own only because a
+    workspace server shares the RM administrator's key); else None (its holder)."""
     if by is not None:
         return by
-    if principal.admin and tx.work.requesters.get(request_id, principal.name) != principal.name:
+    requester = tx.work.requesters.get(request_id, principal.name)
+    if principal.admin and (manual or requester != principal.name):
         return f"Resource Manager administrator '{principal.name}'"
+    if manual:
+        return f"its requester '{principal.name}'"
     return None
 
 
@@ -195,11 +201,12 @@ class ReleaseRequest:
     request_id: UUID
     idempotency: IdempotencyKey | None = None
     by: str | None = None
+    manual: bool = False
 
     def run(self, tx: Tx) -> Finisher:
         current = _owned(tx, self.principal, self.request_id)
         if current is not None:
-            by = _ender(tx, self.principal, self.request_id, self.by)
+            by = _ender(tx, self.principal, self.request_id, self.by, self.manual)
             tx.transition(current, release(current, tx.now, by))
             tx.needs_cycle = True
         tx.want([self.request_id])
@@ -214,11 +221,12 @@ class CancelRequest:
     request_id: UUID
     idempotency: IdempotencyKey | None = None
     by: str | None = None
+    manual: bool = False
 
     def run(self, tx: Tx) -> Finisher:
         current = _owned(tx, self.principal, self.request_id)
         if current is not None:
-            by = _ender(tx, self.principal, self.request_id, self.by)
+            by = _ender(tx, self.principal, self.request_id, self.by, self.manual)
             tx.transition(current, cancel(current, tx.now, by))
             tx.needs_cycle = True
         tx.want([self.request_id])

@@ -310,12 +310,14 @@ class RequestService:
         *,
         idempotency_key: str | None = None,
         by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         """The holder is done: allocated -> released, preempting -> preempted, pending ->
         cancelled; a terminal request is returned unchanged. ``by``: who, when not its holder
-        (for its status reason; an administrator releasing another's is named anyway)."""
+        (for its status reason; an administrator releasing another's is named anyway);
+        ``manual``: an operator's command, whose caller is named even on its own request."""
         result: ResourceRequestInfo = self._runner.submit(
-            self._release(principal, request_id, idempotency_key, by)
+            self._release(principal, request_id, idempotency_key, by, manual)
         )
         return result
 
@@ -326,20 +328,26 @@ class RequestService:
         *,
         idempotency_key: str | None = None,
         by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         """:meth:`release` for callers on an event loop."""
         result: ResourceRequestInfo = await self._runner.submit_async(
-            self._release(principal, request_id, idempotency_key, by)
+            self._release(principal, request_id, idempotency_key, by, manual)
         )
         return result
 
     def _release(
-        self, principal: Principal, request_id: UUID, idempotency_key: str | None, by: str | None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        idempotency_key: str | None,
+        by: str | None,
+        manual: bool,
     ) -> ReleaseRequest:
         key = IdempotencyKey.of(
             principal.name, ReleaseRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        return ReleaseRequest(principal, request_id, key, by)
+        return ReleaseRequest(principal, request_id, key, by, manual)
 
     def cancel(
         self,
@@ -348,10 +356,11 @@ class RequestService:
         *,
         idempotency_key: str | None = None,
         by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         """Withdraw a pending request (IllegalOperationError if it holds capacity)."""
         result: ResourceRequestInfo = self._runner.submit(
-            self._cancellation(principal, request_id, idempotency_key, by)
+            self._cancellation(principal, request_id, idempotency_key, by, manual)
         )
         return result
 
@@ -362,20 +371,26 @@ class RequestService:
         *,
         idempotency_key: str | None = None,
         by: str | None = None,
+        manual: bool = False,
     ) -> ResourceRequestInfo:
         """:meth:`cancel` for callers on an event loop."""
         result: ResourceRequestInfo = await self._runner.submit_async(
-            self._cancellation(principal, request_id, idempotency_key, by)
+            self._cancellation(principal, request_id, idempotency_key, by, manual)
         )
         return result
 
     def _cancellation(
-        self, principal: Principal, request_id: UUID, idempotency_key: str | None, by: str | None
+        self,
+        principal: Principal,
+        request_id: UUID,
+        idempotency_key: str | None,
+        by: str | None,
+        manual: bool,
     ) -> CancelRequest:
         key = IdempotencyKey.of(
             principal.name, CancelRequest.name, idempotency_key, {"id": str(request_id)}
         )
-        return CancelRequest(principal, request_id, key, by)
+        return CancelRequest(principal, request_id, key, by, manual)
 
     def explain(self, request_id: UUID, *, viewer: Principal | None = None) -> ExplanationInfo:
         """Why the request is where it is: what the next cycle would do with it (read-only);

@@ -153,10 +153,10 @@ async def renew_request(request: Request) -> Response:
     return json_response(renewed)
 
 
-async def _ended_by(request: Request) -> str | None:
-    """The optional body's ``by`` (who ends the request, for its status reason)."""
+async def _ended_by(request: Request) -> ResourceRequestEnd:
+    """The optional body: who ends the request, for its status reason."""
     body = await request.body()
-    return parse_body(ResourceRequestEnd, body).by if body.strip() else None
+    return parse_body(ResourceRequestEnd, body) if body.strip() else ResourceRequestEnd()
 
 
 @routes.add(
@@ -166,8 +166,9 @@ async def _ended_by(request: Request) -> str | None:
 async def release_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
+    end = await _ended_by(request)
     released = await call.service.requests.release_async(
-        call.caller, request_id, idempotency_key=call.key, by=await _ended_by(request)
+        call.caller, request_id, idempotency_key=call.key, by=end.by, manual=end.manual
     )
     return json_response(released)
 
@@ -179,8 +180,9 @@ async def release_request(request: Request) -> Response:
 async def cancel_request(request: Request) -> Response:
     call = Call.of(request)
     request_id = path_uuid(request, "request_id")
+    end = await _ended_by(request)
     cancelled = await call.service.requests.cancel_async(
-        call.caller, request_id, idempotency_key=call.key, by=await _ended_by(request)
+        call.caller, request_id, idempotency_key=call.key, by=end.by, manual=end.manual
     )
     return json_response(cancelled)
 
