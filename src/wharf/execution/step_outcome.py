@@ -27,13 +27,27 @@ class StepOutcome:
         return self.status.is_successful
 
 
+NAMED_FAILED_STEPS = 20
+"""How many failed steps a run's reason names; a sweep's thousands would pass what a MySQL
+``TEXT`` column holds (64 KiB) and the run could not end."""
+
+
 def failed_steps_reason(outcomes: Mapping[str, StepOutcome]) -> str | None:
     """A run's reason when steps failed: ``Step(s) failed: a, b.``, or None if none did. A step
     that failed before its step run was recorded (its launch raised) is named with its reason,
-    which nothing else records: ``b (Internal error: ValueError: …)``."""
-    named = [
-        name if outcome.step_run is not None or not outcome.reason else f"{name} ({outcome.reason})"
+    which nothing else records: ``b (Internal error: ValueError: …)``. At most
+    :data:`NAMED_FAILED_STEPS` are named, then ``… and N more (M in all)``."""
+    failed = [
+        (name, outcome)
         for name, outcome in outcomes.items()
         if outcome.status is ExecutionStatus.FAILED
     ]
-    return f"Step(s) failed: {', '.join(named)}." if named else None
+    if not failed:
+        return None
+    named = [
+        name if outcome.step_run is not None or not outcome.reason else f"{name} ({outcome.reason})"
+        for name, outcome in failed[:NAMED_FAILED_STEPS]
+    ]
+    left = len(failed) - len(named)
+    more = f" and {left} more ({len(failed)} in all)" if left else ""
+    return f"Step(s) failed: {', '.join(named)}{more}."
