@@ -159,3 +159,22 @@ def test_a_sigterm_no_hook_takes_ends_the_process_as_by_default() -> None:
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == -signal.SIGTERM, (done.returncode, done.stderr)
     assert "survived" not in done.stdout
+
+
+def test_a_forked_child_does_not_inherit_the_hooks() -> None:
+    code = (
+        "import os, signal, sys\n"
+        "from wharf.execution.signals import sigterm_hook\n"
+        "def hook():\n"
+        "    raise SystemExit(7)\n"
+        "with sigterm_hook(hook):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        os._exit(0)\n"
+        "    _, status = os.waitpid(pid, 0)\n"
+        "    print(os.WIFSIGNALED(status) and os.WTERMSIG(status))\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == str(int(signal.SIGTERM)), (done.stdout, done.stderr)

@@ -34,6 +34,7 @@ SigtermHook = Callable[[], bool]
 thread, wherever it is), return True when it took the signal (nothing else is done), or False
 (the signal does what it does without the hook)."""
 _SIGTERM_HOOKS: list[SigtermHook] = []  # the main thread's only; the newest last
+os.register_at_fork(after_in_child=_SIGTERM_HOOKS.clear)  # a child's SIGTERM: the default
 _MARK = "wharf_stopped_run"
 """Attribute of the ``KeyboardInterrupt`` that ends a call after a Ctrl-C stopped its run."""
 
