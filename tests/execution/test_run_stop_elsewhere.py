@@ -98,6 +98,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]
     ws.close()
 
 
+def summary(err: str) -> str:
+    """The run's summary line in the script's ``err`` ('' until it is shown)."""
+    lines = [line for line in err.splitlines() if "Run 'blocking" in line and " in " in line]
+    return lines[0] if lines else ""
+
+
 def the_run(ws: Workspace) -> PipelineRunRecord | None:
     runs = ws.store.runs.list(RunFilter(), PageRequest()).items
     return runs[0] if runs else None
@@ -115,18 +121,19 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
     returns), its run ended without it."""
     (tmp_path / "script.py").write_text(SCRIPT)
     go = tmp_path / "go"
-    process = subprocess.Popen(
-        [sys.executable, "script.py", str(go), shape],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    output, errors = tmp_path / "out.txt", tmp_path / "err.txt"
+    with output.open("w") as out_file, errors.open("w") as err_file:
+        process = subprocess.Popen(
+            [sys.executable, "script.py", str(go), shape],
+            cwd=tmp_path,
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,
+        )
     try:
         started = Path(f"{go}.started")
         wait_for(lambda: started.exists() or process.poll() is not None, "the step", BOUND)
-        assert started.exists(), process.communicate()
+        assert started.exists(), errors.read_text()
         run = the_run(home)
         assert run is not None
         stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"]
@@ -141,11 +148,13 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
         took = time.monotonic() - asked
         if shape == "static":  # the pipeline call returns, and the script exits
             process.wait(timeout=BOUND)
+        else:  # the run's summary line is shown once it ended (by another thread)
+            wait_for(lambda: "stopped in" in summary(errors.read_text()), "the summary", BOUND)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate(timeout=BOUND)
-        print(err)  # shown when the test fails
+        process.wait()
+    out, err = output.read_text(), errors.read_text()
     assert took < PROMPT, f"the run ended {took:.1f} s after the forced stop"
     assert (ended.status, ended.status_reason) == (
         ExecutionStatus.STOPPED,
@@ -157,7 +166,7 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
     assert "Traceback" not in err, err
     summaries = [line for line in err.splitlines() if "Run 'blocking" in line and " in " in line]
     assert len(summaries) == 1, err  # shown once, whichever thread ended the run
-    assert summaries[0].endswith(": 1 stopped. Force-stopped on request."), err
+    assert summary(err).endswith(": 1 stopped. Force-stopped on request."), err
     if shape == "static":
         assert process.returncode == 0, err
         assert "the pipeline call returned" in out, err
