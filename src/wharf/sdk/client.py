@@ -444,7 +444,14 @@ class Client:
             matches = self.store.artifacts.list_versions(query, page).items
             found = only_match("artifact version", str(version_id), matches)
         if found is None:
-            raise EntityNotFoundError(f"No artifact version with id or id prefix '{version_id}'.")
+            text = str(version_id)  # an artifact's name, as `wharf artifacts load` takes?
+            named = prefix is None and self.list_artifact_versions(name=text, size=1).total
+            raise EntityNotFoundError(
+                f"'{text}' is an artifact's name, not a version's id: its latest version is "
+                f"list_artifact_versions(name='{text}').items[0]."
+                if named
+                else f"No artifact version with id or id prefix '{text}'."
+            )
         return found
 
     def load_artifact(self, version: ArtifactVersionRecord | str | UUID) -> Any:
