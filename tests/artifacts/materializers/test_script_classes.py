@@ -255,3 +255,17 @@ def test_a_script_class_recorded_without_its_script_warns_that_it_may_be_another
         "that name unless that is the same script."
     )
     assert warning.filename == __file__  # the caller's line, not Wharf's
+
+
+def test_a_step_of_another_pipeline_script_is_refused_the_class(
+    store: LocalArtifactStore, registry: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a step's own process the script is ``__wharf_script__`` (``__main__`` is Wharf's
+    entry point): a step of evaluate.py given an output of train.py."""
+    train = script_of(monkeypatch, "__main__", "/work/train.py", ENUM_SOURCE)
+    saved = save_artifact(train.Color.GREEN, store, store.new_uri("c"), registry)
+    script_of(monkeypatch, "__main__", "/venv/wharf/execution/entrypoint.py", "")
+    script_of(monkeypatch, SCRIPT_MODULE, "/tmp/code/evaluate.py", OTHER_ENUM_SOURCE)
+    with pytest.raises(ScriptClassError) as info:
+        load_artifact(store, saved.uri, saved.data_type, saved.materializer)
+    assert "(this process runs evaluate.py, which has a Color of its own)" in str(info.value)

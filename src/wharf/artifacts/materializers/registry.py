@@ -99,11 +99,12 @@ def load_type(path: str) -> type:
         raise UnresolvedClassError(str(exc)) from exc.__cause__
     if not isinstance(obj, type):
         raise MaterializationError(f"{path!r} is not a class.")
-    if len(script_aliases(module_name)) > 1 and script_file_of(obj) is not None:
+    used_from = script_file_of(obj) if len(script_aliases(module_name)) > 1 else None
+    if used_from is not None:
         warnings.warn(
             f"Type {path!r} was defined in the __main__ of the script that made the artifact, "
             f"and its record does not say which script (saved by an older Wharf, or by a script "
-            f"without a file): this process uses the {qualname} of {running_script()}, another "
+            f"without a file): this process uses the {qualname} of {used_from}, another "
             f"class of that name unless that is the same script. {_IN_A_MODULE}",
             UserWarning,
             stacklevel=_caller_outside_wharf(),
@@ -128,8 +129,8 @@ def _script_class(path: str, qualname: str, script: str, what: str) -> type:
         here = "this process runs no script"
     else:
         here = f"this process runs {running}"
-        main = sys.modules.get("__main__")
-        if main is not None and _has_attribute(main, qualname):
+        scripts = [sys.modules.get(name) for name in script_aliases("__main__")]
+        if any(m is not None and _has_attribute(m, qualname) for m in scripts):
             here += f", which has a {qualname} of its own"
     raise ScriptClassError(
         f"Cannot load {what} {path!r}: {qualname} was defined in the __main__ of {script}, the "
