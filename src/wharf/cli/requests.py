@@ -25,6 +25,7 @@ from wharf.cli.resource_manager import (
     rm_command_options,
     rm_options,
 )
+from wharf.cli.rm_names import find_request
 
 if TYPE_CHECKING:
     from wharf.execution.resources.team import WorkspaceRequests
@@ -332,15 +333,6 @@ def list_requests(
     emit(rows, REQUEST_COLUMNS, output, total=found.total)
 
 
-def _request_id(text: str) -> UUID:
-    from wharf.core.errors import InputError
-
-    try:
-        return UUID(text)
-    except ValueError:
-        raise InputError(f"'{text}' is not a resource request id.") from None
-
-
 @request.command("show")
 @click.argument("request_id")
 @OUTPUT_OPTION
@@ -350,12 +342,12 @@ def show(ctx: click.Context, request_id: str, output: str) -> None:
     pools: dict[UUID, str] = {}
     with _workspace(ctx) as store:
         if store is not None:
-            info = _requests_of(store).get(_request_id(request_id))
+            info = find_request(_requests_of(store), request_id)
             if output != "json":
                 pools = _pool_names(store, policies=True)
         else:
             with open_rm(ctx) as rm:
-                info = rm.requests.get(_request_id(request_id))
+                info = find_request(rm.requests, request_id)
                 if output != "json":
                     pools = {p.id: p.name for p in rm.pools.list()}
                     pools.update((p.id, p.name) for p in rm.policies.list())
@@ -405,16 +397,17 @@ def _show(info: ResourceRequestInfo, pools: dict[UUID, str], output: str) -> Non
 def release(ctx: click.Context, request_id: str) -> None:
     """Give the allocation of request REQUEST_ID back (a pending request is cancelled; one
     that already finished is left as it is: an error, as for cancel)."""
-    key = _request_id(request_id)
     with _workspace(ctx) as store:
         if store is not None:
             requests = _requests_of(store)
-            _refuse_finished(requests.get(key), "release")
-            info = requests.release(key)
+            found = find_request(requests, request_id)
+            _refuse_finished(found, "release")
+            info = requests.release(found.id)
         else:
             with open_rm(ctx) as rm:
-                _refuse_finished(rm.requests.get(key), "release")
-                info = rm.requests.release(key, manual=True)  # the reason names the caller
+                found = find_request(rm.requests, request_id)
+                _refuse_finished(found, "release")
+                info = rm.requests.release(found.id, manual=True)  # the reason names the caller
     click.echo(f"Request {info.id}: {info.status.value}.")
 
 
@@ -444,7 +437,7 @@ def cancel(ctx: click.Context, request_id: str) -> None:
     live = (S.PENDING, S.ALLOCATED, S.PREEMPTING)  # the RM refuses to cancel the last two
     direct = _server_url(ctx) is None  # else the workspace server names the caller itself
     with open_rm(ctx) as rm:
-        info = rm.requests.get(_request_id(request_id))
+        info = find_request(rm.requests, request_id)
         if info.status in live:
             if direct:
                 info = rm.requests.cancel(info.id, manual=True)  # the reason names the caller
@@ -470,7 +463,7 @@ def explain(ctx: click.Context, request_id: str, output: str) -> None:
     """Why request REQUEST_ID is where it is: its queue position, what blocks it, who would
     have to give capacity back."""
     with open_rm(ctx) as rm:
-        found = rm.requests.explain(_request_id(request_id))
+        found = rm.requests.explain(find_request(rm.requests, request_id).id)
     if output == "json":
         echo_json(found)
         return
