@@ -77,3 +77,23 @@ def test_a_password_login_is_not_overridden_by_an_api_key_in_the_environment(
     assert "WHARF_API_KEY is set in this environment" in result.stderr
     both = wharf("login", url, "-u", "kim", "--password", "x", "--api-key", "wharf_k", env=env)
     assert_one_line_error(both, "Give either --api-key or --username/--password, not both.")
+
+
+def test_logout_with_an_api_key_says_the_key_stays_valid(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """The server refuses to log an API key out; "Logged out" alone read as if it were revoked."""
+    from tests.server.live import service_key
+
+    world = team_without_rm.world
+    account = world.state.accounts.service_accounts.create("ci")
+    key = service_key(world.state, account.id)
+    env = {"WHARF_HOME": str(tmp_path / "home")}
+    assert wharf("login", world.url, "--api-key", key, env=env).returncode == 0
+    out = wharf("logout", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        f"Logged out of {world.url}. Forgotten here only: An API key cannot log out: it stays "
+        "valid until an admin revokes it (`wharf api-key revoke ACCOUNT KEY`)."
+    )
+    assert wharf("logout", env=env).stdout.strip() == "Not logged in."

@@ -9,8 +9,6 @@ the stored server: logging in to another server, or ``logout``, forgets it.
 
 from __future__ import annotations
 
-import contextlib
-
 import click
 from click.core import ParameterSource
 
@@ -72,15 +70,19 @@ def login(
 def logout() -> None:
     """Forget the server credentials (and revoke a user's tokens on the server)."""
     from wharf.config.global_config import load_config, read_user_config, write_user_config
-    from wharf.core.errors import WharfError
+    from wharf.core.errors import PermissionDeniedError, WharfError
     from wharf.store.rest.session import logout as revoke
 
     home = load_config().home
     saved = read_user_config(home)
     url, credential = saved.get("server_url"), saved.get("api_key")
+    still_valid = ""
     if url and credential:
-        # The server may be gone or the token expired: forgetting it is what matters.
-        with contextlib.suppress(WharfError):
+        try:
             revoke(str(url), str(credential))
+        except PermissionDeniedError as refusal:  # an API key: the server says how it ends
+            still_valid = f" Forgotten here only: {refusal}"
+        except WharfError:  # the server may be gone or the token expired: forgetting is enough
+            pass
     write_user_config(home, {"server_url": None, "api_key": None, "project": None})
-    click.echo(f"Logged out of {url}." if url else "Not logged in.")
+    click.echo(f"Logged out of {url}.{still_valid}" if url else "Not logged in.")
