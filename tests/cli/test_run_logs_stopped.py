@@ -113,3 +113,32 @@ def test_a_run_given_alone_to_steps_logs_says_how_to_name_its_steps(
         "all.",
     )
     assert_one_line_error(wharf("steps", "logs", "beef0123"), "No step run with id or id prefix")
+
+
+def test_following_a_run_whose_process_was_killed_says_its_end_once(
+    home: Path, tmp_path: Path
+) -> None:
+    """The follower's own sweep ends the run (orchestrator lost) and warns so: the closing line
+    is not said a second time."""
+    script = tmp_path / "blocking.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "WHARF_STORE_URL"}
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**env, "WHARF_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until(lambda: _block_status() is ExecutionStatus.RUNNING, timeout=60)
+        with Client(load_config()) as client:
+            run = client.list_pipeline_runs().items[0]
+    finally:
+        process.kill()
+        process.wait()
+    followed = wharf("runs", "logs", run.name, "--follow")
+    assert followed.returncode == 0, followed.stderr
+    (line,) = followed.stderr.splitlines()
+    assert "orchestrator lost" in line, line
+    assert followed.stdout.splitlines()[-1].startswith("[block] has no stored output (failed).")

@@ -103,7 +103,8 @@ def run_logs(run: str, follow: bool) -> None:
                 return  # Ctrl-C is how one stops following: no message, exit code 0
             from wharf.cli.run_logs import ended_line
 
-            click.echo(ended_line(logs.latest), err=True)  # else a follower cannot tell how
+            if logs.run.id not in client.swept:  # its sweep's warning said how it ended
+                click.echo(ended_line(logs.latest), err=True)  # else a follower cannot tell
         else:
             logs.poll(following=False)
 

@@ -73,6 +73,8 @@ class Client:
         self._workspace = Workspace.open(config, store)
         self._swept_at: float | None = None
         self._sweep_failing = False
+        self.swept: set[UUID] = set()
+        """The runs this client's sweeps ended (each said as a warning when it was)."""
 
     @property
     def _release(self) -> Callable[[StepRunRecord], None] | None:
@@ -99,6 +101,7 @@ class Client:
             self._sweep_failing = True
             return set()
         self._sweep_failing = False
+        self.swept |= swept
         return swept
 
     @property
