@@ -142,3 +142,36 @@ def test_following_a_run_whose_process_was_killed_says_its_end_once(
     (line,) = followed.stderr.splitlines()
     assert "orchestrator lost" in line, line
     assert followed.stdout.splitlines()[-1].startswith("[block] has no stored output (failed).")
+
+
+def test_a_graceful_stop_names_the_running_steps_and_how_to_end_them_at_once(
+    home: Path, tmp_path: Path
+) -> None:
+    """A step blocked in a long C call (here ``time.sleep``) is interrupted only once the call
+    returns: before, ``runs stop`` said only 'is stopping' and the run stayed so."""
+    script = tmp_path / "blocking.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "WHARF_STORE_URL"}
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**env, "WHARF_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until(lambda: _block_status() is ExecutionStatus.RUNNING, timeout=60)
+        with Client(load_config()) as client:
+            run = client.list_pipeline_runs().items[0]
+        stopped = wharf("runs", "stop", run.name)
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout == (
+            f"Run '{run.name}' is stopping: its running steps (block) stop at their next safe "
+            f"point; `wharf runs stop {run.name} --force` ends them at once.\n"
+        )
+        forced = wharf("runs", "stop", run.name, "--force")
+        assert forced.returncode == 0 and forced.stdout == f"Run '{run.name}' is stopping.\n"
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()

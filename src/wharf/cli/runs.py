@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+from uuid import UUID
+
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ExecutionStatus
 from wharf.core.transitions import RUN_INITIAL_STATUSES, RUN_TRANSITIONS
+
+if TYPE_CHECKING:
+    from wharf.sdk.client import Client
 
 RUN_COLUMNS = ("name", "status", "created", "end_time", "id")
 RUN_STATUSES = [
@@ -128,8 +134,14 @@ def stop_run(run: str, force: bool) -> None:
 
     with Client() as client:
         record = client.stop_run(run, force=force)
+        running = [] if force or record.status.is_finished else _running_steps(client, record.id)
     reason = (record.status_reason or "").rstrip(".")
     why = f": {reason}" if record.status.is_finished and reason else ""
+    if running:  # a step blocked outside Python (a long C call) is interrupted only after it
+        why = (
+            f": its running steps ({', '.join(running)}) stop at their next safe point; "
+            f"`wharf runs stop {record.name} --force` ends them at once"
+        )
     if not record.status.is_finished and record.orchestrator_host is None:
         why = (
             ": no orchestrating process has taken it over yet (e.g. a Kubernetes run whose pod "
@@ -137,3 +149,13 @@ def stop_run(run: str, force: bool) -> None:
             "--force`"
         )
     click.echo(f"Run '{record.name}' is {record.status.value}{why}.")
+
+
+def _running_steps(client: Client, run_id: UUID) -> list[str]:
+    """The names of the run's steps that are running (the first 10 and how many more)."""
+    from wharf.core.enums import ExecutionStatus
+
+    found = client.list_run_steps(run_id, status=ExecutionStatus.RUNNING, size=10)
+    names = [step.name for step in found.items]
+    more = found.total - len(names)
+    return [*names, f"{more} more"] if more > 0 else names
