@@ -35,8 +35,10 @@ from tests.faults.balancer import Balancer
 from tests.waiting import wait_for
 from wharf import pipeline
 from wharf.config.global_config import load_config
-from wharf.core.enums import ExecutionStatus
+from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.resource_manager.client.http import HttpResourceManager
+from wharf.resource_manager.contract.models import PageRequest as RMPageRequest
+from wharf.resource_manager.contract.models import RequestFilter
 from wharf.sdk.pools import ensure_pool
 from wharf.sdk.workspace import Workspace
 
@@ -154,7 +156,7 @@ def replicas(
     try:
         yield found
     finally:
-        found.balancer.on_answered = None
+        found.balancer.on_answered = found.rm_balancer.on_answered = None
         for service in (*found.resource_managers, *found.servers):
             if service.process is None:
                 service.start()
@@ -203,6 +205,52 @@ def test_a_server_replica_killed_after_committing_a_steps_end_loses_nothing(
         assert [f[2] for f in step_calls] == [502], step_calls  # the lost answer alone
         assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
         assert_nothing_held(replicas, run)  # type: ignore[arg-type]
+    finally:
+        ws.close()
+
+
+def test_a_server_replica_killed_between_a_steps_request_and_its_write_leaves_no_orphan(
+    replicas: Replicas,
+) -> None:
+    """The server replica creating a step is killed right after the RM made the step's request,
+    before the step run is written. The engine repeats the creation at the other replica,
+    which gets the same request back (keyed by the step run id): one request in all, and the
+    step runs at once, rather than waiting behind an orphan request that held the only licence
+    for nobody until its first lease (60 s) lapsed."""
+    killed: list[str] = []
+
+    def kill_the_creator(method: str, path: str, upstream: str) -> bool:
+        if method != "POST" or path != "/v1/resource-requests" or killed:
+            return False
+        for server, calls in replicas.balancer.in_flight.items():
+            if any(call.startswith("POST /api/v1/steps") for call in calls):
+                killed.append(server)
+                replicas.server_at(server).stop()  # SIGKILL
+        return False
+
+    ws = Workspace.open(load_config())
+    try:
+        with replicas.rm_client() as rm:
+            ensure_pool(rm, "licenses", {"license": 1}, account=ws.user.name)
+        step = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
+
+        @pipeline
+        def p() -> None:
+            step(label="created twice", seconds=0)
+
+        replicas.rm_balancer.on_answered = kill_the_creator
+        thread, result = run_in_thread(p, ws)
+        run = finished(thread, result)
+        assert len(killed) == 1, killed
+        assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+        assert run.end_time is not None and run.start_time is not None
+        assert (run.end_time - run.start_time).total_seconds() < PATIENCE / 2
+        with replicas.rm_client() as rm:
+            query = RequestFilter(metadata={"pipeline_run_id": str(run.id)})
+            made = rm.requests.list(query, RMPageRequest(size=100)).items
+        assert [(r.metadata["step_name"], r.status) for r in made] == [
+            ("hold_license", ResourceRequestStatus.RELEASED)
+        ]
     finally:
         ws.close()
 

@@ -35,6 +35,8 @@ class Balancer:
         """Status codes answered to clients, 502s of the balancer's own included."""
         self.failures: list[tuple[str, str, int, bytes]] = []
         """(method, path, status, body) of every answer with a status of 400 or more."""
+        self.in_flight: dict[str, list[str]] = {u: [] for u in self.upstreams}
+        """Per upstream, ``"METHOD path"`` of each request sent to it and not answered yet."""
         self.on_answered: Callable[[str, str, str], bool] | None = None
         """Called as ``(method, path, upstream)`` once an upstream answered a request, before
         the client gets the answer; returning True loses the answer (the client gets a 502), as
@@ -79,6 +81,9 @@ class Balancer:
             except OSError:
                 conn.close()
                 continue  # down: the next replica
+            call = f"{handler.command} {handler.path}"
+            with self._lock:
+                self.in_flight[upstream].append(call)
             try:
                 conn.request(handler.command, handler.path, body=body, headers=headers)
                 response = conn.getresponse()
@@ -87,6 +92,9 @@ class Balancer:
                 conn.close()
                 self._reply(handler, 502, b'{"detail": "upstream failed"}', [])
                 return
+            finally:
+                with self._lock:
+                    self.in_flight[upstream].remove(call)
             conn.close()
             with self._lock:
                 self.served[upstream] += 1

@@ -3,8 +3,9 @@
 outage, naming the step run beforehand) makes the step's Resource Manager request once.
 
 A create repeated after its answer was lost answers the step run written, with its request,
-and makes no second one; a create repeated after the write failed (the request made for it
-released) makes a fresh request rather than getting the released one back. Over real HTTP:
+and makes no second one; a create repeated after the write failed in an outage gets the
+request made for it back (kept for the retry, as a repeat through another replica gets it:
+a request is keyed by its step run id). Over real HTTP:
 REST store -> workspace server -> Resource Manager API; the server's database "fails" by a
 patched write of the in-process server's store.
 """
@@ -22,9 +23,9 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     team,
 )
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
-from wharf.core.errors import StoreUnavailableError
+from wharf.core.errors import RunStoppingError, StoreUnavailableError
 from wharf.core.ids import new_id
-from wharf.store.models import CachedOrCreated, StepRunFilter
+from wharf.store.models import CachedOrCreated, RunUpdate, StepRunFilter
 from wharf.store.sql.repositories.batches import SqlStepRuns
 
 DOWN = "The workspace server's database is unavailable; try again later."
@@ -88,7 +89,7 @@ def test_a_cache_decision_repeated_after_its_answer_was_lost_makes_no_second_req
 
 
 @pytest.mark.parametrize("call", ["create", "find_cached_or_create"])
-def test_a_create_repeated_after_its_write_failed_makes_a_fresh_request(
+def test_a_create_repeated_after_its_write_failed_in_an_outage_gets_the_same_request(
     team: Team, monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
     rest = team.rest("member")
@@ -104,12 +105,23 @@ def test_a_create_repeated_after_its_write_failed_makes_a_fresh_request(
     calls = fail_once(monkeypatch, call)
     with pytest.raises(StoreUnavailableError):
         create()
-    [(released, status)] = requests_of(team, step.id)
-    assert status is not ResourceRequestStatus.ALLOCATED  # released with the failed write
+    [(kept, status)] = requests_of(team, step.id)
+    assert status is ResourceRequestStatus.ALLOCATED  # kept for the retry of the outage
     record = create()
     assert len(calls) == 2 and record.id == step.id
     assert record.status is ExecutionStatus.QUEUED
-    assert record.resource_request_id not in (None, released)
-    statuses = dict(requests_of(team, step.id))
-    assert statuses[record.resource_request_id] is ResourceRequestStatus.ALLOCATED
-    assert len(statuses) == 2
+    assert record.resource_request_id == kept
+    assert requests_of(team, step.id) == [(kept, ResourceRequestStatus.ALLOCATED)]
+
+
+def test_a_create_refused_for_good_releases_the_request_made_for_it(team: Team) -> None:
+    """Only an outage keeps the request for a retry: a step refused in a stopping run gives
+    its request back at once."""
+    rest = team.rest("member")
+    run = team.run()
+    rest.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+    step = team.queued(run, "late", id=new_id())
+    with pytest.raises(RunStoppingError):
+        rest.steps.create(step)
+    [(_, status)] = requests_of(team, step.id)
+    assert status is ResourceRequestStatus.RELEASED

@@ -83,10 +83,16 @@ class StepResourceService(StepRequester):
     unreachable (an outage, 503): then nothing is written, so the caller's retry of the same
     steps asks again, and an RM outage as long as the engine's patience costs no step.
 
+    A step's request is keyed by its step run id alone (``repeatable``): a creation repeated
+    after its answer was lost, by this replica or another (the first one killed between the
+    request and the write), gets the same request back, never a second one while the first
+    holds resources for nobody until its lease lapses. So a request made for a write that
+    failed in an outage is kept for that retry (it lapses if none comes).
+
     A create repeated with the id of a step run that was written (a client's retry whose answer
     was lost) makes no request: the store answers the step run as written, with its request. A
-    request made for a step the store answers as written by another call (the two raced) is
-    released; one made for a write that failed is released too, and a retry makes a fresh one.
+    request made for a step the store answers as written by another call with another request
+    is released; one made for a write refused for good is released too.
     """
 
     MISSED_RENEWALS = (
@@ -125,15 +131,17 @@ class StepResourceService(StepRequester):
         request id included. If a request fails, the steps are written all the same, those
         that asked for resources end failed (requests already made are released) and the
         error is raised: a batch is all or nothing for the caller, even where the RM could
-        not take part. If the write fails, the requests made for it are released."""
+        not take part (an RM outage writes nothing: see the class). If the write is refused
+        for good, the requests made for it are released; in an outage they are kept for the
+        caller's retry."""
         ready, error = self.with_requests(steps)
         if error is not None and transient(error):
-            self.release_requests(ready)  # an outage: write nothing, a retry asks again
-            raise error
+            raise error  # an outage: write nothing; the retry gets the requests made back
         try:
             records = write(ready)
-        except BaseException:
-            self.release_requests(ready)
+        except BaseException as exc:
+            if not transient(exc):  # an outage keeps them for the retry (the write may be done)
+                self.release_requests(ready)
             raise
         self.release_requests([s for s, r in zip(ready, records, strict=True) if _unused(s, r)])
         if error is not None:
@@ -155,7 +163,7 @@ class StepResourceService(StepRequester):
                 continue
             step_id = step.id or new_id()
             try:
-                request_id = self._create_request(step_id, step)
+                request_id = self._create_request(step_id, step, repeatable=True)
             except WharfError as exc:
                 error = exc
                 ready.append(_no_request(step))
@@ -223,8 +231,9 @@ class StepResourceService(StepRequester):
             raise error  # an outage: nothing made, nothing written; a retry asks again
         try:
             found = inner.find_cached_or_create(ready[0], project_id, now, record_hit=record_hit)
-        except BaseException:
-            self.release_requests(ready)
+        except BaseException as exc:
+            if not transient(exc):  # an outage keeps it for the retry (the write may be done)
+                self.release_requests(ready)
             raise
         if not found.created or _unused(ready[0], found.step):
             # a run of it finished meanwhile (cached, no request needed), or another call

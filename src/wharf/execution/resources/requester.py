@@ -174,15 +174,24 @@ class StepRequester:
                 "Could not release resource request %s of step %s: %s", request_id, step_name, exc
             )
 
-    def _create_request(self, step_id: UUID, step: StepRunCreate) -> UUID:
+    def _create_request(
+        self, step_id: UUID, step: StepRunCreate, *, repeatable: bool = False
+    ) -> UUID:
+        """Make the request of ``step`` (to be written as ``step_id``).
+
+        ``repeatable``: the idempotency key names the step alone, so a creation of the step
+        repeated by another call (its first answer lost: a workspace server replica killed
+        between the request and the step's write) gets the same request back rather than a
+        second one holding resources for nobody; the caller then never releases a request
+        of a step that may be created again."""
         from wharf.execution.resources.step_requests import step_request
 
         spec = step_request(self._run_subjects(step.run_id), step_id, step)
         # The idempotency key makes a creation repeated through an RM outage answer the first
-        # one's request. It is this call's own: a step's creation retried after its write
-        # failed (its request released then) names the step the same and needs a fresh
-        # request, not the released one replayed.
-        key = f"step-run-{step_id}-{new_id().hex}"
+        # one's request. Unless repeatable, it is this call's own: a step's creation retried
+        # after its write failed (its request released then) names the step the same and
+        # needs a fresh request, not the released one replayed.
+        key = f"step-run-{step_id}" if repeatable else f"step-run-{step_id}-{new_id().hex}"
         return retry_through_outage(
             lambda: self._requests.create(spec, idempotency_key=key).id,
             what=f"request resources for step {step.name}",
