@@ -11,15 +11,17 @@ failed, its traceback shown once (logged here, unless the caller raises it again
 made differently, or one left out, fails the run (``launcher``); each call is checked when it is
 made, against the call order the earlier process recorded (``call_order``). A ``fail_fast`` run
 interrupts its running steps once one fails, as a static one does (they end stopped; the failed
-step is the run's reason). A forced stop (``forced``: asked elsewhere, raising ``ForcedStop`` in
-the function's thread) ends the run even where a step's code or the function swallowed it: the
-runner raises it again at the next step boundary (the step's end, the next call, the
-function's end). Steps are called from the function's own thread (``dynamic_threads``).
+step is the run's reason). A forced stop (``forced``: a second Ctrl-C, or one asked elsewhere,
+raising ``ForcedStop`` in the function's thread) ends the run even where a step's code or the
+function swallowed it: the runner raises it again at the next step boundary (the step's end,
+the next call, a wait for a submitted step, the function's end). A wait for a submitted step
+is a loop of short waits (``dynamic_futures.settle``): a forced stop raises in a function run
+off the main thread promptly. Steps are called from the function's own thread
+(``dynamic_threads``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -51,6 +53,7 @@ from wharf.execution.dynamic_futures import (
     StepFuture,
     StepOutputs,
     Unmapped,
+    settle,
 )
 from wharf.execution.dynamic_ids import StepIds
 from wharf.execution.dynamic_outcome import (
@@ -118,8 +121,9 @@ class DynamicRunner:
         workers: int | None = None,
         forced: Callable[[], bool] | None = None,
     ) -> None:
-        """``forced``: whether the run's stop was forced while its function runs (a
-        ``ForcedStop`` raised in the function's thread, which user code may have swallowed)."""
+        """``forced``: whether the run's stop was forced while its function runs (a second
+        Ctrl-C, or a forced stop asked elsewhere: a ``ForcedStop`` raised in the function's
+        thread, which user code may have swallowed)."""
         self._spec = spec
         self._launcher = launcher
         self._services = services
@@ -186,11 +190,16 @@ class DynamicRunner:
                 exc_info=None if caller_shows else exc,
             )
         finally:
-            for future in [] if forced else list(self._futures):
-                with contextlib.suppress(Exception):  # failures are in the outcome already
-                    future.exception()
-            self._pool.shutdown(wait=not forced, cancel_futures=forced)
-            left_out = self._launcher.end_unreached()
+            try:
+                if not forced:  # every submitted step ends first (its failure is recorded)
+                    for future in list(self._futures):
+                        settle(future, between=self._raise_if_forced)  # a forced stop raises
+            except ForcedStop:
+                forced = True
+                raise
+            finally:
+                self._pool.shutdown(wait=not forced, cancel_futures=forced)
+                left_out = self._launcher.end_unreached()
         if not self.outcome.stop_requested:
             self.outcome.stop_requested = self._stop_requested()
         if left_out is not None and self.outcome.error is None:
@@ -244,7 +253,7 @@ class DynamicRunner:
         future = self._pool.submit(self._execute_queued, spec, inputs, failures)
         with self._lock:
             self._futures.append(future)
-        return StepFuture(spec.name, future)
+        return StepFuture(spec.name, future, between=self._raise_if_forced)
 
     def map(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]

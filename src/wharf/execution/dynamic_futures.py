@@ -7,17 +7,22 @@ Owns :class:`OutputArtifact` (its value loaded once, on the first ``load()``), a
 (``wharf.execution.dynamic``) creates them and settles their futures; a handle is never taken
 for its value: testing it (``if``) or comparing it with anything but a handle (``==``, ``<``)
 raises ``TypeError`` naming ``.load()``, where Python would silently answer (always true,
-never equal).
+never equal). A wait for a step (``wait``, ``result``, ``load``, a map's) is a loop of short
+waits (``interrupt.UNWOKEN_WAIT_SECONDS``), each followed by the runner's check (``between``):
+a forced stop raises in a function run off the main thread (which no signal wakes) within a
+fraction of a second, and again if its code swallowed it, not once the step returns.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from typing import Any
 
+from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS
 from wharf.store.models import ArtifactVersionRecord
 
 
@@ -116,12 +121,44 @@ def unmapped(value: Any) -> Unmapped:
     return Unmapped(value)
 
 
-class StepFuture(_NoValue):
-    """A step submitted with ``step.submit(...)``."""
+def _nothing() -> None:
+    pass
 
-    def __init__(self, invocation_id: str, future: Future[StepOutputs]) -> None:
+
+def settle(
+    future: Future[Any], timeout: float | None = None, between: Callable[[], None] = _nothing
+) -> bool:
+    """Wait for ``future`` (at most ``timeout`` seconds; None: until it is done) in waits of
+    :data:`~wharf.execution.interrupt.UNWOKEN_WAIT_SECONDS`, calling ``between`` after each
+    one it did not end (it may raise); whether it is done. An exception sent to this thread
+    (a forced stop's) is raised within one such wait, in any thread."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not future.done():
+        left = UNWOKEN_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:  # the future's own wait (a with block: its lock is released whatever is raised)
+            future.exception(min(left, UNWOKEN_WAIT_SECONDS))
+        except TimeoutError:
+            between()
+        except CancelledError:
+            break  # a cancelled future: nothing to wait for
+    return True
+
+
+class StepFuture(_NoValue):
+    """A step submitted with ``step.submit(...)``; ``between``: called between the short waits
+    of a wait for it (the runner's: it raises a forced stop that the function swallowed)."""
+
+    def __init__(
+        self,
+        invocation_id: str,
+        future: Future[StepOutputs],
+        between: Callable[[], None] = _nothing,
+    ) -> None:
         self.invocation_id = invocation_id
         self._future = future
+        self._between = between
 
     def running(self) -> bool:
         return not self._future.done()
@@ -130,15 +167,14 @@ class StepFuture(_NoValue):
         return self._future.done()
 
     def wait(self, timeout: float | None = None) -> None:
-        """Block until the step ended (successfully or not)."""
-        try:
-            self._future.exception(timeout)
-        except Exception:  # a cancelled future: nothing to wait for
-            return
+        """Block until the step ended (successfully or not), or ``timeout`` seconds passed."""
+        settle(self._future, timeout, self._between)
 
     def result(self, timeout: float | None = None) -> StepOutputs:
-        """The step's outputs; raises :class:`StepExecutionError` if it did not succeed."""
-        return self._future.result(timeout)
+        """The step's outputs; raises :class:`StepExecutionError` if it did not succeed
+        (``TimeoutError`` if it did not end within ``timeout`` seconds)."""
+        settle(self._future, timeout, self._between)
+        return self._future.result(0)
 
     def load(self) -> Any:
         outputs = self.result()
@@ -201,5 +237,6 @@ __all__ = [
     "StepFuture",
     "StepOutputs",
     "Unmapped",
+    "settle",
     "unmapped",
 ]
