@@ -35,7 +35,7 @@ from wharf.execution.backends import (
 )
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
-from wharf.execution.log_capture import capture_output, write_log
+from wharf.execution.log_capture import capture_output, write_log, write_to_step_log
 from wharf.execution.outages import retry_through_outage, transient
 from wharf.execution.run_checks import RunChecks
 from wharf.execution.services import RunServices
@@ -208,6 +208,10 @@ def run_user_code(
             " (its traceback follows with the RunFailedError)" if later else "",
             exc_info=not (later or isinstance(exc, WharfError)),
         )
+        if later and not isinstance(exc, WharfError):  # the console shows it once, later;
+            import traceback  # the stored log, read after the run, needs it too
+
+            write_to_step_log("".join(traceback.format_exception(exc)))
         return None, exc
 
 

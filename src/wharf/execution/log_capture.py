@@ -124,6 +124,16 @@ def install_routing() -> None:
             sys.stderr = _RoutingStream(sys.stderr)
 
 
+def write_to_step_log(text: str) -> bool:
+    """Write ``text`` to the log of the step this thread runs only, not to the console (what
+    the console shows elsewhere, e.g. a traceback its caller prints); False if no step runs."""
+    sink = _current_sink()
+    if sink is None:
+        return False
+    sink.write(text)
+    return True
+
+
 @contextmanager
 def capture_output() -> Iterator[io.StringIO]:
     """Collect what this thread, and the threads it starts, print while the block runs."""
