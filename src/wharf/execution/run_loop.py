@@ -163,7 +163,17 @@ def _orchestrate(
         # off the main thread) has the run ended without it, a second later (forced_end.run)
         with stopper.orchestrating(unwoken=forced_end.run):
             outcome = _run_steps(
-                job, services, run, runtimes, backend, heartbeats, stopper, requests, resumed
+                job,
+                services,
+                run,
+                runtimes,
+                backend,
+                heartbeats,
+                stopper,
+                requests,
+                resumed,
+                # a second Ctrl-C, or a forced stop from elsewhere, that user code may swallow
+                forced=lambda: signals.forced or stopper.stopped_waiting,
             )
     except ForcedStop:
         outcome = forced_end.steps()  # a second Ctrl-C: end isolated attempts, every step
@@ -307,7 +317,10 @@ def _run_steps(
     stopper: RunStopper,
     requests: RunRequests,
     resumed: Resumption | None = None,
+    forced: Callable[[], bool] | None = None,
 ) -> DagOutcome | DynamicOutcome:
+    """``forced``: whether the run's stop was forced (a dynamic pipeline's runner raises it
+    again where user code swallowed the ``ForcedStop``)."""
     spec = job.snapshot.spec
     runner = StepRunner(services, spec.name, run, job.resolve_step or import_step)
     inline = TrackedInline(
@@ -343,7 +356,7 @@ def _run_steps(
             run,
             job.pipeline_function,
             job.spec_factory,
-            forced=lambda: stopper.stopped_waiting,  # user code may swallow the ForcedStop
+            forced=forced,  # user code may swallow the ForcedStop
         ).run()
     launch = _stopping_when_refused(launcher.launch, stopper)
     stop = StopCheck(
