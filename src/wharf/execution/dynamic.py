@@ -197,7 +197,8 @@ class DynamicRunner:
             except ForcedStop:
                 forced = True
                 raise
-            finally:
+            finally:  # waits only once every submitted step ended (a short join); forced: a
+                # stuck step's thread is left to it (a daemon), its queued steps never start
                 self._pool.shutdown(wait=not forced, cancel_futures=forced)
                 left_out = self._launcher.end_unreached()
         if not self.outcome.stop_requested:
