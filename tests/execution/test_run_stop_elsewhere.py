@@ -116,9 +116,9 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
     """The pipeline runs in a thread of the user's program (no signal can wake it) and its
     inline step ignores its interrupt: the forced stop still ends the step and the run
     stopped within about a second, and the run says it was forced. A static pipeline's call
-    returns at once; a dynamic one's function is left where it is (swallowing the
-    ``ForcedStop`` in the step's code, or blocked in a wait for a submitted step that never
-    returns), its run ended without it."""
+    returns at once; a dynamic one's function may be left where it is (swallowing the
+    ``ForcedStop`` in the step's code), its run ended without it (waits for submitted steps
+    return: ``test_dynamic_waits_stop``)."""
     (tmp_path / "script.py").write_text(SCRIPT)
     go = tmp_path / "go"
     output, errors = tmp_path / "out.txt", tmp_path / "err.txt"

@@ -14,9 +14,9 @@ A run orchestrated off the main thread (a pipeline called from a thread of the u
 program): no signal can wake that thread from a blocking call, so the ``ForcedStop`` sent to it
 is raised only once it runs Python code again. The run loop's own waits return to Python
 code often (``interrupt.UNWOKEN_WAIT_SECONDS``): a static pipeline's call ends within a
-fraction of a second. Where the thread stays blocked (a dynamic pipeline's function waiting
-for a submitted step that never returns, or in a system call of its own, or its code
-swallowing the ``ForcedStop``), the run is ended without it :data:`FORCED_WAKE_SECONDS`
+fraction of a second; so do a dynamic pipeline's waits for its futures
+(``dynamic_futures.settle``). Where the thread stays blocked (in a system call of its own, or
+its code swallowing the ``ForcedStop`` and not waiting again), the run is ended without it :data:`FORCED_WAKE_SECONDS`
 later: its steps and the run are recorded stopped and its summary line shown, as the thread
 would (``RunStopper.orchestrating(unwoken=...)``). The limit: the pipeline call itself returns
 only when that thread next runs Python code (Python cannot interrupt a thread other than the
