@@ -19,6 +19,7 @@ from wharf.store.models import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from wharf.cli.reads import Reads
+    from wharf.resource_manager.contract.models import ResourceRequestInfo
     from wharf.sdk.client import Client
     from wharf.store.models import StepRunRecord
 
@@ -79,8 +80,19 @@ def allocations(client: Client, steps: list[StepRunRecord]) -> dict[UUID, str]:
                 pools[a.pool_id] = _pool_name(client, a.pool_id)
             held = amount(a.quantity, a.unit, a.resource, a.class_name)
             parts.append(f"{held} in pool {pools[a.pool_id]}")
-        got[step.id] = ", ".join(parts) or f"nothing ({info.status.value})"
+        got[step.id] = ", ".join(parts) or _nothing(info)
     return got
+
+
+def _nothing(info: ResourceRequestInfo) -> str:
+    """What a request that holds nothing got: its status, and while it waits, why (the
+    Resource Manager's reason, as the pipeline's own output says it)."""
+    from wharf.core.enums import ResourceRequestStatus
+
+    reason = (info.status_reason or "").strip().splitlines()
+    if info.status is ResourceRequestStatus.PENDING and reason:
+        return f"nothing yet (pending: {reason[0]})"
+    return f"nothing ({info.status.value})"
 
 
 def _pool_name(client: Client, pool_id: UUID) -> str:
