@@ -67,11 +67,23 @@ def test_bind_errors():
     assert iface.bind("f", (1,), {}) == {"a": 1, "b": 1}
     with pytest.raises(StepInterfaceError, match="missing a value for argument 'a'"):
         iface.bind("f", (), {})
-    with pytest.raises(StepInterfaceError, match="unexpected argument 'c'"):
+    with pytest.raises(StepInterfaceError) as unexpected:
         iface.bind("f", (1,), {"c": 2})
+    assert str(unexpected.value) == (
+        "Step 'f' got an unexpected argument 'c'. Its parameters: a, b."
+    )
+    with pytest.raises(StepInterfaceError) as misspelt:
+        iface.bind("f", (), {"aa": 2})
+    assert str(misspelt.value) == (
+        "Step 'f' got an unexpected argument 'aa'; did you mean 'a'? Its parameters: a, b."
+    )
+    no_inputs = parse_interface(lambda: 1, "g")
+    with pytest.raises(StepInterfaceError) as none:
+        no_inputs.bind("g", (), {"a": 2})
+    assert str(none.value) == "Step 'g' got an unexpected argument 'a'; it takes none."
     with pytest.raises(StepInterfaceError, match="multiple values"):
         iface.bind("f", (1,), {"a": 2})
-    with pytest.raises(StepInterfaceError, match="takes 2 arguments"):
+    with pytest.raises(StepInterfaceError, match=r"takes 2 arguments but 3 were given \(a, b\)\."):
         iface.bind("f", (1, 2, 3), {})
 
 

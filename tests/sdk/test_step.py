@@ -205,3 +205,54 @@ def test_bad_step_options_are_refused_at_definition_in_one_line(
 ) -> None:
     with pytest.raises(StepInterfaceError, match=message):
         step(**options)(make)
+
+
+@step(enable_cache=False)
+def train(epochs: int, learning_rate: float = 0.1) -> int:
+    return epochs
+
+
+MISSPELT = (
+    "Step 'train' got an unexpected argument 'epoch'; did you mean 'epochs'? "
+    "Its parameters: epochs, learning_rate."
+)
+
+
+def test_a_misspelt_keyword_in_a_static_pipeline_names_the_step_and_its_parameters() -> None:
+    from wharf import pipeline
+
+    @pipeline
+    def p() -> None:
+        train(epoch=3)  # type: ignore[call-arg]
+
+    with pytest.raises(StepInterfaceError) as refused:
+        p.compile()
+    assert str(refused.value) == MISSPELT
+
+
+@pytest.mark.parametrize("call", ["call", "submit", "map"])
+def test_a_misspelt_keyword_in_a_dynamic_pipeline_names_the_step_and_its_parameters(
+    tmp_path: Any, call: str
+) -> None:
+    from wharf import RunFailedError, pipeline
+    from wharf.config.global_config import load_config
+    from wharf.sdk.workspace import Workspace
+
+    @pipeline(dynamic=True, enable_cache=False)
+    def p() -> None:
+        if call == "call":
+            train(epoch=3)  # type: ignore[call-arg]
+        elif call == "submit":
+            train.submit(epoch=3).result()
+        else:
+            train.map(epoch=[3, 4]).wait()
+
+    workspace = Workspace.open(load_config({}, home=tmp_path / "home"))
+    try:
+        with pytest.raises(RunFailedError) as failed:
+            p.run_in(workspace)
+    finally:
+        workspace.close()
+    cause = failed.value.__cause__
+    assert isinstance(cause, StepInterfaceError)
+    assert str(cause) == MISSPELT

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from wharf.core.errors import StepInterfaceError
+from wharf.core.suggestions import listing, unmatched
 from wharf.core.type_checks import check_output_type, check_parameter_type
 
 DEFAULT_OUTPUT = "output"
@@ -53,12 +54,16 @@ class StepInterface:
         names = list(self.inputs)
         if len(args) > len(names):
             raise StepInterfaceError(
-                f"Step '{step_name}' takes {len(names)} arguments but {len(args)} were given."
+                f"Step '{step_name}' takes {len(names)} arguments but {len(args)} were given"
+                + (f" ({listing(names)})." if names else ".")
             )
         bound = dict(zip(names, args, strict=False))
         for key, value in kwargs.items():
             if key not in self.inputs:
-                raise StepInterfaceError(f"Step '{step_name}' got an unexpected argument '{key}'.")
+                raise StepInterfaceError(
+                    f"Step '{step_name}' got an unexpected argument '{key}'"
+                    + unmatched(key, names, "parameters", none="it takes none")
+                )
             if key in bound:
                 raise StepInterfaceError(
                     f"Step '{step_name}' got multiple values for argument '{key}'."
