@@ -166,8 +166,8 @@ def test_a_graceful_stop_names_the_running_steps_and_how_to_end_them_at_once(
         stopped = wharf("runs", "stop", run.name)
         assert stopped.returncode == 0, stopped.stderr
         assert stopped.stdout == (
-            f"Run '{run.name}' is stopping: its running steps (block) stop at their next safe "
-            f"point; `wharf runs stop {run.name} --force` ends them at once.\n"
+            f"Run '{run.name}' is stopping: no new steps start; still running: block "
+            f"(`wharf runs stop {run.name} --force` ends them at once).\n"
         )
         forced = wharf("runs", "stop", run.name, "--force")
         assert forced.returncode == 0 and forced.stdout == f"Run '{run.name}' is stopping.\n"

@@ -138,9 +138,9 @@ def stop_run(run: str, force: bool) -> None:
     reason = (record.status_reason or "").rstrip(".")
     why = f": {reason}" if record.status.is_finished and reason else ""
     if running:  # a step blocked outside Python (a long C call) is interrupted only after it
-        why = (
-            f": its running steps ({', '.join(running)}) stop at their next safe point; "
-            f"`wharf runs stop {record.name} --force` ends them at once"
+        why = (  # (when they end depends on the orchestrator: see the docstring)
+            f": no new steps start; still running: {', '.join(running)} "
+            f"(`wharf runs stop {record.name} --force` ends them at once)"
         )
     if not record.status.is_finished and record.orchestrator_host is None:
         why = (
