@@ -1,4 +1,9 @@
+import hashlib
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 from wharf.core.cache_key import CacheKeyFacts, InputFact, KeyPolicy, compute_cache_key
 
@@ -73,3 +78,70 @@ def test_no_concatenation_collisions():
     a = replace(BASE, parameters={"ab": "c"})
     b = replace(BASE, parameters={"a": "bc"})
     assert key(a) != key(b)
+
+
+def test_dict_keys_of_other_types_are_not_their_strings():
+    # JSON turns the key 1 into "1": the step, given {1: "x"}, computed something else.
+    a = replace(BASE, parameters={"d": {1: "x"}})
+    b = replace(BASE, parameters={"d": {"1": "x"}})
+    assert key(a) != key(b)
+    assert key(replace(BASE, parameters={"d": {True: "x"}})) != key(a)
+
+
+def test_dict_keys_of_mixed_types_hash_in_any_order():
+    a = replace(BASE, parameters={"d": {1: "a", "b": 2}})
+    b = replace(BASE, parameters={"d": {"b": 2, 1: "a"}})
+    assert key(a) == key(b)
+    assert key(a) != key(replace(BASE, parameters={"d": {1: "a", "b": 3}}))
+
+
+def test_plain_json_values_keep_their_keys():
+    # Keys stored before (plain JSON, sorted keys) stay valid: same encoding as before.
+    facts = replace(BASE, parameters={"p": {"b": [1, 2.5, None, True], "a": "s"}})
+    h = hashlib.sha256()
+    for name, value in (
+        ("project", "p"),
+        ("artifact_store", "s"),
+        ("artifact_store_path", "/a"),
+        ("source", "m:f"),
+        ("code", "c1"),
+        ("param:p", '{"a":"s","b":[1,2.5,null,true]}'),
+        ("input", "data"),
+        ("input_value", "hash-1"),
+        ("output:output", "m:Mat"),
+        ("env:E", "1"),
+    ):
+        for part in (name, value):
+            data = part.encode()
+            h.update(len(data).to_bytes(8, "big") + data)
+    assert key(facts) == h.hexdigest()
+
+
+def test_sets_in_caching_parameters_hash_in_any_order():
+    a = replace(BASE, caching_parameters={"s": {"a", "b", "c"}, "n": {1: {"x", "y"}}})
+    b = replace(BASE, caching_parameters={"s": {"c", "b", "a"}, "n": {1: {"y", "x"}}})
+    assert key(a) == key(b)
+    assert key(a) != key(replace(BASE, caching_parameters={"s": {"a", "b"}, "n": {1: {"x"}}}))
+
+
+SET_KEY = """
+from tests.core.test_cache_key import BASE, key, replace
+print(key(replace(BASE, caching_parameters={"s": {"a", "b", "c", "d", "e", "f"}})))
+"""
+
+
+def test_a_set_hashes_alike_in_processes_of_other_string_hashing():
+    # A set's iteration order follows string hashing, which changes from process to process.
+    keys = set()
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", SET_KEY],
+            env=env,
+            cwd=Path(__file__).parents[2],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        keys.add(done.stdout.strip())
+    assert len(keys) == 1

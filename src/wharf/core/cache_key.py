@@ -56,7 +56,43 @@ class KeyPolicy:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    """One string per value: JSON with sorted keys where that is faithful (every dict key a
+    str, no set), so such keys stay as they were; else a type-tagged encoding, which JSON can
+    never produce (plain JSON turns the key ``1`` into ``"1"``, giving ``{1: x}`` and
+    ``{"1": x}`` one key, and cannot sort a dict whose keys mix types)."""
+    if _plain(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    return "tagged:" + json.dumps(_tagged(value), separators=(",", ":"))
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return not isinstance(value, set | frozenset)
+
+
+def _tagged(value: Any) -> Any:
+    """``value`` as nested lists, each tagged with its kind; dict items and set elements
+    sorted by their own encoding (so key order and set iteration order do not count)."""
+    if isinstance(value, dict):
+        items = [[_tagged(k), _tagged(v)] for k, v in value.items()]
+        return ["dict", sorted(items, key=_encoded)]
+    if isinstance(value, set | frozenset):
+        return ["set", sorted((_tagged(v) for v in value), key=_encoded)]
+    if isinstance(value, list | tuple):
+        return ["list", [_tagged(v) for v in value]]
+    for kind in (bool, int, float, str):  # subclasses too (an IntEnum, numpy's float64)
+        if isinstance(value, kind):
+            return [kind.__name__, json.dumps(value)]
+    if value is None:
+        return ["null", "null"]
+    return ["repr", repr(value)]
+
+
+def _encoded(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 class _Hasher:
