@@ -17,6 +17,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import IllegalTransitionError, WharfError
 from wharf.execution import step_writes
+from wharf.execution.caching import expiry_for
 from wharf.execution.interrupt import StepInterrupted
 from wharf.execution.services import RunServices
 from wharf.store.models import (
@@ -55,7 +56,9 @@ def finish_attempt(
     resource reclaim)."""
     store = services.store
     if error is None:
-        completed = StepRunUpdate(status=ExecutionStatus.COMPLETED)
+        # ``expires_after`` counts from the result's making, not from the step's start.
+        expires = expiry_for(services, spec)
+        completed = StepRunUpdate(status=ExecutionStatus.COMPLETED, cache_expires_at=expires)
         try:
             final, versions = step_writes.through_outage(
                 services,

@@ -12,7 +12,7 @@ import hashlib
 import importlib
 import inspect
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,9 @@ def compute_step_cache_key(
     )
 
 
-def expiry_for(services: RunServices, spec: StepSpec) -> Any:
+def expiry_for(services: RunServices, spec: StepSpec) -> datetime | None:
+    """When a result of ``spec`` made now stops being reused (``expires_after`` from now): set
+    when a step run is created and again when it completes, so the time counts from the
+    result's making, however long the step ran."""
     after = spec.config.cache_policy.expires_after
     return None if after is None else services.clock() + timedelta(seconds=after)
