@@ -73,9 +73,10 @@ def test_bind_errors():
         "Step 'f' got an unexpected argument 'c'. Its parameters: a, b."
     )
     with pytest.raises(StepInterfaceError) as misspelt:
-        iface.bind("f", (), {"aa": 2})
+        parse_interface(lambda alpha, beta: 1, "g").bind("g", (), {"alpah": 2})
     assert str(misspelt.value) == (
-        "Step 'f' got an unexpected argument 'aa'; did you mean 'a'? Its parameters: a, b."
+        "Step 'g' got an unexpected argument 'alpah'; did you mean 'alpha'? "
+        "Its parameters: alpha, beta."
     )
     no_inputs = parse_interface(lambda: 1, "g")
     with pytest.raises(StepInterfaceError) as none:

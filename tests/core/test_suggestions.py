@@ -24,3 +24,8 @@ def test_the_tail_of_an_error_suggests_and_lists() -> None:
     )
     assert unmatched("zzz", ["load"], "steps") == ". Its steps: load."
     assert unmatched("zzz", [], "steps") == "; it has no steps."
+
+
+def test_names_sharing_only_some_letters_are_not_suggested() -> None:
+    assert did_you_mean("laod", ["load", "reload", "clean"]) == "; did you mean 'load'?"
+    assert did_you_mean("trian", ["train", "test"]) == "; did you mean 'train'?"

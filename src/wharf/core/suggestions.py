@@ -18,7 +18,7 @@ MAX_SUGGESTED = 3
 
 def close_names(name: str, names: Iterable[str]) -> list[str]:
     """The names close in spelling to ``name`` (a typo of one of them), closest first."""
-    return difflib.get_close_matches(name, list(dict.fromkeys(names)), n=MAX_SUGGESTED, cutoff=0.6)
+    return difflib.get_close_matches(name, list(dict.fromkeys(names)), n=MAX_SUGGESTED, cutoff=0.7)
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
