@@ -210,7 +210,7 @@ def test_steps_logs_by_run_and_step_name(two_runs) -> None:
     assert wharf("steps", "logs", first.name, "join").stdout == "joined 5\nsecond line\n"
     assert wharf("steps", "logs", str(second.id)[:8], "load").stdout == "loading data\n"
     assert_one_line_error(
-        wharf("steps", "logs", first.name, "nope"), f"Run '{first.name}' has no step named 'nope'"
+        wharf("steps", "logs", first.name, "nope"), f"Run '{first.name}' has no step 'nope'"
     )
     with Client(load_config()) as client:
         join = client.get_run_step(second.id, "join")

@@ -1,5 +1,7 @@
 """``Client``: read and steer what the metadata store records (runs, steps, artifacts,
-schedules, resource requests) within one project.
+schedules, resource requests) within one project. Reading artifact values is
+``wharf.sdk.artifact_reads``'s, finding a run's step by name ``wharf.sdk.run_steps``'s: the
+client's methods call them.
 
 Invariant: reads and stops of runs first sweep the runs whose orchestrating process is gone
 (``wharf.store.lost_runs``; at most once every :data:`SWEEP_EVERY_SECONDS` per client), so a run
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
 
 from wharf.config.global_config import WharfConfig
-from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, IllegalOperationError
 from wharf.core.ids import (
     MAX_ID_CANDIDATES,
@@ -241,24 +243,12 @@ class Client:
             step = self.find_step_run(step, run=run)
         if step.logs_uri is None:
             return ""
-        artifact_store = self._run_artifact_store(step.run_id)
+        from wharf.sdk.artifact_reads import run_artifact_store
+
+        artifact_store = run_artifact_store(self, step.run_id)
         if not artifact_store.exists(step.logs_uri):
             return ""
         return read_log(artifact_store, step.logs_uri)
-
-    def _run_artifact_store(self, run_id: UUID) -> Any:
-        """The artifact store of the stack the run ran on (it may not be the active one)."""
-        from wharf.execution.components import instantiate_component
-
-        snapshot = self.store.snapshots.get(self.store.runs.get(run_id).snapshot_id)
-        if snapshot.stack_id is not None:
-            stack = self.store.stacks.get_stack(snapshot.stack_id)
-            component_id = stack.components.get(ComponentType.ARTIFACT_STORE)
-            if component_id is not None:
-                return instantiate_component(self.store.stacks.get_component(component_id))
-        return self._workspace.component_instance(
-            self._workspace.active_stack(), ComponentType.ARTIFACT_STORE
-        )
 
     # ------------------------------------------------------------------ schedules
 
@@ -385,24 +375,26 @@ class Client:
         attempt)."""
         if run is None:
             return self.get_step_run(step)
+        from wharf.sdk.run_steps import no_step
+
         found = self.get_pipeline_run(run)
         if not isinstance(step, UUID):
             named = self.list_run_steps(found.id, names=[step], sort="desc", size=1).items
             if named:
                 return named[0]
             if parse_uuid(step) is None and parse_id_prefix(step) is None:
-                raise EntityNotFoundError(f"Run '{found.name}' has no step named '{step}'.")
+                raise no_step(self, found, step)
         record = self.get_step_run(step)
         if record.run_id != found.id:
             raise EntityNotFoundError(f"Step run {record.id} is not a step of run '{found.name}'.")
         return record
 
     def get_run_step(self, run: str | UUID, step_name: str) -> StepRunRecord:
-        """The latest step run of that name in the run (the last retry attempt)."""
-        steps = self.list_run_steps(run, names=[step_name], sort="desc", size=1).items
-        if not steps:
-            raise EntityNotFoundError(f"Run '{run}' has no step named '{step_name}'.")
-        return steps[0]
+        """The latest step run of that name in the run (the last retry attempt); a name that
+        is none of the run's steps is refused listing them (and the close spelling)."""
+        from wharf.sdk.run_steps import step_named
+
+        return step_named(self, self.get_pipeline_run(run), step_name)
 
     # ------------------------------------------------------------------ artifacts
 
@@ -431,69 +423,20 @@ class Client:
         )
 
     def get_artifact_version(self, version_id: str | UUID) -> ArtifactVersionRecord:
-        if not isinstance(version_id, str | UUID):
-            raise TypeError(
-                "get_artifact_version takes an artifact version's id (a UUID, or a str: the id "
-                f"or an id prefix), not a {type(version_id).__name__}."
-            )
-        uid = version_id if isinstance(version_id, UUID) else parse_uuid(version_id)
-        if uid is not None:
-            return self.store.artifacts.get_version(uid)
-        prefix = parse_id_prefix(str(version_id))
-        found = None
-        if prefix is not None:
-            query = ArtifactVersionFilter(project_id=self.project_id, id_prefix=prefix)
-            page = PageRequest(size=MAX_ID_CANDIDATES + 1)
-            matches = self.store.artifacts.list_versions(query, page).items
-            found = only_match("artifact version", str(version_id), matches)
-        if found is None:
-            text = str(version_id)  # an artifact's name, as `wharf artifacts load` takes?
-            named = prefix is None and self.list_artifact_versions(name=text, size=1).total
-            raise EntityNotFoundError(
-                f"'{text}' is an artifact's name, not a version's id: its latest version is "
-                f"list_artifact_versions(name='{text}').items[0]."
-                if named
-                else f"No artifact version with id or id prefix '{text}'."
-            )
-        return found
+        """An artifact version by id or id prefix."""
+        from wharf.sdk.artifact_reads import get_artifact_version
+
+        return get_artifact_version(self, version_id)
 
     def load_artifact(self, version: ArtifactVersionRecord | str | UUID) -> Any:
-        """The Python value of an artifact version."""
-        from wharf.artifacts import load_artifact
+        """The Python value of an artifact version (a record, or its id or id prefix)."""
+        from wharf.sdk.artifact_reads import load_artifact
 
-        if not isinstance(version, ArtifactVersionRecord | str | UUID):
-            raise TypeError(
-                "load_artifact takes an artifact version (ArtifactVersionRecord) or its id "
-                f"(a UUID, or a str: the id or an id prefix), not a {type(version).__name__}."
-            )
-        if not isinstance(version, ArtifactVersionRecord):
-            version = self.get_artifact_version(version)
-        if version.artifact_store_id is not None:  # the store that wrote it, wherever it is
-            from wharf.execution.components import instantiate_component
-
-            record = self.store.stacks.get_component(version.artifact_store_id)
-            artifact_store = instantiate_component(record)
-        else:
-            stack = self._workspace.active_stack()
-            artifact_store = self._workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
-        return load_artifact(artifact_store, version.uri, version.data_type, version.materializer)
+        return load_artifact(self, version)
 
     def load_step_output(self, run: str | UUID, step_name: str, output: str | None = None) -> Any:
-        """The value a step of a run produced (its only output unless ``output`` is named)."""
-        step = self.get_run_step(run, step_name)
-        if not step.outputs:  # nothing to name: say why there is nothing
-            produced = step.status in (ExecutionStatus.COMPLETED, ExecutionStatus.CACHED)
-            why = "" if produced else f": it is {step.status.value}"
-            wanted = "no outputs" if output is None else f"no output '{output}'"
-            raise EntityNotFoundError(f"Step '{step_name}' has {wanted}{why}.")
-        if output is None:
-            if len(step.outputs) != 1:
-                raise EntityNotFoundError(
-                    f"Step '{step_name}' has outputs {sorted(step.outputs)}; name one."
-                )
-            (version_id,) = step.outputs.values()
-        elif output in step.outputs:
-            version_id = step.outputs[output]
-        else:
-            raise EntityNotFoundError(f"Step '{step_name}' has no output '{output}'.")
-        return self.load_artifact(version_id)
+        """The value a step of a run produced (its only output unless ``output`` is named); a
+        step or output name that matches none is refused listing those there are."""
+        from wharf.sdk.artifact_reads import load_step_output
+
+        return load_step_output(self, run, step_name, output)
