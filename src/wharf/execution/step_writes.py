@@ -10,8 +10,9 @@ or a lost-run sweep), so no request outlives its step's final status.
 
 Creating step runs rides out a store outage shorter than the liveness timeout: each step run is
 named (given its id) before the first try, and the store answers a repeated create of an id it
-wrote with what it wrote, so a retry never writes a step twice; a step's request is made once,
-before the first try, and released only if the write failed for good.
+wrote with what it wrote, so a retry never writes a step twice; a step's request is made once
+(itself retried through such an outage, as the embedded Resource Manager's database is the
+store's), before the first try, and released only if the write failed for good.
 """
 
 from __future__ import annotations
@@ -182,8 +183,10 @@ def _written(
     def written(step: StepRunCreate) -> StepRunRecord:
         return through_outage(services, lambda: write(step), f"create step run {step.name}")
 
-    try:
-        ready = _requested(services, create)
+    try:  # the request, like the write, rides out an outage (of the embedded RM's database)
+        ready = through_outage(
+            services, lambda: _requested(services, create), f"request resources for {create.name}"
+        )
     except WharfError as exc:
         record = written(create)
         reason = f"Could not request resources: {exc}"
