@@ -22,7 +22,12 @@ def workspace(logs_workspace: Workspace) -> Workspace:
 def notes(run: str, step: str, *follow: str) -> tuple[str, str]:
     """What ``runs logs`` prints for the run, and what ``steps logs`` says of ``step``."""
     whole = wharf("runs", "logs", run, *follow)
-    assert (whole.returncode, whole.stderr) == (0, ""), whole.stderr
+    assert whole.returncode == 0, whole.stderr
+    if follow:  # following ends saying how the run ended
+        (ended,) = whole.stderr.splitlines()
+        assert ended.startswith(f"Run '{run}' ended "), ended
+    else:
+        assert whole.stderr == ""
     one = wharf("steps", "logs", run, step)
     assert (one.returncode, one.stdout) == (0, ""), one.stderr
     return whole.stdout, one.stderr

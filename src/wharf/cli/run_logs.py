@@ -102,6 +102,11 @@ def never_reached(run: PipelineRunRecord) -> str:
     return f"has no logs: it never started (run '{run.name}' {run.status.value})."
 
 
+def unreadable(exc: Exception) -> str:
+    """The note for a step whose stored log cannot be read (the artifact store refused it)."""
+    return f"its log cannot be read: {type(exc).__name__}: {exc}"
+
+
 def ended_line(run: PipelineRunRecord) -> str:
     """How a followed run ended, with its reason's first line (said once following ends)."""
     reason = (run.status_reason or "").strip().splitlines()
@@ -126,6 +131,8 @@ class RunLogs:
         self._noted_start = False
         self._ask_platform = True
         self.latest = self.run
+        self.unreadable: list[str] = []
+        """The steps whose log could not be read (each said where it would have printed)."""
         """The run as the last poll read it."""
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
@@ -244,7 +251,17 @@ class RunLogs:
         if is_cached(step):
             self._echo(f"[{label}] cached from run {cached_from(self._client, step)}.")
             return True
-        text = self._client.step_logs(step)
+        try:
+            text = self._client.step_logs(step)
+        except Exception as exc:
+            from wharf.core.errors import StoreUnavailableError
+
+            if isinstance(exc, StoreUnavailableError):
+                raise  # the metadata store's outage, which :meth:`follow` waits out
+            # e.g. an artifact store this machine cannot read: the other steps still print
+            self._echo(f"[{label}] {unreadable(exc)}")
+            self.unreadable.append(label)
+            return True
         if not text and step.logs_uri is not None and not run_finished:
             return False
         for line in text.splitlines():

@@ -113,6 +113,10 @@ def run_logs(run: str, follow: bool) -> None:
                 click.echo(ended_line(logs.latest), err=True)  # else a follower cannot tell
         else:
             logs.poll(following=False)
+    if logs.unreadable:
+        from wharf.core.errors import WharfError
+
+        raise WharfError(f"Could not read the log of: {', '.join(logs.unreadable)}.")
 
 
 @runs.command("stop", short_help="Stop a run gracefully; --force kills steps.")

@@ -50,7 +50,7 @@ def step_logs(run: str, step: str | None) -> None:
     STEP the name of one of its steps (its last attempt). Given alone, RUN is a step run's id
     or id prefix (as in: wharf steps logs STEP_RUN_ID). A step's output is stored when it ends."""
     from wharf.cli.run_logs import cached_from, is_cached
-    from wharf.core.errors import EntityNotFoundError
+    from wharf.core.errors import EntityNotFoundError, WharfError
     from wharf.sdk.client import Client
 
     with Client() as client:
@@ -66,7 +66,14 @@ def step_logs(run: str, step: str | None) -> None:
                 raise
             click.echo(note, err=True)
             return
-        text = client.step_logs(record)
+        try:
+            text = client.step_logs(record)
+        except WharfError:
+            raise
+        except Exception as exc:  # e.g. an artifact store this machine cannot read
+            from wharf.cli.run_logs import unreadable
+
+            raise WharfError(f"Step '{record.name}': {unreadable(exc)}") from None
         origin = cached_from(client, record) if is_cached(record) else None
     note = _why_no_logs(record) if not text else _not_ended(record)
     if origin is not None:  # as `wharf runs logs` says; then the reused step run's logs
