@@ -1,10 +1,10 @@
-"""The examples of ``docs/caching.md`` and ``docs/resources.md``, run as printed.
+"""The examples of ``docs/resources.md``, run as printed (``docs/caching.md``'s:
+``tests/test_doc_caching.py``).
 
-Python blocks run as scripts in a fresh ``WHARF_HOME`` (caching.md's ``import features`` finds a
-module of helpers written beside it). Shell blocks run command by command (``#`` comments
-dropped, ``\\`` continuations joined) through ``wharf.cli.main.main`` in one process, so every
-command must exit 0; a line naming a placeholder (``REQUEST_ID``) is left out. The YAML block
-(the pool file) is created by ``tests/cli/test_pool_views.py``.
+Python blocks run as scripts in a fresh ``WHARF_HOME``. Shell blocks run command by command
+(``#`` comments dropped, ``\\`` continuations joined) through ``wharf.cli.main.main`` in one
+process, so every command must exit 0; a line naming a placeholder (``REQUEST_ID``) is left
+out. The YAML block (the pool file) is created by ``tests/cli/test_pool_views.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "docs" / "caching.md", ROOT / "docs" / "resources.md"]
+DOCS = [ROOT / "docs" / "resources.md"]
 _BLOCK = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)\n```", re.S | re.M)
 PLACEHOLDERS = ("REQUEST_ID",)
-FEATURES = "def compute(rows: int) -> list[float]:\n    return [float(r) for r in range(rows)]\n"
 _RUN_COMMANDS = """\
 import shlex, sys
 from wharf.cli.main import main
@@ -47,7 +46,7 @@ def commands(block: str) -> list[str]:
 
 
 def test_the_examples_are_found() -> None:
-    assert len(blocks("python")) == 2
+    assert len(blocks("python")) == 1
     assert [len(commands(b)) for b in blocks("sh")] == [1, 3, 2]
 
 
@@ -73,7 +72,6 @@ def run(args: list[str], env: dict[str, str], cwd: Path) -> None:
 
 
 def test_the_python_examples_run(env: dict[str, str], tmp_path: Path) -> None:
-    (tmp_path / "features.py").write_text(FEATURES)
     script = tmp_path / "examples.py"
     script.write_text("\n\n".join(blocks("python")))
     run([str(script)], env, tmp_path)
