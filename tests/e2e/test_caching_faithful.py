@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from tests.e2e.conftest import FakeClock
-from tests.e2e.test_caching import status_map
-from wharf import CachePolicy, pipeline, step
+from tests.e2e.test_caching import status_map, steps_of
+from wharf import CachePolicy, Client, RunFailedError, pipeline, step
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
+from wharf.store.models import PageRequest, RunFilter
 
 
 def test_an_int_dict_key_is_not_its_string(workspace: Workspace) -> None:
@@ -48,3 +55,93 @@ def test_expiry_counts_from_the_result_not_the_start(
     assert status_map(workspace, p.run_in(workspace).id) == {"slow": ExecutionStatus.CACHED}
     clock.advance(31)
     assert status_map(workspace, p.run_in(workspace).id) == {"slow": ExecutionStatus.COMPLETED}
+
+
+FEATURES = "def compute(x):\n    return x + {n}\n"
+
+STALE_SCRIPT = """
+import pathlib
+import sys
+
+sys.path.insert(0, "mods")
+import features
+
+from wharf import CachePolicy, pipeline, step
+
+
+@step(cache_policy=CachePolicy(source_dependencies=[features]))
+def featurize(x: int = 1) -> int:
+    return features.compute(x)
+
+
+@pipeline
+def featuring() -> None:
+    featurize()
+
+
+if __name__ == "__main__":
+    featuring()
+    if sys.argv[1:] == ["edit"]:  # edited while loaded: this process still runs the old code
+        pathlib.Path("mods/features.py").write_text({edited!r})
+        featuring()
+"""
+
+
+def _script(tmp_path: Path, *args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "featuring.py", *args],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _outputs(workspace: Workspace) -> list[tuple[ExecutionStatus, int]]:
+    """Status and output value of each run's step, oldest run first."""
+    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+    found = []
+    with Client(workspace.config, workspace.store) as client:
+        for run in sorted(runs, key=lambda r: r.created):
+            (record,) = steps_of(workspace, run.id).values()
+            (version_id,) = record.outputs.values()
+            found.append((record.status, client.load_artifact(version_id)))
+    return found
+
+
+def test_a_source_dependency_edited_while_loaded_is_not_reused_by_new_code(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "features.py").write_text(FEATURES.format(n=1))
+    edited = FEATURES.format(n=1000)
+    (tmp_path / "featuring.py").write_text(STALE_SCRIPT.format(edited=edited))
+    _script(tmp_path, "edit")  # the second run computes 1 + 1 under the edited file
+    _script(tmp_path)  # a fresh process runs the edited code: 1 + 1000
+    _script(tmp_path)  # and its result is reused by the next one
+    assert _outputs(workspace)[1:] == [
+        (ExecutionStatus.COMPLETED, 2),
+        (ExecutionStatus.COMPLETED, 1001),
+        (ExecutionStatus.CACHED, 1001),
+    ]
+
+
+def test_a_source_dependency_without_source_fails_its_step_saying_why(
+    workspace: Workspace,
+) -> None:
+    @step(cache_policy=CachePolicy(source_dependencies=("math",)))  # a built-in module
+    def uses_math() -> int:
+        return 1
+
+    @pipeline
+    def p() -> None:
+        uses_math()
+
+    with pytest.raises(RunFailedError) as failed:
+        p.run_in(workspace)
+    record = steps_of(workspace, failed.value.run.id)["uses_math"]
+    assert (record.status_reason or "").startswith(
+        "Cannot read the source code of 'math' named in a cache policy"
+    )

@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import CodeType, ModuleType
 from typing import Any
 
 from wharf.config.settings import CachePolicy
@@ -60,6 +62,93 @@ def file_digests(root: Path, paths: tuple[str, ...]) -> list[tuple[str, str]]:
     return digests
 
 
+def source_dependency(obj: Any, path: str) -> str:
+    """What the cache key holds of a source dependency: its source code as the file has it now
+    and a digest of its code as this process loaded it (``loaded_code_digest``). A module
+    edited after it was imported (a notebook, a long-lived process) gives the new source but
+    runs the old code: with the source alone, the old code's result was stored under the new
+    code's key, and a fresh process running the new code reused it."""
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError) as exc:
+        raise InputError(
+            f"Cannot read the source code of '{path}' named in a cache policy: {exc}"
+        ) from exc
+    return f"{source}\n# loaded: {loaded_code_digest(obj)}"
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def loaded_code_digest(obj: Any) -> str:
+    """SHA-256 of the code of a function, class or module as loaded in this process: each
+    function's bytecode, constants and names (recursively, for nested code), not its file or
+    line numbers; for a class its methods and nested classes, for a module the functions and
+    classes it defines. The same source compiles to the same digest in any process of the same
+    Python version."""
+    h = hashlib.sha256()
+    _digest_into(h, obj, set())
+    return h.hexdigest()
+
+
+def _digest_into(h: Any, obj: Any, seen: set[int]) -> None:
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    target = inspect.unwrap(obj) if callable(obj) else obj
+    target = getattr(target, "__func__", target)  # a bound or class method
+    code = getattr(target, "__code__", None)
+    if isinstance(code, CodeType):
+        h.update(_code_bytes(code))
+        defaults = (getattr(target, "__defaults__", None), getattr(target, "__kwdefaults__", None))
+        h.update(_ADDRESS.sub("", repr(defaults)).encode())  # an object's repr has its id
+        return
+    if isinstance(target, ModuleType | type):
+        owner = target.__name__ if isinstance(target, ModuleType) else target.__module__
+        for name, member in sorted(vars(target).items()):
+            for part in _parts(member):
+                if getattr(part, "__module__", None) == owner and (
+                    inspect.isfunction(part) or inspect.isclass(part)
+                ):
+                    h.update(name.encode() + b"\0")
+                    _digest_into(h, part, seen)
+
+
+def _parts(member: Any) -> list[Any]:
+    """The functions (or class) behind a class or module attribute."""
+    if isinstance(member, property):
+        return [p for p in (member.fget, member.fset, member.fdel) if p is not None]
+    member = getattr(member, "__func__", member)  # a staticmethod's, a classmethod's
+    try:
+        return [inspect.unwrap(member)]  # a decorated function's (functools.wraps)
+    except ValueError:  # a cycle of __wrapped__
+        return [member]
+
+
+def _code_bytes(code: CodeType) -> bytes:
+    consts = []
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            consts.append(_code_bytes(const).hex())
+        elif isinstance(const, frozenset):  # its order follows string hashing
+            consts.append("frozenset" + repr(sorted(repr(c) for c in const)))
+        else:
+            consts.append(f"{type(const).__name__}:{const!r}")
+    parts = [
+        code.co_name,
+        code.co_code.hex(),
+        code.co_exceptiontable.hex(),
+        repr(consts),
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_freevars),
+        repr(code.co_cellvars),
+        repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)),
+        repr(code.co_flags),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).digest()
+
+
 def _cache_func_result(path: str) -> str:
     func = _import_object(path)
     if not callable(func):
@@ -100,7 +189,8 @@ def compute_step_cache_key(
         if policy.file_dependencies
         else (),
         source_dependencies=[
-            (path, inspect.getsource(_import_object(path))) for path in policy.source_dependencies
+            (path, source_dependency(_import_object(path), path))
+            for path in policy.source_dependencies
         ],
         cache_func_result=_cache_func_result(policy.cache_func) if policy.cache_func else None,
     )

@@ -1,0 +1,134 @@
+"""The source dependencies of a cache key: their code as loaded, alike in every process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from wharf.core.errors import InputError
+from wharf.execution.caching import loaded_code_digest, source_dependency
+
+MODULE = '''
+import functools
+
+LIMIT = 3
+
+
+def helper(x, scale=2):
+    """Doubles."""
+    if x in {"alpha", "beta", "gamma", "delta"}:  # a frozenset constant
+        return [i * scale for i in range(LIMIT)]
+    return lambda y: y + x
+
+
+class Model:
+    rate = 0.1
+
+    def fit(self, data):
+        return sorted(data, key=lambda d: -d)
+
+    @staticmethod
+    def make():
+        return Model()
+
+    @property
+    def size(self):
+        return 1
+
+    @functools.cache
+    def cached(self):
+        return 2
+'''
+
+
+def load(text: str, name: str = "deps_probe") -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(text, f"/nowhere/{name}.py", "exec"), module.__dict__)
+    return module
+
+
+def digests(module: types.ModuleType) -> tuple[str, str, str]:
+    return (
+        loaded_code_digest(module),
+        loaded_code_digest(module.helper),
+        loaded_code_digest(module.Model),
+    )
+
+
+DIGESTS = """
+import types
+from tests.execution.test_caching import MODULE, digests, load
+print(digests(load(MODULE)))
+"""
+
+
+def test_the_same_code_digests_alike_in_any_process() -> None:
+    # frozenset constants iterate in string-hash order, which changes from process to process
+    found = set()
+    for seed in ("0", "1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", DIGESTS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=Path(__file__).parents[2],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found.add(done.stdout.strip())
+    assert found == {str(digests(load(MODULE)))}
+
+
+def test_moved_lines_and_another_file_digest_alike() -> None:
+    moved = load("\n\n\n# a comment\n" + MODULE, "elsewhere")
+    assert digests(moved) == digests(load(MODULE))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("return [i * scale", "return [i * scale + 1"),
+        ("scale=2", "scale=3"),
+        ('"delta"}', '"epsilon"}'),
+        ("y + x", "y - x"),
+        ("key=lambda d: -d", "key=lambda d: d"),
+        ("return 1", "return 7"),
+        ("return 2", "return 8"),
+        ("return Model()", "return None"),
+    ],
+)
+def test_a_changed_function_changes_the_digest(old: str, new: str) -> None:
+    assert old in MODULE
+    before, after = load(MODULE), load(MODULE.replace(old, new))
+    assert loaded_code_digest(after) != loaded_code_digest(before)
+    changed = after.helper if old in MODULE.split("class Model", maxsplit=1)[0] else after.Model
+    assert loaded_code_digest(changed) != loaded_code_digest(getattr(before, changed.__name__))
+
+
+def test_an_object_default_digests_alike() -> None:
+    text = "class Token:\n    pass\n\n\ndef f(t=Token()):\n    return t\n"
+    assert loaded_code_digest(load(text).f) == loaded_code_digest(load(text).f)
+
+
+def test_the_source_as_read_and_the_code_as_loaded() -> None:
+    assert source_dependency(textwrap.dedent, "textwrap:dedent").startswith("def dedent(text):")
+
+
+def test_a_dependency_without_source_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match="Cannot read the source code of 'math'"):
+        source_dependency(sys.modules["math"], "math")
+
+
+def test_a_function_run_many_times_digests_as_before() -> None:
+    # the interpreter specializes the bytecode of hot code in place
+    module = load(MODULE)
+    before = loaded_code_digest(module)
+    for i in range(5000):
+        module.helper(i)(i)
+        module.Model().fit([i, 2])
+    assert loaded_code_digest(module) == before
