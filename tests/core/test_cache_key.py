@@ -145,3 +145,14 @@ def test_a_set_hashes_alike_in_processes_of_other_string_hashing():
         )
         keys.add(done.stdout.strip())
     assert len(keys) == 1
+
+
+def test_an_input_of_the_same_bytes_and_another_type_is_another_value():
+    # An enum member is saved as its value: Color.RED and "red" have the same bytes.
+    enum_input = {"data": InputFact("id-1", "hash-1", "m:Color", "wharf:BuiltIn")}
+    str_input = {"data": InputFact("id-2", "hash-1", "builtins:str", "wharf:BuiltIn")}
+    assert key(replace(BASE, inputs=enum_input)) != key(replace(BASE, inputs=str_input))
+    other_materializer = {"data": InputFact("id-3", "hash-1", "m:Color", "m:Mine")}
+    assert key(replace(BASE, inputs=other_materializer)) != key(replace(BASE, inputs=enum_input))
+    same = {"data": InputFact("id-4", "hash-1", "m:Color", "wharf:BuiltIn")}
+    assert key(replace(BASE, inputs=same)) == key(replace(BASE, inputs=enum_input))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,32 @@ def test_a_source_dependency_without_source_fails_its_step_saying_why(
     assert (record.status_reason or "").startswith(
         "Cannot read the source code of 'math' named in a cache policy"
     )
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+def test_an_input_of_the_same_bytes_and_another_type_misses(workspace: Workspace) -> None:
+    @step
+    def make(member: bool):  # an enum member is saved as its value
+        return Color.RED if member else "red"
+
+    @step
+    def describe(x) -> str:
+        return type(x).__name__
+
+    @pipeline
+    def p(member: bool) -> None:
+        describe(make(member=member))
+
+    p.run_in(workspace, member=False)
+    run = p.run_in(workspace, member=True)
+    assert status_map(workspace, run.id)["describe"] is ExecutionStatus.COMPLETED
+    with Client(workspace.config, workspace.store) as client:
+        assert client.load_step_output(run.id, "describe") == "Color"
+    again = p.run_in(workspace, member=False)  # an upstream that made "red" again: a hit
+    assert status_map(workspace, again.id) == {
+        "make": ExecutionStatus.CACHED,
+        "describe": ExecutionStatus.CACHED,
+    }

@@ -21,6 +21,10 @@ class InputFact:
 
     artifact_version_id: str
     content_hash: str | None
+    data_type: str | None = None
+    """The class its value was saved from, and the materializer that saved it: the same bytes
+    can be two values (an enum saved as its value, and that value itself)."""
+    materializer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
         h.add("input", name)
         if policy.include_artifact_values and fact.content_hash is not None:
             h.add("input_value", fact.content_hash)
+            if fact.data_type is not None or fact.materializer is not None:
+                h.add("input_type", _canonical([fact.data_type, fact.materializer]))
         elif policy.include_artifact_ids:
             h.add("input_id", fact.artifact_version_id)
     for name in sorted(facts.outputs):

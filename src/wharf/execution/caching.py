@@ -179,7 +179,9 @@ def compute_step_cache_key(
         code_hash=spec.code_hash,
         parameters=spec.parameters,
         inputs={
-            name: InputFact(str(version.id), version.content_hash)
+            name: InputFact(
+                str(version.id), version.content_hash, version.data_type, version.materializer
+            )
             for name, version in inputs.items()
         },
         outputs=output_materializers,
