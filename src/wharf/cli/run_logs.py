@@ -7,7 +7,9 @@ log_capture``), so a step is printed whole when it has ended; an attempt that fa
 retried (``retrying``, final: the next attempt is a new step run) has ended too. A step that
 never started gets one note instead, worded as ``wharf steps logs`` words it: one that failed
 or was stopped before it started, and, once the run has finished, a step of its pipeline that
-the run never reached. While a followed run waits to start, its orchestrator's platform is asked
+the run never reached; so does one that started, did not succeed and stored no output (a
+force-stopped step), and one whose log the artifact store cannot give (the others still print;
+the command then exits 1). While a followed run waits to start, its orchestrator's platform is asked
 whether it ever will (``wharf.sdk.unstarted_runs``): one that never will (a Kubernetes
 orchestrator pod whose image cannot be pulled) is ended failed and the following ends with that
 reason, as an error. Invariants:
