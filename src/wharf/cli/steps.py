@@ -4,8 +4,10 @@
 nothing). Where there is no output to print it says why on stderr, in one line, and exits 0: a
 step that has not ended yet (its output comes when it ends; a queued one has not started), and a
 step that never started (it failed or was stopped before it started, or a step of the pipeline
-that its run never reached). A cached step gets one line naming the run it was cached from (as
-``wharf runs logs`` names it), followed by the logs of the step run it reuses, if stored.
+that its run never reached), and one that started, did not succeed and stored no output (a
+force-stopped step). A cached step gets one line naming the run it was cached from (as
+``wharf runs logs`` names it), followed by the logs of the step run it reuses, if stored. A log
+the artifact store cannot give, and a run's id given alone, are one-line errors.
 """
 
 from __future__ import annotations
