@@ -10,17 +10,17 @@ also ends isolated attempts at once, through the backend that started each one; 
 from another process also stops the orchestrating thread's wait for inline attempts in flight
 (:meth:`RunStopper.forced_elsewhere`), as a second Ctrl-C does, and records them stopped.
 
-A run orchestrated off the main thread (a pipeline called from a thread of the user's
-program): no signal can wake that thread from a blocking call, so the ``ForcedStop`` sent to it
-is raised only once it runs Python code again. The run loop's own waits return to Python
-code often (``interrupt.UNWOKEN_WAIT_SECONDS``): a static pipeline's call ends within a
-fraction of a second; so do a dynamic pipeline's waits for its futures
-(``dynamic_futures.settle``). Where the thread stays blocked (in a system call of its own, or
-its code swallowing the ``ForcedStop`` and not waiting again), the run is ended without it :data:`FORCED_WAKE_SECONDS`
-later: its steps and the run are recorded stopped and its summary line shown, as the thread
-would (``RunStopper.orchestrating(unwoken=...)``). The limit: the pipeline call itself returns
-only when that thread next runs Python code (Python cannot interrupt a thread other than the
-main one inside a blocking call), and the stuck step's code goes on in its thread.
+A run orchestrated off the main thread (a pipeline called from a thread of the user's program):
+no signal can wake that thread from a blocking call, so the ``ForcedStop`` sent to it is raised
+only once it runs Python code again. The run loop's own waits return to Python code often
+(``interrupt.UNWOKEN_WAIT_SECONDS``): a static pipeline's call ends within a fraction of a
+second; so do a dynamic pipeline's waits for its futures (``dynamic_futures.settle``). Where the
+thread stays blocked (in a system call of its own, or its code swallowing the ``ForcedStop`` and
+not waiting again), the run is ended without it :data:`FORCED_WAKE_SECONDS` later: its steps and
+the run are recorded stopped and its summary line shown, as the thread would
+(``RunStopper.orchestrating(unwoken=...)``). The limit: the pipeline call itself returns only
+when that thread next runs Python code (Python cannot interrupt a thread other than the main one
+inside a blocking call), and the stuck step's code goes on in its thread.
 
 A refused credential (``RunStopper.refuse``) stops the run as a forced stop would, without
 writing anything: the store refuses every write.
