@@ -256,3 +256,20 @@ def test_a_misspelt_keyword_in_a_dynamic_pipeline_names_the_step_and_its_paramet
     cause = failed.value.__cause__
     assert isinstance(cause, StepInterfaceError)
     assert str(cause) == MISSPELT
+
+
+def test_a_misspelt_pipeline_parameter_names_the_pipeline_and_its_parameters() -> None:
+    from wharf import pipeline
+
+    @pipeline
+    def tune(epochs: int = 1, learning_rate: float = 0.1) -> None:
+        train(epochs)
+
+    with pytest.raises(StepInterfaceError) as refused:
+        tune.compile(epoch=3)  # type: ignore[call-arg]
+    assert str(refused.value) == (
+        "Pipeline 'tune' got an unexpected argument 'epoch'; did you mean 'epochs'? "
+        "Its parameters: epochs, learning_rate."
+    )
+    with pytest.raises(StepInterfaceError, match="Pipeline .tune.: too many positional arguments"):
+        tune.compile(1, 2, 3)  # type: ignore[call-arg]

@@ -22,6 +22,7 @@ from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpe
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
 from wharf.core.names import pipeline_name, run_name
+from wharf.core.suggestions import unmatched
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.refusal import RunRefusedError
 from wharf.execution.run_heartbeat import orchestrator_process
@@ -171,8 +172,17 @@ class Pipeline(Generic[P]):
         )
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        signature = inspect.signature(self.func)
+        takes = [n for n, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD]
+        if len(takes) == len(signature.parameters):  # no **kwargs: a name it lacks is a typo
+            for key in kwargs:
+                if key not in signature.parameters:
+                    raise StepInterfaceError(
+                        f"Pipeline '{self.name}' got an unexpected argument '{key}'"
+                        + unmatched(key, takes, "parameters", none="it takes none")
+                    )
         try:
-            bound = inspect.signature(self.func).bind(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise StepInterfaceError(f"Pipeline '{self.name}': {exc}") from exc
         bound.apply_defaults()
