@@ -69,3 +69,26 @@ def test_the_hint_is_given_for_a_steps_list_too(
     monkeypatch.delenv("WHARF_STORE_URL", raising=False)
     result = wharf("steps", "list", "--run", "training")
     assert_one_line_error(result, "'training' is a pipeline: wharf runs list --pipeline")
+
+
+@pytest.mark.parametrize("command", ["show", "logs", "stop"])
+@pytest.mark.parametrize("length", [8, 36], ids=["prefix", "full id"])
+def test_a_step_run_s_id_given_for_a_run_names_its_step_and_run(
+    home: Path, monkeypatch: pytest.MonkeyPatch, command: str, length: int
+) -> None:
+    """An id copied from ``wharf steps list``: before, only 'No pipeline run with id ...'."""
+    from wharf.config.global_config import load_config
+    from wharf.sdk.client import Client
+
+    monkeypatch.setenv("WHARF_HOME", str(home))
+    monkeypatch.delenv("WHARF_STORE_URL", raising=False)
+    with Client(load_config()) as client:
+        run = client.list_pipeline_runs().items[0]
+        step = client.get_run_step(run.id, "load")
+    given = str(step.id)[:length]
+    result = wharf("runs", command, given)
+    assert_one_line_error(result, "No pipeline run with id")
+    assert result.stderr.strip().endswith(
+        f" '{given}' is a step run (step 'load') of run '{run.name}': wharf runs show "
+        f"{run.name} shows that run, wharf steps logs {given} the step's output."
+    ), result.stderr

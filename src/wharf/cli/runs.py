@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 from uuid import UUID
 
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ExecutionStatus
+from wharf.core.errors import EntityNotFoundError
 from wharf.core.transitions import RUN_INITIAL_STATUSES, RUN_TRANSITIONS
 
 if TYPE_CHECKING:
@@ -60,7 +61,10 @@ def show_run(run: str, output: str) -> None:
     from wharf.cli.run_details import allocations, gather
     from wharf.cli.run_view import render
 
-    view = read(lambda reads: gather(reads, run))
+    try:
+        view = read(lambda reads: gather(reads, run))
+    except EntityNotFoundError as exc:
+        _not_a_run(run, exc)
     if output == "json":
         import json
 
@@ -98,7 +102,10 @@ def run_logs(run: str, follow: bool) -> None:
     from wharf.sdk.client import Client
 
     with Client() as client:
-        logs = RunLogs(client, run, click.echo)
+        try:
+            logs = RunLogs(client, run, click.echo)
+        except EntityNotFoundError as exc:
+            _not_a_run(run, exc, client)
         if follow:
             import gc
 
@@ -137,7 +144,10 @@ def stop_run(run: str, force: bool) -> None:
     from wharf.sdk.client import Client
 
     with Client() as client:
-        record = client.stop_run(run, force=force)
+        try:
+            record = client.stop_run(run, force=force)
+        except EntityNotFoundError as exc:
+            _not_a_run(run, exc, client)
         running = [] if force or record.status.is_finished else _running_steps(client, record.id)
     reason = (record.status_reason or "").rstrip(".")
     why = f": {reason}" if record.status.is_finished and reason else ""
@@ -163,3 +173,30 @@ def _running_steps(client: Client, run_id: UUID) -> list[str]:
     names = [step.name for step in found.items]
     more = found.total - len(names)
     return [*names, f"{more} more"] if more > 0 else names
+
+
+def _not_a_run(given: str, error: EntityNotFoundError, client: Client | None = None) -> NoReturn:
+    """Re-raise ``error`` (no run matches ``given``), saying so when ``given`` is the id or id
+    prefix of a step run (one copied from ``wharf steps list``)."""
+    from wharf.core.errors import WharfError
+    from wharf.core.ids import parse_id_prefix, parse_uuid
+
+    if parse_uuid(given) is None and parse_id_prefix(given) is None:
+        raise error
+    try:
+        if client is None:
+            from wharf.sdk.client import Client
+
+            with Client() as own:
+                step = own.get_step_run(given)
+                found = own.get_pipeline_run(step.run_id)
+        else:
+            step = client.get_step_run(given)
+            found = client.get_pipeline_run(step.run_id)
+    except WharfError:
+        raise error from None
+    attempt = f", attempt {step.attempt}" if step.attempt > 1 else ""
+    raise EntityNotFoundError(
+        f"{error} '{given}' is a step run (step '{step.name}'{attempt}) of run '{found.name}': "
+        f"wharf runs show {found.name} shows that run, wharf steps logs {given} the step's output."
+    ) from None
