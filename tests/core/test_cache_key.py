@@ -5,7 +5,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from wharf.core.cache_key import CacheKeyFacts, InputFact, KeyPolicy, compute_cache_key
+from wharf.core.cache_key import (
+    CacheKeyFacts,
+    InputFact,
+    KeyPolicy,
+    code_digest,
+    compute_cache_key,
+    without_comments,
+)
 
 BASE = CacheKeyFacts(
     project_id="p",
@@ -156,3 +163,58 @@ def test_an_input_of_the_same_bytes_and_another_type_is_another_value():
     assert key(replace(BASE, inputs=other_materializer)) != key(replace(BASE, inputs=enum_input))
     same = {"data": InputFact("id-4", "hash-1", "m:Color", "wharf:BuiltIn")}
     assert key(replace(BASE, inputs=same)) == key(replace(BASE, inputs=enum_input))
+
+
+STEP_SOURCE = '''    @step(enable_cache=True)  # cached
+    def train(rows: int) -> str:
+        """Trains.
+
+        # not a comment: part of the docstring
+        """
+        # a comment alone on its line
+
+        text = """a
+  # inside a string
+
+b"""
+        return text + \\
+            str(rows)  # trailing
+'''
+
+
+def test_comments_and_blank_lines_do_not_count():
+    stripped = without_comments(STEP_SOURCE)
+    assert "# cached" not in stripped and "# trailing" not in stripped
+    assert "# a comment alone" not in stripped
+    assert "# not a comment: part of the docstring" in stripped
+    assert '"""a\n  # inside a string\n\nb"""' in stripped  # a string's lines untouched
+    assert "return text + \\\n" in stripped
+    digest = code_digest(STEP_SOURCE, "unused")
+    edited = STEP_SOURCE.replace("# trailing", "# other words").replace("# a comment", "# new")
+    assert code_digest(edited.replace("\n\n        text", "\n\n\n        text"), "x") == digest
+
+
+def test_code_and_docstring_and_strings_count():
+    digest = code_digest(STEP_SOURCE, "unused")
+    for old, new in (
+        ("str(rows)", "repr(rows)"),
+        ("Trains.", "Trains well."),
+        ("# inside a string", "# inside another string"),
+        ("\n\nb", "\nb"),
+        ("text + \\", "text * \\"),
+    ):
+        assert old in STEP_SOURCE
+        assert code_digest(STEP_SOURCE.replace(old, new), "unused") != digest, old
+
+
+def test_source_without_comments_keeps_the_key_it_had():
+    source = "def f(x):\n    return x\n"
+    assert code_digest(source, "h") == hashlib.sha256(source.encode()).hexdigest()
+    assert code_digest(None, "bytecode-hash") == "bytecode-hash"
+    broken = "def f(:\n    '''unterminated\n"
+    assert without_comments(broken) == broken
+
+
+def test_trailing_white_space_counts_only_inside_a_string():
+    source = 'def f():\n    x = 1   \n    return """a   \nb"""  \n'
+    assert without_comments(source) == 'def f():\n    x = 1\n    return """a   \nb"""\n'

@@ -175,3 +175,46 @@ def test_an_input_of_the_same_bytes_and_another_type_misses(workspace: Workspace
         "make": ExecutionStatus.CACHED,
         "describe": ExecutionStatus.CACHED,
     }
+
+
+COMMENTED_SCRIPT = '''
+from wharf import pipeline, step
+
+
+@step
+def train(rows: int = 3) -> int:
+    """Trains."""
+    # sum the rows
+    return sum(range(rows))  # the total
+
+
+@pipeline
+def training() -> None:
+    train()
+
+
+if __name__ == "__main__":
+    training()
+'''
+
+
+def test_a_comment_edit_keeps_the_step_cached(workspace: Workspace, tmp_path: Path) -> None:
+    script = tmp_path / "training.py"
+
+    def run(text: str) -> ExecutionStatus:
+        script.write_text(text)
+        done = subprocess.run(
+            [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+        newest = max(runs, key=lambda r: r.created)
+        return status_map(workspace, newest.id)["train"]
+
+    assert run(COMMENTED_SCRIPT) is ExecutionStatus.COMPLETED
+    recommented = COMMENTED_SCRIPT.replace("# sum the rows", "# add up\n\n    # the rows")
+    assert run(recommented.replace("# the total", "")) is ExecutionStatus.CACHED
+    assert run(COMMENTED_SCRIPT.replace("Trains.", "Fits.")) is ExecutionStatus.COMPLETED
+    assert run(COMMENTED_SCRIPT.replace("range(rows)", "range(rows + 1)")) is (
+        ExecutionStatus.COMPLETED
+    )

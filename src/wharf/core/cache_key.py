@@ -1,7 +1,8 @@
 """The step cache key: a pure function of everything that can change a step's outputs.
 
 The execution layer gathers the facts (it reads files, imports modules and calls the user's
-``cache_func``); this module only hashes them. Two steps share a key iff all facts that the
+``cache_func``); this module only hashes them (a step's source without its comments:
+:func:`code_digest`). Two steps share a key iff all facts that the
 step's ``CachePolicy`` includes are equal. The hash is SHA-256 over a length-prefixed,
 canonical encoding, so no two different fact sets can collide by concatenation.
 """
@@ -9,7 +10,9 @@ canonical encoding, so no two different fact sets can collide by concatenation.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +114,54 @@ class _Hasher:
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
+
+
+_LAYOUT = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+)
+
+
+def code_digest(source_code: str | None, code_hash: str) -> str:
+    """The step's code as the cache key sees it: SHA-256 of its source without comments,
+    blank lines and trailing white space (:func:`without_comments`), so an edit of those alone
+    keeps the key (a docstring, which code can read, counts); ``code_hash`` where the source is
+    unknown. Source without any of them gives ``code_hash`` itself, the key it had before."""
+    if source_code is None:
+        return code_hash
+    return hashlib.sha256(without_comments(source_code).encode()).hexdigest()
+
+
+def without_comments(source: str) -> str:
+    """``source`` without its comments, the lines holding nothing else, blank lines and
+    trailing white space; text inside a string is never touched. Source that does not
+    tokenize is returned whole."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    code_rows: set[int] = set()
+    open_rows: set[int] = set()  # rows that end inside a token (a multi-line string)
+    comments: dict[int, int] = {}
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            comments[token.start[0]] = token.start[1]
+        elif token.type not in _LAYOUT:
+            code_rows.update(range(token.start[0], token.end[0] + 1))
+            open_rows.update(range(token.start[0], token.end[0]))
+    kept = []
+    for row, line in enumerate(source.splitlines(keepends=True), start=1):
+        if row in open_rows:
+            kept.append(line)
+        elif row in code_rows:
+            kept.append(line[: comments.get(row, len(line))].rstrip() + "\n")
+    return "".join(kept)
 
 
 def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:

@@ -20,7 +20,13 @@ from typing import Any
 
 from wharf.config.settings import CachePolicy
 from wharf.config.spec import StepSpec
-from wharf.core.cache_key import CacheKeyFacts, InputFact, KeyPolicy, compute_cache_key
+from wharf.core.cache_key import (
+    CacheKeyFacts,
+    InputFact,
+    KeyPolicy,
+    code_digest,
+    compute_cache_key,
+)
 from wharf.core.errors import InputError
 from wharf.execution.services import RunServices
 from wharf.store.models import ArtifactVersionRecord
@@ -176,7 +182,7 @@ def compute_step_cache_key(
         artifact_store_id=str(services.artifact_store.id),
         artifact_store_path=services.artifact_store.path,
         step_source=spec.source,
-        code_hash=spec.code_hash,
+        code_hash=code_digest(spec.source_code, spec.code_hash),
         parameters=spec.parameters,
         inputs={
             name: InputFact(
