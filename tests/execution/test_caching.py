@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -132,3 +133,19 @@ def test_a_function_run_many_times_digests_as_before() -> None:
         module.helper(i)(i)
         module.Model().fit([i, 2])
     assert loaded_code_digest(module) == before
+
+
+def test_a_comment_in_a_dependency_does_not_count(tmp_path: Path) -> None:
+    def dependency(text: str, name: str) -> str:
+        (tmp_path / f"{name}.py").write_text(text)
+        sys.path.insert(0, str(tmp_path))
+        try:
+            module = importlib.import_module(name)
+        finally:
+            sys.path.remove(str(tmp_path))
+        return source_dependency(module, name)
+
+    plain = dependency("def f(x):\n    return x\n", "dep_plain")
+    commented = dependency("# helpers\ndef f(x):  # identity\n\n    return x\n", "dep_commented")
+    changed = dependency("def f(x):\n    return -x\n", "dep_changed")
+    assert plain == commented != changed

@@ -26,6 +26,7 @@ from wharf.core.cache_key import (
     KeyPolicy,
     code_digest,
     compute_cache_key,
+    without_comments,
 )
 from wharf.core.errors import InputError
 from wharf.execution.services import RunServices
@@ -69,18 +70,19 @@ def file_digests(root: Path, paths: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 def source_dependency(obj: Any, path: str) -> str:
-    """What the cache key holds of a source dependency: its source code as the file has it now
-    and a digest of its code as this process loaded it (``loaded_code_digest``). A module
-    edited after it was imported (a notebook, a long-lived process) gives the new source but
-    runs the old code: with the source alone, the old code's result was stored under the new
-    code's key, and a fresh process running the new code reused it."""
+    """What the cache key holds of a source dependency: its source code as the file has it
+    now, comments left out (as of the step's own code, ``core.cache_key.code_digest``), and a
+    digest of its code as this process loaded it (``loaded_code_digest``). A module edited
+    after it was imported (a notebook, a long-lived process) gives the new source but runs the
+    old code: with the source alone, the old code's result was stored under the new code's
+    key, and a fresh process running the new code reused it."""
     try:
         source = inspect.getsource(obj)
     except (OSError, TypeError) as exc:
         raise InputError(
             f"Cannot read the source code of '{path}' named in a cache policy: {exc}"
         ) from exc
-    return f"{source}\n# loaded: {loaded_code_digest(obj)}"
+    return f"{without_comments(source)}\n# loaded: {loaded_code_digest(obj)}"
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
