@@ -12,7 +12,9 @@ import pytest
 from tests.e2e.conftest import FakeClock
 from tests.e2e.test_caching import status_map, steps_of
 from wharf import CachePolicy, Client, RunFailedError, pipeline, step
-from wharf.core.enums import ExecutionStatus
+from wharf.artifacts.materializers.script_classes import SCRIPT_MODULE
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.execution.caching import compute_step_cache_key
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import PageRequest, RunFilter
 
@@ -218,3 +220,56 @@ def test_a_comment_edit_keeps_the_step_cached(workspace: Workspace, tmp_path: Pa
     assert run(COMMENTED_SCRIPT.replace("range(rows)", "range(rows + 1)")) is (
         ExecutionStatus.COMPLETED
     )
+
+
+DEPENDENT_SCRIPT = """
+from wharf import CachePolicy, pipeline, step
+
+
+def helper(x):
+    return x + 1
+
+
+def data_version():
+    return "v1"
+
+
+@step(cache_policy=CachePolicy(source_dependencies=[helper, "__main__"], cache_func=data_version))
+def compute(x: int = 1) -> int:
+    return helper(x)
+
+
+@pipeline
+def dependent() -> None:
+    compute()
+
+
+if __name__ == "__main__":
+    dependent()
+"""
+
+
+def test_script_dependencies_give_the_same_key_in_another_main(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # A Kubernetes orchestrator decides the steps in a pod whose __main__ is Wharf's own: a
+    # "__main__:helper" named in a cache policy is the script's, loaded as the step's is.
+    script = tmp_path / "dependent.py"
+    script.write_text(DEPENDENT_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = workspace.store.runs.list(RunFilter(), PageRequest(size=10)).items
+    spec = workspace.store.snapshots.get(run.snapshot_id).spec.steps["compute"]
+    assert spec.config.cache_policy.cache_func == "__main__:data_version"
+    artifact_store = workspace.component_instance(
+        workspace.active_stack(), ComponentType.ARTIFACT_STORE
+    )
+    services = workspace.run_services(artifact_store)
+    materializers = {n: o.materializer or f"auto:{o.data_type}" for n, o in spec.outputs.items()}
+    try:
+        key = compute_step_cache_key(services, spec, {}, materializers)
+    finally:
+        sys.modules.pop(SCRIPT_MODULE, None)  # the script, loaded here as a step's process does
+    assert key == steps_of(workspace, run.id)["compute"].cache_key

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import inspect
 import re
+import sys
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,21 +31,30 @@ from wharf.core.cache_key import (
 )
 from wharf.core.errors import InputError
 from wharf.execution.services import RunServices
+from wharf.execution.step_runner import import_user_object
 from wharf.store.models import ArtifactVersionRecord
+
+MAIN = "__main__"
 
 
 def cache_enabled(spec: StepSpec) -> bool:
     return spec.config.enable_cache is not False
 
 
-def _import_object(path: str) -> Any:
-    """The object at ``module:attr`` or ``module.attr``, or the module ``path`` itself."""
+def _import_object(path: str, spec: StepSpec | None = None) -> Any:
+    """The object at ``module:attr`` or ``module.attr``, or the module ``path`` itself; in
+    ``__main__``, the step's script (``spec.source_file``), loaded if this process runs
+    another ``__main__`` (an orchestrator's process: see :func:`_script_object`)."""
     if ":" not in path:
+        if path == MAIN and spec is not None and spec.source_file:
+            return _script_object(path, spec, None)
         try:
             return importlib.import_module(path)
         except ImportError:
             pass  # module.attr
     module_name, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if module_name == MAIN and spec is not None and spec.source_file:
+        return _script_object(path, spec, attr)
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
@@ -52,6 +62,27 @@ def _import_object(path: str) -> Any:
     except (ImportError, AttributeError, ValueError) as exc:
         raise InputError(f"Cannot import '{path}' named in a cache policy: {exc}") from exc
     return obj
+
+
+def _script_object(path: str, spec: StepSpec, attr: str | None) -> Any:
+    """``attr`` of the script that defines the step (the script itself if None): this
+    process's ``__main__`` if it defines the step, else the script loaded as the step's own
+    process loads it (``step_runner.import_user_object``), as where an orchestrator decides
+    the steps (a Kubernetes orchestrator's pod, whose ``__main__`` is Wharf's own)."""
+    try:
+        step = import_user_object("step", spec.name, spec.source, spec.source_file)
+        script = sys.modules[_module_of(step)]
+        obj: Any = script
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except (InputError, KeyError, AttributeError) as exc:
+        raise InputError(f"Cannot import '{path}' named in a cache policy: {exc}") from exc
+    return obj
+
+
+def _module_of(step: Any) -> str:
+    func = getattr(step, "func", step)
+    return str(inspect.unwrap(func).__module__)
 
 
 def file_digests(root: Path, paths: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -157,8 +188,8 @@ def _code_bytes(code: CodeType) -> bytes:
     return hashlib.sha256("\0".join(parts).encode()).digest()
 
 
-def _cache_func_result(path: str) -> str:
-    func = _import_object(path)
+def _cache_func_result(path: str, spec: StepSpec) -> str:
+    func = _import_object(path, spec)
     if not callable(func):
         raise InputError(f"The cache function '{path}' is not callable.")
     try:
@@ -199,10 +230,12 @@ def compute_step_cache_key(
         if policy.file_dependencies
         else (),
         source_dependencies=[
-            (path, source_dependency(_import_object(path), path))
+            (path, source_dependency(_import_object(path, spec), path))
             for path in policy.source_dependencies
         ],
-        cache_func_result=_cache_func_result(policy.cache_func) if policy.cache_func else None,
+        cache_func_result=_cache_func_result(policy.cache_func, spec)
+        if policy.cache_func
+        else None,
     )
     return compute_cache_key(
         facts,
