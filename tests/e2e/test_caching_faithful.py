@@ -273,3 +273,46 @@ def test_script_dependencies_give_the_same_key_in_another_main(
     finally:
         sys.modules.pop(SCRIPT_MODULE, None)  # the script, loaded here as a step's process does
     assert key == steps_of(workspace, run.id)["compute"].cache_key
+
+
+IN_FUNCTION_SCRIPT = """
+from wharf import CachePolicy, pipeline, step
+
+
+def helper(x):
+    return x + 1
+
+
+def main():
+    @step(cache_policy=CachePolicy(source_dependencies=[helper]))
+    def compute(x: int = 1) -> int:
+        return helper(x)
+
+    @pipeline
+    def in_function() -> None:
+        compute()
+
+    in_function()
+    in_function()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_script_dependencies_of_a_step_defined_in_a_function(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # The step cannot be imported by its path (main.<locals>.compute), the helper can.
+    script = tmp_path / "in_function.py"
+    script.write_text(IN_FUNCTION_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    runs = sorted(workspace.store.runs.list(RunFilter()).items, key=lambda r: r.created)
+    assert [status_map(workspace, r.id)["compute"] for r in runs] == [
+        ExecutionStatus.COMPLETED,
+        ExecutionStatus.CACHED,
+    ]

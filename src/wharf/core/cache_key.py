@@ -9,6 +9,7 @@ canonical encoding, so no two different fact sets can collide by concatenation.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -128,6 +129,7 @@ _LAYOUT = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a step's source is digested once per decision
 def code_digest(source_code: str | None, code_hash: str) -> str:
     """The step's code as the cache key sees it: SHA-256 of its source without comments,
     blank lines and trailing white space (:func:`without_comments`), so an edit of those alone

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -69,9 +70,14 @@ def _script_object(path: str, spec: StepSpec, attr: str | None) -> Any:
     process's ``__main__`` if it defines the step, else the script loaded as the step's own
     process loads it (``step_runner.import_user_object``), as where an orchestrator decides
     the steps (a Kubernetes orchestrator's pod, whose ``__main__`` is Wharf's own)."""
+    main = sys.modules.get(MAIN)
+    main_file = getattr(main, "__file__", None)
     try:
-        step = import_user_object("step", spec.name, spec.source, spec.source_file)
-        script = sys.modules[_module_of(step)]
+        if main_file is not None and os.path.abspath(main_file) == spec.source_file:
+            script = main  # this process runs the script (its step may be defined anywhere)
+        else:
+            step = import_user_object("step", spec.name, spec.source, spec.source_file)
+            script = sys.modules[_module_of(step)]
         obj: Any = script
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
