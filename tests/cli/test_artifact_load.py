@@ -95,11 +95,16 @@ def test_a_step_name_or_a_misspelt_name_is_answered_with_the_artifacts_it_may_me
             wharf("artifacts", "load", given),
             f"No artifact named '{given}'; did you mean '{NUMBERS}'?",
         )
-    for listing in (("--name", "numbers"), ("--versions", "--name", "numbers")):
+    for listing, what in (
+        (("--name", "numbers"), "artifacts"),
+        (("--versions", "--name", "numbers"), "artifact versions"),
+    ):
         listed = wharf("artifacts", "list", *listing)  # an empty list, and on stderr why
         assert listed.returncode == 0, listed.stderr
         assert NUMBERS not in listed.stdout
-        assert listed.stderr == f"No artifact named 'numbers'; did you mean '{NUMBERS}'?\n"
+        assert listed.stderr == (
+            f"No {what} match.\nNo artifact named 'numbers'; did you mean '{NUMBERS}'?\n"
+        )
 
 
 @step(enable_cache=False)

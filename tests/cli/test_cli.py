@@ -97,6 +97,20 @@ def test_tables(finished_run) -> None:
     assert [s["name"] for s in shown_json["steps"]] == ["produce", "double"]
 
 
+def test_a_filter_matching_nothing_says_so_on_stderr(finished_run) -> None:
+    """Not a bare header, as if the table failed to load; stdout stays the header (for
+    scripts) and JSON stays ``[]``."""
+    empty = wharf("runs", "list", "--status", "failed")
+    assert empty.returncode == 0
+    assert empty.stdout.splitlines() == ["Pipeline runs", "NAME  STATUS  CREATED  END_TIME  ID"]
+    assert empty.stderr == "No pipeline runs match.\n"
+    versions = wharf("artifacts", "list", "--versions", "--name", "cli_pipeline::nothing")
+    assert versions.stderr.splitlines()[0] == "No artifact versions match."
+    as_json = wharf("runs", "list", "--status", "failed", "-o", "json")
+    assert json.loads(as_json.stdout) == [] and as_json.stderr == ""
+    assert wharf("runs", "list").stderr == ""  # something to show: no note
+
+
 def test_unknown_run(home: Path) -> None:
     assert_one_line_error(wharf("runs", "show", "no-such-run"), "no-such-run")
     assert_one_line_error(

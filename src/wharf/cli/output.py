@@ -129,7 +129,8 @@ def emit(
     derived: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> None:
     """``records`` as JSON, or as a table of ``columns``: attributes of the records, or columns
-    ``derived`` computes from a record."""
+    ``derived`` computes from a record. A table of nothing at all (``total`` 0) is followed by
+    ``No <title> match.`` on stderr (stdout keeps the bare header, for scripts)."""
     if output == "json":
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
@@ -145,6 +146,8 @@ def emit(
     if note is not None:
         lines.append(note)
     click.echo("\n".join(lines))
+    if total == 0:  # else a filter that matches nothing looks like a table that failed to load
+        click.echo(f"No {title.lower() if title else 'records'} match.", err=True)
 
 
 def page_note(shown: int, total: int) -> str | None:
