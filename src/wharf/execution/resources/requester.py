@@ -4,8 +4,10 @@ step-resources port's ``request``, ``renew`` and ``release``.
 Owns :class:`StepRequester`, used by the embedded adapter (:mod:`.embedded`) and the workspace
 server's step-resource service (:mod:`wharf.server.step_resources`); never installed on a
 store. Invariants: a request's idempotency key is its step run's id and a nonce of the one
-call that makes it; RM errors on renewal and release are only logged (the step keeps running
-while its lease is valid, and an unreleased lease lapses on its own).
+call that makes it (the id alone where the caller asks it repeatable); RM errors on renewal
+and release are only logged (the step keeps running while its lease is valid), a release that
+met an outage is retried in the background (:mod:`.release_retries`), and an unreleased lease
+lapses on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from wharf.core.enums import ResourceRequestRuntimeState, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError, WharfError
 from wharf.core.ids import new_id
 from wharf.execution.lost_resources import RM_UNREACHABLE, lease_lost, reclaimed
-from wharf.execution.outages import retry_through_outage
+from wharf.execution.outages import retry_through_outage, transient
+from wharf.execution.resources.release_retries import ReleaseRetries
 from wharf.execution.resources.waiting import Renews
 from wharf.store.models import PipelineRunRecord, StepRunCreate, UserRecord
 from wharf.store.ports import Store
@@ -115,6 +118,7 @@ class StepRequester:
         self._unreached: set[UUID] = set()
         self._unreached_lock = threading.Lock()
         """Requests whose last renewal failed to reach the RM."""
+        self._late_releases = ReleaseRetries(requests.release)
 
     def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
         """Renew ``request_id``'s lease for the liveness timeout (runtime state running); why
@@ -160,19 +164,25 @@ class StepRequester:
         return self._create_request(step_id, step)
 
     def release(self, request_id: UUID) -> None:
-        """Release ``request_id`` (a failure is logged: the lease lapses on its own)."""
-        try:
-            self._requests.release(request_id)
-        except WharfError as exc:
-            logger.warning("Could not release resource request %s: %s", request_id, exc)
+        """Release ``request_id`` (a failure is logged; one that met an outage is retried in
+        the background, :mod:`.release_retries`; else the lease lapses on its own)."""
+        self._release_request(request_id, None)
 
-    def _release_request(self, request_id: UUID, step_name: str) -> None:
+    def _release_request(self, request_id: UUID, step_name: str | None) -> None:
         try:
             self._requests.release(request_id)
-        except WharfError as exc:  # it lapses on its own; never fail a step's bookkeeping
+        except WharfError as exc:  # never fail a step's bookkeeping
+            of = "" if step_name is None else f" of step {step_name}"
+            if not transient(exc):  # it lapses on its own
+                logger.warning("Could not release resource request %s%s: %s", request_id, of, exc)
+                return
             logger.warning(
-                "Could not release resource request %s of step %s: %s", request_id, step_name, exc
+                "Could not release resource request %s%s (retrying in the background): %s",
+                request_id,
+                of,
+                exc,
             )
+            self._late_releases.add(request_id)
 
     def _create_request(
         self, step_id: UUID, step: StepRunCreate, *, repeatable: bool = False
