@@ -189,6 +189,7 @@ class LocalProcessBackend:
         with self._lock:
             attempt = self._live.pop(handle)
         try:
+            attempt.process.end_leftovers()  # its workers die with it, never orphaned
             collect_logs(attempt.process, attempt.logs, attempt.logs_uri)
         finally:
             attempt.process.close()

@@ -19,6 +19,7 @@ import multiprocessing.spawn as mp_spawn
 import multiprocessing.util as mp_util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -218,15 +219,40 @@ class StepProcess:
         self.wait(None)
 
     def _signal(self, *, terminate: bool) -> None:
+        """Signal the step's process and every process of its process group (the workers
+        it forked or spawned: a ``multiprocessing`` pool's), which it leads."""
         process = self.popen if self.popen is not None else self.forked
         assert process is not None
-        try:
+        if self._signal_group(signal.SIGTERM if terminate else signal.SIGKILL):
+            return
+        try:  # not (yet) the leader of a group of its own: it is alone
             if terminate:
                 process.terminate()
             else:
                 process.kill()
         except ProcessLookupError:  # it ended meanwhile
             pass
+
+    def _signal_group(self, signum: int) -> bool:
+        """Send ``signum`` to the process group the step's process leads (it starts one:
+        ``setsid``); False if there is no such group (the process has not made it yet, or
+        it and everything it started are gone)."""
+        pid = self.pid
+        if pid is None or not hasattr(os, "killpg"):
+            return False
+        try:
+            os.killpg(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def end_leftovers(self) -> None:
+        """Once the step's process ended: kill what is left of its process group (workers it
+        started and did not end: killed with it, or leaked), so no step leaves processes
+        behind. A group outlives its leader only while it has members, and its id is not
+        given to another process meanwhile."""
+        if self.pid is not None and self.wait(0) is not None:
+            self._signal_group(signal.SIGKILL)
 
     def close(self) -> None:
         """Free the process's descriptor (once it ended)."""
