@@ -81,18 +81,50 @@ def load_artifact(client: Client, version: ArtifactVersionRecord | str | UUID) -
 
 
 def run_artifact_store(client: Client, run_id: UUID) -> Any:
-    """The artifact store of the stack the run ran on (it may not be the active one)."""
+    """The artifact store of the stack the run ran on (it may not be the active one). Once that
+    stack was deleted, the store its steps' artifact versions record they were written to (its
+    component outlives the stack); with none recorded, an error says the store is unknown
+    (never the active stack's store: the run's files are not there)."""
     from wharf.execution.components import instantiate_component
 
     store = client.store
-    snapshot = store.snapshots.get(store.runs.get(run_id).snapshot_id)
-    if snapshot.stack_id is not None:
-        stack = store.stacks.get_stack(snapshot.stack_id)
-        component_id = stack.components.get(ComponentType.ARTIFACT_STORE)
-        if component_id is not None:
-            return instantiate_component(store.stacks.get_component(component_id))
+    run = store.runs.get(run_id)
+    snapshot = store.snapshots.get(run.snapshot_id)
+    if snapshot.stack_id is None:
+        component_id = _written_to(client, run_id)
+        if component_id is None:
+            raise EntityNotFoundError(
+                f"Run '{run.name}' ran on a stack that has since been deleted, and none of its "
+                "steps recorded the artifact store it wrote to: its artifact store (and so its "
+                "steps' logs) is unknown."
+            )
+        return instantiate_component(store.stacks.get_component(component_id))
+    stack = store.stacks.get_stack(snapshot.stack_id)
+    component_id = stack.components.get(ComponentType.ARTIFACT_STORE)
+    if component_id is not None:
+        return instantiate_component(store.stacks.get_component(component_id))
     workspace = client.workspace
     return workspace.component_instance(workspace.active_stack(), ComponentType.ARTIFACT_STORE)
+
+
+def _written_to(client: Client, run_id: UUID) -> UUID | None:
+    """The artifact store (component id, still registered) that an artifact version produced by
+    one of the run's steps records it was written to; None if none does."""
+    from wharf.store.models import StepRunFilter
+
+    store = client.store
+    steps = store.steps.list(StepRunFilter(run_id=run_id), PageRequest(size=1000)).items
+    for step in steps:
+        query = ArtifactVersionFilter(producer_step_run_id=step.id)
+        for version in store.artifacts.list_versions(query, PageRequest(size=50)).items:
+            if version.artifact_store_id is None:
+                continue
+            try:
+                store.stacks.get_component(version.artifact_store_id)
+            except EntityNotFoundError:
+                continue
+            return version.artifact_store_id
+    return None
 
 
 def load_step_output(
