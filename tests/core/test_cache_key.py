@@ -182,6 +182,12 @@ b"""
 '''
 
 
+def step_digest(source):
+    """The code digest of a step whose code hash is that of its source (as ``@step`` makes it
+    for a function that closes over nothing)."""
+    return code_digest(source, hashlib.sha256(source.encode()).hexdigest())
+
+
 def test_comments_and_blank_lines_do_not_count():
     stripped = without_comments(STEP_SOURCE)
     assert "# cached" not in stripped and "# trailing" not in stripped
@@ -189,13 +195,13 @@ def test_comments_and_blank_lines_do_not_count():
     assert "# not a comment: part of the docstring" in stripped
     assert '"""a\n  # inside a string\n\nb"""' in stripped  # a string's lines untouched
     assert "return text + \\\n" in stripped
-    digest = code_digest(STEP_SOURCE, "unused")
+    digest = step_digest(STEP_SOURCE)
     edited = STEP_SOURCE.replace("# trailing", "# other words").replace("# a comment", "# new")
-    assert code_digest(edited.replace("\n\n        text", "\n\n\n        text"), "x") == digest
+    assert step_digest(edited.replace("\n\n        text", "\n\n\n        text")) == digest
 
 
 def test_code_and_docstring_and_strings_count():
-    digest = code_digest(STEP_SOURCE, "unused")
+    digest = step_digest(STEP_SOURCE)
     for old, new in (
         ("str(rows)", "repr(rows)"),
         ("Trains.", "Trains well."),
@@ -204,13 +210,15 @@ def test_code_and_docstring_and_strings_count():
         ("text + \\", "text * \\"),
     ):
         assert old in STEP_SOURCE
-        assert code_digest(STEP_SOURCE.replace(old, new), "unused") != digest, old
+        assert step_digest(STEP_SOURCE.replace(old, new)) != digest, old
 
 
 def test_source_without_comments_keeps_the_key_it_had():
     source = "def f(x):\n    return x\n"
-    assert code_digest(source, "h") == hashlib.sha256(source.encode()).hexdigest()
+    assert step_digest(source) == hashlib.sha256(source.encode()).hexdigest()
     assert code_digest(None, "bytecode-hash") == "bytecode-hash"
+    # a code hash covering more than the source (closed-over values) counts
+    assert code_digest(source, "other") != code_digest(source, "another")
     broken = "def f(:\n    '''unterminated\n"
     assert without_comments(broken) == broken
 

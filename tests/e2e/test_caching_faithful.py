@@ -316,3 +316,50 @@ def test_script_dependencies_of_a_step_defined_in_a_function(
         ExecutionStatus.COMPLETED,
         ExecutionStatus.CACHED,
     ]
+
+
+def made_with(value: object):
+    @step(name="made")
+    def made() -> str:
+        return repr(value)
+
+    @pipeline(name="factory")
+    def factory() -> None:
+        made()
+
+    return factory
+
+
+class Settings:
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+
+    def __repr__(self) -> str:
+        return f"Settings(depth={self.depth})"
+
+
+def helper_one() -> int:
+    return 1
+
+
+def helper_two() -> int:
+    return 2
+
+
+def test_a_step_made_by_a_factory_counts_what_it_closes_over(workspace: Workspace) -> None:
+    # One source for every value: the code alone gave each value the first one's result.
+    def outputs(value: object) -> tuple[ExecutionStatus, str]:
+        run = made_with(value).run_in(workspace)
+        with Client(workspace.config, workspace.store) as client:
+            return status_map(workspace, run.id)["made"], client.load_step_output(run.id, "made")
+
+    assert outputs(1) == (ExecutionStatus.COMPLETED, "1")
+    assert outputs(2) == (ExecutionStatus.COMPLETED, "2")
+    assert outputs(1) == (ExecutionStatus.CACHED, "1")
+    assert outputs({"b": 1, "a": [1.5]}) == (ExecutionStatus.COMPLETED, "{'b': 1, 'a': [1.5]}")
+    assert outputs({"a": [1.5], "b": 1})[0] is ExecutionStatus.CACHED
+    assert outputs(Settings(3)) == (ExecutionStatus.COMPLETED, "Settings(depth=3)")
+    assert outputs(Settings(3))[0] is ExecutionStatus.CACHED  # another object, same repr
+    assert outputs(Settings(4))[0] is ExecutionStatus.COMPLETED
+    assert outputs(helper_one)[0] is ExecutionStatus.COMPLETED
+    assert outputs(helper_two)[0] is ExecutionStatus.COMPLETED  # other code

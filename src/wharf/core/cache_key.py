@@ -63,7 +63,7 @@ class KeyPolicy:
     ignored_inputs: frozenset[str] = frozenset()
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
     """One string per value: JSON with sorted keys where that is faithful (every dict key a
     str, no set), so such keys stay as they were; else a type-tagged encoding, which JSON can
     never produce (plain JSON turns the key ``1`` into ``"1"``, giving ``{1: x}`` and
@@ -134,10 +134,16 @@ def code_digest(source_code: str | None, code_hash: str) -> str:
     """The step's code as the cache key sees it: SHA-256 of its source without comments,
     blank lines and trailing white space (:func:`without_comments`), so an edit of those alone
     keeps the key (a docstring, which code can read, counts); ``code_hash`` where the source is
-    unknown. Source without any of them gives ``code_hash`` itself, the key it had before."""
+    unknown. Source without any of them gives ``code_hash`` itself, the key it had before. A
+    ``code_hash`` that is not the hash of ``source_code`` (it covers the values the step's
+    function closes over: ``wharf.execution.caching.closure_digest``) counts too."""
     if source_code is None:
         return code_hash
-    return hashlib.sha256(without_comments(source_code).encode()).hexdigest()
+    digest = hashlib.sha256(without_comments(source_code).encode()).hexdigest()
+    if code_hash == hashlib.sha256(source_code.encode()).hexdigest():
+        return digest
+    # the code hash holds more than the source (the values a nested step closes over)
+    return hashlib.sha256(f"{digest}\0{code_hash}".encode()).hexdigest()
 
 
 def without_comments(source: str) -> str:
@@ -176,7 +182,7 @@ def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
         h.add("code", facts.code_hash)
     if policy.include_step_parameters:
         for name in sorted(facts.parameters):
-            h.add("param:" + name, _canonical(facts.parameters[name]))
+            h.add("param:" + name, canonical(facts.parameters[name]))
     for name in sorted(facts.inputs):
         if name in policy.ignored_inputs:
             continue
@@ -185,13 +191,13 @@ def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
         if policy.include_artifact_values and fact.content_hash is not None:
             h.add("input_value", fact.content_hash)
             if fact.data_type is not None or fact.materializer is not None:
-                h.add("input_type", _canonical([fact.data_type, fact.materializer]))
+                h.add("input_type", canonical([fact.data_type, fact.materializer]))
         elif policy.include_artifact_ids:
             h.add("input_id", fact.artifact_version_id)
     for name in sorted(facts.outputs):
         h.add("output:" + name, facts.outputs[name])
     for name in sorted(facts.caching_parameters):
-        h.add("caching:" + name, _canonical(facts.caching_parameters[name]))
+        h.add("caching:" + name, canonical(facts.caching_parameters[name]))
     for name in sorted(facts.environment):
         h.add("env:" + name, facts.environment[name])
     for path, digest in sorted(facts.file_digests):

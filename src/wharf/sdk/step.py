@@ -25,6 +25,7 @@ from wharf.core.errors import InputError, StepInterfaceError
 from wharf.core.names import definition_name
 from wharf.core.step_interface import StepInterface, parse_interface
 from wharf.core.type_checks import annotation_classes, describe_annotation
+from wharf.execution.caching import closure_digest
 from wharf.execution.dynamic import active_dynamic_run
 from wharf.execution.dynamic_futures import MapResultsFuture, StepFuture
 from wharf.sdk import compiler
@@ -41,7 +42,8 @@ RESERVED_CALL_ARGUMENTS = {
 
 
 def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
-    """(source code or None, code hash). The hash falls back to the bytecode."""
+    """(source code or None, code hash). The hash falls back to the bytecode; it also covers
+    the values the function closes over (``wharf.execution.caching.closure_digest``)."""
     try:
         code = inspect.getsource(func)
     except (OSError, TypeError):
@@ -51,6 +53,9 @@ def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
     else:
         raw = func.__code__.co_code + repr(func.__code__.co_consts).encode()
         digest = hashlib.sha256(raw).hexdigest()
+    closure = closure_digest(func)  # a step made by a factory: the values it closes over
+    if closure is not None:
+        digest = hashlib.sha256(f"{digest}\0{closure}".encode()).hexdigest()
     return code, digest
 
 
