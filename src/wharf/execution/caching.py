@@ -2,7 +2,11 @@
 
 ``wharf.core.cache_key`` hashes; this module reads the files, imports the modules and calls the
 user's ``cache_func`` that a ``CachePolicy`` names (the launcher asks the store for a reusable
-run, ``steps.find_cached_or_create``).
+run, ``steps.find_cached_or_create``). Invariants: a source dependency counts by its source and
+its code as loaded (a module edited since its import never lends the old code's result to the
+new code); ``__main__`` in a cache policy is the step's script, wherever the key is computed;
+the values a step's function closes over count (:func:`closure_digest`, part of its code hash);
+``expires_after`` counts from the result's making (:func:`expiry_for`).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
