@@ -35,7 +35,7 @@ from wharf.execution.backends import (
 )
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
-from wharf.execution.log_capture import capture_output, write_log, write_to_step_log
+from wharf.execution.log_capture import StepLog, capturing, step_log, write_to_step_log
 from wharf.execution.outages import retry_through_outage, transient
 from wharf.execution.run_checks import RunChecks
 from wharf.execution.services import RunServices
@@ -153,8 +153,9 @@ class InlineExecutor:
                 self.heartbeats.add(worker)
             else:
                 worker.start()
+        log = StepLog(self.services.artifact_store, record.logs_uri, spec.name)
         try:
-            with capture_output() as log:
+            with step_log(record.id, log), capturing(log):
                 outputs, error = run_user_code(
                     self.runner, spec, record, inputs, region, allocation
                 )
@@ -169,12 +170,7 @@ class InlineExecutor:
                 final, versions = finish_attempt(
                     self.services, spec, record, outputs, error, region.reason
                 )
-            text = log.getvalue()
-            if record.logs_uri and text:  # a silent step costs no file
-                try:
-                    write_log(self.services.artifact_store, record.logs_uri, text)
-                except OSError as exc:  # the artifact store went away: the end is recorded
-                    logger.warning("Step '%s': its log could not be stored: %s", spec.name, exc)
+            log.store()  # unless a forced stop stored it, having ended the step meanwhile
             return AttemptResult(final, versions)
         finally:
             if worker is not None:

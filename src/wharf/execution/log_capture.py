@@ -11,7 +11,8 @@ prints after its step ended is in no step's log (only on the console); a thread 
 the step (a pool's worker made earlier) keeps what it inherited then. Isolated steps
 write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
 store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
-Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended.
+Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended (an
+inline step a forced stop ended while blocked: by the forced stop, :class:`StepLog`).
 """
 
 from __future__ import annotations
@@ -145,6 +146,75 @@ def capture_output() -> Iterator[io.StringIO]:
     finally:
         sink.close()
         _SINK.reset(token)
+
+
+class StepLog:
+    """An inline attempt's capture, stored at its ``logs_uri`` once (:meth:`store`): by its own
+    thread when the attempt ends, or first by a forced stop that ended the step while its code
+    was blocked (:func:`store_log_of_ended_step`): what it printed until then is not lost, and
+    anything it prints after is in no step's log."""
+
+    def __init__(self, store: ArtifactStore, uri: str | None, name: str) -> None:
+        self.sink = _StepSink()
+        self._store, self._uri, self._name = store, uri, name
+        self._stored = False
+        self._lock = threading.Lock()
+
+    def store(self) -> None:
+        """Close the capture and store what it holds (nothing for a silent step), once; a
+        failure to store is logged (the step's end is recorded: only its log is lost)."""
+        with self._lock:
+            if self._stored:
+                return
+            self._stored = True
+            self.sink.close()
+            text = self.sink.buffer.getvalue()
+            if not self._uri or not text:  # a silent step costs no file
+                return
+            try:
+                write_log(self._store, self._uri, text)
+            except OSError as exc:  # the artifact store went away
+                logger.warning("Step '%s': its log could not be stored: %s", self._name, exc)
+
+
+_STEP_LOGS: dict[object, StepLog] = {}
+"""The captures of the inline attempts in flight in this process, by step run id."""
+_STEP_LOGS_LOCK = threading.Lock()
+
+
+@contextmanager
+def step_log(step_run_id: object, log: StepLog) -> Iterator[StepLog]:
+    """Make ``log`` the capture of the step run ``step_run_id`` in flight here, until the block
+    ends (:func:`store_log_of_ended_step` finds it meanwhile)."""
+    with _STEP_LOGS_LOCK:
+        _STEP_LOGS[step_run_id] = log
+    try:
+        yield log
+    finally:
+        with _STEP_LOGS_LOCK:
+            _STEP_LOGS.pop(step_run_id, None)
+
+
+@contextmanager
+def capturing(log: StepLog) -> Iterator[None]:
+    """Collect into ``log`` what this thread, and the threads it starts, print in the block."""
+    install_routing()
+    token = _SINK.set(log.sink)
+    try:
+        yield
+    finally:
+        log.sink.close()
+        _SINK.reset(token)
+
+
+def store_log_of_ended_step(step_run_id: object) -> None:
+    """A step run of this process was ended by another thread (a forced stop) while its code
+    may still be blocked: store what it printed so far (nothing if it is not an inline attempt
+    in flight here, or its log was stored already)."""
+    with _STEP_LOGS_LOCK:
+        log = _STEP_LOGS.get(step_run_id)
+    if log is not None:
+        log.store()
 
 
 def write_log(store: ArtifactStore, uri: str, text: str | bytes) -> None:

@@ -54,6 +54,7 @@ from wharf.execution.backends import (
     startup_timeout_of,
 )
 from wharf.execution.interrupt import Interruptible, InterruptibleRegion
+from wharf.execution.log_capture import store_log_of_ended_step
 from wharf.store.lost_runs import ReleaseEnded
 from wharf.store.models import (
     ArtifactVersionRecord,
@@ -317,6 +318,7 @@ class RunStopper:
                 except IllegalTransitionError:
                     continue  # it ended meanwhile
                 ended.append(stopped)
+                store_log_of_ended_step(stopped.id)  # an inline step's code may never return
                 if self._release is not None:
                     self._release(stopped)
         return ended
