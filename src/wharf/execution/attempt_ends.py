@@ -27,6 +27,10 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 
+FORCE_STOPPED_STEP = "Force-stopped on request: the step did not end in time."
+"""How a step a forced stop ended reads, whoever records it (``RunStopper.force``, or the
+waiter of an isolated attempt the force killed)."""
+
 
 def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, WharfError):

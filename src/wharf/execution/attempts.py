@@ -23,7 +23,12 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.attempt_ends import attempts_left, describe_exception, finish_attempt
+from wharf.execution.attempt_ends import (
+    FORCE_STOPPED_STEP,
+    attempts_left,
+    describe_exception,
+    finish_attempt,
+)
 from wharf.execution.backends import (
     NOT_STARTED,
     AttemptOutcome,
@@ -399,11 +404,14 @@ class IsolatedExecutor:
     ) -> StepRunRecord:
         """The process is gone without a result: stopped if its run is stopping, else failed,
         or retrying if the step has attempts left (a process killed, e.g. by the OOM killer,
-        or that could not start, is retried like a step that raised)."""
+        or that could not start, is retried like a step that raised). A run whose stop was
+        forced killed it (its Job deleted, its pod sent SIGTERM): it says so, as the steps the
+        forced stop ended itself do."""
         store = self.services.store
-        run_status = store.runs.get_status(record.run_id)
-        if run_status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED):
-            update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=stopped)
+        run = store.runs.get(record.run_id)
+        if run.status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED):
+            reason = FORCE_STOPPED_STEP if run.stop_forced else stopped
+            update = StepRunUpdate(status=ExecutionStatus.STOPPED, status_reason=reason)
         else:
             retry = attempts_left(spec, record.attempt)
             status = ExecutionStatus.RETRYING if retry else ExecutionStatus.FAILED

@@ -45,6 +45,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.core.paging import MAX_PAGE_INDEX, MAX_PAGE_SIZE
 from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST, STOPPED_ON_REQUEST
+from wharf.execution.attempt_ends import FORCE_STOPPED_STEP
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
     AttemptOutcome,
@@ -72,7 +73,7 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 logger = logging.getLogger(__name__)
 
 STOP_REASON = STOPPED_ON_REQUEST
-FORCED_REASON = "Force-stopped on request: the step did not end in time."
+FORCED_REASON = FORCE_STOPPED_STEP
 FORCED_RUN_REASON = FORCE_STOPPED_ON_REQUEST
 """How a run whose stop was forced ends (``runs.finish`` says so too of a run whose stop
 was recorded forced: ``wharf.core.transitions.run_end``)."""

@@ -54,6 +54,7 @@ from tests.integrations.kubernetes.testbed import (
 from tests.waiting import wait_until
 from wharf import Client
 from wharf.core.enums import ExecutionStatus
+from wharf.execution.attempt_ends import FORCE_STOPPED_STEP
 from wharf.integrations.kubernetes.labels import STEP_KEY
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
@@ -357,6 +358,7 @@ def test_a_second_ctrl_c_forces_the_stop_of_a_stubborn_operator_step(
     assert run.status is ExecutionStatus.STOPPED, run.status_reason
     step = bed.workspace.store.steps.get(running.id)
     assert step.status is ExecutionStatus.STOPPED, step.status_reason
+    assert step.status_reason == FORCE_STOPPED_STEP  # not "killed by SIGTERM": the force did
     assert step_pod_gone(bed, run)
     assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
     assert took < PROMPT
