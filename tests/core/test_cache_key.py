@@ -75,6 +75,12 @@ def test_policy_switches():
     )
 
 
+def test_an_expiry_is_in_the_key_only_when_set():
+    assert key(expires_after=None) == key()
+    assert key(expires_after=3600) != key()
+    assert key(expires_after=3600) != key(expires_after=60)
+
+
 def test_no_hash_falls_back_to_id():
     a = replace(BASE, inputs={"data": InputFact("id-1", None)})
     b = replace(BASE, inputs={"data": InputFact("id-2", None)})

@@ -6,6 +6,7 @@ import enum
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,11 +61,43 @@ def test_expiry_counts_from_the_result_not_the_start(
     assert status_map(workspace, p.run_in(workspace).id) == {"slow": ExecutionStatus.COMPLETED}
 
 
+def test_a_result_made_without_an_expiry_is_not_reused_once_one_is_set(
+    workspace: Workspace, clock: FakeClock
+) -> None:
+    """A day-old result recorded with no expiry was reused forever by a step that now says
+    ``expires_after=3600``: the expiry is part of the key, so results made under another one
+    are not reused."""
+
+    def make(policy: CachePolicy) -> Any:
+        @step(name="fetch", cache_policy=policy)
+        def fetch() -> int:
+            return 1
+
+        @pipeline(name="fetching")
+        def p() -> None:
+            fetch()
+
+        return p
+
+    unbounded, hourly = make(CachePolicy()), make(CachePolicy(expires_after=3600))
+    unbounded.run_in(workspace)
+    clock.advance(86_400)
+    assert status_map(workspace, unbounded.run_in(workspace).id) == {
+        "fetch": ExecutionStatus.CACHED
+    }
+    assert status_map(workspace, hourly.run_in(workspace).id) == {
+        "fetch": ExecutionStatus.COMPLETED
+    }
+    clock.advance(60)
+    assert status_map(workspace, hourly.run_in(workspace).id) == {"fetch": ExecutionStatus.CACHED}
+
+
 FEATURES = "def compute(x):\n    return x + {n}\n"
 
 STALE_SCRIPT = """
 import pathlib
 import sys
+from typing import Any
 
 sys.path.insert(0, "mods")
 import features

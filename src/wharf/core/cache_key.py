@@ -61,6 +61,9 @@ class KeyPolicy:
     include_artifact_values: bool = True
     include_artifact_ids: bool = True
     ignored_inputs: frozenset[str] = frozenset()
+    expires_after: int | None = None
+    """Seconds a result is reused (``CachePolicy.expires_after``): in the key when set, so a
+    result recorded under another expiry (or none) is never reused under this one."""
 
 
 def canonical(value: Any) -> str:
@@ -206,4 +209,6 @@ def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
         h.add("source_dep:" + path, code)
     if facts.cache_func_result is not None:
         h.add("cache_func", facts.cache_func_result)
+    if policy.expires_after is not None:
+        h.add("expires_after", str(policy.expires_after))
     return h.hexdigest()

@@ -300,6 +300,7 @@ def compute_step_cache_key(
             include_artifact_values=policy.include_artifact_values,
             include_artifact_ids=policy.include_artifact_ids,
             ignored_inputs=frozenset(policy.ignored_inputs),
+            expires_after=policy.expires_after,
         ),
     )
 
