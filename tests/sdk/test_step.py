@@ -271,5 +271,5 @@ def test_a_misspelt_pipeline_parameter_names_the_pipeline_and_its_parameters() -
         "Pipeline 'tune' got an unexpected argument 'epoch'; did you mean 'epochs'? "
         "Its parameters: epochs, learning_rate."
     )
-    with pytest.raises(StepInterfaceError, match="Pipeline .tune.: too many positional arguments"):
+    with pytest.raises(StepInterfaceError, match=r"Pipeline 'tune': too many positional arguments"):
         tune.compile(1, 2, 3)  # type: ignore[call-arg]
