@@ -35,10 +35,16 @@ from wharf.execution.backends import (
     Ended,
     StepBackend,
     StepLaunch,
+    TellsWork,
     placement_of,
     startup_timeout_of,
 )
-from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker, liveness_timeout_for
+from wharf.execution.heartbeat import (
+    HeartbeatScheduler,
+    HeartbeatWorker,
+    liveness_timeout_for,
+    startup_allowance_granted,
+)
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import StepLog, capturing, step_log, write_to_step_log
 from wharf.execution.outages import retry_through_outage, transient
@@ -257,6 +263,7 @@ class IsolatedExecutor:
         backend = self.backend_for(spec)
         launch = StepLaunch(record, spec, self.services.child_env, self.services.artifact_store)
         interval = self.services.heartbeat_interval
+        first: float | None = None  # the liveness window from the submit (None: no heartbeat)
         if spec.config.enable_heartbeat:
             # Start the liveness clock before the submit: a process that hangs before its first
             # beat is then lost like any other, once its backend's startup timeout (if longer)
@@ -278,7 +285,7 @@ class IsolatedExecutor:
             reason = f"The step process could not start: {describe_exception(exc)}"
             return AttemptResult(self._record_lost(spec, record, reason, reason), {})
         try:
-            ended = self._wait(backend, handle, record)
+            ended = self._wait(backend, handle, record, first)
         except CredentialsRefusedError:  # nothing about the attempt can be recorded: end it
             backend.cancel(handle)
             raise
@@ -299,7 +306,11 @@ class IsolatedExecutor:
         return AttemptResult(final, outputs)
 
     def _wait(
-        self, backend: StepBackend[Any], handle: Hashable, record: StepRunRecord
+        self,
+        backend: StepBackend[Any],
+        handle: Hashable,
+        record: StepRunRecord,
+        first_window: float | None,
     ) -> AttemptOutcome:
         """Wait for the attempt; meanwhile fail steps of this run whose heartbeat was lost,
         and end this step's attempt if that happened to it (e.g. it hangs). Those store checks
@@ -313,10 +324,16 @@ class IsolatedExecutor:
 
         A step the store shows finished is cancelled only if its backend does not report the
         attempt ended within ``finish_grace``; a cancelled one counts as ended after
-        ``cancel_patience`` at the latest."""
+        ``cancel_patience`` at the latest.
+
+        ``first_window``: the liveness window from the submit (None: no heartbeat); this
+        process beats for a step whose process works but cannot beat (:class:`_Vouch`)."""
         checks = self._checks_for(record)
+        vouch = None
+        if first_window is not None and isinstance(backend, TellsWork):
+            vouch = _Vouch(self.services, record, backend, handle, first_window)
         try:
-            return self._wait_checked(backend, handle, record, checks)
+            return self._wait_checked(backend, handle, record, checks, vouch)
         finally:
             self._done_checking(record, checks)
 
@@ -326,6 +343,7 @@ class IsolatedExecutor:
         handle: Hashable,
         record: StepRunRecord,
         checks: RunChecks,
+        vouch: _Vouch | None = None,
     ) -> AttemptOutcome:
         interval = self.services.heartbeat_interval
         grace = self.finish_grace
@@ -366,6 +384,8 @@ class IsolatedExecutor:
                     timeout = min(interval, grace - waited)
                 continue
             try:
+                if vouch is not None:
+                    vouch.beat_if_working()
                 finished = checks.finished(record)
             except WharfError as exc:
                 if not transient(exc):
@@ -420,6 +440,53 @@ class IsolatedExecutor:
             return step_writes.update(self.services, record.id, update)
         except IllegalTransitionError:
             return store.steps.get(record.id)
+
+
+class _Vouch:
+    """Beats for an isolated attempt whose process used CPU time since the last look
+    (``backends.TellsWork``; every second interval): its own heartbeat thread cannot run while
+    its code holds the GIL in C (a long ``re`` match), yet it is healthy. A process stopped, or
+    stuck without using the CPU, gets no beat: it is lost as before. No beat cuts a startup
+    allowance short (``heartbeat.startup_allowance_granted``: until the step's first beat);
+    none follows an answer that the step must stop, or ended: its process, or the checks, end
+    it."""
+
+    def __init__(
+        self,
+        services: RunServices,
+        record: StepRunRecord,
+        backend: TellsWork,
+        handle: Hashable,
+        first_window: float,
+    ) -> None:
+        self._services = services
+        self._record = record
+        self._backend = backend
+        self._handle = handle
+        interval = services.heartbeat_interval
+        self._window = liveness_timeout_for(interval)
+        self._starting = first_window > self._window + 1.0  # may be in its allowance: read
+        self._last = time.monotonic()
+        self._every = 2 * interval
+        self._active = True
+        backend.working(handle)  # the first look: what the process used so far
+
+    def beat_if_working(self) -> None:
+        """Beat for the step if a look is due and the process worked since the last one."""
+        now = time.monotonic()
+        if not self._active or now - self._last < self._every:
+            return
+        self._last = now
+        if not self._backend.working(self._handle):
+            return
+        services, step_id = self._services, self._record.id
+        if self._starting:
+            interval = services.heartbeat_interval
+            if startup_allowance_granted(services.store.steps.get(step_id), interval):
+                return  # its own first beat has not come: the allowance stands
+            self._starting = False
+        if step_writes.heartbeat(services, step_id, self._window).step_should_stop:
+            self._active = False
 
 
 def _ended_without_result(ended: AttemptOutcome) -> tuple[str, str]:

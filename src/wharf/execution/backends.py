@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
@@ -134,6 +134,18 @@ def startup_timeout_of(backend: object, spec: StepSpec | None = None) -> float |
     else:
         return None
     return None if seconds is None else float(seconds)
+
+
+@runtime_checkable
+class TellsWork(Protocol):
+    """A step backend that can tell whether an attempt's process is working (using the CPU):
+    the engine beats for an attempt that works but cannot beat itself (its code holds the GIL;
+    ``attempts.IsolatedExecutor``)."""
+
+    def working(self, handle: Any) -> bool:
+        """Whether the process of ``handle`` used CPU time since the last time this was asked
+        (False the first time, or when it cannot tell)."""
+        ...
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
 from wharf.execution.pinning import allocation_env
 from wharf.execution.subprocesses import StepProcess, collect_logs, start_step_process
 from wharf.store.models import StepRunRecord
-from wharf.store.process_identity import kill_if_ours, start_token
+from wharf.store.process_identity import cpu_ticks, kill_if_ours, start_token
 
 if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
@@ -96,6 +96,8 @@ class _Live:
     cancelled: bool = False
     workdir: str | None = None
     """The empty working directory a travelling step started in (removed at cleanup)."""
+    cpu: int | None = None
+    """The CPU time (clock ticks) the process had used when :meth:`working` last looked."""
 
 
 def describe_exit(code: int) -> str:
@@ -176,6 +178,19 @@ class LocalProcessBackend:
                 wait(ready, left)
             else:  # no descriptor for any of them (an OS without process descriptors)
                 time.sleep(left)
+
+    def working(self, handle: LocalProcessHandle) -> bool:
+        """Whether the attempt's process is alive and used CPU time since the last time this
+        was asked (False the first time, and where the OS does not tell): a step busy in code
+        that holds the GIL (a long regular expression match, a C extension's loop) cannot
+        beat, yet is healthy; one that is stopped or stuck without using the CPU is not.
+        ``attempts.IsolatedExecutor`` beats for it while it works."""
+        with self._lock:
+            attempt = self._live.get(handle)
+        if attempt is None or attempt.cancelled or attempt.process.wait(0) is not None:
+            return False
+        used, attempt.cpu = attempt.cpu, cpu_ticks(handle.pid)
+        return used is not None and attempt.cpu is not None and attempt.cpu > used
 
     def cancel(self, handle: LocalProcessHandle, grace_seconds: float = 0.0) -> None:
         with self._lock:

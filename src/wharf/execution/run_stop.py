@@ -51,6 +51,7 @@ from wharf.execution.backends import (
     AttemptOutcome,
     StepBackend,
     StepLaunch,
+    TellsWork,
     placement_of,
     startup_timeout_of,
 )
@@ -452,3 +453,8 @@ class TrackedBackend(Generic[H]):
 
     def stop_recorded(self, step: StepRunRecord) -> bool:
         return self.inner.stop_recorded(step)
+
+    def working(self, handle: H) -> bool:
+        """The inner backend's (``wharf.execution.backends.TellsWork``); False if it cannot
+        tell."""
+        return isinstance(self.inner, TellsWork) and self.inner.working(handle)

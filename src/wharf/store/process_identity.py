@@ -116,3 +116,23 @@ def kill_if_ours(host: str | None, pid: int | None, token: str | None) -> bool:
     except ProcessLookupError:  # it ended meanwhile
         return False
     return True
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """The CPU time the live process ``pid`` has used so far (user and system, all its
+    threads), in clock ticks; None where it is unknown (not Linux, no such process, a zombie).
+    A process whose count grows is running, whatever its threads can do meanwhile."""
+    if pid <= 0:
+        return None
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if not fields or fields[0] in (b"Z", b"X"):
+        return None
+    try:
+        return int(fields[11]) + int(fields[12])  # fields 14 (utime) and 15 (stime) of the line
+    except (IndexError, ValueError):
+        return None
