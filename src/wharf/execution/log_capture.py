@@ -22,6 +22,7 @@ import io
 import logging
 import os
 import posixpath
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -224,6 +225,17 @@ def write_log(store: ArtifactStore, uri: str, text: str | bytes) -> None:
         f.write(data)
 
 
+COPY_CHUNK_BYTES = 1 << 20
+
+
+def copy_log(store: ArtifactStore, uri: str, path: str | os.PathLike[str]) -> None:
+    """Store the log file at ``path`` at ``uri``, a chunk at a time: a step that printed
+    gigabytes costs its orchestrator no more memory than one chunk."""
+    store.makedirs(posixpath.dirname(uri))
+    with open(path, "rb") as source, store.open(uri, "wb") as f:
+        shutil.copyfileobj(source, f, COPY_CHUNK_BYTES)
+
+
 def read_log(store: ArtifactStore, uri: str) -> str:
     with store.open(uri, "rb") as f:
         data: bytes = f.read()
@@ -265,8 +277,7 @@ class OwnLog:
                     stream.flush()
             try:
                 if self._store is not None and self._uri:
-                    with open(self._path, "rb") as f:
-                        write_log(self._store, self._uri, f.read())
+                    copy_log(self._store, self._uri, self._path)
             except Exception as exc:  # the step's end is recorded: only its log is lost
                 logger.warning("The step's log could not be stored: %s", exc)
             finally:

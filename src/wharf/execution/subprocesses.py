@@ -33,7 +33,7 @@ from pathlib import Path
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.global_config import SERVER_URL_ENV
-from wharf.execution.log_capture import STEP_LOG_ENV, write_log
+from wharf.execution.log_capture import STEP_LOG_ENV, copy_log
 from wharf.store.models import StepRunRecord
 
 WHARF_PREFIX = "WHARF_"
@@ -314,9 +314,10 @@ def start_step_process(
 
 
 def collect_logs(step: StepProcess, store: ArtifactStore, logs_uri: str | None) -> None:
-    """Copy the process's output to the artifact store and remove the temporary file."""
+    """Copy the process's output to the artifact store (a chunk at a time) and remove the
+    temporary file."""
     try:
         if logs_uri:
-            write_log(store, logs_uri, step.log_path.read_bytes())
+            copy_log(store, logs_uri, step.log_path)
     finally:
         step.log_path.unlink(missing_ok=True)
