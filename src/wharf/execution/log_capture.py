@@ -24,11 +24,12 @@ import os
 import posixpath
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import TextIO
+from typing import IO, TextIO
 
 from wharf.artifacts.store import ArtifactStore
 
@@ -40,23 +41,69 @@ STEP_LOG_ENV = "WHARF_STEP_LOG_FILE"
 _INSTALL_LOCK = threading.Lock()
 
 
+MEMORY_CHARS = 1 << 20
+"""How much of a step's captured output is kept in memory; the rest goes to a temporary file."""
+
+
 class _StepSink:
-    """One step's capture buffer, open while the step runs; written by its thread and by the
-    threads started from it."""
+    """One step's capture, open while the step runs; written by its thread and by the threads
+    started from it. Past :data:`MEMORY_CHARS` it spills to a temporary file (UTF-8), so a step
+    that prints a lot costs the orchestrating process no memory for it."""
 
     def __init__(self) -> None:
         self.buffer = io.StringIO()
+        self._spill: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._open = True
+        self.empty = True
 
     def write(self, text: str) -> None:
         with self._lock:
-            if self._open:
-                self.buffer.write(text)
+            if not self._open or not text:
+                return
+            self.empty = False
+            if self._spill is not None:
+                self._spill.write(_encoded(text))
+                return
+            self.buffer.write(text)
+            if self.buffer.tell() > MEMORY_CHARS:
+                # closed by save(), or when the sink is collected
+                self._spill = tempfile.TemporaryFile(prefix="wharf-step-log-")  # noqa: SIM115
+                self._spill.write(_encoded(self.buffer.getvalue()))
+                self.buffer = io.StringIO()
 
     def close(self) -> None:
         with self._lock:
             self._open = False
+
+    def getvalue(self) -> str:
+        """All that was captured."""
+        with self._lock:
+            if self._spill is None:
+                return self.buffer.getvalue()
+            self._spill.flush()
+            self._spill.seek(0)
+            text = self._spill.read().decode(errors="replace")
+            self._spill.seek(0, os.SEEK_END)
+            return text
+
+    def save(self, store: ArtifactStore, uri: str) -> None:
+        """Store what was captured at ``uri`` (from the temporary file a chunk at a time), then
+        free the temporary file."""
+        with self._lock:
+            spill, self._spill = self._spill, None
+        if spill is None:
+            write_log(store, uri, self.buffer.getvalue())
+            return
+        with spill:
+            spill.seek(0)
+            store.makedirs(posixpath.dirname(uri))
+            with store.open(uri, "wb") as f:
+                shutil.copyfileobj(spill, f, COPY_CHUNK_BYTES)
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "backslashreplace")
 
 
 _SINK: ContextVar[_StepSink | None] = ContextVar("wharf_log_sink", default=None)
@@ -137,13 +184,14 @@ def write_to_step_log(text: str) -> bool:
 
 
 @contextmanager
-def capture_output() -> Iterator[io.StringIO]:
-    """Collect what this thread, and the threads it starts, print while the block runs."""
+def capture_output() -> Iterator[_StepSink]:
+    """Collect what this thread, and the threads it starts, print while the block runs (its
+    ``getvalue()``)."""
     install_routing()
     sink = _StepSink()
     token = _SINK.set(sink)
     try:
-        yield sink.buffer
+        yield sink
     finally:
         sink.close()
         _SINK.reset(token)
@@ -169,11 +217,10 @@ class StepLog:
                 return
             self._stored = True
             self.sink.close()
-            text = self.sink.buffer.getvalue()
-            if not self._uri or not text:  # a silent step costs no file
+            if not self._uri or self.sink.empty:  # a silent step costs no file
                 return
             try:
-                write_log(self._store, self._uri, text)
+                self.sink.save(self._store, self._uri)
             except OSError as exc:  # the artifact store went away
                 logger.warning("Step '%s': its log could not be stored: %s", self._name, exc)
 
