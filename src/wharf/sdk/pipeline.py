@@ -21,12 +21,14 @@ from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
+from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
 from wharf.execution.code_archive import code_travels, ship_code
 from wharf.execution.refusal import RunRefusedError
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
+from wharf.execution.step_writes import through_outage
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
 from wharf.sdk.run_failure import FailureWatch
@@ -231,8 +233,9 @@ class Pipeline(Generic[P]):
 
         Compile to a :class:`PipelineSpec` -> the orchestrator's checks (``runtime_policy``: a
         refused run, or a schedule it cannot fire, records nothing) -> pipeline, snapshot and
-        run records in one write (``runs.record``): the run recorded running at once when the
-        orchestrator starts it in this process (the local ones), else a placeholder
+        run records in one write (``runs.record``, under ids chosen beforehand, repeated
+        through a store outage as the engine's writes are): the run recorded running at once
+        when the orchestrator starts it in this process (the local ones), else a placeholder
         (initializing) it replaces -> the orchestrator runs it -> the finished run record. A
         run that ended failed raises :class:`~wharf.sdk.run_failure.RunFailedError` unless
         ``raise_on_failure=False``; a run whose credential the store refused while it ran (its
@@ -267,9 +270,13 @@ class Pipeline(Generic[P]):
         if spec.config.schedule is not None and orchestrator.schedules_runs:
             return schedule_on(self.name, workspace, orchestrator, stack.id, spec, services)
         name = run_name(self.name, services.clock())
+        # Ids chosen before the first try: a repeat whose answer was lost (an outage) gets the
+        # run and snapshot it wrote, never a second run.
+        ids = {"id": new_id(), "snapshot_id": new_id()}
         if orchestrator.starts_runs_in_process:
             # Recorded running at once: no placeholder to replace (one write per call).
             start = RunStart(
+                **ids,
                 name=name,
                 status=ExecutionStatus.RUNNING,
                 orchestrator_run_id=orchestrator.new_run_id(),
@@ -277,9 +284,11 @@ class Pipeline(Generic[P]):
                 orchestrator=orchestrator_process(services.heartbeat_interval),
             )
         else:
-            start = RunStart(name=name, user_id=workspace.user.id)
-        pipeline, snapshot, run = store.runs.record(
-            workspace.project.id, self.name, stack.id, spec, start
+            start = RunStart(**ids, name=name, user_id=workspace.user.id)
+        pipeline, snapshot, run = through_outage(
+            services,
+            lambda: store.runs.record(workspace.project.id, self.name, stack.id, spec, start),
+            f"record a run of pipeline {self.name}",
         )
         watch = FailureWatch()
         job = RunJob(

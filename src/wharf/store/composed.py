@@ -73,7 +73,11 @@ class ComposedRuns:
         pipeline = self._pipelines.get_or_create(project_id, pipeline_name)
         snapshot = self._snapshots.create(
             SnapshotCreate(
-                project_id=project_id, pipeline_id=pipeline.id, stack_id=stack_id, spec=spec
+                id=run.snapshot_id,
+                project_id=project_id,
+                pipeline_id=pipeline.id,
+                stack_id=stack_id,
+                spec=spec,
             )
         )
         return pipeline, snapshot, self.create(run.of(snapshot))

@@ -21,8 +21,7 @@ from wharf.core.paging import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # noqa: PLC0414
 from wharf.core.paging import Page as Page  # noqa: PLC0414
 from wharf.core.paging import PageRequest as PageRequest  # noqa: PLC0414
 
-MAX_PID = 2**31 - 1
-"""Largest process id the store holds (a 32-bit signed integer column on every backend)."""
+MAX_PID = 2**31 - 1  # the largest process id the store holds (a 32-bit signed column)
 
 IdPrefix = Annotated[str, Field(pattern=r"^[0-9a-f]{1,32}$")]
 """The start of ids' hex form (``wharf.core.ids``): a filter keeps ids that start with it."""
@@ -167,8 +166,8 @@ class StepRunRecord(_Frozen):
     end_time: datetime | None
     last_heartbeat: datetime | None
     heartbeat_deadline: datetime | None = None
-    """When the step counts as lost if no heartbeat came (last beat + its liveness timeout);
-    None before the first beat and once the step's status is final (it can no longer be lost)."""
+    """When the step counts as lost with no beat (last beat + its liveness timeout); None
+    before the first beat and once its status is final."""
     spec: StepSpec | None = None
     """The step's compiled spec (dynamic steps; isolated steps read it in their process)."""
     logs_uri: str | None = None
@@ -179,8 +178,7 @@ class StepRunRecord(_Frozen):
     """The host that process runs on."""
     pid_start: str | None = None
     """That process's start token (``wharf.store.process_identity``): a reused pid differs."""
-    resource_request_id: UUID | None = None
-    """The step's Resource Manager request (steps that ask for resources)."""
+    resource_request_id: UUID | None = None  # the step's Resource Manager request, if any
     runtime: StepRuntime | None = None
     """Where the step runs (inline or isolated), when known."""
     calls: dict[int, str] | None = None
@@ -196,8 +194,7 @@ class HeartbeatResponse(_Frozen):
     status: ExecutionStatus
     run_status: ExecutionStatus
     resource_request_id: UUID | None = None
-    """The step's Resource Manager request, if it has one (read in the same statement, so
-    the workspace renews the lease without reading the step again)."""
+    """The step's RM request, if any (read with the beat: its lease renewed without a read)."""
 
     @property
     def should_stop(self) -> bool:
@@ -298,6 +295,7 @@ class ComponentCreate(_Frozen):
 
 
 class SnapshotCreate(_Frozen):
+    id: UUID | None = None  # chosen before the first try: a repeat answers what was written
     project_id: UUID
     pipeline_id: UUID
     stack_id: UUID | None = None
@@ -305,6 +303,7 @@ class SnapshotCreate(_Frozen):
 
 
 class RunCreate(_Frozen):
+    id: UUID | None = None  # chosen before the first try: a repeat answers the run written
     project_id: UUID
     pipeline_id: UUID
     snapshot_id: UUID
@@ -322,8 +321,10 @@ class RunCreate(_Frozen):
 
 
 class RunStart(_Frozen):
-    """A run recorded together with its snapshot (``runs.record``)."""
+    """A run recorded with its snapshot (``runs.record``); its ids as in ``RunCreate.id``."""
 
+    id: UUID | None = None
+    snapshot_id: UUID | None = None
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus = ExecutionStatus.INITIALIZING
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
@@ -333,14 +334,13 @@ class RunStart(_Frozen):
     def of(self, snapshot: SnapshotRecord) -> RunCreate:
         """This run as a run of ``snapshot``."""
         ids = {"project_id": snapshot.project_id, "pipeline_id": snapshot.pipeline_id}
-        return RunCreate(**ids, snapshot_id=snapshot.id, **dict(self))
+        return RunCreate(**{**dict(self), **ids, "snapshot_id": snapshot.id})
 
 
 class StepRunCreate(_Frozen):
     id: UUID | None = None
-    """A fresh id chosen before the step run is written (None: the store picks one): a create
-    repeated with it (its answer was lost in an outage) gets what was written, not a second
-    step run."""
+    """Chosen before the step run is written (None: the store picks one): a create repeated
+    with it (its answer was lost in an outage) gets what was written, not a second one."""
     run_id: UUID
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus

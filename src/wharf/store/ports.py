@@ -134,13 +134,17 @@ class PipelineRepository(Protocol):
 
 
 class SnapshotRepository(Protocol):
-    def create(self, snapshot: SnapshotCreate) -> SnapshotRecord: ...
+    def create(self, snapshot: SnapshotCreate) -> SnapshotRecord:
+        """A repeat under ``snapshot.id`` answers the snapshot written (another: EntityExists)."""
+        ...
+
     def get(self, snapshot_id: UUID) -> SnapshotRecord: ...
 
 
 class RunRepository(Protocol):
     def create(self, run: RunCreate) -> PipelineRunRecord:
-        """Raises EntityExistsError if (snapshot, orchestrator_run_id) is taken."""
+        """Raises EntityExistsError if (snapshot, orchestrator_run_id) is taken. A repeat under
+        ``run.id`` answers the run it wrote (another run there: EntityExistsError)."""
         ...
 
     def create_with_metadata(self, run: RunCreate, metadata: dict[str, Any]) -> PipelineRunRecord:
@@ -187,7 +191,8 @@ class RunRepository(Protocol):
         """The records of a pipeline call: ``pipelines.get_or_create(project_id,
         pipeline_name)``, then ``snapshots.create`` of ``spec`` on ``stack_id`` for that
         pipeline, then ``create`` of ``run`` for that snapshot (all or nothing where the store
-        has transactions; composed, an error leaves what was written before it)."""
+        has transactions; composed, an error leaves what was written before it). Repeated with
+        ``run.id`` (and ``run.snapshot_id``) it answers what it wrote, as ``create`` does."""
         ...
 
     def finish(

@@ -2,8 +2,8 @@
 :func:`finish` of the ``RunRepository`` port, for the SQL run repository.
 
 Invariants: ``record`` is all or nothing and follows the rules of the pipeline, snapshot and run
-repositories; ``finish`` never changes a finished run and always honours a stop committed before
-it. Both are on the per-run path of every pipeline call, so their statements run on the driver's
+repositories (repeated under the run's chosen id, it answers what it wrote: ``run_repeats``);
+``finish`` never changes a finished run and always honours a stop committed before it. Both are on the per-run path of every pipeline call, so their statements run on the driver's
 cursor (``wharf.sql.direct``) and records are assembled from values already in hand.
 """
 
@@ -34,6 +34,7 @@ from wharf.store.models import (
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import check_name, first_missing, not_found, status_times
 from wharf.store.sql.repositories.run_liveness import ended_values, liveness_values
+from wharf.store.sql.repositories.run_repeats import repeated_record
 
 _P, _SN, _R = t.pipeline, t.pipeline_snapshot, t.pipeline_run
 _PIPELINE = DirectStatement(
@@ -60,7 +61,7 @@ def run_record(values: Mapping[str, Any]) -> PipelineRunRecord:
 def run_values(run: RunCreate, now: Any) -> dict[str, Any]:
     """The row of a new run (``runs.create`` and ``record`` build it alike)."""
     values: dict[str, Any] = {
-        "id": new_id(),
+        "id": run.id or new_id(),
         "project_id": run.project_id,
         "pipeline_id": run.pipeline_id,
         "snapshot_id": run.snapshot_id,
@@ -105,7 +106,7 @@ def record(
             pipeline["created"] = now
             _INSERT_PIPELINE.execute(conn, pipeline)
         snapshot_values = {
-            "id": new_id(),
+            "id": run.snapshot_id or new_id(),
             "project_id": project_id,
             "pipeline_id": pipeline["id"],
             "stack_id": stack_id,
@@ -123,7 +124,12 @@ def record(
         try:
             return db.write(write)
         except UniqueViolationError:
-            continue  # a concurrent caller created the pipeline first: the next pass finds it
+            # A repeat whose first answer was lost finds what it wrote; else a concurrent
+            # caller created the pipeline first: the next pass finds it.
+            repeated = repeated_record(db, project_id, pipeline_name, stack_id, spec, run)
+            if repeated is not None:
+                return repeated
+            continue
         except ForeignKeyViolationError as exc:
             checks: list[tuple[str, Table, list[UUID | None]]] = [
                 ("project", t.project, [project_id]),

@@ -7,6 +7,8 @@ Invariants:
   (``SELECT ... FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so concurrent updates apply one
   after the other and an illegal one changes nothing; ``start_time`` is set when the run first
   becomes running (also when created running), ``end_time`` when it first finishes.
+- A create repeated under the id its caller chose answers the run it wrote, and is refused
+  (``EntityExistsError``) if it asks for another (``run_repeats``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from wharf.store.models import (
     RunUpdate,
 )
 from wharf.store.sql import tables as t
-from wharf.store.sql.repositories import run_liveness, run_metadata, run_records
+from wharf.store.sql.repositories import run_liveness, run_metadata, run_records, run_repeats
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
@@ -81,6 +83,9 @@ class SqlRunRepository(SqlRepository):
         try:
             return self._db.write(write)
         except UniqueViolationError:
+            repeated = run_repeats.repeated_run(self._db, run)  # its answer lost: the run written
+            if repeated is not None:
+                return repeated
             raise EntityExistsError(
                 f"A run of snapshot {run.snapshot_id} with orchestrator run id "
                 f"'{run.orchestrator_run_id}' already exists."

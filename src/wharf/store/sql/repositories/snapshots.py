@@ -13,10 +13,11 @@ from sqlalchemy import Row, select
 
 from wharf.config.spec import PipelineSpec
 from wharf.core.ids import new_id
-from wharf.sql.errors import ForeignKeyViolationError
+from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import SnapshotCreate, SnapshotRecord
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import SqlRepository, first_missing, not_found
+from wharf.store.sql.repositories.run_repeats import repeated_snapshot
 
 _SN = t.pipeline_snapshot
 
@@ -30,7 +31,7 @@ def _record(row: Row[Any]) -> SnapshotRecord:
 class SqlSnapshotRepository(SqlRepository):
     def create(self, snapshot: SnapshotCreate) -> SnapshotRecord:
         values = {
-            "id": new_id(),
+            "id": snapshot.id or new_id(),
             "project_id": snapshot.project_id,
             "pipeline_id": snapshot.pipeline_id,
             "stack_id": snapshot.stack_id,
@@ -39,6 +40,11 @@ class SqlSnapshotRepository(SqlRepository):
         }
         try:
             self._db.write(lambda c: c.execute(_SN.insert(), values))
+        except UniqueViolationError:  # a repeat (its answer lost) gets the snapshot written
+            repeated = repeated_snapshot(self._db, snapshot)
+            if repeated is None:
+                raise
+            return repeated
         except ForeignKeyViolationError as exc:
             raise (
                 first_missing(
