@@ -110,11 +110,14 @@ class RunHeartbeat:
         on_forced: Callable[[], object] | None = None,
         on_stopping: Callable[[], object] | None = None,
         on_refused: Callable[[CredentialsRefusedError], object] | None = None,
+        sweeps: bool = True,
     ) -> None:
-        """``release``: told of each step a sweep ended (releases its request); ``on_forced``:
-        called once when a beat learns that the run's stop is forced; ``on_stopping``: called
-        once when a beat learns that the run is stopping; ``on_refused``: called once, with the
-        store's error, when a beat is refused the run's credential."""
+        """``sweeps``: False where the store's credential may not sweep (a workspace server's
+        run token: the server sweeps itself, and would refuse it 403); ``release``: told of
+        each step a sweep ended (releases its request); ``on_forced``: called once when a beat
+        learns that the run's stop is forced; ``on_stopping``: called once when a beat learns
+        that the run is stopping; ``on_refused``: called once, with the store's error, when a
+        beat is refused the run's credential."""
         self._store = store
         self._on_refused = on_refused
         self.refusal: CredentialsRefusedError | None = None
@@ -127,8 +130,8 @@ class RunHeartbeat:
         self._process = orchestrator_process(interval)
         self._stopped = threading.Event()
         self._forced = False
-        self._sweeps = True
-        """False once the store refused a sweep (a workspace server's run token)."""
+        self._sweeps = sweeps
+        """False if told so, or once the store refused a sweep (a run token it missed)."""
         self._thread = threading.Thread(
             target=self._loop, name=f"wharf-run-heartbeat-{run_id}", daemon=True
         )
@@ -144,6 +147,7 @@ class RunHeartbeat:
         on_forced: Callable[[], object] | None = None,
         on_stopping: Callable[[], object] | None = None,
         on_refused: Callable[[CredentialsRefusedError], object] | None = None,
+        sweeps: bool = True,
     ) -> RunHeartbeat:
         """Sweep lost runs (so their leftover allocations are given back before this run asks
         for any), then beat every ``interval`` seconds."""
@@ -155,6 +159,7 @@ class RunHeartbeat:
             on_forced=on_forced,
             on_stopping=on_stopping,
             on_refused=on_refused,
+            sweeps=sweeps,
         )
         heartbeat._sweep()
         heartbeat._thread.start()

@@ -48,7 +48,7 @@ from wharf.execution.run_stop import (
     TrackedInline,
 )
 from wharf.execution.runtime import RuntimePolicy
-from wharf.execution.services import RunServices, run_scoped
+from wharf.execution.services import RunServices, holds_run_token, run_scoped
 from wharf.execution.signals import RunSignals
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepRunner, import_step
@@ -152,6 +152,7 @@ def _orchestrate(
         on_forced=stopper.forced_elsewhere,
         on_stopping=lambda: stopper.stop(recorded=True),  # `wharf runs stop` from elsewhere
         on_refused=stopper.refuse,  # its API key revoked: nothing can be written any more
+        sweeps=not holds_run_token(services, run.id),  # the server sweeps, refusing its token
     )
     services.progress.run_started(run, job.snapshot.spec.name)
     signals = RunSignals(stopper, run.name).install()  # Ctrl-C, SIGTERM: stop this run

@@ -130,11 +130,18 @@ def for_run(services: RunServices, run_id: UUID) -> RunServices:
     already is kept as it is (an orchestrator pod started with one: a run token may not ask
     for another, so it never outlives the one it was handed). Otherwise ``services``
     unchanged."""
-    held = services.child_env.get(API_KEY_ENV)
-    if held is not None and run_token_scope(held) == run_id:
+    if holds_run_token(services, run_id):
         return services
     token = services.store.runs.issue_token(run_id)
     if token is None:
         return services
     env = {**services.child_env, SERVER_URL_ENV: services.store.url, API_KEY_ENV: token}
     return dataclasses.replace(services, child_env=env)
+
+
+def holds_run_token(services: RunServices, run_id: UUID) -> bool:
+    """Whether ``services`` reach the store with a token scoped to run ``run_id`` (as
+    :func:`run_scoped` makes them on a workspace server), which may not sweep lost runs: the
+    server sweeps itself."""
+    held = services.child_env.get(API_KEY_ENV)
+    return held is not None and run_token_scope(held) == run_id
