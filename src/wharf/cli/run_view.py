@@ -15,6 +15,7 @@ from uuid import UUID
 from wharf.cli.output import format_table
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.resource_kinds import kind_named
+from wharf.core.transitions import ended_unseen
 from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 STEP_COLUMNS = ("step", "status", "duration", "details")
@@ -113,11 +114,17 @@ def amount(quantity: int, unit: str | None, what: str, class_name: str | None) -
     return f"{text} ({class_name})" if class_name and class_name != "default" else text
 
 
-def duration(start: datetime | None, end: datetime | None, now: datetime) -> str:
-    """``850 ms``, ``5.6 s``, ``2 min 03 s``, ``1 h 02 min``; ``-`` before the start."""
+def duration(
+    start: datetime | None, end: datetime | None, now: datetime, *, unseen: bool = False
+) -> str:
+    """``850 ms``, ``5.6 s``, ``2 min 03 s``, ``1 h 02 min``; ``-`` before the start.
+    ``unseen``: it ended when its process died unseen (the lost-run sweep), some time after
+    ``end`` (when it was last seen alive): ``≥ 5.6 s``, or ``unknown`` under a second."""
     if start is None:
         return "-"
     seconds = max(0.0, ((end or now) - start).total_seconds())
+    if unseen and end is not None:
+        return "unknown" if seconds < 1 else f"≥ {duration(start, end, now)}"
     if seconds < 1:
         text = f"{seconds * 1000:.0f} ms"
     elif seconds < 60:
@@ -176,7 +183,9 @@ def tree_rows(view: RunView, now: datetime) -> list[list[str]]:
             [
                 f"{prefix}{connector}{name}",
                 status,
-                duration(step.start_time, step.end_time, now),
+                duration(
+                    step.start_time, step.end_time, now, unseen=ended_unseen(step.status_reason)
+                ),
                 _details(view, step),
             ]
         )
@@ -204,7 +213,15 @@ def render(view: RunView, now: datetime) -> list[str]:
         ("Pipeline", view.pipeline_name),
         ("Status", run.status.value),
         ("Started", "-" if run.start_time is None else _time(run.start_time)),
-        ("Duration", duration(run.start_time or run.created, run.end_time, now)),
+        (
+            "Duration",
+            duration(
+                run.start_time or run.created,
+                run.end_time,
+                now,
+                unseen=ended_unseen(run.status_reason),
+            ),
+        ),
     ]
     if run.status_reason:
         header.append(("Reason", " ".join(run.status_reason.split())))

@@ -98,6 +98,18 @@ def check_step_initial(status: S) -> None:
         raise IllegalTransitionError(f"A step run cannot be created with status {status.value}.")
 
 
+ORCHESTRATOR_LOST = "orchestrator lost (last seen "
+"""How the reason of a run the lost-run sweep ended begins (``orchestrator lost (last seen
+<time>)``; its steps' reasons quote it): they ended when last seen alive, so their durations
+are lower bounds (:func:`ended_unseen`)."""
+
+
+def ended_unseen(reason: str | None) -> bool:
+    """Whether a run or step with this ``status_reason`` was ended by the lost-run sweep: its
+    process died unseen, some time after its recorded end."""
+    return reason is not None and ORCHESTRATOR_LOST in reason
+
+
 STOPPED_ON_REQUEST = "Stopped on request."
 FORCE_STOPPED_ON_REQUEST = "Force-stopped on request."
 """The reason of a run whose stop was forced (``wharf runs stop --force``, a second Ctrl-C)."""

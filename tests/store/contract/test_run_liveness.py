@@ -91,7 +91,9 @@ def test_an_ended_run_has_no_deadline_and_ignores_beats(world: World, final: S) 
 def test_a_lost_run_and_its_steps_end_when_they_were_last_seen(
     world: World, clock: FakeClock
 ) -> None:
-    """Not when the sweep noticed: their durations are the time they lived."""
+    """Not when the sweep noticed: their durations are the time they were seen to live. A step
+    still in flight lived as long as its run's process: it ends when the run was last seen
+    (here its last step's end), not at its own last beat."""
     runs, steps = world.store.runs, world.store.steps
     lost = world.run(status=S.RUNNING, orchestrator=ELSEWHERE)
     clock.advance(5)
@@ -109,8 +111,8 @@ def test_a_lost_run_and_its_steps_end_when_they_were_last_seen(
     clock.advance(600)
     [swept] = runs.fail_lost_orchestrators(clock.now)
     assert swept.run.end_time == runs.get(lost.id).end_time == done_at  # its last step's end
-    assert {s.id: s.end_time for s in swept.steps} == {running.id: step_beat, queued.id: run_beat}
-    assert steps.get(running.id).end_time == step_beat
+    assert {s.id: s.end_time for s in swept.steps} == {running.id: done_at, queued.id: done_at}
+    assert steps.get(running.id).end_time == done_at > step_beat > run_beat
 
 
 def test_sweep_candidates_are_expired_runs_and_runs_of_the_host(

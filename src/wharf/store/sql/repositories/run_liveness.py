@@ -18,6 +18,7 @@ from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
+from wharf.core.transitions import ORCHESTRATOR_LOST
 from wharf.sql.engine import Database
 from wharf.sql.types import as_utc
 from wharf.store.models import (
@@ -48,7 +49,7 @@ _BEAT_ANSWER = select(_R.c.status, _R.c.stop_forced).where(_R.c.id == bindparam(
 def lost_reason(last_heartbeat: datetime | None) -> str:
     """The ``status_reason`` of a run whose orchestrating process was lost."""
     seen = last_heartbeat.isoformat() if last_heartbeat is not None else "never"
-    return f"orchestrator lost (last seen {seen})"
+    return f"{ORCHESTRATOR_LOST}{seen})"
 
 
 def step_lost_reason(last_heartbeat: datetime | None) -> str:
@@ -132,7 +133,8 @@ def fail_lost(
     two sweepers end a run once. A run is ended failed with the reason ``orchestrator lost (last
     seen <time>)`` and every unfinished step of it failed (a retrying one too: its retry never
     starts), in one transaction. Their end time is
-    their last sign of life, not the sweep's time (:func:`_last_seen`).
+    the run's last sign of life (or a step's own, if later), not the sweep's time
+    (:func:`_last_seen`): a lower bound, which ``wharf runs show`` says (``ended_unseen``).
     """
     cutoff = as_utc(now)
     which = _R.c.heartbeat_deadline < cutoff
@@ -160,7 +162,9 @@ def fail_lost(
             if done.rowcount != 1:
                 continue
             current.update(values)
-            steps = _end_steps(conn, current["id"], at, current["last_heartbeat"])
+            steps = _end_steps(
+                conn, current["id"], at, current["last_heartbeat"], values["end_time"]
+            )
             lost.append(LostRun(run=PipelineRunRecord.model_validate(current), steps=steps))
         return lost
 
@@ -168,8 +172,16 @@ def fail_lost(
 
 
 def _end_steps(
-    conn: Connection, run_id: UUID, at: datetime, last_seen: datetime | None
+    conn: Connection,
+    run_id: UUID,
+    at: datetime,
+    last_seen: datetime | None,
+    run_seen: datetime,
 ) -> list[StepRunRecord]:
+    """End failed the run's unfinished steps. A step in flight was alive as long as its run's
+    process was: it ends when the run was last seen (``run_seen``: its latest beat, or a step's
+    start, beat or end), or at its own latest sign if later; ``last_seen`` (the run's last
+    beat) is what their reasons quote."""
     unfinished = (_S.c.run_id == run_id, *(_S.c.status != s for s in _FINAL_STEPS))
     rows = conn.execute(select(_S).where(*unfinished).with_for_update()).all()
     latest = _latest_attempts(conn, run_id)
@@ -185,7 +197,7 @@ def _end_steps(
             "status_reason": step_lost_reason(last_seen),
             "heartbeat_deadline": None,
             "updated": at,
-            "end_time": _last_seen(at, current, last_seen),
+            "end_time": _last_seen(at, current, run_seen),
         }
         if current["status"] == ExecutionStatus.RETRYING.value:  # its attempt ended already
             values["status_reason"] = retry_lost_reason(last_seen, current["status_reason"])
