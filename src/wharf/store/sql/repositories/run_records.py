@@ -3,7 +3,8 @@
 
 Invariants: ``record`` is all or nothing and follows the rules of the pipeline, snapshot and run
 repositories (repeated under the run's chosen id, it answers what it wrote: ``run_repeats``);
-``finish`` never changes a finished run and always honours a stop committed before it. Both are on the per-run path of every pipeline call, so their statements run on the driver's
+``finish`` never changes a finished run and always honours a stop committed before it. Both
+are on the per-run path of every pipeline call, so their statements run on the driver's
 cursor (``wharf.sql.direct``) and records are assembled from values already in hand.
 """
 
