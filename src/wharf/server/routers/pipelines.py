@@ -12,6 +12,7 @@ from wharf.server.deps import CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
+    chosen_id,
     empty_page,
     json_response,
     list_scope,
@@ -81,7 +82,8 @@ def build_router() -> APIRouter:
         same_project(
             ctx, body.project_id, [("pipeline", body.pipeline_id, ctx.state.scopes.pipeline)]
         )
-        record = ctx.store.snapshots.create(body)
+        with chosen_id("pipeline snapshot", body.id, body.project_id, ctx.state.scopes.snapshot):
+            record = ctx.store.snapshots.create(body)
         ctx.state.scopes.snapshot.remember(record.id, record.project_id)
         return json_response(record, 201)
 

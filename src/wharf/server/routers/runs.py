@@ -8,6 +8,8 @@ name the user they act for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Annotated
 from uuid import UUID
 
@@ -23,6 +25,7 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
+    chosen_id,
     empty_page,
     items_response,
     json_response,
@@ -102,6 +105,14 @@ def _start_own_run(ctx: Ctx, start: RunCreate, scope: RunScope) -> tuple[Pipelin
     return run, update is not None
 
 
+def _chosen_id(ctx: Ctx, run: RunCreate) -> AbstractContextManager[None]:
+    return chosen_id("pipeline run", run.id, run.project_id, _run_project(ctx))
+
+
+def _run_project(ctx: Ctx) -> Callable[[UUID], UUID]:
+    return lambda run_id: ctx.state.scopes.run(run_id).project_id
+
+
 def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
     principal = ctx.principal
     if principal.kind == "user" and run.user_id != principal.id:
@@ -131,7 +142,8 @@ def build_router() -> APIRouter:
     @router.post("", response_model=PipelineRunRecord, status_code=201)
     def create_run(body: RunCreate, ctx: CtxDep) -> Response:
         _check_create(ctx, body)
-        run = ctx.store.runs.create(_as_caller(ctx, body))
+        with _chosen_id(ctx, body):
+            run = ctx.store.runs.create(_as_caller(ctx, body))
         _remember(ctx, run)
         return json_response(run, 201)
 
@@ -144,7 +156,8 @@ def build_router() -> APIRouter:
             run, created = _start_own_run(ctx, body, scope)
             return json_response(RunGetOrCreateResponse(run=run, created=created))
         _check_create(ctx, body)
-        run, created = ctx.store.runs.get_or_create(_as_caller(ctx, body))
+        with _chosen_id(ctx, body):
+            run, created = ctx.store.runs.get_or_create(_as_caller(ctx, body))
         _remember(ctx, run)
         return json_response(RunGetOrCreateResponse(run=run, created=created))
 

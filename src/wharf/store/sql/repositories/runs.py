@@ -179,8 +179,13 @@ class SqlRunRepository(SqlRepository):
             try:
                 return self._db.write(lambda c: self._get_or_create_once(c, run))
             except UniqueViolationError:
-                # A concurrent caller inserted or claimed (snapshot, orchestrator run id)
-                # first; our transaction rolled back, and the next pass finds their run.
+                # A repeat under the id its caller chose finds the run it wrote (another run
+                # there: EntityExistsError, never a retry that cannot succeed); else a
+                # concurrent caller inserted or claimed (snapshot, orchestrator run id) first:
+                # our transaction rolled back, and the next pass finds their run.
+                repeated = run_repeats.repeated_run(self._db, run)
+                if repeated is not None:
+                    return repeated, False
                 continue
             except ForeignKeyViolationError as exc:
                 raise self._missing_reference(run) or exc from None
