@@ -7,7 +7,8 @@ Invariants: every check (ownership, existence, units, the status machine) runs b
 is staged, so a failing operation changes nothing; a request's ``created_at`` is the batch's
 ``now`` and its deadlines come from the durations the client sent; release, cancel and renewal
 of a terminal request return it unchanged; only the requester or an admin may change a request
-(:func:`~.principal.require_owner`).
+(:func:`~.principal.require_owner`); the ``by`` a caller names in a release or cancellation
+never takes the forms the RM's own reasons use (:data:`RM_ENDERS`).
 """
 
 from __future__ import annotations
@@ -176,6 +177,23 @@ def _owned(tx: Tx, principal: Principal, request_id: UUID) -> ResourceRequest | 
     return neutral(loaded.request)
 
 
+RM_ENDERS = ("resource manager administrator", "its requester", "the holder", "the client")
+"""How the RM itself names who ends a request (:func:`_ender`, ``lifecycle.release``): a
+caller's ``by`` may not start so, or any requester could end its own request as, say,
+``Released by Resource Manager administrator 'admin'.``"""
+
+
+def _given(by: str) -> str:
+    """``by`` as a caller gave it, unless it takes a form the RM's own reasons use (InputError)."""
+    if by.strip().casefold().startswith(RM_ENDERS):
+        raise InputError(
+            f"'by' names who ends a request for its status reason, and may not take the "
+            f"Resource Manager's own forms (starting with 'Resource Manager administrator', "
+            f"'its requester', 'the holder' or 'the client'): {by[:100]!r}."
+        )
+    return by
+
+
 def _ender(
     tx: Tx, principal: Principal, request_id: UUID, by: str | None, manual: bool
 ) -> str | None:
@@ -184,7 +202,7 @@ def _ender(
     ``manual`` command (``wharf request release``: the request may be its own only because a
     workspace server shares the RM administrator's key); else None (its holder)."""
     if by is not None:
-        return by
+        return _given(by)
     requester = tx.work.requesters.get(request_id, principal.name)
     if principal.admin and (manual or requester != principal.name):
         return f"Resource Manager administrator '{principal.name}'"
