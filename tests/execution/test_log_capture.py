@@ -8,6 +8,9 @@ while it runs."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.waiting import wait_until
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.execution.log_capture import OwnLog, capture_output, read_log
 
@@ -93,6 +97,54 @@ log.store_then_exit(4)
     assert done.returncode == 4, done.stderr
     assert not path.exists()
     assert read_log(store, uri) == "still in the buffer\n"
+
+
+def test_a_step_cut_off_after_its_grace_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """A step's process leads a process group (its pool's workers are in it): cut off once its
+    orchestrator is gone, it stores its log and is killed with the whole group. Before, it
+    exited alone and its workers lived on, orphaned."""
+    path = tmp_path / "wharf-step-1-x.log"
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    uri = store.new_uri("logs", "step.log")
+    worker_pid = tmp_path / "worker.pid"
+    code = f"""
+import subprocess, sys
+from pathlib import Path
+from wharf.artifacts.store import LocalArtifactStore
+from wharf.execution.log_capture import OwnLog
+worker = subprocess.Popen(["sleep", "300"])
+Path({str(worker_pid)!r}).write_text(str(worker.pid))
+log = OwnLog({str(path)!r})
+log.destination(LocalArtifactStore({store.path!r}), {uri!r})
+print("the step's last words", flush=True)
+log.orphan()
+log.store_then_exit(4)
+"""
+    with path.open("w") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+            check=False,
+            start_new_session=True,  # as a step's process: the leader of its own group
+        )
+    pid = int(worker_pid.read_text())
+    try:
+        assert wait_until(lambda: not _alive(pid), 60), "the step's worker outlived it"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert done.returncode == -signal.SIGKILL
+    assert read_log(store, uri) == "the step's last words\n"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- inline steps: capture_output

@@ -32,6 +32,7 @@ from contextvars import ContextVar
 from typing import IO, TextIO
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.execution.parent_watch import exit_with_group
 
 logger = logging.getLogger(__name__)
 
@@ -332,6 +333,7 @@ class OwnLog:
                     os.unlink(self._path)
 
     def store_then_exit(self, code: int) -> None:
-        """``ParentWatch``'s way out of a step that did not end in time: store, then exit."""
+        """``ParentWatch``'s way out of a step that did not end in time: store, then exit
+        (with its process group: ``parent_watch.exit_with_group``)."""
         self.store_if_orphaned()
-        os._exit(code)
+        exit_with_group(code)

@@ -3,7 +3,8 @@
 Owns :class:`ParentWatch`. Invariant: an isolated step never outlives its run's orchestrator
 (else a killed pipeline process would leave its step processes, and with them the
 multiprocessing fork server and resource tracker, running for ever): ``on_gone`` is called once,
-and a process still alive ``grace`` seconds later exits at once.
+and a process still alive ``grace`` seconds later exits at once, with the rest of the process
+group it leads (:func:`exit_with_group`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -40,13 +42,13 @@ class ParentWatch:
         on_gone: Callable[[int], object],
         grace: float = DEFAULT_GRACE_SECONDS,
         *,
-        exit_process: Callable[[int], None] = os._exit,
+        exit_process: Callable[[int], None] | None = None,
     ) -> None:
         """``on_gone(pid)`` is called once, from the watch's thread, with the pid of the
         orchestrator that is gone."""
         self._on_gone = on_gone
         self._grace = grace
-        self._exit = exit_process
+        self._exit = exit_process or exit_with_group
         self._done = threading.Event()
         parent = multiprocessing.parent_process()
         self._sentinel: int | None = parent.sentinel if parent is not None else None
@@ -88,3 +90,15 @@ class ParentWatch:
         if not self._done.wait(self._grace):
             logger.error("The step did not end within %.0f s; exiting.", self._grace)
             self._exit(EXIT_CODE)
+
+
+def exit_with_group(code: int) -> None:
+    """Exit at once; a process that leads a process group (a step's process does: its pool's
+    workers are in it) is killed with the whole group instead, since an immediate exit skips
+    the handlers that would end them and they would outlive the step."""
+    if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
+        try:
+            os.killpg(os.getpid(), signal.SIGKILL)
+        except OSError as exc:
+            logger.warning("Could not end the step's other processes: %s", exc)
+    os._exit(code)
