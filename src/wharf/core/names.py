@@ -76,8 +76,9 @@ def account_name(value: str, what: str) -> str:
     """``value`` as the name of a new ``what`` ("user", "project", "service account"), or
     InputError: the stored-name rule (:func:`normalize_name`), then letters (with their marks),
     digits and ``. _ - @`` only (no spaces, slashes or other punctuation: such names are typed
-    in commands and logins), starting with a letter or digit. Only creation checks it: accounts
-    named before the rule keep working, since lookups use :func:`lookup_form`."""
+    in commands and logins), starting with a letter or digit; and nothing that passes for
+    another name (:func:`_look_alike`). Only creation checks it: accounts named before the rule
+    keep working, since lookups use :func:`lookup_form`."""
     name = normalize_name(value, what)
     bad = next((c for c in name if not (_word_char(c) or c in ACCOUNT_NAME_PUNCTUATION)), None)
     if bad is not None or unicodedata.category(name[0])[0] not in "LN":
@@ -86,7 +87,30 @@ def account_name(value: str, what: str) -> str:
             f"A {what} name may hold only letters, digits, '.', '_', '-' and '@', starting "
             f"with a letter or digit ({found}): {_shortened(name)}."
         )
+    problem = _look_alike(name)
+    if problem is not None:
+        raise InputError(f"A {what} name {problem}: {_shortened(name)}.")
     return name
+
+
+_CONFUSABLE_SCRIPTS = frozenset({"LATIN", "GREEK", "CYRILLIC"})
+"""Scripts whose letters look alike (Latin a, Greek alpha, Cyrillic a): a name uses one of them."""
+
+
+def _look_alike(name: str) -> str | None:
+    """What makes ``name`` pass for another one, or None: compatibility forms (fullwidth
+    letters, mathematical bold letters, ligatures), or letters of more than one of Latin, Greek
+    and Cyrillic ('admin' spelt with a Cyrillic a, U+0430)."""
+    plain = unicodedata.normalize("NFKC", name)
+    if plain != name:
+        return f"must be written in plain characters ({plain!r}, not compatibility forms)"
+    scripts = {
+        unicodedata.name(c, "?").split()[0] for c in name if unicodedata.category(c)[0] == "L"
+    }
+    mixed = sorted(scripts & _CONFUSABLE_SCRIPTS)
+    if len(mixed) > 1:
+        return f"must not mix {' and '.join(s.title() for s in mixed)} letters, which look alike"
+    return None
 
 
 def _word_char(char: str) -> bool:
