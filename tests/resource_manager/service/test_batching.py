@@ -166,7 +166,7 @@ def test_releases_of_one_batch_are_compare_and_set_together(
     rm.requests.release(ALICE, held[0].id)
     invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
     slots = one_batch(
-        rm._runner, [rm.requests._release(ALICE, info.id, None, None) for info in held]
+        rm._runner, [rm.requests._release(ALICE, info.id, None, None, False) for info in held]
     )
     assert invalidated == [True]  # the write by id list matched 2 rows of 3: stale
     assert [slot.result().status for slot in slots] == [S.RELEASED] * 3
@@ -183,7 +183,7 @@ def test_a_lone_release_is_compare_and_set_too(
     held = [rm.requests.create(ALICE, request_spec(gpus(1), step=f"s{i}")) for i in range(2)]
     rm.requests.release(ALICE, held[0].id)
     invalidated = _believes_still_held(rm, held[0].id, held[1].id, monkeypatch)
-    (slot,) = one_batch(rm._runner, [rm.requests._release(ALICE, held[0].id, None, None)])
+    (slot,) = one_batch(rm._runner, [rm.requests._release(ALICE, held[0].id, None, None, False)])
     assert invalidated == [True]  # the write by id matched no row: stale
     assert slot.result().status is S.RELEASED  # released before: returned unchanged
     assert rm.requests.release(ALICE, held[1].id).status is S.RELEASED
