@@ -94,9 +94,8 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
     version = things.version_create().model_dump(mode="json")
     refused = [  # invalid on every backend: 4xx
         ("/api/v1/projects", {"name": "x" * 256}),
-        # a caller may name a step run (to repeat a create whose answer was lost), not with
-        # another step run's id; only the server records a step's resource request
-        ("/api/v1/steps", {**step, "name": "e", "id": str(things.step.id)}),
+        # only the server records a step's resource request (a caller's chosen id is its own:
+        # the server scopes it, so another step run's id names a new one, not refused here)
         ("/api/v1/steps", {**step, "name": "f", "resource_request_id": str(things.run.id)}),
         ("/api/v1/steps", {**step, "name": "a", "attempt": 2**40}),
         ("/api/v1/steps", {**step, "name": "b", "cache_expires_at": "0001-01-01T00:00:00+14:00"}),

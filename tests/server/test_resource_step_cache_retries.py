@@ -18,7 +18,7 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
     rm_server,
     team,
 )
-from tests.server.test_resource_step_retries import requests_of
+from tests.server.test_resource_step_retries import requests_of, stored
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.ids import new_id
 from wharf.store.models import PipelineRunRecord, StepRunFilter, StepRunRecord, StepRunUpdate
@@ -47,10 +47,10 @@ def test_a_decision_repeated_once_its_key_was_cached_answers_the_queued_step(
     first = rest.steps.find_cached_or_create(step, project, now, record_hit=record_hit)
     complete(team, "key")
     again = rest.steps.find_cached_or_create(step, project, now, record_hit=record_hit)
-    assert first.created and again.created and again.step.id == step.id
+    assert first.created and again.created and again.step.id == stored(step)
     assert again.step.status is ExecutionStatus.QUEUED
     assert again.step.resource_request_id == first.step.resource_request_id is not None
-    assert requests_of(team, step.id) == [
+    assert requests_of(team, step) == [
         (first.step.resource_request_id, ResourceRequestStatus.ALLOCATED)
     ]
     assert count(team, run) == 1
@@ -69,10 +69,10 @@ def test_a_batch_repeated_once_its_keys_were_cached_answers_the_steps_written(
     again = rest.steps.find_cached_or_create_many([asks, plain], project, now)
     assert again == first
     asked, planned = again
-    assert asked is not None and asked.created and asked.step.id == asks.id
+    assert asked is not None and asked.created and asked.step.id == stored(asks)
     assert asked.step.resource_request_id is not None
-    assert requests_of(team, asks.id) == [
+    assert requests_of(team, asks) == [
         (asked.step.resource_request_id, ResourceRequestStatus.ALLOCATED)
     ]
-    assert planned is not None and planned.created and planned.step.id == plain.id
+    assert planned is not None and planned.created and planned.step.id == stored(plain)
     assert count(team, run) == 2

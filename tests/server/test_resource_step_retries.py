@@ -5,7 +5,8 @@ outage, naming the step run beforehand) makes the step's Resource Manager reques
 A create repeated after its answer was lost answers the step run written, with its request,
 and makes no second one; a create repeated after the write failed in an outage gets the
 request made for it back (kept for the retry, as a repeat through another replica gets it:
-a request is keyed by its step run id). Over real HTTP:
+a request is keyed by its step run id, which the server stores for the one chosen:
+``stored``). Over real HTTP:
 REST store -> workspace server -> Resource Manager API; the server's database "fails" by a
 patched write of the in-process server's store.
 """
@@ -13,6 +14,7 @@ patched write of the in-process server's store.
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -25,16 +27,22 @@ from tests.server.resource_world import (  # noqa: F401 (fixtures)
 from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import RunStoppingError, StoreUnavailableError
 from wharf.core.ids import new_id
-from wharf.store.models import CachedOrCreated, RunUpdate, StepRunFilter
+from wharf.server.chosen_ids import stored_id
+from wharf.store.models import CachedOrCreated, RunUpdate, StepRunCreate, StepRunFilter
 from wharf.store.sql.repositories.batches import SqlStepRuns
 
 DOWN = "The workspace server's database is unavailable; try again later."
 
 
-def requests_of(team: Team, step_id: Any) -> list[tuple[Any, ResourceRequestStatus]]:
+def stored(step: StepRunCreate) -> UUID | None:
+    """The id the workspace server stores ``step`` under (its chosen id, scoped by its run)."""
+    return stored_id("step_run", step.run_id, step.id)
+
+
+def requests_of(team: Team, step: StepRunCreate) -> list[tuple[Any, ResourceRequestStatus]]:
     assert team.rm_admin is not None
     made = team.rm_admin.requests.list().items
-    return [(r.id, r.status) for r in made if r.metadata.get("step_run_id") == str(step_id)]
+    return [(r.id, r.status) for r in made if r.metadata.get("step_run_id") == str(stored(step))]
 
 
 def fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
@@ -60,11 +68,9 @@ def test_a_create_repeated_after_its_answer_was_lost_makes_no_second_request(
     step = team.queued(run, "train", id=new_id())
     first = rest.steps.create(step)
     again = rest.steps.create(step)  # the first answer "lost": the client asks again
-    assert again.id == first.id == step.id
+    assert again.id == first.id == stored(step)
     assert again.resource_request_id == first.resource_request_id is not None
-    assert requests_of(team, step.id) == [
-        (first.resource_request_id, ResourceRequestStatus.ALLOCATED)
-    ]
+    assert requests_of(team, step) == [(first.resource_request_id, ResourceRequestStatus.ALLOCATED)]
     assert rest.steps.list(StepRunFilter(run_id=run.id)).total == 1
 
 
@@ -81,9 +87,9 @@ def test_a_cache_decision_repeated_after_its_answer_was_lost_makes_no_second_req
         return rest.steps.find_cached_or_create(step, project, now, record_hit=True)
 
     first, again = decide(), decide()
-    assert first.created and again.created and again.step.id == step.id
+    assert first.created and again.created and again.step.id == stored(step)
     assert again.step.resource_request_id == first.step.resource_request_id is not None
-    assert requests_of(team, step.id) == [
+    assert requests_of(team, step) == [
         (first.step.resource_request_id, ResourceRequestStatus.ALLOCATED)
     ]
 
@@ -105,13 +111,13 @@ def test_a_create_repeated_after_its_write_failed_in_an_outage_gets_the_same_req
     calls = fail_once(monkeypatch, call)
     with pytest.raises(StoreUnavailableError):
         create()
-    [(kept, status)] = requests_of(team, step.id)
+    [(kept, status)] = requests_of(team, step)
     assert status is ResourceRequestStatus.ALLOCATED  # kept for the retry of the outage
     record = create()
-    assert len(calls) == 2 and record.id == step.id
+    assert len(calls) == 2 and record.id == stored(step)
     assert record.status is ExecutionStatus.QUEUED
     assert record.resource_request_id == kept
-    assert requests_of(team, step.id) == [(kept, ResourceRequestStatus.ALLOCATED)]
+    assert requests_of(team, step) == [(kept, ResourceRequestStatus.ALLOCATED)]
 
 
 def test_a_create_refused_for_good_releases_the_request_made_for_it(team: Team) -> None:
@@ -123,5 +129,5 @@ def test_a_create_refused_for_good_releases_the_request_made_for_it(team: Team) 
     step = team.queued(run, "late", id=new_id())
     with pytest.raises(RunStoppingError):
         rest.steps.create(step)
-    [(_, status)] = requests_of(team, step.id)
+    [(_, status)] = requests_of(team, step)
     assert status is ResourceRequestStatus.RELEASED

@@ -1,9 +1,14 @@
 """Which project (and run) an id belongs to: what every access check needs first.
 
-Invariant: these relations never change (a run never moves to another project, ids are never
-reused), so the answers are cached per server process. A cached id whose record was since
-deleted still fails in the store call that follows. Misses go to the store and raise its
-``EntityNotFoundError`` (with the store's message) for unknown ids.
+Invariant: these relations never change, so the answers are cached per server process (no
+replica hears of another's writes). A record never moves to another project or run, and an id
+belongs to one project for ever, even after its record is deleted: the server makes ids at
+random (version 4), and an id a caller chose (a run's, a snapshot's, a step run's) is never
+stored as it is but scoped (``wharf.server.chosen_ids``: version 5, derived from the id of its
+project, or of a step run's run), so no caller of another project (or run) can create a record
+under an id this cache knows. A cached id whose record was since deleted still fails in the
+store call that follows (re-created under the same id, it is its project's again). Misses go
+to the store and raise its ``EntityNotFoundError`` (with the store's message) for unknown ids.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ CACHE_SIZE = 50_000
 @dataclass(frozen=True)
 class RunInfo:
     project_id: UUID
-    snapshot_id: UUID
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class Scopes:
     def __init__(self, store: Store) -> None:
         def run(run_id: UUID) -> RunInfo:
             record = store.runs.get(run_id)
-            return RunInfo(record.project_id, record.snapshot_id)
+            return RunInfo(record.project_id)
 
         def step(step_id: UUID) -> StepInfo:
             record = store.steps.get(step_id)

@@ -9,6 +9,7 @@ Every backend (SQL and REST) implements these exactly; the contract suite in
   ``IllegalTransitionError`` and changes nothing); ``start_time`` is set when a run or step
   first becomes running, ``end_time`` when it reaches a finished status.
 - Lists are ordered by creation time (then id) and paged with :class:`PageRequest`.
+- An id chosen for a new record may be stored as another (``wharf.server.chosen_ids``).
 """
 
 from __future__ import annotations

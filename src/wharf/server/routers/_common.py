@@ -1,12 +1,10 @@
 """Helpers shared by the routers: JSON responses, error documentation, list scopes, the
-cross-project reference check, the producer check of new artifact versions, the answer to an
-id chosen by its caller that another project's record holds and the instant sweeps compare
-deadlines with."""
+cross-project reference check, the producer check of new artifact versions and the instant
+sweeps compare deadlines with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -14,7 +12,7 @@ from uuid import UUID
 from fastapi import Response
 from pydantic import BaseModel
 
-from wharf.core.errors import EntityExistsError, EntityNotFoundError
+from wharf.core.errors import EntityNotFoundError
 from wharf.server.auth.access import ListScope
 from wharf.server.deps import Ctx
 from wharf.server.schemas.responses import Items
@@ -89,30 +87,6 @@ def same_project(
             raise missing(kind, ref)() from None
         if owner != project_id:
             raise missing(kind, ref)()
-
-
-@contextmanager
-def chosen_id(
-    kind: str, chosen: UUID | None, project_id: UUID, project_of: Callable[[UUID], UUID]
-) -> Iterator[None]:
-    """A creation in ``project_id`` under the id ``chosen`` by its caller (a repeat answers what
-    it wrote): when another project's ``kind`` holds that id, its EntityExistsError says only
-    that the id is taken, never what differs from the record there (its project, pipeline,
-    user, name...), which its caller may not read."""
-    try:
-        yield
-    except EntityExistsError as exc:
-        if chosen is None:
-            raise
-        try:
-            owner = project_of(chosen)
-        except EntityNotFoundError:
-            raise exc from None  # another conflict (a run's orchestrator run id): as it is
-        if owner == project_id:
-            raise
-        raise EntityExistsError(
-            f"The id {chosen} is taken by another {kind}: a new {kind} needs a new id."
-        ) from None
 
 
 def check_producer(ctx: Ctx, project_id: UUID, producer: UUID | None) -> None:

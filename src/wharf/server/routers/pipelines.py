@@ -8,11 +8,11 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 
 from wharf.server.auth.access import missing_project
+from wharf.server.chosen_ids import as_chosen, stored_id
 from wharf.server.deps import CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
-    chosen_id,
     empty_page,
     json_response,
     list_scope,
@@ -82,8 +82,11 @@ def build_router() -> APIRouter:
         same_project(
             ctx, body.project_id, [("pipeline", body.pipeline_id, ctx.state.scopes.pipeline)]
         )
-        with chosen_id("pipeline snapshot", body.id, body.project_id, ctx.state.scopes.snapshot):
-            record = ctx.store.snapshots.create(body)
+        stored = body.model_copy(
+            update={"id": stored_id("pipeline_snapshot", body.project_id, body.id)}
+        )
+        with as_chosen([(body.id, stored.id)]):
+            record = ctx.store.snapshots.create(stored)
         ctx.state.scopes.snapshot.remember(record.id, record.project_id)
         return json_response(record, 201)
 

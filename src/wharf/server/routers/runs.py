@@ -8,8 +8,6 @@ name the user they act for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Annotated
 from uuid import UUID
 
@@ -21,11 +19,11 @@ from wharf.server.auth import issue, own_run
 from wharf.server.auth.access import missing_project
 from wharf.server.auth.errors import PermissionDeniedError
 from wharf.server.auth.principal import RunScope
+from wharf.server.chosen_ids import as_chosen, stored_id
 from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
     ERRORS,
-    chosen_id,
     empty_page,
     items_response,
     json_response,
@@ -76,7 +74,7 @@ def _check_create(ctx: Ctx, run: RunCreate) -> None:
 def _run_info(
     ctx: Ctx, run_id: UUID, *, write: bool, action: str, its_token_may: bool = False
 ) -> RunInfo:
-    """The run's project and snapshot, once the caller may do ``action`` on it. A run token
+    """The run's project, once the caller may do ``action`` on it. A run token
     of the run may read it, and write it where ``its_token_may``; of another run, neither."""
     info = ctx.state.scopes.run(run_id)
     ctx.access.check(
@@ -105,23 +103,17 @@ def _start_own_run(ctx: Ctx, start: RunCreate, scope: RunScope) -> tuple[Pipelin
     return run, update is not None
 
 
-def _chosen_id(ctx: Ctx, run: RunCreate) -> AbstractContextManager[None]:
-    return chosen_id("pipeline run", run.id, run.project_id, _run_project(ctx))
-
-
-def _run_project(ctx: Ctx) -> Callable[[UUID], UUID]:
-    return lambda run_id: ctx.state.scopes.run(run_id).project_id
-
-
 def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
+    """``run`` as stored: its user the caller (a user's), its chosen id project-scoped."""
+    update = {"id": stored_id("pipeline_run", run.project_id, run.id)}
     principal = ctx.principal
     if principal.kind == "user" and run.user_id != principal.id:
-        return run.model_copy(update={"user_id": principal.id})
-    return run
+        update["user_id"] = principal.id
+    return run.model_copy(update=update)
 
 
 def _remember(ctx: Ctx, run: PipelineRunRecord) -> None:
-    ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
+    ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id))
 
 
 def _visible(ctx: Ctx, project_id: UUID) -> bool:
@@ -142,8 +134,9 @@ def build_router() -> APIRouter:
     @router.post("", response_model=PipelineRunRecord, status_code=201)
     def create_run(body: RunCreate, ctx: CtxDep) -> Response:
         _check_create(ctx, body)
-        with _chosen_id(ctx, body):
-            run = ctx.store.runs.create(_as_caller(ctx, body))
+        stored = _as_caller(ctx, body)
+        with as_chosen([(body.id, stored.id)]):
+            run = ctx.store.runs.create(stored)
         _remember(ctx, run)
         return json_response(run, 201)
 
@@ -156,8 +149,9 @@ def build_router() -> APIRouter:
             run, created = _start_own_run(ctx, body, scope)
             return json_response(RunGetOrCreateResponse(run=run, created=created))
         _check_create(ctx, body)
-        with _chosen_id(ctx, body):
-            run, created = ctx.store.runs.get_or_create(_as_caller(ctx, body))
+        stored = _as_caller(ctx, body)
+        with as_chosen([(body.id, stored.id)]):
+            run, created = ctx.store.runs.get_or_create(stored)
         _remember(ctx, run)
         return json_response(RunGetOrCreateResponse(run=run, created=created))
 
@@ -259,8 +253,7 @@ def build_router() -> APIRouter:
         run's steps, artifacts and heartbeats, nothing else."""
         ctx.access.require_account("issue run tokens")
         info = _run_info(ctx, run_id, write=True, action="issue run tokens")
-        ctx.store.runs.get(run_id)
-        scope = RunScope(run_id, info.project_id, info.snapshot_id)
+        scope = RunScope(run_id, info.project_id, ctx.store.runs.get(run_id).snapshot_id)
         return json_response(issue.run_token(ctx.state, ctx.principal, scope))
 
     return router

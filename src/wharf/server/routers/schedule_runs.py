@@ -109,7 +109,7 @@ def _fired_run(
         if raced is None:
             raise
         return raced, False
-    ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id, run.snapshot_id))
+    ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id))
     return run, True
 
 

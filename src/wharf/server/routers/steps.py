@@ -8,7 +8,8 @@ process id, which only the step's own process records (:func:`_check_own_process
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Annotated
 from uuid import UUID
 
@@ -19,6 +20,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.server.auth.access import missing_project
 from wharf.server.auth.errors import PermissionDeniedError
+from wharf.server.chosen_ids import as_chosen, stored_id
 from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import (
     API_PREFIX,
@@ -103,6 +105,15 @@ def _check_create(ctx: Ctx, step: StepRunCreate) -> None:
     same_project(ctx, project_id, refs)
 
 
+@contextmanager
+def _stored(steps: Sequence[StepRunCreateBody]) -> Iterator[list[StepRunCreateBody]]:
+    """``steps`` under the ids the server stores for the ids their caller chose, scoped by
+    their run (``wharf.server.chosen_ids``); a conflict names the ids chosen."""
+    stored = [s.model_copy(update={"id": stored_id("step_run", s.run_id, s.id)}) for s in steps]
+    with as_chosen([(s.id, t.id) for s, t in zip(steps, stored, strict=True)]):
+        yield stored
+
+
 def _remember(ctx: Ctx, records: Sequence[StepRunRecord]) -> None:
     for record in records:
         ctx.state.scopes.step.remember(record.id, StepInfo(record.run_id, record.project_id))
@@ -157,7 +168,8 @@ def build_router() -> APIRouter:
     @router.post("", response_model=StepRunRecord, status_code=201)
     def create_step(body: StepRunCreateBody, ctx: CtxDep) -> Response:
         _check_create(ctx, body)
-        record = ctx.state.step_runs.create(body)
+        with _stored([body]) as [step]:
+            record = ctx.state.step_runs.create(step)
         _remember(ctx, [record])
         return json_response(record, 201)
 
@@ -166,7 +178,8 @@ def build_router() -> APIRouter:
         """Create several step runs in one transaction (all or nothing)."""
         for step in body.steps:
             _check_create(ctx, step)
-        records = ctx.state.step_runs.create_many(body.steps)
+        with _stored(body.steps) as steps:
+            records = ctx.state.step_runs.create_many(steps)
         _remember(ctx, records)
         return items_response(records, 201)
 
@@ -180,9 +193,10 @@ def build_router() -> APIRouter:
         _check_create(ctx, body.step)
         if ctx.state.scopes.run(body.step.run_id).project_id != body.project_id:
             raise InputError("The cache lookup must be in the project of the step's run.")
-        found = ctx.state.step_runs.find_cached_or_create(
-            body.step, body.project_id, body.now, record_hit=body.record_hit
-        )
+        with _stored([body.step]) as [step]:
+            found = ctx.state.step_runs.find_cached_or_create(
+                step, body.project_id, body.now, record_hit=body.record_hit
+            )
         _remember(ctx, [found.step] if found.recorded is None else [found.step, found.recorded])
         for version in found.outputs.values():
             ctx.state.scopes.version.remember(version.id, version.project_id)
@@ -197,9 +211,10 @@ def build_router() -> APIRouter:
             _check_create(ctx, step)
             if scopes.run(step.run_id).project_id != body.project_id:
                 raise InputError("The cache lookup must be in the project of the step's run.")
-        answers = ctx.state.step_runs.find_cached_or_create_many(
-            body.steps, body.project_id, body.now, record_hit=body.record_hit, create=body.create
-        )
+        with _stored(body.steps) as steps:
+            answers = ctx.state.step_runs.find_cached_or_create_many(
+                steps, body.project_id, body.now, record_hit=body.record_hit, create=body.create
+            )
         for found in answers:
             if found is None:
                 continue
