@@ -11,7 +11,8 @@ with a heartbeat beside it (an interrupt wakes that thread from a blocking syste
 heartbeat beats until the final status is recorded; exit code 0 when the attempt completed, 1
 otherwise (a process that dies without recording anything is recorded by its parent); once its
 parent is gone the process stores its own log and deletes its temporary file
-(``log_capture.OwnLog``).
+(``log_capture.OwnLog``); its ``spawn`` and ``forkserver`` workers execute the user's script as
+it does (``wharf.execution.script_workers``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from wharf.config.global_config import load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
+from wharf.execution import script_workers
 from wharf.execution.attempt_ends import finish_attempt
 from wharf.execution.attempts import heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
@@ -76,6 +78,7 @@ def run_step_process(step_run_id: UUID) -> int:
     # process exits if it does not end in time), and stores its own log (no one else will).
     region = InterruptibleRegion()
     wake_main_thread()  # an interrupt wakes the user code from a blocking call
+    script_workers.serve()  # spawn/forkserver workers execute the step's script too
     own_log = OwnLog(os.environ.get(STEP_LOG_ENV))
 
     def orchestrator_gone(pid: int) -> None:

@@ -2,7 +2,8 @@
 
 Owns :class:`StepRunner` (the user-code error boundary: :class:`StepAbortError` turns a
 ``sys.exit`` in a step into its failure) and the import of user code
-(:func:`import_step`, :func:`import_user_object`, :func:`loading_user_code`). Invariants: the
+(:func:`import_step`, :func:`import_user_object`, :func:`loading_user_code`; the script again
+in a pool's worker: :func:`load_script_copy`, ``script_workers``). Invariants: the
 user function runs inside the step context and an :class:`InterruptibleRegion`; the step's
 ``environment=`` variables are set from the loading of its inputs to the saving of its outputs
 (:mod:`wharf.execution.step_variables`); outputs are all saved to the artifact store before any
@@ -33,6 +34,7 @@ from wharf.core.errors import (
     StepInterfaceError,
     WharfError,
 )
+from wharf.execution import script_workers
 from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.services import RunServices
@@ -177,7 +179,15 @@ def _load_script(path: str, load: UserCodeLoad) -> ModuleType:
     except BaseException:
         del sys.modules[SCRIPT_MODULE]
         raise
+    script_workers.record(script_workers.ScriptLoaded(path, load.step_name, load.attribute))
     return module
+
+
+def load_script_copy(loaded: script_workers.ScriptLoaded) -> ModuleType:
+    """Execute the script a step's process executed, as it did (``__wharf_script__``, pipeline
+    calls not run): in a process pool's worker of that process (:mod:`.script_workers`)."""
+    with _loading(UserCodeLoad(loaded.step_name, loaded.path, loaded.attribute)) as load:
+        return _load_script(loaded.path, load)
 
 
 def import_step(spec: StepSpec) -> StepLike:
