@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the home fixture imported from stop_scripts)
 """``wharf runs stop RUN --force`` from another process while a dynamic pipeline's function,
 called from a thread of the user's program (no signal wakes it), waits for a submitted step
 that ignores its interrupt (``wharf.execution.dynamic_futures.settle``): real processes, a
@@ -5,23 +6,23 @@ pipeline script and the CLI. Every wait polls a condition with a deadline."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.waiting import wait_for, wait_until
-from wharf.config.global_config import load_config
+from tests.execution.stop_scripts import (
+    force_stop,
+    home,  # noqa: F401 (fixture)
+    script_started,
+    the_run,
+)
+from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, PipelineRunRecord, RunFilter, StepRunFilter
+from wharf.store.models import PageRequest, StepRunFilter
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
@@ -76,26 +77,9 @@ if __name__ == "__main__":
     os._exit(0)  # the stubborn step's thread would keep the interpreter from exiting
 """
 
-BOUND = 60.0  # seconds: a hang fails the test instead of blocking it
 PROMPT = 10.0
 """How soon (s) after the forced stop returned the pipeline call must have returned (about a
 second, with room for a loaded machine)."""
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
-
-
-def the_run(ws: Workspace) -> PipelineRunRecord | None:
-    runs = ws.store.runs.list(RunFilter(), PageRequest()).items
-    return runs[0] if runs else None
 
 
 @pytest.mark.parametrize("how", ["result", "map", "returned", "swallowed"])
@@ -107,34 +91,15 @@ def test_a_forced_stop_ends_a_wait_for_a_stuck_submitted_step_off_the_main_threa
     the forced stop raises there within a short wait, so the pipeline call returns, the run
     force-stopped. Before, the run was ended by another thread, but the call never returned:
     the wait was one unbounded lock wait, which no signal wakes off the main thread."""
-    (tmp_path / "script.py").write_text(SCRIPT)
     go = tmp_path / "go"
-    output, errors = tmp_path / "out.txt", tmp_path / "err.txt"
-    with output.open("w") as out_file, errors.open("w") as err_file:
-        process = subprocess.Popen(
-            [sys.executable, "script.py", str(go), how],
-            cwd=tmp_path,
-            stdout=out_file,
-            stderr=err_file,
-            start_new_session=True,
-        )
-    try:
-        started = Path(f"{go}.started")
-        wait_for(lambda: started.exists() or process.poll() is not None, "the step", BOUND)
-        assert started.exists(), errors.read_text()
+    with script_started(tmp_path, SCRIPT, how) as process:
         run = the_run(home)
         assert run is not None
-        stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"]
-        stopping = subprocess.run(stop, check=False, capture_output=True, text=True, timeout=BOUND)
-        assert stopping.returncode == 0, stopping.stderr
+        force_stop(run)
         asked = time.monotonic()
         returned = wait_until(lambda: process.poll() is not None, PROMPT)
         took = time.monotonic() - asked
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    out, err = output.read_text(), errors.read_text()
+    out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
     assert returned, f"the pipeline call had not returned {took:.1f} s after the forced stop"
     assert process.returncode == 0, err
     assert "the pipeline call returned" in out, err

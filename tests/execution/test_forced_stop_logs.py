@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the home fixture imported from stop_scripts)
 """A forced stop (``wharf runs stop --force``, or a second Ctrl-C) of an inline step whose code
 is blocked and never returns: the step ends stopped and what it printed before is stored as its
 log (``wharf.execution.log_capture.StepLog``), not lost with its thread. Real processes; every
@@ -5,22 +6,23 @@ wait polls a condition with a deadline."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.execution.stop_scripts import (
+    BOUND,
+    force_stop,
+    home,  # noqa: F401 (fixture)
+    script_started,
+    the_run,
+)
 from tests.waiting import wait_for
 from wharf import Client
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, PipelineRunRecord, RunFilter
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
@@ -59,43 +61,13 @@ if __name__ == "__main__":
     os._exit(0)  # the stubborn step's thread would keep the interpreter from exiting
 """
 
-BOUND = 60.0  # seconds: a hang fails the test instead of blocking it
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
-
-
-def the_run(ws: Workspace) -> PipelineRunRecord | None:
-    runs = ws.store.runs.list(RunFilter(), PageRequest()).items
-    return runs[0] if runs else None
-
 
 @pytest.mark.parametrize("how", ["runs stop --force", "second Ctrl-C"])
 def test_a_blocked_inline_step_ended_by_force_keeps_what_it_printed(
     home: Workspace, tmp_path: Path, how: str
 ) -> None:
-    (tmp_path / "script.py").write_text(SCRIPT)
     go = tmp_path / "go"
-    with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, "script.py", str(go)],
-            cwd=tmp_path,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-    try:
-        started = Path(f"{go}.started")
-        wait_for(lambda: started.exists() or process.poll() is not None, "the step", BOUND)
-        assert started.exists(), (tmp_path / "err.txt").read_text()
+    with script_started(tmp_path, SCRIPT) as process:
         run = the_run(home)
         assert run is not None
         if how == "second Ctrl-C":
@@ -104,16 +76,8 @@ def test_a_blocked_inline_step_ended_by_force_keeps_what_it_printed(
             wait_for(interrupted.exists, "the graceful interrupt", BOUND)
             process.send_signal(signal.SIGINT)
         else:
-            stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id)]
-            done = subprocess.run(
-                [*stop, "--force"], check=False, capture_output=True, text=True, timeout=BOUND
-            )
-            assert done.returncode == 0, done.stderr
+            force_stop(run)
         process.wait(timeout=BOUND)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
     ended = the_run(home)
     assert ended is not None and ended.status is ExecutionStatus.STOPPED
     client = Client(home.config, home.store)

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the home fixture imported from stop_scripts)
 """A second Ctrl-C swallowed by a dynamic pipeline's step code in the main thread (``except
 BaseException``): the run loop tells the dynamic runner of it (``wharf.execution.run_loop``),
 which raises the forced stop again at the step's end. Real processes: a pipeline script whose
@@ -11,12 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from wharf.config.global_config import load_config
+from tests.execution.stop_scripts import home  # noqa: F401 (fixture)
 from wharf.core.enums import ExecutionStatus
 from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST
 from wharf.sdk.workspace import Workspace
@@ -81,17 +81,6 @@ if __name__ == "__main__":
 """
 
 BOUND = 60.0  # seconds: a hang fails the test instead of blocking it
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
 
 
 @pytest.mark.parametrize("shape", ["alone", "with-stuck"])

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the home fixture imported from stop_scripts)
 """``wharf runs stop RUN --force`` from another process, while the run is orchestrated off the
 main thread of the user's program (``wharf.execution.run_stop``): real processes, a pipeline
 script that calls the pipeline from a thread of its own, and the CLI. Every wait polls a
@@ -5,23 +6,24 @@ condition with a deadline."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.execution.stop_scripts import (
+    BOUND,
+    force_stop,
+    home,  # noqa: F401 (fixture)
+    script_started,
+    the_run,
+)
 from tests.waiting import wait_for
-from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, PipelineRunRecord, RunFilter, StepRunFilter
+from wharf.store.models import PageRequest, StepRunFilter
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
@@ -81,32 +83,15 @@ if __name__ == "__main__":
     os._exit(0)  # the stubborn step's thread would keep the interpreter from exiting
 """
 
-BOUND = 60.0  # seconds: a hang fails the test instead of blocking it
 PROMPT = 10.0
 """How soon (s) after the forced stop returned the run must have ended (about a second, with
 room for a loaded machine)."""
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    ws = Workspace.open(load_config())
-    yield ws
-    ws.close()
 
 
 def summary(err: str) -> str:
     """The run's summary line in the script's ``err`` ('' until it is shown)."""
     lines = [line for line in err.splitlines() if "Run 'blocking" in line and " in " in line]
     return lines[0] if lines else ""
-
-
-def the_run(ws: Workspace) -> PipelineRunRecord | None:
-    runs = ws.store.runs.list(RunFilter(), PageRequest()).items
-    return runs[0] if runs else None
 
 
 @pytest.mark.parametrize("shape", ["static", "dynamic", "submitted"])
@@ -119,26 +104,12 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
     returns at once; a dynamic one's function may be left where it is (swallowing the
     ``ForcedStop`` in the step's code), its run ended without it (waits for submitted steps
     return: ``test_dynamic_waits_stop``)."""
-    (tmp_path / "script.py").write_text(SCRIPT)
     go = tmp_path / "go"
     output, errors = tmp_path / "out.txt", tmp_path / "err.txt"
-    with output.open("w") as out_file, errors.open("w") as err_file:
-        process = subprocess.Popen(
-            [sys.executable, "script.py", str(go), shape],
-            cwd=tmp_path,
-            stdout=out_file,
-            stderr=err_file,
-            start_new_session=True,
-        )
-    try:
-        started = Path(f"{go}.started")
-        wait_for(lambda: started.exists() or process.poll() is not None, "the step", BOUND)
-        assert started.exists(), errors.read_text()
+    with script_started(tmp_path, SCRIPT, shape) as process:
         run = the_run(home)
         assert run is not None
-        stop = [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"]
-        stopping = subprocess.run(stop, check=False, capture_output=True, text=True, timeout=BOUND)
-        assert stopping.returncode == 0, stopping.stderr
+        force_stop(run)
         asked = time.monotonic()
         ended = wait_for(
             lambda: (r := the_run(home)) is not None and r.status.is_finished and r,
@@ -150,10 +121,6 @@ def test_a_forced_stop_from_elsewhere_ends_a_run_orchestrated_off_the_main_threa
             process.wait(timeout=BOUND)
         else:  # the run's summary line is shown once it ended (by another thread)
             wait_for(lambda: "stopped in" in summary(errors.read_text()), "the summary", BOUND)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
     out, err = output.read_text(), errors.read_text()
     assert took < PROMPT, f"the run ended {took:.1f} s after the forced stop"
     assert (ended.status, ended.status_reason) == (
