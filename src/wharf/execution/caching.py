@@ -6,7 +6,8 @@ run, ``steps.find_cached_or_create``). Invariants: a source dependency counts by
 its code as loaded (a module edited since its import never lends the old code's result to the
 new code); ``__main__`` in a cache policy is the step's script, wherever the key is computed;
 the values a step's function closes over count (:func:`closure_digest`, part of its code hash);
-``expires_after`` counts from the result's making (:func:`expiry_for`).
+``expires_after`` counts from the result's making (:func:`expiry_for`); what the step's code
+reaches of its own module counts with its code (:func:`step_references`).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
+import logging
 import os
 import re
 import sys
@@ -36,11 +39,14 @@ from wharf.core.cache_key import (
     without_comments,
 )
 from wharf.core.errors import InputError
+from wharf.execution.module_references import module_references
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import import_user_object
 from wharf.store.models import ArtifactVersionRecord
 
 MAIN = "__main__"
+
+logger = logging.getLogger(__name__)
 
 
 def cache_enabled(spec: StepSpec) -> bool:
@@ -243,6 +249,46 @@ def _code_bytes(code: CodeType) -> bytes:
     return hashlib.sha256("\0".join(parts).encode()).digest()
 
 
+def step_references(spec: StepSpec) -> list[tuple[str, str]]:
+    """The functions, classes and plain values of the step's own module that its code
+    reaches (:func:`~wharf.execution.module_references.module_references`), found on the step
+    as loaded here (its script as the step's process loads it where this process runs another
+    ``__main__``: :func:`_import_object`). A step that cannot be loaded here (one defined
+    inside a function) counts by the whole source of its module's file instead: any edit of
+    the file changes its key, never none."""
+    try:
+        return module_references(_import_object(spec.source, spec))
+    except InputError as exc:
+        module_name = spec.source.partition(":")[0]
+        path = spec.source_file if module_name == MAIN else _module_file(module_name)
+        try:
+            text = Path(path).read_text(encoding="utf-8") if path else None
+        except (OSError, UnicodeDecodeError):
+            text = None
+        if text is None:
+            logger.warning(
+                "The cache key of step '%s' does not hold the helpers and constants of its "
+                "module (it cannot be loaded here: %s); name them in its CachePolicy's "
+                "source_dependencies.",
+                spec.name,
+                exc,
+            )
+            return [("<module unknown>", module_name)]
+        return [("<module file>", without_comments(text))]
+
+
+def _module_file(name: str) -> str | None:
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if path is None:
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        path = found.origin if found is not None else None
+    return str(path) if path else None
+
+
 def _cache_func_result(path: str, spec: StepSpec) -> str:
     func = _import_object(path, spec)
     if not callable(func):
@@ -291,6 +337,7 @@ def compute_step_cache_key(
         cache_func_result=_cache_func_result(policy.cache_func, spec)
         if policy.cache_func
         else None,
+        module_references=step_references(spec) if policy.include_step_code else (),
     )
     return compute_cache_key(
         facts,

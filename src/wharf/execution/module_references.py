@@ -1,0 +1,191 @@
+"""What a step's code references from its own module: the cache key's view of them.
+
+Owns :func:`module_references`: the names the step function's code (and its nested code:
+inner functions, lambdas, comprehensions) loads as globals, resolved in the step's own module,
+followed transitively. A function or class defined in that module counts by its source
+without comments (``core.cache_key.without_comments``; its bytecode where the source is
+unknown), then its own global references (a class's through its methods, its nested classes
+and its bases of the module); a module-level value of plain data (None, bool, int, float,
+str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical encoding,
+if small (:data:`MAX_VALUE_ITEMS`, :data:`MAX_VALUE_CHARS`; a larger one counts by its type
+alone). Not followed: builtins, modules, objects of other modules (a ``CachePolicy``'s
+``source_dependencies``), other objects. Facts never hold the module's name: a script is
+``__main__`` where it runs and ``__wharf_script__`` where an orchestrator loads it, and both
+must give one key.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+from collections.abc import Iterable, Iterator
+from types import CodeType, FunctionType
+from typing import Any
+
+from wharf.core.cache_key import canonical, without_comments
+
+MAX_VALUE_ITEMS = 10_000
+"""Elements (nested ones included) a module-level value may have to count by its value."""
+MAX_VALUE_CHARS = 100_000
+"""Characters of its canonical encoding a module-level value may have to count by it."""
+
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
+def module_references(func: Any) -> list[tuple[str, str]]:
+    """(name, what the key holds of it) for each object of the step's module that ``func``
+    (a step, or the function behind it) reaches, sorted by name."""
+    target = _unwrapped(func)
+    if not isinstance(target, FunctionType):
+        return []
+    gatherer = _Gatherer(target.__globals__, target.__module__)
+    gatherer.seen_ids.add(id(target))
+    gatherer.follow_code(target.__code__)
+    gatherer.follow_closure(target)
+    return sorted(gatherer.facts.items())
+
+
+class _Gatherer:
+    def __init__(self, module_globals: dict[str, Any], module_name: str) -> None:
+        self.globals = module_globals
+        self.module = module_name
+        self.facts: dict[str, str] = {}
+        self.seen_ids: set[int] = set()
+        self.named: set[int] = set()
+
+    def follow_code(self, code: CodeType) -> None:
+        for name in sorted(global_loads(code)):
+            if name in self.facts or name not in self.globals:
+                continue  # seen already, or a builtin (or never defined)
+            self.follow_name(name, self.globals[name])
+
+    def follow_name(self, name: str, value: Any) -> None:
+        own = [v for v in _behind(value) if self._own(v)]
+        if own:
+            self.facts[name] = "\n".join(_source_fact(v) for v in own)
+            self.named.update(id(v) for v in own)
+            for obj in own:
+                self.follow_object(obj)
+        elif _plain_value(value):
+            self.facts[name] = _value_fact(value)
+
+    def follow_object(self, obj: Any) -> None:
+        if id(obj) in self.seen_ids:
+            return
+        self.seen_ids.add(id(obj))
+        if isinstance(obj, FunctionType):
+            self.follow_code(obj.__code__)
+            self.follow_closure(obj)
+            return
+        for base in obj.__bases__:  # a class
+            if self._own(base):
+                self.follow_name(f"{obj.__qualname__}<base>{base.__qualname__}", base)
+        for member in vars(obj).values():
+            for part in _members(member):
+                if self._own(part):  # a method, or a nested class, of the module
+                    self.follow_object(part)
+
+    def follow_closure(self, func: FunctionType) -> None:
+        """The module's functions a decorator's wrapper closes over (a helper decorated
+        without ``functools.wraps``)."""
+        for cell in func.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # not bound yet
+                continue
+            for obj in _behind(value):
+                if self._own(obj) and id(obj) not in self.seen_ids:
+                    if id(obj) not in self.named:
+                        self.named.add(id(obj))
+                        self.facts[f"<closed over>{obj.__qualname__}"] = _source_fact(obj)
+                    self.follow_object(obj)
+
+    def _own(self, obj: Any) -> bool:
+        if isinstance(obj, FunctionType):
+            return obj.__globals__ is self.globals
+        return inspect.isclass(obj) and obj.__module__ == self.module
+
+
+def global_loads(code: CodeType) -> set[str]:
+    """The names ``code`` and its nested code load as globals (a class body's names too); a
+    name a function binds locally is never one of them."""
+    names: set[str] = set()
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in _LOADS and isinstance(instruction.argval, str):
+            names.add(instruction.argval)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= global_loads(const)
+    return names
+
+
+def _unwrapped(value: Any) -> Any:
+    try:
+        return inspect.unwrap(value)
+    except ValueError:  # a cycle of __wrapped__
+        return value
+
+
+def _behind(value: Any) -> Iterator[Any]:
+    """``value`` and what it wraps: a step's function, a decorated function's (``__wrapped__``
+    chain)."""
+    seen: set[int] = set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        if isinstance(value, FunctionType) or inspect.isclass(value):
+            yield value
+        value = getattr(value, "__wrapped__", None) if not inspect.isclass(value) else None
+
+
+def _members(member: Any) -> list[Any]:
+    """The functions (or class) behind a class attribute."""
+    if isinstance(member, property):
+        return [p for p in (member.fget, member.fset, member.fdel) if p is not None]
+    member = getattr(member, "__func__", member)  # a staticmethod's, a classmethod's
+    return list(_behind(member))
+
+
+def _source_fact(obj: Any) -> str:
+    """A function's own source (a wrapper's, not the function it wraps, which counts on its
+    own) or a class's, without comments; its code's digest where its source is unknown."""
+    try:
+        code = obj.__code__ if isinstance(obj, FunctionType) else obj
+        return "source:" + without_comments(inspect.getsource(code))
+    except (OSError, TypeError):
+        from wharf.execution.caching import loaded_code_digest  # the digest of its code
+
+        return "code:" + loaded_code_digest(obj)
+
+
+def _plain_value(value: Any) -> bool:
+    return _plain_items(value, [MAX_VALUE_ITEMS]) is not None
+
+
+def _plain_items(value: Any, budget: list[int]) -> bool | None:
+    """True if plain data within the budget of elements; False if over it (whatever it
+    holds: not looked at further); None if not plain data."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return True
+    if isinstance(value, dict):
+        parts: Iterable[Any] = (p for item in value.items() for p in item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        parts = value
+    else:
+        return None
+    for part in parts:
+        inner = _plain_items(part, budget)
+        if inner is not True:
+            return inner
+    return True
+
+
+def _value_fact(value: Any) -> str:
+    kind = type(value).__name__
+    if _plain_items(value, [MAX_VALUE_ITEMS]):
+        encoded = canonical(value)
+        if len(encoded) <= MAX_VALUE_CHARS:
+            return f"value:{kind}:{encoded}"
+    return f"too large:{kind}"

@@ -1,0 +1,253 @@
+"""What a step's code reaches of its own module (the cache key's module references):
+followed through functions, classes and decorators, cycles ended, plain values by value,
+everything of other modules and builtins left out, and one answer whatever the module is
+called (``__main__`` where a script runs, ``__wharf_script__`` where an orchestrator loads
+it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wharf.config.spec import StepSpec
+from wharf.execution.caching import step_references
+from wharf.execution.module_references import global_loads, module_references
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def load(tmp_path: Path) -> Iterator[object]:
+    loaded: list[str] = []
+
+    def load_text(text: str, name: str | None = None) -> types.ModuleType:
+        name = name or f"refs_probe_{next(_names)}"
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(text))
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        loaded.append(name)
+        spec.loader.exec_module(module)
+        return module
+
+    yield load_text
+    for name in loaded:
+        sys.modules.pop(name, None)
+
+
+def facts(module: types.ModuleType, name: str = "s") -> dict[str, str]:
+    return dict(module_references(getattr(module, name)))
+
+
+HELPERS = """
+THRESHOLD = 0.5
+
+
+def a(x):
+    return b(x) + THRESHOLD
+
+
+def b(x):
+    return a(x - 1) if x > 10 else x
+
+
+def unrelated():
+    return 1
+
+
+def s(x):
+    return a(x)
+"""
+
+
+def test_helpers_are_followed_through_cycles(load) -> None:
+    found = facts(load(HELPERS))
+    assert set(found) == {"a", "b", "THRESHOLD"}
+    assert "return a(x - 1)" in found["b"]
+    assert found["THRESHOLD"] == "value:float:0.5"
+
+
+def test_an_edit_counts_only_where_the_step_reaches(load) -> None:
+    before = facts(load(HELPERS))
+    assert facts(load(HELPERS.replace("return 1", "return 2"))) == before
+    assert facts(load(HELPERS.replace("x > 10", "x > 11"))) != before
+    assert facts(load(HELPERS.replace("THRESHOLD = 0.5", "THRESHOLD = 0.6"))) != before
+    assert facts(load(HELPERS.replace("def a(x):", "def a(x):  # a comment"))) == before
+
+
+def test_the_module_name_does_not_count(load) -> None:
+    """The same script as ``__main__`` and as ``__wharf_script__`` gives the same facts."""
+    text = (
+        HELPERS
+        + "\n\nclass K:\n    def m(self):\n        return a(1)\n\n\ndef t():\n    return K()\n"
+    )
+    assert facts(load(text, "one_name"), "t") == facts(load(text, "other_name"), "t")
+
+
+def test_a_helper_step_and_decorated_helpers(load) -> None:
+    module = load(
+        """
+        import functools
+
+        from wharf import step
+
+
+        def wrapping(f):
+            @functools.wraps(f)
+            def wrapper(*args):
+                return f(*args)
+            return wrapper
+
+
+        def bare(f):
+            def inner(*args):
+                return f(*args)
+            return inner
+
+
+        @step
+        def other(x: int) -> int:
+            return x + 1
+
+
+        @wrapping
+        def wrapped(x):
+            return x * 2
+
+
+        @bare
+        def hidden(x):
+            return x * 3
+
+
+        @step
+        def s(x: int) -> int:
+            return other.func(x) + wrapped(x) + hidden(x)
+        """
+    )
+    found = facts(module)
+    assert "return x + 1" in found["other"]
+    assert "return x * 2" in found["wrapped"]  # the function wrapped
+    assert "return f(*args)" in found["wrapped"]  # and the decorator's wrapper
+    assert "return f(*args)" in found["hidden"]
+    assert "return x * 3" in found["<closed over>hidden"]  # wrapped without functools.wraps
+    assert not {"functools", "step", "wrapping", "bare"} & set(found)
+
+
+def test_lambdas_and_locals(load) -> None:
+    module = load(
+        """
+        double = lambda v: v * 2
+
+
+        def helper(v):
+            return v
+
+
+        def preprocess(v):
+            return v
+
+
+        def s(x):
+            preprocess = 3  # a local of the same name
+            f = lambda y: helper(y)
+            return [double(f(i)) for i in range(x)][0] + preprocess
+        """
+    )
+    found = facts(module)
+    assert set(found) == {"double", "helper"}
+    assert "lambda v: v * 2" in found["double"]
+
+
+def test_a_class_counts_with_its_methods_and_their_helpers(load) -> None:
+    text = """
+        def scale(v):
+            return v * 10
+
+
+        class Base:
+            def base(self):
+                return 1
+
+
+        class Model(Base):
+            rate = 0.1
+
+            def fit(self, v):
+                return scale(v)
+
+            @staticmethod
+            def make():
+                return Model()
+
+            @property
+            def size(self):
+                return LIMIT
+
+
+        LIMIT = 4
+
+
+        def s(x):
+            return Model().fit(x)
+        """
+    found = facts(load(text))
+    assert set(found) == {"Model", "scale", "LIMIT", "Model<base>Base"}
+    assert "def fit(self, v)" in found["Model"]
+    assert found != facts(load(text.replace("v * 10", "v * 11")))
+    assert found != facts(load(text.replace("return 1", "return 2")))
+
+
+def test_other_modules_builtins_and_objects_are_not_followed(load) -> None:
+    module = load(
+        """
+        import json
+        import os
+        from os.path import join
+
+        from wharf import step
+
+        PATHS = {"a": [1, 2.5, None, True, b"x", ("t",), frozenset({3})]}
+        BIG = list(range(100_000))
+        LONG = "x" * 1_000_000
+        OBJECT = object()
+
+
+        def s(x):
+            return json.dumps([os.sep, join("a", "b"), len(BIG), LONG, OBJECT, PATHS, step])
+        """
+    )
+    found = facts(module)
+    assert set(found) == {"PATHS", "BIG", "LONG"}
+    assert found["PATHS"].startswith("value:dict:")
+    assert found["BIG"] == "too large:list"
+    assert found["LONG"] == "too large:str"
+
+
+def test_only_global_loads_are_names() -> None:
+    def f(x):
+        y = x.attribute  # an attribute, not a global
+        return len(y) + GLOBAL  # noqa: F821
+
+    assert global_loads(f.__code__) == {"len", "GLOBAL"}
+
+
+def test_a_step_defined_in_a_function_counts_by_its_module_file(tmp_path: Path) -> None:
+    script = tmp_path / "factory.py"
+    script.write_text("def make():\n    pass  # a comment\n")
+    spec = StepSpec(
+        name="s",
+        source="__main__:make.<locals>.s",
+        code_hash="h",
+        source_file=str(script),
+    )
+    assert step_references(spec) == [("<module file>", "def make():\n    pass\n")]
