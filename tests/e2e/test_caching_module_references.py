@@ -42,26 +42,38 @@ if __name__ == "__main__":
 """
 
 
+def run(script: Path, text: str, workspace: Workspace) -> ExecutionStatus:
+    """The status of the step ``count`` in a run of ``text`` as the script ``script``."""
+    script.write_text(text)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+    newest = max(runs, key=lambda r: r.created)
+    return status_map(workspace, newest.id)["count"]
+
+
 def test_editing_what_the_step_reaches_runs_it_again(workspace: Workspace, tmp_path: Path) -> None:
     script = tmp_path / "counting.py"
-
-    def run(text: str) -> ExecutionStatus:
-        script.write_text(text)
-        done = subprocess.run(
-            [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr
-        runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
-        newest = max(runs, key=lambda r: r.created)
-        return status_map(workspace, newest.id)["count"]
-
-    assert run(SCRIPT) is ExecutionStatus.COMPLETED
-    assert run(SCRIPT) is ExecutionStatus.CACHED
+    assert run(script, SCRIPT, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, SCRIPT, workspace) is ExecutionStatus.CACHED
     unrelated = SCRIPT.replace("return 1", "return 2")
-    assert run(unrelated) is ExecutionStatus.CACHED
+    assert run(script, unrelated, workspace) is ExecutionStatus.CACHED
     helper = unrelated.replace("r * 1.0", "r * 2.0")
-    assert run(helper) is ExecutionStatus.COMPLETED
-    assert run(helper) is ExecutionStatus.CACHED
+    assert run(script, helper, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, helper, workspace) is ExecutionStatus.CACHED
     constant = helper.replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")
-    assert run(constant) is ExecutionStatus.COMPLETED
-    assert run(constant) is ExecutionStatus.CACHED
+    assert run(script, constant, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, constant, workspace) is ExecutionStatus.CACHED
+
+
+def test_without_step_code_an_edited_helper_keeps_the_step_cached(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    script = tmp_path / "counting.py"
+    text = SCRIPT.replace("@step\n", "@step(cache_policy=CachePolicy(include_step_code=False))\n")
+    text = text.replace("import pipeline, step", "import CachePolicy, pipeline, step")
+    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
+    helper = text.replace("r * 1.0", "r * 2.0").replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")
+    assert run(script, helper, workspace) is ExecutionStatus.CACHED

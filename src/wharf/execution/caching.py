@@ -257,33 +257,40 @@ def step_references(spec: StepSpec) -> list[tuple[str, str]]:
     inside a function) counts by the whole source of its module's file instead: any edit of
     the file changes its key, never none."""
     try:
-        return module_references(_import_object(spec.source, spec))
-    except InputError as exc:
-        module_name = spec.source.partition(":")[0]
-        path = spec.source_file if module_name == MAIN else _module_file(module_name)
-        try:
-            text = Path(path).read_text(encoding="utf-8") if path else None
-        except (OSError, UnicodeDecodeError):
-            text = None
-        if text is None:
-            logger.warning(
-                "The cache key of step '%s' does not hold the helpers and constants of its "
-                "module (it cannot be loaded here: %s); name them in its CachePolicy's "
-                "source_dependencies.",
-                spec.name,
-                exc,
-            )
-            return [("<module unknown>", module_name)]
-        return [("<module file>", without_comments(text))]
+        step = _import_object(spec.source, spec)
+    except (Exception, SystemExit) as exc:  # InputError, or the user's module raised
+        return _module_file_reference(spec, exc)
+    return module_references(step)
+
+
+def _module_file_reference(spec: StepSpec, error: BaseException) -> list[tuple[str, str]]:
+    """The step's module as its whole file (comments left out), for a step not loadable
+    here; if even its file is unknown, the module's name, and a warning."""
+    module_name = spec.source.partition(":")[0]
+    path = spec.source_file if module_name == MAIN else _module_file(module_name)
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else None
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is None:
+        logger.warning(
+            "The cache key of step '%s' does not hold the helpers and constants of its "
+            "module (it cannot be loaded here: %s); name them in its CachePolicy's "
+            "source_dependencies.",
+            spec.name,
+            error,
+        )
+        return [("<module unknown>", module_name)]
+    return [("<module file>", without_comments(text))]
 
 
 def _module_file(name: str) -> str | None:
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
     if path is None:
-        try:
+        try:  # imports its parent packages
             found = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
+        except (Exception, SystemExit):
             return None
         path = found.origin if found is not None else None
     return str(path) if path else None

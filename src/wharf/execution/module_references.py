@@ -66,8 +66,13 @@ class _Gatherer:
             self.named.update(id(v) for v in own)
             for obj in own:
                 self.follow_object(obj)
-        elif _plain_value(value):
-            self.facts[name] = _value_fact(value)
+        else:
+            try:
+                fact = _value_fact(value)
+            except RecursionError:  # nested too deep to encode
+                fact = f"too large:{type(value).__name__}"
+            if fact is not None:
+                self.facts[name] = fact
 
     def follow_object(self, obj: Any) -> None:
         if id(obj) in self.seen_ids:
@@ -157,10 +162,6 @@ def _source_fact(obj: Any) -> str:
         return "code:" + loaded_code_digest(obj)
 
 
-def _plain_value(value: Any) -> bool:
-    return _plain_items(value, [MAX_VALUE_ITEMS]) is not None
-
-
 def _plain_items(value: Any, budget: list[int]) -> bool | None:
     """True if plain data within the budget of elements; False if over it (whatever it
     holds: not looked at further); None if not plain data."""
@@ -182,9 +183,14 @@ def _plain_items(value: Any, budget: list[int]) -> bool | None:
     return True
 
 
-def _value_fact(value: Any) -> str:
+def _value_fact(value: Any) -> str | None:
+    """A plain value's canonical encoding (its type alone if too large); None for any other
+    object."""
+    plain = _plain_items(value, [MAX_VALUE_ITEMS])
+    if plain is None:
+        return None
     kind = type(value).__name__
-    if _plain_items(value, [MAX_VALUE_ITEMS]):
+    if plain:
         encoded = canonical(value)
         if len(encoded) <= MAX_VALUE_CHARS:
             return f"value:{kind}:{encoded}"
