@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,6 +48,9 @@ from wharf.store.models import ArtifactVersionRecord
 MAIN = "__main__"
 
 logger = logging.getLogger(__name__)
+_LOADING_STEPS = threading.RLock()
+"""Steps looked up one at a time: two decisions at once (threads of a dynamic pipeline)
+executed an orchestrator's copy of the script twice."""
 
 
 def cache_enabled(spec: StepSpec) -> bool:
@@ -257,7 +261,8 @@ def step_references(spec: StepSpec) -> list[tuple[str, str]]:
     inside a function) counts by the whole source of its module's file instead: any edit of
     the file changes its key, never none."""
     try:
-        step = _import_object(spec.source, spec)
+        with _LOADING_STEPS:
+            step = _import_object(spec.source, spec)
     except (Exception, SystemExit) as exc:  # InputError, or the user's module raised
         return _module_file_reference(spec, exc)
     return module_references(step)
