@@ -4,16 +4,23 @@ of the user's pipeline script: a step's own process executes the script as modul
 ``__main__`` when it runs its steps itself.
 
 Real processes: the script runs in a new interpreter on a ``local_process`` stack (each step in
-a process of its own), whose pools start real workers. Each wait in the step is bounded: a
-worker that cannot import the script fails the step instead of hanging it."""
+a process of its own; or, travelling, each in a new interpreter with the code from the run's
+code archive), whose pools start real workers. Each wait in the step is bounded: a worker that
+cannot import the script fails the step instead of hanging it."""
 
 from __future__ import annotations
 
+import sqlite3
+import tarfile
 from pathlib import Path
 
+import pytest
+
+from tests.e2e.test_isolated import make_stack
 from tests.e2e.test_script_classes import procs, run_script
 from wharf import Client
 from wharf.config.global_config import load_config
+from wharf.sdk.workspace import Workspace
 
 __all__ = ["procs"]  # a fixture: each step in a process of its own, forked from a warm one
 
@@ -63,21 +70,57 @@ if __name__ == "__main__":
 """
 
 
-def test_spawn_and_forkserver_pools_of_an_isolated_step_run_the_scripts_functions(
-    procs: Path, tmp_path: Path
-) -> None:
-    out = run_script(tmp_path, "pools.py", POOLS)
+@pytest.fixture
+def travelling(wharf_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Wharf home, inside the script's directory, whose active stack runs each isolated step
+    as if on another machine (a new interpreter, the code from the run's code archive)."""
+    workspace = Workspace.open(load_config())
+    try:
+        orchestrator_config = {"code_travels": True}
+        make_stack(workspace, "travels", "local_process", orchestrator_config=orchestrator_config)
+    finally:
+        workspace.close()
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "travels")
+    return wharf_home
+
+
+def check_pools(out: str) -> None:
+    """``POOLS``'s output: right results, the script executed where it must, no complaint."""
     # the workers import the script as the step's process does, its main block skipped
     for method in ("spawn", "forkserver"):
         expected = f"RESULT {method} [0, 1, 4, 9] [0, 1, 4, 9] __wharf_script__ True"
         assert expected in out, out
         # by the step's process and by each worker, under the step process's name for it
-        log = out.split(f"LOG {method} ")[1].split("RESULT")[0]
+        log = out.split(f"LOG {method} ")[1].split("RESULT", maxsplit=1)[0]
         assert log.count("EXECUTED __wharf_script__") >= 3, out
     assert out.count("EXECUTED") == out.count("EXECUTED __wharf_script__") + 1, out  # + script
     # and without a complaint: no worker failed to start or warned
     for word in ("Traceback", "Error", "Warning"):
         assert word not in out, out
+
+
+def test_spawn_and_forkserver_pools_of_an_isolated_step_run_the_scripts_functions(
+    procs: Path, tmp_path: Path
+) -> None:
+    check_pools(run_script(tmp_path, "pools.py", POOLS))
+
+
+def test_pools_of_travelling_steps_with_the_store_inside_the_scripts_directory(
+    travelling: Path, tmp_path: Path
+) -> None:
+    """The run's code archive is made of the script's directory, which holds Wharf's home and
+    its live SQLite store (as a project-local ``WHARF_HOME`` would). Packaging the store's
+    file opened and closed it in the pipeline's process, which dropped that process's SQLite
+    locks on it: a step's completion was lost ("exited with code 0 before reporting its
+    result", mostly the forkserver step's, which ends first; 21 of 30 runs) or the file was
+    left malformed. Wharf's files never travel now."""
+    check_pools(run_script(tmp_path, "pools.py", POOLS))
+    archives = list((travelling / "artifacts" / "code").glob("*.tar.gz"))
+    assert len(archives) == 1, archives
+    with tarfile.open(archives[0]) as archive:
+        assert archive.getnames() == ["pools.py"]
+    with sqlite3.connect(travelling / "wharf.db") as database:
+        assert database.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 UNGUARDED = """

@@ -1,11 +1,13 @@
 """The pipeline's code packaged for steps that run elsewhere (the submitting side).
 
 Owns which directory is the pipeline's source (:func:`source_root`), which of its files travel
-(``.gitignore`` honoured), the content digest, the archive and its upload (:func:`ship_code`).
-Invariants: the same content gives the same digest wherever it lies and whenever it was
-touched, and the same files give the same archive bytes; an archive at
-``<store root>/code/<digest>.tar.gz`` is seen whole or not at all, and holds what its name
-says; the size limit is checked before any file is read.
+(``.gitignore`` honoured; never Wharf's own: :func:`wharf_state`), the content digest, the
+archive and its upload (:func:`ship_code`). Invariants: the same content gives the same digest
+wherever it lies and whenever it was touched, and the same files give the same archive bytes;
+an archive at ``<store root>/code/<digest>.tar.gz`` is seen whole or not at all, and holds what
+its name says; the size limit is checked before any file is read; no file of Wharf's home,
+store or artifact store is ever opened, even inside the source (a plain ``close`` of the store's
+SQLite file would drop this process's own SQLite locks on it: ``wharf.sql.engine.sqlite_files``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from wharf.artifacts.store import ArtifactStore, join_uri
+from wharf.config.global_config import WharfConfig
 from wharf.config.spec import CodeArchiveRef, CodeSource, PipelineSpec
 from wharf.core.errors import InputError
 from wharf.execution.code_digests import FileHashes
@@ -98,11 +101,49 @@ def list_files(root: Path) -> list[str]:
     return [name for name in candidates(root) if os.path.isfile(prefix + name)]
 
 
-def candidates(root: Path) -> list[str]:
+def candidates(root: Path, keep_out: Sequence[Path] = ()) -> list[str]:
     """The paths that may travel, sorted: what ``.gitignore`` keeps (``git ls-files`` may name
-    a file deleted since it was added; :func:`scan` skips what is not a regular file)."""
+    a file deleted since it was added; :func:`scan` skips what is not a regular file), except
+    those at or under a path of ``keep_out`` that lies inside ``root`` (a path that is ``root``
+    or encloses it leaves nothing out)."""
     names = _git_files(root) if os.path.exists(os.path.join(root, ".git")) else _walk_files(root)
-    return sorted({n for n in names if not _always_excluded(n)})
+    inside = _inside(root, keep_out)
+    return sorted(
+        {
+            n
+            for n in names
+            if not _always_excluded(n) and not any(n == p or n.startswith(p + "/") for p in inside)
+        }
+    )
+
+
+def _inside(root: Path, paths: Sequence[Path]) -> list[str]:
+    """The ``/``-separated paths relative to ``root`` of those of ``paths`` strictly inside it
+    (symbolic links resolved, as :func:`source_root` resolves ``root``)."""
+    resolved_root = root.resolve()
+    found = []
+    for path in paths:
+        resolved = Path(os.path.abspath(path)).resolve()
+        if resolved != resolved_root and resolved.is_relative_to(resolved_root):
+            found.append(resolved.relative_to(resolved_root).as_posix())
+    return found
+
+
+def wharf_state(config: WharfConfig) -> tuple[Path, ...]:
+    """Wharf's own files, which never travel even when they lie inside the pipeline's source (a
+    project-local ``WHARF_HOME``): its home (settings and credentials, code cache, remembered
+    hashes), the embedded store's SQLite file with its log and index, and the artifact root.
+    Beyond what they have nothing to do with the code, reading the live store here would break
+    it: see :func:`wharf.sql.engine.sqlite_files`."""
+    from wharf.sql.engine import sqlite_files  # SQLAlchemy: not for a step fetching its code
+
+    return (
+        config.home,
+        *sqlite_files(config.store_url),
+        config.artifact_root,
+        config.code_cache,
+        config.code_hashes,
+    )
 
 
 def _always_excluded(name: str) -> bool:
@@ -332,15 +373,19 @@ def ship_code(
     limit_bytes: int = DEFAULT_LIMIT_BYTES,
     root: Path | None = None,
     hashes_dir: Path | None = None,
+    keep_out: Sequence[Path] = (),
 ) -> PipelineSpec:
     """``spec`` with its code archive (packaged and uploaded if needed) when the run's code
     source is ``archive``; ``spec`` unchanged otherwise. ``hashes_dir``: where file hashes are
-    remembered between calls (``wharf.execution.code_digests``; None: every file is read)."""
+    remembered between calls (``wharf.execution.code_digests``; None: every file is read).
+    ``keep_out``: paths that never travel (:func:`wharf_state`); the root of a local ``store``
+    never does either (else each archive would hold the ones before it)."""
     if wanted_source(spec.config.code_source, travels) != "archive":
         return spec
     where = source_root(root)
     known = None if hashes_dir is None else FileHashes.load(hashes_dir, where)
-    manifest = scan(where, candidates(where), limit_bytes, known)
+    local_store = [Path(store.path)] if os.path.isabs(store.path) else []
+    manifest = scan(where, candidates(where, [*keep_out, *local_store]), limit_bytes, known)
     if known is not None:
         known.save()
     ref, _ = upload(manifest, store)

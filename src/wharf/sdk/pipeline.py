@@ -24,7 +24,7 @@ from wharf.core.errors import InputError, PipelineDefinitionError, StepInterface
 from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
-from wharf.execution.code_archive import code_travels, ship_code
+from wharf.execution.code_archive import code_travels, ship_code, wharf_state
 from wharf.execution.refusal import RunRefusedError
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
@@ -265,6 +265,7 @@ class Pipeline(Generic[P]):
             travels=code_travels(spec, orchestrator, step_operator),
             limit_bytes=int(workspace.config.code_archive_limit_mib * 1024 * 1024),
             hashes_dir=workspace.config.code_hashes,
+            keep_out=wharf_state(workspace.config),  # never the home and live store inside it
         )
         services = workspace.run_services(artifact_store)
         if spec.config.schedule is not None and orchestrator.schedules_runs:

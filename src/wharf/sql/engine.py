@@ -88,6 +88,33 @@ def mask_url(url: str | URL) -> str:
         return "<invalid URL>"
 
 
+SQLITE_COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database file (WAL log, its shared-memory index, rollback
+journal)."""
+
+
+def sqlite_files(url: str | URL) -> tuple[Path, ...]:
+    """The files of the SQLite database at ``url`` (absolute: the database file, then its
+    companions), () for another database or an unparsable URL.
+
+    Only SQLite may open them in a process that has the database open: a process's POSIX
+    locks on a file all go when it closes *any* descriptor of that file, so a plain
+    ``open()``/``close()`` of one (to copy, hash or archive it) silently drops the locks of the
+    process's SQLite connections; another process closing last then checkpoints and removes the
+    log under them (lost writes, "database disk image is malformed")."""
+    try:
+        parsed = make_url(url)
+    except sa_exc.ArgumentError:
+        return ()
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return ()
+    if database.startswith("file:"):  # a URI filename (``?uri=true``)
+        database = database[len("file:") :].partition("?")[0]
+    main = Path(database).absolute()
+    return (main, *(Path(f"{main}{suffix}") for suffix in SQLITE_COMPANION_SUFFIXES))
+
+
 def create_sql_engine(url: str | URL) -> Engine:
     """An engine for ``url``: a pool of ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for
     peaks (SQLAlchemy's 5 + 10 made a busy server worker reopen PostgreSQL backends), waited for
