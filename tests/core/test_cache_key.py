@@ -50,7 +50,6 @@ def test_every_fact_changes_the_key():
         "file_digests": [("f.txt", "d")],
         "source_dependencies": [("m:h", "code")],
         "cache_func_result": "v",
-        "module_references": [("helper", "source:def helper(): ...")],
     }
     for field, value in changes.items():
         assert key(replace(BASE, **{field: value})) != key(), field
@@ -59,9 +58,6 @@ def test_every_fact_changes_the_key():
 def test_policy_switches():
     other_code = replace(BASE, code_hash="c2")
     assert key(other_code, include_step_code=False) == key(include_step_code=False)
-    other_helper = replace(BASE, module_references=[("LIMIT", "value:int:3")])
-    assert key(other_helper, include_step_code=False) == key(include_step_code=False)
-    assert key(other_helper) != key()
     other_params = replace(BASE, parameters={"x": 9})
     assert key(other_params, include_step_parameters=False) == key(include_step_parameters=False)
     # value-based: same content hash, different id -> same key
@@ -236,12 +232,3 @@ def test_source_without_comments_keeps_the_key_it_had():
 def test_trailing_white_space_counts_only_inside_a_string():
     source = 'def f():\n    x = 1   \n    return """a   \nb"""  \n'
     assert without_comments(source) == 'def f():\n    x = 1\n    return """a   \nb"""\n'
-
-
-def test_module_references_count_in_any_order_and_none_keeps_the_old_key():
-    both = [("a", "source:def a(): ..."), ("B", "value:int:1")]
-    ordered = replace(BASE, module_references=both)
-    assert key(ordered) == key(replace(BASE, module_references=both[::-1]))
-    assert key(replace(BASE, module_references=[("b", "value:int:1")])) != key(ordered)
-    # a step reaching nothing of its module keeps the key it had before module references
-    assert key(replace(BASE, module_references=[])) == key()

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from wharf.config.spec import StepSpec
-from wharf.execution.caching import step_references
 from wharf.execution.module_references import global_loads, module_references
 
 _names = itertools.count()
@@ -241,34 +239,8 @@ def test_only_global_loads_are_names() -> None:
     assert global_loads(f.__code__) == {"len", "GLOBAL"}
 
 
-def test_a_step_defined_in_a_function_counts_by_its_module_file(tmp_path: Path) -> None:
-    script = tmp_path / "factory.py"
-    script.write_text("def make():\n    pass  # a comment\n")
-    spec = StepSpec(
-        name="s",
-        source="__main__:make.<locals>.s",
-        code_hash="h",
-        source_file=str(script),
-    )
-    assert step_references(spec) == [("<module file>", "def make():\n    pass\n")]
-
-
 def test_a_value_nested_too_deep_counts_by_its_type(load) -> None:
     module = load(
         "DEEP = []\nfor _ in range(5000):\n    DEEP = [DEEP]\n\n\ndef s():\n    return DEEP\n"
     )
     assert facts(module) == {"DEEP": "too large:list"}
-
-
-def test_a_module_that_raises_when_imported_counts_by_its_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where the key is computed in a process that has not imported the step's module (an
-    orchestrator's), an import that raises is no error of the key: the file counts."""
-    (tmp_path / "raising_steps.py").write_text("raise RuntimeError('no GPU here')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    spec = StepSpec(name="s", source="raising_steps:s", code_hash="h")
-    try:
-        assert step_references(spec) == [("<module file>", "raise RuntimeError('no GPU here')\n")]
-    finally:
-        sys.modules.pop("raising_steps", None)

@@ -50,10 +50,6 @@ class CacheKeyFacts:
     source_dependencies: Sequence[tuple[str, str]] = ()
     """(import path, source code), any order."""
     cache_func_result: str | None = None
-    module_references: Sequence[tuple[str, str]] = ()
-    """(name, what the key holds of it): the functions, classes and plain values of the
-    step's own module that its code reaches (``wharf.execution.module_references``); part of
-    the step's code, so left out with it."""
 
 
 @dataclass(frozen=True)
@@ -187,8 +183,6 @@ def compute_cache_key(facts: CacheKeyFacts, policy: KeyPolicy) -> str:
     h.add("source", facts.step_source)
     if policy.include_step_code:
         h.add("code", facts.code_hash)
-        for name, reference in sorted(facts.module_references):
-            h.add("module_ref:" + name, reference)
     if policy.include_step_parameters:
         for name in sorted(facts.parameters):
             h.add("param:" + name, canonical(facts.parameters[name]))

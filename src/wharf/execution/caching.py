@@ -7,7 +7,8 @@ its code as loaded (a module edited since its import never lends the old code's 
 new code); ``__main__`` in a cache policy is the step's script, wherever the key is computed;
 the values a step's function closes over count (:func:`closure_digest`, part of its code hash);
 ``expires_after`` counts from the result's making (:func:`expiry_for`); what the step's code
-reaches of its own module counts with its code (:func:`step_references`).
+reaches of its own module counts with its code hash (``sdk.compiler.code_hash_with_references``,
+read where the pipeline is compiled).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
@@ -21,7 +22,6 @@ import logging
 import os
 import re
 import sys
-import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,7 +40,6 @@ from wharf.core.cache_key import (
     without_comments,
 )
 from wharf.core.errors import InputError
-from wharf.execution.module_references import module_references
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import import_user_object
 from wharf.store.models import ArtifactVersionRecord
@@ -48,9 +47,6 @@ from wharf.store.models import ArtifactVersionRecord
 MAIN = "__main__"
 
 logger = logging.getLogger(__name__)
-_LOADING_STEPS = threading.RLock()
-"""Steps looked up one at a time: two decisions at once (threads of a dynamic pipeline)
-executed an orchestrator's copy of the script twice."""
 
 
 def cache_enabled(spec: StepSpec) -> bool:
@@ -253,54 +249,6 @@ def _code_bytes(code: CodeType) -> bytes:
     return hashlib.sha256("\0".join(parts).encode()).digest()
 
 
-def step_references(spec: StepSpec) -> list[tuple[str, str]]:
-    """The functions, classes and plain values of the step's own module that its code
-    reaches (:func:`~wharf.execution.module_references.module_references`), found on the step
-    as loaded here (its script as the step's process loads it where this process runs another
-    ``__main__``: :func:`_import_object`). A step that cannot be loaded here (one defined
-    inside a function) counts by the whole source of its module's file instead: any edit of
-    the file changes its key, never none."""
-    try:
-        with _LOADING_STEPS:
-            step = _import_object(spec.source, spec)
-    except (Exception, SystemExit) as exc:  # InputError, or the user's module raised
-        return _module_file_reference(spec, exc)
-    return module_references(step)
-
-
-def _module_file_reference(spec: StepSpec, error: BaseException) -> list[tuple[str, str]]:
-    """The step's module as its whole file (comments left out), for a step not loadable
-    here; if even its file is unknown, the module's name, and a warning."""
-    module_name = spec.source.partition(":")[0]
-    path = spec.source_file if module_name == MAIN else _module_file(module_name)
-    try:
-        text = Path(path).read_text(encoding="utf-8") if path else None
-    except (OSError, UnicodeDecodeError):
-        text = None
-    if text is None:
-        logger.warning(
-            "The cache key of step '%s' does not hold the helpers and constants of its "
-            "module (it cannot be loaded here: %s); name them in its CachePolicy's "
-            "source_dependencies.",
-            spec.name,
-            error,
-        )
-        return [("<module unknown>", module_name)]
-    return [("<module file>", without_comments(text))]
-
-
-def _module_file(name: str) -> str | None:
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None)
-    if path is None:
-        try:  # imports its parent packages
-            found = importlib.util.find_spec(name)
-        except (Exception, SystemExit):
-            return None
-        path = found.origin if found is not None else None
-    return str(path) if path else None
-
-
 def _cache_func_result(path: str, spec: StepSpec) -> str:
     func = _import_object(path, spec)
     if not callable(func):
@@ -349,7 +297,6 @@ def compute_step_cache_key(
         cache_func_result=_cache_func_result(policy.cache_func, spec)
         if policy.cache_func
         else None,
-        module_references=step_references(spec) if policy.include_step_code else (),
     )
     return compute_cache_key(
         facts,

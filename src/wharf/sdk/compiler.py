@@ -184,6 +184,22 @@ class Compilation:
         return specs
 
 
+def code_hash_with_references(step: Step[Any, Any]) -> str:
+    """The step's code hash, covering also what its code reaches of its own module (helpers,
+    classes and plain constants: ``wharf.execution.module_references``), read here, where the
+    pipeline is compiled and its module is whole, so that whoever decides its caching later (an
+    orchestrator pod that never imports it) sees the same facts."""
+    import hashlib
+
+    from wharf.core.cache_key import canonical
+    from wharf.execution.module_references import module_references
+
+    references = module_references(step.func)
+    if not references:
+        return step.code_hash
+    return hashlib.sha256(f"{step.code_hash}\0{canonical(references)}".encode()).hexdigest()
+
+
 def build_step_spec(
     step: Step[Any, Any],
     invocation_id: str,
@@ -197,7 +213,7 @@ def build_step_spec(
         source=step.source,
         source_file=step.source_file,
         source_code=step.source_code,
-        code_hash=step.code_hash,
+        code_hash=code_hash_with_references(step),
         docstring=step.docstring,
         upstream=tuple(upstream),
         inputs=inputs,
