@@ -5,18 +5,8 @@ run made is cached in the pod."""
 
 from __future__ import annotations
 
-from tests.integrations.kubernetes.testbed import (
-    IMAGE,
-    REMOTE_STORE,
-    Bed,
-    BedFactory,
-    register_kubernetes_stack,
-    steps_of,
-    submit_script,
-    wait_for_run_end,
-)
-from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.sdk import stacks
+from tests.integrations.kubernetes.test_orchestrator_cache_script import assert_cached_in_the_pod
+from tests.integrations.kubernetes.testbed import BedFactory
 
 SCRIPT = """
 import json
@@ -54,21 +44,4 @@ if __name__ == "__main__":
 
 
 def test_script_references_give_the_pod_the_local_key(make_bed: BedFactory) -> None:
-    bed: Bed = make_bed({"run.py": SCRIPT}, active_stack="k8s-async")
-    ws = bed.workspace
-    register_kubernetes_stack(
-        ws, "k8s-async", {"image": IMAGE, "synchronous": False, "job_monitoring_interval": 0.5}
-    )
-    stacks.register_component(ws, "here", ComponentType.ORCHESTRATOR, "local", {})
-    stacks.register_stack(ws, "local-remote", orchestrator="here", artifact_store=REMOTE_STORE)
-
-    local, _ = submit_script(bed, "only_scaled", stack="local-remote", value=7)
-    assert local.status is ExecutionStatus.COMPLETED, local.status_reason
-    original = steps_of(bed, local)["scaled"]
-
-    run, _ = submit_script(bed, "only_scaled", stack="k8s-async", value=7)
-    ended = wait_for_run_end(bed, run)
-    assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
-    scaled = steps_of(bed, ended)["scaled"]
-    assert scaled.status is ExecutionStatus.CACHED
-    assert scaled.original_step_run_id == original.id
+    assert_cached_in_the_pod(make_bed({"run.py": SCRIPT}, active_stack="k8s-async"))

@@ -54,7 +54,12 @@ if __name__ == "__main__":
 
 
 def test_script_dependencies_give_the_pod_the_local_key(make_bed: BedFactory) -> None:
-    bed: Bed = make_bed({"run.py": SCRIPT}, active_stack="k8s-async")
+    assert_cached_in_the_pod(make_bed({"run.py": SCRIPT}, active_stack="k8s-async"))
+
+
+def assert_cached_in_the_pod(bed: Bed) -> None:
+    """Run ``only_scaled`` of the bed's ``run.py`` locally, then on the orchestrator pod (with
+    the same artifact store): its step ``scaled`` must be cached there, from the local run."""
     ws = bed.workspace
     register_kubernetes_stack(
         ws, "k8s-async", {"image": IMAGE, "synchronous": False, "job_monitoring_interval": 0.5}
