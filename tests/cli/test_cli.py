@@ -111,6 +111,20 @@ def test_a_filter_matching_nothing_says_so_on_stderr(finished_run) -> None:
     assert wharf("runs", "list").stderr == ""  # something to show: no note
 
 
+def test_an_empty_store_says_there_is_nothing_yet_not_that_nothing_matches(home: Path) -> None:
+    """No filter given: "No ... match." would blame a filter there is none of."""
+    runs = wharf("runs", "list")
+    assert runs.returncode == 0, runs.stderr
+    assert runs.stderr == (
+        "No pipeline runs yet: running a pipeline (python my_pipeline.py) makes one.\n"
+    )
+    assert wharf("pipelines", "list").stderr.startswith("No pipelines yet: ")
+    assert wharf("artifacts", "list").stderr.startswith("No artifacts yet: ")
+    assert wharf("artifacts", "list", "--versions").stderr.startswith("No artifact versions yet")
+    # a filter on the same empty store still says nothing matches it
+    assert wharf("runs", "list", "--status", "failed").stderr == "No pipeline runs match.\n"
+
+
 def test_unknown_run(home: Path) -> None:
     assert_one_line_error(wharf("runs", "show", "no-such-run"), "no-such-run")
     assert_one_line_error(

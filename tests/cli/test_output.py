@@ -62,3 +62,14 @@ def test_a_page_past_the_end_says_so(capsys: pytest.CaptureFixture[str]) -> None
     assert lines == ["Things", "NAME", "No records on this page: 2 in all; use a lower --page."]
     emit([RECORD], ("name",), "table", total=2)  # a page that shows some: as before
     assert capsys.readouterr().out.splitlines()[-1] == "1 of 2 shown; use --page/--size for more."
+
+
+def test_an_empty_list_says_none_yet_unless_a_filter_emptied_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emit([], ("name",), "table", total=0, noun="pools", hint="`wharf pool create` makes one.")
+    assert capsys.readouterr().err == "No pools yet: `wharf pool create` makes one.\n"
+    emit([], ("name",), "table", title="Things", total=0)
+    assert capsys.readouterr().err == "No things yet.\n"
+    emit([], ("name",), "table", title="Things", total=0, filtered=True, hint="unused")
+    assert capsys.readouterr().err == "No things match.\n"

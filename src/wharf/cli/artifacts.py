@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _VERSIONS_PAGE = 200
 """Artifact versions read per store call while looking for a ``--version``."""
+_ARTIFACTS_HINT = "a pipeline run stores its steps' outputs as artifacts."
 
 
 @click.group()
@@ -50,11 +51,21 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
             output,
             title="Artifact versions",
             total=vresult.total,
+            filtered=name is not None,
+            hint=_ARTIFACTS_HINT,
         )
         total = vresult.total
     else:
         result = read(lambda r: r.list_artifacts(name=name, page=page, size=size))
-        emit(result.items, ("name", "created", "id"), output, title="Artifacts", total=result.total)
+        emit(
+            result.items,
+            ("name", "created", "id"),
+            output,
+            title="Artifacts",
+            total=result.total,
+            filtered=name is not None,
+            hint=_ARTIFACTS_HINT,
+        )
         total = result.total
     if name is not None and total == 0:  # a part of a name, or a typo: say which it may be
         similar = read(lambda r: _similar_names(r, name))

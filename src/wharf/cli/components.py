@@ -139,6 +139,7 @@ def list_components(type_: str | None, page: int, size: int, output: str) -> Non
         output,
         title="Stack components",
         total=result.total,
+        filtered=component_type is not None,
     )
 
 

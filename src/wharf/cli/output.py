@@ -127,10 +127,15 @@ def emit(
     title: str | None = None,
     total: int | None = None,
     derived: Mapping[str, Callable[[Any], Any]] | None = None,
+    filtered: bool = False,
+    hint: str | None = None,
+    noun: str | None = None,
 ) -> None:
     """``records`` as JSON, or as a table of ``columns``: attributes of the records, or columns
-    ``derived`` computes from a record. A table of nothing at all (``total`` 0) is followed by
-    ``No <title> match.`` on stderr (stdout keeps the bare header, for scripts)."""
+    ``derived`` computes from a record. A table of nothing at all (``total`` 0) is followed on
+    stderr (stdout keeps the bare header, for scripts) by :func:`empty_note`: ``No <noun>
+    match.`` when the list was ``filtered``, else ``No <noun> yet.`` and the ``hint`` (how to
+    make one); ``noun`` defaults to the title in lower case."""
     if output == "json":
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
@@ -146,8 +151,17 @@ def emit(
     if note is not None:
         lines.append(note)
     click.echo("\n".join(lines))
-    if total == 0:  # else a filter that matches nothing looks like a table that failed to load
-        click.echo(f"No {title.lower() if title else 'records'} match.", err=True)
+    if total == 0:  # else an empty list looks like a table that failed to load
+        what = noun or (title.lower() if title else "records")
+        click.echo(empty_note(what, filtered=filtered, hint=hint), err=True)
+
+
+def empty_note(noun: str, *, filtered: bool, hint: str | None = None) -> str:
+    """The line under an empty list of ``noun``: a filtered list says nothing matches it; an
+    unfiltered one says there are none yet, and ``hint`` (if any) how to make one."""
+    if filtered:
+        return f"No {noun} match."
+    return f"No {noun} yet." if hint is None else f"No {noun} yet: {hint}"
 
 
 def page_note(shown: int, total: int) -> str | None:

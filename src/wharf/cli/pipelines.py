@@ -20,4 +20,11 @@ def list_pipelines(page: int, size: int, output: str) -> None:
     from wharf.cli.reads import read
 
     result = read(lambda r: r.list_pipelines(page=page, size=size))
-    emit(result.items, ("name", "created", "id"), output, title="Pipelines", total=result.total)
+    emit(
+        result.items,
+        ("name", "created", "id"),
+        output,
+        title="Pipelines",
+        total=result.total,
+        hint="running a pipeline (python my_pipeline.py) records it.",
+    )

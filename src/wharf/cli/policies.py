@@ -346,7 +346,16 @@ def list_policies(ctx: click.Context, pool: str | None, page: int, size: int, ou
         res = resources(rm)
     rows = [_row(res, pools, p) for p in policies]
     columns = ("name", "pool", "selector", "priority", "grants", "concurrency_limit", "id")
-    emit(rows, columns, output, total=len(every))
+    hint = "`wharf policy create` makes one."
+    emit(
+        rows,
+        columns,
+        output,
+        total=len(every),
+        filtered=pool is not None,
+        noun="policies",
+        hint=hint,
+    )
 
 
 @policy.command("show")

@@ -269,7 +269,8 @@ def list_pools(ctx: click.Context, page: int, size: int, output: str) -> None:
         res = resources(rm)
         rows = [_row(res, p) for p in pools]
         columns = ("name", "rank", "classes", "concurrency_limit", "fair_sharing", "id")
-        emit(rows, columns, output, total=len(every))
+        hint = "`wharf pool create` makes one."
+        emit(rows, columns, output, total=len(every), noun="pools", hint=hint)
 
 
 @pool.command("show", short_help="Show pool NAME with its classes and current allocations.")

@@ -330,7 +330,8 @@ def list_requests(
         echo_json(found.items)
         return
     rows = [request_row(info, pools) for info in found.items]
-    emit(rows, REQUEST_COLUMNS, output, total=found.total)
+    filtered = bool(statuses or pool or subject or requester or metadata or project)
+    emit(rows, REQUEST_COLUMNS, output, total=found.total, filtered=filtered, noun="requests")
 
 
 @request.command("show")

@@ -45,7 +45,15 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
     result = read(
         lambda r: r.list_pipeline_runs(pipeline=pipeline, status=status, page=page, size=size)
     )
-    emit(result.items, RUN_COLUMNS, output, title="Pipeline runs", total=result.total)
+    emit(
+        result.items,
+        RUN_COLUMNS,
+        output,
+        title="Pipeline runs",
+        total=result.total,
+        filtered=pipeline is not None or status is not None,
+        hint="running a pipeline (python my_pipeline.py) makes one.",
+    )
 
 
 @runs.command("show", short_help="Show a run and its steps.")

@@ -56,6 +56,8 @@ def list_schedules(pipeline: str | None, page: int, size: int, output: str) -> N
         title="Schedules",
         total=result.total,
         derived={"trigger": _trigger},
+        filtered=pipeline is not None,
+        hint="running a pipeline declared with @pipeline(schedule=Schedule(...)) records one.",
     )
 
 
