@@ -273,3 +273,34 @@ def test_a_misspelt_pipeline_parameter_names_the_pipeline_and_its_parameters() -
     )
     with pytest.raises(StepInterfaceError, match=r"Pipeline 'tune': too many positional arguments"):
         tune.compile(1, 2, 3)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [
+        (object(), "a object"),
+        ({1, 2}, "a set"),  # the record keeps a list, in the order of this process's hashing
+        (b"v3", "a bytes"),  # kept as the str 'v3'
+        (float("nan"), "the float nan"),  # kept as null
+        ({1: "a"}, "a dict with the int key 1"),  # kept as {"1": "a"}
+        ([{"deep": {2.5, 3}}], "a set"),
+    ],
+    ids=["object", "set", "bytes", "nan", "int-key", "nested"],
+)
+def test_caching_parameters_that_are_not_json_are_refused_in_one_line(
+    value: Any, holds: str
+) -> None:
+    """Such a value was stored with the run as another value (or failed pydantic's serializer
+    with a traceback when the pipeline ran): refused when the step is defined, naming it."""
+    with pytest.raises(StepInterfaceError) as info:
+        step(caching_parameters={"model": value})(make)
+    message = str(info.value)
+    assert message.startswith(f"caching_parameters['model'] of step 'make' holds {holds}, ")
+    assert "\n" not in message and "sorted list for a set" in message
+
+
+def test_json_caching_parameters_are_accepted() -> None:
+    given = {"model": "v3", "n": [1, (2, 3.5)], "d": {"k": None, "b": True}}
+    assert step(caching_parameters=given)(make).caching_parameters == given
+    with pytest.raises(StepInterfaceError, match=r"caching_parameters\[1\] of step 'make' holds"):
+        step(caching_parameters={1: "v3"})(make)

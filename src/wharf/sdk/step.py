@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -72,6 +73,49 @@ def _one_line(error: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(part) for part in e['loc']) or 'value'}: {e['msg']}" for e in error.errors()
     )
+
+
+def _not_stored_as_is(value: Any) -> str | None:
+    """What of ``value`` the run's record (JSON) would not keep as it is (a set comes back as
+    a list in its hashing order, bytes as a str, NaN as null, ``1`` as a key as ``"1"``, an
+    object not at all), so the cache key computed from it elsewhere would differ; None if
+    nothing."""
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the float {value!r}"
+    if isinstance(value, list | tuple):
+        return next((p for p in map(_not_stored_as_is, value) if p is not None), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a dict with the {type(key).__name__} key {key!r}"
+            problem = _not_stored_as_is(item)
+            if problem is not None:
+                return problem
+        return None
+    return f"a {type(value).__name__}"
+
+
+def _caching_parameters(owner: str, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``caching_parameters`` checked: JSON values under str names, as the record keeps them."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise StepInterfaceError(
+            f"caching_parameters of {owner} must be a dict, not {type(given).__name__}."
+        )
+    for name, value in given.items():
+        problem = (
+            f"a {type(name).__name__} name" if not isinstance(name, str) else None
+        ) or _not_stored_as_is(value)
+        if problem is not None:
+            raise StepInterfaceError(
+                f"caching_parameters[{name!r}] of {owner} holds {problem}, which a run's record "
+                "cannot keep as it is; use JSON values (str, int, float, bool, None, and lists "
+                "and str-keyed dicts of them), e.g. a sorted list for a set or str(value)."
+            )
+    return dict(given)
 
 
 def _materializer_path(owner: str, cls: Any) -> str:
@@ -187,7 +231,7 @@ class Step(Generic[P, R]):
                     f"environment of step '{self.name}' maps names to strings; "
                     f"{key!r} is {value!r}."
                 )
-        self.caching_parameters = dict(caching_parameters or {})
+        self.caching_parameters = _caching_parameters(f"step '{self.name}'", caching_parameters)
         self.enable_heartbeat = enable_heartbeat
         self._options: dict[str, Any] = {
             "name": name,
