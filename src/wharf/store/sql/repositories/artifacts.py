@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Row, bindparam, func, select
 
 from wharf.core.errors import StoreError
 from wharf.core.ids import new_id
+from wharf.sql import exact
 from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import MAX_CONFLICT_RETRIES, Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
@@ -209,7 +210,7 @@ class SqlArtifactRepository(SqlRepository):
         if filter.artifact_id is not None:
             conditions.append(_V.c.artifact_id == filter.artifact_id)
         if filter.name is not None:
-            conditions.append(_A.c.name == filter.name)
+            conditions.append(exact.equals(_A.c.name, filter.name))
         if filter.producer_step_run_id is not None:
             conditions.append(_V.c.producer_step_run_id == filter.producer_step_run_id)
         if filter.id_prefix is not None:
@@ -237,7 +238,7 @@ class SqlArtifactRepository(SqlRepository):
         if filter.project_id is not None:
             conditions.append(_A.c.project_id == filter.project_id)
         if filter.name is not None:
-            conditions.append(_A.c.name == filter.name)
+            conditions.append(exact.equals(_A.c.name, filter.name))
         if filter.id_prefix is not None:
             conditions.append(id_prefix_condition(_A, filter.id_prefix))
         return list_page(self._db, _A, conditions, page, _artifact)

@@ -15,6 +15,7 @@ from uuid import UUID
 from sqlalchemy import Connection, select
 
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError
+from wharf.sql import exact
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.account_models import UserCredentialRecord
 from wharf.store.models import UserRecord
@@ -39,7 +40,7 @@ class SqlCredentialRepository(SqlRepository):
         return _record(row._asdict())
 
     def get_by_external_id(self, external_id: str) -> UserCredentialRecord:
-        stmt = select(_C).where(_C.c.external_id == external_id)
+        stmt = select(_C).where(exact.equals(_C.c.external_id, external_id))
         row = self._db.read(lambda c: c.execute(stmt).first())
         if row is None:
             raise EntityNotFoundError(f"No user is linked to external id '{external_id}'.")

@@ -12,6 +12,7 @@ from uuid import UUID
 from sqlalchemy import Row, select
 
 from wharf.core.ids import new_id
+from wharf.sql import exact
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import Page, PageRequest, PipelineFilter, PipelineRecord
 from wharf.store.sql import tables as t
@@ -66,7 +67,7 @@ class SqlPipelineRepository(SqlRepository):
         if filter.project_id is not None:
             conditions.append(_P.c.project_id == filter.project_id)
         if filter.name is not None:
-            conditions.append(_P.c.name == filter.name)
+            conditions.append(exact.equals(_P.c.name, filter.name))
         if filter.id_prefix is not None:
             conditions.append(id_prefix_condition(_P, filter.id_prefix))
         return list_page(self._db, _P, conditions, page, _record)

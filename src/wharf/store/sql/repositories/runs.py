@@ -25,6 +25,7 @@ from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import EntityExistsError, IllegalOperationError, StoreError
 from wharf.core.transitions import check_run_initial, check_run_transition
+from wharf.sql import exact
 from wharf.sql.engine import MAX_CONFLICT_RETRIES
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.store.models import (
@@ -110,10 +111,14 @@ class SqlRunRepository(SqlRepository):
         self, filter: RunFilter = DEFAULT_FILTER, page: PageRequest = DEFAULT_PAGE
     ) -> Page[PipelineRunRecord]:
         conditions = []
-        for field in ("project_id", "pipeline_id", "snapshot_id", "name", "orchestrator_run_id"):
+        for field in ("project_id", "pipeline_id", "snapshot_id"):
             value = getattr(filter, field)
             if value is not None:
                 conditions.append(_R.c[field] == value)
+        for field in ("name", "orchestrator_run_id"):
+            text = getattr(filter, field)
+            if text is not None:
+                conditions.append(exact.equals(_R.c[field], text))
         if filter.status is not None:
             conditions.append(_R.c.status == filter.status.value)
         if filter.id_prefix is not None:
@@ -281,7 +286,8 @@ class SqlRunRepository(SqlRepository):
         if orid is not None:
             existing = conn.execute(
                 select(_R).where(
-                    _R.c.snapshot_id == run.snapshot_id, _R.c.orchestrator_run_id == orid
+                    _R.c.snapshot_id == run.snapshot_id,
+                    exact.equals(_R.c.orchestrator_run_id, orid),
                 )
             ).first()
             # A placeholder holding this id is left to step 2 when ``run`` may replace it.

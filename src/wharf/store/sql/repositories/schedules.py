@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Row, delete, select
 
 from wharf.core.errors import EntityExistsError
 from wharf.core.ids import new_id
+from wharf.sql import exact
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.sql.types import as_utc
 from wharf.store.models import Page, PageRequest, ScheduleCreate, ScheduleFilter, ScheduleRecord
@@ -82,10 +83,11 @@ class SqlScheduleRepository(SqlRepository):
             for column, value in (
                 (_SC.c.project_id, filter.project_id),
                 (_SC.c.pipeline_id, filter.pipeline_id),
-                (_SC.c.name, filter.name),
             )
             if value is not None
         ]
+        if filter.name is not None:
+            conditions.append(exact.equals(_SC.c.name, filter.name))
         if filter.id_prefix is not None:
             conditions.append(id_prefix_condition(_SC, filter.id_prefix))
         return list_page(self._db, _SC, conditions, page, _record)

@@ -26,6 +26,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import EntityExistsError, IllegalOperationError, RunStoppingError
 from wharf.core.ids import new_id
 from wharf.core.transitions import check_step_initial, check_step_transition
+from wharf.sql import exact
 from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
@@ -73,7 +74,7 @@ _FIND_CACHED = DirectStatement(
     select(_S)
     .where(
         _S.c.project_id == bindparam("project_id"),
-        _S.c.cache_key == bindparam("cache_key"),
+        exact.equals(_S.c.cache_key, bindparam("cache_key")),
         _S.c.status == ExecutionStatus.COMPLETED.value,
         _S.c.cache_expires_at.is_(None) | (_S.c.cache_expires_at > bindparam("now")),
     )
@@ -345,13 +346,13 @@ class SqlStepRunRepository(SqlRepository):
         if filter.run_id is not None:
             conditions.append(_S.c.run_id == filter.run_id)
         if filter.names is not None:
-            conditions.append(_S.c.name.in_(filter.names))
+            conditions.append(exact.equals_any(_S.c.name, filter.names))
         if filter.status is not None:
             conditions.append(_S.c.status == filter.status.value)
         if filter.statuses is not None:
             conditions.append(_S.c.status.in_([status.value for status in filter.statuses]))
         if filter.cache_key is not None:
-            conditions.append(_S.c.cache_key == filter.cache_key)
+            conditions.append(exact.equals(_S.c.cache_key, filter.cache_key))
         if filter.id_prefix is not None:
             conditions.append(id_prefix_condition(_S, filter.id_prefix))
 
