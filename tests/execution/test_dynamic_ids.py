@@ -1,7 +1,8 @@
 """A dynamic step call whose id, or an output artifact named after it
 (``PIPELINE::STEP::OUTPUT``), would be longer than a stored name (255 characters) is refused at
 the call, before anything is written (``wharf.execution.dynamic_ids``), as a static pipeline
-refuses it when compiled; before, the step ran and failed storing its outputs."""
+refuses it when compiled; before, the step ran and failed storing its outputs. An ``after=``
+naming no step of the run is refused with the ids it may have meant."""
 
 from __future__ import annotations
 
@@ -78,3 +79,22 @@ def test_a_step_id_longer_than_a_name_is_refused_saying_so(workspace: Workspace)
     assert run.status is ExecutionStatus.FAILED
     assert "A step id must have at most 255 characters, got 300" in (run.status_reason or "")
     assert step_names(workspace, run.id) == set()
+
+
+def test_a_misspelt_after_name_is_refused_with_the_id_it_may_have_meant(
+    workspace: Workspace,
+) -> None:
+    """Before, an ``after=`` string naming no step was dropped without a word."""
+
+    @pipeline(name="ordered", dynamic=True, raise_on_failure=False)
+    def ordered() -> None:
+        long_named(1, id="train")
+        long_named(2, id="evaluate", after="trian")
+
+    run = ordered.run_in(workspace)
+    assert run.status is ExecutionStatus.FAILED
+    assert (
+        "Step 'evaluate' runs after step 'trian', which this run has not called; "
+        "did you mean 'train'? Its steps: train." in (run.status_reason or "")
+    ), run.status_reason
+    assert step_names(workspace, run.id) == {"train"}

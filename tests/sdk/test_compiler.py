@@ -62,3 +62,18 @@ def test_loading_a_step_output_in_a_static_pipeline_says_to_make_it_dynamic() ->
     )
     with pytest.raises(PipelineDefinitionError, match=message):
         loading.compile()
+
+
+def test_a_misspelt_after_name_suggests_the_step_id_meant() -> None:
+    @pipeline(name="ordered")
+    def ordered() -> None:
+        produce(id="train")
+        produce(id="evaluate", after="trian")
+
+    message = (
+        "Step 'evaluate' runs after step 'trian', which pipeline 'ordered' does not have; "
+        "did you mean 'train'? Its steps: train."
+    )
+    with pytest.raises(PipelineDefinitionError) as info:
+        ordered.compile()
+    assert str(info.value) == message

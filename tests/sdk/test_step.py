@@ -304,3 +304,22 @@ def test_json_caching_parameters_are_accepted() -> None:
     assert step(caching_parameters=given)(make).caching_parameters == given
     with pytest.raises(StepInterfaceError, match=r"caching_parameters\[1\] of step 'make' holds"):
         step(caching_parameters={1: "v3"})(make)
+
+
+@pytest.mark.parametrize(("given", "meant"), [("aftr", "after"), ("idd", "id")])
+def test_a_misspelt_call_keyword_suggests_the_one_meant(given: str, meant: str) -> None:
+    from wharf import pipeline
+
+    @step
+    def count(value: int) -> int:
+        return value
+
+    @pipeline
+    def p() -> None:
+        count(1, **{given: "x"})
+
+    with pytest.raises(StepInterfaceError) as info:
+        p.compile()
+    assert str(info.value).startswith(
+        f"Step 'count' got an unexpected argument '{given}'; did you mean '{meant}='"
+    )

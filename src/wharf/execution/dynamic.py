@@ -350,6 +350,8 @@ class DynamicRunner:
                 )
             elif isinstance(item, OutputArtifact):
                 upstream.append(item.step_name)
+            elif isinstance(item, str):
+                self._ids.check_after(invocation_id, item)
         spec = self._spec_factory(
             step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
         )

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from wharf.core.errors import InputError, StepInterfaceError
 from wharf.core.names import check_artifact_names
+from wharf.core.suggestions import unmatched
 
 
 class StepIds:
@@ -76,6 +77,17 @@ class StepIds:
                 )
             self.check(step_id, outputs)
             self._taken.add(step_id)
+
+    def check_after(self, step_id: str, name: str) -> None:
+        """Refuse ``after=name`` in the call of step ``step_id`` if ``name`` is no id given out
+        in this run (a misspelt one: with the ids it may have meant)."""
+        with self._lock:
+            known = sorted(self._taken - {step_id})
+        if name not in known:
+            raise StepInterfaceError(
+                f"Step '{step_id}' runs after step '{name}', which this run has not called"
+                + unmatched(name, known, "steps", none="it has called no other step yet")
+            )
 
 
 __all__ = ["StepIds"]

@@ -11,6 +11,7 @@ and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,10 +23,13 @@ from wharf.config.spec import InputSpec, OutputSpec, StepConfig, StepSpec
 from wharf.core.dag import Dag
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
 from wharf.core.names import check_artifact_names
+from wharf.core.suggestions import unmatched
 from wharf.core.type_checks import check_input_annotation
 
 if TYPE_CHECKING:
     from wharf.sdk.step import Step
+
+logger = logging.getLogger(__name__)
 
 _ACTIVE: ContextVar[Compilation | None] = ContextVar("wharf_compilation", default=None)
 
@@ -175,7 +179,11 @@ class Compilation:
                 inputs[name] = InputSpec(step=out.invocation_id, output=out.output_name)
             for a in inv.after:
                 if a not in self.invocations:
-                    raise PipelineDefinitionError(f"Step '{inv.id}' runs after unknown step '{a}'.")
+                    raise PipelineDefinitionError(
+                        f"Step '{inv.id}' runs after step '{a}', which pipeline "
+                        f"'{self.pipeline_name}' does not have"
+                        + unmatched(a, [i for i in self.invocations if i != inv.id], "steps")
+                    )
             upstream_ids = list(dict.fromkeys([i.step for i in inputs.values()] + inv.after))
             specs[inv.id] = build_step_spec(
                 inv.step, inv.id, inputs, inv.parameters, upstream_ids, pipeline_defaults
@@ -257,6 +265,17 @@ class StepDefaults:
         policy = step.cache_policy or self.cache_policy
         if policy is not None:
             values["cache_policy"] = policy
+        if step.unhashed and getattr(policy, "include_step_code", True):
+            # its key cannot tell what it holds from another value: a hit could be wrong
+            logger.warning(
+                "Step '%s' is not cached: it holds %s, whose content its cache key cannot "
+                "read; pass it as a parameter or an input, or leave the step's code out of "
+                "its key (CachePolicy(include_step_code=False)) and name what matters in "
+                "caching_parameters.",
+                step.name,
+                ", ".join(step.unhashed),
+            )
+            values["enable_cache"] = False
         return StepConfig(**values)
 
 
