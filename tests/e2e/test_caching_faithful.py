@@ -5,9 +5,11 @@ from __future__ import annotations
 import enum
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.e2e.conftest import FakeClock
@@ -396,3 +398,52 @@ def test_a_step_made_by_a_factory_counts_what_it_closes_over(workspace: Workspac
     assert outputs(Settings(4))[0] is ExecutionStatus.COMPLETED
     assert outputs(helper_one)[0] is ExecutionStatus.COMPLETED
     assert outputs(helper_two)[0] is ExecutionStatus.COMPLETED  # other code
+
+
+class Opaque:
+    """An object whose repr shows no state (``<...Opaque object at 0x...>``)."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+
+
+class Unpicklable:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # pickling it fails
+
+
+def test_a_closed_over_value_counts_by_its_content_not_its_repr(workspace: Workspace) -> None:
+    """Two arrays of 2000 elements differing in the middle share numpy's summarised repr
+    (``[0, 0, 0, ..., 0, 0, 0]``), two objects without a repr of their own share it without
+    their address: the second step reused the first one's result."""
+
+    def outputs(value: object) -> tuple[ExecutionStatus, str]:
+        run = made_with(value).run_in(workspace)
+        with Client(workspace.config, workspace.store) as client:
+            return status_map(workspace, run.id)["made"], client.load_step_output(run.id, "made")
+
+    zeros, middle = np.zeros(2000, dtype=np.int64), np.zeros(2000, dtype=np.int64)
+    middle[1000] = 7
+    assert repr(zeros) == repr(middle)
+    assert outputs(zeros)[0] is ExecutionStatus.COMPLETED
+    assert outputs(middle)[0] is ExecutionStatus.COMPLETED  # was CACHED: zeros' result
+    assert outputs(middle.copy())[0] is ExecutionStatus.CACHED  # the same content
+    assert outputs(zeros.astype(np.int32))[0] is ExecutionStatus.COMPLETED  # another dtype
+    assert outputs([1, {"a": middle}])[0] is ExecutionStatus.COMPLETED  # inside a container
+    assert outputs([1, {"a": zeros}])[0] is ExecutionStatus.COMPLETED
+    assert outputs(Opaque(1))[0] is ExecutionStatus.COMPLETED
+    assert outputs(Opaque(2))[0] is ExecutionStatus.COMPLETED  # was CACHED: Opaque(1)'s
+    assert outputs(Opaque(2))[0] is ExecutionStatus.CACHED
+
+
+def test_a_closed_over_value_that_cannot_be_hashed_is_never_reused(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A value read neither as data nor by pickling cannot be told from another of its type:
+    the step is not cached (a warning says why), unless its code is left out of the key."""
+    first = made_with(Unpicklable()).run_in(workspace)
+    second = made_with(Unpicklable()).run_in(workspace)
+    assert status_map(workspace, second.id) == {"made": ExecutionStatus.COMPLETED}
+    spec = workspace.store.snapshots.get(first.snapshot_id).spec.steps["made"]
+    assert spec.config.enable_cache is False
+    assert "Step 'made' is not cached: it holds 'value', a Unpicklable" in caplog.text

@@ -149,3 +149,31 @@ def test_a_comment_in_a_dependency_does_not_count(tmp_path: Path) -> None:
     commented = dependency("# helpers\ndef f(x):  # identity\n\n    return x\n", "dep_commented")
     changed = dependency("def f(x):\n    return -x\n", "dep_changed")
     assert plain == commented != changed
+
+
+def test_held_values_count_by_content() -> None:
+    """Closed-over values by content: equal values give one digest, values that differ where
+    their repr does not (numpy's summary, an object without a repr of its own) two."""
+    import threading
+
+    import numpy as np
+
+    from wharf.execution.held_values import held_values
+
+    def digest(value: object) -> str | None:
+        held = held_values([("v", value)])
+        assert held.unhashed == ()
+        return held.digest
+
+    zeros, middle = np.zeros(2000), np.zeros(2000)
+    middle[1000] = 1.0
+    assert digest(zeros) != digest(middle) and digest(middle) == digest(middle.copy())
+    assert digest(np.float32(1)) != digest(np.float64(1)) != digest(1.0)
+    assert digest({"a": 1, "b": [zeros]}) == digest({"b": [zeros.copy()], "a": 1})
+    assert digest({middle.tobytes()}) != digest({zeros.tobytes()})
+    assert digest(types.SimpleNamespace(x=1)) != digest(types.SimpleNamespace(x=2))
+    assert digest(b"x") != digest("x") and digest((1,)) != digest([1])
+    unhashed = held_values([("lock", threading.Lock()), ("n", 1)])
+    assert unhashed.unhashed == (
+        "'lock', a lock (cannot be pickled: cannot pickle '_thread.lock' object)",
+    )

@@ -139,7 +139,7 @@ def code_digest(source_code: str | None, code_hash: str) -> str:
     keeps the key (a docstring, which code can read, counts); ``code_hash`` where the source is
     unknown. Source without any of them gives ``code_hash`` itself, the key it had before. A
     ``code_hash`` that is not the hash of ``source_code`` (it covers the values the step's
-    function closes over: ``wharf.execution.caching.closure_digest``) counts too."""
+    function closes over: ``wharf.execution.held_values``) counts too."""
     if source_code is None:
         return code_hash
     digest = hashlib.sha256(without_comments(source_code).encode()).hexdigest()

@@ -5,10 +5,10 @@ user's ``cache_func`` that a ``CachePolicy`` names (the launcher asks the store 
 run, ``steps.find_cached_or_create``). Invariants: a source dependency counts by its source and
 its code as loaded (a module edited since its import never lends the old code's result to the
 new code); ``__main__`` in a cache policy is the step's script, wherever the key is computed;
-the values a step's function closes over count (:func:`closure_digest`, part of its code hash);
-``expires_after`` counts from the result's making (:func:`expiry_for`); what the step's code
-reaches of its own module counts with its code hash (``sdk.compiler.code_hash_with_references``,
-read where the pipeline is compiled).
+the values a step's function closes over count (``execution.held_values``, part of its code
+hash); ``expires_after`` counts from the result's making (:func:`expiry_for`); what the step's
+code reaches of its own module counts with its code hash
+(``sdk.compiler.code_hash_with_references``, read where the pipeline is compiled).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
@@ -34,7 +34,6 @@ from wharf.core.cache_key import (
     CacheKeyFacts,
     InputFact,
     KeyPolicy,
-    canonical,
     code_digest,
     compute_cache_key,
     without_comments,
@@ -134,50 +133,6 @@ def source_dependency(obj: Any, path: str) -> str:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def closure_digest(func: Any) -> str | None:
-    """SHA-256 of the values a function closes over (None if it closes over none): a step
-    made by a factory (``def make(v): @step def s(): return v``) has one source for every
-    ``v``, so its code alone gave each ``v`` the result of the first. A value counts by its
-    JSON-like encoding (``core.cache_key.canonical``); a function, class or module by its code
-    (:func:`loaded_code_digest`); any other object by its type and its repr (no address), so
-    an object whose repr does not show its state should be named in ``caching_parameters``."""
-    cells = getattr(func, "__closure__", None)
-    if not cells:
-        return None
-    parts = []
-    for name, cell in zip(func.__code__.co_freevars, cells, strict=False):
-        try:
-            value = cell.cell_contents
-        except ValueError:  # not bound yet
-            parts.append([name, "unbound"])
-            continue
-        parts.append([name, _closed_over(value)])
-    return hashlib.sha256(canonical(parts).encode()).hexdigest()
-
-
-def _closed_over(value: Any) -> list[str]:
-    try:
-        inner = inspect.unwrap(value) if callable(value) else value
-    except ValueError:
-        inner = value
-    if inspect.isfunction(inner) or inspect.isclass(inner) or inspect.ismodule(inner):
-        return ["code", loaded_code_digest(inner)]
-    if _plain_data(value):
-        return ["value", canonical(value)]
-    kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    return ["object", kind, _ADDRESS.sub("", repr(value))]
-
-
-def _plain_data(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int | float | str):
-        return True
-    if isinstance(value, list | tuple | set | frozenset):
-        return all(_plain_data(v) for v in value)
-    if isinstance(value, dict):
-        return all(_plain_data(k) and _plain_data(v) for k, v in value.items())
-    return False
 
 
 def loaded_code_digest(obj: Any) -> str:
