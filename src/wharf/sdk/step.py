@@ -27,9 +27,9 @@ from wharf.core.names import definition_name
 from wharf.core.step_interface import StepInterface, parse_interface
 from wharf.core.suggestions import close_names
 from wharf.core.type_checks import annotation_classes, describe_annotation
-from wharf.execution.caching import closure_digest
 from wharf.execution.dynamic import active_dynamic_run
 from wharf.execution.dynamic_futures import MapResultsFuture, StepFuture
+from wharf.execution.held_values import closure_values
 from wharf.sdk import compiler
 
 P = ParamSpec("P")
@@ -43,9 +43,10 @@ RESERVED_CALL_ARGUMENTS = {
 """The keywords a step call in a pipeline takes for itself, not for the step's function."""
 
 
-def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
-    """(source code or None, code hash). The hash falls back to the bytecode; it also covers
-    the values the function closes over (``wharf.execution.caching.closure_digest``)."""
+def _source_of(func: Callable[..., Any]) -> tuple[str | None, str, tuple[str, ...]]:
+    """(source code or None, code hash, what of its held values the hash cannot hold). The
+    hash falls back to the bytecode; it also covers the values the function closes over
+    (``wharf.execution.held_values``)."""
     try:
         code = inspect.getsource(func)
     except (OSError, TypeError):
@@ -55,10 +56,10 @@ def _source_of(func: Callable[..., Any]) -> tuple[str | None, str]:
     else:
         raw = func.__code__.co_code + repr(func.__code__.co_consts).encode()
         digest = hashlib.sha256(raw).hexdigest()
-    closure = closure_digest(func)  # a step made by a factory: the values it closes over
-    if closure is not None:
-        digest = hashlib.sha256(f"{digest}\0{closure}".encode()).hexdigest()
-    return code, digest
+    closure = closure_values(func)  # a step made by a factory: the values it closes over
+    if closure.digest is not None:
+        digest = hashlib.sha256(f"{digest}\0{closure.digest}".encode()).hexdigest()
+    return code, digest, closure.unhashed
 
 
 def _script_file(func: Callable[..., Any]) -> str | None:
@@ -190,7 +191,9 @@ class Step(Generic[P, R]):
         self.interface: StepInterface = parse_interface(func, self.name)
         self.source = f"{func.__module__}:{func.__qualname__}"
         self.source_file = _script_file(func)
-        self.source_code, self.code_hash = _source_of(func)
+        # unhashed: values the function holds that its cache key cannot tell from others of
+        # their type ("'name', a Type (why)"): not cached while its code is in its key
+        self.source_code, self.code_hash, self.unhashed = _source_of(func)
         self.docstring = inspect.getdoc(func)
         if enable_cache is not None and not isinstance(enable_cache, bool):
             raise StepInterfaceError(
