@@ -258,6 +258,36 @@ def test_a_misspelt_keyword_in_a_dynamic_pipeline_names_the_step_and_its_paramet
     assert str(cause) == MISSPELT
 
 
+@pytest.mark.parametrize(("dynamic", "given_id"), [(True, None), (False, None), (True, "tune")])
+def test_a_misspelt_keyword_in_a_later_call_names_the_step_then_the_calls_id(
+    tmp_path: Any, dynamic: bool, given_id: str | None
+) -> None:
+    """Before, a dynamic pipeline's second call said "Step 'train_2' got ...": no step has
+    that name."""
+    from wharf import RunFailedError, pipeline
+    from wharf.config.global_config import load_config
+    from wharf.sdk.workspace import Workspace
+
+    @pipeline(dynamic=dynamic, enable_cache=False)
+    def p() -> None:
+        train(1)
+        train(epoch=3, **({} if given_id is None else {"id": given_id}))  # type: ignore[call-arg]
+
+    expected = MISSPELT.replace("'train'", f"'train' (id '{given_id or 'train_2'}')", 1)
+    if not dynamic:
+        with pytest.raises(StepInterfaceError) as refused:
+            p.compile()
+        assert str(refused.value) == expected
+        return
+    workspace = Workspace.open(load_config({}, home=tmp_path / "home"))
+    try:
+        with pytest.raises(RunFailedError) as failed:
+            p.run_in(workspace)
+    finally:
+        workspace.close()
+    assert str(failed.value.__cause__) == expected
+
+
 def test_a_misspelt_pipeline_parameter_names_the_pipeline_and_its_parameters() -> None:
     from wharf import pipeline
 

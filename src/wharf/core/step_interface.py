@@ -49,32 +49,39 @@ class StepInterface:
     def output_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs)
 
-    def bind(self, step_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Map positional and keyword arguments to input names; defaults are filled in."""
+    def bind(
+        self,
+        step_name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        step_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Map positional and keyword arguments to input names; defaults are filled in. Errors
+        name the step, and the call's ``step_id`` too where it differs (``train_2``)."""
+        who = f"Step '{step_name}'"
+        if step_id is not None and step_id != step_name:
+            who += f" (id '{step_id}')"
         names = list(self.inputs)
         if len(args) > len(names):
             raise StepInterfaceError(
-                f"Step '{step_name}' takes {len(names)} arguments but {len(args)} were given"
+                f"{who} takes {len(names)} arguments but {len(args)} were given"
                 + (f" ({listing(names)})." if names else ".")
             )
         bound = dict(zip(names, args, strict=False))
         for key, value in kwargs.items():
             if key not in self.inputs:
                 raise StepInterfaceError(
-                    f"Step '{step_name}' got an unexpected argument '{key}'"
+                    f"{who} got an unexpected argument '{key}'"
                     + unmatched(key, names, "parameters", none="it takes none")
                 )
             if key in bound:
-                raise StepInterfaceError(
-                    f"Step '{step_name}' got multiple values for argument '{key}'."
-                )
+                raise StepInterfaceError(f"{who} got multiple values for argument '{key}'.")
             bound[key] = value
         for name, param in self.inputs.items():
             if name not in bound:
                 if not param.has_default:
-                    raise StepInterfaceError(
-                        f"Step '{step_name}' is missing a value for argument '{name}'."
-                    )
+                    raise StepInterfaceError(f"{who} is missing a value for argument '{name}'.")
                 bound[name] = param.default
         return bound
 

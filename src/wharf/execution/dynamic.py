@@ -309,7 +309,7 @@ class DynamicRunner:
         else:
             self._ids.take(invocation_id, _name_of(step), outputs)
         after = kwargs.pop("after", None)
-        bound = step.interface.bind(invocation_id, args, kwargs)
+        bound = step.interface.bind(_name_of(step), args, kwargs, step_id=invocation_id)
         return self._prepare_bound(step, invocation_id, bound, after)
 
     def _prepare_bound(

@@ -11,7 +11,6 @@ and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,8 +27,6 @@ from wharf.core.type_checks import check_input_annotation
 
 if TYPE_CHECKING:
     from wharf.sdk.step import Step
-
-logger = logging.getLogger(__name__)
 
 _ACTIVE: ContextVar[Compilation | None] = ContextVar("wharf_compilation", default=None)
 
@@ -106,7 +103,7 @@ class Compilation:
         if isinstance(after, StepOutput | str):
             after = [after]
         after_ids = [a.invocation_id if isinstance(a, StepOutput) else str(a) for a in after]
-        bound = step.interface.bind(step.name, args, kwargs)
+        bound = step.interface.bind(step.name, args, kwargs, step_id=invocation_id)
         inputs: dict[str, StepOutput] = {}
         parameters: dict[str, Any] = {}
         for name, value in bound.items():
@@ -265,17 +262,6 @@ class StepDefaults:
         policy = step.cache_policy or self.cache_policy
         if policy is not None:
             values["cache_policy"] = policy
-        if step.unhashed and getattr(policy, "include_step_code", True):
-            # its key cannot tell what it holds from another value: a hit could be wrong
-            logger.warning(
-                "Step '%s' is not cached: it holds %s, whose content its cache key cannot "
-                "read; pass it as a parameter or an input, or leave the step's code out of "
-                "its key (CachePolicy(include_step_code=False)) and name what matters in "
-                "caching_parameters.",
-                step.name,
-                ", ".join(step.unhashed),
-            )
-            values["enable_cache"] = False
         return StepConfig(**values)
 
 
