@@ -11,6 +11,7 @@ and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,6 +28,8 @@ from wharf.core.type_checks import check_input_annotation
 
 if TYPE_CHECKING:
     from wharf.sdk.step import Step
+
+logger = logging.getLogger(__name__)
 
 _ACTIVE: ContextVar[Compilation | None] = ContextVar("wharf_compilation", default=None)
 
@@ -262,6 +265,17 @@ class StepDefaults:
         policy = step.cache_policy or self.cache_policy
         if policy is not None:
             values["cache_policy"] = policy
+        if step.unhashed and getattr(policy, "include_step_code", True):
+            # its key cannot tell what it holds from another value: a hit could be wrong
+            logger.warning(
+                "Step '%s' is not cached: it holds %s, whose content its cache key cannot "
+                "read; pass it as a parameter or an input, or leave the step's code out of "
+                "its key (CachePolicy(include_step_code=False)) and name what matters in "
+                "caching_parameters.",
+                step.name,
+                ", ".join(step.unhashed),
+            )
+            values["enable_cache"] = False
         return StepConfig(**values)
 
 
