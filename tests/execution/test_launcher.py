@@ -84,3 +84,6 @@ def test_ctrl_c_ends_the_wait_before_a_retry(
     reason = steps[0].status_reason or ""
     assert "retry never started" in reason and "always" in reason, reason
     assert steps[0].end_time == first.end_time  # the attempt ended when it failed
+    # the console claims no duration for the attempt that never ran ("stopped in 0.00 s")
+    ended = [line for line in err.splitlines() if "Step 'flaky' stopped" in line]
+    assert len(ended) == 1 and "Step 'flaky' stopped: Stopped on request" in ended[0], err

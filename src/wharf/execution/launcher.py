@@ -487,8 +487,8 @@ class StepLauncher:
                     wait_to_retry(self._stops, services.wait, delay)
                 with holders.creating() if holders is not None else nullcontext():
                     created = self._create_attempt(spec, inputs, cache_key, attempt, final)
-                if isinstance(created, StepOutcome):
-                    return self._ended(created, started)
+                if isinstance(created, StepOutcome):  # its retry never started: no duration
+                    return self._ended(created, None)  # (its times are the last attempt's)
                 record = created
         except Exception as exc:  # not the step's own error: it never stays in flight
             if refused(exc):  # nothing can be written: the run loop stops the run
