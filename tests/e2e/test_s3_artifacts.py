@@ -21,6 +21,7 @@ from tests.e2e import steps_lib
 from wharf import Client, pipeline, step
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.errors import WharfError
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
@@ -216,3 +217,70 @@ def test_a_server_stopped_mid_run_fails_the_step_with_one_clear_message(
     assert "Could not connect" in reason and "\n" not in reason
     assert "never_reached" not in found
     assert not [r for r in caplog.records if r.exc_info]  # no internal error, no traceback
+
+
+# ----------------------------------------------------------------------------- an unusable store
+
+
+@step(enable_cache=False)
+def must_not_run() -> int:
+    raise AssertionError("a step ran on an unusable artifact store")
+
+
+@pipeline
+def on_an_unusable_store() -> None:
+    must_not_run()
+
+
+@pytest.mark.parametrize("fault", ["no bucket", "no server", "wrong credentials"])
+@pytest.mark.parametrize("orchestrator", ["local", "local_process"])
+def test_an_unusable_store_fails_the_run_before_it_starts_in_one_line(
+    fault: str,
+    orchestrator: str,
+    wharf_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+) -> None:
+    """A missing bucket, an endpoint nobody answers at and refused credentials are one line
+    naming the store and what is wrong, raised by the pipeline call before anything is
+    recorded or run (code archives included), with no botocore traceback chained."""
+    server: MotoServer = s3_server
+    config: dict[str, Any] = {}
+    if fault == "wrong credentials":
+        monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "1")  # then moto checks signatures
+        server = MotoServer()
+        monkeypatch.setenv("WRONG_KEY", "AKIANOTAKEY")
+        monkeypatch.setenv("WRONG_SECRET", "not-the-secret")
+        config = {"key_env": "WRONG_KEY", "secret_env": "WRONG_SECRET"}
+    try:
+        bucket = "no-such-bucket" if fault == "no bucket" else server.new_bucket()
+        endpoint = server.endpoint
+        if fault == "no server":
+            endpoint = f"http://127.0.0.1:{s3.free_port()}"
+        monkeypatch.setenv("WHARF_ACTIVE_STACK", "unusable")
+        ws = Workspace.open(load_config())
+        try:
+            config |= {"path": f"s3://{bucket}/w", "endpoint_url": endpoint}
+            stacks.register_component(ws, "s3", ComponentType.ARTIFACT_STORE, "fsspec", config)
+            travels = {"code_travels": True} if orchestrator == "local_process" else {}
+            kind = ComponentType.ORCHESTRATOR
+            stacks.register_component(ws, "unusable", kind, orchestrator, travels)
+            stacks.register_stack(ws, "unusable", orchestrator="unusable", artifact_store="s3")
+            with pytest.raises(WharfError) as caught:
+                on_an_unusable_store.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                assert client.list_pipeline_runs().items == []
+        finally:
+            ws.close()
+    finally:
+        if server is not s3_server:
+            server.stop()
+    message = str(caught.value)
+    assert message.startswith(f"Artifact store 's3://{bucket}/w' at {endpoint} cannot be used: ")
+    expected = {
+        "no bucket": f"the bucket '{bucket}' does not exist",
+        "no server": f"{endpoint} cannot be reached",
+        "wrong credentials": "its credentials were refused",
+    }[fault]
+    assert expected in message and "\n" not in message, message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

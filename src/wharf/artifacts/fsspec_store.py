@@ -8,7 +8,8 @@ Invariants (those of :mod:`wharf.artifacts.store`, plus): URIs are full URLs und
 any other is refused with ``InputError`` before any I/O; a written object is complete or absent
 (:class:`_PublishingWriter`); a writer holds a few parts in memory, never the whole artifact;
 failures are ``OSError`` with one line naming the store, operation and URI
-(:meth:`FsspecArtifactStore.error`).
+(:meth:`FsspecArtifactStore.error`); :meth:`FsspecArtifactStore.check_usable` says in one line,
+before a run starts, why the store cannot be used.
 """
 
 from __future__ import annotations
@@ -180,6 +181,42 @@ class FsspecArtifactStore:
             raise
         except Exception as error:
             raise self.error(action, uri, error) from error
+
+    def check_usable(self) -> None:
+        """Raise ``WharfError`` (one line naming the store and what is wrong, the backend's
+        exception not chained) unless the store answers: on S3, one listing of at most one key
+        under the root, which needs the endpoint to answer, the bucket to exist and the
+        credentials to be accepted and allowed to list the root (as :meth:`exists` needs).
+        Other backends are not asked (a missing ``file://`` root is created on first write)."""
+        if self._protocol not in _S3_PROTOCOLS:
+            return
+        try:
+            bucket, key, _ = self.fs.split_path(self.fs_path(self._root))
+            prefix = f"{key}/" if key else ""
+            self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+        except WharfError:
+            raise
+        except Exception as error:
+            raise WharfError(
+                f"Artifact store {self._display} cannot be used: {self._unusable(error)}"
+            ) from None
+
+    def _unusable(self, error: BaseException) -> str:
+        """What :meth:`check_usable`'s failure means, in a user's terms, with the cause."""
+        cause = " ".join(str(error).split()) or type(error).__name__
+        bucket = self._root.split("://", 1)[1].split("/", 1)[0]
+        endpoint = self._options.get("endpoint_url") or "the S3 endpoint"
+        if isinstance(error, FileNotFoundError):
+            return f"the bucket '{bucket}' does not exist ({cause})."
+        if isinstance(error, PermissionError):
+            return (
+                f"its credentials were refused ({cause}); check the AWS_* variables, the profile "
+                "or the component's key_env/secret_env options."
+            )
+        name = type(error).__name__
+        if "Connect" in name or "Timeout" in name:
+            return f"{endpoint} cannot be reached ({name}: {cause})."
+        return f"{name}: {cause}"
 
     def error(self, action: str, uri: str, error: BaseException) -> OSError:
         """One line naming the store, the operation, the URI and the cause, as an ``OSError``

@@ -232,7 +232,9 @@ class Pipeline(Generic[P]):
         """Run this pipeline with an already open workspace (tests and embedding use this).
 
         Compile to a :class:`PipelineSpec` -> the orchestrator's checks (``runtime_policy``: a
-        refused run, or a schedule it cannot fire, records nothing) -> pipeline, snapshot and
+        refused run, or a schedule it cannot fire, records nothing) and the artifact store's
+        (``check_usable``: a remote store that does not answer, a missing bucket, refused
+        credentials, one line; nothing recorded, no step run) -> pipeline, snapshot and
         run records in one write (``runs.record``, under ids chosen beforehand, repeated
         through a store outage as the engine's writes are): the run recorded running at once
         when the orchestrator starts it in this process (the local ones), else a placeholder
@@ -259,6 +261,9 @@ class Pipeline(Generic[P]):
             step_operator = workspace.component_instance(stack, ComponentType.STEP_OPERATOR)
         orchestrator.runtime_policy(spec, step_operator)  # refuse before anything is recorded
         check_component_settings(spec, (orchestrator, artifact_store, step_operator))
+        check_usable = getattr(artifact_store, "check_usable", None)
+        if check_usable is not None:  # a remote store that is unusable fails here, in one line
+            check_usable()
         spec = ship_code(
             spec,
             artifact_store,
