@@ -8,12 +8,14 @@ Rules:
 - a bare ``tuple`` or ``tuple[T, ...]`` is one output;
 - each returned output must fit its annotation (``wharf.core.type_checks``), else the step fails;
   so must each value a step call gives a parameter (:meth:`StepInterface.check_parameter`),
-  else the call is refused (its default is the step's own: not checked).
+  else the call is refused (its default is the step's own: not checked); so must it be a JSON
+  value, except the parameter's own default, which is then not recorded (:meth:`records`).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,6 +95,26 @@ class StepInterface:
         if param.has_default and value is param.default:
             return
         check_parameter_type(step_name, name, param.annotation, value)
+
+    def records(self, step_id: str, name: str, value: Any) -> bool:
+        """Whether a step call records ``value`` as its parameter ``name``, once checked: a
+        JSON value that fits the annotation (:meth:`check_parameter`) is recorded; the input's
+        own default where it is no JSON value (``cfg: Path = Path("a")``) is not, the step's
+        function uses it where it runs (its cache key counts it by content:
+        ``wharf.execution.held_values``); any other value that is not JSON is refused."""
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            param = self.inputs[name]
+            if param.has_default and value is param.default:
+                return False
+            raise StepInterfaceError(
+                f"Parameter '{name}' of step '{step_id}' is a {type(value).__name__}, which is "
+                "not JSON-serialisable; pass JSON values as parameters and other objects as "
+                "outputs of a step."
+            ) from exc
+        self.check_parameter(step_id, name, value)
+        return True
 
 
 def _annotated_name(annotation: Any) -> tuple[Any, str | None]:

@@ -22,7 +22,6 @@ off the main thread promptly. Steps are called from the function's own thread
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -330,16 +329,8 @@ class DynamicRunner:
                 versions[name] = artifact.version
                 upstream.append(artifact.step_name)
                 continue
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError) as exc:
-                raise StepInterfaceError(
-                    f"Parameter '{name}' of step '{invocation_id}' is a {type(value).__name__}, "
-                    "which is not JSON-serialisable; pass JSON values as parameters and other "
-                    "objects as outputs of a step."
-                ) from exc
-            step.interface.check_parameter(invocation_id, name, value)
-            parameters[name] = value
+            if step.interface.records(invocation_id, name, value):
+                parameters[name] = value
         for item in as_sequence(after):
             if isinstance(item, StepFuture | MapResultsFuture):
                 item.wait()

@@ -1,6 +1,6 @@
 """What the cache key holds of the values a step's function holds itself: those it closes over
 (a step made by a factory, ``def make(v): @step def s(): return v``, has one source for every
-``v``).
+``v``) and its parameters' defaults that a run does not record (no JSON values).
 
 Owns :func:`closure_values`. A value counts by its content, as an input artifact does: JSON
 data (None, bool, int, float, str, lists and str-keyed dicts of them) by its canonical
@@ -47,17 +47,36 @@ class _UnhashedError(Exception):
 
 
 def closure_values(func: Any) -> HeldValues:
-    """The values ``func`` closes over, by name (a cell not bound yet counts as such)."""
-    cells = getattr(func, "__closure__", None)
-    if not cells:
-        return HeldValues(None)
+    """The values ``func`` closes over, by name (a cell not bound yet counts as such), then
+    its parameters' defaults that are no JSON values (``default of cfg``), which a run does not
+    record (``core.step_interface.StepInterface.records``): the function uses them where it
+    runs. Its JSON defaults are recorded as the run's parameters, and count as those."""
     named = []
-    for name, cell in zip(func.__code__.co_freevars, cells, strict=False):
+    cells = getattr(func, "__closure__", None) or ()
+    code = getattr(func, "__code__", None)
+    for name, cell in zip(code.co_freevars if code else (), cells, strict=False):
         try:
             named.append((name, cell.cell_contents))
         except ValueError:  # not bound yet
             named.append((name, _UNBOUND))
-    return held_values(named)
+    named.extend((f"default of {name}", value) for name, value in _unrecorded_defaults(func))
+    return held_values(named) if named else HeldValues(None)
+
+
+def _unrecorded_defaults(func: Any) -> list[tuple[str, Any]]:
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # no signature to read
+        return []
+    found = []
+    for parameter in parameters:
+        if parameter.default is inspect.Parameter.empty:
+            continue
+        try:
+            json.dumps(parameter.default)
+        except (TypeError, ValueError):
+            found.append((parameter.name, parameter.default))
+    return found
 
 
 def held_values(named: Iterable[tuple[str, Any]]) -> HeldValues:

@@ -10,7 +10,6 @@ and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -118,16 +117,7 @@ class Compilation:
                     f"Input '{name}' of step '{invocation_id}' mixes step outputs in a "
                     f"{type(value).__name__}; pass each output to its own input."
                 )
-            else:
-                try:
-                    json.dumps(value)
-                except (TypeError, ValueError) as exc:
-                    raise StepInterfaceError(
-                        f"Parameter '{name}' of step '{invocation_id}' is a "
-                        f"{type(value).__name__}, which is not JSON-serialisable; pass JSON "
-                        "values as parameters and other objects as outputs of a step."
-                    ) from exc
-                step.interface.check_parameter(invocation_id, name, value)
+            elif step.interface.records(invocation_id, name, value):
                 parameters[name] = value
         self.invocations[invocation_id] = Invocation(
             invocation_id, step, inputs, parameters, after_ids
