@@ -72,22 +72,24 @@ def _row(leader_id: str | None, last: datetime | None) -> leader.StateRow:
     return leader.StateRow(1, 1, leader_id, 1, last, None)
 
 
-def test_a_start_is_a_takeover_by_the_whole_gap_however_short() -> None:
+def test_a_start_is_a_takeover_only_after_a_gap_of_over_three_liveness_intervals() -> None:
+    """A replica starting beside a live one (its record fresh) has no downtime to give back."""
     row = _row("old", T0)
     at = T0 + timedelta(seconds=15)
-    assert leader.downtime(row, "new", at, TEAM, first=True) == timedelta(seconds=15)
+    assert leader.downtime(row, "new", at, TEAM) == timedelta(seconds=15)
     second = T0 + timedelta(seconds=1)
-    assert leader.downtime(row, "new", second, TEAM, first=False) is None  # a live handover
-    assert leader.downtime(row, "new", at, EMBEDDED, first=True) is None  # no timer: 30 s
+    assert leader.downtime(row, "new", second, TEAM) is None  # a start or a live handover
+    assert leader.downtime(row, "new", T0 + timedelta(seconds=6), TEAM) is None
+    assert leader.downtime(row, "new", at, EMBEDDED) is None  # no timer: 30 s
 
 
 def test_a_gap_of_over_three_liveness_intervals_is_an_outage_even_for_the_leader() -> None:
     row = _row("me", T0)
-    assert leader.downtime(row, "me", T0 + timedelta(seconds=6), TEAM, first=False) is None
+    assert leader.downtime(row, "me", T0 + timedelta(seconds=6), TEAM) is None
     seven = timedelta(seconds=7)
-    assert leader.downtime(row, "me", T0 + seven, TEAM, first=False) == seven
-    assert leader.downtime(row, "me", T0 + timedelta(hours=1), EMBEDDED, first=False) is None
-    assert leader.downtime(_row(None, None), "me", T0, TEAM, first=True) is None
+    assert leader.downtime(row, "me", T0 + seven, TEAM) == seven
+    assert leader.downtime(row, "me", T0 + timedelta(hours=1), EMBEDDED) is None
+    assert leader.downtime(_row(None, None), "me", T0, TEAM) is None
 
 
 def test_an_extension_adds_the_downtime_to_leases_live_when_service_stopped() -> None:

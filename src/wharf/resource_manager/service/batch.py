@@ -97,8 +97,6 @@ class BatchRunner(Combiner[Operation]):
         self.options = options
         self.instance_id = new_id().hex
         self.cache = SchedulingCache()
-        self.committed = False
-        """Whether a transaction of this process committed (its first one may be a takeover)."""
         self.last_cycle: datetime | None = None
         """Server time of this process's latest committed scheduling cycle (a transaction of
         renewals alone runs none, so waiters still get the lazy sweep while heartbeats flow)."""
@@ -139,7 +137,6 @@ class BatchRunner(Combiner[Operation]):
         except BaseException as error:
             return self.each_alone(operations, error)
         self.cache.adopt(run.tx.work, run.state_version, run.config_version)
-        self.committed = True
         if run.cycled:
             self.last_cycle = run.tx.now
         if run.tx.left_queue:
@@ -174,7 +171,7 @@ class BatchRunner(Combiner[Operation]):
         now = self.db.now()
         # What every transaction reads first, under the lock.
         row = leader.acquire(conn)
-        down = leader.downtime(row, self.instance_id, now, self.options, first=not self.committed)
+        down = leader.downtime(row, self.instance_id, now, self.options)
         takeover = down is not None
         if down is not None:
             extended = cycle.extend_after_downtime(

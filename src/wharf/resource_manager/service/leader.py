@@ -83,16 +83,18 @@ LIVENESS_GRACE = 3
 
 
 def downtime(
-    row: StateRow, instance_id: str, now: datetime, options: ServiceOptions, *, first: bool
+    row: StateRow, instance_id: str, now: datetime, options: ServiceOptions
 ) -> timedelta | None:
-    """How long no instance served before this transaction, when the transaction is a takeover
-    (``first``: this process has committed no transaction yet); None when it is not one.
+    """How long no instance served before this transaction, when the transaction is a takeover;
+    None when it is not one.
 
-    With a liveness interval, a takeover is the first transaction of a process (a start,
-    whatever the gap) or any transaction after a gap of over :data:`LIVENESS_GRACE` intervals
-    (a database outage); without one (embedded mode, no timer), the first cycle of another
-    instance after a whole sweep interval without a record. A handover between live processes
-    is not a takeover.
+    With a liveness interval, a takeover is any transaction (a process's first one included)
+    after a gap of over :data:`LIVENESS_GRACE` intervals since the last record: only then may
+    nobody have served. A process that starts within that time heard from no holder and has
+    no downtime to give back: the instance recorded may still serve (a replica restarting
+    beside it, in a loop or not, must not keep dead holders' leases alive). Without one
+    (embedded mode, no timer), the first cycle of another instance after a whole sweep
+    interval without a record. A handover between live processes is not a takeover.
     """
     if row.last_cycle_at is None:
         return None  # no instance ever served: no lease to keep
@@ -101,9 +103,7 @@ def downtime(
     if liveness is None:
         other = row.leader_id != instance_id
         return gap if other and gap >= options.sweep_interval else None
-    if (first and row.leader_id != instance_id) or gap > liveness * LIVENESS_GRACE:
-        return gap
-    return None
+    return gap if gap > liveness * LIVENESS_GRACE else None
 
 
 def extended_lease(
