@@ -29,6 +29,9 @@ from wharf.integrations.kubernetes.schedule_credentials import (
 from wharf.store.models import RunFilter, ScheduleCreate, ScheduleRecord, SnapshotCreate
 from wharf.store.rest.store import RestStore
 
+PATIENCE = 30.0
+"""Seconds a pod's firing rides out an outage of the server."""
+
 
 def schedule_of(server: World) -> ScheduleRecord:
     store = server.stores.store
@@ -98,7 +101,13 @@ def test_a_firing_switches_the_pod_to_its_runs_token(world: World) -> None:  # n
     job = fired_job()
     run_id = f"kubernetes-{job['metadata']['uid']}"
     fired = fire_scheduled_run(
-        RestStore(world.url, env[API_KEY_ENV]), cron_args(schedule), env, schedule.id, job, run_id
+        RestStore(world.url, env[API_KEY_ENV]),
+        cron_args(schedule),
+        env,
+        schedule.id,
+        job,
+        run_id,
+        PATIENCE,
     )
     assert fired is not None
     try:
@@ -120,7 +129,13 @@ def test_a_firing_switches_the_pod_to_its_runs_token(world: World) -> None:  # n
         fired.store.close()
     # A second pod of the same Job finds that run again.
     again = fire_scheduled_run(
-        RestStore(world.url, env[API_KEY_ENV]), cron_args(schedule), env, schedule.id, job, run_id
+        RestStore(world.url, env[API_KEY_ENV]),
+        cron_args(schedule),
+        env,
+        schedule.id,
+        job,
+        run_id,
+        PATIENCE,
     )
     assert again is not None
     again.store.close()
@@ -134,5 +149,6 @@ def test_a_paused_schedule_fires_nothing(world: World) -> None:  # noqa: F811
     world.stores.store.schedules.set_active(schedule.id, False)
     job = fired_job()
     with RestStore(world.url, env[API_KEY_ENV]) as pod:
-        assert fire_scheduled_run(pod, cron_args(schedule), env, schedule.id, job, "k-1") is None
+        fired = fire_scheduled_run(pod, cron_args(schedule), env, schedule.id, job, "k-1", PATIENCE)
+        assert fired is None
     assert world.stores.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).total == 0

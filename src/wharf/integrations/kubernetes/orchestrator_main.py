@@ -16,9 +16,10 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
-from uuid import UUID
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from uuid import UUID, uuid5
 
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV, WharfConfig, load_config
@@ -27,6 +28,8 @@ from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceTyp
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
 from wharf.core.names import run_name
 from wharf.execution.components import instantiate_component
+from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
 from wharf.execution.resources.embedded import connect_configured
@@ -69,6 +72,11 @@ from wharf.store.ports import Store
 from wharf.store.schedule_window import in_window
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
+
+T = TypeVar("T")
+
+_RUN_IDS = UUID("0b6f4d52-8f3e-4c1a-9a57-3d2e6c1b7f90")
+"""Namespace of :func:`job_run_uuid`: fixed for ever (a pod in flight must find its run)."""
 
 POD_KEY = "kubernetes_orchestrator_pod"
 ORCHESTRATOR_RUN_ID_KEY = "orchestrator_run_id"
@@ -133,7 +141,10 @@ def run_orchestrator(
         try:
             if schedule_id is not None and holds_schedule_token(environ):  # a server's schedule
                 own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
-                fired = fire_scheduled_run(store, args, environ, schedule_id, own, job_run_id(own))
+                patience = liveness_timeout_for(config.heartbeat_interval)
+                fired = fire_scheduled_run(
+                    store, args, environ, schedule_id, own, job_run_id(own), patience
+                )
                 if fired is None:
                     return 0
                 store, args, environ = fired.store, fired.args, fired.environ  # its run token
@@ -164,7 +175,8 @@ def _orchestrate(
         run = store.runs.get(args.run_id)
     else:  # fired by a schedule: the run is this pod's to create (one per Job)
         own_job = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
-        fired = scheduled_run(store, snapshot, schedule_id, own_job)
+        patience = liveness_timeout_for(config.heartbeat_interval)
+        fired = scheduled_run(store, snapshot, schedule_id, own_job, patience)
         if fired is None:
             return 0
         run = fired
@@ -343,16 +355,28 @@ def scheduled_run(
     snapshot: SnapshotRecord,
     schedule_id: UUID | None,
     own_job: Mapping[str, Any],
+    patience: float,
 ) -> PipelineRunRecord | None:
     """The run of a scheduled Job: the one an earlier pod of the Job created, else a new
     placeholder with the Job's orchestrator run id (so a concurrent firing's run loop never
     takes it), recorded with its schedule in the run's metadata before any step. None when
     the schedule is gone or paused in the store (a CronJob the cluster kept) or the time is
-    outside its start and end times: nothing runs."""
+    outside its start and end times: nothing runs.
+
+    Every store call is repeated through an outage of up to ``patience`` seconds, and the run
+    is created under an id chosen from the Job's (:func:`job_run_uuid`), as the SDK creates
+    its runs: a repeat whose first answer was lost gets the run written, and another pod of
+    the Job (a restart, or two at once) finds that run, never a second one."""
+
+    def repeated(call: Callable[[], T], what: str) -> T:
+        return retry_through_outage(
+            call, what=what, patience=patience, clock=utc_now, sleep=time.sleep
+        )
+
     schedule = None
     if schedule_id is not None:
         try:
-            schedule = store.schedules.get(schedule_id)
+            schedule = repeated(lambda: store.schedules.get(schedule_id), "read the schedule")
         except EntityNotFoundError:
             logger.warning("Schedule %s no longer exists: this firing runs nothing.", schedule_id)
             return None
@@ -367,22 +391,25 @@ def scheduled_run(
             return None
     run_id = job_run_id(own_job)
     wanted = RunFilter(snapshot_id=snapshot.id, orchestrator_run_id=run_id)
-    found = store.runs.list(wanted).items
-    if found:
-        run = found[0]
-    else:
+    create = RunCreate(
+        id=job_run_uuid(snapshot.id, run_id),
+        project_id=snapshot.project_id,
+        pipeline_id=snapshot.pipeline_id,
+        snapshot_id=snapshot.id,
+        name=run_name(snapshot.spec.name, utc_now()),  # one name for every repeat
+        orchestrator_run_id=run_id,
+    )
+
+    def get_or_create() -> PipelineRunRecord:
+        found = store.runs.list(wanted).items
+        if found:
+            return found[0]
         try:
-            run = store.runs.create(
-                RunCreate(
-                    project_id=snapshot.project_id,
-                    pipeline_id=snapshot.pipeline_id,
-                    snapshot_id=snapshot.id,
-                    name=run_name(snapshot.spec.name, utc_now()),
-                    orchestrator_run_id=run_id,
-                )
-            )
-        except EntityExistsError:  # another pod of the Job, at the same moment
-            run = store.runs.list(wanted).items[0]
+            return store.runs.create(create)
+        except EntityExistsError:  # another pod of the Job created it (under another name)
+            return store.runs.list(wanted).items[0]
+
+    run = repeated(get_or_create, f"create the run of Job {own_job['metadata']['name']}")
     cron_jobs = [
         ref["name"]
         for ref in own_job["metadata"].get("ownerReferences") or []
@@ -394,8 +421,17 @@ def scheduled_run(
     if cron_jobs:
         recorded[CRON_JOB_KEY] = cron_jobs[0]
     if recorded:
-        store.run_metadata.add(MetadataResourceType.PIPELINE_RUN, run.id, recorded)
+        repeated(
+            lambda: store.run_metadata.add(MetadataResourceType.PIPELINE_RUN, run.id, recorded),
+            f"record the schedule of run {run.name}",
+        )
     return run
+
+
+def job_run_uuid(snapshot_id: UUID, orchestrator_run_id: str) -> UUID:
+    """The id a scheduled Job's pod chooses for its run: the same for every pod of the Job
+    (``orchestrator_run_id`` holds the Job's uid), another for every other Job."""
+    return uuid5(_RUN_IDS, f"{snapshot_id}:{orchestrator_run_id}")
 
 
 def _has_ended(store: Store, run_id: UUID) -> bool:

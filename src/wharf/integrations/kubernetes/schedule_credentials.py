@@ -15,15 +15,17 @@ import binascii
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from wharf.config.global_config import API_KEY_ENV, SERVER_URL_ENV
 from wharf.core.enums import MetadataResourceType
 from wharf.core.errors import InputError
 from wharf.core.names import run_name
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.services import utc_now
 from wharf.integrations.kubernetes.orchestrator_launch import OrchestratorArgs
 from wharf.store.models import ScheduleRecord
@@ -31,6 +33,8 @@ from wharf.store.ports import Store
 from wharf.store.schedule_window import in_window
 
 logger = logging.getLogger("wharf.kubernetes.orchestrator")
+
+T = TypeVar("T")
 
 CRON_JOB_KEY = "kubernetes_cronjob"
 """Run metadata key of the CronJob that fired a run (as a pod on a SQL store records it)."""
@@ -97,6 +101,7 @@ def fire_scheduled_run(
     schedule_id: UUID,
     own_job: Mapping[str, Any],
     orchestrator_run_id: str,
+    patience: float,
 ) -> FiredRun | None:
     """Fire the run of ``schedule_id`` for this pod's Job ``own_job`` with the schedule token
     ``store`` holds, and switch to that run's token (``store`` is closed then); None when the
@@ -105,13 +110,21 @@ def fire_scheduled_run(
     The server creates the run (``POST /schedules/{id}/runs``), recorded with the schedule,
     or finds the one an earlier pod of that Job created; the run token it gives back serves
     the pod's own store and its step pods' environment. From then on the pod is the
-    orchestrator of an ordinary run."""
+    orchestrator of an ordinary run. Each call to the server is repeated through an outage of
+    up to ``patience`` seconds: a firing repeated after its answer was lost gets the run it
+    created (the server finds it by ``orchestrator_run_id``), never a second one."""
     from wharf.store.rest.schedule_tokens import fire_schedule
     from wharf.store.rest.store import RestStore
 
     if not isinstance(store, RestStore):
         raise InputError("A schedule token works with a workspace server's store only.")
-    schedule = store.schedules.get(schedule_id)
+
+    def repeated(call: Callable[[], T], what: str) -> T:
+        return retry_through_outage(
+            call, what=what, patience=patience, clock=utc_now, sleep=time.sleep
+        )
+
+    schedule = repeated(lambda: store.schedules.get(schedule_id), "read the schedule")
     if not schedule.active:
         logger.warning("Schedule %s is paused: this firing runs nothing.", schedule.name)
         return None
@@ -121,9 +134,12 @@ def fire_scheduled_run(
             schedule.name,
         )
         return None
-    snapshot = store.snapshots.get(schedule.snapshot_id)
+    snapshot = repeated(lambda: store.snapshots.get(schedule.snapshot_id), "read the snapshot")
     name = run_name(snapshot.spec.name, utc_now())
-    fired = fire_schedule(store, schedule.id, orchestrator_run_id, name)
+    fired = repeated(
+        lambda: fire_schedule(store, schedule.id, orchestrator_run_id, name),
+        f"fire schedule {schedule.name}",
+    )
     run_store = RestStore(store.url, fired.access_token)
     try:
         cron_jobs = [
@@ -132,8 +148,12 @@ def fire_scheduled_run(
             if ref.get("kind") == "CronJob"
         ]
         if cron_jobs:
-            run_store.run_metadata.add(
-                MetadataResourceType.PIPELINE_RUN, fired.run.id, {CRON_JOB_KEY: cron_jobs[0]}
+            recorded = {CRON_JOB_KEY: cron_jobs[0]}
+            repeated(
+                lambda: run_store.run_metadata.add(
+                    MetadataResourceType.PIPELINE_RUN, fired.run.id, recorded
+                ),
+                f"record the CronJob of run {fired.run.name}",
             )
     except BaseException:
         run_store.close()
