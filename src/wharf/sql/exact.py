@@ -22,6 +22,7 @@ class _Equals(FunctionElement[bool]):
 
     type = Boolean()
     name = "wharf_exact_equals"
+    _is_implicitly_boolean = True  # a comparison: no "= 1" where booleans are not native
     inherit_cache = True
 
 
@@ -36,7 +37,7 @@ def _compile_plain(element: _Equals, compiler: SQLCompiler, **kw: Any) -> str:
 def _compile_padded(element: _Equals, compiler: SQLCompiler, **kw: Any) -> str:
     column, value = element.clauses
     same_length = func.char_length(column) == func.char_length(value)
-    return compiler.process(and_(column == value, same_length), **kw)
+    return compiler.process(and_(column == value, same_length).self_group(), **kw)
 
 
 def equals(column: ColumnElement[Any], value: str | BindParameter[Any]) -> ColumnElement[bool]:
