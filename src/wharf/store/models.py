@@ -115,6 +115,19 @@ class PipelineRunRecord(_Frozen):
         return self.status.is_placeholder
 
 
+def _orchestrator_run_id(value: str) -> str:
+    """An orchestrator's run id: one line (:func:`one_line`) without edge whitespace, which
+    MariaDB's unique key would ignore (``'k8s-1 '`` taken for ``'k8s-1'``)."""
+    one_line(value)
+    if value != value.strip():
+        raise ValueError("must not start or end with whitespace")
+    return value
+
+
+OrchestratorRunId = Annotated[str, Field(max_length=255), AfterValidator(_orchestrator_run_id)]
+"""The type of ``orchestrator_run_id`` in what creates or changes a run."""
+
+
 class OrchestratorProcess(_Frozen):
     """The process that runs a run, and how long the store waits for its next beat."""
 
@@ -310,7 +323,7 @@ class RunCreate(_Frozen):
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus = ExecutionStatus.INITIALIZING
     status_reason: str | None = None
-    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    orchestrator_run_id: OrchestratorRunId | None = None
     user_id: UUID | None = None
     orchestrator: OrchestratorProcess | None = None
     """The process that runs the run (recorded with a first heartbeat), if it is started."""
@@ -327,7 +340,7 @@ class RunStart(_Frozen):
     snapshot_id: UUID | None = None
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus = ExecutionStatus.INITIALIZING
-    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    orchestrator_run_id: OrchestratorRunId | None = None
     user_id: UUID | None = None
     orchestrator: OrchestratorProcess | None = None
 
@@ -428,7 +441,7 @@ class RunUpdate(_Frozen):
 
     status: ExecutionStatus | None = None
     status_reason: str | None = None
-    orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    orchestrator_run_id: OrchestratorRunId | None = None
     stop_forced: bool | None = None
     """True: the stop is forced (set once; only a stopping run takes it)."""
 

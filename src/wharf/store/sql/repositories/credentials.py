@@ -52,6 +52,11 @@ class SqlCredentialRepository(SqlRepository):
     def link_external(self, user_id: UUID, external_id: str) -> UserCredentialRecord:
         if not external_id or len(external_id) > NAME_LENGTH:
             raise InputError(f"An external id must have 1 to {NAME_LENGTH} characters.")
+        if external_id != external_id.strip():
+            # MariaDB's unique key would take 'sub ' for 'sub' (its collation pads with spaces).
+            raise InputError(
+                f"An external id must not start or end with whitespace: {external_id!r}."
+            )
         try:
             return self._upsert(user_id, lambda _: {"external_id": external_id})
         except UniqueViolationError:

@@ -44,6 +44,7 @@ from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import (
     DEFAULT_PAGE,
     SqlRepository,
+    check_name,
     fetch_page,
     first_missing,
     id_prefix_condition,
@@ -103,8 +104,12 @@ def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
     """The row ``create`` inserts for ``step`` (``project_id`` is filled from the run by
     :func:`insert_step`). ``spec`` is stored as ``StepSpec.model_dump(mode="json")`` (NULL when
     absent) and read back with ``model_validate``, so a step read in another process carries an
-    equal spec."""
+    equal spec. Its name and its links' names follow the stored-name rule (no edge whitespace:
+    MariaDB's unique keys would take ``'x '`` for ``'x'``)."""
     check_step_initial(step.status)
+    check_name(step.name, "step")
+    check_link_names(step.inputs, "step input")
+    check_link_names(step.outputs, "step output")
     values: dict[str, Any] = {
         "id": step.id or new_id(),
         "project_id": None,
@@ -135,6 +140,13 @@ def step_values(step: StepRunCreate, now: datetime) -> dict[str, Any]:
     }
     values.update(status_times(step.status, None, None, now))
     return values
+
+
+def check_link_names(names: Iterable[str], what: str) -> None:
+    """InputError if one of a step run's ``what`` ("step input", "step output") ``names``
+    breaks the stored-name rule (:func:`check_name`)."""
+    for name in names:
+        check_name(name, what)
 
 
 def refuse_stopping(run_id: UUID, status: str, step_name: str) -> None:
@@ -206,6 +218,7 @@ def update_in(
         values["pid_start"] = update.pid_start
     if update.resource_request_id is not None:
         values["resource_request_id"] = update.resource_request_id
+    check_link_names(update.outputs or (), "step output")
     inputs, outputs = load_links(conn, [step_run_id])[step_run_id]
     new_outputs = _new_outputs(step_run_id, outputs, update.outputs or {})
     if values or new_outputs:
