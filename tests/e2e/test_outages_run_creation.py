@@ -21,7 +21,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import RunFilter
 
-RUNS = "/api/v1/runs"
+RUNS = "/api/v1/runs/record"  # a pipeline call's records, one transaction
 _replicas_module = test_outages_replicas._replicas_module  # the replicas, started for this module
 replicas = test_outages_replicas.replicas
 

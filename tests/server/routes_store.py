@@ -79,6 +79,19 @@ STORE_ROUTES: list[Route] = [
             "orchestrator_run_id": t.name("o"),
         },
     ),
+    R(
+        "POST",
+        "/api/v1/runs/record",
+        "write_a",
+        201,
+        lambda t: "/api/v1/runs/record",
+        lambda t: {
+            "project_id": str(t.world.a.id),
+            "pipeline_name": t.name("pipe"),
+            "spec": spec().model_dump(mode="json"),
+            "run": {"name": t.name("r"), "status": "running"},
+        },
+    ),
     R("GET", "/api/v1/runs", "read_a", 200, lambda t: f"/api/v1/runs?project_id={t.world.a.id}"),
     R("GET", "/api/v1/runs/{run_id}", "read_a", 200, lambda t: f"/api/v1/runs/{t.run.id}"),
     R(

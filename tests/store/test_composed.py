@@ -9,14 +9,13 @@ from uuid import UUID
 
 import pytest
 
-from tests.store.conftest import World, spec
+from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.transitions import STOPPED_ON_REQUEST
 from wharf.store.composed import ComposedRuns
 from wharf.store.models import (
     PipelineRunRecord,
     RunCreate,
-    RunStart,
     RunUpdate,
 )
 
@@ -29,8 +28,6 @@ class Runs(ComposedRuns):
 
     def __init__(self, world: World) -> None:
         self._inner = world.store.runs
-        self._pipelines = world.store.pipelines
-        self._snapshots = world.store.snapshots
         self.calls: list[str] = []
         self.before: list[Any] = []
 
@@ -47,17 +44,6 @@ class Runs(ComposedRuns):
         if self.before:
             self.before.pop(0)()
         return self._inner.update(run_id, update)
-
-
-def test_record_writes_pipeline_snapshot_and_run(world: World) -> None:
-    runs = Runs(world)
-    pipeline, snapshot, run = runs.record(
-        world.project.id, "fresh", None, spec("fresh"), RunStart(name="r", status=S.RUNNING)
-    )
-    assert runs.calls == ["create"]
-    assert world.store.pipelines.get(pipeline.id).name == "fresh"
-    assert world.store.snapshots.get(snapshot.id).pipeline_id == pipeline.id
-    assert world.store.runs.get(run.id) == run and run.status is S.RUNNING
 
 
 @pytest.mark.parametrize(

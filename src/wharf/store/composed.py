@@ -1,7 +1,7 @@
 """The run calls of the store ports composed from the plain calls (:class:`ComposedRuns`, the
-REST store's ``runs.record``, ``runs.finish`` and ``runs.create_with_metadata``), and the
-checked ``create`` flags of a batched cache decision (:func:`creation_flags`), shared by the
-stores that decide one.
+REST store's ``runs.finish`` and ``runs.create_with_metadata``), and the checked ``create``
+flags of a batched cache decision (:func:`creation_flags`), shared by the stores that decide
+one.
 
 Invariants (those of the ports): a run's end is decided from the status the call read, and
 decided again if it changed before the update (a stop request). Unlike a transaction, an error
@@ -14,21 +14,16 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 from uuid import UUID
 
-from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus, MetadataResourceType
 from wharf.core.errors import IllegalTransitionError, InputError
 from wharf.core.transitions import run_end
 from wharf.store.models import (
-    PipelineRecord,
     PipelineRunRecord,
     RunCreate,
-    RunStart,
     RunUpdate,
-    SnapshotCreate,
-    SnapshotRecord,
     StepRunCreate,
 )
-from wharf.store.ports import PipelineRepository, RunMetadataRepository, SnapshotRepository
+from wharf.store.ports import RunMetadataRepository
 
 RUN_END_ATTEMPTS = 3
 """Times a composed ``runs.finish`` decides again when the run's status changed under it."""
@@ -38,10 +33,6 @@ class _PlainRuns(Protocol):
     """What :class:`ComposedRuns` builds on: the plain run calls and the run's neighbours."""
 
     @property
-    def _pipelines(self) -> PipelineRepository: ...
-    @property
-    def _snapshots(self) -> SnapshotRepository: ...
-    @property
     def _metadata(self) -> RunMetadataRepository: ...
     def create(self, run: RunCreate) -> PipelineRunRecord: ...
     def get(self, run_id: UUID) -> PipelineRunRecord: ...
@@ -49,9 +40,8 @@ class _PlainRuns(Protocol):
 
 
 class ComposedRuns:
-    """``record``, ``finish``, ``create_with_metadata`` and ``issue_token`` of a
-    ``RunRepository`` (no run tokens). A subclass has the plain run calls and sets
-    ``_pipelines``, ``_snapshots`` (used by ``record``) and ``_metadata`` (used by
+    """``finish``, ``create_with_metadata`` and ``issue_token`` of a ``RunRepository`` (no run
+    tokens). A subclass has the plain run calls and sets ``_metadata`` (used by
     ``create_with_metadata``) when it is constructed."""
 
     def create_with_metadata(
@@ -61,26 +51,6 @@ class ComposedRuns:
         if metadata:
             self._metadata.add(MetadataResourceType.PIPELINE_RUN, created.id, metadata)
         return created
-
-    def record(
-        self: _PlainRuns,
-        project_id: UUID,
-        pipeline_name: str,
-        stack_id: UUID | None,
-        spec: PipelineSpec,
-        run: RunStart,
-    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
-        pipeline = self._pipelines.get_or_create(project_id, pipeline_name)
-        snapshot = self._snapshots.create(
-            SnapshotCreate(
-                id=run.snapshot_id,
-                project_id=project_id,
-                pipeline_id=pipeline.id,
-                stack_id=stack_id,
-                spec=spec,
-            )
-        )
-        return pipeline, snapshot, self.create(run.of(snapshot))
 
     def finish(
         self: _PlainRuns, run_id: UUID, status: ExecutionStatus, reason: str | None

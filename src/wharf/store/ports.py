@@ -191,8 +191,8 @@ class RunRepository(Protocol):
     ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
         """The records of a pipeline call: ``pipelines.get_or_create(project_id,
         pipeline_name)``, then ``snapshots.create`` of ``spec`` on ``stack_id`` for that
-        pipeline, then ``create`` of ``run`` for that snapshot (all or nothing where the store
-        has transactions; composed, an error leaves what was written before it). Repeated with
+        pipeline, then ``create`` of ``run`` for that snapshot, all or nothing (a refused run
+        leaves no snapshot or pipeline behind). Repeated with
         ``run.id`` (and ``run.snapshot_id``) it answers what it wrote, as ``create`` does."""
         ...
 
@@ -373,8 +373,9 @@ class Store(Protocol):
     The combined calls (``runs.record``/``finish``/``create_with_metadata``,
     ``steps.find_cached_or_create``/``find_cached_or_create_many``/``finish``/``create_many``,
     ``artifacts.create_versions``) are part of the ports, so no caller asks what a store offers.
-    A store does each in one transaction or one request (the REST store composes its run calls
-    from the plain ones, ``wharf.store.composed``: same effect, more round trips).
+    A store does each in one transaction or one request (the REST store composes ``finish`` and
+    ``create_with_metadata`` from the plain calls, ``wharf.store.composed``: same effect, more
+    round trips).
     """
 
     users: UserRepository

@@ -11,12 +11,14 @@ scopes it by project, ``wharf.server.chosen_ids``): callers use the id answered.
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
 from tests.store.conftest import World, spec
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import EntityExistsError
 from wharf.core.ids import new_id
-from wharf.store.models import RunFilter, RunStart, RunUpdate, SnapshotCreate
+from wharf.store.models import PipelineFilter, RunFilter, RunStart, RunUpdate, SnapshotCreate
+from wharf.store.sql import tables as t
 
 
 def runs_of(world: World) -> int:
@@ -116,6 +118,28 @@ def test_record_refuses_another_call_under_a_stored_run_id(world: World) -> None
         world.store.runs.record(project, "nightly", None, spec("nightly"), _start(id=start.id))
     assert world.store.runs.get(run.id) == run
     assert world.store.snapshots.get(snapshot.id) == snapshot
+    assert runs_of(world) == 1
+
+
+def _snapshot_rows(world: World) -> int:
+    with world.store._db.engine.connect() as conn:
+        query = sa.select(sa.func.count()).select_from(t.pipeline_snapshot)
+        return int(conn.execute(query).scalar_one())
+
+
+def test_a_refused_record_leaves_nothing_behind(world: World) -> None:
+    """Its run refused (another call's run holds the id), a record writes no snapshot, nor a
+    pipeline: all or nothing, over REST too (the server records it in one transaction)."""
+    start = _start()
+    project = world.project.id
+    world.store.runs.record(project, "nightly", None, spec("nightly"), start)
+    snapshots = _snapshot_rows(world)
+    with pytest.raises(EntityExistsError, match="already exists with another"):
+        world.store.runs.record(project, "nightly", None, spec("nightly"), _start(id=start.id))
+    with pytest.raises(EntityExistsError, match="already exists with another"):
+        world.store.runs.record(project, "fresh", None, spec("fresh"), _start(id=start.id))
+    assert _snapshot_rows(world) == snapshots
+    assert world.store.pipelines.list(PipelineFilter(project_id=project, name="fresh")).total == 0
     assert runs_of(world) == 1
 
 

@@ -1,4 +1,5 @@
-"""``/api/v1/runs``: create / get-or-create, read, status, update (stop), delete, run tokens.
+"""``/api/v1/runs``: create / get-or-create, a pipeline call's records (one transaction), read,
+status, update (stop), delete, run tokens.
 
 Viewers read; members create, update and stop runs. A run token reads its own run, and starts,
 beats for and ends it (``wharf.server.auth.own_run``), nothing more. A run created by a user
@@ -8,7 +9,7 @@ name the user they act for.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -33,11 +34,12 @@ from wharf.server.routers._common import (
     same_project,
     sweep_time,
 )
-from wharf.server.schemas.actions import LostRunsBody, WireDatetime
+from wharf.server.schemas.actions import LostRunsBody, RunRecordBody, WireDatetime
 from wharf.server.schemas.filters import IdPrefixQuery, page_request
 from wharf.server.schemas.responses import (
     Items,
     RunGetOrCreateResponse,
+    RunRecordResponse,
     RunStatusResponse,
     TokenResponse,
 )
@@ -52,6 +54,7 @@ from wharf.store.models import (
     RunCreate,
     RunFilter,
     RunHeartbeatResponse,
+    RunStart,
     RunUpdate,
 )
 
@@ -112,6 +115,19 @@ def _as_caller(ctx: Ctx, run: RunCreate) -> RunCreate:
     return run.model_copy(update=update)
 
 
+def _start_as_caller(ctx: Ctx, project_id: UUID, start: RunStart) -> RunStart:
+    """``start`` as stored, as :func:`_as_caller` stores a run (and its snapshot's chosen id
+    as ``POST /snapshots`` does)."""
+    update: dict[str, Any] = {
+        "id": stored_id("pipeline_run", project_id, start.id),
+        "snapshot_id": stored_id("pipeline_snapshot", project_id, start.snapshot_id),
+    }
+    principal = ctx.principal
+    if principal.kind == "user" and start.user_id != principal.id:
+        update["user_id"] = principal.id
+    return start.model_copy(update=update)
+
+
 def _remember(ctx: Ctx, run: PipelineRunRecord) -> None:
     ctx.state.scopes.run.remember(run.id, RunInfo(run.project_id))
 
@@ -154,6 +170,28 @@ def build_router() -> APIRouter:
             run, created = ctx.store.runs.get_or_create(stored)
         _remember(ctx, run)
         return json_response(RunGetOrCreateResponse(run=run, created=created))
+
+    @router.post("/record", response_model=RunRecordResponse, status_code=201)
+    def record_run(body: RunRecordBody, ctx: CtxDep) -> Response:
+        """A pipeline call's records in one transaction (``runs.record``): its pipeline (got
+        or created), snapshot and run, all or nothing, so a refused run leaves no snapshot.
+        Repeated under the run's and snapshot's chosen ids, it answers what it wrote."""
+        project_id = body.project_id
+        ctx.access.check(
+            project_id, write=True, action="create runs", missing=missing_project(project_id)
+        )
+        start = _start_as_caller(ctx, project_id, body.run)
+        chosen = [(body.run.id, start.id), (body.run.snapshot_id, start.snapshot_id)]
+        with as_chosen(chosen):
+            pipeline, snapshot, run = ctx.store.runs.record(
+                project_id, body.pipeline_name, body.stack_id, body.spec, start
+            )
+        scopes = ctx.state.scopes
+        scopes.pipeline.remember(pipeline.id, project_id)
+        scopes.snapshot.remember(snapshot.id, project_id)
+        _remember(ctx, run)
+        recorded = RunRecordResponse(pipeline=pipeline, snapshot=snapshot, run=run)
+        return json_response(recorded, 201)
 
     @router.get("", response_model=Page[PipelineRunRecord])
     def list_runs(

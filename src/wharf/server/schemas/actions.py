@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.json_schema import SkipJsonSchema
 
 from wharf.config.settings import schedule_problem
+from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ComponentType, MetadataResourceType
 from wharf.core.names import one_line
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
@@ -24,6 +25,7 @@ from wharf.store.account_models import ProjectRole
 from wharf.store.models import (
     MAX_PID,
     ArtifactVersionCreate,
+    RunStart,
     ScheduleCreate,
     StepRunCreate,
     StepRunUpdate,
@@ -131,6 +133,17 @@ class ComponentUpdateBody(Body):
 class PipelineBody(Body):
     project_id: UUID
     name: NameStr
+
+
+class RunRecordBody(Body):
+    """A pipeline call's records (``runs.record``): its pipeline by name, its snapshot of
+    ``spec`` on ``stack_id``, its run."""
+
+    project_id: UUID
+    pipeline_name: NameStr
+    stack_id: UUID | None = None
+    spec: PipelineSpec
+    run: RunStart
 
 
 # ----------------------------------------------------------------------------- steps, artifacts

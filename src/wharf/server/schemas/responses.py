@@ -9,7 +9,13 @@ from pydantic import BaseModel, ConfigDict
 
 from wharf.core.enums import ExecutionStatus
 from wharf.store.account_models import ApiKeyRecord, ProjectRole
-from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord, StepRunRecord
+from wharf.store.models import (
+    ArtifactVersionRecord,
+    PipelineRecord,
+    PipelineRunRecord,
+    SnapshotRecord,
+    StepRunRecord,
+)
 
 T = TypeVar("T")
 
@@ -57,6 +63,12 @@ class RunStatusResponse(Response):
 class RunGetOrCreateResponse(Response):
     run: PipelineRunRecord
     created: bool
+
+
+class RunRecordResponse(Response):
+    pipeline: PipelineRecord
+    snapshot: SnapshotRecord
+    run: PipelineRunRecord
 
 
 class CachedStepResponse(Response):

@@ -1,8 +1,9 @@
 """Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes.
 
-The server has no route for a pipeline call's records, a run's end or a run created with its
-metadata: ``record``, ``finish`` and ``create_with_metadata`` are the plain calls composed
-(``wharf.store.composed``).
+A pipeline call's records go in one call (``POST /api/v1/runs/record``, one transaction on the
+server: a refused run leaves no snapshot behind). The server has no route for a run's end or a
+run created with its metadata: ``finish`` and ``create_with_metadata`` are the plain calls
+composed (``wharf.store.composed``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.store.composed import ComposedRuns
 from wharf.store.models import (
@@ -21,13 +23,16 @@ from wharf.store.models import (
     OrchestratorProcess,
     Page,
     PageRequest,
+    PipelineRecord,
     PipelineRunRecord,
     RunCreate,
     RunFilter,
     RunHeartbeatResponse,
+    RunStart,
     RunUpdate,
+    SnapshotRecord,
 )
-from wharf.store.ports import PipelineRepository, RunMetadataRepository, SnapshotRepository
+from wharf.store.ports import RunMetadataRepository
 from wharf.store.rest.http import HttpSession, page_params
 
 DEFAULT_PAGE = PageRequest()
@@ -43,6 +48,20 @@ class _GetOrCreate(BaseModel):
     created: bool
 
 
+class _Recorded(BaseModel):
+    pipeline: PipelineRecord
+    snapshot: SnapshotRecord
+    run: PipelineRunRecord
+
+
+class _RecordBody(BaseModel):
+    project_id: UUID
+    pipeline_name: str
+    stack_id: UUID | None
+    spec: PipelineSpec
+    run: RunStart
+
+
 class _Token(BaseModel):
     access_token: str
 
@@ -56,23 +75,32 @@ class _LostRuns(BaseModel):
 
 
 class RestRunRepository(ComposedRuns):
-    """``RunRepository`` over HTTP; a pipeline call's records go through ``pipelines`` and
-    ``snapshots``."""
+    """``RunRepository`` over HTTP."""
 
-    def __init__(
-        self,
-        http: HttpSession,
-        pipelines: PipelineRepository,
-        snapshots: SnapshotRepository,
-        metadata: RunMetadataRepository,
-    ) -> None:
+    def __init__(self, http: HttpSession, metadata: RunMetadataRepository) -> None:
         self._http = http
-        self._pipelines = pipelines
-        self._snapshots = snapshots
         self._metadata = metadata
 
     def create(self, run: RunCreate) -> PipelineRunRecord:
         return self._http.model(PipelineRunRecord, "POST", "/api/v1/runs", body=run)
+
+    def record(
+        self,
+        project_id: UUID,
+        pipeline_name: str,
+        stack_id: UUID | None,
+        spec: PipelineSpec,
+        run: RunStart,
+    ) -> tuple[PipelineRecord, SnapshotRecord, PipelineRunRecord]:
+        body = _RecordBody(
+            project_id=project_id,
+            pipeline_name=pipeline_name,
+            stack_id=stack_id,
+            spec=spec,
+            run=run,
+        )
+        found = self._http.model(_Recorded, "POST", "/api/v1/runs/record", body=body)
+        return found.pipeline, found.snapshot, found.run
 
     def get(self, run_id: UUID) -> PipelineRunRecord:
         return self._http.model(PipelineRunRecord, "GET", f"/api/v1/runs/{run_id}")

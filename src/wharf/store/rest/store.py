@@ -67,7 +67,7 @@ class RestStore:
         self.pipelines = RestPipelineRepository(self.http)
         self.snapshots = RestSnapshotRepository(self.http)
         self.run_metadata = RestRunMetadataRepository(self.http)
-        self.runs = RestRunRepository(self.http, self.pipelines, self.snapshots, self.run_metadata)
+        self.runs = RestRunRepository(self.http, self.run_metadata)
         self.steps = RestStepRunRepository(self.http)
         self.artifacts = RestArtifactRepository(self.http)
         self.schedules = RestScheduleRepository(self.http)
