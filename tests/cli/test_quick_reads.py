@@ -277,6 +277,19 @@ def test_what_runs_show_reads_matches(both: Both) -> None:
     both.check("get_snapshot", uuid.uuid4())
 
 
+def test_stack_names_match(home: Path) -> None:
+    """``runs show`` names a run's stack: a stack's name, None for one that is gone."""
+    pair = Both(config_for(home))
+    try:
+        stack = pair.client.store.stacks.create_stack("prod", {})
+        assert pair.quick.get_stack_name(stack.id) == pair.client.get_stack_name(stack.id)
+        assert pair.quick.get_stack_name(stack.id) == "prod"
+        gone = uuid.uuid4()
+        assert pair.quick.get_stack_name(gone) is pair.client.get_stack_name(gone) is None
+    finally:
+        pair.close()
+
+
 def test_artifact_lists_match(both: Both) -> None:
     for name in (None, "data", "model", "missing"):
         for page, size in PAGES:

@@ -145,7 +145,8 @@ def test_show_prints_the_pipeline_duration_and_the_steps_as_a_tree(two_runs) -> 
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["Run", second.name, f"({second.id})"]
     assert lines[1].split() == ["Pipeline", "diamond"]
-    assert lines[2].split() == ["Status", "completed"]
+    assert lines[2].split() == ["Stack", "default"]  # the stack it ran on
+    assert lines[3].split() == ["Status", "completed"]
     assert any(line.startswith("Duration") for line in lines)
     table = lines[lines.index("Steps (4)") + 1 :]
     assert table[0].split() == ["STEP", "STATUS", "DURATION", "DETAILS"]

@@ -366,6 +366,49 @@ def test_delete_a_stack_then_its_components(prod: Path) -> None:
     assert names == {("orchestrator", "default"), ("artifact_store", "default")}
 
 
+def test_a_run_shows_its_stack_and_once_the_stack_is_deleted_says_so(prod: Path) -> None:
+    """Deleting a stack clears its id from its runs: ``runs show`` says the stack was deleted
+    (on the quick path and the normal store alike) instead of naming none."""
+    from wharf.sdk import stacks
+
+    workspace = Workspace.open(load_config())
+    try:
+        store = workspace.store
+        pipeline = store.pipelines.get_or_create(workspace.project.id, "training")
+        snapshot_ = store.snapshots.create(
+            SnapshotCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                stack_id=stacks.get_stack(workspace, "prod").id,
+                spec=PipelineSpec(name="training", steps={}),
+            )
+        )
+        run = store.runs.create(
+            RunCreate(
+                project_id=workspace.project.id,
+                pipeline_id=pipeline.id,
+                snapshot_id=snapshot_.id,
+                name="done",
+                status=ExecutionStatus.RUNNING,
+            )
+        )
+        store.runs.update(run.id, RunUpdate(status=ExecutionStatus.COMPLETED))
+    finally:
+        workspace.close()
+    normal = {"WHARF_STORE_URL": f"sqlite+pysqlite:///{prod.parent / 'home' / 'wharf.db'}"}
+
+    def stack_line(env: dict[str, str] | None = None) -> str:
+        return next(
+            line
+            for line in ok("runs", "show", "done", env=env).splitlines()[:4]
+            if line.startswith("Stack")
+        )
+
+    assert stack_line() == stack_line(normal) == "Stack     prod"
+    ok("stack", "delete", "prod", "-y")
+    assert stack_line() == stack_line(normal) == "Stack     (deleted stack)"
+
+
 def test_bad_deletions(prod: Path) -> None:
     before = snapshot()
     cases = [

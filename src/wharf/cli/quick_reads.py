@@ -210,6 +210,11 @@ class QuickReads:
             raise EntityNotFoundError(f"No pipeline snapshot with id {snapshot_id}.")
         return SnapshotRecord.model_validate(rows[0])
 
+    def get_stack_name(self, stack_id: UUID) -> str | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT name FROM stack WHERE id = ?", [stack_id.hex]).fetchone()
+        return None if row is None else str(row[0])
+
     def get_step_run(self, step_run_id: str | UUID) -> StepRunRecord:
         """By id in any project, else by id prefix in the project (as ``Client``)."""
         uid = step_run_id if isinstance(step_run_id, UUID) else parse_uuid(step_run_id)

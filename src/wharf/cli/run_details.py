@@ -1,8 +1,9 @@
 """The records ``wharf runs show`` needs, read through :func:`wharf.cli.reads.read`.
 
 :func:`gather` reads the run, all its step runs, its pipeline's name, its snapshot (the step
-graph and each step's resource settings) and, for cached steps, the name of the run they reused:
-all on the quick path when it applies (no SQLAlchemy). Only a run whose steps asked the Resource
+graph and each step's resource settings), its stack's name (or that the stack was deleted) and,
+for cached steps, the name of the run they reused: all on the quick path when it applies (no
+SQLAlchemy). Only a run whose steps asked the Resource
 Manager for resources also opens a ``Client``: :func:`allocations` reads what each request got.
 A record that has gone (a deleted origin run, an unreachable Resource Manager) leaves its detail
 out rather than failing the command.
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from wharf.store.models import StepRunRecord
 
 
+DELETED_STACK = "(deleted stack)"
+"""What ``runs show`` names as the stack of a run whose stack has been deleted."""
+
+
 def gather(reads: Reads, run: str) -> RunView:
     record = reads.get_pipeline_run(run)
     steps: list[StepRunRecord] = []
@@ -39,10 +44,21 @@ def gather(reads: Reads, run: str) -> RunView:
     return RunView(
         run=record,
         pipeline_name=pipeline.name,
+        stack=_stack(reads, snapshot.stack_id),
         steps=in_pipeline_order(steps, snapshot.spec),
         spec=snapshot.spec,
         cached_from=_cached_from(reads, steps),
     )
+
+
+def _stack(reads: Reads, stack_id: UUID | None) -> str:
+    """The name of the stack the run ran on; once that stack is deleted, says so: deleting a
+    stack clears its id from its runs' snapshots (``stacks.delete_stack``), so no id is left to
+    show unless it went between the reads."""
+    name = None if stack_id is None else reads.get_stack_name(stack_id)
+    if name is not None:
+        return name
+    return DELETED_STACK if stack_id is None else f"{DELETED_STACK[:-1]} {stack_id.hex[:8]})"
 
 
 def _cached_from(reads: Reads, steps: list[StepRunRecord]) -> dict[UUID, str]:

@@ -32,6 +32,8 @@ class RunView:
     """Step run id -> name of the run whose outputs it reused."""
     allocated: Mapping[UUID, str] = field(default_factory=dict)
     """Step run id -> what its resource request got."""
+    stack: str | None = None
+    """The stack the run ran on, as shown (``run_details``); None: not shown."""
 
 
 def in_pipeline_order(
@@ -211,6 +213,7 @@ def render(view: RunView, now: datetime) -> list[str]:
     header = [
         ("Run", f"{run.name}  ({run.id})"),
         ("Pipeline", view.pipeline_name),
+        *([] if view.stack is None else [("Stack", view.stack)]),
         ("Status", run.status.value),
         ("Started", "-" if run.start_time is None else _time(run.start_time)),
         (

@@ -171,6 +171,13 @@ class Client:
         """A run's compiled pipeline (its steps, their upstream steps and settings)."""
         return self.store.snapshots.get(snapshot_id)
 
+    def get_stack_name(self, stack_id: UUID) -> str | None:
+        """The name of stack ``stack_id``; None if there is no such stack (deleted)."""
+        try:
+            return self.store.stacks.get_stack(stack_id).name
+        except EntityNotFoundError:
+            return None
+
     # ------------------------------------------------------------------ runs
 
     def list_pipeline_runs(
