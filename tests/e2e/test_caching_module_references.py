@@ -77,3 +77,52 @@ def test_without_step_code_an_edited_helper_keeps_the_step_cached(
     assert run(script, text, workspace) is ExecutionStatus.COMPLETED
     helper = text.replace("r * 1.0", "r * 2.0").replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")
     assert run(script, helper, workspace) is ExecutionStatus.CACHED
+
+
+LARGE_SCRIPT = """
+from wharf import pipeline, step
+
+THRESHOLDS = {r: 0.5 for r in range(5000)}
+
+
+@step
+def count(rows: int = 5000) -> int:
+    return len([r for r in range(rows) if r * 0.001 > THRESHOLDS[r]])
+
+
+@pipeline
+def counting() -> None:
+    count()
+
+
+if __name__ == "__main__":
+    counting()
+"""
+
+
+def test_editing_one_element_of_a_large_constant_runs_the_step_again(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """A constant over 10,000 elements (a dict of 5,000 thresholds) or 100,000 characters
+    encoded counted by its type alone: an edited threshold reused the old ones' result."""
+    script = tmp_path / "counting.py"
+    assert run(script, LARGE_SCRIPT, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, LARGE_SCRIPT, workspace) is ExecutionStatus.CACHED
+    edited = LARGE_SCRIPT.replace("r: 0.5 for", "r: 9.0 if r == 2500 else 0.5 for")
+    assert run(script, edited, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, edited, workspace) is ExecutionStatus.CACHED
+
+
+def test_a_constant_the_key_cannot_read_leaves_the_step_uncached(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    script = tmp_path / "counting.py"
+    nested = LARGE_SCRIPT.replace(
+        "range(5000)}\n",
+        "range(5000)}\nDEEP: list = []\nfor _ in range(5000):\n    DEEP = [DEEP]",
+    ).replace("THRESHOLDS[r]]", "THRESHOLDS[r]] + [len(DEEP)]")
+    assert run(script, nested, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, nested, workspace) is ExecutionStatus.COMPLETED  # not cached
+    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+    spec = workspace.store.snapshots.get(runs[0].snapshot_id).spec.steps["count"]
+    assert spec.config.enable_cache is False

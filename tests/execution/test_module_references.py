@@ -16,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from wharf.execution.module_references import global_loads, module_references
+from wharf.execution.module_references import (
+    MAX_HASHED_ITEMS,
+    global_loads,
+    module_references,
+    unhashed_references,
+)
 
 _names = itertools.count()
 
@@ -227,8 +232,39 @@ def test_other_modules_builtins_and_objects_are_not_followed(load) -> None:
     found = facts(module)
     assert set(found) == {"PATHS", "BIG", "LONG"}
     assert found["PATHS"].startswith("value:dict:")
-    assert found["BIG"] == "too large:list"
-    assert found["LONG"] == "too large:str"
+    assert found["BIG"].startswith("sha256:list:")  # by its content's digest
+    assert found["LONG"].startswith("sha256:str:")
+    assert unhashed_references(found.items()) == []
+
+
+def test_one_element_of_a_large_constant_counts(load) -> None:
+    """A constant too large to hold whole counted by its type alone: editing one element of
+    it kept the step's key."""
+    text = """
+        THRESHOLDS = [0.5] * 5000
+        LIMITS = {f"k{i}": i for i in range(5000)}
+        LONG = "x" * 200_000
+
+
+        def s():
+            return THRESHOLDS, LIMITS, LONG
+        """
+    before = facts(load(text))
+    for old, new in [
+        ("THRESHOLDS = [0.5] * 5000", "THRESHOLDS = [0.5] * 2500 + [0.6] + [0.5] * 2499"),
+        ("for i in range(5000)", "for i in range(5000) if i != 2500"),
+        ('"x" * 200_000', '"x" * 100_000 + "y" + "x" * 99_999'),
+    ]:
+        assert old in text
+        after = facts(load(text.replace(old, new)))
+        assert after != before and unhashed_references(after.items()) == []
+    assert facts(load(text)) == before
+
+
+def test_a_value_too_large_to_hash_is_unhashed(load) -> None:
+    module = load(f"HUGE = [0] * {MAX_HASHED_ITEMS + 1}\n\n\ndef s():\n    return HUGE\n")
+    (unhashed,) = unhashed_references(module_references(module.s))
+    assert unhashed.startswith("module-level 'HUGE', a list (over 2,000,000 elements")
 
 
 def test_only_global_loads_are_names() -> None:
@@ -239,8 +275,10 @@ def test_only_global_loads_are_names() -> None:
     assert global_loads(f.__code__) == {"len", "GLOBAL"}
 
 
-def test_a_value_nested_too_deep_counts_by_its_type(load) -> None:
+def test_a_value_nested_too_deep_is_unhashed(load) -> None:
     module = load(
         "DEEP = []\nfor _ in range(5000):\n    DEEP = [DEEP]\n\n\ndef s():\n    return DEEP\n"
     )
-    assert facts(module) == {"DEEP": "too large:list"}
+    assert unhashed_references(module_references(module.s)) == [
+        "module-level 'DEEP', a list (nested too deep)"
+    ]

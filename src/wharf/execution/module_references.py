@@ -7,8 +7,10 @@ without comments (``core.cache_key.without_comments``; its bytecode where the so
 unknown), then its own global references (a class's through its methods, its nested classes
 and its bases of the module); a module-level value of plain data (None, bool, int, float,
 str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical encoding,
-if small (:data:`MAX_VALUE_ITEMS`, :data:`MAX_VALUE_CHARS`; a larger one counts by its type
-alone). Not followed: builtins, modules, objects of other modules (a ``CachePolicy``'s
+a large one by that encoding's digest. A value too large to hash (:data:`MAX_HASHED_ITEMS`,
+:data:`MAX_HASHED_CHARS`) or nested too deep is *unhashed* (:func:`unhashed_references`):
+its step is not cached (``sdk.compiler``), never keyed by the value's type alone. Not
+followed: builtins, modules, objects of other modules (a ``CachePolicy``'s
 ``source_dependencies``), other objects. Facts never hold the module's name: a script is
 ``__main__`` where it runs and ``__wharf_script__`` where an orchestrator loads it, and both
 must give one key.
@@ -17,6 +19,7 @@ must give one key.
 from __future__ import annotations
 
 import dis
+import hashlib
 import inspect
 from collections.abc import Iterable, Iterator
 from types import CodeType, FunctionType
@@ -24,10 +27,15 @@ from typing import Any
 
 from wharf.core.cache_key import canonical, without_comments
 
-MAX_VALUE_ITEMS = 10_000
-"""Elements (nested ones included) a module-level value may have to count by its value."""
 MAX_VALUE_CHARS = 100_000
-"""Characters of its canonical encoding a module-level value may have to count by it."""
+"""Characters of its canonical encoding a module-level value may have to be held whole in the
+key's facts; a longer one counts by the encoding's SHA-256."""
+MAX_HASHED_ITEMS = 2_000_000
+"""Elements (nested ones included) a module-level value may have to be hashed at all."""
+MAX_HASHED_CHARS = 64_000_000
+"""Characters (of its str and bytes, together) a module-level value may have to be hashed."""
+UNHASHED = "unhashed:"
+"""How the fact of a value the key cannot read starts (then its type and why)."""
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
@@ -70,7 +78,7 @@ class _Gatherer:
             try:
                 fact = _value_fact(value)
             except RecursionError:  # nested too deep to encode
-                fact = f"too large:{type(value).__name__}"
+                fact = f"{UNHASHED}{type(value).__name__}:nested too deep"
             if fact is not None:
                 self.facts[name] = fact
 
@@ -109,6 +117,17 @@ class _Gatherer:
         if isinstance(obj, FunctionType):
             return obj.__globals__ is self.globals
         return inspect.isclass(obj) and obj.__module__ == self.module
+
+
+def unhashed_references(references: Iterable[tuple[str, str]]) -> list[str]:
+    """What of ``references`` (:func:`module_references`) the key cannot read, each as
+    ``module-level 'NAME', a type (why)``: a step reaching one must not be cached."""
+    found = []
+    for name, fact in references:
+        if fact.startswith(UNHASHED):
+            kind, _, why = fact.removeprefix(UNHASHED).partition(":")
+            found.append(f"module-level '{name}', a {kind} ({why})")
+    return found
 
 
 def global_loads(code: CodeType) -> set[str]:
@@ -163,13 +182,16 @@ def _source_fact(obj: Any) -> str:
 
 
 def _plain_items(value: Any, budget: list[int]) -> bool | None:
-    """True if plain data within the budget of elements; False if over it (whatever it
-    holds: not looked at further); None if not plain data."""
+    """True if plain data within the budget (``[elements, characters]`` left); False if over
+    it (whatever it holds: not looked at further); None if not plain data."""
     budget[0] -= 1
     if budget[0] < 0:
         return False
-    if value is None or isinstance(value, bool | int | float | str | bytes):
+    if value is None or isinstance(value, bool | int | float):
         return True
+    if isinstance(value, str | bytes):
+        budget[1] -= len(value)
+        return budget[1] >= 0
     if isinstance(value, dict):
         parts: Iterable[Any] = (p for item in value.items() for p in item)
     elif isinstance(value, list | tuple | set | frozenset):
@@ -184,14 +206,18 @@ def _plain_items(value: Any, budget: list[int]) -> bool | None:
 
 
 def _value_fact(value: Any) -> str | None:
-    """A plain value's canonical encoding (its type alone if too large); None for any other
-    object."""
-    plain = _plain_items(value, [MAX_VALUE_ITEMS])
+    """A plain value's canonical encoding (its SHA-256 if long; unhashed if too large to
+    hash); None for any other object."""
+    plain = _plain_items(value, [MAX_HASHED_ITEMS, MAX_HASHED_CHARS])
     if plain is None:
         return None
     kind = type(value).__name__
-    if plain:
-        encoded = canonical(value)
-        if len(encoded) <= MAX_VALUE_CHARS:
-            return f"value:{kind}:{encoded}"
-    return f"too large:{kind}"
+    if not plain:
+        return (
+            f"{UNHASHED}{kind}:over {MAX_HASHED_ITEMS:,} elements or {MAX_HASHED_CHARS:,} "
+            "characters, too large to hash"
+        )
+    encoded = canonical(value)
+    if len(encoded) <= MAX_VALUE_CHARS:
+        return f"value:{kind}:{encoded}"
+    return f"sha256:{kind}:{hashlib.sha256(encoded.encode()).hexdigest()}"

@@ -11,7 +11,7 @@ and the step graph is acyclic (checked by :class:`wharf.core.dag.Dag`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -182,20 +182,22 @@ class Compilation:
         return specs
 
 
-def code_hash_with_references(step: Step[Any, Any]) -> str:
+def code_hash_with_references(step: Step[Any, Any]) -> tuple[str, list[str]]:
     """The step's code hash, covering also what its code reaches of its own module (helpers,
     classes and plain constants: ``wharf.execution.module_references``), read here, where the
     pipeline is compiled and its module is whole, so that whoever decides its caching later (an
-    orchestrator pod that never imports it) sees the same facts."""
+    orchestrator pod that never imports it) sees the same facts; and what of those the hash
+    cannot hold (a constant too large to hash: the step must not be cached)."""
     import hashlib
 
     from wharf.core.cache_key import canonical
-    from wharf.execution.module_references import module_references
+    from wharf.execution.module_references import module_references, unhashed_references
 
     references = module_references(step.func)
     if not references:
-        return step.code_hash
-    return hashlib.sha256(f"{step.code_hash}\0{canonical(references)}".encode()).hexdigest()
+        return step.code_hash, []
+    digest = hashlib.sha256(f"{step.code_hash}\0{canonical(references)}".encode()).hexdigest()
+    return digest, unhashed_references(references)
 
 
 def build_step_spec(
@@ -206,12 +208,13 @@ def build_step_spec(
     upstream: list[str],
     defaults: StepDefaults,
 ) -> StepSpec:
+    code_hash, unhashed = code_hash_with_references(step)
     return StepSpec(
         name=invocation_id,
         source=step.source,
         source_file=step.source_file,
         source_code=step.source_code,
-        code_hash=code_hash_with_references(step),
+        code_hash=code_hash,
         docstring=step.docstring,
         upstream=tuple(upstream),
         inputs=inputs,
@@ -223,7 +226,7 @@ def build_step_spec(
             )
             for o in step.interface.outputs
         },
-        config=defaults.merge(step),
+        config=defaults.merge(step, unhashed),
     )
 
 
@@ -238,7 +241,9 @@ class StepDefaults:
     resources: Any = None
     component_settings: ComponentSettings = field(default_factory=dict)
 
-    def merge(self, step: Step[Any, Any]) -> StepConfig:
+    def merge(self, step: Step[Any, Any], unhashed: Sequence[str] = ()) -> StepConfig:
+        """The step's config; not cached if it holds or reads (``unhashed``, what of its own
+        module the key cannot read) a value its key cannot tell from another."""
         values: dict[str, Any] = {
             "enable_cache": step.enable_cache
             if step.enable_cache is not None
@@ -255,7 +260,8 @@ class StepDefaults:
         policy = step.cache_policy or self.cache_policy
         if policy is not None:
             values["cache_policy"] = policy
-        if step.unhashed and getattr(policy, "include_step_code", True):
+        unread = [*step.unhashed, *unhashed]
+        if unread and getattr(policy, "include_step_code", True):
             # its key cannot tell what it holds from another value: a hit could be wrong
             logger.warning(
                 "Step '%s' is not cached: it holds %s, whose content its cache key cannot "
@@ -263,7 +269,7 @@ class StepDefaults:
                 "its key (CachePolicy(include_step_code=False)) and name what matters in "
                 "caching_parameters.",
                 step.name,
-                ", ".join(step.unhashed),
+                ", ".join(unread),
             )
             values["enable_cache"] = False
         return StepConfig(**values)
