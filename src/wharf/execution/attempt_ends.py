@@ -33,9 +33,11 @@ waiter of an isolated attempt the force killed)."""
 
 
 def describe_exception(exc: BaseException) -> str:
+    """The words of ``exc`` as a step's status reason: storable on every database (a NUL
+    character, which the store refuses, is written ``\\x00``)."""
+    text = str(exc).replace("\x00", "\\x00")
     if isinstance(exc, WharfError):
-        return str(exc)
-    text = str(exc)
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
