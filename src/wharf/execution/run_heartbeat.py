@@ -1,7 +1,9 @@
 """The orchestrating process's heartbeat: the run's liveness record, renewed while it runs.
 
 Owns :func:`orchestrator_process` (host, pid, start token, liveness timeout, recorded with a
-first beat in the write that starts the run), :class:`RunHeartbeat` and :func:`end_unattended`.
+first beat in the write that starts the run), :func:`creating_process` (the same, recorded by a
+pipeline call's creation of its run: a window covering :func:`creation_patience`),
+:class:`RunHeartbeat` and :func:`end_unattended`.
 Invariants: ``on_stopping``, ``on_forced`` and ``on_refused`` are each told once, and a beat
 refused the run's credential (``wharf.execution.outages.refused``) is the last; every beat and
 every run's start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no
@@ -51,6 +53,29 @@ def orchestrator_process(heartbeat_interval: float) -> OrchestratorProcess:
         start=own_start_token(),
         liveness_timeout_seconds=liveness_timeout_for(heartbeat_interval),
     )
+
+
+RUN_CREATION_PATIENCE_SECONDS = 120.0
+"""How long a pipeline call goes on recording its run through an outage of the store (the
+workspace server gone, a lost answer) before it fails: two minutes, or the run's liveness
+timeout where that is longer (:func:`creation_patience`)."""
+
+
+def creation_patience(heartbeat_interval: float) -> float:
+    """Seconds a pipeline call retries its run's creation (see
+    :data:`RUN_CREATION_PATIENCE_SECONDS`)."""
+    return max(RUN_CREATION_PATIENCE_SECONDS, liveness_timeout_for(heartbeat_interval))
+
+
+def creating_process(heartbeat_interval: float) -> OrchestratorProcess:
+    """This process as the write that creates its run records it: its first liveness window
+    is the creation's patience on top of the usual timeout, so no sweep ends the run while its
+    creator still retries the creation (its answer lost in an outage after the commit) and
+    before the creator's first beat, which brings the usual window. A creator that gave up
+    (or died) leaves a run swept within that window."""
+    process = orchestrator_process(heartbeat_interval)
+    window = creation_patience(heartbeat_interval) + process.liveness_timeout_seconds
+    return process.model_copy(update={"liveness_timeout_seconds": window})
 
 
 _STOP_STATUSES = frozenset({ExecutionStatus.STOPPING, ExecutionStatus.STOPPED})

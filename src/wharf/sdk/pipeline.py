@@ -25,10 +25,10 @@ from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
 from wharf.execution.code_archive import code_travels, ship_code, wharf_state
+from wharf.execution.outages import retry_through_outage
 from wharf.execution.refusal import RunRefusedError
-from wharf.execution.run_heartbeat import orchestrator_process
+from wharf.execution.run_heartbeat import creating_process, creation_patience
 from wharf.execution.step_runner import UserCodeLoad, loading_user_code
-from wharf.execution.step_writes import through_outage
 from wharf.orchestrators.base import BaseOrchestrator, RunJob
 from wharf.sdk.compiler import StepDefaults, build_step_spec, compiling
 from wharf.sdk.run_failure import FailureWatch
@@ -236,12 +236,15 @@ class Pipeline(Generic[P]):
         (``check_usable``: a remote store that does not answer, a missing bucket, refused
         credentials, one line; nothing recorded, no step run) -> pipeline, snapshot and
         run records in one write (``runs.record``, under ids chosen beforehand, repeated
-        through a store outage as the engine's writes are): the run recorded running at once
-        when the orchestrator starts it in this process (the local ones), else a placeholder
-        (initializing) it replaces -> the orchestrator runs it -> the finished run record. A
-        run that ended failed raises :class:`~wharf.sdk.run_failure.RunFailedError` unless
-        ``raise_on_failure=False``; a run whose credential the store refused while it ran (its
-        API key revoked) raises :class:`~wharf.execution.refusal.RunRefusedError` either way (its
+        through an outage of the store of up to two minutes, or the run's liveness timeout if
+        longer: ``wharf.execution.run_heartbeat.creation_patience``; the run is not taken for
+        lost meanwhile, and a repeat gets the run the first try wrote): the run recorded
+        running at once when the orchestrator starts it in this process (the local ones), else
+        a placeholder (initializing) it replaces -> the orchestrator runs it -> the finished
+        run record. A run that ended failed raises
+        :class:`~wharf.sdk.run_failure.RunFailedError` unless ``raise_on_failure=False``; a run
+        whose credential the store refused while it ran (its API key revoked) raises
+        :class:`~wharf.execution.refusal.RunRefusedError` either way (its
         end cannot be recorded). With a :class:`Schedule` the schedule is recorded with the
         run; on an orchestrator that fires schedules itself, the call records the schedule and
         runs nothing (:mod:`wharf.sdk.scheduling`).
@@ -277,7 +280,9 @@ class Pipeline(Generic[P]):
             return schedule_on(self.name, workspace, orchestrator, stack.id, spec, services)
         name = run_name(self.name, services.clock())
         # Ids chosen before the first try: a repeat whose answer was lost (an outage) gets the
-        # run and snapshot it wrote, never a second run.
+        # run and snapshot it wrote, never a second run. Repeated for up to creation_patience;
+        # the run's first liveness window covers that time (creating_process), so no sweep
+        # ends it while this call still retries.
         ids = {"id": new_id(), "snapshot_id": new_id()}
         if orchestrator.starts_runs_in_process:
             # Recorded running at once: no placeholder to replace (one write per call).
@@ -287,14 +292,16 @@ class Pipeline(Generic[P]):
                 status=ExecutionStatus.RUNNING,
                 orchestrator_run_id=orchestrator.new_run_id(),
                 user_id=workspace.user.id,
-                orchestrator=orchestrator_process(services.heartbeat_interval),
+                orchestrator=creating_process(services.heartbeat_interval),
             )
         else:
             start = RunStart(**ids, name=name, user_id=workspace.user.id)
-        pipeline, snapshot, run = through_outage(
-            services,
+        pipeline, snapshot, run = retry_through_outage(
             lambda: store.runs.record(workspace.project.id, self.name, stack.id, spec, start),
-            f"record a run of pipeline {self.name}",
+            what=f"record a run of pipeline {self.name}",
+            patience=creation_patience(services.heartbeat_interval),
+            clock=services.clock,
+            sleep=services.sleep,
         )
         watch = FailureWatch()
         job = RunJob(
