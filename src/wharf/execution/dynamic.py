@@ -1,7 +1,8 @@
 """Dynamic pipelines: the pipeline function runs here and launches steps as it goes.
 
 Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
-upstream edges are the steps whose outputs it actually received. Invariants: invocation ids are
+upstream edges are the steps whose outputs it actually received and those its ``after=`` names
+(by id, future or output), which it starts only once they ended. Invariants: invocation ids are
 unique within the run; no step starts once the run is stopping; the run ends only after every
 submitted step ended; once a step failed (unless the run continues on failure) no submitted step
 still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) ends the run
@@ -150,6 +151,9 @@ class DynamicRunner:
         self._halted_by: dict[str, str] = {}
         """Step -> the failed step for which ``fail_fast`` interrupted it."""
         self._futures: list[Future[StepOutputs]] = []
+        self._called: dict[str, StepFuture | None] = {}
+        """Invocation id -> its future (None: a step called, not submitted), once it is
+        launched: what an ``after=`` naming it waits for."""
         self._failed_step: str | None = None
         self._failures = 0
         """Steps failed (unless the run continues on failure): a submitted step that waited
@@ -241,6 +245,8 @@ class DynamicRunner:
         """Run a step now, in this thread, and return its outputs."""
         self._raise_if_forced()
         spec, inputs = self._prepare(step, args, kwargs)
+        with self._lock:
+            self._called[spec.name] = None  # it ends before the function calls another
         return self._execute(spec, inputs)
 
     def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
@@ -251,9 +257,11 @@ class DynamicRunner:
         with self._lock:
             failures = self._failures
         future = self._pool.submit(self._execute_queued, spec, inputs, failures)
+        handle = StepFuture(spec.name, future, between=self._raise_if_forced)
         with self._lock:
             self._futures.append(future)
-        return StepFuture(spec.name, future, between=self._raise_if_forced)
+            self._called[spec.name] = handle
+        return handle
 
     def map(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -331,18 +339,7 @@ class DynamicRunner:
                 continue
             if step.interface.records(invocation_id, name, value):
                 parameters[name] = value
-        for item in as_sequence(after):
-            if isinstance(item, StepFuture | MapResultsFuture):
-                item.wait()
-                upstream.extend(
-                    [item.invocation_id]
-                    if isinstance(item, StepFuture)
-                    else [f.invocation_id for f in item]
-                )
-            elif isinstance(item, OutputArtifact):
-                upstream.append(item.step_name)
-            elif isinstance(item, str):
-                self._ids.check_after(invocation_id, item)
+        upstream.extend(self._after(invocation_id, after))
         spec = self._spec_factory(
             step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
         )
@@ -353,6 +350,38 @@ class DynamicRunner:
                 self.outcome.diverged = self.outcome.diverged or str(exc)
             raise
         return spec, versions
+
+    def _after(self, step_id: str, after: Any) -> list[str]:
+        """The steps that step ``step_id``'s ``after=`` names (ids of steps this run called,
+        their futures or outputs), each waited for until it ended, as a future is."""
+        ids: list[str] = []
+        for given in as_sequence(after):
+            item = given
+            if isinstance(item, str):
+                self._ids.check_after(step_id, item)  # a misspelt id: with those it may mean
+                with self._lock:
+                    if item not in self._called:  # its call was refused before it started
+                        raise StepInterfaceError(
+                            f"Step '{step_id}' runs after step '{item}', which was not started "
+                            "(its call failed)."
+                        )
+                    submitted = self._called[item]
+                if submitted is not None:  # a submitted step: wait for its future
+                    item = submitted
+            if isinstance(item, StepFuture | MapResultsFuture):
+                item.wait()
+                futures = [item] if isinstance(item, StepFuture) else list(item)
+                ids.extend(f.invocation_id for f in futures)
+            elif isinstance(item, OutputArtifact):
+                ids.append(item.step_name)
+            elif isinstance(item, str):
+                ids.append(item)  # a step called (not submitted): it ended
+            else:
+                raise StepInterfaceError(
+                    f"Step '{step_id}' got after={item!r}; after= takes the ids of steps this "
+                    "run called (a str or a list of them), their futures or their outputs."
+                )
+        return ids
 
     def _check_produced_here(self, step_id: str, input_name: str, artifact: OutputArtifact) -> None:
         """Refuse an output of another run (a handle kept from it): its producer is no step of
