@@ -112,8 +112,65 @@ def test_a_changed_function_changes_the_digest(old: str, new: str) -> None:
 
 
 def test_an_object_default_digests_alike() -> None:
-    text = "class Token:\n    pass\n\n\ndef f(t=Token()):\n    return t\n"
+    text = "def f(t=object()):  # its repr has its address\n    return t\n"
     assert loaded_code_digest(load(text).f) == loaded_code_digest(load(text).f)
+
+
+def test_defaults_and_closed_over_values_count_by_content() -> None:
+    """A function's defaults counted by their repr (numpy's summary, an object's repr without
+    its state) and its closed-over values not at all: a helper holding other values than
+    before, or a source dependency's, kept the key."""
+    import numpy as np
+
+    def made(table: object) -> tuple[object, object]:
+        def by_default(x: int, t: object = table) -> object:
+            return x, t
+
+        def by_closure(x: int) -> object:
+            return x, table
+
+        return by_default, by_closure
+
+    zeros, middle = np.zeros(2000), np.zeros(2000)
+    middle[1000] = 1.0
+    assert repr(zeros) == repr(middle)
+    for one, other in [
+        (zeros, middle),
+        (types.SimpleNamespace(n=1), types.SimpleNamespace(n=2)),
+        (1, 2),
+    ]:
+        for first, second in zip(made(one), made(other), strict=True):
+            assert loaded_code_digest(first) != loaded_code_digest(second)
+    assert [loaded_code_digest(f) for f in made(middle)] == [
+        loaded_code_digest(f) for f in made(middle.copy())
+    ]
+
+
+def test_a_class_counts_its_attributes_of_plain_data() -> None:
+    one = load("class Model:\n    rate = 0.1\n\n    def fit(self):\n        return self.rate\n")
+    other = load("class Model:\n    rate = 0.2\n\n    def fit(self):\n        return self.rate\n")
+    assert loaded_code_digest(one.Model) != loaded_code_digest(other.Model)
+    assert loaded_code_digest(one) != loaded_code_digest(other)
+
+
+def test_recursion_ends_and_what_cannot_be_read_is_said() -> None:
+    import threading
+
+    from wharf.execution.held_values import UnhashedValueError
+
+    def outer(n: int) -> object:
+        def again(k: int) -> int:  # in its own closure
+            return 0 if k == 0 else again(k - 1)
+
+        return again
+
+    assert loaded_code_digest(outer(1)) == loaded_code_digest(outer(2))
+
+    def locked(x: int, lock: object = threading.Lock()) -> int:
+        return x
+
+    with pytest.raises(UnhashedValueError, match=r"default of lock of .*locked, a lock: cannot"):
+        loaded_code_digest(locked)
 
 
 def test_the_source_as_read_and_the_code_as_loaded() -> None:

@@ -4,11 +4,13 @@
 user's ``cache_func`` that a ``CachePolicy`` names (the launcher asks the store for a reusable
 run, ``steps.find_cached_or_create``). Invariants: a source dependency counts by its source and
 its code as loaded (a module edited since its import never lends the old code's result to the
-new code); ``__main__`` in a cache policy is the step's script, wherever the key is computed;
-the values a step's function closes over count (``execution.held_values``, part of its code
-hash); ``expires_after`` counts from the result's making (:func:`expiry_for`); what the step's
-code reaches of its own module counts with its code hash
-(``sdk.compiler.code_hash_with_references``, read where the pipeline is compiled).
+new code), its functions' defaults and closed-over values by content (one the key cannot read
+gives the step a key never met again: not cached); ``__main__`` in a cache policy is the
+step's script, wherever the key is computed; the values a step's function closes over count
+(``execution.held_values``, part of its code hash); ``expires_after`` counts from the
+result's making (:func:`expiry_for`); what the step's code reaches of its own module counts
+with its code hash (``sdk.compiler.code_hash_with_references``, read where the pipeline is
+compiled).
 Caching is on unless the step (or else its pipeline) sets ``enable_cache=False``.
 """
 
@@ -20,12 +22,11 @@ import importlib.util
 import inspect
 import logging
 import os
-import re
 import sys
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import CodeType, ModuleType
 from typing import Any
 
 from wharf.config.settings import CachePolicy
@@ -39,6 +40,7 @@ from wharf.core.cache_key import (
     without_comments,
 )
 from wharf.core.errors import InputError
+from wharf.execution.held_values import UnhashedValueError, loaded_code_digest
 from wharf.execution.services import RunServices
 from wharf.execution.step_runner import import_user_object
 from wharf.store.models import ArtifactVersionRecord
@@ -122,7 +124,9 @@ def source_dependency(obj: Any, path: str) -> str:
     digest of its code as this process loaded it (``loaded_code_digest``). A module edited
     after it was imported (a notebook, a long-lived process) gives the new source but runs the
     old code: with the source alone, the old code's result was stored under the new code's
-    key, and a fresh process running the new code reused it."""
+    key, and a fresh process running the new code reused it. The loaded code counts its
+    functions' defaults and closed-over values by content (``execution.held_values``); raises
+    ``UnhashedValueError`` if one cannot be read."""
     try:
         source = inspect.getsource(obj)
     except (OSError, TypeError) as exc:
@@ -132,76 +136,26 @@ def source_dependency(obj: Any, path: str) -> str:
     return f"{without_comments(source)}\n# loaded: {loaded_code_digest(obj)}"
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def loaded_code_digest(obj: Any) -> str:
-    """SHA-256 of the code of a function, class or module as loaded in this process: each
-    function's bytecode, constants and names (recursively, for nested code), not its file or
-    line numbers; for a class its methods and nested classes, for a module the functions and
-    classes it defines. The same source compiles to the same digest in any process of the same
-    Python version."""
-    h = hashlib.sha256()
-    _digest_into(h, obj, set())
-    return h.hexdigest()
-
-
-def _digest_into(h: Any, obj: Any, seen: set[int]) -> None:
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    target = inspect.unwrap(obj) if callable(obj) else obj
-    target = getattr(target, "__func__", target)  # a bound or class method
-    code = getattr(target, "__code__", None)
-    if isinstance(code, CodeType):
-        h.update(_code_bytes(code))
-        defaults = (getattr(target, "__defaults__", None), getattr(target, "__kwdefaults__", None))
-        h.update(_ADDRESS.sub("", repr(defaults)).encode())  # an object's repr has its id
-        return
-    if isinstance(target, ModuleType | type):
-        owner = target.__name__ if isinstance(target, ModuleType) else target.__module__
-        for name, member in sorted(vars(target).items()):
-            for part in _parts(member):
-                if getattr(part, "__module__", None) == owner and (
-                    inspect.isfunction(part) or inspect.isclass(part)
-                ):
-                    h.update(name.encode() + b"\0")
-                    _digest_into(h, part, seen)
-
-
-def _parts(member: Any) -> list[Any]:
-    """The functions (or class) behind a class or module attribute."""
-    if isinstance(member, property):
-        return [p for p in (member.fget, member.fset, member.fdel) if p is not None]
-    member = getattr(member, "__func__", member)  # a staticmethod's, a classmethod's
-    try:
-        return [inspect.unwrap(member)]  # a decorated function's (functools.wraps)
-    except ValueError:  # a cycle of __wrapped__
-        return [member]
-
-
-def _code_bytes(code: CodeType) -> bytes:
-    consts = []
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            consts.append(_code_bytes(const).hex())
-        elif isinstance(const, frozenset):  # its order follows string hashing
-            consts.append("frozenset" + repr(sorted(repr(c) for c in const)))
-        else:
-            consts.append(f"{type(const).__name__}:{const!r}")
-    parts = [
-        code.co_name,
-        code.co_code.hex(),
-        code.co_exceptiontable.hex(),
-        repr(consts),
-        repr(code.co_names),
-        repr(code.co_varnames),
-        repr(code.co_freevars),
-        repr(code.co_cellvars),
-        repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)),
-        repr(code.co_flags),
-    ]
-    return hashlib.sha256("\0".join(parts).encode()).digest()
+def _source_dependencies(spec: StepSpec, paths: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Each source dependency's fact; one holding a value the key cannot read (a default
+    that cannot be pickled) gets a fact of its own, never met again: the step is not reused,
+    nor is its result, and a warning says why."""
+    facts = []
+    for path in paths:
+        try:
+            fact = source_dependency(_import_object(path, spec), path)
+        except UnhashedValueError as exc:
+            logger.warning(
+                "Step '%s' is not cached: its cache policy's source dependency '%s' holds %s, "
+                "whose content its cache key cannot read; make it a value the key can read "
+                "(one that can be pickled) or leave it out of source_dependencies.",
+                spec.name,
+                path,
+                exc,
+            )
+            fact = f"unhashed: {uuid.uuid4().hex}"
+        facts.append((path, fact))
+    return facts
 
 
 def _cache_func_result(path: str, spec: StepSpec) -> str:
@@ -245,10 +199,7 @@ def compute_step_cache_key(
         file_digests=file_digests(services.source_root, policy.file_dependencies)
         if policy.file_dependencies
         else (),
-        source_dependencies=[
-            (path, source_dependency(_import_object(path, spec), path))
-            for path in policy.source_dependencies
-        ],
+        source_dependencies=_source_dependencies(spec, tuple(policy.source_dependencies)),
         cache_func_result=_cache_func_result(policy.cache_func, spec)
         if policy.cache_func
         else None,

@@ -1,16 +1,21 @@
-"""What the cache key holds of the values a step's function holds itself: those it closes over
-(a step made by a factory, ``def make(v): @step def s(): return v``, has one source for every
-``v``) and its parameters' defaults that a run does not record (no JSON values).
+"""What the cache key holds of loaded code and of the values code holds: those a step's function
+closes over (a step made by a factory, ``def make(v): @step def s(): return v``, has one source
+for every ``v``), its parameters' defaults that a run does not record (no JSON values), and
+the defaults and closed-over values of the functions these reach (a helper the step closes
+over, a cache policy's source dependency).
 
-Owns :func:`closure_values`. A value counts by its content, as an input artifact does: JSON
-data (None, bool, int, float, str, lists and str-keyed dicts of them) by its canonical
-encoding (``core.cache_key.canonical``); a function, class or module by its loaded code
-(``execution.caching.loaded_code_digest``); a numpy array by its dtype, shape and bytes; a
-container by its items, each by these rules; any other object by its pickled bytes. Never by
-``repr``: a summary (numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr without the object's state
-gave two different values one key, a wrong cache hit. A value none of these reads (it cannot
-be pickled) is *unhashed*: the key cannot tell it from another of its type, so a step holding
-one is not cached (``sdk.compiler.StepDefaults.merge``) unless its code is left out of its key.
+Owns :func:`closure_values`, :func:`held_values` and :func:`loaded_code_digest`. A value counts
+by its content, as an input artifact does: JSON data (None, bool, int, float, str, lists and
+str-keyed dicts of them) by its canonical encoding (``core.cache_key.canonical``); a function,
+class or module by its loaded code (its bytecode, and a function's defaults and closed-over
+values by these rules); a numpy array by its dtype, shape and bytes; a container by its items,
+each by these rules; any other object by its pickled bytes. Never by ``repr``: a summary
+(numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr without the object's state gave two different
+values one key, a wrong cache hit. A value none of these reads (it cannot be pickled) is
+*unhashed*: the key cannot tell it from another of its type, so a step holding one is not
+cached (``sdk.compiler.StepDefaults.merge``, ``execution.caching``) unless its code is left out
+of its key. Each function, class or module is read once per reading: met again (a recursive
+inner function in its own closure), it counts as the order of its first meeting.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ import json
 import pickle
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import CodeType, ModuleType
 from typing import Any
 
 from wharf.core.cache_key import canonical
-from wharf.execution.caching import loaded_code_digest
 
 PICKLE_PROTOCOL = 5
 """Fixed, so that a Python version with another default pickles a value as before."""
@@ -42,8 +47,25 @@ class HeldValues:
     unhashed: tuple[str, ...] = ()
 
 
-class _UnhashedError(Exception):
-    """A value the key cannot read (the message says why)."""
+class UnhashedValueError(Exception):
+    """A value the key cannot read (the message says which and why)."""
+
+
+@dataclass
+class _Reading:
+    """One reading: the functions, classes and modules met so far, in order (kept, so that
+    their ids stay theirs while it lasts)."""
+
+    order: dict[int, int] = field(default_factory=dict)
+    kept: list[Any] = field(default_factory=list)
+
+    def first_meeting(self, obj: Any) -> int | None:
+        """None the first time ``obj`` is met (then remembered); its order after."""
+        found = self.order.get(id(obj))
+        if found is None:
+            self.order[id(obj)] = len(self.order)
+            self.kept.append(obj)
+        return found
 
 
 def closure_values(func: Any) -> HeldValues:
@@ -83,33 +105,51 @@ def held_values(named: Iterable[tuple[str, Any]]) -> HeldValues:
     """The key's fact of these (name, value) pairs, in their order."""
     parts: list[Any] = []
     unhashed: list[str] = []
+    reading = _Reading()
     for name, value in named:
         if value is _UNBOUND:
             parts.append([name, "unbound"])
             continue
         try:
-            parts.append([name, _fact(value)])
-        except (_UnhashedError, RecursionError) as exc:
-            why = str(exc) if isinstance(exc, _UnhashedError) else "nested too deep"
+            parts.append([name, _fact(value, reading)])
+        except (UnhashedValueError, RecursionError) as exc:
+            why = str(exc) if isinstance(exc, UnhashedValueError) else "nested too deep"
             parts.append([name, ["unhashed", _kind(value)]])
             unhashed.append(f"'{name}', a {type(value).__qualname__} ({why})")
     digest = hashlib.sha256(canonical(parts).encode()).hexdigest()
     return HeldValues(digest, tuple(unhashed))
 
 
-def _fact(value: Any) -> Any:
+def loaded_code_digest(obj: Any) -> str:
+    """SHA-256 of the code of a function, class or module as loaded in this process: each
+    function's bytecode, constants and names (recursively, for nested code), not its file or
+    line numbers, and its defaults and closed-over values by content (:func:`held_values`'
+    rules); for a class its methods, nested classes and attributes of plain data, for a module
+    the functions and classes it defines. The same code holding the same values digests alike
+    in any process of the same Python version. Raises :class:`UnhashedValueError` if a value
+    it holds cannot be read."""
+    try:
+        reading = _Reading()
+        reading.first_meeting(obj)
+        return _digest(obj, reading)
+    except RecursionError as exc:
+        raise UnhashedValueError("nested too deep") from exc
+
+
+def _fact(value: Any, reading: _Reading) -> Any:
     if _plain_data(value):
         return ["value", canonical(value)]
-    code = _code_of(value)
+    code = _code_of(value, reading)
     if code is not None:
-        return ["code", code]
+        return code
     # a subclass of a container (a namedtuple, a Counter) is pickled: it may hold more
     if type(value) in (list, tuple):
-        return [type(value).__name__, [_fact(v) for v in value]]
+        return [type(value).__name__, [_fact(v, reading) for v in value]]
     if type(value) in (set, frozenset):  # in no particular order
-        return ["set", sorted((_fact(v) for v in value), key=_encoded)]
+        return ["set", sorted((_fact(v, reading) for v in value), key=_encoded)]
     if type(value) is dict:  # in no particular order, as dicts compare
-        return ["dict", sorted(([_fact(k), _fact(v)] for k, v in value.items()), key=_encoded)]
+        items = ([_fact(k, reading), _fact(v, reading)] for k, v in value.items())
+        return ["dict", sorted(items, key=_encoded)]
     array = _numpy_array(value)
     if array is not None:
         data = hashlib.sha256(array.tobytes()).hexdigest()
@@ -130,16 +170,104 @@ def _plain_data(value: Any) -> bool:
     return False
 
 
-def _code_of(value: Any) -> str | None:
-    """The loaded code's digest of a function, class or module (a decorated one's, a step's
-    function's); None for any other value."""
-    try:
-        inner = inspect.unwrap(value) if callable(value) else value
-    except ValueError:  # a cycle of __wrapped__
-        inner = value
+def _code_of(value: Any, reading: _Reading) -> list[Any] | None:
+    """The fact of a function, class or module (a decorated one's, a step's function's): its
+    loaded code's digest, or the order of its first meeting if met before in this reading;
+    None for any other value."""
+    inner = _unwrapped(value) if callable(value) else value
     if inspect.isfunction(inner) or inspect.isclass(inner) or inspect.ismodule(inner):
-        return loaded_code_digest(inner)
+        met = reading.first_meeting(inner)
+        return ["code", _digest(inner, reading)] if met is None else ["met", met]
     return None
+
+
+def _unwrapped(value: Any) -> Any:
+    try:
+        return inspect.unwrap(value)
+    except ValueError:  # a cycle of __wrapped__
+        return value
+
+
+def _digest(obj: Any, reading: _Reading) -> str:
+    h = hashlib.sha256()
+    target = _unwrapped(obj) if callable(obj) else obj
+    target = getattr(target, "__func__", target)  # a bound or class method
+    code = getattr(target, "__code__", None)
+    if isinstance(code, CodeType):
+        h.update(_code_bytes(code))
+        h.update(canonical(_function_values(target, code, reading)).encode())
+    elif isinstance(target, ModuleType | type):
+        owner = target.__name__ if isinstance(target, ModuleType) else target.__module__
+        for name, member in sorted(vars(target).items()):
+            codes = [
+                p
+                for p in _parts(member)
+                if getattr(p, "__module__", None) == owner
+                and (inspect.isfunction(p) or inspect.isclass(p))
+            ]
+            for part in codes:
+                h.update(name.encode() + b"\0")
+                met = reading.first_meeting(part)
+                h.update(_digest(part, reading).encode() if met is None else b"met:%d" % met)
+            plain = not codes and not name.startswith("__") and _plain_data(member)
+            if isinstance(target, type) and plain:  # a class attribute of data (rate = 0.1)
+                h.update(f"{name}\0{canonical(member)}".encode())
+    return h.hexdigest()
+
+
+def _function_values(func: Any, code: CodeType, reading: _Reading) -> list[Any]:
+    """A function's defaults and the values it closes over, each by :func:`_fact`."""
+    named: list[tuple[str, Any]] = []
+    defaults = getattr(func, "__defaults__", None) or ()
+    positional = code.co_varnames[: code.co_argcount]
+    named += zip((f"default of {n}" for n in positional[-len(defaults) :]), defaults, strict=False)
+    kwdefaults = getattr(func, "__kwdefaults__", None) or {}
+    named += ((f"default of {n}", v) for n, v in sorted(kwdefaults.items()))
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
+        try:
+            named.append((f"closed-over {name}", cell.cell_contents))
+        except ValueError:  # not bound yet
+            named.append((f"closed-over {name}", _UNBOUND))
+    facts = []
+    for name, value in named:
+        try:
+            facts.append([name, "unbound" if value is _UNBOUND else _fact(value, reading)])
+        except UnhashedValueError as exc:
+            where = f"{name} of {getattr(func, '__qualname__', '?')}"
+            raise UnhashedValueError(f"{where}, a {type(value).__qualname__}: {exc}") from exc
+    return facts
+
+
+def _parts(member: Any) -> list[Any]:
+    """The functions (or class) behind a class or module attribute."""
+    if isinstance(member, property):
+        return [p for p in (member.fget, member.fset, member.fdel) if p is not None]
+    member = getattr(member, "__func__", member)  # a staticmethod's, a classmethod's
+    return [_unwrapped(member)]  # a decorated function's (functools.wraps)
+
+
+def _code_bytes(code: CodeType) -> bytes:
+    consts = []
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            consts.append(_code_bytes(const).hex())
+        elif isinstance(const, frozenset):  # its order follows string hashing
+            consts.append("frozenset" + repr(sorted(repr(c) for c in const)))
+        else:  # a literal (number, str, bytes, tuple of them...), whose repr is whole
+            consts.append(f"{type(const).__name__}:{const!r}")
+    parts = [
+        code.co_name,
+        code.co_code.hex(),
+        code.co_exceptiontable.hex(),
+        repr(consts),
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_freevars),
+        repr(code.co_cellvars),
+        repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)),
+        repr(code.co_flags),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).digest()
 
 
 def _numpy_array(value: Any) -> Any:
@@ -158,7 +286,7 @@ def _pickled(value: Any) -> str:
     except RecursionError:
         raise
     except Exception as exc:
-        raise _UnhashedError(f"cannot be pickled: {exc}") from exc
+        raise UnhashedValueError(f"cannot be pickled: {exc}") from exc
     return hashlib.sha256(data).hexdigest()
 
 

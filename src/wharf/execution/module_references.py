@@ -26,6 +26,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from wharf.core.cache_key import canonical, without_comments
+from wharf.execution.held_values import UnhashedValueError, loaded_code_digest
 
 MAX_VALUE_CHARS = 100_000
 """Characters of its canonical encoding a module-level value may have to be held whole in the
@@ -176,9 +177,11 @@ def _source_fact(obj: Any) -> str:
         code = obj.__code__ if isinstance(obj, FunctionType) else obj
         return "source:" + without_comments(inspect.getsource(code))
     except (OSError, TypeError):
-        from wharf.execution.caching import loaded_code_digest  # the digest of its code
-
+        pass
+    try:
         return "code:" + loaded_code_digest(obj)
+    except UnhashedValueError as exc:
+        return f"{UNHASHED}{type(obj).__name__}:{exc}"
 
 
 def _plain_items(value: Any, budget: list[int]) -> bool | None:
