@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from wharf.core.errors import InputError
-from wharf.execution.attempt_ends import describe_exception
+from wharf.execution.attempt_ends import REASON_CHARACTERS, describe_exception
+from wharf.store.models import MAX_TEXT_LENGTH
 
 
 def test_named_by_its_type_and_message() -> None:
@@ -16,3 +17,10 @@ def test_a_nul_character_is_written_out() -> None:
     # The store refuses NUL in text: the step's failure would be recorded without its words.
     assert describe_exception(ValueError("bad\x00byte")) == "ValueError: bad\\x00byte"
     assert describe_exception(InputError("a\x00")) == "a\\x00"
+
+
+def test_a_long_message_is_cut_to_what_the_store_keeps() -> None:
+    reason = describe_exception(ValueError("x" * (REASON_CHARACTERS + 5)))
+    assert reason == f"ValueError: {'x' * REASON_CHARACTERS}... (5 more characters)"
+    assert len(reason) <= MAX_TEXT_LENGTH
+    assert describe_exception(ValueError("x" * REASON_CHARACTERS)).endswith("x")

@@ -32,10 +32,19 @@ FORCE_STOPPED_STEP = "Force-stopped on request: the step did not end in time."
 waiter of an isolated attempt the force killed)."""
 
 
+REASON_CHARACTERS = 10_000
+"""The most of an error's message a status reason keeps (the store takes at most
+``MAX_TEXT_LENGTH`` characters; callers may add their own words before it)."""
+
+
 def describe_exception(exc: BaseException) -> str:
     """The words of ``exc`` as a step's status reason: storable on every database (a NUL
-    character, which the store refuses, is written ``\\x00``)."""
+    character, which the store refuses, is written ``\\x00``; a message longer than
+    :data:`REASON_CHARACTERS` is cut, saying how much was left out)."""
     text = str(exc).replace("\x00", "\\x00")
+    if len(text) > REASON_CHARACTERS:
+        left_out = len(text) - REASON_CHARACTERS
+        text = f"{text[:REASON_CHARACTERS]}... ({left_out} more characters)"
     if isinstance(exc, WharfError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

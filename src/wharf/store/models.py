@@ -22,6 +22,13 @@ from wharf.core.paging import Page as Page  # noqa: PLC0414
 from wharf.core.paging import PageRequest as PageRequest  # noqa: PLC0414
 
 MAX_PID = 2**31 - 1  # the largest process id the store holds (a 32-bit signed column)
+MAX_KEY_LENGTH = 255
+"""Longest key or hash (cache keys, code and content hashes, cron expressions): their columns'."""
+MAX_TEXT_LENGTH = 16_383
+"""Longest free text (status reasons, URIs, type and materializer paths): MySQL/MariaDB's
+``TEXT`` holds 65,535 bytes, which this many characters of up to 4 bytes always fit."""
+Key = Annotated[str, Field(max_length=MAX_KEY_LENGTH)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
 
 IdPrefix = Annotated[str, Field(pattern=r"^[0-9a-f]{1,32}$")]
 """The start of ids' hex form (``wharf.core.ids``): a filter keeps ids that start with it."""
@@ -322,7 +329,7 @@ class RunCreate(_Frozen):
     snapshot_id: UUID
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus = ExecutionStatus.INITIALIZING
-    status_reason: str | None = None
+    status_reason: LongText | None = None
     orchestrator_run_id: OrchestratorRunId | None = None
     user_id: UUID | None = None
     orchestrator: OrchestratorProcess | None = None
@@ -357,19 +364,19 @@ class StepRunCreate(_Frozen):
     run_id: UUID
     name: str = Field(min_length=1, max_length=255)
     status: ExecutionStatus
-    status_reason: str | None = None
+    status_reason: LongText | None = None
     attempt: int = Field(default=1, ge=1)
-    cache_key: str | None = None
+    cache_key: Key | None = None
     cache_expires_at: datetime | None = None
     original_step_run_id: UUID | None = None
-    code_hash: str | None = None
+    code_hash: Key | None = None
     source_code: str | None = None
     docstring: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, UUID] = Field(default_factory=dict)
     outputs: dict[str, UUID] = Field(default_factory=dict)
     spec: StepSpec | None = None
-    logs_uri: str | None = None
+    logs_uri: LongText | None = None
     runtime: StepRuntime | None = None
     calls: dict[int, str] | None = None  # as StepRunRecord.calls
     resource_request_id: UUID | None = None
@@ -400,10 +407,10 @@ class ArtifactVersionCreate(_Frozen):
     project_id: UUID
     name: str = Field(min_length=1, max_length=255)
     """Artifact name; the artifact is created on first use."""
-    uri: str
-    data_type: str
-    materializer: str
-    content_hash: str | None = None
+    uri: LongText
+    data_type: LongText
+    materializer: LongText
+    content_hash: Key | None = None
     producer_step_run_id: UUID | None = None
     artifact_store_id: UUID | None = None
 
@@ -413,7 +420,7 @@ class ScheduleCreate(_Frozen):
     pipeline_id: UUID
     snapshot_id: UUID
     name: str = Field(min_length=1, max_length=255)
-    cron_expression: str | None = None
+    cron_expression: Key | None = None
     interval_seconds: int | None = None
     run_once_start_time: datetime | None = None
     start_time: datetime | None = None
@@ -440,7 +447,7 @@ class RunUpdate(_Frozen):
     """Fields left None are unchanged."""
 
     status: ExecutionStatus | None = None
-    status_reason: str | None = None
+    status_reason: LongText | None = None
     orchestrator_run_id: OrchestratorRunId | None = None
     stop_forced: bool | None = None
     """True: the stop is forced (set once; only a stopping run takes it)."""
@@ -450,11 +457,11 @@ class StepRunUpdate(_Frozen):
     """Fields left None are unchanged; ``outputs`` are added to the existing links."""
 
     status: ExecutionStatus | None = None
-    status_reason: str | None = None
+    status_reason: LongText | None = None
     outputs: dict[str, UUID] | None = None
-    cache_key: str | None = None
+    cache_key: Key | None = None
     cache_expires_at: datetime | None = None
-    logs_uri: str | None = None
+    logs_uri: LongText | None = None
     pid: int | None = Field(default=None, ge=1, le=MAX_PID)
     pid_host: str | None = Field(default=None, max_length=255)
     pid_start: str | None = Field(default=None, max_length=255)
