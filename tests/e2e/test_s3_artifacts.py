@@ -185,6 +185,7 @@ def test_a_server_stopped_mid_run_fails_the_step_with_one_clear_message(
 ) -> None:
     for name, value in s3.CREDENTIALS.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "1")  # an outage is waited out for 6 s
     server = MotoServer()
     try:
         bucket = server.new_bucket()

@@ -8,8 +8,9 @@ Invariants (those of :mod:`wharf.artifacts.store`, plus): URIs are full URLs und
 any other is refused with ``InputError`` before any I/O; a written object is complete or absent
 (:class:`_PublishingWriter`); a writer holds a few parts in memory, never the whole artifact;
 failures are ``OSError`` with one line naming the store, operation and URI
-(:meth:`FsspecArtifactStore.error`); :meth:`FsspecArtifactStore.check_usable` says in one line,
-before a run starts, why the store cannot be used.
+(:meth:`FsspecArtifactStore.error`), :class:`ArtifactStoreUnreachableError` when the store
+could not be reached (:func:`store_unreachable`); :meth:`FsspecArtifactStore.check_usable`
+says in one line, before a run starts, why the store cannot be used.
 """
 
 from __future__ import annotations
@@ -45,6 +46,40 @@ less on an object store whose parts are smaller."""
 
 class ArtifactStoreError(OSError):
     """The artifact store could not be used (unreachable, misconfigured, refused the call)."""
+
+
+class ArtifactStoreUnreachableError(ArtifactStoreError):
+    """The artifact store could not be reached (a connection refused, reset or timed out):
+    the same call may succeed once it is back, unlike a refusal or a missing object."""
+
+
+_UNREACHABLE_CLASSES = frozenset(
+    {
+        ("botocore.exceptions", "ConnectionError"),  # refused, closed, connect timeout
+        ("botocore.exceptions", "HTTPClientError"),  # read timeout, reset mid-answer
+        ("aiohttp.client_exceptions", "ClientConnectionError"),  # reset, disconnected
+        ("aiohttp.client_exceptions", "ServerTimeoutError"),
+    }
+)
+
+
+def _unreachable_error(error: BaseException) -> bool:
+    if isinstance(error, (ConnectionError, TimeoutError, ArtifactStoreUnreachableError)):
+        return True
+    return any((c.__module__, c.__name__) in _UNREACHABLE_CLASSES for c in type(error).__mro__)
+
+
+def store_unreachable(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, says that a store could not be
+    reached (not that it refused the call or lacks the object): worth waiting out."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if _unreachable_error(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 class FsspecArtifactStore:
@@ -224,6 +259,8 @@ class FsspecArtifactStore:
         cause = " ".join(str(error).split())
         cause = f"{type(error).__name__}: {cause}" if cause else type(error).__name__
         message = f"Artifact store {self._display} cannot {action} {uri!r}: {cause}"
+        if _unreachable_error(error):
+            return ArtifactStoreUnreachableError(message)
         kind = type(error) if isinstance(error, OSError) else ArtifactStoreError
         try:
             return kind(message)

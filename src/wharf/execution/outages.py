@@ -48,11 +48,13 @@ def retry_through_outage(
     patience: float,
     clock: Callable[[], datetime],
     sleep: Callable[[float], object],
+    is_transient: Callable[[BaseException], bool] = transient,
 ) -> T:
     """``call()``'s answer, calling again through a transient outage of up to ``patience``
     seconds (``what`` names the call in the log); the last error once patience runs out.
     Backs off from :data:`FIRST_DELAY_SECONDS` doubling up to :data:`MAX_DELAY_SECONDS`, on
-    the injected clock; any other error is raised at once."""
+    the injected clock; any other error is raised at once. ``is_transient`` tells an outage's
+    errors (default :func:`transient`: the store's, the server's, the RM's)."""
     started = clock()
     delay = FIRST_DELAY_SECONDS
     failures = 0
@@ -60,7 +62,7 @@ def retry_through_outage(
         try:
             result = call()
         except Exception as exc:
-            if not transient(exc):
+            if not is_transient(exc):
                 raise
             waited = (clock() - started).total_seconds()
             if waited >= patience:

@@ -7,12 +7,15 @@ in a pool's worker: :func:`load_script_copy`, ``script_workers``). Invariants: t
 user function runs inside the step context and an :class:`InterruptibleRegion`; the step's
 ``environment=`` variables are set from the loading of its inputs to the saving of its outputs
 (:mod:`wharf.execution.step_variables`); outputs are all saved to the artifact store before any
-is recorded, and if one fails to save the others are removed; :meth:`StepRunner.run` only saves
-them: the caller records them with the step's end (``attempt_ends.finish_attempt``).
+is recorded, and if one fails to save the others are removed; an input or output that the
+artifact store could not be reached for is tried again through a short outage
+(:mod:`wharf.execution.artifact_outages`); :meth:`StepRunner.run` only saves them: the caller
+records them with the step's end (``attempt_ends.finish_attempt``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -35,6 +38,7 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.execution import script_workers
+from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.context import StepContext, step_context
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.services import RunServices
@@ -276,7 +280,11 @@ class StepRunner:
         loaded: dict[str, Any] = {}
         for name, v in inputs.items():
             try:
-                loaded[name] = load_artifact(store, v.uri, v.data_type, v.materializer)
+                loaded[name] = through_artifact_outage(
+                    self._services,
+                    functools.partial(load_artifact, store, v.uri, v.data_type, v.materializer),
+                    f"load input '{name}' of step '{spec.name}'",
+                )
             except (StepInterrupted, Exception):
                 raise
             except BaseException as exc:  # a materializer's load is user code too
@@ -359,15 +367,7 @@ class StepRunner:
         saved: dict[str, SavedArtifact] = {}
         try:
             for name, value in values.items():
-                materializer = spec.outputs[name].materializer
-                saved[name] = save_artifact(
-                    value,
-                    services.artifact_store,
-                    uris[name],
-                    services.materializers,
-                    materializer=materializer,
-                    warn_at=warn_at,
-                )
+                saved[name] = self._save(spec, name, value, uris[name], warn_at)
         except BaseException as exc:
             for s in saved.values():
                 services.artifact_store.rmtree(s.uri)
@@ -384,3 +384,24 @@ class StepRunner:
             # a materializer's save is user code too
             _abort(exc, f"Output '{name}' of step '{spec.name}'")
         return saved
+
+    def _save(
+        self, spec: StepSpec, name: str, value: Any, uri: str, warn_at: tuple[str, int] | None
+    ) -> SavedArtifact:
+        """Save output ``name`` at ``uri``, again (at the same URI, cleared first) while the
+        artifact store cannot be reached, for up to the run's liveness timeout."""
+        services = self._services
+        store = services.artifact_store
+        return through_artifact_outage(
+            services,
+            lambda: save_artifact(
+                value,
+                store,
+                uri,
+                services.materializers,
+                materializer=spec.outputs[name].materializer,
+                warn_at=warn_at,
+            ),
+            f"save output '{name}' of step '{spec.name}'",
+            before_again=lambda: store.rmtree(uri),
+        )

@@ -1,0 +1,51 @@
+"""Riding out a short outage of the artifact store while a step loads its inputs and saves its
+outputs: an S3 endpoint gone for some seconds does not cost a step's work.
+
+Owns :func:`through_artifact_outage`. Invariants: only an error saying the store could not be
+reached (:func:`~wharf.artifacts.fsspec_store.store_unreachable`) is waited out, for up to the
+run's liveness timeout as the metadata store's outages are; a missing bucket, refused
+credentials or a materializer's own error fail at once. A save is repeated at the same URI after
+removing whatever the failed try left there: writes are published whole or not at all, so what
+is removed was never a complete artifact, and the repeat leaves a whole one or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from wharf.artifacts.fsspec_store import store_unreachable
+from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.outages import retry_through_outage
+from wharf.execution.services import RunServices
+
+T = TypeVar("T")
+
+
+def through_artifact_outage(
+    services: RunServices,
+    call: Callable[[], T],
+    what: str,
+    *,
+    before_again: Callable[[], object] | None = None,
+) -> T:
+    """``call()``'s answer, called again while the artifact store cannot be reached, for up to
+    the run's liveness timeout (``what`` names it in the log); ``before_again()`` runs before
+    each repeat (an unreachable store there is waited out too)."""
+    tries = 0
+
+    def attempt() -> T:
+        nonlocal tries
+        tries += 1
+        if tries > 1 and before_again is not None:
+            before_again()
+        return call()
+
+    return retry_through_outage(
+        attempt,
+        what=what,
+        patience=liveness_timeout_for(services.heartbeat_interval),
+        clock=services.clock,
+        sleep=services.sleep,
+        is_transient=store_unreachable,
+    )

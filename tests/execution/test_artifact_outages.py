@@ -1,0 +1,108 @@
+"""A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
+a moment) rides out the outage: an input loaded and an output saved while the store cannot be
+reached are tried again until it is back, and every value read afterwards is whole."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+
+import tests.artifacts.s3_server as s3
+from tests.artifacts.s3_server import MotoServer
+from tests.faults.tcp_proxy import TcpProxy
+from wharf import Client, pipeline, step
+from wharf.config.global_config import load_config
+from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
+
+s3_server = s3.s3_server
+OUTAGE_SECONDS = 6.0
+"""How long each cut lasts: longer than the S3 client's own retries (a few seconds), shorter
+than the run's patience (5 heartbeat intervals and a second)."""
+PROXIES: list[TcpProxy] = []
+"""The proxy the steps cut: the steps run inline, in this process."""
+
+
+def cut_the_store_for_a_while() -> None:
+    proxy = PROXIES[0]
+    proxy.cut()
+    threading.Timer(OUTAGE_SECONDS, proxy.restore).start()
+
+
+@step(enable_cache=False)
+def produce() -> list[int]:
+    return list(range(1000))
+
+
+@step(enable_cache=False)
+def cut_before_the_next_load() -> None:
+    cut_the_store_for_a_while()
+
+
+@step(enable_cache=False)
+def load_then_cut_before_saving(values: list[int]) -> bytes:
+    cut_the_store_for_a_while()
+    return bytes(v % 256 for v in values) * 7000  # 7 MB: a multipart upload of two parts
+
+
+@step(enable_cache=False)
+def measure(data: bytes) -> int:
+    return len(data)
+
+
+@pipeline(raise_on_failure=False)
+def through_outages() -> None:
+    values = produce()
+    cut = cut_before_the_next_load(after=values)
+    measure(load_then_cut_before_saving(values, after=cut))
+
+
+def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # patience: 11 s
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "behind-a-proxy")
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    bucket = s3_server.new_bucket()
+    caplog.set_level(logging.INFO, logger="wharf")
+    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+        PROXIES[:] = [proxy]
+        ws = Workspace.open(load_config())
+        try:
+            config = {
+                "path": f"s3://{bucket}/w",
+                "endpoint_url": f"http://127.0.0.1:{proxy.port}",
+                "default_block_size": 5 * 2**20,
+            }
+            stacks.register_component(ws, "s3", ComponentType.ARTIFACT_STORE, "fsspec", config)
+            stacks.register_component(ws, "local", ComponentType.ORCHESTRATOR, "local")
+            stacks.register_stack(ws, "behind-a-proxy", orchestrator="local", artifact_store="s3")
+            run = through_outages.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                found = {s.name: s for s in client.list_run_steps(run.id).items}
+                values = {
+                    name: client.load_artifact(s.outputs["output"])
+                    for name, s in found.items()
+                    if s.outputs
+                }
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert values["measure"] == 7_000_000
+    assert values["load_then_cut_before_saving"] == bytes(v % 256 for v in range(1000)) * 7000
+    messages = [r.getMessage() for r in caplog.records]
+    waited = [m for m in messages if m.startswith("Could not ")]
+    assert any("load input 'values' of step 'load_then_cut_before_saving'" in m for m in waited)
+    assert any("save output 'output' of step 'load_then_cut_before_saving'" in m for m in waited)
+    assert all("ArtifactStoreUnreachableError" in m or "Connect" in m for m in waited), waited
+    assert sum(m.startswith("Managed to ") for m in messages) == 2
