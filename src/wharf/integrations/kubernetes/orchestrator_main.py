@@ -58,6 +58,11 @@ from wharf.integrations.kubernetes.orchestrator_resume import (
     take_over,
 )
 from wharf.integrations.kubernetes.orchestrator_submit import delete_token_secret
+from wharf.integrations.kubernetes.orchestrator_terminated import (
+    OrchestratorTerminated,
+    TerminationSignal,
+    end_terminated_run,
+)
 from wharf.integrations.kubernetes.owned_secret import own_secret
 from wharf.integrations.kubernetes.schedule_credentials import (
     fire_scheduled_run,
@@ -130,34 +135,46 @@ def run_orchestrator(
     orchestrator run id (or whose pod cannot find its own Job) is ended failed; a run that
     ended already is left as it is. A graceful stop (``wharf runs stop``)
     starts no further step and lets the running step pods finish. The token Secret is left to
-    the next pod of the Job when this one fails before the run ended (the Job owns it)."""
+    the next pod of the Job when this one fails before the run ended (the Job owns it). A
+    SIGTERM before the run loop (which takes it as a graceful stop) ends the run failed, naming
+    what sent it (``orchestrator_terminated``)."""
     environ = os.environ if environ is None else environ
     settings = KubernetesOrchestratorSettings.model_validate_json(args.settings_json)
     config = load_config(environ)
     configure_logging(config.logging_verbosity, config.logging_format)
-    store = open_store(config)
-    try:
-        clients = kube_clients(ride_out_outages=True)  # in-cluster (the test bed: KUBECONFIG)
+    # A SIGTERM before the run loop takes the signal over ends the run, saying so.
+    with TerminationSignal(args.run_id) as terminated:
+        store = open_store(config)
         try:
-            if schedule_id is not None and holds_schedule_token(environ):  # a server's schedule
-                own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
-                patience = liveness_timeout_for(config.heartbeat_interval)
-                fired = fire_scheduled_run(
-                    store, args, environ, schedule_id, own, job_run_id(own), patience
-                )
-                if fired is None:
-                    return 0
-                store, args, environ = fired.store, fired.args, fired.environ  # its run token
-            return _orchestrate(args, settings, config, store, clients, environ, schedule_id)
+            clients = kube_clients(ride_out_outages=True)  # in-cluster (the bed: KUBECONFIG)
+            try:
+                try:
+                    if schedule_id is not None and holds_schedule_token(environ):  # a server's
+                        own = own_job_of_pod(clients, args.namespace, environ.get("HOSTNAME", ""))
+                        patience = liveness_timeout_for(config.heartbeat_interval)
+                        fired = fire_scheduled_run(
+                            store, args, environ, schedule_id, own, job_run_id(own), patience
+                        )
+                        if fired is None:
+                            return 0
+                        store, args, environ = fired.store, fired.args, fired.environ
+                        terminated.run_id = args.run_id
+                    return _orchestrate(
+                        args, settings, config, store, clients, environ, schedule_id, terminated
+                    )
+                except OrchestratorTerminated:  # the run ended failed, if it had one yet
+                    pod = environ.get("HOSTNAME", "")
+                    run = end_terminated_run(store, clients, args.namespace, pod, terminated.run_id)
+                    return FAILED_BEFORE_THE_RUN if run is None else _exit_code(run)
+            finally:
+                # Only once the run ended: a pod that failed before may be followed by another
+                # of the Job, which needs the token (the Job owns the Secret in any case).
+                ended = args.run_id is not None and _has_ended(store, args.run_id)
+                if args.token_secret is not None and ended:
+                    delete_token_secret(clients, args.namespace, args.token_secret)
+                clients.close()
         finally:
-            # Only once the run ended: a pod that failed before may be followed by another
-            # of the Job, which needs the token (the Job owns the Secret in any case).
-            ended = args.run_id is not None and _has_ended(store, args.run_id)
-            if args.token_secret is not None and ended:
-                delete_token_secret(clients, args.namespace, args.token_secret)
-            clients.close()
-    finally:
-        store.close()
+            store.close()
 
 
 def _orchestrate(
@@ -168,6 +185,7 @@ def _orchestrate(
     clients: KubeClients,
     environ: Mapping[str, str],
     schedule_id: UUID | None,
+    terminated: TerminationSignal,
 ) -> int:
     snapshot = store.snapshots.get(args.snapshot_id)
     own_job: dict[str, Any] | None = None
@@ -180,6 +198,7 @@ def _orchestrate(
         if fired is None:
             return 0
         run = fired
+        terminated.run_id = run.id
     if run.status.is_finished:  # a pod of a Job whose run already ended (a retry)
         logger.info("Run %s already ended %s.", run.name, run.status.value)
         return _exit_code(run)
@@ -461,6 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_orchestrator_args(rest)
     try:
         return run_orchestrator(args, schedule_id=schedule_id)
+    except OrchestratorTerminated:  # before it had a store: nothing could be ended
+        logger.error("The orchestrator pod got SIGTERM before it opened its store.")
+        return FAILED_BEFORE_THE_RUN
     except Exception as exc:  # a run it started is ended by the run loop itself
         configure_logging(None, "text")  # when it failed before setting up its log
         logger.exception("The orchestrator failed: %s", exc)
