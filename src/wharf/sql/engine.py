@@ -8,12 +8,16 @@ Invariants:
 - :class:`Database` is the only place where SQLAlchemy exceptions are caught and converted
   (see :mod:`wharf.sql.errors`), and a text the driver cannot encode (a lone surrogate) too.
 - Every engine refuses text holding NUL before a driver sees it (:mod:`wharf.sql.nul_text`).
+- A forked child never uses nor closes a connection it inherited: every engine made here gets a
+  new, empty pool in the child (:func:`_forget_inherited_connections`), which opens its own.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +120,29 @@ def sqlite_files(url: str | URL) -> tuple[Path, ...]:
     return (main, *(Path(f"{main}{suffix}") for suffix in SQLITE_COMPANION_SUFFIXES))
 
 
+_LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""Every engine :func:`create_sql_engine` made that is still in use."""
+_INHERITED_POOLS: list[Any] = []
+"""A forked child's pools of its parent's connections, kept so that they are never closed."""
+
+
+def _forget_inherited_connections() -> None:
+    """In a forked child: give every engine a new, empty pool (``dispose(close=False)``, as
+    SQLAlchemy advises), so that the child opens connections of its own. A connection used by
+    two processes interleaves their messages on one socket (garbled results, "MySQL server has
+    gone away", a query waiting for an answer the other process read), and one the child
+    closes is ended for the parent too (PostgreSQL's and MySQL's goodbye messages). The old
+    pools are kept, not dropped: a dropped SQLite connection is closed by the garbage
+    collector, and a SQLite call in the child may wait for ever on a mutex that another thread
+    of the parent held at the fork."""
+    for engine in list(_LIVE_ENGINES):
+        _INHERITED_POOLS.append(engine.pool)
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)
+
+
 def create_sql_engine(url: str | URL) -> Engine:
     """An engine for ``url``: a pool of ``POOL_SIZE`` connections plus ``POOL_MAX_OVERFLOW`` for
     peaks (SQLAlchemy's 5 + 10 made a busy server worker reopen PostgreSQL backends), waited for
@@ -130,6 +157,12 @@ def create_sql_engine(url: str | URL) -> Engine:
     Public so that other components sharing the embedded SQLite file (the in-process Resource
     Manager) get the same locking discipline.
     """
+    engine = _create_engine(url)
+    _LIVE_ENGINES.add(engine)
+    return engine
+
+
+def _create_engine(url: str | URL) -> Engine:
     parsed, limits = timeouts.Timeouts.from_url(normalize_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
