@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import ColumnElement, Connection, delete, select, update
 
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
+from wharf.sql import exact
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,9 @@ def list_descriptors(conn: Connection) -> list[ResourceDescriptor]:
 
 def find_descriptor(conn: Connection, name: str) -> tuple[ResourceDescriptor, bool] | None:
     """(descriptor, stock) or None."""
-    row = conn.execute(select(t.descriptors).where(t.descriptors.c.name == name)).first()
+    row = conn.execute(
+        select(t.descriptors).where(exact.equals(t.descriptors.c.name, name))
+    ).first()
     if row is None:
         return None
     return codec.descriptor_from_row(codec.mapping(row)), bool(row.stock)
@@ -71,11 +74,15 @@ def replace_descriptor(conn: Connection, descriptor: ResourceDescriptor, now: da
     row = codec.descriptor_row(descriptor, stock=False, now=now)
     for column in ("name", "stock", "created"):
         row.pop(column)
-    conn.execute(update(t.descriptors).where(t.descriptors.c.name == descriptor.name).values(**row))
+    conn.execute(
+        update(t.descriptors)
+        .where(exact.equals(t.descriptors.c.name, descriptor.name))
+        .values(**row)
+    )
 
 
 def delete_descriptor(conn: Connection, name: str) -> None:
-    conn.execute(delete(t.descriptors).where(t.descriptors.c.name == name))
+    conn.execute(delete(t.descriptors).where(exact.equals(t.descriptors.c.name, name)))
 
 
 def pools_offering(conn: Connection, resource: str) -> list[str]:
@@ -98,12 +105,18 @@ def list_pools(conn: Connection) -> list[Pool]:
     return [codec.pool_from_rows(row, classes.get(row["id"], [])) for row in rows]
 
 
+def _by_ref(table: Any, ref_id: UUID | None, ref: str | UUID) -> ColumnElement[bool]:
+    """Rows of ``table`` with id ``ref_id`` if given, else named exactly ``ref``."""
+    if ref_id is not None:
+        return table.c.id == ref_id  # type: ignore[no-any-return]
+    return exact.equals(table.c.name, str(ref))
+
+
 def find_pool(conn: Connection, ref: str | UUID) -> Pool | None:
     pool_id = as_uuid(ref)
-    column = t.pools.c.id if pool_id is not None else t.pools.c.name
-    row = conn.execute(select(t.pools).where(column == (pool_id or ref))).first()
+    row = conn.execute(select(t.pools).where(_by_ref(t.pools, pool_id, ref))).first()
     if row is None and pool_id is not None and isinstance(ref, str):
-        row = conn.execute(select(t.pools).where(t.pools.c.name == ref)).first()
+        row = conn.execute(select(t.pools).where(exact.equals(t.pools.c.name, ref))).first()
     if row is None:
         return None
     mapped = codec.mapping(row)
@@ -114,7 +127,7 @@ def find_pool(conn: Connection, ref: str | UUID) -> Pool | None:
 
 
 def name_taken(conn: Connection, table: Any, name: str, except_id: UUID | None = None) -> bool:
-    statement = select(table.c.id).where(table.c.name == name)
+    statement = select(table.c.id).where(exact.equals(table.c.name, name))
     if except_id is not None:
         statement = statement.where(table.c.id != except_id)
     return conn.execute(statement).first() is not None
@@ -169,10 +182,9 @@ def _with_grants(conn: Connection, rows: Sequence[codec.RowMap]) -> list[Policy]
 
 def find_policy(conn: Connection, ref: str | UUID) -> Policy | None:
     policy_id = as_uuid(ref)
-    column = t.policies.c.id if policy_id is not None else t.policies.c.name
-    row = conn.execute(select(t.policies).where(column == (policy_id or ref))).first()
+    row = conn.execute(select(t.policies).where(_by_ref(t.policies, policy_id, ref))).first()
     if row is None and policy_id is not None and isinstance(ref, str):
-        row = conn.execute(select(t.policies).where(t.policies.c.name == ref)).first()
+        row = conn.execute(select(t.policies).where(exact.equals(t.policies.c.name, ref))).first()
     if row is None:
         return None
     found = _with_grants(conn, [codec.mapping(row)])

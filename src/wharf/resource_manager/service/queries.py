@@ -25,6 +25,7 @@ from wharf.resource_manager.contract.models import (
 from wharf.resource_manager.service import codec, config_store, request_store
 from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.convert import request_info
+from wharf.sql import exact
 
 
 def not_found(request_id: UUID) -> str:
@@ -52,7 +53,7 @@ def _conditions(conn: Connection, query: RequestFilter) -> list[ColumnElement[bo
         status = c.status if query.ids is None else c.status.concat("")
         conditions.append(status.in_([value.value for value in query.status]))
     if query.requester is not None:
-        conditions.append(c.requester == query.requester)
+        conditions.append(exact.equals(c.requester, query.requester))
     if query.ids is not None:
         conditions.append(c.id.in_(query.ids))
     if query.pool is not None:
@@ -64,14 +65,18 @@ def _conditions(conn: Connection, query: RequestFilter) -> list[ColumnElement[bo
         s = t.subjects.c
         subject = [s.request_id == c.id]
         if query.subject_id is not None:
-            subject.append(s.subject_id == query.subject_id)
+            subject.append(exact.equals(s.subject_id, query.subject_id))
         if query.subject_type is not None:
             subject.append(s.subject_type == query.subject_type.value)
         conditions.append(exists(select(s.request_id).where(*subject)))
     m = t.request_metadata.c
     for key, value in sorted(query.metadata.items()):
         conditions.append(
-            exists(select(m.request_id).where(m.request_id == c.id, m.key == key, m.value == value))
+            exists(
+                select(m.request_id).where(
+                    m.request_id == c.id, exact.equals(m.key, key), exact.equals(m.value, value)
+                )
+            )
         )
     return conditions
 
