@@ -1,6 +1,7 @@
 """A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
 a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached are tried again until it is back, and every value read afterwards is whole."""
+reached are tried again until it is back, every value read afterwards is whole, and an upload
+cut after its first part leaves no incomplete multipart upload behind."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import tests.artifacts.s3_server as s3
 from tests.artifacts.s3_server import MotoServer
 from tests.faults.tcp_proxy import TcpProxy
 from wharf import Client, pipeline, step
+from wharf.artifacts.materializers.builtin import BuiltInMaterializer
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.sdk import stacks
@@ -49,9 +51,24 @@ def load_then_cut_before_saving(values: list[int]) -> bytes:
     return bytes(v % 256 for v in values) * 7000  # 7 MB: a multipart upload of two parts
 
 
-@step(enable_cache=False)
-def measure(data: bytes) -> int:
-    return len(data)
+class CutAfterTheFirstPart(BuiltInMaterializer):
+    """Bytes, whose first save cuts the store once a part of the upload went through."""
+
+    cut = False
+
+    def save(self, data: object) -> None:
+        assert isinstance(data, bytes)
+        with self.artifact_store.open(self.file_uri("data.bin"), "wb") as f:
+            f.write(data[: 6 * 2**20])  # the first 5 MiB part is uploaded
+            if not CutAfterTheFirstPart.cut:
+                CutAfterTheFirstPart.cut = True
+                cut_the_store_for_a_while()
+            f.write(data[6 * 2**20 :])
+
+
+@step(enable_cache=False, output_materializers=CutAfterTheFirstPart)
+def measure(data: bytes) -> bytes:
+    return str(len(data)).encode() * 2**20
 
 
 @pipeline(raise_on_failure=False)
@@ -73,6 +90,7 @@ def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(
     for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT"):
         monkeypatch.delenv(var, raising=False)
     bucket = s3_server.new_bucket()
+    CutAfterTheFirstPart.cut = False
     caplog.set_level(logging.INFO, logger="wharf")
     with TcpProxy("127.0.0.1", s3_server.port) as proxy:
         PROXIES[:] = [proxy]
@@ -98,11 +116,14 @@ def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(
             ws.close()
             PROXIES.clear()
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
-    assert values["measure"] == 7_000_000
+    assert values["measure"] == b"7000000" * 2**20
     assert values["load_then_cut_before_saving"] == bytes(v % 256 for v in range(1000)) * 7000
     messages = [r.getMessage() for r in caplog.records]
     waited = [m for m in messages if m.startswith("Could not ")]
     assert any("load input 'values' of step 'load_then_cut_before_saving'" in m for m in waited)
     assert any("save output 'output' of step 'load_then_cut_before_saving'" in m for m in waited)
     assert all("ArtifactStoreUnreachableError" in m or "Connect" in m for m in waited), waited
-    assert sum(m.startswith("Managed to ") for m in messages) == 2
+    assert any("save output 'output' of step 'measure'" in m for m in waited)
+    assert sum(m.startswith("Managed to ") for m in messages) == 3
+    uploads = s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert uploads == []  # the cut upload was aborted before the save was tried again

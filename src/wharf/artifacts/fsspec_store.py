@@ -342,8 +342,25 @@ class FsspecArtifactStore:
         def remove() -> None:
             with contextlib.suppress(FileNotFoundError):
                 self.fs.rm(path, recursive=True)
+            if self._protocol in _S3_PROTOCOLS:
+                # garbage collection only: credentials that may not list uploads skip it
+                with contextlib.suppress(PermissionError, NotImplementedError):
+                    self._abort_uploads(path)
 
         self._call("remove", uri, remove)
+
+    def _abort_uploads(self, path: str) -> None:
+        """Abort the incomplete multipart uploads at or under ``path``: one cut off while the
+        store could not be reached (its abort failed too) holds its parts, billed and unseen,
+        until aborted."""
+        bucket, key, _ = self.fs.split_path(path)
+        listing = self.fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
+        for upload in listing.get("Uploads", []):
+            name = upload.get("Key", "")
+            if name == key or name.startswith(key + "/"):
+                self.fs.call_s3(
+                    "abort_multipart_upload", Bucket=bucket, Key=name, UploadId=upload["UploadId"]
+                )
 
     def new_uri(self, *parts: str) -> str:
         uri = "/".join((self._root, *parts, new_id().hex))
