@@ -31,3 +31,12 @@ def test_length_checked_and_grouped_on_mysql() -> None:
         "t.n = %s AND ((t.name = %s AND char_length(t.name) = char_length(%s)) "
         "OR (t.name = %s AND char_length(t.name) = char_length(%s)))"
     )
+
+
+def test_sort_keys_name_the_c_collation_on_postgresql_only() -> None:
+    stmt = sa.select(_T.c.n).order_by(exact.in_code_point_order(_T.c.name).desc())
+    assert str(stmt.compile(dialect=postgresql.dialect())).endswith(
+        'ORDER BY t.name COLLATE "C" DESC'
+    )
+    for dialect in (sqlite.dialect(), mysql.dialect()):
+        assert str(stmt.compile(dialect=dialect)).endswith("ORDER BY t.name DESC")

@@ -1,9 +1,13 @@
-"""Exact text comparison on every backend: :func:`equals` and :func:`equals_any`.
+"""Exact text comparison and ordering on every backend: :func:`equals`, :func:`equals_any` and
+:func:`in_code_point_order`.
 
 Invariant: ``equals(column, value)`` is true only when the stored text is ``value`` code point for
 code point. SQLite and PostgreSQL compare text that way already; MySQL/MariaDB's ``utf8mb4_bin``
 pads with spaces (``'train' = 'train '``), so there the comparison also requires equal lengths in
 characters. The plain ``column = value`` comes first, so an index on the column still serves it.
+Text sorts by code point everywhere: SQLite's ``BINARY`` and ``utf8mb4_bin`` do, while PostgreSQL
+sorts by its database's collation (``'alpha'`` before ``'Zeta'`` under ``en_US``), so there the
+sort names the ``"C"`` collation.
 """
 
 from __future__ import annotations
@@ -51,3 +55,28 @@ def equals_any(column: ColumnElement[Any], values: Iterable[str]) -> ColumnEleme
     """Rows whose ``column`` holds exactly one of ``values`` (none: no row)."""
     conditions = [equals(column, value) for value in dict.fromkeys(values)]
     return or_(*conditions) if conditions else false()
+
+
+class _CodePointOrder(FunctionElement[Any]):
+    """``column`` as a sort key in code point order (compiled per dialect below)."""
+
+    name = "wharf_code_point_order"
+    inherit_cache = True
+
+
+@compiles(_CodePointOrder)
+def _compile_sort_key(element: _CodePointOrder, compiler: SQLCompiler, **kw: Any) -> str:
+    (column,) = element.clauses
+    return compiler.process(column, **kw)
+
+
+@compiles(_CodePointOrder, "postgresql")
+def _compile_sort_key_c(element: _CodePointOrder, compiler: SQLCompiler, **kw: Any) -> str:
+    (column,) = element.clauses
+    return compiler.process(column.collate("C"), **kw)
+
+
+def in_code_point_order(column: ColumnElement[str]) -> ColumnElement[Any]:
+    """``column`` for ``ORDER BY``: sorted by code point on every backend (``'Zeta'`` before
+    ``'alpha'``), whatever a PostgreSQL database's collation."""
+    return _CodePointOrder(column)

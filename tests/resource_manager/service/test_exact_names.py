@@ -1,13 +1,26 @@
+# ruff: noqa: F811  (a fixture imported from the store's contract tests)
 """Contract: the Resource Manager finds a descriptor, pool, policy or request only by exactly
-the text it holds, on every backend. MariaDB's collation pads with spaces, so there pool
-``'gpus '`` was pool ``'gpus'`` (read, updated or deleted through it) and a list of requests
-by requester, subject or metadata ``'alice '`` listed alice's."""
+the text it holds, and lists them in code point order, on every backend. MariaDB's collation
+pads with spaces, so there pool ``'gpus '`` was pool ``'gpus'`` (read, updated or deleted
+through it) and a list of requests by requester, subject or metadata ``'alice '`` listed
+alice's; a PostgreSQL database under ``en-US`` listed pools ``alpha``, ``Zeta`` where the others
+list ``Zeta``, ``alpha``."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.resource_manager.service.helpers import ADMIN, ALICE, gpus, request_spec, setup_pool
+from tests.resource_manager.service.helpers import (
+    ADMIN,
+    ALICE,
+    gpus,
+    klass,
+    policy_spec,
+    pool_spec,
+    request_spec,
+    setup_pool,
+)
+from tests.store.contract.test_code_point_order import linguistic_database_url  # noqa: F401
 from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.contract.models import DescriptorUpdate, RequestFilter
 from wharf.resource_manager.domain import ResourceDescriptor, Unit
@@ -63,3 +76,19 @@ def test_requests_are_listed_by_exact_texts(rm: ResourceManagerService) -> None:
         ]
         for query in others:
             assert rm.requests.list(query).total == 0, query
+
+
+def test_configuration_is_listed_in_code_point_order(linguistic_database_url: str) -> None:
+    names = ["alpha", "Zeta", "beta-2", "Beta-1", "x_", "10", "9"]
+    rm = ResourceManagerService.open(linguistic_database_url)
+    try:
+        for name in names:
+            rm.descriptors.create(ADMIN, LICENSE.model_copy(update={"name": f"lic{name}"}))
+            rm.pools.create(ADMIN, pool_spec(name, klass("c", GPU=1)))
+            rm.policies.create(ADMIN, policy_spec(f"p{name}", pool=name))
+        assert [p.name for p in rm.pools.list()] == sorted(names)
+        assert [p.name for p in rm.policies.list()] == sorted(f"p{n}" for n in names)
+        custom = [d.name for d in rm.descriptors.list() if d.name.startswith("lic")]
+        assert custom == sorted(f"lic{n}" for n in names)
+    finally:
+        rm.close()

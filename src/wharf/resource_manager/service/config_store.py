@@ -52,7 +52,9 @@ def as_uuid(ref: str | UUID) -> UUID | None:
 
 
 def list_descriptors(conn: Connection) -> list[ResourceDescriptor]:
-    rows = conn.execute(select(t.descriptors).order_by(t.descriptors.c.name))
+    rows = conn.execute(
+        select(t.descriptors).order_by(exact.in_code_point_order(t.descriptors.c.name))
+    )
     return [codec.descriptor_from_row(codec.mapping(row)) for row in rows]
 
 
@@ -97,7 +99,10 @@ def pools_offering(conn: Connection, resource: str) -> list[str]:
 
 
 def list_pools(conn: Connection) -> list[Pool]:
-    rows = [codec.mapping(r) for r in conn.execute(select(t.pools).order_by(t.pools.c.name))]
+    rows = [
+        codec.mapping(r)
+        for r in conn.execute(select(t.pools).order_by(exact.in_code_point_order(t.pools.c.name)))
+    ]
     classes: dict[UUID, list[codec.RowMap]] = {}
     for row in conn.execute(select(t.capacity_classes)):
         mapped = codec.mapping(row)
@@ -162,7 +167,7 @@ def delete_pool(conn: Connection, pool_id: UUID) -> None:
 
 
 def list_policies(conn: Connection, pool_id: UUID | None = None) -> list[Policy]:
-    statement = select(t.policies).order_by(t.policies.c.name)
+    statement = select(t.policies).order_by(exact.in_code_point_order(t.policies.c.name))
     if pool_id is not None:
         statement = statement.where(t.policies.c.pool_id == pool_id)
     rows = [codec.mapping(r) for r in conn.execute(statement)]

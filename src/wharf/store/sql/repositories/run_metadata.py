@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Table, delete, select
 from wharf.core.enums import MetadataResourceType
 from wharf.core.errors import InputError, StoreError
 from wharf.core.ids import new_id
+from wharf.sql import exact
 from wharf.sql.engine import MAX_CONFLICT_RETRIES
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import RunMetadataRecord
@@ -102,7 +103,7 @@ class SqlRunMetadataRepository(SqlRepository):
         stmt = (
             select(_M)
             .where(_M.c.resource_type == resource_type.value, _M.c.resource_id == resource_id)
-            .order_by(_M.c.created, _M.c.key)
+            .order_by(_M.c.created, exact.in_code_point_order(_M.c.key))
         )
         rows = self._db.read(lambda c: c.execute(stmt).all())
         return [RunMetadataRecord.model_validate(r._asdict()) for r in rows]

@@ -23,6 +23,7 @@ from wharf.core.errors import (
 )
 from wharf.core.ids import new_id
 from wharf.core.names import lookup_form
+from wharf.sql import exact
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
 from wharf.store.sql import tables as t
@@ -59,7 +60,7 @@ def _unfinished_runs(conn: Connection, snapshots: Select[Any]) -> list[str]:
     runs = (
         select(_R.c.name)
         .where(_R.c.snapshot_id.in_(snapshots), _R.c.status.not_in(_FINISHED))
-        .order_by(_R.c.created, _R.c.name)
+        .order_by(_R.c.created, exact.in_code_point_order(_R.c.name))
     )
     return list(conn.execute(runs).scalars().all())
 
@@ -151,7 +152,9 @@ class SqlStackRepository(SqlRepository):
                 )
             if row.type == ComponentType.ORCHESTRATOR.value:
                 schedules = (
-                    select(_SC.c.name).where(_SC.c.snapshot_id.in_(snapshots)).order_by(_SC.c.name)
+                    select(_SC.c.name)
+                    .where(_SC.c.snapshot_id.in_(snapshots))
+                    .order_by(exact.in_code_point_order(_SC.c.name))
                 )
                 scheduled = list(conn.execute(schedules).scalars().all())
                 if scheduled:
@@ -249,7 +252,11 @@ class SqlStackRepository(SqlRepository):
                 raise not_found("stack component", component_id)
             users = select(_S.c.name).join(_L, _L.c.stack_id == _S.c.id)
             names = list(
-                conn.execute(users.where(_L.c.component_id == component_id).order_by(_S.c.name))
+                conn.execute(
+                    users.where(_L.c.component_id == component_id).order_by(
+                        exact.in_code_point_order(_S.c.name)
+                    )
+                )
                 .scalars()
                 .all()
             )
@@ -280,7 +287,9 @@ class SqlStackRepository(SqlRepository):
                     "wait for them to finish or stop them first."
                 )
             schedules = (
-                select(_SC.c.name).where(_SC.c.snapshot_id.in_(of_stack)).order_by(_SC.c.name)
+                select(_SC.c.name)
+                .where(_SC.c.snapshot_id.in_(of_stack))
+                .order_by(exact.in_code_point_order(_SC.c.name))
             )
             scheduled = list(conn.execute(schedules).scalars().all())
             if scheduled:
