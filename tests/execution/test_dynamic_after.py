@@ -224,8 +224,8 @@ def test_a_resumed_run_replays_an_after_as_the_same_call(
     assert _lines(log) == ["evaluate start"]
 
 
-def resume(workspace: Workspace, p: Any, record: StepRunRecord) -> PipelineRunRecord:
-    """Record a run of ``p`` whose orchestrating process died after step run ``record``
+def resume(workspace: Workspace, p: Any, *records: StepRunRecord) -> PipelineRunRecord:
+    """Record a run of ``p`` whose orchestrating process died after step runs ``records``
     (of an earlier run) finished, and resume it as a restarted orchestrator does."""
     spec = p.compile()
     stack = workspace.active_stack()
@@ -241,17 +241,18 @@ def resume(workspace: Workspace, p: Any, record: StepRunRecord) -> PipelineRunRe
     _, snapshot, run = workspace.store.runs.record(
         workspace.project.id, p.name, stack.id, spec, start
     )
-    create = StepRunCreate(
-        run_id=run.id,
-        name=record.name,
-        status=ExecutionStatus.RUNNING,
-        code_hash=record.code_hash,
-        parameters=record.parameters,
-        inputs=record.inputs,
-        spec=record.spec,
-        calls=record.calls,
-    )
-    workspace.store.steps.create(create.reusing(record))
+    for record in records:
+        create = StepRunCreate(
+            run_id=run.id,
+            name=record.name,
+            status=ExecutionStatus.RUNNING,
+            code_hash=record.code_hash,
+            parameters=record.parameters,
+            inputs=record.inputs,
+            spec=record.spec,
+            calls=record.calls,
+        )
+        workspace.store.steps.create(create.reusing(record))
     job = RunJob(snapshot, run, services, pipeline_function=p.func, spec_factory=p._dynamic_spec)
     resumed = Resumption(latest_step_runs(workspace.store, run.id))
     return run_pipeline(job, RuntimePolicy(), None, "local-resumed", resumed)

@@ -1,24 +1,26 @@
 """Dynamic pipelines: the pipeline function runs here and launches steps as it goes.
 
 Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
-upstream edges are the steps whose outputs it actually received and those its ``after=`` names
-(by id, future or output), which it starts only once they ended. Invariants: invocation ids are
-unique within the run; no step starts once the run is stopping; the run ends only after every
+upstream edges are the steps whose outputs it actually received and those its ``after=`` names (by
+id, future or output), which it starts only once they ended; a submit (or map) returns its future at
+once, its step queued by the thread that ended the last step it waits for (``dynamic_waits``).
+Invariants: invocation ids are unique within the run, given (with the call's place in the call
+order) when the call is made; no step starts once the run is stopping; the run ends only after every
 submitted step ended; once a step failed (unless the run continues on failure) no submitted step
-still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) ends the run
-failed, its traceback shown once (logged here, unless the caller raises it again:
-:data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates
-(the run loop stops the run: no write can succeed). A resumed run replays the function; a call
-made differently, or one left out, fails the run (``launcher``); each call is checked when it is
-made, against the call order the earlier process recorded (``call_order``). A ``fail_fast`` run
-interrupts its running steps once one fails, as a static one does (they end stopped; the failed
-step is the run's reason). A forced stop (``forced``: a second Ctrl-C, or one asked elsewhere,
-raising ``ForcedStop`` in the function's thread) ends the run even where a step's code or the
-function swallowed it: the runner raises it again at the next step boundary (the step's end,
-the next call, a wait for a submitted step, the function's end). A wait for a submitted step
-is a loop of short waits (``dynamic_futures.settle``): a forced stop raises in a function run
-off the main thread promptly. Steps are called from the function's own thread
-(``dynamic_threads``).
+still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) ends the run failed,
+its traceback shown once (logged here, unless the caller raises it again:
+:data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates (the
+run loop stops the run: no write can succeed). A resumed run replays the function; a call made
+differently, or one left out, fails the run (``launcher``); each call is checked when it is made
+(the versions of inputs from steps still running once it is launched) against the call order the
+earlier process recorded (``call_order``). A ``fail_fast`` run interrupts its running steps once one
+fails, as a static one does (they end stopped; the failed step is the run's reason). A forced stop
+(``forced``: a second Ctrl-C, or one asked elsewhere, raising ``ForcedStop`` in the function's
+thread) ends the run even where a step's code or the function swallowed it: the runner raises it
+again at the next step boundary (the step's end, the next call, a wait for a submitted step, the
+function's end). A wait for a submitted step is a loop of short waits (``dynamic_futures.settle``):
+a forced stop raises in a function run off the main thread promptly. Steps are called from the
+function's own thread (``dynamic_threads``).
 """
 
 from __future__ import annotations
@@ -41,18 +43,15 @@ from wharf.execution.call_order import ReplayDivergedError
 from wharf.execution.daemon_pool import DaemonThreadPool
 from wharf.execution.dynamic_arguments import (
     artifact_of,
-    as_list,
-    as_sequence,
     check_artifact,
-    is_mappable,
     is_upstream,
+    map_arguments,
 )
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
     OutputArtifact,
     StepFuture,
     StepOutputs,
-    Unmapped,
     settle,
 )
 from wharf.execution.dynamic_ids import StepIds
@@ -64,6 +63,7 @@ from wharf.execution.dynamic_outcome import (
     what_the_body_did,
 )
 from wharf.execution.dynamic_threads import current_run, outside_run, run_context
+from wharf.execution.dynamic_waits import CalledSteps, PendingInput, Waits, pass_on, when_ended
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher
@@ -108,7 +108,9 @@ class DynamicRunner:
     A value given to a step's parameter that does not fit its annotation, or another step's
     output whose stored value cannot, is refused at the call (``wharf.core.type_checks``; a map
     checks its values before any of its steps starts); so is an output of another run (a
-    handle kept from it)."""
+    handle kept from it). A submitted step's output given to a submit is checked by its
+    annotation at the call, by its stored value once that step ended: refused then, the step
+    does not start and the run fails."""
 
     def __init__(
         self,
@@ -151,9 +153,7 @@ class DynamicRunner:
         self._halted_by: dict[str, str] = {}
         """Step -> the failed step for which ``fail_fast`` interrupted it."""
         self._futures: list[Future[StepOutputs]] = []
-        self._called: dict[str, StepFuture | None] = {}
-        """Invocation id -> its future (None: a step called, not submitted), once it is
-        launched: what an ``after=`` naming it waits for."""
+        self._called = CalledSteps(self._ids)
         self._failed_step: str | None = None
         self._failures = 0
         """Steps failed (unless the run continues on failure): a submitted step that waited
@@ -242,55 +242,72 @@ class DynamicRunner:
     # ------------------------------------------------------------------ step calls
 
     def call(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepOutputs:
-        """Run a step now, in this thread, and return its outputs."""
+        """Run a step now, in this thread (once the steps its ``after=`` names ended), and
+        return its outputs."""
         self._raise_if_forced()
-        spec, inputs = self._prepare(step, args, kwargs)
-        with self._lock:
-            self._called[spec.name] = None  # it ends before the function calls another
-        return self._execute(spec, inputs)
+        spec, inputs, waits = self._prepare(step, args, kwargs, defer=False)
+        ended: Future[StepOutputs] = Future()
+        self._called.called(spec.name, ended)  # it ends before the function calls another
+        try:
+            for future in waits.futures():
+                settle(future, between=self._raise_if_forced)
+            outputs = self._execute(spec, inputs)
+        except BaseException as exc:
+            ended.set_exception(exc)
+            raise
+        ended.set_result(outputs)
+        return outputs
 
     def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
         self._raise_if_forced()
-        return self._start(*self._prepare(step, args, kwargs))
+        return self._start(step, *self._prepare(step, args, kwargs, defer=True))
 
-    def _start(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepFuture:
+    def _start(
+        self,
+        step: StepLike,
+        spec: StepSpec,
+        inputs: dict[str, ArtifactVersionRecord],
+        waits: Waits,
+    ) -> StepFuture:
+        """Submit a step whose call was made: its future at once; it is queued for a thread of
+        the pool once the steps it waits for ended."""
+        ended: Future[StepOutputs] = Future()
         with self._lock:
             failures = self._failures
-        future = self._pool.submit(self._execute_queued, spec, inputs, failures)
-        handle = StepFuture(spec.name, future, between=self._raise_if_forced)
-        with self._lock:
-            self._futures.append(future)
-            self._called[spec.name] = handle
-        return handle
+            self._futures.append(ended)
+        self._called.called(spec.name, ended, step)
+        when_ended(waits.futures(), lambda: self._queue(step, spec, inputs, waits, failures, ended))
+        return StepFuture(spec.name, ended, between=self._raise_if_forced)
+
+    def _queue(
+        self,
+        step: StepLike,
+        spec: StepSpec,
+        inputs: dict[str, ArtifactVersionRecord],
+        waits: Waits,
+        failures: int,
+        ended: Future[StepOutputs],
+    ) -> None:
+        """Queue a submitted step for a thread of the pool, its waits over (in the thread that
+        ended the last one); one that waited for a step given up on never starts."""
+        try:
+            if waits.cancelled():  # a forced stop: nothing waits for it any more
+                ended.cancel()
+                return
+            queued = self._pool.submit(self._execute_queued, step, spec, inputs, waits, failures)
+        except Exception as exc:  # no thread for it (the pool is shut down)
+            ended.set_exception(exc)
+            return
+        queued.add_done_callback(lambda done: pass_on(done, ended))
 
     def map(
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> MapResultsFuture:
         self._raise_if_forced()
         step_name = _name_of(step)
-        bound = step.interface.bind(
-            step_name, args, {k: v for k, v in kwargs.items() if k not in ("after",)}
-        )
-        mapped = {k: as_list(v) for k, v in bound.items() if is_mappable(v)}
-        if not mapped:
-            raise StepInterfaceError(
-                f"step.map of '{step_name}' needs at least one list (or map result) to map "
-                "over; wrap values passed whole in unmapped(...)."
-            )
-        lengths = {k: len(v) for k, v in mapped.items()}
-        if len(set(lengths.values())) != 1:
-            raise StepInterfaceError(
-                f"step.map of '{step_name}' got inputs of different lengths: {lengths}."
-            )
-        count = next(iter(lengths.values()))
-        fixed = {
-            k: (v.value if isinstance(v, Unmapped) else v)
-            for k, v in bound.items()
-            if k not in mapped
-        }
+        arguments = map_arguments(step, step_name, args, kwargs)
         after = kwargs.get("after")
-        ids = self._ids.fresh_map(step_name, count, step.interface.output_names)
-        arguments = [{**fixed, **{k: v[i] for k, v in mapped.items()}} for i in range(count)]
+        ids = self._ids.fresh_map(step_name, len(arguments), step.interface.output_names)
         for step_id, values in zip(ids, arguments, strict=True):  # refused before any starts
             for name, value in values.items():
                 if not is_upstream(value):
@@ -298,14 +315,15 @@ class DynamicRunner:
         futures = []
         for step_id, values in zip(ids, arguments, strict=True):
             # bound already: an input named id or after is no call option
-            futures.append(self._start(*self._prepare_bound(step, step_id, values, after)))
+            prepared = self._prepare_bound(step, step_id, values, after, defer=True)
+            futures.append(self._start(step, *prepared))
         return MapResultsFuture(futures)
 
     # ------------------------------------------------------------------ internals
 
     def _prepare(
-        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
+        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any], defer: bool
+    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord], Waits]:
         """A step call's spec: its ``id=`` (or a fresh id) and ``after=`` are the call's own,
         the other arguments the step's."""
         kwargs = dict(kwargs)
@@ -317,18 +335,29 @@ class DynamicRunner:
             self._ids.take(invocation_id, _name_of(step), outputs)
         after = kwargs.pop("after", None)
         bound = step.interface.bind(_name_of(step), args, kwargs, step_id=invocation_id)
-        return self._prepare_bound(step, invocation_id, bound, after)
+        return self._prepare_bound(step, invocation_id, bound, after, defer)
 
     def _prepare_bound(
-        self, step: StepLike, invocation_id: str, bound: dict[str, Any], after: Any
-    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord]]:
+        self, step: StepLike, invocation_id: str, bound: dict[str, Any], after: Any, defer: bool
+    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord], Waits]:
         """The spec of a step call whose id is given out and whose arguments are bound to the
-        step's inputs (each one of them)."""
+        step's inputs (each one of them), the versions of its inputs known now, and what it
+        waits for. ``defer`` (a submit): an input taking a submitted step's output waits
+        for it (its version is read once it ended); else it is read now, as an output is."""
         inputs: dict[str, InputSpec] = {}
         versions: dict[str, ArtifactVersionRecord] = {}
         parameters: dict[str, Any] = {}
         upstream: list[str] = []
+        pending: dict[str, PendingInput] = {}
         for name, value in bound.items():
+            waited = (
+                self._called.deferred_input(step, invocation_id, name, value) if defer else None
+            )
+            if waited is not None:
+                inputs[name] = InputSpec(step=waited.step, output=waited.output)
+                pending[name] = waited
+                upstream.append(waited.step)
+                continue
             artifact = artifact_of(value, invocation_id, name)
             if artifact is not None:
                 self._check_produced_here(invocation_id, name, artifact)
@@ -339,49 +368,19 @@ class DynamicRunner:
                 continue
             if step.interface.records(invocation_id, name, value):
                 parameters[name] = value
-        upstream.extend(self._after(invocation_id, after))
+        after_steps = self._called.after(invocation_id, after)
+        upstream.extend(after_steps)
         spec = self._spec_factory(
             step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
         )
         try:  # in the function's own thread: the calls' order is the function's
-            self._launcher.called(spec, versions)
+            self._launcher.called(spec, None if pending else versions)
         except ReplayDivergedError as exc:
             with self._lock:
                 self.outcome.diverged = self.outcome.diverged or str(exc)
             raise
-        return spec, versions
-
-    def _after(self, step_id: str, after: Any) -> list[str]:
-        """The steps that step ``step_id``'s ``after=`` names (ids of steps this run called,
-        their futures or outputs), each waited for until it ended, as a future is."""
-        ids: list[str] = []
-        for given in as_sequence(after):
-            item = given
-            if isinstance(item, str):
-                self._ids.check_after(step_id, item)  # a misspelt id: with those it may mean
-                with self._lock:
-                    if item not in self._called:  # its call was refused before it started
-                        raise StepInterfaceError(
-                            f"Step '{step_id}' runs after step '{item}', which was not started "
-                            "(its call failed)."
-                        )
-                    submitted = self._called[item]
-                if submitted is not None:  # a submitted step: wait for its future
-                    item = submitted
-            if isinstance(item, StepFuture | MapResultsFuture):
-                item.wait()
-                futures = [item] if isinstance(item, StepFuture) else list(item)
-                ids.extend(f.invocation_id for f in futures)
-            elif isinstance(item, OutputArtifact):
-                ids.append(item.step_name)
-            elif isinstance(item, str):
-                ids.append(item)  # a step called (not submitted): it ended
-            else:
-                raise StepInterfaceError(
-                    f"Step '{step_id}' got after={item!r}; after= takes the ids of steps this "
-                    "run called (a str or a list of them), their futures or their outputs."
-                )
-        return ids
+        waited_after = {k: f for k, f in after_steps.items() if f is not None}
+        return spec, versions, Waits(after=waited_after, inputs=pending)
 
     def _check_produced_here(self, step_id: str, input_name: str, artifact: OutputArtifact) -> None:
         """Refuse an output of another run (a handle kept from it): its producer is no step of
@@ -396,10 +395,16 @@ class DynamicRunner:
         )
 
     def _execute_queued(
-        self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord], failures: int
+        self,
+        step: StepLike,
+        spec: StepSpec,
+        inputs: dict[str, ArtifactVersionRecord],
+        waits: Waits,
+        failures: int,
     ) -> StepOutputs:
-        """A submitted step, in a thread of the pool: not started if a step failed while it
-        waited (``failures``: how many had failed when it was submitted)."""
+        """A submitted step, in a thread of the pool, once the steps it waited for ended: not
+        started if a step failed while it waited (``failures``: how many had failed when it
+        was submitted)."""
         with self._lock:
             failed = self._failed_step if self._failures != failures else None
         if failed is not None:
@@ -408,6 +413,13 @@ class DynamicRunner:
                 f"Step '{spec.name}' was not started: step '{failed}' failed while it waited "
                 f"({mode}; execution_mode='{ExecutionMode.CONTINUE_ON_FAILURE.value}' starts it)."
             )
+        try:  # the stored values of the outputs it waited for: a refusal fails the run, as
+            # the function may never read this step's future
+            inputs = {**inputs, **waits.versions(step, spec.name)}
+        except StepInterfaceError as exc:
+            with self._lock:
+                self.outcome.error = self.outcome.error or str(exc)
+            raise
         return self._execute(spec, inputs)
 
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:

@@ -72,6 +72,31 @@ def as_list(value: Any) -> list[Any]:
     return list(value.futures) if isinstance(value, MapResultsFuture) else list(value)
 
 
+def map_arguments(
+    step: StepLike, step_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The arguments of each step of ``step.map(*args, **kwargs)``, bound to the step's inputs:
+    each list (or map result) is mapped over, element by element, the other values (and those
+    wrapped in ``unmapped``) passed whole; ``after=`` is the map's own."""
+    bound = step.interface.bind(step_name, args, {k: v for k, v in kwargs.items() if k != "after"})
+    mapped = {k: as_list(v) for k, v in bound.items() if is_mappable(v)}
+    if not mapped:
+        raise StepInterfaceError(
+            f"step.map of '{step_name}' needs at least one list (or map result) to map "
+            "over; wrap values passed whole in unmapped(...)."
+        )
+    lengths = {k: len(v) for k, v in mapped.items()}
+    if len(set(lengths.values())) != 1:
+        raise StepInterfaceError(
+            f"step.map of '{step_name}' got inputs of different lengths: {lengths}."
+        )
+    count = next(iter(lengths.values()))
+    fixed = {
+        k: (v.value if isinstance(v, Unmapped) else v) for k, v in bound.items() if k not in mapped
+    }
+    return [{**fixed, **{k: v[i] for k, v in mapped.items()}} for i in range(count)]
+
+
 def as_sequence(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -80,4 +105,12 @@ def as_sequence(value: Any) -> list[Any]:
     return [value]
 
 
-__all__ = ["artifact_of", "as_list", "as_sequence", "check_artifact", "is_mappable", "is_upstream"]
+__all__ = [
+    "artifact_of",
+    "as_list",
+    "as_sequence",
+    "check_artifact",
+    "is_mappable",
+    "is_upstream",
+    "map_arguments",
+]

@@ -160,6 +160,11 @@ class StepFuture(_NoValue):
         self._future = future
         self._between = between
 
+    @property
+    def future(self) -> Future[StepOutputs]:
+        """The future the runner settles once the step ended (what a step waits for)."""
+        return self._future
+
     def running(self) -> bool:
         return not self._future.done()
 

@@ -151,17 +151,20 @@ class StepLauncher:
         operator the stack lacks, reclaim settings its runtime cannot honour)."""
         self._runtimes.check(spec.name, spec.config)
 
-    def called(self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]) -> None:
+    def called(self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord] | None) -> None:
         """A dynamic pipeline's function made the call ``spec``, launched later (its position
         is recorded with step runs: ``call_order``). A replay raises ReplayDivergedError here,
-        before a later call starts a step, if the earlier process called otherwise."""
+        before a later call starts a step, if the earlier process called otherwise; ``inputs``
+        None: some are not known yet (of steps still running), their versions are compared
+        when the step is launched."""
         differs = self._calls.call(spec.name)
         if not self._check_replay:
             return
         with self._replay_lock:
             earlier = self._resumed.get(spec.name)
             if self._diverged is None and differs is None and earlier is not None:
-                differs = replay_differs(earlier, spec, {n: v.id for n, v in inputs.items()})
+                ids = earlier.inputs if inputs is None else {n: v.id for n, v in inputs.items()}
+                differs = replay_differs(earlier, spec, ids)
             if self._diverged is None and differs is not None:
                 self._diverged = diverged_reason(spec.name, differs)
             diverged = self._diverged
@@ -176,7 +179,7 @@ class StepLauncher:
     ) -> StepOutcome:
         earlier = self._resumed.pop(spec.name, None)  # each step is launched once
         if self._check_replay:
-            self._check_call(earlier)
+            self._check_call(earlier, {n: v.id for n, v in inputs.items()})
         if earlier is not None:
             return self._resume(spec, inputs, region, earlier)
         holders = self._holders_for(spec)
@@ -208,10 +211,13 @@ class StepLauncher:
                 logger.warning("Could not end step run %s", record.id, exc_info=True)
         return unreached_reason(sorted(unreached)) if unreached else None
 
-    def _check_call(self, earlier: StepRunRecord | None) -> None:
+    def _check_call(self, earlier: StepRunRecord | None, inputs: Mapping[str, UUID]) -> None:
         """Raise :class:`ReplayDivergedError` once the replay diverged (:meth:`called` checked
-        each call when it was made), ending the earlier step run of this call."""
+        each call when it was made, here its input versions), ending the earlier step run of
+        this call."""
         with self._replay_lock:
+            if self._diverged is None and earlier is not None and dict(earlier.inputs) != inputs:
+                self._diverged = diverged_reason(earlier.name, "other input artifact versions")
             diverged = self._diverged
         if diverged is None:
             return
