@@ -9,6 +9,8 @@ Invariants:
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
   ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
 - ``request_count`` counts the HTTP requests sent (benchmarks read it).
+- A forked child never sends on nor closes a connection it inherited: a session's client is
+  made anew in the child on its first request (:class:`_Connections`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
+import threading
+import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar, get_args
@@ -65,6 +71,53 @@ def utc(value: Any) -> Any:
     return value.model_copy(update=updates) if updates else value
 
 
+class _Connections:
+    """The keep-alive connections of a session and of its copies (``with_credential``): one
+    ``httpx.Client``, made anew in a forked child.
+
+    A socket used by two processes interleaves their requests and responses: each may read the
+    other's answer (a wrong record, "illegal status line", a disconnect or a timeout). So a
+    child drops the client it inherited without closing it (nothing is sent on the parent's
+    sockets) and makes its own on its first request; a transport the caller gave is the
+    caller's to keep apart."""
+
+    def __init__(self, make: Callable[[], httpx.Client]) -> None:
+        self._make = make
+        self._client: httpx.Client | None = make()
+        self._lock = threading.Lock()
+        _LIVE_CONNECTIONS.add(self)
+
+    @property
+    def client(self) -> httpx.Client:
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._make()
+                client = self._client
+        return client
+
+    def forget_inherited(self) -> None:
+        """In a forked child: the parent's client is dropped, not closed."""
+        self._client = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+_LIVE_CONNECTIONS: weakref.WeakSet[_Connections] = weakref.WeakSet()
+
+
+def _forget_inherited_connections() -> None:
+    for connections in list(_LIVE_CONNECTIONS):
+        connections.forget_inherited()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)
+
+
 class HttpSession:
     def __init__(
         self,
@@ -80,8 +133,9 @@ class HttpSession:
         headers = {"user-agent": "wharf-rest-store"}
         if credential:
             headers["authorization"] = _bearer(credential)
-        try:
-            self._client = httpx.Client(
+
+        def make() -> httpx.Client:
+            return httpx.Client(
                 base_url=self.url,
                 headers=headers,
                 timeout=timeout,
@@ -92,6 +146,9 @@ class HttpSession:
                     max_connections=64, max_keepalive_connections=32, keepalive_expiry=60.0
                 ),
             )
+
+        try:
+            self._connections = _Connections(make)
         except httpx.InvalidURL as exc:
             raise InputError(f"Invalid Wharf server URL {url!r}: {exc}") from None
         self._counter = itertools.count(1)
@@ -130,7 +187,7 @@ class HttpSession:
         self.request_count = next(self._counter)
         try:
             headers = {**_JSON, **self._auth} if content else self._auth or None
-            response = self._client.request(
+            response = self._connections.client.request(
                 method, path, params=query, content=content, headers=headers
             )
         except httpx.HTTPError as exc:
@@ -153,7 +210,7 @@ class HttpSession:
 
     def close(self) -> None:
         if self._owns_client:
-            self._client.close()
+            self._connections.close()
 
 
 def _bearer(credential: str) -> str:
