@@ -178,3 +178,66 @@ def test_a_forked_child_does_not_inherit_the_hooks() -> None:
     command = [sys.executable, "-c", code]
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == str(int(signal.SIGTERM)), (done.stdout, done.stderr)
+
+
+FORKED_WORKER = """
+import multiprocessing
+import os
+import signal
+
+from wharf import pipeline, step
+
+
+def blocked(ready, go) -> None:
+    ready.set()
+    go.wait(30)
+
+
+@step(enable_cache=False)
+def forks() -> None:
+    context = multiprocessing.get_context("fork")
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        ready, go = context.Event(), context.Event()
+        worker = context.Process(target=blocked, args=(ready, go))
+        worker.start()
+        assert ready.wait(60)
+        os.kill(worker.pid, signum)
+        worker.join(60)
+        print("EXIT", signal.Signals(signum).name, worker.exitcode, flush=True)
+
+
+@pipeline(name="forked_worker")
+def forked_worker() -> None:
+    forks()
+
+
+if __name__ == "__main__":
+    forked_worker()
+"""
+
+
+def test_an_inline_steps_forked_worker_ends_as_by_default_on_sigterm_and_ctrl_c(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, a worker forked by an inline step (a ``multiprocessing`` pool's: the step runs in
+    a thread of the pipeline's process, whose run took SIGINT and SIGTERM over) inherited the
+    run's handlers: its SIGTERM (``Pool.terminate``, at the end of ``with Pool(...)``) only
+    printed "Stopping run" and left it running, so the step hung joining it. A real pipeline
+    script in a new interpreter, on the default (inline) stack."""
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "script.py").write_text(FORKED_WORKER)
+    done = subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"EXIT SIGTERM {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
+    assert "EXIT SIGINT 1" in done.stdout, done.stdout + done.stderr
+    assert "KeyboardInterrupt" in done.stderr  # as in any Python process
+    assert "Stopping run" not in done.stderr

@@ -6,7 +6,8 @@ mean, asked first (e.g. the Kubernetes orchestrator pod's Job deadline), inside 
 Invariants: only the main thread's handlers that are Python's default (or this module's
 stand-in for it, :func:`sigterm_hook`'s) are taken over, and given back once the run's steps are
 done; a handler never writes to the store itself (a helper thread does: the main thread may
-hold a lock the writes need).
+hold a lock the writes need); a forked child (a step's worker) has the handlers the run took
+over given back, and no hooks.
 """
 
 from __future__ import annotations
@@ -206,6 +207,20 @@ class RunSignals:
         interrupt.__suppress_context__ = True
         _quiet_at_top_level()
         raise interrupt
+
+
+def _give_back_in_child() -> None:
+    """A forked child (an inline step's ``multiprocessing`` worker) does not orchestrate the
+    run: the signals the run took over do there what they did before it (a worker's SIGTERM,
+    from ``Pool.terminate``, ends it; a Ctrl-C interrupts it as in any Python process)."""
+    for signum in HANDLED:
+        run = getattr(signal.getsignal(signum), "__self__", None)
+        if isinstance(run, RunSignals):
+            with contextlib.suppress(ValueError):  # not the main thread: cannot happen after fork
+                signal.signal(signum, run._previous.get(signum, _DEFAULTS[signum]))
+
+
+os.register_at_fork(after_in_child=_give_back_in_child)
 
 
 def _say(line: str) -> None:
