@@ -2,7 +2,9 @@
 list of ids, a future or an output) end before it starts, and are its upstream steps in its
 step run's spec (what ``wharf runs show`` draws it under, what a replay compares), inline and
 isolated; what it cannot name is refused at the call. Before, an id of a step the run had
-called was dropped without a word: the step started at once and recorded no edge.
+called was dropped without a word: the step started at once and recorded no edge. A step
+after one that failed or was stopped (or taking its output) does not start, as in a static
+pipeline: its call names that step, the run's reason.
 
 Real runs: ``cleanup`` writes its start and end to a log file and, before it ends, waits (up to
 :data:`PATIENCE`) for the line of a step that should start only after it ended: a step started
@@ -23,7 +25,7 @@ from wharf import pipeline, step
 from wharf.cli.run_view import upstream_steps
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.core.errors import StepInterfaceError
+from wharf.core.errors import StepExecutionError, StepInterfaceError
 from wharf.execution.run_heartbeat import orchestrator_process
 from wharf.execution.run_lifecycle import Resumption, latest_step_runs
 from wharf.execution.run_loop import RunJob, run_pipeline
@@ -256,3 +258,155 @@ def resume(workspace: Workspace, p: Any, *records: StepRunRecord) -> PipelineRun
     job = RunJob(snapshot, run, services, pipeline_function=p.func, spec_factory=p._dynamic_spec)
     resumed = Resumption(latest_step_runs(workspace.store, run.id))
     return run_pipeline(job, RuntimePolicy(), None, "local-resumed", resumed)
+
+
+@step(enable_cache=False)
+def breaks(log: str) -> int:
+    _write(log, "breaks start")
+    raise ValueError("broken")
+
+
+@step(enable_cache=False)
+def evaluate_input(log: str, x: int) -> int:
+    _write(log, "evaluate start")
+    return x
+
+
+def steps_for(isolated: bool) -> tuple[Any, Any, Any]:
+    """``breaks``, ``evaluate`` and ``evaluate_input``, isolated or inline."""
+    found = (breaks, evaluate, evaluate_input)
+    if not isolated:
+        return found
+    return tuple(s.with_options(runtime="isolated") for s in found)  # type: ignore[return-value]
+
+
+def submitted_after_a_future(log: str, isolated: bool = False) -> None:
+    failing, then, _ = steps_for(isolated)
+    then.submit(log, after=failing.submit(log)).result()
+
+
+def submitted_after_an_id(log: str) -> None:
+    breaks.submit(log)
+    evaluate.submit(log, after="breaks").result()
+
+
+def mapped_after_a_future(log: str) -> None:
+    evaluate.map([log], after=breaks.submit(log)).result()
+
+
+def called_after_a_caught_failure(log: str) -> None:
+    with contextlib.suppress(StepExecutionError):
+        breaks(log)
+    evaluate(log, after="breaks")
+
+
+def submitted_with_its_output(log: str, isolated: bool = False) -> None:
+    failing, _, then = steps_for(isolated)
+    then.submit(log, failing.submit(log)).result()
+
+
+AFTER_BREAKS = "was not started: it runs after step 'breaks', which failed."
+TAKES_ITS_OUTPUT = (
+    "Step 'evaluate_input' was not started: its input 'x' is output 'output' of step 'breaks', "
+    "which failed."
+)
+
+
+def assert_not_started(
+    ws: Workspace, log: str, body: Callable[[], None], mode: str, expected: str, failed: str
+) -> None:
+    """``body`` raises ``expected`` (uncaught), its step does not start, and the run fails
+    with step ``failed`` as its reason, as a static pipeline's does."""
+    got: list[str] = []
+
+    @pipeline(dynamic=True, execution_mode=mode, raise_on_failure=False)
+    def p() -> None:
+        try:
+            body()
+        except StepExecutionError as exc:
+            got.append(str(exc))
+            raise
+
+    run = p.run_in(ws)
+    assert got == [expected]
+    assert run.status is ExecutionStatus.FAILED
+    assert run.status_reason == f"Step(s) failed: {failed}.", run.status_reason
+    assert "evaluate start" not in _lines(log)
+    assert not {"evaluate", "evaluate_0", "evaluate_input"} & set(steps_of(ws, run.id))
+
+
+@pytest.mark.parametrize("mode", ["stop_on_failure", "continue_on_failure"])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (submitted_after_a_future, f"Step 'evaluate' {AFTER_BREAKS}"),
+        (submitted_after_an_id, f"Step 'evaluate' {AFTER_BREAKS}"),
+        (mapped_after_a_future, f"Step 'evaluate_0' {AFTER_BREAKS}"),
+        (called_after_a_caught_failure, f"Step 'evaluate' {AFTER_BREAKS}"),
+        (submitted_with_its_output, TAKES_ITS_OUTPUT),
+    ],
+    ids=["submitted-future", "submitted-id", "map", "called-id", "input"],
+)
+def test_a_step_after_a_failed_step_does_not_start_and_its_call_names_it(
+    workspace: Workspace,
+    tmp_path: Path,
+    body: Callable[[str], None],
+    expected: str,
+    mode: str,
+) -> None:
+    """Before, it started all the same, whatever the execution mode (submitted, as the submit
+    waited until the failure; or called): a static pipeline never starts such a step."""
+    log = str(tmp_path / "order.log")
+    assert_not_started(workspace, log, lambda: body(log), mode, expected, "breaks")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (submitted_after_a_future, f"Step 'evaluate' {AFTER_BREAKS}"),
+        (submitted_with_its_output, TAKES_ITS_OUTPUT),
+    ],
+    ids=["after", "input"],
+)
+def test_an_isolated_step_after_a_failed_one_does_not_start(
+    process_workspace: Workspace, tmp_path: Path, body: Callable[..., None], expected: str
+) -> None:
+    log = str(tmp_path / "order.log")
+    run = lambda: body(log, isolated=True)  # noqa: E731
+    assert_not_started(process_workspace, log, run, "continue_on_failure", expected, "breaks")
+
+
+BOUND = 20.0
+"""Seconds ``runs_until_stopped`` runs at most when nothing stops it (the test then fails)."""
+
+
+@step(enable_cache=False)
+def runs_until_stopped(log: str) -> int:
+    _write(log, "long start")
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        time.sleep(0.01)  # until fail_fast interrupts it
+    return 1
+
+
+@step(enable_cache=False)
+def breaks_once_long_runs(log: str) -> int:
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline and "long start" not in _lines(log):
+        time.sleep(0.01)  # polls for the other step's start, up to a deadline
+    raise ValueError("broken")
+
+
+def test_a_step_after_a_step_stopped_by_fail_fast_does_not_start(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    log = str(tmp_path / "order.log")
+
+    def body() -> None:
+        stopped = runs_until_stopped.submit(log)
+        breaks_once_long_runs.submit(log)
+        evaluate.submit(log, after=stopped).result()
+
+    expected = "Step 'evaluate' was not started: it runs after step 'runs_until_stopped', which "
+    expected += "was stopped."
+    assert_not_started(workspace, log, body, "fail_fast", expected, "breaks_once_long_runs")

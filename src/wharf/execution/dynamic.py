@@ -3,12 +3,16 @@
 Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, and each step's
 upstream edges are the steps whose outputs it actually received and those its ``after=`` names (by
 id, future or output), which it starts only once they ended; a submit (or map) returns its future at
-once, its step queued by the thread that ended the last step it waits for (``dynamic_waits``).
-Invariants: invocation ids are unique within the run, given (with the call's place in the call
-order) when the call is made; no step starts once the run is stopping; the run ends only after every
-submitted step ended; once a step failed (unless the run continues on failure) no submitted step
-still waiting for a thread starts; a body that raises (or exits: ``sys.exit``) ends the run failed,
-its traceback shown once (logged here, unless the caller raises it again:
+once, its step queued by the thread that ended the last step it waits for (``dynamic_waits``); a
+step whose ``after=`` names (or, submitted, whose input takes the output of) a step that did not
+succeed (failed, stopped, not started) never starts, whatever the execution mode, as in a static
+pipeline: its call or future raises ``UpstreamNotSucceededError`` naming that step, the run's reason
+if the function lets it through (a call given a failed step's future as an input raises that step's
+error, as before). Invariants: invocation ids are unique within the run, given (with the call's
+place in the call order) when the call is made; no step starts once the run is stopping; the run
+ends only after every submitted step ended; once a step failed (unless the run continues on failure)
+no submitted step still waiting for a thread starts; a body that raises (or exits: ``sys.exit``)
+ends the run failed, its traceback shown once (logged here, unless the caller raises it again:
 :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates (the
 run loop stops the run: no write can succeed). A resumed run replays the function; a call made
 differently, or one left out, fails the run (``launcher``); each call is checked when it is made
@@ -251,6 +255,9 @@ class DynamicRunner:
         try:
             for future in waits.futures():
                 settle(future, between=self._raise_if_forced)
+            not_succeeded = waits.not_succeeded(spec.name)
+            if not_succeeded is not None:
+                raise not_succeeded
             outputs = self._execute(spec, inputs)
         except BaseException as exc:
             ended.set_exception(exc)
@@ -404,7 +411,10 @@ class DynamicRunner:
     ) -> StepOutputs:
         """A submitted step, in a thread of the pool, once the steps it waited for ended: not
         started if a step failed while it waited (``failures``: how many had failed when it
-        was submitted)."""
+        was submitted), nor if a step it waited for did not succeed."""
+        not_succeeded = waits.not_succeeded(spec.name)
+        if not_succeeded is not None:
+            raise not_succeeded
         with self._lock:
             failed = self._failed_step if self._failures != failures else None
         if failed is not None:

@@ -3,8 +3,10 @@
 Owns :class:`DynamicOutcome` (the run's final status and reason, from its steps and its
 function), the step-call errors of a run's execution mode (:class:`StepHaltedError`: a step
 not started, or stopped by ``fail_fast``, because another step failed) and how a pipeline
-function that raised or exited is told (:func:`what_the_body_did`). Invariant: a step halted
-by another's failure is never the run's reason; the failed step is.
+function that raised or exited is told (:func:`what_the_body_did`), and
+:class:`UpstreamNotSucceededError` (a step not started because a step it waits for did not
+succeed, in any execution mode). Invariant: a step halted by another's failure is never the
+run's reason; the failed step is.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ class DynamicOutcome:
 
 
 class StepHaltedError(StepExecutionError):
-    """A step call of a run whose execution mode halts on a failure, cut short because another
-    step of the run failed; the failed step is the run's reason, not this."""
+    """A step call cut short because another step of the run failed (in a run whose execution
+    mode halts on a failure), or did not succeed where the step waited for it; that step is
+    the run's reason, not this."""
 
 
 class StepNotStartedError(StepHaltedError):
@@ -63,6 +66,12 @@ class StepNotStartedError(StepHaltedError):
 class StepStoppedByFailureError(StepHaltedError):
     """A step running when another step of the run failed, in a ``fail_fast`` run: it was
     interrupted, as a static pipeline's running steps are, and ended stopped."""
+
+
+class UpstreamNotSucceededError(StepHaltedError):
+    """A step not started because a step it runs after (``after=``) or takes an output of
+    failed, was stopped or was not started itself, as a static pipeline's step never starts
+    after its upstream step failed; it gets no step run, as there."""
 
 
 def what_the_body_did(exc: Exception | SystemExit) -> str:
@@ -81,5 +90,6 @@ __all__ = [
     "StepHaltedError",
     "StepNotStartedError",
     "StepStoppedByFailureError",
+    "UpstreamNotSucceededError",
     "what_the_body_did",
 ]

@@ -6,7 +6,9 @@ futures a call waits for), :func:`when_ended` and :func:`pass_on`. Invariants: a
 (or ``map``) never waits in the function's thread: its step is queued by the thread that ended
 the last step it waits for (by the function's own only if all had ended already), so the
 function goes on making calls, whose ids and order are given when they are made; a callable
-run this way never raises (what it raises would be logged and lost).
+run this way never raises (what it raises would be logged and lost); a step one of those it
+waits for did not succeed never starts (:meth:`Waits.not_succeeded`), as in a static
+pipeline, whatever the run's execution mode.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from wharf.core.errors import StepInterfaceError
+from wharf.core.errors import RunStoppedError, StepExecutionError, StepInterfaceError
 from wharf.core.type_checks import check_input_annotation
 from wharf.execution.dynamic_arguments import as_sequence, check_artifact
 from wharf.execution.dynamic_futures import MapResultsFuture, OutputArtifact, StepFuture
 from wharf.execution.dynamic_ids import StepIds
+from wharf.execution.dynamic_outcome import (
+    StepHaltedError,
+    StepStoppedByFailureError,
+    UpstreamNotSucceededError,
+)
 from wharf.execution.step_like import StepLike
 from wharf.store.models import ArtifactVersionRecord
 
@@ -47,9 +54,9 @@ class Waits:
         return [p.future for p in self.inputs.values()] + list(self.after.values())
 
     def versions(self, step: StepLike, step_id: str) -> dict[str, ArtifactVersionRecord]:
-        """The versions of the inputs step ``step_id`` waited for, each of a step that ended:
-        an upstream that did not succeed raises its error; a stored value that cannot fit its
-        input is refused (:func:`~wharf.execution.dynamic_arguments.check_artifact`)."""
+        """The versions of the inputs step ``step_id`` waited for, each of a step that
+        succeeded (:meth:`not_succeeded` said so); a stored value that cannot fit its input is
+        refused (:func:`~wharf.execution.dynamic_arguments.check_artifact`)."""
         versions: dict[str, ArtifactVersionRecord] = {}
         for name, pending in self.inputs.items():
             artifact = pending.future.result(0)
@@ -57,6 +64,25 @@ class Waits:
             check_artifact(step, step_id, name, artifact)
             versions[name] = artifact.version
         return versions
+
+    def not_succeeded(self, step_id: str) -> UpstreamNotSucceededError | None:
+        """Why step ``step_id`` does not start, once what it waits for ended: the first step
+        it takes an output of, or runs after, that did not succeed (None: each did)."""
+        for name, pending in self.inputs.items():
+            what = _how_it_ended(pending.future)
+            if what is not None:
+                return UpstreamNotSucceededError(
+                    f"Step '{step_id}' was not started: its input '{name}' is output "
+                    f"'{pending.output}' of step '{pending.step}', which {what}."
+                )
+        for upstream, future in self.after.items():
+            what = _how_it_ended(future)
+            if what is not None:
+                return UpstreamNotSucceededError(
+                    f"Step '{step_id}' was not started: it runs after step '{upstream}', "
+                    f"which {what}."
+                )
+        return None
 
     def cancelled(self) -> bool:
         """Whether a step it waits for was given up on (a forced stop): it never starts."""
@@ -134,6 +160,23 @@ class CalledSteps:
             f"output '{output.name}' of step '{value.invocation_id}'",
         )
         return PendingInput(value.invocation_id, output.name, value.future)
+
+
+def _how_it_ended(future: Future[Any]) -> str | None:
+    """How the step of ``future`` (done, not cancelled) ended if it did not succeed, as the
+    end of a sentence ("failed"); None if it did."""
+    if future.cancelled():
+        return None  # given up on (a forced stop): the waiting step is cancelled instead
+    error = future.exception(0)
+    if error is None:
+        return None
+    if isinstance(error, RunStoppedError | StepStoppedByFailureError):
+        return "was stopped"
+    if isinstance(error, StepHaltedError):
+        return "was not started"
+    if isinstance(error, StepExecutionError):
+        return "failed"
+    return "was not started"  # its call was refused once it could start (its input's value)
 
 
 def when_ended(futures: list[Future[Any]], then: Callable[[], None]) -> None:
