@@ -22,7 +22,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import UpdateBase
 
-from wharf.sql.nul_text import refuse_nul
+from wharf.sql.parameter_checks import check_parameters
 
 Processor = Callable[[Any], Any] | None
 
@@ -143,7 +143,7 @@ def _run(
 ) -> tuple[list[Any], int]:
     """(the rows fetched, if ``fetch``; the driver's row count)"""
     # The connection of the caller's transaction (``Connection.connection`` never begins one).
-    refuse_nul(params, many=many)  # as the engine's listener does for Connection.execute
+    check_parameters(params, many=many)  # as the engine's listener does for Connection.execute
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
     cursor = dbapi.cursor()

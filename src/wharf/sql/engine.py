@@ -7,7 +7,8 @@ Invariants:
   read-only transactions use a deferred ``BEGIN`` and never wait for writers.
 - :class:`Database` is the only place where SQLAlchemy exceptions are caught and converted
   (see :mod:`wharf.sql.errors`), and a text the driver cannot encode (a lone surrogate) too.
-- Every engine refuses text holding NUL before a driver sees it (:mod:`wharf.sql.nul_text`).
+- Every engine refuses text holding NUL and over-large writes before a driver sees them
+  (:mod:`wharf.sql.parameter_checks`).
 - A forked child never uses nor closes a connection it inherited: every engine made here gets a
   new, empty pool in the child (:func:`_forget_inherited_connections`), which opens its own.
 """
@@ -28,7 +29,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from wharf.core.errors import InputError
-from wharf.sql import errors, nul_text, timeouts
+from wharf.sql import errors, parameter_checks, timeouts
 from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from wharf.sql.types import is_mysql
 
@@ -185,7 +186,7 @@ def _create_engine(url: str | URL) -> Engine:
             f"install it with: pip install 'wharf[{extra}]'."
         ) from None
     timeouts.install(engine, limits)
-    nul_text.install(engine)
+    parameter_checks.install(engine)
     _ping_when_idle(engine)
     return engine
 
@@ -290,7 +291,7 @@ def _sqlite_engine(url: URL) -> Engine:
         except sqlite3.Error as exc:
             raise sa_exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
 
-    nul_text.install(engine)
+    parameter_checks.install(engine)
     return engine
 
 
