@@ -21,10 +21,11 @@ from tests.resource_manager.service.helpers import (
     setup_pool,
 )
 from tests.store.contract.test_code_point_order import linguistic_database_url  # noqa: F401
-from wharf.core.errors import EntityNotFoundError
+from wharf.core.errors import EntityNotFoundError, InputError
 from wharf.resource_manager.contract.models import DescriptorUpdate, RequestFilter
 from wharf.resource_manager.domain import ResourceDescriptor, Unit
 from wharf.resource_manager.service import ResourceManagerService
+from wharf.resource_manager.service.config_ops import MAX_DESCRIPTION_LENGTH
 
 PADS = (" ", "  ")
 LICENSE = ResourceDescriptor(
@@ -92,3 +93,19 @@ def test_configuration_is_listed_in_code_point_order(linguistic_database_url: st
         assert custom == sorted(f"lic{n}" for n in names)
     finally:
         rm.close()
+
+
+def test_descriptions_up_to_the_limit_are_kept_on_every_backend(
+    rm: ResourceManagerService,
+) -> None:
+    # MariaDB's TEXT column refused a description over 65,535 bytes that the others stored.
+    longest = "\U0001f600" * MAX_DESCRIPTION_LENGTH  # 4 bytes each
+    assert rm.descriptors.create(ADMIN, LICENSE.model_copy(update={"description": longest}))
+    assert rm.descriptors.get("matlab").description == longest
+    over = "x" * (MAX_DESCRIPTION_LENGTH + 1)
+    with pytest.raises(InputError, match="description takes at most"):
+        rm.descriptors.create(ADMIN, LICENSE.model_copy(update={"name": "m2", "description": over}))
+    with pytest.raises(InputError, match="description takes at most"):
+        rm.descriptors.update(ADMIN, "matlab", DescriptorUpdate(description=over))
+    assert rm.descriptors.get("matlab").description == longest
+    assert [d.name for d in rm.descriptors.list()] == ["CPU", "GPU", "matlab", "memory"]

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
 
-from wharf.core.errors import EntityExistsError, EntityNotFoundError, IllegalOperationError
+from wharf.core.errors import (
+    EntityExistsError,
+    EntityNotFoundError,
+    IllegalOperationError,
+    InputError,
+)
 from wharf.core.ids import new_id
 from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
@@ -41,6 +46,18 @@ from wharf.resource_manager.service import tables as t
 from wharf.resource_manager.service.idempotency import IdempotencyKey
 from wharf.resource_manager.service.principal import Principal, require_admin
 from wharf.resource_manager.service.transaction import Finisher, Tx
+
+MAX_DESCRIPTION_LENGTH = 16_383
+"""Longest descriptor description: what MySQL/MariaDB's ``TEXT`` holds (65,535 bytes) in
+characters of up to 4 bytes, so every database keeps the same ones."""
+
+
+def _check_description(descriptor: ResourceDescriptor) -> None:
+    if len(descriptor.description) > MAX_DESCRIPTION_LENGTH:
+        raise InputError(
+            f"A resource descriptor's description takes at most {MAX_DESCRIPTION_LENGTH} "
+            f"characters, got {len(descriptor.description)}."
+        )
 
 
 def _descriptors(tx: Tx) -> config_specs.Descriptors:
@@ -89,6 +106,7 @@ class CreateDescriptor:
     def run(self, tx: Tx) -> Finisher:
         require_admin(self.principal, "create resource descriptors")
         check_custom_name(self.descriptor.name)
+        _check_description(self.descriptor)
         if store.find_descriptor(tx.conn, self.descriptor.name) is not None:
             raise EntityExistsError(f"Resource descriptor '{self.descriptor.name}' already exists.")
         store.insert_descriptor(tx.conn, self.descriptor, tx.now)
@@ -109,6 +127,7 @@ class UpdateDescriptor:
         require_admin(self.principal, "update resource descriptors")
         current = _descriptor(tx, self.descriptor_name, "changed")
         updated = config_specs.updated_descriptor(current, self.update)
+        _check_description(updated)
         store.replace_descriptor(tx.conn, updated, tx.now)
         tx.config_written()
         return _done(updated)
