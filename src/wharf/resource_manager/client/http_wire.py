@@ -4,15 +4,18 @@ Owns: :class:`Answer`, :class:`AttemptError`, :class:`Wire` (the interface), :cl
 :class:`HttpxWire` and :func:`open_wire`. A wire only sends one request: retries, login,
 idempotency keys and error mapping live once in :mod:`.http_transport`.
 
-Invariant: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
-:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`).
+Invariants: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
+:class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`). A forked
+child never sends on nor closes a :class:`CoreWire` connection it inherited: it opens its own.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import urllib.request
+import weakref
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,7 +77,11 @@ class CoreWire:
     (thread-safe: no two threads share a connection), with the URL and fixed headers prepared
     once and no pool: the fast path, lighter than an ``httpx.Client``. It reproduces what
     :class:`HttpxWire` configures (keep-alive expiry, ``TCP_NODELAY``, one timeout, TLS verified
-    as ``httpx`` does) and never asks for a compressed answer."""
+    as ``httpx`` does) and never asks for a compressed answer.
+
+    A socket used by two processes interleaves their requests and answers: each may read the
+    other's. So a forked child drops the connections it inherited without closing them (they
+    stay the parent's, kept in ``_inherited``) and opens its own on its first call."""
 
     def __init__(self, url: httpx.URL, timeout: float) -> None:
         self._scheme = url.raw_scheme
@@ -92,6 +99,15 @@ class CoreWire:
         self._connections: dict[threading.Thread, httpcore.HTTPConnection] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._inherited: list[dict[threading.Thread, httpcore.HTTPConnection]] = []
+        _LIVE_CORE_WIRES.add(self)
+
+    def forget_inherited(self) -> None:
+        """In a forked child: the parent's connections are dropped, not closed."""
+        self._inherited.append(self._connections)
+        self._connections = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()
 
     def _connection(self, *, replace: bool = False) -> httpcore.HTTPConnection:
         """This thread's connection: the one it kept alive, else a new one (on its first call,
@@ -169,6 +185,17 @@ class CoreWire:
             connections, self._connections = list(self._connections.values()), {}
         for connection in connections:
             connection.close()
+
+
+_LIVE_CORE_WIRES: weakref.WeakSet[CoreWire] = weakref.WeakSet()
+
+
+def _forget_inherited_connections() -> None:
+    for wire in list(_LIVE_CORE_WIRES):
+        wire.forget_inherited()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)
 
 
 class HttpxWire:
