@@ -4,12 +4,16 @@ loads every output; a server stopped mid-run fails the step with one clear messa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +237,38 @@ def on_an_unusable_store() -> None:
     must_not_run()
 
 
-@pytest.mark.parametrize("fault", ["no bucket", "no server", "wrong credentials"])
+@contextlib.contextmanager
+def a_web_server(status: int) -> Iterator[str]:
+    """The address of an HTTP server that is not S3: every request gets ``status`` and a page."""
+
+    class Page(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b"<html><body>Welcome to the console</body></html>"
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+FAULTS = ["no bucket", "no server", "wrong credentials", "a web page", "not found everywhere"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("orchestrator", ["local", "local_process"])
 def test_an_unusable_store_fails_the_run_before_it_starts_in_one_line(
     fault: str,
@@ -242,9 +277,10 @@ def test_an_unusable_store_fails_the_run_before_it_starts_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
     s3_server: MotoServer,
 ) -> None:
-    """A missing bucket, an endpoint nobody answers at and refused credentials are one line
-    naming the store and what is wrong, raised by the pipeline call before anything is
-    recorded or run (code archives included), with no botocore traceback chained."""
+    """A missing bucket, an endpoint nobody answers at, refused credentials and an endpoint
+    that is not S3 (a web page; a server answering 404) are one line naming the store and what
+    is wrong, raised by the pipeline call before anything is recorded or run (code archives
+    included), with no botocore traceback chained."""
     server: MotoServer = s3_server
     config: dict[str, Any] = {}
     if fault == "wrong credentials":
@@ -253,11 +289,15 @@ def test_an_unusable_store_fails_the_run_before_it_starts_in_one_line(
         monkeypatch.setenv("WRONG_KEY", "AKIANOTAKEY")
         monkeypatch.setenv("WRONG_SECRET", "not-the-secret")
         config = {"key_env": "WRONG_KEY", "secret_env": "WRONG_SECRET"}
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if server is not s3_server:
+            cleanup.callback(server.stop)
         bucket = "no-such-bucket" if fault == "no bucket" else server.new_bucket()
         endpoint = server.endpoint
         if fault == "no server":
             endpoint = f"http://127.0.0.1:{s3.free_port()}"
+        elif fault in ("a web page", "not found everywhere"):
+            endpoint = cleanup.enter_context(a_web_server(200 if fault == "a web page" else 404))
         monkeypatch.setenv("WHARF_ACTIVE_STACK", "unusable")
         ws = Workspace.open(load_config())
         try:
@@ -273,15 +313,14 @@ def test_an_unusable_store_fails_the_run_before_it_starts_in_one_line(
                 assert client.list_pipeline_runs().items == []
         finally:
             ws.close()
-    finally:
-        if server is not s3_server:
-            server.stop()
     message = str(caught.value)
     assert message.startswith(f"Artifact store 's3://{bucket}/w' at {endpoint} cannot be used: ")
     expected = {
         "no bucket": f"the bucket '{bucket}' does not exist",
         "no server": f"{endpoint} cannot be reached",
         "wrong credentials": "its credentials were refused",
+        "a web page": f"did not answer a listing of the bucket '{bucket}' as S3 does",
+        "not found everywhere": f"answered a listing of the bucket '{bucket}' with OSError",
     }[fault]
     assert expected in message and "\n" not in message, message
     assert caught.value.__cause__ is None and caught.value.__suppress_context__

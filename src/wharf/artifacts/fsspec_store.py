@@ -228,20 +228,31 @@ class FsspecArtifactStore:
         try:
             bucket, key, _ = self.fs.split_path(self.fs_path(self._root))
             prefix = f"{key}/" if key else ""
-            self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+            answer = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
         except WharfError:
             raise
         except Exception as error:
             raise WharfError(
                 f"Artifact store {self._display} cannot be used: {self._unusable(error)}"
             ) from None
+        if not isinstance(answer, Mapping) or answer.get("Name") != bucket:
+            # e.g. a web page: its HTML parses as an empty listing
+            raise WharfError(
+                f"Artifact store {self._display} cannot be used: {self._endpoint} did not "
+                f"answer a listing of the bucket '{bucket}' as S3 does; check that endpoint_url "
+                "is the S3 API's address."
+            ) from None
+
+    @property
+    def _endpoint(self) -> str:
+        return str(self._options.get("endpoint_url") or "the S3 endpoint")
 
     def _unusable(self, error: BaseException) -> str:
         """What :meth:`check_usable`'s failure means, in a user's terms, with the cause."""
         cause = " ".join(str(error).split()) or type(error).__name__
         bucket = self._root.split("://", 1)[1].split("/", 1)[0]
-        endpoint = self._options.get("endpoint_url") or "the S3 endpoint"
-        if isinstance(error, FileNotFoundError):
+        endpoint = self._endpoint
+        if isinstance(error, FileNotFoundError) and "bucket" in cause.lower():
             return f"the bucket '{bucket}' does not exist ({cause})."
         if isinstance(error, PermissionError):
             return (
@@ -249,9 +260,12 @@ class FsspecArtifactStore:
                 "or the component's key_env/secret_env options."
             )
         name = type(error).__name__
-        if "Connect" in name or "Timeout" in name:
+        if _unreachable_error(error):
             return f"{endpoint} cannot be reached ({name}: {cause})."
-        return f"{name}: {cause}"
+        return (  # e.g. a web server's 404 page: not S3's answer for a missing bucket
+            f"{endpoint} answered a listing of the bucket '{bucket}' with {name}: {cause}; "
+            "check that endpoint_url is the S3 API's address and that the bucket exists."
+        )
 
     def error(self, action: str, uri: str, error: BaseException) -> OSError:
         """One line naming the store, the operation, the URI and the cause, as an ``OSError``
