@@ -8,7 +8,9 @@ step's log, inherits that log (``threading.Thread``s, a ``ThreadPoolExecutor``'s
 among them); contextvars do not reach a new thread, so ``install_routing`` also wraps
 ``Thread.start`` to hand the starting thread's capture to the new one. What such a thread
 prints after its step ended is in no step's log (only on the console); a thread started before
-the step (a pool's worker made earlier) keeps what it inherited then. Isolated steps
+the step (a pool's worker made earlier) keeps what it inherited then. The processes such a
+thread starts (``multiprocessing`` workers: fork, spawn, forkserver) print into the step's log
+too, through a pipe (``wharf.execution.worker_logs``), until the step ends. Isolated steps
 write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
 store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
 Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended (an
@@ -29,10 +31,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
 from wharf.artifacts.store import ArtifactStore
+from wharf.execution import worker_logs
 from wharf.execution.parent_watch import exit_with_group
+from wharf.execution.worker_logs import WorkerPipe, WorkerWriter
 
 logger = logging.getLogger(__name__)
 
@@ -47,16 +51,21 @@ MEMORY_CHARS = 1 << 20
 
 
 class _StepSink:
-    """One step's capture, open while the step runs; written by its thread and by the threads
-    started from it. Past :data:`MEMORY_CHARS` it spills to a temporary file (UTF-8), so a step
-    that prints a lot costs the orchestrating process no memory for it."""
+    """One step's capture, open while the step runs; written by its thread, by the threads
+    started from it and (through :attr:`_workers`) by the processes they start. Past
+    :data:`MEMORY_CHARS` it spills to a temporary file (UTF-8), so a step that prints a lot
+    costs the orchestrating process no memory for it."""
 
     def __init__(self) -> None:
         self.buffer = io.StringIO()
         self._spill: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._open = True
+        self._workers: WorkerPipe | None = None
+        self._takes_workers = True
         self.empty = True
+        self.pid = os.getpid()
+        """The process it captures for (a forked child holds a copy, not its own capture)."""
 
     def write(self, text: str) -> None:
         with self._lock:
@@ -73,7 +82,23 @@ class _StepSink:
                 self._spill.write(_encoded(self.buffer.getvalue()))
                 self.buffer = io.StringIO()
 
+    def worker_fd(self) -> int | None:
+        """The write end of the pipe a process the step starts writes to (made the first
+        time); None once the step ended."""
+        with self._lock:
+            if not self._takes_workers:
+                return None
+            if self._workers is None:
+                self._workers = WorkerPipe(self.write)
+            return self._workers.fd
+
     def close(self) -> None:
+        """Take what the step's workers wrote until now, then take nothing more."""
+        with self._lock:
+            self._takes_workers = False
+            workers = self._workers
+        if workers is not None:
+            workers.finish()  # through write(), so before closing
         with self._lock:
             self._open = False
 
@@ -112,12 +137,28 @@ _INHERITED_SINK = "_wharf_step_log_sink"
 """The attribute of a ``threading.Thread`` holding the capture it inherited when started."""
 
 
-def _current_sink() -> _StepSink | None:
+def _step_sink() -> _StepSink | None:
     """The capture of the step this thread runs, or else the one the thread inherited."""
-    sink = _SINK.get()
+    sink: _StepSink | None = _SINK.get()
     if sink is None:
         sink = getattr(threading.current_thread(), _INHERITED_SINK, None)
+    if sink is not None and sink.pid != os.getpid():  # copied into a forked child
+        return None
     return sink
+
+
+def _current_sink() -> _StepSink | WorkerWriter | None:
+    """Where what this thread prints goes besides the console: its step's capture, or in a
+    worker of an inline step the pipe to that step's."""
+    sink = _step_sink()
+    return sink if sink is not None else worker_logs.process_sink()
+
+
+def _adopt_handed(handle: Any) -> None:
+    """In a ``spawn``/``forkserver`` worker of an inline step: print into its step's pipe
+    (``handle``, a ``multiprocessing.reduction.DupFd``) as well as to the console."""
+    worker_logs.adopt(handle.detach())
+    install_routing()
 
 
 def _inheriting_capture(start: Callable[[threading.Thread], None]) -> Callable[..., None]:
@@ -125,7 +166,7 @@ def _inheriting_capture(start: Callable[[threading.Thread], None]) -> Callable[.
 
     @functools.wraps(start)
     def start_inheriting_capture(thread: threading.Thread) -> None:
-        sink = _current_sink()
+        sink = _step_sink()
         if sink is not None:
             setattr(thread, _INHERITED_SINK, sink)
         start(thread)
@@ -147,6 +188,9 @@ class _RoutingStream(io.TextIOBase):
         return self.original.write(text)
 
     def flush(self) -> None:
+        worker = worker_logs.process_sink()
+        if worker is not None:  # a worker of an inline step: the end of its unfinished line
+            worker.flush()
         self.original.flush()
 
     def isatty(self) -> bool:
@@ -161,9 +205,10 @@ class _RoutingStream(io.TextIOBase):
 
 
 def install_routing() -> None:
-    """Route this process's stdout/stderr through per-step capture, and let new threads
-    inherit their starter's capture (idempotent)."""
+    """Route this process's stdout/stderr through per-step capture, and let new threads and
+    processes inherit their starter's capture (idempotent)."""
     global _threads_inherit
+    worker_logs.install(_current_sink, _adopt_handed)
     with _INSTALL_LOCK:
         if not _threads_inherit:
             setattr(threading.Thread, "start", _inheriting_capture(threading.Thread.start))  # noqa: B010
