@@ -1,7 +1,8 @@
 """A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
 a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached are tried again until it is back, every value read afterwards is whole, and an upload
-cut after its first part leaves no incomplete multipart upload behind."""
+reached (a dynamic pipeline's .load() too) are tried again until it is back, every value read
+afterwards is whole, and an upload cut after its first part leaves no incomplete multipart
+upload behind."""
 
 from __future__ import annotations
 
@@ -78,32 +79,71 @@ def through_outages() -> None:
     measure(load_then_cut_before_saving(values, after=cut))
 
 
+LOADED: list[int] = []
+
+
+@pipeline(dynamic=True, raise_on_failure=False)
+def loads_through_an_outage() -> None:
+    values = produce()
+    cut_before_the_next_load(after=values)  # returns once it ran: it has no outputs
+    LOADED.append(sum(values.load()))  # read from the store, cut until a moment ago
+
+
+def s3_stack_behind_a_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket: str, proxy: TcpProxy
+) -> Workspace:
+    """A workspace whose active stack runs steps inline on S3 reached through ``proxy``."""
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # patience: 11 s
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "behind-a-proxy")
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    ws = Workspace.open(load_config())
+    config = {
+        "path": f"s3://{bucket}/w",
+        "endpoint_url": f"http://127.0.0.1:{proxy.port}",
+        "default_block_size": 5 * 2**20,
+    }
+    stacks.register_component(ws, "s3", ComponentType.ARTIFACT_STORE, "fsspec", config)
+    stacks.register_component(ws, "local", ComponentType.ORCHESTRATOR, "local")
+    stacks.register_stack(ws, "behind-a-proxy", orchestrator="local", artifact_store="s3")
+    return ws
+
+
+def test_a_dynamic_pipeline_loads_a_value_through_a_short_outage(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="wharf")
+    LOADED.clear()
+    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+        PROXIES[:] = [proxy]
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, s3_server.new_bucket(), proxy)
+        try:
+            run = loads_through_an_outage.run_in(ws)
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert list(LOADED) == [sum(range(1000))]
+    assert any(r.getMessage().startswith("Could not load artifact s3://") for r in caplog.records)
+
+
 def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     s3_server: MotoServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # patience: 11 s
-    monkeypatch.setenv("WHARF_ACTIVE_STACK", "behind-a-proxy")
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT"):
-        monkeypatch.delenv(var, raising=False)
     bucket = s3_server.new_bucket()
     CutAfterTheFirstPart.cut = False
     caplog.set_level(logging.INFO, logger="wharf")
     with TcpProxy("127.0.0.1", s3_server.port) as proxy:
         PROXIES[:] = [proxy]
-        ws = Workspace.open(load_config())
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy)
         try:
-            config = {
-                "path": f"s3://{bucket}/w",
-                "endpoint_url": f"http://127.0.0.1:{proxy.port}",
-                "default_block_size": 5 * 2**20,
-            }
-            stacks.register_component(ws, "s3", ComponentType.ARTIFACT_STORE, "fsspec", config)
-            stacks.register_component(ws, "local", ComponentType.ORCHESTRATOR, "local")
-            stacks.register_stack(ws, "behind-a-proxy", orchestrator="local", artifact_store="s3")
             run = through_outages.run_in(ws)
             with Client(ws.config, ws.store) as client:
                 found = {s.name: s for s in client.list_run_steps(run.id).items}

@@ -29,6 +29,7 @@ function's own thread (``dynamic_threads``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from wharf.core.errors import (
     StepExecutionError,
     StepInterfaceError,
 )
+from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.call_order import ReplayDivergedError
 from wharf.execution.daemon_pool import DaemonThreadPool
 from wharf.execution.dynamic_arguments import (
@@ -237,11 +239,12 @@ class DynamicRunner:
         return self._stop.requested()
 
     def load(self, version: ArtifactVersionRecord) -> Any:
+        """``version``'s value, read through an outage of the store as a step's inputs are."""
         from wharf.artifacts import load_artifact
 
-        return load_artifact(
-            self._services.artifact_store, version.uri, version.data_type, version.materializer
-        )
+        store, v = self._services.artifact_store, version
+        load = functools.partial(load_artifact, store, v.uri, v.data_type, v.materializer)
+        return through_artifact_outage(self._services, load, f"load artifact {v.uri}")
 
     # ------------------------------------------------------------------ step calls
 
