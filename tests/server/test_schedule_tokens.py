@@ -298,6 +298,19 @@ def test_an_account_may_fire_a_schedule_it_may_create_runs_for(world: World) -> 
     assert run_token_scope(answer.json()["access_token"]) is not None
 
 
+def test_a_firing_under_an_orchestrator_run_id_no_run_may_have_is_422(world: World) -> None:
+    # Edge whitespace (MariaDB's unique key ignores it) or a control character: the run's own
+    # rule refused it inside the route, a 500.
+    schedule = schedule_of(world, world.a, "manual")
+    path = f"/api/v1/schedules/{schedule.id}/runs"
+    for bad in ("kubernetes-1 ", " kubernetes-1", "kube\x0fnetes", "kube\nnetes", ""):
+        fire = {"orchestrator_run_id": bad, "name": "manual-1"}
+        answer = world.as_role("member").post(path, json=fire)
+        assert answer.status_code == 422, (bad, answer.text)
+        assert "orchestrator_run_id" in answer.json()["detail"]
+    assert run_count(world) == 0
+
+
 def test_a_firing_that_failed_midway_is_completed_by_its_retry(db_world: World) -> None:
     """The database refuses the fired run's schedule metadata (a trigger): the firing fails and
     leaves no run behind, so its retry creates the run, recorded with its schedule (a run

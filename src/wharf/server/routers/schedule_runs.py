@@ -10,6 +10,7 @@ and a run token for it (``wharf.server.auth.own_schedule`` says what else the to
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Response
@@ -23,7 +24,13 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, missing
 from wharf.server.schemas.responses import TokenResponse
 from wharf.server.scopes import RunInfo
-from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, ScheduleRecord
+from wharf.store.models import (
+    OrchestratorRunId,
+    PipelineRunRecord,
+    RunCreate,
+    RunFilter,
+    ScheduleRecord,
+)
 
 
 class ScheduledRunBody(BaseModel):
@@ -32,7 +39,7 @@ class ScheduledRunBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    orchestrator_run_id: str = Field(min_length=1, max_length=255)
+    orchestrator_run_id: Annotated[OrchestratorRunId, Field(min_length=1)]
     name: str = Field(min_length=1, max_length=255)
 
 
