@@ -10,7 +10,9 @@ user function runs inside the step context and an :class:`InterruptibleRegion`; 
 is recorded, and if one fails to save the others are removed; an input or output that the
 artifact store could not be reached for is tried again through a short outage
 (:mod:`wharf.execution.artifact_outages`); :meth:`StepRunner.run` only saves them: the caller
-records them with the step's end (``attempt_ends.finish_attempt``).
+records them with the step's end (``attempt_ends.finish_attempt``); a process forked by user
+code (the function, a materializer) that leaves it ends there, never ending its parent's step
+(:mod:`wharf.execution.forked_children`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from wharf.core.errors import (
 from wharf.execution import script_workers
 from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.context import StepContext, step_context
+from wharf.execution.forked_children import child_ends_here, ending_children
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
@@ -282,7 +285,9 @@ class StepRunner:
             try:
                 loaded[name] = through_artifact_outage(
                     self._services,
-                    functools.partial(load_artifact, store, v.uri, v.data_type, v.materializer),
+                    ending_children(
+                        functools.partial(load_artifact, store, v.uri, v.data_type, v.materializer)
+                    ),
                     f"load input '{name}' of step '{spec.name}'",
                 )
             except (StepInterrupted, Exception):
@@ -331,7 +336,7 @@ class StepRunner:
         holders = resources.holders if resources is not None and allocation is not None else None
         resume = holders is not None and holders.end()
         try:
-            with step_context(context), region:
+            with step_context(context), region, child_ends_here():
                 value = step.func(**kwargs)
         except (StepInterrupted, Exception):
             raise  # asked to stop, or an ordinary error (the caller records either)
@@ -394,13 +399,15 @@ class StepRunner:
         store = services.artifact_store
         return through_artifact_outage(
             services,
-            lambda: save_artifact(
-                value,
-                store,
-                uri,
-                services.materializers,
-                materializer=spec.outputs[name].materializer,
-                warn_at=warn_at,
+            ending_children(
+                lambda: save_artifact(
+                    value,
+                    store,
+                    uri,
+                    services.materializers,
+                    materializer=spec.outputs[name].materializer,
+                    warn_at=warn_at,
+                )
             ),
             f"save output '{name}' of step '{spec.name}'",
             before_again=lambda: store.rmtree(uri),
