@@ -1,8 +1,8 @@
 """A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
 a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached (a dynamic pipeline's .load() too) are tried again until it is back, every value read
-afterwards is whole, and an upload cut after its first part leaves no incomplete multipart
-upload behind."""
+reached (a dynamic pipeline's .load() and a step process's fetch of the code archive too) are
+tried again until it is back, every value read afterwards is whole, and an upload cut after
+its first part leaves no incomplete multipart upload behind."""
 
 from __future__ import annotations
 
@@ -89,10 +89,26 @@ def loads_through_an_outage() -> None:
     LOADED.append(sum(values.load()))  # read from the store, cut until a moment ago
 
 
+@step(enable_cache=False, runtime="isolated")
+def in_its_own_process() -> int:
+    return 42
+
+
+@pipeline(dynamic=True, raise_on_failure=False)
+def fetches_code_through_an_outage() -> None:
+    cut_before_the_next_load.with_options(runtime="inline")()
+    LOADED.append(in_its_own_process().load())  # its process fetches the code archive first
+
+
 def s3_stack_behind_a_proxy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket: str, proxy: TcpProxy
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bucket: str,
+    proxy: TcpProxy,
+    orchestrator: str = "local",
 ) -> Workspace:
-    """A workspace whose active stack runs steps inline on S3 reached through ``proxy``."""
+    """A workspace whose active stack runs steps on S3 reached through ``proxy``; on
+    ``local_process``, code travels as archives."""
     monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # patience: 11 s
     monkeypatch.setenv("WHARF_ACTIVE_STACK", "behind-a-proxy")
@@ -105,8 +121,9 @@ def s3_stack_behind_a_proxy(
         "default_block_size": 5 * 2**20,
     }
     stacks.register_component(ws, "s3", ComponentType.ARTIFACT_STORE, "fsspec", config)
-    stacks.register_component(ws, "local", ComponentType.ORCHESTRATOR, "local")
-    stacks.register_stack(ws, "behind-a-proxy", orchestrator="local", artifact_store="s3")
+    travels = {"code_travels": True} if orchestrator == "local_process" else {}
+    stacks.register_component(ws, "steps", ComponentType.ORCHESTRATOR, orchestrator, travels)
+    stacks.register_stack(ws, "behind-a-proxy", orchestrator="steps", artifact_store="s3")
     return ws
 
 
@@ -129,6 +146,28 @@ def test_a_dynamic_pipeline_loads_a_value_through_a_short_outage(
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     assert list(LOADED) == [sum(range(1000))]
     assert any(r.getMessage().startswith("Could not load artifact s3://") for r in caplog.records)
+
+
+def test_a_step_process_fetches_its_code_archive_through_a_short_outage(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+) -> None:
+    LOADED.clear()
+    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+        PROXIES[:] = [proxy]
+        bucket = s3_server.new_bucket()
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy, "local_process")
+        try:
+            run = fetches_code_through_an_outage.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                logs = client.step_logs("in_its_own_process", run=str(run.id))
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert list(LOADED) == [42]
+    assert "Could not fetch the run's code archive" in logs, logs
 
 
 def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(

@@ -78,7 +78,8 @@ def store_unreachable(error: BaseException) -> bool:
         if _unreachable_error(current):
             return True
         seen.add(id(current))
-        current = current.__cause__ or current.__context__
+        suppressed = current.__suppress_context__
+        current = current.__cause__ or (None if suppressed else current.__context__)
     return False
 
 

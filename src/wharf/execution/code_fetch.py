@@ -11,6 +11,7 @@ first on ``sys.path`` and as its working directory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -22,8 +23,10 @@ from pathlib import Path, PurePosixPath
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import CodeArchiveRef, StepSpec
 from wharf.core.errors import InputError
+from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.code_archive import entry_digest
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
+from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
 from wharf.execution.step_runner import StepResolver, import_step
 
@@ -129,16 +132,23 @@ def archive_resolver(
     ref: CodeArchiveRef,
     cache_dir: Path,
     region: InterruptibleRegion | None = None,
+    services: RunServices | None = None,
 ) -> StepResolver:
     """A step resolver that imports steps from ``ref``'s tree (fetched on the first call): its
     errors fail the step with their message, as an import error does. ``region``: the step's;
     once it is interrupted (a stop learnt before the step's code starts) nothing is fetched:
-    :class:`StepInterrupted` is raised, as entering the region would after the fetch."""
+    :class:`StepInterrupted` is raised, as entering the region would after the fetch. With the
+    run's ``services``, a fetch is tried again through a short outage of the store."""
 
     def resolve(spec: StepSpec) -> StepLike:
         if region is not None and region.interrupted:  # stopping: not worth a download
             raise StepInterrupted(region.reason)
-        tree = cached_code(store, ref, cache_dir)
+        fetch = functools.partial(cached_code, store, ref, cache_dir)
+        tree = (
+            fetch()
+            if services is None
+            else through_artifact_outage(services, fetch, "fetch the run's code archive")
+        )
         use_tree(tree)
         return import_step(relocated(spec, ref, tree))
 

@@ -153,7 +153,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
             resolve = (
                 import_step
                 if code is None
-                else archive_resolver(artifact_store, code, config.code_cache, region)
+                else archive_resolver(artifact_store, code, config.code_cache, region, services)
             )
             runner = StepRunner(services, snapshot.spec.name, run, resolve)
             outputs, error = run_user_code(runner, spec, record, start.inputs, region, allocation)
