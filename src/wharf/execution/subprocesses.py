@@ -114,20 +114,21 @@ def step_environment(inherited: Mapping[str, str], child_env: Mapping[str, str])
     return environment
 
 
-def _zygote_child(step_run_id: str, child_env: dict[str, str], log_path: str) -> None:
+def _zygote_child(step_run_id: str, environment: dict[str, str], log_path: str) -> None:
     """Runs in the forked child: leave the terminal's process group (a Ctrl-C there is for the
-    orchestrator, which stops its steps itself), send output to the log, set the environment,
-    run the step."""
+    orchestrator, which stops its steps itself), send output to the log, set the environment
+    (the launching process's, from :func:`step_environment`: the fork server's is the one it
+    started with, stale once that process set a variable such as a credential), run the
+    step."""
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
     _write_through_std_streams()
-    environment = step_environment(os.environ, child_env)
-    environment[STEP_LOG_ENV] = log_path
     os.environ.clear()
     os.environ.update(environment)
+    os.environ[STEP_LOG_ENV] = log_path
     from wharf.execution.entrypoint import main
 
     code = main([step_run_id])
@@ -288,7 +289,7 @@ def start_step_process(
             os.close(fd)
             process = _zygote_context(rest=SERVER_URL_ENV in child_env).Process(
                 target=_zygote_child,
-                args=(str(record.id), child_env, log_name),
+                args=(str(record.id), step_environment(os.environ, child_env), log_name),
                 name=f"wharf-step-{record.name}",
                 daemon=False,
             )
