@@ -1,8 +1,8 @@
 """A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
 a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached (a dynamic pipeline's .load() and a step process's fetch of the code archive too) are
-tried again until it is back, every value read afterwards is whole, and an upload cut after
-its first part leaves no incomplete multipart upload behind."""
+reached (a dynamic pipeline's .load(), a step process's fetch of the code archive and a step's
+log too) are tried again until it is back, every value read afterwards is whole, and an upload
+cut after its first part leaves no incomplete multipart upload behind."""
 
 from __future__ import annotations
 
@@ -98,6 +98,17 @@ def in_its_own_process() -> int:
 def fetches_code_through_an_outage() -> None:
     cut_before_the_next_load.with_options(runtime="inline")()
     LOADED.append(in_its_own_process().load())  # its process fetches the code archive first
+
+
+@step(enable_cache=False)
+def prints_then_cuts() -> None:
+    print("a line worth keeping")
+    cut_the_store_for_a_while()  # its log is stored once it returned
+
+
+@pipeline(raise_on_failure=False)
+def logs_through_an_outage() -> None:
+    prints_then_cuts()
 
 
 def s3_stack_behind_a_proxy(
@@ -206,3 +217,27 @@ def test_inputs_and_outputs_ride_out_a_short_outage_of_the_store(
     assert sum(m.startswith("Managed to ") for m in messages) == 3
     uploads = s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     assert uploads == []  # the cut upload was aborted before the save was tried again
+
+
+def test_a_step_log_is_stored_through_a_short_outage(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="wharf")
+    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+        PROXIES[:] = [proxy]
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, s3_server.new_bucket(), proxy)
+        try:
+            run = logs_through_an_outage.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                logs = client.step_logs("prints_then_cuts", run=str(run.id))
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    assert "a line worth keeping" in logs, logs
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("Could not store the log of step 'prints_then_cuts'") for m in messages)
+    assert not any("its log could not be stored" in m for m in messages)

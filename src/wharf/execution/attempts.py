@@ -10,6 +10,7 @@ reported ended.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -23,6 +24,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
+from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.attempt_ends import (
     FORCE_STOPPED_STEP,
     attempts_left,
@@ -164,7 +166,12 @@ class InlineExecutor:
                 self.heartbeats.add(worker)
             else:
                 worker.start()
-        log = StepLog(self.services.artifact_store, record.logs_uri, spec.name)
+        log = StepLog(
+            self.services.artifact_store,
+            record.logs_uri,
+            spec.name,
+            functools.partial(through_artifact_outage, self.services),
+        )
         try:
             with step_log(record.id, log), capturing(log):
                 outputs, error = run_user_code(

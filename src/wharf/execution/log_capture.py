@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import IO, Any, TextIO
+from typing import IO, Any, Protocol, TextIO
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.execution import worker_logs
@@ -114,18 +114,24 @@ class _StepSink:
             return text
 
     def save(self, store: ArtifactStore, uri: str) -> None:
-        """Store what was captured at ``uri`` (from the temporary file a chunk at a time), then
-        free the temporary file."""
+        """Store what was captured at ``uri`` (from the temporary file a chunk at a time); may
+        be called again (after a failed try) until :meth:`free`."""
         with self._lock:
-            spill, self._spill = self._spill, None
+            spill = self._spill
         if spill is None:
             write_log(store, uri, self.buffer.getvalue())
             return
-        with spill:
-            spill.seek(0)
-            store.makedirs(posixpath.dirname(uri))
-            with store.open(uri, "wb") as f:
-                shutil.copyfileobj(spill, f, COPY_CHUNK_BYTES)
+        spill.seek(0)
+        store.makedirs(posixpath.dirname(uri))
+        with store.open(uri, "wb") as f:
+            shutil.copyfileobj(spill, f, COPY_CHUNK_BYTES)
+
+    def free(self) -> None:
+        """Free the temporary file (once stored or given up)."""
+        with self._lock:
+            spill, self._spill = self._spill, None
+        if spill is not None:
+            spill.close()
 
 
 def _encoded(text: str) -> bytes:
@@ -243,32 +249,69 @@ def capture_output() -> Iterator[_StepSink]:
         _SINK.reset(token)
 
 
+class ThroughOutage(Protocol):
+    """Calls ``call`` again while the artifact store cannot be reached (``what`` names it in
+    the log), running ``before_again`` before each repeat
+    (``wharf.execution.artifact_outages.through_artifact_outage`` bound to a run)."""
+
+    def __call__(
+        self,
+        call: Callable[[], None],
+        what: str,
+        *,
+        before_again: Callable[[], object] | None = None,
+    ) -> None: ...
+
+
+def _once(
+    call: Callable[[], None], what: str, *, before_again: Callable[[], object] | None = None
+) -> None:
+    call()
+
+
 class StepLog:
     """An inline attempt's capture, stored at its ``logs_uri`` once (:meth:`store`): by its own
     thread when the attempt ends, or first by a forced stop that ended the step while its code
     was blocked (:func:`store_log_of_ended_step`): what it printed until then is not lost, and
     anything it prints after is in no step's log."""
 
-    def __init__(self, store: ArtifactStore, uri: str | None, name: str) -> None:
+    def __init__(
+        self,
+        store: ArtifactStore,
+        uri: str | None,
+        name: str,
+        through_outage: ThroughOutage = _once,
+    ) -> None:
         self.sink = _StepSink()
         self._store, self._uri, self._name = store, uri, name
+        self._through_outage = through_outage
         self._stored = False
         self._lock = threading.Lock()
 
     def store(self) -> None:
-        """Close the capture and store what it holds (nothing for a silent step), once; a
-        failure to store is logged (the step's end is recorded: only its log is lost)."""
+        """Close the capture and store what it holds (nothing for a silent step), once, again
+        through an outage of the store as ``through_outage`` waits one out (a failed try's
+        leftovers removed first); a failure to store is then logged (the step's end is
+        recorded: only its log is lost)."""
         with self._lock:
             if self._stored:
                 return
             self._stored = True
             self.sink.close()
-            if not self._uri or self.sink.empty:  # a silent step costs no file
+            uri = self._uri
+            if not uri or self.sink.empty:  # a silent step costs no file
+                self.sink.free()
                 return
             try:
-                self.sink.save(self._store, self._uri)
+                self._through_outage(
+                    lambda: self.sink.save(self._store, uri),
+                    f"store the log of step '{self._name}'",
+                    before_again=lambda: self._store.rmtree(uri),
+                )
             except OSError as exc:  # the artifact store went away
                 logger.warning("Step '%s': its log could not be stored: %s", self._name, exc)
+            finally:
+                self.sink.free()
 
 
 _STEP_LOGS: dict[object, StepLog] = {}
