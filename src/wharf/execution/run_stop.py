@@ -45,6 +45,7 @@ from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.core.paging import MAX_PAGE_INDEX, MAX_PAGE_SIZE
 from wharf.core.transitions import FORCE_STOPPED_ON_REQUEST, STOPPED_ON_REQUEST
+from wharf.execution import forced_exit
 from wharf.execution.attempt_ends import FORCE_STOPPED_STEP
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
@@ -243,7 +244,9 @@ class RunStopper:
         it, wait (bounded) for their waiters to record them, then record every step run still
         unfinished (e.g. inline code stuck in native code, or waiting to retry) as stopped.
         Call from the orchestrating thread once it no longer waits for the run's steps.
-        Returns how the run ends, with the step runs it ended as recorded."""
+        Returns how the run ends, with the step runs it ended as recorded. The process's pools
+        are ended without their locks at its exit (``wharf.execution.forced_exit``)."""
+        forced_exit.arm()
         self.stop()
         with self._cond:
             first = not self._recorded_forced
