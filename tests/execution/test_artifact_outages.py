@@ -1,8 +1,9 @@
 """A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
 a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached (a dynamic pipeline's .load(), a step process's fetch of the code archive and a step's
-log too) are tried again until it is back, every value read afterwards is whole, and an upload
-cut after its first part leaves no incomplete multipart upload behind."""
+reached (a dynamic pipeline's .load(), a step process's fetch of the code archive, a step's log
+and the code archive's upload at the run's start too) are tried again until it is back, every
+value read afterwards is whole, and an upload cut after its first part leaves no incomplete
+multipart upload behind; an archive upload that gives up says so in one line."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from wharf import Client, pipeline, step
 from wharf.artifacts.materializers.builtin import BuiltInMaterializer
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus
+from wharf.core.errors import WharfError
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
@@ -111,17 +113,40 @@ def logs_through_an_outage() -> None:
     prints_then_cuts()
 
 
+@pipeline(raise_on_failure=False)
+def ships_its_code() -> None:
+    in_its_own_process()
+
+
+class CutAtTheArchive:
+    """Cuts the store (for ``seconds``, or until the test ends) just before the first request
+    naming the code archive reaches it: the upload at the run's start."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.cut = threading.Event()
+
+    def __call__(self, data: bytes) -> None:
+        if b".tar.gz" in data and not self.cut.is_set():
+            self.cut.set()
+            proxy = PROXIES[0]
+            proxy.cut()
+            if self.seconds is not None:
+                threading.Timer(self.seconds, proxy.restore).start()
+
+
 def s3_stack_behind_a_proxy(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     bucket: str,
     proxy: TcpProxy,
     orchestrator: str = "local",
+    heartbeat_interval: str = "2",
 ) -> Workspace:
     """A workspace whose active stack runs steps on S3 reached through ``proxy``; on
     ``local_process``, code travels as archives."""
     monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # patience: 11 s
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", heartbeat_interval)  # "2": patience 11 s
     monkeypatch.setenv("WHARF_ACTIVE_STACK", "behind-a-proxy")
     for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT"):
         monkeypatch.delenv(var, raising=False)
@@ -241,3 +266,55 @@ def test_a_step_log_is_stored_through_a_short_outage(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("Could not store the log of step 'prints_then_cuts'") for m in messages)
     assert not any("its log could not be stored" in m for m in messages)
+
+
+def test_the_code_archive_is_uploaded_through_a_short_outage(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="wharf")
+    cutter = CutAtTheArchive(seconds=3.0)
+    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
+        PROXIES[:] = [proxy]
+        bucket = s3_server.new_bucket()
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy, "local_process")
+        try:
+            run = ships_its_code.run_in(ws)
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert cutter.cut.is_set()
+    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("Could not upload the pipeline's code archive") for m in messages)
+
+
+def test_a_code_archive_upload_that_gives_up_says_so_in_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    cutter = CutAtTheArchive(seconds=None)  # gone for longer than the run's patience (6 s)
+    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
+        PROXIES[:] = [proxy]
+        bucket = s3_server.new_bucket()
+        ws = s3_stack_behind_a_proxy(
+            tmp_path, monkeypatch, bucket, proxy, "local_process", heartbeat_interval="1"
+        )
+        try:
+            with pytest.raises(WharfError) as caught:
+                ships_its_code.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                assert client.list_pipeline_runs().items == []
+        finally:
+            ws.close()
+            PROXIES.clear()
+    message = str(caught.value)
+    assert message.startswith("The pipeline's code archive could not be uploaded: "), message
+    assert "cannot be reached" in message or "Connect" in message, message
+    assert "\n" not in message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert "Traceback" not in capfd.readouterr().err

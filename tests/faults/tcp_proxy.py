@@ -9,7 +9,9 @@ the database away and brings it back.
   error at its next read or write) or blackholed (kept open, nothing forwarded either way and
   what arrives discarded: the client waits until its own timeout, as behind a dead network);
 - :meth:`TcpProxy.restore`: new connections are forwarded again; blackholed ones are reset (their
-  byte streams lost data and cannot continue).
+  byte streams lost data and cannot continue);
+- ``sent``: called with what a client sends, before it is forwarded (a test that cuts there
+  cuts just before a given request reaches ``upstream``).
 
 Nothing here is Wharf-specific; it is a test utility, started and closed by the test.
 """
@@ -21,6 +23,7 @@ import select
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from typing import Literal
 
 CutMode = Literal["drop", "blackhole"]
@@ -38,9 +41,15 @@ def _reset(sock: socket.socket) -> None:
 class _Pair:
     """One client connection and its upstream connection, pumped by one thread."""
 
-    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
+    def __init__(
+        self,
+        client: socket.socket,
+        upstream: socket.socket,
+        sent: Callable[[bytes], object] | None = None,
+    ) -> None:
         self.client = client
         self.upstream = upstream
+        self.sent = sent
         self.blackholed = False
         self.closed = threading.Event()
 
@@ -53,6 +62,8 @@ class _Pair:
                     data = sock.recv(_CHUNK)
                     if not data:
                         return
+                    if sock is self.client and self.sent is not None:
+                        self.sent(data)
                     if not self.blackholed:
                         peers[sock].sendall(data)
         except (OSError, ValueError):
@@ -71,8 +82,14 @@ class _Pair:
 class TcpProxy:
     """Forwards ``127.0.0.1:<port>`` to ``upstream``; see the module docstring."""
 
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+    def __init__(
+        self,
+        upstream_host: str,
+        upstream_port: int,
+        sent: Callable[[bytes], object] | None = None,
+    ) -> None:
         self.upstream = (upstream_host, upstream_port)
+        self.sent = sent
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -150,7 +167,7 @@ class TcpProxy:
                 continue
             upstream.settimeout(None)
             client.settimeout(None)
-            pair = _Pair(client, upstream)
+            pair = _Pair(client, upstream, self.sent)
             with self._lock:
                 self._pairs.append(pair)
             threading.Thread(target=pair.pump, name="tcp-proxy-pair", daemon=True).start()

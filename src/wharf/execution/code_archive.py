@@ -20,16 +20,18 @@ import stat
 import subprocess
 import sys
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, TypeVar
 
 from wharf.artifacts.store import ArtifactStore, join_uri
 from wharf.config.global_config import WharfConfig
 from wharf.config.spec import CodeArchiveRef, CodeSource, PipelineSpec
-from wharf.core.errors import InputError
+from wharf.core.errors import InputError, WharfError
 from wharf.execution.code_digests import FileHashes
+
+T = TypeVar("T")
 
 CODE_DIRECTORY = "code"
 """Where archives lie under the artifact store's root."""
@@ -365,6 +367,22 @@ def wanted_source(configured: CodeSource | None, travels: bool) -> CodeSource:
     return "archive" if travels else "local"
 
 
+class ThroughOutage(Protocol):
+    """Calls ``call`` again while the artifact store cannot be reached (``what`` names it in
+    the log), running ``before_again`` before each repeat; its last error once it gives up
+    (``wharf.execution.artifact_outages.through_artifact_outage`` bound to a run)."""
+
+    def __call__(
+        self, call: Callable[[], T], what: str, *, before_again: Callable[[], object] | None = None
+    ) -> T: ...
+
+
+def _once(
+    call: Callable[[], T], what: str, *, before_again: Callable[[], object] | None = None
+) -> T:
+    return call()
+
+
 def ship_code(
     spec: PipelineSpec,
     store: ArtifactStore,
@@ -374,12 +392,15 @@ def ship_code(
     root: Path | None = None,
     hashes_dir: Path | None = None,
     keep_out: Sequence[Path] = (),
+    through_outage: ThroughOutage = _once,
 ) -> PipelineSpec:
     """``spec`` with its code archive (packaged and uploaded if needed) when the run's code
     source is ``archive``; ``spec`` unchanged otherwise. ``hashes_dir``: where file hashes are
     remembered between calls (``wharf.execution.code_digests``; None: every file is read).
     ``keep_out``: paths that never travel (:func:`wharf_state`); the root of a local ``store``
-    never does either (else each archive would hold the ones before it)."""
+    never does either (else each archive would hold the ones before it). The upload is tried
+    again through an outage of the store as ``through_outage`` waits one out; once it gives up,
+    or the store refuses it, one line (``WharfError``, the backend's chain not shown)."""
     if wanted_source(spec.config.code_source, travels) != "archive":
         return spec
     where = source_root(root)
@@ -388,5 +409,19 @@ def ship_code(
     manifest = scan(where, candidates(where, [*keep_out, *local_store]), limit_bytes, known)
     if known is not None:
         known.save()
-    ref, _ = upload(manifest, store)
+    uri = archive_uri(store, manifest.digest)
+
+    def clear_leftovers() -> None:
+        """What a cut upload left (an incomplete multipart upload), never a published one."""
+        if not store.exists(uri):
+            store.rmtree(uri)
+
+    try:
+        ref, _ = through_outage(
+            lambda: upload(manifest, store),
+            "upload the pipeline's code archive",
+            before_again=clear_leftovers,
+        )
+    except OSError as exc:  # the store's own one line, its backend's chain not shown
+        raise WharfError(f"The pipeline's code archive could not be uploaded: {exc}") from None
     return spec.model_copy(update={"code": ref})

@@ -10,6 +10,7 @@ user's code, calling a pipeline runs nothing.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -24,6 +25,7 @@ from wharf.core.errors import InputError, PipelineDefinitionError, StepInterface
 from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
+from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.code_archive import code_travels, ship_code, wharf_state
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.refusal import RunRefusedError
@@ -267,6 +269,7 @@ class Pipeline(Generic[P]):
         check_usable = getattr(artifact_store, "check_usable", None)
         if check_usable is not None:  # a remote store that is unusable fails here, in one line
             check_usable()
+        services = workspace.run_services(artifact_store)
         spec = ship_code(
             spec,
             artifact_store,
@@ -274,8 +277,8 @@ class Pipeline(Generic[P]):
             limit_bytes=int(workspace.config.code_archive_limit_mib * 1024 * 1024),
             hashes_dir=workspace.config.code_hashes,
             keep_out=wharf_state(workspace.config),  # never the home and live store inside it
+            through_outage=functools.partial(through_artifact_outage, services),
         )
-        services = workspace.run_services(artifact_store)
         if spec.config.schedule is not None and orchestrator.schedules_runs:
             return schedule_on(self.name, workspace, orchestrator, stack.id, spec, services)
         name = run_name(self.name, services.clock())
