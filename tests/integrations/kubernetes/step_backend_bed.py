@@ -4,7 +4,7 @@ instances made by a factory (closed after the test); as fixtures (``emulator``, 
 ``world``, ``logs``, ``backend_for``) in :mod:`.conftest`.
 
 ``wharf/python:3.11`` is this interpreter (the real step entry point runs), and
-``wharf/stand-in`` is a shell script standing in for ``python -m wharf.execution.entrypoint ID``
+``wharf/stand-in`` is a shell script standing in for ``python -m wharf.integrations.kubernetes.step_main ID NAMESPACE``
 whose behaviour the attempt's environment picks (``STAND_IN``: ok, fail, sleep; a sleeping one
 writes ``$MARKER.started``, and ``$MARKER`` once it got SIGTERM, then takes ``$STOP_SECONDS``
 to stop)."""
@@ -33,7 +33,7 @@ PYTHON_IMAGE = "wharf/python:3.11"
 STAND_IN_IMAGE = "wharf/stand-in"
 SPEC = StepSpec(name="s", source="x:s", code_hash="s")
 STAND_IN = """#!/bin/sh
-# stands in for: python -m wharf.execution.entrypoint STEP_RUN_ID
+# stands in for: python -m wharf.integrations.kubernetes.step_main STEP_RUN_ID NAMESPACE
 case "$STAND_IN" in
   ok) echo "hello from $3"; echo "token $WHARF_API_KEY"; exit 0 ;;
   fail) echo "failing"; exit 2 ;;

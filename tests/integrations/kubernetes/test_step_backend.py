@@ -36,7 +36,7 @@ from wharf.resource_manager.contract.models import ResourceRequestInfo
 def test_the_real_entry_point_runs_in_the_pod_and_its_log_reaches_the_artifact_store(
     backend_for: BackendFactory, world: World, logs: LocalArtifactStore, tmp_path: Path
 ) -> None:
-    """The pod runs ``python -m wharf.execution.entrypoint ID`` with the attempt's settings:
+    """The pod runs ``python -m wharf.integrations.kubernetes.step_main ID NAMESPACE`` with the attempt's settings:
     it opens the store, finds its step run, and fails it there (the world's snapshot has no
     stack), exiting 3."""
     backend = backend_for(PYTHON_IMAGE)

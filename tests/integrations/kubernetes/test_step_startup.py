@@ -52,7 +52,7 @@ IMAGE = "wharf/records-completed"
 
 @pytest.fixture
 def kubelet(emulator: Emulator, tmp_path: Path) -> Iterator[Kubelet]:
-    step = tmp_path / "image" / "python"  # run as: python -m wharf.execution.entrypoint ID
+    step = tmp_path / "image" / "python"  # run as: python -m ...step_main ID NAMESPACE
     step.parent.mkdir()
     step.write_text(
         f"""#!{sys.executable}

@@ -75,7 +75,7 @@ from wharf.store.models import StepRunRecord
 if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
 
-ENTRYPOINT = ["python", "-m", "wharf.execution.entrypoint"]
+ENTRYPOINT = ["python", "-m", "wharf.integrations.kubernetes.step_main"]
 BACKEND_KEY = "wharf.io/step-backend"
 DEFAULT_PREFIX = "wharf"
 CONFLICT = 409
@@ -107,7 +107,9 @@ class KubernetesHandle:
 
 
 class KubernetesStepBackend:
-    """Runs each attempt as one Job whose pod runs ``python -m wharf.execution.entrypoint``.
+    """Runs each attempt as one Job whose pod runs the engine's step process
+    (``python -m wharf.integrations.kubernetes.step_main ID NAMESPACE``: it keeps its own log
+    when its pod is deleted).
 
     A Job is built from the backend's settings with the step's own entry layered over them
     (``step_settings``), the attempt's Wharf settings (credentials through a Secret: the
@@ -252,7 +254,7 @@ class KubernetesStepBackend:
             settings,
             name=name,
             image=self.image,
-            command=[*ENTRYPOINT, str(record.id)],
+            command=[*ENTRYPOINT, str(record.id), self.namespace],
             env=plain,
             secret_env=secret_env,
             labels=labels,
