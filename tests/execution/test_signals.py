@@ -241,3 +241,71 @@ def test_an_inline_steps_forked_worker_ends_as_by_default_on_sigterm_and_ctrl_c(
     assert "EXIT SIGINT 1" in done.stdout, done.stdout + done.stderr
     assert "KeyboardInterrupt" in done.stderr  # as in any Python process
     assert "Stopping run" not in done.stderr
+
+
+EARLY_SIGTERM = """
+import os
+import signal
+
+EARLY = []
+
+
+def sigterm_on_fork() -> None:  # runs in the child before Wharf's at-fork hooks
+    if EARLY:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+os.register_at_fork(after_in_child=sigterm_on_fork)
+
+import multiprocessing
+
+from wharf import pipeline, step
+
+
+def idle() -> None:
+    signal.pause()
+
+
+@step(enable_cache=False)
+def forks() -> None:
+    EARLY.append(True)
+    worker = multiprocessing.get_context("fork").Process(target=idle)
+    worker.start()
+    EARLY.clear()
+    worker.join(60)
+    print("EXIT", worker.exitcode, flush=True)
+
+
+@pipeline(name="early_sigterm")
+def early_sigterm() -> None:
+    forks()
+
+
+if __name__ == "__main__":
+    early_sigterm()
+"""
+
+
+def test_a_sigterm_reaching_a_forked_worker_before_its_handlers_are_given_back_ends_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, a SIGTERM that reached a worker forked by an inline step before the at-fork hook
+    gave its handlers back (``Pool.terminate`` of a worker the pool had just started again, the
+    others killed by a Ctrl-C) ran the run's handler in the worker, which took it for a stop of
+    the run and lived on: ``with Pool(...)`` then waited for it forever. A real pipeline script
+    whose worker gets its SIGTERM from an earlier at-fork hook."""
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "script.py").write_text(EARLY_SIGTERM)
+    done = subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"EXIT {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
+    assert "Stopping run" not in done.stderr, done.stderr

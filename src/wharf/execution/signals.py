@@ -144,6 +144,7 @@ class RunSignals:
         self._run_name = run_name
         self._previous: dict[int, Any] = {}
         self._give_back_wake: Callable[[], None] | None = None
+        self._pid = os.getpid()
         self.received: list[int] = []
         self.forced = False
         """A second signal came while the steps ran: the orchestrator must force the stop."""
@@ -177,6 +178,9 @@ class RunSignals:
             self._give_back_wake = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self._pid:  # a forked child, its handlers not given back yet
+            self._as_before(signum, frame)
+            return
         if signum == signal.SIGTERM and _hooks_take_sigterm():
             return
         self.received.append(signum)
@@ -194,6 +198,17 @@ class RunSignals:
             raise ForcedStop()
         else:
             raise KeyboardInterrupt()
+
+    def _as_before(self, signum: int, frame: FrameType | None) -> None:
+        """In a forked child: give ``signum`` back (:func:`_give_back_in_child`, which a signal
+        coming before it, e.g. ``Pool.terminate``'s SIGTERM to a worker just forked, would
+        otherwise find in the run's hands) and let it do what it did before the run."""
+        previous = self._previous.get(signum, _DEFAULTS[signum])
+        signal.signal(signum, previous)
+        if previous is signal.SIG_DFL:
+            os.kill(os.getpid(), signum)  # delivered as this returns: ends the child
+        elif callable(previous):
+            previous(signum, frame)  # Python's default for SIGINT raises KeyboardInterrupt
 
     def raise_if_signalled(self, status: str) -> None:
         """End the call as the first signal asked, once the run is recorded (``status``; the
