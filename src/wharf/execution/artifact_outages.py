@@ -6,18 +6,22 @@ reached (:func:`~wharf.artifacts.fsspec_store.store_unreachable`) is waited out,
 run's liveness timeout as the metadata store's outages are; a missing bucket, refused
 credentials or a materializer's own error fail at once. A save is repeated at the same URI after
 removing whatever the failed try left there: writes are published whole or not at all, so what
-is removed was never a complete artifact, and the repeat leaves a whole one or nothing.
+is removed was never a complete artifact, and the repeat leaves a whole one or nothing. A step's
+stop ends its wait between two tries (``wharf.execution.step_region``), never inside one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TypeVar
 
 from wharf.artifacts.fsspec_store import store_unreachable
 from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.services import RunServices
+from wharf.execution.step_region import StepRegion
 
 T = TypeVar("T")
 
@@ -28,10 +32,13 @@ def through_artifact_outage(
     what: str,
     *,
     before_again: Callable[[], object] | None = None,
+    stop: StepRegion | None = None,
 ) -> T:
     """``call()``'s answer, called again while the artifact store cannot be reached, for up to
     the run's liveness timeout (``what`` names it in the log); ``before_again()`` runs before
-    each repeat (an unreachable store there is waited out too)."""
+    each repeat (an unreachable store there is waited out too). ``stop``: the step's region,
+    whose interrupt (its run or the step stopped) ends the wait between two tries with
+    ``StepInterrupted``; a try in flight is not cut (a save is whole or absent)."""
     tries = 0
 
     def attempt() -> T:
@@ -41,11 +48,22 @@ def through_artifact_outage(
             before_again()
         return call()
 
-    return retry_through_outage(
-        attempt,
-        what=what,
-        patience=liveness_timeout_for(services.heartbeat_interval),
-        clock=services.clock,
-        sleep=services.sleep,
-        is_transient=store_unreachable,
-    )
+    def pause(seconds: float) -> None:
+        """``services.sleep`` a slice at a time, ended by ``stop``'s interrupt."""
+        while True:
+            if stop is not None:
+                stop.check_stop()
+            if seconds <= 0:
+                return
+            services.sleep(min(seconds, UNWOKEN_WAIT_SECONDS))
+            seconds -= UNWOKEN_WAIT_SECONDS
+
+    with stop.waiting() if stop is not None else nullcontext():
+        return retry_through_outage(
+            attempt,
+            what=what,
+            patience=liveness_timeout_for(services.heartbeat_interval),
+            clock=services.clock,
+            sleep=pause if stop is not None else services.sleep,
+            is_transient=store_unreachable,
+        )

@@ -52,6 +52,7 @@ from wharf.execution.log_capture import StepLog, capturing, step_log, write_to_s
 from wharf.execution.outages import retry_through_outage, transient
 from wharf.execution.run_checks import RunChecks
 from wharf.execution.services import RunServices
+from wharf.execution.step_region import StepRegion
 from wharf.execution.step_runner import StepRunner
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -170,7 +171,11 @@ class InlineExecutor:
             self.services.artifact_store,
             record.logs_uri,
             spec.name,
-            functools.partial(through_artifact_outage, self.services),
+            functools.partial(
+                through_artifact_outage,
+                self.services,
+                stop=region if isinstance(region, StepRegion) else None,
+            ),
         )
         try:
             with step_log(record.id, log), capturing(log):

@@ -34,6 +34,7 @@ from wharf.execution.lost_resources import lost_resources, reclaimed_resources
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.step_outcome import failed_steps_reason
+from wharf.execution.step_region import StepRegion
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord
 from wharf.store.ports import Store
@@ -285,7 +286,7 @@ class _Schedule:
             self._ready and not self._halted and len(self._running) < self._parallelism
         ):
             name = self._taken_over.popleft() if self._taken_over else self._ready.popleft()
-            region = self._running[name] = InterruptibleRegion()
+            region = self._running[name] = StepRegion()
             starts.append((name, region, self._inputs_of(name)))
         return starts
 

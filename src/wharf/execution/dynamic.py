@@ -77,6 +77,7 @@ from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike
+from wharf.execution.step_region import StepRegion
 from wharf.execution.stop_check import StopCheck
 from wharf.store.models import ArtifactVersionRecord, PipelineRunRecord
 
@@ -438,7 +439,7 @@ class DynamicRunner:
     def _execute(self, spec: StepSpec, inputs: dict[str, ArtifactVersionRecord]) -> StepOutputs:
         # The step's own code runs outside the run: a step it calls is a plain function call,
         # in this thread (a called step) as in a pool thread (a submitted one).
-        region = InterruptibleRegion()
+        region = StepRegion()
         with self._lock:
             self._running[spec.name] = region
         try:

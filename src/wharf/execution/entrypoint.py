@@ -48,6 +48,7 @@ from wharf.execution.parent_watch import ParentWatch
 from wharf.execution.pinning import allocation_from_env, pin_to_allocation
 from wharf.execution.resources.embedded import connect_configured
 from wharf.execution.services import RunServices, open_store, utc_now
+from wharf.execution.step_region import StepRegion
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_deadline import StopDeadline, stop_grace_from_env
 from wharf.store.models import (
@@ -76,7 +77,7 @@ def run_step_process(step_run_id: UUID) -> int:
     with its message."""
     # Never outlive the orchestrator: once it is gone the step is interrupted (and the
     # process exits if it does not end in time), and stores its own log (no one else will).
-    region = InterruptibleRegion()
+    region = StepRegion()
     wake_main_thread()  # an interrupt wakes the user code from a blocking call
     script_workers.serve()  # spawn/forkserver workers execute the step's script too
     own_log = OwnLog(os.environ.get(STEP_LOG_ENV))

@@ -35,6 +35,7 @@ from typing import IO, Any, Protocol, TextIO
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.execution import worker_logs
+from wharf.execution.interrupt import StepInterrupted
 from wharf.execution.parent_watch import exit_with_group
 from wharf.execution.worker_logs import WorkerPipe, WorkerWriter
 
@@ -291,8 +292,8 @@ class StepLog:
     def store(self) -> None:
         """Close the capture and store what it holds (nothing for a silent step), once, again
         through an outage of the store as ``through_outage`` waits one out (a failed try's
-        leftovers removed first); a failure to store is then logged (the step's end is
-        recorded: only its log is lost)."""
+        leftovers removed first; the step's stop ends that wait); a failure to store is then
+        logged (the step's end is recorded: only its log is lost)."""
         with self._lock:
             if self._stored:
                 return
@@ -310,6 +311,12 @@ class StepLog:
                 )
             except OSError as exc:  # the artifact store went away
                 logger.warning("Step '%s': its log could not be stored: %s", self._name, exc)
+            except StepInterrupted:  # its stop ended the wait for the store
+                logger.warning(
+                    "Step '%s': its log could not be stored: the artifact store could not be "
+                    "reached when the step was stopped.",
+                    self._name,
+                )
             finally:
                 self.sink.free()
 

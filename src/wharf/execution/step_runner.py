@@ -17,6 +17,7 @@ code (the function, a materializer) that leaves it ends there, never ending its 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -46,6 +47,7 @@ from wharf.execution.forked_children import child_ends_here, ending_children
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.services import RunServices
 from wharf.execution.step_like import StepLike, split_step_outputs
+from wharf.execution.step_region import StepRegion
 from wharf.execution.step_variables import step_variables
 from wharf.store.models import (
     ArtifactVersionCreate,
@@ -277,8 +279,13 @@ class StepRunner:
         return bool(shows is not None and shows(error))
 
     def load_inputs(
-        self, spec: StepSpec, inputs: Mapping[str, ArtifactVersionRecord]
+        self,
+        spec: StepSpec,
+        inputs: Mapping[str, ArtifactVersionRecord],
+        stop: StepRegion | None = None,
     ) -> dict[str, Any]:
+        """The inputs' values, each loaded through a short outage of the store (ended by
+        ``stop``'s interrupt, the step's region: ``StepInterrupted``)."""
         store = self._services.artifact_store
         loaded: dict[str, Any] = {}
         for name, v in inputs.items():
@@ -289,6 +296,7 @@ class StepRunner:
                         functools.partial(load_artifact, store, v.uri, v.data_type, v.materializer)
                     ),
                     f"load input '{name}' of step '{spec.name}'",
+                    stop=stop,
                 )
             except (StepInterrupted, Exception):
                 raise
@@ -319,7 +327,8 @@ class StepRunner:
         allocation: ResourceRequestInfo | None,
     ) -> dict[str, ArtifactVersionCreate]:
         _check_output_materializers(spec)
-        kwargs = {**spec.parameters, **self.load_inputs(spec, inputs)}
+        stop = region if isinstance(region, StepRegion) else None
+        kwargs = {**spec.parameters, **self.load_inputs(spec, inputs, stop)}
         artifact_store = self._services.artifact_store
         uris = {
             # <root>/<pipeline>/<run id>/<unique>: one new directory per artifact (directory
@@ -346,7 +355,7 @@ class StepRunner:
             if resume and holders is not None:
                 holders.begin()
         values = split_step_outputs(step, spec.name, value)
-        saved = self._save_all(spec, values, uris, _defined_at(step.func))
+        saved = self._save_all(spec, values, uris, _defined_at(step.func), stop)
         return {
             name: ArtifactVersionCreate(
                 project_id=self._services.project_id,
@@ -367,15 +376,20 @@ class StepRunner:
         values: Mapping[str, Any],
         uris: Mapping[str, str],
         warn_at: tuple[str, int] | None,
+        stop: StepRegion | None = None,
     ) -> dict[str, SavedArtifact]:
         services = self._services
         saved: dict[str, SavedArtifact] = {}
         try:
             for name, value in values.items():
-                saved[name] = self._save(spec, name, value, uris[name], warn_at)
+                saved[name] = self._save(spec, name, value, uris[name], warn_at, stop)
         except BaseException as exc:
             for s in saved.values():
-                services.artifact_store.rmtree(s.uri)
+                if isinstance(exc, StepInterrupted):  # the store may be gone: as far as it can
+                    with contextlib.suppress(OSError):
+                        services.artifact_store.rmtree(s.uri)
+                else:
+                    services.artifact_store.rmtree(s.uri)
             if isinstance(exc, MaterializationError):
                 raise MaterializationError(f"Output '{name}' of step '{spec.name}': {exc}") from exc
             if isinstance(exc, StepInterfaceError):
@@ -391,10 +405,17 @@ class StepRunner:
         return saved
 
     def _save(
-        self, spec: StepSpec, name: str, value: Any, uri: str, warn_at: tuple[str, int] | None
+        self,
+        spec: StepSpec,
+        name: str,
+        value: Any,
+        uri: str,
+        warn_at: tuple[str, int] | None,
+        stop: StepRegion | None = None,
     ) -> SavedArtifact:
         """Save output ``name`` at ``uri``, again (at the same URI, cleared first) while the
-        artifact store cannot be reached, for up to the run's liveness timeout."""
+        artifact store cannot be reached, for up to the run's liveness timeout; ``stop``'s
+        interrupt ends that wait (``StepInterrupted``: the step ends stopped, nothing saved)."""
         services = self._services
         store = services.artifact_store
         return through_artifact_outage(
@@ -411,4 +432,5 @@ class StepRunner:
             ),
             f"save output '{name}' of step '{spec.name}'",
             before_again=lambda: store.rmtree(uri),
+            stop=stop,
         )
