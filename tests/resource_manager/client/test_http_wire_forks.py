@@ -1,7 +1,7 @@
 # ruff: noqa: F811  (fixtures imported from the API conftest)
 """A forked child of a process whose Resource Manager client is open (a multiprocessing pool or
 an ``os.fork`` of an inline step) calls the RM on connections of its own, never on the forking
-thread's kept-alive one (:class:`wharf.resource_manager.client.http_wire.CoreWire`).
+thread's kept-alive one, over either wire of :mod:`wharf.resource_manager.client.http_wire`.
 
 A real fork of the test process, a real RM server (uvicorn over TCP); the parent calls on the
 forking thread's connection while the child calls.
@@ -16,6 +16,8 @@ import traceback
 import warnings
 from collections.abc import Callable
 
+import pytest
+
 from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     _rm_sqlite_template,
     server,
@@ -24,7 +26,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
 from tests.resource_manager.api.live import ADMIN_KEY, LiveServer
 from tests.sql.forking import SAFETY_TIMEOUT
 from wharf.resource_manager.client.http import HttpResourceManager
-from wharf.resource_manager.client.http_wire import CoreWire
+from wharf.resource_manager.client.http_wire import CoreWire, HttpxWire
 
 CALLS = 300
 """Calls by the child while its parent calls too: on a shared socket some got the other's
@@ -49,24 +51,9 @@ def _fork(body: Callable[[], None]) -> int:
     return pid
 
 
-def test_a_forked_child_and_its_parent_call_at_once_each_on_its_own_connection(
-    server: LiveServer,
-) -> None:
-    """On the forking thread's socket the two processes read each other's answers: one got
-    the other's descriptor for its own, or an unreadable answer, or waited for an answer the
-    other read. The child's ``close`` leaves the parent's connection alone."""
-    client = HttpResourceManager(server.url, api_key=ADMIN_KEY, timeout=5)
-    wire = client._transport._wire
-    assert isinstance(wire, CoreWire)
-    assert client.descriptors.get("CPU").name == "CPU"  # logged in, a connection kept alive
-    kept = wire._local.connection
-
-    def in_child() -> None:
-        for _ in range(CALLS):
-            assert client.descriptors.get("GPU").name == "GPU"
-        assert wire._local.connection is not kept
-        client.close()
-
+def _call_at_once(client: HttpResourceManager, in_child: Callable[[], None]) -> None:
+    """Fork a child that runs ``in_child`` while the parent calls the RM on the forking
+    thread's connection; both must succeed."""
     failures: list[BaseException] = []
     pid = _fork(in_child)
     status = None
@@ -89,9 +76,68 @@ def test_a_forked_child_and_its_parent_call_at_once_each_on_its_own_connection(
             else:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+    assert (status, [repr(f) for f in failures]) == (0, [])
+    assert client.descriptors.get("memory").name == "memory"
+
+
+def test_a_forked_child_and_its_parent_call_at_once_each_on_its_own_connection(
+    server: LiveServer,
+) -> None:
+    """On the forking thread's socket the two processes read each other's answers: one got
+    the other's descriptor for its own, or an unreadable answer, or waited for an answer the
+    other read. The child's ``close`` leaves the parent's connection alone."""
+    client = HttpResourceManager(server.url, api_key=ADMIN_KEY, timeout=5)
+    wire = client._transport._wire
+    assert isinstance(wire, CoreWire)
+    assert client.descriptors.get("CPU").name == "CPU"  # logged in, a connection kept alive
+    kept = wire._local.connection
+
+    def in_child() -> None:
+        for _ in range(CALLS):
+            assert client.descriptors.get("GPU").name == "GPU"
+        assert wire._local.connection is not kept
+        client.close()
+
     try:
-        assert (status, [repr(f) for f in failures]) == (0, [])
-        assert client.descriptors.get("memory").name == "memory"
+        _call_at_once(client, in_child)
         assert wire._local.connection is kept and not kept.is_closed()
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def proxied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment proxy that the RM's address is exempt from: the client takes the
+    ``httpx`` wire, whose requests still go straight to the RM."""
+    for name in ("http", "https", "all", "no"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+@pytest.mark.usefixtures("proxied")
+def test_a_forked_child_of_a_client_over_httpx_calls_on_a_client_of_its_own(
+    server: LiveServer,
+) -> None:
+    """The ``httpx`` wire (credentials in the URL, an environment proxy) pools keep-alive
+    sockets in its own ``httpx.Client``: the child makes a new client and leaves the
+    parent's open."""
+    client = HttpResourceManager(server.url, api_key=ADMIN_KEY, timeout=5)
+    wire = client._transport._wire
+    assert isinstance(wire, HttpxWire)
+    assert client.descriptors.get("CPU").name == "CPU"  # logged in, a connection kept alive
+    kept = wire._http
+    assert kept is not None
+
+    def in_child() -> None:
+        for _ in range(CALLS):
+            assert client.descriptors.get("GPU").name == "GPU"
+        assert wire._http is not kept
+        client.close()
+
+    try:
+        _call_at_once(client, in_child)
+        assert wire._http is kept and not kept.is_closed
     finally:
         client.close()

@@ -6,7 +6,8 @@ idempotency keys and error mapping live once in :mod:`.http_transport`.
 
 Invariants: no ``httpx``/``httpcore`` exception escapes a wire (a failed attempt is an
 :class:`AttemptError`, an unreadable answer a :class:`~wharf.core.errors.StoreError`). A forked
-child never sends on nor closes a :class:`CoreWire` connection it inherited: it opens its own.
+child never sends on nor closes a connection it inherited (a :class:`CoreWire`'s, or the
+``httpx.Client`` an :class:`HttpxWire` made): it opens its own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import socket
 import threading
 import urllib.request
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -100,7 +102,7 @@ class CoreWire:
         self._lock = threading.Lock()
         self._closed = False
         self._inherited: list[dict[threading.Thread, httpcore.HTTPConnection]] = []
-        _LIVE_CORE_WIRES.add(self)
+        _LIVE_WIRES.add(self)
 
     def forget_inherited(self) -> None:
         """In a forked child: the parent's connections are dropped, not closed."""
@@ -187,28 +189,49 @@ class CoreWire:
             connection.close()
 
 
-_LIVE_CORE_WIRES: weakref.WeakSet[CoreWire] = weakref.WeakSet()
-
-
-def _forget_inherited_connections() -> None:
-    for wire in list(_LIVE_CORE_WIRES):
-        wire.forget_inherited()
-
-
-os.register_at_fork(after_in_child=_forget_inherited_connections)
-
-
 class HttpxWire:
-    """Requests through an ``httpx.Client`` whose ``base_url`` is the RM's URL."""
+    """Requests through an ``httpx.Client`` whose ``base_url`` is the RM's URL.
 
-    def __init__(self, client: httpx.Client) -> None:
-        self._http = client
+    A client the wire made (``make`` given) is made anew in a forked child on its first call:
+    the inherited one is dropped without closing (its pooled sockets stay the parent's, kept in
+    ``_inherited``), as :class:`CoreWire` drops its connections. A client the caller gave is
+    the caller's to keep apart."""
+
+    def __init__(
+        self, client: httpx.Client, make: Callable[[], httpx.Client] | None = None
+    ) -> None:
+        self._http: httpx.Client | None = client
+        self._make = make
+        self._lock = threading.Lock()
+        self._closed = False
+        self._inherited: list[httpx.Client] = []
+        if make is not None:
+            _LIVE_WIRES.add(self)
+
+    def forget_inherited(self) -> None:
+        """In a forked child: the client is dropped, not closed (made anew on first use)."""
+        if self._http is not None:
+            self._inherited.append(self._http)
+        self._http = None
+        self._lock = threading.Lock()
+
+    def _client(self) -> httpx.Client:
+        http = self._http
+        if http is None:
+            with self._lock:
+                if self._closed or self._make is None:
+                    raise AttemptError("ClosedError", "the client is closed", transient=False)
+                if self._http is None:
+                    self._http = self._make()
+                http = self._http
+        return http
 
     def send(
         self, method: str, target: str, content: bytes | None, headers: Headers, retry: bool
     ) -> Answer:
+        http = self._client()
         try:
-            response = self._http.request(method, target, content=content, headers=headers)
+            response = http.request(method, target, content=content, headers=headers)
         except httpx.TransportError as exc:
             raise AttemptError(
                 type(exc).__name__, str(exc), transient=isinstance(exc, HTTPX_TRANSIENT)
@@ -222,7 +245,22 @@ class HttpxWire:
         )
 
     def close(self) -> None:
-        self._http.close()
+        with self._lock:
+            self._closed = True
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
+
+
+_LIVE_WIRES: weakref.WeakSet[CoreWire | HttpxWire] = weakref.WeakSet()
+
+
+def _forget_inherited_connections() -> None:
+    for wire in list(_LIVE_WIRES):
+        wire.forget_inherited()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)
 
 
 def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
@@ -233,13 +271,15 @@ def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
     try:
         parsed = httpx.URL(url)
         if parsed.userinfo or _env_proxy(parsed.scheme):
-            return HttpxWire(
-                httpx.Client(
+
+            def make() -> httpx.Client:
+                return httpx.Client(
                     base_url=url,
                     timeout=timeout,
                     transport=httpx.HTTPTransport(socket_options=NO_DELAY),
                 )
-            )
+
+            return HttpxWire(make(), make)
     except httpx.InvalidURL as exc:
         raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
     if not parsed.host:
