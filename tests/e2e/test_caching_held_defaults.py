@@ -6,6 +6,7 @@ the first one's result."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -49,6 +50,54 @@ def test_a_closed_over_helper_counts_the_values_it_holds(workspace: Workspace, m
     assert status(middle.copy()) is ExecutionStatus.CACHED
     assert status(types.SimpleNamespace(n=1)) is ExecutionStatus.COMPLETED
     assert status(types.SimpleNamespace(n=2)) is ExecutionStatus.COMPLETED
+
+
+def retry(times: int) -> Any:
+    def decorate(func: Any) -> Any:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for _ in range(times - 1):
+                try:
+                    return func(*args, **kwargs)
+                except OSError:
+                    pass
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def retried(times: int) -> Any:
+    @retry(times=times)
+    def helper() -> str:
+        return "x"
+
+    return helper
+
+
+def lru_cached(maxsize: int) -> Any:
+    @functools.lru_cache(maxsize=maxsize)
+    def helper() -> str:
+        return "x"
+
+    return helper
+
+
+@pytest.mark.parametrize("decorated", [retried, lru_cached], ids=["retry", "lru_cache"])
+def test_a_closed_over_helper_counts_what_its_decorators_hold(
+    workspace: Workspace, decorated: Any
+) -> None:
+    """The helper's digest was its inner function's alone: ``@retry(times=3)`` made
+    ``times=5`` shared a key and reused the first one's result."""
+
+    def status(value: Any) -> ExecutionStatus:
+        run = made_with(value).run_in(workspace)
+        return status_map(workspace, run.id)["made"]
+
+    assert status(decorated(3)) is ExecutionStatus.COMPLETED
+    assert status(decorated(3)) is ExecutionStatus.CACHED
+    assert status(decorated(5)) is ExecutionStatus.COMPLETED  # was CACHED
 
 
 def test_a_closed_over_helper_holding_what_cannot_be_read_is_not_cached(

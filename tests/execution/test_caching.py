@@ -153,6 +153,48 @@ def test_a_class_counts_its_attributes_of_plain_data() -> None:
     assert loaded_code_digest(one) != loaded_code_digest(other)
 
 
+WRAPPED = """
+import functools
+
+
+def retry(times):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args):
+            return [func(*args) for _ in range(times)][-1]
+
+        return wrapper
+
+    return decorate
+
+
+@functools.lru_cache(maxsize={maxsize})
+def cached(x):
+    return x
+
+
+@retry(times={times})
+def retried(x):
+    return x
+"""
+
+
+def test_what_a_functions_decorators_hold_counts() -> None:
+    """Digests unwrapped to the inner function: ``@retry(times=3)`` and ``times=5``, or two
+    ``lru_cache`` sizes, gave one digest."""
+    base = load(WRAPPED.format(maxsize=8, times=3))
+    same = load(WRAPPED.format(maxsize=8, times=3))
+    assert digests_of(base) == digests_of(same)
+    for edited in (WRAPPED.format(maxsize=16, times=3), WRAPPED.format(maxsize=8, times=5)):
+        other = load(edited)
+        assert loaded_code_digest(base) != loaded_code_digest(other)
+        assert digests_of(base)[1:] != digests_of(other)[1:]
+
+
+def digests_of(module: types.ModuleType) -> list[str]:
+    return [loaded_code_digest(f) for f in (module, module.cached, module.retried)]
+
+
 def test_recursion_ends_and_what_cannot_be_read_is_said() -> None:
     import threading
 

@@ -130,8 +130,12 @@ def loaded_code_digest(obj: Any) -> str:
     it holds cannot be read."""
     try:
         reading = _Reading()
-        reading.first_meeting(obj)
-        return _digest(obj, reading)
+        reading.first_meeting(_unwrapped(obj) if callable(obj) else obj)
+        digest = _digest(obj, reading)
+        wrappers = _wrappers(obj, reading)
+        if not wrappers:
+            return digest
+        return hashlib.sha256(f"{digest}\0{canonical(wrappers)}".encode()).hexdigest()
     except RecursionError as exc:
         raise UnhashedValueError("nested too deep") from exc
 
@@ -177,8 +181,38 @@ def _code_of(value: Any, reading: _Reading) -> list[Any] | None:
     inner = _unwrapped(value) if callable(value) else value
     if inspect.isfunction(inner) or inspect.isclass(inner) or inspect.ismodule(inner):
         met = reading.first_meeting(inner)
-        return ["code", _digest(inner, reading)] if met is None else ["met", met]
+        fact = ["code", _digest(inner, reading)] if met is None else ["met", met]
+        wrappers = _wrappers(value, reading)
+        return [*fact, wrappers] if wrappers else fact
     return None
+
+
+def _wrappers(value: Any, reading: _Reading) -> list[Any]:
+    """What the decorators around a function hold, each level of its ``__wrapped__`` chain
+    outermost first (``@retry(times=3)``'s ``times``): a wrapper function's code, defaults and
+    closed-over values (:func:`_function_values`), a ``functools.lru_cache`` wrapper's
+    ``cache_parameters()``; other wrappers (a step object) count nothing. Empty if nothing
+    wraps it, so that the fact of an undecorated function stays as it was."""
+    levels: list[Any] = []
+    seen: set[int] = set()
+    while callable(value) and not inspect.isclass(value) and id(value) not in seen:
+        inner = getattr(value, "__wrapped__", None)
+        if inner is None:
+            break
+        seen.add(id(value))
+        code = getattr(value, "__code__", None)
+        parameters = getattr(value, "cache_parameters", None)
+        if inspect.isfunction(value) and isinstance(code, CodeType):
+            met = reading.first_meeting(value)
+            if met is not None:
+                levels.append(["met", met])
+            else:
+                values = _function_values(value, code, reading)
+                levels.append(["wrapper", _code_bytes(code).hex(), values])
+        elif callable(parameters):
+            levels.append(["cache", _fact(parameters(), reading)])
+        value = inner
+    return levels
 
 
 def _unwrapped(value: Any) -> Any:
@@ -209,6 +243,9 @@ def _digest(obj: Any, reading: _Reading) -> str:
                 h.update(name.encode() + b"\0")
                 met = reading.first_meeting(part)
                 h.update(_digest(part, reading).encode() if met is None else b"met:%d" % met)
+            wrappers = _wrappers(getattr(member, "__func__", member), reading) if codes else []
+            if wrappers:  # a decorated function's decorators (@functools.lru_cache(maxsize=8))
+                h.update(f"{name}\0wrapped\0{canonical(wrappers)}".encode())
             plain = not codes and not name.startswith("__") and _plain_data(member)
             if isinstance(target, type) and plain:  # a class attribute of data (rate = 0.1)
                 h.update(f"{name}\0{canonical(member)}".encode())
