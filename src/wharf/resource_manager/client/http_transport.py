@@ -6,15 +6,18 @@ Owns: :class:`RetryPolicy`, :class:`Transport`.
 
 Invariants: no ``httpx``/``httpcore`` exception leaves this module, every failure is a
 ``WharfError``; a mutating call is applied by the server at most once (every retry of it,
-the re-login retry included, carries the same ``X-Idempotency-Key``).
+the re-login retry included, carries the same ``X-Idempotency-Key``); a forked child never
+waits for the login lock a parent thread held at the fork (it gets a fresh one).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +111,13 @@ class Transport:
         self._lock = threading.Lock()
         self._auth: _Auth | None = None
         """Replaced as one reference, so a lock-free reader never mixes two logins."""
+        _LIVE_TRANSPORTS.add(self)
+
+    def forget_inherited_lock(self) -> None:
+        """In a forked child: a fresh login lock. The parent's may be held by one of its
+        threads (logging in at the fork), which the child does not have: it would never be
+        released there. The child then logs in itself if it has no token."""
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._wire.close()
@@ -200,6 +210,17 @@ class Transport:
         token = issued.access_token
         header = [(b"Authorization", f"Bearer {token}".encode())]
         return _Auth(token, started + issued.expires_in - margin, header)
+
+
+_LIVE_TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
+
+
+def _forget_inherited_locks() -> None:
+    for transport in list(_LIVE_TRANSPORTS):
+        transport.forget_inherited_lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_locks)
 
 
 @dataclass(frozen=True, slots=True)
