@@ -6,6 +6,7 @@ the first one's result."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import subprocess
 import sys
@@ -98,6 +99,67 @@ def test_a_closed_over_helper_counts_what_its_decorators_hold(
     assert status(decorated(3)) is ExecutionStatus.COMPLETED
     assert status(decorated(3)) is ExecutionStatus.CACHED
     assert status(decorated(5)) is ExecutionStatus.COMPLETED  # was CACHED
+
+
+class Config:
+    def __init__(self, lr: float) -> None:
+        self.lr = lr
+
+
+def mode_enum(value: float) -> Any:
+    class Mode(enum.Enum):
+        FAST = value
+
+    return Mode
+
+
+def with_defaults(lr: float) -> Any:
+    class Trainer:
+        DEFAULTS = Config(lr)
+
+        def fit(self) -> float:
+            return self.DEFAULTS.lr
+
+    return Trainer
+
+
+def with_nested(lr: float) -> Any:
+    class Outer:
+        class Inner:
+            DEFAULTS = Config(lr)
+
+    return Outer
+
+
+@pytest.mark.parametrize(
+    "made", [mode_enum, with_defaults, with_nested], ids=["enum", "object", "nested"]
+)
+def test_a_closed_over_class_counts_what_its_attributes_hold(
+    workspace: Workspace, made: Any
+) -> None:
+    """A class counted its attributes of plain data only: ``FAST = 1`` edited to ``FAST = 2``
+    in an enum, or ``DEFAULTS = Config(lr=0.1)`` to ``0.2``, kept the key."""
+
+    def status(value: Any) -> ExecutionStatus:
+        run = made_with(value).run_in(workspace)
+        return status_map(workspace, run.id)["made"]
+
+    assert status(made(0.1)) is ExecutionStatus.COMPLETED
+    assert status(made(0.1)) is ExecutionStatus.CACHED
+    assert status(made(0.2)) is ExecutionStatus.COMPLETED  # was CACHED
+
+
+def test_a_closed_over_class_holding_what_cannot_be_read_is_not_cached(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Guarded:
+        LOCK = threading.Lock()
+
+    made = made_with(Guarded)
+    made.run_in(workspace)
+    second = made.run_in(workspace)
+    assert status_map(workspace, second.id) == {"made": ExecutionStatus.COMPLETED}
+    assert "attribute LOCK of " in caplog.text and "cannot be pickled" in caplog.text
 
 
 def test_a_closed_over_helper_holding_what_cannot_be_read_is_not_cached(

@@ -195,6 +195,34 @@ def digests_of(module: types.ModuleType) -> list[str]:
     return [loaded_code_digest(f) for f in (module, module.cached, module.retried)]
 
 
+CLASSES = """
+import enum
+import types
+
+
+class Mode(enum.Enum):
+    FAST = {fast}
+
+
+class Trainer:
+    DEFAULTS = types.SimpleNamespace(lr={lr})
+"""
+
+
+def test_a_class_counts_its_attributes_that_are_no_plain_data() -> None:
+    """An enum member's value and an object a class holds counted not at all."""
+
+    def each(module: types.ModuleType) -> list[str]:
+        return [loaded_code_digest(c) for c in (module, module.Mode, module.Trainer)]
+
+    base = load(CLASSES.format(fast=1, lr=0.1))
+    assert each(base) == each(load(CLASSES.format(fast=1, lr=0.1)))
+    fast, slow = load(CLASSES.format(fast=2, lr=0.1)), load(CLASSES.format(fast=1, lr=0.2))
+    assert loaded_code_digest(base.Mode) != loaded_code_digest(fast.Mode)
+    assert loaded_code_digest(base.Trainer) != loaded_code_digest(slow.Trainer)
+    assert len({loaded_code_digest(m) for m in (base, fast, slow)}) == 3
+
+
 def test_recursion_ends_and_what_cannot_be_read_is_said() -> None:
     import threading
 

@@ -8,18 +8,21 @@ Owns :func:`closure_values`, :func:`held_values` and :func:`loaded_code_digest`.
 by its content, as an input artifact does: JSON data (None, bool, int, float, str, lists and
 str-keyed dicts of them) by its canonical encoding (``core.cache_key.canonical``); a function,
 class or module by its loaded code (its bytecode, and a function's defaults and closed-over
-values by these rules); a numpy array by its dtype, shape and bytes; a container by its items,
-each by these rules; any other object by its pickled bytes. Never by ``repr``: a summary
-(numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr without the object's state gave two different
-values one key, a wrong cache hit. A value none of these reads (it cannot be pickled) is
-*unhashed*: the key cannot tell it from another of its type, so a step holding one is not
-cached (``sdk.compiler.StepDefaults.merge``, ``execution.caching``) unless its code is left out
-of its key. Each function, class or module is read once per reading: met again (a recursive
-inner function in its own closure), it counts as the order of its first meeting.
+values by these rules, its decorators' too: each level of its ``__wrapped__`` chain; a class's
+attributes by these rules, an enum member by its value); a numpy array by its dtype, shape and
+bytes; a container by its items, each by these rules; any other object by its pickled bytes.
+Never by ``repr``: a summary (numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr without the
+object's state gave two different values one key, a wrong cache hit. A value none of these reads
+(it cannot be pickled) is *unhashed*: the key cannot tell it from another of its type, so a step
+holding one is not cached (``sdk.compiler.StepDefaults.merge``, ``execution.caching``) unless
+its code is left out of its key. Each function, class or module is read once per reading: met
+again (a recursive inner function in its own closure), it counts as the order of its first
+meeting.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import inspect
 import json
@@ -124,8 +127,9 @@ def loaded_code_digest(obj: Any) -> str:
     """SHA-256 of the code of a function, class or module as loaded in this process: each
     function's bytecode, constants and names (recursively, for nested code), not its file or
     line numbers, and its defaults and closed-over values by content (:func:`held_values`'
-    rules); for a class its methods, nested classes and attributes of plain data, for a module
-    the functions and classes it defines. The same code holding the same values digests alike
+    rules; a decorated function's wrappers too); for a class its methods, nested classes and
+    attributes (plain data by value, others by these rules, an enum member by its value), for a
+    module the functions and classes it defines. The same code holding the same values digests alike
     in any process of the same Python version. Raises :class:`UnhashedValueError` if a value
     it holds cannot be read."""
     try:
@@ -249,7 +253,35 @@ def _digest(obj: Any, reading: _Reading) -> str:
             plain = not codes and not name.startswith("__") and _plain_data(member)
             if isinstance(target, type) and plain:  # a class attribute of data (rate = 0.1)
                 h.update(f"{name}\0{canonical(member)}".encode())
+            elif isinstance(target, type) and not codes and _counted_attribute(name, member):
+                fact = _attribute_fact(target, name, member, reading)
+                h.update(f"{name}\0held\0{canonical(fact)}".encode())
     return h.hexdigest()
+
+
+def _counted_attribute(name: str, member: Any) -> bool:
+    """Whether a class attribute that is no plain data and no code of the class's module
+    counts by content: an object (``DEFAULTS = Config(lr=0.1)``), an enum member, a class of
+    another module. Not Python's own (``__doc__``), an enum's (``_member_map_``) or abc's
+    (``_abc_impl``) attributes, nor descriptors (a function, a property, a slot: methods of
+    other modules count as before, not at all)."""
+    dunder = name.startswith("__") and name.endswith("__")
+    sunder = len(name) > 2 and name[0] == name[-1] == "_" and name[1] != "_"
+    if dunder or sunder or name == "_abc_impl" or _plain_data(member):
+        return False
+    return inspect.isclass(member) or not hasattr(type(member), "__get__")
+
+
+def _attribute_fact(cls: type, name: str, member: Any, reading: _Reading) -> Any:
+    """A class attribute's fact by :func:`_fact`; an enum member by its value (``FAST = 1``),
+    not its pickle, which names it."""
+    try:
+        if isinstance(member, enum.Enum):
+            return ["member", type(member).__qualname__, _fact(member.value, reading)]
+        return _fact(member, reading)
+    except UnhashedValueError as exc:
+        where = f"attribute {name} of {cls.__qualname__}, a {type(member).__qualname__}"
+        raise UnhashedValueError(f"{where}: {exc}") from exc
 
 
 def _function_values(func: Any, code: CodeType, reading: _Reading) -> list[Any]:
