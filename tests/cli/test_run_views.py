@@ -168,6 +168,7 @@ def test_show_as_json_keeps_the_records(two_runs) -> None:
     _, second = two_runs
     shown = json.loads(wharf("runs", "show", second.name, "-o", "json").stdout)
     assert shown["id"] == str(second.id) and shown["pipeline_name"] == "diamond"
+    assert (shown["stack_name"], shown["stack_deleted"]) == ("default", False)
     assert [s["name"] for s in shown["steps"]] == ["load", "left", "right", "join"]
 
 

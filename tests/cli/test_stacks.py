@@ -404,9 +404,15 @@ def test_a_run_shows_its_stack_and_once_the_stack_is_deleted_says_so(prod: Path)
             if line.startswith("Stack")
         )
 
+    def stack_json(env: dict[str, str] | None = None) -> tuple[object, object]:
+        shown = json.loads(ok("runs", "show", "done", "-o", "json", env=env))
+        return shown["stack_name"], shown["stack_deleted"]
+
     assert stack_line() == stack_line(normal) == "Stack     prod"
+    assert stack_json() == stack_json(normal) == ("prod", False)
     ok("stack", "delete", "prod", "-y")
     assert stack_line() == stack_line(normal) == "Stack     (deleted stack)"
+    assert stack_json() == stack_json(normal) == (None, True)
 
 
 def test_bad_deletions(prod: Path) -> None:

@@ -41,21 +41,22 @@ def gather(reads: Reads, run: str) -> RunView:
         page += 1
     pipeline = reads.get_pipeline(record.pipeline_id)
     snapshot = reads.get_snapshot(record.snapshot_id)
+    stack_name = None if snapshot.stack_id is None else reads.get_stack_name(snapshot.stack_id)
     return RunView(
         run=record,
         pipeline_name=pipeline.name,
-        stack=_stack(reads, snapshot.stack_id),
+        stack=_stack(snapshot.stack_id, stack_name),
+        stack_name=stack_name,
         steps=in_pipeline_order(steps, snapshot.spec),
         spec=snapshot.spec,
         cached_from=_cached_from(reads, steps),
     )
 
 
-def _stack(reads: Reads, stack_id: UUID | None) -> str:
+def _stack(stack_id: UUID | None, name: str | None) -> str:
     """The name of the stack the run ran on; once that stack is deleted, says so: deleting a
     stack clears its id from its runs' snapshots (``stacks.delete_stack``), so no id is left to
     show unless it went between the reads."""
-    name = None if stack_id is None else reads.get_stack_name(stack_id)
     if name is not None:
         return name
     return DELETED_STACK if stack_id is None else f"{DELETED_STACK[:-1]} {stack_id.hex[:8]})"

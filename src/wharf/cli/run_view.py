@@ -34,6 +34,8 @@ class RunView:
     """Step run id -> what its resource request got."""
     stack: str | None = None
     """The stack the run ran on, as shown (``run_details``); None: not shown."""
+    stack_name: str | None = None
+    """The stack's name; None once the stack is deleted (``stack`` then says so) or not read."""
 
 
 def in_pipeline_order(

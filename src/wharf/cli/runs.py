@@ -78,6 +78,8 @@ def show_run(run: str, output: str) -> None:
 
         data = view.run.model_dump(mode="json")
         data["pipeline_name"] = view.pipeline_name
+        data["stack_name"] = view.stack_name
+        data["stack_deleted"] = view.stack_name is None
         data["steps"] = [s.model_dump(mode="json") for s in view.steps]
         click.echo(json.dumps(data, indent=2))
         return
