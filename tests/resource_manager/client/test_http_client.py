@@ -20,7 +20,7 @@ from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     server,
     sqlite_rm_url,
 )
-from tests.resource_manager.api.live import OPS_PASSWORD, LiveServer
+from tests.resource_manager.api.live import ADMIN_KEY, OPS_PASSWORD, LiveServer
 from wharf.core.enums import ResourceRequestRuntimeState as RS
 from wharf.core.enums import ResourceRequestStatus as S
 from wharf.core.errors import (
@@ -225,6 +225,18 @@ def test_bad_credentials_and_password_logins(server: LiveServer) -> None:
         HttpResourceManager(server.url)
     with pytest.raises(InputError, match="http:// or https://"):
         HttpResourceManager("localhost:8238", api_key="k")
+
+
+def test_credentials_in_the_url_are_refused_without_showing_them(server: LiveServer) -> None:
+    """``httpx`` would send a URL's credentials as Basic auth in place of the bearer token, so
+    every authenticated call would fail: such a URL is refused up front, its password unshown."""
+    with_credentials = server.url.replace("http://", "http://ops:hunter2@")
+    for login in ({"api_key": ADMIN_KEY}, {"username": "ops", "password": OPS_PASSWORD}):
+        with pytest.raises(InputError, match="credentials in the URL") as refused:
+            HttpResourceManager(with_credentials, **login).close()
+        assert "hunter2" not in str(refused.value) and server.url in str(refused.value)
+        with HttpResourceManager(server.url, **login) as client:
+            assert client.pools.list() == []
 
 
 def test_the_client_works_as_a_context_manager(server: LiveServer) -> None:

@@ -414,11 +414,9 @@ def test_a_server_that_comes_up_late(sqlite_rm_url: str) -> None:
             live.stop()
 
 
-def test_the_fast_wire_steps_aside_for_proxies_and_credentials_in_the_url(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``httpx`` routes through an environment proxy, and sends a URL's credentials; the
-    ``httpcore`` wire does neither, so those clients keep ``httpx``."""
+def test_the_fast_wire_steps_aside_for_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``httpx`` routes through an environment proxy; the ``httpcore`` wire does not, so those
+    clients keep ``httpx``. A URL with credentials is refused (``test_http_client``)."""
     for name in ("http", "https", "all"):
         monkeypatch.delenv(f"{name}_proxy", raising=False)
         monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
@@ -429,7 +427,6 @@ def test_the_fast_wire_steps_aside_for_proxies_and_credentials_in_the_url(
 
     assert wire("http://127.0.0.1:9") is CoreWire
     assert wire("https://rm.example:8443/base") is CoreWire
-    assert wire("http://user:secret@127.0.0.1:9") is HttpxWire
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert wire("http://127.0.0.1:9") is CoreWire
     assert wire("https://rm.example") is HttpxWire

@@ -120,7 +120,7 @@ def proxied(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_forked_child_of_a_client_over_httpx_calls_on_a_client_of_its_own(
     server: LiveServer,
 ) -> None:
-    """The ``httpx`` wire (credentials in the URL, an environment proxy) pools keep-alive
+    """The ``httpx`` wire (an environment proxy) pools keep-alive
     sockets in its own ``httpx.Client``: the child makes a new client and leaves the
     parent's open."""
     client = HttpResourceManager(server.url, api_key=ADMIN_KEY, timeout=5)

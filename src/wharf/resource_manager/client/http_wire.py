@@ -265,12 +265,21 @@ os.register_at_fork(after_in_child=_forget_inherited_connections)
 
 def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
     """The wire for ``url``: an :class:`HttpxWire` over the caller's client, or over a new one
-    when the URL holds credentials or the environment names a proxy; else a :class:`CoreWire`."""
+    when the environment names a proxy; else a :class:`CoreWire`.
+
+    A URL holding credentials (``http://user:pass@host``) is refused: ``httpx`` would send them
+    as Basic auth in place of the RM's bearer token, so every authenticated call would fail."""
     if http is not None:
         return HttpxWire(http)
     try:
         parsed = httpx.URL(url)
-        if parsed.userinfo or _env_proxy(parsed.scheme):
+        if parsed.userinfo:
+            shown = parsed.copy_with(username=None, password=None)
+            raise InputError(
+                f"Invalid Resource Manager URL '{shown}' (credentials removed): credentials in "
+                "the URL are not supported; give an API key, or a username and password."
+            )
+        if _env_proxy(parsed.scheme):
 
             def make() -> httpx.Client:
                 return httpx.Client(
