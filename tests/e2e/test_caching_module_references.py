@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_caching import status_map
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
@@ -126,3 +128,87 @@ def test_a_constant_the_key_cannot_read_leaves_the_step_uncached(
     runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
     spec = workspace.store.snapshots.get(runs[0].snapshot_id).spec.steps["count"]
     assert spec.config.enable_cache is False
+
+
+OBJECT_SCRIPT = """
+import dataclasses
+import logging
+import re
+from decimal import Decimal
+
+import numpy as np
+
+from wharf import pipeline, step
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lr: float
+
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+CONFIG = Config(lr=0.1)
+PATTERN = re.compile("a+")
+VOCAB = frozenset({"a", ("b", Decimal("1.5"))})
+
+
+@step
+def count(rows: int = 5) -> str:
+    logger.info("counting")
+    return repr((rows, READ))
+
+
+@pipeline
+def counting() -> None:
+    count()
+
+
+if __name__ == "__main__":
+    counting()
+"""
+
+
+@pytest.mark.parametrize(
+    ("read", "old", "new"),
+    [
+        ("WEIGHTS.sum()", "np.array([1.0, 2.0, 3.0])", "np.array([1.0, 2.0, 4.0])"),
+        ("CONFIG.lr", "Config(lr=0.1)", "Config(lr=0.2)"),
+        ("PATTERN.pattern", 're.compile("a+")', 're.compile("b+")'),
+        ("sorted(VOCAB, key=str)", 'Decimal("1.5")', 'Decimal("2.5")'),
+    ],
+    ids=["numpy-array", "dataclass-instance", "compiled-regex", "frozenset"],
+)
+def test_editing_a_module_level_object_runs_the_step_again(
+    workspace: Workspace, tmp_path: Path, read: str, old: str, new: str
+) -> None:
+    """A module-level constant other than plain data (an array, a dataclass instance, a
+    compiled pattern) was left out of the key: editing it reused the old result. The logger
+    the step also reads keeps it cached."""
+    script = tmp_path / "counting.py"
+    text = OBJECT_SCRIPT.replace("READ", read)
+    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, text, workspace) is ExecutionStatus.CACHED
+    assert old in text
+    edited = text.replace(old, new)
+    assert run(script, edited, workspace) is ExecutionStatus.COMPLETED
+    assert run(script, edited, workspace) is ExecutionStatus.CACHED
+
+
+def test_an_unpicklable_module_level_object_leaves_the_step_uncached(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    script = tmp_path / "counting.py"
+    text = OBJECT_SCRIPT.replace("import re\n", "import re\nimport threading\n")
+    text = text.replace("VOCAB = ", "LOCK = threading.Lock()\nVOCAB = ")
+    text = text.replace("READ", "LOCK.locked()")
+    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "module-level 'LOCK', a lock (cannot be pickled" in done.stderr + done.stdout
+    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
+    newest = max(runs, key=lambda r: r.created)
+    assert status_map(workspace, newest.id)["count"] is ExecutionStatus.COMPLETED

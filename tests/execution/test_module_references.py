@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import subprocess
 import sys
 import textwrap
 import types
@@ -210,7 +212,7 @@ def test_a_class_counts_with_its_methods_and_their_helpers(load) -> None:
     assert found != facts(load(text.replace("return 1", "return 2")))
 
 
-def test_other_modules_builtins_and_objects_are_not_followed(load) -> None:
+def test_other_modules_and_builtins_are_not_followed(load) -> None:
     module = load(
         """
         import json
@@ -230,7 +232,8 @@ def test_other_modules_builtins_and_objects_are_not_followed(load) -> None:
         """
     )
     found = facts(module)
-    assert set(found) == {"PATHS", "BIG", "LONG"}
+    assert set(found) == {"PATHS", "BIG", "LONG", "OBJECT"}
+    assert found["OBJECT"].startswith("held:object:")  # by its pickled bytes
     assert found["PATHS"].startswith("value:dict:")
     assert found["BIG"].startswith("sha256:list:")  # by its content's digest
     assert found["LONG"].startswith("sha256:str:")
@@ -282,3 +285,148 @@ def test_a_value_nested_too_deep_is_unhashed(load) -> None:
     assert unhashed_references(module_references(module.s)) == [
         "module-level 'DEEP', a list (nested too deep)"
     ]
+
+
+OBJECTS = """
+import dataclasses
+import re
+from decimal import Decimal
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lr: float
+
+    def scaled(self):
+        return self.lr * 2
+
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+CONFIG = Config(lr=0.1)
+PATTERN = re.compile("a+")
+VOCAB = frozenset({"a", ("b", Decimal("1.5"))})
+
+
+def s():
+    return WEIGHTS, CONFIG, PATTERN, VOCAB
+"""
+
+
+def test_module_level_objects_count_by_content(load) -> None:
+    """An array, an instance, a compiled pattern or a set holding objects was left out of the
+    key: editing it kept the step's key."""
+    before = facts(load(OBJECTS))
+    assert set(before) == {"WEIGHTS", "CONFIG", "PATTERN", "VOCAB"}
+    assert all(fact.startswith("held:") for fact in before.values())
+    assert facts(load(OBJECTS)) == before
+    for old, new in [
+        ("[1.0, 2.0, 3.0]", "[1.0, 2.0, 4.0]"),
+        ("Config(lr=0.1)", "Config(lr=0.2)"),
+        ("self.lr * 2", "self.lr * 3"),  # the instance's class, defined beside the step
+        ('re.compile("a+")', 're.compile("b+")'),
+        ('Decimal("1.5")', 'Decimal("2.5")'),
+    ]:
+        assert old in OBJECTS
+        after = facts(load(OBJECTS.replace(old, new)))
+        assert after != before and unhashed_references(after.items()) == []
+
+
+def test_an_instance_of_the_module_s_class_does_not_count_its_module_name(load) -> None:
+    """Pickled, an instance names its class's module: ``__main__`` where a script runs,
+    ``__wharf_script__`` where an orchestrator loads it. Both must give one key."""
+    assert facts(load(OBJECTS, "one_script")) == facts(load(OBJECTS, "other_script"))
+
+
+def test_what_is_no_data_is_left_out(load) -> None:
+    """Loggers, modules, code of other modules and typing's constructs are no data: they
+    neither count nor leave the step uncached."""
+    module = load(
+        """
+        import functools
+        import logging
+        from typing import Optional, TypeVar
+
+        import numpy as np
+
+        from wharf import step
+
+        logger = logging.getLogger(__name__)
+        adapter = logging.LoggerAdapter(logger, {"run": 1})
+        T = TypeVar("T")
+        MaybeInt = Optional[int]
+        Vector = list[float]
+        Either = int | str
+        cached_sum = functools.lru_cache(maxsize=8)(np.sum)
+
+
+        def s():
+            logger.info("x")
+            return adapter, T, MaybeInt, Vector, Either, np, np.sum, cached_sum, step
+        """
+    )
+    assert facts(module) == {}
+
+
+def test_an_object_that_cannot_be_pickled_is_unhashed(load, tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("x")
+    module = load(
+        f"""
+        import threading
+
+        LOCK = threading.Lock()
+        HANDLE = open({str(data)!r})
+
+
+        def s():
+            return LOCK, HANDLE.read()
+        """
+    )
+    unhashed = unhashed_references(module_references(module.s))
+    module.HANDLE.close()
+    assert [u.split(" (")[0] for u in unhashed] == [
+        "module-level 'HANDLE', a TextIOWrapper",
+        "module-level 'LOCK', a lock",
+    ]
+    assert all("cannot be pickled" in u for u in unhashed)
+
+
+def test_an_object_holding_a_set_counts_alike_in_every_process(tmp_path: Path) -> None:
+    """A set pickles in the order string hashing gives it, which ``PYTHONHASHSEED`` varies
+    between processes: the key of a step reading ``CONFIG = Config(tags={...})`` changed at
+    every run, never cached."""
+    script = tmp_path / "sets_probe.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import dataclasses
+
+            from wharf.execution.module_references import module_references
+
+
+            @dataclasses.dataclass
+            class Config:
+                tags: set
+
+
+            CONFIG = Config(tags={"alpha", "beta", "gamma", "delta", "epsilon"})
+
+
+            def s():
+                return CONFIG
+
+
+            print(module_references(s))
+            """
+        )
+    )
+    printed = set()
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, check=True
+        )
+        printed.add(done.stdout)
+    assert len(printed) == 1 and "held:Config:" in printed.pop()

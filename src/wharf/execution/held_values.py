@@ -2,22 +2,22 @@
 closes over (a step made by a factory, ``def make(v): @step def s(): return v``, has one source
 for every ``v``), its parameters' defaults that a run does not record (no JSON values), and
 the defaults and closed-over values of the functions these reach (a helper the step closes
-over, a cache policy's source dependency).
+over, a cache policy's source dependency), and the module-level objects a step reads
+(``execution.module_references``).
 
-Owns :func:`closure_values`, :func:`held_values` and :func:`loaded_code_digest`. A value counts
-by its content, as an input artifact does: JSON data (None, bool, int, float, str, lists and
-str-keyed dicts of them) by its canonical encoding (``core.cache_key.canonical``); a function,
-class or module by its loaded code (its bytecode, and a function's defaults and closed-over
-values by these rules, its decorators' too: each level of its ``__wrapped__`` chain; a class's
-attributes by these rules, an enum member by its value); a numpy array by its dtype, shape and
-bytes; a container by its items, each by these rules; any other object by its pickled bytes.
-Never by ``repr``: a summary (numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr without the
-object's state gave two different values one key, a wrong cache hit. A value none of these reads
-(it cannot be pickled) is *unhashed*: the key cannot tell it from another of its type, so a step
-holding one is not cached (``sdk.compiler.StepDefaults.merge``, ``execution.caching``) unless
-its code is left out of its key. Each function, class or module is read once per reading: met
-again (a recursive inner function in its own closure), it counts as the order of its first
-meeting.
+Owns :func:`closure_values`, :func:`held_values`, :func:`held_value_digest` and
+:func:`loaded_code_digest`. A value counts by its content, as an input artifact does: JSON data
+(None, bool, int, float, str, lists and str-keyed dicts of them) by its canonical encoding
+(``core.cache_key.canonical``); a function, class or module by its loaded code (its bytecode, and a
+function's defaults and closed-over values by these rules, its decorators' too: each level of its
+``__wrapped__`` chain; a class's attributes by these rules, an enum member by its value); a numpy
+array by its dtype, shape and bytes; a container by its items, each by these rules; any other object
+by its pickled bytes. Never by ``repr``: a summary (numpy's ``[0, 0, 0, ..., 0, 0, 0]``) or a repr
+without the object's state gave two different values one key, a wrong cache hit. A value none of
+these reads (it cannot be pickled) is *unhashed*: the key cannot tell it from another of its type,
+so a step holding one is not cached (``sdk.compiler.StepDefaults.merge``, ``execution.caching``)
+unless its code is left out of its key. Each function, class or module is read once per reading: met
+again (a recursive inner function in its own closure), it counts as the order of its first meeting.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import inspect
+import io
 import json
 import pickle
 import sys
@@ -61,6 +62,9 @@ class _Reading:
 
     order: dict[int, int] = field(default_factory=dict)
     kept: list[Any] = field(default_factory=list)
+    own_module: str | None = None
+    """The module whose functions and classes a pickle names by qualified name and code
+    (:func:`held_value_digest`); None: pickled as they are, by module and name."""
 
     def first_meeting(self, obj: Any) -> int | None:
         """None the first time ``obj`` is met (then remembered); its order after."""
@@ -123,6 +127,19 @@ def held_values(named: Iterable[tuple[str, Any]]) -> HeldValues:
     return HeldValues(digest, tuple(unhashed))
 
 
+def held_value_digest(value: Any, own_module: str) -> str:
+    """SHA-256 of one value's fact by :func:`held_values`' rules, where a function or class of
+    ``own_module`` (a script's: ``__main__`` where it runs, ``__wharf_script__`` where an
+    orchestrator loads it), in the value or its pickle (an instance's class), counts by its
+    qualified name and loaded code, never by its module's name. Raises
+    :class:`UnhashedValueError` if the value cannot be read."""
+    try:
+        fact = _fact(value, _Reading(own_module=own_module))
+    except RecursionError as exc:
+        raise UnhashedValueError("nested too deep") from exc
+    return hashlib.sha256(canonical(fact).encode()).hexdigest()
+
+
 def loaded_code_digest(obj: Any) -> str:
     """SHA-256 of the code of a function, class or module as loaded in this process: each
     function's bytecode, constants and names (recursively, for nested code), not its file or
@@ -162,7 +179,7 @@ def _fact(value: Any, reading: _Reading) -> Any:
     if array is not None:
         data = hashlib.sha256(array.tobytes()).hexdigest()
         return ["array", _kind(value), array.dtype.str, list(array.shape), data]
-    return ["pickle", _kind(value), _pickled(value)]
+    return ["pickle", _kind(value, reading.own_module), _pickled(value, reading)]
 
 
 def _plain_data(value: Any) -> bool:
@@ -349,18 +366,47 @@ def _numpy_array(value: Any) -> Any:
     return None if array.dtype.hasobject else array
 
 
-def _pickled(value: Any) -> str:
+def _pickled(value: Any, reading: _Reading) -> str:
     try:
-        data = pickle.dumps(value, protocol=PICKLE_PROTOCOL)
-    except RecursionError:
+        if reading.own_module is None:
+            data = pickle.dumps(value, protocol=PICKLE_PROTOCOL)
+        else:
+            buffer = io.BytesIO()
+            _OwnPickler(buffer, reading).dump(value)
+            data = buffer.getvalue()
+    except (RecursionError, UnhashedValueError):
         raise
     except Exception as exc:
         raise UnhashedValueError(f"cannot be pickled: {exc}") from exc
     return hashlib.sha256(data).hexdigest()
 
 
-def _kind(value: Any) -> str:
-    return f"{type(value).__module__}.{type(value).__qualname__}"
+class _OwnPickler(pickle.Pickler):
+    """Pickles a function or class of the reading's own module as its qualified name and its
+    loaded code's fact (an instance of a class the script defines: the class's methods count,
+    its module's name does not), and a set by its items' facts, sorted (one pickle in every
+    process, whatever its ``PYTHONHASHSEED``)."""
+
+    def __init__(self, file: io.BytesIO, reading: _Reading) -> None:
+        super().__init__(file, protocol=PICKLE_PROTOCOL)
+        self.reading = reading
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) in (set, frozenset):  # pickled in an order string hashing varies
+            return canonical(_fact(obj, self.reading))
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            return None
+        if getattr(obj, "__module__", None) != self.reading.own_module:
+            return None
+        code = _code_of(obj, self.reading)
+        return canonical(["own", obj.__qualname__, code])
+
+
+def _kind(value: Any, own_module: str | None = None) -> str:
+    module = type(value).__module__
+    if own_module is not None and module == own_module:
+        return f"<own>.{type(value).__qualname__}"
+    return f"{module}.{type(value).__qualname__}"
 
 
 def _encoded(value: Any) -> str:

@@ -7,13 +7,17 @@ without comments (``core.cache_key.without_comments``; its bytecode where the so
 unknown), then its own global references (a class's through its methods, its nested classes
 and its bases of the module); a module-level value of plain data (None, bool, int, float,
 str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical encoding,
-a large one by that encoding's digest. A value too large to hash (:data:`MAX_HASHED_ITEMS`,
-:data:`MAX_HASHED_CHARS`) or nested too deep is *unhashed* (:func:`unhashed_references`):
-its step is not cached (``sdk.compiler``), never keyed by the value's type alone. Not
-followed: builtins, modules, objects of other modules (a ``CachePolicy``'s
-``source_dependencies``), other objects. Facts never hold the module's name: a script is
-``__main__`` where it runs and ``__wharf_script__`` where an orchestrator loads it, and both
-must give one key.
+a large one by that encoding's digest; any other object (a numpy array, a dataclass instance,
+a compiled pattern) by its content as ``execution.held_values`` reads it, a class of the
+module it holds by its qualified name and code. A value too large to hash
+(:data:`MAX_HASHED_ITEMS`, :data:`MAX_HASHED_CHARS`), nested too deep or that cannot be
+pickled (a lock, a connection, an open file) is *unhashed* (:func:`unhashed_references`): its
+step is not cached (``sdk.compiler``), never keyed by the value's type alone. Not followed:
+builtins, modules, code of other modules (functions, classes, what wraps a function: a step,
+a ``CachePolicy``'s ``source_dependencies``), loggers and ``typing``'s constructs, which are
+no data (:func:`_not_data`). Facts never hold the module's name: a script is ``__main__``
+where it runs and ``__wharf_script__`` where an orchestrator loads it, and both must give one
+key.
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ from __future__ import annotations
 import dis
 import hashlib
 import inspect
+import logging
 from collections.abc import Iterable, Iterator
-from types import CodeType, FunctionType
+from types import CodeType, FunctionType, GenericAlias, UnionType
 from typing import Any
 
 from wharf.core.cache_key import canonical, without_comments
-from wharf.execution.held_values import UnhashedValueError, loaded_code_digest
+from wharf.execution.held_values import (
+    UnhashedValueError,
+    held_value_digest,
+    loaded_code_digest,
+)
 
 MAX_VALUE_CHARS = 100_000
 """Characters of its canonical encoding a module-level value may have to be held whole in the
@@ -77,7 +86,7 @@ class _Gatherer:
                 self.follow_object(obj)
         else:
             try:
-                fact = _value_fact(value)
+                fact = _value_fact(value, self.module)
             except RecursionError:  # nested too deep to encode
                 fact = f"{UNHASHED}{type(value).__name__}:nested too deep"
             if fact is not None:
@@ -208,13 +217,19 @@ def _plain_items(value: Any, budget: list[int]) -> bool | None:
     return True
 
 
-def _value_fact(value: Any) -> str | None:
+def _value_fact(value: Any, module: str) -> str | None:
     """A plain value's canonical encoding (its SHA-256 if long; unhashed if too large to
-    hash); None for any other object."""
+    hash); another object's held-value digest (unhashed if it cannot be read); None for what
+    is no data (:func:`_not_data`)."""
     plain = _plain_items(value, [MAX_HASHED_ITEMS, MAX_HASHED_CHARS])
-    if plain is None:
-        return None
     kind = type(value).__name__
+    if plain is None:
+        if _not_data(value):
+            return None
+        try:
+            return f"held:{kind}:{held_value_digest(value, module)}"
+        except UnhashedValueError as exc:
+            return f"{UNHASHED}{kind}:{exc}"
     if not plain:
         return (
             f"{UNHASHED}{kind}:over {MAX_HASHED_ITEMS:,} elements or {MAX_HASHED_CHARS:,} "
@@ -224,3 +239,19 @@ def _value_fact(value: Any) -> str | None:
     if len(encoded) <= MAX_VALUE_CHARS:
         return f"value:{kind}:{encoded}"
     return f"sha256:{kind}:{hashlib.sha256(encoded.encode()).hexdigest()}"
+
+
+def _not_data(value: Any) -> bool:
+    """Whether a module-level object is no data the step computes from, left out of the key:
+    a module, a function, class or other routine (code: the module's own count as code, other
+    modules' are not in the key), an object wrapping a function (a step, a decorated function,
+    of another module), a logger, a construct of ``typing`` (a ``TypeVar``, ``Optional[int]``,
+    ``list[float]``)."""
+    if inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value):
+        return True
+    if callable(value) and _unwrapped(value) is not value:
+        return True
+    if isinstance(value, logging.Logger | logging.LoggerAdapter):
+        return True
+    typing_kind = type(value).__module__ in ("typing", "typing_extensions")
+    return typing_kind or isinstance(value, GenericAlias | UnionType)

@@ -184,10 +184,11 @@ class Compilation:
 
 def code_hash_with_references(step: Step[Any, Any]) -> tuple[str, list[str]]:
     """The step's code hash, covering also what its code reaches of its own module (helpers,
-    classes and plain constants: ``wharf.execution.module_references``), read here, where the
-    pipeline is compiled and its module is whole, so that whoever decides its caching later (an
-    orchestrator pod that never imports it) sees the same facts; and what of those the hash
-    cannot hold (a constant too large to hash: the step must not be cached)."""
+    classes, constants and other objects: ``wharf.execution.module_references``), read here, where
+    the pipeline is compiled and its module is whole, so that whoever decides its caching later (an
+    orchestrator pod that never imports it) sees the same facts; and what of those the hash cannot
+    hold (a constant too large to hash, an object that cannot be pickled: the step must not be
+    cached)."""
     import hashlib
 
     from wharf.core.cache_key import canonical
