@@ -47,6 +47,20 @@ def test_password_is_masked() -> None:
     assert mask_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("u:S3cret@host/db", "u:***@host/db"),
+        ("postgresql://wharf:S3cret@db:notaport/wharf", "postgresql://wharf:***@db:notaport/wharf"),
+    ],
+)
+def test_an_unparsable_url_is_refused_without_its_password(url: str, shown: str) -> None:
+    with pytest.raises(InputError) as refused:
+        normalize_url(url)
+    assert str(refused.value).startswith(f"Invalid store URL '{shown}': ")
+    assert "S3cret" not in str(refused.value)
+
+
 def test_sqlite_refuses_a_missing_directory_and_creates_none(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "wharf.db"
     with pytest.raises(InputError, match=f"the directory {tmp_path / 'a' / 'b'} does not exist"):

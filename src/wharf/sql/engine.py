@@ -29,6 +29,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from wharf.core.errors import InputError
+from wharf.core.url_credentials import mask_credentials
 from wharf.sql import errors, parameter_checks, timeouts
 from wharf.sql.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from wharf.sql.types import is_mysql
@@ -71,8 +72,9 @@ def normalize_url(url: str | URL) -> URL:
     """
     try:
         parsed = make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise InputError(f"Invalid store URL '{url}': {exc}") from None
+    except (sa_exc.ArgumentError, ValueError) as exc:  # ValueError: a port that is no number
+        shown = mask_credentials(str(url))
+        raise InputError(f"Invalid store URL '{shown}': {exc}") from None
     if "+" not in parsed.drivername:
         driver = _DRIVER_FOR_SCHEME.get(parsed.drivername)
         if driver is None:
