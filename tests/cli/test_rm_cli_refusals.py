@@ -71,6 +71,17 @@ def test_an_unknown_resource_manager_mode_is_refused(env: dict[str, str]) -> Non
     )
 
 
+def test_a_url_given_as_the_resource_manager_mode_is_refused_without_its_password(
+    env: dict[str, str],
+) -> None:
+    env["WHARF_RESOURCE_MANAGER"] = "http://ops:hunter2@rm.example:8238"
+    refused = run("pool", "list", env=env)
+    assert_one_line_error(
+        refused, "Unknown Resource Manager mode 'http://ops:***@rm.example:8238'; known:"
+    )
+    assert "hunter2" not in refused.stdout + refused.stderr
+
+
 def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str, str]) -> None:
     """As ``policy list --pool`` and ``runs list --pipeline`` do, rather than an empty list."""
     unknown_pool = run("request", "list", "--pool", "nosuch", env=env)

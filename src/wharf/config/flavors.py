@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wharf.core.enums import ComponentType
 from wharf.core.errors import InputError, WharfError
+from wharf.core.url_credentials import mask_credentials
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -95,7 +96,8 @@ def resource_manager_connector(mode: str, *, load: bool = True) -> Any:
         path = RESOURCE_MANAGERS[mode]
     except KeyError:
         known = ", ".join([*sorted(RESOURCE_MANAGERS), "none"])
-        raise InputError(f"Unknown Resource Manager mode '{mode}'; known: {known}.") from None
+        shown = mask_credentials(mode)  # a URL given here by mistake may hold a password
+        raise InputError(f"Unknown Resource Manager mode '{shown}'; known: {known}.") from None
     if not load:
         return None
     module, _, attr = path.partition(":")

@@ -239,6 +239,21 @@ def test_credentials_in_the_url_are_refused_without_showing_them(server: LiveSer
             assert client.pools.list() == []
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://ops:hunter2@[::1", "'http://ops:***@[::1'"),
+        ("ops:hunter2@rm.example:8238", "'ops:***@rm.example:8238'"),
+        ("https://hunter2@rm.example:port", "'https://***@rm.example:port'"),
+    ],
+)
+def test_a_malformed_url_is_refused_without_its_credentials(url: str, shown: str) -> None:
+    """The URL is shown (what is wrong is still said), its password or token as ``***``."""
+    with pytest.raises(InputError) as refused:
+        HttpResourceManager(url, api_key="k").close()
+    assert shown in str(refused.value) and "hunter2" not in str(refused.value)
+
+
 def test_the_client_works_as_a_context_manager(server: LiveServer) -> None:
     with server.client() as client:
         assert client.url == server.url

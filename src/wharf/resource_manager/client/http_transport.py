@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
 from wharf.core.ids import new_id
+from wharf.core.url_credentials import mask_credentials
 from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
 from wharf.resource_manager.contract.errors import AuthenticationError
 from wharf.resource_manager.contract.http_errors import error_from_response
@@ -101,7 +102,8 @@ class Transport:
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise InputError(
-                f"A Resource Manager URL must start with http:// or https://: {url!r}."
+                "A Resource Manager URL must start with http:// or https://: "
+                f"{mask_credentials(url)!r}."
             )
         self.url = url.rstrip("/")
         self._login_body = login.model_dump_json(exclude_none=True).encode()

@@ -25,6 +25,7 @@ import httpcore
 import httpx
 
 from wharf.core.errors import InputError, StoreError
+from wharf.core.url_credentials import mask_credentials
 
 Headers = list[tuple[bytes, bytes]]
 NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
@@ -290,9 +291,10 @@ def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
 
             return HttpxWire(make(), make)
     except httpx.InvalidURL as exc:
-        raise InputError(f"Invalid Resource Manager URL {url!r}: {exc}") from None
+        shown = mask_credentials(url)
+        raise InputError(f"Invalid Resource Manager URL {shown!r}: {exc}") from None
     if not parsed.host:
-        raise InputError(f"Invalid Resource Manager URL {url!r}: no host.")
+        raise InputError(f"Invalid Resource Manager URL {mask_credentials(url)!r}: no host.")
     return CoreWire(parsed, timeout)
 
 
