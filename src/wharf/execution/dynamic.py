@@ -4,22 +4,21 @@ Owns :class:`DynamicRunner`; steps go through the same launcher as static ones, 
 upstream edges are the steps whose outputs it actually received and those its ``after=`` names (by
 id, future or output), which it starts only once they ended; a submit (or map) returns its future at
 once, its step queued by the thread that ended the last step it waits for (``dynamic_waits``); a
-step whose ``after=`` names (or, submitted, whose input takes the output of) a step that did not
-succeed (failed, stopped, not started) never starts, whatever the execution mode, as in a static
-pipeline: its call or future raises ``UpstreamNotSucceededError`` naming that step, the run's reason
-if the function lets it through (a call given a failed step's future as an input raises that step's
-error, as before). Invariants: invocation ids are unique within the run, given (with the call's
-place in the call order) when the call is made; no step starts once the run is stopping; the run
-ends only after every submitted step ended; once a step failed (unless the run continues on failure)
-no submitted step still waiting for a thread starts; a body that raises (or exits: ``sys.exit``)
-ends the run failed, its traceback shown once (logged here, unless the caller raises it again:
-:data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which propagates (the
-run loop stops the run: no write can succeed). A resumed run replays the function; a call made
-differently, or one left out, fails the run (``launcher``); each call is checked when it is made
-(the versions of inputs from steps still running once it is launched) against the call order the
-earlier process recorded (``call_order``). A ``fail_fast`` run interrupts its running steps once one
-fails, as a static one does (they end stopped; the failed step is the run's reason). A forced stop
-(``forced``: a second Ctrl-C, or one asked elsewhere, raising ``ForcedStop`` in the function's
+step whose ``after=`` names (or whose input takes the output of) a step that did not succeed
+(failed, stopped, not started) never starts, whatever the execution mode, as in a static pipeline:
+its call or future raises ``UpstreamNotSucceededError`` naming that step, which is the run's reason
+if the function lets it through. Invariants: invocation ids are unique within the run, given (with
+the call's place in the call order) when the call is made; no step starts once the run is stopping;
+the run ends only after every submitted step ended; once a step failed (unless the run continues on
+failure) no submitted step still waiting for a thread starts; a body that raises (or exits:
+``sys.exit``) ends the run failed, its traceback shown once (logged here, unless the caller raises
+it again: :data:`CALLER_RAISES_BODY_ERROR`), except a refusal of the run's credential, which
+propagates (the run loop stops the run: no write can succeed). A resumed run replays the function; a
+call made differently, or one left out, fails the run (``launcher``); each call is checked when it
+is made (the versions of inputs from steps still running once it is launched) against the call order
+the earlier process recorded (``call_order``). A ``fail_fast`` run interrupts its running steps once
+one fails, as a static one does (they end stopped; the failed step is the run's reason). A forced
+stop (``forced``: a second Ctrl-C, or one asked elsewhere, raising ``ForcedStop`` in the function's
 thread) ends the run even where a step's code or the function swallowed it: the runner raises it
 again at the next step boundary (the step's end, the next call, a wait for a submitted step, the
 function's end). A wait for a submitted step is a loop of short waits (``dynamic_futures.settle``):
@@ -354,17 +353,21 @@ class DynamicRunner:
         """The spec of a step call whose id is given out and whose arguments are bound to the
         step's inputs (each one of them), the versions of its inputs known now, and what it
         waits for. ``defer`` (a submit): an input taking a submitted step's output waits
-        for it (its version is read once it ended); else it is read now, as an output is."""
+        for it (its version is read once it ended); else it is read now, as an output is (a
+        step that did not succeed: :class:`UpstreamNotSucceededError`, as for a submit)."""
         inputs: dict[str, InputSpec] = {}
         versions: dict[str, ArtifactVersionRecord] = {}
         parameters: dict[str, Any] = {}
         upstream: list[str] = []
         pending: dict[str, PendingInput] = {}
         for name, value in bound.items():
-            waited = (
-                self._called.deferred_input(step, invocation_id, name, value) if defer else None
-            )
-            if waited is not None:
+            waited = self._called.future_input(step, invocation_id, name, value)
+            if waited is not None and not defer:  # a call: its input's step ends first
+                settle(waited.future, between=self._raise_if_forced)
+                not_succeeded = Waits(inputs={name: waited}).not_succeeded(invocation_id)
+                if not_succeeded is not None:
+                    raise not_succeeded
+            elif waited is not None:
                 inputs[name] = InputSpec(step=waited.step, output=waited.output)
                 pending[name] = waited
                 upstream.append(waited.step)

@@ -134,12 +134,12 @@ class CalledSteps:
                 )
         return named
 
-    def deferred_input(
+    def future_input(
         self, step: StepLike, step_id: str, name: str, value: Any
     ) -> PendingInput | None:
-        """Input ``name`` of a submitted step, given the future of a step this run submitted
-        with one output: the output it waits for (its annotation must be able to fit the
-        input's, as in a static pipeline). None for any other value: read at the call."""
+        """Input ``name`` of a step call, given the future of a step this run submitted with
+        one output: the output it waits for (its annotation must be able to fit the input's,
+        as in a static pipeline). None for any other value: read at the call."""
         if not isinstance(value, StepFuture):
             return None
         with self._lock:
