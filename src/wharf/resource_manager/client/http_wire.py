@@ -291,8 +291,8 @@ def open_wire(url: str, timeout: float, http: httpx.Client | None) -> Wire:
 
             return HttpxWire(make(), make)
     except httpx.InvalidURL as exc:
-        shown = mask_credentials(url)
-        raise InputError(f"Invalid Resource Manager URL {shown!r}: {exc}") from None
+        masked = mask_credentials(url)
+        raise InputError(f"Invalid Resource Manager URL {masked!r}: {exc}") from None
     if not parsed.host:
         raise InputError(f"Invalid Resource Manager URL {mask_credentials(url)!r}: no host.")
     return CoreWire(parsed, timeout)
