@@ -7,7 +7,8 @@ once, its step queued by the thread that ended the last step it waits for (``dyn
 step whose ``after=`` names (or whose input takes the output of) a step that did not succeed
 (failed, stopped, not started) never starts, whatever the execution mode, as in a static pipeline:
 its call or future raises ``UpstreamNotSucceededError`` naming that step, which is the run's reason
-if the function lets it through. Invariants: invocation ids are unique within the run, given (with
+if the function lets it through; a future of a step with no outputs is refused as an input at the
+call (``after=`` orders steps). Invariants: invocation ids are unique within the run, given (with
 the call's place in the call order) when the call is made; no step starts once the run is stopping;
 the run ends only after every submitted step ended; once a step failed (unless the run continues on
 failure) no submitted step still waiting for a thread starts; a body that raises (or exits:

@@ -139,14 +139,21 @@ class CalledSteps:
     ) -> PendingInput | None:
         """Input ``name`` of a step call, given the future of a step this run submitted with
         one output: the output it waits for (its annotation must be able to fit the input's,
-        as in a static pipeline). None for any other value: read at the call."""
+        as in a static pipeline). A step with no outputs is refused (it gives no value:
+        ``after=`` orders steps). None for any other value: read at the call."""
         if not isinstance(value, StepFuture):
             return None
         with self._lock:
             ours = self._futures.get(value.invocation_id) is value.future
             upstream = self._steps.get(value.invocation_id)
-        if not ours or upstream is None or not upstream.interface.outputs:
-            return None  # of another run (refused), or a step returning nothing (a None)
+        if not ours or upstream is None:
+            return None  # of another run: refused
+        if not upstream.interface.outputs:
+            raise StepInterfaceError(
+                f"Input '{name}' of step '{step_id}' got the future of step "
+                f"'{value.invocation_id}', which has no outputs; pass it as after= to run "
+                "after that step."
+            )
         if len(upstream.interface.outputs) > 1:
             raise StepInterfaceError(
                 f"Input '{name}' of step '{step_id}' got several outputs at once; pass one of them."
