@@ -62,6 +62,28 @@ def test_refused_credentials_are_said_without_advice_to_log_in(
     assert not (tmp_path / "home" / "config.json").exists()
 
 
+def test_a_server_url_with_credentials_is_refused_without_showing_them(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """``httpx`` would send them as Basic auth in place of the bearer credential (every call
+    refused); a URL that does not parse is refused too, its password unshown either way."""
+    world = team_without_rm.world
+    world.user("pat", password="pats-password")
+    env = {"WHARF_HOME": str(tmp_path / "home")}
+    with_credentials = world.url.replace("http://", "http://pat:pats-password@")
+    shown = world.url.replace("http://", "http://pat:***@")
+    login = wharf("login", with_credentials, "-u", "pat", "--password", "pats-password", env=env)
+    assert_one_line_error(login, f"Invalid Wharf server URL '{shown}': credentials in the URL")
+    malformed = wharf("login", "http://pat:pats-password@[::1", "--api-key", "k", env=env)
+    assert_one_line_error(malformed, "Invalid Wharf server URL 'http://pat:***@[::1': ")
+    env.update(WHARF_SERVER_URL=with_credentials, WHARF_API_KEY="wharf_k")
+    listed = wharf("runs", "list", env=env)
+    assert_one_line_error(listed, f"Invalid Wharf server URL '{shown}': credentials in the URL")
+    for refused in (login, malformed, listed):
+        assert "pats-password" not in refused.stdout + refused.stderr
+    assert not (tmp_path / "home" / "config.json").exists()
+
+
 def test_a_password_login_is_not_overridden_by_an_api_key_in_the_environment(
     team_without_rm: Team, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from wharf.core.errors import InputError, StoreUnavailableError
+from wharf.core.url_credentials import mask_credentials
 from wharf.store.rest import errors
 
 M = TypeVar("M", bound=BaseModel)
@@ -128,8 +129,18 @@ class HttpSession:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        shown = mask_credentials(url)  # never the URL's own password or token in a message
         if not self.url.startswith(("http://", "https://")):
-            raise InputError(f"A Wharf server URL must start with http:// or https://: {url!r}.")
+            raise InputError(f"A Wharf server URL must start with http:// or https://: {shown!r}.")
+        try:
+            userinfo = httpx.URL(self.url).userinfo
+        except httpx.InvalidURL as exc:
+            raise InputError(f"Invalid Wharf server URL {shown!r}: {exc}") from None
+        if userinfo:  # httpx would send them as Basic auth in place of the bearer credential
+            raise InputError(
+                f"Invalid Wharf server URL {shown!r}: credentials in the URL are not supported; "
+                "log in with an API key, or a username and password."
+            )
         headers = {"user-agent": "wharf-rest-store"}
         if credential:
             headers["authorization"] = _bearer(credential)
@@ -150,7 +161,7 @@ class HttpSession:
         try:
             self._connections = _Connections(make)
         except httpx.InvalidURL as exc:
-            raise InputError(f"Invalid Wharf server URL {url!r}: {exc}") from None
+            raise InputError(f"Invalid Wharf server URL {shown!r}: {exc}") from None
         self._counter = itertools.count(1)
         self.request_count = 0
         self._auth: dict[str, str] = {}
