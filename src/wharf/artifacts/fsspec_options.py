@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wharf.core.errors import InputError
+from wharf.core.url_credentials import mask_credentials
 
 ENV_SUFFIX = "_env"
 """``<name>_env=VARIABLE``: the option ``<name>`` is read from the environment variable."""
@@ -65,12 +66,15 @@ def check_path(raw: Any) -> str:
             "An fsspec artifact store needs a 'path' URL, e.g. -c path=s3://bucket/prefix, "
             f"got {raw!r}."
         )
+    shown = mask_credentials(raw.strip())
     match = _SCHEME.match(raw.strip())
     if match is None:
         raise InputError(
             f"The 'path' of an fsspec artifact store must be a URL such as s3://bucket/prefix, "
-            f"gs://bucket/prefix, az://container/prefix or file:///absolute/dir; got {raw!r}."
+            f"gs://bucket/prefix, az://container/prefix or file:///absolute/dir; got {shown!r}."
         )
+    if shown != raw.strip():
+        raise InputError(_credentials_in_url("path", shown))
     scheme, rest = match.group(1).lower(), match.group(2)
     if scheme in ("file", "local"):
         if not rest.startswith("/"):
@@ -86,12 +90,25 @@ def check_path(raw: Any) -> str:
     return f"{scheme}://{stripped}"
 
 
+def _credentials_in_url(name: str, shown: str) -> str:
+    return (
+        f"Refusing to store the option '{name}' of an fsspec artifact store in clear text: its "
+        f"URL {shown!r} holds credentials. Leave them out of the URL and give them the backend's "
+        f"usual way (environment, profile, instance role) or as '-c key{ENV_SUFFIX}=VARIABLE' "
+        f"and '-c secret{ENV_SUFFIX}=VARIABLE'."
+    )
+
+
 def _refuse_secrets(options: Mapping[str, Any], where: str) -> None:
     for name, value in options.items():
         if not isinstance(name, str):
             continue
         if name.endswith(ENV_SUFFIX):
             continue
+        if isinstance(value, str) and "://" in value and name != "path":
+            shown = mask_credentials(value)  # an endpoint_url such as http://user:pass@host
+            if shown != value:
+                raise InputError(_credentials_in_url(f"{where}{name}", shown))
         if looks_secret(name) and value not in (None, False, ""):
             raise InputError(
                 f"Refusing to store the option '{where}{name}' of an fsspec artifact store in "
