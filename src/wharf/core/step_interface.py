@@ -104,7 +104,7 @@ class StepInterface:
         ``wharf.execution.held_values``); any other value that is not JSON is refused."""
         try:
             json.dumps(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError):
             param = self.inputs[name]
             if param.has_default and value is param.default:
                 return False
@@ -112,7 +112,7 @@ class StepInterface:
                 f"Parameter '{name}' of step '{step_id}' is a {type(value).__name__}, which is "
                 "not JSON-serialisable; pass JSON values as parameters and other objects as "
                 "outputs of a step."
-            ) from exc
+            ) from None
         self.check_parameter(step_id, name, value)
         return True
 

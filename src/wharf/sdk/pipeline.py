@@ -190,13 +190,17 @@ class Pipeline(Generic[P]):
         except TypeError as exc:
             raise StepInterfaceError(f"Pipeline '{self.name}': {exc}") from exc
         bound.apply_defaults()
+        given = set(kwargs) | set(list(signature.parameters)[: len(args)])
         for key, value in bound.arguments.items():
             try:
                 json.dumps(value)
             except (TypeError, ValueError) as exc:
+                what = "" if key in given else " (its default)"
                 raise StepInterfaceError(
-                    f"Pipeline parameter '{key}' of '{self.name}' must be JSON-serialisable."
-                ) from exc
+                    f"Pipeline parameter '{key}' of '{self.name}'{what} is not JSON-serialisable"
+                    f" ({exc}); a pipeline takes JSON values (str, int, float, bool, None, lists"
+                    " and dicts of them): make other objects in a step."
+                ) from None
         return dict(bound.arguments)
 
     def _resolve_step(self, spec: StepSpec) -> Step[Any, Any]:
