@@ -49,7 +49,10 @@ def test_many_failed_steps_are_listed_up_to_a_bound_saying_how_many_are_left_out
     assert len(listed) == LISTED_STEPS
     assert listed[0] == "  step 'fails_0': ValueError: bad 0"
     assert "  ... and 5 more failed steps (25 in all)" in lines
-    assert lines[-1] == f"  (see `wharf runs show {error.run.id}`)"
+    assert lines[-1] == (
+        f"  (see `wharf runs show {error.run.id}`; each step's output and traceback: "
+        f"`wharf runs logs {error.run.id}`)"
+    )
     assert error.failed_steps == count and len(error.step_reasons) == count
 
 
@@ -81,3 +84,16 @@ def test_a_count_beyond_the_reasons_read_is_said_too(workspace: Workspace) -> No
     error = RunFailedError(run, {f"s_{i}": "failed" for i in range(1000)}, failed_steps=1500)
     assert "  ... and 1480 more failed steps (1500 in all)" in str(error).splitlines()
     assert len(str(error)) < 5000
+
+
+def test_a_run_failed_outside_any_step_points_at_runs_show_alone(workspace: Workspace) -> None:
+    """Only a failed step has a traceback in `wharf runs logs` (an isolated step's is nowhere
+    else); a body that raised is chained here, so the message sends only to `runs show`."""
+
+    @pipeline(dynamic=True)
+    def body_fails() -> None:
+        raise ValueError("bad body")
+
+    with pytest.raises(RunFailedError) as failed:
+        body_fails.run_in(workspace)
+    assert str(failed.value).splitlines()[-1] == f"  (see `wharf runs show {failed.value.run.id}`)"

@@ -71,7 +71,8 @@ class RunFailedError(WharfError):
                 f"  ... and {left_out} more failed step{'s' if left_out > 1 else ''} "
                 f"({self.failed_steps} in all)"
             )
-        lines.append(f"  (see `wharf runs show {run.id}`)")
+        logs = f"; each step's output and traceback: `wharf runs logs {run.id}`" if listed else ""
+        lines.append(f"  (see `wharf runs show {run.id}`{logs})")
         super().__init__("\n".join(lines))
 
 
