@@ -82,3 +82,22 @@ def test_a_script_that_raises_names_the_step_and_the_error(tmp_path: Path) -> No
     message = str(info.value)
     assert message.startswith(f"Cannot import step 'load': loading {script} raised JSONDecodeError")
     assert SCRIPT_MODULE not in sys.modules  # a later attempt executes the script again
+
+
+def test_a_step_defined_under_the_main_guard_is_said_to_be_so(tmp_path: Path) -> None:
+    """Its process loads the script as no ``__main__``: the step is not there. The reason says
+    so, not the internal module name the script was loaded under."""
+    script = tmp_path / "guarded.py"
+    script.write_text(
+        "from wharf import step\n"
+        "if __name__ == '__main__':\n"
+        "    @step\n"
+        "    def hidden() -> int:\n"
+        "        return 1\n"
+    )
+    with pytest.raises(InputError) as info:
+        import_step(spec_for(script, "hidden"))
+    message = str(info.value)
+    assert message.startswith(f"Step 'hidden' is not defined at the top level of {script}")
+    assert "define it at module level" in message
+    assert SCRIPT_MODULE not in message and "\n" not in message

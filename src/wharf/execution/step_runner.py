@@ -225,17 +225,25 @@ def import_user_object(kind: str, name: str, source: str, source_file: str | Non
         )
     where = source_file if module_name == "__main__" and source_file else module_name
     attribute = qualname.split(".")[0]
+    script: Any = None
     try:
         with _loading(UserCodeLoad(name, where, attribute)) as load:
             if module_name == "__main__" and source_file:
                 main = sys.modules.get("__main__")
                 has_it = main is not None and hasattr(main, attribute)
                 obj: Any = main if has_it else _load_script(source_file, load)
+                script = obj
             else:
                 obj = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, OSError) as exc:
+        if script is not None and not hasattr(script, attribute):
+            raise InputError(  # the script loaded, but without it: under a guard, or an `if`
+                f"{kind.capitalize()} '{name}' is not defined at the top level of {source_file}"
+                f' where its own process loads it (under `if __name__ == "__main__":` it is'
+                " not): define it at module level, outside the guard."
+            ) from exc
         raise InputError(f"Cannot import {kind} '{name}' from '{source}': {exc}") from exc
     except (Exception, SystemExit) as exc:
         # The user's module raised (or exited) while it was imported: it cannot load.
