@@ -21,6 +21,18 @@ from wharf.core.url_credentials import mask_credentials
         ("http://host/p@x", "http://host/p@x"),
         ("sqlite:///tmp/w.db", "sqlite:///tmp/w.db"),
         ("embedded", "embedded"),
+        ("postgresql://wharf@db/wharf", "postgresql://wharf@db/wharf"),
+        ("postgresql://w@h/db?password=S3cret", "postgresql://w@h/db?password=***"),
+        (
+            "postgresql://w@h/db?sslmode=require&sslpassword=S3cret",
+            "postgresql://w@h/db?sslmode=require&sslpassword=***",
+        ),
+        (
+            "mysql://root@h/db?passwd=S3cret&charset=utf8",
+            "mysql://root@h/db?passwd=***&charset=utf8",
+        ),
+        ("https://h/x?api_key=S3cret#top", "https://h/x?api_key=***#top"),
+        ("https://h/x?page=2&sort=name", "https://h/x?page=2&sort=name"),
     ],
 )
 def test_credentials_are_masked_and_the_rest_kept(given: str, shown: str) -> None:

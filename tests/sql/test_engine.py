@@ -45,6 +45,8 @@ def test_bad_urls() -> None:
 
 def test_password_is_masked() -> None:
     assert mask_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
+    assert mask_url("postgresql://u@h/db?password=secret") == "postgresql://u@h/db?password=***"
+    assert mask_url("mysql://u@h/db?passwd=secret") == "mysql://u@h/db?passwd=***"
 
 
 @pytest.mark.parametrize(
@@ -167,6 +169,8 @@ def test_sqlite_lock_timeout_is_a_store_error(
     [
         "postgresql://postgres:secret@127.0.0.1:1/wharf",
         "mysql://root:secret@127.0.0.1:1/wharf",
+        "postgresql://postgres@127.0.0.1:1/wharf?password=secret",
+        "mysql://root@127.0.0.1:1/wharf?passwd=secret",
     ],
 )
 def test_unreachable_server_fails_fast_with_one_line(url: str) -> None:

@@ -89,9 +89,10 @@ def normalize_url(url: str | URL) -> URL:
 
 
 def mask_url(url: str | URL) -> str:
-    """``url`` with its password (if any) replaced by ``***``."""
+    """``url`` with its password (if any), in its userinfo or its query (``?password=``,
+    libpq's ``?sslpassword=``), replaced by ``***``."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return mask_credentials(make_url(url).render_as_string(hide_password=True))
     except sa_exc.ArgumentError:
         return "<invalid URL>"
 
