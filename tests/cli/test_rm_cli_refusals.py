@@ -82,6 +82,17 @@ def test_a_url_given_as_the_resource_manager_mode_is_refused_without_its_passwor
     assert "hunter2" not in refused.stdout + refused.stderr
 
 
+def test_an_rm_url_without_a_credential_is_refused_without_the_url_s_password(
+    env: dict[str, str],
+) -> None:
+    env["WHARF_RM_URL"] = "http://ops:hunter2@127.0.0.1:9"
+    refused = run("pool", "list", env=env)
+    assert_one_line_error(
+        refused, "The Resource Manager at http://ops:***@127.0.0.1:9 needs a credential"
+    )
+    assert "hunter2" not in refused.stdout + refused.stderr
+
+
 def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str, str]) -> None:
     """As ``policy list --pool`` and ``runs list --pipeline`` do, rather than an empty list."""
     unknown_pool = run("request", "list", "--pool", "nosuch", env=env)

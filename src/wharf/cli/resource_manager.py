@@ -99,14 +99,15 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
     workspace = None if url else _workspace_url()
     if url:
         from wharf.core.errors import InputError
+        from wharf.core.url_credentials import mask_credentials
         from wharf.resource_manager.client.http import HttpResourceManager
 
         api_key, username = connection.get("api_key"), connection.get("username")
         if not api_key and not (username and connection.get("password")):
             raise InputError(
-                f"The Resource Manager at {url} needs a credential: pass --api-key (or set "
-                "WHARF_RM_API_KEY), or --username and --password (WHARF_RM_USERNAME, "
-                "WHARF_RM_PASSWORD)."
+                f"The Resource Manager at {mask_credentials(url)} needs a credential: pass "
+                "--api-key (or set WHARF_RM_API_KEY), or --username and --password "
+                "(WHARF_RM_USERNAME, WHARF_RM_PASSWORD)."
             )
         client = HttpResourceManager(
             url,
