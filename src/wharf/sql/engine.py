@@ -75,6 +75,11 @@ def normalize_url(url: str | URL) -> URL:
     except (sa_exc.ArgumentError, ValueError) as exc:  # ValueError: a port that is no number
         shown = mask_credentials(str(url))
         raise InputError(f"Invalid store URL '{shown}': {exc}") from None
+    if parsed.host and "@" in parsed.host:  # the driver would name the password's tail as host
+        raise InputError(
+            f"Invalid store URL '{mask_url(parsed)}': a '@' in its user name or "
+            "password must be written %40."
+        )
     if "+" not in parsed.drivername:
         driver = _DRIVER_FOR_SCHEME.get(parsed.drivername)
         if driver is None:
