@@ -90,8 +90,12 @@ def test_stacks(backend: SqlStore) -> None:
     assert backend.stacks.list_stacks().items == [empty, stack]
     with pytest.raises(EntityExistsError, match="stack named 'default'"):
         backend.stacks.create_stack("default", {ORCH: orch.id})
-    with pytest.raises(EntityNotFoundError, match="No stack named 'nope'"):
+    with pytest.raises(EntityNotFoundError, match=r"^No stack named 'nope'\.$"):
         backend.stacks.get_stack_by_name("nope")
+    with pytest.raises(
+        EntityNotFoundError, match=r"^No stack named 'defualt'; did you mean 'default'\?$"
+    ):
+        backend.stacks.get_stack_by_name("defualt")
     missing = uuid.uuid4()
     with pytest.raises(EntityNotFoundError, match=f"No stack with id {missing}"):
         backend.stacks.get_stack(missing)

@@ -23,6 +23,7 @@ from wharf.core.errors import (
 )
 from wharf.core.ids import new_id
 from wharf.core.names import lookup_form
+from wharf.core.suggestions import did_you_mean
 from wharf.sql import exact
 from wharf.sql.errors import UniqueViolationError
 from wharf.store.models import ComponentCreate, ComponentRecord, Page, PageRequest, StackRecord
@@ -229,7 +230,8 @@ class SqlStackRepository(SqlRepository):
 
         record = None if stored is None else self._db.read(get)
         if record is None:
-            raise EntityNotFoundError(f"No stack named '{name}'.")
+            names = self._db.read(lambda conn: list(conn.execute(select(_S.c.name)).scalars()))
+            raise EntityNotFoundError(f"No stack named '{name}'{did_you_mean(name, names) or '.'}")
         return record
 
     def list_stacks(self, page: PageRequest = DEFAULT_PAGE) -> Page[StackRecord]:
