@@ -55,3 +55,17 @@ def test_what_a_sweep_ends(world: World) -> None:
     later = datetime.now(UTC) + timedelta(hours=2)
     assert [r.run.id for r in sweep_lost_runs(world.store, later)] == [remote.id]
     assert world.store.runs.get(alive.id).status is S.RUNNING
+
+
+def test_a_swept_run_is_told_as_runs_logs_tells_how_a_run_ended(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``Run 'NAME' ended failed: …``, the run's name quoted as everywhere else."""
+    remote = world.run(status=S.RUNNING, orchestrator=process(7, "b:1", "another-machine"))
+    later = datetime.now(UTC) + timedelta(hours=2)
+    with caplog.at_level("WARNING", logger="wharf.store.lost_runs"):
+        sweep_lost_runs(world.store, later)
+    name = world.store.runs.get(remote.id).name
+    told = [r.getMessage() for r in caplog.records if r.name == "wharf.store.lost_runs"]
+    assert len(told) == 1
+    assert told[0].startswith(f"Run '{name}' ended failed: orchestrator lost (last seen ")

@@ -70,7 +70,7 @@ def end_lost_runs(
     """``fail_lost_orchestrators`` on ``store``, then tell ``release`` of each step it ended."""
     lost = store.runs.fail_lost_orchestrators(now, orphaned, spared)
     for ended in lost:
-        logger.warning("Run %s ended failed: %s.", ended.run.name, ended.run.status_reason)
+        logger.warning("Run '%s' ended failed: %s.", ended.run.name, ended.run.status_reason)
         if release is not None:
             for step in ended.steps:
                 release(step)
