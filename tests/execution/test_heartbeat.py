@@ -73,6 +73,18 @@ def test_stop_signal_interrupts_once_and_keeps_beating():
     assert worker.stats.beats == 4  # still beating while the step shuts down
 
 
+def test_the_stop_is_told_in_a_line_that_begins_with_a_capital(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """It shows among the progress lines (``Step 'slow' stopped in ...``), worded alike."""
+    script = Script([response(run_status=S.STOPPING)])
+    worker = HeartbeatWorker("step 'slow'", script, lambda _: None, interval=1.0)
+    with caplog.at_level(logging.INFO, logger="wharf.execution.heartbeat"):
+        run_beats(worker, 1)
+    (told,) = [r.getMessage() for r in caplog.records if "asked to stop" in r.getMessage()]
+    assert told == "Step 'slow' was asked to stop (step running, run stopping); interrupting it."
+
+
 def test_cancelling_step_is_a_stop_signal():
     for status in (S.CANCELLING, S.CANCELLED, S.STOPPING, S.STOPPED):
         stops = []

@@ -160,7 +160,7 @@ class HeartbeatWorker:
             self.stats.stop_signalled = True
             logger.info(
                 "%s was asked to stop (step %s, run %s); interrupting it.",
-                self.name,
+                self.name[:1].upper() + self.name[1:],  # it begins the line: "Step 'x' was ..."
                 response.status.value,
                 response.run_status.value,
             )
