@@ -47,8 +47,11 @@ _BEAT_ANSWER = select(_R.c.status, _R.c.stop_forced).where(_R.c.id == bindparam(
 
 
 def lost_reason(last_heartbeat: datetime | None) -> str:
-    """The ``status_reason`` of a run whose orchestrating process was lost."""
-    seen = last_heartbeat.isoformat() if last_heartbeat is not None else "never"
+    """The ``status_reason`` of a run whose orchestrating process was lost: when it was last
+    seen in UTC to the second (``2026-12-07 00:37:01 UTC``), or ``never``."""
+    seen = "never"
+    if (utc := as_utc(last_heartbeat)) is not None:
+        seen = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"{ORCHESTRATOR_LOST}{seen})"
 
 
