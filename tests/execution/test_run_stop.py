@@ -82,6 +82,7 @@ def test_a_forced_stop_returns_the_steps_it_ended_as_recorded(world: World) -> N
         queued.id: S.STOPPED,
     }
     assert all(step.status_reason == FORCED_REASON for step in outcome.steps)
+    assert FORCED_REASON == "Force-stopped on request."  # ended at once: no grace ran out
     assert all(step.end_time is not None for step in outcome.steps)
     assert world.store.steps.get(done.id).status is S.COMPLETED
     assert outcome.final_status() == (S.STOPPED, FORCED_RUN_REASON)

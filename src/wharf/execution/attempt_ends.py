@@ -27,9 +27,10 @@ from wharf.store.models import (
     StepRunUpdate,
 )
 
-FORCE_STOPPED_STEP = "Force-stopped on request: the step did not end in time."
+FORCE_STOPPED_STEP = "Force-stopped on request."
 """How a step a forced stop ended reads, whoever records it (``RunStopper.force``, or the
-waiter of an isolated attempt the force killed)."""
+waiter of an isolated attempt the force killed). A forced stop ends its steps at once, with no
+grace to run out, so the reason says only that."""
 
 
 REASON_CHARACTERS = 10_000
