@@ -187,3 +187,17 @@ def test_unreachable_server_fails_fast_with_one_line(url: str) -> None:
     assert message.startswith(f"Cannot connect to the metadata store at {mask_url(url)}: ")
     assert "secret" not in message and "\n" not in message
     assert not isinstance(info.value, sa.exc.SQLAlchemyError)
+
+
+def test_a_database_error_never_shows_the_statements_values(tmp_path: Path) -> None:
+    engine = engine_module.create_sql_engine(f"sqlite:///{tmp_path / 'w.db'}")
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE t (k TEXT PRIMARY KEY)"))
+            connection.execute(sa.text("INSERT INTO t VALUES (:k)"), {"k": "hash-of-a-secret"})
+        with pytest.raises(sa.exc.IntegrityError) as raised, engine.begin() as connection:
+            connection.execute(sa.text("INSERT INTO t VALUES (:k)"), {"k": "hash-of-a-secret"})
+        assert "hash-of-a-secret" not in str(raised.value)
+        assert "hidden due to hide_parameters" in str(raised.value)
+    finally:
+        engine.dispose()

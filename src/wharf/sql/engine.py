@@ -43,6 +43,9 @@ SQLITE_LOCK_TRY_MS = 10
 """How long one try for SQLite's write lock waits in SQLite's busy handler before the next try
 (:func:`_begin_immediate`)."""
 POOL_TIMEOUT_SECONDS = 10
+HIDE_PARAMETERS = True
+"""A database error's text never holds the statement's values (password and API-key hashes,
+tokens): it reaches server logs and tracebacks."""
 MAX_CONFLICT_RETRIES = 10
 POOL_SIZE = 16
 POOL_MAX_OVERFLOW = 4
@@ -181,6 +184,7 @@ def _create_engine(url: str | URL) -> Engine:
         "pool_size": POOL_SIZE,
         "max_overflow": POOL_MAX_OVERFLOW,
         "pool_timeout": POOL_TIMEOUT_SECONDS,
+        "hide_parameters": HIDE_PARAMETERS,
     }
     if backend in ("mysql", "mariadb"):
         options["isolation_level"] = "READ COMMITTED"
@@ -262,6 +266,7 @@ def _sqlite_engine(url: URL) -> Engine:
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "cached_statements": 256},
         pool_size=POOL_SIZE,
         max_overflow=POOL_MAX_OVERFLOW,
+        hide_parameters=HIDE_PARAMETERS,
     )
 
     @event.listens_for(engine, "connect")
