@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -211,6 +212,34 @@ def test_first_ctrl_c_stops_the_run(
     script.signal(signal.SIGINT)
     code, out, err = script.finish()
     assert code == -signal.SIGINT, err  # what a shell shows as 130
+    assert_one_stop_line(err, "Ctrl-C")
+    assert "the pipeline call returned" not in out
+    assert script.interrupted.exists()  # the step's own code saw the interrupt
+    status, steps = the_run(home)
+    assert status is ExecutionStatus.STOPPED
+    assert steps == {"block": (ExecutionStatus.STOPPED, steps["block"][1])}
+
+
+@pytest.mark.parametrize("stack", ["procs", "procs_python"])
+def test_ctrl_c_reaches_an_isolated_step_at_once_at_the_default_heartbeat(
+    home: Workspace,
+    scripts: list[Script],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stack: str,
+) -> None:
+    """At the default 15 s heartbeat, a Ctrl-C reaches a running local_process step (forked
+    from the fork server, or a new interpreter) within seconds, not at its next beat: the
+    orchestrator makes it beat at once. The step ends as before: interrupted, stopped."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "15")
+    script = Script(scripts, tmp_path, stack)
+    script.wait_until_step_runs()
+    signalled = time.monotonic()
+    script.signal(signal.SIGINT)
+    code, out, err = script.finish()
+    took = time.monotonic() - signalled
+    assert code == -signal.SIGINT, err
+    assert took < 8.0, f"the stop took {took:.1f} s:\n{err}"
     assert_one_stop_line(err, "Ctrl-C")
     assert "the pipeline call returned" not in out
     assert script.interrupted.exists()  # the step's own code saw the interrupt

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import uuid
 
 import pytest
@@ -11,8 +13,10 @@ from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
 from wharf.execution.heartbeat import (
+    BEAT_NOW_SIGNAL,
     FINISH_ON_RUN_STOP_ENV,
     HeartbeatWorker,
+    beat_on_signal,
     liveness_timeout_for,
     stops_with_run,
 )
@@ -182,6 +186,33 @@ def test_start_and_stop_thread():
     worker.start()
     worker.stop()
     assert worker.stats.beats == 0  # stopped before its first interval passed
+
+
+def test_beat_now_beats_before_the_interval_and_hears_a_stop():
+    stops: list[HeartbeatResponse] = []
+    answer = response(run_status=S.STOPPING)
+    worker = HeartbeatWorker("s", Script([answer]), stops.append, interval=3600)
+    worker.start()
+    try:
+        worker.beat_now()
+        assert wait_until(lambda: stops, timeout=10)  # not in an hour
+        assert stops == [answer] and worker.stats.beats == 1
+    finally:
+        worker.stop()
+
+
+def test_the_beat_now_signal_makes_the_worker_beat_and_is_given_back():
+    worker = HeartbeatWorker("s", Script([response()]), lambda r: None, interval=3600)
+    give_back = beat_on_signal(worker)
+    assert give_back is not None
+    worker.start()
+    try:
+        os.kill(os.getpid(), BEAT_NOW_SIGNAL)  # as the orchestrator sends it
+        assert wait_until(lambda: worker.stats.beats == 1, timeout=10)
+    finally:
+        worker.stop()
+        give_back()
+    assert signal.getsignal(BEAT_NOW_SIGNAL) is signal.SIG_DFL
 
 
 def test_scheduler_drives_many_workers_from_one_thread():

@@ -149,6 +149,18 @@ class TellsWork(Protocol):
 
 
 @runtime_checkable
+class HearsStopsAtOnce(Protocol):
+    """A step backend that can make an attempt's process ask the store at once whether it
+    should stop (beat now), instead of at its next heartbeat: the run's graceful stop reaches
+    a running step within a second (``run_stop.RunStopper.stop``)."""
+
+    def beat_now(self, handle: Any) -> None:
+        """Make the process of ``handle`` beat at once, if it is still the one started; must
+        not raise for one that ended."""
+        ...
+
+
+@runtime_checkable
 class DescribesPlacement(Protocol):
     """A step backend that says where its attempts run, for the progress line of an attempt's
     start (read through :func:`placement_of`; without it, or with None, the line says the

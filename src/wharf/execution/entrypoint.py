@@ -37,6 +37,7 @@ from wharf.execution.attempts import heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
 from wharf.execution.components import instantiate_component
 from wharf.execution.heartbeat import (
+    beat_on_signal,
     liveness_timeout_for,
     startup_allowance_granted,
     stops_with_run,
@@ -139,6 +140,7 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
             ),
         )
         worker = None
+        give_back_signal = None
         code = snapshot.spec.code
         if spec.config.enable_heartbeat:
             interval = services.heartbeat_interval
@@ -146,6 +148,9 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
                 services, record, region, interval, stops_with_run=stops_with_run(os.environ)
             )
             worker.add_stop_listener(lambda response: _cut_off_if_cancelled(deadline, response))
+            # the orchestrator's signal on a graceful stop: the stop is heard now, not at the
+            # next beat (``LocalProcessBackend.beat_now``)
+            give_back_signal = beat_on_signal(worker)
             # With a startup allowance (e.g. a pod's), the first beat ends it at once; before
             # a code archive is fetched, it tells of a stop asked meanwhile (no fetch then).
             first = startup_allowance_granted(record, interval) or code is not None
@@ -162,6 +167,8 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
                 return 1  # cut off: its end is recorded (only reached when the exit is faked)
             final, _ = finish_attempt(services, spec, record, outputs, error, region.reason)
         finally:
+            if give_back_signal is not None:
+                give_back_signal()
             if worker is not None:
                 worker.stop()
         return 0 if final.status is ExecutionStatus.COMPLETED else 1

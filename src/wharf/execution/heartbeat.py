@@ -1,7 +1,8 @@
 """The heartbeat worker: a thread per running step that tells the store the step is alive.
 
 Owns :class:`HeartbeatWorker`, :class:`HeartbeatScheduler` (many steps' beats from one
-thread) and the liveness timeout (:func:`liveness_timeout_for`). Invariants: a step keeps
+thread), :func:`beat_on_signal` (a step process beats at once on its orchestrator's signal)
+and the liveness timeout (:func:`liveness_timeout_for`). Invariants: a step keeps
 beating until its final status is recorded (the owner calls ``stop()`` only then), even when
 asked to stop, unless the store refused its credential (a revoked API key: beating again
 cannot succeed); ``on_stop`` and ``on_refused`` are each called at most once; a failed beat
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from queue import Empty, SimpleQueue
+from types import FrameType
 
 from wharf.core.errors import CredentialsRefusedError
 from wharf.execution.outages import refused
@@ -29,6 +33,11 @@ FINISH_ON_RUN_STOP_ENV = "WHARF_STEP_FINISHES_ON_RUN_STOP"
 """``1`` in a step process's environment: a graceful stop of its run lets the step finish (set
 by the Kubernetes orchestrator on its step pods); otherwise the stop interrupts it."""
 FIRST_RETRY_FRACTION = 0.25
+BEAT_NOW_SIGNAL = signal.SIGWINCH
+"""The signal that makes a step process's heartbeat beat at once (its orchestrator sends it when
+the run stops gracefully: ``LocalProcessBackend.beat_now``). Its default action is to ignore
+it, so a process that has not yet installed :func:`beat_on_signal`'s handler is not harmed, and
+a step's process has no terminal (its own session) to send it a real one."""
 
 
 def stops_with_run(environ: Mapping[str, str]) -> bool:
@@ -104,6 +113,8 @@ class HeartbeatWorker:
         self.liveness_timeout = liveness_timeout or liveness_timeout_for(interval)
         self.stats = HeartbeatStats()
         self._stopped = threading.Event()
+        self._wakes: SimpleQueue[bool] = SimpleQueue()
+        """Wakes the loop's wait: :meth:`beat_now` and :meth:`stop` (safe in a signal handler)."""
         self._thread: threading.Thread | None = None
         self.last_response: HeartbeatResponse | None = None
         self.scheduled = True
@@ -116,7 +127,19 @@ class HeartbeatWorker:
         self._stop_listeners.append(listener)
 
     def wait(self, seconds: float) -> bool:
-        return self._stopped.wait(seconds)
+        """Wait ``seconds`` or until woken (:meth:`beat_now`, :meth:`stop`); whether stopped."""
+        try:
+            self._wakes.get(timeout=max(seconds, 0.0))
+            while True:  # several wakes at once make one beat
+                self._wakes.get_nowait()
+        except Empty:
+            pass
+        return self._stopped.is_set()
+
+    def beat_now(self) -> None:
+        """Make the loop beat at once instead of at the end of its wait (the run may be
+        stopping). Takes no lock: safe in a signal handler."""
+        self._wakes.put(True)
 
     def next_delay(self) -> float:
         failures = self.stats.consecutive_failures
@@ -190,8 +213,30 @@ class HeartbeatWorker:
 
     def stop(self) -> None:
         self._stopped.set()
+        self._wakes.put(True)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+def beat_on_signal(worker: HeartbeatWorker) -> Callable[[], None] | None:
+    """Let :data:`BEAT_NOW_SIGNAL` make ``worker`` beat at once (a step's own process, whose
+    orchestrator sends it on a graceful stop); call only from the main thread. Taken only if
+    its handler is the default one. Returns what gives it back, or None if it was not taken."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(BEAT_NOW_SIGNAL) is not signal.SIG_DFL:
+        return None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        worker.beat_now()
+
+    signal.signal(BEAT_NOW_SIGNAL, handler)
+
+    def give_back() -> None:
+        if signal.getsignal(BEAT_NOW_SIGNAL) is handler:
+            signal.signal(BEAT_NOW_SIGNAL, signal.SIG_DFL)
+
+    return give_back
 
 
 class HeartbeatScheduler:

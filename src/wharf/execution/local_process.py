@@ -24,10 +24,11 @@ from wharf.artifacts.store import ArtifactStore
 from wharf.core.errors import InputError
 from wharf.execution import started_here
 from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
+from wharf.execution.heartbeat import BEAT_NOW_SIGNAL
 from wharf.execution.pinning import allocation_env
 from wharf.execution.subprocesses import StepProcess, collect_logs, start_step_process
 from wharf.store.models import StepRunRecord
-from wharf.store.process_identity import cpu_ticks, kill_if_ours, start_token
+from wharf.store.process_identity import cpu_ticks, kill_if_ours, start_token, this_host
 
 if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
@@ -98,6 +99,8 @@ class _Live:
     """The empty working directory a travelling step started in (removed at cleanup)."""
     cpu: int | None = None
     """The CPU time (clock ticks) the process had used when :meth:`working` last looked."""
+    token: str | None = None
+    """The process's start token as it started (``process_identity.start_token``)."""
 
 
 def describe_exit(code: int) -> str:
@@ -150,9 +153,11 @@ class LocalProcessBackend:
             raise
         assert process.pid is not None
         handle = LocalProcessHandle(record.id, process.pid)
+        token = start_token(process.pid)
+        live = _Live(process, attempt.logs, record.logs_uri, workdir=workdir, token=token)
         with self._lock:
-            self._live[handle] = _Live(process, attempt.logs, record.logs_uri, workdir=workdir)
-        started_here.record(record.id, process.pid, start_token(process.pid))
+            self._live[handle] = live
+        started_here.record(record.id, process.pid, token)
         return handle
 
     def poll(
@@ -191,6 +196,18 @@ class LocalProcessBackend:
             return False
         used, attempt.cpu = attempt.cpu, cpu_ticks(handle.pid)
         return used is not None and attempt.cpu is not None and attempt.cpu > used
+
+    def beat_now(self, handle: LocalProcessHandle) -> None:
+        """``backends.HearsStopsAtOnce``: send the attempt's process
+        ``heartbeat.BEAT_NOW_SIGNAL`` (it beats at once, and so hears of its run's stop now),
+        only while this backend still holds it and ``process_identity`` vouches it is the
+        process started (same pid and start token on this machine: never a reused pid). The
+        signal goes to that process alone, not to the workers of its group."""
+        with self._lock:
+            attempt = self._live.get(handle)
+        if attempt is None or attempt.cancelled or attempt.process.wait(0) is not None:
+            return
+        kill_if_ours(this_host(), handle.pid, attempt.token, BEAT_NOW_SIGNAL)
 
     def cancel(self, handle: LocalProcessHandle, grace_seconds: float = 0.0) -> None:
         with self._lock:

@@ -50,6 +50,7 @@ from wharf.execution.attempt_ends import FORCE_STOPPED_STEP
 from wharf.execution.attempts import AttemptExecutor, AttemptResult
 from wharf.execution.backends import (
     AttemptOutcome,
+    HearsStopsAtOnce,
     StepBackend,
     StepLaunch,
     TellsWork,
@@ -204,18 +205,26 @@ class RunStopper:
 
     def stop(self, *, recorded: bool = False) -> None:
         """Stop gracefully: move the run to stopping (isolated steps learn it from their
-        heartbeat) and interrupt every inline attempt and every wait for resources at once,
-        and any that registers afterwards. Safe to call from any thread (the run's heartbeat
-        calls it when it learns of a stop recorded elsewhere). ``recorded``: the run is
-        stopping in the store already (a stop asked elsewhere)."""
+        heartbeat, at once where their backend can make them beat now:
+        ``backends.HearsStopsAtOnce``) and interrupt every inline attempt and every wait for
+        resources at once, and any that registers afterwards. Safe to call from any thread (the
+        run's heartbeat calls it when it learns of a stop recorded elsewhere). ``recorded``:
+        the run is stopping in the store already (a stop asked elsewhere)."""
         with self._cond:
             first = not self.stopping
             self.stopping = True
             regions = list(self._regions)
+            attempts = list(self._attempts.items()) if first else []
         if first and not recorded:
             self._record_stopping(RunUpdate(status=ExecutionStatus.STOPPING))
         for region in regions:
             region.interrupt(STOP_REASON)
+        for handle, backend in attempts:  # once the stop is recorded: their beat reads it
+            if isinstance(backend, HearsStopsAtOnce):
+                try:
+                    backend.beat_now(handle)
+                except Exception as exc:  # it learns of the stop at its next beat instead
+                    logger.debug("Could not make step attempt %s beat now: %s", handle, exc)
 
     def _record_stopping(self, update: RunUpdate, level: int = logging.WARNING) -> None:
         """Record the run stopping (``update``), as far as the store lets it (a failure is

@@ -107,12 +107,15 @@ def is_gone(host: str | None, pid: int | None, token: str | None) -> bool:
     return start_token(pid) != token
 
 
-def kill_if_ours(host: str | None, pid: int | None, token: str | None) -> bool:
-    """SIGKILL the process if :func:`is_ours` vouches for it; whether a signal was sent."""
+def kill_if_ours(
+    host: str | None, pid: int | None, token: str | None, signum: int = signal.SIGKILL
+) -> bool:
+    """Send ``signum`` (SIGKILL) to the process if :func:`is_ours` vouches for it; whether a
+    signal was sent."""
     if pid is None or not is_ours(host, pid, token):
         return False
     try:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signum)
     except ProcessLookupError:  # it ended meanwhile
         return False
     return True
