@@ -53,3 +53,22 @@ def test_an_unknown_id_prefix_is_the_usual_one_line_error(home: Path) -> None:
         result = wharf(*args)
         assert result.returncode == 1
         assert result.stderr.strip() == message
+
+
+def test_a_misspelt_pool_or_policy_name_suggests_the_close_names(home: Path) -> None:
+    ok("policy", "create", "mine", "--pool", "local", "--subject-type", "account")
+    pool_hint = "Error: Resource pool 'lcal' not found; did you mean 'local'?"
+    policy_hint = "Error: Resource policy 'mien' not found; did you mean 'mine'?"
+    for args, message in [
+        (("pool", "show", "lcal"), pool_hint),
+        (("pool", "update", "lcal", "--rank", "3"), pool_hint),
+        (("pool", "delete", "lcal", "--yes"), pool_hint),
+        (("pool", "queue", "lcal"), pool_hint),
+        (("policy", "show", "mien"), policy_hint),
+        (("policy", "update", "mien", "--priority", "2"), policy_hint),
+        (("policy", "delete", "mien", "--yes"), policy_hint),
+        (("policy", "list", "--pool", "lcal"), pool_hint),
+        (("pool", "show", "zzzz"), "Error: Resource pool 'zzzz' not found."),
+    ]:
+        result = wharf(*args)
+        assert (result.returncode, result.stderr.strip()) == (1, message), args

@@ -20,7 +20,6 @@ from uuid import UUID
 
 from wharf.core.errors import (
     EntityExistsError,
-    EntityNotFoundError,
     IllegalOperationError,
     InputError,
 )
@@ -67,21 +66,21 @@ def _descriptors(tx: Tx) -> config_specs.Descriptors:
 def _pool(tx: Tx, ref: str | UUID) -> Pool:
     pool = store.find_pool(tx.conn, ref)
     if pool is None:
-        raise EntityNotFoundError(f"Resource pool '{ref}' not found.")
+        raise store.pool_not_found(tx.conn, ref)
     return pool
 
 
 def _policy(tx: Tx, ref: str | UUID) -> Policy:
     policy = store.find_policy(tx.conn, ref)
     if policy is None:
-        raise EntityNotFoundError(f"Resource policy '{ref}' not found.")
+        raise store.policy_not_found(tx.conn, ref)
     return policy
 
 
 def _descriptor(tx: Tx, name: str, action: str) -> ResourceDescriptor:
     found = store.find_descriptor(tx.conn, name)
     if found is None:
-        raise EntityNotFoundError(f"Resource descriptor '{name}' not found.")
+        raise store.descriptor_not_found(tx.conn, name)
     descriptor, stock = found
     if stock:
         raise IllegalOperationError(f"The stock resource descriptor '{name}' cannot be {action}.")

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from wharf.core.errors import EntityNotFoundError
 from wharf.resource_manager.contract.models import (
     DescriptorUpdate,
     PolicyCreate,
@@ -50,10 +49,13 @@ class DescriptorService:
         self._runner = runner
 
     def get(self, name: str) -> ResourceDescriptor:
-        found = self._db.read(lambda conn: store.find_descriptor(conn, name))
-        if found is None:
-            raise EntityNotFoundError(f"Resource descriptor '{name}' not found.")
-        return found[0]
+        def query(conn: Any) -> ResourceDescriptor:
+            found = store.find_descriptor(conn, name)
+            if found is None:
+                raise store.descriptor_not_found(conn, name)
+            return found[0]
+
+        return self._db.read(query)
 
     def create(
         self,
@@ -103,10 +105,13 @@ class PoolService:
         self._budget = runner.options.route_search_budget
 
     def get(self, pool: str | UUID) -> Pool:
-        found = self._db.read(lambda conn: store.find_pool(conn, pool))
-        if found is None:
-            raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
-        return found
+        def query(conn: Any) -> Pool:
+            found = store.find_pool(conn, pool)
+            if found is None:
+                raise store.pool_not_found(conn, pool)
+            return found
+
+        return self._db.read(query)
 
     def create(
         self,
@@ -165,10 +170,13 @@ class PolicyService:
         self._runner = runner
 
     def get(self, policy: str | UUID) -> Policy:
-        found = self._db.read(lambda conn: store.find_policy(conn, policy))
-        if found is None:
-            raise EntityNotFoundError(f"Resource policy '{policy}' not found.")
-        return found
+        def query(conn: Any) -> Policy:
+            found = store.find_policy(conn, policy)
+            if found is None:
+                raise store.policy_not_found(conn, policy)
+            return found
+
+        return self._db.read(query)
 
     def create(
         self,
@@ -214,7 +222,7 @@ class PolicyService:
                 return store.list_policies(conn)
             found = store.find_pool(conn, pool)
             if found is None:
-                raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
+                raise store.pool_not_found(conn, pool)
             return store.list_policies(conn, found.id)
 
         return self._db.read(query)

@@ -5,7 +5,8 @@ functions only read and write whole aggregates: a pool is written with all its c
 with all its grants, so a half-written aggregate never exists.
 
 Invariants: references accept an id or a name (:func:`find_pool`, :func:`find_policy`); lists
-are ordered by name so every reader sees the same order.
+are ordered by name so every reader sees the same order; a reference that matches nothing is
+refused with the close names there are (:func:`pool_not_found` and the like).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from uuid import UUID
 
 from sqlalchemy import ColumnElement, Connection, delete, select, update
 
+from wharf.core.errors import EntityNotFoundError
+from wharf.core.suggestions import did_you_mean
 from wharf.resource_manager.domain import Policy, Pool, ResourceDescriptor
 from wharf.resource_manager.service import codec
 from wharf.resource_manager.service import tables as t
@@ -46,6 +49,25 @@ def as_uuid(ref: str | UUID) -> UUID | None:
         return UUID(ref)
     except ValueError:
         return None
+
+
+def _not_found(conn: Connection, kind: str, table: Any, ref: str | UUID) -> EntityNotFoundError:
+    names = conn.execute(select(table.c.name)).scalars()
+    return EntityNotFoundError(f"{kind} '{ref}' not found{did_you_mean(str(ref), names) or '.'}")
+
+
+def pool_not_found(conn: Connection, ref: str | UUID) -> EntityNotFoundError:
+    """The error for a pool reference that matches none: ``Resource pool 'lcal' not found;
+    did you mean 'local'?`` when a pool's name is close."""
+    return _not_found(conn, "Resource pool", t.pools, ref)
+
+
+def policy_not_found(conn: Connection, ref: str | UUID) -> EntityNotFoundError:
+    return _not_found(conn, "Resource policy", t.policies, ref)
+
+
+def descriptor_not_found(conn: Connection, name: str) -> EntityNotFoundError:
+    return _not_found(conn, "Resource descriptor", t.descriptors, name)
 
 
 # ----------------------------------------------------------------------------- descriptors

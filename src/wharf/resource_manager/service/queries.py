@@ -112,7 +112,7 @@ def list_requests(
 def pool_allocations(conn: Connection, pool: str | UUID) -> list[PoolAllocation]:
     found = config_store.find_pool(conn, pool)
     if found is None:
-        raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
+        raise config_store.pool_not_found(conn, pool)
     r, m = t.requests.c, t.request_metadata.c
     holding = (r.pool_id == found.id, r.status.in_(request_store.HOLDING))
     statement = (

@@ -23,7 +23,7 @@ from wharf.resource_manager.contract.models import ExplanationInfo, QueueEntry
 from wharf.resource_manager.domain import ResourceRequest
 from wharf.resource_manager.scheduler import SchedulerOptions, Snapshot, explain, schedule
 from wharf.resource_manager.service import leader, request_store
-from wharf.resource_manager.service.config_store import find_pool
+from wharf.resource_manager.service.config_store import find_pool, pool_not_found
 from wharf.resource_manager.service.convert import explanation_info, request_info
 from wharf.resource_manager.service.state import CacheView, Working, open_working
 
@@ -71,7 +71,7 @@ def pool_queue(
 ) -> list[QueueEntry]:
     found = find_pool(conn, pool)
     if found is None:
-        raise EntityNotFoundError(f"Resource pool '{pool}' not found.")
+        raise pool_not_found(conn, pool)
     work, snapshot, version = _committed(conn, view, now)
     decisions = schedule(snapshot, now, SchedulerOptions(route_search_budget=budget))
     waits = sorted(
