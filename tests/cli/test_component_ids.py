@@ -68,3 +68,18 @@ def test_a_name_several_types_use_still_needs_the_type(home: Path) -> None:
     unknown = wharf("component", "delete", "nosuch", "--yes")
     assert unknown.returncode == 1
     assert unknown.stderr.strip() == "Error: No component named 'nosuch'."
+
+
+def test_a_misspelt_component_name_suggests_the_close_names(home: Path) -> None:
+    ok("component", "register", "orch", "-t", "orchestrator", "-f", "local")
+    for args, message in [
+        (("update", "orhc", "-c", "a=1"), "No component named 'orhc'; did you mean 'orch'?"),
+        (("delete", "orhc", "--yes"), "No component named 'orhc'; did you mean 'orch'?"),
+        (
+            ("delete", "orhc", "-t", "orchestrator", "--yes"),
+            "No orchestrator component named 'orhc'; did you mean 'orch'?",
+        ),
+        (("delete", "zzzz", "--yes"), "No component named 'zzzz'."),
+    ]:
+        result = wharf("component", *args)
+        assert (result.returncode, result.stderr.strip()) == (1, f"Error: {message}"), args

@@ -30,6 +30,7 @@ from wharf.core.errors import (
     WharfError,
 )
 from wharf.core.ids import only_match, parse_id_prefix, parse_uuid
+from wharf.core.suggestions import did_you_mean
 from wharf.sdk import flavors
 from wharf.sdk.workspace import DEFAULT_STACK, Workspace
 from wharf.store.models import (
@@ -239,7 +240,8 @@ def find_component(workspace: Workspace, type: ComponentType, name: str) -> Comp
         others.append(other.value)
     if others:
         raise InputError(f"Component '{name}' is of type {' and '.join(others)}, not {type.value}.")
-    raise EntityNotFoundError(f"No {type.value} component named '{name}'.")
+    hint = did_you_mean(name, _component_names(stacks, type)) or "."
+    raise EntityNotFoundError(f"No {type.value} component named '{name}'{hint}")
 
 
 def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
@@ -268,8 +270,14 @@ def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
     matches = [] if prefix is None else _components_by_prefix(stacks, prefix)
     found = only_match("component", text, matches)
     if found is None:
-        raise EntityNotFoundError(f"No component named '{text}'.")
+        hint = did_you_mean(text, _component_names(stacks)) or "."
+        raise EntityNotFoundError(f"No component named '{text}'{hint}")
     return found
+
+
+def _component_names(stacks: StackRepository, type: ComponentType | None = None) -> list[str]:
+    """The names of the first page of components (of ``type``): the ones a hint looks among."""
+    return [c.name for c in stacks.list_components(type, PageRequest(size=MAX_PAGE_SIZE)).items]
 
 
 def _components_by_prefix(stacks: StackRepository, prefix: str) -> list[ComponentRecord]:
