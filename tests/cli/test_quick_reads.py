@@ -225,6 +225,12 @@ def test_run_lists_match_for_every_filter_and_page(both: Both) -> None:
                 )
 
 
+def test_a_misspelt_pipeline_name_gets_the_clients_hint(both: Both) -> None:
+    hint = (EntityNotFoundError, "No pipeline named 'trian'; did you mean 'train'?")
+    assert outcome(both.quick, "get_pipeline", "trian") == hint
+    assert both.check("list_pipeline_runs", pipeline="trian") is EntityNotFoundError
+
+
 def test_run_lookups_and_step_lists_match(both: Both) -> None:
     runs = both.check("list_pipeline_runs", size=1000).items
     names = {run.name for run in runs} | {"missing", "nightly", "with-steps"}

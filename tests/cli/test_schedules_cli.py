@@ -67,6 +67,14 @@ def test_bad_input_is_one_line(scheduled: None) -> None:
     assert_one_line_error(
         wharf("schedule", "list", "--pipeline", "nope"), "No pipeline named 'nope'"
     )
+    hint = "No schedule named 'nigthly'; did you mean 'nightly'?"
+    assert_one_line_error(wharf("schedule", "show", "nigthly"), hint)
+    assert_one_line_error(wharf("schedule", "pause", "nigthly"), hint)
+    assert_one_line_error(wharf("schedule", "delete", "nigthly", "--yes"), hint)
+    assert_one_line_error(
+        wharf("schedule", "list", "--pipeline", "poling"),
+        "No pipeline named 'poling'; did you mean 'polling'?",
+    )
 
 
 def test_the_client_finds_schedules_by_name_or_id(scheduled: None) -> None:

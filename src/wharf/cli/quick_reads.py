@@ -36,6 +36,7 @@ from wharf.core.ids import (
     parse_uuid,
     run_not_found,
 )
+from wharf.core.suggestions import did_you_mean
 from wharf.store.models import (
     MAX_PAGE_SIZE,
     ArtifactRecord,
@@ -167,7 +168,14 @@ class QuickReads:
 
     def get_pipeline(self, name_or_id: str | UUID) -> PipelineRecord:
         unnamed = "No pipeline named '{}'."
-        return self._get(PipelineRecord, "pipeline", "pipeline", name_or_id, unnamed)
+        try:
+            return self._get(PipelineRecord, "pipeline", "pipeline", name_or_id, unnamed)
+        except EntityNotFoundError as missing:
+            if str(missing) != unnamed.format(name_or_id):
+                raise  # an id no pipeline has
+            names = [p.name for p in self.list_pipelines(size=MAX_PAGE_SIZE).items]
+            hint = did_you_mean(str(name_or_id), names) or "."
+            raise EntityNotFoundError(f"No pipeline named '{name_or_id}'{hint}") from None
 
     def list_pipeline_runs(
         self,

@@ -26,6 +26,8 @@ from wharf.core.ids import (
     parse_uuid,
     run_not_found,
 )
+from wharf.core.paging import MAX_PAGE_SIZE
+from wharf.core.suggestions import did_you_mean
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import (
     ArtifactFilter,
@@ -164,7 +166,9 @@ class Client:
                 "pipeline", name_or_id, self.store.pipelines.list, PipelineFilter
             )
         if not found:
-            raise EntityNotFoundError(f"No pipeline named '{name_or_id}'.")
+            names = [p.name for p in self.list_pipelines(size=MAX_PAGE_SIZE).items]
+            hint = did_you_mean(str(name_or_id), names) or "."
+            raise EntityNotFoundError(f"No pipeline named '{name_or_id}'{hint}")
         return found[0]
 
     def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord:
@@ -285,7 +289,9 @@ class Client:
                 "schedule", name_or_id, self.store.schedules.list, ScheduleFilter
             )
         if not found:
-            raise EntityNotFoundError(f"No schedule named '{name_or_id}'.")
+            names = [s.name for s in self.list_schedules(size=MAX_PAGE_SIZE).items]
+            hint = did_you_mean(str(name_or_id), names) or "."
+            raise EntityNotFoundError(f"No schedule named '{name_or_id}'{hint}")
         return found[0]
 
     def set_schedule_active(self, name_or_id: str | UUID, active: bool) -> ScheduleRecord:
