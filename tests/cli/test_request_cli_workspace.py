@@ -70,6 +70,10 @@ def test_workspace_errors_are_one_line(
     assert_one_line_error(
         run("request", "list", "--pool", "nosuch", env=env), "Pool 'nosuch' not found."
     )
+    assert_one_line_error(
+        run("request", "list", "--pool", "licences", env=env),
+        "Pool 'licences' not found; did you mean 'licenses'?",
+    )
     assert_one_line_error(  # through the workspace now: the RM's own refusal
         run("request", "cancel", str(mine.resource_request_id), env=env),
         "Only a pending request can be cancelled",

@@ -97,6 +97,8 @@ def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str
     """As ``policy list --pool`` and ``runs list --pipeline`` do, rather than an empty list."""
     unknown_pool = run("request", "list", "--pool", "nosuch", env=env)
     assert_one_line_error(unknown_pool, "Pool 'nosuch' not found.")
+    misspelt = run("request", "list", "--pool", "lcal", env=env)
+    assert_one_line_error(misspelt, "Pool 'lcal' not found; did you mean 'local'?")
     unknown_project = run("request", "list", "--project", "nosuch", env=env)
     assert_one_line_error(unknown_project, "Project 'nosuch' not found.")
     # the default project exists before its first run: listed, not refused

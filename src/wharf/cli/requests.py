@@ -8,7 +8,7 @@ Pools are shown by name everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -194,10 +194,13 @@ def _check_local_project(project: str) -> None:
         store.close()
 
 
-def _pool_not_found(pool: str) -> Exception:
+def _pool_not_found(pool: str, names: Iterable[str] = ()) -> Exception:
+    """The error for ``--pool`` naming none of the pools (``names``: those there are, whose
+    close spellings it suggests)."""
     from wharf.core.errors import EntityNotFoundError
+    from wharf.core.suggestions import did_you_mean
 
-    return EntityNotFoundError(f"Pool '{pool}' not found.")
+    return EntityNotFoundError(f"Pool '{pool}' not found{did_you_mean(pool, names) or '.'}")
 
 
 def _listed_project(store: RestStore, project: str | None) -> UUID | None:
@@ -305,7 +308,7 @@ def list_requests(
             if pool is not None:  # unless the server cannot say which pools there are
                 pools = _pool_names(store)
                 if pools and pool not in pools.values() and pool not in map(str, pools):
-                    raise _pool_not_found(pool)
+                    raise _pool_not_found(pool, pools.values())
             query = load(RequestFilter, filters)
             found = _requests_of(store).list(query, paging, project_id=project_id)
             if output != "json" and found.items and not pools:
@@ -322,7 +325,8 @@ def list_requests(
                     try:
                         rm.pools.get(pool)
                     except EntityNotFoundError:
-                        raise _pool_not_found(pool) from None
+                        names = [p.name for p in rm.pools.list()]
+                        raise _pool_not_found(pool, names) from None
                 found = rm.requests.list(query, paging)
                 if output != "json":
                     pools = {p.id: p.name for p in rm.pools.list()}
