@@ -57,7 +57,10 @@ def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: 
     assert_one_line_error(run("user", "create", "carol", "--no-password", env=env), "carol")
     assert_one_line_error(run("user", "update", "nobody", "--admin", env=env), "nobody")
     # said at once, not after a question answered with "Aborted." (no input here)
-    assert_one_line_error(run("user", "delete", "nobody", env=env), "No user named 'nobody'")
+    assert_one_line_error(run("user", "delete", "nobody", env=env), "No user named 'nobody'.")
+    assert_one_line_error(
+        run("user", "delete", "carl", env=env), "No user named 'carl'; did you mean 'carol'?"
+    )
     assert_one_line_error(run("user", "update", "carol", env=env), "Nothing to change")
 
 
@@ -72,6 +75,10 @@ def test_projects_and_members(team: Team, tmp_path: Path) -> None:
     ok("project", "remove-member", "vision", "--user", "member", "--yes", env=env)
     assert "vision" not in ok("project", "list", env=member_env)
     assert_one_line_error(run("project", "add-member", "vision", env=env), "exactly one of")
+    assert_one_line_error(
+        run("project", "add-member", "visoin", "--user", "member", env=env),
+        "No project named 'visoin'; did you mean 'vision'?",
+    )
     assert_one_line_error(run("project", "create", "nope", env=member_env), "admin")
     assert_one_line_error(
         run("project", "add-member", "nowhere", "--user", "member", env=env), "nowhere"
@@ -91,6 +98,10 @@ def test_service_accounts_and_their_keys(team: Team, tmp_path: Path) -> None:
     assert_one_line_error(
         run("service-account", "create", "ci2", "--description", "the\nCI", env=env),
         "'description': must be one line without control characters (found U+000A)",
+    )
+    assert_one_line_error(
+        run("api-key", "list", "cii", env=env),
+        "No service account named 'cii'; did you mean 'ci'?",
     )
     made = run("api-key", "create", "ci", "--name", "deploy", env=env)
     assert made.returncode == 0, made.stderr

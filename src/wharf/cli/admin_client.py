@@ -1,6 +1,7 @@
 """What the workspace administration commands (``wharf user``, ``project``, ``service-account``,
 ``api-key``) share: the session to the server this machine is logged in to, and finding users,
-projects and service accounts by name (or id).
+projects and service accounts by name (or id); a name that matches none is refused with the
+close names among those the caller may list.
 
 Invariant: these commands only ever talk to a workspace server (``wharf login`` /
 ``WHARF_SERVER_URL``); without one they fail with one line saying how to log in, and send
@@ -14,7 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.errors import EntityNotFoundError, InputError, WharfError
+from wharf.core.suggestions import did_you_mean
 from wharf.store.rest.http import HttpSession
 
 API = "/api/v1"
@@ -52,7 +54,10 @@ def user(http: HttpSession, name: str) -> dict[str, Any]:
     if user_id is not None:
         found: dict[str, Any] = http.send("GET", f"{API}/users/{user_id}")
         return found
-    found = http.send("GET", f"{API}/users/by-name", params={"name": name})
+    try:
+        found = http.send("GET", f"{API}/users/by-name", params={"name": name})
+    except EntityNotFoundError as missing:
+        raise _hinted(missing, http, name, "users") from None
     return found
 
 
@@ -62,8 +67,22 @@ def project(http: HttpSession, name: str) -> dict[str, Any]:
     if project_id is not None:
         found: dict[str, Any] = http.send("GET", f"{API}/projects/{project_id}")
         return found
-    found = http.send("GET", f"{API}/projects/by-name", params={"name": name})
+    try:
+        found = http.send("GET", f"{API}/projects/by-name", params={"name": name})
+    except EntityNotFoundError as missing:
+        raise _hinted(missing, http, name, "projects") from None
     return found
+
+
+def _hinted(missing: EntityNotFoundError, http: HttpSession, name: str, kind: str) -> Exception:
+    """``missing`` with the close names among the ``kind`` (a list route) the caller may list
+    (``; did you mean 'x'?``); as it was when none is close or the list is refused."""
+    try:
+        names = [item["name"] for item in all_items(http, f"{API}/{kind}")]
+    except WharfError:
+        return missing
+    hint = did_you_mean(name, names)
+    return EntityNotFoundError(f"{str(missing).removesuffix('.')}{hint}") if hint else missing
 
 
 def all_items(http: HttpSession, path: str) -> list[dict[str, Any]]:
@@ -92,7 +111,9 @@ def service_account(http: HttpSession, name: str) -> dict[str, Any]:
     if account_id is not None:
         found: dict[str, Any] = http.send("GET", f"{API}/service_accounts/{account_id}")
         return found
-    for account in all_items(http, f"{API}/service_accounts"):
+    accounts = all_items(http, f"{API}/service_accounts")
+    for account in accounts:
         if account["name"] == name:
             return account
-    raise EntityNotFoundError(f"No service account named '{name}'.")
+    hint = did_you_mean(name, [account["name"] for account in accounts]) or "."
+    raise EntityNotFoundError(f"No service account named '{name}'{hint}")
