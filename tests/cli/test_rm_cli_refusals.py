@@ -101,5 +101,7 @@ def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str
     assert_one_line_error(misspelt, "Pool 'lcal' not found; did you mean 'local'?")
     unknown_project = run("request", "list", "--project", "nosuch", env=env)
     assert_one_line_error(unknown_project, "Project 'nosuch' not found.")
+    misspelt = run("request", "list", "--project", "defualt", env=env)
+    assert_one_line_error(misspelt, "Project 'defualt' not found; did you mean 'default'?")
     # the default project exists before its first run: listed, not refused
     assert "STATUS" in ok("request", "list", "--pool", "local", "--project", "default", env=env)

@@ -166,7 +166,22 @@ def _project_id(store: RestStore, project: str) -> UUID:
     try:
         return store.projects.get_by_name(project).id
     except EntityNotFoundError:  # or not the caller's: the server answers both alike
-        raise EntityNotFoundError(f"Project '{project}' not found.") from None
+        raise _project_not_found(project, store) from None
+
+
+def _project_not_found(project: str, store: Any, *also: str) -> Exception:
+    """``--project`` naming none of the projects ``store`` lists to the caller: the close
+    names among those (and ``also``)."""
+    from wharf.core.errors import EntityNotFoundError, WharfError
+    from wharf.core.paging import MAX_PAGE_SIZE, PageRequest
+    from wharf.core.suggestions import did_you_mean
+
+    try:
+        names = [p.name for p in store.projects.list(PageRequest(size=MAX_PAGE_SIZE)).items]
+    except WharfError:  # cannot list them: no hint
+        names = []
+    hint = did_you_mean(project, [*also, *names]) or "."
+    return EntityNotFoundError(f"Project '{project}' not found{hint}")
 
 
 def _check_local_project(project: str) -> None:
@@ -189,7 +204,8 @@ def _check_local_project(project: str) -> None:
         else:
             store.projects.get(project_id)
     except EntityNotFoundError:
-        raise EntityNotFoundError(f"Project '{project}' not found.") from None
+        also = (DEFAULT_PROJECT, config.project or DEFAULT_PROJECT)
+        raise _project_not_found(project, store, *also) from None
     finally:
         store.close()
 
