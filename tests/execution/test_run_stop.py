@@ -206,22 +206,19 @@ def test_a_forced_stop_from_elsewhere_stops_the_orchestrating_wait_for_inline_st
 def test_a_forced_stop_that_cannot_wake_the_orchestrating_thread_ends_the_run_without_it(
     world: World,
 ) -> None:
-    """The orchestrating thread (not the main one) blocks where nothing wakes it (a lock's
-    acquire with no timeout; a ``Condition`` wait would be woken): ``unwoken`` ends the run
-    from another thread once ``FORCED_WAKE_SECONDS`` passed; a thread that stops waiting in
-    time is left to end it."""
+    """The orchestrating thread (not the main one) blocks where nothing wakes it (a wait with
+    no timeout): ``unwoken`` ends the run from another thread once
+    ``FORCED_WAKE_SECONDS`` passed; a thread that stops waiting in time is left to end it."""
     run = world.run(status=S.RUNNING)
     stopper = RunStopper(world.store, run.id)
-    entered, unwoken = threading.Event(), threading.Event()
-    release = threading.Lock()
-    release.acquire()
+    entered, release, unwoken = threading.Event(), threading.Event(), threading.Event()
     ended: list[str] = []
 
     def orchestrate() -> None:
         try:
             with stopper.orchestrating(unwoken=unwoken.set):
                 entered.set()
-                release.acquire()  # blocked in a lock: the ForcedStop waits for it to return
+                release.wait()  # blocked in a lock: the ForcedStop waits for it to return
             ended.append("returned")
         except ForcedStop:
             ended.append("forced")
@@ -235,6 +232,6 @@ def test_a_forced_stop_that_cannot_wake_the_orchestrating_thread_ends_the_run_wi
     assert unwoken.wait(30)
     assert time.monotonic() - asked >= FORCED_WAKE_SECONDS
     assert ended == []  # still blocked
-    release.release()
+    release.set()
     thread.join(30)
     assert ended == ["forced"] and stopper.stopped_waiting  # raised once it ran Python again

@@ -4,9 +4,8 @@ Owns :class:`InterruptibleRegion` (wraps exactly the user function call) and
 :class:`StepInterrupted` (a ``BaseException``, so a user's ``except Exception`` does not
 swallow it, while ``finally`` blocks and context managers still run), and
 :func:`wake_main_thread` (an interrupt of the main thread also makes a system call it blocks
-in return, with :data:`WAKE_SIGNAL`; any thread blocked in a ``threading.Condition`` wait is
-woken from it, ``wharf.execution.condition_wake``; any other thread blocked in a system call or a
-lock sees its interrupt only once it runs Python code again: such waits of Wharf's are bounded,
+in return, with :data:`WAKE_SIGNAL`; any other thread blocked in a system call or a lock
+sees its interrupt only once it runs Python code again: such waits of Wharf's are bounded,
 :data:`UNWOKEN_WAIT_SECONDS`). Invariant: an interrupt is delivered only inside the
 region, so Wharf's own bookkeeping (publishing outputs, final status) is never cut in half.
 """
@@ -19,8 +18,6 @@ import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Protocol
-
-from wharf.execution.condition_wake import wake_condition_wait
 
 
 class StepInterrupted(BaseException):
@@ -78,12 +75,6 @@ WAKE_REPEAT_SECONDS = 0.5
 lands just before the thread enters a blocking call is handled only once that call returns."""
 
 
-CONDITION_WAKE_TRIES = 2
-"""How many times (:data:`WAKE_REPEAT_SECONDS` apart) an interrupted thread is looked for in a
-``Condition.wait``: a thread running Python code gets its interrupt at once, one in a system call
-as the call returns, before it could wait; a stubborn step that swallowed it is never woken."""
-
-
 def _wakes(thread_id: int) -> bool:
     """Whether interrupts of ``thread_id`` wake it: the main thread, with the wake on (never
     otherwise: the signal's default action would end the process)."""
@@ -93,19 +84,9 @@ def _wakes(thread_id: int) -> bool:
 
 
 def _keep_waking(thread_id: int, left: threading.Event) -> None:
-    """Wake ``thread_id`` now and again until it leaves its region (``left``): the main thread
-    with :data:`WAKE_SIGNAL`, and any thread, once, from a ``threading.Condition`` wait (an
-    ``Event``, a queue, a future, a ``multiprocessing`` pool's ``map``: no signal wakes those)."""
-    tries = CONDITION_WAKE_TRIES
-    while True:
-        if tries and wake_condition_wait(thread_id, lambda: not left.is_set()):
-            tries = 0
-        tries = max(0, tries - 1)
-        signalled = _wakes(thread_id)
-        if signalled:
-            signal.pthread_kill(thread_id, WAKE_SIGNAL)
-        elif not tries:
-            return
+    """Wake ``thread_id`` now and again until it leaves its region (``left``)."""
+    while _wakes(thread_id):
+        signal.pthread_kill(thread_id, WAKE_SIGNAL)
         if left.wait(WAKE_REPEAT_SECONDS):
             return
 
@@ -177,11 +158,12 @@ class InterruptibleRegion:
             self.reason = reason
             if self._thread_id is not None:
                 _set_async_exc(self._thread_id, self._raises)
-                waker = threading.Thread(
-                    target=_keep_waking,
-                    args=(self._thread_id, self._left_event),
-                    name="wharf-wake",
-                    daemon=True,
-                )
-                waker.start()
+                if _wakes(self._thread_id):
+                    waker = threading.Thread(
+                        target=_keep_waking,
+                        args=(self._thread_id, self._left_event),
+                        name="wharf-wake",
+                        daemon=True,
+                    )
+                    waker.start()
             return True
