@@ -147,6 +147,19 @@ def test_a_sigterm_hook_that_raises_interrupts_the_main_thread_outside_a_run() -
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # given back
 
 
+def test_a_hook_ending_while_a_run_holds_sigterm_leaves_the_default_behind(
+    signals: RunSignals,
+) -> None:
+    """A hook's context that ends while a run's handlers are installed: the run's restore
+    gives back Python's default, not the hooks' stand-in (which outlived every hook)."""
+    context = sigterm_hook(lambda: False)
+    context.__enter__()
+    signals.install()
+    context.__exit__(None, None, None)
+    signals.restore()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
 def test_a_sigterm_no_hook_takes_ends_the_process_as_by_default() -> None:
     code = (
         "import os, signal\n"

@@ -97,7 +97,8 @@ def sigterm_hook(hook: SigtermHook) -> Iterator[None]:
         yield
     finally:
         _SIGTERM_HOOKS.remove(hook)
-        if installed and signal.getsignal(signal.SIGTERM) is _hooked_default:
+        last = installed or not _SIGTERM_HOOKS  # the stand-in is not needed any more
+        if last and signal.getsignal(signal.SIGTERM) is _hooked_default:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -170,8 +171,9 @@ class RunSignals:
 
     def restore(self) -> None:
         """Give the signals back to the handlers they had before :meth:`install`."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+        for signum, previous in self._previous.items():
+            stale = previous is _hooked_default and not _SIGTERM_HOOKS  # their context ended
+            signal.signal(signum, signal.SIG_DFL if stale else previous)
         self._previous.clear()
         if self._give_back_wake is not None:
             self._give_back_wake()
