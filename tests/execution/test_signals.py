@@ -229,6 +229,24 @@ if __name__ == "__main__":
 """
 
 
+def run_script(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, text: str
+) -> subprocess.CompletedProcess[str]:
+    """Run pipeline script ``text`` in a new interpreter with a fresh Wharf home (default stack)."""
+    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
+    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "script.py").write_text(text)
+    return subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_an_inline_steps_forked_worker_ends_as_by_default_on_sigterm_and_ctrl_c(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,18 +255,7 @@ def test_an_inline_steps_forked_worker_ends_as_by_default_on_sigterm_and_ctrl_c(
     run's handlers: its SIGTERM (``Pool.terminate``, at the end of ``with Pool(...)``) only
     printed "Stopping run" and left it running, so the step hung joining it. A real pipeline
     script in a new interpreter, on the default (inline) stack."""
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "script.py").write_text(FORKED_WORKER)
-    done = subprocess.run(
-        [sys.executable, "script.py"],
-        cwd=tmp_path,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script(tmp_path, monkeypatch, FORKED_WORKER)
     assert done.returncode == 0, done.stderr
     assert f"EXIT SIGTERM {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
     assert "EXIT SIGINT 1" in done.stdout, done.stdout + done.stderr
@@ -307,18 +314,7 @@ def test_a_sigterm_reaching_a_forked_worker_before_its_handlers_are_given_back_e
     others killed by a Ctrl-C) ran the run's handler in the worker, which took it for a stop of
     the run and lived on: ``with Pool(...)`` then waited for it forever. A real pipeline script
     whose worker gets its SIGTERM from an earlier at-fork hook."""
-    monkeypatch.setenv("WHARF_HOME", str(tmp_path / "home"))
-    for var in ("WHARF_STORE_URL", "WHARF_ARTIFACT_ROOT", "WHARF_ACTIVE_STACK"):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "script.py").write_text(EARLY_SIGTERM)
-    done = subprocess.run(
-        [sys.executable, "script.py"],
-        cwd=tmp_path,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script(tmp_path, monkeypatch, EARLY_SIGTERM)
     assert done.returncode == 0, done.stderr
     assert f"EXIT {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
     assert "Stopping run" not in done.stderr, done.stderr
