@@ -5,13 +5,13 @@ Owns :class:`StepLauncher` (one per run: :meth:`StepLauncher.launch` per step,
 new step run and an interrupted step is never retried; the cache lookup and the creation of a
 step's first attempt are one decision, made once the step has its parallelism slot
 (:mod:`wharf.execution.cache_decisions`); an attempt in flight that is resumed is adopted by
-its backend, never run in a second process; a replay that diverges fails (``call_order``).
+its backend, never run in a second process; a replay that diverges fails (``call_order``,
+checked by :mod:`wharf.execution.resumed_steps`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import datetime
@@ -29,18 +29,13 @@ from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_ret
 from wharf.execution.attempts import AttemptExecutor, PlacesAttempts
 from wharf.execution.cache_decisions import CacheDecisions, Inputs
 from wharf.execution.caching import cache_enabled, compute_step_cache_key, expiry_for
-from wharf.execution.call_order import (
-    CallOrder,
-    ReplayDivergedError,
-    diverged_reason,
-    unreached_reason,
-)
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.launch_errors import end_after_error
 from wharf.execution.outages import refused
 from wharf.execution.resources.holders_first import HoldersFirst
 from wharf.execution.resources.run_requests import RunRequests
-from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption, replay_differs
+from wharf.execution.resumed_steps import ResumedSteps, end_lost
+from wharf.execution.run_lifecycle import IN_FLIGHT_STATUSES, Resumption
 from wharf.execution.runtime import RuntimePolicy
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
@@ -53,8 +48,6 @@ from wharf.store.models import (
 __all__ = ["StepLauncher", "StepOutcome"]  # StepOutcome: for the runners
 
 logger = logging.getLogger(__name__)
-
-NOT_CALLED_AGAIN = "not called again after the run's orchestrator restarted"
 
 
 class StepLauncher:
@@ -108,18 +101,15 @@ class StepLauncher:
         gone on from (that call differs, or the function never calls it again:
         :meth:`end_unreached`); such an attempt is ended failed, stopped if the run is
         stopping."""
-        self._resumed = dict(resumed.steps) if resumed is not None else {}
-        self._check_replay = check_replay
-        self._stop_recorded = stop_recorded
-        self._diverged: str | None = None
-        self._replay_lock = threading.Lock()
-        self._calls = CallOrder(self._resumed.values())
-        self._adoptable = resumed.adoptable if resumed is not None else frozenset()
         self._services = services
         self._stops = stops
         self._requests = requests or RunRequests()
         self._allocations = AllocationWaits(services, run_id, self._requests, stops)
         self._run_id = run_id
+        self._resumed = ResumedSteps(
+            services, run_id, resumed, check_replay, stop_recorded, self._ended
+        )
+        self._calls = self._resumed.calls
         self._pipeline_name = pipeline_name
         self._inline = inline
         self._isolated = isolated
@@ -157,19 +147,7 @@ class StepLauncher:
         before a later call starts a step, if the earlier process called otherwise; ``inputs``
         None: some are not known yet (of steps still running), their versions are compared
         when the step is launched."""
-        differs = self._calls.call(spec.name)
-        if not self._check_replay:
-            return
-        with self._replay_lock:
-            earlier = self._resumed.get(spec.name)
-            if self._diverged is None and differs is None and earlier is not None:
-                ids = earlier.inputs if inputs is None else {n: v.id for n, v in inputs.items()}
-                differs = replay_differs(earlier, spec, ids)
-            if self._diverged is None and differs is not None:
-                self._diverged = diverged_reason(spec.name, differs)
-            diverged = self._diverged
-        if diverged is not None:
-            raise ReplayDivergedError(diverged)
+        self._resumed.called(spec, inputs)
 
     def launch(
         self,
@@ -177,9 +155,7 @@ class StepLauncher:
         inputs: Mapping[str, ArtifactVersionRecord],
         region: InterruptibleRegion,
     ) -> StepOutcome:
-        earlier = self._resumed.pop(spec.name, None)  # each step is launched once
-        if self._check_replay:
-            self._check_call(earlier, {n: v.id for n, v in inputs.items()})
+        earlier = self._resumed.take(spec.name, inputs)
         if earlier is not None:
             return self._resume(spec, inputs, region, earlier)
         holders = self._holders_for(spec)
@@ -201,43 +177,7 @@ class StepLauncher:
     def end_unreached(self) -> str | None:
         """Once a replayed function ended: end the earlier step runs it did not call again
         that are unfinished; why the run fails if it left any out (None: it did not)."""
-        with self._replay_lock:
-            unreached = dict(self._resumed) if self._check_replay else {}
-            self._resumed.clear()
-        for record in unreached.values():
-            try:
-                self._abandon(record, NOT_CALLED_AGAIN)
-            except Exception:  # the run ends all the same
-                logger.warning("Could not end step run %s", record.id, exc_info=True)
-        return unreached_reason(sorted(unreached)) if unreached else None
-
-    def _check_call(self, earlier: StepRunRecord | None, inputs: Mapping[str, UUID]) -> None:
-        """Raise :class:`ReplayDivergedError` once the replay diverged (:meth:`called` checked
-        each call when it was made, here its input versions), ending the earlier step run of
-        this call."""
-        with self._replay_lock:
-            if self._diverged is None and earlier is not None and dict(earlier.inputs) != inputs:
-                self._diverged = diverged_reason(earlier.name, "other input artifact versions")
-            diverged = self._diverged
-        if diverged is None:
-            return
-        if earlier is not None:
-            self._abandon(earlier, "called differently after the run's orchestrator restarted")
-        raise ReplayDivergedError(diverged)
-
-    def _abandon(self, record: StepRunRecord, what: str) -> None:
-        """End the earlier step run ``record`` if it is unfinished: it is not gone on from."""
-        if record.status not in IN_FLIGHT_STATUSES and record.status is not ExecutionStatus.QUEUED:
-            return
-        outcome = self._lost(record.name, record, f"Not resumed: {what}", f"Stopped: {what}")
-        self._ended(outcome, record.start_time)
-        if outcome.status.is_successful:  # it ended meanwhile: its Job is collected as usual
-            return
-        if record.id in self._adoptable and self._stop_recorded is not None:
-            try:  # its attempt still runs (e.g. a step Job): end it
-                self._stop_recorded(record)
-            except Exception:
-                logger.warning("Could not end the attempt of step run %s", record.id, exc_info=True)
+        return self._resumed.end_unreached()
 
     def _resume(
         self,
@@ -254,10 +194,15 @@ class StepLauncher:
         cache_key = record.cache_key or ""
         status = record.status
         if status in IN_FLIGHT_STATUSES:
-            if record.id not in self._adoptable or self.executor_for(spec) is self._inline:
+            if not self._resumed.adoptable(record) or self.executor_for(spec) is self._inline:
                 lost = "process was lost with the run's earlier orchestrating process"
-                outcome = self._lost(  # no beat was missed: not "Heartbeat lost"
-                    spec.name, record, f"The step's {lost}", f"Stopped: its {lost}"
+                outcome = end_lost(  # no beat was missed: not "Heartbeat lost"
+                    self._services,
+                    self._run_id,
+                    spec.name,
+                    record,
+                    f"The step's {lost}",
+                    f"Stopped: its {lost}",
                 )
                 return self._ended(outcome, record.start_time)
             return self._run_attempts(spec, inputs, cache_key, region, record, adopted=True)
@@ -273,23 +218,6 @@ class StepLauncher:
         if status.is_successful:
             outputs = self._services.versions.outputs_of(self._services.store, record)
         return StepOutcome(spec.name, status, outputs, record, reason=record.status_reason)
-
-    def _lost(self, name: str, record: StepRunRecord, failed: str, stopped: str) -> StepOutcome:
-        """End ``record`` of step ``name``, whose attempt is not gone on from: failed (with
-        reason ``failed``), or stopped (``stopped``) if the run is stopping (what was recorded
-        meanwhile stands)."""
-        store = self._services.store
-        status, reason = ExecutionStatus.FAILED, f"{failed}."
-        if store.runs.get_status(self._run_id) in (
-            ExecutionStatus.STOPPING,
-            ExecutionStatus.STOPPED,
-        ):
-            status, reason = ExecutionStatus.STOPPED, f"{stopped}."
-        final = step_writes.end(self._services, record.id, status, reason)
-        outputs = {}
-        if final.status.is_successful:
-            outputs = self._services.versions.outputs_of(store, final)
-        return StepOutcome(name, final.status, outputs, final, reason=final.status_reason)
 
     def _queued(self, spec: StepSpec) -> bool:
         """The step waits for a resource allocation before it runs."""
@@ -340,7 +268,9 @@ class StepLauncher:
     def _decided_ahead(self, spec: StepSpec) -> bool:
         """Whether the step may be looked at ahead (:mod:`wharf.execution.cache_decisions`):
         launched first here (not resumed), cacheable, and asking for no resources."""
-        return spec.name not in self._resumed and cache_enabled(spec) and not self._queued(spec)
+        return (
+            not self._resumed.pending(spec.name) and cache_enabled(spec) and not self._queued(spec)
+        )
 
     def _prepare_ahead(self, spec: StepSpec, inputs: Inputs) -> StepRunCreate | None:
         """The first attempt's step run of a step looked at ahead (None if its settings or
