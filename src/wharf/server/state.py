@@ -20,8 +20,9 @@ from wharf.server.auth.cache import AuthCache
 from wharf.server.auth.passwords import Passwords
 from wharf.server.scopes import Scopes
 from wharf.server.settings import ServerSettings
+from wharf.store.account_ports import AccountStore
 from wharf.store.lost_runs import ReleaseEnded
-from wharf.store.ports import AccountStore, StepRunRepository, Store
+from wharf.store.ports import StepRunRepository, Store
 
 if TYPE_CHECKING:
     from wharf.server.resource_manager import ServerRequests

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wharf.sql.engine import Database, create_sql_engine, mask_url
-from wharf.store.ports import (
+from wharf.store.account_ports import (
     AccountStore,
     ApiKeyRepository,
     CredentialRepository,
@@ -30,7 +30,7 @@ from wharf.store.sql.store import SqlStore
 
 
 class SqlAccountStore:
-    """The account repositories (``wharf.store.ports.AccountStore``) on one database."""
+    """The account repositories (``wharf.store.account_ports.AccountStore``) on one database."""
 
     credentials: CredentialRepository
     service_accounts: ServiceAccountRepository
