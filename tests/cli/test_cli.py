@@ -102,7 +102,10 @@ def test_a_filter_matching_nothing_says_so_on_stderr(finished_run) -> None:
     scripts) and JSON stays ``[]``."""
     empty = wharf("runs", "list", "--status", "failed")
     assert empty.returncode == 0
-    assert empty.stdout.splitlines() == ["Pipeline runs", "NAME  STATUS  CREATED  END_TIME  ID"]
+    assert empty.stdout.splitlines() == [
+        "Pipeline runs",
+        "NAME  STATUS  STACK  CREATED  END_TIME  ID",
+    ]
     assert empty.stderr == "No pipeline runs match.\n"
     versions = wharf("artifacts", "list", "--versions", "--name", "cli_pipeline::nothing")
     assert versions.stderr.splitlines()[0] == "No artifact versions match."
@@ -165,7 +168,7 @@ def test_tables_are_plain_aligned_columns(finished_run) -> None:
     lines = wharf("runs", "list").stdout.splitlines()
     assert lines[0] == "Pipeline runs"
     header, row = lines[1], lines[2]
-    assert header.split() == ["NAME", "STATUS", "CREATED", "END_TIME", "ID"]
+    assert header.split() == ["NAME", "STATUS", "STACK", "CREATED", "END_TIME", "ID"]
     assert row.startswith(finished_run.name) and row.endswith(str(finished_run.id))
     assert header.index("STATUS") == row.index("completed")  # columns line up
     paged = wharf("steps", "list", "--run", finished_run.name, "--size", "1").stdout

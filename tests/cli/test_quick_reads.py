@@ -281,6 +281,11 @@ def test_what_runs_show_reads_matches(both: Both) -> None:
     both.check("get_step_run", str(uuid.uuid4()))
     both.check("get_step_run", "nope")
     both.check("get_snapshot", uuid.uuid4())
+    runs = both.check("list_pipeline_runs", size=1000).items  # ``runs list``'s stacks
+    snapshots = [r.snapshot_id for r in runs] + [uuid.uuid4()]  # the last one is unknown
+    stacks = both.quick.get_snapshot_stack_ids(snapshots)
+    assert stacks == both.client.get_snapshot_stack_ids(snapshots)
+    assert set(stacks) == set(snapshots[:-1])
 
 
 def test_stack_names_match(home: Path) -> None:

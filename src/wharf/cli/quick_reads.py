@@ -218,6 +218,18 @@ class QuickReads:
             raise EntityNotFoundError(f"No pipeline snapshot with id {snapshot_id}.")
         return SnapshotRecord.model_validate(rows[0])
 
+    def get_snapshot_stack_ids(self, snapshot_ids: Sequence[UUID]) -> dict[UUID, UUID | None]:
+        ids = list(dict.fromkeys(i.hex for i in snapshot_ids))
+        found: dict[UUID, UUID | None] = {}
+        with self._read() as conn:
+            for start in range(0, len(ids), _LINK_CHUNK):
+                chunk = ids[start : start + _LINK_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                sql = f"SELECT id, stack_id FROM pipeline_snapshot WHERE id IN ({marks})"
+                for snapshot_id, stack_id in conn.execute(sql, chunk):
+                    found[UUID(snapshot_id)] = None if stack_id is None else UUID(stack_id)
+        return found
+
     def get_stack_name(self, stack_id: UUID) -> str | None:
         with self._read() as conn:
             row = conn.execute("SELECT name FROM stack WHERE id = ?", [stack_id.hex]).fetchone()

@@ -7,7 +7,7 @@ Both give the same records (see ``quick_reads``), so commands are written once a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from uuid import UUID
 
@@ -44,6 +44,8 @@ class Reads(Protocol):
     def get_pipeline_run(self, name_or_id: str | UUID) -> PipelineRunRecord: ...
 
     def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord: ...
+
+    def get_snapshot_stack_ids(self, snapshot_ids: Sequence[UUID]) -> dict[UUID, UUID | None]: ...
 
     def get_stack_name(self, stack_id: UUID) -> str | None: ...
 

@@ -5,13 +5,15 @@ graph and each step's resource settings), its stack's name (or that the stack wa
 for cached steps, the name of the run they reused: all on the quick path when it applies (no
 SQLAlchemy). Only a run whose steps asked the Resource
 Manager for resources also opens a ``Client``: :func:`allocations` reads what each request got.
+:func:`run_stacks` names the stacks of a page of runs the same way, for ``wharf runs list``.
 A record that has gone (a deleted origin run, an unreachable Resource Manager) leaves its detail
 out rather than failing the command.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from wharf.cli.run_view import RunView, amount, in_pipeline_order
@@ -22,11 +24,18 @@ if TYPE_CHECKING:
     from wharf.cli.reads import Reads
     from wharf.resource_manager.contract.models import ResourceRequestInfo
     from wharf.sdk.client import Client
-    from wharf.store.models import StepRunRecord
+    from wharf.store.models import PipelineRunRecord, StepRunRecord
 
 
 DELETED_STACK = "(deleted stack)"
-"""What ``runs show`` names as the stack of a run whose stack has been deleted."""
+"""What ``runs show`` and ``runs list`` name as the stack of a run whose stack was deleted."""
+
+
+class RunStack(NamedTuple):
+    shown: str
+    """As ``runs show`` shows it: the stack's name, or :data:`DELETED_STACK`."""
+    name: str | None
+    """The stack's name; None once the stack is deleted."""
 
 
 def gather(reads: Reads, run: str) -> RunView:
@@ -51,6 +60,21 @@ def gather(reads: Reads, run: str) -> RunView:
         spec=snapshot.spec,
         cached_from=_cached_from(reads, steps),
     )
+
+
+def run_stacks(reads: Reads, runs: Sequence[PipelineRunRecord]) -> dict[UUID, RunStack]:
+    """Run id -> the stack the run ran on, as :func:`gather` says it for ``runs show``: one
+    read of the runs' snapshots' stack ids, then one per distinct stack (a page of runs shares
+    few). A run whose snapshot cannot be read (gone between the reads) is left out."""
+    stack_ids = reads.get_snapshot_stack_ids([run.snapshot_id for run in runs])
+    names = {i: reads.get_stack_name(i) for i in set(stack_ids.values()) if i is not None}
+    stacks: dict[UUID, RunStack] = {}
+    for run in runs:
+        if run.snapshot_id in stack_ids:
+            stack_id = stack_ids[run.snapshot_id]
+            name = None if stack_id is None else names[stack_id]
+            stacks[run.id] = RunStack(_stack(stack_id, name), name)
+    return stacks
 
 
 def _stack(stack_id: UUID | None, name: str | None) -> str:

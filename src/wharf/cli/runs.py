@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 import click
@@ -13,9 +13,12 @@ from wharf.core.errors import EntityNotFoundError
 from wharf.core.transitions import RUN_INITIAL_STATUSES, RUN_TRANSITIONS
 
 if TYPE_CHECKING:
+    from wharf.cli.reads import Reads
+    from wharf.cli.run_details import RunStack
     from wharf.sdk.client import Client
+    from wharf.store.models import Page, PipelineRunRecord
 
-RUN_COLUMNS = ("name", "status", "created", "end_time", "id")
+RUN_COLUMNS = ("name", "status", "stack", "created", "end_time", "id")
 RUN_STATUSES = [
     s.value
     for s in ExecutionStatus
@@ -39,21 +42,40 @@ def runs() -> None:
 @paged
 @OUTPUT_OPTION
 def list_runs(pipeline: str | None, status: str | None, page: int, size: int, output: str) -> None:
-    """List pipeline runs, newest first."""
+    """List pipeline runs, newest first, with the stack each ran on (``(deleted stack)`` once
+    that stack is deleted, as ``runs show`` says it)."""
     from wharf.cli.reads import read
+    from wharf.cli.run_details import run_stacks
 
-    result = read(
-        lambda r: r.list_pipeline_runs(pipeline=pipeline, status=status, page=page, size=size)
-    )
+    def query(reads: Reads) -> tuple[Page[PipelineRunRecord], dict[UUID, RunStack]]:
+        found = reads.list_pipeline_runs(pipeline=pipeline, status=status, page=page, size=size)
+        return found, run_stacks(reads, found.items)
+
+    result, stacks = read(query)
+    if output == "json":
+        import json
+
+        click.echo(json.dumps([_run_json(r, stacks.get(r.id)) for r in result.items], indent=2))
+        return
     emit(
         result.items,
         RUN_COLUMNS,
         output,
         title="Pipeline runs",
         total=result.total,
+        derived={"stack": lambda r: stacks[r.id].shown if r.id in stacks else None},
         filtered=pipeline is not None or status is not None,
         hint="running a pipeline (python my_pipeline.py) makes one.",
     )
+
+
+def _run_json(run: PipelineRunRecord, stack: RunStack | None) -> dict[str, Any]:
+    """A run as ``runs list -o json`` gives it: its record, and its stack's name and whether
+    that stack was deleted, as ``runs show -o json`` (both null if unknown)."""
+    data = run.model_dump(mode="json")
+    data["stack_name"] = None if stack is None else stack.name
+    data["stack_deleted"] = None if stack is None else stack.name is None
+    return data
 
 
 @runs.command("show", short_help="Show a run and its steps.")

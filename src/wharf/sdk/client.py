@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from uuid import UUID
 
@@ -174,6 +174,17 @@ class Client:
     def get_snapshot(self, snapshot_id: UUID) -> SnapshotRecord:
         """A run's compiled pipeline (its steps, their upstream steps and settings)."""
         return self.store.snapshots.get(snapshot_id)
+
+    def get_snapshot_stack_ids(self, snapshot_ids: Sequence[UUID]) -> dict[UUID, UUID | None]:
+        """Snapshot id -> the id of the stack its runs ran on (None once that stack is deleted),
+        for each snapshot that exists (``runs list`` names a page of runs' stacks)."""
+        found: dict[UUID, UUID | None] = {}
+        for snapshot_id in dict.fromkeys(snapshot_ids):
+            try:
+                found[snapshot_id] = self.store.snapshots.get(snapshot_id).stack_id
+            except EntityNotFoundError:
+                continue
+        return found
 
     def get_stack_name(self, stack_id: UUID) -> str | None:
         """The name of stack ``stack_id``; None if there is no such stack (deleted)."""
