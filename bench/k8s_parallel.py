@@ -52,7 +52,7 @@ if _OUT and any("orchestrator_main" in a for a in getattr(sys, "orig_argv", []))
     _data["attempts_started"] = {}
     _data["jobs_sent"] = {}
 
-    import wharf.execution.attempts as _attempts
+    import wharf.execution.isolated_attempts as _attempts
 
     _isolated_call = _attempts.IsolatedExecutor.__call__
 

@@ -1,9 +1,9 @@
 """An isolated step whose code holds the GIL for longer than the liveness timeout (one long
 ``re`` match: C code that never lets the step's heartbeat thread run) is healthy: the
 orchestrating process sees its process use the CPU and beats for it
-(``attempts.IsolatedExecutor``, ``local_process.LocalProcessBackend.working``), so it is not
-judged lost. A step process that is stopped (SIGSTOP: it uses no CPU) still is. Real processes:
-a pipeline script on a ``local_process`` stack; every wait has a deadline."""
+(``isolated_attempts.IsolatedExecutor``, ``local_process.LocalProcessBackend.working``), so it
+is not judged lost. A step process that is stopped (SIGSTOP: it uses no CPU) still is. Real
+processes: a pipeline script on a ``local_process`` stack; every wait has a deadline."""
 
 from __future__ import annotations
 

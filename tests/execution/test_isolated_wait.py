@@ -23,10 +23,11 @@ from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
-from wharf.execution.attempts import AttemptResult, IsolatedExecutor
+from wharf.execution.attempts import AttemptResult
 from wharf.execution.backends import StepBackend, startup_timeout_of
 from wharf.execution.heartbeat import DEFAULT_INTERVAL_SECONDS, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.isolated_attempts import IsolatedExecutor
 from wharf.execution.local_process import STARTUP_SECONDS, LocalProcessBackend
 from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import StepRunRecord

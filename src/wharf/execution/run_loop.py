@@ -27,12 +27,13 @@ from typing import Any, Protocol
 from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, InputError
-from wharf.execution.attempts import InlineExecutor, IsolatedExecutor
+from wharf.execution.attempts import InlineExecutor
 from wharf.execution.backends import StepBackend
 from wharf.execution.dag_runner import DagOutcome, DagRunner, LaunchFn
 from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
 from wharf.execution.heartbeat import HeartbeatScheduler, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
+from wharf.execution.isolated_attempts import IsolatedExecutor
 from wharf.execution.launcher import StepLauncher, StepOutcome
 from wharf.execution.outages import refused, retry_through_outage
 from wharf.execution.refusal import run_refused

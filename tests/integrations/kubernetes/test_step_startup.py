@@ -34,9 +34,9 @@ from tests.waiting import wait_for
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepConfig, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus
-from wharf.execution.attempts import IsolatedExecutor
 from wharf.execution.backends import Ended, StepLaunch, startup_timeout_of
 from wharf.execution.heartbeat import liveness_timeout_for
+from wharf.execution.isolated_attempts import IsolatedExecutor
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.settings import KubernetesOrchestratorSettings
 from wharf.integrations.kubernetes.step_backend import (

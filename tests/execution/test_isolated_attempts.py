@@ -1,6 +1,6 @@
 """An isolated step whose process ends without recording its result (killed, as by the OOM
 killer, or exiting at once) gets its retries like a step that raised
-(``wharf.execution.attempts.IsolatedExecutor``), with real step processes."""
+(``wharf.execution.isolated_attempts.IsolatedExecutor``), with real step processes."""
 
 from __future__ import annotations
 
