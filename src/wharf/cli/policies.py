@@ -399,7 +399,7 @@ def _grants_text(res: Resources, policy: Policy) -> str:
 
 
 def _row(res: Resources, pools: dict[Any, str], policy: Policy) -> Any:
-    from wharf.cli.requests import Row
+    from wharf.cli.request_view import Row
 
     selector = policy.subject_selector.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     priority = "lane" if policy.priority_lane else policy.priority

@@ -324,7 +324,7 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
 def queue(ctx: click.Context, name: str, output: str) -> None:
     """The pending requests queued in pool NAME, in queue order."""
     from wharf.cli.output import emit
-    from wharf.cli.requests import QueueRow
+    from wharf.cli.request_view import QueueRow
 
     with open_rm(ctx) as rm:
         name = find_pool(rm, name).name
@@ -352,7 +352,7 @@ def _classes_text(res: Resources, pool: Pool) -> str:
 
 
 def _row(res: Resources, pool: Pool) -> Any:
-    from wharf.cli.requests import Row
+    from wharf.cli.request_view import Row
 
     return Row(
         name=pool.name,
@@ -383,7 +383,7 @@ def _show(rm: Any, pool: Pool, output: str) -> None:
 def _allocations(rm: Any, held: list[PoolAllocation], output: str) -> None:
     """The pool's current allocations, one row per request and class (or a line saying none)."""
     from wharf.cli.output import emit
-    from wharf.cli.requests import Row, requester_of
+    from wharf.cli.request_view import Row, requester_of
 
     if not held:
         click.echo("No current allocations.")
@@ -411,7 +411,7 @@ def _allocations(rm: Any, held: list[PoolAllocation], output: str) -> None:
 def _class_row(
     name: str, rank: int, reclaimable: Any, resource: str, res: Resources, quantity: int | None
 ) -> Any:
-    from wharf.cli.requests import Row
+    from wharf.cli.request_view import Row
 
     return Row.model_validate(
         {
