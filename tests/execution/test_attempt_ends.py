@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wharf.core.errors import InputError
 from wharf.execution.attempt_ends import REASON_CHARACTERS, describe_exception
-from wharf.store.models import MAX_TEXT_LENGTH
+from wharf.store.column_rules import MAX_TEXT_LENGTH
 
 
 def test_named_by_its_type_and_message() -> None:

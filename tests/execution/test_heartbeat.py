@@ -20,7 +20,7 @@ from wharf.execution.heartbeat import (
     liveness_timeout_for,
     stops_with_run,
 )
-from wharf.store.models import HeartbeatResponse
+from wharf.store.answers import HeartbeatResponse
 
 STEP = uuid.uuid4()
 

@@ -16,7 +16,8 @@ from wharf.execution.heartbeat import (
     liveness_timeout_for,
     startup_allowance_granted,
 )
-from wharf.store.models import HeartbeatResponse, StepRunRecord
+from wharf.store.answers import HeartbeatResponse
+from wharf.store.models import StepRunRecord
 from wharf.store.sql import SqlStore
 
 INTERVAL = 60.0  # no regular beat comes during a test: every beat seen is a start beat

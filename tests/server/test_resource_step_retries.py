@@ -28,7 +28,8 @@ from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import RunStoppingError, StoreUnavailableError
 from wharf.core.ids import new_id
 from wharf.server.chosen_ids import stored_id
-from wharf.store.models import CachedOrCreated, RunUpdate, StepRunCreate, StepRunFilter
+from wharf.store.answers import CachedOrCreated
+from wharf.store.models import RunUpdate, StepRunCreate, StepRunFilter
 from wharf.store.sql.repositories.batches import SqlStepRuns
 
 DOWN = "The workspace server's database is unavailable; try again later."

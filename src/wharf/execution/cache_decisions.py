@@ -35,7 +35,8 @@ from wharf.execution.cached_outputs import Listings, gone_outputs
 from wharf.execution.outages import transient
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
-from wharf.store.models import ArtifactVersionRecord, CachedOrCreated, StepRunCreate
+from wharf.store.answers import CachedOrCreated
+from wharf.store.models import ArtifactVersionRecord, StepRunCreate
 
 logger = logging.getLogger(__name__)
 

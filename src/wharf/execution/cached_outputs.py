@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.execution.services import RunServices
-from wharf.store.models import CachedOrCreated
+from wharf.store.answers import CachedOrCreated
 
 logger = logging.getLogger(__name__)
 

@@ -52,10 +52,10 @@ from wharf.execution.services import RunServices, open_store, utc_now
 from wharf.execution.step_region import StepRegion
 from wharf.execution.step_runner import StepRunner, import_step
 from wharf.execution.stop_deadline import StopDeadline, stop_grace_from_env
+from wharf.store.answers import HeartbeatResponse
 from wharf.store.models import (
     ArtifactVersionRecord,
     ComponentRecord,
-    HeartbeatResponse,
     PipelineRunRecord,
     SnapshotRecord,
     StepRunRecord,

@@ -24,7 +24,8 @@ from types import FrameType
 
 from wharf.core.errors import CredentialsRefusedError
 from wharf.execution.outages import refused
-from wharf.store.models import HeartbeatResponse, StepRunRecord
+from wharf.store.answers import HeartbeatResponse
+from wharf.store.models import StepRunRecord
 
 logger = logging.getLogger(__name__)
 

@@ -30,11 +30,10 @@ from wharf.core.ids import new_id
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.services import RunServices
+from wharf.store.answers import CachedOrCreated, HeartbeatResponse
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
-    CachedOrCreated,
-    HeartbeatResponse,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,

@@ -26,12 +26,11 @@ from wharf.execution.outages import transient
 from wharf.execution.resources.pairing import recorded_user
 from wharf.execution.resources.requester import StepRequester, StepRequests
 from wharf.execution.step_writes import HOLDING
+from wharf.store.answers import CachedOrCreated, HeartbeatResponse
 from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
-    CachedOrCreated,
-    HeartbeatResponse,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from wharf.core.errors import PermissionDeniedError
-from wharf.store.models import LostRun, StepRunRecord
+from wharf.store.answers import LostRun
+from wharf.store.models import StepRunRecord
 from wharf.store.ports import Store
 from wharf.store.process_identity import is_gone, is_ours, this_host
 

@@ -1,7 +1,9 @@
 """Records returned by the store, and the create/update/filter models passed to it.
 
 Records are immutable snapshots of rows. Times are timezone-aware UTC datetimes set by the
-store's clock (callers never send ``created``/``updated``). Ids are UUIDs.
+store's clock (callers never send ``created``/``updated``). Ids are UUIDs. The length limits
+their fields check are ``wharf.store.column_rules``'s; what some engine calls answer besides a
+record (heartbeats, cache decisions, sweeps) is ``wharf.store.answers``'s.
 """
 
 from __future__ import annotations
@@ -20,15 +22,7 @@ from wharf.core.names import one_line
 from wharf.core.paging import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # noqa: PLC0414
 from wharf.core.paging import Page as Page  # noqa: PLC0414
 from wharf.core.paging import PageRequest as PageRequest  # noqa: PLC0414
-
-MAX_PID = 2**31 - 1  # the largest process id the store holds (a 32-bit signed column)
-MAX_KEY_LENGTH = 255
-"""Longest key or hash (cache keys, code and content hashes, cron expressions): their columns'."""
-MAX_TEXT_LENGTH = 16_383
-"""Longest free text (status reasons, URIs, type and materializer paths): MySQL/MariaDB's
-``TEXT`` holds 65,535 bytes, which this many characters of up to 4 bytes always fit."""
-Key = Annotated[str, Field(max_length=MAX_KEY_LENGTH)]
-LongText = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
+from wharf.store.column_rules import MAX_PID, Key, LongText, OrchestratorRunId
 
 IdPrefix = Annotated[str, Field(pattern=r"^[0-9a-f]{1,32}$")]
 """The start of ids' hex form (``wharf.core.ids``): a filter keeps ids that start with it."""
@@ -122,19 +116,6 @@ class PipelineRunRecord(_Frozen):
         return self.status.is_placeholder
 
 
-def _orchestrator_run_id(value: str) -> str:
-    """An orchestrator's run id: one line (:func:`one_line`) without edge whitespace, which
-    MariaDB's unique key would ignore (``'k8s-1 '`` taken for ``'k8s-1'``)."""
-    one_line(value)
-    if value != value.strip():
-        raise ValueError("must not start or end with whitespace")
-    return value
-
-
-OrchestratorRunId = Annotated[str, Field(max_length=255), AfterValidator(_orchestrator_run_id)]
-"""The type of ``orchestrator_run_id`` in what creates or changes a run."""
-
-
 class OrchestratorProcess(_Frozen):
     """The process that runs a run, and how long the store waits for its next beat."""
 
@@ -144,21 +125,6 @@ class OrchestratorProcess(_Frozen):
     start: Annotated[str, Field(max_length=255), AfterValidator(one_line)] | None = None
     """Its start token (``wharf.store.process_identity``); None where unknown."""
     liveness_timeout_seconds: float = Field(gt=0, le=366 * 86400)
-
-
-class RunHeartbeatResponse(_Frozen):
-    """What an orchestrating process's beat learns about its run."""
-
-    run_id: UUID
-    status: ExecutionStatus
-    stop_forced: bool
-
-
-class LostRun(_Frozen):
-    """A run the lost-orchestrator sweep ended, with the steps it ended."""
-
-    run: PipelineRunRecord
-    steps: list[StepRunRecord]
 
 
 class StepRunRecord(_Frozen):
@@ -207,41 +173,6 @@ class StepRunRecord(_Frozen):
     updated: datetime
 
 
-class HeartbeatResponse(_Frozen):
-    """What a step's heartbeat learns: its own status and its run's."""
-
-    step_run_id: UUID
-    status: ExecutionStatus
-    run_status: ExecutionStatus
-    resource_request_id: UUID | None = None
-    """The step's RM request, if any (read with the beat: its lease renewed without a read)."""
-
-    @property
-    def should_stop(self) -> bool:
-        """True when the step must stop: it or its run was asked to stop or cancel."""
-        return self.step_should_stop or self.run_status in (
-            ExecutionStatus.STOPPING,
-            ExecutionStatus.STOPPED,
-        )
-
-    @property
-    def step_should_stop(self) -> bool:
-        """True when the step itself was asked to stop or cancel (a forced stop, a reclaim), or
-        was ended ``failed`` while it still beats (judged lost by a sweep, e.g. its run's
-        orchestrator gone: no one else will stop it), whatever its run's status."""
-        return self.status in STOP_SIGNALS or self.status is ExecutionStatus.FAILED
-
-
-STOP_SIGNALS = frozenset(
-    {
-        ExecutionStatus.STOPPING,
-        ExecutionStatus.STOPPED,
-        ExecutionStatus.CANCELLING,
-        ExecutionStatus.CANCELLED,
-    }
-)
-
-
 class ArtifactRecord(_Frozen):
     id: UUID
     project_id: UUID
@@ -264,19 +195,6 @@ class ArtifactVersionRecord(_Frozen):
     producer_step_run_id: UUID | None
     artifact_store_id: UUID | None
     created: datetime
-
-
-class CachedOrCreated(_Frozen):
-    """The answer of ``find_cached_or_create``: a cache hit, or the newly created step run."""
-
-    step: StepRunRecord
-    """The reusable step run found (``created`` False), else the step run created."""
-    created: bool
-    outputs: dict[str, ArtifactVersionRecord] = Field(default_factory=dict)
-    """On a hit: the found step's output versions the store sent along (by output name), so
-    a process that does not know them need not read them; may lack some (read those)."""
-    recorded: StepRunRecord | None = None
-    """On a hit, when asked for: the cached step run recorded for the caller's step."""
 
 
 class RunMetadataRecord(_Frozen):

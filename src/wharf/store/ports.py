@@ -25,17 +25,15 @@ from uuid import UUID
 
 from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType
+from wharf.store.answers import CachedOrCreated, HeartbeatResponse, LostRun, RunHeartbeatResponse
 from wharf.store.models import (
     ArtifactFilter,
     ArtifactRecord,
     ArtifactVersionCreate,
     ArtifactVersionFilter,
     ArtifactVersionRecord,
-    CachedOrCreated,
     ComponentCreate,
     ComponentRecord,
-    HeartbeatResponse,
-    LostRun,
     OrchestratorProcess,
     Page,
     PageRequest,
@@ -45,7 +43,6 @@ from wharf.store.models import (
     ProjectRecord,
     RunCreate,
     RunFilter,
-    RunHeartbeatResponse,
     RunMetadataRecord,
     RunStart,
     RunUpdate,

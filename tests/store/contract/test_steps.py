@@ -23,8 +23,8 @@ from wharf.core.errors import (
     IllegalTransitionError,
     InputError,
 )
+from wharf.store.column_rules import MAX_PID
 from wharf.store.models import (
-    MAX_PID,
     PageRequest,
     StepRunCreate,
     StepRunFilter,

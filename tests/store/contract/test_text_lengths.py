@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus as S
-from wharf.store.models import MAX_KEY_LENGTH, MAX_TEXT_LENGTH, RunUpdate, StepRunUpdate
+from wharf.store.column_rules import MAX_KEY_LENGTH, MAX_TEXT_LENGTH
+from wharf.store.models import RunUpdate, StepRunUpdate
 
 EMOJI = "\U0001f600"  # 4 bytes in UTF-8: the longest text in bytes
 

@@ -44,16 +44,15 @@ from wharf.server.schemas.responses import (
     TokenResponse,
 )
 from wharf.server.scopes import RunInfo
+from wharf.store.answers import LostRun, RunHeartbeatResponse
 from wharf.store.lost_runs import end_lost_runs
 from wharf.store.models import (
-    LostRun,
     OrchestratorProcess,
     Page,
     PageRequest,
     PipelineRunRecord,
     RunCreate,
     RunFilter,
-    RunHeartbeatResponse,
     RunStart,
     RunUpdate,
 )

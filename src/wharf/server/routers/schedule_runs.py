@@ -24,13 +24,8 @@ from wharf.server.deps import Ctx, CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response, missing
 from wharf.server.schemas.responses import TokenResponse
 from wharf.server.scopes import RunInfo
-from wharf.store.models import (
-    OrchestratorRunId,
-    PipelineRunRecord,
-    RunCreate,
-    RunFilter,
-    ScheduleRecord,
-)
+from wharf.store.column_rules import OrchestratorRunId
+from wharf.store.models import PipelineRunRecord, RunCreate, RunFilter, ScheduleRecord
 
 
 class ScheduledRunBody(BaseModel):

@@ -54,10 +54,9 @@ from wharf.server.schemas.responses import (
     Items,
 )
 from wharf.server.scopes import StepInfo
+from wharf.store.answers import CachedOrCreated, HeartbeatResponse
 from wharf.store.models import (
     ArtifactVersionCreate,
-    CachedOrCreated,
-    HeartbeatResponse,
     Page,
     PageRequest,
     StepRunCreate,

@@ -22,8 +22,8 @@ from wharf.core.enums import ComponentType, MetadataResourceType
 from wharf.core.names import one_line
 from wharf.server.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from wharf.store.account_models import ProjectRole
+from wharf.store.column_rules import MAX_PID
 from wharf.store.models import (
-    MAX_PID,
     ArtifactVersionCreate,
     RunStart,
     ScheduleCreate,

@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ExecutionStatus
+from wharf.store.answers import LostRun, RunHeartbeatResponse
 from wharf.store.composed import ComposedRuns
 from wharf.store.models import (
-    LostRun,
     OrchestratorProcess,
     Page,
     PageRequest,
@@ -27,7 +27,6 @@ from wharf.store.models import (
     PipelineRunRecord,
     RunCreate,
     RunFilter,
-    RunHeartbeatResponse,
     RunStart,
     RunUpdate,
     SnapshotRecord,

@@ -20,12 +20,11 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from wharf.core.errors import InputError
+from wharf.store.answers import CachedOrCreated, HeartbeatResponse
 from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
-    CachedOrCreated,
-    HeartbeatResponse,
     Page,
     PageRequest,
     StepRunCreate,

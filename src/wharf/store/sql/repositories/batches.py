@@ -22,11 +22,11 @@ from wharf.core.transitions import check_step_initial
 from wharf.sql.direct import DirectStatement
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.sql.types import as_utc
+from wharf.store.answers import CachedOrCreated
 from wharf.store.composed import creation_flags
 from wharf.store.models import (
     ArtifactVersionCreate,
     ArtifactVersionRecord,
-    CachedOrCreated,
     StepRunCreate,
     StepRunRecord,
     StepRunUpdate,

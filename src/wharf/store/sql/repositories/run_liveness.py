@@ -21,13 +21,8 @@ from wharf.core.errors import InputError
 from wharf.core.transitions import ORCHESTRATOR_LOST
 from wharf.sql.engine import Database
 from wharf.sql.types import as_utc
-from wharf.store.models import (
-    LostRun,
-    OrchestratorProcess,
-    PipelineRunRecord,
-    RunHeartbeatResponse,
-    StepRunRecord,
-)
+from wharf.store.answers import LostRun, RunHeartbeatResponse
+from wharf.store.models import OrchestratorProcess, PipelineRunRecord, StepRunRecord
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import not_found
 from wharf.store.sql.repositories.step_heartbeats import FINAL_STATUSES

@@ -28,15 +28,14 @@ from wharf.core.transitions import check_run_initial, check_run_transition
 from wharf.sql import exact
 from wharf.sql.engine import MAX_CONFLICT_RETRIES
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
+from wharf.store.answers import LostRun, RunHeartbeatResponse
 from wharf.store.models import (
-    LostRun,
     OrchestratorProcess,
     Page,
     PageRequest,
     PipelineRunRecord,
     RunCreate,
     RunFilter,
-    RunHeartbeatResponse,
     RunStart,
     RunUpdate,
 )

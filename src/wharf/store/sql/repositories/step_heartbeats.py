@@ -20,7 +20,8 @@ from wharf.core.errors import InputError
 from wharf.core.transitions import STEP_TRANSITIONS, check_step_transition
 from wharf.sql.engine import Database
 from wharf.sql.types import as_utc
-from wharf.store.models import HeartbeatResponse, StepRunRecord
+from wharf.store.answers import HeartbeatResponse
+from wharf.store.models import StepRunRecord
 from wharf.store.sql import tables as t
 from wharf.store.sql.repositories._base import not_found, status_times
 from wharf.store.sql.repositories.step_links import load_links, step_record

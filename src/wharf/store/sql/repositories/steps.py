@@ -31,8 +31,8 @@ from wharf.sql.direct import DirectStatement
 from wharf.sql.engine import Database
 from wharf.sql.errors import ForeignKeyViolationError, UniqueViolationError
 from wharf.sql.types import as_utc
+from wharf.store.answers import HeartbeatResponse
 from wharf.store.models import (
-    HeartbeatResponse,
     Page,
     PageRequest,
     StepRunCreate,
