@@ -24,7 +24,7 @@ thread) ends the run even where a step's code or the function swallowed it: the 
 again at the next step boundary (the step's end, the next call, a wait for a submitted step, the
 function's end). A wait for a submitted step is a loop of short waits (``dynamic_futures.settle``):
 a forced stop raises in a function run off the main thread promptly. Steps are called from the
-function's own thread (``dynamic_threads``).
+function's own thread (``dynamic_threads``); a call's spec is made by ``dynamic_calls``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from wharf.config.spec import InputSpec, PipelineSpec, StepSpec
+from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ExecutionMode, ExecutionStatus
 from wharf.core.errors import (
     RunStoppedError,
@@ -47,12 +47,7 @@ from wharf.core.errors import (
 from wharf.execution.artifact_outages import through_artifact_outage
 from wharf.execution.call_order import ReplayDivergedError
 from wharf.execution.daemon_pool import DaemonThreadPool
-from wharf.execution.dynamic_arguments import (
-    artifact_of,
-    check_artifact,
-    is_upstream,
-    map_arguments,
-)
+from wharf.execution.dynamic_calls import SpecFactory, StepCalls
 from wharf.execution.dynamic_futures import (
     MapResultsFuture,
     OutputArtifact,
@@ -69,7 +64,7 @@ from wharf.execution.dynamic_outcome import (
     what_the_body_did,
 )
 from wharf.execution.dynamic_threads import current_run, outside_run, run_context
-from wharf.execution.dynamic_waits import CalledSteps, PendingInput, Waits, pass_on, when_ended
+from wharf.execution.dynamic_waits import CalledSteps, Waits, pass_on, when_ended
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.launcher import StepLauncher
@@ -89,9 +84,6 @@ CALLER_RAISES_BODY_ERROR = "wharf_caller_raises_body_error"
 """Set (True) on a pipeline function whose caller raises the body's exception again after the
 run (chained to ``RunFailedError``): the runner then logs it in one line and leaves the
 traceback to that exception, so that the traceback is shown once."""
-
-SpecFactory = Callable[[StepLike, str, dict[str, InputSpec], dict[str, Any], list[str]], StepSpec]
-"""(step, invocation id, inputs, parameters, upstream ids) -> the step's spec."""
 
 
 def active_dynamic_run() -> DynamicRunner | None:
@@ -138,7 +130,6 @@ class DynamicRunner:
         self._services = services
         self._run = run
         self._function = function
-        self._spec_factory = spec_factory
         # Daemon threads: a step given up on after a forced stop never keeps the process alive.
         self._pool = DaemonThreadPool(
             workers or spec.config.max_parallelism or DEFAULT_WORKERS, "wharf-dynamic"
@@ -152,7 +143,12 @@ class DynamicRunner:
             sleep=services.sleep,
         )
         self._forced = forced or (lambda: False)
-        self._ids = StepIds(spec.name)
+        ids = StepIds(spec.name)
+        self._called = CalledSteps(ids)
+        self._calls = StepCalls(
+            ids, self._called, spec_factory, self._check_call, self._raise_if_forced
+        )
+        """Makes the spec of each step call (``dynamic_calls``)."""
         self._thread: int | None = None
         """The thread the function runs in."""
         self._running: dict[str, InterruptibleRegion] = {}
@@ -160,13 +156,10 @@ class DynamicRunner:
         self._halted_by: dict[str, str] = {}
         """Step -> the failed step for which ``fail_fast`` interrupted it."""
         self._futures: list[Future[StepOutputs]] = []
-        self._called = CalledSteps(self._ids)
         self._failed_step: str | None = None
         self._failures = 0
         """Steps failed (unless the run continues on failure): a submitted step that waited
         while one failed does not start; a step called or submitted later does."""
-        self._produced: set[Any] = set()
-        """The ids of the artifact versions this run's steps output (an input takes one)."""
         self.outcome = DynamicOutcome()
 
     # ------------------------------------------------------------------ the run
@@ -253,7 +246,7 @@ class DynamicRunner:
         """Run a step now, in this thread (once the steps its ``after=`` names ended), and
         return its outputs."""
         self._raise_if_forced()
-        spec, inputs, waits = self._prepare(step, args, kwargs, defer=False)
+        spec, inputs, waits = self._calls.prepare(step, args, kwargs, defer=False)
         ended: Future[StepOutputs] = Future()
         self._called.called(spec.name, ended)  # it ends before the function calls another
         try:
@@ -271,7 +264,7 @@ class DynamicRunner:
 
     def submit(self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepFuture:
         self._raise_if_forced()
-        return self._start(step, *self._prepare(step, args, kwargs, defer=True))
+        return self._start(step, *self._calls.prepare(step, args, kwargs, defer=True))
 
     def _start(
         self,
@@ -315,99 +308,28 @@ class DynamicRunner:
         self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> MapResultsFuture:
         self._raise_if_forced()
-        step_name = _name_of(step)
-        arguments = map_arguments(step, step_name, args, kwargs)
         after = kwargs.get("after")
-        ids = self._ids.fresh_map(step_name, len(arguments), step.interface.output_names)
-        for step_id, values in zip(ids, arguments, strict=True):  # refused before any starts
-            for name, value in values.items():
-                if not is_upstream(value):
-                    step.interface.check_parameter(step_id, name, value)
         futures = []
-        for step_id, values in zip(ids, arguments, strict=True):
+        for step_id, values in self._calls.map_calls(step, args, kwargs):
             # bound already: an input named id or after is no call option
-            prepared = self._prepare_bound(step, step_id, values, after, defer=True)
+            prepared = self._calls.prepare_bound(step, step_id, values, after, defer=True)
             futures.append(self._start(step, *prepared))
         return MapResultsFuture(futures)
 
     # ------------------------------------------------------------------ internals
 
-    def _prepare(
-        self, step: StepLike, args: tuple[Any, ...], kwargs: dict[str, Any], defer: bool
-    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord], Waits]:
-        """A step call's spec: its ``id=`` (or a fresh id) and ``after=`` are the call's own,
-        the other arguments the step's."""
-        kwargs = dict(kwargs)
-        invocation_id = kwargs.pop("id", None)
-        outputs = step.interface.output_names
-        if invocation_id is None:
-            invocation_id = self._ids.fresh(_name_of(step), outputs)
-        else:
-            self._ids.take(invocation_id, _name_of(step), outputs)
-        after = kwargs.pop("after", None)
-        bound = step.interface.bind(_name_of(step), args, kwargs, step_id=invocation_id)
-        return self._prepare_bound(step, invocation_id, bound, after, defer)
-
-    def _prepare_bound(
-        self, step: StepLike, invocation_id: str, bound: dict[str, Any], after: Any, defer: bool
-    ) -> tuple[StepSpec, dict[str, ArtifactVersionRecord], Waits]:
-        """The spec of a step call whose id is given out and whose arguments are bound to the
-        step's inputs (each one of them), the versions of its inputs known now, and what it
-        waits for. ``defer`` (a submit): an input taking a submitted step's output waits
-        for it (its version is read once it ended); else it is read now, as an output is (a
-        step that did not succeed: :class:`UpstreamNotSucceededError`, as for a submit)."""
-        inputs: dict[str, InputSpec] = {}
-        versions: dict[str, ArtifactVersionRecord] = {}
-        parameters: dict[str, Any] = {}
-        upstream: list[str] = []
-        pending: dict[str, PendingInput] = {}
-        for name, value in bound.items():
-            waited = self._called.future_input(step, invocation_id, name, value)
-            if waited is not None and not defer:  # a call: its input's step ends first
-                settle(waited.future, between=self._raise_if_forced)
-                not_succeeded = Waits(inputs={name: waited}).not_succeeded(invocation_id)
-                if not_succeeded is not None:
-                    raise not_succeeded
-            elif waited is not None:
-                inputs[name] = InputSpec(step=waited.step, output=waited.output)
-                pending[name] = waited
-                upstream.append(waited.step)
-                continue
-            artifact = artifact_of(value, invocation_id, name)
-            if artifact is not None:
-                self._check_produced_here(invocation_id, name, artifact)
-                check_artifact(step, invocation_id, name, artifact)
-                inputs[name] = InputSpec(step=artifact.step_name, output=artifact.output_name)
-                versions[name] = artifact.version
-                upstream.append(artifact.step_name)
-                continue
-            if step.interface.records(invocation_id, name, value):
-                parameters[name] = value
-        after_steps = self._called.after(invocation_id, after)
-        upstream.extend(after_steps)
-        spec = self._spec_factory(
-            step, invocation_id, inputs, parameters, list(dict.fromkeys(upstream))
-        )
-        try:  # in the function's own thread: the calls' order is the function's
-            self._launcher.called(spec, None if pending else versions)
+    def _check_call(
+        self, spec: StepSpec, versions: dict[str, ArtifactVersionRecord] | None
+    ) -> None:
+        """Tell the launcher of the call ``spec`` (the versions of its inputs, None while some
+        are of steps not ended), in the function's own thread: the calls' order is the
+        function's. A replay that diverged is recorded as the run's outcome."""
+        try:
+            self._launcher.called(spec, versions)
         except ReplayDivergedError as exc:
             with self._lock:
                 self.outcome.diverged = self.outcome.diverged or str(exc)
             raise
-        waited_after = {k: f for k, f in after_steps.items() if f is not None}
-        return spec, versions, Waits(after=waited_after, inputs=pending)
-
-    def _check_produced_here(self, step_id: str, input_name: str, artifact: OutputArtifact) -> None:
-        """Refuse an output of another run (a handle kept from it): its producer is no step of
-        this run, so the input would name (and depend on) whichever step here has its name."""
-        with self._lock:
-            if artifact.version.id in self._produced:
-                return
-        raise StepInterfaceError(
-            f"Input '{input_name}' of step '{step_id}' got output '{artifact.output_name}' of "
-            f"step '{artifact.step_name}' of another run; an input takes an output of this "
-            "run's steps: pass its value (.load()) instead."
-        )
 
     def _execute_queued(
         self,
@@ -463,7 +385,7 @@ class DynamicRunner:
         self._raise_if_forced()  # its code may have swallowed the forced stop
         with self._lock:
             self.outcome.steps[spec.name] = outcome
-            self._produced.update(v.id for v in outcome.outputs.values())
+            self._calls.produced(outcome.outputs.values())
             halts = self._spec.config.execution_mode is not ExecutionMode.CONTINUE_ON_FAILURE
             if halts and outcome.status is ExecutionStatus.FAILED:
                 self._failed_step = spec.name
@@ -497,10 +419,6 @@ class DynamicRunner:
             if name != failed and name not in self._halted_by and region.interrupt(reason):
                 self._halted_by[name] = failed
                 logger.info("Interrupting step '%s' (fail-fast).", name)
-
-
-def _name_of(step: StepLike) -> str:
-    return str(getattr(step, "name", getattr(step.func, "__name__", "step")))
 
 
 __all__ = ["DynamicOutcome", "DynamicRunner", "StepNotStartedError", "active_dynamic_run"]

@@ -30,7 +30,8 @@ from wharf.core.errors import CredentialsRefusedError, InputError
 from wharf.execution.attempts import InlineExecutor
 from wharf.execution.backends import StepBackend
 from wharf.execution.dag_runner import DagOutcome, DagRunner, LaunchFn
-from wharf.execution.dynamic import DynamicOutcome, DynamicRunner, SpecFactory
+from wharf.execution.dynamic import DynamicOutcome, DynamicRunner
+from wharf.execution.dynamic_calls import SpecFactory
 from wharf.execution.heartbeat import HeartbeatScheduler, liveness_timeout_for
 from wharf.execution.interrupt import InterruptibleRegion
 from wharf.execution.isolated_attempts import IsolatedExecutor
