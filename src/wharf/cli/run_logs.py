@@ -9,10 +9,11 @@ never started gets one note instead, worded as ``wharf steps logs`` words it: on
 or was stopped before it started, and, once the run has finished, a step of its pipeline that
 the run never reached; so does one that started, did not succeed and stored no output (a
 force-stopped step), and one whose log the artifact store cannot give (the others still print;
-the command then exits 1). While a followed run waits to start, its orchestrator's platform is asked
-whether it ever will (``wharf.sdk.unstarted_runs``): one that never will (a Kubernetes
-orchestrator pod whose image cannot be pulled) is ended failed and the following ends with that
-reason, as an error. Invariants:
+the command then exits 1). A run that printed nothing at all (its steps wrote no output, or it
+has none yet) gets one line on stderr saying so (:func:`no_output`). While a followed run waits
+to start, its orchestrator's platform is asked whether it ever will (``wharf.sdk.
+unstarted_runs``): one that never will (a Kubernetes orchestrator pod whose image cannot be
+pulled) is ended failed and the following ends with that reason, as an error. Invariants:
 each step run is printed at most once, and not before its log is stored while its run goes on
 (a Kubernetes step's log is copied a moment after the step ended); the run's status is read
 before its steps, so the last poll (the run finished) sees every step's final state; Ctrl-C
@@ -116,6 +117,22 @@ def ended_line(run: PipelineRunRecord) -> str:
     return f"Run '{run.name}' ended {run.status.value}{why}."
 
 
+def no_output(run: PipelineRunRecord, steps: int) -> str:
+    """The line on stderr when ``runs logs`` printed nothing at all for ``run`` (which has
+    ``steps`` step runs), so silence does not look like a hang or a failure."""
+    name, status = run.name, run.status.value
+    if steps == 0:
+        if run.status.is_finished:
+            return f"Run '{name}' ({status}) has no steps: there is no output to print."
+        return f"Run '{name}' is {status}: no step has started yet (--follow waits for them)."
+    if run.status.is_finished:
+        return f"Run '{name}' ({status}): its steps wrote no output."
+    return (
+        f"Run '{name}' is {status}: its steps so far wrote no output "
+        "(--follow waits for the others)."
+    )
+
+
 def _label(step: StepRunRecord) -> str:
     return step.name if step.attempt == 1 else f"{step.name} (attempt {step.attempt})"
 
@@ -125,7 +142,11 @@ class RunLogs:
 
     def __init__(self, client: Client, run: str, echo: Callable[[str], None]) -> None:
         self._client = client
-        self._echo = echo
+        self._given_echo = echo
+        self.printed_any = False
+        """Whether anything was printed (else the command says the run wrote nothing)."""
+        self.steps_seen = 0
+        """How many step runs the last poll found."""
         self.run = client.get_pipeline_run(run)
         self._spec = client.get_snapshot(self.run.snapshot_id).spec
         self._printed: set[UUID] = set()
@@ -133,9 +154,13 @@ class RunLogs:
         self._noted_start = False
         self._ask_platform = True
         self.latest = self.run
+        """The run as the last poll read it."""
         self.unreadable: list[str] = []
         """The steps whose log could not be read (each said where it would have printed)."""
-        """The run as the last poll read it."""
+
+    def _echo(self, line: str) -> None:
+        self.printed_any = True
+        self._given_echo(line)
 
     def poll(self, *, following: bool) -> tuple[bool, bool]:
         """Print what is new; (whether the run has finished, whether anything was printed).
@@ -163,6 +188,7 @@ class RunLogs:
             )
             printed = True
         steps = _steps(self._client, self.run.id)
+        self.steps_seen = len(steps)
         for step in in_pipeline_order(steps, self._spec):
             if step.id in self._printed:
                 continue

@@ -146,12 +146,18 @@ def run_logs(run: str, follow: bool) -> None:
                 logs.follow()
             except KeyboardInterrupt:
                 return  # Ctrl-C is how one stops following: no message, exit code 0
-            from wharf.cli.run_logs import ended_line
+            from wharf.cli.run_logs import ended_line, no_output
 
+            if not logs.printed_any:
+                click.echo(no_output(logs.latest, logs.steps_seen), err=True)
             if logs.run.id not in client.swept:  # its sweep's warning said how it ended
                 click.echo(ended_line(logs.latest), err=True)  # else a follower cannot tell
         else:
             logs.poll(following=False)
+            if not logs.printed_any:  # else silence looks like a hang or a failure
+                from wharf.cli.run_logs import no_output
+
+                click.echo(no_output(logs.latest, logs.steps_seen), err=True)
     if logs.unreadable:
         from wharf.core.errors import WharfError
 

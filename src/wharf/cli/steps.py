@@ -1,8 +1,8 @@
 """``wharf steps list --run RUN`` and ``wharf steps logs RUN STEP`` (or ``STEP_RUN_ID``).
 
-``steps logs`` prints a step's stored output as it is (nothing for a step that ran and printed
-nothing). Where there is no output to print it says why on stderr, in one line, and exits 0: a
-step that has not ended yet (its output comes when it ends; a queued one has not started), and a
+``steps logs`` prints a step's stored output as it is. Where there is no output to print it says
+why on stderr, in one line, and exits 0: a step that ended and wrote no output, a step that has
+not ended yet (its output comes when it ends; a queued one has not started), and a
 step that never started (it failed or was stopped before it started, or a step of the pipeline
 that its run never reached), and one that started, did not succeed and stored no output (a
 force-stopped step). A cached step gets one line naming the run it was cached from (as
@@ -77,11 +77,12 @@ def step_logs(run: str, step: str | None) -> None:
 
             raise WharfError(f"Step '{record.name}': {unreadable(exc)}") from None
         origin = cached_from(client, record) if is_cached(record) else None
-    note = _why_no_logs(record) if not text else _not_ended(record)
+        note = None  # a cached step: the line naming its origin says it
+        if origin is None:
+            note = _why_no_logs(client, record) if not text else _not_ended(record)
     if origin is not None:  # as `wharf runs logs` says; then the reused step run's logs
         there = "its logs there:" if text else "it has no logs there."
         click.echo(f"Step '{record.name}' was cached from run {origin}; {there}", err=True)
-        note = None
     if text:
         click.echo(text, nl=not text.endswith("\n"))
     if note is not None:
@@ -100,16 +101,22 @@ def _not_ended(record: StepRunRecord) -> str | None:
     return f"Step '{record.name}' is {status.value}: {LATER}."
 
 
-def _why_no_logs(record: StepRunRecord) -> str | None:
-    """Why a step run that was not cached has no output to print (None: it ran and printed
-    nothing)."""
+def _why_no_logs(client: Client, record: StepRunRecord) -> str:
+    """Why a step run that was not cached has no output to print: it has not ended, never
+    started, or stored none; else it wrote none (silence would look like a failure), unless its
+    run goes on: a log can be stored a moment after its step ended (a Kubernetes step's)."""
     from wharf.cli.run_logs import never_started, stored_nothing
 
     note = _not_ended(record)
     if note is not None:
         return note
     never = never_started(record) or stored_nothing(record)  # as `wharf runs logs` says it
-    return None if never is None else f"Step '{record.name}' {never}"
+    if never is not None:
+        return f"Step '{record.name}' {never}"
+    ended = f"Step '{record.name}' ({record.status.value})"
+    if record.logs_uri is None or client.get_pipeline_run(record.run_id).status.is_finished:
+        return f"{ended} wrote no output."
+    return f"{ended} has no stored output yet: it wrote none, or its log is stored in a moment."
 
 
 def _unreached(client: Client, run: str, step: str) -> str | None:
