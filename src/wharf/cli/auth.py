@@ -29,6 +29,7 @@ def login(
     """Log in to the Wharf server at URL, with a user's password or a service account's API
     key (--api-key, else WHARF_API_KEY unless --username or --password is given)."""
     from wharf.config.global_config import load_config, read_user_config, write_user_config
+    from wharf.core.url_credentials import mask_credentials
     from wharf.store.rest.session import login_with_password, visible_project, whoami
 
     url = url.rstrip("/")
@@ -63,7 +64,7 @@ def login(
     write_user_config(home, updates)
     kind = "service account" if me.get("kind") == "service_account" else "user"
     where = f", project '{project}'" if project else ""
-    click.echo(f"Logged in to {url} as {kind} '{me.get('name')}'{where}.")
+    click.echo(f"Logged in to {mask_credentials(url)} as {kind} '{me.get('name')}'{where}.")
 
 
 @click.command("logout")
@@ -71,6 +72,7 @@ def logout() -> None:
     """Forget the server credentials (and revoke a user's tokens on the server)."""
     from wharf.config.global_config import load_config, read_user_config, write_user_config
     from wharf.core.errors import PermissionDeniedError, WharfError
+    from wharf.core.url_credentials import mask_credentials
     from wharf.store.rest.session import logout as revoke
 
     home = load_config().home
@@ -85,4 +87,6 @@ def logout() -> None:
         except WharfError:  # the server may be gone or the token expired: forgetting is enough
             pass
     write_user_config(home, {"server_url": None, "api_key": None, "project": None})
-    click.echo(f"Logged out of {url}.{still_valid}" if url else "Not logged in.")
+    click.echo(
+        f"Logged out of {mask_credentials(str(url))}.{still_valid}" if url else "Not logged in."
+    )

@@ -170,7 +170,9 @@ def _not_logged_in(exc: Exception) -> str | None:
         config = load_config()
     except WharfError:
         return None
-    url = (config.server_url or "").rstrip("/")
+    from wharf.core.url_credentials import mask_credentials
+
+    url = mask_credentials((config.server_url or "").rstrip("/"))
     if not url or config.api_key or f"(server {url}; " not in str(exc):
         return None  # a refused credential, or another server's refusal: its words
     return (

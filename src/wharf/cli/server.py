@@ -177,6 +177,7 @@ def _check_rm_token(url: str, token: str) -> None:
     """Refuse to start with a token the Resource Manager rejects; an RM that cannot be reached
     yet (it may be starting too) is only a warning: the server connects when it needs it."""
     from wharf.core.errors import InputError, StoreUnavailableError, WharfError
+    from wharf.core.url_credentials import mask_credentials
     from wharf.resource_manager.client.http import HttpResourceManager
     from wharf.resource_manager.client.http_transport import RetryPolicy
     from wharf.resource_manager.contract import AuthenticationError
@@ -188,9 +189,9 @@ def _check_rm_token(url: str, token: str) -> None:
         client.descriptors.list()
     except AuthenticationError as error:
         raise InputError(
-            f"The Resource Manager at {url} rejected --resource-manager-token ({error}); give "
-            "an API key it accepts (its --admin-api-key, or one from 'wharf resource-manager "
-            "credential')."
+            f"The Resource Manager at {mask_credentials(url)} rejected "
+            f"--resource-manager-token ({error}); give an API key it accepts (its "
+            "--admin-api-key, or one from 'wharf resource-manager credential')."
         ) from None
     except StoreUnavailableError as error:
         click.echo(f"Warning: cannot check the Resource Manager token yet: {error}", err=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 from wharf.core.errors import InputError
+from wharf.core.url_credentials import mask_credentials
 from wharf.execution.resources.team import PATH, WorkspaceRequests
 from wharf.store.rest.http import HttpSession
 
@@ -30,8 +31,9 @@ API = "/api/v1"
 
 
 def _managed_on_the_rm(url: str) -> NoReturn:
+    shown = mask_credentials(url)
     raise InputError(
-        f"Logged in to the workspace server {url}, you can see the team's pools and policies "
+        f"Logged in to the workspace server {shown}, you can see the team's pools and policies "
         "but not change them: an RM administrator does that on the Resource Manager itself "
         "(--rm-url URL --api-key KEY, or WHARF_RM_URL and WHARF_RM_API_KEY)."
     )

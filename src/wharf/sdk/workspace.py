@@ -22,6 +22,7 @@ from uuid import UUID
 from wharf.config.global_config import SERVER_URL_ENV, WharfConfig, load_config
 from wharf.core.enums import ComponentType
 from wharf.core.errors import EntityExistsError, EntityNotFoundError, InputError, WharfError
+from wharf.core.url_credentials import mask_credentials
 from wharf.execution.known_versions import KnownVersions
 from wharf.execution.services import RunServices, open_store, utc_now, wait_unless_woken
 from wharf.store.models import (
@@ -83,8 +84,8 @@ def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord,
             user = ensure_default_user(store)
         except WharfError as exc:
             raise InputError(
-                f"The server at {store.url} has no default user for service account "
-                f"'{me.get('name')}' to act for, and it may not create one: {exc}"
+                f"The server at {mask_credentials(store.url)} has no default user for service "
+                f"account '{me.get('name')}' to act for, and it may not create one: {exc}"
             ) from exc
     name = config.project or DEFAULT_PROJECT
     try:
@@ -92,8 +93,9 @@ def _server_identity(store: RestStore, config: WharfConfig) -> tuple[UserRecord,
     except EntityNotFoundError:
         if config.project is not None or not me.get("is_admin"):
             raise InputError(
-                f"Project '{name}' does not exist on the server at {store.url}, or you "
-                f"({me.get('name')}) are not a member of it: {_PROJECT_HINT}."
+                f"Project '{name}' does not exist on the server at "
+                f"{mask_credentials(store.url)}, or you ({me.get('name')}) are not a member "
+                f"of it: {_PROJECT_HINT}."
             ) from None
     try:  # an admin's first use of a fresh server, as embedded
         return user, store.projects.create(name)

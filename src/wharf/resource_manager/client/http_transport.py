@@ -106,6 +106,7 @@ class Transport:
                 f"{mask_credentials(url)!r}."
             )
         self.url = url.rstrip("/")
+        self._shown = mask_credentials(self.url)  # in messages: no ?token= value
         self._login_body = login.model_dump_json(exclude_none=True).encode()
         self._retry = retry or RetryPolicy()
         self._wire = open_wire(self.url, timeout, http)
@@ -158,7 +159,7 @@ class Transport:
         whose RM is down) is an outage, for a login as for any call."""
         if answer.status in GATEWAY_STATUSES:
             raise StoreUnavailableError(
-                f"The Resource Manager at {self.url} is unavailable: HTTP {answer.status} "
+                f"The Resource Manager at {self._shown} is unavailable: HTTP {answer.status} "
                 f"from a gateway ({_text(answer.body).strip()[:200] or 'no detail'})"
             )
         return _result(answer)
@@ -173,7 +174,7 @@ class Transport:
             except AttemptError as exc:
                 if last or not exc.transient:
                     raise StoreUnavailableError(
-                        f"The Resource Manager at {self.url} is unreachable: {exc}"
+                        f"The Resource Manager at {self._shown} is unreachable: {exc}"
                     ) from None
                 self._sleep(self._retry.delay(attempt, None))
                 continue

@@ -130,6 +130,8 @@ class HttpSession:
     ) -> None:
         self.url = url.rstrip("/")
         shown = mask_credentials(url)  # never the URL's own password or token in a message
+        self.shown_url = shown
+        """The URL as messages show it: its password, token and secret parameters as ***."""
         if not self.url.startswith(("http://", "https://")):
             raise InputError(f"A Wharf server URL must start with http:// or https://: {shown!r}.")
         try:
@@ -203,7 +205,7 @@ class HttpSession:
             )
         except httpx.HTTPError as exc:
             raise StoreUnavailableError(
-                f"Cannot reach the Wharf server at {self.url}: {exc or type(exc).__name__}"
+                f"Cannot reach the Wharf server at {self.shown_url}: {exc or type(exc).__name__}"
             ) from None
         if response.status_code == 204:
             return None
@@ -212,7 +214,7 @@ class HttpSession:
         except ValueError:
             data = None
         if response.status_code >= 400:
-            raise errors.from_response(response.status_code, data, self.url)
+            raise errors.from_response(response.status_code, data, self.shown_url)
         return data
 
     def model(self, cls: type[M], method: str, path: str, **kwargs: Any) -> M:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from wharf.core.errors import InputError, StoreUnavailableError, WharfError
+from wharf.core.url_credentials import mask_credentials
 from wharf.store.rest.errors import NotAuthenticatedError
 from wharf.store.rest.http import HttpSession
 
@@ -52,10 +53,10 @@ def _on_a_workspace_server(session: HttpSession) -> Iterator[None]:
             health = None
         if isinstance(health, dict) and "version" in health:
             if isinstance(exc, NotAuthenticatedError):
-                raise NotAuthenticatedError(f"{exc.detail} (server {session.url})") from None
+                raise NotAuthenticatedError(f"{exc.detail} (server {session.shown_url})") from None
             raise
         raise InputError(
-            f"No Wharf workspace server answers at {session.url}: give the URL 'wharf server "
+            f"No Wharf workspace server answers at {session.shown_url}: give the URL 'wharf server "
             "serve' prints, such as http://HOST:8237 (no /api/v1)."
         ) from None
 
@@ -88,8 +89,8 @@ def visible_project(url: str, credential: str, name: str) -> dict[str, Any]:
         )
     except EntityNotFoundError:
         raise InputError(
-            f"Project '{name}' does not exist on the server at {url}, or you are not a member "
-            "of it."
+            f"Project '{name}' does not exist on the server at {mask_credentials(url)}, or you "
+            "are not a member of it."
         ) from None
     finally:
         session.close()
