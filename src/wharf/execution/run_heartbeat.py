@@ -3,7 +3,9 @@
 Owns :func:`orchestrator_process` (host, pid, start token, liveness timeout, recorded with a
 first beat in the write that starts the run), :func:`creating_process` (the same, recorded by a
 pipeline call's creation of its run: a window covering :func:`creation_patience`),
-:class:`RunHeartbeat` and :func:`end_unattended`.
+:class:`RunHeartbeat` and :func:`end_unattended`. A stop recorded by another process of this
+user on this machine wakes the heartbeat (``wharf.execution.run_wake``): it beats at once and so
+hears of the stop within a moment, not at its next beat.
 Invariants: ``on_stopping``, ``on_forced`` and ``on_refused`` are each told once, and a beat
 refused the run's credential (``wharf.execution.outages.refused``) is the last; every beat and
 every run's start sweeps the runs whose orchestrator is gone (``wharf.store.lost_runs``), so no
@@ -25,6 +27,7 @@ from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError
 from wharf.execution.heartbeat import FIRST_RETRY_FRACTION, liveness_timeout_for
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import all_step_runs
+from wharf.execution.run_wake import RunWake
 from wharf.store.lost_runs import ReleaseEnded, sweep_quietly
 from wharf.store.models import (
     OrchestratorProcess,
@@ -123,7 +126,8 @@ class RunHeartbeat:
     would); when it learns that the stop is forced, it tells ``on_forced`` (the run loop ends
     the attempts in flight through the backends that started them). When the store refuses
     the run's credential (revoked, or its permission withdrawn), it tells ``on_refused`` and
-    beats no more: beating again cannot succeed."""
+    beats no more: beating again cannot succeed. A wake (``run_wake.wake_run``: ``wharf runs
+    stop`` on this machine, once it recorded the stop) makes it beat at once."""
 
     def __init__(
         self,
@@ -154,6 +158,8 @@ class RunHeartbeat:
         self._interval = interval
         self._process = orchestrator_process(interval)
         self._stopped = threading.Event()
+        self._wake = RunWake.listen(run_id)
+        """What the loop waits on between beats: woken by :meth:`close` or another process."""
         self._forced = False
         self._sweeps = sweeps
         """False if told so, or once the store refused a sweep (a run token it missed)."""
@@ -235,14 +241,26 @@ class RunHeartbeat:
 
     def _loop(self) -> None:
         failures = 0
-        while self.refusal is None and not self._stopped.wait(
-            retry_delay(self._interval, failures)
-        ):
-            failures = 0 if self.beat_once() else failures + 1
+        try:
+            while self.refusal is None:
+                self._wake.wait(retry_delay(self._interval, failures))  # or woken: beat now
+                if self._stopped.is_set():
+                    return
+                failures = 0 if self.beat_once() else failures + 1
+        finally:
+            self._wake.close()  # beats no more: no wake to hear
+
+    @property
+    def wakeable(self) -> bool:
+        """Whether another process can wake this heartbeat (``run_wake.wake_run``)."""
+        return self._wake.listening
 
     def close(self) -> None:
         self._stopped.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
+        self._wake.poke()
+        if self._thread.ident is None:  # never started: no loop closes the wake
+            self._wake.close()
+        elif self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
 
 

@@ -49,6 +49,13 @@ def _trusted(path: Path, *, make: bool) -> bool:
     )
 
 
+def own_directory(*, make: bool) -> Path | None:
+    """This user's marker directory if it is trusted (made first if ``make``), else None; also
+    where a run's orchestrating process listens for wakes (``wharf.execution.run_wake``)."""
+    folder = directory()
+    return folder if _trusted(folder, make=make) else None
+
+
 def record(step_run_id: UUID, pid: int, token: str | None) -> None:
     """Remember that this machine started ``pid`` (start token ``token``) for the step run."""
     if token is None:

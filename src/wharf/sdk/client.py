@@ -233,12 +233,13 @@ class Client:
 
     def stop_run(self, name_or_id: str | UUID, *, force: bool = False) -> PipelineRunRecord:
         """Ask a run to stop gracefully: no new steps start, running steps are interrupted at
-        their next safe point (their next heartbeat) and end stopped (one that finishes before
-        then keeps its result; the Kubernetes orchestrator's step pods are not interrupted:
-        they finish), then the run ends stopped. ``force`` also asks the backend
-        of each isolated step (by the flavor of the run's orchestrator or step operator) to
-        end it at once where it can from here (local processes: only those this machine
-        started, never a reused pid), and the run's orchestrating process to end the others
+        their next safe point (at once where the run's orchestrating process runs on this
+        machine as this user: it is woken; else at their next heartbeat) and end stopped (one
+        that finishes before then keeps its result; the Kubernetes orchestrator's step pods
+        are not interrupted: they finish), then the run ends stopped. ``force`` also asks the
+        backend of each isolated step (by the flavor of the run's orchestrator or step
+        operator) to end it at once where it can from here (local processes: only those this
+        machine started, never a reused pid), and the run's orchestrating process to end the others
         through the backends that started them. A run whose orchestrating process is gone
         ends failed at once ("orchestrator lost") and is returned so; a forced stop of a run
         that no process beats for (recorded before runs had a liveness record) ends it

@@ -2,7 +2,8 @@
 
 Owns :func:`request_stop`. Invariants: the stop is recorded first (the run moves to stopping,
 forced if asked), so the run's orchestrating process learns of it at its next heartbeat
-whatever this process manages; a forced stop then ends at once, through the backend that
+whatever this process manages, and at once where it runs on this machine as this user (woken:
+``wharf.execution.run_wake``); a forced stop then ends at once, through the backend that
 started each one, the isolated steps this process can reach, and the rest is left to the
 orchestrating process.
 """
@@ -30,11 +31,13 @@ def request_stop(
     afterwards."""
     from wharf.execution.run_heartbeat import end_unattended
     from wharf.execution.run_stop import stop_recorded_steps
+    from wharf.execution.run_wake import wake_run
 
     store = workspace.store
     if run.status is not ExecutionStatus.STOPPING or (force and not run.stop_forced):
         update = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=force or None)
         run = store.runs.update(run.id, update)
+    wake_run(run.id)  # its orchestrator, if here: it hears of the stop now, not at its next beat
     if force:
         stop_recorded_steps(store, run.id, _step_backends(workspace, run))
         never_taken_over = run.orchestrator_host is None
