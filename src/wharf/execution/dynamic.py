@@ -25,6 +25,8 @@ again at the next step boundary (the step's end, the next call, a wait for a sub
 function's end). A wait for a submitted step is a loop of short waits (``dynamic_futures.settle``):
 a forced stop raises in a function run off the main thread promptly. Steps are called from the
 function's own thread (``dynamic_threads``); a call's spec is made by ``dynamic_calls``.
+A step's failure the function lets through (a call's, or a submitted step's ``result()``) is the
+run's reason as ``dynamic_outcome.uncaught_failure`` words it: that step, said to be uncaught.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ from wharf.execution.dynamic_futures import (
 from wharf.execution.dynamic_ids import StepIds
 from wharf.execution.dynamic_outcome import (
     DynamicOutcome,
+    StepFailedError,
     StepHaltedError,
     StepNotStartedError,
     StepStoppedByFailureError,
+    uncaught_failure,
     what_the_body_did,
 )
 from wharf.execution.dynamic_threads import current_run, outside_run, run_context
@@ -177,6 +181,8 @@ class DynamicRunner:
             self.outcome.stop_requested = True
         except StepHaltedError:
             pass  # the step that failed is the run's reason
+        except StepFailedError as exc:  # a called or waited-for step's failure, let through
+            self.outcome.error = uncaught_failure(exc)  # logged where the step ran
         except StepExecutionError as exc:
             self.outcome.error = str(exc)  # the step's failure is logged where it ran
         except (Exception, SystemExit) as exc:  # sys.exit ends the run, not the process
@@ -402,7 +408,7 @@ class DynamicRunner:
                 )
             raise RunStoppedError(f"Step '{spec.name}' was {outcome.status.value}.")
         if not outcome.succeeded:
-            raise StepExecutionError(f"Step '{spec.name}' failed: {outcome.reason}")
+            raise StepFailedError(spec.name, outcome.reason)
         handles = tuple(
             OutputArtifact(spec.name, name, outcome.outputs[name], self.load)
             for name in spec.outputs

@@ -3,10 +3,11 @@
 Owns :class:`DynamicOutcome` (the run's final status and reason, from its steps and its
 function), the step-call errors of a run's execution mode (:class:`StepHaltedError`: a step
 not started, or stopped by ``fail_fast``, because another step failed) and how a pipeline
-function that raised or exited is told (:func:`what_the_body_did`), and
-:class:`UpstreamNotSucceededError` (a step not started because a step it waits for did not
-succeed, in any execution mode). Invariant: a step halted by another's failure is never the
-run's reason; the failed step is.
+function that raised or exited is told (:func:`what_the_body_did`), :class:`StepFailedError`
+(a called step, or a submitted one waited for, failed) and how the run tells one the function
+did not catch (:func:`uncaught_failure`), and :class:`UpstreamNotSucceededError` (a step not
+started because a step it waits for did not succeed, in any execution mode). Invariant: a step
+halted by another's failure is never the run's reason; the failed step is.
 """
 
 from __future__ import annotations
@@ -68,6 +69,29 @@ class StepStoppedByFailureError(StepHaltedError):
     interrupted, as a static pipeline's running steps are, and ended stopped."""
 
 
+class StepFailedError(StepExecutionError):
+    """Step ``step`` failed with ``reason`` (its step run's): raised by its call, or by its
+    future's ``result()``/``load()`` if it was submitted. The message is the step's failure as
+    the function may catch it; one the function lets through is the run's reason as
+    :func:`uncaught_failure` words it."""
+
+    def __init__(self, step: str, reason: str | None) -> None:
+        super().__init__(f"Step '{step}' failed: {reason}")
+        self.step = step
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[StepFailedError], tuple[str, str | None]]:
+        return type(self), (self.step, self.reason)
+
+
+def uncaught_failure(error: StepFailedError) -> str:
+    """The run's reason when its pipeline function let ``error`` through: which step failed,
+    that the function did not catch its failure, and the step's own reason (a caught failure
+    leaves the run's reason to the steps: ``Step(s) failed: NAME.``)."""
+    why = f": {error.reason}" if error.reason else "."
+    return f"Step '{error.step}' failed (the pipeline function did not catch it){why}"
+
+
 class UpstreamNotSucceededError(StepHaltedError):
     """A step not started because a step it runs after (``after=``) or takes an output of
     failed, was stopped or was not started itself, as a static pipeline's step never starts
@@ -87,9 +111,11 @@ def what_the_body_did(exc: Exception | SystemExit) -> str:
 
 __all__ = [
     "DynamicOutcome",
+    "StepFailedError",
     "StepHaltedError",
     "StepNotStartedError",
     "StepStoppedByFailureError",
     "UpstreamNotSucceededError",
+    "uncaught_failure",
     "what_the_body_did",
 ]
