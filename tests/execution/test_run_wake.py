@@ -21,7 +21,7 @@ from tests.store.conftest import World, make_world
 from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
-from wharf.execution.run_wake import RunWake, socket_path, wake_run
+from wharf.execution.run_wake import RunWake, remove_stale, socket_path, wake_run
 from wharf.store.models import RunUpdate
 from wharf.store.sql import SqlStore
 
@@ -160,3 +160,25 @@ def test_no_socket_where_the_directory_is_not_this_users_own_or_too_long(
         assert wake.wait(PATIENCE)
     finally:
         wake.close()
+
+
+def test_a_listener_removes_the_sockets_no_process_listens_on_any_more(runtime: Path) -> None:
+    """Processes killed (or ended by ``os._exit``) leave their socket files: the next run's
+    listener removes them, never a live listener's nor anything else."""
+    dead_run, live_run = uuid.uuid4(), uuid.uuid4()
+    dead_path = socket_path(dead_run, make=True)
+    assert dead_path is not None
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    dead.bind(os.fspath(dead_path))
+    dead.close()  # as a killed process leaves it
+    other = runtime / "not-a-wake"
+    other.write_text("a step's marker")
+    live = RunWake.listen(live_run)
+    try:
+        fresh = RunWake.listen(uuid.uuid4())
+        fresh.close()
+        assert not dead_path.exists()
+        assert other.exists() and wake_run(live_run)
+        assert remove_stale(runtime) == []  # the live one is kept
+    finally:
+        live.close()

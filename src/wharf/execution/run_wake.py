@@ -10,7 +10,8 @@ trusts: it only makes the run's heartbeat beat now, which reads the stop from th
 this user reaches the socket (its directory is this user's, 0700); a wake that finds no
 listener (another machine's run, or another user's, a socket path too long to bind, no Unix
 sockets) does nothing, and the orchestrator hears of the stop at its next beat as before; a
-listener removes only its own socket file.
+listener removes its own socket file, and, as it starts, the socket files no process listens on
+any more (left by processes killed, or ended by ``os._exit``), never a live one's.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class RunWake:
         listener.setblocking(False)
         self._selector.register(listener, selectors.EVENT_READ)
         self._listener, self._path, self._inode = listener, path, (info.st_dev, info.st_ino)
+        remove_stale(path.parent, keep=path)
 
     @property
     def listening(self) -> bool:
@@ -157,3 +159,30 @@ def _drain(source: socket.socket) -> None:
     with contextlib.suppress(OSError):
         while source.recv(64):
             pass
+
+
+def remove_stale(folder: Path, *, keep: Path | None = None) -> list[Path]:
+    """Remove the wake sockets in ``folder`` that no process listens on any more (but
+    ``keep``); those removed. A file of a live listener is never removed: binding makes the file
+    and the listening socket at once, so one that refuses a connection has no listener left."""
+    removed: list[Path] = []
+    try:
+        names = [name for name in os.listdir(folder) if name.endswith(_SUFFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        path = folder / name
+        if path == keep:
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+                probe.connect(os.fspath(path))
+        except ConnectionRefusedError:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+        except OSError:  # gone meanwhile, or not ours to judge
+            continue
+    return removed
