@@ -1,9 +1,11 @@
 """Riding out a short outage of the artifact store while a step loads its inputs and saves its
 outputs: an S3 endpoint gone for some seconds does not cost a step's work.
 
-Owns :func:`through_artifact_outage`. Invariants: only an error saying the store could not be
-reached (:func:`~wharf.artifacts.fsspec_store.store_unreachable`) is waited out, for up to the
-run's liveness timeout as the metadata store's outages are; a missing bucket, refused
+Owns :func:`through_artifact_outage` and :func:`step_logs_through_outage` (the same bound to a
+step, for its log: an inline step's capture, an isolated step's file its backend copies).
+Invariants: only an error saying the store could not be reached
+(:func:`~wharf.artifacts.fsspec_store.store_unreachable`) is waited out, for up to the run's
+liveness timeout as the metadata store's outages are; a missing bucket, refused
 credentials or a materializer's own error fail at once. A save is repeated at the same URI after
 removing whatever the failed try left there: writes are published whole or not at all, so what
 is removed was never a complete artifact, and the repeat leaves a whole one or nothing. A step's
@@ -12,13 +14,15 @@ stop ends its wait between two tries (``wharf.execution.step_region``), never in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar
 
 from wharf.artifacts.fsspec_store import store_unreachable
 from wharf.execution.heartbeat import liveness_timeout_for
-from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS
+from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS, InterruptibleRegion
+from wharf.execution.log_capture import ThroughOutage
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.services import RunServices
 from wharf.execution.step_region import StepRegion
@@ -67,3 +71,10 @@ def through_artifact_outage(
             sleep=pause if stop is not None else services.sleep,
             is_transient=store_unreachable,
         )
+
+
+def step_logs_through_outage(services: RunServices, region: InterruptibleRegion) -> ThroughOutage:
+    """:func:`through_artifact_outage` for the log of the step running in ``region``: the run's
+    patience, ended by the step's stop when ``region`` is a :class:`StepRegion`."""
+    stop = region if isinstance(region, StepRegion) else None
+    return functools.partial(through_artifact_outage, services, stop=stop)

@@ -12,7 +12,6 @@ isolated executor when its process ended without recording it; user errors never
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -23,13 +22,12 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.artifact_outages import through_artifact_outage
+from wharf.execution.artifact_outages import step_logs_through_outage
 from wharf.execution.attempt_ends import describe_exception, finish_attempt
 from wharf.execution.heartbeat import HeartbeatScheduler, HeartbeatWorker
 from wharf.execution.interrupt import InterruptibleRegion, StepInterrupted
 from wharf.execution.log_capture import StepLog, capturing, step_log, write_to_step_log
 from wharf.execution.services import RunServices
-from wharf.execution.step_region import StepRegion
 from wharf.execution.step_runner import StepRunner
 from wharf.store.answers import HeartbeatResponse
 from wharf.store.models import ArtifactVersionCreate, ArtifactVersionRecord, StepRunRecord
@@ -136,11 +134,7 @@ class InlineExecutor:
             self.services.artifact_store,
             record.logs_uri,
             spec.name,
-            functools.partial(
-                through_artifact_outage,
-                self.services,
-                stop=region if isinstance(region, StepRegion) else None,
-            ),
+            step_logs_through_outage(self.services, region),
         )
         try:
             with step_log(record.id, log), capturing(log):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_che
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
+from wharf.execution.log_capture import ThroughOutage, once
 from wharf.store.models import StepRunRecord
 
 if TYPE_CHECKING:  # the RM's models are only needed for type checking here
@@ -33,12 +34,16 @@ if TYPE_CHECKING:  # the RM's models are only needed for type checking here
 class StepLaunch:
     """One attempt to start: its step run (recorded running), the step's spec, the Wharf
     settings its process needs (``RunServices.child_env``) and where its logs go (the artifact
-    store, at ``record.logs_uri``)."""
+    store, at ``record.logs_uri``), stored through a short outage of that store as
+    ``logs_through_outage`` waits one out (``log_capture.store_step_log``)."""
 
     record: StepRunRecord
     spec: StepSpec
     environment: Mapping[str, str]
     logs: ArtifactStore
+    logs_through_outage: ThroughOutage = once
+    """The run's wait through an outage of the artifact store, ended by the step's stop
+    (``artifact_outages.through_artifact_outage``); default: one try."""
 
 
 class Ended(Enum):

@@ -24,6 +24,7 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
+from wharf.execution.artifact_outages import step_logs_through_outage
 from wharf.execution.attempt_ends import FORCE_STOPPED_STEP, attempts_left, describe_exception
 from wharf.execution.attempts import AttemptResult
 from wharf.execution.backends import (
@@ -95,7 +96,10 @@ class IsolatedExecutor:
     ) -> AttemptResult:
         store = self.services.store
         backend = self.backend_for(spec)
-        launch = StepLaunch(record, spec, self.services.child_env, self.services.artifact_store)
+        logs_wait = step_logs_through_outage(self.services, region)  # its log's copy
+        launch = StepLaunch(
+            record, spec, self.services.child_env, self.services.artifact_store, logs_wait
+        )
         interval = self.services.heartbeat_interval
         first: float | None = None  # the liveness window from the submit (None: no heartbeat)
         if spec.config.enable_heartbeat:

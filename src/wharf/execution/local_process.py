@@ -20,7 +20,6 @@ from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from wharf.artifacts.store import ArtifactStore
 from wharf.core.errors import InputError
 from wharf.execution import started_here
 from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
@@ -92,8 +91,8 @@ class LocalProcessHandle:
 @dataclass
 class _Live:
     process: StepProcess
-    logs: ArtifactStore
-    logs_uri: str | None
+    launch: StepLaunch
+    """Where the attempt's log goes (``launch.logs`` at its record's ``logs_uri``)."""
     cancelled: bool = False
     workdir: str | None = None
     """The empty working directory a travelling step started in (removed at cleanup)."""
@@ -154,7 +153,7 @@ class LocalProcessBackend:
         assert process.pid is not None
         handle = LocalProcessHandle(record.id, process.pid)
         token = start_token(process.pid)
-        live = _Live(process, attempt.logs, record.logs_uri, workdir=workdir, token=token)
+        live = _Live(process, attempt, workdir=workdir, token=token)
         with self._lock:
             self._live[handle] = live
         started_here.record(record.id, process.pid, token)
@@ -222,7 +221,14 @@ class LocalProcessBackend:
             attempt = self._live.pop(handle)
         try:
             attempt.process.end_leftovers()  # its workers die with it, never orphaned
-            collect_logs(attempt.process, attempt.logs, attempt.logs_uri)
+            launch = attempt.launch
+            collect_logs(
+                attempt.process,
+                launch.logs,
+                launch.record.logs_uri,
+                launch.record.name,
+                launch.logs_through_outage,
+            )
         finally:
             attempt.process.close()
             started_here.forget(handle.step_run_id)

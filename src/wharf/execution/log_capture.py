@@ -13,6 +13,8 @@ thread starts (``multiprocessing`` workers: fork, spawn, forkserver) print into 
 too, through a pipe (``wharf.execution.worker_logs``), until the step ends. Isolated steps
 write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
 store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
+Both kinds of log are stored again through a short outage of the store as the run waits one out
+(:func:`store_step_log`); a log that cannot be stored is a warning, never the step's failure.
 Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended (an
 inline step a forced stop ended while blocked: by the forced stop, :class:`StepLog`).
 """
@@ -264,10 +266,36 @@ class ThroughOutage(Protocol):
     ) -> None: ...
 
 
-def _once(
+def once(
     call: Callable[[], None], what: str, *, before_again: Callable[[], object] | None = None
 ) -> None:
+    """A :class:`ThroughOutage` that tries once (a log stored outside any run)."""
     call()
+
+
+def store_step_log(
+    store: ArtifactStore,
+    uri: str,
+    save: Callable[[], None],
+    name: str,
+    through_outage: ThroughOutage = once,
+) -> None:
+    """Store step ``name``'s log with ``save()`` (a whole write at ``uri``), again through an
+    outage of the store as ``through_outage`` waits one out (a failed try's leftovers removed
+    first; the step's stop ends that wait); a failure to store is then logged, never raised:
+    the step's end is recorded, only its log is lost."""
+    try:
+        through_outage(
+            save, f"store the log of step '{name}'", before_again=lambda: store.rmtree(uri)
+        )
+    except OSError as exc:  # the artifact store went away
+        logger.warning("Step '%s': its log could not be stored: %s", name, exc)
+    except StepInterrupted:  # its stop ended the wait for the store
+        logger.warning(
+            "Step '%s': its log could not be stored: the artifact store could not be "
+            "reached when the step was stopped.",
+            name,
+        )
 
 
 class StepLog:
@@ -281,7 +309,7 @@ class StepLog:
         store: ArtifactStore,
         uri: str | None,
         name: str,
-        through_outage: ThroughOutage = _once,
+        through_outage: ThroughOutage = once,
     ) -> None:
         self.sink = _StepSink()
         self._store, self._uri, self._name = store, uri, name
@@ -304,18 +332,12 @@ class StepLog:
                 self.sink.free()
                 return
             try:
-                self._through_outage(
+                store_step_log(
+                    self._store,
+                    uri,
                     lambda: self.sink.save(self._store, uri),
-                    f"store the log of step '{self._name}'",
-                    before_again=lambda: self._store.rmtree(uri),
-                )
-            except OSError as exc:  # the artifact store went away
-                logger.warning("Step '%s': its log could not be stored: %s", self._name, exc)
-            except StepInterrupted:  # its stop ended the wait for the store
-                logger.warning(
-                    "Step '%s': its log could not be stored: the artifact store could not be "
-                    "reached when the step was stopped.",
                     self._name,
+                    self._through_outage,
                 )
             finally:
                 self.sink.free()

@@ -4,8 +4,9 @@ Owns :func:`start_step_process`, :class:`StepProcess` and :func:`collect_logs`. 
 ways to start a step (forked from a warm zygote, or a new interpreter) run the same entry point
 (``wharf.execution.entrypoint``) with ``RunServices.child_env`` and no inherited Wharf setting;
 the child's stdout and stderr go to a temporary file (named to it in ``STEP_LOG_ENV``), copied
-into the artifact store at the step's ``logs_uri`` once the process has ended, then deleted (by
-the step's process itself when this one is gone: ``log_capture.OwnLog``). The fork server's
+into the artifact store at the step's ``logs_uri`` once the process has ended (through a short
+outage of the store, as the run waits one out), then deleted (by the step's process itself when
+this one is gone: ``log_capture.OwnLog``). The fork server's
 socket lives in ``multiprocessing``'s temporary directory, kept short whatever TMPDIR is
 (:func:`fit_fork_server_socket`); the step's own code still sees the user's TMPDIR.
 """
@@ -33,7 +34,13 @@ from pathlib import Path
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.global_config import SERVER_URL_ENV
-from wharf.execution.log_capture import STEP_LOG_ENV, copy_log
+from wharf.execution.log_capture import (
+    STEP_LOG_ENV,
+    ThroughOutage,
+    copy_log,
+    once,
+    store_step_log,
+)
 from wharf.store.models import StepRunRecord
 
 WHARF_PREFIX = "WHARF_"
@@ -314,11 +321,25 @@ def start_step_process(
     return step
 
 
-def collect_logs(step: StepProcess, store: ArtifactStore, logs_uri: str | None) -> None:
-    """Copy the process's output to the artifact store (a chunk at a time) and remove the
-    temporary file."""
+def collect_logs(
+    step: StepProcess,
+    store: ArtifactStore,
+    logs_uri: str | None,
+    name: str = "",
+    through_outage: ThroughOutage = once,
+) -> None:
+    """Copy the process's output to the artifact store (a chunk at a time), again through an
+    outage of the store as ``through_outage`` waits one out (a copy that fails for good is
+    logged as step ``name``'s, never raised), and remove the temporary file."""
     try:
         if logs_uri:
-            copy_log(store, logs_uri, step.log_path)
+            uri = logs_uri
+            store_step_log(
+                store,
+                uri,
+                lambda: copy_log(store, uri, step.log_path),
+                name or step.step_run_id,
+                through_outage,
+            )
     finally:
         step.log_path.unlink(missing_ok=True)
