@@ -174,11 +174,11 @@ def run_logs(run: str, follow: bool) -> None:
 )
 def stop_run(run: str, force: bool) -> None:
     """Stop run RUN gracefully: no new steps start; running steps are interrupted at their next
-    safe point (their next heartbeat: within WHARF_HEARTBEAT_INTERVAL, 15 s by default) and
-    end stopped; then the run ends stopped. A step that finishes before that keeps its
-    result. On Kubernetes, running step pods are not interrupted: they finish. Ctrl-C or
-    SIGTERM in the process running the pipeline stops it the same way (a second Ctrl-C
-    forces)."""
+    safe point (within a second or two when the run is on this machine; otherwise at its next
+    heartbeat, within WHARF_HEARTBEAT_INTERVAL, 15 s by default) and end stopped; then the
+    run ends stopped. A step that finishes before that keeps its result. On Kubernetes,
+    running step pods are not interrupted: they finish. Ctrl-C or SIGTERM in the process
+    running the pipeline stops it the same way (a second Ctrl-C forces)."""
     from wharf.sdk.client import Client
 
     with Client() as client:
