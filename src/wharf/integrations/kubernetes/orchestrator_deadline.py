@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from contextlib import ExitStack
 from datetime import datetime, timedelta
-from types import TracebackType
 from typing import Any
 
-from wharf.execution.signals import sigterm_hook
+from wharf.integrations.kubernetes.orchestrator_sigterm import SigtermClaim
 
 CLOCK_SKEW_SECONDS = 5.0
 """How far this pod's clock may trail the Job controller's: a SIGTERM this close before the
@@ -59,7 +57,7 @@ def deadline_reason(job: Mapping[str, Any]) -> str:
     )
 
 
-class DeadlineSignal:
+class DeadlineSignal(SigtermClaim):
     """A context in which a SIGTERM at or past the deadline of ``job`` (this pod's Job)
     raises :class:`OrchestratorDeadlineExceeded` in the main thread (once; a later one is
     taken and ignored: the run is ending already), through a
@@ -73,21 +71,12 @@ class DeadlineSignal:
         self._job = job
         self._deadline = job_deadline(job)
         self._clock = clock
-        self._hooked = ExitStack()
-        self.exceeded = False
+        super().__init__(hooked=self._deadline is not None)
 
-    def __enter__(self) -> DeadlineSignal:
-        if self._deadline is not None:
-            self._hooked.enter_context(sigterm_hook(self._take))
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._hooked.close()
+    @property
+    def exceeded(self) -> bool:
+        """Whether a SIGTERM at the deadline came (and raised)."""
+        return self.taken
 
     def passed(self) -> bool:
         """Whether the Job's deadline passed (within :data:`CLOCK_SKEW_SECONDS`)."""
@@ -95,11 +84,8 @@ class DeadlineSignal:
             return False
         return self._clock() >= self._deadline.timestamp() - CLOCK_SKEW_SECONDS
 
-    def _take(self) -> bool:
-        """The SIGTERM hook: whether the signal is the deadline's (raising the first time)."""
-        if not self.passed():
-            return False
-        if not self.exceeded:
-            self.exceeded = True
-            raise OrchestratorDeadlineExceeded(deadline_reason(self._job))
-        return True
+    def _claims(self) -> bool:
+        return self.passed()
+
+    def _error(self) -> BaseException:
+        return OrchestratorDeadlineExceeded(deadline_reason(self._job))

@@ -9,9 +9,9 @@ Owns :class:`TerminationSignal`: while the pod is in it, such a SIGTERM raises
 :func:`end_terminated_run`: the run ended failed with :func:`termination_reason`, naming what
 stopped the pod when its own pod and Job say so.
 
-Invariants: only a SIGTERM no run loop handles is taken (a hook of
-:func:`~wharf.execution.signals.sigterm_hook`, given back on exit); the Job's deadline hook
-(``orchestrator_deadline``), entered later, is asked first.
+Invariants: only a SIGTERM no run loop handles is taken (a
+:class:`~wharf.integrations.kubernetes.orchestrator_sigterm.SigtermClaim`, given back on exit);
+the Job's deadline hook (``orchestrator_deadline``), entered later, is asked first.
 """
 
 from __future__ import annotations
@@ -20,18 +20,17 @@ import json
 import logging
 import signal
 from collections.abc import Mapping
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
-from wharf.execution.signals import RunSignals, sigterm_hook
+from wharf.execution.signals import RunSignals
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.orchestrator_deadline import deadline_reason, job_deadline
 from wharf.integrations.kubernetes.orchestrator_follow import read_job
+from wharf.integrations.kubernetes.orchestrator_sigterm import SigtermClaim
 from wharf.store.models import PipelineRunRecord
 from wharf.store.ports import Store
 
@@ -52,36 +51,25 @@ def _run_loop_handles_sigterm() -> bool:
     return isinstance(getattr(handler, "__self__", None), RunSignals)
 
 
-class TerminationSignal:
+class TerminationSignal(SigtermClaim):
     """A context in which a SIGTERM that no run loop handles raises
     :class:`OrchestratorTerminated` in the main thread. :attr:`run_id`: the run the pod
     orchestrates, once it is known (the caller sets it), which the termination ends."""
 
     def __init__(self, run_id: UUID | None = None) -> None:
+        super().__init__()
         self.run_id = run_id
-        self.received = False
-        self._hooked = ExitStack()
 
-    def __enter__(self) -> TerminationSignal:
-        self._hooked.enter_context(sigterm_hook(self._take))
-        return self
+    @property
+    def received(self) -> bool:
+        """Whether such a SIGTERM came (and raised)."""
+        return self.taken
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._hooked.close()
+    def _claims(self) -> bool:
+        return not _run_loop_handles_sigterm()
 
-    def _take(self) -> bool:
-        """The SIGTERM hook: whether the signal is this context's (raising the first time)."""
-        if _run_loop_handles_sigterm():
-            return False
-        if not self.received:
-            self.received = True
-            raise OrchestratorTerminated("The orchestrator pod got SIGTERM")
-        return True
+    def _error(self) -> BaseException:
+        return OrchestratorTerminated("The orchestrator pod got SIGTERM")
 
 
 def end_terminated_run(
