@@ -161,6 +161,7 @@ def _listed_project(store: RestStore, project: str | None) -> UUID | None:
     project that project's, and anyone else is told to choose one (``InputError``)."""
     from wharf.config.global_config import load_config
     from wharf.core.errors import InputError
+    from wharf.core.url_credentials import mask_credentials
     from wharf.store.rest.session import current_principal
 
     chosen = project or load_config().project
@@ -170,13 +171,14 @@ def _listed_project(store: RestStore, project: str | None) -> UUID | None:
     projects = me.get("projects") or {}
     if me.get("is_admin") or len(projects) == 1:
         return None
+    server = mask_credentials(store.url)
     if projects:
         raise InputError(
-            f"You ({me.get('name')}) belong to several projects on the server at {store.url}: "
+            f"You ({me.get('name')}) belong to several projects on the server at {server}: "
             "choose one with --project, WHARF_PROJECT or `wharf login URL --project NAME`."
         )
     raise InputError(
-        f"You ({me.get('name')}) are a member of no project on the server at {store.url}: "
+        f"You ({me.get('name')}) are a member of no project on the server at {server}: "
         "a project's admin adds you with `wharf project add-member NAME`."
     )
 
