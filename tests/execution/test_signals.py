@@ -206,17 +206,23 @@ def blocked(ready, go) -> None:
     go.wait(30)
 
 
+def signalled(where: str, signum: int) -> None:  # a forked worker sent signum: how it ends
+    context = multiprocessing.get_context("fork")
+    ready, go = context.Event(), context.Event()
+    worker = context.Process(target=blocked, args=(ready, go))
+    worker.start()
+    assert ready.wait(60)
+    os.kill(worker.pid, signum)
+    if where == "INSIDE" and signum == signal.SIGINT:  # ignored: the worker goes on
+        go.set()
+    worker.join(60)
+    print(where, signal.Signals(signum).name, worker.exitcode, flush=True)
+
+
 @step(enable_cache=False)
 def forks() -> None:
-    context = multiprocessing.get_context("fork")
     for signum in (signal.SIGTERM, signal.SIGINT):
-        ready, go = context.Event(), context.Event()
-        worker = context.Process(target=blocked, args=(ready, go))
-        worker.start()
-        assert ready.wait(60)
-        os.kill(worker.pid, signum)
-        worker.join(60)
-        print("EXIT", signal.Signals(signum).name, worker.exitcode, flush=True)
+        signalled("INSIDE", signum)
 
 
 @pipeline(name="forked_worker")
@@ -226,6 +232,7 @@ def forked_worker() -> None:
 
 if __name__ == "__main__":
     forked_worker()
+    signalled("OUTSIDE", signal.SIGINT)  # no run: as in any Python process
 """
 
 
@@ -247,19 +254,22 @@ def run_script(
     )
 
 
-def test_an_inline_steps_forked_worker_ends_as_by_default_on_sigterm_and_ctrl_c(
+def test_an_inline_steps_forked_worker_ends_on_sigterm_and_ignores_a_first_ctrl_c(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before, a worker forked by an inline step (a ``multiprocessing`` pool's: the step runs in
     a thread of the pipeline's process, whose run took SIGINT and SIGTERM over) inherited the
     run's handlers: its SIGTERM (``Pool.terminate``, at the end of ``with Pool(...)``) only
-    printed "Stopping run" and left it running, so the step hung joining it. A real pipeline
-    script in a new interpreter, on the default (inline) stack."""
+    printed "Stopping run" and left it running, so the step hung joining it. Its first SIGINT
+    (the terminal's Ctrl-C, which stops the run gracefully) is ignored; one forked once the run
+    ended is interrupted as in any Python process. A real pipeline script in a new
+    interpreter, on the default (inline) stack."""
     done = run_script(tmp_path, monkeypatch, FORKED_WORKER)
     assert done.returncode == 0, done.stderr
-    assert f"EXIT SIGTERM {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
-    assert "EXIT SIGINT 1" in done.stdout, done.stdout + done.stderr
-    assert "KeyboardInterrupt" in done.stderr  # as in any Python process
+    assert f"INSIDE SIGTERM {-signal.SIGTERM}" in done.stdout, done.stdout + done.stderr
+    assert "INSIDE SIGINT 0" in done.stdout, done.stdout + done.stderr
+    assert "OUTSIDE SIGINT 1" in done.stdout, done.stdout + done.stderr
+    assert done.stderr.count("KeyboardInterrupt") == 1, done.stderr  # the one outside
     assert "Stopping run" not in done.stderr
 
 

@@ -6,8 +6,12 @@ mean, asked first (e.g. the Kubernetes orchestrator pod's Job deadline), inside 
 Invariants: only the main thread's handlers that are Python's default (or this module's
 stand-in for it, :func:`sigterm_hook`'s) are taken over, and given back once the run's steps are
 done; a handler never writes to the store itself (a helper thread does: the main thread may
-hold a lock the writes need); a forked child (a step's worker) has the handlers the run took
-over given back, and no hooks.
+hold a lock the writes need); a forked child (a step's worker) has SIGTERM given back, no
+hooks, and, if the run holds SIGINT, its first Ctrl-C ignored (the terminal's Ctrl-C reaches
+the whole process group: a graceful stop lets the worker's task finish) and the one that forces
+the run's stop doing what it did before the run. A child forked outside a run is left alone;
+so is an exec'd one (``subprocess``, a ``spawn`` or ``forkserver`` pool's worker), which the
+exec gives Python's default handling of SIGINT: a Ctrl-C interrupts it.
 """
 
 from __future__ import annotations
@@ -116,9 +120,15 @@ def _hooked_default(signum: int, frame: FrameType | None) -> None:
 
 
 def _takes_over(signum: int, handler: object) -> bool:
-    """Whether a run takes ``signum`` over from ``handler``: Python's default, or the stand-in
-    for it while SIGTERM hooks are registered."""
-    return handler is _DEFAULTS[signum] or (signum == signal.SIGTERM and handler is _hooked_default)
+    """Whether a run takes ``signum`` over from ``handler``: Python's default, the stand-in
+    for it while SIGTERM hooks are registered, or (in a forked child: a pipeline a worker runs)
+    the handler of a run of the parent process."""
+    if handler is _DEFAULTS[signum]:
+        return True
+    if signum == signal.SIGTERM and handler is _hooked_default:
+        return True
+    run = getattr(handler, "__self__", None)
+    return isinstance(run, RunSignals) and run._pid != os.getpid()
 
 
 class RunSignals:
@@ -180,8 +190,11 @@ class RunSignals:
             self._give_back_wake = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != self._pid:  # a forked child, its handlers not given back yet
-            self._as_before(signum, frame)
+        if os.getpid() != self._pid:  # a forked child (SIGTERM: not given back yet)
+            if signum == signal.SIGINT:
+                self._in_child(frame)
+            else:
+                self._as_before(signum, frame)
             return
         if signum == signal.SIGTERM and _hooks_take_sigterm():
             return
@@ -200,6 +213,18 @@ class RunSignals:
             raise ForcedStop()
         else:
             raise KeyboardInterrupt()
+
+    def _in_child(self, frame: FrameType | None) -> None:
+        """A Ctrl-C in a forked child (a step's worker: the terminal's Ctrl-C reaches the whole
+        process group, the run's process and its workers alike), counted with the signals the
+        run had when the child was forked (:attr:`received`, copied by the fork): one that
+        stops the run gracefully is ignored, so the worker goes on with its task (a pool's
+        ``map`` whose workers it killed would never return, and the step never end); one that
+        forces the stop does what it did before the run (Python's default raises
+        ``KeyboardInterrupt``), as do those after it."""
+        self.received.append(signal.SIGINT)
+        if len(self.received) >= 2:
+            self._as_before(signal.SIGINT, frame)
 
     def _as_before(self, signum: int, frame: FrameType | None) -> None:
         """In a forked child: give ``signum`` back (:func:`_give_back_in_child`, which a signal
@@ -228,13 +253,14 @@ class RunSignals:
 
 def _give_back_in_child() -> None:
     """A forked child (an inline step's ``multiprocessing`` worker) does not orchestrate the
-    run: the signals the run took over do there what they did before it (a worker's SIGTERM,
-    from ``Pool.terminate``, ends it; a Ctrl-C interrupts it as in any Python process)."""
-    for signum in HANDLED:
-        run = getattr(signal.getsignal(signum), "__self__", None)
-        if isinstance(run, RunSignals):
-            with contextlib.suppress(ValueError):  # not the main thread: cannot happen after fork
-                signal.signal(signum, run._previous.get(signum, _DEFAULTS[signum]))
+    run: SIGTERM, if the run took it over, does there what it did before the run (a worker's
+    SIGTERM, from ``Pool.terminate``, ends it). SIGINT stays in the run's hands, which tell a
+    child's Ctrl-C that forces the stop from the one before (:meth:`RunSignals._in_child`)."""
+    run = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    if isinstance(run, RunSignals):
+        previous = run._previous.get(signal.SIGTERM, signal.SIG_DFL)
+        with contextlib.suppress(ValueError):  # not the main thread: cannot happen after fork
+            signal.signal(signal.SIGTERM, previous)
 
 
 os.register_at_fork(after_in_child=_give_back_in_child)
