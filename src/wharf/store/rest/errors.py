@@ -8,6 +8,10 @@ REST-only conditions get their own classes (a 403 is ``wharf.core.errors.Permiss
 it and a 401 are ``CredentialsRefusedError``: permanent, never waited out as an outage):
 
     NotAuthenticatedError (401)    PermissionDeniedError (403)    RequestTooLargeError (413/414)
+
+A route the server's router does not know (404 or 405 of ``type`` ``HTTPError``, never a Wharf
+error's) is, from a Wharf server, a server older than this client: ``ServerTooOldError``, raised
+by the session once the server's ``/health/live`` confirms it is one (:func:`unrouted`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,27 @@ class RequestTooLargeError(InputError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ServerTooOldError(StoreError):
+    """The workspace server has no route for a call of this client: it is older than the
+    client (a permanent condition, never an outage: upgrade the server)."""
+
+
+def unrouted(status: int, body: Any) -> bool:
+    """Whether an error response is the server framework's own "no such route" (404 Not Found,
+    405 Method Not Allowed: the server's error handler types it ``HTTPError``), not a Wharf
+    error such as a missing record (``EntityNotFoundError``)."""
+    return status in (404, 405) and isinstance(body, dict) and body.get("type") == "HTTPError"
+
+
+def too_old(method: str, path: str, url: str, server_version: str, client_version: str) -> str:
+    """The one-line message of a :class:`ServerTooOldError`."""
+    return (
+        f"The Wharf server at {url} (version {server_version}) has no route {method} {path}, "
+        f"which this client (version {client_version}) needs: the server is older than the "
+        "client. Upgrade the server (or use a client of the server's version)."
+    )
 
 
 _BY_TYPE: dict[str, type[WharfError]] = {

@@ -6,6 +6,8 @@ Invariants:
   transport failure becomes ``StoreUnavailableError``; no httpx exception escapes. A URL that
   is not ``http(s)://`` or does not parse, or a credential that cannot be sent in a header, is
   an ``InputError`` at once, not an outage.
+- A route a Wharf server does not have (a server older than this client) is
+  ``ServerTooOldError``, one line naming the route and both versions, not a bare "Not Found".
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
   ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
 - ``request_count`` counts the HTTP requests sent (benchmarks read it).
@@ -16,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import copy
+import importlib
 import itertools
 import json
 import os
@@ -214,8 +217,27 @@ class HttpSession:
         except ValueError:
             data = None
         if response.status_code >= 400:
+            if errors.unrouted(response.status_code, data):
+                self._refuse_unknown_route(method, path)
             raise errors.from_response(response.status_code, data, self.shown_url)
         return data
+
+    def _refuse_unknown_route(self, method: str, path: str) -> None:
+        """``ServerTooOldError`` if a Wharf server (its ``/health/live`` reports its version)
+        has no route ``method path``; otherwise (another program, a URL with a path) nothing,
+        the caller's error standing. Asked only once a route was refused."""
+        # The root package (always imported before this module), read without an import the
+        # import contracts would follow into the SDK through the root's lazy public names.
+        client_version = str(importlib.import_module("wharf").__version__)
+        self.request_count = next(self._counter)
+        try:
+            health = self._connections.client.get("/health/live").json()
+        except (httpx.HTTPError, ValueError):
+            return
+        version = health.get("version") if isinstance(health, dict) else None
+        if isinstance(version, str):
+            message = errors.too_old(method, path, self.shown_url, version, client_version)
+            raise errors.ServerTooOldError(message)
 
     def model(self, cls: type[M], method: str, path: str, **kwargs: Any) -> M:
         result: M = utc(cls.model_validate(self.send(method, path, **kwargs)))

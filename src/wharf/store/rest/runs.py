@@ -1,7 +1,9 @@
 """Pipeline runs over REST (``/api/v1/runs``), with run-scoped tokens for a run's processes.
 
 A pipeline call's records go in one call (``POST /api/v1/runs/record``, one transaction on the
-server: a refused run leaves no snapshot behind). The server has no route for a run's end or a
+server: a refused run leaves no snapshot behind). A server from before that route is refused
+(``ServerTooOldError``, from the session), never served by the plain calls composed: they would
+leave a refused run's snapshot behind. The server has no route for a run's end or a
 run created with its metadata: ``finish`` and ``create_with_metadata`` are the plain calls
 composed (``wharf.store.composed``).
 """
