@@ -9,7 +9,8 @@ goes with it once the container ended, and an orchestrator that is gone (killed,
 cannot copy it then, nor can the pod that takes its run over; nor does anyone copy it when the
 step stopped itself because its run ended (its orchestrator lost). Owns :class:`FinalLog`: on the
 first SIGTERM a helper thread reads this pod's log through the API and stores it at the step
-run's ``logs_uri`` unless something is there already, for at most :data:`KEEP_SECONDS`, then the
+run's ``logs_uri`` unless something is there already (through a short outage of the artifact
+store, as the run's other writes to it), for at most :data:`KEEP_SECONDS`, then the
 signal ends the process as by default; at the step's end it does so if the run has ended. An
 orchestrator that is alive copies the whole log at its cleanup, after this (it overwrites it).
 
@@ -25,20 +26,26 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from uuid import UUID
 
+from wharf.artifacts.fsspec_store import store_unreachable
 from wharf.config.global_config import load_config
 from wharf.config.library_logs import quiet_library_loggers
 from wharf.execution.components import instantiate_component
 from wharf.execution.entrypoint import read_step, run_step_process
+from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.log_capture import write_log
-from wharf.execution.services import open_store
+from wharf.execution.outages import retry_through_outage
+from wharf.execution.services import open_store, utc_now
 from wharf.execution.signals import sigterm_hook
 from wharf.integrations.kubernetes.clients import kube_clients
 from wharf.integrations.kubernetes.step_backend_logs import read_pod_log
 
 logger = logging.getLogger("wharf.step")
+T = TypeVar("T")
 
 STEP_MODULE = "wharf.integrations.kubernetes.step_main"
 KEEP_SECONDS = 20.0
@@ -73,9 +80,12 @@ class FinalLog:
             self.keep(only_if_run_ended=True)
 
     def keep(self, *, only_if_run_ended: bool = False) -> None:
-        """Store this pod's log at its step run's ``logs_uri`` unless one is there."""
+        """Store this pod's log at its step run's ``logs_uri`` unless one is there, through an
+        outage of the artifact store as short as the run's liveness timeout (cut short by the
+        end of a SIGTERM's :data:`KEEP_SECONDS`; a write is whole or absent)."""
         try:
-            store = open_store(load_config())
+            config = load_config()
+            store = open_store(config)
             try:
                 if only_if_run_ended:  # two reads at a step's end: most runs go on
                     run_id = store.steps.get(self._step_run_id).run_id
@@ -88,15 +98,31 @@ class FinalLog:
             if not uri:
                 return
             artifacts = instantiate_component(start.artifact_store)
-            if artifacts.exists(uri):
+
+            def through_outage(call: Callable[[], T], what: str) -> T:
+                return retry_through_outage(
+                    call,
+                    what=what,
+                    patience=liveness_timeout_for(config.heartbeat_interval),
+                    clock=utc_now,
+                    sleep=time.sleep,
+                    is_transient=store_unreachable,
+                )
+
+            if through_outage(lambda: artifacts.exists(uri), "see whether the step's log is kept"):
                 return
             clients = kube_clients()
             try:
                 text = read_pod_log(clients.core, self._namespace, self._pod)
             finally:
                 clients.close()
+
+            def keep_unless_there() -> None:  # its orchestrator may have stored it meanwhile
+                if not artifacts.exists(uri):
+                    write_log(artifacts, uri, text)
+
             if text.strip():
-                write_log(artifacts, uri, text)
+                through_outage(keep_unless_there, "keep the step's log")
         except Exception as exc:  # the step's end is its orchestrator's to record anyway
             logger.warning("The step's log could not be kept as its pod was deleted: %s", exc)
 
