@@ -149,20 +149,10 @@ def _workspace_url() -> tuple[str, str | None] | None:
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
-    """A YAML (or JSON) file holding one mapping."""
-    import yaml
+    """A YAML (or JSON) file holding one mapping; what is wrong with it in one line."""
+    from wharf.yaml_files import load_mapping
 
-    from wharf.core.errors import InputError
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InputError(f"Cannot read {path}: {exc.strerror}.") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path} must hold a mapping of fields.")
-    return data
+    return load_mapping(path)
 
 
 def entries_by_name(

@@ -12,7 +12,6 @@ worker and replica (tokens are verified statelessly).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from wharf.core.errors import InputError
 from wharf.core.login_throttle import LoginLimits
+from wharf.yaml_files import yaml_problem
 
 MIN_SECRET_LENGTH = 32
 MIN_ADMIN_KEY_LENGTH = 16
@@ -133,7 +133,7 @@ def load_credentials_file(path: Path) -> tuple[Credential, ...]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(
-            f"The credentials file {path} is not valid YAML {_yaml_problem(exc, text)}."
+            f"The credentials file {path} is not valid YAML {yaml_problem(exc, text)}."
         ) from None
     if isinstance(data, dict):
         data = data.get("credentials")
@@ -148,41 +148,6 @@ def load_credentials_file(path: Path) -> tuple[Credential, ...]:
         raise InputError(
             f"Invalid credentials file {path}: {where + ': ' if where else ''}{message}"
         ) from None
-
-
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-"""A fragment of the file a YAML error message quotes (a character, a tag, an alias)."""
-_SYNTAX = re.compile(r"[^\w\s]{1,2}|\\[a-z]|<[a-z ]+>")
-"""A quoted fragment that is syntax (``','``, ``'\\t'``, ``'<stream end>'``), not a value's."""
-
-
-def _yaml_problem(exc: Exception, text: str) -> str:
-    """Where the YAML of ``text`` is wrong and what is wrong, never the line itself: the
-    file holds secrets (a key pasted in by mistake), and PyYAML's own message quotes the
-    offending line. The fragments of the file its message quotes (a tag, an alias, a
-    character of a value) are left out too, syntax such as ``','`` or ``'<stream end>'`` kept."""
-    import yaml
-
-    def shown(words: str) -> str:
-        def keep(quoted: re.Match[str]) -> str:
-            inner = quoted.group()[1:-1]
-            return quoted.group() if _SYNTAX.fullmatch(inner) else "(not shown)"
-
-        return _QUOTED.sub(keep, words)
-
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        what = shown(exc.problem or exc.context or "a syntax error")
-        if exc.problem and exc.context:
-            what += f" ({shown(exc.context)})"
-        if mark is None:
-            return f"({what})"
-        return f"at line {mark.line + 1}, column {mark.column + 1}: {what}"
-    if isinstance(exc, yaml.reader.ReaderError):  # a control character or a bad encoding
-        line = text.count("\n", 0, exc.position) + 1
-        column = exc.position - text.rfind("\n", 0, exc.position)
-        return f"at line {line}, column {column}: {exc.reason}"
-    return f"({type(exc).__name__})"
 
 
 def credential_entry(credential: Credential) -> str:
