@@ -1,11 +1,13 @@
 """What a step's code references from its own module: the cache key's view of them.
 
 Owns :func:`module_references`: the names the step function's code (and its nested code:
-inner functions, lambdas, comprehensions) loads as globals, resolved in the step's own module,
-followed transitively. A function or class defined in that module counts by its source
-without comments (``core.cache_key.without_comments``; its bytecode where the source is
-unknown), then its own global references (a class's through its methods, its nested classes
-and its bases of the module); a module-level value of plain data (None, bool, int, float,
+inner functions, lambdas, comprehensions) loads as globals, and those its definitions read where
+they run (:func:`read_where_defined`: decorators' expressions, defaults, class bodies), resolved
+in the step's own module, followed transitively. A function or class defined in that module
+counts by its source without comments (``core.cache_key.without_comments``; its bytecode where
+the source is unknown), then its own references (a class's through its body, its methods, its
+nested classes and its bases of the module; a decorator read by a decorator line counts as a
+function reached); a module-level value of plain data (None, bool, int, float,
 str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical encoding,
 a large one by that encoding's digest; any other object (a numpy array, a dataclass instance,
 a compiled pattern) by its content as ``execution.held_values`` reads it, a class of the
@@ -22,6 +24,7 @@ key.
 
 from __future__ import annotations
 
+import ast
 import dis
 import hashlib
 import inspect
@@ -60,6 +63,7 @@ def module_references(func: Any) -> list[tuple[str, str]]:
     gatherer.seen_ids.add(id(target))
     gatherer.follow_code(target.__code__)
     gatherer.follow_closure(target)
+    gatherer.follow_definition(target)
     return sorted(gatherer.facts.items())
 
 
@@ -72,10 +76,18 @@ class _Gatherer:
         self.named: set[int] = set()
 
     def follow_code(self, code: CodeType) -> None:
-        for name in sorted(global_loads(code)):
+        self.follow_names(global_loads(code))
+
+    def follow_names(self, names: Iterable[str]) -> None:
+        for name in sorted(names):
             if name in self.facts or name not in self.globals:
                 continue  # seen already, or a builtin (or never defined)
             self.follow_name(name, self.globals[name])
+
+    def follow_definition(self, obj: Any) -> None:
+        """The names a function's or class's definition reads where it runs, which its code
+        does not hold (:func:`read_where_defined`)."""
+        self.follow_names(read_where_defined(obj))
 
     def follow_name(self, name: str, value: Any) -> None:
         own = [v for v in _behind(value) if self._own(v)]
@@ -96,6 +108,7 @@ class _Gatherer:
         if id(obj) in self.seen_ids:
             return
         self.seen_ids.add(id(obj))
+        self.follow_definition(obj)
         if isinstance(obj, FunctionType):
             self.follow_code(obj.__code__)
             self.follow_closure(obj)
@@ -151,6 +164,70 @@ def global_loads(code: CodeType) -> set[str]:
         if isinstance(const, CodeType):
             names |= global_loads(const)
     return names
+
+
+def read_where_defined(obj: Any) -> set[str]:
+    """The names a ``def`` or ``class`` statement of ``obj`` (from its source) reads as it runs,
+    which no code object keeps: its decorators' expressions (``@retry(times=TIMES)``), its
+    defaults (``k=K``), a class's keywords and its body's statements (``layers = LAYERS``;
+    its bases count as bases), then the same of the methods and classes in it, never their
+    bodies (their code counts on its own). Annotations are left out; empty where the source is
+    unknown."""
+    try:
+        source = inspect.getsource(obj.__code__ if isinstance(obj, FunctionType) else obj)
+        if source[:1].isspace():  # a method's, indented (a string's lines may not be)
+            block = ast.parse("if True:\n" + source).body[0]
+            statements = block.body if isinstance(block, ast.If) else []
+        else:
+            statements = ast.parse(source).body
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return set()
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if not statements or not isinstance(statements[0], definitions):
+        return set()  # a lambda: no decorators, its code counts on its own
+    name = obj.__code__.co_name if isinstance(obj, FunctionType) else obj.__name__
+    if statements[0].name != name:  # (a wrapper is renamed by functools.wraps, not its code)
+        return set()
+    reader = _DefinitionReads()
+    reader.visit(statements[0])
+    return reader.names
+
+
+class _DefinitionReads(ast.NodeVisitor):
+    """Collects the names loaded where a definition runs (:func:`read_where_defined`)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.names.add(node.id)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._visit_all([*node.decorator_list, *node.args.defaults, *node.args.kw_defaults])
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self.visit_FunctionDef(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        keywords = [k.value for k in node.keywords]
+        self._visit_all([*node.decorator_list, *keywords, *node.body])  # bases: <base>
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._visit_all([node.value])  # its annotation left out
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._visit_all([*node.args.defaults, *node.args.kw_defaults])
+        inner = _DefinitionReads()
+        inner.visit(node.body)
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        arguments += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        self.names |= inner.names - {a.arg for a in arguments}
+
+    def _visit_all(self, nodes: Iterable[ast.AST | None]) -> None:
+        for node in nodes:
+            if node is not None:
+                self.visit(node)
 
 
 def _unwrapped(value: Any) -> Any:
