@@ -30,7 +30,6 @@ from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
 from wharf.execution.backends import AttemptOutcome, StepLaunch
 from wharf.execution.heartbeat import FINISH_ON_RUN_STOP_ENV
-from wharf.execution.log_capture import write_log
 from wharf.execution.pinning import allocation_env
 from wharf.execution.stop_deadline import STOP_GRACE_ENV
 from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
@@ -213,6 +212,8 @@ class KubernetesStepBackend:
                 name,
                 attempt.logs,
                 record.logs_uri,
+                step_name=record.name,
+                logs_through_outage=attempt.logs_through_outage,
                 backoff_limit=backoff_limit,
                 waiting_reasons=tuple(settings.fail_on_container_waiting_reasons),
                 startup_timeout=settings.pod_startup_timeout,
@@ -364,7 +365,7 @@ class KubernetesStepBackend:
                     self._clients.core, handle.namespace, names, attempt.followed
                 )
                 if text:  # a silent step costs no file, as an inline one
-                    write_log(attempt.logs, attempt.logs_uri, text)
+                    attempt.store_log(text)
         finally:
             delete_job(self._clients.batch, handle.job_name, handle.namespace, "Background")
             if cancel_overdue(attempt):  # on a lost node: only a forced delete removes them

@@ -1,7 +1,8 @@
 """What the Kubernetes step backend keeps of one submitted attempt, and the settings it runs
 with.
 
-Owns :class:`SubmittedAttempt` (the backend's record of an attempt until its cleanup) and the
+Owns :class:`SubmittedAttempt` (the backend's record of an attempt until its cleanup, which
+stores its log through a short outage of the artifact store) and the
 merges of a step's settings (:func:`for_step`: the step's entry over the component's;
 :func:`allocated`: an allocation's target settings and resources over those). Invariant: an
 attempt's outcome, once set, is not changed here.
@@ -9,6 +10,7 @@ attempt's outcome, once set, is not changed here.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 from wharf.artifacts.store import ArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.execution.backends import AttemptOutcome
+from wharf.execution.log_capture import ThroughOutage, once, store_step_log, write_log
 from wharf.integrations.kubernetes.allocation import allocated_settings
 from wharf.integrations.kubernetes.settings import (
     KubernetesOrchestratorSettings,
@@ -50,6 +53,17 @@ class SubmittedAttempt:
     followed: dict[str, PodLogFollower] = field(default_factory=dict)
     """Logs of its pods followed since they began to be deleted or were cancelled (a deleted
     pod takes its log along)."""
+    step_name: str = ""
+    logs_through_outage: ThroughOutage = once
+    """The run's wait through an outage of the artifact store (``StepLaunch``'s)."""
+
+    def store_log(self, text: bytes) -> None:
+        """Store its pods' log ``text`` at ``logs_uri``, through a short outage of the store;
+        a log that cannot be stored is a warning (``log_capture.store_step_log``)."""
+        uri = self.logs_uri
+        if uri:
+            save = functools.partial(write_log, self.logs, uri, text)
+            store_step_log(self.logs, uri, save, self.step_name, self.logs_through_outage)
 
 
 def for_step(settings: StepSettings, spec: StepSpec) -> StepSettings:

@@ -13,6 +13,7 @@ and no owner.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -173,7 +174,7 @@ class KubernetesStepOperatorBackend:
             for key, value in attempt.environment.items()
             if key not in SUBMITTER_ONLY_ENV
         }
-        launch = StepLaunch(attempt.record, attempt.spec, environment, attempt.logs)
+        launch = dataclasses.replace(attempt, environment=environment)  # its log's wait kept
         key = (attempt.record.run_id, settings.context, settings.kubeconfig, settings.namespace)
         share = self._reserve(key, image)
         try:
