@@ -1,8 +1,9 @@
 """Riding out a short outage of the artifact store while a step loads its inputs and saves its
 outputs: an S3 endpoint gone for some seconds does not cost a step's work.
 
-Owns :func:`through_artifact_outage` and :func:`step_logs_through_outage` (the same bound to a
-step, for its log: an inline step's capture, an isolated step's file its backend copies).
+Owns :func:`through_artifact_outage`, :func:`step_logs_through_outage` (the same bound to a
+step, for its log: an inline step's capture, an isolated step's file its backend copies) and
+:func:`waits_ended_by` (a run's stop ends an isolated attempt's waits).
 Invariants: only an error saying the store could not be reached
 (:func:`~wharf.artifacts.fsspec_store.store_unreachable`) is waited out, for up to the run's
 liveness timeout as the metadata store's outages are; a missing bucket, refused
@@ -15,11 +16,12 @@ stop ends its wait between two tries (``wharf.execution.step_region``), never in
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
 from wharf.artifacts.fsspec_store import store_unreachable
+from wharf.execution.allocation_waits import Stops
 from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS, InterruptibleRegion
 from wharf.execution.log_capture import ThroughOutage
@@ -78,3 +80,30 @@ def step_logs_through_outage(services: RunServices, region: InterruptibleRegion)
     patience, ended by the step's stop when ``region`` is a :class:`StepRegion`."""
     stop = region if isinstance(region, StepRegion) else None
     return functools.partial(through_artifact_outage, services, stop=stop)
+
+
+class _WaitsOf:
+    """A run's stop seen by an isolated attempt's region: it ends the region's waits only."""
+
+    def __init__(self, region: StepRegion) -> None:
+        self._region = region
+
+    def interrupt(self, reason: str) -> bool:
+        return self._region.end_waits(reason)
+
+
+@contextmanager
+def waits_ended_by(stops: Stops | None, region: InterruptibleRegion) -> Iterator[None]:
+    """While the block runs, a stop of the run (``stops``: its ``RunStopper``) ends the waits
+    for the artifact store of the attempt in ``region`` (an isolated attempt's log copy), the
+    one in progress and those to come, as it ends an inline attempt's; the region of an
+    isolated attempt is not interrupted by a run's stop otherwise (its process hears of it)."""
+    if stops is None or not isinstance(region, StepRegion):
+        yield
+        return
+    waits = _WaitsOf(region)
+    stops.add_region(waits)
+    try:
+        yield
+    finally:
+        stops.remove_region(waits)

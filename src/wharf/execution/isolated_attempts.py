@@ -24,7 +24,8 @@ from wharf.config.spec import StepSpec
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import CredentialsRefusedError, IllegalTransitionError, WharfError
 from wharf.execution import step_writes
-from wharf.execution.artifact_outages import step_logs_through_outage
+from wharf.execution.allocation_waits import Stops
+from wharf.execution.artifact_outages import step_logs_through_outage, waits_ended_by
 from wharf.execution.attempt_ends import FORCE_STOPPED_STEP, attempts_left, describe_exception
 from wharf.execution.attempts import AttemptResult
 from wharf.execution.backends import (
@@ -78,6 +79,8 @@ class IsolatedExecutor:
     interval (``liveness_timeout_for``), at least :data:`FINISH_GRACE_MIN`."""
     cancel_patience: float = CANCEL_PATIENCE
     """How long (s) a cancelled attempt has to be reported ended before it counts as ended."""
+    stops: Stops | None = None
+    """The run's stopper: its stop ends the wait of an attempt's log copy for the store."""
     _checks: dict[UUID, RunChecks] = field(default_factory=dict, init=False, repr=False)
     """The store checks of each run that has attempts waiting (under ``_checks_lock``)."""
     _checks_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -128,7 +131,8 @@ class IsolatedExecutor:
             backend.cancel(handle)
             raise
         finally:
-            backend.cleanup(handle)
+            with waits_ended_by(self.stops, region):  # its log's copy waits through an outage
+                backend.cleanup(handle)
         final = retry_through_outage(
             lambda: store.steps.get(record.id),
             what=f"read how step run {record.name} ended",

@@ -333,7 +333,7 @@ def _run_steps(
     stop_recorded = None
     if runtimes.has_isolation:
         backend_for = _backends(job, backend, stopper)
-        isolated = IsolatedExecutor(services, backend_for)
+        isolated = IsolatedExecutor(services, backend_for, stops=stopper)
         stop_recorded = _stopper_of_recorded(backend_for)
     launcher = StepLauncher(
         services,

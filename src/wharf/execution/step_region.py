@@ -5,8 +5,9 @@ Owns :class:`StepRegion`: an :class:`~wharf.execution.interrupt.InterruptibleReg
 an output or log save waiting through an outage of the artifact store). Invariants: an
 interrupt asked while such a wait lasts ends it at its next pause between tries (never inside
 a try, so a write is never cut in half) with ``StepInterrupted``, and every later wait of the
-attempt pauses no more (its first failure ends it); an interrupt of the user code itself is
-the region's, unchanged.
+attempt pauses no more (its first failure ends it), as after :meth:`~StepRegion.end_waits` (a
+run's stop reaching an isolated attempt, whose code runs elsewhere); an interrupt of the user
+code itself is the region's, unchanged.
 """
 
 from __future__ import annotations
@@ -57,6 +58,17 @@ class StepRegion(InterruptibleRegion):
         finally:
             with self._waits_lock:
                 self._waits -= 1
+
+    def end_waits(self, reason: str) -> bool:
+        """End the waits of :meth:`waiting`, the one in progress and every later one, as an
+        interrupt during a wait does, without interrupting the region itself (an isolated
+        attempt's, whose code runs elsewhere: a run's stop ends its log's wait for the artifact
+        store); True."""
+        with self._waits_lock:
+            if self.reason is None:
+                self.reason = reason
+            self._asked.set()
+        return True
 
     def check_stop(self) -> None:
         """Raise ``StepInterrupted`` once :attr:`stop_asked`."""
