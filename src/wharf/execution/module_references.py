@@ -7,11 +7,12 @@ in the step's own module, followed transitively. A function or class defined in 
 counts by its source without comments (``core.cache_key.without_comments``; its bytecode where
 the source is unknown), then its own references (a class's through its body, its methods, its
 nested classes and its bases of the module; a decorator read by a decorator line counts as a
-function reached); a module-level value of plain data (None, bool, int, float,
-str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical encoding,
-a large one by that encoding's digest; any other object (a numpy array, a dataclass instance,
-a compiled pattern) by its content as ``execution.held_values`` reads it, a class of the
-module it holds by its qualified name and code. A value too large to hash
+function reached; the values a function reached closes over, ``helper = make_scaler(K)``'s
+``K``, count as module-level values do); a module-level value of plain data (None, bool,
+int, float, str, bytes and tuples, lists, dicts, sets and frozensets of them) by its canonical
+encoding, a large one by that encoding's digest; any other object (a numpy array, a
+dataclass instance, a compiled pattern) by its content as ``execution.held_values`` reads it,
+a class of the module it holds by its qualified name and code. A value too large to hash
 (:data:`MAX_HASHED_ITEMS`, :data:`MAX_HASHED_CHARS`), nested too deep or that cannot be
 pickled (a lock, a connection, an open file) is *unhashed* (:func:`unhashed_references`): its
 step is not cached (``sdk.compiler``), never keyed by the value's type alone. Not followed:
@@ -49,6 +50,8 @@ MAX_HASHED_CHARS = 64_000_000
 """Characters (of its str and bytes, together) a module-level value may have to be hashed."""
 UNHASHED = "unhashed:"
 """How the fact of a value the key cannot read starts (then its type and why)."""
+CAPTURES = "<captures>"
+"""What names a value a function reached closes over: ``LABEL<captures>QUALNAME:VARIABLE``."""
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
@@ -62,7 +65,7 @@ def module_references(func: Any) -> list[tuple[str, str]]:
     gatherer = _Gatherer(target.__globals__, target.__module__)
     gatherer.seen_ids.add(id(target))
     gatherer.follow_code(target.__code__)
-    gatherer.follow_closure(target)
+    gatherer.follow_closure(target)  # what else it closes over: in its code hash (sdk.step)
     gatherer.follow_definition(target)
     return sorted(gatherer.facts.items())
 
@@ -95,46 +98,68 @@ class _Gatherer:
             self.facts[name] = "\n".join(_source_fact(v) for v in own)
             self.named.update(id(v) for v in own)
             for obj in own:
-                self.follow_object(obj)
+                self.follow_object(obj, name)
         else:
-            try:
-                fact = _value_fact(value, self.module)
-            except RecursionError:  # nested too deep to encode
-                fact = f"{UNHASHED}{type(value).__name__}:nested too deep"
+            fact = _data_fact(value, self.module)
             if fact is not None:
                 self.facts[name] = fact
 
-    def follow_object(self, obj: Any) -> None:
+    def follow_object(self, obj: Any, label: str) -> None:
+        """Follow a function or class of the module, reached as ``label`` (the name of its
+        fact, or of the fact it is part of)."""
         if id(obj) in self.seen_ids:
             return
         self.seen_ids.add(id(obj))
         self.follow_definition(obj)
         if isinstance(obj, FunctionType):
             self.follow_code(obj.__code__)
-            self.follow_closure(obj)
+            self.follow_closure(obj, label)
             return
         for base in obj.__bases__:  # a class
             if self._own(base):
                 self.follow_name(f"{obj.__qualname__}<base>{base.__qualname__}", base)
-        for member in vars(obj).values():
+        for attribute, member in vars(obj).items():
             for part in _members(member):
                 if self._own(part):  # a method, or a nested class, of the module
-                    self.follow_object(part)
+                    self.follow_object(part, f"{label}.{attribute}")
 
-    def follow_closure(self, func: FunctionType) -> None:
-        """The module's functions a decorator's wrapper closes over (a helper decorated
-        without ``functools.wraps``)."""
-        for cell in func.__closure__ or ():
+    def follow_closure(self, func: FunctionType, label: str | None = None) -> None:
+        """What a function reached as ``label`` closes over (a helper made by a factory,
+        ``helper = make_scaler(K)``; a decorator's wrapper): the module's functions and classes
+        followed (a helper decorated without ``functools.wraps``), any other value by content
+        as a module-level value counts (:func:`_data_fact`), under ``LABEL<captures>QUALNAME:
+        VARIABLE``. With no label (the step's own function, whose code hash holds what it closes
+        over: ``sdk.step``), functions and classes only."""
+        cells = zip(func.__code__.co_freevars, func.__closure__ or (), strict=False)
+        for variable, cell in cells:
             try:
                 value = cell.cell_contents
             except ValueError:  # not bound yet
                 continue
-            for obj in _behind(value):
-                if self._own(obj) and id(obj) not in self.seen_ids:
-                    if id(obj) not in self.named:
-                        self.named.add(id(obj))
-                        self.facts[f"<closed over>{obj.__qualname__}"] = _source_fact(obj)
-                    self.follow_object(obj)
+            own = [obj for obj in _behind(value) if self._own(obj)]
+            for obj in own:
+                if id(obj) in self.seen_ids:
+                    continue
+                reached_as = label
+                if id(obj) not in self.named:
+                    self.named.add(id(obj))
+                    reached_as = self._put(f"<closed over>{obj.__qualname__}", _source_fact(obj))
+                self.follow_object(obj, reached_as or f"<closed over>{obj.__qualname__}")
+            if not own and label is not None:
+                fact = _data_fact(value, self.module)
+                if fact is not None:
+                    owner = func.__code__.co_qualname  # a wrapper's own (functools.wraps)
+                    self._put(f"{label}{CAPTURES}{owner}:{variable}", fact)
+
+    def _put(self, name: str, fact: str) -> str:
+        """Add a fact under ``name``, or ``name#2``, ``name#3``... if taken (two functions of
+        one qualified name: a factory's, or one decorator applied twice); its name."""
+        unique, count = name, 1
+        while unique in self.facts:
+            count += 1
+            unique = f"{name}#{count}"
+        self.facts[unique] = fact
+        return unique
 
     def _own(self, obj: Any) -> bool:
         if isinstance(obj, FunctionType):
@@ -149,7 +174,14 @@ def unhashed_references(references: Iterable[tuple[str, str]]) -> list[str]:
     for name, fact in references:
         if fact.startswith(UNHASHED):
             kind, _, why = fact.removeprefix(UNHASHED).partition(":")
-            found.append(f"module-level '{name}', a {kind} ({why})")
+            label, captures, captured = name.partition(CAPTURES)
+            if captures:  # LABEL<captures>QUALNAME:VARIABLE[#N]
+                owner, _, variable = captured.rpartition(":")
+                variable = variable.partition("#")[0]
+                where = f"'{variable}' captured by {owner} (module-level '{label}')"
+            else:
+                where = f"module-level '{name}'"
+            found.append(f"{where}, a {kind} ({why})")
     return found
 
 
@@ -292,6 +324,14 @@ def _plain_items(value: Any, budget: list[int]) -> bool | None:
         if inner is not True:
             return inner
     return True
+
+
+def _data_fact(value: Any, module: str) -> str | None:
+    """A value's fact by :func:`_value_fact`, unhashed if nested too deep to encode."""
+    try:
+        return _value_fact(value, module)
+    except RecursionError:
+        return f"{UNHASHED}{type(value).__name__}:nested too deep"
 
 
 def _value_fact(value: Any, module: str) -> str | None:
