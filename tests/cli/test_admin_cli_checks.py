@@ -36,33 +36,56 @@ def _names(table: str) -> list[str]:
     return [line.split()[0] for line in table.splitlines()[1:] if not line.endswith("more.")]
 
 
+def _setup_accounts(admin: httpx.Client) -> dict[str, str]:
+    """Three users, projects and service accounts, and keys k0..k2 of sa0, made through the HTTP
+    API (their ``create`` commands are tested in test_admin_cli.py); the list path of each kind."""
+    account_ids = []
+    for i in range(3):
+        for path, name in (("users", f"u{i}"), ("projects", f"proj{i}")):
+            assert admin.post(f"/api/v1/{path}", json={"name": name}).status_code == 201
+        made = admin.post("/api/v1/service_accounts", json={"name": f"sa{i}"})
+        assert made.status_code == 201, made.text
+        account_ids.append(made.json()["id"])
+    keys = f"/api/v1/service_accounts/{account_ids[0]}/api_keys"
+    for i in range(3):
+        assert admin.post(keys, json={"name": f"k{i}"}).status_code == 201
+    return {
+        "user": "/api/v1/users",
+        "project": "/api/v1/projects",
+        "service-account": "/api/v1/service_accounts",
+    }
+
+
 def test_the_account_lists_page(team_without_rm: Team, tmp_path: Path) -> None:
     env = workspace_env(team_without_rm, tmp_path, "admin")
-    for i in range(3):
-        ok("user", "create", f"u{i}", "--no-password", env=env)
-        ok("project", "create", f"proj{i}", env=env)
-        ok("service-account", "create", f"sa{i}", env=env)
-        ok("api-key", "create", "sa0", "--name", f"k{i}", env=env)
-    for args in (("user",), ("project",), ("service-account",), ("api-key", "sa0")):
-        group, rest = args[0], args[1:]
-        every = json.loads(ok(group, "list", *rest, "-o", "json", env=env))
-        count = len(every)
-        assert count >= 3 and "more" not in ok(group, "list", *rest, env=env)
-        first = ok(group, "list", *rest, "--size", "2", env=env)
+    paths = _setup_accounts(team_without_rm.world.as_role("admin"))
+
+    # the whole paging checked on one kind (the table, its footer, pages, past the end, JSON)
+    every = json.loads(ok("api-key", "list", "sa0", "-o", "json", env=env))
+    assert [k["name"] for k in every] == ["k2", "k1", "k0"]  # newest first
+    assert "more" not in ok("api-key", "list", "sa0", env=env)
+    first = ok("api-key", "list", "sa0", "--size", "2", env=env)
+    assert first.splitlines()[-1] == "2 of 3 shown; use --page/--size for more."
+    second = ok("api-key", "list", "sa0", "--size", "2", "--page", "2", env=env)
+    assert _names(first) + _names(second) == ["k2", "k1", "k0"]
+    past = ok("api-key", "list", "sa0", "--page", "99", env=env).splitlines()
+    assert past[-1] == "No records on this page: 3 in all; use a lower --page."
+    page = json.loads(
+        ok("api-key", "list", "sa0", "--size", "2", "--page", "2", "-o", "json", env=env)
+    )
+    assert page == every[2:4]
+
+    # the other kinds page through the same code: a first page's table, a later page's JSON
+    admin = team_without_rm.world.as_role("admin")
+    for group, path in paths.items():
+        whole = admin.get(path, params={"index": 1, "size": 100}).json()
+        count, items = whole["total"], whole["items"]
+        assert count == len(items) >= 3
+        first = ok(group, "list", "--size", "2", env=env)
         assert first.splitlines()[-1] == f"2 of {count} shown; use --page/--size for more."
-        pages = [first] + [
-            ok(group, "list", *rest, "--size", "2", "--page", str(page), env=env)
-            for page in range(2, (count + 1) // 2 + 1)
-        ]
-        assert [n for table in pages for n in _names(table)] == [item["name"] for item in every]
-        past = ok(group, "list", *rest, "--page", "99", env=env).splitlines()
-        assert past[-1] == f"No records on this page: {count} in all; use a lower --page."
-        page = json.loads(
-            ok(group, "list", *rest, "--size", "2", "--page", "2", "-o", "json", env=env)
-        )
-        assert page == every[2:4]  # newest first, as the whole list
-    keys = [k["name"] for k in json.loads(ok("api-key", "list", "sa0", "-o", "json", env=env))]
-    assert keys == ["k2", "k1", "k0"]
+        assert _names(first) == [item["name"] for item in items[:2]]
+        page = json.loads(ok(group, "list", "--size", "2", "--page", "2", "-o", "json", env=env))
+        assert page == items[2:4]  # newest first, as the whole list
 
 
 def _me(url: str, secret: str) -> int:
@@ -96,9 +119,13 @@ def _at_a_terminal(args: list[str], env: dict[str, str], answer: str) -> str:
 def test_revoke_and_remove_member_ask_first(team_without_rm: Team, tmp_path: Path) -> None:
     env = workspace_env(team_without_rm, tmp_path, "admin")
     url = team_without_rm.world.url
-    ok("service-account", "create", "ci", env=env)
-    secret = ok("api-key", "create", "ci", "--name", "deploy", env=env).strip()
-    ok("project", "add-member", "A", "--service-account", "ci", env=env)
+    admin = team_without_rm.world.as_role("admin")  # the setup's commands: test_admin_cli.py
+    account = admin.post("/api/v1/service_accounts", json={"name": "ci"}).json()
+    made = admin.post(f"/api/v1/service_accounts/{account['id']}/api_keys", json={"name": "deploy"})
+    secret = made.json()["secret"]
+    project_a = admin.get("/api/v1/projects/by-name", params={"name": "A"}).json()["id"]
+    member = {"service_account_id": account["id"], "role": "member"}
+    assert admin.put(f"/api/v1/projects/{project_a}/members", json=member).status_code == 200
 
     # no terminal, no --yes: one line, nothing done, and no wait for an answer
     refused = run("api-key", "revoke", "ci", "deploy", env=env, stdin="")
@@ -106,7 +133,7 @@ def test_revoke_and_remove_member_ask_first(team_without_rm: Team, tmp_path: Pat
     assert _me(url, secret) == 200
     refused = run("project", "remove-member", "A", "--service-account", "ci", env=env, stdin="")
     assert_one_line_error(refused, "no terminal to answer on; add --yes to confirm")
-    members = json.loads(ok("project", "list", "-o", "json", env=workspace_env_for(secret, env)))
+    members = team_without_rm.world.client(secret).get("/api/v1/projects").json()["items"]
     assert [p["name"] for p in members] == ["A"]
 
     # at a terminal: "n" keeps the key, "y" revokes it
@@ -125,10 +152,6 @@ def test_revoke_and_remove_member_ask_first(team_without_rm: Team, tmp_path: Pat
     )
 
 
-def workspace_env_for(credential: str, env: dict[str, str]) -> dict[str, str]:
-    return {**env, "WHARF_API_KEY": credential}
-
-
 def test_new_account_names_follow_the_rule(team_without_rm: Team, tmp_path: Path) -> None:
     env = workspace_env(team_without_rm, tmp_path, "admin")
     world = team_without_rm.world
@@ -144,12 +167,12 @@ def test_new_account_names_follow_the_rule(team_without_rm: Team, tmp_path: Path
         answer = world.as_role("admin").post(f"/api/v1/{path}", json={"name": "bad/name"})
         assert answer.status_code == 400, answer.text
         assert answer.json()["type"] == "InputError" and "may hold only" in answer.json()["detail"]
-    names = {u["name"] for u in json.loads(ok("user", "list", "-o", "json", env=env))}
+    admin = world.as_role("admin")  # nothing was made
+    names = {u["name"] for u in admin.get("/api/v1/users", params={"size": 100}).json()["items"]}
     assert not {"bad/name", "two words"} & names
-    assert {p["name"] for p in json.loads(ok("project", "list", "-o", "json", env=env))} == {
-        "A",
-        "B",
-    }
+    assert {p["name"] for p in admin.get("/api/v1/projects").json()["items"]} == {"A", "B"}
+    accounts = admin.get("/api/v1/service_accounts").json()["items"]
+    assert "ci bot" not in {a["name"] for a in accounts}
     ok("user", "create", "ana.lópez@example.org", "--no-password", env=env)  # still fine
 
     # accounts named before the rule keep working
