@@ -2,7 +2,7 @@
 
 Owns :class:`StepBackend` (submit, poll, cancel, cleanup, stop_recorded), provided by each
 orchestrator and step operator that isolates steps (``step_backend()``, free of any run's
-context) and driven by ``wharf.execution.attempts``, :class:`SlowStarting` and
+context) and driven by ``wharf.execution.isolated_attempts``, :class:`SlowStarting` and
 :class:`DescribesPlacement`. Invariants:
 - a handle is a frozen, hashable value the backend defines: it names the attempt and holds no
   live object, so it may be logged, compared and used as a key;
@@ -145,7 +145,7 @@ def startup_timeout_of(backend: object, spec: StepSpec | None = None) -> float |
 class TellsWork(Protocol):
     """A step backend that can tell whether an attempt's process is working (using the CPU):
     the engine beats for an attempt that works but cannot beat itself (its code holds the GIL;
-    ``attempts.IsolatedExecutor``)."""
+    ``isolated_attempts.IsolatedExecutor``)."""
 
     def working(self, handle: Any) -> bool:
         """Whether the process of ``handle`` used CPU time since the last time this was asked

@@ -188,7 +188,7 @@ class LocalProcessBackend:
         was asked (False the first time, and where the OS does not tell): a step busy in code
         that holds the GIL (a long regular expression match, a C extension's loop) cannot
         beat, yet is healthy; one that is stopped or stuck without using the CPU is not.
-        ``attempts.IsolatedExecutor`` beats for it while it works."""
+        ``isolated_attempts.IsolatedExecutor`` beats for it while it works."""
         with self._lock:
             attempt = self._live.get(handle)
         if attempt is None or attempt.cancelled or attempt.process.wait(0) is not None:
