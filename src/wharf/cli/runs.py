@@ -42,8 +42,10 @@ def runs() -> None:
 @paged
 @OUTPUT_OPTION
 def list_runs(pipeline: str | None, status: str | None, page: int, size: int, output: str) -> None:
-    """List pipeline runs, newest first, with the stack each ran on (``(deleted stack)`` once
-    that stack is deleted, as ``runs show`` says it)."""
+    """List pipeline runs, newest first.
+
+    Each row names the stack the run ran on (``(deleted stack)`` once that stack is deleted,
+    as ``runs show`` says it)."""
     from wharf.cli.reads import read
     from wharf.cli.run_details import run_stacks
 
