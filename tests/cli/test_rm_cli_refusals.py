@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import ok, run
+from wharf.config.global_config import load_config
+from wharf.resource_manager.contract.models import PoolCreate
+from wharf.resource_manager.embedded.connect import connect_embedded
+from wharf.resource_manager.embedded.inprocess import InProcessResourceManager
+from wharf.store.defaults import DEFAULT_USER
 
 
 @pytest.fixture
@@ -21,6 +28,21 @@ def env(tmp_path: Path) -> dict[str, str]:
     return values
 
 
+@contextmanager
+def embedded_rm(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[InProcessResourceManager]:
+    """The embedded RM the commands run with ``env`` open, for a test's setup and checks (what
+    the commands themselves do is asserted through the commands)."""
+    monkeypatch.setenv("WHARF_HOME", env["WHARF_HOME"])
+    config = load_config()
+    rm = connect_embedded(config.store_url, DEFAULT_USER, config.local_step_slots)
+    try:
+        yield rm
+    finally:
+        rm.close()
+
+
 @pytest.mark.parametrize("entity", ["pool", "policy"])
 def test_deleting_an_unknown_name_says_so_before_asking(entity: str, env: dict[str, str]) -> None:
     result = run(entity, "delete", "nope", env=env, stdin="y\n")
@@ -28,16 +50,23 @@ def test_deleting_an_unknown_name_says_so_before_asking(entity: str, env: dict[s
     assert "Delete" not in result.stdout  # no confirmation was asked
 
 
-def test_a_known_pool_is_still_confirmed_before_deletion(env: dict[str, str]) -> None:
-    ok("pool", "create", "gpus", "-c", "gpu:a100=2", env=env)
+def test_a_known_pool_is_still_confirmed_before_deletion(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = {"name": "gpus", "classes": [{"name": "a100", "capacity": {"GPU": 2}}]}
+    with embedded_rm(env, monkeypatch) as rm:
+        rm.pools.create(PoolCreate.model_validate(pool))
     declined = run("pool", "delete", "gpus", env=env, stdin="n\n")
     assert "Delete pool 'gpus' and its policies?" in declined.stdout
     assert declined.returncode != 0
-    assert "gpus" in ok("pool", "list", env=env)
+    with embedded_rm(env, monkeypatch) as rm:
+        assert "gpus" in [p.name for p in rm.pools.list()]
     assert "Deleted pool 'gpus'" in run("pool", "delete", "gpus", env=env, stdin="y\n").stdout
 
 
-def test_a_priority_with_the_priority_lane_is_refused(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_priority_with_the_priority_lane_is_refused(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The lane is served before every priority: the priority was stored and never used."""
     create = ("policy", "create", "p", "--pool", "local", "--subject-type", "account")
     refused = run(*create, "--priority-lane", "--priority", "5", env=env)
@@ -47,16 +76,17 @@ def test_a_priority_with_the_priority_lane_is_refused(env: dict[str, str], tmp_p
     assert_one_line_error(
         run(*create, "-f", str(path), "--priority-lane", env=env), "Priority 5 has no effect"
     )
-    assert "'p' not found" in run("policy", "show", "p", env=env).stderr
-    ok(*create, "--priority-lane", env=env)
-    shown = json.loads(ok("policy", "show", "p", "-o", "json", env=env))
+    with embedded_rm(env, monkeypatch) as rm:
+        assert "p" not in [p.name for p in rm.policies.list()]
+    shown = json.loads(ok(*create, "--priority-lane", "-o", "json", env=env))
     assert shown["priority_lane"] is True and shown["priority"] == 0
     # a priority given alone to a policy in the lane is refused too (it was stored, unused)
     assert_one_line_error(
         run("policy", "update", "p", "--priority", "5", env=env),
         "Policy 'p' is in the priority lane",
     )
-    assert json.loads(ok("policy", "show", "p", "-o", "json", env=env))["priority"] == 0
+    with embedded_rm(env, monkeypatch) as rm:
+        assert next(p for p in rm.policies.list() if p.name == "p").priority == 0
     moved = json.loads(
         ok("policy", "update", "p", "--no-priority-lane", "--priority", "5", "-o", "json", env=env)
     )
