@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
+
+from wharf.sdk import stacks
+from wharf.sdk.workspace import Workspace
 
 
 def wharf(*args: str) -> subprocess.CompletedProcess[str]:
@@ -29,28 +32,19 @@ def ok(*args: str) -> str:
     return result.stdout
 
 
-def component_ids(kind: str) -> dict[str, str]:
-    listed = json.loads(ok("component", "list", "--type", kind, "-o", "json"))
-    return {c["name"]: c["id"] for c in listed}
+def register(name: str, type_: str, configuration: dict[str, str] | None = None) -> str:
+    """Register component NAME (flavor local) in the workspace of ``WHARF_HOME``, as ``wharf
+    component register`` does (tested through the command in test_stacks.py); its id."""
+    with closing(Workspace.open()) as workspace:
+        made = stacks.register_component(workspace, name, type_, "local", configuration or {})
+    return str(made.id)
 
 
 def test_components_are_updated_and_deleted_by_name_id_or_prefix(
     home: Path, tmp_path: Path
 ) -> None:
-    ok("component", "register", "orch", "-t", "orchestrator", "-f", "local")
-    store_path = str(tmp_path / "a")
-    ok(
-        "component",
-        "register",
-        "store",
-        "-t",
-        "artifact_store",
-        "-f",
-        "local",
-        "-c",
-        f"path={store_path}",
-    )
-    store_id = component_ids("artifact_store")["store"]
+    register("orch", "orchestrator")
+    store_id = register("store", "artifact_store", {"path": str(tmp_path / "a")})
     updated = ok("component", "update", store_id[:8], "-c", f"path={tmp_path / 'b'}")
     assert updated.startswith("Updated artifact_store component 'store'")
     assert ok("component", "delete", "orch", "--yes").strip() == "Deleted orchestrator 'orch'."
@@ -58,7 +52,8 @@ def test_components_are_updated_and_deleted_by_name_id_or_prefix(
 
 
 def test_a_name_several_types_use_still_needs_the_type(home: Path) -> None:
-    ok("stack", "list")  # the default stack: an orchestrator and an artifact store 'default'
+    with closing(Workspace.open()) as workspace:  # as 'wharf stack list' makes it first
+        stacks.ensure_default_stack(workspace)  # an orchestrator and an artifact store 'default'
     result = wharf("component", "delete", "default", "--yes")
     assert result.returncode == 1
     assert result.stderr.strip() == (
@@ -71,7 +66,7 @@ def test_a_name_several_types_use_still_needs_the_type(home: Path) -> None:
 
 
 def test_a_misspelt_component_name_suggests_the_close_names(home: Path) -> None:
-    ok("component", "register", "orch", "-t", "orchestrator", "-f", "local")
+    register("orch", "orchestrator")
     for args, message in [
         (("update", "orhc", "-c", "a=1"), "No component named 'orhc'; did you mean 'orch'?"),
         (("delete", "orhc", "--yes"), "No component named 'orhc'; did you mean 'orch'?"),
