@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
+from wharf.config.global_config import load_config
+from wharf.sdk.client import Client
 
 PYDANTIC_WORDING = ("should be", "should have", "after validation", "validation error", "[type=")
 
@@ -79,7 +81,8 @@ def test_pool_files_with_bad_fields_give_one_plain_line(
     assert_one_line_error(result, expected)
     for words in PYDANTIC_WORDING:
         assert words not in result.stderr
-    assert "p1" not in wharf("pool", "list").stdout
+    with Client(load_config()) as client:  # nothing made
+        assert "p1" not in [pool.name for pool in client.resource_manager.pools.list()]
 
 
 def test_a_store_url_in_a_missing_directory_is_refused_and_nothing_is_created(
