@@ -35,11 +35,11 @@ def test_the_pool_file_example_in_the_help_creates_that_pool(home: Path, tmp_pat
 def test_pools_show_memory_in_human_units_and_missing_values_as_a_dash(home: Path) -> None:
     made = wharf("pool", "create", "machine", "-c", "memory=24683664KiB", "-c", "cpu=2")
     assert made.returncode == 0, made.stderr
-    for args in (("pool", "list"), ("pool", "show", "machine")):
-        text = wharf(*args).stdout
+    listed, shown_text = wharf("pool", "list").stdout, wharf("pool", "show", "machine").stdout
+    for text in (listed, shown_text):
         assert "23.5 GiB" in text and "KiB" not in text, text
-    shown = wharf("pool", "show", "machine").stdout.splitlines()
-    assert "None" not in "\n".join(shown)
+    shown = shown_text.splitlines()
+    assert "None" not in shown_text
     fields = dict(line.split(None, 1) for line in shown[:6])
     assert fields["concurrency_limit"] == "-" and fields["attributes"] == "-"
 
