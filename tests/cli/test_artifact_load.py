@@ -50,16 +50,6 @@ def workspace(logs_workspace: Workspace) -> Workspace:
     return logs_workspace
 
 
-def test_the_latest_version_by_default_or_the_one_named(workspace: Workspace) -> None:
-    numbers_pipeline.run_in(workspace, top=3)
-    numbers_pipeline.run_in(workspace, top=5)
-
-    latest = wharf("artifacts", "load", NUMBERS)
-    assert (latest.returncode, latest.stdout) == (0, "{'numbers': [0, 1, 2, 3, 4]}\n")
-    first = wharf("artifacts", "load", NUMBERS, "--version", "1")
-    assert (first.returncode, first.stdout) == (0, "{'numbers': [0, 1, 2]}\n"), first.stderr
-
-
 def test_bytes_go_to_a_new_file_with_out(workspace: Workspace, tmp_path: Path) -> None:
     blob_pipeline.run_in(workspace)
 
@@ -74,7 +64,9 @@ def test_bytes_go_to_a_new_file_with_out(workspace: Workspace, tmp_path: Path) -
     assert out.read_bytes() == bytes(range(256))
 
 
-def test_unknown_names_and_versions_are_one_line_errors(workspace: Workspace) -> None:
+def test_unknown_or_misspelt_names_and_versions_are_one_line_errors(
+    workspace: Workspace,
+) -> None:
     numbers_pipeline.run_in(workspace, top=2)
 
     assert_one_line_error(wharf("artifacts", "load", "nope"), "No artifact named 'nope'")
@@ -84,12 +76,8 @@ def test_unknown_names_and_versions_are_one_line_errors(workspace: Workspace) ->
     )
     assert_one_line_error(wharf("artifacts", "load", NUMBERS, "--version", "0"), "--version")
 
-
-def test_a_step_name_or_a_misspelt_name_is_answered_with_the_artifacts_it_may_mean(
-    workspace: Workspace,
-) -> None:
-    # an artifact is <pipeline>::<step>::<output>: a newcomer types the step's name
-    numbers_pipeline.run_in(workspace, top=2)
+    # a step name or a misspelt name is answered with the artifacts it may mean: an artifact
+    # is <pipeline>::<step>::<output>, a newcomer types the step's name
     for given in ("numbers", "numbers_pipeline::numbers", "numbers_pipeline::number::output"):
         assert_one_line_error(
             wharf("artifacts", "load", given),
@@ -129,24 +117,30 @@ def test_a_dict_is_printed_in_its_own_order(workspace: Workspace, tmp_path: Path
     assert out.read_text() == "{'zebra': 1, 'apple': 2, 'mango': 3}"
 
 
-def test_an_artifact_is_named_by_its_id_or_a_version_by_its_id(workspace: Workspace) -> None:
+def test_the_latest_version_or_the_one_named_by_name_or_id(workspace: Workspace) -> None:
     # The README: an artifact is named by its name, its id or a prefix of its id; the ids are
     # those `wharf artifacts list` (artifacts) and `list --versions` (versions) show.
     numbers_pipeline.run_in(workspace, top=3)
     numbers_pipeline.run_in(workspace, top=5)
+
+    latest = wharf("artifacts", "load", NUMBERS)
+    assert (latest.returncode, latest.stdout) == (0, "{'numbers': [0, 1, 2, 3, 4]}\n")
+    first = wharf("artifacts", "load", NUMBERS, "--version", "1")
+    assert (first.returncode, first.stdout) == (0, "{'numbers': [0, 1, 2]}\n"), first.stderr
     with Client() as client:
         (artifact,) = client.list_artifacts(name=NUMBERS).items
-        _latest, first = client.list_artifact_versions(name=NUMBERS).items
+        _latest, first_version = client.list_artifact_versions(name=NUMBERS).items
 
     by_artifact = wharf("artifacts", "load", artifact.id.hex[:8])
     assert (by_artifact.returncode, by_artifact.stdout) == (0, "{'numbers': [0, 1, 2, 3, 4]}\n")
     older = wharf("artifacts", "load", str(artifact.id), "--version", "1")
     assert (older.returncode, older.stdout) == (0, "{'numbers': [0, 1, 2]}\n"), older.stderr
-    by_version = wharf("artifacts", "load", str(first.id))
+    by_version = wharf("artifacts", "load", str(first_version.id))
     assert (by_version.returncode, by_version.stdout) == (0, "{'numbers': [0, 1, 2]}\n")
+    prefix = first_version.id.hex[:8]
     assert_one_line_error(
-        wharf("artifacts", "load", first.id.hex[:8], "--version", "2"),
-        f"'{first.id.hex[:8]}' is version 1 of artifact '{NUMBERS}'",
+        wharf("artifacts", "load", prefix, "--version", "2"),
+        f"'{prefix}' is version 1 of artifact '{NUMBERS}'",
     )
     assert_one_line_error(
         wharf("artifacts", "load", "0000abcd"),
