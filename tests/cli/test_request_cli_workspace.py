@@ -34,7 +34,7 @@ def steps(team: Team) -> tuple[StepRunRecord, StepRunRecord]:
     return mine, theirs
 
 
-def test_list_and_show_go_through_the_workspace(
+def test_list_show_and_release_go_through_the_workspace_and_errors_are_one_line(
     team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
 ) -> None:
     mine, theirs = steps
@@ -51,15 +51,8 @@ def test_list_and_show_go_through_the_workspace(
     shown = run("request", "show", str(mine.resource_request_id), env=env)
     assert shown.returncode == 0, shown.stderr
     assert "allocated" in shown.stdout and "'step_name': 'mine'" in shown.stdout
-    released = run("request", "release", str(mine.resource_request_id), env=env)
-    assert released.returncode == 0 and "released" in released.stdout, released.stderr
 
-
-def test_workspace_errors_are_one_line(
-    team: Team, steps: tuple[StepRunRecord, StepRunRecord], tmp_path: Path
-) -> None:
-    mine, theirs = steps
-    env = workspace_env(team, tmp_path, "member")
+    # errors are one line
     assert_one_line_error(
         run("request", "show", str(theirs.resource_request_id), env=env),
         "No resource request with id",
@@ -96,6 +89,8 @@ def test_workspace_errors_are_one_line(
         ),
         "is held by user 'member'; only they or a project admin can release it.",
     )
+    released = run("request", "release", str(mine.resource_request_id), env=env)
+    assert released.returncode == 0 and "released" in released.stdout, released.stderr
 
 
 def test_list_asks_for_a_project_when_it_cannot_tell_which(
