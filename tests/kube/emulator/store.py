@@ -7,6 +7,8 @@ open watchers, and is then handed to the subscribed listeners (the controllers) 
 in commit order (``listeners.py``). One lock guards all state; every object crossing the API is
 a deep copy, and a stored dict is never mutated after it is committed (history entries share it).
 
+The event history, the open watches and list paging are ``history.py``'s (``History``).
+
 Write semantics follow a real kube-apiserver: defaulting and validation on every write,
 ``metadata.namespace`` from the URL, generateName, optimistic concurrency on a stale
 resourceVersion, status only through the ``/status`` subresource for kinds that have one,
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.kube.emulator.admission import check_service_account
 from tests.kube.emulator.clock import Clock
 from tests.kube.emulator.defaults import apply_defaults
 from tests.kube.emulator.errors import ApiError
+from tests.kube.emulator.history import History
 from tests.kube.emulator.listeners import Listener, ListenerQueue
 from tests.kube.emulator.object_rules import Key
 from tests.kube.emulator.resources import (
@@ -52,10 +54,7 @@ class ObjectStore:
         self.resource_version = 0
         self._lock = threading.Lock()
         self._objects: dict[ResourceType, dict[Key, dict[str, Any]]] = {r: {} for r in RESOURCES}
-        self._history: deque[WatchEvent] = deque()
-        self._history_limit = history_limit
-        self._compacted_version = 0  # a watch may resume from any version >= this
-        self._watchers: set[Watcher] = set()
+        self._history = History(history_limit)
         self._listeners = ListenerQueue()
         self.service_account_admission = False
         """Refuse pods naming a service account their namespace lacks (``admission``)."""
@@ -81,43 +80,16 @@ class ObjectStore:
         """A real-shaped ``<Kind>List``; items in etcd key order (``namespace/name``)."""
         matches = self._matcher(rtype, label_selector, field_selector)
         with self._lock:
-            list_version, after = object_rules.decode_continue(continue_token)
-            if list_version is not None and list_version < self._compacted_version:
-                raise ApiError(
-                    410,
-                    "Expired",
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter, or use "
-                    "the continue value from the response.",
-                )
-            if list_version is None:
-                list_version, objects = self.resource_version, self._objects[rtype]
-            else:  # later pages show the state the first page was cut from, as etcd does
-                objects = self._snapshot(rtype, list_version)
-            start = None if after is None else object_rules.storage_key(after)
-            found = [
-                objects[key]
-                for key in sorted(objects, key=object_rules.storage_key)
-                if (namespace is None or key[0] == namespace)
-                and (start is None or object_rules.storage_key(key) > start)
-                and matches(objects[key])
-            ]
-            page = found if not limit or limit <= 0 else found[:limit]
-            items = [object_rules.list_item(obj) for obj in page]
-            metadata: dict[str, Any] = {"resourceVersion": str(list_version)}
-            if len(page) < len(found):
-                last = page[-1]["metadata"]
-                metadata["continue"] = object_rules.encode_continue(
-                    list_version, (last.get("namespace", ""), last["name"])
-                )
-                if not label_selector and not field_selector:  # not counted when filtering
-                    metadata["remainingItemCount"] = len(found) - len(page)
-        return {
-            "kind": rtype.list_kind,
-            "apiVersion": rtype.api_version,
-            "metadata": metadata,
-            "items": items,
-        }
+            return self._history.list_page(
+                rtype,
+                self._objects[rtype],
+                namespace,
+                matches,
+                current_version=self.resource_version,
+                limit=limit,
+                continue_token=continue_token,
+                count_remaining=not label_selector and not field_selector,
+            )
 
     def matching(
         self,
@@ -357,31 +329,18 @@ class ObjectStore:
             after_version=resource_version or 0,
         )
         with self._lock:
-            if not resource_version:
-                for key in sorted(self._objects[rtype], key=object_rules.storage_key):
-                    obj = self._objects[rtype][key]
-                    if watcher.wants(obj):
-                        version = int(obj["metadata"]["resourceVersion"])
-                        watcher.push(WatchEvent(ADDED, obj, version, rtype))
-            else:
-                if resource_version < self._compacted_version:
-                    raise errors.expired(resource_version, self._compacted_version)
-                for change in self._history:
-                    if change.resource_version > resource_version:
-                        watcher.offer(change)
-            self._watchers.add(watcher)
+            self._history.open(watcher, self._objects[rtype], resource_version)
         return watcher
 
     def compact(self) -> None:
         """Forget the event history: watches from any version older than now get 410."""
         with self._lock:
-            self._history.clear()
-            self._compacted_version = self.resource_version
+            self._history.compact(self.resource_version)
 
     def drop_watches(self) -> None:
         """Close every open watch (their streams end), as a restarting server does."""
         with self._lock:
-            watchers = list(self._watchers)
+            watchers = self._history.watchers()
         for watcher in watchers:
             watcher.close()
 
@@ -396,26 +355,9 @@ class ObjectStore:
 
     def _forget_watcher(self, watcher: Watcher) -> None:
         with self._lock:
-            self._watchers.discard(watcher)
+            self._history.forget(watcher)
 
     # ------------------------------------------------------------------------------ internals
-
-    def _snapshot(self, rtype: ResourceType, version: int) -> dict[Key, dict[str, Any]]:
-        """The objects of ``rtype`` as they were at ``version`` (lock held; the history must
-        reach back to it): today's objects with every later change undone."""
-        objects = dict(self._objects[rtype])
-        for change in reversed(self._history):
-            if change.resource_version <= version:
-                break
-            if change.rtype != rtype:
-                continue
-            metadata = change.object["metadata"]
-            key = (metadata.get("namespace") or "", metadata["name"])
-            if change.old_object is None:
-                objects.pop(key, None)
-            else:
-                objects[key] = change.old_object
-        return objects
 
     def _existing(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         key = ((namespace or "") if rtype.namespaced else "", name)
@@ -521,12 +463,7 @@ class ObjectStore:
         else:
             self._objects[rtype][key] = obj
         change = WatchEvent(kind, obj, self.resource_version, rtype, old)
-        self._history.append(change)
-        while len(self._history) > self._history_limit:
-            dropped = self._history.popleft()
-            self._compacted_version = dropped.resource_version
-        for watcher in self._watchers:
-            watcher.offer(change)
+        self._history.record(change)
         self._listeners.enqueue(change)
 
 
