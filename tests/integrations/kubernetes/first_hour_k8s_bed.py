@@ -1,6 +1,7 @@
 """Shared by the first-hour Kubernetes tests (``test_first_hour_k8s*.py``): a fresh home whose
 active stack ``k8s`` runs on the API emulator (the ``workspace`` fixture), the ``tiny`` pipeline,
-and helpers to list what is left in the cluster and to make kubeconfigs that cannot reach it."""
+helpers to list what is left in the cluster and to make kubeconfigs that cannot reach it, and
+an asynchronous run whose pod never starts."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 import pytest
 
 from tests.kube.emulator import Emulator
+from tests.kube.emulator.resources import JOBS, SECRETS
 from wharf import pipeline, step
 from wharf.config.global_config import SERVER_URL_ENV, load_config
-from wharf.core.enums import ComponentType
+from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
@@ -74,3 +76,13 @@ def closed_port_url() -> str:
 
 def update_orchestrator(ws: Workspace, **options: Any) -> None:
     stacks.update_component(ws, "k8s", ComponentType.ORCHESTRATOR, options)
+
+
+def submitted_async(ws: Workspace, emulator: Emulator) -> str:
+    """The name of an asynchronous run whose orchestrator Job exists and whose pod never
+    starts (no kubelet)."""
+    update_orchestrator(ws, synchronous=False)
+    run = tiny.run_in(ws)
+    assert run.status is ExecutionStatus.INITIALIZING
+    assert len(names(emulator, JOBS)) == 1 and len(names(emulator, SECRETS)) == 1
+    return run.name

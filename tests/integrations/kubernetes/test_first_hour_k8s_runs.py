@@ -23,6 +23,7 @@ from tests.integrations.kubernetes.first_hour_k8s_bed import (  # noqa: F401 (fi
     kubeconfig_variant,
     names,
     one,
+    submitted_async,
     tiny,
     update_orchestrator,
     workspace,
@@ -141,16 +142,6 @@ def test_a_refusal_while_following_a_run_is_one_line_and_the_run_goes_on(
 
 
 # ----------------------------------------------------------------------------- stopping
-
-
-def submitted_async(ws: Workspace, emulator: Emulator) -> str:
-    """The name of an asynchronous run whose orchestrator Job exists and whose pod never
-    starts (no kubelet)."""
-    update_orchestrator(ws, synchronous=False)
-    run = tiny.run_in(ws)
-    assert run.status is ExecutionStatus.INITIALIZING
-    assert len(names(emulator, JOBS)) == 1 and len(names(emulator, SECRETS)) == 1
-    return run.name
 
 
 def test_a_forced_stop_of_a_run_whose_pod_never_started_removes_its_job_and_secret(

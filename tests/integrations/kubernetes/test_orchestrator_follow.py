@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.kubernetes.test_first_hour_k8s import (  # noqa: F401 (fixture)
+from tests.integrations.kubernetes.first_hour_k8s_bed import (  # noqa: F401 (fixture)
     closed_port_url,
     kubeconfig_variant,
     submitted_async,
