@@ -146,20 +146,24 @@ def test_retries_exhausted(workspace: Workspace) -> None:
 
 
 def test_stop_from_another_process(workspace: Workspace, wharf_home) -> None:
-    """`wharf runs stop` in another process: the running step finishes, nothing new starts."""
+    """`wharf runs stop` in another process of this machine stops the run at once, not at its
+    next heartbeat: the running step is interrupted and ends stopped, nothing new starts."""
     steps_lib.RELEASE.clear()
-    result: dict[str, object] = {}
+    cli: dict[str, subprocess.Popen[str]] = {}
+    waited_out: list[bool] = []
 
     @step(enable_cache=False)
     def stop_my_run() -> int:
         run_id = str(get_step_context().pipeline_run.id)
-        done = subprocess.run(
+        cli["stop"] = subprocess.Popen(
             [sys.executable, "-m", "wharf.cli.main", "runs", "stop", run_id],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
         )
-        result["cli"] = (done.returncode, done.stdout, done.stderr)
+        cli["stop"].wait()
+        steps_lib.RELEASE.wait(timeout=60)  # never set: only the stop ends this wait early
+        waited_out.append(True)
         return 1
 
     @pipeline
@@ -168,14 +172,15 @@ def test_stop_from_another_process(workspace: Workspace, wharf_home) -> None:
         steps_lib.double(first)
 
     run = p.run_in(workspace)
-    code, out, err = result["cli"]  # type: ignore[misc]
-    assert code == 0, err
+    out, err = cli["stop"].communicate(timeout=60)
+    assert cli["stop"].returncode == 0, err
     assert "stopping" in out
+    assert not waited_out  # interrupted, not at a heartbeat after its wait
     assert run.status is ExecutionStatus.STOPPED
     found = {
         s.name: s.status for s in workspace.store.steps.list(StepRunFilter(run_id=run.id)).items
     }
-    assert found == {"stop_my_run": ExecutionStatus.COMPLETED}
+    assert found == {"stop_my_run": ExecutionStatus.STOPPED}
 
 
 def test_cycle_is_a_clear_error(workspace: Workspace) -> None:
