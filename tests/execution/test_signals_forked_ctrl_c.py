@@ -334,3 +334,28 @@ def test_a_pipeline_a_forked_worker_runs_takes_its_ctrl_c_over(
     assert "INNER Run 'inner-" in done.stdout, done.stdout + done.stderr
     assert "Stopping run 'inner-" in done.stderr, done.stderr
     assert "Stopping run 'outer-" not in done.stderr, done.stderr
+
+
+def test_a_stop_forced_from_another_process_ends_a_plain_process_the_step_started(
+    home: Workspace, tmp_path: Path
+) -> None:
+    """``wharf runs stop --force`` sends no Ctrl-C: the step's non-daemonic ``Process``, which
+    ``multiprocessing`` joins at exit, is terminated by the forced exit, so the script exits and
+    no worker is left (as when two Ctrl-Cs close together reach the worker as one)."""
+    err = tmp_path / "err.txt"
+    with script_started(tmp_path, SCRIPT, "process") as process:
+        wait_for(lambda: len(marked(tmp_path, "t")) >= 1, "the worker's task", BOUND)
+        run = the_run(home)
+        assert run is not None
+        stop = subprocess.run(
+            [sys.executable, "-m", "wharf.cli.main", "runs", "stop", str(run.id), "--force"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert stop.returncode == 0, stop.stderr
+        ended(process, err)
+    assert not marked(tmp_path, "d")
+    assert step_status(home) is ExecutionStatus.STOPPED
+    seen = set(marked(tmp_path, "t").values())
+    assert wait_until(lambda: not any(alive(pid) for pid in seen), 10), seen

@@ -8,8 +8,10 @@ would then wait forever, and further Ctrl-Cs with it. Once armed, this hook (reg
 ``multiprocessing``'s, so run before it) ends every process pool still open in this process
 without its queue locks: no worker is started again, every worker of the process (a pool's, or a
 daemonic ``Process``, which ``multiprocessing`` would terminate anyway) is killed (SIGKILL) and
-reaped, and the pools' own terminates are cancelled. Invariants: nothing is done unless a forced
-stop armed it in this very process (a forked child is never armed); every wait is bounded.
+reaped, and the pools' own terminates are cancelled; a non-daemonic ``Process`` the step started
+is terminated (SIGTERM, then SIGKILL), as the forced stop means. Invariants: nothing is done
+unless a forced stop armed it in this very process (a forked child is never armed); every wait
+is bounded.
 """
 
 from __future__ import annotations
@@ -84,8 +86,28 @@ def _kill_workers(deadline: float) -> None:
             child.join(max(0.0, deadline - time.monotonic()))
 
 
+def _end_processes(deadline: float) -> None:
+    """End the non-daemonic ``Process`` children a step started (``multiprocessing`` joins them
+    at exit): SIGTERM (their default after a fork), SIGKILL for those left at ``deadline``. The
+    forcing Ctrl-C reaches them too, but two Ctrl-Cs close together may reach a child's handler
+    as one, which only stops the run gracefully there."""
+    children = [p for p in multiprocessing.active_children() if not p.daemon]
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        for child in children:
+            if child.pid is not None and child.is_alive():
+                with contextlib.suppress(OSError):
+                    os.kill(child.pid, signum)
+        for child in children:
+            child.join(max(0.0, deadline - time.monotonic()))
+        children = [p for p in children if p.is_alive()]
+        if not children:
+            return
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
+
+
 def _end_pools() -> None:
-    """The ``atexit`` hook: once armed, end the open pools and the workers without their locks."""
+    """The ``atexit`` hook: once armed, end the open pools and the workers without their locks,
+    then the step's other child processes."""
     if not _ARMED:
         return
     deadline = time.monotonic() + KILL_WAIT_SECONDS
@@ -95,6 +117,7 @@ def _end_pools() -> None:
         if handler.is_alive() and handler is not threading.current_thread():
             handler.join(max(0.0, deadline - time.monotonic()))
     _kill_workers(deadline)
+    _end_processes(time.monotonic() + KILL_WAIT_SECONDS)
 
 
 atexit.register(_end_pools)  # after multiprocessing.util's (imported above): runs before it
