@@ -71,38 +71,20 @@ def _stop_pool(finalizer: Any) -> threading.Thread:
     return worker_handler  # type: ignore[no-any-return]
 
 
-def _kill_workers(deadline: float) -> None:
-    """Kill (SIGKILL) every daemonic child process until none is left or ``deadline``, reaping
-    each (a worker handler may start one more as it notices the others died)."""
+def _signal_children(daemonic: bool, signum: int, deadline: float) -> None:
+    """Send ``signum`` to this process's live children of one kind (daemonic or not) and reap
+    them, until none is left or ``deadline``; sent again to those still alive or started
+    meanwhile (a pool's worker handler may start one more as it notices the others died)."""
     while time.monotonic() < deadline:
-        children = [p for p in multiprocessing.active_children() if p.daemon]
+        children = [p for p in multiprocessing.active_children() if p.daemon is daemonic]
         if not children:
             return
         for child in children:
             if child.pid is not None:
                 with contextlib.suppress(OSError):
-                    os.kill(child.pid, signal.SIGKILL)
-        for child in children:
-            child.join(max(0.0, deadline - time.monotonic()))
-
-
-def _end_processes(deadline: float) -> None:
-    """End the non-daemonic ``Process`` children a step started (``multiprocessing`` joins them
-    at exit): SIGTERM (their default after a fork), SIGKILL for those left at ``deadline``. The
-    forcing Ctrl-C reaches them too, but two Ctrl-Cs close together may reach a child's handler
-    as one, which only stops the run gracefully there."""
-    children = [p for p in multiprocessing.active_children() if not p.daemon]
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        for child in children:
-            if child.pid is not None and child.is_alive():
-                with contextlib.suppress(OSError):
                     os.kill(child.pid, signum)
         for child in children:
             child.join(max(0.0, deadline - time.monotonic()))
-        children = [p for p in children if p.is_alive()]
-        if not children:
-            return
-        deadline = time.monotonic() + KILL_WAIT_SECONDS
 
 
 def _end_pools() -> None:
@@ -112,12 +94,16 @@ def _end_pools() -> None:
         return
     deadline = time.monotonic() + KILL_WAIT_SECONDS
     handlers = [_stop_pool(finalizer) for finalizer in _pool_finalizers()]
-    _kill_workers(deadline)
+    _signal_children(True, signal.SIGKILL, deadline)
     for handler in handlers:  # woken by its workers' deaths, it ends without starting others
         if handler.is_alive() and handler is not threading.current_thread():
             handler.join(max(0.0, deadline - time.monotonic()))
-    _kill_workers(deadline)
-    _end_processes(time.monotonic() + KILL_WAIT_SECONDS)
+    _signal_children(True, signal.SIGKILL, deadline)
+    # The step's own non-daemonic children: SIGTERM (their default after a fork), SIGKILL for
+    # those left. The forcing Ctrl-C reaches them too, but two Ctrl-Cs close together may reach
+    # a child's handler as one, which only stops the run gracefully there.
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        _signal_children(False, signum, time.monotonic() + KILL_WAIT_SECONDS)
 
 
 atexit.register(_end_pools)  # after multiprocessing.util's (imported above): runs before it
