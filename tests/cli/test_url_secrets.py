@@ -1,5 +1,5 @@
 # ruff: noqa: F811  (fixtures imported from the server tests)
-"""A server or Resource Manager URL carrying a secret query parameter (``?token=``) is shown
+"""A server or Resource Manager URL carrying a secret parameter (``;token=``) is shown
 with that value as ``***`` in the CLI's error line (``wharf.core.url_credentials``). Real
 ``wharf`` processes against a port that refuses connections, or a live workspace server behind
 a gateway whose path carries a token."""
@@ -45,20 +45,20 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def test_an_unreachable_server_url_is_shown_without_its_token(tmp_path: Path, refused: str) -> None:
-    url = f"{refused}/?token={SECRET}"
+    url = f"{refused}/wharf;token={SECRET}"  # a query string is refused: test_server_url_query
     env = _env(tmp_path, WHARF_SERVER_URL=url, WHARF_API_KEY="k" * 20)
     result = run("runs", "list", env=env)
-    assert_one_line_error(result, f"Cannot reach the Wharf server at {refused}/?token=***")
+    assert_one_line_error(result, f"Cannot reach the Wharf server at {refused}/wharf;token=***")
     assert SECRET not in result.stdout + result.stderr
 
 
 def test_an_unreachable_resource_manager_url_is_shown_without_its_key(
     tmp_path: Path, refused: str
 ) -> None:
-    url = f"{refused}/?api_key={SECRET}&sig={SECRET}"
+    url = f"{refused}/rm;api_key={SECRET};sig={SECRET}"
     result = run("pool", "list", "--rm-url", url, "--api-key", "k" * 20, env=_env(tmp_path))
     assert_one_line_error(
-        result, f"The Resource Manager at {refused}/?api_key=***&sig=*** is unreachable"
+        result, f"The Resource Manager at {refused}/rm;api_key=***;sig=*** is unreachable"
     )
     assert SECRET not in result.stdout + result.stderr
 

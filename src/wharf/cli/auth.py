@@ -29,10 +29,12 @@ def login(
     """Log in to the Wharf server at URL, with a user's password or a service account's API
     key (--api-key, else WHARF_API_KEY unless --username or --password is given)."""
     from wharf.config.global_config import load_config, read_user_config, write_user_config
+    from wharf.core.server_urls import check_base_url
     from wharf.core.url_credentials import mask_credentials
     from wharf.store.rest.session import login_with_password, visible_project, whoami
 
     url = url.rstrip("/")
+    check_base_url(url, "Wharf server")  # before the prompts, not after them
     source = click.get_current_context().get_parameter_source("api_key")
     if api_key is not None and not api_key.strip() and source is ParameterSource.COMMANDLINE:
         # an empty key ("$KEY" of an unset variable) would silently turn into a password login

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from wharf.core.errors import InputError, StoreError, StoreUnavailableError
 from wharf.core.ids import new_id
+from wharf.core.server_urls import check_base_url
 from wharf.core.url_credentials import mask_credentials
 from wharf.resource_manager.client.http_wire import Answer, AttemptError, Headers, open_wire
 from wharf.resource_manager.contract.errors import AuthenticationError
@@ -105,6 +106,7 @@ class Transport:
                 "A Resource Manager URL must start with http:// or https://: "
                 f"{mask_credentials(url)!r}."
             )
+        check_base_url(url, "Resource Manager")
         self.url = url.rstrip("/")
         self._shown = mask_credentials(self.url)  # in messages: no ?token= value
         self._login_body = login.model_dump_json(exclude_none=True).encode()

@@ -4,8 +4,8 @@ share between threads), bearer authentication, JSON in and out, errors converted
 Invariants:
 - Every response is checked here: an error status becomes a Wharf error (``errors``); a
   transport failure becomes ``StoreUnavailableError``; no httpx exception escapes. A URL that
-  is not ``http(s)://`` or does not parse, or a credential that cannot be sent in a header, is
-  an ``InputError`` at once, not an outage.
+  is not ``http(s)://``, does not parse or has a query string (``check_base_url``), or a
+  credential that cannot be sent in a header, is an ``InputError`` at once, not an outage.
 - A route a Wharf server does not have (a server older than this client) is
   ``ServerTooOldError``, one line naming the route and both versions, not a bare "Not Found".
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from wharf.core.errors import InputError, StoreUnavailableError
+from wharf.core.server_urls import check_base_url
 from wharf.core.url_credentials import mask_credentials
 from wharf.store.rest import errors
 
@@ -137,6 +138,7 @@ class HttpSession:
         """The URL as messages show it: its password, token and secret parameters as ***."""
         if not self.url.startswith(("http://", "https://")):
             raise InputError(f"A Wharf server URL must start with http:// or https://: {shown!r}.")
+        check_base_url(url, "Wharf server")
         try:
             userinfo = httpx.URL(self.url).userinfo
         except httpx.InvalidURL as exc:
