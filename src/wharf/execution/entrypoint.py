@@ -10,8 +10,9 @@ with a heartbeat beside it (an interrupt wakes that thread from a blocking syste
 (shorter than the step's liveness timeout) is waited out (:func:`read_step`). Invariants: the
 heartbeat beats until the final status is recorded; exit code 0 when the attempt completed, 1
 otherwise (a process that dies without recording anything is recorded by its parent); once its
-parent is gone the process stores its own log and deletes its temporary file
-(``log_capture.OwnLog``); its ``spawn`` and ``forkserver`` workers execute the user's script as
+parent is gone the process stores its own log (through an outage of the artifact store until
+its parent watch's grace ends the wait) and deletes its temporary file (``log_capture.OwnLog``);
+its ``spawn`` and ``forkserver`` workers execute the user's script as
 it does (``wharf.execution.script_workers``).
 """
 
@@ -32,6 +33,7 @@ from wharf.config.library_logs import quiet_library_loggers
 from wharf.core.enums import ComponentType, ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.execution import script_workers
+from wharf.execution.artifact_outages import step_logs_through_outage
 from wharf.execution.attempt_ends import finish_attempt
 from wharf.execution.attempts import heartbeat_for, run_user_code
 from wharf.execution.code_fetch import archive_resolver
@@ -91,8 +93,10 @@ def run_step_process(step_run_id: UUID) -> int:
     try:
         return _run_step(step_run_id, region, own_log)
     finally:
-        watch.stop()
-        own_log.store_if_orphaned()
+        try:  # through an outage of the store, until the watch's grace ends the wait
+            own_log.store_if_orphaned()
+        finally:
+            watch.stop()
 
 
 def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -> int:
@@ -110,7 +114,6 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
             resources = connect_configured(store, config, user, account)
         spec = record.spec or snapshot.spec.steps[record.name]
         artifact_store = instantiate_component(start.artifact_store)
-        own_log.destination(artifact_store, record.logs_uri)
         services = RunServices(
             store=store,
             artifact_store=artifact_store,
@@ -119,6 +122,13 @@ def _run_step(step_run_id: UUID, region: InterruptibleRegion, own_log: OwnLog) -
             user_id=run.user_id,
             heartbeat_interval=config.heartbeat_interval,
             resources=resources,
+        )
+        # once orphaned, its log waits out an outage of the store as the run's would
+        own_log.destination(
+            artifact_store,
+            record.logs_uri,
+            record.name,
+            step_logs_through_outage(services, own_log.waits),
         )
         # The pid with its host and start token: a force stop signals it only from this
         # machine and only while this process lives (never a reused pid).

@@ -14,7 +14,8 @@ too, through a pipe (``wharf.execution.worker_logs``), until the step ends. Isol
 write to a file (named to them in ``STEP_LOG_ENV``) that the parent copies into the artifact
 store when the process ends; a step whose parent is gone stores it itself (:class:`OwnLog`).
 Both kinds of log are stored again through a short outage of the store as the run waits one out
-(:func:`store_step_log`); a log that cannot be stored is a warning, never the step's failure.
+(:func:`store_step_log`; an orphaned step's within its parent watch's grace); a log that cannot
+be stored is a warning, never the step's failure.
 Invariant: a step's log is written to its ``logs_uri`` exactly once, after the step ended (an
 inline step a forced stop ended while blocked: by the forced stop, :class:`StepLog`).
 """
@@ -39,6 +40,7 @@ from wharf.artifacts.store import ArtifactStore
 from wharf.execution import worker_logs
 from wharf.execution.interrupt import StepInterrupted
 from wharf.execution.parent_watch import exit_with_group
+from wharf.execution.step_region import StepRegion
 from wharf.execution.worker_logs import WorkerPipe, WorkerWriter
 
 logger = logging.getLogger(__name__)
@@ -414,18 +416,34 @@ class OwnLog:
     (``wharf.execution.subprocesses.collect_logs``); a parent that is gone (killed) cannot, so
     the step's process does it, once, at its end: :meth:`orphan` says the parent is gone,
     :meth:`destination` where the log belongs (once known), :meth:`store_if_orphaned` stores
-    what the process wrote up to then and deletes the file."""
+    what the process wrote up to then, through a short outage of the store as ``through_outage``
+    waits one out (:func:`store_step_log`, its stop :attr:`waits`), and deletes the file. The
+    wait is bounded by the parent watch's grace: the watch's exit (:meth:`store_then_exit`) ends
+    it, so the process outlives its orchestrator by no more than the grace and one try."""
 
     def __init__(self, path: str | None) -> None:
         self._path = path or None
         self._store: ArtifactStore | None = None
         self._uri: str | None = None
+        self._name = "?"
+        self._through_outage: ThroughOutage = once
         self._orphaned = False
         self._done = False
         self._lock = threading.Lock()
+        self.waits = StepRegion()
+        """Ends the wait for the store (:meth:`StepRegion.end_waits`): pass it as the stop of
+        the ``through_outage`` given to :meth:`destination`."""
 
-    def destination(self, store: ArtifactStore, uri: str | None) -> None:
-        self._store, self._uri = store, uri
+    def destination(
+        self,
+        store: ArtifactStore,
+        uri: str | None,
+        name: str = "?",
+        through_outage: ThroughOutage = once,
+    ) -> None:
+        """Where step ``name``'s log belongs, and how its store waits through an outage."""
+        self._store, self._uri, self._name = store, uri, name
+        self._through_outage = through_outage
 
     def orphan(self) -> None:
         self._orphaned = True
@@ -434,23 +452,42 @@ class OwnLog:
         """Once the parent is gone: store the file at the step's ``logs_uri`` (if known by
         then) and delete it. Safe to call from any thread, more than once."""
         with self._lock:
-            if not self._orphaned or self._done or self._path is None:
-                return
-            self._done = True
-            for stream in (sys.stdout, sys.stderr):
-                with suppress(OSError, ValueError):  # closed or broken: nothing to flush
-                    stream.flush()
-            try:
-                if self._store is not None and self._uri:
-                    copy_log(self._store, self._uri, self._path)
-            except Exception as exc:  # the step's end is recorded: only its log is lost
-                logger.warning("The step's log could not be stored: %s", exc)
-            finally:
-                with suppress(FileNotFoundError):
-                    os.unlink(self._path)
+            self._store_once()
+
+    def _store_once(self) -> None:
+        """:meth:`store_if_orphaned`, its lock held."""
+        if not self._orphaned or self._done or self._path is None:
+            return
+        self._done = True
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):  # closed or broken: nothing to flush
+                stream.flush()
+        path, store, uri = self._path, self._store, self._uri
+        try:
+            if store is not None and uri:
+                save = functools.partial(copy_log, store, uri, path)
+                store_step_log(store, uri, save, self._name, self._through_outage)
+        except Exception as exc:  # the step's end is recorded: only its log is lost
+            logger.warning("The step's log could not be stored: %s", exc)
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(path)
 
     def store_then_exit(self, code: int) -> None:
-        """``ParentWatch``'s way out of a step that did not end in time: store, then exit
-        (with its process group: ``parent_watch.exit_with_group``)."""
-        self.store_if_orphaned()
+        """``ParentWatch``'s way out of a step that did not end in time: end a wait for the
+        store in progress (its try in flight gets :data:`LAST_TRY_SECONDS`), store if no one
+        did, then exit (with its process group: ``parent_watch.exit_with_group``)."""
+        self.waits.end_waits("the step's time to end after its orchestrator was gone ran out")
+        if self._lock.acquire(timeout=LAST_TRY_SECONDS):
+            try:
+                self._store_once()
+            finally:
+                self._lock.release()
+        else:
+            logger.warning("The step's log could not be stored before its process exits.")
         exit_with_group(code)
+
+
+LAST_TRY_SECONDS = 10.0
+"""How long the parent watch's exit waits for a store of the log in flight (one try: the S3
+client's connect timeouts) before the process exits without it."""
