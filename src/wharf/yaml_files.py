@@ -1,10 +1,10 @@
-"""YAML files users give (pool and policy files, the Resource Manager's credentials file) and
-what is wrong with them, as one line: :func:`yaml_problem`, :func:`load_mapping`.
+"""YAML files users give (pool and policy files, the Resource Manager's credentials file), or
+YAML given inline (``--selector``), and what is wrong with them, as one line:
+:func:`yaml_problem`, :func:`parse_yaml`, :func:`load_mapping`.
 
-A refusal names the file, the line and column and what is wrong, never the offending line
-itself: PyYAML's own message spans several lines and quotes it, and such a file may hold a
-secret pasted in by mistake. PyYAML is imported only when a file is read.
-"""
+A refusal names the file (or the option), the line and column and what is wrong, never the
+offending line itself: PyYAML's own message spans several lines and quotes it, and such a file
+may hold a secret pasted in by mistake. PyYAML is imported only when a file is read."""
 
 from __future__ import annotations
 
@@ -49,22 +49,29 @@ def yaml_problem(exc: Exception, text: str) -> str:
     return f"({type(exc).__name__})"
 
 
+def parse_yaml(text: str, source: str) -> Any:
+    """What the YAML (or JSON) ``text`` holds; ``InputError`` in one line naming ``source``
+    (a file's path, or the option the text was given with: ``--selector``) and where the YAML
+    is wrong (:func:`yaml_problem`) if it is not valid."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source} is not valid YAML {yaml_problem(exc, text)}.") from None
+
+
 def load_mapping(path: Path) -> dict[str, Any]:
     """The mapping a YAML (or JSON) file holds; ``InputError`` in one line if the file cannot
     be read, is no UTF-8 text, is no valid YAML, or holds anything but a mapping (a list, a
     single value, nothing)."""
-    import yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"Cannot read {path}: {exc.strerror}.") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not UTF-8 text (at byte {exc.start + 1}).") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path} is not valid YAML {yaml_problem(exc, text)}.") from None
+    data = parse_yaml(text, str(path))
     if isinstance(data, dict):
         return data
     if data is None:

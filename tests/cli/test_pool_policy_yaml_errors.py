@@ -1,6 +1,7 @@
 """A pool or policy file (``-f FILE``) that is no valid YAML, no UTF-8 text or no mapping is
 refused in one line naming the file, and for YAML the line and column, never quoting the
-offending line (``wharf.yaml_files``); nothing is created. Real ``wharf`` processes."""
+offending line (``wharf.yaml_files``); nothing is created. So is a policy's ``--selector``
+YAML, the option named as the file. Real ``wharf`` processes."""
 
 from __future__ import annotations
 
@@ -53,3 +54,22 @@ def test_every_file_option_refuses_broken_yaml_in_one_line(home: Path, tmp_path:
         ("policy", "update", "team"),
     ):
         assert_one_line_error(wharf(*command, "-f", str(path)), said)
+
+
+def test_a_broken_selector_option_is_refused_as_a_file_is(home: Path) -> None:
+    """``--selector`` YAML goes through the file options' path: the option is named with the
+    line and column, the offending value not quoted."""
+    selector = "any:\n  - {subject_type: account}\n   - {subject_id: s3cret}\n"
+    said = (
+        "Error: --selector is not valid YAML at line 3, column 4: expected <block end>, but "
+        "found '<block sequence start>' (while parsing a block collection)."
+    )
+    for command in (("policy", "create", "team", "--pool", "local"), ("policy", "update", "team")):
+        result = wharf(*command, "--selector", selector)
+        assert_one_line_error(result, said)
+        assert "s3cret" not in result.stderr
+    flow = wharf("policy", "create", "team", "--pool", "local", "--selector", "{subject_id: [a}")
+    assert_one_line_error(flow, "Error: --selector is not valid YAML at line 1, column 16: ")
+    listed = wharf("policy", "list", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert [policy["name"] for policy in json.loads(listed.stdout)] == ["local-default"]

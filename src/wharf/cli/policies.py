@@ -144,10 +144,10 @@ def _scalar(text: str) -> str | int | bool:
 def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
     """The subject selector: built from ``--subject-type``, ``--subject-id`` and
     ``--subject-attribute KEY=VALUE`` (all must hold on one subject), or given whole as
-    YAML/JSON with ``--selector '{any: [...]}'``; None if none is given."""
-    import yaml
-
+    YAML/JSON with ``--selector '{any: [...]}'`` (its YAML errors as a file's, with a line and
+    column); None if none is given."""
     from wharf.core.errors import InputError
+    from wharf.yaml_files import parse_yaml
 
     text = options["selector"]
     if text is not None:
@@ -156,10 +156,7 @@ def _selector(options: dict[str, Any]) -> dict[str, Any] | None:
                 "Give --selector or --subject-type/--subject-id/--subject-attribute, not both: "
                 "--selector is the whole selector."
             )
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise InputError("--selector is not valid YAML/JSON.") from None
+        data = parse_yaml(text, "--selector")
         if not isinstance(data, dict):
             raise InputError("--selector must be a mapping such as '{subject_type: account}'.")
         return data
