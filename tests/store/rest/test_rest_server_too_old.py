@@ -3,12 +3,13 @@ one clear ``ServerTooOldError`` (the route, both versions, upgrade the server), 
 "Method Not Allowed" / "Not Found" of the server's router that failed a pipeline call before.
 
 The server is a real one (uvicorn over TCP) built as a server from before
-``POST /api/v1/runs/record`` and ``PUT /api/v1/runs/{id}/heartbeat``: the app with those routes
-taken out."""
+``POST /api/v1/runs/record``, ``PUT /api/v1/runs/{id}/heartbeat`` and
+``GET /api/v1/runs/sweep_candidates``: the app with those routes taken out."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,18 @@ from tests.server.live import LiveServer, settings, shared_default_stack
 from tests.store.conftest import make_world, spec
 from wharf import __version__, pipeline
 from wharf.config.global_config import load_config
+from wharf.core.errors import InputError
 from wharf.sdk.workspace import Workspace
 from wharf.server.app import create_app
 from wharf.store.models import OrchestratorProcess, PipelineFilter, RunFilter, RunStart
 from wharf.store.rest import RestStore
 from wharf.store.rest.errors import ServerTooOldError
 
-ABSENT = {("POST", "/api/v1/runs/record"), ("PUT", "/api/v1/runs/{run_id}/heartbeat")}
+ABSENT = {
+    ("POST", "/api/v1/runs/record"),
+    ("PUT", "/api/v1/runs/{run_id}/heartbeat"),
+    ("GET", "/api/v1/runs/sweep_candidates"),  # GET /api/v1/runs/{run_id} answers it: 422
+}
 
 
 def older_app() -> object:
@@ -83,6 +89,22 @@ def test_a_route_the_server_answers_404_for_says_it_too(world: World) -> None:  
         assert store.runs.get(run.id) == run  # the routes it has still answer
     path = f"/api/v1/runs/{run.id}/heartbeat"
     assert str(raised.value).startswith(too_old("PUT", path, world.url))
+
+
+def test_a_route_the_server_takes_for_a_run_id_says_it_too(world: World) -> None:  # noqa: F811
+    """The older server matches GET /api/v1/runs/sweep_candidates with its
+    GET /api/v1/runs/{run_id} and answers 422 (no UUID): the same one line. A genuine 422 of
+    that route or of another (the id's, a query parameter's) stays an InputError."""
+    path = "/api/v1/runs/sweep_candidates"
+    with RestStore(world.url, world.credentials["admin"]) as store:
+        with pytest.raises(ServerTooOldError) as raised:
+            store.runs.list_sweep_candidates(datetime.now(UTC))
+        assert str(raised.value).startswith(too_old("GET", path, world.url))
+        for wrong, params in (("/api/v1/runs/0123abcd", None), ("/api/v1/runs", {"size": "x"})):
+            with pytest.raises(InputError) as genuine:
+                store.http.send("GET", wrong, params=params)
+            assert not isinstance(genuine.value, ServerTooOldError)
+            assert str(genuine.value).startswith("Invalid request: "), genuine.value
 
 
 @pytest.fixture

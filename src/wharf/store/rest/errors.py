@@ -11,11 +11,15 @@ it and a 401 are ``CredentialsRefusedError``: permanent, never waited out as an 
 
 A route the server's router does not know (404 or 405 of ``type`` ``HTTPError``, never a Wharf
 error's) is, from a Wharf server, a server older than this client: ``ServerTooOldError``, raised
-by the session once the server's ``/health/live`` confirms it is one (:func:`unrouted`).
+by the session once the server's ``/health/live`` confirms it is one (:func:`unrouted`). So is
+a 422 that is the router taking a route name of the client's path for an id (a GET under
+``/api/v1/runs/`` answered by an older server's ``/api/v1/runs/{run_id}``:
+:func:`literal_taken_for_id`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from wharf.core.errors import (
@@ -59,6 +63,35 @@ def unrouted(status: int, body: Any) -> bool:
     405 Method Not Allowed: the server's error handler types it ``HTTPError``), not a Wharf
     error such as a missing record (``EntityNotFoundError``)."""
     return status in (404, 405) and isinstance(body, dict) and body.get("type") == "HTTPError"
+
+
+_ROUTE_NAME = re.compile(r"[a-z]+(?:[_-][a-z]+)*")
+"""A path segment that is a route's own name (``sweep_candidates``, ``by-name``), never an id."""
+
+
+def literal_taken_for_id(status: int, body: Any, path: str) -> bool:
+    """Whether a 422 is the server's router reading a route name of ``path`` as an id: a route
+    this client has and the server not yet, whose path an older route with an id there matches
+    (``GET /api/v1/runs/sweep_candidates`` taken by ``GET /api/v1/runs/{run_id}``).
+
+    Only when every error of the body is a path parameter's failed UUID parse and ``path`` has,
+    after its collection (``/api/v1/runs``), a segment that is a route name: this client sends
+    every id as a UUID, so the segment the server could not parse as one is such a name. Any
+    other 422 (a query parameter's or the body's, or one beside the id's) is a genuine
+    validation error and stays an ``InputError``."""
+    if status != 422 or not isinstance(body, dict) or body.get("type") != "RequestValidationError":
+        return False
+    problems = body.get("errors")
+    if not isinstance(problems, list) or not problems:
+        return False
+    for problem in problems:
+        if not isinstance(problem, dict) or problem.get("type") != "uuid_parsing":
+            return False
+        where = problem.get("loc")
+        if not isinstance(where, list) or len(where) != 2 or where[0] != "path":
+            return False
+    segments = path.partition("?")[0].strip("/").split("/")[3:]  # after api/v1/<collection>
+    return any(_ROUTE_NAME.fullmatch(segment) for segment in segments)
 
 
 def too_old(method: str, path: str, url: str, server_version: str, client_version: str) -> str:

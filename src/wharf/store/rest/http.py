@@ -7,7 +7,8 @@ Invariants:
   is not ``http(s)://``, does not parse or has a query string (``check_base_url``), or a
   credential that cannot be sent in a header, is an ``InputError`` at once, not an outage.
 - A route a Wharf server does not have (a server older than this client) is
-  ``ServerTooOldError``, one line naming the route and both versions, not a bare "Not Found".
+  ``ServerTooOldError``, one line naming the route and both versions, not a bare "Not Found"
+  (nor a 422 of the server taking the route's name for an id).
 - Records come back exactly as the SQL store returns them: times are aware datetimes whose
   ``tzinfo`` is ``datetime.UTC`` (pydantic would otherwise give its own UTC object).
 - ``request_count`` counts the HTTP requests sent (benchmarks read it).
@@ -219,7 +220,8 @@ class HttpSession:
         except ValueError:
             data = None
         if response.status_code >= 400:
-            if errors.unrouted(response.status_code, data):
+            status = response.status_code
+            if errors.unrouted(status, data) or errors.literal_taken_for_id(status, data, path):
                 self._refuse_unknown_route(method, path)
             raise errors.from_response(response.status_code, data, self.shown_url)
         return data
