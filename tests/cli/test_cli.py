@@ -169,8 +169,10 @@ def test_tables_are_plain_aligned_columns(finished_run) -> None:
     assert lines[0] == "Pipeline runs"
     header, row = lines[1], lines[2]
     assert header.split() == ["NAME", "STATUS", "STACK", "CREATED", "END_TIME", "ID"]
-    assert row.startswith(finished_run.name) and row.endswith(str(finished_run.id))
+    assert row.startswith(finished_run.name) and row.endswith(f"  {finished_run.id.hex[:8]}")
     assert header.index("STATUS") == row.index("completed")  # columns line up
+    shown = wharf("runs", "show", row.split()[-1])  # the short id is one RUN takes
+    assert shown.returncode == 0 and finished_run.name in shown.stdout, shown.stderr
     paged = wharf("steps", "list", "--run", finished_run.name, "--size", "1").stdout
     assert paged.splitlines()[-1] == "1 of 2 shown; use --page/--size for more."
 
@@ -227,3 +229,17 @@ def test_listing_an_up_to_date_store_imports_no_migration_or_rendering_machinery
     assert wharf("runs", "list").returncode == 0  # creates and migrates the store
     code = "from wharf.cli.main import main\nmain(['runs', 'list'])\n"
     assert loaded_after(code, ["alembic", "sqlalchemy.orm", "rich.console", "rich.table"]) == []
+
+
+def test_short_run_ids_grow_until_the_listed_ones_differ() -> None:
+    from uuid import UUID
+
+    from wharf.cli.runs import short_ids
+
+    a, b = (
+        UUID("12345678-9abc-4def-8123-456789abcdef"),
+        UUID("12345678-9abd-4def-8123-456789abcdef"),
+    )
+    assert short_ids([a], 1) == {a: "12345678"}
+    assert short_ids([a, b], 2) == {a: "123456789abc", b: "123456789abd"}
+    assert short_ids([a], 70_000) == {a: "123456789"}  # git's rule past 65535 runs

@@ -13,6 +13,8 @@ from wharf.core.errors import EntityNotFoundError
 from wharf.core.transitions import RUN_INITIAL_STATUSES, RUN_TRANSITIONS
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from wharf.cli.reads import Reads
     from wharf.cli.run_details import RunStack
     from wharf.sdk.client import Client
@@ -45,7 +47,8 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
     """List pipeline runs, newest first.
 
     Each row names the stack the run ran on (``(deleted stack)`` once that stack is deleted,
-    as ``runs show`` says it)."""
+    as ``runs show`` says it), and the run's id by a short prefix that RUN arguments accept
+    (-o json gives the whole id)."""
     from wharf.cli.reads import read
     from wharf.cli.run_details import run_stacks
 
@@ -59,16 +62,36 @@ def list_runs(pipeline: str | None, status: str | None, page: int, size: int, ou
 
         click.echo(json.dumps([_run_json(r, stacks.get(r.id)) for r in result.items], indent=2))
         return
+    short = short_ids([r.id for r in result.items], result.total)
     emit(
         result.items,
         RUN_COLUMNS,
         output,
         title="Pipeline runs",
         total=result.total,
-        derived={"stack": lambda r: stacks[r.id].shown if r.id in stacks else None},
+        derived={
+            "stack": lambda r: stacks[r.id].shown if r.id in stacks else None,
+            "id": lambda r: short[r.id],
+        },
         filtered=pipeline is not None or status is not None,
         hint="running a pipeline (python my_pipeline.py) makes one.",
     )
+
+
+SHORT_ID_DIGITS = 8
+"""Fewest hex digits of a run's id a table shows (the first group of the written UUID)."""
+
+
+def short_ids(ids: Sequence[UUID], total: int) -> dict[UUID, str]:
+    """The prefix of each of ``ids`` (hex digits) a table shows, as git abbreviates commits:
+    :data:`SHORT_ID_DIGITS`, more once ``total`` ids make a shared prefix likely (git's rule:
+    a digit per two bits of the count, past 65535 runs), and more until no two of ``ids``
+    share one. Ids are random, so a prefix shared with a run not listed is unlikely; RUN
+    arguments then say the prefix is ambiguous and list the runs."""
+    digits = max(SHORT_ID_DIGITS, -(-total.bit_length() // 2))
+    while len({i.hex[:digits] for i in ids}) < len(set(ids)):
+        digits += 1
+    return {i: i.hex[:digits] for i in ids}
 
 
 def _run_json(run: PipelineRunRecord, stack: RunStack | None) -> dict[str, Any]:
