@@ -18,11 +18,13 @@ from tests.integrations.kubernetes.step_backend_bed import (
 )
 from tests.store.conftest import World
 from tests.waiting import wait_until
+from wharf.artifacts.materializers.registry import MaterializerRegistry
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.backends import Ended, StepLaunch
 from wharf.execution.log_capture import read_log, write_log
 from wharf.execution.run_lifecycle import Resumption
+from wharf.execution.services import RunServices
 from wharf.integrations.kubernetes.clients import KubeClients
 from wharf.integrations.kubernetes.labels import RUN_ID_KEY, label_value
 from wharf.integrations.kubernetes.orchestrator_resume import (
@@ -102,7 +104,8 @@ def test_left_jobs_keep_their_log_unless_one_is_there_and_are_deleted_adopted_on
         {ended.record.name: ended.record},  # the others are read from the store
         frozenset({adopted.record.id}),
     )
-    collect_left_jobs(clients, NS, world.store, logs, run.id, resumed)
+    services = RunServices(world.store, logs, MaterializerRegistry(), world.project.id)
+    collect_left_jobs(clients, NS, services, run.id, resumed).close()  # its logs stored
 
     assert read_log(logs, ended.record.logs_uri).startswith(f"hello from {ended.record.id}\n")
     assert read_log(logs, logged.record.logs_uri) == "kept as it was\n"

@@ -274,8 +274,9 @@ def _run_in_pod(
         progress=ProgressReporter([LogListener()]),
         resources=connect_configured(store, config, user, user.name if user else "default"),
     )
+    left_logs = None
     if resumed is not None:  # the step Jobs it does not adopt: their logs kept, then deleted
-        collect_left_jobs(clients, args.namespace, store, services.artifact_store, run.id, resumed)
+        left_logs = collect_left_jobs(clients, args.namespace, services, run.id, resumed)
     runtimes = orchestrator.runtime_policy(snapshot.spec, step_operator)
     backend = KubernetesStepBackend(
         clients,
@@ -303,6 +304,8 @@ def _run_in_pod(
         backend.close()
         if resumed is not None:
             delete_predecessor_secrets(clients, args.namespace, run.id, backend.id)
+        if left_logs is not None:  # those logs still waiting for the artifact store
+            left_logs.close()
 
 
 def _why_not_resumable(run: PipelineRunRecord, own_job: Mapping[str, Any] | None) -> str:
