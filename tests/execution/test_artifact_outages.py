@@ -1,15 +1,17 @@
-"""A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut for
-a moment) rides out the outage: an input loaded and an output saved while the store cannot be
-reached (a dynamic pipeline's .load(), a step process's fetch of the code archive, a step's log
-and the code archive's upload at the run's start too) are tried again until it is back, every
-value read afterwards is whole, and an upload cut after its first part leaves no incomplete
-multipart upload behind; an archive upload that gives up says so in one line."""
+"""A pipeline on an S3 artifact store (a real moto server, behind a TCP proxy the steps cut until
+a try met the cut) rides out the outage: an input loaded and an output saved while the store
+cannot be reached (a dynamic pipeline's .load(), a step process's fetch of the code archive, a
+step's log and the code archive's upload at the run's start too) are tried again until it is
+back, every value read afterwards is whole, and an upload cut after its first part leaves no
+incomplete multipart upload behind; an archive upload that gives up says so in one line."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -25,17 +27,67 @@ from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
 s3_server = s3.s3_server
-OUTAGE_SECONDS = 6.0
-"""How long each cut lasts: longer than the S3 client's own retries (a few seconds), shorter
-than the run's patience (5 heartbeat intervals and a second)."""
+FALLBACK_SECONDS = 8.0
+"""A cut that no failed try ended is restored after this anyway (shorter than the run's
+patience, 11 s): a try that never met the cut then fails the test's assertions on the log, it
+does not leave the store cut for good."""
+FETCH_OUTAGE_SECONDS = 4.0
+"""The cut a step process's fetch of the code archive meets, from its first request on (that
+process logs elsewhere, so this cut is timed): longer than one try of the S3 client against a
+cut store (0.9-2.6 s measured: s3fs's own retries around botocore's two attempts), so the first
+try fails; shorter than the run's patience (11 s)."""
 PROXIES: list[TcpProxy] = []
 """The proxy the steps cut: the steps run inline, in this process."""
 
 
+class Cutter(logging.Handler):
+    """Cuts the store (``PROXIES[0]``) and restores it as soon as this process logs that a try
+    met the cut: the engine logs "Could not …" once its first try failed, then waits a quarter
+    of a second before the next. Each cut so outlasts one whole try (with the S3 client's own
+    retries, all refused) and the engine's next try finds the store back: the retry through
+    an outage longer than a try is what is shown, without a fixed window to wait out."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._timer: threading.Timer | None = None
+        self._cuts = threading.Lock()
+
+    def cut(self) -> None:
+        with self._cuts:
+            PROXIES[0].cut()
+            self._timer = threading.Timer(FALLBACK_SECONDS, self.restore)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def restore(self) -> None:
+        with self._cuts:
+            timer, self._timer = self._timer, None
+            if timer is not None:
+                timer.cancel()
+                if PROXIES:
+                    PROXIES[0].restore()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Could not "):
+            self.restore()
+
+
+CUTTER = Cutter()
+
+
+@pytest.fixture(autouse=True)
+def _cuts_end_once_a_try_failed() -> Iterator[None]:
+    logger = logging.getLogger("wharf")
+    logger.addHandler(CUTTER)
+    try:
+        yield
+    finally:
+        logger.removeHandler(CUTTER)
+        CUTTER.restore()
+
+
 def cut_the_store_for_a_while() -> None:
-    proxy = PROXIES[0]
-    proxy.cut()
-    threading.Timer(OUTAGE_SECONDS, proxy.restore).start()
+    CUTTER.cut()
 
 
 @step(enable_cache=False)
@@ -96,9 +148,19 @@ def in_its_own_process() -> int:
     return 42
 
 
+ARCHIVE_CUTS: list[CutAtTheArchive] = []
+"""The cut :func:`arm_the_cut_at_the_archive` arms: at the step process's fetch of the archive,
+the next request naming it (the upload came at the run's start)."""
+
+
+@step(enable_cache=False)
+def arm_the_cut_at_the_archive() -> None:
+    ARCHIVE_CUTS[0].armed.set()
+
+
 @pipeline(dynamic=True, raise_on_failure=False)
 def fetches_code_through_an_outage() -> None:
-    cut_before_the_next_load.with_options(runtime="inline")()
+    arm_the_cut_at_the_archive.with_options(runtime="inline")()  # after the archive's upload
     LOADED.append(in_its_own_process().load())  # its process fetches the code archive first
 
 
@@ -119,20 +181,33 @@ def ships_its_code() -> None:
 
 
 class CutAtTheArchive:
-    """Cuts the store (for ``seconds``, or until the test ends) just before the first request
-    naming the code archive reaches it: the upload at the run's start."""
+    """Cuts the store just before the first request naming the code archive reaches it once
+    armed (from the start: the upload at the run's start; else once a step armed it: the step
+    process's fetch), and restores it after ``until`` seconds, once a try failed in this
+    process (:class:`Cutter`) or never (the test's end)."""
 
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
+    def __init__(
+        self, until: float | Literal["a try failed", "the end"], *, armed: bool = True
+    ) -> None:
+        self.until = until
+        self.armed = threading.Event()
+        if armed:
+            self.armed.set()
         self.cut = threading.Event()
 
     def __call__(self, data: bytes) -> None:
-        if b".tar.gz" in data and not self.cut.is_set():
-            self.cut.set()
-            proxy = PROXIES[0]
-            proxy.cut()
-            if self.seconds is not None:
-                threading.Timer(self.seconds, proxy.restore).start()
+        if b".tar.gz" not in data or not self.armed.is_set() or self.cut.is_set():
+            return
+        self.cut.set()
+        if self.until == "a try failed":
+            CUTTER.cut()
+            return
+        proxy = PROXIES[0]
+        proxy.cut()
+        if not isinstance(self.until, str):
+            timer = threading.Timer(self.until, proxy.restore)
+            timer.daemon = True
+            timer.start()
 
 
 def s3_stack_behind_a_proxy(
@@ -190,7 +265,9 @@ def test_a_step_process_fetches_its_code_archive_through_a_short_outage(
     s3_server: MotoServer,
 ) -> None:
     LOADED.clear()
-    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+    cutter = CutAtTheArchive(FETCH_OUTAGE_SECONDS, armed=False)
+    ARCHIVE_CUTS[:] = [cutter]
+    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
         PROXIES[:] = [proxy]
         bucket = s3_server.new_bucket()
         ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy, "local_process")
@@ -201,6 +278,8 @@ def test_a_step_process_fetches_its_code_archive_through_a_short_outage(
         finally:
             ws.close()
             PROXIES.clear()
+            ARCHIVE_CUTS.clear()
+    assert cutter.cut.is_set()
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     assert list(LOADED) == [42]
     assert "Could not fetch the run's code archive" in logs, logs
@@ -275,7 +354,7 @@ def test_the_code_archive_is_uploaded_through_a_short_outage(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="wharf")
-    cutter = CutAtTheArchive(seconds=3.0)
+    cutter = CutAtTheArchive("a try failed")
     with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
         PROXIES[:] = [proxy]
         bucket = s3_server.new_bucket()
@@ -297,12 +376,12 @@ def test_a_code_archive_upload_that_gives_up_says_so_in_one_line(
     s3_server: MotoServer,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    cutter = CutAtTheArchive(seconds=None)  # gone for longer than the run's patience (6 s)
+    cutter = CutAtTheArchive("the end")  # gone for longer than the run's patience (3.5 s)
     with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
         PROXIES[:] = [proxy]
         bucket = s3_server.new_bucket()
         ws = s3_stack_behind_a_proxy(
-            tmp_path, monkeypatch, bucket, proxy, "local_process", heartbeat_interval="1"
+            tmp_path, monkeypatch, bucket, proxy, "local_process", heartbeat_interval="0.5"
         )
         try:
             with pytest.raises(WharfError) as caught:
