@@ -1,6 +1,6 @@
 """Outages the engine rides out, with real processes: a Resource Manager killed (SIGKILL) and
 started again on the same port while steps wait for and hold resources, and a workspace server
-killed for about 20 s while an isolated step runs. Every run completes, and no request is left
+killed for some seconds while an isolated step runs. Every run completes, and no request is left
 pending or allocated once its run ended.
 
 Team mode (:mod:`tests.e2e.team`): the SDK talks to a workspace server, which talks to a
@@ -9,6 +9,7 @@ Resource Manager service, both real ``wharf … serve`` processes on PostgreSQL.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -34,17 +35,22 @@ from wharf.store.models import PageRequest, PipelineRunRecord, StepRunFilter, St
 ASC = PageRequest(sort="asc", size=1000)
 LICENSE = ResourceSettings(resources={"license": 1})
 HELD = (ResourceRequestStatus.PENDING, ResourceRequestStatus.ALLOCATED)
-RM_OUTAGE_SECONDS = 8.0
-"""Longer than the server's own retries of a call to the RM (a few tenths of a second), than a
-waiter's first polls (1 s, 2 s) and than a holder's lease at the short heartbeat (6 s: the RM
-does not count its downtime against holders), shorter than the lease at the default one."""
-CREATION_OUTAGE_SECONDS = 12.0
-"""Longer than the workspace server's patience for a request's creation
-(``CREATE_PATIENCE_SECONDS``, 10 s): the server answers 503 and writes nothing, and the engine
-retries the step's creation (its patience, the liveness timeout at a 3 s heartbeat: 16 s)."""
-SERVER_OUTAGE_SECONDS = 20.0
-SERVER_HEARTBEAT_SECONDS = 10.0
-"""Liveness timeout 51 s: a 20 s outage (and the restart) costs the run no beat it needs."""
+RM_OUTAGE_SECONDS = {"default": 4.0, "short": 8.0}
+"""Per heartbeat: longer than the server's own retries of a call to the RM (a few tenths of a
+second) and than a waiter's first polls (1 s, 2 s); at the short heartbeat also than a holder's
+lease (6 s: the RM does not count its downtime against holders, which that case shows), and
+shorter than the lease at the default one (76 s)."""
+CREATION_RETRIED = "Could not create step run hold_license"
+"""The engine's log of a creation of the step that failed: the workspace server answered 503
+once its patience for the request's creation (``CREATE_PATIENCE_SECONDS``, 10 s) ran out."""
+SERVER_OUTAGE_SECONDS = 6.0
+"""The workspace server's outage: the step ends a third of the way in, and the rest (4 s, and
+the restart) outlasts its end, so its process's first tries to record its result fail; with
+the restart it is longer than a heartbeat interval, so the orchestrating process's check of
+the step (once an interval) meets it too."""
+SERVER_HEARTBEAT_SECONDS = 5.0
+"""Liveness timeout 26 s: the outage, the restart and the step process's last backoff before
+it records its result (5 s at most) cost the run no beat it needs."""
 PATIENCE = 60.0
 """Seconds a test waits for a step to start or queue, on a loaded machine."""
 
@@ -159,7 +165,7 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
         thread, result = run_in_thread(p, ws)
         wait_for(lambda: queued_with_request(ws, "hold_license"), "the waiter to queue", PATIENCE)
         team.resource_manager.stop()  # SIGKILL
-        outage(RM_OUTAGE_SECONDS, thread)
+        outage(RM_OUTAGE_SECONDS[heartbeat], thread)
         team.resource_manager.start()
         release.write_text("go")
         run = finished(thread, result)
@@ -175,12 +181,15 @@ def test_steps_waiting_and_holding_ride_out_a_resource_manager_restart(
 
 
 def test_a_step_created_while_the_resource_manager_restarts_gets_its_request(
-    team: Team, monkeypatch: pytest.MonkeyPatch
+    team: Team, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The RM is down when a step asking for resources is created, for longer than the
-    workspace server waits for it: the server answers 503 without writing the step, the
-    engine retries its creation through the restart, and the step and run complete."""
+    workspace server waits for it: the server answers 503 without writing the step (the RM
+    comes back once the engine logged that failure), the engine retries its creation through
+    the restart (its patience: the liveness timeout at a 3 s heartbeat, 16 s), and the step and
+    run complete."""
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "3")
+    caplog.set_level(logging.INFO, logger="wharf.execution")
     ws = Workspace.open(load_config())
     try:
         with team.rm_client() as rm:
@@ -193,7 +202,12 @@ def test_a_step_created_while_the_resource_manager_restarts_gets_its_request(
 
         team.resource_manager.stop()  # SIGKILL
         thread, result = run_in_thread(p, ws)
-        outage(CREATION_OUTAGE_SECONDS, thread)
+
+        def creation_failed() -> bool:
+            assert thread.is_alive(), "the run ended during the outage"
+            return any(r.getMessage().startswith(CREATION_RETRIED) for r in caplog.records)
+
+        wait_for(creation_failed, "the step's creation to fail", PATIENCE)
         team.resource_manager.start()
         run = finished(thread, result)
         assert run.status is ExecutionStatus.COMPLETED, run.status_reason
@@ -252,7 +266,7 @@ def test_a_wait_that_times_out_during_an_outage_ends_its_step_and_its_request(
 def test_an_isolated_step_and_its_run_ride_out_a_workspace_server_outage(
     team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The workspace server is killed while an isolated step runs and comes back about 20 s
+    """The workspace server is killed while an isolated step runs and comes back some seconds
     later. The step ends during the outage: its process records its result once the server is
     back, the orchestrating process keeps waiting for it meanwhile, the downstream step runs and
     the run completes."""
@@ -270,9 +284,9 @@ def test_an_isolated_step_and_its_run_ride_out_a_workspace_server_outage(
         thread, result = run_in_thread(p, ws)
         wait_for(started.exists, "the isolated step to start", PATIENCE)
         team.server.stop()  # SIGKILL
-        outage(SERVER_OUTAGE_SECONDS / 4, thread)
+        outage(SERVER_OUTAGE_SECONDS / 3, thread)
         release.write_text("go")  # the step ends while the server is down
-        outage(SERVER_OUTAGE_SECONDS * 3 / 4, thread)
+        outage(SERVER_OUTAGE_SECONDS * 2 / 3, thread)
         team.server.start()
         run = finished(thread, result)
         assert run.status is ExecutionStatus.COMPLETED, run.status_reason
