@@ -1,4 +1,4 @@
-"""The workspace server's database cut away for 15 s while a team-mode run is in progress (real
+"""The workspace server's database cut away for 10 s while a team-mode run is in progress (real
 ``wharf resource-manager serve`` and ``wharf server serve`` processes; the server reaches its
 PostgreSQL through :mod:`tests.faults.tcp_proxy`, the Resource Manager its own directly).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from sqlalchemy.engine import make_url
 from tests.conftest import _server
 from tests.e2e import steps_lib
 from tests.e2e.team import Team, start_team
-from tests.e2e.test_outages_database import CUT_SECONDS, TIMEOUTS
+from tests.e2e.test_outages_database import TIMEOUTS
 from tests.e2e.test_outages_engine import (
     ASC,
     LICENSE,
@@ -44,12 +45,36 @@ from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunFilter
 
 HEARTBEAT_SECONDS = 5.0
-"""Liveness timeout 26 s: longer than the 15 s cut plus the server's timeouts and the last
-backoff, so a run that retries through the cut keeps its step alive and its lease held; three
-beats (and lease renewals) fall inside the cut."""
+"""Liveness timeout 26 s (:mod:`tests.e2e.test_outages_step_creation`'s heartbeat)."""
+CUT_SECONDS = 10.0
+"""Longer than the lease at a 1 s heartbeat (6 s: the check of the held licence catches an
+engine that let it lapse), and than a heartbeat interval, its first retry (a quarter interval)
+and the server's answer to each (3 s, its database's socket timeout), so two beats (and lease
+renewals) fail inside the cut."""
+CUT_HEARTBEAT_SECONDS = 4.0
+"""Liveness timeout 21 s: longer than the cut, the server's timeouts (3 s) and the step's next
+beat after them (an interval at most), so a run that retries through the cut keeps its step
+alive and its lease held."""
 STEP_BEAT_FAILED = "Heartbeat of step 'wait_for_file' failed"
 END_RETRIED = "Could not record the result of step wait_for_file (retrying"
 END_RECORDED = "Managed to record the result of step wait_for_file"
+
+
+@contextmanager
+def _proxied_team_in(servers: dict[str, Any], workdir: Path) -> Iterator[tuple[Team, TcpProxy]]:
+    """A team whose workspace server's database is behind a proxy (with short database
+    timeouts, so a cut fails requests in seconds), working in ``workdir``."""
+    server = _server(servers, "postgresql")
+    rm_url = server.create().render_as_string(hide_password=False)
+    database = make_url(server.create().render_as_string(hide_password=False))
+    assert database.host is not None and database.port is not None
+    with TcpProxy(database.host, database.port) as proxy:
+        proxied = database.set(host="127.0.0.1", port=proxy.port).update_query_dict(TIMEOUTS)
+        team = start_team(rm_url, proxied.render_as_string(hide_password=False), workdir)
+        try:
+            yield team, proxy
+        finally:
+            team.stop()
 
 
 @pytest.fixture
@@ -58,19 +83,34 @@ def proxied_team(
 ) -> Iterator[tuple[Team, TcpProxy]]:
     """A team whose workspace server's database is behind a proxy (with short database
     timeouts, so a cut fails requests in seconds); this test's store is that server."""
-    server = _server(_servers, "postgresql")
-    rm_url = server.create().render_as_string(hide_password=False)
-    database = make_url(server.create().render_as_string(hide_password=False))
-    assert database.host is not None and database.port is not None
-    with TcpProxy(database.host, database.port) as proxy:
-        proxied = database.set(host="127.0.0.1", port=proxy.port).update_query_dict(TIMEOUTS)
-        team = start_team(rm_url, proxied.render_as_string(hide_password=False), tmp_path / "team")
-        try:
-            for name, value in team.user_env().items():
-                monkeypatch.setenv(name, value)
-            yield team, proxy
-        finally:
-            team.stop()
+    with _proxied_team_in(_servers, tmp_path / "team") as (team, proxy):
+        for name, value in team.user_env().items():
+            monkeypatch.setenv(name, value)
+        yield team, proxy
+
+
+@pytest.fixture(scope="module")
+def _module_proxied_team(
+    tmp_path_factory: pytest.TempPathFactory, _servers: dict[str, Any]
+) -> Iterator[tuple[Team, TcpProxy]]:
+    """One proxied team for this module's tests (starting one costs seconds)."""
+    with _proxied_team_in(_servers, tmp_path_factory.mktemp("team")) as pair:
+        yield pair
+
+
+@pytest.fixture
+def shared_proxied_team(
+    _module_proxied_team: tuple[Team, TcpProxy], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Team, TcpProxy]]:
+    """The module's proxied team, this test's store; its database reached again after the
+    test, whatever it cut."""
+    team, proxy = _module_proxied_team
+    for name, value in team.user_env().items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield team, proxy
+    finally:
+        proxy.restore()
 
 
 def _beat_since(ws: Workspace, step_id: UUID, moment: datetime) -> bool:
@@ -87,19 +127,19 @@ def _ready(team: Team, timeout: float = 30.0) -> int:
 
 
 @pytest.mark.parametrize("step_ends", ["after the cut", "during the cut"])
-def test_a_run_rides_out_a_15_s_cut_of_the_workspace_servers_database(
+def test_a_run_rides_out_a_10_s_cut_of_the_workspace_servers_database(
     step_ends: str,
-    proxied_team: tuple[Team, TcpProxy],
+    shared_proxied_team: tuple[Team, TcpProxy],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A step holding a licence runs while the server's database is blackholed for 15 s.
+    """A step holding a licence runs while the server's database is blackholed for 10 s.
 
-    The test fails if the engine did not tolerate the outage: the cut is three heartbeat
-    intervals long and the server answers 503 throughout (checked), so the step's heartbeats
-    and lease renewals fail (checked in the log). Had the engine given up on them, the step
-    (and the run) would end during the cut, which the polling catches. Once a beat gets
+    The test fails if the engine did not tolerate the outage: the cut is two and a half
+    heartbeat intervals long and the server answers 503 throughout (checked), so the step's
+    heartbeats and lease renewals fail (checked in the log). Had the engine given up on them,
+    the step (and the run) would end during the cut, which the polling catches. Once a beat gets
     through after the cut, the step must still be running and still hold its licence at the
     RM: had the engine not kept its lease alive through the cut, the RM (reached directly, so
     it keeps counting) would have expired it, which this check catches (it fails with
@@ -109,8 +149,8 @@ def test_a_run_rides_out_a_15_s_cut_of_the_workspace_servers_database(
     and is retried until the database is back (checked in the log; a retry that gave up, e.g.
     with no patience, ends the run during the cut or leaves the step not completed).
     """
-    team, proxy = proxied_team
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))
+    team, proxy = shared_proxied_team
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(CUT_HEARTBEAT_SECONDS))
     caplog.set_level(logging.INFO, logger="wharf.execution")
     ws = Workspace.open(load_config())
     try:
@@ -140,7 +180,7 @@ def test_a_run_rides_out_a_15_s_cut_of_the_workspace_servers_database(
             assert thread.is_alive(), "the run ended during the cut"
             if step_ends == "during the cut" and time.monotonic() >= midway:
                 release.write_text("go")
-            # Bounded by what is left of the cut, so the cut lasts 15 s, not a request more.
+            # Bounded by what is left of the cut, so the cut lasts 10 s, not a request more.
             unavailable += _ready(team, max(0.5, until - time.monotonic())) == 503
         assert unavailable >= 2, "the server still reached its database during the cut"
         assert thread.is_alive(), "the run ended during the cut"
