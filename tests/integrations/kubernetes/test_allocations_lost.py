@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integrations.kubernetes.allocations_bed import (
+    GRACE,
+    SCRIPT,
+    STEPS_MODULE,
     bed,
     pod_of,
+    register_allocation_stacks,
     request_of,
     submit,
 )
 from tests.integrations.kubernetes.testbed import (
     BOUND,
     Bed,
+    BedFactory,
     attempts,
     exit_code,
     start_script,
@@ -29,9 +36,31 @@ from wharf.core.enums import (
     ResourceRequestStatus,
 )
 from wharf.integrations.kubernetes.clients import kube_clients
+from wharf.integrations.kubernetes.step_backend_attempt import (
+    UNREPORTED_END_MARGIN_ENV,
+    UNREPORTED_END_MARGIN_SECONDS,
+    unreported_end_margin,
+)
 from wharf.sdk.pools import ensure_pool
 
 __all__ = ["bed"]  # the fixture
+
+LOST_HEARTBEAT = 2  # s: a pod whose node is lost misses its beats for 11 s, not 16
+LOST_MARGIN = 2  # s after its grace before a cancelled pod's node is taken as lost (not 30)
+
+
+@pytest.fixture
+def lost_bed(make_bed: BedFactory) -> Bed:
+    """The allocations bed with a step heartbeat of ``LOST_HEARTBEAT`` s, whose scripts'
+    step backends take a cancelled pod's node as lost ``LOST_MARGIN`` s after its grace."""
+    made = make_bed(
+        {"k8s_alloc_steps.py": STEPS_MODULE, "run.py": SCRIPT},
+        active_stack="k8s",
+        heartbeat_interval=LOST_HEARTBEAT,
+    )
+    register_allocation_stacks(made, GRACE)
+    made.env[UNREPORTED_END_MARGIN_ENV] = str(LOST_MARGIN)
+    return made
 
 
 def test_a_step_pod_deleted_from_outside_gives_its_licence_back(bed: Bed, tmp_path: Path) -> None:
@@ -44,10 +73,8 @@ def test_a_step_pod_deleted_from_outside_gives_its_licence_back(bed: Bed, tmp_pa
     assert wait_until(started.exists, BOUND), "the step never started in its pod"
     pod = pod_of(bed, holding)
     clients = kube_clients(kubeconfig=str(bed.emulator.kubeconfig_path))
-    try:  # as `kubectl delete pod --grace-period=1` would
-        clients.core.delete_namespaced_pod(
-            pod["metadata"]["name"], "default", grace_period_seconds=1
-        )
+    try:  # as `kubectl delete pod` would: its grace (GRACE) outlasts keeping its log on SIGTERM
+        clients.core.delete_namespaced_pod(pod["metadata"]["name"], "default")
     finally:
         clients.close()
     ended = wait_for_run_end(bed, run)
@@ -71,9 +98,10 @@ def test_a_step_pod_deleted_from_outside_gives_its_licence_back(bed: Bed, tmp_pa
     assert exit_code(bed.seen.last_state(pod)) == 143  # SIGTERM, as a deleted pod gets
 
 
-def test_a_step_pod_on_a_lost_node_gives_its_licence_back(bed: Bed, tmp_path: Path) -> None:
+def test_a_step_pod_on_a_lost_node_gives_its_licence_back(lost_bed: Bed, tmp_path: Path) -> None:
     """The step operator's pod (the orchestrator is this machine's) on a node that is lost:
     its process dies with the kubelet, and nobody reports on its pod any more."""
+    bed = lost_bed
     ws = bed.workspace
     ensure_pool(ws.resource_manager(), "licenses", {"license": 1}, account=ws.user.name)
     release, started = tmp_path / "release", tmp_path / "started"
@@ -97,3 +125,11 @@ def test_a_step_pod_on_a_lost_node_gives_its_licence_back(bed: Bed, tmp_path: Pa
     assert bed.seen.gone("Pod", pod), "the lost node's pod is left"
     (job,) = bed.seen.step_objects("Job", run)
     assert wait_until(lambda: bed.seen.gone("Job", job), 30), "the step's Job is left"
+
+
+def test_the_margin_before_a_node_is_taken_as_lost_is_30_s_unless_the_environment_says() -> None:
+    assert unreported_end_margin({}) == UNREPORTED_END_MARGIN_SECONDS == 30
+    assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: "2.5"}) == 2.5
+    assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: "0"}) == 0
+    for wrong in ("-1", "soon", ""):  # not seconds: the default
+        assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: wrong}) == 30

@@ -50,6 +50,7 @@ from wharf.integrations.kubernetes.step_backend_attempt import (
     allocated,
     cancel_overdue,
     for_step,
+    unreported_end_margin,
 )
 from wharf.integrations.kubernetes.step_backend_deletes import (
     delete_for_cancel,
@@ -78,9 +79,6 @@ ENTRYPOINT = ["python", "-m", "wharf.integrations.kubernetes.step_main"]
 BACKEND_KEY = "wharf.io/step-backend"
 DEFAULT_PREFIX = "wharf"
 CONFLICT = 409
-UNREPORTED_END_MARGIN_SECONDS = 30.0
-"""How long after its grace period a cancelled attempt's pods may take to be reported ended;
-past it their node is taken as lost (it no longer reports) and the attempt as cancelled."""
 STARTUP_REPORT_MARGIN_SECONDS = 30.0
 """How much longer than a step's ``pod_startup_timeout`` the engine's liveness check waits for
 its first heartbeat: the backend fails a pod that never started at the timeout itself, saying
@@ -333,8 +331,9 @@ class KubernetesStepBackend:
     def cancel(self, handle: KubernetesHandle, grace_seconds: float = 0.0) -> None:
         """Delete the Job in the foreground and its running pods with ``grace_seconds`` (at
         least one second), following their logs to their end. Pods that outlive the grace by
-        ``UNREPORTED_END_MARGIN_SECONDS`` sit on a node that no longer reports (lost): the
-        attempt is then cancelled all the same and they are force-deleted at cleanup."""
+        ``UNREPORTED_END_MARGIN_SECONDS`` (:func:`unreported_end_margin`) sit on a node that no
+        longer reports (lost): the attempt is then cancelled all the same and they are
+        force-deleted at cleanup, their logs taken as followed so far."""
         with self._condition:
             attempt = self._attempts.get(handle)
             if attempt is None or attempt.outcome is not None:
@@ -345,7 +344,7 @@ class KubernetesStepBackend:
         # A pod deleted with grace 0 vanishes from the API before its process is stopped.
         grace = max(1, math.ceil(grace_seconds))
         with self._condition:
-            attempt.cancel_deadline = time.monotonic() + grace + UNREPORTED_END_MARGIN_SECONDS
+            attempt.cancel_deadline = time.monotonic() + grace + unreported_end_margin()
         batch, core = self._clients.batch, self._clients.core
         delete_for_cancel(batch, core, handle.job_name, handle.namespace, pods, grace)
 
@@ -361,9 +360,8 @@ class KubernetesStepBackend:
         try:
             if attempt.logs_uri:
                 names = [pod_name(p) for p in pods]
-                text = collect_pod_logs(
-                    self._clients.core, handle.namespace, names, attempt.followed
-                )
+                core, lost = self._clients.core, cancel_overdue(attempt)
+                text = collect_pod_logs(core, handle.namespace, names, attempt.followed, lost)
                 if text:  # a silent step costs no file, as an inline one
                     attempt.store_log(text)
         finally:

@@ -4,14 +4,17 @@ with.
 Owns :class:`SubmittedAttempt` (the backend's record of an attempt until its cleanup, which
 stores its log through a short outage of the artifact store) and the
 merges of a step's settings (:func:`for_step`: the step's entry over the component's;
-:func:`allocated`: an allocation's target settings and resources over those). Invariant: an
-attempt's outcome, once set, is not changed here.
+:func:`allocated`: an allocation's target settings and resources over those), and how long a
+cancelled attempt's pods may go unreported before their node is taken as lost
+(:func:`unreported_end_margin`). Invariant: an attempt's outcome, once set, is not changed here.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,6 +34,23 @@ if TYPE_CHECKING:
     from wharf.execution.backends import Allocation
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
+
+UNREPORTED_END_MARGIN_SECONDS = 30.0
+"""How long after its grace period a cancelled attempt's pods may take to be reported ended;
+past it their node is taken as lost (it no longer reports) and the attempt as cancelled."""
+UNREPORTED_END_MARGIN_ENV = "WHARF_KUBERNETES_UNREPORTED_END_MARGIN"
+"""Seconds, overriding :data:`UNREPORTED_END_MARGIN_SECONDS` in the backend's process."""
+
+
+def unreported_end_margin(environ: Mapping[str, str] | None = None) -> float:
+    """:data:`UNREPORTED_END_MARGIN_SECONDS`, or the non-negative seconds that
+    ``UNREPORTED_END_MARGIN_ENV`` gives in ``environ`` (the process's by default)."""
+    value = (os.environ if environ is None else environ).get(UNREPORTED_END_MARGIN_ENV, "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return UNREPORTED_END_MARGIN_SECONDS
+    return seconds if seconds >= 0 else UNREPORTED_END_MARGIN_SECONDS
 
 
 @dataclass

@@ -102,15 +102,20 @@ def collect_pod_logs(
     namespace: str,
     pods: Sequence[str],
     followed: Mapping[str, PodLogFollower],
+    lost: bool = False,
 ) -> bytes:
     """The logs of ``pods`` (oldest first) and of the ``followed`` ones, each pod's under a
     header line when there are several: what was followed and, for the others, one read
-    each."""
+    each. A followed log is waited for to reach its end (:data:`FOLLOW_WAIT_SECONDS`), unless
+    ``lost``: pods on a lost node never end theirs, what was followed so far is taken."""
     names = list(pods) + [name for name in followed if name not in pods]
     parts = []
     for name in names:
         follower = followed.get(name)
-        text = follower.result() if follower is not None else read_pod_log(core, namespace, name)
+        if follower is not None:
+            text = follower.result(0.0 if lost else FOLLOW_WAIT_SECONDS)
+        else:
+            text = read_pod_log(core, namespace, name)
         if len(names) > 1:
             text = f"--- pod {name} ---\n".encode() + text
         parts.append(text)
