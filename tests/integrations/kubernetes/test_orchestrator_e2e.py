@@ -146,6 +146,8 @@ def secret_keys(secret: dict[str, Any]) -> set[str]:
 def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     bed: Bed,
 ) -> None:
+    """A synchronous run, then the same run again asynchronously: the asynchronous submitter
+    returns at once and says how to follow the run, which completes in the cluster, cached."""
     run, output = submit(bed)
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     assert run.orchestrator_run_id is not None
@@ -192,8 +194,17 @@ def test_a_static_pipeline_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     assert secret_keys(run_secret) == {secret_key(STORE_URL_ENV)}  # no TOKEN_SECRET_KEY
     assert remaining_secrets(bed.emulator) == []
 
-    # The same run again: every step is cached; the orchestrator pod starts no step pod.
-    again, _ = submit(bed)
+    # The same run again, asynchronously: the call returns the run as submitted, not waited
+    # for (the status it returned, as the script printed it), and says how to follow it.
+    submitted, output = submit(bed, stack="k8s-async")
+    (reported,) = [line.split() for line in output.splitlines() if line.startswith("RUN ")]
+    assert reported[1] == str(submitted.id), output
+    assert not ExecutionStatus(reported[2]).is_finished, output
+    job_name = metadata_of(bed, submitted)[JOB_KEY]
+    assert f"wharf runs logs {submitted.name} --follow" in output
+    assert f"kubectl -n default logs -f job/{job_name}" in output
+    # It completes in the cluster: every step is cached; the orchestrator pod starts no step pod.
+    again = wait_for_run_end(bed, submitted)
     assert again.status is ExecutionStatus.COMPLETED, again.status_reason
     assert set(step_statuses(bed, again).values()) == {ExecutionStatus.CACHED}
     assert bed.seen.step_objects("Pod", again) == []
@@ -218,17 +229,6 @@ def test_a_failing_step_fails_the_run_and_the_orchestrator_job_without_a_second_
     assert len([p for p in pods if STEP_KEY not in p["metadata"]["labels"]]) == 1
     job = current_job(bed, run)
     assert any(c["type"] == "Failed" and c["status"] == "True" for c in job["status"]["conditions"])
-
-
-def test_an_asynchronous_run_returns_at_once_and_says_how_to_follow_it(bed: Bed) -> None:
-    run, output = submit(bed, stack="k8s-async")
-    assert not run.status.is_finished  # submitted, not waited for
-    job_name = metadata_of(bed, run)[JOB_KEY]
-    assert f"wharf runs logs {run.name} --follow" in output
-    assert f"kubectl -n default logs -f job/{job_name}" in output
-    ended = wait_for_run_end(bed, run)
-    assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
-    assert set(step_statuses(bed, ended).values()) == {ExecutionStatus.COMPLETED}
 
 
 def test_an_orchestrator_image_that_cannot_be_pulled_fails_the_submission_and_leaves_nothing(
