@@ -32,12 +32,14 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from uuid import UUID
 
 from tests.integrations.kubernetes.step_operator_bed import (
     CLEANUP,
     OPERATOR,
+    SCRIPT,
     bed,
     step_jobs,
     wait_for_running_step,
@@ -127,6 +129,35 @@ runpy.run_path("run.py", run_name="__main__")
 """
 
 
+ONE_STEP = f"""
+import pathlib
+import time
+
+from wharf import pipeline, step
+
+
+@step(step_operator="{OPERATOR}")
+def wait_for(path: str) -> int:
+    print("waiting for", path, flush=True)
+    while not pathlib.Path(path).exists():
+        time.sleep(0.05)
+    return 1
+
+
+@pipeline(enable_cache=False, raise_on_failure=False)
+def stoppable(path: str) -> None:
+    wait_for(path)
+"""
+"""``stoppable`` with one step, for a scenario whose run need only complete: a pod fewer."""
+
+
+def write_one_step(bed: Bed) -> str:
+    """The project's ``one_step.py``: ``run.py`` for :data:`ONE_STEP`'s pipeline; its name."""
+    (bed.project / "one_step_steps.py").write_text(ONE_STEP)
+    (bed.project / "one_step.py").write_text(SCRIPT.replace("k8s_op_steps", "one_step_steps"))
+    return "one_step.py"
+
+
 def start_steps(bed: Bed, name: str, text: str, release: Path) -> subprocess.Popen[str]:
     """The project's script ``name`` (written from ``text``) run on the local orchestrator with
     the operator (stack ``operated``), its step waiting for ``release``; its output, stderr
@@ -156,7 +187,11 @@ def start_following(bed: Bed, release: Path, script: str) -> subprocess.Popen[st
     )
 
 
-def ctrl_c_while_following(bed: Bed, tmp_path: Path, script: str) -> None:
+def ctrl_c_while_following(
+    bed: Bed, tmp_path: Path, script: str, steps_run: set[str] | None = None
+) -> None:
+    """Ctrl-C to ``script`` following its run once its first step runs; the run then goes on
+    in the cluster and its steps (``steps_run``: ``stoppable``'s two unless said) complete."""
     release = tmp_path / "release"
     following = start_following(bed, release, script)
     try:
@@ -179,11 +214,11 @@ def ctrl_c_while_following(bed: Bed, tmp_path: Path, script: str) -> None:
     assert ended.status is ExecutionStatus.COMPLETED, ended.status_reason
     steps = steps_of(bed, ended)
     assert {s.status for s in steps.values()} == {ExecutionStatus.COMPLETED}, steps
-    assert set(steps) == {"wait_for", "prepare"}
+    assert set(steps) == (steps_run or {"wait_for", "prepare"})
     assert wait_until(lambda: not remaining_secrets(bed.emulator), CLEANUP), "a Secret is left"
     for job in step_jobs(bed, run):
         if STEP_KEY in job["metadata"]["labels"]:
-            assert wait_until(lambda job=job: bed.seen.gone("Job", job), CLEANUP), "a step Job"
+            assert wait_until(partial(bed.seen.gone, "Job", job), CLEANUP), "a step Job"
 
 
 def test_ctrl_c_stops_following_a_synchronous_run_which_completes_in_the_cluster(
@@ -196,9 +231,11 @@ def test_a_second_ctrl_c_while_it_says_so_neither_fails_the_run_nor_prints_a_tra
     bed: Bed, tmp_path: Path
 ) -> None:
     """Before, the second Ctrl-C escaped the call, which took the run for one that failed to
-    start: it ended the run failed in the store while its pods ran on."""
-    (bed.project / "second_ctrl_c.py").write_text(SECOND_CTRL_C)
-    ctrl_c_while_following(bed, tmp_path, "second_ctrl_c.py")
+    start: it ended the run failed in the store while its pods ran on. (That the next step
+    starts after the first Ctrl-C is the test above's: here the run has one step.)"""
+    one_step = write_one_step(bed)
+    (bed.project / "second_ctrl_c.py").write_text(SECOND_CTRL_C.replace("run.py", one_step))
+    ctrl_c_while_following(bed, tmp_path, "second_ctrl_c.py", {"wait_for"})
 
 
 HOLD = 5.0
@@ -211,10 +248,11 @@ def ctrl_c_during_the_job_create(
     """Ctrl-C ``presses`` times (each once the script said it got the one before) to a
     synchronous run on the Kubernetes orchestrator while the cluster holds the create of its
     orchestrator Job; the script's exit code, its output, how long it took to exit after the
-    first Ctrl-C and its run (which must still exist)."""
+    first Ctrl-C and its run (which must still exist, and completes in the cluster: the run of
+    :data:`ONE_STEP`)."""
     bed.emulator.faults.delay("create", HOLD, "jobs")  # the first Job: the orchestrator's
     release = tmp_path / "release"
-    script = start_following(bed, release, "run.py")
+    script = start_following(bed, release, write_one_step(bed))
     lines: list[str] = []
 
     def read() -> None:
@@ -395,13 +433,6 @@ def kill_the_local_process_once_its_step_pod_runs(
     return run
 
 
-def test_a_killed_local_process_s_operator_step_pod_stops_once_its_run_is_lost(
-    bed: Bed, tmp_path: Path
-) -> None:
-    run = kill_the_local_process_once_its_step_pod_runs(bed, tmp_path / "release")
-    assert wait_until(lambda: step_pod_gone(bed, run), LEARN), "the step pod runs on"
-
-
 def test_a_killed_local_process_s_stubborn_operator_step_pod_is_cut_off_after_its_grace(
     bed: Bed, tmp_path: Path
 ) -> None:
@@ -452,15 +483,16 @@ if __name__ == "__main__":
 """
 
 
-def test_a_killed_local_process_leaves_no_job_or_secret_once_its_step_pod_ended(
+def test_a_killed_local_process_s_operator_step_pod_stops_once_its_run_is_lost_leaving_nothing(
     bed: Bed, tmp_path: Path
 ) -> None:
-    """Nobody is left to delete the step's Job: its TTL does (1 s after it finished, set for
-    the step), and the garbage collector its Secret, which the Job owns."""
-    release = tmp_path / "release"
+    """The step's pod learns through its heartbeat that its run is lost and stops (nothing
+    else ends the step: ``release`` is never created). Nobody is left to delete the step's
+    Job: its TTL does (1 s after it finished, set for the step), and the garbage collector its
+    Secret, which the Job owns."""
+    release = tmp_path / "release"  # never created
     script = start_steps(bed, "expiring_steps.py", EXPIRING_STEPS, release)
     run = kill_the_local_process_once_its_step_pod_runs(bed, release, script)
     assert remaining_secrets(bed.emulator), "the step's Secret went before its Job ended"
-    release.touch()  # the step ends by itself (unless its pod learnt first that the run is lost)
-    assert wait_until(lambda: step_pod_gone(bed, run), BOUND), "the step pod runs on"
+    assert wait_until(lambda: step_pod_gone(bed, run), LEARN), "the step pod runs on"
     assert wait_until(lambda: nothing_left(bed.emulator), LEARN), "a Job or Secret is left"
