@@ -191,14 +191,6 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     assert schedule_it(bed).id == schedule.id
     assert [c["metadata"]["name"] for c in cron_jobs_of(bed, schedule)] == [name]
 
-    # The template is the orchestrator Job of a manual run (another value: other cache keys).
-    done = run_script(bed, "nightly_now", value=100)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (manual_job,) = [
-        j
-        for j in bed.seen.created.get("Job", [])
-        if RUN_ID_KEY in j["metadata"]["labels"] and STEP_KEY not in j["metadata"]["labels"]
-    ]
     template = cron_jobs_of(bed, schedule)[0]["spec"]["jobTemplate"]
     args = template["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--run-id" not in args and args[-2:] == ["--schedule-id", str(schedule.id)]
@@ -209,8 +201,6 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     assert fired_jobs(bed, name) == []
     bed.emulator.advance_to(at(5))
     (fired_job,) = fired_jobs(bed, name)
-    # As the API server defaulted both: the same Job but for the run-specific arguments.
-    assert comparable_job_spec(fired_job["spec"]) == comparable_job_spec(manual_job["spec"])
     first = wait_for_fired_run(bed, schedule, 1)
     assert first.status is ExecutionStatus.COMPLETED, first.status_reason
     assert first.orchestrator_run_id is not None
@@ -223,6 +213,18 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     assert metadata[SCHEDULE_ID_KEY] == str(schedule.id)
     assert metadata[SCHEDULE_NAME_KEY] == "every-five"
     assert metadata[CRON_JOB_KEY] == name
+
+    # The template is the orchestrator Job of a manual run (of the same steps, cached now: its
+    # pod starts no step pod), as the API server defaulted both: the same Job but for the
+    # run-specific arguments.
+    done = run_script(bed, "nightly_now")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (manual_job,) = [
+        j
+        for j in bed.seen.created.get("Job", [])
+        if RUN_ID_KEY in j["metadata"]["labels"] and STEP_KEY not in j["metadata"]["labels"]
+    ]
+    assert comparable_job_spec(fired_job["spec"]) == comparable_job_spec(manual_job["spec"])
 
     # The next firing (after the first Job finished): a run of its own, fully cached.
     assert wait_until(
@@ -263,34 +265,6 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     assert bed.workspace.store.schedules.list().items == []
     bed.emulator.advance_to(at(20))
     assert len(fired_runs(bed, schedule)) == 2
-
-
-def test_a_cluster_that_cannot_be_reached_leaves_the_schedule_as_it_was(
-    bed: Bed, tmp_path: Path
-) -> None:
-    schedule = schedule_it(bed)
-    (cron,) = cron_jobs_of(bed, schedule)
-    unreachable = tmp_path / "unreachable-kubeconfig"
-    config = json.loads(bed.emulator.kubeconfig_path.read_text())
-    config["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:9"  # nothing listens
-    unreachable.write_text(json.dumps(config))
-
-    paused = wharf_cli(bed, "schedule", "pause", "every-five", KUBECONFIG=str(unreachable))
-    assert paused.returncode != 0 and "Traceback" not in paused.stderr
-    (line,) = paused.stderr.strip().splitlines()
-    assert "Cannot list the CronJobs of schedule" in line and "unreachable" in line, line
-    assert bed.workspace.store.schedules.get(schedule.id).active  # rolled back
-    assert (
-        bed.emulator.store.get(CRONJOBS, "default", cron["metadata"]["name"])["spec"]["suspend"]
-        is False
-    )
-
-    deleted = wharf_cli(
-        bed, "schedule", "delete", "every-five", "--yes", KUBECONFIG=str(unreachable)
-    )
-    assert deleted.returncode != 0 and len(deleted.stderr.strip().splitlines()) == 1
-    assert bed.workspace.store.schedules.get(schedule.id).active  # kept: nothing changed
-    assert len(cron_jobs_of(bed, schedule)) == 1
 
 
 def test_a_schedule_without_a_cron_expression_is_refused_before_anything_is_recorded(
@@ -336,12 +310,41 @@ def test_an_unchanged_schedule_called_on_another_stack_is_refused(bed: Bed) -> N
     assert len(schedule_objects(bed.emulator, CRONJOBS, scheduled_id(moved), "other")) == 1
 
 
-def test_an_orchestrator_with_a_schedule_keeps_its_configuration(bed: Bed) -> None:
-    """A CronJob lives where, and runs what, the orchestrator's configuration said when it was
-    scheduled, and ``wharf schedule pause/delete`` look for it where the configuration says now:
-    changing the namespace would leave the CronJob firing where delete never finds it."""
+def test_a_schedule_stays_as_it_was_while_its_cluster_cannot_be_reached_or_moves(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """A cluster that cannot be reached leaves the schedule as it was (its pause and its delete
+    fail, nothing changed). Then the orchestrator's configuration: a CronJob lives where, and
+    runs what, the orchestrator's configuration said when it was scheduled, and ``wharf
+    schedule pause/delete`` look for it where the configuration says now: changing the
+    namespace would leave the CronJob firing where delete never finds it. (One schedule for
+    both: the first part leaves it as the second starts from.)"""
     bed.emulator.store.create(NAMESPACES, None, {"metadata": {"name": "other"}})
     schedule = schedule_it(bed)
+    (cron,) = cron_jobs_of(bed, schedule)
+    unreachable = tmp_path / "unreachable-kubeconfig"
+    config = json.loads(bed.emulator.kubeconfig_path.read_text())
+    config["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:9"  # nothing listens
+    unreachable.write_text(json.dumps(config))
+
+    paused = wharf_cli(bed, "schedule", "pause", "every-five", KUBECONFIG=str(unreachable))
+    assert paused.returncode != 0 and "Traceback" not in paused.stderr
+    (line,) = paused.stderr.strip().splitlines()
+    assert "Cannot list the CronJobs of schedule" in line and "unreachable" in line, line
+    assert bed.workspace.store.schedules.get(schedule.id).active  # rolled back
+    assert (
+        bed.emulator.store.get(CRONJOBS, "default", cron["metadata"]["name"])["spec"]["suspend"]
+        is False
+    )
+
+    deleted = wharf_cli(
+        bed, "schedule", "delete", "every-five", "--yes", KUBECONFIG=str(unreachable)
+    )
+    assert deleted.returncode != 0 and len(deleted.stderr.strip().splitlines()) == 1
+    assert bed.workspace.store.schedules.get(schedule.id).active  # kept: nothing changed
+    assert len(cron_jobs_of(bed, schedule)) == 1
+
+    # The orchestrator's configuration is kept while the schedule uses it.
     moved = wharf_cli(
         bed, "component", "update", "k8s", "--type", "orchestrator", "-c", "namespace=other"
     )
