@@ -208,10 +208,12 @@ def step_pods(bed: Bed, run: PipelineRunRecord) -> list[str]:
     )
 
 
-def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
+def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_within_max_parallelism_and_is_cached(
     bed: Bed,
 ) -> None:
-    run, output = submit_script(bed, "fan_out", n=3)
+    """The first run is on ``k8s-serial`` (``max_parallelism=1``: its squares one at a time),
+    the same run again on ``k8s`` (the cache is the artifact store's, both stacks' own)."""
+    run, output = submit_script(bed, "fan_out", stack="k8s-serial", n=3)
     assert run.status is ExecutionStatus.COMPLETED, output
     assert run.orchestrator_run_id is not None
     assert run.orchestrator_run_id.startswith("kubernetes-")
@@ -220,6 +222,13 @@ def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     assert set(step_statuses(bed, run).values()) == {ExecutionStatus.COMPLETED}
     assert step_pods(bed, run) == expected  # one pod per step, the fan-out decided in the pod
     assert len(orchestrator_pods(bed, run)) == 1
+    squares = sorted(
+        (s for s in steps_of(bed, run).values() if s.name.startswith("square_")),
+        key=lambda s: s.start_time or s.created,
+    )
+    for earlier, later in pairwise(squares):
+        assert earlier.end_time is not None and later.start_time is not None
+        assert later.start_time >= earlier.end_time, (earlier.name, later.name)  # one at a time
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert client.load_step_output(run.id, "square_2") == 4
         assert client.load_step_output(run.id, "summed") == 5
@@ -234,19 +243,6 @@ def test_a_dynamic_fan_out_runs_each_step_in_its_own_pod_and_a_rerun_is_cached(
     assert len(orchestrator_pods(bed, again)) == 1
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert client.load_step_output(again.id, "summed") == 5
-
-
-def test_the_orchestrators_max_parallelism_bounds_a_dynamic_fan_out(bed: Bed) -> None:
-    run, output = submit_script(bed, "fan_out", stack="k8s-serial", n=3)
-    assert run.status is ExecutionStatus.COMPLETED, output
-    assert step_pods(bed, run) == ["count_of", "square_0", "square_1", "square_2", "summed"]
-    squares = sorted(
-        (s for s in steps_of(bed, run).values() if s.name.startswith("square_")),
-        key=lambda s: s.start_time or s.created,
-    )
-    for earlier, later in pairwise(squares):
-        assert earlier.end_time is not None and later.start_time is not None
-        assert later.start_time >= earlier.end_time, (earlier.name, later.name)  # one at a time
 
 
 def test_a_failing_step_of_a_dynamic_pipeline_fails_the_run(bed: Bed) -> None:
