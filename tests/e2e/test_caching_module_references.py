@@ -1,6 +1,12 @@
 """A script's helpers and constants are in its step's cache key: editing the helper the step
 calls, or a constant it reads, runs the step again (it was reused with the old helper's
-result); editing a function the step does not reach keeps it cached."""
+result); editing a function the step does not reach keeps it cached.
+
+Each run is a fresh process of the script (the key must be the same from one process to the
+next). One script holds several steps, each reaching one of the things edited, and each run
+edits one thing: the edited thing's step runs again while every other step stays cached, which
+also shows that the key after the previous edit is stable.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.test_caching import status_map
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import PageRequest, RunFilter
+from wharf.store.models import PageRequest, PipelineRunRecord, RunFilter
+
+C, K = ExecutionStatus.COMPLETED, ExecutionStatus.CACHED
 
 SCRIPT = """
 from wharf import pipeline, step
@@ -44,57 +50,77 @@ if __name__ == "__main__":
 """
 
 
-def run(script: Path, text: str, workspace: Workspace) -> ExecutionStatus:
-    """The status of the step ``count`` in a run of ``text`` as the script ``script``."""
+def submit(script: Path, text: str) -> str:
+    """Run ``text`` as the script ``script`` in a process of its own; its output."""
     script.write_text(text)
     done = subprocess.run(
         [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+    return done.stderr + done.stdout
+
+
+def newest_run(workspace: Workspace) -> PipelineRunRecord:
     runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
-    newest = max(runs, key=lambda r: r.created)
-    return status_map(workspace, newest.id)["count"]
+    return max(runs, key=lambda r: r.created)
 
 
-def test_editing_what_the_step_reaches_runs_it_again(workspace: Workspace, tmp_path: Path) -> None:
-    script = tmp_path / "counting.py"
-    assert run(script, SCRIPT, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, SCRIPT, workspace) is ExecutionStatus.CACHED
-    unrelated = SCRIPT.replace("return 1", "return 2")
-    assert run(script, unrelated, workspace) is ExecutionStatus.CACHED
-    helper = unrelated.replace("r * 1.0", "r * 2.0")
-    assert run(script, helper, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, helper, workspace) is ExecutionStatus.CACHED
-    constant = helper.replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")
-    assert run(script, constant, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, constant, workspace) is ExecutionStatus.CACHED
+def run(script: Path, text: str, workspace: Workspace) -> ExecutionStatus:
+    """The status of the step ``count`` in a run of ``text`` as the script ``script``."""
+    submit(script, text)
+    return status_map(workspace, newest_run(workspace).id)["count"]
 
 
-def test_without_step_code_an_edited_helper_keeps_the_step_cached(
-    workspace: Workspace, tmp_path: Path
-) -> None:
-    script = tmp_path / "counting.py"
-    text = SCRIPT.replace("@step\n", "@step(cache_policy=CachePolicy(include_step_code=False))\n")
-    text = text.replace("import pipeline, step", "import CachePolicy, pipeline, step")
-    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
-    helper = text.replace("r * 1.0", "r * 2.0").replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")
-    assert run(script, helper, workspace) is ExecutionStatus.CACHED
+def statuses(script: Path, text: str, workspace: Workspace) -> dict[str, ExecutionStatus]:
+    """Every step's status in a run of ``text`` as the script ``script``."""
+    submit(script, text)
+    return status_map(workspace, newest_run(workspace).id)
 
 
-LARGE_SCRIPT = """
-from wharf import pipeline, step
+FUNCTIONS_SCRIPT = """
+from wharf import CachePolicy, pipeline, step
 
+THRESHOLD = 0.5
 THRESHOLDS = {r: 0.5 for r in range(5000)}
+DEEP: list = []
+for _ in range(5000):
+    DEEP = [DEEP]
+
+
+def preprocess(rows: int) -> list[float]:
+    return [r * 1.0 for r in range(rows)]
+
+
+def unrelated() -> int:
+    return 1
 
 
 @step
-def count(rows: int = 5000) -> int:
+def count(rows: int = 5) -> int:
+    return len([v for v in preprocess(rows) if v > THRESHOLD])
+
+
+@step(cache_policy=CachePolicy(include_step_code=False))
+def uncoded(rows: int = 5) -> int:
+    return len([v for v in preprocess(rows) if v > THRESHOLD])
+
+
+@step
+def large(rows: int = 5000) -> int:
     return len([r for r in range(rows) if r * 0.001 > THRESHOLDS[r]])
+
+
+@step
+def deep(rows: int = 5000) -> int:
+    return len([r for r in range(rows) if r * 0.001 > THRESHOLDS[r]] + [len(DEEP)])
 
 
 @pipeline
 def counting() -> None:
     count()
+    uncoded()
+    large()
+    deep()
 
 
 if __name__ == "__main__":
@@ -102,38 +128,39 @@ if __name__ == "__main__":
 """
 
 
-def test_editing_one_element_of_a_large_constant_runs_the_step_again(
+def test_editing_what_a_step_reaches_runs_it_again_and_only_it(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    """A constant over 10,000 elements (a dict of 5,000 thresholds) or 100,000 characters
-    encoded counted by its type alone: an edited threshold reused the old ones' result."""
+    """``count`` calls a helper and reads a constant; ``uncoded`` does too but its policy
+    leaves the step's code out of the key; ``large`` reads a constant over 10,000 elements (a
+    dict of 5,000 thresholds; one counted by its type alone reused the old thresholds' result
+    when one was edited); ``deep`` reads a constant the key cannot read (too deeply nested), so
+    it is never cached."""
     script = tmp_path / "counting.py"
-    assert run(script, LARGE_SCRIPT, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, LARGE_SCRIPT, workspace) is ExecutionStatus.CACHED
-    edited = LARGE_SCRIPT.replace("r: 0.5 for", "r: 9.0 if r == 2500 else 0.5 for")
-    assert run(script, edited, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, edited, workspace) is ExecutionStatus.CACHED
+    text = FUNCTIONS_SCRIPT
+    assert statuses(script, text, workspace) == {"count": C, "uncoded": C, "large": C, "deep": C}
+    unchanged = {"count": K, "uncoded": K, "large": K, "deep": C}
+    assert statuses(script, text, workspace) == unchanged
+    spec = workspace.store.snapshots.get(newest_run(workspace).snapshot_id).spec
+    assert spec.steps["deep"].config.enable_cache is False
+    assert spec.steps["count"].config.enable_cache is not False
 
-
-def test_a_constant_the_key_cannot_read_leaves_the_step_uncached(
-    workspace: Workspace, tmp_path: Path
-) -> None:
-    script = tmp_path / "counting.py"
-    nested = LARGE_SCRIPT.replace(
-        "range(5000)}\n",
-        "range(5000)}\nDEEP: list = []\nfor _ in range(5000):\n    DEEP = [DEEP]",
-    ).replace("THRESHOLDS[r]]", "THRESHOLDS[r]] + [len(DEEP)]")
-    assert run(script, nested, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, nested, workspace) is ExecutionStatus.COMPLETED  # not cached
-    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
-    spec = workspace.store.snapshots.get(runs[0].snapshot_id).spec.steps["count"]
-    assert spec.config.enable_cache is False
+    text = text.replace("return 1", "return 2")  # a function no step reaches
+    assert statuses(script, text, workspace) == unchanged
+    text = text.replace("r * 1.0", "r * 2.0")  # the helper
+    assert statuses(script, text, workspace) == unchanged | {"count": C}
+    text = text.replace("r: 0.5 for", "r: 9.0 if r == 2500 else 0.5 for")  # one threshold of many
+    assert statuses(script, text, workspace) == unchanged | {"large": C}
+    text = text.replace("THRESHOLD = 0.5", "THRESHOLD = 2.5")  # the constant
+    assert statuses(script, text, workspace) == unchanged | {"count": C}
+    assert statuses(script, text, workspace) == unchanged
 
 
 OBJECT_SCRIPT = """
 import dataclasses
 import logging
 import re
+import threading
 from decimal import Decimal
 
 import numpy as np
@@ -151,18 +178,47 @@ class Config:
 WEIGHTS = np.array([1.0, 2.0, 3.0])
 CONFIG = Config(lr=0.1)
 PATTERN = re.compile("a+")
+LOCK = threading.Lock()
 VOCAB = frozenset({"a", ("b", Decimal("1.5"))})
 
 
 @step
-def count(rows: int = 5) -> str:
+def weights(rows: int = 5) -> str:
     logger.info("counting")
-    return repr((rows, READ))
+    return repr((rows, WEIGHTS.sum()))
+
+
+@step
+def config(rows: int = 5) -> str:
+    logger.info("counting")
+    return repr((rows, CONFIG.lr))
+
+
+@step
+def pattern(rows: int = 5) -> str:
+    logger.info("counting")
+    return repr((rows, PATTERN.pattern))
+
+
+@step
+def vocab(rows: int = 5) -> str:
+    logger.info("counting")
+    return repr((rows, sorted(VOCAB, key=str)))
+
+
+@step
+def lock(rows: int = 5) -> str:
+    logger.info("counting")
+    return repr((rows, LOCK.locked()))
 
 
 @pipeline
 def counting() -> None:
-    count()
+    weights()
+    config()
+    pattern()
+    vocab()
+    lock()
 
 
 if __name__ == "__main__":
@@ -170,45 +226,27 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize(
-    ("read", "old", "new"),
-    [
-        ("WEIGHTS.sum()", "np.array([1.0, 2.0, 3.0])", "np.array([1.0, 2.0, 4.0])"),
-        ("CONFIG.lr", "Config(lr=0.1)", "Config(lr=0.2)"),
-        ("PATTERN.pattern", 're.compile("a+")', 're.compile("b+")'),
-        ("sorted(VOCAB, key=str)", 'Decimal("1.5")', 'Decimal("2.5")'),
-    ],
-    ids=["numpy-array", "dataclass-instance", "compiled-regex", "frozenset"],
-)
 def test_editing_a_module_level_object_runs_the_step_again(
-    workspace: Workspace, tmp_path: Path, read: str, old: str, new: str
-) -> None:
-    """A module-level constant other than plain data (an array, a dataclass instance, a
-    compiled pattern) was left out of the key: editing it reused the old result. The logger
-    the step also reads keeps it cached."""
-    script = tmp_path / "counting.py"
-    text = OBJECT_SCRIPT.replace("READ", read)
-    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, text, workspace) is ExecutionStatus.CACHED
-    assert old in text
-    edited = text.replace(old, new)
-    assert run(script, edited, workspace) is ExecutionStatus.COMPLETED
-    assert run(script, edited, workspace) is ExecutionStatus.CACHED
-
-
-def test_an_unpicklable_module_level_object_leaves_the_step_uncached(
     workspace: Workspace, tmp_path: Path
 ) -> None:
+    """A module-level constant other than plain data (an array, a dataclass instance, a
+    compiled pattern, a frozenset holding a Decimal) was left out of the key: editing it reused
+    the old result. The logger every step also reads keeps them cached. A lock cannot be
+    pickled: the step reading it is never cached, and the run says why."""
     script = tmp_path / "counting.py"
-    text = OBJECT_SCRIPT.replace("import re\n", "import re\nimport threading\n")
-    text = text.replace("VOCAB = ", "LOCK = threading.Lock()\nVOCAB = ")
-    text = text.replace("READ", "LOCK.locked()")
-    assert run(script, text, workspace) is ExecutionStatus.COMPLETED
-    done = subprocess.run(
-        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert "module-level 'LOCK', a lock (cannot be pickled" in done.stderr + done.stdout
-    runs = workspace.store.runs.list(RunFilter(), PageRequest(size=100)).items
-    newest = max(runs, key=lambda r: r.created)
-    assert status_map(workspace, newest.id)["count"] is ExecutionStatus.COMPLETED
+    text = OBJECT_SCRIPT
+    unchanged = {"weights": K, "config": K, "pattern": K, "vocab": K, "lock": C}
+    assert statuses(script, text, workspace) == dict.fromkeys(unchanged, C)
+    said = submit(script, text)
+    assert "module-level 'LOCK', a lock (cannot be pickled" in said
+    assert status_map(workspace, newest_run(workspace).id) == unchanged
+    for name, old, new in [
+        ("weights", "np.array([1.0, 2.0, 3.0])", "np.array([1.0, 2.0, 4.0])"),
+        ("config", "Config(lr=0.1)", "Config(lr=0.2)"),
+        ("pattern", 're.compile("a+")', 're.compile("b+")'),
+        ("vocab", 'Decimal("1.5")', 'Decimal("2.5")'),
+    ]:
+        assert old in text
+        text = text.replace(old, new)
+        assert statuses(script, text, workspace) == unchanged | {name: C}, name
+    assert statuses(script, text, workspace) == unchanged

@@ -5,6 +5,9 @@ and tolerance rules, CPU pinning, a killed step's capacity released:
 - ``embedded``: SQLite store, the Resource Manager in-process;
 - ``team``: the SDK talks to a workspace server, which talks to a Resource Manager service,
   both real ``wharf … serve`` processes on PostgreSQL (:mod:`tests.e2e.team`).
+
+Here the team-mode tests share one team (``shared_mode``; starting one costs seconds of CPU):
+each test has a home of its own, but the team's store, pools and stacks outlive it.
 """
 
 from __future__ import annotations
@@ -12,19 +15,24 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.conftest import _server
 from tests.e2e import steps_lib
 from tests.e2e.resource_modes import (
     LICENSE,
+    MODES,
     Mode,
     assert_no_holder_stretch,
     mode,
     rm_workspace,
     steps,
 )
+from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
 from wharf import Client, ResourceSettings, RunFailedError, pipeline
 from wharf.config.global_config import load_config
@@ -35,9 +43,44 @@ from wharf.sdk.workspace import Workspace
 __all__ = ["LICENSE", "Mode", "mode", "rm_workspace", "steps"]  # (taken from here by others)
 
 
-def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
-    client = Client(rm_workspace.config, rm_workspace.store)
-    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+@pytest.fixture(scope="module")
+def _module_team(
+    tmp_path_factory: pytest.TempPathFactory, _servers: dict[str, Any]
+) -> Iterator[Team]:
+    """One team for this module's team-mode tests, each on a new PostgreSQL database."""
+    server = _server(_servers, "postgresql")
+    rm_url, server_url = (server.create().render_as_string(hide_password=False) for _ in "ab")
+    team = start_team(rm_url, server_url, tmp_path_factory.mktemp("team"))
+    try:
+        yield team
+    finally:
+        team.stop()
+
+
+@pytest.fixture(params=MODES)
+def shared_mode(
+    request: pytest.FixtureRequest, wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Mode:
+    """As ``mode``, but a team-mode test uses the module's team (started on first use)."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    if request.param == "embedded":
+        return Mode("embedded")
+    team: Team = request.getfixturevalue("_module_team")
+    for name, value in team.user_env().items():
+        monkeypatch.setenv(name, value)
+    return Mode("team", team)
+
+
+@pytest.fixture
+def mode_workspace(shared_mode: Mode) -> Iterator[Workspace]:
+    ws = shared_mode.open()
+    yield ws
+    ws.close()
+
+
+def test_steps_queue_for_a_scarce_resource(shared_mode: Mode, mode_workspace: Workspace):
+    client = Client(mode_workspace.config, mode_workspace.store)
+    shared_mode.ensure_pool(mode_workspace, "licenses", {"license": 1})
     holder = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
 
     @pipeline(dynamic=True)
@@ -46,7 +89,7 @@ def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
         for future in futures:
             future.result()
 
-    run = p.run_in(rm_workspace)
+    run = p.run_in(mode_workspace)
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     spans = sorted(
         tuple(float(x) for x in client.load_step_output(run.id, name).split(":")[1:3])
@@ -54,19 +97,19 @@ def test_steps_queue_for_a_scarce_resource(mode: Mode, rm_workspace: Workspace):
     )
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end - 0.01, "one licence: the steps never overlap"
-    records = steps(rm_workspace, run.id)
+    records = steps(mode_workspace, run.id)
     assert all(r.resource_request_id for r in records)
     for r in records:
-        request = rm_workspace.requests.get(r.resource_request_id)
+        request = mode_workspace.requests.get(r.resource_request_id)
         assert request.status is ResourceRequestStatus.RELEASED
         assert request.metadata["step_name"] == r.name
         assert request.metadata["pipeline_run_id"] == str(run.id)
     assert "license" in client.load_step_output(run.id, "hold_license")
-    assert_no_holder_stretch(rm_workspace)
+    assert_no_holder_stretch(mode_workspace)
 
 
-def test_allocation_timeout_message(mode: Mode, rm_workspace: Workspace, tmp_path: Path):
-    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+def test_allocation_timeout_message(shared_mode: Mode, mode_workspace: Workspace, tmp_path: Path):
+    shared_mode.ensure_pool(mode_workspace, "licenses", {"license": 1})
     release = tmp_path / "release"
     holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
     impatient = steps_lib.hold_license.with_options(
@@ -91,17 +134,17 @@ def test_allocation_timeout_message(mode: Mode, rm_workspace: Workspace, tmp_pat
             held.wait()
 
     with pytest.raises(RunFailedError) as failed:
-        p.run_in(rm_workspace)
+        p.run_in(mode_workspace)
     run = failed.value.run
-    late = next(r for r in steps(rm_workspace, run.id) if r.name == "hold_license")
+    late = next(r for r in steps(mode_workspace, run.id) if r.name == "hold_license")
     assert late.status is ExecutionStatus.FAILED
     assert late.status_reason.startswith("Timed out after 2 seconds waiting for resource request")
     assert "Increase `ResourceSettings.allocation_wait_timeout_seconds`" in late.status_reason
     assert str(late.resource_request_id) in late.status_reason
 
 
-def test_legacy_settings(mode: Mode, rm_workspace: Workspace):
-    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+def test_legacy_settings(shared_mode: Mode, mode_workspace: Workspace):
+    shared_mode.ensure_pool(mode_workspace, "licenses", {"license": 1})
     legacy = steps_lib.hold_license.with_options(
         settings={"resources": {"pool_resources": {"license": 1}, "preemptible": False}}
     )
@@ -110,14 +153,15 @@ def test_legacy_settings(mode: Mode, rm_workspace: Workspace):
     def p() -> None:
         legacy(label="legacy", seconds=0)
 
-    run = p.run_in(rm_workspace)
+    run = p.run_in(mode_workspace)
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
-    record = steps(rm_workspace, run.id)[0]
-    request = rm_workspace.requests.get(record.resource_request_id)
+    record = steps(mode_workspace, run.id)[0]
+    request = mode_workspace.requests.get(record.resource_request_id)
     assert request.reclaim_tolerance.value == "none"
 
 
-def test_inline_and_isolated_tolerance_rules(rm_workspace: Workspace):
+def test_inline_and_isolated_tolerance_rules(mode_workspace: Workspace):
+    runs_before = mode_workspace.store.runs.list().total
     inline_reclaimable = steps_lib.hold_license.with_options(
         settings={"resources": ResourceSettings(resources="license", reclaim_tolerance="any")}
     )
@@ -127,10 +171,10 @@ def test_inline_and_isolated_tolerance_rules(rm_workspace: Workspace):
         inline_reclaimable(label="x")
 
     with pytest.raises(IllegalOperationError, match="will run inline"):
-        bad_inline.run_in(rm_workspace)
+        bad_inline.run_in(mode_workspace)
 
-    make_stack(rm_workspace, "procs", "local_process")
-    rm_workspace.config = load_config(active_stack="procs")
+    make_stack(mode_workspace, "procs-tolerance", "local_process")
+    mode_workspace.config = load_config(active_stack="procs-tolerance")
     no_heartbeat = steps_lib.hold_license.with_options(
         enable_heartbeat=False,
         settings={"resources": ResourceSettings(cpu_count=1, reclaim_tolerance="coordinated")},
@@ -141,8 +185,8 @@ def test_inline_and_isolated_tolerance_rules(rm_workspace: Workspace):
         no_heartbeat(label="y")
 
     with pytest.raises(IllegalOperationError, match="heartbeat is disabled"):
-        bad_isolated.run_in(rm_workspace)
-    assert rm_workspace.store.runs.list().total == 0  # nothing half-made
+        bad_isolated.run_in(mode_workspace)
+    assert mode_workspace.store.runs.list().total == runs_before  # nothing half-made
 
 
 def test_isolated_step_is_pinned_to_its_cpus(
@@ -174,10 +218,10 @@ def _pinned(rm_workspace: Workspace) -> None:
     assert client.load_step_output(run.id, "affinity") == 1
 
 
-def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
-    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
-    make_stack(rm_workspace, "procs", "local_process")
-    rm_workspace.config = load_config(active_stack="procs")
+def test_sigkill_releases_the_capacity(shared_mode: Mode, mode_workspace: Workspace):
+    shared_mode.ensure_pool(mode_workspace, "licenses", {"license": 1})
+    make_stack(mode_workspace, "procs-kill", "local_process")
+    mode_workspace.config = load_config(active_stack="procs-kill")
     killer = steps_lib.self_kill.with_options(settings={"resources": LICENSE})
     after = steps_lib.hold_license.with_options(settings={"resources": LICENSE})
 
@@ -187,18 +231,18 @@ def test_sigkill_releases_the_capacity(mode: Mode, rm_workspace: Workspace):
         after(label="next", seconds=0)
 
     with pytest.raises(RunFailedError) as failed:
-        p.run_in(rm_workspace)
+        p.run_in(mode_workspace)
     run = failed.value.run
-    found = {r.name: r for r in steps(rm_workspace, run.id)}
+    found = {r.name: r for r in steps(mode_workspace, run.id)}
     assert found["self_kill"].status is ExecutionStatus.FAILED
     assert found["self_kill"].status_reason.startswith("The step process was killed by SIGKILL")
-    request = rm_workspace.requests.get(found["self_kill"].resource_request_id)
+    request = mode_workspace.requests.get(found["self_kill"].resource_request_id)
     assert request.status is ResourceRequestStatus.RELEASED
     assert found["hold_license"].status is ExecutionStatus.COMPLETED
 
 
 def test_settings_the_resource_manager_would_refuse_fail_the_step_saying_why(
-    mode: Mode, rm_workspace: Workspace
+    shared_mode: Mode, mode_workspace: Workspace
 ) -> None:
     selector = [{"kind": "license", "resource_selector": {"x": 1}}]  # no such selector form
     odd = steps_lib.hold_license.with_options(
@@ -209,8 +253,10 @@ def test_settings_the_resource_manager_would_refuse_fail_the_step_saying_why(
     def p() -> None:
         odd(label="odd")
 
-    run = p.run_in(rm_workspace)
+    run = p.run_in(mode_workspace)
     assert run.status is ExecutionStatus.FAILED, run.status_reason
-    said = [run.status_reason or ""] + [s.status_reason or "" for s in steps(rm_workspace, run.id)]
+    said = [run.status_reason or ""] + [
+        s.status_reason or "" for s in steps(mode_workspace, run.id)
+    ]
     assert any("cannot be requested from the Resource Manager" in r for r in said), said
     assert not any("Internal error" in r for r in said), said  # the user's settings, not a bug
