@@ -3,15 +3,17 @@ CronJob, end to end on the test bed (emulator on its FakeClock, process kubelet,
 
 The user's store URL carries a password-like marker: it names the bed's SQLite file through a
 directory (a symlink to the bed's home) whose name is the marker, so the pods open the same
-file. A manual run completes with its orchestrator pod reading the URL from the run's Secret,
-which is gone after the run; a schedule's CronJob reads it from the schedule's Secret (owned by
-the CronJob), a fired run completes with it, and ``wharf schedule delete`` takes the Secret
-away with the CronJob. The pure manifests: ``test_orchestrator_credentials``.
+file. The user's script runs a pipeline, then schedules one (one process): the manual run
+completes with its orchestrator pod reading the URL from the run's Secret, which is gone after
+the run; the schedule's CronJob reads it from the schedule's Secret (owned by the CronJob), a
+fired run completes with it, and ``wharf schedule delete`` takes the Secret away with the
+CronJob. The pure manifests: ``test_orchestrator_credentials``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,10 +28,9 @@ from tests.integrations.kubernetes.testbed import (
     register_kubernetes_stack,
     remaining_secrets,
     reported_run_id,
-    run_script,
+    run_in_project,
     schedule_objects,
     scheduled_id,
-    scheduling_runner_script,
     step_statuses,
     wharf_cli,
 )
@@ -45,13 +46,10 @@ from wharf.store.models import PipelineRunRecord, RunFilter, ScheduleRecord
 MARKER = "pa55w0rd-s3cr3t"
 START = datetime(2026, 1, 5, 10, 0, 30, tzinfo=UTC)  # "*/5 * * * *" is next due at 10:05
 
+# One step each: its pod reads the store URL from its own Secret as any step pod does (what
+# passes between steps is not this module's subject).
 STEPS_MODULE = """
 from wharf import Schedule, pipeline, step
-
-
-@step
-def make(value: int) -> int:
-    return value
 
 
 @step
@@ -61,15 +59,22 @@ def double(value: int) -> int:
 
 @pipeline(name="guarded")
 def guarded(value: int = 3) -> None:
-    double(make(value))
+    double(value)
 
 
 @pipeline(name="guarded", schedule=Schedule(name="guarded-five", cron_expression="*/5 * * * *"))
 def guarded_nightly(value: int = 4) -> None:
-    double(make(value))
+    double(value)
 """
 
-SCRIPT = scheduling_runner_script("k8s_steps")
+SCRIPT = """
+import k8s_steps
+
+if __name__ == "__main__":
+    run = k8s_steps.guarded()
+    print("RUN", run.id, run.status.value, flush=True)
+    print("SCHEDULED", k8s_steps.guarded_nightly().schedule.id)
+"""
 
 
 @pytest.fixture
@@ -128,34 +133,27 @@ def secret_ref(manifest: dict[str, Any]) -> dict[str, str]:
     return ref
 
 
-def test_a_manual_run_reads_the_store_url_from_its_secret_and_leaves_none(bed: Bed) -> None:
-    done = run_script(bed, "guarded")
+def fired_run(bed: Bed, schedule: ScheduleRecord) -> PipelineRunRecord | None:
+    runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
+    return runs[0] if runs and runs[0].status.is_finished else None
+
+
+def test_manual_and_fired_runs_read_the_store_url_from_secrets_that_go_after_them(
+    bed: Bed,
+) -> None:
+    done = run_in_project(bed, sys.executable, "run.py")
     assert done.returncode == 0, done.stdout + done.stderr
     run = bed.workspace.store.runs.get(reported_run_id(done))
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
-    assert set(step_statuses(bed, run).values()) == {ExecutionStatus.COMPLETED}
-    assert_no_plain_store_url(bed)
+    assert step_statuses(bed, run) == {"double": ExecutionStatus.COMPLETED}
+    assert len(bed.seen.step_objects("Job", run)) == 1  # its step's pod: checked below too
     (orchestrator_job,) = [
         j for j in bed.seen.of_run("Job", str(run.id)) if j not in bed.seen.step_objects("Job", run)
     ]
     assert secret_ref(orchestrator_job) == {"name": token_secret_name(run.id), "key": "store-url"}
     created_secrets = [s["metadata"]["name"] for s in bed.seen.created.get("Secret", [])]
     assert token_secret_name(run.id) in created_secrets
-    assert wait_until(lambda: remaining_secrets(bed.emulator) == [], BOUND), remaining_secrets(
-        bed.emulator
-    )
 
-
-def fired_run(bed: Bed, schedule: ScheduleRecord) -> PipelineRunRecord | None:
-    runs = bed.workspace.store.runs.list(RunFilter(snapshot_id=schedule.snapshot_id)).items
-    return runs[0] if runs and runs[0].status.is_finished else None
-
-
-def test_a_schedules_secret_serves_its_fired_runs_and_goes_with_schedule_delete(
-    bed: Bed,
-) -> None:
-    done = run_script(bed, "guarded_nightly")
-    assert done.returncode == 0, done.stdout + done.stderr
     schedule = bed.workspace.store.schedules.get(scheduled_id(done))
     (cron,) = schedule_objects(bed.emulator, CRONJOBS, schedule.id)
     secret_name = schedule_secret_name(cron["metadata"]["name"])
@@ -163,12 +161,19 @@ def test_a_schedules_secret_serves_its_fired_runs_and_goes_with_schedule_delete(
     secret = bed.emulator.store.get(SECRETS, NAMESPACE, secret_name)
     [owner] = secret["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("CronJob", cron["metadata"]["uid"])
+    # The manual run left no Secret: only the schedule's is there.
+    assert wait_until(lambda: remaining_secrets(bed.emulator) == [secret_name], BOUND), (
+        remaining_secrets(bed.emulator)
+    )
 
     bed.emulator.advance_to(START.replace(minute=5, second=0))  # fires a Job
     assert wait_until(lambda: fired_run(bed, schedule) is not None, BOUND)
-    run = fired_run(bed, schedule)
-    assert run is not None and run.status is ExecutionStatus.COMPLETED, run
-    assert_no_plain_store_url(bed)
+    fired = fired_run(bed, schedule)
+    assert fired is not None and fired.status is ExecutionStatus.COMPLETED, fired
+    assert fired.id != run.id  # of the schedule's snapshot, not the manual run's
+    assert step_statuses(bed, fired) == {"double": ExecutionStatus.COMPLETED}
+    assert len(bed.seen.step_objects("Job", fired)) == 1  # its step's pod: checked below too
+    assert_no_plain_store_url(bed)  # the manual run's Jobs, the CronJob, the fired run's Jobs
     assert secret_name in remaining_secrets(bed.emulator)  # every firing needs it
 
     deleted = wharf_cli(bed, "schedule", "delete", "guarded-five", "--yes")
