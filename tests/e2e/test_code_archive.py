@@ -60,6 +60,26 @@ if __name__ == "__main__":
     travelling()
 """
 
+DYNAMIC_SCRIPT = """
+from wharf import pipeline, step
+
+from travelling_steps import where
+
+
+@step(enable_cache=False)
+def told(place: dict) -> str:
+    return "script at " + __file__ + " saw " + place["file"]
+
+
+@pipeline(dynamic=True)
+def travelling():
+    told.with_options(runtime="isolated")(where.with_options(runtime="isolated")())
+
+
+if __name__ == "__main__":
+    travelling()
+"""
+
 BOUND = 120  # seconds: a hang fails the test instead of blocking it
 
 
@@ -148,13 +168,26 @@ def test_a_step_module_only_the_submitter_has_is_imported_from_the_archive(
     assert sorted(p.name for p in travels.config.code_cache.iterdir()) == [code.digest]
     assert len(list(travels.config.code_hashes.iterdir())) == 1  # the project's file hashes
 
-    # Changed code: a new archive, and the step runs the new code.
+    # Changed code: a new archive, and the step runs the new code. The script is now dynamic
+    # and runs its steps isolated: each in a process of its own, from the new archive too.
     steps_file = project / "travelling_steps.py"
     steps_file.write_text(STEPS_MODULE.replace("VERSION = 1", "VERSION = 2"))
-    assert submit(project).returncode == 0
+    (project / "run.py").write_text(DYNAMIC_SCRIPT)
+    done = submit(project)
+    assert done.returncode == 0, done.stderr
     third = latest_run(travels)
+    assert third.status is ExecutionStatus.COMPLETED, third.status_reason
     assert len(archives(travels)) == 2
-    assert client.load_step_output(third.id, "where")["version"] == 2
+    new_code = travels.store.snapshots.get(third.snapshot_id).spec.code
+    assert new_code is not None and new_code.digest != code.digest
+    new_tree = travels.config.code_cache / new_code.digest
+    place = client.load_step_output(third.id, "where")
+    assert place["version"] == 2
+    assert place["cwd"] == str(new_tree)
+    told = client.load_step_output(third.id, "told")
+    assert told == f"script at {new_tree / 'run.py'} saw {new_tree / 'travelling_steps.py'}"
+    found = steps(travels, third.id)
+    assert found["where"].pid != found["told"].pid
 
 
 def test_code_source_image_packages_nothing(travels: Workspace, project: Path) -> None:
@@ -189,6 +222,11 @@ def test_the_archive_travels_through_an_s3_artifact_store(
     s3_server: MotoServer,
     s3_bucket: str,
 ) -> None:
+    """Only the step ``where`` runs, in a process that fetches the archive from S3 (the first
+    test shows a step importing the script itself from the archive)."""
+    (project / "run.py").write_text(
+        SCRIPT.format(code_source=None).replace("told(where())", "where()")
+    )
     monkeypatch.setenv("WHARF_ACTIVE_STACK", "s3-travels")
     monkeypatch.delenv("PYTHONPATH", raising=False)
     ws = Workspace.open(load_config())
@@ -253,41 +291,3 @@ def test_a_step_operator_that_runs_steps_elsewhere_gets_the_archive(
         assert told == f"script at {project / 'run.py'} saw {tree / 'travelling_steps.py'}"
     finally:
         ws.close()
-
-
-DYNAMIC_SCRIPT = """
-from wharf import pipeline, step
-
-from travelling_steps import where
-
-
-@step(enable_cache=False)
-def told(place: dict) -> str:
-    return "script at " + __file__ + " saw " + place["file"]
-
-
-@pipeline(dynamic=True)
-def travelling():
-    told.with_options(runtime="isolated")(where.with_options(runtime="isolated")())
-
-
-if __name__ == "__main__":
-    travelling()
-"""
-
-
-def test_isolated_steps_of_a_dynamic_pipeline_get_the_archive(
-    travels: Workspace, project: Path
-) -> None:
-    (project / "run.py").write_text(DYNAMIC_SCRIPT)
-    done = submit(project)
-    assert done.returncode == 0, done.stderr
-    run = latest_run(travels)
-    assert run.status is ExecutionStatus.COMPLETED, run.status_reason
-    code = travels.store.snapshots.get(run.snapshot_id).spec.code
-    assert code is not None
-    tree = travels.config.code_cache / code.digest
-    client = Client(travels.config, travels.store)
-    assert client.load_step_output(run.id, "where")["cwd"] == str(tree)
-    told = client.load_step_output(run.id, "told")
-    assert told == f"script at {tree / 'run.py'} saw {tree / 'travelling_steps.py'}"
