@@ -127,9 +127,19 @@ def test_a_step_pod_on_a_lost_node_gives_its_licence_back(lost_bed: Bed, tmp_pat
     assert wait_until(lambda: bed.seen.gone("Job", job), 30), "the step's Job is left"
 
 
-def test_the_margin_before_a_node_is_taken_as_lost_is_30_s_unless_the_environment_says() -> None:
+def test_the_margin_before_a_node_is_taken_as_lost_is_30_s_unless_the_environment_says(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     assert unreported_end_margin({}) == UNREPORTED_END_MARGIN_SECONDS == 30
+    assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: ""}) == 30
     assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: "2.5"}) == 2.5
     assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: "0"}) == 0
-    for wrong in ("-1", "soon", ""):  # not seconds: the default
+    assert not caplog.records
+    for wrong in ("-1", "soon", "nan", "inf"):  # not seconds: the default, and a warning
+        caplog.clear()
         assert unreported_end_margin({UNREPORTED_END_MARGIN_ENV: wrong}) == 30
+        (record,) = caplog.records
+        assert record.getMessage() == (
+            f"{UNREPORTED_END_MARGIN_ENV}={wrong!r} is not a number of seconds (0 or more): "
+            "30 s are used."
+        )

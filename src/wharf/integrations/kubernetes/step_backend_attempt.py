@@ -12,6 +12,7 @@ cancelled attempt's pods may go unreported before their node is taken as lost
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 StepSettings = KubernetesOrchestratorSettings | KubernetesStepOperatorSettings
 
+logger = logging.getLogger(__name__)
+
 UNREPORTED_END_MARGIN_SECONDS = 30.0
 """How long after its grace period a cancelled attempt's pods may take to be reported ended;
 past it their node is taken as lost (it no longer reports) and the attempt as cancelled."""
@@ -46,11 +49,21 @@ def unreported_end_margin(environ: Mapping[str, str] | None = None) -> float:
     """:data:`UNREPORTED_END_MARGIN_SECONDS`, or the non-negative seconds that
     ``UNREPORTED_END_MARGIN_ENV`` gives in ``environ`` (the process's by default)."""
     value = (os.environ if environ is None else environ).get(UNREPORTED_END_MARGIN_ENV, "")
+    if not value:
+        return UNREPORTED_END_MARGIN_SECONDS
     try:
         seconds = float(value)
     except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        logger.warning(
+            "%s=%r is not a number of seconds (0 or more): %g s are used.",
+            UNREPORTED_END_MARGIN_ENV,
+            value,
+            UNREPORTED_END_MARGIN_SECONDS,
+        )
         return UNREPORTED_END_MARGIN_SECONDS
-    return seconds if seconds >= 0 else UNREPORTED_END_MARGIN_SECONDS
+    return seconds
 
 
 @dataclass
