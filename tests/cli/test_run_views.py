@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,9 +19,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import httpx
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, wharf
+from tests.e2e.team import ADMIN, ADMIN_PASSWORD, Service, free_port
 from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.client import Client
@@ -138,7 +142,9 @@ def two_runs(diamond_home: Path, monkeypatch: pytest.MonkeyPatch) -> list[Pipeli
     return _runs()
 
 
-def test_show_prints_the_pipeline_duration_and_the_steps_as_a_tree(two_runs) -> None:
+def test_show_prints_the_pipeline_duration_and_the_steps_as_a_tree(
+    two_runs: list[PipelineRunRecord],
+) -> None:
     first, second = two_runs
     result = wharf("runs", "show", str(second.id)[:8])
     assert result.returncode == 0, result.stderr
@@ -164,7 +170,7 @@ def test_show_prints_the_pipeline_duration_and_the_steps_as_a_tree(two_runs) -> 
     assert table[5].endswith("listed under left")
 
 
-def test_show_as_json_keeps_the_records(two_runs) -> None:
+def test_show_as_json_keeps_the_records(two_runs: list[PipelineRunRecord]) -> None:
     _, second = two_runs
     shown = json.loads(wharf("runs", "show", second.name, "-o", "json").stdout)
     assert shown["id"] == str(second.id) and shown["pipeline_name"] == "diamond"
@@ -172,7 +178,7 @@ def test_show_as_json_keeps_the_records(two_runs) -> None:
     assert [s["name"] for s in shown["steps"]] == ["load", "left", "right", "join"]
 
 
-def test_short_ids_everywhere_a_full_id_is_accepted(two_runs) -> None:
+def test_short_ids_everywhere_a_full_id_is_accepted(two_runs: list[PipelineRunRecord]) -> None:
     first, _ = two_runs
     with Client(load_config()) as client:
         join = client.get_run_step(first.id, "join")
@@ -188,9 +194,10 @@ def test_short_ids_everywhere_a_full_id_is_accepted(two_runs) -> None:
 
 
 def test_an_ambiguous_prefix_is_a_one_line_error_naming_the_candidates(
-    home: Path, tmp_path: Path
+    diamond_home: Path, home: Path
 ) -> None:
-    run_script(tmp_path / "diamond.py", SCRIPT, home)
+    """On a copy of the diamond's home, its two runs' ids made to start alike."""
+    shutil.copytree(diamond_home, home)
     two_runs = _runs()
     twins = [UUID("abcd1" + "0" * 27), UUID("abcd2" + "0" * 27)]
     with closing(sqlite3.connect(home / "wharf.db")) as conn, conn:
@@ -207,7 +214,7 @@ def test_an_ambiguous_prefix_is_a_one_line_error_naming_the_candidates(
     assert_one_line_error(wharf("runs", "logs", "ABCD"), "several pipeline run ids")
 
 
-def test_steps_logs_by_run_and_step_name(two_runs) -> None:
+def test_steps_logs_by_run_and_step_name(two_runs: list[PipelineRunRecord]) -> None:
     first, second = two_runs
     assert wharf("steps", "logs", first.name, "join").stdout == "joined 5\nsecond line\n"
     assert wharf("steps", "logs", str(second.id)[:8], "load").stdout == "loading data\n"
@@ -221,7 +228,7 @@ def test_steps_logs_by_run_and_step_name(two_runs) -> None:
     assert_one_line_error(wharf("steps", "logs", str(first.id), str(join.id)), "is not a step")
 
 
-def test_runs_logs_prints_every_step_with_its_name(two_runs) -> None:
+def test_runs_logs_prints_every_step_with_its_name(two_runs: list[PipelineRunRecord]) -> None:
     first, second = two_runs
     result = wharf("runs", "logs", str(first.id))
     assert result.returncode == 0, result.stderr
@@ -280,44 +287,35 @@ def _follow(run: PipelineRunRecord) -> subprocess.Popen[str]:
     )
 
 
-def test_runs_logs_without_follow_says_when_a_running_steps_output_appears(
-    waiting_run,
+def test_a_running_step_s_logs_say_when_they_come_and_follow_streams_them_to_the_end(
+    waiting_run: tuple[PipelineRunRecord, Path],
 ) -> None:
-    run, _ = waiting_run
+    """One run waiting in its ``wait`` step: ``runs logs`` and ``steps logs`` say when its
+    output comes, a ``--follow`` ends cleanly on Ctrl-C, another streams every step until the
+    run finishes, and then ``steps logs`` prints the step's output."""
+    run, release = waiting_run
     result = wharf("runs", "logs", run.name)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "[first] first says hi",
         "[wait] running: its output appears when it ends (--follow waits for it).",
     ]
-
-
-def test_steps_logs_of_a_running_step_says_when_its_output_comes(waiting_run) -> None:
-    run, release = waiting_run
     running = wharf("steps", "logs", run.name, "wait")
     assert running.returncode == 0 and running.stdout == ""
     assert running.stderr == (
         "Step 'wait' is running: its output is stored when it ends "
         "(wharf runs logs RUN --follow prints it then).\n"
     )
-    release.touch()
-    deadline = time.monotonic() + DEADLINE
-    with Client(load_config()) as client:
-        while not client.get_pipeline_run(run.id).status.is_finished:
-            assert time.monotonic() < deadline, "the run never finished"
-            time.sleep(0.05)
-    ended = wharf("steps", "logs", run.name, "wait")
-    assert (ended.returncode, ended.stdout, ended.stderr) == (
-        0,
-        "waiting for release\nreleased\n",
-        "",
-    )
 
+    interrupted, follower = _follow(run), _follow(run)
+    assert interrupted.stdout is not None and follower.stdout is not None
+    assert interrupted.stdout.readline() == "[first] first says hi\n"
+    assert interrupted.stdout.readline().startswith("[wait] running")
+    interrupted.send_signal(signal.SIGINT)  # Ctrl-C ends a follow cleanly
+    _, err = interrupted.communicate(timeout=DEADLINE)
+    assert interrupted.returncode == 0, err
+    assert err == ""
 
-def test_runs_logs_follow_streams_each_step_until_the_run_finishes(waiting_run) -> None:
-    run, release = waiting_run
-    follower = _follow(run)
-    assert follower.stdout is not None
     assert follower.stdout.readline() == "[first] first says hi\n"
     assert follower.stdout.readline() == "[wait] running: its output appears when it ends.\n"
     release.touch()
@@ -326,18 +324,12 @@ def test_runs_logs_follow_streams_each_step_until_the_run_finishes(waiting_run) 
     assert rest.splitlines() == ["[wait] waiting for release", "[wait] released"]
     with Client(load_config()) as client:
         assert client.get_pipeline_run(run.id).status is ExecutionStatus.COMPLETED
-
-
-def test_ctrl_c_ends_follow_cleanly(waiting_run) -> None:
-    run, _ = waiting_run
-    follower = _follow(run)
-    assert follower.stdout is not None
-    assert follower.stdout.readline() == "[first] first says hi\n"
-    assert follower.stdout.readline().startswith("[wait] running")
-    follower.send_signal(signal.SIGINT)
-    _, err = follower.communicate(timeout=DEADLINE)
-    assert follower.returncode == 0, err
-    assert err == ""
+    ended = wharf("steps", "logs", run.name, "wait")
+    assert (ended.returncode, ended.stdout, ended.stderr) == (
+        0,
+        "waiting for release\nreleased\n",
+        "",
+    )
 
 
 TEAM_SCRIPT = SCRIPT.replace(
@@ -350,23 +342,53 @@ TEAM_SCRIPT = SCRIPT.replace(
 )
 
 
+def _workspace_server(database_url: str, workdir: Path) -> tuple[Service, dict[str, str]]:
+    """A ``wharf server serve`` process on ``database_url`` with no Resource Manager (the
+    team script asks for no resources), and what its admin's SDK sets to use it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHARF_")}
+    env["WHARF_HOME"] = str(workdir / "service-home")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = Service(
+        "workspace server",
+        [
+            *("server", "serve", "--port", str(port), "--db-url", database_url),
+            *("--secret-key", secrets.token_urlsafe(48)),
+            *("--admin-username", ADMIN, "--admin-password", ADMIN_PASSWORD),
+            *("--artifact-root", str(workdir / "shared-artifacts"), "--log-level", "warning"),
+        ],
+        env,
+        f"{url}/health",
+        workdir / "server.log",
+    )
+    server.start()
+    try:
+        answer = httpx.post(
+            f"{url}/api/v1/auth/login",
+            json={"username": ADMIN, "password": ADMIN_PASSWORD},
+            timeout=30,
+        )
+        answer.raise_for_status()
+    except BaseException:
+        server.stop()
+        raise
+    return server, {"WHARF_SERVER_URL": url, "WHARF_API_KEY": answer.json()["access_token"]}
+
+
 @pytest.mark.slow
 def test_team_mode_reads_through_the_workspace_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_database_url: Any
 ) -> None:
-    """Short ids, the tree, and logs by step name, over REST (real server processes on
+    """Short ids, the tree, and logs by step name, over REST (a real server process on
     PostgreSQL)."""
-    from tests.e2e.team import start_team
-
     assert "ensure_resource_pool" not in TEAM_SCRIPT and "license" not in TEAM_SCRIPT
-    team = start_team(
-        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
-    )
+    server, user_env = _workspace_server(empty_database_url("postgresql"), tmp_path / "team")
     try:
         home = tmp_path / "home"
         monkeypatch.setenv("WHARF_HOME", str(home))
         monkeypatch.delenv("WHARF_STORE_URL", raising=False)
-        for name, value in team.user_env().items():
+        for name, value in user_env.items():
             monkeypatch.setenv(name, value)
         run_script(tmp_path / "diamond.py", TEAM_SCRIPT, home)
         first, second = _runs()
@@ -379,7 +401,7 @@ def test_team_mode_reads_through_the_workspace_server(
         assert all_logs[0] == "[load] loading data" and all_logs[-1] == "[join] second line"
         assert_one_line_error(wharf("runs", "show", "ffff-ffff"), "ffff-ffff")
     finally:
-        team.stop()
+        server.stop()
 
 
 def test_a_schedule_by_short_id(home: Path) -> None:
