@@ -28,22 +28,23 @@ from wharf.resource_manager.client.http import HttpResourceManager
 from wharf.resource_manager.contract.models import PolicyCreate, PoolCreate, ResourceRequestCreate
 from wharf.resource_manager.embedded.machine import detect_machine
 
-POOL_YAML = """
-name: cpus
-rank: 1
-classes:
-  - name: small
-    capacity: {cpu: "16CPU", memory: 64GiB}
-    reclaimable: coordinated
-"""
-POLICY_YAML = """
-name: everyone
-pool: cpus
-subject_selector: {subject_type: account}
-grants:
-  - class: small
-    resources: {CPU: {reserved: 4CPU}}
-"""
+CPUS = {
+    "name": "cpus",
+    "rank": 1,
+    "classes": [
+        {
+            "name": "small",
+            "capacity": {"CPU": "16CPU", "memory": "64GiB"},
+            "reclaimable": "coordinated",
+        }
+    ],
+}
+EVERYONE = {
+    "name": "everyone",
+    "pool": "cpus",
+    "subject_selector": {"subject_type": "account"},
+    "grants": [{"class": "small", "resources": {"CPU": {"reserved": "4CPU"}}}],
+}
 
 
 def run(
@@ -97,7 +98,12 @@ def _setup(rm: HttpResourceManager, gpus: int) -> None:
     rm.policies.create(PolicyCreate.model_validate(policy))
 
 
-def test_pools_and_policies(env: dict[str, str], rm: HttpResourceManager, tmp_path: Path) -> None:
+def test_pools_and_policies(env: dict[str, str], rm: HttpResourceManager) -> None:
+    """Creating, listing, showing, updating and deleting through a real RM server; the pool
+    ``cpus`` and the policy ``everyone`` are made through the API (``create -f FILE`` is checked
+    in test_pool_views.py and test_policy_file.py)."""
+    rm.pools.create(PoolCreate.model_validate(CPUS))
+    rm.policies.create(PolicyCreate.model_validate(EVERYONE))
     created = json.loads(
         ok(
             "pool",
@@ -120,8 +126,6 @@ def test_pools_and_policies(env: dict[str, str], rm: HttpResourceManager, tmp_pa
     assert classes["h100"]["capacity"] == {"GPU": 8}
     assert classes["h100"]["reclaimable"] == "coordinated"
     assert classes["default"]["capacity"] == {"CPU": 64_000, "memory": 512 * 1024**3}
-    (tmp_path / "pool.yaml").write_text(POOL_YAML)
-    ok("pool", "create", "-f", str(tmp_path / "pool.yaml"), env=env)
     assert {p["name"] for p in json.loads(ok("pool", "list", "-o", "json", env=env))} == {
         "gpus",
         "cpus",
@@ -170,8 +174,6 @@ def test_pools_and_policies(env: dict[str, str], rm: HttpResourceManager, tmp_pa
     )
     grant = policy["grants"][0]
     assert grant["class_name"] == "h100" and grant["resources"]["GPU"]["reserved"] == 2
-    (tmp_path / "policy.yaml").write_text(POLICY_YAML)
-    ok("policy", "create", "-f", str(tmp_path / "policy.yaml"), env=env)
     listed = json.loads(ok("policy", "list", "--pool", "gpus", "-o", "json", env=env))
     assert [p["name"] for p in listed] == ["team"]
     assert "h100: GPU reserved 2 GPU limit 4 GPU" in ok("policy", "show", "team", env=env)
@@ -344,35 +346,38 @@ def test_credentials_are_checked(env: dict[str, str]) -> None:
     )
 
 
-def test_embedded_mode(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WHARF_RM_", "WHARF_STORE"))}
-    env["WHARF_HOME"] = str(tmp_path / "home")
-    ok("pool", "create", "gpus", "-c", "gpu:a100=2", "-c", "cpu=8", env=env)
-    pools = json.loads(ok("pool", "list", "-o", "json", env=env))
-    assert sorted(p["name"] for p in pools) == ["gpus", "local"]
-    assert (tmp_path / "home" / "wharf.db").exists()
-
-
-def test_the_local_pool_exists_from_the_first_command(tmp_path: Path) -> None:
-    """No pipeline has run yet: ``wharf pool show local`` already describes this machine."""
+def test_embedded_mode_and_its_local_pool_from_the_first_command(tmp_path: Path) -> None:
+    """No RM URL: the commands use the embedded RM in the home's database, where, though no
+    pipeline has run yet, the pool ``local`` already describes this machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WHARF_RM_", "WHARF_STORE"))}
     env.update({"WHARF_HOME": str(tmp_path / "home"), "WHARF_LOCAL_STEP_SLOTS": "3"})
-    pool = json.loads(ok("pool", "show", "local", "-o", "json", env=env))
-    assert pool["concurrency_limit"] == 3
-    default = next(c for c in pool["classes"] if c["name"] == "default")
+    ok("pool", "create", "gpus", "-c", "gpu:a100=2", "-c", "cpu=8", env=env)
+    pools = {p["name"]: p for p in json.loads(ok("pool", "list", "-o", "json", env=env))}
+    assert sorted(pools) == ["gpus", "local"]
+    assert (tmp_path / "home" / "wharf.db").exists()
+    assert pools["local"]["concurrency_limit"] == 3
+    default = next(c for c in pools["local"]["classes"] if c["name"] == "default")
     assert default["capacity"]["CPU"] == detect_machine().cpus * 1000
     policy = json.loads(ok("policy", "show", "local-default", "-o", "json", env=env))
     assert policy["subject_selector"]["subject_id"] == "default"  # the embedded store's user
 
 
 def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
+    """``credential`` names each credential's rights (``--asserts-subjects`` makes the workspace
+    server's credential); ``serve`` takes them and its options."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WHARF_RM_", "WHARF_STORE"))}
     env["WHARF_HOME"] = str(tmp_path / "home")
     made = run("resource-manager", "credential", "ci", "--admin", env=env)
     assert made.returncode == 0, made.stderr
     key = made.stderr.strip().rsplit(" ", 1)[-1]
     assert key.startswith("wrm.ci.") and key not in made.stdout
-    (tmp_path / "credentials.yaml").write_text(made.stdout)
+    entry = yaml.safe_load(made.stdout)[0]
+    assert (entry["name"], entry["admin"], entry["asserts_subjects"]) == ("ci", True, False)
+    workspace = run("resource-manager", "credential", "ws", "--asserts-subjects", env=env)
+    assert workspace.returncode == 0, workspace.stderr
+    entry = yaml.safe_load(workspace.stdout)[0]
+    assert (entry["name"], entry["admin"], entry["asserts_subjects"]) == ("ws", False, True)
+    (tmp_path / "credentials.yaml").write_text(made.stdout + workspace.stdout)
     port = free_socket().getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
@@ -413,7 +418,8 @@ def test_serve_with_credentials_and_two_workers(tmp_path: Path) -> None:
             time.sleep(0.1)
         client_env = {**env, "WHARF_RM_URL": url, "WHARF_RM_API_KEY": key}
         ok("pool", "create", "gpus", "-c", "gpu=2", env=client_env)
-        assert "gpus" in ok("pool", "list", env=client_env)
+        with HttpResourceManager(url, api_key=key) as served:  # whichever worker answers
+            assert "gpus" in [pool.name for pool in served.pools.list()]
         assert (tmp_path / "home" / "resource_manager" / "secret_key").exists()
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 200  # no token needed
         big = httpx.post(f"{url}/v1/auth/login", content=b"x" * 4097, timeout=10)
@@ -440,19 +446,10 @@ def test_help_lists_the_rm_commands() -> None:
         assert group in result.stdout
 
 
-def test_credentials_name_their_rights(tmp_path: Path) -> None:
-    """``credential --asserts-subjects`` makes the workspace server's credential; the CLI's
-    defaults for ``serve`` are the settings' own."""
+def test_the_cli_defaults_for_serve_are_the_settings_own() -> None:
     from wharf.cli import resource_manager as cli
     from wharf.resource_manager.api.settings import ApiSettings
 
-    env = {**os.environ, "WHARF_HOME": str(tmp_path / "home")}
-    made = run("resource-manager", "credential", "ws", "--asserts-subjects", env=env)
-    assert made.returncode == 0, made.stderr
-    entry = yaml.safe_load(made.stdout)[0]
-    assert (entry["name"], entry["admin"], entry["asserts_subjects"]) == ("ws", False, True)
-    plain = yaml.safe_load(run("resource-manager", "credential", "u", env=env).stdout)[0]
-    assert plain["asserts_subjects"] is False
     fields = ApiSettings.model_fields
     assert fields["max_body_bytes"].default == cli.DEFAULT_MAX_BODY_BYTES
     assert fields["max_lease_seconds"].default == cli.DEFAULT_MAX_LEASE_SECONDS
