@@ -6,13 +6,16 @@ store, which pods cannot read. The operator names its kubeconfig (the user has n
 
 The submitter is a script in a directory of its own (``run.py``), which prints its run, and for
 a completed ``*_training`` pipeline the outputs of ``train`` and ``report`` as loaded in the
-submitting process."""
+submitting process; ``run_each.py`` does the same for several pipelines one after the other in
+one process (:func:`submit_each`)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -23,6 +26,7 @@ from tests.integrations.kubernetes.testbed import (
     Bed,
     BedFactory,
     reported_run_id,
+    run_in_project,
     run_script,
 )
 from tests.waiting import wait_until
@@ -144,6 +148,25 @@ if __name__ == "__main__":
     print("OUTPUTS", json.dumps({"submitter": os.getpid(), **outputs}))
 """
 
+RUN_EACH = """
+import json
+import os
+import sys
+
+import k8s_op_steps
+from wharf import Client
+
+if __name__ == "__main__":
+    for name, parameters in json.loads(sys.argv[1]):
+        run = getattr(k8s_op_steps, name)(**parameters)
+        outputs = {}
+        if run.status.value == "completed" and name.endswith("_training"):
+            with Client() as client:
+                outputs = {n: client.load_step_output(run.id, n) for n in ("train", "report")}
+        print("RUN", run.id, run.status.value, flush=True)
+        print("OUTPUTS", json.dumps({"submitter": os.getpid(), **outputs}), flush=True)
+"""
+
 
 @dataclass
 class Submitted:
@@ -155,7 +178,7 @@ class Submitted:
 @pytest.fixture
 def bed(make_bed: BedFactory) -> Bed:
     made = make_bed(
-        {"k8s_op_steps.py": STEPS_MODULE, "run.py": SCRIPT},
+        {"k8s_op_steps.py": STEPS_MODULE, "run.py": SCRIPT, "run_each.py": RUN_EACH},
         active_stack="operated",
         user_kubeconfig=False,  # the operator names its kubeconfig
     )
@@ -198,6 +221,27 @@ def submit(bed: Bed, pipeline: str, stack: str = "operated", **parameters: Any) 
     lines = done.stdout.splitlines()
     outputs = json.loads(next(line for line in lines if line.startswith("OUTPUTS "))[8:])
     return Submitted(bed.workspace.store.runs.get(reported_run_id(done)), outputs, output)
+
+
+def submit_each(
+    bed: Bed, *pipelines: tuple[str, dict[str, Any]], stack: str = "operated"
+) -> list[Submitted]:
+    """The ``(name, parameters)`` pipelines run one after the other by one process on
+    ``stack``, which must succeed: each run with the outputs it loaded; the process's whole
+    output with each."""
+    done = run_in_project(
+        bed, sys.executable, "run_each.py", json.dumps(pipelines), WHARF_ACTIVE_STACK=stack
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    lines = done.stdout.splitlines()
+    runs = [UUID(line.split()[1]) for line in lines if line.startswith("RUN ")]
+    outputs = [json.loads(line[8:]) for line in lines if line.startswith("OUTPUTS ")]
+    assert len(runs) == len(outputs) == len(pipelines), output
+    return [
+        Submitted(bed.workspace.store.runs.get(run), loaded, output)
+        for run, loaded in zip(runs, outputs, strict=True)
+    ]
 
 
 def step_jobs(bed: Bed, run: PipelineRunRecord) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ through the run's code archive); the process kubelet runs the step Jobs' pods as
 this machine. Artifacts lie on a real S3 server (moto; the kubelet gives every container the S3
 credentials); the metadata store is the embedded SQLite file, which the pods open directly.
 What the emulator created is recorded by a listener on its object store, so Jobs deleted after
-their step still count."""
+their step still count. The scenarios share one bed: each looks only at its own run's objects."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from tests.integrations.kubernetes.step_operator_bed import (
     bed,
     step_jobs,
     submit,
+    submit_each,
 )
 from tests.integrations.kubernetes.testbed import (
     BOUND,
@@ -63,7 +64,7 @@ def assert_ran_as_one_job(bed: Bed, submitted: Submitted) -> None:
     assert template["spec"]["containers"][0]["image"] == IMAGE
     (pod,) = [
         p
-        for p in bed.seen.of_kind("Pod")
+        for p in bed.seen.of_run("Pod", str(run.id))
         if p["metadata"].get("labels", {}).get(STEP_KEY) == "train"
     ]
     assert outputs["train"]["value"] == 20  # loaded in the submitting process
@@ -72,33 +73,30 @@ def assert_ran_as_one_job(bed: Bed, submitted: Submitted) -> None:
     assert outputs["report"] == outputs["submitter"]  # inline
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert "training on 2" in client.step_logs("train", run=run.id)
-    # The Job is cleaned up with its step, the credentials' Secret once the run's last
-    # operator step ended.
-    assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
-    secrets = bed.seen.of_kind("Secret")
-    assert [s["metadata"]["labels"][RUN_ID_KEY] for s in secrets] == [str(run.id)]
 
 
-def test_a_local_dynamic_pipeline_runs_its_operator_step_as_a_job(bed: Bed) -> None:
-    assert_ran_as_one_job(bed, submit(bed, "dynamic_training"))
-
-
-def test_a_static_pipeline_on_the_local_orchestrator_runs_its_operator_step_as_a_job(
+def test_operator_steps_run_as_jobs_on_either_orchestrator_unless_the_store_is_local(
     bed: Bed,
 ) -> None:
-    submitted = submit(bed, "static_training")
-    assert_ran_as_one_job(bed, submitted)
-    # Its progress line says where it ran: as the Job (the others inline).
-    (job,) = step_jobs(bed, submitted.run)
+    # The local orchestrator, a dynamic then a static pipeline, submitted by one process.
+    dynamic, static = submit_each(bed, ("dynamic_training", {}), ("static_training", {}))
+    assert_ran_as_one_job(bed, dynamic)
+    assert_ran_as_one_job(bed, static)
+    # The static run's progress line says where its step ran: as the Job (the others inline).
+    (job,) = step_jobs(bed, static.run)
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
     started = f"Step 'train' started as Kubernetes Job {name} (namespace {namespace})."
-    assert started in submitted.output, submitted.output
-    assert "in its own process" not in submitted.output
+    assert started in static.output, static.output
+    assert "in its own process" not in static.output
+    # Each Job is cleaned up with its step, each run's credentials' Secret (one per run) once
+    # the run's last operator step ended.
+    assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
+    secrets = bed.seen.of_kind("Secret")
+    assert sorted(s["metadata"]["labels"][RUN_ID_KEY] for s in secrets) == sorted(
+        [str(dynamic.run.id), str(static.run.id)]
+    )
 
-
-def test_the_kubernetes_orchestrator_runs_an_operator_step_through_the_operator(
-    bed: Bed,
-) -> None:
+    # The Kubernetes orchestrator runs an operator step through the operator.
     submitted = submit(bed, "static_training", stack="k8s-operated")
     run = submitted.run
     assert run.status is ExecutionStatus.COMPLETED, submitted.output
@@ -115,15 +113,17 @@ def test_the_kubernetes_orchestrator_runs_an_operator_step_through_the_operator(
         assert started + "(namespace default)." in submitted.output, submitted.output
     assert wait_until(lambda: not remaining_secrets(bed.emulator), CLEANUP)
 
-
-def test_a_local_artifact_store_is_refused_and_no_job_is_created(bed: Bed) -> None:
+    # A local artifact store is refused, and no Job is created.
+    jobs_before = len(bed.seen.of_kind("Job"))
     done = run_script(bed, "static_training", "operated-locally")
     assert done.returncode == 1
     assert "RunFailedError" in done.stderr and "cannot read the local artifact store" in done.stderr
-    (run,) = bed.workspace.store.runs.list().items
-    assert run.status is ExecutionStatus.FAILED
-    reason = steps_of(bed, run)["train"].status_reason or ""
+    known = {dynamic.run.id, static.run.id, run.id}
+    (refused,) = [r for r in bed.workspace.store.runs.list().items if r.id not in known]
+    assert refused.status is ExecutionStatus.FAILED
+    reason = steps_of(bed, refused)["train"].status_reason or ""
     assert f"Step operator '{OPERATOR}' runs steps in Kubernetes pods" in reason
     assert "cannot read the local artifact store" in reason
     assert "-c mounts_artifact_store=true" in reason
-    assert bed.seen.of_kind("Job") == []
+    assert len(bed.seen.of_kind("Job")) == jobs_before
+    assert bed.seen.of_run("Job", str(refused.id)) == []

@@ -1,28 +1,27 @@
 """The ``kubernetes`` step operator's outcomes, end to end on its bed
 (:mod:`.step_operator_bed`): a crashing step fails its run with its exit code, each attempt of
 a retried step is a Job of its own, a step asking for a GPU gets its allocation in its pod, and
-a stopped run ends its operator step's pod and starts no further step."""
+a stopped run ends its operator step's pod and starts no further step. Each test's runs are
+submitted one after the other by one process (``run_each.py``)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from uuid import UUID
-
-import pytest
 
 from tests.integrations.kubernetes.step_operator_bed import (
     CLEANUP,
     bed,
     step_jobs,
-    submit,
-    wait_for_running_step,
+    submit_each,
 )
 from tests.integrations.kubernetes.testbed import (
     BOUND,
     Bed,
     nothing_left,
-    run_script,
-    start_script,
     steps_of,
 )
 from tests.waiting import wait_until
@@ -32,15 +31,30 @@ from wharf.integrations.kubernetes.allocation import REQUEST_ID_ANNOTATION
 from wharf.integrations.kubernetes.labels import STEP_KEY, STEP_RUN_ID_KEY
 from wharf.resource_manager.contract.models import CapacityClassSpec, PoolUpdate
 from wharf.sdk.pools import ensure_pool
-from wharf.store.models import StepRunFilter
+from wharf.store.models import StepRunFilter, StepRunRecord
 
 __all__ = ["bed"]  # the fixture
 
 
-def test_a_crashing_operator_step_fails_the_run_with_its_exit_code(bed: Bed) -> None:
-    submitted = submit(bed, "crashing")
-    run = submitted.run
-    assert run.status is ExecutionStatus.FAILED, submitted.output
+def test_operator_steps_crash_retry_and_get_their_gpu_allocation(bed: Bed, tmp_path: Path) -> None:
+    rm = bed.workspace.resource_manager()
+    ensure_pool(rm, "gpus", {"GPU": 2}, account=bed.workspace.user.name)
+    h200 = CapacityClassSpec(
+        name="h200",
+        capacity={"GPU": 2},
+        target_settings={"node_selectors": {"accelerator": "h200"}},
+    )
+    rm.pools.update("gpus", PoolUpdate(classes=(h200,)))
+    crashed, retried, on_gpus = submit_each(
+        bed,
+        ("crashing", {}),
+        ("retried", {"path": str(tmp_path / "tried")}),
+        ("on_gpus", {}),
+    )
+
+    # A crashing operator step fails the run with its exit code.
+    run = crashed.run
+    assert run.status is ExecutionStatus.FAILED, crashed.output
     steps = steps_of(bed, run)
     assert steps["crash"].status is ExecutionStatus.FAILED
     assert "exited with code 7" in (steps["crash"].status_reason or "")
@@ -48,15 +62,9 @@ def test_a_crashing_operator_step_fails_the_run_with_its_exit_code(bed: Bed) -> 
     assert "report" not in steps
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert "crashing with 2" in client.step_logs("crash", run=run.id)
-    assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
 
-
-def test_each_attempt_of_a_retried_operator_step_is_a_job_of_its_own(
-    bed: Bed, tmp_path: Path
-) -> None:
-    done = run_script(bed, "retried", "operated", path=str(tmp_path / "tried"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run,) = bed.workspace.store.runs.list().items
+    # Each attempt of a retried operator step is a Job of its own.
+    run = retried.run
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     attempts = [
         s
@@ -73,21 +81,9 @@ def test_each_attempt_of_a_retried_operator_step_is_a_job_of_its_own(
     assert sorted(j["metadata"]["annotations"][STEP_RUN_ID_KEY] for j in jobs) == sorted(
         str(s.id) for s in attempts
     )
-    assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
 
-
-def test_an_operator_step_that_asks_for_a_gpu_gets_its_allocation_in_the_pod(bed: Bed) -> None:
-    rm = bed.workspace.resource_manager()
-    ensure_pool(rm, "gpus", {"GPU": 2}, account=bed.workspace.user.name)
-    h200 = CapacityClassSpec(
-        name="h200",
-        capacity={"GPU": 2},
-        target_settings={"node_selectors": {"accelerator": "h200"}},
-    )
-    rm.pools.update("gpus", PoolUpdate(classes=(h200,)))
-    done = run_script(bed, "on_gpus", "operated")
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run,) = bed.workspace.store.runs.list().items
+    # An operator step that asks for a GPU gets its allocation in the pod.
+    run = on_gpus.run
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
     with Client(bed.workspace.config, bed.workspace.store) as client:
         assert client.load_step_output(run.id, "on_a_gpu") == "1"  # the container's limit
@@ -103,24 +99,55 @@ def test_an_operator_step_that_asks_for_a_gpu_gets_its_allocation_in_the_pod(bed
     assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
 
 
-@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def wait_for_running_pod(bed: Bed, name: str, others: set[UUID]) -> StepRunRecord:
+    """The step run ``name`` of a run not in ``others`` once it runs and its run's pod has
+    started, read until a deadline."""
+    found: list[StepRunRecord] = []
+
+    def running() -> bool:
+        steps = bed.workspace.store.steps.list(StepRunFilter(names=(name,))).items
+        found[:] = [
+            s for s in steps if s.status is ExecutionStatus.RUNNING and s.run_id not in others
+        ]
+        return bool(found) and any(
+            p["metadata"].get("labels", {}).get(STEP_KEY) == name
+            for p in bed.seen.of_run("Pod", str(found[0].run_id))
+        )
+
+    assert wait_until(running, BOUND), f"step {name} never ran"
+    return found[0]
+
+
 def test_a_stopped_run_ends_its_operator_step_pod_and_starts_no_further_step(
-    bed: Bed, tmp_path: Path, force: bool
+    bed: Bed, tmp_path: Path
 ) -> None:
-    release = tmp_path / "release"  # never created: the step waits until it is stopped
-    script = start_script(bed, "stoppable", "operated", path=str(release))
+    """Stopped gracefully, then (the process's next run) by force."""
+    release = str(tmp_path / "release")  # never created: the step waits until it is stopped
+    script = subprocess.Popen(
+        [sys.executable, "run_each.py", json.dumps([["stoppable", {"path": release}]] * 2)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**bed.env, "WHARF_ACTIVE_STACK": "operated"},
+        cwd=bed.project,
+    )
+    stopped: set[UUID] = set()
     try:
-        running = wait_for_running_step(bed, "wait_for")
-        with Client(bed.workspace.config, bed.workspace.store) as client:
-            client.stop_run(running.run_id, force=force)
+        for force in (False, True):
+            running = wait_for_running_pod(bed, "wait_for", stopped)
+            with Client(bed.workspace.config, bed.workspace.store) as client:
+                client.stop_run(running.run_id, force=force)
+            stopped.add(running.run_id)
         output, _ = script.communicate(timeout=BOUND)
     finally:
         script.kill()
-    run = bed.workspace.store.runs.get(running.run_id)
-    assert run.status is ExecutionStatus.STOPPED, output
-    steps = steps_of(bed, run)
-    assert steps["wait_for"].status is ExecutionStatus.STOPPED, steps["wait_for"].status_reason
-    assert "prepare" not in steps
-    (job,) = step_jobs(bed, run)
-    assert job["metadata"]["labels"][STEP_KEY] == "wait_for"
+    assert script.returncode == 0, output
+    for run_id in stopped:
+        run = bed.workspace.store.runs.get(run_id)
+        assert run.status is ExecutionStatus.STOPPED, output
+        steps = steps_of(bed, run)
+        assert steps["wait_for"].status is ExecutionStatus.STOPPED, steps["wait_for"].status_reason
+        assert "prepare" not in steps
+        (job,) = step_jobs(bed, run)
+        assert job["metadata"]["labels"][STEP_KEY] == "wait_for"
     assert wait_until(lambda: nothing_left(bed.emulator), CLEANUP), "a Job or Secret is left"
