@@ -1,6 +1,8 @@
 """Shared by the ``wharf component ...`` / ``wharf stack ...`` CLI tests: the command runners,
 their own ``home`` fixture (working directory ``tmp_path``, no store URL, artifact root or active
-stack from the environment) and the ``prod`` stack fixture."""
+stack from the environment), the ``prod`` stack fixture, and in-process reads of the stored
+components and stacks for checks that only need the state (each ``wharf`` process costs CPU; the
+listing commands' own output is checked in ``test_stacks.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ import pytest
 
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
+from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
 
@@ -62,20 +67,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def prod(home: Path, tmp_path: Path) -> Path:
     """Components ``orch`` and ``store`` (at the returned path) and the stack ``prod``.
 
-    Registered in-process (fast); ``test_register_stack`` covers the same through the CLI.
+    Registered in-process (fast); ``test_stacks.py`` registers components and stacks through the
+    CLI.
     """
-    from wharf.sdk import stacks
-
     path = tmp_path / "prod-artifacts"
-    workspace = Workspace.open(load_config())
-    try:
+    with open_workspace() as workspace:
         stacks.register_component(workspace, "orch", ComponentType.ORCHESTRATOR, "local")
         stacks.register_component(
             workspace, "store", ComponentType.ARTIFACT_STORE, "local", {"path": str(path)}
         )
         stacks.register_stack(workspace, "prod", orchestrator="orch", artifact_store="store")
-    finally:
-        workspace.close()
     return path
 
 
@@ -85,11 +86,29 @@ def run_all(*calls: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
         return list(pool.map(lambda args: wharf(*args), calls))
 
 
+@contextmanager
+def open_workspace() -> Iterator[Workspace]:
+    """The workspace of the current environment (the ``home`` fixture's), opened in-process."""
+    workspace = Workspace.open(load_config())
+    try:
+        yield workspace
+    finally:
+        workspace.close()
+
+
 def snapshot() -> tuple[Any, Any]:
-    return as_json("component", "list"), as_json("stack", "list")
+    """Every stored component and stack (with which is active), read in-process."""
+    with open_workspace() as workspace:
+        components = stacks.list_components(workspace).items
+        described = stacks.list_stacks(workspace).items
+        return (
+            [c.model_dump(mode="json") for c in components],
+            [s.model_dump(mode="json") for s in described],
+        )
 
 
 def configuration(type: str, name: str) -> Any:
-    """The stored configuration of component ``name`` of ``type``."""
-    listed = as_json("component", "list", "--type", type)
-    return next(c["configuration"] for c in listed if c["name"] == name)
+    """The stored configuration of component ``name`` of ``type``, read in-process."""
+    with open_workspace() as workspace:
+        component_type = stacks.parse_component_type(type)
+        return stacks.find_component(workspace, component_type, name).configuration

@@ -16,6 +16,7 @@ from tests.cli.stacks_cli import (  # noqa: F401 (fixtures)
     assert_one_line_error,
     home,
     ok,
+    open_workspace,
     prod,
     run_all,
     snapshot,
@@ -36,7 +37,7 @@ def test_help_lists_the_groups() -> None:
 
 def test_register_and_list_components(home: Path, tmp_path: Path) -> None:
     register = ("component", "register")
-    local, remote = run_all(
+    local, remote, plain = run_all(
         (*register, "store", "--type", "artifact-store", "--flavor", "local", "-c", "path=rel/dir"),
         # values are JSON, else text; fsspec passes every other key to its backend
         (
@@ -44,17 +45,20 @@ def test_register_and_list_components(home: Path, tmp_path: Path) -> None:
             *("remote", "-t", "artifact_store", "-f", "fsspec", "-c", "path=s3://bucket/arts"),
             *("-c", "anon=true", "-c", 'profile="7"', "-c", "default_block_size=3"),
         ),
+        (*register, "plain", "-t", "artifact_store", "-f", "local"),  # path: the artifact root
     )
     assert "Registered artifact_store 'store'" in local.stdout, local.stderr
     assert "Registered artifact_store 'remote'" in remote.stdout, remote.stderr
+    assert plain.returncode == 0, plain.stderr
     components = as_json("component", "list")
     assert {(c["name"], c["type"]) for c in components} == {
         ("store", "artifact_store"),
         ("remote", "artifact_store"),
+        ("plain", "artifact_store"),
         ("default", "artifact_store"),  # the default stack's components exist from first use
         ("default", "orchestrator"),
     }
-    stores = {c["name"]: c for c in as_json("component", "list", "-t", "artifact_store")}
+    stores = {c["name"]: c for c in components if c["type"] == "artifact_store"}
     assert stores["store"]["configuration"] == {
         "path": str(home.parent / "rel" / "dir"),  # resolved against the caller's directory
     }
@@ -64,35 +68,31 @@ def test_register_and_list_components(home: Path, tmp_path: Path) -> None:
         "profile": "7",
         "default_block_size": 3,
     }
+    assert stores["plain"]["configuration"] == {"path": str(home / "artifacts")}
     assert [c["name"] for c in as_json("component", "list", "-t", "orchestrator")] == ["default"]
     table = ok("component", "list")
     assert "store" in table and '"default_block_size": 3' in table and "artifact_store" in table
 
 
-def test_local_artifact_store_path_defaults_to_artifact_root(home: Path) -> None:
-    ok("component", "register", "plain", "-t", "artifact_store", "-f", "local")
-    (store,) = [c for c in as_json("component", "list") if c["name"] == "plain"]
-    assert store["configuration"] == {"path": str(home / "artifacts")}
-
-
-def test_register_stack(home: Path, tmp_path: Path) -> None:
+def test_register_a_stack_with_a_step_operator(home: Path, tmp_path: Path) -> None:
+    """Without one: ``test_a_third_party_flavor_is_listed_registered_and_runs``."""
+    assert "local_process" in known_flavors(ComponentType.STEP_OPERATOR)
     path = tmp_path / "arts"
-    ok("component", "register", "orch", "--type", "orchestrator", "--flavor", "local")
-    ok(
-        "component",
-        "register",
-        "store",
-        "-t",
-        "artifact_store",
-        "-f",
-        "local",
-        "-c",
-        f"path={path}",
+    register = ("component", "register")
+    for result in run_all(
+        (*register, "orch", "--type", "orchestrator", "--flavor", "local"),
+        (*register, "store", "-t", "artifact_store", "-f", "local", "-c", f"path={path}"),
+        (*register, "op", "-t", "step-operator", "-f", "local_process"),
+    ):
+        assert result.returncode == 0, result.stderr
+    out = ok(
+        *("stack", "register", "gpu", "--orchestrator", "orch", "--artifact-store", "store"),
+        *("--step-operator", "op"),
     )
-    out = ok("stack", "register", "prod", "--orchestrator", "orch", "--artifact-store", "store")
-    assert "Registered stack 'prod'" in out
-    shown = as_json("stack", "show", "prod")
+    assert "Registered stack 'gpu'" in out
+    shown = as_json("stack", "show", "gpu")
     assert shown["components"]["artifact_store"]["configuration"] == {"path": str(path)}
+    assert shown["components"]["step_operator"]["flavor"] == "local_process"
 
 
 def test_list_and_show_stacks(prod: Path) -> None:
@@ -114,15 +114,7 @@ def test_list_and_show_stacks(prod: Path) -> None:
     assert shown["components"]["artifact_store"]["configuration"]["path"] == str(prod)
     text = ok("stack", "show", "prod")
     assert "prod" in text and "orch" in text and str(prod) in text
-    assert as_json("stack", "show")["name"] == "default"  # the active stack by default
-
-
-def test_stack_with_step_operator(prod: Path) -> None:
-    assert "local_process" in known_flavors(ComponentType.STEP_OPERATOR)
-    ok("component", "register", "op", "-t", "step-operator", "-f", "local_process")
-    ok("stack", "register", "gpu", "-o", "orch", "-a", "store", "-s", "op")
-    shown = as_json("stack", "show", "gpu")
-    assert shown["components"]["step_operator"]["flavor"] == "local_process"
+    # ``stack show`` without a name: test_set_stack_is_used_by_pipeline_runs_unless_env_overrides
 
 
 def test_a_third_party_flavor_is_listed_registered_and_runs(
@@ -160,11 +152,20 @@ def test_a_third_party_flavor_is_listed_registered_and_runs(
         workspace.close()
 
 
-def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
-    assert "prod" in ok("stack", "set", "prod")
+def test_set_stack_is_used_by_pipeline_runs_unless_env_overrides(prod: Path, home: Path) -> None:
+    override = {"WHARF_ACTIVE_STACK": "default"}
+    result = wharf("stack", "set", "prod", env=override)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Active stack: 'prod'.\n"
+    assert "WHARF_ACTIVE_STACK=default overrides" in result.stderr
     assert json.loads((home / "config.json").read_text())["active_stack"] == "prod"
-    assert [s["name"] for s in as_json("stack", "list") if s["active"]] == ["prod"]
-    assert as_json("stack", "show")["name"] == "prod"
+    listed, shown, listed_env, shown_env = run_all(
+        ("stack", "list", "-o", "json"), ("stack", "show", "-o", "json")
+    ) + [wharf("stack", command, "-o", "json", env=override) for command in ("list", "show")]
+    assert [s["name"] for s in json.loads(listed.stdout) if s["active"]] == ["prod"]
+    assert json.loads(shown.stdout)["name"] == "prod"  # the active stack by default
+    assert [s["name"] for s in json.loads(listed_env.stdout) if s["active"]] == ["default"]
+    assert json.loads(shown_env.stdout)["name"] == "default"
 
     from tests.e2e import steps_lib
     from wharf import pipeline
@@ -173,8 +174,7 @@ def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
     def p() -> None:
         steps_lib.double(steps_lib.produce())
 
-    workspace = Workspace.open(load_config())
-    try:
+    with open_workspace() as workspace:
         stack = workspace.active_stack()
         assert stack.name == "prod"
         store = workspace.component_instance(stack, ComponentType.ARTIFACT_STORE)
@@ -182,20 +182,9 @@ def test_set_stack_is_used_by_pipeline_runs(prod: Path, home: Path) -> None:
         run = p.run_in(workspace)
         assert run.status.value == "completed"
         assert workspace.store.snapshots.get(run.snapshot_id).stack_id == stack.id
-    finally:
-        workspace.close()
-    versions = as_json("artifacts", "list", "--versions")
+        versions = workspace.store.artifacts.list_versions().items
     assert len(versions) == 2
-    assert all(v["uri"].startswith(str(prod) + os.sep) for v in versions)
-
-
-def test_env_overrides_the_configured_stack(prod: Path) -> None:
-    override = {"WHARF_ACTIVE_STACK": "default"}
-    result = wharf("stack", "set", "prod", env=override)
-    assert result.returncode == 0 and "WHARF_ACTIVE_STACK=default overrides" in result.stderr
-    assert [s["name"] for s in as_json("stack", "list", env=override) if s["active"]] == ["default"]
-    assert as_json("stack", "show", env=override)["name"] == "default"
-    assert as_json("stack", "show")["name"] == "prod"
+    assert all(v.uri.startswith(str(prod) + os.sep) for v in versions)
 
 
 def test_set_default_on_a_fresh_home(home: Path) -> None:
