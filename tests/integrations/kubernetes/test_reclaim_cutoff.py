@@ -6,10 +6,12 @@ pod's grace period (``pod_stop_grace_period``, passed to the step's process:
 to start, beats as its process starts, so its allowance ends there. The embedded Resource
 Manager beside the bed's SQLite store is the one every pod asks, renews and releases through.
 The step that ignores the stop is the local test's (:mod:`tests.stop_ignoring`, copied into the
-bed's project, whence it travels in the run's code archive)."""
+bed's project, whence it travels in the run's code archive). Both scenarios share one bed."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,7 @@ from tests.integrations.kubernetes.testbed import (
     attempts,
     exit_code,
     reported_run_id,
-    run_script,
+    run_in_project,
     runner_script,
     wait_for_run_end,
 )
@@ -117,9 +119,14 @@ def pod_exit_code(bed: Bed, step: StepRunRecord) -> int | None:
     return exit_code(bed.seen.last_state(pod_of(bed, step)))
 
 
-def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
+def test_a_reclaimed_step_pod_is_cut_off_after_its_grace_and_an_operator_pod_beats_at_start(
     bed: Bed, tmp_path: Path
 ) -> None:
+    """A reclaimed step pod that ignores the stop is cut off after its grace; then, on the same
+    bed, a step operator's pod beats as its process starts: with a heartbeat interval of 60 s
+    no regular beat comes before the step's code reads its record, so the window it sees is
+    the usual one only because the process beat as it started (the engine's first beat
+    allowed it the pod's startup timeout)."""
     ws = bed.workspace
     contended_pool(ws)
     release, started, marker = tmp_path / "release", tmp_path / "started", tmp_path / "marker"
@@ -143,16 +150,19 @@ def test_a_reclaimed_step_pod_that_ignores_the_stop_is_cut_off_after_its_grace(
     (high_step,) = attempts(bed, high)
     assert_handed_over_after_grace(ws, reclaimed, high_step, GRACE, SLACK)
 
-
-def test_a_step_operator_pod_beats_as_its_process_starts(bed: Bed, tmp_path: Path) -> None:
-    """With a heartbeat interval of 60 s no regular beat comes before the step's code reads its
-    record: the window it sees is the usual one only because the process beat as it started
-    (the engine's first beat allowed it the pod's startup timeout)."""
+    # The step operator's pod beats as its process starts.
     interval = 60.0
     assert liveness_timeout_for(interval) < STARTUP
     seen = tmp_path / "seen"
-    bed.env["WHARF_HEARTBEAT_INTERVAL"] = str(interval)  # this test's run only
-    done = run_script(bed, "operated", "operated", seen=str(seen))  # synchronous: the local one
+    done = run_in_project(  # synchronous: the local orchestrator; this interval for this run only
+        bed,
+        sys.executable,
+        "run.py",
+        "operated",
+        json.dumps({"seen": str(seen)}),
+        WHARF_ACTIVE_STACK="operated",
+        WHARF_HEARTBEAT_INTERVAL=str(interval),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     run = bed.workspace.store.runs.get(reported_run_id(done))
     assert run.status is ExecutionStatus.COMPLETED, run.status_reason
