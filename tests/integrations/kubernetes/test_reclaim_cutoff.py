@@ -19,7 +19,6 @@ import pytest
 from tests import stop_ignoring
 from tests.integrations.kubernetes.allocations_bed import (
     HEARTBEAT,
-    contended_pool,
     pod_of,
     register_allocation_stacks,
     submit,
@@ -35,7 +34,11 @@ from tests.integrations.kubernetes.testbed import (
     runner_script,
     wait_for_run_end,
 )
-from tests.resource_beds import assert_cut_off_then_retried, assert_handed_over_after_grace
+from tests.resource_beds import (
+    assert_cut_off_then_retried,
+    assert_handed_over_after_grace,
+    contended_pool,
+)
 from tests.waiting import wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.heartbeat import liveness_timeout_for
