@@ -6,6 +6,10 @@
 
 ``rm_workspace`` is a workspace opened in the test's mode (closed after it); ``steps`` lists a
 run's step runs, oldest first.
+
+``shared_mode`` and ``mode_workspace`` are the same, except that the team-mode tests of a module
+share one team (``_module_team``; starting one costs seconds of CPU): each test has a home of its
+own, but the team's store, pools and stacks outlive it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import _server
 from tests.e2e.team import Team, start_team
 from wharf import ResourceSettings
 from wharf.config.global_config import load_config
@@ -85,6 +90,41 @@ def mode(
 @pytest.fixture
 def rm_workspace(mode: Mode) -> Iterator[Workspace]:
     ws = mode.open()
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(scope="module")
+def _module_team(
+    tmp_path_factory: pytest.TempPathFactory, _servers: dict[str, Any]
+) -> Iterator[Team]:
+    """One team for a module's team-mode tests, each on a new PostgreSQL database."""
+    server = _server(_servers, "postgresql")
+    rm_url, server_url = (server.create().render_as_string(hide_password=False) for _ in "ab")
+    team = start_team(rm_url, server_url, tmp_path_factory.mktemp("team"))
+    try:
+        yield team
+    finally:
+        team.stop()
+
+
+@pytest.fixture(params=MODES)
+def shared_mode(
+    request: pytest.FixtureRequest, wharf_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Mode:
+    """As ``mode``, but a team-mode test uses the module's team (started on first use)."""
+    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
+    if request.param == "embedded":
+        return Mode("embedded")
+    team: Team = request.getfixturevalue("_module_team")
+    for name, value in team.user_env().items():
+        monkeypatch.setenv(name, value)
+    return Mode("team", team)
+
+
+@pytest.fixture
+def mode_workspace(shared_mode: Mode) -> Iterator[Workspace]:
+    ws = shared_mode.open()
     yield ws
     ws.close()
 

@@ -15,24 +15,22 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import _server
 from tests.e2e import steps_lib
 from tests.e2e.resource_modes import (
     LICENSE,
-    MODES,
     Mode,
+    _module_team,
     assert_no_holder_stretch,
     mode,
+    mode_workspace,
     rm_workspace,
+    shared_mode,
     steps,
 )
-from tests.e2e.team import Team, start_team
 from tests.e2e.test_isolated import make_stack
 from wharf import Client, ResourceSettings, RunFailedError, pipeline
 from wharf.config.global_config import load_config
@@ -40,42 +38,16 @@ from wharf.core.enums import ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import IllegalOperationError
 from wharf.sdk.workspace import Workspace
 
-__all__ = ["LICENSE", "Mode", "mode", "rm_workspace", "steps"]  # (taken from here by others)
-
-
-@pytest.fixture(scope="module")
-def _module_team(
-    tmp_path_factory: pytest.TempPathFactory, _servers: dict[str, Any]
-) -> Iterator[Team]:
-    """One team for this module's team-mode tests, each on a new PostgreSQL database."""
-    server = _server(_servers, "postgresql")
-    rm_url, server_url = (server.create().render_as_string(hide_password=False) for _ in "ab")
-    team = start_team(rm_url, server_url, tmp_path_factory.mktemp("team"))
-    try:
-        yield team
-    finally:
-        team.stop()
-
-
-@pytest.fixture(params=MODES)
-def shared_mode(
-    request: pytest.FixtureRequest, wharf_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Mode:
-    """As ``mode``, but a team-mode test uses the module's team (started on first use)."""
-    monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "0.2")
-    if request.param == "embedded":
-        return Mode("embedded")
-    team: Team = request.getfixturevalue("_module_team")
-    for name, value in team.user_env().items():
-        monkeypatch.setenv(name, value)
-    return Mode("team", team)
-
-
-@pytest.fixture
-def mode_workspace(shared_mode: Mode) -> Iterator[Workspace]:
-    ws = shared_mode.open()
-    yield ws
-    ws.close()
+__all__ = [  # the fixtures; (LICENSE, Mode, mode, rm_workspace, steps taken from here by others)
+    "LICENSE",
+    "Mode",
+    "_module_team",
+    "mode",
+    "mode_workspace",
+    "rm_workspace",
+    "shared_mode",
+    "steps",
+]
 
 
 def test_steps_queue_for_a_scarce_resource(shared_mode: Mode, mode_workspace: Workspace):

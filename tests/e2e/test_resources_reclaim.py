@@ -1,11 +1,14 @@
 """Resources taken back from steps, end to end with real processes, in both modes
 (:mod:`tests.e2e.resource_modes`): a higher-priority pipeline reclaims a licence, an admin ends
 requests, the Resource Manager is unreachable during heartbeats, a forced stop releases the
-step's request; and a step's request names only the component that launches it.
+step's request; and a step's request names only the component that launches it. The team-mode
+tests share one team (``shared_mode``), the outage test stopping and restarting its Resource
+Manager.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -18,21 +21,23 @@ from tests.e2e.resource_modes import (
     ASC,
     LICENSE,
     Mode,
+    _module_team,
     assert_no_holder_stretch,
-    mode,
-    rm_workspace,
+    mode_workspace,
+    shared_mode,
     steps,
 )
-from tests.e2e.team import start_team
+from tests.e2e.team import Team
 from tests.e2e.test_isolated import make_stack
 from tests.resource_beds import contended_pool
 from wharf import ResourceSettings, RetryConfig, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
+from wharf.core.errors import EntityNotFoundError
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunFilter
 
-__all__ = ["mode", "rm_workspace"]  # the fixtures
+__all__ = ["_module_team", "mode_workspace", "shared_mode"]  # the fixtures
 
 
 def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
@@ -40,6 +45,11 @@ def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
     mode's Resource Manager)."""
     rm = mode.rm(workspace)
     try:
+        # A shared team's, from earlier tests: this pool's policies, and the one admitting the
+        # user to the other tests' licence (where the low step would take a licence of its own).
+        for name in ("shared-low", "shared-high", f"licenses-{workspace.user.name}"):
+            with contextlib.suppress(EntityNotFoundError):
+                rm.policies.delete(name)
         contended_pool(workspace, reclaimable, rm)
     finally:
         if mode.team is not None:
@@ -48,11 +58,12 @@ def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
 
 @pytest.mark.parametrize("tolerance", ["coordinated", "none"])
 def test_higher_priority_pipeline_reclaims(
-    mode: Mode, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
+    shared_mode: Mode, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: str
 ):
-    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    mode = shared_mode
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", f"procs-{tolerance}")
     setup = mode.open()
-    make_stack(setup, "procs", "local_process")
+    make_stack(setup, f"procs-{tolerance}", "local_process")
     # A tolerance-none request only goes to capacity that is never reclaimed.
     _contended_pool(mode, setup, "never" if tolerance == "none" else "coordinated")
     setup.close()
@@ -131,10 +142,11 @@ def test_higher_priority_pipeline_reclaims(
 
 
 def test_admin_ending_requests_stops_waiting_and_running_steps(
-    mode: Mode, rm_workspace: Workspace, tmp_path: Path
+    shared_mode: Mode, mode_workspace: Workspace, tmp_path: Path
 ):
     """An admin cancels a waiting step's request (the step fails, naming it) and releases a
     running step's request (the step is cancelled through its heartbeat, never failed)."""
+    mode, rm_workspace = shared_mode, mode_workspace
     mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
     rm = mode.rm(rm_workspace)
     started, release = tmp_path / "started", tmp_path / "release"
@@ -180,18 +192,13 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
 
 
 def test_resource_manager_unreachable_during_heartbeats(
-    wharf_home: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    empty_database_url: Any,
+    wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _module_team: Team
 ) -> None:
     """Team mode: the Resource Manager goes away while a step holds its licence. Heartbeats
     still answer (the renewal is retried at the next beat), the step keeps running on its
     valid lease, and it completes normally once the Resource Manager is back."""
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", "2")  # liveness, hence lease: 11 s
-    team = start_team(
-        empty_database_url("postgresql"), empty_database_url("postgresql"), tmp_path / "team"
-    )
+    team = _module_team
     try:
         for name, value in team.user_env().items():
             monkeypatch.setenv(name, value)
@@ -228,8 +235,9 @@ def test_resource_manager_unreachable_during_heartbeats(
             request = rm.requests.get(record.resource_request_id)
         assert request.status is ResourceRequestStatus.RELEASED
         ws.close()
-    finally:
-        team.stop()
+    finally:  # the module's other team-mode tests need it back
+        if team.resource_manager.process is None:
+            team.resource_manager.start()
 
 
 def test_a_steps_request_names_only_the_component_that_launches_it(
