@@ -1,4 +1,4 @@
-# ruff: noqa: F811  (the fixture imported from test_outages_team_database)
+# ruff: noqa: F811  (the fixtures imported from test_outages_team_database)
 """A step created while the store's database is cut away: the workspace server's (real ``wharf
 server serve`` and ``wharf resource-manager serve`` processes) or a direct PostgreSQL store's,
 behind :mod:`tests.faults.tcp_proxy`.
@@ -34,10 +34,11 @@ from tests.e2e.test_outages_engine import (
     run_in_thread,
     steps_of,
 )
-from tests.e2e.test_outages_team_database import (  # noqa: F401 (fixture)
+from tests.e2e.test_outages_team_database import (  # noqa: F401 (fixtures)
     HEARTBEAT_SECONDS,
+    _module_proxied_team,
     _ready,
-    proxied_team,
+    shared_proxied_team,
 )
 from tests.faults.tcp_proxy import TcpProxy
 from tests.waiting import wait_for
@@ -56,14 +57,15 @@ CREATE_DONE = "Managed to create step run produce"
 @pytest.mark.parametrize("asks", ["no resources", "a license"])
 def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
     asks: str,
-    proxied_team: tuple[Team, TcpProxy],
+    shared_proxied_team: tuple[Team, TcpProxy],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     tmp_path: Path,
 ) -> None:
     """The pipeline function calls its step once the cut began; without retries the run fails
-    with "The pipeline function raised: The workspace server's database is unavailable"."""
-    team, proxy = proxied_team
+    with "The pipeline function raised: The workspace server's database is unavailable". Both
+    cases use the module's team (starting one costs seconds of CPU)."""
+    team, proxy = shared_proxied_team
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))  # patience 26 s
     caplog.set_level(logging.INFO, logger="wharf.execution")
     ws = Workspace.open(load_config())
@@ -79,7 +81,7 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
         def p() -> None:
             waiting.set()
             go.wait(PATIENCE)
-            step(value=2)
+            step(value=2 if asks == "no resources" else 4)  # (not cached from the other case)
 
         thread, result = run_in_thread(p, ws)
         assert waiting.wait(PATIENCE), "the pipeline function did not start"
