@@ -4,7 +4,8 @@
 While the database does not answer, requests fail in seconds with 503 and a body that names
 nothing of the database, ``/health/live`` answers and ``/health/ready`` does not; once it is
 back the server serves again without a restart. A database re-created empty answers 503
-"schema missing; run migrations", never a 500 with SQL.
+"schema missing; run migrations", never a 500 with SQL (on PostgreSQL, the server that rode out
+the cut: starting a server and migrating its database costs seconds of CPU).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -24,7 +25,6 @@ from sqlalchemy.engine import URL, make_url
 from tests.e2e.team import ADMIN, ADMIN_PASSWORD, Service, free_port
 from tests.faults.tcp_proxy import TcpProxy
 
-SERVERS = pytest.mark.parametrize("backend_name", ["postgresql", "mariadb"])
 CUT_SECONDS = 15.0
 FAST = 8.0
 """A request during the cut is answered within this (socket timeout 3 s, plus the pool's)."""
@@ -38,10 +38,11 @@ class Served:
     proxy: TcpProxy
     service: Service
     token: str = ""
+    http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=30))
 
     def get(self, path: str, *, auth: bool = True) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
-        return httpx.get(f"{self.url}{path}", headers=headers, timeout=30)
+        return self.http.get(f"{self.url}{path}", headers=headers)
 
 
 @pytest.fixture
@@ -86,7 +87,9 @@ def served(
                 timeout=30,
             )
             login.raise_for_status()
-            yield Served(url, database, proxy, service, login.json()["access_token"])
+            served = Served(url, database, proxy, service, login.json()["access_token"])
+            with served.http:
+                yield served
         finally:
             service.stop()
 
@@ -109,6 +112,8 @@ def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
 def test_a_database_cut_for_15_s_fails_requests_fast_and_the_server_recovers(
     served: Served,
 ) -> None:
+    """The server then serves again; and once its database is recreated empty, it answers
+    schema missing."""
     assert served.get("/api/v1/projects").status_code == 200
     served.proxy.cut("blackhole")
     cut_at = time.monotonic()
@@ -125,6 +130,9 @@ def test_a_database_cut_for_15_s_fails_requests_fast_and_the_server_recovers(
         assert ready.status_code == 503
         _reveals_nothing(ready, served.database)
         answered += 1
+        # A round a second at most: once the pool's connection is gone, each new one is
+        # refused at once, and the server answers at once (a busy loop would burn a core).
+        time.sleep(max(0.0, started + 1.0 - time.monotonic()))
     assert answered >= 2
     served.proxy.restore()
     _until(
@@ -133,11 +141,16 @@ def test_a_database_cut_for_15_s_fails_requests_fast_and_the_server_recovers(
         "the server never became ready again",
     )
     assert served.get("/api/v1/projects").status_code == 200
+    _recreated_empty_answers_schema_missing(served)
 
 
-@SERVERS
+@pytest.mark.parametrize("backend_name", ["mariadb"])  # PostgreSQL's: after the cut, above
 def test_a_database_recreated_empty_answers_schema_missing(served: Served) -> None:
     assert served.get("/api/v1/projects").status_code == 200
+    _recreated_empty_answers_schema_missing(served)
+
+
+def _recreated_empty_answers_schema_missing(served: Served) -> None:
     admin = sa.create_engine(served.database, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
     name = served.database.database
     try:
