@@ -77,6 +77,11 @@ def static_training(value: int = 1) -> None:
     report(train(prepare(value)))
 
 
+@pipeline(enable_cache=False)
+def two_placements(value: int = 1) -> None:  # one step the operator runs, one it does not
+    train(prepare(value))
+
+
 @step(step_operator="{OPERATOR}")
 def crash(value: int) -> dict:  # feeds report (a dict) as train does
     print("crashing with", value, flush=True)

@@ -96,18 +96,20 @@ def test_operator_steps_run_as_jobs_on_either_orchestrator_unless_the_store_is_l
         [str(dynamic.run.id), str(static.run.id)]
     )
 
-    # The Kubernetes orchestrator runs an operator step through the operator.
-    submitted = submit(bed, "static_training", stack="k8s-operated")
+    # The Kubernetes orchestrator runs an operator step through the operator, its other step
+    # itself.
+    submitted = submit(bed, "two_placements", stack="k8s-operated")
     run = submitted.run
     assert run.status is ExecutionStatus.COMPLETED, submitted.output
-    assert submitted.outputs["train"]["value"] == 20
+    with Client(bed.workspace.config, bed.workspace.store) as client:
+        assert client.load_step_output(run.id, "train")["value"] == 20
     jobs = {j["metadata"]["labels"].get(STEP_KEY): j for j in step_jobs(bed, run)}
-    assert set(jobs) == {None, "prepare", "train", "report"}  # None: the orchestrator Job
+    assert set(jobs) == {None, "prepare", "train"}  # None: the orchestrator Job
     assert jobs["train"]["metadata"]["labels"][STEP_OPERATOR_KEY] == OPERATOR
     assert "ownerReferences" not in jobs["train"]["metadata"]
-    for own in ("prepare", "report"):  # the orchestrator's own step Jobs, owned by its Job
-        assert STEP_OPERATOR_KEY not in jobs[own]["metadata"]["labels"]
-        assert jobs[own]["metadata"]["ownerReferences"]
+    # The orchestrator's own step Job, owned by its Job.
+    assert STEP_OPERATOR_KEY not in jobs["prepare"]["metadata"]["labels"]
+    assert jobs["prepare"]["metadata"]["ownerReferences"]
     for name in ("prepare", "train"):  # the pod's progress lines, as the submitter streams them
         started = f"Step '{name}' started as Kubernetes Job {jobs[name]['metadata']['name']} "
         assert started + "(namespace default)." in submitted.output, submitted.output
