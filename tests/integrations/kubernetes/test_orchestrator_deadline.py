@@ -41,9 +41,10 @@ from wharf.integrations.kubernetes.orchestrator_deadline import (
     job_deadline,
 )
 
-DEADLINE_SECONDS = 25
+DEADLINE_SECONDS = 15
 """Long enough for the orchestrator pod to start its run loop and the step's pod on 2 busy
-cores; the step then waits for a file that never comes."""
+cores (the step runs about 1.5 s after the Job starts on an idle machine); the step then waits
+for a file that never comes, and the test for the deadline: each second here is one of wall."""
 
 
 def job(deadline: int | None, started: str | None = "2026-12-06T10:00:00Z") -> dict[str, Any]:
