@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -69,6 +70,7 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
     monkeypatch.setenv("WHARF_HEARTBEAT_INTERVAL", str(HEARTBEAT_SECONDS))  # patience 26 s
     caplog.set_level(logging.INFO, logger="wharf.execution")
     ws = Workspace.open(load_config())
+    http = httpx.Client()  # one client for the test's own checks of the server
     try:
         step = steps_lib.produce
         if asks == "a license":
@@ -92,13 +94,13 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
         while time.monotonic() < until:
             assert thread.is_alive(), "the run ended during the cut"
             asked = time.monotonic()
-            unavailable += _ready(team, max(0.5, until - asked)) == 503
+            unavailable += _ready(http, team, max(0.5, until - asked)) == 503
             # A round every half second at most: a refused connection is answered at once.
             time.sleep(max(0.0, min(asked + 0.5, until) - time.monotonic()))
         assert unavailable >= 2, "the server still reached its database during the cut"
         assert thread.is_alive(), "the run ended during the cut"
         proxy.restore()
-        wait_for(lambda: _ready(team) == 200, "the server to reach its database again", 30)
+        wait_for(lambda: _ready(http, team) == 200, "the server to reach its database again", 30)
         run = finished(thread, result)
         assert run.status is ExecutionStatus.COMPLETED, run.status_reason
         found = steps_of(ws, run.id)
@@ -110,6 +112,7 @@ def test_a_step_created_during_a_cut_of_the_servers_database_is_created_once(
         if asks == "a license":
             assert_nothing_held(team, run)
     finally:
+        http.close()
         ws.close()
 
 
