@@ -19,6 +19,7 @@ from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 
 TYPES = [ComponentType.ORCHESTRATOR, ComponentType.STEP_OPERATOR]
+GRACE_MUST = "stop_grace_period must be a number of seconds >= 0,"
 
 
 @pytest.fixture
@@ -34,9 +35,19 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
     [
         ({"code_travels": "maybe"}, "code_travels must be true or false, not 'maybe'"),
         ({"pyhton": "/usr/bin/python3"}, "Unknown local_process option 'pyhton' (did you mean"),
-        ({"gpus": 2}, "Unknown local_process option 'gpus'; known: python, code_travels."),
+        (
+            {"gpus": 2},
+            "Unknown local_process option 'gpus'; known: python, code_travels, stop_grace_period.",
+        ),
+        ({"stop_grace": 5}, "Unknown local_process option 'stop_grace' (did you mean"),
         ({"python": 3}, "python must be the path of a Python interpreter, not 3"),
         ({"python": " "}, "python must be the path of a Python interpreter, not ' '"),
+        ({"stop_grace_period": -1}, f"{GRACE_MUST} not -1"),
+        ({"stop_grace_period": "soon"}, f"{GRACE_MUST} not 'soon'"),
+        ({"stop_grace_period": "inf"}, f"{GRACE_MUST} not 'inf'"),
+        ({"stop_grace_period": float("nan")}, f"{GRACE_MUST} not nan"),
+        ({"stop_grace_period": True}, f"{GRACE_MUST} not True"),
+        ({"stop_grace_period": [5]}, f"{GRACE_MUST} not [5]"),
     ],
 )
 def test_unusable_options_are_refused(
@@ -59,6 +70,19 @@ def test_documented_options_are_kept(workspace: Workspace, type: ComponentType) 
         stacks.update_component(workspace, "procs", type, {"code_travels": "nah"})
 
 
+@pytest.mark.parametrize("type", TYPES, ids=lambda t: t.value)
+@pytest.mark.parametrize("grace", [0, 5, 2.5, "7", " 0.5 "])
+def test_a_stop_grace_period_of_seconds_is_kept(
+    workspace: Workspace, type: ComponentType, grace: object
+) -> None:
+    options = {"stop_grace_period": grace}
+    record = stacks.register_component(workspace, "procs", type, "local_process", options)
+    assert record.configuration == options
+    with pytest.raises(InputError, match=f"{GRACE_MUST} not -0.5"):
+        stacks.update_component(workspace, "procs", type, {"stop_grace_period": -0.5})
+    assert stacks.list_components(workspace, type).items[0].configuration == options
+
+
 def test_the_cli_gives_one_line_and_registers_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,6 +92,10 @@ def test_the_cli_gives_one_line_and_registers_nothing(
     assert_one_line_error(
         wharf(*register, "-c", "code_travels=maybe"),
         "Error: The component option code_travels must be true or false, not 'maybe'.",
+    )
+    assert_one_line_error(
+        wharf(*register, "-c", "stop_grace_period=-3"),
+        "Error: The component option stop_grace_period must be a number of seconds >= 0, not -3.",
     )
     listed = wharf("component", "list", "-t", "orchestrator", "-o", "json")
     assert [c["name"] for c in json.loads(listed.stdout)] == ["default"]

@@ -8,7 +8,9 @@ never gets a process signalled (:meth:`LocalProcessBackend.stop_recorded`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import math
 import shutil
 import signal
 import tempfile
@@ -25,6 +27,11 @@ from wharf.execution import started_here
 from wharf.execution.backends import AttemptOutcome, Ended, StepLaunch
 from wharf.execution.heartbeat import BEAT_NOW_SIGNAL
 from wharf.execution.pinning import allocation_env
+from wharf.execution.stop_deadline import (
+    DEFAULT_STOP_GRACE_SECONDS,
+    MAX_STOP_GRACE_SECONDS,
+    STOP_GRACE_ENV,
+)
 from wharf.execution.subprocesses import StepProcess, collect_logs, start_step_process
 from wharf.store.models import StepRunRecord
 from wharf.store.process_identity import cpu_ticks, kill_if_ours, start_token, this_host
@@ -38,7 +45,10 @@ CODE_TRAVELS = "code_travels"
 """The configuration key of the ``local_process`` components that run steps as if elsewhere."""
 PYTHON = "python"
 """The configuration key of the interpreter that runs the steps (default: this one)."""
-OPTIONS = (PYTHON, CODE_TRAVELS)
+STOP_GRACE_PERIOD = "stop_grace_period"
+"""The configuration key of the seconds a cancelled step's process has to end before it is cut
+off (``wharf.execution.stop_deadline``; default :data:`DEFAULT_STOP_GRACE_SECONDS`)."""
+OPTIONS = (PYTHON, CODE_TRAVELS, STOP_GRACE_PERIOD)
 """Every configuration key of the ``local_process`` orchestrator and step operator."""
 STARTUP_SECONDS = 60.0
 """How long a step's process may take from its submit to its first heartbeat, whatever the
@@ -52,7 +62,8 @@ default 15 s (76 s) it changes nothing. A process allowed it beats as it starts
 def check_configuration(configuration: Mapping[str, Any]) -> None:
     """Refuse at registration what no run of a ``local_process`` component could use: an
     unknown key (a typo would be ignored), a ``python`` that is not a path, a ``code_travels``
-    that is not yes or no. Whether the interpreter exists is seen when a step starts."""
+    that is not yes or no, a ``stop_grace_period`` that is not a number of seconds >= 0.
+    Whether the interpreter exists is seen when a step starts."""
     for key in configuration:
         if key not in OPTIONS:
             close = difflib.get_close_matches(key, OPTIONS, n=1)
@@ -67,6 +78,26 @@ def check_configuration(configuration: Mapping[str, Any]) -> None:
             f"not {python!r}."
         )
     configured_flag(configuration, CODE_TRAVELS)
+    configured_stop_grace(configuration)
+
+
+def configured_stop_grace(configuration: Mapping[str, Any]) -> float:
+    """The ``stop_grace_period`` component option: a number of seconds >= 0 (a JSON number, or
+    one as text), default :data:`DEFAULT_STOP_GRACE_SECONDS`; a longer one than
+    :data:`MAX_STOP_GRACE_SECONDS` is that (``stop_deadline``)."""
+    value = configuration.get(STOP_GRACE_PERIOD, DEFAULT_STOP_GRACE_SECONDS)
+    seconds = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            seconds = float(value)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise InputError(
+            f"The component option {STOP_GRACE_PERIOD} must be a number of seconds >= 0, "
+            f"not {value!r}."
+        )
+    return min(seconds, MAX_STOP_GRACE_SECONDS)
 
 
 def configured_flag(configuration: Mapping[str, Any], key: str) -> bool:
@@ -123,20 +154,31 @@ class LocalProcessBackend:
     ``code_travels``). With ``code_travels`` each step runs as if on another machine, to test
     what remote orchestrators do: a new interpreter in an empty working directory of its own,
     without the submitter's ``PYTHONPATH``, so the step imports the pipeline's code from the
-    run's code archive (``wharf.execution.code_fetch``) and from nowhere else. An attempt's
-    process has :data:`STARTUP_SECONDS` to send its first heartbeat."""
+    run's code archive (``wharf.execution.code_fetch``) and from nowhere else. ``stop_grace``:
+    the seconds a cancelled attempt's process has to end before its own stop deadline cuts it
+    off (given to it as ``stop_deadline.STOP_GRACE_ENV``, as a Kubernetes step pod's
+    ``pod_stop_grace_period`` is). An attempt's process has :data:`STARTUP_SECONDS` to send its
+    first heartbeat."""
 
     startup_timeout_seconds: float | None = STARTUP_SECONDS
     """``backends.SlowStarting``: the engine's liveness check waits this long for the first beat."""
 
-    def __init__(self, python: str | None = None, *, code_travels: bool = False) -> None:
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        code_travels: bool = False,
+        stop_grace: float = DEFAULT_STOP_GRACE_SECONDS,
+    ) -> None:
         self._python = python
         self.code_travels = code_travels
+        self.stop_grace = stop_grace
         self._lock = threading.Lock()
         self._live: dict[LocalProcessHandle, _Live] = {}
 
     def submit(self, attempt: StepLaunch, allocation: Allocation | None) -> LocalProcessHandle:
         environment = dict(attempt.environment)
+        environment[STOP_GRACE_ENV] = repr(float(self.stop_grace))  # a cancel's cut-off
         if allocation is not None:
             environment = allocation_env(environment, allocation)
         record = attempt.record

@@ -1,8 +1,9 @@
 """How long an isolated step's process may take to end once it is cancelled, and the cut-off.
 
-Owns :class:`StopDeadline` and the stop grace (:func:`stop_grace_from_env`: the step pod's
-``WHARF_STEP_STOP_GRACE``, set by the Kubernetes step backend from ``pod_stop_grace_period``;
-a local process gets :data:`DEFAULT_STOP_GRACE_SECONDS`, as when its orchestrator is gone:
+Owns :class:`StopDeadline` and the stop grace (:func:`stop_grace_from_env`: the step's
+``WHARF_STEP_STOP_GRACE``, set by the Kubernetes step backend from ``pod_stop_grace_period`` and
+by the local-process backend from its component's ``stop_grace_period``; without it
+:data:`DEFAULT_STOP_GRACE_SECONDS`, as when a step's orchestrator is gone:
 ``wharf.execution.parent_watch``). Invariant: exactly one of the step's own end
 (:meth:`StopDeadline.settle`) and the cut-off happens; a step whose user code returned in time
 is never cut off, even while it publishes its outputs.
@@ -25,7 +26,7 @@ from wharf.execution.parent_watch import DEFAULT_GRACE_SECONDS
 logger = logging.getLogger(__name__)
 
 STOP_GRACE_ENV = "WHARF_STEP_STOP_GRACE"
-"""Seconds a cancelled step's process has to end (its pod's stop grace period)."""
+"""Seconds a cancelled step's process has to end (its pod's or its component's stop grace)."""
 DEFAULT_STOP_GRACE_SECONDS = DEFAULT_GRACE_SECONDS
 MAX_STOP_GRACE_SECONDS = 1e9
 """Longest grace timed (about 31 years): a longer one (``pod_stop_grace_period`` takes any

@@ -2,7 +2,9 @@
 the local-process backend (``wharf.execution.local_process``) the ``local_process`` orchestrator
 uses too. Configuration: ``python`` — the interpreter that runs steps (default: this one);
 ``code_travels`` — run steps as if on another machine, with the pipeline's code from the run's
-code archive (default false; for testing what remote orchestrators do)."""
+code archive (default false; for testing what remote orchestrators do); ``stop_grace_period`` —
+the seconds a cancelled step's process has to end before it is cut off (default 30; as a
+Kubernetes step pod's ``pod_stop_grace_period``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from wharf.execution.local_process import (
     LocalProcessBackend,
     check_configuration,
     configured_flag,
+    configured_stop_grace,
 )
 from wharf.step_operators.base import BaseStepOperator
 
@@ -31,5 +34,9 @@ class LocalProcessStepOperator(BaseStepOperator):
         return configured_flag(self.component.configuration, CODE_TRAVELS)
 
     def step_backend(self) -> LocalProcessBackend:
-        python = self.component.configuration.get("python")
-        return LocalProcessBackend(python, code_travels=self.code_travels)
+        configuration = self.component.configuration
+        return LocalProcessBackend(
+            configuration.get("python"),
+            code_travels=self.code_travels,
+            stop_grace=configured_stop_grace(configuration),
+        )
