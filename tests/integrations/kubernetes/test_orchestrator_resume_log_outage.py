@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -64,6 +66,29 @@ def collect(
     return collect_left_jobs(clients, NS, services, run_id, resumed)
 
 
+@contextmanager
+def left_job_collected_in_an_outage(
+    backend_for: BackendFactory,
+    clients: KubeClients,
+    world: World,
+    s3_server: MotoServer,
+    interval: float,
+) -> Iterator[tuple[TcpProxy, FsspecArtifactStore, StepRunRecord, LeftLogs]]:
+    """A left Job collected while its store is out: the TCP proxy in front of the moto server
+    (cut just before the first request naming the log reaches it, until the test restores it),
+    the store through it, the Job's step run and the ``LeftLogs`` of the collection, made with
+    heartbeats every ``interval`` s (its patience, the liveness timeout, follows from it)."""
+    cutter = CutAtTheLog(seconds=None)  # until the test brings the store back
+    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
+        cutter.proxy = proxy
+        endpoint = {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}
+        logs = FsspecArtifactStore(f"s3://{s3_server.new_bucket()}/w", options=endpoint)
+        record, resumed = left_job(backend_for, world, logs)
+        kept = collect(clients, world, logs, interval, resumed)
+        assert cutter.cut.is_set()
+        yield proxy, logs, record, kept
+
+
 def test_a_left_job_log_is_stored_through_an_outage_while_the_run_goes_on(
     backend_for: BackendFactory,
     clients: KubeClients,
@@ -72,15 +97,9 @@ def test_a_left_job_log_is_stored_through_an_outage_while_the_run_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="wharf")
-    cutter = CutAtTheLog(seconds=None)  # until the test brings the store back
-    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
-        cutter.proxy = proxy
-        endpoint = {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}
-        logs = FsspecArtifactStore(f"s3://{s3_server.new_bucket()}/w", options=endpoint)
-        record, resumed = left_job(backend_for, world, logs)
-        kept = collect(clients, world, logs, 2.0, resumed)  # patience: 11 s
+    outage = left_job_collected_in_an_outage(backend_for, clients, world, s3_server, 2.0)
+    with outage as (proxy, logs, record, kept):  # patience: 11 s
         # Back with the store still out: the run goes on meanwhile, the Job is gone.
-        assert cutter.cut.is_set()
         assert wait_until(lambda: job_names(clients) == [], 30), job_names(clients)
         assert wait_until(
             lambda: any(
@@ -106,14 +125,8 @@ def test_a_store_gone_for_longer_loses_the_log_with_a_warning_and_nothing_raised
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="wharf")
-    cutter = CutAtTheLog(seconds=None)
-    with TcpProxy("127.0.0.1", s3_server.port, sent=cutter) as proxy:
-        cutter.proxy = proxy
-        endpoint = {"endpoint_url": f"http://127.0.0.1:{proxy.port}"}
-        logs = FsspecArtifactStore(f"s3://{s3_server.new_bucket()}/w", options=endpoint)
-        record, resumed = left_job(backend_for, world, logs)
-        kept = collect(clients, world, logs, 0.4, resumed)  # patience: 3 s
-        assert cutter.cut.is_set()
+    outage = left_job_collected_in_an_outage(backend_for, clients, world, s3_server, 0.4)
+    with outage as (proxy, logs, record, kept):  # patience: 3 s
         started = time.monotonic()
         kept.close()  # the run's end: waits no longer than the patience
         waited = time.monotonic() - started
