@@ -6,12 +6,14 @@ mean, asked first (e.g. the Kubernetes orchestrator pod's Job deadline), inside 
 Invariants: only the main thread's handlers that are Python's default (or this module's
 stand-in for it, :func:`sigterm_hook`'s) are taken over, and given back once the run's steps are
 done; a handler never writes to the store itself (a helper thread does: the main thread may
-hold a lock the writes need); a forked child (a step's worker) has SIGTERM given back, no
-hooks, and, if the run holds SIGINT, its first Ctrl-C ignored (the terminal's Ctrl-C reaches
-the whole process group: a graceful stop lets the worker's task finish) and the one that forces
-the run's stop doing what it did before the run. A child forked outside a run is left alone;
-so is an exec'd one (``subprocess``, a ``spawn`` or ``forkserver`` pool's worker), which the
-exec gives Python's default handling of SIGINT: a Ctrl-C interrupts it.
+hold a lock the writes need); a forked child (a step's worker) has SIGTERM given back and no
+hooks. A step's worker, forked or started by ``spawn`` or ``forkserver``
+(``wharf.execution.worker_sigint``), has, if the run holds SIGINT, the Ctrl-C that stops the
+run gracefully ignored (the terminal's Ctrl-C reaches the whole process group: a graceful stop
+lets the worker's task finish) and the one that forces the run's stop doing what it did before
+the run; it counts the run's signals received before it was started. A worker started outside a
+run is left alone; so is a program a step runs (``subprocess``, exec'd): a Ctrl-C interrupts it
+as at a shell.
 """
 
 from __future__ import annotations
@@ -24,16 +26,12 @@ import threading
 from collections.abc import Callable, Iterator
 from queue import SimpleQueue
 from types import FrameType, TracebackType
-from typing import Any
 
 from wharf.execution.interrupt import wake_main_thread
 from wharf.execution.run_stop import ForcedStop, RunStopper
+from wharf.execution.worker_sigint import DEFAULTS, WorkerSigint, hand_to_spawned
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
-_DEFAULTS: dict[int, object] = {
-    signal.SIGINT: signal.default_int_handler,
-    signal.SIGTERM: signal.SIG_DFL,
-}
 SigtermHook = Callable[[], bool]
 """Asked first about a SIGTERM, in the main thread's signal handler: it may raise (into the main
 thread, wherever it is), return True when it took the signal (nothing else is done), or False
@@ -121,17 +119,17 @@ def _hooked_default(signum: int, frame: FrameType | None) -> None:
 
 def _takes_over(signum: int, handler: object) -> bool:
     """Whether a run takes ``signum`` over from ``handler``: Python's default, the stand-in
-    for it while SIGTERM hooks are registered, or (in a forked child: a pipeline a worker runs)
-    the handler of a run of the parent process."""
-    if handler is _DEFAULTS[signum]:
+    for it while SIGTERM hooks are registered, or (in a step's worker: a pipeline it runs) the
+    handler of the run of the process that started it."""
+    if handler is DEFAULTS[signum]:
         return True
     if signum == signal.SIGTERM and handler is _hooked_default:
         return True
     run = getattr(handler, "__self__", None)
-    return isinstance(run, RunSignals) and run._pid != os.getpid()
+    return isinstance(run, WorkerSigint) and run._pid != os.getpid()
 
 
-class RunSignals:
+class RunSignals(WorkerSigint):
     """SIGINT and SIGTERM for one run, between :meth:`install` and :meth:`restore`.
 
     A SIGTERM goes to the :func:`sigterm_hook` hooks first; one they take counts for nothing
@@ -151,12 +149,10 @@ class RunSignals:
     """
 
     def __init__(self, stopper: RunStopper, run_name: str) -> None:
+        super().__init__(os.getpid(), [], {})  # a forked child tells itself by the pid
         self._stopper = stopper
         self._run_name = run_name
-        self._previous: dict[int, Any] = {}
         self._give_back_wake: Callable[[], None] | None = None
-        self._pid = os.getpid()
-        self.received: list[int] = []
         self.forced = False
         """A second signal came while the steps ran: the orchestrator must force the stop."""
 
@@ -174,6 +170,8 @@ class RunSignals:
             _HELPER.ensure_started()
             for signum in self._previous:
                 signal.signal(signum, self._handle)
+        if signal.SIGINT in self._previous:
+            hand_to_spawned()  # spawn and forkserver workers: see worker_sigint
         # A step of this run in the main thread (a dynamic pipeline's) that blocks in a system
         # call is woken by its interrupt, not only once the call returns.
         self._give_back_wake = wake_main_thread()
@@ -190,7 +188,7 @@ class RunSignals:
             self._give_back_wake = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != self._pid:  # a forked child (SIGTERM: not given back yet)
+        if os.getpid() != self._pid:  # a forked child (its SIGTERM: not given back yet)
             if signum == signal.SIGINT:
                 self._in_child(frame)
             else:
@@ -214,29 +212,6 @@ class RunSignals:
         else:
             raise KeyboardInterrupt()
 
-    def _in_child(self, frame: FrameType | None) -> None:
-        """A Ctrl-C in a forked child (a step's worker: the terminal's Ctrl-C reaches the whole
-        process group, the run's process and its workers alike), counted with the signals the
-        run had when the child was forked (:attr:`received`, copied by the fork): one that
-        stops the run gracefully is ignored, so the worker goes on with its task (a pool's
-        ``map`` whose workers it killed would never return, and the step never end); one that
-        forces the stop does what it did before the run (Python's default raises
-        ``KeyboardInterrupt``), as do those after it."""
-        self.received.append(signal.SIGINT)
-        if len(self.received) >= 2:
-            self._as_before(signal.SIGINT, frame)
-
-    def _as_before(self, signum: int, frame: FrameType | None) -> None:
-        """In a forked child: give ``signum`` back (:func:`_give_back_in_child`, which a signal
-        coming before it, e.g. ``Pool.terminate``'s SIGTERM to a worker just forked, would
-        otherwise find in the run's hands) and let it do what it did before the run."""
-        previous = self._previous.get(signum, _DEFAULTS[signum])
-        signal.signal(signum, previous)
-        if previous is signal.SIG_DFL:
-            os.kill(os.getpid(), signum)  # delivered as this returns: ends the child
-        elif callable(previous):
-            previous(signum, frame)  # Python's default for SIGINT raises KeyboardInterrupt
-
     def raise_if_signalled(self, status: str) -> None:
         """End the call as the first signal asked, once the run is recorded (``status``; the
         progress output has said how it ended)."""
@@ -255,7 +230,7 @@ def _give_back_in_child() -> None:
     """A forked child (an inline step's ``multiprocessing`` worker) does not orchestrate the
     run: SIGTERM, if the run took it over, does there what it did before the run (a worker's
     SIGTERM, from ``Pool.terminate``, ends it). SIGINT stays in the run's hands, which tell a
-    child's Ctrl-C that forces the stop from the one before (:meth:`RunSignals._in_child`)."""
+    child's Ctrl-C that forces the stop from the one before (:meth:`WorkerSigint._in_child`)."""
     run = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
     if isinstance(run, RunSignals):
         previous = run._previous.get(signal.SIGTERM, signal.SIG_DFL)
