@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,14 @@ from tests.e2e.resource_modes import (
 from tests.e2e.team import Team
 from tests.e2e.test_isolated import make_stack
 from tests.resource_beds import contended_pool
+from tests.waiting import wait_for, wait_until
 from wharf import ResourceSettings, RetryConfig, RunFailedError, pipeline
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType, ExecutionStatus, ResourceRequestStatus
 from wharf.core.errors import EntityNotFoundError
+from wharf.resource_manager.contract.models import ResourceRequestInfo
 from wharf.sdk.workspace import Workspace
-from wharf.store.models import StepRunFilter
+from wharf.store.models import StepRunFilter, StepRunRecord
 
 __all__ = ["_module_team", "mode_workspace", "shared_mode"]  # the fixtures
 
@@ -54,6 +57,56 @@ def _contended_pool(mode: Mode, workspace: Workspace, reclaimable: str) -> None:
     finally:
         if mode.team is not None:
             rm.close()
+
+
+def _step(workspace: Workspace, name: str, status: ExecutionStatus) -> StepRunRecord | None:
+    """The step run named ``name`` in ``status`` that holds a resource request, if any."""
+    for record in workspace.store.steps.list(StepRunFilter(status=status), ASC).items:
+        if record.name == name and record.resource_request_id is not None:
+            return record
+    return None
+
+
+def _high_waits_and_low_keeps_running(mode: Mode) -> None:
+    """The tolerance-none case before the low step is released: the high step's request waits
+    at the Resource Manager (its scheduler has weighed it and left it pending), and two of the
+    low step's renewals come after that decision, so a reclaim of the low step's licence would
+    have reached the step (cancelling it) by now; the low step is still running."""
+    ws = mode.open()
+    rm = mode.rm(ws)
+    try:
+
+        def high_waiting() -> ResourceRequestInfo | None:
+            queued = _step(ws, "hold_license", ExecutionStatus.QUEUED)
+            if queued is None or queued.resource_request_id is None:
+                return None
+            request = rm.requests.get(queued.resource_request_id)
+            waiting = request.status is ResourceRequestStatus.PENDING and request.status_reason
+            return request if waiting else None
+
+        high_request = wait_for(high_waiting, "the high step's request to wait", 30)
+        low = _step(ws, "wait_for_file", ExecutionStatus.RUNNING)
+        assert low is not None and low.resource_request_id is not None
+        low_request_id = low.resource_request_id
+        # Two renewals: a step's heartbeats follow one another, so by the second one the
+        # first one's answer (cancelling the step, were its licence reclaimed) is in.
+        for _ in range(2):
+            before = rm.requests.get(low_request_id).renewed_at
+            assert wait_until(
+                lambda since=before: _renewed_since(rm.requests.get(low_request_id), since), 30
+            ), "the low step's lease was not renewed"
+        still = ws.store.steps.get(low.id)
+        assert still.status is ExecutionStatus.RUNNING, still.status_reason
+        assert rm.requests.get(high_request.id).status is ResourceRequestStatus.PENDING
+    finally:
+        if mode.team is not None:
+            rm.close()
+        ws.close()
+
+
+def _renewed_since(request: ResourceRequestInfo, before: datetime | None) -> bool:
+    """Whether ``request`` was renewed after ``before`` (its ``renewed_at`` as read then)."""
+    return request.renewed_at is not None and (before is None or request.renewed_at > before)
 
 
 @pytest.mark.parametrize("tolerance", ["coordinated", "none"])
@@ -117,8 +170,8 @@ def test_higher_priority_pipeline_reclaims(
         check.close()
     high_thread = threading.Thread(target=run, args=(high, "high"))
     high_thread.start()
-    if tolerance == "none":
-        time.sleep(1.0)  # the high step waits; the low one is never interrupted
+    if tolerance == "none":  # the high step waits; the low one is never interrupted
+        _high_waits_and_low_keeps_running(mode)
         release.write_text("go")
     high_thread.join(60)
     release.write_text("go")
@@ -215,16 +268,26 @@ def test_resource_manager_unreachable_during_heartbeats(
         result: dict[str, Any] = {}
         thread = threading.Thread(target=lambda: result.update(run=p.run_in(ws)))
         thread.start()
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert started.exists(), "the step never started"
+        assert wait_until(started.exists, 60), "the step never started"
+        holding = wait_for(
+            lambda: _step(ws, "wait_for_file", ExecutionStatus.RUNNING), "the step's request"
+        )
+        request_id = holding.resource_request_id
         team.resource_manager.stop()
-        time.sleep(4.5)  # two heartbeats find the Resource Manager gone
+        # Two heartbeats find the Resource Manager gone: the server logs each failed renewal.
+        failed = f"Could not renew the lease of request {request_id}"
+        assert wait_until(
+            lambda: team.server.log_file.read_text(errors="replace").count(failed) >= 2, 60, 0.2
+        ), team.server.log()
         running = ws.store.steps.list(StepRunFilter(status=ExecutionStatus.RUNNING), ASC).items
         assert [s.name for s in running] == ["wait_for_file"]
         team.resource_manager.start()
-        time.sleep(2.5)  # a heartbeat renews the lease again
+        with team.rm_client() as rm:  # a heartbeat renews the lease again
+            before = rm.requests.get(request_id).renewed_at  # read after the restart: a later
+            # renewal is one of the restarted Resource Manager's
+            assert wait_until(
+                lambda: _renewed_since(rm.requests.get(request_id), before), 60, 0.2
+            ), "the lease was not renewed after the restart"
         release.write_text("go")
         thread.join(60)
         run = result["run"]
