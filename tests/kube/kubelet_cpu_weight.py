@@ -8,10 +8,16 @@ container as a plain process beside the emulator, so without a weight 50 startin
 take the CPUs from the API server and the orchestrator alike, which no real cluster does. It
 gives each container the nice value whose CFS weight (the kernel's ``sched_prio_to_weight``
 table) is closest to the shares its request would get; the emulator and the kubelet keep nice 0.
-Each container is a session of its own, and where the kernel schedules sessions as groups
-(``/proc/sys/kernel/sched_autogroup_enabled``) only a group's nice weighs against other groups,
-so the value is set on the container's group too (``kubelet_process.set_cpu_weight``): that
-group is then what a pod's cgroup is on a node.
+
+Each container is a process group of its own inside the kubelet's session. Where the kernel
+schedules sessions as groups (``/proc/sys/kernel/sched_autogroup_enabled``), that session's group
+(the kubelet's, and in the tests the emulator's: one process) is the node: it competes with the
+machine's other sessions (another test run, a benchmark) as one, as a node's pods do with what
+runs outside them, and inside it the nice values share its CPU between the containers and the
+control plane by their weights. A container must not be a session of its own: its group would
+weigh its nice against every other session of the machine, and a BestEffort step pod (nice 19)
+would get a 68th of the share of each busy one, so that on a loaded machine it stalls for longer
+than its heartbeat's liveness timeout, which a node's load never does to it.
 """
 
 from __future__ import annotations

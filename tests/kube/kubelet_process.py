@@ -4,8 +4,9 @@ Owns two things. `ImageRuntime`: a configured image name resolved to a Python ex
 venv directory) and the directories put first on the container's ``PATH`` — a shim directory whose
 ``python``/``python3`` exec that exact interpreter, then the interpreter's own directory (a venv's
 ``bin``, so its console scripts resolve). `ProcessTable`: every child process the kubelet starts,
-each in its own session (so its process group can be signalled as one "container"), its stdout and
-stderr written to one log file; `kill_all` SIGKILLs every group and reaps every child, after which
+each leading a process group of its own (signalled as one "container") in the kubelet's session
+(whose scheduling group is the node's: ``kubelet_cpu_weight``), its stdout and stderr written to
+one log file; `kill_all` SIGKILLs every group and reaps every child, after which
 no new child can be started. Invariant: a child is in the table from the moment it exists until it
 has been reaped.
 """
@@ -99,13 +100,11 @@ def group_memory_bytes(pgid: int) -> int:
 
 
 def set_cpu_weight(pid: int, nice: int) -> None:
-    """Give the child (a session of its own) the CPU weight of ``nice``: its own nice value, and,
-    where the kernel groups sessions (``sched_autogroup``), its session's group's, since between
-    groups only the group's nice counts."""
+    """Give the child the CPU weight of ``nice`` (its nice value) against the other processes of
+    the kubelet's session, the node's (never its session's group's: that one is the kubelet's,
+    weighed against the machine's other sessions)."""
     with contextlib.suppress(ProcessLookupError):
         os.setpriority(os.PRIO_PROCESS, pid, nice)
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
 
 
 def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
@@ -132,7 +131,7 @@ class ProcessTable:
         on_exit: Callable[[], None],
         nice: int = 0,
     ) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in a new session at nice value ``nice``, output to ``log_path``;
+        """Start ``argv`` in a new process group at nice value ``nice``, output to ``log_path``;
         ``on_exit()`` runs once it has exited (on a waiter thread). Raises OSError when the
         command cannot be started."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,7 +146,7 @@ class ProcessTable:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    start_new_session=True,
+                    process_group=0,  # the kubelet's session: its scheduling group is the node's
                     close_fds=True,
                 )
             self._children.add(process)

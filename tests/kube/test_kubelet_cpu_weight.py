@@ -1,8 +1,11 @@
-"""The process kubelet gives each container the CPU weight its request would get on a node."""
+"""The process kubelet gives each container the CPU weight its request would get on a node,
+against the node's other processes only (the kubelet's session), not the machine's."""
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -12,14 +15,19 @@ from tests.kube.kubelet_cpu_weight import NICE_WEIGHTS, container_nice, cpu_shar
 from tests.kube.kubelet_testing import python_pod, run_to_end
 
 NS = "default"
-PRINT_NICE = (
+PRINT_NICE = "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"
+PRINT_GROUPS = (
     "import os, pathlib\n"
     "group = pathlib.Path('/proc/self/autogroup')\n"
-    "weights = [os.getpriority(os.PRIO_PROCESS, 0)]\n"
-    "if group.exists():  # sessions scheduled as groups: the group's nice is the one that counts\n"
-    "    weights.append(int(group.read_text().split()[-1]))\n"
-    "print(*weights)"
+    "print(os.getpgid(0) == os.getpid(), os.getsid(0))\n"
+    "print(group.read_text().strip() if group.exists() else '-')"
 )
+
+
+def own_scheduling_group() -> str:
+    """This process's session group as ``/proc/self/autogroup`` says it ('-': none)."""
+    group = Path("/proc/self/autogroup")
+    return group.read_text().strip() if group.exists() else "-"
 
 
 def test_shares_follow_the_cpu_request_as_a_kubelet_sets_them() -> None:
@@ -53,5 +61,18 @@ def test_a_container_runs_at_the_nice_value_of_its_request(
     extra = {"resources": resources} if resources else {}
     run_to_end(core, python_pod("weighted", PRINT_NICE, **extra))
 
-    weights = [int(w) for w in core.read_namespaced_pod_log("weighted", NS).split()]
-    assert weights and set(weights) == {expected}
+    assert int(core.read_namespaced_pod_log("weighted", NS)) == expected
+
+
+def test_a_container_is_a_group_of_its_own_in_the_kubelets_session_and_scheduling_group(
+    kubelet: Kubelet, core: client.CoreV1Api
+) -> None:
+    """Its nice weighs against the node's processes (the kubelet, here with the emulator, is
+    this process): were it a session of its own, the group the kernel schedules it in
+    (``sched_autogroup``) would weigh a BestEffort pod's nice 19 against every busy session of
+    the machine, and a loaded machine would starve it past its heartbeat's liveness timeout."""
+    run_to_end(core, python_pod("grouped", PRINT_GROUPS))
+
+    leads, group = core.read_namespaced_pod_log("grouped", NS).splitlines()
+    assert leads == f"True {os.getsid(0)}"  # signalled as one, in the kubelet's session
+    assert group == own_scheduling_group()
