@@ -30,6 +30,7 @@ from tests.integrations.kubernetes.testbed import (
     scheduled_id,
     scheduling_runner_script,
     step_statuses,
+    steps_of,
     wharf_cli,
 )
 from tests.kube.emulator.clock import FakeClock
@@ -141,6 +142,12 @@ def wait_for_fired_run(bed: Bed, schedule: ScheduleRecord, count: int) -> Pipeli
     return fired_runs(bed, schedule)[count - 1]
 
 
+def step_reasons(bed: Bed, run: PipelineRunRecord) -> str:
+    """The run's reason and each of its steps' (a failed step says why: e.g. its heartbeat)."""
+    steps = {name: step.status_reason for name, step in steps_of(bed, run).items()}
+    return f"{run.status_reason} {steps}"
+
+
 def normalised_args(args: list[str]) -> list[str]:
     """The orchestrator's arguments without what names one run or schedule (a manual run's
     pod also names the run's Secret, which it deletes at the run's end)."""
@@ -202,7 +209,7 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     bed.emulator.advance_to(at(5))
     (fired_job,) = fired_jobs(bed, name)
     first = wait_for_fired_run(bed, schedule, 1)
-    assert first.status is ExecutionStatus.COMPLETED, first.status_reason
+    assert first.status is ExecutionStatus.COMPLETED, step_reasons(bed, first)
     assert first.orchestrator_run_id is not None
     assert first.orchestrator_run_id.startswith("kubernetes-")
     assert step_statuses(bed, first) == {
@@ -235,7 +242,8 @@ def test_a_cron_schedule_becomes_a_cronjob_whose_runs_create_themselves_and_cach
     )
     bed.emulator.advance_to(at(10))
     second = wait_for_fired_run(bed, schedule, 2)
-    assert second.id != first.id and second.status is ExecutionStatus.COMPLETED
+    assert second.id != first.id
+    assert second.status is ExecutionStatus.COMPLETED, step_reasons(bed, second)
     assert set(step_statuses(bed, second).values()) == {ExecutionStatus.CACHED}
     assert bed.seen.step_objects("Pod", second) == []
     assert wait_until(
