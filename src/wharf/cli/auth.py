@@ -75,13 +75,14 @@ def logout() -> None:
     from wharf.config.global_config import load_config, read_user_config, write_user_config
     from wharf.core.errors import PermissionDeniedError, WharfError
     from wharf.core.url_credentials import mask_credentials
-    from wharf.store.rest.session import logout as revoke
 
     home = load_config().home
     saved = read_user_config(home)
     url, credential = saved.get("server_url"), saved.get("api_key")
     still_valid = ""
     if url and credential:
+        from wharf.store.rest.session import logout as revoke  # with httpx: only to revoke
+
         try:
             revoke(str(url), str(credential))
         except PermissionDeniedError as refusal:  # an API key: the server says how it ends

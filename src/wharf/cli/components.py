@@ -1,57 +1,27 @@
 """``wharf component register NAME --type T --flavor F [-c key=value ...] | list |
 update NAME --type T [-c key=value ...] [--remove KEY ...] | delete NAME --type T [--yes]``.
 
-A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
-when a command runs, and the declared flavors (``wharf.flavors`` entry points) are read only when
-``--flavor``'s help is shown. ``update`` changes a component's configuration only (its name, type
-and flavor stay) and prints the new configuration unmasked, like ``list`` (secrets are not stored
-in components: an fsspec store refuses them).
+A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK and the table rows
+(:mod:`wharf.cli.stack_rows`, pydantic models) are imported only when a command runs, and the
+declared flavors (``wharf.flavors`` entry points) are read only when ``--flavor``'s help is shown.
+``update`` changes a component's configuration only (its name, type and flavor stay) and prints the
+new configuration unmasked, like ``list`` (secrets are not stored in components: an fsspec store
+refuses them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
-from uuid import UUID
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
-from pydantic import BaseModel
 
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ComponentType
 
-if TYPE_CHECKING:
-    from wharf.store.models import ComponentRecord
-
 COMPONENT_TYPES = ", ".join(t.value for t in ComponentType)
 COMPONENT_COLUMNS = ("name", "type", "flavor", "configuration", "created", "id")
-
-
-class ComponentRow(BaseModel):
-    """A component as a table row: its configuration as compact JSON."""
-
-    name: str
-    type: str
-    flavor: str
-    configuration: str
-    created: datetime
-    id: UUID
-
-
-def component_rows(records: Iterable[ComponentRecord]) -> list[ComponentRow]:
-    return [
-        ComponentRow(
-            name=r.name,
-            type=r.type.value,
-            flavor=r.flavor,
-            configuration=json.dumps(r.configuration, sort_keys=True) if r.configuration else "",
-            created=r.created,
-            id=r.id,
-        )
-        for r in records
-    ]
 
 
 class FlavorOption(click.Option):
@@ -133,6 +103,8 @@ def list_components(type_: str | None, page: int, size: int, output: str) -> Non
     if output == "json":
         emit(result.items, COMPONENT_COLUMNS, output)
         return
+    from wharf.cli.stack_rows import component_rows
+
     emit(
         component_rows(result.items),
         COMPONENT_COLUMNS,

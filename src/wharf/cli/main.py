@@ -1,15 +1,15 @@
 """Entry point of the ``wharf`` command: :func:`main`, the :class:`LazyGroup` of sub-command
 groups listed in :data:`COMMANDS`.
 
-Invariants: ``wharf --help`` loads neither the engine nor SQLAlchemy (groups are imported only
-when invoked); every ``WharfError`` (and invalid input) is printed as one line on stderr with
-exit code 1, never a traceback (a server's refusal of no credential at all says how to log
-in); a usage error is one line too (exit code 2).
+Invariants: ``wharf --help`` loads neither the engine nor SQLAlchemy (groups are imported only when
+invoked), and no group's help loads pydantic or the store (``tests/cli/test_cli_imports.py``).
+Every ``WharfError`` (and invalid input) is printed as one line on stderr with exit code 1, never
+a traceback (a server's refusal of no credential at all says how to log in; wording it imports
+nothing where no server was asked); a usage error is one line too (exit code 2).
 """
 
 from __future__ import annotations
 
-import difflib
 import gc
 import importlib
 import sys
@@ -159,6 +159,8 @@ def _not_logged_in(exc: Exception) -> str | None:
     """How to log in, for the workspace server's refusal of a request sent with no credential
     (``WHARF_SERVER_URL`` set, no API key or login): the server's own words name the
     ``Authorization`` header, which a CLI user never sends by hand. None for any other error."""
+    if "wharf.store.rest.errors" not in sys.modules:  # no server was asked: not its refusal
+        return None  # (importing it would import the REST store and httpx for every error)
     from wharf.core.errors import WharfError
     from wharf.store.rest.errors import NotAuthenticatedError
 
@@ -191,6 +193,8 @@ def usage_error_line(exc: click.UsageError) -> str:
         message = exc.format_message()
         ended = message.endswith((".", "!", "?"))  # click's 'unexpected extra argument (b)'
         return f"{message}{'' if ended else '.'}{help_hint}"
+    import difflib
+
     known = ctx.command.list_commands(ctx)
     close = difflib.get_close_matches(name, known, n=3)
     if not close:

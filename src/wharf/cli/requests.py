@@ -16,7 +16,6 @@ from uuid import UUID
 import click
 
 from wharf.cli.output import OUTPUT_OPTION, paged
-from wharf.cli.request_view import REQUEST_COLUMNS, echo_explanation, request_row, show_request
 from wharf.cli.resource_manager import (
     echo_json,
     open_rm,
@@ -286,6 +285,8 @@ def list_requests(
     if output == "json":
         echo_json(found.items)
         return
+    from wharf.cli.request_view import REQUEST_COLUMNS, request_row  # pydantic: not for --help
+
     rows = [request_row(info, pools) for info in found.items]
     filtered = bool(statuses or pool or subject or requester or metadata or project)
     emit(rows, REQUEST_COLUMNS, output, total=found.total, filtered=filtered, noun="requests")
@@ -312,6 +313,8 @@ def show(ctx: click.Context, request_id: str, output: str) -> None:
     if output == "json":
         echo_json(info)
         return
+    from wharf.cli.request_view import show_request
+
     show_request(info, pools, output)
 
 
@@ -391,6 +394,8 @@ def explain(ctx: click.Context, request_id: str, output: str) -> None:
     if output == "json":
         echo_json(found)
         return
+    from wharf.cli.request_view import echo_explanation
+
     echo_explanation(found)
 
 

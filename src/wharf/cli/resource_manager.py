@@ -8,7 +8,6 @@ Invariant: every command makes at most one change, so a refused command changed 
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -434,6 +433,7 @@ def serve(
 
 def _stored_secret(home: Path) -> str:
     import os
+    import secrets
 
     path = home / "resource_manager" / "secret_key"
     if path.exists():

@@ -13,7 +13,6 @@ through its environment, never its command line, which other users of the machin
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +122,8 @@ def _secret(home: Path, given: str | None) -> str:
     path = home / "server" / "secret_key"
     if path.exists():
         return path.read_text().strip()
+    import secrets
+
     from wharf.config.global_config import private_directory
 
     private_directory(path.parent)  # 0700: the key signs every token

@@ -1,29 +1,21 @@
 """``wharf stack register NAME -o ORCH -a STORE [-s OP] | list | set NAME | show [NAME] |
 delete NAME [--yes]``.
 
-A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK is imported only
-when a command runs. ``wharf stack set`` writes ``active_stack`` into the user config file;
-``WHARF_ACTIVE_STACK`` still overrides it. ``wharf stack delete`` keeps the stack's components
-and refuses the active stack.
+A thin layer over :mod:`wharf.sdk.stacks`, which validates and writes; the SDK and the table rows
+(:mod:`wharf.cli.stack_rows`, pydantic models) are imported only when a command runs. ``wharf stack
+set`` writes ``active_stack`` into the user config file; ``WHARF_ACTIVE_STACK`` still overrides it.
+``wharf stack delete`` keeps the stack's components and refuses the active stack.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from datetime import datetime
-from typing import TYPE_CHECKING
-from uuid import UUID
 
 import click
-from pydantic import BaseModel
 
-from wharf.cli.components import COMPONENT_COLUMNS, component_rows
+from wharf.cli.components import COMPONENT_COLUMNS
 from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
-
-if TYPE_CHECKING:
-    from wharf.sdk.stacks import StackDescription
 
 ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
 STACK_COLUMNS = (
@@ -35,33 +27,6 @@ STACK_COLUMNS = (
     "created",
     "id",
 )
-
-
-class StackRow(BaseModel):
-    """A stack as a table row: ``*`` marks the active stack; components by name."""
-
-    active: str
-    name: str
-    orchestrator: str | None
-    artifact_store: str | None
-    step_operator: str | None
-    created: datetime
-    id: UUID
-
-
-def stack_rows(stacks: Iterable[StackDescription]) -> list[StackRow]:
-    return [
-        StackRow(
-            active="*" if s.active else "",
-            name=s.name,
-            orchestrator=s.orchestrator,
-            artifact_store=s.artifact_store,
-            step_operator=s.step_operator,
-            created=s.created,
-            id=s.id,
-        )
-        for s in stacks
-    ]
 
 
 @click.group()
@@ -109,6 +74,8 @@ def list_stacks(page: int, size: int, output: str) -> None:
     if output == "json":
         emit(result.items, (), output)
         return
+    from wharf.cli.stack_rows import stack_rows
+
     emit(stack_rows(result.items), STACK_COLUMNS, output, title="Stacks", total=result.total)
 
 
@@ -133,13 +100,6 @@ def set_stack(name: str) -> None:
         )
 
 
-class _StackHeader(BaseModel):
-    name: str
-    id: UUID
-    active: str
-    created: datetime
-
-
 @stack.command("show", short_help="Show a stack and its components.")
 @click.argument("name", required=False)
 @OUTPUT_OPTION
@@ -156,7 +116,9 @@ def show_stack(name: str | None, output: str) -> None:
     if output == "json":
         click.echo(json.dumps(description.model_dump(mode="json"), indent=2))
         return
-    header = _StackHeader(
+    from wharf.cli.stack_rows import StackHeader, component_rows
+
+    header = StackHeader(
         name=description.name,
         id=description.id,
         active="yes" if description.active else "no",

@@ -6,9 +6,13 @@ same store; whoever loses a creation race reads the winner's record.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wharf.core.errors import EntityExistsError, EntityNotFoundError
-from wharf.store.models import ProjectRecord, UserRecord
-from wharf.store.ports import Store
+
+if TYPE_CHECKING:  # the names alone are light: the CLI's embedded RM reads DEFAULT_USER
+    from wharf.store.models import ProjectRecord, UserRecord
+    from wharf.store.ports import Store
 
 DEFAULT_USER = "default"
 DEFAULT_PROJECT = "default"
