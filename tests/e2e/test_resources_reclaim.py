@@ -166,6 +166,8 @@ def test_higher_priority_pipeline_reclaims(
             if running and started.exists():
                 break
             time.sleep(0.05)
+        else:
+            pytest.fail("the low step never held the licence inside its body within 30 s")
     finally:
         check.close()
     high_thread = threading.Thread(target=run, args=(high, "high"))
@@ -223,6 +225,8 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
             if pending:
                 break
             time.sleep(0.02)
+        else:
+            pytest.fail("the waiting step's request never showed queued within 30 s")
         rm.requests.cancel(pending[0].resource_request_id)
         running = next(
             r
