@@ -77,3 +77,12 @@ def test_pool_list_on_the_embedded_rm_imports_no_store_records(tmp_path: Path) -
     (after,) = loaded_after(tmp_path / "home", ["pool", "list"])
     assert "wharf.resource_manager.embedded.connect" in after  # it did list the pools
     assert not {"wharf.store.models", "wharf.config.spec", "httpx"} & after
+
+
+@pytest.mark.usefixtures("logs_workspace")
+def test_runs_list_with_no_live_run_looks_for_no_process(tmp_path: Path) -> None:
+    """The quick path asks whether a live run's orchestrating process is gone; with no live run
+    there is no process to look for, nor its module (which imports subprocess) to import."""
+    (after,) = loaded_after(tmp_path / "home", ["runs", "list"])
+    assert "wharf.cli.quick_reads" in after
+    assert not {"wharf.store.process_identity", "sqlalchemy", "httpx"} & after

@@ -364,12 +364,14 @@ def _needs_sweep(conn: sqlite3.Connection) -> bool:
     """Whether a run's orchestrating process is gone: its heartbeat deadline passed, or it ran
     on this machine and died (one read of the live runs, ``wharf.store.process_identity``). The
     sweep itself is the normal path's (``wharf.store.lost_runs``)."""
-    from wharf.store.process_identity import is_gone
-
     try:
         rows = conn.execute(_LIVE_RUNS).fetchall()
     except sqlite3.Error:
         return True
+    if not rows:
+        return False  # no process to look for (its module imports subprocess and socket)
+    from wharf.store.process_identity import is_gone
+
     now = datetime.now(UTC)
     return any(
         _time(deadline) < now or is_gone(host, pid, start) for host, pid, start, deadline in rows
