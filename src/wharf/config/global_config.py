@@ -3,13 +3,16 @@
 ``<home>/config.json`` (``WHARF_HOME`` moves everything; tests use it).
 
 Invariants: every value resolves as explicit argument > environment variable > user config
-file > default; the config file can hold a bearer credential, so it is written 0600 in a 0700
-home, atomically, never readable by others even briefly (:func:`write_private_file`).
+file > default; a numeric value is finite and within what it feeds (else refused in one line
+naming where it came from and the range); the config file can hold a bearer credential, so it
+is written 0600 in a 0700 home, atomically, never readable by others even briefly
+(:func:`write_private_file`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tempfile
@@ -19,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from wharf.config.liveness import LONGEST_HEARTBEAT_INTERVAL_SECONDS
 from wharf.core.errors import InputError
 
 SERVER_URL_ENV = "WHARF_SERVER_URL"
@@ -28,6 +32,10 @@ API_KEY_ENV = "WHARF_API_KEY"
 PRIVATE_DIRECTORY_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 """The config file may hold a credential (``api_key``): it and its directory are the owner's."""
+
+LARGEST_LOCAL_STEP_SLOTS = 2**31 - 1
+"""The most ``WHARF_LOCAL_STEP_SLOTS`` may be: the embedded Resource Manager stores it as the
+``local`` pool's concurrency limit, a 32-bit column (``MAX_STORED_INT`` of its pools)."""
 
 LOGGING_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING_FORMATS = ("text", "json")
@@ -48,7 +56,8 @@ class WharfConfig(BaseModel):
     """The project pipelines run in and the client works in (``WHARF_PROJECT``, ``wharf login
     --project``); None: the default project."""
     heartbeat_interval: float = 15.0
-    """Seconds between a running step's heartbeats (``WHARF_HEARTBEAT_INTERVAL``)."""
+    """Seconds between a running step's heartbeats (``WHARF_HEARTBEAT_INTERVAL``): more than 0,
+    at most ``wharf.config.liveness.LONGEST_HEARTBEAT_INTERVAL_SECONDS``."""
     resource_manager: str = "embedded"
     """``embedded`` (in-process, in the store's database) or ``none``
     (``WHARF_RESOURCE_MANAGER``)."""
@@ -204,6 +213,7 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         local_step_slots=_optional_int(
             pick("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"),
             origin("local_step_slots", "WHARF_LOCAL_STEP_SLOTS"),
+            LARGEST_LOCAL_STEP_SLOTS,
         ),
         logging_verbosity=_choice(
             pick("logging_verbosity", "WHARF_LOGGING_VERBOSITY"),
@@ -219,6 +229,8 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
         heartbeat_interval=_positive_float(
             pick("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL", 15.0),
             origin("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL"),
+            "seconds",
+            LONGEST_HEARTBEAT_INTERVAL_SECONDS,
         ),
         code_archive_limit_mib=_positive_float(
             pick("code_archive_limit_mib", "WHARF_CODE_ARCHIVE_LIMIT_MIB", 64.0),
@@ -246,23 +258,39 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> Any:
     raise InputError(f"{name} must be one of {', '.join(choices)}, not '{value}'.")
 
 
-def _optional_int(value: Any, name: str) -> int | None:
+def _optional_int(value: Any, name: str, largest: int) -> int | None:
+    """``value`` as a whole number from 1 to ``largest``; None if unset. A fraction, a truth
+    value, infinity or NaN (a JSON config file may hold any) is refused, not rounded."""
     if value is None or value == "":
         return None
-    try:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a whole number, not '{value}'.") from None
-    if number < 1:
-        raise InputError(f"{name} must be at least 1, not {value}.")
+    elif isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+    if number is None or not 1 <= number <= largest:
+        raise InputError(f"{name} must be a whole number from 1 to {largest}, not '{value}'.")
     return number
 
 
-def _positive_float(value: Any, name: str, unit: str = "seconds") -> float:
+def _positive_float(
+    value: Any, name: str, unit: str = "seconds", largest: float = math.inf
+) -> float:
+    """``value`` as a finite number greater than 0 and at most ``largest``. NaN, infinity and
+    truth values are refused (``float()`` takes ``nan``, ``inf`` and ``True``)."""
+    allowed = "greater than 0" + ("" if largest == math.inf else f" and at most {largest}")
+    refusal = f"{name} must be a finite number of {unit} {allowed}, not '{value}'."
+    if isinstance(value, bool):
+        raise InputError(refusal)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number of {unit}, not '{value}'.") from None
-    if number <= 0:
-        raise InputError(f"{name} must be positive, not {value}.")
+        raise InputError(refusal) from None
+    if not (math.isfinite(number) and 0 < number <= largest):
+        raise InputError(refusal)
     return number

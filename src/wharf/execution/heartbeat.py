@@ -1,13 +1,13 @@
 """The heartbeat worker: a thread per running step that tells the store the step is alive.
 
 Owns :class:`HeartbeatWorker`, :class:`HeartbeatScheduler` (many steps' beats from one
-thread), :func:`beat_on_signal` (a step process beats at once on its orchestrator's signal)
-and the liveness timeout (:func:`liveness_timeout_for`). Invariants: a step keeps
-beating until its final status is recorded (the owner calls ``stop()`` only then), even when
-asked to stop, unless the store refused its credential (a revoked API key: beating again
-cannot succeed); ``on_stop`` and ``on_refused`` are each called at most once; a failed beat
-never costs the step its liveness window. Time is injected (``wait(seconds) -> bool``), so
-tests need no real sleeps.
+thread) and :func:`beat_on_signal` (a step process beats at once on its orchestrator's signal);
+the liveness timeout is ``wharf.config.liveness``'s (:func:`liveness_timeout_for`, importable
+from here too). Invariants: a step keeps beating until its final status is recorded (the owner
+calls ``stop()`` only then), even when asked to stop, unless the store refused its credential (a
+revoked API key: beating again cannot succeed); ``on_stop`` and ``on_refused`` are each called
+at most once; a failed beat never costs the step its liveness window. Time is injected
+(``wait(seconds) -> bool``), so tests need no real sleeps.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from types import FrameType
 
+from wharf.config.liveness import liveness_timeout_for as liveness_timeout_for  # noqa: PLC0414
 from wharf.core.errors import CredentialsRefusedError
 from wharf.execution.outages import refused
 from wharf.store.answers import HeartbeatResponse
@@ -44,13 +45,6 @@ a step's process has no terminal (its own session) to send it a real one."""
 def stops_with_run(environ: Mapping[str, str]) -> bool:
     """Whether a step process with ``environ`` stops when its run stops gracefully."""
     return environ.get(FINISH_ON_RUN_STOP_ENV, "").strip() != "1"
-
-
-def liveness_timeout_for(interval: float) -> float:
-    """How long the store waits for the next beat before declaring the step lost: four
-    missed regular beats plus a second of slack, so transient store errors (retried sooner
-    than the interval) never fail a healthy step."""
-    return 5 * interval + 1.0
 
 
 def startup_allowance_granted(record: StepRunRecord, interval: float) -> bool:
