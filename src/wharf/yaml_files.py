@@ -70,7 +70,9 @@ def load_mapping(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InputError(f"Cannot read {path}: {exc.strerror}.") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text (at byte {exc.start + 1}).") from None
+        raise InputError(
+            f"{path} is not UTF-8 text (at byte {exc.start + 1}). Save it as UTF-8 and try again."
+        ) from None
     data = parse_yaml(text, str(path))
     if isinstance(data, dict):
         return data

@@ -6,7 +6,7 @@ Invariants: every value resolves as explicit argument > environment variable > u
 file > default; a numeric value is finite and within what it feeds (else refused in one line
 naming where it came from and the range); the config file can hold a bearer credential, so it
 is written 0600 in a 0700 home, atomically, never readable by others even briefly
-(:func:`write_private_file`).
+(:func:`write_private_file`); one that is not UTF-8 JSON is refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -106,9 +106,21 @@ def read_user_config(home: Path) -> dict[str, Any]:
     if mode & 0o077:  # readable by others (0644): it may hold a credential
         _tighten(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"Cannot read Wharf config file {path}: {exc}") from exc
+        text = path.read_bytes().decode("utf-8-sig")  # a byte order mark from an editor is fine
+    except OSError as exc:
+        raise InputError(f"Cannot read Wharf config file {path}: {exc.strerror}.") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"Wharf config file {path} is not valid UTF-8 text (at byte {exc.start + 1}): "
+            "fix it, or delete it and log in again."
+        ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"Wharf config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}): fix it, or delete it and log in again."
+        ) from None
     if not isinstance(data, dict):
         raise InputError(f"Wharf config file {path} must hold a JSON object.")
     return data
