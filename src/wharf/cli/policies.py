@@ -17,7 +17,6 @@ import click
 
 from wharf.cli.output import OUTPUT_OPTION, paged
 from wharf.cli.resource_manager import (
-    Resources,
     echo_json,
     entries_by_name,
     load_yaml,
@@ -30,6 +29,7 @@ from wharf.cli.resource_manager import (
     split_assignment,
 )
 from wharf.cli.rm_names import find_policy
+from wharf.cli.rm_quantities import Resources, check_before_asking
 
 POLICY_FILE_HELP = """\b
 Policy file (-f FILE): YAML holding the policy's fields; options given as well are applied
@@ -184,26 +184,51 @@ def _apply_grants(
     grant with no per-resource figures (file form: ``grants: [{class: h100, resources: {GPU:
     {reserved: 2}}}]``). On ``update`` they edit the current grants.
     """
-    from wharf.core.errors import InputError
-
     for grant in grants.values():  # file or current grants: resource names as the RM knows
         found = grant.get("resources")
         if isinstance(found, dict):
             grant["resources"] = {res.descriptor(k).name: v for k, v in found.items()}
     for class_name in options["grants"]:
         grants.setdefault(class_name, {"class": class_name})
-    for field, texts in (("reserved", options["reserved"]), ("limit", options["limits"])):
-        for text in texts:
-            key, value = split_assignment(text, f"RESOURCE:CLASS=QUANTITY for --{field}")
-            resource, class_name = res.split_key(key)
-            if class_name is None:
-                raise InputError(f"--{field} needs a class: RESOURCE:CLASS=QUANTITY, got '{text}'.")
+    for field, option, read in _READERS:
+        for text in options[option]:
+            resource, class_name, quantity = read(res, text)
             grant = grants.setdefault(class_name, {"class": class_name})
             entries = dict(grant.get("resources") or {})
             entry = dict(entries.get(resource) or {})
-            entry[field] = res.quantity(resource, value, allow_unlimited=field == "limit")
+            entry[field] = quantity
             entries[resource] = entry
             grant["resources"] = entries
+
+
+def _read_share(res: Resources, text: str, field: str) -> tuple[str, str, int | None]:
+    """``--reserved`` / ``--limit RESOURCE:CLASS=QTY`` -> (resource, class, base units or None
+    for an unlimited limit)."""
+    from wharf.core.errors import InputError
+
+    key, value = split_assignment(text, f"RESOURCE:CLASS=QUANTITY for --{field}")
+    resource, class_name = res.split_key(key)
+    if class_name is None:
+        raise InputError(f"--{field} needs a class: RESOURCE:CLASS=QUANTITY, got '{text}'.")
+    return resource, class_name, res.quantity(resource, value, allow_unlimited=field == "limit")
+
+
+def _read_reserved(res: Resources, text: str) -> tuple[str, str, int | None]:
+    return _read_share(res, text, "reserved")
+
+
+def _read_limit(res: Resources, text: str) -> tuple[str, str, int | None]:
+    return _read_share(res, text, "limit")
+
+
+_READERS = (("reserved", "reserved", _read_reserved), ("limit", "limits", _read_limit))
+"""(grant field, option, reader) of the per-resource grant options."""
+
+
+def _check_shares(options: dict[str, Any]) -> None:
+    """Bad ``--reserved``/``--limit`` of the built-in kinds, refused before the RM is asked."""
+    for _, option, read in _READERS:
+        check_before_asking(options[option], read)
 
 
 def _fields(options: dict[str, Any], *, name_key: str) -> dict[str, Any]:
@@ -255,6 +280,7 @@ def create(ctx: click.Context, /, **options: Any) -> None:
     from wharf.resource_manager.domain import load
 
     body = _fields(options, name_key="name")
+    _check_shares(options)
     for field, how in (
         ("name", "a NAME"),
         ("pool", "--pool"),
@@ -286,6 +312,7 @@ def update(ctx: click.Context, /, name: str, **options: Any) -> None:
     if options["pool"]:
         raise InputError("A policy cannot move to another pool; create a new one.")
     body = _fields(options, name_key="rename")
+    _check_shares(options)
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)
         name = find_policy(rm, name).name

@@ -18,7 +18,6 @@ import click
 
 from wharf.cli.output import OUTPUT_OPTION, echo_fields, paged
 from wharf.cli.resource_manager import (
-    Resources,
     echo_json,
     entries_by_name,
     load_yaml,
@@ -31,6 +30,7 @@ from wharf.cli.resource_manager import (
     split_assignment,
 )
 from wharf.cli.rm_names import find_pool
+from wharf.cli.rm_quantities import Resources, check_before_asking
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import PoolAllocation
@@ -135,11 +135,9 @@ def apply_classes(
         if isinstance(capacity, dict):
             item["capacity"] = {res.descriptor(k).name: v for k, v in capacity.items()}
     for text in capacities:
-        key, value = split_assignment(text, "RESOURCE[:CLASS]=QUANTITY")
-        resource, class_name = res.split_key(key)
+        resource, class_name, quantity = read_capacity(res, text)
         target_name = class_name or DEFAULT_CLASS
         target = classes.setdefault(target_name, {"name": target_name})
-        quantity = res.quantity(resource, value, allow_unlimited=True)
         target["capacity"] = {**target.get("capacity", {}), resource: quantity}
     for option, field, texts in (
         ("--reclaimable", "reclaimable", reclaimable),
@@ -155,6 +153,13 @@ def apply_classes(
                 classes[class_name][field] = value if field == "reclaimable" else int(value)
             except ValueError:
                 raise InputError(f"{option}: '{value}' is not a whole number.") from None
+
+
+def read_capacity(res: Resources, text: str) -> tuple[str, str | None, int | None]:
+    """``--capacity RESOURCE[:CLASS]=QTY`` -> (resource, class or None, base units or None)."""
+    key, value = split_assignment(text, "RESOURCE[:CLASS]=QUANTITY")
+    resource, class_name = res.split_key(key)
+    return resource, class_name, res.quantity(resource, value, allow_unlimited=True)
 
 
 def _top_level(body: dict[str, Any], **values: Any) -> None:
@@ -193,6 +198,7 @@ def create(
     from wharf.resource_manager.domain import load
 
     body = load_yaml(file) if file else {}
+    check_before_asking(capacities, read_capacity)
     _top_level(
         body, name=name, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
     )
@@ -231,6 +237,7 @@ def update(
     from wharf.resource_manager.domain import load
 
     body = load_yaml(file) if file else {}
+    check_before_asking(capacities, read_capacity)
     _top_level(
         body, name=rename, rank=rank, concurrency_limit=concurrency_limit, fair_sharing=fair_sharing
     )

@@ -1,6 +1,6 @@
 """``wharf resource-manager serve | credential``, and what the ``pool``, ``policy`` and
-``request`` commands share: reaching the RM (:func:`open_rm`) and reading resource quantities
-(:class:`Resources`).
+``request`` commands share: reaching the RM (:func:`open_rm`) and reading what people type
+(resource quantities: :mod:`wharf.cli.rm_quantities`).
 
 Invariant: every command makes at most one change, so a refused command changed nothing.
 """
@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from wharf.cli.rm_quantities import Resources
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from wharf.resource_manager.contract import ResourceManagerClient
-    from wharf.resource_manager.domain import ResourceDescriptor
 
 DEFAULT_PORT = 8238
 MIN_ADMIN_KEY_LENGTH = 16
@@ -28,7 +29,6 @@ MIN_SECRET_LENGTH = 32
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_LEASE_SECONDS = 86400
 """``ApiSettings``' defaults, likewise."""
-UNLIMITED = ("unlimited", "inf", "none")
 
 
 # ----------------------------------------------------------------------------- reaching the RM
@@ -191,63 +191,9 @@ def split_assignment(text: str, what: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-class Resources:
-    """The RM's descriptors, for resolving names and quantities typed by a person.
-
-    Quantities are read exactly as the RM reads them (``64`` is 64 of the resource's default
-    unit: 64 CPU; ``512GiB``; ``500mCPU``), so unknown units, negative or fractional quantities
-    fail here, before anything is sent. Resource names match descriptors exactly or, failing
-    that, case-insensitively (``gpu`` is ``GPU``).
-    """
-
-    def __init__(self, descriptors: Sequence[ResourceDescriptor]) -> None:
-        self._by_name = {d.name: d for d in descriptors}
-
-    def descriptor(self, name: str) -> ResourceDescriptor:
-        from wharf.core.errors import InputError
-
-        found = self._by_name.get(name)
-        if found is not None:
-            return found
-        folded = [d for d in self._by_name.values() if d.name.lower() == name.lower()]
-        if len(folded) == 1:
-            return folded[0]
-        known = ", ".join(sorted(self._by_name))
-        raise InputError(f"Unknown resource '{name}'; known resources: {known}.")
-
-    def split_key(self, key: str) -> tuple[str, str | None]:
-        """``RESOURCE[:CLASS]`` -> (descriptor name, class or None)."""
-        from wharf.core.errors import InputError
-
-        if ":" in key and key not in self._by_name:
-            resource, _, class_name = key.partition(":")
-            if not class_name.strip():
-                raise InputError(
-                    f"No class after ':' in '{key}'; write RESOURCE or RESOURCE:CLASS."
-                )
-            return self.descriptor(resource).name, class_name.strip()
-        return self.descriptor(key).name, None
-
-    def quantity(self, resource: str, text: str, *, allow_unlimited: bool = False) -> int | None:
-        """Base units of ``text`` for ``resource`` (None for ``unlimited`` where allowed)."""
-        from wharf.core.errors import InputError
-        from wharf.resource_manager.domain.units import parse_quantity
-
-        if text.lower() in UNLIMITED:
-            if allow_unlimited:
-                return None
-            raise InputError(f"A quantity of '{resource}' is needed here, not '{text}'.")
-        return parse_quantity(self.descriptor(resource), text)
-
-    def show(self, resource: str, base: int | None) -> str:
-        from wharf.resource_manager.domain.units import format_human
-
-        descriptor = self._by_name.get(resource)
-        return str(base) if descriptor is None else format_human(descriptor, base)
-
-
 def resources(client: ResourceManagerClient) -> Resources:
-    return Resources(client.descriptors.list())
+    """The RM's descriptors, asked for only when a name is not a built-in kind."""
+    return Resources(client.descriptors.list)
 
 
 # ----------------------------------------------------------------------------- output
