@@ -6,6 +6,7 @@ real store; a run's stack once that stack is deleted."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,41 +34,39 @@ from wharf.store.models import RunCreate, RunUpdate, SnapshotCreate
 def test_delete_a_stack_then_its_components(prod: Path) -> None:
     in_use = wharf("component", "delete", "orch", "--type", "orchestrator", "--yes")
     assert_one_line_error(in_use, "Component 'orch' (orchestrator) is used by stack(s) prod")
-    declined = subprocess.run(
-        [sys.executable, "-m", "wharf.cli.main", "stack", "delete", "prod"],
-        input="n\n",
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    declined = answered("n", "stack", "delete", "prod")
     assert declined.returncode != 0
     assert "Delete stack 'prod'?" in declined.stdout
     assert "prod" in stack_names()
     assert ok("stack", "delete", "prod", "-y") == "Deleted stack 'prod'.\n"
     assert "prod" not in stack_names()
-    confirmed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wharf.cli.main",
-            "component",
-            "delete",
-            "orch",
-            "-t",
-            "orchestrator",
-        ],
-        input="y\n",
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    confirmed = answered("y", "component", "delete", "orch", "-t", "orchestrator")
     assert confirmed.returncode == 0, confirmed.stderr
     assert confirmed.stdout.endswith("Deleted orchestrator 'orch'.\n")
     ok("component", "delete", "store", "--type", "artifact-store", "--yes")
     names = {(c["type"], c["name"]) for c in snapshot()[0]}
     assert names == {("orchestrator", "default"), ("artifact_store", "default")}
+
+
+def answered(answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``wharf ARGS`` on a terminal (a pseudo-terminal: without one the question is refused,
+    not asked) to which ``answer`` is typed."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, f"{answer}\n".encode())  # kept by the terminal until read
+        return subprocess.run(
+            [sys.executable, "-m", "wharf.cli.main", *args],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
 
 
 def stack_names() -> set[str]:

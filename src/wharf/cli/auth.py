@@ -16,7 +16,9 @@ from click.core import ParameterSource
 @click.command("login")
 @click.argument("url")
 @click.option("--username", "-u", help="Log in with this user's password (prompted).")
-@click.option("--password", help="The password (prompted when omitted).")
+@click.option(
+    "--password", help="The password (prompted when omitted; without a terminal, read from stdin)."
+)
 @click.option("--api-key", envvar="WHARF_API_KEY", help="Log in with a service account's API key.")
 @click.option("--project", help="Work in this project (default: the default project).")
 def login(
@@ -51,8 +53,7 @@ def login(
     if api_key:
         credential = api_key
     else:
-        username = username or click.prompt("Username")
-        password = password or click.prompt("Password", hide_input=True)
+        username, password = _asked(username, password)
         credential = login_with_password(url, username, password)
     me = whoami(url, credential)
     if project is not None:
@@ -67,6 +68,33 @@ def login(
     kind = "service account" if me.get("kind") == "service_account" else "user"
     where = f", project '{project}'" if project else ""
     click.echo(f"Logged in to {mask_credentials(url)} as {kind} '{me.get('name')}'{where}.")
+
+
+def _asked(username: str | None, password: str | None) -> tuple[str, str]:
+    """The username and password, prompted for on a terminal. With none (CI, a pipe), the
+    password is the first line of stdin (read without a prompt), and what is still missing is
+    refused in one line saying how to give it: nobody can answer a prompt there."""
+    import sys
+
+    stdin = sys.stdin
+    if stdin is not None and stdin.isatty():
+        username = username or click.prompt("Username")
+        return username, password or click.prompt("Password", hide_input=True)
+    from wharf.core.errors import InputError
+
+    if not username:
+        raise InputError(
+            "No terminal to ask the username on: give --username NAME (and --password PASSWORD "
+            "or the password on stdin), or --api-key KEY (or WHARF_API_KEY) for a service account."
+        )
+    if not password:
+        password = (stdin.readline() if stdin is not None else "").rstrip("\r\n")
+    if not password:
+        raise InputError(
+            "No terminal to ask the password on: give --password PASSWORD, or the password as "
+            "the first line of stdin (e.g. wharf login URL -u NAME < password-file)."
+        )
+    return username, password
 
 
 @click.command("logout")

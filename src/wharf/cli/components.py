@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from wharf.cli.confirm import YES_OPTION, confirm
 from wharf.cli.output import OUTPUT_OPTION, emit, paged
 from wharf.core.enums import ComponentType
 
@@ -69,7 +70,7 @@ def component() -> None:
 )
 @config_option(
     "A configuration value (repeatable); parsed as JSON when it parses, else kept as text. "
-    "A local artifact store's `path` defaults to the configured artifact root."
+    "A local artifact store's 'path' defaults to the configured artifact root."
 )
 def register_component(name: str, type_: str, flavor: str, config: tuple[str, ...]) -> None:
     """Register a stack component NAME."""
@@ -134,7 +135,7 @@ def _shown(configuration: dict[str, Any]) -> str:
     metavar="TYPE",
     help=f"One of: {COMPONENT_TYPES}; needed only when several types use NAME.",
 )
-@config_option("A configuration value to set (repeatable), parsed like `register`'s.")
+@config_option("A configuration value to set (repeatable), parsed as for 'register'.")
 @click.option(
     "--remove", "-r", multiple=True, metavar="KEY", help="A configuration key to drop (repeatable)."
 )
@@ -172,7 +173,7 @@ def update_component(
     metavar="TYPE",
     help=f"One of: {COMPONENT_TYPES}; needed only when several types use NAME.",
 )
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@YES_OPTION
 def delete_component(name: str, type_: str | None, yes: bool) -> None:
     """Delete stack component NAME (a name, id or id prefix; of type TYPE when several types use
     the name); refused while a stack uses it."""
@@ -187,7 +188,6 @@ def delete_component(name: str, type_: str | None, yes: bool) -> None:
             found = stacks.find_any_component(workspace, name)
         else:
             found = stacks.find_component(workspace, component_type, name)
-        if not yes:
-            click.confirm(f"Delete {found.type.value} '{found.name}'?", abort=True)
+        confirm(f"Delete {found.type.value} '{found.name}'?", yes=yes)
         record = stacks.delete_component(workspace, found.name, found.type)
     click.echo(f"Deleted {record.type.value} '{record.name}'.")

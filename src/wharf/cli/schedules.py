@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from wharf.cli.confirm import YES_OPTION, confirm
 from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
 
 if TYPE_CHECKING:
@@ -125,15 +126,14 @@ def _orchestrator_of(
 
 @schedule.command("delete")
 @click.argument("name_or_id")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@YES_OPTION
 def delete_schedule(name_or_id: str, yes: bool) -> None:
     """Delete schedule NAME_OR_ID; the runs it started stay."""
     from wharf.sdk.client import Client
 
     with Client() as client:
         record = client.get_schedule(name_or_id)
-        if not yes:
-            click.confirm(f"Delete schedule '{record.name}'?", abort=True)
+        confirm(f"Delete schedule '{record.name}'?", yes=yes)
         found = _orchestrator_of(client, record)
         if found is not None and found[0].schedules_runs:
             _delete_on_platform(client, record, *found)

@@ -15,6 +15,7 @@ import os
 import click
 
 from wharf.cli.components import COMPONENT_COLUMNS
+from wharf.cli.confirm import YES_OPTION, confirm
 from wharf.cli.output import OUTPUT_OPTION, emit, emit_one, paged
 
 ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
@@ -63,7 +64,7 @@ def register_stack(
 @paged
 @OUTPUT_OPTION
 def list_stacks(page: int, size: int, output: str) -> None:
-    """List stacks, newest first; `*` marks the active one."""
+    """List stacks, newest first; '*' marks the active one."""
     from contextlib import closing
 
     from wharf.sdk import stacks
@@ -136,7 +137,7 @@ def show_stack(name: str | None, output: str) -> None:
 
 @stack.command("delete", short_help="Delete a stack (its components are kept).")
 @click.argument("name")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@YES_OPTION
 def delete_stack(name: str, yes: bool) -> None:
     """Delete stack NAME (a name, id or id prefix; its components are kept); refused for the
     active stack and while a run of it is unfinished or a schedule uses it."""
@@ -147,7 +148,6 @@ def delete_stack(name: str, yes: bool) -> None:
 
     with closing(Workspace.open()) as workspace:
         record = stacks.stack_to_delete(workspace, name)  # refusals come before the prompt
-        if not yes:
-            click.confirm(f"Delete stack '{record.name}'?", abort=True)
+        confirm(f"Delete stack '{record.name}'?", yes=yes)
         stacks.delete_stack(workspace, record.name)
     click.echo(f"Deleted stack '{record.name}'.")
