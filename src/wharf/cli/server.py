@@ -5,7 +5,10 @@
 also finding a foreground server on the default (or given) port. Options also come from
 ``WHARF_SERVER_*`` environment variables.
 
-Invariants: ``serve`` starts serving only on a database it could open (else one line says why);
+Invariants: ``serve`` starts serving only on a database it could open (else one line says why)
+and with an ``--admin-username`` that can log in (it has a password or an external identity,
+or one is given or typed at a terminal; else one line says how to give it); a number of seconds
+is finite and within its bounds;
 ``up`` hands secrets (signing key, passwords, the RM token) to the background process
 through its environment, never its command line, which other users of the machine can read.
 """
@@ -14,12 +17,40 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    from wharf.store.account_ports import CredentialRepository
+    from wharf.store.ports import UserRepository
+
 DEFAULT_PORT = 8237
 RM_CHECK_TIMEOUT_SECONDS = 5.0
+MAX_ACCESS_TOKEN_TTL_SECONDS = 30 * 86400  # ServerSettings.access_token_ttl_seconds' bound
+
+
+class Seconds(click.FloatRange):
+    """A finite number of seconds within ``min``..``max``; anything else (a word, ``nan``, which
+    click's FloatRange lets through since every comparison with it is false, ``inf``, a number
+    out of bounds) fails with one message naming the option and its bounds."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        low = -math.inf if self.min is None else self.min
+        high = math.inf if self.max is None else self.max
+        if not (math.isfinite(number) and low <= number <= high):
+            bounds = f", at least {low:.0f}" if self.max is None else f" between {low:.0f}"
+            bounds += "" if self.max is None else f" and {high:.0f}"
+            self.fail(f"must be a finite number of seconds{bounds}, not {value!r}", param, ctx)
+        return number
 
 
 def _server_options(func: Any) -> Any:
@@ -83,7 +114,7 @@ def _server_options(func: Any) -> Any:
         ),
         click.option(
             "--access-token-ttl",
-            type=click.FloatRange(min=1),
+            type=Seconds(min=1, max=MAX_ACCESS_TOKEN_TTL_SECONDS),
             default=3600.0,
             show_default=True,
             help="Seconds an access token stays valid.",
@@ -105,6 +136,12 @@ def _home() -> Path:
     from wharf.config.global_config import load_config
 
     return load_config().home
+
+
+def _store_url() -> str:
+    from wharf.config.global_config import load_config
+
+    return load_config().store_url
 
 
 def _secret(home: Path, given: str | None) -> str:
@@ -158,6 +195,50 @@ def _check_admin(username: str | None, password: str | None) -> None:
             f"needs {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
             param_hint="'--admin-password'",
         )
+
+
+def _admin_password(
+    db_url: str, username: str | None, password: str | None, external: str | None
+) -> str | None:
+    """The bootstrap admin's password: ``password`` if given; else None when none is needed
+    (no admin, or one that can log in already: it has a password or an external identity, or
+    an identity provider may link it); else the one typed at a terminal; else InputError saying
+    how to give it (the server would start with an admin no one can log in as)."""
+    if not username or password is not None or external:
+        return password
+    from wharf.store.sql.server_stores import open_server_stores
+
+    stores = open_server_stores(db_url)
+    try:
+        if _can_log_in(stores.store.users, stores.accounts.credentials, username):
+            return None
+    finally:
+        stores.close()
+    import sys
+
+    if not sys.stdin.isatty():
+        from wharf.core.errors import InputError
+
+        raise InputError(
+            f"Admin '{username}' has no password: give it in WHARF_SERVER_ADMIN_PASSWORD (or "
+            "--admin-password), or start the server at a terminal to be asked for it."
+        )
+    typed: str = click.prompt(
+        f"Password of admin '{username}'", hide_input=True, confirmation_prompt=True
+    )
+    _check_admin(username, typed)
+    return typed
+
+
+def _can_log_in(users: UserRepository, credentials: CredentialRepository, username: str) -> bool:
+    """Whether user ``username`` exists and has a password or an external identity."""
+    from wharf.core.errors import EntityNotFoundError
+
+    try:
+        credential = credentials.get(users.get_by_name(username).id)
+    except EntityNotFoundError:
+        return False
+    return credential.password_hash is not None or credential.external_id is not None
 
 
 def _check_resource_manager(url: str | None, token: str | None) -> None:
@@ -249,8 +330,12 @@ def serve(
     if resource_manager_url and resource_manager_token:
         _check_rm_token(resource_manager_url, resource_manager_token)
     config = load_config()
+    database_url = db_url or config.store_url
+    admin_password = _admin_password(
+        database_url, admin_username, admin_password, introspection_url
+    )
     settings = ServerSettings(
-        database_url=db_url or config.store_url,
+        database_url=database_url,
         secret_key=_secret(config.home, secret_key),
         admin_username=admin_username,
         admin_password=admin_password,
@@ -271,7 +356,7 @@ def serve(
 @_server_options
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=Seconds(min=1),
     default=60.0,
     show_default=True,
     help="Seconds to wait for the server to answer before giving up.",
@@ -298,6 +383,9 @@ def up(
     _check_admin(admin_username, admin_password)
     _check_resource_manager(resource_manager_url, resource_manager_token)
     home = _home()
+    admin_password = _admin_password(
+        db_url or _store_url(), admin_username, admin_password, introspection_url
+    )
     args = ["--host", host, "--port", str(port), "--workers", str(workers)]
     args += ["--access-token-ttl", str(access_token_ttl), "--log-level", log_level]
     if artifact_root:
