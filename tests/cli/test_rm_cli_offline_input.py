@@ -1,8 +1,8 @@
 """``wharf pool | policy create | update`` with an unreachable Resource Manager, as real
-subprocesses: a bad quantity of a built-in kind (CPU, memory, GPU) is refused at once with the
-words it always had, without a network call (it was the RM's seconds of retries ending in
-'unreachable'); a quantity of a custom kind still needs the RM's registry, so it still says
-the RM is unreachable."""
+subprocesses: a bad quantity of a built-in kind (CPU, memory, GPU), inline or in a create
+file, is refused at once with the words it always had, without a network call (it was the RM's
+seconds of retries ending in 'unreachable'); a quantity of a custom kind still needs the RM's
+registry, so it still says the RM is unreachable."""
 
 from __future__ import annotations
 
@@ -64,3 +64,29 @@ def test_a_bad_quantity_of_a_built_in_kind_is_refused_without_the_rm(
 def test_a_custom_kind_still_asks_the_rm_which_is_unreachable(env: dict[str, str]) -> None:
     result = run("pool", "create", "x", "-c", "cpu=8", "-c", "license:a=2", env=env)
     assert_one_line_error(result, f"The Resource Manager at {env['WHARF_RM_URL']} is unreachable")
+
+
+BAD_FILES: list[tuple[str, str, str]] = [
+    (
+        "pool",
+        "name: x\nclasses: [{name: a, capacity: {GPU: 2, Memory: 2zz}}]\n",
+        "Unknown unit 'zz' for resource 'memory'",
+    ),
+    (
+        "policy",
+        "name: y\npool: p\nsubject_selector: {subject_type: project}\n"
+        "grants: [{class: a, resources: {gpu: {reserved: '1', limit: '1.5'}}}]\n",
+        "Quantity '1.5' of resource 'GPU' is not a whole number of GPU.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "text", "fragment"), BAD_FILES, ids=["pool", "policy"])
+def test_a_bad_quantity_of_a_built_in_kind_in_a_file_is_refused_without_the_rm(
+    command: str, text: str, fragment: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    path = tmp_path / "body.yaml"
+    path.write_text(text)
+    result = run(command, "create", "-f", str(path), env=env)
+    assert_one_line_error(result, fragment)
+    assert "unreachable" not in result.stderr

@@ -29,7 +29,7 @@ from wharf.cli.resource_manager import (
     split_assignment,
 )
 from wharf.cli.rm_names import find_policy
-from wharf.cli.rm_quantities import Resources, check_before_asking
+from wharf.cli.rm_quantities import Resources, check_before_asking, check_quantities
 
 POLICY_FILE_HELP = """\b
 Policy file (-f FILE): YAML holding the policy's fields; options given as well are applied
@@ -292,7 +292,14 @@ def create(ctx: click.Context, /, **options: Any) -> None:
         grants = _grant_list(body.get("grants"))
         _apply_grants(resources(rm), grants, options)
         body["grants"] = list(grants.values())
-        _show(rm, rm.policies.create(load(PolicyCreate, body)), options["output"])
+        spec = load(PolicyCreate, body)
+        check_quantities(
+            (resource, value)
+            for grant in spec.grants
+            for resource, entry in grant.resources.items()
+            for value in (entry.reserved, entry.limit, entry.default_value)
+        )
+        _show(rm, rm.policies.create(spec), options["output"])
 
 
 @policy.command("update", epilog=POLICY_FILE_HELP)

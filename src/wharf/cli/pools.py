@@ -30,7 +30,7 @@ from wharf.cli.resource_manager import (
     split_assignment,
 )
 from wharf.cli.rm_names import find_pool
-from wharf.cli.rm_quantities import Resources, check_before_asking
+from wharf.cli.rm_quantities import Resources, check_before_asking, check_quantities
 
 if TYPE_CHECKING:
     from wharf.resource_manager.contract.models import PoolAllocation
@@ -206,7 +206,9 @@ def create(
         classes = _by_name(body.get("classes"))
         apply_classes(resources(rm), classes, capacities, reclaimable, class_rank)
         body["classes"] = list(classes.values())
-        created = rm.pools.create(load(PoolCreate, body))
+        spec = load(PoolCreate, body)
+        check_quantities((r, v) for c in spec.classes for r, v in c.capacity.items())
+        created = rm.pools.create(spec)
         _show(rm, created, output)
 
 

@@ -3,8 +3,9 @@
 
 Invariant: the built-in kinds (``CPU``, ``memory``, ``GPU``) are resolved and parsed here, never
 by asking the RM (its stock descriptors are read-only and no custom resource may be named like
-them), so :func:`check_before_asking` refuses bad input of them before any network call; every
-other name is the RM's registry's to answer, so an unknown resource is still its answer.
+them), so :func:`check_before_asking` and :func:`check_quantities` refuse bad input of them
+before any network call; every other name is the RM's registry's to answer, so an unknown
+resource is still its answer.
 """
 
 from __future__ import annotations
@@ -130,3 +131,15 @@ def check_before_asking(texts: Iterable[str], read: Callable[[Resources, str], o
             read(local, text)
         except RegistryNeededError:
             continue
+
+
+def check_quantities(quantities: Iterable[tuple[str, object]]) -> None:
+    """(resource, value) pairs of a validated pool or policy body, refused here with the RM's
+    words if it would refuse them: a string quantity (it carries a unit; the RM converts it)
+    of a built-in kind. Other values and resources are the RM's to check."""
+    from wharf.resource_manager.domain.units import parse_quantity
+
+    for resource, value in quantities:
+        stock = _stock(resource)
+        if stock is not None and stock.name == resource and isinstance(value, str):
+            parse_quantity(stock, value)
