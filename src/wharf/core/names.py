@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from wharf.core.errors import InputError
+from wharf.core.ids import parse_uuid
 
 MAX_NAME_LENGTH = 255
 """Longest stored name (the store's name columns)."""
@@ -76,9 +77,11 @@ def account_name(value: str, what: str) -> str:
     """``value`` as the name of a new ``what`` ("user", "project", "service account"), or
     InputError: the stored-name rule (:func:`normalize_name`), then letters (with their marks),
     digits and ``. _ - @`` only (no spaces, slashes or other punctuation: such names are typed
-    in commands and logins), starting with a letter or digit; and nothing that passes for
-    another name (:func:`_look_alike`). Only creation checks it: accounts named before the rule
-    keep working, since lookups use :func:`lookup_form`."""
+    in commands and logins), starting with a letter or digit; nothing that passes for another
+    name (:func:`_look_alike`); and no UUID in any spelling :func:`uuid.UUID` reads (commands
+    resolve an account by id first, so such a name would reach another account). Only creation
+    checks it: accounts named before the rule keep working, since lookups use
+    :func:`lookup_form`."""
     name = normalize_name(value, what)
     bad = next((c for c in name if not (_word_char(c) or c in ACCOUNT_NAME_PUNCTUATION)), None)
     if bad is not None or unicodedata.category(name[0])[0] not in "LN":
@@ -90,6 +93,11 @@ def account_name(value: str, what: str) -> str:
     problem = _look_alike(name)
     if problem is not None:
         raise InputError(f"A {what} name {problem}: {_shortened(name)}.")
+    if parse_uuid(name) is not None:
+        raise InputError(
+            f"A {what} name must not be a UUID (commands take a {what}'s id or name, and an id "
+            f"is looked up first, so the name could not be reached): {_shortened(name)}."
+        )
     return name
 
 
