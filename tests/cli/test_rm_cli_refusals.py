@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,12 +59,36 @@ def test_a_known_pool_is_still_confirmed_before_deletion(
     pool = {"name": "gpus", "classes": [{"name": "a100", "capacity": {"GPU": 2}}]}
     with embedded_rm(env, monkeypatch) as rm:
         rm.pools.create(PoolCreate.model_validate(pool))
-    declined = run("pool", "delete", "gpus", env=env, stdin="n\n")
+    unasked = run("pool", "delete", "gpus", env=env, stdin="y\n")  # no terminal to ask on
+    assert_one_line_error(unasked, "there is no terminal to answer on; add --yes to confirm")
+    declined = at_a_terminal(("pool", "delete", "gpus"), env, "n")
     assert "Delete pool 'gpus' and its policies?" in declined.stdout
     assert declined.returncode != 0
     with embedded_rm(env, monkeypatch) as rm:
         assert "gpus" in [p.name for p in rm.pools.list()]
-    assert "Deleted pool 'gpus'" in run("pool", "delete", "gpus", env=env, stdin="y\n").stdout
+    assert "Deleted pool 'gpus'" in at_a_terminal(("pool", "delete", "gpus"), env, "y").stdout
+
+
+def at_a_terminal(
+    args: tuple[str, ...], env: dict[str, str], answer: str
+) -> subprocess.CompletedProcess[str]:
+    """``wharf ARGS`` with a pseudo-terminal as its stdin, to which ``answer`` is typed (without
+    a terminal a question is refused, not asked)."""
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, f"{answer}\n".encode())  # kept by the terminal until read
+        return subprocess.run(
+            [sys.executable, "-m", "wharf.cli.main", *args],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
 
 
 def test_a_priority_with_the_priority_lane_is_refused(

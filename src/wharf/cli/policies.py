@@ -408,8 +408,9 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)
         name = find_policy(rm, name).name  # an unknown name is said before asking to confirm
-        if not yes:
-            click.confirm(f"Delete policy '{name}'?", abort=True)
+        from wharf.cli.confirm import confirm
+
+        confirm(f"Delete policy '{name}'?", yes=yes)
         rm.policies.delete(name)
     click.echo(f"Deleted policy '{name}'.")
 

@@ -320,8 +320,9 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)
         name = find_pool(rm, name).name  # an unknown name is said before asking to confirm
-        if not yes:
-            click.confirm(f"Delete pool '{name}' and its policies?", abort=True)
+        from wharf.cli.confirm import confirm
+
+        confirm(f"Delete pool '{name}' and its policies?", yes=yes)
         rm.pools.delete(name)
     click.echo(f"Deleted pool '{name}'.")
 
