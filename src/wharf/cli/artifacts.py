@@ -70,7 +70,10 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
     if name is not None and total == 0:  # a part of a name, or a typo: say which it may be
         similar = read(lambda r: _similar_names(r, name))
         if similar:
-            click.echo(f"No artifact named '{name}'; {_did_you_mean(similar)}", err=True)
+            from wharf.cli.error_text import shown_value
+
+            shown = shown_value(name)
+            click.echo(f"No artifact named '{shown}'; {_did_you_mean(similar)}", err=True)
 
 
 @artifacts.command("load", short_help="Print (or write to a file) an artifact version's value.")
@@ -79,7 +82,7 @@ def list_artifacts(name: str | None, versions: bool, page: int, size: int, outpu
     "--version",
     "number",
     type=click.IntRange(min=1),
-    help="The version number (as `wharf artifacts list --versions` shows); default: the latest.",
+    help="The version number (as 'wharf artifacts list --versions' shows); default: the latest.",
 )
 @click.option(
     "--out",
@@ -91,7 +94,7 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     a str as it is, any other value in its pprint form; with --out, write it to a new file
     (bytes as they are, a str as UTF-8 text, other values in their printed form, a big numpy
     array or pandas table with every item). NAME is an artifact's name
-    (PIPELINE::STEP::OUTPUT, as `wharf artifacts list` shows), its id or id prefix, or the id
+    (PIPELINE::STEP::OUTPUT, as 'wharf artifacts list' shows), its id or id prefix, or the id
     (prefix) of one artifact version."""
     from wharf.artifacts.materializers.registry import ScriptClassError, UnresolvedClassError
     from wharf.core.errors import MaterializationError

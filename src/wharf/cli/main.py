@@ -5,7 +5,9 @@ Invariants: ``wharf --help`` loads neither the engine nor SQLAlchemy (groups are
 invoked), and no group's help loads pydantic or the store (``tests/cli/test_cli_imports.py``).
 Every ``WharfError`` (and invalid input) is printed as one line on stderr with exit code 1, never
 a traceback (a server's refusal of no credential at all says how to log in; wording it imports
-nothing where no server was asked); a usage error is one line too (exit code 2).
+nothing where no server was asked); a usage error is one line too (exit code 2). A value the
+message quotes is escaped and shortened (:mod:`wharf.cli.error_text`). Ctrl-C ends any command
+with exit code 130 and no message.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Create, list and revoke service account keys.",
     ),
 }
+
+INTERRUPTED = 130
+"""The exit code of a command the user interrupted (Ctrl-C), as a shell and a pipeline's own
+process report it."""
 
 SHORT_LIVED = frozenset(
     {"runs", "steps", "pipelines", "artifacts", "stack", "component", "pool", "policy", "request"}
@@ -123,6 +129,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _run(argv: list[str] | None) -> Any:
+    from wharf.cli.error_text import one_line_values
     from wharf.core.errors import WharfError
 
     # A password prompt with no terminal (CI, a piped password) says "Warning: Password input
@@ -132,27 +139,30 @@ def _run(argv: list[str] | None) -> Any:
         return cli.main(args=argv, prog_name="wharf", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("Aborted.", err=True)
+    except click.Abort as exc:
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):  # Ctrl-C
+            if exc.__cause__ is None:  # at a prompt: end its line (click did, elsewhere)
+                click.echo(err=True)
+            sys.exit(INTERRUPTED)
+        click.echo("Aborted.", err=True)  # a prompt's input ended (EOF)
         sys.exit(1)
     except click.UsageError as exc:
         if _is_help(exc):  # a group called without a command: its help, as click prints it
             exc.show()
         else:
-            click.echo(f"Error: {usage_error_line(exc)}", err=True)
+            click.echo(f"Error: {one_line_values(usage_error_line(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"Error: {one_line_values(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except WharfError as exc:
-        click.echo(f"Error: {_not_logged_in(exc) or exc}", err=True)
+        click.echo(f"Error: {one_line_values(_not_logged_in(exc) or str(exc))}", err=True)
         sys.exit(1)
     except ValueError as exc:  # pydantic validation of user input
-        click.echo(f"Error: {_one_line(exc)}", err=True)
+        click.echo(f"Error: {one_line_values(_one_line(exc))}", err=True)
         sys.exit(1)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt:  # outside click's own handling (e.g. while a group is imported)
+        sys.exit(INTERRUPTED)
 
 
 def _not_logged_in(exc: Exception) -> str | None:

@@ -29,10 +29,14 @@ OUTPUT_OPTION = click.option(
     help="Output format.",
 )
 
+MAX_PAGE = 1_000_000
+"""The last page a list asks for: the store's ``MAX_PAGE_INDEX`` (not imported: it would load
+pydantic for every list's options), so that a larger ``--page`` is refused naming the option."""
+
 PAGE_OPTIONS = (
     click.option(
         "--page",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, MAX_PAGE),
         default=1,
         show_default=True,
         help="Which page of results to show (from 1).",

@@ -46,8 +46,8 @@ def runs() -> None:
 def list_runs(pipeline: str | None, status: str | None, page: int, size: int, output: str) -> None:
     """List pipeline runs, newest first.
 
-    Each row names the stack the run ran on (``(deleted stack)`` once that stack is deleted,
-    as ``runs show`` says it), and the run's id by a short prefix that RUN arguments accept
+    Each row names the stack the run ran on ("(deleted stack)" once that stack is deleted,
+    as "wharf runs show" says it), and the run's id by a short prefix that RUN arguments accept
     (-o json gives the whole id)."""
     from wharf.cli.reads import read
     from wharf.cli.run_details import run_stacks
@@ -116,6 +116,7 @@ def show_run(run: str, output: str) -> None:
     from wharf.cli.run_details import allocations, gather
     from wharf.cli.run_view import render
 
+    _given(run)
     try:
         view = read(lambda reads: gather(reads, run))
     except EntityNotFoundError as exc:
@@ -158,6 +159,7 @@ def run_logs(run: str, follow: bool) -> None:
     from wharf.cli.run_logs import RunLogs
     from wharf.sdk.client import Client
 
+    _given(run)
     with Client() as client:
         try:
             logs = RunLogs(client, run, click.echo)
@@ -169,8 +171,12 @@ def run_logs(run: str, follow: bool) -> None:
             gc.enable()  # following may last hours: collect as long-running commands do
             try:
                 logs.follow()
-            except KeyboardInterrupt:
-                return  # Ctrl-C is how one stops following: no message, exit code 0
+            except KeyboardInterrupt:  # how one stops following: no message; as any Ctrl-C,
+                import sys
+
+                from wharf.cli.main import INTERRUPTED  # exit code 130
+
+                sys.exit(INTERRUPTED)
             from wharf.cli.run_logs import ended_line, no_output
 
             if not logs.printed_any:
@@ -206,6 +212,7 @@ def stop_run(run: str, force: bool) -> None:
     running the pipeline stops it the same way (a second Ctrl-C forces)."""
     from wharf.sdk.client import Client
 
+    _given(run)
     with Client() as client:
         try:
             record = client.stop_run(run, force=force)
@@ -236,6 +243,15 @@ def _running_steps(client: Client, run_id: UUID) -> list[str]:
     names = [step.name for step in found.items]
     more = found.total - len(names)
     return [*names, f"{more} more"] if more > 0 else names
+
+
+def _given(run: str) -> None:
+    """Refuse an empty RUN (``"$RUN"`` of an unset variable) as the embedded store does, before
+    a workspace server can name its request field instead."""
+    if not run.strip():
+        from wharf.core.ids import run_not_found
+
+        raise run_not_found(run, names_a_pipeline=False)
 
 
 def _not_a_run(given: str, error: EntityNotFoundError, client: Client | None = None) -> NoReturn:
