@@ -2,11 +2,12 @@
 server no one can use or a message naming an internal field: an ``--admin-username`` with no
 password for an admin that has none, when no terminal can ask for it; and a number of seconds
 that is not finite or out of bounds (``--access-token-ttl``, ``up --timeout``). An admin that
-has a password already restarts with its name alone. Real ``wharf`` processes, stdin not a
-terminal."""
+has a password already restarts with its name alone, and at a terminal the password is asked
+for. Real ``wharf`` processes (stdin not a terminal, or a pseudo-terminal)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,16 +24,19 @@ START_TIMEOUT = 60.0
 PASSWORD = "admin-password-1"
 
 
-def _serve(home: Path, db: Path, port: int, *args: str) -> subprocess.Popen[str]:
+def _serve(
+    home: Path, db: Path, port: int, *args: str, stdin: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "wharf.cli.main", "server", "serve", "--port", str(port)]
     command += ["--db-url", f"sqlite:///{db}", "--log-level", "warning", *args]
     return subprocess.Popen(
         command,
         env=_env(home),
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # no controlling terminal: the prompt reads its stdin
     )
 
 
@@ -54,6 +58,13 @@ def _started(process: subprocess.Popen[str], url: str) -> bool:
     """Whether the server answers at ``url`` (waits until it does, exits or the time is up)."""
     wait_until(lambda: _answers(url) or process.poll() is not None, timeout=START_TIMEOUT)
     return _answers(url)
+
+
+def _why(process: subprocess.Popen[str]) -> str:
+    """What a server that does not answer said, if it ended (a live one's stderr never ends)."""
+    if process.poll() is None or process.stderr is None:
+        return "the server is running but does not answer"
+    return process.stderr.read()
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -81,10 +92,40 @@ def test_an_admin_with_a_password_restarts_with_its_name_alone(tmp_path: Path) -
     for args in ((*admin, "--admin-password", PASSWORD), admin):
         process = _serve(home, db, port, *args)
         try:
-            assert _started(process, url), process.stderr.read() if process.stderr else ""
+            assert _started(process, url), _why(process)
             assert _login(url) == 200
         finally:
             _stop(process)
+
+
+def _answer(process: subprocess.Popen[str], terminal: int, prompt: str, text: str) -> None:
+    """Type ``text`` at the terminal once ``prompt`` ends what the process wrote to stderr
+    (the prompt flushes what was typed before it)."""
+    assert process.stderr is not None
+    written = ""
+    while not written.endswith(prompt):
+        char = process.stderr.read(1)
+        assert char, f"the process ended before asking {prompt!r}: {written!r}"
+        written += char
+    os.write(terminal, f"{text}\n".encode())
+
+
+def test_at_a_terminal_serve_asks_for_the_admins_password(tmp_path: Path) -> None:
+    home, db, port = tmp_path / "home", tmp_path / "ws.db", free_port()
+    url = f"http://127.0.0.1:{port}"
+    terminal, stdin = os.openpty()
+    try:
+        process = _serve(home, db, port, "--admin-username", "admin", stdin=stdin)
+        try:
+            _answer(process, terminal, "Password of admin 'admin': ", PASSWORD)
+            _answer(process, terminal, "Repeat for confirmation: ", PASSWORD)
+            assert _started(process, url)
+            assert _login(url) == 200
+        finally:
+            _stop(process)
+    finally:
+        os.close(terminal)
+        os.close(stdin)
 
 
 @pytest.mark.parametrize("command", ["serve", "up"])
