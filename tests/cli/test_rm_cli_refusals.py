@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.cli.terminal import answered
 from tests.cli.test_cli import assert_one_line_error
 from tests.cli.test_rm_cli import ok, run
 from wharf.config.global_config import load_config
@@ -61,34 +59,12 @@ def test_a_known_pool_is_still_confirmed_before_deletion(
         rm.pools.create(PoolCreate.model_validate(pool))
     unasked = run("pool", "delete", "gpus", env=env, stdin="y\n")  # no terminal to ask on
     assert_one_line_error(unasked, "there is no terminal to answer on; add --yes to confirm")
-    declined = at_a_terminal(("pool", "delete", "gpus"), env, "n")
+    declined = answered("n", "pool", "delete", "gpus", env=env)
     assert "Delete pool 'gpus' and its policies?" in declined.stdout
     assert declined.returncode != 0
     with embedded_rm(env, monkeypatch) as rm:
         assert "gpus" in [p.name for p in rm.pools.list()]
-    assert "Deleted pool 'gpus'" in at_a_terminal(("pool", "delete", "gpus"), env, "y").stdout
-
-
-def at_a_terminal(
-    args: tuple[str, ...], env: dict[str, str], answer: str
-) -> subprocess.CompletedProcess[str]:
-    """``wharf ARGS`` with a pseudo-terminal as its stdin, to which ``answer`` is typed (without
-    a terminal a question is refused, not asked)."""
-    controller, terminal = pty.openpty()
-    try:
-        os.write(controller, f"{answer}\n".encode())  # kept by the terminal until read
-        return subprocess.run(
-            [sys.executable, "-m", "wharf.cli.main", *args],
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=60,
-        )
-    finally:
-        os.close(terminal)
-        os.close(controller)
+    assert "Deleted pool 'gpus'" in answered("y", "pool", "delete", "gpus", env=env).stdout
 
 
 def test_a_priority_with_the_priority_lane_is_refused(

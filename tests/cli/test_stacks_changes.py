@@ -6,9 +6,6 @@ real store; a run's stack once that stack is deleted."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.cli.stacks_cli import (  # noqa: F401 (fixtures)
@@ -23,6 +20,7 @@ from tests.cli.stacks_cli import (  # noqa: F401 (fixtures)
     snapshot,
     wharf,
 )
+from tests.cli.terminal import answered
 from wharf.config.global_config import load_config
 from wharf.config.spec import PipelineSpec
 from wharf.core.enums import ComponentType, ExecutionStatus
@@ -46,27 +44,6 @@ def test_delete_a_stack_then_its_components(prod: Path) -> None:
     ok("component", "delete", "store", "--type", "artifact-store", "--yes")
     names = {(c["type"], c["name"]) for c in snapshot()[0]}
     assert names == {("orchestrator", "default"), ("artifact_store", "default")}
-
-
-def answered(answer: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``wharf ARGS`` on a terminal (a pseudo-terminal: without one the question is refused,
-    not asked) to which ``answer`` is typed."""
-    import pty
-
-    controller, terminal = pty.openpty()
-    try:
-        os.write(controller, f"{answer}\n".encode())  # kept by the terminal until read
-        return subprocess.run(
-            [sys.executable, "-m", "wharf.cli.main", *args],
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
-    finally:
-        os.close(terminal)
-        os.close(controller)
 
 
 def stack_names() -> set[str]:
