@@ -47,11 +47,16 @@ def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: 
     carol = team.world.as_role("admin").get("/api/v1/users/by-name", params={"name": "carol"})
     assert carol.json()["is_admin"] is True
     assert _login(url, "carol", "carol-pw-5678") == 200
+    unasked = run("user", "delete", "carol", env=env)  # no terminal to ask on, no --yes
+    assert_one_line_error(unasked, "there is no terminal to answer on; add --yes to confirm")
+    assert _login(url, "carol", "carol-pw-5678") == 200
     assert "Deactivated user 'carol'" in ok("user", "delete", "carol", "--yes", env=env)
     assert _login(url, "carol", "carol-pw-5678") == 401
     ok("user", "update", "carol", "--active", env=env)
     assert _login(url, "carol", "carol-pw-5678") == 200
     assert_one_line_error(run("user", "create", "carol", "--no-password", env=env), "carol")
+    unasked = run("user", "create", "dave", env=env)  # no terminal to ask for a password on
+    assert_one_line_error(unasked, "no terminal to ask for the password on: give --password")
     assert_one_line_error(run("user", "update", "nobody", "--admin", env=env), "nobody")
     # said at once, not after a question answered with "Aborted." (no input here)
     assert_one_line_error(run("user", "delete", "nobody", env=env), "No user named 'nobody'.")

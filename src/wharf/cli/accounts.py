@@ -4,18 +4,21 @@ remove-member``: administer the workspace server this machine is logged in to.
 Users and projects are named by name (or id). ``user delete`` deactivates the user: their
 tokens are revoked and they can no longer log in, while the runs they made are kept (a user is
 never removed, so nothing they made loses its owner); ``user update NAME --active`` undoes it.
-Passwords are prompted for (hidden, twice) unless ``--password`` is given. New names follow
-:func:`wharf.core.names.account_name` (checked here too, before anything is sent); lists page
-as every list does (``--page``/``--size``); ``remove-member`` asks first unless ``--yes``.
+Passwords are prompted for (hidden, twice) at a terminal unless ``--password`` is given. New
+names follow :func:`wharf.core.names.account_name` (checked here too, before anything is sent);
+lists page as every list does (``--page``/``--size``); ``user delete`` and ``remove-member`` ask
+first unless ``--yes``. With no terminal to ask on, a command that would ask is refused in one
+line.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
-from wharf.cli.confirm import YES_OPTION
+from wharf.cli.confirm import YES_OPTION, confirm
 from wharf.cli.output import OUTPUT_OPTION, paged
 
 API = "/api/v1"
@@ -55,8 +58,14 @@ def _cell(value: Any) -> str:
 
 
 def _password(given: str | None, ask: bool) -> str | None:
+    """``given``, else (if ``ask``) the password typed twice at the terminal; with no terminal
+    to ask on, a one-line refusal saying to give ``--password``."""
     if given is not None or not ask:
         return given
+    if sys.stdin is None or not sys.stdin.isatty():
+        from wharf.core.errors import InputError
+
+        raise InputError("There is no terminal to ask for the password on: give --password.")
     text: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     return text
 
@@ -139,8 +148,7 @@ def delete_user(name: str, yes: bool) -> None:
 
     with session() as http:
         found = user(http, name)  # a user that does not exist is said before any question
-        if not yes:
-            click.confirm(f"Deactivate user '{name}' (their runs are kept)?", abort=True)
+        confirm(f"Deactivate user '{found['name']}' (their runs are kept)?", yes=yes)
         http.send("PATCH", f"{API}/users/{found['id']}", body={"active": False})
     click.echo(
         f"Deactivated user '{found['name']}': they can no longer log in; their runs are kept "
@@ -228,7 +236,6 @@ def add_member(name: str, user_name: str | None, account_name: str | None, role:
 def remove_member(name: str, user_name: str | None, account_name: str | None, yes: bool) -> None:
     """Take a user or service account out of project NAME (asks first unless --yes)."""
     from wharf.cli.admin_client import all_items, project, session
-    from wharf.cli.confirm import confirm
     from wharf.core.errors import EntityNotFoundError
 
     with session() as http:
