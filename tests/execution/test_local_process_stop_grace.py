@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the world fixture is imported from test_local_process_backend)
 """The ``stop_grace_period`` of a ``local_process`` orchestrator or step operator reaches each
 step's process as ``WHARF_STEP_STOP_GRACE`` (``wharf.execution.stop_deadline``), the default
 when the component sets none, and never the submitter's own: real components registered in a
@@ -11,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.execution.test_local_process_backend import interpreter, launch, wait_all
-from tests.store.conftest import World, make_world
+from tests.execution.test_local_process_backend import (  # noqa: F401 (fixture)
+    interpreter,
+    launch,
+    wait_all,
+    world,
+)
+from tests.store.conftest import World
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import load_config
 from wharf.core.enums import ComponentType
@@ -29,7 +35,6 @@ from wharf.sdk import stacks
 from wharf.sdk.workspace import Workspace
 from wharf.step_operators.local_process import LocalProcessStepOperator
 from wharf.store.models import ComponentRecord
-from wharf.store.sql import SqlStore
 
 PRINTS_GRACE = f'echo "grace=[${STOP_GRACE_ENV}]"'
 
@@ -39,15 +44,6 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
     ws = Workspace.open(load_config({}, home=tmp_path / "home"))
     yield ws
     ws.close()
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def backend_of(record: ComponentRecord) -> LocalProcessBackend:
