@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.execution.stop_scripts import BOUND, home, script_started  # noqa: F401
-from tests.execution.test_signals_forked_ctrl_c import alive, ended, marked, step_status
+from tests.execution.test_signals_forked_ctrl_c import (
+    alive,
+    ended,
+    marked,
+    step_status,
+    stop_recorded,
+)
 from tests.waiting import wait_for, wait_until
 from wharf.core.enums import ExecutionStatus
 from wharf.sdk.workspace import Workspace
@@ -34,12 +40,22 @@ import time
 from pathlib import Path
 
 from wharf import pipeline, step
+from wharf.execution.worker_sigint import holding
+
+
+def counted() -> int:  # the run's signals and the Ctrl-Cs this worker has counted
+    holder = holding()
+    return len(holder.received) if holder is not None else -1
 
 
 def task(go: str, i: int) -> int:
     Path(f"{go}.t{i}").write_text(str(os.getpid()))
+    told = None
     try:
         while not (os.path.exists(f"{go}.gate") or os.path.exists(f"{go}.gate{i}")):
+            if counted() != told:  # tells the test that a signal was taken, not only sent
+                told = counted()
+                Path(f"{go}.n{i}").write_text(str(told))
             time.sleep(0.01)  # the work: until the test opens its gate
     except KeyboardInterrupt:
         Path(f"{go}.k{i}").write_text(str(os.getpid()))
@@ -112,8 +128,8 @@ def test_one_ctrl_c_lets_a_steps_pool_finish_its_map(
     with script_started(tmp_path, SCRIPT, method) as process:
         wait_for(lambda: running(tmp_path, 2, {}), "the pool's first tasks", BOUND)
         os.killpg(process.pid, signal.SIGINT)
-        wait_for(lambda: "Stopping run" in err.read_text(), "the graceful stop", BOUND)
-        (tmp_path / "go.gate").write_text("open")
+        wait_for(lambda: stop_recorded(home), "the graceful stop", BOUND)
+        (tmp_path / "go.gate").write_text("open")  # the step's interrupt is pending
         code = ended(process, err)
     assert code == -signal.SIGINT, err.read_text()
     assert len(marked(tmp_path, "d")) == TASKS, err.read_text()  # no task was lost
@@ -141,6 +157,11 @@ def test_the_ctrl_c_that_forces_the_stop_interrupts_the_workers(
         os.killpg(process.pid, signal.SIGINT)
         wait_for(lambda: "Stopping run" in err.read_text(), "the graceful stop", BOUND)
         interrupted, finishing = sorted(first)
+        # Two Ctrl-Cs that reach a process before it runs its handler are handled as one.
+        counts = tmp_path / f"go.n{index(interrupted)}"
+        wait_for(
+            lambda: counts.exists() and counts.read_text() == "1", "the worker's count", BOUND
+        )
         os.kill(first[interrupted], signal.SIGINT)
         stopped = tmp_path / f"go.k{index(interrupted)}"
         wait_for(stopped.exists, "the worker's KeyboardInterrupt", BOUND)
