@@ -159,9 +159,7 @@ def test_the_ctrl_c_that_forces_the_stop_interrupts_the_workers(
         interrupted, finishing = sorted(first)
         # Two Ctrl-Cs that reach a process before it runs its handler are handled as one.
         counts = tmp_path / f"go.n{index(interrupted)}"
-        wait_for(
-            lambda: counts.exists() and counts.read_text() == "1", "the worker's count", BOUND
-        )
+        wait_for(lambda: counts.exists() and counts.read_text() == "1", "the worker's count", BOUND)
         os.kill(first[interrupted], signal.SIGINT)
         stopped = tmp_path / f"go.k{index(interrupted)}"
         wait_for(stopped.exists, "the worker's KeyboardInterrupt", BOUND)
