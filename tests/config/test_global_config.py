@@ -77,8 +77,8 @@ def test_an_unwritable_home_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("key", "value", "problem"),
     [
-        ("heartbeat_interval", "often", "must be a finite number of seconds greater than 0"),
-        ("heartbeat_interval", 0, "must be a finite number of seconds greater than 0"),
+        ("heartbeat_interval", "often", "must be a finite number of seconds between 0.1 and"),
+        ("heartbeat_interval", 0, "must be a finite number of seconds between 0.1 and"),
         ("local_step_slots", "two", "must be a whole number from 1 to 2147483647, not 'two'"),
         ("logging_verbosity", "loud", "must be one of DEBUG"),
         ("code_archive_limit_mib", -1, "must be a finite number of MiB greater than 0, not '-1'"),
@@ -105,7 +105,7 @@ def test_a_bad_value_in_the_environment_names_the_variable(tmp_path: Path) -> No
     with pytest.raises(InputError) as caught:
         load_config(environ)
     assert str(caught.value) == (
-        "WHARF_HEARTBEAT_INTERVAL must be a finite number of seconds greater than 0 and at most "
+        "WHARF_HEARTBEAT_INTERVAL must be a finite number of seconds between 0.1 and "
         "2147483.647, not 'often'."
     )
 
@@ -121,7 +121,7 @@ def test_a_bad_explicit_argument_names_the_argument(tmp_path: Path) -> None:
 
     with pytest.raises(
         InputError,
-        match=r"^The heartbeat_interval argument must be a finite number of seconds greater than 0",
+        match=r"^The heartbeat_interval argument must be a finite number of seconds between 0.1 and",
     ):
         load_config({"WHARF_HOME": str(tmp_path)}, heartbeat_interval=-1)
 

@@ -19,10 +19,11 @@ from wharf.config.liveness import (
     LONGEST_INTERVAL_THE_STORE_TAKES,
     LONGEST_LIVENESS_WINDOW_SECONDS,
     LONGEST_POLL_SECONDS,
+    SHORTEST_HEARTBEAT_INTERVAL_SECONDS,
 )
 from wharf.core.errors import InputError
 
-INTERVAL_RANGE = "a finite number of seconds greater than 0 and at most 2147483.647"
+INTERVAL_RANGE = "a finite number of seconds between 0.1 and 2147483.647"
 
 
 @pytest.fixture
@@ -52,7 +53,8 @@ def refusal(home: Path, environ: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize(
-    "value", ["inf", "-inf", "nan", "NaN", "1e300", "10000000", "3000000", "0", "-5"]
+    "value",
+    ["inf", "-inf", "nan", "NaN", "1e300", "10000000", "3000000", "0", "-5", "1e-9", "0.0999"],
 )
 def test_a_heartbeat_interval_out_of_range_is_refused_naming_the_range(
     home: Path, value: str
@@ -67,6 +69,15 @@ def test_the_longest_interval_is_the_largest_taken(home: Path) -> None:
     assert load_config(environ).heartbeat_interval == longest
     just_over = repr(math.nextafter(longest, math.inf))
     assert "must be" in refusal(home, {"WHARF_HEARTBEAT_INTERVAL": just_over})
+
+
+def test_the_shortest_interval_is_the_smallest_taken(home: Path) -> None:
+    """A shorter beat only loads the store: every running step would write in a loop."""
+    shortest = SHORTEST_HEARTBEAT_INTERVAL_SECONDS
+    environ = {"WHARF_HOME": str(home), "WHARF_HEARTBEAT_INTERVAL": repr(shortest)}
+    assert load_config(environ).heartbeat_interval == shortest
+    just_under = repr(math.nextafter(shortest, 0))
+    assert "must be" in refusal(home, {"WHARF_HEARTBEAT_INTERVAL": just_under})
 
 
 def test_every_window_the_longest_interval_sends_fits_the_store() -> None:
@@ -200,7 +211,9 @@ def test_a_pipeline_call_refuses_the_setting_as_input(
     home: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str
 ) -> None:
     monkeypatch.setenv(name, value)
-    with pytest.raises(InputError, match=rf"^{name} must be a finite number of \w+ greater than 0"):
+    with pytest.raises(
+        InputError, match=rf"^{name} must be a finite number of \w+ (greater|between)"
+    ):
         run_a_pipeline()
 
 

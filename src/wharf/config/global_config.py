@@ -22,7 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from wharf.config.liveness import LONGEST_HEARTBEAT_INTERVAL_SECONDS
+from wharf.config.liveness import (
+    LONGEST_HEARTBEAT_INTERVAL_SECONDS,
+    SHORTEST_HEARTBEAT_INTERVAL_SECONDS,
+)
 from wharf.core.errors import InputError
 
 SERVER_URL_ENV = "WHARF_SERVER_URL"
@@ -243,6 +246,7 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: Any) -> W
             origin("heartbeat_interval", "WHARF_HEARTBEAT_INTERVAL"),
             "seconds",
             LONGEST_HEARTBEAT_INTERVAL_SECONDS,
+            SHORTEST_HEARTBEAT_INTERVAL_SECONDS,
         ),
         code_archive_limit_mib=_positive_float(
             pick("code_archive_limit_mib", "WHARF_CODE_ARCHIVE_LIMIT_MIB", 64.0),
@@ -291,11 +295,15 @@ def _optional_int(value: Any, name: str, largest: int) -> int | None:
 
 
 def _positive_float(
-    value: Any, name: str, unit: str = "seconds", largest: float = math.inf
+    value: Any, name: str, unit: str = "seconds", largest: float = math.inf, smallest: float = 0.0
 ) -> float:
-    """``value`` as a finite number greater than 0 and at most ``largest``. NaN, infinity and
-    truth values are refused (``float()`` takes ``nan``, ``inf`` and ``True``)."""
-    allowed = "greater than 0" + ("" if largest == math.inf else f" and at most {largest}")
+    """``value`` as a finite number greater than 0, at least ``smallest`` and at most
+    ``largest``. NaN, infinity and truth values are refused (``float()`` takes ``nan``, ``inf``
+    and ``True``)."""
+    if smallest > 0:
+        allowed = f"between {smallest} and {largest}"
+    else:
+        allowed = "greater than 0" + ("" if largest == math.inf else f" and at most {largest}")
     refusal = f"{name} must be a finite number of {unit} {allowed}, not '{value}'."
     if isinstance(value, bool):
         raise InputError(refusal)
@@ -303,6 +311,6 @@ def _positive_float(
         number = float(value)
     except (TypeError, ValueError):
         raise InputError(refusal) from None
-    if not (math.isfinite(number) and 0 < number <= largest):
+    if not (math.isfinite(number) and 0 < number <= largest and number >= smallest):
         raise InputError(refusal)
     return number

@@ -8,7 +8,8 @@ derived from it. Invariants: for an interval of at most
 process (the first window too, which a pipeline call's creation of its run records as the
 liveness timeout plus a creation patience of at least that timeout:
 ``wharf.execution.run_heartbeat.creating_process``), and a heartbeat's wait between two beats
-fits :data:`LONGEST_POLL_SECONDS`.
+fits :data:`LONGEST_POLL_SECONDS`. No interval is shorter than
+:data:`SHORTEST_HEARTBEAT_INTERVAL_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ never fail a healthy step."""
 
 LONGEST_LIVENESS_WINDOW_SECONDS = 366 * 86400
 """The longest liveness window the store takes for a run's orchestrating process (a leap year;
-``wharf.store.models.OrchestratorProcess.liveness_timeout_seconds``)."""
+``wharf.store.models.OrchestratorProcess`` refuses a longer one)."""
 CREATION_WINDOW_TIMEOUTS = 2
 """A run's first window (its creation's) spans up to this many liveness timeouts, once the
 timeout is longer than the creation's fixed patience (two minutes)."""
@@ -39,6 +40,10 @@ stop: ``wharf.execution.run_wake``): ``poll`` and ``epoll`` take a C ``int`` of 
 
 LONGEST_HEARTBEAT_INTERVAL_SECONDS = min(LONGEST_INTERVAL_THE_STORE_TAKES, LONGEST_POLL_SECONDS)
 """The longest heartbeat interval (``WHARF_HEARTBEAT_INTERVAL``)."""
+SHORTEST_HEARTBEAT_INTERVAL_SECONDS = 0.1
+"""The shortest heartbeat interval: each beat is a store write per running step and run, so a
+shorter one only loads the store (``1e-9`` would have every step write in a loop), while the
+liveness timeout it buys (:func:`liveness_timeout_for`) stays over a second."""
 
 
 def liveness_timeout_for(interval: float) -> float:

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from wharf.config.liveness import LONGEST_LIVENESS_WINDOW_SECONDS
 from wharf.config.spec import PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionStatus, MetadataResourceType, StepRuntime
 from wharf.core.names import one_line
@@ -124,7 +125,7 @@ class OrchestratorProcess(_Frozen):
     pid: int = Field(ge=1, le=MAX_PID)
     start: Annotated[str, Field(max_length=255), AfterValidator(one_line)] | None = None
     """Its start token (``wharf.store.process_identity``); None where unknown."""
-    liveness_timeout_seconds: float = Field(gt=0, le=366 * 86400)
+    liveness_timeout_seconds: float = Field(gt=0, le=LONGEST_LIVENESS_WINDOW_SECONDS)
 
 
 class StepRunRecord(_Frozen):
