@@ -378,20 +378,9 @@ def serve(
 
 
 def _stored_secret(home: Path) -> str:
-    import os
-    import secrets
+    from wharf.cli.secret_key import stored_secret_key
 
-    path = home / "resource_manager" / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    from wharf.config.global_config import private_directory
-
-    private_directory(path.parent)  # 0700: the key signs every token
-    key = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(key)
-    return key
+    return stored_secret_key(home / "resource_manager" / "secret_key", MIN_SECRET_LENGTH)
 
 
 @resource_manager.command("credential", short_help="Make an entry of the credentials file.")

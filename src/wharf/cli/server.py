@@ -15,7 +15,6 @@ through its environment, never its command line, which other users of the machin
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,19 +155,10 @@ def _secret(home: Path, given: str | None) -> str:
                 param_hint="'--secret-key'",
             )
         return given
-    path = home / "server" / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    import secrets
+    from wharf.cli.secret_key import stored_secret_key
+    from wharf.server.settings import MIN_SECRET_LENGTH
 
-    from wharf.config.global_config import private_directory
-
-    private_directory(path.parent)  # 0700: the key signs every token
-    key = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(key)
-    return key
+    return stored_secret_key(home / "server" / "secret_key", MIN_SECRET_LENGTH)
 
 
 def _absolute(path: str | None) -> str | None:

@@ -47,7 +47,7 @@ def read_info(home: Path) -> DaemonInfo | None:
     """The running daemon's info; None (and the stale file removed) if it is not running."""
     path = _info_file(home)
     try:
-        info = DaemonInfo(**json.loads(path.read_text()))
+        info = DaemonInfo(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
     if not _alive(info.pid):
@@ -123,7 +123,7 @@ def start(
             start_new_session=True,
         )
     info = DaemonInfo(process.pid, url, str(log_file), command)
-    _info_file(home).write_text(json.dumps(asdict(info), indent=2))
+    _info_file(home).write_text(json.dumps(asdict(info), indent=2), encoding="utf-8")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
