@@ -17,13 +17,12 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from pydantic import BaseModel
 
+from wharf.cli.lost_run_check import BUSY_TIMEOUT, needs_sweep, sqlite_path, sqlite_time
 from wharf.config.flavors import RESOURCE_MANAGERS
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ExecutionStatus
@@ -53,9 +52,6 @@ M = TypeVar("M", bound=BaseModel)
 
 SCHEMA_REVISION = "0007"  # see the module docstring
 DEFAULT_PROJECT = "default"  # ``store.defaults``' (which imports the ports); a test compares
-BUSY_TIMEOUT = 30.0  # seconds; only WAL recovery or a checkpoint can hold a reader up
-
-_SQLITE_URL_PREFIX = "sqlite:///"
 _UUID_COLUMNS = frozenset(
     {"id", "project_id", "pipeline_id", "snapshot_id", "user_id", "run_id", "artifact_id"}
     | {"stack_id"}
@@ -75,34 +71,17 @@ class QuickReadError(Exception):
     """
 
 
-def _time(value: str) -> datetime:
-    # SQLAlchemy's SQLite DATETIME text (naive UTC wall time, as UtcDateTime binds it).
-    return datetime.fromisoformat(value).replace(tzinfo=UTC)
-
-
 def _decoder(column: str) -> Callable[[Any], Any] | None:
     if column in _UUID_COLUMNS:
         return UUID
     if column in _TIME_COLUMNS:
-        return _time
+        return sqlite_time
     return json.loads if column in _JSON_COLUMNS else None
 
 
 def _columns(model: type[BaseModel], prefix: str = "", *derived: str) -> str:
     """The record's fields as columns of its table, but for those read from other tables."""
     return ", ".join(f"{prefix}{name}" for name in model.model_fields if name not in derived)
-
-
-def _sqlite_path(config: WharfConfig) -> Path | None:
-    """The embedded store's file when ``config`` names a plain ``sqlite:///PATH`` URL, else
-    None (a driver, query string or escape in the URL: the normal store parses those)."""
-    url = config.store_url
-    if config.server_url or not url.startswith(_SQLITE_URL_PREFIX):
-        return None
-    path = url[len(_SQLITE_URL_PREFIX) :]
-    if not path or path == ":memory:" or any(c in path for c in "?#%"):
-        return None
-    return Path(path)
 
 
 class QuickReads:
@@ -127,12 +106,12 @@ class QuickReads:
         URL naming an existing file, a known Resource Manager mode, an existing project and
         exactly :data:`SCHEMA_REVISION` (so a newer schema gets the normal store's one-line
         ``SchemaVersionError`` and an older one gets migrated). Also None when a run's
-        orchestrating process is gone (:func:`_needs_sweep`): the normal path's ``Client`` sweeps
-        such runs before it reads. The file is opened with ``mode=ro`` and ``PRAGMA
-        query_only``; as the last connection to close, it leaves SQLite's ``-wal``/``-shm``
-        files in place.
+        orchestrating process is gone (``lost_run_check.needs_sweep``): the normal path's
+        ``Client`` sweeps such runs before it reads. The file is opened with ``mode=ro`` and
+        ``PRAGMA query_only``; as the last connection to close, it leaves SQLite's
+        ``-wal``/``-shm`` files in place.
         """
-        path = _sqlite_path(config)
+        path = sqlite_path(config)
         mode = config.resource_manager  # an unknown mode is the normal path's error to report
         if path is None or (mode != "none" and mode not in RESOURCE_MANAGERS):
             return None
@@ -152,7 +131,7 @@ class QuickReads:
             row = conn.execute("SELECT id FROM project WHERE name = ?", (name,)).fetchone()
         except sqlite3.Error:  # e.g. no alembic_version table: an empty, unmigrated file
             row = None
-        if row is None or revisions != [(SCHEMA_REVISION,)] or _needs_sweep(conn):
+        if row is None or revisions != [(SCHEMA_REVISION,)] or needs_sweep(conn):
             conn.close()  # the normal path migrates, refuses, creates the project or sweeps
             return None
         return cls(conn, UUID(row[0]))
@@ -352,30 +331,6 @@ class QuickReads:
                 rows = [{**row, **found[row["id"]]} for row in rows]
         items = [model.model_validate(row) for row in rows]
         return Page(items=items, index=page.index, size=page.size, total=total)
-
-
-_LIVE_RUNS = (
-    "SELECT orchestrator_host, orchestrator_pid, orchestrator_start, heartbeat_deadline "
-    "FROM pipeline_run WHERE heartbeat_deadline > '' AND status IN ('running', 'stopping')"
-)  # a range of the deadline index: it holds unfinished runs only
-
-
-def _needs_sweep(conn: sqlite3.Connection) -> bool:
-    """Whether a run's orchestrating process is gone: its heartbeat deadline passed, or it ran
-    on this machine and died (one read of the live runs, ``wharf.store.process_identity``). The
-    sweep itself is the normal path's (``wharf.store.lost_runs``)."""
-    try:
-        rows = conn.execute(_LIVE_RUNS).fetchall()
-    except sqlite3.Error:
-        return True
-    if not rows:
-        return False  # no process to look for (its module imports subprocess and socket)
-    from wharf.store.process_identity import is_gone
-
-    now = datetime.now(UTC)
-    return any(
-        _time(deadline) < now or is_gone(host, pid, start) for host, pid, start, deadline in rows
-    )
 
 
 def _desc(page: int, size: int) -> PageRequest:

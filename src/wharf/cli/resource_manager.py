@@ -7,7 +7,9 @@ Invariant: every command makes at most one change, so a refused command changed 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +22,10 @@ from wharf.cli.rm_quantities import Resources
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from wharf.config.global_config import WharfConfig
     from wharf.resource_manager.contract import ResourceManagerClient
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8238
 MIN_ADMIN_KEY_LENGTH = 16
@@ -130,10 +135,32 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         if config.resource_manager != "none":  # refused as a pipeline run refuses it
             resource_manager_connector(config.resource_manager, load=False)
         client = connect_embedded(config.store_url, DEFAULT_USER, config.local_step_slots)
+        _end_lost_runs(config)
     try:
         yield client
     finally:
         client.close()
+
+
+def _end_lost_runs(config: WharfConfig) -> None:
+    """End the embedded workspace's runs whose process is gone (killed, or its machine lost),
+    releasing their steps' requests, as a ``wharf runs`` command does first: what the embedded
+    RM shows next is then not held by a process that no longer exists. A sweep that fails is
+    only logged (the command still runs). Nothing is imported for it when a read-only look at
+    the store finds no such run (``lost_run_check``)."""
+    from wharf.cli.lost_run_check import may_need_sweep
+
+    if not may_need_sweep(config):
+        return
+    from wharf.execution.resources.port import releaser
+    from wharf.sdk.workspace import Workspace
+    from wharf.store.lost_runs import sweep_lost_runs
+
+    try:
+        with contextlib.closing(Workspace.open(config)) as workspace:
+            sweep_lost_runs(workspace.store, release=releaser(workspace.step_resources))
+    except Exception as exc:
+        logger.warning("Could not end the runs whose process is gone: %s", exc)
 
 
 def _workspace_url() -> tuple[str, str | None] | None:
