@@ -5,26 +5,12 @@ the wait is registered with the run's stops, and a graceful stop during it wakes
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from tests.execution.clocks import Clock
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.allocation_waits import wait_to_retry
 from wharf.execution.run_stop import RunStopper
-from wharf.store.sql import SqlStore
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def test_a_stop_during_a_fake_clocked_wait_before_a_retry_wakes_it(world: World) -> None:

@@ -5,12 +5,9 @@ records the beats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.execution.heartbeat import (
     HeartbeatWorker,
     liveness_timeout_for,
@@ -18,19 +15,9 @@ from wharf.execution.heartbeat import (
 )
 from wharf.store.answers import HeartbeatResponse
 from wharf.store.models import StepRunRecord
-from wharf.store.sql import SqlStore
 
 INTERVAL = 60.0  # no regular beat comes during a test: every beat seen is a start beat
 STARTUP = 600.0
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def window(record: StepRunRecord) -> float:

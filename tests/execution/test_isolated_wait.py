@@ -11,13 +11,10 @@ from __future__ import annotations
 import stat
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import pytest
-
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from tests.waiting import wait_for
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
@@ -31,7 +28,6 @@ from wharf.execution.isolated_attempts import IsolatedExecutor
 from wharf.execution.local_process import STARTUP_SECONDS, LocalProcessBackend
 from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import StepRunRecord
-from wharf.store.sql import SqlStore
 
 SPEC = StepSpec(name="s", source="x:s", code_hash="s")
 INTERVAL = 0.2
@@ -65,15 +61,6 @@ class SlowStartingBackend(LocalProcessBackend):
     """The local-process backend declaring a startup timeout of its own, as a cluster's does."""
 
     startup_timeout_seconds: float | None = STARTUP
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def interpreter(tmp_path: Path, name: str, text: str) -> str:

@@ -8,12 +8,11 @@ import os
 import signal
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.spec import StepSpec
 from wharf.core.errors import InputError
@@ -28,18 +27,8 @@ from wharf.execution.local_process import (
 from wharf.execution.log_capture import read_log
 from wharf.store.models import StepRunRecord, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
-from wharf.store.sql import SqlStore
 
 SPEC = StepSpec(name="s", source="x:s", code_hash="s")
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def interpreter(tmp_path: Path, name: str, body: str) -> str:

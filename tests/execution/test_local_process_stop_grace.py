@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the world fixture is imported from test_local_process_backend)
 """The ``stop_grace_period`` of a ``local_process`` orchestrator or step operator reaches each
 step's process as ``WHARF_STEP_STOP_GRACE`` (``wharf.execution.stop_deadline``), the default
 when the component sets none, and never the submitter's own: real components registered in a
@@ -12,12 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.execution.test_local_process_backend import (  # noqa: F401 (fixture)
-    interpreter,
-    launch,
-    wait_all,
-    world,
-)
+from tests.execution.test_local_process_backend import interpreter, launch, wait_all
 from tests.store.conftest import World
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.config.global_config import load_config

@@ -16,25 +16,15 @@ from pathlib import Path
 import pytest
 
 from tests.execution.test_local_process_backend import interpreter, launch
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from tests.waiting import wait_until
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.execution.backends import Ended
 from wharf.execution.local_process import LocalProcessBackend
-from wharf.store.sql import SqlStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
 BOUND = 60.0
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def alive(pid: int) -> bool:

@@ -5,21 +5,17 @@ A real SQLite store; the monotonic clock that paces the sweeps is a counter the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
-import pytest
-
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.core.enums import ExecutionStatus
 from wharf.execution.run_checks import RunChecks
 from wharf.execution.services import RunServices, utc_now
 from wharf.store.models import StepRunRecord, StepRunUpdate
-from wharf.store.sql import SqlStore
 
 INTERVAL = 15.0
 
@@ -32,15 +28,6 @@ class Ticks:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def checks_for(

@@ -7,11 +7,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.paging import MAX_PAGE_SIZE
@@ -21,19 +20,9 @@ from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process, re
 from wharf.execution.run_stop import stop_recorded_steps
 from wharf.store.models import RunUpdate, StepRunFilter, StepRunUpdate
 from wharf.store.process_identity import start_token, this_host
-from wharf.store.sql import SqlStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 PATIENCE = 60.0  # seconds a beat may take on a loaded machine
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 @pytest.fixture

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from wharf.core.enums import ExecutionStatus as S
 from wharf.core.errors import CredentialsRefusedError, PermissionDeniedError
 from wharf.core.paging import MAX_PAGE_SIZE
@@ -25,16 +23,6 @@ from wharf.execution.run_stop import (
     RunStopper,
 )
 from wharf.store.models import RunUpdate, StepRunUpdate
-from wharf.store.sql import SqlStore
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def test_a_stop_interrupts_the_waits_for_resources_registered_and_those_to_come(

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from tests.waiting import wait_for
 from wharf.core.enums import ExecutionStatus as S
 from wharf.execution.run_heartbeat import RunHeartbeat, orchestrator_process
 from wharf.execution.run_wake import RunWake, remove_stale, socket_path, wake_run
 from wharf.store.models import RunUpdate
-from wharf.store.sql import SqlStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix sockets")
 HOUR = 3600.0
@@ -41,15 +40,6 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield base / "wharf-steps"
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 def wake_from_another_process(run_id: uuid.UUID) -> bool:

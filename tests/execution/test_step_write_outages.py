@@ -11,7 +11,6 @@ static pipeline whose batched cache decisions lose their answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -22,7 +21,7 @@ from tests.execution.clocks import Clock
 from tests.execution.test_cache_decisions import steps_of as cached_steps_of
 from tests.execution.test_cache_decisions import workspace  # noqa: F401 (fixture)
 from tests.server.resource_world import step_spec
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World
 from tests.store.contract.test_step_cache_batches import completed
 from wharf.artifacts.materializers.registry import default_registry
 from wharf.artifacts.store import LocalArtifactStore
@@ -34,20 +33,10 @@ from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.services import RunServices
 from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunCreate, StepRunFilter
-from wharf.store.sql import SqlStore
 from wharf.store.sql.repositories.batches import SqlStepRuns
 
 INTERVAL = 5.0
 DOWN = StoreUnavailableError("The workspace server's database is unavailable; try again later.")
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
 
 
 class Port:
