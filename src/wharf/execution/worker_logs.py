@@ -27,17 +27,16 @@ import contextlib
 import fcntl
 import logging
 import multiprocessing.context as mp_context
-import multiprocessing.process as mp_process
 import multiprocessing.reduction as mp_reduction
-import multiprocessing.spawn as mp_spawn
 import os
 import select
 import struct
-import sys
 import termios
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
+
+from wharf.execution import spawn_handover
 
 logger = logging.getLogger(__name__)
 
@@ -219,10 +218,6 @@ def _nothing() -> None:
     return None
 
 
-_HANDED = "_wharf_worker_output"
-"""The attribute of a ``Process`` holding the :class:`_HandedFd` while it starts."""
-
-
 def adopt(fd: int) -> None:
     """In a new worker: what this process prints goes to ``fd``, its step's pipe, too."""
     global _PROCESS_SINK
@@ -249,23 +244,13 @@ def install(current: Callable[[], WorkerSink | None], adopt_handed: Callable[[An
         after_in_parent=_after_fork_in_parent,
         after_in_child=_after_fork_in_child,
     )
-    start = mp_process.BaseProcess.start
+    spawn_handover.hand_over("worker output", lambda: _handed_fd(current))
 
-    def start_with_worker_output(process: mp_process.BaseProcess) -> None:
-        # a worker of another interpreter (multiprocessing.set_executable) may lack Wharf
-        ours = os.fsencode(mp_spawn.get_executable()) == os.fsencode(sys.executable or "")
-        fd = _worker_fd(current) if ours else None
-        if fd is None:
-            start(process)
-            return
-        setattr(process, _HANDED, _HandedFd(fd))
-        try:
-            start(process)
-        finally:
-            with contextlib.suppress(AttributeError):
-                delattr(process, _HANDED)
 
-    setattr(mp_process.BaseProcess, "start", start_with_worker_output)  # noqa: B010
+def _handed_fd(current: Callable[[], WorkerSink | None]) -> _HandedFd | None:
+    """The pipe of the capture ``current()`` returns, to hand a spawned worker; None if none."""
+    fd = _worker_fd(current)
+    return _HandedFd(fd) if fd is not None else None
 
 
 def _worker_fd(current: Callable[[], WorkerSink | None]) -> int | None:

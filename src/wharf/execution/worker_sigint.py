@@ -20,16 +20,13 @@ object (while it starts, importing the main module) a spawned worker has Python'
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing.context as mp_context
-import multiprocessing.process as mp_process
-import multiprocessing.spawn as mp_spawn
 import os
 import signal
-import sys
-import threading
 from types import FrameType
 from typing import Any
+
+from wharf.execution import spawn_handover
 
 DEFAULTS: dict[int, object] = {
     signal.SIGINT: signal.default_int_handler,
@@ -110,33 +107,12 @@ def _adopt(starter: int, received: list[int]) -> None:
     hand_to_spawned()
 
 
-_HANDED = "_wharf_run_sigint"
-"""The attribute of a ``Process`` holding the :class:`_HandedCount` while it starts."""
-_lock = threading.Lock()
-_handing = False
-
-
 def hand_to_spawned() -> None:
     """From now on, hand each ``spawn``/``forkserver`` worker this process (or a child it
     forks) starts while a run holds its SIGINT the run's signals so far. Idempotent."""
-    global _handing
-    with _lock:
-        if _handing:
-            return
-        _handing = True
-    start = mp_process.BaseProcess.start
+    spawn_handover.hand_over("run sigint", _handed_count)
 
-    def start_with_run_sigint(process: mp_process.BaseProcess) -> None:
-        holder = holding()
-        ours = os.fsencode(mp_spawn.get_executable()) == os.fsencode(sys.executable or "")
-        if holder is None or not ours:
-            start(process)
-            return
-        setattr(process, _HANDED, _HandedCount(holder))
-        try:
-            start(process)
-        finally:
-            with contextlib.suppress(AttributeError):
-                delattr(process, _HANDED)
 
-    setattr(mp_process.BaseProcess, "start", start_with_run_sigint)  # noqa: B010
+def _handed_count() -> _HandedCount | None:
+    holder = holding()
+    return _HandedCount(holder) if holder is not None else None
