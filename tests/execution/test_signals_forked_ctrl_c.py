@@ -127,8 +127,9 @@ def ended(process: subprocess.Popen[bytes], err: Path) -> int:
 
 
 def stop_recorded(ws: Workspace) -> bool:
-    """The run is recorded stopping (or stopped): the graceful stop's interrupts of its inline
-    steps are pending (they come before the record)."""
+    """The run is recorded stopping (or stopped): the graceful stop interrupts its inline steps
+    right after that write, with no other I/O between (``RunStopper.stop``), where the line
+    the Ctrl-C prints comes before the write, which may wait for the store under load."""
     run = the_run(ws)
     return run is not None and run.status in (ExecutionStatus.STOPPING, ExecutionStatus.STOPPED)
 
@@ -152,7 +153,7 @@ def test_one_ctrl_c_lets_a_steps_fork_pool_finish_its_map(home: Workspace, tmp_p
         wait_for(lambda: len(marked(tmp_path, "t")) >= 4, "the pool's tasks", BOUND)
         os.killpg(process.pid, signal.SIGINT)
         wait_for(lambda: stop_recorded(home), "the graceful stop", BOUND)
-        (tmp_path / "go.gate").write_text("open")  # the step's interrupt is pending
+        (tmp_path / "go.gate").write_text("open")
         code = ended(process, err)
     assert code == -signal.SIGINT, err.read_text()
     assert len(marked(tmp_path, "d")) == TASKS, err.read_text()  # no task was lost

@@ -129,7 +129,7 @@ def test_one_ctrl_c_lets_a_steps_pool_finish_its_map(
         wait_for(lambda: running(tmp_path, 2, {}), "the pool's first tasks", BOUND)
         os.killpg(process.pid, signal.SIGINT)
         wait_for(lambda: stop_recorded(home), "the graceful stop", BOUND)
-        (tmp_path / "go.gate").write_text("open")  # the step's interrupt is pending
+        (tmp_path / "go.gate").write_text("open")
         code = ended(process, err)
     assert code == -signal.SIGINT, err.read_text()
     assert len(marked(tmp_path, "d")) == TASKS, err.read_text()  # no task was lost

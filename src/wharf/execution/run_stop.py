@@ -204,23 +204,23 @@ class RunStopper:
     # ------------------------------------------------------------------ stopping
 
     def stop(self, *, recorded: bool = False) -> None:
-        """Stop gracefully: interrupt every inline attempt and every wait for resources at
-        once, and any that registers afterwards, then move the run to stopping (isolated steps
-        learn it from their heartbeat, at once where their backend can make them beat now:
-        ``backends.HearsStopsAtOnce``). The interrupts come first: they need no store, and a
-        run seen stopping in the store has its inline steps' interrupts pending. Safe to call
-        from any thread (the run's heartbeat calls it when it learns of a stop recorded
-        elsewhere). ``recorded``: the run is stopping in the store already (a stop asked
-        elsewhere)."""
+        """Stop gracefully: move the run to stopping (isolated steps learn it from their
+        heartbeat, at once where their backend can make them beat now:
+        ``backends.HearsStopsAtOnce``) and interrupt every inline attempt and every wait for
+        resources at once, and any that registers afterwards. Safe to call from any thread (the
+        run's heartbeat calls it when it learns of a stop recorded elsewhere). ``recorded``:
+        the run is stopping in the store already (a stop asked elsewhere)."""
         with self._cond:
             first = not self.stopping
             self.stopping = True
             regions = list(self._regions)
             attempts = list(self._attempts.items()) if first else []
+        if first and not recorded:
+            # First: a wait the interrupts end (before a retry) goes on to a write of the next
+            # attempt, which the store must refuse (``RunStoppingError``).
+            self._record_stopping(RunUpdate(status=ExecutionStatus.STOPPING))
         for region in regions:
             region.interrupt(STOP_REASON)
-        if first and not recorded:
-            self._record_stopping(RunUpdate(status=ExecutionStatus.STOPPING))
         for handle, backend in attempts:  # once the stop is recorded: their beat reads it
             if isinstance(backend, HearsStopsAtOnce):
                 try:
