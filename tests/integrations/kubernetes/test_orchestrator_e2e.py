@@ -219,8 +219,9 @@ def test_a_failing_step_fails_the_run_and_the_orchestrator_job_without_a_second_
     run, output = submit(bed, "failing_on_kubernetes")
     assert run.status is ExecutionStatus.FAILED
     steps = {s.name: s for s in bed.workspace.store.steps.list(page=PageRequest(size=100)).items}
-    assert steps["make"].status is ExecutionStatus.COMPLETED
-    assert steps["explode"].status is ExecutionStatus.FAILED
+    reasons = {name: (s.status, s.status_reason) for name, s in steps.items()}
+    assert steps["make"].status is ExecutionStatus.COMPLETED, reasons
+    assert steps["explode"].status is ExecutionStatus.FAILED, reasons
     assert "no good: 1" in (steps["explode"].status_reason or "")
     assert "double" not in steps or steps["double"].status is not ExecutionStatus.COMPLETED
     assert "RUN" in output and "failed" in output
