@@ -2,7 +2,7 @@
 the stdlib's ``sqlite3``: no SQLAlchemy and no store records, so that a command can skip the
 normal store's sweep of such runs (``wharf.store.lost_runs``) when there is nothing to sweep.
 
-Owns :func:`sqlite_path`, :func:`needs_sweep` (on an open connection) and
+Owns :func:`sqlite_path`, :func:`open_read_only`, :func:`needs_sweep` (on an open connection) and
 :func:`may_need_sweep` (on the configured file). Invariants: it never writes, and it answers
 True whenever it cannot tell, so that the caller sweeps with the normal store.
 """
@@ -59,6 +59,19 @@ def needs_sweep(conn: sqlite3.Connection) -> bool:
     )
 
 
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """The existing SQLite file ``path``, opened read-only (``mode=ro`` never creates a file),
+    with ``PRAGMA query_only`` on; transactions are begun explicitly. Raises sqlite3.Error."""
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+    try:
+        conn.execute("PRAGMA query_only = ON")
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
 def may_need_sweep(config: WharfConfig) -> bool:
     """:func:`needs_sweep` on ``config``'s embedded store file, opened read-only; True where it
     cannot be read so (no such file or table: False, there is no run)."""
@@ -68,12 +81,10 @@ def may_need_sweep(config: WharfConfig) -> bool:
     if not path.is_file():
         return False
     try:
-        uri = f"{path.absolute().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        conn = open_read_only(path)
     except sqlite3.Error:
         return True
     try:
-        conn.execute("PRAGMA query_only = ON")
         runs = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'pipeline_run'").fetchone()
         return runs is not None and needs_sweep(conn)  # no table yet: no run
     except sqlite3.Error:

@@ -22,7 +22,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from wharf.cli.lost_run_check import BUSY_TIMEOUT, needs_sweep, sqlite_path, sqlite_time
+from wharf.cli.lost_run_check import needs_sweep, open_read_only, sqlite_path, sqlite_time
 from wharf.config.flavors import RESOURCE_MANAGERS
 from wharf.config.global_config import WharfConfig
 from wharf.core.enums import ExecutionStatus
@@ -118,14 +118,11 @@ class QuickReads:
         if not path.is_file():  # the normal path creates it
             return None
         try:
-            # ``mode=ro`` never creates a file; transactions are begun explicitly (``_read``).
-            uri = f"{path.absolute().as_uri()}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+            conn = open_read_only(path)  # transactions are begun explicitly (``_read``)
         except sqlite3.Error:
             return None
         revisions: list[Any] = []
         try:
-            conn.execute("PRAGMA query_only = ON")
             revisions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
             name = config.project or DEFAULT_PROJECT
             row = conn.execute("SELECT id FROM project WHERE name = ?", (name,)).fetchone()
