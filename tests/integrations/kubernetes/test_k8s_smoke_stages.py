@@ -79,7 +79,7 @@ def whole_run(
         yield SmokeRun(emulator, env, result, found.group(1))
 
 
-def test_every_stage_passes_and_the_script_exits_0(whole_run: SmokeRun) -> None:
+def every_stage_passes_and_the_script_exits_0(whole_run: SmokeRun) -> None:
     result = whole_run.result
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
@@ -90,7 +90,7 @@ def test_every_stage_passes_and_the_script_exits_0(whole_run: SmokeRun) -> None:
     assert "code 3" in failing, failing  # the step's exit code, in the run's reason
 
 
-def test_nothing_made_by_the_smoke_is_left_in_the_cluster(whole_run: SmokeRun) -> None:
+def nothing_made_by_the_smoke_is_left_in_the_cluster(whole_run: SmokeRun) -> None:
     store = whole_run.emulator.store
     namespace = f"wharf-smoke-{whole_run.smoke_id}"
     selector = f"wharf.io/smoke={whole_run.smoke_id}"
@@ -105,7 +105,7 @@ def test_nothing_made_by_the_smoke_is_left_in_the_cluster(whole_run: SmokeRun) -
     assert f"cleaned up everything labelled {selector}" in whole_run.result.stdout
 
 
-def test_no_smoke_stack_or_schedule_is_left_in_the_store(whole_run: SmokeRun) -> None:
+def no_smoke_stack_or_schedule_is_left_in_the_store(whole_run: SmokeRun) -> None:
     workspace = open_workspace(whole_run.env)
     try:
         stacks_left = workspace.store.stacks.list_stacks(PageRequest(size=100)).items
@@ -117,13 +117,22 @@ def test_no_smoke_stack_or_schedule_is_left_in_the_store(whole_run: SmokeRun) ->
     assert "left in the Wharf store" not in whole_run.result.stdout
 
 
-def test_no_smoke_component_is_left_in_the_store(whole_run: SmokeRun) -> None:
+def no_smoke_component_is_left_in_the_store(whole_run: SmokeRun) -> None:
     workspace = open_workspace(whole_run.env)
     try:
         components = workspace.store.stacks.list_components(None, PageRequest(size=100)).items
     finally:
         workspace.close()
     assert [c.name for c in components if c.name.startswith("smoke-")] == []
+
+
+def test_the_whole_smoke_passes_every_stage_and_leaves_nothing_behind(whole_run: SmokeRun) -> None:
+    """One test for the one run (45 s of set-up): as four, xdist's work stealing set the module's
+    run up again on each worker that took one of them."""
+    every_stage_passes_and_the_script_exits_0(whole_run)
+    nothing_made_by_the_smoke_is_left_in_the_cluster(whole_run)
+    no_smoke_stack_or_schedule_is_left_in_the_store(whole_run)
+    no_smoke_component_is_left_in_the_store(whole_run)
 
 
 def test_the_overall_timeout_fails_the_stage_and_still_cleans_up_a_shared_namespace(
