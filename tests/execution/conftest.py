@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
-from wharf.store.sql import SqlStore
+from tests.store.conftest import World, sqlite_world
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
+    with sqlite_world(tmp_path) as world:
+        yield world

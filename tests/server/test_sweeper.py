@@ -8,20 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World, sqlite_world
 from wharf.core.enums import ExecutionStatus as S
 from wharf.server.sweeper import LostRunSweeper
 from wharf.store.models import OrchestratorProcess
-from wharf.store.sql import SqlStore
 
 
 @pytest.fixture
 def store_world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
+    with sqlite_world(tmp_path) as world:
+        yield world
 
 
 def test_a_run_past_its_deadline_ends_failed_without_any_client(store_world: World) -> None:

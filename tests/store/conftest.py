@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -95,6 +98,17 @@ def make_world(store: SqlStore, project_name: str = "proj") -> World:
         SnapshotCreate(project_id=project.id, pipeline_id=pipeline.id, spec=spec())
     )
     return World(store, project, pipeline, snapshot)
+
+
+@contextlib.contextmanager
+def sqlite_world(directory: Path) -> Iterator[World]:
+    """A :func:`make_world` on a fresh SQLite store in ``directory`` (``store.db``), closed
+    afterwards."""
+    store = SqlStore.open(f"sqlite:///{directory / 'store.db'}")
+    try:
+        yield make_world(store)
+    finally:
+        store.close()
 
 
 @pytest.fixture

@@ -12,23 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World, sqlite_world
 from wharf.core.enums import ExecutionStatus as S
 from wharf.store.lost_runs import sweep_lost_runs
 from wharf.store.models import OrchestratorProcess
 from wharf.store.process_identity import own_start_token, start_token, this_host
-from wharf.store.sql import SqlStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
+    with sqlite_world(tmp_path) as world:
+        yield world
 
 
 def process(pid: int, token: str | None, host: str | None = None) -> OrchestratorProcess:

@@ -35,10 +35,9 @@ from tests.integrations.kubernetes.step_backend_bed import (
 from tests.integrations.kubernetes.testbed import Bed, BedFactory, open_bed
 from tests.kube.emulator import Emulator
 from tests.kube.kubelet import Kubelet
-from tests.store.conftest import World, make_world
+from tests.store.conftest import World, sqlite_world
 from wharf.artifacts.store import LocalArtifactStore
 from wharf.integrations.kubernetes.clients import KubeClients, kube_clients
-from wharf.store.sql import SqlStore
 
 s3_server = s3.s3_server
 s3_bucket = s3.s3_bucket
@@ -79,11 +78,8 @@ def clients(emulator: Emulator) -> Iterator[KubeClients]:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
-    try:
-        yield make_world(store)
-    finally:
-        store.close()
+    with sqlite_world(tmp_path) as world:
+        yield world
 
 
 @pytest.fixture
