@@ -4,20 +4,22 @@ A real kubelet puts each pod in a cgroup whose CPU weight follows its CPU reques
 ``cpu.shares`` = millicores * 1024 / 1000, at least 2; a BestEffort pod, with no request, gets 2).
 Under contention the Linux scheduler then shares a node's CPUs in proportion to those weights,
 and the control plane (the API server) is not among them at all. The process kubelet runs every
-container as a plain process beside the emulator, so without a weight 50 starting step pods would
-take the CPUs from the API server and the orchestrator alike, which no real cluster does. It
-gives each container the nice value whose CFS weight (the kernel's ``sched_prio_to_weight``
-table) is closest to the shares its request would get; the emulator and the kubelet keep nice 0.
+container as a plain process, so without a weight 50 starting BestEffort step pods would take the
+node's CPU from the orchestrator pod (100m requested) as much as from each other, which no real
+cluster does. It gives each container the nice value whose CFS weight (the kernel's ``sched_prio_to_weight``
+table) is closest to the shares its request would get.
 
-Each container is a process group of its own inside the kubelet's session. Where the kernel
-schedules sessions as groups (``/proc/sys/kernel/sched_autogroup_enabled``), that session's group
-(the kubelet's, and in the tests the emulator's: one process) is the node: it competes with the
-machine's other sessions (another test run, a benchmark) as one, as a node's pods do with what
-runs outside them, and inside it the nice values share its CPU between the containers and the
-control plane by their weights. A container must not be a session of its own: its group would
-weigh its nice against every other session of the machine, and a BestEffort step pod (nice 19)
-would get a 68th of the share of each busy one, so that on a loaded machine it stalls for longer
-than its heartbeat's liveness timeout, which a node's load never does to it.
+Each container is a process group of its own inside one session, the node's: one process
+(``node_session``, a session of its own) starts them all. Where the kernel schedules sessions as
+groups (``/proc/sys/kernel/sched_autogroup_enabled``), that session's group is the node: it
+competes with the machine's other sessions (the test run's own, another test run, a benchmark) as
+one, as a node's pods do with what runs outside them, and inside it the nice values share its CPU
+between the containers by their weights. A container must be in neither the kubelet's session
+(in the tests, pytest's: its nice 19 would weigh against each busy process of the test run, the
+other xdist worker's among them) nor a session of its own (its group would weigh its nice
+against every other session of the machine): either way a BestEffort step pod (nice 19) would
+get a 68th of the share of each busy one and stall for longer than its heartbeat's liveness
+timeout, which a node's load never does to it.
 """
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ with second precision, as the API server stores them.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from tests.kube.kubelet_env import HOST_IP, POD_IP
+from tests.kube.kubelet_process import ContainerProcess
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -35,7 +35,7 @@ class ContainerRun:
     state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "Pending"}})
     last_state: dict[str, Any] = field(default_factory=dict)
     restart_count: int = 0
-    process: subprocess.Popen[bytes] | None = None
+    process: ContainerProcess | None = None
     restart_at: float | None = None  # monotonic time of a scheduled restart
     memory_limit: int | None = None  # bytes; the kubelet SIGKILLs the container above it
     oom_killed: bool = False
@@ -60,7 +60,7 @@ class ContainerRun:
     def wait(self, reason: str, message: str | None = None) -> None:
         self.state = {"waiting": _without_none({"reason": reason, "message": message})}
 
-    def start(self, process: subprocess.Popen[bytes]) -> None:
+    def start(self, process: ContainerProcess) -> None:
         if self.terminated is not None:
             self.last_state = self.state
         self.process = process

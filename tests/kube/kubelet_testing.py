@@ -8,9 +8,9 @@ plain dicts as the API server returns them; ``None`` stands for "the pod is gone
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client, watch
@@ -115,8 +115,9 @@ def wait_for_output(
 
 
 def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan's may wait for a reaper)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return True
+    return stat[stat.rindex(")") + 2] != "Z"  # the state, after "pid (comm) "

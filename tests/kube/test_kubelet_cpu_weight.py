@@ -1,5 +1,5 @@
 """The process kubelet gives each container the CPU weight its request would get on a node,
-against the node's other processes only (the kubelet's session), not the machine's."""
+against the node's other processes only (the node's session), not the machine's."""
 
 from __future__ import annotations
 
@@ -64,15 +64,22 @@ def test_a_container_runs_at_the_nice_value_of_its_request(
     assert int(core.read_namespaced_pod_log("weighted", NS)) == expected
 
 
-def test_a_container_is_a_group_of_its_own_in_the_kubelets_session_and_scheduling_group(
+def test_containers_are_groups_of_their_own_in_one_node_session_apart_from_the_kubelets(
     kubelet: Kubelet, core: client.CoreV1Api
 ) -> None:
-    """Its nice weighs against the node's processes (the kubelet, here with the emulator, is
-    this process): were it a session of its own, the group the kernel schedules it in
-    (``sched_autogroup``) would weigh a BestEffort pod's nice 19 against every busy session of
-    the machine, and a loaded machine would starve it past its heartbeat's liveness timeout."""
-    run_to_end(core, python_pod("grouped", PRINT_GROUPS))
+    """Their nice values weigh against the node's processes only. In the kubelet's session (here
+    pytest's) a BestEffort pod's nice 19 would weigh against each busy process of the test run;
+    in a session of its own, against every busy session of the machine (``sched_autogroup``):
+    either way a loaded machine starves it past its heartbeat's liveness timeout."""
+    run_to_end(core, python_pod("first", PRINT_GROUPS))
+    run_to_end(core, python_pod("second", PRINT_GROUPS))
 
-    leads, group = core.read_namespaced_pod_log("grouped", NS).splitlines()
-    assert leads == f"True {os.getsid(0)}"  # signalled as one, in the kubelet's session
-    assert group == own_scheduling_group()
+    first_line, first_group = core.read_namespaced_pod_log("first", NS).splitlines()
+    second_line, second_group = core.read_namespaced_pod_log("second", NS).splitlines()
+    assert first_line == second_line  # each leads a process group (signalled as one), one session
+    leads, session = first_line.split()
+    assert leads == "True"
+    assert int(session) != os.getsid(0)  # not the kubelet's (this process's)
+    assert first_group == second_group  # one scheduling group, the node's
+    if own_scheduling_group() != "-":
+        assert first_group != own_scheduling_group()
