@@ -101,6 +101,24 @@ def test_dict_keys_of_other_types_are_not_their_strings():
     assert key(replace(BASE, parameters={"d": {True: "x"}})) != key(a)
 
 
+def test_a_tuple_is_not_its_list():
+    # JSON turns a tuple into a list: a step given (1, 2) may compute something else.
+    a = replace(BASE, parameters={"xs": (1, 2)})
+    b = replace(BASE, parameters={"xs": [1, 2]})
+    assert key(a) != key(b)
+    assert key(replace(BASE, parameters={"xs": {"k": (1,)}})) != key(
+        replace(BASE, parameters={"xs": {"k": [1]}})
+    )
+    assert key(a) == key(replace(BASE, parameters={"xs": (1, 2)}))
+
+
+def test_a_string_with_a_lone_surrogate_is_a_value_like_any_other():
+    a = replace(BASE, parameters={"s": "x \udcff"})
+    assert key(a) == key(replace(BASE, parameters={"s": "x \udcff"}))
+    assert key(a) != key(replace(BASE, parameters={"s": "x \udcfe"}))
+    assert key(a) != key(replace(BASE, parameters={"s": "x \\udcff"}))
+
+
 def test_dict_keys_of_mixed_types_hash_in_any_order():
     a = replace(BASE, parameters={"d": {1: "a", "b": 2}})
     b = replace(BASE, parameters={"d": {"b": 2, 1: "a"}})

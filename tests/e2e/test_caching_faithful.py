@@ -44,6 +44,22 @@ def test_an_int_dict_key_is_not_its_string(workspace: Workspace) -> None:
     assert status_map(workspace, run.id) == {"describe": ExecutionStatus.CACHED}
 
 
+def test_a_tuple_is_not_its_list(workspace: Workspace) -> None:
+    @step
+    def kind(xs: object) -> str:
+        return type(xs).__name__
+
+    @pipeline
+    def p(as_tuple: bool) -> None:
+        kind(xs=(1, 2) if as_tuple else [1, 2])
+
+    client = Client(workspace.config, workspace.store)
+    for as_tuple, expected in ((True, "tuple"), (False, "list")):
+        run = p.run_in(workspace, as_tuple=as_tuple)
+        assert status_map(workspace, run.id) == {"kind": ExecutionStatus.COMPLETED}
+        assert client.load_step_output(run.id, "kind") == expected
+
+
 def test_expiry_counts_from_the_result_not_the_start(
     workspace: Workspace, clock: FakeClock
 ) -> None:

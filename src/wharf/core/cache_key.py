@@ -68,9 +68,10 @@ class KeyPolicy:
 
 def canonical(value: Any) -> str:
     """One string per value: JSON with sorted keys where that is faithful (every dict key a
-    str, no set), so such keys stay as they were; else a type-tagged encoding, which JSON can
-    never produce (plain JSON turns the key ``1`` into ``"1"``, giving ``{1: x}`` and
-    ``{"1": x}`` one key, and cannot sort a dict whose keys mix types)."""
+    str, no set, no tuple), so such keys stay as they were; else a type-tagged encoding, which
+    JSON can never produce (plain JSON turns the key ``1`` into ``"1"`` and a tuple into a list,
+    giving ``{1: x}`` and ``{"1": x}``, or ``(1, 2)`` and ``[1, 2]``, one key, and cannot sort a
+    dict whose keys mix types)."""
     if _plain(value):
         return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
     return "tagged:" + json.dumps(_tagged(value), separators=(",", ":"))
@@ -79,9 +80,9 @@ def canonical(value: Any) -> str:
 def _plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return all(_plain(v) for v in value)
-    return not isinstance(value, set | frozenset)
+    return not isinstance(value, set | frozenset | tuple)
 
 
 def _tagged(value: Any) -> Any:
@@ -92,8 +93,10 @@ def _tagged(value: Any) -> Any:
         return ["dict", sorted(items, key=_encoded)]
     if isinstance(value, set | frozenset):
         return ["set", sorted((_tagged(v) for v in value), key=_encoded)]
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return ["list", [_tagged(v) for v in value]]
+    if isinstance(value, tuple):
+        return ["tuple", [_tagged(v) for v in value]]
     for kind in (bool, int, float, str):  # subclasses too (an IntEnum, numpy's float64)
         if isinstance(value, kind):
             return [kind.__name__, json.dumps(value)]
@@ -112,7 +115,7 @@ class _Hasher:
 
     def add(self, tag: str, value: str) -> None:
         for part in (tag, value):
-            data = part.encode()
+            data = part.encode("utf-8", "surrogatepass")  # a lone surrogate is a value too
             self._h.update(len(data).to_bytes(8, "big"))
             self._h.update(data)
 
