@@ -24,3 +24,18 @@ def test_a_long_message_is_cut_to_what_the_store_keeps() -> None:
     assert reason == f"ValueError: {'x' * REASON_CHARACTERS}... (5 more characters)"
     assert len(reason) <= MAX_TEXT_LENGTH
     assert describe_exception(ValueError("x" * REASON_CHARACTERS)).endswith("x")
+
+
+def test_a_lone_surrogate_is_written_out() -> None:
+    # No UTF-8 text holds one: the store's model refused the reason, and the step ended with
+    # "Internal error: ValidationError" instead of its own words.
+    assert describe_exception(ValueError("x \udcff")) == "ValueError: x \\udcff"
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str fails")
+
+
+def test_an_exception_whose_str_fails_reads_as_pythons_traceback_shows_it() -> None:
+    assert describe_exception(UnprintableError()) == "UnprintableError: <exception str() failed>"

@@ -40,9 +40,15 @@ REASON_CHARACTERS = 10_000
 
 def describe_exception(exc: BaseException) -> str:
     """The words of ``exc`` as a step's status reason: storable on every database (a NUL
-    character, which the store refuses, is written ``\\x00``; a message longer than
-    :data:`REASON_CHARACTERS` is cut, saying how much was left out)."""
-    text = str(exc).replace("\x00", "\\x00")
+    character, which the store refuses, is written ``\\x00``, and a lone surrogate, which no
+    UTF-8 text holds, ``\\udcff``; a message longer than :data:`REASON_CHARACTERS` is cut,
+    saying how much was left out). An exception whose ``str()`` fails reads as Python's
+    traceback shows it."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<exception str() failed>"
+    text = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
     if len(text) > REASON_CHARACTERS:
         left_out = len(text) - REASON_CHARACTERS
         text = f"{text[:REASON_CHARACTERS]}... ({left_out} more characters)"

@@ -386,7 +386,7 @@ def store_log_of_ended_step(step_run_id: object) -> None:
 
 
 def write_log(store: ArtifactStore, uri: str, text: str | bytes) -> None:
-    data = text.encode() if isinstance(text, str) else text
+    data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
     store.makedirs(posixpath.dirname(uri))
     with store.open(uri, "wb") as f:
         f.write(data)
