@@ -251,7 +251,39 @@ if __name__ == "__main__":
 '''
 
 
-def test_a_comment_edit_keeps_the_step_cached(workspace: Workspace, tmp_path: Path) -> None:
+HELPED_SCRIPT = '''
+from wharf import pipeline, step
+
+FACTOR = 2
+
+
+def scale(x):
+    return x * FACTOR  # the factor
+
+
+@step
+def train(rows: int = 3) -> int:
+    """Trains."""
+    # sum the rows
+    return scale(sum(range(rows)))  # the total
+
+
+@pipeline
+def training() -> None:
+    train()
+
+
+if __name__ == "__main__":
+    training()
+'''
+
+
+@pytest.mark.parametrize("text", [COMMENTED_SCRIPT, HELPED_SCRIPT], ids=["alone", "helped"])
+def test_a_comment_edit_keeps_the_step_cached(
+    workspace: Workspace, tmp_path: Path, text: str
+) -> None:
+    """Also where the step reaches a function and a constant of its module (whose facts join
+    its code hash): a comment there counted once, the step's own lines and the helper's."""
     script = tmp_path / "training.py"
 
     def run(text: str) -> ExecutionStatus:
@@ -264,13 +296,12 @@ def test_a_comment_edit_keeps_the_step_cached(workspace: Workspace, tmp_path: Pa
         newest = max(runs, key=lambda r: r.created)
         return status_map(workspace, newest.id)["train"]
 
-    assert run(COMMENTED_SCRIPT) is ExecutionStatus.COMPLETED
-    recommented = COMMENTED_SCRIPT.replace("# sum the rows", "# add up\n\n    # the rows")
-    assert run(recommented.replace("# the total", "")) is ExecutionStatus.CACHED
-    assert run(COMMENTED_SCRIPT.replace("Trains.", "Fits.")) is ExecutionStatus.COMPLETED
-    assert run(COMMENTED_SCRIPT.replace("range(rows)", "range(rows + 1)")) is (
-        ExecutionStatus.COMPLETED
-    )
+    assert run(text) is ExecutionStatus.COMPLETED
+    recommented = text.replace("# sum the rows", "# add up\n\n    # the rows")
+    recommented = recommented.replace("# the total", "").replace("# the factor", "# x2   ")
+    assert run(recommented) is ExecutionStatus.CACHED
+    assert run(text.replace("Trains.", "Fits.")) is ExecutionStatus.COMPLETED
+    assert run(text.replace("range(rows)", "range(rows + 1)")) is ExecutionStatus.COMPLETED
 
 
 DEPENDENT_SCRIPT = """

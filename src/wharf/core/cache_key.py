@@ -141,12 +141,13 @@ def code_digest(source_code: str | None, code_hash: str) -> str:
     blank lines and trailing white space (:func:`without_comments`), so an edit of those alone
     keeps the key (a docstring, which code can read, counts); ``code_hash`` where the source is
     unknown. Source without any of them gives ``code_hash`` itself, the key it had before. A
-    ``code_hash`` that is not the hash of ``source_code`` (it covers the values the step's
-    function closes over: ``wharf.execution.held_values``) counts too."""
+    ``code_hash`` that is not the hash of ``source_code`` with or without its comments (it
+    covers the values the step's function closes over, ``wharf.execution.held_values``, and what
+    it reaches of its module, hashed from that same source without comments) counts too."""
     if source_code is None:
         return code_hash
     digest = hashlib.sha256(without_comments(source_code).encode()).hexdigest()
-    if code_hash == hashlib.sha256(source_code.encode()).hexdigest():
+    if code_hash in (digest, hashlib.sha256(source_code.encode()).hexdigest()):
         return digest
     # the code hash holds more than the source (the values a nested step closes over)
     return hashlib.sha256(f"{digest}\0{code_hash}".encode()).hexdigest()

@@ -21,6 +21,7 @@ from wharf.artifacts.materializers.associated_types import annotation_problem
 from wharf.artifacts.materializers.base import Materializer
 from wharf.config.component_settings import is_component_key, parse_component_settings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
+from wharf.core.cache_key import without_comments
 from wharf.core.enums import StepRuntime
 from wharf.core.errors import InputError, StepInterfaceError
 from wharf.core.names import definition_name
@@ -45,14 +46,15 @@ RESERVED_CALL_ARGUMENTS = {
 
 def _source_of(func: Callable[..., Any]) -> tuple[str | None, str, tuple[str, ...]]:
     """(source code or None, code hash, what of its held values the hash cannot hold). The
-    hash falls back to the bytecode; it also covers the values the function closes over
-    (``wharf.execution.held_values``)."""
+    hash is of the source without comments, blank lines and trailing white space
+    (``core.cache_key.without_comments``), else of the bytecode; it also covers the values the
+    function closes over (``wharf.execution.held_values``)."""
     try:
         code = inspect.getsource(func)
     except (OSError, TypeError):
         code = None
     if code is not None:
-        digest = hashlib.sha256(code.encode()).hexdigest()
+        digest = hashlib.sha256(without_comments(code).encode()).hexdigest()
     else:
         raw = func.__code__.co_code + repr(func.__code__.co_consts).encode()
         digest = hashlib.sha256(raw).hexdigest()
