@@ -48,3 +48,27 @@ def test_threads_a_step_starts_print_into_its_log(workspace: Workspace) -> None:
             f"grandchild of {label}",
             f"pool of {label}",
         ]
+
+
+@step(enable_cache=False)
+def writes_bytes() -> None:
+    import sys
+
+    sys.stdout.write("text\n")
+    sys.stdout.flush()
+    assert sys.stdout.writable()
+    sys.stdout.buffer.write("raw é bytes\n".encode())
+    sys.stdout.buffer.flush()
+
+
+def test_an_inline_step_may_write_bytes_to_stdout(workspace: Workspace) -> None:
+    """``sys.stdout.buffer`` was missing inline (an AttributeError), though not isolated."""
+
+    @pipeline
+    def p() -> None:
+        writes_bytes()
+
+    run = p.run_in(workspace)
+    assert run.status is ExecutionStatus.COMPLETED
+    client = Client(workspace.config, workspace.store)
+    assert client.step_logs("writes_bytes", run=run.id) == "text\nraw é bytes\n"

@@ -34,12 +34,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import IO, Any, Protocol, TextIO
+from typing import IO, Any, Protocol
 
 from wharf.artifacts.store import ArtifactStore
 from wharf.execution import worker_logs
 from wharf.execution.interrupt import StepInterrupted
 from wharf.execution.parent_watch import exit_with_group
+from wharf.execution.routed_streams import RoutingStream
 from wharf.execution.step_region import StepRegion
 from wharf.execution.worker_logs import WorkerPipe, WorkerWriter
 
@@ -188,31 +189,11 @@ def _inheriting_capture(start: Callable[[threading.Thread], None]) -> Callable[.
 _threads_inherit = False
 
 
-class _RoutingStream(io.TextIOBase):
-    def __init__(self, original: TextIO) -> None:
-        self.original = original
-
-    def write(self, text: str) -> int:
-        sink = _current_sink()
-        if sink is not None:
-            sink.write(text)
-        return self.original.write(text)
-
-    def flush(self) -> None:
-        worker = worker_logs.process_sink()
-        if worker is not None:  # a worker of an inline step: the end of its unfinished line
-            worker.flush()
-        self.original.flush()
-
-    def isatty(self) -> bool:
-        return self.original.isatty()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.original, "encoding", "utf-8")
-
-    def fileno(self) -> int:
-        return self.original.fileno()
+def _flush_worker_line() -> None:
+    """In a worker of an inline step: send the end of its unfinished line to the step's log."""
+    worker = worker_logs.process_sink()
+    if worker is not None:
+        worker.flush()
 
 
 def install_routing() -> None:
@@ -224,10 +205,10 @@ def install_routing() -> None:
         if not _threads_inherit:
             setattr(threading.Thread, "start", _inheriting_capture(threading.Thread.start))  # noqa: B010
             _threads_inherit = True
-        if not isinstance(sys.stdout, _RoutingStream):
-            sys.stdout = _RoutingStream(sys.stdout)
-        if not isinstance(sys.stderr, _RoutingStream):
-            sys.stderr = _RoutingStream(sys.stderr)
+        if not isinstance(sys.stdout, RoutingStream):
+            sys.stdout = RoutingStream(sys.stdout, _current_sink, _flush_worker_line)
+        if not isinstance(sys.stderr, RoutingStream):
+            sys.stderr = RoutingStream(sys.stderr, _current_sink, _flush_worker_line)
 
 
 def write_to_step_log(text: str) -> bool:
