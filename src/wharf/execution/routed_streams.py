@@ -72,7 +72,9 @@ class RoutingStream(io.TextIOBase):
         return self._buffer
 
     def __getattr__(self, name: str) -> Any:
-        """What else the console stream offers (``name``, ``errors``, ``reconfigure``, ...)."""
+        """What else the console stream offers (``name``, ``reconfigure``, ...)."""
+        if name == "original":  # not set yet (a copy made without __init__)
+            raise AttributeError(name)
         return getattr(self.original, name)
 
 
