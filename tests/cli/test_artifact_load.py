@@ -294,3 +294,38 @@ def test_a_value_whose_module_the_cli_cannot_import_says_where_to_run_it(
     assert "No module named 'project_types'" in failed.stderr
     loaded = wharf("artifacts", "load", name, env={"PYTHONPATH": str(project)})
     assert (loaded.returncode, loaded.stdout) == (0, "Config(rate=0.5)\n"), loaded.stderr
+
+
+@step(enable_cache=False)
+def huge() -> dict[str, int]:
+    return {"huge": 1 << 20_000}
+
+
+@pipeline(name="huge_pipeline")
+def huge_pipeline() -> None:
+    huge()
+
+
+def digits_of(number: int) -> str:
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return str(number)
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def test_an_int_of_more_than_4300_digits_is_printed_whole(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """Python refuses to turn such an int into text unless told: the command failed with
+    'Exceeds the limit (4300 digits)...; use sys.set_int_max_str_digits()'."""
+    huge_pipeline.run_in(workspace)
+    name = "huge_pipeline::huge::output"
+    expected = "{'huge': " + digits_of(1 << 20_000) + "}"
+
+    printed = wharf("artifacts", "load", name)
+    assert (printed.returncode, printed.stdout) == (0, expected + "\n"), printed.stderr
+    out = tmp_path / "huge.txt"
+    assert wharf("artifacts", "load", name, "--out", str(out)).returncode == 0
+    assert out.read_text() == expected

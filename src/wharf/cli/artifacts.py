@@ -184,10 +184,18 @@ def _unabridged() -> Iterator[None]:
 
 
 def _printed(value: Any) -> str:
+    """A str as it is, any other value in its pprint form, every digit of a big int included
+    (Python refuses to print more than 4,300 unless told)."""
     import pprint
 
-    # sort_dicts=False: a dict is printed in its own order, as it was stored
-    return value if isinstance(value, str) else pprint.pformat(value, sort_dicts=False)
+    if isinstance(value, str):
+        return value
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:  # sort_dicts=False: a dict is printed in its own order, as it was stored
+        return pprint.pformat(value, sort_dicts=False)
+    finally:
+        sys.set_int_max_str_digits(limit)
 
 
 def _version_of(client: Client, name: str, number: int | None) -> ArtifactVersionRecord:
