@@ -8,21 +8,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.test_caching import status_map
-from wharf import Client, pipeline, step
+from wharf import Client
 from wharf.core.enums import ExecutionStatus
-from wharf.sdk.workspace import Workspace
+from wharf.store.models import StepRunRecord
+
+SCRIPT = """
+import sys
+
+from wharf import pipeline, step
 
 
 @step(enable_cache=False)
 def prints_a_surrogate() -> int:
-    sys.stdout.write("before \udcff after\n")  # as print() does where stdout escapes surrogates
+    sys.stdout.write("before \\udcff after\\n")  # as print() does where stdout escapes them
     return 1
 
 
 @step(enable_cache=False)
 def fails_with_a_surrogate() -> int:
-    raise ValueError("no file \udcff")
+    raise ValueError("no file \\udcff")
 
 
 class UnprintableError(Exception):
@@ -35,40 +39,54 @@ def fails_unprintably() -> int:
     raise UnprintableError
 
 
-def test_an_inline_step_keeps_its_output_and_its_error_words(workspace: Workspace) -> None:
-    @pipeline(raise_on_failure=False)
-    def p() -> None:
-        prints_a_surrogate()
-        fails_with_a_surrogate()
-        fails_unprintably()
+@pipeline(raise_on_failure=False)
+def unencodable() -> None:
+    prints_a_surrogate()
+    fails_with_a_surrogate()
+    fails_unprintably()
 
-    run = p.run_in(workspace)
-    assert status_map(workspace, run.id) == {
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(errors="surrogateescape")
+    sys.stderr.reconfigure(errors="backslashreplace")
+    unencodable()
+"""
+
+
+def run_script(tmp_path: Path) -> dict[str, StepRunRecord]:
+    """Run the script (in a process of its own: its output holds what pytest's workers cannot
+    send) and return its run's step runs by name."""
+    (tmp_path / "unencodable.py").write_text(SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "unencodable.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="backslashreplace")
+    with Client() as client:
+        run = client.list_pipeline_runs(size=1).items[0]
+        return {s.name: s for s in client.list_run_steps(run.id).items}
+
+
+def test_an_inline_step_keeps_its_output_and_its_error_words(
+    wharf_home: Path, tmp_path: Path
+) -> None:
+    steps = run_script(tmp_path)
+
+    assert {name: s.status for name, s in steps.items()} == {
         "prints_a_surrogate": ExecutionStatus.COMPLETED,
         "fails_with_a_surrogate": ExecutionStatus.FAILED,
         "fails_unprintably": ExecutionStatus.FAILED,
     }
-    client = Client(workspace.config, workspace.store)
-    assert client.step_logs("prints_a_surrogate", run=run.id) == "before \\udcff after\n"
-    reasons = {s.name: s.status_reason for s in client.list_run_steps(run.id).items}
-    assert reasons["fails_with_a_surrogate"] == "ValueError: no file \\udcff"
-    assert reasons["fails_unprintably"] == "UnprintableError: <exception str() failed>"
-
-
-SCRIPT = """
-from wharf import pipeline, step
-
-@step(enable_cache=False)
-def fails_with_a_surrogate() -> int:
-    raise ValueError("no file \\udcff")
-
-@pipeline(raise_on_failure=False)
-def isolated() -> None:
-    fails_with_a_surrogate()
-
-if __name__ == "__main__":
-    isolated()
-"""
+    with Client() as client:
+        log = client.step_logs(steps["prints_a_surrogate"].id)
+    assert log == "before \\udcff after\n"
+    assert steps["fails_with_a_surrogate"].status_reason == "ValueError: no file \\udcff"
+    assert steps["fails_unprintably"].status_reason == (
+        "UnprintableError: <exception str() failed>"
+    )
 
 
 def test_an_isolated_step_keeps_its_error_words(wharf_home: Path, tmp_path: Path) -> None:
@@ -79,18 +97,11 @@ def test_an_isolated_step_keeps_its_error_words(wharf_home: Path, tmp_path: Path
         ["stack", "set", "procs"],
     ):
         subprocess.run([*wharf, *command], check=True, capture_output=True)
-    (tmp_path / "isolated.py").write_text(SCRIPT)
-    done = subprocess.run(
-        [sys.executable, "isolated.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+
+    steps = run_script(tmp_path)
+
+    assert steps["fails_with_a_surrogate"].status is ExecutionStatus.FAILED
+    assert steps["fails_with_a_surrogate"].status_reason == "ValueError: no file \\udcff"
+    assert steps["fails_unprintably"].status_reason == (
+        "UnprintableError: <exception str() failed>"
     )
-    assert done.returncode == 0, done.stderr
-    with Client() as client:
-        run = client.list_pipeline_runs(size=1).items[0]
-        (step_run,) = client.list_run_steps(run.id).items
-    assert step_run.status is ExecutionStatus.FAILED
-    assert step_run.status_reason == "ValueError: no file \\udcff"
