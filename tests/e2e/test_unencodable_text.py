@@ -4,12 +4,18 @@ either local orchestrator: they are stored with the character written out (``\\u
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.e2e.test_isolated import make_stack
 from wharf import Client
+from wharf.config.global_config import load_config
 from wharf.core.enums import ExecutionStatus
+from wharf.sdk.workspace import Workspace
 from wharf.store.models import StepRunRecord
 
 SCRIPT = """
@@ -89,14 +95,12 @@ def test_an_inline_step_keeps_its_output_and_its_error_words(
     )
 
 
-def test_an_isolated_step_keeps_its_error_words(wharf_home: Path, tmp_path: Path) -> None:
-    wharf = [sys.executable, "-m", "wharf.cli.main"]
-    for command in (
-        ["component", "register", "procs", "--type", "orchestrator", "--flavor", "local_process"],
-        ["stack", "register", "procs", "-o", "procs", "-a", "default"],
-        ["stack", "set", "procs"],
-    ):
-        subprocess.run([*wharf, *command], check=True, capture_output=True)
+def test_an_isolated_step_keeps_its_error_words(
+    wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WHARF_ACTIVE_STACK", "procs")
+    with contextlib.closing(Workspace.open(load_config())) as workspace:
+        make_stack(workspace, "procs", "local_process")
 
     steps = run_script(tmp_path)
 

@@ -171,7 +171,13 @@ class ProcessTable:
         output to ``log_path``; ``on_exit()`` runs once it has exited. Raises OSError when the
         command cannot be started."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd), "log": str(log_path)}
+        request = {
+            "argv": list(argv),
+            "env": dict(env),
+            "cwd": str(cwd),
+            "log": str(log_path),
+            "nice": nice,
+        }
         process = ContainerProcess(on_exit)
         with self._lock:
             if self._closed:
@@ -179,7 +185,7 @@ class ProcessTable:
             node = self._node_session()
             self._starting = process
             assert node.stdin is not None
-            node.stdin.write(json.dumps({**request, "nice": nice}) + "\n")
+            node.stdin.write(json.dumps(request) + "\n")
             node.stdin.flush()  # BrokenPipeError (an OSError) if the node session is gone
             process.wait_answered()
         if process.start_error is not None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from kubernetes import client, watch
+
+from wharf.store.process_identity import start_token
 
 PYTHON_IMAGE = "wharf/python:3.11"
 Pod = dict[str, Any]
@@ -116,8 +117,4 @@ def wait_for_output(
 
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (an orphan's may wait for a reaper)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"  # the state, after "pid (comm) "
+    return start_token(pid) is not None

@@ -153,6 +153,7 @@ def code_digest(source_code: str | None, code_hash: str) -> str:
     return hashlib.sha256(f"{digest}\0{code_hash}".encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1024)  # read where a step is defined and where it is decided
 def without_comments(source: str) -> str:
     """``source`` without its comments, the lines holding nothing else, blank lines and
     trailing white space; text inside a string is never touched. Source that does not
