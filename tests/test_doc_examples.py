@@ -47,7 +47,7 @@ def commands(block: str) -> list[str]:
 
 def test_the_examples_are_found() -> None:
     assert len(blocks("python")) == 1
-    assert [len(commands(b)) for b in blocks("sh")] == [1, 3, 2]
+    assert [len(commands(b)) for b in blocks("sh")] == [1, 5, 2]
 
 
 @pytest.fixture

@@ -46,6 +46,9 @@ def test_a_user_sees_the_teams_pools_through_the_workspace(team: Team, tmp_path:
     # the workspace's RM credential (alice) is not an RM administrator's: said, not hidden
     assert "Current allocations not shown" in shown.stdout and "administrator" in shown.stdout
     assert_one_line_error(run("pool", "queue", POOL, env=env), "not an RM administrator")
+    resources = run("resource", "list", env=env)
+    assert resources.returncode == 0, resources.stderr
+    assert "license" in resources.stdout and "CPU" in resources.stdout
     assert_one_line_error(run("pool", "show", "nowhere", env=env), "nowhere")
     policies = run("policy", "list", env=env)
     assert policies.returncode == 0 and POOL in policies.stdout, policies.stderr
@@ -58,6 +61,8 @@ def test_changes_are_refused_through_the_workspace(team: Team, tmp_path: Path) -
         ("pool", "delete", POOL, "--yes"),
         ("policy", "delete", "anything", "--yes"),  # refused before the name is looked up
         ("pool", "delete", "nosuch", "--yes"),
+        ("resource", "create", "more"),
+        ("resource", "delete", "license", "--yes"),
     ):
         assert_one_line_error(run(*args, env=env), "an RM administrator does that")
 

@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the Resource Manager server; make its credentials.",
     ),
     "pool": ("wharf.cli.pools:pool", "Create, list, show, update, delete pools; see a queue."),
+    "resource": (
+        "wharf.cli.resource_descriptors:resource",
+        "Register, list, show and delete the resources pools offer.",
+    ),
     "policy": ("wharf.cli.policies:policy", "Create, list, show, update, delete policies."),
     "request": (
         "wharf.cli.requests:request",
@@ -70,6 +74,7 @@ process report it."""
 
 SHORT_LIVED = frozenset(
     {"runs", "steps", "pipelines", "artifacts", "stack", "component", "pool", "policy", "request"}
+    | {"resource"}
     | {"schedule", "login", "logout", "user", "project", "service-account", "api-key"}
 )
 """Groups whose commands all end within seconds: they run without the garbage collector."""

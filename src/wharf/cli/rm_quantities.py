@@ -80,7 +80,14 @@ class Resources:
         if len(folded) == 1:
             return folded[0]
         known = ", ".join(sorted(by_name))
-        raise InputError(f"Unknown resource '{name}'; known resources: {known}.")
+        import re
+
+        from wharf.core.resources import NAME_PATTERN
+
+        hint = " `wharf resource create NAME` registers a custom one."
+        if re.fullmatch(NAME_PATTERN, name):
+            hint = f" `wharf resource create {name}` registers it."
+        raise InputError(f"Unknown resource '{name}'; known resources: {known}.{hint}")
 
     def split_key(self, key: str) -> tuple[str, str | None]:
         """``RESOURCE[:CLASS]`` -> (descriptor name, class or None)."""
