@@ -167,6 +167,14 @@ def isolated_double(x: int) -> int:
     return 2 * x
 
 
+@step(enable_cache=False)
+def repr_of(value: object) -> str:
+    """What the step was given, as Python shows it (its types too), and its process id."""
+    import os
+
+    return f"{os.getpid()} {value!r}"
+
+
 @step
 def noop() -> None:
     return None

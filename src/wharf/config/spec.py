@@ -8,13 +8,14 @@ every ``InputSpec`` names an upstream step listed in that step's ``upstream``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wharf.config.component_settings import ComponentSettings
 from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig, Schedule
 from wharf.core.enums import ExecutionMode, StepRuntime
+from wharf.core.exact_values import ExactValues
 
 
 class InputSpec(BaseModel):
@@ -47,7 +48,7 @@ class StepConfig(BaseModel):
     runtime: StepRuntime | None = None
     step_operator: str | None = None
     environment: dict[str, str] = Field(default_factory=dict)
-    caching_parameters: dict[str, Any] = Field(default_factory=dict)
+    caching_parameters: ExactValues = Field(default_factory=dict)
     enable_heartbeat: bool = True
     settings: ComponentSettings = Field(default_factory=dict)
     """Stack component settings (``{"orchestrator.kubernetes": {...}}``, plain JSON): the
@@ -68,8 +69,9 @@ class StepSpec(BaseModel):
     docstring: str | None = None
     upstream: tuple[str, ...] = ()
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    """JSON-able literal arguments, defaults included."""
+    parameters: ExactValues = Field(default_factory=dict)
+    """JSON-able literal arguments, defaults included; a tuple stays a tuple, an int key an
+    int, where the step runs (``wharf.core.exact_values``)."""
     outputs: dict[str, OutputSpec] = Field(default_factory=dict)
     config: StepConfig = Field(default_factory=StepConfig)
 
@@ -126,7 +128,7 @@ class PipelineSpec(BaseModel):
     name: str
     source: str | None = None
     dynamic: bool = False
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: ExactValues = Field(default_factory=dict)
     config: PipelineConfig = Field(default_factory=PipelineConfig)
     steps: dict[str, StepSpec] = Field(default_factory=dict)
     code: CodeArchiveRef | None = None

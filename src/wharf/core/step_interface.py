@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from wharf.core.errors import StepInterfaceError
+from wharf.core.exact_values import RESERVED_TEXT, reserved
 from wharf.core.suggestions import listing, unmatched
 from wharf.core.type_checks import check_output_type, check_parameter_type
 
@@ -113,6 +114,8 @@ class StepInterface:
                 "not JSON-serialisable; pass JSON values as parameters and other objects as "
                 "outputs of a step."
             ) from None
+        if reserved(value):
+            raise StepInterfaceError(f"Parameter '{name}' of step '{step_id}' is {RESERVED_TEXT}.")
         self.check_parameter(step_id, name, value)
         return True
 

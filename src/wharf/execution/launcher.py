@@ -24,6 +24,7 @@ from wharf.core.errors import (
     RunStoppingError,
     WharfError,
 )
+from wharf.core.exact_values import readable
 from wharf.execution import step_writes
 from wharf.execution.allocation_waits import AllocationWaits, Stops, wait_to_retry
 from wharf.execution.attempts import AttemptExecutor, PlacesAttempts
@@ -236,7 +237,7 @@ class StepLauncher:
             "code_hash": spec.code_hash,
             "source_code": spec.source_code,
             "docstring": spec.docstring,
-            "parameters": spec.parameters,
+            "parameters": readable(spec.parameters),
             "inputs": {name: v.id for name, v in inputs.items()},
             "spec": spec if self._record_specs else None,
             "calls": self._calls.for_create(spec.name),

@@ -22,6 +22,7 @@ from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
+from wharf.core.exact_values import RESERVED_TEXT, reserved
 from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
@@ -201,6 +202,10 @@ class Pipeline(Generic[P]):
                     f" ({exc}); a pipeline takes JSON values (str, int, float, bool, None, lists"
                     " and dicts of them): make other objects in a step."
                 ) from None
+            if reserved(value):
+                raise StepInterfaceError(
+                    f"Pipeline parameter '{key}' of '{self.name}' is {RESERVED_TEXT}."
+                )
         return dict(bound.arguments)
 
     def _resolve_step(self, spec: StepSpec) -> Step[Any, Any]:

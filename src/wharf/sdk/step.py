@@ -24,6 +24,7 @@ from wharf.config.settings import CachePolicy, ResourceSettings, RetryConfig
 from wharf.core.cache_key import without_comments
 from wharf.core.enums import StepRuntime
 from wharf.core.errors import InputError, StepInterfaceError
+from wharf.core.exact_values import RESERVED_TEXT, reserved
 from wharf.core.names import definition_name
 from wharf.core.step_interface import StepInterface, parse_interface
 from wharf.core.suggestions import close_names
@@ -86,6 +87,8 @@ def _not_stored_as_is(value: Any) -> str | None:
     nothing."""
     if value is None or isinstance(value, bool | int | str):
         return None
+    if reserved(value):
+        return RESERVED_TEXT
     if isinstance(value, float):
         return None if math.isfinite(value) else f"the float {value!r}"
     if isinstance(value, list | tuple):

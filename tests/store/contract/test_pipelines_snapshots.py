@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 
 import pytest
@@ -36,11 +37,12 @@ def test_pipeline_get_or_create(backend: SqlStore) -> None:
 def test_snapshot_round_trips_the_spec(world: World) -> None:
     rich = PipelineSpec(
         name="rich",
-        parameters={"lr": 0.1, "layers": [1, 2, 3]},
+        parameters={"lr": 0.1, "layers": [1, 2, 3], "shape": (3, 4), "by_id": {1: "a"}},
         steps={
             "train": StepSpec(
                 name="train",
                 source="pkg:train",
+                parameters={"shape": (3, (4,)), "limit": -math.inf, "text": "bad \udcff"},
                 source_code="def train():\n    return 'ü' * 70000\n" * 2000,  # > 64 KiB
                 code_hash="h",
                 config=StepConfig(
@@ -56,6 +58,7 @@ def test_snapshot_round_trips_the_spec(world: World) -> None:
     loaded = world.store.snapshots.get(snapshot.id)
     assert loaded == snapshot
     assert loaded.spec == rich and loaded.stack_id is None
+    assert loaded.spec.steps["train"].parameters["shape"] == (3, (4,))  # not [3, [4]]
 
 
 def test_snapshot_errors(world: World) -> None:

@@ -5,6 +5,7 @@ snapshots recorded either way are read back alike."""
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -77,7 +78,12 @@ def test_a_recorded_spec_reads_back_equal(world: World) -> None:
     runs = world.store.runs
     spec = varied_spec()
     _, snapshot, _ = runs.record(world.project.id, "p", None, spec, RunStart(name="r"))
-    # As a spec written through the column's type reads back (NaN and infinities become null).
+    # As a spec written through the column's type reads back: every value as it was given
+    # (NaN and the infinities too: ``core.exact_values``), so equal but for NaN != NaN.
     expected = PipelineSpec.model_validate(json.loads(column_text(spec)))
-    assert world.store.snapshots.get(snapshot.id).spec == expected
+    read = world.store.snapshots.get(snapshot.id).spec
+    assert read.model_dump_json() == expected.model_dump_json() == spec.model_dump_json()
     assert expected.steps["train"] == spec.steps["train"]
+    odd = read.steps["load"].parameters
+    assert math.isnan(odd.pop("nan")) and odd["inf"] == -math.inf and odd["big"] == 2**70
+    assert read.parameters["huge"] == 1e300
