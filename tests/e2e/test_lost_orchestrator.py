@@ -105,6 +105,10 @@ def test_a_killed_orchestrator_fails_its_run_and_gives_back_its_resources(
         assert step.resource_request_id is not None
         request = client.get_resource_request(step.resource_request_id)
         assert request.status in (ResourceRequestStatus.RELEASED, ResourceRequestStatus.CANCELLED)
+        # who released it and why (it read "Released by the holder.", which nobody did)
+        assert request.status_reason == (
+            f"Released by Wharf, as step 'hold' ended failed: {step.status_reason.rstrip('.')}."
+        )
 
 
 def test_runs_stop_ends_a_run_whose_orchestrator_is_gone_at_once(

@@ -9,6 +9,7 @@ import httpx
 
 from tests.server.conftest import World
 from tests.server.matrix import Things
+from wharf.config.spec import PipelineSpec
 from wharf.store.models import StepRunFilter
 
 
@@ -105,14 +106,6 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
         ("/api/v1/steps", {**step, "name": "h", "status_reason": "a\udc00b"}),
         ("/api/v1/artifact_versions", {**version, "uri": "/a/\ud800"}),
         ("/api/v1/run_metadata", {**metadata, "values": {"k": ["\ud800"]}}),
-        (
-            "/api/v1/snapshots",
-            {
-                "project_id": str(db_world.a.id),
-                "pipeline_id": str(things.pipeline.id),
-                "spec": {"name": "p", "steps": {}, "parameters": {"x": "\udfff"}},
-            },
-        ),
         # NUL in text, which PostgreSQL cannot store, is refused on every backend
         ("/api/v1/projects", {"name": "nul\x00byte"}),
         ("/api/v1/steps", {**step, "name": "\x00"}),
@@ -124,6 +117,20 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
         ("/api/v1/steps", {**step, "name": "j", "status_reason": "x" * 70_000}),
         ("/api/v1/artifact_versions", {**version, "uri": "/a/" + "x" * 70_000}),
     ]
+    # but a spec's parameter is kept as given (``core.exact_values``), a lone surrogate too
+    snapshot = {
+        "project_id": str(db_world.a.id),
+        "pipeline_id": str(things.pipeline.id),
+        "spec": {"name": "p", "steps": {}, "parameters": {"x": "\udfff"}},
+    }
+    stored = admin.post(
+        "/api/v1/snapshots",
+        content=json.dumps(snapshot).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert stored.status_code == 201, stored.text
+    read = admin.get(f"/api/v1/snapshots/{stored.json()['id']}").json()
+    assert PipelineSpec.model_validate(read["spec"]).parameters == {"x": "\udfff"}
     for path, payload in refused:
         body = json.dumps(payload).encode()  # ASCII: "\udc00" escapes, as any client may send
         response = admin.post(path, content=body, headers={"content-type": "application/json"})

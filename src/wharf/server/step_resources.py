@@ -24,6 +24,7 @@ from wharf.core.errors import EntityNotFoundError, IllegalTransitionError, Wharf
 from wharf.core.ids import new_id
 from wharf.execution.outages import transient
 from wharf.execution.resources.pairing import recorded_user
+from wharf.execution.resources.port import ended_by
 from wharf.execution.resources.requester import StepRequester, StepRequests
 from wharf.execution.step_writes import HOLDING
 from wharf.store.answers import CachedOrCreated, HeartbeatResponse
@@ -317,8 +318,10 @@ class StepResourceService(StepRequester):
             self._release(failed)
 
     def release_ended(self, record: StepRunRecord) -> None:
-        """Release the request of ``record``, a step another call ended (a lost-run sweep)."""
-        self._release(record)
+        """Release the request of ``record``, a step another call ended (a lost-run sweep),
+        saying so in the request's status reason."""
+        if record.resource_request_id is not None:
+            self._release_request(record.resource_request_id, record.name, by=ended_by(record))
 
     def _release(self, record: StepRunRecord) -> None:
         if record.resource_request_id is not None:

@@ -134,9 +134,9 @@ class LazyResourceManager:
         )
 
     def release(
-        self, request_id: UUID, *, idempotency_key: str | None = None
+        self, request_id: UUID, *, idempotency_key: str | None = None, by: str | None = None
     ) -> ResourceRequestInfo:
-        released = self.client.release(request_id, idempotency_key=idempotency_key)
+        released = self.client.release(request_id, idempotency_key=idempotency_key, by=by)
         if not self._announced:
             self.notify_released()
         return released
@@ -160,8 +160,8 @@ class EmbeddedStepResources(RoomedResources):
     def renew(self, request_id: UUID, liveness_timeout_seconds: float) -> str | None:
         return self._requester.renew(request_id, liveness_timeout_seconds)
 
-    def release(self, request_id: UUID) -> None:
-        self._requester.release(request_id)  # through ``requests``: wakes the room itself
+    def release(self, request_id: UUID, *, by: str | None = None) -> None:
+        self._requester.release(request_id, by=by)  # through ``requests``: wakes the room
 
     def close(self) -> None:
         self.requests.close()

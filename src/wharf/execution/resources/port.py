@@ -95,16 +95,32 @@ class StepResources(Protocol):
         is logged, never raised)."""
         ...
 
-    def release(self, request_id: UUID) -> None:
+    def release(self, request_id: UUID, *, by: str | None = None) -> None:
         """Give back ``request_id``, whose step another call ended (a forced stop, a lost-run
-        sweep); a failure is logged, never raised (the lease lapses on its own). Does nothing
-        where the server releases (team mode)."""
+        sweep; ``by`` says so in the request's status reason: :func:`ended_by`); a
+        failure is logged, never raised (the lease lapses on its own). Does nothing where the
+        server releases (team mode)."""
         ...
 
     def step_ended(self, *, elsewhere: bool) -> None:
         """A step that held resources ended and its request was released (``elsewhere``: by
         another process, e.g. the step's own): wake the waiters whose request left the queue."""
         ...
+
+
+ENDER_LENGTH = 400
+"""Most characters of :func:`ended_by` (the Resource Manager takes up to 512)."""
+
+
+def ended_by(step: StepRunRecord) -> str:
+    """Who released the request of ``step``, a step another call ended (a lost-run sweep, a
+    forced stop), for the request's status reason: "Released by Wharf, as step 'train' ended
+    failed: Orchestrator lost (last seen …)."."""
+    reason = (step.status_reason or "").strip().rstrip(".")
+    text = f"Wharf, as step '{step.name}' ended {step.status.value}" + (
+        f": {reason}" if reason else ""
+    )
+    return text if len(text) <= ENDER_LENGTH else text[: ENDER_LENGTH - 1] + "…"
 
 
 def releaser(resources: StepResources | None) -> Callable[[StepRunRecord], None] | None:
@@ -116,6 +132,6 @@ def releaser(resources: StepResources | None) -> Callable[[StepRunRecord], None]
 
     def release(step: StepRunRecord) -> None:
         if step.resource_request_id is not None:
-            port.release(step.resource_request_id)
+            port.release(step.resource_request_id, by=ended_by(step))
 
     return release

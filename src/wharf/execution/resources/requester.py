@@ -44,7 +44,7 @@ class StepRequests(Renews, Protocol):
     def create(
         self, spec: ResourceRequestCreate, *, idempotency_key: str | None = None
     ) -> ResourceRequestInfo: ...
-    def release(self, request_id: UUID) -> ResourceRequestInfo: ...
+    def release(self, request_id: UUID, *, by: str | None = None) -> ResourceRequestInfo: ...
 
 
 AccountOf = Callable[[PipelineRunRecord], UserRecord]
@@ -163,14 +163,17 @@ class StepRequester:
         """Make the request of the queued step ``step`` that will be written as ``step_id``."""
         return self._create_request(step_id, step)
 
-    def release(self, request_id: UUID) -> None:
+    def release(self, request_id: UUID, *, by: str | None = None) -> None:
         """Release ``request_id`` (a failure is logged; one that met an outage is retried in
-        the background, :mod:`.release_retries`; else the lease lapses on its own)."""
-        self._release_request(request_id, None)
+        the background, :mod:`.release_retries`; else the lease lapses on its own). ``by``:
+        who ended its step, when not the step itself (``port.ended_by``)."""
+        self._release_request(request_id, None, by=by)
 
-    def _release_request(self, request_id: UUID, step_name: str | None) -> None:
+    def _release_request(
+        self, request_id: UUID, step_name: str | None, *, by: str | None = None
+    ) -> None:
         try:
-            self._requests.release(request_id)
+            self._requests.release(request_id, by=by)
         except WharfError as exc:  # never fail a step's bookkeeping
             of = "" if step_name is None else f" of step {step_name}"
             if not transient(exc):  # it lapses on its own

@@ -158,7 +158,7 @@ class RoomedResources:
         """None here: a team's server renews its steps' requests (overridden likewise)."""
         return None
 
-    def release(self, request_id: UUID) -> None:
+    def release(self, request_id: UUID, *, by: str | None = None) -> None:
         """Nothing here: the releases of a team's steps are its server's (overridden likewise)."""
 
     def step_ended(self, *, elsewhere: bool) -> None:
