@@ -78,3 +78,18 @@ def test_a_misspelt_component_name_suggests_the_close_names(home: Path) -> None:
     ]:
         result = wharf("component", *args)
         assert (result.returncode, result.stderr.strip()) == (1, f"Error: {message}"), args
+
+
+def test_no_name_takes_over_another_components_id(home: Path) -> None:
+    orch = register("orch", "orchestrator")
+    refused = wharf("component", "register", orch, "--type", "orchestrator", "--flavor", "local")
+    assert refused.returncode == 1
+    assert "A component name must not be a UUID" in refused.stderr
+    register(orch[:8], "orchestrator")  # a short hex name is a name like any other...
+    both = wharf("component", "delete", orch[:8], "--yes")  # ...but names two components
+    assert both.returncode == 1
+    assert f"is the name of component '{orch[:8]}'" in both.stderr
+    assert f"component 'orch' ({orch})" in both.stderr
+    assert ok("component", "delete", orch, "--yes").strip() == "Deleted orchestrator 'orch'."
+    deleted = ok("component", "delete", orch[:8], "--yes").strip()  # one meaning left
+    assert deleted == f"Deleted orchestrator '{orch[:8]}'."

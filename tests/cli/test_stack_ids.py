@@ -75,3 +75,23 @@ def test_unknown_ids_are_one_line_errors(stack_ids: dict[str, str]) -> None:
     )
     code, _, err = wharf("stack", "show", "nosuch")
     assert code == 1 and err.strip() == "Error: No stack named 'nosuch'."
+
+
+def test_no_name_takes_over_another_stacks_id(stack_ids: dict[str, str]) -> None:
+    """The QA pass named a stack with another stack's id, then with its id prefix: ``stack
+    show`` and ``stack delete`` by that id acted on the look-alike (in team mode, a member's
+    stack could pass for the team's default)."""
+    prod = stack_ids["prod"]
+    code, _, err = wharf("stack", "register", prod, "-o", "orch", "-a", "default")
+    assert code == 1 and "A stack name must not be a UUID" in err, err
+    code, _, err = wharf("stack", "register", prod[:8], "-o", "orch", "-a", "default")
+    assert code == 0, err  # a short hex name is a name like any other...
+    code, _, err = wharf("stack", "show", prod[:8])
+    assert code == 1 and len(err.strip().splitlines()) == 1, err  # ...but names two stacks
+    assert f"is the name of stack '{prod[:8]}'" in err and f"stack 'prod' ({prod})" in err
+    code, out, err = wharf("stack", "show", prod, "-o", "json")
+    assert code == 0 and json.loads(out)["name"] == "prod", err
+    code, out, err = wharf("stack", "delete", prod, "--yes")
+    assert code == 0 and "Deleted stack 'prod'" in out, err
+    code, out, err = wharf("stack", "show", prod[:8], "-o", "json")  # one meaning left
+    assert code == 0 and json.loads(out)["name"] == prod[:8], err

@@ -93,6 +93,13 @@ def account_name(value: str, what: str) -> str:
     problem = _look_alike(name)
     if problem is not None:
         raise InputError(f"A {what} name {problem}: {_shortened(name)}.")
+    return check_not_an_id(name, what)
+
+
+def check_not_an_id(name: str, what: str) -> str:
+    """``name``, or InputError if it is a UUID in any spelling :func:`uuid.UUID` reads: commands
+    take an id or a name and look an id up first, so such a name could not be reached (and
+    looked up first, it would take over another record's id)."""
     if parse_uuid(name) is not None:
         raise InputError(
             f"A {what} name must not be a UUID (commands take a {what}'s id or name, and an id "

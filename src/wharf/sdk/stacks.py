@@ -11,6 +11,7 @@ raises a one-line :class:`~wharf.core.errors.WharfError` and leaves nothing half
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -245,10 +246,15 @@ def find_component(workspace: Workspace, type: ComponentType, name: str) -> Comp
 
 
 def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
-    """The component ``text`` names without a type: the one component of that name, else the
-    one whose id is ``text`` or starts with it (as ``wharf component list`` shows ids). A name
-    that several types use asks for the type (InputError)."""
+    """The component ``text`` names without a type: the one whose id is ``text``, else the one
+    component of that name, else the one whose id starts with it (as ``wharf component list``
+    shows ids). A name that several types use asks for the type, and one that is also the
+    start of another component's id for the whole id (InputError)."""
     stacks = workspace.store.stacks
+    uid = parse_uuid(text)
+    if uid is not None:
+        with contextlib.suppress(EntityNotFoundError):
+            return stacks.get_component(uid)
     named = []
     for type in ComponentType:
         try:
@@ -258,15 +264,11 @@ def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
     if len(named) > 1:
         types = " and ".join(c.type.value for c in named)
         raise InputError(f"Components named '{text}' are of types {types}: give --type.")
+    prefix = None if uid is not None else parse_id_prefix(text)
     if named:
+        if prefix is not None:
+            _refuse_two_meanings("component", text, named[0], _components_by_prefix(stacks, prefix))
         return named[0]
-    uid = parse_uuid(text)
-    if uid is not None:
-        try:
-            return stacks.get_component(uid)
-        except EntityNotFoundError:
-            pass
-    prefix = parse_id_prefix(text)
     matches = [] if prefix is None else _components_by_prefix(stacks, prefix)
     found = only_match("component", text, matches)
     if found is None:
@@ -357,25 +359,40 @@ def get_stack(workspace: Workspace, name: str) -> StackRecord:
 
 
 def find_stack(workspace: Workspace, text: str) -> StackRecord:
-    """The stack named ``text``, else the one whose id is ``text`` or starts with it (at least
-    :data:`~wharf.core.ids.MIN_ID_PREFIX` hex digits), as ``wharf stack list`` shows ids; a
-    prefix of several ids raises ``AmbiguousIdError``, none the not-found error of the name."""
+    """The stack whose id is ``text``, else the one named ``text``, else the one whose id
+    starts with it (at least :data:`~wharf.core.ids.MIN_ID_PREFIX` hex digits), as ``wharf
+    stack list`` shows ids; a prefix of several ids raises ``AmbiguousIdError``, none the
+    not-found error of the name. A name that is also the start of another stack's id is
+    refused (InputError), so no stack's name takes over another's id."""
     stacks = workspace.store.stacks
+    uid = parse_uuid(text)
+    if uid is not None:
+        with contextlib.suppress(EntityNotFoundError):
+            return stacks.get_stack(uid)
+    prefix = None if uid is not None else parse_id_prefix(text)
     try:
-        return stacks.get_stack_by_name(text)
-    except EntityNotFoundError as not_named:
-        uid = parse_uuid(text)
-        if uid is not None:
-            try:
-                return stacks.get_stack(uid)
-            except EntityNotFoundError:
-                raise not_named from None
-        prefix = parse_id_prefix(text)
+        named = stacks.get_stack_by_name(text)
+    except EntityNotFoundError:
         matches = [] if prefix is None else _stacks_by_prefix(stacks, prefix)
         found = only_match("stack", text, matches)
         if found is None:
             raise
         return found
+    if prefix is not None:
+        _refuse_two_meanings("stack", text, named, _stacks_by_prefix(stacks, prefix))
+    return named
+
+
+def _refuse_two_meanings(
+    kind: str, text: str, named: StackRecord | ComponentRecord, by_prefix: list[Any]
+) -> None:
+    others = [record for record in by_prefix if record.id != named.id]
+    if others:
+        raise InputError(
+            f"'{text}' is the name of {kind} '{named.name}' ({named.id}) and the start of the "
+            f"id of {kind} '{others[0].name}' ({others[0].id}): give the whole id of the one "
+            "you mean."
+        )
 
 
 def _stacks_by_prefix(stacks: StackRepository, prefix: str) -> list[StackRecord]:

@@ -22,7 +22,7 @@ from wharf.core.errors import (
     InputError,
 )
 from wharf.core.ids import new_id
-from wharf.core.names import lookup_form
+from wharf.core.names import check_not_an_id, lookup_form
 from wharf.core.suggestions import did_you_mean
 from wharf.sql import exact
 from wharf.sql.errors import UniqueViolationError
@@ -89,7 +89,7 @@ class SqlStackRepository(SqlRepository):
     # ----------------------------------------------------------------- components
 
     def create_component(self, component: ComponentCreate) -> ComponentRecord:
-        name = check_name(component.name, "component")
+        name = check_not_an_id(check_name(component.name, "component"), "component")
         values = {
             "id": new_id(),
             "name": name,
@@ -174,7 +174,7 @@ class SqlStackRepository(SqlRepository):
     # ----------------------------------------------------------------- stacks
 
     def create_stack(self, name: str, components: dict[ComponentType, UUID]) -> StackRecord:
-        name = check_name(name, "stack")
+        name = check_not_an_id(check_name(name, "stack"), "stack")
         stack_id = new_id()
         values = {"id": stack_id, "name": name, "created": self._db.now()}
         wanted = {ComponentType(k): v for k, v in components.items()}
