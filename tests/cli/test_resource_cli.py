@@ -88,6 +88,9 @@ def test_units_of_its_own(env: dict[str, str], rm: HttpResourceManager) -> None:
 BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("resource", "create", "cpu"), "clashes with the built-in cpu kind"),
     (("resource", "create", "Gpu"), "clashes with the built-in gpu kind"),
+    # a demand of one CPU was met with one of it (the QA pass's 'mycpu')
+    (("resource", "create", "mycpu", "--kind", "cpu"), "Kind 'cpu' of 'mycpu' clashes"),
+    (("resource", "create", "vram", "--kind", "Memory"), "Kind 'Memory' of 'vram' clashes"),
     (("resource", "create", "x", "--unit", "a=two"), "'two' is not a whole number"),
     (("resource", "create", "x", "--unit", "a"), "Expected UNIT=MULTIPLIER"),
     (("resource", "create", "x", "--unit", "a=2"), "exactly one base unit"),

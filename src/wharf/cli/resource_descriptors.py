@@ -105,10 +105,10 @@ def create(
     from wharf.resource_manager.domain import ResourceDescriptor, load
     from wharf.resource_manager.domain.units import check_custom_name
 
-    check_custom_name(name)
     body = descriptor_body(
         name, kind=kind, units=units, default_unit=default_unit, description=description
     )
+    check_custom_name(name, body["kind"])
     descriptor = load(ResourceDescriptor, body)
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)

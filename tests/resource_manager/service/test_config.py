@@ -76,6 +76,9 @@ def test_a_custom_resource_named_like_a_built_in_kind_is_refused(
     custom = LICENSE.model_copy(update={"name": name})
     with pytest.raises(InputError, match=f"built-in .* kind: use its stock resource '{stock}'"):
         rm.descriptors.create(ADMIN, custom)
+    of_the_kind = LICENSE.model_copy(update={"kind": name.lower()})  # a CPU demand took it
+    with pytest.raises(InputError, match=f"Kind '{name.lower()}' of '{LICENSE.name}' clashes"):
+        rm.descriptors.create(ADMIN, of_the_kind)
     assert [d.name for d in rm.descriptors.list()] == ["CPU", "GPU", "memory"]
 
 

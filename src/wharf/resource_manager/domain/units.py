@@ -220,16 +220,19 @@ def descriptor_of(kind: ResourceKind) -> ResourceDescriptor:
     )
 
 
-def check_custom_name(name: str) -> None:
+def check_custom_name(name: str, kind: str | None = None) -> None:
     """Refuse a custom resource named like a first-class kind (``cpu``, ``Memory``, ``gpu``):
     demands of the kind (a step's ``cpu_count=``) never use it, so it would sit beside the
-    stock resource unused. Every descriptor creation goes through here."""
-    kind = kinds.builtin_named_like(name)
-    if kind is not None:
-        raise InputError(
-            f"Resource '{name}' clashes with the built-in {kind.name} kind: use its stock "
-            f"resource '{kind.resource}' instead of creating a custom one."
-        )
+    stock resource unused; and one of a first-class ``kind``: a demand of the kind (one CPU)
+    would be met with it, in units that are not the kind's. Every descriptor creation goes
+    through here."""
+    for given, what in ((name, f"Resource '{name}'"), (kind, f"Kind '{kind}' of '{name}'")):
+        builtin = None if given is None else kinds.builtin_named_like(given)
+        if builtin is not None:
+            raise InputError(
+                f"{what} clashes with the built-in {builtin.name} kind: use its stock "
+                f"resource '{builtin.resource}' instead of creating a custom one."
+            )
 
 
 STOCK_DESCRIPTORS: tuple[ResourceDescriptor, ...] = tuple(

@@ -104,7 +104,7 @@ class CreateDescriptor:
 
     def run(self, tx: Tx) -> Finisher:
         require_admin(self.principal, "create resource descriptors")
-        check_custom_name(self.descriptor.name)
+        check_custom_name(self.descriptor.name, self.descriptor.kind)
         _check_description(self.descriptor)
         if store.find_descriptor(tx.conn, self.descriptor.name) is not None:
             raise EntityExistsError(f"Resource descriptor '{self.descriptor.name}' already exists.")
