@@ -101,3 +101,56 @@ def test_a_value_shaped_like_a_stored_one_is_refused(workspace: Workspace) -> No
     with pytest.raises(StepInterfaceError, match="Pipeline parameter 'values' of 'by_pipeline'"):
         by_pipeline.run_in(workspace, values={MARK: 1})
     assert Client(workspace.config, workspace.store).list_pipeline_runs().total == 0
+
+
+def _nested(depth: int) -> object:
+    value: object = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [201, 300, 5000])
+def test_a_value_nested_too_deep_is_refused_in_one_line(workspace: Workspace, depth: int) -> None:
+    """It failed the pipeline call with a serialisation traceback (or a RecursionError)."""
+
+    @pipeline
+    def by_step() -> None:
+        steps_lib.repr_of(value=_nested(depth))
+
+    @pipeline
+    def by_pipeline(values: object) -> None:
+        steps_lib.repr_of(value=0)
+
+    with pytest.raises(StepInterfaceError, match="is nested more than 200 levels deep"):
+        by_step.run_in(workspace)
+    with pytest.raises(StepInterfaceError, match="'values' of 'by_pipeline' is nested more"):
+        by_pipeline.run_in(workspace, values=_nested(depth))
+    assert Client(workspace.config, workspace.store).list_pipeline_runs().total == 0
+
+
+def test_a_value_nested_200_levels_deep_reaches_its_step(workspace: Workspace) -> None:
+    @pipeline
+    def deep() -> None:
+        steps_lib.repr_of(value=_nested(200))
+
+    run = deep.run_in(workspace)
+    seen = Client(workspace.config, workspace.store).load_step_output(run.id, "repr_of")
+    assert seen.partition(" ")[2] == repr(_nested(200))
+
+
+def test_what_json_cannot_write_is_named(workspace: Workspace) -> None:
+    circular: list[object] = []
+    circular.append(circular)
+    for value, words in (
+        (circular, "is a list that JSON cannot write (Circular reference detected)"),
+        (10**5000, "is an int that JSON cannot write (Exceeds the limit"),
+    ):
+
+        @pipeline
+        def p() -> None:
+            steps_lib.repr_of(value=value)  # noqa: B023 (called at once)
+
+        with pytest.raises(StepInterfaceError) as refused:
+            p.run_in(workspace)
+        assert words in str(refused.value) and "\n" not in str(refused.value)

@@ -29,11 +29,11 @@ def test_a_non_json_argument_names_its_type_and_chains_nothing() -> None:
     with pytest.raises(StepInterfaceError) as info:
         given.compile(cfg=Config())
     message = str(info.value)
-    assert "Pipeline parameter 'cfg' of 'given' is not JSON-serialisable" in message
+    assert "Pipeline parameter 'cfg' of 'given' is a Config that JSON cannot write" in message
     assert "Object of type Config" in message
     assert "(its default)" not in message
     assert "\n" not in message
-    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 def test_a_positional_argument_is_not_called_a_default() -> None:
@@ -62,4 +62,4 @@ def test_a_non_json_step_argument_chains_nothing() -> None:
         StepInterfaceError, match="Parameter 'cfg' of step 'takes' is a Config"
     ) as info:
         passes_an_object.compile()
-    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert info.value.__cause__ is None and info.value.__context__ is None

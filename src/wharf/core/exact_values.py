@@ -18,6 +18,7 @@ as a tree.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -25,6 +26,49 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, PlainSerializer
 
 MARK = "__wharf_exact__"
+
+
+MAX_NESTING = 200
+"""Most levels of lists, tuples and dicts in a parameter value (the spec's JSON writer stops
+at about 250, the spec's own levels included)."""
+
+
+def unstorable(value: Any) -> str | None:
+    """Why a spec cannot keep ``value`` as a parameter, worded to follow "Parameter 'x' of
+    step 's' is"; None if it can."""
+    deep = f"nested more than {MAX_NESTING} levels deep, more than a run's record keeps"
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:  # no JSON type; a circular reference; a huge int
+        return f"{_a(type(value).__name__)} that JSON cannot write ({exc})"
+    except RecursionError:
+        return deep
+    if _deeper_than(value, MAX_NESTING):
+        return deep
+    if reserved(value):
+        return RESERVED_TEXT
+    return None
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """``value`` holds more than ``limit`` levels of containers (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list | tuple):
+            continue
+        if depth > limit:
+            return True
+        pending.extend(
+            (child, depth + 1) for child in item if isinstance(child, dict | list | tuple)
+        )
+    return False
 
 
 def reserved(value: Any) -> bool:

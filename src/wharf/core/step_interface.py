@@ -15,14 +15,13 @@ Rules:
 from __future__ import annotations
 
 import inspect
-import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from wharf.core.errors import StepInterfaceError
-from wharf.core.exact_values import RESERVED_TEXT, reserved
+from wharf.core.exact_values import unstorable
 from wharf.core.suggestions import listing, unmatched
 from wharf.core.type_checks import check_output_type, check_parameter_type
 
@@ -103,19 +102,15 @@ class StepInterface:
         own default where it is no JSON value (``cfg: Path = Path("a")``) is not, the step's
         function uses it where it runs (its cache key counts it by content:
         ``wharf.execution.held_values``); any other value that is not JSON is refused."""
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
+        problem = unstorable(value)
+        if problem is not None:
             param = self.inputs[name]
             if param.has_default and value is param.default:
                 return False
             raise StepInterfaceError(
-                f"Parameter '{name}' of step '{step_id}' is a {type(value).__name__}, which is "
-                "not JSON-serialisable; pass JSON values as parameters and other objects as "
-                "outputs of a step."
-            ) from None
-        if reserved(value):
-            raise StepInterfaceError(f"Parameter '{name}' of step '{step_id}' is {RESERVED_TEXT}.")
+                f"Parameter '{name}' of step '{step_id}' is {problem}; pass JSON values as "
+                "parameters and other objects as outputs of a step."
+            )
         self.check_parameter(step_id, name, value)
         return True
 

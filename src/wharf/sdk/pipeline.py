@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -22,7 +21,7 @@ from wharf.config.settings import CachePolicy, RetryConfig, Schedule
 from wharf.config.spec import CodeSource, InputSpec, PipelineConfig, PipelineSpec, StepSpec
 from wharf.core.enums import ComponentType, ExecutionMode, ExecutionStatus
 from wharf.core.errors import InputError, PipelineDefinitionError, StepInterfaceError
-from wharf.core.exact_values import RESERVED_TEXT, reserved
+from wharf.core.exact_values import unstorable
 from wharf.core.ids import new_id
 from wharf.core.names import pipeline_name, run_name
 from wharf.core.suggestions import unmatched
@@ -193,18 +192,13 @@ class Pipeline(Generic[P]):
         bound.apply_defaults()
         given = set(kwargs) | set(list(signature.parameters)[: len(args)])
         for key, value in bound.arguments.items():
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError) as exc:
+            problem = unstorable(value)
+            if problem is not None:
                 what = "" if key in given else " (its default)"
                 raise StepInterfaceError(
-                    f"Pipeline parameter '{key}' of '{self.name}'{what} is not JSON-serialisable"
-                    f" ({exc}); a pipeline takes JSON values (str, int, float, bool, None, lists"
-                    " and dicts of them): make other objects in a step."
-                ) from None
-            if reserved(value):
-                raise StepInterfaceError(
-                    f"Pipeline parameter '{key}' of '{self.name}' is {RESERVED_TEXT}."
+                    f"Pipeline parameter '{key}' of '{self.name}'{what} is {problem}; a pipeline "
+                    "takes JSON values (str, int, float, bool, None, lists and dicts of them): "
+                    "make other objects in a step."
                 )
         return dict(bound.arguments)
 
