@@ -313,6 +313,21 @@ def test_set_active_stack_is_used_by_new_workspaces(
     assert stacks.describe_stack(overridden).name == DEFAULT_STACK
 
 
+def test_an_active_stack_deleted_by_someone_else_says_what_to_do(
+    sqlite_store: SqlStore, workspace: Workspace, home: Path, tmp_path: Path
+) -> None:
+    """Another user (an admin, in team mode) deleted the stack this user had chosen: the run
+    said only "No stack named 'prod'." (the QA pass)."""
+    register_prod(workspace, tmp_path)
+    stacks.set_active_stack(workspace, "prod")
+    workspace.store.stacks.delete_stack(workspace.store.stacks.get_stack_by_name("prod").id)
+    reopened = open_workspace(sqlite_store, home)
+    with pytest.raises(EntityNotFoundError) as gone:
+        reopened.active_stack()
+    assert str(gone.value).startswith("The active stack 'prod' does not exist")
+    assert "`wharf stack set NAME`" in str(gone.value)
+
+
 def test_set_unknown_stack_writes_nothing(workspace: Workspace, home: Path) -> None:
     with pytest.raises(EntityNotFoundError, match="No stack named 'nope'"):
         stacks.set_active_stack(workspace, "nope")

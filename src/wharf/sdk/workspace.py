@@ -235,7 +235,11 @@ class Workspace:
             stack = self.store.stacks.get_stack_by_name(name)
         except EntityNotFoundError:
             if name != DEFAULT_STACK:
-                raise
+                raise EntityNotFoundError(
+                    f"The active stack '{name}' does not exist (it may have been deleted): "
+                    "choose one with `wharf stack set NAME` (`wharf stack list` lists them), "
+                    "or set WHARF_ACTIVE_STACK."
+                ) from None
             stack = self.create_default_stack()
         known.stacks[name] = stack
         return stack
