@@ -138,3 +138,21 @@ def test_request_list_says_an_unknown_pool_or_project_is_not_found(env: dict[str
     assert_one_line_error(misspelt, "Project 'defualt' not found; did you mean 'default'?")
     # the default project exists before its first run: listed, not refused
     assert "STATUS" in ok("request", "list", "--pool", "local", "--project", "default", env=env)
+
+
+@pytest.mark.parametrize(("entity", "name"), [("pool", "local"), ("policy", "local-default")])
+def test_the_embedded_local_pool_and_policy_are_not_deleted(
+    entity: str, name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each was said deleted (exit 0) and made again by the next command, with a new id and an
+    edit of the pool lost (the QA pass)."""
+    ok("pool", "update", "local", "--concurrency-limit", "7", env=env)
+    with embedded_rm(env, monkeypatch) as rm:
+        pool_id = rm.pools.get("local").id
+    result = run(entity, "delete", name, "--yes", env=env)
+    assert_one_line_error(result, f"The {entity} '{name}' describes this machine")
+    assert f"`wharf {entity} update {name}`" in result.stderr
+    with embedded_rm(env, monkeypatch) as rm:
+        pool = rm.pools.get("local")
+        assert (pool.id, pool.concurrency_limit) == (pool_id, 7)
+        assert "local-default" in [p.name for p in rm.policies.list()]

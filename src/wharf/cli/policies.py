@@ -22,6 +22,7 @@ from wharf.cli.resource_manager import (
     load_yaml,
     open_rm,
     refuse_changes_here,
+    refuse_deleting_local,
     remember_rm,
     resources,
     rm_command_options,
@@ -408,6 +409,7 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)
         name = find_policy(rm, name).name  # an unknown name is said before asking to confirm
+        refuse_deleting_local(ctx, "policy", name)
         from wharf.cli.confirm import confirm
 
         confirm(f"Delete policy '{name}'?", yes=yes)

@@ -23,6 +23,7 @@ from wharf.cli.resource_manager import (
     load_yaml,
     open_rm,
     refuse_changes_here,
+    refuse_deleting_local,
     remember_rm,
     resources,
     rm_command_options,
@@ -320,6 +321,7 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
     with open_rm(ctx) as rm:
         refuse_changes_here(rm)
         name = find_pool(rm, name).name  # an unknown name is said before asking to confirm
+        refuse_deleting_local(ctx, "pool", name)
         from wharf.cli.confirm import confirm
 
         confirm(f"Delete pool '{name}' and its policies?", yes=yes)

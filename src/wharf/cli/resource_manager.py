@@ -135,6 +135,7 @@ def open_rm(ctx: click.Context) -> Iterator[ResourceManagerClient]:
         if config.resource_manager != "none":  # refused as a pipeline run refuses it
             resource_manager_connector(config.resource_manager, load=False)
         client = connect_embedded(config.store_url, DEFAULT_USER, config.local_step_slots)
+        ctx.meta[EMBEDDED_RM] = True
         _end_lost_runs(config)
     try:
         yield client
@@ -441,6 +442,25 @@ def credential(name: str, admin: bool, asserts_subjects: bool, password: bool) -
     entry = {**role, "api_key_hash": hash_secret(key)}
     click.echo(credential_entry(load(Credential, entry)))
     click.echo(f"API key (shown once): {key}", err=True)
+
+
+EMBEDDED_RM = "wharf.embedded_rm"
+"""``ctx.meta`` key: the command's Resource Manager is the embedded one (:func:`open_rm`)."""
+
+
+def refuse_deleting_local(ctx: click.Context, kind: str, name: str) -> None:
+    """Refuse deleting the embedded RM's ``local`` pool or its ``local-default`` policy: every
+    command and run that opens the embedded RM makes them again at once, so the deletion
+    would be said and undone (the QA pass), and an edit of the pool lost with it."""
+    from wharf.core.errors import InputError
+    from wharf.resource_manager.embedded.local_pool import LOCAL_POLICY, LOCAL_POOL
+
+    if ctx.meta.get(EMBEDDED_RM) and name == {"pool": LOCAL_POOL, "policy": LOCAL_POLICY}[kind]:
+        raise InputError(
+            f"The {kind} '{name}' describes this machine to the embedded Resource Manager, "
+            "which makes it again whenever it opens: change it with "
+            f"`wharf {kind} update {name}` instead of deleting it."
+        )
 
 
 def refuse_changes_here(rm: object) -> None:
