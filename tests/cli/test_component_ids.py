@@ -93,3 +93,34 @@ def test_no_name_takes_over_another_components_id(home: Path) -> None:
     assert ok("component", "delete", orch, "--yes").strip() == "Deleted orchestrator 'orch'."
     deleted = ok("component", "delete", orch[:8], "--yes").strip()  # one meaning left
     assert deleted == f"Deleted orchestrator '{orch[:8]}'."
+
+
+PIPELINE = """
+from wharf import pipeline, step
+
+@step
+def make() -> int:
+    return 7
+
+@pipeline
+def p() -> None:
+    make()
+
+p()
+"""
+
+
+def test_an_artifact_store_that_holds_artifacts_keeps_its_path(home: Path, tmp_path: Path) -> None:
+    """A new path left every artifact written under the old one unloadable ("outside the
+    artifact store"), though the command said it updated the store (the QA pass)."""
+    script = tmp_path / "p.py"
+    script.write_text(PIPELINE)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    moved = wharf("component", "update", "default", "-t", "artifact_store", "-c", "path=/tmp/x")
+    assert moved.returncode == 1
+    assert moved.stderr.startswith("Error: Artifact store 'default' holds artifact versions under")
+    assert "Register a new artifact store" in moved.stderr
+    assert ok("artifacts", "load", "p::make::output").strip() == "7"

@@ -151,6 +151,8 @@ class SqlStackRepository(SqlRepository):
                     f"Component '{row.name}' ({row.type}) is used by unfinished run(s) "
                     f"{_names(unfinished)}: wait for them to finish or stop them first."
                 )
+            if row.type == ComponentType.ARTIFACT_STORE.value:
+                _refuse_moving_artifacts(conn, row, configuration)
             if row.type == ComponentType.ORCHESTRATOR.value:
                 schedules = (
                     select(_SC.c.name)
@@ -304,3 +306,19 @@ class SqlStackRepository(SqlRepository):
             conn.execute(delete(_S).where(_S.c.id == stack_id))
 
         self._db.write(remove)
+
+
+def _refuse_moving_artifacts(conn: Connection, row: Any, configuration: dict[str, Any]) -> None:
+    """Refuse a new ``path`` for an artifact store that artifact versions were written to:
+    each is read back at its recorded URI, which must lie under the store's path, so every one
+    would become unloadable (the QA pass); a new store keeps them readable."""
+    old = (row.configuration or {}).get("path")
+    if old == configuration.get("path"):
+        return
+    stored = select(t.artifact_version.c.id).where(t.artifact_version.c.artifact_store_id == row.id)
+    if conn.execute(stored.limit(1)).first() is not None:
+        raise IllegalOperationError(
+            f"Artifact store '{row.name}' holds artifact versions under {old!r}: with another "
+            "path they could no longer be loaded. Register a new artifact store (and a stack "
+            "with it) instead."
+        )
