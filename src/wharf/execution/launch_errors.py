@@ -5,10 +5,11 @@ error that is neither the step's own (user errors end their attempt in
 ``wharf.execution.attempts``) nor a stop escapes between the creation of a step run and the
 step's end: a bug, or a failing collaborator (backend selection, a backend, the progress
 reporter). Invariant: such a step run is never left in flight; it ends failed with a one-line
-reason (:func:`launch_error_reason`: the error's type and message, or a refused input's
-message), unless it ended meanwhile (that end stands), and the error is logged here, once
-(with its traceback unless it is a refused input). The DAG runner gives a step whose launch
-raised before its step run was recorded the same reason and log line.
+reason (:func:`launch_error_reason`: the error's type and message, or the message of a
+refused input or of a service that stayed unreachable), unless it ended meanwhile (that end
+stands), and the error is logged here, once (with its traceback unless it was expected).
+The DAG runner gives a step whose launch raised before its step run was recorded the same
+reason and log line.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import InputError
 from wharf.execution import step_writes
+from wharf.execution.outages import transient
 from wharf.execution.services import RunServices
 from wharf.execution.step_outcome import StepOutcome
 from wharf.store.models import StepRunRecord
@@ -25,20 +27,27 @@ from wharf.store.models import StepRunRecord
 logger = logging.getLogger(__name__)
 
 
-def launch_error_reason(exc: BaseException) -> str:
+def _expected(exc: BaseException) -> bool:
     """A refusal of the step's own input (an :class:`InputError`, such as resources the
-    Resource Manager cannot be asked for): its message; anything else: ``Internal error:
+    Resource Manager cannot be asked for), or a service that stayed unreachable through the
+    retries (:func:`~wharf.execution.outages.transient`: the store or the Resource Manager
+    down): its message says it all; nothing of Wharf's own is wrong."""
+    return isinstance(exc, InputError) or transient(exc)
+
+
+def launch_error_reason(exc: BaseException) -> str:
+    """An expected error's first line (:func:`_expected`); anything else: ``Internal error:
     <type>: <first line of its message>``."""
     lines = str(exc).strip().splitlines()
-    if isinstance(exc, InputError) and lines:
+    if _expected(exc) and lines:
         return lines[0]
     return f"Internal error: {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
 
 
 def log_launch_error(name: str, reason: str, exc: BaseException) -> None:
-    """Log why step ``name`` could not be run: with the traceback unless the step's own input
-    was refused (its one line says it all)."""
-    traceback = None if isinstance(exc, InputError) else exc
+    """Log why step ``name`` could not be run: with the traceback unless the error was
+    expected (:func:`_expected`: its one line says it all)."""
+    traceback = None if _expected(exc) else exc
     logger.error("Step '%s' could not be run: %s", name, reason, exc_info=traceback)
 
 
