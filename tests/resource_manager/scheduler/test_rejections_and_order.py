@@ -227,3 +227,23 @@ def test_no_policy_says_who_can_fix_it_and_how():
         "Manager administrator can add one: wharf policy create NAME --pool p --subject-type "
         "account --subject-id user-stranger (without --subject-id: every account)."
     )
+
+
+def test_a_pool_that_offers_the_demand_but_no_policy_opens_is_named_with_the_fix():
+    """A pool ``gpus`` made without a policy: the rejection named only the policy the request
+    matched, in a pool without GPUs (the QA pass: "Policy 'local-default' in pool 'local': no
+    class offers ...")."""
+    cpus = pool("cpus", klass("c", CPU=8000))
+    gpus = pool("gpus", klass("h100", GPU=8))
+    snap = snapshot([cpus, gpus], [policy("team", cpus)], [request("r", gpu(1))])
+    [rejection] = run(snap).rejections
+    assert rejection.reason == (
+        f"{NO_POLICY_ADMITTED} Policy 'team' in pool 'cpus': no class offers the resource of "
+        "demand #0. Pool 'gpus' offers it, but no policy there lets account 'user-team' use "
+        "it; a Resource Manager administrator can add one: wharf policy create NAME --pool gpus "
+        "--subject-type account --subject-id user-team (without --subject-id: every account)."
+    )
+    # where a pool of a matching policy offers it, the reason stays about that policy
+    both = snapshot([cpus, gpus], [policy("team", gpus)], [request("r", gpu(9))])
+    [rejection] = run(both).rejections
+    assert "no policy there" not in rejection.reason

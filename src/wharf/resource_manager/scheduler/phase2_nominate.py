@@ -248,8 +248,24 @@ class Nominator:
             routes = self._route_table(request, resolved, shape, policies)
             self._routes[routes_key] = routes
         if isinstance(routes, str):
-            return routes
+            return routes + self._missing_policy(request, resolved, pools, policies)
         return shape, routes
+
+    def _missing_policy(
+        self,
+        request: ResourceRequest,
+        resolved: Sequence[Options],
+        pools: Sequence[PoolView],
+        policies: Sequence[PolicyView],
+    ) -> str:
+        """For a request rejected because no pool of its matching policies offers what it
+        demands: the pools that do, which no policy opens to it (" Pool 'lic' offers ..."),
+        else ""."""
+        matched = {policy.pool_index for policy in policies}
+        if any(_offers(self.catalog.pools[index], resolved) for index in matched):
+            return ""
+        offering = [v.pool.name for v in pools if v.index not in matched and _offers(v, resolved)]
+        return " " + reasons.no_policy_in(request.subjects, offering) if offering else ""
 
     def _route_table(
         self,
@@ -414,6 +430,14 @@ class Nominator:
             head = reasons.NO_RESERVED_SHARE_FOR_NONE
         pool = self.catalog.pools[policy.pool_index].pool.name
         return f"{head} Policy '{policy.policy.name}' in pool '{pool}': {failure.message}."
+
+
+def _offers(view: PoolView, resolved: Sequence[Options]) -> bool:
+    """Some class of the pool offers a resource each demand may take."""
+    return all(
+        any(descriptor.name in c.slots for c in view.classes for descriptor, _ in options)
+        for options in resolved
+    )
 
 
 def _selector_key(demand: Demand) -> str | None:

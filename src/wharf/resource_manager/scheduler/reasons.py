@@ -40,10 +40,8 @@ def where(catalog: Catalog, slot: SlotInfo) -> str:
     return f"class '{slot.class_name}' of pool '{pool}'"
 
 
-def no_policy_matches(subjects: Sequence[SubjectChain], pools: Sequence[str]) -> str:
-    """Why nothing admits the request, who can fix it and how: ``pools`` are the names of the
-    pools the request may use."""
-    account = next(
+def _account(subjects: Sequence[SubjectChain]) -> str | None:
+    return next(
         (
             node.subject_id
             for chain in subjects
@@ -52,14 +50,37 @@ def no_policy_matches(subjects: Sequence[SubjectChain], pools: Sequence[str]) ->
         ),
         None,
     )
+
+
+def _add_one(account: str | None, pool: str | None) -> str:
+    subject = f"--subject-id {account}" if account else "--subject-id ID"
+    return (
+        "a Resource Manager administrator can add one: wharf policy create NAME "
+        f"--pool {pool or 'POOL'} --subject-type account {subject} (without --subject-id: "
+        "every account)."
+    )
+
+
+def no_policy_matches(subjects: Sequence[SubjectChain], pools: Sequence[str]) -> str:
+    """Why nothing admits the request, who can fix it and how: ``pools`` are the names of the
+    pools the request may use."""
+    account = _account(subjects)
     who = f"account '{account}'" if account else "the request's subjects"
     pool = pools[0] if len(pools) == 1 else None
     where = f"pool '{pool}'" if pool else "any pool"
-    subject = f"--subject-id {account}" if account else "--subject-id ID"
+    return f"{NO_POLICY_MATCHES} No policy lets {who} use {where}; {_add_one(account, pool)}"
+
+
+def no_policy_in(subjects: Sequence[SubjectChain], pools: Sequence[str]) -> str:
+    """The pools that offer what a request demands though no policy opens them to it (the
+    policies it matches are of pools that do not), who can fix it and how."""
+    account = _account(subjects)
+    who = f"account '{account}'" if account else "the request's subjects"
+    named = ", ".join(f"'{pool}'" for pool in pools[:5]) + (", ..." if len(pools) > 5 else "")
+    pool_offers = "Pool {} offers" if len(pools) == 1 else "Pools {} offer"
     return (
-        f"{NO_POLICY_MATCHES} No policy lets {who} use {where}; a Resource Manager "
-        f"administrator can add one: wharf policy create NAME --pool {pool or 'POOL'} "
-        f"--subject-type account {subject} (without --subject-id: every account)."
+        f"{pool_offers.format(named)} it, but no policy there lets {who} use it; "
+        f"{_add_one(account, pools[0])}"
     )
 
 
