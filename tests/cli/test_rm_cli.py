@@ -204,6 +204,10 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("pool", "create", "x", "-c", "gpu:h100=-1"), "must not be negative"),
     (("pool", "create", "x", "-c", "gpu:h100=1.5"), "not a whole number"),
     (("pool", "create", "x", "-c", "tpu=1"), "Unknown resource 'tpu'"),
+    (
+        ("pool", "create", "x", "-c", "cpu=1", "-c", "CPU=2CPU"),
+        "gives CPU of class 'default' twice",
+    ),
     (("pool", "create", "x", "-c", "gpu"), "Expected RESOURCE[:CLASS]=QUANTITY"),
     (
         ("policy", "create", "y", "--pool", "gpus", "--selector", "{any: []}"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,14 @@ def test_register_a_stack_with_a_step_operator(home: Path, tmp_path: Path) -> No
     shown = as_json("stack", "show", "gpu")
     assert shown["components"]["artifact_store"]["configuration"] == {"path": str(path)}
     assert shown["components"]["step_operator"]["flavor"] == "local_process"
+
+
+def test_the_command_a_message_suggests_runs_as_printed(home: Path) -> None:
+    """It printed ``wharf stack set with space``, which a shell reads as two names."""
+    out = ok("stack", "register", "with space", "-o", "default", "-a", "default")
+    suggested = out.strip().split("use it with: ", 1)[1]
+    assert suggested == "wharf stack set 'with space'"
+    assert "Active stack: 'with space'" in ok(*shlex.split(suggested)[1:])
 
 
 def test_list_and_show_stacks(prod: Path) -> None:

@@ -13,6 +13,7 @@ line.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Any
 
@@ -152,7 +153,7 @@ def delete_user(name: str, yes: bool) -> None:
         http.send("PATCH", f"{API}/users/{found['id']}", body={"active": False})
     click.echo(
         f"Deactivated user '{found['name']}': they can no longer log in; their runs are kept "
-        f"('wharf user update {found['name']} --active' undoes it)."
+        f"(`wharf user update {shlex.quote(found['name'])} --active` undoes it)."
     )
 
 

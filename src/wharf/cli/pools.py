@@ -135,9 +135,15 @@ def apply_classes(
         capacity = item.get("capacity")
         if isinstance(capacity, dict):
             item["capacity"] = {res.descriptor(k).name: v for k, v in capacity.items()}
+    given: set[tuple[str, str]] = set()
     for text in capacities:
         resource, class_name, quantity = read_capacity(res, text)
         target_name = class_name or DEFAULT_CLASS
+        if (target_name, resource) in given:  # the last one silently won
+            raise InputError(
+                f"--capacity gives {resource} of class '{target_name}' twice; give it once."
+            )
+        given.add((target_name, resource))
         target = classes.setdefault(target_name, {"name": target_name})
         target["capacity"] = {**target.get("capacity", {}), resource: quantity}
     for option, field, texts in (

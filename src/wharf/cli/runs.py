@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
@@ -277,5 +278,6 @@ def _not_a_run(given: str, error: EntityNotFoundError, client: Client | None = N
     attempt = f", attempt {step.attempt}" if step.attempt > 1 else ""
     raise EntityNotFoundError(
         f"{error} '{given}' is a step run (step '{step.name}'{attempt}) of run '{found.name}': "
-        f"wharf runs show {found.name} shows that run, wharf steps logs {given} the step's output."
+        f"wharf runs show {found.name} shows that run, wharf steps logs {shlex.quote(given)} "
+        "the step's output."
     ) from None

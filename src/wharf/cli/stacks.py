@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 import click
 
@@ -57,7 +58,9 @@ def register_stack(
             artifact_store=artifact_store,
             step_operator=step_operator,
         )
-    click.echo(f"Registered stack '{record.name}'; use it with: wharf stack set {record.name}")
+    click.echo(
+        f"Registered stack '{record.name}'; use it with: wharf stack set {shlex.quote(record.name)}"
+    )
 
 
 @stack.command("list")

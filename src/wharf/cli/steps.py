@@ -12,6 +12,7 @@ the artifact store cannot give, and a run's id given alone, are one-line errors.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, NoReturn
 
 import click
@@ -145,6 +146,7 @@ def _refuse_a_run(client: Client, given: str, error: EntityNotFoundError) -> NoR
     names = list(dict.fromkeys(s.name for s in client.list_run_steps(found.id, size=50).items))
     listed = f" (its steps: {', '.join(names)})" if names else ""
     raise InputError(
-        f"'{given}' is run '{found.name}', not a step run: wharf steps logs {given} STEP prints "
-        f"one of its steps{listed}; wharf runs logs {given} prints them all."
+        f"'{given}' is run '{found.name}', not a step run: wharf steps logs "
+        f"{shlex.quote(given)} STEP prints one of its steps{listed}; wharf runs logs "
+        f"{shlex.quote(given)} prints them all."
     ) from None

@@ -13,6 +13,7 @@ called on another stack than its own is refused (it would fire from both).
 from __future__ import annotations
 
 import logging
+import shlex
 from datetime import UTC, datetime
 from typing import Any, cast
 from uuid import UUID
@@ -121,7 +122,7 @@ def _check_same_stack(
     raise EntityExistsError(
         f"Schedule '{record.name}' is on {there}, not on stack "
         f"'{stacks.get_stack(called_on).name}': to move it, delete it first "
-        f"(`wharf schedule delete {record.name}`), or give this Schedule another name."
+        f"(`wharf schedule delete {shlex.quote(record.name)}`), or give this Schedule another name."
     )
 
 
@@ -165,7 +166,7 @@ def record_schedule(
     if existing is not None and not _same_schedule(existing, wanted):
         raise EntityExistsError(
             f"The project already has a different schedule named '{name}': to replace it, "
-            f"delete it first (`wharf schedule delete {name}`), or give this Schedule "
+            f"delete it first (`wharf schedule delete {shlex.quote(name)}`), or give this Schedule "
             "another name."
         )
     kept = "kept the existing schedule" if existing is not None else "recorded schedule"
