@@ -11,30 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.cli.test_cli import assert_one_line_error
-from tests.cli.test_rm_cli import ok, run
+from tests.cli.test_rm_cli import env, ok, rm, run  # noqa: F401 (fixtures)
 from tests.resource_manager.api.conftest import (  # noqa: F401 (fixtures)
     _rm_sqlite_template,
     server,
     sqlite_rm_url,
 )
-from tests.resource_manager.api.live import ADMIN_KEY, ALICE_KEY, LiveServer
+from tests.resource_manager.api.live import ALICE_KEY
 from wharf.resource_manager.client.http import HttpResourceManager
-
-
-@pytest.fixture
-def env(server: LiveServer, tmp_path: Path) -> dict[str, str]:
-    values = {**os.environ, "WHARF_HOME": str(tmp_path / "home")}
-    values.pop("WHARF_STORE_URL", None)
-    values.update({"WHARF_RM_URL": server.url, "WHARF_RM_API_KEY": ADMIN_KEY})
-    return values
-
-
-@pytest.fixture
-def rm(server: LiveServer) -> HttpResourceManager:
-    return server.client()
 
 
 def test_a_pool_of_a_custom_resource_from_the_command_line(
