@@ -213,7 +213,7 @@ def test_non_json_parameter_is_rejected(workspace: Workspace) -> None:
     def p() -> None:
         steps_lib.produce(value=threading.Lock())  # type: ignore[arg-type]
 
-    with pytest.raises(StepInterfaceError, match="not JSON-serialisable"):
+    with pytest.raises(StepInterfaceError, match="is a lock that JSON cannot write"):
         p.run_in(workspace)
 
 
