@@ -147,7 +147,7 @@ def update_component(
     orchestrator's, also while a schedule uses such a stack)."""
     from contextlib import closing
 
-    from wharf.sdk import stacks
+    from wharf.sdk import stack_lookup, stacks
     from wharf.sdk.workspace import Workspace
 
     if not config and not remove:
@@ -156,7 +156,7 @@ def update_component(
     configuration = stacks.parse_configuration(config)
     with closing(Workspace.open()) as workspace:
         if component_type is None:
-            found = stacks.find_any_component(workspace, name)
+            found = stack_lookup.find_any_component(workspace, name)
             name, component_type = found.name, found.type
         record = stacks.update_component(workspace, name, component_type, configuration, remove)
     click.echo(
@@ -179,15 +179,15 @@ def delete_component(name: str, type_: str | None, yes: bool) -> None:
     the name); refused while a stack uses it."""
     from contextlib import closing
 
-    from wharf.sdk import stacks
+    from wharf.sdk import stack_lookup, stacks
     from wharf.sdk.workspace import Workspace
 
     component_type = None if type_ is None else stacks.parse_component_type(type_)
     with closing(Workspace.open()) as workspace:
         if component_type is None:
-            found = stacks.find_any_component(workspace, name)
+            found = stack_lookup.find_any_component(workspace, name)
         else:
-            found = stacks.find_component(workspace, component_type, name)
+            found = stack_lookup.find_component(workspace, component_type, name)
         confirm(f"Delete {found.type.value} '{found.name}'?", yes=yes)
         record = stacks.delete_component(workspace, found.name, found.type)
     click.echo(f"Deleted {record.type.value} '{record.name}'.")

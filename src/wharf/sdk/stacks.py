@@ -11,7 +11,6 @@ raises a one-line :class:`~wharf.core.errors.WharfError` and leaves nothing half
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -30,19 +29,16 @@ from wharf.core.errors import (
     InputError,
     WharfError,
 )
-from wharf.core.ids import only_match, parse_id_prefix, parse_uuid
-from wharf.core.suggestions import did_you_mean
 from wharf.sdk import flavors
+from wharf.sdk.stack_lookup import find_component, find_stack
 from wharf.sdk.workspace import DEFAULT_STACK, Workspace
 from wharf.store.models import (
-    MAX_PAGE_SIZE,
     ComponentCreate,
     ComponentRecord,
     Page,
     PageRequest,
     StackRecord,
 )
-from wharf.store.ports import StackRepository
 
 LOCAL_FLAVOR = "local"
 ACTIVE_STACK_ENV = "WHARF_ACTIVE_STACK"
@@ -223,76 +219,6 @@ def list_components(
     )
 
 
-def find_component(workspace: Workspace, type: ComponentType, name: str) -> ComponentRecord:
-    """The component of that type and name; a clear error if it has another type or none."""
-    stacks = workspace.store.stacks
-    try:
-        return stacks.get_component_by_name(type, name)
-    except EntityNotFoundError:
-        pass
-    others = []
-    for other in ComponentType:
-        if other is type:
-            continue
-        try:
-            stacks.get_component_by_name(other, name)
-        except EntityNotFoundError:
-            continue
-        others.append(other.value)
-    if others:
-        raise InputError(f"Component '{name}' is of type {' and '.join(others)}, not {type.value}.")
-    hint = did_you_mean(name, _component_names(stacks, type)) or "."
-    raise EntityNotFoundError(f"No {type.value} component named '{name}'{hint}")
-
-
-def find_any_component(workspace: Workspace, text: str) -> ComponentRecord:
-    """The component ``text`` names without a type: the one whose id is ``text``, else the one
-    component of that name, else the one whose id starts with it (as ``wharf component list``
-    shows ids). A name that several types use asks for the type, and one that is also the
-    start of another component's id for the whole id (InputError)."""
-    stacks = workspace.store.stacks
-    uid = parse_uuid(text)
-    if uid is not None:
-        with contextlib.suppress(EntityNotFoundError):
-            return stacks.get_component(uid)
-    named = []
-    for type in ComponentType:
-        try:
-            named.append(stacks.get_component_by_name(type, text))
-        except EntityNotFoundError:
-            continue
-    if len(named) > 1:
-        types = " and ".join(c.type.value for c in named)
-        raise InputError(f"Components named '{text}' are of types {types}: give --type.")
-    prefix = None if uid is not None else parse_id_prefix(text)
-    if named:
-        if prefix is not None:
-            _refuse_two_meanings("component", text, named[0], _components_by_prefix(stacks, prefix))
-        return named[0]
-    matches = [] if prefix is None else _components_by_prefix(stacks, prefix)
-    found = only_match("component", text, matches)
-    if found is None:
-        hint = did_you_mean(text, _component_names(stacks)) or "."
-        raise EntityNotFoundError(f"No component named '{text}'{hint}")
-    return found
-
-
-def _component_names(stacks: StackRepository, type: ComponentType | None = None) -> list[str]:
-    """The names of the first page of components (of ``type``): the ones a hint looks among."""
-    return [c.name for c in stacks.list_components(type, PageRequest(size=MAX_PAGE_SIZE)).items]
-
-
-def _components_by_prefix(stacks: StackRepository, prefix: str) -> list[ComponentRecord]:
-    matches: list[ComponentRecord] = []
-    index = 1
-    while True:
-        page = stacks.list_components(page=PageRequest(index=index, size=MAX_PAGE_SIZE))
-        matches += [c for c in page.items if c.id.hex.startswith(prefix)]
-        if index * MAX_PAGE_SIZE >= page.total or not page.items:
-            return matches
-        index += 1
-
-
 def update_component(
     workspace: Workspace,
     name: str,
@@ -356,54 +282,6 @@ def get_stack(workspace: Workspace, name: str) -> StackRecord:
     if name == DEFAULT_STACK:
         return ensure_default_stack(workspace)
     return find_stack(workspace, name)
-
-
-def find_stack(workspace: Workspace, text: str) -> StackRecord:
-    """The stack whose id is ``text``, else the one named ``text``, else the one whose id
-    starts with it (at least :data:`~wharf.core.ids.MIN_ID_PREFIX` hex digits), as ``wharf
-    stack list`` shows ids; a prefix of several ids raises ``AmbiguousIdError``, none the
-    not-found error of the name. A name that is also the start of another stack's id is
-    refused (InputError), so no stack's name takes over another's id."""
-    stacks = workspace.store.stacks
-    uid = parse_uuid(text)
-    if uid is not None:
-        with contextlib.suppress(EntityNotFoundError):
-            return stacks.get_stack(uid)
-    prefix = None if uid is not None else parse_id_prefix(text)
-    try:
-        named = stacks.get_stack_by_name(text)
-    except EntityNotFoundError:
-        matches = [] if prefix is None else _stacks_by_prefix(stacks, prefix)
-        found = only_match("stack", text, matches)
-        if found is None:
-            raise
-        return found
-    if prefix is not None:
-        _refuse_two_meanings("stack", text, named, _stacks_by_prefix(stacks, prefix))
-    return named
-
-
-def _refuse_two_meanings(
-    kind: str, text: str, named: StackRecord | ComponentRecord, by_prefix: list[Any]
-) -> None:
-    others = [record for record in by_prefix if record.id != named.id]
-    if others:
-        raise InputError(
-            f"'{text}' is the name of {kind} '{named.name}' ({named.id}) and the start of the "
-            f"id of {kind} '{others[0].name}' ({others[0].id}): give the whole id of the one "
-            "you mean."
-        )
-
-
-def _stacks_by_prefix(stacks: StackRepository, prefix: str) -> list[StackRecord]:
-    matches: list[StackRecord] = []
-    index = 1
-    while True:
-        page = stacks.list_stacks(PageRequest(index=index, size=MAX_PAGE_SIZE))
-        matches += [s for s in page.items if s.id.hex.startswith(prefix)]
-        if index * MAX_PAGE_SIZE >= page.total or not page.items:
-            return matches
-        index += 1
 
 
 def register_stack(

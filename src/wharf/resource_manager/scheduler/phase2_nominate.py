@@ -17,11 +17,11 @@ from datetime import datetime
 
 from wharf.core.enums import ReclaimTolerance
 from wharf.core.errors import InputError
-from wharf.resource_manager.domain.pools import class_accepts
 from wharf.resource_manager.domain.requests import Demand, ResourceRequest
 from wharf.resource_manager.domain.selectors import AttributeSelector, SubjectSet
 from wharf.resource_manager.domain.subjects import SubjectChain
 from wharf.resource_manager.domain.units import ResourceDescriptor
+from wharf.resource_manager.scheduler import demand_stages as stages
 from wharf.resource_manager.scheduler import reasons
 from wharf.resource_manager.scheduler.catalog import Catalog, PolicyView, PoolView
 from wharf.resource_manager.scheduler.routes import (
@@ -33,10 +33,6 @@ from wharf.resource_manager.scheduler.routes import (
 )
 
 Options = tuple[tuple[ResourceDescriptor, int], ...]
-
-# How far a rejected slot got; the furthest stage gives the most useful rejection reason.
-_OFFERED, _CLASS, _GRANT, _TOLERANCE, _CAPACITY, _LIMIT, _SHARE = range(7)
-_RESERVED_STAGES = frozenset({_TOLERANCE, _SHARE})
 
 
 @dataclass(slots=True)
@@ -371,7 +367,7 @@ class Nominator:
             primary = None
         if primary is None:
             return _Failure(
-                _CAPACITY,
+                stages.CAPACITY,
                 zero_concurrency_limit(self.catalog, policy, all_choices)
                 or "the demands together exceed what its classes, limits, reserved shares or "
                 "concurrency limits allow",
@@ -396,7 +392,7 @@ class Nominator:
                 slot = class_view.slots.get(descriptor.name)
                 if slot is None:
                     continue
-                stage = _stage(catalog, policy, demand, tolerance, slot=slot, base=base)
+                stage = stages.stage_of(catalog, policy, demand, tolerance, slot=slot, base=base)
                 if stage is None:
                     choice = SlotChoice(slot, class_view.index, descriptor, base, index)
                     choices.append(choice)
@@ -404,10 +400,10 @@ class Nominator:
                     best = (stage, slot, base)
         if choices or best is None:
             return tuple(choices), _Failure(
-                _OFFERED, f"no class offers the resource of demand #{index}"
+                stages.OFFERED, f"no class offers the resource of demand #{index}"
             )
         stage, slot, base = best
-        message = _failure_message(
+        message = stages.failure_message(
             catalog,
             policy,
             demand,
@@ -425,7 +421,7 @@ class Nominator:
         policy, failure = max(failures, key=lambda item: (item[1].stage, -item[0].index))
         head = reasons.NO_POLICY_ADMITTED
         if tolerance is ReclaimTolerance.NONE and any(
-            f.stage in _RESERVED_STAGES for _, f in failures
+            f.stage in stages.RESERVED for _, f in failures
         ):
             head = reasons.NO_RESERVED_SHARE_FOR_NONE
         pool = self.catalog.pools[policy.pool_index].pool.name
@@ -444,80 +440,3 @@ def _selector_key(demand: Demand) -> str | None:
     if demand.class_selector is None:
         return None
     return demand.class_selector.model_dump_json()
-
-
-def _stage(
-    catalog: Catalog,
-    policy: PolicyView,
-    demand: Demand,
-    tolerance: ReclaimTolerance,
-    *,
-    slot: int,
-    base: int,
-) -> int | None:
-    """The first static rule a slot breaks for a demand (None: it qualifies)."""
-    info = catalog.slots[slot]
-    spec = catalog.classes[info.class_index].spec
-    if demand.class_name is not None and spec.name != demand.class_name:
-        return _CLASS
-    if demand.class_selector is not None and not demand.class_selector.matches(
-        spec.name, spec.attributes
-    ):
-        return _CLASS
-    if policy.grants and info.class_index not in policy.grants:
-        return _GRANT
-    if not class_accepts(spec.reclaimable, tolerance):
-        return _TOLERANCE
-    if info.capacity is not None and base > info.capacity:
-        return _CAPACITY
-    if slot in policy.limit and base > policy.limit[slot]:
-        return _LIMIT
-    if info.capacity is not None:
-        reserved = policy.reserved.get(slot, 0)
-        if info.protected:
-            if max(0, base - reserved) > info.unreserved_or_zero:
-                return _SHARE
-        elif tolerance is ReclaimTolerance.NONE and base > reserved:
-            return _SHARE
-    return None
-
-
-def _failure_message(
-    catalog: Catalog,
-    policy: PolicyView,
-    demand: Demand,
-    *,
-    tolerance: ReclaimTolerance,
-    index: int,
-    stage: int,
-    slot: int,
-    base: int,
-) -> str:
-    """Built only for the failure that is reported: formatting amounts is not free."""
-    info = catalog.slots[slot]
-    name = info.class_name
-    shown = reasons.amount(info, base)
-    if stage == _CLASS:
-        asked = f"named '{demand.class_name}'" if demand.class_name else "matching its selector"
-        return f"no class {asked} offers the resource of demand #{index}"
-    if stage == _GRANT:
-        return f"it grants no class offering demand #{index}"
-    if stage == _TOLERANCE:
-        return f"no class offering demand #{index} accepts reclaim_tolerance '{tolerance.value}'"
-    if stage == _CAPACITY:
-        capacity = reasons.amount(info, info.capacity)
-        return f"demand #{index} ({shown}) exceeds the capacity of class '{name}' ({capacity})"
-    if stage == _LIMIT:
-        limit = reasons.amount(info, policy.limit[slot])
-        return f"demand #{index} ({shown}) exceeds its limit in class '{name}' ({limit})"
-    reserved = reasons.amount(info, policy.reserved.get(slot, 0))
-    if not info.protected:
-        return (
-            f"demand #{index} ({shown}) exceeds its reserved share ({reserved}) of reclaimable "
-            f"class '{name}', and reclaim_tolerance 'none' never borrows"
-        )
-    unreserved = reasons.amount(info, info.unreserved_or_zero)
-    return (
-        f"demand #{index} ({shown}) fits neither its reserved share ({reserved}) nor the "
-        f"unreserved capacity ({unreserved}) of never-reclaimable class '{name}'"
-    )
