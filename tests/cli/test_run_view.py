@@ -15,6 +15,7 @@ from wharf.cli.run_view import (
     latest_attempts,
     render,
     tree_rows,
+    unreached_steps,
 )
 from wharf.config.settings import ResourceSettings
 from wharf.config.spec import PipelineSpec, StepConfig, StepSpec
@@ -201,3 +202,45 @@ def test_a_run_its_orchestrator_has_not_started_says_how_to_follow_it() -> None:
         "it and says why if it never will.",
     ]
     assert render(RunView(run(), "p", []), T0)[-1] == "(none yet)"
+
+
+def test_steps_not_started_are_pending_under_their_upstream_steps_while_the_run_goes_on() -> None:
+    running = step("train", status=S.RUNNING, end_time=None)
+    pipeline = spec(load=(), train=("load",), score=("train",), report=("load", "score"))
+    view = RunView(run(status=S.RUNNING, end_time=None), "p", [step("load"), running], pipeline)
+    assert unreached_steps(view) == ["score", "report"]
+    assert tree_rows(view, T0 + timedelta(seconds=5)) == [
+        ["load", "completed", "1.0 s", "-"],
+        ["├─ train", "running", "5.0 s so far", "-"],
+        ["│  └─ score", "pending", "-", "waits for train"],
+        ["│     └─ ↳ report", "", "", "listed under load"],
+        ["└─ report", "pending", "-", "waits for score"],
+    ]
+    assert "Steps (4)" in render(view, T0)
+
+
+def test_steps_a_finished_run_never_started_say_so_and_dynamic_pipelines_list_none() -> None:
+    failed = step("train", status=S.FAILED, status_reason="boom")
+    pipeline = spec(load=(), train=("load",), score=("train",))
+    view = RunView(run(status=S.FAILED), "p", [step("load"), failed], pipeline)
+    assert tree_rows(view, T0)[-1] == [
+        "   └─ score",
+        "not run",
+        "-",
+        "run failed before it started",
+    ]
+    dynamic = PipelineSpec(name="p", dynamic=True, steps=pipeline.steps)
+    assert unreached_steps(RunView(run(status=S.FAILED), "p", [step("load")], dynamic)) == []
+
+
+def test_a_placeholder_run_lists_its_pipelines_steps_and_how_to_follow_it() -> None:
+    placeholder = run(status=S.INITIALIZING, start_time=None, end_time=None)
+    lines = render(RunView(placeholder, "p", [], spec(load=(), train=("load",))), T0)
+    assert lines[-5:] == [
+        "Steps (2)",
+        "STEP      STATUS   DURATION  DETAILS",
+        "load      pending  -         -",
+        "└─ train  pending  -         waits for load",
+        "Its orchestrator has not started it yet: `wharf runs logs nightly-1 --follow` follows "
+        "it and says why if it never will.",
+    ]

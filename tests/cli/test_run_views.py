@@ -251,9 +251,13 @@ def test_runs_logs_prints_every_step_with_its_name(two_runs: list[PipelineRunRec
 @pytest.fixture
 def waiting_run(home: Path, tmp_path: Path) -> Iterator[tuple[PipelineRunRecord, Path]]:
     """A run whose ``wait`` step runs until the yielded file exists (created at the end)."""
+    yield from _waiting(tmp_path, WAITING_SCRIPT)
+
+
+def _waiting(tmp_path: Path, text: str) -> Iterator[tuple[PipelineRunRecord, Path]]:
     release = tmp_path / "release"
     script = tmp_path / "waiting.py"
-    script.write_text(WAITING_SCRIPT)
+    script.write_text(text)
     env = {**os.environ, "RELEASE_FILE": str(release)}
     process = subprocess.Popen(
         [sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -330,6 +334,45 @@ def test_a_running_step_s_logs_say_when_they_come_and_follow_streams_them_to_the
         "waiting for release\nreleased\n",
         "",
     )
+
+
+@pytest.fixture
+def waiting_before_two_steps(
+    home: Path, tmp_path: Path
+) -> Iterator[tuple[PipelineRunRecord, Path]]:
+    """As ``waiting_run``, with two more steps after ``wait``."""
+    text = WAITING_SCRIPT.replace(
+        "    wait(first())",
+        "    report(score(wait(first())))",
+    ).replace(
+        '@pipeline(name="waiting")',
+        "@step\ndef score(x: int) -> int:\n    return x\n\n"
+        "@step\ndef report(x: int) -> None:\n    pass\n\n"
+        '@pipeline(name="waiting")',
+    )
+    yield from _waiting(tmp_path, text)
+
+
+def test_show_lists_the_steps_a_running_run_has_not_started(
+    waiting_before_two_steps: tuple[PipelineRunRecord, Path],
+) -> None:
+    run, release = waiting_before_two_steps
+    result = wharf("runs", "show", run.name)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "Steps (4)" in lines
+    table = [line.split(None, 2)[:2] for line in lines[lines.index("Steps (4)") + 2 :]]
+    assert table == [
+        ["first", "completed"],
+        ["└─", "wait"],
+        ["└─", "score"],
+        ["└─", "report"],
+    ]
+    assert lines[-2].split()[2:] == ["pending", "-", "waits", "for", "wait"]
+    assert lines[-1].split()[2:] == ["pending", "-", "waits", "for", "score"]
+    shown = json.loads(wharf("runs", "show", run.name, "--output", "json").stdout)
+    assert shown["steps_not_started"] == ["score", "report"]
+    release.touch()
 
 
 TEAM_SCRIPT = SCRIPT.replace(

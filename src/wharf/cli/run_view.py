@@ -159,40 +159,57 @@ def _details(view: RunView, step: StepRunRecord) -> str:
     return "; ".join(parts) or "-"
 
 
+def unreached_steps(view: RunView) -> list[str]:
+    """The steps of a static pipeline's compiled spec that have no step run in this run, in
+    spec order: not started yet, or never (the run ended first). A dynamic pipeline's steps
+    are known only once it calls them, so it has none."""
+    if view.spec is None or view.spec.dynamic:
+        return []
+    ran = {s.name for s in view.steps}
+    return [name for name in view.spec.steps if name not in ran]
+
+
 def tree_rows(view: RunView, now: datetime) -> list[list[str]]:
     """The rows of the steps table, the step column indented as the tree: each step (its latest
     attempt) is listed under its first upstream step; a step with several upstream steps is
     listed once, under the first, and each other parent shows it as a reference line
-    (``↳ NAME (listed under FIRST)``)."""
+    (``↳ NAME (listed under FIRST)``). A step of the pipeline with no step run yet is listed
+    too: ``pending`` while the run goes on, ``not run`` once it has ended."""
     steps = latest_attempts(view.steps)
     by_name = {s.name: s for s in steps}
     upstream = upstream_steps(steps, view.spec)
+    unreached = unreached_steps(view)
+    for name in unreached:
+        assert view.spec is not None  # unreached steps come from it
+        known = by_name.keys() | set(unreached)
+        upstream[name] = [n for n in view.spec.steps[name].upstream if n in known and n != name]
     children: dict[str | None, list[str]] = {}
-    for step in steps:
-        parents: list[str | None] = [*upstream[step.name]] or [None]
+    for name in [*by_name, *unreached]:
+        parents: list[str | None] = [*upstream[name]] or [None]
         for parent in parents:
-            children.setdefault(parent, []).append(step.name)
+            children.setdefault(parent, []).append(name)
     rows: list[list[str]] = []
     listed: set[str] = set()
 
     def visit(name: str, prefix: str, connector: str, parent: str | None) -> None:
-        step = by_name[name]
         first_parent = _first_parent(upstream, name)
         if parent != first_parent or name in listed:
             rows.append([f"{prefix}{connector}↳ {name}", "", "", f"listed under {first_parent}"])
             return
         listed.add(name)
-        status = step.status.value
-        rows.append(
-            [
-                f"{prefix}{connector}{name}",
-                status,
-                duration(
-                    step.start_time, step.end_time, now, unseen=ended_unseen(step.status_reason)
-                ),
-                _details(view, step),
-            ]
-        )
+        step = by_name.get(name)
+        if step is None:
+            rows.append([f"{prefix}{connector}{name}", *_unreached_row(view, upstream[name])])
+        else:
+            ended = ended_unseen(step.status_reason)
+            rows.append(
+                [
+                    f"{prefix}{connector}{name}",
+                    step.status.value,
+                    duration(step.start_time, step.end_time, now, unseen=ended),
+                    _details(view, step),
+                ]
+            )
         kids = children.get(name, [])
         inner = prefix + ("" if not connector else ("   " if connector == "└─ " else "│  "))
         for i, kid in enumerate(kids):
@@ -200,10 +217,20 @@ def tree_rows(view: RunView, now: datetime) -> list[list[str]]:
 
     for root in children.get(None, []):
         visit(root, "", "", None)
-    for step in steps:  # a cycle (never compiled, but data can say anything): list the rest
-        if step.name not in listed:
-            visit(step.name, "", "", _first_parent(upstream, step.name))
+    for name in [*by_name, *unreached]:  # a cycle (never compiled, but data can say anything)
+        if name not in listed:
+            visit(name, "", "", _first_parent(upstream, name))
     return rows
+
+
+def _unreached_row(view: RunView, upstream: Sequence[str]) -> list[str]:
+    """Status, duration and details of a step with no step run: ``pending`` (waiting for the
+    upstream steps not yet done, if any) while the run goes on; ``not run`` once it ended."""
+    if view.run.status.is_finished:
+        return ["not run", "-", f"run {view.run.status.value} before it started"]
+    done = {s.name for s in view.steps if s.status.is_successful}
+    waits = [name for name in upstream if name not in done]
+    return ["pending", "-", f"waits for {', '.join(waits)}" if waits else "-"]
 
 
 def _first_parent(upstream: Mapping[str, list[str]], name: str) -> str | None:
@@ -232,17 +259,15 @@ def render(view: RunView, now: datetime) -> list[str]:
         header.append(("Reason", " ".join(run.status_reason.split())))
     width = max(len(key) for key, _ in header)
     lines = [f"{key.ljust(width)}  {value}" for key, value in header]
-    names = {s.name for s in view.steps}
+    names = {s.name for s in view.steps} | set(unreached_steps(view))
     lines += ["", f"Steps ({len(names)})"]
-    if not names:
-        lines.append("(none yet)")
-        if run.is_placeholder:  # e.g. a Kubernetes run whose orchestrator pod has not started
-            lines.append(
-                f"Its orchestrator has not started it yet: `wharf runs logs {run.name} --follow` "
-                "follows it and says why if it never will."
-            )
-        return lines
-    return lines + format_table(STEP_COLUMNS, tree_rows(view, now))
+    lines += format_table(STEP_COLUMNS, tree_rows(view, now)) if names else ["(none yet)"]
+    if run.is_placeholder and not view.steps:  # e.g. a Kubernetes orchestrator pod not started
+        lines.append(
+            f"Its orchestrator has not started it yet: `wharf runs logs {run.name} --follow` "
+            "follows it and says why if it never will."
+        )
+    return lines
 
 
 def _time(value: datetime) -> str:

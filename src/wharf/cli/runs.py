@@ -115,7 +115,7 @@ def show_run(run: str, output: str) -> None:
 
     from wharf.cli.reads import read
     from wharf.cli.run_details import allocations, gather
-    from wharf.cli.run_view import render
+    from wharf.cli.run_view import render, unreached_steps
 
     _given(run)
     try:
@@ -130,6 +130,7 @@ def show_run(run: str, output: str) -> None:
         data["stack_name"] = view.stack_name
         data["stack_deleted"] = view.stack_name is None
         data["steps"] = [s.model_dump(mode="json") for s in view.steps]
+        data["steps_not_started"] = unreached_steps(view)
         click.echo(json.dumps(data, indent=2))
         return
     if any(step.resource_request_id is not None for step in view.steps):
