@@ -5,6 +5,7 @@ refuses: one line, non-zero exit, no traceback, and nothing written to the user 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,49 @@ def test_logout_with_an_api_key_says_the_key_stays_valid(
         "valid until an admin revokes it (`wharf api-key revoke ACCOUNT KEY`)."
     )
     assert wharf("logout", env=env).stdout.strip() == "Not logged in."
+
+
+def test_a_user_outside_the_default_project_works_in_their_only_one_or_is_told_to_choose(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """Logging in as a user who is no member of project ``default`` used to succeed silently,
+    and every later command failed for that project."""
+    from wharf.config.global_config import read_user_config
+    from wharf.store.account_models import ProjectRole
+
+    world = team_without_rm.world
+    for name, projects in (("solo", [world.a]), ("pair", [world.a, world.b]), ("lone", [])):
+        user = world.user(name, password=f"{name}-password")
+        for project in projects:
+            world.state.accounts.memberships.set_role(
+                project.id, ProjectRole.MEMBER, user_id=user.id
+            )
+
+    def login(name: str, home: str, **extra: str) -> tuple[str, str, dict[str, Any]]:
+        env = {"WHARF_HOME": str(tmp_path / home), **extra}
+        result = wharf("login", world.url, "-u", name, "--password", f"{name}-password", env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip(), result.stderr.strip(), read_user_config(tmp_path / home)
+
+    out, err, saved = login("solo", "solo")
+    assert out == f"Logged in to {world.url} as user 'solo', project 'A' (your only project)."
+    assert (err, saved["project"]) == ("", "A")
+    listed = wharf("runs", "list", env={"WHARF_HOME": str(tmp_path / "solo")})
+    assert listed.returncode == 0, listed.stderr
+
+    out, err, saved = login("pair", "pair")
+    assert out == f"Logged in to {world.url} as user 'pair'."
+    assert err == (
+        "Note: you are not a member of project 'default': choose one of yours (A, B) with "
+        f"`wharf login {world.url} --project NAME`."
+    )
+    assert saved.get("project") is None
+
+    out, err, _ = login("lone", "lone")
+    assert err == (
+        "Note: you are not a member of any project yet: a project admin adds you with "
+        "`wharf project add-member PROJECT --user NAME`."
+    )
+    out, err, saved = login("solo", "chosen", WHARF_PROJECT="B")  # the environment chose
+    assert (out, err) == (f"Logged in to {world.url} as user 'solo'.", "")
+    assert saved.get("project") is None

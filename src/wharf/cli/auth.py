@@ -1,7 +1,8 @@
 """``wharf login URL`` and ``wharf logout``: connect this machine's SDK and CLI to a server.
 
 ``login`` checks the credentials with the server, then stores the URL, the credential (an
-access token from a password login, or the API key) and, with ``--project``, the project in the
+access token from a password login, or the API key) and, with ``--project`` (or when the
+principal is no member of the default project but of exactly one other), the project in the
 user config file, where the store selection (``open_store``) finds them; ``WHARF_SERVER_URL``,
 ``WHARF_API_KEY`` and ``WHARF_PROJECT`` override them. Invariant: a stored project belongs to
 the stored server: logging in to another server, or ``logout``, forgets it.
@@ -58,16 +59,54 @@ def login(
     me = whoami(url, credential)
     if project is not None:
         visible_project(url, credential, project)
-    home = load_config().home
+    config = load_config()
     updates: dict[str, str | None] = {"server_url": url, "api_key": credential}
+    kept = read_user_config(config.home).get("server_url") == url  # its project still holds
+    where = f", project '{project}'" if project else ""
+    if project is None and not kept:
+        updates["project"] = None  # a project of another server
+        if config.project is None:  # nor WHARF_PROJECT: the default project, if a member
+            project, where = _project_for(url, credential)
     if project is not None:
         updates["project"] = project
-    elif read_user_config(home).get("server_url") != url:
-        updates["project"] = None  # a project of another server
-    write_user_config(home, updates)
+    write_user_config(config.home, updates)
     kind = "service account" if me.get("kind") == "service_account" else "user"
-    where = f", project '{project}'" if project else ""
     click.echo(f"Logged in to {mask_credentials(url)} as {kind} '{me.get('name')}'{where}.")
+
+
+def _project_for(url: str, credential: str) -> tuple[str | None, str]:
+    """The project to work in when none is named: None (the default project) if the
+    credential's principal is a member of it; else its only project, if it has one (and the
+    words that say so); else None, with a note on stderr saying what to do."""
+    import shlex
+
+    from wharf.core.errors import InputError
+    from wharf.core.url_credentials import mask_credentials
+    from wharf.store.defaults import DEFAULT_PROJECT
+    from wharf.store.rest.session import member_projects, visible_project
+
+    try:
+        visible_project(url, credential, DEFAULT_PROJECT)
+        return None, ""
+    except InputError:
+        pass
+    names, total = member_projects(url, credential)
+    if total == 1:
+        return names[0], f", project '{names[0]}' (your only project)"
+    if total == 0:
+        note = (
+            "you are not a member of any project yet: a project admin adds you with "
+            "`wharf project add-member PROJECT --user NAME`."
+        )
+    else:
+        more = ", …" if total > len(names) else ""
+        again = f"wharf login {shlex.quote(mask_credentials(url))} --project NAME"
+        note = (
+            f"you are not a member of project '{DEFAULT_PROJECT}': choose one of yours "
+            f"({', '.join(names)}{more}) with `{again}`."
+        )
+    click.echo(f"Note: {note}", err=True)
+    return None, ""
 
 
 def _asked(username: str | None, password: str | None) -> tuple[str, str]:

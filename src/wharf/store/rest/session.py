@@ -95,3 +95,16 @@ def visible_project(url: str, credential: str, name: str) -> dict[str, Any]:
     finally:
         session.close()
     return data
+
+
+def member_projects(url: str, credential: str, limit: int = 20) -> tuple[list[str], int]:
+    """The names of (up to ``limit``) the projects the credential sees, oldest first, and
+    how many it sees in all."""
+    session = HttpSession(url, credential)
+    try:
+        data: dict[str, Any] = session.send(
+            "GET", "/api/v1/projects", params={"size": limit, "sort": "asc"}
+        )
+    finally:
+        session.close()
+    return [item["name"] for item in data["items"]], int(data["total"])
