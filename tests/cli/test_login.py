@@ -166,3 +166,19 @@ def test_a_user_outside_the_default_project_works_in_their_only_one_or_is_told_t
     out, err, saved = login("solo", "chosen", WHARF_PROJECT="B")  # the environment chose
     assert (out, err) == (f"Logged in to {world.url} as user 'solo'.", "")
     assert saved.get("project") is None
+
+
+def test_a_deactivated_user_s_login_says_so_in_one_line(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    world = team_without_rm.world
+    user = world.user("gone", password="gones-password")
+    world.state.accounts.credentials.set_active(user.id, False)
+    env = {"WHARF_HOME": str(tmp_path / "home")}
+    result = wharf("login", world.url, "-u", "gone", "--password", "gones-password", env=env)
+    assert_one_line_error(
+        result,
+        "The account 'gone' is deactivated: a workspace admin reactivates it with "
+        "`wharf user update gone --active`.",
+    )
+    assert not (tmp_path / "home" / "config.json").exists()

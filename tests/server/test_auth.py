@@ -89,6 +89,25 @@ def test_deactivated_users_are_locked_out(world: World) -> None:
     assert me(world, token) == 401  # deactivation also revoked the old tokens
 
 
+def test_a_deactivated_user_is_told_so_only_with_the_right_password(world: World) -> None:
+    """A deactivated user's login said "Invalid username or password", which sent them to
+    retype a password that was right."""
+    alice = world.user("alice", password="correct horse")
+    world.state.accounts.credentials.set_active(alice.id, False)
+    assert login(world, "alice", "correct horse") == (
+        403,
+        {
+            "detail": "The account 'alice' is deactivated: a workspace admin reactivates it "
+            "with `wharf user update alice --active`.",
+            "type": "PermissionDeniedError",
+        },
+    )
+    assert login(world, "alice", "wrong password") == (
+        401,
+        {"detail": "Invalid username or password.", "type": "AuthenticationError"},
+    )
+
+
 def test_users_change_their_own_password_only(world: World) -> None:
     alice = world.user("alice", password="correct horse")
     token = str(login(world, "alice", "correct horse")[1]["access_token"])

@@ -3,10 +3,12 @@
 Password logins are throttled per account and per client address
 (:mod:`wharf.core.login_throttle`, one throttle per server process): past a limit the login is
 refused with 429 and ``Retry-After`` before the password is checked; a success resets the
-account's count.
+account's count. A deactivated account is told so (403) only with its right password.
 """
 
 from __future__ import annotations
+
+import shlex
 
 from fastapi import APIRouter, Request, Response
 
@@ -38,8 +40,13 @@ def _password_login(state: ServerState, body: LoginBody) -> Principal:
     if credential.password_hash is None:
         passwords.dummy_verify(body.password)
         raise AuthenticationError(_BAD_LOGIN)
-    if not passwords.verify(credential.password_hash, body.password) or not credential.active:
+    if not passwords.verify(credential.password_hash, body.password):
         raise AuthenticationError(_BAD_LOGIN)
+    if not credential.active:  # said only to who knows the password
+        raise PermissionDeniedError(
+            f"The account '{user.name}' is deactivated: a workspace admin reactivates it with "
+            f"`wharf user update {shlex.quote(user.name)} --active`."
+        )
     return Principal("user", user.id, user.name, user.is_admin)
 
 
