@@ -34,6 +34,14 @@ def _login(url: str, name: str, password: str) -> int:
     return answer.status_code
 
 
+def _active(env: dict[str, str]) -> dict[str, str]:
+    """User name -> the ACTIVE column of ``user list``, for carol and member."""
+    lines = ok("user", "list", env=env).splitlines()
+    assert lines[0].split()[:3] == ["NAME", "IS_ADMIN", "ACTIVE"]
+    cells = (line.split() for line in lines[1:])
+    return {row[0]: row[2] for row in cells if row[0] in ("carol", "member")}
+
+
 def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: Path) -> None:
     env = workspace_env(team, tmp_path, "admin")
     url = team.world.url
@@ -51,9 +59,11 @@ def test_users_are_created_listed_updated_and_deactivated(team: Team, tmp_path: 
     assert_one_line_error(unasked, "there is no terminal to answer on; add --yes to confirm")
     assert _login(url, "carol", "carol-pw-5678") == 200
     assert "Deactivated user 'carol'" in ok("user", "delete", "carol", "--yes", env=env)
-    assert _login(url, "carol", "carol-pw-5678") == 401
+    assert _login(url, "carol", "carol-pw-5678") == 403  # told the account is deactivated
+    assert _active(env) == {"carol": "False", "member": "True"}
     ok("user", "update", "carol", "--active", env=env)
     assert _login(url, "carol", "carol-pw-5678") == 200
+    assert _active(env) == {"carol": "True", "member": "True"}
     assert_one_line_error(run("user", "create", "carol", "--no-password", env=env), "carol")
     unasked = run("user", "create", "dave", env=env)  # no terminal to ask for a password on
     assert_one_line_error(unasked, "no terminal to ask for the password on: give --password")

@@ -46,6 +46,10 @@ def test_credentials(backend: SqlStore, accounts: SqlAccountStore) -> None:
         credentials.get_by_external_id("ext-2")
     assert credentials.set_admin(bob.id, True).is_admin
     assert backend.users.get(bob.id).is_admin
+    credentials.set_password(bob.id, "hash-2")
+    never = backend.users.create("carol")  # no credential row: not deactivated
+    assert credentials.deactivated([user.id, bob.id, never.id, uuid.uuid4()]) == {user.id}
+    assert credentials.deactivated([]) == set()
 
 
 def test_service_accounts_and_keys(accounts: SqlAccountStore, clock: FakeClock) -> None:

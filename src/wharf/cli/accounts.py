@@ -108,7 +108,7 @@ def list_users(page: int, size: int, output: str) -> None:
 
     with session() as http:
         users, total = one_page(http, f"{API}/users", page, size)
-    emit_items(users, ("name", "is_admin", "created", "id"), output, total)
+    emit_items(users, ("name", "is_admin", "active", "created", "id"), output, total)
 
 
 @user.command("update")

@@ -8,6 +8,7 @@ EntityExistsError, every write is atomic.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 from uuid import UUID
 
@@ -36,6 +37,10 @@ class CredentialRepository(Protocol):
         ...
 
     def set_active(self, user_id: UUID, active: bool) -> UserCredentialRecord: ...
+    def deactivated(self, user_ids: Collection[UUID]) -> set[UUID]:
+        """Those of ``user_ids`` that are deactivated (one read)."""
+        ...
+
     def revoke_tokens(self, user_id: UUID) -> UserCredentialRecord:
         """Refuse every token issued to the user so far (increments ``token_generation``)."""
         ...

@@ -1,5 +1,5 @@
-"""``/api/v1/users``: read by any account; created and administered by admins; a user may
-change their own password.
+"""``/api/v1/users``: read by any account (the list says who is deactivated); created and
+administered by admins; a user may change their own password.
 
 A password change (a reset by an admin or the user's own) and a deactivation revoke every
 access and run token the user was issued: a session never outlives the password it came from.
@@ -21,16 +21,23 @@ from wharf.server.deps import CtxDep
 from wharf.server.routers._common import API_PREFIX, ERRORS, json_response
 from wharf.server.schemas.actions import LookupName, UserCreateBody, UserUpdateBody
 from wharf.server.schemas.filters import page_request
+from wharf.server.schemas.responses import ListedUser
 from wharf.store.models import Page, PageRequest, UserRecord
 
 
 def build_router() -> APIRouter:
     router = APIRouter(prefix=f"{API_PREFIX}/users", tags=["users"], responses=ERRORS)
 
-    @router.get("", response_model=Page[UserRecord])
+    @router.get("", response_model=Page[ListedUser])
     def list_users(ctx: CtxDep, page: Annotated[PageRequest, Depends(page_request)]) -> Response:
         ctx.access.require_account("list users")
-        return json_response(ctx.store.users.list(page))
+        found = ctx.store.users.list(page)
+        off = ctx.state.accounts.credentials.deactivated([u.id for u in found.items])
+        listed = [ListedUser(**u.model_dump(), active=u.id not in off) for u in found.items]
+        shown = Page[ListedUser](
+            items=listed, index=found.index, size=found.size, total=found.total
+        )
+        return json_response(shown)
 
     @router.post("", response_model=UserRecord, status_code=201)
     def create_user(body: UserCreateBody, ctx: CtxDep) -> Response:

@@ -15,6 +15,7 @@ from wharf.store.models import (
     PipelineRunRecord,
     SnapshotRecord,
     StepRunRecord,
+    UserRecord,
 )
 
 T = TypeVar("T")
@@ -54,6 +55,13 @@ class Me(Response):
     run_id: UUID | None
     """Set for a run-scoped token."""
     projects: dict[UUID, ProjectRole]
+
+
+class ListedUser(UserRecord):
+    """A user as ``GET /users`` lists them: with whether they may log in."""
+
+    active: bool
+    """False once an admin deactivated the user (``wharf user update NAME --inactive``)."""
 
 
 class RunStatusResponse(Response):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from wharf.store.models import Page, PageRequest, ProjectRecord, UserRecord
-from wharf.store.rest.http import HttpSession, page_params
+from wharf.store.rest.http import HttpSession, page_params, utc
 
 DEFAULT_PAGE = PageRequest()
 
@@ -25,7 +25,11 @@ class RestUserRepository:
         return self._http.model(UserRecord, "GET", "/api/v1/users/by-name", params={"name": name})
 
     def list(self, page: PageRequest = DEFAULT_PAGE) -> Page[UserRecord]:
-        return self._http.model(Page[UserRecord], "GET", "/api/v1/users", params=page_params(page))
+        data = self._http.send("GET", "/api/v1/users", params=page_params(page))
+        for item in data["items"]:
+            item.pop("active", None)  # the listing's own: no field of the record
+        listed: Page[UserRecord] = utc(Page[UserRecord].model_validate(data))
+        return listed
 
 
 class RestProjectRepository:

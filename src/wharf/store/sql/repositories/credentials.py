@@ -8,7 +8,7 @@ an external id belongs to at most one user; ``set_admin`` is the only change eve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 from uuid import UUID
 
@@ -66,6 +66,12 @@ class SqlCredentialRepository(SqlRepository):
 
     def set_active(self, user_id: UUID, active: bool) -> UserCredentialRecord:
         return self._upsert(user_id, lambda _: {"active": active})
+
+    def deactivated(self, user_ids: Collection[UUID]) -> set[UUID]:
+        if not user_ids:
+            return set()
+        stmt = select(_C.c.user_id).where(_C.c.user_id.in_(list(user_ids)), _C.c.active.is_(False))
+        return set(self._db.read(lambda c: c.execute(stmt).scalars().all()))
 
     def revoke_tokens(self, user_id: UUID) -> UserCredentialRecord:
         """Increment ``token_generation`` under the row lock: every token issued in an earlier
