@@ -182,3 +182,34 @@ def test_a_deactivated_user_s_login_says_so_in_one_line(
         "`wharf user update gone --active`.",
     )
     assert not (tmp_path / "home" / "config.json").exists()
+
+
+def test_server_status_checks_the_server_you_are_logged_in_to(
+    team_without_rm: Team, tmp_path: Path
+) -> None:
+    """It looked only on 127.0.0.1:8237, and said no server runs while the one logged in to
+    answered."""
+    from tests.server.test_cli_server import free_port
+
+    world = team_without_rm.world
+    world.user("kim", password="kims-password")
+    env = {"WHARF_HOME": str(tmp_path / "home")}
+    logged_in = wharf("login", world.url, "-u", "kim", "--password", "kims-password", env=env)
+    assert logged_in.returncode == 0, logged_in.stderr
+    found = wharf("server", "status", env=env)
+    assert (found.returncode, found.stdout) == (
+        0,
+        f"The Wharf server you are logged in to, at {world.url}: healthy.\n",
+    )
+    gone = f"http://127.0.0.1:{free_port()}"
+    away = wharf("server", "status", env={**env, "WHARF_SERVER_URL": gone})
+    assert (away.returncode, away.stdout) == (
+        1,
+        f"The Wharf server you are logged in to, at {gone}, does not answer.\n",
+    )
+    port = str(free_port())  # a place named: looked at, as before
+    named = wharf("server", "status", "--port", port, env=env)
+    assert (named.returncode, named.stdout) == (
+        3,
+        f"No Wharf server is running at http://127.0.0.1:{port}.\n",
+    )

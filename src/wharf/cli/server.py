@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 if TYPE_CHECKING:
     from wharf.store.account_ports import CredentialRepository
@@ -421,10 +422,27 @@ def status(host: str, port: int) -> None:
     """Say whether a server runs and answers: the background one ('up'), else one on --host and
     --port (started in the foreground with 'serve'). Exit code 0 when it answers, 1 when the
     background server's process is recorded but does not answer, 3 when none runs (as a
-    service's status command does), so scripts can wait on it."""
+    service's status command does), so scripts can wait on it. With neither a background
+    server nor --host/--port, the server you are logged in to (or WHARF_SERVER_URL), if any."""
+    from wharf.config.global_config import load_config
     from wharf.server import daemon
 
-    info = daemon.read_info(_home())
+    config = load_config()
+    info = daemon.read_info(config.home)
+    context = click.get_current_context()
+    named = any(
+        context.get_parameter_source(option) is not ParameterSource.DEFAULT
+        for option in ("host", "port")
+    )
+    if info is None and not named and config.server_url:
+        from wharf.core.url_credentials import mask_credentials
+
+        shown = mask_credentials(config.server_url)
+        if not daemon.healthy(config.server_url.rstrip("/")):
+            click.echo(f"The Wharf server you are logged in to, at {shown}, does not answer.")
+            raise SystemExit(1)
+        click.echo(f"The Wharf server you are logged in to, at {shown}: healthy.")
+        return
     if info is None:
         url = _url(host, port)
         if not daemon.healthy(url):
