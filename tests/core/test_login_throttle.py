@@ -17,6 +17,7 @@ def fail(
 ) -> None:
     for _ in range(n):
         assert throttle.attempt(account, address, now) is None
+        throttle.failed(account, address, now)
 
 
 def test_an_account_is_refused_after_its_limit_until_the_window_closes() -> None:
@@ -73,7 +74,7 @@ def test_the_longer_refusal_is_reported() -> None:
 def test_a_success_resets_the_account_and_takes_its_attempt_back_from_the_address() -> None:
     throttle = LoginThrottle(LIMITS)
     fail(throttle, 2, "alice", "10.0.0.1", now=0.0)
-    fail(throttle, 1, "alice", "10.0.0.1", now=0.0)  # the third attempt is the right password
+    assert throttle.attempt("alice", "10.0.0.1", 0.0) is None  # the right password
     throttle.succeeded("alice", "10.0.0.1")
     fail(throttle, 3, "alice", None, now=1.0)  # three more allowed: the count restarted
     assert throttle.attempt("alice", None, 2.0) == Refused("account", 59)
@@ -89,12 +90,49 @@ def test_successes_alone_never_lock_an_address() -> None:
         throttle.succeeded(f"user{i % 7}", "10.0.0.1")
 
 
+def test_right_passwords_verified_at_once_are_never_refused() -> None:
+    """Twelve logins of one account in flight at once (a CI matrix, pods sharing a service
+    account) were refused past the tenth: each counted as a failure until it succeeded."""
+    throttle = LoginThrottle(LIMITS)
+    for _ in range(12):
+        assert throttle.attempt("ci", "10.0.0.1", 0.0) is None
+    for _ in range(12):
+        throttle.succeeded("ci", "10.0.0.1")
+    assert throttle.sizes() == (0, 0)
+
+
+def test_once_a_guess_failed_the_guesses_in_flight_count() -> None:
+    throttle = LoginThrottle(LIMITS)
+    fail(throttle, 1, "alice", None, now=0.0)
+    assert throttle.attempt("alice", None, 0.0) is None
+    assert throttle.attempt("alice", None, 0.0) is None  # 1 failed + 2 in flight: the limit
+    assert throttle.attempt("alice", None, 0.0) == Refused("account", 1)  # as they end
+    throttle.succeeded("alice", None)  # one was right: every failure forgotten
+    assert throttle.attempt("alice", None, 0.0) is None
+    throttle.failed("alice", None, 0.0)
+    throttle.failed("alice", None, 0.0)
+    assert throttle.attempt("alice", None, 0.0) is None
+    throttle.failed("alice", None, 5.0)  # three failures: the window from the first, at 0
+    assert throttle.attempt("alice", None, 5.0) == Refused("account", 55)
+
+
+def test_an_attempt_that_could_not_be_verified_counts_nothing() -> None:
+    throttle = LoginThrottle(LIMITS)
+    for _ in range(10):
+        assert throttle.attempt("alice", "10.0.0.1", 0.0) is None
+        throttle.abandoned("alice", "10.0.0.1")
+    assert throttle.sizes() == (0, 0)
+
+
 @pytest.mark.parametrize("max_entries", [1, 4, 100])
 def test_tables_are_bounded(max_entries: int) -> None:
     limits = LIMITS.model_copy(update={"max_entries": max_entries})
     throttle = LoginThrottle(limits)
     for i in range(1000):
-        throttle.attempt(f"user-{i}" * 50, f"10.0.{i // 256}.{i % 256}", now=float(i) / 100)
+        now = float(i) / 100
+        account, address = f"user-{i}" * 50, f"10.0.{i // 256}.{i % 256}"
+        throttle.attempt(account, address, now)
+        throttle.failed(account, address, now)
     accounts, addresses = throttle.sizes()
     assert accounts == max_entries and addresses == max_entries
 

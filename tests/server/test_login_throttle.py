@@ -74,3 +74,30 @@ def test_one_address_guessing_many_accounts_is_throttled(
     assert int(refused.headers["retry-after"]) > 0
     world.clock.advance(60)
     assert login(client, "dave", "correct horse").status_code == 200
+
+
+def test_many_right_passwords_at_once_are_never_throttled(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logins of one account in flight at once (a CI matrix, pods sharing a user) were refused
+    past the limit: each counted as a failure until it succeeded. Default limits."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    world.user("bob", password="correct horse")
+    passwords = world.state.passwords
+    together = threading.Barrier(16, timeout=30)
+    checked = passwords.verify
+
+    def verify(stored: str, given: str) -> bool:  # all 16 are being verified at once
+        together.wait()
+        return checked(stored, given)
+
+    monkeypatch.setattr(passwords, "verify", verify)
+
+    def one(_: int) -> int:
+        with httpx.Client(base_url=world.url, timeout=60) as http:
+            return login(http, "bob", "correct horse").status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        assert list(pool.map(one, range(16))) == [200] * 16

@@ -50,7 +50,9 @@ class Refused:
 @dataclass
 class _Entry:
     opened: float
-    failures: int
+    failures: int = 0
+    pending: int = 0
+    """Attempts being verified now."""
 
 
 class _Table:
@@ -58,8 +60,10 @@ class _Table:
 
     An entry counts failures in a window that opens at its first failure and lasts ``window``;
     once the count reaches ``limit``, the key is refused until the window closes, then starts
-    afresh. When a new key does not fit, closed windows are dropped, then the entry that failed
-    least recently.
+    afresh. Once a window holds a failure, the attempts being verified count too (so a burst
+    of guesses cannot slip past the limit), and an attempt refused only for those is told to
+    retry in a second. When a new key does not fit, closed windows are dropped, then the entry
+    that failed least recently.
     """
 
     def __init__(self, limit: int, window: float, max_entries: int) -> None:
@@ -74,29 +78,44 @@ class _Table:
     def refused_for(self, key: bytes, now: float) -> float | None:
         """Seconds until ``key`` may try again, or None if it may now."""
         entry = self._current(key, now)
-        if entry is None or entry.failures < self._limit:
+        if entry is None or entry.failures == 0:
             return None
-        return entry.opened + self._window - now
+        if entry.failures >= self._limit:
+            return entry.opened + self._window - now
+        return 1.0 if entry.failures + entry.pending >= self._limit else None
+
+    def begin(self, key: bytes, now: float) -> None:
+        self._entry(key, now).pending += 1
 
     def fail(self, key: bytes, now: float) -> None:
-        entry = self._current(key, now)
-        if entry is None:
-            self._make_room(now)
-            entry = self._entries[key] = _Entry(now, 0)
+        entry = self._entry(key, now)
+        entry.pending = max(0, entry.pending - 1)
+        if entry.failures == 0:
+            entry.opened = now
         entry.failures += 1
         self._entries.move_to_end(key)
 
-    def take_back(self, key: bytes) -> None:
+    def settle(self, key: bytes, *, forgive: bool = False) -> None:
+        """An attempt of ``key`` ended without failing; ``forgive``: its failures are forgotten."""
         entry = self._entries.get(key)
-        if entry is not None and entry.failures > 0:
-            entry.failures -= 1
+        if entry is None:
+            return
+        entry.pending = max(0, entry.pending - 1)
+        if forgive:
+            entry.failures = 0
+        if entry.failures == 0 and entry.pending == 0:
+            del self._entries[key]
 
-    def forget(self, key: bytes) -> None:
-        self._entries.pop(key, None)
+    def _entry(self, key: bytes, now: float) -> _Entry:
+        entry = self._current(key, now)
+        if entry is None:
+            self._make_room(now)
+            entry = self._entries[key] = _Entry(now)
+        return entry
 
     def _current(self, key: bytes, now: float) -> _Entry | None:
         entry = self._entries.get(key)
-        if entry is not None and now >= entry.opened + self._window:
+        if entry is not None and entry.failures and now >= entry.opened + self._window:
             del self._entries[key]
             return None
         return entry
@@ -104,7 +123,9 @@ class _Table:
     def _make_room(self, now: float) -> None:
         if len(self._entries) < self._max:
             return
-        closed = [k for k, e in self._entries.items() if now >= e.opened + self._window]
+        closed = [
+            k for k, e in self._entries.items() if e.failures and now >= e.opened + self._window
+        ]
         for key in closed:
             del self._entries[key]
         while len(self._entries) >= self._max:
@@ -135,12 +156,15 @@ class LoginThrottle:
 
     def attempt(self, account: str | None, address: str | None, now: float) -> Refused | None:
         """A login for ``account`` from ``address`` (either unknown: None) is about to be
-        verified: a :class:`Refused` if a limit was reached (nothing counted), else None and
-        the attempt counted as a failure until :meth:`succeeded` says otherwise.
+        verified: a :class:`Refused` if a limit was reached (nothing counted), else None, and
+        the caller then says how it ended: :meth:`succeeded`, :meth:`failed` or
+        :meth:`abandoned`. A refused attempt must not be verified at all (no argon2 work, so
+        no answer about the password).
 
-        Counting before verification, against both keys at once, keeps concurrent attempts
-        from all slipping past a limit; a refused attempt must not be verified at all (no
-        argon2 work, so no answer about the password).
+        Right passwords never count: any number of them may be verified at once. Once a
+        window holds a failure, attempts still being verified count against the limit too,
+        so concurrent guesses stop at it; before the first failure is known, one burst of
+        concurrent guesses (as many as the server verifies at once) may pass it.
         """
         with self._lock:
             waits = []
@@ -154,22 +178,38 @@ class LoginThrottle:
                     waits.append(("account", wait))
             if not waits:
                 if address is not None:
-                    self._addresses.fail(_key(address), now)
+                    self._addresses.begin(_key(address), now)
                 if account is not None:
-                    self._accounts.fail(_key(account), now)
+                    self._accounts.begin(_key(account), now)
                 return None
         scope, wait = max(waits, key=lambda item: item[1])
         return Refused(scope, max(1, math.ceil(wait)))
 
+    def failed(self, account: str | None, address: str | None, now: float) -> None:
+        """The attempt was refused (a wrong password or key): it counts for both."""
+        with self._lock:
+            if address is not None:
+                self._addresses.fail(_key(address), now)
+            if account is not None:
+                self._accounts.fail(_key(account), now)
+
     def succeeded(self, account: str | None, address: str | None) -> None:
-        """The attempt succeeded: the account's failures are forgotten, and the attempt no
-        longer counts against the address (its other failures do: one valid account must not
-        reset what guesses at other accounts built up)."""
+        """The attempt succeeded: the account's failures are forgotten, not the address's (one
+        valid account must not reset what guesses at other accounts built up)."""
         with self._lock:
             if account is not None:
-                self._accounts.forget(_key(account))
+                self._accounts.settle(_key(account), forgive=True)
             if address is not None:
-                self._addresses.take_back(_key(address))
+                self._addresses.settle(_key(address))
+
+    def abandoned(self, account: str | None, address: str | None) -> None:
+        """The attempt could not be verified (e.g. the store did not answer): it counts for
+        neither."""
+        with self._lock:
+            if account is not None:
+                self._accounts.settle(_key(account))
+            if address is not None:
+                self._addresses.settle(_key(address))
 
     def sizes(self) -> tuple[int, int]:
         """How many accounts and addresses are remembered (for tests and metrics)."""

@@ -91,3 +91,29 @@ def test_one_address_guessing_many_principals_is_throttled(
     assert key(http, BOB_KEY).status_code == 429
     login_clock.now += 60
     assert key(http, BOB_KEY).status_code == 200
+
+
+def test_many_right_keys_at_once_are_never_throttled(
+    server: LiveServer, login_clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logins of one service account's key in flight at once (pods sharing it) were refused
+    past the limit: each counted as a failure until it succeeded."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    checker = server.app.state.rm.checker
+    together = threading.Barrier(12, timeout=30)
+    checked = checker.check_api_key
+
+    def check_api_key(secret: str) -> object:  # all 12 are being verified at once
+        together.wait()
+        return checked(secret)
+
+    monkeypatch.setattr(checker, "check_api_key", check_api_key)
+
+    def one(_: int) -> int:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            return key(http, BOB_KEY).status_code
+
+    with ThreadPoolExecutor(12) as pool:
+        assert list(pool.map(one, range(12))) == [200] * 12

@@ -2,8 +2,9 @@
 
 Password logins are throttled per account and per client address
 (:mod:`wharf.core.login_throttle`, one throttle per server process): past a limit the login is
-refused with 429 and ``Retry-After`` before the password is checked; a success resets the
-account's count. A deactivated account is told so (403) only with its right password.
+refused with 429 and ``Retry-After`` before the password is checked; only wrong passwords
+count, and a success resets the account's count. A deactivated account is told so (403), only
+with its right password.
 """
 
 from __future__ import annotations
@@ -69,7 +70,14 @@ def build_router() -> APIRouter:
                 f"{refused.retry_after} s.",
                 refused.retry_after,
             )
-        principal = _password_login(state, body)
+        try:
+            principal = _password_login(state, body)
+        except (AuthenticationError, PermissionDeniedError):  # a wrong password; deactivated
+            throttle.failed(body.username, address, state.clock())
+            raise
+        except BaseException:  # not verified (the store did not answer): no failure
+            throttle.abandoned(body.username, address)
+            raise
         throttle.succeeded(body.username, address)
         return json_response(issue.access_token(state, principal))
 

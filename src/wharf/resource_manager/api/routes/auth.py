@@ -45,12 +45,17 @@ def login(body: LoginRequest, state: StateDep, request: Request) -> Response:
             headers={"Retry-After": str(refused.retry_after)},
         )
     checker = state.checker
-    if body.api_key is not None:
-        principal = checker.check_api_key(body.api_key)
-    else:
-        assert body.username is not None and body.password is not None
-        principal = checker.check_password(body.username, body.password)
+    try:
+        if body.api_key is not None:
+            principal = checker.check_api_key(body.api_key)
+        else:
+            assert body.username is not None and body.password is not None
+            principal = checker.check_password(body.username, body.password)
+    except BaseException:  # not verified (the database did not answer): no failure
+        throttle.abandoned(account, address)
+        raise
     if principal is None:
+        throttle.failed(account, address, state.clock())
         raise AuthenticationError("Invalid credentials.")
     throttle.succeeded(account, address)
     token, expires = state.signer.issue(principal)
