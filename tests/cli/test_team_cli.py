@@ -50,6 +50,12 @@ def test_a_user_sees_the_teams_pools_through_the_workspace(team: Team, tmp_path:
     assert resources.returncode == 0, resources.stderr
     assert "license" in resources.stdout and "CPU" in resources.stdout
     assert_one_line_error(run("pool", "show", "nowhere", env=env), "nowhere")
+    # a name no pool can have went into the URL as it was: another route, or a traceback
+    for odd in ("a/b", "?size=1", "../resource_policies", "x\ty"):
+        for args in (("pool", "show", odd), ("pool", "queue", odd), ("policy", "show", odd)):
+            what = "policy" if args[0] == "policy" else "pool"
+            said = odd.replace("\t", "\\t")  # as every error shows a control character
+            assert_one_line_error(run(*args, env=env), f"Resource {what} '{said}' not found.")
     policies = run("policy", "list", env=env)
     assert policies.returncode == 0 and POOL in policies.stdout, policies.stderr
 

@@ -10,10 +10,12 @@ nothing is sent.
 from __future__ import annotations
 
 import builtins
+import re
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
-from wharf.core.errors import InputError
+from wharf.core.errors import EntityNotFoundError, InputError
+from wharf.core.resources import NAME_PATTERN
 from wharf.core.url_credentials import mask_credentials
 from wharf.execution.resources.team import PATH, WorkspaceRequests
 from wharf.store.rest.http import HttpSession
@@ -39,8 +41,21 @@ def _managed_on_the_rm(url: str) -> NoReturn:
     )
 
 
-def _ref(value: str | UUID) -> str:
-    return str(value)
+def _ref(value: str | UUID, what: str) -> str:
+    """``value`` (a ``what``'s name or id) as a path segment; a value no name or id can be (a
+    slash, a ``?``, a control character) is not found, as on the Resource Manager itself."""
+    text = str(value)
+    if isinstance(value, UUID) or re.fullmatch(NAME_PATTERN, text) is not None:
+        return text  # the pattern leaves nothing to escape
+    raise EntityNotFoundError(f"Resource {what} '{text}' not found.")
+
+
+def _pool_path(pool: str | UUID) -> str:
+    return f"{API}/resource_pools/{_ref(pool, 'pool')}"
+
+
+def _policy_path(policy: str | UUID) -> str:
+    return f"{API}/resource_policies/{_ref(policy, 'policy')}"
 
 
 class _Descriptors:
@@ -79,18 +94,18 @@ class _Pools:
     def get(self, pool: str | UUID) -> Pool:
         from wharf.resource_manager.contract.values import Pool
 
-        return Pool.model_validate(self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}"))
+        return Pool.model_validate(self._http.send("GET", _pool_path(pool)))
 
     def queue(self, pool: str | UUID) -> builtins.list[QueueEntry]:
         from wharf.resource_manager.contract.models import QueueEntry
 
-        data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/queue")
+        data = self._http.send("GET", f"{_pool_path(pool)}/queue")
         return [QueueEntry.model_validate(item) for item in data]
 
     def allocations(self, pool: str | UUID) -> builtins.list[PoolAllocation]:
         from wharf.resource_manager.contract.models import PoolAllocation
 
-        data = self._http.send("GET", f"{API}/resource_pools/{_ref(pool)}/allocations")
+        data = self._http.send("GET", f"{_pool_path(pool)}/allocations")
         return [PoolAllocation.model_validate(item) for item in data]
 
     def create(self, *args: Any, **kwargs: Any) -> NoReturn:
@@ -106,14 +121,14 @@ class _Policies:
     def list(self, pool: str | UUID | None = None) -> list[Policy]:
         from wharf.resource_manager.contract.values import Policy
 
-        params = {"pool": None if pool is None else _ref(pool)}
+        params = {"pool": None if pool is None else str(pool)}
         data = self._http.send("GET", f"{API}/resource_policies", params=params)
         return [Policy.model_validate(item) for item in data]
 
     def get(self, policy: str | UUID) -> Policy:
         from wharf.resource_manager.contract.values import Policy
 
-        data = self._http.send("GET", f"{API}/resource_policies/{_ref(policy)}")
+        data = self._http.send("GET", _policy_path(policy))
         return Policy.model_validate(data)
 
     def create(self, *args: Any, **kwargs: Any) -> NoReturn:
