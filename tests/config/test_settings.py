@@ -2,6 +2,7 @@ import pytest
 from pydantic import ValidationError
 
 from wharf.config.settings import (
+    MAX_RETRY_DELAY,
     CachePolicy,
     PoolResourceDemand,
     ResourceSettings,
@@ -141,6 +142,24 @@ def test_retry_backoff():
     assert [retry.delay_before(a) for a in (2, 3, 4)] == [2, 6, 18]
     with pytest.raises(ValidationError):
         RetryConfig(backoff=0.5)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"delay": float("inf")}, {"delay": 1e300}, {"backoff": float("inf")}, {"delay": -1}],
+)
+def test_a_retry_delay_beyond_a_day_is_refused(values: dict[str, float]) -> None:
+    """An infinite or huge delay was accepted, then replaced the step's own error with an
+    OverflowError when the retry came."""
+    with pytest.raises(ValidationError):
+        RetryConfig(max_retries=1, **values)
+
+
+def test_a_growing_retry_delay_stops_at_a_day() -> None:
+    retry = RetryConfig(max_retries=2_000, delay=1e-300, backoff=1_000)
+    assert retry.delay_before(2) == 1e-300
+    assert retry.delay_before(120) == retry.delay_before(2_000) == MAX_RETRY_DELAY == 86_400
+    assert RetryConfig(max_retries=2_000, backoff=1_000).delay_before(2_000) == 0
 
 
 def test_cache_policy():

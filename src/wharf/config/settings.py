@@ -19,7 +19,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
     PositiveInt,
     TypeAdapter,
@@ -186,20 +185,30 @@ class ResourceSettings(BaseModel):
         return not self.canonical_demands()
 
 
+MAX_RETRY_DELAY = 86_400.0
+"""The longest wait before a retry, in seconds (a day)."""
+MAX_RETRY_BACKOFF = 1_000.0
+
+
 class RetryConfig(BaseModel):
     """How often and how patiently a failed step is retried."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_retries: NonNegativeInt = 0
-    delay: NonNegativeFloat = 0.0
-    """Seconds before the first retry."""
-    backoff: float = Field(default=1.0, ge=1.0)
-    """Multiplier applied to the delay after each retry."""
+    delay: float = Field(default=0.0, ge=0.0, le=MAX_RETRY_DELAY)
+    """Seconds before the first retry (at most a day)."""
+    backoff: float = Field(default=1.0, ge=1.0, le=MAX_RETRY_BACKOFF)
+    """Multiplier applied to the delay after each retry; a delay grows to a day at most."""
 
     def delay_before(self, attempt: int) -> float:
-        """Seconds to wait before attempt number ``attempt`` (2 is the first retry)."""
-        return self.delay * self.backoff ** max(0, attempt - 2)
+        """Seconds to wait before attempt number ``attempt`` (2 is the first retry), at most
+        :data:`MAX_RETRY_DELAY`."""
+        try:
+            grown = self.delay * self.backoff ** max(0, attempt - 2)
+        except OverflowError:
+            return MAX_RETRY_DELAY if self.delay > 0 else 0.0
+        return min(grown, MAX_RETRY_DELAY)
 
 
 class CachePolicy(BaseModel):
