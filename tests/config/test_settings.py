@@ -198,6 +198,41 @@ def test_schedule_validation():
         Schedule(cron_expression="0 0 30 2 *")
 
 
+def test_a_schedule_takes_a_naive_time_as_utc_beside_an_aware_one() -> None:
+    """One aware and one naive time raised a bare TypeError (comparing them)."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    kept = Schedule(interval_seconds=60, start_time=start, end_time=datetime(2031, 1, 1))
+    assert kept.end_time == datetime(2031, 1, 1)
+    with pytest.raises(ValidationError, match="end_time must be after its start_time"):
+        Schedule(interval_seconds=60, start_time=start, end_time=datetime(2029, 12, 31, 23))
+    east = timezone(timedelta(hours=2))  # 00:30 at +02:00 is 22:30 UTC, before the start
+    with pytest.raises(ValidationError, match="end_time must be after its start_time"):
+        Schedule(
+            interval_seconds=60,
+            start_time=datetime(2030, 1, 1),
+            end_time=datetime(2030, 1, 1, 0, 30, tzinfo=east),
+        )
+
+
+def test_a_cron_schedule_that_never_fires_in_its_window_is_refused() -> None:
+    from datetime import datetime
+
+    start = datetime(2030, 1, 1, 0, 0, 1)
+    with pytest.raises(ValidationError) as refused:
+        Schedule(cron_expression="0 0 * * *", start_time=start, end_time=datetime(2030, 1, 1, 1))
+    assert (
+        "Cron expression '0 0 * * *' never fires between the schedule's start_time "
+        "(2030-01-01 00:00:01 UTC) and end_time (2030-01-01 01:00:00 UTC): its first time is "
+        "2030-01-02 00:00:00 UTC."
+    ) in str(refused.value)
+    at_start = Schedule(
+        cron_expression="0 0 * * *", start_time=datetime(2030, 1, 1), end_time=start
+    )
+    assert at_start.start_time == datetime(2030, 1, 1)  # it fires at its start: kept
+
+
 @pytest.mark.parametrize("cron", ["* * * * * *", "0 0 3 * * * 2030", "*/5 * * * * 30"])
 def test_a_schedule_refuses_a_seconds_or_years_field(cron: str) -> None:
     """croniter reads a sixth field as seconds (a seventh as years); no scheduler Wharf hands a

@@ -16,7 +16,7 @@ validated again) long after its schedule ended.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def cron_problem(expression: str) -> str | None:
@@ -52,4 +52,23 @@ def ended_problem(end_time: datetime | None, now: datetime) -> str | None:
     return (
         f"The schedule's end_time ({shown}) has already passed, so it would never fire: give a "
         "later end_time, or none."
+    )
+
+
+def window_problem(expression: str, start: datetime | None, end: datetime | None) -> str | None:
+    """Why the valid cron ``expression`` never fires from ``start`` to before ``end`` (both
+    given, aware), or None."""
+    from croniter import croniter
+
+    if start is None or end is None:
+        return None
+    since = start.astimezone(UTC) - timedelta(microseconds=1)  # cron fields are in UTC
+    first: datetime = croniter(expression, since).get_next(datetime)
+    if first < end:
+        return None
+    shown = [t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") for t in (start, end)]
+    return (
+        f"Cron expression {expression[:100]!r} never fires between the schedule's start_time "
+        f"({shown[0]}) and end_time ({shown[1]}): its first time is "
+        f"{first.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}."
     )

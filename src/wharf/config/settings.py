@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
@@ -306,12 +306,17 @@ def schedule_problem(
             "A schedule needs exactly one of cron_expression, interval_seconds "
             "or run_once_start_time."
         )
-    if cron_expression is not None:
-        from wharf.config.cron import cron_problem
-
-        problem = cron_problem(cron_expression)
-        if problem is not None:
-            return problem
-    if start_time and end_time and end_time <= start_time:
+    start, end = _utc(start_time), _utc(end_time)  # a naive time is UTC, as everywhere
+    if start and end and end <= start:
         return "A schedule's end_time must be after its start_time."
+    if cron_expression is not None:
+        from wharf.config.cron import cron_problem, window_problem
+
+        return cron_problem(cron_expression) or window_problem(cron_expression, start, end)
     return None
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
