@@ -23,7 +23,10 @@ def check(response: httpx.Response, status: int) -> dict[str, object]:
 def test_malformed_json_wrong_types_and_unknown_fields(world: World) -> None:
     admin = world.as_role("admin")
     headers = {"content-type": "application/json"}
-    check(admin.post("/api/v1/projects", content=b'{"name": ', headers=headers), 422)
+    broken = check(admin.post("/api/v1/projects", content=b'{"name": ', headers=headers), 422)
+    assert broken["detail"] == (  # it read "'[9]' is not valid JSON", an offset for a field
+        "Invalid request: the body is not valid JSON at position 9: Expecting value."
+    )
     check(admin.post("/api/v1/projects", content=b"[1, 2]", headers=headers), 422)
     check(admin.post("/api/v1/projects", json={"name": 42}), 422)
     unknown = check(admin.post("/api/v1/projects", json={"name": "x", "owner": "me"}), 422)
@@ -195,3 +198,16 @@ def test_a_body_not_sent_as_json_is_told_so(world: World) -> None:
     listed = check(admin.post("/api/v1/projects", content=b"[1]", headers=as_json), 422)
     assert "Content-Type" not in listed["detail"]  # JSON, just not an object
     assert world.stores.store.projects.list().total == 2  # A and B only
+
+
+def test_a_pipeline_name_the_sdk_refuses_is_refused(world: World) -> None:
+    """A pipeline's name is a folder of the artifact store: the server took '../../etc/passwd'
+    and 'a/b', which the SDK refuses."""
+    member = world.as_role("member")
+    for name in ("../../etc/passwd", "a/b", "..", "a\\b", "x::y"):
+        body = {"project_id": str(world.a.id), "name": name}
+        refused = check(member.post("/api/v1/pipelines", json=body), 400)
+        assert "A pipeline name must not contain" in str(refused["detail"])
+    assert world.stores.store.pipelines.list().total == 0
+    body = {"project_id": str(world.a.id), "name": "fine"}
+    assert member.post("/api/v1/pipelines", json=body).status_code == 200

@@ -94,7 +94,14 @@ def describe_validation_error(
 def body_not_json(errors: Sequence[Mapping[str, Any]], content_type: str | None) -> str | None:
     """What to tell an API caller whose body the framework did not parse because it was not
     sent as JSON (no ``Content-Type``, or another one): the whole body is then its only error,
-    "not an object". None when it was sent as JSON, or when something else is wrong."""
+    "not an object"; or whose JSON body did not parse (where, and why). None when it was
+    sent as JSON, or when something else is wrong."""
+    broken = next((e for e in errors if e.get("type") == "json_invalid"), None)
+    if broken is not None:  # its location is ("body", offset): no field to name
+        location = tuple(broken.get("loc", ()))
+        at = f" at position {location[1]}" if len(location) > 1 else ""
+        why = (broken.get("ctx") or {}).get("error") or "it does not parse"
+        return f"Invalid request: the body is not valid JSON{at}: {why}."
     media = (content_type or "").split(";")[0].strip().lower()
     if media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from wharf.core.names import pipeline_name
 from wharf.server.auth.access import missing_project
 from wharf.server.chosen_ids import as_chosen, stored_id
 from wharf.server.deps import CtxDep
@@ -36,14 +37,16 @@ def build_router() -> APIRouter:
 
     @router.post("/pipelines", response_model=PipelineRecord)
     def get_or_create_pipeline(body: PipelineBody, ctx: CtxDep) -> Response:
-        """The pipeline of that name in the project, created if missing."""
+        """The pipeline of that name in the project, created if missing. The name follows the
+        SDK's rule (it names a folder of the artifact store: no slash, not ``..``)."""
         ctx.access.check(
             body.project_id,
             write=True,
             action="create pipelines",
             missing=missing_project(body.project_id),
         )
-        record = ctx.store.pipelines.get_or_create(body.project_id, body.name)
+        name = pipeline_name(body.name)
+        record = ctx.store.pipelines.get_or_create(body.project_id, name)
         ctx.state.scopes.pipeline.remember(record.id, record.project_id)
         return json_response(record)
 
