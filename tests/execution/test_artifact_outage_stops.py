@@ -2,7 +2,7 @@
 real moto server behind a TCP proxy the step cuts for good): the stop ends the wait at once,
 whoever asks it (Ctrl-C, ``wharf runs stop``, a forced stop), well before the run's patience
 for the store runs out; the step ends stopped, its output neither recorded nor left in the
-store."""
+store. Unstopped, the wait ends in the write's own error once the outage outlasts it."""
 
 from __future__ import annotations
 
@@ -116,3 +116,25 @@ def test_a_stop_ends_a_save_waiting_through_an_outage_at_once(
     assert not found.outputs
     listing = s3_server.client().list_objects_v2(Bucket=bucket).get("Contents", [])
     assert [o["Key"] for o in listing if not o["Key"].endswith(".log")] == []
+
+
+def test_a_save_that_outlasts_its_patience_fails_with_the_write_s_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_server: MotoServer
+) -> None:
+    """The step failed with the error of the tidy-up before a try ("cannot remove ..."), not
+    the write's own, once the outage outlasted the wait."""
+    bucket = s3_server.new_bucket()
+    with TcpProxy("127.0.0.1", s3_server.port) as proxy:
+        PROXIES[:] = [proxy]
+        ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy, heartbeat_interval="0.5")
+        try:
+            run = stopped_while_saving.run_in(ws)
+            with Client(ws.config, ws.store) as client:
+                (found,) = client.list_run_steps(run.id).items
+        finally:
+            ws.close()
+            PROXIES.clear()
+    assert run.status is ExecutionStatus.FAILED, run.status_reason
+    reason = found.status_reason or ""
+    assert reason.startswith("Output 'output' of step 'cut_then_return': Cannot save "), reason
+    assert "cannot write" in reason and "cannot remove" not in reason, reason

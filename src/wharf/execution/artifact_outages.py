@@ -42,17 +42,28 @@ def through_artifact_outage(
 ) -> T:
     """``call()``'s answer, called again while the artifact store cannot be reached, for up to
     the run's liveness timeout (``what`` names it in the log); ``before_again()`` runs before
-    each repeat (an unreachable store there is waited out too). ``stop``: the step's region,
+    each repeat (an unreachable store there is waited out too, and an outage that outlasts the
+    wait ends in the call's error, not in this one's). ``stop``: the step's region,
     whose interrupt (its run or the step stopped) ends the wait between two tries with
     ``StepInterrupted``; a try in flight is not cut (a save is whole or absent)."""
     tries = 0
+    failed: Exception | None = None  # the last try's error: what the wait is about
 
     def attempt() -> T:
-        nonlocal tries
+        nonlocal tries, failed
         tries += 1
         if tries > 1 and before_again is not None:
-            before_again()
-        return call()
+            try:
+                before_again()
+            except Exception as exc:
+                if failed is None or not store_unreachable(exc):
+                    raise
+                raise failed from exc  # an outage ends in the error of the call, not the tidy
+        try:
+            return call()
+        except Exception as exc:
+            failed = exc
+            raise
 
     def pause(seconds: float) -> None:
         """``services.sleep`` a slice at a time, ended by ``stop``'s interrupt."""
