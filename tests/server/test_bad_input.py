@@ -115,6 +115,9 @@ def test_values_the_database_cannot_hold_are_4xx(db_world: World) -> None:
         ("/api/v1/steps", {**step, "name": "i", "status_reason": "a\x00b"}),
         ("/api/v1/artifact_versions", {**version, "uri": "/a/\x00"}),
         ("/api/v1/run_metadata", {**metadata, "values": {"k\x00": 1}}),
+        # NaN and the infinities, which JSON has not: stored as null before
+        ("/api/v1/run_metadata", {**metadata, "values": {"a": float("nan")}}),
+        ("/api/v1/run_metadata", {**metadata, "values": {"b": {"c": [float("-inf")]}}}),
         # over the columns' length on some backend: refused on every one
         ("/api/v1/steps", {**step, "name": "c", "cache_key": "k" * 300}),
         ("/api/v1/steps", {**step, "name": "j", "status_reason": "x" * 70_000}),

@@ -238,10 +238,25 @@ class ArtifactVersionBatchBody(Body):
 # ----------------------------------------------------------------------------- metadata, schedules
 
 
+def _plain_json(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` if plain JSON holds every number of them: the database keeps NaN and the
+    infinities (which Python's JSON reader accepts) as null."""
+    pending: list[Any] = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"must be plain JSON: {value} is no JSON number")
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return values
+
+
 class MetadataBody(Body):
     resource_type: MetadataResourceType
     resource_id: UUID
-    values: dict[str, Any] = Field(max_length=MAX_BATCH)
+    values: Annotated[dict[str, Any], Field(max_length=MAX_BATCH), AfterValidator(_plain_json)]
 
 
 class ScheduleCreateBody(ScheduleCreate):
