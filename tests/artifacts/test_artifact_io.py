@@ -294,7 +294,10 @@ def test_loading_an_artifact_whose_files_are_gone_says_how_to_make_it_again(
         load_artifact(store, saved.uri, saved.data_type, saved.materializer)
     message = str(info.value)
     assert "FileNotFoundError" in message
-    assert "the next run that needs it runs the step that produced it again" in message
+    assert (
+        ". Its files are gone from the artifact store; the next run that needs it runs the "
+        "step that produced it again" in message
+    )  # a sentence of its own
     assert "\n" not in message
 
 

@@ -62,6 +62,8 @@ def test_bytes_go_to_a_new_file_with_out(workspace: Workspace, tmp_path: Path) -
     again = wharf("artifacts", "load", BLOB, "--out", str(out))
     assert_one_line_error(again, "exists already")
     assert out.read_bytes() == bytes(range(256))
+    empty = wharf("artifacts", "load", BLOB, "--out", "")  # was "'.' exists already"
+    assert_one_line_error(empty, "Invalid value for '--out': is empty: name a new file.")
 
 
 def test_unknown_or_misspelt_names_and_versions_are_one_line_errors(

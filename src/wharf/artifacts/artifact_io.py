@@ -142,7 +142,8 @@ def load_artifact(
         gone = isinstance(exc, FileNotFoundError) and not _exists(store, uri)
         raise MaterializationError(
             f"Cannot load artifact {uri!r} of type {data_type_path!r} with "
-            f"{cls.__name__}: {_one_line(exc)}" + (MISSING_FILES_HINT if gone else "")
+            f"{cls.__name__}: {_one_line(exc)}"
+            + (_sentence_end(exc) + MISSING_FILES_HINT if gone else "")
         ) from exc
 
 
@@ -163,6 +164,11 @@ def _exists(store: ArtifactStore, uri: str) -> bool:
         return store.exists(uri)
     except OSError:
         return True  # unknown: no hint rather than a wrong one
+
+
+def _sentence_end(exc: BaseException) -> str:
+    """A full stop after ``exc``'s line, unless it has one: a hint follows it."""
+    return "" if _one_line(exc).endswith((".", "!", "?")) else "."
 
 
 def _one_line(exc: BaseException) -> str:

@@ -100,6 +100,8 @@ def load_artifact(name: str, number: int | None, out: Path | None) -> None:
     from wharf.core.errors import MaterializationError
     from wharf.sdk.client import Client
 
+    if out is not None and str(out) in ("", "."):  # click makes "" the current directory
+        raise click.BadParameter("is empty: name a new file.", param_hint="'--out'")
     if out is not None and out.exists():
         raise click.ClickException(f"'{out}' exists already; name a new file with --out.")
 
