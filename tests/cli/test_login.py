@@ -44,6 +44,16 @@ def test_login_refuses_an_empty_api_key_instead_of_asking_for_a_username(tmp_pat
     result = wharf("login", "http://127.0.0.1:8237", "--api-key", "", env={"WHARF_HOME": str(home)})
     assert_one_line_error(result, "'--api-key': is empty.")
     assert "Username" not in result.stdout
+    empty = wharf(  # "$PASSWORD" of an unset variable: it said there was no terminal
+        "login",
+        "http://127.0.0.1:8237",
+        "-u",
+        "kim",
+        "--password",
+        "",
+        env={"WHARF_HOME": str(home)},
+    )
+    assert_one_line_error(empty, "'--password': is empty.")
 
 
 def test_refused_credentials_are_said_without_advice_to_log_in(

@@ -38,7 +38,8 @@ def login(
 
     url = url.rstrip("/")
     check_base_url(url, "Wharf server")  # before the prompts, not after them
-    source = click.get_current_context().get_parameter_source("api_key")
+    source_of = click.get_current_context().get_parameter_source
+    source = source_of("api_key")
     if api_key is not None and not api_key.strip() and source is ParameterSource.COMMANDLINE:
         # an empty key ("$KEY" of an unset variable) would silently turn into a password login
         raise click.BadParameter("is empty.", param_hint="'--api-key'")
@@ -51,6 +52,8 @@ def login(
             "this login, until it is unset.",
             err=True,
         )
+    if password == "" and source_of("password") is ParameterSource.COMMANDLINE:
+        raise click.BadParameter("is empty.", param_hint="'--password'")  # not "no terminal"
     if api_key:
         credential = api_key
     else:
