@@ -102,9 +102,18 @@ def create(
     output: str,
 ) -> None:
     """Register custom resource NAME (a licence, a TPU) for pools to offer."""
+    import re
+
+    from wharf.core.errors import InputError
+    from wharf.core.resources import NAME_PATTERN
     from wharf.resource_manager.domain import ResourceDescriptor, load
     from wharf.resource_manager.domain.units import check_custom_name
 
+    if re.fullmatch(NAME_PATTERN, name) is None:  # before the kind and unit made from it
+        raise InputError(
+            f"Invalid resource name {name!r}: it must start with a letter or digit and hold "
+            "only letters, digits and _ . : - (at most 128 characters)."
+        )
     body = descriptor_body(
         name, kind=kind, units=units, default_unit=default_unit, description=description
     )

@@ -89,6 +89,36 @@ def test_invalid_descriptor_update_changes_nothing(rm: ResourceManagerService) -
     assert rm.descriptors.get("matlab") == LICENSE
 
 
+@pytest.mark.parametrize("unit", ["core-hour", "my unit", "x2", "seat_pack"])
+def test_a_unit_no_quantity_can_name_is_refused(rm: ResourceManagerService, unit: str) -> None:
+    """'3core-hour' reads as 3 of unit 'core': such a unit was accepted and never usable."""
+    odd = LICENSE.model_copy(
+        update={"units": (Unit(name=unit, multiplier=1),), "default_unit": None}
+    )
+    with pytest.raises(InputError, match=f"Unit '{unit}' of resource 'matlab' is not letters"):
+        rm.descriptors.create(ADMIN, odd)
+    rm.descriptors.create(ADMIN, LICENSE)
+    with pytest.raises(InputError, match=f"Unit '{unit}' of resource 'matlab'"):
+        rm.descriptors.update(
+            ADMIN,
+            "matlab",
+            DescriptorUpdate(units=(Unit(name=unit, multiplier=1),), default_unit=None),
+        )
+    assert rm.descriptors.get("matlab") == LICENSE
+    own = ResourceDescriptor(name="tpu-v4", kind="tpu", units=(Unit(name="tpu-v4", multiplier=1),))
+    assert rm.descriptors.create(ADMIN, own) == own  # named like its resource: a bare number
+
+
+def test_a_resource_named_like_another_but_for_case_is_refused(rm: ResourceManagerService) -> None:
+    rm.descriptors.create(ADMIN, LICENSE)
+    twin = LICENSE.model_copy(update={"name": "MATLAB"})
+    with pytest.raises(
+        EntityExistsError, match="'MATLAB' differs from the existing resource 'matlab'"
+    ):
+        rm.descriptors.create(ADMIN, twin)
+    assert [d.name for d in rm.descriptors.list()] == ["CPU", "GPU", "matlab", "memory"]
+
+
 # ----------------------------------------------------------------------------- pools
 
 

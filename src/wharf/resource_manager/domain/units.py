@@ -220,6 +220,26 @@ def descriptor_of(kind: ResourceKind) -> ResourceDescriptor:
     )
 
 
+UNIT_NAME_PATTERN = r"^[A-Za-z]{1,64}$"
+"""What a custom unit's name may be: letters, as a quantity names it (``3chip``, ``2 GiB``)."""
+
+
+def check_unit_names(descriptor: ResourceDescriptor) -> None:
+    """Refuse a unit no quantity can name (``core-hour``, ``my unit``, ``x2``): a capacity or
+    demand such as ``3chip`` reads its unit as the letters after the number. The unit named
+    like its resource (a custom resource's one unit by default, ``tpu-v4``) is the exception: a
+    bare number means it."""
+    for unit in descriptor.units:
+        if unit.name == descriptor.name:
+            continue
+        if re.fullmatch(UNIT_NAME_PATTERN, unit.name) is None:
+            raise InputError(
+                f"Unit '{unit.name}' of resource '{descriptor.name}' is not letters only "
+                "(A-Z, a-z): a quantity such as '3chip' names its unit by the letters after "
+                "the number."
+            )
+
+
 def check_custom_name(name: str, kind: str | None = None) -> None:
     """Refuse a custom resource named like a first-class kind (``cpu``, ``Memory``, ``gpu``):
     demands of the kind (a step's ``cpu_count=``) never use it, so it would sit beside the

@@ -36,6 +36,7 @@ from wharf.resource_manager.domain import (
     Pool,
     ResourceDescriptor,
     check_custom_name,
+    check_unit_names,
     descriptors_by_name,
     validate_reserved_totals,
 )
@@ -87,6 +88,19 @@ def _descriptor(tx: Tx, name: str, action: str) -> ResourceDescriptor:
     return descriptor
 
 
+def _refuse_a_case_twin(tx: Tx, name: str) -> None:
+    """Refuse a resource whose name differs from another's only in case (``License`` beside
+    ``license``): a pool offering one and a step asking for the other never meet."""
+    twin = next(
+        (d.name for d in tx.configuration().descriptors if d.name.lower() == name.lower()), None
+    )
+    if twin is not None:
+        raise EntityExistsError(
+            f"Resource '{name}' differs from the existing resource '{twin}' only in case: use "
+            f"'{twin}', or a name of its own."
+        )
+
+
 def _done(value: Any) -> Finisher:
     return lambda: value
 
@@ -105,9 +119,11 @@ class CreateDescriptor:
     def run(self, tx: Tx) -> Finisher:
         require_admin(self.principal, "create resource descriptors")
         check_custom_name(self.descriptor.name, self.descriptor.kind)
+        check_unit_names(self.descriptor)
         _check_description(self.descriptor)
         if store.find_descriptor(tx.conn, self.descriptor.name) is not None:
             raise EntityExistsError(f"Resource descriptor '{self.descriptor.name}' already exists.")
+        _refuse_a_case_twin(tx, self.descriptor.name)
         store.insert_descriptor(tx.conn, self.descriptor, tx.now)
         tx.config_written()
         return _done(self.descriptor)
@@ -126,6 +142,8 @@ class UpdateDescriptor:
         require_admin(self.principal, "update resource descriptors")
         current = _descriptor(tx, self.descriptor_name, "changed")
         updated = config_specs.updated_descriptor(current, self.update)
+        if self.update.units is not None:
+            check_unit_names(updated)
         _check_description(updated)
         store.replace_descriptor(tx.conn, updated, tx.now)
         tx.config_written()
