@@ -44,6 +44,18 @@ def stopped_while_saving() -> None:
     cut_then_return()
 
 
+@step(enable_cache=False)
+def say_then_cut() -> bytes:
+    print("a line for the step's log")
+    PROXIES[0].cut()  # for good: its output and its log wait through the outage
+    return b"never stored"
+
+
+@pipeline(raise_on_failure=False)
+def failed_while_saving() -> None:
+    say_then_cut()
+
+
 class Waiting(logging.Handler):
     """Set once the step's save said it waits through the outage."""
 
@@ -119,16 +131,21 @@ def test_a_stop_ends_a_save_waiting_through_an_outage_at_once(
 
 
 def test_a_save_that_outlasts_its_patience_fails_with_the_write_s_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_server: MotoServer
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: MotoServer,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The step failed with the error of the tidy-up before a try ("cannot remove ..."), not
-    the write's own, once the outage outlasted the wait."""
+    the write's own, once the outage outlasted the wait; and while its log waited to be stored,
+    a heartbeat read its own failure as "asked to stop"."""
+    caplog.set_level(logging.INFO, logger="wharf")
     bucket = s3_server.new_bucket()
     with TcpProxy("127.0.0.1", s3_server.port) as proxy:
         PROXIES[:] = [proxy]
         ws = s3_stack_behind_a_proxy(tmp_path, monkeypatch, bucket, proxy, heartbeat_interval="0.5")
         try:
-            run = stopped_while_saving.run_in(ws)
+            run = failed_while_saving.run_in(ws)
             with Client(ws.config, ws.store) as client:
                 (found,) = client.list_run_steps(run.id).items
         finally:
@@ -136,5 +153,8 @@ def test_a_save_that_outlasts_its_patience_fails_with_the_write_s_error(
             PROXIES.clear()
     assert run.status is ExecutionStatus.FAILED, run.status_reason
     reason = found.status_reason or ""
-    assert reason.startswith("Output 'output' of step 'cut_then_return': Cannot save "), reason
+    assert reason.startswith("Output 'output' of step 'say_then_cut': Cannot save "), reason
     assert "cannot write" in reason and "cannot remove" not in reason, reason
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("Could not store the log") for m in messages), messages
+    assert not [m for m in messages if "asked to stop" in m]

@@ -89,6 +89,21 @@ def test_the_stop_is_told_in_a_line_that_begins_with_a_capital(
     assert told == "Step 'slow' was asked to stop (step running, run stopping); interrupting it."
 
 
+def test_a_step_whose_end_is_recorded_is_not_told_asked_to_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A beat while the ended step's log is stored read its own end (failed) as a stop, and
+    said "Step 'b' was asked to stop (step failed, run running)" after its failure."""
+    stops = []
+    script = Script([response(status=S.FAILED)])
+    worker = HeartbeatWorker("step 'b'", script, stops.append, interval=1.0)
+    worker.attempt_ended = True
+    with caplog.at_level(logging.INFO, logger="wharf.execution.heartbeat"):
+        run_beats(worker, 2)
+    assert not [r for r in caplog.records if "asked to stop" in r.getMessage()]
+    assert len(stops) == 1  # still interrupted: a wait to store its log ends at a stop
+
+
 def test_cancelling_step_is_a_stop_signal():
     for status in (S.CANCELLING, S.CANCELLED, S.STOPPING, S.STOPPED):
         stops = []

@@ -152,6 +152,8 @@ class InlineExecutor:
                 final, versions = finish_attempt(
                     self.services, spec, record, outputs, error, region.reason
                 )
+            if worker is not None:
+                worker.attempt_ended = True
             log.store()  # unless a forced stop stored it, having ended the step meanwhile
             return AttemptResult(final, versions)
         finally:

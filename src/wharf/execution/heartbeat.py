@@ -115,6 +115,8 @@ class HeartbeatWorker:
         self.scheduled = True
         """False once removed from a :class:`HeartbeatScheduler`."""
         self._stop_listeners: list[Callable[[HeartbeatResponse], None]] = []
+        self.attempt_ended = False
+        """Set once the step's end is recorded (its log may still be stored, beating on)."""
 
     def add_stop_listener(self, listener: Callable[[HeartbeatResponse], None]) -> None:
         """Also call ``listener`` (after ``on_stop``) with every response that asks the step
@@ -176,7 +178,8 @@ class HeartbeatWorker:
             return response
         if not self.stats.stop_signalled:
             self.stats.stop_signalled = True
-            logger.info(
+            logger.log(  # once its end is recorded, the status that says stop is that end
+                logging.DEBUG if self.attempt_ended else logging.INFO,
                 "%s was asked to stop (step %s, run %s); interrupting it.",
                 self.name[:1].upper() + self.name[1:],  # it begins the line: "Step 'x' was ..."
                 response.status.value,
