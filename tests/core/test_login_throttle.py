@@ -6,6 +6,8 @@ Time is passed in (``now``), so nothing here sleeps.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wharf.core.login_throttle import LoginLimits, LoginThrottle, Refused
 
@@ -157,3 +159,56 @@ def test_limits_must_be_positive() -> None:
         LoginLimits(max_failures_per_account=0)
     with pytest.raises(ValueError):
         LoginLimits(window_seconds=0)
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("begin"), st.sampled_from(["alice", "bob"])),
+        st.tuples(st.sampled_from(["right", "wrong", "unverified"]), st.integers(0, 20)),
+        st.tuples(st.just("wait"), st.floats(0, 40)),
+    ),
+    max_size=80,
+)
+
+
+@given(OPS)
+def test_a_limit_holds_whatever_the_order_of_logins(ops: list[tuple[str, object]]) -> None:
+    """Any interleaving of attempts (begun, then ended right, wrong or unverified) and time:
+    an account with no failure in its window is never refused for it; one whose window
+    holds ``limit`` failures is refused until that window closes; and while a failure is
+    known, no more attempts are verified at once than the limit leaves room for."""
+    throttle = LoginThrottle(LIMITS)
+    limit, window = LIMITS.max_failures_per_account, LIMITS.window_seconds
+    now = 0.0
+    in_flight: list[str] = []
+    failures: dict[str, list[float]] = {"alice": [], "bob": []}  # the open window's failures
+    for op, arg in ops:
+        for name, times in failures.items():
+            if times and now >= times[0] + window:
+                failures[name] = []
+        if op == "wait":
+            assert isinstance(arg, float)
+            now += arg
+        elif op == "begin":
+            assert isinstance(arg, str)
+            refused = throttle.attempt(arg, None, now)
+            known = len(failures[arg])
+            if known == 0:
+                assert refused is None
+            elif known >= limit:
+                assert refused is not None and refused.retry_after >= 1
+            elif known + in_flight.count(arg) >= limit:
+                assert refused == Refused("account", 1)
+            if refused is None:
+                in_flight.append(arg)
+        elif in_flight:
+            assert isinstance(arg, int)
+            name = in_flight.pop(arg % len(in_flight))
+            if op == "right":
+                throttle.succeeded(name, None)
+                failures[name] = []
+            elif op == "wrong":
+                throttle.failed(name, None, now)
+                failures[name].append(now)
+            else:
+                throttle.abandoned(name, None)

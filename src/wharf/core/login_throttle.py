@@ -116,8 +116,10 @@ class _Table:
     def _current(self, key: bytes, now: float) -> _Entry | None:
         entry = self._entries.get(key)
         if entry is not None and entry.failures and now >= entry.opened + self._window:
-            del self._entries[key]
-            return None
+            if not entry.pending:
+                del self._entries[key]
+                return None
+            entry.failures = 0  # its window closed; attempts still being verified count on
         return entry
 
     def _make_room(self, now: float) -> None:
