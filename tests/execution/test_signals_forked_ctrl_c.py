@@ -184,7 +184,11 @@ def test_a_second_ctrl_c_still_forces_the_stop_and_ends_the_workers(
     assert code == -signal.SIGINT, err.read_text()
     assert "Forcing the stop" in err.read_text()
     assert not marked(tmp_path, "d")
-    assert step_status(home) is ExecutionStatus.STOPPED
+    # ``process``: ending the worker ends the step's join, and a step that returns before it
+    # hears the stop keeps its result (as any step that finishes first); a loaded machine
+    # lets it return first now and then
+    ends = {ExecutionStatus.STOPPED} | ({ExecutionStatus.COMPLETED} if mode == "process" else set())
+    assert step_status(home) in ends
     seen = set(marked(tmp_path, "t").values())
     assert wait_until(lambda: not any(alive(pid) for pid in seen), 10), seen
 
