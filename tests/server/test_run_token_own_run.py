@@ -153,6 +153,22 @@ def test_a_run_token_ends_its_run_failed_or_stopped_as_finish_decides(
     assert ended.status is ExecutionStatus.STOPPED
 
 
+def test_a_run_token_records_its_own_run_stopping_gracefully_or_by_force(
+    world: World, things: Things
+) -> None:
+    """Its orchestrating process's Ctrl-C was refused ("may only end its own run"), so the
+    run's isolated steps, which hear of a stop through the store, ran on to the end."""
+    run = placeholder(world, things, "ctrl-c")
+    with RestStore(world.url, token_of(world, run)) as store:
+        start_run(store, run, "orchestrator-ctrl-c", PROCESS)
+        stopping = store.runs.update(run.id, RunUpdate(status=ExecutionStatus.STOPPING))
+        assert stopping.status is ExecutionStatus.STOPPING and not stopping.stop_forced
+        forced = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=True)
+        assert store.runs.update(run.id, forced).stop_forced is True
+        ended = store.runs.finish(run.id, ExecutionStatus.COMPLETED, None)
+    assert ended.status is ExecutionStatus.STOPPED
+
+
 def test_a_start_never_takes_another_placeholder_of_the_same_snapshot(
     world: World, things: Things
 ) -> None:
@@ -214,9 +230,10 @@ def test_a_leaked_run_token_cannot_start_create_or_end_any_other_run(
         ("PATCH", f"/api/v1/runs/{foreign.id}", {"status": "failed"}, 404),
         ("DELETE", f"/api/v1/runs/{sibling.id}", None, 403),
         ("POST", f"/api/v1/runs/{sibling.id}/token", None, 403),
-        # its own run: anything but a start, a beat and an end
-        ("PATCH", f"/api/v1/runs/{mine.id}", {"status": "stopping"}, 403),
+        ("PATCH", f"/api/v1/runs/{sibling.id}", {"status": "stopping"}, 403),
+        # its own run: anything but a start, a beat, its stop and an end
         ("PATCH", f"/api/v1/runs/{mine.id}", {"status": "running"}, 403),
+        ("PATCH", f"/api/v1/runs/{mine.id}", {"status": "stopping", "status_reason": "x"}, 403),
         ("PATCH", f"/api/v1/runs/{mine.id}", {"status_reason": "x"}, 403),
         ("PATCH", f"/api/v1/runs/{mine.id}", {"orchestrator_run_id": "mine"}, 403),
         ("PATCH", f"/api/v1/runs/{mine.id}", {"status": "failed", "stop_forced": True}, 403),

@@ -90,7 +90,7 @@ def test_is_refused_everything_else(world: World, scoped: tuple[Things, httpx.Cl
         ("PATCH", f"/api/v1/steps/{step.id}", {"status_reason": "x"}),
         ("POST", "/api/v1/steps", {"run_id": str(run.id), "name": "n", "status": "running"}),
         ("GET", f"/api/v1/steps?run_id={run.id}", None),
-        ("PATCH", f"/api/v1/runs/{things.run.id}", {"status": "stopping"}),
+        ("PATCH", f"/api/v1/runs/{run.id}", {"status": "stopping"}),  # another run's stop
         ("DELETE", f"/api/v1/runs/{things.run.id}", None),
         ("POST", f"/api/v1/runs/{things.run.id}/token", None),
         ("GET", f"/api/v1/runs?project_id={world.a.id}", None),

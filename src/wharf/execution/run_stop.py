@@ -262,9 +262,8 @@ class RunStopper:
         with self._cond:
             first = not self._recorded_forced
             self._recorded_forced = True
-        if first:  # the run's end says it was forced (``runs.finish`` reads it); a run
-            # token may not record it, but its run is not stopping either: its end keeps
-            # the forced reason (``ForcedOutcome``)
+        if first:  # the run's end says it was forced (``runs.finish`` reads it); if the
+            # store refuses it, the run's end keeps the forced reason (``ForcedOutcome``)
             forced = RunUpdate(status=ExecutionStatus.STOPPING, stop_forced=True)
             self._record_stopping(forced, logging.DEBUG)
         self.end_attempts()

@@ -2,9 +2,10 @@
 (:func:`start_update`), beat for it (``PUT /runs/{id}/heartbeat``) and end it (:func:`check_end`).
 
 A run's orchestrating process (e.g. the orchestrator pod of a Kubernetes run) holds a token of
-the run the client recorded as a placeholder, never the user's own credential. Invariant:
-everything else about runs stays refused to run tokens -- creating, deleting, stopping or
-renaming runs, issuing tokens, and any of the above on another run (403; 404 in another project).
+the run the client recorded as a placeholder, never the user's own credential; it may also
+record its own run stopping (its process's Ctrl-C). Invariant: everything else about runs
+stays refused to run tokens -- creating, deleting or renaming runs, issuing tokens, and any
+of the above on another run (403; 404 in another project).
 """
 
 from __future__ import annotations
@@ -20,18 +21,28 @@ END_STATUSES = frozenset(
 """The statuses a run token may end its own run with (what ``runs.finish`` writes)."""
 
 
+STOP_STATUSES = frozenset({ExecutionStatus.STOPPING})
+"""What a run token may also write of its own run: that it stops (its orchestrating process's
+Ctrl-C or SIGTERM, gracefully or, with ``stop_forced``, by force), so that its steps in other
+processes hear of it through the store. No more than it may do already: end it stopped."""
+
+
 def check_end(update: RunUpdate) -> None:
-    """Allow ``update`` of the token's own run only if it ends the run: a status of
-    ``END_STATUSES`` (with a reason, if any), nothing else -- not ``stopping``, not a forced
-    stop, not its orchestrator run id."""
+    """Allow ``update`` of the token's own run only if it ends the run (a status of
+    ``END_STATUSES``, with a reason, if any) or records it stopping (``STOP_STATUSES``,
+    perhaps forced, with no reason: its end gives one); nothing else -- not its orchestrator
+    run id."""
+    stopping = update.status in STOP_STATUSES
     if (
-        update.status not in END_STATUSES
-        or update.stop_forced is not None
+        not (update.status in END_STATUSES or stopping)
+        or (update.stop_forced is not None and not stopping)
+        or (stopping and update.status_reason is not None)
         or update.orchestrator_run_id is not None
     ):
         raise PermissionDeniedError(
             "A run-scoped token may only end its own run (status completed, failed or "
-            "stopped, with a reason); stopping it or changing anything else needs an account."
+            "stopped, with a reason) or record it stopping; changing anything else needs an "
+            "account."
         )
 
 
