@@ -170,7 +170,7 @@ def assert_refused_elsewhere(server: World, leaked: httpx.Client, run: PipelineR
         ("POST", "/api/v1/runs", {**start, "name": "new"}),
         ("PUT", f"/api/v1/runs/{other.id}/heartbeat", beat),
         ("PATCH", f"/api/v1/runs/{other.id}", {"status": "failed", "status_reason": "x"}),
-        ("PATCH", f"/api/v1/runs/{run.id}", {"status": "stopping"}),
+        ("PATCH", f"/api/v1/runs/{other.id}", {"status": "stopping"}),  # its own: may stop it
         ("DELETE", f"/api/v1/runs/{other.id}", None),
         ("DELETE", f"/api/v1/runs/{run.id}", None),
         ("POST", f"/api/v1/runs/{run.id}/token", None),

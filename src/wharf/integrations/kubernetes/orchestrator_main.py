@@ -33,6 +33,7 @@ from wharf.execution.outages import retry_through_outage
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
 from wharf.execution.resources.embedded import connect_configured
+from wharf.execution.resources.port import StepResources
 from wharf.execution.run_lifecycle import Resumption
 from wharf.execution.run_loop import RunJob, run_pipeline
 from wharf.execution.services import RunServices, open_store, utc_now
@@ -262,7 +263,6 @@ def _run_in_pod(
         run.id,
         {POD_KEY: environ.get("HOSTNAME", ""), ORCHESTRATOR_RUN_ID_KEY: orchestrator_run_id},
     )
-    user = store.users.get(run.user_id) if run.user_id and not config.server_url else None
     services = RunServices(
         store=store,
         artifact_store=component(ComponentType.ARTIFACT_STORE),
@@ -272,7 +272,7 @@ def _run_in_pod(
         heartbeat_interval=config.heartbeat_interval,
         child_env=step_environment(environ),
         progress=ProgressReporter([LogListener()]),
-        resources=connect_configured(store, config, user, user.name if user else "default"),
+        resources=_step_resources(store, config, run),
     )
     left_logs = None
     if resumed is not None:  # the step Jobs it does not adopt: their logs kept, then deleted
@@ -312,6 +312,22 @@ def _why_not_resumable(run: PipelineRunRecord, own_job: Mapping[str, Any] | None
     if own_job is None:
         return "this pod's Job does not exist"
     return f"it was started by {run.orchestrator_run_id}, not by this pod's Job"
+
+
+def _step_resources(
+    store: Store, config: WharfConfig, run: PipelineRunRecord
+) -> StepResources | None:
+    """Where the run's steps ask for their allocations: the workspace server's Resource Manager
+    through the server (the pod's store is REST), as a client's run there does; else the one
+    the config names beside the SQL store (embedded by default), for the run's user."""
+    from wharf.store.rest.store import RestStore
+
+    if isinstance(store, RestStore):
+        from wharf.execution.resources.team import TeamStepResources, WorkspaceRequests
+
+        return TeamStepResources(WorkspaceRequests(store.http, run.project_id))
+    user = store.users.get(run.user_id) if run.user_id else None
+    return connect_configured(store, config, user, user.name if user else "default")
 
 
 def _recorded_script(store: Store, run: PipelineRunRecord) -> str | None:
