@@ -248,6 +248,36 @@ def test_admin_ending_requests_stops_waiting_and_running_steps(
     assert_no_holder_stretch(rm_workspace)
 
 
+def test_a_run_whose_step_s_request_was_released_says_so_not_stopped_on_request(
+    shared_mode: Mode, mode_workspace: Workspace, tmp_path: Path
+):
+    """Nobody asked the run to stop: its reason named no step ("Stopped on request.")."""
+    mode, rm_workspace = shared_mode, mode_workspace
+    mode.ensure_pool(rm_workspace, "licenses", {"license": 1})
+    rm = mode.rm(rm_workspace)
+    started, release = tmp_path / "started", tmp_path / "release"
+    holder = steps_lib.wait_for_file.with_options(settings={"resources": LICENSE})
+
+    @pipeline(dynamic=True, raise_on_failure=False)
+    def p() -> None:
+        held = holder.submit(path=str(release), started=str(started))
+        while not started.exists():
+            time.sleep(0.02)
+        (running,) = [
+            r
+            for r in rm_workspace.store.steps.list(StepRunFilter(), ASC).items
+            if r.status is ExecutionStatus.RUNNING
+        ]
+        rm.requests.release(running.resource_request_id)
+        held.wait()
+
+    run = p.run_in(rm_workspace)
+    assert run.status is ExecutionStatus.STOPPED, run.status_reason
+    reason = run.status_reason or ""
+    assert reason.startswith("Step 'wait_for_file' cancelled: "), reason
+    assert "Released" in reason and "Stopped on request" not in reason, reason
+
+
 def test_resource_manager_unreachable_during_heartbeats(
     wharf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _module_team: Team
 ) -> None:

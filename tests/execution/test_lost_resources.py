@@ -22,6 +22,7 @@ from wharf.execution.lost_resources import (
     lost_resources,
     reclaimed,
     reclaimed_resources,
+    stopped_steps,
 )
 from wharf.execution.resources.embedded import LazyResourceManager
 from wharf.execution.resources.pairing import fixed_account
@@ -114,3 +115,20 @@ def test_a_run_whose_steps_lost_their_leases_says_what_kept_the_renewals() -> No
     assert lost_resources(steps) == f"Step(s) a, b: {why}."
     mixed = [*steps, ("c", CANCELLED, f"Cancelling: {lease_lost('for another reason')}.")]
     assert lost_resources(mixed) == f"Step(s) a, b, c: {RESOURCES_LOST}."
+
+
+def test_a_run_whose_step_s_request_was_released_by_hand_names_it_not_a_stop() -> None:
+    """`wharf request release` of a running step's allocation: the run ended stopped "Stopped
+    on request.", though nobody asked it to stop."""
+    why = "Cancelling: Released by user 'bob' (its holder).\nmore"
+    steps = {
+        "train": StepOutcome("train", CANCELLED, reason=why),
+        "done": StepOutcome("done", ExecutionStatus.COMPLETED),
+    }
+    expected = (
+        ExecutionStatus.STOPPED,
+        "Step 'train' cancelled: Cancelling: Released by user 'bob' (its holder).",
+    )
+    assert DagOutcome(steps=steps).final_status() == expected
+    assert DynamicOutcome(steps=steps).final_status() == expected
+    assert stopped_steps([("done", ExecutionStatus.COMPLETED, None)]) is None

@@ -30,7 +30,7 @@ from wharf.execution.cache_decisions import ReadyStep, ReadySteps
 from wharf.execution.interrupt import UNWOKEN_WAIT_SECONDS, InterruptibleRegion
 from wharf.execution.launch_errors import launch_error_reason, log_launch_error
 from wharf.execution.launcher import StepOutcome
-from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.lost_resources import lost_resources, reclaimed_resources, stopped_steps
 from wharf.execution.outages import refused
 from wharf.execution.run_stop import ForcedStop
 from wharf.execution.step_outcome import failed_steps_reason
@@ -74,13 +74,11 @@ class DagOutcome:
         reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if reclaimed is not None and not self.stop_requested:
             return ExecutionStatus.STOPPED, reclaimed
-        stopped = [
-            n
-            for n, o in self.steps.items()
-            if o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
-        ]
-        if self.stop_requested or stopped:
+        if self.stop_requested:
             return ExecutionStatus.STOPPED, "Stopped on request."
+        stopped = stopped_steps((n, o.status, o.reason) for n, o in self.steps.items())
+        if stopped is not None:
+            return ExecutionStatus.STOPPED, stopped
         if all(o.succeeded for o in self.steps.values()) and not self.not_started:
             return ExecutionStatus.COMPLETED, None
         return ExecutionStatus.FAILED, "Some steps did not complete."

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from wharf.core.enums import ExecutionStatus
 from wharf.core.errors import StepExecutionError
 from wharf.execution.attempt_ends import describe_exception
-from wharf.execution.lost_resources import lost_resources, reclaimed_resources
+from wharf.execution.lost_resources import lost_resources, reclaimed_resources, stopped_steps
 from wharf.execution.step_outcome import StepOutcome, failed_steps_reason
 
 
@@ -45,11 +45,9 @@ class DynamicOutcome:
         reclaimed = reclaimed_resources((n, o.status, o.reason) for n, o in self.steps.items())
         if reclaimed is not None:
             return ExecutionStatus.STOPPED, reclaimed
-        if any(
-            o.status in (ExecutionStatus.STOPPED, ExecutionStatus.CANCELLED)
-            for o in self.steps.values()
-        ):
-            return ExecutionStatus.STOPPED, "Some steps were stopped."
+        stopped = stopped_steps((n, o.status, o.reason) for n, o in self.steps.items())
+        if stopped is not None:
+            return ExecutionStatus.STOPPED, stopped
         return ExecutionStatus.COMPLETED, None
 
 

@@ -1,12 +1,14 @@
 """How a step and its run say that the step lost its resources.
 
-Owns :data:`RESOURCES_LOST`, :func:`lease_lost`, :func:`lost_resources`, :func:`reclaimed` and
-:func:`reclaimed_resources`. A running step whose lease expired (its renewals did not reach the
-Resource Manager in time) is cancelled with a reason holding :data:`RESOURCES_LOST` and what kept
-them from it (:func:`lease_lost`); a run that ends with such a step failed for that reason. A
-step whose request the Resource Manager reclaimed (preempted) is cancelled with a reason holding
-:data:`RESOURCES_RECLAIMED`; a run whose only stopped steps are such steps ends stopped for that
-reason. Neither says "Stopped on request." (nobody asked for a stop).
+Owns :data:`RESOURCES_LOST`, :func:`lease_lost`, :func:`lost_resources`, :func:`reclaimed`,
+:func:`reclaimed_resources` and :func:`stopped_steps`. A running step whose lease expired (its
+renewals did not reach the Resource Manager in time) is cancelled with a reason holding
+:data:`RESOURCES_LOST` and what kept them from it (:func:`lease_lost`); a run that ends with such a
+step failed for that reason. A step whose request the Resource Manager reclaimed (preempted) is
+cancelled with a reason holding :data:`RESOURCES_RECLAIMED`; a run whose only stopped steps are
+such steps ends stopped for that reason. Neither says "Stopped on request." (nobody asked for a
+stop); nor does a run whose steps ended stopped for another reason (a request released by hand): it
+names them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 from uuid import UUID
 
 from wharf.core.enums import ExecutionStatus
+from wharf.core.transitions import STOPPED_ON_REQUEST
 
 RESOURCES_LOST = "resources lost: its lease expired"
 RM_UNREACHABLE = "while the Resource Manager was unreachable"
@@ -58,3 +61,23 @@ def lost_resources(steps: Iterable[tuple[str, ExecutionStatus, str | None]]) -> 
     causes = {why for _, why in lost}
     why = causes.pop() if len(causes) == 1 else RESOURCES_LOST
     return f"Step(s) {', '.join(name for name, _ in lost)}: {why}."
+
+
+def stopped_steps(steps: Iterable[tuple[str, ExecutionStatus, str | None]]) -> str | None:
+    """The run's reason when steps of ``steps`` (name, status, reason) ended stopped or
+    cancelled though nobody asked the run to stop (a request released by hand): each step
+    with the first line of its reason; None if none did."""
+    ended = [(name, status, (reason or "").strip()) for name, status, reason in steps]
+    ended = [(name, status, why) for name, status, why in ended if status in _ENDED]
+    if not ended:
+        return None
+    if any(why.startswith(STOPPED_ON_REQUEST) for _, _, why in ended):
+        return STOPPED_ON_REQUEST  # a stop asked elsewhere, which its steps heard first
+    return (
+        "; ".join(
+            f"Step '{name}' {status.value}"
+            + (f": {why.splitlines()[0].rstrip('.')}" if why else "")
+            for name, status, why in ended
+        )
+        + "."
+    )
