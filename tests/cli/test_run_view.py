@@ -186,6 +186,7 @@ def test_resources_cache_origin_and_header() -> None:
 def test_units_and_durations() -> None:
     assert amount(1, "license", "license", "default") == "1 license"
     assert amount(2, "GiB", "memory", None) == "2 GiB memory"
+    assert amount(250, "mCPU", "CPU", None) == "250 mCPU"  # it read "250 mCPU CPU"
     assert duration(None, None, T0) == "-"
     assert duration(T0, T0 + timedelta(milliseconds=850), T0) == "850 ms"
     assert duration(T0, T0 + timedelta(seconds=59.94), T0) == "59.9 s"

@@ -170,12 +170,14 @@ def test_running_a_scheduled_script_again_keeps_the_same_schedule(
         second = scheduled("0 3 * * *").run_in(workspace)  # the same script run again
     assert first.status is S.COMPLETED and second.status is S.COMPLETED
     assert [s.name for s in workspace.store.schedules.list().items] == ["every-night"]
-    told = [r.getMessage() for r in caplog.records if r.name == "wharf.sdk.scheduling"]
+    told_by = "wharf.sdk.scheduling"
+    told = [r.getMessage() for r in caplog.records if r.name == told_by]
     assert len(told) == 2 and all("\n" not in line for line in told)
     assert "recorded schedule 'every-night'" in told[0]
     assert "kept the existing schedule 'every-night'" in told[1]
     assert all("runs the pipeline once, now" in line for line in told)
     assert all("`wharf schedule delete every-night`" in line for line in told)
+    assert all(r.levelno == logging.WARNING for r in caplog.records if r.name == told_by)
 
     with pytest.raises(EntityExistsError) as info:
         scheduled("0 4 * * *").run_in(workspace)  # another definition under that name
@@ -197,3 +199,32 @@ def test_a_run_whose_steps_stay_on_this_machine_records_no_code_archive(
 def test_an_unknown_code_source_is_refused_where_the_pipeline_is_defined() -> None:
     with pytest.raises(PipelineDefinitionError, match="Unknown code_source 'docker'"):
         pipeline(code_source="docker")(lambda: None)  # type: ignore[call-overload]
+
+
+def test_a_schedule_an_orchestrator_fires_is_told_as_news_not_a_warning(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scheduling on Kubernetes (normal use) was logged as a WARNING."""
+    from wharf.sdk.scheduling import record_schedule
+
+    run = steps_pipeline_run(workspace)
+    with caplog.at_level(logging.INFO, logger="wharf.sdk.scheduling"):
+        record_schedule(
+            "nightly",
+            workspace,
+            run.pipeline_id,
+            run.snapshot_id,
+            Schedule(cron_expression="0 3 * * *", name="fired"),
+            fired_by_orchestrator=True,
+        )
+    (told,) = [r for r in caplog.records if r.name == "wharf.sdk.scheduling"]
+    assert told.levelno == logging.INFO
+    assert "The orchestrator fires its runs; none runs now." in told.getMessage()
+
+
+def steps_pipeline_run(workspace: Workspace) -> PipelineRunRecord:
+    @pipeline(name="nightly")
+    def nightly() -> None:
+        steps_lib.produce(value=3)
+
+    return nightly.run_in(workspace)

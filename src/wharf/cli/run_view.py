@@ -108,13 +108,14 @@ def demand_amount(
 
 
 def amount(quantity: int, unit: str | None, what: str, class_name: str | None) -> str:
-    """``2 GiB memory``, ``1 gpu (h100)``, ``1 license`` (a unit that repeats the resource's
-    name, and the ``default`` class, are left out)."""
-    text = (
-        f"{quantity} {unit} {what}"
-        if unit and unit.lower() != what.lower()
-        else f"{quantity} {what}"
-    )
+    """``2 GiB memory``, ``1 gpu (h100)``, ``1 license``, ``250 mCPU`` (a unit that names the
+    resource, as ``mCPU`` names CPU, stands alone; the ``default`` class is left out)."""
+    if not unit or unit.lower() == what.lower():
+        text = f"{quantity} {what}"
+    elif what.lower() in unit.lower():
+        text = f"{quantity} {unit}"
+    else:
+        text = f"{quantity} {unit} {what}"
     return f"{text} ({class_name})" if class_name and class_name != "default" else text
 
 

@@ -175,7 +175,8 @@ def record_schedule(
         if fired_by_orchestrator
         else "The local orchestrator does not fire schedules yet: it runs the pipeline once, now."
     )
-    logger.warning(
+    logger.log(  # a warning only where the schedule will not fire
+        logging.INFO if fired_by_orchestrator else logging.WARNING,
         "Pipeline '%s': %s '%s' (replace it with `wharf schedule delete %s` and a new run). %s",
         pipeline_name,
         kept,
