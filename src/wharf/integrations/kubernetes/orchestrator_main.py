@@ -32,8 +32,6 @@ from wharf.execution.heartbeat import liveness_timeout_for
 from wharf.execution.outages import retry_through_outage
 from wharf.execution.progress import LogListener, ProgressReporter
 from wharf.execution.progress_logging import configure_logging
-from wharf.execution.resources.embedded import connect_configured
-from wharf.execution.resources.port import StepResources
 from wharf.execution.run_lifecycle import Resumption
 from wharf.execution.run_loop import RunJob, run_pipeline
 from wharf.execution.services import RunServices, open_store, utc_now
@@ -53,6 +51,7 @@ from wharf.integrations.kubernetes.orchestrator_launch import (
     OrchestratorArgs,
     parse_orchestrator_args,
 )
+from wharf.integrations.kubernetes.orchestrator_resources import step_resources
 from wharf.integrations.kubernetes.orchestrator_resume import (
     collect_left_jobs,
     delete_predecessor_secrets,
@@ -272,7 +271,7 @@ def _run_in_pod(
         heartbeat_interval=config.heartbeat_interval,
         child_env=step_environment(environ),
         progress=ProgressReporter([LogListener()]),
-        resources=_step_resources(store, config, run),
+        resources=step_resources(store, config, run),
     )
     left_logs = None
     if resumed is not None:  # the step Jobs it does not adopt: their logs kept, then deleted
@@ -312,22 +311,6 @@ def _why_not_resumable(run: PipelineRunRecord, own_job: Mapping[str, Any] | None
     if own_job is None:
         return "this pod's Job does not exist"
     return f"it was started by {run.orchestrator_run_id}, not by this pod's Job"
-
-
-def _step_resources(
-    store: Store, config: WharfConfig, run: PipelineRunRecord
-) -> StepResources | None:
-    """Where the run's steps ask for their allocations: the workspace server's Resource Manager
-    through the server (the pod's store is REST), as a client's run there does; else the one
-    the config names beside the SQL store (embedded by default), for the run's user."""
-    from wharf.store.rest.store import RestStore
-
-    if isinstance(store, RestStore):
-        from wharf.execution.resources.team import TeamStepResources, WorkspaceRequests
-
-        return TeamStepResources(WorkspaceRequests(store.http, run.project_id))
-    user = store.users.get(run.user_id) if run.user_id else None
-    return connect_configured(store, config, user, user.name if user else "default")
 
 
 def _recorded_script(store: Store, run: PipelineRunRecord) -> str | None:
